@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Cloak: a self-hosted secure-collect gateway on libevent and OpenSSL.
+///
+/// Dependencies point downward only:
+/// `cloak → CloakService → {CloakHTTP, CloakCore}`; `CloakHTTP → {CLibevent, COpenSSL}`;
+/// `CloakCore` depends on nothing but the standard library and Foundation.
+let package = Package(
+    name: "Cloak",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "cloak", targets: ["cloak"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+
+        .target(name: "CloakCore"),
+        .target(name: "CloakHTTP", dependencies: ["CLibevent", "COpenSSL"]),
+        .target(
+            name: "CloakService",
+            dependencies: [
+                "CloakCore", "CloakHTTP",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "cloak",
+            dependencies: [
+                "CloakService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        .testTarget(name: "CloakCoreTests", dependencies: ["CloakCore"]),
+        .testTarget(name: "CloakHTTPTests", dependencies: ["CloakHTTP"]),
+        .testTarget(name: "CloakServiceTests", dependencies: ["CloakService", "CloakCore", "CloakHTTP"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

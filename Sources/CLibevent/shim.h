@@ -1,0 +1,29 @@
+#ifndef CLIBEVENT_SHIM_H
+#define CLIBEVENT_SHIM_H
+/* Debian's event2/event-config.h defines _GNU_SOURCE. If that happens before glibc's <features.h>
+   is first seen, glibc structs such as fd_set are declared differently inside this module than in
+   Glibc or COpenSSL, and Swift refuses to import both. Including a glibc header first fixes the
+   feature set before libevent's define. */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <event2/event.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <event2/dns.h>
+#include <event2/util.h>
+
+/* evsignal_new / evtimer_new are function-like macros that Swift cannot import. */
+static inline struct event *CLibevent_timer_new(struct event_base *base, event_callback_fn cb, void *arg) {
+    return event_new(base, -1, 0, cb, arg);
+}
+static inline struct event *CLibevent_persistent_timer_new(struct event_base *base, event_callback_fn cb, void *arg) {
+    return event_new(base, -1, EV_PERSIST, cb, arg);
+}
+#endif

@@ -1,0 +1,27 @@
+/// The brands a form accepts, in detection order.
+///
+/// By default: custom brands from configuration first, then the SDK's built-in brands. When the
+/// form lists `accepted` brands, that list replaces the default one and its order is the order of
+/// detection (`validCardBrands`).
+public struct CardBrandTable: Sendable {
+    public let models: [PaymentCardModel]
+
+    public init(custom: [PaymentCardModel] = [], accepted: [CardBrand]? = nil) {
+        let all = custom + PaymentCardModel.builtIn
+        if let accepted {
+            models = accepted.compactMap { brand in all.first { $0.brand == brand } }
+        } else {
+            models = all
+        }
+    }
+
+    public static let standard = CardBrandTable()
+
+    /// The first model whose matcher accepts the number, or ``PaymentCardModel/unknown``.
+    public func detect(_ number: String) -> PaymentCardModel {
+        models.first { $0.matches(number) } ?? .unknown
+    }
+
+    /// Every built-in brand identifier, for configuration checks.
+    public static let builtInBrands: [CardBrand] = PaymentCardModel.builtIn.map(\.brand)
+}

@@ -1,0 +1,70 @@
+/// A collect submission: `{"fields": {name: "as typed"}, "extraData": {...}, "options": {...}}`.
+public struct CollectRequest: Sendable {
+    /// The submitted values by form field index.
+    public var values: [Int: String]
+    public var extraData: [(key: String, value: JSONValue)]
+    public var mappingPolicy: MappingPolicy?
+
+    /// Reads a submission for `form`.
+    ///
+    /// - Throws: ``CloakError`` 1002 for anything but an object with a `fields` object whose
+    ///   members are strings named after the form's fields, each at most once. Messages name the
+    ///   offending member (scrubbed) and never quote a value.
+    public init(_ body: JSONValue, form: FormSchema) throws(CloakError) {
+        guard case let .object(members) = body else {
+            throw .malformed("the body must be a JSON object, not \(body.typeName)")
+        }
+        var fields: [(key: String, value: JSONValue)]?
+        var extraData: [(key: String, value: JSONValue)] = []
+        var policy: MappingPolicy?
+        for (key, value) in members {
+            switch key {
+            case "fields":
+                guard fields == nil else { throw .malformed("\"fields\" appears twice") }
+                guard case let .object(f) = value else {
+                    throw .malformed("\"fields\" must be an object, not \(value.typeName)")
+                }
+                fields = f
+            case "extraData":
+                guard case let .object(e) = value else {
+                    throw .malformed("\"extraData\" must be an object, not \(value.typeName)")
+                }
+                extraData = e
+            case "options":
+                guard case let .object(options) = value else {
+                    throw .malformed("\"options\" must be an object, not \(value.typeName)")
+                }
+                for (optionKey, optionValue) in options {
+                    guard optionKey == "fieldNameMappingPolicy" else {
+                        throw .malformed("unknown option \"\(Redaction.scrub(optionKey, limit: 64))\"")
+                    }
+                    guard let name = optionValue.stringValue, let p = MappingPolicy(rawValue: name) else {
+                        throw .malformed(
+                            "options.fieldNameMappingPolicy must be one of "
+                                + MappingPolicy.allCases.map(\.rawValue).joined(separator: ", "))
+                    }
+                    policy = p
+                }
+            default:
+                throw .malformed("unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected fields, extraData, options")
+            }
+        }
+        guard let fields else { throw .malformed("the body has no \"fields\" object") }
+        var values: [Int: String] = [:]
+        values.reserveCapacity(fields.count)
+        for (name, value) in fields {
+            guard let index = form.index(of: name) else {
+                throw .malformed("unknown field \"\(Redaction.scrub(name, limit: 64))\" for form \(form.name)")
+            }
+            guard case let .string(text) = value else {
+                throw .malformed("field \"\(name)\" must be a string, not \(value.typeName)")
+            }
+            guard values.updateValue(text, forKey: index) == nil else {
+                throw .malformed("field \"\(name)\" appears twice")
+            }
+        }
+        self.values = values
+        self.extraData = extraData
+        self.mappingPolicy = policy
+    }
+}

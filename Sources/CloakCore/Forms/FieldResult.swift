@@ -1,0 +1,85 @@
+/// One field of a submission after formatting and validation.
+///
+/// Holds the raw and output text, so it is sensitive: only ``state`` (which never includes
+/// them) may leave the process as is. Its description is redacted.
+public struct FieldResult: Sendable, CustomStringConvertible {
+    public let schema: FieldSchema
+    /// The field was in the submission (`isDirty`).
+    public let isPresent: Bool
+    /// What the rules ran on.
+    public let rawText: String
+    /// What is aliased or forwarded: layout, divider and date conversion applied.
+    public let outputText: String
+    public let validationErrors: [String]
+    /// The detected brand, for card numbers.
+    public let cardModel: PaymentCardModel?
+
+    public var isValid: Bool { validationErrors.isEmpty }
+    public var isEmpty: Bool { rawText.isEmpty }
+
+    public var description: String { "FieldResult(\(schema.name), valid: \(isValid), length: \(rawText.count))" }
+
+    /// The component values to emit: serializer components, or the field itself.
+    public var outputComponents: [(key: String, value: String)] {
+        switch schema.serializer {
+        case nil:
+            return [(schema.name, outputText)]
+        case let .expDate(monthField, yearField)?:
+            var format: ExpDateFormat?
+            if case let .expDate(f)? = schema.outputDateFormat { format = f }
+            return FieldSerializer.serializeExpDate(outputText, format: format, monthField: monthField, yearField: yearField)
+        case let .date(dayField, monthField, yearField)?:
+            var format: DateFormat?
+            if case let .date(f)? = schema.outputDateFormat { format = f }
+            return FieldSerializer.serializeDate(
+                outputText, format: format, dayField: dayField, monthField: monthField, yearField: yearField)
+        }
+    }
+
+    /// The SDK's field state: never the raw value.
+    public var state: JSONValue {
+        let raw = rawText
+        var members: [(key: String, value: JSONValue)] = [
+            ("isRequired", .bool(schema.isRequired)),
+            ("isRequiredValidOnly", .bool(schema.isRequiredValidOnly)),
+            ("isValid", .bool(isValid)),
+            ("isEmpty", .bool(isEmpty)),
+            ("isDirty", .bool(isPresent)),
+            ("inputLength", .int(raw.count)),
+            ("validationErrors", .strings(validationErrors)),
+        ]
+        switch schema.type {
+        case .cardNumber:
+            let model = cardModel ?? .unknown
+            var bin = ""
+            var last4 = ""
+            if isValid {
+                if model.brand.hasEightDigitBIN {
+                    bin = raw.count >= 16 ? String(raw.prefix(8)) : ""
+                } else {
+                    bin = String(raw.prefix(6))
+                }
+                if raw.count >= 12 { last4 = String(raw.suffix(4)) }
+            }
+            members += [
+                ("cardBrand", .string(model.brand.id)), ("cardBrandName", .string(model.name)),
+                ("bin", .string(bin)), ("last4", .string(last4)),
+            ]
+        case .ssn:
+            members.append(("last4", .string(isValid && raw.count == 9 ? String(raw.suffix(4)) : "")))
+        default:
+            break
+        }
+        return .object(members)
+    }
+
+    init(schema: FieldSchema, isPresent: Bool, rawText: String, outputText: String, validationErrors: [String],
+         cardModel: PaymentCardModel?) {
+        self.schema = schema
+        self.isPresent = isPresent
+        self.rawText = rawText
+        self.outputText = outputText
+        self.validationErrors = validationErrors
+        self.cardModel = cardModel
+    }
+}

@@ -1,0 +1,28 @@
+/// A form: its fields in configured order, its card brands and its field-name mapping policy.
+public struct FormSchema: Sendable {
+    public let name: String
+    public let fields: [FieldSchema]
+    public let brands: CardBrandTable
+    public let mappingPolicy: MappingPolicy
+    private let indexByName: [String: Int]
+
+    /// - Precondition: field names are unique (the configuration loader checks this first).
+    public init(name: String, fields: [FieldSchema], brands: CardBrandTable = .standard,
+                mappingPolicy: MappingPolicy = .nestedJSON) {
+        self.name = name
+        self.fields = fields
+        self.brands = brands
+        self.mappingPolicy = mappingPolicy
+        self.indexByName = Dictionary(fields.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    public func index(of fieldName: String) -> Int? { indexByName[fieldName] }
+}
+
+/// `VGSCollectFieldNameMappingPolicy`: how field names become the outgoing JSON.
+public enum MappingPolicy: String, Sendable, CaseIterable {
+    case flatJSON
+    case nestedJSON
+    case nestedJSONWithArrayMerge
+    case nestedJSONWithArrayOverwrite
+}

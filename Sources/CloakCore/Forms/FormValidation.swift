@@ -1,0 +1,62 @@
+/// A whole submission checked against its form: one ``FieldResult`` per configured field.
+public struct FormValidation: Sendable {
+    public let form: FormSchema
+    /// In configured order; absent fields are included (not dirty, empty).
+    public let fields: [FieldResult]
+
+    /// Formats and validates every field of `form` against the submitted `values`.
+    ///
+    /// Card fields are processed before the CVCs linked to them, so a CVC's lengths follow the
+    /// brand detected in the same submission.
+    public init(form: FormSchema, values: [Int: String], context: ValidationContext) {
+        var context = context
+        context.brands = form.brands
+        var results = [FieldResult?](repeating: nil, count: form.fields.count)
+        for (i, field) in form.fields.enumerated() where field.type != .cvc {
+            results[i] = FieldProcessor.process(field, input: values[i], linkedCard: nil, context: context)
+        }
+        for (i, field) in form.fields.enumerated() where field.type == .cvc {
+            let linked = field.cardField.flatMap(form.index(of:)).flatMap { results[$0]?.cardModel }
+            results[i] = FieldProcessor.process(field, input: values[i], linkedCard: linked, context: context)
+        }
+        self.form = form
+        self.fields = results.map { $0! }
+    }
+
+    /// Fields marked required whose raw text is empty (`VGSSDKErrorInputDataRequired`).
+    public var requiredMissing: [String] {
+        fields.filter { $0.schema.isRequired && $0.isEmpty }.map(\.schema.name)
+    }
+
+    /// Fields marked required-valid-only that are invalid (`VGSSDKErrorInputDataRequiredValid`).
+    public var requiredInvalid: [String] {
+        fields.filter { $0.schema.isRequiredValidOnly && !$0.isValid }.map(\.schema.name)
+    }
+
+    /// Whether the submission passes the SDK's pre-send check.
+    public var isValid: Bool { requiredMissing.isEmpty && requiredInvalid.isEmpty }
+
+    /// The 1001 error the SDK returns before sending, or nil when the submission may be sent.
+    public var inputError: CloakError? {
+        let missing = requiredMissing
+        let invalid = requiredInvalid
+        guard !missing.isEmpty || !invalid.isEmpty else { return nil }
+        var extra: [(key: String, value: JSONValue)] = []
+        if !missing.isEmpty { extra.append(("VGSSDKErrorInputDataRequired", .strings(missing))) }
+        if !invalid.isEmpty { extra.append(("VGSSDKErrorInputDataRequiredValid", .strings(invalid))) }
+        let failing = Set(missing + invalid)
+        extra.append((
+            "validationErrors",
+            .object(fields.filter { failing.contains($0.schema.name) }.map { ($0.schema.name, .strings($0.validationErrors)) })
+        ))
+        return CloakError(.inputDataIsNotValid, "Input data is not valid", extraInfo: extra)
+    }
+
+    /// The validate endpoint's answer: `{"isValid": bool, "fields": {name: state}}`.
+    public var stateDocument: JSONValue {
+        .object([
+            ("isValid", .bool(isValid)),
+            ("fields", .object(fields.map { ($0.schema.name, $0.state) })),
+        ])
+    }
+}

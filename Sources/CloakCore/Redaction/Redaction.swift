@@ -1,0 +1,29 @@
+/// Scrubbing of client-controlled text that must be echoed or logged.
+public enum Redaction {
+    /// Replaces every run of digits (with spaces, dashes or dots inside it) that holds nine or more
+    /// digits with `[redacted]`: card numbers, SSNs and account numbers cannot pass, whatever
+    /// their separators. Also cuts the text to `limit` characters.
+    public static func scrub(_ text: String, limit: Int = 256) -> String {
+        var out = ""
+        var run = ""
+        var runDigits = 0
+        func flush() {
+            out += runDigits >= 9 ? "[redacted]" : run
+            run = ""
+            runDigits = 0
+        }
+        for ch in text.prefix(limit) {
+            if ch.isNumber {
+                run.append(ch)
+                runDigits += 1
+            } else if !run.isEmpty, ch == " " || ch == "-" || ch == "." || ch == "/" || ch == "_" {
+                run.append(ch)
+            } else {
+                flush()
+                out.append(ch)
+            }
+        }
+        flush()
+        return out
+    }
+}
