@@ -1,0 +1,79 @@
+import CLibevent
+import Glibc
+
+/// The few libevent conveniences the server and client need, kept in one place.
+enum Libevent {
+    /// Makes the event bases safe for `event_active` from other threads. Idempotent.
+    static let threadingReady: Bool = evthread_use_pthreads() == 0
+
+    /// Every header of an evkeyvalq, in order.
+    static func headers(_ list: UnsafeMutablePointer<evkeyvalq>?) -> [(name: String, value: String)] {
+        var out: [(name: String, value: String)] = []
+        var node = list?.pointee.tqh_first
+        while let n = node {
+            if let k = n.pointee.key, let v = n.pointee.value {
+                out.append((String(cString: k), String(cString: v)))
+            }
+            node = n.pointee.next.tqe_next
+        }
+        return out
+    }
+
+    /// Parses "host:port" (IPv4, or "[v6]:port") into a socket address.
+    static func socketAddress(host: String, port: Int) -> (storage: sockaddr_storage, length: Int32)? {
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let text = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        let rc = withUnsafeMutablePointer(to: &storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { evutil_parse_sockaddr_port(text, $0, &length) }
+        }
+        return rc == 0 ? (storage, length) : nil
+    }
+
+    /// The port a socket is bound to.
+    static func boundPort(_ fd: Int32) -> Int? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let rc = withUnsafeMutablePointer(to: &storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard rc == 0 else { return nil }
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            return withUnsafePointer(to: &storage) { p in
+                p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+            }
+        case AF_INET6:
+            return withUnsafePointer(to: &storage) { p in
+                p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            }
+        default: return nil
+        }
+    }
+
+    static func setNoDelay(_ fd: Int32) {
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    static func method(_ command: evhttp_cmd_type) -> HTTPMethod? {
+        switch command {
+        case EVHTTP_REQ_GET: return .GET
+        case EVHTTP_REQ_POST: return .POST
+        case EVHTTP_REQ_HEAD: return .HEAD
+        case EVHTTP_REQ_PUT: return .PUT
+        case EVHTTP_REQ_DELETE: return .DELETE
+        case EVHTTP_REQ_OPTIONS: return .OPTIONS
+        case EVHTTP_REQ_TRACE: return .TRACE
+        case EVHTTP_REQ_CONNECT: return .CONNECT
+        case EVHTTP_REQ_PATCH: return .PATCH
+        default: return nil
+        }
+    }
+
+    /// Every method evhttp knows: the router, not evhttp, answers 405 for the ones a path lacks.
+    static let allMethods: UInt32 =
+        EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue | EVHTTP_REQ_PUT.rawValue
+        | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue | EVHTTP_REQ_TRACE.rawValue
+        | EVHTTP_REQ_CONNECT.rawValue | EVHTTP_REQ_PATCH.rawValue
+}

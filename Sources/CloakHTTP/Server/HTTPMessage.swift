@@ -1,0 +1,91 @@
+/// The HTTP methods Cloak routes. evhttp parses these; anything else it refuses itself.
+public enum HTTPMethod: String, Sendable, CaseIterable {
+    case GET, POST, HEAD, PUT, DELETE, OPTIONS, TRACE, CONNECT, PATCH
+}
+
+/// A request as handed to a handler: copied off the evhttp request on its loop thread.
+public struct HTTPRequest: Sendable {
+    public var method: HTTPMethod
+    /// The path, percent-decoded, without the query.
+    public var path: String
+    /// The raw query string (after `?`), if any.
+    public var query: String?
+    /// Header fields in arrival order, names as sent.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// The request id: the client's `X-Request-Id` when it is well formed, else a new one.
+    public var requestID: String
+    /// Set when the server refused the request before routing (the body is then empty).
+    public var violation: HTTPViolation?
+
+    public init(
+        method: HTTPMethod, path: String, query: String? = nil, headers: [(name: String, value: String)] = [],
+        body: [UInt8] = [], requestID: String = ""
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.requestID = requestID
+    }
+
+    /// The first value of a header, matched case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveEquals(name) }?.value
+    }
+
+    /// Every value of a header, matched case-insensitively.
+    public func headerValues(_ name: String) -> [String] {
+        headers.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+}
+
+/// A response: status, headers and body. evhttp adds `Date` and `Content-Length`.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON response with `Content-Type: application/json`.
+    public static func json(_ status: Int, _ body: [UInt8], headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
+    }
+}
+
+extension String {
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= 97 && (x | 0x20) <= 122)
+        }
+    }
+}
+
+/// The standard reason phrase for a status code.
+func reasonPhrase(_ status: Int) -> String {
+    switch status {
+    case 200: return "OK"
+    case 201: return "Created"
+    case 204: return "No Content"
+    case 400: return "Bad Request"
+    case 401: return "Unauthorized"
+    case 403: return "Forbidden"
+    case 404: return "Not Found"
+    case 405: return "Method Not Allowed"
+    case 413: return "Payload Too Large"
+    case 422: return "Unprocessable Entity"
+    case 500: return "Internal Server Error"
+    case 502: return "Bad Gateway"
+    case 503: return "Service Unavailable"
+    case 504: return "Gateway Timeout"
+    default: return "Status \(status)"
+    }
+}

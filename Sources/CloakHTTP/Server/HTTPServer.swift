@@ -1,0 +1,68 @@
+import Foundation
+
+/// Handles one request on its loop thread and returns the answer. Must not block: it runs on
+/// the event loop, between other connections' reads.
+public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
+
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The evhttp server: one event loop per thread, each with its own SO_REUSEPORT listener.
+///
+/// ```swift
+/// let server = try HTTPServer(configuration: .init(port: 0, threads: 2)) { request in
+///     .json(200, Array(#"{"ok":true}"#.utf8))
+/// }
+/// try server.start()
+/// print(server.port)
+/// server.shutdown()   // stop accepting, drain, join the threads
+/// ```
+public final class HTTPServer: Sendable {
+    public let configuration: HTTPServerConfiguration
+    private let workers: [LoopWorker]
+    private let finished: [DispatchSemaphore]
+    /// The bound port (the chosen one when the configuration asked for 0).
+    public let port: Int
+
+    /// Creates and binds every loop; no thread runs until ``start()``.
+    /// - Throws: ``HTTPServerError`` when the address cannot be parsed or bound.
+    public init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) throws(HTTPServerError) {
+        let threads = configuration.threads > 0 ? configuration.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let budget = ConnectionBudget(limit: configuration.maxConnections)
+        var workers: [LoopWorker] = []
+        var port = configuration.port
+        for index in 0..<threads {
+            let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget, index: index)
+            try worker.bind(port: port)
+            port = worker.port  // with port 0, every later loop binds the port the first one got
+            workers.append(worker)
+        }
+        self.configuration = configuration
+        self.workers = workers
+        self.finished = workers.map { _ in DispatchSemaphore(value: 0) }
+        self.port = port
+    }
+
+    public var threadCount: Int { workers.count }
+
+    /// Starts one thread per loop and returns.
+    public func start() {
+        for (worker, done) in zip(workers, finished) {
+            let thread = Thread {
+                worker.run()
+                done.signal()
+            }
+            thread.name = "cloak-loop"
+            thread.start()
+        }
+    }
+
+    /// Stops accepting, lets in-flight requests finish (up to the drain timeout), closes idle
+    /// connections and waits for every loop thread to end.
+    public func shutdown() {
+        for worker in workers { worker.requestStop() }
+        for done in finished { done.wait() }
+    }
+}

@@ -1,0 +1,40 @@
+/// Limits and shape of the HTTP server. Every libevent default is unsafe (unlimited bodies and
+/// headers, 50 s timeouts), so each has an explicit value here.
+public struct HTTPServerConfiguration: Sendable {
+    /// IPv4 or IPv6 literal to bind, e.g. "127.0.0.1" or "::1".
+    public var host: String
+    /// 0 picks a free port (see ``HTTPServer/port``).
+    public var port: Int
+    /// Event-loop threads, each with its own event_base, evhttp and SO_REUSEPORT listener; 0 = one per core.
+    public var threads: Int
+    /// Bodies over this get 413 with a 1003 body.
+    public var maxBodyBytes: Int
+    /// Request line plus headers over this get 400 (from evhttp).
+    public var maxHeaderBytes: Int
+    /// Inactivity timeout for a connection, idle or mid-request, in seconds.
+    public var idleTimeoutSeconds: Int
+    /// Connections past this are answered 503 and closed.
+    public var maxConnections: Int
+    /// How long a shutdown waits for in-flight requests before closing everything.
+    public var drainTimeoutSeconds: Double
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, threads: Int = 0, maxBodyBytes: Int = 1_048_576,
+        maxHeaderBytes: Int = 16_384, idleTimeoutSeconds: Int = 30, maxConnections: Int = 4096,
+        drainTimeoutSeconds: Double = 10
+    ) {
+        self.host = host
+        self.port = port
+        self.threads = threads
+        self.maxBodyBytes = maxBodyBytes
+        self.maxHeaderBytes = maxHeaderBytes
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.maxConnections = maxConnections
+        self.drainTimeoutSeconds = drainTimeoutSeconds
+    }
+
+    /// The evhttp hard cap on a body. libevent 2.1 answers bodies past its own cap with 413 and
+    /// an HTML page, before reading them; bodies between our limit and this cap are read and
+    /// answered with the structured 1003 body. Twice the limit bounds memory per connection.
+    var evhttpBodyCap: Int { maxBodyBytes > Int.max / 2 ? Int.max : maxBodyBytes * 2 }
+}

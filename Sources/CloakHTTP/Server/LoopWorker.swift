@@ -1,0 +1,223 @@
+import CLibevent
+import Foundation
+
+/// One event-loop thread: its own event_base, evhttp and SO_REUSEPORT listener.
+///
+/// `@unchecked Sendable` because the object is shared with its thread and with the thread that
+/// asks it to stop. Invariant: all mutable state and every evhttp call are touched only on the
+/// loop thread once ``run()`` starts; other threads only call ``requestStop()``, which goes
+/// through `event_active`, the one libevent call that is safe across threads.
+final class LoopWorker: @unchecked Sendable {
+    let base: OpaquePointer
+    let http: OpaquePointer
+    private var bound: OpaquePointer?
+    private let configuration: HTTPServerConfiguration
+    private let handler: HTTPHandler
+    private let budget: ConnectionBudget
+    private var connections = Set<OpaquePointer>()
+    private var draining = false
+    private var drainDeadline = Date.distantFuture
+    private var stopEvent: OpaquePointer?
+    private var drainTimer: OpaquePointer?
+    private var requestCounter: UInt64 = 0
+    private let idPrefix: String
+    private(set) var port: Int = 0
+
+    init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler, budget: ConnectionBudget,
+         index: Int) throws(HTTPServerError) {
+        precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
+        guard let base = event_base_new() else { throw .init("event_base_new failed") }
+        guard let http = evhttp_new(base) else {
+            event_base_free(base)
+            throw .init("evhttp_new failed")
+        }
+        self.base = base
+        self.http = http
+        self.configuration = configuration
+        self.handler = handler
+        self.budget = budget
+        self.idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 16) + "-\(index)-"
+
+        evhttp_set_max_body_size(http, Int(configuration.evhttpBodyCap))
+        evhttp_set_max_headers_size(http, Int(configuration.maxHeaderBytes))
+        evhttp_set_timeout(http, Int32(configuration.idleTimeoutSeconds))
+        evhttp_set_allowed_methods(http, UInt16(Libevent.allMethods))
+        evhttp_set_flags(http, Int32(EVHTTP_SERVER_LINGERING_CLOSE))
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        evhttp_set_gencb(http, { req, arg in
+            guard let req, let arg else { return }
+            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().handle(req)
+        }, me)
+        stopEvent = event_new(base, -1, 0, { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().beginDrain()
+        }, me)
+    }
+
+    deinit {
+        if let stopEvent { event_free(stopEvent) }
+        if let drainTimer { event_free(drainTimer) }
+        evhttp_free(http)
+        event_base_free(base)
+    }
+
+    /// Binds the listener with SO_REUSEPORT and TCP_NODELAY. Runs before the thread starts.
+    func bind(port: Int) throws(HTTPServerError) {
+        guard var address = Libevent.socketAddress(host: configuration.host, port: port) else {
+            throw .init("cannot parse listen address \(configuration.host):\(port)")
+        }
+        let flags = UInt32(LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC)
+        let listener = withUnsafeMutablePointer(to: &address.storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                evconnlistener_new_bind(base, nil, nil, flags, 1024, $0, address.length)
+            }
+        }
+        guard let listener else {
+            throw .init("cannot listen on \(configuration.host):\(port): \(String(cString: strerror(errno)))")
+        }
+        let fd = evconnlistener_get_fd(listener)
+        Libevent.setNoDelay(fd)  // accepted sockets inherit it: no Nagle delay on small replies
+        guard let bound = evhttp_bind_listener(http, listener) else {
+            evconnlistener_free(listener)
+            throw .init("evhttp_bind_listener failed")
+        }
+        self.bound = bound
+        self.port = Libevent.boundPort(fd) ?? port
+    }
+
+    /// Runs the loop until drained. Call on the worker's own thread.
+    func run() {
+        _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
+    }
+
+    /// Asks the loop to stop accepting and drain. Safe from any thread.
+    func requestStop() {
+        if let stopEvent { event_active(stopEvent, 0, 0) }
+    }
+
+    // MARK: - Loop thread only
+
+    private func beginDrain() {
+        guard !draining else { return }
+        draining = true
+        drainDeadline = Date().addingTimeInterval(configuration.drainTimeoutSeconds)
+        if let bound {
+            evhttp_del_accept_socket(http, bound)
+            self.bound = nil
+        }
+        // Idle keep-alive connections close after half a second of silence; a client still
+        // sending a request keeps its connection for as long as it keeps sending.
+        var tv = timeval(tv_sec: 0, tv_usec: 500_000)
+        for connection in connections { evhttp_connection_set_timeout_tv(connection, &tv) }
+        drainTimer = CLibevent_persistent_timer_new(base, { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().drainTick()
+        }, Unmanaged.passUnretained(self).toOpaque())
+        var tick = timeval(tv_sec: 0, tv_usec: 20_000)
+        if let drainTimer { event_add(drainTimer, &tick) }
+        drainTick()
+    }
+
+    private func drainTick() {
+        if connections.isEmpty || Date() >= drainDeadline {
+            event_base_loopbreak(base)
+        }
+    }
+
+    private func connectionClosed(_ connection: OpaquePointer) {
+        if connections.remove(connection) != nil { budget.release() }
+    }
+
+    private func handle(_ req: OpaquePointer) {
+        var violation: HTTPViolation?
+        var closeAfter = draining
+        if let connection = evhttp_request_get_connection(req), !connections.contains(connection) {
+            if budget.acquire() {
+                connections.insert(connection)
+                evhttp_connection_set_closecb(connection, { connection, arg in
+                    guard let connection, let arg else { return }
+                    Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().connectionClosed(connection)
+                }, Unmanaged.passUnretained(self).toOpaque())
+                if draining {
+                    var tv = timeval(tv_sec: 0, tv_usec: 500_000)
+                    evhttp_connection_set_timeout_tv(connection, &tv)
+                }
+            } else {
+                violation = .tooManyConnections(limit: budget.limit)
+                closeAfter = true
+            }
+        }
+
+        guard let method = Libevent.method(evhttp_request_get_command(req)) else {
+            evhttp_send_error(req, 501, nil)
+            return
+        }
+        var path = "/"
+        var query: String?
+        if let uri = evhttp_request_get_evhttp_uri(req) {
+            if let rawPath = evhttp_uri_get_path(uri), rawPath.pointee != 0,
+                let decoded = evhttp_uridecode(rawPath, 0, nil)
+            {
+                path = String(cString: decoded)
+                free(decoded)
+            }
+            if let q = evhttp_uri_get_query(uri) { query = String(cString: q) }
+        }
+        let headers = Libevent.headers(evhttp_request_get_input_headers(req))
+        if violation == nil {
+            let lengths = headers.filter { $0.name.caseInsensitiveEquals("Content-Length") }
+            if lengths.count > 1, Set(lengths.map { $0.value.trimmingCharacters(in: .whitespaces) }).count > 1 {
+                violation = .conflictingContentLength
+                closeAfter = true
+            }
+        }
+        var body: [UInt8] = []
+        if let input = evhttp_request_get_input_buffer(req) {
+            let length = evbuffer_get_length(input)
+            if length > configuration.maxBodyBytes {
+                if violation == nil { violation = .bodyTooLarge(limit: configuration.maxBodyBytes) }
+                closeAfter = true
+            } else if length > 0 {
+                body = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
+                    count = Int(evbuffer_remove(input, buffer.baseAddress, length))
+                }
+            }
+        }
+        requestCounter &+= 1
+        var requestID = idPrefix + String(requestCounter, radix: 16)
+        if let given = headers.first(where: { $0.name.caseInsensitiveEquals("X-Request-Id") })?.value,
+            Self.isWellFormedRequestID(given)
+        {
+            requestID = given
+        }
+
+        let request = HTTPRequest(
+            method: method, path: path, query: query, headers: headers, body: body, requestID: requestID)
+        var withViolation = request
+        withViolation.violation = violation
+        var response = handler(withViolation)
+        response.headers.append(("X-Request-Id", requestID))
+        if closeAfter { response.headers.append(("Connection", "close")) }
+        send(response, to: req)
+    }
+
+    private func send(_ response: HTTPResponse, to req: OpaquePointer) {
+        let outHeaders = evhttp_request_get_output_headers(req)
+        for (name, value) in response.headers {
+            // evhttp refuses header values with CR/LF; our handlers never produce them.
+            _ = evhttp_add_header(outHeaders, name, value)
+        }
+        if !response.body.isEmpty, let out = evhttp_request_get_output_buffer(req) {
+            _ = response.body.withUnsafeBytes { evbuffer_add(out, $0.baseAddress, $0.count) }
+        }
+        evhttp_send_reply(req, Int32(response.status), reasonPhrase(response.status), nil)
+    }
+
+    /// Letters, digits, `-`, `_` and `.`, at most 64: safe to echo and to log.
+    static func isWellFormedRequestID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 64
+            && id.utf8.allSatisfy { b in
+                (b >= 48 && b <= 57) || (b | 0x20 >= 97 && b | 0x20 <= 122) || b == 45 || b == 95 || b == 46
+            }
+    }
+}

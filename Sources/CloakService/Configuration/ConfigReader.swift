@@ -1,0 +1,105 @@
+/// Walks a ``ConfigNode`` collecting every problem with its path instead of stopping at the first.
+final class ConfigReader {
+    private(set) var issues: [ConfigIssue] = []
+
+    func issue(_ path: String, _ message: String, _ node: ConfigNode? = nil) {
+        issues.append(ConfigIssue(path: path, message: message, line: node?.line))
+    }
+
+    /// The members of a mapping, reporting unknown keys and duplicates. Nil (with an issue) for a non-mapping.
+    func mapping(_ node: ConfigNode?, at path: String, allowed: Set<String>) -> [String: ConfigNode]? {
+        guard let node else { return nil }
+        guard case let .mapping(members, _) = node else {
+            if case let .scalar(text, _) = node, text.isEmpty || text == "~" || text == "null" { return [:] }
+            issue(path, "expected a mapping", node)
+            return nil
+        }
+        var out: [String: ConfigNode] = [:]
+        for (key, value) in members {
+            let p = Self.join(path, key)
+            if !allowed.contains(key) {
+                issue(p, "unknown key (expected one of: \(allowed.sorted().joined(separator: ", ")))", value)
+            } else if out[key] != nil {
+                issue(p, "duplicate key", value)
+            } else {
+                out[key] = value
+            }
+        }
+        return out
+    }
+
+    /// A mapping whose keys are names (forms): every key allowed, order kept.
+    func namedMapping(_ node: ConfigNode?, at path: String) -> [(key: String, value: ConfigNode)] {
+        guard let node else { return [] }
+        guard case let .mapping(members, _) = node else {
+            issue(path, "expected a mapping", node)
+            return []
+        }
+        return members
+    }
+
+    func sequence(_ node: ConfigNode?, at path: String) -> [ConfigNode]? {
+        guard let node else { return nil }
+        guard case let .sequence(items, _) = node else {
+            issue(path, "expected a list", node)
+            return nil
+        }
+        return items
+    }
+
+    func string(_ node: ConfigNode?, at path: String) -> String? {
+        guard let node else { return nil }
+        guard case let .scalar(text, _) = node else {
+            issue(path, "expected a string", node)
+            return nil
+        }
+        return text
+    }
+
+    func int(_ node: ConfigNode?, at path: String, min: Int = Int.min, max: Int = Int.max) -> Int? {
+        guard let text = string(node, at: path) else { return nil }
+        guard let v = Int(text.replacingOccurrences(of: "_", with: "")) else {
+            issue(path, "expected an integer", node)
+            return nil
+        }
+        guard v >= min && v <= max else {
+            issue(path, "must be between \(min) and \(max)", node)
+            return nil
+        }
+        return v
+    }
+
+    func double(_ node: ConfigNode?, at path: String, min: Double = 0) -> Double? {
+        guard let text = string(node, at: path) else { return nil }
+        guard let v = Double(text), v >= min else {
+            issue(path, "expected a number of at least \(min)", node)
+            return nil
+        }
+        return v
+    }
+
+    func bool(_ node: ConfigNode?, at path: String) -> Bool? {
+        guard let text = string(node, at: path) else { return nil }
+        switch text.lowercased() {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        default:
+            issue(path, "expected true or false", node)
+            return nil
+        }
+    }
+
+    func strings(_ node: ConfigNode?, at path: String) -> [String]? {
+        guard let items = sequence(node, at: path) else { return nil }
+        return items.enumerated().compactMap { string($1, at: "\(path)[\($0)]") }
+    }
+
+    func ints(_ node: ConfigNode?, at path: String, min: Int = 0) -> [Int]? {
+        guard let items = sequence(node, at: path) else { return nil }
+        let values = items.enumerated().compactMap { int($1, at: "\(path)[\($0)]", min: min) }
+        if values.isEmpty { issue(path, "must list at least one number", node) }
+        return values
+    }
+
+    static func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+}

@@ -1,0 +1,229 @@
+import CloakCore
+import CloakHTTP
+import Foundation
+
+extension ServiceConfiguration {
+    /// Loads and checks a configuration file, then applies `CLOAK_*` overrides from `environment`.
+    ///
+    /// Keys (every one optional; defaults in parentheses):
+    /// - `server.listen` ("127.0.0.1:8080"), `server.threads` (0 = one per core),
+    ///   `server.max_body_bytes` (1048576), `server.max_header_bytes` (16384), `server.idle_timeout_s` (30),
+    ///   `server.max_connections` (4096), `server.drain_timeout_s` (10), `server.tls.cert`, `server.tls.key`
+    /// - `vault.environment` (sandbox), `vault.store` (sqlite:data/cloak.db), `vault.keys` (file:data/keys.json),
+    ///   `vault.volatile_ttl_s` (3600), `vault.max_batch` (100)
+    /// - `auth.tokens[]`: `id`, `sha256` (hex of the token's SHA-256), `scopes`
+    /// - `cors.allowed_origins[]`
+    /// - `forms.<name>`: `mapping_policy`, `card_brands`, `fields[]` (see `FormSchema+ConfigReader.swift`)
+    /// - `routes[]`: `id` (UUID), `path`, `form`, `upstream`, `methods`, `headers`, `connect_timeout_s`,
+    ///   `response_timeout_s`, `forward_authorization`
+    ///
+    /// Environment: `CLOAK_SERVER_LISTEN`, `CLOAK_SERVER_THREADS`, … — `CLOAK_<SECTION>_<KEY>` in
+    /// upper case for every scalar key of `server` and `vault`.
+    ///
+    /// - Throws: ``ConfigurationError`` listing every problem with its YAML path.
+    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(ConfigurationError) -> ServiceConfiguration
+    {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigurationError(issues: [ConfigIssue(path: "", message: "cannot read \(path)")])
+        }
+        return try parse(yaml: text, environment: environment)
+    }
+
+    /// Parses and checks configuration text (see ``load(path:environment:)``).
+    public static func parse(yaml: String, environment: [String: String] = [:]) throws(ConfigurationError)
+        -> ServiceConfiguration
+    {
+        var root: ConfigNode
+        do {
+            root = try ConfigNode.parse(yaml: yaml)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(issues: [ConfigIssue(path: "", message: "not valid YAML: \(error)")])
+        }
+        for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
+            if let path = overridePath(name) { root = root.setting(path, to: value) }
+        }
+        let reader = ConfigReader()
+        let configuration = read(root, reader)
+        guard reader.issues.isEmpty else { throw ConfigurationError(issues: reader.issues) }
+        return configuration
+    }
+
+    static let overridable: [String: [String]] = [
+        "server": ["listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
+                   "drain_timeout_s"],
+        "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch"],
+    ]
+
+    static func overridePath(_ variable: String) -> [String]? {
+        guard variable.hasPrefix("CLOAK_") else { return nil }
+        let rest = variable.dropFirst("CLOAK_".count).lowercased()
+        for (section, keys) in overridable {
+            for key in keys where rest == "\(section)_\(key)" { return [section, key] }
+        }
+        return nil
+    }
+
+    private static func read(_ root: ConfigNode, _ r: ConfigReader) -> ServiceConfiguration {
+        var config = ServiceConfiguration()
+        guard let top = r.mapping(root, at: "", allowed: ["server", "vault", "auth", "cors", "forms", "routes"])
+        else { return config }
+
+        if let server = r.mapping(top["server"], at: "server", allowed: [
+            "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
+            "drain_timeout_s", "tls",
+        ]) {
+            if let listen = r.string(server["listen"], at: "server.listen") {
+                if let (host, port) = parseListen(listen) {
+                    config.server.host = host
+                    config.server.port = port
+                } else {
+                    r.issue("server.listen", "expected HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080", server["listen"])
+                }
+            }
+            if let v = r.int(server["threads"], at: "server.threads", min: 0, max: 256) { config.server.threads = v }
+            if let v = r.int(server["max_body_bytes"], at: "server.max_body_bytes", min: 1024, max: 1 << 30) {
+                config.server.maxBodyBytes = v
+            }
+            if let v = r.int(server["max_header_bytes"], at: "server.max_header_bytes", min: 1024, max: 1 << 20) {
+                config.server.maxHeaderBytes = v
+            }
+            if let v = r.int(server["idle_timeout_s"], at: "server.idle_timeout_s", min: 1, max: 3600) {
+                config.server.idleTimeoutSeconds = v
+            }
+            if let v = r.int(server["max_connections"], at: "server.max_connections", min: 1, max: 1_000_000) {
+                config.server.maxConnections = v
+            }
+            if let v = r.double(server["drain_timeout_s"], at: "server.drain_timeout_s") {
+                config.server.drainTimeoutSeconds = v
+            }
+            if let tls = r.mapping(server["tls"], at: "server.tls", allowed: ["cert", "key"]), !tls.isEmpty {
+                let cert = r.string(tls["cert"], at: "server.tls.cert")
+                let key = r.string(tls["key"], at: "server.tls.key")
+                if let cert, let key {
+                    config.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)
+                } else {
+                    r.issue("server.tls", "needs both cert and key", server["tls"])
+                }
+            }
+        }
+
+        if let vault = r.mapping(top["vault"], at: "vault", allowed: [
+            "environment", "store", "keys", "volatile_ttl_s", "max_batch",
+        ]) {
+            if let v = r.string(vault["environment"], at: "vault.environment") {
+                if v.range(of: #"^(live|sandbox|LIVE|SANDBOX)+((-)+([a-zA-Z0-9]+)|)+\d*$"#, options: .regularExpression) != nil {
+                    config.vault.environment = v
+                } else {
+                    r.issue("vault.environment", "must be sandbox or live, optionally with -region", vault["environment"])
+                }
+            }
+            if let v = r.string(vault["store"], at: "vault.store") {
+                if v.hasPrefix("sqlite:") || v.hasPrefix("postgres://") || v.hasPrefix("postgresql://") {
+                    config.vault.store = v
+                } else {
+                    r.issue("vault.store", "expected sqlite:PATH or postgres://…", vault["store"])
+                }
+            }
+            if let v = r.string(vault["keys"], at: "vault.keys") {
+                if v.hasPrefix("file:") || v.hasPrefix("env:") {
+                    config.vault.keys = v
+                } else {
+                    r.issue("vault.keys", "expected file:PATH or env:VARIABLE", vault["keys"])
+                }
+            }
+            if let v = r.int(vault["volatile_ttl_s"], at: "vault.volatile_ttl_s", min: 1) { config.vault.volatileTTLSeconds = v }
+            if let v = r.int(vault["max_batch"], at: "vault.max_batch", min: 1, max: 10_000) { config.vault.maxBatch = v }
+        }
+
+        if let auth = r.mapping(top["auth"], at: "auth", allowed: ["tokens"]),
+            let tokens = r.sequence(auth["tokens"], at: "auth.tokens")
+        {
+            var ids = Set<String>()
+            for (i, node) in tokens.enumerated() {
+                let p = "auth.tokens[\(i)]"
+                guard let t = r.mapping(node, at: p, allowed: ["id", "sha256", "scopes"]) else { continue }
+                let id = r.string(t["id"], at: "\(p).id")
+                if id == nil { r.issue("\(p).id", "is required", node) }
+                if let id, !ids.insert(id).inserted { r.issue("\(p).id", "duplicate token id", node) }
+                var digest: [UInt8]?
+                if let hex = r.string(t["sha256"], at: "\(p).sha256") {
+                    digest = decodeHex(hex)
+                    if digest?.count != 32 { r.issue("\(p).sha256", "expected 64 hexadecimal characters", t["sha256"]) }
+                } else {
+                    r.issue("\(p).sha256", "is required", node)
+                }
+                let scopes = r.strings(t["scopes"], at: "\(p).scopes") ?? []
+                for (j, s) in scopes.enumerated() where !knownScopes.contains(s) {
+                    r.issue("\(p).scopes[\(j)]", "unknown scope (expected one of: \(knownScopes.sorted().joined(separator: ", ")))")
+                }
+                if let id, let digest, digest.count == 32 {
+                    config.auth.append(AccessToken(id: id, sha256: digest, scopes: Set(scopes)))
+                }
+            }
+        }
+
+        if let cors = r.mapping(top["cors"], at: "cors", allowed: ["allowed_origins"]) {
+            config.corsAllowedOrigins = r.strings(cors["allowed_origins"], at: "cors.allowed_origins") ?? []
+        }
+
+        for (name, node) in r.namedMapping(top["forms"], at: "forms") {
+            if let form = FormSchema.read(name: name, node, at: "forms.\(name)", r) { config.forms[name] = form }
+        }
+
+        if let routes = r.sequence(top["routes"], at: "routes") {
+            config.routes = routes.enumerated().compactMap { i, node in
+                RouteSettings.read(node, at: "routes[\(i)]", forms: config.forms, r)
+            }
+            var seen = Set<String>()
+            for (i, route) in config.routes.enumerated() where !seen.insert(route.id.lowercased()).inserted {
+                r.issue("routes[\(i)].id", "duplicate route id")
+            }
+        }
+        return config
+    }
+
+    static func parseListen(_ text: String) -> (String, Int)? {
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else { return nil }
+        return (String(host), port)
+    }
+}
+
+func decodeHex(_ text: String) -> [UInt8]? {
+    let chars = Array(text.utf8)
+    guard chars.count % 2 == 0 else { return nil }
+    var out: [UInt8] = []
+    out.reserveCapacity(chars.count / 2)
+    var i = 0
+    while i < chars.count {
+        guard let hi = hexValue(chars[i]), let lo = hexValue(chars[i + 1]) else { return nil }
+        out.append(hi << 4 | lo)
+        i += 2
+    }
+    return out
+}
+
+private func hexValue(_ c: UInt8) -> UInt8? {
+    switch c {
+    case 48...57: return c - 48
+    case 97...102: return c - 87
+    case 65...70: return c - 55
+    default: return nil
+    }
+}

@@ -1,0 +1,67 @@
+public import CloakCore
+public import CloakHTTP
+
+/// Everything `cloak serve` runs with, loaded from YAML (SPEC §2) and `CLOAK_*` variables.
+public struct ServiceConfiguration: Sendable {
+    public var server: HTTPServerConfiguration
+    public var tls: TLSFiles?
+    public var vault: VaultSettings
+    public var auth: [AccessToken]
+    public var corsAllowedOrigins: [String]
+    public var forms: [String: FormSchema]
+    public var routes: [RouteSettings]
+
+    public init(
+        server: HTTPServerConfiguration = .init(), tls: TLSFiles? = nil, vault: VaultSettings = .init(),
+        auth: [AccessToken] = [], corsAllowedOrigins: [String] = [], forms: [String: FormSchema] = [:],
+        routes: [RouteSettings] = []
+    ) {
+        self.server = server
+        self.tls = tls
+        self.vault = vault
+        self.auth = auth
+        self.corsAllowedOrigins = corsAllowedOrigins
+        self.forms = forms
+        self.routes = routes
+    }
+
+    public struct TLSFiles: Sendable {
+        public var certificatePath: String
+        public var privateKeyPath: String
+    }
+
+    /// The vault's settings (used by the tokenization endpoints).
+    public struct VaultSettings: Sendable {
+        /// `sandbox` or `live`; part of every UUID alias (`tok_<environment>_…`).
+        public var environment: String = "sandbox"
+        /// `sqlite:PATH` or `postgres://…`.
+        public var store: String = "sqlite:data/cloak.db"
+        /// `file:PATH` or `env:CLOAK_MASTER_KEY`.
+        public var keys: String = "file:data/keys.json"
+        public var volatileTTLSeconds: Int = 3600
+        public var maxBatch: Int = 100
+        public init() {}
+    }
+
+    /// A bearer token: only the SHA-256 of the secret is configured.
+    public struct AccessToken: Sendable {
+        public var id: String
+        public var sha256: [UInt8]
+        public var scopes: Set<String>
+    }
+
+    /// A proxy route (SPEC §2, `routes:`).
+    public struct RouteSettings: Sendable {
+        public var id: String
+        public var path: String
+        public var form: String?
+        public var upstream: String
+        public var methods: [String]
+        public var headers: [(name: String, value: String)]
+        public var connectTimeoutSeconds: Double
+        public var responseTimeoutSeconds: Double
+        public var forwardAuthorization: Bool
+    }
+
+    public static let knownScopes: Set<String> = ["aliases:create", "aliases:reveal", "aliases:delete"]
+}

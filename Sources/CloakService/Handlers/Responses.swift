@@ -1,0 +1,25 @@
+import CloakCore
+import CloakHTTP
+
+extension HTTPResponse {
+    /// The VGSError-style body for `error`, with its HTTP status.
+    static func error(_ error: CloakError, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        .json(error.code.httpStatus, JSONWriter.encode(error.body), headers: headers)
+    }
+
+    static func json(_ status: Int, _ value: JSONValue) -> HTTPResponse {
+        .json(status, JSONWriter.encode(value))
+    }
+}
+
+extension HTTPRequest {
+    /// The body as JSON, or a 1002 error that says what is wrong without quoting it.
+    func jsonBody() throws(CloakError) -> JSONValue {
+        guard !body.isEmpty else { throw .malformed("the request has no body; expected a JSON object") }
+        do {
+            return try JSONParser().parse(body)
+        } catch {
+            throw .malformed("the body is not valid JSON: \(error.description)")
+        }
+    }
+}

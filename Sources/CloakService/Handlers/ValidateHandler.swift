@@ -1,0 +1,17 @@
+import CloakCore
+import CloakHTTP
+
+/// `POST /forms/{form}/validate`: field states for a submission; nothing stored, nothing echoed.
+struct ValidateHandler: Sendable {
+    let context: ServiceContext
+
+    func handle(_ request: HTTPRequest, form name: String) throws(CloakError) -> HTTPResponse {
+        guard let form = context.configuration.forms[name] else {
+            throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
+        }
+        let submission = try CollectRequest(try request.jsonBody(), form: form)
+        let validation = FormValidation(
+            form: form, values: submission.values, context: ValidationContext(today: context.today()))
+        return .json(200, validation.stateDocument)
+    }
+}

@@ -1,0 +1,79 @@
+import CloakCore
+import Foundation
+public import Logging
+
+/// Where log lines go: one call per complete line (without the newline).
+public typealias LogSink = @Sendable (String) -> Void
+
+/// A swift-log handler that writes one JSON object per line.
+///
+/// Only metadata the code chooses is written; Cloak never puts a body, a field value or an
+/// `Authorization` value into metadata, so none can appear here.
+public struct JSONLogHandler: LogHandler {
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level = .info
+    private let label: String
+    private let sink: LogSink
+
+    public init(label: String, sink: @escaping LogSink) {
+        self.label = label
+        self.sink = sink
+    }
+
+    /// Writes each line to standard output with a single `write(2)`, so lines from different loop
+    /// threads never interleave.
+    public static let standardOutput: LogSink = { line in
+        var bytes = Array(line.utf8)
+        bytes.append(0x0A)
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(1, raw.baseAddress! + offset, raw.count - offset)
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var members: [(key: String, value: JSONValue)] = [
+            ("ts", .string(Self.timestamp())),
+            ("level", .string(event.level.rawValue)),
+            ("msg", .string(event.message.description)),
+        ]
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        for key in merged.keys.sorted() {
+            members.append((key, Self.json(merged[key]!)))
+        }
+        sink(JSONWriter.string(.object(members)))
+    }
+
+    private static func json(_ value: Logger.Metadata.Value) -> JSONValue {
+        switch value {
+        case let .string(s): return .string(s)
+        case let .stringConvertible(c):
+            if let i = c as? Int { return .int(i) }
+            return .string(c.description)
+        case let .array(a): return .array(a.map(json))
+        case let .dictionary(d): return .object(d.keys.sorted().map { ($0, json(d[$0]!)) })
+        }
+    }
+
+    private static func timestamp() -> String {
+        var tv = timeval()
+        gettimeofday(&tv, nil)
+        var t = time_t(tv.tv_sec)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):"
+            + "\(two(parts.tm_min)):\(two(parts.tm_sec)).\(three(Int32(tv.tv_usec / 1000)))Z"
+    }
+
+    private static func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    private static func three(_ v: Int32) -> String { v < 10 ? "00\(v)" : v < 100 ? "0\(v)" : "\(v)" }
+}

@@ -1,0 +1,19 @@
+import ArgumentParser
+
+@main
+struct Cloak: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cloak",
+        abstract: "A self-hosted secure-collect gateway: validate, alias and forward sensitive form fields.",
+        subcommands: [Serve.self, CheckConfig.self, Version.self],
+        defaultSubcommand: nil
+    )
+}
+
+/// The version printed by `cloak version` and logged at start.
+let cloakVersion = "0.1.0"
+
+struct ConfigOption: ParsableArguments {
+    @Option(name: .long, help: "Path of the YAML configuration.")
+    var config: String = "config/cloak.yaml"
+}
