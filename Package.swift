@@ -39,9 +39,13 @@ let package = Package(
             ]
         ),
 
+        // Test support (not a product): a raw-socket HTTP client and shared fixtures.
+        .target(name: "CloakTesting", dependencies: ["CloakService", "CloakHTTP", "CloakCore"]),
+
         .testTarget(name: "CloakCoreTests", dependencies: ["CloakCore"]),
-        .testTarget(name: "CloakHTTPTests", dependencies: ["CloakHTTP"]),
-        .testTarget(name: "CloakServiceTests", dependencies: ["CloakService", "CloakCore", "CloakHTTP"]),
+        .testTarget(name: "CloakHTTPTests", dependencies: ["CloakHTTP", "CloakTesting"]),
+        .testTarget(
+            name: "CloakServiceTests", dependencies: ["CloakService", "CloakCore", "CloakHTTP", "CloakTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -19,15 +19,24 @@ enum Libevent {
         return out
     }
 
-    /// Parses "host:port" (IPv4, or "[v6]:port") into a socket address.
+    /// A socket address for a numeric IPv4 or IPv6 host (or `localhost`) and a port (0 = any free one).
     static func socketAddress(host: String, port: Int) -> (storage: sockaddr_storage, length: Int32)? {
         var storage = sockaddr_storage()
-        var length = Int32(MemoryLayout<sockaddr_storage>.size)
-        let text = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        let rc = withUnsafeMutablePointer(to: &storage) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { evutil_parse_sockaddr_port(text, $0, &length) }
+        let name = host == "localhost" ? "127.0.0.1" : host
+        if name.contains(":") {
+            var a = sockaddr_in6()
+            a.sin6_family = sa_family_t(AF_INET6)
+            a.sin6_port = in_port_t(UInt16(port).bigEndian)
+            guard inet_pton(AF_INET6, name, &a.sin6_addr) == 1 else { return nil }
+            withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: a, as: sockaddr_in6.self) }
+            return (storage, Int32(MemoryLayout<sockaddr_in6>.size))
         }
-        return rc == 0 ? (storage, length) : nil
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = in_port_t(UInt16(port).bigEndian)
+        guard inet_pton(AF_INET, name, &a.sin_addr) == 1 else { return nil }
+        withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: a, as: sockaddr_in.self) }
+        return (storage, Int32(MemoryLayout<sockaddr_in>.size))
     }
 
     /// The port a socket is bound to.

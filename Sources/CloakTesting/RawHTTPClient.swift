@@ -1,0 +1,134 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A blocking HTTP/1.1 client over a plain socket, for tests that must send exactly the bytes
+/// they mean (conflicting headers, truncated bodies, invalid UTF-8) and reuse one connection.
+public final class RawHTTPClient {
+    public struct Response: Sendable {
+        public let status: Int
+        public let headers: [(name: String, value: String)]
+        public let body: [UInt8]
+
+        public func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+
+        public var text: String { String(decoding: body, as: UTF8.self) }
+
+        /// The body parsed with Foundation (tests only), or nil.
+        public var json: [String: Any]? {
+            (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+        }
+
+        /// `error.code` of a VGSError body.
+        public var errorCode: Int? { (json?["error"] as? [String: Any])?["code"] as? Int }
+    }
+
+    public enum ClientError: Error {
+        case connectFailed(Int32)
+        case closed
+        case timedOut
+        case malformedResponse(String)
+    }
+
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    /// Connects to 127.0.0.1:`port`. `timeout` bounds every read.
+    public init(port: Int, timeout: TimeInterval = 10) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - floor(timeout)) * 1_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            let e = errno
+            close(fd)
+            throw ClientError.connectFailed(e)
+        }
+    }
+
+    deinit { close(fd) }
+
+    public func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw ClientError.closed }
+            offset += n
+        }
+    }
+
+    public func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    /// Sends a request with `Content-Length` and reads the response.
+    public func request(
+        _ method: String, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = []
+    ) throws -> Response {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for (n, v) in headers { head += "\(n): \(v)\r\n" }
+        if let body { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        try send(Array(head.utf8) + (body ?? []))
+        return try readResponse(hasBody: method != "HEAD")
+    }
+
+    public func request(_ method: String, _ path: String, json: String, headers: [(String, String)] = []) throws -> Response {
+        try request(method, path, body: Array(json.utf8), headers: [("Content-Type", "application/json")] + headers)
+    }
+
+    private func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n < 0 { throw errno == EAGAIN || errno == EWOULDBLOCK ? ClientError.timedOut : ClientError.closed }
+        if n == 0 { throw ClientError.closed }
+        buffer += chunk[0..<n]
+    }
+
+    /// Reads one response (Content-Length framed, or until close).
+    public func readResponse(hasBody: Bool = true) throws -> Response {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        var headerEnd: Int?
+        while headerEnd == nil {
+            if let r = buffer.firstRange(of: separator) { headerEnd = r.lowerBound; break }
+            try fill()
+        }
+        let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self)
+        buffer.removeFirst(headerEnd! + 4)
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw ClientError.malformedResponse(head) }
+        let headers = lines.compactMap { line -> (name: String, value: String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) }
+        if !hasBody { return Response(status: status, headers: headers, body: []) }
+        if let length {
+            while buffer.count < length { try fill() }
+            let body = Array(buffer[0..<length])
+            buffer.removeFirst(length)
+            return Response(status: status, headers: headers, body: body)
+        }
+        do { while true { try fill() } } catch ClientError.closed {}
+        let body = buffer
+        buffer = []
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    /// True when the server closed the connection within `timeout` seconds (nothing more to read).
+    public func waitForClose(timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            do { try fill() } catch ClientError.closed { return true } catch { continue }
+        }
+        return false
+    }
+}

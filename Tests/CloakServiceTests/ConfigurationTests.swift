@@ -1,0 +1,75 @@
+import CloakService
+import CloakTesting
+import Testing
+
+@Suite struct ConfigurationTests {
+    @Test func shippedConfigurationIsValid() throws {
+        let c = try ServiceConfiguration.parse(yaml: TestServer.shippedConfiguration)
+        #expect(c.forms.keys.sorted() == ["checkout", "identity"])
+        #expect(c.server.port == 8080)
+        #expect(c.server.maxBodyBytes == 1_048_576)
+    }
+
+    @Test func environmentOverridesScalarKeys() throws {
+        let c = try ServiceConfiguration.parse(
+            yaml: TestServer.shippedConfiguration,
+            environment: ["CLOAK_SERVER_LISTEN": "[::1]:9000", "CLOAK_SERVER_THREADS": "3", "CLOAK_VAULT_ENVIRONMENT": "live",
+                          "CLOAK_UNRELATED": "x"])
+        #expect(c.server.host == "::1")
+        #expect(c.server.port == 9000)
+        #expect(c.server.threads == 3)
+        #expect(c.vault.environment == "live")
+    }
+
+    @Test func badEnvironmentOverrideIsReportedAtItsPath() {
+        let error = #expect(throws: ConfigurationError.self) {
+            try ServiceConfiguration.parse(yaml: "", environment: ["CLOAK_SERVER_THREADS": "many"])
+        }
+        #expect(error?.issues.map(\.path) == ["server.threads"])
+    }
+
+    static let broken = """
+        server: {listen: "nowhere", colour: blue}
+        forms:
+          f:
+            mapping_policy: xml
+            fields:
+              - {name: a, type: cardNumbr}
+              - {name: a, type: none}
+              - {name: b, type: none, validation: [{pattern: "(unclosed"}, {lenght: 3}, bogus]}
+              - {name: c, type: cvc, serializers: [{month: m}, {year: y}]}
+              - {name: d, type: expDate, input_date_format: longYear, output_date_format: sideways}
+              - {name: e, type: none, mask: ["ab", {regex: "["}], format_pattern: "###"}
+              - {name: g, type: cvc, card_field: nowhere}
+              - {name: h, type: none, tokenization: {format: FPE_MAGIC, storage: FOREVER}}
+              - {name: i, type: date, validation: [{date_range: {start: "2020-02-30"}}]}
+        routes:
+          - {id: not-a-uuid, path: post, upstream: "ftp://x", form: missing}
+        """
+
+    @Test func everyProblemIsReportedWithItsYAMLPath() {
+        let error = #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: Self.broken) }
+        let paths = Set(error?.issues.map(\.path) ?? [])
+        let expected: Set<String> = [
+            "server.listen", "server.colour",
+            "forms.f.mapping_policy",
+            "forms.f.fields[0].type",
+            "forms.f.fields[1].name",
+            "forms.f.fields[2].validation[0].pattern", "forms.f.fields[2].validation[1].lenght",
+            "forms.f.fields[2].validation[2]",
+            "forms.f.fields[3].serializers",
+            "forms.f.fields[4].output_date_format",
+            "forms.f.fields[5].mask[0]", "forms.f.fields[5].mask[1].regex", "forms.f.fields[5].mask",
+            "forms.f.fields[6].card_field",
+            "forms.f.fields[7].tokenization.format", "forms.f.fields[7].tokenization.storage",
+            "forms.f.fields[8].validation[0].date_range.start",
+            "routes[0].id", "routes[0].path", "routes[0].upstream", "routes[0].form",
+        ]
+        #expect(expected.subtracting(paths).isEmpty, "missing: \(expected.subtracting(paths).sorted())")
+    }
+
+    @Test func invalidYAMLIsAnErrorNotACrash() {
+        #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: "forms: [unclosed") }
+        #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: "- just\n- a list") }
+    }
+}
