@@ -110,7 +110,7 @@ public final class RawHTTPClient {
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
         let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) }
-        if !hasBody { return Response(status: status, headers: headers, body: []) }
+        if !hasBody || status == 204 || status == 304 || status < 200 { return Response(status: status, headers: headers, body: []) }
         if let length {
             while buffer.count < length { try fill() }
             let body = Array(buffer[0..<length])

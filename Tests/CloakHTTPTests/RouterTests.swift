@@ -1,0 +1,57 @@
+@testable import CloakHTTP
+import Testing
+
+@Suite struct RouterTests {
+    static func router() -> Router<String> {
+        var r = Router<String>()
+        r.add(.GET, "/healthz", "health")
+        r.add(.POST, "/forms/{form}/validate", "validate")
+        r.add(.GET, "/aliases/{alias}", "reveal")
+        r.add(.DELETE, "/aliases/{alias}", "delete")
+        r.add(.POST, "/proxy/{path...}", "proxy")
+        return r
+    }
+
+    @Test func parametersAreCaptured() {
+        guard case let .found(h, params, template) = Self.router().resolve(method: .POST, path: "/forms/checkout/validate")
+        else { Issue.record("not found"); return }
+        #expect(h == "validate")
+        #expect(params == ["form": "checkout"])
+        #expect(template == "/forms/{form}/validate")
+    }
+
+    @Test func remainderCapturesTheRestOfThePath() {
+        guard case let .found(_, params, _) = Self.router().resolve(method: .POST, path: "/proxy/post/x/y") else {
+            Issue.record("not found"); return
+        }
+        #expect(params["path"] == "post/x/y")
+        guard case .notFound = Self.router().resolve(method: .POST, path: "/proxy") else {
+            Issue.record("an empty remainder must not match"); return
+        }
+    }
+
+    @Test func knownPathWithOtherMethodIsMethodNotAllowedWithTheAllowedList() {
+        guard case let .methodNotAllowed(allowed, _) = Self.router().resolve(method: .PUT, path: "/aliases/tok_1") else {
+            Issue.record("expected 405"); return
+        }
+        #expect(allowed == [.GET, .HEAD, .DELETE])
+    }
+
+    @Test func headIsServedByGet() {
+        guard case let .found(h, _, _) = Self.router().resolve(method: .HEAD, path: "/healthz") else {
+            Issue.record("not found"); return
+        }
+        #expect(h == "health")
+    }
+
+    @Test(arguments: ["/", "/forms", "/forms/checkout", "/forms/checkout/validate/extra", "/healthz/x", "/HEALTHZ"])
+    func unknownPathsAreNotFound(path: String) {
+        guard case .notFound = Self.router().resolve(method: .GET, path: path) else {
+            Issue.record("\(path) should not match"); return
+        }
+    }
+
+    @Test func repeatedSlashesAreIgnored() {
+        guard case .found = Self.router().resolve(method: .GET, path: "//healthz/") else { Issue.record("not found"); return }
+    }
+}

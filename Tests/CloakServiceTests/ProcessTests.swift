@@ -1,0 +1,87 @@
+import CloakTesting
+import Foundation
+import Testing
+
+/// The `cloak` executable as operators run it.
+@Suite struct ProcessTests {
+    static var binary: URL {
+        get throws {
+            let candidates = [".build/debug/cloak", ".build/release/cloak"].map {
+                TestServer.repositoryRoot.appendingPathComponent($0)
+            }
+            return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) },
+                                "build the cloak executable first (swift build)")
+        }
+    }
+
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = try binary
+        process.arguments = arguments
+        process.currentDirectoryURL = TestServer.repositoryRoot
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func checkConfigAcceptsTheShippedConfiguration() throws {
+        let (status, output) = try Self.run(["check-config"])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("OK"))
+    }
+
+    @Test func checkConfigPrintsEveryProblemWithItsPathAndFails() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("cloak-bad-\(UUID().uuidString).yaml")
+        try "server: {threads: -1}\nforms: {f: {fields: [{name: a, type: nope}]}}\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let (status, output) = try Self.run(["check-config", "--config", file.path])
+        #expect(status == 1)
+        #expect(output.contains("server.threads"))
+        #expect(output.contains("forms.f.fields[0].type"))
+    }
+
+    @Test func serveRefusesAnInvalidConfiguration() throws {
+        let (status, output) = try Self.run(["serve", "--config", "/nonexistent/cloak.yaml"])
+        #expect(status == 2)
+        #expect(output.contains("invalid configuration"))
+    }
+
+    @Test func versionPrints() throws {
+        let (status, output) = try Self.run(["version"])
+        #expect(status == 0)
+        #expect(output.hasPrefix("cloak "))
+    }
+
+    @Test func serveAnswersAndExitsZeroOnSIGTERM() throws {
+        let port = Int.random(in: 20_000...40_000)
+        let process = Process()
+        process.executableURL = try Self.binary
+        process.arguments = ["serve"]
+        process.currentDirectoryURL = TestServer.repositoryRoot
+        process.environment = ProcessInfo.processInfo.environment.merging(
+            ["CLOAK_SERVER_LISTEN": "127.0.0.1:\(port)", "CLOAK_SERVER_THREADS": "2"]) { _, new in new }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        var healthy = false
+        for _ in 0..<100 where !healthy {
+            healthy = (try? RawHTTPClient(port: port, timeout: 1).request("GET", "/healthz").status) == 200
+            if !healthy { usleep(50_000) }
+        }
+        #expect(healthy)
+        let keptOpen = try? RawHTTPClient(port: port)
+        _ = try? keptOpen?.request("GET", "/healthz")
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+        let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains(#""msg":"listening""#))
+        #expect(log.contains(#""msg":"stopped""#))
+    }
+}
