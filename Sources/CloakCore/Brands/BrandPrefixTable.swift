@@ -42,12 +42,9 @@ struct BrandPrefixTable: Sendable {
         return out
     }
 
-    /// `nil` when the number has a non-ASCII character (the caller asks the regex).
-    func matches(_ number: String) -> Bool? {
-        let utf8 = number.utf8
-        guard utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
-        let bytes = Array(utf8)
-        return rules.contains { rule in
+    /// Matches an ASCII number (the caller sends anything else to the regex).
+    func matches(ascii bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        rules.contains { rule in
             guard bytes.count >= rule.positions.count else { return false }
             for (i, p) in rule.positions.enumerated() {
                 let inClass = p.ranges.contains { $0.contains(bytes[i]) }

@@ -19,7 +19,13 @@ public struct CardBrandTable: Sendable {
 
     /// The first model whose matcher accepts the number, or ``PaymentCardModel/unknown``.
     public func detect(_ number: String) -> PaymentCardModel {
-        models.first { $0.matches(number) } ?? .unknown
+        var copy = number
+        return copy.withUTF8 { bytes in
+            if bytes.allSatisfy({ $0 < 0x80 }) {
+                return models.first { $0.matches(ascii: bytes, number: number) } ?? .unknown
+            }
+            return models.first { $0.matcher.regex.wholeMatch(number) } ?? .unknown
+        }
     }
 
     /// Every built-in brand identifier, for configuration checks.

@@ -1,6 +1,9 @@
 /// Everything the SDK knows about one brand: how to detect it, how long its numbers and CVCs
 /// are, whether Luhn applies and how the number is laid out.
-public struct PaymentCardModel: Sendable {
+///
+/// A final class: detection hands the same model around for every field and request, so
+/// sharing one instance costs a single retain instead of copying every member.
+public final class PaymentCardModel: Sendable {
     public let brand: CardBrand
     /// The display name (`cardBrandName`), e.g. "American Express".
     public let name: String
@@ -22,15 +25,19 @@ public struct PaymentCardModel: Sendable {
         self.cvcLengths = cvcLengths
         self.luhn = luhn
         self.formatPattern = FormatPattern(formatPattern)
+        self.cvcFormatPattern = FormatPattern(String(repeating: "#", count: cvcLengths.max() ?? 4))
     }
 
     /// The CVC pattern for this brand: `#` repeated for the longest CVC.
-    public var cvcFormatPattern: FormatPattern {
-        FormatPattern(String(repeating: "#", count: cvcLengths.max() ?? 4))
-    }
+    public let cvcFormatPattern: FormatPattern
 
     /// Whether the number (or a prefix of it) belongs to this brand.
     public func matches(_ number: String) -> Bool { matcher.matches(number) }
+
+    /// The same, for a number already known to be ASCII.
+    func matches(ascii bytes: UnsafeBufferPointer<UInt8>, number: String) -> Bool {
+        matcher.matches(ascii: bytes, number: number)
+    }
 }
 
 /// How a brand recognises its numbers: the SDK's regex, whole-string matched.
@@ -52,7 +59,14 @@ public struct BrandMatcher: Sendable {
     }
 
     public func matches(_ number: String) -> Bool {
-        if let prefixes, let decided = prefixes.matches(number) { return decided }
+        var copy = number
+        return copy.withUTF8 { bytes in
+            bytes.allSatisfy { $0 < 0x80 } ? matches(ascii: bytes, number: number) : regex.wholeMatch(number)
+        }
+    }
+
+    func matches(ascii bytes: UnsafeBufferPointer<UInt8>, number: String) -> Bool {
+        if let prefixes { return prefixes.matches(ascii: bytes) }
         return regex.wholeMatch(number)
     }
 }

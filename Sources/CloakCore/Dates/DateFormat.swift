@@ -88,5 +88,5 @@ public func convertDate(_ text: String, from input: DateFormat, to output: DateF
 
 /// The ASCII digits of `text`, in order (`String.digits` in the SDK).
 func digits(of text: String) -> String {
-    String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.isASCII && $0.properties.numericType != nil }))
+    String(decoding: text.utf8.filter { $0 >= 48 && $0 <= 57 }, as: UTF8.self)
 }

@@ -26,6 +26,21 @@ public struct FormatPattern: Sendable, Equatable {
     /// An empty pattern keeps the input as it is.
     public func rawText(_ input: String) -> String {
         guard !isEmpty else { return input }
+        var copy = input
+        if let ascii = copy.withUTF8({ bytes -> String? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            var kept = 0
+            return String(unsafeUninitializedCapacity: min(bytes.count, placeholderCount)) { out in
+                for b in bytes where kept < placeholderCount
+                    && ((b >= 48 && b <= 57) || (b | 0x20 >= 97 && b | 0x20 <= 122)) {
+                    out[kept] = b
+                    kept += 1
+                }
+                return kept
+            }
+        }) {
+            return ascii
+        }
         var out = ""
         out.reserveCapacity(placeholderCount)
         var taken = 0

@@ -26,12 +26,12 @@ enum FieldProcessor {
             pattern = field.formatPattern ?? model.formatPattern
             rules = field.rules ?? [PaymentCardRule()]
         case .cvc:
-            let lengths = field.cardField != nil ? (linkedCard ?? .unknown).cvcLengths : [3, 4]
-            let cvcPattern = FormatPattern(String(repeating: "#", count: lengths.max() ?? 4))
-            pattern = field.formatPattern ?? cvcPattern
+            let model = field.cardField != nil ? (linkedCard ?? .unknown) : .unknown
+            let lengths = model.cvcLengths
+            pattern = field.formatPattern ?? model.cvcFormatPattern
             rules = field.rules ?? [PatternRule(pattern: FieldProcessor.cvcPattern), LengthMatchRule(lengths: lengths)]
         default:
-            pattern = field.formatPattern ?? FormatPattern(field.type.defaultFormatPattern)
+            pattern = field.formatPattern ?? FormatPattern.defaults[field.type]!
             rules = field.rules ?? DefaultRules.rules(for: field.type)
         }
 
@@ -57,6 +57,10 @@ enum FieldProcessor {
 }
 
 extension FormatPattern {
+    /// Each type's default pattern, built once.
+    static let defaults: [FieldType: FormatPattern] = Dictionary(
+        uniqueKeysWithValues: FieldType.allCases.map { ($0, FormatPattern($0.defaultFormatPattern)) })
+
     /// Wide enough for any brand: used to read the digits a brand is detected from.
     static let unknownCardLayout = FormatPattern("#### #### #### #### ###")
 }

@@ -49,6 +49,16 @@ public struct JSONWriter {
 
     public mutating func writeString(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
+        var copy = s
+        let plain = copy.withUTF8 { utf8 in
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if plain {
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "\""): bytes.append(0x5C); bytes.append(b)

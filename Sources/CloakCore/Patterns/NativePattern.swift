@@ -4,7 +4,7 @@
 /// and `\s` also match non-ASCII digits and spaces), which sends the input to ICU. A test runs
 /// each matcher against ICU over a generated corpus.
 struct NativePattern: Sendable {
-    private let matcher: @Sendable ([UInt8]) -> Bool
+    private let matcher: @Sendable (UnsafeBufferPointer<UInt8>) -> Bool
 
     init?(source: String) {
         switch source {
@@ -21,17 +21,12 @@ struct NativePattern: Sendable {
     }
 
     func wholeMatch(_ input: String) -> Bool? {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(input.utf8.count)
-        for b in input.utf8 {
-            guard b < 0x80 else { return nil }
-            bytes.append(b)
-        }
-        return matcher(bytes)
+        var copy = input
+        return copy.withUTF8 { bytes in bytes.allSatisfy { $0 < 0x80 } ? matcher(bytes) : nil }
     }
 
     // ^(0[1-9]|1[0-2])\/?([0-9]{4}|[0-9]{2})$
-    private static func expDate(_ b: [UInt8]) -> Bool {
+    private static func expDate(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard b.count >= 4, isDigit(b[0]), isDigit(b[1]) else { return false }
         let month = Int(b[0] - 48) * 10 + Int(b[1] - 48)
         guard (1...12).contains(month) else { return false }
@@ -41,7 +36,7 @@ struct NativePattern: Sendable {
     }
 
     // ^([0-9]{4}|[0-9]{2})\/?([0-9]{2})\/?([0-9]{4}|[0-9]{2})$
-    private static func date(_ b: [UInt8]) -> Bool {
+    private static func date(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         for first in [4, 2] {
             for slash1 in [true, false] {
                 for slash2 in [true, false] {
@@ -60,7 +55,7 @@ struct NativePattern: Sendable {
     }
 
     // ^([a-zA-Z0-9\ \,\.\-\']{2,})$
-    private static func cardHolderName(_ b: [UInt8]) -> Bool {
+    private static func cardHolderName(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         b.count >= 2
             && b.allSatisfy { c in
                 isDigit(c) || (c | 0x20 >= 97 && c | 0x20 <= 122) || c == 0x20 || c == 0x2C || c == 0x2E || c == 0x2D
@@ -69,7 +64,7 @@ struct NativePattern: Sendable {
     }
 
     // ^(?!(000|666|9))(\d{3}(-|\s)?(?!(00))\d{2}(-|\s)?(?!(0000))\d{4})$
-    private static func ssn(_ b: [UInt8]) -> Bool {
+    private static func ssn(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         func isSeparator(_ c: UInt8) -> Bool { c == 0x2D || c == 0x20 || (0x09...0x0D).contains(c) }
         var i = 0
         func digits(_ n: Int) -> [UInt8]? {

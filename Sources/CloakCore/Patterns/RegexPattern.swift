@@ -13,6 +13,7 @@ public final class RegexPattern: Sendable, Equatable, CustomStringConvertible {
     /// The same pattern wrapped as `(?:source)\z` and matched anchored: ICU `matches()` semantics.
     private let whole: NSRegularExpression
     private let native: NativePattern?
+    private let nativeClass: NativeCharacterClass?
 
     /// Compiles `source`.
     /// - Throws: ``RegexPattern/CompileError`` naming the pattern (configuration text, not user data).
@@ -25,6 +26,7 @@ public final class RegexPattern: Sendable, Equatable, CustomStringConvertible {
             throw CompileError(pattern: source)
         }
         self.native = NativePattern(source: source)
+        self.nativeClass = NativeCharacterClass(source: source)
     }
 
     public struct CompileError: Error, Sendable, CustomStringConvertible {
@@ -55,6 +57,12 @@ public final class RegexPattern: Sendable, Equatable, CustomStringConvertible {
 
     /// Replaces every match with `template` (Basis Theory transform).
     public func replacingMatches(in input: String, with template: String) -> String {
+        if let nativeClass, let replaced = nativeClass.replacingMatches(in: input, with: template) { return replaced }
+        return icuReplacingMatches(in: input, with: template)
+    }
+
+    /// The ICU answer alone (tests compare it with the native one).
+    public func icuReplacingMatches(in input: String, with template: String) -> String {
         let range = NSRange(input.startIndex..<input.endIndex, in: input)
         return regex.stringByReplacingMatches(in: input, options: [], range: range, withTemplate: template)
     }

@@ -22,6 +22,8 @@ public struct Router<Handler: Sendable>: Sendable {
     }
 
     private var routes: [Route] = []
+    /// Routes without parameters, by their exact path: the common case skips matching.
+    private var exactRoutes: [String: [Route]] = [:]
 
     public init() {}
 
@@ -32,10 +34,19 @@ public struct Router<Handler: Sendable>: Sendable {
             if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
             return .literal(String(part))
         }
-        routes.append(Route(method: method, template: template, segments: segments, handler: handler))
+        let route = Route(method: method, template: template, segments: segments, handler: handler)
+        routes.append(route)
+        if segments.allSatisfy({ if case .literal = $0 { return true } else { return false } }) {
+            exactRoutes[template, default: []].append(route)
+        }
     }
 
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
+        if let exact = exactRoutes[path] {
+            if let r = exact.first(where: { $0.method == method || (method == .HEAD && $0.method == .GET) }) {
+                return .found(r.handler, parameters: [:], template: r.template)
+            }
+        }
         let parts = Self.split(path)
         var allowed: [HTTPMethod] = []
         var matchedTemplate: String?

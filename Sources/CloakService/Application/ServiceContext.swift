@@ -10,7 +10,9 @@ struct ServiceContext: Sendable {
     let today: @Sendable () -> CalendarDate
 
     static let systemToday: @Sendable () -> CalendarDate = {
-        let c = Calendar(identifier: .gregorian).dateComponents(in: TimeZone.current, from: Date())
-        return CalendarDate(year: c.year!, month: c.month!, day: c.day!)!
+        var now = time(nil)
+        var parts = tm()
+        localtime_r(&now, &parts)
+        return CalendarDate(year: Int(parts.tm_year) + 1900, month: Int(parts.tm_mon) + 1, day: Int(parts.tm_mday))!
     }
 }

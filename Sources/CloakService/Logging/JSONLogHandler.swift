@@ -41,16 +41,27 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var members: [(key: String, value: JSONValue)] = [
+        var writer = JSONWriter(reservingCapacity: 256)
+        writer.write(.object([
             ("ts", .string(Self.timestamp())),
             ("level", .string(event.level.rawValue)),
             ("msg", .string(event.message.description)),
-        ]
-        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        ]))
+        var bytes = writer.bytes
+        bytes.removeLast()  // reopen the object for the metadata members
+        let merged = metadata.isEmpty ? (event.metadata ?? [:]) : metadata.merging(event.metadata ?? [:]) { _, new in new }
         for key in merged.keys.sorted() {
-            members.append((key, Self.json(merged[key]!)))
+            var member = JSONWriter(reservingCapacity: 64)
+            member.writeString(key)
+            bytes.append(UInt8(ascii: ","))
+            bytes.append(contentsOf: member.bytes)
+            bytes.append(UInt8(ascii: ":"))
+            var value = JSONWriter(reservingCapacity: 64)
+            value.write(Self.json(merged[key]!))
+            bytes.append(contentsOf: value.bytes)
         }
-        sink(JSONWriter.string(.object(members)))
+        bytes.append(UInt8(ascii: "}"))
+        sink(String(decoding: bytes, as: UTF8.self))
     }
 
     private static func json(_ value: Logger.Metadata.Value) -> JSONValue {
