@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# Cloak load benchmark against the C libevent "reference ceiling", loopback only.
+#
+# Usage: Benchmarks/bench.sh [--c-only]
+#
+# Environment:
+#   DURATION         seconds per wrk run (default 10)
+#   THREADS          server loop threads for both servers (default 1)
+#   WRK_THREADS      wrk -t (default 1)
+#   WRK_CONNECTIONS  wrk -c (default 64)
+#   CLOAK_CONFIG     config passed to `cloak serve --config` (default config/cloak.yaml,
+#                    relative to the repo root)
+#   CLOAK_BIN        use this cloak binary instead of building one
+#
+# Raw wrk output, server logs and the summary table go to
+# Benchmarks/results/<timestamp>/. Every process the script starts is killed
+# by PID on exit.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+cd "$REPO_ROOT"
+
+DURATION=${DURATION:-10}
+THREADS=${THREADS:-1}
+WRK_THREADS=${WRK_THREADS:-1}
+WRK_CONNECTIONS=${WRK_CONNECTIONS:-64}
+CLOAK_CONFIG=${CLOAK_CONFIG:-config/cloak.yaml}
+HOST=127.0.0.1
+
+C_ONLY=0
+for arg in "$@"; do
+    case "$arg" in
+        --c-only) C_ONLY=1 ;;
+        -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench.sh: unknown argument: $arg" >&2; exit 2 ;;
+    esac
+done
+
+BENCH_DIR="$REPO_ROOT/Benchmarks"
+REF_BUILD_DIR="$BENCH_DIR/.build-ref"
+REF_BIN="$REF_BUILD_DIR/reference-server"
+POST_LUA="$BENCH_DIR/load/post.lua"
+VALIDATE_BODY="$BENCH_DIR/load/validate-body.json"
+RESULTS_DIR="$BENCH_DIR/results/$(date +%Y%m%d-%H%M%S)"
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- processes
+
+PIDS=()
+
+stop_pid() {
+    local pid=$1 i
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        log "pid $pid ignored SIGTERM; sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+
+forget_pid() {
+    local pid=$1 p rest=()
+    for p in ${PIDS[@]+"${PIDS[@]}"}; do
+        [[ "$p" == "$pid" ]] || rest+=("$p")
+    done
+    PIDS=(${rest[@]+"${rest[@]}"})
+}
+
+cleanup() {
+    local pid
+    for pid in ${PIDS[@]+"${PIDS[@]}"}; do
+        stop_pid "$pid"
+    done
+    PIDS=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- helpers
+
+require() {
+    command -v "$1" >/dev/null 2>&1 || die "'$1' not found in PATH"
+}
+
+# A port on 127.0.0.1 that nothing is listening on. The servers bind with
+# SO_REUSEPORT, so binding would not detect a same-user listener; probe
+# with a connect instead.
+free_port() {
+    local port tries
+    for tries in $(seq 1 100); do
+        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+        if ! (exec 3<>"/dev/tcp/$HOST/$port") 2>/dev/null; then
+            echo "$port"
+            return 0
+        fi
+    done
+    die "no free port found"
+}
+
+# wait_http PID URL TIMEOUT_SECONDS
+wait_http() {
+    local pid=$1 url=$2 timeout=$3 deadline
+    deadline=$(( $(date +%s) + timeout ))
+    while :; do
+        kill -0 "$pid" 2>/dev/null || return 1
+        if curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null; then
+            return 0
+        fi
+        (( $(date +%s) < deadline )) || return 1
+        sleep 0.1
+    done
+}
+
+# Peak resident set size in MB (VmHWM from /proc/PID/status).
+peak_rss_mb() {
+    awk '/^VmHWM:/ { printf "%.1f", $2 / 1024; found = 1 } END { if (!found) printf "n/a" }' \
+        "/proc/$1/status" 2>/dev/null || printf 'n/a'
+}
+
+# Convert a wrk duration ("812.00us", "1.54ms", "2.01s", "1.00m") to ms.
+to_ms() {
+    awk -v v="$1" 'BEGIN {
+        if (v == "") { print "n/a"; exit }
+        n = v + 0
+        if      (v ~ /us$/) n = n / 1000
+        else if (v ~ /ms$/) n = n
+        else if (v ~ /m$/)  n = n * 60000
+        else if (v ~ /s$/)  n = n * 1000
+        else if (v ~ /h$/)  n = n * 3600000
+        printf "%.3f", n
+    }'
+}
+
+# ---------------------------------------------------------------- cases
+
+BASE_URL=""        # set before run_case calls, e.g. http://127.0.0.1:PORT
+SERVER_LABEL=""    # prefix for result rows / file names
+BASELINE_RPS=""    # C server GET req/s (set by the first run_case)
+ROWS=()
+
+TABLE_FMT='%-28s %12s %10s %10s %8s %8s\n'
+
+# run_case NAME METHOD PATH [BODY_FILE]
+#   Runs wrk against $BASE_URL$PATH and records a table row. With BODY_FILE
+#   the request body is that file (Content-Type application/json, via post.lua).
+run_case() {
+    local name=$1 method=$2 path=$3 body=${4:-}
+    local label="$SERVER_LABEL $name"
+    local file="$RESULTS_DIR/$(printf '%s-%s' "$SERVER_LABEL" "$name" | tr -c 'A-Za-z0-9._-' '_').txt"
+    local url="$BASE_URL$path"
+    local wrk_args=(-t"$WRK_THREADS" -c"$WRK_CONNECTIONS" -d"${DURATION}s" --latency)
+    local curl_args=(-sS -o /dev/null -w '%{http_code}' --max-time 5 -X "$method")
+    local env_args=()
+
+    if [[ -n "$body" ]]; then
+        [[ -r "$body" ]] || die "body file not readable: $body"
+        wrk_args+=(-s "$POST_LUA")
+        env_args=(BODY_FILE="$body" METHOD="$method")
+        curl_args+=(-H 'Content-Type: application/json' --data-binary "@$body")
+    elif [[ "$method" != GET ]]; then
+        wrk_args+=(-s "$POST_LUA")
+        env_args=(BODY_FILE=/dev/null METHOD="$method")
+    fi
+    [[ "$method" == HEAD ]] && curl_args=(-sS -o /dev/null -w '%{http_code}' --max-time 5 -I)
+
+    # One request first, so a broken endpoint is obvious instead of
+    # showing up as a suspiciously fast stream of 4xx/5xx.
+    local status
+    status=$(curl "${curl_args[@]}" "$url" 2>/dev/null || true)
+    if [[ ! "$status" =~ ^2 ]]; then
+        log "warning: $method $path answered HTTP ${status:-<no response>} before the run"
+    fi
+
+    log "wrk $method $url (${DURATION}s, c$WRK_CONNECTIONS) -> ${file#"$REPO_ROOT"/}"
+    {
+        echo "# $label: $method $url"
+        echo "# preflight HTTP status: ${status:-none}"
+        [[ -n "$body" ]] && echo "# body: $body ($(wc -c <"$body") bytes)"
+    } >"$file"
+    env ${env_args[@]+"${env_args[@]}"} wrk "${wrk_args[@]}" "$url" >>"$file" 2>&1 &
+    local wrk_pid=$!
+    PIDS+=("$wrk_pid")
+    local rc=0
+    wait "$wrk_pid" || rc=$?
+    forget_pid "$wrk_pid"
+    (( rc == 0 )) || { cat "$file" >&2; die "wrk failed (exit $rc) for $label"; }
+
+    local rps p50 p99 errors
+    rps=$(awk '/^Requests\/sec:/ { print $2 }' "$file")
+    p50=$(to_ms "$(awk '$1 == "50%" { print $2 }' "$file")")
+    p99=$(to_ms "$(awk '$1 == "99%" { print $2 }' "$file")")
+    errors=$(awk '
+        /Non-2xx or 3xx responses:/ { n += $NF }
+        /Socket errors:/ { gsub(/,/, ""); n += $4 + $6 + $8 + $10 }
+        END { print n + 0 }' "$file")
+    [[ -n "$rps" ]] || { cat "$file" >&2; die "could not parse wrk output for $label"; }
+    (( errors == 0 )) || log "warning: $label had $errors non-2xx responses / socket errors (see $file)"
+
+    # The first case run (the C server's GET) is the baseline for the ratio.
+    [[ -n "$BASELINE_RPS" ]] || BASELINE_RPS=$rps
+    local ratio
+    ratio=$(awk -v a="$rps" -v b="$BASELINE_RPS" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+    ROWS+=("$(printf "$TABLE_FMT" "$label" "$(printf '%.0f' "$rps")" "$p50" "$p99" "$ratio" "$errors")")
+}
+
+# ---------------------------------------------------------------- build
+
+require gcc
+require pkg-config
+require curl
+require wrk
+
+mkdir -p "$RESULTS_DIR" "$REF_BUILD_DIR"
+
+log "building C reference server -> ${REF_BIN#"$REPO_ROOT"/}"
+# shellcheck disable=SC2046  # pkg-config output is meant to be word-split
+gcc -O2 -Wall -o "$REF_BIN" "$BENCH_DIR/reference/server.c" \
+    $(pkg-config --cflags --libs libevent libevent_pthreads) -lpthread
+
+CLOAK_BIN=${CLOAK_BIN:-}
+if (( ! C_ONLY )); then
+    if [[ -z "$CLOAK_BIN" ]]; then
+        require swift
+        log "building cloak (swift build -c release --product cloak)"
+        swift build -c release --product cloak
+        CLOAK_BIN="$(swift build -c release --show-bin-path)/cloak"
+    fi
+    [[ -x "$CLOAK_BIN" ]] || die "cloak binary not found: $CLOAK_BIN"
+    [[ -r "$CLOAK_CONFIG" ]] || die "cloak config not readable: $CLOAK_CONFIG"
+fi
+
+# ---------------------------------------------------------------- C reference
+
+C_PORT=$(free_port)
+log "starting C reference server on $HOST:$C_PORT ($THREADS thread(s))"
+"$REF_BIN" "$C_PORT" "$THREADS" >"$RESULTS_DIR/reference-server.log" 2>&1 &
+C_PID=$!
+PIDS+=("$C_PID")
+wait_http "$C_PID" "http://$HOST:$C_PORT/" 10 \
+    || { cat "$RESULTS_DIR/reference-server.log" >&2; die "C reference server did not come up"; }
+
+BASE_URL="http://$HOST:$C_PORT"
+SERVER_LABEL="c-evhttp"
+run_case "GET /" GET /      # first case: sets BASELINE_RPS
+C_RSS=$(peak_rss_mb "$C_PID")
+stop_pid "$C_PID"
+forget_pid "$C_PID"
+
+# ---------------------------------------------------------------- Cloak
+
+CLOAK_RSS="n/a"
+if (( ! C_ONLY )); then
+    CLOAK_PORT=$(free_port)
+    log "starting cloak on $HOST:$CLOAK_PORT ($THREADS thread(s), config $CLOAK_CONFIG)"
+    CLOAK_SERVER_LISTEN="$HOST:$CLOAK_PORT" CLOAK_SERVER_THREADS="$THREADS" \
+        "$CLOAK_BIN" serve --config "$CLOAK_CONFIG" >"$RESULTS_DIR/cloak.log" 2>&1 &
+    CLOAK_PID=$!
+    PIDS+=("$CLOAK_PID")
+    wait_http "$CLOAK_PID" "http://$HOST:$CLOAK_PORT/healthz" 30 \
+        || { tail -n 50 "$RESULTS_DIR/cloak.log" >&2; die "cloak did not answer /healthz within 30 s"; }
+
+    BASE_URL="http://$HOST:$CLOAK_PORT"
+    SERVER_LABEL="cloak"
+    # Add Cloak cases here.
+    run_case "GET /healthz" GET /healthz
+    run_case "POST validate" POST /forms/checkout/validate "$VALIDATE_BODY"
+
+    CLOAK_RSS=$(peak_rss_mb "$CLOAK_PID")
+    stop_pid "$CLOAK_PID"
+    forget_pid "$CLOAK_PID"
+fi
+
+# ---------------------------------------------------------------- report
+
+{
+    echo "Cloak benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)  host $(uname -n), $(nproc) CPUs"
+    echo "server threads=$THREADS  wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d${DURATION}s --latency  (loopback)"
+    echo
+    printf "$TABLE_FMT" "test" "req/s" "p50 ms" "p99 ms" "vs C" "errors"
+    printf '%s\n' "${ROWS[@]}"
+    echo
+    echo "C reference peak RSS (VmHWM): $C_RSS MB"
+    if (( C_ONLY )); then
+        echo "Cloak peak RSS (VmHWM): skipped (--c-only)"
+    else
+        echo "Cloak peak RSS (VmHWM): $CLOAK_RSS MB"
+    fi
+    echo
+    echo "raw output: ${RESULTS_DIR#"$REPO_ROOT"/}/"
+} | tee "$RESULTS_DIR/summary.txt"
