@@ -39,6 +39,10 @@ let package = Package(
             ]
         ),
 
+        // Micro-benchmarks of the hot paths: `swift run -c release cloak-micro` (Benchmarks/README.md).
+        .executableTarget(
+            name: "cloak-micro", dependencies: ["CloakCore", "CloakService", "CloakHTTP"], path: "Benchmarks/Micro"),
+
         // Test support (not a product): a raw-socket HTTP client and shared fixtures.
         .target(name: "CloakTesting", dependencies: ["CloakService", "CloakHTTP", "CloakCore"]),
 

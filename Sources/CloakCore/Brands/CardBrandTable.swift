@@ -22,7 +22,8 @@ public struct CardBrandTable: Sendable {
         var copy = number
         return copy.withUTF8 { bytes in
             if bytes.allSatisfy({ $0 < 0x80 }) {
-                return models.first { $0.matches(ascii: bytes, number: number) } ?? .unknown
+                for i in models.indices where models[i].matches(ascii: bytes, number: number) { return models[i] }
+                return .unknown
             }
             return models.first { $0.matcher.regex.wholeMatch(number) } ?? .unknown
         }

@@ -10,6 +10,46 @@ public struct FormatPattern: Sendable, Equatable {
     /// For each position of the pattern: true where it is a placeholder.
     private let isPlaceholder: [Bool]
     public let placeholderCount: Int
+    /// The class of each placeholder, in order.
+    private let placeholderKinds: [Placeholder]
+
+    enum Placeholder: Sendable {
+        case digit, letter, lowercase, uppercase, alphanumeric
+
+        init?(_ c: Character) {
+            switch c {
+            case "#": self = .digit
+            case "@": self = .letter
+            case "a": self = .lowercase
+            case "A": self = .uppercase
+            case "*": self = .alphanumeric
+            default: return nil
+            }
+        }
+
+        func accepts(ascii b: UInt8) -> Bool {
+            let isDigit = b >= 48 && b <= 57
+            let isUpper = b >= 65 && b <= 90
+            let isLower = b >= 97 && b <= 122
+            switch self {
+            case .digit: return isDigit
+            case .letter: return isUpper || isLower
+            case .lowercase: return isLower
+            case .uppercase: return isUpper
+            case .alphanumeric: return isDigit || isUpper || isLower
+            }
+        }
+
+        func accepts(_ ch: Character) -> Bool {
+            if let a = ch.asciiValue { return accepts(ascii: a) }
+            switch self {
+            case .digit: return false
+            case .letter, .alphanumeric: return ch.isLetter
+            case .lowercase: return ch.isLowercase
+            case .uppercase: return ch.isUppercase
+            }
+        }
+    }
 
     public static let placeholderCharacters: Set<Character> = ["#", "@", "a", "A", "*"]
 
@@ -17,24 +57,33 @@ public struct FormatPattern: Sendable, Equatable {
         self.pattern = pattern
         let chars = Array(pattern)
         self.isPlaceholder = chars.map { Self.placeholderCharacters.contains($0) }
-        self.placeholderCount = isPlaceholder.lazy.filter { $0 }.count
+        self.placeholderKinds = chars.compactMap(Placeholder.init)
+        self.placeholderCount = placeholderKinds.count
     }
 
     public var isEmpty: Bool { pattern.isEmpty }
 
-    /// The raw text: the input's letters and digits, at most ``placeholderCount`` of them.
-    /// An empty pattern keeps the input as it is.
+    /// The raw text: the input's characters that fit the pattern's placeholders, at most
+    /// ``placeholderCount`` of them. An empty pattern keeps the input as it is.
+    ///
+    /// As the SDK's masked field does: the input is walked once; each placeholder takes the next
+    /// input character of its class (`#` an ASCII digit, `@` a letter, `a` a lowercase letter,
+    /// `A` an uppercase letter, `*` a letter or ASCII digit) and characters that fit no class are
+    /// skipped. Digits of other scripts are never card digits.
     public func rawText(_ input: String) -> String {
         guard !isEmpty else { return input }
         var copy = input
         if let ascii = copy.withUTF8({ bytes -> String? in
             guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-            var kept = 0
+            var cursor = 0
             return String(unsafeUninitializedCapacity: min(bytes.count, placeholderCount)) { out in
-                for b in bytes where kept < placeholderCount
-                    && ((b >= 48 && b <= 57) || (b | 0x20 >= 97 && b | 0x20 <= 122)) {
-                    out[kept] = b
+                var kept = 0
+                for kind in placeholderKinds {
+                    while cursor < bytes.count, !kind.accepts(ascii: bytes[cursor]) { cursor += 1 }
+                    guard cursor < bytes.count else { break }
+                    out[kept] = bytes[cursor]
                     kept += 1
+                    cursor += 1
                 }
                 return kept
             }
@@ -42,11 +91,12 @@ public struct FormatPattern: Sendable, Equatable {
             return ascii
         }
         var out = ""
-        out.reserveCapacity(placeholderCount)
-        var taken = 0
-        for ch in input where taken < placeholderCount && Self.isAlphanumeric(ch) {
+        var iterator = input.makeIterator()
+        for kind in placeholderKinds {
+            var next = iterator.next()
+            while let ch = next, !kind.accepts(ch) { next = iterator.next() }
+            guard let ch = next else { break }
             out.append(ch)
-            taken += 1
         }
         return out
     }
@@ -57,6 +107,25 @@ public struct FormatPattern: Sendable, Equatable {
     /// `getSecureTextWithDivider`). The layout stops after the last filled placeholder.
     public func outputText(raw: String, divider: String) -> String {
         guard !isEmpty, !divider.isEmpty else { return raw }
+        if raw.utf8.allSatisfy({ $0 < 0x80 }), divider.utf8.allSatisfy({ $0 < 0x80 }) {
+            var out: [UInt8] = []
+            out.reserveCapacity(isPlaceholder.count * max(1, divider.utf8.count))
+            var rawBytes = raw.utf8.makeIterator()
+            guard var next = rawBytes.next() else { return "" }
+            var pending = 0
+            for placeholder in isPlaceholder {
+                if placeholder {
+                    for _ in 0..<pending { out.append(contentsOf: divider.utf8) }
+                    pending = 0
+                    out.append(next)
+                    guard let n = rawBytes.next() else { break }
+                    next = n
+                } else {
+                    pending += 1
+                }
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
         var out = ""
         var iterator = raw.makeIterator()
         guard var next = iterator.next() else { return "" }
@@ -73,18 +142,5 @@ public struct FormatPattern: Sendable, Equatable {
             }
         }
         return out
-    }
-
-    /// Letters, marks and digits: Foundation's `CharacterSet.alphanumerics`, which the SDK filters with.
-    @inline(__always)
-    static func isAlphanumeric(_ ch: Character) -> Bool {
-        if let a = ch.asciiValue {
-            return (a >= 48 && a <= 57) || (a | 0x20 >= 97 && a | 0x20 <= 122)
-        }
-        return ch.unicodeScalars.allSatisfy { s in
-            let p = s.properties
-            return p.isAlphabetic || p.numericType != nil || p.generalCategory == .nonspacingMark
-                || p.generalCategory == .spacingMark || p.generalCategory == .enclosingMark
-        }
     }
 }

@@ -4,8 +4,9 @@ enum FieldProcessor {
     /// - Parameters:
     ///   - linkedCard: for a CVC with `card_field`, the card field's detected brand.
     static func process(
-        _ field: FieldSchema, input: String?, linkedCard: PaymentCardModel?, context: ValidationContext
+        _ definition: FieldDefinition, input: String?, linkedCard: PaymentCardModel?, context: ValidationContext
     ) -> FieldResult {
+        let field = definition.schema
         var value = input ?? ""
         var maskComplete = true
         if let mask = field.mask {
@@ -23,15 +24,21 @@ enum FieldProcessor {
         switch field.type {
         case .cardNumber:
             let model = context.brands.detect(FormatPattern.unknownCardLayout.rawText(value))
-            pattern = field.formatPattern ?? model.formatPattern
+            // The SDK lays a card number out in its detected brand's pattern, whatever was configured.
+            pattern = model.formatPattern
             rules = field.rules ?? [PaymentCardRule()]
         case .cvc:
-            let model = field.cardField != nil ? (linkedCard ?? .unknown) : .unknown
-            let lengths = model.cvcLengths
-            pattern = field.formatPattern ?? model.cvcFormatPattern
-            rules = field.rules ?? [PatternRule(pattern: FieldProcessor.cvcPattern), LengthMatchRule(lengths: lengths)]
+            if field.cardField != nil {
+                // A linked card field overwrites the CVC's pattern and rules with its brand's (SDK).
+                let model = linkedCard ?? .unknown
+                pattern = model.cvcFormatPattern
+                rules = [PatternRule(pattern: FieldProcessor.cvcPattern), LengthMatchRule(lengths: model.cvcLengths)]
+            } else {
+                pattern = field.formatPattern ?? PaymentCardModel.unknown.cvcFormatPattern
+                rules = field.rules ?? DefaultRules.rules(for: .cvc)
+            }
         default:
-            pattern = field.formatPattern ?? FormatPattern.defaults[field.type]!
+            pattern = field.formatPattern ?? FormatPattern.defaultPattern(for: field.type)
             rules = field.rules ?? DefaultRules.rules(for: field.type)
         }
 
@@ -49,7 +56,7 @@ enum FieldProcessor {
         default: break
         }
         return FieldResult(
-            schema: field, isPresent: input != nil, rawText: raw, outputText: output, validationErrors: errors,
+            definition: definition, isPresent: input != nil, rawText: raw, outputText: output, validationErrors: errors,
             cardModel: cardModel)
     }
 
@@ -57,9 +64,12 @@ enum FieldProcessor {
 }
 
 extension FormatPattern {
+    private static let defaults = FieldType.allCases.map { FormatPattern($0.defaultFormatPattern) }
+
     /// Each type's default pattern, built once.
-    static let defaults: [FieldType: FormatPattern] = Dictionary(
-        uniqueKeysWithValues: FieldType.allCases.map { ($0, FormatPattern($0.defaultFormatPattern)) })
+    static func defaultPattern(for type: FieldType) -> FormatPattern {
+        defaults[FieldType.allCases.firstIndex(of: type)!]
+    }
 
     /// Wide enough for any brand: used to read the digits a brand is detected from.
     static let unknownCardLayout = FormatPattern("#### #### #### #### ###")
@@ -67,18 +77,23 @@ extension FormatPattern {
 
 /// The SDK's `defaultValidation` per field type, compiled once.
 enum DefaultRules {
-    private static let cached: [FieldType: [any ValidationRule]] = {
-        func pattern(_ t: FieldType) -> PatternRule { PatternRule(pattern: try! RegexPattern(t.defaultRegex)) }
-        return [
-            .none: [],
-            .cardHolderName: [pattern(.cardHolderName)],
-            .ssn: [pattern(.ssn)],
-            .expDate: [pattern(.expDate), CardExpirationDateRule()],
-            .date: [pattern(.date), DateRangeRule()],
-            .cardNumber: [PaymentCardRule()],
-            .cvc: [pattern(.cvc), LengthMatchRule(lengths: [3, 4])],
-        ]
-    }()
+    private static func pattern(_ t: FieldType) -> PatternRule { PatternRule(pattern: try! RegexPattern(t.defaultRegex)) }
+    private static let cardHolderName: [any ValidationRule] = [pattern(.cardHolderName)]
+    private static let ssn: [any ValidationRule] = [pattern(.ssn)]
+    private static let expDate: [any ValidationRule] = [pattern(.expDate), CardExpirationDateRule()]
+    private static let date: [any ValidationRule] = [pattern(.date), DateRangeRule()]
+    private static let cardNumber: [any ValidationRule] = [PaymentCardRule()]
+    private static let cvc: [any ValidationRule] = [pattern(.cvc), LengthMatchRule(lengths: [3, 4])]
 
-    static func rules(for type: FieldType) -> [any ValidationRule] { cached[type] ?? [] }
+    static func rules(for type: FieldType) -> [any ValidationRule] {
+        switch type {
+        case .none: return []
+        case .cardHolderName: return cardHolderName
+        case .ssn: return ssn
+        case .expDate: return expDate
+        case .date: return date
+        case .cardNumber: return cardNumber
+        case .cvc: return cvc
+        }
+    }
 }

@@ -2,8 +2,12 @@
 ///
 /// Holds the raw and output text, so it is sensitive: only ``state`` (which never includes
 /// them) may leave the process as is. Its description is redacted.
-public struct FieldResult: Sendable, CustomStringConvertible {
-    public let schema: FieldSchema
+///
+/// A final class: results are passed between the validation, the answer and (for submissions)
+/// the vault, and sharing them is one retain.
+public final class FieldResult: Sendable, CustomStringConvertible {
+    private let definition: FieldDefinition
+    public var schema: FieldSchema { definition.schema }
     /// The field was in the submission (`isDirty`).
     public let isPresent: Bool
     /// What the rules ran on.
@@ -73,9 +77,9 @@ public struct FieldResult: Sendable, CustomStringConvertible {
         return .object(members)
     }
 
-    init(schema: FieldSchema, isPresent: Bool, rawText: String, outputText: String, validationErrors: [String],
+    init(definition: FieldDefinition, isPresent: Bool, rawText: String, outputText: String, validationErrors: [String],
          cardModel: PaymentCardModel?) {
-        self.schema = schema
+        self.definition = definition
         self.isPresent = isPresent
         self.rawText = rawText
         self.outputText = outputText

@@ -2,6 +2,8 @@
 public struct FormSchema: Sendable {
     public let name: String
     public let fields: [FieldSchema]
+    /// The same fields, each shared by reference with every result computed from it.
+    let definitions: [FieldDefinition]
     public let brands: CardBrandTable
     public let mappingPolicy: MappingPolicy
     private let indexByName: [String: Int]
@@ -11,6 +13,7 @@ public struct FormSchema: Sendable {
                 mappingPolicy: MappingPolicy = .nestedJSON) {
         self.name = name
         self.fields = fields
+        self.definitions = fields.map(FieldDefinition.init)
         self.brands = brands
         self.mappingPolicy = mappingPolicy
         self.indexByName = Dictionary(fields.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
@@ -25,4 +28,10 @@ public enum MappingPolicy: String, Sendable, CaseIterable {
     case nestedJSON
     case nestedJSONWithArrayMerge
     case nestedJSONWithArrayOverwrite
+}
+
+/// One field's schema in a box, so results refer to it instead of copying it.
+final class FieldDefinition: Sendable {
+    let schema: FieldSchema
+    init(_ schema: FieldSchema) { self.schema = schema }
 }

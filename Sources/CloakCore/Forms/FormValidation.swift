@@ -12,12 +12,12 @@ public struct FormValidation: Sendable {
         var context = context
         context.brands = form.brands
         var results = [FieldResult?](repeating: nil, count: form.fields.count)
-        for (i, field) in form.fields.enumerated() where field.type != .cvc {
-            results[i] = FieldProcessor.process(field, input: values[i], linkedCard: nil, context: context)
+        for (i, definition) in form.definitions.enumerated() where definition.schema.type != .cvc {
+            results[i] = FieldProcessor.process(definition, input: values[i], linkedCard: nil, context: context)
         }
-        for (i, field) in form.fields.enumerated() where field.type == .cvc {
-            let linked = field.cardField.flatMap(form.index(of:)).flatMap { results[$0]?.cardModel }
-            results[i] = FieldProcessor.process(field, input: values[i], linkedCard: linked, context: context)
+        for (i, definition) in form.definitions.enumerated() where definition.schema.type == .cvc {
+            let linked = definition.schema.cardField.flatMap(form.index(of:)).flatMap { results[$0]?.cardModel }
+            results[i] = FieldProcessor.process(definition, input: values[i], linkedCard: linked, context: context)
         }
         self.form = form
         self.fields = results.map { $0! }
@@ -59,4 +59,9 @@ public struct FormValidation: Sendable {
             ("fields", .object(fields.map { ($0.schema.name, $0.state) })),
         ])
     }
+}
+
+extension FormValidation {
+    /// ``stateDocument`` as UTF-8 JSON.
+    public var stateJSON: [UInt8] { JSONWriter.encode(stateDocument) }
 }

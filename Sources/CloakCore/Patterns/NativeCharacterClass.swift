@@ -8,7 +8,8 @@ struct NativeCharacterClass: Sendable {
         let b = Array(source.utf8)
         guard b.count >= 3, b.first == UInt8(ascii: "["), b.last == UInt8(ascii: "]") else { return nil }
         let body = Array(b[1..<(b.count - 1)])
-        guard !body.isEmpty, body[0] != UInt8(ascii: "^"),
+        // `[:digit:]` and friends are POSIX classes to ICU, not sets of characters.
+        guard !body.isEmpty, body[0] != UInt8(ascii: "^"), body[0] != UInt8(ascii: ":"),
             body.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "[")
                 && $0 != UInt8(ascii: "]") && $0 != UInt8(ascii: "&") })
         else { return nil }

@@ -16,7 +16,9 @@ struct NativePattern: Sendable {
         // Single-position classes, as Basis Theory masks use them.
         case #"\d"#, "[0-9]": matcher = { $0.count == 1 && isDigit($0[0]) }
         case "[a-zA-Z]", "[A-Za-z]": matcher = { $0.count == 1 && ($0[0] | 0x20 >= 97 && $0[0] | 0x20 <= 122) }
-        default: return nil
+        default:
+            guard let simple = SimplePattern(source: source) else { return nil }
+            matcher = { simple.wholeMatch($0) }
         }
     }
 

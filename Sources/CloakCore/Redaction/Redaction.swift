@@ -18,7 +18,8 @@ public enum Redaction {
             run = ""
             runDigits = 0
         }
-        for ch in text.prefix(limit) {
+        // Scrub a little past the limit before cutting, so a number across the cut is still caught.
+        for ch in text.prefix(limit + 32) {
             if ch.isNumber {
                 run.append(ch)
                 runDigits += 1
@@ -30,6 +31,6 @@ public enum Redaction {
             }
         }
         flush()
-        return out
+        return String(out.prefix(limit))
     }
 }

@@ -38,8 +38,8 @@ public enum ValidationErrorString {
 /// Runs `rules` in order and returns the error of every failing one (`VGSValidator.validate`).
 public func validationErrors(of input: String, rules: [any ValidationRule], in context: ValidationContext) -> [String] {
     var errors: [String] = []
-    for rule in rules where !rule.validate(input, in: context) {
-        errors.append(rule.error)
+    for i in rules.indices where !rules[i].validate(input, in: context) {
+        errors.append(rules[i].error)
     }
     return errors
 }

@@ -1,0 +1,62 @@
+import CloakCore
+import CloakHTTP
+import CloakService
+import Foundation
+
+// Micro-benchmarks of Cloak's hot paths. Each case runs for about a second after a warm-up and
+// prints nanoseconds per operation and operations per second on one core.
+//   swift run -c release cloak-micro [filter]
+
+struct Case {
+    let name: String
+    let body: () -> Void
+}
+
+func measure(_ c: Case) {
+    for _ in 0..<1000 { c.body() }
+    var iterations = 1000
+    while true {
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<iterations { c.body() }
+        let elapsed = DispatchTime.now().uptimeNanoseconds - start
+        if elapsed > 1_000_000_000 || iterations > 100_000_000 {
+            let ns = Double(elapsed) / Double(iterations)
+            let name = c.name.padding(toLength: 44, withPad: " ", startingAt: 0)
+            print("\(name) \(String(format: "%10.0f", ns)) ns/op \(String(format: "%12.0f", 1e9 / ns)) op/s")
+            return
+        }
+        iterations *= 4
+    }
+}
+
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let yaml = try String(contentsOf: root.appendingPathComponent("config/cloak.yaml"), encoding: .utf8)
+let configuration = try ServiceConfiguration.parse(yaml: yaml)
+let form = configuration.forms["checkout"]!
+let body = try Array(Data(contentsOf: root.appendingPathComponent("Benchmarks/load/validate-body.json")))
+let today = CalendarDate(year: 2026, month: 11, day: 22)!
+let service = CloakService(configuration: configuration, logSink: { _ in }, today: { today })
+let parsed = try JSONParser().parse(body)
+let submission = try CollectRequest(parsed, form: form)
+let validation = FormValidation(form: form, values: submission.values, context: ValidationContext(today: today))
+let request = HTTPRequest(method: .POST, path: "/forms/checkout/validate",
+                          headers: [("Host", "127.0.0.1"), ("Content-Type", "application/json")],
+                          body: body, requestID: "bench")
+var sink = 0
+
+var cases: [Case] = [
+    Case(name: "json parse (validate body)") { sink &+= (try? JSONParser().parse(body)) == nil ? 0 : 1 },
+    Case(name: "collect request (fields lookup)") { sink &+= (try? CollectRequest(parsed, form: form))?.values.count ?? 0 },
+    Case(name: "form validation (6 fields)") {
+        sink &+= FormValidation(form: form, values: submission.values, context: ValidationContext(today: today)).fields.count
+    },
+    Case(name: "state document encode") { sink &+= validation.stateJSON.count },
+    Case(name: "brand detect (visa)") { sink &+= CardBrandTable.standard.detect("4111111111111111").cardNumberLengths.count },
+    Case(name: "service.handle validate (incl. log line)") { sink &+= service.handle(request).body.count },
+    Case(name: "service.handle healthz (incl. log line)") {
+        sink &+= service.handle(HTTPRequest(method: .GET, path: "/healthz", requestID: "b")).status
+    },
+]
+if let filter = CommandLine.arguments.dropFirst().first { cases = cases.filter { $0.name.contains(filter) } }
+for c in cases { measure(c) }
+if sink == 42 { print("") }
