@@ -42,16 +42,22 @@ public final class FieldResult: Sendable, CustomStringConvertible {
 
     /// The SDK's field state: never the raw value.
     public var state: JSONValue {
+        var writer = JSONWriter()
+        writeState(into: &writer)
+        return try! JSONParser().parse(writer.bytes)  // the writer's own output always parses
+    }
+
+    /// Writes the field state object (see ``state``) into `writer`.
+    public func writeState(into writer: inout JSONWriter) {
         let raw = rawText
-        var members: [(key: String, value: JSONValue)] = [
-            ("isRequired", .bool(schema.isRequired)),
-            ("isRequiredValidOnly", .bool(schema.isRequiredValidOnly)),
-            ("isValid", .bool(isValid)),
-            ("isEmpty", .bool(isEmpty)),
-            ("isDirty", .bool(isPresent)),
-            ("inputLength", .int(raw.count)),
-            ("validationErrors", .strings(validationErrors)),
-        ]
+        writer.beginObject()
+        writer.member("isRequired", schema.isRequired)
+        writer.member("isRequiredValidOnly", schema.isRequiredValidOnly)
+        writer.member("isValid", isValid)
+        writer.member("isEmpty", isEmpty)
+        writer.member("isDirty", isPresent)
+        writer.member("inputLength", raw.count)
+        writer.member("validationErrors", validationErrors)
         switch schema.type {
         case .cardNumber:
             let model = cardModel ?? .unknown
@@ -65,16 +71,16 @@ public final class FieldResult: Sendable, CustomStringConvertible {
                 }
                 if raw.count >= 12 { last4 = String(raw.suffix(4)) }
             }
-            members += [
-                ("cardBrand", .string(model.brand.id)), ("cardBrandName", .string(model.name)),
-                ("bin", .string(bin)), ("last4", .string(last4)),
-            ]
+            writer.member("cardBrand", model.brand.id)
+            writer.member("cardBrandName", model.name)
+            writer.member("bin", bin)
+            writer.member("last4", last4)
         case .ssn:
-            members.append(("last4", .string(isValid && raw.count == 9 ? String(raw.suffix(4)) : "")))
+            writer.member("last4", isValid && raw.count == 9 ? String(raw.suffix(4)) : "")
         default:
             break
         }
-        return .object(members)
+        writer.endObject()
     }
 
     init(definition: FieldDefinition, isPresent: Bool, rawText: String, outputText: String, validationErrors: [String],

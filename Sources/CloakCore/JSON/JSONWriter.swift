@@ -41,6 +41,61 @@ public struct JSONWriter {
         }
     }
 
+    // MARK: Streaming
+    //
+    // For answers on the hot path: write members straight into the buffer instead of building a
+    // ``JSONValue`` tree first. The caller keeps the nesting balanced.
+
+    /// Writes `{`; members follow with ``key(_:)``, then ``endObject()``.
+    public mutating func beginObject() {
+        bytes.append(UInt8(ascii: "{"))
+        needsComma = false
+    }
+
+    public mutating func endObject() {
+        bytes.append(UInt8(ascii: "}"))
+        needsComma = true
+    }
+
+    /// Writes a member name (and the comma before it when needed); the value follows.
+    public mutating func key(_ name: String) {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        writeString(name)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
+    public mutating func member(_ name: String, _ value: Bool) {
+        key(name)
+        append(value ? "true" : "false")
+        needsComma = true
+    }
+
+    public mutating func member(_ name: String, _ value: Int) {
+        key(name)
+        bytes.append(contentsOf: String(value).utf8)
+        needsComma = true
+    }
+
+    public mutating func member(_ name: String, _ value: String) {
+        key(name)
+        writeString(value)
+        needsComma = true
+    }
+
+    public mutating func member(_ name: String, _ values: [String]) {
+        key(name)
+        bytes.append(UInt8(ascii: "["))
+        for (i, v) in values.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            writeString(v)
+        }
+        bytes.append(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
+    private var needsComma = false
+
     private mutating func append(_ s: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }

@@ -17,6 +17,7 @@ public final class CloakService: Sendable {
     private let context: ServiceContext
     private let router: Router<Endpoint>
     private let isDraining = Atomic<Bool>(false)
+    private let accessLog: AccessLog
 
     enum Endpoint: Sendable {
         case healthz, readyz, validate
@@ -30,6 +31,7 @@ public final class CloakService: Sendable {
         today: (@Sendable () -> CalendarDate)? = nil
     ) {
         self.configuration = configuration
+        self.accessLog = AccessLog(sink: logSink)
         let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
         self.context = ServiceContext(configuration: configuration, logger: logger, today: today ?? ServiceContext.systemToday)
         var router = Router<Endpoint>()
@@ -56,14 +58,9 @@ public final class CloakService: Sendable {
         }
         response.headers += corsHeaders(for: request)
         let micros = (DispatchTime.now().uptimeNanoseconds - start) / 1000
-        context.logger.info("request", metadata: [
-            "method": .string(request.method.rawValue),
-            "path": .string(Redaction.scrub(request.path)),
-            "route": .string(template),
-            "status": .stringConvertible(response.status),
-            "duration_us": .stringConvertible(Int(micros)),
-            "request_id": .string(request.requestID),
-        ])
+        accessLog.record(
+            method: request.method.rawValue, path: request.path, route: template, status: response.status,
+            micros: Int(micros), requestID: request.requestID)
         return response
     }
 

@@ -12,6 +12,6 @@ struct ValidateHandler: Sendable {
         let submission = try CollectRequest(try request.jsonBody(), form: form)
         let validation = FormValidation(
             form: form, values: submission.values, context: ValidationContext(today: context.today()))
-        return .json(200, validation.stateDocument)
+        return .json(200, validation.stateJSON)
     }
 }

@@ -75,7 +75,8 @@ public struct JSONLogHandler: LogHandler {
         }
     }
 
-    private static func timestamp() -> String {
+    /// Now, as ISO 8601 UTC with milliseconds.
+    static func timestamp() -> String {
         var tv = timeval()
         gettimeofday(&tv, nil)
         var t = time_t(tv.tv_sec)
