@@ -20,13 +20,16 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         .target(name: "CloakCore"),
+        .target(name: "CloakCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite"]),
         .target(name: "CloakHTTP", dependencies: ["CLibevent", "COpenSSL"]),
         .target(
             name: "CloakService",
             dependencies: [
-                "CloakCore", "CloakHTTP",
+                "CloakCore", "CloakHTTP", "CloakVault", "CloakCrypto",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -41,12 +44,14 @@ let package = Package(
 
         // Micro-benchmarks of the hot paths: `swift run -c release cloak-micro` (Benchmarks/README.md).
         .executableTarget(
-            name: "cloak-micro", dependencies: ["CloakCore", "CloakService", "CloakHTTP"], path: "Benchmarks/Micro"),
+            name: "cloak-micro", dependencies: ["CloakCore", "CloakService", "CloakHTTP", "CloakCrypto"], path: "Benchmarks/Micro"),
 
         // Test support (not a product): a raw-socket HTTP client and shared fixtures.
         .target(name: "CloakTesting", dependencies: ["CloakService", "CloakHTTP", "CloakCore"]),
 
         .testTarget(name: "CloakCoreTests", dependencies: ["CloakCore"]),
+        .testTarget(name: "CloakCryptoTests", dependencies: ["CloakCrypto"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "CloakVaultTests", dependencies: ["CloakVault", "CloakCrypto", "CloakCore"]),
         .testTarget(name: "CloakHTTPTests", dependencies: ["CloakHTTP", "CloakTesting"]),
         .testTarget(
             name: "CloakServiceTests", dependencies: ["CloakService", "CloakCore", "CloakHTTP", "CloakTesting"]),

@@ -1,0 +1,26 @@
+import COpenSSL
+
+/// A failure inside OpenSSL. Never carries key material or plaintext.
+public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+
+    public static let authenticationFailed = CryptoError("authentication failed: ciphertext, tag, nonce or associated data altered")
+}
+
+/// The one funnel for OpenSSL return codes: 1 is success, anything else is an error.
+@inline(__always)
+func check(_ rc: Int32, _ what: @autoclosure () -> String) throws(CryptoError) {
+    guard rc == 1 else {
+        let code = ERR_get_error()
+        ERR_clear_error()
+        throw CryptoError("\(what()) failed (OpenSSL error \(code))")
+    }
+}
+
+/// Compares in time independent of where the inputs differ.
+public func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count else { return false }
+    if a.isEmpty { return true }
+    return a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in CRYPTO_memcmp(pa.baseAddress, pb.baseAddress, a.count) == 0 } }
+}

@@ -1,0 +1,31 @@
+/// Key material. Its description is redacted so it can never be logged by accident.
+public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    private let bytes: [UInt8]
+
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    public var count: Int { bytes.count }
+
+    public var description: String { "SymmetricKey(\(bytes.count * 8) bits, redacted)" }
+    public var debugDescription: String { description }
+
+    public func withBytes<R, E: Error>(_ body: (UnsafePointer<UInt8>) throws(E) -> R) throws(E) -> R {
+        let copy = bytes
+        return try copy.withUnsafeBufferPointer { buffer throws(E) -> R in try body(buffer.baseAddress!) }
+    }
+
+    /// The raw bytes, for derivation (HMAC) and persistence (the key file) only.
+    public var rawBytes: [UInt8] { bytes }
+
+    public static func == (a: SymmetricKey, b: SymmetricKey) -> Bool { constantTimeEquals(a.bytes, b.bytes) }
+
+    /// A new random key of `count` bytes.
+    public static func random(count: Int = 32) -> SymmetricKey { SymmetricKey(SecureRandom.bytes(count)) }
+
+    /// A subkey for one purpose: HMAC-SHA-256(self, label).
+    public func derive(_ label: String) -> SymmetricKey {
+        SymmetricKey(Digest.hmacSHA256(key: bytes, Array(label.utf8)))
+    }
+}
