@@ -4,6 +4,10 @@ import Foundation
 /// the event loop, between other connections' reads.
 public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
 
+/// Handles one request on its loop thread and answers through the responder, now or later from
+/// another thread (work that would block, such as the vault store, runs elsewhere).
+public typealias HTTPDeferredHandler = @Sendable (HTTPRequest, HTTPResponder) -> Void
+
 public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
@@ -28,7 +32,14 @@ public final class HTTPServer: Sendable {
 
     /// Creates and binds every loop; no thread runs until ``start()``.
     /// - Throws: ``HTTPServerError`` when the address cannot be parsed or bound.
-    public init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) throws(HTTPServerError) {
+    public convenience init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) throws(HTTPServerError) {
+        try self.init(configuration: configuration, deferredHandler: { request, responder in responder.respond(handler(request)) })
+    }
+
+    /// Creates and binds every loop for a handler that may answer later.
+    public init(configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler)
+        throws(HTTPServerError)
+    {
         let threads = configuration.threads > 0 ? configuration.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
         let budget = ConnectionBudget(limit: configuration.maxConnections)
         var workers: [LoopWorker] = []

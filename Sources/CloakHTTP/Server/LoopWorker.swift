@@ -1,5 +1,6 @@
 import CLibevent
 import Foundation
+import Synchronization
 
 /// One event-loop thread: its own event_base, evhttp and SO_REUSEPORT listener.
 ///
@@ -12,7 +13,7 @@ final class LoopWorker: @unchecked Sendable {
     let http: OpaquePointer
     private var bound: OpaquePointer?
     private let configuration: HTTPServerConfiguration
-    private let handler: HTTPHandler
+    private let handler: HTTPDeferredHandler
     private let budget: ConnectionBudget
     private var connections = Set<OpaquePointer>()
     private var draining = false
@@ -20,10 +21,25 @@ final class LoopWorker: @unchecked Sendable {
     private var stopEvent: OpaquePointer?
     private var drainTimer: OpaquePointer?
     private var requestCounter: UInt64 = 0
+    /// Requests handed to the handler and not answered yet.
+    private var inFlight = 0
+    /// The loop thread, set when ``run()`` starts.
+    private var loopThread: pthread_t?
+    /// Answers from other threads, waiting for the loop.
+    private let completions = Mutex<[Completion]>([])
+    private var wakeEvent: OpaquePointer?
+
+    private struct Completion: @unchecked Sendable {
+        // The evhttp request pointer; only dereferenced on the loop thread, in drainCompletions().
+        let request: OpaquePointer
+        let response: HTTPResponse
+        let closeAfter: Bool
+        let requestID: String
+    }
     private let idPrefix: String
     private(set) var port: Int = 0
 
-    init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler, budget: ConnectionBudget,
+    init(configuration: HTTPServerConfiguration, handler: @escaping HTTPDeferredHandler, budget: ConnectionBudget,
          index: Int) throws(HTTPServerError) {
         precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
         guard let base = event_base_new() else { throw .init("event_base_new failed") }
@@ -48,6 +64,10 @@ final class LoopWorker: @unchecked Sendable {
             guard let req, let arg else { return }
             Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().handle(req)
         }, me)
+        wakeEvent = event_new(base, -1, 0, { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().drainCompletions()
+        }, me)
         stopEvent = event_new(base, -1, 0, { _, _, arg in
             guard let arg else { return }
             Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().beginDrain()
@@ -56,6 +76,7 @@ final class LoopWorker: @unchecked Sendable {
 
     deinit {
         if let stopEvent { event_free(stopEvent) }
+        if let wakeEvent { event_free(wakeEvent) }
         if let drainTimer { event_free(drainTimer) }
         evhttp_free(http)
         event_base_free(base)
@@ -87,6 +108,7 @@ final class LoopWorker: @unchecked Sendable {
 
     /// Runs the loop until drained. Call on the worker's own thread.
     func run() {
+        loopThread = pthread_self()
         _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
     }
 
@@ -119,7 +141,7 @@ final class LoopWorker: @unchecked Sendable {
     }
 
     private func drainTick() {
-        if connections.isEmpty || Date() >= drainDeadline {
+        if (connections.isEmpty && inFlight == 0) || Date() >= drainDeadline {
             event_base_loopbreak(base)
         }
     }
@@ -191,13 +213,39 @@ final class LoopWorker: @unchecked Sendable {
             requestID = given
         }
 
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method, path: path, query: query, headers: headers, body: body, requestID: requestID)
-        var withViolation = request
-        withViolation.violation = violation
-        var response = handler(withViolation)
+        request.violation = violation
+        inFlight += 1
+        let requestBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(req)))
+        let responder = HTTPResponder { [self, closeAfter, requestID] response in
+            let request = OpaquePointer(bitPattern: requestBits)!
+            if let loopThread, pthread_equal(loopThread, pthread_self()) != 0 {
+                self.finish(request, response, closeAfter: closeAfter, requestID: requestID)
+            } else {
+                completions.withLock {
+                    $0.append(Completion(request: request, response: response, closeAfter: closeAfter, requestID: requestID))
+                }
+                if let wakeEvent { event_active(wakeEvent, 0, 0) }
+            }
+        }
+        handler(request, responder)
+    }
+
+    private func drainCompletions() {
+        let ready = completions.withLock { pending -> [Completion] in
+            let out = pending
+            pending.removeAll(keepingCapacity: true)
+            return out
+        }
+        for c in ready { finish(c.request, c.response, closeAfter: c.closeAfter, requestID: c.requestID) }
+    }
+
+    private func finish(_ req: OpaquePointer, _ response: HTTPResponse, closeAfter: Bool, requestID: String) {
+        var response = response
+        inFlight -= 1
         response.headers.append(("X-Request-Id", requestID))
-        if closeAfter { response.headers.append(("Connection", "close")) }
+        if closeAfter || draining { response.headers.append(("Connection", "close")) }
         send(response, to: req)
     }
 

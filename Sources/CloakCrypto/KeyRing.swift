@@ -1,0 +1,168 @@
+import Foundation
+
+/// The vault's keys: versioned data keys (one current) and a fingerprint key that never rotates.
+///
+/// - Each data key has an id; records remember the id they were sealed with, so rotating adds a
+///   key and old records stay readable. Its secret is split by HMAC into an AES-256-GCM key and
+///   an FF1 key.
+/// - The fingerprint key makes deduplication keyed (HMAC, never a plain hash) and stable across
+///   rotation: the same value and format always find the same alias.
+///
+/// Sources: a JSON file written by `cloak keys init` (mode 0600), or a 32-byte master secret in
+/// an environment variable from which a one-key ring is derived.
+public struct KeyRing: Sendable {
+    public struct DataKey: Sendable {
+        public let id: String
+        public let createdAt: Date
+        public let encryptionKey: SymmetricKey
+        public let ff1Key: SymmetricKey
+        let secret: SymmetricKey
+
+        init(id: String, createdAt: Date, secret: SymmetricKey) {
+            self.id = id
+            self.createdAt = createdAt
+            self.secret = secret
+            self.encryptionKey = secret.derive("cloak/v1/aes-256-gcm")
+            self.ff1Key = secret.derive("cloak/v1/ff1")
+        }
+    }
+
+    public let keys: [DataKey]
+    public let currentID: String
+    public let fingerprintKey: SymmetricKey
+
+    public var current: DataKey { keys.first { $0.id == currentID }! }
+
+    public func key(id: String) -> DataKey? { keys.first { $0.id == id } }
+
+    public struct Error: Swift.Error, Sendable, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// A new ring with one random key.
+    public static func generate(now: Date = Date()) -> KeyRing {
+        KeyRing(keys: [DataKey(id: "k1", createdAt: now, secret: .random())], currentID: "k1", fingerprintKey: .random())
+    }
+
+    /// The ring derived from a 32-byte master secret (64 hex characters or base64).
+    public static func derived(fromMaster text: String) throws(Error) -> KeyRing {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let bytes = decodeHex(trimmed) ?? Data(base64Encoded: trimmed).map(Array.init)
+        guard let bytes, bytes.count == 32 else {
+            throw Error("the master key must be 32 bytes, as 64 hexadecimal characters or base64")
+        }
+        let master = SymmetricKey(bytes)
+        let id = "m-" + Digest.sha256(master.derive("cloak/v1/key-id").rawBytes).prefix(4).map { String(format: "%02x", $0) }.joined()
+        return KeyRing(
+            keys: [DataKey(id: id, createdAt: Date(timeIntervalSince1970: 0), secret: master.derive("cloak/v1/data"))],
+            currentID: id, fingerprintKey: master.derive("cloak/v1/fingerprint"))
+    }
+
+    /// A ring with a new random key added and made current.
+    public func rotated(now: Date = Date()) -> KeyRing {
+        let next = (keys.compactMap { Int($0.id.dropFirst()) }.max() ?? 0) + 1
+        let key = DataKey(id: "k\(next)", createdAt: now, secret: .random())
+        return KeyRing(keys: keys + [key], currentID: key.id, fingerprintKey: fingerprintKey)
+    }
+
+    // MARK: File
+
+    private struct File: Codable {
+        var format: Int
+        var current: String
+        var fingerprint_key: String
+        var keys: [Entry]
+        struct Entry: Codable {
+            var id: String
+            var created_at: Date
+            var secret: String
+        }
+    }
+
+    /// Reads a key file.
+    public static func load(path: String) throws(Error) -> KeyRing {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw Error("cannot read \(path)") }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let file = try? decoder.decode(File.self, from: data), file.format == 1 else {
+            throw Error("\(path) is not a Cloak key file (format 1)")
+        }
+        var keys: [DataKey] = []
+        for entry in file.keys {
+            guard let secret = Data(base64Encoded: entry.secret), secret.count == 32 else {
+                throw Error("\(path): key \(entry.id) is not 32 bytes of base64")
+            }
+            keys.append(DataKey(id: entry.id, createdAt: entry.created_at, secret: SymmetricKey(Array(secret))))
+        }
+        guard let fp = Data(base64Encoded: file.fingerprint_key), fp.count == 32 else {
+            throw Error("\(path): fingerprint_key is not 32 bytes of base64")
+        }
+        guard keys.contains(where: { $0.id == file.current }), Set(keys.map(\.id)).count == keys.count else {
+            throw Error("\(path): the current key must be one of the keys, and ids must be unique")
+        }
+        return KeyRing(keys: keys, currentID: file.current, fingerprintKey: SymmetricKey(Array(fp)))
+    }
+
+    /// Writes the ring to a new file with mode 0600.
+    /// - Parameter replace: false refuses to touch an existing file (`keys init`); true replaces it
+    ///   atomically (`keys rotate`).
+    public func write(path: String, replace: Bool) throws(Error) {
+        let file = File(
+            format: 1, current: currentID, fingerprint_key: Data(fingerprintKey.rawBytes).base64EncodedString(),
+            keys: keys.map { .init(id: $0.id, created_at: $0.createdAt, secret: Data($0.secret.rawBytes).base64EncodedString()) })
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let data = try? encoder.encode(file) else { throw Error("cannot encode the key file") }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                     attributes: [.posixPermissions: 0o700])
+        }
+        let target = replace ? path + ".tmp" : path
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | (replace ? O_TRUNC : 0)
+        if replace { unlink(target) }
+        let fd = open(target, flags, 0o600)
+        guard fd >= 0 else {
+            throw Error(errno == EEXIST ? "\(path) already exists; refusing to overwrite keys" : "cannot create \(path)")
+        }
+        let ok = data.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n <= 0 { return false }
+                offset += n
+            }
+            return fsync(fd) == 0
+        }
+        close(fd)
+        guard ok else { throw Error("cannot write \(path)") }
+        if replace {
+            guard rename(target, path) == 0 else { throw Error("cannot replace \(path)") }
+        }
+    }
+}
+
+func decodeHex(_ text: String) -> [UInt8]? {
+    let chars = Array(text.utf8)
+    guard chars.count % 2 == 0, !chars.isEmpty else { return nil }
+    var out: [UInt8] = []
+    var i = 0
+    while i < chars.count {
+        guard let hi = hexNibble(chars[i]), let lo = hexNibble(chars[i + 1]) else { return nil }
+        out.append(hi << 4 | lo)
+        i += 2
+    }
+    return out
+}
+
+private func hexNibble(_ c: UInt8) -> UInt8? {
+    switch c {
+    case 48...57: return c - 48
+    case 97...102: return c - 87
+    case 65...70: return c - 55
+    default: return nil
+    }
+}

@@ -1,0 +1,48 @@
+/// Where the vault keeps its records. Every backend passes the same compatibility suite.
+///
+/// A store is used from one thread at a time (the vault's executor), so it need not be
+/// thread-safe. All writes of one executor batch happen between ``begin()`` and ``commit()``;
+/// each request's writes between a savepoint and its release, so one failing request leaves
+/// the others intact and nothing half-written.
+public protocol AliasStore: AnyObject {
+    func begin() throws(StoreError)
+    func commit() throws(StoreError)
+    func rollback()
+    func savepoint() throws(StoreError)
+    func releaseSavepoint() throws(StoreError)
+    func rollbackToSavepoint()
+
+    /// The PERSISTENT record with this value fingerprint, with its aliases.
+    func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord?
+    /// The record an alias belongs to, with all its aliases (expired records included; the vault decides).
+    func record(alias: String) throws(StoreError) -> StoredRecord?
+    /// Adds a record and its aliases. Throws ``StoreError/aliasTaken`` when an alias exists.
+    func insert(_ record: StoredRecord) throws(StoreError)
+    /// Adds an alias to an existing record. Throws ``StoreError/aliasTaken`` when it exists.
+    func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError)
+    /// Removes an alias, and its record once no alias is left. False when there was no such alias.
+    func deleteAlias(_ alias: String) throws(StoreError) -> Bool
+    func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError)
+    /// Removes records (and aliases) that expired at or before `now`; returns how many.
+    func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int
+    /// Checks that the store answers.
+    func ping() throws(StoreError)
+}
+
+/// A store failure. The description names the operation, never a value.
+public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The alias is already issued (retry with another candidate).
+    case aliasTaken
+    /// The disk is full: nothing was written.
+    case full
+    /// Anything else: unreachable, corrupt, locked too long.
+    case unavailable(String)
+
+    public var description: String {
+        switch self {
+        case .aliasTaken: return "alias already issued"
+        case .full: return "the store's disk is full"
+        case let .unavailable(reason): return "store unavailable: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Synchronization
+
+/// The one thread that touches the store. Requests from every loop thread queue here; the
+/// executor takes everything queued, runs it in one transaction (each request inside its own
+/// savepoint), commits once, and only then calls the completions: group commit, so a 2xx answer
+/// always means "committed", and one fsync serves many requests.
+///
+/// `@unchecked Sendable`: the store is only touched on the executor's thread; the queue is
+/// behind a mutex.
+final class VaultExecutor: @unchecked Sendable {
+    /// `@unchecked Sendable`: handed from the submitting thread to the executor once; `body` is
+    /// only ever called on the executor thread.
+    struct Job: @unchecked Sendable {
+        /// Runs on the executor thread inside a savepoint; returns what to do once committed.
+        let body: (any AliasStore) throws -> (@Sendable () -> Void)
+        let fail: @Sendable (any Error) -> Void
+    }
+
+    private let store: any AliasStore
+    private let queue = Mutex<(jobs: [Job], stopping: Bool)>(([], false))
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+    private let maintenance: (any AliasStore) -> Void
+    private let maintenanceInterval: TimeInterval
+
+    /// - Parameter maintenance: run in its own transaction when idle, at most every `maintenanceInterval`.
+    init(store: any AliasStore, maintenanceInterval: TimeInterval = 5, maintenance: @escaping (any AliasStore) -> Void) {
+        self.store = store
+        self.maintenance = maintenance
+        self.maintenanceInterval = maintenanceInterval
+        let thread = Thread { [self] in loop() }
+        thread.name = "cloak-vault"
+        thread.start()
+    }
+
+    /// Queues `body`; `completion` runs on the executor thread after the commit (or failure).
+    func submit<T: Sendable>(_ body: @escaping (any AliasStore) throws -> T,
+                             completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        let job = Job(
+            body: { store in
+                let value = try body(store)
+                return { completion(.success(value)) }
+            },
+            fail: { error in completion(.failure(error)) })
+        let accepted = queue.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if accepted { wake.signal() } else { completion(.failure(StoreError.unavailable("the vault is shutting down"))) }
+    }
+
+    /// Finishes everything queued, then stops the thread.
+    func close() {
+        let first = queue.withLock { state -> Bool in
+            defer { state.stopping = true }
+            return !state.stopping
+        }
+        guard first else { return }
+        wake.signal()
+        stopped.wait()
+    }
+
+    private func loop() {
+        var lastMaintenance = Date.distantPast
+        while true {
+            let signalled = wake.wait(timeout: .now() + .milliseconds(500)) == .success
+            let (jobs, stopping) = queue.withLock { state -> ([Job], Bool) in
+                let jobs = state.jobs
+                state.jobs.removeAll(keepingCapacity: true)
+                return (jobs, state.stopping)
+            }
+            if !jobs.isEmpty { runBatch(jobs) }
+            if stopping && jobs.isEmpty {
+                stopped.signal()
+                return
+            }
+            if !signalled, Date().timeIntervalSince(lastMaintenance) >= maintenanceInterval {
+                lastMaintenance = Date()
+                maintenance(store)
+            }
+        }
+    }
+
+    private func runBatch(_ jobs: [Job]) {
+        do {
+            try store.begin()
+        } catch {
+            for job in jobs { job.fail(error) }
+            return
+        }
+        var committed: [(deliver: @Sendable () -> Void, fail: @Sendable (any Error) -> Void)] = []
+        var failed: [(Job, any Error)] = []
+        for job in jobs {
+            do {
+                try store.savepoint()
+            } catch {
+                failed.append((job, error))
+                continue
+            }
+            do {
+                let deliver = try job.body(store)
+                try store.releaseSavepoint()
+                committed.append((deliver, job.fail))
+            } catch {
+                store.rollbackToSavepoint()
+                failed.append((job, error))
+            }
+        }
+        do {
+            try store.commit()
+            for c in committed { c.deliver() }
+        } catch {
+            store.rollback()
+            for c in committed { c.fail(error) }
+        }
+        for (job, error) in failed { job.fail(error) }
+    }
+}

@@ -1,0 +1,209 @@
+import CloakCore
+import CloakCrypto
+
+/// Why a value cannot take a format. Names the format and the shape expected, never the value.
+public struct AliasInputError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+}
+
+/// Makes alias candidates for a value in a format. Candidate `attempt` 0, 1, 2… differ (the
+/// attempt is part of the FF1 tweak; random formats draw again), so the vault can retry when a
+/// candidate is already issued.
+struct AliasGenerator: Sendable {
+    let environment: String
+    let ff1Decimal: FF1
+    let ff1Alphanumeric62: FF1
+    let ff1Alphanumeric36: FF1
+
+    init(environment: String, ff1Key: SymmetricKey) throws(CryptoError) {
+        self.environment = environment
+        ff1Decimal = try FF1(key: ff1Key, radix: 10)
+        ff1Alphanumeric62 = try FF1(key: ff1Key, radix: 62)
+        ff1Alphanumeric36 = try FF1(key: ff1Key, radix: 36)
+    }
+
+    /// NIST SP 800-38G Rev. 1: FF1 needs a domain of at least a million.
+    static let minimumDomain = 1_000_000
+
+    /// Checks that `value` can take `format` (before anything is stored).
+    static func validate(_ value: String, format: AliasFormatName) throws(AliasInputError) {
+        _ = try Layout(value, AliasFormat.of(format))
+    }
+
+    func alias(for value: String, format name: AliasFormatName, luhnValid: Bool, attempt: Int) throws(AliasInputError) -> String {
+        let format = AliasFormat.of(name)
+        switch format.kind {
+        case .rawUUID:
+            return Self.randomUUID()
+        case let .token(keepLastFour):
+            let prefix = "tok_\(environment)_"
+            guard keepLastFour else { return prefix + Base58.encode(SecureRandom.bytes(16), width: 22) }
+            let layout = try Layout(value, format)
+            return prefix + Base58.encode(SecureRandom.bytes(13), width: 18) + String(decoding: layout.slotText.suffix(4), as: UTF8.self)
+        case .preserving:
+            let layout = try Layout(value, format)
+            return try preserving(layout, format, luhnValid: luhnValid, attempt: attempt)
+        }
+    }
+
+    private func preserving(_ layout: Layout, _ format: AliasFormat, luhnValid: Bool, attempt: Int) throws(AliasInputError) -> String {
+        let n = layout.slots.count
+        let freeStart = format.keepFirst + format.forcedPrefix.count
+        let freeEnd = n - format.keepLast
+        let radix = format.outputAlphabet.radix
+        let free = Array(layout.numerals[freeStart..<freeEnd])
+        let head = Array(layout.numerals[0..<format.keepFirst]) + format.forcedPrefix
+        let tail = Array(layout.numerals[freeEnd..<n])
+
+        func assemble(_ middle: [UInt8]) -> [UInt8] { head + middle + tail }
+        func acceptable(_ numerals: [UInt8]) -> Bool {
+            guard format.isCard else { return true }
+            return Luhn.isValid(String(decoding: numerals.map { $0 + 48 }, as: UTF8.self)) == luhnValid
+        }
+
+        var middle: [UInt8]
+        var domain = 1
+        for _ in 0..<free.count where domain < Self.minimumDomain { domain *= radix }
+        if free.count >= 2 && domain >= Self.minimumDomain {
+            let ff1 = format.outputAlphabet == .digits ? ff1Decimal
+                : format.outputAlphabet == .alphanumeric62 ? ff1Alphanumeric62 : ff1Alphanumeric36
+            // The kept characters and the format are the tweak, with the attempt number for retries.
+            var tweak = Array(format.name.rawValue.utf8) + [0] + layout.keptText(format) + [0]
+            tweak += withUnsafeBytes(of: UInt32(attempt).bigEndian, Array.init)
+            do {
+                middle = try ff1.encrypt(free, tweak: tweak)
+                // Cycle-walking keeps FF1 a bijection while forcing the Luhn outcome.
+                var walks = 0
+                while !acceptable(assemble(middle)) || assemble(middle) == layout.numerals {
+                    middle = try ff1.encrypt(middle, tweak: tweak)
+                    walks += 1
+                    if walks > 10_000 { throw AliasInputError(description: "no \(format.name.rawValue) alias satisfies the Luhn setting") }
+                }
+            } catch let e as AliasInputError {
+                throw e
+            } catch {
+                throw AliasInputError(description: "\(format.name.rawValue): \(error)")
+            }
+        } else {
+            // Too few free characters for FF1: draw them at random.
+            var draws = 0
+            repeat {
+                middle = (0..<free.count).map { _ in UInt8(SecureRandom.uniform(radix)) }
+                draws += 1
+                if draws > 10_000 { throw AliasInputError(description: "no \(format.name.rawValue) alias satisfies the Luhn setting") }
+            } while !acceptable(assemble(middle)) || (free.count > 0 && assemble(middle) == layout.numerals && radix > 1)
+        }
+        return layout.render(assemble(middle), format)
+    }
+
+    static func randomUUID() -> String {
+        var b = SecureRandom.bytes(16)
+        b[6] = b[6] & 0x0F | 0x40
+        b[8] = b[8] & 0x3F | 0x80
+        let hex = b.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        let c = Array(hex)
+        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+    }
+}
+
+/// A value split into slots (characters the format transforms or keeps) and separators.
+struct Layout {
+    /// The value's bytes (ASCII).
+    let bytes: [UInt8]
+    /// Indices of slot characters in `bytes`.
+    let slots: [Int]
+    /// Each slot as a numeral of the format's output alphabet.
+    let numerals: [UInt8]
+
+    init(_ value: String, _ format: AliasFormat) throws(AliasInputError) {
+        let name = format.name.rawValue
+        guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+            throw AliasInputError(description: "\(name) takes printable ASCII characters only")
+        }
+        bytes = Array(value.utf8)
+        var slots: [Int] = []
+        var numerals: [UInt8] = []
+        for (i, b) in bytes.enumerated() {
+            if let numeral = Self.numeral(b, format.inputAlphabet) {
+                slots.append(i)
+                numerals.append(numeral)
+            } else if format.inputAlphabet == .digits && Self.isAlphanumeric(b) {
+                throw AliasInputError(description: "\(name) takes digits (with spaces, dashes, dots or slashes) only")
+            } else if format.inputAlphabet == .digits && !(b == 0x20 || b == 0x2D || b == 0x2E || b == 0x2F) {
+                throw AliasInputError(description: "\(name) takes digits (with spaces, dashes, dots or slashes) only")
+            }
+        }
+        guard slots.count >= format.minSlots, slots.count <= format.maxSlots else {
+            let kind = format.inputAlphabet == .digits ? "digits" : "letters and digits"
+            let range = format.minSlots == format.maxSlots ? "exactly \(format.minSlots)"
+                : format.maxSlots > 1_000 ? "at least \(format.minSlots)" : "\(format.minSlots) to \(format.maxSlots)"
+            throw AliasInputError(description: "\(name) needs \(range) \(kind), not \(slots.count)")
+        }
+        self.slots = slots
+        self.numerals = numerals
+    }
+
+    var slotText: [UInt8] { slots.map { bytes[$0] } }
+
+    /// The kept leading and trailing slot characters (part of the FF1 tweak).
+    func keptText(_ format: AliasFormat) -> [UInt8] {
+        let text = slotText
+        return Array(text.prefix(format.keepFirst)) + [0x2E] + Array(text.suffix(format.keepLast))
+    }
+
+    /// The alias text: new numerals in the slots, separators kept or dropped.
+    func render(_ newNumerals: [UInt8], _ format: AliasFormat) -> String {
+        let symbols = Self.symbols(format.outputAlphabet)
+        if !format.keepsSeparators {
+            return String(decoding: newNumerals.map { symbols[Int($0)] }, as: UTF8.self)
+        }
+        var out = bytes
+        for (k, index) in slots.enumerated() { out[index] = symbols[Int(newNumerals[k])] }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func isAlphanumeric(_ b: UInt8) -> Bool {
+        (48...57).contains(b) || (65...90).contains(b) || (97...122).contains(b)
+    }
+
+    static func numeral(_ b: UInt8, _ alphabet: AliasFormat.Alphabet) -> UInt8? {
+        switch alphabet {
+        case .digits, .upperAlphanumeric36: return (48...57).contains(b) ? b - 48 : nil
+        case .alphanumeric62:
+            if (48...57).contains(b) { return b - 48 }
+            if (97...122).contains(b) { return b - 97 + 10 }
+            if (65...90).contains(b) { return b - 65 + 36 }
+            return nil
+        }
+    }
+
+    static func symbols(_ alphabet: AliasFormat.Alphabet) -> [UInt8] {
+        switch alphabet {
+        case .digits: return Array("0123456789".utf8)
+        case .alphanumeric62: return Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        case .upperAlphanumeric36: return Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        }
+    }
+}
+
+/// Bitcoin-style base58 (no 0, O, I, l).
+enum Base58 {
+    static let alphabet = Array("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz".utf8)
+
+    /// Encodes `bytes` as exactly `width` characters (left-padded with "1", the zero digit).
+    static func encode(_ bytes: [UInt8], width: Int) -> String {
+        var number = bytes
+        var digits: [UInt8] = []
+        while number.contains(where: { $0 != 0 }) {
+            var remainder = 0
+            for i in 0..<number.count {
+                let value = remainder * 256 + Int(number[i])
+                number[i] = UInt8(value / 58)
+                remainder = value % 58
+            }
+            digits.append(alphabet[remainder])
+        }
+        while digits.count < width { digits.append(alphabet[0]) }
+        return String(decoding: digits.prefix(width).reversed(), as: UTF8.self)
+    }
+}

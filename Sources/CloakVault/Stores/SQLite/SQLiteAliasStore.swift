@@ -1,0 +1,156 @@
+import CloakCore
+import CloakCrypto
+import Foundation
+
+/// The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so a committed
+/// record survives a crash of the process or the machine.
+public final class SQLiteAliasStore: AliasStore {
+    private let db: SQLiteConnection
+
+    /// Opens (creating when needed) the database at `path`, and its folder.
+    public init(path: String) throws(StoreError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                     attributes: [.posixPermissions: 0o700])
+        }
+        db = try SQLiteConnection(path: path)
+        try db.execute("PRAGMA journal_mode=WAL")
+        try db.execute("PRAGMA synchronous=FULL")
+        try db.execute("PRAGMA foreign_keys=ON")
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS records (
+                id TEXT PRIMARY KEY,
+                fingerprint BLOB UNIQUE,
+                key_id TEXT NOT NULL,
+                nonce BLOB NOT NULL,
+                ciphertext BLOB NOT NULL,
+                tag BLOB NOT NULL,
+                storage TEXT NOT NULL,
+                classifiers TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                expires_at INTEGER
+            );
+            CREATE TABLE IF NOT EXISTS aliases (
+                alias TEXT PRIMARY KEY,
+                record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+                format TEXT NOT NULL,
+                UNIQUE (record_id, format)
+            );
+            CREATE INDEX IF NOT EXISTS aliases_by_record ON aliases(record_id);
+            CREATE INDEX IF NOT EXISTS records_by_expiry ON records(expires_at) WHERE expires_at IS NOT NULL;
+            """)
+    }
+
+    public func begin() throws(StoreError) { try db.execute("BEGIN IMMEDIATE") }
+    public func commit() throws(StoreError) { try db.execute("COMMIT") }
+    public func rollback() { try? db.execute("ROLLBACK") }
+    public func savepoint() throws(StoreError) { try db.execute("SAVEPOINT request") }
+    public func releaseSavepoint() throws(StoreError) { try db.execute("RELEASE request") }
+    public func rollbackToSavepoint() {
+        try? db.execute("ROLLBACK TO request")
+        try? db.execute("RELEASE request")
+    }
+
+    public func ping() throws(StoreError) {
+        let s = try db.statement("SELECT count(*) FROM sqlite_master")
+        _ = try s.step()
+        s.finish()
+    }
+
+    private static let recordColumns =
+        "id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at"
+
+    public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
+        let s = try db.statement("SELECT \(Self.recordColumns) FROM records WHERE fingerprint = ?1")
+        s.bind(1, fingerprint)
+        return try readRecord(s)
+    }
+
+    public func record(alias: String) throws(StoreError) -> StoredRecord? {
+        let s = try db.statement(
+            "SELECT \(Self.recordColumns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = ?1)")
+        s.bind(1, alias)
+        return try readRecord(s)
+    }
+
+    private func readRecord(_ s: Statement) throws(StoreError) -> StoredRecord? {
+        guard try s.step() else { return nil }
+        guard let id = s.text(0), let keyID = s.text(2), let nonce = s.blob(3), let ciphertext = s.blob(4),
+            let tag = s.blob(5), let storage = s.text(6).flatMap(StorageKind.init(rawValue:)), let classifiers = s.text(7),
+            let createdAt = s.int64(8)
+        else { throw .unavailable("a record row is incomplete") }
+        var record = StoredRecord(
+            id: id, fingerprint: s.blob(1), keyID: keyID,
+            sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag), storage: storage,
+            classifiers: classifiers.isEmpty ? [] : classifiers.components(separatedBy: ","), createdAt: createdAt,
+            expiresAt: s.int64(9), aliases: [])
+        s.finish()
+        let a = try db.statement("SELECT alias, format FROM aliases WHERE record_id = ?1 ORDER BY rowid")
+        a.bind(1, id)
+        while try a.step() {
+            guard let alias = a.text(0), let format = a.text(1).flatMap(AliasFormatName.init(rawValue:)) else { continue }
+            record.aliases.append(IssuedAlias(alias: alias, format: format))
+        }
+        return record
+    }
+
+    public func insert(_ record: StoredRecord) throws(StoreError) {
+        let s = try db.statement("""
+            INSERT INTO records (\(Self.recordColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            """)
+        s.bind(1, record.id)
+        s.bind(2, record.fingerprint)
+        s.bind(3, record.keyID)
+        s.bind(4, record.sealed.nonce)
+        s.bind(5, record.sealed.ciphertext)
+        s.bind(6, record.sealed.tag)
+        s.bind(7, record.storage.rawValue)
+        s.bind(8, record.classifiers.joined(separator: ","))
+        s.bind(9, record.createdAt)
+        s.bind(10, record.expiresAt)
+        try s.run()
+        for alias in record.aliases { try addAlias(alias, toRecord: record.id) }
+    }
+
+    public func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError) {
+        let s = try db.statement("INSERT INTO aliases (alias, record_id, format) VALUES (?1, ?2, ?3)")
+        s.bind(1, alias.alias)
+        s.bind(2, id)
+        s.bind(3, alias.format.rawValue)
+        try s.run()
+    }
+
+    public func deleteAlias(_ alias: String) throws(StoreError) -> Bool {
+        let find = try db.statement("SELECT record_id FROM aliases WHERE alias = ?1")
+        find.bind(1, alias)
+        guard try find.step(), let recordID = find.text(0) else { return false }
+        find.finish()
+        let delete = try db.statement("DELETE FROM aliases WHERE alias = ?1")
+        delete.bind(1, alias)
+        try delete.run()
+        let orphan = try db.statement(
+            "DELETE FROM records WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM aliases WHERE record_id = ?1)")
+        orphan.bind(1, recordID)
+        try orphan.run()
+        return true
+    }
+
+    public func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
+        let s = try db.statement("UPDATE records SET classifiers = ?1 WHERE id = ?2")
+        s.bind(1, classifiers.joined(separator: ","))
+        s.bind(2, recordID)
+        try s.run()
+    }
+
+    public func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
+        let s = try db.statement("""
+            DELETE FROM records WHERE id IN
+              (SELECT id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?1 LIMIT ?2)
+            """)
+        s.bind(1, now)
+        s.bind(2, Int64(limit))
+        try s.run()
+        return db.changes
+    }
+}

@@ -1,0 +1,116 @@
+import CSQLite
+
+/// One SQLite connection and its prepared statements. Used from one thread at a time.
+final class SQLiteConnection {
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+
+    init(path: String) throws(StoreError) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            if let db { sqlite3_close(db) }
+            throw .unavailable("cannot open the SQLite database (code \(rc))")
+        }
+        handle = db
+        sqlite3_busy_timeout(db, 5000)
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit {
+        for s in statements.values { sqlite3_finalize(s) }
+        sqlite3_close(handle)
+    }
+
+    func error(_ rc: Int32, _ what: String) -> StoreError {
+        switch rc & 0xFF {
+        case SQLITE_FULL: return .full
+        case SQLITE_CONSTRAINT: return .aliasTaken
+        default: return .unavailable("\(what): \(String(cString: sqlite3_errstr(rc)))")
+        }
+    }
+
+    /// Runs statements without results (schema, pragmas, transactions).
+    func execute(_ sql: String) throws(StoreError) {
+        let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw error(rc, "execute") }
+    }
+
+    /// A cached prepared statement, reset and with its bindings cleared.
+    func statement(_ sql: String) throws(StoreError) -> Statement {
+        if let s = statements[sql] {
+            sqlite3_reset(s)
+            sqlite3_clear_bindings(s)
+            return Statement(handle: s, connection: self)
+        }
+        var s: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &s, nil)
+        guard rc == SQLITE_OK, let s else { throw error(rc, "prepare") }
+        statements[sql] = s
+        return Statement(handle: s, connection: self)
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A prepared statement being bound and stepped.
+struct Statement {
+    let handle: OpaquePointer
+    let connection: SQLiteConnection
+
+    func bind(_ index: Int32, _ text: String?) {
+        guard let text else { sqlite3_bind_null(handle, index); return }
+        sqlite3_bind_text(handle, index, text, -1, CSQLite_transient())
+    }
+
+    func bind(_ index: Int32, _ blob: [UInt8]?) {
+        guard let blob else { sqlite3_bind_null(handle, index); return }
+        blob.withUnsafeBytes { raw in
+            _ = sqlite3_bind_blob(handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count),
+                                  CSQLite_transient())
+        }
+    }
+
+    func bind(_ index: Int32, _ value: Int64?) {
+        guard let value else { sqlite3_bind_null(handle, index); return }
+        sqlite3_bind_int64(handle, index, value)
+    }
+
+    /// Steps once: true when a row is ready, false when done.
+    func step() throws(StoreError) -> Bool {
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            sqlite3_reset(handle)
+            throw connection.error(rc, "step")
+        }
+    }
+
+    /// Steps to completion (for writes).
+    func run() throws(StoreError) {
+        while try step() {}
+    }
+
+    /// Ends a read early so the statement holds no lock until its next use.
+    func finish() { sqlite3_reset(handle) }
+
+    func text(_ column: Int32) -> String? {
+        guard let p = sqlite3_column_text(handle, column) else { return nil }
+        return String(cString: p)
+    }
+
+    func blob(_ column: Int32) -> [UInt8]? {
+        guard sqlite3_column_type(handle, column) != SQLITE_NULL else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let p = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: count))
+    }
+
+    func int64(_ column: Int32) -> Int64? {
+        guard sqlite3_column_type(handle, column) != SQLITE_NULL else { return nil }
+        return sqlite3_column_int64(handle, column)
+    }
+}

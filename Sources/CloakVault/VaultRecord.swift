@@ -1,0 +1,77 @@
+import CloakCore
+import CloakCrypto
+import Foundation
+
+/// Storage class of a record: kept until deleted, or expiring after the volatile TTL.
+public typealias StorageKind = TokenizationSettings.Storage
+
+/// One stored value as the store holds it: encrypted, with every alias issued for it.
+public struct StoredRecord: Sendable {
+    public var id: String
+    /// HMAC of the value under the fingerprint key; set for PERSISTENT records (deduplication).
+    public var fingerprint: [UInt8]?
+    public var keyID: String
+    public var sealed: AESGCM.SealedBox
+    public var storage: StorageKind
+    public var classifiers: [String]
+    /// Seconds since 1970.
+    public var createdAt: Int64
+    public var expiresAt: Int64?
+    public var aliases: [IssuedAlias]
+
+    public init(id: String, fingerprint: [UInt8]?, keyID: String, sealed: AESGCM.SealedBox, storage: StorageKind,
+                classifiers: [String], createdAt: Int64, expiresAt: Int64?, aliases: [IssuedAlias]) {
+        self.id = id
+        self.fingerprint = fingerprint
+        self.keyID = keyID
+        self.sealed = sealed
+        self.storage = storage
+        self.classifiers = classifiers
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.aliases = aliases
+    }
+}
+
+public struct IssuedAlias: Sendable, Equatable {
+    public var alias: String
+    public var format: AliasFormatName
+
+    public init(alias: String, format: AliasFormatName) {
+        self.alias = alias
+        self.format = format
+    }
+}
+
+/// A record as the Vault API shows it, value decrypted.
+///
+/// Holds the plain value, so its description is redacted.
+public struct RevealedRecord: Sendable, CustomStringConvertible {
+    public var value: String
+    public var aliases: [IssuedAlias]
+    public var storage: StorageKind
+    public var classifiers: [String]
+    public var createdAt: Int64
+
+    public var description: String { "RevealedRecord(\(aliases.count) aliases, \(storage.rawValue), value redacted)" }
+
+    /// `{"value","aliases":[{"alias","format"}],"storage","classifiers","created_at"}`
+    public var json: JSONValue {
+        .object([
+            ("value", .string(value)),
+            ("aliases", .array(aliases.map { .object([("alias", .string($0.alias)), ("format", .string($0.format.rawValue))]) })),
+            ("storage", .string(storage.rawValue)),
+            ("classifiers", .strings(classifiers)),
+            ("created_at", .string(Self.iso8601(createdAt))),
+        ])
+    }
+
+    static func iso8601(_ seconds: Int64) -> String {
+        var t = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):"
+            + "\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+}
