@@ -37,7 +37,7 @@ let package = Package(
         .executableTarget(
             name: "cloak",
             dependencies: [
-                "CloakService",
+                "CloakService", "CloakCrypto", "CloakVault",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -47,14 +47,15 @@ let package = Package(
             name: "cloak-micro", dependencies: ["CloakCore", "CloakService", "CloakHTTP", "CloakCrypto"], path: "Benchmarks/Micro"),
 
         // Test support (not a product): a raw-socket HTTP client and shared fixtures.
-        .target(name: "CloakTesting", dependencies: ["CloakService", "CloakHTTP", "CloakCore"]),
+        .target(name: "CloakTesting", dependencies: ["CloakService", "CloakHTTP", "CloakCore", "CloakVault", "CloakCrypto"]),
 
         .testTarget(name: "CloakCoreTests", dependencies: ["CloakCore"]),
         .testTarget(name: "CloakCryptoTests", dependencies: ["CloakCrypto"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "CloakVaultTests", dependencies: ["CloakVault", "CloakCrypto", "CloakCore"]),
+        .testTarget(name: "CloakVaultTests", dependencies: ["CloakVault", "CloakCrypto", "CloakCore", "CloakTesting"]),
         .testTarget(name: "CloakHTTPTests", dependencies: ["CloakHTTP", "CloakTesting"]),
         .testTarget(
-            name: "CloakServiceTests", dependencies: ["CloakService", "CloakCore", "CloakHTTP", "CloakTesting"]),
+            name: "CloakServiceTests",
+            dependencies: ["CloakService", "CloakCore", "CloakHTTP", "CloakVault", "CloakCrypto", "CloakTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

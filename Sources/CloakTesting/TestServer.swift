@@ -1,6 +1,8 @@
 import CloakCore
+import CloakCrypto
 import CloakHTTP
 import CloakService
+import CloakVault
 import Foundation
 import Synchronization
 
@@ -15,12 +17,32 @@ public final class LogCapture: Sendable {
     public var text: String { lines.joined(separator: "\n") }
 }
 
-/// The real service on the real libevent server, on 127.0.0.1 and a port the kernel picks.
+/// A fresh temporary folder, removed by ``remove()``.
+public struct TemporaryDirectory: Sendable {
+    public let path: String
+
+    public init() {
+        path = NSTemporaryDirectory() + "cloak-test-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    public func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// The real service on the real libevent server, on 127.0.0.1 and a port the kernel picks, with
+/// a real vault (SQLite file and key file in a temporary folder).
 public final class TestServer: Sendable {
     public let service: CloakService
     public let server: HTTPServer
+    public let vault: Vault
     public let logs = LogCapture()
+    public let directory = TemporaryDirectory()
     public var port: Int { server.port }
+
+    /// The bearer tokens the test configuration grants, by scope set.
+    public static let fullToken = "full-access-token"
+    public static let createOnlyToken = "create-only-token"
+    public static let revealOnlyToken = "reveal-only-token"
 
     /// The repository's root, found from this file's path.
     public static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
@@ -31,18 +53,38 @@ public final class TestServer: Sendable {
         (try? String(contentsOf: repositoryRoot.appendingPathComponent("config/cloak.yaml"), encoding: .utf8)) ?? ""
     }
 
-    /// Starts a server. `environment` holds `CLOAK_*` overrides on top of the listen address.
+    /// The shipped configuration with three test tokens in `auth.tokens`.
+    public static var configurationWithTokens: String {
+        func entry(_ id: String, _ token: String, _ scopes: String) -> String {
+            let hex = Digest.sha256(Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
+            return "{id: \(id), sha256: \"\(hex)\", scopes: [\(scopes)]}"
+        }
+        let tokens = [
+            entry("full", fullToken, "aliases:create, aliases:reveal, aliases:delete"),
+            entry("creator", createOnlyToken, "aliases:create"),
+            entry("revealer", revealOnlyToken, "aliases:reveal"),
+        ].joined(separator: ", ")
+        return shippedConfiguration.replacingOccurrences(
+            of: "  tokens: []", with: "  tokens: [\(tokens)]\n  # tokens: []")
+    }
+
+    /// Starts a server. `environment` holds `CLOAK_*` overrides on top of the listen address and
+    /// the vault paths.
     public init(
-        yaml: String = TestServer.shippedConfiguration, environment: [String: String] = [:], threads: Int = 2,
+        yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:], threads: Int = 2,
         today: CalendarDate? = nil
     ) throws {
-        var env = ["CLOAK_SERVER_LISTEN": "127.0.0.1:0", "CLOAK_SERVER_THREADS": String(threads)]
+        var env = [
+            "CLOAK_SERVER_LISTEN": "127.0.0.1:0", "CLOAK_SERVER_THREADS": String(threads),
+            "CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db", "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json",
+        ]
         env.merge(environment) { _, new in new }
         let configuration = try ServiceConfiguration.parse(yaml: yaml, environment: env)
+        vault = try VaultBootstrap.open(configuration.vault, environment: [:], logger: nil)
         var clock: (@Sendable () -> CalendarDate)?
         if let today { clock = { today } }
-        service = CloakService(configuration: configuration, logSink: logs.sink, today: clock)
-        server = try HTTPServer(configuration: configuration.server, handler: service.handle)
+        service = CloakService(configuration: configuration, vault: vault, logSink: logs.sink, today: clock)
+        server = try HTTPServer(configuration: configuration.server, deferredHandler: service.handle)
         server.start()
     }
 
@@ -53,5 +95,7 @@ public final class TestServer: Sendable {
     public func stop() {
         service.beginDraining()
         server.shutdown()
+        vault.close()
+        directory.remove()
     }
 }

@@ -1,15 +1,18 @@
 public import CloakCore
 public import CloakHTTP
+public import CloakVault
 import Foundation
 public import Logging
 import Synchronization
 
 /// The service: routes each request to its handler, turns every failure into a VGSError body,
-/// and writes one log line per request.
+/// and writes one access-log line per request.
 ///
 /// ```swift
-/// let service = CloakService(configuration: try .load(path: "config/cloak.yaml"))
-/// let server = try HTTPServer(configuration: service.configuration.server, handler: service.handle)
+/// let configuration = try ServiceConfiguration.load(path: "config/cloak.yaml")
+/// let vault = try VaultBootstrap.open(configuration.vault, environment: [:], logger: nil)
+/// let service = CloakService(configuration: configuration, vault: vault)
+/// let server = try HTTPServer(configuration: configuration.server, deferredHandler: service.handle)
 /// server.start()
 /// ```
 public final class CloakService: Sendable {
@@ -18,26 +21,40 @@ public final class CloakService: Sendable {
     private let router: Router<Endpoint>
     private let isDraining = Atomic<Bool>(false)
     private let accessLog: AccessLog
+    private let vault: Vault?
+    private let auth: Authenticator
 
     enum Endpoint: Sendable {
-        case healthz, readyz, validate
+        case healthz, readyz, validate, formTokens, formAliases
+        case createTokens, createAliases, revealMany, reveal, update, delete
     }
 
     /// - Parameters:
+    ///   - vault: the vault for the alias endpoints (they answer 1500 without one).
     ///   - logSink: where the JSON log lines go (standard output by default; tests capture them).
     ///   - today: the date that decides expiry windows (the system's by default).
     public init(
-        configuration: ServiceConfiguration, logSink: @escaping LogSink = JSONLogHandler.standardOutput,
-        today: (@Sendable () -> CalendarDate)? = nil
+        configuration: ServiceConfiguration, vault: Vault? = nil,
+        logSink: @escaping LogSink = JSONLogHandler.standardOutput, today: (@Sendable () -> CalendarDate)? = nil
     ) {
         self.configuration = configuration
+        self.vault = vault
         self.accessLog = AccessLog(sink: logSink)
+        self.auth = Authenticator(tokens: configuration.auth)
         let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
         self.context = ServiceContext(configuration: configuration, logger: logger, today: today ?? ServiceContext.systemToday)
         var router = Router<Endpoint>()
         router.add(.GET, "/healthz", .healthz)
         router.add(.GET, "/readyz", .readyz)
         router.add(.POST, "/forms/{form}/validate", .validate)
+        router.add(.POST, "/forms/{form}/tokens", .formTokens)
+        router.add(.POST, "/forms/{form}/aliases", .formAliases)
+        router.add(.POST, "/tokens", .createTokens)
+        router.add(.POST, "/aliases", .createAliases)
+        router.add(.GET, "/aliases", .revealMany)
+        router.add(.GET, "/aliases/{alias}", .reveal)
+        router.add(.PUT, "/aliases/{alias}", .update)
+        router.add(.DELETE, "/aliases/{alias}", .delete)
         self.router = router
     }
 
@@ -46,29 +63,49 @@ public final class CloakService: Sendable {
     /// Marks the service as draining: `/readyz` answers 503 so balancers stop sending traffic.
     public func beginDraining() { isDraining.store(true, ordering: .relaxed) }
 
-    /// The ``HTTPHandler`` for the server.
-    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+    /// The ``HTTPDeferredHandler`` for the server: answers now, or from the vault's thread later.
+    public func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
         let start = DispatchTime.now().uptimeNanoseconds
         var template = "-"
-        var response: HTTPResponse
+        let cors = corsHeaders(for: request)
+        let reply: Reply
         do {
-            response = try route(request, template: &template)
+            reply = try route(request, template: &template)
         } catch {
-            response = .error(error)
+            reply = .now(.error(error))
         }
-        response.headers += corsHeaders(for: request)
-        let micros = (DispatchTime.now().uptimeNanoseconds - start) / 1000
-        accessLog.record(
-            method: request.method.rawValue, path: request.path, route: template, status: response.status,
-            micros: Int(micros), requestID: request.requestID)
-        return response
+        let finish: @Sendable (HTTPResponse) -> Void = { [accessLog, template] response in
+            var response = response
+            response.headers += cors
+            let micros = (DispatchTime.now().uptimeNanoseconds - start) / 1000
+            accessLog.record(
+                method: request.method.rawValue, path: request.path, route: template, status: response.status,
+                micros: Int(micros), requestID: request.requestID)
+            responder.respond(response)
+        }
+        switch reply {
+        case let .now(response): finish(response)
+        case let .later(work): work(finish)
+        }
     }
 
-    private func route(_ request: HTTPRequest, template: inout String) throws(CloakError) -> HTTPResponse {
+    /// Handles a request and waits for its answer (benchmarks and in-process callers).
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        let box = Mutex<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        handle(request, .collecting { response in
+            box.withLock { $0 = response }
+            done.signal()
+        })
+        done.wait()
+        return box.withLock { $0! }
+    }
+
+    private func route(_ request: HTTPRequest, template: inout String) throws(CloakError) -> Reply {
         if let violation = request.violation { throw Self.error(for: violation) }
         if request.method == .OPTIONS, request.header("Access-Control-Request-Method") != nil {
             template = "OPTIONS *"
-            return preflight(request)
+            return .now(preflight(request))
         }
         switch router.resolve(method: request.method, path: request.path) {
         case .notFound:
@@ -76,17 +113,52 @@ public final class CloakService: Sendable {
         case let .methodNotAllowed(allowed, t):
             template = t
             let list = allowed.map(\.rawValue).joined(separator: ", ")
-            return .error(
+            return .now(.error(
                 CloakError(.methodNotAllowed, "\(request.method.rawValue) is not allowed here; allowed: \(list)"),
-                headers: [("Allow", list)])
+                headers: [("Allow", list)]))
         case let .found(endpoint, parameters, t):
             template = t
-            switch endpoint {
-            case .healthz: return HealthHandler.healthy
-            case .readyz: return isDraining.load(ordering: .relaxed) ? HealthHandler.draining : HealthHandler.ready
-            case .validate: return try ValidateHandler(context: context).handle(request, form: parameters["form"] ?? "")
-            }
+            return try dispatch(endpoint, parameters, request)
         }
+    }
+
+    private func dispatch(_ endpoint: Endpoint, _ parameters: [String: String], _ request: HTTPRequest) throws(CloakError) -> Reply {
+        switch endpoint {
+        case .healthz:
+            return .now(HealthHandler.healthy)
+        case .readyz:
+            if isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
+            guard let vault else { return .now(HealthHandler.ready) }
+            return .later { finish in
+                vault.ping { result in
+                    if case .success = result { finish(HealthHandler.ready) } else { finish(HealthHandler.storeDown) }
+                }
+            }
+        case .validate:
+            return .now(try ValidateHandler(context: context).handle(request, form: parameters["form"] ?? ""))
+        case .formTokens, .formAliases:
+            return try FormTokenizeHandler(context: context, vault: try requireVault(), auth: auth)
+                .handle(request, form: parameters["form"] ?? "", requiresToken: endpoint == .formAliases)
+        case .createTokens, .createAliases:
+            return try vaultAPI().create(request, requiresToken: endpoint == .createAliases)
+        case .revealMany:
+            return try vaultAPI().revealMany(request)
+        case .reveal:
+            return try vaultAPI().reveal(request, alias: parameters["alias"] ?? "")
+        case .update:
+            return try vaultAPI().update(request, alias: parameters["alias"] ?? "")
+        case .delete:
+            return try vaultAPI().delete(request, alias: parameters["alias"] ?? "")
+        }
+    }
+
+    private func requireVault() throws(CloakError) -> Vault {
+        guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+        return vault
+    }
+
+    private func vaultAPI() throws(CloakError) -> VaultAPIHandler {
+        VaultAPIHandler(vault: try requireVault(), auth: auth, logger: context.logger)
     }
 
     static func error(for violation: HTTPViolation) -> CloakError {
@@ -104,7 +176,9 @@ public final class CloakService: Sendable {
     // MARK: CORS
 
     private func allowedOrigin(_ request: HTTPRequest) -> String? {
-        guard let origin = request.header("Origin"), configuration.corsAllowedOrigins.contains(origin) else { return nil }
+        guard !configuration.corsAllowedOrigins.isEmpty, let origin = request.header("Origin"),
+            configuration.corsAllowedOrigins.contains(origin)
+        else { return nil }
         return origin
     }
 

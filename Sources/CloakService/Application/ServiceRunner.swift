@@ -9,14 +9,15 @@ public enum ServiceRunner {
     /// The signals are blocked in every thread and taken synchronously by this one with
     /// `sigwait`, so no handler runs in signal context. On a signal: readiness turns 503, the
     /// listeners close, in-flight requests finish (bounded by `drain_timeout_s`), and it returns.
-    public static func run(_ service: CloakService) throws {
+    /// - Parameter onStopped: runs after the server has drained (flush and close the vault here).
+    public static func run(_ service: CloakService, onStopped: () -> Void = {}) throws {
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
-        let server = try HTTPServer(configuration: service.configuration.server, handler: service.handle)
+        let server = try HTTPServer(configuration: service.configuration.server, deferredHandler: service.handle)
         server.start()
         let c = service.configuration.server
         service.logger.info("listening", metadata: [
@@ -28,6 +29,7 @@ public enum ServiceRunner {
         service.logger.info("draining", metadata: ["signal": .stringConvertible(Int(received))])
         service.beginDraining()
         server.shutdown()
+        onStopped()
         service.logger.info("stopped")
     }
 }

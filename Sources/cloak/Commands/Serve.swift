@@ -1,5 +1,6 @@
 import ArgumentParser
 import CloakService
+import CloakVault
 import Foundation
 
 struct Serve: ParsableCommand {
@@ -16,9 +17,18 @@ struct Serve: ParsableCommand {
             FileHandle.standardError.write(Data("cloak: invalid configuration \(options.config):\n\(error)\n".utf8))
             throw ExitCode(2)
         }
-        let service = CloakService(configuration: configuration)
+        let bootLogger = CloakService(configuration: configuration).logger
+        let vault: CloakVault.Vault
         do {
-            try ServiceRunner.run(service)
+            vault = try VaultBootstrap.open(configuration.vault, environment: ProcessInfo.processInfo.environment,
+                                            logger: bootLogger)
+        } catch {
+            FileHandle.standardError.write(Data("cloak: cannot open the vault: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        let service = CloakService(configuration: configuration, vault: vault)
+        do {
+            try ServiceRunner.run(service, onStopped: { vault.close() })
         } catch {
             FileHandle.standardError.write(Data("cloak: \(error)\n".utf8))
             throw ExitCode(1)

@@ -1,0 +1,20 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+
+/// What a handler gives back: an answer now, or work that answers later (exactly once).
+enum Reply: Sendable {
+    case now(HTTPResponse)
+    case later(@Sendable (_ finish: @escaping @Sendable (HTTPResponse) -> Void) -> Void)
+}
+
+extension VaultError {
+    /// The VGSError for a vault failure; `describe` names a failing item (a field, `data[i]`).
+    func cloakError(describe: (Int) -> String) -> CloakError {
+        switch self {
+        case let .invalidInput(index, reason): return .malformed("\(describe(index)): \(reason)")
+        case .notFound: return .notFound("no such alias")
+        case let .unavailable(reason): return CloakError(.vaultUnavailable, "the vault is unavailable: \(reason); nothing was written")
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+import Logging
+
+/// The Vault API: `POST /tokens`, `POST /aliases`, `GET /aliases/{alias}`, `GET /aliases?q=`,
+/// `PUT /aliases/{alias}`, `DELETE /aliases/{alias}`, in the SDK's wire format.
+struct VaultAPIHandler: Sendable {
+    let vault: Vault
+    let auth: Authenticator
+    let logger: Logger
+
+    /// `POST /tokens` (v1, public like the SDK's tokenize) and `POST /aliases` (v2, scope `aliases:create`).
+    func create(_ request: HTTPRequest, requiresToken: Bool) throws(CloakError) -> Reply {
+        if requiresToken { _ = try auth.authorize(request, scope: "aliases:create") }
+        let items = try Self.parseCreate(try request.jsonBody(), maxBatch: vault.settings.maxBatch)
+        do { try Vault.check(items) } catch { throw error.cloakError { "data[\($0)]" } }
+        return .later { finish in
+            vault.createAliases(items) { result in
+                switch result {
+                case let .success(records):
+                    finish(.json(201, .object([("data", .array(records.map(\.json)))])))
+                case let .failure(error):
+                    finish(.error(error.cloakError { "data[\($0)]" }))
+                }
+            }
+        }
+    }
+
+    /// `GET /aliases/{alias}`.
+    func reveal(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
+        let tokenID = try auth.authorize(request, scope: "aliases:reveal")
+        return .later { [logger] finish in
+            vault.reveal([alias]) { result in
+                switch result {
+                case let .success(found):
+                    Self.audit(logger, "reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok")
+                    if let record = found[alias] {
+                        finish(.json(200, .object([("data", .array([record.json]))])))
+                    } else {
+                        finish(.error(.notFound("no such alias")))
+                    }
+                case let .failure(error):
+                    Self.audit(logger, "reveal", tokenID, alias, "error")
+                    finish(.error(error.cloakError { _ in "alias" }))
+                }
+            }
+        }
+    }
+
+    /// `GET /aliases?q=a,b`.
+    func revealMany(_ request: HTTPRequest) throws(CloakError) -> Reply {
+        let tokenID = try auth.authorize(request, scope: "aliases:reveal")
+        let aliases = Self.queryValue(request.query, "q").map { $0.split(separator: ",").map(String.init) } ?? []
+        guard !aliases.isEmpty else { throw .malformed("give the aliases to reveal as ?q=alias1,alias2") }
+        guard aliases.count <= vault.settings.maxBatch else {
+            throw .malformed("at most \(vault.settings.maxBatch) aliases at once, not \(aliases.count)")
+        }
+        return .later { [logger] finish in
+            vault.reveal(aliases) { result in
+                switch result {
+                case let .success(found):
+                    for alias in aliases { Self.audit(logger, "reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok") }
+                    guard !found.isEmpty else { return finish(.error(.notFound("none of the aliases exists"))) }
+                    let members = aliases.compactMap { alias in found[alias].map { (key: alias, value: $0.json) } }
+                    finish(.json(200, .object([("data", .object(members))])))
+                case let .failure(error):
+                    finish(.error(error.cloakError { _ in "alias" }))
+                }
+            }
+        }
+    }
+
+    /// `DELETE /aliases/{alias}`.
+    func delete(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
+        let tokenID = try auth.authorize(request, scope: "aliases:delete")
+        return .later { [logger] finish in
+            vault.delete(alias) { result in
+                switch result {
+                case .success:
+                    Self.audit(logger, "delete", tokenID, alias, "ok")
+                    finish(HTTPResponse(status: 204))
+                case let .failure(error):
+                    Self.audit(logger, "delete", tokenID, alias, error == .notFound ? "not_found" : "error")
+                    finish(.error(error.cloakError { _ in "alias" }))
+                }
+            }
+        }
+    }
+
+    /// `PUT /aliases/{alias}` with `{"data":{"classifiers":[...]}}`.
+    func update(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
+        _ = try auth.authorize(request, scope: "aliases:create")
+        guard case let .object(top) = try request.jsonBody(), top.count == 1, top[0].key == "data",
+            case let .object(data) = top[0].value, data.count == 1, data[0].key == "classifiers"
+        else { throw .malformed("expected {\"data\":{\"classifiers\":[...]}}") }
+        let classifiers = try Self.parseClassifiers(data[0].value, at: "data.classifiers")
+        return .later { finish in
+            vault.setClassifiers(classifiers, alias: alias) { result in
+                switch result {
+                case .success: finish(HTTPResponse(status: 204))
+                case let .failure(error): finish(.error(error.cloakError { _ in "alias" }))
+                }
+            }
+        }
+    }
+
+    // MARK: Parsing
+
+    /// `{"data":[{"value","format"?,"storage"?,"classifiers"?}]}`.
+    static func parseCreate(_ body: JSONValue, maxBatch: Int) throws(CloakError) -> [AliasRequest] {
+        guard case let .object(top) = body else { throw .malformed("the body must be a JSON object with a data array") }
+        for (key, _) in top where key != "data" {
+            throw .malformed("unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected data")
+        }
+        guard let dataValue = body["data"], case let .array(items) = dataValue else {
+            throw .malformed("\"data\" must be an array of {value, format, storage}")
+        }
+        guard !items.isEmpty else { throw .malformed("\"data\" is empty") }
+        guard items.count <= maxBatch else {
+            throw .malformed("\"data\" has \(items.count) items; at most \(maxBatch) (vault.max_batch) at once")
+        }
+        var out: [AliasRequest] = []
+        out.reserveCapacity(items.count)
+        for (i, item) in items.enumerated() {
+            let at = "data[\(i)]"
+            guard case let .object(members) = item else { throw .malformed("\(at) must be an object, not \(item.typeName)") }
+            var value: String?
+            var format = AliasFormatName.UUID
+            var storage = StorageKind.persistent
+            var classifiers: [String] = []
+            for (key, v) in members {
+                switch key {
+                case "value":
+                    guard case let .string(s) = v else { throw .malformed("\(at).value must be a string, not \(v.typeName)") }
+                    guard !s.isEmpty, s.utf8.count <= 32_768 else { throw .malformed("\(at).value must be 1 to 32768 bytes") }
+                    value = s
+                case "format":
+                    guard let name = v.stringValue, let f = AliasFormatName(rawValue: name) else {
+                        throw .malformed("\(at).format must be one of \(AliasFormatName.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
+                    format = f
+                case "storage":
+                    guard let name = v.stringValue, let s = StorageKind(rawValue: name) else {
+                        throw .malformed("\(at).storage must be PERSISTENT or VOLATILE")
+                    }
+                    storage = s
+                case "classifiers":
+                    classifiers = try parseClassifiers(v, at: "\(at).classifiers")
+                default:
+                    throw .malformed("\(at) has an unknown member \"\(Redaction.scrub(key, limit: 64))\"")
+                }
+            }
+            guard let value else { throw .malformed("\(at).value is missing") }
+            out.append(AliasRequest(value: value, format: format, storage: storage, classifiers: classifiers))
+        }
+        return out
+    }
+
+    static func parseClassifiers(_ v: JSONValue, at: String) throws(CloakError) -> [String] {
+        guard case let .array(items) = v, items.count <= 16 else { throw .malformed("\(at) must be an array of at most 16 strings") }
+        var out: [String] = []
+        for item in items {
+            guard let s = item.stringValue, !s.isEmpty, s.utf8.count <= 64,
+                s.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || $0 == 45 || $0 == 95 || $0 == 46 || $0 == 58 })
+            else { throw .malformed("\(at): each classifier is 1 to 64 of A-Z a-z 0-9 - _ . :") }
+            out.append(s)
+        }
+        return out
+    }
+
+    static func queryValue(_ query: String?, _ name: String) -> String? {
+        guard let query else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.first == Substring(name) {
+                return parts.count > 1 ? String(parts[1]).removingPercentEncoding ?? String(parts[1]) : ""
+            }
+        }
+        return nil
+    }
+
+    /// One audit line per reveal or delete: token id, alias, result; never the value. An alias
+    /// that was not found is scrubbed, since a client may have sent a card number as one.
+    static func audit(_ logger: Logger, _ action: String, _ tokenID: String, _ alias: String, _ result: String) {
+        let shown = result == "ok" ? alias : Redaction.scrub(alias, limit: 128)
+        logger.info("audit", metadata: [
+            "action": .string(action), "token_id": .string(tokenID), "alias": .string(shown), "result": .string(result),
+        ])
+    }
+}

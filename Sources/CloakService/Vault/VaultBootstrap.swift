@@ -1,0 +1,49 @@
+import CloakCrypto
+import CloakVault
+import Foundation
+import Logging
+
+/// Opens the vault the configuration names: its key ring and its store.
+public enum VaultBootstrap {
+    public struct Error: Swift.Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Resolves the key ring: `CLOAK_MASTER_KEY` (or the variable `vault.keys: env:NAME` names)
+    /// when set; otherwise the key file, created with a new key on first run.
+    public static func keyRing(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String],
+                               logger: Logger?) throws -> KeyRing {
+        if settings.keys.hasPrefix("env:") {
+            let name = String(settings.keys.dropFirst(4))
+            guard let text = environment[name] else { throw Error(description: "vault.keys names \(name), which is not set") }
+            return try KeyRing.derived(fromMaster: text)
+        }
+        if let text = environment["CLOAK_MASTER_KEY"], !text.isEmpty {
+            logger?.info("using the key ring derived from CLOAK_MASTER_KEY")
+            return try KeyRing.derived(fromMaster: text)
+        }
+        let path = String(settings.keys.dropFirst("file:".count))
+        if FileManager.default.fileExists(atPath: path) { return try KeyRing.load(path: path) }
+        let ring = KeyRing.generate()
+        try ring.write(path: path, replace: false)
+        logger?.notice("generated new vault keys", metadata: ["path": .string(path), "key_id": .string(ring.currentID)])
+        return ring
+    }
+
+    /// The store `vault.store` names.
+    public static func store(_ settings: ServiceConfiguration.VaultSettings) throws -> any AliasStore {
+        if settings.store.hasPrefix("sqlite:") {
+            return try SQLiteAliasStore(path: String(settings.store.dropFirst("sqlite:".count)))
+        }
+        throw Error(description: "vault.store \(settings.store.prefix(11))…: only sqlite: stores are available in this build")
+    }
+
+    public static func open(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?)
+        throws -> Vault
+    {
+        let keys = try keyRing(settings, environment: environment, logger: logger)
+        let store = try store(settings)
+        return try Vault(store: store, keys: keys, settings: .init(
+            environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds, maxBatch: settings.maxBatch))
+    }
+}
