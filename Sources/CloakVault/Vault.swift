@@ -159,18 +159,23 @@ public final class Vault: Sendable {
     private func create(_ requests: [AliasRequest], in store: any AliasStore) throws -> [RevealedRecord] {
         var out: [RevealedRecord] = []
         for (index, request) in requests.enumerated() {
-            let fingerprint = request.storage == .persistent
-                ? Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array("cloak/v1/value\0".utf8) + Array(request.value.utf8))
-                : nil
+            // Keyed fingerprint of the value, per storage class: the same value finds its record again.
+            let label = request.storage == .persistent ? "cloak/v1/value\0" : "cloak/v1/volatile-value\0"
+            let fingerprint = Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array(label.utf8) + Array(request.value.utf8))
             var record: StoredRecord
-            if let fingerprint, let existing = try store.record(fingerprint: fingerprint) {
+            let now = clock()
+            if let existing = try store.record(fingerprint: fingerprint) {
                 record = existing
+                if record.storage == .volatile {
+                    // Aliased again: it lives for another TTL from now (an expired one is revived).
+                    record.expiresAt = now + Int64(settings.volatileTTLSeconds)
+                    try store.setExpiry(record.expiresAt, recordID: record.id)
+                }
             } else {
                 let key = keys.current
                 let id = "rec_" + Base58.encode(SecureRandom.bytes(16), width: 22)
                 let sealed = try AESGCM.seal(Array(request.value.utf8), key: key.encryptionKey,
                                              associatedData: Self.associatedData(id, key.id))
-                let now = clock()
                 record = StoredRecord(
                     id: id, fingerprint: fingerprint, keyID: key.id, sealed: sealed, storage: request.storage,
                     classifiers: request.classifiers, createdAt: now,
@@ -188,7 +193,10 @@ public final class Vault: Sendable {
     }
 
     private func issue(_ request: AliasRequest, index: Int, recordID: String, in store: any AliasStore) throws -> IssuedAlias {
-        for attempt in 0..<Self.maxAttempts {
+        // Random candidates first; in a small space (random-drawn aliases, at most 100,000 of
+        // them) every candidate is then tried in turn, so a free alias is always found.
+        let scan = AliasGenerator.randomSpace(request.value, request.format).map { $0 <= 100_000 ? $0 : 0 } ?? 0
+        for attempt in 0..<(Self.maxAttempts + scan) {
             let candidate: String
             do {
                 candidate = try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid,
@@ -196,13 +204,16 @@ public final class Vault: Sendable {
             } catch {
                 throw VaultError.invalidInput(index: index, reason: error.description)
             }
+            let issued = IssuedAlias(alias: candidate, format: request.format)
+            let taken: Bool
             do {
-                let issued = IssuedAlias(alias: candidate, format: request.format)
                 try store.addAlias(issued, toRecord: recordID)
-                return issued
-            } catch StoreError.aliasTaken {
-                continue  // another value holds this candidate: try the next one
+                taken = false
+            } catch {
+                guard error == .aliasTaken else { throw error }
+                taken = true  // another value holds this candidate: try the next one
             }
+            if !taken { return issued }
         }
         throw VaultError.unavailable("no free \(request.format.rawValue) alias after \(Self.maxAttempts) candidates")
     }

@@ -25,9 +25,34 @@ struct AliasGenerator: Sendable {
     /// NIST SP 800-38G Rev. 1: FF1 needs a domain of at least a million.
     static let minimumDomain = 1_000_000
 
+    /// The number of possible aliases when the free characters are drawn at random (a domain too
+    /// small for FF1); nil when FF1 is used or the format is a token.
+    static func randomSpace(_ value: String, _ name: AliasFormatName) -> Int? {
+        let format = AliasFormat.of(name)
+        guard case .preserving = format.kind, let layout = try? Layout(value, format) else { return nil }
+        let free = layout.slots.count - format.keepFirst - format.forcedPrefix.count - format.keepLast
+        var domain = 1
+        for _ in 0..<max(free, 0) where domain < minimumDomain { domain *= format.outputAlphabet.radix }
+        return free >= 2 && domain >= minimumDomain ? nil : domain
+    }
+
     /// Checks that `value` can take `format` (before anything is stored).
     static func validate(_ value: String, format: AliasFormatName) throws(AliasInputError) {
-        _ = try Layout(value, AliasFormat.of(format))
+        let f = AliasFormat.of(format)
+        switch f.kind {
+        case .rawUUID, .token(keepLastFour: false): return  // any text
+        case .token(keepLastFour: true): _ = try lastFour(value, format)
+        case .preserving: _ = try Layout(value, f)
+        }
+    }
+
+    /// The last four ASCII letters or digits of any text (GENERIC_T_FOUR).
+    static func lastFour(_ value: String, _ name: AliasFormatName) throws(AliasInputError) -> String {
+        let kept = value.utf8.filter { Layout.isAlphanumeric($0) }
+        guard kept.count >= 4 else {
+            throw AliasInputError(description: "\(name.rawValue) needs at least 4 letters or digits, not \(kept.count)")
+        }
+        return String(decoding: kept.suffix(4), as: UTF8.self)
     }
 
     func alias(for value: String, format name: AliasFormatName, luhnValid: Bool, attempt: Int) throws(AliasInputError) -> String {
@@ -38,8 +63,7 @@ struct AliasGenerator: Sendable {
         case let .token(keepLastFour):
             let prefix = "tok_\(environment)_"
             guard keepLastFour else { return prefix + Base58.encode(SecureRandom.bytes(16), width: 22) }
-            let layout = try Layout(value, format)
-            return prefix + Base58.encode(SecureRandom.bytes(13), width: 18) + String(decoding: layout.slotText.suffix(4), as: UTF8.self)
+            return prefix + Base58.encode(SecureRandom.bytes(13), width: 18) + (try Self.lastFour(value, name))
         case .preserving:
             let layout = try Layout(value, format)
             return try preserving(layout, format, luhnValid: luhnValid, attempt: attempt)
@@ -85,10 +109,23 @@ struct AliasGenerator: Sendable {
                 throw AliasInputError(description: "\(format.name.rawValue): \(error)")
             }
         } else {
-            // Too few free characters for FF1: draw them at random.
+            // Too few free characters for FF1: draw them at random; past the random attempts,
+            // walk the space in order from candidate (attempt − 32) so every one is tried.
             var draws = 0
+            var ordinal = attempt - Vault.maxAttempts
             repeat {
-                middle = (0..<free.count).map { _ in UInt8(SecureRandom.uniform(radix)) }
+                if ordinal < 0 {
+                    middle = (0..<free.count).map { _ in UInt8(SecureRandom.uniform(radix)) }
+                } else {
+                    var k = ordinal
+                    middle = [UInt8](repeating: 0, count: free.count)
+                    for i in stride(from: free.count - 1, through: 0, by: -1) {
+                        middle[i] = UInt8(k % radix)
+                        k /= radix
+                    }
+                    ordinal += 1
+                    if k > 0 { break }  // past the end of the space: the vault stops here
+                }
                 draws += 1
                 if draws > 10_000 { throw AliasInputError(description: "no \(format.name.rawValue) alias satisfies the Luhn setting") }
             } while !acceptable(assemble(middle)) || (free.count > 0 && assemble(middle) == layout.numerals && radix > 1)

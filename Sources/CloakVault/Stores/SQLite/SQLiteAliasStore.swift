@@ -24,6 +24,8 @@ public final class SQLiteAliasStore: AliasStore {
         try db.execute("PRAGMA journal_mode=WAL")
         try db.execute("PRAGMA synchronous=FULL")
         try db.execute("PRAGMA foreign_keys=ON")
+        try db.execute("PRAGMA cache_size=-65536")  // 64 MiB: index pages stay in memory
+        try db.execute("PRAGMA temp_store=MEMORY")
         try db.execute("""
             CREATE TABLE IF NOT EXISTS records (
                 id TEXT PRIMARY KEY,
@@ -43,7 +45,6 @@ public final class SQLiteAliasStore: AliasStore {
                 format TEXT NOT NULL,
                 UNIQUE (record_id, format)
             );
-            CREATE INDEX IF NOT EXISTS aliases_by_record ON aliases(record_id);
             CREATE INDEX IF NOT EXISTS records_by_expiry ON records(expires_at) WHERE expires_at IS NOT NULL;
             """)
     }
@@ -145,6 +146,13 @@ public final class SQLiteAliasStore: AliasStore {
     public func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
         let s = try db.statement("UPDATE records SET classifiers = ?1 WHERE id = ?2")
         s.bind(1, classifiers.joined(separator: ","))
+        s.bind(2, recordID)
+        try s.run()
+    }
+
+    public func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError) {
+        let s = try db.statement("UPDATE records SET expires_at = ?1 WHERE id = ?2")
+        s.bind(1, expiresAt)
         s.bind(2, recordID)
         try s.run()
     }
