@@ -44,7 +44,7 @@ let package = Package(
 
         // Micro-benchmarks of the hot paths: `swift run -c release cloak-micro` (Benchmarks/README.md).
         .executableTarget(
-            name: "cloak-micro", dependencies: ["CloakCore", "CloakService", "CloakHTTP", "CloakCrypto"], path: "Benchmarks/Micro"),
+            name: "cloak-micro", dependencies: ["CloakCore", "CloakService", "CloakHTTP", "CloakCrypto", "CloakVault"], path: "Benchmarks/Micro"),
 
         // Test support (not a product): a raw-socket HTTP client and shared fixtures.
         .target(name: "CloakTesting", dependencies: ["CloakService", "CloakHTTP", "CloakCore", "CloakVault", "CloakCrypto"]),

@@ -149,11 +149,12 @@ ROWS=()
 
 TABLE_FMT='%-28s %12s %10s %10s %8s %8s\n'
 
-# run_case NAME METHOD PATH [BODY_FILE]
+# run_case NAME METHOD PATH [BODY_FILE] [LUA_SCRIPT]
 #   Runs wrk against $BASE_URL$PATH and records a table row. With BODY_FILE
-#   the request body is that file (Content-Type application/json, via post.lua).
+#   the request body is that file (Content-Type application/json, via post.lua,
+#   or via LUA_SCRIPT, which also gets $TOKEN).
 run_case() {
-    local name=$1 method=$2 path=$3 body=${4:-}
+    local name=$1 method=$2 path=$3 body=${4:-} script=${5:-}
     local label="$SERVER_LABEL $name"
     local file="$RESULTS_DIR/$(printf '%s-%s' "$SERVER_LABEL" "$name" | tr -c 'A-Za-z0-9._-' '_').txt"
     local url="$BASE_URL$path"
@@ -161,7 +162,13 @@ run_case() {
     local curl_args=(-sS -o /dev/null -w '%{http_code}' --max-time 5 -X "$method")
     local env_args=()
 
-    if [[ -n "$body" ]]; then
+    if [[ -n "$script" ]]; then
+        wrk_args+=(-s "$script")
+        env_args=(BODY_FILE="${body:-/dev/null}" METHOD="$method" TOKEN="$BENCH_TOKEN")
+        curl_args+=(-H 'Content-Type: application/json' -H "Authorization: Bearer $BENCH_TOKEN"
+                    --data-binary "${body:+@$body}")
+        [[ -n "$body" ]] || curl_args+=(--data-binary '{"data":[{"value":"preflight","format":"UUID"}]}')
+    elif [[ -n "$body" ]]; then
         [[ -r "$body" ]] || die "body file not readable: $body"
         wrk_args+=(-s "$POST_LUA")
         env_args=(BODY_FILE="$body" METHOD="$method")
@@ -260,9 +267,17 @@ forget_pid "$C_PID"
 CLOAK_RSS="n/a"
 if (( ! C_ONLY )); then
     CLOAK_PORT=$(free_port)
+    # A bench-only configuration: the given one plus a bearer token for the alias endpoints,
+    # with its vault (SQLite file and keys) inside the results folder.
+    BENCH_TOKEN="bench-$RANDOM$RANDOM"
+    BENCH_HASH=$(printf %s "$BENCH_TOKEN" | sha256sum | cut -d' ' -f1)
+    BENCH_CONFIG="$RESULTS_DIR/cloak.yaml"
+    sed "s/^  tokens: \[\].*/  tokens: [{id: bench, sha256: \"$BENCH_HASH\", scopes: [aliases:create, aliases:reveal]}]/" \
+        "$CLOAK_CONFIG" >"$BENCH_CONFIG"
     log "starting cloak on $HOST:$CLOAK_PORT ($THREADS thread(s), config $CLOAK_CONFIG)"
     CLOAK_SERVER_LISTEN="$HOST:$CLOAK_PORT" CLOAK_SERVER_THREADS="$THREADS" \
-        "$CLOAK_BIN" serve --config "$CLOAK_CONFIG" >"$RESULTS_DIR/cloak.log" 2>&1 &
+        CLOAK_VAULT_STORE="sqlite:$RESULTS_DIR/data/cloak.db" CLOAK_VAULT_KEYS="file:$RESULTS_DIR/data/keys.json" \
+        "$CLOAK_BIN" serve --config "$BENCH_CONFIG" >"$RESULTS_DIR/cloak.log" 2>&1 &
     CLOAK_PID=$!
     PIDS+=("$CLOAK_PID")
     wait_http "$CLOAK_PID" "http://$HOST:$CLOAK_PORT/healthz" 30 \
@@ -273,6 +288,8 @@ if (( ! C_ONLY )); then
     # Add Cloak cases here.
     run_case "GET /healthz" GET /healthz
     run_case "POST validate" POST /forms/checkout/validate "$VALIDATE_BODY"
+    run_case "POST /aliases (new)" POST /aliases "" "$BENCH_DIR/load/aliases.lua"
+    run_case "POST form aliases" POST /forms/checkout/aliases "$VALIDATE_BODY" "$BENCH_DIR/load/form-aliases.lua"
 
     CLOAK_RSS=$(peak_rss_mb "$CLOAK_PID")
     stop_pid "$CLOAK_PID"

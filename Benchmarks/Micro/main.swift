@@ -1,6 +1,8 @@
 import CloakCore
 import CloakHTTP
+import CloakCrypto
 import CloakService
+import CloakVault
 import Foundation
 
 // Micro-benchmarks of Cloak's hot paths. Each case runs for about a second after a warm-up and
@@ -36,6 +38,10 @@ let form = configuration.forms["checkout"]!
 let body = try Array(Data(contentsOf: root.appendingPathComponent("Benchmarks/load/validate-body.json")))
 let today = CalendarDate(year: 2026, month: 11, day: 22)!
 let service = CloakService(configuration: configuration, logSink: { _ in }, today: { today })
+let ff1 = try FF1(key: SymmetricKey(Array(repeating: 0x2B, count: 32)), radix: 10)
+let nistSample: [UInt8] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+let tweak: [UInt8] = Array("9876543210".utf8)
+let generator = try AliasGenerator(environment: "sandbox", ff1Key: SymmetricKey(Array(repeating: 7, count: 32)))
 let parsed = try JSONParser().parse(body)
 let submission = try CollectRequest(parsed, form: form)
 let validation = FormValidation(form: form, values: submission.values, context: ValidationContext(today: today))
@@ -52,6 +58,15 @@ var cases: [Case] = [
     },
     Case(name: "state document encode") { sink &+= validation.stateJSON.count },
     Case(name: "brand detect (visa)") { sink &+= CardBrandTable.standard.detect("4111111111111111").cardNumberLengths.count },
+    Case(name: "ff1 raw, 10 decimal digits, AES-256") { sink &+= Int((try? ff1.encrypt(nistSample, tweak: tweak))?[0] ?? 0) },
+    Case(name: "alias FPE_SIX_T_FOUR, 16 digits, Luhn-valid") {
+        sink &+= (try? generator.alias(for: "4111111111111111", format: .FPE_SIX_T_FOUR, luhnValid: true, attempt: 0))?.count ?? 0
+    },
+    Case(name: "alias UUID") { sink &+= (try? generator.alias(for: "x", format: .UUID, luhnValid: true, attempt: 0))?.count ?? 0 },
+    Case(name: "aes-256-gcm seal 16 bytes") {
+        sink &+= (try? AESGCM.seal(Array(repeating: 1, count: 16), key: SymmetricKey(Array(repeating: 3, count: 32)),
+                                   associatedData: [1, 2]))?.tag.count ?? 0
+    },
     Case(name: "service.handle validate (incl. log line)") { sink &+= service.handle(request).body.count },
     Case(name: "service.handle healthz (incl. log line)") {
         sink &+= service.handle(HTTPRequest(method: .GET, path: "/healthz", requestID: "b")).status

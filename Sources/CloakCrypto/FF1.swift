@@ -39,6 +39,8 @@ public final class FF1: Sendable {
         let bits: Int
         if radix & (radix - 1) == 0 {
             bits = v * radix.trailingZeroBitCount
+        } else if radix == 10 && v < 4096 {
+            bits = (v * 3_321_928_095 + 999_999_999) / 1_000_000_000  // ⌈v·log2(10)⌉, exact for v < 10^6
         } else {
             bits = Int((Double(v) * log2(Double(radix))).rounded(.up))
         }
@@ -56,129 +58,144 @@ public final class FF1: Sendable {
         let b = Self.byteLength(numerals: v, radix: radix)
         let d = 4 * ((b + 3) / 4) + 4
         let t = tweak.count
-
-        // P = [1]¹ [2]¹ [1]¹ [radix]³ [10]¹ [u mod 256]¹ [n]⁴ [t]⁴
-        var p: [UInt8] = [1, 2, 1, UInt8(radix >> 16 & 0xFF), UInt8(radix >> 8 & 0xFF), UInt8(radix & 0xFF), 10,
-                          UInt8(u % 256)]
-        p += be32(n) + be32(t)
-        // Q = T ‖ [0]^((−t−b−1) mod 16) ‖ [i]¹ ‖ [NUM_radix(B)]^b
         let padding = ((-(t + b + 1)) % 16 + 16) % 16
         let qLength = t + padding + 1 + b
-        var q = [UInt8](repeating: 0, count: qLength)
-        q.replaceSubrange(0..<t, with: tweak)
+        let sLength = ((d + 15) / 16) * 16
 
-        var a = Array(x[0..<u])
-        var bb = Array(x[u..<n])
-        var s = [UInt8](repeating: 0, count: ((d + 15) / 16) * 16)
+        // One scratch area for the whole call: P, Q, R, S, a copy of S for division, A, B, C.
+        let total = 16 + qLength + 16 + sLength + d + 3 * n
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total) { scratch -> [UInt8] in
+            let base = scratch.baseAddress!
+            base.initialize(repeating: 0, count: total)
+            let p = base, q = p + 16, r = q + qLength, s = r + 16, work = s + sLength
+            var a = work + d, bb = a + n, c = bb + n
+            // P = [1]¹ [2]¹ [1]¹ [radix]³ [10]¹ [u mod 256]¹ [n]⁴ [t]⁴
+            (p[0], p[1], p[2], p[3], p[4], p[5]) = (1, 2, 1, UInt8(radix >> 16 & 0xFF), UInt8(radix >> 8 & 0xFF), UInt8(radix & 0xFF))
+            (p[6], p[7], p[8], p[9], p[10], p[11]) = (10, UInt8(u % 256), UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF),
+                                                      UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF))
+            (p[12], p[13], p[14], p[15]) = (UInt8(t >> 24 & 0xFF), UInt8(t >> 16 & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t & 0xFF))
+            // Q = T ‖ [0]^((−t−b−1) mod 16) ‖ [i]¹ ‖ [NUM_radix(B)]^b
+            for i in 0..<t { q[i] = tweak[i] }
+            for i in 0..<u { a[i] = x[i] }
+            for i in 0..<v { bb[i] = x[u + i] }
+            var aLength = u, bLength = v
 
-        return cipher.withEncryptor { encrypt in
-            var pBlock = p
-            var prefix = [UInt8](repeating: 0, count: 16)  // CIPH_K(P): the CBC-MAC state after P
-            pBlock.withUnsafeMutableBufferPointer { encrypt($0.baseAddress!) }
-            prefix = pBlock
-
-            for step in 0..<10 {
-                let i = decrypting ? 9 - step : step
-                let m = i % 2 == 0 ? u : v
-                // Q's last b bytes: NUM_radix of B (encrypting) or of A (decrypting).
-                q[t + padding] = UInt8(i)
-                Self.numRadix(decrypting ? a : bb, radix: radix, into: &q, at: t + padding + 1, length: b)
-                // R = PRF(P ‖ Q): CBC-MAC continuing from CIPH(P).
-                var r = prefix
-                var offset = 0
-                while offset < qLength {
-                    for j in 0..<16 { r[j] ^= q[offset + j] }
-                    r.withUnsafeMutableBufferPointer { encrypt($0.baseAddress!) }
-                    offset += 16
-                }
-                // S = R ‖ CIPH(R ⊕ [1]¹⁶) ‖ CIPH(R ⊕ [2]¹⁶) ‖ …, first d bytes.
-                s.replaceSubrange(0..<16, with: r)
-                var block = 1
-                while block * 16 < d {
-                    var extra = r
-                    var counter = block
-                    var k = 15
-                    while counter > 0 && k >= 0 {
-                        extra[k] ^= UInt8(counter & 0xFF)
-                        counter >>= 8
-                        k -= 1
+            return cipher.withEncryptor { encrypt in
+                encrypt(p)  // CIPH_K(P): the CBC-MAC state after P, the same every round
+                for step in 0..<10 {
+                    let i = decrypting ? 9 - step : step
+                    let m = i % 2 == 0 ? u : v
+                    q[t + padding] = UInt8(i)
+                    Self.numRadix(decrypting ? a : bb, count: decrypting ? aLength : bLength, radix: radix,
+                                  into: q + t + padding + 1, length: b)
+                    // R = PRF(P ‖ Q)
+                    for j in 0..<16 { r[j] = p[j] }
+                    var offset = 0
+                    while offset < qLength {
+                        for j in 0..<16 { r[j] ^= q[offset + j] }
+                        encrypt(r)
+                        offset += 16
                     }
-                    extra.withUnsafeMutableBufferPointer { encrypt($0.baseAddress!) }
-                    s.replaceSubrange((block * 16)..<(block * 16 + 16), with: extra)
-                    block += 1
+                    // S = R ‖ CIPH(R ⊕ [1]¹⁶) ‖ CIPH(R ⊕ [2]¹⁶) ‖ …, first d bytes
+                    for j in 0..<16 { s[j] = r[j] }
+                    var block = 1
+                    while block * 16 < d {
+                        let e = s + block * 16
+                        for j in 0..<16 { e[j] = r[j] }
+                        var counter = block, k = 15
+                        while counter > 0 && k >= 0 {
+                            e[k] ^= UInt8(counter & 0xFF)
+                            counter >>= 8
+                            k -= 1
+                        }
+                        encrypt(e)
+                        block += 1
+                    }
+                    // c = (NUM_radix(A) ± y) mod radix^m, written to C as m numerals
+                    for j in 0..<d { work[j] = s[j] }
+                    let source = decrypting ? bb : a
+                    Self.combine(source, m, yBytes: work, yLength: d, radix: radix, subtract: decrypting, into: c)
+                    if decrypting {
+                        // B = A; A = C
+                        let oldB = bb
+                        bb = a; bLength = aLength
+                        a = c; aLength = m
+                        c = oldB
+                    } else {
+                        // A = B; B = C
+                        let oldA = a
+                        a = bb; aLength = bLength
+                        bb = c; bLength = m
+                        c = oldA
+                    }
                 }
-                // y mod radix^m as m numerals, least significant first.
-                let yDigits = Self.residueDigits(s, length: d, radix: radix, count: m)
-                if decrypting {
-                    // c = (NUM_radix(B) − y) mod radix^m; B = A; A = C
-                    let c = Self.combine(bb, yDigits, radix: radix, subtract: true)
-                    bb = a
-                    a = c
-                } else {
-                    // c = (NUM_radix(A) + y) mod radix^m; A = B; B = C
-                    let c = Self.combine(a, yDigits, radix: radix, subtract: false)
-                    a = bb
-                    bb = c
+                let (resultA, lengthA, resultB, lengthB) = (a, aLength, bb, bLength)
+                return [UInt8](unsafeUninitializedCapacity: n) { out, count in
+                    for j in 0..<lengthA { out[j] = resultA[j] }
+                    for j in 0..<lengthB { out[lengthA + j] = resultB[j] }
+                    count = n
                 }
             }
-            return a + bb
         }
     }
 
-    private func be32(_ value: Int) -> [UInt8] {
-        [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
-    }
-
-    /// Writes NUM_radix(numerals) big-endian into `out[at..<at+length]`.
-    static func numRadix(_ numerals: [UInt8], radix: Int, into out: inout [UInt8], at: Int, length: Int) {
-        for k in at..<(at + length) { out[k] = 0 }
-        for numeral in numerals {
-            var carry = UInt32(numeral)
-            var k = at + length - 1
-            while k >= at {
-                let value = UInt32(out[k]) * UInt32(radix) + carry
-                out[k] = UInt8(value & 0xFF)
+    /// Writes NUM_radix of `count` numerals big-endian into `out[0..<length]`.
+    static func numRadix(_ numerals: UnsafeMutablePointer<UInt8>, count: Int, radix: Int,
+                         into out: UnsafeMutablePointer<UInt8>, length: Int) {
+        for k in 0..<length { out[k] = 0 }
+        let r = UInt32(radix)
+        for index in 0..<count {
+            var carry = UInt32(numerals[index])
+            var k = length - 1
+            while k >= 0 {
+                let value = UInt32(out[k]) * r + carry
+                out[k] = UInt8(truncatingIfNeeded: value)
                 carry = value >> 8
                 k -= 1
             }
         }
     }
 
-    /// The lowest `count` base-`radix` digits of the big-endian number `bytes[0..<length]`.
-    static func residueDigits(_ bytes: [UInt8], length: Int, radix: Int, count: Int) -> [UInt8] {
-        var number = Array(bytes[0..<length])
-        var digits = [UInt8](repeating: 0, count: count)
-        let r = UInt32(radix)
-        for k in 0..<count {
-            var remainder: UInt32 = 0
-            for j in 0..<number.count {
-                let current = remainder << 8 | UInt32(number[j])
-                number[j] = UInt8(current / r)
-                remainder = current % r
+    /// C = (X ± y) mod radix^m, where X is m numerals (most significant first) and y is the
+    /// big-endian number in `yBytes` (`yLength` a multiple of 4, as FF1's d always is).
+    ///
+    /// y's base-radix digits come from dividing it by the radix m times, 32 bits at a time, and
+    /// skipping the words that have become zero.
+    static func combine(_ x: UnsafeMutablePointer<UInt8>, _ m: Int, yBytes: UnsafeMutablePointer<UInt8>, yLength: Int,
+                        radix: Int, subtract: Bool, into out: UnsafeMutablePointer<UInt8>) {
+        let wordCount = yLength / 4
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: wordCount) { words in
+            for w in 0..<wordCount {
+                let o = w * 4
+                words[w] = UInt32(yBytes[o]) << 24 | UInt32(yBytes[o + 1]) << 16 | UInt32(yBytes[o + 2]) << 8 | UInt32(yBytes[o + 3])
             }
-            digits[k] = UInt8(remainder)
-        }
-        return digits
-    }
-
-    /// (x ± y) mod radix^m, with x most significant first and y least significant first.
-    static func combine(_ x: [UInt8], _ y: [UInt8], radix: Int, subtract: Bool) -> [UInt8] {
-        let m = x.count
-        var out = [UInt8](repeating: 0, count: m)
-        var carry = 0
-        for k in 0..<m {
-            let xi = Int(x[m - 1 - k])
-            var value = subtract ? xi - Int(y[k]) + carry : xi + Int(y[k]) + carry
-            if subtract {
-                carry = 0
-                if value < 0 { value += radix; carry = -1 }
-            } else {
-                carry = value / radix
-                value %= radix
+            var first = 0  // words before this one are zero
+            let r = UInt64(radix)
+            var carry = 0
+            for k in 0..<m {
+                var remainder: UInt64 = 0
+                while first < wordCount && words[first] == 0 { first += 1 }
+                var w = first
+                while w < wordCount {
+                    let current = remainder << 32 | UInt64(words[w])
+                    let quotient = current / r
+                    words[w] = UInt32(truncatingIfNeeded: quotient)
+                    remainder = current - quotient * r
+                    w += 1
+                }
+                let position = m - 1 - k
+                let xi = Int(x[position])
+                var value = subtract ? xi - Int(remainder) + carry : xi + Int(remainder) + carry
+                if subtract {
+                    carry = 0
+                    if value < 0 { value += radix; carry = -1 }
+                } else {
+                    carry = value >= radix ? 1 : 0
+                    if carry == 1 { value -= radix }
+                }
+                out[position] = UInt8(value)
             }
-            out[m - 1 - k] = UInt8(value)
         }
-        return out
     }
 }
 

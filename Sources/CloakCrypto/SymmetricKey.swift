@@ -1,5 +1,5 @@
 /// Key material. Its description is redacted so it can never be logged by accident.
-public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     private let bytes: [UInt8]
 
     public init(_ bytes: [UInt8]) {
@@ -10,6 +10,8 @@ public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible, Custom
 
     public var description: String { "SymmetricKey(\(bytes.count * 8) bits, redacted)" }
     public var debugDescription: String { description }
+    /// No children: `dump` and debuggers show the description, never the bytes.
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 
     public func withBytes<R, E: Error>(_ body: (UnsafePointer<UInt8>) throws(E) -> R) throws(E) -> R {
         let copy = bytes

@@ -8,14 +8,14 @@ public struct AliasInputError: Error, Sendable, Equatable, CustomStringConvertib
 
 /// Makes alias candidates for a value in a format. Candidate `attempt` 0, 1, 2… differ (the
 /// attempt is part of the FF1 tweak; random formats draw again), so the vault can retry when a
-/// candidate is already issued.
-struct AliasGenerator: Sendable {
+/// candidate is already issued. Public for benchmarks and tools; the vault is the only writer.
+public struct AliasGenerator: Sendable {
     let environment: String
     let ff1Decimal: FF1
     let ff1Alphanumeric62: FF1
     let ff1Alphanumeric36: FF1
 
-    init(environment: String, ff1Key: SymmetricKey) throws(CryptoError) {
+    public init(environment: String, ff1Key: SymmetricKey) throws(CryptoError) {
         self.environment = environment
         ff1Decimal = try FF1(key: ff1Key, radix: 10)
         ff1Alphanumeric62 = try FF1(key: ff1Key, radix: 62)
@@ -55,7 +55,7 @@ struct AliasGenerator: Sendable {
         return String(decoding: kept.suffix(4), as: UTF8.self)
     }
 
-    func alias(for value: String, format name: AliasFormatName, luhnValid: Bool, attempt: Int) throws(AliasInputError) -> String {
+    public func alias(for value: String, format name: AliasFormatName, luhnValid: Bool, attempt: Int) throws(AliasInputError) -> String {
         let format = AliasFormat.of(name)
         switch format.kind {
         case .rawUUID:
