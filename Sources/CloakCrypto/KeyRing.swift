@@ -61,7 +61,7 @@ public struct KeyRing: Sendable {
 
     /// A ring with a new random key added and made current.
     public func rotated(now: Date = Date()) -> KeyRing {
-        let next = (keys.compactMap { Int($0.id.dropFirst()) }.max() ?? 0) + 1
+        let next = (keys.compactMap { $0.id.hasPrefix("k") ? Int($0.id.dropFirst()) : nil }.max() ?? 0) + 1
         let key = DataKey(id: "k\(next)", createdAt: now, secret: .random())
         return KeyRing(keys: keys + [key], currentID: key.id, fingerprintKey: fingerprintKey)
     }

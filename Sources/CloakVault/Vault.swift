@@ -62,6 +62,9 @@ public final class Vault: Sendable {
 
     /// Alias candidates tried before giving up on a format whose space is nearly full.
     static let maxAttempts = 32
+    /// Spaces up to this size are scanned candidate by candidate once random draws fail (a
+    /// 4-digit CVC); larger ones would stall the vault thread, and 32 random draws suffice.
+    static let scanLimit = 10_000
 
     public init(store: any AliasStore, keys: KeyRing, settings: Settings,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws(CryptoError) {
@@ -164,10 +167,14 @@ public final class Vault: Sendable {
             let fingerprint = Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array(label.utf8) + Array(request.value.utf8))
             var record: StoredRecord
             let now = clock()
+            if let expired = try store.record(fingerprint: fingerprint), let ends = expired.expiresAt, ends <= now {
+                // Expired but not swept yet: it is gone for good, and the value gets a new record.
+                for alias in expired.aliases { _ = try store.deleteAlias(alias.alias) }
+            }
             if let existing = try store.record(fingerprint: fingerprint) {
                 record = existing
                 if record.storage == .volatile {
-                    // Aliased again: it lives for another TTL from now (an expired one is revived).
+                    // Aliased again while alive: it lives for another TTL from now.
                     record.expiresAt = now + Int64(settings.volatileTTLSeconds)
                     try store.setExpiry(record.expiresAt, recordID: record.id)
                 }
@@ -195,13 +202,14 @@ public final class Vault: Sendable {
     private func issue(_ request: AliasRequest, index: Int, recordID: String, in store: any AliasStore) throws -> IssuedAlias {
         // Random candidates first; in a small space (random-drawn aliases, at most 100,000 of
         // them) every candidate is then tried in turn, so a free alias is always found.
-        let scan = AliasGenerator.randomSpace(request.value, request.format).map { $0 <= 100_000 ? $0 : 0 } ?? 0
+        let scan = AliasGenerator.randomSpace(request.value, request.format).map { $0 <= Self.scanLimit ? $0 : 0 } ?? 0
         for attempt in 0..<(Self.maxAttempts + scan) {
             let candidate: String
             do {
                 candidate = try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid,
                                                 attempt: attempt)
             } catch {
+                if error.isSpaceExhausted { break }
                 throw VaultError.invalidInput(index: index, reason: error.description)
             }
             let issued = IssuedAlias(alias: candidate, format: request.format)
@@ -215,7 +223,7 @@ public final class Vault: Sendable {
             }
             if !taken { return issued }
         }
-        throw VaultError.unavailable("no free \(request.format.rawValue) alias after \(Self.maxAttempts) candidates")
+        throw VaultError.unavailable("no free \(request.format.rawValue) alias for a value of this shape")
     }
 
     private static func map<T>(_ result: Result<T, any Error>) -> Result<T, VaultError> {

@@ -4,6 +4,8 @@ import CloakCrypto
 /// Why a value cannot take a format. Names the format and the shape expected, never the value.
 public struct AliasInputError: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String
+    /// Not a bad input: every candidate of a small alias space has been tried.
+    public var isSpaceExhausted = false
 }
 
 /// Makes alias candidates for a value in a format. Candidate `attempt` 0, 1, 2… differ (the
@@ -124,7 +126,10 @@ public struct AliasGenerator: Sendable {
                         k /= radix
                     }
                     ordinal += 1
-                    if k > 0 { break }  // past the end of the space: the vault stops here
+                    if k > 0 {  // past the end of the space
+                        throw AliasInputError(description: "every \(format.name.rawValue) alias of this shape is taken",
+                                              isSpaceExhausted: true)
+                    }
                 }
                 draws += 1
                 if draws > 10_000 { throw AliasInputError(description: "no \(format.name.rawValue) alias satisfies the Luhn setting") }
