@@ -16,4 +16,18 @@ public enum Luhn {
         }
         return sum % 10 == 0
     }
+
+    /// The same check on digit values (0…9), as format-preserving aliases hold them.
+    public static func isValid(numerals: [UInt8]) -> Bool {
+        guard numerals.count >= 9 else { return false }
+        var sum = 0
+        var offset = 0
+        for d in numerals.reversed() {
+            guard d <= 9 else { return false }
+            let v = Int(d)
+            sum += offset % 2 == 1 ? (v == 9 ? 9 : (v * 2) % 9) : v
+            offset += 1
+        }
+        return sum % 10 == 0
+    }
 }

@@ -84,7 +84,7 @@ public struct AliasGenerator: Sendable {
         func assemble(_ middle: [UInt8]) -> [UInt8] { head + middle + tail }
         func acceptable(_ numerals: [UInt8]) -> Bool {
             guard format.isCard else { return true }
-            return Luhn.isValid(String(decoding: numerals.map { $0 + 48 }, as: UTF8.self)) == luhnValid
+            return Luhn.isValid(numerals: numerals) == luhnValid
         }
 
         var middle: [UInt8]

@@ -24,7 +24,8 @@ public final class SQLiteAliasStore: AliasStore {
         try db.execute("PRAGMA journal_mode=WAL")
         try db.execute("PRAGMA synchronous=FULL")
         try db.execute("PRAGMA foreign_keys=ON")
-        try db.execute("PRAGMA cache_size=-65536")  // 64 MiB: index pages stay in memory
+        try db.execute("PRAGMA cache_size=-16384")  // 16 MiB: hot index pages stay in memory
+        try db.execute("PRAGMA wal_autocheckpoint=8192")  // checkpoint every 32 MiB of WAL, not every 4 MiB
         try db.execute("PRAGMA temp_store=MEMORY")
         try db.execute("""
             CREATE TABLE IF NOT EXISTS records (
