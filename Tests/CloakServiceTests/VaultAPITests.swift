@@ -186,3 +186,47 @@ import Testing
         #expect(ok.json?["card_data.card_number"] as? String == again.json?["card_data.card_number"] as? String)
     }
 }
+
+/// `POST /forms/{form}/send`: the redacted echo, exactly the body an upstream would receive.
+@Suite struct RedactedEchoTests {
+    @Test func theBodyIsMappedByTheFormsPolicyWithAliasesAndExtraData() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let r = try server.client().request("POST", "/forms/checkout/send", json: """
+            {"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123",\
+            "card_data.exp_date":"12/40","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"},\
+            "extraData":{"order":{"id":"o-1"},"card_data":{"card_holder":"overridden"}}}
+            """)
+        #expect(r.status == 200, "\(r.text)")
+        let json = try #require(r.json)
+        let card = try #require(json["card_data"] as? [String: Any])
+        let number = try #require(card["card_number"] as? String)
+        #expect(number.hasPrefix("411111") && number.hasSuffix("1111") && number != "4111111111111111")
+        #expect(card["exp_month"] as? String == "12" && card["exp_year"] as? String == "2040")
+        #expect(card["card_holder"] as? String == "Jane Doe")  // field values win over extraData
+        #expect((json["order"] as? [String: Any])?["id"] as? String == "o-1")
+        #expect(((json["customer"] as? [String: Any])?["ssn"] as? String)?.hasPrefix("tok_sandbox_") == true)
+        for raw in ["4111111111111111", "4111 1111 1111 1111", "123-45-6789"] { #expect(!r.text.contains(raw)) }
+    }
+
+    @Test func theRequestsPolicyOverridesTheForms() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let r = try server.client().request("POST", "/forms/checkout/send", json: """
+            {"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123",\
+            "card_data.exp_date":"12/40","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"},\
+            "options":{"fieldNameMappingPolicy":"flatJSON"}}
+            """)
+        let json = try #require(r.json)
+        #expect(json["card_data.card_holder"] as? String == "Jane Doe")
+        #expect(json["card_data.exp_month"] as? String == "12")
+        #expect(json["card_data"] == nil)
+    }
+
+    @Test func invalidSubmissionsGet1001AndNothingIsEchoed() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let r = try server.client().request("POST", "/forms/checkout/send", json: #"{"fields":{"card_data.card_number":"4111"}}"#)
+        #expect(r.status == 422 && r.errorCode == 1001)
+    }
+}

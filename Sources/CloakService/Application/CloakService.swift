@@ -25,7 +25,7 @@ public final class CloakService: Sendable {
     private let auth: Authenticator
 
     enum Endpoint: Sendable {
-        case healthz, readyz, validate, formTokens, formAliases
+        case healthz, readyz, validate, formTokens, formAliases, formSend
         case createTokens, createAliases, revealMany, reveal, update, delete
     }
 
@@ -49,6 +49,7 @@ public final class CloakService: Sendable {
         router.add(.POST, "/forms/{form}/validate", .validate)
         router.add(.POST, "/forms/{form}/tokens", .formTokens)
         router.add(.POST, "/forms/{form}/aliases", .formAliases)
+        router.add(.POST, "/forms/{form}/send", .formSend)
         router.add(.POST, "/tokens", .createTokens)
         router.add(.POST, "/aliases", .createAliases)
         router.add(.GET, "/aliases", .revealMany)
@@ -136,9 +137,10 @@ public final class CloakService: Sendable {
             }
         case .validate:
             return .now(try ValidateHandler(context: context).handle(request, form: parameters["form"] ?? ""))
-        case .formTokens, .formAliases:
+        case .formTokens, .formAliases, .formSend:
             return try FormTokenizeHandler(context: context, vault: try requireVault(), auth: auth)
-                .handle(request, form: parameters["form"] ?? "", requiresToken: endpoint == .formAliases)
+                .handle(request, form: parameters["form"] ?? "", requiresToken: endpoint == .formAliases,
+                        answer: endpoint == .formSend ? .mappedBody : .flatResult)
         case .createTokens, .createAliases:
             return try vaultAPI().create(request, requiresToken: endpoint == .createAliases)
         case .revealMany:

@@ -2,78 +2,58 @@ import CloakCore
 import CloakHTTP
 import CloakVault
 
-/// `POST /forms/{form}/tokens` (Vault API v1) and `POST /forms/{form}/aliases` (v2, scope
-/// `aliases:create`): validate, alias every field with tokenization, answer the SDK's flat result.
+/// `POST /forms/{form}/tokens` (Vault API v1), `POST /forms/{form}/aliases` (v2, scope
+/// `aliases:create`) and `POST /forms/{form}/send` (the redacted echo): validate, alias every
+/// field with tokenization, then answer the SDK's flat result or the body an upstream would get.
 struct FormTokenizeHandler: Sendable {
+    enum Answer: Sendable {
+        /// `{fieldName: alias or raw}`; a raw value wins on a key clash (SDK deepMerge).
+        case flatResult
+        /// The body built by the mapping policy and merged with `extraData`.
+        case mappedBody
+    }
+
     let context: ServiceContext
     let vault: Vault
     let auth: Authenticator
 
-    func handle(_ request: HTTPRequest, form name: String, requiresToken: Bool) throws(CloakError) -> Reply {
+    func handle(_ request: HTTPRequest, form name: String, requiresToken: Bool, answer: Answer) throws(CloakError) -> Reply {
         if requiresToken { _ = try auth.authorize(request, scope: "aliases:create") }
         guard let form = context.configuration.forms[name] else {
             throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
         }
-        let submission = try CollectRequest(try request.jsonBody(), form: form)
-        let validation = FormValidation(form: form, values: submission.values, context: ValidationContext(today: context.today()))
+        let collect = try CollectRequest(try request.jsonBody(), form: form)
+        let validation = FormValidation(form: form, values: collect.values, context: ValidationContext(today: context.today()))
         if let error = validation.inputError { throw error }
-        let plan = Self.plan(validation)
-        do { try Vault.check(plan.requests) } catch { throw error.cloakError { "field \(plan.keys[$0])" } }
-        guard !plan.requests.isEmpty else {
-            return .now(.json(200, .object(plan.raw.map { ($0.key, .string($0.value)) })))
-        }
+        let submission = FormSubmission(validation, keepSensitiveRaw: answer == .mappedBody)
+        do { try Vault.check(submission.requests) } catch { throw error.cloakError { "field \(submission.key(ofRequest: $0))" } }
+        let policy = collect.mappingPolicy ?? form.mappingPolicy
+        let extraData = collect.extraData
         return .later { finish in
-            vault.createAliases(plan.requests) { result in
+            submission.resolve(with: vault) { result in
                 switch result {
-                case let .success(records):
-                    finish(.json(200, .object(Self.result(plan, records))))
                 case let .failure(error):
-                    finish(.error(error.cloakError { "field \(plan.keys[$0])" }))
+                    finish(.error(error))
+                case let .success(entries):
+                    switch answer {
+                    case .flatResult:
+                        finish(.json(200, .object(Self.flat(entries, aliasKeys: submission))))
+                    case .mappedBody:
+                        let fields = entries.map { (name: $0.key, value: JSONValue.string($0.value)) }
+                        finish(.json(200, FieldNameMapper.body(fields, extraData: extraData, policy: policy)))
+                    }
                 }
             }
         }
     }
 
-    struct Plan: Sendable {
-        /// One alias request per tokenized value (a field, or a serializer component).
-        var requests: [AliasRequest] = []
-        /// The result key of each request.
-        var keys: [String] = []
-        /// Fields returned as they are: present, without tokenization, not sensitive.
-        var raw: [(key: String, value: String)] = []
-    }
-
-    /// Which values are aliased and which are returned raw, as the SDK decides: sensitive types
-    /// (card numbers, CVCs) without tokenization are dropped; serialized fields count per
-    /// component; fields that were not sent, or are empty, are left out.
-    static func plan(_ validation: FormValidation) -> Plan {
-        var plan = Plan()
-        for field in validation.fields where field.isPresent {
-            let components = field.outputComponents.filter { !$0.value.isEmpty }
-            if let settings = field.schema.tokenization {
-                for c in components {
-                    plan.requests.append(AliasRequest(value: c.value, format: settings.format, storage: settings.storage,
-                                                      luhnValid: settings.luhnValid))
-                    plan.keys.append(c.key)
-                }
-            } else if !field.schema.type.isSensitive {
-                plan.raw += components
-            }
-        }
-        return plan
-    }
-
-    /// `{fieldName: alias}` then the raw fields; a raw value wins on a key clash (SDK deepMerge).
-    static func result(_ plan: Plan, _ records: [RevealedRecord]) -> [(key: String, value: JSONValue)] {
-        var members: [(key: String, value: JSONValue)] = []
-        for (i, record) in records.enumerated() {
-            if let alias = record.aliases.first(where: { $0.format == plan.requests[i].format }) {
-                members.append((plan.keys[i], .string(alias.alias)))
-            }
-        }
-        for (key, value) in plan.raw {
-            members.removeAll { $0.key == key }
-            members.append((key, .string(value)))
+    /// Aliases first, then raw values, a raw value replacing an alias under the same key.
+    static func flat(_ entries: [(key: String, value: String)], aliasKeys submission: FormSubmission) -> [(key: String, value: JSONValue)] {
+        let rawKeys = Set(submission.entries.compactMap { if case .raw = $0.source { return $0.key } else { return nil } })
+        var members: [(key: String, value: JSONValue)] = entries.filter { !rawKeys.contains($0.key) }.map { ($0.key, .string($0.value)) }
+        for entry in entries where rawKeys.contains(entry.key) {
+            members.removeAll { $0.key == entry.key }
+            members.append((entry.key, .string(entry.value)))
         }
         return members
     }

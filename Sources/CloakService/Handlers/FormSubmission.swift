@@ -1,0 +1,68 @@
+import CloakCore
+import CloakVault
+
+/// A validated submission split into what the vault aliases and what goes out as it is.
+///
+/// Shared by tokenization (`/tokens`, `/aliases`: the SDK's flat result) and sending (`/send`,
+/// routes: the mapped body). Fields with `tokenization` always become aliases; a field with
+/// serializers counts per component; fields that were not sent, and empty values, are left out.
+struct FormSubmission: Sendable {
+    enum Source: Sendable {
+        /// The alias of `requests[i]`.
+        case alias(Int)
+        case raw(String)
+    }
+
+    /// One alias request per tokenized value.
+    var requests: [AliasRequest] = []
+    /// Every output entry in form order: its key (field or component name) and where its value comes from.
+    var entries: [(key: String, source: Source)] = []
+
+    /// - Parameter keepSensitiveRaw: true for sending (the SDK's `sendData` sends every field),
+    ///   false for tokenizing (card numbers and CVCs without tokenization are dropped).
+    init(_ validation: FormValidation, keepSensitiveRaw: Bool) {
+        for field in validation.fields where field.isPresent {
+            let components = field.outputComponents.filter { !$0.value.isEmpty }
+            if let settings = field.schema.tokenization {
+                for c in components {
+                    entries.append((c.key, .alias(requests.count)))
+                    requests.append(AliasRequest(value: c.value, format: settings.format, storage: settings.storage,
+                                                 luhnValid: settings.luhnValid))
+                }
+            } else if keepSensitiveRaw || !field.schema.type.isSensitive {
+                entries += components.map { ($0.key, .raw($0.value)) }
+            }
+        }
+    }
+
+    /// The entry key of each alias request, for error messages ("field card_data.card_number: …").
+    func key(ofRequest index: Int) -> String {
+        entries.first { if case let .alias(i) = $0.source { return i == index } else { return false } }?.key ?? "data[\(index)]"
+    }
+
+    /// Every entry with its final value; entries whose alias is missing are left out.
+    func resolved(_ records: [RevealedRecord]) -> [(key: String, value: String)] {
+        entries.compactMap { entry in
+            switch entry.source {
+            case let .raw(value): return (entry.key, value)
+            case let .alias(i):
+                guard i < records.count,
+                    let alias = records[i].aliases.first(where: { $0.format == requests[i].format })
+                else { return nil }
+                return (entry.key, alias.alias)
+            }
+        }
+    }
+
+    /// Runs `body` with the resolved entries: at once when nothing needs an alias, else after the vault.
+    func resolve(with vault: Vault, _ body: @escaping @Sendable (Result<[(key: String, value: String)], CloakError>) -> Void) {
+        guard !requests.isEmpty else { return body(.success(resolved([]))) }
+        let plan = self
+        vault.createAliases(requests) { result in
+            switch result {
+            case let .success(records): body(.success(plan.resolved(records)))
+            case let .failure(error): body(.failure(error.cloakError { "field \(plan.key(ofRequest: $0))" }))
+            }
+        }
+    }
+}
