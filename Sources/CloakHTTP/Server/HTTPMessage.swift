@@ -17,6 +17,8 @@ public struct HTTPRequest: Sendable {
     public var requestID: String
     /// Set when the server refused the request before routing (the body is then empty).
     public var violation: HTTPViolation?
+    /// The loop the request arrived on (nil for requests made outside a server).
+    public var loop: LoopHandle?
 
     public init(
         method: HTTPMethod, path: String, query: String? = nil, headers: [(name: String, value: String)] = [],

@@ -25,17 +25,13 @@ final class LoopWorker: @unchecked Sendable {
     private var inFlight = 0
     /// The loop thread, set when ``run()`` starts.
     private var loopThread: pthread_t?
-    /// Answers from other threads, waiting for the loop.
-    private let completions = Mutex<[Completion]>([])
+    /// Work from other threads (answers, upstream calls), waiting for the loop.
+    private let tasks = Mutex<[@Sendable () -> Void]>([])
     private var wakeEvent: OpaquePointer?
-
-    private struct Completion: @unchecked Sendable {
-        // The evhttp request pointer; only dereferenced on the loop thread, in drainCompletions().
-        let request: OpaquePointer
-        let response: HTTPResponse
-        let closeAfter: Bool
-        let requestID: String
-    }
+    /// The handle requests carry to come back to this loop.
+    private(set) lazy var handle = LoopHandle(worker: self)
+    /// This loop's upstream client, made on first use (on the loop thread).
+    private var upstreamClient: UpstreamClient?
     private let idPrefix: String
     private(set) var port: Int = 0
 
@@ -66,7 +62,7 @@ final class LoopWorker: @unchecked Sendable {
         }, me)
         wakeEvent = event_new(base, -1, 0, { _, _, arg in
             guard let arg else { return }
-            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().drainCompletions()
+            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().runTasks()
         }, me)
         stopEvent = event_new(base, -1, 0, { _, _, arg in
             guard let arg else { return }
@@ -75,6 +71,7 @@ final class LoopWorker: @unchecked Sendable {
     }
 
     deinit {
+        upstreamClient = nil
         if let stopEvent { event_free(stopEvent) }
         if let wakeEvent { event_free(wakeEvent) }
         if let drainTimer { event_free(drainTimer) }
@@ -216,29 +213,48 @@ final class LoopWorker: @unchecked Sendable {
         var request = HTTPRequest(
             method: method, path: path, query: query, headers: headers, body: body, requestID: requestID)
         request.violation = violation
+        request.loop = handle
         inFlight += 1
+        // The evhttp request travels as an address and is only turned back into a pointer on
+        // this loop's thread (in finish).
         let requestBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(req)))
         let responder = HTTPResponder { [self, closeAfter, requestID] response in
-            let request = OpaquePointer(bitPattern: requestBits)!
-            if let loopThread, pthread_equal(loopThread, pthread_self()) != 0 {
-                self.finish(request, response, closeAfter: closeAfter, requestID: requestID)
-            } else {
-                completions.withLock {
-                    $0.append(Completion(request: request, response: response, closeAfter: closeAfter, requestID: requestID))
-                }
-                if let wakeEvent { event_active(wakeEvent, 0, 0) }
+            execute {
+                self.finish(OpaquePointer(bitPattern: requestBits)!, response, closeAfter: closeAfter, requestID: requestID)
             }
         }
         handler(request, responder)
     }
 
-    private func drainCompletions() {
-        let ready = completions.withLock { pending -> [Completion] in
+    /// Whether the caller runs on this loop's thread.
+    var isOnLoop: Bool {
+        guard let loopThread else { return false }
+        return pthread_equal(loopThread, pthread_self()) != 0
+    }
+
+    /// Runs `work` on this loop's thread: now when already there, else after waking the loop.
+    func execute(_ work: @escaping @Sendable () -> Void) {
+        if isOnLoop { return work() }
+        tasks.withLock { $0.append(work) }
+        if let wakeEvent { event_active(wakeEvent, 0, 0) }
+    }
+
+    private func runTasks() {
+        let ready = tasks.withLock { pending -> [@Sendable () -> Void] in
             let out = pending
             pending.removeAll(keepingCapacity: true)
             return out
         }
-        for c in ready { finish(c.request, c.response, closeAfter: c.closeAfter, requestID: c.requestID) }
+        for work in ready { work() }
+    }
+
+    /// The loop's upstream client. Loop thread only.
+    var upstream: UpstreamClient {
+        precondition(isOnLoop, "the upstream client is used on its own loop thread only")
+        if let upstreamClient { return upstreamClient }
+        let client = UpstreamClient(base: base)
+        upstreamClient = client
+        return client
     }
 
     private func finish(_ req: OpaquePointer, _ response: HTTPResponse, closeAfter: Bool, requestID: String) {

@@ -23,10 +23,12 @@ public final class CloakService: Sendable {
     private let accessLog: AccessLog
     private let vault: Vault?
     private let auth: Authenticator
+    private let proxyRoutes: [ProxyHandler.ResolvedRoute]
 
     enum Endpoint: Sendable {
         case healthz, readyz, validate, formTokens, formAliases, formSend
         case createTokens, createAliases, revealMany, reveal, update, delete
+        case proxy
     }
 
     /// - Parameters:
@@ -56,6 +58,10 @@ public final class CloakService: Sendable {
         router.add(.GET, "/aliases/{alias}", .reveal)
         router.add(.PUT, "/aliases/{alias}", .update)
         router.add(.DELETE, "/aliases/{alias}", .delete)
+        for method in HTTPMethod.allCases where method != .OPTIONS && method != .CONNECT && method != .TRACE {
+            router.add(method, "/proxy/{path...}", .proxy)
+        }
+        self.proxyRoutes = ProxyHandler.resolve(configuration.routes)
         self.router = router
     }
 
@@ -151,6 +157,8 @@ public final class CloakService: Sendable {
             return try vaultAPI().update(request, alias: parameters["alias"] ?? "")
         case .delete:
             return try vaultAPI().delete(request, alias: parameters["alias"] ?? "")
+        case .proxy:
+            return try ProxyHandler(context: context, vault: vault, routes: proxyRoutes).handle(request)
         }
     }
 

@@ -1,4 +1,5 @@
 import CloakCore
+import CloakHTTP
 import Foundation
 
 extension ServiceConfiguration.RouteSettings {
@@ -6,7 +7,7 @@ extension ServiceConfiguration.RouteSettings {
     static func read(_ node: ConfigNode, at p: String, forms: [String: FormSchema], _ r: ConfigReader) -> Self? {
         guard let m = r.mapping(node, at: p, allowed: [
             "id", "path", "form", "upstream", "methods", "headers", "connect_timeout_s", "response_timeout_s",
-            "forward_authorization",
+            "forward_authorization", "ca_file",
         ]) else { return nil }
         let id = r.string(m["id"], at: "\(p).id")
         if let id, UUID(uuidString: id) == nil { r.issue("\(p).id", "must be a UUID", m["id"]) }
@@ -17,7 +18,7 @@ extension ServiceConfiguration.RouteSettings {
         let form = r.string(m["form"], at: "\(p).form")
         if let form, forms[form] == nil { r.issue("\(p).form", "names no configured form", m["form"]) }
         let upstream = r.string(m["upstream"], at: "\(p).upstream")
-        if let upstream, upstream != "echo", !(upstream.hasPrefix("http://") || upstream.hasPrefix("https://")) || URL(string: upstream)?.host == nil {
+        if let upstream, upstream != "echo", UpstreamRequest.parse(url: upstream) == nil {
             r.issue("\(p).upstream", "expected an http:// or https:// URL, or echo", m["upstream"])
         }
         if upstream == nil { r.issue("\(p).upstream", "is required", node) }
@@ -35,8 +36,13 @@ extension ServiceConfiguration.RouteSettings {
         let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s") ?? 5
         let response = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s") ?? 30
         let forwardAuth = m["forward_authorization"].flatMap { r.bool($0, at: "\(p).forward_authorization") } ?? false
+        let caFile = r.string(m["ca_file"], at: "\(p).ca_file")
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            r.issue("\(p).ca_file", "cannot read \(caFile)", m["ca_file"])
+        }
         guard let id, let path, let upstream else { return nil }
         return .init(id: id, path: path, form: form, upstream: upstream, methods: methods, headers: headers,
-                     connectTimeoutSeconds: connect, responseTimeoutSeconds: response, forwardAuthorization: forwardAuth)
+                     connectTimeoutSeconds: connect, responseTimeoutSeconds: response, forwardAuthorization: forwardAuth,
+                     caFile: caFile)
     }
 }

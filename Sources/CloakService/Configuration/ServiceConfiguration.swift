@@ -61,6 +61,8 @@ public struct ServiceConfiguration: Sendable {
         public var connectTimeoutSeconds: Double
         public var responseTimeoutSeconds: Double
         public var forwardAuthorization: Bool
+        /// PEM file of CAs trusted for an https upstream; nil: the system store.
+        public var caFile: String?
     }
 
     public static let knownScopes: Set<String> = ["aliases:create", "aliases:reveal", "aliases:delete"]

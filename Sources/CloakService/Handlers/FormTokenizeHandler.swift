@@ -19,32 +19,46 @@ struct FormTokenizeHandler: Sendable {
 
     func handle(_ request: HTTPRequest, form name: String, requiresToken: Bool, answer: Answer) throws(CloakError) -> Reply {
         if requiresToken { _ = try auth.authorize(request, scope: "aliases:create") }
+        let prepared = try prepare(request, form: name, keepSensitiveRaw: answer == .mappedBody)
+        return .later { finish in
+            prepared.submission.resolve(with: vault) { result in
+                switch result {
+                case let .failure(error):
+                    finish(.error(error))
+                case let .success(entries):
+                    switch answer {
+                    case .flatResult: finish(.json(200, .object(Self.flat(entries, aliasKeys: prepared.submission))))
+                    case .mappedBody: finish(.json(200, prepared.body(entries)))
+                    }
+                }
+            }
+        }
+    }
+
+    /// A validated submission and how its body is built.
+    struct Prepared: Sendable {
+        let submission: FormSubmission
+        let policy: MappingPolicy
+        let extraData: [(key: String, value: JSONValue)]
+
+        /// The body an upstream receives: entries mapped by the policy, merged with `extraData`.
+        func body(_ entries: [(key: String, value: String)]) -> JSONValue {
+            FieldNameMapper.body(entries.map { (name: $0.key, value: JSONValue.string($0.value)) }, extraData: extraData,
+                                 policy: policy)
+        }
+    }
+
+    /// Validates a submission for `form` (1002, 1404, 1001) and plans its aliases.
+    func prepare(_ request: HTTPRequest, form name: String, keepSensitiveRaw: Bool) throws(CloakError) -> Prepared {
         guard let form = context.configuration.forms[name] else {
             throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
         }
         let collect = try CollectRequest(try request.jsonBody(), form: form)
         let validation = FormValidation(form: form, values: collect.values, context: ValidationContext(today: context.today()))
         if let error = validation.inputError { throw error }
-        let submission = FormSubmission(validation, keepSensitiveRaw: answer == .mappedBody)
+        let submission = FormSubmission(validation, keepSensitiveRaw: keepSensitiveRaw)
         do { try Vault.check(submission.requests) } catch { throw error.cloakError { "field \(submission.key(ofRequest: $0))" } }
-        let policy = collect.mappingPolicy ?? form.mappingPolicy
-        let extraData = collect.extraData
-        return .later { finish in
-            submission.resolve(with: vault) { result in
-                switch result {
-                case let .failure(error):
-                    finish(.error(error))
-                case let .success(entries):
-                    switch answer {
-                    case .flatResult:
-                        finish(.json(200, .object(Self.flat(entries, aliasKeys: submission))))
-                    case .mappedBody:
-                        let fields = entries.map { (name: $0.key, value: JSONValue.string($0.value)) }
-                        finish(.json(200, FieldNameMapper.body(fields, extraData: extraData, policy: policy)))
-                    }
-                }
-            }
-        }
+        return Prepared(submission: submission, policy: collect.mappingPolicy ?? form.mappingPolicy, extraData: collect.extraData)
     }
 
     /// Aliases first, then raw values, a raw value replacing an alias under the same key.

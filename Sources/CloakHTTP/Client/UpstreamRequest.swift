@@ -1,0 +1,94 @@
+import Foundation
+
+/// A request for an upstream service.
+public struct UpstreamRequest: Sendable {
+    public enum Scheme: String, Sendable { case http, https }
+
+    public var scheme: Scheme
+    /// A host name or a numeric address.
+    public var host: String
+    public var port: Int
+    /// The request target: path and query, e.g. `/v1/post?x=1`.
+    public var target: String
+    public var method: HTTPMethod
+    /// Sent as given; `Host` is set from ``host`` and `Content-Length` from the body.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// How long the whole exchange may take, connection included.
+    public var timeoutSeconds: Double
+    /// PEM file of trusted CAs for HTTPS; nil: the system store.
+    public var caFile: String?
+
+    public init(scheme: Scheme, host: String, port: Int, target: String, method: HTTPMethod,
+                headers: [(name: String, value: String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 30,
+                caFile: String? = nil) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.target = target
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.timeoutSeconds = timeoutSeconds
+        self.caFile = caFile
+    }
+
+    /// Parses `http(s)://host[:port][/path]`; nil for anything else.
+    public static func parse(url: String) -> (scheme: Scheme, host: String, port: Int, path: String)? {
+        let scheme: Scheme
+        var rest: Substring
+        if url.hasPrefix("https://") { scheme = .https; rest = url.dropFirst(8) }
+        else if url.hasPrefix("http://") { scheme = .http; rest = url.dropFirst(7) }
+        else { return nil }
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let authority = rest[..<slash]
+        rest = rest[slash...]
+        var host = authority
+        var port = scheme == .https ? 443 : 80
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") { guard let p = Int(after.dropFirst()) else { return nil }; port = p }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            guard let p = Int(authority[authority.index(after: colon)...]) else { return nil }
+            port = p
+        }
+        guard !host.isEmpty, (1...65535).contains(port), !host.contains("@") else { return nil }
+        return (scheme, String(host), port, rest.isEmpty ? "/" : String(rest))
+    }
+}
+
+/// Why an upstream exchange failed.
+public enum UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Unreachable, refused, reset, DNS or TLS failure (502, 1400).
+    case unreachable(String)
+    /// An answer that is not usable HTTP, or too large (502, 1401).
+    case badResponse(String)
+    /// No complete answer before the deadline (504, 1408).
+    case timeout
+
+    public var description: String {
+        switch self {
+        case let .unreachable(why): return "upstream unreachable: \(why)"
+        case let .badResponse(why): return "upstream answer unusable: \(why)"
+        case .timeout: return "upstream did not answer in time"
+        }
+    }
+}
+
+/// Header names that describe one connection, never forwarded (RFC 9110 §7.6.1).
+public let hopByHopHeaders: Set<String> = [
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding",
+    "upgrade", "proxy-connection",
+]
+
+/// `headers` without hop-by-hop ones, nor those the `Connection` header names.
+public func withoutHopByHop(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
+    var drop = hopByHopHeaders
+    for (name, value) in headers where name.lowercased() == "connection" {
+        for token in value.split(separator: ",") { drop.insert(token.trimmingCharacters(in: .whitespaces).lowercased()) }
+    }
+    return headers.filter { !drop.contains($0.name.lowercased()) }
+}

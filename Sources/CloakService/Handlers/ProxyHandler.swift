@@ -1,0 +1,119 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+import Foundation
+
+/// `ANY /proxy/{path}`: picks the route, runs its form (validate, alias, map), and forwards the
+/// redacted body through the loop's vault-proxy client; the upstream's answer comes back as it is.
+struct ProxyHandler: Sendable {
+    let context: ServiceContext
+    let vault: Vault?
+    let routes: [ResolvedRoute]
+
+    /// A configured route with its upstream parsed once.
+    struct ResolvedRoute: Sendable {
+        let settings: ServiceConfiguration.RouteSettings
+        /// `/proxy` + the route's path, without a trailing slash.
+        let prefix: String
+        /// nil for `upstream: echo`.
+        let upstream: (scheme: UpstreamRequest.Scheme, host: String, port: Int, path: String)?
+    }
+
+    static func resolve(_ routes: [ServiceConfiguration.RouteSettings]) -> [ResolvedRoute] {
+        routes.map { r in
+            var path = r.path
+            while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+            return ResolvedRoute(settings: r, prefix: "/proxy" + (path == "/" ? "" : path),
+                                 upstream: r.upstream == "echo" ? nil : UpstreamRequest.parse(url: r.upstream))
+        }
+    }
+
+    func handle(_ request: HTTPRequest) throws(CloakError) -> Reply {
+        let route = try pick(request)
+        guard route.settings.methods.contains(request.method.rawValue) else {
+            let allowed = route.settings.methods.joined(separator: ", ")
+            return .now(.error(CloakError(.methodNotAllowed, "\(request.method.rawValue) is not allowed on this route; allowed: \(allowed)"),
+                               headers: [("Allow", allowed)]))
+        }
+        let rest = String(request.path.dropFirst(route.prefix.count))
+        guard let formName = route.settings.form else {
+            return forward(request, route: route, rest: rest, body: request.body, jsonBody: false)
+        }
+        guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+        let prepared = try FormTokenizeHandler(context: context, vault: vault, auth: Authenticator(tokens: []))
+            .prepare(request, form: formName, keepSensitiveRaw: true)
+        return .later { finish in
+            prepared.submission.resolve(with: vault) { result in
+                switch result {
+                case let .failure(error):
+                    finish(.error(error))
+                case let .success(entries):
+                    let body = JSONWriter.encode(prepared.body(entries))
+                    switch forward(request, route: route, rest: rest, body: body, jsonBody: true) {
+                    case let .now(response): finish(response)
+                    case let .later(work): work(finish)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The route for the request's path: the longest matching prefix, then `X-Route-Id` among
+    /// routes that share it.
+    func pick(_ request: HTTPRequest) throws(CloakError) -> ResolvedRoute {
+        let matching = routes.filter { request.path == $0.prefix || request.path.hasPrefix($0.prefix + "/") }
+        let longest = matching.map(\.prefix.count).max() ?? -1
+        let candidates = matching.filter { $0.prefix.count == longest }
+        if let id = request.header("X-Route-Id") {
+            guard UUID(uuidString: id) != nil else {
+                throw CloakError(.invalidConfigurationURL, "X-Route-Id must be a route's UUID")
+            }
+            guard let route = candidates.first(where: { $0.settings.id.lowercased() == id.lowercased() }) else {
+                throw .notFound("no route \(id) serves this path")
+            }
+            return route
+        }
+        guard let route = candidates.first else { throw .notFound("no route serves this path") }
+        guard candidates.count == 1 else {
+            throw .notFound("\(candidates.count) routes share this path; name one with X-Route-Id")
+        }
+        return route
+    }
+
+    private func forward(_ request: HTTPRequest, route: ResolvedRoute, rest: String, body: [UInt8], jsonBody: Bool) -> Reply {
+        guard let upstream = route.upstream else {
+            // upstream: echo: the redacted body, as the upstream would have received it.
+            return .now(HTTPResponse(status: 200, headers: [("Content-Type", jsonBody ? "application/json" : request.header("Content-Type") ?? "application/octet-stream")], body: body))
+        }
+        guard let loop = request.loop else {
+            return .now(.error(CloakError(.unexpectedResponseType, "no event loop to reach the upstream from")))
+        }
+        var path = upstream.path
+        if !rest.isEmpty { path = (path.hasSuffix("/") ? String(path.dropLast()) : path) + rest }
+        let target = path + (request.query.map { "?" + $0 } ?? "")
+        let dropped: Set<String> = route.settings.forwardAuthorization
+            ? ["host", "content-length", "x-route-id"] : ["host", "content-length", "x-route-id", "authorization"]
+        var headers = withoutHopByHop(request.headers).filter { !dropped.contains($0.name.lowercased()) }
+        if jsonBody {
+            headers.removeAll { $0.name.lowercased() == "content-type" }
+            headers.append(("Content-Type", "application/json"))
+        }
+        for (name, value) in route.settings.headers {
+            headers.removeAll { $0.name.lowercased() == name.lowercased() }
+            headers.append((name, value))
+        }
+        let outgoing = UpstreamRequest(
+            scheme: upstream.scheme, host: upstream.host, port: upstream.port, target: target, method: request.method,
+            headers: headers, body: body, timeoutSeconds: route.settings.responseTimeoutSeconds, caFile: route.settings.caFile)
+        return .later { finish in
+            loop.send(outgoing) { result in
+                switch result {
+                case let .success(response): finish(response)
+                case let .failure(.unreachable(why)): finish(.error(CloakError(.unexpectedResponseType, why)))
+                case let .failure(.badResponse(why)): finish(.error(CloakError(.unexpectedResponseDataFormat, why)))
+                case .failure(.timeout): finish(.error(CloakError(.upstreamTimeout, "the upstream did not answer within \(route.settings.responseTimeoutSeconds) s")))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,255 @@
+import CloakHTTP
+import CloakTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// `ANY /proxy/{path}` against real upstreams on loopback: an evhttp server, a socket that
+/// resets, a port nobody listens on, and `openssl s_server` with certificates made here.
+@Suite(.serialized) struct ProxyTests {
+    /// An upstream that records what it receives and answers as the request asks.
+    final class Recorder: Sendable {
+        private let requests = Mutex<[HTTPRequest]>([])
+        func append(_ r: HTTPRequest) { requests.withLock { $0.append(r) } }
+        func withLock<T>(_ body: ([HTTPRequest]) -> T) -> T { requests.withLock { body($0) } }
+    }
+
+    final class Upstream: Sendable {
+        let server: HTTPServer
+        let seen = Recorder()
+
+        init() throws {
+            let seen = self.seen
+            server = try HTTPServer(configuration: .init(port: 0, threads: 1, drainTimeoutSeconds: 0.5), deferredHandler: { request, responder in
+                seen.append(request)
+                if request.path.hasPrefix("/never") { return }  // never answers
+                let status = Int(request.header("X-Want-Status") ?? "") ?? 201
+                responder.respond(HTTPResponse(status: status, headers: [("X-Upstream", "yes"), ("Content-Type", "text/plain")],
+                                               body: Array("upstream saw \(request.method.rawValue) \(request.path)".utf8)))
+            })
+            server.start()
+        }
+    }
+
+    /// Accepts connections and closes them at once with a reset.
+    final class Resetter: @unchecked Sendable {
+        let fd: Int32
+        let port: Int
+        init() {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, 16) } }
+            listen(fd, 16)
+            var len = socklen_t(16)
+            _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+            self.fd = fd
+            port = Int(UInt16(bigEndian: addr.sin_port))
+            Thread {
+                while true {
+                    let c = accept(fd, nil, nil)
+                    if c < 0 { return }
+                    var l = linger(l_onoff: 1, l_linger: 0)
+                    setsockopt(c, SOL_SOCKET, SO_LINGER, &l, socklen_t(MemoryLayout<linger>.size))
+                    close(c)
+                }
+            }.start()
+        }
+        func stop() { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+    }
+
+    static let ids = (0..<8).map { _ in UUID().uuidString.lowercased() }
+
+    static func configuration(upstream: Int, resetter: Int, tls: (port: Int, ca: String, otherCA: String)? = nil) -> String {
+        var routes = """
+            routes:
+              - {id: "\(ids[0])", path: /post, form: checkout, upstream: "http://127.0.0.1:\(upstream)/v1/post", methods: [POST], headers: {X-Extra: added}}
+              - {id: "\(ids[1])", path: /raw, upstream: "http://127.0.0.1:\(upstream)/raw", methods: [GET, POST, PUT]}
+              - {id: "\(ids[2])", path: /shared, form: checkout, upstream: echo}
+              - {id: "\(ids[3])", path: /shared, upstream: "http://127.0.0.1:\(upstream)/shared"}
+              - {id: "\(ids[4])", path: /slow, upstream: "http://127.0.0.1:\(upstream)/never", response_timeout_s: 0.5}
+              - {id: "\(ids[5])", path: /reset, upstream: "http://127.0.0.1:\(resetter)/"}
+              - {id: "\(ids[6])", path: /refused, upstream: "http://127.0.0.1:1/"}
+
+            """
+        if let tls {
+            routes += """
+                  - {id: "\(UUID().uuidString)", path: /tls-ok, upstream: "https://localhost:\(tls.port)/", methods: [GET], ca_file: "\(tls.ca)"}
+                  - {id: "\(UUID().uuidString)", path: /tls-wrong-host, upstream: "https://127.0.0.1:\(tls.port)/", methods: [GET], ca_file: "\(tls.ca)"}
+                  - {id: "\(UUID().uuidString)", path: /tls-untrusted, upstream: "https://localhost:\(tls.port)/", methods: [GET], ca_file: "\(tls.otherCA)"}
+
+                """
+        }
+        return TestServer.configurationWithTokens.replacingOccurrences(of: "routes: []", with: routes)
+    }
+
+    static let checkout = """
+        {"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123",\
+        "card_data.exp_date":"12/40","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"}}
+        """
+
+    @Test func formRoutesForwardTheRedactedBodyAndPassTheAnswerThrough() throws {
+        let upstream = try Upstream()
+        let resetter = Resetter()
+        defer { upstream.server.shutdown(); resetter.stop() }
+        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
+        defer { server.stop() }
+        let r = try server.client().request("POST", "/proxy/post/extra?x=1", json: Self.checkout,
+                                            headers: [("Authorization", "Bearer secret"), ("X-Client", "c1")])
+        #expect(r.status == 201, "\(r.text)")
+        #expect(r.header("X-Upstream") == "yes")
+        #expect(r.text == "upstream saw POST /v1/post/extra")
+        let seen = try #require(upstream.seen.withLock { $0.last })
+        #expect(seen.path == "/v1/post/extra" && seen.query == "x=1")
+        #expect(seen.header("Authorization") == nil)
+        #expect(seen.header("X-Client") == "c1")
+        #expect(seen.header("X-Extra") == "added")
+        #expect(seen.header("Content-Type") == "application/json")
+        let body = String(decoding: seen.body, as: UTF8.self)
+        #expect(!body.contains("4111111111111111") && !body.contains("4111 1111") && !body.contains("123-45-6789"))
+        let json = try #require((try? JSONSerialization.jsonObject(with: Data(seen.body))) as? [String: Any])
+        let number = ((json["card_data"] as? [String: Any])?["card_number"] as? String) ?? ""
+        #expect(number.hasPrefix("411111") && number.count == 16)
+    }
+
+    @Test func upstreamErrorsPassThroughAndFailuresMapToVGSErrors() throws {
+        let upstream = try Upstream()
+        let resetter = Resetter()
+        defer { upstream.server.shutdown(); resetter.stop() }
+        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
+        defer { server.stop() }
+        let client = try server.client()
+        let notFound = try client.request("GET", "/proxy/raw/thing", headers: [("X-Want-Status", "404")])
+        #expect(notFound.status == 404 && notFound.header("X-Upstream") == "yes")
+        let failing = try client.request("PUT", "/proxy/raw", body: Array("plain".utf8), headers: [("X-Want-Status", "503")])
+        #expect(failing.status == 503 && failing.text == "upstream saw PUT /raw")
+        #expect(upstream.seen.withLock { $0.last?.body } == Array("plain".utf8))
+
+        let started = Date()
+        let slow = try client.request("POST", "/proxy/slow", json: "{}")
+        #expect(slow.status == 504 && slow.errorCode == 1408)
+        #expect(Date().timeIntervalSince(started) < 5)
+        let reset = try client.request("POST", "/proxy/reset", json: "{}")
+        #expect(reset.status == 502 && reset.errorCode == 1400, "\(reset.text)")
+        let refused = try client.request("POST", "/proxy/refused", json: "{}")
+        #expect(refused.status == 502 && refused.errorCode == 1400)
+        // The server is still healthy and the pool recovers.
+        #expect(try client.request("GET", "/proxy/raw", headers: [("X-Want-Status", "200")]).status == 200)
+    }
+
+    @Test func routesArePickedByPathAndRouteId() throws {
+        let upstream = try Upstream()
+        let resetter = Resetter()
+        defer { upstream.server.shutdown(); resetter.stop() }
+        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
+        defer { server.stop() }
+        let client = try server.client()
+        #expect(try client.request("POST", "/proxy/shared", json: Self.checkout).errorCode == 1404)
+        let bad = try client.request("POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", "not-a-uuid")])
+        #expect(bad.status == 400 && bad.errorCode == 1480)
+        let echo = try client.request("POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", Self.ids[2])])
+        #expect(echo.status == 200)
+        #expect(((echo.json?["card_data"] as? [String: Any])?["card_holder"] as? String) == "Jane Doe")
+        #expect(!echo.text.contains("4111111111111111"))
+        let other = try client.request("POST", "/proxy/shared", json: "{}", headers: [("X-Route-Id", Self.ids[3].uppercased())])
+        #expect(other.status == 201)
+        #expect(try client.request("POST", "/proxy/nowhere", json: "{}").errorCode == 1404)
+        let wrongMethod = try client.request("GET", "/proxy/post")
+        #expect(wrongMethod.status == 405 && wrongMethod.header("Allow") == "POST")
+        #expect(try client.request("POST", "/proxy/post", json: #"{"fields":{}}"#).errorCode == 1001)
+    }
+
+    @Test func manyConcurrentProxiedRequestsShareFewConnections() throws {
+        let upstream = try Upstream()
+        let resetter = Resetter()
+        defer { upstream.server.shutdown(); resetter.stop() }
+        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
+        defer { server.stop() }
+        let failures = Atomic<Int>(0)
+        let port = server.port
+        DispatchQueue.concurrentPerform(iterations: 16) { i in
+            guard let client = try? RawHTTPClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+            for j in 0..<20 {
+                let r = try? client.request("GET", "/proxy/raw/\(i)/\(j)", headers: [("X-Want-Status", "200")])
+                if r?.status != 200 || r?.text != "upstream saw GET /raw/\(i)/\(j)" { failures.add(1, ordering: .relaxed) }
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
+        #expect(upstream.seen.withLock { $0.count } == 320)
+    }
+
+    // MARK: HTTPS
+
+    /// Whether something accepts connections on 127.0.0.1:`port` (the probe closes at once, so
+    /// a one-connection-at-a-time server such as `s_server` is free again).
+    static func isListening(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, 16) } } == 0
+    }
+
+    static func openssl(_ arguments: [String], in directory: String) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = arguments
+        p.currentDirectoryURL = URL(fileURLWithPath: directory)
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
+    }
+
+    /// A CA, a server certificate for `localhost` signed by it, and an unrelated CA.
+    static func makeCertificates(in d: String) throws {
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try openssl(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Cloak Test CA"], in: d)
+        try openssl(["req", "-x509"] + ec + ["-keyout", "other.key", "-out", "other.pem", "-days", "2", "-subj", "/CN=Other CA"], in: d)
+        try openssl(["req"] + ec + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"], in: d)
+        try "subjectAltName=DNS:localhost\n".write(toFile: "\(d)/san.ext", atomically: true, encoding: .utf8)
+        try openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                     "-out", "server.pem", "-days", "2", "-extfile", "san.ext"], in: d)
+    }
+
+    @Test func httpsUpstreamsAreVerifiedByCAAndHostname() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        try Self.makeCertificates(in: directory.path)
+        let tlsPort = Int.random(in: 30_000...39_000)
+        let tlsServer = Process()
+        tlsServer.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        tlsServer.arguments = ["s_server", "-accept", "\(tlsPort)", "-cert", "server.pem", "-key", "server.key", "-www", "-quiet"]
+        tlsServer.currentDirectoryURL = URL(fileURLWithPath: directory.path)
+        tlsServer.standardOutput = FileHandle.nullDevice
+        tlsServer.standardError = FileHandle.nullDevice
+        try tlsServer.run()
+        defer { kill(tlsServer.processIdentifier, SIGKILL); tlsServer.waitUntilExit() }
+        var up = false
+        for _ in 0..<100 where !up {
+            up = Self.isListening(tlsPort)
+            if !up { usleep(50_000) }
+        }
+        try #require(up)
+
+        let upstream = try Upstream()
+        let resetter = Resetter()
+        defer { upstream.server.shutdown(); resetter.stop() }
+        let server = try TestServer(yaml: Self.configuration(
+            upstream: upstream.server.port, resetter: resetter.port,
+            tls: (tlsPort, "\(directory.path)/ca.pem", "\(directory.path)/other.pem")))
+        defer { server.stop() }
+        let client = try server.client()
+        let ok = try client.request("GET", "/proxy/tls-ok")
+        #expect(ok.status == 200, "\(ok.text.prefix(200))")
+        #expect(ok.text.contains("s_server") || ok.text.contains("HTML"))
+        let wrongHost = try client.request("GET", "/proxy/tls-wrong-host")
+        #expect(wrongHost.status == 502 && wrongHost.errorCode == 1400)
+        let untrusted = try client.request("GET", "/proxy/tls-untrusted")
+        #expect(untrusted.status == 502 && untrusted.errorCode == 1400)
+    }
+}
