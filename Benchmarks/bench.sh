@@ -259,8 +259,7 @@ BASE_URL="http://$HOST:$C_PORT"
 SERVER_LABEL="c-evhttp"
 run_case "GET /" GET /      # first case: sets BASELINE_RPS
 C_RSS=$(peak_rss_mb "$C_PID")
-stop_pid "$C_PID"
-forget_pid "$C_PID"
+# The C server stays up: it is the upstream of the proxy case below.
 
 # ---------------------------------------------------------------- Cloak
 
@@ -272,7 +271,10 @@ if (( ! C_ONLY )); then
     BENCH_TOKEN="bench-$RANDOM$RANDOM"
     BENCH_HASH=$(printf %s "$BENCH_TOKEN" | sha256sum | cut -d' ' -f1)
     BENCH_CONFIG="$RESULTS_DIR/cloak.yaml"
-    sed "s/^  tokens: \[\].*/  tokens: [{id: bench, sha256: \"$BENCH_HASH\", scopes: [aliases:create, aliases:reveal]}]/" \
+    # Plus a one-field form and a route that forwards it to the C server (two hops, one alias).
+    sed -e "s/^  tokens: \[\].*/  tokens: [{id: bench, sha256: \"$BENCH_HASH\", scopes: [aliases:create, aliases:reveal]}]/" \
+        -e "s|^routes: \[\]|routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /bench, form: proxybench, upstream: \"http://$HOST:$C_PORT/\"}]|" \
+        -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}]}|" \
         "$CLOAK_CONFIG" >"$BENCH_CONFIG"
     log "starting cloak on $HOST:$CLOAK_PORT ($THREADS thread(s), config $CLOAK_CONFIG)"
     CLOAK_SERVER_LISTEN="$HOST:$CLOAK_PORT" CLOAK_SERVER_THREADS="$THREADS" \
@@ -290,11 +292,14 @@ if (( ! C_ONLY )); then
     run_case "POST validate" POST /forms/checkout/validate "$VALIDATE_BODY"
     run_case "POST /aliases (new)" POST /aliases "" "$BENCH_DIR/load/aliases.lua"
     run_case "POST form aliases" POST /forms/checkout/aliases "$VALIDATE_BODY" "$BENCH_DIR/load/form-aliases.lua"
+    run_case "POST /proxy -> C server" POST /proxy/bench "$BENCH_DIR/load/proxy-body.json"
 
     CLOAK_RSS=$(peak_rss_mb "$CLOAK_PID")
     stop_pid "$CLOAK_PID"
     forget_pid "$CLOAK_PID"
 fi
+stop_pid "$C_PID"
+forget_pid "$C_PID"
 
 # ---------------------------------------------------------------- report
 

@@ -160,6 +160,24 @@ import Testing
         #expect(try client.request("POST", "/proxy/post", json: #"{"fields":{}}"#).errorCode == 1001)
     }
 
+    @Test func clientsThatHangUpMidRequestLeaveTheServerHealthy() throws {
+        let upstream = try Upstream()
+        let resetter = Resetter()
+        defer { upstream.server.shutdown(); resetter.stop() }
+        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
+        defer { server.stop() }
+        for _ in 0..<20 {
+            let quitter = try server.client()
+            try quitter.send("POST /proxy/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        }  // every client is gone before its upstream deadline
+        usleep(800_000)  // past the 0.5 s deadline: every exchange has finished and been freed
+        let client = try server.client()
+        #expect(try client.request("GET", "/healthz").status == 200)
+        #expect(try client.request("GET", "/proxy/raw", headers: [("X-Want-Status", "200")]).status == 200)
+        let logged = server.logs.lines.filter { $0.contains(#""route":"/proxy/{path...}""#) && $0.contains(#""status":504"#) }
+        #expect(logged.count == 20)
+    }
+
     @Test func manyConcurrentProxiedRequestsShareFewConnections() throws {
         let upstream = try Upstream()
         let resetter = Resetter()
