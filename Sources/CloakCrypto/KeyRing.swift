@@ -145,10 +145,12 @@ public struct KeyRing: Sendable {
     }
 }
 
-func decodeHex(_ text: String) -> [UInt8]? {
+/// Bytes from hexadecimal text (either case); nil for odd lengths or other characters.
+public func decodeHex(_ text: String) -> [UInt8]? {
     let chars = Array(text.utf8)
     guard chars.count % 2 == 0, !chars.isEmpty else { return nil }
     var out: [UInt8] = []
+    out.reserveCapacity(chars.count / 2)
     var i = 0
     while i < chars.count {
         guard let hi = hexNibble(chars[i]), let lo = hexNibble(chars[i + 1]) else { return nil }

@@ -61,6 +61,16 @@ import Testing
 
     static let ids = (0..<8).map { _ in UUID().uuidString.lowercased() }
 
+    /// Runs `body` with Cloak in front of a recording upstream and a resetting socket.
+    func withProxyServer(_ body: (TestServer, Upstream) throws -> Void) throws {
+        let upstream = try Upstream()
+        let resetter = Resetter()
+        defer { upstream.server.shutdown(); resetter.stop() }
+        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
+        defer { server.stop() }
+        try body(server, upstream)
+    }
+
     static func configuration(upstream: Int, resetter: Int, tls: (port: Int, ca: String, otherCA: String)? = nil) -> String {
         var routes = """
             routes:
@@ -90,111 +100,96 @@ import Testing
         """
 
     @Test func formRoutesForwardTheRedactedBodyAndPassTheAnswerThrough() throws {
-        let upstream = try Upstream()
-        let resetter = Resetter()
-        defer { upstream.server.shutdown(); resetter.stop() }
-        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
-        defer { server.stop() }
-        let r = try server.client().request("POST", "/proxy/post/extra?x=1", json: Self.checkout,
-                                            headers: [("Authorization", "Bearer secret"), ("X-Client", "c1")])
-        #expect(r.status == 201, "\(r.text)")
-        #expect(r.header("X-Upstream") == "yes")
-        #expect(r.text == "upstream saw POST /v1/post/extra")
-        let seen = try #require(upstream.seen.withLock { $0.last })
-        #expect(seen.path == "/v1/post/extra" && seen.query == "x=1")
-        #expect(seen.header("Authorization") == nil)
-        #expect(seen.header("X-Client") == "c1")
-        #expect(seen.header("X-Extra") == "added")
-        #expect(seen.header("Content-Type") == "application/json")
-        let body = String(decoding: seen.body, as: UTF8.self)
-        #expect(!body.contains("4111111111111111") && !body.contains("4111 1111") && !body.contains("123-45-6789"))
-        let json = try #require((try? JSONSerialization.jsonObject(with: Data(seen.body))) as? [String: Any])
-        let number = ((json["card_data"] as? [String: Any])?["card_number"] as? String) ?? ""
-        #expect(number.hasPrefix("411111") && number.count == 16)
+        try withProxyServer { server, upstream in
+            let r = try server.client().request("POST", "/proxy/post/extra?x=1", json: Self.checkout,
+                                                headers: [("Authorization", "Bearer secret"), ("X-Client", "c1")])
+            #expect(r.status == 201, "\(r.text)")
+            #expect(r.header("X-Upstream") == "yes")
+            #expect(r.text == "upstream saw POST /v1/post/extra")
+            let seen = try #require(upstream.seen.withLock { $0.last })
+            #expect(seen.path == "/v1/post/extra" && seen.query == "x=1")
+            #expect(seen.header("Authorization") == nil)
+            #expect(seen.header("X-Client") == "c1")
+            #expect(seen.header("X-Extra") == "added")
+            #expect(seen.header("Content-Type") == "application/json")
+            let body = String(decoding: seen.body, as: UTF8.self)
+            #expect(!body.contains("4111111111111111") && !body.contains("4111 1111") && !body.contains("123-45-6789"))
+            let json = try #require((try? JSONSerialization.jsonObject(with: Data(seen.body))) as? [String: Any])
+            let number = ((json["card_data"] as? [String: Any])?["card_number"] as? String) ?? ""
+            #expect(number.hasPrefix("411111") && number.count == 16)
+        }
     }
 
     @Test func upstreamErrorsPassThroughAndFailuresMapToVGSErrors() throws {
-        let upstream = try Upstream()
-        let resetter = Resetter()
-        defer { upstream.server.shutdown(); resetter.stop() }
-        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
-        defer { server.stop() }
-        let client = try server.client()
-        let notFound = try client.request("GET", "/proxy/raw/thing", headers: [("X-Want-Status", "404")])
-        #expect(notFound.status == 404 && notFound.header("X-Upstream") == "yes")
-        let failing = try client.request("PUT", "/proxy/raw", body: Array("plain".utf8), headers: [("X-Want-Status", "503")])
-        #expect(failing.status == 503 && failing.text == "upstream saw PUT /raw")
-        #expect(upstream.seen.withLock { $0.last?.body } == Array("plain".utf8))
+        try withProxyServer { server, upstream in
+            let client = try server.client()
+            let notFound = try client.request("GET", "/proxy/raw/thing", headers: [("X-Want-Status", "404")])
+            #expect(notFound.status == 404 && notFound.header("X-Upstream") == "yes")
+            let failing = try client.request("PUT", "/proxy/raw", body: Array("plain".utf8), headers: [("X-Want-Status", "503")])
+            #expect(failing.status == 503 && failing.text == "upstream saw PUT /raw")
+            #expect(upstream.seen.withLock { $0.last?.body } == Array("plain".utf8))
 
-        let started = Date()
-        let slow = try client.request("POST", "/proxy/slow", json: "{}")
-        #expect(slow.status == 504 && slow.errorCode == 1408)
-        #expect(Date().timeIntervalSince(started) < 5)
-        let reset = try client.request("POST", "/proxy/reset", json: "{}")
-        #expect(reset.status == 502 && reset.errorCode == 1400, "\(reset.text)")
-        let refused = try client.request("POST", "/proxy/refused", json: "{}")
-        #expect(refused.status == 502 && refused.errorCode == 1400)
-        // The server is still healthy and the pool recovers.
-        #expect(try client.request("GET", "/proxy/raw", headers: [("X-Want-Status", "200")]).status == 200)
+            let started = Date()
+            let slow = try client.request("POST", "/proxy/slow", json: "{}")
+            #expect(slow.status == 504 && slow.errorCode == 1408)
+            #expect(Date().timeIntervalSince(started) < 5)
+            let reset = try client.request("POST", "/proxy/reset", json: "{}")
+            #expect(reset.status == 502 && reset.errorCode == 1400, "\(reset.text)")
+            let refused = try client.request("POST", "/proxy/refused", json: "{}")
+            #expect(refused.status == 502 && refused.errorCode == 1400)
+            // The server is still healthy and the pool recovers.
+            #expect(try client.request("GET", "/proxy/raw", headers: [("X-Want-Status", "200")]).status == 200)
+        }
     }
 
     @Test func routesArePickedByPathAndRouteId() throws {
-        let upstream = try Upstream()
-        let resetter = Resetter()
-        defer { upstream.server.shutdown(); resetter.stop() }
-        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
-        defer { server.stop() }
-        let client = try server.client()
-        #expect(try client.request("POST", "/proxy/shared", json: Self.checkout).errorCode == 1404)
-        let bad = try client.request("POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", "not-a-uuid")])
-        #expect(bad.status == 400 && bad.errorCode == 1480)
-        let echo = try client.request("POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", Self.ids[2])])
-        #expect(echo.status == 200)
-        #expect(((echo.json?["card_data"] as? [String: Any])?["card_holder"] as? String) == "Jane Doe")
-        #expect(!echo.text.contains("4111111111111111"))
-        let other = try client.request("POST", "/proxy/shared", json: "{}", headers: [("X-Route-Id", Self.ids[3].uppercased())])
-        #expect(other.status == 201)
-        #expect(try client.request("POST", "/proxy/nowhere", json: "{}").errorCode == 1404)
-        let wrongMethod = try client.request("GET", "/proxy/post")
-        #expect(wrongMethod.status == 405 && wrongMethod.header("Allow") == "POST")
-        #expect(try client.request("POST", "/proxy/post", json: #"{"fields":{}}"#).errorCode == 1001)
+        try withProxyServer { server, upstream in
+            let client = try server.client()
+            #expect(try client.request("POST", "/proxy/shared", json: Self.checkout).errorCode == 1404)
+            let bad = try client.request("POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", "not-a-uuid")])
+            #expect(bad.status == 400 && bad.errorCode == 1480)
+            let echo = try client.request("POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", Self.ids[2])])
+            #expect(echo.status == 200)
+            #expect(((echo.json?["card_data"] as? [String: Any])?["card_holder"] as? String) == "Jane Doe")
+            #expect(!echo.text.contains("4111111111111111"))
+            let other = try client.request("POST", "/proxy/shared", json: "{}", headers: [("X-Route-Id", Self.ids[3].uppercased())])
+            #expect(other.status == 201)
+            #expect(try client.request("POST", "/proxy/nowhere", json: "{}").errorCode == 1404)
+            let wrongMethod = try client.request("GET", "/proxy/post")
+            #expect(wrongMethod.status == 405 && wrongMethod.header("Allow") == "POST")
+            #expect(try client.request("POST", "/proxy/post", json: #"{"fields":{}}"#).errorCode == 1001)
+        }
     }
 
     @Test func clientsThatHangUpMidRequestLeaveTheServerHealthy() throws {
-        let upstream = try Upstream()
-        let resetter = Resetter()
-        defer { upstream.server.shutdown(); resetter.stop() }
-        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
-        defer { server.stop() }
-        for _ in 0..<20 {
-            let quitter = try server.client()
-            try quitter.send("POST /proxy/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
-        }  // every client is gone before its upstream deadline
-        usleep(800_000)  // past the 0.5 s deadline: every exchange has finished and been freed
-        let client = try server.client()
-        #expect(try client.request("GET", "/healthz").status == 200)
-        #expect(try client.request("GET", "/proxy/raw", headers: [("X-Want-Status", "200")]).status == 200)
-        let logged = server.logs.lines.filter { $0.contains(#""route":"/proxy/{path...}""#) && $0.contains(#""status":504"#) }
-        #expect(logged.count == 20)
+        try withProxyServer { server, upstream in
+            for _ in 0..<20 {
+                let quitter = try server.client()
+                try quitter.send("POST /proxy/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+            }  // every client is gone before its upstream deadline
+            usleep(800_000)  // past the 0.5 s deadline: every exchange has finished and been freed
+            let client = try server.client()
+            #expect(try client.request("GET", "/healthz").status == 200)
+            #expect(try client.request("GET", "/proxy/raw", headers: [("X-Want-Status", "200")]).status == 200)
+            let logged = server.logs.lines.filter { $0.contains(#""route":"/proxy/{path...}""#) && $0.contains(#""status":504"#) }
+            #expect(logged.count == 20)
+        }
     }
 
     @Test func manyConcurrentProxiedRequestsShareFewConnections() throws {
-        let upstream = try Upstream()
-        let resetter = Resetter()
-        defer { upstream.server.shutdown(); resetter.stop() }
-        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
-        defer { server.stop() }
-        let failures = Atomic<Int>(0)
-        let port = server.port
-        DispatchQueue.concurrentPerform(iterations: 16) { i in
-            guard let client = try? RawHTTPClient(port: port) else { failures.add(1, ordering: .relaxed); return }
-            for j in 0..<20 {
-                let r = try? client.request("GET", "/proxy/raw/\(i)/\(j)", headers: [("X-Want-Status", "200")])
-                if r?.status != 200 || r?.text != "upstream saw GET /raw/\(i)/\(j)" { failures.add(1, ordering: .relaxed) }
+        try withProxyServer { server, upstream in
+            let failures = Atomic<Int>(0)
+            let port = server.port
+            DispatchQueue.concurrentPerform(iterations: 16) { i in
+                guard let client = try? RawHTTPClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+                for j in 0..<20 {
+                    let r = try? client.request("GET", "/proxy/raw/\(i)/\(j)", headers: [("X-Want-Status", "200")])
+                    if r?.status != 200 || r?.text != "upstream saw GET /raw/\(i)/\(j)" { failures.add(1, ordering: .relaxed) }
+                }
             }
+            #expect(failures.load(ordering: .relaxed) == 0)
+            #expect(upstream.seen.withLock { $0.count } == 320)
         }
-        #expect(failures.load(ordering: .relaxed) == 0)
-        #expect(upstream.seen.withLock { $0.count } == 320)
     }
 
     // MARK: HTTPS

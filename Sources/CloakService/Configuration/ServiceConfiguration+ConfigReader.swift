@@ -1,4 +1,5 @@
 import CloakCore
+import CloakCrypto
 import CloakHTTP
 import Foundation
 
@@ -202,28 +203,5 @@ extension ServiceConfiguration {
         }
         guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else { return nil }
         return (String(host), port)
-    }
-}
-
-func decodeHex(_ text: String) -> [UInt8]? {
-    let chars = Array(text.utf8)
-    guard chars.count % 2 == 0 else { return nil }
-    var out: [UInt8] = []
-    out.reserveCapacity(chars.count / 2)
-    var i = 0
-    while i < chars.count {
-        guard let hi = hexValue(chars[i]), let lo = hexValue(chars[i + 1]) else { return nil }
-        out.append(hi << 4 | lo)
-        i += 2
-    }
-    return out
-}
-
-private func hexValue(_ c: UInt8) -> UInt8? {
-    switch c {
-    case 48...57: return c - 48
-    case 97...102: return c - 87
-    case 65...70: return c - 55
-    default: return nil
     }
 }

@@ -18,10 +18,10 @@ struct FF1Command: ParsableCommand {
     @Argument(help: "The numeral string.") var value: String
 
     func run() throws {
-        guard let keyBytes = Self.hex(key), [16, 24, 32].contains(keyBytes.count) else {
+        guard let keyBytes = decodeHex(key), [16, 24, 32].contains(keyBytes.count) else {
             throw ValidationError("--key must be 32, 48 or 64 hexadecimal characters")
         }
-        guard let tweakBytes = tweak.isEmpty ? [] : Self.hex(tweak) else { throw ValidationError("--tweak must be hexadecimal") }
+        guard let tweakBytes = tweak.isEmpty ? [] : decodeHex(tweak) else { throw ValidationError("--tweak must be hexadecimal") }
         guard (2...62).contains(radix) else { throw ValidationError("--radix must be 2 to 62") }
         guard let numerals = FF1.Alphabet.numerals(value, radix: radix), numerals.count >= 2 else {
             throw ValidationError("VALUE must be at least 2 numerals of radix \(radix)")
@@ -29,18 +29,5 @@ struct FF1Command: ParsableCommand {
         let ff1 = try FF1(key: SymmetricKey(keyBytes), radix: radix)
         let out = direction == .encrypt ? try ff1.encrypt(numerals, tweak: tweakBytes) : try ff1.decrypt(numerals, tweak: tweakBytes)
         print(FF1.Alphabet.text(out))
-    }
-
-    static func hex(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        var i = 0
-        while i < chars.count {
-            guard let byte = UInt8(String(decoding: chars[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(byte)
-            i += 2
-        }
-        return out
     }
 }
