@@ -1,11 +1,12 @@
 # Build: Swift on Debian bookworm, with the C libraries Cloak links.
-FROM swift:6.0-bookworm AS build
+FROM swift:6.3-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       libevent-dev libssl-dev libsqlite3-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Resolve dependencies in their own layer so source edits do not refetch them.
 COPY Package.swift ./
+RUN mkdir -p Sources Tests Benchmarks/Micro
 RUN swift package resolve
 COPY Sources ./Sources
 COPY config ./config
