@@ -6,9 +6,11 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
 WORKDIR /src
 # Resolve dependencies in their own layer so source edits do not refetch them.
 COPY Package.swift ./
-RUN mkdir -p Sources Tests Benchmarks/Micro
 RUN swift package resolve
+# Every target the manifest names must exist for it to load, tests and micro-benchmarks included.
 COPY Sources ./Sources
+COPY Tests ./Tests
+COPY Benchmarks/Micro ./Benchmarks/Micro
 COPY config ./config
 RUN swift build -c release --product cloak --static-swift-stdlib \
     && cp "$(swift build -c release --show-bin-path)/cloak" /usr/local/bin/cloak
