@@ -176,6 +176,39 @@ import Testing
         }
     }
 
+    @Test func aConnectionThatCannotBeOpenedFailsAtTheConnectDeadline() throws {
+        // A listener whose accept queue is full: further SYNs go unanswered, connect() hangs.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, 16) } }
+        listen(fd, 0)
+        var len = socklen_t(16)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        var fillers: [Int32] = []
+        defer { fillers.forEach { close($0) } }
+        for _ in 0..<4 {
+            let c = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(c, $0, 16) } }
+            fillers.append(c)
+        }
+        usleep(100_000)
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "routes: []", with: """
+            routes:
+              - {id: "\(UUID().uuidString)", path: /stuck, upstream: "http://127.0.0.1:\(port)/", methods: [GET], connect_timeout_s: 0.3, response_timeout_s: 10}
+
+            """)
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let started = Date()
+        let r = try server.client().request("GET", "/proxy/stuck")
+        #expect(r.status == 504 && r.errorCode == 1408, "\(r.text)")
+        #expect(Date().timeIntervalSince(started) < 3)
+    }
+
     @Test func manyConcurrentProxiedRequestsShareFewConnections() throws {
         try withProxyServer { server, upstream in
             let failures = Atomic<Int>(0)

@@ -239,6 +239,9 @@ final class Connection {
     private var current: Exchange?
     private(set) var isClosed = false
     private var freeScheduled = false
+    /// Set until the first exchange's TCP connect is checked.
+    private var connectTimer: OpaquePointer?
+    private var isNew = true
 
     init?(pool: Pool, address: String) {
         self.pool = pool
@@ -286,6 +289,8 @@ final class Connection {
     }
 
     func free() {
+        if let connectTimer { event_free(connectTimer) }
+        connectTimer = nil
         guard let evcon else { return }
         self.evcon = nil
         evhttp_connection_set_closecb(evcon, nil, nil)
@@ -336,6 +341,36 @@ final class Connection {
             let fd = bufferevent_getfd(bev)
             if fd >= 0 { Libevent.setNoDelay(fd) }
         }
+        if isNew {
+            isNew = false
+            startConnectTimer(seconds: r.connectTimeoutSeconds)
+        }
+    }
+
+    /// After `seconds`, a socket that is still not connected fails its exchange (504).
+    private func startConnectTimer(seconds: Double) {
+        connectTimer = CLibevent_timer_new(pool.base, { _, _, arg in
+            let connection = Unmanaged<Connection>.fromOpaque(arg!).takeUnretainedValue()
+            connection.checkConnected()
+        }, Unmanaged.passUnretained(self).toOpaque())
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - floor(seconds)) * 1_000_000))
+        if let connectTimer { event_add(connectTimer, &tv) }
+    }
+
+    private func checkConnected() {
+        if let connectTimer { event_free(connectTimer) }
+        connectTimer = nil
+        guard let evcon, let bev = evhttp_connection_get_bufferevent(evcon), let exchange = current else { return }
+        let fd = bufferevent_getfd(bev)
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let connected = fd >= 0 && withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) == 0 }
+        }
+        guard !connected else { return }
+        exchange.timedOut = true
+        if let req = exchange.evRequest { evhttp_cancel_request(req) }
+        exchange.finish(.failure(.timeout))
     }
 
     private static func complete(_ exchange: Exchange, _ req: OpaquePointer?) {

@@ -16,12 +16,14 @@ public struct UpstreamRequest: Sendable {
     public var body: [UInt8]
     /// How long the whole exchange may take, connection included.
     public var timeoutSeconds: Double
+    /// How long opening a new connection may take (TCP connect).
+    public var connectTimeoutSeconds: Double
     /// PEM file of trusted CAs for HTTPS; nil: the system store.
     public var caFile: String?
 
     public init(scheme: Scheme, host: String, port: Int, target: String, method: HTTPMethod,
                 headers: [(name: String, value: String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 30,
-                caFile: String? = nil) {
+                connectTimeoutSeconds: Double = 5, caFile: String? = nil) {
         self.scheme = scheme
         self.host = host
         self.port = port
@@ -30,6 +32,7 @@ public struct UpstreamRequest: Sendable {
         self.headers = headers
         self.body = body
         self.timeoutSeconds = timeoutSeconds
+        self.connectTimeoutSeconds = connectTimeoutSeconds
         self.caFile = caFile
     }
 

@@ -104,7 +104,8 @@ struct ProxyHandler: Sendable {
         }
         let outgoing = UpstreamRequest(
             scheme: upstream.scheme, host: upstream.host, port: upstream.port, target: target, method: request.method,
-            headers: headers, body: body, timeoutSeconds: route.settings.responseTimeoutSeconds, caFile: route.settings.caFile)
+            headers: headers, body: body, timeoutSeconds: route.settings.responseTimeoutSeconds,
+            connectTimeoutSeconds: route.settings.connectTimeoutSeconds, caFile: route.settings.caFile)
         return .later { finish in
             loop.send(outgoing) { result in
                 switch result {
