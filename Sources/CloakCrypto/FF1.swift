@@ -79,6 +79,14 @@ public final class FF1: Sendable {
             for i in 0..<u { a[i] = x[i] }
             for i in 0..<v { bb[i] = x[u + i] }
             var aLength = u, bLength = v
+            // Fast path: when radix^v < 2^32, numbers fit in machine words, so NUM, the
+            // reduction of y and STR need a handful of divisions instead of one per numeral
+            // per word. Both paths compute the same values (tests run inputs of both sizes).
+            let r64 = UInt64(radix)
+            var powerV: UInt64 = 1
+            for _ in 0..<v where powerV < 1 << 32 { powerV *= r64 }
+            let fast = powerV < 1 << 32 && d <= 16
+            let powerU: UInt64 = fast ? (0..<u).reduce(1) { p, _ in p * r64 } : 0
 
             return cipher.withEncryptor { encrypt in
                 encrypt(p)  // CIPH_K(P): the CBC-MAC state after P, the same every round
@@ -86,8 +94,16 @@ public final class FF1: Sendable {
                     let i = decrypting ? 9 - step : step
                     let m = i % 2 == 0 ? u : v
                     q[t + padding] = UInt8(i)
-                    Self.numRadix(decrypting ? a : bb, count: decrypting ? aLength : bLength, radix: radix,
-                                  into: q + t + padding + 1, length: b)
+                    if fast {
+                        let numerals = decrypting ? a : bb
+                        var value: UInt64 = 0
+                        for k in 0..<(decrypting ? aLength : bLength) { value = value * r64 + UInt64(numerals[k]) }
+                        let out = q + t + padding + 1
+                        for k in 0..<b { out[b - 1 - k] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(k))) }
+                    } else {
+                        Self.numRadix(decrypting ? a : bb, count: decrypting ? aLength : bLength, radix: radix,
+                                      into: q + t + padding + 1, length: b)
+                    }
                     // R = PRF(P ‖ Q)
                     for j in 0..<16 { r[j] = p[j] }
                     var offset = 0
@@ -112,9 +128,29 @@ public final class FF1: Sendable {
                         block += 1
                     }
                     // c = (NUM_radix(A) ± y) mod radix^m, written to C as m numerals
-                    for j in 0..<d { work[j] = s[j] }
                     let source = decrypting ? bb : a
-                    Self.combine(source, m, yBytes: work, yLength: d, radix: radix, subtract: decrypting, into: c)
+                    if fast {
+                        let modulus = m == u ? powerU : powerV
+                        var y: UInt64 = 0
+                        var w = 0
+                        while w < d {
+                            let word = UInt64(s[w]) << 24 | UInt64(s[w + 1]) << 16 | UInt64(s[w + 2]) << 8 | UInt64(s[w + 3])
+                            y = (y << 32 | word) % modulus
+                            w += 4
+                        }
+                        var x: UInt64 = 0
+                        for k in 0..<m { x = x * r64 + UInt64(source[k]) }
+                        var value = decrypting ? (x + modulus - y) % modulus : (x + y) % modulus
+                        var k = m - 1
+                        while k >= 0 {
+                            c[k] = UInt8(truncatingIfNeeded: value % r64)
+                            value /= r64
+                            k -= 1
+                        }
+                    } else {
+                        for j in 0..<d { work[j] = s[j] }
+                        Self.combine(source, m, yBytes: work, yLength: d, radix: radix, subtract: decrypting, into: c)
+                    }
                     if decrypting {
                         // B = A; A = C
                         let oldB = bb
