@@ -1,87 +1,109 @@
 /// Maps a method and a path to a handler, with `{name}` parameters and a trailing `{name...}`
 /// catch-all. A path that exists under other methods resolves to ``Resolution/methodNotAllowed``
 /// so the caller can answer 405 with `Allow`; `HEAD` is served by a `GET` route.
+///
+/// Templates are kept in a trie of path segments (literal children first, then a parameter,
+/// then a catch-all), so resolving costs one dictionary step per segment whatever the number of
+/// routes.
 public struct Router<Handler: Sendable>: Sendable {
-    enum Segment: Sendable, Equatable {
-        case literal(String)
-        case parameter(String)
-        case remainder(String)
-    }
-
-    struct Route: Sendable {
-        let method: HTTPMethod
-        let template: String
-        let segments: [Segment]
-        let handler: Handler
-    }
-
     public enum Resolution {
         case found(Handler, parameters: [String: String], template: String)
         case methodNotAllowed(allowed: [HTTPMethod], template: String)
         case notFound
     }
 
-    private var routes: [Route] = []
-    /// Routes without parameters, by their exact path: the common case skips matching.
-    private var exactRoutes: [String: [Route]] = [:]
+    struct Endpoint: Sendable {
+        let method: HTTPMethod
+        let handler: Handler
+        let template: String
+    }
+
+    final class Node: @unchecked Sendable {
+        // Built before the router is shared, never mutated afterwards.
+        var literals: [Substring: Node] = [:]
+        var parameter: (name: String, node: Node)?
+        var remainder: (name: String, endpoints: [Endpoint])?
+        var endpoints: [Endpoint] = []
+    }
+
+    private var root = Node()
 
     public init() {}
 
     /// Adds a route such as `"/forms/{form}/validate"` or `"/proxy/{path...}"`.
     public mutating func add(_ method: HTTPMethod, _ template: String, _ handler: Handler) {
-        let segments = Self.split(template).map { part -> Segment in
-            if part.hasPrefix("{") && part.hasSuffix("...}") { return .remainder(String(part.dropFirst().dropLast(4))) }
-            if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
-            return .literal(String(part))
+        if !isKnownUniquelyReferenced(&root) { root = Self.copy(root) }
+        var node = root
+        let endpoint = Endpoint(method: method, handler: handler, template: template)
+        for part in Self.split(template) {
+            if part.hasPrefix("{") && part.hasSuffix("...}") {
+                let name = String(part.dropFirst().dropLast(4))
+                node.remainder = (name, (node.remainder?.endpoints ?? []) + [endpoint])
+                return
+            }
+            if part.hasPrefix("{") && part.hasSuffix("}") {
+                let name = String(part.dropFirst().dropLast())
+                if node.parameter == nil { node.parameter = (name, Node()) }
+                node = node.parameter!.node
+            } else {
+                let next = node.literals[part] ?? Node()
+                node.literals[part] = next
+                node = next
+            }
         }
-        let route = Route(method: method, template: template, segments: segments, handler: handler)
-        routes.append(route)
-        if segments.allSatisfy({ if case .literal = $0 { return true } else { return false } }) {
-            exactRoutes[template, default: []].append(route)
-        }
+        node.endpoints.append(endpoint)
     }
 
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
-        if let exact = exactRoutes[path] {
-            if let r = exact.first(where: { $0.method == method || (method == .HEAD && $0.method == .GET) }) {
-                return .found(r.handler, parameters: [:], template: r.template)
-            }
-        }
         let parts = Self.split(path)
-        var allowed: [HTTPMethod] = []
-        var matchedTemplate: String?
-        for route in routes {
-            guard let parameters = Self.match(route.segments, parts) else { continue }
-            if route.method == method || (method == .HEAD && route.method == .GET) {
-                return .found(route.handler, parameters: parameters, template: route.template)
-            }
-            matchedTemplate = matchedTemplate ?? route.template
-            allowed.append(route.method)
-            if route.method == .GET { allowed.append(.HEAD) }
+        var parameters: [String: String] = [:]
+        var endpoints: [Endpoint] = []
+        if !Self.walk(root, parts[...], &parameters, &endpoints) { return .notFound }
+        if let e = endpoints.first(where: { $0.method == method }) ?? (method == .HEAD ? endpoints.first { $0.method == .GET } : nil) {
+            return .found(e.handler, parameters: parameters, template: e.template)
         }
-        if let matchedTemplate { return .methodNotAllowed(allowed: allowed, template: matchedTemplate) }
-        return .notFound
+        var allowed: [HTTPMethod] = []
+        for e in endpoints {
+            allowed.append(e.method)
+            if e.method == .GET { allowed.append(.HEAD) }
+        }
+        return .methodNotAllowed(allowed: allowed, template: endpoints[0].template)
+    }
+
+    /// Finds the endpoints for `parts` below `node`: literals before a parameter before a catch-all.
+    private static func walk(_ node: Node, _ parts: ArraySlice<Substring>, _ parameters: inout [String: String],
+                             _ endpoints: inout [Endpoint]) -> Bool {
+        guard let part = parts.first else {
+            guard !node.endpoints.isEmpty else { return false }
+            endpoints = node.endpoints
+            return true
+        }
+        let rest = parts.dropFirst()
+        if let next = node.literals[part], walk(next, rest, &parameters, &endpoints) { return true }
+        if let (name, next) = node.parameter {
+            let saved = parameters
+            parameters[name] = String(part)
+            if walk(next, rest, &parameters, &endpoints) { return true }
+            parameters = saved
+        }
+        if let (name, found) = node.remainder {
+            parameters[name] = parts.joined(separator: "/")
+            endpoints = found
+            return true
+        }
+        return false
+    }
+
+    private static func copy(_ node: Node) -> Node {
+        let out = Node()
+        out.literals = node.literals.mapValues(copy)
+        out.parameter = node.parameter.map { ($0.name, copy($0.node)) }
+        out.remainder = node.remainder
+        out.endpoints = node.endpoints
+        return out
     }
 
     private static func split(_ path: String) -> [Substring] {
         path.split(separator: "/", omittingEmptySubsequences: true)
-    }
-
-    private static func match(_ segments: [Segment], _ parts: [Substring]) -> [String: String]? {
-        var parameters: [String: String] = [:]
-        for (i, segment) in segments.enumerated() {
-            switch segment {
-            case let .remainder(name):
-                guard i < parts.count else { return nil }
-                parameters[name] = parts[i...].joined(separator: "/")
-                return parameters
-            case let .literal(text):
-                guard i < parts.count, parts[i] == text else { return nil }
-            case let .parameter(name):
-                guard i < parts.count else { return nil }
-                parameters[name] = String(parts[i])
-            }
-        }
-        return parts.count == segments.count ? parameters : nil
     }
 }
