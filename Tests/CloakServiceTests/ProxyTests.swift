@@ -209,6 +209,42 @@ import Testing
         #expect(Date().timeIntervalSince(started) < 3)
     }
 
+    @Test(arguments: [
+        "/proxy/raw/x%20HTTP/1.1%0d%0aX-Evil:%201%0d%0a%0d%0aGET%20/admin",  // request splitting
+        "/proxy/raw/..%2f..%2fadmin", "/proxy/raw/%2e%2e/admin", "/proxy/raw/a/../../admin",  // escaping the route
+        "/proxy/raw/%00", "/proxy/raw/%zz", "/proxy/%72aw/x",  // NUL, bad encoding, encoded route path
+    ])
+    func hostilePathsAreRefusedBeforeReachingTheUpstream(path: String) throws {
+        try withProxyServer { server, upstream in
+            let r = try server.client().request("GET", path)
+            #expect(r.status == 400 && r.errorCode == 1002, "\(path): \(r.status) \(r.text)")
+            #expect(upstream.seen.withLock { $0.isEmpty })
+        }
+    }
+
+    @Test func encodedCharactersAreForwardedStillEncoded() throws {
+        try withProxyServer { server, upstream in
+            let r = try server.client().request("GET", "/proxy/raw/a%3Fb%2Fc?q=%20x", headers: [("X-Want-Status", "200")])
+            #expect(r.status == 200)
+            let seen = try #require(upstream.seen.withLock { $0.last })
+            #expect(seen.rawPath == "/raw/a%3Fb%2Fc")
+            #expect(seen.query == "q=%20x")
+        }
+    }
+
+    @Test func aTimedOutExchangeGivesItsConnectionBack() throws {
+        try withProxyServer { server, upstream in
+            // More timeouts than a pool holds connections: each must free its connection.
+            let clients = try (0..<70).map { _ in try server.client() }
+            for c in clients { try c.send("POST /proxy/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}") }
+            for c in clients { #expect(try c.readResponse().status == 504) }
+            let r = try server.client().request("GET", "/proxy/raw", headers: [("X-Want-Status", "200")])
+            #expect(r.status == 200)
+            let slow = try server.client().request("POST", "/proxy/slow", json: "{}")
+            #expect(slow.status == 504)
+        }
+    }
+
     @Test func manyConcurrentProxiedRequestsShareFewConnections() throws {
         try withProxyServer { server, upstream in
             let failures = Atomic<Int>(0)

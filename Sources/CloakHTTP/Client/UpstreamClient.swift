@@ -66,6 +66,15 @@ final class Exchange {
     /// The evhttp request while it is on a connection.
     var evRequest: OpaquePointer?
     weak var connection: Connection?
+    /// Whether the retain handed to evhttp with the request has been given back.
+    private var contextReleased = false
+
+    /// Gives back the retain taken for the evhttp request's context (once).
+    func releaseContext() {
+        guard !contextReleased else { return }
+        contextReleased = true
+        Unmanaged.passUnretained(self).release()
+    }
 
     init(request: UpstreamRequest, completion: @escaping (Result<HTTPResponse, UpstreamError>) -> Void) {
         self.request = request
@@ -173,11 +182,12 @@ final class Pool {
         exchange.timer = CLibevent_timer_new(base, { _, _, arg in
             guard let arg else { return }
             let exchange = Unmanaged<Exchange>.fromOpaque(arg).takeUnretainedValue()
-            exchange.timedOut = true
-            if let req = exchange.evRequest {
-                evhttp_cancel_request(req)  // fails the connection; its callbacks finish the exchange
+            if let connection = exchange.connection {
+                connection.abort(exchange)
+            } else {
+                exchange.timedOut = true
+                exchange.finish(.failure(.timeout))  // still waiting for a connection
             }
-            exchange.finish(.failure(.timeout))
         }, Unmanaged.passUnretained(exchange).toOpaque())
         let seconds = max(exchange.request.timeoutSeconds, 0.001)
         var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - floor(seconds)) * 1_000_000))
@@ -310,10 +320,11 @@ final class Connection {
         exchange.connection = self
         let context = Unmanaged.passRetained(exchange).toOpaque()
         guard let req = evhttp_request_new({ req, arg in
-            let exchange = Unmanaged<Exchange>.fromOpaque(arg!).takeRetainedValue()
+            let exchange = Unmanaged<Exchange>.fromOpaque(arg!).takeUnretainedValue()
+            exchange.releaseContext()
             Connection.complete(exchange, req)
         }, context) else {
-            Unmanaged<Exchange>.fromOpaque(context).release()
+            exchange.releaseContext()
             return done(exchange, .failure(.unreachable("cannot create a request")), reusable: false)
         }
         evhttp_request_set_error_cb(req, { error, arg in
@@ -334,7 +345,7 @@ final class Connection {
         if evhttp_make_request(evcon, req, Connection.command(r.method), r.target) != 0 {
             // evhttp frees the request on failure without calling back.
             exchange.evRequest = nil
-            Unmanaged<Exchange>.fromOpaque(context).release()
+            exchange.releaseContext()
             return done(exchange, .failure(.unreachable("cannot send the request")), reusable: false)
         }
         if let bev = evhttp_connection_get_bufferevent(evcon) {
@@ -360,7 +371,8 @@ final class Connection {
     private func checkConnected() {
         if let connectTimer { event_free(connectTimer) }
         connectTimer = nil
-        guard let evcon, let bev = evhttp_connection_get_bufferevent(evcon), let exchange = current else { return }
+        guard let evcon, let bev = evhttp_connection_get_bufferevent(evcon), let exchange = current, !exchange.isDone
+        else { return }
         let fd = bufferevent_getfd(bev)
         var address = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -368,9 +380,21 @@ final class Connection {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) == 0 }
         }
         guard !connected else { return }
+        abort(exchange)
+    }
+
+    /// Ends `exchange` at its deadline. libevent 2.1 frees a cancelled request and calls only its
+    /// error callback, never its completion: the exchange, its retained context and this
+    /// connection are finished here.
+    func abort(_ exchange: Exchange) {
+        guard current === exchange, !exchange.isDone else { return }
         exchange.timedOut = true
-        if let req = exchange.evRequest { evhttp_cancel_request(req) }
-        exchange.finish(.failure(.timeout))
+        if let req = exchange.evRequest {
+            exchange.evRequest = nil
+            evhttp_cancel_request(req)
+        }
+        exchange.releaseContext()
+        done(exchange, .failure(.timeout), reusable: false)
     }
 
     private static func complete(_ exchange: Exchange, _ req: OpaquePointer?) {
@@ -386,7 +410,10 @@ final class Connection {
             let names = raw.map { ($0.name.lowercased(), $0.value.lowercased()) }
             framed = names.contains { $0.0 == "content-length" || ($0.0 == "transfer-encoding" && $0.1.contains("chunked")) }
                 && !names.contains { $0.0 == "connection" && $0.1.contains("close") }
-            let headers = withoutHopByHop(raw).filter { $0.name.lowercased() != "content-length" }
+            let headers = withoutHopByHop(raw).filter {
+                let name = $0.name.lowercased()
+                return name != "content-length" && name != "x-request-id"  // Cloak sets its own
+            }
             var body: [UInt8] = []
             if let input = evhttp_request_get_input_buffer(req) {
                 let length = evbuffer_get_length(input)

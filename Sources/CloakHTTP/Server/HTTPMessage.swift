@@ -8,6 +8,8 @@ public struct HTTPRequest: Sendable {
     public var method: HTTPMethod
     /// The path, percent-decoded, without the query.
     public var path: String
+    /// The path as the client sent it (still percent-encoded): what a proxy forwards.
+    public var rawPath: String
     /// The raw query string (after `?`), if any.
     public var query: String?
     /// Header fields in arrival order, names as sent.
@@ -26,6 +28,7 @@ public struct HTTPRequest: Sendable {
     ) {
         self.method = method
         self.path = path
+        self.rawPath = path
         self.query = query
         self.headers = headers
         self.body = body

@@ -172,12 +172,14 @@ final class LoopWorker: @unchecked Sendable {
             return
         }
         var path = "/"
+        var rawPath = "/"
         var query: String?
         if let uri = evhttp_request_get_evhttp_uri(req) {
-            if let rawPath = evhttp_uri_get_path(uri), rawPath.pointee != 0,
-                let decoded = evhttp_uridecode(rawPath, 0, nil)
+            if let encoded = evhttp_uri_get_path(uri), encoded.pointee != 0,
+                let decoded = evhttp_uridecode(encoded, 0, nil)
             {
                 path = String(cString: decoded)
+                rawPath = String(cString: encoded)
                 free(decoded)
             }
             if let q = evhttp_uri_get_query(uri) { query = String(cString: q) }
@@ -213,6 +215,7 @@ final class LoopWorker: @unchecked Sendable {
         var request = HTTPRequest(
             method: method, path: path, query: query, headers: headers, body: body, requestID: requestID)
         request.violation = violation
+        request.rawPath = rawPath
         request.loop = handle
         inFlight += 1
         // The evhttp request travels as an address and is only turned back into a pointer on

@@ -35,7 +35,7 @@ struct ProxyHandler: Sendable {
             return .now(.error(CloakError(.methodNotAllowed, "\(request.method.rawValue) is not allowed on this route; allowed: \(allowed)"),
                                headers: [("Allow", allowed)]))
         }
-        let rest = String(request.path.dropFirst(route.prefix.count))
+        let rest = try Self.forwardedRest(request, route: route)
         guard let formName = route.settings.form else {
             return forward(request, route: route, rest: rest, body: request.body, jsonBody: false)
         }
@@ -56,6 +56,24 @@ struct ProxyHandler: Sendable {
                 }
             }
         }
+    }
+
+    /// What follows the route's path, still percent-encoded as the client sent it, so that an
+    /// encoded CR, LF, space, `?` or `/` cannot change the upstream request line or target.
+    /// Dot segments (`..`, `%2e%2e`) and encoded control characters are refused (1002).
+    static func forwardedRest(_ request: HTTPRequest, route: ResolvedRoute) throws(CloakError) -> String {
+        guard request.rawPath.hasPrefix(route.prefix) else {
+            throw .malformed("the route's own path must not be percent-encoded")
+        }
+        let rest = String(request.rawPath.dropFirst(route.prefix.count))
+        guard let decoded = rest.removingPercentEncoding else {
+            throw .malformed("the path after the route is not valid percent-encoding")
+        }
+        let unsafe = decoded.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+            || decoded.split(separator: "/", omittingEmptySubsequences: false).contains { $0 == ".." || $0 == "." }
+            || rest.unicodeScalars.contains { $0 == " " || $0 == "#" || $0.value < 0x21 || $0.value > 0x7E }
+        guard !unsafe else { throw .malformed("the path after the route has dot segments or control characters") }
+        return rest
     }
 
     /// The route for the request's path: the longest matching prefix, then `X-Route-Id` among
