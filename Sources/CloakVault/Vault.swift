@@ -73,14 +73,19 @@ public final class Vault: Sendable {
         self.clock = clock
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
         self.executor = VaultExecutor(store: store) { store in
-            // Sweep expired VOLATILE records in small transactions.
+            // Sweep expired VOLATILE records, 1,000 per transaction, until none is left (at most
+            // 50,000 per run, so a large backlog cannot hold up requests for long).
             let now = clock()
-            do {
-                try store.begin()
-                _ = try store.deleteExpired(now: now, limit: 1000)
-                try store.commit()
-            } catch {
-                store.rollback()
+            for _ in 0..<50 {
+                do {
+                    try store.begin()
+                    let removed = try store.deleteExpired(now: now, limit: 1000)
+                    try store.commit()
+                    if removed < 1000 { return }
+                } catch {
+                    store.rollback()
+                    return
+                }
             }
         }
     }
@@ -162,22 +167,16 @@ public final class Vault: Sendable {
     private func create(_ requests: [AliasRequest], in store: any AliasStore) throws -> [RevealedRecord] {
         var out: [RevealedRecord] = []
         for (index, request) in requests.enumerated() {
-            // Keyed fingerprint of the value, per storage class: the same value finds its record again.
-            let label = request.storage == .persistent ? "cloak/v1/value\0" : "cloak/v1/volatile-value\0"
-            let fingerprint = Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array(label.utf8) + Array(request.value.utf8))
+            // PERSISTENT values are deduplicated by a keyed fingerprint. VOLATILE ones never are:
+            // with a 1,000-value CVC space, anyone allowed to alias could otherwise build a table
+            // from alias to CVC, and aliasing again would keep a CVC alive past its TTL.
+            let fingerprint = request.storage == .persistent
+                ? Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array("cloak/v1/value\0".utf8) + Array(request.value.utf8))
+                : nil
             var record: StoredRecord
             let now = clock()
-            if let expired = try store.record(fingerprint: fingerprint), let ends = expired.expiresAt, ends <= now {
-                // Expired but not swept yet: it is gone for good, and the value gets a new record.
-                for alias in expired.aliases { _ = try store.deleteAlias(alias.alias) }
-            }
-            if let existing = try store.record(fingerprint: fingerprint) {
+            if let fingerprint, let existing = try store.record(fingerprint: fingerprint) {
                 record = existing
-                if record.storage == .volatile {
-                    // Aliased again while alive: it lives for another TTL from now.
-                    record.expiresAt = now + Int64(settings.volatileTTLSeconds)
-                    try store.setExpiry(record.expiresAt, recordID: record.id)
-                }
             } else {
                 let key = keys.current
                 let id = "rec_" + Base58.encode(SecureRandom.bytes(16), width: 22)
