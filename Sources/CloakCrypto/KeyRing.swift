@@ -142,6 +142,12 @@ public struct KeyRing: Sendable {
         if replace {
             guard rename(target, path) == 0 else { throw Error("cannot replace \(path)") }
         }
+        // Make the new directory entry durable too: after a power loss the old file must not come back.
+        let dirfd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirfd >= 0 {
+            fsync(dirfd)
+            close(dirfd)
+        }
     }
 }
 

@@ -11,6 +11,8 @@ public protocol AliasStore: AnyObject {
     func savepoint() throws(StoreError)
     func releaseSavepoint() throws(StoreError)
     func rollbackToSavepoint()
+    /// False once the backend has abandoned the open transaction by itself.
+    var isInTransaction: Bool { get }
 
     /// The PERSISTENT record with this value fingerprint, with its aliases.
     func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord?

@@ -1,6 +1,6 @@
 /// Scrubbing of client-controlled text that must be echoed or logged.
 public enum Redaction {
-    /// Replaces every run of digits (with spaces, dashes or dots inside it) that holds nine or more
+    /// Replaces every run of digits (with any ASCII separator inside it) that holds nine or more
     /// digits with `[redacted]`: card numbers, SSNs and account numbers cannot pass, whatever
     /// their separators. Also cuts the text to `limit` characters.
     public static func scrub(_ text: String, limit: Int = 256) -> String {
@@ -13,18 +13,22 @@ public enum Redaction {
         var out = ""
         var run = ""
         var runDigits = 0
+        var separators = ""  // after the run's last digit: part of the run only if a digit follows
         func flush() {
-            out += runDigits >= 9 ? "[redacted]" : run
+            out += (runDigits >= 9 ? "[redacted]" : run) + separators
             run = ""
             runDigits = 0
+            separators = ""
         }
         // Scrub a little past the limit before cutting, so a number across the cut is still caught.
         for ch in text.prefix(limit + 32) {
             if ch.isNumber {
+                run += separators
+                separators = ""
                 run.append(ch)
                 runDigits += 1
-            } else if !run.isEmpty, ch == " " || ch == "-" || ch == "." || ch == "/" || ch == "_" {
-                run.append(ch)
+            } else if !run.isEmpty, ch.isASCII, !ch.isLetter {  // any separator: space - . / _ : + …
+                separators.append(ch)
             } else {
                 flush()
                 out.append(ch)

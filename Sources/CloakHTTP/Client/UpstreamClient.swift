@@ -105,9 +105,13 @@ final class Pool {
     private var idle: [Connection] = []
     private var active: [ObjectIdentifier: Connection] = [:]
     private var waiting: [Exchange] = []
-    /// The resolved numeric address, once known.
+    /// The resolved numeric address, once known; looked up again after `addressTTL` seconds or
+    /// after a connection to it fails (an upstream that moved is found again).
     private var address: String?
+    private var resolvedAt = Date.distantPast
+    private static let addressTTL: TimeInterval = 60
     private var resolving = false
+    private var isNumericHost: Bool { TLSClientContext.isNumeric(host) }
 
     init(base: OpaquePointer, dns: OpaquePointer?, scheme: UpstreamRequest.Scheme, host: String, port: Int,
          tls: TLSClientContext?) {
@@ -133,6 +137,7 @@ final class Pool {
 
     /// Starts waiting exchanges on idle or new connections.
     private func pump() {
+        if !isNumericHost, address != nil, Date().timeIntervalSince(resolvedAt) > Self.addressTTL { address = nil }
         guard let address else { return resolve() }
         while let exchange = waiting.first {
             if exchange.isDone {  // timed out while waiting
@@ -164,8 +169,9 @@ final class Pool {
     }
 
     /// A connection finished its exchange: keep it for the next one unless it cannot be reused.
-    func release(_ connection: Connection, reusable: Bool) {
+    func release(_ connection: Connection, reusable: Bool, failed: Bool = false) {
         active[ObjectIdentifier(connection)] = nil
+        if failed && !isNumericHost { address = nil }  // resolve again before the next connection
         if reusable && !connection.isClosed { idle.append(connection) } else { connection.scheduleFree() }
         pump()
     }
@@ -213,6 +219,7 @@ final class Pool {
                 return
             }
             pool.address = address
+            pool.resolvedAt = Date()
             pool.pump()
         }, Unmanaged.passRetained(self).toOpaque())
     }
@@ -433,7 +440,9 @@ final class Connection {
         current = nil
         exchange.connection = nil
         exchange.finish(result)
-        pool.release(self, reusable: reusable)
+        var unreachable = false
+        if case .failure(.unreachable) = result { unreachable = true }
+        pool.release(self, reusable: reusable, failed: unreachable)
     }
 
     static func map(_ error: evhttp_request_error?) -> UpstreamError {

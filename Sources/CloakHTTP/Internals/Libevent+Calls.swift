@@ -39,6 +39,20 @@ enum Libevent {
         return (storage, Int32(MemoryLayout<sockaddr_in>.size))
     }
 
+    /// A port nobody holds on `host`, found by binding port 0 without any reuse option.
+    static func freePort(host: String) throws(HTTPServerError) -> Int {
+        guard var address = socketAddress(host: host, port: 0) else { throw HTTPServerError("cannot parse listen address \(host)") }
+        let family = Int32(address.storage.ss_family)
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HTTPServerError("cannot create a socket") }
+        defer { close(fd) }
+        let rc = withUnsafeMutablePointer(to: &address.storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(address.length)) }
+        }
+        guard rc == 0, let port = boundPort(fd) else { throw HTTPServerError("cannot find a free port on \(host)") }
+        return port
+    }
+
     /// The port a socket is bound to.
     static func boundPort(_ fd: Int32) -> Int? {
         var storage = sockaddr_storage()

@@ -43,7 +43,10 @@ public final class HTTPServer: Sendable {
         let threads = configuration.threads > 0 ? configuration.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
         let budget = ConnectionBudget(limit: configuration.maxConnections)
         var workers: [LoopWorker] = []
-        var port = configuration.port
+        // Port 0: take a free port with a plain socket first. Binding port 0 directly with
+        // SO_REUSEPORT can hand out a port another reuseport group of the same user already
+        // holds, and the two servers would then share each other's connections.
+        var port = configuration.port == 0 ? try Libevent.freePort(host: configuration.host) : configuration.port
         for index in 0..<threads {
             let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget, index: index)
             try worker.bind(port: port)

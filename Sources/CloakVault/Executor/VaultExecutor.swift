@@ -93,20 +93,27 @@ final class VaultExecutor: @unchecked Sendable {
         }
         var committed: [(deliver: @Sendable () -> Void, fail: @Sendable (any Error) -> Void)] = []
         var failed: [(Job, any Error)] = []
-        for job in jobs {
+        var index = 0
+        while index < jobs.count {
+            let job = jobs[index]
+            index += 1
             do {
                 try store.savepoint()
-            } catch {
-                failed.append((job, error))
-                continue
-            }
-            do {
                 let deliver = try job.body(store)
                 try store.releaseSavepoint()
                 committed.append((deliver, job.fail))
             } catch {
                 store.rollbackToSavepoint()
                 failed.append((job, error))
+                if !store.isInTransaction {
+                    // The store abandoned the whole transaction by itself (full disk, I/O error):
+                    // nothing of this batch is written, and no later job may run outside it.
+                    for c in committed { c.fail(error) }
+                    committed.removeAll()
+                    for rest in jobs[index...] { rest.fail(error) }
+                    for (job, error) in failed { job.fail(error) }
+                    return
+                }
             }
         }
         do {

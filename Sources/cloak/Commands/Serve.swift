@@ -10,6 +10,13 @@ struct Serve: ParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func run() throws {
+        // Block SIGTERM/SIGINT before any thread starts (the vault's included): every thread
+        // inherits the mask, and only ServiceRunner's sigwait takes them.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
         let configuration: ServiceConfiguration
         do {
             configuration = try ServiceConfiguration.load(path: options.config)

@@ -55,6 +55,8 @@ public final class SQLiteAliasStore: AliasStore {
     public func rollback() { try? db.execute("ROLLBACK") }
     public func savepoint() throws(StoreError) { try db.execute("SAVEPOINT request") }
     public func releaseSavepoint() throws(StoreError) { try db.execute("RELEASE request") }
+    public var isInTransaction: Bool { !db.isAutocommit }
+
     public func rollbackToSavepoint() {
         try? db.execute("ROLLBACK TO request")
         try? db.execute("RELEASE request")

@@ -24,9 +24,10 @@ final class SQLiteConnection {
     }
 
     func error(_ rc: Int32, _ what: String) -> StoreError {
+        // Only a duplicate key means "taken, try another alias"; other constraint failures are faults.
+        if rc == SQLITE_CONSTRAINT | (6 << 8) || rc == SQLITE_CONSTRAINT | (8 << 8) { return .aliasTaken }  // _PRIMARYKEY, _UNIQUE
         switch rc & 0xFF {
         case SQLITE_FULL: return .full
-        case SQLITE_CONSTRAINT: return .aliasTaken
         default: return .unavailable("\(what): \(String(cString: sqlite3_errstr(rc)))")
         }
     }
@@ -52,6 +53,9 @@ final class SQLiteConnection {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// True outside a transaction: SQLite may have rolled one back by itself (full disk, I/O error).
+    var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
 }
 
 /// A prepared statement being bound and stepped.
