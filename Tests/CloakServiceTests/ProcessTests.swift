@@ -51,6 +51,35 @@ import Testing
         #expect(output.contains("invalid configuration"))
     }
 
+    @Test func keysInitWritesAPrivateFileOnceAndRotateAddsAKey() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let config = "\(directory.path)/cloak.yaml"
+        try "vault: {keys: \"file:\(directory.path)/data/keys.json\"}\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let first = try Self.run(["keys", "init", "--config", config])
+        #expect(first.status == 0, "\(first.output)")
+        let path = "\(directory.path)/data/keys.json"
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let before = try String(contentsOfFile: path, encoding: .utf8)
+        let again = try Self.run(["keys", "init", "--config", config])
+        #expect(again.status != 0 && again.output.contains("refusing to overwrite"))
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == before)
+        let rotated = try Self.run(["keys", "rotate", "--config", config])
+        #expect(rotated.status == 0 && rotated.output.contains("k2"), "\(rotated.output)")
+        let after = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(after.contains("\"k1\"") && after.contains("\"k2\""))
+        #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600)
+    }
+
+    @Test func ff1CommandReproducesTheNISTSample() throws {
+        let encrypted = try Self.run(["ff1", "encrypt", "--key", "2B7E151628AED2A6ABF7158809CF4F3C", "--tweak",
+                                      "3737373770717273373737", "--radix", "36", "0123456789abcdefghi"])
+        #expect(encrypted.output.trimmingCharacters(in: .whitespacesAndNewlines) == "a9tv40mll9kdu509eum")
+        let bad = try Self.run(["ff1", "encrypt", "--key", "zz", "0123"])
+        #expect(bad.status != 0)
+    }
+
     @Test func versionPrints() throws {
         let (status, output) = try Self.run(["version"])
         #expect(status == 0)
