@@ -72,14 +72,15 @@ public final class TestServer: Sendable {
     /// the vault paths.
     public init(
         yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:], threads: Int = 2,
-        today: CalendarDate? = nil
+        today: CalendarDate? = nil, tlsFiles: (certificate: String, key: String)? = nil
     ) throws {
         var env = [
             "CLOAK_SERVER_LISTEN": "127.0.0.1:0", "CLOAK_SERVER_THREADS": String(threads),
             "CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db", "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json",
         ]
         env.merge(environment) { _, new in new }
-        let configuration = try ServiceConfiguration.parse(yaml: yaml, environment: env)
+        var configuration = try ServiceConfiguration.parse(yaml: yaml, environment: env)
+        if let tlsFiles { configuration.server.tls = (tlsFiles.certificate, tlsFiles.key) }
         vault = try VaultBootstrap.open(configuration.vault, environment: [:], logger: nil)
         var clock: (@Sendable () -> CalendarDate)?
         if let today { clock = { today } }

@@ -335,3 +335,36 @@ import Testing
         #expect(untrusted.status == 502 && untrusted.errorCode == 1400)
     }
 }
+
+/// TLS termination: `server.tls` serves HTTPS with the configured certificate.
+@Suite struct TLSTerminationTests {
+    @Test func theServerAnswersOverTLSWithItsCertificate() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        try ProxyTests.makeCertificates(in: directory.path)
+        let d = directory.path
+        let server = try TestServer(environment: [:], tlsFiles: ("\(d)/server.pem", "\(d)/server.key"))
+        defer { server.stop() }
+        func curl(_ arguments: [String]) throws -> (Int32, String) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            p.arguments = ["-sS", "--max-time", "5"] + arguments
+            let pipe = Pipe()
+            p.standardOutput = pipe
+            p.standardError = pipe
+            try p.run()
+            let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            return (p.terminationStatus, out)
+        }
+        let url = "https://localhost:\(server.port)/healthz"
+        let trusted = try curl(["--cacert", "\(d)/ca.pem", url])
+        #expect(trusted.0 == 0 && trusted.1.contains(#""status":"ok""#), "\(trusted.1)")
+        let untrusted = try curl(["--cacert", "\(d)/other.pem", url])
+        #expect(untrusted.0 != 0)
+        let tooOld = try curl(["--cacert", "\(d)/ca.pem", "--tls-max", "1.1", url])
+        #expect(tooOld.0 != 0)
+        // Plain HTTP to the TLS port gets no answer.
+        #expect((try? RawHTTPClient(port: server.port, timeout: 1).request("GET", "/healthz")) == nil)
+    }
+}

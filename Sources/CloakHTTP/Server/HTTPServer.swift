@@ -42,13 +42,16 @@ public final class HTTPServer: Sendable {
     {
         let threads = configuration.threads > 0 ? configuration.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
         let budget = ConnectionBudget(limit: configuration.maxConnections)
+        let tls = try configuration.tls.map { files throws(HTTPServerError) in
+            try TLSServerContext(certificateChain: files.certificateChain, privateKey: files.privateKey)
+        }
         var workers: [LoopWorker] = []
         // Port 0: take a free port with a plain socket first. Binding port 0 directly with
         // SO_REUSEPORT can hand out a port another reuseport group of the same user already
         // holds, and the two servers would then share each other's connections.
         var port = configuration.port == 0 ? try Libevent.freePort(host: configuration.host) : configuration.port
         for index in 0..<threads {
-            let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget, index: index)
+            let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget, index: index, tls: tls)
             try worker.bind(port: port)
             port = worker.port  // with port 0, every later loop binds the port the first one got
             workers.append(worker)

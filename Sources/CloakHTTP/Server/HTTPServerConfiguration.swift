@@ -17,6 +17,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxConnections: Int
     /// How long a shutdown waits for in-flight requests before closing everything.
     public var drainTimeoutSeconds: Double
+    /// PEM files for TLS termination; nil: plain HTTP.
+    public var tls: (certificateChain: String, privateKey: String)?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, threads: Int = 0, maxBodyBytes: Int = 1_048_576,

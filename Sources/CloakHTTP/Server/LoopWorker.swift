@@ -1,4 +1,5 @@
 import CLibevent
+import COpenSSL
 import Foundation
 import Synchronization
 
@@ -35,8 +36,10 @@ final class LoopWorker: @unchecked Sendable {
     private let idPrefix: String
     private(set) var port: Int = 0
 
+    private let tls: TLSServerContext?
+
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPDeferredHandler, budget: ConnectionBudget,
-         index: Int) throws(HTTPServerError) {
+         index: Int, tls: TLSServerContext? = nil) throws(HTTPServerError) {
         precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
         guard let base = event_base_new() else { throw .init("event_base_new failed") }
         guard let http = evhttp_new(base) else {
@@ -48,6 +51,7 @@ final class LoopWorker: @unchecked Sendable {
         self.configuration = configuration
         self.handler = handler
         self.budget = budget
+        self.tls = tls
         self.idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 16) + "-\(index)-"
 
         evhttp_set_max_body_size(http, Int(configuration.evhttpBodyCap))
@@ -56,6 +60,15 @@ final class LoopWorker: @unchecked Sendable {
         evhttp_set_allowed_methods(http, UInt16(Libevent.allMethods))
         evhttp_set_flags(http, Int32(EVHTTP_SERVER_LINGERING_CLOSE))
         let me = Unmanaged.passUnretained(self).toOpaque()
+        if tls != nil {
+            // Every accepted connection speaks TLS through its own SSL object.
+            evhttp_set_bevcb(http, { base, arg in
+                let worker = Unmanaged<LoopWorker>.fromOpaque(arg!).takeUnretainedValue()
+                guard let ctx = worker.tls?.context, let ssl = SSL_new(ctx) else { return nil }
+                return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                      Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+            }, me)
+        }
         evhttp_set_gencb(http, { req, arg in
             guard let req, let arg else { return }
             Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().handle(req)

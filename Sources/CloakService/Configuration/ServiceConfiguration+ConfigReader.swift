@@ -108,6 +108,10 @@ extension ServiceConfiguration {
                 let key = r.string(tls["key"], at: "server.tls.key")
                 if let cert, let key {
                     config.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)
+                    config.server.tls = (cert, key)
+                    for (name, file) in [("cert", cert), ("key", key)] where !FileManager.default.isReadableFile(atPath: file) {
+                        r.issue("server.tls.\(name)", "cannot read \(file)", tls[name])
+                    }
                 } else {
                     r.issue("server.tls", "needs both cert and key", server["tls"])
                 }
