@@ -25,8 +25,6 @@ public protocol AliasStore: AnyObject {
     /// Removes an alias, and its record once no alias is left. False when there was no such alias.
     func deleteAlias(_ alias: String) throws(StoreError) -> Bool
     func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError)
-    /// Moves a record's expiry (a VOLATILE value aliased again stays alive for another TTL).
-    func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError)
     /// Removes records (and aliases) that expired at or before `now`; returns how many.
     func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int
     /// Checks that the store answers.

@@ -26,7 +26,6 @@ struct AliasStoreCompatSuite {
         case addAliasAppendsToTheRecord
         case deleteAliasRemovesTheRecordWithItsLastAlias
         case setClassifiersReplacesThem
-        case setExpiryMovesTheExpiry
         case deleteExpiredRemovesOnlyExpiredRecordsUpToTheLimit
         case rollbackToSavepointUndoesOnlyThatRequest
         case rollbackUndoesTheWholeTransaction
@@ -55,7 +54,6 @@ struct AliasStoreCompatSuite {
         case .addAliasAppendsToTheRecord: try addAliasAppendsToTheRecord()
         case .deleteAliasRemovesTheRecordWithItsLastAlias: try deleteAliasRemovesTheRecordWithItsLastAlias()
         case .setClassifiersReplacesThem: try setClassifiersReplacesThem()
-        case .setExpiryMovesTheExpiry: try setExpiryMovesTheExpiry()
         case .deleteExpiredRemovesOnlyExpiredRecordsUpToTheLimit: try deleteExpiredRemovesOnlyExpiredRecordsUpToTheLimit()
         case .rollbackToSavepointUndoesOnlyThatRequest: try rollbackToSavepointUndoesOnlyThatRequest()
         case .rollbackUndoesTheWholeTransaction: try rollbackUndoesTheWholeTransaction()
@@ -214,29 +212,6 @@ struct AliasStoreCompatSuite {
             r.classifiers = classifiers
             expectSame(try store.record(alias: "tok_a"), r)
         }
-    }
-
-    func setExpiryMovesTheExpiry() throws {
-        let store = try makeStore()
-        let now = Self.now
-        var a = Self.record("rec_a", fingerprint: Self.fingerprint(1), aliases: [Self.alias("a")], storage: .volatile, expiresAt: now + 60)
-        var b = Self.record("rec_b", fingerprint: Self.fingerprint(2), aliases: [Self.alias("b")], storage: .volatile, expiresAt: now - 1)
-        try transaction(store) {
-            try store.insert(a)
-            try store.insert(b)
-            try store.setExpiry(now - 5, recordID: "rec_a")  // brought forward: expired
-            try store.setExpiry(now + 3600, recordID: "rec_b")  // pushed back: alive again
-        }
-        a.expiresAt = now - 5
-        b.expiresAt = now + 3600
-        expectSame(try store.record(alias: "a"), a)
-        expectSame(try store.record(alias: "b"), b)
-        #expect(try transaction(store) { try store.deleteExpired(now: now, limit: 10) } == 1)
-        #expect(try store.record(alias: "a") == nil)
-        try transaction(store) { try store.setExpiry(nil, recordID: "rec_b") }
-        b.expiresAt = nil
-        expectSame(try store.record(alias: "b"), b)
-        #expect(try transaction(store) { try store.deleteExpired(now: Int64.max, limit: 10) } == 0)
     }
 
     func deleteExpiredRemovesOnlyExpiredRecordsUpToTheLimit() throws {

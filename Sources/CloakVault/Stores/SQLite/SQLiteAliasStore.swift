@@ -153,13 +153,6 @@ public final class SQLiteAliasStore: AliasStore {
         try s.run()
     }
 
-    public func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError) {
-        let s = try db.statement("UPDATE records SET expires_at = ?1 WHERE id = ?2")
-        s.bind(1, expiresAt)
-        s.bind(2, recordID)
-        try s.run()
-    }
-
     public func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
         let s = try db.statement("""
             DELETE FROM records WHERE id IN
