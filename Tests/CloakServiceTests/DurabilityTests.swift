@@ -37,7 +37,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         try TestServer.configurationWithTokens.write(toFile: "\(directory.path)/cloak.yaml", atomically: true, encoding: .utf8)
-        let port = Int.random(in: 41_000...49_000)
+        let port = freeLoopbackPort()
         let first = try Process_(directory: directory.path, port: port)
         #expect(first.waitUntilHealthy())
 

@@ -87,7 +87,7 @@ import Testing
     }
 
     @Test func serveAnswersAndExitsZeroOnSIGTERM() throws {
-        let port = Int.random(in: 20_000...40_000)
+        let port = freeLoopbackPort()
         let process = Process()
         process.executableURL = try Self.binary
         process.arguments = ["serve"]

@@ -302,7 +302,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         try Self.makeCertificates(in: directory.path)
-        let tlsPort = Int.random(in: 30_000...39_000)
+        let tlsPort = freeLoopbackPort()
         let tlsServer = Process()
         tlsServer.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         tlsServer.arguments = ["s_server", "-accept", "\(tlsPort)", "-cert", "server.pem", "-key", "server.key", "-www", "-quiet"]

@@ -10,7 +10,7 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         try TestServer.configurationWithTokens.write(toFile: "\(directory.path)/cloak.yaml", atomically: true, encoding: .utf8)
-        let port = Int.random(in: 50_000...58_000)
+        let port = freeLoopbackPort()
         let binary = try ProcessTests.binary.path
         let environment = ProcessInfo.processInfo.environment.merging([
             "CLOAK_SERVER_LISTEN": "127.0.0.1:\(port)", "CLOAK_SERVER_THREADS": "1",
