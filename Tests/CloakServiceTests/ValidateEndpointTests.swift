@@ -103,3 +103,20 @@ import Testing
         #expect(hostile.header("X-Request-Id")?.contains("4111111111111111") == false)
     }
 }
+
+@Suite struct MetricsTests {
+    @Test func metricsCountRequestsByRouteTemplateAndStatusWithoutValues() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try server.client()
+        _ = try client.request("POST", "/forms/checkout/validate", json: ValidateEndpointTests.goodCheckout)
+        _ = try client.request("POST", "/forms/4111111111111111/validate", json: "{}")
+        let r = try client.request("GET", "/metrics")
+        #expect(r.status == 200)
+        #expect(r.header("Content-Type")?.hasPrefix("text/plain") == true)
+        #expect(r.text.contains(#"cloak_requests_total{route="/forms/{form}/validate",status="200"} 1"#), "\(r.text)")
+        #expect(r.text.contains(#"cloak_requests_total{route="/forms/{form}/validate",status="404"} 1"#))
+        #expect(r.text.contains("cloak_request_duration_seconds_bucket"))
+        #expect(!r.text.contains("4111111111111111"))
+    }
+}

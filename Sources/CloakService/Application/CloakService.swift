@@ -24,9 +24,10 @@ public final class CloakService: Sendable {
     private let vault: Vault?
     private let auth: Authenticator
     private let proxyRoutes: [ProxyHandler.ResolvedRoute]
+    private let metrics = ServiceMetrics()
 
     enum Endpoint: Sendable {
-        case healthz, readyz, validate, formTokens, formAliases, formSend
+        case healthz, readyz, metrics, validate, formTokens, formAliases, formSend
         case createTokens, createAliases, revealMany, reveal, update, delete
         case proxy
     }
@@ -48,6 +49,7 @@ public final class CloakService: Sendable {
         var router = Router<Endpoint>()
         router.add(.GET, "/healthz", .healthz)
         router.add(.GET, "/readyz", .readyz)
+        router.add(.GET, "/metrics", .metrics)
         router.add(.POST, "/forms/{form}/validate", .validate)
         router.add(.POST, "/forms/{form}/tokens", .formTokens)
         router.add(.POST, "/forms/{form}/aliases", .formAliases)
@@ -81,10 +83,12 @@ public final class CloakService: Sendable {
         } catch {
             reply = .now(.error(error))
         }
-        let finish: @Sendable (HTTPResponse) -> Void = { [accessLog, template] response in
+        let finish: @Sendable (HTTPResponse) -> Void = { [accessLog, metrics, template] response in
             var response = response
             response.headers += cors
-            let micros = (DispatchTime.now().uptimeNanoseconds - start) / 1000
+            let nanoseconds = DispatchTime.now().uptimeNanoseconds - start
+            let micros = nanoseconds / 1000
+            metrics.record(route: template, status: response.status, nanoseconds: Int64(nanoseconds))
             accessLog.record(
                 method: request.method.rawValue, path: request.path, route: template, status: response.status,
                 micros: Int(micros), requestID: request.requestID)
@@ -133,6 +137,9 @@ public final class CloakService: Sendable {
         switch endpoint {
         case .healthz:
             return .now(HealthHandler.healthy)
+        case .metrics:
+            return .now(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
+                                     body: metrics.exposition()))
         case .readyz:
             if isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
             guard let vault else { return .now(HealthHandler.ready) }
