@@ -100,19 +100,3 @@ public final class TestServer: Sendable {
         directory.remove()
     }
 }
-
-/// A loopback port nobody holds right now (bound without any reuse option, then released).
-///
-/// Tests that start a separate process pick their port here: a random one could be the port of
-/// a test server already running, and SO_REUSEPORT would let the two share it silently.
-public func freeLoopbackPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, 16) } }
-    var length = socklen_t(16)
-    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return Int(UInt16(bigEndian: addr.sin_port))
-}

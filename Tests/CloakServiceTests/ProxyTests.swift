@@ -36,16 +36,9 @@ import Testing
         let fd: Int32
         let port: Int
         init() {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, 16) } }
-            listen(fd, 16)
-            var len = socklen_t(16)
-            _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+            let (fd, port) = LoopbackSocket.listening()
             self.fd = fd
-            port = Int(UInt16(bigEndian: addr.sin_port))
+            self.port = port
             Thread {
                 while true {
                     let c = accept(fd, nil, nil)
@@ -178,21 +171,13 @@ import Testing
 
     @Test func aConnectionThatCannotBeOpenedFailsAtTheConnectDeadline() throws {
         // A listener whose accept queue is full: further SYNs go unanswered, connect() hangs.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (fd, port) = LoopbackSocket.listening(backlog: 0)
         defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, 16) } }
-        listen(fd, 0)
-        var len = socklen_t(16)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        let port = Int(UInt16(bigEndian: addr.sin_port))
         var fillers: [Int32] = []
         defer { fillers.forEach { close($0) } }
         for _ in 0..<4 {
             let c = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(c, $0, 16) } }
+            LoopbackSocket.connect(c, to: port)
             fillers.append(c)
         }
         usleep(100_000)
@@ -263,18 +248,6 @@ import Testing
 
     // MARK: HTTPS
 
-    /// Whether something accepts connections on 127.0.0.1:`port` (the probe closes at once, so
-    /// a one-connection-at-a-time server such as `s_server` is free again).
-    static func isListening(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, 16) } } == 0
-    }
-
     static func openssl(_ arguments: [String], in directory: String) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
@@ -313,7 +286,7 @@ import Testing
         defer { kill(tlsServer.processIdentifier, SIGKILL); tlsServer.waitUntilExit() }
         var up = false
         for _ in 0..<100 where !up {
-            up = Self.isListening(tlsPort)
+            up = LoopbackSocket.isListening(tlsPort)
             if !up { usleep(50_000) }
         }
         try #require(up)
