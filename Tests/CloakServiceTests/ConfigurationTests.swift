@@ -68,6 +68,22 @@ import Testing
         #expect(expected.subtracting(paths).isEmpty, "missing: \(expected.subtracting(paths).sorted())")
     }
 
+    @Test func tlsAndCAFilesMustBeCompleteAndReadable() {
+        let yaml = """
+            server: {tls: {cert: /nonexistent/chain.pem, key: /nonexistent/key.pem}}
+            routes:
+              - {id: "5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d", path: /p, upstream: "https://api.example/", ca_file: /nonexistent/ca.pem}
+              - {id: "6f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d", path: /q, upstream: "https://user@api.example/"}
+            """
+        let error = #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: yaml) }
+        let paths = Set(error?.issues.map(\.path) ?? [])
+        #expect(paths.isSuperset(of: ["server.tls.cert", "server.tls.key", "routes[0].ca_file", "routes[1].upstream"]))
+        let half = #expect(throws: ConfigurationError.self) {
+            try ServiceConfiguration.parse(yaml: "server: {tls: {cert: /nonexistent/chain.pem}}")
+        }
+        #expect(half?.issues.map(\.path).contains("server.tls") == true)
+    }
+
     @Test func invalidYAMLIsAnErrorNotACrash() {
         #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: "forms: [unclosed") }
         #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: "- just\n- a list") }

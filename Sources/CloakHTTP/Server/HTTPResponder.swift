@@ -24,5 +24,4 @@ public final class HTTPResponder: Sendable {
         deliver(response)
     }
 
-    public var hasResponded: Bool { answered.load(ordering: .acquiring) }
 }

@@ -107,7 +107,6 @@ extension ServiceConfiguration {
                 let cert = r.string(tls["cert"], at: "server.tls.cert")
                 let key = r.string(tls["key"], at: "server.tls.key")
                 if let cert, let key {
-                    config.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)
                     config.server.tls = (cert, key)
                     for (name, file) in [("cert", cert), ("key", key)] where !FileManager.default.isReadableFile(atPath: file) {
                         r.issue("server.tls.\(name)", "cannot read \(file)", tls[name])

@@ -4,7 +4,6 @@ public import CloakHTTP
 /// Everything `cloak serve` runs with, loaded from YAML (SPEC §2) and `CLOAK_*` variables.
 public struct ServiceConfiguration: Sendable {
     public var server: HTTPServerConfiguration
-    public var tls: TLSFiles?
     public var vault: VaultSettings
     public var auth: [AccessToken]
     public var corsAllowedOrigins: [String]
@@ -12,22 +11,16 @@ public struct ServiceConfiguration: Sendable {
     public var routes: [RouteSettings]
 
     public init(
-        server: HTTPServerConfiguration = .init(), tls: TLSFiles? = nil, vault: VaultSettings = .init(),
+        server: HTTPServerConfiguration = .init(), vault: VaultSettings = .init(),
         auth: [AccessToken] = [], corsAllowedOrigins: [String] = [], forms: [String: FormSchema] = [:],
         routes: [RouteSettings] = []
     ) {
         self.server = server
-        self.tls = tls
         self.vault = vault
         self.auth = auth
         self.corsAllowedOrigins = corsAllowedOrigins
         self.forms = forms
         self.routes = routes
-    }
-
-    public struct TLSFiles: Sendable {
-        public var certificatePath: String
-        public var privateKeyPath: String
     }
 
     /// The vault's settings (used by the tokenization endpoints).

@@ -19,17 +19,12 @@ struct FormTokenizeHandler: Sendable {
 
     func handle(_ request: HTTPRequest, form name: String, requiresToken: Bool, answer: Answer) throws(CloakError) -> Reply {
         if requiresToken { _ = try auth.authorize(request, scope: "aliases:create") }
-        let prepared = try prepare(request, form: name, keepSensitiveRaw: answer == .mappedBody)
+        let prepared = try Self.prepare(request, form: name, context: context, keepSensitiveRaw: answer == .mappedBody)
         return .later { finish in
-            prepared.submission.resolve(with: vault) { result in
-                switch result {
-                case let .failure(error):
-                    finish(.error(error))
-                case let .success(entries):
-                    switch answer {
-                    case .flatResult: finish(.json(200, .object(Self.flat(entries, aliasKeys: prepared.submission))))
-                    case .mappedBody: finish(.json(200, prepared.body(entries)))
-                    }
+            prepared.resolve(with: vault, failing: finish) { entries in
+                switch answer {
+                case .flatResult: finish(.json(200, .object(Self.flat(entries, aliasKeys: prepared.submission))))
+                case .mappedBody: finish(.json(200, prepared.body(entries)))
                 }
             }
         }
@@ -41,6 +36,18 @@ struct FormTokenizeHandler: Sendable {
         let policy: MappingPolicy
         let extraData: [(key: String, value: JSONValue)]
 
+        /// Aliases what needs it, then runs `body` with every entry's value; a vault failure is
+        /// answered through `failing` instead.
+        func resolve(with vault: Vault, failing: @escaping @Sendable (HTTPResponse) -> Void,
+                     _ body: @escaping @Sendable ([(key: String, value: String)]) -> Void) {
+            submission.resolve(with: vault) { result in
+                switch result {
+                case let .failure(error): failing(.error(error))
+                case let .success(entries): body(entries)
+                }
+            }
+        }
+
         /// The body an upstream receives: entries mapped by the policy, merged with `extraData`.
         func body(_ entries: [(key: String, value: String)]) -> JSONValue {
             FieldNameMapper.body(entries.map { (name: $0.key, value: JSONValue.string($0.value)) }, extraData: extraData,
@@ -49,7 +56,9 @@ struct FormTokenizeHandler: Sendable {
     }
 
     /// Validates a submission for `form` (1002, 1404, 1001) and plans its aliases.
-    func prepare(_ request: HTTPRequest, form name: String, keepSensitiveRaw: Bool) throws(CloakError) -> Prepared {
+    static func prepare(_ request: HTTPRequest, form name: String, context: ServiceContext, keepSensitiveRaw: Bool)
+        throws(CloakError) -> Prepared
+    {
         guard let form = context.configuration.forms[name] else {
             throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
         }

@@ -40,19 +40,13 @@ struct ProxyHandler: Sendable {
             return forward(request, route: route, rest: rest, body: request.body, jsonBody: false)
         }
         guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
-        let prepared = try FormTokenizeHandler(context: context, vault: vault, auth: Authenticator(tokens: []))
-            .prepare(request, form: formName, keepSensitiveRaw: true)
+        let prepared = try FormTokenizeHandler.prepare(request, form: formName, context: context, keepSensitiveRaw: true)
         return .later { finish in
-            prepared.submission.resolve(with: vault) { result in
-                switch result {
-                case let .failure(error):
-                    finish(.error(error))
-                case let .success(entries):
-                    let body = JSONWriter.encode(prepared.body(entries))
-                    switch forward(request, route: route, rest: rest, body: body, jsonBody: true) {
-                    case let .now(response): finish(response)
-                    case let .later(work): work(finish)
-                    }
+            prepared.resolve(with: vault, failing: finish) { entries in
+                let body = JSONWriter.encode(prepared.body(entries))
+                switch forward(request, route: route, rest: rest, body: body, jsonBody: true) {
+                case let .now(response): finish(response)
+                case let .later(work): work(finish)
                 }
             }
         }
