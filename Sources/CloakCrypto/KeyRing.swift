@@ -35,6 +35,14 @@ public struct KeyRing: Sendable {
 
     public func key(id: String) -> DataKey? { keys.first { $0.id == id } }
 
+    /// Signs alias rows (alias → record). Derived from the fingerprint key, so it never rotates.
+    public var aliasMACKey: SymmetricKey { fingerprintKey.derive("cloak/v1/alias-mac") }
+
+    /// A value a store keeps to recognise the ring that wrote it: the same for every rotation of
+    /// a ring (it follows the fingerprint key), different for any other ring, and useless for
+    /// recovering a key (an HMAC output).
+    public var checkValue: [UInt8] { fingerprintKey.derive("cloak/v1/key-check").rawBytes }
+
     public struct Error: Swift.Error, Sendable, CustomStringConvertible {
         public let description: String
         init(_ description: String) { self.description = description }

@@ -64,8 +64,11 @@ public final class TestServer: Sendable {
             entry("creator", createOnlyToken, "aliases:create"),
             entry("revealer", revealOnlyToken, "aliases:reveal"),
         ].joined(separator: ", ")
+        // Rate limits far above what any test sends; the rate-limit tests set their own.
         return shippedConfiguration.replacingOccurrences(
             of: "  tokens: []", with: "  tokens: [\(tokens)]\n  # tokens: []")
+            + "\nlimits: {anonymous: {requests_per_minute: 10000000, burst: 1000000}, "
+            + "token: {requests_per_minute: 10000000, burst: 1000000}}\n"
     }
 
     /// Starts a server. `environment` holds `CLOAK_*` overrides on top of the listen address and

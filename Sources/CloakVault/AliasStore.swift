@@ -29,6 +29,15 @@ public protocol AliasStore: AnyObject {
     func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int
     /// Checks that the store answers.
     func ping() throws(StoreError)
+
+    /// A small named value kept beside the records (the key-check value); nil when never set.
+    func metadata(_ name: String) throws(StoreError) -> [UInt8]?
+    func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError)
+    /// Whether any record is stored.
+    func hasRecords() throws(StoreError) -> Bool
+    /// Gives every alias written before aliases were signed its MAC (`sign(alias, recordID)`);
+    /// returns how many were signed. Run once when the vault opens.
+    func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int
 }
 
 /// A store failure. The description names the operation, never a value.

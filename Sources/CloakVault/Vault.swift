@@ -2,22 +2,53 @@ import CloakCore
 import CloakCrypto
 import Foundation
 
-/// One value to alias, as the Vault API and form tokenization ask for it.
-public struct AliasRequest: Sendable {
-    public var value: String
+/// One value to alias, as the Vault API and form tokenization ask for it. The value travels
+/// wrapped, so the request prints as `AliasRequest(UUID, PERSISTENT, value [redacted])`.
+public struct AliasRequest: Sendable, CustomStringConvertible {
+    public var sensitiveValue: Sensitive<String>
     public var format: AliasFormatName
     public var storage: StorageKind
     public var classifiers: [String]
     /// For card formats: whether the alias passes Luhn.
     public var luhnValid: Bool
 
+    public var value: String {
+        get { sensitiveValue.value }
+        set { sensitiveValue = Sensitive(newValue) }
+    }
+
     public init(value: String, format: AliasFormatName, storage: StorageKind, classifiers: [String] = [], luhnValid: Bool = true) {
-        self.value = value
+        self.sensitiveValue = Sensitive(value)
         self.format = format
         self.storage = storage
         self.classifiers = classifiers
         self.luhnValid = luhnValid
     }
+
+    public var description: String { "AliasRequest(\(format.rawValue), \(storage.rawValue), value \(sensitiveValue))" }
+}
+
+/// Who creates aliases, which decides what the answer may show and what may be asked.
+public struct AliasCaller: Sendable {
+    /// The caller may reveal values: an answer for a value already stored shows the stored
+    /// record (its first `created_at`, its classifiers, every alias). Anyone else gets only what
+    /// it asked for, stamped with the request's time, so the answer cannot tell whether the value
+    /// was new (no existence oracle).
+    public var mayReveal: Bool
+    /// The caller has no token. It may not create VOLATILE aliases in a small alias space (under
+    /// a million, drawn at random): VOLATILE values are never deduplicated, so anonymous requests
+    /// could fill a BIN + last-four bucket for the volatile TTL.
+    public var anonymous: Bool
+
+    public init(mayReveal: Bool, anonymous: Bool) {
+        self.mayReveal = mayReveal
+        self.anonymous = anonymous
+    }
+
+    /// A trusted in-process caller (tools and tests): sees stored records.
+    public static let trusted = AliasCaller(mayReveal: true, anonymous: false)
+    /// A caller without a token.
+    public static let anonymous = AliasCaller(mayReveal: false, anonymous: true)
 }
 
 /// A vault failure, mapped by the service to its VGSError code.
@@ -38,10 +69,16 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// Why a vault could not open.
+public struct VaultOpenError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
 /// The vault: issues aliases, keeps values encrypted, reveals and deletes them.
 ///
-/// Every operation runs on the vault's executor thread (never a loop thread) and calls its
-/// completion there once its writes are committed.
+/// Format work (HMAC fingerprints, AES-GCM sealing, FF1) runs on the caller's thread before a job
+/// is queued; the executor thread only reads and writes the store, and calls each completion
+/// there once its writes are committed.
 public final class Vault: Sendable {
     public struct Settings: Sendable {
         public var environment: String
@@ -55,23 +92,30 @@ public final class Vault: Sendable {
     }
 
     public let settings: Settings
-    private let keys: KeyRing
-    private let generator: AliasGenerator
+    let keys: KeyRing
+    let generator: AliasGenerator
     private let executor: VaultExecutor
-    private let clock: @Sendable () -> Int64
+    let clock: @Sendable () -> Int64
 
     /// Alias candidates tried before giving up on a format whose space is nearly full.
     static let maxAttempts = 32
     /// Spaces up to this size are scanned candidate by candidate once random draws fail (a
     /// 4-digit CVC); larger ones would stall the vault thread, and 32 random draws suffice.
     static let scanLimit = 10_000
+    /// The store's name for ``KeyRing/checkValue``.
+    static let keyCheckName = "key_check"
 
+    /// Opens the vault on `store`. The first ring to open a store leaves its check value there;
+    /// any other ring is refused (records it sealed could not be read back, and new ones would be
+    /// lost when the right key file returns).
+    /// - Throws: ``VaultOpenError`` when the ring does not match the store, or the store fails.
     public init(store: any AliasStore, keys: KeyRing, settings: Settings,
-                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws(CryptoError) {
+                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
         self.settings = settings
         self.keys = keys
         self.clock = clock
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
+        try Self.adopt(store, keys: keys)
         self.executor = VaultExecutor(store: store) { store in
             // Sweep expired VOLATILE records, 1,000 per transaction, until none is left (at most
             // 50,000 per run, so a large backlog cannot hold up requests for long).
@@ -90,23 +134,57 @@ public final class Vault: Sendable {
         }
     }
 
+    /// Checks the ring against the store's check value (writing it on first use) and signs alias
+    /// rows written before aliases were signed. Runs before the executor thread exists.
+    private static func adopt(_ store: any AliasStore, keys: KeyRing) throws {
+        do {
+            try store.begin()
+            if let stored = try store.metadata(keyCheckName) {
+                guard constantTimeEquals(stored, keys.checkValue) else {
+                    store.rollback()
+                    throw VaultOpenError(description:
+                        "the key ring does not match the store: its records were sealed with other keys "
+                        + "(restore the key file or master key this store was created with)")
+                }
+            } else {
+                try store.setMetadata(keyCheckName, keys.checkValue)
+            }
+            let macKey = keys.aliasMACKey
+            _ = try store.signUnsignedAliases { alias, recordID in sign(alias, recordID: recordID, key: macKey) }
+            try store.commit()
+        } catch let error as StoreError {
+            store.rollback()
+            throw VaultOpenError(description: error.description)
+        }
+    }
+
     /// Finishes queued work and stops the executor.
     public func close() { executor.close() }
 
     /// Checks every request can be represented, before anything is queued.
-    public static func check(_ requests: [AliasRequest]) throws(VaultError) {
+    public static func check(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws(VaultError) {
         for (i, r) in requests.enumerated() {
             do { try AliasGenerator.validate(r.value, format: r.format) } catch {
                 throw .invalidInput(index: i, reason: error.description)
             }
+            if caller.anonymous, r.storage == .volatile, AliasGenerator.randomSpace(r.value, r.format) != nil {
+                throw .invalidInput(index: i, reason:
+                    "a VOLATILE \(r.format.rawValue) alias of a value this short needs a token with aliases:create "
+                    + "(its alias space is too small to open to anonymous callers)")
+            }
         }
     }
 
-    /// Aliases every value (all or none), deduplicating PERSISTENT ones.
-    public func createAliases(_ requests: [AliasRequest],
+    /// Aliases every value (all or none), deduplicating PERSISTENT ones. What the answer shows
+    /// of a value already stored depends on `caller` (see ``AliasCaller/mayReveal``).
+    public func createAliases(_ requests: [AliasRequest], caller: AliasCaller = .trusted,
                               completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void) {
-        do { try Self.check(requests) } catch { return completion(.failure(error)) }
-        executor.submit({ [self] store in try create(requests, in: store) }, completion: { completion(Self.map($0)) })
+        let prepared: [PreparedAlias]
+        do {
+            try Self.check(requests, caller: caller)
+            prepared = try prepare(requests)
+        } catch { return completion(.failure(error)) }
+        executor.submit({ [self] store in try create(prepared, caller: caller, in: store) }, completion: { completion(Self.map($0)) })
     }
 
     /// Reveals each alias found (expired ones are not found).
@@ -140,11 +218,28 @@ public final class Vault: Sendable {
         executor.submit({ store in try store.ping() }, completion: { completion(Self.map($0)) })
     }
 
+    // MARK: Alias signatures
+
+    /// The MAC binding an alias (its text and format) to the record it points to.
+    static func sign(_ alias: IssuedAlias, recordID: String, key: SymmetricKey) -> [UInt8] {
+        Digest.hmacSHA256(key: key.rawBytes, Array("cloak/v1/alias\0\(alias.alias)\0\(recordID)\0\(alias.storedFormat)".utf8))
+    }
+
+    func isAuthentic(_ alias: IssuedAlias, recordID: String) -> Bool {
+        !alias.mac.isEmpty && constantTimeEquals(alias.mac, Self.sign(alias, recordID: recordID, key: keys.aliasMACKey))
+    }
+
     // MARK: On the executor thread
 
+    /// The live record `alias` points to, with only its authentic aliases. An alias row whose MAC
+    /// does not bind it to that record (a database writer pointed it elsewhere) is refused.
     private func liveRecord(_ alias: String, in store: any AliasStore) throws -> StoredRecord? {
-        guard let record = try store.record(alias: alias) else { return nil }
+        guard var record = try store.record(alias: alias) else { return nil }
         if let expires = record.expiresAt, expires <= clock() { return nil }
+        guard let row = record.aliases.first(where: { $0.alias == alias }), isAuthentic(row, recordID: record.id) else {
+            throw VaultError.unavailable("an alias row failed its integrity check")
+        }
+        record.aliases.removeAll { !isAuthentic($0, recordID: record.id) }
         return record
     }
 
@@ -164,68 +259,7 @@ public final class Vault: Sendable {
 
     static func associatedData(_ recordID: String, _ keyID: String) -> [UInt8] { Array("\(recordID)|\(keyID)".utf8) }
 
-    private func create(_ requests: [AliasRequest], in store: any AliasStore) throws -> [RevealedRecord] {
-        var out: [RevealedRecord] = []
-        for (index, request) in requests.enumerated() {
-            // PERSISTENT values are deduplicated by a keyed fingerprint. VOLATILE ones never are:
-            // with a 1,000-value CVC space, anyone allowed to alias could otherwise build a table
-            // from alias to CVC, and aliasing again would keep a CVC alive past its TTL.
-            let fingerprint = request.storage == .persistent
-                ? Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array("cloak/v1/value\0".utf8) + Array(request.value.utf8))
-                : nil
-            var record: StoredRecord
-            let now = clock()
-            if let fingerprint, let existing = try store.record(fingerprint: fingerprint) {
-                record = existing
-            } else {
-                let key = keys.current
-                let id = "rec_" + Base58.encode(SecureRandom.bytes(16), width: 22)
-                let sealed = try AESGCM.seal(Array(request.value.utf8), key: key.encryptionKey,
-                                             associatedData: Self.associatedData(id, key.id))
-                record = StoredRecord(
-                    id: id, fingerprint: fingerprint, keyID: key.id, sealed: sealed, storage: request.storage,
-                    classifiers: request.classifiers, createdAt: now,
-                    expiresAt: request.storage == .volatile ? now + Int64(settings.volatileTTLSeconds) : nil, aliases: [])
-                try store.insert(record)
-            }
-            if !record.aliases.contains(where: { $0.format == request.format }) {
-                let issued = try issue(request, index: index, recordID: record.id, in: store)
-                record.aliases.append(issued)
-            }
-            out.append(RevealedRecord(value: request.value, aliases: record.aliases, storage: record.storage,
-                                      classifiers: record.classifiers, createdAt: record.createdAt))
-        }
-        return out
-    }
-
-    private func issue(_ request: AliasRequest, index: Int, recordID: String, in store: any AliasStore) throws -> IssuedAlias {
-        // Random candidates first; in a small space (random-drawn aliases, at most 100,000 of
-        // them) every candidate is then tried in turn, so a free alias is always found.
-        let scan = AliasGenerator.randomSpace(request.value, request.format).map { $0 <= Self.scanLimit ? $0 : 0 } ?? 0
-        for attempt in 0..<(Self.maxAttempts + scan) {
-            let candidate: String
-            do {
-                candidate = try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid,
-                                                attempt: attempt)
-            } catch {
-                if error.isSpaceExhausted { break }
-                throw VaultError.invalidInput(index: index, reason: error.description)
-            }
-            let issued = IssuedAlias(alias: candidate, format: request.format)
-            let taken: Bool
-            do {
-                try store.addAlias(issued, toRecord: recordID)
-                taken = false
-            } catch {
-                guard error == .aliasTaken else { throw error }
-                taken = true  // another value holds this candidate: try the next one
-            }
-            if !taken { return issued }
-        }
-        throw VaultError.unavailable("no free \(request.format.rawValue) alias for a value of this shape")
-    }
-
-    private static func map<T>(_ result: Result<T, any Error>) -> Result<T, VaultError> {
+    static func map<T>(_ result: Result<T, any Error>) -> Result<T, VaultError> {
         switch result {
         case let .success(value): return .success(value)
         case let .failure(error as VaultError): return .failure(error)

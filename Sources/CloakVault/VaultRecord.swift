@@ -33,13 +33,42 @@ public struct StoredRecord: Sendable {
     }
 }
 
+/// One alias of a record. Its identity is the format and, for card formats, whether it passes
+/// Luhn: a `luhn: invalid` form and a Luhn-valid one get different aliases for the same card.
 public struct IssuedAlias: Sendable, Equatable {
     public var alias: String
     public var format: AliasFormatName
+    /// For card formats: whether the alias passes Luhn (always true for other formats).
+    public var luhnValid: Bool
+    /// HMAC binding the alias to its record (``Vault`` checks it before following the alias);
+    /// empty until the vault signs it. Not part of equality.
+    public var mac: [UInt8]
 
-    public init(alias: String, format: AliasFormatName) {
+    public init(alias: String, format: AliasFormatName, luhnValid: Bool = true, mac: [UInt8] = []) {
         self.alias = alias
         self.format = format
+        self.luhnValid = luhnValid || !AliasFormat.of(format).isCard
+        self.mac = mac
+    }
+
+    public static func == (a: IssuedAlias, b: IssuedAlias) -> Bool {
+        a.alias == b.alias && a.format == b.format && a.luhnValid == b.luhnValid
+    }
+
+    /// The format as a store keeps it: the name, with `;luhn=invalid` for Luhn-invalid card aliases.
+    public var storedFormat: String { luhnValid ? format.rawValue : format.rawValue + ";luhn=invalid" }
+
+    /// The format and Luhn variant from ``storedFormat``.
+    public static func parseStoredFormat(_ text: String) -> (format: AliasFormatName, luhnValid: Bool)? {
+        if text.hasSuffix(";luhn=invalid") {
+            return AliasFormatName(rawValue: String(text.dropLast(";luhn=invalid".count))).map { ($0, false) }
+        }
+        return AliasFormatName(rawValue: text).map { ($0, true) }
+    }
+
+    /// Whether this alias answers a request for `format` with that Luhn setting.
+    func matches(_ format: AliasFormatName, luhnValid: Bool) -> Bool {
+        self.format == format && self.luhnValid == (luhnValid || !AliasFormat.of(format).isCard)
     }
 }
 
@@ -47,11 +76,23 @@ public struct IssuedAlias: Sendable, Equatable {
 ///
 /// Holds the plain value, so its description is redacted.
 public struct RevealedRecord: Sendable, CustomStringConvertible {
-    public var value: String
+    public var sensitiveValue: Sensitive<String>
+    public var value: String {
+        get { sensitiveValue.value }
+        set { sensitiveValue = Sensitive(newValue) }
+    }
     public var aliases: [IssuedAlias]
     public var storage: StorageKind
     public var classifiers: [String]
     public var createdAt: Int64
+
+    public init(value: String, aliases: [IssuedAlias], storage: StorageKind, classifiers: [String], createdAt: Int64) {
+        self.sensitiveValue = Sensitive(value)
+        self.aliases = aliases
+        self.storage = storage
+        self.classifiers = classifiers
+        self.createdAt = createdAt
+    }
 
     public var description: String { "RevealedRecord(\(aliases.count) aliases, \(storage.rawValue), value redacted)" }
 

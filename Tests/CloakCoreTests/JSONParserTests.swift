@@ -42,10 +42,26 @@ private func nested(_ depth: Int, open: String = "[", close: String = "]", inner
         _ = try JSONParser().parse(text)
     }
 
-    @Test func firstMemberWinsWhenAKeyRepeats() throws {
-        let v = try JSONParser().parse(#"{"a":"1","a":"2"}"#)
-        #expect(v["a"] == .string("1"))
-        #expect(v.objectMembers?.count == 2)
+    /// Defect 6 of the security review: a repeated member is refused at any depth. Upstream
+    /// parsers that keep the last one would read an attacker's `card_data` instead of the alias.
+    @Test(arguments: [
+        #"{"a":"1","a":"2"}"#,
+        #"{"fields":{},"fields":{}}"#,
+        #"{"fields": {"card": "4111111111111111", "cvc": "123", "card": "5555555555554444"}}"#,
+        #"{"extraData":{"card_data":{},"card_data":{"card_number":"4111111111111111"}}}"#,
+        #"[{"x":[{"deep":{"k":1,"k":1}}]}]"#,
+        "{" + (0..<40).map { #""m\#($0)":0,"# }.joined() + #""m7":1}"#,  // past the linear scan
+        #"{"a":1,"a":2}"#,  // the same name, escaped
+    ])
+    func duplicateMembersAreRefusedAtAnyDepth(json: String) throws {
+        let error = try #require(throws: JSONParseError.self) { try JSONParser().parse(json) }
+        #expect(error.reason == .duplicateKey)
+        #expect(!error.description.contains("4111"))
+    }
+
+    @Test func distinctMembersOfLargeAndNestedObjectsParse() throws {
+        let text = "{" + (0..<40).map { #""m\#($0)":{"m\#($0)":0}"# }.joined(separator: ",") + "}"
+        #expect(try JSONParser().parse(text).objectMembers?.count == 40)
     }
 
     @Test func decodesEveryEscape() throws {

@@ -38,8 +38,8 @@ func waitForCompletion<T>(_ operation: String, timeout: Double = 15,
 }
 
 extension Vault {
-    func createSync(_ requests: [AliasRequest]) throws -> Result<[RevealedRecord], VaultError> {
-        try waitForCompletion("createAliases") { done in createAliases(requests, completion: done) }
+    func createSync(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws -> Result<[RevealedRecord], VaultError> {
+        try waitForCompletion("createAliases") { done in createAliases(requests, caller: caller, completion: done) }
     }
 
     /// Aliases one value and returns the alias issued in `format`.
@@ -47,7 +47,7 @@ extension Vault {
                classifiers: [String] = [], luhnValid: Bool = true) throws -> String {
         let records = try createSync([AliasRequest(value: value, format: format, storage: storage,
                                                    classifiers: classifiers, luhnValid: luhnValid)]).get()
-        let alias = try #require(records.first?.aliases.first { $0.format == format }?.alias)
+        let alias = try #require(records.first?.aliases.first { $0.matches(format, luhnValid: luhnValid) }?.alias)
         return alias
     }
 
@@ -117,6 +117,18 @@ final class VaultHarness {
         let vault = try Vault(store: store, keys: keys ?? self.keys, settings: settings, clock: clock.function)
         opened.append(vault)
         return vault
+    }
+
+    /// Runs SQL on the database file from outside the vault (a database writer's tampering).
+    func execute(_ sql: String) throws {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(storePath, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else {
+            throw VaultTimedOut(operation: "open \(storePath)")
+        }
+        defer { sqlite3_close(db) }
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+            throw VaultTimedOut(operation: "exec: " + String(cString: sqlite3_errmsg(db)))
+        }
     }
 
     /// A second connection to the database, to look at what was committed.

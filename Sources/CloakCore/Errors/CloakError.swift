@@ -15,6 +15,7 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
         case notFound = 1404
         case methodNotAllowed = 1405
         case upstreamTimeout = 1408
+        case tooManyRequests = 1429
         case invalidConfigurationURL = 1480
         case vaultUnavailable = 1500
         case tooManyConnections = 1503
@@ -32,6 +33,7 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
             case .notFound: return "notFound"
             case .methodNotAllowed: return "methodNotAllowed"
             case .upstreamTimeout: return "upstreamTimeout"
+            case .tooManyRequests: return "tooManyRequests"
             case .invalidConfigurationURL: return "invalidConfigurationURL"
             case .vaultUnavailable: return "vaultUnavailable"
             case .tooManyConnections: return "tooManyConnections"
@@ -51,6 +53,7 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
             case .notFound: return "VGSSDKErrorNotFound"
             case .methodNotAllowed: return "VGSSDKErrorMethodNotAllowed"
             case .upstreamTimeout: return "VGSSDKErrorUpstreamTimeout"
+            case .tooManyRequests: return "VGSSDKErrorTooManyRequests"
             case .invalidConfigurationURL: return "VGSSDKErrorWrongConfiguration"
             case .vaultUnavailable: return "VGSSDKErrorVaultUnavailable"
             case .tooManyConnections: return "VGSSDKErrorTooManyConnections"
@@ -68,6 +71,7 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
             case .notFound: return 404
             case .methodNotAllowed: return 405
             case .upstreamTimeout: return 504
+            case .tooManyRequests: return 429
             case .vaultUnavailable, .tooManyConnections: return 503
             }
         }

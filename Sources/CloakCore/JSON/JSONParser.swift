@@ -9,6 +9,7 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
         case controlCharacterInString = "unescaped control character in a string"
         case tooDeep = "JSON nested too deeply"
         case trailingData = "data after the JSON value"
+        case duplicateKey = "an object has the same member name twice"
     }
     public let reason: Reason
     /// Byte offset where the problem was found.
@@ -113,6 +114,7 @@ private struct Reader {
         guard depth <= maxDepth else { throw fail(.tooDeep) }
         index += 1
         var members: [(key: String, value: JSONValue)] = []
+        var seen: Set<String>? = nil
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -122,7 +124,11 @@ private struct Reader {
             skipWhitespace()
             guard index < bytes.count else { throw fail(.unexpectedEnd) }
             guard bytes[index] == UInt8(ascii: "\"") else { throw fail(.unexpectedCharacter) }
+            let keyOffset = index
             let key = try string()
+            // A duplicate member is refused at any depth: parsers upstream disagree on which one
+            // wins (last-wins would read an attacker's value in place of an alias).
+            if Self.hasMember(key, in: members, seen: &seen) { throw JSONParseError(reason: .duplicateKey, offset: keyOffset) }
             skipWhitespace()
             guard index < bytes.count else { throw fail(.unexpectedEnd) }
             guard bytes[index] == UInt8(ascii: ":") else { throw fail(.unexpectedCharacter) }
@@ -137,6 +143,16 @@ private struct Reader {
             default: throw fail(.unexpectedCharacter)
             }
         }
+    }
+
+    /// Whether `key` is already a member: a linear scan for small objects (the common case, no
+    /// allocation), a set once an object grows past 16 members (so a huge object stays linear).
+    static func hasMember(_ key: String, in members: [(key: String, value: JSONValue)], seen: inout Set<String>?) -> Bool {
+        if seen == nil {
+            if members.count < 16 { return members.contains { $0.key == key } }
+            seen = Set(members.map(\.key))
+        }
+        return !seen!.insert(key).inserted
     }
 
     mutating func array(depth: Int) throws(JSONParseError) -> JSONValue {

@@ -4,6 +4,27 @@ public enum FieldNameSubscript: Sendable, Equatable {
     case key(String)
     case index(Int)
 
+    /// The largest array index a name may hold. Array policies pad arrays up to the index, so
+    /// `x[85555555]` would allocate gigabytes per submission; a larger `[n]` is not an index.
+    public static let maxIndex = 1_000
+
+    /// The array indices in `name` over ``maxIndex`` (the configuration refuses such names).
+    public static func oversizedIndices(in name: String) -> [Substring] {
+        var out: [Substring] = []
+        for part in name.split(separator: ".", omittingEmptySubsequences: true) {
+            var rest = part[...]
+            while let open = rest.firstIndex(of: "[") {
+                let after = rest[rest.index(after: open)...]
+                let digits = after.prefix { $0.isASCII && $0.isNumber }
+                if !digits.isEmpty, after.dropFirst(digits.count).first == "]", Int(digits).map({ $0 > maxIndex }) ?? true {
+                    out.append(digits)
+                }
+                rest = after
+            }
+        }
+        return out
+    }
+
     /// Splits on `.` (empty parts dropped); each part gives its text before the first `[` as a
     /// key, then the **first** `[n]` as an index. Later indices and text after `]` are ignored,
     /// and a part such as `[0]` gives the key `""`.
@@ -23,7 +44,7 @@ public enum FieldNameSubscript: Sendable, Equatable {
         while let open = rest.firstIndex(of: "[") {
             let after = rest[rest.index(after: open)...]
             let digits = after.prefix { $0.isASCII && $0.isNumber }
-            if !digits.isEmpty, after.dropFirst(digits.count).first == "]", let n = Int(digits) { return n }
+            if !digits.isEmpty, after.dropFirst(digits.count).first == "]", let n = Int(digits), n <= maxIndex { return n }
             rest = after
         }
         return nil

@@ -345,7 +345,11 @@ final class Connection {
         for (name, value) in r.headers where !["host", "content-length"].contains(name.lowercased()) {
             evhttp_add_header(headers, name, value)
         }
+        // Every body goes with its exact length. libevent 2.1 adds Content-Length only for POST
+        // and PUT but writes the body for any method: a GET body without it would be read by the
+        // upstream as the next request on this pooled connection (request smuggling).
         if !r.body.isEmpty, let out = evhttp_request_get_output_buffer(req) {
+            evhttp_add_header(headers, "Content-Length", String(r.body.count))
             _ = r.body.withUnsafeBytes { evbuffer_add(out, $0.baseAddress, $0.count) }
         }
         exchange.evRequest = req

@@ -87,11 +87,15 @@ public let hopByHopHeaders: Set<String> = [
     "upgrade", "proxy-connection",
 ]
 
-/// `headers` without hop-by-hop ones, nor those the `Connection` header names.
+/// `headers` fit to forward: without hop-by-hop ones, those the `Connection` header names,
+/// `Expect` (the proxy has the whole body: a `100-continue` would only stall the upstream), and
+/// any whose name is not an RFC 9110 token (`Transfer-Encoding :` with a space must not slip
+/// past the hop-by-hop filter to a lenient upstream).
 public func withoutHopByHop(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
     var drop = hopByHopHeaders
+    drop.insert("expect")
     for (name, value) in headers where name.lowercased() == "connection" {
         for token in value.split(separator: ",") { drop.insert(token.trimmingCharacters(in: .whitespaces).lowercased()) }
     }
-    return headers.filter { !drop.contains($0.name.lowercased()) }
+    return headers.filter { HTTPSyntax.isToken($0.name) && !drop.contains($0.name.lowercased()) }
 }

@@ -1,6 +1,13 @@
+import Foundation
+
 /// Maps a method and a path to a handler, with `{name}` parameters and a trailing `{name...}`
 /// catch-all. A path that exists under other methods resolves to ``Resolution/methodNotAllowed``
 /// so the caller can answer 405 with `Allow`; `HEAD` is served by a `GET` route.
+///
+/// Paths are matched as the client sent them, still percent-encoded, one `/`-separated segment
+/// at a time; each `{name}` parameter is then decoded on its own, so a parameter may hold an
+/// encoded `/` (`/aliases/4111%2F1111`) without changing which route matches. A catch-all keeps
+/// its raw text (a proxy forwards it as it came).
 ///
 /// Templates are kept in a trie of path segments (literal children first, then a parameter,
 /// then a catch-all), so resolving costs one dictionary step per segment whatever the number of
@@ -81,8 +88,9 @@ public struct Router<Handler: Sendable>: Sendable {
         let rest = parts.dropFirst()
         if let next = node.literals[part], walk(next, rest, &parameters, &endpoints) { return true }
         if let (name, next) = node.parameter {
+            guard let decoded = part.removingPercentEncoding else { return false }
             let saved = parameters
-            parameters[name] = String(part)
+            parameters[name] = decoded
             if walk(next, rest, &parameters, &endpoints) { return true }
             parameters = saved
         }

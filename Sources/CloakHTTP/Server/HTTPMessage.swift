@@ -4,7 +4,10 @@ public enum HTTPMethod: String, Sendable, CaseIterable {
 }
 
 /// A request as handed to a handler: copied off the evhttp request on its loop thread.
-public struct HTTPRequest: Sendable {
+///
+/// Its description and mirror never show the body or header values (they may hold card data or
+/// tokens): `HTTPRequest(POST /tokens, 3 headers, body 412 bytes)`.
+public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public var method: HTTPMethod
     /// The path, percent-decoded, without the query.
     public var path: String
@@ -21,6 +24,8 @@ public struct HTTPRequest: Sendable {
     public var violation: HTTPViolation?
     /// The loop the request arrived on (nil for requests made outside a server).
     public var loop: LoopHandle?
+    /// The client's address (numeric, without the port): the key of per-client limits.
+    public var remoteAddress: String = ""
 
     public init(
         method: HTTPMethod, path: String, query: String? = nil, headers: [(name: String, value: String)] = [],
@@ -33,6 +38,12 @@ public struct HTTPRequest: Sendable {
         self.headers = headers
         self.body = body
         self.requestID = requestID
+    }
+
+    public var description: String { "HTTPRequest(\(method.rawValue) \(path.utf8.count)-byte path, \(headers.count) headers, body \(body.count) bytes)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["method": method, "headers": headers.count, "bodyBytes": body.count], displayStyle: .struct)
     }
 
     /// The first value of a header, matched case-insensitively.
@@ -87,6 +98,7 @@ func reasonPhrase(_ status: Int) -> String {
     case 405: return "Method Not Allowed"
     case 413: return "Payload Too Large"
     case 422: return "Unprocessable Entity"
+    case 429: return "Too Many Requests"
     case 500: return "Internal Server Error"
     case 502: return "Bad Gateway"
     case 503: return "Service Unavailable"

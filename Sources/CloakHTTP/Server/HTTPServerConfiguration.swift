@@ -13,8 +13,16 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxHeaderBytes: Int
     /// Inactivity timeout for a connection, idle or mid-request, in seconds.
     public var idleTimeoutSeconds: Int
-    /// Connections past this are answered 503 and closed.
+    /// The request head must be complete this many seconds after the connection was accepted or
+    /// its previous answer sent; past it the connection is closed (slowloris).
+    public var headerTimeoutSeconds: Int = 10
+    /// The body must be complete this many seconds after the head.
+    public var bodyTimeoutSeconds: Int = 30
+    /// Open connections (counted from accept, plain or TLS); past this a connection is answered
+    /// 503 and closed at once. Lowered at start to stay under the descriptor limit.
     public var maxConnections: Int
+    /// The answer to a connection over ``maxConnections`` (plain HTTP; a TLS one is closed).
+    public var refusalBody: [UInt8] = Array(#"{"error":"too many connections"}"#.utf8)
     /// How long a shutdown waits for in-flight requests before closing everything.
     public var drainTimeoutSeconds: Double
     /// PEM files for TLS termination; nil: plain HTTP.

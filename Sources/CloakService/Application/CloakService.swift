@@ -25,6 +25,7 @@ public final class CloakService: Sendable {
     private let auth: Authenticator
     private let proxyRoutes: [ProxyHandler.ResolvedRoute]
     private let metrics = ServiceMetrics()
+    private let rateLimiter = RateLimiter()
 
     enum Endpoint: Sendable {
         case healthz, readyz, metrics, validate, formTokens, formAliases, formSend
@@ -77,9 +78,10 @@ public final class CloakService: Sendable {
         let start = DispatchTime.now().uptimeNanoseconds
         var template = "-"
         let cors = corsHeaders(for: request)
+        let identity = auth.identify(request)
         let reply: Reply
         do {
-            reply = try route(request, template: &template)
+            reply = try route(request, identity: identity, template: &template)
         } catch {
             reply = .now(.error(error))
         }
@@ -112,13 +114,14 @@ public final class CloakService: Sendable {
         return box.withLock { $0! }
     }
 
-    private func route(_ request: HTTPRequest, template: inout String) throws(CloakError) -> Reply {
+    private func route(_ request: HTTPRequest, identity: Identity, template: inout String) throws(CloakError) -> Reply {
         if let violation = request.violation { throw Self.error(for: violation) }
+        try checkRate(request, identity: identity)
         if request.method == .OPTIONS, request.header("Access-Control-Request-Method") != nil {
             template = "OPTIONS *"
             return .now(preflight(request))
         }
-        switch router.resolve(method: request.method, path: request.path) {
+        switch router.resolve(method: request.method, path: request.rawPath) {
         case .notFound:
             throw .notFound("no such endpoint")
         case let .methodNotAllowed(allowed, t):
@@ -129,11 +132,35 @@ public final class CloakService: Sendable {
                 headers: [("Allow", list)]))
         case let .found(endpoint, parameters, t):
             template = t
-            return try dispatch(endpoint, parameters, request)
+            return try dispatch(endpoint, parameters, request, identity)
         }
     }
 
-    private func dispatch(_ endpoint: Endpoint, _ parameters: [String: String], _ request: HTTPRequest) throws(CloakError) -> Reply {
+    /// Past its rate (per token id, else per client address): 429 with `Retry-After`. Health
+    /// probes are never limited: a balancer must not take a node out because of its own checks.
+    private func checkRate(_ request: HTTPRequest, identity: Identity) throws(CloakError) {
+        if request.path == "/healthz" || request.path == "/readyz" { return }
+        let key: RateLimiter.Key
+        var limit: RateLimit
+        if let token = identity.token {
+            key = .token(token.id)
+            limit = configuration.limits.token
+            if let perMinute = token.requestsPerMinute {
+                limit.requestsPerMinute = perMinute
+                limit.burst = min(limit.burst, perMinute)
+            }
+        } else {
+            key = .address(request.remoteAddress)
+            limit = configuration.limits.anonymous
+        }
+        guard let wait = rateLimiter.take(key, limit: limit, now: DispatchTime.now().uptimeNanoseconds) else { return }
+        metrics.rateLimited(identity.token == nil ? "anonymous" : "token")
+        throw CloakError(.tooManyRequests, "too many requests; retry after \(wait) s",
+                         extraInfo: [("retryAfterSeconds", .int(wait))])
+    }
+
+    private func dispatch(_ endpoint: Endpoint, _ parameters: [String: String], _ request: HTTPRequest,
+                          _ identity: Identity) throws(CloakError) -> Reply {
         switch endpoint {
         case .healthz:
             return .now(HealthHandler.healthy)
@@ -151,21 +178,21 @@ public final class CloakService: Sendable {
         case .validate:
             return .now(try ValidateHandler(context: context).handle(request, form: parameters["form"] ?? ""))
         case .formTokens, .formAliases, .formSend:
-            return try FormTokenizeHandler(context: context, vault: try requireVault(), auth: auth)
+            return try FormTokenizeHandler(context: context, vault: try requireVault(), identity: identity)
                 .handle(request, form: parameters["form"] ?? "", requiresToken: endpoint == .formAliases,
                         answer: endpoint == .formSend ? .mappedBody : .flatResult)
         case .createTokens, .createAliases:
-            return try vaultAPI().create(request, requiresToken: endpoint == .createAliases)
+            return try vaultAPI(identity).create(request, requiresToken: endpoint == .createAliases)
         case .revealMany:
-            return try vaultAPI().revealMany(request)
+            return try vaultAPI(identity).revealMany(request)
         case .reveal:
-            return try vaultAPI().reveal(request, alias: parameters["alias"] ?? "")
+            return try vaultAPI(identity).reveal(request, alias: parameters["alias"] ?? "")
         case .update:
-            return try vaultAPI().update(request, alias: parameters["alias"] ?? "")
+            return try vaultAPI(identity).update(request, alias: parameters["alias"] ?? "")
         case .delete:
-            return try vaultAPI().delete(request, alias: parameters["alias"] ?? "")
+            return try vaultAPI(identity).delete(request, alias: parameters["alias"] ?? "")
         case .proxy:
-            return try ProxyHandler(context: context, vault: vault, routes: proxyRoutes).handle(request)
+            return try ProxyHandler(context: context, vault: vault, routes: proxyRoutes, identity: identity).handle(request)
         }
     }
 
@@ -174,8 +201,9 @@ public final class CloakService: Sendable {
         return vault
     }
 
-    private func vaultAPI() throws(CloakError) -> VaultAPIHandler {
-        VaultAPIHandler(vault: try requireVault(), auth: auth, logger: context.logger)
+    private func vaultAPI(_ identity: Identity) throws(CloakError) -> VaultAPIHandler {
+        VaultAPIHandler(vault: try requireVault(), identity: identity, openTokenize: configuration.openTokenize,
+                        logger: context.logger)
     }
 
     static func error(for violation: HTTPViolation) -> CloakError {

@@ -45,6 +45,33 @@ final class ServiceMetrics: Sendable {
         pair.histogram.recordNanoseconds(nanoseconds)
     }
 
+    private static var rateLimited: MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "cloak", metricName: "rate_limited", unitName: "total",
+                             helpText: "Requests refused with 429, by kind of caller (anonymous or token)")
+    }
+    private static var logLinesDropped: MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "cloak", metricName: "log_lines_dropped", unitName: "total",
+                             helpText: "Log lines dropped because the log queue was full (standard output stalled)")
+    }
+    private let rateLimitedCounters = Mutex<[String: Counter]>([:])
+
+    /// Counts a 429 for `kind` (`anonymous` or `token`; never a token id or an address).
+    func rateLimited(_ kind: String) {
+        let counter = rateLimitedCounters.withLock { cache in
+            if let found = cache[kind] { return found }
+            let made = registry.makeCounter(descriptor: Self.rateLimited, labels: [("kind", kind)])
+            cache[kind] = made
+            return made
+        }
+        counter.increment()
+    }
+
+    /// Publishes the log queue's dropped-line count (read when `/metrics` is served).
+    func logLinesDropped(_ total: Int) {
+        let gauge = registry.makeGauge(descriptor: Self.logLinesDropped)
+        gauge.set(Double(total))
+    }
+
     /// The Prometheus text exposition.
     func exposition() -> [UInt8] { registry.emitToBuffer() }
 }

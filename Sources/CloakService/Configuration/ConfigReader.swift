@@ -69,14 +69,17 @@ final class ConfigReader {
         return v
     }
 
-    func double(_ node: ConfigNode?, at path: String, min: Double = 0) -> Double? {
+    /// A finite number in `min...max` (`inf`, `nan` and `1e300` are refused, never clamped).
+    func double(_ node: ConfigNode?, at path: String, min: Double = 0, max: Double) -> Double? {
         guard let text = string(node, at: path) else { return nil }
-        guard let v = Double(text), v >= min else {
-            issue(path, "expected a number of at least \(min)", node)
+        guard let v = Double(text), v.isFinite, v >= min, v <= max else {
+            issue(path, "expected a number from \(Self.plain(min)) to \(Self.plain(max))", node)
             return nil
         }
         return v
     }
+
+    private static func plain(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
 
     func bool(_ node: ConfigNode?, at path: String) -> Bool? {
         guard let text = string(node, at: path) else { return nil }

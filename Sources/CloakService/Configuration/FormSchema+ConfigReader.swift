@@ -28,8 +28,11 @@ extension FormSchema {
         for (i, item) in items.enumerated() {
             let p = "\(path).fields[\(i)]"
             guard let field = FieldSchema.read(item, at: p, r) else { continue }
-            for output in [field.name] + (field.serializer?.fieldNames ?? []) where !names.insert(output).inserted {
-                r.issue("\(p).name", "duplicate field name \"\(output)\"", item)
+            for output in [field.name] + (field.serializer?.fieldNames ?? []) {
+                if !names.insert(output).inserted { r.issue("\(p).name", "duplicate field name \"\(output)\"", item) }
+                for index in FieldNameSubscript.oversizedIndices(in: output) {
+                    r.issue("\(p).name", "array index [\(index)] in \"\(output)\" is over \(FieldNameSubscript.maxIndex)", item)
+                }
             }
             fields.append(field)
         }

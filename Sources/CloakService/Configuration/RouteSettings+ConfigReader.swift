@@ -33,8 +33,8 @@ extension ServiceConfiguration.RouteSettings {
                 headers.append((name, v))
             }
         }
-        let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s") ?? 5
-        let response = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s") ?? 30
+        let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s", min: 0.001, max: 600) ?? 5
+        let response = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s", min: 0.001, max: 3600) ?? 30
         let forwardAuth = m["forward_authorization"].flatMap { r.bool($0, at: "\(p).forward_authorization") } ?? false
         let caFile = r.string(m["ca_file"], at: "\(p).ca_file")
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {

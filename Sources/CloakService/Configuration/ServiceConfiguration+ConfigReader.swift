@@ -9,10 +9,13 @@ extension ServiceConfiguration {
     /// Keys (every one optional; defaults in parentheses):
     /// - `server.listen` ("127.0.0.1:8080"), `server.threads` (0 = one per core),
     ///   `server.max_body_bytes` (1048576), `server.max_header_bytes` (16384), `server.idle_timeout_s` (30),
-    ///   `server.max_connections` (4096), `server.drain_timeout_s` (10), `server.tls.cert`, `server.tls.key`
+    ///   `server.max_connections` (4096), `server.drain_timeout_s` (10), `server.header_timeout_s` (10),
+    ///   `server.body_timeout_s` (30), `server.tls.cert`, `server.tls.key`
     /// - `vault.environment` (sandbox), `vault.store` (sqlite:data/cloak.db), `vault.keys` (file:data/keys.json),
     ///   `vault.volatile_ttl_s` (3600), `vault.max_batch` (100)
-    /// - `auth.tokens[]`: `id`, `sha256` (hex of the token's SHA-256), `scopes`
+    /// - `auth.open_tokenize` (true), `auth.tokens[]`: `id`, `sha256` (hex of the token's SHA-256), `scopes`,
+    ///   `requests_per_minute`
+    /// - `limits.anonymous`, `limits.token`: `requests_per_minute`, `burst`
     /// - `cors.allowed_origins[]`
     /// - `forms.<name>`: `mapping_policy`, `card_brands`, `fields[]` (see `FormSchema+ConfigReader.swift`)
     /// - `routes[]`: `id` (UUID), `path`, `form`, `upstream`, `methods`, `headers`, `connect_timeout_s`,
@@ -57,7 +60,7 @@ extension ServiceConfiguration {
 
     static let overridable: [String: [String]] = [
         "server": ["listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
-                   "drain_timeout_s"],
+                   "drain_timeout_s", "header_timeout_s", "body_timeout_s"],
         "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch"],
     ]
 
@@ -72,12 +75,12 @@ extension ServiceConfiguration {
 
     private static func read(_ root: ConfigNode, _ r: ConfigReader) -> ServiceConfiguration {
         var config = ServiceConfiguration()
-        guard let top = r.mapping(root, at: "", allowed: ["server", "vault", "auth", "cors", "forms", "routes"])
+        guard let top = r.mapping(root, at: "", allowed: ["server", "vault", "auth", "limits", "cors", "forms", "routes"])
         else { return config }
 
         if let server = r.mapping(top["server"], at: "server", allowed: [
             "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
-            "drain_timeout_s", "tls",
+            "drain_timeout_s", "tls", "header_timeout_s", "body_timeout_s",
         ]) {
             if let listen = r.string(server["listen"], at: "server.listen") {
                 if let (host, port) = parseListen(listen) {
@@ -100,7 +103,13 @@ extension ServiceConfiguration {
             if let v = r.int(server["max_connections"], at: "server.max_connections", min: 1, max: 1_000_000) {
                 config.server.maxConnections = v
             }
-            if let v = r.double(server["drain_timeout_s"], at: "server.drain_timeout_s") {
+            if let v = r.int(server["header_timeout_s"], at: "server.header_timeout_s", min: 1, max: 3600) {
+                config.server.headerTimeoutSeconds = v
+            }
+            if let v = r.int(server["body_timeout_s"], at: "server.body_timeout_s", min: 1, max: 3600) {
+                config.server.bodyTimeoutSeconds = v
+            }
+            if let v = r.double(server["drain_timeout_s"], at: "server.drain_timeout_s", min: 0, max: 3600) {
                 config.server.drainTimeoutSeconds = v
             }
             if let tls = r.mapping(server["tls"], at: "server.tls", allowed: ["cert", "key"]), !tls.isEmpty {
@@ -141,36 +150,12 @@ extension ServiceConfiguration {
                     r.issue("vault.keys", "expected file:PATH or env:VARIABLE", vault["keys"])
                 }
             }
-            if let v = r.int(vault["volatile_ttl_s"], at: "vault.volatile_ttl_s", min: 1) { config.vault.volatileTTLSeconds = v }
+            if let v = r.int(vault["volatile_ttl_s"], at: "vault.volatile_ttl_s", min: 1, max: 31_536_000) { config.vault.volatileTTLSeconds = v }
             if let v = r.int(vault["max_batch"], at: "vault.max_batch", min: 1, max: 10_000) { config.vault.maxBatch = v }
         }
 
-        if let auth = r.mapping(top["auth"], at: "auth", allowed: ["tokens"]),
-            let tokens = r.sequence(auth["tokens"], at: "auth.tokens")
-        {
-            var ids = Set<String>()
-            for (i, node) in tokens.enumerated() {
-                let p = "auth.tokens[\(i)]"
-                guard let t = r.mapping(node, at: p, allowed: ["id", "sha256", "scopes"]) else { continue }
-                let id = r.string(t["id"], at: "\(p).id")
-                if id == nil { r.issue("\(p).id", "is required", node) }
-                if let id, !ids.insert(id).inserted { r.issue("\(p).id", "duplicate token id", node) }
-                var digest: [UInt8]?
-                if let hex = r.string(t["sha256"], at: "\(p).sha256") {
-                    digest = decodeHex(hex)
-                    if digest?.count != 32 { r.issue("\(p).sha256", "expected 64 hexadecimal characters", t["sha256"]) }
-                } else {
-                    r.issue("\(p).sha256", "is required", node)
-                }
-                let scopes = r.strings(t["scopes"], at: "\(p).scopes") ?? []
-                for (j, s) in scopes.enumerated() where !knownScopes.contains(s) {
-                    r.issue("\(p).scopes[\(j)]", "unknown scope (expected one of: \(knownScopes.sorted().joined(separator: ", ")))")
-                }
-                if let id, let digest, digest.count == 32 {
-                    config.auth.append(AccessToken(id: id, sha256: digest, scopes: Set(scopes)))
-                }
-            }
-        }
+        readAuth(top["auth"], into: &config, r)
+        readLimits(top["limits"], into: &config, r)
 
         if let cors = r.mapping(top["cors"], at: "cors", allowed: ["allowed_origins"]) {
             config.corsAllowedOrigins = r.strings(cors["allowed_origins"], at: "cors.allowed_origins") ?? []

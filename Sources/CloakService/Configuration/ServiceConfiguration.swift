@@ -9,6 +9,11 @@ public struct ServiceConfiguration: Sendable {
     public var corsAllowedOrigins: [String]
     public var forms: [String: FormSchema]
     public var routes: [RouteSettings]
+    /// `auth.open_tokenize`: whether endpoints that store values take callers without a token
+    /// (the SDK's tokenize call is open). When false they need a token with `aliases:create`.
+    public var openTokenize = true
+    /// `limits`: request rates per client address (no token) and per token.
+    public var limits = RateLimits()
 
     public init(
         server: HTTPServerConfiguration = .init(), vault: VaultSettings = .init(),
@@ -41,6 +46,22 @@ public struct ServiceConfiguration: Sendable {
         public var id: String
         public var sha256: [UInt8]
         public var scopes: Set<String>
+        /// Overrides `limits.token.requests_per_minute` for this token.
+        public var requestsPerMinute: Int?
+
+        public init(id: String, sha256: [UInt8], scopes: Set<String>, requestsPerMinute: Int? = nil) {
+            self.id = id
+            self.sha256 = sha256
+            self.scopes = scopes
+            self.requestsPerMinute = requestsPerMinute
+        }
+    }
+
+    /// `limits`: a token bucket per client address and per token.
+    public struct RateLimits: Sendable {
+        public var anonymous = RateLimit(requestsPerMinute: 600, burst: 60)
+        public var token = RateLimit(requestsPerMinute: 6000, burst: 600)
+        public init() {}
     }
 
     /// A proxy route (SPEC §2, `routes:`).

@@ -55,10 +55,10 @@ struct FormSubmission: Sendable {
     }
 
     /// Runs `body` with the resolved entries: at once when nothing needs an alias, else after the vault.
-    func resolve(with vault: Vault, _ body: @escaping @Sendable (Result<[(key: String, value: String)], CloakError>) -> Void) {
+    func resolve(with vault: Vault, caller: AliasCaller, _ body: @escaping @Sendable (Result<[(key: String, value: String)], CloakError>) -> Void) {
         guard !requests.isEmpty else { return body(.success(resolved([]))) }
         let plan = self
-        vault.createAliases(requests) { result in
+        vault.createAliases(requests, caller: caller) { result in
             switch result {
             case let .success(records): body(.success(plan.resolved(records)))
             case let .failure(error): body(.failure(error.cloakError { "field \(plan.key(ofRequest: $0))" }))

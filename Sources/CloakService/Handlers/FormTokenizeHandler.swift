@@ -15,11 +15,12 @@ struct FormTokenizeHandler: Sendable {
 
     let context: ServiceContext
     let vault: Vault
-    let auth: Authenticator
+    let identity: Identity
 
     func handle(_ request: HTTPRequest, form name: String, requiresToken: Bool, answer: Answer) throws(CloakError) -> Reply {
-        if requiresToken { _ = try auth.authorize(request, scope: "aliases:create") }
-        let prepared = try Self.prepare(request, form: name, context: context, keepSensitiveRaw: answer == .mappedBody)
+        let caller = try identity.aliasCaller(openTokenize: context.configuration.openTokenize, requiresToken: requiresToken)
+        let prepared = try Self.prepare(request, form: name, context: context, caller: caller,
+                                        keepSensitiveRaw: answer == .mappedBody)
         return .later { finish in
             prepared.resolve(with: vault, failing: finish) { entries in
                 switch answer {
@@ -33,6 +34,7 @@ struct FormTokenizeHandler: Sendable {
     /// A validated submission and how its body is built.
     struct Prepared: Sendable {
         let submission: FormSubmission
+        let caller: AliasCaller
         let policy: MappingPolicy
         let extraData: [(key: String, value: JSONValue)]
 
@@ -40,7 +42,7 @@ struct FormTokenizeHandler: Sendable {
         /// answered through `failing` instead.
         func resolve(with vault: Vault, failing: @escaping @Sendable (HTTPResponse) -> Void,
                      _ body: @escaping @Sendable ([(key: String, value: String)]) -> Void) {
-            submission.resolve(with: vault) { result in
+            submission.resolve(with: vault, caller: caller) { result in
                 switch result {
                 case let .failure(error): failing(.error(error))
                 case let .success(entries): body(entries)
@@ -56,7 +58,8 @@ struct FormTokenizeHandler: Sendable {
     }
 
     /// Validates a submission for `form` (1002, 1404, 1001) and plans its aliases.
-    static func prepare(_ request: HTTPRequest, form name: String, context: ServiceContext, keepSensitiveRaw: Bool)
+    static func prepare(_ request: HTTPRequest, form name: String, context: ServiceContext, caller: AliasCaller,
+                        keepSensitiveRaw: Bool)
         throws(CloakError) -> Prepared
     {
         guard let form = context.configuration.forms[name] else {
@@ -66,8 +69,10 @@ struct FormTokenizeHandler: Sendable {
         let validation = FormValidation(form: form, values: collect.values, context: ValidationContext(today: context.today()))
         if let error = validation.inputError { throw error }
         let submission = FormSubmission(validation, keepSensitiveRaw: keepSensitiveRaw)
-        do { try Vault.check(submission.requests) } catch { throw error.cloakError { "field \(submission.key(ofRequest: $0))" } }
-        return Prepared(submission: submission, policy: collect.mappingPolicy ?? form.mappingPolicy, extraData: collect.extraData)
+        do { try Vault.check(submission.requests, caller: caller) } catch {
+            throw error.cloakError { "field \(submission.key(ofRequest: $0))" }
+        }
+        return Prepared(submission: submission, caller: caller, policy: collect.mappingPolicy ?? form.mappingPolicy, extraData: collect.extraData)
     }
 
     /// Aliases first, then raw values, a raw value replacing an alias under the same key.

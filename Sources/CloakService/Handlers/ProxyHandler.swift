@@ -9,6 +9,7 @@ struct ProxyHandler: Sendable {
     let context: ServiceContext
     let vault: Vault?
     let routes: [ResolvedRoute]
+    let identity: Identity
 
     /// A configured route with its upstream parsed once.
     struct ResolvedRoute: Sendable {
@@ -40,7 +41,9 @@ struct ProxyHandler: Sendable {
             return forward(request, route: route, rest: rest, body: request.body, jsonBody: false)
         }
         guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
-        let prepared = try FormTokenizeHandler.prepare(request, form: formName, context: context, keepSensitiveRaw: true)
+        let caller = try identity.aliasCaller(openTokenize: context.configuration.openTokenize)
+        let prepared = try FormTokenizeHandler.prepare(request, form: formName, context: context, caller: caller,
+                                                       keepSensitiveRaw: true)
         return .later { finish in
             prepared.resolve(with: vault, failing: finish) { entries in
                 let body = JSONWriter.encode(prepared.body(entries))
@@ -102,7 +105,7 @@ struct ProxyHandler: Sendable {
         }
         var path = upstream.path
         if !rest.isEmpty { path = (path.hasSuffix("/") ? String(path.dropLast()) : path) + rest }
-        let target = path + (request.query.map { "?" + $0 } ?? "")
+        let target = path + (request.query.map { "?" + HTTPSyntax.safeQuery($0) } ?? "")
         let dropped: Set<String> = route.settings.forwardAuthorization
             ? ["host", "content-length", "x-route-id"] : ["host", "content-length", "x-route-id", "authorization"]
         var headers = withoutHopByHop(request.headers).filter { !dropped.contains($0.name.lowercased()) }

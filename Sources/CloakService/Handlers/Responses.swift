@@ -3,8 +3,15 @@ import CloakHTTP
 
 extension HTTPResponse {
     /// The VGSError-style body for `error`, with its HTTP status.
+    /// A 429 carries `Retry-After` (from its `retryAfterSeconds`).
     static func error(_ error: CloakError, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        .json(error.code.httpStatus, JSONWriter.encode(error.body), headers: headers)
+        var headers = headers
+        if error.code == .tooManyRequests,
+            case let .number(seconds)? = error.extraInfo.first(where: { $0.key == "retryAfterSeconds" })?.value
+        {
+            headers.append(("Retry-After", seconds))
+        }
+        return .json(error.code.httpStatus, JSONWriter.encode(error.body), headers: headers)
     }
 
     static func json(_ status: Int, _ value: JSONValue) -> HTTPResponse {

@@ -7,16 +7,19 @@ import Logging
 /// `PUT /aliases/{alias}`, `DELETE /aliases/{alias}`, in the SDK's wire format.
 struct VaultAPIHandler: Sendable {
     let vault: Vault
-    let auth: Authenticator
+    let identity: Identity
+    let openTokenize: Bool
     let logger: Logger
 
-    /// `POST /tokens` (v1, public like the SDK's tokenize) and `POST /aliases` (v2, scope `aliases:create`).
+    /// `POST /tokens` (v1, open like the SDK's tokenize unless `auth.open_tokenize` is false) and
+    /// `POST /aliases` (v2, scope `aliases:create`). A caller without `aliases:reveal` gets the
+    /// same answer whether a value was stored before or not (see ``AliasCaller/mayReveal``).
     func create(_ request: HTTPRequest, requiresToken: Bool) throws(CloakError) -> Reply {
-        if requiresToken { _ = try auth.authorize(request, scope: "aliases:create") }
+        let caller = try identity.aliasCaller(openTokenize: openTokenize, requiresToken: requiresToken)
         let items = try Self.parseCreate(try request.jsonBody(), maxBatch: vault.settings.maxBatch)
-        do { try Vault.check(items) } catch { throw error.cloakError { "data[\($0)]" } }
+        do { try Vault.check(items, caller: caller) } catch { throw error.cloakError { "data[\($0)]" } }
         return .later { finish in
-            vault.createAliases(items) { result in
+            vault.createAliases(items, caller: caller) { result in
                 switch result {
                 case let .success(records):
                     finish(.json(201, .object([("data", .array(records.map(\.json)))])))
@@ -29,7 +32,11 @@ struct VaultAPIHandler: Sendable {
 
     /// `GET /aliases/{alias}`.
     func reveal(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
-        let tokenID = try auth.authorize(request, scope: "aliases:reveal")
+        let tokenID = try identity.require("aliases:reveal")
+        guard Self.isPlausibleAlias(alias) else {
+            Self.audit(logger, "reveal", tokenID, alias, "not_found")
+            throw .notFound("no such alias")
+        }
         return .later { [logger] finish in
             vault.reveal([alias]) { result in
                 switch result {
@@ -50,14 +57,19 @@ struct VaultAPIHandler: Sendable {
 
     /// `GET /aliases?q=a,b`.
     func revealMany(_ request: HTTPRequest) throws(CloakError) -> Reply {
-        let tokenID = try auth.authorize(request, scope: "aliases:reveal")
-        let aliases = Self.queryValue(request.query, "q").map { $0.split(separator: ",").map(String.init) } ?? []
+        let tokenID = try identity.require("aliases:reveal")
+        // Split on literal commas first, then decode each alias: an alias holding a comma is
+        // asked for as %2C.
+        let aliases = Self.rawQueryValue(request.query, "q").map { raw in
+            raw.split(separator: ",").map { Self.decodeQueryComponent($0) ?? "" }
+        } ?? []
         guard !aliases.isEmpty else { throw .malformed("give the aliases to reveal as ?q=alias1,alias2") }
         guard aliases.count <= vault.settings.maxBatch else {
             throw .malformed("at most \(vault.settings.maxBatch) aliases at once, not \(aliases.count)")
         }
+        let plausible = aliases.filter(Self.isPlausibleAlias)
         return .later { [logger] finish in
-            vault.reveal(aliases) { result in
+            vault.reveal(plausible) { result in
                 switch result {
                 case let .success(found):
                     for alias in aliases { Self.audit(logger, "reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok") }
@@ -73,7 +85,11 @@ struct VaultAPIHandler: Sendable {
 
     /// `DELETE /aliases/{alias}`.
     func delete(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
-        let tokenID = try auth.authorize(request, scope: "aliases:delete")
+        let tokenID = try identity.require("aliases:delete")
+        guard Self.isPlausibleAlias(alias) else {
+            Self.audit(logger, "delete", tokenID, alias, "not_found")
+            throw .notFound("no such alias")
+        }
         return .later { [logger] finish in
             vault.delete(alias) { result in
                 switch result {
@@ -90,7 +106,8 @@ struct VaultAPIHandler: Sendable {
 
     /// `PUT /aliases/{alias}` with `{"data":{"classifiers":[...]}}`.
     func update(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
-        _ = try auth.authorize(request, scope: "aliases:create")
+        _ = try identity.require("aliases:create")
+        guard Self.isPlausibleAlias(alias) else { throw .notFound("no such alias") }
         guard case let .object(top) = try request.jsonBody(), top.count == 1, top[0].key == "data",
             case let .object(data) = top[0].value, data.count == 1, data[0].key == "classifiers"
         else { throw .malformed("expected {\"data\":{\"classifiers\":[...]}}") }
@@ -169,15 +186,25 @@ struct VaultAPIHandler: Sendable {
         return out
     }
 
-    static func queryValue(_ query: String?, _ name: String) -> String? {
+    /// The still-encoded value of a query parameter.
+    static func rawQueryValue(_ query: String?, _ name: String) -> Substring? {
         guard let query else { return nil }
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
-            if parts.first == Substring(name) {
-                return parts.count > 1 ? String(parts[1]).removingPercentEncoding ?? String(parts[1]) : ""
-            }
+            if parts.first == Substring(name) { return parts.count > 1 ? parts[1] : "" }
         }
         return nil
+    }
+
+    /// A query component decoded (`+` is a space); nil for invalid percent-encoding.
+    static func decodeQueryComponent(_ raw: Substring) -> String? {
+        raw.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+
+    /// Aliases are printable ASCII (at most 256 bytes): anything else, a NUL or a control
+    /// character above all, cannot name one and is not looked up.
+    static func isPlausibleAlias(_ alias: String) -> Bool {
+        !alias.isEmpty && alias.utf8.count <= 256 && alias.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
     }
 
     /// One audit line per reveal or delete: token id, alias, result; never the value. An alias

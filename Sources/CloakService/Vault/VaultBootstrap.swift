@@ -10,9 +10,11 @@ public enum VaultBootstrap {
     }
 
     /// Resolves the key ring: `CLOAK_MASTER_KEY` (or the variable `vault.keys: env:NAME` names)
-    /// when set; otherwise the key file, created with a new key on first run.
+    /// when set; otherwise the key file, created with a new key only for an empty store. A store
+    /// that already holds records (or a key-check value) never gets a new ring: the key file is
+    /// missing, and making another would lose every record sealed in the meantime.
     public static func keyRing(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String],
-                               logger: Logger?) throws -> KeyRing {
+                               logger: Logger?, store: any AliasStore) throws -> KeyRing {
         if settings.keys.hasPrefix("env:") {
             let name = String(settings.keys.dropFirst(4))
             guard let text = environment[name] else { throw Error(description: "vault.keys names \(name), which is not set") }
@@ -24,6 +26,10 @@ public enum VaultBootstrap {
         }
         let path = String(settings.keys.dropFirst("file:".count))
         if FileManager.default.fileExists(atPath: path) { return try KeyRing.load(path: path) }
+        if try store.hasRecords() || store.metadata("key_check") != nil {
+            throw Error(description: "the key file \(path) is missing but the store already holds records sealed with "
+                        + "another key ring; restore the key file (or set the master key) instead of creating new keys")
+        }
         let ring = KeyRing.generate()
         try ring.write(path: path, replace: false)
         logger?.notice("generated new vault keys", metadata: ["path": .string(path), "key_id": .string(ring.currentID)])
@@ -41,8 +47,8 @@ public enum VaultBootstrap {
     public static func open(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?)
         throws -> Vault
     {
-        let keys = try keyRing(settings, environment: environment, logger: logger)
         let store = try store(settings)
+        let keys = try keyRing(settings, environment: environment, logger: logger, store: store)
         return try Vault(store: store, keys: keys, settings: .init(
             environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds, maxBatch: settings.maxBatch))
     }

@@ -28,7 +28,16 @@ struct AliasFormat: Sendable {
         case token(keepLastFour: Bool)
         case rawUUID
         case preserving
+
+        var isPreserving: Bool {
+            if case .preserving = self { return true }
+            return false
+        }
     }
+
+    /// The most slots a format-preserving format takes. FF1 costs grow with the square of the
+    /// length (4,096 digits took tens of milliseconds); 64 covers every account number.
+    static let maxPreservingSlots = 64
 
     enum Alphabet: Sendable {
         case digits, alphanumeric62, upperAlphanumeric36
@@ -61,7 +70,7 @@ struct AliasFormat: Sendable {
     let keepsSeparators: Bool
 
     static func of(_ name: AliasFormatName) -> AliasFormat {
-        func p(_ input: Alphabet, _ output: Alphabet? = nil, first: Int = 0, last: Int = 0, min: Int, max: Int = 4096,
+        func p(_ input: Alphabet, _ output: Alphabet? = nil, first: Int = 0, last: Int = 0, min: Int, max: Int = maxPreservingSlots,
                card: Bool = false, prefix: [UInt8] = [], separators: Bool = true) -> AliasFormat {
             AliasFormat(name: name, kind: .preserving, inputAlphabet: input, outputAlphabet: output ?? input, keepFirst: first,
                         keepLast: last, minSlots: min, maxSlots: max, isCard: card, forcedPrefix: prefix,

@@ -6,6 +6,9 @@ public struct AliasInputError: Error, Sendable, Equatable, CustomStringConvertib
     public let description: String
     /// Not a bad input: every candidate of a small alias space has been tried.
     public var isSpaceExhausted = false
+    /// Not a bad input: this attempt has no acceptable candidate; the next attempt (another FF1
+    /// tweak) will.
+    public var isRetryable = false
 }
 
 /// Makes alias candidates for a value in a format. Candidate `attempt` 0, 1, 2… differ (the
@@ -24,6 +27,9 @@ public struct AliasGenerator: Sendable {
         ff1Alphanumeric36 = try FF1(key: ff1Key, radix: 36)
     }
 
+    /// The longest cycle walk of one attempt.
+    static let maxWalks = 1_000
+
     /// NIST SP 800-38G Rev. 1: FF1 needs a domain of at least a million.
     static let minimumDomain = 1_000_000
 
@@ -38,9 +44,19 @@ public struct AliasGenerator: Sendable {
         return free >= 2 && domain >= minimumDomain ? nil : domain
     }
 
+    /// The longest value any format takes, in UTF-8 bytes.
+    public static let maxValueBytes = 32_768
+    /// The longest value a format-preserving format takes, in bytes (its slots are capped at
+    /// ``AliasFormat/maxPreservingSlots``; this bounds the separators around them).
+    public static let maxPreservingValueBytes = 256
+
     /// Checks that `value` can take `format` (before anything is stored).
     static func validate(_ value: String, format: AliasFormatName) throws(AliasInputError) {
         let f = AliasFormat.of(format)
+        let limit = f.kind.isPreserving ? maxPreservingValueBytes : maxValueBytes
+        guard value.utf8.count <= limit else {
+            throw AliasInputError(description: "\(format.rawValue) takes values of at most \(limit) bytes, not \(value.utf8.count)")
+        }
         switch f.kind {
         case .rawUUID, .token(keepLastFour: false): return  // any text
         case .token(keepLastFour: true): _ = try lastFour(value, format)
@@ -98,12 +114,18 @@ public struct AliasGenerator: Sendable {
             tweak += withUnsafeBytes(of: UInt32(attempt).bigEndian, Array.init)
             do {
                 middle = try ff1.encrypt(free, tweak: tweak)
-                // Cycle-walking keeps FF1 a bijection while forcing the Luhn outcome.
+                // Cycle-walking keeps FF1 a bijection while forcing the Luhn outcome. When the
+                // walk comes back to where it started (a cycle with no acceptable alias but the
+                // value itself, about one card in 100,000) or runs long, the next attempt's
+                // tweak gives another permutation.
+                let start = middle
                 var walks = 0
                 while !acceptable(assemble(middle)) || assemble(middle) == layout.numerals {
                     middle = try ff1.encrypt(middle, tweak: tweak)
                     walks += 1
-                    if walks > 10_000 { throw AliasInputError(description: "no \(format.name.rawValue) alias satisfies the Luhn setting") }
+                    if middle == start || walks > Self.maxWalks {
+                        throw AliasInputError(description: "no \(format.name.rawValue) alias on this attempt's cycle", isRetryable: true)
+                    }
                 }
             } catch let e as AliasInputError {
                 throw e

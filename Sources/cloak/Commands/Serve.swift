@@ -29,6 +29,13 @@ struct Serve: ParsableCommand {
         do {
             vault = try VaultBootstrap.open(configuration.vault, environment: ProcessInfo.processInfo.environment,
                                             logger: bootLogger)
+        } catch let error as VaultOpenError {
+            // The keys do not match the store: a configuration problem, not a transient one.
+            FileHandle.standardError.write(Data("cloak: cannot open the vault: \(error)\n".utf8))
+            throw ExitCode(2)
+        } catch let error as VaultBootstrap.Error {
+            FileHandle.standardError.write(Data("cloak: cannot open the vault: \(error)\n".utf8))
+            throw ExitCode(2)
         } catch {
             FileHandle.standardError.write(Data("cloak: cannot open the vault: \(error)\n".utf8))
             throw ExitCode(1)

@@ -47,7 +47,12 @@ public final class SQLiteAliasStore: AliasStore {
                 UNIQUE (record_id, format)
             );
             CREATE INDEX IF NOT EXISTS records_by_expiry ON records(expires_at) WHERE expires_at IS NOT NULL;
+            CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
             """)
+        // Aliases are signed (an HMAC binding alias, record and format) since schema 2.
+        if try !db.columnExists(table: "aliases", column: "mac") {
+            try db.execute("ALTER TABLE aliases ADD COLUMN mac BLOB")
+        }
     }
 
     public func begin() throws(StoreError) { try db.execute("BEGIN IMMEDIATE") }
@@ -96,11 +101,11 @@ public final class SQLiteAliasStore: AliasStore {
             classifiers: classifiers.isEmpty ? [] : classifiers.components(separatedBy: ","), createdAt: createdAt,
             expiresAt: s.int64(9), aliases: [])
         s.finish()
-        let a = try db.statement("SELECT alias, format FROM aliases WHERE record_id = ?1 ORDER BY rowid")
+        let a = try db.statement("SELECT alias, format, mac FROM aliases WHERE record_id = ?1 ORDER BY rowid")
         a.bind(1, id)
         while try a.step() {
-            guard let alias = a.text(0), let format = a.text(1).flatMap(AliasFormatName.init(rawValue:)) else { continue }
-            record.aliases.append(IssuedAlias(alias: alias, format: format))
+            guard let alias = a.text(0), let format = a.text(1).flatMap(IssuedAlias.parseStoredFormat) else { continue }
+            record.aliases.append(IssuedAlias(alias: alias, format: format.format, luhnValid: format.luhnValid, mac: a.blob(2) ?? []))
         }
         return record
     }
@@ -124,10 +129,11 @@ public final class SQLiteAliasStore: AliasStore {
     }
 
     public func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError) {
-        let s = try db.statement("INSERT INTO aliases (alias, record_id, format) VALUES (?1, ?2, ?3)")
+        let s = try db.statement("INSERT INTO aliases (alias, record_id, format, mac) VALUES (?1, ?2, ?3, ?4)")
         s.bind(1, alias.alias)
         s.bind(2, id)
-        s.bind(3, alias.format.rawValue)
+        s.bind(3, alias.storedFormat)
+        s.bind(4, alias.mac)
         try s.run()
     }
 
@@ -162,5 +168,43 @@ public final class SQLiteAliasStore: AliasStore {
         s.bind(2, Int64(limit))
         try s.run()
         return db.changes
+    }
+
+    public func metadata(_ name: String) throws(StoreError) -> [UInt8]? {
+        let s = try db.statement("SELECT value FROM meta WHERE name = ?1")
+        s.bind(1, name)
+        defer { s.finish() }
+        return try s.step() ? s.blob(0) : nil
+    }
+
+    public func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError) {
+        let s = try db.statement("INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET value = ?2")
+        s.bind(1, name)
+        s.bind(2, value)
+        try s.run()
+    }
+
+    public func hasRecords() throws(StoreError) -> Bool {
+        let s = try db.statement("SELECT EXISTS (SELECT 1 FROM records)")
+        defer { s.finish() }
+        return try s.step() && s.int64(0) == 1
+    }
+
+    public func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int {
+        let find = try db.statement("SELECT alias, record_id, format FROM aliases WHERE mac IS NULL")
+        var unsigned: [(IssuedAlias, String)] = []
+        while try find.step() {
+            guard let alias = find.text(0), let recordID = find.text(1), let format = find.text(2).flatMap(IssuedAlias.parseStoredFormat)
+            else { continue }
+            unsigned.append((IssuedAlias(alias: alias, format: format.format, luhnValid: format.luhnValid), recordID))
+        }
+        find.finish()
+        for (alias, recordID) in unsigned {
+            let update = try db.statement("UPDATE aliases SET mac = ?1 WHERE alias = ?2")
+            update.bind(1, sign(alias, recordID))
+            update.bind(2, alias.alias)
+            try update.run()
+        }
+        return unsigned.count
     }
 }

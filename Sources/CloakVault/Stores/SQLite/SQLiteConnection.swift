@@ -54,6 +54,15 @@ final class SQLiteConnection {
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// Whether `table` has `column` (schema upgrades).
+    func columnExists(table: String, column: String) throws(StoreError) -> Bool {
+        let s = try statement("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")
+        s.bind(1, table)
+        s.bind(2, column)
+        defer { s.finish() }
+        return try s.step()
+    }
+
     /// True outside a transaction: SQLite may have rolled one back by itself (full disk, I/O error).
     var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
 }
@@ -63,9 +72,15 @@ struct Statement {
     let handle: OpaquePointer
     let connection: SQLiteConnection
 
+    /// Binds text with its exact byte length: a NUL inside the text is part of it, never its end
+    /// (bound with length -1, `alias%00junk` would be looked up as `alias`).
     func bind(_ index: Int32, _ text: String?) {
         guard let text else { sqlite3_bind_null(handle, index); return }
-        sqlite3_bind_text(handle, index, text, -1, CSQLite_transient())
+        // A NUL-terminated copy whose length is given explicitly, so embedded NULs are kept.
+        let bytes = Array(text.utf8)
+        text.withCString { chars in
+            _ = sqlite3_bind_text(handle, index, chars, Int32(bytes.count), CSQLite_transient())
+        }
     }
 
     func bind(_ index: Int32, _ blob: [UInt8]?) {

@@ -1,0 +1,59 @@
+/// The bits of HTTP/1.1 syntax a proxy must enforce itself: evhttp's parser is lenient (it keeps
+/// `Name :` with the space, lets spaces, bare CR and control characters into the query), and what
+/// it lets in must not reach an upstream's request head.
+public enum HTTPSyntax {
+    /// An RFC 9110 token (`tchar+`): what a field name must be.
+    public static func isToken(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy(isTokenByte)
+    }
+
+    static func isTokenByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(b)
+        }
+    }
+
+    /// A query safe to put in a request line: every byte RFC 3986 allows in a query is kept,
+    /// `%XX` escapes are kept, and anything else (space, CR, LF, other controls, `"`, `<`, `>`,
+    /// `\`, `^`, `` ` ``, `{`, `|`, `}`, `#`, a stray `%`, non-ASCII bytes) is percent-encoded,
+    /// so the query can neither end the request line nor add a header.
+    public static func safeQuery(_ query: String) -> String {
+        let bytes = Array(query.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        let hex = Array("0123456789ABCDEF".utf8)
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == UInt8(ascii: "%"), i + 2 < bytes.count, isHex(bytes[i + 1]), isHex(bytes[i + 2]) {
+                out += bytes[i...(i + 2)]
+                i += 3
+                continue
+            }
+            if isQueryByte(b) {
+                out.append(b)
+            } else {
+                out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 0x0F)]]
+            }
+            i += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// unreserved / sub-delims / ":" / "@" / "/" / "?" (RFC 3986 §3.4), without "%".
+    static func isQueryByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "-._~!$&'()*+,;=:@/?".utf8.contains(b)
+        }
+    }
+
+    private static func isHex(_ b: UInt8) -> Bool {
+        (48...57).contains(b) || (65...70).contains(b) || (97...102).contains(b)
+    }
+}

@@ -1,0 +1,50 @@
+import CloakCrypto
+
+extension ServiceConfiguration {
+    /// `auth`: `open_tokenize` and `tokens[]` (`id`, `sha256`, `scopes`, `requests_per_minute`).
+    static func readAuth(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
+        guard let auth = r.mapping(node, at: "auth", allowed: ["tokens", "open_tokenize"]) else { return }
+        if let v = auth["open_tokenize"].flatMap({ r.bool($0, at: "auth.open_tokenize") }) { config.openTokenize = v }
+        guard let tokens = r.sequence(auth["tokens"], at: "auth.tokens") else { return }
+        var ids = Set<String>()
+        for (i, node) in tokens.enumerated() {
+            let p = "auth.tokens[\(i)]"
+            guard let t = r.mapping(node, at: p, allowed: ["id", "sha256", "scopes", "requests_per_minute"]) else { continue }
+            let id = r.string(t["id"], at: "\(p).id")
+            if id == nil { r.issue("\(p).id", "is required", node) }
+            if let id, !ids.insert(id).inserted { r.issue("\(p).id", "duplicate token id", node) }
+            var digest: [UInt8]?
+            if let hex = r.string(t["sha256"], at: "\(p).sha256") {
+                digest = decodeHex(hex)
+                if digest?.count != 32 { r.issue("\(p).sha256", "expected 64 hexadecimal characters", t["sha256"]) }
+            } else {
+                r.issue("\(p).sha256", "is required", node)
+            }
+            let scopes = r.strings(t["scopes"], at: "\(p).scopes") ?? []
+            for (j, s) in scopes.enumerated() where !knownScopes.contains(s) {
+                r.issue("\(p).scopes[\(j)]", "unknown scope (expected one of: \(knownScopes.sorted().joined(separator: ", ")))")
+            }
+            let perMinute = r.int(t["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute)
+            if let id, let digest, digest.count == 32 {
+                config.auth.append(AccessToken(id: id, sha256: digest, scopes: Set(scopes), requestsPerMinute: perMinute))
+            }
+        }
+    }
+
+    /// `limits.anonymous` and `limits.token`: `{requests_per_minute, burst}`.
+    static func readLimits(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
+        guard let limits = r.mapping(node, at: "limits", allowed: ["anonymous", "token"]) else { return }
+        func read(_ key: String, _ defaults: RateLimit) -> RateLimit {
+            let p = "limits.\(key)"
+            guard let m = r.mapping(limits[key], at: p, allowed: ["requests_per_minute", "burst"]) else { return defaults }
+            var limit = defaults
+            if let v = r.int(m["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute) {
+                limit.requestsPerMinute = v
+            }
+            if let v = r.int(m["burst"], at: "\(p).burst", min: 1, max: RateLimit.maxPerMinute) { limit.burst = v }
+            return limit
+        }
+        config.limits.anonymous = read("anonymous", config.limits.anonymous)
+        config.limits.token = read("token", config.limits.token)
+    }
+}

@@ -1,0 +1,52 @@
+/// A request rate: `requestsPerMinute` on average, with bursts of up to `burst` at once.
+public struct RateLimit: Sendable, Equatable {
+    public var requestsPerMinute: Int
+    public var burst: Int
+
+    public init(requestsPerMinute: Int, burst: Int) {
+        self.requestsPerMinute = requestsPerMinute
+        self.burst = burst
+    }
+
+    /// The largest rate the configuration takes.
+    public static let maxPerMinute = 10_000_000
+}
+
+/// One caller's token bucket: it holds up to `burst` tokens, refills at the limit's rate, and
+/// each request takes one. A value type with the time passed in, so it is tested without a clock.
+struct TokenBucket: Sendable {
+    /// Tokens left at `updated` (nanoseconds of a monotonic clock).
+    private(set) var tokens: Double
+    private(set) var updated: UInt64
+
+    /// A full bucket.
+    init(limit: RateLimit, now: UInt64) {
+        tokens = Double(limit.burst)
+        updated = now
+    }
+
+    /// Takes a token: nil when the request may go, else the whole seconds until one is back.
+    mutating func take(limit: RateLimit, now: UInt64) -> Int? {
+        refill(limit: limit, now: now)
+        if tokens >= 1 {
+            tokens -= 1
+            return nil
+        }
+        let perSecond = Double(limit.requestsPerMinute) / 60
+        return max(1, Int(((1 - tokens) / perSecond).rounded(.up)))
+    }
+
+    /// Whether the bucket is full again at `now` (it can then be forgotten: a new one is the same).
+    func isFull(limit: RateLimit, now: UInt64) -> Bool {
+        var copy = self
+        copy.refill(limit: limit, now: now)
+        return copy.tokens >= Double(limit.burst)
+    }
+
+    private mutating func refill(limit: RateLimit, now: UInt64) {
+        guard now > updated else { return }
+        let seconds = Double(now - updated) / 1e9
+        tokens = min(Double(limit.burst), tokens + seconds * Double(limit.requestsPerMinute) / 60)
+        updated = now
+    }
+}

@@ -1,0 +1,52 @@
+import Synchronization
+
+/// Token buckets for every caller, sharded by key so loop threads rarely meet on a lock (one
+/// short critical section per request, never a global one).
+///
+/// Memory is bounded: a shard that grows past ``maxKeysPerShard`` forgets the buckets that have
+/// refilled (a forgotten bucket and a new one are the same), and when every bucket is still
+/// draining it forgets the oldest half; that can only favour callers, never lock one out.
+final class RateLimiter: Sendable {
+    enum Key: Hashable, Sendable {
+        case address(String)
+        case token(String)
+    }
+
+    static let shardCount = 64
+    static let maxKeysPerShard = 2_048
+
+    private final class Shard: Sendable {
+        let buckets = Mutex<[Key: TokenBucket]>([:])
+    }
+
+    private let shards: [Shard]
+
+    init() {
+        shards = (0..<Self.shardCount).map { _ in Shard() }
+    }
+
+    /// Takes one request from `key`'s bucket: nil when it may go, else the seconds to wait.
+    func take(_ key: Key, limit: RateLimit, now: UInt64) -> Int? {
+        let shard = shards[Int(UInt(bitPattern: key.hashValue) % UInt(Self.shardCount))]
+        return shard.buckets.withLock { buckets -> Int? in
+            if buckets.count >= Self.maxKeysPerShard && buckets[key] == nil {
+                Self.prune(&buckets, limit: limit, now: now)
+            }
+            var bucket = buckets[key] ?? TokenBucket(limit: limit, now: now)
+            let wait = bucket.take(limit: limit, now: now)
+            buckets[key] = bucket
+            return wait
+        }
+    }
+
+    private static func prune(_ buckets: inout [Key: TokenBucket], limit: RateLimit, now: UInt64) {
+        buckets = buckets.filter { !$0.value.isFull(limit: limit, now: now) }
+        if buckets.count >= maxKeysPerShard {
+            let byAge = buckets.sorted { $0.value.updated < $1.value.updated }
+            for (key, _) in byAge.prefix(buckets.count / 2) { buckets[key] = nil }
+        }
+    }
+
+    /// The number of buckets held (tests).
+    var count: Int { shards.reduce(0) { $0 + $1.buckets.withLock { $0.count } } }
+}

@@ -1,0 +1,117 @@
+import CloakCore
+import CloakCrypto
+
+/// One value made ready for the store on the caller's thread: its fingerprint, the record that
+/// would hold it (sealed), and its first alias candidate. The executor then only looks up and
+/// writes, so a request of long values cannot hold the vault thread and its transaction.
+struct PreparedAlias: Sendable {
+    let request: AliasRequest
+    /// HMAC of the value (PERSISTENT only: the deduplication key).
+    let fingerprint: [UInt8]?
+    /// The record to insert when the value is new, sealed under the current key.
+    let newRecord: StoredRecord
+    /// Attempt 0's candidate (FF1 or a random draw), or why the value cannot take the format.
+    let firstCandidate: Result<String, AliasInputError>
+}
+
+extension Vault {
+    /// Fingerprints, seals and makes each value's first candidate. Runs on the caller's thread.
+    func prepare(_ requests: [AliasRequest]) throws(VaultError) -> [PreparedAlias] {
+        let key = keys.current
+        let now = clock()
+        var out: [PreparedAlias] = []
+        out.reserveCapacity(requests.count)
+        for request in requests {
+            let value = Array(request.value.utf8)
+            // PERSISTENT values are deduplicated by a keyed fingerprint. VOLATILE ones never are:
+            // with a 1,000-value CVC space, anyone allowed to alias could otherwise build a table
+            // from alias to CVC, and aliasing again would keep a CVC alive past its TTL.
+            let fingerprint = request.storage == .persistent
+                ? Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array("cloak/v1/value\0".utf8) + value) : nil
+            let id = "rec_" + Base58.encode(SecureRandom.bytes(16), width: 22)
+            let sealed: AESGCM.SealedBox
+            do {
+                sealed = try AESGCM.seal(value, key: key.encryptionKey, associatedData: Self.associatedData(id, key.id))
+            } catch {
+                throw .unavailable("cannot seal a value")
+            }
+            let record = StoredRecord(
+                id: id, fingerprint: fingerprint, keyID: key.id, sealed: sealed, storage: request.storage,
+                classifiers: request.classifiers, createdAt: now,
+                expiresAt: request.storage == .volatile ? now + Int64(settings.volatileTTLSeconds) : nil, aliases: [])
+            let first = Result<String, AliasInputError> { () throws(AliasInputError) -> String in
+                try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: 0)
+            }
+            out.append(PreparedAlias(request: request, fingerprint: fingerprint, newRecord: record, firstCandidate: first))
+        }
+        return out
+    }
+
+    /// On the executor thread: finds or inserts each record and gives it the alias asked for.
+    func create(_ prepared: [PreparedAlias], caller: AliasCaller, in store: any AliasStore) throws -> [RevealedRecord] {
+        var out: [RevealedRecord] = []
+        out.reserveCapacity(prepared.count)
+        for (index, item) in prepared.enumerated() {
+            let request = item.request
+            var record: StoredRecord
+            if let fingerprint = item.fingerprint, var existing = try store.record(fingerprint: fingerprint) {
+                existing.aliases.removeAll { !isAuthentic($0, recordID: existing.id) }
+                record = existing
+            } else {
+                record = item.newRecord
+                try store.insert(record)
+            }
+            let alias: IssuedAlias
+            if let issued = record.aliases.first(where: { $0.matches(request.format, luhnValid: request.luhnValid) }) {
+                alias = issued
+            } else {
+                alias = try issue(item, index: index, recordID: record.id, in: store)
+                record.aliases.append(alias)
+            }
+            if caller.mayReveal {
+                out.append(RevealedRecord(value: request.value, aliases: record.aliases, storage: record.storage,
+                                          classifiers: record.classifiers, createdAt: record.createdAt))
+            } else {
+                // The same answer whether the value was stored before or not.
+                out.append(RevealedRecord(value: request.value, aliases: [alias], storage: request.storage,
+                                          classifiers: request.classifiers, createdAt: item.newRecord.createdAt))
+            }
+        }
+        return out
+    }
+
+    private func issue(_ item: PreparedAlias, index: Int, recordID: String, in store: any AliasStore) throws -> IssuedAlias {
+        let request = item.request
+        // Random candidates first; in a small space (random-drawn aliases, at most 100,000 of
+        // them) every candidate is then tried in turn, so a free alias is always found.
+        let scan = AliasGenerator.randomSpace(request.value, request.format).map { $0 <= Self.scanLimit ? $0 : 0 } ?? 0
+        let macKey = keys.aliasMACKey
+        for attempt in 0..<(Self.maxAttempts + scan) {
+            let candidate: Result<String, AliasInputError> = attempt == 0 ? item.firstCandidate
+                : Result { () throws(AliasInputError) -> String in
+                    try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: attempt)
+                }
+            let text: String
+            switch candidate {
+            case let .success(value): text = value
+            case let .failure(error) where error.isSpaceExhausted: throw exhausted(request)
+            case let .failure(error) where error.isRetryable: continue
+            case let .failure(error): throw VaultError.invalidInput(index: index, reason: error.description)
+            }
+            var issued = IssuedAlias(alias: text, format: request.format, luhnValid: request.luhnValid)
+            issued.mac = Self.sign(issued, recordID: recordID, key: macKey)
+            do {
+                try store.addAlias(issued, toRecord: recordID)
+                return issued
+            } catch {
+                guard error == .aliasTaken else { throw error }
+                // another value holds this candidate: try the next one
+            }
+        }
+        throw exhausted(request)
+    }
+
+    private func exhausted(_ request: AliasRequest) -> VaultError {
+        .unavailable("no free \(request.format.rawValue) alias for a value of this shape")
+    }
+}
