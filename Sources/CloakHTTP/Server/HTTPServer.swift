@@ -24,6 +24,7 @@ public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
 /// server.shutdown()   // stop accepting, drain, join the threads
 /// ```
 public final class HTTPServer: Sendable {
+    /// The configuration in force: `maxConnections` lowered under the descriptor limit if need be.
     public let configuration: HTTPServerConfiguration
     private let workers: [LoopWorker]
     private let finished: [DispatchSemaphore]
@@ -40,6 +41,10 @@ public final class HTTPServer: Sendable {
     public init(configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler)
         throws(HTTPServerError)
     {
+        ProcessLimits.ignoreBrokenPipes()
+        var configuration = configuration
+        let ceiling = ProcessLimits.connectionCeiling(descriptors: ProcessLimits.raiseDescriptorLimit())
+        configuration.maxConnections = min(configuration.maxConnections, ceiling)
         let threads = configuration.threads > 0 ? configuration.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
         let budget = ConnectionBudget(limit: configuration.maxConnections)
         let tls = try configuration.tls.map { files throws(HTTPServerError) in

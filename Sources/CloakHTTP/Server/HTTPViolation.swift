@@ -6,7 +6,7 @@ public enum HTTPViolation: Sendable, Equatable {
     case bodyTooLarge(limit: Int)
     /// Two `Content-Length` headers disagree (a request-smuggling vector): answer 400.
     case conflictingContentLength
-    /// The server already has ``HTTPServerConfiguration/maxConnections`` open: answer 503; the
-    /// connection is closed after the answer.
-    case tooManyConnections(limit: Int)
+    /// A header name is not an RFC 9110 token (`Transfer-Encoding :`, a space or control byte):
+    /// answer 400 and close.
+    case invalidHeaderName
 }

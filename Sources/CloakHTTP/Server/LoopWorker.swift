@@ -1,5 +1,4 @@
 import CLibevent
-import COpenSSL
 import Foundation
 import Synchronization
 
@@ -13,11 +12,18 @@ final class LoopWorker: @unchecked Sendable {
     let base: OpaquePointer
     let http: OpaquePointer
     private var bound: OpaquePointer?
-    private let configuration: HTTPServerConfiguration
+    let configuration: HTTPServerConfiguration
     private let handler: HTTPDeferredHandler
-    private let budget: ConnectionBudget
-    private var connections = Set<OpaquePointer>()
-    private var draining = false
+    let budget: ConnectionBudget
+    /// Open connections by evhttp connection, and those accepted whose evhttp connection is not
+    /// known yet (for one turn of the loop).
+    var connections: [OpaquePointer: ServerConnection] = [:]
+    var accepted: [ServerConnection] = []
+    var acceptedEvent: OpaquePointer?
+    var sweepTimer: OpaquePointer?
+    var listener: OpaquePointer?
+    var acceptPauseTimer: OpaquePointer?
+    private(set) var draining = false
     private var drainDeadline = Date.distantFuture
     private var stopEvent: OpaquePointer?
     private var drainTimer: OpaquePointer?
@@ -36,7 +42,7 @@ final class LoopWorker: @unchecked Sendable {
     private let idPrefix: String
     private(set) var port: Int = 0
 
-    private let tls: TLSServerContext?
+    let tls: TLSServerContext?
 
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPDeferredHandler, budget: ConnectionBudget,
          index: Int, tls: TLSServerContext? = nil) throws(HTTPServerError) {
@@ -60,15 +66,11 @@ final class LoopWorker: @unchecked Sendable {
         evhttp_set_allowed_methods(http, UInt16(Libevent.allMethods))
         evhttp_set_flags(http, Int32(EVHTTP_SERVER_LINGERING_CLOSE))
         let me = Unmanaged.passUnretained(self).toOpaque()
-        if tls != nil {
-            // Every accepted connection speaks TLS through its own SSL object.
-            evhttp_set_bevcb(http, { base, arg in
-                let worker = Unmanaged<LoopWorker>.fromOpaque(arg!).takeUnretainedValue()
-                guard let ctx = worker.tls?.context, let ssl = SSL_new(ctx) else { return nil }
-                return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                                      Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
-            }, me)
-        }
+        // Every accepted connection, plain or TLS, gets its bufferevent from here: the one
+        // moment a connection is seen before any of its bytes is read.
+        evhttp_set_bevcb(http, { base, arg in
+            Unmanaged<LoopWorker>.fromOpaque(arg!).takeUnretainedValue().makeBufferevent(base!)
+        }, me)
         evhttp_set_gencb(http, { req, arg in
             guard let req, let arg else { return }
             Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().handle(req)
@@ -81,6 +83,16 @@ final class LoopWorker: @unchecked Sendable {
             guard let arg else { return }
             Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().beginDrain()
         }, me)
+        acceptedEvent = event_new(base, -1, 0, { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().adoptAccepted()
+        }, me)
+        sweepTimer = CLibevent_persistent_timer_new(base, { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().sweep()
+        }, me)
+        var tick = timeval(tv_sec: 0, tv_usec: 250_000)
+        if let sweepTimer { event_add(sweepTimer, &tick) }
     }
 
     deinit {
@@ -88,6 +100,9 @@ final class LoopWorker: @unchecked Sendable {
         if let stopEvent { event_free(stopEvent) }
         if let wakeEvent { event_free(wakeEvent) }
         if let drainTimer { event_free(drainTimer) }
+        if let acceptedEvent { event_free(acceptedEvent) }
+        if let sweepTimer { event_free(sweepTimer) }
+        if let acceptPauseTimer { event_free(acceptPauseTimer) }
         evhttp_free(http)
         event_base_free(base)
     }
@@ -108,6 +123,7 @@ final class LoopWorker: @unchecked Sendable {
         }
         let fd = evconnlistener_get_fd(listener)
         Libevent.setNoDelay(fd)  // accepted sockets inherit it: no Nagle delay on small replies
+        watchAcceptErrors(listener)
         guard let bound = evhttp_bind_listener(http, listener) else {
             evconnlistener_free(listener)
             throw .init("evhttp_bind_listener failed")
@@ -134,13 +150,14 @@ final class LoopWorker: @unchecked Sendable {
         draining = true
         drainDeadline = Date().addingTimeInterval(configuration.drainTimeoutSeconds)
         if let bound {
+            forgetListener()
             evhttp_del_accept_socket(http, bound)
             self.bound = nil
         }
         // Idle keep-alive connections close after half a second of silence; a client still
         // sending a request keeps its connection for as long as it keeps sending.
         var tv = timeval(tv_sec: 0, tv_usec: 500_000)
-        for connection in connections { evhttp_connection_set_timeout_tv(connection, &tv) }
+        for connection in connections.keys { evhttp_connection_set_timeout_tv(connection, &tv) }
         drainTimer = CLibevent_persistent_timer_new(base, { _, _, arg in
             guard let arg else { return }
             Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().drainTick()
@@ -156,29 +173,12 @@ final class LoopWorker: @unchecked Sendable {
         }
     }
 
-    private func connectionClosed(_ connection: OpaquePointer) {
-        if connections.remove(connection) != nil { budget.release() }
-    }
-
     private func handle(_ req: OpaquePointer) {
         var violation: HTTPViolation?
         var closeAfter = draining
-        if let connection = evhttp_request_get_connection(req), !connections.contains(connection) {
-            if budget.acquire() {
-                connections.insert(connection)
-                evhttp_connection_set_closecb(connection, { connection, arg in
-                    guard let connection, let arg else { return }
-                    Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().connectionClosed(connection)
-                }, Unmanaged.passUnretained(self).toOpaque())
-                if draining {
-                    var tv = timeval(tv_sec: 0, tv_usec: 500_000)
-                    evhttp_connection_set_timeout_tv(connection, &tv)
-                }
-            } else {
-                violation = .tooManyConnections(limit: budget.limit)
-                closeAfter = true
-            }
-        }
+        let evcon = evhttp_request_get_connection(req)
+        let connection = evcon.flatMap { connections[$0] }
+        connection?.clock.dispatched(now: Self.now())
 
         guard let method = Libevent.method(evhttp_request_get_command(req)) else {
             evhttp_send_error(req, 501, nil)
@@ -198,6 +198,12 @@ final class LoopWorker: @unchecked Sendable {
             if let q = evhttp_uri_get_query(uri) { query = String(cString: q) }
         }
         let headers = Libevent.headers(evhttp_request_get_input_headers(req))
+        if headers.contains(where: { !HTTPSyntax.isToken($0.name) }) {
+            // `Name :` or a name with other bytes: RFC 9112 says refuse. evhttp kept the space in
+            // the name, so its own framing may disagree with a peer's: close after the answer.
+            violation = .invalidHeaderName
+            closeAfter = true
+        }
         if violation == nil {
             let lengths = headers.filter { $0.name.caseInsensitiveEquals("Content-Length") }
             if lengths.count > 1, Set(lengths.map { $0.value.trimmingCharacters(in: .whitespaces) }).count > 1 {
@@ -229,6 +235,7 @@ final class LoopWorker: @unchecked Sendable {
             method: method, path: path, query: query, headers: headers, body: body, requestID: requestID)
         request.violation = violation
         request.rawPath = rawPath
+        request.remoteAddress = connection?.peer ?? ""
         request.loop = handle
         inFlight += 1
         // The evhttp request travels as an address and is only turned back into a pointer on
@@ -278,7 +285,9 @@ final class LoopWorker: @unchecked Sendable {
         inFlight -= 1
         response.headers.append(("X-Request-Id", requestID))
         if closeAfter || draining { response.headers.append(("Connection", "close")) }
+        let connection = evhttp_request_get_connection(req).flatMap { connections[$0] }
         send(response, to: req)
+        connection?.answered(now: Self.now())
     }
 
     private func send(_ response: HTTPResponse, to req: OpaquePointer) {
@@ -293,11 +302,20 @@ final class LoopWorker: @unchecked Sendable {
         evhttp_send_reply(req, Int32(response.status), reasonPhrase(response.status), nil)
     }
 
-    /// Letters, digits, `-`, `_` and `.`, at most 64: safe to echo and to log.
+    /// Letters, digits, `-`, `_` and `.`, at most 64, and no run of nine or more digits (a card
+    /// number or SSN sent as an id is never echoed or logged): a UUID or a short token.
     static func isWellFormedRequestID(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 64
-            && id.utf8.allSatisfy { b in
-                (b >= 48 && b <= 57) || (b | 0x20 >= 97 && b | 0x20 <= 122) || b == 45 || b == 95 || b == 46
-            }
+        guard !id.isEmpty, id.utf8.count <= 64 else { return false }
+        var digits = 0
+        for b in id.utf8 {
+            let isDigit = b >= 48 && b <= 57
+            guard isDigit || (b | 0x20 >= 97 && b | 0x20 <= 122) || b == 45 || b == 95 || b == 46 else { return false }
+            digits = isDigit ? digits + 1 : 0
+            if digits >= 9 { return false }
+        }
+        return true
     }
+
+    /// Nanoseconds of the monotonic clock.
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }

@@ -165,6 +165,7 @@ public final class CloakService: Sendable {
         case .healthz:
             return .now(HealthHandler.healthy)
         case .metrics:
+            metrics.logLinesDropped(LogQueue.standardOutput.dropped)
             return .now(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
                                      body: metrics.exposition()))
         case .readyz:
@@ -213,8 +214,8 @@ public final class CloakService: Sendable {
                               extraInfo: [("maxBodyBytes", .int(limit))])
         case .conflictingContentLength:
             return .malformed("the request has conflicting Content-Length headers")
-        case let .tooManyConnections(limit):
-            return CloakError(.tooManyConnections, "the server has reached its limit of \(limit) open connections")
+        case .invalidHeaderName:
+            return .malformed("a header name is not a token (no spaces or control characters before the colon)")
         }
     }
 

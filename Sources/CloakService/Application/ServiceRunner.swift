@@ -23,6 +23,7 @@ public enum ServiceRunner {
         service.logger.info("listening", metadata: [
             "address": .string("\(c.host):\(server.port)"), "threads": .stringConvertible(server.threadCount),
             "forms": .string(service.configuration.forms.keys.sorted().joined(separator: ",")),
+            "max_connections": .stringConvertible(server.configuration.maxConnections),
         ])
         var received: Int32 = 0
         sigwait(&signals, &received)
@@ -31,5 +32,6 @@ public enum ServiceRunner {
         server.shutdown()
         onStopped()
         service.logger.info("stopped")
+        LogQueue.standardOutput.flush()
     }
 }

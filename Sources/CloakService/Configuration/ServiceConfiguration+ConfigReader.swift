@@ -53,7 +53,9 @@ extension ServiceConfiguration {
             if let path = overridePath(name) { root = root.setting(path, to: value) }
         }
         let reader = ConfigReader()
-        let configuration = read(root, reader)
+        var configuration = read(root, reader)
+        configuration.server.refusalBody = JSONWriter.encode(CloakError(
+            .tooManyConnections, "the server has reached its limit of open connections").body)
         guard reader.issues.isEmpty else { throw ConfigurationError(issues: reader.issues) }
         return configuration
     }

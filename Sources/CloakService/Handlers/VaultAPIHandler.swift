@@ -60,9 +60,10 @@ struct VaultAPIHandler: Sendable {
         let tokenID = try identity.require("aliases:reveal")
         // Split on literal commas first, then decode each alias: an alias holding a comma is
         // asked for as %2C.
-        let aliases = Self.rawQueryValue(request.query, "q").map { raw in
+        var seen = Set<String>()
+        let aliases = (Self.rawQueryValue(request.query, "q").map { raw in
             raw.split(separator: ",").map { Self.decodeQueryComponent($0) ?? "" }
-        } ?? []
+        } ?? []).filter { seen.insert($0).inserted }  // one answer (and one audit line) per alias
         guard !aliases.isEmpty else { throw .malformed("give the aliases to reveal as ?q=alias1,alias2") }
         guard aliases.count <= vault.settings.maxBatch else {
             throw .malformed("at most \(vault.settings.maxBatch) aliases at once, not \(aliases.count)")

@@ -20,20 +20,9 @@ public struct JSONLogHandler: LogHandler {
         self.sink = sink
     }
 
-    /// Writes each line to standard output with a single `write(2)`, so lines from different loop
-    /// threads never interleave.
-    public static let standardOutput: LogSink = { line in
-        var bytes = Array(line.utf8)
-        bytes.append(0x0A)
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(1, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { return }
-                offset += n
-            }
-        }
-    }
+    /// Queues each line for standard output (``LogQueue/standardOutput``): a loop thread never
+    /// waits for the write, and lines never interleave.
+    public static let standardOutput: LogSink = { line in LogQueue.standardOutput.push(line) }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }

@@ -1,0 +1,150 @@
+import CLibevent
+import COpenSSL
+import Foundation
+import Synchronization
+
+/// Connection accounting, deadlines and accept errors of a loop. Loop thread only.
+///
+/// libevent 2.1 has no "new connection" callback, so the loop makes every connection's
+/// bufferevent itself (`evhttp_set_bevcb`): that is where a connection is counted, at accept,
+/// before any byte is read. evhttp makes its connection object right after; one turn of the loop
+/// later (``adoptAccepted()``) the loop finds it through the bufferevent's callback argument,
+/// refuses it when over the limit, and from then on watches its deadlines.
+extension LoopWorker {
+    /// Called by evhttp for every accepted socket.
+    func makeBufferevent(_ base: OpaquePointer) -> OpaquePointer? {
+        var ssl: OpaquePointer?
+        if let context = tls?.context { ssl = SSL_new(context) }
+        let admission = Admission.decide(tlsConfigured: tls != nil, tlsSessionMade: ssl != nil, slotTaken: budget.acquire())
+        let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
+        let made: OpaquePointer?
+        if let ssl, admission == .serve {
+            made = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, options)
+        } else {
+            if let ssl { SSL_free(ssl) }
+            // A plain bufferevent that will be closed before it reads anything.
+            made = bufferevent_socket_new(base, -1, options)
+        }
+        guard let bev = made else {
+            if admission == .serve { budget.release() }
+            return nil
+        }
+        accepted.append(ServerConnection(bufferevent: bev, admission: admission, now: Self.now()))
+        if let acceptedEvent { event_active(acceptedEvent, 0, 0) }
+        return bev
+    }
+
+    /// Finds the evhttp connections of the sockets just accepted; closes those refused, and
+    /// watches the others.
+    func adoptAccepted() {
+        let batch = accepted
+        accepted.removeAll(keepingCapacity: true)
+        for connection in batch {
+            var cbarg: UnsafeMutableRawPointer?
+            bufferevent_getcb(connection.bufferevent, nil, nil, nil, &cbarg)
+            guard let cbarg else {
+                // evhttp gave up on the socket itself: nothing to adopt.
+                if connection.admission == .serve { budget.release() }
+                continue
+            }
+            let evcon = OpaquePointer(cbarg)
+            switch connection.admission {
+            case .refuseOverLimit:
+                connection.writeNow(Self.refusal(configuration.refusalBody))
+                evhttp_connection_free(evcon)
+            case .closeWithoutTLS:
+                evhttp_connection_free(evcon)
+            case .serve:
+                connection.evcon = evcon
+                var address: UnsafeMutablePointer<CChar>?
+                var port: UInt16 = 0
+                evhttp_connection_get_peer(evcon, &address, &port)
+                connection.peer = address.map { String(cString: $0) } ?? ""
+                connections[evcon] = connection
+                evhttp_connection_set_closecb(evcon, { evcon, arg in
+                    guard let evcon, let arg else { return }
+                    Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().connectionClosed(evcon)
+                }, Unmanaged.passUnretained(self).toOpaque())
+                if let input = bufferevent_get_input(connection.bufferevent) {
+                    connection.inputCallback = evbuffer_add_cb(input, { _, info, arg in
+                        guard let info, let arg else { return }
+                        Unmanaged<ServerConnection>.fromOpaque(arg).takeUnretainedValue()
+                            .inputGrew(by: info.pointee.n_added, now: LoopWorker.now())
+                    }, Unmanaged.passUnretained(connection).toOpaque())
+                }
+                if draining {
+                    var tv = timeval(tv_sec: 0, tv_usec: 500_000)
+                    evhttp_connection_set_timeout_tv(evcon, &tv)
+                }
+            }
+        }
+    }
+
+    /// evhttp is freeing the connection.
+    func connectionClosed(_ evcon: OpaquePointer) {
+        guard let connection = connections.removeValue(forKey: evcon) else { return }
+        if let entry = connection.inputCallback, let input = bufferevent_get_input(connection.bufferevent) {
+            evbuffer_remove_cb_entry(input, entry)
+        }
+        budget.release()
+    }
+
+    /// Closes every connection past its head or body deadline (four times a second).
+    func sweep() {
+        let now = Self.now()
+        let head = UInt64(configuration.headerTimeoutSeconds) * 1_000_000_000
+        let body = UInt64(configuration.bodyTimeoutSeconds) * 1_000_000_000
+        let expired = connections.filter { $0.value.clock.isExpired(now: now, headerTimeout: head, bodyTimeout: body) }
+        for (evcon, _) in expired { evhttp_connection_free(evcon) }
+    }
+
+    /// The canned 503 for a connection over the limit.
+    static func refusal(_ body: [UInt8]) -> [UInt8] {
+        Array("""
+            HTTP/1.1 503 Service Unavailable\r
+            Content-Type: application/json\r
+            Content-Length: \(body.count)\r
+            Connection: close\r
+            \r
+
+            """.utf8) + body
+    }
+
+    // MARK: Accept errors
+
+    /// At the descriptor limit `accept` fails with EMFILE while the listening socket stays
+    /// readable: libevent 2.1 would call it again at once, forever (100 % CPU). Instead the
+    /// listener pauses for 100 ms, during which closing connections free descriptors.
+    func watchAcceptErrors(_ listener: OpaquePointer) {
+        self.listener = listener
+        Self.listeners.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener)))] = Unmanaged.passUnretained(self) }
+        evconnlistener_set_error_cb(listener) { listener, _ in
+            guard let listener else { return }
+            let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener)))
+            LoopWorker.listeners.withLock { $0[key] }?.takeUnretainedValue().pauseAccepting()
+        }
+    }
+
+    func forgetListener() {
+        guard let listener else { return }
+        Self.listeners.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener)))] = nil }
+        self.listener = nil
+    }
+
+    private func pauseAccepting() {
+        guard let listener else { return }
+        evconnlistener_disable(listener)
+        if acceptPauseTimer == nil {
+            acceptPauseTimer = CLibevent_timer_new(base, { _, _, arg in
+                guard let arg else { return }
+                let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
+                if let listener = worker.listener { evconnlistener_enable(listener) }
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
+        var pause = timeval(tv_sec: 0, tv_usec: 100_000)
+        if let acceptPauseTimer { event_add(acceptPauseTimer, &pause) }
+    }
+
+    /// Listener → its loop, for the error callback (whose argument is evhttp's, not ours).
+    static let listeners = Mutex<[UInt: Unmanaged<LoopWorker>]>([:])
+}

@@ -1,0 +1,68 @@
+import CLibevent
+import Foundation
+
+/// One accepted connection, owned by its loop: its bufferevent (made by the loop, so every
+/// connection, plain or TLS, is seen at accept), the evhttp connection once evhttp has made it,
+/// its slot in the connection budget and its ``RequestClock``.
+///
+/// Loop thread only. The worker keeps it alive from accept until evhttp closes the connection.
+final class ServerConnection {
+    let bufferevent: OpaquePointer
+    let admission: Admission
+    var evcon: OpaquePointer?
+    var clock: RequestClock
+    /// The client's numeric address.
+    var peer = ""
+    /// The callback on the bufferevent's input buffer that feeds the clock.
+    var inputCallback: OpaquePointer?
+
+    init(bufferevent: OpaquePointer, admission: Admission, now: UInt64) {
+        self.bufferevent = bufferevent
+        self.admission = admission
+        self.clock = RequestClock(now: now)
+    }
+
+    /// Feeds the clock with bytes just added to the input buffer (the last `added` bytes).
+    func inputGrew(by added: Int, now: UInt64) {
+        guard clock.phase == .awaitingHead, added > 0, let input = bufferevent_get_input(bufferevent) else { return }
+        let length = evbuffer_get_length(input)
+        scan(input, from: length - min(added, length), now: now)
+    }
+
+    /// The answer was sent: the next head's clock starts, and whatever the client already sent
+    /// of its next request (pipelined) is scanned now.
+    func answered(now: UInt64) {
+        clock.answered(now: now)
+        if let input = bufferevent_get_input(bufferevent), evbuffer_get_length(input) > 0 {
+            scan(input, from: 0, now: now)
+        }
+    }
+
+    private func scan(_ input: OpaquePointer, from start: Int, now: UInt64) {
+        var position = evbuffer_ptr()
+        guard evbuffer_ptr_set(input, &position, start, EVBUFFER_PTR_SET) == 0 else { return }
+        let wanted = evbuffer_get_length(input) - start
+        let saved = position
+        var chunks = [iovec](repeating: iovec(), count: 8)
+        var count = Int(evbuffer_peek(input, wanted, &position, &chunks, 8))
+        if count > chunks.count {
+            position = saved
+            chunks = [iovec](repeating: iovec(), count: count)
+            count = Int(evbuffer_peek(input, wanted, &position, &chunks, Int32(count)))
+        }
+        for chunk in chunks.prefix(min(count, chunks.count)) {
+            guard let base = chunk.iov_base else { continue }
+            let bytes = UnsafeRawBufferPointer(start: base, count: chunk.iov_len)
+            if clock.received(bytes, now: now) { return }
+        }
+    }
+
+    /// Writes a canned answer straight to the socket, without waiting (a refusal at accept).
+    func writeNow(_ bytes: [UInt8]) {
+        let fd = bufferevent_getfd(bufferevent)
+        guard fd >= 0 else { return }
+        bytes.withUnsafeBytes { raw in
+            _ = send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+        }
+    }
+}
