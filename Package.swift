@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "CloakCore"),
         .target(name: "CloakCrypto", dependencies: ["COpenSSL"]),
         .target(name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite"]),
-        .target(name: "CloakHTTP", dependencies: ["CLibevent", "COpenSSL"]),
+        .target(name: "CloakHTTP", dependencies: ["CloakCore", "CLibevent", "COpenSSL"]),
         .target(
             name: "CloakService",
             dependencies: [

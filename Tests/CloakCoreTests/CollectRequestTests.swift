@@ -98,3 +98,15 @@ import Testing
         #expect(error.message.contains("[redacted]"))
     }
 }
+
+/// Defect 15: a parsed submission and its field results print without their values.
+@Suite struct CollectRequestRedactionTests {
+    @Test func collectRequestsAndFieldResultsPrintRedacted() throws {
+        let request = try CollectRequestTests.request(#"{"fields":{"card":"4111111111111111"},"extraData":{"x":"123456789"}}"#)
+        var dumped = ""
+        dump(request, to: &dumped)
+        for text in ["\(request)", String(reflecting: request), dumped] {
+            #expect(!text.contains("4111111111111111") && !text.contains("123456789"), "\(text)")
+        }
+    }
+}

@@ -16,6 +16,10 @@ import Testing
         ("a 4111111111111111 b 5555555555554444 c", "a [redacted] b [redacted] c"),
         ("field_4111111111111111", "field_[redacted]"),
         ("٤١١١١١١١١١١١١١١١", "[redacted]"),
+        // Defect 12: separators outside ASCII (no-break space from %C2%A0, en dash, ideographic space).
+        ("/x/4111\u{00A0}1111\u{00A0}1111\u{00A0}1111", "/x/[redacted]"),
+        ("4111\u{2013}1111\u{2013}1111\u{2013}1111", "[redacted]"),
+        ("4111\u{3000}1111\u{3000}1111\u{3000}1111 ok", "[redacted] ok"),
     ])
     func digitRunsOfNineOrMoreAreMasked(text: String, scrubbed: String) {
         let out = Redaction.scrub(text)

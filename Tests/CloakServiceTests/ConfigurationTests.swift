@@ -88,4 +88,37 @@ import Testing
         #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: "forms: [unclosed") }
         #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: "- just\n- a list") }
     }
+
+    /// Defect 13: values that parse but would crash or exhaust memory at run time are refused
+    /// by `check-config`, each at its path, with its range.
+    @Test(arguments: [
+        ("routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, upstream: echo, response_timeout_s: inf}]",
+         "routes[0].response_timeout_s"),
+        ("routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, upstream: echo, response_timeout_s: 1e300}]",
+         "routes[0].response_timeout_s"),
+        ("routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, upstream: echo, connect_timeout_s: nan}]",
+         "routes[0].connect_timeout_s"),
+        ("vault: {volatile_ttl_s: 99999999999999}", "vault.volatile_ttl_s"),
+        ("server: {drain_timeout_s: .inf}", "server.drain_timeout_s"),
+        ("server: {header_timeout_s: 0}", "server.header_timeout_s"),
+        ("server: {body_timeout_s: 86400}", "server.body_timeout_s"),
+        ("forms: {f: {mapping_policy: nestedJSONWithArrayMerge, fields: [{name: \"x[85555555].y\"}]}}", "forms.f.fields[0].name"),
+        ("limits: {anonymous: {requests_per_minute: 0}}", "limits.anonymous.requests_per_minute"),
+        ("auth: {tokens: [{id: a, sha256: \"\(String(repeating: "0", count: 64))\", requests_per_minute: -1}]}",
+         "auth.tokens[0].requests_per_minute"),
+        ("auth: {open_tokenize: false}\nforms: {f: {fields: [{name: a}]}}\nroutes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, form: f, upstream: echo, forward_authorization: true}]",
+         "routes[0].forward_authorization"),
+    ])
+    func valuesThatWouldFailAtRunTimeAreRefused(yaml: String, path: String) {
+        let error = #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: yaml) }
+        #expect(error?.issues.contains { $0.path == path } == true, "\(error?.issues.map(\.path) ?? [])")
+    }
+
+    @Test func newKeysHaveTheirDefaults() throws {
+        let c = try ServiceConfiguration.parse(yaml: "")
+        #expect(c.openTokenize)
+        #expect(c.limits.anonymous == RateLimit(requestsPerMinute: 600, burst: 60))
+        #expect(c.limits.token == RateLimit(requestsPerMinute: 6000, burst: 600))
+        #expect(c.server.headerTimeoutSeconds == 10 && c.server.bodyTimeoutSeconds == 30)
+    }
 }

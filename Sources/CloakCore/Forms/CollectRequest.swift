@@ -1,9 +1,21 @@
 /// A collect submission: `{"fields": {name: "as typed"}, "extraData": {...}, "options": {...}}`.
+///
+/// The values and `extraData` travel wrapped in ``Sensitive``: the request prints redacted.
 public struct CollectRequest: Sendable {
-    /// The submitted values by form field index.
-    public var values: [Int: String]
-    public var extraData: [(key: String, value: JSONValue)]
+    private var sensitiveValues: Sensitive<[Int: String]>
+    private var sensitiveExtraData: Sensitive<[(key: String, value: JSONValue)]>
     public var mappingPolicy: MappingPolicy?
+
+    /// The submitted values by form field index.
+    public var values: [Int: String] {
+        get { sensitiveValues.value }
+        set { sensitiveValues.value = newValue }
+    }
+
+    public var extraData: [(key: String, value: JSONValue)] {
+        get { sensitiveExtraData.value }
+        set { sensitiveExtraData.value = newValue }
+    }
 
     /// Reads a submission for `form`.
     ///
@@ -63,8 +75,8 @@ public struct CollectRequest: Sendable {
                 throw .malformed("field \"\(name)\" appears twice")
             }
         }
-        self.values = values
-        self.extraData = extraData
+        self.sensitiveValues = Sensitive(values)
+        self.sensitiveExtraData = Sensitive(extraData)
         self.mappingPolicy = policy
     }
 }

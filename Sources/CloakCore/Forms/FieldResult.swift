@@ -10,10 +10,12 @@ public final class FieldResult: Sendable, CustomStringConvertible {
     public var schema: FieldSchema { definition.schema }
     /// The field was in the submission (`isDirty`).
     public let isPresent: Bool
+    private let sensitiveRaw: Sensitive<String>
+    private let sensitiveOutput: Sensitive<String>
     /// What the rules ran on.
-    public let rawText: String
+    public var rawText: String { sensitiveRaw.value }
     /// What is aliased or forwarded: layout, divider and date conversion applied.
-    public let outputText: String
+    public var outputText: String { sensitiveOutput.value }
     public let validationErrors: [String]
     /// The detected brand, for card numbers.
     public let cardModel: PaymentCardModel?
@@ -87,8 +89,8 @@ public final class FieldResult: Sendable, CustomStringConvertible {
          cardModel: PaymentCardModel?) {
         self.definition = definition
         self.isPresent = isPresent
-        self.rawText = rawText
-        self.outputText = outputText
+        self.sensitiveRaw = Sensitive(rawText)
+        self.sensitiveOutput = Sensitive(outputText)
         self.validationErrors = validationErrors
         self.cardModel = cardModel
     }

@@ -1,6 +1,6 @@
 /// Scrubbing of client-controlled text that must be echoed or logged.
 public enum Redaction {
-    /// Replaces every run of digits (with any ASCII separator inside it) that holds nine or more
+    /// Replaces every run of digits (with any separator that is not a letter inside it) that holds nine or more
     /// digits with `[redacted]`: card numbers, SSNs and account numbers cannot pass, whatever
     /// their separators. Also cuts the text to `limit` characters.
     public static func scrub(_ text: String, limit: Int = 256) -> String {
@@ -27,7 +27,9 @@ public enum Redaction {
                 separators = ""
                 run.append(ch)
                 runDigits += 1
-            } else if !run.isEmpty, ch.isASCII, !ch.isLetter {  // any separator: space - . / _ : + …
+            } else if !run.isEmpty, !ch.isLetter {
+                // Any separator, ASCII or not (space, -, ., /, a no-break space, an ideographic
+                // space…): a digit run with a U+00A0 inside is still one card number.
                 separators.append(ch)
             } else {
                 flush()

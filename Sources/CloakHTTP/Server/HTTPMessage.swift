@@ -1,3 +1,5 @@
+public import CloakCore
+
 /// The HTTP methods Cloak routes. evhttp parses these; anything else it refuses itself.
 public enum HTTPMethod: String, Sendable, CaseIterable {
     case GET, POST, HEAD, PUT, DELETE, OPTIONS, TRACE, CONNECT, PATCH
@@ -17,7 +19,12 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     public var query: String?
     /// Header fields in arrival order, names as sent.
     public var headers: [(name: String, value: String)]
-    public var body: [UInt8]
+    /// The body, wrapped: it may hold card data.
+    public var sensitiveBody: Sensitive<[UInt8]>
+    public var body: [UInt8] {
+        get { sensitiveBody.value }
+        set { sensitiveBody.value = newValue }
+    }
     /// The request id: the client's `X-Request-Id` when it is well formed, else a new one.
     public var requestID: String
     /// Set when the server refused the request before routing (the body is then empty).
@@ -36,7 +43,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
         self.rawPath = path
         self.query = query
         self.headers = headers
-        self.body = body
+        self.sensitiveBody = Sensitive(body)
         self.requestID = requestID
     }
 

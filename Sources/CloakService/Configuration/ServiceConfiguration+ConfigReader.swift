@@ -175,6 +175,10 @@ extension ServiceConfiguration {
             for (i, route) in config.routes.enumerated() where !seen.insert(route.id.lowercased()).inserted {
                 r.issue("routes[\(i)].id", "duplicate route id")
             }
+            for (i, route) in config.routes.enumerated() where !config.openTokenize && route.form != nil && route.forwardAuthorization {
+                r.issue("routes[\(i)].forward_authorization",
+                        "with auth.open_tokenize false, Authorization carries the Cloak token: it must not go upstream")
+            }
         }
         return config
     }

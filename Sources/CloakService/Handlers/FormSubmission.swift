@@ -10,7 +10,7 @@ struct FormSubmission: Sendable {
     enum Source: Sendable {
         /// The alias of `requests[i]`.
         case alias(Int)
-        case raw(String)
+        case raw(Sensitive<String>)
     }
 
     /// One alias request per tokenized value.
@@ -30,7 +30,7 @@ struct FormSubmission: Sendable {
                                                  luhnValid: settings.luhnValid))
                 }
             } else if keepSensitiveRaw || !field.schema.type.isSensitive {
-                entries += components.map { ($0.key, .raw($0.value)) }
+                entries += components.map { ($0.key, .raw(Sensitive($0.value))) }
             }
         }
     }
@@ -44,7 +44,7 @@ struct FormSubmission: Sendable {
     func resolved(_ records: [RevealedRecord]) -> [(key: String, value: String)] {
         entries.compactMap { entry in
             switch entry.source {
-            case let .raw(value): return (entry.key, value)
+            case let .raw(value): return (entry.key, value.value)
             case let .alias(i):
                 guard i < records.count,
                     let alias = records[i].aliases.first(where: { $0.format == requests[i].format })
