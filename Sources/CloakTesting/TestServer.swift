@@ -67,8 +67,10 @@ public final class TestServer: Sendable {
         // Rate limits far above what any test sends; the rate-limit tests set their own.
         return shippedConfiguration.replacingOccurrences(
             of: "  tokens: []", with: "  tokens: [\(tokens)]\n  # tokens: []")
-            + "\nlimits: {anonymous: {requests_per_minute: 10000000, burst: 1000000}, "
-            + "token: {requests_per_minute: 10000000, burst: 1000000}}\n"
+            .replacingOccurrences(of: "anonymous: {requests_per_minute: 600, burst: 60}",
+                                  with: "anonymous: {requests_per_minute: 10000000, burst: 1000000}")
+            .replacingOccurrences(of: "token: {requests_per_minute: 6000, burst: 600}",
+                                  with: "token: {requests_per_minute: 10000000, burst: 1000000}")
     }
 
     /// Starts a server. `environment` holds `CLOAK_*` overrides on top of the listen address and

@@ -151,8 +151,8 @@ import Testing
     // MARK: Rate limits and open_tokenize
 
     static let strict = TestServer.configurationWithTokens
-        .replacingOccurrences(of: "limits: {anonymous: {requests_per_minute: 10000000, burst: 1000000}",
-                              with: "limits: {anonymous: {requests_per_minute: 60, burst: 3}")
+        .replacingOccurrences(of: "anonymous: {requests_per_minute: 10000000, burst: 1000000}",
+                              with: "anonymous: {requests_per_minute: 60, burst: 3}")
 
     @Test func anonymousCallersPastTheirRateGet429WithRetryAfter() throws {
         let server = try TestServer(yaml: Self.strict)
@@ -190,7 +190,7 @@ import Testing
     }
 
     @Test func withOpenTokenizeOffEveryStoringEndpointNeedsAToken() throws {
-        let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "auth:\n", with: "auth:\n  open_tokenize: false\n")
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "open_tokenize: true", with: "open_tokenize: false")
         let server = try TestServer(yaml: yaml)
         defer { server.stop() }
         let client = try server.client()
