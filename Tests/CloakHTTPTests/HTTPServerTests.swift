@@ -97,10 +97,10 @@ import Testing
     }
 
     @Test func requestIDValidation() {
-        #expect(LoopWorker.isWellFormedRequestID("abc-123_x.y"))
-        #expect(!LoopWorker.isWellFormedRequestID(""))
-        #expect(!LoopWorker.isWellFormedRequestID("a b"))
-        #expect(!LoopWorker.isWellFormedRequestID(String(repeating: "a", count: 65)))
-        #expect(!LoopWorker.isWellFormedRequestID("a\r\nX-Injected: 1"))
+        #expect(RequestID.isWellFormed("abc-123_x.y"))
+        #expect(!RequestID.isWellFormed(""))
+        #expect(!RequestID.isWellFormed("a b"))
+        #expect(!RequestID.isWellFormed(String(repeating: "a", count: 65)))
+        #expect(!RequestID.isWellFormed("a\r\nX-Injected: 1"))
     }
 }

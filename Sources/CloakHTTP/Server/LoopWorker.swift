@@ -226,7 +226,7 @@ final class LoopWorker: @unchecked Sendable {
         requestCounter &+= 1
         var requestID = idPrefix + String(requestCounter, radix: 16)
         if let given = headers.first(where: { $0.name.caseInsensitiveEquals("X-Request-Id") })?.value,
-            Self.isWellFormedRequestID(given)
+            RequestID.isWellFormed(given)
         {
             requestID = given
         }
@@ -300,20 +300,6 @@ final class LoopWorker: @unchecked Sendable {
             _ = response.body.withUnsafeBytes { evbuffer_add(out, $0.baseAddress, $0.count) }
         }
         evhttp_send_reply(req, Int32(response.status), reasonPhrase(response.status), nil)
-    }
-
-    /// Letters, digits, `-`, `_` and `.`, at most 64, and no run of nine or more digits (a card
-    /// number or SSN sent as an id is never echoed or logged): a UUID or a short token.
-    static func isWellFormedRequestID(_ id: String) -> Bool {
-        guard !id.isEmpty, id.utf8.count <= 64 else { return false }
-        var digits = 0
-        for b in id.utf8 {
-            let isDigit = b >= 48 && b <= 57
-            guard isDigit || (b | 0x20 >= 97 && b | 0x20 <= 122) || b == 45 || b == 95 || b == 46 else { return false }
-            digits = isDigit ? digits + 1 : 0
-            if digits >= 9 { return false }
-        }
-        return true
     }
 
     /// Nanoseconds of the monotonic clock.

@@ -1,0 +1,16 @@
+/// The `X-Request-Id` a response carries and the log records.
+enum RequestID {
+    /// Letters, digits, `-`, `_` and `.`, at most 64, and no run of nine or more digits (a card
+    /// number or SSN sent as an id is never echoed or logged): a UUID or a short token.
+    static func isWellFormed(_ id: String) -> Bool {
+        guard !id.isEmpty, id.utf8.count <= 64 else { return false }
+        var digits = 0
+        for b in id.utf8 {
+            let isDigit = b >= 48 && b <= 57
+            guard isDigit || (b | 0x20 >= 97 && b | 0x20 <= 122) || b == 45 || b == 95 || b == 46 else { return false }
+            digits = isDigit ? digits + 1 : 0
+            if digits >= 9 { return false }
+        }
+        return true
+    }
+}
