@@ -35,8 +35,10 @@ public protocol AliasStore: AnyObject {
     func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError)
     /// Whether any record is stored.
     func hasRecords() throws(StoreError) -> Bool
-    /// Gives every alias written before aliases were signed its MAC (`sign(alias, recordID)`);
-    /// returns how many were signed. Run once when the vault opens.
+    /// Gives every alias written before aliases were signed its MAC (`sign(alias, recordID)`), and
+    /// records the Luhn variant of those card aliases from their digits
+    /// (``IssuedAlias/fromStore(alias:storedFormat:mac:)``); returns how many were signed. The
+    /// vault runs it once per store.
     func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int
 }
 

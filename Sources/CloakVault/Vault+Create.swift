@@ -12,11 +12,13 @@ struct PreparedAlias: Sendable {
     let newRecord: StoredRecord
     /// Attempt 0's candidate (FF1 or a random draw), or why the value cannot take the format.
     let firstCandidate: Result<String, AliasInputError>
+    /// Mixed into the FF1 tweak: 0 (deterministic) for token holders, random for anonymous callers.
+    let salt: UInt32
 }
 
 extension Vault {
     /// Fingerprints, seals and makes each value's first candidate. Runs on the caller's thread.
-    func prepare(_ requests: [AliasRequest]) throws(VaultError) -> [PreparedAlias] {
+    func prepare(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws(VaultError) -> [PreparedAlias] {
         let key = keys.current
         let now = clock()
         var out: [PreparedAlias] = []
@@ -26,8 +28,10 @@ extension Vault {
             // PERSISTENT values are deduplicated by a keyed fingerprint. VOLATILE ones never are:
             // with a 1,000-value CVC space, anyone allowed to alias could otherwise build a table
             // from alias to CVC, and aliasing again would keep a CVC alive past its TTL.
-            let fingerprint = request.storage == .persistent
+            // Anonymous callers are never deduplicated (see AliasCaller.anonymous).
+            let fingerprint = request.storage == .persistent && caller.deterministic
                 ? Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array("cloak/v1/value\0".utf8) + value) : nil
+            let salt: UInt32 = caller.deterministic ? 0 : UInt32.random(in: 1...UInt32.max)
             let id = "rec_" + Base58.encode(SecureRandom.bytes(16), width: 22)
             let sealed: AESGCM.SealedBox
             do {
@@ -40,9 +44,11 @@ extension Vault {
                 classifiers: request.classifiers, createdAt: now,
                 expiresAt: request.storage == .volatile ? now + Int64(settings.volatileTTLSeconds) : nil, aliases: [])
             let first = Result<String, AliasInputError> { () throws(AliasInputError) -> String in
-                try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: 0)
+                try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: 0,
+                                    salt: salt)
             }
-            out.append(PreparedAlias(request: request, fingerprint: fingerprint, newRecord: record, firstCandidate: first))
+            out.append(PreparedAlias(request: request, fingerprint: fingerprint, newRecord: record, firstCandidate: first,
+                                     salt: salt))
         }
         return out
     }
@@ -89,7 +95,8 @@ extension Vault {
         for attempt in 0..<(Self.maxAttempts + scan) {
             let candidate: Result<String, AliasInputError> = attempt == 0 ? item.firstCandidate
                 : Result { () throws(AliasInputError) -> String in
-                    try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: attempt)
+                    try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid,
+                                        attempt: attempt, salt: item.salt)
                 }
             let text: String
             switch candidate {

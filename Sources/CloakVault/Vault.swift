@@ -35,15 +35,20 @@ public struct AliasCaller: Sendable {
     /// it asked for, stamped with the request's time, so the answer cannot tell whether the value
     /// was new (no existence oracle).
     public var mayReveal: Bool
-    /// The caller has no token. It may not create VOLATILE aliases in a small alias space (under
-    /// a million, drawn at random): VOLATILE values are never deduplicated, so anonymous requests
-    /// could fill a BIN + last-four bucket for the volatile TTL.
+    /// The caller has no token (an open tokenize call). Its aliases are neither deduplicated nor
+    /// deterministic: FF1 runs with a random tweak salt and every value gets a new record, so
+    /// whoever holds an alias cannot find its value by submitting candidates and comparing the
+    /// answers. And it may not create aliases in a small alias space (under a million, drawn at
+    /// random): anonymous requests could otherwise fill a BIN + last-four bucket.
     public var anonymous: Bool
 
     public init(mayReveal: Bool, anonymous: Bool) {
         self.mayReveal = mayReveal
         self.anonymous = anonymous
     }
+
+    /// Whether the caller gets the deterministic, deduplicated alias of a value.
+    var deterministic: Bool { !anonymous }
 
     /// A trusted in-process caller (tools and tests): sees stored records.
     public static let trusted = AliasCaller(mayReveal: true, anonymous: false)
@@ -104,6 +109,8 @@ public final class Vault: Sendable {
     static let scanLimit = 10_000
     /// The store's name for ``KeyRing/checkValue``.
     static let keyCheckName = "key_check"
+    /// Set once every alias row is signed.
+    static let aliasesSignedName = "aliases_signed"
 
     /// Opens the vault on `store`. The first ring to open a store leaves its check value there;
     /// any other ring is refused (records it sealed could not be read back, and new ones would be
@@ -149,8 +156,13 @@ public final class Vault: Sendable {
             } else {
                 try store.setMetadata(keyCheckName, keys.checkValue)
             }
-            let macKey = keys.aliasMACKey
-            _ = try store.signUnsignedAliases { alias, recordID in sign(alias, recordID: recordID, key: macKey) }
+            // Rows written before aliases were signed are signed once, by the first version that
+            // signs; after that an unsigned row is a tampered one and is never signed.
+            if try store.metadata(aliasesSignedName) == nil {
+                let macKey = keys.aliasMACKey
+                _ = try store.signUnsignedAliases { alias, recordID in sign(alias, recordID: recordID, key: macKey) }
+                try store.setMetadata(aliasesSignedName, [1])
+            }
             try store.commit()
         } catch let error as StoreError {
             store.rollback()
@@ -167,9 +179,9 @@ public final class Vault: Sendable {
             do { try AliasGenerator.validate(r.value, format: r.format) } catch {
                 throw .invalidInput(index: i, reason: error.description)
             }
-            if caller.anonymous, r.storage == .volatile, AliasGenerator.randomSpace(r.value, r.format) != nil {
+            if caller.anonymous, AliasGenerator.randomSpace(r.value, r.format) != nil {
                 throw .invalidInput(index: i, reason:
-                    "a VOLATILE \(r.format.rawValue) alias of a value this short needs a token with aliases:create "
+                    "a \(r.format.rawValue) alias of a value this short needs a token with aliases:create "
                     + "(its alias space is too small to open to anonymous callers)")
             }
         }
@@ -182,7 +194,7 @@ public final class Vault: Sendable {
         let prepared: [PreparedAlias]
         do {
             try Self.check(requests, caller: caller)
-            prepared = try prepare(requests)
+            prepared = try prepare(requests, caller: caller)
         } catch { return completion(.failure(error)) }
         executor.submit({ [self] store in try create(prepared, caller: caller, in: store) }, completion: { completion(Self.map($0)) })
     }

@@ -66,8 +66,20 @@ public struct IssuedAlias: Sendable, Equatable {
         return AliasFormatName(rawValue: text).map { ($0, true) }
     }
 
+    /// An alias of a row written before the Luhn variant was recorded: a card alias without
+    /// `;luhn=invalid` is Luhn-invalid exactly when its digits fail Luhn (stores use this once,
+    /// when they sign old rows).
+    public static func fromStore(alias: String, storedFormat: String, mac: [UInt8] = []) -> IssuedAlias? {
+        guard let parsed = parseStoredFormat(storedFormat) else { return nil }
+        var luhnValid = parsed.luhnValid
+        if luhnValid, AliasFormat.of(parsed.format).isCard {
+            luhnValid = Luhn.isValid(numerals: alias.utf8.filter { $0 >= 48 && $0 <= 57 }.map { $0 - 48 })
+        }
+        return IssuedAlias(alias: alias, format: parsed.format, luhnValid: luhnValid, mac: mac)
+    }
+
     /// Whether this alias answers a request for `format` with that Luhn setting.
-    func matches(_ format: AliasFormatName, luhnValid: Bool) -> Bool {
+    public func matches(_ format: AliasFormatName, luhnValid: Bool) -> Bool {
         self.format == format && self.luhnValid == (luhnValid || !AliasFormat.of(format).isCard)
     }
 }

@@ -47,7 +47,7 @@ struct FormSubmission: Sendable {
             case let .raw(value): return (entry.key, value.value)
             case let .alias(i):
                 guard i < records.count,
-                    let alias = records[i].aliases.first(where: { $0.format == requests[i].format })
+                    let alias = records[i].aliases.first(where: { $0.matches(requests[i].format, luhnValid: requests[i].luhnValid) })
                 else { return nil }
                 return (entry.key, alias.alias)
             }

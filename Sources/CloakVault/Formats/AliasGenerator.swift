@@ -73,7 +73,10 @@ public struct AliasGenerator: Sendable {
         return String(decoding: kept.suffix(4), as: UTF8.self)
     }
 
-    public func alias(for value: String, format name: AliasFormatName, luhnValid: Bool, attempt: Int) throws(AliasInputError) -> String {
+    /// - Parameter salt: 0 for the deterministic alias; any other value gives another FF1 permutation
+    ///   (anonymous callers), so the alias says nothing about which value it stands for.
+    public func alias(for value: String, format name: AliasFormatName, luhnValid: Bool, attempt: Int,
+                      salt: UInt32 = 0) throws(AliasInputError) -> String {
         let format = AliasFormat.of(name)
         switch format.kind {
         case .rawUUID:
@@ -84,11 +87,12 @@ public struct AliasGenerator: Sendable {
             return prefix + Base58.encode(SecureRandom.bytes(13), width: 18) + (try Self.lastFour(value, name))
         case .preserving:
             let layout = try Layout(value, format)
-            return try preserving(layout, format, luhnValid: luhnValid, attempt: attempt)
+            return try preserving(layout, format, luhnValid: luhnValid, attempt: attempt, salt: salt)
         }
     }
 
-    private func preserving(_ layout: Layout, _ format: AliasFormat, luhnValid: Bool, attempt: Int) throws(AliasInputError) -> String {
+    private func preserving(_ layout: Layout, _ format: AliasFormat, luhnValid: Bool, attempt: Int,
+                            salt: UInt32) throws(AliasInputError) -> String {
         let n = layout.slots.count
         let freeStart = format.keepFirst + format.forcedPrefix.count
         let freeEnd = n - format.keepLast
@@ -112,6 +116,7 @@ public struct AliasGenerator: Sendable {
             // The kept characters and the format are the tweak, with the attempt number for retries.
             var tweak = Array(format.name.rawValue.utf8) + [0] + layout.keptText(format) + [0]
             tweak += withUnsafeBytes(of: UInt32(attempt).bigEndian, Array.init)
+            if salt != 0 { tweak += withUnsafeBytes(of: salt.bigEndian, Array.init) }  // 0: the tweak of before salts
             do {
                 middle = try ff1.encrypt(free, tweak: tweak)
                 // Cycle-walking keeps FF1 a bijection while forcing the Luhn outcome. When the

@@ -194,15 +194,17 @@ public final class SQLiteAliasStore: AliasStore {
         let find = try db.statement("SELECT alias, record_id, format FROM aliases WHERE mac IS NULL")
         var unsigned: [(IssuedAlias, String)] = []
         while try find.step() {
-            guard let alias = find.text(0), let recordID = find.text(1), let format = find.text(2).flatMap(IssuedAlias.parseStoredFormat)
+            guard let alias = find.text(0), let recordID = find.text(1), let format = find.text(2),
+                let issued = IssuedAlias.fromStore(alias: alias, storedFormat: format)
             else { continue }
-            unsigned.append((IssuedAlias(alias: alias, format: format.format, luhnValid: format.luhnValid), recordID))
+            unsigned.append((issued, recordID))
         }
         find.finish()
         for (alias, recordID) in unsigned {
-            let update = try db.statement("UPDATE aliases SET mac = ?1 WHERE alias = ?2")
+            let update = try db.statement("UPDATE aliases SET mac = ?1, format = ?3 WHERE alias = ?2")
             update.bind(1, sign(alias, recordID))
             update.bind(2, alias.alias)
+            update.bind(3, alias.storedFormat)
             try update.run()
         }
         return unsigned.count
