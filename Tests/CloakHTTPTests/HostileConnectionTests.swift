@@ -86,7 +86,8 @@ import Testing
     }
 
     /// Defect 12: ids that hold a card number or SSN are replaced, never echoed.
-    @Test(arguments: ["4111111111111111", "abc-123456789", "x" + String(repeating: "1", count: 9), "a b", "é"])
+    @Test(arguments: ["4111111111111111", "abc-123456789", "x" + String(repeating: "1", count: 9), "a b", "é",
+                      "4111-1111-1111-1111", "378282.246310.005"])
     func requestIDsWithDigitRunsOrOtherBytesAreReplaced(id: String) throws {
         let server = try Self.start()
         defer { server.shutdown() }
@@ -124,6 +125,32 @@ import Testing
             ok = (try? RawHTTPClient(port: server.port).request("GET", "/").status) == 200
         }
         #expect(ok)
+    }
+
+    /// Review finding: the head deadline starts once the answer is written out, so a large answer
+    /// to a slow reader is not cut at `header_timeout_s`.
+    @Test func aSlowReaderOfALargeAnswerGetsAllOfIt() throws {
+        let big = [UInt8](repeating: 0x62, count: 16 << 20)
+        let server = try Self.start({ $0.headerTimeoutSeconds = 1 }, handler: { _ in HTTPResponse(status: 200, body: big) })
+        defer { server.shutdown() }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var small: Int32 = 65536
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        #expect(LoopbackSocket.connect(fd, to: server.port))
+        let head = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var received = 0
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        let started = Date()
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            received += n
+            if received >= big.count { break }
+            if Date().timeIntervalSince(started) < 3 { usleep(100_000) }  // read slowly for three seconds
+        }
+        #expect(received >= big.count, "the answer was cut after \(received) bytes")
     }
 
     @Test func theDescriptorLimitIsRaisedAndTheConnectionLimitKeptUnderIt() {

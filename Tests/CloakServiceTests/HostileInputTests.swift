@@ -92,6 +92,31 @@ import Testing
         #expect(!upstream.text.lowercased().contains("transfer-encoding"))
     }
 
+    @Test(arguments: ["/proxy/raw/..;/admin", "/proxy/raw/..%5Cadmin", "/proxy/raw/%252e%252e/admin", "/proxy/raw/.;x/a"])
+    func pathsThatUpstreamsNormaliseIntoDotSegmentsAreRefused(path: String) throws {
+        let upstream = RawUpstream()
+        defer { upstream.stop() }
+        let server = try TestServer(yaml: Self.routeYAML(upstream.port))
+        defer { server.stop() }
+        let r = try server.client().request("GET", path)
+        #expect(r.status == 400 && r.errorCode == 1002, "\(path): \(r.status)")
+        #expect(upstream.text.isEmpty)
+    }
+
+    @Test func aCloakTokenNeverGoesUpstreamEvenWhereAuthorizationIsForwarded() throws {
+        let upstream = RawUpstream()
+        defer { upstream.stop() }
+        let yaml = Self.routeYAML(upstream.port).replacingOccurrences(of: "methods: [GET, POST, PATCH, DELETE, PUT]}",
+                                                                      with: "methods: [GET, POST, PATCH, DELETE, PUT], forward_authorization: true}")
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let client = try server.client()
+        #expect(try client.request("GET", "/proxy/raw", headers: [("Authorization", "Bearer upstream-secret")]).status == 204)
+        #expect(upstream.text.contains("Authorization: Bearer upstream-secret"))
+        #expect(try client.request("GET", "/proxy/raw", headers: Self.bearer(TestServer.fullToken)).status == 204)
+        #expect(!upstream.text.contains(TestServer.fullToken))
+    }
+
     // MARK: Defect 9: aliases with separators
 
     @Test func aliasesWithSlashesAndCommasCanBeRevealedUpdatedAndDeleted() throws {

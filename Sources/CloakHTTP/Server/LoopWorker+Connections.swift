@@ -15,20 +15,31 @@ extension LoopWorker {
     func makeBufferevent(_ base: OpaquePointer) -> OpaquePointer? {
         var ssl: OpaquePointer?
         if let context = tls?.context { ssl = SSL_new(context) }
-        let admission = Admission.decide(tlsConfigured: tls != nil, tlsSessionMade: ssl != nil, slotTaken: budget.acquire())
+        let slot = budget.acquire()
+        var admission = Admission.decide(tlsConfigured: tls != nil, tlsSessionMade: ssl != nil, slotTaken: slot)
+        // Only a served connection keeps its slot (closeCallback releases it).
+        if slot && admission != .serve { budget.release() }
         let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
-        let made: OpaquePointer?
+        var made: OpaquePointer?
         if let ssl, admission == .serve {
             made = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, options)
-        } else {
-            if let ssl { SSL_free(ssl) }
-            // A plain bufferevent that will be closed before it reads anything.
-            made = bufferevent_socket_new(base, -1, options)
+            if made == nil {
+                budget.release()
+                admission = .closeWithoutTLS
+            }
+        } else if let ssl {
+            SSL_free(ssl)
         }
+        // A plain bufferevent that will be closed before it reads anything. Never nil when it can
+        // be helped: evhttp would make its own plain one, uncounted, on a TLS port.
+        if made == nil { made = bufferevent_socket_new(base, -1, options) }
         guard let bev = made else {
             if admission == .serve { budget.release() }
             return nil
         }
+        // Our own reference: if evhttp gives up on the socket before adoptAccepted runs, it frees
+        // the bufferevent; the memory stays valid (with its callbacks cleared) until we let go.
+        bufferevent_incref(bev)
         accepted.append(ServerConnection(bufferevent: bev, admission: admission, now: Self.now()))
         if let acceptedEvent { event_active(acceptedEvent, 0, 0) }
         return bev
@@ -42,6 +53,7 @@ extension LoopWorker {
         for connection in batch {
             var cbarg: UnsafeMutableRawPointer?
             bufferevent_getcb(connection.bufferevent, nil, nil, nil, &cbarg)
+            defer { _ = bufferevent_decref(connection.bufferevent) }
             guard let cbarg else {
                 // evhttp gave up on the socket itself: nothing to adopt.
                 if connection.admission == .serve { budget.release() }
@@ -50,7 +62,8 @@ extension LoopWorker {
             let evcon = OpaquePointer(cbarg)
             switch connection.admission {
             case .refuseOverLimit:
-                connection.writeNow(Self.refusal(configuration.refusalBody))
+                // A canned answer is plain HTTP: a TLS client over the limit is just closed.
+                if tls == nil { connection.writeNow(Self.refusal(configuration.refusalBody)) }
                 evhttp_connection_free(evcon)
             case .closeWithoutTLS:
                 evhttp_connection_free(evcon)

@@ -1,3 +1,5 @@
+import CloakCore
+
 /// The `X-Request-Id` a response carries and the log records.
 enum RequestID {
     /// Letters, digits, `-`, `_` and `.`, at most 64, and no run of nine or more digits (a card
@@ -11,6 +13,7 @@ enum RequestID {
             digits = isDigit ? digits + 1 : 0
             if digits >= 9 { return false }
         }
-        return true
+        // Nine digits with separators between them (4111-1111-1111-1111) are a number too.
+        return Redaction.scrub(id, limit: 64) == id
     }
 }

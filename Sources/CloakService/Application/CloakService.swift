@@ -150,7 +150,7 @@ public final class CloakService: Sendable {
                 limit.burst = min(limit.burst, perMinute)
             }
         } else {
-            key = .address(request.remoteAddress)
+            key = .client(request.remoteAddress)
             limit = configuration.limits.anonymous
         }
         guard let wait = rateLimiter.take(key, limit: limit, now: DispatchTime.now().uptimeNanoseconds) else { return }

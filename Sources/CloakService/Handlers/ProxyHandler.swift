@@ -57,7 +57,9 @@ struct ProxyHandler: Sendable {
 
     /// What follows the route's path, still percent-encoded as the client sent it, so that an
     /// encoded CR, LF, space, `?` or `/` cannot change the upstream request line or target.
-    /// Dot segments (`..`, `%2e%2e`) and encoded control characters are refused (1002).
+    /// Refused (1002): dot segments (`..`, `%2e%2e`, and `..;x` that Tomcat reads as `..`),
+    /// backslashes (`..\` on IIS), double encoding (`%252e`: an upstream that decodes twice would
+    /// see a dot segment) and encoded control characters.
     static func forwardedRest(_ request: HTTPRequest, route: ResolvedRoute) throws(CloakError) -> String {
         guard request.rawPath.hasPrefix(route.prefix) else {
             throw .malformed("the route's own path must not be percent-encoded")
@@ -66,8 +68,12 @@ struct ProxyHandler: Sendable {
         guard let decoded = rest.removingPercentEncoding else {
             throw .malformed("the path after the route is not valid percent-encoding")
         }
-        let unsafe = decoded.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
-            || decoded.split(separator: "/", omittingEmptySubsequences: false).contains { $0 == ".." || $0 == "." }
+        let unsafe = decoded.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }
+            || decoded.split(separator: "/", omittingEmptySubsequences: false).contains { segment in
+                let name = segment.prefix { $0 != ";" }
+                return name == ".." || name == "."
+            }
+            || rest.lowercased().contains("%25")
             || rest.unicodeScalars.contains { $0 == " " || $0 == "#" || $0.value < 0x21 || $0.value > 0x7E }
         guard !unsafe else { throw .malformed("the path after the route has dot segments or control characters") }
         return rest
@@ -106,7 +112,9 @@ struct ProxyHandler: Sendable {
         var path = upstream.path
         if !rest.isEmpty { path = (path.hasSuffix("/") ? String(path.dropLast()) : path) + rest }
         let target = path + (request.query.map { "?" + HTTPSyntax.safeQuery($0) } ?? "")
-        let dropped: Set<String> = route.settings.forwardAuthorization
+        // Authorization goes upstream only when the route says so, and never when it is a Cloak
+        // token (a confused client must not hand the vault's credential to a third party).
+        let dropped: Set<String> = route.settings.forwardAuthorization && identity.token == nil
             ? ["host", "content-length", "x-route-id"] : ["host", "content-length", "x-route-id", "authorization"]
         var headers = withoutHopByHop(request.headers).filter { !dropped.contains($0.name.lowercased()) }
         if jsonBody {

@@ -18,15 +18,19 @@ struct TokenBucket: Sendable {
     /// Tokens left at `updated` (nanoseconds of a monotonic clock).
     private(set) var tokens: Double
     private(set) var updated: UInt64
+    /// The limit the bucket was last used with (pruning judges each bucket by its own).
+    private(set) var limit: RateLimit
 
     /// A full bucket.
     init(limit: RateLimit, now: UInt64) {
         tokens = Double(limit.burst)
         updated = now
+        self.limit = limit
     }
 
     /// Takes a token: nil when the request may go, else the whole seconds until one is back.
     mutating func take(limit: RateLimit, now: UInt64) -> Int? {
+        self.limit = limit
         refill(limit: limit, now: now)
         if tokens >= 1 {
             tokens -= 1
@@ -37,7 +41,7 @@ struct TokenBucket: Sendable {
     }
 
     /// Whether the bucket is full again at `now` (it can then be forgotten: a new one is the same).
-    func isFull(limit: RateLimit, now: UInt64) -> Bool {
+    func isFull(now: UInt64) -> Bool {
         var copy = self
         copy.refill(limit: limit, now: now)
         return copy.tokens >= Double(limit.burst)

@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// Token buckets for every caller, sharded by key so loop threads rarely meet on a lock (one
@@ -10,6 +11,19 @@ final class RateLimiter: Sendable {
     enum Key: Hashable, Sendable {
         case address(String)
         case token(String)
+
+        /// The bucket of a client address: the address itself for IPv4 (and IPv4-mapped IPv6),
+        /// its /64 for IPv6, since one client holds a whole /64 and could rotate through it.
+        static func client(_ address: String) -> Key {
+            guard address.contains(":") else { return .address(address) }
+            var bytes = in6_addr()
+            guard inet_pton(AF_INET6, address, &bytes) == 1 else { return .address(address) }
+            let raw = withUnsafeBytes(of: bytes) { Array($0) }
+            if raw[0..<10].allSatisfy({ $0 == 0 }) && raw[10] == 0xFF && raw[11] == 0xFF {
+                return .address(raw[12..<16].map(String.init).joined(separator: "."))
+            }
+            return .address(raw[0..<8].map { String($0, radix: 16) }.joined(separator: ":") + "::/64")
+        }
     }
 
     static let shardCount = 64
@@ -30,7 +44,7 @@ final class RateLimiter: Sendable {
         let shard = shards[Int(UInt(bitPattern: key.hashValue) % UInt(Self.shardCount))]
         return shard.buckets.withLock { buckets -> Int? in
             if buckets.count >= Self.maxKeysPerShard && buckets[key] == nil {
-                Self.prune(&buckets, limit: limit, now: now)
+                Self.prune(&buckets, now: now)
             }
             var bucket = buckets[key] ?? TokenBucket(limit: limit, now: now)
             let wait = bucket.take(limit: limit, now: now)
@@ -39,8 +53,8 @@ final class RateLimiter: Sendable {
         }
     }
 
-    private static func prune(_ buckets: inout [Key: TokenBucket], limit: RateLimit, now: UInt64) {
-        buckets = buckets.filter { !$0.value.isFull(limit: limit, now: now) }
+    private static func prune(_ buckets: inout [Key: TokenBucket], now: UInt64) {
+        buckets = buckets.filter { !$0.value.isFull(now: now) }
         if buckets.count >= maxKeysPerShard {
             let byAge = buckets.sorted { $0.value.updated < $1.value.updated }
             for (key, _) in byAge.prefix(buckets.count / 2) { buckets[key] = nil }
