@@ -132,3 +132,15 @@ public final class RawHTTPClient {
         return false
     }
 }
+
+extension RawHTTPClient {
+    /// Polls `GET path` on a fresh connection until it answers `status` (a server starting, or
+    /// recovering after a flood): true when it did within `attempts` tries, 25 ms apart.
+    public static func waitUntil(port: Int, path: String = "/healthz", answers status: Int = 200, attempts: Int = 200) -> Bool {
+        for _ in 0..<attempts {
+            if (try? RawHTTPClient(port: port, timeout: 1).request("GET", path).status) == status { return true }
+            usleep(25_000)
+        }
+        return false
+    }
+}

@@ -61,11 +61,7 @@ import Testing
         let answer = try #require(refused)
         #expect(answer.header("Connection")?.lowercased() == "close")
         silent.removeFirst()  // closes one
-        var served = false
-        for _ in 0..<100 where !served {
-            served = (try? RawHTTPClient(port: server.port, timeout: 2).request("GET", "/").status) == 200
-            if !served { usleep(20_000) }
-        }
+        var served = RawHTTPClient.waitUntil(port: server.port, path: "/")
         #expect(served)
         _ = silent
     }

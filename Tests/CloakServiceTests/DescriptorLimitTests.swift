@@ -32,11 +32,7 @@ import Testing
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        var healthy = false
-        for _ in 0..<200 where !healthy {
-            healthy = (try? RawHTTPClient(port: port, timeout: 1).request("GET", "/healthz").status) == 200
-            if !healthy { usleep(25_000) }
-        }
+        var healthy = RawHTTPClient.waitUntil(port: port, path: "/healthz")
         try #require(healthy)
 
         // 150 connections at once, far past the 64 descriptors the process may hold.
@@ -58,11 +54,7 @@ import Testing
         let wall = Date().timeIntervalSince(started)
         #expect(cpu < wall * 0.5, "the server used \(cpu) s of CPU in \(wall) s: spinning on accept")
         for fd in sockets { close(fd) }
-        var served = false
-        for _ in 0..<200 where !served {
-            served = (try? RawHTTPClient(port: port, timeout: 1).request("GET", "/healthz").status) == 200
-            if !served { usleep(25_000) }
-        }
+        var served = RawHTTPClient.waitUntil(port: port, path: "/healthz")
         #expect(served, "the server no longer answers after the flood")
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()

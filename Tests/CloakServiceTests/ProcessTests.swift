@@ -97,11 +97,7 @@ import Testing
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        var healthy = false
-        for _ in 0..<100 where !healthy {
-            healthy = (try? RawHTTPClient(port: port, timeout: 1).request("GET", "/healthz").status) == 200
-            if !healthy { usleep(50_000) }
-        }
+        var healthy = RawHTTPClient.waitUntil(port: port, path: "/healthz")
         #expect(healthy)
         let keptOpen = try? RawHTTPClient(port: port)
         _ = try? keptOpen?.request("GET", "/healthz")

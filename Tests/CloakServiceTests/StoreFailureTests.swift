@@ -28,11 +28,7 @@ import Testing
         limited.standardError = FileHandle.nullDevice
         try limited.run()
         defer { if limited.isRunning { kill(limited.processIdentifier, SIGKILL) } }
-        var healthy = false
-        for _ in 0..<200 where !healthy {
-            healthy = (try? RawHTTPClient(port: port, timeout: 1).request("GET", "/healthz").status) == 200
-            if !healthy { usleep(25_000) }
-        }
+        var healthy = RawHTTPClient.waitUntil(port: port, path: "/healthz")
         try #require(healthy)
 
         let client = try RawHTTPClient(port: port)
@@ -65,11 +61,7 @@ import Testing
         again.standardOutput = FileHandle.nullDevice
         try again.run()
         defer { kill(again.processIdentifier, SIGTERM); again.waitUntilExit() }
-        healthy = false
-        for _ in 0..<200 where !healthy {
-            healthy = (try? RawHTTPClient(port: port, timeout: 1).request("GET", "/healthz").status) == 200
-            if !healthy { usleep(25_000) }
-        }
+        healthy = RawHTTPClient.waitUntil(port: port, path: "/healthz")
         try #require(healthy)
         let reader = try RawHTTPClient(port: port)
         var lost = 0
