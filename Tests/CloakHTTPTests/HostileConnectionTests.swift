@@ -66,6 +66,20 @@ import Testing
         _ = silent
     }
 
+    /// Review finding: one address cannot hold every slot by reconnecting before each deadline.
+    @Test func oneAddressHoldsAtMostItsShareOfConnections() throws {
+        let server = try Self.start { $0.maxConnectionsPerAddress = 2; $0.maxConnections = 100 }
+        defer { server.shutdown() }
+        var held = try (0..<2).map { _ in try RawHTTPClient(port: server.port) }
+        #expect(try held[0].request("GET", "/").status == 200)
+        #expect(try held[1].request("GET", "/").status == 200)
+        let third = try RawHTTPClient(port: server.port, timeout: 5)
+        #expect(try third.readResponse().status == 503)
+        held.removeFirst()
+        #expect(RawHTTPClient.waitUntil(port: server.port, path: "/"))
+        _ = held
+    }
+
     /// Defect 3: a header name with whitespace before the colon never reaches a handler.
     @Test func headerNamesThatAreNotTokensAreRefused() throws {
         let seen = Mutex<[String]>([])

@@ -27,3 +27,33 @@ final class ConnectionBudget: Sendable {
 
     var count: Int { open.load(ordering: .relaxed) }
 }
+
+/// Open connections per client address across all loop threads, against a fixed maximum per
+/// address (0: no limit), so one address cannot hold every slot of the budget.
+final class AddressBudget: Sendable {
+    let limitPerAddress: Int
+    private let open = Mutex<[String: Int]>([:])
+
+    init(limitPerAddress: Int) {
+        self.limitPerAddress = limitPerAddress
+    }
+
+    /// Takes a slot for `address`; false when it already holds its limit.
+    func acquire(_ address: String) -> Bool {
+        guard limitPerAddress > 0 else { return true }
+        return open.withLock { counts in
+            let held = counts[address, default: 0]
+            guard held < limitPerAddress else { return false }
+            counts[address] = held + 1
+            return true
+        }
+    }
+
+    func release(_ address: String) {
+        guard limitPerAddress > 0 else { return }
+        open.withLock { counts in
+            let held = counts[address, default: 0]
+            counts[address] = held > 1 ? held - 1 : nil
+        }
+    }
+}

@@ -47,6 +47,7 @@ public final class HTTPServer: Sendable {
         configuration.maxConnections = min(configuration.maxConnections, ceiling)
         let threads = configuration.threads > 0 ? configuration.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
         let budget = ConnectionBudget(limit: configuration.maxConnections)
+        let addressBudget = AddressBudget(limitPerAddress: configuration.maxConnectionsPerAddress)
         let tls = try configuration.tls.map { files throws(HTTPServerError) in
             try TLSServerContext(certificateChain: files.certificateChain, privateKey: files.privateKey)
         }
@@ -56,7 +57,8 @@ public final class HTTPServer: Sendable {
         // holds, and the two servers would then share each other's connections.
         var port = configuration.port == 0 ? try Libevent.freePort(host: configuration.host) : configuration.port
         for index in 0..<threads {
-            let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget, index: index, tls: tls)
+            let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget,
+                                    addressBudget: addressBudget, index: index, tls: tls)
             try worker.bind(port: port)
             port = worker.port  // with port 0, every later loop binds the port the first one got
             workers.append(worker)

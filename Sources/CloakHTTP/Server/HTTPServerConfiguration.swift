@@ -21,6 +21,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// Open connections (counted from accept, plain or TLS); past this a connection is answered
     /// 503 and closed at once. Lowered at start to stay under the descriptor limit.
     public var maxConnections: Int
+    /// Open connections one client address may hold (0: no limit). Behind a balancer every
+    /// connection comes from the balancer's addresses: leave it at 0 there.
+    public var maxConnectionsPerAddress: Int = 0
     /// The answer to a connection over ``maxConnections`` (plain HTTP; a TLS one is closed).
     public var refusalBody: [UInt8] = Array(#"{"error":"too many connections"}"#.utf8)
     /// How long a shutdown waits for in-flight requests before closing everything.

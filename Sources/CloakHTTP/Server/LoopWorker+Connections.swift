@@ -68,11 +68,19 @@ extension LoopWorker {
             case .closeWithoutTLS:
                 evhttp_connection_free(evcon)
             case .serve:
-                connection.evcon = evcon
                 var address: UnsafeMutablePointer<CChar>?
                 var port: UInt16 = 0
                 evhttp_connection_get_peer(evcon, &address, &port)
-                connection.peer = address.map { String(cString: $0) } ?? ""
+                let peer = address.map { String(cString: $0) } ?? ""
+                guard addressBudget.acquire(peer) else {
+                    // This address holds its share already: refused like a connection over the limit.
+                    budget.release()
+                    if tls == nil { connection.writeNow(Self.refusal(configuration.refusalBody)) }
+                    evhttp_connection_free(evcon)
+                    continue
+                }
+                connection.evcon = evcon
+                connection.peer = peer
                 connections[evcon] = connection
                 evhttp_connection_set_closecb(evcon, { evcon, arg in
                     guard let evcon, let arg else { return }
@@ -99,6 +107,7 @@ extension LoopWorker {
         if let entry = connection.inputCallback, let input = bufferevent_get_input(connection.bufferevent) {
             evbuffer_remove_cb_entry(input, entry)
         }
+        addressBudget.release(connection.peer)
         budget.release()
     }
 

@@ -15,6 +15,7 @@ final class LoopWorker: @unchecked Sendable {
     let configuration: HTTPServerConfiguration
     private let handler: HTTPDeferredHandler
     let budget: ConnectionBudget
+    let addressBudget: AddressBudget
     /// Open connections by evhttp connection, and those accepted whose evhttp connection is not
     /// known yet (for one turn of the loop).
     var connections: [OpaquePointer: ServerConnection] = [:]
@@ -45,6 +46,7 @@ final class LoopWorker: @unchecked Sendable {
     let tls: TLSServerContext?
 
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPDeferredHandler, budget: ConnectionBudget,
+         addressBudget: AddressBudget,
          index: Int, tls: TLSServerContext? = nil) throws(HTTPServerError) {
         precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
         guard let base = event_base_new() else { throw .init("event_base_new failed") }
@@ -57,6 +59,7 @@ final class LoopWorker: @unchecked Sendable {
         self.configuration = configuration
         self.handler = handler
         self.budget = budget
+        self.addressBudget = addressBudget
         self.tls = tls
         self.idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 16) + "-\(index)-"
 

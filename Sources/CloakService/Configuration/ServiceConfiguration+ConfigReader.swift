@@ -62,7 +62,7 @@ extension ServiceConfiguration {
 
     static let overridable: [String: [String]] = [
         "server": ["listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
-                   "drain_timeout_s", "header_timeout_s", "body_timeout_s"],
+                   "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address"],
         "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch"],
     ]
 
@@ -82,7 +82,7 @@ extension ServiceConfiguration {
 
         if let server = r.mapping(top["server"], at: "server", allowed: [
             "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
-            "drain_timeout_s", "tls", "header_timeout_s", "body_timeout_s",
+            "drain_timeout_s", "tls", "header_timeout_s", "body_timeout_s", "max_connections_per_address",
         ]) {
             if let listen = r.string(server["listen"], at: "server.listen") {
                 if let (host, port) = parseListen(listen) {
@@ -104,6 +104,10 @@ extension ServiceConfiguration {
             }
             if let v = r.int(server["max_connections"], at: "server.max_connections", min: 1, max: 1_000_000) {
                 config.server.maxConnections = v
+            }
+            if let v = r.int(server["max_connections_per_address"], at: "server.max_connections_per_address", min: 0,
+                             max: 1_000_000) {
+                config.server.maxConnectionsPerAddress = v
             }
             if let v = r.int(server["header_timeout_s"], at: "server.header_timeout_s", min: 1, max: 3600) {
                 config.server.headerTimeoutSeconds = v
