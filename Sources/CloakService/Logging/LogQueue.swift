@@ -4,18 +4,24 @@ import Synchronization
 /// Log lines leave the loop threads through a bounded queue that one writer thread drains, so a
 /// stalled standard output (a full pipe, a stopped log shipper) never stops a loop. When the
 /// queue is full, new lines are dropped and counted (`cloak_log_lines_dropped_total`).
+///
+/// The writer wakes every ``interval`` and writes what has gathered in one `write`; a loop wakes
+/// it early only when a quarter of the queue is used. Waking it for every line cost a futex call
+/// and a context switch per request (measured: about 15 % of the CPU of `POST /validate`).
 public final class LogQueue: Sendable {
     /// The lines waiting, and how many were dropped since start.
     private let state = Mutex<(lines: [String], dropped: Int, writing: Bool)>(([], 0, false))
     private let wake = DispatchSemaphore(value: 0)
     private let capacity: Int
+    private let interval: Double
     private let write: @Sendable ([UInt8]) -> Void
 
     /// - Parameters:
     ///   - capacity: lines held at most; past it, lines are dropped.
     ///   - write: writes one batch of complete lines (it may block: it runs on the queue's thread).
-    public init(capacity: Int = 16_384, write: @escaping @Sendable ([UInt8]) -> Void) {
+    public init(capacity: Int = 16_384, interval: Double = 0.02, write: @escaping @Sendable ([UInt8]) -> Void) {
         self.capacity = capacity
+        self.interval = interval
         self.write = write
         let thread = Thread { [self] in drain() }
         thread.name = "cloak-log"
@@ -24,15 +30,15 @@ public final class LogQueue: Sendable {
 
     /// Queues a line (without its newline). Never blocks on the writer.
     public func push(_ line: String) {
-        let wasEmpty = state.withLock { s -> Bool? in
+        let wakeWriter = state.withLock { s -> Bool in
             guard s.lines.count < capacity else {
                 s.dropped += 1
-                return nil
+                return false
             }
             s.lines.append(line)
-            return s.lines.count == 1
+            return s.lines.count == capacity / 4
         }
-        if wasEmpty == true { wake.signal() }
+        if wakeWriter { wake.signal() }
     }
 
     /// Lines dropped because the queue was full.
@@ -46,7 +52,7 @@ public final class LogQueue: Sendable {
 
     private func drain() {
         while true {
-            wake.wait()
+            _ = wake.wait(timeout: .now() + interval)
             while true {
                 let batch = state.withLock { s -> [String] in
                     let out = s.lines
