@@ -77,6 +77,17 @@ public struct ServiceConfiguration: Sendable {
         public var forwardAuthorization: Bool
         /// PEM file of CAs trusted for an https upstream; nil: the system store.
         public var caFile: String?
+        /// `request:` operations on the client's message (instead of `form`).
+        public var requestOperations: [RouteOperation] = []
+    }
+
+    /// One `redact` operation of a route: the values its selectors pick are aliased in `format`.
+    public struct RouteOperation: Sendable {
+        public var format: AliasFormatName
+        public var storage: TokenizationSettings.Storage
+        public var json: [JSONPath]
+        public var form: [String]
+        public var header: [String]
     }
 
     public static let knownScopes: Set<String> = ["aliases:create", "aliases:reveal", "aliases:delete"]

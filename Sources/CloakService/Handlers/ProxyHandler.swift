@@ -37,6 +37,7 @@ struct ProxyHandler: Sendable {
                                headers: [("Allow", allowed)]))
         }
         let rest = try Self.forwardedRest(request, route: route)
+        if !route.settings.requestOperations.isEmpty { return try redactAndForward(request, route: route, rest: rest) }
         guard let formName = route.settings.form else {
             return forward(request, route: route, rest: rest, body: request.body, jsonBody: false)
         }
@@ -99,6 +100,35 @@ struct ProxyHandler: Sendable {
             throw .notFound("\(candidates.count) routes share this path; name one with X-Route-Id")
         }
         return route
+    }
+
+    /// A route with `request:` operations: alias what they select, in one vault job, then forward.
+    private func redactAndForward(_ request: HTTPRequest, route: ResolvedRoute, rest: String) throws(CloakError) -> Reply {
+        let redaction = try RouteRedaction(request, operations: route.settings.requestOperations)
+        guard !redaction.requests.isEmpty else {
+            return forward(request, route: route, rest: rest, body: request.body, jsonBody: false)
+        }
+        guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+        let caller = try identity.aliasCaller(openTokenize: context.configuration.openTokenize)
+        do { try Vault.check(redaction.requests, caller: caller) } catch { throw error.cloakError { "selected value \($0)" } }
+        return .later { finish in
+            vault.createAliases(redaction.requests, caller: caller) { result in
+                switch result {
+                case let .failure(error):
+                    finish(.error(error.cloakError { "selected value \($0)" }))
+                case let .success(records):
+                    let aliases = zip(records, redaction.requests).map { record, asked in
+                        record.aliases.first { $0.matches(asked.format, luhnValid: asked.luhnValid) }?.alias ?? ""
+                    }
+                    var outgoing = request
+                    (outgoing.body, outgoing.headers) = redaction.apply(aliases, to: request)
+                    switch forward(outgoing, route: route, rest: rest, body: outgoing.body, jsonBody: false) {
+                    case let .now(response): finish(response)
+                    case let .later(work): work(finish)
+                    }
+                }
+            }
+        }
     }
 
     private func forward(_ request: HTTPRequest, route: ResolvedRoute, rest: String, body: [UInt8], jsonBody: Bool) -> Reply {
