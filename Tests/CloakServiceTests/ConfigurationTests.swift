@@ -104,6 +104,11 @@ import Testing
         ("server: {body_timeout_s: 86400}", "server.body_timeout_s"),
         ("forms: {f: {mapping_policy: nestedJSONWithArrayMerge, fields: [{name: \"x[85555555].y\"}]}}", "forms.f.fields[0].name"),
         ("limits: {anonymous: {requests_per_minute: 0}}", "limits.anonymous.requests_per_minute"),
+        // Found by the config fuzzer: a custom brand's CVC length sized a string of that many characters.
+        ("forms: {f: {card_brands: {custom: [{name: acme, regex: \"^9\", cvc_lengths: [4099276460824344802]}]}, fields: [{name: a}]}}",
+         "forms.f.card_brands.custom[0].cvc_lengths[0]"),
+        ("forms: {f: {card_brands: {custom: [{name: acme, regex: \"^9\", lengths: [77777777777]}]}, fields: [{name: a}]}}",
+         "forms.f.card_brands.custom[0].lengths[0]"),
         ("auth: {tokens: [{id: a, sha256: \"\(String(repeating: "0", count: 64))\", requests_per_minute: -1}]}",
          "auth.tokens[0].requests_per_minute"),
         ("auth: {open_tokenize: false}\nforms: {f: {fields: [{name: a}]}}\nroutes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, form: f, upstream: echo, forward_authorization: true}]",

@@ -97,9 +97,9 @@ final class ConfigReader {
         return items.enumerated().compactMap { string($1, at: "\(path)[\($0)]") }
     }
 
-    func ints(_ node: ConfigNode?, at path: String, min: Int = 0) -> [Int]? {
+    func ints(_ node: ConfigNode?, at path: String, min: Int = 0, max: Int = Int.max) -> [Int]? {
         guard let items = sequence(node, at: path) else { return nil }
-        let values = items.enumerated().compactMap { int($1, at: "\(path)[\($0)]", min: min) }
+        let values = items.enumerated().compactMap { int($1, at: "\(path)[\($0)]", min: min, max: max) }
         if values.isEmpty { issue(path, "must list at least one number", node) }
         return values
     }

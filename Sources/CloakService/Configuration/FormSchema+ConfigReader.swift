@@ -70,8 +70,10 @@ extension FormSchema {
                 r.issue("\(p).regex", error.description, b["regex"])
                 continue
             }
-            let lengths = r.ints(b["lengths"], at: "\(p).lengths", min: 1) ?? [16]
-            let cvc = b["cvc_lengths"].flatMap { r.ints($0, at: "\(p).cvc_lengths", min: 1) } ?? [3]
+            // Card numbers are at most 19 digits (ISO/IEC 7812), CVCs at most 4; a little room on
+            // both, and no more (the fuzzer found `cvc_lengths: [9999999999]` allocating gigabytes).
+            let lengths = r.ints(b["lengths"], at: "\(p).lengths", min: 1, max: 32) ?? [16]
+            let cvc = b["cvc_lengths"].flatMap { r.ints($0, at: "\(p).cvc_lengths", min: 1, max: 8) } ?? [3]
             let luhn = b["luhn"].flatMap { r.bool($0, at: "\(p).luhn") } ?? true
             let pattern = r.string(b["format_pattern"], at: "\(p).format_pattern") ?? "#### #### #### #### ###"
             custom.append(PaymentCardModel(
