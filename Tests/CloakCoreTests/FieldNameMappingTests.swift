@@ -91,3 +91,13 @@ import Testing
         }
     }
 }
+
+/// Found by the config fuzzer: a name with no part must never become the whole body.
+@Suite struct FieldNameWithoutPartsTests {
+    @Test(arguments: [MappingPolicy.nestedJSON, .nestedJSONWithArrayMerge, .nestedJSONWithArrayOverwrite])
+    func aNameWithoutPartsNeverReplacesTheBody(policy: MappingPolicy) {
+        let body = FieldNameMapper.body([(name: "a", value: .string("1")), (name: ".", value: .string("secret"))],
+                                        extraData: [("x", .string("kept"))], policy: policy)
+        #expect(body["a"] == .string("1") && body["x"] == .string("kept"))
+    }
+}

@@ -104,6 +104,10 @@ import Testing
         ("server: {body_timeout_s: 86400}", "server.body_timeout_s"),
         ("forms: {f: {mapping_policy: nestedJSONWithArrayMerge, fields: [{name: \"x[85555555].y\"}]}}", "forms.f.fields[0].name"),
         ("limits: {anonymous: {requests_per_minute: 0}}", "limits.anonymous.requests_per_minute"),
+        // Found by the config fuzzer: a field named "." (or an empty serializer component) made
+        // every nested policy answer that one value as the whole body.
+        ("forms: {f: {fields: [{name: a}, {name: \".\"}]}}", "forms.f.fields[1].name"),
+        ("forms: {f: {fields: [{name: e, type: expDate, serializers: [{month: \"\"}, {year: y}]}]}}", "forms.f.fields[0].name"),
         // Found by the config fuzzer: a custom brand's CVC length sized a string of that many characters.
         ("forms: {f: {card_brands: {custom: [{name: acme, regex: \"^9\", cvc_lengths: [4099276460824344802]}]}, fields: [{name: a}]}}",
          "forms.f.card_brands.custom[0].cvc_lengths[0]"),

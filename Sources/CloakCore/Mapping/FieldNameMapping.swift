@@ -65,12 +65,19 @@ public enum FieldNameMapper {
             var body = JSONValue.object([])
             for field in fields {
                 let keys = field.name.split(separator: ".", omittingEmptySubsequences: true).map(String.init)
+                // A name with no part (".") would replace the whole body with one value; the
+                // configuration refuses such names, and the mapper never lets one through.
+                guard !keys.isEmpty else { continue }
                 body = JSONMerge.deepMerge(body, nested(keys, field.value))
             }
             return JSONMerge.deepMerge(extra, body)
         case .nestedJSONWithArrayMerge, .nestedJSONWithArrayOverwrite:
             var body = JSONValue.object([])
-            for field in fields { set(&body, FieldNameSubscript.parse(field.name)[...], field.value) }
+            for field in fields {
+                let path = FieldNameSubscript.parse(field.name)
+                guard !path.isEmpty else { continue }  // as above: never the whole body
+                set(&body, path[...], field.value)
+            }
             return JSONMerge.deepMerge(target: extra, source: body, arrays: policy == .nestedJSONWithArrayMerge ? .merge : .overwrite)
         }
     }

@@ -30,6 +30,9 @@ extension FormSchema {
             guard let field = FieldSchema.read(item, at: p, r) else { continue }
             for output in [field.name] + (field.serializer?.fieldNames ?? []) {
                 if !names.insert(output).inserted { r.issue("\(p).name", "duplicate field name \"\(output)\"", item) }
+                if FieldNameSubscript.parse(output).isEmpty {
+                    r.issue("\(p).name", "\"\(output)\" has no name between its dots", item)
+                }
                 for index in FieldNameSubscript.oversizedIndices(in: output) {
                     r.issue("\(p).name", "array index [\(index)] in \"\(output)\" is over \(FieldNameSubscript.maxIndex)", item)
                 }
