@@ -86,6 +86,17 @@ import Testing
         #expect(upstream.text.isEmpty)
     }
 
+    @Test func aMessageSelectingMoreValuesThanABatchIsRefused() throws {
+        let upstream = RawUpstream()
+        defer { upstream.stop() }
+        let server = try TestServer(yaml: Self.yaml(upstream.port))
+        defer { server.stop() }
+        let items = (0..<101).map { _ in #"{"pan":"4111111111111111"}"# }.joined(separator: ",")
+        let r = try server.client().request("POST", "/proxy/orders", json: #"{"items":[\#(items)]}"#)
+        #expect(r.status == 400 && r.errorCode == 1002 && r.text.contains("max_batch"), "\(r.text)")
+        #expect(upstream.text.isEmpty)
+    }
+
     @Test(arguments: [
         ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, form: checkout, request: [{redact: {json: [\"$.a\"]}}]}", "routes[0].request"),
         ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {json: [\"a.b\"]}}]}", "routes[0].request[0].redact.json[0]"),

@@ -83,7 +83,8 @@ public struct HTTPResponse: Sendable {
 }
 
 extension String {
-    func caseInsensitiveEquals(_ other: String) -> Bool {
+    /// ASCII case-insensitive equality, as header names compare.
+    public func caseInsensitiveEquals(_ other: String) -> Bool {
         let a = utf8, b = other.utf8
         guard a.count == b.count else { return false }
         return zip(a, b).allSatisfy { x, y in

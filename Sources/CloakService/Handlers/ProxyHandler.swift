@@ -109,6 +109,10 @@ struct ProxyHandler: Sendable {
             return forward(request, route: route, rest: rest, body: request.body, jsonBody: false)
         }
         guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+        // One message is one vault job: no more values than a Vault API batch.
+        guard redaction.requests.count <= vault.settings.maxBatch else {
+            throw .malformed("the route's selectors pick \(redaction.requests.count) values; at most \(vault.settings.maxBatch) (vault.max_batch)")
+        }
         let caller = try identity.aliasCaller(openTokenize: context.configuration.openTokenize)
         do { try Vault.check(redaction.requests, caller: caller) } catch { throw error.cloakError { "selected value \($0)" } }
         return .later { finish in

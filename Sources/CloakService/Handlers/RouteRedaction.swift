@@ -15,8 +15,8 @@ struct RouteRedaction: Sendable {
 
     let json: JSONSelection?
     let form: FormSelection?
-    /// Selected header values: index into the request's headers, and the value.
-    let headers: [(index: Int, value: Sensitive<String>)]
+    /// The selected headers, as indices into the request's headers.
+    let headers: [Int]
     let places: [Place]
     let requests: [AliasRequest]
 
@@ -48,11 +48,11 @@ struct RouteRedaction: Sendable {
                 add(.form(i), match.text.value, operations.first { $0.form.contains(match.key) }!)
             }
         }
-        var headers: [(index: Int, value: Sensitive<String>)] = []
+        var headers: [Int] = []
         for (index, header) in request.headers.enumerated() {
             guard let op = operations.first(where: { $0.header.contains { $0.caseInsensitiveEquals(header.name) } }) else { continue }
             add(.header(headers.count), header.value, op)
-            headers.append((index, Sensitive(header.value)))
+            headers.append(index)
         }
         self.json = json
         self.form = form
@@ -69,7 +69,7 @@ struct RouteRedaction: Sendable {
             switch place {
             case .json: jsonTexts.append(alias)
             case .form: formTexts.append(alias)
-            case let .header(i): headers[self.headers[i].index].value = alias
+            case let .header(i): headers[self.headers[i]].value = alias
             }
         }
         var body = request.body
@@ -77,8 +77,4 @@ struct RouteRedaction: Sendable {
         if let form { body = form.rewrite(formTexts) }
         return (body, headers)
     }
-}
-
-extension String {
-    fileprivate func caseInsensitiveEquals(_ other: String) -> Bool { lowercased() == other.lowercased() }
 }
