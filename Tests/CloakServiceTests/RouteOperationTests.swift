@@ -98,7 +98,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, form: checkout, request: [{redact: {json: [\"$.a\"]}}]}", "routes[0].request"),
+        ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, form: checkout, request: [{redact: {json: [\"$.a\"]}}]}", "routes[0].form"),
         ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {json: [\"a.b\"]}}]}", "routes[0].request[0].redact.json[0]"),
         ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {format: UUID}}]}", "routes[0].request[0].redact"),
         ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {header: [\"X Bad\"]}}]}", "routes[0].request[0].redact.header[0]"),

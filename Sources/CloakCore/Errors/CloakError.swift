@@ -15,6 +15,7 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
         case notFound = 1404
         case methodNotAllowed = 1405
         case upstreamTimeout = 1408
+        case aliasNotFound = 1422
         case tooManyRequests = 1429
         case invalidConfigurationURL = 1480
         case vaultUnavailable = 1500
@@ -33,6 +34,7 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
             case .notFound: return "notFound"
             case .methodNotAllowed: return "methodNotAllowed"
             case .upstreamTimeout: return "upstreamTimeout"
+            case .aliasNotFound: return "aliasNotFound"
             case .tooManyRequests: return "tooManyRequests"
             case .invalidConfigurationURL: return "invalidConfigurationURL"
             case .vaultUnavailable: return "vaultUnavailable"
@@ -53,6 +55,7 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
             case .notFound: return "VGSSDKErrorNotFound"
             case .methodNotAllowed: return "VGSSDKErrorMethodNotAllowed"
             case .upstreamTimeout: return "VGSSDKErrorUpstreamTimeout"
+            case .aliasNotFound: return "VGSSDKErrorAliasNotFound"
             case .tooManyRequests: return "VGSSDKErrorTooManyRequests"
             case .invalidConfigurationURL: return "VGSSDKErrorWrongConfiguration"
             case .vaultUnavailable: return "VGSSDKErrorVaultUnavailable"
@@ -62,7 +65,7 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
 
         public var httpStatus: Int {
             switch self {
-            case .inputDataIsNotValid: return 422
+            case .inputDataIsNotValid, .aliasNotFound: return 422
             case .malformedRequest, .invalidConfigurationURL: return 400
             case .payloadTooLarge: return 413
             case .invalidAccessToken: return 401

@@ -6,7 +6,7 @@ import COpenSSL
 final class TLSClientContext {
     let context: OpaquePointer
 
-    init(caFile: String?) throws(UpstreamError) {
+    init(caFile: String?, clientCertificate: UpstreamRequest.ClientCertificate? = nil) throws(UpstreamError) {
         guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw .unreachable("cannot create a TLS context") }
         context = ctx
         _ = SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
@@ -15,6 +15,15 @@ final class TLSClientContext {
         guard loaded == 1 else {
             ERR_clear_error()
             throw .unreachable("cannot load the trusted certificates\(caFile.map { " from \($0)" } ?? "")")
+        }
+        if let client = clientCertificate {
+            guard SSL_CTX_use_certificate_chain_file(ctx, client.certificateChain) == 1,
+                SSL_CTX_use_PrivateKey_file(ctx, client.privateKey, SSL_FILETYPE_PEM) == 1,
+                SSL_CTX_check_private_key(ctx) == 1
+            else {
+                ERR_clear_error()
+                throw .unreachable("cannot load the client certificate \(client.certificateChain) and its key")
+            }
         }
     }
 

@@ -4,6 +4,16 @@ import Foundation
 public struct UpstreamRequest: Sendable {
     public enum Scheme: String, Sendable { case http, https }
 
+    /// PEM files of the client certificate (chain) and key presented for mutual TLS.
+    public struct ClientCertificate: Sendable, Hashable {
+        public var certificateChain: String
+        public var privateKey: String
+        public init(certificateChain: String, privateKey: String) {
+            self.certificateChain = certificateChain
+            self.privateKey = privateKey
+        }
+    }
+
     public var scheme: Scheme
     /// A host name or a numeric address.
     public var host: String
@@ -20,6 +30,10 @@ public struct UpstreamRequest: Sendable {
     public var connectTimeoutSeconds: Double
     /// PEM file of trusted CAs for HTTPS; nil: the system store.
     public var caFile: String?
+    /// Presented to an https upstream that asks for a client certificate.
+    public var clientCertificate: ClientCertificate?
+    /// Whether the host may resolve to a loopback, private or link-local address (``AddressPolicy``).
+    public var allowPrivate = true
 
     public init(scheme: Scheme, host: String, port: Int, target: String, method: HTTPMethod,
                 headers: [(name: String, value: String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 30,

@@ -21,8 +21,8 @@ extension ServiceConfiguration {
                 r.issue("\(p).sha256", "is required", node)
             }
             let scopes = r.strings(t["scopes"], at: "\(p).scopes") ?? []
-            for (j, s) in scopes.enumerated() where !knownScopes.contains(s) {
-                r.issue("\(p).scopes[\(j)]", "unknown scope (expected one of: \(knownScopes.sorted().joined(separator: ", ")))")
+            for (j, s) in scopes.enumerated() where !isKnownScope(s) {
+                r.issue("\(p).scopes[\(j)]", "unknown scope (expected one of: \(knownScopes.sorted().joined(separator: ", ")) or egress:<route id>)")
             }
             let perMinute = r.int(t["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute)
             if let id, let digest, digest.count == 32 {

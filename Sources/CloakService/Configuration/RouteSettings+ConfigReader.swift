@@ -40,49 +40,17 @@ extension ServiceConfiguration.RouteSettings {
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             r.issue("\(p).ca_file", "cannot read \(caFile)", m["ca_file"])
         }
-        let operations = r.sequence(m["request"], at: "\(p).request").map { nodes in
-            nodes.enumerated().compactMap { i, node in ServiceConfiguration.RouteOperation.read(node, at: "\(p).request[\(i)]", r) }
-        } ?? []
-        if form != nil && m["request"] != nil { r.issue("\(p).request", "a route has a form or request operations, not both") }
-        if m["response"] != nil { r.issue("\(p).response", "response operations are not supported yet") }
+        let operations = ServiceConfiguration.RouteOperation.readList(m["request"], at: "\(p).request", r)
+        let responseOperations = ServiceConfiguration.RouteOperation.readList(m["response"], at: "\(p).response", r)
+        if form != nil && (m["request"] != nil || m["response"] != nil) {
+            r.issue("\(p).form", "a route has a form or request/response operations, not both")
+        }
         guard let id, let path, let upstream else { return nil }
         var settings = Self(id: id, path: path, form: form, upstream: upstream, methods: methods, headers: headers,
                             connectTimeoutSeconds: connect, responseTimeoutSeconds: response, forwardAuthorization: forwardAuth,
                             caFile: caFile)
         settings.requestOperations = operations
+        settings.responseOperations = responseOperations
         return settings
-    }
-}
-
-extension ServiceConfiguration.RouteOperation {
-    /// Reads `{redact: {json: [...], form: [...], header: [...], format, storage}}`.
-    static func read(_ node: ConfigNode, at p: String, _ r: ConfigReader) -> Self? {
-        guard let m = r.mapping(node, at: p, allowed: ["redact", "reveal"]) else { return nil }
-        if m["reveal"] != nil { r.issue("\(p).reveal", "reveal on inbound routes is not supported yet") }
-        guard let o = r.mapping(m["redact"], at: "\(p).redact", allowed: ["json", "form", "header", "format", "storage"]) else {
-            if m["reveal"] == nil { r.issue(p, "expected {redact: {...}}", node) }
-            return nil
-        }
-        var json: [JSONPath] = []
-        for (i, text) in (r.strings(o["json"], at: "\(p).redact.json") ?? []).enumerated() {
-            do { json.append(try JSONPath(text)) } catch { r.issue("\(p).redact.json[\(i)]", error.description) }
-        }
-        let form = r.strings(o["form"], at: "\(p).redact.form") ?? []
-        let header = r.strings(o["header"], at: "\(p).redact.header") ?? []
-        for (i, name) in header.enumerated() where !HTTPSyntax.isToken(name) {
-            r.issue("\(p).redact.header[\(i)]", "is not a header name")
-        }
-        if json.isEmpty && form.isEmpty && header.isEmpty { r.issue("\(p).redact", "selects nothing (json, form or header)") }
-        var format = AliasFormatName.UUID
-        if let name = r.string(o["format"], at: "\(p).redact.format") {
-            if let f = AliasFormatName(rawValue: name) { format = f } else { r.issue("\(p).redact.format", "unknown alias format") }
-        }
-        var storage = TokenizationSettings.Storage.persistent
-        if let name = r.string(o["storage"], at: "\(p).redact.storage") {
-            if let s = TokenizationSettings.Storage(rawValue: name) { storage = s } else {
-                r.issue("\(p).redact.storage", "expected PERSISTENT or VOLATILE")
-            }
-        }
-        return Self(format: format, storage: storage, json: json, form: form, header: header)
     }
 }

@@ -19,7 +19,8 @@ extension ServiceConfiguration {
     /// - `cors.allowed_origins[]`
     /// - `forms.<name>`: `mapping_policy`, `card_brands`, `fields[]` (see `FormSchema+ConfigReader.swift`)
     /// - `routes[]`: `id` (UUID), `path`, `form`, `upstream`, `methods`, `headers`, `connect_timeout_s`,
-    ///   `response_timeout_s`, `forward_authorization`
+    ///   `response_timeout_s`, `forward_authorization`, `ca_file`, `request[]`, `response[]`
+/// - `egress`: `listen`, `ca.cert`, `ca.key`, `routes[]` (see `EgressSettings+ConfigReader.swift`)
     ///
     /// Environment: `CLOAK_SERVER_LISTEN`, `CLOAK_SERVER_THREADS`, … — `CLOAK_<SECTION>_<KEY>` in
     /// upper case for every scalar key of `server` and `vault`.
@@ -77,7 +78,7 @@ extension ServiceConfiguration {
 
     private static func read(_ root: ConfigNode, _ r: ConfigReader) -> ServiceConfiguration {
         var config = ServiceConfiguration()
-        guard let top = r.mapping(root, at: "", allowed: ["server", "vault", "auth", "limits", "cors", "forms", "routes"])
+        guard let top = r.mapping(root, at: "", allowed: ["server", "vault", "auth", "limits", "cors", "forms", "routes", "egress"])
         else { return config }
 
         if let server = r.mapping(top["server"], at: "server", allowed: [
@@ -184,6 +185,7 @@ extension ServiceConfiguration {
                         "with auth.open_tokenize false, Authorization carries the Cloak token: it must not go upstream")
             }
         }
+        config.egress = EgressSettings.read(top["egress"], r)
         return config
     }
 

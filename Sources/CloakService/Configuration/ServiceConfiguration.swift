@@ -14,6 +14,8 @@ public struct ServiceConfiguration: Sendable {
     public var openTokenize = true
     /// `limits`: request rates per client address (no token) and per token.
     public var limits = RateLimits()
+    /// `egress`: routes that reveal aliases on the way out, and the forward-proxy door.
+    public var egress = EgressSettings()
 
     public init(
         server: HTTPServerConfiguration = .init(), vault: VaultSettings = .init(),
@@ -79,10 +81,15 @@ public struct ServiceConfiguration: Sendable {
         public var caFile: String?
         /// `request:` operations on the client's message (instead of `form`).
         public var requestOperations: [RouteOperation] = []
+        /// `response:` operations on the upstream's answer before the client sees it.
+        public var responseOperations: [RouteOperation] = []
     }
 
-    /// One `redact` operation of a route: the values its selectors pick are aliased in `format`.
+    /// One operation of a route on a message: `redact` aliases the values its selectors pick (in
+    /// `format` and `storage`); `reveal` puts back the values of the aliases they pick.
     public struct RouteOperation: Sendable {
+        public enum Action: String, Sendable { case redact, reveal }
+        public var action: Action = .redact
         public var format: AliasFormatName
         public var storage: TokenizationSettings.Storage
         public var json: [JSONPath]
@@ -90,5 +97,10 @@ public struct ServiceConfiguration: Sendable {
         public var header: [String]
     }
 
-    public static let knownScopes: Set<String> = ["aliases:create", "aliases:reveal", "aliases:delete"]
+    public static let knownScopes: Set<String> = ["aliases:create", "aliases:reveal", "aliases:delete", "egress:*"]
+
+    /// Whether `scope` is one Cloak knows: a fixed one or `egress:<route id>`.
+    static func isKnownScope(_ scope: String) -> Bool {
+        knownScopes.contains(scope) || (scope.hasPrefix("egress:") && EgressSettings.isRouteID(String(scope.dropFirst(7))))
+    }
 }

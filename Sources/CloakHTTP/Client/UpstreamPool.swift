@@ -1,0 +1,162 @@
+import CLibevent
+import Foundation
+
+/// The connections to one upstream (scheme, host, port, trust, address policy) on one loop.
+final class UpstreamPool {
+    let base: OpaquePointer
+    let dns: OpaquePointer?
+    let key: UpstreamClient.PoolKey
+    let tls: TLSClientContext?
+    let affinity: LoopAffinity
+    private var idle: [UpstreamConnection] = []
+    private var active: [ObjectIdentifier: UpstreamConnection] = [:]
+    private var waiting: [Exchange] = []
+    /// The resolved numeric address, once known; looked up again after `addressTTL` seconds or
+    /// after a connection to it fails (an upstream that moved is found again).
+    private var address: String?
+    private var resolvedAt = Date.distantPast
+    private static let addressTTL: TimeInterval = 60
+    private var resolving = false
+    private var isNumericHost: Bool { TLSClientContext.isNumeric(host) }
+
+    var host: String { key.host }
+    var port: Int { key.port }
+
+    init(base: OpaquePointer, dns: OpaquePointer?, key: UpstreamClient.PoolKey, tls: TLSClientContext?, affinity: LoopAffinity) {
+        self.base = base
+        self.dns = dns
+        self.key = key
+        self.tls = tls
+        self.affinity = affinity
+        if TLSClientContext.isNumeric(key.host) { address = key.host }
+    }
+
+    func closeAll() {
+        for c in idle { c.free() }
+        idle.removeAll()
+    }
+
+    func submit(_ exchange: Exchange) {
+        affinity.check()
+        startDeadline(exchange)
+        waiting.append(exchange)
+        pump()
+    }
+
+    /// Starts waiting exchanges on idle or new connections.
+    private func pump() {
+        if !isNumericHost, address != nil, Date().timeIntervalSince(resolvedAt) > Self.addressTTL { address = nil }
+        guard let address else { return resolve() }
+        if !key.allowPrivate && AddressPolicy.isPrivate(address) {
+            // A name that resolves to loopback or a private range (DNS rebinding included).
+            self.address = nil
+            return failWaiting("the upstream resolves to a private or loopback address (allow_private is off)")
+        }
+        while let exchange = waiting.first {
+            if exchange.isDone {  // timed out while waiting
+                waiting.removeFirst()
+                continue
+            }
+            let connection: UpstreamConnection
+            if let reused = idle.popLast() {
+                // The peer may have closed it since (an HTTP/1.0 answer, an idle timeout).
+                guard reused.isAlive else {
+                    reused.scheduleFree()
+                    continue
+                }
+                connection = reused
+            } else if active.count < UpstreamClient.maxConnectionsPerUpstream {
+                guard let opened = UpstreamConnection(pool: self, address: address) else {
+                    waiting.removeFirst()
+                    fail(exchange, "cannot open a connection")
+                    continue
+                }
+                connection = opened
+            } else {
+                return  // every connection is busy: wait for one
+            }
+            waiting.removeFirst()
+            active[ObjectIdentifier(connection)] = connection
+            connection.start(exchange)
+        }
+    }
+
+    /// A connection finished its exchange: keep it for the next one unless it cannot be reused.
+    func release(_ connection: UpstreamConnection, reusable: Bool, failed: Bool = false) {
+        active[ObjectIdentifier(connection)] = nil
+        if failed && !isNumericHost { address = nil }  // resolve again before the next connection
+        if reusable && !connection.isClosed { idle.append(connection) } else { connection.scheduleFree() }
+        pump()
+    }
+
+    /// An idle connection was closed by the peer.
+    func forget(_ connection: UpstreamConnection) {
+        idle.removeAll { $0 === connection }
+        connection.scheduleFree()
+    }
+
+    private func startDeadline(_ exchange: Exchange) {
+        // The exchange outlives its timer: the queue or its evhttp request holds it until it
+        // finishes, and delivering frees the timer.
+        exchange.timer = CLibevent_timer_new(base, { _, _, arg in
+            let exchange: Exchange = CallbackContext.object(arg!)
+            if let connection = exchange.connection {
+                connection.abort(exchange)
+            } else if case let .deliverFailure(error, _) = exchange.handle(.deadline) {
+                exchange.deliver(.failure(error))  // still waiting for a connection
+            }
+        }, CallbackContext.unretained(exchange))
+        let seconds = max(exchange.request.timeoutSeconds, 0.001)
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - floor(seconds)) * 1_000_000))
+        if let timer = exchange.timer { event_add(timer, &tv) }
+    }
+
+    private func resolve() {
+        guard !resolving else { return }
+        guard let dns else { return failWaiting("no DNS resolver") }
+        resolving = true
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        _ = evdns_getaddrinfo(dns, host, nil, &hints, { result, info, arg in
+            let pool: UpstreamPool = CallbackContext.release(arg!)
+            pool.resolving = false
+            defer { if let info { evutil_freeaddrinfo(info) } }
+            guard result == 0, let info, let address = UpstreamPool.numeric(info.pointee.ai_addr) else {
+                pool.failWaiting("cannot resolve the upstream host")
+                return
+            }
+            pool.address = address
+            pool.resolvedAt = Date()
+            pool.pump()
+        }, CallbackContext.retained(self))
+    }
+
+    private func fail(_ exchange: Exchange, _ why: String) {
+        if case let .deliverFailure(error, _) = exchange.handle(.failed(.unreachable(why))) { exchange.deliver(.failure(error)) }
+    }
+
+    private func failWaiting(_ why: String) {
+        let failed = waiting
+        waiting.removeAll()
+        for e in failed { fail(e, why) }
+    }
+
+    static func numeric(_ sa: UnsafeMutablePointer<sockaddr>?) -> String? {
+        guard let sa else { return nil }
+        var buffer = [CChar](repeating: 0, count: 64)
+        switch Int32(sa.pointee.sa_family) {
+        case AF_INET:
+            return sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in
+                var a = p.pointee.sin_addr
+                return inet_ntop(AF_INET, &a, &buffer, 64).map { String(cString: $0) }
+            }
+        case AF_INET6:
+            return sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in
+                var a = p.pointee.sin6_addr
+                return inet_ntop(AF_INET6, &a, &buffer, 64).map { String(cString: $0) }
+            }
+        default: return nil
+        }
+    }
+}

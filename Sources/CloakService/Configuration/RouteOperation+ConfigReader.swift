@@ -1,0 +1,47 @@
+import CloakCore
+import CloakHTTP
+
+extension ServiceConfiguration.RouteOperation {
+    /// Reads a `request:` or `response:` list of an inbound or egress route.
+    static func readList(_ node: ConfigNode?, at p: String, _ r: ConfigReader) -> [Self] {
+        guard let nodes = r.sequence(node, at: p) else { return [] }
+        return nodes.enumerated().compactMap { i, node in read(node, at: "\(p)[\(i)]", r) }
+    }
+
+    /// Reads `{redact: {json, form, header, format, storage}}` or `{reveal: {json, form, header}}`.
+    static func read(_ node: ConfigNode, at p: String, _ r: ConfigReader) -> Self? {
+        guard let m = r.mapping(node, at: p, allowed: ["redact", "reveal"]) else { return nil }
+        guard m.count == 1, let (key, body) = m.first else {
+            r.issue(p, "expected one of {redact: {...}} or {reveal: {...}}", node)
+            return nil
+        }
+        let action: Action = key == "reveal" ? .reveal : .redact
+        let q = "\(p).\(key)"
+        let allowed: Set<String> = action == .redact ? ["json", "form", "header", "format", "storage"] : ["json", "form", "header"]
+        guard let o = r.mapping(body, at: q, allowed: allowed) else { return nil }
+        var json: [JSONPath] = []
+        for (i, text) in (r.strings(o["json"], at: "\(q).json") ?? []).enumerated() {
+            do { json.append(try JSONPath(text)) } catch { r.issue("\(q).json[\(i)]", error.description) }
+        }
+        let form = r.strings(o["form"], at: "\(q).form") ?? []
+        let header = r.strings(o["header"], at: "\(q).header") ?? []
+        for (i, name) in header.enumerated() where !HTTPSyntax.isToken(name) {
+            r.issue("\(q).header[\(i)]", "is not a header name")
+        }
+        for (i, name) in header.enumerated() where hopByHopHeaders.contains(name.lowercased()) || ["host", "content-length", "content-type"].contains(name.lowercased()) {
+            r.issue("\(q).header[\(i)]", "\(name) describes the message or connection; it cannot carry a value")
+        }
+        if json.isEmpty && form.isEmpty && header.isEmpty { r.issue(q, "selects nothing (json, form or header)") }
+        var format = AliasFormatName.UUID
+        if let name = r.string(o["format"], at: "\(q).format") {
+            if let f = AliasFormatName(rawValue: name) { format = f } else { r.issue("\(q).format", "unknown alias format") }
+        }
+        var storage = TokenizationSettings.Storage.persistent
+        if let name = r.string(o["storage"], at: "\(q).storage") {
+            if let s = TokenizationSettings.Storage(rawValue: name) { storage = s } else {
+                r.issue("\(q).storage", "expected PERSISTENT or VOLATILE")
+            }
+        }
+        return Self(action: action, format: format, storage: storage, json: json, form: form, header: header)
+    }
+}
