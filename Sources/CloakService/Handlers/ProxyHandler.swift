@@ -37,7 +37,9 @@ struct ProxyHandler: Sendable {
                                headers: [("Allow", allowed)]))
         }
         let rest = try Self.forwardedRest(request, route: route)
-        if !route.settings.requestOperations.isEmpty { return try redactAndForward(request, route: route, rest: rest) }
+        if !route.settings.requestOperations.isEmpty || !route.settings.responseOperations.isEmpty {
+            return try transformAndForward(request, route: route, rest: rest)
+        }
         guard let formName = route.settings.form else {
             return forward(request, route: route, rest: rest, body: request.body, jsonBody: false)
         }
@@ -102,35 +104,36 @@ struct ProxyHandler: Sendable {
         return route
     }
 
-    /// A route with `request:` operations: alias what they select, in one vault job, then forward.
-    private func redactAndForward(_ request: HTTPRequest, route: ResolvedRoute, rest: String) throws(CloakError) -> Reply {
-        let redaction = try RouteRedaction(request, operations: route.settings.requestOperations)
-        guard !redaction.requests.isEmpty else {
-            return forward(request, route: route, rest: rest, body: request.body, jsonBody: false)
+    /// A route with `request:` or `response:` operations: what they select is aliased or
+    /// revealed, one vault job per kind and message. Reveal needs a token with `aliases:reveal`:
+    /// an answer's revealed values reach the caller, and a request's reach the upstream on the
+    /// caller's word.
+    private func transformAndForward(_ request: HTTPRequest, route: ResolvedRoute, rest: String) throws(CloakError) -> Reply {
+        let settings = route.settings
+        if (settings.requestOperations + settings.responseOperations).contains(where: { $0.action == .reveal }) {
+            _ = try identity.require("aliases:reveal")
         }
-        guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
-        // One message is one vault job: no more values than a Vault API batch.
-        guard redaction.requests.count <= vault.settings.maxBatch else {
-            throw .malformed("the route's selectors pick \(redaction.requests.count) values; at most \(vault.settings.maxBatch) (vault.max_batch)")
-        }
-        let caller = try identity.aliasCaller(openTokenize: context.configuration.openTokenize)
-        do { try Vault.check(redaction.requests, caller: caller) } catch { throw error.cloakError { "selected value \($0)" } }
+        let requestCaller = settings.requestOperations.contains { $0.action == .redact }
+            ? try identity.aliasCaller(openTokenize: context.configuration.openTokenize) : .anonymous
+        let exchange = TransformedExchange(
+            vault: vault, request: settings.requestOperations, response: settings.responseOperations,
+            requestCaller: requestCaller,
+            responseCaller: AliasCaller(mayReveal: false, anonymous: identity.token == nil),
+            maxSelected: vault?.settings.maxBatch ?? 0, limitName: "vault.max_batch")
+        let outgoing = request
         return .later { finish in
-            vault.createAliases(redaction.requests, caller: caller) { result in
-                switch result {
-                case let .failure(error):
-                    finish(.error(error.cloakError { "selected value \($0)" }))
-                case let .success(records):
-                    let aliases = zip(records, redaction.requests).map { record, asked in
-                        record.aliases.first { $0.matches(asked.format, luhnValid: asked.luhnValid) }?.alias ?? ""
+            do throws(CloakError) {
+                try exchange.start(body: request.body, headers: request.headers, send: { body, headers, done in
+                    var message = outgoing
+                    message.body = body
+                    message.headers = headers
+                    switch forward(message, route: route, rest: rest, body: body, jsonBody: false) {
+                    case let .now(response): done(.success(response))
+                    case let .later(work): work { done(.success($0)) }
                     }
-                    var outgoing = request
-                    (outgoing.body, outgoing.headers) = redaction.apply(aliases, to: request)
-                    switch forward(outgoing, route: route, rest: rest, body: outgoing.body, jsonBody: false) {
-                    case let .now(response): finish(response)
-                    case let .later(work): work(finish)
-                    }
-                }
+                }, finish: { response, _ in finish(response) })
+            } catch {
+                finish(.error(error))
             }
         }
     }

@@ -1,0 +1,91 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+
+/// What a list of route operations selects in one message (a request or an answer): each value
+/// its selectors pick in the body (by `Content-Type`) and headers, with the operation that picked
+/// it first. ``apply(_:)`` puts replacements back; every other byte goes on as it came, and a
+/// message with nothing selected goes on byte-identical.
+struct MessageSelection: Sendable {
+    typealias Operation = ServiceConfiguration.RouteOperation
+
+    enum Place: Sendable {
+        case json(Int)
+        case form(Int)
+        case header(Int)
+    }
+
+    /// One selected value.
+    struct Item: Sendable {
+        let place: Place
+        let operation: Operation
+        /// The selector that picked it, for errors: a JSON path, a form key or a header name.
+        let selector: String
+        let text: Sensitive<String>
+    }
+
+    let json: JSONSelection?
+    let form: FormSelection?
+    /// The selected headers, as indices into the message's headers.
+    let headerIndices: [Int]
+    let items: [Item]
+
+    /// - Throws: 1002 when a body of a selected kind does not parse, or a JSON selector picks a
+    ///   value that is not a string or number (named by its path, never quoted).
+    init(body: [UInt8], headers: [(name: String, value: String)], operations: [Operation]) throws(CloakError) {
+        let contentType = headers.first { $0.name.caseInsensitiveEquals("Content-Type") }?.value
+        let kind = SelectableBody(contentType: contentType)
+        var items: [Item] = []
+        var json: JSONSelection?
+        let paths = operations.flatMap(\.json)
+        if kind == .json, !paths.isEmpty, !body.isEmpty {
+            json = try JSONSelection.select(paths, in: body)
+            for (i, match) in (json?.matches ?? []).enumerated() {
+                let op = operations.first { $0.json.contains { $0.description == match.path } }!
+                items.append(Item(place: .json(i), operation: op, selector: match.path, text: match.text))
+            }
+        }
+        var form: FormSelection?
+        let keys = Set(operations.flatMap(\.form))
+        if kind == .form, !keys.isEmpty, !body.isEmpty {
+            form = try FormSelection.select(keys, in: body)
+            for (i, match) in (form?.matches ?? []).enumerated() {
+                let op = operations.first { $0.form.contains(match.key) }!
+                items.append(Item(place: .form(i), operation: op, selector: match.key, text: match.text))
+            }
+        }
+        var headerIndices: [Int] = []
+        for (index, header) in headers.enumerated() {
+            guard let op = operations.first(where: { $0.header.contains { $0.caseInsensitiveEquals(header.name) } }) else { continue }
+            items.append(Item(place: .header(headerIndices.count), operation: op, selector: header.name, text: Sensitive(header.value)))
+            headerIndices.append(index)
+        }
+        self.json = json
+        self.form = form
+        self.headerIndices = headerIndices
+        self.items = items
+    }
+
+    var isEmpty: Bool { items.isEmpty }
+    var revealCount: Int { items.count { $0.operation.action == .reveal } }
+    var redactCount: Int { items.count { $0.operation.action == .redact } }
+
+    /// The body and headers with `replacements[i]` in place of `items[i]`.
+    func apply(_ replacements: [String], body: [UInt8], headers: [(name: String, value: String)])
+        -> (body: [UInt8], headers: [(name: String, value: String)])
+    {
+        var jsonTexts: [String] = [], formTexts: [String] = []
+        var headers = headers
+        for (item, text) in zip(items, replacements) {
+            switch item.place {
+            case .json: jsonTexts.append(text)
+            case .form: formTexts.append(text)
+            case let .header(i): headers[headerIndices[i]].value = text
+            }
+        }
+        var body = body
+        if let json { body = json.rewrite(jsonTexts) }
+        if let form { body = form.rewrite(formTexts) }
+        return (body, headers)
+    }
+}

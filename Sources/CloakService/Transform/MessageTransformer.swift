@@ -1,0 +1,71 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+
+/// Carries out a ``MessageSelection`` with the vault: every redacted value of the message in one
+/// alias job, every revealed alias in one reveal job, then the message rewritten.
+///
+/// A selected value that is not a live alias (unknown, deleted, expired, or not an alias at
+/// all) fails the whole message with 1422 naming its selector; nothing of it goes on.
+struct MessageTransformer: Sendable {
+    let vault: Vault
+    /// Who aliases the redacted values.
+    let caller: AliasCaller
+
+    /// Longest text looked up as an alias: anything longer is not one of ours.
+    static let maxAliasLength = 256
+
+    /// The replacement text of every item, in order; `completion` runs once, on the vault's thread
+    /// (or at once when nothing needs the vault).
+    func run(_ selection: MessageSelection, completion: @escaping @Sendable (Result<[String], CloakError>) -> Void) {
+        let items = selection.items
+        let redacted = items.indices.filter { items[$0].operation.action == .redact }
+        let requests = redacted.map { i in
+            AliasRequest(value: items[i].text.value, format: items[i].operation.format, storage: items[i].operation.storage)
+        }
+        do { try Vault.check(requests, caller: caller) } catch {
+            return completion(.failure(error.cloakError { "selected value \(items[redacted[$0]].selector)" }))
+        }
+        let revealed = items.indices.filter { items[$0].operation.action == .reveal }
+        for i in revealed where items[i].text.value.isEmpty || items[i].text.value.utf8.count > Self.maxAliasLength {
+            return completion(.failure(Self.notFound(items[i].selector)))
+        }
+        let original = items.map(\.text.value)
+        let vault = self.vault
+        let reveal: @Sendable ([String]) -> Void = { soFar in
+            guard !revealed.isEmpty else { return completion(.success(soFar)) }
+            let aliases = revealed.map { items[$0].text.value }
+            vault.reveal(Array(Set(aliases))) { result in
+                switch result {
+                case let .failure(error):
+                    completion(.failure(error.cloakError { _ in "selected alias" }))
+                case let .success(found):
+                    var out = soFar
+                    for i in revealed {
+                        guard let record = found[items[i].text.value] else { return completion(.failure(Self.notFound(items[i].selector))) }
+                        out[i] = record.value
+                    }
+                    completion(.success(out))
+                }
+            }
+        }
+        guard !requests.isEmpty else { return reveal(original) }
+        vault.createAliases(requests, caller: caller) { result in
+            switch result {
+            case let .failure(error):
+                completion(.failure(error.cloakError { "selected value \(items[redacted[$0]].selector)" }))
+            case let .success(records):
+                var replacements = original
+                for (k, i) in redacted.enumerated() {
+                    let asked = requests[k]
+                    replacements[i] = records[k].aliases.first { $0.matches(asked.format, luhnValid: asked.luhnValid) }?.alias ?? ""
+                }
+                reveal(replacements)
+            }
+        }
+    }
+
+    static func notFound(_ selector: String) -> CloakError {
+        CloakError(.aliasNotFound, "\(selector) does not hold a live alias (unknown, deleted or expired); nothing was sent")
+    }
+}
