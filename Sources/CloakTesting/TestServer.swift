@@ -34,6 +34,9 @@ public struct TemporaryDirectory: Sendable {
 public final class TestServer: Sendable {
     public let service: CloakService
     public let server: HTTPServer
+    /// The forward-proxy door, when the configuration has `egress.listen` (its CA is made in
+    /// ``directory``).
+    public let egress: HTTPServer?
     public let vault: Vault
     public let logs = LogCapture()
     public let directory = TemporaryDirectory()
@@ -86,20 +89,30 @@ public final class TestServer: Sendable {
         env.merge(environment) { _, new in new }
         var configuration = try ServiceConfiguration.parse(yaml: yaml, environment: env)
         if let tlsFiles { configuration.server.tls = (tlsFiles.certificate, tlsFiles.key) }
+        configuration.egress.caCertificate = "\(directory.path)/egress-ca.pem"
+        configuration.egress.caKey = "\(directory.path)/egress-ca-key.pem"
         vault = try VaultBootstrap.open(configuration.vault, environment: [:], logger: nil)
         var clock: (@Sendable () -> CalendarDate)?
         if let today { clock = { today } }
-        service = CloakService(configuration: configuration, vault: vault, logSink: logs.sink, today: clock)
+        let ca = configuration.egress.listen == nil ? nil
+            : try CertificateAuthority.loadOrCreate(certificate: configuration.egress.caCertificate, key: configuration.egress.caKey)
+        service = CloakService(configuration: configuration, vault: vault, logSink: logs.sink, today: clock, egressCA: ca)
         server = try HTTPServer(configuration: configuration.server, deferredHandler: service.handle)
+        egress = try ServiceRunner.egressServer(service)
         server.start()
+        egress?.start()
     }
 
     public func client(timeout: TimeInterval = 10) throws -> RawHTTPClient {
         try RawHTTPClient(port: port, timeout: timeout)
     }
 
+    /// The egress CA certificate's file (for clients of the forward proxy to trust).
+    public var egressCAFile: String { "\(directory.path)/egress-ca.pem" }
+
     public func stop() {
         service.beginDraining()
+        egress?.shutdown()
         server.shutdown()
         vault.close()
         directory.remove()

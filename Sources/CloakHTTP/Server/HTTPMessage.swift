@@ -33,6 +33,8 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     public var loop: LoopHandle?
     /// The client's address (numeric, without the port): the key of per-client limits.
     public var remoteAddress: String = ""
+    /// On a forward-proxy door: where the request is going (from its tunnel or absolute-form target).
+    public var proxyTarget: ProxyTarget?
 
     public init(
         method: HTTPMethod, path: String, query: String? = nil, headers: [(name: String, value: String)] = [],

@@ -38,7 +38,10 @@ public final class HTTPServer: Sendable {
     }
 
     /// Creates and binds every loop for a handler that may answer later.
-    public init(configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler)
+    /// - Parameter tunnels: makes this a forward-proxy door: each CONNECT is decided by it and an
+    ///   opened tunnel's requests reach `handler` with their ``HTTPRequest/proxyTarget``.
+    public init(configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler,
+                tunnels: TunnelAuthorizer? = nil)
         throws(HTTPServerError)
     {
         ProcessLimits.ignoreBrokenPipes()
@@ -58,7 +61,7 @@ public final class HTTPServer: Sendable {
         var port = configuration.port == 0 ? try Libevent.freePort(host: configuration.host) : configuration.port
         for index in 0..<threads {
             let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget,
-                                    addressBudget: addressBudget, index: index, tls: tls)
+                                    addressBudget: addressBudget, index: index, tls: tls, tunnels: tunnels)
             try worker.bind(port: port)
             port = worker.port  // with port 0, every later loop binds the port the first one got
             workers.append(worker)

@@ -21,7 +21,14 @@ extension LoopWorker {
         if slot && admission != .serve { budget.release() }
         let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
         var made: OpaquePointer?
-        if let ssl, admission == .serve {
+        var tunnelFilter: TunnelFilter?
+        if tunnels != nil, admission == .serve {
+            // A forward-proxy door: plain until a CONNECT is granted, then TLS inside the filter.
+            if let (bev, filter) = TunnelFilter.make(base: base, options: options) {
+                made = bev
+                tunnelFilter = filter
+            }
+        } else if let ssl, admission == .serve {
             made = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, options)
             if made == nil {
                 budget.release()
@@ -40,7 +47,10 @@ extension LoopWorker {
         // Our own reference: if evhttp gives up on the socket before adoptAccepted runs, it frees
         // the bufferevent; the memory stays valid (with its callbacks cleared) until we let go.
         bufferevent_incref(bev)
-        accepted.append(ServerConnection(bufferevent: bev, admission: admission, now: Self.now()))
+        let connection = ServerConnection(bufferevent: bev, admission: admission, now: Self.now())
+        connection.isTLS = tls != nil
+        connection.tunnelFilter = tunnelFilter
+        accepted.append(connection)
         if let acceptedEvent { event_active(acceptedEvent, 0, 0) }
         return bev
     }
@@ -63,7 +73,7 @@ extension LoopWorker {
             switch connection.admission {
             case .refuseOverLimit:
                 // A canned answer is plain HTTP: a TLS client over the limit is just closed.
-                if tls == nil { connection.writeNow(Self.refusal(configuration.refusalBody)) }
+                if !connection.isTLS { connection.writeNow(Self.refusal(configuration.refusalBody)) }
                 evhttp_connection_free(evcon)
             case .closeWithoutTLS:
                 evhttp_connection_free(evcon)
@@ -75,7 +85,7 @@ extension LoopWorker {
                 guard addressBudget.acquire(peer) else {
                     // This address holds its share already: refused like a connection over the limit.
                     budget.release()
-                    if tls == nil { connection.writeNow(Self.refusal(configuration.refusalBody)) }
+                    if !connection.isTLS { connection.writeNow(Self.refusal(configuration.refusalBody)) }
                     evhttp_connection_free(evcon)
                     continue
                 }

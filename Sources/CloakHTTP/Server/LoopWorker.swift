@@ -44,10 +44,12 @@ final class LoopWorker: @unchecked Sendable {
     private(set) var port: Int = 0
 
     let tls: TLSServerContext?
+    /// Set on a forward-proxy door: decides each CONNECT (see LoopWorker+Tunnels.swift).
+    let tunnels: TunnelAuthorizer?
 
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPDeferredHandler, budget: ConnectionBudget,
          addressBudget: AddressBudget,
-         index: Int, tls: TLSServerContext? = nil) throws(HTTPServerError) {
+         index: Int, tls: TLSServerContext? = nil, tunnels: TunnelAuthorizer? = nil) throws(HTTPServerError) {
         precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
         guard let base = event_base_new() else { throw .init("event_base_new failed") }
         guard let http = evhttp_new(base) else {
@@ -61,22 +63,15 @@ final class LoopWorker: @unchecked Sendable {
         self.budget = budget
         self.addressBudget = addressBudget
         self.tls = tls
+        self.tunnels = tunnels
         self.idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 16) + "-\(index)-"
 
-        evhttp_set_max_body_size(http, Int(configuration.evhttpBodyCap))
-        evhttp_set_max_headers_size(http, Int(configuration.maxHeaderBytes))
-        evhttp_set_timeout(http, Int32(configuration.idleTimeoutSeconds))
-        evhttp_set_allowed_methods(http, UInt16(Libevent.allMethods))
-        evhttp_set_flags(http, Int32(EVHTTP_SERVER_LINGERING_CLOSE))
+        configure(http)
         let me = Unmanaged.passUnretained(self).toOpaque()
         // Every accepted connection, plain or TLS, gets its bufferevent from here: the one
         // moment a connection is seen before any of its bytes is read.
         evhttp_set_bevcb(http, { base, arg in
             Unmanaged<LoopWorker>.fromOpaque(arg!).takeUnretainedValue().makeBufferevent(base!)
-        }, me)
-        evhttp_set_gencb(http, { req, arg in
-            guard let req, let arg else { return }
-            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().handle(req)
         }, me)
         wakeEvent = event_new(base, -1, 0, { _, _, arg in
             guard let arg else { return }
@@ -96,6 +91,19 @@ final class LoopWorker: @unchecked Sendable {
         }, me)
         var tick = timeval(tv_sec: 0, tv_usec: 250_000)
         if let sweepTimer { event_add(sweepTimer, &tick) }
+    }
+
+    /// Limits, timeouts, methods and the request callback, the same for every evhttp of the loop.
+    private func configure(_ http: OpaquePointer) {
+        evhttp_set_max_body_size(http, Int(configuration.evhttpBodyCap))
+        evhttp_set_max_headers_size(http, Int(configuration.maxHeaderBytes))
+        evhttp_set_timeout(http, Int32(configuration.idleTimeoutSeconds))
+        evhttp_set_allowed_methods(http, UInt16(Libevent.allMethods))
+        evhttp_set_flags(http, Int32(EVHTTP_SERVER_LINGERING_CLOSE))
+        evhttp_set_gencb(http, { req, arg in
+            guard let req, let arg else { return }
+            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().handle(req)
+        }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit {
@@ -240,6 +248,10 @@ final class LoopWorker: @unchecked Sendable {
         request.rawPath = rawPath
         request.remoteAddress = connection?.peer ?? ""
         request.loop = handle
+        request.proxyTarget = connection?.tunnel ?? Self.absoluteTarget(req)
+        if method == .CONNECT, tunnels != nil, let evcon {
+            return openTunnel(req, request, evcon: evcon)
+        }
         inFlight += 1
         // The evhttp request travels as an address and is only turned back into a pointer on
         // this loop's thread (in finish).
@@ -298,7 +310,7 @@ final class LoopWorker: @unchecked Sendable {
         send(response, to: req)
     }
 
-    private func send(_ response: HTTPResponse, to req: OpaquePointer) {
+    func send(_ response: HTTPResponse, to req: OpaquePointer) {
         let outHeaders = evhttp_request_get_output_headers(req)
         for (name, value) in response.headers {
             // evhttp refuses header values with CR/LF; our handlers never produce them.

@@ -15,6 +15,12 @@ final class ServerConnection {
     var peer = ""
     /// The callback on the bufferevent's input buffer that feeds the clock.
     var inputCallback: OpaquePointer?
+    /// Whether the connection speaks TLS (a refusal is then a close, not a canned answer).
+    var isTLS = false
+    /// For a connection inside a CONNECT tunnel: where its requests go.
+    var tunnel: ProxyTarget?
+    /// On a forward-proxy door: the filter that turns to TLS when a CONNECT is granted.
+    var tunnelFilter: TunnelFilter?
 
     init(bufferevent: OpaquePointer, admission: Admission, now: UInt64) {
         self.bufferevent = bufferevent

@@ -1,6 +1,7 @@
 public import CloakCore
 public import CloakHTTP
 public import CloakVault
+public import CloakCrypto
 import Foundation
 public import Logging
 import Synchronization
@@ -17,31 +18,38 @@ import Synchronization
 /// ```
 public final class CloakService: Sendable {
     public let configuration: ServiceConfiguration
-    private let context: ServiceContext
+    let context: ServiceContext
     private let router: Router<Endpoint>
     private let isDraining = Atomic<Bool>(false)
-    private let accessLog: AccessLog
-    private let vault: Vault?
-    private let auth: Authenticator
+    let accessLog: AccessLog
+    let vault: Vault?
+    let auth: Authenticator
     private let proxyRoutes: [ProxyHandler.ResolvedRoute]
-    private let metrics = ServiceMetrics()
+    let metrics = ServiceMetrics()
+    let egressMetrics: EgressMetrics
+    /// Signs the forward-proxy door's per-host certificates (nil: no forward door).
+    let egressCertificates: EgressCertificates?
     private let rateLimiter = RateLimiter()
 
     enum Endpoint: Sendable {
         case healthz, readyz, metrics, validate, formTokens, formAliases, formSend
         case createTokens, createAliases, revealMany, reveal, update, delete
-        case proxy
+        case proxy, egress
     }
 
     /// - Parameters:
     ///   - vault: the vault for the alias endpoints (they answer 1500 without one).
     ///   - logSink: where the JSON log lines go (standard output by default; tests capture them).
     ///   - today: the date that decides expiry windows (the system's by default).
+    ///   - egressCA: signs the forward-proxy door's certificates (``handleEgress(_:_:)``).
     public init(
         configuration: ServiceConfiguration, vault: Vault? = nil,
-        logSink: @escaping LogSink = JSONLogHandler.standardOutput, today: (@Sendable () -> CalendarDate)? = nil
+        logSink: @escaping LogSink = JSONLogHandler.standardOutput, today: (@Sendable () -> CalendarDate)? = nil,
+        egressCA: CertificateAuthority? = nil
     ) {
         self.configuration = configuration
+        self.egressMetrics = EgressMetrics(registry: metrics.registry)
+        self.egressCertificates = egressCA.map(EgressCertificates.init)
         self.vault = vault
         self.accessLog = AccessLog(sink: logSink)
         self.auth = Authenticator(tokens: configuration.auth)
@@ -63,6 +71,8 @@ public final class CloakService: Sendable {
         router.add(.DELETE, "/aliases/{alias}", .delete)
         for method in HTTPMethod.allCases where method != .OPTIONS && method != .CONNECT && method != .TRACE {
             router.add(method, "/proxy/{path...}", .proxy)
+            router.add(method, "/egress/{route}", .egress)
+            router.add(method, "/egress/{route}/{path...}", .egress)
         }
         self.proxyRoutes = ProxyHandler.resolve(configuration.routes)
         self.router = router
@@ -78,7 +88,9 @@ public final class CloakService: Sendable {
         let start = DispatchTime.now().uptimeNanoseconds
         var template = "-"
         let cors = corsHeaders(for: request)
-        let identity = auth.identify(request)
+        // The egress door's Authorization belongs to the upstream: its caller is in Proxy-Authorization.
+        let identity = request.path.hasPrefix("/egress/")
+            ? auth.identifyProxy(request.header("Proxy-Authorization")) : auth.identify(request)
         let reply: Reply
         do {
             reply = try route(request, identity: identity, template: &template)
@@ -138,7 +150,7 @@ public final class CloakService: Sendable {
 
     /// Past its rate (per token id, else per client address): 429 with `Retry-After`. Health
     /// probes are never limited: a balancer must not take a node out because of its own checks.
-    private func checkRate(_ request: HTTPRequest, identity: Identity) throws(CloakError) {
+    func checkRate(_ request: HTTPRequest, identity: Identity) throws(CloakError) {
         if request.path == "/healthz" || request.path == "/readyz" { return }
         let key: RateLimiter.Key
         var limit: RateLimit
@@ -192,6 +204,8 @@ public final class CloakService: Sendable {
             return try vaultAPI(identity).update(request, alias: parameters["alias"] ?? "")
         case .delete:
             return try vaultAPI(identity).delete(request, alias: parameters["alias"] ?? "")
+        case .egress:
+            return egressHandler(identity).transformDoor(request, routeID: parameters["route"] ?? "")
         case .proxy:
             return try ProxyHandler(context: context, vault: vault, routes: proxyRoutes, identity: identity).handle(request)
         }

@@ -18,20 +18,41 @@ public enum ServiceRunner {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         let server = try HTTPServer(configuration: service.configuration.server, deferredHandler: service.handle)
+        let egress = try egressServer(service)
         server.start()
+        egress?.start()
         let c = service.configuration.server
         service.logger.info("listening", metadata: [
             "address": .string("\(c.host):\(server.port)"), "threads": .stringConvertible(server.threadCount),
             "forms": .string(service.configuration.forms.keys.sorted().joined(separator: ",")),
             "max_connections": .stringConvertible(server.configuration.maxConnections),
         ])
+        if let egress, let listen = service.configuration.egress.listen {
+            service.logger.info("egress proxy listening", metadata: [
+                "address": .string("\(listen.host):\(egress.port)"),
+                "routes": .string(service.configuration.egress.routes.map(\.id).joined(separator: ",")),
+            ])
+        }
         var received: Int32 = 0
         sigwait(&signals, &received)
         service.logger.info("draining", metadata: ["signal": .stringConvertible(Int(received))])
         service.beginDraining()
+        egress?.shutdown()
         server.shutdown()
         onStopped()
         service.logger.info("stopped")
         LogQueue.standardOutput.flush()
+    }
+
+    /// The forward-proxy door on `egress.listen`, with the main listener's limits (never its TLS:
+    /// the door speaks plain HTTP until a tunnel's own TLS).
+    public static func egressServer(_ service: CloakService) throws -> HTTPServer? {
+        guard let listen = service.configuration.egress.listen else { return nil }
+        var configuration = service.configuration.server
+        configuration.host = listen.host
+        configuration.port = listen.port
+        configuration.tls = nil
+        return try HTTPServer(configuration: configuration, deferredHandler: service.handleEgress,
+                              tunnels: { request, host, port in service.authorizeTunnel(request, host: host, port: port) })
     }
 }

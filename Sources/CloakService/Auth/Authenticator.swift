@@ -2,6 +2,7 @@ import CloakCore
 import CloakCrypto
 import CloakHTTP
 import CloakVault
+import Foundation
 
 /// Who sent a request: a configured token, an invalid one, or nobody.
 struct Identity: Sendable {
@@ -47,5 +48,41 @@ struct Authenticator: Sendable {
         var match: ServiceConfiguration.AccessToken?
         for token in tokens where constantTimeEquals(token.sha256, presented) { match = token }
         return Identity(token: match, rejected: match == nil)
+    }
+}
+
+extension Authenticator {
+    /// The caller of an egress door, from `Proxy-Authorization`: `Basic base64(<token id>:<token>)`
+    /// or `Bearer <token>` (the client's `Authorization` belongs to the upstream). With Basic, the
+    /// id must name the token whose secret it is.
+    func identifyProxy(_ header: String?) -> Identity {
+        guard let header else { return .anonymous }
+        let trimmed = header.trimmingCharacters(in: .whitespaces)
+        var claimedID: String?
+        let secret: String
+        if trimmed.utf8.count > 6, trimmed.prefix(6).lowercased() == "basic " {
+            guard let data = Data(base64Encoded: trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)),
+                let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
+            else { return Identity(token: nil, rejected: true) }
+            claimedID = String(text[..<colon])
+            secret = String(text[text.index(after: colon)...])
+        } else if trimmed.utf8.count > 7, trimmed.prefix(7).lowercased() == "bearer " {
+            secret = trimmed.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        } else {
+            return Identity(token: nil, rejected: true)
+        }
+        let presented = Digest.sha256(Array(secret.utf8))
+        var match: ServiceConfiguration.AccessToken?
+        for token in tokens where constantTimeEquals(token.sha256, presented) { match = token }
+        if let claimedID, match?.id != claimedID { match = nil }
+        return Identity(token: match, rejected: match == nil)
+    }
+}
+
+extension Identity {
+    /// Whether the token may use egress route `id` (`egress:<id>` or `egress:*`).
+    func mayUseEgress(_ id: String) -> Bool {
+        guard let token else { return false }
+        return token.scopes.contains("egress:*") || token.scopes.contains("egress:\(id)")
     }
 }

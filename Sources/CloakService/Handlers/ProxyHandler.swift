@@ -58,27 +58,14 @@ struct ProxyHandler: Sendable {
         }
     }
 
-    /// What follows the route's path, still percent-encoded as the client sent it, so that an
-    /// encoded CR, LF, space, `?` or `/` cannot change the upstream request line or target.
-    /// Refused (1002): dot segments (`..`, `%2e%2e`, and `..;x` that Tomcat reads as `..`),
-    /// backslashes (`..\` on IIS), double encoding (`%252e`: an upstream that decodes twice would
-    /// see a dot segment) and encoded control characters.
+    /// What follows the route's path, still percent-encoded as the client sent it (checked by
+    /// ``ForwardedPath``).
     static func forwardedRest(_ request: HTTPRequest, route: ResolvedRoute) throws(CloakError) -> String {
         guard request.rawPath.hasPrefix(route.prefix) else {
             throw .malformed("the route's own path must not be percent-encoded")
         }
         let rest = String(request.rawPath.dropFirst(route.prefix.count))
-        guard let decoded = rest.removingPercentEncoding else {
-            throw .malformed("the path after the route is not valid percent-encoding")
-        }
-        let unsafe = decoded.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }
-            || decoded.split(separator: "/", omittingEmptySubsequences: false).contains { segment in
-                let name = segment.prefix { $0 != ";" }
-                return name == ".." || name == "."
-            }
-            || rest.lowercased().contains("%25")
-            || rest.unicodeScalars.contains { $0 == " " || $0 == "#" || $0.value < 0x21 || $0.value > 0x7E }
-        guard !unsafe else { throw .malformed("the path after the route has dot segments or control characters") }
+        try ForwardedPath.check(rest)
         return rest
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CloakCrypto
 import CloakService
 import CloakVault
 import Foundation
@@ -40,7 +41,17 @@ struct Serve: ParsableCommand {
             FileHandle.standardError.write(Data("cloak: cannot open the vault: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        let service = CloakService(configuration: configuration, vault: vault)
+        var egressCA: CertificateAuthority?
+        if configuration.egress.listen != nil {
+            do {
+                egressCA = try CertificateAuthority.loadOrCreate(certificate: configuration.egress.caCertificate,
+                                                                 key: configuration.egress.caKey)
+            } catch {
+                FileHandle.standardError.write(Data("cloak: cannot open the egress CA: \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+        let service = CloakService(configuration: configuration, vault: vault, egressCA: egressCA)
         do {
             try ServiceRunner.run(service, onStopped: { vault.close() })
         } catch {

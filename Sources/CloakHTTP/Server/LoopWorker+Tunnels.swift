@@ -1,0 +1,84 @@
+import CLibevent
+import COpenSSL
+import Foundation
+
+/// The forward-proxy door: CONNECT tunnels with TLS interception. Loop thread only.
+///
+/// Every connection of the door reaches evhttp through a ``TunnelFilter``. evhttp parses the
+/// CONNECT (with the listener's limits) and the ``TunnelAuthorizer`` decides it. A granted
+/// tunnel is answered `200` through evhttp, which then keeps reading the same connection (a
+/// CONNECT is never "close"): from the client's next byte the filter runs TLS with the host's
+/// leaf certificate, so evhttp parses the requests inside with the same limits and deadlines
+/// as any other, and they carry the tunnel's ``ProxyTarget``.
+extension LoopWorker {
+    func openTunnel(_ req: OpaquePointer, _ request: HTTPRequest, evcon: OpaquePointer) {
+        guard let tunnels, let connection = connections[evcon], let filter = connection.tunnelFilter,
+            connection.tunnel == nil
+        else {
+            return answerConnect(req, Self.connectError(400, "a CONNECT inside a tunnel is not served"))
+        }
+        guard request.violation == nil, let uri = evhttp_request_get_evhttp_uri(req),
+            let hostPointer = evhttp_uri_get_host(uri), hostPointer.pointee != 0, evhttp_uri_get_port(uri) > 0
+        else {
+            return answerConnect(req, Self.connectError(400, "CONNECT needs host:port"))
+        }
+        let host = String(cString: hostPointer).lowercased()
+        let port = Int(evhttp_uri_get_port(uri))
+        switch tunnels(request, host, port) {
+        case let .refuse(response):
+            answerConnect(req, response)
+        case let .open(grant, certificate):
+            // Bytes after the CONNECT before its answer would be read as plain HTTP: a client that
+            // does not wait for the 200 gets no tunnel.
+            guard let input = bufferevent_get_input(connection.bufferevent), evbuffer_get_length(input) == 0,
+                filter.grant(certificate.context)
+            else {
+                return answerConnect(req, Self.connectError(400, "send nothing after CONNECT before its answer"))
+            }
+            connection.tunnel = ProxyTarget(scheme: "https", host: host, port: port, tunnelGrant: grant)
+            // Python's http.client sends `CONNECT … HTTP/1.0`, after whose answer evhttp would
+            // close: the tunnel outlives the CONNECT whatever its version.
+            if let input = evhttp_request_get_input_headers(req) {
+                evhttp_remove_header(input, "Connection")
+                evhttp_add_header(input, "Connection", "keep-alive")
+            }
+            evhttp_request_set_on_complete_cb(req, { req, arg in
+                guard let req, let arg else { return }
+                let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
+                evhttp_request_get_connection(req).flatMap { worker.connections[$0] }?.answered(now: LoopWorker.now())
+            }, Unmanaged.passUnretained(self).toOpaque())
+            evhttp_send_reply(req, 200, "Connection established", nil)
+        }
+    }
+
+    /// Answers a CONNECT that opens nothing. evhttp writes no Content-Length for an answer to a
+    /// CONNECT, so it is set here: the client can read the body and retry on the connection
+    /// (with credentials after a 407).
+    private func answerConnect(_ req: OpaquePointer, _ response: HTTPResponse) {
+        var response = response
+        response.headers.removeAll { $0.name.caseInsensitiveEquals("Content-Length") }
+        response.headers.append(("Content-Length", String(response.body.count)))
+        evhttp_request_set_on_complete_cb(req, { req, arg in
+            guard let req, let arg else { return }
+            let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
+            evhttp_request_get_connection(req).flatMap { worker.connections[$0] }?.answered(now: LoopWorker.now())
+        }, Unmanaged.passUnretained(self).toOpaque())
+        send(response, to: req)
+    }
+
+    private static func connectError(_ status: Int, _ message: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")],
+                     body: Array(#"{"error":{"code":1002,"type":"malformedRequest","description":"\#(message)"}}"#.utf8))
+    }
+
+    /// The parsed target of an absolute-form request (`POST http://host:port/path`).
+    static func absoluteTarget(_ req: OpaquePointer) -> ProxyTarget? {
+        guard let uri = evhttp_request_get_evhttp_uri(req), let scheme = evhttp_uri_get_scheme(uri),
+            let host = evhttp_uri_get_host(uri), host.pointee != 0
+        else { return nil }
+        let name = String(cString: scheme).lowercased()
+        let port = Int(evhttp_uri_get_port(uri))
+        return ProxyTarget(scheme: name, host: String(cString: host).lowercased(),
+                           port: port > 0 ? port : (name == "https" ? 443 : 80))
+    }
+}

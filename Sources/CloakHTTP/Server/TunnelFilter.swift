@@ -1,0 +1,177 @@
+import CLibevent
+import COpenSSL
+import Foundation
+
+/// The bufferevent filter between a forward-proxy door's socket and evhttp: bytes pass as they
+/// are until a CONNECT is granted; from the client's next byte on, OpenSSL (on memory BIOs)
+/// terminates the client's TLS with the host's leaf certificate and evhttp reads and writes
+/// plaintext, so the requests inside the tunnel are parsed with the listener's usual limits.
+///
+/// Loop thread only. The filter bufferevent owns this object (its free-context callback
+/// releases it).
+final class TunnelFilter {
+    enum Mode {
+        /// Before the CONNECT is granted: plain HTTP.
+        case plain
+        /// Granted: the `200` still leaves in plain; the client's next bytes are TLS.
+        case granted(OpaquePointer)
+        /// TLS with this SSL (server side, memory BIOs).
+        case tls(OpaquePointer)
+        /// A TLS failure: nothing more passes.
+        case failed
+    }
+
+    private(set) var mode = Mode.plain
+    /// The filter bufferevent, set once made.
+    var filter: OpaquePointer?
+    /// Pushes output evhttp queued while the filter was waiting for the handshake.
+    private var kick: OpaquePointer?
+    private var handshakeDone = false
+    static let chunk = 16 * 1024
+
+    deinit {
+        if let kick { event_free(kick) }
+        switch mode {
+        case let .granted(ssl), let .tls(ssl): SSL_free(ssl)
+        default: break
+        }
+    }
+
+    /// Makes the socket bufferevent and the filter over it; nil when either cannot be made.
+    static func make(base: OpaquePointer, options: Int32) -> (bufferevent: OpaquePointer, filter: TunnelFilter)? {
+        guard let socket = bufferevent_socket_new(base, -1, options) else { return nil }
+        let context = TunnelFilter()
+        let retained = Unmanaged.passRetained(context).toOpaque()
+        guard let bev = bufferevent_filter_new(socket, { src, dst, limit, mode, ctx in
+            Unmanaged<TunnelFilter>.fromOpaque(ctx!).takeUnretainedValue().input(src!, dst!)
+        }, { src, dst, limit, mode, ctx in
+            Unmanaged<TunnelFilter>.fromOpaque(ctx!).takeUnretainedValue().output(src!, dst!)
+        }, options, { ctx in
+            Unmanaged<TunnelFilter>.fromOpaque(ctx!).release()
+        }, retained) else {
+            Unmanaged<TunnelFilter>.fromOpaque(retained).release()
+            bufferevent_free(socket)
+            return nil
+        }
+        context.filter = bev
+        context.kick = event_new(base, -1, 0, { _, _, arg in
+            guard let arg else { return }
+            let me = Unmanaged<TunnelFilter>.fromOpaque(arg).takeUnretainedValue()
+            if let filter = me.filter { _ = bufferevent_flush(filter, Int16(EV_WRITE), BEV_NORMAL) }
+        }, Unmanaged.passUnretained(context).toOpaque())
+        // evhttp queues an answer before it enables writing, and a libevent 2.1 filter does not
+        // look at its output again when writing is enabled: every addition is pushed one loop
+        // turn later (after evhttp has enabled writing and set its write callback).
+        if let output = bufferevent_get_output(bev) {
+            evbuffer_add_cb(output, { _, info, arg in
+                guard let info, let arg, info.pointee.n_added > 0 else { return }
+                let me = Unmanaged<TunnelFilter>.fromOpaque(arg).takeUnretainedValue()
+                if let kick = me.kick { event_active(kick, 0, 0) }
+            }, Unmanaged.passUnretained(context).toOpaque())
+        }
+        return (bev, context)
+    }
+
+    /// Grants the tunnel: the client's next bytes start a TLS handshake answered with `context`.
+    func grant(_ context: OpaquePointer) -> Bool {
+        guard case .plain = mode, let ssl = SSL_new(context) else { return false }
+        guard let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            return false
+        }
+        SSL_set_bio(ssl, rbio, wbio)
+        SSL_set_accept_state(ssl)
+        mode = .granted(ssl)
+        return true
+    }
+
+    private func input(_ src: OpaquePointer, _ dst: OpaquePointer) -> bufferevent_filter_result {
+        switch mode {
+        case .plain:
+            evbuffer_add_buffer(dst, src)
+            return BEV_OK
+        case .failed:
+            evbuffer_drain(src, evbuffer_get_length(src))
+            return BEV_ERROR
+        case let .granted(ssl):
+            mode = .tls(ssl)
+            return input(src, dst)
+        case let .tls(ssl):
+            // Ciphertext into OpenSSL, plaintext out to evhttp.
+            var buffer = [UInt8](repeating: 0, count: Self.chunk)
+            while evbuffer_get_length(src) > 0 {
+                let n = buffer.withUnsafeMutableBytes { Int(evbuffer_remove(src, $0.baseAddress, Self.chunk)) }
+                guard n > 0 else { break }
+                let written = buffer.withUnsafeBytes { BIO_write(SSL_get_rbio(ssl), $0.baseAddress, Int32(n)) }
+                guard written == n else { return fail() }
+            }
+            var produced = false
+            while true {
+                let n = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(Self.chunk)) }
+                if n > 0 {
+                    evbuffer_add(dst, buffer, Int(n))
+                    produced = true
+                    continue
+                }
+                let error = SSL_get_error(ssl, n)
+                flushCiphertext(ssl)
+                if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE { break }
+                if error == SSL_ERROR_ZERO_RETURN { return BEV_ERROR }  // close_notify: the client is done
+                return fail()
+            }
+            if !handshakeDone && SSL_is_init_finished(ssl) == 1 {
+                handshakeDone = true
+                if let filter, let output = bufferevent_get_output(filter), evbuffer_get_length(output) > 0, let kick {
+                    event_active(kick, 0, 0)
+                }
+            }
+            return produced ? BEV_OK : BEV_NEED_MORE
+        }
+    }
+
+    private func output(_ src: OpaquePointer, _ dst: OpaquePointer) -> bufferevent_filter_result {
+        switch mode {
+        case .plain, .granted:
+            // The CONNECT's answer (and anything before it) leaves as it is.
+            evbuffer_add_buffer(dst, src)
+            return BEV_OK
+        case .failed:
+            evbuffer_drain(src, evbuffer_get_length(src))
+            return BEV_ERROR
+        case let .tls(ssl):
+            guard handshakeDone else { return BEV_NEED_MORE }
+            var buffer = [UInt8](repeating: 0, count: Self.chunk)
+            while evbuffer_get_length(src) > 0 {
+                let n = buffer.withUnsafeMutableBytes { Int(evbuffer_copyout(src, $0.baseAddress, Self.chunk)) }
+                guard n > 0 else { break }
+                let written = buffer.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32(n)) }
+                guard written > 0 else { return fail() }
+                evbuffer_drain(src, Int(written))
+                flushCiphertext(ssl, into: dst)
+            }
+            return BEV_OK
+        }
+    }
+
+    /// Moves what OpenSSL wrote (handshake records, alerts, data) to the socket.
+    private func flushCiphertext(_ ssl: OpaquePointer, into dst: OpaquePointer? = nil) {
+        guard let wbio = SSL_get_wbio(ssl) else { return }
+        let target = dst ?? filter.flatMap { bufferevent_get_underlying($0) }.flatMap { bufferevent_get_output($0) }
+        var buffer = [UInt8](repeating: 0, count: Self.chunk)
+        while BIO_ctrl_pending(wbio) > 0 {
+            let n = buffer.withUnsafeMutableBytes { BIO_read(wbio, $0.baseAddress, Int32(Self.chunk)) }
+            guard n > 0 else { break }
+            if let target { evbuffer_add(target, buffer, Int(n)) }
+        }
+    }
+
+    private func fail() -> bufferevent_filter_result {
+        if case let .tls(ssl) = mode {
+            flushCiphertext(ssl)
+            SSL_free(ssl)
+        }
+        mode = .failed
+        ERR_clear_error()
+        return BEV_ERROR
+    }
+}

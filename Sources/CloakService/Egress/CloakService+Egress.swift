@@ -1,0 +1,87 @@
+import CloakCore
+import CloakCrypto
+import CloakHTTP
+import Foundation
+import Synchronization
+
+extension CloakService {
+    func egressHandler(_ identity: Identity) -> EgressHandler {
+        EgressHandler(context: context, vault: vault, settings: configuration.egress, identity: identity, metrics: egressMetrics)
+    }
+
+    /// The ``HTTPDeferredHandler`` of the forward-proxy door (`egress.listen`): requests inside
+    /// CONNECT tunnels and absolute-form requests.
+    public func handleEgress(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let identity: Identity
+        if let grant = request.proxyTarget?.tunnelGrant {
+            // Authorized once, at the CONNECT.
+            identity = Identity(token: auth.tokens.first { $0.id == grant }, rejected: false)
+        } else {
+            identity = auth.identifyProxy(request.header("Proxy-Authorization"))
+        }
+        let reply: Reply
+        do throws(CloakError) {
+            if let violation = request.violation { throw Self.error(for: violation) }
+            try checkRate(request, identity: identity)
+            reply = egressHandler(identity).forwardDoor(request)
+        } catch {
+            reply = .now(.error(error))
+        }
+        let finish: @Sendable (HTTPResponse) -> Void = { [accessLog, metrics] response in
+            let nanoseconds = DispatchTime.now().uptimeNanoseconds - start
+            metrics.record(route: "egress-proxy", status: response.status, nanoseconds: Int64(nanoseconds))
+            // The path may hold anything the client put there: the access line names the door only.
+            accessLog.record(method: request.method.rawValue, path: "-", route: "egress-proxy", status: response.status,
+                             micros: Int(nanoseconds / 1000), requestID: request.requestID)
+            responder.respond(response)
+        }
+        switch reply {
+        case let .now(response): finish(response)
+        case let .later(work): work(finish)
+        }
+    }
+
+    /// Decides a CONNECT on the forward-proxy door: 407 without valid credentials, 403 when no
+    /// route the token may use goes to that host and port; otherwise a tunnel with a leaf
+    /// certificate for the host.
+    public func authorizeTunnel(_ connect: HTTPRequest, host: String, port: Int) -> TunnelDecision {
+        let identity = auth.identifyProxy(connect.header("Proxy-Authorization"))
+        guard let token = identity.token else {
+            egressMetrics.record(route: "-", status: 407, revealed: 0)
+            return .refuse(EgressHandler.proxyAuthenticationRequired(identity))
+        }
+        guard egressHandler(identity).mayTunnel(host: host, port: port) else {
+            egressMetrics.record(route: "-", status: 403, revealed: 0)
+            return .refuse(.error(CloakError(.forbidden, "no egress route this token may use goes to this host and port")))
+        }
+        guard let certificates = egressCertificates, let certificate = certificates.context(for: host) else {
+            return .refuse(.error(CloakError(.unexpectedResponseType, "no certificate can be made for this host")))
+        }
+        return .open(grant: token.id, certificate: certificate)
+    }
+}
+
+/// The forward-proxy door's leaf certificates, one per upstream host, made on first use and
+/// kept (only hosts of configured routes ever get one, so the cache is bounded by the
+/// configuration).
+final class EgressCertificates: Sendable {
+    let authority: CertificateAuthority
+    private let contexts = Mutex<[String: TLSServerContext]>([:])
+
+    init(_ authority: CertificateAuthority) {
+        self.authority = authority
+    }
+
+    func context(for host: String) -> TLSServerContext? {
+        if let known = contexts.withLock({ $0[host] }) { return known }
+        guard let leaf = try? authority.issue(host: host),
+            let context = try? TLSServerContext(certificateChainPEM: leaf.certificateChainPEM, privateKeyPEM: leaf.privateKeyPEM)
+        else { return nil }
+        return contexts.withLock { cache in
+            if let raced = cache[host] { return raced }
+            cache[host] = context
+            return context
+        }
+    }
+}

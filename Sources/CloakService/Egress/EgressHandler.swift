@@ -1,0 +1,133 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+import Foundation
+import Logging
+
+/// The two egress doors. A backend sends its request, aliases inside, through Cloak to its
+/// payment provider; Cloak reveals the selected aliases on the wire and applies the route's
+/// response operations to the answer.
+///
+/// - Transform door: `ANY /egress/{route id}/{path…}` on the main listener.
+/// - Forward-proxy door: requests inside a CONNECT tunnel of `egress.listen`, or absolute-form
+///   requests (`POST http://host/path`) there.
+///
+/// Deny by default: no credentials 407 (1300); a token without `egress:<id>` or `egress:*`, a
+/// host, path or method no route allows: 403 (1301), nothing forwarded.
+struct EgressHandler: Sendable {
+    let context: ServiceContext
+    let vault: Vault?
+    let settings: EgressSettings
+    let identity: Identity
+    let metrics: EgressMetrics
+
+    /// The 407 every door answers without valid credentials.
+    static func proxyAuthenticationRequired(_ identity: Identity) -> HTTPResponse {
+        let error = CloakError(.invalidAccessToken, identity.rejected
+            ? "the Proxy-Authorization credentials are not valid"
+            : "credentials are required: Proxy-Authorization: Basic base64(<token id>:<token>) or Bearer <token>")
+        return .json(407, JSONWriter.encode(error.body), headers: [("Proxy-Authenticate", #"Basic realm="cloak""#)])
+    }
+
+    /// `ANY /egress/{route}/{path…}`.
+    func transformDoor(_ request: HTTPRequest, routeID: String) -> Reply {
+        guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
+        // The scope is checked before the route is looked up: a token cannot probe route ids.
+        guard identity.mayUseEgress(routeID) else {
+            return refuse(CloakError(.forbidden, "the token lacks the scope egress:\(routeID)"), route: nil)
+        }
+        guard let route = settings.route(routeID) else { return refuse(.notFound("no egress route \(routeID)"), route: nil) }
+        let prefix = "/egress/" + routeID
+        guard request.rawPath.hasPrefix(prefix) else {
+            return refuse(.malformed("the route id must not be percent-encoded"), route: route.id)
+        }
+        var path = String(request.rawPath.dropFirst(prefix.count))
+        if path.isEmpty { path = "/" }
+        return forward(request, route: route, path: path)
+    }
+
+    /// A request on the forward-proxy door.
+    func forwardDoor(_ request: HTTPRequest) -> Reply {
+        guard let target = request.proxyTarget else {
+            return refuse(.malformed("this is a forward proxy: open a tunnel with CONNECT host:port, or send an absolute-form http:// URL"), route: nil)
+        }
+        guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
+        let candidates = settings.routes.filter {
+            $0.host == target.host.lowercased() && $0.port == target.port && $0.scheme.rawValue == target.scheme
+        }
+        guard !candidates.isEmpty else {
+            return refuse(CloakError(.forbidden, "no egress route goes to this host"), route: nil)
+        }
+        guard let route = candidates.first(where: {
+            identity.mayUseEgress($0.id) && $0.allows(method: request.method.rawValue, path: request.rawPath)
+        }) else {
+            return refuse(CloakError(.forbidden, "no egress route of this host allows \(request.method.rawValue) on this path for this token"), route: nil)
+        }
+        return forward(request, route: route, path: request.rawPath)
+    }
+
+    /// Whether a CONNECT to `host:port` may open a tunnel: some route goes there and the token
+    /// may use it.
+    func mayTunnel(host: String, port: Int) -> Bool {
+        settings.routes.contains { $0.scheme == .https && $0.host == host.lowercased() && $0.port == port && identity.mayUseEgress($0.id) }
+    }
+
+    static func routesGo(to host: String, port: Int, in settings: EgressSettings) -> Bool {
+        settings.routes.contains { $0.scheme == .https && $0.host == host.lowercased() && $0.port == port }
+    }
+
+    private func forward(_ request: HTTPRequest, route: EgressRoute, path: String) -> Reply {
+        let start = DispatchTime.now().uptimeNanoseconds
+        guard route.allows(method: request.method.rawValue, path: path) else {
+            return refuse(CloakError(.forbidden, "route \(route.id) does not allow \(request.method.rawValue) on this path"), route: route.id)
+        }
+        do throws(CloakError) { try ForwardedPath.check(path) } catch { return refuse(error, route: route.id) }
+        guard let loop = request.loop else {
+            return .now(.error(CloakError(.unexpectedResponseType, "no event loop to reach the upstream from")))
+        }
+        let target = path + (request.query.map { "?" + HTTPSyntax.safeQuery($0) } ?? "")
+        // Authorization (the provider's API key) goes upstream untouched; Proxy-Authorization is
+        // hop-by-hop and never does.
+        let headers = withoutHopByHop(request.headers).filter { !["host", "content-length"].contains($0.name.lowercased()) }
+        let caller = AliasCaller(mayReveal: false, anonymous: false)
+        let exchange = TransformedExchange(
+            vault: vault, request: route.requestOperations, response: route.responseOperations, requestCaller: caller,
+            responseCaller: caller, maxSelected: route.maxAliases, limitName: "max_aliases of route \(route.id)")
+        let method = request.method
+        let tokenID = identity.token?.id ?? "-"
+        let logger = context.logger
+        let metrics = self.metrics
+        return .later { finish in
+            do throws(CloakError) {
+                try exchange.start(body: request.body, headers: headers, send: { body, headers, done in
+                    let outgoing = UpstreamRequest(
+                        scheme: route.scheme, host: route.host, port: route.port, target: target, method: method,
+                        headers: headers, body: body, timeoutSeconds: route.responseTimeoutSeconds,
+                        connectTimeoutSeconds: route.connectTimeoutSeconds, caFile: route.caFile)
+                    var call = outgoing
+                    call.clientCertificate = route.clientCertificate
+                    call.allowPrivate = route.allowPrivate
+                    loop.call(call, done: done)
+                }, finish: { response, outcome in
+                    let micros = (DispatchTime.now().uptimeNanoseconds - start) / 1000
+                    logger.info("egress", metadata: [
+                        "route": .string(route.id), "token_id": .string(tokenID), "revealed": .stringConvertible(outcome.revealed),
+                        "redacted": .stringConvertible(outcome.redacted),
+                        "upstream_status": .string(outcome.upstreamStatus.map(String.init) ?? "-"),
+                        "status": .stringConvertible(response.status), "duration_us": .stringConvertible(micros),
+                    ])
+                    metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
+                    finish(response)
+                })
+            } catch {
+                metrics.record(route: route.id, status: error.code.httpStatus, revealed: 0)
+                finish(.error(error))
+            }
+        }
+    }
+
+    private func refuse(_ error: CloakError, route: String?) -> Reply {
+        metrics.record(route: route ?? "-", status: error.code.httpStatus, revealed: 0)
+        return .now(.error(error))
+    }
+}

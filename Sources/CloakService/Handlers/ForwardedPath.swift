@@ -1,0 +1,23 @@
+import CloakCore
+import Foundation
+
+/// The check every forwarded path passes (inbound routes and both egress doors). Paths go on
+/// still percent-encoded as the client sent them, so an encoded CR, LF, space, `?` or `/` cannot
+/// change the upstream request line or target. Refused (1002): dot segments (`..`, `%2e%2e`,
+/// and `..;x` that Tomcat reads as `..`), backslashes (`..\` on IIS), double encoding (`%252e`:
+/// an upstream that decodes twice would see a dot segment) and encoded control characters.
+enum ForwardedPath {
+    static func check(_ path: String) throws(CloakError) {
+        guard let decoded = path.removingPercentEncoding else {
+            throw .malformed("the forwarded path is not valid percent-encoding")
+        }
+        let unsafe = decoded.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }
+            || decoded.split(separator: "/", omittingEmptySubsequences: false).contains { segment in
+                let name = segment.prefix { $0 != ";" }
+                return name == ".." || name == "."
+            }
+            || path.lowercased().contains("%25")
+            || path.unicodeScalars.contains { $0 == " " || $0 == "#" || $0.value < 0x21 || $0.value > 0x7E }
+        guard !unsafe else { throw .malformed("the forwarded path has dot segments or control characters") }
+    }
+}

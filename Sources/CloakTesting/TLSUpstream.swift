@@ -1,0 +1,112 @@
+import Foundation
+
+/// A real HTTPS upstream on loopback (Python's `http.server` with `ssl`, a peer Cloak does not
+/// share code with) that records every request it receives and answers with the body it got,
+/// same `Content-Type`. With `requireClientCertificate` it refuses clients without a certificate
+/// signed by the test CA (mutual TLS).
+public final class TLSUpstream: @unchecked Sendable {
+    public let port: Int
+    private let process: Process
+    private let log: String
+
+    /// One request as the upstream received it.
+    public struct Received: Sendable {
+        public let method: String
+        public let path: String
+        public let headers: [(name: String, value: String)]
+        public let body: String
+        /// The client certificate's subject, when one was presented.
+        public let clientCertificate: String?
+
+        public func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
+    }
+
+    public init(certificates: TestCertificates, requireClientCertificate: Bool = false) throws {
+        let d = certificates.directory.path
+        let script = "\(d)/upstream-\(UUID().uuidString).py"
+        log = "\(d)/upstream-\(UUID().uuidString).jsonl"
+        try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
+        process = Process()
+        // Debian's python3 when there is one (no version-manager shim between us and the process).
+        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [python, script, certificates.serverCertificate, certificates.serverKey,
+                             requireClientCertificate ? certificates.caFile : "-", log]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let line = out.fileHandleForReading.readLine()
+        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            process.terminate()
+            throw CocoaError(.executableLoad)
+        }
+        self.port = port
+    }
+
+    /// Every request received so far, in order.
+    public var received: [Received] {
+        guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            let headers = (object["headers"] as? [[String]] ?? []).map { (name: $0[0], value: $0[1]) }
+            return Received(method: object["method"] as? String ?? "", path: object["path"] as? String ?? "",
+                            headers: headers, body: object["body"] as? String ?? "",
+                            clientCertificate: object["client"] as? String)
+        }
+    }
+
+    public func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        var status: Int32 = 0
+        waitpid(process.processIdentifier, &status, 0)
+    }
+
+    static let script = #"""
+import http.server, json, ssl, sys, threading
+cert, key, client_ca, log = sys.argv[1:5]
+lock = threading.Lock()
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def answer(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0") or "0"))
+        peer = self.connection.getpeercert()
+        client = None
+        if peer:
+            client = ",".join("%s=%s" % pair for part in peer.get("subject", ()) for pair in part)
+        record = {"method": self.command, "path": self.path, "headers": [[k, v] for k, v in self.headers.items()],
+                  "body": body.decode("latin-1"), "client": client}
+        with lock, open(log, "a") as f:
+            f.write(json.dumps(record) + "\n")
+        self.send_response(200)
+        self.send_header("Content-Type", self.headers.get("Content-Type", "application/octet-stream"))
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = answer
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(cert, key)
+if client_ca != "-":
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_verify_locations(client_ca)
+server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""#
+}
+
+extension FileHandle {
+    /// One line (without waiting for more than it).
+    func readLine() -> String {
+        var bytes: [UInt8] = []
+        while true {
+            let data = readData(ofLength: 1)
+            guard let byte = data.first, byte != 10 else { break }
+            bytes.append(byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
