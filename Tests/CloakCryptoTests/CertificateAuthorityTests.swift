@@ -1,0 +1,67 @@
+import CloakCrypto
+import Foundation
+import Testing
+
+/// The egress CA: made once, kept, and signing leaves that `openssl verify` accepts.
+struct CertificateAuthorityTests {
+    func temporary() -> String {
+        let path = NSTemporaryDirectory() + "cloak-ca-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    func openssl(_ arguments: [String], in directory: String) throws -> (Int32, String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = arguments
+        p.currentDirectoryURL = URL(fileURLWithPath: directory)
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return (p.terminationStatus, text)
+    }
+
+    @Test(arguments: ["api.stripe.com", "127.0.0.1", "::1"])
+    func leavesVerifyAgainstTheCAForTheirHost(host: String) throws {
+        let d = temporary()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        let ca = try CertificateAuthority.loadOrCreate(certificate: "\(d)/ca.pem", key: "\(d)/ca-key.pem")
+        let leaf = try ca.issue(host: host)
+        try Data(leaf.certificateChainPEM).write(to: URL(fileURLWithPath: "\(d)/leaf.pem"))
+        let check = host.contains(":") || host.first!.isNumber ? ["-verify_ip", host] : ["-verify_hostname", host]
+        let (status, text) = try openssl(["verify", "-CAfile", "ca.pem", "-purpose", "sslserver"] + check + ["leaf.pem"], in: d)
+        #expect(status == 0, "\(text)")
+        let (other, _) = try openssl(["verify", "-CAfile", "ca.pem", "-verify_hostname", "evil.example", "leaf.pem"], in: d)
+        #expect(other != 0)
+    }
+
+    @Test func theCAIsMadeOnceWithAPrivateKeyFileAndLoadedAfterwards() throws {
+        let d = temporary()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        let first = try CertificateAuthority.loadOrCreate(certificate: "\(d)/ca.pem", key: "\(d)/ca-key.pem")
+        let mode = try FileManager.default.attributesOfItem(atPath: "\(d)/ca-key.pem")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let again = try CertificateAuthority.loadOrCreate(certificate: "\(d)/ca.pem", key: "\(d)/ca-key.pem")
+        #expect(again.certificatePEM == first.certificatePEM)
+        let (status, text) = try openssl(["x509", "-in", "ca.pem", "-noout", "-text"], in: d)
+        #expect(status == 0 && text.contains("CA:TRUE") && text.contains("Certificate Sign"))
+    }
+
+    @Test func oneFileWithoutTheOtherIsRefused() throws {
+        let d = temporary()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        _ = try CertificateAuthority.loadOrCreate(certificate: "\(d)/ca.pem", key: "\(d)/ca-key.pem")
+        try FileManager.default.removeItem(atPath: "\(d)/ca-key.pem")
+        #expect(throws: CryptoError.self) { try CertificateAuthority.loadOrCreate(certificate: "\(d)/ca.pem", key: "\(d)/ca-key.pem") }
+        #expect(!FileManager.default.fileExists(atPath: "\(d)/ca-key.pem"), "a lost key is never silently replaced")
+    }
+
+    @Test(arguments: ["", "a,b", "a b", "x\ny"])
+    func hostsThatAreNoNamesAreRefused(host: String) throws {
+        let ca = try CertificateAuthority.create()
+        #expect(throws: CryptoError.self) { try ca.issue(host: host) }
+    }
+}

@@ -1,0 +1,80 @@
+import CloakCore
+import CloakTesting
+import Foundation
+import Testing
+
+/// Issue 8 §2: inbound routes with `response:` operations and `reveal`, against a real HTTPS
+/// upstream that answers with what it received.
+@Suite(.serialized) struct InboundTransformTests {
+    static func server(_ upstream: TLSUpstream, _ certificates: TestCertificates) throws -> TestServer {
+        try TestServer(yaml: TestServer.configurationWithTokens.replacingOccurrences(of: "routes: []", with: """
+            routes:
+              - id: "0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                path: /orders
+                upstream: "https://127.0.0.1:\(upstream.port)/orders"
+                ca_file: "\(certificates.caFile)"
+                response:
+                  - {redact: {json: ["$..pan"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
+              - id: "1c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                path: /payouts
+                upstream: "https://127.0.0.1:\(upstream.port)/payouts"
+                ca_file: "\(certificates.caFile)"
+                request:
+                  - {reveal: {json: ["$.card"]}}
+
+            """))
+    }
+
+    @Test func theUpstreamsAnswerIsRedactedBeforeTheClientSeesIt() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let upstream = try TLSUpstream(certificates: certificates)
+        defer { upstream.stop() }
+        let server = try Self.server(upstream, certificates)
+        defer { server.stop() }
+        let r = try server.client().request("POST", "/proxy/orders", json: #"{"items":[{"pan":"4111111111111111","qty":2}]}"#)
+        #expect(r.status == 200, "\(r.text)")
+        #expect(upstream.received.last?.body == #"{"items":[{"pan":"4111111111111111","qty":2}]}"#)
+        let json = try JSONParser().parse(r.body)
+        guard case let .array(items)? = json["items"], let item = items.first else { Issue.record("no items"); return }
+        let pan = try #require(item["pan"]?.stringValue)
+        #expect(pan != "4111111111111111" && pan.hasPrefix("411111") && pan.hasSuffix("1111"))
+        #expect(item["qty"] == .number("2"))
+    }
+
+    @Test func anUpstreamAnswerThatDoesNotParseIs502AndNothingOfItPasses() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let upstream = try TLSUpstream(certificates: certificates)
+        defer { upstream.stop() }
+        let server = try Self.server(upstream, certificates)
+        defer { server.stop() }
+        // The upstream echoes this broken JSON with a JSON content type.
+        let r = try server.client().request("POST", "/proxy/orders", json: #"{"pan":"4111111111111111""#)
+        #expect(r.status == 502 && r.errorCode == 1401, "\(r.text)")
+        #expect(!r.text.contains("4111111111111111"))
+    }
+
+    @Test func revealOnAnInboundRouteNeedsATokenWithAliasesReveal() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let upstream = try TLSUpstream(certificates: certificates)
+        defer { upstream.stop() }
+        let server = try Self.server(upstream, certificates)
+        defer { server.stop() }
+        let created = try server.client().request("POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#,
+                                                  headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
+        let alias = try #require(((created.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String)
+        let anonymous = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#)
+        #expect(anonymous.status == 401 && anonymous.errorCode == 1300)
+        let creator = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#,
+                                                  headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+        #expect(creator.status == 403 && creator.errorCode == 1301)
+        #expect(upstream.received.isEmpty)
+        let revealer = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#,
+                                                   headers: [("Authorization", "Bearer \(TestServer.revealOnlyToken)")])
+        #expect(revealer.status == 200, "\(revealer.text)")
+        #expect(upstream.received.last?.body == #"{"card":"4111111111111111"}"#)
+        #expect(!server.logs.text.contains("4111111111111111"))
+    }
+}
