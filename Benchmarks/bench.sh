@@ -120,6 +120,11 @@ wait_http() {
     done
 }
 
+# utime + stime of a process, in clock ticks (/proc/PID/stat fields 14 and 15).
+cpu_ticks() {
+    awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
 # Peak resident set size in MB (VmHWM from /proc/PID/status).
 peak_rss_mb() {
     awk '/^VmHWM:/ { printf "%.1f", $2 / 1024; found = 1 } END { if (!found) printf "n/a" }' \
@@ -143,11 +148,15 @@ to_ms() {
 # ---------------------------------------------------------------- cases
 
 BASE_URL=""        # set before run_case calls, e.g. http://127.0.0.1:PORT
+SERVER_PID=""      # the server under test: its CPU time is read from /proc around each run
+BASELINE_CPU=""    # C server CPU µs per request (set by the first run_case)
+CLK_TCK=$(getconf CLK_TCK)
+PROXY_AUTH=""      # Proxy-Authorization for the egress case
 SERVER_LABEL=""    # prefix for result rows / file names
 BASELINE_RPS=""    # C server GET req/s (set by the first run_case)
 ROWS=()
 
-TABLE_FMT='%-28s %12s %10s %10s %8s %8s\n'
+TABLE_FMT='%-28s %10s %8s %8s %8s %10s %8s %7s\n'
 
 # run_case NAME METHOD PATH [BODY_FILE] [LUA_SCRIPT]
 #   Runs wrk against $BASE_URL$PATH and records a table row. With BODY_FILE
@@ -171,8 +180,9 @@ run_case() {
     elif [[ -n "$body" ]]; then
         [[ -r "$body" ]] || die "body file not readable: $body"
         wrk_args+=(-s "$POST_LUA")
-        env_args=(BODY_FILE="$body" METHOD="$method")
+        env_args=(BODY_FILE="$body" METHOD="$method" PROXY_AUTH="$PROXY_AUTH")
         curl_args+=(-H 'Content-Type: application/json' --data-binary "@$body")
+        [[ -n "$PROXY_AUTH" ]] && curl_args+=(-H "Proxy-Authorization: $PROXY_AUTH")
     elif [[ "$method" != GET ]]; then
         wrk_args+=(-s "$POST_LUA")
         env_args=(BODY_FILE=/dev/null METHOD="$method")
@@ -193,6 +203,8 @@ run_case() {
         echo "# preflight HTTP status: ${status:-none}"
         [[ -n "$body" ]] && echo "# body: $body ($(wc -c <"$body") bytes)"
     } >"$file"
+    local ticks_before
+    ticks_before=$(cpu_ticks "$SERVER_PID")
     env ${env_args[@]+"${env_args[@]}"} wrk "${wrk_args[@]}" "$url" >>"$file" 2>&1 &
     local wrk_pid=$!
     PIDS+=("$wrk_pid")
@@ -200,6 +212,12 @@ run_case() {
     wait "$wrk_pid" || rc=$?
     forget_pid "$wrk_pid"
     (( rc == 0 )) || { cat "$file" >&2; die "wrk failed (exit $rc) for $label"; }
+    local ticks_after requests cpu
+    ticks_after=$(cpu_ticks "$SERVER_PID")
+    requests=$(awk '/requests in/ { print $1 }' "$file")
+    cpu=$(awk -v t=$(( ticks_after - ticks_before )) -v hz="$CLK_TCK" -v n="$requests" \
+        'BEGIN { printf "%.1f", (n > 0 ? t / hz * 1000000 / n : 0) }')
+    echo "# server CPU: $(( ticks_after - ticks_before )) ticks for $requests requests = $cpu us/request" >>"$file"
 
     local rps p50 p99 errors
     rps=$(awk '/^Requests\/sec:/ { print $2 }' "$file")
@@ -214,9 +232,11 @@ run_case() {
 
     # The first case run (the C server's GET) is the baseline for the ratio.
     [[ -n "$BASELINE_RPS" ]] || BASELINE_RPS=$rps
-    local ratio
+    [[ -n "$BASELINE_CPU" ]] || BASELINE_CPU=$cpu
+    local ratio cpu_ratio
     ratio=$(awk -v a="$rps" -v b="$BASELINE_RPS" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-    ROWS+=("$(printf "$TABLE_FMT" "$label" "$(printf '%.0f' "$rps")" "$p50" "$p99" "$ratio" "$errors")")
+    cpu_ratio=$(awk -v a="$cpu" -v b="$BASELINE_CPU" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')
+    ROWS+=("$(printf "$TABLE_FMT" "$label" "$(printf '%.0f' "$rps")" "$p50" "$p99" "$ratio" "$cpu" "$cpu_ratio" "$errors")")
 }
 
 # ---------------------------------------------------------------- build
@@ -257,6 +277,7 @@ wait_http "$C_PID" "http://$HOST:$C_PORT/" 10 \
 
 BASE_URL="http://$HOST:$C_PORT"
 SERVER_LABEL="c-evhttp"
+SERVER_PID=$C_PID
 run_case "GET /" GET /      # first case: sets BASELINE_RPS
 C_RSS=$(peak_rss_mb "$C_PID")
 # The C server stays up: it is the upstream of the proxy case below.
@@ -278,7 +299,11 @@ if (( ! C_ONLY )); then
         -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {requests_per_minute: 10000000, burst: 10000000}/" \
         -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" \
         -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}]}|" \
+        -e "s/scopes: \[aliases:create, aliases:reveal\]/scopes: [aliases:create, aliases:reveal, \"egress:*\"]/" \
         "$CLOAK_CONFIG" >"$BENCH_CONFIG"
+    # An egress route to the C server that reveals one alias per request ($.card).
+    printf '\negress:\n  routes:\n    - {id: bench, upstream: "http://%s:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}]}\n' \
+        "$HOST" "$C_PORT" >>"$BENCH_CONFIG"
     log "starting cloak on $HOST:$CLOAK_PORT ($THREADS thread(s), config $CLOAK_CONFIG)"
     CLOAK_SERVER_LISTEN="$HOST:$CLOAK_PORT" CLOAK_SERVER_THREADS="$THREADS" \
         CLOAK_VAULT_STORE="sqlite:$RESULTS_DIR/data/cloak.db" CLOAK_VAULT_KEYS="file:$RESULTS_DIR/data/keys.json" \
@@ -290,12 +315,22 @@ if (( ! C_ONLY )); then
 
     BASE_URL="http://$HOST:$CLOAK_PORT"
     SERVER_LABEL="cloak"
+    SERVER_PID=$CLOAK_PID
     # Add Cloak cases here.
     run_case "GET /healthz" GET /healthz
     run_case "POST validate" POST /forms/checkout/validate "$VALIDATE_BODY"
     run_case "POST /aliases (new)" POST /aliases "" "$BENCH_DIR/load/aliases.lua"
     run_case "POST form aliases" POST /forms/checkout/aliases "$VALIDATE_BODY" "$BENCH_DIR/load/form-aliases.lua"
     run_case "POST /proxy -> C server" POST /proxy/bench "$BENCH_DIR/load/proxy-body.json"
+    # Egress: one stored card's alias, revealed on the way to the C server on every request.
+    EGRESS_ALIAS=$(curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $BENCH_TOKEN" \
+        --data-binary '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}' "$BASE_URL/aliases" \
+        | sed -n 's/.*"alias":"\([^"]*\)".*/\1/p')
+    [[ -n "$EGRESS_ALIAS" ]] || die "could not store the egress benchmark card"
+    printf '{"card":"%s","amount":1000}' "$EGRESS_ALIAS" >"$RESULTS_DIR/egress-body.json"
+    PROXY_AUTH="Bearer $BENCH_TOKEN"
+    run_case "POST /egress reveal -> C" POST /egress/bench/v1/charges "$RESULTS_DIR/egress-body.json"
+    PROXY_AUTH=""
 
     CLOAK_RSS=$(peak_rss_mb "$CLOAK_PID")
     stop_pid "$CLOAK_PID"
@@ -310,7 +345,7 @@ forget_pid "$C_PID"
     echo "Cloak benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)  host $(uname -n), $(nproc) CPUs"
     echo "server threads=$THREADS  wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d${DURATION}s --latency  (loopback)"
     echo
-    printf "$TABLE_FMT" "test" "req/s" "p50 ms" "p99 ms" "vs C" "errors"
+    printf "$TABLE_FMT" "test" "req/s" "p50 ms" "p99 ms" "vs C" "CPU us/req" "CPU x C" "errors"
     printf '%s\n' "${ROWS[@]}"
     echo
     echo "C reference peak RSS (VmHWM): $C_RSS MB"

@@ -22,3 +22,8 @@ f:close()
 wrk.method = os.getenv("METHOD") or "POST"
 wrk.body = body
 wrk.headers["Content-Type"] = "application/json"
+-- Optional Proxy-Authorization (the egress transform door's credentials), from $PROXY_AUTH.
+local proxy = os.getenv("PROXY_AUTH")
+if proxy ~= nil and proxy ~= "" then
+   wrk.headers["Proxy-Authorization"] = proxy
+end

@@ -97,22 +97,39 @@ public enum SelectableBody: Sendable, Equatable {
     case json, form, other
 
     /// `application/json` and any `+json` type are JSON; `application/x-www-form-urlencoded` is a
-    /// form; parameters (`; charset=utf-8`) and case are ignored.
+    /// form; parameters (`; charset=utf-8`) and case are ignored. Runs on every proxied message:
+    /// it compares bytes, without making strings.
     public init(contentType: String?) {
-        let type = (contentType ?? "").split(separator: ";").first.map { $0.trimmingCharacters() } ?? ""
-        if type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json")) {
-            self = .json
-        } else if type == "application/x-www-form-urlencoded" {
-            self = .form
-        } else {
+        guard var text = contentType else {
             self = .other
+            return
+        }
+        self = text.withUTF8 { bytes in
+            var start = 0, end = bytes.count
+            if let semicolon = bytes.firstIndex(of: UInt8(ascii: ";")) { end = semicolon }
+            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            let type = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            if Self.equalsIgnoringCase(type, "application/json") { return .json }
+            if Self.equalsIgnoringCase(type, "application/x-www-form-urlencoded") { return .form }
+            let prefix = Array("application/".utf8), suffix = Array("+json".utf8)
+            if type.count > prefix.count + suffix.count,
+                Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: type[..<prefix.count]), "application/"),
+                Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: type[(type.count - suffix.count)...]), "+json")
+            {
+                return .json
+            }
+            return .other
         }
     }
-}
 
-extension Substring {
-    /// Lowercased, without surrounding spaces and tabs.
-    fileprivate func trimmingCharacters() -> String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()).lowercased()
+    private static func equalsIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
+        guard bytes.count == lower.utf8CodeUnitCount else { return false }
+        let expected = UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount)
+        for i in 0..<bytes.count {
+            let c = bytes[i]
+            if (c >= 65 && c <= 90 ? c | 0x20 : c) != expected[i] { return false }
+        }
+        return true
     }
 }
