@@ -47,6 +47,7 @@ struct EgressConfigurationTests {
         ("routes: [{id: s, upstream: \"https://a.example\", max_aliases: 0}]", "egress.routes[0].max_aliases"),
         ("routes: [{id: s, upstream: \"https://a.example\", client_cert: {cert: /nonexistent.pem}}]", "egress.routes[0].client_cert"),
         ("routes: [{id: s, upstream: \"https://a.example\"}, {id: s, upstream: \"https://b.example\"}]", "egress.routes[1].id"),
+        ("routes: [{id: s, upstream: \"http://a.example\"}]", "egress.routes[0].upstream"),
         ("listen: \"nowhere\"", "egress.listen"),
         ("proxy: true", "egress.proxy"),
     ])

@@ -15,14 +15,16 @@ final class EgressFixture {
     /// - Parameters:
     ///   - requireClientCertificate: the upstream asks for mutual TLS.
     ///   - clientCertificate: the route presents the test client certificate.
-    init(requireClientCertificate: Bool = false, clientCertificate: Bool = false, extraRoutes: String = "") throws {
+    /// - extraRoutes: more `egress.routes` entries; `PORT` and `CA` stand for the upstream's.
+    init(requireClientCertificate: Bool = false, clientCertificate: Bool = false, extraRoutes: String = "",
+         scopes: String = "\"egress:psp\"") throws {
         certificates = try TestCertificates()
         upstream = try TLSUpstream(certificates: certificates, requireClientCertificate: requireClientCertificate)
         let hex = Digest.sha256(Array(Self.egressToken.utf8)).map { String(format: "%02x", $0) }.joined()
         let client = clientCertificate
             ? "      client_cert: {cert: \"\(certificates.clientCertificate)\", key: \"\(certificates.clientKey)\"}\n" : ""
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(
-            of: "  tokens: [", with: "  tokens: [{id: egress, sha256: \"\(hex)\", scopes: [\"egress:psp\"]}, ") + """
+            of: "  tokens: [", with: "  tokens: [{id: egress, sha256: \"\(hex)\", scopes: [\(scopes)]}, ") + """
 
             egress:
               listen: "127.0.0.1:0"
@@ -42,7 +44,7 @@ final class EgressFixture {
                   ca_file: "\(certificates.caFile)"
                   allow_private: true
                   max_aliases: 3
-            \(client)\(extraRoutes)
+            \(client)\(extraRoutes.replacingOccurrences(of: "PORT", with: String(upstream.port)).replacingOccurrences(of: "\"CA\"", with: "\"\(certificates.caFile)\""))
             """
         server = try TestServer(yaml: yaml)
     }

@@ -197,3 +197,69 @@ import Testing
         #expect(f.upstream.received.isEmpty)
     }
 }
+
+/// What the attacker's review of the egress doors found, each as a test.
+@Suite(.serialized) struct EgressHardeningTests {
+    @Test func aRevealedValueThatWouldSplitAHeaderIsRefused() throws {
+        let f = try EgressFixture()
+        defer { f.stop() }
+        // Any text can be stored as a UUID alias; revealed into a header it would end the head.
+        let alias = try f.alias("x\\r\\n \\r\\n\\r\\nPOST /v1/evil HTTP/1.1", format: "UUID")
+        let r = try f.server.client().request("POST", "/egress/psp/v1/charges", json: "{}",
+                                             headers: [("Proxy-Authorization", f.basicCredentials), ("X-Card-Number", alias)])
+        #expect(r.status == 400 && r.errorCode == 1002, "\(r.text)")
+        #expect(f.upstream.received.isEmpty)
+    }
+
+    @Test func absoluteFormHTTPSIsRefusedOnTheForwardDoor() throws {
+        let f = try EgressFixture()
+        defer { f.stop() }
+        let client = try RawHTTPClient(port: f.egressPort)
+        try client.send("POST https://127.0.0.1:\(f.upstream.port)/v1/charges HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Authorization: \(f.basicCredentials)\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        let r = try client.readResponse()
+        #expect(r.status == 400 && r.errorCode == 1002, "\(r.text)")
+        #expect(f.upstream.received.isEmpty)
+    }
+
+    @Test func aFailedHandshakeInsideATunnelClosesTheConnection() throws {
+        let f = try EgressFixture()
+        defer { f.stop() }
+        let client = try RawHTTPClient(port: f.egressPort)
+        try client.send("CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1:\(f.upstream.port)\r\nProxy-Authorization: \(f.basicCredentials)\r\n\r\n")
+        let r = try client.readResponse(hasBody: false)
+        #expect(r.status == 200)
+        try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")  // not TLS
+        #expect(client.waitForClose(timeout: 5), "the connection must close at once, not at the header deadline")
+    }
+
+    @Test func aConnectWithoutCredentialsIs407AndTheConnectionMayRetry() throws {
+        let f = try EgressFixture()
+        defer { f.stop() }
+        let client = try RawHTTPClient(port: f.egressPort)
+        try client.send("CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let first = try client.readResponse()
+        #expect(first.status == 407 && first.header("Proxy-Authenticate") == #"Basic realm="cloak""#)
+        try client.send("CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Authorization: \(f.basicCredentials)\r\n\r\n")
+        let second = try client.readResponse(hasBody: false)
+        #expect(second.status == 200)
+        #expect(f.server.logs.text.contains(#""msg":"egress tunnel""#) || f.server.logs.text.contains("egress tunnel"))
+        #expect(!f.server.logs.text.contains(EgressFixture.egressToken))
+    }
+
+    @Test func revealingIntoTheAnswerNeedsAliasesReveal() throws {
+        let f = try EgressFixture(extraRoutes: """
+                - id: echo
+                  upstream: "https://127.0.0.1:PORT"
+                  response:
+                    - {reveal: {json: ["$.card"]}}
+                  ca_file: "CA"
+                  allow_private: true
+            """, scopes: "\"egress:*\"")
+        defer { f.stop() }
+        let alias = try f.alias()
+        let r = try f.server.client().request("POST", "/egress/echo/v1/x", json: #"{"card":"\#(alias)"}"#,
+                                             headers: [("Proxy-Authorization", f.basicCredentials)])
+        #expect(r.status == 403 && r.errorCode == 1301, "\(r.text)")
+        #expect(f.upstream.received.isEmpty)
+    }
+}

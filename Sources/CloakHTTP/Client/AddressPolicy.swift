@@ -3,7 +3,8 @@ import Foundation
 /// Which upstream addresses an egress route may reach without `allow_private`: a vault that
 /// forwards revealed card data must not be turned into a way into its own network (SSRF).
 /// Refused: loopback, unspecified, private (RFC 1918, RFC 4193), shared (100.64/10), link-local,
-/// multicast and broadcast ranges, IPv4 inside IPv6 (mapped or compatible) in those ranges.
+/// multicast and broadcast ranges, Teredo, and IPv4 inside IPv6 (mapped, compatible, SIIT, NAT64,
+/// 6to4) in those ranges.
 public enum AddressPolicy {
     /// Whether `host` is an IPv4 or IPv6 literal rather than a name.
     public static func isLiteral(_ host: String) -> Bool {
@@ -31,7 +32,14 @@ public enum AddressPolicy {
         if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return true }    // fe80::/10 link-local
         if b[0] == 0xFE && b[1] & 0xC0 == 0xC0 { return true }    // fec0::/10 site-local (deprecated)
         if b[0] == 0x20 && b[1] == 0x02 { return isPrivate(ipv4: Array(b[2..<6])) }  // 6to4 of a private address
-        if b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B { return isPrivate(ipv4: Array(b[12..<16])) }  // NAT64
+        if b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B {
+            // 64:ff9b::/96 (NAT64) embeds an IPv4 address; 64:ff9b:1::/48 is local-use NAT64.
+            return (b[4] == 0 && b[5] == 1) || isPrivate(ipv4: Array(b[12..<16]))
+        }
+        if b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0 { return true }  // 2001::/32 Teredo tunnels
+        if b[0..<8].allSatisfy({ $0 == 0 }) && b[8] == 0xFF && b[9] == 0xFF && b[10] == 0 && b[11] == 0 {
+            return isPrivate(ipv4: Array(b[12..<16]))  // ::ffff:0:a.b.c.d (SIIT)
+        }
         return false
     }
 
@@ -43,6 +51,7 @@ public enum AddressPolicy {
         case (172, 16...31): return true
         case (192, 168): return true
         case (192, 0) where b[2] == 0: return true
+        case (192, 88) where b[2] == 99: return true  // 6to4 relay anycast
         case (198, 18...19): return true
         case (224...255, _): return true
         default: return false

@@ -56,4 +56,10 @@ public enum HTTPSyntax {
     private static func isHex(_ b: UInt8) -> Bool {
         (48...57).contains(b) || (65...70).contains(b) || (97...102).contains(b)
     }
+
+    /// Whether `value` can be a header field value as sent: no control characters but HTAB (so
+    /// no CR or LF, which libevent 2.1 lets through when a space follows, as obsolete folding).
+    public static func isFieldValue(_ value: String) -> Bool {
+        !value.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
+    }
 }

@@ -79,7 +79,7 @@ final class UpstreamConnection {
 
     func start(_ exchange: Exchange) {
         pool.affinity.check()
-        guard exchange.handle(.assigned) == .send else { return }
+        guard exchange.handle(.assigned) == .send else { return pool.release(self, reusable: true) }
         current = exchange
         exchange.connection = self
         guard let evcon else { return carryOut(exchange.handle(.failed(.unreachable("connection closed"))), exchange) }
@@ -96,6 +96,13 @@ final class UpstreamConnection {
             exchange.lastError = error
         })
         let r = exchange.request
+        // A header that could end the header block never reaches a pooled connection shared by
+        // every caller (request smuggling): the exchange fails instead.
+        guard r.headers.allSatisfy({ HTTPSyntax.isToken($0.name) && HTTPSyntax.isFieldValue($0.value) }) else {
+            evhttp_request_free(req)
+            exchange.releaseContext()
+            return carryOut(exchange.handle(.failed(.unreachable("a header of the request is not a valid field"))), exchange)
+        }
         let headers = evhttp_request_get_output_headers(req)
         let defaultPort = (r.scheme == .https && r.port == 443) || (r.scheme == .http && r.port == 80)
         let hostName = r.host.contains(":") ? "[\(r.host)]" : r.host
@@ -190,7 +197,14 @@ final class UpstreamConnection {
 
     private static func complete(_ exchange: Exchange, _ req: OpaquePointer?) {
         exchange.evRequest = nil
-        guard let connection = exchange.connection else { return }
+        guard let connection = exchange.connection else {
+            // The connection let go of it already (freed with the request outstanding): still
+            // answer the caller exactly once.
+            if case let .deliverFailure(error, _) = exchange.handle(.failed(map(exchange.lastError))) {
+                exchange.deliver(.failure(error))
+            }
+            return
+        }
         guard let req, evhttp_request_get_response_code(req) > 0 else {
             return connection.carryOut(exchange.handle(.failed(map(exchange.lastError))), exchange)
         }

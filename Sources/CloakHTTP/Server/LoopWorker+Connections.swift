@@ -114,6 +114,7 @@ extension LoopWorker {
     /// evhttp is freeing the connection.
     func connectionClosed(_ evcon: OpaquePointer) {
         guard let connection = connections.removeValue(forKey: evcon) else { return }
+        connection.tunnelFilter?.detach()
         if let entry = connection.inputCallback, let input = bufferevent_get_input(connection.bufferevent) {
             evbuffer_remove_cb_entry(input, entry)
         }

@@ -38,10 +38,7 @@ extension LoopWorker {
             connection.tunnel = ProxyTarget(scheme: "https", host: host, port: port, tunnelGrant: grant)
             // Python's http.client sends `CONNECT … HTTP/1.0`, after whose answer evhttp would
             // close: the tunnel outlives the CONNECT whatever its version.
-            if let input = evhttp_request_get_input_headers(req) {
-                evhttp_remove_header(input, "Connection")
-                evhttp_add_header(input, "Connection", "keep-alive")
-            }
+            LoopWorker.keepAlive(req)
             evhttp_request_set_on_complete_cb(req, { req, arg in
                 guard let req, let arg else { return }
                 let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()

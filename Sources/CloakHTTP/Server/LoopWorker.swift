@@ -252,6 +252,13 @@ final class LoopWorker: @unchecked Sendable {
         if method == .CONNECT, tunnels != nil, let evcon {
             return openTunnel(req, request, evcon: evcon)
         }
+        if connection?.tunnelFilter != nil && !closeAfter {
+            // On the forward-proxy door evhttp must not close after an answer (its filter could
+            // lose what the socket has not taken yet): a client that asked for a close
+            // (`Connection: close`, HTTP/1.0, absolute form without Proxy-Connection) gets its
+            // answer with a length and closes itself; the idle timeout ends the rest.
+            LoopWorker.keepAlive(req)
+        }
         inFlight += 1
         // The evhttp request travels as an address and is only turned back into a pointer on
         // this loop's thread (in finish).
@@ -312,14 +319,24 @@ final class LoopWorker: @unchecked Sendable {
 
     func send(_ response: HTTPResponse, to req: OpaquePointer) {
         let outHeaders = evhttp_request_get_output_headers(req)
-        for (name, value) in response.headers {
-            // evhttp refuses header values with CR/LF; our handlers never produce them.
+        // A name or value that could end the header block (an upstream's answer passed through,
+        // a revealed value) is dropped, never written.
+        for (name, value) in response.headers where HTTPSyntax.isToken(name) && HTTPSyntax.isFieldValue(value) {
             _ = evhttp_add_header(outHeaders, name, value)
         }
         if !response.body.isEmpty, let out = evhttp_request_get_output_buffer(req) {
             _ = response.body.withUnsafeBytes { evbuffer_add(out, $0.baseAddress, $0.count) }
         }
         evhttp_send_reply(req, Int32(response.status), reasonPhrase(response.status), nil)
+    }
+
+    /// Marks a request keep-alive for evhttp (its input headers decide whether it closes).
+    static func keepAlive(_ req: OpaquePointer) {
+        guard let input = evhttp_request_get_input_headers(req) else { return }
+        evhttp_remove_header(input, "Connection")
+        evhttp_remove_header(input, "Proxy-Connection")
+        evhttp_add_header(input, "Connection", "keep-alive")
+        evhttp_add_header(input, "Proxy-Connection", "keep-alive")
     }
 
     /// Nanoseconds of the monotonic clock.

@@ -59,6 +59,7 @@ final class TunnelFilter {
             let me = Unmanaged<TunnelFilter>.fromOpaque(arg).takeUnretainedValue()
             if let filter = me.filter { _ = bufferevent_flush(filter, Int16(EV_WRITE), BEV_NORMAL) }
         }, Unmanaged.passUnretained(context).toOpaque())
+        // The kick's argument is this object, alive until the filter is finalized (its context).
         // evhttp queues an answer before it enables writing, and a libevent 2.1 filter does not
         // look at its output again when writing is enabled: every addition is pushed one loop
         // turn later (after evhttp has enabled writing and set its write callback).
@@ -70,6 +71,13 @@ final class TunnelFilter {
             }, Unmanaged.passUnretained(context).toOpaque())
         }
         return (bev, context)
+    }
+
+    /// evhttp is freeing the connection: the filter bufferevent may still be finalized a loop
+    /// turn later, so nothing may flush it any more.
+    func detach() {
+        if let kick { event_del(kick) }
+        filter = nil
     }
 
     /// Grants the tunnel: the client's next bytes start a TLS handshake answered with `context`.
@@ -116,7 +124,7 @@ final class TunnelFilter {
                 let error = SSL_get_error(ssl, n)
                 flushCiphertext(ssl)
                 if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE { break }
-                if error == SSL_ERROR_ZERO_RETURN { return BEV_ERROR }  // close_notify: the client is done
+                if error == SSL_ERROR_ZERO_RETURN { return close() }  // close_notify: the client is done
                 return fail()
             }
             if !handshakeDone && SSL_is_init_finished(ssl) == 1 {
@@ -133,7 +141,7 @@ final class TunnelFilter {
         switch mode {
         case .plain, .granted:
             // The CONNECT's answer (and anything before it) leaves as it is.
-            evbuffer_add_buffer(dst, src)
+            deliver(src, dst)
             return BEV_OK
         case .failed:
             evbuffer_drain(src, evbuffer_get_length(src))
@@ -155,14 +163,32 @@ final class TunnelFilter {
 
     /// Moves what OpenSSL wrote (handshake records, alerts, data) to the socket.
     private func flushCiphertext(_ ssl: OpaquePointer, into dst: OpaquePointer? = nil) {
-        guard let wbio = SSL_get_wbio(ssl) else { return }
-        let target = dst ?? filter.flatMap { bufferevent_get_underlying($0) }.flatMap { bufferevent_get_output($0) }
+        guard let wbio = SSL_get_wbio(ssl), let scratch = evbuffer_new() else { return }
+        defer { evbuffer_free(scratch) }
         var buffer = [UInt8](repeating: 0, count: Self.chunk)
         while BIO_ctrl_pending(wbio) > 0 {
             let n = buffer.withUnsafeMutableBytes { BIO_read(wbio, $0.baseAddress, Int32(Self.chunk)) }
             guard n > 0 else { break }
-            if let target { evbuffer_add(target, buffer, Int(n)) }
+            evbuffer_add(scratch, buffer, Int(n))
         }
+        if let target = dst ?? filter.flatMap({ bufferevent_get_underlying($0) }).flatMap({ bufferevent_get_output($0) }) {
+            deliver(scratch, target)
+        }
+    }
+
+    /// Hands bytes to the socket. A filter's write callback fires once its bytes are in the
+    /// socket bufferevent's buffer, not in the kernel, and evhttp frees a connection it closes
+    /// right then (after a `shutdown`): bytes still in that buffer would be lost. So bytes are
+    /// written to the socket at once when nothing is queued before them, and only what the kernel
+    /// does not take waits in the socket bufferevent.
+    private func deliver(_ bytes: OpaquePointer, _ dst: OpaquePointer) {
+        if evbuffer_get_length(dst) == 0, let filter, let socket = bufferevent_get_underlying(filter) {
+            let fd = bufferevent_getfd(socket)
+            if fd >= 0 {
+                while evbuffer_get_length(bytes) > 0, evbuffer_write(bytes, fd) > 0 {}
+            }
+        }
+        evbuffer_add_buffer(dst, bytes)
     }
 
     private func fail() -> bufferevent_filter_result {
@@ -172,6 +198,15 @@ final class TunnelFilter {
         }
         mode = .failed
         ERR_clear_error()
+        return close()
+    }
+
+    /// libevent 2.1's filter ignores BEV_ERROR from an input filter: evhttp is told with an error
+    /// event instead, deferred (it frees the connection, which must not happen inside this callback).
+    private func close() -> bufferevent_filter_result {
+        if let filter {
+            bufferevent_trigger_event(filter, Int16(BEV_EVENT_READING | BEV_EVENT_ERROR), Int32(BEV_TRIG_DEFER_CALLBACKS.rawValue))
+        }
         return BEV_ERROR
     }
 }

@@ -20,7 +20,7 @@ public final class CloakService: Sendable {
     public let configuration: ServiceConfiguration
     let context: ServiceContext
     private let router: Router<Endpoint>
-    private let isDraining = Atomic<Bool>(false)
+    let isDraining = Atomic<Bool>(false)
     let accessLog: AccessLog
     let vault: Vault?
     let auth: Authenticator
@@ -205,7 +205,9 @@ public final class CloakService: Sendable {
         case .delete:
             return try vaultAPI(identity).delete(request, alias: parameters["alias"] ?? "")
         case .egress:
-            return egressHandler(identity).transformDoor(request, routeID: parameters["route"] ?? "")
+            // Whatever path reached it, the egress door's caller is only ever Proxy-Authorization.
+            let caller = auth.identifyProxy(request.header("Proxy-Authorization"))
+            return egressHandler(caller).transformDoor(request, routeID: parameters["route"] ?? "")
         case .proxy:
             return try ProxyHandler(context: context, vault: vault, routes: proxyRoutes, identity: identity).handle(request)
         }

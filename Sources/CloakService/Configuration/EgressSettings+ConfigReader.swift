@@ -77,6 +77,9 @@ extension EgressRoute {
         if let upstream, !allowPrivate, AddressPolicy.isLiteral(upstream.host) || upstream.host.lowercased() == "localhost" {
             r.issue("\(p).upstream", "is an IP literal or localhost: set allow_private: true to allow it")
         }
+        if let upstream, upstream.scheme == .http, !allowPrivate {
+            r.issue("\(p).upstream", "revealed values would cross the network in clear text: use https (http only with allow_private: true, for an upstream on a private network)")
+        }
         let maxAliases = r.int(m["max_aliases"], at: "\(p).max_aliases", min: 1, max: 10_000) ?? 100
         let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s", min: 0.001, max: 600) ?? 5
         let timeout = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s", min: 0.001, max: 3600) ?? 30

@@ -47,12 +47,29 @@ extension CloakService {
     /// certificate for the host.
     public func authorizeTunnel(_ connect: HTTPRequest, host: String, port: Int) -> TunnelDecision {
         let identity = auth.identifyProxy(connect.header("Proxy-Authorization"))
-        guard let token = identity.token else {
-            egressMetrics.record(route: "-", status: 407, revealed: 0)
-            return .refuse(EgressHandler.proxyAuthenticationRequired(identity))
+        let decision = decideTunnel(connect, identity: identity, host: host, port: port)
+        let status: Int
+        switch decision {
+        case .open: status = 200
+        case let .refuse(response): status = response.status
         }
+        egressMetrics.record(route: "-", status: status, revealed: 0)
+        // One line per CONNECT: who asked, whether a tunnel opened (the host is a configured
+        // upstream only when it did; otherwise it is the client's text and is not logged).
+        context.logger.info("egress tunnel", metadata: [
+            "token_id": .string(identity.token?.id ?? "-"), "status": .stringConvertible(status),
+            "host": .string(status == 200 ? "\(host):\(port)" : "-"),
+        ])
+        return decision
+    }
+
+    private func decideTunnel(_ connect: HTTPRequest, identity: Identity, host: String, port: Int) -> TunnelDecision {
+        if isDraining.load(ordering: .relaxed) {
+            return .refuse(.error(CloakError(.tooManyConnections, "the server is shutting down")))
+        }
+        do throws(CloakError) { try checkRate(connect, identity: identity) } catch { return .refuse(.error(error)) }
+        guard let token = identity.token else { return .refuse(EgressHandler.proxyAuthenticationRequired(identity)) }
         guard egressHandler(identity).mayTunnel(host: host, port: port) else {
-            egressMetrics.record(route: "-", status: 403, revealed: 0)
             return .refuse(.error(CloakError(.forbidden, "no egress route this token may use goes to this host and port")))
         }
         guard let certificates = egressCertificates, let certificate = certificates.context(for: host) else {

@@ -51,6 +51,11 @@ struct EgressHandler: Sendable {
         guard let target = request.proxyTarget else {
             return refuse(.malformed("this is a forward proxy: open a tunnel with CONNECT host:port, or send an absolute-form http:// URL"), route: nil)
         }
+        // An https URL in absolute form would cross to Cloak in clear text (credentials, the
+        // provider's key, the body): https goes through a CONNECT tunnel only.
+        guard target.tunnelGrant != nil || target.scheme == "http" else {
+            return refuse(.malformed("send https requests through a CONNECT tunnel, not in absolute form"), route: nil)
+        }
         guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
         let candidates = settings.routes.filter {
             $0.host == target.host.lowercased() && $0.port == target.port && $0.scheme.rawValue == target.scheme
@@ -81,7 +86,12 @@ struct EgressHandler: Sendable {
         guard route.allows(method: request.method.rawValue, path: path) else {
             return refuse(CloakError(.forbidden, "route \(route.id) does not allow \(request.method.rawValue) on this path"), route: route.id)
         }
-        do throws(CloakError) { try ForwardedPath.check(path) } catch { return refuse(error, route: route.id) }
+        do throws(CloakError) {
+            try ForwardedPath.check(path)
+            // Values revealed into the answer reach the caller: that needs aliases:reveal, as on
+            // inbound routes (egress:<id> alone grants revealing to the route's upstream).
+            if route.responseOperations.contains(where: { $0.action == .reveal }) { _ = try identity.require("aliases:reveal") }
+        } catch { return refuse(error, route: route.id) }
         guard let loop = request.loop else {
             return .now(.error(CloakError(.unexpectedResponseType, "no event loop to reach the upstream from")))
         }
@@ -92,7 +102,8 @@ struct EgressHandler: Sendable {
         let caller = AliasCaller(mayReveal: false, anonymous: false)
         let exchange = TransformedExchange(
             vault: vault, request: route.requestOperations, response: route.responseOperations, requestCaller: caller,
-            responseCaller: caller, maxSelected: route.maxAliases, limitName: "max_aliases of route \(route.id)")
+            responseCaller: caller, maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases),
+            limitName: "max_aliases of route \(route.id) (and vault.max_batch)")
         let method = request.method
         let tokenID = identity.token?.id ?? "-"
         let logger = context.logger

@@ -106,7 +106,7 @@ struct ProxyHandler: Sendable {
             vault: vault, request: settings.requestOperations, response: settings.responseOperations,
             requestCaller: requestCaller,
             responseCaller: AliasCaller(mayReveal: false, anonymous: identity.token == nil),
-            maxSelected: vault?.settings.maxBatch ?? 0, limitName: "vault.max_batch")
+            maxSelected: vault?.settings.maxBatch ?? Int.max, limitName: "vault.max_batch")
         let outgoing = request
         return .later { finish in
             do throws(CloakError) {

@@ -22,6 +22,11 @@ struct MessageSelection: Sendable {
         /// The selector that picked it, for errors: a JSON path, a form key or a header name.
         let selector: String
         let text: Sensitive<String>
+
+        var isHeader: Bool {
+            if case .header = place { return true }
+            return false
+        }
     }
 
     let json: JSONSelection?

@@ -19,6 +19,16 @@ struct MessageTransformer: Sendable {
     /// (or at once when nothing needs the vault).
     func run(_ selection: MessageSelection, completion: @escaping @Sendable (Result<[String], CloakError>) -> Void) {
         let items = selection.items
+        // A value going into a header must stay one header: any text can be stored under some
+        // formats, and a CR or LF revealed into a header would split the message.
+        let checked: @Sendable (Result<[String], CloakError>) -> Void = { result in
+            if case let .success(texts) = result {
+                for (item, text) in zip(items, texts) where item.isHeader && !HTTPSyntax.isFieldValue(text) {
+                    return completion(.failure(.malformed("the value for header \(item.selector) cannot be sent in a header")))
+                }
+            }
+            completion(result)
+        }
         let redacted = items.indices.filter { items[$0].operation.action == .redact }
         let requests = redacted.map { i in
             AliasRequest(value: items[i].text.value, format: items[i].operation.format, storage: items[i].operation.storage)
@@ -33,19 +43,19 @@ struct MessageTransformer: Sendable {
         let original = items.map(\.text.value)
         let vault = self.vault
         let reveal: @Sendable ([String]) -> Void = { soFar in
-            guard !revealed.isEmpty else { return completion(.success(soFar)) }
+            guard !revealed.isEmpty else { return checked(.success(soFar)) }
             let aliases = revealed.map { items[$0].text.value }
             vault.reveal(Array(Set(aliases))) { result in
                 switch result {
                 case let .failure(error):
-                    completion(.failure(error.cloakError { _ in "selected alias" }))
+                    checked(.failure(error.cloakError { _ in "selected alias" }))
                 case let .success(found):
                     var out = soFar
                     for i in revealed {
-                        guard let record = found[items[i].text.value] else { return completion(.failure(Self.notFound(items[i].selector))) }
+                        guard let record = found[items[i].text.value] else { return checked(.failure(Self.notFound(items[i].selector))) }
                         out[i] = record.value
                     }
-                    completion(.success(out))
+                    checked(.success(out))
                 }
             }
         }
