@@ -17,7 +17,7 @@ final class UpstreamPool {
     private var resolvedAt = Date.distantPast
     private static let addressTTL: TimeInterval = 60
     private var resolving = false
-    private var isNumericHost: Bool { TLSClientContext.isNumeric(host) }
+    private let isNumericHost: Bool
 
     var host: String { key.host }
     var port: Int { key.port }
@@ -28,7 +28,8 @@ final class UpstreamPool {
         self.key = key
         self.tls = tls
         self.affinity = affinity
-        if TLSClientContext.isNumeric(key.host) { address = key.host }
+        isNumericHost = TLSClientContext.isNumeric(key.host)
+        if isNumericHost { address = key.host }
     }
 
     func closeAll() {

@@ -106,10 +106,16 @@ public let hopByHopHeaders: Set<String> = [
 /// any whose name is not an RFC 9110 token (`Transfer-Encoding :` with a space must not slip
 /// past the hop-by-hop filter to a lenient upstream).
 public func withoutHopByHop(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
-    var drop = hopByHopHeaders
-    drop.insert("expect")
-    for (name, value) in headers where name.lowercased() == "connection" {
-        for token in value.split(separator: ",") { drop.insert(token.trimmingCharacters(in: .whitespaces).lowercased()) }
+    // Runs on every proxied message in both directions: compares names in place, no lowercased copies.
+    var named: [String] = []
+    for (name, value) in headers where name.caseInsensitiveEquals("connection") {
+        named += value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
     }
-    return headers.filter { HTTPSyntax.isToken($0.name) && !drop.contains($0.name.lowercased()) }
+    return headers.filter { header in
+        HTTPSyntax.isToken(header.name) && !header.name.caseInsensitiveEquals("expect")
+            && !hopByHopNames.contains { header.name.caseInsensitiveEquals($0) }
+            && !named.contains { header.name.caseInsensitiveEquals($0) }
+    }
 }
+
+private let hopByHopNames = Array(hopByHopHeaders)

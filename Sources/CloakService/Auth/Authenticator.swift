@@ -43,7 +43,7 @@ struct Authenticator: Sendable {
     func identify(_ request: HTTPRequest) -> Identity {
         guard let header = request.header("Authorization") else { return .anonymous }
         guard header.utf8.count > 7, header.prefix(7).lowercased() == "bearer " else { return Identity(token: nil, rejected: true) }
-        let presented = Digest.sha256(Array(header.dropFirst(7).trimmingCharacters(in: .whitespaces).utf8))
+        let presented = Digest.sha256(Array(header.utf8.dropFirst(7)).trimmingSpaces())
         // Compare against every configured token so timing does not reveal which one matched.
         var match: ServiceConfiguration.AccessToken?
         for token in tokens where constantTimeEquals(token.sha256, presented) { match = token }
@@ -57,24 +57,24 @@ extension Authenticator {
     /// id must name the token whose secret it is.
     func identifyProxy(_ header: String?) -> Identity {
         guard let header else { return .anonymous }
-        let trimmed = header.trimmingCharacters(in: .whitespaces)
-        var claimedID: String?
-        let secret: String
-        if trimmed.utf8.count > 6, trimmed.prefix(6).lowercased() == "basic " {
-            guard let data = Data(base64Encoded: trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)),
-                let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
+        let bytes = Array(header.utf8).trimmingSpaces()
+        var claimedID: [UInt8]?
+        let secret: [UInt8]
+        if bytes.count > 6, bytes.prefix(6).map({ $0 | 0x20 }) == Array("basic ".utf8) {
+            guard let data = Data(base64Encoded: Data(bytes.dropFirst(6).trimmingSpaces())),
+                let colon = data.firstIndex(of: UInt8(ascii: ":"))
             else { return Identity(token: nil, rejected: true) }
-            claimedID = String(text[..<colon])
-            secret = String(text[text.index(after: colon)...])
-        } else if trimmed.utf8.count > 7, trimmed.prefix(7).lowercased() == "bearer " {
-            secret = trimmed.dropFirst(7).trimmingCharacters(in: .whitespaces)
+            claimedID = Array(data[..<colon])
+            secret = Array(data[(colon + 1)...])
+        } else if bytes.count > 7, bytes.prefix(7).map({ $0 | 0x20 }) == Array("bearer ".utf8) {
+            secret = bytes.dropFirst(7).trimmingSpaces()
         } else {
             return Identity(token: nil, rejected: true)
         }
-        let presented = Digest.sha256(Array(secret.utf8))
+        let presented = Digest.sha256(secret)
         var match: ServiceConfiguration.AccessToken?
         for token in tokens where constantTimeEquals(token.sha256, presented) { match = token }
-        if let claimedID, match?.id != claimedID { match = nil }
+        if let claimedID, let found = match, Array(found.id.utf8) != claimedID { match = nil }
         return Identity(token: match, rejected: match == nil)
     }
 }
@@ -84,5 +84,13 @@ extension Identity {
     func mayUseEgress(_ id: String) -> Bool {
         guard let token else { return false }
         return token.scopes.contains("egress:*") || token.scopes.contains("egress:\(id)")
+    }
+}
+
+extension Collection<UInt8> {
+    /// Without leading and trailing spaces and tabs.
+    func trimmingSpaces() -> [UInt8] {
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+        return Array(drop(while: isSpace).reversed().drop(while: isSpace).reversed())
     }
 }

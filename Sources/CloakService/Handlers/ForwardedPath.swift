@@ -8,6 +8,16 @@ import Foundation
 /// an upstream that decodes twice would see a dot segment) and encoded control characters.
 enum ForwardedPath {
     static func check(_ path: String) throws(CloakError) {
+        // Most paths hold no escape: checked on their bytes, without decoding.
+        if !path.utf8.contains(UInt8(ascii: "%")) {
+            let refused = path.utf8.contains { $0 < 0x21 || $0 > 0x7E || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "#") }
+                || path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains { segment in
+                    let name = segment.prefix { $0 != UInt8(ascii: ";") }
+                    return (name.count == 1 || name.count == 2) && name.allSatisfy { $0 == UInt8(ascii: ".") }
+                }
+            guard !refused else { throw .malformed("the forwarded path has dot segments or control characters") }
+            return
+        }
         guard let decoded = path.removingPercentEncoding else {
             throw .malformed("the forwarded path is not valid percent-encoding")
         }
