@@ -1,4 +1,6 @@
 import ArgumentParser
+import CloakService
+import Foundation
 
 @main
 struct Cloak: ParsableCommand {
@@ -16,4 +18,14 @@ let cloakVersion = "0.1.0"
 struct ConfigOption: ParsableArguments {
     @Option(name: .long, help: "Path of the YAML configuration.")
     var config: String = "config/cloak.yaml"
+
+    /// The configuration, or exit 2 with every problem on standard error.
+    func load() throws -> ServiceConfiguration {
+        do {
+            return try ServiceConfiguration.load(path: config)
+        } catch {
+            FileHandle.standardError.write(Data("cloak: invalid configuration \(config):\n\(error)\n".utf8))
+            throw ExitCode(2)
+        }
+    }
 }

@@ -6,6 +6,17 @@ import Testing
 /// Issue 8 §2: inbound routes with `response:` operations and `reveal`, against a real HTTPS
 /// upstream that answers with what it received.
 @Suite(.serialized) struct InboundTransformTests {
+    /// Runs `body` with a Cloak whose routes go to a fresh HTTPS upstream (certificates by openssl).
+    static func withServer(_ body: (TestServer, TLSUpstream) throws -> Void) throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let upstream = try TLSUpstream(certificates: certificates)
+        defer { upstream.stop() }
+        let server = try Self.server(upstream, certificates)
+        defer { server.stop() }
+        try body(server, upstream)
+    }
+
     static func server(_ upstream: TLSUpstream, _ certificates: TestCertificates) throws -> TestServer {
         try TestServer(yaml: TestServer.configurationWithTokens.replacingOccurrences(of: "routes: []", with: """
             routes:
@@ -26,55 +37,43 @@ import Testing
     }
 
     @Test func theUpstreamsAnswerIsRedactedBeforeTheClientSeesIt() throws {
-        let certificates = try TestCertificates()
-        defer { certificates.remove() }
-        let upstream = try TLSUpstream(certificates: certificates)
-        defer { upstream.stop() }
-        let server = try Self.server(upstream, certificates)
-        defer { server.stop() }
-        let r = try server.client().request("POST", "/proxy/orders", json: #"{"items":[{"pan":"4111111111111111","qty":2}]}"#)
-        #expect(r.status == 200, "\(r.text)")
-        #expect(upstream.received.last?.body == #"{"items":[{"pan":"4111111111111111","qty":2}]}"#)
-        let json = try JSONParser().parse(r.body)
-        guard case let .array(items)? = json["items"], let item = items.first else { Issue.record("no items"); return }
-        let pan = try #require(item["pan"]?.stringValue)
-        #expect(pan != "4111111111111111" && pan.hasPrefix("411111") && pan.hasSuffix("1111"))
-        #expect(item["qty"] == .number("2"))
+        try Self.withServer { server, upstream in
+            let r = try server.client().request("POST", "/proxy/orders", json: #"{"items":[{"pan":"4111111111111111","qty":2}]}"#)
+            #expect(r.status == 200, "\(r.text)")
+            #expect(upstream.received.last?.body == #"{"items":[{"pan":"4111111111111111","qty":2}]}"#)
+            let json = try JSONParser().parse(r.body)
+            guard case let .array(items)? = json["items"], let item = items.first else { Issue.record("no items"); return }
+            let pan = try #require(item["pan"]?.stringValue)
+            #expect(pan != "4111111111111111" && pan.hasPrefix("411111") && pan.hasSuffix("1111"))
+            #expect(item["qty"] == .number("2"))
+        }
     }
 
     @Test func anUpstreamAnswerThatDoesNotParseIs502AndNothingOfItPasses() throws {
-        let certificates = try TestCertificates()
-        defer { certificates.remove() }
-        let upstream = try TLSUpstream(certificates: certificates)
-        defer { upstream.stop() }
-        let server = try Self.server(upstream, certificates)
-        defer { server.stop() }
-        // The upstream echoes this broken JSON with a JSON content type.
-        let r = try server.client().request("POST", "/proxy/orders", json: #"{"pan":"4111111111111111""#)
-        #expect(r.status == 502 && r.errorCode == 1401, "\(r.text)")
-        #expect(!r.text.contains("4111111111111111"))
+        try Self.withServer { server, upstream in
+            // The upstream echoes this broken JSON with a JSON content type.
+            let r = try server.client().request("POST", "/proxy/orders", json: #"{"pan":"4111111111111111""#)
+            #expect(r.status == 502 && r.errorCode == 1401, "\(r.text)")
+            #expect(!r.text.contains("4111111111111111"))
+        }
     }
 
     @Test func revealOnAnInboundRouteNeedsATokenWithAliasesReveal() throws {
-        let certificates = try TestCertificates()
-        defer { certificates.remove() }
-        let upstream = try TLSUpstream(certificates: certificates)
-        defer { upstream.stop() }
-        let server = try Self.server(upstream, certificates)
-        defer { server.stop() }
-        let created = try server.client().request("POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#,
-                                                  headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
-        let alias = try #require(((created.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String)
-        let anonymous = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#)
-        #expect(anonymous.status == 401 && anonymous.errorCode == 1300)
-        let creator = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#,
-                                                  headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
-        #expect(creator.status == 403 && creator.errorCode == 1301)
-        #expect(upstream.received.isEmpty)
-        let revealer = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#,
-                                                   headers: [("Authorization", "Bearer \(TestServer.revealOnlyToken)")])
-        #expect(revealer.status == 200, "\(revealer.text)")
-        #expect(upstream.received.last?.body == #"{"card":"4111111111111111"}"#)
-        #expect(!server.logs.text.contains("4111111111111111"))
+        try Self.withServer { server, upstream in
+            let created = try server.client().request("POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#,
+                                                      headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
+            let alias = try #require(((created.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String)
+            let anonymous = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#)
+            #expect(anonymous.status == 401 && anonymous.errorCode == 1300)
+            let creator = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#,
+                                                      headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+            #expect(creator.status == 403 && creator.errorCode == 1301)
+            #expect(upstream.received.isEmpty)
+            let revealer = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#,
+                                                       headers: [("Authorization", "Bearer \(TestServer.revealOnlyToken)")])
+            #expect(revealer.status == 200, "\(revealer.text)")
+            #expect(upstream.received.last?.body == #"{"card":"4111111111111111"}"#)
+            #expect(!server.logs.text.contains("4111111111111111"))
+        }
     }
 }

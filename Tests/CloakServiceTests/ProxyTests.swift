@@ -79,7 +79,7 @@ import Testing
         if let tls {
             routes += """
                   - {id: "\(UUID().uuidString)", path: /tls-ok, upstream: "https://localhost:\(tls.port)/", methods: [GET], ca_file: "\(tls.ca)"}
-                  - {id: "\(UUID().uuidString)", path: /tls-wrong-host, upstream: "https://127.0.0.1:\(tls.port)/", methods: [GET], ca_file: "\(tls.ca)"}
+                  - {id: "\(UUID().uuidString)", path: /tls-wrong-host, upstream: "https://127.0.0.2:\(tls.port)/", methods: [GET], ca_file: "\(tls.ca)"}
                   - {id: "\(UUID().uuidString)", path: /tls-untrusted, upstream: "https://localhost:\(tls.port)/", methods: [GET], ca_file: "\(tls.otherCA)"}
 
                 """
@@ -248,33 +248,10 @@ import Testing
 
     // MARK: HTTPS
 
-    static func openssl(_ arguments: [String], in directory: String) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = arguments
-        p.currentDirectoryURL = URL(fileURLWithPath: directory)
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
-    }
-
-    /// A CA, a server certificate for `localhost` signed by it, and an unrelated CA.
-    static func makeCertificates(in d: String) throws {
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try openssl(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Cloak Test CA"], in: d)
-        try openssl(["req", "-x509"] + ec + ["-keyout", "other.key", "-out", "other.pem", "-days", "2", "-subj", "/CN=Other CA"], in: d)
-        try openssl(["req"] + ec + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"], in: d)
-        try "subjectAltName=DNS:localhost\n".write(toFile: "\(d)/san.ext", atomically: true, encoding: .utf8)
-        try openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                     "-out", "server.pem", "-days", "2", "-extfile", "san.ext"], in: d)
-    }
-
     @Test func httpsUpstreamsAreVerifiedByCAAndHostname() throws {
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
-        try Self.makeCertificates(in: directory.path)
+        let certificates = try TestCertificates()
+        let directory = certificates.directory
+        defer { certificates.remove() }
         let tlsPort = freeLoopbackPort()
         let tlsServer = Process()
         tlsServer.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
@@ -312,9 +289,9 @@ import Testing
 /// TLS termination: `server.tls` serves HTTPS with the configured certificate.
 @Suite struct TLSTerminationTests {
     @Test func theServerAnswersOverTLSWithItsCertificate() throws {
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
-        try ProxyTests.makeCertificates(in: directory.path)
+        let certificates = try TestCertificates()
+        let directory = certificates.directory
+        defer { certificates.remove() }
         let d = directory.path
         let server = try TestServer(environment: [:], tlsFiles: ("\(d)/server.pem", "\(d)/server.key"))
         defer { server.stop() }

@@ -39,11 +39,7 @@ extension LoopWorker {
             // Python's http.client sends `CONNECT … HTTP/1.0`, after whose answer evhttp would
             // close: the tunnel outlives the CONNECT whatever its version.
             LoopWorker.keepAlive(req)
-            evhttp_request_set_on_complete_cb(req, { req, arg in
-                guard let req, let arg else { return }
-                let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
-                evhttp_request_get_connection(req).flatMap { worker.connections[$0] }?.answered(now: LoopWorker.now())
-            }, Unmanaged.passUnretained(self).toOpaque())
+            restartClockWhenWritten(req)
             evhttp_send_reply(req, 200, "Connection established", nil)
         }
     }
@@ -55,11 +51,7 @@ extension LoopWorker {
         var response = response
         response.headers.removeAll { $0.name.caseInsensitiveEquals("Content-Length") }
         response.headers.append(("Content-Length", String(response.body.count)))
-        evhttp_request_set_on_complete_cb(req, { req, arg in
-            guard let req, let arg else { return }
-            let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
-            evhttp_request_get_connection(req).flatMap { worker.connections[$0] }?.answered(now: LoopWorker.now())
-        }, Unmanaged.passUnretained(self).toOpaque())
+        restartClockWhenWritten(req)
         send(response, to: req)
     }
 

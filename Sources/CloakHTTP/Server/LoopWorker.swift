@@ -307,14 +307,18 @@ final class LoopWorker: @unchecked Sendable {
         inFlight -= 1
         response.headers.append(("X-Request-Id", requestID))
         if closeAfter || draining { response.headers.append(("Connection", "close")) }
-        // The next head's clock starts when the answer has been written out, not when it is
-        // queued: a large answer to a slow reader is bounded by the write (idle) timeout alone.
+        restartClockWhenWritten(req)
+        send(response, to: req)
+    }
+
+    /// The next head's clock starts when the answer has been written out, not when it is
+    /// queued: a large answer to a slow reader is bounded by the write (idle) timeout alone.
+    func restartClockWhenWritten(_ req: OpaquePointer) {
         evhttp_request_set_on_complete_cb(req, { req, arg in
             guard let req, let arg else { return }
             let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
             evhttp_request_get_connection(req).flatMap { worker.connections[$0] }?.answered(now: LoopWorker.now())
         }, Unmanaged.passUnretained(self).toOpaque())
-        send(response, to: req)
     }
 
     func send(_ response: HTTPResponse, to req: OpaquePointer) {

@@ -15,13 +15,7 @@ struct Egress: ParsableCommand {
         @OptionGroup var options: ConfigOption
 
         func run() throws {
-            let configuration: ServiceConfiguration
-            do {
-                configuration = try ServiceConfiguration.load(path: options.config)
-            } catch {
-                FileHandle.standardError.write(Data("cloak: invalid configuration \(options.config):\n\(error)\n".utf8))
-                throw ExitCode(2)
-            }
+            let configuration = try options.load()
             do {
                 let ca = try CertificateAuthority.loadOrCreate(certificate: configuration.egress.caCertificate,
                                                                key: configuration.egress.caKey)

@@ -18,13 +18,7 @@ struct Serve: ParsableCommand {
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
-        let configuration: ServiceConfiguration
-        do {
-            configuration = try ServiceConfiguration.load(path: options.config)
-        } catch {
-            FileHandle.standardError.write(Data("cloak: invalid configuration \(options.config):\n\(error)\n".utf8))
-            throw ExitCode(2)
-        }
+        let configuration = try options.load()
         let bootLogger = CloakService(configuration: configuration).logger
         let vault: CloakVault.Vault
         do {
