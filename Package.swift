@@ -5,7 +5,7 @@ import PackageDescription
 ///
 /// Dependencies point downward only:
 /// `cloak → CloakService → {CloakHTTP, CloakCore}`; `CloakHTTP → {CLibevent, COpenSSL}`;
-/// `CloakCore` depends on nothing but the standard library and Foundation.
+/// `CloakCore` depends on nothing but the standard library and Foundation; `CloakVault → {CSQLite, CLibPQ}`.
 let package = Package(
     name: "Cloak",
     platforms: [.macOS(.v14)],
@@ -22,10 +22,11 @@ let package = Package(
         .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         .target(name: "CloakCore"),
         .target(name: "CloakCrypto", dependencies: ["COpenSSL"]),
-        .target(name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite"]),
+        .target(name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite", "CLibPQ"]),
         .target(name: "CloakHTTP", dependencies: ["CloakCore", "CLibevent", "COpenSSL"]),
         .target(
             name: "CloakService",

@@ -46,6 +46,9 @@ public protocol AliasStore: AnyObject {
 public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The alias is already issued (retry with another candidate).
     case aliasTaken
+    /// Another writer (another node) stored a PERSISTENT record with this fingerprint first: read
+    /// it and use it.
+    case fingerprintTaken
     /// The disk is full: nothing was written.
     case full
     /// Anything else: unreachable, corrupt, locked too long.
@@ -54,6 +57,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .aliasTaken: return "alias already issued"
+        case .fingerprintTaken: return "the value was stored meanwhile by another writer"
         case .full: return "the store's disk is full"
         case let .unavailable(reason): return "store unavailable: \(reason)"
         }

@@ -60,19 +60,17 @@ extension Vault {
         for (index, item) in prepared.enumerated() {
             let request = item.request
             var record: StoredRecord
-            if let fingerprint = item.fingerprint, var existing = try store.record(fingerprint: fingerprint) {
-                existing.aliases.removeAll { !isAuthentic($0, recordID: existing.id) }
-                record = existing
-            } else {
-                record = item.newRecord
-                try store.insert(record)
-            }
-            let alias: IssuedAlias
-            if let issued = record.aliases.first(where: { $0.matches(request.format, luhnValid: request.luhnValid) }) {
-                alias = issued
-            } else {
-                alias = try issue(item, index: index, recordID: record.id, in: store)
-                record.aliases.append(alias)
+            var alias: IssuedAlias
+            var round = 0
+            while true {
+                // A shared store can lose a race to another node (the same value, or the same
+                // value's alias in this format, committed first): read what won and use it.
+                do {
+                    (record, alias) = try findOrCreate(item, index: index, in: store)
+                    break
+                } catch StoreError.fingerprintTaken where round < 2 {
+                    round += 1
+                }
             }
             if caller.mayReveal {
                 out.append(RevealedRecord(value: request.value, aliases: record.aliases, storage: record.storage,
@@ -84,6 +82,25 @@ extension Vault {
             }
         }
         return out
+    }
+
+    /// The value's record (found by fingerprint, else inserted) and its alias in the asked format.
+    private func findOrCreate(_ item: PreparedAlias, index: Int, in store: any AliasStore) throws -> (StoredRecord, IssuedAlias) {
+        let request = item.request
+        var record: StoredRecord
+        if let fingerprint = item.fingerprint, var existing = try store.record(fingerprint: fingerprint) {
+            existing.aliases.removeAll { !isAuthentic($0, recordID: existing.id) }
+            record = existing
+        } else {
+            record = item.newRecord
+            try store.insert(record)
+        }
+        if let issued = record.aliases.first(where: { $0.matches(request.format, luhnValid: request.luhnValid) }) {
+            return (record, issued)
+        }
+        let alias = try issue(item, index: index, recordID: record.id, in: store)
+        record.aliases.append(alias)
+        return (record, alias)
     }
 
     private func issue(_ item: PreparedAlias, index: Int, recordID: String, in store: any AliasStore) throws -> IssuedAlias {

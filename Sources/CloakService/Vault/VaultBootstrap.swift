@@ -41,7 +41,10 @@ public enum VaultBootstrap {
         if settings.store.hasPrefix("sqlite:") {
             return try SQLiteAliasStore(path: String(settings.store.dropFirst("sqlite:".count)))
         }
-        throw Error(description: "vault.store \(settings.store.prefix(11))…: only sqlite: stores are available in this build")
+        if settings.store.hasPrefix("postgres://") || settings.store.hasPrefix("postgresql://") {
+            return try PostgreSQLAliasStore(url: settings.store)
+        }
+        throw Error(description: "vault.store \(StoreURL.redacted(settings.store)): expected sqlite:PATH or postgres://…")
     }
 
     public static func open(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?)

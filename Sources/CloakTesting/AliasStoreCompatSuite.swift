@@ -1,12 +1,12 @@
-import CloakCore
+public import CloakCore
 import CloakCrypto
+public import CloakVault
 import Testing
-
-@testable import CloakVault
 
 /// The contract every ``AliasStore`` backend must meet, written once and run against each one.
 ///
-/// To add a backend, add one parameterised test next to `SQLiteAliasStoreTests.sqliteStoreMeetsTheContract`:
+/// It lives in the test-support target so that a new store is one more test line. To add a
+/// backend, add one parameterised test next to `SQLiteAliasStoreTests.sqliteStoreMeetsTheContract`:
 ///
 /// ```swift
 /// @Test(arguments: AliasStoreCompatSuite.Case.allCases)
@@ -18,8 +18,8 @@ import Testing
 ///
 /// Writes are made between `begin()` and `commit()` (and savepoints), as the vault's executor
 /// makes them.
-struct AliasStoreCompatSuite {
-    enum Case: String, CaseIterable, Sendable, CustomTestStringConvertible {
+public struct AliasStoreCompatSuite {
+    public enum Case: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case insertThenLookUpByAliasAndFingerprint
         case recordsWithoutFingerprintAreIndependent
         case aDuplicateAliasIsTakenAcrossRecords
@@ -33,7 +33,7 @@ struct AliasStoreCompatSuite {
         case uncommittedDataDoesNotSurviveReopening
         case pingAnswers
 
-        var testDescription: String { rawValue }
+        public var testDescription: String { rawValue }
     }
 
     /// Makes a store. Called more than once by the durability cases.
@@ -41,12 +41,12 @@ struct AliasStoreCompatSuite {
     /// Whether a second store from `makeStore` opens the same data (a durable backend).
     let reopensSameData: Bool
 
-    init(makeStore: @escaping () throws -> any AliasStore, reopensSameData: Bool = true) {
+    public init(makeStore: @escaping () throws -> any AliasStore, reopensSameData: Bool = true) {
         self.makeStore = makeStore
         self.reopensSameData = reopensSameData
     }
 
-    func run(_ c: Case) throws {
+    public func run(_ c: Case) throws {
         switch c {
         case .insertThenLookUpByAliasAndFingerprint: try insertThenLookUpByAliasAndFingerprint()
         case .recordsWithoutFingerprintAreIndependent: try recordsWithoutFingerprintAreIndependent()
@@ -65,9 +65,10 @@ struct AliasStoreCompatSuite {
 
     // MARK: Fixtures
 
-    static let now: Int64 = 1_700_000_000
 
-    static func record(_ id: String, fingerprint: [UInt8]? = nil, aliases: [IssuedAlias] = [], storage: StorageKind = .persistent,
+    public static let now: Int64 = 1_700_000_000
+
+    public static func record(_ id: String, fingerprint: [UInt8]? = nil, aliases: [IssuedAlias] = [], storage: StorageKind = .persistent,
                        classifiers: [String] = ["pci"], expiresAt: Int64? = nil, plaintext: [UInt8]? = nil) -> StoredRecord {
         StoredRecord(
             id: id, fingerprint: fingerprint, keyID: "k1",
@@ -76,9 +77,9 @@ struct AliasStoreCompatSuite {
             storage: storage, classifiers: classifiers, createdAt: now - 10, expiresAt: expiresAt, aliases: aliases)
     }
 
-    static func alias(_ text: String, _ format: AliasFormatName = .UUID) -> IssuedAlias { IssuedAlias(alias: text, format: format) }
+    public static func alias(_ text: String, _ format: AliasFormatName = .UUID) -> IssuedAlias { IssuedAlias(alias: text, format: format) }
 
-    static func fingerprint(_ seed: UInt8) -> [UInt8] { (0..<32).map { UInt8($0) ^ seed } }
+    public static func fingerprint(_ seed: UInt8) -> [UInt8] { (0..<32).map { UInt8($0) ^ seed } }
 
     /// Runs `body` between `begin()` and `commit()`, rolling back when it throws.
     @discardableResult

@@ -1,0 +1,218 @@
+import CloakCore
+import CloakCrypto
+import Foundation
+
+/// The shared store: PostgreSQL through libpq, for several Cloak nodes on one (replicated)
+/// database. Each executor batch is one PostgreSQL transaction; each request a savepoint.
+///
+/// - Races between nodes are decided by unique constraints: an alias issued elsewhere is
+///   ``StoreError/aliasTaken`` (the vault tries its next candidate); a value or alias format
+///   stored elsewhere first is ``StoreError/fingerprintTaken`` (the vault reads the record again
+///   and uses it). Each insert runs in its own savepoint, so a lost race never aborts the batch.
+/// - The schema is versioned (`cloak_schema`) and migrated at open under a transaction-scoped
+///   advisory lock, so nodes starting together do not race.
+/// - While the server is unreachable every call fails at once with `unavailable` (503 upstream
+///   of here); the connection is re-made on use with a backoff from 0.25 s to 5 s.
+public final class PostgreSQLAliasStore: AliasStore {
+    private let db: PostgreSQLConnection
+    private var backoff: TimeInterval = 0.25
+    private var nextReconnect = Date.distantPast
+    /// The advisory lock key of migrations ("cloak" in ASCII).
+    static let migrationLock: Int64 = 0x636C6F616B
+    /// Schema versions, applied in order.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE records (
+            id text PRIMARY KEY,
+            fingerprint bytea,
+            key_id text NOT NULL,
+            nonce bytea NOT NULL,
+            ciphertext bytea NOT NULL,
+            tag bytea NOT NULL,
+            storage text NOT NULL,
+            classifiers text NOT NULL,
+            created_at bigint NOT NULL,
+            expires_at bigint,
+            CONSTRAINT records_fingerprint_key UNIQUE (fingerprint)
+        );
+        CREATE TABLE aliases (
+            seq bigserial NOT NULL,
+            alias text PRIMARY KEY,
+            record_id text NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+            format text NOT NULL,
+            mac bytea,
+            CONSTRAINT aliases_record_format_key UNIQUE (record_id, format)
+        );
+        CREATE INDEX records_by_expiry ON records (expires_at) WHERE expires_at IS NOT NULL;
+        CREATE TABLE meta (name text PRIMARY KEY, value bytea NOT NULL);
+        """,
+    ]
+
+    /// Connects to `url` (`postgres://user:password@host:port/db?sslmode=…`) and migrates the schema.
+    public init(url: String) throws(StoreError) {
+        db = try PostgreSQLConnection(url: url)
+        try migrate()
+    }
+
+    private func migrate() throws(StoreError) {
+        try db.execute("BEGIN")
+        do throws(StoreError) {
+            try db.query("SELECT pg_advisory_xact_lock($1)", [.int(Self.migrationLock)])
+            try db.execute("CREATE TABLE IF NOT EXISTS cloak_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+            let current = try db.query("SELECT coalesce(max(version), 0)::int8 FROM cloak_schema").first?.int(0) ?? 0
+            guard current <= Int64(Self.migrations.count) else {
+                throw StoreError.unavailable("the database's schema (version \(current)) is newer than this Cloak knows (\(Self.migrations.count))")
+            }
+            for (index, sql) in Self.migrations.enumerated() where Int64(index + 1) > current {
+                try db.execute(sql)
+                try db.query("INSERT INTO cloak_schema (version) VALUES ($1::int8::int)", [.int(Int64(index + 1))])
+            }
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Makes sure there is a connection: reconnects when it was lost, at most once per backoff step.
+    private func connected() throws(StoreError) {
+        if db.isConnected { return }
+        guard Date() >= nextReconnect else { throw .unavailable("PostgreSQL is unreachable; reconnecting") }
+        if db.reconnect() {
+            backoff = 0.25
+            return
+        }
+        nextReconnect = Date().addingTimeInterval(backoff)
+        backoff = min(backoff * 2, 5)
+        throw .unavailable("PostgreSQL is unreachable; reconnecting")
+    }
+
+    public func begin() throws(StoreError) {
+        try connected()
+        try db.execute("BEGIN")
+    }
+    public func commit() throws(StoreError) { try db.execute("COMMIT") }
+    public func rollback() { if db.isConnected { try? db.execute("ROLLBACK") } }
+    public func savepoint() throws(StoreError) { try db.execute("SAVEPOINT request") }
+    public func releaseSavepoint() throws(StoreError) { try db.execute("RELEASE SAVEPOINT request") }
+    public var isInTransaction: Bool { db.isInTransaction }
+
+    public func rollbackToSavepoint() {
+        try? db.execute("ROLLBACK TO SAVEPOINT request")
+        try? db.execute("RELEASE SAVEPOINT request")
+    }
+
+    public func ping() throws(StoreError) {
+        try connected()
+        try db.query("SELECT 1")
+    }
+
+    /// Runs one insert in its own savepoint: a lost race (a unique violation) is undone alone
+    /// and the transaction goes on.
+    private func attempt(_ sql: String, _ parameters: [PostgreSQLConnection.Value]) throws(StoreError) {
+        try db.execute("SAVEPOINT attempt")
+        do throws(StoreError) {
+            try db.query(sql, parameters)
+            try db.execute("RELEASE SAVEPOINT attempt")
+        } catch {
+            try? db.execute("ROLLBACK TO SAVEPOINT attempt")
+            try? db.execute("RELEASE SAVEPOINT attempt")
+            throw error
+        }
+    }
+
+    private static let recordColumns =
+        "id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at"
+
+    public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
+        try readRecord(db.query("SELECT \(Self.recordColumns) FROM records WHERE fingerprint = $1", [.bytes(fingerprint)]))
+    }
+
+    public func record(alias: String) throws(StoreError) -> StoredRecord? {
+        try readRecord(db.query(
+            "SELECT \(Self.recordColumns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = $1)", [.text(alias)]))
+    }
+
+    private func readRecord(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> StoredRecord? {
+        guard let s = rows.first else { return nil }
+        guard let id = s.text(0), let keyID = s.text(2), let nonce = s.bytes(3), let ciphertext = s.bytes(4),
+            let tag = s.bytes(5), let storage = s.text(6).flatMap(StorageKind.init(rawValue:)), let classifiers = s.text(7),
+            let createdAt = s.int(8)
+        else { throw .unavailable("a record row is incomplete") }
+        var record = StoredRecord(
+            id: id, fingerprint: s.bytes(1), keyID: keyID,
+            sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag), storage: storage,
+            classifiers: classifiers.isEmpty ? [] : classifiers.components(separatedBy: ","), createdAt: createdAt,
+            expiresAt: s.int(9), aliases: [])
+        for a in try db.query("SELECT alias, format, mac FROM aliases WHERE record_id = $1 ORDER BY seq", [.text(id)]) {
+            guard let alias = a.text(0), let format = a.text(1).flatMap(IssuedAlias.parseStoredFormat) else { continue }
+            record.aliases.append(IssuedAlias(alias: alias, format: format.format, luhnValid: format.luhnValid, mac: a.bytes(2) ?? []))
+        }
+        return record
+    }
+
+    public func insert(_ record: StoredRecord) throws(StoreError) {
+        try attempt("""
+            INSERT INTO records (\(Self.recordColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            """, [
+            .text(record.id), record.fingerprint.map { .bytes($0) } ?? .null, .text(record.keyID), .bytes(record.sealed.nonce),
+            .bytes(record.sealed.ciphertext), .bytes(record.sealed.tag), .text(record.storage.rawValue),
+            .text(record.classifiers.joined(separator: ",")), .int(record.createdAt), record.expiresAt.map { .int($0) } ?? .null,
+        ])
+        for alias in record.aliases { try addAlias(alias, toRecord: record.id) }
+    }
+
+    public func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError) {
+        try attempt("INSERT INTO aliases (alias, record_id, format, mac) VALUES ($1, $2, $3, $4)",
+                    [.text(alias.alias), .text(id), .text(alias.storedFormat), .bytes(alias.mac)])
+    }
+
+    public func deleteAlias(_ alias: String) throws(StoreError) -> Bool {
+        guard let recordID = try db.query("DELETE FROM aliases WHERE alias = $1 RETURNING record_id", [.text(alias)]).first?.text(0)
+        else { return false }
+        try db.query("DELETE FROM records WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM aliases WHERE record_id = $1)", [.text(recordID)])
+        return true
+    }
+
+    public func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
+        try db.query("UPDATE records SET classifiers = $1 WHERE id = $2", [.text(classifiers.joined(separator: ",")), .text(recordID)])
+    }
+
+    /// Safe on every node at once: each takes the expired rows no other node has locked.
+    public func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
+        try db.query("""
+            DELETE FROM records WHERE id IN
+              (SELECT id FROM records WHERE expires_at IS NOT NULL AND expires_at <= $1
+               ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+            """, [.int(now), .int(Int64(limit))])
+        return db.changes
+    }
+
+    public func metadata(_ name: String) throws(StoreError) -> [UInt8]? {
+        try db.query("SELECT value FROM meta WHERE name = $1", [.text(name)]).first?.bytes(0)
+    }
+
+    public func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError) {
+        try db.query("INSERT INTO meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                     [.text(name), .bytes(value)])
+    }
+
+    public func hasRecords() throws(StoreError) -> Bool {
+        try db.query("SELECT EXISTS (SELECT 1 FROM records)").first?.int(0) == 1
+    }
+
+    public func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int {
+        var unsigned: [(IssuedAlias, String)] = []
+        for row in try db.query("SELECT alias, record_id, format FROM aliases WHERE mac IS NULL") {
+            guard let alias = row.text(0), let recordID = row.text(1), let format = row.text(2),
+                let issued = IssuedAlias.fromStore(alias: alias, storedFormat: format)
+            else { continue }
+            unsigned.append((issued, recordID))
+        }
+        for (alias, recordID) in unsigned {
+            try db.query("UPDATE aliases SET mac = $1, format = $3 WHERE alias = $2",
+                         [.bytes(sign(alias, recordID)), .text(alias.alias), .text(alias.storedFormat)])
+        }
+        return unsigned.count
+    }
+}

@@ -1,0 +1,189 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection: the only owner of a `PGconn`. Used from one thread at a time (the
+/// vault's executor). Parameters and results travel in binary (`bytea` as bytes, `int8`
+/// big-endian), so no value is ever quoted into SQL text.
+///
+/// Errors name the operation and PostgreSQL's primary message only: its DETAIL (which quotes key
+/// values, such as an alias) and the URL's password never reach an error.
+final class PostgreSQLConnection {
+    private var conn: OpaquePointer?
+    private let url: String
+    /// Rows changed by the last command.
+    private(set) var changes = 0
+
+    /// A parameter.
+    enum Value {
+        case text(String)
+        case bytes([UInt8])
+        case int(Int64)
+        case null
+    }
+
+    /// One result row, columns in binary format.
+    struct Row {
+        let columns: [[UInt8]?]
+        func bytes(_ i: Int) -> [UInt8]? { columns[i] }
+        func text(_ i: Int) -> String? { columns[i].map { String(decoding: $0, as: UTF8.self) } }
+        func int(_ i: Int) -> Int64? {
+            guard let b = columns[i] else { return nil }
+            if b.count == 8 { return b.reduce(0) { $0 << 8 | Int64($1) } }
+            if b.count == 4 { return Int64(Int32(bitPattern: b.reduce(0) { $0 << 8 | UInt32($1) })) }
+            if b.count == 1 { return Int64(b[0]) }
+            return nil
+        }
+    }
+
+    /// Connects; `connectTimeout` bounds the TCP connect and authentication, and TCP keepalives and
+    /// a user timeout make a dead server fail a query within about `failureTimeout` seconds instead
+    /// of the kernel's minutes.
+    init(url: String, connectTimeout: Int = 5, failureTimeout: Int = 10) throws(StoreError) {
+        self.url = url
+        conn = Self.connect(url, connectTimeout: connectTimeout, failureTimeout: failureTimeout)
+        guard let conn, PQstatus(conn) == CONNECTION_OK else {
+            let why = conn.map { Self.firstLine(PQerrorMessage($0)) } ?? "out of memory"
+            if let conn { PQfinish(conn) }
+            self.conn = nil
+            throw .unavailable("cannot connect to PostgreSQL at \(StoreURL.redacted(url)): \(why)")
+        }
+        self.failureTimeout = failureTimeout
+        self.connectTimeout = connectTimeout
+    }
+
+    private var failureTimeout = 10
+    private var connectTimeout = 5
+
+    deinit { if let conn { PQfinish(conn) } }
+
+    private static func connect(_ url: String, connectTimeout: Int, failureTimeout: Int) -> OpaquePointer? {
+        // The URL first (expand_dbname), then settings that override what it says.
+        let pairs: [(String, String)] = [
+            ("dbname", url), ("connect_timeout", String(connectTimeout)), ("application_name", "cloak"),
+            ("keepalives", "1"), ("keepalives_idle", "5"), ("keepalives_interval", "2"), ("keepalives_count", "3"),
+            ("tcp_user_timeout", String(failureTimeout * 1000)),
+        ]
+        let keywords = pairs.map { strdup($0.0) }
+        let values = pairs.map { strdup($0.1) }
+        defer { (keywords + values).forEach { free($0) } }
+        var k: [UnsafePointer<CChar>?] = keywords.map { UnsafePointer($0) } + [nil]
+        var v: [UnsafePointer<CChar>?] = values.map { UnsafePointer($0) } + [nil]
+        return PQconnectdbParams(&k, &v, 1)
+    }
+
+    /// Whether the connection is up.
+    var isConnected: Bool { conn.map { PQstatus($0) == CONNECTION_OK } ?? false }
+
+    /// Whether a transaction is open (or failed and not yet rolled back).
+    var isInTransaction: Bool {
+        guard let conn else { return false }
+        let status = PQtransactionStatus(conn)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
+    /// Reconnects after the server went away (the caller decides when, with backoff).
+    func reconnect() -> Bool {
+        if let conn { PQfinish(conn) }
+        conn = Self.connect(url, connectTimeout: connectTimeout, failureTimeout: failureTimeout)
+        return isConnected
+    }
+
+    /// Runs statements without parameters or results (schema, transactions).
+    func execute(_ sql: String) throws(StoreError) {
+        guard let conn else { throw .unavailable("not connected to PostgreSQL") }
+        let result = PQexec(conn, sql)
+        defer { PQclear(result) }
+        try check(result, "execute")
+    }
+
+    /// Runs one statement with binary parameters; returns its rows.
+    @discardableResult
+    func query(_ sql: String, _ parameters: [Value] = []) throws(StoreError) -> [Row] {
+        guard let conn else { throw .unavailable("not connected to PostgreSQL") }
+        var types: [Oid] = []
+        var buffers: [[UInt8]?] = []
+        for p in parameters {
+            switch p {
+            case let .text(s): types.append(25); buffers.append(Array(s.utf8))
+            case let .bytes(b): types.append(17); buffers.append(b)
+            case let .int(i): types.append(20); buffers.append(withUnsafeBytes(of: i.bigEndian) { Array($0) })
+            case .null: types.append(0); buffers.append(nil)
+            }
+        }
+        let lengths = buffers.map { Int32($0?.count ?? 0) }
+        let formats = [Int32](repeating: 1, count: parameters.count)
+        // The values' storage must stay put while libpq reads it: one contiguous copy per value.
+        let pointers: [UnsafeMutablePointer<CChar>?] = buffers.map { buffer in
+            guard let buffer else { return nil }
+            let p = UnsafeMutablePointer<CChar>.allocate(capacity: max(buffer.count, 1))
+            buffer.withUnsafeBytes { raw in
+                if raw.count > 0 { p.withMemoryRebound(to: UInt8.self, capacity: raw.count) { $0.update(from: raw.bindMemory(to: UInt8.self).baseAddress!, count: raw.count) } }
+            }
+            return p
+        }
+        defer { pointers.forEach { $0?.deallocate() } }
+        var constPointers = pointers.map { UnsafePointer($0) }
+        let result = PQexecParams(conn, sql, Int32(parameters.count), types, &constPointers, lengths, formats, 1)
+        defer { PQclear(result) }
+        try check(result, "query")
+        changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+        var rows: [Row] = []
+        let count = Int(PQntuples(result)), fields = Int(PQnfields(result))
+        rows.reserveCapacity(count)
+        for r in 0..<count {
+            var columns: [[UInt8]?] = []
+            for c in 0..<fields {
+                if PQgetisnull(result, Int32(r), Int32(c)) == 1 {
+                    columns.append(nil)
+                    continue
+                }
+                let length = Int(PQgetlength(result, Int32(r), Int32(c)))
+                let value = PQgetvalue(result, Int32(r), Int32(c))!
+                columns.append(value.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) })
+            }
+            rows.append(Row(columns: columns))
+        }
+        return rows
+    }
+
+    /// Turns a failed result into a ``StoreError``: a unique violation on an alias is
+    /// `aliasTaken`, on a fingerprint `fingerprintTaken`; a full disk `full`; anything else
+    /// `unavailable` with the operation and PostgreSQL's primary message.
+    private func check(_ result: OpaquePointer?, _ what: String) throws(StoreError) {
+        guard let result else { throw .unavailable("\(what): \(conn.map { Self.firstLine(PQerrorMessage($0)) } ?? "no connection")") }
+        let status = PQresultStatus(result)
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY { return }
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        let constraint = PQresultErrorField(result, Int32(UInt8(ascii: "n"))).map { String(cString: $0) } ?? ""
+        let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+            ?? conn.map { Self.firstLine(PQerrorMessage($0)) } ?? "failed"
+        switch state {
+        case "23505" where constraint == "records_fingerprint_key" || constraint == "aliases_record_format_key":
+            throw .fingerprintTaken
+        case "23505": throw .aliasTaken
+        case "53100": throw .full
+        default: throw .unavailable("\(what): \(primary)\(state.isEmpty ? "" : " (SQLSTATE \(state))")")
+        }
+    }
+
+    private static func firstLine(_ message: UnsafeMutablePointer<CChar>?) -> String {
+        guard let message else { return "unknown error" }
+        return String(cString: message).split(separator: "\n").first.map(String.init) ?? "unknown error"
+    }
+}
+
+/// Store URLs as they may be shown: `postgres://user:***@host/db`.
+public enum StoreURL {
+    /// The URL without its password (userinfo after the first `:`); `password=` parameters too.
+    public static func redacted(_ url: String) -> String {
+        var text = url
+        if let scheme = text.range(of: "://") {
+            let rest = text[scheme.upperBound...]
+            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+            if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
+                text.replaceSubrange(text.index(after: colon)..<at, with: "***")
+            }
+        }
+        return text.replacingOccurrences(of: #"password=[^&\s]*"#, with: "password=***", options: .regularExpression)
+    }
+}

@@ -1,0 +1,125 @@
+import CloakCore
+import CloakCrypto
+import CloakTesting
+import Foundation
+import Synchronization
+import Testing
+
+@testable import CloakVault
+
+/// The PostgreSQL store against a real server: the cluster `scripts/test` starts
+/// (`CLOAK_TEST_POSTGRES_URL`), a fresh database per test.
+@Suite(.enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+struct PostgreSQLAliasStoreTests {
+    @Test(arguments: AliasStoreCompatSuite.Case.allCases)
+    func postgresStoreMeetsTheContract(_ c: AliasStoreCompatSuite.Case) throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        try AliasStoreCompatSuite(makeStore: { try PostgreSQLAliasStore(url: url) }).run(c)
+    }
+
+    @Test func twoNodesStartingTogetherMigrateOnce() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let opened = Mutex<[Result<Void, StoreError>]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            let result = Result { () throws(StoreError) in _ = try PostgreSQLAliasStore(url: url) }
+            opened.withLock { $0.append(result) }
+        }
+        let results = opened.withLock { $0 }
+        #expect(results.count == 4)
+        for result in results { #expect((try? result.get()) != nil, "\(result)") }
+    }
+
+    @Test func aValueStoredByAnotherNodeFirstIsReadNotDuplicated() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let a = try PostgreSQLAliasStore(url: url), b = Unchecked(try PostgreSQLAliasStore(url: url))
+        let fingerprint = AliasStoreCompatSuite.fingerprint(7)
+        try a.begin()
+        try a.insert(AliasStoreCompatSuite.record("rec_a", fingerprint: fingerprint, aliases: [AliasStoreCompatSuite.alias("tok_a")]))
+        try b.value.begin()
+        // b's insert waits for a's transaction, then loses to it.
+        let raced = Mutex<StoreError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            do throws(StoreError) {
+                try b.value.insert(AliasStoreCompatSuite.record("rec_b", fingerprint: fingerprint, aliases: [AliasStoreCompatSuite.alias("tok_b")]))
+            } catch { raced.withLock { $0 = error } }
+            done.signal()
+        }.start()
+        try a.commit()
+        done.wait()
+        #expect(raced.withLock { $0 } == .fingerprintTaken)
+        // b's transaction goes on (the lost insert was its own savepoint) and sees a's record.
+        #expect(try b.value.record(fingerprint: fingerprint)?.id == "rec_a")
+        try b.value.commit()
+    }
+
+    @Test func anAliasIssuedByAnotherNodeIsTaken() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let a = try PostgreSQLAliasStore(url: url), b = try PostgreSQLAliasStore(url: url)
+        try a.begin()
+        try a.insert(AliasStoreCompatSuite.record("rec_a", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_same")]))
+        try a.commit()
+        try b.begin()
+        #expect(throws: StoreError.aliasTaken) {
+            try b.insert(AliasStoreCompatSuite.record("rec_b", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_same")]))
+        }
+        try b.insert(AliasStoreCompatSuite.record("rec_c", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_other")]))
+        try b.commit()
+        #expect(try a.record(alias: "tok_other")?.id == "rec_c")
+    }
+
+    @Test func theExpirySweepIsSafeOnEveryNodeAtOnce() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let writer = try PostgreSQLAliasStore(url: url)
+        try writer.begin()
+        for i in 0..<200 {
+            var r = AliasStoreCompatSuite.record("rec_\(i)", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_\(i)")])
+            r.expiresAt = 100
+            try writer.insert(r)
+        }
+        try writer.commit()
+        let nodes = Unchecked(try (0..<4).map { _ in try PostgreSQLAliasStore(url: url) })
+        let deleted = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: nodes.value.count) { i in
+            let node = nodes.value[i]
+            var mine = 0
+            while true {
+                guard (try? node.begin()) != nil, let n = try? node.deleteExpired(now: 200, limit: 7),
+                    (try? node.commit()) != nil
+                else { node.rollback(); break }
+                if n == 0 { break }
+                mine += n
+            }
+            deleted.withLock { $0 += mine }
+        }
+        #expect(deleted.withLock { $0 } == 200)
+        #expect(try writer.hasRecords() == false)
+    }
+
+    @Test func theURLsPasswordNeverReachesAnError() throws {
+        let url = try #require(PostgresTestCluster.url)
+        let wrong = url.replacingOccurrences(of: #"(postgres://[^:]+:)[^@]+@"#, with: "$1not-the-password-xyz@", options: .regularExpression)
+        do {
+            _ = try PostgreSQLAliasStore(url: wrong)
+            Issue.record("a wrong password connected")
+        } catch {
+            #expect(!error.description.contains("not-the-password-xyz"), "\(error)")
+            #expect(error.description.contains("***"))
+        }
+        #expect(StoreURL.redacted("postgres://u:s3cret@h:5432/db?sslmode=require") == "postgres://u:***@h:5432/db?sslmode=require")
+        #expect(StoreURL.redacted("postgres://h/db?password=s3cret&x=1") == "postgres://h/db?password=***&x=1")
+    }
+
+    @Test func anUnreachableServerFailsAtOnceAndTheStoreReconnects() throws {
+        // A server that is not there: the store fails fast, with the URL redacted.
+        let start = Date()
+        #expect(throws: StoreError.self) { try PostgreSQLAliasStore(url: "postgres://cloak:pw@127.0.0.1:1/cloak") }
+        #expect(Date().timeIntervalSince(start) < 10)
+    }
+}
+
+/// Hands a store to another thread in a test where only one thread uses it at a time.
+final class Unchecked<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
