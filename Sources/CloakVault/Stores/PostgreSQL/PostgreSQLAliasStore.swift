@@ -8,7 +8,8 @@ import Foundation
 /// - Races between nodes are decided by unique constraints: an alias issued elsewhere is
 ///   ``StoreError/aliasTaken`` (the vault tries its next candidate); a value or alias format
 ///   stored elsewhere first is ``StoreError/fingerprintTaken`` (the vault reads the record again
-///   and uses it). Each insert runs in its own savepoint, so a lost race never aborts the batch.
+///   and uses it). Inserts say `ON CONFLICT DO NOTHING`, so a lost race is no error: it never
+///   aborts the batch and never puts a key value into the server's log.
 /// - The schema is versioned (`cloak_schema`) and migrated at open under a transaction-scoped
 ///   advisory lock, so nodes starting together do not race.
 /// - While the server is unreachable every call fails at once with `unavailable` (503 upstream
@@ -107,20 +108,6 @@ public final class PostgreSQLAliasStore: AliasStore {
         try db.query("SELECT 1")
     }
 
-    /// Runs one insert in its own savepoint: a lost race (a unique violation) is undone alone
-    /// and the transaction goes on.
-    private func attempt(_ sql: String, _ parameters: [PostgreSQLConnection.Value]) throws(StoreError) {
-        try db.execute("SAVEPOINT attempt")
-        do throws(StoreError) {
-            try db.query(sql, parameters)
-            try db.execute("RELEASE SAVEPOINT attempt")
-        } catch {
-            try? db.execute("ROLLBACK TO SAVEPOINT attempt")
-            try? db.execute("RELEASE SAVEPOINT attempt")
-            throw error
-        }
-    }
-
     private static let recordColumns =
         "id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at"
 
@@ -151,20 +138,38 @@ public final class PostgreSQLAliasStore: AliasStore {
         return record
     }
 
+    /// Inserts with `ON CONFLICT DO NOTHING`: a lost race raises no error, so it neither aborts
+    /// the transaction nor writes the conflicting key (an alias, a fingerprint) into the server's
+    /// log; which constraint won is then read back.
     public func insert(_ record: StoredRecord) throws(StoreError) {
-        try attempt("""
+        let inserted = try db.query("""
             INSERT INTO records (\(Self.recordColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT DO NOTHING RETURNING 1
             """, [
             .text(record.id), record.fingerprint.map { .bytes($0) } ?? .null, .text(record.keyID), .bytes(record.sealed.nonce),
             .bytes(record.sealed.ciphertext), .bytes(record.sealed.tag), .text(record.storage.rawValue),
             .text(record.classifiers.joined(separator: ",")), .int(record.createdAt), record.expiresAt.map { .int($0) } ?? .null,
         ])
+        if inserted.isEmpty {
+            if let fingerprint = record.fingerprint,
+                try !db.query("SELECT 1 FROM records WHERE fingerprint = $1", [.bytes(fingerprint)]).isEmpty
+            {
+                throw .fingerprintTaken
+            }
+            throw .unavailable("a record with this id exists")
+        }
         for alias in record.aliases { try addAlias(alias, toRecord: record.id) }
     }
 
     public func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError) {
-        try attempt("INSERT INTO aliases (alias, record_id, format, mac) VALUES ($1, $2, $3, $4)",
-                    [.text(alias.alias), .text(id), .text(alias.storedFormat), .bytes(alias.mac)])
+        let inserted = try db.query("""
+            INSERT INTO aliases (alias, record_id, format, mac) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1
+            """, [.text(alias.alias), .text(id), .text(alias.storedFormat), .bytes(alias.mac)])
+        guard inserted.isEmpty else { return }
+        // The alias is another record's (try the next candidate), or this record got an alias in
+        // this format from another writer meanwhile (read it).
+        if try !db.query("SELECT 1 FROM aliases WHERE alias = $1", [.text(alias.alias)]).isEmpty { throw .aliasTaken }
+        throw .fingerprintTaken
     }
 
     public func deleteAlias(_ alias: String) throws(StoreError) -> Bool {

@@ -62,6 +62,8 @@ final class PostgreSQLConnection {
             ("dbname", url), ("connect_timeout", String(connectTimeout)), ("application_name", "cloak"),
             ("keepalives", "1"), ("keepalives_idle", "5"), ("keepalives_interval", "2"), ("keepalives_count", "3"),
             ("tcp_user_timeout", String(failureTimeout * 1000)),
+            // Notices ("relation … already exists, skipping") would go to standard error.
+            ("options", "-c client_min_messages=warning"),
         ]
         let keywords = pairs.map { strdup($0.0) }
         let values = pairs.map { strdup($0.1) }

@@ -1,0 +1,80 @@
+import CloakCrypto
+import Foundation
+
+/// A `cloak serve` process, as an operator runs it: the built executable, a configuration file,
+/// `CLOAK_*` variables, a free loopback port. For multi-node tests on one PostgreSQL database.
+public final class CloakNode: @unchecked Sendable {
+    public let port: Int
+    private let process: Process
+    public let output: String
+    /// The log file's handle, kept open for the process's life (closed once, by its deinit).
+    private let logHandle: FileHandle
+
+    /// A bearer token with every alias scope (the nodes' configuration lists it).
+    public static let token = "multi-node-token"
+    /// One master key for every node (`CLOAK_MASTER_KEY`): nodes share keys.
+    public static let masterKey = String(repeating: "0a", count: 32)
+
+    /// Starts a node on `store` and waits until `/readyz` answers 200.
+    public init(store: String, directory: String, environment: [String: String] = [:]) throws {
+        let hex = Digest.sha256(Array(Self.token.utf8)).map { String(format: "%02x", $0) }.joined()
+        let config = "\(directory)/node-\(UUID().uuidString).yaml"
+        let yaml = TestServer.shippedConfiguration.replacingOccurrences(
+            of: "  tokens: []", with: "  tokens: [{id: nodes, sha256: \"\(hex)\", scopes: [aliases:create, aliases:reveal, aliases:delete]}]\n  # tokens: []")
+            .replacingOccurrences(of: "token: {requests_per_minute: 6000, burst: 600}", with: "token: {requests_per_minute: 10000000, burst: 1000000}")
+        try yaml.write(toFile: config, atomically: true, encoding: .utf8)
+        port = try Self.freePort()
+        output = "\(directory)/node-\(port).log"
+        FileManager.default.createFile(atPath: output, contents: nil)
+        process = Process()
+        let binary = [".build/debug/cloak", ".build/release/cloak"].map { TestServer.repositoryRoot.appendingPathComponent($0) }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        guard let binary else { throw CocoaError(.fileNoSuchFile) }
+        process.executableURL = binary
+        process.arguments = ["serve", "--config", config]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "CLOAK_SERVER_LISTEN": "127.0.0.1:\(port)", "CLOAK_SERVER_THREADS": "2", "CLOAK_VAULT_STORE": store,
+            "CLOAK_VAULT_KEYS": "env:CLOAK_MASTER_KEY", "CLOAK_MASTER_KEY": Self.masterKey,
+        ].merging(environment) { _, new in new }) { _, new in new }
+        guard let log = FileHandle(forWritingAtPath: output) else { throw CocoaError(.fileNoSuchFile) }
+        logHandle = log
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        guard RawHTTPClient.waitUntil(port: port, path: "/readyz", answers: 200, attempts: 1200) else {
+            stop()
+            throw CocoaError(.executableLoad)
+        }
+    }
+
+    public func client() throws -> RawHTTPClient { try RawHTTPClient(port: port, timeout: 20) }
+
+    /// SIGKILL: no drain, no flush.
+    public func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    public func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+        }
+    }
+
+    public var log: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw CocoaError(.featureUnsupported) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

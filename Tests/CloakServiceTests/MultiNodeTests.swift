@@ -1,0 +1,132 @@
+import CloakCore
+import CloakTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// Issue 9: several `cloak serve` processes on one PostgreSQL database, as operators run them.
+@Suite(.serialized, .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+struct MultiNodeTests {
+    static let auth = [("Authorization", "Bearer \(CloakNode.token)")]
+
+    /// Aliases `value` (FPE_SIX_T_FOUR, PERSISTENT) on `node`; nil when the answer is not 200.
+    static func alias(_ value: String, on node: CloakNode) -> String? {
+        guard let r = try? node.client().request("POST", "/aliases", json: #"{"data":[{"value":"\#(value)","format":"FPE_SIX_T_FOUR"}]}"#, headers: auth),
+            (200...299).contains(r.status)
+        else { return nil }
+        return ((r.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String
+    }
+
+    static func reveal(_ alias: String, on node: CloakNode) -> String? {
+        guard let r = try? node.client().request("GET", "/aliases/\(alias)", headers: auth), r.status == 200 else { return nil }
+        return (r.json?["data"] as? [[String: Any]])?.first?["value"] as? String
+    }
+
+    /// 16-digit Luhn-valid card numbers (Visa test BIN), `count` of them from `seed`.
+    static func cards(_ count: Int, seed: Int) -> [String] {
+        (0..<count).map { i in
+            let body = "411111" + String(format: "%09d", seed * 100_000 + i)
+            return (0...9).map { body + String($0) }.first(where: Luhn.isValid)!
+        }
+    }
+
+    @Test func twoNodesUnderConcurrentLoadGiveEachValueOneAliasAndRevealEverything() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try PostgresTestCluster.freshDatabase()
+        let a = try CloakNode(store: store, directory: directory.path)
+        defer { a.stop() }
+        let b = try CloakNode(store: store, directory: directory.path)
+        defer { b.stop() }
+        let values = Self.cards(40, seed: 1)
+        // Every value is sent to both nodes at once, from several threads each.
+        let answers = Mutex<[String: Set<String>]>([:])
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            let node = worker % 2 == 0 ? a : b
+            for value in values {
+                if let alias = Self.alias(value, on: node) { answers.withLock { $0[value, default: []].insert(alias) } }
+            }
+        }
+        let byValue = answers.withLock { $0 }
+        #expect(byValue.count == values.count)
+        for (value, aliases) in byValue {
+            #expect(aliases.count == 1, "\(aliases.count) aliases for one value")
+            let alias = try #require(aliases.first)
+            #expect(Self.reveal(alias, on: a) == value && Self.reveal(alias, on: b) == value)
+        }
+    }
+
+    @Test func killingANodeUnderLoadLosesNothingAcknowledged() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try PostgresTestCluster.freshDatabase()
+        let a = try CloakNode(store: store, directory: directory.path)
+        let b = try CloakNode(store: store, directory: directory.path)
+        defer { a.stop(); b.stop() }
+        let acknowledged = Mutex<[(String, String)]>([])
+        let values = Self.cards(400, seed: 2)
+        let stop = Atomic<Bool>(false)
+        let load = Thread {
+            DispatchQueue.concurrentPerform(iterations: 4) { worker in
+                for value in values.enumerated().filter({ $0.offset % 4 == worker }).map(\.element) where !stop.load(ordering: .relaxed) {
+                    if let alias = Self.alias(value, on: a) { acknowledged.withLock { $0.append((value, alias)) } }
+                }
+            }
+        }
+        load.start()
+        // Kill it once it has acknowledged some, while more are in flight.
+        let deadline = Date().addingTimeInterval(60)
+        while acknowledged.withLock({ $0.count }) < 40, Date() < deadline { usleep(5_000) }
+        a.kill9()
+        stop.store(true, ordering: .relaxed)
+        let pairs = acknowledged.withLock { $0 }
+        #expect(pairs.count >= 40)
+        for (value, alias) in pairs {
+            #expect(Self.reveal(alias, on: b) == value)
+        }
+    }
+
+    @Test func anOutageAnswers503ThenServiceComesBackWithoutARestart() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        // A cluster of its own: this test stops it.
+        let cluster = "/tmp/cloak-outage-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: cluster, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { _ = try? Self.postgres("stop", cluster); try? FileManager.default.removeItem(atPath: cluster) }
+        let store = try Self.postgres("start", cluster)
+        let node = try CloakNode(store: store, directory: directory.path)
+        defer { node.stop() }
+        let before = Self.cards(5, seed: 3).compactMap { value in Self.alias(value, on: node).map { (value, $0) } }
+        #expect(before.count == 5)
+
+        _ = try Self.postgres("stop", cluster)
+        let start = Date()
+        let during = try node.client().request("POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#, headers: Self.auth)
+        #expect(during.status == 503 && during.errorCode == 1500, "\(during.text)")
+        #expect(Date().timeIntervalSince(start) < 15, "a client waited \(Date().timeIntervalSince(start)) s")
+        #expect(try node.client().request("GET", "/readyz").status == 503)
+        #expect(!node.log.contains("cloak:"), "the password must not be logged")
+
+        _ = try Self.postgres("start", cluster)
+        // Back without restarting Cloak: readiness returns, then writes and reveals.
+        #expect(RawHTTPClient.waitUntil(port: node.port, path: "/readyz", answers: 200, attempts: 800))
+        let after = Self.cards(3, seed: 4).compactMap { Self.alias($0, on: node) }
+        #expect(after.count == 3)
+        for (value, alias) in before { #expect(Self.reveal(alias, on: node) == value) }
+    }
+
+    /// Runs scripts/postgres; its output (the URL for start).
+    static func postgres(_ command: String, _ directory: String) throws -> String {
+        let p = Process()
+        p.executableURL = TestServer.repositoryRoot.appendingPathComponent("scripts/postgres")
+        p.arguments = [command, directory]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
