@@ -32,6 +32,7 @@ public struct AliasStoreCompatSuite {
         case committedDataSurvivesReopening
         case uncommittedDataDoesNotSurviveReopening
         case pingAnswers
+        case pagesListEveryRecordOnceInIdOrder
 
         public var testDescription: String { rawValue }
     }
@@ -60,6 +61,7 @@ public struct AliasStoreCompatSuite {
         case .committedDataSurvivesReopening: try committedDataSurvivesReopening()
         case .uncommittedDataDoesNotSurviveReopening: try uncommittedDataDoesNotSurviveReopening()
         case .pingAnswers: try makeStore().ping()
+        case .pagesListEveryRecordOnceInIdOrder: try pagesListEveryRecordOnceInIdOrder()
         }
     }
 
@@ -113,6 +115,26 @@ public struct AliasStoreCompatSuite {
     }
 
     // MARK: Cases
+
+    func pagesListEveryRecordOnceInIdOrder() throws {
+        let store = try makeStore()
+        let ids = (0..<23).map { String(format: "rec_%02d", $0) }.shuffled()
+        try transaction(store) {
+            for id in ids { try store.insert(Self.record(id, fingerprint: nil, aliases: [Self.alias("tok_\(id)")])) }
+        }
+        var seen: [String] = []
+        var after: String?
+        while true {
+            let page = try store.records(after: after, limit: 5)
+            guard let last = page.last else { break }
+            #expect(page.count <= 5)
+            #expect(page.allSatisfy { $0.aliases.map(\.alias) == ["tok_\($0.id)"] })
+            seen += page.map(\.id)
+            after = last.id
+        }
+        #expect(seen == ids.sorted())
+        #expect(try store.recordCount() == 23)
+    }
 
     func insertThenLookUpByAliasAndFingerprint() throws {
         let store = try makeStore()

@@ -41,9 +41,14 @@ public final class CloakNode: @unchecked Sendable {
         process.standardOutput = log
         process.standardError = log
         try process.run()
-        guard RawHTTPClient.waitUntil(port: port, path: "/readyz", answers: 200, attempts: 1200) else {
-            stop()
-            throw CocoaError(.executableLoad)
+        // Ready when /readyz answers 200; a process that exits (a refused configuration or key
+        // ring) fails at once.
+        let deadline = Date().addingTimeInterval(30)
+        while !RawHTTPClient.waitUntil(port: port, path: "/readyz", answers: 200, attempts: 1) {
+            guard process.isRunning, Date() < deadline else {
+                stop()
+                throw CocoaError(.executableLoad)
+            }
         }
     }
 

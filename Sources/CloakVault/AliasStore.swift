@@ -40,6 +40,12 @@ public protocol AliasStore: AnyObject {
     /// (``IssuedAlias/fromStore(alias:storedFormat:mac:)``); returns how many were signed. The
     /// vault runs it once per store.
     func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int
+
+    /// Up to `limit` records (with their aliases) whose ids sort after `id` (nil: from the start),
+    /// in id order: pages for `cloak store migrate`, sealed as they are.
+    func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord]
+    /// How many records are stored.
+    func recordCount() throws(StoreError) -> Int
 }
 
 /// A store failure. The description names the operation, never a value.

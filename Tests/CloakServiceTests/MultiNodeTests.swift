@@ -115,6 +115,58 @@ struct MultiNodeTests {
         for (value, alias) in before { #expect(Self.reveal(alias, on: node) == value) }
     }
 
+    static let everyFormat: [(format: String, value: String)] = [
+        ("UUID", "any text, even spaces"), ("RAW_UUID", "anything"), ("GENERIC_T_FOUR", "acct-9876-ABCD"),
+        ("FPE_SIX_T_FOUR", "4111 1111 1111 1111"), ("FPE_T_FOUR", "5555-5555-5555-4444"), ("PFPT", "4000056655665556"),
+        ("FPE_ACC_NUM_T_FOUR", "000123456789"), ("FPE_SSN_T_FOUR", "123-45-6789"), ("NUM_LENGTH_PRESERVING", "1234 5678 90"),
+        ("FPE_ALPHANUMERIC_ACC_NUM_T_FOUR", "GB82-WEST-1234"), ("ALPHANUMERIC_LENGTH_PRESERVING", "AbC-123_xyz"),
+        ("ALPHANUMERIC_LENGTH_PRESERVING_T_FOUR", "AbCdEf-9876"), ("ALPHANUMERIC_LENGTH_PRESERVING_SIX_T_FOUR", "ABCDEF-ghij-1234"),
+        ("ALPHANUMERIC_SIX_T_FOUR", "ABCDEF-ghij-klmn-1234"), ("ALPHANUMERIC_SSN_T_FOUR", "123-45-6789"),
+    ]
+
+    @Test func migrateCopiesASQLiteVaultSoEveryAliasRevealsFromPostgreSQL() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let sqlite = "sqlite:\(directory.path)/cloak.db"
+        var stored: [(alias: String, value: String)] = []
+        do {
+            let node = try CloakNode(store: sqlite, directory: directory.path)
+            defer { node.stop() }
+            for (format, value) in Self.everyFormat {
+                for storage in ["PERSISTENT", "VOLATILE"] {
+                    let r = try node.client().request("POST", "/aliases", json: #"{"data":[{"value":"\#(value)","format":"\#(format)","storage":"\#(storage)"}]}"#, headers: Self.auth)
+                    let alias = try #require(((r.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String, "\(format) \(storage): \(r.text)")
+                    stored.append((alias, value))
+                }
+            }
+        }
+        let postgres = try PostgresTestCluster.freshDatabase()
+        let first = try ProcessTests.run(["store", "migrate", "--from", sqlite, "--to", postgres])
+        #expect(first.status == 0, "\(first.output)")
+        #expect(first.output.contains("\(stored.count) copied") || first.output.contains("copied"), "\(first.output)")
+        #expect(!first.output.contains(postgres.components(separatedBy: "@")[0].components(separatedBy: ":").last ?? "-"), "the password is not printed")
+        // Again: nothing to copy, the counts still agree.
+        let again = try ProcessTests.run(["store", "migrate", "--from", sqlite, "--to", postgres])
+        #expect(again.status == 0 && again.output.contains("0 copied"), "\(again.output)")
+        let node = try CloakNode(store: postgres, directory: directory.path)
+        defer { node.stop() }
+        for (alias, value) in stored {
+            #expect(Self.reveal(alias, on: node) == value, "\(alias)")
+        }
+    }
+
+    @Test func aNodeWithOtherKeysRefusesToStartOnTheSharedDatabase() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try PostgresTestCluster.freshDatabase()
+        let node = try CloakNode(store: store, directory: directory.path)
+        _ = Self.alias(Self.cards(1, seed: 5)[0], on: node)
+        node.stop()
+        #expect(throws: (any Error).self) {
+            try CloakNode(store: store, directory: directory.path, environment: ["CLOAK_MASTER_KEY": String(repeating: "0b", count: 32)])
+        }
+    }
+
     /// Runs scripts/postgres; its output (the URL for start).
     static func postgres(_ command: String, _ directory: String) throws -> String {
         let p = Process()

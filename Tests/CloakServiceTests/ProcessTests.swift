@@ -110,3 +110,18 @@ import Testing
         #expect(log.contains(#""msg":"stopped""#))
     }
 }
+
+/// `cloak healthcheck`: what a container's HEALTHCHECK runs (no shell, no curl in the image).
+@Suite struct HealthcheckCommandTests {
+    @Test func itExitsZeroWhenReadyAndOneOtherwise() throws {
+        let server = try TestServer()
+        let ready = try ProcessTests.run(["healthcheck", "--url", "http://127.0.0.1:\(server.port)/readyz"])
+        #expect(ready.status == 0, "\(ready.output)")
+        // The configured listener, moved by CLOAK_SERVER_LISTEN as the image does.
+        let configured = try ProcessTests.run(["healthcheck"], environment: ["CLOAK_SERVER_LISTEN": "0.0.0.0:\(server.port)"])
+        #expect(configured.status == 0, "\(configured.output)")
+        server.stop()
+        let down = try ProcessTests.run(["healthcheck", "--url", "http://127.0.0.1:\(server.port)/readyz"])
+        #expect(down.status == 1)
+    }
+}

@@ -38,13 +38,18 @@ public enum VaultBootstrap {
 
     /// The store `vault.store` names.
     public static func store(_ settings: ServiceConfiguration.VaultSettings) throws -> any AliasStore {
-        if settings.store.hasPrefix("sqlite:") {
-            return try SQLiteAliasStore(path: String(settings.store.dropFirst("sqlite:".count)))
+        try store(url: settings.store)
+    }
+
+    /// The store a `vault.store` value names: `sqlite:PATH` or `postgres://…`.
+    public static func store(url: String) throws -> any AliasStore {
+        if url.hasPrefix("sqlite:") {
+            return try SQLiteAliasStore(path: String(url.dropFirst("sqlite:".count)))
         }
-        if settings.store.hasPrefix("postgres://") || settings.store.hasPrefix("postgresql://") {
-            return try PostgreSQLAliasStore(url: settings.store)
+        if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+            return try PostgreSQLAliasStore(url: url)
         }
-        throw Error(description: "vault.store \(StoreURL.redacted(settings.store)): expected sqlite:PATH or postgres://…")
+        throw Error(description: "store \(StoreURL.redacted(url)): expected sqlite:PATH or postgres://…")
     }
 
     public static func open(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?)

@@ -220,4 +220,19 @@ public final class PostgreSQLAliasStore: AliasStore {
         }
         return unsigned.count
     }
+
+    public func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
+        var out: [StoredRecord] = []
+        for row in try db.query("SELECT id FROM records WHERE id COLLATE \"C\" > $1 ORDER BY id COLLATE \"C\" LIMIT $2", [.text(id ?? ""), .int(Int64(limit))]) {
+            guard let id = row.text(0) else { continue }
+            if let record = try readRecord(db.query("SELECT \(Self.recordColumns) FROM records WHERE id = $1", [.text(id)])) {
+                out.append(record)
+            }
+        }
+        return out
+    }
+
+    public func recordCount() throws(StoreError) -> Int {
+        Int(try db.query("SELECT count(*) FROM records").first?.int(0) ?? 0)
+    }
 }

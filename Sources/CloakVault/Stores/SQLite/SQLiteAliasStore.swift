@@ -209,4 +209,26 @@ public final class SQLiteAliasStore: AliasStore {
         }
         return unsigned.count
     }
+
+    public func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
+        let s = try db.statement("SELECT id FROM records WHERE id > ?1 ORDER BY id LIMIT ?2")
+        s.bind(1, id ?? "")
+        s.bind(2, Int64(limit))
+        var ids: [String] = []
+        while try s.step() { if let id = s.text(0) { ids.append(id) } }
+        s.finish()
+        var out: [StoredRecord] = []
+        for id in ids {
+            let r = try db.statement("SELECT \(Self.recordColumns) FROM records WHERE id = ?1")
+            r.bind(1, id)
+            if let record = try readRecord(r) { out.append(record) }
+        }
+        return out
+    }
+
+    public func recordCount() throws(StoreError) -> Int {
+        let s = try db.statement("SELECT count(*) FROM records")
+        defer { s.finish() }
+        return try s.step() ? Int(s.int64(0) ?? 0) : 0
+    }
 }

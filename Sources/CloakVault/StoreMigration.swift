@@ -1,0 +1,97 @@
+/// Copies every record of one store into another as it is: still sealed (never decrypted), with
+/// its fingerprint, aliases and their signatures, and the store's key-check value, so the same
+/// keys open the copy. Re-running it is safe: records already in the destination are skipped.
+public struct StoreMigration {
+    public struct Report: Sendable, Equatable {
+        public var copied = 0
+        public var skipped = 0
+        public var sourceRecords = 0
+        public var destinationRecords = 0
+    }
+
+    public enum Error: Swift.Error, CustomStringConvertible {
+        case differentKeys
+        case countMismatch(source: Int, destination: Int)
+        case store(StoreError)
+
+        public var description: String {
+            switch self {
+            case .differentKeys:
+                return "the destination already holds records sealed with other keys; nothing was copied"
+            case let .countMismatch(source, destination):
+                return "the destination holds \(destination) records after the copy, the source \(source): check both stores"
+            case let .store(error): return error.description
+            }
+        }
+    }
+
+    public let source: any AliasStore
+    public let destination: any AliasStore
+    /// Records per destination transaction.
+    public var batch = 500
+
+    public init(from source: any AliasStore, to destination: any AliasStore) {
+        self.source = source
+        self.destination = destination
+    }
+
+    /// Copies, then checks that the destination holds at least every source record.
+    public func run(progress: (Report) -> Void = { _ in }) throws(Error) -> Report {
+        var report = Report()
+        try copyMetadata()
+        do throws(StoreError) {
+            var after: String?
+            while true {
+                let page = try source.records(after: after, limit: batch)
+                guard let last = page.last else { break }
+                try destination.begin()
+                do throws(StoreError) {
+                    for record in page {
+                        if let first = record.aliases.first, try destination.record(alias: first.alias)?.id == record.id {
+                            report.skipped += 1
+                        } else {
+                            try destination.insert(record)
+                            report.copied += 1
+                        }
+                    }
+                    try destination.commit()
+                } catch {
+                    destination.rollback()
+                    throw error
+                }
+                after = last.id
+                progress(report)
+            }
+            report.sourceRecords = try source.recordCount()
+            report.destinationRecords = try destination.recordCount()
+        } catch {
+            throw .store(error)
+        }
+        guard report.destinationRecords >= report.sourceRecords else {
+            throw .countMismatch(source: report.sourceRecords, destination: report.destinationRecords)
+        }
+        return report
+    }
+
+    /// The key-check value goes along (a destination with another one is refused), and so does
+    /// the mark that every alias row is signed.
+    private func copyMetadata() throws(Error) {
+        var differentKeys = false
+        do throws(StoreError) {
+            try destination.begin()
+            for name in [Vault.keyCheckName, Vault.aliasesSignedName] {
+                guard let value = try source.metadata(name) else { continue }
+                if let existing = try destination.metadata(name) {
+                    if name == Vault.keyCheckName && existing != value { differentKeys = true }
+                } else {
+                    try destination.setMetadata(name, value)
+                }
+            }
+            if differentKeys { destination.rollback() } else { try destination.commit() }
+        } catch {
+            destination.rollback()
+            throw .store(error)
+        }
+        if differentKeys { throw .differentKeys }
+    }
+}
