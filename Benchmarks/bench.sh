@@ -11,6 +11,8 @@
 #   CLOAK_CONFIG     config passed to `cloak serve --config` (default config/cloak.yaml,
 #                    relative to the repo root)
 #   CLOAK_BIN        use this cloak binary instead of building one
+#   BENCH_POSTGRES   1 (default): also run the alias cases on PostgreSQL (a throwaway cluster from
+#                    scripts/postgres in the results folder); 0: SQLite only
 #
 # Raw wrk output, server logs and the summary table go to
 # Benchmarks/results/<timestamp>/. Every process the script starts is killed
@@ -125,6 +127,11 @@ cpu_ticks() {
     awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
+# utime + stime of every PostgreSQL process (its backends and helpers), in clock ticks.
+postgres_ticks() {
+    cat /proc/[0-9]*/stat 2>/dev/null | awk '$2 == "(postgres)" { s += $14 + $15 } END { print s + 0 }'
+}
+
 # Peak resident set size in MB (VmHWM from /proc/PID/status).
 peak_rss_mb() {
     awk '/^VmHWM:/ { printf "%.1f", $2 / 1024; found = 1 } END { if (!found) printf "n/a" }' \
@@ -152,11 +159,13 @@ SERVER_PID=""      # the server under test: its CPU time is read from /proc arou
 BASELINE_CPU=""    # C server CPU µs per request (set by the first run_case)
 CLK_TCK=$(getconf CLK_TCK)
 PROXY_AUTH=""      # Proxy-Authorization for the egress case
+BODY_TOKEN=""      # bearer token for body-file cases of the Vault API
+EXTRA_PIDS_TICKS="" # command printing more CPU ticks to count with the server's (PostgreSQL's)
 SERVER_LABEL=""    # prefix for result rows / file names
 BASELINE_RPS=""    # C server GET req/s (set by the first run_case)
 ROWS=()
 
-TABLE_FMT='%-28s %10s %8s %8s %8s %10s %8s %7s\n'
+TABLE_FMT='%-44s %10s %8s %8s %8s %10s %8s %7s\n'
 
 # run_case NAME METHOD PATH [BODY_FILE] [LUA_SCRIPT]
 #   Runs wrk against $BASE_URL$PATH and records a table row. With BODY_FILE
@@ -180,9 +189,10 @@ run_case() {
     elif [[ -n "$body" ]]; then
         [[ -r "$body" ]] || die "body file not readable: $body"
         wrk_args+=(-s "$POST_LUA")
-        env_args=(BODY_FILE="$body" METHOD="$method" PROXY_AUTH="$PROXY_AUTH")
+        env_args=(BODY_FILE="$body" METHOD="$method" PROXY_AUTH="$PROXY_AUTH" TOKEN="$BODY_TOKEN")
         curl_args+=(-H 'Content-Type: application/json' --data-binary "@$body")
         [[ -n "$PROXY_AUTH" ]] && curl_args+=(-H "Proxy-Authorization: $PROXY_AUTH")
+        [[ -n "$BODY_TOKEN" ]] && curl_args+=(-H "Authorization: Bearer $BODY_TOKEN")
     elif [[ "$method" != GET ]]; then
         wrk_args+=(-s "$POST_LUA")
         env_args=(BODY_FILE=/dev/null METHOD="$method")
@@ -203,8 +213,9 @@ run_case() {
         echo "# preflight HTTP status: ${status:-none}"
         [[ -n "$body" ]] && echo "# body: $body ($(wc -c <"$body") bytes)"
     } >"$file"
-    local ticks_before
+    local ticks_before extra_before=0
     ticks_before=$(cpu_ticks "$SERVER_PID")
+    [[ -z "$EXTRA_PIDS_TICKS" ]] || extra_before=$($EXTRA_PIDS_TICKS)
     env ${env_args[@]+"${env_args[@]}"} wrk "${wrk_args[@]}" "$url" >>"$file" 2>&1 &
     local wrk_pid=$!
     PIDS+=("$wrk_pid")
@@ -212,12 +223,20 @@ run_case() {
     wait "$wrk_pid" || rc=$?
     forget_pid "$wrk_pid"
     (( rc == 0 )) || { cat "$file" >&2; die "wrk failed (exit $rc) for $label"; }
-    local ticks_after requests cpu
+    local ticks_after requests cpu extra_after=0
     ticks_after=$(cpu_ticks "$SERVER_PID")
+    [[ -z "$EXTRA_PIDS_TICKS" ]] || extra_after=$($EXTRA_PIDS_TICKS)
     requests=$(awk '/requests in/ { print $1 }' "$file")
     cpu=$(awk -v t=$(( ticks_after - ticks_before )) -v hz="$CLK_TCK" -v n="$requests" \
         'BEGIN { printf "%.1f", (n > 0 ? t / hz * 1000000 / n : 0) }')
     echo "# server CPU: $(( ticks_after - ticks_before )) ticks for $requests requests = $cpu us/request" >>"$file"
+    if [[ -n "$EXTRA_PIDS_TICKS" ]]; then
+        local extra
+        extra=$(awk -v t=$(( extra_after - extra_before )) -v hz="$CLK_TCK" -v n="$requests" \
+            'BEGIN { printf "%.1f", (n > 0 ? t / hz * 1000000 / n : 0) }')
+        echo "# PostgreSQL CPU: $extra us/request" >>"$file"
+        label="$label (+pg $extra)"
+    fi
 
     local rps p50 p99 errors
     rps=$(awk '/^Requests\/sec:/ { print $2 }' "$file")
@@ -320,6 +339,10 @@ if (( ! C_ONLY )); then
     run_case "GET /healthz" GET /healthz
     run_case "POST validate" POST /forms/checkout/validate "$VALIDATE_BODY"
     run_case "POST /aliases (new)" POST /aliases "" "$BENCH_DIR/load/aliases.lua"
+    printf '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage":"PERSISTENT"}]}' >"$RESULTS_DIR/dedupe-body.json"
+    BODY_TOKEN=$BENCH_TOKEN
+    run_case "POST /aliases (dedupe)" POST /aliases "$RESULTS_DIR/dedupe-body.json"
+    BODY_TOKEN=""
     run_case "POST form aliases" POST /forms/checkout/aliases "$VALIDATE_BODY" "$BENCH_DIR/load/form-aliases.lua"
     run_case "POST /proxy -> C server" POST /proxy/bench "$BENCH_DIR/load/proxy-body.json"
     # Egress: one stored card's alias, revealed on the way to the C server on every request.
@@ -335,6 +358,35 @@ if (( ! C_ONLY )); then
     CLOAK_RSS=$(peak_rss_mb "$CLOAK_PID")
     stop_pid "$CLOAK_PID"
     forget_pid "$CLOAK_PID"
+
+    # The same alias cases on PostgreSQL: a throwaway cluster, one Cloak node on it.
+    if [[ "${BENCH_POSTGRES:-1}" == 1 ]]; then
+        PG_DIR="$RESULTS_DIR/postgres"
+        mkdir -p "$PG_DIR"
+        chmod 755 "$RESULTS_DIR" "$PG_DIR"
+        PG_URL=$(scripts/postgres start "$PG_DIR") || die "scripts/postgres could not start a cluster"
+        trap 'scripts/postgres stop "$PG_DIR"; cleanup' EXIT
+        CLOAK_PORT=$(free_port)
+        CLOAK_SERVER_LISTEN="$HOST:$CLOAK_PORT" CLOAK_SERVER_THREADS="$THREADS" CLOAK_VAULT_STORE="$PG_URL" \
+            CLOAK_VAULT_KEYS="file:$RESULTS_DIR/data/keys.json" \
+            "$CLOAK_BIN" serve --config "$BENCH_CONFIG" >"$RESULTS_DIR/cloak-postgres.log" 2>&1 &
+        CLOAK_PID=$!
+        PIDS+=("$CLOAK_PID")
+        wait_http "$CLOAK_PID" "http://$HOST:$CLOAK_PORT/readyz" 30 \
+            || { tail -n 50 "$RESULTS_DIR/cloak-postgres.log" >&2; die "cloak on PostgreSQL did not become ready"; }
+        BASE_URL="http://$HOST:$CLOAK_PORT"
+        SERVER_LABEL="cloak-pg"
+        SERVER_PID=$CLOAK_PID
+        EXTRA_PIDS_TICKS=postgres_ticks
+        run_case "POST /aliases (new)" POST /aliases "" "$BENCH_DIR/load/aliases.lua"
+        BODY_TOKEN=$BENCH_TOKEN
+        run_case "POST /aliases (dedupe)" POST /aliases "$RESULTS_DIR/dedupe-body.json"
+        BODY_TOKEN=""
+        EXTRA_PIDS_TICKS=""
+        stop_pid "$CLOAK_PID"
+        forget_pid "$CLOAK_PID"
+        scripts/postgres stop "$PG_DIR"
+    fi
 fi
 stop_pid "$C_PID"
 forget_pid "$C_PID"

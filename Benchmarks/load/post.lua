@@ -27,3 +27,8 @@ local proxy = os.getenv("PROXY_AUTH")
 if proxy ~= nil and proxy ~= "" then
    wrk.headers["Proxy-Authorization"] = proxy
 end
+-- Optional bearer token (the Vault API cases), from $TOKEN.
+local token = os.getenv("TOKEN")
+if token ~= nil and token ~= "" then
+   wrk.headers["Authorization"] = "Bearer " .. token
+end

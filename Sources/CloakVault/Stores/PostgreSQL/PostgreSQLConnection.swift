@@ -12,6 +12,9 @@ final class PostgreSQLConnection {
     private let url: String
     /// Rows changed by the last command.
     private(set) var changes = 0
+    /// Statements prepared on this connection, by SQL text: parsed and planned once, not per call
+    /// (about half of PostgreSQL's CPU per alias in the benchmark). Forgotten on reconnect.
+    private var prepared: [String: String] = [:]
 
     /// A parameter.
     enum Value {
@@ -86,6 +89,7 @@ final class PostgreSQLConnection {
     /// Reconnects after the server went away (the caller decides when, with backoff).
     func reconnect() -> Bool {
         if let conn { PQfinish(conn) }
+        prepared.removeAll()
         conn = Self.connect(url, connectTimeout: connectTimeout, failureTimeout: failureTimeout)
         return isConnected
     }
@@ -125,7 +129,8 @@ final class PostgreSQLConnection {
         }
         defer { pointers.forEach { $0?.deallocate() } }
         var constPointers = pointers.map { UnsafePointer($0) }
-        let result = PQexecParams(conn, sql, Int32(parameters.count), types, &constPointers, lengths, formats, 1)
+        let name = try statementName(sql, types: types)
+        let result = PQexecPrepared(conn, name, Int32(parameters.count), &constPointers, lengths, formats, 1)
         defer { PQclear(result) }
         try check(result, "query")
         changes = Int(String(cString: PQcmdTuples(result))) ?? 0
@@ -146,6 +151,18 @@ final class PostgreSQLConnection {
             rows.append(Row(columns: columns))
         }
         return rows
+    }
+
+    /// The prepared statement for `sql` (prepared now when new).
+    private func statementName(_ sql: String, types: [Oid]) throws(StoreError) -> String {
+        if let name = prepared[sql] { return name }
+        guard let conn else { throw .unavailable("not connected to PostgreSQL") }
+        let name = "cloak_\(prepared.count)"
+        let result = PQprepare(conn, name, sql, Int32(types.count), types)
+        defer { PQclear(result) }
+        try check(result, "prepare")
+        prepared[sql] = name
+        return name
     }
 
     /// Turns a failed result into a ``StoreError``: a unique violation on an alias is
