@@ -57,6 +57,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case fingerprintTaken
     /// The disk is full: nothing was written.
     case full
+    /// The server undid this request's work to break a deadlock with another writer (another
+    /// vault thread or node): running the request again can succeed.
+    case transient(String)
     /// Anything else: unreachable, corrupt, locked too long.
     case unavailable(String)
 
@@ -65,6 +68,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .aliasTaken: return "alias already issued"
         case .fingerprintTaken: return "the value was stored meanwhile by another writer"
         case .full: return "the store's disk is full"
+        case let .transient(reason): return "store conflict: \(reason)"
         case let .unavailable(reason): return "store unavailable: \(reason)"
         }
     }

@@ -1,6 +1,7 @@
 import CloakCore
 import CloakCrypto
 import Foundation
+import Synchronization
 
 /// One value to alias, as the Vault API and form tokenization ask for it. The value travels
 /// wrapped, so the request prints as `AliasRequest(UUID, PERSISTENT, value [redacted])`.
@@ -99,7 +100,11 @@ public final class Vault: Sendable {
     public let settings: Settings
     let keys: KeyRing
     let generator: AliasGenerator
-    private let executor: VaultExecutor
+    /// One executor per store connection: SQLite has one (one writer); a PostgreSQL vault has
+    /// several, each a thread with its own connection, racing one another exactly as separate
+    /// nodes do (unique constraints decide).
+    private let executors: [VaultExecutor]
+    private let nextExecutor = Atomic<Int>(0)
     let clock: @Sendable () -> Int64
 
     /// Alias candidates tried before giving up on a format whose space is nearly full.
@@ -116,29 +121,45 @@ public final class Vault: Sendable {
     /// any other ring is refused (records it sealed could not be read back, and new ones would be
     /// lost when the right key file returns).
     /// - Throws: ``VaultOpenError`` when the ring does not match the store, or the store fails.
-    public init(store: any AliasStore, keys: KeyRing, settings: Settings,
+    public convenience init(store: any AliasStore, keys: KeyRing, settings: Settings,
+                            clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
+        try self.init(stores: [store], keys: keys, settings: settings, clock: clock)
+    }
+
+    /// Opens the vault on several connections to one shared store (PostgreSQL): one executor
+    /// thread each; requests are spread over them.
+    public init(stores: [any AliasStore], keys: KeyRing, settings: Settings,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
+        precondition(!stores.isEmpty, "a vault needs a store")
         self.settings = settings
         self.keys = keys
         self.clock = clock
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
-        try Self.adopt(store, keys: keys)
-        self.executor = VaultExecutor(store: store) { store in
-            // Sweep expired VOLATILE records, 1,000 per transaction, until none is left (at most
-            // 50,000 per run, so a large backlog cannot hold up requests for long).
-            let now = clock()
-            for _ in 0..<50 {
-                do {
-                    try store.begin()
-                    let removed = try store.deleteExpired(now: now, limit: 1000)
-                    try store.commit()
-                    if removed < 1000 { return }
-                } catch {
-                    store.rollback()
-                    return
+        try Self.adopt(stores[0], keys: keys)
+        self.executors = stores.map { store in
+            VaultExecutor(store: store) { store in
+                // Sweep expired VOLATILE records, 1,000 per transaction, until none is left (at most
+                // 50,000 per run, so a large backlog cannot hold up requests for long).
+                let now = clock()
+                for _ in 0..<50 {
+                    do {
+                        try store.begin()
+                        let removed = try store.deleteExpired(now: now, limit: 1000)
+                        try store.commit()
+                        if removed < 1000 { return }
+                    } catch {
+                        store.rollback()
+                        return
+                    }
                 }
             }
         }
+    }
+
+    /// The executor for the next job (round robin).
+    private var executor: VaultExecutor {
+        executors.count == 1 ? executors[0]
+            : executors[nextExecutor.wrappingAdd(1, ordering: .relaxed).oldValue % executors.count]
     }
 
     /// Checks the ring against the store's check value (writing it on first use) and signs alias
@@ -171,7 +192,7 @@ public final class Vault: Sendable {
     }
 
     /// Finishes queued work and stops the executor.
-    public func close() { executor.close() }
+    public func close() { for executor in executors { executor.close() } }
 
     /// Checks every request can be represented, before anything is queued.
     public static func check(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws(VaultError) {

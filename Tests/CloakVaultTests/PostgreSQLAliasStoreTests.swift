@@ -53,6 +53,36 @@ struct PostgreSQLAliasStoreTests {
         try b.value.commit()
     }
 
+    @Test func aDeadlockBetweenWritersIsTransientForOneOfThem() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let a = Unchecked(try PostgreSQLAliasStore(url: url)), b = try PostgreSQLAliasStore(url: url)
+        let x = AliasStoreCompatSuite.fingerprint(1), y = AliasStoreCompatSuite.fingerprint(2)
+        try a.value.begin()
+        try a.value.insert(AliasStoreCompatSuite.record("a_x", fingerprint: x, aliases: [AliasStoreCompatSuite.alias("tok_a_x")]))
+        try b.begin()
+        try b.insert(AliasStoreCompatSuite.record("b_y", fingerprint: y, aliases: [AliasStoreCompatSuite.alias("tok_b_y")]))
+        // a waits for b's y while b waits for a's x: PostgreSQL breaks it by failing one of them.
+        let aError = Mutex<StoreError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            do throws(StoreError) {
+                try a.value.insert(AliasStoreCompatSuite.record("a_y", fingerprint: y, aliases: [AliasStoreCompatSuite.alias("tok_a_y")]))
+            } catch { aError.withLock { $0 = error } }
+            done.signal()
+        }.start()
+        usleep(200_000)
+        var bError: StoreError?
+        do throws(StoreError) {
+            try b.insert(AliasStoreCompatSuite.record("b_x", fingerprint: x, aliases: [AliasStoreCompatSuite.alias("tok_b_x")]))
+        } catch { bError = error }
+        if bError != nil { b.rollback() }  // lets a go on
+        done.wait()
+        let errors = [aError.withLock { $0 }, bError].compactMap { $0 }
+        #expect(errors.contains { if case .transient = $0 { return true }; return false }, "\(errors)")
+        a.value.rollback()
+        b.rollback()
+    }
+
     @Test func anAliasIssuedByAnotherNodeIsTaken() throws {
         let url = try PostgresTestCluster.freshDatabase()
         let a = try PostgreSQLAliasStore(url: url), b = try PostgreSQLAliasStore(url: url)

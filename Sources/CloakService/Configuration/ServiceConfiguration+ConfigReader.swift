@@ -12,7 +12,7 @@ extension ServiceConfiguration {
     ///   `server.max_connections` (4096), `server.drain_timeout_s` (10), `server.header_timeout_s` (10),
     ///   `server.body_timeout_s` (30), `server.tls.cert`, `server.tls.key`
     /// - `vault.environment` (sandbox), `vault.store` (sqlite:data/cloak.db), `vault.keys` (file:data/keys.json),
-    ///   `vault.volatile_ttl_s` (3600), `vault.max_batch` (100)
+    ///   `vault.volatile_ttl_s` (3600), `vault.max_batch` (100), `vault.connections` (4, PostgreSQL only)
     /// - `auth.open_tokenize` (true), `auth.tokens[]`: `id`, `sha256` (hex of the token's SHA-256), `scopes`,
     ///   `requests_per_minute`
     /// - `limits.anonymous`, `limits.token`: `requests_per_minute`, `burst`
@@ -64,7 +64,7 @@ extension ServiceConfiguration {
     static let overridable: [String: [String]] = [
         "server": ["listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
                    "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address"],
-        "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch"],
+        "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections"],
     ]
 
     static func overridePath(_ variable: String) -> [String]? {
@@ -134,7 +134,7 @@ extension ServiceConfiguration {
         }
 
         if let vault = r.mapping(top["vault"], at: "vault", allowed: [
-            "environment", "store", "keys", "volatile_ttl_s", "max_batch",
+            "environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections",
         ]) {
             if let v = r.string(vault["environment"], at: "vault.environment") {
                 if v.range(of: #"^(live|sandbox|LIVE|SANDBOX)+((-)+([a-zA-Z0-9]+)|)+\d*$"#, options: .regularExpression) != nil {
@@ -159,6 +159,7 @@ extension ServiceConfiguration {
             }
             if let v = r.int(vault["volatile_ttl_s"], at: "vault.volatile_ttl_s", min: 1, max: 31_536_000) { config.vault.volatileTTLSeconds = v }
             if let v = r.int(vault["max_batch"], at: "vault.max_batch", min: 1, max: 10_000) { config.vault.maxBatch = v }
+            if let v = r.int(vault["connections"], at: "vault.connections", min: 1, max: 64) { config.vault.connections = v }
         }
 
         readAuth(top["auth"], into: &config, r)

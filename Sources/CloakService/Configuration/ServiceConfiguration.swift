@@ -40,6 +40,8 @@ public struct ServiceConfiguration: Sendable {
         public var keys: String = "file:data/keys.json"
         public var volatileTTLSeconds: Int = 3600
         public var maxBatch: Int = 100
+        /// Connections (each with its own vault thread) to a PostgreSQL store; SQLite uses one.
+        public var connections: Int = 4
         public init() {}
     }
 

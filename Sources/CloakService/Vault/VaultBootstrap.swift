@@ -57,7 +57,13 @@ public enum VaultBootstrap {
     {
         let store = try store(settings)
         let keys = try keyRing(settings, environment: environment, logger: logger, store: store)
-        return try Vault(store: store, keys: keys, settings: .init(
+        // A shared store takes several connections, each with its own vault thread: one thread's
+        // round trips to the server no longer bound the whole node. SQLite has one writer.
+        var stores = [store]
+        if store is PostgreSQLAliasStore {
+            for _ in 1..<max(1, settings.connections) { stores.append(try self.store(settings)) }
+        }
+        return try Vault(stores: stores, keys: keys, settings: .init(
             environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds, maxBatch: settings.maxBatch))
     }
 }

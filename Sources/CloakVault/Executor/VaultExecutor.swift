@@ -84,6 +84,23 @@ final class VaultExecutor: @unchecked Sendable {
         }
     }
 
+    /// Runs one job in its savepoint. A deadlock the server broke by undoing this job's work
+    /// (another vault thread or node writing the same values in another order) is retried once.
+    private func run(_ job: Job) throws -> @Sendable () -> Void {
+        for attempt in 0..<2 {
+            do {
+                try store.savepoint()
+                let deliver = try job.body(store)
+                try store.releaseSavepoint()
+                return deliver
+            } catch let error as StoreError {
+                guard case .transient = error, attempt == 0, store.isInTransaction else { throw error }
+                store.rollbackToSavepoint()
+            }
+        }
+        throw StoreError.unavailable("a write conflict persisted")
+    }
+
     private func runBatch(_ jobs: [Job]) {
         do {
             try store.begin()
@@ -98,10 +115,7 @@ final class VaultExecutor: @unchecked Sendable {
             let job = jobs[index]
             index += 1
             do {
-                try store.savepoint()
-                let deliver = try job.body(store)
-                try store.releaseSavepoint()
-                committed.append((deliver, job.fail))
+                committed.append((try run(job), job.fail))
             } catch {
                 store.rollbackToSavepoint()
                 failed.append((job, error))

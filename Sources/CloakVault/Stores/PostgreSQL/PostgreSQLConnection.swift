@@ -181,6 +181,7 @@ final class PostgreSQLConnection {
             throw .fingerprintTaken
         case "23505": throw .aliasTaken
         case "53100": throw .full
+        case "40P01", "40001": throw .transient("\(primary) (SQLSTATE \(state))")
         default: throw .unavailable("\(what): \(primary)\(state.isEmpty ? "" : " (SQLSTATE \(state))")")
         }
     }
