@@ -211,6 +211,34 @@ import Testing
         #expect(f.upstream.received.isEmpty)
     }
 
+    /// Malformed, hostile and oversized credentials: 407, nothing forwarded, never a crash.
+    @Test(arguments: [
+        "Basic", "Basic ", "Basic !!!not-base64!!!", "Basic " + Data("no-colon".utf8).base64EncodedString(),
+        "Basic " + Data(":\(EgressFixture.egressToken)".utf8).base64EncodedString(),
+        "Basic " + Data([0xFF, 0xFE, 0x3A, 0x00]).base64EncodedString(), "Bearer", "Bearer  ", "Digest username=egress",
+        "Bearer " + String(repeating: "A", count: 8000), "basic\t" + Data("egress:x".utf8).base64EncodedString(),
+    ])
+    func malformedProxyCredentialsAre407(header: String) throws {
+        let f = try EgressFixture()
+        defer { f.stop() }
+        let r = try f.server.client().request("POST", "/egress/psp/v1/charges", json: "{}", headers: [("Proxy-Authorization", header)])
+        #expect(r.status == 407 && r.errorCode == 1300, "\(r.status) \(r.text)")
+        #expect(f.upstream.received.isEmpty)
+    }
+
+    /// CONNECT targets that are not host:port: refused before any tunnel, the server unharmed.
+    @Test(arguments: ["127.0.0.1", ":443", "127.0.0.1:0", "127.0.0.1:99999", "[::1", "user@127.0.0.1:443", "/path"])
+    func malformedConnectTargetsOpenNoTunnel(target: String) throws {
+        let f = try EgressFixture()
+        defer { f.stop() }
+        let client = try RawHTTPClient(port: f.egressPort)
+        try client.send("CONNECT \(target) HTTP/1.1\r\nHost: x\r\nProxy-Authorization: \(f.basicCredentials)\r\n\r\n")
+        let r = try? client.readResponse()
+        #expect(r.map { $0.status >= 400 } ?? true, "\(r?.status ?? 0)")
+        #expect(RawHTTPClient.waitUntil(port: f.egressPort, path: "/", answers: 400), "the door still answers")
+        #expect(f.upstream.received.isEmpty)
+    }
+
     @Test func absoluteFormHTTPSIsRefusedOnTheForwardDoor() throws {
         let f = try EgressFixture()
         defer { f.stop() }

@@ -1,4 +1,5 @@
 import CLibevent
+import CloakCore
 import COpenSSL
 import Foundation
 
@@ -57,7 +58,7 @@ extension LoopWorker {
 
     private static func connectError(_ status: Int, _ message: String) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")],
-                     body: Array(#"{"error":{"code":1002,"type":"malformedRequest","description":"\#(message)"}}"#.utf8))
+                     body: JSONWriter.encode(CloakError.malformed(message).body))
     }
 
     /// The parsed target of an absolute-form request (`POST http://host:port/path`).

@@ -28,8 +28,14 @@ final class TunnelFilter {
     private var kick: OpaquePointer?
     private var handshakeDone = false
     static let chunk = 16 * 1024
+    /// One buffer per connection for bytes between libevent and OpenSSL (never reallocated per
+    /// call), and one evbuffer for ciphertext on its way to the socket.
+    private let scratch = UnsafeMutableRawPointer.allocate(byteCount: TunnelFilter.chunk, alignment: 16)
+    private let ciphertext = evbuffer_new()
 
     deinit {
+        scratch.deallocate()
+        if let ciphertext { evbuffer_free(ciphertext) }
         if let kick { event_free(kick) }
         switch mode {
         case let .granted(ssl), let .tls(ssl): SSL_free(ssl)
@@ -106,18 +112,16 @@ final class TunnelFilter {
             return input(src, dst)
         case let .tls(ssl):
             // Ciphertext into OpenSSL, plaintext out to evhttp.
-            var buffer = [UInt8](repeating: 0, count: Self.chunk)
             while evbuffer_get_length(src) > 0 {
-                let n = buffer.withUnsafeMutableBytes { Int(evbuffer_remove(src, $0.baseAddress, Self.chunk)) }
+                let n = Int(evbuffer_remove(src, scratch, Self.chunk))
                 guard n > 0 else { break }
-                let written = buffer.withUnsafeBytes { BIO_write(SSL_get_rbio(ssl), $0.baseAddress, Int32(n)) }
-                guard written == n else { return fail() }
+                guard BIO_write(SSL_get_rbio(ssl), scratch, Int32(n)) == n else { return fail() }
             }
             var produced = false
             while true {
-                let n = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(Self.chunk)) }
+                let n = SSL_read(ssl, scratch, Int32(Self.chunk))
                 if n > 0 {
-                    evbuffer_add(dst, buffer, Int(n))
+                    evbuffer_add(dst, scratch, Int(n))
                     produced = true
                     continue
                 }
@@ -148,11 +152,10 @@ final class TunnelFilter {
             return BEV_ERROR
         case let .tls(ssl):
             guard handshakeDone else { return BEV_NEED_MORE }
-            var buffer = [UInt8](repeating: 0, count: Self.chunk)
             while evbuffer_get_length(src) > 0 {
-                let n = buffer.withUnsafeMutableBytes { Int(evbuffer_copyout(src, $0.baseAddress, Self.chunk)) }
+                let n = Int(evbuffer_copyout(src, scratch, Self.chunk))
                 guard n > 0 else { break }
-                let written = buffer.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32(n)) }
+                let written = SSL_write(ssl, scratch, Int32(n))
                 guard written > 0 else { return fail() }
                 evbuffer_drain(src, Int(written))
                 flushCiphertext(ssl, into: dst)
@@ -163,16 +166,16 @@ final class TunnelFilter {
 
     /// Moves what OpenSSL wrote (handshake records, alerts, data) to the socket.
     private func flushCiphertext(_ ssl: OpaquePointer, into dst: OpaquePointer? = nil) {
-        guard let wbio = SSL_get_wbio(ssl), let scratch = evbuffer_new() else { return }
-        defer { evbuffer_free(scratch) }
-        var buffer = [UInt8](repeating: 0, count: Self.chunk)
+        guard let wbio = SSL_get_wbio(ssl), let ciphertext else { return }
         while BIO_ctrl_pending(wbio) > 0 {
-            let n = buffer.withUnsafeMutableBytes { BIO_read(wbio, $0.baseAddress, Int32(Self.chunk)) }
+            let n = BIO_read(wbio, scratch, Int32(Self.chunk))
             guard n > 0 else { break }
-            evbuffer_add(scratch, buffer, Int(n))
+            evbuffer_add(ciphertext, scratch, Int(n))
         }
         if let target = dst ?? filter.flatMap({ bufferevent_get_underlying($0) }).flatMap({ bufferevent_get_output($0) }) {
-            deliver(scratch, target)
+            deliver(ciphertext, target)
+        } else {
+            evbuffer_drain(ciphertext, evbuffer_get_length(ciphertext))
         }
     }
 

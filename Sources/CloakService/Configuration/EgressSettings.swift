@@ -50,11 +50,4 @@ public struct EgressRoute: Sendable {
     public func allows(method: String, path: String) -> Bool {
         methods.contains(method) && paths.contains { $0.matches(path) }
     }
-
-    /// `scheme://host[:port]`, as configured (for logs: holds no secret).
-    public var upstreamDescription: String {
-        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
-        let defaultPort = (scheme == .https && port == 443) || (scheme == .http && port == 80)
-        return "\(scheme.rawValue)://\(host)\(defaultPort ? "" : ":\(port)")"
-    }
 }

@@ -77,10 +77,6 @@ struct EgressHandler: Sendable {
         settings.routes.contains { $0.scheme == .https && $0.host == host.lowercased() && $0.port == port && identity.mayUseEgress($0.id) }
     }
 
-    static func routesGo(to host: String, port: Int, in settings: EgressSettings) -> Bool {
-        settings.routes.contains { $0.scheme == .https && $0.host == host.lowercased() && $0.port == port }
-    }
-
     private func forward(_ request: HTTPRequest, route: EgressRoute, path: String) -> Reply {
         let start = DispatchTime.now().uptimeNanoseconds
         guard route.allows(method: request.method.rawValue, path: path) else {
@@ -98,7 +94,9 @@ struct EgressHandler: Sendable {
         let target = path + (request.query.map { "?" + HTTPSyntax.safeQuery($0) } ?? "")
         // Authorization (the provider's API key) goes upstream untouched; Proxy-Authorization is
         // hop-by-hop and never does.
-        let headers = withoutHopByHop(request.headers).filter { !["host", "content-length"].contains($0.name.lowercased()) }
+        let headers = withoutHopByHop(request.headers).filter {
+            !$0.name.caseInsensitiveEquals("host") && !$0.name.caseInsensitiveEquals("content-length")
+        }
         let caller = AliasCaller(mayReveal: false, anonymous: false)
         let exchange = TransformedExchange(
             vault: vault, request: route.requestOperations, response: route.responseOperations, requestCaller: caller,
