@@ -5,7 +5,8 @@ import Foundation
 /// Numeral strings are arrays of numeral values (0 to radix-1); ``FF1/Alphabet`` maps text to
 /// numerals. Any radix 2…62 and AES-128/192/256 keys are supported. Arithmetic is done on byte
 /// strings (no big-integer type): `NUM_radix` multiplies into `b` bytes, and `y mod radix^m` is
-/// read off by repeated division of `S`, so every length works.
+/// read off by repeated division of `S`, so every length works. Halves that fit in 32 bits take
+/// the word path (`FF1+Words.swift`).
 ///
 /// ```swift
 /// let ff1 = try FF1(key: SymmetricKey(keyBytes), radix: 10)
@@ -13,7 +14,7 @@ import Foundation
 /// ```
 public final class FF1: Sendable {
     public let radix: Int
-    private let cipher: AESBlockCipher
+    let cipher: AESBlockCipher
 
     public struct InputError: Error, Sendable, Equatable, CustomStringConvertible {
         public let description: String
@@ -47,7 +48,9 @@ public final class FF1: Sendable {
         return (bits + 7) / 8
     }
 
-    private func run(_ x: [UInt8], tweak: [UInt8], decrypting: Bool) throws(InputError) -> [UInt8] {
+    /// - Parameter words: take the word path when the halves fit (false only in the test that
+    ///   checks both paths agree).
+    func run(_ x: [UInt8], tweak: [UInt8], decrypting: Bool, words: Bool = true) throws(InputError) -> [UInt8] {
         let n = x.count
         guard n >= 2 else { throw InputError(description: "FF1 needs at least 2 numerals") }
         guard n <= 1 << 20, tweak.count <= 1 << 20 else { throw InputError(description: "FF1 input too long") }
@@ -56,6 +59,15 @@ public final class FF1: Sendable {
         }
         let u = n / 2, v = n - u
         let b = Self.byteLength(numerals: v, radix: radix)
+        // When radix^v < 2^32 (up to 9 decimal digits a half: card numbers, SSNs) the halves fit
+        // in machine words: ``runWords`` keeps them as numbers across the rounds.
+        let r64 = UInt64(radix)
+        var powerV: UInt64 = 1
+        for _ in 0..<v where powerV < 1 << 32 { powerV *= r64 }
+        if words && powerV < 1 << 32 {
+            let powerU = (0..<u).reduce(UInt64(1)) { p, _ in p * r64 }
+            return runWords(x, tweak: tweak, decrypting: decrypting, u: u, v: v, b: b, powerU: powerU, powerV: powerV)
+        }
         let d = 4 * ((b + 3) / 4) + 4
         let t = tweak.count
         let padding = ((-(t + b + 1)) % 16 + 16) % 16
@@ -69,55 +81,36 @@ public final class FF1: Sendable {
             base.initialize(repeating: 0, count: total)
             let p = base, q = p + 16, r = q + qLength, s = r + 16, work = s + sLength
             var a = work + d, bb = a + n, c = bb + n
-            // P = [1]¹ [2]¹ [1]¹ [radix]³ [10]¹ [u mod 256]¹ [n]⁴ [t]⁴
-            (p[0], p[1], p[2], p[3], p[4], p[5]) = (1, 2, 1, UInt8(radix >> 16 & 0xFF), UInt8(radix >> 8 & 0xFF), UInt8(radix & 0xFF))
-            (p[6], p[7], p[8], p[9], p[10], p[11]) = (10, UInt8(u % 256), UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF),
-                                                      UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF))
-            (p[12], p[13], p[14], p[15]) = (UInt8(t >> 24 & 0xFF), UInt8(t >> 16 & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t & 0xFF))
+            Self.writeP(p, radix: radix, u: u, n: n, t: t)
             // Q = T ‖ [0]^((−t−b−1) mod 16) ‖ [i]¹ ‖ [NUM_radix(B)]^b
             for i in 0..<t { q[i] = tweak[i] }
             for i in 0..<u { a[i] = x[i] }
             for i in 0..<v { bb[i] = x[u + i] }
             var aLength = u, bLength = v
-            // Fast path: when radix^v < 2^32, numbers fit in machine words, so NUM, the
-            // reduction of y and STR need a handful of divisions instead of one per numeral
-            // per word. Both paths compute the same values (tests run inputs of both sizes).
-            let r64 = UInt64(radix)
-            var powerV: UInt64 = 1
-            for _ in 0..<v where powerV < 1 << 32 { powerV *= r64 }
-            let fast = powerV < 1 << 32 && d <= 16
-            let powerU: UInt64 = fast ? (0..<u).reduce(1) { p, _ in p * r64 } : 0
 
             return cipher.withEncryptor { encrypt in
                 encrypt(p)  // CIPH_K(P): the CBC-MAC state after P, the same every round
+                let cbcState = Self.block(p)
                 for step in 0..<10 {
                     let i = decrypting ? 9 - step : step
                     let m = i % 2 == 0 ? u : v
                     q[t + padding] = UInt8(i)
-                    if fast {
-                        let numerals = decrypting ? a : bb
-                        var value: UInt64 = 0
-                        for k in 0..<(decrypting ? aLength : bLength) { value = value * r64 + UInt64(numerals[k]) }
-                        let out = q + t + padding + 1
-                        for k in 0..<b { out[b - 1 - k] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(k))) }
-                    } else {
-                        Self.numRadix(decrypting ? a : bb, count: decrypting ? aLength : bLength, radix: radix,
-                                      into: q + t + padding + 1, length: b)
-                    }
+                    Self.numRadix(decrypting ? a : bb, count: decrypting ? aLength : bLength, radix: radix,
+                                  into: q + t + padding + 1, length: b)
                     // R = PRF(P ‖ Q)
-                    for j in 0..<16 { r[j] = p[j] }
+                    Self.setBlock(r, cbcState)
                     var offset = 0
                     while offset < qLength {
-                        for j in 0..<16 { r[j] ^= q[offset + j] }
+                        Self.setBlock(r, Self.block(r) ^ Self.block(q + offset))
                         encrypt(r)
                         offset += 16
                     }
                     // S = R ‖ CIPH(R ⊕ [1]¹⁶) ‖ CIPH(R ⊕ [2]¹⁶) ‖ …, first d bytes
-                    for j in 0..<16 { s[j] = r[j] }
+                    Self.setBlock(s, Self.block(r))
                     var block = 1
                     while block * 16 < d {
                         let e = s + block * 16
-                        for j in 0..<16 { e[j] = r[j] }
+                        Self.setBlock(e, Self.block(r))
                         var counter = block, k = 15
                         while counter > 0 && k >= 0 {
                             e[k] ^= UInt8(counter & 0xFF)
@@ -128,29 +121,8 @@ public final class FF1: Sendable {
                         block += 1
                     }
                     // c = (NUM_radix(A) ± y) mod radix^m, written to C as m numerals
-                    let source = decrypting ? bb : a
-                    if fast {
-                        let modulus = m == u ? powerU : powerV
-                        var y: UInt64 = 0
-                        var w = 0
-                        while w < d {
-                            let word = UInt64(s[w]) << 24 | UInt64(s[w + 1]) << 16 | UInt64(s[w + 2]) << 8 | UInt64(s[w + 3])
-                            y = (y << 32 | word) % modulus
-                            w += 4
-                        }
-                        var x: UInt64 = 0
-                        for k in 0..<m { x = x * r64 + UInt64(source[k]) }
-                        var value = decrypting ? (x + modulus - y) % modulus : (x + y) % modulus
-                        var k = m - 1
-                        while k >= 0 {
-                            c[k] = UInt8(truncatingIfNeeded: value % r64)
-                            value /= r64
-                            k -= 1
-                        }
-                    } else {
-                        for j in 0..<d { work[j] = s[j] }
-                        Self.combine(source, m, yBytes: work, yLength: d, radix: radix, subtract: decrypting, into: c)
-                    }
+                    for j in 0..<d { work[j] = s[j] }
+                    Self.combine(decrypting ? bb : a, m, yBytes: work, yLength: d, radix: radix, subtract: decrypting, into: c)
                     if decrypting {
                         // B = A; A = C
                         let oldB = bb
@@ -173,6 +145,14 @@ public final class FF1: Sendable {
                 }
             }
         }
+    }
+
+    /// P = [1]¹ [2]¹ [1]¹ [radix]³ [10]¹ [u mod 256]¹ [n]⁴ [t]⁴
+    static func writeP(_ p: UnsafeMutablePointer<UInt8>, radix: Int, u: Int, n: Int, t: Int) {
+        (p[0], p[1], p[2], p[3], p[4], p[5]) = (1, 2, 1, UInt8(radix >> 16 & 0xFF), UInt8(radix >> 8 & 0xFF), UInt8(radix & 0xFF))
+        (p[6], p[7], p[8], p[9], p[10], p[11]) = (10, UInt8(u % 256), UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF),
+                                                  UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF))
+        (p[12], p[13], p[14], p[15]) = (UInt8(t >> 24 & 0xFF), UInt8(t >> 16 & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t & 0xFF))
     }
 
     /// Writes NUM_radix of `count` numerals big-endian into `out[0..<length]`.

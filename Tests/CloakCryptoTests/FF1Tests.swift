@@ -66,6 +66,25 @@ func hex(_ s: String) -> [UInt8] {
         }
     }
 
+    @Test(arguments: [2, 10, 16, 36, 62])
+    func theWordPathAndTheGeneralPathAgree(radix: Int) throws {
+        // The word path (halves below 2^32) must give exactly the general path's numerals.
+        var generator = SystemRandomNumberGenerator()
+        for keySize in [16, 32] {
+            let ff1 = try FF1(key: SymmetricKey.random(count: keySize), radix: radix)
+            for length in 2...19 {
+                for _ in 0..<8 {
+                    let plain = (0..<length).map { _ in UInt8.random(in: 0..<UInt8(radix), using: &generator) }
+                    let tweak = SecureRandom.bytes(Int.random(in: 0...40))
+                    let word = try ff1.run(plain, tweak: tweak, decrypting: false)
+                    #expect(word == (try ff1.run(plain, tweak: tweak, decrypting: false, words: false)), "radix \(radix) length \(length)")
+                    #expect(try ff1.run(word, tweak: tweak, decrypting: true) == plain)
+                    #expect(try ff1.run(word, tweak: tweak, decrypting: true, words: false) == plain)
+                }
+            }
+        }
+    }
+
     @Test func isAPermutationOfASmallDomain() throws {
         // Every 3-digit decimal string maps to a distinct 3-digit string.
         let ff1 = try FF1(key: SymmetricKey.random(), radix: 10)
