@@ -17,20 +17,49 @@ struct PreparedAlias: Sendable {
 }
 
 extension Vault {
-    /// Fingerprints, seals and makes each value's first candidate. Runs on the caller's thread.
-    func prepare(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws(VaultError) -> [PreparedAlias] {
+    /// The deduplication key of a request's value: PERSISTENT values of token holders only.
+    /// VOLATILE values are never deduplicated: with a 1,000-value CVC space, anyone allowed to
+    /// alias could otherwise build a table from alias to CVC, and aliasing again would keep a CVC
+    /// alive past its TTL. Anonymous callers are never deduplicated (see AliasCaller.anonymous).
+    func fingerprint(_ request: AliasRequest, caller: AliasCaller) -> [UInt8]? {
+        guard request.storage == .persistent && caller.deterministic else { return nil }
+        return Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array("cloak/v1/value\0".utf8) + Array(request.value.utf8))
+    }
+
+    /// The answer when every value is PERSISTENT and remembered with an alias in its format; nil
+    /// otherwise (the vault thread then answers all of them). The same answer the store path gives.
+    func cachedAnswer(_ requests: [AliasRequest], fingerprints: [[UInt8]?], caller: AliasCaller,
+                      cache: DedupeCache) -> [RevealedRecord]? {
+        var out: [RevealedRecord] = []
+        out.reserveCapacity(requests.count)
+        let now = clock()
+        for (request, fingerprint) in zip(requests, fingerprints) {
+            guard let fingerprint, let entry = cache.entry(fingerprint),
+                let alias = entry.alias(request.format, luhnValid: request.luhnValid)
+            else { return nil }
+            if caller.mayReveal {
+                out.append(RevealedRecord(value: request.value, aliases: entry.issuedAliases, storage: .persistent,
+                                          classifiers: entry.classifiers, createdAt: entry.createdAt))
+            } else {
+                out.append(RevealedRecord(
+                    value: request.value, aliases: [IssuedAlias(alias: alias.alias, format: alias.format, luhnValid: alias.luhnValid)],
+                    storage: request.storage, classifiers: request.classifiers, createdAt: now))
+            }
+        }
+        return out
+    }
+
+    /// Seals and makes each value's first candidate. Runs on the caller's thread.
+    func prepare(_ requests: [AliasRequest], fingerprints: [[UInt8]?]? = nil, caller: AliasCaller = .trusted)
+        throws(VaultError) -> [PreparedAlias]
+    {
         let key = keys.current
         let now = clock()
         var out: [PreparedAlias] = []
         out.reserveCapacity(requests.count)
-        for request in requests {
+        for (index, request) in requests.enumerated() {
             let value = Array(request.value.utf8)
-            // PERSISTENT values are deduplicated by a keyed fingerprint. VOLATILE ones never are:
-            // with a 1,000-value CVC space, anyone allowed to alias could otherwise build a table
-            // from alias to CVC, and aliasing again would keep a CVC alive past its TTL.
-            // Anonymous callers are never deduplicated (see AliasCaller.anonymous).
-            let fingerprint = request.storage == .persistent && caller.deterministic
-                ? Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array("cloak/v1/value\0".utf8) + value) : nil
+            let fingerprint = fingerprints.map { $0[index] } ?? self.fingerprint(request, caller: caller)
             let salt: UInt32 = caller.deterministic ? 0 : UInt32.random(in: 1...UInt32.max)
             let id = "rec_" + Base58.encode(SecureRandom.bytes(16), width: 22)
             let sealed: AESGCM.SealedBox
@@ -53,10 +82,17 @@ extension Vault {
         return out
     }
 
+    /// What a create job gives back: the answers, and the records as stored (for the cache).
+    struct Created: Sendable {
+        var answers: [RevealedRecord] = []
+        var records: [StoredRecord] = []
+    }
+
     /// On the executor thread: finds or inserts each record and gives it the alias asked for.
-    func create(_ prepared: [PreparedAlias], caller: AliasCaller, in store: any AliasStore) throws -> [RevealedRecord] {
+    func create(_ prepared: [PreparedAlias], caller: AliasCaller, in store: any AliasStore) throws -> Created {
         var out: [RevealedRecord] = []
         out.reserveCapacity(prepared.count)
+        var records: [StoredRecord] = []
         for (index, item) in prepared.enumerated() {
             let request = item.request
             var record: StoredRecord
@@ -72,6 +108,7 @@ extension Vault {
                     round += 1
                 }
             }
+            if cache != nil { records.append(record) }
             if caller.mayReveal {
                 out.append(RevealedRecord(value: request.value, aliases: record.aliases, storage: record.storage,
                                           classifiers: record.classifiers, createdAt: record.createdAt))
@@ -81,7 +118,7 @@ extension Vault {
                                           classifiers: request.classifiers, createdAt: item.newRecord.createdAt))
             }
         }
-        return out
+        return Created(answers: out, records: records)
     }
 
     /// The value's record (found by fingerprint, else inserted) and its alias in the asked format.

@@ -90,10 +90,15 @@ public final class Vault: Sendable {
         public var environment: String
         public var volatileTTLSeconds: Int
         public var maxBatch: Int
-        public init(environment: String = "sandbox", volatileTTLSeconds: Int = 3600, maxBatch: Int = 100) {
+        /// Records remembered by fingerprint so a stored value's alias is answered without the
+        /// store (``DedupeCache``); 0: none. Only for a vault that is its store's one writer.
+        public var dedupeCacheEntries: Int
+        public init(environment: String = "sandbox", volatileTTLSeconds: Int = 3600, maxBatch: Int = 100,
+                    dedupeCacheEntries: Int = 0) {
             self.environment = environment
             self.volatileTTLSeconds = volatileTTLSeconds
             self.maxBatch = maxBatch
+            self.dedupeCacheEntries = dedupeCacheEntries
         }
     }
 
@@ -105,6 +110,8 @@ public final class Vault: Sendable {
     /// nodes do (unique constraints decide).
     private let executors: [VaultExecutor]
     private let nextExecutor = Atomic<Int>(0)
+    /// Set when the vault is its store's one writer (one connection) and the settings ask for it.
+    let cache: DedupeCache?
     let clock: @Sendable () -> Int64
 
     /// Alias candidates tried before giving up on a format whose space is nearly full.
@@ -136,6 +143,7 @@ public final class Vault: Sendable {
         self.clock = clock
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
         try Self.adopt(stores[0], keys: keys)
+        self.cache = stores.count == 1 && settings.dedupeCacheEntries > 0 ? DedupeCache(capacity: settings.dedupeCacheEntries) : nil
         self.executors = stores.map { store in
             VaultExecutor(store: store) { store in
                 // Sweep expired VOLATILE records, 1,000 per transaction, until none is left (at most
@@ -210,14 +218,25 @@ public final class Vault: Sendable {
 
     /// Aliases every value (all or none), deduplicating PERSISTENT ones. What the answer shows
     /// of a value already stored depends on `caller` (see ``AliasCaller/mayReveal``).
+    ///
+    /// Values the ``DedupeCache`` knows are answered at once, on the calling thread; anything
+    /// else goes to the vault thread, and `completion` runs there after the commit.
     public func createAliases(_ requests: [AliasRequest], caller: AliasCaller = .trusted,
                               completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void) {
         let prepared: [PreparedAlias]
         do {
             try Self.check(requests, caller: caller)
-            prepared = try prepare(requests, caller: caller)
+            let fingerprints = requests.map { fingerprint($0, caller: caller) }
+            if let cache, let answer = cachedAnswer(requests, fingerprints: fingerprints, caller: caller, cache: cache) {
+                return completion(.success(answer))
+            }
+            prepared = try prepare(requests, fingerprints: fingerprints, caller: caller)
         } catch { return completion(.failure(error)) }
-        executor.submit({ [self] store in try create(prepared, caller: caller, in: store) }, completion: { completion(Self.map($0)) })
+        executor.submit({ [self] store in try create(prepared, caller: caller, in: store) }, completion: { [cache] result in
+            // After the commit, on the vault thread: what was read or written is remembered.
+            if let cache, case let .success(created) = result { for record in created.records { cache.remember(record) } }
+            completion(Self.map(result.map(\.answers)))
+        })
     }
 
     /// Reveals each alias found (expired ones are not found).
@@ -234,8 +253,9 @@ public final class Vault: Sendable {
     /// Deletes an alias (and its value once no alias is left).
     public func delete(_ alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
         executor.submit({ [self] store in
-            guard try liveRecord(alias, in: store) != nil, try store.deleteAlias(alias) else { throw VaultError.notFound }
-        }, completion: { completion(Self.map($0)) })
+            guard let record = try liveRecord(alias, in: store), try store.deleteAlias(alias) else { throw VaultError.notFound }
+            return record.fingerprint
+        }, completion: { [cache] result in completion(Self.map(Self.forgetting(result, cache))) })
     }
 
     /// Replaces the classifiers of the record an alias belongs to.
@@ -243,7 +263,15 @@ public final class Vault: Sendable {
         executor.submit({ [self] store in
             guard let record = try liveRecord(alias, in: store) else { throw VaultError.notFound }
             try store.setClassifiers(classifiers, recordID: record.id)
-        }, completion: { completion(Self.map($0)) })
+            return record.fingerprint
+        }, completion: { [cache] result in completion(Self.map(Self.forgetting(result, cache))) })
+    }
+
+    /// After a committed change to a record: the cache forgets it before the caller hears of the
+    /// change. Completions run in commit order, so an earlier job of the same batch that
+    /// remembered the record cannot bring it back.
+    private static func forgetting(_ result: Result<[UInt8]?, any Error>, _ cache: DedupeCache?) -> Result<Void, any Error> {
+        result.map { fingerprint in cache?.forget(fingerprint) }
     }
 
     /// Answers when the store does.

@@ -83,7 +83,7 @@ public final class CloakService: Sendable {
     /// Marks the service as draining: `/readyz` answers 503 so balancers stop sending traffic.
     public func beginDraining() { isDraining.store(true, ordering: .relaxed) }
 
-    /// The ``HTTPDeferredHandler`` for the server: answers now, or from the vault's thread later.
+    /// The ``HTTPDeferredHandler`` for the server: answers now, or later on the request's loop.
     public func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
         let start = DispatchTime.now().uptimeNanoseconds
         var template = "-"
@@ -183,33 +183,34 @@ public final class CloakService: Sendable {
         case .readyz:
             if isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
             guard let vault else { return .now(HealthHandler.ready) }
+            let client = VaultClient(vault: vault, loop: request.loop)
             return .later { finish in
-                vault.ping { result in
+                client.ping { result in
                     if case .success = result { finish(HealthHandler.ready) } else { finish(HealthHandler.storeDown) }
                 }
             }
         case .validate:
             return .now(try ValidateHandler(context: context).handle(request, form: parameters["form"] ?? ""))
         case .formTokens, .formAliases, .formSend:
-            return try FormTokenizeHandler(context: context, vault: try requireVault(), identity: identity)
+            return try FormTokenizeHandler(context: context, vault: VaultClient(vault: try requireVault(), loop: request.loop), identity: identity)
                 .handle(request, form: parameters["form"] ?? "", requiresToken: endpoint == .formAliases,
                         answer: endpoint == .formSend ? .mappedBody : .flatResult)
         case .createTokens, .createAliases:
-            return try vaultAPI(identity).create(request, requiresToken: endpoint == .createAliases)
+            return try vaultAPI(identity, request).create(request, requiresToken: endpoint == .createAliases)
         case .revealMany:
-            return try vaultAPI(identity).revealMany(request)
+            return try vaultAPI(identity, request).revealMany(request)
         case .reveal:
-            return try vaultAPI(identity).reveal(request, alias: parameters["alias"] ?? "")
+            return try vaultAPI(identity, request).reveal(request, alias: parameters["alias"] ?? "")
         case .update:
-            return try vaultAPI(identity).update(request, alias: parameters["alias"] ?? "")
+            return try vaultAPI(identity, request).update(request, alias: parameters["alias"] ?? "")
         case .delete:
-            return try vaultAPI(identity).delete(request, alias: parameters["alias"] ?? "")
+            return try vaultAPI(identity, request).delete(request, alias: parameters["alias"] ?? "")
         case .egress:
             // Whatever path reached it, the egress door's caller is only ever Proxy-Authorization.
             let caller = auth.identifyProxy(request.header("Proxy-Authorization"))
             return egressHandler(caller).transformDoor(request, routeID: parameters["route"] ?? "")
         case .proxy:
-            return try ProxyHandler(context: context, vault: vault, routes: proxyRoutes, identity: identity).handle(request)
+            return try ProxyHandler(context: context, vault: vault.map { VaultClient(vault: $0, loop: request.loop) }, routes: proxyRoutes, identity: identity).handle(request)
         }
     }
 
@@ -218,8 +219,8 @@ public final class CloakService: Sendable {
         return vault
     }
 
-    private func vaultAPI(_ identity: Identity) throws(CloakError) -> VaultAPIHandler {
-        VaultAPIHandler(vault: try requireVault(), identity: identity, openTokenize: configuration.openTokenize,
+    private func vaultAPI(_ identity: Identity, _ request: HTTPRequest) throws(CloakError) -> VaultAPIHandler {
+        VaultAPIHandler(vault: VaultClient(vault: try requireVault(), loop: request.loop), identity: identity, openTokenize: configuration.openTokenize,
                         logger: context.logger)
     }
 

@@ -99,7 +99,8 @@ struct EgressHandler: Sendable {
         }
         let caller = AliasCaller(mayReveal: false, anonymous: false)
         let exchange = TransformedExchange(
-            vault: vault, request: route.requestOperations, response: route.responseOperations, requestCaller: caller,
+            vault: vault.map { VaultClient(vault: $0, loop: request.loop) }, request: route.requestOperations,
+            response: route.responseOperations, requestCaller: caller,
             responseCaller: caller, maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases),
             limitName: "max_aliases of route \(route.id) (and vault.max_batch)")
         let method = request.method

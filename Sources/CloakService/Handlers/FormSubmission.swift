@@ -55,7 +55,7 @@ struct FormSubmission: Sendable {
     }
 
     /// Runs `body` with the resolved entries: at once when nothing needs an alias, else after the vault.
-    func resolve(with vault: Vault, caller: AliasCaller, _ body: @escaping @Sendable (Result<[(key: String, value: String)], CloakError>) -> Void) {
+    func resolve(with vault: VaultClient, caller: AliasCaller, _ body: @escaping @Sendable (Result<[(key: String, value: String)], CloakError>) -> Void) {
         guard !requests.isEmpty else { return body(.success(resolved([]))) }
         let plan = self
         vault.createAliases(requests, caller: caller) { result in

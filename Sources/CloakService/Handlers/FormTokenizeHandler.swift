@@ -14,7 +14,7 @@ struct FormTokenizeHandler: Sendable {
     }
 
     let context: ServiceContext
-    let vault: Vault
+    let vault: VaultClient
     let identity: Identity
 
     func handle(_ request: HTTPRequest, form name: String, requiresToken: Bool, answer: Answer) throws(CloakError) -> Reply {
@@ -40,7 +40,7 @@ struct FormTokenizeHandler: Sendable {
 
         /// Aliases what needs it, then runs `body` with every entry's value; a vault failure is
         /// answered through `failing` instead.
-        func resolve(with vault: Vault, failing: @escaping @Sendable (HTTPResponse) -> Void,
+        func resolve(with vault: VaultClient, failing: @escaping @Sendable (HTTPResponse) -> Void,
                      _ body: @escaping @Sendable ([(key: String, value: String)]) -> Void) {
             submission.resolve(with: vault, caller: caller) { result in
                 switch result {

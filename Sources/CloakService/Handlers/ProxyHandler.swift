@@ -7,7 +7,7 @@ import Foundation
 /// redacted body through the loop's vault-proxy client; the upstream's answer comes back as it is.
 struct ProxyHandler: Sendable {
     let context: ServiceContext
-    let vault: Vault?
+    let vault: VaultClient?
     let routes: [ResolvedRoute]
     let identity: Identity
 

@@ -6,7 +6,7 @@ import Logging
 /// The Vault API: `POST /tokens`, `POST /aliases`, `GET /aliases/{alias}`, `GET /aliases?q=`,
 /// `PUT /aliases/{alias}`, `DELETE /aliases/{alias}`, in the SDK's wire format.
 struct VaultAPIHandler: Sendable {
-    let vault: Vault
+    let vault: VaultClient
     let identity: Identity
     let openTokenize: Bool
     let logger: Logger

@@ -8,14 +8,14 @@ import CloakVault
 /// A selected value that is not a live alias (unknown, deleted, expired, or not an alias at
 /// all) fails the whole message with 1422 naming its selector; nothing of it goes on.
 struct MessageTransformer: Sendable {
-    let vault: Vault
+    let vault: VaultClient
     /// Who aliases the redacted values.
     let caller: AliasCaller
 
     /// Longest text looked up as an alias: anything longer is not one of ours.
     static let maxAliasLength = 256
 
-    /// The replacement text of every item, in order; `completion` runs once, on the vault's thread
+    /// The replacement text of every item, in order; `completion` runs once, on the request's loop
     /// (or at once when nothing needs the vault).
     func run(_ selection: MessageSelection, completion: @escaping @Sendable (Result<[String], CloakError>) -> Void) {
         let items = selection.items

@@ -9,7 +9,7 @@ import CloakVault
 /// forwarded; the answer's as the upstream's (502 1401 when it does not parse) with nothing of
 /// it passed on.
 struct TransformedExchange: Sendable {
-    let vault: Vault?
+    let vault: VaultClient?
     let request: [ServiceConfiguration.RouteOperation]
     let response: [ServiceConfiguration.RouteOperation]
     /// Who aliases values redacted from the request, and from the answer.

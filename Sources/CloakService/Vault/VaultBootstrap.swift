@@ -63,7 +63,12 @@ public enum VaultBootstrap {
         if store is PostgreSQLAliasStore {
             for _ in 1..<max(1, settings.connections) { stores.append(try self.store(settings)) }
         }
+        // The embedded store has one writer, this process: it may remember stored values'
+        // aliases (10,000 records, about 3 MB). Nodes on a shared store never do: another node
+        // may delete an alias this one would still hand out.
+        let shared = store is PostgreSQLAliasStore
         return try Vault(stores: stores, keys: keys, settings: .init(
-            environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds, maxBatch: settings.maxBatch))
+            environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds, maxBatch: settings.maxBatch,
+            dedupeCacheEntries: shared ? 0 : 10_000))
     }
 }

@@ -1,0 +1,104 @@
+import CloakCore
+import Synchronization
+
+/// What the vault remembers of PERSISTENT records it has read or written, by value fingerprint,
+/// so asking again for a stored value's alias is answered on the request's loop without the
+/// vault thread or a transaction. It holds no value and no key: a fingerprint (an HMAC of the
+/// value, as the store keeps it), the record's creation time, classifiers and authentic aliases.
+///
+/// Only a vault that is the store's one writer may keep one (the embedded SQLite store):
+/// another node sharing a PostgreSQL store could delete an alias this one still remembers. The
+/// vault thread updates it after each commit and forgets a record before deleting it or changing
+/// its classifiers; loop threads only read. Bounded by two generations of `capacity / 2`
+/// entries: when the newer fills up it becomes the older and the older is dropped, so records
+/// asked for again stay and the rest age out (a miss only costs a trip to the store).
+final class DedupeCache: Sendable {
+    struct Alias: Sendable {
+        let alias: String
+        let format: AliasFormatName
+        let luhnValid: Bool
+    }
+
+    struct Entry: Sendable {
+        let createdAt: Int64
+        let classifiers: [String]
+        let aliases: [Alias]
+
+        init(_ record: StoredRecord) {
+            createdAt = record.createdAt
+            classifiers = record.classifiers
+            aliases = record.aliases.map { Alias(alias: $0.alias, format: $0.format, luhnValid: $0.luhnValid) }
+        }
+
+        /// The alias answering a request for `format` with that Luhn setting.
+        func alias(_ format: AliasFormatName, luhnValid: Bool) -> Alias? {
+            let wantsValid = luhnValid || !AliasFormat.of(format).isCard
+            return aliases.first { $0.format == format && $0.luhnValid == wantsValid }
+        }
+
+        var issuedAliases: [IssuedAlias] { aliases.map { IssuedAlias(alias: $0.alias, format: $0.format, luhnValid: $0.luhnValid) } }
+    }
+
+    /// A 32-byte fingerprint as four words: hashes and compares without an array.
+    struct Key: Hashable, Sendable {
+        let words: (UInt64, UInt64, UInt64, UInt64)
+
+        init?(_ fingerprint: [UInt8]) {
+            guard fingerprint.count == 32 else { return nil }
+            words = fingerprint.withUnsafeBytes { raw in
+                (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                 raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+            }
+        }
+
+        static func == (a: Key, b: Key) -> Bool { a.words == b.words }
+
+        func hash(into hasher: inout Hasher) {
+            // The fingerprint is already a keyed hash: one word spreads entries evenly.
+            hasher.combine(words.0)
+        }
+    }
+
+    private struct Generations {
+        var newer: [Key: Entry] = [:]
+        var older: [Key: Entry] = [:]
+    }
+
+    let capacity: Int
+    private let generations: Mutex<Generations>
+
+    init(capacity: Int) {
+        self.capacity = max(2, capacity)
+        generations = Mutex(Generations())
+    }
+
+    func entry(_ fingerprint: [UInt8]) -> Entry? {
+        guard let key = Key(fingerprint) else { return nil }
+        return generations.withLock { $0.newer[key] ?? $0.older[key] }
+    }
+
+    /// On the vault thread, after the commit that wrote or read `record`.
+    func remember(_ record: StoredRecord) {
+        guard record.storage == .persistent, let fingerprint = record.fingerprint, let key = Key(fingerprint) else { return }
+        let entry = Entry(record)
+        let half = capacity / 2
+        generations.withLock { g in
+            g.newer[key] = entry
+            if g.newer.count >= half {
+                g.older = g.newer
+                g.newer = Dictionary(minimumCapacity: half)
+            }
+        }
+    }
+
+    /// On the vault thread, before a change to the record is written.
+    func forget(_ fingerprint: [UInt8]?) {
+        guard let fingerprint, let key = Key(fingerprint) else { return }
+        generations.withLock { g in
+            g.newer.removeValue(forKey: key)
+            g.older.removeValue(forKey: key)
+        }
+    }
+
+    var count: Int { generations.withLock { $0.newer.count + $0.older.count } }
+}

@@ -1,0 +1,105 @@
+import CloakCore
+import CloakCrypto
+import Testing
+
+@testable import CloakVault
+
+/// The fingerprint → record map that answers stored values without the store (issue 10).
+@Suite struct VaultDedupeCacheTests {
+    static let cached = Vault.Settings(volatileTTLSeconds: 60, dedupeCacheEntries: 100)
+    static let card = AliasRequest(value: "4111111111111111", format: .FPE_SIX_T_FOUR, storage: .persistent, classifiers: ["pci"])
+
+    @Test func aStoredValueIsAnsweredWithoutTheStore() throws {
+        try withVaultHarness { harness in
+            let vault = try harness.openVault(settings: Self.cached)
+            let first = try vault.createSync([Self.card]).get()[0]
+            // The store can no longer answer: only the cache can.
+            try harness.execute("DROP TABLE aliases")
+            let again = try vault.createSync([Self.card]).get()[0]
+            #expect(again.aliases == first.aliases)
+            #expect(again.classifiers == ["pci"])
+            #expect(again.createdAt == first.createdAt)
+            #expect(again.value == Self.card.value)
+            // Another format of the same value is not remembered: it goes to the store (and fails).
+            var other = Self.card
+            other.format = .UUID
+            #expect(try vault.createSync([other]).failure != nil)
+        }
+    }
+
+    @Test func callersWhoMayNotRevealGetTheSameAnswerFromTheCacheAsFromTheStore() throws {
+        try withVaultHarness { harness in
+            let vault = try harness.openVault(settings: Self.cached)
+            let caller = AliasCaller(mayReveal: false, anonymous: false)
+            _ = try vault.createSync([Self.card]).get()  // stored long before
+            harness.clock.advance(by: 500)
+            var asked = Self.card
+            asked.classifiers = ["other"]
+            let cachedAnswer = try vault.createSync([asked], caller: caller).get()[0]
+            #expect(cachedAnswer.createdAt == harness.clock.now)
+            #expect(cachedAnswer.classifiers == ["other"])
+            #expect(cachedAnswer.aliases.count == 1)
+            // The same request answered by the store (a vault without a cache) is identical.
+            let uncached = try harness.openVault()
+            let stored = try uncached.createSync([asked], caller: caller).get()[0]
+            #expect(stored.aliases == cachedAnswer.aliases)
+            #expect(stored.createdAt == cachedAnswer.createdAt)
+            #expect(stored.classifiers == cachedAnswer.classifiers)
+        }
+    }
+
+    @Test func aDeletedAliasIsNeverHandedOutAgain() throws {
+        try withVaultHarness { harness in
+            let vault = try harness.openVault(settings: Self.cached)
+            let alias = try vault.alias(Self.card.value, .FPE_SIX_T_FOUR)
+            let fingerprint = try #require(vault.fingerprint(Self.card, caller: .trusted))
+            #expect(vault.cache?.entry(fingerprint) != nil)
+            try vault.deleteSync(alias).get()
+            #expect(vault.cache?.entry(fingerprint) == nil)
+            let again = try vault.alias(Self.card.value, .FPE_SIX_T_FOUR)
+            #expect(try vault.revealOne(again)?.value == Self.card.value)
+        }
+    }
+
+    @Test func newClassifiersAreSeenAtOnce() throws {
+        try withVaultHarness { harness in
+            let vault = try harness.openVault(settings: Self.cached)
+            let alias = try vault.alias(Self.card.value, .FPE_SIX_T_FOUR, classifiers: ["pci"])
+            try vault.setClassifiersSync(["gold"], alias: alias).get()
+            #expect(try vault.createSync([Self.card]).get()[0].classifiers == ["gold"])
+        }
+    }
+
+    @Test func volatileAndAnonymousValuesAreNeverRemembered() throws {
+        try withVaultHarness { harness in
+            let vault = try harness.openVault(settings: Self.cached)
+            _ = try vault.createSync([AliasRequest(value: "123", format: .NUM_LENGTH_PRESERVING, storage: .volatile)]).get()
+            _ = try vault.createSync([AliasRequest(value: "4111111111111111", format: .UUID, storage: .persistent)],
+                                     caller: .anonymous).get()
+            #expect(vault.cache?.count == 0)
+        }
+    }
+
+    @Test func theCacheStaysWithinItsCapacity() {
+        let cache = DedupeCache(capacity: 10)
+        for i in 0..<100 {
+            let fingerprint = Digest.sha256(Array("value \(i)".utf8))
+            cache.remember(StoredRecord(
+                id: "rec_\(i)", fingerprint: fingerprint, keyID: "k", sealed: AESGCM.SealedBox(nonce: [], ciphertext: [], tag: []),
+                storage: .persistent, classifiers: [], createdAt: 0, expiresAt: nil,
+                aliases: [IssuedAlias(alias: "a\(i)", format: .UUID)]))
+            #expect(cache.count <= 10)
+        }
+        #expect(cache.entry(Digest.sha256(Array("value 99".utf8)))?.aliases.first?.alias == "a99")
+        #expect(cache.entry(Digest.sha256(Array("value 0".utf8))) == nil)
+    }
+
+    @Test func aVaultSharingItsStoreWithOtherWritersKeepsNoCache() throws {
+        try withVaultHarness { harness in
+            let stores: [any AliasStore] = [try SQLiteAliasStore(path: harness.storePath), try SQLiteAliasStore(path: harness.storePath)]
+            let vault = try Vault(stores: stores, keys: harness.keys, settings: Self.cached)
+            defer { vault.close() }
+            #expect(vault.cache == nil)
+        }
+    }
+}
