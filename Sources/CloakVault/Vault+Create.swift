@@ -61,7 +61,7 @@ extension Vault {
             let value = Array(request.value.utf8)
             let fingerprint = fingerprints.map { $0[index] } ?? self.fingerprint(request, caller: caller)
             let salt: UInt32 = caller.deterministic ? 0 : UInt32.random(in: 1...UInt32.max)
-            let id = "rec_" + Base58.encode(SecureRandom.bytes(16), width: 22)
+            let id = RecordID.make(now: now)
             let sealed: AESGCM.SealedBox
             do {
                 sealed = try AESGCM.seal(value, key: key.encryptionKey, associatedData: Self.associatedData(id, key.id))
