@@ -11,6 +11,7 @@
 #   CLOAK_CONFIG     config passed to `cloak serve --config` (default config/cloak.yaml,
 #                    relative to the repo root)
 #   CLOAK_BIN        use this cloak binary instead of building one
+#   IDLE_CONNECTIONS idle keep-alive connections held open while Cloak's RSS is read (default 10000)
 #   BENCH_POSTGRES   1 (default): also run the alias cases on PostgreSQL (a throwaway cluster from
 #                    scripts/postgres in the results folder); 0: SQLite only
 #
@@ -34,7 +35,7 @@ C_ONLY=0
 for arg in "$@"; do
     case "$arg" in
         --c-only) C_ONLY=1 ;;
-        -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -165,7 +166,7 @@ SERVER_LABEL=""    # prefix for result rows / file names
 BASELINE_RPS=""    # C server GET req/s (set by the first run_case)
 ROWS=()
 
-TABLE_FMT='%-44s %10s %8s %8s %8s %10s %8s %7s\n'
+TABLE_FMT='%-44s %10s %8s %8s %8s %10s %8s %8s %7s\n'
 
 # run_case NAME METHOD PATH [BODY_FILE] [LUA_SCRIPT]
 #   Runs wrk against $BASE_URL$PATH and records a table row. With BODY_FILE
@@ -176,7 +177,8 @@ run_case() {
     local label="$SERVER_LABEL $name"
     local file="$RESULTS_DIR/$(printf '%s-%s' "$SERVER_LABEL" "$name" | tr -c 'A-Za-z0-9._-' '_').txt"
     local url="$BASE_URL$path"
-    local wrk_args=(-t"$WRK_THREADS" -c"$WRK_CONNECTIONS" -d"${DURATION}s" --latency)
+    local connections=${CASE_CONNECTIONS:-$WRK_CONNECTIONS}
+    local wrk_args=(-t"$WRK_THREADS" -c"$connections" -d"${DURATION}s" --latency)
     local curl_args=(-sS -o /dev/null -w '%{http_code}' --max-time 5 -X "$method")
     local env_args=()
 
@@ -207,7 +209,7 @@ run_case() {
         log "warning: $method $path answered HTTP ${status:-<no response>} before the run"
     fi
 
-    log "wrk $method $url (${DURATION}s, c$WRK_CONNECTIONS) -> ${file#"$REPO_ROOT"/}"
+    log "wrk $method $url (${DURATION}s, c$connections) -> ${file#"$REPO_ROOT"/}"
     {
         echo "# $label: $method $url"
         echo "# preflight HTTP status: ${status:-none}"
@@ -249,13 +251,21 @@ run_case() {
     [[ -n "$rps" ]] || { cat "$file" >&2; die "could not parse wrk output for $label"; }
     (( errors == 0 )) || log "warning: $label had $errors non-2xx responses / socket errors (see $file)"
 
-    # The first case run (the C server's GET) is the baseline for the ratio.
+    # The first case run (the C server's GET) is the baseline for the ratio; cases at another
+    # connection count compare with the C server at that count (BASELINE_RPS_<n>).
     [[ -n "$BASELINE_RPS" ]] || BASELINE_RPS=$rps
     [[ -n "$BASELINE_CPU" ]] || BASELINE_CPU=$cpu
-    local ratio cpu_ratio
-    ratio=$(awk -v a="$rps" -v b="$BASELINE_RPS" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+    local ratio cpu_ratio rss base_rps=$BASELINE_RPS
+    if [[ -n "${CASE_CONNECTIONS:-}" ]]; then
+        local var="BASELINE_RPS_$CASE_CONNECTIONS"
+        [[ -n "${!var:-}" ]] || printf -v "$var" '%s' "$rps"
+        base_rps=${!var}
+        label="$label c$CASE_CONNECTIONS"
+    fi
+    ratio=$(awk -v a="$rps" -v b="$base_rps" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+    rss=$(peak_rss_mb "$SERVER_PID")
     cpu_ratio=$(awk -v a="$cpu" -v b="$BASELINE_CPU" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')
-    ROWS+=("$(printf "$TABLE_FMT" "$label" "$(printf '%.0f' "$rps")" "$p50" "$p99" "$ratio" "$cpu" "$cpu_ratio" "$errors")")
+    ROWS+=("$(printf "$TABLE_FMT" "$label" "$(printf '%.0f' "$rps")" "$p50" "$p99" "$ratio" "$cpu" "$cpu_ratio" "$rss" "$errors")")
 }
 
 # ---------------------------------------------------------------- build
@@ -298,12 +308,17 @@ BASE_URL="http://$HOST:$C_PORT"
 SERVER_LABEL="c-evhttp"
 SERVER_PID=$C_PID
 run_case "GET /" GET /      # first case: sets BASELINE_RPS
+CASE_CONNECTIONS=64 run_case "GET /" GET /   # the baseline of the c64 cases
 C_RSS=$(peak_rss_mb "$C_PID")
 # The C server stays up: it is the upstream of the proxy case below.
 
 # ---------------------------------------------------------------- Cloak
 
 CLOAK_RSS="n/a"
+IDLE_CONNECTIONS=${IDLE_CONNECTIONS:-10000}
+IDLE_OPEN="n/a"
+IDLE_RSS="n/a"
+FF1_LINE="(cloak-micro not built: swift build -c release --product cloak-micro)"
 if (( ! C_ONLY )); then
     CLOAK_PORT=$(free_port)
     # A bench-only configuration: the given one plus a bearer token for the alias endpoints,
@@ -319,6 +334,7 @@ if (( ! C_ONLY )); then
         -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" \
         -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}]}|" \
         -e "s/scopes: \[aliases:create, aliases:reveal\]/scopes: [aliases:create, aliases:reveal, \"egress:*\"]/" \
+        -e "s/max_connections: [0-9]*/max_connections: $(( IDLE_CONNECTIONS + 1000 ))/" \
         "$CLOAK_CONFIG" >"$BENCH_CONFIG"
     # An egress route to the C server that reveals one alias per request ($.card).
     printf '\negress:\n  routes:\n    - {id: bench, upstream: "http://%s:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}]}\n' \
@@ -339,10 +355,12 @@ if (( ! C_ONLY )); then
     run_case "GET /healthz" GET /healthz
     run_case "POST validate" POST /forms/checkout/validate "$VALIDATE_BODY"
     run_case "POST /aliases (new)" POST /aliases "" "$BENCH_DIR/load/aliases.lua"
+    CASE_CONNECTIONS=64 run_case "POST /aliases (new)" POST /aliases "" "$BENCH_DIR/load/aliases.lua"
     printf '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage":"PERSISTENT"}]}' >"$RESULTS_DIR/dedupe-body.json"
     BODY_TOKEN=$BENCH_TOKEN
     run_case "POST /aliases (dedupe)" POST /aliases "$RESULTS_DIR/dedupe-body.json"
     BODY_TOKEN=""
+    run_case "POST form tokens" POST /forms/checkout/tokens "$VALIDATE_BODY"
     run_case "POST form aliases" POST /forms/checkout/aliases "$VALIDATE_BODY" "$BENCH_DIR/load/form-aliases.lua"
     run_case "POST /proxy -> C server" POST /proxy/bench "$BENCH_DIR/load/proxy-body.json"
     # Egress: one stored card's alias, revealed on the way to the C server on every request.
@@ -356,6 +374,23 @@ if (( ! C_ONLY )); then
     PROXY_AUTH=""
 
     CLOAK_RSS=$(peak_rss_mb "$CLOAK_PID")
+    # 10,000 idle keep-alive connections, each after one request: resident memory while held.
+    IDLE_FIFO="$RESULTS_DIR/idle.fifo"
+    mkfifo "$IDLE_FIFO"
+    python3 "$BENCH_DIR/load/idle-connections.py" "$HOST" "$CLOAK_PORT" "$IDLE_CONNECTIONS" /healthz \
+        <"$IDLE_FIFO" >"$RESULTS_DIR/idle.txt" 2>&1 &
+    IDLE_PID=$!
+    PIDS+=("$IDLE_PID")
+    exec 7>"$IDLE_FIFO"
+    for _ in $(seq 1 600); do [[ -s "$RESULTS_DIR/idle.txt" ]] && break; sleep 0.1; done
+    IDLE_OPEN=$(head -n1 "$RESULTS_DIR/idle.txt")
+    IDLE_RSS=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$CLOAK_PID/status")
+    exec 7>&-
+    stop_pid "$IDLE_PID"
+    forget_pid "$IDLE_PID"
+    # FF1 on one core (the micro-benchmark next to the binary, when built).
+    MICRO_BIN="$(dirname "$CLOAK_BIN")/cloak-micro"
+    [[ -x "$MICRO_BIN" ]] && FF1_LINE=$("$MICRO_BIN" "ff1 raw" | tail -n1)
     stop_pid "$CLOAK_PID"
     forget_pid "$CLOAK_PID"
 
@@ -397,7 +432,7 @@ forget_pid "$C_PID"
     echo "Cloak benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)  host $(uname -n), $(nproc) CPUs"
     echo "server threads=$THREADS  wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d${DURATION}s --latency  (loopback)"
     echo
-    printf "$TABLE_FMT" "test" "req/s" "p50 ms" "p99 ms" "vs C" "CPU us/req" "CPU x C" "errors"
+    printf "$TABLE_FMT" "test" "req/s" "p50 ms" "p99 ms" "vs C" "CPU us/req" "CPU x C" "RSS MB" "errors"
     printf '%s\n' "${ROWS[@]}"
     echo
     echo "C reference peak RSS (VmHWM): $C_RSS MB"
@@ -405,6 +440,8 @@ forget_pid "$C_PID"
         echo "Cloak peak RSS (VmHWM): skipped (--c-only)"
     else
         echo "Cloak peak RSS (VmHWM): $CLOAK_RSS MB"
+        echo "Cloak RSS with $IDLE_OPEN idle keep-alive connections open: $IDLE_RSS MB"
+        echo "FF1: $FF1_LINE"
     fi
     echo
     echo "raw output: ${RESULTS_DIR#"$REPO_ROOT"/}/"
