@@ -34,6 +34,9 @@ public struct Router<Handler: Sendable>: Sendable {
     }
 
     private var root = Node()
+    /// Templates without parameters by their text: most requests resolve with one lookup and no
+    /// split (the trie answers the same for them; it still serves every other spelling).
+    private var exact: [String: [Endpoint]] = [:]
 
     public init() {}
 
@@ -59,13 +62,19 @@ public struct Router<Handler: Sendable>: Sendable {
             }
         }
         node.endpoints.append(endpoint)
+        if !template.contains("{") { exact[template] = node.endpoints }
     }
 
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
+        if let endpoints = exact[path] { return Self.pick(method, endpoints, parameters: [:]) }
         let parts = Self.split(path)
         var parameters: [String: String] = [:]
         var endpoints: [Endpoint] = []
         if !Self.walk(root, parts[...], &parameters, &endpoints) { return .notFound }
+        return Self.pick(method, endpoints, parameters: parameters)
+    }
+
+    private static func pick(_ method: HTTPMethod, _ endpoints: [Endpoint], parameters: [String: String]) -> Resolution {
         if let e = endpoints.first(where: { $0.method == method }) ?? (method == .HEAD ? endpoints.first { $0.method == .GET } : nil) {
             return .found(e.handler, parameters: parameters, template: e.template)
         }

@@ -13,7 +13,11 @@ struct AccessLog: Sendable {
     func record(method: String, path: String, route: String, status: Int, micros: Int, requestID: String) {
         var w = JSONWriter(reservingCapacity: 256)
         w.beginObject()
-        w.member("ts", JSONLogHandler.timestamp())
+        w.member("ts") { bytes in
+            bytes.append(UInt8(ascii: "\""))
+            JSONLogHandler.appendTimestamp(to: &bytes)
+            bytes.append(UInt8(ascii: "\""))
+        }
         w.member("level", "info")
         w.member("msg", "request")
         w.member("method", method)
