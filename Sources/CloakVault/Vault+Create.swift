@@ -26,27 +26,23 @@ extension Vault {
         return Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array("cloak/v1/value\0".utf8) + Array(request.value.utf8))
     }
 
-    /// The answer when every value is PERSISTENT and remembered with an alias in its format; nil
-    /// otherwise (the vault thread then answers all of them). The same answer the store path gives.
-    func cachedAnswer(_ requests: [AliasRequest], fingerprints: [[UInt8]?], caller: AliasCaller,
-                      cache: DedupeCache) -> [RevealedRecord]? {
-        var out: [RevealedRecord] = []
-        out.reserveCapacity(requests.count)
+    /// The answer for each value that is PERSISTENT and remembered with an alias in its format,
+    /// nil for the others: the same answer the store path gives.
+    func cachedAnswers(_ requests: [AliasRequest], fingerprints: [[UInt8]?], caller: AliasCaller,
+                       cache: DedupeCache) -> [RevealedRecord?] {
         let now = clock()
-        for (request, fingerprint) in zip(requests, fingerprints) {
+        return zip(requests, fingerprints).map { request, fingerprint -> RevealedRecord? in
             guard let fingerprint, let entry = cache.entry(fingerprint),
                 let alias = entry.alias(request.format, luhnValid: request.luhnValid)
             else { return nil }
             if caller.mayReveal {
-                out.append(RevealedRecord(value: request.value, aliases: entry.issuedAliases, storage: .persistent,
-                                          classifiers: entry.classifiers, createdAt: entry.createdAt))
-            } else {
-                out.append(RevealedRecord(
-                    value: request.value, aliases: [IssuedAlias(alias: alias.alias, format: alias.format, luhnValid: alias.luhnValid)],
-                    storage: request.storage, classifiers: request.classifiers, createdAt: now))
+                return RevealedRecord(value: request.value, aliases: entry.issuedAliases, storage: .persistent,
+                                      classifiers: entry.classifiers, createdAt: entry.createdAt)
             }
+            return RevealedRecord(
+                value: request.value, aliases: [IssuedAlias(alias: alias.alias, format: alias.format, luhnValid: alias.luhnValid)],
+                storage: request.storage, classifiers: request.classifiers, createdAt: now)
         }
-        return out
     }
 
     /// Seals and makes each value's first candidate. Runs on the caller's thread.

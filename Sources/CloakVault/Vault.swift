@@ -219,23 +219,36 @@ public final class Vault: Sendable {
     /// Aliases every value (all or none), deduplicating PERSISTENT ones. What the answer shows
     /// of a value already stored depends on `caller` (see ``AliasCaller/mayReveal``).
     ///
-    /// Values the ``DedupeCache`` knows are answered at once, on the calling thread; anything
-    /// else goes to the vault thread, and `completion` runs there after the commit.
+    /// Values the ``DedupeCache`` knows are answered from it; the rest go to the vault thread.
+    /// When every value is known, `completion` runs at once on the calling thread; otherwise on
+    /// the vault thread after the commit.
     public func createAliases(_ requests: [AliasRequest], caller: AliasCaller = .trusted,
                               completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void) {
+        let answers: [RevealedRecord?]
+        let missing: [Int]
         let prepared: [PreparedAlias]
         do {
             try Self.check(requests, caller: caller)
             let fingerprints = requests.map { fingerprint($0, caller: caller) }
-            if let cache, let answer = cachedAnswer(requests, fingerprints: fingerprints, caller: caller, cache: cache) {
-                return completion(.success(answer))
-            }
-            prepared = try prepare(requests, fingerprints: fingerprints, caller: caller)
+            answers = cache.map { cachedAnswers(requests, fingerprints: fingerprints, caller: caller, cache: $0) }
+                ?? Array(repeating: nil, count: requests.count)
+            missing = answers.indices.filter { answers[$0] == nil }
+            if missing.isEmpty { return completion(.success(answers.map { $0! })) }
+            prepared = try prepare(missing.map { requests[$0] }, fingerprints: missing.map { fingerprints[$0] }, caller: caller)
         } catch { return completion(.failure(error)) }
         executor.submit({ [self] store in try create(prepared, caller: caller, in: store) }, completion: { [cache] result in
             // After the commit, on the vault thread: what was read or written is remembered.
             if let cache, case let .success(created) = result { for record in created.records { cache.remember(record) } }
-            completion(Self.map(result.map(\.answers)))
+            switch Self.map(result) {
+            case let .success(created):
+                var merged = answers
+                for (position, index) in missing.enumerated() { merged[index] = created.answers[position] }
+                completion(.success(merged.map { $0! }))
+            case let .failure(.invalidInput(position, reason)):
+                completion(.failure(.invalidInput(index: missing[position], reason: reason)))
+            case let .failure(error):
+                completion(.failure(error))
+            }
         })
     }
 

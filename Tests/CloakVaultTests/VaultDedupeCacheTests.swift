@@ -61,6 +61,20 @@ import Testing
         }
     }
 
+    @Test func aRequestMixingRememberedAndNewValuesKeepsItsOrder() throws {
+        try withVaultHarness { harness in
+            let vault = try harness.openVault(settings: Self.cached)
+            let card = try vault.alias(Self.card.value, .FPE_SIX_T_FOUR)
+            let cvc = AliasRequest(value: "123", format: .NUM_LENGTH_PRESERVING, storage: .volatile)
+            let ssn = AliasRequest(value: "123-45-6789", format: .UUID, storage: .persistent)
+            let answers = try vault.createSync([cvc, Self.card, ssn]).get()
+            #expect(answers.map(\.value) == ["123", Self.card.value, "123-45-6789"])
+            #expect(answers[1].aliases.first?.alias == card)
+            #expect(try vault.revealOne(try #require(answers[0].aliases.first?.alias))?.value == "123")
+            #expect(try vault.revealOne(try #require(answers[2].aliases.first?.alias))?.value == "123-45-6789")
+        }
+    }
+
     @Test func newClassifiersAreSeenAtOnce() throws {
         try withVaultHarness { harness in
             let vault = try harness.openVault(settings: Self.cached)
