@@ -1,3 +1,4 @@
+import Foundation
 @testable import CloakHTTP
 import Testing
 
@@ -53,5 +54,10 @@ import Testing
 
     @Test func repeatedSlashesAreIgnored() {
         guard case .found = Self.router().resolve(method: .GET, path: "//healthz/") else { Issue.record("not found"); return }
+    }
+
+    @Test(arguments: ["plain", "a%2Fb", "a%2fb", "%41%42", "caf%C3%A9", "%", "%4", "%G1", "a%zz", "%FF", "%C3", "%00", "100%25", "%2C%20"])
+    func parametersDecodeAsFoundationWould(segment: String) {
+        #expect(Router<String>.percentDecoded(Substring(segment)) == segment.removingPercentEncoding)
     }
 }
