@@ -36,13 +36,7 @@ extension FF1 {
                     let number = decrypting ? a : bValue
                     for k in 0..<b { q[qLength - 1 - k] = UInt8(truncatingIfNeeded: number >> (8 * UInt64(k))) }
                     // R = PRF(P ‖ Q); S = R (d = 8 ≤ 16)
-                    Self.setBlock(r, cbcState)
-                    var offset = 0
-                    while offset < qLength {
-                        Self.setBlock(r, Self.block(r) ^ Self.block(q + offset))
-                        encrypt(r)
-                        offset += 16
-                    }
+                    Self.prf(r, state: cbcState, q: q, length: qLength, encrypt: encrypt)
                     // y = NUM(S[0..<8]) mod radix^m: the estimate falls short by at most 2.
                     let whole = UInt64(bigEndian: UnsafeRawPointer(r).loadUnaligned(as: UInt64.self))
                     var y = whole &- whole.multipliedFullWidth(by: reciprocal).high &* modulus
@@ -64,6 +58,19 @@ extension FF1 {
             Self.writeDigits(a, count: u, radix: radix, into: out.baseAddress!)
             Self.writeDigits(bValue, count: v, radix: radix, into: out.baseAddress! + u)
             count = n
+        }
+    }
+
+    /// R = PRF(P ‖ Q): CBC-MAC over Q's blocks from `state`, the MAC state after P; into `r`.
+    @inline(__always)
+    static func prf(_ r: UnsafeMutablePointer<UInt8>, state: SIMD16<UInt8>, q: UnsafeMutablePointer<UInt8>, length: Int,
+                    encrypt: (UnsafeMutablePointer<UInt8>) -> Void) {
+        setBlock(r, state)
+        var offset = 0
+        while offset < length {
+            setBlock(r, block(r) ^ block(q + offset))
+            encrypt(r)
+            offset += 16
         }
     }
 

@@ -98,13 +98,7 @@ public final class FF1: Sendable {
                     Self.numRadix(decrypting ? a : bb, count: decrypting ? aLength : bLength, radix: radix,
                                   into: q + t + padding + 1, length: b)
                     // R = PRF(P ‖ Q)
-                    Self.setBlock(r, cbcState)
-                    var offset = 0
-                    while offset < qLength {
-                        Self.setBlock(r, Self.block(r) ^ Self.block(q + offset))
-                        encrypt(r)
-                        offset += 16
-                    }
+                    Self.prf(r, state: cbcState, q: q, length: qLength, encrypt: encrypt)
                     // S = R ‖ CIPH(R ⊕ [1]¹⁶) ‖ CIPH(R ⊕ [2]¹⁶) ‖ …, first d bytes
                     Self.setBlock(s, Self.block(r))
                     var block = 1
