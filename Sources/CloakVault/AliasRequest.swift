@@ -1,0 +1,55 @@
+import CloakCore
+
+/// One value to alias, as the Vault API and form tokenization ask for it. The value travels
+/// wrapped, so the request prints as `AliasRequest(UUID, PERSISTENT, value [redacted])`.
+public struct AliasRequest: Sendable, CustomStringConvertible {
+    public var sensitiveValue: Sensitive<String>
+    public var format: AliasFormatName
+    public var storage: StorageKind
+    public var classifiers: [String]
+    /// For card formats: whether the alias passes Luhn.
+    public var luhnValid: Bool
+
+    public var value: String {
+        get { sensitiveValue.value }
+        set { sensitiveValue = Sensitive(newValue) }
+    }
+
+    public init(value: String, format: AliasFormatName, storage: StorageKind, classifiers: [String] = [], luhnValid: Bool = true) {
+        self.sensitiveValue = Sensitive(value)
+        self.format = format
+        self.storage = storage
+        self.classifiers = classifiers
+        self.luhnValid = luhnValid
+    }
+
+    public var description: String { "AliasRequest(\(format.rawValue), \(storage.rawValue), value \(sensitiveValue))" }
+}
+
+/// Who creates aliases, which decides what the answer may show and what may be asked.
+public struct AliasCaller: Sendable {
+    /// The caller may reveal values: an answer for a value already stored shows the stored
+    /// record (its first `created_at`, its classifiers, every alias). Anyone else gets only what
+    /// it asked for, stamped with the request's time, so the answer cannot tell whether the value
+    /// was new (no existence oracle).
+    public var mayReveal: Bool
+    /// The caller has no token (an open tokenize call). Its aliases are neither deduplicated nor
+    /// deterministic: FF1 runs with a random tweak salt and every value gets a new record, so
+    /// whoever holds an alias cannot find its value by submitting candidates and comparing the
+    /// answers. And it may not create aliases in a small alias space (under a million, drawn at
+    /// random): anonymous requests could otherwise fill a BIN + last-four bucket.
+    public var anonymous: Bool
+
+    public init(mayReveal: Bool, anonymous: Bool) {
+        self.mayReveal = mayReveal
+        self.anonymous = anonymous
+    }
+
+    /// Whether the caller gets the deterministic, deduplicated alias of a value.
+    var deterministic: Bool { !anonymous }
+
+    /// A trusted in-process caller (tools and tests): sees stored records.
+    public static let trusted = AliasCaller(mayReveal: true, anonymous: false)
+    /// A caller without a token.
+    public static let anonymous = AliasCaller(mayReveal: false, anonymous: true)
+}

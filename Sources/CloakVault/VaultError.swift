@@ -1,0 +1,22 @@
+/// A vault failure, mapped by the service to its VGSError code.
+public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A value cannot take its format (1002); `index` is its position in the request.
+    case invalidInput(index: Int, reason: String)
+    /// No such alias, or it expired (1404).
+    case notFound
+    /// The store failed or is full; nothing was written (1500).
+    case unavailable(String)
+
+    public var description: String {
+        switch self {
+        case let .invalidInput(index, reason): return "item \(index): \(reason)"
+        case .notFound: return "no such alias"
+        case let .unavailable(reason): return reason
+        }
+    }
+}
+
+/// Why a vault could not open.
+public struct VaultOpenError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
