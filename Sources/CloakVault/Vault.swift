@@ -67,23 +67,25 @@ public final class Vault: Sendable {
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
         try Self.adopt(stores[0], keys: keys)
         self.cache = stores.count == 1 && settings.dedupeCacheEntries > 0 ? DedupeCache(capacity: settings.dedupeCacheEntries) : nil
-        self.executors = stores.map { store in
-            VaultExecutor(store: store) { store in
-                // Sweep expired VOLATILE records, 1,000 per transaction, until none is left (at most
-                // 50,000 per run, so a large backlog cannot hold up requests for long).
-                let now = clock()
-                for _ in 0..<50 {
-                    do {
-                        try store.begin()
-                        let removed = try store.deleteExpired(now: now, limit: 1000)
-                        try store.commit()
-                        if removed < 1000 { return }
-                    } catch {
-                        store.rollback()
-                        return
-                    }
+        // Sweep expired VOLATILE records, 1,000 per transaction, until none is left (at most
+        // 50,000 per run, so a large backlog cannot hold up requests for long). One executor
+        // sweeps: the others share its store.
+        let sweep: (any AliasStore) -> Void = { store in
+            let now = clock()
+            for _ in 0..<50 {
+                do {
+                    try store.begin()
+                    let removed = try store.deleteExpired(now: now, limit: 1000)
+                    try store.commit()
+                    if removed < 1000 { return }
+                } catch {
+                    store.rollback()
+                    return
                 }
             }
+        }
+        self.executors = stores.enumerated().map { index, store in
+            VaultExecutor(store: store, maintenance: index == 0 ? sweep : { _ in })
         }
     }
 

@@ -260,6 +260,46 @@ import Testing
         #expect(client.waitForClose(timeout: 5), "the connection must close at once, not at the header deadline")
     }
 
+    /// A client that sends its next request before the CONNECT's answer would have it read as
+    /// plain HTTP (a smuggling attempt, or an early ClientHello): no tunnel, nothing forwarded.
+    @Test func bytesSentBeforeTheConnectIsAnsweredOpenNoTunnel() throws {
+        let f = try EgressFixture()
+        defer { f.stop() }
+        let client = try RawHTTPClient(port: f.egressPort)
+        try client.send("CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        + "Proxy-Authorization: \(f.basicCredentials)\r\n\r\n"
+                        + "POST /v1/charges HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}")
+        let r = try client.readResponse()
+        #expect(r.status == 400, "\(r.status) \(r.text)")
+        #expect(f.upstream.received.isEmpty)
+        #expect(RawHTTPClient.waitUntil(port: f.egressPort, path: "/", answers: 400), "the door still answers")
+    }
+
+    /// A CONNECT inside an open tunnel (over its TLS) is refused: a tunnel never leads to another.
+    @Test func aConnectInsideATunnelIsRefused() throws {
+        let f = try EgressFixture()
+        defer { f.stop() }
+        let script = """
+            import socket, ssl, sys
+            s = socket.create_connection(("127.0.0.1", \(f.egressPort)), timeout=10)
+            s.sendall(b"CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n"
+                      b"Proxy-Authorization: \(f.basicCredentials)\\r\\n\\r\\n")
+            head = b""
+            while b"\\r\\n\\r\\n" not in head:
+                head += s.recv(1)
+            print(head.split(b" ")[1].decode())
+            context = ssl.create_default_context(cafile="\(f.server.egressCAFile)")
+            t = context.wrap_socket(s, server_hostname="127.0.0.1")
+            t.sendall(b"CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n"
+                      b"Proxy-Authorization: \(f.basicCredentials)\\r\\n\\r\\n")
+            print(t.recv(4096).split(b" ")[1].decode())
+            """
+        let r = try EgressFixture.run("python3", ["-c", script])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.split(separator: "\n").map(String.init) == ["200", "400"], "\(r.out) \(r.err)")
+        #expect(f.upstream.received.isEmpty)
+    }
+
     @Test func aConnectWithoutCredentialsIs407AndTheConnectionMayRetry() throws {
         let f = try EgressFixture()
         defer { f.stop() }

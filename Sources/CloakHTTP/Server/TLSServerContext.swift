@@ -6,10 +6,18 @@ public final class TLSServerContext: @unchecked Sendable {
     // The SSL_CTX is configured once here and only read afterwards (SSL_new is thread-safe).
     let context: OpaquePointer
 
-    init(certificateChain: String, privateKey: String) throws(HTTPServerError) {
+    /// A new server context: TLS 1.2 or later, no renegotiation (a client could otherwise make the
+    /// server redo handshakes on one connection).
+    private static func makeContext() throws(HTTPServerError) -> OpaquePointer {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw HTTPServerError("cannot create a TLS context") }
-        context = ctx
         _ = SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
+        _ = SSL_CTX_set_options(ctx, UInt64(1) << 30)  // SSL_OP_NO_RENEGOTIATION (a macro Swift cannot import)
+        return ctx
+    }
+
+    init(certificateChain: String, privateKey: String) throws(HTTPServerError) {
+        let ctx = try Self.makeContext()
+        context = ctx
         guard SSL_CTX_use_certificate_chain_file(ctx, certificateChain) == 1 else {
             ERR_clear_error()
             throw HTTPServerError("cannot load the TLS certificate chain from \(certificateChain)")
@@ -22,10 +30,8 @@ public final class TLSServerContext: @unchecked Sendable {
 
     /// A context from PEM text held in memory (an egress door's per-host leaf).
     public init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8]) throws(HTTPServerError) {
-        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw HTTPServerError("cannot create a TLS context") }
+        let ctx = try Self.makeContext()
         context = ctx
-        _ = SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
-        _ = SSL_CTX_set_options(ctx, UInt64(1) << 30)  // SSL_OP_NO_RENEGOTIATION (a macro Swift cannot import)
         guard let certificates = Self.readPEM(certificateChainPEM, { PEM_read_bio_X509($0, nil, nil, nil) }), !certificates.isEmpty else {
             throw HTTPServerError("cannot read the certificate chain")
         }

@@ -89,7 +89,7 @@ public final class CloakService: Sendable {
         var template = "-"
         let cors = corsHeaders(for: request)
         // The egress door's Authorization belongs to the upstream: its caller is in Proxy-Authorization.
-        let identity = request.path.hasPrefix("/egress/")
+        let identity = Self.isEgressDoor(request)
             ? auth.identifyProxy(request.header("Proxy-Authorization")) : auth.identify(request)
         let reply: Reply
         do {
@@ -182,8 +182,7 @@ public final class CloakService: Sendable {
                                      body: metrics.exposition()))
         case .readyz:
             if isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
-            guard let vault else { return .now(HealthHandler.ready) }
-            let client = VaultClient(vault: vault, loop: request.loop)
+            guard let client = vaultClient(request) else { return .now(HealthHandler.ready) }
             return .later { finish in
                 client.ping { result in
                     if case .success = result { finish(HealthHandler.ready) } else { finish(HealthHandler.storeDown) }
@@ -192,7 +191,7 @@ public final class CloakService: Sendable {
         case .validate:
             return .now(try ValidateHandler(context: context).handle(request, form: parameters["form"] ?? ""))
         case .formTokens, .formAliases, .formSend:
-            return try FormTokenizeHandler(context: context, vault: VaultClient(vault: try requireVault(), loop: request.loop), identity: identity)
+            return try FormTokenizeHandler(context: context, vault: try requireVault(request), identity: identity)
                 .handle(request, form: parameters["form"] ?? "", requiresToken: endpoint == .formAliases,
                         answer: endpoint == .formSend ? .mappedBody : .flatResult)
         case .createTokens, .createAliases:
@@ -206,21 +205,30 @@ public final class CloakService: Sendable {
         case .delete:
             return try vaultAPI(identity, request).delete(request, alias: parameters["alias"] ?? "")
         case .egress:
-            // Whatever path reached it, the egress door's caller is only ever Proxy-Authorization.
-            let caller = auth.identifyProxy(request.header("Proxy-Authorization"))
+            // Whatever spelling of the path reached it (`//egress/…`), the egress door's caller is
+            // only ever Proxy-Authorization.
+            let caller = Self.isEgressDoor(request) ? identity : auth.identifyProxy(request.header("Proxy-Authorization"))
             return egressHandler(caller).transformDoor(request, routeID: parameters["route"] ?? "")
         case .proxy:
-            return try ProxyHandler(context: context, vault: vault.map { VaultClient(vault: $0, loop: request.loop) }, routes: proxyRoutes, identity: identity).handle(request)
+            return try ProxyHandler(context: context, vault: vaultClient(request), routes: proxyRoutes, identity: identity).handle(request)
         }
     }
 
-    private func requireVault() throws(CloakError) -> Vault {
-        guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
-        return vault
+    /// The vault for one request's handlers: its completions run on the request's loop.
+    private func vaultClient(_ request: HTTPRequest) -> VaultClient? {
+        vault.map { VaultClient(vault: $0, loop: request.loop) }
+    }
+
+    /// Whether the request's path, as the router matches it, starts at the egress door.
+    static func isEgressDoor(_ request: HTTPRequest) -> Bool { request.rawPath.hasPrefix("/egress/") }
+
+    private func requireVault(_ request: HTTPRequest) throws(CloakError) -> VaultClient {
+        guard let client = vaultClient(request) else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+        return client
     }
 
     private func vaultAPI(_ identity: Identity, _ request: HTTPRequest) throws(CloakError) -> VaultAPIHandler {
-        VaultAPIHandler(vault: VaultClient(vault: try requireVault(), loop: request.loop), identity: identity, openTokenize: configuration.openTokenize,
+        VaultAPIHandler(vault: try requireVault(request), identity: identity, openTokenize: configuration.openTokenize,
                         logger: context.logger)
     }
 

@@ -42,12 +42,27 @@ struct Authenticator: Sendable {
     /// Identifies the request's caller once; handlers then ask the ``Identity`` for scopes.
     func identify(_ request: HTTPRequest) -> Identity {
         guard let header = request.header("Authorization") else { return .anonymous }
-        guard header.utf8.count > 7, header.prefix(7).lowercased() == "bearer " else { return Identity(token: nil, rejected: true) }
-        let presented = Digest.sha256(Array(header.utf8.dropFirst(7)).trimmingSpaces())
-        // Compare against every configured token so timing does not reveal which one matched.
+        let bytes = Array(header.utf8)
+        guard Self.hasScheme(bytes, Self.bearer) else { return Identity(token: nil, rejected: true) }
+        let match = token(presenting: bytes.dropFirst(Self.bearer.count).trimmingSpaces())
+        return Identity(token: match, rejected: match == nil)
+    }
+
+    static let bearer = Array("bearer ".utf8)
+    static let basic = Array("basic ".utf8)
+
+    /// Whether `bytes` start with `scheme` (lowercase, with its space), in any case, and go on.
+    static func hasScheme(_ bytes: [UInt8], _ scheme: [UInt8]) -> Bool {
+        bytes.count > scheme.count && zip(bytes, scheme).allSatisfy { $0 | 0x20 == $1 }
+    }
+
+    /// The configured token whose SHA-256 is the presented secret's. Every token is compared, in
+    /// constant time, so timing does not reveal which one matched.
+    func token(presenting secret: [UInt8]) -> ServiceConfiguration.AccessToken? {
+        let presented = Digest.sha256(secret)
         var match: ServiceConfiguration.AccessToken?
         for token in tokens where constantTimeEquals(token.sha256, presented) { match = token }
-        return Identity(token: match, rejected: match == nil)
+        return match
     }
 }
 
@@ -60,20 +75,18 @@ extension Authenticator {
         let bytes = Array(header.utf8).trimmingSpaces()
         var claimedID: [UInt8]?
         let secret: [UInt8]
-        if bytes.count > 6, bytes.prefix(6).map({ $0 | 0x20 }) == Array("basic ".utf8) {
-            guard let data = Data(base64Encoded: Data(bytes.dropFirst(6).trimmingSpaces())),
+        if Self.hasScheme(bytes, Self.basic) {
+            guard let data = Data(base64Encoded: Data(bytes.dropFirst(Self.basic.count).trimmingSpaces())),
                 let colon = data.firstIndex(of: UInt8(ascii: ":"))
             else { return Identity(token: nil, rejected: true) }
             claimedID = Array(data[..<colon])
             secret = Array(data[(colon + 1)...])
-        } else if bytes.count > 7, bytes.prefix(7).map({ $0 | 0x20 }) == Array("bearer ".utf8) {
-            secret = bytes.dropFirst(7).trimmingSpaces()
+        } else if Self.hasScheme(bytes, Self.bearer) {
+            secret = bytes.dropFirst(Self.bearer.count).trimmingSpaces()
         } else {
             return Identity(token: nil, rejected: true)
         }
-        let presented = Digest.sha256(secret)
-        var match: ServiceConfiguration.AccessToken?
-        for token in tokens where constantTimeEquals(token.sha256, presented) { match = token }
+        var match = token(presenting: secret)
         if let claimedID, let found = match, Array(found.id.utf8) != claimedID { match = nil }
         return Identity(token: match, rejected: match == nil)
     }

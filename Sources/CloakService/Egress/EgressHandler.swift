@@ -57,9 +57,8 @@ struct EgressHandler: Sendable {
             return refuse(.malformed("send https requests through a CONNECT tunnel, not in absolute form"), route: nil)
         }
         guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
-        let candidates = settings.routes.filter {
-            $0.host == target.host.lowercased() && $0.port == target.port && $0.scheme.rawValue == target.scheme
-        }
+        let host = target.host.lowercased()
+        let candidates = settings.routes.filter { $0.host == host && $0.port == target.port && $0.scheme.rawValue == target.scheme }
         guard !candidates.isEmpty else {
             return refuse(CloakError(.forbidden, "no egress route goes to this host"), route: nil)
         }
@@ -74,7 +73,8 @@ struct EgressHandler: Sendable {
     /// Whether a CONNECT to `host:port` may open a tunnel: some route goes there and the token
     /// may use it.
     func mayTunnel(host: String, port: Int) -> Bool {
-        settings.routes.contains { $0.scheme == .https && $0.host == host.lowercased() && $0.port == port && identity.mayUseEgress($0.id) }
+        let host = host.lowercased()
+        return settings.routes.contains { $0.scheme == .https && $0.host == host && $0.port == port && identity.mayUseEgress($0.id) }
     }
 
     private func forward(_ request: HTTPRequest, route: EgressRoute, path: String) -> Reply {
