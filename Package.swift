@@ -6,6 +6,11 @@ import PackageDescription
 /// Dependencies point downward only:
 /// `cloak → CloakService → {CloakHTTP, CloakCore}`; `CloakHTTP → {CLibevent, COpenSSL}`;
 /// `CloakCore` depends on nothing but the standard library and Foundation; `CloakVault → {CSQLite, CLibPQ}`.
+/// Release builds optimise across module boundaries: the hot path crosses CloakHTTP, CloakCore
+/// and CloakService, and generic code (the router, the JSON writer) is otherwise called
+/// unspecialised through witness tables (Benchmarks/README.md has the before and after).
+let optimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+
 let package = Package(
     name: "Cloak",
     platforms: [.macOS(.v14)],
@@ -24,10 +29,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
-        .target(name: "CloakCore"),
-        .target(name: "CloakCrypto", dependencies: ["COpenSSL"]),
-        .target(name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite", "CLibPQ"]),
-        .target(name: "CloakHTTP", dependencies: ["CloakCore", "CLibevent", "COpenSSL"]),
+        .target(name: "CloakCore", swiftSettings: optimized),
+        .target(name: "CloakCrypto", dependencies: ["COpenSSL"], swiftSettings: optimized),
+        .target(name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite", "CLibPQ"], swiftSettings: optimized),
+        .target(name: "CloakHTTP", dependencies: ["CloakCore", "CLibevent", "COpenSSL"], swiftSettings: optimized),
         .target(
             name: "CloakService",
             dependencies: [
@@ -35,14 +40,16 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ]
+            ],
+            swiftSettings: optimized
         ),
         .executableTarget(
             name: "cloak",
             dependencies: [
                 "CloakService", "CloakCrypto", "CloakVault",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: optimized
         ),
 
         // Micro-benchmarks of the hot paths: `swift run -c release cloak-micro` (Benchmarks/README.md).

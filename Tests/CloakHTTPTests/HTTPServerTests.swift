@@ -104,3 +104,12 @@ import Testing
         #expect(!RequestID.isWellFormed("a\r\nX-Injected: 1"))
     }
 }
+
+@Suite struct RequestIDTests {
+    @Test func madeIdsAreThePrefixAndTheCounterInHex() {
+        #expect(RequestID.make(prefix: "ab12-0-", counter: 0) == "ab12-0-0")
+        #expect(RequestID.make(prefix: "ab12-0-", counter: 255) == "ab12-0-ff")
+        #expect(RequestID.make(prefix: "p-", counter: UInt64.max) == "p-ffffffffffffffff")
+        #expect(RequestID.make(prefix: "", counter: 0x1_0000) == "10000")
+    }
+}

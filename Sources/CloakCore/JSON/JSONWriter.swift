@@ -83,14 +83,6 @@ public struct JSONWriter {
         needsComma = true
     }
 
-    /// Writes a member whose value `write` appends itself as valid JSON (a number, a string with
-    /// its quotes): for values built byte by byte, such as a log line's timestamp.
-    public mutating func member(_ name: String, rawValue write: (inout [UInt8]) -> Void) {
-        key(name)
-        write(&bytes)
-        needsComma = true
-    }
-
     public mutating func member(_ name: String, _ values: [String]) {
         key(name)
         bytes.append(UInt8(ascii: "["))

@@ -1,15 +1,26 @@
 /// Scrubbing of client-controlled text that must be echoed or logged.
 public enum Redaction {
+    /// Whether ``scrub(_:limit:)`` would return `text` unchanged because it cannot hold a number:
+    /// ASCII, at most `limit` bytes, fewer than nine digits in all. One pass over the bytes (the
+    /// access log asks this of every request's path).
+    public static func isClean(_ text: String, limit: Int = 256) -> Bool {
+        var text = text
+        return text.withUTF8 { utf8 in
+            guard utf8.count <= limit else { return false }
+            var digits = 0
+            for byte in utf8 {
+                if byte >= 0x80 { return false }
+                if byte &- 48 < 10 { digits &+= 1 }
+            }
+            return digits < 9
+        }
+    }
+
     /// Replaces every run of digits (with any separator that is not a letter inside it) that holds nine or more
     /// digits with `[redacted]`: card numbers, SSNs and account numbers cannot pass, whatever
     /// their separators. Also cuts the text to `limit` characters.
     public static func scrub(_ text: String, limit: Int = 256) -> String {
-        // Fast path: short text with fewer than nine digits in all cannot hold a run of nine.
-        if text.utf8.count <= limit, text.utf8.lazy.filter({ $0 >= 48 && $0 <= 57 }).count < 9,
-            text.utf8.allSatisfy({ $0 < 0x80 })
-        {
-            return text
-        }
+        if isClean(text, limit: limit) { return text }
         var out = ""
         var run = ""
         var runDigits = 0

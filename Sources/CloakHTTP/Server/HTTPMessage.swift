@@ -95,24 +95,34 @@ extension String {
     }
 }
 
-/// The standard reason phrase for a status code.
-func reasonPhrase(_ status: Int) -> String {
+/// The standard reason phrase for a status code (static text: no string is made per answer).
+func reasonPhrase(_ status: Int) -> StaticString {
     switch status {
     case 200: return "OK"
     case 201: return "Created"
+    case 202: return "Accepted"
     case 204: return "No Content"
+    case 301: return "Moved Permanently"
+    case 302: return "Found"
+    case 303: return "See Other"
+    case 304: return "Not Modified"
+    case 307: return "Temporary Redirect"
+    case 308: return "Permanent Redirect"
     case 400: return "Bad Request"
     case 401: return "Unauthorized"
     case 403: return "Forbidden"
     case 404: return "Not Found"
     case 405: return "Method Not Allowed"
+    case 409: return "Conflict"
+    case 410: return "Gone"
     case 413: return "Payload Too Large"
     case 422: return "Unprocessable Entity"
     case 429: return "Too Many Requests"
     case 500: return "Internal Server Error"
+    case 501: return "Not Implemented"
     case 502: return "Bad Gateway"
     case 503: return "Service Unavailable"
     case 504: return "Gateway Timeout"
-    default: return "Status \(status)"
+    default: return "Status"
     }
 }

@@ -20,4 +20,19 @@ public final class LoopHandle: Sendable {
     public func send(_ request: UpstreamRequest, completion: @escaping @Sendable (Result<HTTPResponse, UpstreamError>) -> Void) {
         worker.execute { [worker] in worker.upstream.send(request, completion: completion) }
     }
+
+    /// State kept per loop by code above the server (the service's per-loop metric cells):
+    /// one object per `owner`, made by `make` on first use. Nil off the loop's own thread, where
+    /// the caller must use shared state instead. The objects live as long as the loop's worker.
+    public func local<T: AnyObject>(for owner: AnyObject, make: () -> T) -> T? {
+        guard worker.isOnLoop else { return nil }
+        let key = ObjectIdentifier(owner)
+        if let found = locals[key] { return unsafeDowncast(found, to: T.self) }
+        let made = make()
+        locals[key] = made
+        return made
+    }
+
+    // Read and written on the loop's thread only (checked in local(for:make:)).
+    private nonisolated(unsafe) var locals: [ObjectIdentifier: AnyObject] = [:]
 }

@@ -199,12 +199,14 @@ final class LoopWorker: @unchecked Sendable {
         var rawPath = "/"
         var query: String?
         if let uri = evhttp_request_get_evhttp_uri(req) {
-            if let encoded = evhttp_uri_get_path(uri), encoded.pointee != 0,
-                let decoded = evhttp_uridecode(encoded, 0, nil)
-            {
-                path = String(cString: decoded)
+            if let encoded = evhttp_uri_get_path(uri), encoded.pointee != 0 {
                 rawPath = String(cString: encoded)
-                free(decoded)
+                if strchr(encoded, Int32(UInt8(ascii: "%"))) == nil {
+                    path = rawPath  // nothing to decode: the same string
+                } else if let decoded = evhttp_uridecode(encoded, 0, nil) {
+                    path = String(cString: decoded)
+                    free(decoded)
+                }
             }
             if let q = evhttp_uri_get_query(uri) { query = String(cString: q) }
         }
@@ -235,7 +237,7 @@ final class LoopWorker: @unchecked Sendable {
             }
         }
         requestCounter &+= 1
-        var requestID = idPrefix + String(requestCounter, radix: 16)
+        var requestID = RequestID.make(prefix: idPrefix, counter: requestCounter)
         if let given = headers.first(where: { $0.name.caseInsensitiveEquals("X-Request-Id") })?.value,
             RequestID.isWellFormed(given)
         {
@@ -326,12 +328,21 @@ final class LoopWorker: @unchecked Sendable {
         // A name or value that could end the header block (an upstream's answer passed through,
         // a revealed value) is dropped, never written.
         for (name, value) in response.headers where HTTPSyntax.isToken(name) && HTTPSyntax.isFieldValue(value) {
-            _ = evhttp_add_header(outHeaders, name, value)
+            // withCString lends the string's own bytes; passing a String where C wants a pointer
+            // would copy it into a new array first.
+            _ = name.withCString { name in value.withCString { value in evhttp_add_header(outHeaders, name, value) } }
         }
         if !response.body.isEmpty, let out = evhttp_request_get_output_buffer(req) {
             _ = response.body.withUnsafeBytes { evbuffer_add(out, $0.baseAddress, $0.count) }
         }
-        evhttp_send_reply(req, Int32(response.status), reasonPhrase(response.status), nil)
+        let reason = reasonPhrase(response.status)
+        if reason.hasPointerRepresentation {
+            reason.utf8Start.withMemoryRebound(to: CChar.self, capacity: reason.utf8CodeUnitCount + 1) {
+                evhttp_send_reply(req, Int32(response.status), $0, nil)
+            }
+        } else {
+            evhttp_send_reply(req, Int32(response.status), "Status", nil)
+        }
     }
 
     /// Marks a request keep-alive for evhttp (its input headers decide whether it closes).

@@ -16,4 +16,21 @@ enum RequestID {
         // Nine digits with separators between them (4111-1111-1111-1111) are a number too.
         return Redaction.scrub(id, limit: 64) == id
     }
+
+    /// `prefix` followed by `counter` in lowercase hexadecimal, in one allocation.
+    static func make(prefix: String, counter: UInt64) -> String {
+        var digits = 1
+        while digits < 16, counter >> (4 * UInt64(digits)) != 0 { digits += 1 }
+        var prefix = prefix
+        return prefix.withUTF8 { head in
+            String(unsafeUninitializedCapacity: head.count + digits) { out in
+                _ = out.initialize(from: head)
+                let hex: StaticString = "0123456789abcdef"
+                for i in 0..<digits {
+                    out[head.count + digits - 1 - i] = hex.utf8Start[Int(counter >> (4 * UInt64(i)) & 0xF)]
+                }
+                return head.count + digits
+            }
+        }
+    }
 }

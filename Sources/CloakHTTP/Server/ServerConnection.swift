@@ -48,18 +48,22 @@ final class ServerConnection {
         var position = evbuffer_ptr()
         guard evbuffer_ptr_set(input, &position, start, EVBUFFER_PTR_SET) == 0 else { return }
         let wanted = evbuffer_get_length(input) - start
-        let saved = position
-        var chunks = [iovec](repeating: iovec(), count: 8)
-        var count = Int(evbuffer_peek(input, wanted, &position, &chunks, 8))
-        if count > chunks.count {
-            position = saved
-            chunks = [iovec](repeating: iovec(), count: count)
-            count = Int(evbuffer_peek(input, wanted, &position, &chunks, Int32(count)))
-        }
-        for chunk in chunks.prefix(min(count, chunks.count)) {
-            guard let base = chunk.iov_base else { continue }
-            let bytes = UnsafeRawBufferPointer(start: base, count: chunk.iov_len)
-            if clock.received(bytes, now: now) { return }
+        // The chunks are peeked at in batches of eight, on the stack (a read is almost always one).
+        withUnsafeTemporaryAllocation(of: iovec.self, capacity: 8) { chunks in
+            var remaining = wanted
+            while remaining > 0 {
+                let count = Int(evbuffer_peek(input, remaining, &position, chunks.baseAddress, 8))
+                guard count > 0 else { return }
+                for chunk in chunks.prefix(min(count, 8)) {
+                    guard let base = chunk.iov_base else { continue }
+                    let length = min(chunk.iov_len, remaining)
+                    if clock.received(UnsafeRawBufferPointer(start: base, count: length), now: now) { return }
+                    remaining -= length
+                }
+                guard count > 8, remaining > 0,
+                    evbuffer_ptr_set(input, &position, evbuffer_get_length(input) - remaining, EVBUFFER_PTR_SET) == 0
+                else { return }
+            }
         }
     }
 

@@ -102,7 +102,7 @@ public final class CloakService: Sendable {
             response.headers += cors
             let nanoseconds = DispatchTime.now().uptimeNanoseconds - start
             let micros = nanoseconds / 1000
-            metrics.record(route: template, status: response.status, nanoseconds: Int64(nanoseconds))
+            metrics.record(route: template, status: response.status, nanoseconds: Int64(nanoseconds), loop: request.loop)
             accessLog.record(
                 method: request.method.rawValue, path: request.path, route: template, status: response.status,
                 micros: Int(micros), requestID: request.requestID)

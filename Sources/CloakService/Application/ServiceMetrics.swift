@@ -1,3 +1,4 @@
+import CloakHTTP
 import Prometheus
 import Synchronization
 
@@ -6,43 +7,17 @@ import Synchronization
 /// - `cloak_requests_total{route, status}`: answered requests, by route template (never the raw
 ///   path, which could hold a value) and status code.
 /// - `cloak_request_duration_seconds{route}`: time from arrival to answer, vault and upstream included.
+///
+/// Those two are counted per loop without a lock (``RequestMetrics``); the others are rare and
+/// live in a swift-prometheus registry.
 final class ServiceMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
-    private static let buckets: [Duration] = [
-        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
-        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
-        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
-    ]
+    /// The per-request pair, counted per loop (``RequestMetrics``); the rest lives in `registry`.
+    let requests = RequestMetrics()
 
-    // MetricNameDescriptor is not Sendable, so these are made when needed (a few strings).
-    private static var requests: MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "cloak", metricName: "requests", unitName: "total",
-                             helpText: "Answered requests by route and status")
-    }
-    private static var duration: MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "cloak", metricName: "request_duration", unitName: "seconds",
-                             helpText: "Time from arrival to answer")
-    }
-
-    private struct Key: Hashable {
-        let route: String
-        let status: Int
-    }
-
-    /// The collectors already made, so a request costs one dictionary lookup, not a registry call.
-    private let collectors = Mutex<[Key: (counter: Counter, histogram: DurationHistogram)]>([:])
-
-    func record(route: String, status: Int, nanoseconds: Int64) {
-        let key = Key(route: route, status: status)
-        let pair = collectors.withLock { cache in
-            if let found = cache[key] { return found }
-            let made = (registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))]),
-                        registry.makeDurationHistogram(descriptor: Self.duration, labels: [("route", route)], buckets: Self.buckets))
-            cache[key] = made
-            return made
-        }
-        pair.counter.increment()
-        pair.histogram.recordNanoseconds(nanoseconds)
+    /// Counts one answer; `loop` is the request's loop, where the answer is recorded.
+    func record(route: String, status: Int, nanoseconds: Int64, loop: LoopHandle?) {
+        requests.record(route: route, status: status, nanoseconds: Int(nanoseconds), loop: loop)
     }
 
     private static var rateLimited: MetricNameDescriptor {
@@ -73,5 +48,5 @@ final class ServiceMetrics: Sendable {
     }
 
     /// The Prometheus text exposition.
-    func exposition() -> [UInt8] { registry.emitToBuffer() }
+    func exposition() -> [UInt8] { Array(requests.exposition().utf8) + registry.emitToBuffer() }
 }

@@ -30,7 +30,7 @@ extension CloakService {
         }
         let finish: @Sendable (HTTPResponse) -> Void = { [accessLog, metrics] response in
             let nanoseconds = DispatchTime.now().uptimeNanoseconds - start
-            metrics.record(route: "egress-proxy", status: response.status, nanoseconds: Int64(nanoseconds))
+            metrics.record(route: "egress-proxy", status: response.status, nanoseconds: Int64(nanoseconds), loop: request.loop)
             // The path may hold anything the client put there: the access line names the door only.
             accessLog.record(method: request.method.rawValue, path: "-", route: "egress-proxy", status: response.status,
                              micros: Int(nanoseconds / 1000), requestID: request.requestID)

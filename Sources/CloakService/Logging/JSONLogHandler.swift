@@ -66,42 +66,7 @@ public struct JSONLogHandler: LogHandler {
 
     /// Now, as ISO 8601 UTC with milliseconds.
     static func timestamp() -> String {
-        var bytes: [UInt8] = []
-        appendTimestamp(to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// Appends now as `2026-11-23T01:02:03.456Z`, digit by digit (the access log writes one per
-    /// request: no intermediate strings).
-    static func appendTimestamp(to bytes: inout [UInt8]) {
-        var tv = timeval()
-        gettimeofday(&tv, nil)
-        var t = time_t(tv.tv_sec)
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        func digits(_ value: Int32, _ count: Int) {
-            var divisor: Int32 = 1
-            for _ in 1..<count { divisor *= 10 }
-            var v = value
-            while divisor > 0 {
-                bytes.append(UInt8(48 + v / divisor % 10))
-                v %= divisor
-                divisor /= 10
-            }
-        }
-        digits(parts.tm_year + 1900, 4)
-        bytes.append(UInt8(ascii: "-"))
-        digits(parts.tm_mon + 1, 2)
-        bytes.append(UInt8(ascii: "-"))
-        digits(parts.tm_mday, 2)
-        bytes.append(UInt8(ascii: "T"))
-        digits(parts.tm_hour, 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(parts.tm_min, 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(parts.tm_sec, 2)
-        bytes.append(UInt8(ascii: "."))
-        digits(Int32(tv.tv_usec / 1000), 3)
-        bytes.append(UInt8(ascii: "Z"))
+        let now = UTCTimestamp.now()
+        return UTCTimestamp.string(seconds: now.seconds, milliseconds: now.milliseconds)
     }
 }
