@@ -67,10 +67,9 @@ public struct Router<Handler: Sendable>: Sendable {
 
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
         if let endpoints = exact[path] { return Self.pick(method, endpoints, parameters: [:]) }
-        let parts = Self.split(path)
         var parameters: [String: String] = [:]
         var endpoints: [Endpoint] = []
-        if !Self.walk(root, parts[...], &parameters, &endpoints) { return .notFound }
+        if !Self.walk(root, path[...], &parameters, &endpoints) { return .notFound }
         return Self.pick(method, endpoints, parameters: parameters)
     }
 
@@ -86,25 +85,30 @@ public struct Router<Handler: Sendable>: Sendable {
         return .methodNotAllowed(allowed: allowed, template: endpoints[0].template)
     }
 
-    /// Finds the endpoints for `parts` below `node`: literals before a parameter before a catch-all.
-    private static func walk(_ node: Node, _ parts: ArraySlice<Substring>, _ parameters: inout [String: String],
+    /// Finds the endpoints for the segments of `rest` below `node`: literals before a parameter
+    /// before a catch-all. Segments are sliced from the path as it is walked (empty ones skipped,
+    /// as `split` would), so resolving allocates nothing but the parameters.
+    private static func walk(_ node: Node, _ rest: Substring, _ parameters: inout [String: String],
                              _ endpoints: inout [Endpoint]) -> Bool {
-        guard let part = parts.first else {
+        let utf8 = rest.utf8
+        guard let start = utf8.firstIndex(where: { $0 != UInt8(ascii: "/") }) else {
             guard !node.endpoints.isEmpty else { return false }
             endpoints = node.endpoints
             return true
         }
-        let rest = parts.dropFirst()
-        if let next = node.literals[part], walk(next, rest, &parameters, &endpoints) { return true }
+        let end = utf8[start...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
+        let part = rest[start..<end]
+        let tail = rest[end...]
+        if let next = node.literals[part], walk(next, tail, &parameters, &endpoints) { return true }
         if let (name, next) = node.parameter {
             guard let decoded = Self.percentDecoded(part) else { return false }
             let saved = parameters
             parameters[name] = decoded
-            if walk(next, rest, &parameters, &endpoints) { return true }
+            if walk(next, tail, &parameters, &endpoints) { return true }
             parameters = saved
         }
         if let (name, found) = node.remainder {
-            parameters[name] = parts.joined(separator: "/")
+            parameters[name] = rest[start...].split(separator: "/").joined(separator: "/")
             endpoints = found
             return true
         }
