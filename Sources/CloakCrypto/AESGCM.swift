@@ -26,11 +26,11 @@ public enum AESGCM {
         let nonce = SecureRandom.bytes(12)
         let context = try CipherContext()
         let ctx = context.pointer
-        try check(EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil), "EncryptInit")
-        try check(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, 12, nil), "set IV length")
+        // GCM's default IV length is the 12 bytes used here; the cipher is fetched once (Algorithms).
         try key.withBytes { (k) throws in
             try nonce.withUnsafeBytes { n in
-                try check(EVP_EncryptInit_ex(ctx, nil, nil, k, n.baseAddress?.assumingMemoryBound(to: UInt8.self)), "EncryptInit key")
+                try check(EVP_EncryptInit_ex2(ctx, Algorithms.aes256GCM, k, n.baseAddress?.assumingMemoryBound(to: UInt8.self), nil),
+                          "EncryptInit")
             }
         }
         var outLength: Int32 = 0
@@ -72,11 +72,10 @@ public enum AESGCM {
         guard key.count == 32, box.nonce.count == 12, box.tag.count == 16 else { throw CryptoError.authenticationFailed }
         let context = try CipherContext()
         let ctx = context.pointer
-        try check(EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil), "DecryptInit")
-        try check(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, 12, nil), "set IV length")
         try key.withBytes { (k) throws in
             try box.nonce.withUnsafeBytes { n in
-                try check(EVP_DecryptInit_ex(ctx, nil, nil, k, n.baseAddress?.assumingMemoryBound(to: UInt8.self)), "DecryptInit key")
+                try check(EVP_DecryptInit_ex2(ctx, Algorithms.aes256GCM, k, n.baseAddress?.assumingMemoryBound(to: UInt8.self), nil),
+                          "DecryptInit")
             }
         }
         var outLength: Int32 = 0

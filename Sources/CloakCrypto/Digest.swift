@@ -7,25 +7,53 @@ public enum Digest {
         var length: UInt32 = 0
         let rc = data.withUnsafeBytes { d in
             out.withUnsafeMutableBytes { o in
-                EVP_Digest(d.baseAddress, d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &length, EVP_sha256(), nil)
+                EVP_Digest(d.baseAddress, d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &length, Algorithms.sha256, nil)
             }
         }
         precondition(rc == 1 && length == 32, "EVP_Digest(SHA-256) failed")
         return out
     }
 
+    /// HMAC-SHA-256 (RFC 2104): SHA-256((K ⊕ opad) ‖ SHA-256((K ⊕ ipad) ‖ data)), built on the
+    /// fetched SHA-256 (``Algorithms``) instead of OpenSSL's one-shot `HMAC()`, which looks the
+    /// algorithms up on every call. The padded keys are wiped before returning.
     public static func hmacSHA256(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
+        let blockSize = 64
+        var pads = [UInt8](repeating: 0, count: 2 * blockSize)
+        defer { pads.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
+        var shortKey = key.count > blockSize ? sha256(key) : key
+        defer { shortKey.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
+        for i in 0..<blockSize {
+            let k = i < shortKey.count ? shortKey[i] : 0
+            pads[i] = k ^ 0x36
+            pads[blockSize + i] = k ^ 0x5C
+        }
+        guard let ctx = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed") }
+        defer { EVP_MD_CTX_free(ctx) }
+        var inner = [UInt8](repeating: 0, count: 32)
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
-        let result = key.withUnsafeBytes { k in
+        var ok = pads.withUnsafeBytes { p in
             data.withUnsafeBytes { d in
-                out.withUnsafeMutableBytes { o in
-                    HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), d.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                         d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &length)
+                inner.withUnsafeMutableBytes { i in
+                    EVP_DigestInit_ex2(ctx, Algorithms.sha256, nil) == 1
+                        && EVP_DigestUpdate(ctx, p.baseAddress, blockSize) == 1
+                        && EVP_DigestUpdate(ctx, d.baseAddress, d.count) == 1
+                        && EVP_DigestFinal_ex(ctx, i.baseAddress!.assumingMemoryBound(to: UInt8.self), &length) == 1
                 }
             }
         }
-        precondition(result != nil && length == 32, "HMAC-SHA-256 failed")
+        ok = ok && length == 32 && pads.withUnsafeBytes { p in
+            inner.withUnsafeBytes { i in
+                out.withUnsafeMutableBytes { o in
+                    EVP_DigestInit_ex2(ctx, Algorithms.sha256, nil) == 1
+                        && EVP_DigestUpdate(ctx, p.baseAddress! + blockSize, blockSize) == 1
+                        && EVP_DigestUpdate(ctx, i.baseAddress, 32) == 1
+                        && EVP_DigestFinal_ex(ctx, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &length) == 1
+                }
+            }
+        }
+        precondition(ok && length == 32, "HMAC-SHA-256 failed")
         return out
     }
 }

@@ -126,3 +126,39 @@ struct ShapeCase: Sendable, CustomTestStringConvertible {
         }
     }
 }
+
+/// Base58 in 32-bit limbs gives the digits of the byte-by-byte long division it replaced.
+@Suite struct Base58LimbTests {
+    /// The reference: repeated long division of the bytes by 58.
+    static func reference(_ bytes: [UInt8], width: Int) -> String {
+        var number = bytes
+        var digits: [UInt8] = []
+        while number.contains(where: { $0 != 0 }) {
+            var remainder = 0
+            for i in 0..<number.count {
+                let value = remainder * 256 + Int(number[i])
+                number[i] = UInt8(value / 58)
+                remainder = value % 58
+            }
+            digits.append(Base58.alphabet[remainder])
+        }
+        while digits.count < width { digits.append(Base58.alphabet[0]) }
+        return String(decoding: digits.prefix(width).reversed(), as: UTF8.self)
+    }
+
+    @Test func limbsAndLongDivisionAgree() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0...24 {
+            for width in [0, 1, 18, 22, 40] {
+                for _ in 0..<20 {
+                    let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                    #expect(Base58.encode(bytes, width: width) == Self.reference(bytes, width: width), "\(bytes) \(width)")
+                }
+                let extremes: [[UInt8]] = [Array(repeating: 0, count: length), Array(repeating: 0xFF, count: length)]
+                for bytes in extremes {
+                    #expect(Base58.encode(bytes, width: width) == Self.reference(bytes, width: width))
+                }
+            }
+        }
+    }
+}

@@ -55,16 +55,16 @@ public final class SQLiteAliasStore: AliasStore {
         }
     }
 
-    public func begin() throws(StoreError) { try db.execute("BEGIN IMMEDIATE") }
-    public func commit() throws(StoreError) { try db.execute("COMMIT") }
-    public func rollback() { try? db.execute("ROLLBACK") }
-    public func savepoint() throws(StoreError) { try db.execute("SAVEPOINT request") }
-    public func releaseSavepoint() throws(StoreError) { try db.execute("RELEASE request") }
+    public func begin() throws(StoreError) { try db.run("BEGIN IMMEDIATE") }
+    public func commit() throws(StoreError) { try db.run("COMMIT") }
+    public func rollback() { try? db.run("ROLLBACK") }
+    public func savepoint() throws(StoreError) { try db.run("SAVEPOINT request") }
+    public func releaseSavepoint() throws(StoreError) { try db.run("RELEASE request") }
     public var isInTransaction: Bool { !db.isAutocommit }
 
     public func rollbackToSavepoint() {
-        try? db.execute("ROLLBACK TO request")
-        try? db.execute("RELEASE request")
+        try? db.run("ROLLBACK TO request")
+        try? db.run("RELEASE request")
     }
 
     public func ping() throws(StoreError) {
