@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The access log's line, written byte by byte into a stack buffer, is the JSON the fields say.
+/// The access log's line, fixed parts written as they are, is the JSON the fields say.
 @Suite struct AccessLogTests {
     /// Records one line and parses it.
     func line(method: String = "GET", path: String, route: String = "/x", status: Int = 200, micros: Int = 12,
@@ -40,8 +40,8 @@ import Testing
         #expect(!path.contains("4111111111111111") && path.contains("[redacted]"), "\(path)")
     }
 
-    @Test func aLineLongerThanTheStackBufferIsStillWhole() throws {
-        // 250 control bytes escape to 1,500 bytes: past the buffer, so the line is built another way.
+    @Test func aLongEscapedLineIsStillWhole() throws {
+        // 250 control bytes escape to 1,500 bytes: far past the writer's first capacity.
         let path = "/" + String(repeating: "\u{01}", count: 250)
         let object = try line(path: path, requestID: "long")
         #expect(object["path"] as? String == path)

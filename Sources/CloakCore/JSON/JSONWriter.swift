@@ -3,43 +3,28 @@
 /// The bytes grow in storage the writer owns (copied on write, like an array), so appending a
 /// piece is a capacity check and a copy: answers are written piece by piece, dozens per field.
 public struct JSONWriter {
-    /// Growable bytes; a writer copies them before writing when another writer shares them.
-    /// The fields sit behind a pointer (a `let`), so writing them needs no exclusivity check.
-    final class Storage {
-        struct Fields {
-            var start: UnsafeMutablePointer<UInt8>
-            var count: Int
-            var capacity: Int
+    /// The bytes, in one allocation with their count and capacity in front. A writer copies them
+    /// before writing when another writer shares them. Reached through `ManagedBuffer`'s pointers,
+    /// a write needs no exclusivity check (a class with `var` fields paid one per piece).
+    final class Storage: ManagedBuffer<(count: Int, capacity: Int), UInt8> {
+        static func make(capacity: Int) -> Storage {
+            let made = create(minimumCapacity: capacity) { _ in (0, capacity) }
+            return unsafeDowncast(made, to: Storage.self)
         }
 
-        let fields: UnsafeMutablePointer<Fields>
-
-        init(capacity: Int) {
-            let capacity = max(capacity, 16)
-            fields = .allocate(capacity: 1)
-            fields.initialize(to: Fields(start: .allocate(capacity: capacity), count: 0, capacity: capacity))
-        }
-
-        deinit {
-            fields.pointee.start.deallocate()
-            fields.deallocate()
-        }
-
-        func copy() -> Storage {
-            let other = Storage(capacity: fields.pointee.capacity)
-            other.fields.pointee.start.update(from: fields.pointee.start, count: fields.pointee.count)
-            other.fields.pointee.count = fields.pointee.count
-            return other
-        }
-
-        func grow(toHold extra: Int) {
-            let f = fields.pointee
-            let wanted = max(f.capacity * 2, f.count + extra)
-            let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: wanted)
-            bigger.update(from: f.start, count: f.count)
-            f.start.deallocate()
-            fields.pointee.start = bigger
-            fields.pointee.capacity = wanted
+        /// A copy with room for `extra` more bytes (twice the capacity at least, when growing).
+        func copy(adding extra: Int) -> Storage {
+            withUnsafeMutablePointers { header, bytes in
+                let count = header.pointee.count
+                let needed = count + extra
+                let capacity = needed > header.pointee.capacity ? max(header.pointee.capacity * 2, needed) : header.pointee.capacity
+                let other = Storage.make(capacity: capacity)
+                other.withUnsafeMutablePointers { otherHeader, otherBytes in
+                    otherBytes.update(from: bytes, count: count)
+                    otherHeader.pointee.count = count
+                }
+                return other
+            }
         }
     }
 
@@ -47,22 +32,31 @@ public struct JSONWriter {
 
     /// The JSON written so far.
     public var bytes: [UInt8] {
-        Array(UnsafeBufferPointer(start: storage.fields.pointee.start, count: storage.fields.pointee.count))
+        storage.withUnsafeMutablePointers { header, bytes in Array(UnsafeBufferPointer(start: bytes, count: header.pointee.count)) }
+    }
+
+    /// The JSON written so far, as a string.
+    public var string: String {
+        storage.withUnsafeMutablePointers { header, bytes in
+            String(decoding: UnsafeBufferPointer(start: bytes, count: header.pointee.count), as: UTF8.self)
+        }
     }
 
     public init(reservingCapacity capacity: Int = 256) {
-        storage = Storage(capacity: capacity)
+        storage = Storage.make(capacity: max(capacity, 16))
     }
 
-    /// Room for `n` more bytes at the end; the caller writes them at the returned position.
+    /// Room for `n` more bytes at the end; the caller writes them at once at the returned position
+    /// (the writer's storage keeps them alive).
     @inline(__always)
     private mutating func claim(_ n: Int) -> UnsafeMutablePointer<UInt8> {
-        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
-        let fields = storage.fields
-        if fields.pointee.capacity - fields.pointee.count < n { storage.grow(toHold: n) }
-        let at = fields.pointee.start + fields.pointee.count
-        fields.pointee.count += n
-        return at
+        let fits = storage.withUnsafeMutablePointerToHeader { $0.pointee.capacity - $0.pointee.count >= n }
+        if !fits || !isKnownUniquelyReferenced(&storage) { storage = storage.copy(adding: n) }
+        return storage.withUnsafeMutablePointers { header, bytes in
+            let at = bytes + header.pointee.count
+            header.pointee.count += n
+            return at
+        }
     }
 
     @inline(__always)
@@ -73,6 +67,25 @@ public struct JSONWriter {
         guard let base = p.baseAddress, !p.isEmpty else { return }
         claim(p.count).update(from: base, count: p.count)
     }
+
+    // MARK: Raw pieces
+    //
+    // For lines whose shape is fixed (the access log): the caller guarantees the pieces are valid
+    // JSON where they stand.
+
+    /// Appends `text` as it is: punctuation and member names that need no escaping.
+    public mutating func rawJSON(_ text: StaticString) {
+        raw(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// Appends the `count` bytes `write` puts at the pointer it is given, as they are (a
+    /// timestamp built in place).
+    public mutating func rawJSON(count: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Void) {
+        write(claim(count))
+    }
+
+    /// Appends an integer.
+    public mutating func writeInt(_ value: Int) { appendText(String(value)) }
 
     public static func encode(_ value: JSONValue) -> [UInt8] {
         var writer = JSONWriter()
@@ -86,8 +99,8 @@ public struct JSONWriter {
 
     public mutating func write(_ value: JSONValue) {
         switch value {
-        case .null: append("null")
-        case let .bool(b): append(b ? "true" : "false")
+        case .null: rawJSON("null")
+        case let .bool(b): rawJSON(b ? "true" : "false")
         case let .number(n): appendText(n)
         case let .string(s): writeString(s)
         case let .array(elements):
@@ -135,13 +148,13 @@ public struct JSONWriter {
 
     public mutating func member(_ name: String, _ value: Bool) {
         key(name)
-        append(value ? "true" : "false")
+        rawJSON(value ? "true" : "false")
         needsComma = true
     }
 
     public mutating func member(_ name: String, _ value: Int) {
         key(name)
-        appendText(String(value))
+        writeInt(value)
         needsComma = true
     }
 
@@ -164,9 +177,6 @@ public struct JSONWriter {
 
     private var needsComma = false
 
-    private mutating func append(_ s: StaticString) {
-        raw(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
-    }
 
     private mutating func appendText(_ s: String) {
         var s = s
@@ -197,7 +207,7 @@ public struct JSONWriter {
                 case 0x09: byte(0x5C); byte(UInt8(ascii: "t"))
                 case 0..<0x20:
                     let hex: StaticString = "0123456789abcdef"
-                    append("\\u00")
+                    rawJSON("\\u00")
                     byte(hex.utf8Start[Int(b >> 4)])
                     byte(hex.utf8Start[Int(b & 0xF)])
                 default: byte(b)

@@ -2,8 +2,8 @@
 public enum Redaction {
     /// Whether ``scrub(_:limit:)`` would return `text` unchanged because it cannot hold a number:
     /// ASCII, at most `limit` bytes, fewer than nine digits in all. One pass over the bytes (the
-    /// access log asks this of every request's path).
-    public static func isClean(_ text: String, limit: Int = 256) -> Bool {
+    /// access log scrubs every request's path).
+    static func isClean(_ text: String, limit: Int = 256) -> Bool {
         var text = text
         return text.withUTF8 { utf8 in
             guard utf8.count <= limit else { return false }

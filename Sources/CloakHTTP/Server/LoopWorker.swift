@@ -335,13 +335,9 @@ final class LoopWorker: @unchecked Sendable {
         if !response.body.isEmpty, let out = evhttp_request_get_output_buffer(req) {
             _ = response.body.withUnsafeBytes { evbuffer_add(out, $0.baseAddress, $0.count) }
         }
-        let reason = reasonPhrase(response.status)
-        if reason.hasPointerRepresentation {
-            reason.utf8Start.withMemoryRebound(to: CChar.self, capacity: reason.utf8CodeUnitCount + 1) {
-                evhttp_send_reply(req, Int32(response.status), $0, nil)
-            }
-        } else {
-            evhttp_send_reply(req, Int32(response.status), "Status", nil)
+        let reason = reasonPhrase(response.status)  // NUL-terminated static text
+        reason.utf8Start.withMemoryRebound(to: CChar.self, capacity: reason.utf8CodeUnitCount + 1) {
+            evhttp_send_reply(req, Int32(response.status), $0, nil)
         }
     }
 
