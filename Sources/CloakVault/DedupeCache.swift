@@ -8,8 +8,8 @@ import Synchronization
 ///
 /// Only a vault that is the store's one writer may keep one (the embedded SQLite store):
 /// another node sharing a PostgreSQL store could delete an alias this one still remembers. The
-/// vault thread updates it after each commit and forgets a record before deleting it or changing
-/// its classifiers; loop threads only read. Bounded by two generations of `capacity / 2`
+/// vault thread updates it after each commit, and drops a record before deleting it or changing
+/// its classifiers, keeping it out until that change has its outcome; loop threads only read. Bounded by two generations of `capacity / 2`
 /// entries: when the newer fills up it becomes the older and the older is dropped, so records
 /// asked for again stay and the rest age out (a miss only costs a trip to the store).
 final class DedupeCache: Sendable {
@@ -62,6 +62,9 @@ final class DedupeCache: Sendable {
     private struct Generations {
         var newer: [Key: Entry] = [:]
         var older: [Key: Entry] = [:]
+        /// Records being deleted or changed, with how many such jobs are under way: never
+        /// remembered (nor answered) until the last of them has its outcome.
+        var changing: [Key: Int] = [:]
     }
 
     let capacity: Int
@@ -82,19 +85,38 @@ final class DedupeCache: Sendable {
         guard record.storage == .persistent, let fingerprint = record.fingerprint, let key = Key(fingerprint) else { return }
         let entry = Entry(record)
         let half = capacity / 2
-        generations.withLock { g in
+        let dropped = generations.withLock { g -> [Key: Entry] in
+            guard g.changing[key] == nil else { return [:] }
             g.newer[key] = entry
-            if g.newer.count >= half {
+            guard g.newer.count >= half else { return [:] }
+            defer {
                 g.older = g.newer
                 g.newer = Dictionary(minimumCapacity: half)
             }
+            return g.older
+        }
+        _ = dropped  // the old generation is freed here, outside the lock loops read through
+    }
+
+    /// On the vault thread, before a change to the record is written: the record is dropped and
+    /// not remembered again (an earlier job of the same batch that read it remembers it after the
+    /// commit) until ``changed(_:)``, called with the job's outcome. Between the commit and that
+    /// outcome, a loop must not answer from what the change removed.
+    func changing(_ fingerprint: [UInt8]?) {
+        guard let fingerprint, let key = Key(fingerprint) else { return }
+        generations.withLock { g in
+            g.changing[key, default: 0] += 1
+            g.newer.removeValue(forKey: key)
+            g.older.removeValue(forKey: key)
         }
     }
 
-    /// On the vault thread, before a change to the record is written.
-    func forget(_ fingerprint: [UInt8]?) {
+    /// The change announced by ``changing(_:)`` committed or failed: the record may be
+    /// remembered again (by the next job that reads it).
+    func changed(_ fingerprint: [UInt8]?) {
         guard let fingerprint, let key = Key(fingerprint) else { return }
         generations.withLock { g in
+            if let n = g.changing[key], n > 1 { g.changing[key] = n - 1 } else { g.changing[key] = nil }
             g.newer.removeValue(forKey: key)
             g.older.removeValue(forKey: key)
         }

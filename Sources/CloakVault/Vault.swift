@@ -190,26 +190,32 @@ public final class Vault: Sendable {
 
     /// Deletes an alias (and its value once no alias is left).
     public func delete(_ alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
-        executor.submit({ [self] store in
-            guard let record = try liveRecord(alias, in: store), try store.deleteAlias(alias) else { throw VaultError.notFound }
-            return record.fingerprint
-        }, completion: { [cache] result in completion(Self.map(Self.forgetting(result, cache))) })
+        changeRecord(of: alias, { store, record in
+            guard try store.deleteAlias(alias) else { throw VaultError.notFound }
+        }, completion: completion)
     }
 
     /// Replaces the classifiers of the record an alias belongs to.
     public func setClassifiers(_ classifiers: [String], alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
-        executor.submit({ [self] store in
-            guard let record = try liveRecord(alias, in: store) else { throw VaultError.notFound }
+        changeRecord(of: alias, { store, record in
             try store.setClassifiers(classifiers, recordID: record.id)
-            return record.fingerprint
-        }, completion: { [cache] result in completion(Self.map(Self.forgetting(result, cache))) })
+        }, completion: completion)
     }
 
-    /// After a committed change to a record: the cache forgets it before the caller hears of the
-    /// change. Completions run in commit order, so an earlier job of the same batch that
-    /// remembered the record cannot bring it back.
-    private static func forgetting(_ result: Result<[UInt8]?, any Error>, _ cache: DedupeCache?) -> Result<Void, any Error> {
-        result.map { fingerprint in cache?.forget(fingerprint) }
+    /// Runs `change` on the live record of `alias`. The dedupe cache drops the record before the
+    /// change is written and keeps it out until the job's outcome is known (after the commit,
+    /// before the caller hears of it), so no loop answers from what the change removed.
+    private func changeRecord(of alias: String, _ change: @escaping @Sendable (any AliasStore, StoredRecord) throws -> Void,
+                              completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
+        let changing = ChangingRecord()
+        executor.submit({ [self, cache] store in
+            guard let record = try liveRecord(alias, in: store) else { throw VaultError.notFound }
+            if let cache, changing.mark(record.fingerprint) { cache.changing(record.fingerprint) }
+            try change(store, record)
+        }, completion: { [cache] result in
+            cache?.changed(changing.fingerprint)
+            completion(Self.map(result))
+        })
     }
 
     /// Answers when the store does.
@@ -266,4 +272,21 @@ public final class Vault: Sendable {
         case let .failure(error): return .failure(.unavailable("\(error)"))
         }
     }
+}
+
+/// The fingerprint a change job keeps out of the dedupe cache, shared by the job and its
+/// completion. Marked once: a retried batch runs the job again.
+private final class ChangingRecord: Sendable {
+    private let state = Mutex<(marked: Bool, fingerprint: [UInt8]?)>((false, nil))
+
+    /// Records `fingerprint`; false when the job had already marked one.
+    func mark(_ fingerprint: [UInt8]?) -> Bool {
+        state.withLock { s in
+            guard !s.marked else { return false }
+            s = (true, fingerprint)
+            return true
+        }
+    }
+
+    var fingerprint: [UInt8]? { state.withLock { $0.fingerprint } }
 }

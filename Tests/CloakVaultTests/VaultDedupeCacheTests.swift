@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import CloakCore
 import CloakCrypto
 import Testing
@@ -114,6 +116,79 @@ import Testing
             let vault = try Vault(stores: stores, keys: harness.keys, settings: Self.cached)
             defer { vault.close() }
             #expect(vault.cache == nil)
+        }
+    }
+}
+
+/// A record being deleted or changed stays out of the cache from before the change is written
+/// until its job's outcome: no loop answers from what a committed delete removed.
+@Suite struct DedupeCacheChangeTests {
+    static func record(_ fingerprint: [UInt8]) -> StoredRecord {
+        StoredRecord(id: "rec_1", fingerprint: fingerprint, keyID: "k1",
+                     sealed: AESGCM.SealedBox(nonce: [], ciphertext: [], tag: []), storage: .persistent,
+                     classifiers: [], createdAt: 1, expiresAt: nil,
+                     aliases: [IssuedAlias(alias: "tok_x", format: .UUID, luhnValid: true)])
+    }
+
+    @Test func aRecordBeingChangedIsNotRememberedUntilTheChangeHasItsOutcome() {
+        let cache = DedupeCache(capacity: 10)
+        let fingerprint = [UInt8](repeating: 7, count: 32)
+        cache.remember(Self.record(fingerprint))
+        #expect(cache.entry(fingerprint) != nil)
+        cache.changing(fingerprint)
+        #expect(cache.entry(fingerprint) == nil)
+        // An earlier job of the batch read the record: its completion must not bring it back.
+        cache.remember(Self.record(fingerprint))
+        #expect(cache.entry(fingerprint) == nil)
+        // Two changes under way: the first outcome does not let it back in.
+        cache.changing(fingerprint)
+        cache.changed(fingerprint)
+        cache.remember(Self.record(fingerprint))
+        #expect(cache.entry(fingerprint) == nil)
+        cache.changed(fingerprint)
+        cache.remember(Self.record(fingerprint))
+        #expect(cache.entry(fingerprint) != nil)
+    }
+
+    @Test func betweenADeletesCommitAndItsCompletionTheDeletedAliasIsNotAnswered() throws {
+        try withVaultHarness { harness in
+            let vault = try harness.openVault(settings: VaultDedupeCacheTests.cached)
+            let card = VaultDedupeCacheTests.card
+            let first = try vault.createSync([card]).get()[0].aliases[0].alias
+            // 1. Hold the vault thread, so the next two jobs are queued into one batch.
+            let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            vault.reveal([first]) { _ in
+                held.signal()
+                release.wait()
+            }
+            held.wait()
+            // 2. A job ahead of the delete in the batch: its completion runs after the commit and
+            //    before the delete's, and waits there.
+            let committed = DispatchSemaphore(value: 0), proceed = DispatchSemaphore(value: 0)
+            vault.reveal([first]) { _ in
+                committed.signal()
+                proceed.wait()
+            }
+            let deleted = DispatchSemaphore(value: 0)
+            vault.delete(first) { _ in deleted.signal() }
+            release.signal()
+            committed.wait()
+            // 3. The delete is committed and its completion has not run: ask for the value again.
+            let answer = Mutex<String?>(nil)
+            let answered = DispatchSemaphore(value: 0)
+            vault.createAliases([card]) { result in
+                answer.withLock { $0 = (try? result.get())?.first?.aliases.first?.alias }
+                answered.signal()
+            }
+            // From the cache the answer is already here (the deleted alias); from the store it
+            // waits for the vault thread.
+            let early = answer.withLock { $0 }
+            proceed.signal()
+            deleted.wait()
+            answered.wait()
+            #expect(early == nil, "answered \(early ?? "") from the cache after its delete committed")
+            let again = try #require(answer.withLock { $0 })
+            #expect(try vault.revealOne(again)?.value == card.value)
         }
     }
 }
