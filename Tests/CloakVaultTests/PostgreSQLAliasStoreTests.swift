@@ -140,6 +140,7 @@ struct PostgreSQLAliasStoreTests {
         #expect(StoreURL.redacted("postgres://h/db?password=s3cret&x=1") == "postgres://h/db?password=***&x=1")
     }
 
+
     @Test func anUnreachableServerFailsAtOnceAndTheStoreReconnects() throws {
         // A server that is not there: the store fails fast, with the URL redacted.
         let start = Date()
@@ -152,4 +153,21 @@ struct PostgreSQLAliasStoreTests {
 final class Unchecked<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
+}
+
+/// Store URLs as logs and errors show them (no server needed).
+@Suite struct StoreURLTests {
+    /// Passwords with the characters that end other parts of a URL are hidden all the same
+    /// (libpq reads the userinfo up to the first `@` before any `/`).
+    @Test(arguments: [
+        ("postgres://u:pa?ss@h/db", "postgres://u:***@h/db"),
+        ("postgres://u:pa#ss@h:5432/db", "postgres://u:***@h:5432/db"),
+        ("postgres://u:pa%40ss@h/db", "postgres://u:***@h/db"),
+        ("postgres://u:p?x@h?sslmode=require", "postgres://u:***@h?sslmode=require"),
+        ("postgresql://u:p@ss@h/db", "postgresql://u:***@h/db"),
+        ("postgres://u:s3cret@h/db?application_name=a@b", "postgres://u:***@h/db?application_name=a@b"),
+    ])
+    func passwordsWithURLDelimitersAreRedacted(url: String, shown: String) {
+        #expect(StoreURL.redacted(url) == shown)
+    }
 }

@@ -195,11 +195,16 @@ final class PostgreSQLConnection {
 /// Store URLs as they may be shown: `postgres://user:***@host/db`.
 public enum StoreURL {
     /// The URL without its password (userinfo after the first `:`); `password=` parameters too.
+    ///
+    /// The userinfo is looked for up to the first `/` only, as libpq does: libpq takes
+    /// `postgres://u:pa?ss@h/db` as user `u`, password `pa?ss`, so a `?` or `#` cannot end it.
+    /// With more than one `@`, everything up to the last is hidden (more than the password,
+    /// never less).
     public static func redacted(_ url: String) -> String {
         var text = url
         if let scheme = text.range(of: "://") {
             let rest = text[scheme.upperBound...]
-            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+            let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
             if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
                 text.replaceSubrange(text.index(after: colon)..<at, with: "***")
             }
