@@ -59,9 +59,11 @@ public final class CertificateAuthority: @unchecked Sendable {
             guard let cert = read(Array(certText), { PEM_read_bio_X509($0, nil, nil, nil) }) else {
                 throw CryptoError("\(certPath) holds no PEM certificate")
             }
-            guard let key = read(Array(keyText), { PEM_read_bio_PrivateKey($0, nil, nil, nil) }) else {
+            // An encrypted key is refused, never prompted for: OpenSSL's default would ask for a
+            // passphrase on the terminal and wait.
+            guard let key = read(Array(keyText), { PEM_read_bio_PrivateKey($0, nil, { _, _, _, _ in 0 }, nil) }) else {
                 X509_free(cert)
-                throw CryptoError("\(keyPath) holds no PEM private key")
+                throw CryptoError("\(keyPath) holds no unencrypted PEM private key")
             }
             guard X509_check_private_key(cert, key) == 1 else {
                 X509_free(cert)
@@ -192,20 +194,12 @@ public final class CertificateAuthority: @unchecked Sendable {
     }
 
     private static func write(_ bytes: [UInt8], to path: String, mode: mode_t) throws(CryptoError) {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                     attributes: [.posixPermissions: 0o700])
+        do {
+            try SecretFile.write(bytes, to: path, mode: mode)
+        } catch .exists {
+            throw CryptoError("\(path) already exists; refusing to overwrite it")
+        } catch {
+            throw CryptoError("cannot write \(path)")
         }
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw CryptoError("cannot create \(path)") }
-        defer { close(fd) }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
-            guard n > 0 else { throw CryptoError("cannot write \(path)") }
-            offset += n
-        }
-        guard fsync(fd) == 0 else { throw CryptoError("cannot write \(path)") }
     }
 }

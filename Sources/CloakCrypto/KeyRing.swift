@@ -124,37 +124,16 @@ public struct KeyRing: Sendable {
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         guard let data = try? encoder.encode(file) else { throw Error("cannot encode the key file") }
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                     attributes: [.posixPermissions: 0o700])
-        }
-        let target = replace ? path + ".tmp" : path
-        let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | (replace ? O_TRUNC : 0)
-        if replace { unlink(target) }
-        let fd = open(target, flags, 0o600)
-        guard fd >= 0 else {
-            throw Error(errno == EEXIST ? "\(path) already exists; refusing to overwrite keys" : "cannot create \(path)")
-        }
-        let ok = data.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { return false }
-                offset += n
-            }
-            return fsync(fd) == 0
-        }
-        close(fd)
-        guard ok else { throw Error("cannot write \(path)") }
-        if replace {
-            guard rename(target, path) == 0 else { throw Error("cannot replace \(path)") }
-        }
-        // Make the new directory entry durable too: after a power loss the old file must not come back.
-        let dirfd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirfd >= 0 {
-            fsync(dirfd)
-            close(dirfd)
+        do {
+            try SecretFile.write(Array(data), to: path, mode: 0o600, replace: replace)
+        } catch .exists {
+            throw Error("\(path) already exists; refusing to overwrite keys")
+        } catch .cannotCreate {
+            throw Error("cannot create \(path)")
+        } catch .cannotReplace {
+            throw Error("cannot replace \(path)")
+        } catch {
+            throw Error("cannot write \(path)")
         }
     }
 }

@@ -65,3 +65,61 @@ struct CertificateAuthorityTests {
         #expect(throws: CryptoError.self) { try ca.issue(host: host) }
     }
 }
+
+/// Egress CA files that are not what they should be: refused at load with a clear error, never
+/// replaced, never prompted for.
+struct CertificateAuthorityFileTests {
+    let helper = CertificateAuthorityTests()
+
+    /// A CA made in a new folder; returns the folder.
+    func madeCA() throws -> String {
+        let d = helper.temporary()
+        _ = try CertificateAuthority.loadOrCreate(certificate: "\(d)/ca.pem", key: "\(d)/ca-key.pem")
+        return d
+    }
+
+    func loadError(_ d: String) -> String? {
+        do {
+            _ = try CertificateAuthority.loadOrCreate(certificate: "\(d)/ca.pem", key: "\(d)/ca-key.pem")
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test func garbageInEitherFileIsRefused() throws {
+        for file in ["ca.pem", "ca-key.pem"] {
+            let d = try madeCA()
+            defer { try? FileManager.default.removeItem(atPath: d) }
+            let before = FileManager.default.contents(atPath: "\(d)/ca.pem")
+            try Data("-----BEGIN GARBAGE-----\n\u{0}\u{1}not pem at all\n".utf8).write(to: URL(fileURLWithPath: "\(d)/\(file)"))
+            let error = try #require(loadError(d), "\(file)")
+            #expect(error.contains(file), "\(error)")
+            if file == "ca-key.pem" { #expect(FileManager.default.contents(atPath: "\(d)/ca.pem") == before) }
+        }
+    }
+
+    @Test func aKeyOfAnotherCAIsRefused() throws {
+        let d = try madeCA(), other = try madeCA()
+        defer {
+            try? FileManager.default.removeItem(atPath: d)
+            try? FileManager.default.removeItem(atPath: other)
+        }
+        try FileManager.default.removeItem(atPath: "\(d)/ca-key.pem")
+        try FileManager.default.copyItem(atPath: "\(other)/ca-key.pem", toPath: "\(d)/ca-key.pem")
+        #expect(loadError(d)?.contains("does not match") == true)
+    }
+
+    @Test func anEncryptedKeyIsRefusedWithoutAPrompt() throws {
+        let d = try madeCA()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        let (status, text) = try helper.openssl(
+            ["pkey", "-in", "ca-key.pem", "-aes256", "-passout", "pass:secret-passphrase", "-out", "encrypted.pem"], in: d)
+        #expect(status == 0, "\(text)")
+        try FileManager.default.removeItem(atPath: "\(d)/ca-key.pem")
+        try FileManager.default.moveItem(atPath: "\(d)/encrypted.pem", toPath: "\(d)/ca-key.pem")
+        let error = try #require(loadError(d))
+        #expect(error.contains("unencrypted"), "\(error)")
+        #expect(!error.contains("secret-passphrase"))
+    }
+}

@@ -11,6 +11,7 @@ final class TLSClientContext {
         context = ctx
         _ = SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        SSL_CTX_set_default_passwd_cb(ctx) { _, _, _, _ in 0 }  // an encrypted client key is refused, never prompted for
         let loaded = caFile.map { SSL_CTX_load_verify_locations(ctx, $0, nil) } ?? SSL_CTX_set_default_verify_paths(ctx)
         guard loaded == 1 else {
             ERR_clear_error()

@@ -12,6 +12,8 @@ public final class TLSServerContext: @unchecked Sendable {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw HTTPServerError("cannot create a TLS context") }
         _ = SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
         _ = SSL_CTX_set_options(ctx, UInt64(1) << 30)  // SSL_OP_NO_RENEGOTIATION (a macro Swift cannot import)
+        // An encrypted key file is refused, never prompted for on the terminal (OpenSSL's default).
+        SSL_CTX_set_default_passwd_cb(ctx) { _, _, _, _ in 0 }
         return ctx
     }
 
@@ -42,7 +44,7 @@ public final class TLSServerContext: @unchecked Sendable {
             X509_up_ref(extra)
             _ = SSL_CTX_ctrl(ctx, SSL_CTRL_EXTRA_CHAIN_CERT, 0, UnsafeMutableRawPointer(extra))
         }
-        guard let keys = Self.readPEM(privateKeyPEM, { PEM_read_bio_PrivateKey($0, nil, nil, nil) }), let key = keys.first else {
+        guard let keys = Self.readPEM(privateKeyPEM, { PEM_read_bio_PrivateKey($0, nil, { _, _, _, _ in 0 }, nil) }), let key = keys.first else {
             throw HTTPServerError("cannot read the private key")
         }
         defer { keys.forEach { EVP_PKEY_free($0) } }
