@@ -32,6 +32,11 @@ import Testing
                 ca_file: "\(certificates.caFile)"
                 request:
                   - {reveal: {json: ["$.card"]}}
+              - id: "2c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                path: /dead
+                upstream: "http://127.0.0.1:1/dead"
+                response:
+                  - {redact: {json: ["$..description"], format: UUID, storage: VOLATILE}}
 
             """))
     }
@@ -46,6 +51,33 @@ import Testing
             let pan = try #require(item["pan"]?.stringValue)
             #expect(pan != "4111111111111111" && pan.hasPrefix("411111") && pan.hasSuffix("1111"))
             #expect(item["qty"] == .number("2"))
+        }
+    }
+
+    /// An answer is bounded like a request (vault.max_batch, 100 here): an upstream cannot make
+    /// one exchange a vault job of any size.
+    @Test func anUpstreamAnswerSelectingMoreThanTheBatchLimitIs502AndNothingOfItPasses() throws {
+        try Self.withServer { server, upstream in
+            let items = (0..<101).map { _ in #"{"pan":"4111111111111111"}"# }.joined(separator: ",")
+            let r = try server.client().request("POST", "/proxy/orders", json: #"{"items":[\#(items)]}"#)
+            #expect(r.status == 502 && r.errorCode == 1401, "\(r.text)")
+            #expect(r.text.contains("vault.max_batch"))
+            #expect(!r.text.contains("4111111111111111"))
+            // At the limit it passes, redacted.
+            let hundred = (0..<100).map { _ in #"{"pan":"4111111111111111"}"# }.joined(separator: ",")
+            let ok = try server.client().request("POST", "/proxy/orders", json: #"{"items":[\#(hundred)]}"#)
+            #expect(ok.status == 200, "\(ok.text)")
+            #expect(!ok.text.contains("4111111111111111"))
+        }
+    }
+
+    /// An upstream that cannot be reached is Cloak's own 502 1400, not an answer: the answer's
+    /// operations never run on it (here they would have aliased the error's description).
+    @Test func anUnreachableUpstreamIsAnErrorNotAnAnswerToTransform() throws {
+        try Self.withServer { server, _ in
+            let r = try server.client().request("POST", "/proxy/dead", json: #"{"x":1}"#)
+            #expect(r.status == 502 && r.errorCode == 1400, "\(r.text)")
+            #expect(!r.text.contains("tok_"), "\(r.text)")
         }
     }
 

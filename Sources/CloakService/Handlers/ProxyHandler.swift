@@ -97,7 +97,9 @@ struct ProxyHandler: Sendable {
     /// caller's word.
     private func transformAndForward(_ request: HTTPRequest, route: ResolvedRoute, rest: String) throws(CloakError) -> Reply {
         let settings = route.settings
-        if (settings.requestOperations + settings.responseOperations).contains(where: { $0.action == .reveal }) {
+        if settings.requestOperations.contains(where: { $0.action == .reveal })
+            || settings.responseOperations.contains(where: { $0.action == .reveal })
+        {
             _ = try identity.require("aliases:reveal")
         }
         let requestCaller = settings.requestOperations.contains { $0.action == .redact }
@@ -114,9 +116,15 @@ struct ProxyHandler: Sendable {
                     var message = outgoing
                     message.body = body
                     message.headers = headers
-                    switch forward(message, route: route, rest: rest, body: body, jsonBody: false) {
-                    case let .now(response): done(.success(response))
-                    case let .later(work): work { done(.success($0)) }
+                    // An upstream's failure stays a failure: it is answered as such, never run
+                    // through the answer's operations as if it were the upstream's answer.
+                    do throws(CloakError) {
+                        switch try destination(message, route: route, rest: rest, body: body, jsonBody: false) {
+                        case let .echo(response): done(.success(response))
+                        case let .upstream(upstreamRequest, loop): loop.call(upstreamRequest, done: done)
+                        }
+                    } catch {
+                        done(.failure(error))
                     }
                 }, finish: { response, _ in finish(response) })
             } catch {
@@ -126,12 +134,40 @@ struct ProxyHandler: Sendable {
     }
 
     private func forward(_ request: HTTPRequest, route: ResolvedRoute, rest: String, body: [UInt8], jsonBody: Bool) -> Reply {
+        do throws(CloakError) {
+            switch try destination(request, route: route, rest: rest, body: body, jsonBody: jsonBody) {
+            case let .echo(response):
+                return .now(response)
+            case let .upstream(upstreamRequest, loop):
+                return .later { finish in
+                    loop.call(upstreamRequest) { result in
+                        switch result {
+                        case let .success(response): finish(response)
+                        case let .failure(error): finish(.error(error))
+                        }
+                    }
+                }
+            }
+        } catch {
+            return .now(.error(error))
+        }
+    }
+
+    /// Where a request on `route` goes.
+    private enum Destination {
+        /// `upstream: echo`: the body as the upstream would have received it.
+        case echo(HTTPResponse)
+        /// The request for the upstream, sent from this loop.
+        case upstream(UpstreamRequest, LoopHandle)
+    }
+
+    private func destination(_ request: HTTPRequest, route: ResolvedRoute, rest: String, body: [UInt8],
+                             jsonBody: Bool) throws(CloakError) -> Destination {
         guard let upstream = route.upstream else {
-            // upstream: echo: the redacted body, as the upstream would have received it.
-            return .now(HTTPResponse(status: 200, headers: [("Content-Type", jsonBody ? "application/json" : request.header("Content-Type") ?? "application/octet-stream")], body: body))
+            return .echo(HTTPResponse(status: 200, headers: [("Content-Type", jsonBody ? "application/json" : request.header("Content-Type") ?? "application/octet-stream")], body: body))
         }
         guard let loop = request.loop else {
-            return .now(.error(CloakError(.unexpectedResponseType, "no event loop to reach the upstream from")))
+            throw CloakError(.unexpectedResponseType, "no event loop to reach the upstream from")
         }
         var path = upstream.path
         if !rest.isEmpty { path = (path.hasSuffix("/") ? String(path.dropLast()) : path) + rest }
@@ -149,19 +185,9 @@ struct ProxyHandler: Sendable {
             headers.removeAll { $0.name.lowercased() == name.lowercased() }
             headers.append((name, value))
         }
-        let outgoing = UpstreamRequest(
+        return .upstream(UpstreamRequest(
             scheme: upstream.scheme, host: upstream.host, port: upstream.port, target: target, method: request.method,
             headers: headers, body: body, timeoutSeconds: route.settings.responseTimeoutSeconds,
-            connectTimeoutSeconds: route.settings.connectTimeoutSeconds, caFile: route.settings.caFile)
-        return .later { finish in
-            loop.send(outgoing) { result in
-                switch result {
-                case let .success(response): finish(response)
-                case let .failure(.unreachable(why)): finish(.error(CloakError(.unexpectedResponseType, why)))
-                case let .failure(.badResponse(why)): finish(.error(CloakError(.unexpectedResponseDataFormat, why)))
-                case .failure(.timeout): finish(.error(CloakError(.upstreamTimeout, "the upstream did not answer within \(route.settings.responseTimeoutSeconds) s")))
-                }
-            }
-        }
+            connectTimeoutSeconds: route.settings.connectTimeoutSeconds, caFile: route.settings.caFile), loop)
     }
 }

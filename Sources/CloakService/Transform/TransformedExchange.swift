@@ -15,7 +15,7 @@ struct TransformedExchange: Sendable {
     /// Who aliases values redacted from the request, and from the answer.
     let requestCaller: AliasCaller
     let responseCaller: AliasCaller
-    /// Most values one message may select (more: 1002).
+    /// Most values one message may select: more in the request is 1002, in the answer 502 1401.
     let maxSelected: Int
     /// What to call the limit in the error.
     let limitName: String
@@ -36,9 +36,7 @@ struct TransformedExchange: Sendable {
     func start(body: [UInt8], headers: [(name: String, value: String)], send: @escaping Send,
                finish: @escaping @Sendable (HTTPResponse, Outcome) -> Void) throws(CloakError) {
         let selection = try MessageSelection(body: body, headers: headers, operations: request)
-        guard selection.items.count <= maxSelected else {
-            throw .malformed("the route's selectors pick \(selection.items.count) values; at most \(maxSelected) (\(limitName))")
-        }
+        if let tooMany = tooMany(selection) { throw .malformed(tooMany) }
         let outcome = Outcome(revealed: selection.revealCount, redacted: selection.redactCount)
         let answer: @Sendable (Result<HTTPResponse, CloakError>, Outcome) -> Void = { result, outcome in
             switch result {
@@ -61,6 +59,12 @@ struct TransformedExchange: Sendable {
         }
     }
 
+    /// Why `selection` holds more values than one message may send to the vault, or nil.
+    private func tooMany(_ selection: MessageSelection) -> String? {
+        guard selection.items.count > maxSelected else { return nil }
+        return "the route's selectors pick \(selection.items.count) values; at most \(maxSelected) (\(limitName))"
+    }
+
     private func transformAnswer(_ upstream: HTTPResponse, outcome before: Outcome,
                                  finish: @escaping @Sendable (HTTPResponse, Outcome) -> Void) {
         var counted = before
@@ -74,6 +78,10 @@ struct TransformedExchange: Sendable {
             return finish(.error(CloakError(.unexpectedResponseDataFormat, "the upstream's answer: \(error.message)")), outcome)
         }
         guard !selection.isEmpty else { return finish(upstream, outcome) }
+        // The answer is bounded like the request: its values go to the vault in one job.
+        if let tooMany = tooMany(selection) {
+            return finish(.error(CloakError(.unexpectedResponseDataFormat, "the upstream's answer: \(tooMany)")), outcome)
+        }
         guard let vault else { return finish(.error(CloakError(.vaultUnavailable, "this server runs without a vault")), outcome) }
         MessageTransformer(vault: vault, caller: responseCaller).run(selection) { result in
             switch result {
