@@ -21,12 +21,20 @@ public enum Digest {
         let blockSize = 64
         var pads = [UInt8](repeating: 0, count: 2 * blockSize)
         defer { pads.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
-        var shortKey = key.count > blockSize ? sha256(key) : key
-        defer { shortKey.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
-        for i in 0..<blockSize {
-            let k = i < shortKey.count ? shortKey[i] : 0
-            pads[i] = k ^ 0x36
-            pads[blockSize + i] = k ^ 0x5C
+        func pad(_ k: UnsafeRawBufferPointer) {
+            for i in 0..<blockSize {
+                let b = i < k.count ? k[i] : 0
+                pads[i] = b ^ 0x36
+                pads[blockSize + i] = b ^ 0x5C
+            }
+        }
+        if key.count > blockSize {
+            // A key longer than a block is hashed first; that digest is ours to wipe (the caller's key is not).
+            var hashed = sha256(key)
+            hashed.withUnsafeBytes(pad)
+            hashed.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) }
+        } else {
+            key.withUnsafeBytes(pad)
         }
         guard let ctx = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed") }
         defer { EVP_MD_CTX_free(ctx) }

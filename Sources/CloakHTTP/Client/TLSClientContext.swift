@@ -33,7 +33,7 @@ final class TLSClientContext {
     /// A new `SSL` for one connection to `host`: SNI and hostname verification set.
     func makeSSL(host: String) -> OpaquePointer? {
         guard let ssl = SSL_new(context) else { return nil }
-        if !Self.isNumeric(host) {
+        if !AddressPolicy.isLiteral(host) {
             _ = host.withCString { SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: $0)) }
             _ = SSL_set1_host(ssl, host)
         } else {
@@ -41,9 +41,5 @@ final class TLSClientContext {
             _ = X509_VERIFY_PARAM_set1_ip_asc(param, host)
         }
         return ssl
-    }
-
-    static func isNumeric(_ host: String) -> Bool {
-        host.contains(":") || host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
     }
 }

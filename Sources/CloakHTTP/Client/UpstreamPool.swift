@@ -13,7 +13,11 @@ final class UpstreamPool {
     private var waiting: [Exchange] = []
     /// The resolved numeric address, once known; looked up again after `addressTTL` seconds or
     /// after a connection to it fails (an upstream that moved is found again).
-    private var address: String?
+    private var address: String? {
+        didSet { addressRefused = address.map { !key.allowPrivate && AddressPolicy.isPrivate($0) } ?? false }
+    }
+    /// Whether `address` is one the pool's policy refuses: decided once per address, not per exchange.
+    private var addressRefused = false
     private var resolvedAt = Date.distantPast
     private static let addressTTL: TimeInterval = 60
     private var resolving = false
@@ -28,8 +32,11 @@ final class UpstreamPool {
         self.key = key
         self.tls = tls
         self.affinity = affinity
-        isNumericHost = TLSClientContext.isNumeric(key.host)
-        if isNumericHost { address = key.host }
+        isNumericHost = AddressPolicy.isLiteral(key.host)
+        if isNumericHost {
+            address = key.host
+            addressRefused = !key.allowPrivate && AddressPolicy.isPrivate(key.host)
+        }
     }
 
     func closeAll() {
@@ -48,7 +55,7 @@ final class UpstreamPool {
     private func pump() {
         if !isNumericHost, address != nil, Date().timeIntervalSince(resolvedAt) > Self.addressTTL { address = nil }
         guard let address else { return resolve() }
-        if !key.allowPrivate && AddressPolicy.isPrivate(address) {
+        if addressRefused {
             // A name that resolves to loopback or a private range (DNS rebinding included).
             self.address = nil
             return failWaiting("the upstream resolves to a private or loopback address (allow_private is off)")

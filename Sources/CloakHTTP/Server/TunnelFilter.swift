@@ -14,9 +14,9 @@ final class TunnelFilter {
         /// Before the CONNECT is granted: plain HTTP.
         case plain
         /// Granted: the `200` still leaves in plain; the client's next bytes are TLS.
-        case granted(OpaquePointer)
-        /// TLS with this SSL (server side, memory BIOs).
-        case tls(OpaquePointer)
+        case granted(Session)
+        /// TLS with this session.
+        case tls(Session)
         /// A TLS failure: nothing more passes.
         case failed
     }
@@ -28,19 +28,37 @@ final class TunnelFilter {
     private var kick: OpaquePointer?
     private var handshakeDone = false
     static let chunk = 16 * 1024
-    /// One buffer per connection for bytes between libevent and OpenSSL (never reallocated per
-    /// call), and one evbuffer for ciphertext on its way to the socket.
-    private let scratch = UnsafeMutableRawPointer.allocate(byteCount: TunnelFilter.chunk, alignment: 16)
-    private let ciphertext = evbuffer_new()
+
+    /// A granted tunnel's TLS: the SSL (server side, memory BIOs), a buffer for bytes between
+    /// libevent and OpenSSL (never reallocated per call) and an evbuffer for ciphertext on its
+    /// way to the socket. Made only when a CONNECT is granted: connections that never
+    /// authenticate hold none of it.
+    final class Session {
+        let ssl: OpaquePointer
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: TunnelFilter.chunk, alignment: 16)
+        let ciphertext: OpaquePointer
+
+        init?(context: OpaquePointer) {
+            guard let ssl = SSL_new(context) else { return nil }
+            guard let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()), let ciphertext = evbuffer_new() else {
+                SSL_free(ssl)
+                return nil
+            }
+            SSL_set_bio(ssl, rbio, wbio)
+            SSL_set_accept_state(ssl)
+            self.ssl = ssl
+            self.ciphertext = ciphertext
+        }
+
+        deinit {
+            SSL_free(ssl)
+            scratch.deallocate()
+            evbuffer_free(ciphertext)
+        }
+    }
 
     deinit {
-        scratch.deallocate()
-        if let ciphertext { evbuffer_free(ciphertext) }
         if let kick { event_free(kick) }
-        switch mode {
-        case let .granted(ssl), let .tls(ssl): SSL_free(ssl)
-        default: break
-        }
     }
 
     /// Makes the socket bufferevent and the filter over it; nil when either cannot be made.
@@ -88,14 +106,8 @@ final class TunnelFilter {
 
     /// Grants the tunnel: the client's next bytes start a TLS handshake answered with `context`.
     func grant(_ context: OpaquePointer) -> Bool {
-        guard case .plain = mode, let ssl = SSL_new(context) else { return false }
-        guard let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()) else {
-            SSL_free(ssl)
-            return false
-        }
-        SSL_set_bio(ssl, rbio, wbio)
-        SSL_set_accept_state(ssl)
-        mode = .granted(ssl)
+        guard case .plain = mode, let session = Session(context: context) else { return false }
+        mode = .granted(session)
         return true
     }
 
@@ -107,10 +119,11 @@ final class TunnelFilter {
         case .failed:
             evbuffer_drain(src, evbuffer_get_length(src))
             return BEV_ERROR
-        case let .granted(ssl):
-            mode = .tls(ssl)
+        case let .granted(session):
+            mode = .tls(session)
             return input(src, dst)
-        case let .tls(ssl):
+        case let .tls(session):
+            let ssl = session.ssl, scratch = session.scratch
             // Ciphertext into OpenSSL, plaintext out to evhttp.
             while evbuffer_get_length(src) > 0 {
                 let n = Int(evbuffer_remove(src, scratch, Self.chunk))
@@ -126,7 +139,7 @@ final class TunnelFilter {
                     continue
                 }
                 let error = SSL_get_error(ssl, n)
-                flushCiphertext(ssl)
+                flushCiphertext(session)
                 if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE { break }
                 if error == SSL_ERROR_ZERO_RETURN { return close() }  // close_notify: the client is done
                 return fail()
@@ -150,23 +163,25 @@ final class TunnelFilter {
         case .failed:
             evbuffer_drain(src, evbuffer_get_length(src))
             return BEV_ERROR
-        case let .tls(ssl):
+        case let .tls(session):
             guard handshakeDone else { return BEV_NEED_MORE }
+            let ssl = session.ssl, scratch = session.scratch
             while evbuffer_get_length(src) > 0 {
                 let n = Int(evbuffer_copyout(src, scratch, Self.chunk))
                 guard n > 0 else { break }
                 let written = SSL_write(ssl, scratch, Int32(n))
                 guard written > 0 else { return fail() }
                 evbuffer_drain(src, Int(written))
-                flushCiphertext(ssl, into: dst)
+                flushCiphertext(session, into: dst)
             }
             return BEV_OK
         }
     }
 
     /// Moves what OpenSSL wrote (handshake records, alerts, data) to the socket.
-    private func flushCiphertext(_ ssl: OpaquePointer, into dst: OpaquePointer? = nil) {
-        guard let wbio = SSL_get_wbio(ssl), let ciphertext else { return }
+    private func flushCiphertext(_ session: Session, into dst: OpaquePointer? = nil) {
+        let ciphertext = session.ciphertext, scratch = session.scratch
+        guard let wbio = SSL_get_wbio(session.ssl) else { return }
         while BIO_ctrl_pending(wbio) > 0 {
             let n = BIO_read(wbio, scratch, Int32(Self.chunk))
             guard n > 0 else { break }
@@ -195,11 +210,8 @@ final class TunnelFilter {
     }
 
     private func fail() -> bufferevent_filter_result {
-        if case let .tls(ssl) = mode {
-            flushCiphertext(ssl)
-            SSL_free(ssl)
-        }
-        mode = .failed
+        if case let .tls(session) = mode { flushCiphertext(session) }  // the alert, if any
+        mode = .failed  // the session is freed with its last reference
         ERR_clear_error()
         return close()
     }
