@@ -5,6 +5,11 @@
 /// each request's writes between a savepoint and its release, so one failing request leaves
 /// the others intact and nothing half-written.
 public protocol AliasStore: AnyObject {
+    /// Whether this process is the store's only writer (an embedded file): only then may a vault
+    /// keep what it read in memory (``DedupeCache``), since no one else can delete behind it.
+    /// False for a server other nodes share.
+    var isSoleWriter: Bool { get }
+
     func begin() throws(StoreError)
     func commit() throws(StoreError)
     func rollback()

@@ -66,7 +66,9 @@ public final class Vault: Sendable {
         self.clock = clock
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
         try Self.adopt(stores[0], keys: keys)
-        self.cache = stores.count == 1 && settings.dedupeCacheEntries > 0 ? DedupeCache(capacity: settings.dedupeCacheEntries) : nil
+        // Only a vault that is its store's one writer may remember (see DedupeCache).
+        self.cache = stores.count == 1 && stores[0].isSoleWriter && settings.dedupeCacheEntries > 0
+            ? DedupeCache(capacity: settings.dedupeCacheEntries) : nil
         // Sweep expired VOLATILE records, 1,000 per transaction, until none is left (at most
         // 50,000 per run, so a large backlog cannot hold up requests for long). One executor
         // sweeps: the others share its store.

@@ -17,6 +17,43 @@ struct PostgreSQLAliasStoreTests {
         try AliasStoreCompatSuite(makeStore: { try PostgreSQLAliasStore(url: url) }).run(c)
     }
 
+    /// Another node may delete behind this one: a vault on a shared store keeps no dedupe cache,
+    /// whatever its settings ask (the store says it is not the only writer).
+    @Test func aVaultOnASharedStoreNeverRemembers() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let vault = try Vault(store: PostgreSQLAliasStore(url: url), keys: .generate(),
+                              settings: .init(volatileTTLSeconds: 60, dedupeCacheEntries: 100))
+        #expect(vault.cache == nil)
+        #expect(try SQLiteAliasStore(path: ":memory:").isSoleWriter)
+    }
+
+    /// Schema 2 makes record ids and aliases compare bytewise; a database at schema 1 with records
+    /// is upgraded in place and keeps them.
+    @Test func aVersionOneDatabaseIsUpgradedToBytewiseIds() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let raw = try PostgreSQLConnection(url: url)
+        try raw.execute("CREATE TABLE cloak_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        try raw.execute(PostgreSQLAliasStore.migrations[0])
+        try raw.execute("INSERT INTO cloak_schema (version) VALUES (1)")
+        let store = try PostgreSQLAliasStore(url: url)  // version 1 → 2 here
+        try store.begin()
+        try store.insert(AliasStoreCompatSuite.record("rec_b", fingerprint: AliasStoreCompatSuite.fingerprint(1),
+                                                           aliases: [AliasStoreCompatSuite.alias("tok_b")]))
+        try store.insert(AliasStoreCompatSuite.record("rec_B", fingerprint: AliasStoreCompatSuite.fingerprint(2),
+                                                           aliases: [AliasStoreCompatSuite.alias("tok_B")]))
+        try store.commit()
+        for (table, column) in [("records", "id"), ("aliases", "record_id"), ("aliases", "alias")] {
+            let collation = try raw.query(
+                "SELECT collation_name FROM information_schema.columns WHERE table_name = $1 AND column_name = $2",
+                [.text(table), .text(column)]).first?.text(0)
+            #expect(collation == "C", "\(table).\(column): \(collation ?? "default")")
+        }
+        #expect(try raw.query("SELECT max(version)::int8 FROM cloak_schema").first?.int(0) == Int64(PostgreSQLAliasStore.migrations.count))
+        // Bytewise: "rec_B" (0x42) before "rec_b" (0x62), as the ids' time prefix needs.
+        #expect(try store.records(after: nil, limit: 10).map(\.id) == ["rec_B", "rec_b"])
+        #expect(try store.record(alias: "tok_b")?.id == "rec_b")
+    }
+
     @Test func twoNodesStartingTogetherMigrateOnce() throws {
         let url = try PostgresTestCluster.freshDatabase()
         let opened = Mutex<[Result<Void, StoreError>]>([])

@@ -49,12 +49,19 @@ public final class CloakService: Sendable {
     ) {
         self.configuration = configuration
         self.egressMetrics = EgressMetrics(registry: metrics.registry)
-        self.egressCertificates = egressCA.map(EgressCertificates.init)
+        let egressCertificates = egressCA.map {
+            EgressCertificates($0, hosts: configuration.egress.routes.map { $0.host.lowercased() })
+        }
+        self.egressCertificates = egressCertificates
         self.vault = vault
         self.accessLog = AccessLog(sink: logSink)
         self.auth = Authenticator(tokens: configuration.auth)
         let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
         self.context = ServiceContext(configuration: configuration, logger: logger, today: today ?? ServiceContext.systemToday)
+        for failure in egressCertificates?.failures ?? [] {
+            logger.error("cannot make the egress certificate for a route's host; CONNECTs to it are refused",
+                         metadata: ["host": .string(failure.host), "error": .string(failure.reason)])
+        }
         var router = Router<Endpoint>()
         router.add(.GET, "/healthz", .healthz)
         router.add(.GET, "/readyz", .readyz)

@@ -79,26 +79,28 @@ extension CloakService {
     }
 }
 
-/// The forward-proxy door's leaf certificates, one per upstream host, made on first use and
-/// kept (only hosts of configured routes ever get one, so the cache is bounded by the
-/// configuration).
+/// The forward-proxy door's leaf certificates, one per host of the configured egress routes,
+/// made at start (a CONNECT only looks one up; a host whose certificate cannot be made is
+/// logged at start and refused with 502 1400).
 final class EgressCertificates: Sendable {
-    let authority: CertificateAuthority
-    private let contexts = Mutex<[String: TLSServerContext]>([:])
+    private let contexts: [String: TLSServerContext]
+    /// Hosts whose certificate could not be made, and why (no key material in either).
+    let failures: [(host: String, reason: String)]
 
-    init(_ authority: CertificateAuthority) {
-        self.authority = authority
-    }
-
-    func context(for host: String) -> TLSServerContext? {
-        if let known = contexts.withLock({ $0[host] }) { return known }
-        guard let leaf = try? authority.issue(host: host),
-            let context = try? TLSServerContext(certificateChainPEM: leaf.certificateChainPEM, privateKeyPEM: leaf.privateKeyPEM)
-        else { return nil }
-        return contexts.withLock { cache in
-            if let raced = cache[host] { return raced }
-            cache[host] = context
-            return context
+    init(_ authority: CertificateAuthority, hosts: [String]) {
+        var contexts: [String: TLSServerContext] = [:]
+        var failures: [(host: String, reason: String)] = []
+        for host in Set(hosts) {
+            do {
+                let leaf = try authority.issue(host: host)
+                contexts[host] = try TLSServerContext(certificateChainPEM: leaf.certificateChainPEM, privateKeyPEM: leaf.privateKeyPEM)
+            } catch {
+                failures.append((host, "\(error)"))
+            }
         }
+        self.contexts = contexts
+        self.failures = failures.sorted { $0.host < $1.host }
     }
+
+    func context(for host: String) -> TLSServerContext? { contexts[host] }
 }

@@ -58,17 +58,15 @@ public enum VaultBootstrap {
         let store = try store(settings)
         let keys = try keyRing(settings, environment: environment, logger: logger, store: store)
         // A shared store takes several connections, each with its own vault thread: one thread's
-        // round trips to the server no longer bound the whole node. SQLite has one writer, this
-        // process, so it may remember stored values' aliases (10,000 records: fingerprints,
-        // times and aliases). Nodes on a shared store never do: another node may delete an alias
-        // this one would still hand out.
-        let shared = store is PostgreSQLAliasStore
+        // round trips to the server no longer bound the whole node. A store this process alone
+        // writes (SQLite) lets the vault remember stored values' aliases (10,000 records:
+        // fingerprints, times and aliases); the vault itself refuses to for a shared one.
         var stores = [store]
-        if shared {
+        if !store.isSoleWriter {
             for _ in 1..<max(1, settings.connections) { stores.append(try self.store(settings)) }
         }
         return try Vault(stores: stores, keys: keys, settings: .init(
             environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds, maxBatch: settings.maxBatch,
-            dedupeCacheEntries: shared ? 0 : 10_000))
+            dedupeCacheEntries: 10_000))
     }
 }

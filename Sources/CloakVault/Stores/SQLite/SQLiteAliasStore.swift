@@ -55,6 +55,9 @@ public final class SQLiteAliasStore: AliasStore {
         }
     }
 
+    /// The file belongs to this process.
+    public var isSoleWriter: Bool { true }
+
     public func begin() throws(StoreError) { try db.run("BEGIN IMMEDIATE") }
     public func commit() throws(StoreError) { try db.run("COMMIT") }
     public func rollback() { try? db.run("ROLLBACK") }
