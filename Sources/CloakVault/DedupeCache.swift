@@ -13,30 +13,22 @@ import Synchronization
 /// entries: when the newer fills up it becomes the older and the older is dropped, so records
 /// asked for again stay and the rest age out (a miss only costs a trip to the store).
 final class DedupeCache: Sendable {
-    struct Alias: Sendable {
-        let alias: String
-        let format: AliasFormatName
-        let luhnValid: Bool
-    }
-
     struct Entry: Sendable {
         let createdAt: Int64
         let classifiers: [String]
-        let aliases: [Alias]
+        /// The record's authentic aliases, without their signatures (only the store checks those).
+        let aliases: [IssuedAlias]
 
         init(_ record: StoredRecord) {
             createdAt = record.createdAt
             classifiers = record.classifiers
-            aliases = record.aliases.map { Alias(alias: $0.alias, format: $0.format, luhnValid: $0.luhnValid) }
+            aliases = record.aliases.map { IssuedAlias(alias: $0.alias, format: $0.format, luhnValid: $0.luhnValid) }
         }
 
         /// The alias answering a request for `format` with that Luhn setting.
-        func alias(_ format: AliasFormatName, luhnValid: Bool) -> Alias? {
-            let wantsValid = luhnValid || !AliasFormat.of(format).isCard
-            return aliases.first { $0.format == format && $0.luhnValid == wantsValid }
+        func alias(_ format: AliasFormatName, luhnValid: Bool) -> IssuedAlias? {
+            aliases.first { $0.matches(format, luhnValid: luhnValid) }
         }
-
-        var issuedAliases: [IssuedAlias] { aliases.map { IssuedAlias(alias: $0.alias, format: $0.format, luhnValid: $0.luhnValid) } }
     }
 
     /// A 32-byte fingerprint as four words: hashes and compares without an array.

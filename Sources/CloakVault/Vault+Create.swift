@@ -36,11 +36,11 @@ extension Vault {
                 let alias = entry.alias(request.format, luhnValid: request.luhnValid)
             else { return nil }
             if caller.mayReveal {
-                return RevealedRecord(value: request.value, aliases: entry.issuedAliases, storage: .persistent,
+                return RevealedRecord(value: request.value, aliases: entry.aliases, storage: .persistent,
                                       classifiers: entry.classifiers, createdAt: entry.createdAt)
             }
             return RevealedRecord(
-                value: request.value, aliases: [IssuedAlias(alias: alias.alias, format: alias.format, luhnValid: alias.luhnValid)],
+                value: request.value, aliases: [alias],
                 storage: request.storage, classifiers: request.classifiers, createdAt: now)
         }
     }

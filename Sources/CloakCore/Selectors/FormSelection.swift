@@ -44,24 +44,7 @@ public struct FormSelection: Sendable {
 
     /// Form decoding: `+` is a space, `%XX` a byte; the result must be UTF-8.
     static func decode<Bytes: Collection<UInt8>>(_ raw: Bytes) -> String? {
-        var out: [UInt8] = []
-        out.reserveCapacity(raw.count)
-        var i = raw.startIndex
-        while i < raw.endIndex {
-            let b = raw[i]
-            if b == UInt8(ascii: "%") {
-                let h = raw.index(after: i)
-                guard h < raw.endIndex, raw.index(after: h) < raw.endIndex,
-                    let hi = hex(raw[h]), let lo = hex(raw[raw.index(after: h)])
-                else { return nil }
-                out.append(hi << 4 | lo)
-                i = raw.index(h, offsetBy: 2)
-                continue
-            }
-            out.append(b == UInt8(ascii: "+") ? 0x20 : b)
-            i = raw.index(after: i)
-        }
-        return String(validating: out, as: UTF8.self)
+        PercentDecoding.decode(raw, plusAsSpace: true)
     }
 
     /// Form encoding: unreserved bytes as they are, a space as `+`, everything else `%XX`.
@@ -80,15 +63,6 @@ public struct FormSelection: Sendable {
             }
         }
         return out
-    }
-
-    private static func hex(_ b: UInt8) -> UInt8? {
-        switch b {
-        case 48...57: return b - 48
-        case 65...70: return b - 55
-        case 97...102: return b - 87
-        default: return nil
-        }
     }
 }
 

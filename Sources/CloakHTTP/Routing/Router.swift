@@ -1,3 +1,4 @@
+import CloakCore
 import Foundation
 
 /// Maps a method and a path to a handler, with `{name}` parameters and a trailing `{name...}`
@@ -127,33 +128,8 @@ public struct Router<Handler: Sendable>: Sendable {
     /// A segment with its `%XX` escapes decoded; nil when an escape is malformed or the bytes are
     /// not UTF-8 (as Foundation's `removingPercentEncoding`, without bridging to it).
     static func percentDecoded(_ part: Substring) -> String? {
-        let utf8 = part.utf8
-        guard utf8.contains(UInt8(ascii: "%")) else { return String(part) }
-        func hex(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case 48...57: return byte - 48
-            case 65...70: return byte - 55
-            case 97...102: return byte - 87
-            default: return nil
-            }
-        }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count)
-        var index = utf8.startIndex
-        while index != utf8.endIndex {
-            let byte = utf8[index]
-            index = utf8.index(after: index)
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard index != utf8.endIndex, let high = hex(utf8[index]) else { return nil }
-            index = utf8.index(after: index)
-            guard index != utf8.endIndex, let low = hex(utf8[index]) else { return nil }
-            index = utf8.index(after: index)
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
+        guard part.utf8.contains(UInt8(ascii: "%")) else { return String(part) }
+        return PercentDecoding.decode(part.utf8, plusAsSpace: false)
     }
 
     private static func split(_ path: String) -> [Substring] {
