@@ -120,32 +120,29 @@ public final class PostgreSQLAliasStore: AliasStore {
         try db.query("SELECT 1")
     }
 
-    private static let recordColumns =
-        "id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at"
+    // Query texts are made once: they are sent and looked up (prepared statements) every time.
+    private static let recordByFingerprint = "SELECT \(StoredRecord.columns) FROM records WHERE fingerprint = $1"
+    private static let recordByAlias =
+        "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = $1)"
+    private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = $1"
+    private static let insertRecord = """
+        INSERT INTO records (\(StoredRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        ON CONFLICT DO NOTHING RETURNING 1
+        """
 
     public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
-        try readRecord(db.query("SELECT \(Self.recordColumns) FROM records WHERE fingerprint = $1", [.bytes(fingerprint)]))
+        try readRecord(db.query(Self.recordByFingerprint, [.bytes(fingerprint)]))
     }
 
     public func record(alias: String) throws(StoreError) -> StoredRecord? {
-        try readRecord(db.query(
-            "SELECT \(Self.recordColumns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = $1)", [.text(alias)]))
+        try readRecord(db.query(Self.recordByAlias, [.text(alias)]))
     }
 
     private func readRecord(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> StoredRecord? {
         guard let s = rows.first else { return nil }
-        guard let id = s.text(0), let keyID = s.text(2), let nonce = s.bytes(3), let ciphertext = s.bytes(4),
-            let tag = s.bytes(5), let storage = s.text(6).flatMap(StorageKind.init(rawValue:)), let classifiers = s.text(7),
-            let createdAt = s.int(8)
-        else { throw .unavailable("a record row is incomplete") }
-        var record = StoredRecord(
-            id: id, fingerprint: s.bytes(1), keyID: keyID,
-            sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag), storage: storage,
-            classifiers: classifiers.isEmpty ? [] : classifiers.components(separatedBy: ","), createdAt: createdAt,
-            expiresAt: s.int(9), aliases: [])
-        for a in try db.query("SELECT alias, format, mac FROM aliases WHERE record_id = $1 ORDER BY seq", [.text(id)]) {
-            guard let alias = a.text(0), let format = a.text(1).flatMap(IssuedAlias.parseStoredFormat) else { continue }
-            record.aliases.append(IssuedAlias(alias: alias, format: format.format, luhnValid: format.luhnValid, mac: a.bytes(2) ?? []))
+        var record = try StoredRecord(row: s)
+        for row in try db.query("SELECT alias, format, mac FROM aliases WHERE record_id = $1 ORDER BY seq", [.text(record.id)]) {
+            if let alias = IssuedAlias(row: row) { record.aliases.append(alias) }
         }
         return record
     }
@@ -154,10 +151,7 @@ public final class PostgreSQLAliasStore: AliasStore {
     /// the transaction nor writes the conflicting key (an alias, a fingerprint) into the server's
     /// log; which constraint won is then read back.
     public func insert(_ record: StoredRecord) throws(StoreError) {
-        let inserted = try db.query("""
-            INSERT INTO records (\(Self.recordColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-            ON CONFLICT DO NOTHING RETURNING 1
-            """, [
+        let inserted = try db.query(Self.insertRecord, [
             .text(record.id), record.fingerprint.map { .bytes($0) } ?? .null, .text(record.keyID), .bytes(record.sealed.nonce),
             .bytes(record.sealed.ciphertext), .bytes(record.sealed.tag), .text(record.storage.rawValue),
             .text(record.classifiers.joined(separator: ",")), .int(record.createdAt), record.expiresAt.map { .int($0) } ?? .null,
@@ -237,7 +231,7 @@ public final class PostgreSQLAliasStore: AliasStore {
         var out: [StoredRecord] = []
         for row in try db.query("SELECT id FROM records WHERE id > $1 ORDER BY id LIMIT $2", [.text(id ?? ""), .int(Int64(limit))]) {
             guard let id = row.text(0) else { continue }
-            if let record = try readRecord(db.query("SELECT \(Self.recordColumns) FROM records WHERE id = $1", [.text(id)])) {
+            if let record = try readRecord(db.query(Self.recordByID, [.text(id)])) {
                 out.append(record)
             }
         }

@@ -212,3 +212,9 @@ public enum StoreURL {
         return text.replacingOccurrences(of: #"password=[^&\s]*"#, with: "password=***", options: .regularExpression)
     }
 }
+
+extension PostgreSQLConnection.Row: RecordRow {
+    func text(at column: Int) -> String? { text(column) }
+    func bytes(at column: Int) -> [UInt8]? { bytes(column) }
+    func integer(at column: Int) -> Int64? { int(column) }
+}

@@ -76,47 +76,39 @@ public final class SQLiteAliasStore: AliasStore {
         s.finish()
     }
 
-    private static let recordColumns =
-        "id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at"
+    // Statement texts are made once: the statement cache is keyed by them.
+    private static let recordByFingerprint = "SELECT \(StoredRecord.columns) FROM records WHERE fingerprint = ?1"
+    private static let recordByAlias =
+        "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = ?1)"
+    private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = ?1"
+    private static let insertRecord = "INSERT INTO records (\(StoredRecord.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
 
     public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
-        let s = try db.statement("SELECT \(Self.recordColumns) FROM records WHERE fingerprint = ?1")
+        let s = try db.statement(Self.recordByFingerprint)
         s.bind(1, fingerprint)
         return try readRecord(s)
     }
 
     public func record(alias: String) throws(StoreError) -> StoredRecord? {
-        let s = try db.statement(
-            "SELECT \(Self.recordColumns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = ?1)")
+        let s = try db.statement(Self.recordByAlias)
         s.bind(1, alias)
         return try readRecord(s)
     }
 
     private func readRecord(_ s: Statement) throws(StoreError) -> StoredRecord? {
         guard try s.step() else { return nil }
-        guard let id = s.text(0), let keyID = s.text(2), let nonce = s.blob(3), let ciphertext = s.blob(4),
-            let tag = s.blob(5), let storage = s.text(6).flatMap(StorageKind.init(rawValue:)), let classifiers = s.text(7),
-            let createdAt = s.int64(8)
-        else { throw .unavailable("a record row is incomplete") }
-        var record = StoredRecord(
-            id: id, fingerprint: s.blob(1), keyID: keyID,
-            sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag), storage: storage,
-            classifiers: classifiers.isEmpty ? [] : classifiers.components(separatedBy: ","), createdAt: createdAt,
-            expiresAt: s.int64(9), aliases: [])
+        var record = try StoredRecord(row: s)
         s.finish()
         let a = try db.statement("SELECT alias, format, mac FROM aliases WHERE record_id = ?1 ORDER BY rowid")
-        a.bind(1, id)
+        a.bind(1, record.id)
         while try a.step() {
-            guard let alias = a.text(0), let format = a.text(1).flatMap(IssuedAlias.parseStoredFormat) else { continue }
-            record.aliases.append(IssuedAlias(alias: alias, format: format.format, luhnValid: format.luhnValid, mac: a.blob(2) ?? []))
+            if let alias = IssuedAlias(row: a) { record.aliases.append(alias) }
         }
         return record
     }
 
     public func insert(_ record: StoredRecord) throws(StoreError) {
-        let s = try db.statement("""
-            INSERT INTO records (\(Self.recordColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-            """)
+        let s = try db.statement(Self.insertRecord)
         s.bind(1, record.id)
         s.bind(2, record.fingerprint)
         s.bind(3, record.keyID)
@@ -222,7 +214,7 @@ public final class SQLiteAliasStore: AliasStore {
         s.finish()
         var out: [StoredRecord] = []
         for id in ids {
-            let r = try db.statement("SELECT \(Self.recordColumns) FROM records WHERE id = ?1")
+            let r = try db.statement(Self.recordByID)
             r.bind(1, id)
             if let record = try readRecord(r) { out.append(record) }
         }

@@ -143,3 +143,9 @@ struct Statement {
         return sqlite3_column_int64(handle, column)
     }
 }
+
+extension Statement: RecordRow {
+    func text(at column: Int) -> String? { text(Int32(column)) }
+    func bytes(at column: Int) -> [UInt8]? { blob(Int32(column)) }
+    func integer(at column: Int) -> Int64? { int64(Int32(column)) }
+}

@@ -1,0 +1,38 @@
+import CloakCrypto
+
+/// A result row as a store reads it, column by index. Both stores decode their rows through
+/// ``StoredRecord/init(row:)`` and ``IssuedAlias/init(row:)``: the column order and how a record
+/// is laid out in them (classifiers as a comma list, storage by name) are written down once.
+protocol RecordRow {
+    func text(at column: Int) -> String?
+    func bytes(at column: Int) -> [UInt8]?
+    func integer(at column: Int) -> Int64?
+}
+
+extension StoredRecord {
+    /// The records table's columns, in the order ``init(row:)`` reads them.
+    static let columns = "id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at"
+
+    /// The record in a row of ``columns``, without its aliases.
+    init(row: some RecordRow) throws(StoreError) {
+        guard let id = row.text(at: 0), let keyID = row.text(at: 2), let nonce = row.bytes(at: 3),
+            let ciphertext = row.bytes(at: 4), let tag = row.bytes(at: 5),
+            let storage = row.text(at: 6).flatMap(StorageKind.init(rawValue:)), let classifiers = row.text(at: 7),
+            let createdAt = row.integer(at: 8)
+        else { throw .unavailable("a record row is incomplete") }
+        self.init(
+            id: id, fingerprint: row.bytes(at: 1), keyID: keyID,
+            sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag), storage: storage,
+            classifiers: classifiers.isEmpty ? [] : classifiers.components(separatedBy: ","), createdAt: createdAt,
+            expiresAt: row.integer(at: 9), aliases: [])
+    }
+}
+
+extension IssuedAlias {
+    /// The alias in a row of `alias, format, mac`; nil when the format is not one this version
+    /// knows (the row is skipped, not fatal).
+    init?(row: some RecordRow) {
+        guard let alias = row.text(at: 0), let format = row.text(at: 1).flatMap(IssuedAlias.parseStoredFormat) else { return nil }
+        self.init(alias: alias, format: format.format, luhnValid: format.luhnValid, mac: row.bytes(at: 2) ?? [])
+    }
+}
