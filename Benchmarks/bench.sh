@@ -283,6 +283,9 @@ log "building C reference server -> ${REF_BIN#"$REPO_ROOT"/}"
 # shellcheck disable=SC2046  # pkg-config output is meant to be word-split
 gcc -O2 -Wall -o "$REF_BIN" "$BENCH_DIR/reference/server.c" \
     $(pkg-config --cflags --libs libevent libevent_pthreads) -lpthread
+FLOOR_BIN="$REF_BUILD_DIR/sqlite-floor"
+# shellcheck disable=SC2046
+gcc -O2 -Wall -o "$FLOOR_BIN" "$BENCH_DIR/reference/sqlite-floor.c" $(pkg-config --cflags --libs sqlite3)
 
 CLOAK_BIN=${CLOAK_BIN:-}
 if (( ! C_ONLY )); then
@@ -321,6 +324,9 @@ IDLE_CONNECTIONS=${IDLE_CONNECTIONS:-10000}
 IDLE_OPEN="n/a"
 IDLE_RSS="n/a"
 FF1_LINE="(cloak-micro not built: swift build -c release --product cloak-micro)"
+# The store's share of a new alias with nothing of Cloak around it, at the batch sizes group
+# commit reaches at 32 connections and beyond (Benchmarks/reference/sqlite-floor.c).
+FLOOR_LINE=$(for batch in 12 32; do "$FLOOR_BIN" "$RESULTS_DIR/sqlite-floor.db" 60000 $batch; done; rm -f "$RESULTS_DIR"/sqlite-floor.db*)
 if (( ! C_ONLY )); then
     CLOAK_PORT=$(free_port)
     # A bench-only configuration: the given one plus a bearer token for the alias endpoints,
@@ -449,6 +455,7 @@ forget_pid "$C_PID"
         echo "Cloak peak RSS (VmHWM): $CLOAK_RSS MB"
         echo "Cloak RSS with $IDLE_OPEN idle keep-alive connections open: $IDLE_RSS MB"
         echo "FF1: $FF1_LINE"
+        echo "$FLOOR_LINE"
     fi
     echo
     echo "raw output: ${RESULTS_DIR#"$REPO_ROOT"/}/"
