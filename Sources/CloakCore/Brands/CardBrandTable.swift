@@ -5,6 +5,9 @@
 /// detection (`validCardBrands`).
 public struct CardBrandTable: Sendable {
     public let models: [PaymentCardModel]
+    /// For each first digit, the indices of the models that may match a number starting with it,
+    /// in detection order: a Visa number is tried against a handful of tables, not all of them.
+    private let candidates: [[Int]]
 
     public init(custom: [PaymentCardModel] = [], accepted: [CardBrand]? = nil) {
         let all = custom + PaymentCardModel.builtIn
@@ -13,6 +16,7 @@ public struct CardBrandTable: Sendable {
         } else {
             models = all
         }
+        candidates = (0...9).map { [models] digit in models.indices.filter { models[$0].matcher.admits(firstDigit: digit) } }
     }
 
     public static let standard = CardBrandTable()
@@ -22,6 +26,10 @@ public struct CardBrandTable: Sendable {
         var copy = number
         return copy.withUTF8 { bytes in
             if bytes.allSatisfy({ $0 < 0x80 }) {
+                if let first = bytes.first, first &- 0x30 < 10 {
+                    for i in candidates[Int(first &- 0x30)] where models[i].matches(ascii: bytes, number: number) { return models[i] }
+                    return .unknown
+                }
                 for i in models.indices where models[i].matches(ascii: bytes, number: number) { return models[i] }
                 return .unknown
             }

@@ -65,6 +65,9 @@ public struct BrandMatcher: Sendable {
         }
     }
 
+    /// False only when no number starting with `digit` can match (a regex alone cannot tell).
+    func admits(firstDigit digit: Int) -> Bool { prefixes?.admits(firstDigit: digit) ?? true }
+
     func matches(ascii bytes: UnsafeBufferPointer<UInt8>, number: String) -> Bool {
         if let prefixes { return prefixes.matches(ascii: bytes) }
         return regex.wholeMatch(number)

@@ -60,7 +60,7 @@ public struct FormValidation: Sendable {
         var writer = JSONWriter(reservingCapacity: 256 * fields.count + 64)
         writer.beginObject()
         writer.member("isValid", isValid)
-        writer.key("fields")
+        writer.key("fields" as StaticString)
         writer.beginObject()
         for field in fields {
             writer.key(field.schema.name)

@@ -1,4 +1,4 @@
-public import CloakHTTP
+import CloakHTTP
 import Synchronization
 
 /// `cloak_requests_total{route, status}` and `cloak_request_duration_seconds{route}`, counted
