@@ -151,6 +151,14 @@ import Testing
         #expect(state["inputLength"]?.numberText == "16")
     }
 
+    @Test func inputLengthCountsCharactersNotBytes() {
+        // "Zoë" is 4 bytes, "\r\n" one character: the written state counts characters either way.
+        for (text, length) in [("Zoë Doe", "7"), ("a\r\nb", "3"), ("Jane", "4")] {
+            let state = Self.state(validate(Self.checkout, ["name": text]), "name")
+            #expect(state["inputLength"]?.numberText == length, "\(text.debugDescription)")
+        }
+    }
+
     @Test func presentEmptyFieldIsDirtyAndEmpty() {
         let v = validate(Self.checkout, ["card": "", "exp": " / "])
         for name in ["card", "exp"] {

@@ -51,12 +51,46 @@ public final class FieldResult: Sendable, CustomStringConvertible {
 
     /// Writes the field state object (see ``state``) into `writer`.
     public func writeState(into writer: inout JSONWriter) {
-        let raw = rawText
+        var raw = rawText
+        raw.withUTF8 { utf8 in
+            // Raw text is ASCII nearly always: then characters are bytes (but for CR LF, one
+            // character), and the card's BIN and last four are byte ranges, copied as they are.
+            let ascii = utf8.allSatisfy { $0 < 0x80 && $0 != 0x0D }
+            guard ascii else { return writeState(nonASCII: rawText, into: &writer) }
+            let length = utf8.count
+            writer.beginObject()
+            writer.member("isRequired", schema.isRequired)
+            writer.member("isRequiredValidOnly", schema.isRequiredValidOnly)
+            writer.member("isValid", isValid)
+            writer.member("isEmpty", utf8.isEmpty)
+            writer.member("isDirty", isPresent)
+            writer.member("inputLength", length)
+            writer.member("validationErrors", validationErrors)
+            func slice(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: utf8[range]) }
+            switch schema.type {
+            case .cardNumber:
+                let model = cardModel ?? .unknown
+                let binLength = model.brand.hasEightDigitBIN ? (length >= 16 ? 8 : 0) : min(6, length)
+                writer.member("cardBrand", model.brand.id)
+                writer.member("cardBrandName", model.name)
+                writer.member("bin", utf8: isValid ? slice(0..<binLength) : slice(0..<0))
+                writer.member("last4", utf8: isValid && length >= 12 ? slice(length - 4..<length) : slice(0..<0))
+            case .ssn:
+                writer.member("last4", utf8: isValid && length == 9 ? slice(5..<9) : slice(0..<0))
+            default:
+                break
+            }
+            writer.endObject()
+        }
+    }
+
+    /// The same for raw text beyond ASCII, where characters and bytes differ.
+    private func writeState(nonASCII raw: String, into writer: inout JSONWriter) {
         writer.beginObject()
         writer.member("isRequired", schema.isRequired)
         writer.member("isRequiredValidOnly", schema.isRequiredValidOnly)
         writer.member("isValid", isValid)
-        writer.member("isEmpty", isEmpty)
+        writer.member("isEmpty", raw.isEmpty)
         writer.member("isDirty", isPresent)
         writer.member("inputLength", raw.count)
         writer.member("validationErrors", validationErrors)

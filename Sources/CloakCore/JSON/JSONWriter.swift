@@ -84,8 +84,22 @@ public struct JSONWriter {
         write(claim(count))
     }
 
-    /// Appends an integer.
-    public mutating func writeInt(_ value: Int) { appendText(String(value)) }
+    /// Appends an integer, its digits written in place.
+    public mutating func writeInt(_ value: Int) {
+        var magnitude = value.magnitude
+        var digits = 1
+        var rest = magnitude / 10
+        while rest > 0 { digits += 1; rest /= 10 }
+        let sign = value < 0 ? 1 : 0
+        let at = claim(digits + sign)
+        if sign == 1 { at.pointee = UInt8(ascii: "-") }
+        var i = digits + sign
+        repeat {
+            i -= 1
+            at[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+    }
 
     public static func encode(_ value: JSONValue) -> [UInt8] {
         var writer = JSONWriter()
@@ -175,6 +189,21 @@ public struct JSONWriter {
     public mutating func member(_ name: StaticString, _ value: String) {
         key(name)
         writeString(value)
+        needsComma = true
+    }
+
+    /// A string value given as UTF-8 bytes (a slice of a value, without making a string of it).
+    public mutating func member(_ name: StaticString, utf8 value: UnsafeBufferPointer<UInt8>) {
+        key(name)
+        if value.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            writeString(String(decoding: value, as: UTF8.self))
+            needsComma = true
+            return
+        }
+        let at = claim(value.count + 2)
+        at.pointee = UInt8(ascii: "\"")
+        if let base = value.baseAddress { (at + 1).update(from: base, count: value.count) }
+        at[value.count + 1] = UInt8(ascii: "\"")
         needsComma = true
     }
 
