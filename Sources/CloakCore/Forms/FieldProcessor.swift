@@ -19,11 +19,14 @@ enum FieldProcessor {
         }
 
         var cardModel: PaymentCardModel?
+        var detectedFrom: (digits: String, model: PaymentCardModel)?
         let pattern: FormatPattern
         var rules: [any ValidationRule]
         switch field.type {
         case .cardNumber:
-            let model = context.brands.detect(FormatPattern.unknownCardLayout.rawText(value))
+            let digits = FormatPattern.unknownCardLayout.rawText(value)
+            let model = context.brands.detect(digits)
+            detectedFrom = (digits, model)
             // The SDK lays a card number out in its detected brand's pattern, whatever was configured.
             pattern = model.formatPattern
             rules = field.rules ?? [PaymentCardRule()]
@@ -43,10 +46,14 @@ enum FieldProcessor {
         }
 
         let raw = pattern.rawText(value)
-        if field.type == .cardNumber {
-            cardModel = context.brands.detect(raw)
+        var ruleContext = context
+        if let detectedFrom {
+            // The brand's layout keeps the same digits but for numbers longer than it.
+            let model = detectedFrom.digits == raw ? detectedFrom.model : context.brands.detect(raw)
+            cardModel = model
+            ruleContext.detectedCard = (raw, model)
         }
-        var errors = validationErrors(of: raw, rules: rules, in: context)
+        var errors = validationErrors(of: raw, rules: rules, in: ruleContext)
         if !maskComplete { errors.append(ValidationErrorString.maskIncomplete) }
 
         var output = pattern.outputText(raw: raw, divider: field.effectiveDivider)

@@ -76,7 +76,7 @@ public struct PaymentCardRule: ValidationRule {
     }
 
     public func validate(_ input: String, in context: ValidationContext) -> Bool {
-        let model = context.brands.detect(input)
+        let model = context.cardModel(for: input)
         if model.brand != .unknown {
             guard model.cardNumberLengths.contains(input.count) else { return false }
             return model.luhn ? Luhn.isValid(input) : true

@@ -15,9 +15,18 @@ public struct ValidationContext: Sendable {
     /// The brands the form accepts, in detection order.
     public var brands: CardBrandTable
 
+    /// The brand the field being validated was detected as, so its rules do not detect it again.
+    var detectedCard: (number: String, model: PaymentCardModel)?
+
     public init(today: CalendarDate, brands: CardBrandTable = .standard) {
         self.today = today
         self.brands = brands
+    }
+
+    /// The brand of `number`: the one already detected for it, or the first that matches.
+    func cardModel(for number: String) -> PaymentCardModel {
+        if let detectedCard, detectedCard.number == number { return detectedCard.model }
+        return brands.detect(number)
     }
 }
 
