@@ -56,8 +56,16 @@ public final class FieldResult: Sendable, CustomStringConvertible {
             // Raw text is ASCII nearly always: then characters are bytes (but for CR LF, one
             // character), and the card's BIN and last four are byte ranges, copied as they are.
             let ascii = utf8.allSatisfy { $0 < 0x80 && $0 != 0x0D }
-            guard ascii else { return writeState(nonASCII: rawText, into: &writer) }
-            let length = utf8.count
+            let length = ascii ? utf8.count : rawText.count
+            /// Characters `range` of the raw text as a member (empty when `shown` is false).
+            func member(_ name: StaticString, _ range: Range<Int>, shown: Bool) {
+                let range = shown ? range : 0..<0
+                if ascii {
+                    writer.member(name, utf8: UnsafeBufferPointer(rebasing: utf8[range]))
+                } else {
+                    writer.member(name, String(rawText.dropFirst(range.lowerBound).prefix(range.count)))
+                }
+            }
             writer.beginObject()
             writer.member("isRequired", schema.isRequired)
             writer.member("isRequiredValidOnly", schema.isRequiredValidOnly)
@@ -66,57 +74,21 @@ public final class FieldResult: Sendable, CustomStringConvertible {
             writer.member("isDirty", isPresent)
             writer.member("inputLength", length)
             writer.member("validationErrors", validationErrors)
-            func slice(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: utf8[range]) }
             switch schema.type {
             case .cardNumber:
                 let model = cardModel ?? .unknown
                 let binLength = model.brand.hasEightDigitBIN ? (length >= 16 ? 8 : 0) : min(6, length)
                 writer.member("cardBrand", model.brand.id)
                 writer.member("cardBrandName", model.name)
-                writer.member("bin", utf8: isValid ? slice(0..<binLength) : slice(0..<0))
-                writer.member("last4", utf8: isValid && length >= 12 ? slice(length - 4..<length) : slice(0..<0))
+                member("bin", 0..<binLength, shown: isValid)
+                member("last4", length - 4..<length, shown: isValid && length >= 12)
             case .ssn:
-                writer.member("last4", utf8: isValid && length == 9 ? slice(5..<9) : slice(0..<0))
+                member("last4", length - 4..<length, shown: isValid && length == 9)
             default:
                 break
             }
             writer.endObject()
         }
-    }
-
-    /// The same for raw text beyond ASCII, where characters and bytes differ.
-    private func writeState(nonASCII raw: String, into writer: inout JSONWriter) {
-        writer.beginObject()
-        writer.member("isRequired", schema.isRequired)
-        writer.member("isRequiredValidOnly", schema.isRequiredValidOnly)
-        writer.member("isValid", isValid)
-        writer.member("isEmpty", raw.isEmpty)
-        writer.member("isDirty", isPresent)
-        writer.member("inputLength", raw.count)
-        writer.member("validationErrors", validationErrors)
-        switch schema.type {
-        case .cardNumber:
-            let model = cardModel ?? .unknown
-            var bin = ""
-            var last4 = ""
-            if isValid {
-                if model.brand.hasEightDigitBIN {
-                    bin = raw.count >= 16 ? String(raw.prefix(8)) : ""
-                } else {
-                    bin = String(raw.prefix(6))
-                }
-                if raw.count >= 12 { last4 = String(raw.suffix(4)) }
-            }
-            writer.member("cardBrand", model.brand.id)
-            writer.member("cardBrandName", model.name)
-            writer.member("bin", bin)
-            writer.member("last4", last4)
-        case .ssn:
-            writer.member("last4", isValid && raw.count == 9 ? String(raw.suffix(4)) : "")
-        default:
-            break
-        }
-        writer.endObject()
     }
 
     init(definition: FieldDefinition, isPresent: Bool, rawText: String, outputText: String, validationErrors: [String],
