@@ -28,14 +28,16 @@ final class SQLiteConnection {
         if rc == SQLITE_CONSTRAINT | (6 << 8) || rc == SQLITE_CONSTRAINT | (8 << 8) { return .aliasTaken }  // _PRIMARYKEY, _UNIQUE
         switch rc & 0xFF {
         case SQLITE_FULL: return .full
-        default: return .unavailable("\(what): \(String(cString: sqlite3_errstr(rc)))")
+        // The extended code tells which I/O step failed (10 | n << 8: read, write, fsync, lock, shm...).
+        default: return .unavailable("\(what): \(String(cString: sqlite3_errstr(rc))) (SQLite code \(rc))")
         }
     }
 
     /// Runs statements without results (schema, pragmas, transactions).
     func execute(_ sql: String) throws(StoreError) {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
-        guard rc == SQLITE_OK else { throw error(rc, "execute") }
+        // Schema and pragma text, never a value (values are bound), so it may be named.
+        guard rc == SQLITE_OK else { throw error(rc, "execute \(sql.prefix(while: { $0 != "\n" }).prefix(48))") }
     }
 
     /// Runs one statement without results through the statement cache: transaction control
