@@ -25,6 +25,8 @@ struct PostgreSQLAliasStoreTests {
                               settings: .init(volatileTTLSeconds: 60, dedupeCacheEntries: 100))
         #expect(vault.cache == nil)
         #expect(try SQLiteAliasStore(path: ":memory:").isSoleWriter)
+        // An in-memory database leaves no file named after it in the working folder.
+        #expect(!FileManager.default.fileExists(atPath: ":memory:"))
     }
 
     /// Schema 2 makes record ids and aliases compare bytewise; a database at schema 1 with records

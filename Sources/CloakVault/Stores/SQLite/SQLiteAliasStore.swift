@@ -7,18 +7,21 @@ import Foundation
 public final class SQLiteAliasStore: AliasStore {
     private let db: SQLiteConnection
 
-    /// Opens (creating when needed) the database at `path`, and its folder.
+    /// Opens (creating when needed) the database at `path`, and its folder. `":memory:"` is
+    /// SQLite's database in memory (tests): no file is made for it.
     public init(path: String) throws(StoreError) {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                     attributes: [.posixPermissions: 0o700])
-        }
-        // The database holds ciphertexts and fingerprints: readable by this user only.
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if fd >= 0 {
-            fchmod(fd, 0o600)
-            close(fd)
+        if path != ":memory:" {
+            let directory = (path as NSString).deletingLastPathComponent
+            if !directory.isEmpty {
+                try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                         attributes: [.posixPermissions: 0o700])
+            }
+            // The database holds ciphertexts and fingerprints: readable by this user only.
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            if fd >= 0 {
+                fchmod(fd, 0o600)
+                close(fd)
+            }
         }
         db = try SQLiteConnection(path: path)
         try db.execute("PRAGMA journal_mode=WAL")
