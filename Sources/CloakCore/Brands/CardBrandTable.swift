@@ -7,6 +7,7 @@ public struct CardBrandTable: Sendable {
     public let models: [PaymentCardModel]
     /// For each first digit, the indices of the models that may match a number starting with it,
     /// in detection order: a Visa number is tried against a handful of tables, not all of them.
+    /// The eleventh list, every model, serves numbers that start with anything else (or nothing).
     private let candidates: [[Int]]
 
     public init(custom: [PaymentCardModel] = [], accepted: [CardBrand]? = nil) {
@@ -17,6 +18,7 @@ public struct CardBrandTable: Sendable {
             models = all
         }
         candidates = (0...9).map { [models] digit in models.indices.filter { models[$0].matcher.admits(firstDigit: digit) } }
+            + [Array(models.indices)]
     }
 
     public static let standard = CardBrandTable()
@@ -26,11 +28,8 @@ public struct CardBrandTable: Sendable {
         var copy = number
         return copy.withUTF8 { bytes in
             if bytes.allSatisfy({ $0 < 0x80 }) {
-                if let first = bytes.first, first &- 0x30 < 10 {
-                    for i in candidates[Int(first &- 0x30)] where models[i].matches(ascii: bytes, number: number) { return models[i] }
-                    return .unknown
-                }
-                for i in models.indices where models[i].matches(ascii: bytes, number: number) { return models[i] }
+                let digit = bytes.first.map { Int($0 &- 0x30) } ?? 10
+                for i in candidates[digit < 10 ? digit : 10] where models[i].matches(ascii: bytes, number: number) { return models[i] }
                 return .unknown
             }
             return models.first { $0.matcher.regex.wholeMatch(number) } ?? .unknown
