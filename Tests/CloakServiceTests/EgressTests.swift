@@ -77,6 +77,23 @@ import Testing
         #expect(f.upstream.received.isEmpty)
     }
 
+    /// The door's caller is Proxy-Authorization's, and the upstream's Authorization is never read
+    /// as a Cloak token; other spellings of the door's path are not the door and forward nothing.
+    @Test(arguments: [("/egress/psp/v1/charges", 200), ("//egress/psp/v1/charges", 404), ("/egress//psp/v1/charges", 400)])
+    func theDoorTakesItsCallerFromProxyAuthorizationOnItsOwnPathOnly(_ path: String, _ status: Int) throws {
+        let f = try EgressFixture()
+        defer { f.stop() }
+        let alias = try f.alias()
+        let body = Array("card[number]=\(alias)".utf8)
+        let upstreamKey = [("Authorization", "Bearer sk_test_psp_key"), ("Content-Type", "application/x-www-form-urlencoded")]
+        let r = try f.server.client().request("POST", path, body: body, headers: upstreamKey + [("Proxy-Authorization", f.basicCredentials)])
+        #expect(r.status == status, "\(r.text)")
+        #expect(f.upstream.received.last?.header("Authorization") == (status == 200 ? "Bearer sk_test_psp_key" : nil))
+        let cloakTokenOnly = try f.server.client().request("POST", path, body: body, headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
+        #expect(cloakTokenOnly.status == (status == 404 ? 404 : 407), "a path the door answers asks for its credentials first")
+        #expect(f.upstream.received.count == (status == 200 ? 1 : 0))
+    }
+
     @Test(arguments: ["tok_sandbox_unknown", "4111111111111111", "", String(repeating: "9", count: 300)])
     func aSelectedValueThatIsNoLiveAliasIs422AndNothingIsForwarded(value: String) throws {
         let f = try EgressFixture()

@@ -95,12 +95,9 @@ public final class CloakService: Sendable {
         let start = DispatchTime.now().uptimeNanoseconds
         var template = "-"
         let cors = corsHeaders(for: request)
-        // The egress door's Authorization belongs to the upstream: its caller is in Proxy-Authorization.
-        let identity = Self.isEgressDoor(request)
-            ? auth.identifyProxy(request.header("Proxy-Authorization")) : auth.identify(request)
         let reply: Reply
         do {
-            reply = try route(request, identity: identity, template: &template)
+            reply = try route(request, template: &template)
         } catch {
             reply = .now(.error(error))
         }
@@ -133,14 +130,23 @@ public final class CloakService: Sendable {
         return box.withLock { $0! }
     }
 
-    private func route(_ request: HTTPRequest, identity: Identity, template: inout String) throws(CloakError) -> Reply {
+    private func route(_ request: HTTPRequest, template: inout String) throws(CloakError) -> Reply {
         if let violation = request.violation { throw Self.error(for: violation) }
-        try checkRate(request, identity: identity)
         if request.method == .OPTIONS, request.header("Access-Control-Request-Method") != nil {
+            try checkRate(request, identity: auth.identify(request))
             template = "OPTIONS *"
             return .now(preflight(request))
         }
-        switch router.resolve(method: request.method, path: request.rawPath) {
+        let resolution = router.resolve(method: request.method, path: request.rawPath)
+        // The egress door's Authorization belongs to the upstream: its caller is in Proxy-Authorization.
+        let identity: Identity
+        if case .found(.egress, _, _) = resolution {
+            identity = auth.identifyProxy(request.header("Proxy-Authorization"))
+        } else {
+            identity = auth.identify(request)
+        }
+        try checkRate(request, identity: identity)
+        switch resolution {
         case .notFound:
             throw .notFound("no such endpoint")
         case let .methodNotAllowed(allowed, t):
@@ -214,8 +220,7 @@ public final class CloakService: Sendable {
         case .egress:
             // Whatever spelling of the path reached it (`//egress/…`), the egress door's caller is
             // only ever Proxy-Authorization.
-            let caller = Self.isEgressDoor(request) ? identity : auth.identifyProxy(request.header("Proxy-Authorization"))
-            return egressHandler(caller).transformDoor(request, routeID: parameters["route"] ?? "")
+            return egressHandler(identity).transformDoor(request, routeID: parameters["route"] ?? "")
         case .proxy:
             return try ProxyHandler(context: context, vault: vaultClient(request), routes: proxyRoutes, identity: identity).handle(request)
         }
@@ -227,8 +232,6 @@ public final class CloakService: Sendable {
     }
 
     /// Whether the request's path, as the router matches it, starts at the egress door.
-    static func isEgressDoor(_ request: HTTPRequest) -> Bool { request.rawPath.hasPrefix("/egress/") }
-
     private func requireVault(_ request: HTTPRequest) throws(CloakError) -> VaultClient {
         guard let client = vaultClient(request) else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
         return client
