@@ -157,7 +157,10 @@ public final class Vault: Sendable {
         do {
             try Self.check(requests, caller: caller)
             let fingerprints = requests.map { fingerprint($0, caller: caller) }
-            answers = cache.map { cachedAnswers(requests, fingerprints: fingerprints, caller: caller, cache: $0) }
+            // Only callers who may reveal are answered from the cache: an answer on the loop, without
+            // the commit a new value waits for, would tell anyone else by its timing that the value
+            // was stored.
+            answers = (caller.mayReveal ? cache : nil).map { cachedAnswers(requests, fingerprints: fingerprints, caller: caller, cache: $0) }
                 ?? Array(repeating: nil, count: requests.count)
             missing = answers.indices.filter { answers[$0] == nil }
             if missing.isEmpty { return completion(.success(answers.map { $0! })) }
