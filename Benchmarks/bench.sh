@@ -284,8 +284,10 @@ log "building C reference server -> ${REF_BIN#"$REPO_ROOT"/}"
 gcc -O2 -Wall -o "$REF_BIN" "$BENCH_DIR/reference/server.c" \
     $(pkg-config --cflags --libs libevent libevent_pthreads) -lpthread
 FLOOR_BIN="$REF_BUILD_DIR/sqlite-floor"
-# shellcheck disable=SC2046
-gcc -O2 -Wall -o "$FLOOR_BIN" "$BENCH_DIR/reference/sqlite-floor.c" $(pkg-config --cflags --libs sqlite3)
+if (( ! C_ONLY )); then
+    # shellcheck disable=SC2046
+    gcc -O2 -Wall -o "$FLOOR_BIN" "$BENCH_DIR/reference/sqlite-floor.c" $(pkg-config --cflags --libs sqlite3)
+fi
 
 CLOAK_BIN=${CLOAK_BIN:-}
 if (( ! C_ONLY )); then
@@ -326,7 +328,10 @@ IDLE_RSS="n/a"
 FF1_LINE="(cloak-micro not built: swift build -c release --product cloak-micro)"
 # The store's share of a new alias with nothing of Cloak around it, at the batch sizes group
 # commit reaches at 32 connections and beyond (Benchmarks/reference/sqlite-floor.c).
-FLOOR_LINE=$(for batch in 12 32; do "$FLOOR_BIN" "$RESULTS_DIR/sqlite-floor.db" 60000 $batch; done; rm -f "$RESULTS_DIR"/sqlite-floor.db*)
+FLOOR_LINE=""
+if (( ! C_ONLY )); then
+    FLOOR_LINE=$(for batch in 12 32; do "$FLOOR_BIN" "$RESULTS_DIR/sqlite-floor.db" 60000 $batch; done; rm -f "$RESULTS_DIR"/sqlite-floor.db*)
+fi
 if (( ! C_ONLY )); then
     CLOAK_PORT=$(free_port)
     # A bench-only configuration: the given one plus a bearer token for the alias endpoints,

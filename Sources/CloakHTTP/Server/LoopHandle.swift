@@ -23,16 +23,23 @@ public final class LoopHandle: Sendable {
 
     /// State kept per loop by code above the server (the service's per-loop metric cells):
     /// one object per `owner`, made by `make` on first use. Nil off the loop's own thread, where
-    /// the caller must use shared state instead. The objects live as long as the loop's worker.
+    /// the caller must use shared state instead. An object lives until its owner is gone and
+    /// another owner takes its owner's address.
     public func local<T: AnyObject>(for owner: AnyObject, make: () -> T) -> T? {
         guard worker.isOnLoop else { return nil }
         let key = ObjectIdentifier(owner)
-        if let found = locals[key] { return unsafeDowncast(found, to: T.self) }
+        // The same address with the owner gone is another owner: its object is made anew.
+        if let found = locals[key], found.owner === owner { return unsafeDowncast(found.value, to: T.self) }
         let made = make()
-        locals[key] = made
+        locals[key] = Local(owner: owner, value: made)
         return made
     }
 
+    private struct Local {
+        weak var owner: AnyObject?
+        let value: AnyObject
+    }
+
     // Read and written on the loop's thread only (checked in local(for:make:)).
-    private nonisolated(unsafe) var locals: [ObjectIdentifier: AnyObject] = [:]
+    private nonisolated(unsafe) var locals: [ObjectIdentifier: Local] = [:]
 }

@@ -47,7 +47,7 @@ final class SQLiteConnection {
         let s = try statement(sql)
         let rc = sqlite3_step(s.handle)
         sqlite3_reset(s.handle)
-        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw error(rc, "execute") }
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw error(rc, sql) }  // transaction control: no values
     }
 
     /// A cached prepared statement, reset and with its bindings cleared.
