@@ -168,6 +168,26 @@ private func date(_ y: Int, _ m: Int, _ d: Int) -> CalendarDate { CalendarDate(y
         #expect(convertExpDate(text, from: from, to: to) == expected)
     }
 
+    /// ASCII expiries are converted and read from their bytes; the answers must be the character
+    /// walk's for any text, signs, CR LF and other scripts' digits included.
+    @Test func byteExpiryPathsAgreeWithTheCharacterPaths() {
+        let alphabet: [String] = ["1", "2", "0", "9", "/", "-", " ", "+", "a", "\r\n", "\r", "٣", "é"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<3_000 {
+            let text = (0..<Int.random(in: 0...8, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+            for from in ExpDateFormat.allCases {
+                if let bytes = CardExpirationDateRule.digits(text, from) {
+                    let parts = CardExpirationDateRule.parts(text, from)
+                    #expect(parts?.month == bytes.month && parts?.year == bytes.year, "\(Array(text.utf8))")
+                }
+                for to in ExpDateFormat.allCases {
+                    #expect(convertExpDate(text, from: from, to: to) == convertExpDateByCharacter(text, from: from, to: to),
+                            "\(Array(text.utf8)) \(from) \(to)")
+                }
+            }
+        }
+    }
+
     // MARK: serializers
 
     @Test func expDateSerializerSplitsMonthAndYear() {

@@ -54,6 +54,28 @@ import Testing
         #expect(!mask.apply("A1-12").isComplete)
     }
 
+    /// ASCII input is masked byte by byte from tables the patterns answered once; the answer must
+    /// be the one the character walk gives, for every mask and input, CR LF and non-ASCII included.
+    @Test func byteMaskingAgreesWithCharacterMasking() throws {
+        let masks = [
+            Self.phoneMask,
+            InputMask([.pattern(try RegexPattern("[a-zA-Z]")), .literal("-"), .pattern(try RegexPattern("[^x]")),
+                       .pattern(try RegexPattern(#"\s"#)), .literal(" ")]),
+            InputMask([.literal("\n"), .pattern(try RegexPattern("."))]),
+            InputMask([.literal("é"), .pattern(try RegexPattern(#"\d"#))]),  // no byte plan: a literal is not ASCII
+        ]
+        let alphabet: [String] = ["(", ")", "-", "5", "a", "X", "x", " ", "\t", "\r", "\n", "\r\n", "é", "٣", "\u{0}"]
+        var generator = SystemRandomNumberGenerator()
+        for mask in masks {
+            for _ in 0..<2_000 {
+                let input = (0..<Int.random(in: 0...16, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+                let bytes = mask.apply(input)
+                let characters = mask.applyByCharacter(input)
+                #expect(bytes.value == characters.value && bytes.isComplete == characters.isComplete, "\(Array(input.utf8))")
+            }
+        }
+    }
+
     // MARK: transform
 
     @Test func transformRemovesTheMaskLiterals() {

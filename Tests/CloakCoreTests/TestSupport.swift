@@ -104,7 +104,7 @@ func field(_ name: String, _ type: FieldType, _ configure: (inout FieldSchema) -
 func validate(
     _ form: FormSchema, _ values: [String: String], context: ValidationContext = fixedContext
 ) -> FormValidation {
-    var byIndex: [Int: String] = [:]
+    var byIndex = [String?](repeating: nil, count: form.fields.count)
     for (name, value) in values {
         guard let i = form.index(of: name) else { fatalError("no field \(name)") }
         byIndex[i] = value

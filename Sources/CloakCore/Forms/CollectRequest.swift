@@ -2,12 +2,12 @@
 ///
 /// The values and `extraData` travel wrapped in ``Sensitive``: the request prints redacted.
 public struct CollectRequest: Sendable {
-    private var sensitiveValues: Sensitive<[Int: String]>
+    private var sensitiveValues: Sensitive<[String?]>
     private var sensitiveExtraData: Sensitive<[(key: String, value: JSONValue)]>
     public var mappingPolicy: MappingPolicy?
 
-    /// The submitted values by form field index.
-    public var values: [Int: String] {
+    /// The submitted values by form field index (nil: the field was not sent).
+    public var values: [String?] {
         get { sensitiveValues.value }
         set { sensitiveValues.value = newValue }
     }
@@ -62,8 +62,7 @@ public struct CollectRequest: Sendable {
             }
         }
         guard let fields else { throw .malformed("the body has no \"fields\" object") }
-        var values: [Int: String] = [:]
-        values.reserveCapacity(fields.count)
+        var values = [String?](repeating: nil, count: form.fields.count)
         for (name, value) in fields {
             guard let index = form.index(of: name) else {
                 throw .malformed("unknown field \"\(Redaction.scrub(name, limit: 64))\" for form \(form.name)")
@@ -71,9 +70,8 @@ public struct CollectRequest: Sendable {
             guard case let .string(text) = value else {
                 throw .malformed("field \"\(name)\" must be a string, not \(value.typeName)")
             }
-            guard values.updateValue(text, forKey: index) == nil else {
-                throw .malformed("field \"\(name)\" appears twice")
-            }
+            guard values[index] == nil else { throw .malformed("field \"\(name)\" appears twice") }
+            values[index] = text
         }
         self.sensitiveValues = Sensitive(values)
         self.sensitiveExtraData = Sensitive(extraData)

@@ -51,6 +51,26 @@ public final class FieldResult: Sendable, CustomStringConvertible {
 
     /// Writes the field state object (see ``state``) into `writer`.
     public func writeState(into writer: inout JSONWriter) {
+        Self.writeStateOpening(schema, into: &writer)
+        writeStateRest(into: &writer)
+    }
+
+    /// Writes the field's name and state as a member of an object, the opening copied as the
+    /// definition keeps it.
+    public func writeStateMember(into writer: inout JSONWriter) {
+        writer.rawMember(definition.statePrefix)
+        writeStateRest(into: &writer)
+    }
+
+    /// The state's opening brace and its members fixed by the schema.
+    static func writeStateOpening(_ schema: FieldSchema, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.member("isRequired", schema.isRequired)
+        writer.member("isRequiredValidOnly", schema.isRequiredValidOnly)
+    }
+
+    /// The state's members that depend on the submission, and its closing brace.
+    private func writeStateRest(into writer: inout JSONWriter) {
         var raw = rawText
         raw.withUTF8 { utf8 in
             // Raw text is ASCII nearly always: then characters are bytes (but for CR LF, one
@@ -66,9 +86,6 @@ public final class FieldResult: Sendable, CustomStringConvertible {
                     writer.member(name, String(rawText.dropFirst(range.lowerBound).prefix(range.count)))
                 }
             }
-            writer.beginObject()
-            writer.member("isRequired", schema.isRequired)
-            writer.member("isRequiredValidOnly", schema.isRequiredValidOnly)
             writer.member("isValid", isValid)
             writer.member("isEmpty", utf8.isEmpty)
             writer.member("isDirty", isPresent)

@@ -7,6 +7,7 @@ public struct FormSchema: Sendable {
     public let brands: CardBrandTable
     public let mappingPolicy: MappingPolicy
     private let indexByName: [String: Int]
+    private let names: [String]
 
     /// - Precondition: field names are unique (the configuration loader checks this first).
     public init(name: String, fields: [FieldSchema], brands: CardBrandTable = .standard,
@@ -16,10 +17,16 @@ public struct FormSchema: Sendable {
         self.definitions = fields.map(FieldDefinition.init)
         self.brands = brands
         self.mappingPolicy = mappingPolicy
+        self.names = fields.map(\.name)
         self.indexByName = Dictionary(fields.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
     }
 
-    public func index(of fieldName: String) -> Int? { indexByName[fieldName] }
+    /// A small form's names are compared in turn (cheaper than hashing the name); a large one's
+    /// are looked up.
+    public func index(of fieldName: String) -> Int? {
+        guard names.count > 16 else { return names.firstIndex(of: fieldName) }
+        return indexByName[fieldName]
+    }
 }
 
 /// `VGSCollectFieldNameMappingPolicy`: how field names become the outgoing JSON.
@@ -30,8 +37,19 @@ public enum MappingPolicy: String, Sendable, CaseIterable {
     case nestedJSONWithArrayOverwrite
 }
 
-/// One field's schema in a box, so results refer to it instead of copying it.
+/// One field's schema in a box, so results refer to it instead of copying it, with what the
+/// field's answers repeat for every submission.
 final class FieldDefinition: Sendable {
     let schema: FieldSchema
-    init(_ schema: FieldSchema) { self.schema = schema }
+    /// `"<name>":{"isRequired":…,"isRequiredValidOnly":…`: how the field's state opens as a member
+    /// of the validate answer's `fields` (see ``FieldResult/writeStateMember(into:)``).
+    let statePrefix: [UInt8]
+
+    init(_ schema: FieldSchema) {
+        self.schema = schema
+        var writer = JSONWriter(reservingCapacity: schema.name.utf8.count + 64)
+        writer.key(schema.name)
+        FieldResult.writeStateOpening(schema, into: &writer)
+        self.statePrefix = writer.bytes
+    }
 }

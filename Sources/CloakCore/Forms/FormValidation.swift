@@ -8,7 +8,9 @@ public struct FormValidation: Sendable {
     ///
     /// Card fields are processed before the CVCs linked to them, so a CVC's lengths follow the
     /// brand detected in the same submission.
-    public init(form: FormSchema, values: [Int: String], context: ValidationContext) {
+    /// - Parameter values: by field index, nil for a field not sent; as many as the form has fields.
+    public init(form: FormSchema, values: [String?], context: ValidationContext) {
+        precondition(values.count == form.fields.count, "one value slot per field")
         var context = context
         context.brands = form.brands
         var results = [FieldResult?](repeating: nil, count: form.fields.count)
@@ -62,10 +64,7 @@ public struct FormValidation: Sendable {
         writer.member("isValid", isValid)
         writer.key("fields" as StaticString)
         writer.beginObject()
-        for field in fields {
-            writer.key(field.schema.name)
-            field.writeState(into: &writer)
-        }
+        for field in fields { field.writeStateMember(into: &writer) }
         writer.endObject()
         writer.endObject()
         return writer.bytes

@@ -174,6 +174,15 @@ public struct JSONWriter {
         needsComma = false
     }
 
+    /// Pre-encoded JSON that begins with a member name and ends after a complete value: a comma
+    /// is written before it when one is needed, and the next member gets one. (The validate
+    /// answer's `"field":{"isRequired":…,"isRequiredValidOnly":…` is fixed per field.)
+    public mutating func rawMember(_ bytes: [UInt8]) {
+        if needsComma { byte(UInt8(ascii: ",")) }
+        bytes.withUnsafeBufferPointer { raw($0) }
+        needsComma = true
+    }
+
     public mutating func member(_ name: StaticString, _ value: Bool) {
         key(name)
         rawJSON(value ? "true" : "false")

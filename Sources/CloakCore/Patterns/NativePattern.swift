@@ -44,12 +44,14 @@ struct NativePattern: Sendable {
                 for slash2 in [true, false] {
                     let thirdLength = b.count - first - 2 - (slash1 ? 1 : 0) - (slash2 ? 1 : 0)
                     guard thirdLength == 4 || thirdLength == 2 else { continue }
-                    var layout: [Bool] = Array(repeating: true, count: first)  // true = digit expected
-                    if slash1 { layout.append(false) }
-                    layout += [true, true]
-                    if slash2 { layout.append(false) }
-                    layout += Array(repeating: true, count: thirdLength)
-                    if zip(b, layout).allSatisfy({ $1 ? isDigit($0) : $0 == UInt8(ascii: "/") }) { return true }
+                    // Digits, then a slash where one is expected, position by position.
+                    let slashes = (first, first + 3)
+                    var fits = true
+                    for (i, c) in b.enumerated() {
+                        let wantsSlash = (slash1 && i == slashes.0) || (slash2 && i == (slash1 ? slashes.1 : first + 2))
+                        if wantsSlash ? c != UInt8(ascii: "/") : !isDigit(c) { fits = false; break }
+                    }
+                    if fits { return true }
                 }
             }
         }
@@ -69,19 +71,22 @@ struct NativePattern: Sendable {
     private static func ssn(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         func isSeparator(_ c: UInt8) -> Bool { c == 0x2D || c == 0x20 || (0x09...0x0D).contains(c) }
         var i = 0
-        func digits(_ n: Int) -> [UInt8]? {
+        /// The next `n` bytes as a number when they are all digits (and advances past them).
+        func digits(_ n: Int) -> Int? {
             guard i + n <= b.count else { return nil }
-            let run = Array(b[i..<(i + n)])
-            guard run.allSatisfy(isDigit) else { return nil }
+            var value = 0
+            for c in b[i..<(i + n)] {
+                guard isDigit(c) else { return nil }
+                value = value * 10 + Int(c - 48)
+            }
             i += n
-            return run
+            return value
         }
-        guard let area = digits(3), area != Array("000".utf8), area != Array("666".utf8), area[0] != UInt8(ascii: "9")
-        else { return false }
+        guard let area = digits(3), area != 0, area != 666, area < 900 else { return false }
         if i < b.count, isSeparator(b[i]) { i += 1 }
-        guard let group = digits(2), group != Array("00".utf8) else { return false }
+        guard let group = digits(2), group != 0 else { return false }
         if i < b.count, isSeparator(b[i]) { i += 1 }
-        guard let serial = digits(4), serial != Array("0000".utf8) else { return false }
+        guard let serial = digits(4), serial != 0 else { return false }
         return i == b.count
     }
 }

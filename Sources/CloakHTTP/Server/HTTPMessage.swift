@@ -87,10 +87,17 @@ public struct HTTPResponse: Sendable {
 extension String {
     /// ASCII case-insensitive equality, as header names compare.
     public func caseInsensitiveEquals(_ other: String) -> Bool {
-        let a = utf8, b = other.utf8
-        guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { x, y in
-            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= 97 && (x | 0x20) <= 122)
+        if self == other { return true }
+        guard utf8.count == other.utf8.count else { return false }
+        var a = self, b = other
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                for i in 0..<x.count where x[i] != y[i] {
+                    let lower = x[i] | 0x20
+                    guard lower == y[i] | 0x20, lower >= 97, lower <= 122 else { return false }
+                }
+                return true
+            }
         }
     }
 }
