@@ -3,12 +3,15 @@ import COpenSSL
 /// SHA-256 and HMAC-SHA-256.
 public enum Digest {
     public static func sha256(_ data: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
+        data.withUnsafeBytes { sha256($0) }
+    }
+
+    public static func sha256(_ data: UnsafeRawBufferPointer) -> [UInt8] {
         var length: UInt32 = 0
-        let rc = data.withUnsafeBytes { d in
-            out.withUnsafeMutableBytes { o in
-                EVP_Digest(d.baseAddress, d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &length, Algorithms.sha256, nil)
-            }
+        var rc: Int32 = 0
+        let out = [UInt8](unsafeUninitializedCapacity: 32) { o, count in
+            rc = EVP_Digest(data.baseAddress, data.count, o.baseAddress, &length, Algorithms.sha256, nil)
+            count = 32
         }
         precondition(rc == 1 && length == 32, "EVP_Digest(SHA-256) failed")
         return out

@@ -107,25 +107,32 @@ public struct FormatPattern: Sendable, Equatable {
     /// `getSecureTextWithDivider`). The layout stops after the last filled placeholder.
     public func outputText(raw: String, divider: String) -> String {
         guard !isEmpty, !divider.isEmpty else { return raw }
-        if raw.utf8.allSatisfy({ $0 < 0x80 }), divider.utf8.allSatisfy({ $0 < 0x80 }) {
-            var out: [UInt8] = []
-            out.reserveCapacity(isPlaceholder.count * max(1, divider.utf8.count))
-            var rawBytes = raw.utf8.makeIterator()
-            guard var next = rawBytes.next() else { return "" }
-            var pending = 0
-            for placeholder in isPlaceholder {
-                if placeholder {
-                    for _ in 0..<pending { out.append(contentsOf: divider.utf8) }
-                    pending = 0
-                    out.append(next)
-                    guard let n = rawBytes.next() else { break }
-                    next = n
-                } else {
-                    pending += 1
+        var rawCopy = raw, dividerCopy = divider
+        let ascii = rawCopy.withUTF8 { rawBytes in
+            dividerCopy.withUTF8 { dividerBytes -> String? in
+                guard rawBytes.allSatisfy({ $0 < 0x80 }), dividerBytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+                guard !rawBytes.isEmpty else { return "" }
+                // Each pattern position writes one raw byte or one divider at most.
+                return String(unsafeUninitializedCapacity: isPlaceholder.count * max(1, dividerBytes.count)) { out in
+                    var written = 0
+                    var taken = 0
+                    var pending = 0
+                    for placeholder in isPlaceholder {
+                        guard placeholder else { pending += 1; continue }
+                        for _ in 0..<pending {
+                            for b in dividerBytes { out[written] = b; written += 1 }
+                        }
+                        pending = 0
+                        out[written] = rawBytes[taken]
+                        written += 1
+                        taken += 1
+                        if taken == rawBytes.count { break }
+                    }
+                    return written
                 }
             }
-            return String(decoding: out, as: UTF8.self)
         }
+        if let ascii { return ascii }
         var out = ""
         var iterator = raw.makeIterator()
         guard var next = iterator.next() else { return "" }

@@ -68,7 +68,7 @@ private struct Reader {
     }
 
     mutating func document() throws(JSONParseError) -> JSONValue {
-        guard String(validating: bytes, as: UTF8.self) != nil else {
+        guard Self.isASCII(bytes) || String(validating: bytes, as: UTF8.self) != nil else {
             throw JSONParseError(reason: .invalidUTF8, offset: 0)
         }
         skipWhitespace()
@@ -76,6 +76,23 @@ private struct Reader {
         skipWhitespace()
         guard index == bytes.count else { throw fail(.trailingData) }
         return value
+    }
+
+    /// Whether every byte is below 0x80 (then the bytes are valid UTF-8), read eight at a time.
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var i = 0
+        var high: UInt64 = 0
+        while i + 8 <= bytes.count {
+            high |= raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        while i < bytes.count {
+            high |= UInt64(bytes[i])
+            i += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 
     mutating func skipWhitespace() {
@@ -120,6 +137,7 @@ private struct Reader {
             index += 1
             return .object(members)
         }
+        members.reserveCapacity(8)  // one allocation for the usual small object
         while true {
             skipWhitespace()
             guard index < bytes.count else { throw fail(.unexpectedEnd) }

@@ -29,6 +29,9 @@ public struct Router<Handler: Sendable>: Sendable {
     final class Node: @unchecked Sendable {
         // Built before the router is shared, never mutated afterwards.
         var literals: [Substring: Node] = [:]
+        /// The same children by their names' bytes, compared in turn while resolving (a handful
+        /// per node: cheaper than hashing the segment).
+        var literalBytes: [(name: [UInt8], node: Node)] = []
         var parameter: (name: String, node: Node)?
         var remainder: (name: String, endpoints: [Endpoint])?
         var endpoints: [Endpoint] = []
@@ -57,9 +60,14 @@ public struct Router<Handler: Sendable>: Sendable {
                 if node.parameter == nil { node.parameter = (name, Node()) }
                 node = node.parameter!.node
             } else {
-                let next = node.literals[part] ?? Node()
-                node.literals[part] = next
-                node = next
+                if let next = node.literals[part] {
+                    node = next
+                } else {
+                    let next = Node()
+                    node.literals[part] = next
+                    node.literalBytes.append((Array(part.utf8), next))
+                    node = next
+                }
             }
         }
         node.endpoints.append(endpoint)
@@ -70,7 +78,9 @@ public struct Router<Handler: Sendable>: Sendable {
         if let endpoints = exact[path] { return Self.pick(method, endpoints, parameters: [:]) }
         var parameters: [String: String] = [:]
         var endpoints: [Endpoint] = []
-        if !Self.walk(root, path[...], &parameters, &endpoints) { return .notFound }
+        var path = path
+        let found = path.withUTF8 { Self.walk(root, $0, from: 0, &parameters, &endpoints) }
+        if !found { return .notFound }
         return Self.pick(method, endpoints, parameters: parameters)
     }
 
@@ -86,30 +96,38 @@ public struct Router<Handler: Sendable>: Sendable {
         return .methodNotAllowed(allowed: allowed, template: endpoints[0].template)
     }
 
-    /// Finds the endpoints for the segments of `rest` below `node`: literals before a parameter
-    /// before a catch-all. Segments are sliced from the path as it is walked (empty ones skipped,
-    /// as `split` would), so resolving allocates nothing but the parameters.
-    private static func walk(_ node: Node, _ rest: Substring, _ parameters: inout [String: String],
-                             _ endpoints: inout [Endpoint]) -> Bool {
-        let utf8 = rest.utf8
-        guard let start = utf8.firstIndex(where: { $0 != UInt8(ascii: "/") }) else {
+    /// Finds the endpoints for the segments of `path` from byte `from` below `node`: literals
+    /// before a parameter before a catch-all. Segments are byte ranges of the path (empty ones
+    /// skipped, as `split` would), so resolving allocates nothing but the parameters.
+    private static func walk(_ node: Node, _ path: UnsafeBufferPointer<UInt8>, from: Int,
+                             _ parameters: inout [String: String], _ endpoints: inout [Endpoint]) -> Bool {
+        let slash = UInt8(ascii: "/")
+        var start = from
+        while start < path.count, path[start] == slash { start += 1 }
+        guard start < path.count else {
             guard !node.endpoints.isEmpty else { return false }
             endpoints = node.endpoints
             return true
         }
-        let end = utf8[start...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
-        let part = rest[start..<end]
-        let tail = rest[end...]
-        if let next = node.literals[part], walk(next, tail, &parameters, &endpoints) { return true }
+        var end = start
+        while end < path.count, path[end] != slash { end += 1 }
+        let part = UnsafeBufferPointer(rebasing: path[start..<end])
+        if let next = node.literalBytes.first(where: { $0.name.elementsEqual(part) })?.node,
+            walk(next, path, from: end, &parameters, &endpoints)
+        {
+            return true
+        }
         if let (name, next) = node.parameter {
             guard let decoded = Self.percentDecoded(part) else { return false }
-            let saved = parameters
-            parameters[name] = decoded
-            if walk(next, tail, &parameters, &endpoints) { return true }
-            parameters = saved
+            // Put back what the name held if this branch fails (no copy of the parameters: a
+            // copy would make the insertion above copy them all).
+            let previous = parameters.updateValue(decoded, forKey: name)
+            if walk(next, path, from: end, &parameters, &endpoints) { return true }
+            parameters[name] = previous
         }
         if let (name, found) = node.remainder {
-            parameters[name] = rest[start...].split(separator: "/").joined(separator: "/")
+            let rest = String(decoding: UnsafeBufferPointer(rebasing: path[start...]), as: UTF8.self)
+            parameters[name] = rest.split(separator: "/").joined(separator: "/")
             endpoints = found
             return true
         }
@@ -119,6 +137,7 @@ public struct Router<Handler: Sendable>: Sendable {
     private static func copy(_ node: Node) -> Node {
         let out = Node()
         out.literals = node.literals.mapValues(copy)
+        out.literalBytes = out.literals.map { (Array($0.key.utf8), $0.value) }
         out.parameter = node.parameter.map { ($0.name, copy($0.node)) }
         out.remainder = node.remainder
         out.endpoints = node.endpoints
@@ -128,8 +147,14 @@ public struct Router<Handler: Sendable>: Sendable {
     /// A segment with its `%XX` escapes decoded; nil when an escape is malformed or the bytes are
     /// not UTF-8 (as Foundation's `removingPercentEncoding`, without bridging to it).
     static func percentDecoded(_ part: Substring) -> String? {
-        guard part.utf8.contains(UInt8(ascii: "%")) else { return String(part) }
-        return PercentDecoding.decode(part.utf8, plusAsSpace: false)
+        var part = String(part)
+        return part.withUTF8 { percentDecoded($0) }
+    }
+
+    /// ``percentDecoded(_:)`` for a segment's bytes (UTF-8: a path's segment, cut at `/`).
+    static func percentDecoded(_ part: UnsafeBufferPointer<UInt8>) -> String? {
+        guard part.contains(UInt8(ascii: "%")) else { return String(decoding: part, as: UTF8.self) }
+        return PercentDecoding.decode(part, plusAsSpace: false)
     }
 
     private static func split(_ path: String) -> [Substring] {

@@ -41,24 +41,37 @@ struct Authenticator: Sendable {
 
     /// Identifies the request's caller once; handlers then ask the ``Identity`` for scopes.
     func identify(_ request: HTTPRequest) -> Identity {
-        guard let header = request.header("Authorization") else { return .anonymous }
-        let bytes = Array(header.utf8)
-        guard Self.hasScheme(bytes, Self.bearer) else { return Identity(token: nil, rejected: true) }
-        let match = token(presenting: bytes.dropFirst(Self.bearer.count).trimmingSpaces())
-        return Identity(token: match, rejected: match == nil)
+        guard var header = request.header("Authorization") else { return .anonymous }
+        return header.withUTF8 { bytes in
+            guard Self.hasScheme(bytes, Self.bearer) else { return Identity(token: nil, rejected: true) }
+            let match = token(presenting: UnsafeRawBufferPointer(Self.trimmingSpaces(bytes, from: Self.bearer.count)))
+            return Identity(token: match, rejected: match == nil)
+        }
+    }
+
+    /// `bytes` from `start` without leading and trailing spaces and tabs.
+    static func trimmingSpaces(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> UnsafeBufferPointer<UInt8> {
+        var lower = start, upper = bytes.count
+        while lower < upper, bytes[lower] == 0x20 || bytes[lower] == 0x09 { lower += 1 }
+        while upper > lower, bytes[upper - 1] == 0x20 || bytes[upper - 1] == 0x09 { upper -= 1 }
+        return UnsafeBufferPointer(rebasing: bytes[lower..<upper])
     }
 
     static let bearer = Array("bearer ".utf8)
     static let basic = Array("basic ".utf8)
 
     /// Whether `bytes` start with `scheme` (lowercase, with its space), in any case, and go on.
-    static func hasScheme(_ bytes: [UInt8], _ scheme: [UInt8]) -> Bool {
+    static func hasScheme<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, _ scheme: [UInt8]) -> Bool {
         bytes.count > scheme.count && zip(bytes, scheme).allSatisfy { $0 | 0x20 == $1 }
     }
 
     /// The configured token whose SHA-256 is the presented secret's. Every token is compared, in
     /// constant time, so timing does not reveal which one matched.
     func token(presenting secret: [UInt8]) -> ServiceConfiguration.AccessToken? {
+        secret.withUnsafeBytes { token(presenting: $0) }
+    }
+
+    func token(presenting secret: UnsafeRawBufferPointer) -> ServiceConfiguration.AccessToken? {
         let presented = Digest.sha256(secret)
         var match: ServiceConfiguration.AccessToken?
         for token in tokens where constantTimeEquals(token.sha256, presented) { match = token }
