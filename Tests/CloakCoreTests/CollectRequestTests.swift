@@ -110,3 +110,82 @@ import Testing
         }
     }
 }
+
+/// The byte reader of submissions (``CollectRequest/reading(_:form:)``) must never disagree
+/// with the general path: whatever it accepts, the parser and ``CollectRequest/init(_:form:)``
+/// accept as the same request; whatever else, it leaves to them.
+@Suite struct CollectRequestByteReaderTests {
+    static let form = FormSchema(name: "checkout", fields: [
+        field("card", .cardNumber), field("cvc", .cvc), field("exp", .expDate), field("K", .none),
+    ])
+
+    static let bodies: [String] = [
+        #"{"fields": {"card": "4111 1111 1111 1111", "exp": "12/30"}}"#,
+        #"{"fields":{"card":"4111","cvc":"123","exp":"12/30","K":"x"},"extraData":{"order":{"id":7}},"options":{"fieldNameMappingPolicy":"flatJSON"}}"#,
+        " \n{ \"fields\" : { } , \"extraData\" : { } }\t",
+        #"{"fields": {}}"#, #"{}"#, "", " ", "[]", "null", #""fields""#,
+        #"{"fields": {"card": "1"}, "fields": {"cvc": "2"}}"#,
+        #"{"fields": {"card": "1", "card": "2"}}"#,
+        #"{"fields": {"ca\u0072d": "1"}}"#,
+        #"{"fields": {"card": "a\"b\\c\u00e9"}}"#,
+        #"{"fields": {"card": 4111}}"#, #"{"fields": {"card": null}}"#, #"{"fields": {"card": ["1"]}}"#,
+        #"{"fields": {"nope": "1"}}"#, #"{"fields": {"\u212a": "1"}}"#, "{\"fields\": {\"\u{212A}\": \"1\"}}",
+        #"{"fields": []}"#, #"{"fields": "x"}"#, #"{"extraData": {}}"#,
+        #"{"fields": {}, "extraData": []}"#, #"{"fields": {}, "extraData": {"a": 1, "a": 2}}"#,
+        #"{"fields": {}, "extraData": {}, "extraData": {}}"#,
+        #"{"fields": {}, "options": {}}"#, #"{"fields": {}, "options": {"fieldNameMappingPolicy": "bad"}}"#,
+        #"{"fields": {}, "options": {"other": 1}}"#, #"{"fields": {}, "options": []}"#,
+        #"{"fields": {}, "unknown": 1}"#, #"{"fields": {}} x"#, #"{"fields": {}},"#, #"{"fields": {},}"#,
+        #"{"fields": {"card": "1",}}"#, #"{"fields": {"card" "1"}}"#, #"{"fields": {"card": "1"}"#,
+        "{\"fields\": {\"card\": \"a\u{1}b\"}}", "{\"fields\": {\"card\": \"é\"}}", "{\"fields\": {\"card\": \"\u{FF}\"}}",
+    ]
+
+    static func general(_ body: [UInt8]) -> CollectRequest? {
+        guard let document = try? JSONParser().parse(body) else { return nil }
+        return try? CollectRequest(document, form: form)
+    }
+
+    static func same(_ a: CollectRequest, _ b: CollectRequest) -> Bool {
+        a.values == b.values && a.mappingPolicy == b.mappingPolicy && a.extraData.count == b.extraData.count
+            && zip(a.extraData, b.extraData).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+    }
+
+    static func check(_ body: [UInt8]) {
+        guard let fast = CollectRequest.reading(body, form: form) else { return }
+        guard let slow = general(body) else {
+            Issue.record("the byte reader accepted what the general path refuses: \(body)")
+            return
+        }
+        #expect(same(fast, slow), "\(body)")
+    }
+
+    @Test(arguments: bodies)
+    func agreesWithTheGeneralPath(body: String) {
+        Self.check(Array(body.utf8))
+    }
+
+    @Test func readsTheUsualShapeItself() throws {
+        for body in Self.bodies.prefix(3) {
+            let fast = try #require(CollectRequest.reading(Array(body.utf8), form: Self.form))
+            #expect(Self.same(fast, try #require(Self.general(Array(body.utf8)))))
+        }
+    }
+
+    /// Random edits of accepted bodies: still never a disagreement.
+    @Test func agreesOnMutatedBodies() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array(#"{}[]":,\ "card""fields"x1é"#.utf8) + [0x00, 0xFF, 0x0A]
+        for _ in 0..<3_000 {
+            var body = Array(Self.bodies[Int.random(in: 0..<3, using: &generator)].utf8)
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                let at = Int.random(in: 0...body.count, using: &generator)
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: body.insert(alphabet.randomElement(using: &generator)!, at: at)
+                case 1: if at < body.count { body.remove(at: at) }
+                default: if at < body.count { body[at] = alphabet.randomElement(using: &generator)! }
+                }
+            }
+            Self.check(body)
+        }
+    }
+}

@@ -2,19 +2,20 @@
 public enum Luhn {
     /// False for fewer than 9 characters or any non-digit; otherwise the mod-10 check.
     public static func isValid(_ number: String) -> Bool {
-        let utf8 = number.utf8
-        guard utf8.count >= 9 else { return false }
-        var sum = 0
-        for (offset, b) in utf8.reversed().enumerated() {
-            guard isDigit(b) else { return false }
-            let d = Int(b - 48)
-            if offset % 2 == 1 {
-                sum += d == 9 ? 9 : (d * 2) % 9
-            } else {
-                sum += d
+        var number = number
+        return number.withUTF8 { utf8 in
+            guard utf8.count >= 9 else { return false }
+            var sum = 0
+            var doubled = false  // every second digit from the right
+            for i in utf8.indices.reversed() {
+                let b = utf8[i]
+                guard isDigit(b) else { return false }
+                let d = Int(b - 48)
+                sum += doubled ? (d == 9 ? 9 : (d * 2) % 9) : d
+                doubled.toggle()
             }
+            return sum % 10 == 0
         }
-        return sum % 10 == 0
     }
 
     /// The same check on digit values (0…9), as format-preserving aliases hold them.

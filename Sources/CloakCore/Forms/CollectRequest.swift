@@ -43,20 +43,7 @@ public struct CollectRequest: Sendable {
                 }
                 extraData = e
             case "options":
-                guard case let .object(options) = value else {
-                    throw .malformed("\"options\" must be an object, not \(value.typeName)")
-                }
-                for (optionKey, optionValue) in options {
-                    guard optionKey == "fieldNameMappingPolicy" else {
-                        throw .malformed("unknown option \"\(Redaction.scrub(optionKey, limit: 64))\"")
-                    }
-                    guard let name = optionValue.stringValue, let p = MappingPolicy(rawValue: name) else {
-                        throw .malformed(
-                            "options.fieldNameMappingPolicy must be one of "
-                                + MappingPolicy.allCases.map(\.rawValue).joined(separator: ", "))
-                    }
-                    policy = p
-                }
+                policy = try Self.mappingPolicy(options: value)
             default:
                 throw .malformed("unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected fields, extraData, options")
             }
@@ -73,8 +60,32 @@ public struct CollectRequest: Sendable {
             guard values[index] == nil else { throw .malformed("field \"\(name)\" appears twice") }
             values[index] = text
         }
+        self.init(values: values, extraData: extraData, mappingPolicy: policy)
+    }
+
+    init(values: [String?], extraData: [(key: String, value: JSONValue)], mappingPolicy: MappingPolicy?) {
         self.sensitiveValues = Sensitive(values)
         self.sensitiveExtraData = Sensitive(extraData)
-        self.mappingPolicy = policy
+        self.mappingPolicy = mappingPolicy
+    }
+
+    /// The mapping policy an `options` member asks for (the last one named, none when empty).
+    static func mappingPolicy(options value: JSONValue) throws(CloakError) -> MappingPolicy? {
+        guard case let .object(options) = value else {
+            throw .malformed("\"options\" must be an object, not \(value.typeName)")
+        }
+        var policy: MappingPolicy?
+        for (optionKey, optionValue) in options {
+            guard optionKey == "fieldNameMappingPolicy" else {
+                throw .malformed("unknown option \"\(Redaction.scrub(optionKey, limit: 64))\"")
+            }
+            guard let name = optionValue.stringValue, let p = MappingPolicy(rawValue: name) else {
+                throw .malformed(
+                    "options.fieldNameMappingPolicy must be one of "
+                        + MappingPolicy.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            policy = p
+        }
+        return policy
     }
 }

@@ -69,6 +69,17 @@ public final class FieldResult: Sendable, CustomStringConvertible {
         writer.member("isRequiredValidOnly", schema.isRequiredValidOnly)
     }
 
+    /// `"isValid":…,"isEmpty":…,"isDirty":…` for each combination (index: isValid 4, isEmpty 2,
+    /// isDirty 1), written in one copy.
+    private static let flagMembers: [[UInt8]] = (0..<8).map { bits in
+        var writer = JSONWriter(reservingCapacity: 64)
+        writer.beginObject()
+        writer.member("isValid", bits & 4 != 0)
+        writer.member("isEmpty", bits & 2 != 0)
+        writer.member("isDirty", bits & 1 != 0)
+        return Array(writer.bytes.dropFirst())  // without the brace
+    }
+
     /// The state's members that depend on the submission, and its closing brace.
     private func writeStateRest(into writer: inout JSONWriter) {
         var raw = rawText
@@ -86,9 +97,7 @@ public final class FieldResult: Sendable, CustomStringConvertible {
                     writer.member(name, String(rawText.dropFirst(range.lowerBound).prefix(range.count)))
                 }
             }
-            writer.member("isValid", isValid)
-            writer.member("isEmpty", utf8.isEmpty)
-            writer.member("isDirty", isPresent)
+            writer.rawMember(Self.flagMembers[(isValid ? 4 : 0) | (utf8.isEmpty ? 2 : 0) | (isPresent ? 1 : 0)])
             writer.member("inputLength", length)
             writer.member("validationErrors", validationErrors)
             switch schema.type {

@@ -8,6 +8,9 @@ public struct FormSchema: Sendable {
     public let mappingPolicy: MappingPolicy
     private let indexByName: [String: Int]
     private let names: [String]
+    private let nameBytes: [[UInt8]]
+    /// For each field: the index of its `card_field` when that names a field that is not a CVC.
+    let cardFieldIndex: [Int?]
 
     /// - Precondition: field names are unique (the configuration loader checks this first).
     public init(name: String, fields: [FieldSchema], brands: CardBrandTable = .standard,
@@ -18,11 +21,34 @@ public struct FormSchema: Sendable {
         self.brands = brands
         self.mappingPolicy = mappingPolicy
         self.names = fields.map(\.name)
-        self.indexByName = Dictionary(fields.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
+        self.nameBytes = fields.map { Array($0.name.utf8) }
+        let indexByName = Dictionary(fields.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
+        self.indexByName = indexByName
+        self.cardFieldIndex = fields.map { field in
+            field.cardField.flatMap { indexByName[$0] }.flatMap { fields[$0].type == .cvc ? nil : $0 }
+        }
     }
 
     /// A small form's names are compared in turn (cheaper than hashing the name); a large one's
     /// are looked up.
+    /// The field whose name is these bytes of ASCII; nil for any other bytes (a name beyond
+    /// ASCII is found by ``index(of:)``, which compares as `String` does).
+    func index(ofASCII bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+        guard names.count > 16 else {
+            for (i, name) in nameBytes.enumerated() where name.count == bytes.count {
+                var equal = true
+                for j in 0..<bytes.count where name[j] != bytes[j] {
+                    equal = false
+                    break
+                }
+                if equal { return i }
+            }
+            return nil
+        }
+        return indexByName[String(decoding: bytes, as: UTF8.self)]
+    }
+
     public func index(of fieldName: String) -> Int? {
         guard names.count > 16 else { return names.firstIndex(of: fieldName) }
         return indexByName[fieldName]

@@ -13,16 +13,22 @@ public struct FormValidation: Sendable {
         precondition(values.count == form.fields.count, "one value slot per field")
         var context = context
         context.brands = form.brands
-        var results = [FieldResult?](repeating: nil, count: form.fields.count)
-        for (i, definition) in form.definitions.enumerated() where definition.schema.type != .cvc {
-            results[i] = FieldProcessor.process(definition, input: values[i], linkedCard: nil, context: context)
-        }
-        for (i, definition) in form.definitions.enumerated() where definition.schema.type == .cvc {
-            let linked = definition.schema.cardField.flatMap(form.index(of:)).flatMap { results[$0]?.cardModel }
-            results[i] = FieldProcessor.process(definition, input: values[i], linkedCard: linked, context: context)
+        let definitions = form.definitions
+        // Written in place, every field once: the other fields first, then the CVCs, which read
+        // the results of their (non-CVC) card fields.
+        self.fields = [FieldResult](unsafeUninitializedCapacity: definitions.count) { results, count in
+            for (i, definition) in definitions.enumerated() where definition.schema.type != .cvc {
+                (results.baseAddress! + i).initialize(
+                    to: FieldProcessor.process(definition, input: values[i], linkedCard: nil, context: context))
+            }
+            for (i, definition) in definitions.enumerated() where definition.schema.type == .cvc {
+                let linked = form.cardFieldIndex[i].flatMap { results[$0].cardModel }
+                (results.baseAddress! + i).initialize(
+                    to: FieldProcessor.process(definition, input: values[i], linkedCard: linked, context: context))
+            }
+            count = definitions.count
         }
         self.form = form
-        self.fields = results.map { $0! }
     }
 
     /// Fields marked required whose raw text is empty (`VGSSDKErrorInputDataRequired`).

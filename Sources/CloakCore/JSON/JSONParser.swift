@@ -34,7 +34,7 @@ public struct JSONParser {
 
     /// Parses one JSON value that must fill the whole buffer (white space aside).
     public func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSONValue {
-        var reader = Reader(bytes: bytes.bindMemory(to: UInt8.self), maxDepth: maxDepth)
+        var reader = JSONReader(bytes: bytes.bindMemory(to: UInt8.self), maxDepth: maxDepth)
         return try reader.document()
     }
 
@@ -53,7 +53,9 @@ public struct JSONParser {
     }
 }
 
-private struct Reader {
+/// The parser's cursor over a document; also driven directly by readers of known shapes
+/// (``CollectRequest``), which fall back to ``JSONParser`` for anything unusual.
+struct JSONReader {
     let bytes: UnsafeBufferPointer<UInt8>
     let maxDepth: Int
     var index = 0
@@ -68,15 +70,15 @@ private struct Reader {
     }
 
     mutating func document() throws(JSONParseError) -> JSONValue {
-        guard Self.isASCII(bytes) || String(validating: bytes, as: UTF8.self) != nil else {
-            throw JSONParseError(reason: .invalidUTF8, offset: 0)
-        }
+        guard isValidUTF8 else { throw JSONParseError(reason: .invalidUTF8, offset: 0) }
         skipWhitespace()
         let value = try self.value(depth: 0)
         skipWhitespace()
         guard index == bytes.count else { throw fail(.trailingData) }
         return value
     }
+
+    var isValidUTF8: Bool { Self.isASCII(bytes) || String(validating: bytes, as: UTF8.self) != nil }
 
     /// Whether every byte is below 0x80 (then the bytes are valid UTF-8), read eight at a time.
     static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
@@ -223,6 +225,25 @@ private struct Reader {
     }
 
     func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+
+    /// The bytes of the string at the cursor when it has no escape (and moves past it); nil,
+    /// with the cursor unmoved, for a string with escapes.
+    mutating func plainString() throws(JSONParseError) -> UnsafeBufferPointer<UInt8>? {
+        let start = index + 1
+        var i = start
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == UInt8(ascii: "\"") {
+                index = i + 1
+                return UnsafeBufferPointer(rebasing: bytes[start..<i])
+            }
+            if b == UInt8(ascii: "\\") { return nil }
+            if b < 0x20 { index = i; throw fail(.controlCharacterInString) }
+            i += 1
+        }
+        index = i
+        throw fail(.unexpectedEnd)
+    }
 
     mutating func string() throws(JSONParseError) -> String {
         index += 1  // opening quote

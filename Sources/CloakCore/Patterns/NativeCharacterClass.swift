@@ -30,17 +30,26 @@ struct NativeCharacterClass: Sendable {
 
     /// `nil` when the input or the template is not plain ASCII text.
     func replacingMatches(in input: String, with template: String) -> String? {
-        guard !template.utf8.contains(where: { $0 == UInt8(ascii: "$") || $0 == UInt8(ascii: "\\") || $0 >= 0x80 })
-        else { return nil }
-        var copy = input
-        return copy.withUTF8 { bytes -> String? in
-            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-            var out: [UInt8] = []
-            out.reserveCapacity(bytes.count)
-            for c in bytes {
-                if members[Int(c)] { out.append(contentsOf: template.utf8) } else { out.append(c) }
+        var copy = input, replacement = template
+        return copy.withUTF8 { bytes in
+            replacement.withUTF8 { template -> String? in
+                guard !template.contains(where: { $0 == UInt8(ascii: "$") || $0 == UInt8(ascii: "\\") || $0 >= 0x80 }),
+                    bytes.allSatisfy({ $0 < 0x80 })
+                else { return nil }
+                // Each input byte stays or becomes the template.
+                return String(unsafeUninitializedCapacity: bytes.count * max(1, template.count)) { out in
+                    var written = 0
+                    for c in bytes {
+                        if members[Int(c)] {
+                            for t in template { out[written] = t; written += 1 }
+                        } else {
+                            out[written] = c
+                            written += 1
+                        }
+                    }
+                    return written
+                }
             }
-            return String(decoding: out, as: UTF8.self)
         }
     }
 }

@@ -24,7 +24,7 @@ public struct LengthRule: ValidationRule {
     }
 
     public func validate(_ input: String, in context: ValidationContext) -> Bool {
-        let n = input.count
+        let n = characterCount(input)
         return min <= n && n <= max
     }
 }
@@ -39,7 +39,7 @@ public struct LengthMatchRule: ValidationRule {
         self.error = error
     }
 
-    public func validate(_ input: String, in context: ValidationContext) -> Bool { lengths.contains(input.count) }
+    public func validate(_ input: String, in context: ValidationContext) -> Bool { lengths.contains(characterCount(input)) }
 }
 
 /// `VGSValidationRuleLuhnCheck`.
@@ -78,11 +78,18 @@ public struct PaymentCardRule: ValidationRule {
     public func validate(_ input: String, in context: ValidationContext) -> Bool {
         let model = context.cardModel(for: input)
         if model.brand != .unknown {
-            guard model.cardNumberLengths.contains(input.count) else { return false }
+            guard model.cardNumberLengths.contains(characterCount(input)) else { return false }
             return model.luhn ? Luhn.isValid(input) : true
         }
         guard validateUnknownCardBrand else { return false }
         let unknown = PaymentCardModel.unknown
-        return unknown.matches(input) && unknown.cardNumberLengths.contains(input.count) && Luhn.isValid(input)
+        return unknown.matches(input) && unknown.cardNumberLengths.contains(characterCount(input)) && Luhn.isValid(input)
     }
+}
+
+/// The number of characters of `text`: its byte count when it is ASCII without CR (the usual
+/// raw text), counted by `String` otherwise (CR LF is one character, as are grapheme clusters).
+func characterCount(_ text: String) -> Int {
+    let utf8 = text.utf8
+    return utf8.allSatisfy({ $0 < 0x80 && $0 != 0x0D }) ? utf8.count : text.count
 }

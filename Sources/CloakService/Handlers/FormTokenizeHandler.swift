@@ -65,7 +65,7 @@ struct FormTokenizeHandler: Sendable {
         guard let form = context.configuration.forms[name] else {
             throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
         }
-        let collect = try CollectRequest(try request.jsonBody(), form: form)
+        let collect = try request.collectRequest(for: form)
         let validation = FormValidation(form: form, values: collect.values, context: ValidationContext(today: context.today()))
         if let error = validation.inputError { throw error }
         let submission = FormSubmission(validation, keepSensitiveRaw: keepSensitiveRaw)

@@ -20,6 +20,13 @@ extension HTTPResponse {
 }
 
 extension HTTPRequest {
+    /// The body as a submission for `form`: read straight from its bytes when it has the usual
+    /// shape, else parsed as a document first (which also finds the error to answer).
+    func collectRequest(for form: FormSchema) throws(CloakError) -> CollectRequest {
+        if let request = CollectRequest.reading(body, form: form) { return request }
+        return try CollectRequest(try jsonBody(), form: form)
+    }
+
     /// The body as JSON, or a 1002 error that says what is wrong without quoting it.
     func jsonBody() throws(CloakError) -> JSONValue {
         guard !body.isEmpty else { throw .malformed("the request has no body; expected a JSON object") }

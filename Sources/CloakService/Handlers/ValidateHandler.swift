@@ -9,7 +9,7 @@ struct ValidateHandler: Sendable {
         guard let form = context.configuration.forms[name] else {
             throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
         }
-        let submission = try CollectRequest(try request.jsonBody(), form: form)
+        let submission = try request.collectRequest(for: form)
         let validation = FormValidation(
             form: form, values: submission.values, context: ValidationContext(today: context.today()))
         return .json(200, validation.stateJSON)
