@@ -33,6 +33,7 @@ public struct AliasStoreCompatSuite {
         case uncommittedDataDoesNotSurviveReopening
         case pingAnswers
         case pagesListEveryRecordOnceInIdOrder
+        case aForcedDurableCommitChangesNoRecord
 
         public var testDescription: String { rawValue }
     }
@@ -62,7 +63,26 @@ public struct AliasStoreCompatSuite {
         case .uncommittedDataDoesNotSurviveReopening: try uncommittedDataDoesNotSurviveReopening()
         case .pingAnswers: try makeStore().ping()
         case .pagesListEveryRecordOnceInIdOrder: try pagesListEveryRecordOnceInIdOrder()
+        case .aForcedDurableCommitChangesNoRecord: try aForcedDurableCommitChangesNoRecord()
         }
+    }
+
+    /// Forcing a durable commit (twice in one transaction, inside a savepoint) commits and
+    /// leaves the records as they were.
+    func aForcedDurableCommitChangesNoRecord() throws {
+        let store = try makeStore()
+        try store.begin()
+        try store.insert(Self.record("r-forced", fingerprint: Self.fingerprint(0x5A), aliases: [Self.alias("tok_forced")]))
+        try store.commit()
+        let before = try store.recordCount()
+        try store.begin()
+        try store.savepoint()
+        try store.forceDurableCommit()
+        try store.forceDurableCommit()
+        try store.releaseSavepoint()
+        try store.commit()
+        #expect(try store.recordCount() == before)
+        #expect(try store.record(alias: "tok_forced")?.id == "r-forced")
     }
 
     // MARK: Fixtures

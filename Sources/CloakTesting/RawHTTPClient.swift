@@ -48,11 +48,10 @@ public final class RawHTTPClient {
         let rc = withUnsafePointer(to: &addr) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard rc == 0 else {
-            let e = errno
-            close(fd)
-            throw ClientError.connectFailed(e)
-        }
+        // No close here: the object is whole, so a throw still runs deinit, which closes the
+        // socket. Closing it here as well closed whatever the number was given to next (another
+        // test's SQLite file, which then failed with "disk I/O error").
+        guard rc == 0 else { throw ClientError.connectFailed(errno) }
     }
 
     deinit { close(fd) }

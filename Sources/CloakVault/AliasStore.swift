@@ -34,6 +34,10 @@ public protocol AliasStore: AnyObject {
     func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int
     /// Checks that the store answers.
     func ping() throws(StoreError)
+    /// Makes the open transaction's commit a durable write even when nothing else changes it: a
+    /// request answered from a record already stored then waits for the same kind of commit as
+    /// one that stored it, so its timing does not tell which it was.
+    func forceDurableCommit() throws(StoreError)
 
     /// A small named value kept beside the records (the key-check value); nil when never set.
     func metadata(_ name: String) throws(StoreError) -> [UInt8]?

@@ -98,7 +98,11 @@ extension Vault {
                 // A shared store can lose a race to another node (the same value, or the same
                 // value's alias in this format, committed first): read what won and use it.
                 do {
-                    (record, alias) = try findOrCreate(item, index: index, in: store)
+                    let wrote: Bool
+                    (record, alias, wrote) = try findOrCreate(item, index: index, in: store)
+                    // Found as it was: for a caller who may not reveal, the commit must still
+                    // cost what storing it would have (an existence oracle by timing otherwise).
+                    if !wrote && !caller.mayReveal { try store.forceDurableCommit() }
                     break
                 } catch StoreError.fingerprintTaken where round < 2 {
                     round += 1
@@ -117,8 +121,11 @@ extension Vault {
         return Created(answers: out, records: records)
     }
 
-    /// The value's record (found by fingerprint, else inserted) and its alias in the asked format.
-    private func findOrCreate(_ item: PreparedAlias, index: Int, in store: any AliasStore) throws -> (StoredRecord, IssuedAlias) {
+    /// The value's record (found by fingerprint, else inserted) and its alias in the asked format,
+    /// and whether anything was written to give them.
+    private func findOrCreate(_ item: PreparedAlias, index: Int, in store: any AliasStore) throws
+        -> (StoredRecord, IssuedAlias, wrote: Bool)
+    {
         let request = item.request
         var record: StoredRecord
         if let fingerprint = item.fingerprint, var existing = try store.record(fingerprint: fingerprint) {
@@ -129,11 +136,11 @@ extension Vault {
             try store.insert(record)
         }
         if let issued = record.aliases.first(where: { $0.matches(request.format, luhnValid: request.luhnValid) }) {
-            return (record, issued)
+            return (record, issued, record.id == item.newRecord.id)
         }
         let alias = try issue(item, index: index, recordID: record.id, in: store)
         record.aliases.append(alias)
-        return (record, alias)
+        return (record, alias, true)
     }
 
     private func issue(_ item: PreparedAlias, index: Int, recordID: String, in store: any AliasStore) throws -> IssuedAlias {

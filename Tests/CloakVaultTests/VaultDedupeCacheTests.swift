@@ -41,6 +41,24 @@ import Testing
         }
     }
 
+    /// Through the store, a value found as stored writes nothing: its commit would skip the sync a
+    /// new value's waits for. For a caller who may not reveal, the commit is made to write.
+    @Test func aStoredValueAnsweredToACallerWhoMayNotRevealStillCommitsAWrite() throws {
+        try withVaultHarness { harness in
+            let vault = try harness.openVault()
+            let createOnly = AliasCaller(mayReveal: false, anonymous: false)
+            _ = try vault.createSync([Self.card], caller: createOnly).get()
+            let inspector = try harness.inspector()
+            let before = try inspector.metadata(SQLiteAliasStore.durableCommitName)
+            _ = try vault.createSync([Self.card], caller: createOnly).get()  // found as stored
+            let after = try inspector.metadata(SQLiteAliasStore.durableCommitName)
+            #expect(after != nil && after != before)
+            // A caller who may reveal learns nothing from timing: nothing is forced for it.
+            _ = try vault.createSync([Self.card], caller: .trusted).get()
+            #expect(try inspector.metadata(SQLiteAliasStore.durableCommitName) == after)
+        }
+    }
+
     @Test func callersWhoMayNotRevealGetTheSameAnswerFromTheCacheAsFromTheStore() throws {
         try withVaultHarness { harness in
             let vault = try harness.openVault(settings: Self.cached)

@@ -126,6 +126,8 @@ final class VaultHarness {
             throw VaultTimedOut(operation: "open \(storePath)")
         }
         defer { sqlite3_close(db) }
+        // The vault's executor may be in its idle sweep: wait for its lock, as a writer would.
+        sqlite3_busy_timeout(db, 10_000)
         guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
             throw VaultTimedOut(operation: "exec: " + String(cString: sqlite3_errmsg(db)))
         }

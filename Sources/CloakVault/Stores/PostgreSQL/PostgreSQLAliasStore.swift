@@ -115,6 +115,13 @@ public final class PostgreSQLAliasStore: AliasStore {
         try? db.execute("RELEASE SAVEPOINT request")
     }
 
+    /// Gives the transaction an id: its commit then writes a commit record and waits for the WAL
+    /// flush, as a commit that stored a record does (no row is written, so nodes do not queue on
+    /// one another).
+    public func forceDurableCommit() throws(StoreError) {
+        try db.query("SELECT txid_current()")
+    }
+
     public func ping() throws(StoreError) {
         try connected()
         try db.query("SELECT 1")

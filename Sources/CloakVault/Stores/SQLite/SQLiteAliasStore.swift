@@ -73,6 +73,16 @@ public final class SQLiteAliasStore: AliasStore {
         try? db.run("RELEASE request")
     }
 
+    /// Rewrites a counter beside the records: the commit then journals and syncs a page, as a
+    /// commit that stored a record does.
+    public func forceDurableCommit() throws(StoreError) {
+        durableCommits &+= 1
+        try setMetadata(Self.durableCommitName, withUnsafeBytes(of: durableCommits.bigEndian) { Array($0) })
+    }
+
+    static let durableCommitName = "durable_commit"
+    private var durableCommits = UInt64.random(in: 0...UInt64.max)
+
     public func ping() throws(StoreError) {
         let s = try db.statement("SELECT count(*) FROM sqlite_master")
         _ = try s.step()
