@@ -30,13 +30,22 @@ public struct KeyRing: Sendable {
     public let keys: [DataKey]
     public let currentID: String
     public let fingerprintKey: SymmetricKey
+    /// The fingerprint key made ready for HMAC (``HMACKey``).
+    public let fingerprintMAC: HMACKey
+    /// Signs alias rows (alias → record). Derived from the fingerprint key, so it never rotates.
+    public let aliasMAC: HMACKey
+
+    init(keys: [DataKey], currentID: String, fingerprintKey: SymmetricKey) {
+        self.keys = keys
+        self.currentID = currentID
+        self.fingerprintKey = fingerprintKey
+        self.fingerprintMAC = HMACKey(fingerprintKey)
+        self.aliasMAC = HMACKey(fingerprintKey.derive("cloak/v1/alias-mac"))
+    }
 
     public var current: DataKey { keys.first { $0.id == currentID }! }
 
     public func key(id: String) -> DataKey? { keys.first { $0.id == id } }
-
-    /// Signs alias rows (alias → record). Derived from the fingerprint key, so it never rotates.
-    public var aliasMACKey: SymmetricKey { fingerprintKey.derive("cloak/v1/alias-mac") }
 
     /// A value a store keeps to recognise the ring that wrote it: the same for every rotation of
     /// a ring (it follows the fingerprint key), different for any other ring, and useless for

@@ -12,6 +12,9 @@ struct PreparedAlias: Sendable {
     let newRecord: StoredRecord
     /// Attempt 0's candidate (FF1 or a random draw), or why the value cannot take the format.
     let firstCandidate: Result<String, AliasInputError>
+    /// The first candidate's MAC for ``newRecord``, signed here rather than on the vault thread
+    /// (used when the value is new and the candidate free, as it nearly always is).
+    let firstCandidateMAC: [UInt8]?
     /// Mixed into the FF1 tweak: 0 (deterministic) for token holders, random for anonymous callers.
     let salt: UInt32
 }
@@ -23,7 +26,7 @@ extension Vault {
     /// alive past its TTL. Anonymous callers are never deduplicated (see AliasCaller.anonymous).
     func fingerprint(_ request: AliasRequest, caller: AliasCaller) -> [UInt8]? {
         guard request.storage == .persistent && caller.deterministic else { return nil }
-        return Digest.hmacSHA256(key: keys.fingerprintKey.rawBytes, Array("cloak/v1/value\0".utf8) + Array(request.value.utf8))
+        return keys.fingerprintMAC.authenticate(Array("cloak/v1/value\0".utf8) + Array(request.value.utf8))
     }
 
     /// The answer for each value that is PERSISTENT and remembered with an alias in its format,
@@ -72,8 +75,12 @@ extension Vault {
                 try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: 0,
                                     salt: salt)
             }
+            let firstMAC = (try? first.get()).map { text in
+                Self.sign(IssuedAlias(alias: text, format: request.format, luhnValid: request.luhnValid), recordID: id,
+                          key: keys.aliasMAC)
+            }
             out.append(PreparedAlias(request: request, fingerprint: fingerprint, newRecord: record, firstCandidate: first,
-                                     salt: salt))
+                                     firstCandidateMAC: firstMAC, salt: salt))
         }
         return out
     }
@@ -148,7 +155,7 @@ extension Vault {
         // Random candidates first; in a small space (random-drawn aliases, at most 100,000 of
         // them) every candidate is then tried in turn, so a free alias is always found.
         let scan = AliasGenerator.randomSpace(request.value, request.format).map { $0 <= Self.scanLimit ? $0 : 0 } ?? 0
-        let macKey = keys.aliasMACKey
+        let macKey = keys.aliasMAC
         for attempt in 0..<(Self.maxAttempts + scan) {
             let candidate: Result<String, AliasInputError> = attempt == 0 ? item.firstCandidate
                 : Result { () throws(AliasInputError) -> String in
@@ -163,7 +170,11 @@ extension Vault {
             case let .failure(error): throw VaultError.invalidInput(index: index, reason: error.description)
             }
             var issued = IssuedAlias(alias: text, format: request.format, luhnValid: request.luhnValid)
-            issued.mac = Self.sign(issued, recordID: recordID, key: macKey)
+            if attempt == 0, recordID == item.newRecord.id, let mac = item.firstCandidateMAC {
+                issued.mac = mac
+            } else {
+                issued.mac = Self.sign(issued, recordID: recordID, key: macKey)
+            }
             do {
                 try store.addAlias(issued, toRecord: recordID)
                 return issued

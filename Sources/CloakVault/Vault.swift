@@ -115,7 +115,7 @@ public final class Vault: Sendable {
             // Rows written before aliases were signed are signed once, by the first version that
             // signs; after that an unsigned row is a tampered one and is never signed.
             if try store.metadata(aliasesSignedName) == nil {
-                let macKey = keys.aliasMACKey
+                let macKey = keys.aliasMAC
                 _ = try store.signUnsignedAliases { alias, recordID in sign(alias, recordID: recordID, key: macKey) }
                 try store.setMetadata(aliasesSignedName, [1])
             }
@@ -231,12 +231,13 @@ public final class Vault: Sendable {
     // MARK: Alias signatures
 
     /// The MAC binding an alias (its text and format) to the record it points to.
-    static func sign(_ alias: IssuedAlias, recordID: String, key: SymmetricKey) -> [UInt8] {
-        Digest.hmacSHA256(key: key.rawBytes, Array("cloak/v1/alias\0\(alias.alias)\0\(recordID)\0\(alias.storedFormat)".utf8))
+    static func sign(_ alias: IssuedAlias, recordID: String, key: HMACKey) -> [UInt8] {
+        var message = "cloak/v1/alias\0\(alias.alias)\0\(recordID)\0\(alias.storedFormat)"
+        return message.withUTF8 { key.authenticate(UnsafeRawBufferPointer($0)) }
     }
 
     func isAuthentic(_ alias: IssuedAlias, recordID: String) -> Bool {
-        !alias.mac.isEmpty && constantTimeEquals(alias.mac, Self.sign(alias, recordID: recordID, key: keys.aliasMACKey))
+        !alias.mac.isEmpty && constantTimeEquals(alias.mac, Self.sign(alias, recordID: recordID, key: keys.aliasMAC))
     }
 
     // MARK: On the executor thread
