@@ -67,7 +67,8 @@ public func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             }
         }
         let context = ValidationContext(today: today)
-        for values in [[:], Dictionary(uniqueKeysWithValues: form.fields.indices.map { ($0, samples[$0 % samples.count]) })] {
+        let none = [String?](repeating: nil, count: form.fields.count)
+        for values in [none, form.fields.indices.map { Optional(samples[$0 % samples.count]) }] {
             let validation = FormValidation(form: form, values: values, context: context)
             do { _ = try JSONParser().parse(validation.stateJSON) } catch { fatalError("stateJSON does not parse: \(error)") }
             _ = validation.inputError

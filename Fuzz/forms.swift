@@ -151,18 +151,30 @@ public func fuzzForms(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let form = forms[Int(data[0] & 0x7F) % forms.count]
     let rest = UnsafeBufferPointer(start: data + 1, count: size - 1)
 
-    var values: [Int: String] = [:]
+    var values = [String?](repeating: nil, count: form.fields.count)
     var extraData: [(key: String, value: JSONValue)] = []
     var policy = form.mappingPolicy
     if data[0] & 0x80 == 0 {
-        guard let body = try? JSONParser().parse(UnsafeRawBufferPointer(rest)) else { return 0 }
+        // The byte reader of submissions: whatever it accepts, the general path accepts the same way.
+        let fast = CollectRequest.reading(Array(rest), form: form)
+        guard let body = try? JSONParser().parse(UnsafeRawBufferPointer(rest)) else {
+            check(fast == nil, "the byte reader accepted what the parser refuses")
+            return 0
+        }
         do {
             let request = try CollectRequest(body, form: form)
             values = request.values
             extraData = request.extraData
             policy = request.mappingPolicy ?? policy
-            for (i, _) in values { check(form.fields.indices.contains(i), "value for a field index the form lacks") }
+            check(values.count == form.fields.count, "one value slot per field")
+            if let fast {
+                check(fast.values == request.values && fast.mappingPolicy == request.mappingPolicy
+                      && fast.extraData.count == request.extraData.count
+                      && zip(fast.extraData, request.extraData).allSatisfy { $0.key == $1.key && $0.value == $1.value },
+                      "the byte reader and the general path read different requests")
+            }
         } catch {
+            check(fast == nil, "the byte reader accepted what the general path refuses")
             check(error.code == .malformedRequest, "a refused request is not 1002: \(error.code)")
             // Re-read with every value replaced: the message must not contain any of them.
             var all: [String] = []
@@ -185,7 +197,7 @@ public func fuzzForms(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
 
     // Native matchers against ICU, on the value of the lowest field index (ICU is slow).
-    if let value = values.min(by: { $0.key < $1.key })?.value {
+    if let value = values.lazy.compactMap({ $0 }).first {
         for p in differential {
             check(p.wholeMatch(value) == p.icuWholeMatch(value), "native and ICU disagree: /\(p.source)/")
         }
