@@ -119,6 +119,26 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
         ])
     }
 
+    /// ``json`` written straight into `writer`, the same bytes (the Vault API's answers).
+    public func write(into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.member("value", value)
+        writer.key("aliases" as StaticString)
+        writer.beginArray()
+        for alias in aliases {
+            writer.nextElement()
+            writer.beginObject()
+            writer.member("alias", alias.alias)
+            writer.member("format", alias.format.rawValue)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.member("storage", storage.rawValue)
+        writer.member("classifiers", classifiers)
+        writer.member("created_at", Self.iso8601(createdAt))
+        writer.endObject()
+    }
+
     static func iso8601(_ seconds: Int64) -> String {
         var t = time_t(seconds)
         var parts = tm()

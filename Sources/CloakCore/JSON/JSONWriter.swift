@@ -174,6 +174,23 @@ public struct JSONWriter {
         needsComma = false
     }
 
+    /// Writes `[`; each element follows ``nextElement()``, then ``endArray()``.
+    public mutating func beginArray() {
+        byte(UInt8(ascii: "["))
+        needsComma = false
+    }
+
+    /// Before each element of an array: the comma when one is needed.
+    public mutating func nextElement() {
+        if needsComma { byte(UInt8(ascii: ",")) }
+        needsComma = false
+    }
+
+    public mutating func endArray() {
+        byte(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
     /// Pre-encoded JSON that begins with a member name and ends after a complete value: a comma
     /// is written before it when one is needed, and the next member gets one. (The validate
     /// answer's `"field":{"isRequired":…,"isRequiredValidOnly":…` is fixed per field.)

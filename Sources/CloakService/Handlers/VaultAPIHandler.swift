@@ -22,12 +22,27 @@ struct VaultAPIHandler: Sendable {
             vault.createAliases(items, caller: caller) { result in
                 switch result {
                 case let .success(records):
-                    finish(.json(201, .object([("data", .array(records.map(\.json)))])))
+                    finish(.json(201, Self.dataArray(records)))
                 case let .failure(error):
                     finish(.error(error.cloakError { "data[\($0)]" }))
                 }
             }
         }
+    }
+
+    /// `{"data":[record, …]}`, each record written straight into the answer.
+    static func dataArray(_ records: [RevealedRecord]) -> [UInt8] {
+        var answer = JSONWriter(reservingCapacity: 192 * records.count + 16)
+        answer.beginObject()
+        answer.key("data" as StaticString)
+        answer.beginArray()
+        for record in records {
+            answer.nextElement()
+            record.write(into: &answer)
+        }
+        answer.endArray()
+        answer.endObject()
+        return answer.bytes
     }
 
     /// `GET /aliases/{alias}`.
@@ -43,7 +58,7 @@ struct VaultAPIHandler: Sendable {
                 case let .success(found):
                     Self.audit(logger, "reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok")
                     if let record = found[alias] {
-                        finish(.json(200, .object([("data", .array([record.json]))])))
+                        finish(.json(200, Self.dataArray([record])))
                     } else {
                         finish(.error(.notFound("no such alias")))
                     }

@@ -204,6 +204,8 @@ struct Layout {
         bytes = Array(value.utf8)
         var slots: [Int] = []
         var numerals: [UInt8] = []
+        slots.reserveCapacity(bytes.count)  // one allocation each, not one per doubling
+        numerals.reserveCapacity(bytes.count)
         for (i, b) in bytes.enumerated() {
             if let numeral = Self.numeral(b, format.inputAlphabet) {
                 slots.append(i)
