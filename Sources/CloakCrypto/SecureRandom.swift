@@ -10,7 +10,8 @@ import Glibc
 /// at a time: each `RAND_bytes` call costs about 6,700 instructions whatever its size (the
 /// DRBG's lookup, lock and reseed check), and a new alias takes several (a nonce, a record id,
 /// a random alias). Bytes are wiped from the buffer as they are handed out, and the rest when
-/// the thread ends; a buffer is never shared between threads.
+/// the thread ends; a buffer is never shared between threads. Cloak never forks: a forked child
+/// would hand out its parent's buffered bytes (OpenSSL's own DRBG reseeds after a fork).
 public enum SecureRandom {
     public static func bytes(_ count: Int) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
@@ -68,7 +69,11 @@ public enum SecureRandom {
                 return Unmanaged<ThreadPool>.fromOpaque(existing).takeUnretainedValue()
             }
             let pool = ThreadPool()
-            pthread_setspecific(key, Unmanaged.passRetained(pool).toOpaque())
+            let retained = Unmanaged.passRetained(pool)
+            guard pthread_setspecific(key, retained.toOpaque()) == 0 else {
+                retained.release()  // not kept: this draw uses it once, the next makes another
+                return pool
+            }
             return pool
         }
 

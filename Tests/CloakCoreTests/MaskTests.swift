@@ -62,6 +62,7 @@ import Testing
             InputMask([.pattern(try RegexPattern("[a-zA-Z]")), .literal("-"), .pattern(try RegexPattern("[^x]")),
                        .pattern(try RegexPattern(#"\s"#)), .literal(" ")]),
             InputMask([.literal("\n"), .pattern(try RegexPattern("."))]),
+            InputMask([.pattern(try RegexPattern("[0-9]")), .literal("\r\n"), .pattern(try RegexPattern("[0-9]"))]),
             InputMask([.literal("é"), .pattern(try RegexPattern(#"\d"#))]),  // no byte plan: a literal is not ASCII
         ]
         let alphabet: [String] = ["(", ")", "-", "5", "a", "X", "x", " ", "\t", "\r", "\n", "\r\n", "é", "٣", "\u{0}"]

@@ -87,8 +87,8 @@ public struct HTTPResponse: Sendable {
 extension String {
     /// ASCII case-insensitive equality, as header names compare.
     public func caseInsensitiveEquals(_ other: String) -> Bool {
+        // Bytes only: `==` would also match canonically equivalent non-ASCII names.
         guard utf8.count == other.utf8.count else { return false }
-        if self == other { return true }
         var a = self, b = other
         return a.withUTF8 { x in
             b.withUTF8 { y in
