@@ -107,7 +107,7 @@ final class UpstreamConnection {
         let defaultPort = (r.scheme == .https && r.port == 443) || (r.scheme == .http && r.port == 80)
         let hostName = r.host.contains(":") ? "[\(r.host)]" : r.host
         evhttp_add_header(headers, "Host", defaultPort ? hostName : "\(hostName):\(r.port)")
-        for (name, value) in r.headers where !["host", "content-length"].contains(name.lowercased()) {
+        for (name, value) in r.headers where !name.caseInsensitiveEquals("host") && !name.caseInsensitiveEquals("content-length") {
             evhttp_add_header(headers, name, value)
         }
         // Every body goes with its exact length. libevent 2.1 adds Content-Length only for POST
@@ -211,12 +211,13 @@ final class UpstreamConnection {
         let status = Int(evhttp_request_get_response_code(req))
         let raw = Libevent.headers(evhttp_request_get_input_headers(req))
         // Reuse the connection only after a framed answer the peer did not end with a close.
-        let names = raw.map { ($0.name.lowercased(), $0.value.lowercased()) }
-        let framed = names.contains { $0.0 == "content-length" || ($0.0 == "transfer-encoding" && $0.1.contains("chunked")) }
-            && !names.contains { $0.0 == "connection" && $0.1.contains("close") }
+        // Names compared in place; only the few values that matter are lowercased.
+        let framed = raw.contains {
+            $0.name.caseInsensitiveEquals("content-length")
+                || ($0.name.caseInsensitiveEquals("transfer-encoding") && $0.value.lowercased().contains("chunked"))
+        } && !raw.contains { $0.name.caseInsensitiveEquals("connection") && $0.value.lowercased().contains("close") }
         let headers = withoutHopByHop(raw).filter {
-            let name = $0.name.lowercased()
-            return name != "content-length" && name != "x-request-id"  // Cloak sets its own
+            !$0.name.caseInsensitiveEquals("content-length") && !$0.name.caseInsensitiveEquals("x-request-id")  // Cloak sets its own
         }
         var body: [UInt8] = []
         if let input = evhttp_request_get_input_buffer(req) {

@@ -133,6 +133,9 @@ struct ProxyHandler: Sendable {
         }
     }
 
+    /// Request headers never forwarded: Cloak frames the request and names the route itself.
+    static let droppedHeaders = ["host", "content-length", "x-route-id"]
+
     private func forward(_ request: HTTPRequest, route: ResolvedRoute, rest: String, body: [UInt8], jsonBody: Bool) -> Reply {
         do throws(CloakError) {
             switch try destination(request, route: route, rest: rest, body: body, jsonBody: jsonBody) {
@@ -174,15 +177,18 @@ struct ProxyHandler: Sendable {
         let target = path + (request.query.map { "?" + HTTPSyntax.safeQuery($0) } ?? "")
         // Authorization goes upstream only when the route says so, and never when it is a Cloak
         // token (a confused client must not hand the vault's credential to a third party).
-        let dropped: Set<String> = route.settings.forwardAuthorization && identity.token == nil
-            ? ["host", "content-length", "x-route-id"] : ["host", "content-length", "x-route-id", "authorization"]
-        var headers = withoutHopByHop(request.headers).filter { !dropped.contains($0.name.lowercased()) }
+        let dropsAuthorization = !(route.settings.forwardAuthorization && identity.token == nil)
+        // Names compared in place (no lowercased copy per header).
+        var headers = withoutHopByHop(request.headers).filter { header in
+            !Self.droppedHeaders.contains { header.name.caseInsensitiveEquals($0) }
+                && !(dropsAuthorization && header.name.caseInsensitiveEquals("authorization"))
+        }
         if jsonBody {
-            headers.removeAll { $0.name.lowercased() == "content-type" }
+            headers.removeAll { $0.name.caseInsensitiveEquals("content-type") }
             headers.append(("Content-Type", "application/json"))
         }
         for (name, value) in route.settings.headers {
-            headers.removeAll { $0.name.lowercased() == name.lowercased() }
+            headers.removeAll { $0.name.caseInsensitiveEquals(name) }
             headers.append((name, value))
         }
         return .upstream(UpstreamRequest(
