@@ -9,9 +9,10 @@ import Synchronization
 /// Only a vault that is the store's one writer may keep one (the embedded SQLite store):
 /// another node sharing a PostgreSQL store could delete an alias this one still remembers. The
 /// vault thread updates it after each commit, and drops a record before deleting it or changing
-/// its classifiers, keeping it out until that change has its outcome; loop threads only read. Bounded by two generations of `capacity / 2`
-/// entries: when the newer fills up it becomes the older and the older is dropped, so records
-/// asked for again stay and the rest age out (a miss only costs a trip to the store).
+/// its classifiers, keeping it out until that change has its outcome; loop threads only read.
+/// Bounded by two generations of `capacity / 2` entries: when the newer fills up it becomes the
+/// older and the older is dropped, so records asked for again stay and the rest age out (a miss
+/// only costs a trip to the store).
 final class DedupeCache: Sendable {
     struct Entry: Sendable {
         let createdAt: Int64

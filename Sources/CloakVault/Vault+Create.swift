@@ -26,7 +26,8 @@ extension Vault {
     /// alive past its TTL. Anonymous callers are never deduplicated (see AliasCaller.anonymous).
     func fingerprint(_ request: AliasRequest, caller: AliasCaller) -> [UInt8]? {
         guard request.storage == .persistent && caller.deterministic else { return nil }
-        return keys.fingerprintMAC.authenticate(Array("cloak/v1/value\0".utf8) + Array(request.value.utf8))
+        var message = "cloak/v1/value\0" + request.value
+        return message.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
     }
 
     /// The answer for each value that is PERSISTENT and remembered with an alias in its format,
@@ -143,7 +144,7 @@ extension Vault {
             try store.insert(record)
         }
         if let issued = record.aliases.first(where: { $0.matches(request.format, luhnValid: request.luhnValid) }) {
-            return (record, issued, record.id == item.newRecord.id)
+            return (record, issued, false)  // a new record has no alias yet: this one was stored before
         }
         let alias = try issue(item, index: index, recordID: record.id, in: store)
         record.aliases.append(alias)

@@ -110,16 +110,12 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
 
     /// `{"value","aliases":[{"alias","format"}],"storage","classifiers","created_at"}`
     public var json: JSONValue {
-        .object([
-            ("value", .string(value)),
-            ("aliases", .array(aliases.map { .object([("alias", .string($0.alias)), ("format", .string($0.format.rawValue))]) })),
-            ("storage", .string(storage.rawValue)),
-            ("classifiers", .strings(classifiers)),
-            ("created_at", .string(Self.iso8601(createdAt))),
-        ])
+        var writer = JSONWriter()
+        write(into: &writer)
+        return try! JSONParser().parse(writer.bytes)  // the writer's own output always parses
     }
 
-    /// ``json`` written straight into `writer`, the same bytes (the Vault API's answers).
+    /// The record's document (``json``) written straight into `writer` (the Vault API's answers).
     public func write(into writer: inout JSONWriter) {
         writer.beginObject()
         writer.member("value", value)

@@ -218,18 +218,11 @@ public struct JSONWriter {
         needsComma = true
     }
 
-    /// A string value given as UTF-8 bytes (a slice of a value, without making a string of it).
+    /// A string value given as UTF-8 bytes (a slice of a value, without making a string of it):
+    /// the caller guarantees the bytes are valid UTF-8 (cut at character boundaries).
     public mutating func member(_ name: StaticString, utf8 value: UnsafeBufferPointer<UInt8>) {
         key(name)
-        if value.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
-            writeString(String(decoding: value, as: UTF8.self))
-            needsComma = true
-            return
-        }
-        let at = claim(value.count + 2)
-        at.pointee = UInt8(ascii: "\"")
-        if let base = value.baseAddress { (at + 1).update(from: base, count: value.count) }
-        at[value.count + 1] = UInt8(ascii: "\"")
+        writeQuoted(value)
         needsComma = true
     }
 
@@ -246,7 +239,6 @@ public struct JSONWriter {
 
     private var needsComma = false
 
-
     private mutating func appendText(_ s: String) {
         var s = s
         s.withUTF8 { raw($0) }
@@ -254,35 +246,39 @@ public struct JSONWriter {
 
     public mutating func writeString(_ s: String) {
         var s = s
-        s.withUTF8 { utf8 in
-            var plain = true
-            for b in utf8 where b < 0x20 || b == 0x22 || b == 0x5C {
-                plain = false
-                break
-            }
-            if plain {
-                let at = claim(utf8.count + 2)
-                at.pointee = UInt8(ascii: "\"")
-                if let base = utf8.baseAddress { (at + 1).update(from: base, count: utf8.count) }
-                at[utf8.count + 1] = UInt8(ascii: "\"")
-                return
-            }
-            byte(UInt8(ascii: "\""))
-            for b in utf8 {
-                switch b {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"): byte(0x5C); byte(b)
-                case 0x0A: byte(0x5C); byte(UInt8(ascii: "n"))
-                case 0x0D: byte(0x5C); byte(UInt8(ascii: "r"))
-                case 0x09: byte(0x5C); byte(UInt8(ascii: "t"))
-                case 0..<0x20:
-                    let hex: StaticString = "0123456789abcdef"
-                    rawJSON("\\u00")
-                    byte(hex.utf8Start[Int(b >> 4)])
-                    byte(hex.utf8Start[Int(b & 0xF)])
-                default: byte(b)
-                }
-            }
-            byte(UInt8(ascii: "\""))
+        s.withUTF8 { writeQuoted($0) }
+    }
+
+    /// UTF-8 text as a JSON string: copied whole when nothing needs escaping (the usual case),
+    /// else byte by byte with `"`, `\` and control bytes escaped.
+    private mutating func writeQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
+        var plain = true
+        for b in utf8 where b < 0x20 || b == 0x22 || b == 0x5C {
+            plain = false
+            break
         }
+        if plain {
+            let at = claim(utf8.count + 2)
+            at.pointee = UInt8(ascii: "\"")
+            if let base = utf8.baseAddress { (at + 1).update(from: base, count: utf8.count) }
+            at[utf8.count + 1] = UInt8(ascii: "\"")
+            return
+        }
+        byte(UInt8(ascii: "\""))
+        for b in utf8 {
+            switch b {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): byte(0x5C); byte(b)
+            case 0x0A: byte(0x5C); byte(UInt8(ascii: "n"))
+            case 0x0D: byte(0x5C); byte(UInt8(ascii: "r"))
+            case 0x09: byte(0x5C); byte(UInt8(ascii: "t"))
+            case 0..<0x20:
+                let hex: StaticString = "0123456789abcdef"
+                rawJSON("\\u00")
+                byte(hex.utf8Start[Int(b >> 4)])
+                byte(hex.utf8Start[Int(b & 0xF)])
+            default: byte(b)
+            }
+        }
+        byte(UInt8(ascii: "\""))
     }
 }

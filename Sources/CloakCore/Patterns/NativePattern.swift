@@ -44,12 +44,11 @@ struct NativePattern: Sendable {
                 for slash2 in [true, false] {
                     let thirdLength = b.count - first - 2 - (slash1 ? 1 : 0) - (slash2 ? 1 : 0)
                     guard thirdLength == 4 || thirdLength == 2 else { continue }
-                    // Digits, then a slash where one is expected, position by position.
-                    let slashes = (first, first + 3)
-                    var fits = true
-                    for (i, c) in b.enumerated() {
-                        let wantsSlash = (slash1 && i == slashes.0) || (slash2 && i == (slash1 ? slashes.1 : first + 2))
-                        if wantsSlash ? c != UInt8(ascii: "/") : !isDigit(c) { fits = false; break }
+                    // A slash where this layout has one (-1: none), a digit everywhere else.
+                    let firstSlash = slash1 ? first : -1
+                    let secondSlash = slash2 ? first + (slash1 ? 1 : 0) + 2 : -1
+                    let fits = b.indices.allSatisfy { i in
+                        i == firstSlash || i == secondSlash ? b[i] == UInt8(ascii: "/") : isDigit(b[i])
                     }
                     if fits { return true }
                 }

@@ -14,7 +14,7 @@ final class UpstreamPool {
     /// The resolved numeric address, once known; looked up again after `addressTTL` seconds or
     /// after a connection to it fails (an upstream that moved is found again).
     private var address: String? {
-        didSet { addressRefused = address.map { !key.allowPrivate && AddressPolicy.isPrivate($0) } ?? false }
+        didSet { addressRefused = address.map(refuses) ?? false }
     }
     /// Whether `address` is one the pool's policy refuses: decided once per address, not per exchange.
     private var addressRefused = false
@@ -35,9 +35,12 @@ final class UpstreamPool {
         isNumericHost = AddressPolicy.isLiteral(key.host)
         if isNumericHost {
             address = key.host
-            addressRefused = !key.allowPrivate && AddressPolicy.isPrivate(key.host)
+            addressRefused = refuses(key.host)  // didSet does not run in init
         }
     }
+
+    /// Whether the pool's policy refuses connecting to `address` (private or loopback).
+    private func refuses(_ address: String) -> Bool { !key.allowPrivate && AddressPolicy.isPrivate(address) }
 
     func closeAll() {
         for c in idle { c.free() }

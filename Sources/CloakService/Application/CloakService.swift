@@ -231,7 +231,7 @@ public final class CloakService: Sendable {
         vault.map { VaultClient(vault: $0, loop: request.loop) }
     }
 
-    /// Whether the request's path, as the router matches it, starts at the egress door.
+    /// The request's vault client, or 1500 when this server runs without a vault.
     private func requireVault(_ request: HTTPRequest) throws(CloakError) -> VaultClient {
         guard let client = vaultClient(request) else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
         return client

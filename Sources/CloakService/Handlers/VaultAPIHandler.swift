@@ -90,8 +90,18 @@ struct VaultAPIHandler: Sendable {
                 case let .success(found):
                     for alias in aliases { Self.audit(logger, "reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok") }
                     guard !found.isEmpty else { return finish(.error(.notFound("none of the aliases exists"))) }
-                    let members = aliases.compactMap { alias in found[alias].map { (key: alias, value: $0.json) } }
-                    finish(.json(200, .object([("data", .object(members))])))
+                    var answer = JSONWriter(reservingCapacity: 192 * found.count + 16)
+                    answer.beginObject()
+                    answer.key("data" as StaticString)
+                    answer.beginObject()
+                    for alias in aliases {
+                        guard let record = found[alias] else { continue }
+                        answer.key(alias)
+                        record.write(into: &answer)
+                    }
+                    answer.endObject()
+                    answer.endObject()
+                    finish(.json(200, answer.bytes))
                 case let .failure(error):
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
