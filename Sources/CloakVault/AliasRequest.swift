@@ -34,7 +34,7 @@ public struct AliasCaller: Sendable {
     /// was new (no existence oracle).
     public var mayReveal: Bool
     /// The caller has no token (an open tokenize call). Its aliases are neither deduplicated nor
-    /// deterministic: FF1 runs with a random tweak salt and every value gets a new record, so
+    /// deterministic: their free characters are drawn at random and every value gets a new record, so
     /// whoever holds an alias cannot find its value by submitting candidates and comparing the
     /// answers. And it may not create aliases in a small alias space (under a million, drawn at
     /// random): anonymous requests could otherwise fill a BIN + last-four bucket.

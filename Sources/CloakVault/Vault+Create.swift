@@ -15,8 +15,8 @@ struct PreparedAlias: Sendable {
     /// The first candidate's MAC for ``newRecord``, signed here rather than on the vault thread
     /// (used when the value is new and the candidate free, as it nearly always is).
     let firstCandidateMAC: [UInt8]?
-    /// Mixed into the FF1 tweak: 0 (deterministic) for token holders, random for anonymous callers.
-    let salt: UInt32
+    /// Aliases drawn at random (anonymous callers) rather than by FF1 (token holders).
+    let random: Bool
 }
 
 extension Vault {
@@ -60,7 +60,6 @@ extension Vault {
         for (index, request) in requests.enumerated() {
             let value = Array(request.value.utf8)
             let fingerprint = fingerprints.map { $0[index] } ?? self.fingerprint(request, caller: caller)
-            let salt: UInt32 = caller.deterministic ? 0 : UInt32.random(in: 1...UInt32.max)
             let id = RecordID.make(now: now)
             let sealed: AESGCM.SealedBox
             do {
@@ -74,14 +73,14 @@ extension Vault {
                 expiresAt: request.storage == .volatile ? now + Int64(settings.volatileTTLSeconds) : nil, aliases: [])
             let first = Result<String, AliasInputError> { () throws(AliasInputError) -> String in
                 try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: 0,
-                                    salt: salt)
+                                    random: caller.anonymous)
             }
             let firstMAC = (try? first.get()).map { text in
                 Self.sign(IssuedAlias(alias: text, format: request.format, luhnValid: request.luhnValid), recordID: id,
                           key: keys.aliasMAC)
             }
             out.append(PreparedAlias(request: request, fingerprint: fingerprint, newRecord: record, firstCandidate: first,
-                                     firstCandidateMAC: firstMAC, salt: salt))
+                                     firstCandidateMAC: firstMAC, random: caller.anonymous))
         }
         return out
     }
@@ -161,7 +160,7 @@ extension Vault {
             let candidate: Result<String, AliasInputError> = attempt == 0 ? item.firstCandidate
                 : Result { () throws(AliasInputError) -> String in
                     try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid,
-                                        attempt: attempt, salt: item.salt)
+                                        attempt: attempt, random: item.random)
                 }
             let text: String
             switch candidate {

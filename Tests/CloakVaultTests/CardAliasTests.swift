@@ -22,13 +22,15 @@ import Testing
 
     static let formats: [AliasFormatName] = [.FPE_SIX_T_FOUR, .FPE_T_FOUR, .PFPT]
 
+    /// Both ways of making an alias: FF1 (token holders) and random draws (anonymous callers).
     @Test(arguments: cards, formats)
     func cardAliasesKeepLengthSeparatorsAndLastFour(_ card: String, _ format: AliasFormatName) throws {
         let generator = try AliasGenerator(environment: "sandbox", ff1Key: .random())
         let digits = card.filter(\.isNumber)
         for luhnValid in [true, false] {
-            for attempt in 0..<4 {
-                let alias = try generator.alias(for: card, format: format, luhnValid: luhnValid, attempt: attempt)
+            for (attempt, random) in [(0, false), (1, false), (2, false), (3, false), (0, true), (0, true), (1, true)] {
+                let alias = try generator.alias(for: card, format: format, luhnValid: luhnValid, attempt: attempt,
+                                                random: random)
                 let aliasDigits = alias.filter(\.isNumber)
                 #expect(alias.count == card.count)
                 #expect(aliasDigits.count == digits.count, "\(alias) has non-digits in the slots")
@@ -43,6 +45,23 @@ import Testing
                 #expect(aliasDigits != digits)
             }
         }
+    }
+
+    /// Anonymous aliases are uniform draws: over many draws every free digit position takes
+    /// every digit, and no alias repeats (10^5 Luhn-valid candidates for a 16-digit card).
+    @Test func randomCardAliasesSpreadOverTheFreeDigits() throws {
+        let generator = try AliasGenerator(environment: "sandbox", ff1Key: .random())
+        var seen = Set<String>()
+        var digitsAt = [Set<Character>](repeating: [], count: 16)
+        for _ in 0..<400 {
+            let alias = try generator.alias(for: "4111111111111111", format: .FPE_SIX_T_FOUR, luhnValid: true,
+                                            attempt: 0, random: true)
+            seen.insert(alias)
+            for (i, c) in alias.enumerated() { digitsAt[i].insert(c) }
+        }
+        #expect(seen.count >= 390, "\(seen.count) distinct aliases of 400")
+        for i in 6..<11 { #expect(digitsAt[i].count == 10, "position \(i) took only \(digitsAt[i].sorted())") }
+        for i in Array(0..<6) + Array(12..<16) { #expect(digitsAt[i].count == 1, "kept position \(i) moved") }
     }
 
     @Test(arguments: formats)

@@ -150,7 +150,7 @@ import Testing
     }
 
     /// Review finding: a deterministic alias would let whoever holds it test candidate values
-    /// through the open endpoint. Anonymous callers get a new record and a salted alias each time.
+    /// through the open endpoint. Anonymous callers get a new record and an alias drawn at random each time.
     @Test func anonymousAliasesAreNeitherDeterministicNorDeduplicated() throws {
         try withVaultHarness { harness in
             let vault = try harness.openVault()
