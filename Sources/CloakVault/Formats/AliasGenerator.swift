@@ -172,7 +172,8 @@ public struct AliasGenerator: Sendable {
     }
 
     /// Free characters drawn at random until the alias is acceptable (its Luhn outcome) and is
-    /// not the value itself. The numerals are drawn in place: nothing is allocated per draw.
+    /// not the value itself. The numerals are drawn in place from one buffer of random bytes, each
+    /// byte taken only below the largest multiple of the radix (no modulo bias).
     static func draw(_ layout: Layout, _ format: AliasFormat, luhnValid: Bool) throws(AliasInputError) -> [UInt8] {
         let n = layout.slots.count
         let freeStart = format.keepFirst + format.forcedPrefix.count
@@ -180,8 +181,22 @@ public struct AliasGenerator: Sendable {
         let radix = format.outputAlphabet.radix
         var candidate = layout.numerals
         candidate.replaceSubrange(format.keepFirst..<freeStart, with: format.forcedPrefix)
+        var random = [UInt8](repeating: 0, count: 64)
+        var used = random.count
+        let limit = 256 - 256 % radix
+        func numeral() -> UInt8 {
+            while true {
+                if used == random.count {
+                    random.withUnsafeMutableBytes { SecureRandom.fill($0) }
+                    used = 0
+                }
+                let byte = Int(random[used])
+                used += 1
+                if byte < limit { return UInt8(byte % radix) }
+            }
+        }
         for _ in 0..<10_000 {
-            for i in freeStart..<freeEnd { candidate[i] = UInt8(SecureRandom.uniform(radix)) }
+            for i in freeStart..<freeEnd { candidate[i] = numeral() }
             if format.isCard && Luhn.isValid(numerals: candidate) != luhnValid { continue }
             if candidate != layout.numerals { return candidate }
         }
