@@ -12,7 +12,7 @@ public final class LogCapture: Sendable {
 
     public init() {}
 
-    public var sink: LogSink { { [self] line in storage.withLock { $0.append(line) } } }
+    public var sink: LogSink { { [self] line in storage.withLock { $0.append(String(decoding: line, as: UTF8.self)) } } }
     public var lines: [String] { storage.withLock { $0 } }
     public var text: String { lines.joined(separator: "\n") }
 }

@@ -9,7 +9,7 @@ import Testing
     func line(method: String = "GET", path: String, route: String = "/x", status: Int = 200, micros: Int = 12,
               requestID: String = "abc") throws -> [String: Any] {
         let lines = Mutex<[String]>([])
-        AccessLog { line in lines.withLock { $0.append(line) } }
+        AccessLog { line in lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) } }
             .record(method: method, path: path, route: route, status: status, micros: micros, requestID: requestID)
         let text = try #require(lines.withLock { $0.first })
         return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])

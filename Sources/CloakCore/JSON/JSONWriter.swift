@@ -35,6 +35,13 @@ public struct JSONWriter {
         storage.withUnsafeMutablePointers { header, bytes in Array(UnsafeBufferPointer(start: bytes, count: header.pointee.count)) }
     }
 
+    /// Calls `body` with the bytes written so far, without copying them (valid only in the call).
+    public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try storage.withUnsafeMutablePointers { header, bytes in
+            try body(UnsafeBufferPointer(start: bytes, count: header.pointee.count))
+        }
+    }
+
     /// The JSON written so far, as a string.
     public var string: String {
         storage.withUnsafeMutablePointers { header, bytes in

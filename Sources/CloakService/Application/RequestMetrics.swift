@@ -45,6 +45,9 @@ final class RequestMetrics: Sendable {
     /// One loop's cells by key. Touched only on that loop's thread.
     final class LoopCells: @unchecked Sendable {
         var cells: [Key: Cell] = [:]
+        /// The cell used last: a loop under load answers one route and status again and again,
+        /// and comparing the same route string is cheaper than hashing it.
+        var last: Cell?
     }
 
     /// Every cell made, for the exposition.
@@ -53,14 +56,22 @@ final class RequestMetrics: Sendable {
     private let shared = Mutex<[Key: Cell]>([:])
 
     func record(route: String, status: Int, nanoseconds: Int, loop: LoopHandle?) {
-        let key = Key(route: route, status: status)
         if let local = loop?.local(for: self, make: LoopCells.init) {
-            if let cell = local.cells[key] { return cell.record(nanoseconds: nanoseconds) }
+            if let last = local.last, last.key.status == status, last.key.route == route {
+                return last.record(nanoseconds: nanoseconds)
+            }
+            let key = Key(route: route, status: status)
+            if let cell = local.cells[key] {
+                local.last = cell
+                return cell.record(nanoseconds: nanoseconds)
+            }
             let cell = Cell(key)
             local.cells[key] = cell
+            local.last = cell
             all.withLock { $0.append(cell) }
             return cell.record(nanoseconds: nanoseconds)
         }
+        let key = Key(route: route, status: status)
         let cell = shared.withLock { cells in
             if let found = cells[key] { return found }
             let made = Cell(key)

@@ -29,6 +29,6 @@ struct AccessLog: Sendable {
         w.rawJSON(#","request_id":"#)
         w.writeString(requestID)
         w.rawJSON("}")
-        sink(w.string)
+        w.withBytes { sink($0) }
     }
 }

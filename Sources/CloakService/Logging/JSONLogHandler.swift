@@ -2,8 +2,9 @@ import CloakCore
 import Foundation
 public import Logging
 
-/// Where log lines go: one call per complete line (without the newline).
-public typealias LogSink = @Sendable (String) -> Void
+/// Where log lines go: one call per complete line, its UTF-8 bytes without the newline (valid
+/// only during the call: a sink copies what it keeps).
+public typealias LogSink = @Sendable (UnsafeBufferPointer<UInt8>) -> Void
 
 /// A swift-log handler that writes one JSON object per line.
 ///
@@ -50,7 +51,7 @@ public struct JSONLogHandler: LogHandler {
             bytes.append(contentsOf: value.bytes)
         }
         bytes.append(UInt8(ascii: "}"))
-        sink(String(decoding: bytes, as: UTF8.self))
+        bytes.withUnsafeBufferPointer { sink($0) }
     }
 
     private static func json(_ value: Logger.Metadata.Value) -> JSONValue {
