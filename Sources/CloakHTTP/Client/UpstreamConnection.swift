@@ -105,7 +105,8 @@ final class UpstreamConnection {
         }
         let headers = evhttp_request_get_output_headers(req)
         let defaultPort = (r.scheme == .https && r.port == 443) || (r.scheme == .http && r.port == 80)
-        let hostName = r.host.contains(":") ? "[\(r.host)]" : r.host
+        // An IPv6 literal is bracketed (a byte search: `String.contains` is Foundation's, 4.6k instructions).
+        let hostName = r.host.utf8.contains(UInt8(ascii: ":")) ? "[\(r.host)]" : r.host
         evhttp_add_header(headers, "Host", defaultPort ? hostName : "\(hostName):\(r.port)")
         for (name, value) in r.headers where !name.caseInsensitiveEquals("host") && !name.caseInsensitiveEquals("content-length") {
             evhttp_add_header(headers, name, value)

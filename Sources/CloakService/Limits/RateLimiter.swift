@@ -15,7 +15,8 @@ final class RateLimiter: Sendable {
         /// The bucket of a client address: the address itself for IPv4 (and IPv4-mapped IPv6),
         /// its /64 for IPv6, since one client holds a whole /64 and could rotate through it.
         static func client(_ address: String) -> Key {
-            guard address.contains(":") else { return .address(address) }
+            // A byte search: `String.contains(_:)` is Foundation's (4.6k instructions a request).
+            guard address.utf8.contains(UInt8(ascii: ":")) else { return .address(address) }
             var bytes = in6_addr()
             guard inet_pton(AF_INET6, address, &bytes) == 1 else { return .address(address) }
             let raw = withUnsafeBytes(of: bytes) { Array($0) }
