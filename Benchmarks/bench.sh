@@ -159,14 +159,15 @@ to_ms() {
 
 BASE_URL=""        # set before run_case calls, e.g. http://127.0.0.1:PORT
 SERVER_PID=""      # the server under test: its CPU time is read from /proc around each run
-BASELINE_CPU=""    # C server CPU µs per request (set by the first run_case)
+C_CPU_SAMPLES=()   # C server GET / CPU µs per request, at WRK_CONNECTIONS: one run at the
+C_RPS_SAMPLES=()   # start, one after Cloak's cases; ratios use their mean (the C server's own
+                   # cost drifts by up to 15% over a run on this shared machine)
 CLK_TCK=$(getconf CLK_TCK)
 PROXY_AUTH=""      # Proxy-Authorization for the egress case
 BODY_TOKEN=""      # bearer token for body-file cases of the Vault API
 EXTRA_PIDS_TICKS="" # command printing more CPU ticks to count with the server's (PostgreSQL's)
 SERVER_LABEL=""    # prefix for result rows / file names
-BASELINE_RPS=""    # C server GET req/s (set by the first run_case)
-ROWS=()
+ROWS=()            # per case: label|connections|rps|p50|p99|cpu|rss|errors (ratios at the report)
 
 TABLE_FMT='%-44s %10s %8s %8s %8s %10s %8s %8s %7s\n'
 
@@ -253,21 +254,35 @@ run_case() {
     [[ -n "$rps" ]] || { cat "$file" >&2; die "could not parse wrk output for $label"; }
     (( errors == 0 )) || log "warning: $label had $errors non-2xx responses / socket errors (see $file)"
 
-    # The first case run (the C server's GET) is the baseline for the ratio; cases at another
-    # connection count compare with the C server at that count (BASELINE_RPS_<n>).
-    [[ -n "$BASELINE_RPS" ]] || BASELINE_RPS=$rps
-    [[ -n "$BASELINE_CPU" ]] || BASELINE_CPU=$cpu
-    local ratio cpu_ratio rss base_rps=$BASELINE_RPS
+    # The C server's GET at the default connection count is the baseline; a case at another
+    # count compares with the C server at that count (BASELINE_RPS_<n>).
     if [[ -n "${CASE_CONNECTIONS:-}" ]]; then
         local var="BASELINE_RPS_$CASE_CONNECTIONS"
         [[ -n "${!var:-}" ]] || printf -v "$var" '%s' "$rps"
-        base_rps=${!var}
-        label="$label c$CASE_CONNECTIONS"
+    elif [[ "$SERVER_LABEL" == c-evhttp ]]; then
+        C_CPU_SAMPLES+=("$cpu")
+        C_RPS_SAMPLES+=("$rps")
     fi
+    ROWS+=("$label|${CASE_CONNECTIONS:-}|$rps|$p50|$p99|$cpu|$(peak_rss_mb "$SERVER_PID")|$errors")
+}
+
+# mean VALUES... -- their arithmetic mean
+mean() { printf '%s\n' "$@" | awk '{ s += $1; n++ } END { printf "%.2f", (n > 0 ? s / n : 0) }'; }
+
+# table_row ROW -- one printed row, with its ratios to the C server
+table_row() {
+    local label connections rps p50 p99 cpu rss errors
+    IFS='|' read -r label connections rps p50 p99 cpu rss errors <<<"$1"
+    local base_rps=$BASELINE_RPS
+    if [[ -n "$connections" ]]; then
+        local var="BASELINE_RPS_$connections"
+        base_rps=${!var}
+        label="$label c$connections"
+    fi
+    local ratio cpu_ratio
     ratio=$(awk -v a="$rps" -v b="$base_rps" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-    rss=$(peak_rss_mb "$SERVER_PID")
-    cpu_ratio=$(awk -v a="$cpu" -v b="$BASELINE_CPU" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')
-    ROWS+=("$(printf "$TABLE_FMT" "$label" "$(printf '%.0f' "$rps")" "$p50" "$p99" "$ratio" "$cpu" "$cpu_ratio" "$rss" "$errors")")
+    cpu_ratio=$(awk -v a="$cpu" -v b="$BASELINE_CPU" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+    printf "$TABLE_FMT" "$label" "$(printf '%.0f' "$rps")" "$p50" "$p99" "$ratio" "$cpu" "$cpu_ratio" "$rss" "$errors"
 }
 
 # ---------------------------------------------------------------- build
@@ -314,7 +329,7 @@ wait_http "$C_PID" "http://$HOST:$C_PORT/" 10 \
 BASE_URL="http://$HOST:$C_PORT"
 SERVER_LABEL="c-evhttp"
 SERVER_PID=$C_PID
-run_case "GET /" GET /      # first case: sets BASELINE_RPS
+run_case "GET /" GET /      # the baseline, with "GET / (again)" after Cloak's cases
 CASE_CONNECTIONS=64 run_case "GET /" GET /   # the baseline of the c64 cases
 C_RSS=$(peak_rss_mb "$C_PID")
 # The C server stays up: it is the upstream of the proxy case below.
@@ -441,18 +456,27 @@ if (( ! C_ONLY )); then
         scripts/postgres stop "$PG_DIR"
     fi
 fi
+# The C server once more, after Cloak's cases: the baseline is the mean of both runs.
+BASE_URL="http://$HOST:$C_PORT"
+SERVER_LABEL="c-evhttp"
+SERVER_PID=$C_PID
+run_case "GET / (again)" GET /
 stop_pid "$C_PID"
 forget_pid "$C_PID"
 
 # ---------------------------------------------------------------- report
+
+BASELINE_CPU=$(mean "${C_CPU_SAMPLES[@]}")
+BASELINE_RPS=$(mean "${C_RPS_SAMPLES[@]}")
 
 {
     echo "Cloak benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)  host $(uname -n), $(nproc) CPUs"
     echo "server threads=$THREADS  wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d${DURATION}s --latency  (loopback)"
     echo
     printf "$TABLE_FMT" "test" "req/s" "p50 ms" "p99 ms" "vs C" "CPU us/req" "CPU x C" "RSS MB" "errors"
-    printf '%s\n' "${ROWS[@]}"
+    for row in "${ROWS[@]}"; do table_row "$row"; done
     echo
+    echo "Ratios are to the C server's GET / at c$WRK_CONNECTIONS: the mean of its runs (CPU $(printf '%s ' "${C_CPU_SAMPLES[@]}")us/req; $(printf '%s ' "${C_RPS_SAMPLES[@]}")req/s)."
     echo "C reference peak RSS (VmHWM): $C_RSS MB"
     if (( C_ONLY )); then
         echo "Cloak peak RSS (VmHWM): skipped (--c-only)"
