@@ -31,6 +31,7 @@ WRK_CONNECTIONS=${WRK_CONNECTIONS:-64}
 CLOAK_CONFIG=${CLOAK_CONFIG:-config/cloak.yaml}
 HOST=127.0.0.1
 
+unset CASE_CONNECTIONS  # set per case below, never inherited
 C_ONLY=0
 for arg in "$@"; do
     case "$arg" in
@@ -159,9 +160,9 @@ to_ms() {
 
 BASE_URL=""        # set before run_case calls, e.g. http://127.0.0.1:PORT
 SERVER_PID=""      # the server under test: its CPU time is read from /proc around each run
-C_CPU_SAMPLES=()   # C server GET / CPU µs per request, at WRK_CONNECTIONS: one run at the
-C_RPS_SAMPLES=()   # start, one after Cloak's cases; ratios use their mean (the C server's own
-                   # cost drifts by up to 15% over a run on this shared machine)
+declare -A C_CPU_SAMPLES=() # C server GET / CPU µs per request and req/s by connection count: one
+declare -A C_RPS_SAMPLES=() # run at the start, one after Cloak's cases; ratios use their mean (the
+                            # C server's own cost drifts by up to 15% over a run on this machine)
 CLK_TCK=$(getconf CLK_TCK)
 PROXY_AUTH=""      # Proxy-Authorization for the egress case
 BODY_TOKEN=""      # bearer token for body-file cases of the Vault API
@@ -254,34 +255,26 @@ run_case() {
     [[ -n "$rps" ]] || { cat "$file" >&2; die "could not parse wrk output for $label"; }
     (( errors == 0 )) || log "warning: $label had $errors non-2xx responses / socket errors (see $file)"
 
-    # The C server's GET at the default connection count is the baseline; a case at another
-    # count compares with the C server at that count (BASELINE_RPS_<n>).
-    if [[ -n "${CASE_CONNECTIONS:-}" ]]; then
-        local var="BASELINE_RPS_$CASE_CONNECTIONS"
-        [[ -n "${!var:-}" ]] || printf -v "$var" '%s' "$rps"
-    elif [[ "$SERVER_LABEL" == c-evhttp ]]; then
-        C_CPU_SAMPLES+=("$cpu")
-        C_RPS_SAMPLES+=("$rps")
+    # Every case compares with the C server's GET at the same connection count.
+    if [[ "$SERVER_LABEL" == c-evhttp ]]; then
+        C_CPU_SAMPLES[$connections]+=" $cpu"
+        C_RPS_SAMPLES[$connections]+=" $rps"
     fi
-    ROWS+=("$label|${CASE_CONNECTIONS:-}|$rps|$p50|$p99|$cpu|$(peak_rss_mb "$SERVER_PID")|$errors")
+    [[ -z "${CASE_CONNECTIONS:-}" ]] || label="$label c$connections"
+    ROWS+=("$label|$connections|$rps|$p50|$p99|$cpu|$(peak_rss_mb "$SERVER_PID")|$errors")
 }
 
-# mean VALUES... -- their arithmetic mean
-mean() { printf '%s\n' "$@" | awk '{ s += $1; n++ } END { printf "%.2f", (n > 0 ? s / n : 0) }'; }
+# mean "VALUES" -- the arithmetic mean of space-separated numbers
+mean() { awk -v list="$1" 'BEGIN { n = split(list, v, " "); for (i = 1; i <= n; i++) s += v[i]; printf "%.2f", s / n }'; }
 
-# table_row ROW -- one printed row, with its ratios to the C server
+# table_row ROW -- one printed row, with its ratios to the C server at the same connection count
 table_row() {
     local label connections rps p50 p99 cpu rss errors
     IFS='|' read -r label connections rps p50 p99 cpu rss errors <<<"$1"
-    local base_rps=$BASELINE_RPS
-    if [[ -n "$connections" ]]; then
-        local var="BASELINE_RPS_$connections"
-        base_rps=${!var}
-        label="$label c$connections"
-    fi
+    [[ -n "${C_CPU_SAMPLES[$connections]:-}" ]] || die "no C server run at c$connections to compare $label with"
     local ratio cpu_ratio
-    ratio=$(awk -v a="$rps" -v b="$base_rps" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-    cpu_ratio=$(awk -v a="$cpu" -v b="$BASELINE_CPU" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+    ratio=$(awk -v a="$rps" -v b="$(mean "${C_RPS_SAMPLES[$connections]}")" 'BEGIN { printf "%.2f", a / b }')
+    cpu_ratio=$(awk -v a="$cpu" -v b="$(mean "${C_CPU_SAMPLES[$connections]}")" 'BEGIN { printf "%.2f", a / b }')
     printf "$TABLE_FMT" "$label" "$(printf '%.0f' "$rps")" "$p50" "$p99" "$ratio" "$cpu" "$cpu_ratio" "$rss" "$errors"
 }
 
@@ -330,7 +323,7 @@ BASE_URL="http://$HOST:$C_PORT"
 SERVER_LABEL="c-evhttp"
 SERVER_PID=$C_PID
 run_case "GET /" GET /      # the baseline, with "GET / (again)" after Cloak's cases
-CASE_CONNECTIONS=64 run_case "GET /" GET /   # the baseline of the c64 cases
+(( WRK_CONNECTIONS == 64 )) || CASE_CONNECTIONS=64 run_case "GET /" GET /   # the baseline of the c64 cases
 C_RSS=$(peak_rss_mb "$C_PID")
 # The C server stays up: it is the upstream of the proxy case below.
 
@@ -461,13 +454,11 @@ BASE_URL="http://$HOST:$C_PORT"
 SERVER_LABEL="c-evhttp"
 SERVER_PID=$C_PID
 run_case "GET / (again)" GET /
+(( WRK_CONNECTIONS == 64 )) || CASE_CONNECTIONS=64 run_case "GET / (again)" GET /
 stop_pid "$C_PID"
 forget_pid "$C_PID"
 
 # ---------------------------------------------------------------- report
-
-BASELINE_CPU=$(mean "${C_CPU_SAMPLES[@]}")
-BASELINE_RPS=$(mean "${C_RPS_SAMPLES[@]}")
 
 {
     echo "Cloak benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)  host $(uname -n), $(nproc) CPUs"
@@ -476,7 +467,9 @@ BASELINE_RPS=$(mean "${C_RPS_SAMPLES[@]}")
     printf "$TABLE_FMT" "test" "req/s" "p50 ms" "p99 ms" "vs C" "CPU us/req" "CPU x C" "RSS MB" "errors"
     for row in "${ROWS[@]}"; do table_row "$row"; done
     echo
-    echo "Ratios are to the C server's GET / at c$WRK_CONNECTIONS: the mean of its runs (CPU $(printf '%s ' "${C_CPU_SAMPLES[@]}")us/req; $(printf '%s ' "${C_RPS_SAMPLES[@]}")req/s)."
+    for connections in "${!C_CPU_SAMPLES[@]}"; do
+        echo "Ratios at c$connections are to the mean of the C server's runs there: CPU${C_CPU_SAMPLES[$connections]} us/req; req/s${C_RPS_SAMPLES[$connections]}."
+    done
     echo "C reference peak RSS (VmHWM): $C_RSS MB"
     if (( C_ONLY )); then
         echo "Cloak peak RSS (VmHWM): skipped (--c-only)"

@@ -22,4 +22,23 @@ import Testing
         #expect(text.hasPrefix("line 0\n"))
         #expect(text.split(separator: "\n").count + queue.dropped == 1_000)
     }
+
+    /// Long lines against a stalled writer are bounded by bytes too, not only by line count.
+    @Test(.timeLimit(.minutes(1))) func aStalledWriterHoldsAtMostItsByteCapacity() throws {
+        let gate = DispatchSemaphore(value: 0)
+        let written = Mutex<[UInt8]>([])
+        let queue = LogQueue(capacity: 1_000, byteCapacity: 10_000) { bytes in
+            gate.wait()
+            written.withLock { $0 += bytes }
+        }
+        let line = String(repeating: "x", count: 999)  // 1,000 bytes with its newline
+        for _ in 0..<100 { queue.push(line) }
+        // At most ten lines wait (one more may be in the writer's hands): the rest are dropped.
+        #expect(queue.dropped >= 80)
+        for _ in 0..<20 { gate.signal() }
+        queue.flush(timeout: 10)
+        let lines = written.withLock { $0 }.split(separator: 0x0A)
+        #expect(lines.allSatisfy { $0.count == 999 })
+        #expect(lines.count + queue.dropped == 100)
+    }
 }

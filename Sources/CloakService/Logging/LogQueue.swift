@@ -21,14 +21,19 @@ public final class LogQueue: Sendable {
     private let state = Mutex(Pending())
     private let wake = DispatchSemaphore(value: 0)
     private let capacity: Int
+    private let byteCapacity: Int
     private let interval: Double
     private let write: @Sendable ([UInt8]) -> Void
 
     /// - Parameters:
     ///   - capacity: lines held at most; past it, lines are dropped.
+    ///   - byteCapacity: bytes held at most (long lines while the output is stalled); past it,
+    ///     lines are dropped too.
     ///   - write: writes one batch of complete lines (it may block: it runs on the queue's thread).
-    public init(capacity: Int = 16_384, interval: Double = 0.02, write: @escaping @Sendable ([UInt8]) -> Void) {
+    public init(capacity: Int = 16_384, byteCapacity: Int = 8 << 20, interval: Double = 0.02,
+                write: @escaping @Sendable ([UInt8]) -> Void) {
         self.capacity = capacity
+        self.byteCapacity = byteCapacity
         self.interval = interval
         self.write = write
         let thread = Thread { [self] in drain() }
@@ -39,14 +44,15 @@ public final class LogQueue: Sendable {
     /// Queues a line (its UTF-8 bytes, without the newline). Never blocks on the writer.
     public func push(_ line: UnsafeBufferPointer<UInt8>) {
         let wakeWriter = state.withLock { s -> Bool in
-            guard s.lines < capacity else {
+            let before = s.bytes.count
+            guard s.lines < capacity, before + line.count + 1 <= byteCapacity else {
                 s.dropped += 1
                 return false
             }
             s.bytes.append(contentsOf: line)
             s.bytes.append(0x0A)
             s.lines += 1
-            return s.lines == capacity / 4
+            return s.lines == capacity / 4 || (before < byteCapacity / 4 && s.bytes.count >= byteCapacity / 4)
         }
         if wakeWriter { wake.signal() }
     }
