@@ -108,14 +108,8 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
 
     public var description: String { "RevealedRecord(\(aliases.count) aliases, \(storage.rawValue), value redacted)" }
 
-    /// `{"value","aliases":[{"alias","format"}],"storage","classifiers","created_at"}`
-    public var json: JSONValue {
-        var writer = JSONWriter()
-        write(into: &writer)
-        return try! JSONParser().parse(writer.bytes)  // the writer's own output always parses
-    }
-
-    /// The record's document (``json``) written straight into `writer` (the Vault API's answers).
+    /// The record's document, `{"value","aliases":[{"alias","format"}],"storage","classifiers",
+    /// "created_at"}`, written straight into `writer` (the Vault API's answers).
     public func write(into writer: inout JSONWriter) {
         writer.beginObject()
         writer.member("value", value)

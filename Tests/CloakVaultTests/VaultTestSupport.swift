@@ -8,6 +8,17 @@ import Testing
 
 @testable import CloakVault
 
+// MARK: Documents
+
+extension RevealedRecord {
+    /// The record's document as a value, read back from what ``write(into:)`` writes.
+    var json: JSONValue {
+        var writer = JSONWriter()
+        write(into: &writer)
+        return try! JSONParser().parse(writer.bytes)  // the writer's own output always parses
+    }
+}
+
 // MARK: Synchronous wrappers of the callback API
 
 /// A completion never came within the time limit.

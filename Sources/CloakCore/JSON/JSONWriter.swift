@@ -235,13 +235,13 @@ public struct JSONWriter {
 
     public mutating func member(_ name: StaticString, _ values: [String]) {
         key(name)
-        byte(UInt8(ascii: "["))
-        for (i, v) in values.enumerated() {
-            if i > 0 { byte(UInt8(ascii: ",")) }
+        beginArray()
+        for v in values {
+            nextElement()
             writeString(v)
+            needsComma = true
         }
-        byte(UInt8(ascii: "]"))
-        needsComma = true
+        endArray()
     }
 
     private var needsComma = false

@@ -28,10 +28,9 @@ public struct Router<Handler: Sendable>: Sendable {
 
     final class Node: @unchecked Sendable {
         // Built before the router is shared, never mutated afterwards.
-        var literals: [Substring: Node] = [:]
-        /// The same children by their names' bytes, compared in turn while resolving (a handful
-        /// per node: cheaper than hashing the segment).
-        var literalBytes: [(name: [UInt8], node: Node)] = []
+        /// Children by their literal segment's bytes, compared in turn (a handful per node:
+        /// cheaper than hashing the segment).
+        var literals: [(name: [UInt8], node: Node)] = []
         var parameter: (name: String, node: Node)?
         var remainder: (name: String, endpoints: [Endpoint])?
         var endpoints: [Endpoint] = []
@@ -60,12 +59,12 @@ public struct Router<Handler: Sendable>: Sendable {
                 if node.parameter == nil { node.parameter = (name, Node()) }
                 node = node.parameter!.node
             } else {
-                if let next = node.literals[part] {
+                let name = Array(part.utf8)
+                if let next = node.literals.first(where: { $0.name == name })?.node {
                     node = next
                 } else {
                     let next = Node()
-                    node.literals[part] = next
-                    node.literalBytes.append((Array(part.utf8), next))
+                    node.literals.append((name, next))
                     node = next
                 }
             }
@@ -112,7 +111,7 @@ public struct Router<Handler: Sendable>: Sendable {
         var end = start
         while end < path.count, path[end] != slash { end += 1 }
         let part = UnsafeBufferPointer(rebasing: path[start..<end])
-        if let next = node.literalBytes.first(where: { $0.name.elementsEqual(part) })?.node,
+        if let next = node.literals.first(where: { $0.name.elementsEqual(part) })?.node,
             walk(next, path, from: end, &parameters, &endpoints)
         {
             return true
@@ -136,22 +135,16 @@ public struct Router<Handler: Sendable>: Sendable {
 
     private static func copy(_ node: Node) -> Node {
         let out = Node()
-        out.literals = node.literals.mapValues(copy)
-        out.literalBytes = out.literals.map { (Array($0.key.utf8), $0.value) }
+        out.literals = node.literals.map { ($0.name, copy($0.node)) }
         out.parameter = node.parameter.map { ($0.name, copy($0.node)) }
         out.remainder = node.remainder
         out.endpoints = node.endpoints
         return out
     }
 
-    /// A segment with its `%XX` escapes decoded; nil when an escape is malformed or the bytes are
-    /// not UTF-8 (as Foundation's `removingPercentEncoding`, without bridging to it).
-    static func percentDecoded(_ part: Substring) -> String? {
-        var part = String(part)
-        return part.withUTF8 { percentDecoded($0) }
-    }
-
-    /// ``percentDecoded(_:)`` for a segment's bytes (UTF-8: a path's segment, cut at `/`).
+    /// A segment's bytes (UTF-8: a path's segment, cut at `/`) with its `%XX` escapes decoded;
+    /// nil when an escape is malformed or the bytes are not UTF-8 (as Foundation's
+    /// `removingPercentEncoding`, without bridging to it).
     static func percentDecoded(_ part: UnsafeBufferPointer<UInt8>) -> String? {
         guard part.contains(UInt8(ascii: "%")) else { return String(decoding: part, as: UTF8.self) }
         return PercentDecoding.decode(part, plusAsSpace: false)

@@ -101,9 +101,10 @@ public struct AliasGenerator: Sendable {
         var domain = 1
         for _ in freeStart..<max(freeEnd, freeStart) where domain < Self.minimumDomain { domain *= radix }
         let ff1Sized = freeEnd - freeStart >= 2 && domain >= Self.minimumDomain
-        if random && ff1Sized {
-            // Anonymous: a uniform draw among the acceptable aliases. The space is as large as
-            // FF1's, and a Luhn-valid card costs about ten draws instead of ten FF1 encryptions.
+        // Random draws: an anonymous caller's alias (uniform among the acceptable ones, in a space
+        // as large as FF1's, and about ten cheap draws for a Luhn-valid card instead of ten FF1
+        // encryptions), and the first attempts in a space too small for FF1.
+        if freeEnd > freeStart && (ff1Sized ? random : attempt < Vault.maxAttempts) {
             return layout.render(try Self.draw(layout, format, luhnValid: luhnValid), format)
         }
         let free = Array(layout.numerals[freeStart..<freeEnd])
@@ -144,29 +145,25 @@ public struct AliasGenerator: Sendable {
                 throw AliasInputError(description: "\(format.name.rawValue): \(error)")
             }
         } else {
-            // Too few free characters for FF1: draw them at random; past the random attempts,
-            // walk the space in order from candidate (attempt − 32) so every one is tried.
-            var draws = 0
-            var ordinal = attempt - Vault.maxAttempts
+            // Too few free characters for FF1, past the random attempts: walk the space in order
+            // from candidate (attempt − maxAttempts) so every one is tried.
+            var ordinal = max(0, attempt - Vault.maxAttempts)
+            var steps = 0
             repeat {
-                if ordinal < 0 {
-                    middle = (0..<free.count).map { _ in UInt8(SecureRandom.uniform(radix)) }
-                } else {
-                    var k = ordinal
-                    middle = [UInt8](repeating: 0, count: free.count)
-                    for i in stride(from: free.count - 1, through: 0, by: -1) {
-                        middle[i] = UInt8(k % radix)
-                        k /= radix
-                    }
-                    ordinal += 1
-                    if k > 0 {  // past the end of the space
-                        throw AliasInputError(description: "every \(format.name.rawValue) alias of this shape is taken",
-                                              isSpaceExhausted: true)
-                    }
+                steps += 1
+                if steps > 10_000 { throw AliasInputError(description: "no \(format.name.rawValue) alias satisfies the Luhn setting") }
+                var k = ordinal
+                middle = [UInt8](repeating: 0, count: free.count)
+                for i in stride(from: free.count - 1, through: 0, by: -1) {
+                    middle[i] = UInt8(k % radix)
+                    k /= radix
                 }
-                draws += 1
-                if draws > 10_000 { throw AliasInputError(description: "no \(format.name.rawValue) alias satisfies the Luhn setting") }
-            } while !acceptable(assemble(middle)) || (free.count > 0 && assemble(middle) == layout.numerals && radix > 1)
+                ordinal += 1
+                if k > 0 {  // past the end of the space
+                    throw AliasInputError(description: "every \(format.name.rawValue) alias of this shape is taken",
+                                          isSpaceExhausted: true)
+                }
+            } while !acceptable(assemble(middle)) || (free.count > 0 && assemble(middle) == layout.numerals)
         }
         return layout.render(assemble(middle), format)
     }
