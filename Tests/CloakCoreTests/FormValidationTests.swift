@@ -112,6 +112,24 @@ import Testing
         #expect(state["last4"] == .string(""))
     }
 
+    /// The card's raw text is its brand layout's: a layout longer than the digits detection reads
+    /// (19) takes more of them, a shorter one fewer, one with other placeholders only what fits.
+    @Test(arguments: [
+        (String(repeating: "#", count: 22), String(repeating: "7", count: 25), String(repeating: "7", count: 22)),
+        (String(repeating: "#", count: 22), "7777 7777 7777 7777 777", String(repeating: "7", count: 19)),
+        ("#### ####", "7777 7777 7777", "77777777"),
+        ("#### @@@@", "7777 7777 ABCD", "7777ABCD"),
+    ])
+    func cardRawTextFollowsTheBrandLayout(layout: String, input: String, raw: String) throws {
+        let long = PaymentCardModel(
+            brand: .custom("Long"), name: "Long", matcher: BrandMatcher(regex: try RegexPattern(#"^7\d*$"#)),
+            cardNumberLengths: [22], luhn: false, formatPattern: layout)
+        let form = FormSchema(name: "f", fields: [field("card", .cardNumber)], brands: CardBrandTable(custom: [long]))
+        let result = validate(form, ["card": input]).result("card")
+        #expect(result.rawText == raw)
+        if raw.allSatisfy(\.isNumber) { #expect(result.cardModel?.name == "Long") }
+    }
+
     @Test func formBrandsReplaceTheContextBrands() {
         let visaOnly = FormSchema(name: "f", fields: [field("card", .cardNumber)], brands: CardBrandTable(accepted: [.visa]))
         let mc = validate(visaOnly, ["card": "5555555555554444"]).result("card")

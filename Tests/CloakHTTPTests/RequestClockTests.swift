@@ -60,6 +60,45 @@ private func feed(_ clock: inout RequestClock, _ text: String, _ now: UInt64) ->
         #expect(clock.phase == .readingBody)
     }
 
+    /// The line-by-line scan agrees with the definition read byte by byte (an LF ends the head
+    /// when content was seen and the line it ends has no byte but CR), however the bytes are
+    /// cut into reads.
+    @Test func theLineScanIsTheByteDefinition() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = [0x0D, 0x0A, 0x0A, UInt8(ascii: "x"), 0x20]
+        for _ in 0..<5_000 {
+            let bytes = (0..<Int.random(in: 0..<24, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+            // The definition: the index of the LF that ends the head, if any.
+            var expectedEnd: Int?
+            var sawContent = false, lineHasContent = false
+            for (i, b) in bytes.enumerated() {
+                if b == 0x0A {
+                    if sawContent && !lineHasContent { expectedEnd = i; break }
+                    lineHasContent = false
+                } else if b != 0x0D {
+                    lineHasContent = true
+                    sawContent = true
+                }
+            }
+            var clock = RequestClock(now: 0)
+            var cut = 0
+            var endedIn: Range<Int>?
+            while cut < bytes.count, endedIn == nil {
+                let next = min(bytes.count, cut + Int.random(in: 1...5, using: &generator))
+                if bytes[cut..<next].withUnsafeBytes({ clock.received($0, now: 1) }) { endedIn = cut..<next }
+                cut = next
+            }
+            if let expectedEnd {
+                // The read that held the head's last LF is the one that ended it.
+                #expect(endedIn?.contains(expectedEnd) == true, "\(bytes)")
+                #expect(clock.phase == .readingBody)
+            } else {
+                #expect(endedIn == nil, "\(bytes)")
+                #expect(clock.phase == .awaitingHead)
+            }
+        }
+    }
+
     /// Defect 11: with TLS configured, a connection whose TLS session could not be made is
     /// closed, never served in cleartext.
     @Test func tlsFailsClosed() {

@@ -97,7 +97,7 @@ import Testing
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        var healthy = RawHTTPClient.waitUntil(port: port, path: "/healthz")
+        let healthy = RawHTTPClient.waitUntil(port: port, path: "/healthz")
         #expect(healthy)
         let keptOpen = try? RawHTTPClient(port: port)
         _ = try? keptOpen?.request("GET", "/healthz")

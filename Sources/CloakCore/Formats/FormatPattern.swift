@@ -12,6 +12,7 @@ public struct FormatPattern: Sendable, Equatable {
     public let placeholderCount: Int
     /// The class of each placeholder, in order.
     private let placeholderKinds: [Placeholder]
+    private let allDigitPlaceholders: Bool
 
     enum Placeholder: Sendable {
         case digit, letter, lowercase, uppercase, alphanumeric
@@ -59,9 +60,16 @@ public struct FormatPattern: Sendable, Equatable {
         self.isPlaceholder = chars.map { Self.placeholderCharacters.contains($0) }
         self.placeholderKinds = chars.compactMap(Placeholder.init)
         self.placeholderCount = placeholderKinds.count
+        self.allDigitPlaceholders = placeholderKinds.allSatisfy { $0 == .digit }
     }
 
     public var isEmpty: Bool { pattern.isEmpty }
+
+    /// Whether ``rawText(_:)`` of any `count` ASCII digits (with nothing else) is those digits:
+    /// every placeholder is `#` and there are at least `count` of them.
+    func keepsDigits(count: Int) -> Bool {
+        placeholderCount >= count && allDigitPlaceholders
+    }
 
     /// The raw text: the input's characters that fit the pattern's placeholders, at most
     /// ``placeholderCount`` of them. An empty pattern keeps the input as it is.

@@ -57,12 +57,14 @@ extension CollectRequest {
         var values = [String?](repeating: nil, count: form.fields.count)
         r.skipWhitespace()
         if r.skip("}") { return values }
+        var read = 0
         repeat {
             r.skipWhitespace()
-            guard r.at("\""), let name = try r.plainString(), let i = form.index(ofASCII: name), values[i] == nil,
-                r.skipColon(), r.at("\"")
+            guard r.at("\""), let name = try r.plainString(), let i = form.index(ofASCII: name, expected: read),
+                values[i] == nil, r.skipColon(), r.at("\"")
             else { return nil }
             values[i] = try r.string()
+            read += 1
             r.skipWhitespace()
         } while r.skip(",")
         return r.skip("}") ? values : nil

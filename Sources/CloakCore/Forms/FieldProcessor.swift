@@ -45,15 +45,25 @@ enum FieldProcessor {
             rules = field.rules ?? DefaultRules.rules(for: field.type)
         }
 
-        let raw = pattern.rawText(value)
-        var ruleContext = context
+        var errors: [String]
+        let raw: String
         if let detectedFrom {
-            // The brand's layout keeps the same digits but for numbers longer than it.
+            // The brand's layout keeps the same digits but for numbers longer than it. When the
+            // digits read are all the input has (fewer than the wide layout takes) and the layout
+            // is digit placeholders only, at least as many, they are its raw text as they are.
+            let count = detectedFrom.digits.utf8.count
+            let allDigits = count < FormatPattern.unknownCardLayout.placeholderCount
+            raw = allDigits && pattern.keepsDigits(count: count) ? detectedFrom.digits : pattern.rawText(value)
             let model = detectedFrom.digits == raw ? detectedFrom.model : context.brands.detect(raw)
             cardModel = model
+            var ruleContext = context
             ruleContext.detectedCard = (raw, model)
+            errors = validationErrors(of: raw, rules: rules, in: ruleContext)
+        } else {
+            // Other fields validate in the caller's context as it is: no copy per field.
+            raw = pattern.rawText(value)
+            errors = validationErrors(of: raw, rules: rules, in: context)
         }
-        var errors = validationErrors(of: raw, rules: rules, in: ruleContext)
         if !maskComplete { errors.append(ValidationErrorString.maskIncomplete) }
 
         var output = pattern.outputText(raw: raw, divider: field.effectiveDivider)

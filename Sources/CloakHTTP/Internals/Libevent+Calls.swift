@@ -8,8 +8,15 @@ enum Libevent {
 
     /// Every header of an evkeyvalq, in order.
     static func headers(_ list: UnsafeMutablePointer<evkeyvalq>?) -> [(name: String, value: String)] {
-        var out: [(name: String, value: String)] = []
+        var count = 0
         var node = list?.pointee.tqh_first
+        while let n = node {
+            count += 1
+            node = n.pointee.next.tqe_next
+        }
+        var out: [(name: String, value: String)] = []
+        out.reserveCapacity(count)  // counted first: one allocation instead of one per doubling
+        node = list?.pointee.tqh_first
         while let n = node {
             if let k = n.pointee.key, let v = n.pointee.value {
                 out.append((String(cString: k), String(cString: v)))

@@ -80,7 +80,12 @@ public struct HTTPResponse: Sendable {
 
     /// A JSON response with `Content-Type: application/json`.
     public static func json(_ status: Int, _ body: [UInt8], headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
+        var all: [(name: String, value: String)] = []
+        // Room for the server's additions (X-Request-Id, Connection): no copy when it adds them.
+        all.reserveCapacity(headers.count + 3)
+        all.append(("Content-Type", "application/json"))
+        all.append(contentsOf: headers)
+        return HTTPResponse(status: status, headers: all, body: body)
     }
 }
 

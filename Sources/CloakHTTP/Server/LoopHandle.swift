@@ -41,5 +41,5 @@ public final class LoopHandle: Sendable {
     }
 
     // Read and written on the loop's thread only (checked in local(for:make:)).
-    private nonisolated(unsafe) var locals: [ObjectIdentifier: Local] = [:]
+    @exclusivity(unchecked) private nonisolated(unsafe) var locals: [ObjectIdentifier: Local] = [:]
 }

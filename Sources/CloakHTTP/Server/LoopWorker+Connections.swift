@@ -97,8 +97,10 @@ extension LoopWorker {
                     Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().connectionClosed(evcon)
                 }, Unmanaged.passUnretained(self).toOpaque())
                 if let input = bufferevent_get_input(connection.bufferevent) {
+                    // Called on every change to the buffer, evhttp's drains of each line read
+                    // included: only additions are looked at (and only they read the clock).
                     connection.inputCallback = evbuffer_add_cb(input, { _, info, arg in
-                        guard let info, let arg else { return }
+                        guard let info, info.pointee.n_added > 0, let arg else { return }
                         Unmanaged<ServerConnection>.fromOpaque(arg).takeUnretainedValue()
                             .inputGrew(by: info.pointee.n_added, now: LoopWorker.now())
                     }, Unmanaged.passUnretained(connection).toOpaque())

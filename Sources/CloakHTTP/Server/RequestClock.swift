@@ -1,3 +1,5 @@
+import Glibc
+
 /// The deadlines of one connection, as a small state machine fed with what the loop sees: bytes
 /// arriving, a request handed to the handler, an answer sent. Pure: the time is passed in.
 ///
@@ -29,19 +31,32 @@ struct RequestClock: Sendable, Equatable {
     /// Bytes that arrived while waiting for a head; returns true when they complete it.
     @discardableResult
     mutating func received<Bytes: Sequence<UInt8>>(_ bytes: Bytes, now: UInt64) -> Bool {
-        guard phase == .awaitingHead else { return false }
-        for b in bytes {
-            if b == 0x0A {
-                if sawContent && !lineHasContent {
-                    phase = .readingBody
-                    since = now
-                    return true
-                }
-                lineHasContent = false
-            } else if b != 0x0D {
+        Array(bytes).withUnsafeBytes { received($0, now: now) }
+    }
+
+    /// The same, over bytes in place (what the connection peeks at in its input buffer). Runs
+    /// line to line (`memchr` for each LF): a line has content when any byte before its LF is
+    /// not a CR, which its first byte nearly always answers.
+    @discardableResult
+    mutating func received(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Bool {
+        guard phase == .awaitingHead, let base = bytes.baseAddress else { return false }
+        var start = 0
+        while start < bytes.count {
+            let end = memchr(base + start, 0x0A, bytes.count - start).map { base.distance(to: UnsafeRawPointer($0)) }
+                ?? bytes.count
+            // Invariant: a line with content means content was seen.
+            if !lineHasContent, bytes[start..<end].contains(where: { $0 != 0x0D }) {
                 lineHasContent = true
                 sawContent = true
             }
+            guard end < bytes.count else { return false }  // the line goes on in a later read
+            if sawContent && !lineHasContent {
+                phase = .readingBody
+                since = now
+                return true
+            }
+            lineHasContent = false
+            start = end + 1
         }
         return false
     }

@@ -6,11 +6,13 @@ import Foundation
 /// its slot in the connection budget and its ``RequestClock``.
 ///
 /// Loop thread only. The worker keeps it alive from accept until evhttp closes the connection.
+/// Its clock is `@exclusivity(unchecked)` for that reason: one thread, nothing for the
+/// runtime's access checks to catch, and the input callback reads it on every read.
 final class ServerConnection {
     let bufferevent: OpaquePointer
     let admission: Admission
     var evcon: OpaquePointer?
-    var clock: RequestClock
+    @exclusivity(unchecked) var clock: RequestClock
     /// The client's numeric address.
     var peer = ""
     /// The callback on the bufferevent's input buffer that feeds the clock.
@@ -33,15 +35,33 @@ final class ServerConnection {
         guard clock.phase == .awaitingHead, added > 0, let input = bufferevent_get_input(bufferevent) else { return }
         let length = evbuffer_get_length(input)
         scan(input, from: length - min(added, length), now: now)
+        watchInput(input)
     }
 
     /// The answer was sent: the next head's clock starts, and whatever the client already sent
     /// of its next request (pipelined) is scanned now.
     func answered(now: UInt64) {
         clock.answered(now: now)
-        if let input = bufferevent_get_input(bufferevent), evbuffer_get_length(input) > 0 {
-            scan(input, from: 0, now: now)
+        guard let input = bufferevent_get_input(bufferevent) else { return }
+        if evbuffer_get_length(input) > 0 { scan(input, from: 0, now: now) }
+        watchInput(input)
+    }
+
+    /// Whether ``inputCallback`` is enabled (it is when added).
+    @exclusivity(unchecked) private var watching = true
+
+    /// The input callback is wanted while a head is awaited only. evbuffer calls it on every
+    /// change to the buffer, each line evhttp reads and drains included: disabled from a head's
+    /// end to its answer, those calls cost libevent a flag test.
+    private func watchInput(_ input: OpaquePointer) {
+        let wanted = clock.phase == .awaitingHead
+        guard wanted != watching, let entry = inputCallback else { return }
+        if wanted {
+            evbuffer_cb_set_flags(input, entry, UInt32(EVBUFFER_CB_ENABLED))
+        } else {
+            evbuffer_cb_clear_flags(input, entry, UInt32(EVBUFFER_CB_ENABLED))
         }
+        watching = wanted
     }
 
     private func scan(_ input: OpaquePointer, from start: Int, now: UInt64) {

@@ -44,10 +44,10 @@ final class RequestMetrics: Sendable {
 
     /// One loop's cells by key. Touched only on that loop's thread.
     final class LoopCells: @unchecked Sendable {
-        var cells: [Key: Cell] = [:]
+        @exclusivity(unchecked) var cells: [Key: Cell] = [:]
         /// The cell used last: a loop under load answers one route and status again and again,
         /// and comparing the same route string is cheaper than hashing it.
-        var last: Cell?
+        @exclusivity(unchecked) var last: Cell?
     }
 
     /// Every cell made, for the exposition.
