@@ -39,4 +39,30 @@ import Testing
         string.endObject()
         #expect(bytes.string == string.string)
     }
+
+    /// Past the capacity reserved, across several growths: the bytes are what was written, and
+    /// every way of reading them agrees; taking them leaves the writer empty and usable.
+    @Test(arguments: [16, 17, 100])
+    func growsAndHandsItsBytesOver(capacity: Int) throws {
+        var writer = JSONWriter(reservingCapacity: capacity)
+        let values = (0..<200).map { "value-\($0)-" + String(repeating: "x", count: $0 % 7) }
+        writer.beginArray()
+        for v in values {
+            writer.nextElement()
+            writer.beginObject()
+            writer.member("v", v)
+            writer.endObject()
+        }
+        writer.endArray()
+        let document = JSONValue.array(values.map { .object([("v", .string($0))]) })
+        let expected = JSONWriter.encode(document)
+        #expect(writer.bytes == expected)
+        #expect(writer.withBytes { Array($0) } == expected)
+        #expect(Array(writer.string.utf8) == expected)
+        #expect(try JSONParser().parse(writer.bytes) == document)
+        #expect(writer.takeBytes() == expected)
+        #expect(writer.bytes.isEmpty)
+        writer.rawJSON("[1]")
+        #expect(writer.takeBytes() == Array("[1]".utf8))
+    }
 }

@@ -44,7 +44,7 @@ struct MultiNodeTests {
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             let node = worker % 2 == 0 ? a : b
             for value in values {
-                if let alias = Self.alias(value, on: node) { answers.withLock { $0[value, default: []].insert(alias) } }
+                if let alias = Self.alias(value, on: node) { _ = answers.withLock { $0[value, default: []].insert(alias) } }
             }
         }
         let byValue = answers.withLock { $0 }

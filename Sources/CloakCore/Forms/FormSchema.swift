@@ -84,6 +84,6 @@ final class FieldDefinition: Sendable {
         var writer = JSONWriter(reservingCapacity: schema.name.utf8.count + 64)
         writer.key(schema.name)
         FieldResult.writeStateOpening(schema, into: &writer)
-        self.statePrefix = writer.bytes
+        self.statePrefix = writer.takeBytes()
     }
 }

@@ -73,6 +73,6 @@ public struct FormValidation: Sendable {
         for field in fields { field.writeStateMember(into: &writer) }
         writer.endObject()
         writer.endObject()
-        return writer.bytes
+        return writer.takeBytes()
     }
 }

@@ -1,69 +1,52 @@
 /// Serialises ``JSONValue`` to compact UTF-8 JSON.
 ///
-/// The bytes grow in storage the writer owns (copied on write, like an array), so appending a
-/// piece is a capacity check and a copy: answers are written piece by piece, dozens per field.
+/// The bytes grow in an array the writer owns, kept as long as its capacity (zeroed ahead of
+/// the writes) with the count written beside it, so appending a piece is a capacity check and a
+/// copy: answers are written piece by piece, dozens per field. ``takeBytes()`` hands the array
+/// over without copying it (cut to the count written), which is how an answer leaves.
 public struct JSONWriter {
-    /// The bytes, in one allocation with their count and capacity in front. A writer copies them
-    /// before writing when another writer shares them. Reached through `ManagedBuffer`'s pointers,
-    /// a write needs no exclusivity check (a class with `var` fields paid one per piece).
-    final class Storage: ManagedBuffer<(count: Int, capacity: Int), UInt8> {
-        static func make(capacity: Int) -> Storage {
-            let made = create(minimumCapacity: capacity) { _ in (0, capacity) }
-            return unsafeDowncast(made, to: Storage.self)
-        }
+    /// `used` bytes written, then zeros up to the array's count (the room left).
+    private var buffer: [UInt8]
+    private var used = 0
 
-        /// A copy with room for `extra` more bytes (twice the capacity at least, when growing).
-        func copy(adding extra: Int) -> Storage {
-            withUnsafeMutablePointers { header, bytes in
-                let count = header.pointee.count
-                let needed = count + extra
-                let capacity = needed > header.pointee.capacity ? max(header.pointee.capacity * 2, needed) : header.pointee.capacity
-                let other = Storage.make(capacity: capacity)
-                other.withUnsafeMutablePointers { otherHeader, otherBytes in
-                    otherBytes.update(from: bytes, count: count)
-                    otherHeader.pointee.count = count
-                }
-                return other
-            }
-        }
-    }
+    /// The JSON written so far (a copy; see ``takeBytes()``).
+    public var bytes: [UInt8] { Array(buffer[..<used]) }
 
-    private var storage: Storage
-
-    /// The JSON written so far.
-    public var bytes: [UInt8] {
-        storage.withUnsafeMutablePointers { header, bytes in Array(UnsafeBufferPointer(start: bytes, count: header.pointee.count)) }
+    /// The JSON written, without copying it; the writer is left empty.
+    public mutating func takeBytes() -> [UInt8] {
+        buffer.removeSubrange(used...)  // the array's own storage, shortened in place
+        used = 0
+        let out = buffer
+        buffer = []
+        return out
     }
 
     /// Calls `body` with the bytes written so far, without copying them (valid only in the call).
     public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try storage.withUnsafeMutablePointers { header, bytes in
-            try body(UnsafeBufferPointer(start: bytes, count: header.pointee.count))
-        }
+        try buffer.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[..<used])) }
     }
 
     /// The JSON written so far, as a string.
-    public var string: String {
-        storage.withUnsafeMutablePointers { header, bytes in
-            String(decoding: UnsafeBufferPointer(start: bytes, count: header.pointee.count), as: UTF8.self)
-        }
-    }
+    public var string: String { String(decoding: buffer[..<used], as: UTF8.self) }
 
     public init(reservingCapacity capacity: Int = 256) {
-        storage = Storage.make(capacity: max(capacity, 16))
+        buffer = [UInt8](repeating: 0, count: max(capacity, 16))
     }
 
     /// Room for `n` more bytes at the end; the caller writes them at once at the returned position
-    /// (the writer's storage keeps them alive).
+    /// (valid until the next write: the array neither moves nor is shared meanwhile).
     @inline(__always)
     private mutating func claim(_ n: Int) -> UnsafeMutablePointer<UInt8> {
-        let fits = storage.withUnsafeMutablePointerToHeader { $0.pointee.capacity - $0.pointee.count >= n }
-        if !fits || !isKnownUniquelyReferenced(&storage) { storage = storage.copy(adding: n) }
-        return storage.withUnsafeMutablePointers { header, bytes in
-            let at = bytes + header.pointee.count
-            header.pointee.count += n
-            return at
-        }
+        if buffer.count - used < n { grow(n) }
+        let at = buffer.withUnsafeMutableBufferPointer { $0.baseAddress! + used }
+        used += n
+        return at
+    }
+
+    /// At least twice the room, and `n` bytes more than written.
+    @inline(never)
+    private mutating func grow(_ n: Int) {
+        buffer.append(contentsOf: repeatElement(0, count: max(buffer.count, used + n - buffer.count)))
     }
 
     @inline(__always)
@@ -111,7 +94,7 @@ public struct JSONWriter {
     public static func encode(_ value: JSONValue) -> [UInt8] {
         var writer = JSONWriter()
         writer.write(value)
-        return writer.bytes
+        return writer.takeBytes()
     }
 
     public static func string(_ value: JSONValue) -> String {

@@ -11,11 +11,11 @@ import Foundation
 /// its raw text (a proxy forwards it as it came).
 ///
 /// Templates are kept in a trie of path segments (literal children first, then a parameter,
-/// then a catch-all), so resolving costs one dictionary step per segment whatever the number of
+/// then a catch-all), so resolving costs one step per segment whatever the number of
 /// routes.
 public struct Router<Handler: Sendable>: Sendable {
     public enum Resolution {
-        case found(Handler, parameters: [String: String], template: String)
+        case found(Handler, parameters: RouteParameters, template: String)
         case methodNotAllowed(allowed: [HTTPMethod], template: String)
         case notFound
     }
@@ -27,13 +27,14 @@ public struct Router<Handler: Sendable>: Sendable {
     }
 
     final class Node: @unchecked Sendable {
-        // Built before the router is shared, never mutated afterwards.
+        // Built before the router is shared, never mutated afterwards: read without the
+        // runtime's access checks (one per field read, on every request).
         /// Children by their literal segment's bytes, compared in turn (a handful per node:
         /// cheaper than hashing the segment).
-        var literals: [(name: [UInt8], node: Node)] = []
-        var parameter: (name: String, node: Node)?
-        var remainder: (name: String, endpoints: [Endpoint])?
-        var endpoints: [Endpoint] = []
+        @exclusivity(unchecked) var literals: [(name: [UInt8], node: Node)] = []
+        @exclusivity(unchecked) var parameter: (name: String, node: Node)?
+        @exclusivity(unchecked) var remainder: (name: String, endpoints: [Endpoint])?
+        @exclusivity(unchecked) var endpoints: [Endpoint] = []
     }
 
     private var root = Node()
@@ -74,8 +75,8 @@ public struct Router<Handler: Sendable>: Sendable {
     }
 
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
-        if let endpoints = exact[path] { return Self.pick(method, endpoints, parameters: [:]) }
-        var parameters: [String: String] = [:]
+        if let endpoints = exact[path] { return Self.pick(method, endpoints, parameters: RouteParameters()) }
+        var parameters = RouteParameters()
         var endpoints: [Endpoint] = []
         var path = path
         let found = path.withUTF8 { Self.walk(root, $0, from: 0, &parameters, &endpoints) }
@@ -83,7 +84,7 @@ public struct Router<Handler: Sendable>: Sendable {
         return Self.pick(method, endpoints, parameters: parameters)
     }
 
-    private static func pick(_ method: HTTPMethod, _ endpoints: [Endpoint], parameters: [String: String]) -> Resolution {
+    private static func pick(_ method: HTTPMethod, _ endpoints: [Endpoint], parameters: RouteParameters) -> Resolution {
         if let e = endpoints.first(where: { $0.method == method }) ?? (method == .HEAD ? endpoints.first { $0.method == .GET } : nil) {
             return .found(e.handler, parameters: parameters, template: e.template)
         }
@@ -99,7 +100,7 @@ public struct Router<Handler: Sendable>: Sendable {
     /// before a parameter before a catch-all. Segments are byte ranges of the path (empty ones
     /// skipped, as `split` would), so resolving allocates nothing but the parameters.
     private static func walk(_ node: Node, _ path: UnsafeBufferPointer<UInt8>, from: Int,
-                             _ parameters: inout [String: String], _ endpoints: inout [Endpoint]) -> Bool {
+                             _ parameters: inout RouteParameters, _ endpoints: inout [Endpoint]) -> Bool {
         let slash = UInt8(ascii: "/")
         var start = from
         while start < path.count, path[start] == slash { start += 1 }
@@ -111,7 +112,7 @@ public struct Router<Handler: Sendable>: Sendable {
         var end = start
         while end < path.count, path[end] != slash { end += 1 }
         let part = UnsafeBufferPointer(rebasing: path[start..<end])
-        if let next = node.literals.first(where: { $0.name.elementsEqual(part) })?.node,
+        if let next = node.literals.first(where: { Self.equal($0.name, part) })?.node,
             walk(next, path, from: end, &parameters, &endpoints)
         {
             return true
@@ -120,9 +121,9 @@ public struct Router<Handler: Sendable>: Sendable {
             guard let decoded = Self.percentDecoded(part) else { return false }
             // Put back what the name held if this branch fails (no copy of the parameters: a
             // copy would make the insertion above copy them all).
-            let previous = parameters.updateValue(decoded, forKey: name)
+            let previous = parameters.update(name, to: decoded)
             if walk(next, path, from: end, &parameters, &endpoints) { return true }
-            parameters[name] = previous
+            parameters.update(name, to: previous)
         }
         if let (name, found) = node.remainder {
             let rest = String(decoding: UnsafeBufferPointer(rebasing: path[start...]), as: UTF8.self)
@@ -131,6 +132,16 @@ public struct Router<Handler: Sendable>: Sendable {
             return true
         }
         return false
+    }
+
+    /// Byte equality, lengths first (cheaper here than the generic `elementsEqual`).
+    @inline(__always)
+    private static func equal(_ name: [UInt8], _ part: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard name.count == part.count else { return false }
+        return name.withUnsafeBufferPointer { name in
+            for i in 0..<part.count where name[i] != part[i] { return false }
+            return true
+        }
     }
 
     private static func copy(_ node: Node) -> Node {

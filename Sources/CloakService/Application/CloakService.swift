@@ -184,7 +184,7 @@ public final class CloakService: Sendable {
                          extraInfo: [("retryAfterSeconds", .int(wait))])
     }
 
-    private func dispatch(_ endpoint: Endpoint, _ parameters: [String: String], _ request: HTTPRequest,
+    private func dispatch(_ endpoint: Endpoint, _ parameters: RouteParameters, _ request: HTTPRequest,
                           _ identity: Identity) throws(CloakError) -> Reply {
         switch endpoint {
         case .healthz:

@@ -42,7 +42,7 @@ struct VaultAPIHandler: Sendable {
         }
         answer.endArray()
         answer.endObject()
-        return answer.bytes
+        return answer.takeBytes()
     }
 
     /// `GET /aliases/{alias}`.
@@ -101,7 +101,7 @@ struct VaultAPIHandler: Sendable {
                     }
                     answer.endObject()
                     answer.endObject()
-                    finish(.json(200, answer.bytes))
+                    finish(.json(200, answer.takeBytes()))
                 case let .failure(error):
                     finish(.error(error.cloakError { _ in "alias" }))
                 }

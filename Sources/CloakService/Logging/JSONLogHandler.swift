@@ -37,7 +37,7 @@ public struct JSONLogHandler: LogHandler {
             ("level", .string(event.level.rawValue)),
             ("msg", .string(event.message.description)),
         ]))
-        var bytes = writer.bytes
+        var bytes = writer.takeBytes()
         bytes.removeLast()  // reopen the object for the metadata members
         let merged = metadata.isEmpty ? (event.metadata ?? [:]) : metadata.merging(event.metadata ?? [:]) { _, new in new }
         for key in merged.keys.sorted() {
