@@ -64,5 +64,8 @@ import Testing
         #expect(writer.bytes.isEmpty)
         writer.rawJSON("[1]")
         #expect(writer.takeBytes() == Array("[1]".utf8))
+        // Nothing written into a taken writer, then a piece of no bytes: still a valid place.
+        writer.rawJSON(count: 0) { _ in }
+        #expect(writer.takeBytes().isEmpty)
     }
 }

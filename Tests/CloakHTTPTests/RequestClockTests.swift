@@ -4,6 +4,14 @@ import Testing
 /// The per-connection deadlines as a state machine, without sockets.
 private let second: UInt64 = 1_000_000_000
 
+extension RequestClock {
+    /// The clock reads bytes in place; tests hand it arrays.
+    @discardableResult
+    mutating func received(_ bytes: [UInt8], now: UInt64) -> Bool {
+        bytes.withUnsafeBytes { received($0, now: now) }
+    }
+}
+
 private func feed(_ clock: inout RequestClock, _ text: String, _ now: UInt64) -> Bool {
     clock.received(Array(text.utf8), now: now)
 }

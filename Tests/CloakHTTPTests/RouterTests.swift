@@ -31,6 +31,24 @@ import Testing
         }
     }
 
+    /// A parameter branch that fails leaves nothing behind: the catch-all's answer holds its
+    /// own parameter only.
+    @Test func aFailedParameterBranchIsUndone() {
+        var r = Router<String>()
+        r.add(.GET, "/a/{x}/b", "b")
+        r.add(.GET, "/a/{rest...}", "rest")
+        guard case let .found(h, params, _) = r.resolve(method: .GET, path: "/a/1/c") else {
+            Issue.record("not found"); return
+        }
+        #expect(h == "rest")
+        #expect(params == ["rest": "1/c"])
+        guard case let .found(h2, params2, _) = r.resolve(method: .GET, path: "/a/1/b") else {
+            Issue.record("not found"); return
+        }
+        #expect(h2 == "b")
+        #expect(params2 == ["x": "1"])
+    }
+
     @Test func knownPathWithOtherMethodIsMethodNotAllowedWithTheAllowedList() {
         guard case let .methodNotAllowed(allowed, _) = Self.router().resolve(method: .PUT, path: "/aliases/tok_1") else {
             Issue.record("expected 405"); return

@@ -32,7 +32,7 @@ import Testing
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        var healthy = RawHTTPClient.waitUntil(port: port, path: "/healthz")
+        let healthy = RawHTTPClient.waitUntil(port: port, path: "/healthz")
         try #require(healthy)
 
         // 150 connections at once, far past the 64 descriptors the process may hold.
@@ -54,7 +54,7 @@ import Testing
         let wall = Date().timeIntervalSince(started)
         #expect(cpu < wall * 0.5, "the server used \(cpu) s of CPU in \(wall) s: spinning on accept")
         for fd in sockets { close(fd) }
-        var served = RawHTTPClient.waitUntil(port: port, path: "/healthz")
+        let served = RawHTTPClient.waitUntil(port: port, path: "/healthz")
         #expect(served, "the server no longer answers after the flood")
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()

@@ -37,22 +37,12 @@ public struct FormSchema: Sendable {
     ///   nearly always, so the submission's n-th name is compared with the n-th field's first.
     func index(ofASCII bytes: UnsafeBufferPointer<UInt8>, expected: Int = 0) -> Int? {
         guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-        if expected < nameBytes.count, Self.equal(nameBytes[expected], bytes) { return expected }
+        if expected < nameBytes.count, nameBytes[expected].hasSameBytes(as: bytes) { return expected }
         guard names.count > 16 else {
-            for (i, name) in nameBytes.enumerated() where Self.equal(name, bytes) { return i }
+            for (i, name) in nameBytes.enumerated() where name.hasSameBytes(as: bytes) { return i }
             return nil
         }
         return indexByName[String(decoding: bytes, as: UTF8.self)]
-    }
-
-    /// A plain loop: the generic `elementsEqual` cost 2.4 times as much here (callgrind).
-    @inline(__always)
-    private static func equal(_ name: [UInt8], _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard name.count == bytes.count else { return false }
-        return name.withUnsafeBufferPointer { name in
-            for j in 0..<bytes.count where name[j] != bytes[j] { return false }
-            return true
-        }
     }
 
     /// A small form's names are compared in turn (cheaper than hashing the name); a large one's

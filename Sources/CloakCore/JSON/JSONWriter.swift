@@ -37,7 +37,8 @@ public struct JSONWriter {
     /// (valid until the next write: the array neither moves nor is shared meanwhile).
     @inline(__always)
     private mutating func claim(_ n: Int) -> UnsafeMutablePointer<UInt8> {
-        if buffer.count - used < n { grow(n) }
+        // An empty array (after takeBytes) has no address to hand out, even for no bytes.
+        if buffer.count - used < n || buffer.isEmpty { grow(max(n, 1)) }
         let at = buffer.withUnsafeMutableBufferPointer { $0.baseAddress! + used }
         used += n
         return at

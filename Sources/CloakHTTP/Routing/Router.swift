@@ -112,7 +112,7 @@ public struct Router<Handler: Sendable>: Sendable {
         var end = start
         while end < path.count, path[end] != slash { end += 1 }
         let part = UnsafeBufferPointer(rebasing: path[start..<end])
-        if let next = node.literals.first(where: { Self.equal($0.name, part) })?.node,
+        if let next = node.literals.first(where: { $0.name.hasSameBytes(as: part) })?.node,
             walk(next, path, from: end, &parameters, &endpoints)
         {
             return true
@@ -132,16 +132,6 @@ public struct Router<Handler: Sendable>: Sendable {
             return true
         }
         return false
-    }
-
-    /// Byte equality, lengths first (cheaper here than the generic `elementsEqual`).
-    @inline(__always)
-    private static func equal(_ name: [UInt8], _ part: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard name.count == part.count else { return false }
-        return name.withUnsafeBufferPointer { name in
-            for i in 0..<part.count where name[i] != part[i] { return false }
-            return true
-        }
     }
 
     private static func copy(_ node: Node) -> Node {

@@ -28,14 +28,8 @@ struct RequestClock: Sendable, Equatable {
 
     init(now: UInt64) { since = now }
 
-    /// Bytes that arrived while waiting for a head; returns true when they complete it.
-    @discardableResult
-    mutating func received<Bytes: Sequence<UInt8>>(_ bytes: Bytes, now: UInt64) -> Bool {
-        Array(bytes).withUnsafeBytes { received($0, now: now) }
-    }
-
-    /// The same, over bytes in place (what the connection peeks at in its input buffer). Runs
-    /// line to line (`memchr` for each LF): a line has content when any byte before its LF is
+    /// Bytes that arrived while waiting for a head (what the connection peeks at in its input
+    /// buffer, in place); returns true when they complete it. Runs line to line (`memchr` for each LF): a line has content when any byte before its LF is
     /// not a CR, which its first byte nearly always answers.
     @discardableResult
     mutating func received(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Bool {
