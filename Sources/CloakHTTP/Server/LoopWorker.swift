@@ -35,6 +35,8 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) private var requestCounter: UInt64 = 0
     /// Requests handed to the handler and not answered yet.
     @exclusivity(unchecked) private var inFlight = 0
+    /// The `Date` header's text for the current second.
+    @exclusivity(unchecked) private var date = HTTPDate()
     /// The loop thread, set when ``run()`` starts.
     @exclusivity(unchecked) private var loopThread: pthread_t?
     /// Work from other threads (answers, upstream calls), waiting for the loop.
@@ -334,10 +336,19 @@ final class LoopWorker: @unchecked Sendable {
         let outHeaders = evhttp_request_get_output_headers(req)
         // A name or value that could end the header block (an upstream's answer passed through,
         // a revealed value) is dropped, never written.
+        var hasDate = false
         for (name, value) in response.headers where HTTPSyntax.isToken(name) && HTTPSyntax.isFieldValue(value) {
             // withCString lends the string's own bytes; passing a String where C wants a pointer
             // would copy it into a new array first.
             _ = name.withCString { name in value.withCString { value in evhttp_add_header(outHeaders, name, value) } }
+            if name.utf8.count == 4 && name.caseInsensitiveEquals("Date") { hasDate = true }
+        }
+        if !hasDate {
+            // The loop's cached text, made once a second, so that evhttp does not format one.
+            var now = timeval()
+            event_base_gettimeofday_cached(base, &now)
+            date.update(to: Int(now.tv_sec))
+            _ = date.cString.withUnsafeBufferPointer { evhttp_add_header(outHeaders, "Date", $0.baseAddress) }
         }
         if !response.body.isEmpty, let out = evhttp_request_get_output_buffer(req) {
             _ = response.body.withUnsafeBytes { evbuffer_add(out, $0.baseAddress, $0.count) }
