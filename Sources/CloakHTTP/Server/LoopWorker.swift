@@ -57,7 +57,7 @@ final class LoopWorker: @unchecked Sendable {
          addressBudget: AddressBudget,
          index: Int, tls: TLSServerContext? = nil, tunnels: TunnelAuthorizer? = nil) throws(HTTPServerError) {
         precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
-        guard let base = event_base_new() else { throw .init("event_base_new failed") }
+        guard let base = Self.makeBase() else { throw .init("event_base_new failed") }
         guard let http = evhttp_new(base) else {
             event_base_free(base)
             throw .init("evhttp_new failed")
@@ -97,6 +97,18 @@ final class LoopWorker: @unchecked Sendable {
         }, me)
         var tick = timeval(tv_sec: 0, tv_usec: 250_000)
         if let sweepTimer { event_add(sweepTimer, &tick) }
+    }
+
+    /// The loop's event base, with epoll's change list: the changes a loop turn makes to a
+    /// socket's interest (evhttp stops reading while it answers, then waits for the socket to
+    /// take the answer, then reads again) reach the kernel as one `epoll_ctl` when the turn ends
+    /// rather than one each, two a request instead of four. The change list's known hazard is a
+    /// descriptor shared by `dup()`, which Cloak never makes.
+    private static func makeBase() -> OpaquePointer? {
+        guard let config = event_config_new() else { return nil }
+        defer { event_config_free(config) }
+        event_config_set_flag(config, Int32(EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
+        return event_base_new_with_config(config)
     }
 
     /// Limits, timeouts, methods and the request callback, the same for every evhttp of the loop.
