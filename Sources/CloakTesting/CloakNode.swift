@@ -25,7 +25,7 @@ public final class CloakNode: @unchecked Sendable {
         try yaml.write(toFile: config, atomically: true, encoding: .utf8)
         port = try Self.freePort()
         output = "\(directory)/node-\(port).log"
-        FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
         process = Process()
         let binary = [".build/debug/cloak", ".build/release/cloak"].map { TestServer.repositoryRoot.appendingPathComponent($0) }
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }

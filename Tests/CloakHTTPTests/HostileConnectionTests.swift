@@ -61,7 +61,7 @@ import Testing
         let answer = try #require(refused)
         #expect(answer.header("Connection")?.lowercased() == "close")
         silent.removeFirst()  // closes one
-        var served = RawHTTPClient.waitUntil(port: server.port, path: "/")
+        let served = RawHTTPClient.waitUntil(port: server.port, path: "/")
         #expect(served)
         _ = silent
     }

@@ -1,3 +1,4 @@
+import CloakCore
 @testable import CloakService
 import Foundation
 import Synchronization
@@ -62,7 +63,7 @@ import Testing
             var t = time_t(seconds)
             var parts = tm()
             gmtime_r(&t, &parts)
-            let (year, month, day) = UTCTimestamp.civil(days: days)
+            let (year, month, day) = CalendarDate.civil(daysSince1970: days)
             guard year == Int(parts.tm_year) + 1900, month == Int(parts.tm_mon) + 1, day == Int(parts.tm_mday) else {
                 Issue.record("day \(days): \(year)-\(month)-\(day)")
                 return

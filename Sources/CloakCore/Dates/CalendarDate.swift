@@ -22,6 +22,22 @@ public struct CalendarDate: Sendable, Hashable, Comparable, CustomStringConverti
         }
     }
 
+    /// Year, month (1–12) and day (1–31) of the proleptic Gregorian calendar for a day counted
+    /// from 1970-01-01 (negative before it): civil-from-days over 400-year eras of 146,097 days
+    /// counted from 0000-03-01, so that a leap day ends its year. For timestamps (log lines, the
+    /// `Date` header) made without `gmtime_r`, which takes the C library's time-zone lock.
+    public static func civil(daysSince1970 days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468  // days from 0000-03-01 to 1970-01-01
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153  // March = 0
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
     public static func isLeap(_ year: Int) -> Bool { (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 }
 
     public static func < (a: CalendarDate, b: CalendarDate) -> Bool {

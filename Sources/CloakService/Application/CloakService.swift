@@ -103,7 +103,7 @@ public final class CloakService: Sendable {
         }
         let finish: @Sendable (HTTPResponse) -> Void = { [accessLog, metrics, template] response in
             var response = response
-            response.headers += cors
+            if !cors.isEmpty { response.headers += cors }
             let nanoseconds = DispatchTime.now().uptimeNanoseconds - start
             let micros = nanoseconds / 1000
             metrics.record(route: template, status: response.status, nanoseconds: Int64(nanoseconds), loop: request.loop)

@@ -1,6 +1,7 @@
 import CloakCore
 import Foundation
 import Logging
+import Synchronization
 
 /// What every handler may use: the configuration, the logger and the clock.
 struct ServiceContext: Sendable {
@@ -9,10 +10,28 @@ struct ServiceContext: Sendable {
     /// Today's date for the expiry window, in the server's local time zone.
     let today: @Sendable () -> CalendarDate
 
+    /// The system's local date, asked of `localtime_r` once a second at most: it takes the C
+    /// library's time-zone lock, and every validate request reads the date.
     static let systemToday: @Sendable () -> CalendarDate = {
         var now = time(nil)
+        let cached = todayCache.load(ordering: .relaxed)
+        if cached >> 24 == UInt64(truncatingIfNeeded: now), let date = unpack(cached) { return date }
         var parts = tm()
         localtime_r(&now, &parts)
-        return CalendarDate(year: Int(parts.tm_year) + 1900, month: Int(parts.tm_mon) + 1, day: Int(parts.tm_mday))!
+        let date = CalendarDate(year: Int(parts.tm_year) + 1900, month: Int(parts.tm_mon) + 1, day: Int(parts.tm_mday))!
+        todayCache.store(UInt64(truncatingIfNeeded: now) << 24 | pack(date), ordering: .relaxed)
+        return date
+    }
+
+    /// The second (high 40 bits) and that second's date (low 24), written by any loop: a loop
+    /// reads a whole pair, so a date always belongs to its second. Zero: nothing cached yet.
+    private static let todayCache = Atomic<UInt64>(0)
+
+    static func pack(_ date: CalendarDate) -> UInt64 {
+        UInt64(date.year & 0x3FFF) << 9 | UInt64(date.month) << 5 | UInt64(date.day)
+    }
+
+    static func unpack(_ packed: UInt64) -> CalendarDate? {
+        CalendarDate(year: Int(packed >> 9 & 0x3FFF), month: Int(packed >> 5 & 0xF), day: Int(packed & 0x1F))
     }
 }

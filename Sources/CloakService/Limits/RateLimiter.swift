@@ -47,10 +47,8 @@ final class RateLimiter: Sendable {
             if buckets.count >= Self.maxKeysPerShard && buckets[key] == nil {
                 Self.prune(&buckets, now: now)
             }
-            var bucket = buckets[key] ?? TokenBucket(limit: limit, now: now)
-            let wait = bucket.take(limit: limit, now: now)
-            buckets[key] = bucket
-            return wait
+            // One lookup: the bucket is taken from in place (a new one made only when missing).
+            return buckets[key, default: TokenBucket(limit: limit, now: now)].take(limit: limit, now: now)
         }
     }
 

@@ -1,10 +1,11 @@
+import CloakCore
 import Foundation
 
 /// Wall-clock time as `2026-11-23T01:02:03.456Z`, the `ts` of every log line.
 ///
-/// The calendar date comes from the day number by integer arithmetic (the proleptic Gregorian
-/// civil-from-days conversion), not from `gmtime_r`, which takes the C library's time-zone lock
-/// on every call: the access log writes one timestamp per request.
+/// The calendar date comes from the day number by integer arithmetic
+/// (``CalendarDate/civil(daysSince1970:)``), not from `gmtime_r`, which takes the C library's
+/// time-zone lock on every call: the access log writes one timestamp per request.
 enum UTCTimestamp {
     /// Bytes in a timestamp.
     static let length = 24
@@ -16,24 +17,11 @@ enum UTCTimestamp {
         return (Int(ts.tv_sec), Int(ts.tv_nsec) / 1_000_000)
     }
 
-    /// Year, month (1–12) and day (1–31) of a day counted from 1970-01-01.
-    static func civil(days: Int) -> (year: Int, month: Int, day: Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153  // March = 0
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
     /// Writes the ``length`` bytes of the timestamp at `out`. Years outside 0–9999 are clamped.
     static func write(seconds: Int, milliseconds: Int, to out: UnsafeMutablePointer<UInt8>) {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
-        let (year, month, day) = civil(days: days)
+        let (year, month, day) = CalendarDate.civil(daysSince1970: days)
         func put(_ value: Int, _ digits: Int, at offset: Int) {
             var v = value
             for i in stride(from: offset + digits - 1, through: offset, by: -1) {
