@@ -103,7 +103,9 @@ final class LoopWorker: @unchecked Sendable {
     /// socket's interest (evhttp stops reading while it answers, then waits for the socket to
     /// take the answer, then reads again) reach the kernel as one `epoll_ctl` when the turn ends
     /// rather than one each, two a request instead of four. The change list's known hazard is a
-    /// descriptor shared by `dup()`, which Cloak never makes.
+    /// socket with a second descriptor (`dup()`, or one a child process inherited): closing one
+    /// then leaves the kernel's registration alive. Cloak makes no such copy and starts no child
+    /// process while serving; code that adds either must make its descriptors close-on-exec.
     private static func makeBase() -> OpaquePointer? {
         guard let config = event_config_new() else { return nil }
         defer { event_config_free(config) }
@@ -352,14 +354,14 @@ final class LoopWorker: @unchecked Sendable {
         for (name, value) in response.headers where HTTPSyntax.isToken(name) && HTTPSyntax.isFieldValue(value) {
             // withCString lends the string's own bytes; passing a String where C wants a pointer
             // would copy it into a new array first.
-            _ = name.withCString { name in value.withCString { value in evhttp_add_header(outHeaders, name, value) } }
-            if name.utf8.count == 4 && name.caseInsensitiveEquals("Date") { hasDate = true }
+            let added = name.withCString { name in value.withCString { value in evhttp_add_header(outHeaders, name, value) } }
+            if added == 0 && name.utf8.count == 4 && name.caseInsensitiveEquals("Date") { hasDate = true }
         }
         if !hasDate {
             // The loop's cached text, made once a second, so that evhttp does not format one.
-            var now = timeval()
-            event_base_gettimeofday_cached(base, &now)
-            date.update(to: Int(now.tv_sec))
+            // time() is the wall clock without a lock (the loop's cached time takes the base's
+            // lock and trails a clock step by seconds).
+            date.update(to: time(nil))
             _ = date.cString.withUnsafeBufferPointer { evhttp_add_header(outHeaders, "Date", $0.baseAddress) }
         }
         if !response.body.isEmpty, let out = evhttp_request_get_output_buffer(req) {
