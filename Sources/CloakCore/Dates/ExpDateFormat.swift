@@ -105,8 +105,8 @@ func convertExpDateASCII(_ text: String, from input: ExpDateFormat, to output: E
             var at = 0
             func put(_ slice: Slice<UnsafeBufferPointer<UInt8>>) { for c in slice { out[at] = c; at += 1 } }
             func putYear() {
-                var divisor = outYearCount == 2 ? 10 : 1000
-                while divisor > 0 { out[at] = UInt8(48 + outYear / divisor % 10); at += 1; divisor /= 10 }
+                ZeroPadded.write(outYear, width: outYearCount, to: out.baseAddress! + at)
+                at += outYearCount
             }
             if output.isYearFirst { putYear() } else { put(b[monthStart..<(monthStart + monthCount)]) }
             put(b[dividerStart..<dividerEnd])

@@ -22,34 +22,20 @@ struct HTTPDate {
         let clamped = min(max(seconds, 0), 253_402_300_799)  // 9999-12-31T23:59:59Z
         let days = clamped / 86_400, secondOfDay = clamped % 86_400
         let (year, month, day) = CalendarDate.civil(daysSince1970: days)
-        var out: [UInt8] = []
-        out.reserveCapacity(29)
-        out.append(contentsOf: weekdays[(days + 4) % 7].utf8)  // 1970-01-01 was a Thursday
-        out.append(contentsOf: ", ".utf8)
-        append(day, width: 2, to: &out)
-        out.append(0x20)
-        out.append(contentsOf: months[month - 1].utf8)
-        out.append(0x20)
-        append(year, width: 4, to: &out)
-        out.append(0x20)
-        append(secondOfDay / 3600, width: 2, to: &out)
-        out.append(0x3A)
-        append(secondOfDay / 60 % 60, width: 2, to: &out)
-        out.append(0x3A)
-        append(secondOfDay % 60, width: 2, to: &out)
-        out.append(contentsOf: " GMT".utf8)
+        var out = Array("Thu, 01 Jan 1970 00:00:00 GMT".utf8)  // the shape, written over
+        out.replaceSubrange(0..<3, with: weekdays[(days + 4) % 7].utf8)  // 1970-01-01 was a Thursday
+        out.replaceSubrange(8..<11, with: months[month - 1].utf8)
+        out.withUnsafeMutableBufferPointer { text in
+            let at = text.baseAddress!
+            ZeroPadded.write(day, width: 2, to: at + 5)
+            ZeroPadded.write(year, width: 4, to: at + 12)
+            ZeroPadded.write(secondOfDay / 3600, width: 2, to: at + 17)
+            ZeroPadded.write(secondOfDay / 60 % 60, width: 2, to: at + 20)
+            ZeroPadded.write(secondOfDay % 60, width: 2, to: at + 23)
+        }
         return out
     }
 
     private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-    private static func append(_ value: Int, width: Int, to out: inout [UInt8]) {
-        var divisor = 1
-        for _ in 1..<width { divisor *= 10 }
-        while divisor > 0 {
-            out.append(UInt8(truncatingIfNeeded: 0x30 + value / divisor % 10))
-            divisor /= 10
-        }
-    }
 }

@@ -29,8 +29,9 @@ struct RequestClock: Sendable, Equatable {
     init(now: UInt64) { since = now }
 
     /// Bytes that arrived while waiting for a head (what the connection peeks at in its input
-    /// buffer, in place); returns true when they complete it. Runs line to line (`memchr` for each LF): a line has content when any byte before its LF is
-    /// not a CR, which its first byte nearly always answers.
+    /// buffer, in place); returns true when they complete it. Runs line to line (`memchr` for
+    /// each LF): a line has content when any byte before its LF is not a CR, which its first
+    /// byte nearly always answers.
     @discardableResult
     mutating func received(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Bool {
         guard phase == .awaitingHead, let base = bytes.baseAddress else { return false }
