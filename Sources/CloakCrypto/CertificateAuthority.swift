@@ -48,20 +48,27 @@ public final class CertificateAuthority: @unchecked Sendable {
 
     /// Loads the CA from its two PEM files; when neither exists, makes a new one (10 years) and
     /// writes them (the key 0600, never replacing a file). One file without the other is refused:
-    /// a lost key must not silently become a new CA that clients do not trust.
+    /// a lost key must not silently become a new CA that clients do not trust. A key file group
+    /// or others may read or write is refused too, with the `chmod 600` that fixes it.
     public static func loadOrCreate(certificate certPath: String, key keyPath: String) throws(CryptoError) -> CertificateAuthority {
         let fm = FileManager.default
         switch (fm.fileExists(atPath: certPath), fm.fileExists(atPath: keyPath)) {
         case (true, true):
-            guard let certText = fm.contents(atPath: certPath), let keyText = fm.contents(atPath: keyPath) else {
-                throw CryptoError("cannot read the egress CA files \(certPath) and \(keyPath)")
+            let keyText: [UInt8]
+            do throws(SecretFile.ReadFailure) {
+                keyText = try SecretFile.read(keyPath)
+            } catch {
+                throw CryptoError("the egress CA key: \(error.message(path: keyPath))")
+            }
+            guard let certText = fm.contents(atPath: certPath) else {
+                throw CryptoError("cannot read the egress CA certificate \(certPath)")
             }
             guard let cert = read(Array(certText), { PEM_read_bio_X509($0, nil, nil, nil) }) else {
                 throw CryptoError("\(certPath) holds no PEM certificate")
             }
             // An encrypted key is refused, never prompted for: OpenSSL's default would ask for a
             // passphrase on the terminal and wait.
-            guard let key = read(Array(keyText), { PEM_read_bio_PrivateKey($0, nil, { _, _, _, _ in 0 }, nil) }) else {
+            guard let key = read(keyText, { PEM_read_bio_PrivateKey($0, nil, { _, _, _, _ in 0 }, nil) }) else {
                 X509_free(cert)
                 throw CryptoError("\(keyPath) holds no unencrypted PEM private key")
             }

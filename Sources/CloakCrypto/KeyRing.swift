@@ -8,8 +8,9 @@ import Foundation
 /// - The fingerprint key makes deduplication keyed (HMAC, never a plain hash) and stable across
 ///   rotation: the same value and format always find the same alias.
 ///
-/// Sources: a JSON file written by `cloak keys init` (mode 0600), or a 32-byte master secret in
-/// an environment variable from which a one-key ring is derived.
+/// Sources: a JSON file written by `cloak keys init` (mode 0600, and refused when group or others
+/// can read or write it), or a 32-byte master secret in an environment variable from which a
+/// one-key ring is derived.
 public struct KeyRing: Sendable {
     public struct DataKey: Sendable {
         public let id: String
@@ -97,10 +98,16 @@ public struct KeyRing: Sendable {
         }
     }
 
-    /// Reads a key file.
+    /// Reads a key file. A file group or others may read or write is refused, as ssh refuses
+    /// such a private key: "data/keys.json is readable by group or others (mode 0644); run chmod
+    /// 600 data/keys.json" (the mode is checked on the opened file).
     public static func load(path: String) throws(Error) -> KeyRing {
         let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw Error("cannot read \(path)") }
+        do throws(SecretFile.ReadFailure) {
+            data = try Data(SecretFile.read(path))
+        } catch {
+            throw Error(error.message(path: path))
+        }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         guard let file = try? decoder.decode(File.self, from: data), file.format == 1 else {

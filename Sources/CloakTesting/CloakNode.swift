@@ -20,7 +20,7 @@ public final class CloakNode: @unchecked Sendable {
         let hex = Digest.sha256(Array(Self.token.utf8)).map { String(format: "%02x", $0) }.joined()
         let config = "\(directory)/node-\(UUID().uuidString).yaml"
         let yaml = TestServer.shippedConfiguration.replacingOccurrences(
-            of: "  tokens: []", with: "  tokens: [{id: nodes, sha256: \"\(hex)\", scopes: [aliases:create, aliases:reveal, aliases:delete]}]\n  # tokens: []")
+            of: "  tokens: []", with: "  tokens: [{id: nodes, sha256: \"\(hex)\", scopes: [aliases:create, aliases:reveal, aliases:update, aliases:delete]}]\n  # tokens: []")
             .replacingOccurrences(of: "token: {requests_per_minute: 6000, burst: 600}", with: "token: {requests_per_minute: 10000000, burst: 1000000}")
         try yaml.write(toFile: config, atomically: true, encoding: .utf8)
         port = try Self.freePort()

@@ -21,7 +21,9 @@ public final class TLSUpstream: @unchecked Sendable {
         public func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
     }
 
-    public init(certificates: TestCertificates, requireClientCertificate: Bool = false) throws {
+    /// - Parameter recordBodies: false keeps only each body's length in ``received`` (storms of
+    ///   large bodies).
+    public init(certificates: TestCertificates, requireClientCertificate: Bool = false, recordBodies: Bool = true) throws {
         let d = certificates.directory.path
         let script = "\(d)/upstream-\(UUID().uuidString).py"
         log = "\(d)/upstream-\(UUID().uuidString).jsonl"
@@ -31,7 +33,7 @@ public final class TLSUpstream: @unchecked Sendable {
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [python, script, certificates.serverCertificate, certificates.serverKey,
-                             requireClientCertificate ? certificates.caFile : "-", log]
+                             requireClientCertificate ? certificates.caFile : "-", log, recordBodies ? "1" : "0"]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -64,7 +66,7 @@ public final class TLSUpstream: @unchecked Sendable {
 
     static let script = #"""
 import http.server, json, ssl, sys, threading
-cert, key, client_ca, log = sys.argv[1:5]
+cert, key, client_ca, log, record_bodies = sys.argv[1:6]
 lock = threading.Lock()
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -75,7 +77,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if peer:
             client = ",".join("%s=%s" % pair for part in peer.get("subject", ()) for pair in part)
         record = {"method": self.command, "path": self.path, "headers": [[k, v] for k, v in self.headers.items()],
-                  "body": body.decode("latin-1"), "client": client}
+                  "body": body.decode("latin-1") if record_bodies == "1" else str(len(body)), "client": client}
         with lock, open(log, "a") as f:
             f.write(json.dumps(record) + "\n")
         self.send_response(200)

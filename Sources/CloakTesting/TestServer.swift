@@ -63,7 +63,7 @@ public final class TestServer: Sendable {
             return "{id: \(id), sha256: \"\(hex)\", scopes: [\(scopes)]}"
         }
         let tokens = [
-            entry("full", fullToken, "aliases:create, aliases:reveal, aliases:delete"),
+            entry("full", fullToken, "aliases:create, aliases:reveal, aliases:update, aliases:delete"),
             entry("creator", createOnlyToken, "aliases:create"),
             entry("revealer", revealOnlyToken, "aliases:reveal"),
         ].joined(separator: ", ")
@@ -97,7 +97,8 @@ public final class TestServer: Sendable {
         let ca = configuration.egress.listen == nil ? nil
             : try CertificateAuthority.loadOrCreate(certificate: configuration.egress.caCertificate, key: configuration.egress.caKey)
         service = CloakService(configuration: configuration, vault: vault, logSink: logs.sink, today: clock, egressCA: ca)
-        server = try HTTPServer(configuration: configuration.server, deferredHandler: service.handle)
+        server = try HTTPServer(configuration: configuration.server, deferredHandler: service.handle,
+                                watchdog: service.watchdog)
         egress = try ServiceRunner.egressServer(service)
         server.start()
         egress?.start()

@@ -6,12 +6,15 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case notFound
     /// The store failed or is full; nothing was written (1500).
     case unavailable(String)
+    /// A limit of the caller's refused the request; nothing was written (1429, `Retry-After`).
+    case refused(retryAfter: Int, reason: String)
 
     public var description: String {
         switch self {
         case let .invalidInput(index, reason): return "item \(index): \(reason)"
         case .notFound: return "no such alias"
         case let .unavailable(reason): return reason
+        case let .refused(_, reason): return reason
         }
     }
 }

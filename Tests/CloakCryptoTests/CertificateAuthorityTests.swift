@@ -93,6 +93,8 @@ struct CertificateAuthorityFileTests {
             defer { try? FileManager.default.removeItem(atPath: d) }
             let before = FileManager.default.contents(atPath: "\(d)/ca.pem")
             try Data("-----BEGIN GARBAGE-----\n\u{0}\u{1}not pem at all\n".utf8).write(to: URL(fileURLWithPath: "\(d)/\(file)"))
+            // The key owner-only, so its content is what is refused (not its mode).
+            if file == "ca-key.pem" { #expect(chmod("\(d)/ca-key.pem", 0o600) == 0) }
             let error = try #require(loadError(d), "\(file)")
             #expect(error.contains(file), "\(error)")
             if file == "ca-key.pem" { #expect(FileManager.default.contents(atPath: "\(d)/ca.pem") == before) }
@@ -107,6 +109,7 @@ struct CertificateAuthorityFileTests {
         }
         try FileManager.default.removeItem(atPath: "\(d)/ca-key.pem")
         try FileManager.default.copyItem(atPath: "\(other)/ca-key.pem", toPath: "\(d)/ca-key.pem")
+        #expect(chmod("\(d)/ca-key.pem", 0o600) == 0)
         #expect(loadError(d)?.contains("does not match") == true)
     }
 
@@ -118,8 +121,25 @@ struct CertificateAuthorityFileTests {
         #expect(status == 0, "\(text)")
         try FileManager.default.removeItem(atPath: "\(d)/ca-key.pem")
         try FileManager.default.moveItem(atPath: "\(d)/encrypted.pem", toPath: "\(d)/ca-key.pem")
+        #expect(chmod("\(d)/ca-key.pem", 0o600) == 0)
         let error = try #require(loadError(d))
         #expect(error.contains("unencrypted"), "\(error)")
         #expect(!error.contains("secret-passphrase"))
+    }
+
+    /// A key group or others can read is refused, as ssh refuses such a private key, with the
+    /// command that fixes it; the certificate may be world-readable (it is public).
+    @Test(arguments: [0o644, 0o640, 0o620, 0o604])
+    func aKeyGroupOrOthersCanUseIsRefused(mode: Int) throws {
+        let d = try madeCA()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        let key = "\(d)/ca-key.pem"
+        #expect(chmod(key, mode_t(mode)) == 0)
+        let error = try #require(loadError(d))
+        #expect(error.contains("\(key) is"), "\(error)")
+        #expect(error.contains("by group or others (mode 0\(String(mode, radix: 8))); run chmod 600 \(key)"), "\(error)")
+        #expect(chmod(key, 0o600) == 0)
+        #expect(chmod("\(d)/ca.pem", 0o644) == 0)
+        #expect(loadError(d) == nil)
     }
 }

@@ -90,9 +90,90 @@ private func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: 
         let folder = ScratchFolder()
         defer { folder.remove() }
         let path = folder.path + "/keys.json"
-        if let contents { try Data(contents.utf8).write(to: URL(fileURLWithPath: path)) }
+        if let contents {
+            try Data(contents.utf8).write(to: URL(fileURLWithPath: path))
+            // Owner-only, so the content is what is refused (a 0644 file is refused for its mode).
+            #expect(chmod(path, 0o600) == 0)
+        }
         let error = try #require(throws: KeyRing.Error.self) { _ = try KeyRing.load(path: path) }
         #expect(!error.description.contains("AAAAAAAAAAAAAAAA"), "\(name): the error repeats key material")
+    }
+
+    // MARK: File mode
+
+    /// As ssh refuses a private key others can read: the error names the file, its mode and the
+    /// command that fixes it.
+    @Test(arguments: [
+        (0o644, "readable"), (0o640, "readable"), (0o604, "readable"), (0o660, "readable"),
+        (0o620, "writable"), (0o602, "writable"), (0o610, "accessible"), (0o601, "accessible"),
+    ])
+    func aKeyFileGroupOrOthersCanUseIsRefused(mode: Int, access: String) throws {
+        let folder = ScratchFolder()
+        defer { folder.remove() }
+        let path = folder.path + "/keys.json"
+        try KeyRing.generate().write(path: path, replace: false)
+        #expect(chmod(path, mode_t(mode)) == 0)
+        let error = try #require(throws: KeyRing.Error.self) { _ = try KeyRing.load(path: path) }
+        let shown = "0" + String(mode, radix: 8)
+        #expect(error.description == "\(path) is \(access) by group or others (mode \(shown)); run chmod 600 \(path)")
+    }
+
+    @Test(arguments: [0o600, 0o400, 0o700])
+    func aKeyFileOnlyItsOwnerCanUseLoads(mode: Int) throws {
+        let folder = ScratchFolder()
+        defer { folder.remove() }
+        let path = folder.path + "/keys.json"
+        let ring = KeyRing.generate()
+        try ring.write(path: path, replace: false)
+        #expect(chmod(path, mode_t(mode)) == 0)
+        #expect(try KeyRing.load(path: path).fingerprintKey == ring.fingerprintKey)
+    }
+
+    /// The one a test suite or a hand-copied file would make: `Data.write` with the default umask.
+    @Test func aKeyFileWrittenWithDefaultPermissionsIsRefusedUntilChmodded() throws {
+        let folder = ScratchFolder()
+        defer { folder.remove() }
+        let path = folder.path + "/keys.json"
+        try KeyRing.generate().write(path: path + ".orig", replace: false)
+        try Data(contentsOf: URL(fileURLWithPath: path + ".orig")).write(to: URL(fileURLWithPath: path))
+        #expect(chmod(path, 0o644) == 0)
+        let error = try #require(throws: KeyRing.Error.self) { _ = try KeyRing.load(path: path) }
+        #expect(error.description.contains("chmod 600 \(path)"), "\(error)")
+        #expect(chmod(path, 0o600) == 0)
+        _ = try KeyRing.load(path: path)
+    }
+
+    /// The hint is a command to paste: a path with a space is quoted.
+    @Test func theChmodHintQuotesAPathWithSpaces() throws {
+        let folder = ScratchFolder()
+        defer { folder.remove() }
+        let path = folder.path + "/my keys.json"
+        try KeyRing.generate().write(path: path, replace: false)
+        #expect(chmod(path, 0o644) == 0)
+        let error = try #require(throws: KeyRing.Error.self) { _ = try KeyRing.load(path: path) }
+        #expect(error.description.hasSuffix("run chmod 600 '\(path)'"), "\(error)")
+    }
+
+    /// Files Cloak makes are owner-only from the start, replaced or not, whatever the umask allows.
+    @Test func filesCloakWritesAreOwnerOnlyAndLoad() throws {
+        let folder = ScratchFolder()
+        defer { folder.remove() }
+        let path = folder.path + "/keys.json"
+        let ring = KeyRing.generate()
+        try ring.write(path: path, replace: false)
+        #expect(mode(path) == 0o600)
+        _ = try KeyRing.load(path: path)
+        try ring.rotated().write(path: path, replace: true)
+        #expect(mode(path) == 0o600)
+        #expect(try KeyRing.load(path: path).keys.count == 2)
+    }
+
+    @Test func aDirectoryIsNoKeyFile() throws {
+        let folder = ScratchFolder()
+        defer { folder.remove() }
+        #expect(chmod(folder.path, 0o700) == 0)
+        let error = try #require(throws: KeyRing.Error.self) { _ = try KeyRing.load(path: folder.path) }
+        #expect(error.description.contains("not a regular file"), "\(error)")
     }
 
     // MARK: Rotation

@@ -4,8 +4,13 @@ import Testing
 
 /// The `cloak` executable as operators run it.
 @Suite struct ProcessTests {
+    /// The executable under test: `CLOAK_TEST_BINARY` when set (CI's AddressSanitizer build), else
+    /// the debug or release build.
     static var binary: URL {
         get throws {
+            if let given = ProcessInfo.processInfo.environment["CLOAK_TEST_BINARY"], !given.isEmpty {
+                return given.hasPrefix("/") ? URL(fileURLWithPath: given) : TestServer.repositoryRoot.appendingPathComponent(given)
+            }
             let candidates = [".build/debug/cloak", ".build/release/cloak"].map {
                 TestServer.repositoryRoot.appendingPathComponent($0)
             }

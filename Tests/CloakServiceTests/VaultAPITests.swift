@@ -40,9 +40,10 @@ import Testing
         #expect(try client.request("DELETE", "/aliases/\(alias)", headers: Self.bearer(TestServer.fullToken)).status == 204)
         let gone = try client.request("GET", "/aliases/\(alias)", headers: Self.bearer(TestServer.fullToken))
         #expect(gone.status == 404 && gone.errorCode == 1404)
-        // Audit lines: reveal, reveal (x2 for ?q=), delete, reveal-not-found; never the value.
+        // Audit lines: reveal, reveal (x2 for ?q=), update, delete, reveal-not-found; never the value.
         let audit = server.logs.lines.filter { $0.contains(#""msg":"audit""#) }
-        #expect(audit.count == 5)
+        #expect(audit.count == 6)
+        #expect(audit.contains { $0.contains(#""action":"update""#) && $0.contains(#""result":"ok""#) })
         #expect(!server.logs.text.contains("4111111111111111"))
     }
 

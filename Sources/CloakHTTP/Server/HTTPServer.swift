@@ -40,8 +40,10 @@ public final class HTTPServer: Sendable {
     /// Creates and binds every loop for a handler that may answer later.
     /// - Parameter tunnels: makes this a forward-proxy door: each CONNECT is decided by it and an
     ///   opened tunnel's requests reach `handler` with their ``HTTPRequest/proxyTarget``.
+    /// - Parameter watchdog: where each loop's heartbeat is registered (as `name`-index), for
+    ///   `/readyz`.
     public init(configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler,
-                tunnels: TunnelAuthorizer? = nil)
+                tunnels: TunnelAuthorizer? = nil, watchdog: LoopWatchdog? = nil, name: String = "main")
         throws(HTTPServerError)
     {
         ProcessLimits.ignoreBrokenPipes()
@@ -59,9 +61,13 @@ public final class HTTPServer: Sendable {
         // SO_REUSEPORT can hand out a port another reuseport group of the same user already
         // holds, and the two servers would then share each other's connections.
         var port = configuration.port == 0 ? try Libevent.freePort(host: configuration.host) : configuration.port
+        var hearts: [LoopWatchdog.Heartbeat] = []
         for index in 0..<threads {
+            let heart = watchdog?.register(name: "\(name)-\(index)", now: LoopWorker.now())
+            if let heart { hearts.append(heart) }
             let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget,
-                                    addressBudget: addressBudget, index: index, tls: tls, tunnels: tunnels)
+                                    addressBudget: addressBudget, index: index, tls: tls, tunnels: tunnels,
+                                    heartbeat: heart)
             try worker.bind(port: port)
             port = worker.port  // with port 0, every later loop binds the port the first one got
             workers.append(worker)
@@ -70,7 +76,12 @@ public final class HTTPServer: Sendable {
         self.workers = workers
         self.finished = workers.map { _ in DispatchSemaphore(value: 0) }
         self.port = port
+        self.watchdog = watchdog
+        self.hearts = hearts
     }
+
+    private let watchdog: LoopWatchdog?
+    private let hearts: [LoopWatchdog.Heartbeat]
 
     public var threadCount: Int { workers.count }
 
@@ -91,5 +102,6 @@ public final class HTTPServer: Sendable {
     public func shutdown() {
         for worker in workers { worker.requestStop() }
         for done in finished { done.wait() }
+        watchdog?.unregister(hearts)
     }
 }

@@ -26,6 +26,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxConnectionsPerAddress: Int = 0
     /// The answer to a connection over ``maxConnections`` (plain HTTP; a TLS one is closed).
     public var refusalBody: [UInt8] = Array(#"{"error":"too many connections"}"#.utf8)
+    /// The answer to a connection closed for a framing violation that evhttp never turned into
+    /// a request (plain HTTP; a TLS one is closed).
+    public var framingRefusalBody: [UInt8] = Array(#"{"error":"the request breaks strict HTTP/1.1 framing"}"#.utf8)
     /// How long a shutdown waits for in-flight requests before closing everything.
     public var drainTimeoutSeconds: Double
     /// PEM files for TLS termination; nil: plain HTTP.

@@ -9,4 +9,8 @@ public enum HTTPViolation: Sendable, Equatable {
     /// A header name is not an RFC 9110 token (`Transfer-Encoding :`, a space or control byte):
     /// answer 400 and close.
     case invalidHeaderName
+    /// The bytes break strict HTTP/1.1 framing (``RequestFraming``: `Content-Length: +4`, a
+    /// chunk size `0x4`, a bare LF, a second `Transfer-Encoding`...): answer 400 and close.
+    /// `reason` names the rule, never a byte of the request.
+    case malformedFraming(reason: String)
 }

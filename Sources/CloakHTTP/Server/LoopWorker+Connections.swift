@@ -67,6 +67,7 @@ extension LoopWorker {
             guard let cbarg else {
                 // evhttp gave up on the socket itself: nothing to adopt.
                 if connection.admission == .serve { budget.release() }
+                if let filter = connection.tunnelFilter { releaseLater(filter) }
                 continue
             }
             let evcon = OpaquePointer(cbarg)
@@ -104,6 +105,10 @@ extension LoopWorker {
                         Unmanaged<ServerConnection>.fromOpaque(arg).takeUnretainedValue()
                             .inputGrew(by: info.pointee.n_added, now: LoopWorker.now())
                     }, Unmanaged.passUnretained(connection).toOpaque())
+                    // Bytes that arrived before the callback (none, normally: evhttp reads from
+                    // the next loop turn on) are judged now.
+                    let buffered = evbuffer_get_length(input)
+                    if buffered > 0 { connection.inputGrew(by: buffered, now: LoopWorker.now()) }
                 }
                 if draining {
                     var tv = timeval(tv_sec: 0, tv_usec: 500_000)
@@ -116,7 +121,10 @@ extension LoopWorker {
     /// evhttp is freeing the connection.
     func connectionClosed(_ evcon: OpaquePointer) {
         guard let connection = connections.removeValue(forKey: evcon) else { return }
-        connection.tunnelFilter?.detach()
+        if let filter = connection.tunnelFilter {
+            filter.detach()
+            releaseLater(filter)
+        }
         if let entry = connection.inputCallback, let input = bufferevent_get_input(connection.bufferevent) {
             evbuffer_remove_cb_entry(input, entry)
         }
@@ -124,19 +132,49 @@ extension LoopWorker {
         budget.release()
     }
 
+    /// Gives back the loop's reference on `filter` a loop turn from now (we may be inside one of
+    /// its libevent callbacks: evhttp frees connections from its write callback).
+    func releaseLater(_ filter: TunnelFilter) {
+        filtersToRelease.append(filter)
+        guard filtersToRelease.count == 1, let releaseTimer else { return }
+        var now = timeval(tv_sec: 0, tv_usec: 0)
+        event_add(releaseTimer, &now)
+    }
+
+    /// The next loop turn: every filter queued by ``releaseLater(_:)``.
+    func releaseClosedFilters() {
+        let batch = filtersToRelease
+        filtersToRelease.removeAll(keepingCapacity: true)
+        for filter in batch { filter.releaseHold() }
+    }
+
     /// Closes every connection past its head or body deadline (four times a second).
     func sweep() {
         let now = Self.now()
+        heartbeat?.beat(now: now)
         let head = UInt64(configuration.headerTimeoutSeconds) * 1_000_000_000
         let body = UInt64(configuration.bodyTimeoutSeconds) * 1_000_000_000
         let expired = connections.filter { $0.value.clock.isExpired(now: now, headerTimeout: head, bodyTimeout: body) }
         for (evcon, _) in expired { evhttp_connection_free(evcon) }
+        // A framing violation evhttp did not turn into a request (it waits for a body or a head
+        // that will not come right): answered 400 here and closed. Never while a request of the
+        // connection is with the handler (its answer would go to a freed request); that one is
+        // answered, and the next request then finds the violation.
+        let broken = connections.filter { $0.value.framing.isViolated && $0.value.clock.phase != .handling }
+        for (evcon, connection) in broken {
+            if !connection.isTLS && connection.tunnel == nil { connection.writeNow(Self.canned(400, "Bad Request", configuration.framingRefusalBody)) }
+            evhttp_connection_free(evcon)
+        }
     }
 
+
     /// The canned 503 for a connection over the limit.
-    static func refusal(_ body: [UInt8]) -> [UInt8] {
+    static func refusal(_ body: [UInt8]) -> [UInt8] { canned(503, "Service Unavailable", body) }
+
+    /// A whole JSON answer that closes the connection, written without evhttp.
+    static func canned(_ status: Int, _ reason: String, _ body: [UInt8]) -> [UInt8] {
         Array("""
-            HTTP/1.1 503 Service Unavailable\r
+            HTTP/1.1 \(status) \(reason)\r
             Content-Type: application/json\r
             Content-Length: \(body.count)\r
             Connection: close\r

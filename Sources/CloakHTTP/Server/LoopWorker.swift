@@ -28,6 +28,13 @@ final class LoopWorker: @unchecked Sendable {
     var sweepTimer: OpaquePointer?
     var listener: OpaquePointer?
     var acceptPauseTimer: OpaquePointer?
+    /// Tunnel filters whose connection evhttp closed, waiting for the next loop turn to give back
+    /// the loop's reference (see ``TunnelFilter``), and the timer that does it.
+    var filtersToRelease: [TunnelFilter] = []
+    var releaseTimer: OpaquePointer?
+    /// Beaten by the sweep four times a second: a loop that stops turning stops beating
+    /// (``LoopWatchdog``, `/readyz`).
+    let heartbeat: LoopWatchdog.Heartbeat?
     @exclusivity(unchecked) private(set) var draining = false
     private var drainDeadline = Date.distantFuture
     private var stopEvent: OpaquePointer?
@@ -55,7 +62,8 @@ final class LoopWorker: @unchecked Sendable {
 
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPDeferredHandler, budget: ConnectionBudget,
          addressBudget: AddressBudget,
-         index: Int, tls: TLSServerContext? = nil, tunnels: TunnelAuthorizer? = nil) throws(HTTPServerError) {
+         index: Int, tls: TLSServerContext? = nil, tunnels: TunnelAuthorizer? = nil,
+         heartbeat: LoopWatchdog.Heartbeat? = nil) throws(HTTPServerError) {
         precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
         guard let base = Self.makeBase() else { throw .init("event_base_new failed") }
         guard let http = evhttp_new(base) else {
@@ -70,6 +78,7 @@ final class LoopWorker: @unchecked Sendable {
         self.addressBudget = addressBudget
         self.tls = tls
         self.tunnels = tunnels
+        self.heartbeat = heartbeat
         self.idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 16) + "-\(index)-"
 
         configure(http)
@@ -90,6 +99,10 @@ final class LoopWorker: @unchecked Sendable {
         acceptedEvent = event_new(base, -1, 0, { _, _, arg in
             guard let arg else { return }
             Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().adoptAccepted()
+        }, me)
+        releaseTimer = CLibevent_timer_new(base, { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().releaseClosedFilters()
         }, me)
         sweepTimer = CLibevent_persistent_timer_new(base, { _, _, arg in
             guard let arg else { return }
@@ -128,13 +141,17 @@ final class LoopWorker: @unchecked Sendable {
 
     deinit {
         upstreamClient = nil
+        // evhttp_free closes the connections left (their close callbacks queue their filters);
+        // no libevent callback is on the stack here, so their references go back at once.
+        evhttp_free(http)
+        releaseClosedFilters()
+        if let releaseTimer { event_free(releaseTimer) }
         if let stopEvent { event_free(stopEvent) }
         if let wakeEvent { event_free(wakeEvent) }
         if let drainTimer { event_free(drainTimer) }
         if let acceptedEvent { event_free(acceptedEvent) }
         if let sweepTimer { event_free(sweepTimer) }
         if let acceptPauseTimer { event_free(acceptPauseTimer) }
-        evhttp_free(http)
         event_base_free(base)
     }
 
@@ -166,6 +183,9 @@ final class LoopWorker: @unchecked Sendable {
     /// Runs the loop until drained. Call on the worker's own thread.
     func run() {
         loopThread = pthread_self()
+        // `cloak-main-0`, `cloak-egress-1`: the loop's server and index, for top -H and /proc.
+        _ = CLibevent_name_thread("cloak-" + (heartbeat?.name ?? "loop"))
+        heartbeat?.beat(now: Self.now())
         _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
     }
 
@@ -231,7 +251,11 @@ final class LoopWorker: @unchecked Sendable {
             if let q = evhttp_uri_get_query(uri) { query = String(cString: q) }
         }
         let headers = Libevent.headers(evhttp_request_get_input_headers(req))
-        if headers.contains(where: { !HTTPSyntax.isToken($0.name) }) {
+        if let broken = connection?.framing.violation {
+            // Judged on the raw bytes before evhttp read them (ServerConnection.framing).
+            violation = .malformedFraming(reason: broken.description)
+            closeAfter = true
+        } else if headers.contains(where: { !HTTPSyntax.isToken($0.name) }) {
             // `Name :` or a name with other bytes: RFC 9112 says refuse. evhttp kept the space in
             // the name, so its own framing may disagree with a peer's: close after the answer.
             violation = .invalidHeaderName

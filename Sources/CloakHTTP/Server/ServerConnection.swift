@@ -30,31 +30,44 @@ final class ServerConnection {
         self.clock = RequestClock(now: now)
     }
 
-    /// Feeds the clock with bytes just added to the input buffer (the last `added` bytes).
+    /// The strict framing of every byte the client sends (``RequestFraming``): a violation is
+    /// answered 400 and the connection closed (``LoopWorker``).
+    @exclusivity(unchecked) var framing = RequestFraming()
+
+    /// Feeds the framing scan (every byte, in order) and, while a head is awaited, the clock with
+    /// bytes just added to the input buffer (the last `added` bytes). Runs before evhttp reads
+    /// them, so a request is dispatched only after its own bytes were judged.
     func inputGrew(by added: Int, now: UInt64) {
-        guard clock.phase == .awaitingHead, added > 0, let input = bufferevent_get_input(bufferevent) else { return }
+        guard added > 0, let input = bufferevent_get_input(bufferevent) else { return }
         let length = evbuffer_get_length(input)
-        scan(input, from: length - min(added, length), now: now)
+        let start = length - min(added, length)
+        if framing.isScanning {
+            peek(input, from: start) { framing.consume($0) != .scanning }
+        }
+        if clock.phase == .awaitingHead {
+            peek(input, from: start) { clock.received($0, now: now) }
+        }
         watchInput(input)
     }
 
     /// The answer was sent: the next head's clock starts, and whatever the client already sent
-    /// of its next request (pipelined) is scanned now.
+    /// of its next request (pipelined) is given to the clock now (the framing scan saw it when
+    /// it arrived).
     func answered(now: UInt64) {
         clock.answered(now: now)
         guard let input = bufferevent_get_input(bufferevent) else { return }
-        if evbuffer_get_length(input) > 0 { scan(input, from: 0, now: now) }
+        if evbuffer_get_length(input) > 0 { peek(input, from: 0) { clock.received($0, now: now) } }
         watchInput(input)
     }
 
     /// Whether ``inputCallback`` is enabled (it is when added).
     @exclusivity(unchecked) private var watching = true
 
-    /// The input callback is wanted while a head is awaited only. evbuffer calls it on every
-    /// change to the buffer, each line evhttp reads and drains included: disabled from a head's
-    /// end to its answer, those calls cost libevent a flag test.
+    /// The input callback is wanted while a head is awaited or the framing scan runs (every
+    /// byte, bodies included, until a violation). evbuffer calls it on every change to the
+    /// buffer, each line evhttp reads and drains included; only additions are looked at.
     private func watchInput(_ input: OpaquePointer) {
-        let wanted = clock.phase == .awaitingHead
+        let wanted = clock.phase == .awaitingHead || framing.isScanning
         guard wanted != watching, let entry = inputCallback else { return }
         if wanted {
             evbuffer_cb_set_flags(input, entry, UInt32(EVBUFFER_CB_ENABLED))
@@ -64,7 +77,8 @@ final class ServerConnection {
         watching = wanted
     }
 
-    private func scan(_ input: OpaquePointer, from start: Int, now: UInt64) {
+    /// Shows `visit` the buffer's bytes from `start` in place, chunk by chunk, until it returns true.
+    private func peek(_ input: OpaquePointer, from start: Int, _ visit: (UnsafeRawBufferPointer) -> Bool) {
         var position = evbuffer_ptr()
         guard evbuffer_ptr_set(input, &position, start, EVBUFFER_PTR_SET) == 0 else { return }
         let wanted = evbuffer_get_length(input) - start
@@ -77,7 +91,7 @@ final class ServerConnection {
                 for chunk in chunks.prefix(min(count, 8)) {
                     guard let base = chunk.iov_base else { continue }
                     let length = min(chunk.iov_len, remaining)
-                    if clock.received(UnsafeRawBufferPointer(start: base, count: length), now: now) { return }
+                    if visit(UnsafeRawBufferPointer(start: base, count: length)) { return }
                     remaining -= length
                 }
                 guard count > 8, remaining > 0,

@@ -9,6 +9,15 @@ import Foundation
 ///
 /// Loop thread only. The filter bufferevent owns this object (its free-context callback
 /// releases it).
+///
+/// Lifetime. libevent 2.1's filter calls its user's write callback (evhttp's) without holding a
+/// reference on the filter bufferevent, and evhttp frees a connection from that callback when its
+/// answer closes it; the filter then goes on touching the bufferevent it was freed under (it
+/// re-arms its write timeout, reads its buffers), which left freed memory in the loop's timer heap
+/// (a spinning loop or SIGSEGV under hostile tunnel traffic). So the loop holds a reference of its
+/// own on every filter bufferevent from its creation until a loop turn after evhttp closed the
+/// connection (``releaseHold()``): whatever libevent callback is on the stack when evhttp lets go
+/// finishes on live memory, and the bufferevent is finalized only from a callback of its own.
 final class TunnelFilter {
     enum Mode {
         /// Before the CONNECT is granted: plain HTTP.
@@ -22,8 +31,10 @@ final class TunnelFilter {
     }
 
     private(set) var mode = Mode.plain
-    /// The filter bufferevent, set once made.
+    /// The filter bufferevent, set once made; nil once evhttp let go of the connection.
     var filter: OpaquePointer?
+    /// The filter bufferevent while the loop's own reference on it is held.
+    private var held: OpaquePointer?
     /// Pushes output evhttp queued while the filter was waiting for the handshake.
     private var kick: OpaquePointer?
     private var handshakeDone = false
@@ -78,6 +89,9 @@ final class TunnelFilter {
             return nil
         }
         context.filter = bev
+        // The loop's reference (see the type's comment), given back by releaseHold().
+        bufferevent_incref(bev)
+        context.held = bev
         context.kick = event_new(base, -1, 0, { _, _, arg in
             guard let arg else { return }
             let me = Unmanaged<TunnelFilter>.fromOpaque(arg).takeUnretainedValue()
@@ -97,12 +111,30 @@ final class TunnelFilter {
         return (bev, context)
     }
 
-    /// evhttp is freeing the connection: the filter bufferevent may still be finalized a loop
-    /// turn later, so nothing may flush it any more.
+    /// evhttp is freeing the connection (a libevent callback of the filter may still be on the
+    /// stack): nothing may flush the filter any more. The loop's reference keeps the bufferevent
+    /// alive until ``releaseHold()``, which the loop calls a turn later.
     func detach() {
         if let kick { event_del(kick) }
         filter = nil
     }
+
+    /// Gives back the loop's reference: from a loop turn after ``detach()``, never from inside a
+    /// libevent callback of this bufferevent. Its timeouts and events are removed first, so
+    /// nothing of it stays armed; when evhttp's reference is gone too, libevent finalizes it
+    /// (and closes the socket) from its own callback queue.
+    func releaseHold() {
+        guard let bev = held else { return }
+        held = nil
+        filter = nil
+        if let kick { event_del(kick) }
+        bufferevent_disable(bev, Int16(EV_READ | EV_WRITE))
+        bufferevent_set_timeouts(bev, nil, nil)
+        _ = bufferevent_decref(bev)
+    }
+
+    /// Whether the loop still holds its reference (tests).
+    var isHeld: Bool { held != nil }
 
     /// Grants the tunnel: the client's next bytes start a TLS handshake answered with `context`.
     func grant(_ context: OpaquePointer) -> Bool {

@@ -13,7 +13,8 @@ import Synchronization
 /// let configuration = try ServiceConfiguration.load(path: "config/cloak.yaml")
 /// let vault = try VaultBootstrap.open(configuration.vault, environment: [:], logger: nil)
 /// let service = CloakService(configuration: configuration, vault: vault)
-/// let server = try HTTPServer(configuration: configuration.server, deferredHandler: service.handle)
+/// let server = try HTTPServer(configuration: configuration.server, deferredHandler: service.handle,
+///                             watchdog: service.watchdog)
 /// server.start()
 /// ```
 public final class CloakService: Sendable {
@@ -30,6 +31,10 @@ public final class CloakService: Sendable {
     /// Signs the forward-proxy door's per-host certificates (nil: no forward door).
     let egressCertificates: EgressCertificates?
     private let rateLimiter = RateLimiter()
+    /// Distinct values per token and format-preserving bucket (`limits.bucket_values_per_hour`).
+    let guessLimiter = BucketGuessLimiter()
+    /// Every loop of this service's servers beats here; `/readyz` fails when one stops.
+    public let watchdog = LoopWatchdog()
 
     enum Endpoint: Sendable {
         case healthz, readyz, metrics, validate, formTokens, formAliases, formSend
@@ -145,7 +150,9 @@ public final class CloakService: Sendable {
         } else {
             identity = auth.identify(request)
         }
-        try checkRate(request, identity: identity)
+        var openEndpoint = false
+        if case let .found(endpoint, _, _) = resolution { openEndpoint = Self.openEndpoints.contains(endpoint) }
+        try checkRate(request, identity: identity, open: openEndpoint)
         switch resolution {
         case .notFound:
             throw .notFound("no such endpoint")
@@ -161,27 +168,60 @@ public final class CloakService: Sendable {
         }
     }
 
+    /// The endpoints anyone may call (browsers and apps tokenize without a token): there, a
+    /// token without `aliases:create` counts as no token at all.
+    static let openEndpoints: Set<Endpoint> = [.validate, .formTokens, .formSend, .createTokens, .proxy]
+
     /// Past its rate (per token id, else per client address): 429 with `Retry-After`. Health
     /// probes are never limited: a balancer must not take a node out because of its own checks.
-    func checkRate(_ request: HTTPRequest, identity: Identity) throws(CloakError) {
+    /// On an open endpoint a token without `aliases:create` takes from its address's anonymous
+    /// bucket, like any anonymous caller.
+    func checkRate(_ request: HTTPRequest, identity: Identity, open: Bool = false) throws(CloakError) {
         if request.path == "/healthz" || request.path == "/readyz" { return }
         let key: RateLimiter.Key
         var limit: RateLimit
-        if let token = identity.token {
+        if let token = identity.token, !open || identity.isCreator {
             key = .token(token.id)
-            limit = configuration.limits.token
-            if let perMinute = token.requestsPerMinute {
-                limit.requestsPerMinute = perMinute
-                limit.burst = min(limit.burst, perMinute)
-            }
+            limit = tokenLimit(token)
         } else {
             key = .client(request.remoteAddress)
             limit = configuration.limits.anonymous
         }
         guard let wait = rateLimiter.take(key, limit: limit, now: DispatchTime.now().uptimeNanoseconds) else { return }
-        metrics.rateLimited(identity.token == nil ? "anonymous" : "token")
+        if case .token = key { metrics.rateLimited("token") } else { metrics.rateLimited("anonymous") }
         throw CloakError(.tooManyRequests, "too many requests; retry after \(wait) s",
                          extraInfo: [("retryAfterSeconds", .int(wait))])
+    }
+
+    /// A token's rate: `limits.token`, or its own `requests_per_minute`.
+    func tokenLimit(_ token: ServiceConfiguration.AccessToken) -> RateLimit {
+        var limit = configuration.limits.token
+        if let perMinute = token.requestsPerMinute {
+            limit.requestsPerMinute = perMinute
+            limit.burst = min(limit.burst, perMinute)
+        }
+        return limit
+    }
+
+    /// The limits a token holder's creates pass before the vault (see ``CreateAdmission``); nil
+    /// for callers without `aliases:create`, whose aliases are random.
+    func admission(for identity: Identity) -> CreateAdmission? {
+        guard identity.isCreator, let token = identity.token else { return nil }
+        let limit = tokenLimit(token)
+        return CreateAdmission(
+            tokenID: token.id, limiter: guessLimiter, valuesPerHour: configuration.limits.bucketValuesPerHour,
+            charge: { [rateLimiter, metrics] n in
+                let wait = rateLimiter.take(.token(token.id), limit: limit, now: DispatchTime.now().uptimeNanoseconds, cost: n)
+                if wait != nil { metrics.rateLimited("token") }
+                return wait
+            },
+            refused: { [metrics, logger] format in
+                metrics.bucketLimited(format.rawValue)
+                logger.warning("audit", metadata: [
+                    "action": "bucket_limit", "token_id": .string(token.id), "format": .string(format.rawValue),
+                    "result": "refused",
+                ])
+            })
     }
 
     private func dispatch(_ endpoint: Endpoint, _ parameters: RouteParameters, _ request: HTTPRequest,
@@ -195,6 +235,12 @@ public final class CloakService: Sendable {
                                      body: metrics.exposition()))
         case .readyz:
             if isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
+            let stalled = watchdog.stalledLoops(now: DispatchTime.now().uptimeNanoseconds,
+                                                limit: UInt64(configuration.loopStallSeconds * 1e9))
+            if !stalled.isEmpty {
+                metrics.loopStalled()
+                return .now(HealthHandler.loopStalled(stalled))
+            }
             guard let client = vaultClient(request) else { return .now(HealthHandler.ready) }
             return .later { finish in
                 client.ping { result in
@@ -204,7 +250,7 @@ public final class CloakService: Sendable {
         case .validate:
             return .now(try ValidateHandler(context: context).handle(request, form: parameters["form"] ?? ""))
         case .formTokens, .formAliases, .formSend:
-            return try FormTokenizeHandler(context: context, vault: try requireVault(request), identity: identity)
+            return try FormTokenizeHandler(context: context, vault: try requireVault(request, identity), identity: identity)
                 .handle(request, form: parameters["form"] ?? "", requiresToken: endpoint == .formAliases,
                         answer: endpoint == .formSend ? .mappedBody : .flatResult)
         case .createTokens, .createAliases:
@@ -222,23 +268,24 @@ public final class CloakService: Sendable {
             // only ever Proxy-Authorization.
             return egressHandler(identity).transformDoor(request, routeID: parameters["route"] ?? "")
         case .proxy:
-            return try ProxyHandler(context: context, vault: vaultClient(request), routes: proxyRoutes, identity: identity).handle(request)
+            return try ProxyHandler(context: context, vault: vaultClient(request, identity), routes: proxyRoutes, identity: identity)
+                .handle(request)
         }
     }
 
     /// The vault for one request's handlers: its completions run on the request's loop.
-    private func vaultClient(_ request: HTTPRequest) -> VaultClient? {
-        vault.map { VaultClient(vault: $0, loop: request.loop) }
+    private func vaultClient(_ request: HTTPRequest, _ identity: Identity? = nil) -> VaultClient? {
+        vault.map { VaultClient(vault: $0, loop: request.loop, admission: identity.flatMap { admission(for: $0) }) }
     }
 
     /// The request's vault client, or 1500 when this server runs without a vault.
-    private func requireVault(_ request: HTTPRequest) throws(CloakError) -> VaultClient {
-        guard let client = vaultClient(request) else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+    private func requireVault(_ request: HTTPRequest, _ identity: Identity? = nil) throws(CloakError) -> VaultClient {
+        guard let client = vaultClient(request, identity) else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
         return client
     }
 
     private func vaultAPI(_ identity: Identity, _ request: HTTPRequest) throws(CloakError) -> VaultAPIHandler {
-        VaultAPIHandler(vault: try requireVault(request), identity: identity, openTokenize: configuration.openTokenize,
+        VaultAPIHandler(vault: try requireVault(request, identity), identity: identity, openTokenize: configuration.openTokenize,
                         logger: context.logger)
     }
 
@@ -251,6 +298,8 @@ public final class CloakService: Sendable {
             return .malformed("the request has conflicting Content-Length headers")
         case .invalidHeaderName:
             return .malformed("a header name is not a token (no spaces or control characters before the colon)")
+        case let .malformedFraming(reason):
+            return .malformed("the request breaks strict HTTP/1.1 framing (\(reason)); the connection is closed")
         }
     }
 

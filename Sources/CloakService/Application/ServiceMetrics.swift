@@ -30,6 +30,32 @@ final class ServiceMetrics: Sendable {
     }
     private let rateLimitedCounters = Mutex<[String: Counter]>([:])
 
+    private static var loopStalls: MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "cloak", metricName: "readyz_loop_stalled", unitName: "total",
+                             helpText: "Readiness checks failed because an event loop had not turned within server.loop_stall_s")
+    }
+    private var loopStallCounter: Counter { registry.makeCounter(descriptor: Self.loopStalls) }
+
+    private static var bucketLimited: MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "cloak", metricName: "bucket_value_limit", unitName: "total",
+                             helpText: "Creates refused because a token aliased too many distinct values of one format-preserving bucket in an hour (limits.bucket_values_per_hour), by format")
+    }
+    private let bucketLimitedCounters = Mutex<[String: Counter]>([:])
+
+    /// Counts a create refused by the bucket limit (`format` is an alias format's name).
+    func bucketLimited(_ format: String) {
+        let counter = bucketLimitedCounters.withLock { cache in
+            if let found = cache[format] { return found }
+            let made = registry.makeCounter(descriptor: Self.bucketLimited, labels: [("format", format)])
+            cache[format] = made
+            return made
+        }
+        counter.increment()
+    }
+
+    /// Counts a readiness check failed by a stalled loop.
+    func loopStalled() { loopStallCounter.increment() }
+
     /// Counts a 429 for `kind` (`anonymous` or `token`; never a token id or an address).
     func rateLimited(_ kind: String) {
         let counter = rateLimitedCounters.withLock { cache in

@@ -17,7 +17,8 @@ public enum ServiceRunner {
         sigaddset(&signals, SIGINT)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
-        let server = try HTTPServer(configuration: service.configuration.server, deferredHandler: service.handle)
+        let server = try HTTPServer(configuration: service.configuration.server, deferredHandler: service.handle,
+                                    watchdog: service.watchdog)
         let egress = try egressServer(service)
         server.start()
         egress?.start()
@@ -53,6 +54,7 @@ public enum ServiceRunner {
         configuration.port = listen.port
         configuration.tls = nil
         return try HTTPServer(configuration: configuration, deferredHandler: service.handleEgress,
-                              tunnels: { request, host, port in service.authorizeTunnel(request, host: host, port: port) })
+                              tunnels: { request, host, port in service.authorizeTunnel(request, host: host, port: port) },
+                              watchdog: service.watchdog, name: "egress")
     }
 }

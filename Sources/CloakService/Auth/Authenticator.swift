@@ -24,13 +24,19 @@ struct Identity: Sendable {
         return token.id
     }
 
+    /// Whether the caller holds a token with `aliases:create`: the only caller that gets
+    /// deterministic, deduplicated aliases and a token's rate bucket on an open endpoint.
+    var isCreator: Bool { token?.scopes.contains("aliases:create") ?? false }
+
     /// The caller of an endpoint that stores values: a token with `aliases:create` when
-    /// `openTokenize` is off; anyone otherwise. On an open endpoint an `Authorization` that is not
-    /// a Cloak token (a route's upstream credential, say) makes the caller anonymous: it gains
-    /// nothing by it.
+    /// `openTokenize` is off; anyone otherwise. On an open endpoint every caller without
+    /// `aliases:create` is exactly an anonymous one (random aliases, small alias spaces refused),
+    /// whatever else its token may do: a deterministic alias for a token that may only pay
+    /// (`egress:psp`) or delete would let it find a card from its alias by trying candidates.
     func aliasCaller(openTokenize: Bool, requiresToken: Bool = false) throws(CloakError) -> AliasCaller {
         if requiresToken || !openTokenize { _ = try require("aliases:create") }
-        return AliasCaller(mayReveal: token?.scopes.contains("aliases:reveal") ?? false, anonymous: token == nil)
+        guard isCreator else { return .anonymous }
+        return AliasCaller(mayReveal: token?.scopes.contains("aliases:reveal") ?? false, anonymous: false)
     }
 }
 

@@ -33,7 +33,8 @@ extension ServiceConfiguration {
 
     /// `limits.anonymous` and `limits.token`: `{requests_per_minute, burst}`.
     static func readLimits(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
-        guard let limits = r.mapping(node, at: "limits", allowed: ["anonymous", "token"]) else { return }
+        guard let limits = r.mapping(node, at: "limits", allowed: ["anonymous", "token", "bucket_values_per_hour"])
+        else { return }
         func read(_ key: String, _ defaults: RateLimit) -> RateLimit {
             let p = "limits.\(key)"
             guard let m = r.mapping(limits[key], at: p, allowed: ["requests_per_minute", "burst"]) else { return defaults }
@@ -46,5 +47,8 @@ extension ServiceConfiguration {
         }
         config.limits.anonymous = read("anonymous", config.limits.anonymous)
         config.limits.token = read("token", config.limits.token)
+        if let v = r.int(limits["bucket_values_per_hour"], at: "limits.bucket_values_per_hour", min: 1, max: 1_000_000) {
+            config.limits.bucketValuesPerHour = v
+        }
     }
 }

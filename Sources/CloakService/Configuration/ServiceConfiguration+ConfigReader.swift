@@ -57,13 +57,15 @@ extension ServiceConfiguration {
         var configuration = read(root, reader)
         configuration.server.refusalBody = JSONWriter.encode(CloakError(
             .tooManyConnections, "the server has reached its limit of open connections").body)
+        configuration.server.framingRefusalBody = JSONWriter.encode(CloakError.malformed(
+            "the request breaks strict HTTP/1.1 framing; the connection is closed").body)
         guard reader.issues.isEmpty else { throw ConfigurationError(issues: reader.issues) }
         return configuration
     }
 
     static let overridable: [String: [String]] = [
         "server": ["listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
-                   "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address"],
+                   "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address", "loop_stall_s"],
         "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections"],
     ]
 
@@ -84,6 +86,7 @@ extension ServiceConfiguration {
         if let server = r.mapping(top["server"], at: "server", allowed: [
             "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
             "drain_timeout_s", "tls", "header_timeout_s", "body_timeout_s", "max_connections_per_address",
+            "loop_stall_s",
         ]) {
             if let listen = r.string(server["listen"], at: "server.listen") {
                 if let (host, port) = parseListen(listen) {
@@ -118,6 +121,9 @@ extension ServiceConfiguration {
             }
             if let v = r.double(server["drain_timeout_s"], at: "server.drain_timeout_s", min: 0, max: 3600) {
                 config.server.drainTimeoutSeconds = v
+            }
+            if let v = r.double(server["loop_stall_s"], at: "server.loop_stall_s", min: 1, max: 3600) {
+                config.loopStallSeconds = v
             }
             if let tls = r.mapping(server["tls"], at: "server.tls", allowed: ["cert", "key"]), !tls.isEmpty {
                 let cert = r.string(tls["cert"], at: "server.tls.cert")

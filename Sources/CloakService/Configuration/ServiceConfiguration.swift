@@ -16,6 +16,9 @@ public struct ServiceConfiguration: Sendable {
     public var limits = RateLimits()
     /// `egress`: routes that reveal aliases on the way out, and the forward-proxy door.
     public var egress = EgressSettings()
+    /// `server.loop_stall_s`: `/readyz` answers 503 when any event loop (main listener or egress
+    /// door) has not turned for this long.
+    public var loopStallSeconds: Double = 5
 
     public init(
         server: HTTPServerConfiguration = .init(), vault: VaultSettings = .init(),
@@ -65,6 +68,9 @@ public struct ServiceConfiguration: Sendable {
     public struct RateLimits: Sendable {
         public var anonymous = RateLimit(requestsPerMinute: 600, burst: 60)
         public var token = RateLimit(requestsPerMinute: 6000, burst: 600)
+        /// Distinct values of one format-preserving bucket (a card's BIN, last four and length)
+        /// one token may alias in a sliding hour (``BucketGuessLimiter``).
+        public var bucketValuesPerHour = 30
         public init() {}
     }
 
@@ -99,7 +105,7 @@ public struct ServiceConfiguration: Sendable {
         public var header: [String]
     }
 
-    public static let knownScopes: Set<String> = ["aliases:create", "aliases:reveal", "aliases:delete", "egress:*"]
+    public static let knownScopes: Set<String> = ["aliases:create", "aliases:reveal", "aliases:update", "aliases:delete", "egress:*"]
 
     /// Whether `scope` is one Cloak knows: a fixed one or `egress:<route id>`.
     static func isKnownScope(_ scope: String) -> Bool {

@@ -6,7 +6,8 @@ import Synchronization
 
 extension CloakService {
     func egressHandler(_ identity: Identity) -> EgressHandler {
-        EgressHandler(context: context, vault: vault, settings: configuration.egress, identity: identity, metrics: egressMetrics)
+        EgressHandler(context: context, vault: vault, settings: configuration.egress, identity: identity, metrics: egressMetrics,
+                      authenticator: auth)
     }
 
     /// The ``HTTPDeferredHandler`` of the forward-proxy door (`egress.listen`): requests inside

@@ -20,6 +20,8 @@ struct EgressHandler: Sendable {
     let settings: EgressSettings
     let identity: Identity
     let metrics: EgressMetrics
+    /// Recognises a Cloak token in `Authorization`, which never goes upstream.
+    let authenticator: Authenticator
 
     /// The 407 every door answers without valid credentials.
     static func proxyAuthenticationRequired(_ identity: Identity) -> HTTPResponse {
@@ -59,16 +61,18 @@ struct EgressHandler: Sendable {
         guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
         let host = target.host.lowercased()
         let candidates = settings.routes.filter { $0.host == host && $0.port == target.port && $0.scheme.rawValue == target.scheme }
-        guard !candidates.isEmpty else {
-            return refuse(CloakError(.forbidden, "no egress route goes to this host"), route: nil)
-        }
+        // One text whether no route goes to the host or none of its routes fits: a token must not
+        // learn which hosts have routes.
         guard let route = candidates.first(where: {
             identity.mayUseEgress($0.id) && $0.allows(method: request.method.rawValue, path: request.rawPath)
         }) else {
-            return refuse(CloakError(.forbidden, "no egress route of this host allows \(request.method.rawValue) on this path for this token"), route: nil)
+            return refuse(CloakError(.forbidden, Self.noRoute), route: nil)
         }
         return forward(request, route: route, path: request.rawPath)
     }
+
+    /// The forward door's one refusal text for a request no route of the token's fits.
+    static let noRoute = "no egress route this token may use allows this request"
 
     /// Whether a CONNECT to `host:port` may open a tunnel: some route goes there and the token
     /// may use it.
@@ -88,6 +92,12 @@ struct EgressHandler: Sendable {
             // inbound routes (egress:<id> alone grants revealing to the route's upstream).
             if route.responseOperations.contains(where: { $0.action == .reveal }) { _ = try identity.require("aliases:reveal") }
         } catch { return refuse(error, route: route.id) }
+        // The provider's key goes upstream in Authorization; a Cloak token there is a client's
+        // mistake that would hand the vault's credential to a third party: refused, never sent.
+        if request.header("Authorization") != nil, authenticator.identify(request).token != nil {
+            return refuse(.malformed("the Authorization header holds a Cloak token; Cloak credentials go in Proxy-Authorization "
+                                     + "only and are never forwarded"), route: route.id)
+        }
         guard let loop = request.loop else {
             return .now(.error(CloakError(.unexpectedResponseType, "no event loop to reach the upstream from")))
         }

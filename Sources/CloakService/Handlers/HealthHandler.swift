@@ -1,10 +1,22 @@
 import CloakCore
 import CloakHTTP
 
-/// `GET /healthz` (the process answers) and `GET /readyz` (it takes traffic: not draining).
+/// `GET /healthz` (the process answers) and `GET /readyz` (it takes traffic: not draining, every
+/// event loop turning, the store answering).
 struct HealthHandler: Sendable {
     static let healthy = HTTPResponse.json(200, Array(#"{"status":"ok"}"#.utf8))
     static let ready = HTTPResponse.json(200, Array(#"{"status":"ready"}"#.utf8))
     static let draining = HTTPResponse.json(503, Array(#"{"status":"draining"}"#.utf8))
     static let storeDown = HTTPResponse.json(503, Array(#"{"status":"store unavailable"}"#.utf8))
+
+    /// An event loop has stopped turning: the node must leave rotation. Names the loops (`main-0`,
+    /// `egress-1`: their server and index, nothing from a request).
+    static func loopStalled(_ loops: [String]) -> HTTPResponse {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.member("status", "event loop stalled")
+        writer.member("loops", loops)
+        writer.endObject()
+        return .json(503, writer.takeBytes())
+    }
 }

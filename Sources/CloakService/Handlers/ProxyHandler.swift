@@ -107,7 +107,7 @@ struct ProxyHandler: Sendable {
         let exchange = TransformedExchange(
             vault: vault, request: settings.requestOperations, response: settings.responseOperations,
             requestCaller: requestCaller,
-            responseCaller: AliasCaller(mayReveal: false, anonymous: identity.token == nil),
+            responseCaller: AliasCaller(mayReveal: false, anonymous: !identity.isCreator),
             maxSelected: vault?.settings.maxBatch ?? Int.max, limitName: "vault.max_batch")
         let outgoing = request
         return .later { finish in

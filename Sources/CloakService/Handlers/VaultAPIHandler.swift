@@ -130,10 +130,16 @@ struct VaultAPIHandler: Sendable {
         }
     }
 
-    /// `PUT /aliases/{alias}` with `{"data":{"classifiers":[...]}}`.
+    /// `PUT /aliases/{alias}` with `{"data":{"classifiers":[...]}}`: scope `aliases:update` (a
+    /// creator must not rewrite other callers' records, nor learn which aliases exist), audited.
+    /// The scope is checked before anything is looked up, and an alias that is malformed, unknown
+    /// or expired gets the same 404.
     func update(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
-        _ = try identity.require("aliases:create")
-        guard Self.isPlausibleAlias(alias) else { throw .notFound("no such alias") }
+        let tokenID = try identity.require("aliases:update")
+        guard Self.isPlausibleAlias(alias) else {
+            Self.audit(logger, "update", tokenID, alias, "not_found")
+            throw .notFound("no such alias")
+        }
         guard case let .object(top) = try request.jsonBody(), top.count == 1, top[0].key == "data",
             case let .object(data) = top[0].value, data.count == 1, data[0].key == "classifiers"
         else { throw .malformed("expected {\"data\":{\"classifiers\":[...]}}") }
@@ -141,8 +147,12 @@ struct VaultAPIHandler: Sendable {
         return .later { finish in
             vault.setClassifiers(classifiers, alias: alias) { result in
                 switch result {
-                case .success: finish(HTTPResponse(status: 204))
-                case let .failure(error): finish(.error(error.cloakError { _ in "alias" }))
+                case .success:
+                    Self.audit(logger, "update", tokenID, alias, "ok")
+                    finish(HTTPResponse(status: 204))
+                case let .failure(error):
+                    Self.audit(logger, "update", tokenID, alias, error == .notFound ? "not_found" : "error")
+                    finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
         }

@@ -28,12 +28,15 @@ struct TokenBucket: Sendable {
         self.limit = limit
     }
 
-    /// Takes a token: nil when the request may go, else the whole seconds until one is back.
-    mutating func take(limit: RateLimit, now: UInt64) -> Int? {
+    /// Takes `cost` tokens: nil when the request may go, else the whole seconds until one is
+    /// back. A request that finds at least one token goes and takes its whole cost, which may
+    /// leave the bucket in debt (a batch larger than the burst still goes, once; the requests
+    /// after it wait until the debt is paid back at the limit's rate).
+    mutating func take(limit: RateLimit, now: UInt64, cost: Int = 1) -> Int? {
         self.limit = limit
         refill(limit: limit, now: now)
         if tokens >= 1 {
-            tokens -= 1
+            tokens -= Double(max(cost, 0))
             return nil
         }
         let perSecond = Double(limit.requestsPerMinute) / 60

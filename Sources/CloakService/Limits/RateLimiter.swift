@@ -40,15 +40,15 @@ final class RateLimiter: Sendable {
         shards = (0..<Self.shardCount).map { _ in Shard() }
     }
 
-    /// Takes one request from `key`'s bucket: nil when it may go, else the seconds to wait.
-    func take(_ key: Key, limit: RateLimit, now: UInt64) -> Int? {
+    /// Takes `cost` requests from `key`'s bucket: nil when it may go, else the seconds to wait.
+    func take(_ key: Key, limit: RateLimit, now: UInt64, cost: Int = 1) -> Int? {
         let shard = shards[Int(UInt(bitPattern: key.hashValue) % UInt(Self.shardCount))]
         return shard.buckets.withLock { buckets -> Int? in
             if buckets.count >= Self.maxKeysPerShard && buckets[key] == nil {
                 Self.prune(&buckets, now: now)
             }
             // One lookup: the bucket is taken from in place (a new one made only when missing).
-            return buckets[key, default: TokenBucket(limit: limit, now: now)].take(limit: limit, now: now)
+            return buckets[key, default: TokenBucket(limit: limit, now: now)].take(limit: limit, now: now, cost: cost)
         }
     }
 

@@ -42,14 +42,18 @@ public enum VaultBootstrap {
     }
 
     /// The store a `vault.store` value names: `sqlite:PATH` or `postgres://…`.
+    ///
+    /// A PostgreSQL URL is parsed here (``PostgresURL``) before libpq sees anything; a URL that
+    /// does not parse, or names no store, is refused with a message that quotes none of it (it
+    /// may hold a password).
     public static func store(url: String) throws -> any AliasStore {
         if url.hasPrefix("sqlite:") {
             return try SQLiteAliasStore(path: String(url.dropFirst("sqlite:".count)))
         }
         if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-            return try PostgreSQLAliasStore(url: url)
+            return try PostgreSQLAliasStore(url: PostgresURL(parsing: url))
         }
-        throw Error(description: "store \(StoreURL.redacted(url)): expected sqlite:PATH or postgres://…")
+        throw Error(description: "the store URL must be sqlite:PATH, postgres://… or postgresql://…")
     }
 
     public static func open(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?)

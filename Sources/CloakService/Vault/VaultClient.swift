@@ -1,5 +1,7 @@
+import CloakCore
 import CloakHTTP
 import CloakVault
+import Dispatch
 
 /// The vault as one request's handlers use it: every completion runs on the request's loop
 /// thread. Encoding the answer, counting it in metrics and writing its log line are then loop
@@ -10,11 +12,16 @@ struct VaultClient: Sendable {
     /// The request's loop; nil outside a server (in-process callers), where completions run
     /// wherever the vault calls them.
     let loop: LoopHandle?
+    /// The limits a token holder's creates pass first (nil: anonymous callers and in-process use).
+    var admission: CreateAdmission? = nil
 
     var settings: Vault.Settings { vault.settings }
 
     func createAliases(_ requests: [AliasRequest], caller: AliasCaller,
                        completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void) {
+        if !caller.anonymous, let admission, let refusal = admission.admit(requests, vault: vault) {
+            return completion(.failure(refusal))
+        }
         vault.createAliases(requests, caller: caller) { result in onLoop { completion(result) } }
     }
 
@@ -37,4 +44,35 @@ struct VaultClient: Sendable {
     private func onLoop(_ work: @escaping @Sendable () -> Void) {
         if let loop { loop.execute(work) } else { work() }
     }
+}
+
+/// What a token holder's create passes before the vault: its rate bucket is charged one request
+/// per value (the request itself paid for the first), and each format-preserving bucket it
+/// aliases is held to `limits.bucket_values_per_hour` distinct values (``BucketGuessLimiter``).
+struct CreateAdmission: Sendable {
+    let tokenID: String
+    let limiter: BucketGuessLimiter
+    let valuesPerHour: Int
+    /// Takes `n` more from the token's rate bucket: nil when it may go, else seconds to wait.
+    let charge: @Sendable (_ n: Int) -> Int?
+    /// Told of a refusal by the bucket limit (metric and audit line).
+    let refused: @Sendable (AliasFormatName) -> Void
+
+    /// nil when the request may go on, else the refusal to answer (nothing is written).
+    func admit(_ requests: [AliasRequest], vault: Vault) -> VaultError? {
+        if requests.count > 1, let wait = charge(requests.count - 1) {
+            return .refused(retryAfter: wait, reason: "too many values for this token's rate (each value counts as a request)")
+        }
+        let buckets = vault.guessBuckets(requests).compactMap { $0 }
+        guard let refusal = limiter.admit(token: tokenID, buckets, limit: valuesPerHour, now: LoopClock.now()) else { return nil }
+        refused(refusal.format)
+        return .refused(retryAfter: refusal.retryAfter, reason:
+            "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values sharing kept characters within an hour "
+            + "(limits.bucket_values_per_hour)")
+    }
+}
+
+/// The monotonic clock in nanoseconds.
+enum LoopClock {
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }

@@ -58,8 +58,16 @@ public final class PostgreSQLAliasStore: AliasStore {
         """,
     ]
 
-    /// Connects to `url` (`postgres://user:password@host:port/db?sslmode=…`) and migrates the schema.
+    /// Connects to `url` (`postgres://user:password@host:port/db?sslmode=…`, read by
+    /// ``PostgresURL``: a URL it refuses is `unavailable` with a message that quotes none of it)
+    /// and migrates the schema.
     public init(url: String) throws(StoreError) {
+        db = try PostgreSQLConnection(url: url)
+        try migrate()
+    }
+
+    /// Connects with the parts of a parsed URL (libpq never sees the URL's text) and migrates the schema.
+    public init(url: PostgresURL) throws(StoreError) {
         db = try PostgreSQLConnection(url: url)
         try migrate()
     }

@@ -6,10 +6,14 @@ import Foundation
 /// big-endian), so no value is ever quoted into SQL text.
 ///
 /// Errors name the operation and PostgreSQL's primary message only: its DETAIL (which quotes key
-/// values, such as an alias) and the URL's password never reach an error.
+/// values, such as an alias) and the password never reach an error. libpq gets the URL's parts as
+/// keywords, never the URL's text (``PostgresURL``), and any message of libpq's is scrubbed of the
+/// password before it is shown.
 final class PostgreSQLConnection {
     private var conn: OpaquePointer?
-    private let url: String
+    private let url: PostgresURL
+    /// Texts no message may show: the URL's password, and `PGPASSWORD` (libpq's fallback).
+    private let secrets: [String]
     /// Rows changed by the last command.
     private(set) var changes = 0
     /// Statements prepared on this connection, by SQL text: parsed and planned once, not per call
@@ -40,18 +44,34 @@ final class PostgreSQLConnection {
 
     /// Connects; `connectTimeout` bounds the TCP connect and authentication, and TCP keepalives and
     /// a user timeout make a dead server fail a query within about `failureTimeout` seconds instead
-    /// of the kernel's minutes.
-    init(url: String, connectTimeout: Int = 5, failureTimeout: Int = 10) throws(StoreError) {
+    /// of the kernel's minutes. The URL's own parameters (`connect_timeout=…`) win over these.
+    init(url: PostgresURL, connectTimeout: Int = 5, failureTimeout: Int = 10) throws(StoreError) {
         self.url = url
+        let secrets = [url.password, ProcessInfo.processInfo.environment["PGPASSWORD"]].compactMap { $0 }.filter { !$0.isEmpty }
+        self.secrets = secrets
         conn = Self.connect(url, connectTimeout: connectTimeout, failureTimeout: failureTimeout)
         guard let conn, PQstatus(conn) == CONNECTION_OK else {
-            let why = conn.map { Self.firstLine(PQerrorMessage($0)) } ?? "out of memory"
+            let why = conn.map { Self.scrubbed(Self.firstLine(PQerrorMessage($0)), secrets) } ?? "out of memory"
             if let conn { PQfinish(conn) }
             self.conn = nil
-            throw .unavailable("cannot connect to PostgreSQL at \(StoreURL.redacted(url)): \(why)")
+            throw .unavailable("cannot connect to PostgreSQL at \(url): \(why)")
         }
         self.failureTimeout = failureTimeout
         self.connectTimeout = connectTimeout
+    }
+
+    /// Parses `url` (``PostgresURL``) and connects.
+    convenience init(url: String, connectTimeout: Int = 5, failureTimeout: Int = 10) throws(StoreError) {
+        try self.init(url: PostgreSQLConnection.parse(url), connectTimeout: connectTimeout, failureTimeout: failureTimeout)
+    }
+
+    /// The parsed URL, or `unavailable` with the parser's message (which quotes none of the URL).
+    static func parse(_ url: String) throws(StoreError) -> PostgresURL {
+        do throws(PostgresURL.Error) {
+            return try PostgresURL(parsing: url)
+        } catch {
+            throw .unavailable(error.description)
+        }
     }
 
     private var failureTimeout = 10
@@ -59,21 +79,24 @@ final class PostgreSQLConnection {
 
     deinit { if let conn { PQfinish(conn) } }
 
-    private static func connect(_ url: String, connectTimeout: Int, failureTimeout: Int) -> OpaquePointer? {
-        // The URL first (expand_dbname), then settings that override what it says.
-        let pairs: [(String, String)] = [
-            ("dbname", url), ("connect_timeout", String(connectTimeout)), ("application_name", "cloak"),
-            ("keepalives", "1"), ("keepalives_idle", "5"), ("keepalives_interval", "2"), ("keepalives_count", "3"),
-            ("tcp_user_timeout", String(failureTimeout * 1000)),
+    /// Connects with keywords only (`expand_dbname` 0: no value is read as a URL or a connection
+    /// string). Cloak's settings first; the URL's parts and parameters replace them.
+    private static func connect(_ url: PostgresURL, connectTimeout: Int, failureTimeout: Int) -> OpaquePointer? {
+        var settings: [String: String] = [
+            "connect_timeout": String(connectTimeout), "application_name": "cloak",
+            "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3",
+            "tcp_user_timeout": String(failureTimeout * 1000),
             // Notices ("relation … already exists, skipping") would go to standard error.
-            ("options", "-c client_min_messages=warning"),
+            "options": "-c client_min_messages=warning",
         ]
-        let keywords = pairs.map { strdup($0.0) }
-        let values = pairs.map { strdup($0.1) }
+        settings.merge(url.keywords) { _, fromURL in fromURL }
+        let pairs = settings.sorted { $0.key < $1.key }
+        let keywords = pairs.map { strdup($0.key) }
+        let values = pairs.map { strdup($0.value) }
         defer { (keywords + values).forEach { free($0) } }
         var k: [UnsafePointer<CChar>?] = keywords.map { UnsafePointer($0) } + [nil]
         var v: [UnsafePointer<CChar>?] = values.map { UnsafePointer($0) } + [nil]
-        return PQconnectdbParams(&k, &v, 1)
+        return PQconnectdbParams(&k, &v, 0)
     }
 
     /// Whether the connection is up.
@@ -169,13 +192,13 @@ final class PostgreSQLConnection {
     /// `aliasTaken`, on a fingerprint `fingerprintTaken`; a full disk `full`; anything else
     /// `unavailable` with the operation and PostgreSQL's primary message.
     private func check(_ result: OpaquePointer?, _ what: String) throws(StoreError) {
-        guard let result else { throw .unavailable("\(what): \(conn.map { Self.firstLine(PQerrorMessage($0)) } ?? "no connection")") }
+        guard let result else { throw .unavailable("\(what): \(conn.map { scrub(Self.firstLine(PQerrorMessage($0))) } ?? "no connection")") }
         let status = PQresultStatus(result)
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY { return }
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
         let constraint = PQresultErrorField(result, Int32(UInt8(ascii: "n"))).map { String(cString: $0) } ?? ""
-        let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
-            ?? conn.map { Self.firstLine(PQerrorMessage($0)) } ?? "failed"
+        let primary = scrub(PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+            ?? conn.map { Self.firstLine(PQerrorMessage($0)) } ?? "failed")
         switch state {
         case "23505" where constraint == "records_fingerprint_key" || constraint == "aliases_record_format_key":
             throw .fingerprintTaken
@@ -190,6 +213,14 @@ final class PostgreSQLConnection {
         guard let message else { return "unknown error" }
         return String(cString: message).split(separator: "\n").first.map(String.init) ?? "unknown error"
     }
+
+    /// `message` with every occurrence of a secret replaced by `***`. libpq does not quote the
+    /// password in its messages today; this makes sure no version of it (nor the server) can.
+    static func scrubbed(_ message: String, _ secrets: [String]) -> String {
+        secrets.reduce(message) { text, secret in text.replacingOccurrences(of: secret, with: "***") }
+    }
+
+    private func scrub(_ message: String) -> String { Self.scrubbed(message, secrets) }
 }
 
 /// Store URLs as they may be shown: `postgres://user:***@host/db`.
