@@ -126,6 +126,18 @@ import Testing
         #expect(metrics.contains(#"cloak_bucket_value_limit_total{format="FPE_SIX_T_FOUR"} 2"#), "\(metrics)")
     }
 
+    @Test func tokenFormatsAreHeldToTheBucketLimitToo() throws {
+        // An SSN under GENERIC_T_FOUR shows its last four: 10^5 candidates share them.
+        let server = try Self.server([("  bucket_values_per_hour: 30 ", "  bucket_values_per_hour: 5 ")])
+        defer { server.stop() }
+        let ssns = (0..<6).map { String(format: "%03d-%02d-6789", 100 + $0, 10 + $0) }
+        let r = try server.client().request("POST", "/aliases", json: Self.body(ssns, format: "GENERIC_T_FOUR"),
+                                            headers: Self.bearer(TestServer.createOnlyToken))
+        #expect(r.status == 429 && r.errorCode == 1429, "\(r.text)")
+        #expect(try server.client().request("POST", "/aliases", json: Self.body(Array(ssns.prefix(5)), format: "GENERIC_T_FOUR"),
+                                            headers: Self.bearer(TestServer.createOnlyToken)).status == 201)
+    }
+
     @Test func aCreatorsRateBucketIsChargedPerValue() throws {
         let server = try Self.server([("token: {requests_per_minute: 10000000, burst: 1000000}",
                                        "token: {requests_per_minute: 1, burst: 10}")])
@@ -160,6 +172,19 @@ import Testing
         #expect(f.upstream.received.last?.header("Authorization") == "Bearer sk_test_psp")
     }
 
+    @Test(arguments: ["Basic " + Data("backend:\(TestServer.fullToken)".utf8).base64EncodedString(),
+                      "Bearer \(TestServer.fullToken)", TestServer.fullToken])
+    func everyAuthorizationHeaderAndSchemeIsChecked(value: String) throws {
+        let f = try EgressFixture()
+        defer { f.stop() }
+        let r = try f.server.client().request(
+            "POST", "/egress/psp/v1/charges", json: #"{"amount":1}"#,
+            headers: [("Proxy-Authorization", "Bearer \(EgressFixture.egressToken)"), ("Authorization", "Bearer sk_test_psp"),
+                      ("Authorization", value)])
+        #expect(r.status == 400 && r.errorCode == 1002, "\(r.text)")
+        #expect(f.upstream.received.isEmpty)
+    }
+
     @Test func aCloakTokenInAuthorizationIsNeverForwardedThroughATunnel() throws {
         let f = try EgressFixture()
         defer { f.stop() }
@@ -170,6 +195,40 @@ import Testing
         ])
         #expect(r.out.contains("1002"), "\(r.out) \(r.err)")
         #expect(f.upstream.received.isEmpty)
+    }
+
+    /// The review of the fix: a forward-door connection refused by the per-address limit kept
+    /// its filter (and socket) alive for good; it is closed now.
+    @Test func aForwardDoorConnectionOverThePerAddressLimitIsClosedAndFreed() throws {
+        let yaml = TestServer.configurationWithTokens + """
+
+            egress:
+              listen: "127.0.0.1:0"
+              routes:
+                - {id: psp, upstream: "https://127.0.0.1:9", allow_private: true}
+
+            """
+        let server = try TestServer(yaml: yaml, environment: ["CLOAK_SERVER_MAX_CONNECTIONS_PER_ADDRESS": "1"])
+        defer { server.stop() }
+        let port = try #require(server.egress?.port)
+        let held = try RawHTTPClient(port: port)
+        try held.send("GET")  // counted, never finished
+        func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0 }
+        let before = descriptors()
+        for _ in 0..<20 {
+            let refused = try RawHTTPClient(port: port, timeout: 5)
+            let answer = try refused.readResponse()
+            #expect(answer.status == 503, "\(answer.status) \(answer.text)")
+            #expect(refused.waitForClose(timeout: 5), "a refused connection stayed open")
+        }
+        // Every refused socket is closed on the server's side too (polled: closes are a loop turn late).
+        var settled = false
+        for _ in 0..<100 where !settled {
+            settled = descriptors() <= before + 2
+            if !settled { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        #expect(settled, "descriptors grew from \(before) to \(descriptors())")
+        _ = held
     }
 
     // MARK: 5. PUT /aliases/{alias}

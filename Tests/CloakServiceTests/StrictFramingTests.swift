@@ -45,4 +45,20 @@ import Testing
         let statuses = try (0..<3).map { _ in try client.readResponse().status }
         #expect(statuses == [200, 200, 200])
     }
+
+    /// A smuggled request sent while the one before it is with the handler (evhttp reads nothing
+    /// then, and the input callback is off): judged when the answer goes out, then refused.
+    @Test func aViolationSentDuringTheHandlingOfTheRequestBeforeIsRefused() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port, timeout: 5)
+        let tokenize = #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#
+        try client.send("POST /tokens HTTP/1.1\r\nHost: x\r\nContent-Length: \(tokenize.utf8.count)\r\n\r\n\(tokenize)")
+        try client.send("POST /tokens HTTP/1.1\r\nHost: x\r\nContent-Length: +\(tokenize.utf8.count)\r\n\r\n\(tokenize)")
+        let first = try client.readResponse()
+        let second = try client.readResponse()
+        #expect(first.status == 201, "\(first.text)")
+        #expect(second.status == 400 && second.errorCode == 1002, "\(second.text)")
+        #expect(client.waitForClose(timeout: 5))
+    }
 }

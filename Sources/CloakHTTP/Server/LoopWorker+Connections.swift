@@ -88,6 +88,8 @@ extension LoopWorker {
                     budget.release()
                     if !connection.isTLS { connection.writeNow(Self.refusal(configuration.refusalBody)) }
                     evhttp_connection_free(evcon)
+                    // No close callback was set: the filter's reference goes back here.
+                    if let filter = connection.tunnelFilter { releaseLater(filter) }
                     continue
                 }
                 connection.evcon = evcon
@@ -162,7 +164,13 @@ extension LoopWorker {
         // answered, and the next request then finds the violation.
         let broken = connections.filter { $0.value.framing.isViolated && $0.value.clock.phase != .handling }
         for (evcon, connection) in broken {
-            if !connection.isTLS && connection.tunnel == nil { connection.writeNow(Self.canned(400, "Bad Request", configuration.framingRefusalBody)) }
+            // Only on a plain connection, and only when evhttp has nothing queued to write (its
+            // own error answer would interleave with this one).
+            if !connection.isTLS && connection.tunnel == nil,
+                let output = bufferevent_get_output(connection.bufferevent), evbuffer_get_length(output) == 0
+            {
+                connection.writeNow(Self.canned(400, "Bad Request", configuration.framingRefusalBody))
+            }
             evhttp_connection_free(evcon)
         }
     }

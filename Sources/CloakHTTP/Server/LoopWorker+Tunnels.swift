@@ -18,7 +18,13 @@ extension LoopWorker {
         else {
             return answerConnect(req, Self.connectError(400, "a CONNECT inside a tunnel is not served"))
         }
-        guard request.violation == nil, let uri = evhttp_request_get_evhttp_uri(req),
+        if request.violation != nil {
+            // A CONNECT that broke framing (or any other rule of the request): refused and closed.
+            var refusal = Self.connectError(400, "the CONNECT request is malformed")
+            refusal.headers.append(("Connection", "close"))
+            return answerConnect(req, refusal)
+        }
+        guard let uri = evhttp_request_get_evhttp_uri(req),
             let hostPointer = evhttp_uri_get_host(uri), hostPointer.pointee != 0, evhttp_uri_get_port(uri) > 0
         else {
             return answerConnect(req, Self.connectError(400, "CONNECT needs host:port"))

@@ -229,7 +229,7 @@ final class LoopWorker: @unchecked Sendable {
         var closeAfter = draining
         let evcon = evhttp_request_get_connection(req)
         let connection = evcon.flatMap { connections[$0] }
-        connection?.clock.dispatched(now: Self.now())
+        connection?.dispatched(now: Self.now())
 
         guard let method = Libevent.method(evhttp_request_get_command(req)) else {
             evhttp_send_error(req, 501, nil)
@@ -251,7 +251,7 @@ final class LoopWorker: @unchecked Sendable {
             if let q = evhttp_uri_get_query(uri) { query = String(cString: q) }
         }
         let headers = Libevent.headers(evhttp_request_get_input_headers(req))
-        if let broken = connection?.framing.violation {
+        if let broken = connection?.violationOfCurrentRequest {
             // Judged on the raw bytes before evhttp read them (ServerConnection.framing).
             violation = .malformedFraming(reason: broken.description)
             closeAfter = true

@@ -50,24 +50,56 @@ final class ServerConnection {
         watchInput(input)
     }
 
-    /// The answer was sent: the next head's clock starts, and whatever the client already sent
-    /// of its next request (pipelined) is given to the clock now (the framing scan saw it when
-    /// it arrived).
+    /// Requests evhttp handed to the loop on this connection.
+    @exclusivity(unchecked) private(set) var requestsDispatched = 0
+
+    /// The framing violation of the request just dispatched: nil for a request whose bytes were
+    /// all framed before the violation (a pipelined one ahead of it is answered as usual).
+    var violationOfCurrentRequest: RequestFraming.Violation? {
+        guard let violation = framing.violation, requestsDispatched > framing.requestsFramed else { return nil }
+        return violation
+    }
+
+    /// The input buffer's length when the request was handed to the handler: evhttp stops
+    /// reading then and touches the buffer again only after the answer, so what lies past it
+    /// at the answer arrived while the callback was off.
+    @exclusivity(unchecked) private var lengthAtDispatch = 0
+
+    /// The request was read whole and handed to the handler: evhttp reads nothing more until
+    /// it is answered, so the input callback goes off (it would see only evhttp's drains).
+    func dispatched(now: UInt64) {
+        clock.dispatched(now: now)
+        requestsDispatched += 1
+        guard let input = bufferevent_get_input(bufferevent) else { return }
+        lengthAtDispatch = evbuffer_get_length(input)
+        watchInput(input)
+    }
+
+    /// The answer was sent: the next head's clock starts, whatever the client already sent of
+    /// its next request (pipelined) is given to the clock now, and bytes that came while the
+    /// callback was off are given to the framing scan.
     func answered(now: UInt64) {
         clock.answered(now: now)
         guard let input = bufferevent_get_input(bufferevent) else { return }
-        if evbuffer_get_length(input) > 0 { peek(input, from: 0) { clock.received($0, now: now) } }
+        let length = evbuffer_get_length(input)
+        if framing.isScanning && length > lengthAtDispatch {
+            peek(input, from: lengthAtDispatch) { framing.consume($0) != .scanning }
+        }
+        lengthAtDispatch = 0
+        if length > 0 { peek(input, from: 0) { clock.received($0, now: now) } }
         watchInput(input)
     }
 
     /// Whether ``inputCallback`` is enabled (it is when added).
     @exclusivity(unchecked) private var watching = true
 
-    /// The input callback is wanted while a head is awaited or the framing scan runs (every
-    /// byte, bodies included, until a violation). evbuffer calls it on every change to the
-    /// buffer, each line evhttp reads and drains included; only additions are looked at.
+    /// The input callback is wanted while a head is awaited, and while the framing scan runs
+    /// (every byte, bodies included, until a violation) except from a request's dispatch to its
+    /// answer, when evhttp reads nothing (``answered(now:)`` scans what came meanwhile). evbuffer
+    /// calls it on every change to the buffer, each line evhttp reads and drains included; only
+    /// additions are looked at.
     private func watchInput(_ input: OpaquePointer) {
-        let wanted = clock.phase == .awaitingHead || framing.isScanning
+        let wanted = clock.phase == .awaitingHead || (framing.isScanning && clock.phase != .handling)
         guard wanted != watching, let entry = inputCallback else { return }
         if wanted {
             evbuffer_cb_set_flags(input, entry, UInt32(EVBUFFER_CB_ENABLED))

@@ -150,9 +150,13 @@ public final class CloakService: Sendable {
         } else {
             identity = auth.identify(request)
         }
-        var openEndpoint = false
-        if case let .found(endpoint, _, _) = resolution { openEndpoint = Self.openEndpoints.contains(endpoint) }
-        try checkRate(request, identity: identity, open: openEndpoint)
+        var anonymousRate = false
+        if case let .found(endpoint, _, _) = resolution {
+            anonymousRate = Self.openEndpoints.contains(endpoint) && !identity.isCreator
+                // A route's reveal needs the token's own scope: that token keeps its own bucket.
+                && !(endpoint == .proxy && identity.token?.scopes.contains("aliases:reveal") == true)
+        }
+        try checkRate(request, identity: identity, anonymous: anonymousRate)
         switch resolution {
         case .notFound:
             throw .notFound("no such endpoint")
@@ -174,13 +178,13 @@ public final class CloakService: Sendable {
 
     /// Past its rate (per token id, else per client address): 429 with `Retry-After`. Health
     /// probes are never limited: a balancer must not take a node out because of its own checks.
-    /// On an open endpoint a token without `aliases:create` takes from its address's anonymous
-    /// bucket, like any anonymous caller.
-    func checkRate(_ request: HTTPRequest, identity: Identity, open: Bool = false) throws(CloakError) {
+    /// With `anonymous` (an open endpoint, a token without `aliases:create`) the token takes
+    /// from its address's anonymous bucket, like any anonymous caller.
+    func checkRate(_ request: HTTPRequest, identity: Identity, anonymous: Bool = false) throws(CloakError) {
         if request.path == "/healthz" || request.path == "/readyz" { return }
         let key: RateLimiter.Key
         var limit: RateLimit
-        if let token = identity.token, !open || identity.isCreator {
+        if let token = identity.token, !anonymous {
             key = .token(token.id)
             limit = tokenLimit(token)
         } else {
@@ -204,9 +208,11 @@ public final class CloakService: Sendable {
     }
 
     /// The limits a token holder's creates pass before the vault (see ``CreateAdmission``); nil
-    /// for callers without `aliases:create`, whose aliases are random.
+    /// for callers without a token. Callers without `aliases:create` get random aliases on the
+    /// open endpoints (the admission is then never asked); on the egress doors a route's
+    /// operations alias deterministically for any token that may use it, under these limits.
     func admission(for identity: Identity) -> CreateAdmission? {
-        guard identity.isCreator, let token = identity.token else { return nil }
+        guard let token = identity.token else { return nil }
         let limit = tokenLimit(token)
         return CreateAdmission(
             tokenID: token.id, limiter: guessLimiter, valuesPerHour: configuration.limits.bucketValuesPerHour,
@@ -215,11 +221,11 @@ public final class CloakService: Sendable {
                 if wait != nil { metrics.rateLimited("token") }
                 return wait
             },
-            refused: { [metrics, logger] format in
+            refused: { [metrics, logger] format, enforced in
                 metrics.bucketLimited(format.rawValue)
                 logger.warning("audit", metadata: [
                     "action": "bucket_limit", "token_id": .string(token.id), "format": .string(format.rawValue),
-                    "result": "refused",
+                    "result": .string(enforced ? "refused" : "counted"),
                 ])
             })
     }

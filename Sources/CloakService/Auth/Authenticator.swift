@@ -111,6 +111,28 @@ extension Authenticator {
     }
 }
 
+extension Authenticator {
+    /// Whether an `Authorization` value carries a Cloak token's secret in any form a client
+    /// might send it: `Bearer <token>`, or `Basic` with the token as the password (any user) or
+    /// as the whole credential.
+    func holdsToken(_ header: String) -> Bool {
+        let bytes = Array(header.utf8).trimmingSpaces()
+        if Self.hasScheme(bytes, Self.bearer) {
+            return token(presenting: bytes.dropFirst(Self.bearer.count).trimmingSpaces()) != nil
+        }
+        if Self.hasScheme(bytes, Self.basic),
+            let data = Data(base64Encoded: Data(bytes.dropFirst(Self.basic.count).trimmingSpaces()))
+        {
+            let decoded = Array(data)
+            if token(presenting: decoded) != nil { return true }
+            if let colon = decoded.firstIndex(of: UInt8(ascii: ":")), token(presenting: Array(decoded[(colon + 1)...])) != nil {
+                return true
+            }
+        }
+        return token(presenting: bytes) != nil  // a bare token
+    }
+}
+
 extension Identity {
     /// Whether the token may use egress route `id` (`egress:<id>` or `egress:*`).
     func mayUseEgress(_ id: String) -> Bool {

@@ -7,7 +7,7 @@ import Synchronization
 extension CloakService {
     func egressHandler(_ identity: Identity) -> EgressHandler {
         EgressHandler(context: context, vault: vault, settings: configuration.egress, identity: identity, metrics: egressMetrics,
-                      authenticator: auth)
+                      authenticator: auth, admission: admission(for: identity))
     }
 
     /// The ``HTTPDeferredHandler`` of the forward-proxy door (`egress.listen`): requests inside

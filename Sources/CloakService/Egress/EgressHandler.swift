@@ -22,6 +22,8 @@ struct EgressHandler: Sendable {
     let metrics: EgressMetrics
     /// Recognises a Cloak token in `Authorization`, which never goes upstream.
     let authenticator: Authenticator
+    /// The caller's limits on aliasing (``CreateAdmission``).
+    let admission: CreateAdmission?
 
     /// The 407 every door answers without valid credentials.
     static func proxyAuthenticationRequired(_ identity: Identity) -> HTTPResponse {
@@ -94,7 +96,7 @@ struct EgressHandler: Sendable {
         } catch { return refuse(error, route: route.id) }
         // The provider's key goes upstream in Authorization; a Cloak token there is a client's
         // mistake that would hand the vault's credential to a third party: refused, never sent.
-        if request.header("Authorization") != nil, authenticator.identify(request).token != nil {
+        if request.headers.contains(where: { $0.name.caseInsensitiveEquals("Authorization") && authenticator.holdsToken($0.value) }) {
             return refuse(.malformed("the Authorization header holds a Cloak token; Cloak credentials go in Proxy-Authorization "
                                      + "only and are never forwarded"), route: route.id)
         }
@@ -107,9 +109,11 @@ struct EgressHandler: Sendable {
         let headers = withoutHopByHop(request.headers).filter {
             !$0.name.caseInsensitiveEquals("host") && !$0.name.caseInsensitiveEquals("content-length")
         }
+        // Deterministic aliases for the route's redactions (an answer's card comes back as its
+        // stored alias), under the token's admission: per-value charge and bucket limit.
         let caller = AliasCaller(mayReveal: false, anonymous: false)
         let exchange = TransformedExchange(
-            vault: vault.map { VaultClient(vault: $0, loop: request.loop) }, request: route.requestOperations,
+            vault: vault.map { VaultClient(vault: $0, loop: request.loop, admission: admission) }, request: route.requestOperations,
             response: route.responseOperations, requestCaller: caller,
             responseCaller: caller, maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases),
             limitName: "max_aliases of route \(route.id) (and vault.max_batch)")

@@ -2,37 +2,37 @@ import CloakCore
 import CloakVault
 import Synchronization
 
-/// How many distinct values of one format-preserving bucket (``GuessBucket``: a card's BIN, last
-/// four and length) each token aliases in a sliding hour: `limits.bucket_values_per_hour`.
+/// How many distinct values of one bucket (``GuessBucket``: a card's BIN, last four and length;
+/// a value's shape and last four) each token aliases in a sliding hour:
+/// `limits.bucket_values_per_hour`.
 ///
-/// A token with `aliases:create` gets deterministic aliases, so with an alias in hand it could
-/// alias every candidate of the alias's bucket and compare (10^5 for a 16-digit card with BIN and
-/// last four kept). A real backend aliases a few distinct cards of one bucket an hour; past the
-/// limit the request is refused whole (429, 1429), audited and counted, so guessing one card at
-/// the default 30 an hour takes about 1,700 hours on average (10^5 / 2 / 30) and raises an
-/// alert on its first refused request. Values aliased before in the window count once.
+/// A token that gets deterministic aliases could, with an alias in hand, alias every candidate
+/// of the alias's bucket and compare (10^5 for a 16-digit card with BIN and last four kept). A
+/// real backend aliases a few distinct cards of one bucket an hour; past the limit the request is
+/// refused whole (429, 1429), audited and counted, so guessing one card at the default 30 an hour
+/// takes about 1,700 hours on average (10^5 / 2 / 30). Values aliased before in the window count
+/// once. Values redacted from an upstream's answer are counted and alerted on but never refused
+/// (the upstream has acted by then).
 ///
-/// Memory is bounded per token (``maxBucketsPerToken`` windows of at most `limit` tags each);
-/// a token past it is refused until its oldest window expires: only that token, never others.
+/// State is per token, in shards (one lock per shard, never a global one), each token's windows
+/// in one reference changed in place. Memory is bounded per token (``maxBucketsPerToken``
+/// windows of at most `limit` tags of 32 bytes); past it the token's expired windows are dropped,
+/// and if none can be, the token is refused until its oldest expires: only that token.
 final class BucketGuessLimiter: Sendable {
     static let window: UInt64 = 3_600 * 1_000_000_000
     static let maxBucketsPerToken = 100_000
+    static let shardCount = 16
 
-    /// One bucket's distinct values and when each was first seen in the window.
+    /// One bucket's distinct values and when each was first seen, oldest first.
     struct Window: Sendable {
-        var seen: [(value: [UInt8], at: UInt64)] = []
+        var seen: [(value: GuessTag, at: UInt64)] = []
 
         mutating func expire(now: UInt64) {
-            if let first = seen.first, now &- first.at < BucketGuessLimiter.window { return }
+            guard let first = seen.first, now &- first.at >= BucketGuessLimiter.window else { return }
             seen.removeAll { now &- $0.at >= BucketGuessLimiter.window }
         }
 
-        /// Seconds until the oldest value leaves the window (at least 1).
-        func retryAfter(now: UInt64) -> Int {
-            guard let first = seen.first else { return 1 }
-            let left = BucketGuessLimiter.window &- min(now &- first.at, BucketGuessLimiter.window)
-            return max(1, Int((left + 999_999_999) / 1_000_000_000))
-        }
+        func contains(_ value: GuessTag) -> Bool { seen.contains { $0.value == value } }
     }
 
     struct Refusal: Sendable, Equatable {
@@ -40,41 +40,77 @@ final class BucketGuessLimiter: Sendable {
         let retryAfter: Int
     }
 
-    private let tokens = Mutex<[String: [[UInt8]: Window]]>([:])
+    /// Whether values past the limit are refused or only reported.
+    enum Mode: Sendable { case enforce, countOnly }
+
+    private final class TokenWindows: @unchecked Sendable {  // guarded by its shard's lock
+        var windows: [GuessTag: Window] = [:]
+    }
+
+    private final class Shard: Sendable {
+        let tokens = Mutex<[String: TokenWindows]>([:])
+    }
+
+    private let shards: [Shard] = (0..<BucketGuessLimiter.shardCount).map { _ in Shard() }
+
+    static func seconds(until expiry: UInt64, now: UInt64) -> Int {
+        let left = Self.window &- min(now &- expiry, Self.window)
+        return max(1, Int((left + 999_999_999) / 1_000_000_000))
+    }
 
     /// Admits the values of one request for `token` (all or none): nil when every bucket stays
-    /// within `limit` distinct values, else the first bucket past it. Admitted values are recorded.
-    func admit(token: String, _ buckets: [GuessBucket], limit: Int, now: UInt64) -> Refusal? {
+    /// within `limit` distinct values, else the first bucket past it. Admitted values are
+    /// recorded; with ``Mode/countOnly`` every value is recorded (up to the limit) and a bucket
+    /// past it is still returned, for the alert.
+    func admit(token: String, _ buckets: [GuessBucket], limit: Int, now: UInt64, mode: Mode = .enforce) -> Refusal? {
         guard !buckets.isEmpty else { return nil }
-        return tokens.withLock { all -> Refusal? in
-            var windows = all[token] ?? [:]
-            defer { all[token] = windows.isEmpty ? nil : windows }
-            // New values per bucket, in request order.
-            var fresh: [[UInt8]: [[UInt8]]] = [:]
-            for b in buckets {
-                var window = windows[b.bucket] ?? Window()
-                window.expire(now: now)
-                windows[b.bucket] = window
-                let known = window.seen.contains { $0.value == b.value } || fresh[b.bucket]?.contains(b.value) == true
-                if !known { fresh[b.bucket, default: []].append(b.value) }
-                if window.seen.count + (fresh[b.bucket]?.count ?? 0) > limit {
-                    windows = windows.filter { !$0.value.seen.isEmpty }
-                    return Refusal(format: b.format, retryAfter: window.retryAfter(now: now))
-                }
+        let shard = shards[Int(UInt(bitPattern: token.hashValue) % UInt(Self.shardCount))]
+        return shard.tokens.withLock { tokens -> Refusal? in
+            let state: TokenWindows
+            if let found = tokens[token] { state = found } else {
+                state = TokenWindows()
+                tokens[token] = state
             }
-            if windows.count > Self.maxBucketsPerToken {
-                windows = windows.filter { $0.value.seen.contains { now &- $0.at < Self.window } }
-                if windows.count + fresh.count > Self.maxBucketsPerToken {
-                    let oldest = windows.values.compactMap { $0.seen.first?.at }.min() ?? now
-                    let left = Self.window &- min(now &- oldest, Self.window)
-                    return Refusal(format: buckets[0].format, retryAfter: max(1, Int((left + 999_999_999) / 1_000_000_000)))
+            // New values per bucket, in request order.
+            var fresh: [GuessTag: [GuessTag]] = [:]
+            var refusal: Refusal?
+            for b in buckets {
+                state.windows[b.bucket]?.expire(now: now)
+                let window = state.windows[b.bucket]
+                let known = window?.contains(b.value) == true || fresh[b.bucket]?.contains(b.value) == true
+                if known { continue }
+                if (window?.seen.count ?? 0) + (fresh[b.bucket]?.count ?? 0) >= limit {
+                    if refusal == nil {
+                        refusal = Refusal(format: b.format, retryAfter: window?.seen.first.map { Self.seconds(until: $0.at, now: now) } ?? 1)
+                    }
+                    if mode == .enforce { break }
+                    continue
+                }
+                fresh[b.bucket, default: []].append(b.value)
+            }
+            if mode == .enforce, refusal != nil {
+                Self.dropEmpty(state, buckets)
+                return refusal
+            }
+            let newBuckets = fresh.keys.filter { state.windows[$0] == nil }.count
+            if state.windows.count + newBuckets > Self.maxBucketsPerToken {
+                state.windows = state.windows.filter { $0.value.seen.contains { now &- $0.at < Self.window } }
+                if state.windows.count + newBuckets > Self.maxBucketsPerToken {
+                    let oldest = state.windows.values.compactMap { $0.seen.first?.at }.min() ?? now
+                    return Refusal(format: buckets[0].format, retryAfter: Self.seconds(until: oldest, now: now))
                 }
             }
             for (bucket, values) in fresh {
-                for value in values { windows[bucket, default: Window()].seen.append((value, now)) }
+                for value in values { state.windows[bucket, default: Window()].seen.append((value, now)) }
             }
-            windows = windows.filter { !$0.value.seen.isEmpty }
-            return nil
+            Self.dropEmpty(state, buckets)
+            if state.windows.isEmpty { tokens[token] = nil }
+            return refusal
         }
+    }
+
+    /// Drops the windows of `buckets` that hold nothing (only those the request touched).
+    private static func dropEmpty(_ state: TokenWindows, _ buckets: [GuessBucket]) {
+        for b in buckets where state.windows[b.bucket]?.seen.isEmpty == true { state.windows[b.bucket] = nil }
     }
 }

@@ -52,11 +52,14 @@ final class RateLimiter: Sendable {
         }
     }
 
+    /// Token buckets are never forgotten while draining: tokens are few (configured), and one in
+    /// debt from a large batch would come back full. Addresses are many and never in debt.
     private static func prune(_ buckets: inout [Key: TokenBucket], now: UInt64) {
         buckets = buckets.filter { !$0.value.isFull(now: now) }
         if buckets.count >= maxKeysPerShard {
-            let byAge = buckets.sorted { $0.value.updated < $1.value.updated }
-            for (key, _) in byAge.prefix(buckets.count / 2) { buckets[key] = nil }
+            let byAge = buckets.filter { if case .address = $0.key { true } else { false } }
+                .sorted { $0.value.updated < $1.value.updated }
+            for (key, _) in byAge.prefix(byAge.count / 2) { buckets[key] = nil }
         }
     }
 

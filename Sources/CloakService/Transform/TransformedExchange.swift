@@ -83,7 +83,7 @@ struct TransformedExchange: Sendable {
             return finish(.error(CloakError(.unexpectedResponseDataFormat, "the upstream's answer: \(tooMany)")), outcome)
         }
         guard let vault else { return finish(.error(CloakError(.vaultUnavailable, "this server runs without a vault")), outcome) }
-        MessageTransformer(vault: vault, caller: responseCaller).run(selection) { result in
+        MessageTransformer(vault: vault.answering, caller: responseCaller).run(selection) { result in
             switch result {
             case let .failure(error):
                 finish(.error(error), outcome)

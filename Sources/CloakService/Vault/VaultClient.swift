@@ -17,6 +17,13 @@ struct VaultClient: Sendable {
 
     var settings: Vault.Settings { vault.settings }
 
+    /// This client for values redacted from an upstream's answer (see ``CreateAdmission/answering``).
+    var answering: VaultClient {
+        var copy = self
+        copy.admission = admission?.answering
+        return copy
+    }
+
     func createAliases(_ requests: [AliasRequest], caller: AliasCaller,
                        completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void) {
         if !caller.anonymous, let admission, let refusal = admission.admit(requests, vault: vault) {
@@ -47,28 +54,40 @@ struct VaultClient: Sendable {
 }
 
 /// What a token holder's create passes before the vault: its rate bucket is charged one request
-/// per value (the request itself paid for the first), and each format-preserving bucket it
-/// aliases is held to `limits.bucket_values_per_hour` distinct values (``BucketGuessLimiter``).
+/// per value (the request itself paid for the first), and each bucket it aliases is held to
+/// `limits.bucket_values_per_hour` distinct values (``BucketGuessLimiter``). Values redacted from
+/// an upstream's answer (``answering``) are counted and alerted on only: the upstream has acted,
+/// and refusing then would lose its answer.
 struct CreateAdmission: Sendable {
     let tokenID: String
     let limiter: BucketGuessLimiter
     let valuesPerHour: Int
     /// Takes `n` more from the token's rate bucket: nil when it may go, else seconds to wait.
     let charge: @Sendable (_ n: Int) -> Int?
-    /// Told of a refusal by the bucket limit (metric and audit line).
-    let refused: @Sendable (AliasFormatName) -> Void
+    /// Told of a bucket past the limit (metric and audit line), with whether it was refused.
+    let refused: @Sendable (AliasFormatName, _ enforced: Bool) -> Void
+    var mode = BucketGuessLimiter.Mode.enforce
+
+    /// The same limits for values redacted from an upstream's answer: no charge, no refusal.
+    var answering: CreateAdmission {
+        var copy = self
+        copy.mode = .countOnly
+        return copy
+    }
 
     /// nil when the request may go on, else the refusal to answer (nothing is written).
     func admit(_ requests: [AliasRequest], vault: Vault) -> VaultError? {
-        if requests.count > 1, let wait = charge(requests.count - 1) {
+        if mode == .enforce, requests.count > 1, let wait = charge(requests.count - 1) {
             return .refused(retryAfter: wait, reason: "too many values for this token's rate (each value counts as a request)")
         }
         let buckets = vault.guessBuckets(requests).compactMap { $0 }
-        guard let refusal = limiter.admit(token: tokenID, buckets, limit: valuesPerHour, now: LoopClock.now()) else { return nil }
-        refused(refusal.format)
+        guard let refusal = limiter.admit(token: tokenID, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode)
+        else { return nil }
+        refused(refusal.format, mode == .enforce)
+        guard mode == .enforce else { return nil }
         return .refused(retryAfter: refusal.retryAfter, reason:
-            "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values sharing kept characters within an hour "
-            + "(limits.bucket_values_per_hour)")
+            "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values of one bucket (kept characters "
+            + "and shape) within an hour (limits.bucket_values_per_hour)")
     }
 }
 

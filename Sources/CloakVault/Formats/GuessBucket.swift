@@ -1,21 +1,27 @@
 import CloakCore
 import CloakCrypto
 
-/// The format-preserving bucket a value falls in, for callers that get deterministic aliases: all
-/// values with the same kept characters (a card's BIN and last four), slot count and Luhn
-/// outcome. Whoever holds an alias knows its bucket, and a caller that gets deterministic
-/// aliases could find the value by aliasing every candidate of the bucket and comparing. Only
-/// buckets small enough to search that way are tagged (``guessableSpace``); the service counts
-/// how many distinct values of one bucket each token aliases (`limits.bucket_values_per_hour`).
+/// The bucket a value falls in, for callers that get deterministic aliases: all values an alias
+/// holder could tell apart from the rest by looking at the alias and guessing the value's shape.
+/// Whoever holds a deterministic alias could find its value by aliasing every candidate of the
+/// bucket and comparing (deduplication answers a stored value's own alias, in every format).
 ///
-/// Tags are HMACs under the vault's fingerprint key (truncated to 16 bytes): the counters hold
-/// neither values nor their kept characters.
+/// - Format-preserving formats: the kept characters (a card's BIN and last four), slot count and
+///   Luhn outcome; 10^5 values for a 16-digit card under `FPE_SIX_T_FOUR`.
+/// - Token formats (`UUID`, `RAW_UUID`, `GENERIC_T_FOUR`): the value's shape (each digit, letter
+///   and other character by class) and, for `GENERIC_T_FOUR`, its last four letters or digits,
+///   which the alias shows; 10^5 values for an SSN under `GENERIC_T_FOUR`, 10^3 for a CVC.
+///
+/// Only buckets small enough to search are tagged (``guessableSpace``); the service counts how
+/// many distinct values of one bucket each token aliases (`limits.bucket_values_per_hour`).
+/// Tags are HMACs under the vault's fingerprint key (16 bytes): the counters hold neither values
+/// nor their kept characters.
 public struct GuessBucket: Sendable, Hashable {
     public let format: AliasFormatName
-    /// Identifies the bucket (format, kept characters, slot count, Luhn outcome).
-    public let bucket: [UInt8]
+    /// Identifies the bucket.
+    public let bucket: GuessTag
     /// Identifies the value within it.
-    public let value: [UInt8]
+    public let value: GuessTag
     /// How many values share the bucket.
     public let space: Int
 
@@ -25,40 +31,87 @@ public struct GuessBucket: Sendable, Hashable {
     public static let guessableSpace = 100_000_000
 }
 
+/// 128 bits of an HMAC: compared and hashed without a heap array.
+public struct GuessTag: Sendable, Hashable {
+    public let high: UInt64
+    public let low: UInt64
+
+    init(_ mac: [UInt8]) {
+        var h: UInt64 = 0, l: UInt64 = 0
+        for i in 0..<8 { h = h << 8 | UInt64(mac[i]) }
+        for i in 8..<16 { l = l << 8 | UInt64(mac[i]) }
+        high = h
+        low = l
+    }
+}
+
 extension Vault {
-    /// The bucket of each request's value, nil when its format preserves nothing or its bucket
-    /// is too large to search (see ``GuessBucket``).
+    /// The bucket of each request's value, nil when its bucket is too large to search (see
+    /// ``GuessBucket``) or its value is refused by its format anyway.
     public func guessBuckets(_ requests: [AliasRequest]) -> [GuessBucket?] {
         requests.map { request in
-            guard let (kept, slots, space) = AliasGenerator.bucket(request.value, request.format, luhnValid: request.luhnValid),
+            // A VOLATILE value in a token format is never deduplicated: each alias is new, and
+            // no answer can match an alias the caller holds.
+            if !AliasFormat.of(request.format).kind.isPreserving && request.storage == .volatile { return nil }
+            guard let (shape, space) = AliasGenerator.bucket(request.value, request.format, luhnValid: request.luhnValid),
                 space <= GuessBucket.guessableSpace
             else { return nil }
-            var bucketText = "cloak/v1/bucket\0\(request.format.rawValue)\0\(slots)\0\(request.luhnValid)\0"
-            bucketText += String(decoding: kept, as: UTF8.self)
+            var bucketText = "cloak/v1/bucket\0\(request.format.rawValue)\0\(request.luhnValid)\0"
+            bucketText += String(decoding: shape, as: UTF8.self)
             var valueText = "cloak/v1/guess\0" + request.value
             let bucket = bucketText.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
             let value = valueText.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
-            return GuessBucket(format: request.format, bucket: Array(bucket.prefix(16)), value: Array(value.prefix(16)),
-                               space: space)
+            return GuessBucket(format: request.format, bucket: GuessTag(bucket), value: GuessTag(value), space: space)
         }
     }
 }
 
 extension AliasGenerator {
-    /// A format-preserving value's kept characters, slot count and the number of values that
-    /// share both (its input alphabet over the free slots; a tenth of that for a card, whose
-    /// Luhn outcome is fixed). nil for formats that preserve nothing or values they refuse.
-    static func bucket(_ value: String, _ name: AliasFormatName, luhnValid: Bool) -> (kept: [UInt8], slots: Int, space: Int)? {
+    /// What an alias holder knows of a value (its bucket's identity) and how many values share
+    /// it; nil for a value its format refuses.
+    static func bucket(_ value: String, _ name: AliasFormatName, luhnValid: Bool) -> (shape: [UInt8], space: Int)? {
         let format = AliasFormat.of(name)
-        guard case .preserving = format.kind, let layout = try? Layout(value, format) else { return nil }
-        let free = max(layout.slots.count - format.keepFirst - format.forcedPrefix.count - format.keepLast, 0)
-        var space = 1
-        for _ in 0..<free {
-            space = space.multipliedReportingOverflow(by: format.inputAlphabet.radix).overflow ? Int.max
-                : space * format.inputAlphabet.radix
-            if space > GuessBucket.guessableSpace * 10 { break }
+        switch format.kind {
+        case .preserving:
+            guard let layout = try? Layout(value, format) else { return nil }
+            let free = max(layout.slots.count - format.keepFirst - format.forcedPrefix.count - format.keepLast, 0)
+            var space = power(format.inputAlphabet.radix, free)
+            if format.isCard { space = max(space / 10, 1) }
+            return (Array("\(layout.slots.count).".utf8) + layout.keptText(format), space)
+        case .token, .rawUUID:
+            // The value's shape: digits as 9, letters as a, anything else as itself (a guesser
+            // must get the separators right too; they add nothing to the space).
+            var shape: [UInt8] = []
+            shape.reserveCapacity(value.utf8.count)
+            var digits = 0, alphanumerics = 0
+            for b in value.utf8 {
+                if b >= 0x30 && b <= 0x39 {
+                    shape.append(0x39); digits += 1; alphanumerics += 1
+                } else if Layout.isAlphanumeric(b) {
+                    shape.append(0x61); alphanumerics += 1
+                } else {
+                    shape.append(b)
+                }
+            }
+            var kept: [UInt8] = []
+            if case .token(keepLastFour: true) = format.kind {
+                guard let last = try? lastFour(value, name) else { return nil }
+                kept = Array(last.utf8)
+            }
+            let free = alphanumerics - kept.count
+            // Digits only: ten a position; any letter: 62 a position (case matters to a fingerprint).
+            let space = digits == alphanumerics ? power(10, free) : power(62, free)
+            return (shape + [0x2E] + kept, space)
         }
-        if format.isCard { space = max(space / 10, 1) }
-        return (layout.keptText(format), layout.slots.count, space)
+    }
+
+    /// `base` to the `exponent`, stopping once past ten times ``GuessBucket/guessableSpace``.
+    static func power(_ base: Int, _ exponent: Int) -> Int {
+        var out = 1
+        for _ in 0..<max(exponent, 0) {
+            out *= base
+            if out > GuessBucket.guessableSpace * 10 { break }
+        }
+        return out
     }
 }

@@ -216,8 +216,11 @@ final class PostgreSQLConnection {
 
     /// `message` with every occurrence of a secret replaced by `***`. libpq does not quote the
     /// password in its messages today; this makes sure no version of it (nor the server) can.
+    /// `message` as it may be shown: a message that holds a secret anywhere is replaced whole
+    /// (masking the secret in place would show where a short one's letters stood).
     static func scrubbed(_ message: String, _ secrets: [String]) -> String {
-        secrets.reduce(message) { text, secret in text.replacingOccurrences(of: secret, with: "***") }
+        guard secrets.contains(where: { !$0.isEmpty && message.contains($0) }) else { return message }
+        return "the PostgreSQL server's message is not shown: it contained the store's password"
     }
 
     private func scrub(_ message: String) -> String { Self.scrubbed(message, secrets) }

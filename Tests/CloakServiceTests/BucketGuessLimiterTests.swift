@@ -1,0 +1,73 @@
+@testable import CloakService
+import CloakCore
+import CloakCrypto
+import CloakTesting
+@testable import CloakVault
+import Foundation
+import Testing
+
+/// The distinct-values-per-bucket window of review defect 3, without I/O: the time is passed in.
+@Suite struct BucketGuessLimiterTests {
+    static let second: UInt64 = 1_000_000_000
+
+    /// Buckets as the vault tags them, from a throwaway key ring.
+    static func buckets(_ values: [String], format: AliasFormatName = .FPE_SIX_T_FOUR,
+                        storage: StorageKind = .persistent) throws -> [GuessBucket?] {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = ServiceConfiguration.VaultSettings()
+        settings.store = "sqlite:\(directory.path)/c.db"
+        settings.keys = "file:\(directory.path)/k.json"
+        let vault = try VaultBootstrap.open(settings, environment: [:], logger: nil)
+        defer { vault.close() }
+        return vault.guessBuckets(values.map { AliasRequest(value: $0, format: format, storage: storage) })
+    }
+
+    @Test func cardsOfOneBINAndLastFourShareABucketAndOthersDoNot() throws {
+        let b = try Self.buckets(["4111111111111111", "4111117960771111", "4111 1179 6077 1111", "5555555555554444"])
+        #expect(b.allSatisfy { $0 != nil })
+        #expect(b[0]!.bucket == b[1]!.bucket && b[1]!.bucket == b[2]!.bucket)
+        #expect(b[0]!.value != b[1]!.value && b[1]!.value != b[2]!.value)
+        #expect(b[0]!.bucket != b[3]!.bucket)
+        #expect(b[0]!.space == 100_000)
+    }
+
+    @Test func tokenFormatsAreTaggedByShapeAndLastFourWhenSmall() throws {
+        let ssn = try Self.buckets(["123-45-6789", "987-65-6789", "123-45-0000"], format: .GENERIC_T_FOUR)
+        #expect(ssn[0]!.bucket == ssn[1]!.bucket && ssn[0]!.bucket != ssn[2]!.bucket && ssn[0]!.space == 100_000)
+        let cvc = try Self.buckets(["123", "456"], format: .UUID)
+        #expect(cvc[0]!.bucket == cvc[1]!.bucket && cvc[0]!.space == 1_000)
+        // Too large to search (an SSN under UUID: 10^9), or never deduplicated (VOLATILE).
+        #expect(try Self.buckets(["123-45-6789"], format: .UUID)[0] == nil)
+        #expect(try Self.buckets(["123"], format: .UUID, storage: .volatile)[0] == nil)
+        #expect(try Self.buckets(["4111111111111111"], format: .FPE_T_FOUR)[0] == nil)
+    }
+
+    @Test func aWindowCountsDistinctValuesForAnHourPerToken() throws {
+        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0! }
+        let limiter = BucketGuessLimiter()
+        let t0: UInt64 = 1_000 * Self.second
+        #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: t0) == nil)
+        #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: t0 + Self.second) == nil)  // known values
+        let refused = limiter.admit(token: "a", [cards[3]], limit: 3, now: t0 + 600 * Self.second)
+        #expect(refused == .init(format: .FPE_SIX_T_FOUR, retryAfter: 3_000))
+        #expect(limiter.admit(token: "b", [cards[3]], limit: 3, now: t0) == nil)  // another token
+        // An hour after the first three, they have left the window.
+        #expect(limiter.admit(token: "a", [cards[3]], limit: 3, now: t0 + 3_600 * Self.second) == nil)
+    }
+
+    @Test func aRequestPastTheLimitIsRefusedWholeAndRecordsNothing() throws {
+        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0! }
+        let limiter = BucketGuessLimiter()
+        #expect(limiter.admit(token: "a", cards, limit: 3, now: 1) != nil)
+        #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: 2) == nil)
+    }
+
+    @Test func countOnlyRecordsUpToTheLimitAndReportsWithoutRefusing() throws {
+        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0! }
+        let limiter = BucketGuessLimiter()
+        let report = limiter.admit(token: "a", cards, limit: 3, now: 1, mode: .countOnly)
+        #expect(report?.format == .FPE_SIX_T_FOUR)
+        #expect(limiter.admit(token: "a", [cards[3]], limit: 3, now: 2) != nil)  // the three were recorded
+    }
+}
