@@ -18,6 +18,12 @@ public struct HTTPServerConfiguration: Sendable {
     public var headerTimeoutSeconds: Int = 10
     /// The body must be complete this many seconds after the head.
     public var bodyTimeoutSeconds: Int = 30
+    /// `server.trusted_proxies`: peers whose `Forwarded` / `X-Forwarded-For` and PROXY header
+    /// name the client (``ForwardedClient``); everyone else's are ignored.
+    public var trustedProxies = TrustedProxies()
+    /// `server.proxy_protocol`: every connection starts with a PROXY protocol header (v1 or v2)
+    /// from a trusted proxy, or is closed.
+    public var proxyProtocol = false
     /// Open connections (counted from accept, plain or TLS); past this a connection is answered
     /// 503 and closed at once. Lowered at start to stay under the descriptor limit.
     public var maxConnections: Int

@@ -21,12 +21,31 @@ extension LoopWorker {
         if slot && admission != .serve { budget.release() }
         let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
         var made: OpaquePointer?
-        var tunnelFilter: TunnelFilter?
+        var connectionFilter: ConnectionFilter?
         if tunnels != nil, admission == .serve {
             // A forward-proxy door: plain until a CONNECT is granted, then TLS inside the filter.
-            if let (bev, filter) = TunnelFilter.make(base: base, options: options) {
+            if let (bev, filter) = ConnectionFilter.make(base: base, options: options) {
                 made = bev
-                tunnelFilter = filter
+                connectionFilter = filter
+            }
+        } else if configuration.proxyProtocol, admission == .serve {
+            // A PROXY header first, read and dropped by the filter; TLS (if any) above it.
+            if let (bev, filter) = ConnectionFilter.make(base: base, options: options,
+                                                         mode: .awaitingProxyHeader(configuration.trustedProxies)) {
+                if let ssl {
+                    made = bufferevent_openssl_filter_new(base, bev, ssl, BUFFEREVENT_SSL_ACCEPTING, options)
+                    if made == nil {
+                        bufferevent_free(bev)
+                        filter.releaseHold()
+                    }
+                } else {
+                    made = bev
+                }
+                if made != nil { connectionFilter = filter }
+            }
+            if made == nil {
+                budget.release()
+                admission = .closeWithoutTLS
             }
         } else if let ssl, admission == .serve {
             made = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, options)
@@ -49,7 +68,7 @@ extension LoopWorker {
         bufferevent_incref(bev)
         let connection = ServerConnection(bufferevent: bev, admission: admission, now: Self.now())
         connection.isTLS = tls != nil
-        connection.tunnelFilter = tunnelFilter
+        connection.connectionFilter = connectionFilter
         accepted.append(connection)
         if let acceptedEvent { event_active(acceptedEvent, 0, 0) }
         return bev
@@ -67,7 +86,7 @@ extension LoopWorker {
             guard let cbarg else {
                 // evhttp gave up on the socket itself: nothing to adopt.
                 if connection.admission == .serve { budget.release() }
-                if let filter = connection.tunnelFilter { releaseLater(filter) }
+                if let filter = connection.connectionFilter { releaseLater(filter) }
                 continue
             }
             let evcon = OpaquePointer(cbarg)
@@ -83,13 +102,23 @@ extension LoopWorker {
                 var port: UInt16 = 0
                 evhttp_connection_get_peer(evcon, &address, &port)
                 let peer = address.map { String(cString: $0) } ?? ""
-                guard addressBudget.acquire(peer) else {
+                if configuration.proxyProtocol, let filter = connection.connectionFilter {
+                    // The peer is the balancer: the connection counts under the client address
+                    // its PROXY header names, once read (a refusal closes it then).
+                    filter.admitSource = { [weak self, weak connection] source in
+                        guard let self, let connection, self.addressBudget.acquire(source) else { return false }
+                        connection.addressKey = source
+                        return true
+                    }
+                } else if addressBudget.acquire(peer) {
+                    connection.addressKey = peer
+                } else {
                     // This address holds its share already: refused like a connection over the limit.
                     budget.release()
                     if !connection.isTLS { connection.writeNow(Self.refusal(configuration.refusalBody)) }
                     evhttp_connection_free(evcon)
                     // No close callback was set: the filter's reference goes back here.
-                    if let filter = connection.tunnelFilter { releaseLater(filter) }
+                    if let filter = connection.connectionFilter { releaseLater(filter) }
                     continue
                 }
                 connection.evcon = evcon
@@ -123,20 +152,21 @@ extension LoopWorker {
     /// evhttp is freeing the connection.
     func connectionClosed(_ evcon: OpaquePointer) {
         guard let connection = connections.removeValue(forKey: evcon) else { return }
-        if let filter = connection.tunnelFilter {
+        if let filter = connection.connectionFilter {
             filter.detach()
             releaseLater(filter)
         }
         if let entry = connection.inputCallback, let input = bufferevent_get_input(connection.bufferevent) {
             evbuffer_remove_cb_entry(input, entry)
         }
-        addressBudget.release(connection.peer)
+        if let key = connection.addressKey { addressBudget.release(key) }
+        if let reason = connection.connectionFilter?.proxyRefusal { ConnectionNotices.shared.report(reason) }
         budget.release()
     }
 
     /// Gives back the loop's reference on `filter` a loop turn from now (we may be inside one of
     /// its libevent callbacks: evhttp frees connections from its write callback).
-    func releaseLater(_ filter: TunnelFilter) {
+    func releaseLater(_ filter: ConnectionFilter) {
         filtersToRelease.append(filter)
         guard filtersToRelease.count == 1, let releaseTimer else { return }
         var now = timeval(tv_sec: 0, tv_usec: 0)

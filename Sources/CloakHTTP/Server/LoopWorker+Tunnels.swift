@@ -5,7 +5,7 @@ import Foundation
 
 /// The forward-proxy door: CONNECT tunnels with TLS interception. Loop thread only.
 ///
-/// Every connection of the door reaches evhttp through a ``TunnelFilter``. evhttp parses the
+/// Every connection of the door reaches evhttp through a ``ConnectionFilter``. evhttp parses the
 /// CONNECT (with the listener's limits) and the ``TunnelAuthorizer`` decides it. A granted
 /// tunnel is answered `200` through evhttp, which then keeps reading the same connection (a
 /// CONNECT is never "close"): from the client's next byte the filter runs TLS with the host's
@@ -13,7 +13,7 @@ import Foundation
 /// as any other, and they carry the tunnel's ``ProxyTarget``.
 extension LoopWorker {
     func openTunnel(_ req: OpaquePointer, _ request: HTTPRequest, evcon: OpaquePointer) {
-        guard let tunnels, let connection = connections[evcon], let filter = connection.tunnelFilter,
+        guard let tunnels, let connection = connections[evcon], let filter = connection.connectionFilter,
             connection.tunnel == nil
         else {
             return answerConnect(req, Self.connectError(400, "a CONNECT inside a tunnel is not served"))

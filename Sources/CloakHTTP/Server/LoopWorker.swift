@@ -29,8 +29,8 @@ final class LoopWorker: @unchecked Sendable {
     var listener: OpaquePointer?
     var acceptPauseTimer: OpaquePointer?
     /// Tunnel filters whose connection evhttp closed, waiting for the next loop turn to give back
-    /// the loop's reference (see ``TunnelFilter``), and the timer that does it.
-    var filtersToRelease: [TunnelFilter] = []
+    /// the loop's reference (see ``ConnectionFilter``), and the timer that does it.
+    var filtersToRelease: [ConnectionFilter] = []
     var releaseTimer: OpaquePointer?
     /// Beaten by the sweep four times a second: a loop that stops turning stops beating
     /// (``LoopWatchdog``, `/readyz`).
@@ -295,13 +295,13 @@ final class LoopWorker: @unchecked Sendable {
             method: method, path: path, query: query, headers: headers, body: body, requestID: requestID)
         request.violation = violation
         request.rawPath = rawPath
-        request.remoteAddress = connection?.peer ?? ""
+        request.remoteAddress = connection?.clientAddress ?? ""
         request.loop = handle
         request.proxyTarget = connection?.tunnel ?? Self.absoluteTarget(req)
         if method == .CONNECT, tunnels != nil, let evcon {
             return openTunnel(req, request, evcon: evcon)
         }
-        if connection?.tunnelFilter != nil && !closeAfter {
+        if connection?.connectionFilter != nil && !closeAfter {
             // On the forward-proxy door evhttp must not close after an answer (its filter could
             // lose what the socket has not taken yet): a client that asked for a close
             // (`Connection: close`, HTTP/1.0, absolute form without Proxy-Connection) gets its

@@ -37,7 +37,7 @@
 /// A violation is sticky: later bytes are ignored. ``stopScanning()`` ends the scan for good
 /// (bytes that are not HTTP any more). By default a CONNECT head is followed by more HTTP: the
 /// bytes of a connection's input buffer are always what evhttp parses next (a granted tunnel's
-/// TLS is terminated below it, by ``TunnelFilter``). ``AfterConnect/passThrough`` stops the scan
+/// TLS is terminated below it, by ``ConnectionFilter``). ``AfterConnect/passThrough`` stops the scan
 /// after a CONNECT head instead, for a stream that carries opaque tunnel bytes.
 struct RequestFraming: Sendable, Equatable {
     /// What follows a CONNECT head (without a body, or it is a violation).

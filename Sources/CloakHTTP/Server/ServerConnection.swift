@@ -13,8 +13,12 @@ final class ServerConnection {
     let admission: Admission
     var evcon: OpaquePointer?
     @exclusivity(unchecked) var clock: RequestClock
-    /// The client's numeric address.
+    /// The peer's numeric address (a balancer's, behind one).
     var peer = ""
+    /// The address this connection counts under in the per-address budget, once counted.
+    var addressKey: String?
+    /// The client's address: the one a PROXY header named, else the peer's.
+    var clientAddress: String { connectionFilter?.proxiedSource ?? peer }
     /// The callback on the bufferevent's input buffer that feeds the clock.
     var inputCallback: OpaquePointer?
     /// Whether the connection speaks TLS (a refusal is then a close, not a canned answer).
@@ -22,7 +26,7 @@ final class ServerConnection {
     /// For a connection inside a CONNECT tunnel: where its requests go.
     var tunnel: ProxyTarget?
     /// On a forward-proxy door: the filter that turns to TLS when a CONNECT is granted.
-    var tunnelFilter: TunnelFilter?
+    var connectionFilter: ConnectionFilter?
 
     init(bufferevent: OpaquePointer, admission: Admission, now: UInt64) {
         self.bufferevent = bufferevent

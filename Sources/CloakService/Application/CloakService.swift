@@ -63,6 +63,9 @@ public final class CloakService: Sendable {
         self.auth = Authenticator(tokens: configuration.auth)
         let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
         self.context = ServiceContext(configuration: configuration, logger: logger, today: today ?? ServiceContext.systemToday)
+        ConnectionNotices.shared.setSink { reason in
+            logger.warning("client address not taken", metadata: ["reason": .string(reason), "note": "logged once per reason; counted in cloak_client_address_refused_total"])
+        }
         for failure in egressCertificates?.failures ?? [] {
             logger.error("cannot make the egress certificate for a route's host; CONNECTs to it are refused",
                          metadata: ["host": .string(failure.host), "error": .string(failure.reason)])
@@ -96,8 +99,9 @@ public final class CloakService: Sendable {
     public func beginDraining() { isDraining.store(true, ordering: .relaxed) }
 
     /// The ``HTTPDeferredHandler`` for the server: answers now, or later on the request's loop.
-    public func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+    public func handle(_ received: HTTPRequest, _ responder: HTTPResponder) {
         let start = DispatchTime.now().uptimeNanoseconds
+        let request = clientNamed(received)
         var template = "-"
         let cors = corsHeaders(for: request)
         let reply: Reply
@@ -114,13 +118,26 @@ public final class CloakService: Sendable {
             metrics.record(route: template, status: response.status, nanoseconds: Int64(nanoseconds), loop: request.loop)
             accessLog.record(
                 method: request.method.rawValue, path: request.path, route: template, status: response.status,
-                micros: Int(micros), requestID: request.requestID)
+                micros: Int(micros), requestID: request.requestID, client: request.remoteAddress)
             responder.respond(response)
         }
         switch reply {
         case let .now(response): finish(response)
         case let .later(work): work(finish)
         }
+    }
+
+    /// `request` with its client address: behind trusted proxies the one `Forwarded` /
+    /// `X-Forwarded-For` names (``ForwardedClient``). Rate limits, audit lines and the access log
+    /// use it from here on.
+    func clientNamed(_ request: HTTPRequest) -> HTTPRequest {
+        let trusted = configuration.server.trustedProxies
+        guard !trusted.isEmpty else { return request }
+        let forwarded = ForwardedClient.resolve(peer: request.remoteAddress, headers: request.headers, trusted: trusted)
+        if let problem = forwarded.problem { ConnectionNotices.shared.report("x_forwarded_for_\(problem.rawValue)") }
+        var named = request
+        named.remoteAddress = forwarded.address
+        return named
     }
 
     /// Handles a request and waits for its answer (benchmarks and in-process callers).
@@ -237,6 +254,7 @@ public final class CloakService: Sendable {
             return .now(HealthHandler.healthy)
         case .metrics:
             metrics.logLinesDropped(LogQueue.standardOutput.dropped)
+            metrics.clientAddressRefusals(ConnectionNotices.shared.counts)
             return .now(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
                                      body: metrics.exposition()))
         case .readyz:
@@ -292,7 +310,7 @@ public final class CloakService: Sendable {
 
     private func vaultAPI(_ identity: Identity, _ request: HTTPRequest) throws(CloakError) -> VaultAPIHandler {
         VaultAPIHandler(vault: try requireVault(request, identity), identity: identity, openTokenize: configuration.openTokenize,
-                        logger: context.logger)
+                        logger: context.logger, client: request.remoteAddress)
     }
 
     static func error(for violation: HTTPViolation) -> CloakError {

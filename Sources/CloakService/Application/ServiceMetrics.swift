@@ -38,19 +38,15 @@ final class ServiceMetrics: Sendable {
 
     private static var bucketLimited: MetricNameDescriptor {
         MetricNameDescriptor(namespace: "cloak", metricName: "bucket_value_limit", unitName: "total",
-                             helpText: "Creates refused because a token aliased too many distinct values of one format-preserving bucket in an hour (limits.bucket_values_per_hour), by format")
+                             helpText: "Creates past limits.bucket_values_per_hour (a token aliased too many distinct values of one bucket in an hour), by format")
     }
     private let bucketLimitedCounters = Mutex<[String: Counter]>([:])
 
-    /// Counts a create refused by the bucket limit (`format` is an alias format's name).
+    /// Counts a bucket past `limits.bucket_values_per_hour` (`format` is an alias format's name).
     func bucketLimited(_ format: String) {
-        let counter = bucketLimitedCounters.withLock { cache in
-            if let found = cache[format] { return found }
-            let made = registry.makeCounter(descriptor: Self.bucketLimited, labels: [("format", format)])
-            cache[format] = made
-            return made
-        }
-        counter.increment()
+        Self.counter(in: bucketLimitedCounters, label: ("format", format)) {
+            registry.makeCounter(descriptor: Self.bucketLimited, labels: [("format", format)])
+        }.increment()
     }
 
     /// Counts a readiness check failed by a stalled loop.
@@ -58,13 +54,32 @@ final class ServiceMetrics: Sendable {
 
     /// Counts a 429 for `kind` (`anonymous` or `token`; never a token id or an address).
     func rateLimited(_ kind: String) {
-        let counter = rateLimitedCounters.withLock { cache in
-            if let found = cache[kind] { return found }
-            let made = registry.makeCounter(descriptor: Self.rateLimited, labels: [("kind", kind)])
-            cache[kind] = made
+        Self.counter(in: rateLimitedCounters, label: ("kind", kind)) {
+            registry.makeCounter(descriptor: Self.rateLimited, labels: [("kind", kind)])
+        }.increment()
+    }
+
+    /// The counter of one label value, made once and kept in `cache`.
+    private static func counter(in cache: borrowing Mutex<[String: Counter]>, label: (name: String, value: String),
+                                make: () -> Counter) -> Counter {
+        cache.withLock { cache in
+            if let found = cache[label.value] { return found }
+            let made = make()
+            cache[label.value] = made
             return made
         }
-        counter.increment()
+    }
+
+    private static var clientAddressRefused: MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "cloak", metricName: "client_address_refused", unitName: "total",
+                             helpText: "PROXY headers refused (connection closed) and trusted proxies' X-Forwarded-For not taken (served as from the peer), by reason")
+    }
+
+    /// Publishes the client-address refusals by reason code (read when `/metrics` is served).
+    func clientAddressRefusals(_ counts: [String: Int]) {
+        for (reason, count) in counts {
+            registry.makeGauge(descriptor: Self.clientAddressRefused, labels: [("reason", reason)]).set(Double(count))
+        }
     }
 
     /// Publishes the log queue's dropped-line count (read when `/metrics` is served).

@@ -53,6 +53,8 @@ public enum ServiceRunner {
         configuration.host = listen.host
         configuration.port = listen.port
         configuration.tls = nil
+        // The door is the backend's, next to it: no balancer's PROXY header in front.
+        configuration.proxyProtocol = false
         return try HTTPServer(configuration: configuration, deferredHandler: service.handleEgress,
                               tunnels: { request, host, port in service.authorizeTunnel(request, host: host, port: port) },
                               watchdog: service.watchdog, name: "egress")

@@ -65,7 +65,8 @@ extension ServiceConfiguration {
 
     static let overridable: [String: [String]] = [
         "server": ["listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
-                   "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address", "loop_stall_s"],
+                   "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address", "loop_stall_s",
+                   "trusted_proxies", "proxy_protocol"],
         "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections"],
     ]
 
@@ -86,7 +87,7 @@ extension ServiceConfiguration {
         if let server = r.mapping(top["server"], at: "server", allowed: [
             "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
             "drain_timeout_s", "tls", "header_timeout_s", "body_timeout_s", "max_connections_per_address",
-            "loop_stall_s",
+            "loop_stall_s", "trusted_proxies", "proxy_protocol",
         ]) {
             if let listen = r.string(server["listen"], at: "server.listen") {
                 if let (host, port) = parseListen(listen) {
@@ -124,6 +125,28 @@ extension ServiceConfiguration {
             }
             if let v = r.double(server["loop_stall_s"], at: "server.loop_stall_s", min: 1, max: 3600) {
                 config.loopStallSeconds = v
+            }
+            // A list, or (as CLOAK_SERVER_TRUSTED_PROXIES sets it) one string of comma-separated ranges.
+            var proxies: [String]?
+            if case let .scalar(text, _) = server["trusted_proxies"] {
+                proxies = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            } else {
+                proxies = r.strings(server["trusted_proxies"], at: "server.trusted_proxies")
+            }
+            if let list = proxies {
+                var networks: [IPNetwork] = []
+                for (i, text) in list.enumerated() {
+                    if let network = IPNetwork(text) { networks.append(network) } else {
+                        r.issue("server.trusted_proxies[\(i)]", "expected an address or a CIDR range, e.g. 10.0.0.0/8 or fd00::/8")
+                    }
+                }
+                config.server.trustedProxies = TrustedProxies(networks)
+            }
+            if let v = r.bool(server["proxy_protocol"], at: "server.proxy_protocol") {
+                config.server.proxyProtocol = v
+                if v && config.server.trustedProxies.isEmpty && r.issues.allSatisfy({ !$0.path.hasPrefix("server.trusted_proxies") }) {
+                    r.issue("server.proxy_protocol", "needs server.trusted_proxies: the PROXY header is taken only from them", server["proxy_protocol"])
+                }
             }
             if let tls = r.mapping(server["tls"], at: "server.tls", allowed: ["cert", "key"]), !tls.isEmpty {
                 let cert = r.string(tls["cert"], at: "server.tls.cert")

@@ -34,7 +34,7 @@ extension CloakService {
             metrics.record(route: "egress-proxy", status: response.status, nanoseconds: Int64(nanoseconds), loop: request.loop)
             // The path may hold anything the client put there: the access line names the door only.
             accessLog.record(method: request.method.rawValue, path: "-", route: "egress-proxy", status: response.status,
-                             micros: Int(nanoseconds / 1000), requestID: request.requestID)
+                             micros: Int(nanoseconds / 1000), requestID: request.requestID, client: request.remoteAddress)
             responder.respond(response)
         }
         switch reply {

@@ -10,6 +10,8 @@ struct VaultAPIHandler: Sendable {
     let identity: Identity
     let openTokenize: Bool
     let logger: Logger
+    /// The caller's address (behind trusted proxies, the client's), for audit lines.
+    let client: String
 
     /// `POST /tokens` (v1, open like the SDK's tokenize unless `auth.open_tokenize` is false) and
     /// `POST /aliases` (v2, scope `aliases:create`). A caller without `aliases:reveal` gets the
@@ -49,21 +51,21 @@ struct VaultAPIHandler: Sendable {
     func reveal(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
         let tokenID = try identity.require("aliases:reveal")
         guard Self.isPlausibleAlias(alias) else {
-            Self.audit(logger, "reveal", tokenID, alias, "not_found")
+            audit("reveal", tokenID, alias, "not_found")
             throw .notFound("no such alias")
         }
         return .later { [logger] finish in
             vault.reveal([alias]) { result in
                 switch result {
                 case let .success(found):
-                    Self.audit(logger, "reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok")
+                    audit("reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok")
                     if let record = found[alias] {
                         finish(.json(200, Self.dataArray([record])))
                     } else {
                         finish(.error(.notFound("no such alias")))
                     }
                 case let .failure(error):
-                    Self.audit(logger, "reveal", tokenID, alias, "error")
+                    audit("reveal", tokenID, alias, "error")
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -88,7 +90,7 @@ struct VaultAPIHandler: Sendable {
             vault.reveal(plausible) { result in
                 switch result {
                 case let .success(found):
-                    for alias in aliases { Self.audit(logger, "reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok") }
+                    for alias in aliases { audit("reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok") }
                     guard !found.isEmpty else { return finish(.error(.notFound("none of the aliases exists"))) }
                     var answer = JSONWriter(reservingCapacity: 192 * found.count + 16)
                     answer.beginObject()
@@ -113,17 +115,17 @@ struct VaultAPIHandler: Sendable {
     func delete(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
         let tokenID = try identity.require("aliases:delete")
         guard Self.isPlausibleAlias(alias) else {
-            Self.audit(logger, "delete", tokenID, alias, "not_found")
+            audit("delete", tokenID, alias, "not_found")
             throw .notFound("no such alias")
         }
         return .later { [logger] finish in
             vault.delete(alias) { result in
                 switch result {
                 case .success:
-                    Self.audit(logger, "delete", tokenID, alias, "ok")
+                    audit("delete", tokenID, alias, "ok")
                     finish(HTTPResponse(status: 204))
                 case let .failure(error):
-                    Self.audit(logger, "delete", tokenID, alias, error == .notFound ? "not_found" : "error")
+                    audit("delete", tokenID, alias, error == .notFound ? "not_found" : "error")
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -137,7 +139,7 @@ struct VaultAPIHandler: Sendable {
     func update(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
         let tokenID = try identity.require("aliases:update")
         guard Self.isPlausibleAlias(alias) else {
-            Self.audit(logger, "update", tokenID, alias, "not_found")
+            audit("update", tokenID, alias, "not_found")
             throw .notFound("no such alias")
         }
         guard case let .object(top) = try request.jsonBody(), top.count == 1, top[0].key == "data",
@@ -148,10 +150,10 @@ struct VaultAPIHandler: Sendable {
             vault.setClassifiers(classifiers, alias: alias) { result in
                 switch result {
                 case .success:
-                    Self.audit(logger, "update", tokenID, alias, "ok")
+                    audit("update", tokenID, alias, "ok")
                     finish(HTTPResponse(status: 204))
                 case let .failure(error):
-                    Self.audit(logger, "update", tokenID, alias, error == .notFound ? "not_found" : "error")
+                    audit("update", tokenID, alias, error == .notFound ? "not_found" : "error")
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -245,10 +247,12 @@ struct VaultAPIHandler: Sendable {
 
     /// One audit line per reveal or delete: token id, alias, result; never the value. An alias
     /// that was not found is scrubbed, since a client may have sent a card number as one.
-    static func audit(_ logger: Logger, _ action: String, _ tokenID: String, _ alias: String, _ result: String) {
+    /// One audit line: who (token id and client address), what, which alias, the outcome.
+    func audit(_ action: String, _ tokenID: String, _ alias: String, _ result: String) {
         let shown = result == "ok" ? alias : Redaction.scrub(alias, limit: 128)
         logger.info("audit", metadata: [
-            "action": .string(action), "token_id": .string(tokenID), "alias": .string(shown), "result": .string(result),
+            "action": .string(action), "token_id": .string(tokenID), "client": .string(client), "alias": .string(shown),
+            "result": .string(result),
         ])
     }
 }

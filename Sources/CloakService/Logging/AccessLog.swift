@@ -11,7 +11,7 @@ import CloakCore
 struct AccessLog: Sendable {
     let sink: LogSink
 
-    func record(method: String, path: String, route: String, status: Int, micros: Int, requestID: String) {
+    func record(method: String, path: String, route: String, status: Int, micros: Int, requestID: String, client: String = "") {
         var w = JSONWriter(reservingCapacity: 256)
         w.rawJSON(#"{"ts":""#)
         let now = UTCTimestamp.now()
@@ -28,6 +28,8 @@ struct AccessLog: Sendable {
         w.writeInt(max(micros, 0))
         w.rawJSON(#","request_id":"#)
         w.writeString(requestID)
+        w.rawJSON(#","client":"#)
+        w.writeString(client)
         w.rawJSON("}")
         w.withBytes { sink($0) }
     }

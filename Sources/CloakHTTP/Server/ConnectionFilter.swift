@@ -2,10 +2,16 @@ import CLibevent
 import COpenSSL
 import Foundation
 
-/// The bufferevent filter between a forward-proxy door's socket and evhttp: bytes pass as they
-/// are until a CONNECT is granted; from the client's next byte on, OpenSSL (on memory BIOs)
-/// terminates the client's TLS with the host's leaf certificate and evhttp reads and writes
-/// plaintext, so the requests inside the tunnel are parsed with the listener's usual limits.
+/// The bufferevent filter between a socket and evhttp, for the two listeners that need one:
+///
+/// - A forward-proxy door: bytes pass as they are until a CONNECT is granted; from the client's
+///   next byte on, OpenSSL (on memory BIOs) terminates the client's TLS with the host's leaf
+///   certificate and evhttp reads and writes plaintext, so the requests inside the tunnel are
+///   parsed with the listener's usual limits.
+/// - A listener with `server.proxy_protocol`: the connection's first bytes are a PROXY protocol
+///   header (``ProxyProtocolHeader``) from a trusted proxy; the filter reads and drops it, keeps
+///   the client address it names (``proxiedSource``), and passes the rest. A peer that is not a
+///   trusted proxy, or a header that is missing or malformed, closes the connection.
 ///
 /// Loop thread only. The filter bufferevent owns this object (its free-context callback
 /// releases it).
@@ -18,8 +24,10 @@ import Foundation
 /// own on every filter bufferevent from its creation until a loop turn after evhttp closed the
 /// connection (``releaseHold()``): whatever libevent callback is on the stack when evhttp lets go
 /// finishes on live memory, and the bufferevent is finalized only from a callback of its own.
-final class TunnelFilter {
+final class ConnectionFilter {
     enum Mode {
+        /// A PROXY protocol header is awaited, from one of these proxies.
+        case awaitingProxyHeader(TrustedProxies)
         /// Before the CONNECT is granted: plain HTTP.
         case plain
         /// Granted: the `200` still leaves in plain; the client's next bytes are TLS.
@@ -30,7 +38,17 @@ final class TunnelFilter {
         case failed
     }
 
-    private(set) var mode = Mode.plain
+    private(set) var mode: Mode
+    /// The client address a PROXY header named (nil: none, or `LOCAL`).
+    private(set) var proxiedSource: String?
+    /// Asked when a PROXY header names a client: false refuses the connection (its address holds
+    /// its share of connections).
+    var admitSource: ((String) -> Bool)?
+    /// Why a PROXY header was refused, as a code (`proxy_untrusted_peer`, `proxy_header_invalid`,
+    /// `proxy_address_limit`; never the bytes).
+    private(set) var proxyRefusal: String?
+
+    init(mode: Mode) { self.mode = mode }
     /// The filter bufferevent, set once made; nil once evhttp let go of the connection.
     var filter: OpaquePointer?
     /// The filter bufferevent while the loop's own reference on it is held.
@@ -46,7 +64,7 @@ final class TunnelFilter {
     /// authenticate hold none of it.
     final class Session {
         let ssl: OpaquePointer
-        let scratch = UnsafeMutableRawPointer.allocate(byteCount: TunnelFilter.chunk, alignment: 16)
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: ConnectionFilter.chunk, alignment: 16)
         let ciphertext: OpaquePointer
 
         init?(context: OpaquePointer) {
@@ -73,18 +91,18 @@ final class TunnelFilter {
     }
 
     /// Makes the socket bufferevent and the filter over it; nil when either cannot be made.
-    static func make(base: OpaquePointer, options: Int32) -> (bufferevent: OpaquePointer, filter: TunnelFilter)? {
+    static func make(base: OpaquePointer, options: Int32, mode: Mode = .plain) -> (bufferevent: OpaquePointer, filter: ConnectionFilter)? {
         guard let socket = bufferevent_socket_new(base, -1, options) else { return nil }
-        let context = TunnelFilter()
+        let context = ConnectionFilter(mode: mode)
         let retained = Unmanaged.passRetained(context).toOpaque()
         guard let bev = bufferevent_filter_new(socket, { src, dst, limit, mode, ctx in
-            Unmanaged<TunnelFilter>.fromOpaque(ctx!).takeUnretainedValue().input(src!, dst!)
+            Unmanaged<ConnectionFilter>.fromOpaque(ctx!).takeUnretainedValue().input(src!, dst!)
         }, { src, dst, limit, mode, ctx in
-            Unmanaged<TunnelFilter>.fromOpaque(ctx!).takeUnretainedValue().output(src!, dst!)
+            Unmanaged<ConnectionFilter>.fromOpaque(ctx!).takeUnretainedValue().output(src!, dst!)
         }, options, { ctx in
-            Unmanaged<TunnelFilter>.fromOpaque(ctx!).release()
+            Unmanaged<ConnectionFilter>.fromOpaque(ctx!).release()
         }, retained) else {
-            Unmanaged<TunnelFilter>.fromOpaque(retained).release()
+            Unmanaged<ConnectionFilter>.fromOpaque(retained).release()
             bufferevent_free(socket)
             return nil
         }
@@ -94,7 +112,7 @@ final class TunnelFilter {
         context.held = bev
         context.kick = event_new(base, -1, 0, { _, _, arg in
             guard let arg else { return }
-            let me = Unmanaged<TunnelFilter>.fromOpaque(arg).takeUnretainedValue()
+            let me = Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue()
             if let filter = me.filter { _ = bufferevent_flush(filter, Int16(EV_WRITE), BEV_NORMAL) }
         }, Unmanaged.passUnretained(context).toOpaque())
         // The kick's argument is this object, alive until the filter is finalized (its context).
@@ -104,7 +122,7 @@ final class TunnelFilter {
         if let output = bufferevent_get_output(bev) {
             evbuffer_add_cb(output, { _, info, arg in
                 guard let info, let arg, info.pointee.n_added > 0 else { return }
-                let me = Unmanaged<TunnelFilter>.fromOpaque(arg).takeUnretainedValue()
+                let me = Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue()
                 if let kick = me.kick { event_active(kick, 0, 0) }
             }, Unmanaged.passUnretained(context).toOpaque())
         }
@@ -145,6 +163,8 @@ final class TunnelFilter {
 
     private func input(_ src: OpaquePointer, _ dst: OpaquePointer) -> bufferevent_filter_result {
         switch mode {
+        case let .awaitingProxyHeader(trusted):
+            return readProxyHeader(src, dst, trusted: trusted)
         case .plain:
             evbuffer_add_buffer(dst, src)
             return BEV_OK
@@ -188,6 +208,9 @@ final class TunnelFilter {
 
     private func output(_ src: OpaquePointer, _ dst: OpaquePointer) -> bufferevent_filter_result {
         switch mode {
+        case .awaitingProxyHeader:
+            // Nothing is answered before the header (evhttp has read nothing): keep it queued.
+            return BEV_NEED_MORE
         case .plain, .granted:
             // The CONNECT's answer (and anything before it) leaves as it is.
             deliver(src, dst)
@@ -239,6 +262,64 @@ final class TunnelFilter {
             }
         }
         evbuffer_add_buffer(dst, bytes)
+    }
+
+    /// The PROXY header: peeked at until whole, then dropped from the stream; the rest passes.
+    private func readProxyHeader(_ src: OpaquePointer, _ dst: OpaquePointer, trusted: TrustedProxies) -> bufferevent_filter_result {
+        guard let peer = peerAddress(), trusted.contains(peer) else {
+            return refuseProxy("proxy_untrusted_peer")
+        }
+        let wanted = min(evbuffer_get_length(src), 16 + ProxyProtocolHeader.maxV2Length)
+        var bytes = [UInt8](repeating: 0, count: wanted)
+        let copied = bytes.withUnsafeMutableBytes { Int(evbuffer_copyout(src, $0.baseAddress, wanted)) }
+        switch ProxyProtocolHeader.parse(bytes.prefix(max(copied, 0))) {
+        case .needMore:
+            return BEV_NEED_MORE
+        case .invalid:
+            return refuseProxy("proxy_header_invalid")
+        case let .local(length):
+            evbuffer_drain(src, length)
+        case let .proxied(source, length):
+            evbuffer_drain(src, length)
+            if let admitSource, !admitSource(source) { return refuseProxy("proxy_address_limit") }
+            proxiedSource = source
+        }
+        mode = .plain
+        return input(src, dst)
+    }
+
+    /// The socket's peer, numeric.
+    private func peerAddress() -> IPAddress? {
+        guard let filter, let socket = bufferevent_get_underlying(filter) else { return nil }
+        let fd = bufferevent_getfd(socket)
+        guard fd >= 0 else { return nil }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let got = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+        }
+        guard got == 0 else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let family = storage.ss_family
+        let ok: Bool = withUnsafePointer(to: &storage) { p in
+            if family == sa_family_t(AF_INET) {
+                return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                    var a = sin.pointee.sin_addr
+                    return inet_ntop(AF_INET, &a, &text, socklen_t(text.count)) != nil
+                }
+            }
+            return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
+                var a = sin6.pointee.sin6_addr
+                return inet_ntop(AF_INET6, &a, &text, socklen_t(text.count)) != nil
+            }
+        }
+        return ok ? IPAddress(String(cString: text)) : nil
+    }
+
+    private func refuseProxy(_ reason: String) -> bufferevent_filter_result {
+        proxyRefusal = reason
+        mode = .failed
+        return close()
     }
 
     private func fail() -> bufferevent_filter_result {
