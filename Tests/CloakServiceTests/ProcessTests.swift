@@ -1,3 +1,4 @@
+import CloakService
 import CloakTesting
 import Foundation
 import Testing
@@ -75,6 +76,35 @@ import Testing
         let after = try String(contentsOfFile: path, encoding: .utf8)
         #expect(after.contains("\"k1\"") && after.contains("\"k2\""))
         #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600)
+    }
+
+    @Test func keysRefPrintsTheAuditReferenceOfAnAliasReadFromStandardInput() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let environment = ["CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db", "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json"]
+        _ = try Self.run(["keys", "init"], environment: environment)
+        let process = Process()
+        process.executableURL = try Self.binary
+        process.arguments = ["keys", "ref"]
+        process.currentDirectoryURL = TestServer.repositoryRoot
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data("tok_sandbox_abc\n4111117960771111\n".utf8))
+        try input.fileHandleForWriting.close()
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(lines.count == 2 && lines.allSatisfy { $0.hasPrefix("ar_") && $0.count == 19 } && lines[0] != lines[1])
+        // The same key ring, the same reference as the server's audit lines.
+        var settings = ServiceConfiguration.VaultSettings()
+        settings.store = environment["CLOAK_VAULT_STORE"]!
+        settings.keys = environment["CLOAK_VAULT_KEYS"]!
+        let vault = try VaultBootstrap.open(settings, environment: [:], logger: nil)
+        defer { vault.close() }
+        #expect(String(lines.first ?? "") == vault.auditReference("tok_sandbox_abc"))
     }
 
     @Test func ff1CommandReproducesTheNISTSample() throws {

@@ -44,6 +44,11 @@ import Testing
         let audit = server.logs.lines.filter { $0.contains(#""msg":"audit""#) }
         #expect(audit.count == 6)
         #expect(audit.contains { $0.contains(#""action":"update""#) && $0.contains(#""result":"ok""#) })
+        // An alias is a capability: audit lines carry its keyed reference, never the alias.
+        #expect(!server.logs.text.contains(alias))
+        let reference = server.vault.auditReference(alias)
+        #expect(reference.hasPrefix("ar_") && reference.count == 19)
+        #expect(audit.filter { $0.contains(#""alias_ref":"\#(reference)""#) }.count == 5)
         #expect(!server.logs.text.contains("4111111111111111"))
     }
 

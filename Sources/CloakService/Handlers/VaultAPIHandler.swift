@@ -247,12 +247,12 @@ struct VaultAPIHandler: Sendable {
 
     /// One audit line per reveal or delete: token id, alias, result; never the value. An alias
     /// that was not found is scrubbed, since a client may have sent a card number as one.
-    /// One audit line: who (token id and client address), what, which alias, the outcome.
+    /// One audit line: who (token id and client address), what, which alias (its keyed
+    /// reference, ``Vault/auditReference(_:)``: never the alias), the outcome.
     func audit(_ action: String, _ tokenID: String, _ alias: String, _ result: String) {
-        let shown = result == "ok" ? alias : Redaction.scrub(alias, limit: 128)
         logger.info("audit", metadata: [
-            "action": .string(action), "token_id": .string(tokenID), "client": .string(client), "alias": .string(shown),
-            "result": .string(result),
+            "action": .string(action), "token_id": .string(tokenID), "client": .string(client),
+            "alias_ref": .string(vault.vault.auditReference(alias)), "result": .string(result),
         ])
     }
 }

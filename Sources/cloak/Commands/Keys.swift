@@ -1,12 +1,13 @@
 import ArgumentParser
 import CloakCrypto
 import CloakService
+import CloakVault
 import Foundation
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the vault's key file.",
-        subcommands: [Init.self, Rotate.self])
+        subcommands: [Init.self, Rotate.self, Ref.self])
 
     /// The key file `vault.keys` names (`file:PATH`).
     static func path(_ options: ConfigOption) throws -> String {
@@ -32,6 +33,33 @@ struct Keys: ParsableCommand {
                 throw ExitCode(1)
             }
             print("wrote \(path) with key \(ring.currentID)")
+        }
+    }
+
+    struct Ref: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the reference audit lines show for an alias (alias_ref), to find its lines.",
+            discussion: "The alias is read from standard input (one per line), never from the command line (ps).")
+        @OptionGroup var options: ConfigOption
+
+        func run() throws {
+            let configuration: ServiceConfiguration
+            do { configuration = try ServiceConfiguration.load(path: options.config) } catch {
+                throw ValidationError("invalid configuration \(options.config):\n\(error)")
+            }
+            let ring: KeyRing
+            do {
+                let store = try VaultBootstrap.store(configuration.vault)
+                ring = try VaultBootstrap.keyRing(configuration.vault, environment: ProcessInfo.processInfo.environment,
+                                                  logger: nil, store: store)
+            } catch {
+                FileHandle.standardError.write(Data("cloak: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+            while let line = readLine() {
+                let alias = line.trimmingCharacters(in: .whitespaces)
+                if !alias.isEmpty { print(Vault.auditReference(alias, keys: ring)) }
+            }
         }
     }
 
