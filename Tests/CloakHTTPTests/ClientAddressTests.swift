@@ -20,8 +20,9 @@ import Testing
         }
     }
 
-    static func resolve(_ peer: String, _ headers: [(String, String)]) -> ForwardedClient.Resolution {
-        ForwardedClient.resolve(peer: peer, headers: headers.map { (name: $0.0, value: $0.1) }, trusted: trusted)
+    static func resolve(_ peer: String, _ headers: [(String, String)],
+                        header: ForwardedClient.Header = .xForwardedFor) -> ForwardedClient.Resolution {
+        ForwardedClient.resolve(peer: peer, headers: headers.map { (name: $0.0, value: $0.1) }, trusted: trusted, header: header)
     }
 
     @Test func theRightMostUntrustedHopIsTheClient() {
@@ -34,34 +35,46 @@ import Testing
         #expect(Self.resolve("10.0.0.5", [("X-Forwarded-For", "2001:db8::1")]).address == "2001:db8::1")
     }
 
+    @Test func whatAClientWroteLeftOfItsAddressIsNeverRead() {
+        // Junk, too many hops or too many bytes to the left cannot push the request onto the peer.
+        for left in ["x", ",,,,", String(repeating: "1.2.3.4,", count: 40), String(repeating: " ", count: 3_000), "\u{0}"] {
+            #expect(Self.resolve("10.0.0.5", [("X-Forwarded-For", left + ", 203.0.113.7")]) == .init(address: "203.0.113.7", problem: nil))
+        }
+    }
+
     @Test func anUntrustedPeerIsItsOwnClientWhateverItSays() {
         #expect(Self.resolve("203.0.113.50", [("X-Forwarded-For", "1.2.3.4")]) == .init(address: "203.0.113.50", problem: nil))
-        #expect(Self.resolve("203.0.113.50", [("Forwarded", "for=1.2.3.4")]).address == "203.0.113.50")
+        #expect(Self.resolve("203.0.113.50", [("Forwarded", "for=1.2.3.4")], header: .forwarded).address == "203.0.113.50")
         #expect(ForwardedClient.resolve(peer: "10.0.0.5", headers: [(name: "X-Forwarded-For", value: "1.2.3.4")],
                                         trusted: TrustedProxies()).address == "10.0.0.5")
     }
 
-    @Test func forwardedIsReadFirstInEveryForm() {
+    @Test func onlyTheConfiguredHeaderIsRead() {
+        // A proxy that appends X-Forwarded-For passes a client's own Forwarded through: never read.
+        #expect(Self.resolve("10.0.0.5", [("Forwarded", "for=198.51.100.77"), ("X-Forwarded-For", "203.0.113.7")]).address == "203.0.113.7")
+        #expect(Self.resolve("10.0.0.5", [("Forwarded", "for=198.51.100.77")]).address == "10.0.0.5")
+        // And the other way round.
         #expect(Self.resolve("10.0.0.5", [("Forwarded", "for=192.0.2.60;proto=http;by=203.0.113.43"),
-                                          ("X-Forwarded-For", "9.9.9.9")]).address == "192.0.2.60")
-        #expect(Self.resolve("10.0.0.5", [("Forwarded", #"for="[2001:db8:cafe::17]:4711""#)]).address == "2001:db8:cafe::17")
-        #expect(Self.resolve("10.0.0.5", [("Forwarded", #"For="192.0.2.43:80", for=10.0.0.3"#)]).address == "192.0.2.43")
+                                          ("X-Forwarded-For", "9.9.9.9")], header: .forwarded).address == "192.0.2.60")
+        #expect(Self.resolve("10.0.0.5", [("Forwarded", #"for="[2001:db8:cafe::17]:4711""#)], header: .forwarded).address == "2001:db8:cafe::17")
+        #expect(Self.resolve("10.0.0.5", [("Forwarded", #"For="192.0.2.43:80", for=10.0.0.3"#)], header: .forwarded).address == "192.0.2.43")
     }
 
     @Test(arguments: [
-        ("X-Forwarded-For", "not-an-address"), ("X-Forwarded-For", "1.2.3.4, , 5.6.7.8"), ("Forwarded", "for=unknown"),
+        ("X-Forwarded-For", "not-an-address"), ("X-Forwarded-For", "1.2.3.4, "), ("Forwarded", "for=unknown"),
         ("Forwarded", "for=_hidden"), ("Forwarded", "proto=https"), ("X-Forwarded-For", "1.2.3.4\u{0}"),
-        ("Forwarded", #"for="[2001:db8::1""#),
+        ("Forwarded", #"for="[2001:db8::1""#), ("X-Forwarded-For", "203.0.113.7, junk, 10.0.0.9"),
     ])
-    func malformedHopsAreServedAsThePeer(name: String, value: String) {
-        #expect(Self.resolve("10.0.0.5", [(name, value)]) == .init(address: "10.0.0.5", problem: .malformed))
+    func aHopTheWalkReachesThatIsNoAddressIsServedAsThePeer(name: String, value: String) {
+        let header: ForwardedClient.Header = name == "Forwarded" ? .forwarded : .xForwardedFor
+        #expect(Self.resolve("10.0.0.5", [(name, value)], header: header) == .init(address: "10.0.0.5", problem: .malformed))
     }
 
-    @Test func oversizedAndManyHopHeadersAreServedAsThePeer() {
-        let many = (0..<33).map { "1.2.3.\($0)" }.joined(separator: ",")
+    @Test func tooManyTrustedHopsOrBytesAreServedAsThePeer() {
+        let many = (0..<33).map { "10.0.0.\($0)" }.joined(separator: ",")
         #expect(Self.resolve("10.0.0.5", [("X-Forwarded-For", many)]).problem == .tooManyHops)
-        let thirtyTwo = (0..<32).map { "1.2.3.\($0)" }.joined(separator: ",")
-        #expect(Self.resolve("10.0.0.5", [("X-Forwarded-For", thirtyTwo)]).address == "1.2.3.31")
+        let thirtyTwo = (0..<32).map { "10.0.0.\($0)" }.joined(separator: ",")
+        #expect(Self.resolve("10.0.0.5", [("X-Forwarded-For", thirtyTwo)]).address == "10.0.0.0")
         let big = String(repeating: " ", count: 2_100) + "1.2.3.4"
         #expect(Self.resolve("10.0.0.5", [("X-Forwarded-For", big)]) == .init(address: "10.0.0.5", problem: .oversized))
     }
@@ -78,7 +91,7 @@ import Testing
         let six = Array("PROXY TCP6 2001:db8::1 2001:db8::2 1 443\r\n".utf8)
         #expect(ProxyProtocolHeader.parse(six) == .proxied(source: "2001:db8::1", length: six.count))
         let unknown = Array("PROXY UNKNOWN\r\n".utf8)
-        #expect(ProxyProtocolHeader.parse(unknown) == .local(length: unknown.count))
+        #expect(ProxyProtocolHeader.parse(unknown) == .local(length: unknown.count, proxied: true))
         // Cut anywhere before its end: more is needed.
         for cut in 0..<line.count { #expect(ProxyProtocolHeader.parse(line.prefix(cut)) == .needMore, "\(cut)") }
     }
@@ -103,9 +116,9 @@ import Testing
         let v6 = Self.v2(family: 0x21, body: source6 + Array(repeating: 0, count: 16) + [0, 1, 0, 2])
         #expect(ProxyProtocolHeader.parse(v6) == .proxied(source: "2001:db8::1", length: v6.count))
         let local = Self.v2(command: 0x20, family: 0x00, body: [])
-        #expect(ProxyProtocolHeader.parse(local) == .local(length: 16))
+        #expect(ProxyProtocolHeader.parse(local) == .local(length: 16, proxied: false))
         let unix = Self.v2(family: 0x31, body: Array(repeating: 0, count: 216))
-        #expect(ProxyProtocolHeader.parse(unix) == .local(length: unix.count))
+        #expect(ProxyProtocolHeader.parse(unix) == .local(length: unix.count, proxied: true))
         for cut in 0..<v4.count { #expect(ProxyProtocolHeader.parse(v4.prefix(cut)) == .needMore, "\(cut)") }
     }
 

@@ -87,6 +87,25 @@ import Testing
         #expect(lines.filter { $0.contains(#""client":"127.0.0.3""#) }.count == 3)
     }
 
+    @Test func aClientsOwnForwardingHeadersThroughHaproxyDoNotMoveIt() throws {
+        let server = try Self.server(proxyProtocol: false)
+        defer { server.stop() }
+        let balancer = try Balancer(backend: server.port, proxyProtocol: false)
+        defer { balancer.stop() }
+        #expect(RawHTTPClient.waitUntil(port: balancer.port, path: "/healthz"))
+        // A new made-up address each time, in either header, and junk that would spoil the list.
+        let spoofs = [("Forwarded", "for=198.51.100.1"), ("Forwarded", "for=198.51.100.2"), ("X-Forwarded-For", ",,,,junk")]
+        let statuses = try spoofs.map { name, value in
+            let r = try EgressFixture.run("curl", [
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", "127.0.0.2", "-X", "POST", "-H", "\(name): \(value)",
+                "http://127.0.0.1:\(balancer.port)/forms/checkout/validate", "-d", #"{"fields":{}}"#,
+            ])
+            return Int(r.out) ?? -1
+        }
+        #expect(statuses == [200, 200, 429])  // one bucket: 127.0.0.2's
+        #expect(!server.logs.text.contains("198.51.100"))
+    }
+
     @Test func forwardedHeadersFromAnUntrustedPeerCountForNothing() throws {
         let server = try Self.server(proxyProtocol: false, trusted: "10.0.0.0/8")
         defer { server.stop() }
@@ -126,6 +145,11 @@ import Testing
         try local.send(ProxyProtocolFixture.local + Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
         #expect(try local.readResponse().status == 200)
         #expect(server.logs.text.contains(#""client":"198.51.100.9""#))
+        // PROXY UNKNOWN names no client: served as the balancer, and its X-Forwarded-For is not believed.
+        let unknown = try RawHTTPClient(port: server.port, timeout: 5)
+        try unknown.send("PROXY UNKNOWN\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.44\r\n\r\n")
+        #expect(try unknown.readResponse().status == 200)
+        #expect(!server.logs.text.contains("198.51.100.44"))
         // From a peer that is not trusted, even a good header closes the connection.
         let other = try Self.server(proxyProtocol: true, trusted: "10.0.0.0/8")
         defer { other.stop() }

@@ -1,16 +1,27 @@
-/// The client address of a request that came through trusted proxies, from `Forwarded: for=`
-/// (RFC 7239) or `X-Forwarded-For`. Pure: the peer and the headers are passed in.
+/// The client address of a request that came through trusted proxies, from the one header
+/// `server.forwarded_header` names: `X-Forwarded-For` (the default: what haproxy's
+/// `option forwardfor` and nginx append) or `Forwarded: for=` (RFC 7239). The other header is
+/// never read: a proxy that appends one passes a client's own copy of the other through.
+/// Pure: the peer and the headers are passed in.
 ///
-/// Only a peer in ``TrustedProxies`` is believed; from anyone else both headers are ignored
-/// whole, so a client cannot choose its own rate bucket. The hops are read right to left (each
-/// proxy appends the address it saw) and the first that is not itself a trusted proxy is the
-/// client; when every hop is trusted, the left-most. `Forwarded` is read when present, else
-/// `X-Forwarded-For`; several header lines of one name are one list, in order. Anything
-/// malformed (a hop that is no IP address, more than ``maxHops`` hops, more than ``maxBytes``
-/// bytes of header) is a ``Problem``: the request is served as from the peer.
+/// Only a peer in ``TrustedProxies`` is believed; from anyone else the header is ignored whole,
+/// so a client cannot choose its own rate bucket. The hops are walked right to left (each proxy
+/// appends the address it saw) and the first that is not itself a trusted proxy is the client;
+/// everything to its left is the client's own text and is never looked at, so it cannot spoil
+/// the answer. When every hop walked is trusted, the left-most. A hop that the walk reaches and
+/// that is no IP address, more than ``maxHops`` hops walked, or more than ``maxBytes`` bytes of
+/// them is a ``Problem``: the request is served as from the peer.
 public enum ForwardedClient {
     public static let maxHops = 32
     public static let maxBytes = 2_048
+
+    /// Which header trusted proxies name the client in.
+    public enum Header: String, Sendable, Equatable {
+        case xForwardedFor = "x-forwarded-for"
+        case forwarded = "forwarded"
+
+        var name: String { self == .forwarded ? "Forwarded" : "X-Forwarded-For" }
+    }
 
     public enum Problem: String, Sendable, Equatable {
         case oversized = "oversized"
@@ -21,27 +32,29 @@ public enum ForwardedClient {
     public struct Resolution: Sendable, Equatable {
         /// The client's address (the peer's when nothing is believed).
         public let address: String
-        /// Why the headers of a trusted peer were not used.
+        /// Why the header of a trusted peer was not used.
         public let problem: Problem?
     }
 
-    public static func resolve(peer: String, headers: [(name: String, value: String)], trusted: TrustedProxies) -> Resolution {
+    public static func resolve(peer: String, headers: [(name: String, value: String)], trusted: TrustedProxies,
+                               header: Header = .xForwardedFor) -> Resolution {
         guard !trusted.isEmpty, trusted.contains(peer) else { return Resolution(address: peer, problem: nil) }
-        let forwarded = headers.filter { $0.name.caseInsensitiveEquals("Forwarded") }.map(\.value)
-        let xff = headers.filter { $0.name.caseInsensitiveEquals("X-Forwarded-For") }.map(\.value)
-        let values = forwarded.isEmpty ? xff : forwarded
+        let values = headers.filter { $0.name.caseInsensitiveEquals(header.name) }.map(\.value)
         guard !values.isEmpty else { return Resolution(address: peer, problem: nil) }
-        guard values.reduce(0, { $0 + $1.utf8.count + 1 }) <= maxBytes else { return Resolution(address: peer, problem: .oversized) }
         let elements = values.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
-        guard elements.count <= maxHops else { return Resolution(address: peer, problem: .tooManyHops) }
-        var hops: [IPAddress] = []
-        for element in elements {
-            let text = forwarded.isEmpty ? Substring(element.trimmingOWS()) : forValue(element)
+        var walked = 0, bytes = 0
+        var leftmostTrusted: IPAddress?
+        for element in elements.reversed() {
+            walked += 1
+            bytes += element.utf8.count + 1
+            guard walked <= maxHops else { return Resolution(address: peer, problem: .tooManyHops) }
+            guard bytes <= maxBytes else { return Resolution(address: peer, problem: .oversized) }
+            let text = header == .forwarded ? forValue(element) : Substring(element.trimmingOWS())
             guard let text, let address = IPAddress(text) else { return Resolution(address: peer, problem: .malformed) }
-            hops.append(address)
+            if !trusted.contains(address) { return Resolution(address: address.description, problem: nil) }
+            leftmostTrusted = address
         }
-        let client = hops.last { !trusted.contains($0) } ?? hops[0]
-        return Resolution(address: client.description, problem: nil)
+        return Resolution(address: leftmostTrusted?.description ?? peer, problem: nil)
     }
 
     /// The address in one `Forwarded` element's `for=` pair (`for=192.0.2.1`,

@@ -38,9 +38,17 @@ final class AddressBudget: Sendable {
         self.limitPerAddress = limitPerAddress
     }
 
-    /// Takes a slot for `address`; false when it already holds its limit.
+    /// The budget's key for `address`: an IPv6 client is its /64 (one client holds a whole /64
+    /// and could take a new address for every connection), as in the rate limiter.
+    static func key(_ address: String) -> String {
+        guard let parsed = IPAddress(address), !parsed.isIPv4 else { return address }
+        return IPNetwork(parsed.description + "/64")?.description ?? address
+    }
+
+    /// Takes a slot for `address` (its ``key(_:)``); false when it already holds its limit.
     func acquire(_ address: String) -> Bool {
         guard limitPerAddress > 0 else { return true }
+        let address = Self.key(address)
         return open.withLock { counts in
             let held = counts[address, default: 0]
             guard held < limitPerAddress else { return false }
@@ -51,6 +59,7 @@ final class AddressBudget: Sendable {
 
     func release(_ address: String) {
         guard limitPerAddress > 0 else { return }
+        let address = Self.key(address)
         open.withLock { counts in
             let held = counts[address, default: 0]
             counts[address] = held > 1 ? held - 1 : nil

@@ -41,6 +41,9 @@ final class ConnectionFilter {
     private(set) var mode: Mode
     /// The client address a PROXY header named (nil: none, or `LOCAL`).
     private(set) var proxiedSource: String?
+    /// A PROXY header with the PROXY command named no client (`UNKNOWN`, an unspecified family):
+    /// the connection is served as from the balancer, and no forwarding header is believed.
+    private(set) var namedNoClient = false
     /// Asked when a PROXY header names a client: false refuses the connection (its address holds
     /// its share of connections).
     var admitSource: ((String) -> Bool)?
@@ -277,11 +280,12 @@ final class ConnectionFilter {
             return BEV_NEED_MORE
         case .invalid:
             return refuseProxy("proxy_header_invalid")
-        case let .local(length):
+        case let .local(length, proxied):
             evbuffer_drain(src, length)
+            namedNoClient = proxied
         case let .proxied(source, length):
             evbuffer_drain(src, length)
-            if let admitSource, !admitSource(source) { return refuseProxy("proxy_address_limit") }
+            guard let admitSource, admitSource(source) else { return refuseProxy("proxy_address_limit") }
             proxiedSource = source
         }
         mode = .plain
@@ -301,6 +305,7 @@ final class ConnectionFilter {
         guard got == 0 else { return nil }
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let family = storage.ss_family
+        guard family == sa_family_t(AF_INET) || family == sa_family_t(AF_INET6) else { return nil }
         let ok: Bool = withUnsafePointer(to: &storage) { p in
             if family == sa_family_t(AF_INET) {
                 return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in

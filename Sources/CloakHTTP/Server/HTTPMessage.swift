@@ -33,6 +33,10 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     public var loop: LoopHandle?
     /// The client's address (numeric, without the port): the key of per-client limits.
     public var remoteAddress: String = ""
+    /// Whether a trusted proxy's forwarding header may name the client: false on a PROXY
+    /// protocol connection whose header named no client (`UNKNOWN`, an unspecified family),
+    /// where that header would be the client's own text.
+    public var forwardingTrusted = true
     /// On a forward-proxy door: where the request is going (from its tunnel or absolute-form target).
     public var proxyTarget: ProxyTarget?
 

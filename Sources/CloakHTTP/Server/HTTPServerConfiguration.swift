@@ -21,6 +21,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// `server.trusted_proxies`: peers whose `Forwarded` / `X-Forwarded-For` and PROXY header
     /// name the client (``ForwardedClient``); everyone else's are ignored.
     public var trustedProxies = TrustedProxies()
+    /// `server.forwarded_header`: which header trusted proxies name the client in.
+    public var forwardedHeader = ForwardedClient.Header.xForwardedFor
     /// `server.proxy_protocol`: every connection starts with a PROXY protocol header (v1 or v2)
     /// from a trusted proxy, or is closed.
     public var proxyProtocol = false

@@ -42,7 +42,11 @@ extension LoopWorker {
                     made = bev
                 }
                 if made != nil { connectionFilter = filter }
+            } else if let ssl {
+                SSL_free(ssl)
             }
+            // (A failed bufferevent_openssl_filter_new would already have given back the
+            // reference it took on the filter; ours and the creation one go above.)
             if made == nil {
                 budget.release()
                 admission = .closeWithoutTLS
@@ -102,7 +106,15 @@ extension LoopWorker {
                 var port: UInt16 = 0
                 evhttp_connection_get_peer(evcon, &address, &port)
                 let peer = address.map { String(cString: $0) } ?? ""
-                if configuration.proxyProtocol, let filter = connection.connectionFilter {
+                if configuration.proxyProtocol, !configuration.trustedProxies.contains(peer) {
+                    // Only a trusted balancer may open connections here: closed before a byte is
+                    // read (it would otherwise hold a slot until the header timeout).
+                    budget.release()
+                    evhttp_connection_free(evcon)
+                    if let filter = connection.connectionFilter { releaseLater(filter) }
+                    ConnectionNotices.shared.report("proxy_untrusted_peer")
+                    continue
+                } else if configuration.proxyProtocol, let filter = connection.connectionFilter {
                     // The peer is the balancer: the connection counts under the client address
                     // its PROXY header names, once read (a refusal closes it then).
                     filter.admitSource = { [weak self, weak connection] source in

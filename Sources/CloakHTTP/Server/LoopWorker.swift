@@ -296,6 +296,7 @@ final class LoopWorker: @unchecked Sendable {
         request.violation = violation
         request.rawPath = rawPath
         request.remoteAddress = connection?.clientAddress ?? ""
+        request.forwardingTrusted = connection?.connectionFilter?.namedNoClient != true
         request.loop = handle
         request.proxyTarget = connection?.tunnel ?? Self.absoluteTarget(req)
         if method == .CONNECT, tunnels != nil, let evcon {

@@ -132,9 +132,10 @@ public final class CloakService: Sendable {
     /// use it from here on.
     func clientNamed(_ request: HTTPRequest) -> HTTPRequest {
         let trusted = configuration.server.trustedProxies
-        guard !trusted.isEmpty else { return request }
-        let forwarded = ForwardedClient.resolve(peer: request.remoteAddress, headers: request.headers, trusted: trusted)
-        if let problem = forwarded.problem { ConnectionNotices.shared.report("x_forwarded_for_\(problem.rawValue)") }
+        guard !trusted.isEmpty, request.forwardingTrusted else { return request }
+        let forwarded = ForwardedClient.resolve(peer: request.remoteAddress, headers: request.headers, trusted: trusted,
+                                                header: configuration.server.forwardedHeader)
+        if let problem = forwarded.problem { ConnectionNotices.shared.report("forwarded_header_\(problem.rawValue)") }
         var named = request
         named.remoteAddress = forwarded.address
         return named

@@ -66,7 +66,7 @@ extension ServiceConfiguration {
     static let overridable: [String: [String]] = [
         "server": ["listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
                    "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address", "loop_stall_s",
-                   "trusted_proxies", "proxy_protocol"],
+                   "trusted_proxies", "proxy_protocol", "forwarded_header"],
         "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections"],
     ]
 
@@ -87,7 +87,7 @@ extension ServiceConfiguration {
         if let server = r.mapping(top["server"], at: "server", allowed: [
             "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
             "drain_timeout_s", "tls", "header_timeout_s", "body_timeout_s", "max_connections_per_address",
-            "loop_stall_s", "trusted_proxies", "proxy_protocol",
+            "loop_stall_s", "trusted_proxies", "proxy_protocol", "forwarded_header",
         ]) {
             if let listen = r.string(server["listen"], at: "server.listen") {
                 if let (host, port) = parseListen(listen) {
@@ -141,6 +141,11 @@ extension ServiceConfiguration {
                     }
                 }
                 config.server.trustedProxies = TrustedProxies(networks)
+            }
+            if let v = r.string(server["forwarded_header"], at: "server.forwarded_header") {
+                if let header = ForwardedClient.Header(rawValue: v.lowercased()) { config.server.forwardedHeader = header } else {
+                    r.issue("server.forwarded_header", "expected x-forwarded-for or forwarded", server["forwarded_header"])
+                }
             }
             if let v = r.bool(server["proxy_protocol"], at: "server.proxy_protocol") {
                 config.server.proxyProtocol = v
