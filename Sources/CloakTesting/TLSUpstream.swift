@@ -102,7 +102,7 @@ server.serve_forever()
 
 extension FileHandle {
     /// One line (without waiting for more than it).
-    func readLine() -> String {
+    public func readLine() -> String {
         var bytes: [UInt8] = []
         while true {
             let data = readData(ofLength: 1)

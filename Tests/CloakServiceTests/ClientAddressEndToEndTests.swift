@@ -21,11 +21,30 @@ import Testing
 
     /// haproxy on a free loopback port in front of `backend`, in the foreground until `stop()`.
     final class Balancer {
-        let port = freeLoopbackPort()
-        let process = Process()
+        private(set) var port = 0
+        private(set) var process = Process()
         let directory = TemporaryDirectory()
 
+        /// haproxy on a port picked ahead; when something took it meanwhile haproxy exits at once,
+        /// and another port is tried.
         init(backend: Int, proxyProtocol: Bool) throws {
+            for _ in 0..<5 {
+                port = freeLoopbackPort()
+                process = Process()
+                try start(backend: backend, proxyProtocol: proxyProtocol)
+                var up = false
+                for _ in 0..<200 where !up && process.isRunning {
+                    up = LoopbackSocket.isListening(port)
+                    if !up { Thread.sleep(forTimeInterval: 0.025) }
+                }
+                if up { return }
+                if process.isRunning { process.terminate() }
+                process.waitUntilExit()
+            }
+            throw CocoaError(.executableLoad)
+        }
+
+        private func start(backend: Int, proxyProtocol: Bool) throws {
             let server = proxyProtocol
                 ? "server cloak 127.0.0.1:\(backend) send-proxy-v2 check-send-proxy check inter 1s"
                 : "server cloak 127.0.0.1:\(backend) check inter 1s"

@@ -20,13 +20,13 @@ import Testing
         defer { upstream.stop() }
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let port = freeLoopbackPort(), egressPort = freeLoopbackPort()
+
         let hex = Digest.sha256(Array(Self.token.utf8)).map { String(format: "%02x", $0) }.joined()
         let yaml = TestServer.shippedConfiguration.replacingOccurrences(
             of: "  tokens: []", with: "  tokens: [{id: egress, sha256: \"\(hex)\", scopes: [\"egress:psp\"]}]") + """
 
             egress:
-              listen: "127.0.0.1:\(egressPort)"
+              listen: "127.0.0.1:0"
               ca: {cert: "\(directory.path)/egress-ca.pem", key: "\(directory.path)/egress-ca-key.pem"}
               routes:
                 - id: psp
@@ -45,16 +45,30 @@ import Testing
         process.executableURL = try ProcessTests.binary
         process.arguments = ["serve", "--config", config]
         process.environment = ProcessInfo.processInfo.environment.merging([
-            "CLOAK_SERVER_LISTEN": "127.0.0.1:\(port)", "CLOAK_SERVER_THREADS": "2", "CLOAK_SERVER_IDLE_TIMEOUT_S": "2",
+            "CLOAK_SERVER_LISTEN": "127.0.0.1:0", "CLOAK_SERVER_THREADS": "2", "CLOAK_SERVER_IDLE_TIMEOUT_S": "2",
             "CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db", "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json",
             "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
         ]) { _, new in new }
         let errors = "\(directory.path)/stderr.txt"
         #expect(FileManager.default.createFile(atPath: errors, contents: nil))
-        process.standardOutput = FileHandle.nullDevice
+        let output = Pipe()
+        process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: errors)
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        // Both listeners on ports the kernel picked (a port chosen ahead could be taken meanwhile),
+        // read from the start-up log lines.
+        var port = 0, egressPort = 0
+        while port == 0 || egressPort == 0 {
+            let line = output.fileHandleForReading.readLine()
+            guard !line.isEmpty || process.isRunning else { break }
+            let found = line.range(of: #""address":"127.0.0.1:"#).flatMap { Int(line[$0.upperBound...].prefix { $0.isNumber }) } ?? 0
+            if line.contains(#""msg":"listening""#) { port = found }
+            if line.contains(#""msg":"egress proxy listening""#) { egressPort = found }
+        }
+        let drain = output.fileHandleForReading
+        Thread { _ = drain.readDataToEndOfFile() }.start()  // the access log must not fill the pipe
+        #expect(port > 0 && egressPort > 0, "\(Self.text(errors))")
         #expect(RawHTTPClient.waitUntil(port: port, path: "/readyz"))
 
         let credentials = "Basic " + Data("egress:\(Self.token)".utf8).base64EncodedString()

@@ -57,20 +57,36 @@ public final class HTTPServer: Sendable {
             try TLSServerContext(certificateChain: files.certificateChain, privateKey: files.privateKey)
         }
         var workers: [LoopWorker] = []
+        var hearts: [LoopWatchdog.Heartbeat] = []
+        var port = configuration.port
         // Port 0: take a free port with a plain socket first. Binding port 0 directly with
         // SO_REUSEPORT can hand out a port another reuseport group of the same user already
-        // holds, and the two servers would then share each other's connections.
-        var port = configuration.port == 0 ? try Libevent.freePort(host: configuration.host) : configuration.port
-        var hearts: [LoopWatchdog.Heartbeat] = []
-        for index in 0..<threads {
-            let heart = watchdog?.register(name: "\(name)-\(index)", now: LoopWorker.now())
-            if let heart { hearts.append(heart) }
-            let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget,
-                                    addressBudget: addressBudget, index: index, tls: tls, tunnels: tunnels,
-                                    heartbeat: heart)
-            try worker.bind(port: port)
-            port = worker.port  // with port 0, every later loop binds the port the first one got
-            workers.append(worker)
+        // holds, and the two servers would then share each other's connections. Between the two,
+        // something else may take the port (an outgoing connection's ephemeral port, say): then
+        // the loops made so far are dropped and another free port is tried, a few times.
+        for attempt in 1...(configuration.port == 0 ? 5 : 1) {
+            if configuration.port == 0 { port = try Libevent.freePort(host: configuration.host) }
+            workers.removeAll()
+            watchdog?.unregister(hearts)
+            hearts.removeAll()
+            do throws(HTTPServerError) {
+                for index in 0..<threads {
+                    let heart = watchdog?.register(name: "\(name)-\(index)", now: LoopWorker.now())
+                    if let heart { hearts.append(heart) }
+                    let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget,
+                                                addressBudget: addressBudget, index: index, tls: tls, tunnels: tunnels,
+                                                heartbeat: heart)
+                    try worker.bind(port: port)
+                    port = worker.port  // with port 0, every later loop binds the port the first one got
+                    workers.append(worker)
+                }
+                break
+            } catch {
+                if attempt == 5 || configuration.port != 0 || !error.description.contains("Address already in use") {
+                    watchdog?.unregister(hearts)
+                    throw error
+                }
+            }
         }
         self.configuration = configuration
         self.workers = workers

@@ -140,6 +140,7 @@ final class LoopWorker: @unchecked Sendable {
     }
 
     deinit {
+        forgetListener()  // a loop dropped before it ran (a bind retried on another port) is still listed
         upstreamClient = nil
         // evhttp_free closes the connections left (their close callbacks queue their filters);
         // no libevent callback is on the stack here, so their references go back at once.
