@@ -34,6 +34,7 @@ public struct AliasStoreCompatSuite {
         case pingAnswers
         case pagesListEveryRecordOnceInIdOrder
         case aForcedDurableCommitChangesNoRecord
+        case intentsAreStoredAsIntentsAndExpireLikeAnyRecord
 
         public var testDescription: String { rawValue }
     }
@@ -64,6 +65,7 @@ public struct AliasStoreCompatSuite {
         case .pingAnswers: try makeStore().ping()
         case .pagesListEveryRecordOnceInIdOrder: try pagesListEveryRecordOnceInIdOrder()
         case .aForcedDurableCommitChangesNoRecord: try aForcedDurableCommitChangesNoRecord()
+        case .intentsAreStoredAsIntentsAndExpireLikeAnyRecord: try intentsAreStoredAsIntentsAndExpireLikeAnyRecord()
         }
     }
 
@@ -91,12 +93,14 @@ public struct AliasStoreCompatSuite {
     public static let now: Int64 = 1_700_000_000
 
     public static func record(_ id: String, fingerprint: [UInt8]? = nil, aliases: [IssuedAlias] = [], storage: StorageKind = .persistent,
-                       classifiers: [String] = ["pci"], expiresAt: Int64? = nil, plaintext: [UInt8]? = nil) -> StoredRecord {
+                       classifiers: [String] = ["pci"], expiresAt: Int64? = nil, plaintext: [UInt8]? = nil,
+                       intent: Bool = false) -> StoredRecord {
         StoredRecord(
             id: id, fingerprint: fingerprint, keyID: "k1",
             sealed: AESGCM.SealedBox(nonce: SecureRandom.bytes(12), ciphertext: plaintext ?? SecureRandom.bytes(16),
                                      tag: SecureRandom.bytes(16)),
-            storage: storage, classifiers: classifiers, createdAt: now - 10, expiresAt: expiresAt, aliases: aliases)
+            storage: storage, classifiers: classifiers, createdAt: now - 10, expiresAt: expiresAt, aliases: aliases,
+            intent: intent)
     }
 
     public static func alias(_ text: String, _ format: AliasFormatName = .UUID) -> IssuedAlias { IssuedAlias(alias: text, format: format) }
@@ -132,6 +136,27 @@ public struct AliasStoreCompatSuite {
         #expect(found.createdAt == expected.createdAt, sourceLocation: sourceLocation)
         #expect(found.expiresAt == expected.expiresAt, sourceLocation: sourceLocation)
         #expect(found.aliases == expected.aliases, sourceLocation: sourceLocation)
+        #expect(found.intent == expected.intent, sourceLocation: sourceLocation)
+    }
+
+    /// An anonymous caller's record (an intent) reads back as one, by alias and in pages (what
+    /// `cloak store migrate` copies), and the sweep removes it once expired like any record.
+    func intentsAreStoredAsIntentsAndExpireLikeAnyRecord() throws {
+        let store = try makeStore()
+        let intent = Self.record("r-intent", aliases: [Self.alias("tok_intent")], expiresAt: Self.now + 100, intent: true)
+        let kept = Self.record("r-kept", fingerprint: Self.fingerprint(7), aliases: [Self.alias("tok_kept")])
+        try transaction(store) {
+            try store.insert(intent)
+            try store.insert(kept)
+        }
+        expectSame(try store.record(alias: "tok_intent"), intent)
+        expectSame(try store.record(alias: "tok_kept"), kept)
+        let page = try store.records(after: nil, limit: 10)
+        #expect(page.first { $0.id == "r-intent" }?.intent == true && page.first { $0.id == "r-kept" }?.intent == false)
+        #expect(try transaction(store) { try store.deleteExpired(now: Self.now + 99, limit: 10) } == 0)
+        #expect(try transaction(store) { try store.deleteExpired(now: Self.now + 100, limit: 10) } == 1)
+        #expect(try store.record(alias: "tok_intent") == nil)
+        expectSame(try store.record(alias: "tok_kept"), kept)
     }
 
     // MARK: Cases

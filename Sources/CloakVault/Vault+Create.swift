@@ -67,10 +67,14 @@ extension Vault {
             } catch {
                 throw .unavailable("cannot seal a value")
             }
+            // An anonymous caller's record is an intent: it expires `intentTTLSeconds` from now
+            // (a VOLATILE one at the earlier of its two expiries) unless a backend keeps it.
+            var expiresAt: Int64? = request.storage == .volatile ? now + Int64(settings.volatileTTLSeconds) : nil
+            let intent = caller.anonymous && settings.intentTTLSeconds > 0
+            if intent { expiresAt = min(expiresAt ?? Int64.max, now + Int64(settings.intentTTLSeconds)) }
             let record = StoredRecord(
                 id: id, fingerprint: fingerprint, keyID: key.id, sealed: sealed, storage: request.storage,
-                classifiers: request.classifiers, createdAt: now,
-                expiresAt: request.storage == .volatile ? now + Int64(settings.volatileTTLSeconds) : nil, aliases: [])
+                classifiers: request.classifiers, createdAt: now, expiresAt: expiresAt, aliases: [], intent: intent)
             let first = Result<String, AliasInputError> { () throws(AliasInputError) -> String in
                 try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: 0,
                                     random: caller.anonymous)
@@ -118,11 +122,13 @@ extension Vault {
             if cache != nil { records.append(record) }
             if caller.mayReveal {
                 out.append(RevealedRecord(value: request.value, aliases: record.aliases, storage: record.storage,
-                                          classifiers: record.classifiers, createdAt: record.createdAt))
+                                          classifiers: record.classifiers, createdAt: record.createdAt,
+                                          expiresAt: record.expiresAt, intent: record.intent))
             } else {
                 // The same answer whether the value was stored before or not.
                 out.append(RevealedRecord(value: request.value, aliases: [alias], storage: request.storage,
-                                          classifiers: request.classifiers, createdAt: item.newRecord.createdAt))
+                                          classifiers: request.classifiers, createdAt: item.newRecord.createdAt,
+                                          expiresAt: item.newRecord.expiresAt, intent: item.newRecord.intent))
             }
         }
         return Created(answers: out, records: records)

@@ -16,8 +16,12 @@ public final class Vault: Sendable {
         /// Records remembered by fingerprint so a stored value's alias is answered without the
         /// store (``DedupeCache``); 0: none. Only for a vault that is its store's one writer.
         public var dedupeCacheEntries: Int
+        /// How long an anonymous caller's record lives unless kept (`auth.anonymous.intent_ttl_s`);
+        /// 0: anonymous records are ordinary records (kept for good when PERSISTENT).
+        public var intentTTLSeconds: Int
         public init(environment: String = "sandbox", volatileTTLSeconds: Int = 3600, maxBatch: Int = 100,
-                    dedupeCacheEntries: Int = 0) {
+                    dedupeCacheEntries: Int = 0, intentTTLSeconds: Int = 86_400) {
+            self.intentTTLSeconds = intentTTLSeconds
             self.environment = environment
             self.volatileTTLSeconds = volatileTTLSeconds
             self.maxBatch = maxBatch
@@ -265,7 +269,8 @@ public final class Vault: Sendable {
             throw VaultError.unavailable("a record failed authentication")
         }
         return RevealedRecord(value: String(decoding: plain, as: UTF8.self), aliases: record.aliases, storage: record.storage,
-                              classifiers: record.classifiers, createdAt: record.createdAt)
+                              classifiers: record.classifiers, createdAt: record.createdAt, expiresAt: record.expiresAt,
+                              intent: record.intent)
     }
 
     static func associatedData(_ recordID: String, _ keyID: String) -> [UInt8] { Array("\(recordID)|\(keyID)".utf8) }

@@ -18,9 +18,13 @@ public struct StoredRecord: Sendable {
     public var createdAt: Int64
     public var expiresAt: Int64?
     public var aliases: [IssuedAlias]
+    /// Stored by an anonymous caller (no token with `aliases:create`): short-lived until a backend
+    /// keeps it (`POST /aliases/keep`), and never found by a lookup.
+    public var intent: Bool
 
     public init(id: String, fingerprint: [UInt8]?, keyID: String, sealed: AESGCM.SealedBox, storage: StorageKind,
-                classifiers: [String], createdAt: Int64, expiresAt: Int64?, aliases: [IssuedAlias]) {
+                classifiers: [String], createdAt: Int64, expiresAt: Int64?, aliases: [IssuedAlias], intent: Bool = false) {
+        self.intent = intent
         self.id = id
         self.fingerprint = fingerprint
         self.keyID = keyID
@@ -97,8 +101,15 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
     public var storage: StorageKind
     public var classifiers: [String]
     public var createdAt: Int64
+    /// Seconds since 1970 when the record stops being found (nil: never).
+    public var expiresAt: Int64?
+    /// The record is an anonymous caller's intent (see ``StoredRecord/intent``).
+    public var intent: Bool
 
-    public init(value: String, aliases: [IssuedAlias], storage: StorageKind, classifiers: [String], createdAt: Int64) {
+    public init(value: String, aliases: [IssuedAlias], storage: StorageKind, classifiers: [String], createdAt: Int64,
+                expiresAt: Int64? = nil, intent: Bool = false) {
+        self.expiresAt = expiresAt
+        self.intent = intent
         self.sensitiveValue = Sensitive(value)
         self.aliases = aliases
         self.storage = storage
@@ -126,10 +137,13 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
         writer.member("storage", storage.rawValue)
         writer.member("classifiers", classifiers)
         writer.member("created_at", Self.iso8601(createdAt))
+        // Only a record that expires says when: the SDK's answer shape is kept for the others.
+        if let expiresAt { writer.member("expires_at", Self.iso8601(expiresAt)) }
         writer.endObject()
     }
 
-    static func iso8601(_ seconds: Int64) -> String {
+    /// RFC 3339 in UTC, to the second.
+    public static func iso8601(_ seconds: Int64) -> String {
         var t = time_t(seconds)
         var parts = tm()
         gmtime_r(&t, &parts)

@@ -38,7 +38,7 @@ public final class CloakService: Sendable {
 
     enum Endpoint: Sendable {
         case healthz, readyz, metrics, validate, formTokens, formAliases, formSend
-        case createTokens, createAliases, revealMany, reveal, update, delete
+        case createTokens, createAliases, revealMany, reveal, update, delete, keep
         case proxy, egress
     }
 
@@ -81,6 +81,7 @@ public final class CloakService: Sendable {
         router.add(.POST, "/tokens", .createTokens)
         router.add(.POST, "/aliases", .createAliases)
         router.add(.GET, "/aliases", .revealMany)
+        router.add(.POST, "/aliases/keep", .keep)
         router.add(.GET, "/aliases/{alias}", .reveal)
         router.add(.PUT, "/aliases/{alias}", .update)
         router.add(.DELETE, "/aliases/{alias}", .delete)
@@ -288,6 +289,8 @@ public final class CloakService: Sendable {
             return try vaultAPI(identity, request).update(request, alias: parameters["alias"] ?? "")
         case .delete:
             return try vaultAPI(identity, request).delete(request, alias: parameters["alias"] ?? "")
+        case .keep:
+            return try vaultAPI(identity, request).keep(request)
         case .egress:
             // Whatever spelling of the path reached it (`//egress/…`), the egress door's caller is
             // only ever Proxy-Authorization.

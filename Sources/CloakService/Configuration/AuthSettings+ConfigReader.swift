@@ -3,8 +3,13 @@ import CloakCrypto
 extension ServiceConfiguration {
     /// `auth`: `open_tokenize` and `tokens[]` (`id`, `sha256`, `scopes`, `requests_per_minute`).
     static func readAuth(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
-        guard let auth = r.mapping(node, at: "auth", allowed: ["tokens", "open_tokenize"]) else { return }
+        guard let auth = r.mapping(node, at: "auth", allowed: ["tokens", "open_tokenize", "anonymous"]) else { return }
         if let v = auth["open_tokenize"].flatMap({ r.bool($0, at: "auth.open_tokenize") }) { config.openTokenize = v }
+        if let anonymous = r.mapping(auth["anonymous"], at: "auth.anonymous", allowed: ["intent_ttl_s"]),
+            let v = r.int(anonymous["intent_ttl_s"], at: "auth.anonymous.intent_ttl_s", min: 0, max: 315_360_000)
+        {
+            config.vault.intentTTLSeconds = v
+        }
         guard let tokens = r.sequence(auth["tokens"], at: "auth.tokens") else { return }
         var ids = Set<String>()
         for (i, node) in tokens.enumerated() {

@@ -20,6 +20,17 @@ public struct ServiceConfiguration: Sendable {
     /// door) has not turned for this long.
     public var loopStallSeconds: Double = 5
 
+    /// Settings that are valid but that an operator should know the price of (`check-config`
+    /// prints them).
+    public var warnings: [String] {
+        var out: [String] = []
+        if vault.intentTTLSeconds == 0 && openTokenize {
+            out.append("auth.anonymous.intent_ttl_s is 0: what anonymous callers store is kept for good (the store grows, "
+                       + "and anonymous requests can fill a card's alias bucket)")
+        }
+        return out
+    }
+
     public init(
         server: HTTPServerConfiguration = .init(), vault: VaultSettings = .init(),
         auth: [AccessToken] = [], corsAllowedOrigins: [String] = [], forms: [String: FormSchema] = [:],
@@ -45,6 +56,9 @@ public struct ServiceConfiguration: Sendable {
         public var maxBatch: Int = 100
         /// Connections (each with its own vault thread) to a PostgreSQL store; SQLite uses one.
         public var connections: Int = 4
+        /// `auth.anonymous.intent_ttl_s`: how long an anonymous caller's record lives unless a
+        /// backend keeps it (`POST /aliases/keep`); 0: for good (VGS migrations).
+        public var intentTTLSeconds: Int = 86_400
         public init() {}
     }
 

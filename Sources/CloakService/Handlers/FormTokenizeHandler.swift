@@ -22,10 +22,12 @@ struct FormTokenizeHandler: Sendable {
         let prepared = try Self.prepare(request, form: name, context: context, caller: caller,
                                         keepSensitiveRaw: answer == .mappedBody)
         return .later { finish in
-            prepared.resolve(with: vault, failing: finish) { entries in
+            prepared.resolve(with: vault, failing: finish) { entries, intentExpiresAt in
+                // The SDK's flat answer has no room for it: an intent's expiry goes in a header.
+                let headers = intentExpiresAt.map { [("Cloak-Intent-Expires", RevealedRecord.iso8601($0))] } ?? []
                 switch answer {
-                case .flatResult: finish(.json(200, .object(Self.flat(entries, aliasKeys: prepared.submission))))
-                case .mappedBody: finish(.json(200, prepared.body(entries)))
+                case .flatResult: finish(.json(200, .object(Self.flat(entries, aliasKeys: prepared.submission)), headers: headers))
+                case .mappedBody: finish(.json(200, prepared.body(entries), headers: headers))
                 }
             }
         }
@@ -38,14 +40,15 @@ struct FormTokenizeHandler: Sendable {
         let policy: MappingPolicy
         let extraData: [(key: String, value: JSONValue)]
 
-        /// Aliases what needs it, then runs `body` with every entry's value; a vault failure is
-        /// answered through `failing` instead.
+        /// Aliases what needs it, then runs `body` with every entry's value and the earliest
+        /// intent expiry (an anonymous caller's records); a vault failure is answered through
+        /// `failing` instead.
         func resolve(with vault: VaultClient, failing: @escaping @Sendable (HTTPResponse) -> Void,
-                     _ body: @escaping @Sendable ([(key: String, value: String)]) -> Void) {
+                     _ body: @escaping @Sendable ([(key: String, value: String)], Int64?) -> Void) {
             submission.resolve(with: vault, caller: caller) { result in
                 switch result {
                 case let .failure(error): failing(.error(error))
-                case let .success(entries): body(entries)
+                case let .success(resolved): body(resolved.entries, resolved.intentExpiresAt)
                 }
             }
         }

@@ -48,7 +48,7 @@ struct ProxyHandler: Sendable {
         let prepared = try FormTokenizeHandler.prepare(request, form: formName, context: context, caller: caller,
                                                        keepSensitiveRaw: true)
         return .later { finish in
-            prepared.resolve(with: vault, failing: finish) { entries in
+            prepared.resolve(with: vault, failing: finish) { entries, _ in
                 let body = JSONWriter.encode(prepared.body(entries))
                 switch forward(request, route: route, rest: rest, body: body, jsonBody: true) {
                 case let .now(response): finish(response)

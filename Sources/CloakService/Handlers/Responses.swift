@@ -14,8 +14,8 @@ extension HTTPResponse {
         return .json(error.code.httpStatus, JSONWriter.encode(error.body), headers: headers)
     }
 
-    static func json(_ status: Int, _ value: JSONValue) -> HTTPResponse {
-        .json(status, JSONWriter.encode(value))
+    static func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        .json(status, JSONWriter.encode(value), headers: headers)
     }
 }
 

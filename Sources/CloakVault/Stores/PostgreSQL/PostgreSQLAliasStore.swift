@@ -56,6 +56,10 @@ public final class PostgreSQLAliasStore: AliasStore {
         ALTER TABLE records ALTER COLUMN id TYPE text COLLATE "C";
         ALTER TABLE aliases ALTER COLUMN alias TYPE text COLLATE "C";
         """,
+        // Anonymous callers' records are intents: short-lived until a backend keeps them.
+        """
+        ALTER TABLE records ADD COLUMN intent smallint NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// Connects to `url` (`postgres://user:password@host:port/db?sslmode=…`, read by
@@ -141,7 +145,7 @@ public final class PostgreSQLAliasStore: AliasStore {
         "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = $1)"
     private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = $1"
     private static let insertRecord = """
-        INSERT INTO records (\(StoredRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        INSERT INTO records (\(StoredRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
         ON CONFLICT DO NOTHING RETURNING 1
         """
 
@@ -170,6 +174,7 @@ public final class PostgreSQLAliasStore: AliasStore {
             .text(record.id), record.fingerprint.map { .bytes($0) } ?? .null, .text(record.keyID), .bytes(record.sealed.nonce),
             .bytes(record.sealed.ciphertext), .bytes(record.sealed.tag), .text(record.storage.rawValue),
             .text(record.classifiers.joined(separator: ",")), .int(record.createdAt), record.expiresAt.map { .int($0) } ?? .null,
+            .int(record.intent ? 1 : 0),
         ])
         if inserted.isEmpty {
             if let fingerprint = record.fingerprint,

@@ -37,6 +37,7 @@ final class PostgreSQLConnection {
             guard let b = columns[i] else { return nil }
             if b.count == 8 { return b.reduce(0) { $0 << 8 | Int64($1) } }
             if b.count == 4 { return Int64(Int32(bitPattern: b.reduce(0) { $0 << 8 | UInt32($1) })) }
+            if b.count == 2 { return Int64(Int16(bitPattern: b.reduce(0) { $0 << 8 | UInt16($1) })) }  // smallint
             if b.count == 1 { return Int64(b[0]) }
             return nil
         }

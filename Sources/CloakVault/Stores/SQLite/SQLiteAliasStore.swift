@@ -56,6 +56,10 @@ public final class SQLiteAliasStore: AliasStore {
         if try !db.columnExists(table: "aliases", column: "mac") {
             try db.execute("ALTER TABLE aliases ADD COLUMN mac BLOB")
         }
+        // Anonymous callers' records are intents since schema 3.
+        if try !db.columnExists(table: "records", column: "intent") {
+            try db.execute("ALTER TABLE records ADD COLUMN intent INTEGER NOT NULL DEFAULT 0")
+        }
     }
 
     /// The file belongs to this process.
@@ -94,7 +98,7 @@ public final class SQLiteAliasStore: AliasStore {
     private static let recordByAlias =
         "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = ?1)"
     private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = ?1"
-    private static let insertRecord = "INSERT INTO records (\(StoredRecord.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+    private static let insertRecord = "INSERT INTO records (\(StoredRecord.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
 
     public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
         let s = try db.statement(Self.recordByFingerprint)
@@ -132,6 +136,7 @@ public final class SQLiteAliasStore: AliasStore {
         s.bind(8, record.classifiers.joined(separator: ","))
         s.bind(9, record.createdAt)
         s.bind(10, record.expiresAt)
+        s.bind(11, Int64(record.intent ? 1 : 0))
         try s.run()
         for alias in record.aliases { try addAlias(alias, toRecord: record.id) }
     }

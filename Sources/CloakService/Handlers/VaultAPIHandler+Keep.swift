@@ -1,0 +1,139 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+
+/// `POST /aliases/keep`: a backend keeps what an anonymous caller (a browser, an app) stored.
+///
+/// Everything a caller without `aliases:create` stores is an intent: it reveals and pays like
+/// any alias but expires `auth.anonymous.intent_ttl_s` after it was made. Keeping an intent
+/// answers the canonical alias of its value in the asked format (the intent's own by default):
+/// the alias a token holder gets from `POST /aliases` with that value, PERSISTENT, deduplicated,
+/// made when missing, with the intent's classifiers. The intent itself stays valid until it
+/// expires. An alias that is unknown, expired or no intent gets one 404 error in its place.
+extension VaultAPIHandler {
+    /// One item of the request: the intent's alias and the format to keep it in (nil: its own).
+    struct KeepItem: Sendable {
+        let alias: String
+        let format: AliasFormatName?
+    }
+
+    func keep(_ request: HTTPRequest) throws(CloakError) -> Reply {
+        let tokenID = try identity.require("aliases:create")
+        let caller = try identity.aliasCaller(openTokenize: false, requiresToken: true)
+        let items = try Self.parseKeep(try request.jsonBody(), maxBatch: vault.settings.maxBatch)
+        let wanted = Array(Set(items.map(\.alias).filter(Self.isPlausibleAlias)))
+        return .later { finish in
+            vault.reveal(wanted) { result in
+                guard case let .success(found) = result else {
+                    if case let .failure(error) = result { finish(.error(error.cloakError { _ in "data" })) }
+                    return
+                }
+                // Each item: an error, or the index of its request to the vault.
+                var planned: [Result<Int, CloakError>] = []
+                var toCreate: [AliasRequest] = []
+                for (i, item) in items.enumerated() {
+                    guard let record = found[item.alias], record.intent,
+                        let issued = record.aliases.first(where: { $0.alias == item.alias })
+                    else {
+                        planned.append(.failure(.notFound("no such intent (unknown, expired, or not an intent)")))
+                        continue
+                    }
+                    let keep = AliasRequest(value: record.value, format: item.format ?? issued.format, storage: .persistent,
+                                            classifiers: record.classifiers, luhnValid: issued.luhnValid)
+                    do throws(VaultError) { try Vault.check([keep], caller: caller) } catch {
+                        planned.append(.failure(error.cloakError { _ in "data[\(i)]" }))
+                        continue
+                    }
+                    planned.append(.success(toCreate.count))
+                    toCreate.append(keep)
+                }
+                let (outcomes, requests) = (planned, toCreate)  // fixed from here on
+                let answer: @Sendable ([RevealedRecord]) -> Void = { records in
+                    for (item, outcome) in zip(items, outcomes) {
+                        if case .success = outcome { audit("keep", tokenID, item.alias, "ok") } else {
+                            audit("keep", tokenID, item.alias, "not_found")
+                        }
+                    }
+                    finish(.json(200, Self.keepAnswer(items, outcomes, requests, records)))
+                }
+                guard !requests.isEmpty else { return answer([]) }
+                vault.createAliases(requests, caller: caller) { result in
+                    switch result {
+                    case let .success(records): answer(records)
+                    case let .failure(error):
+                        for item in items { audit("keep", tokenID, item.alias, "error") }
+                        finish(.error(error.cloakError { "data[\($0)]" }))
+                    }
+                }
+            }
+        }
+    }
+
+    /// `{"data":[{"alias","canonical":{"alias","format"}} | {"alias","error":{…}}, …]}` in request order.
+    static func keepAnswer(_ items: [KeepItem], _ outcomes: [Result<Int, CloakError>], _ requests: [AliasRequest],
+                           _ records: [RevealedRecord]) -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: 128 * items.count + 16)
+        w.beginObject()
+        w.key("data" as StaticString)
+        w.beginArray()
+        for (item, outcome) in zip(items, outcomes) {
+            w.nextElement()
+            w.beginObject()
+            w.member("alias", item.alias)
+            switch outcome {
+            case let .success(index):
+                let request = requests[index]
+                let canonical = records[index].aliases.first { $0.matches(request.format, luhnValid: request.luhnValid) }
+                w.key("canonical" as StaticString)
+                w.beginObject()
+                w.member("alias", canonical?.alias ?? "")
+                w.member("format", request.format.rawValue)
+                w.endObject()
+            case let .failure(error):
+                w.key("error" as StaticString)
+                w.write(error.body["error"] ?? .null)  // the VGSError object itself
+            }
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.takeBytes()
+    }
+
+    /// `{"data":[{"alias","format"?}]}`, at most `maxBatch` items.
+    static func parseKeep(_ body: JSONValue, maxBatch: Int) throws(CloakError) -> [KeepItem] {
+        guard case let .object(top) = body, top.count == 1, top[0].key == "data", case let .array(items) = top[0].value else {
+            throw .malformed(#"expected {"data":[{"alias":"…","format":"…"}]}"#)
+        }
+        guard !items.isEmpty else { throw .malformed("\"data\" is empty") }
+        guard items.count <= maxBatch else {
+            throw .malformed("\"data\" has \(items.count) items; at most \(maxBatch) (vault.max_batch) at once")
+        }
+        var out: [KeepItem] = []
+        for (i, item) in items.enumerated() {
+            let at = "data[\(i)]"
+            guard case let .object(members) = item else { throw .malformed("\(at) must be an object, not \(item.typeName)") }
+            var alias: String?
+            var format: AliasFormatName?
+            for (key, v) in members {
+                switch key {
+                case "alias":
+                    guard case let .string(s) = v, !s.isEmpty, s.utf8.count <= 256 else {
+                        throw .malformed("\(at).alias must be a string of 1 to 256 bytes")
+                    }
+                    alias = s
+                case "format":
+                    guard let name = v.stringValue, let f = AliasFormatName(rawValue: name) else {
+                        throw .malformed("\(at).format must be one of \(AliasFormatName.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
+                    format = f
+                default:
+                    throw .malformed("\(at) has an unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected alias, format")
+                }
+            }
+            guard let alias else { throw .malformed("\(at).alias is required") }
+            out.append(KeepItem(alias: alias, format: format))
+        }
+        return out
+    }
+}

@@ -1,0 +1,121 @@
+import CloakService
+import CloakTesting
+import Foundation
+import Testing
+
+/// Issue 22, intents: what an anonymous caller stores is short-lived until a backend keeps it.
+@Suite(.serialized) struct IntentTests {
+    static func bearer(_ token: String) -> [(String, String)] { [("Authorization", "Bearer \(token)")] }
+    static func body(_ value: String, format: String = "FPE_SIX_T_FOUR", storage: String = "PERSISTENT") -> String {
+        #"{"data":[{"value":"\#(value)","format":"\#(format)","storage":"\#(storage)"}]}"#
+    }
+    static func record(_ r: RawHTTPClient.Response) -> [String: Any]? { (r.json?["data"] as? [[String: Any]])?.first }
+    static func alias(_ r: RawHTTPClient.Response) -> String? {
+        (record(r)?["aliases"] as? [[String: Any]])?.first?["alias"] as? String
+    }
+    static func seconds(_ iso: String?) -> TimeInterval? {
+        iso.flatMap { ISO8601DateFormatter().date(from: $0) }?.timeIntervalSince1970
+    }
+
+    @Test func anAnonymousRecordIsAnIntentThatExpiresAndATokenHoldersIsNot() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let anonymous = try server.client().request("POST", "/tokens", json: Self.body("4111111111111111"))
+        #expect(anonymous.status == 201)
+        #expect(Self.record(anonymous)?["storage"] as? String == "PERSISTENT")  // as requested: the SDK's wire format
+        let expires = try #require(Self.seconds(Self.record(anonymous)?["expires_at"] as? String))
+        #expect(abs(expires - Date().timeIntervalSince1970 - 86_400) < 120)
+        let kept = try server.client().request("POST", "/aliases", json: Self.body("4111111111111111"),
+                                               headers: Self.bearer(TestServer.createOnlyToken))
+        #expect(kept.status == 201 && Self.record(kept)?["expires_at"] == nil, "\(kept.text)")
+        // An anonymous VOLATILE value expires at the earlier of its two expiries (vault.volatile_ttl_s: 3600).
+        let volatile = try server.client().request("POST", "/tokens", json: Self.body("123", format: "UUID", storage: "VOLATILE"))
+        let volatileExpiry = try #require(Self.seconds(Self.record(volatile)?["expires_at"] as? String))
+        #expect(abs(volatileExpiry - Date().timeIntervalSince1970 - 3_600) < 120)
+    }
+
+    @Test func formAnswersCarryTheIntentsExpiryInAHeader() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let fields = #"{"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123","card_data.exp_date":"12/30","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"}}"#
+        let anonymous = try server.client().request("POST", "/forms/checkout/tokens", json: fields)
+        #expect(anonymous.status == 200, "\(anonymous.text)")
+        let header = try #require(Self.seconds(anonymous.header("Cloak-Intent-Expires")))
+        #expect(header - Date().timeIntervalSince1970 <= 86_400 + 60)
+        let token = try server.client().request("POST", "/forms/checkout/aliases", json: fields,
+                                                headers: Self.bearer(TestServer.createOnlyToken))
+        #expect(token.status == 200 && token.header("Cloak-Intent-Expires") == nil)
+    }
+
+    @Test func keepingAnIntentAnswersTheCanonicalAliasAndKeepsTheIntentValid() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try server.client()
+        let card = "4111111111111111"
+        let intent = try #require(Self.alias(try client.request("POST", "/tokens", json: Self.body(card))))
+        let canonical = try #require(Self.alias(try client.request("POST", "/aliases", json: Self.body(card),
+                                                                  headers: Self.bearer(TestServer.createOnlyToken))))
+        #expect(intent != canonical)
+        let keepBody = #"{"data":[{"alias":"\#(intent)"},{"alias":"tok_sandbox_unknown"},{"alias":"\#(canonical)"},{"alias":"\#(intent)","format":"UUID"}]}"#
+        for _ in 0..<2 {  // keeping twice answers the same
+            let kept = try client.request("POST", "/aliases/keep", json: keepBody, headers: Self.bearer(TestServer.createOnlyToken))
+            #expect(kept.status == 200, "\(kept.text)")
+            let data = try #require(kept.json?["data"] as? [[String: Any]])
+            #expect(data.count == 4)
+            #expect(data[0]["alias"] as? String == intent)
+            #expect((data[0]["canonical"] as? [String: Any])?["alias"] as? String == canonical)
+            #expect((data[0]["canonical"] as? [String: Any])?["format"] as? String == "FPE_SIX_T_FOUR")
+            // Unknown and not-an-intent look the same.
+            #expect(((data[1]["error"] as? [String: Any])?["code"] as? Int) == 1404)
+            #expect(((data[2]["error"] as? [String: Any])?["code"] as? Int) == 1404)
+            #expect((data[1]["error"] as? NSDictionary) == (data[2]["error"] as? NSDictionary))
+            let uuid = try #require((data[3]["canonical"] as? [String: Any])?["alias"] as? String)
+            #expect(uuid.hasPrefix("tok_sandbox_"))
+        }
+        // The intent still reveals (a payment in flight with it keeps working).
+        let revealed = try client.request("GET", "/aliases/\(intent)", headers: Self.bearer(TestServer.fullToken))
+        #expect(revealed.status == 200 && Self.record(revealed)?["value"] as? String == card)
+        // Audited by reference, never by alias.
+        #expect(server.logs.lines.filter { $0.contains(#""action":"keep""#) }.count == 8)
+        #expect(!server.logs.text.contains(intent))
+    }
+
+    @Test func keepingNeedsAliasesCreate() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let body = #"{"data":[{"alias":"tok_sandbox_x"}]}"#
+        #expect(try server.client().request("POST", "/aliases/keep", json: body).status == 401)
+        #expect(try server.client().request("POST", "/aliases/keep", json: body, headers: Self.bearer(TestServer.revealOnlyToken)).status == 403)
+        for bad in [#"{"data":[]}"#, #"{"data":[{"alias":""}]}"#, #"{"data":[{"format":"UUID"}]}"#, #"{"data":[{"alias":"a","x":1}]}"#,
+                    #"{"data":[{"alias":"a","format":"NOPE"}]}"#, #"{"nope":[]}"#, "[]"] {
+            let r = try server.client().request("POST", "/aliases/keep", json: bad, headers: Self.bearer(TestServer.createOnlyToken))
+            #expect(r.status == 400 && r.errorCode == 1002, "\(bad): \(r.text)")
+        }
+    }
+
+    @Test func anExpiredIntentIsGoneAndCannotBeKept() throws {
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "    intent_ttl_s: 86400 ", with: "    intent_ttl_s: 1 ")
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let intent = try #require(Self.alias(try server.client().request("POST", "/tokens", json: Self.body("4111111111111111"))))
+        var gone = false
+        for _ in 0..<100 where !gone {  // polled: expiry is by the second
+            gone = try server.client().request("GET", "/aliases/\(intent)", headers: Self.bearer(TestServer.fullToken)).status == 404
+            if !gone { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        #expect(gone)
+        let kept = try server.client().request("POST", "/aliases/keep", json: #"{"data":[{"alias":"\#(intent)"}]}"#,
+                                               headers: Self.bearer(TestServer.createOnlyToken))
+        #expect(((kept.json?["data"] as? [[String: Any]])?.first?["error"] as? [String: Any])?["code"] as? Int == 1404)
+    }
+
+    @Test func aZeroTTLKeepsAnonymousRecordsAndCheckConfigWarns() throws {
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "    intent_ttl_s: 86400 ", with: "    intent_ttl_s: 0 ")
+        let configuration = try ServiceConfiguration.parse(yaml: yaml, environment: [:])
+        #expect(configuration.warnings.contains { $0.contains("intent_ttl_s is 0") })
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let r = try server.client().request("POST", "/tokens", json: Self.body("4111111111111111"))
+        #expect(r.status == 201 && Self.record(r)?["expires_at"] == nil)
+    }
+}
