@@ -35,6 +35,7 @@ public struct AliasStoreCompatSuite {
         case pagesListEveryRecordOnceInIdOrder
         case aForcedDurableCommitChangesNoRecord
         case intentsAreStoredAsIntentsAndExpireLikeAnyRecord
+        case bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete
 
         public var testDescription: String { rawValue }
     }
@@ -66,6 +67,7 @@ public struct AliasStoreCompatSuite {
         case .pagesListEveryRecordOnceInIdOrder: try pagesListEveryRecordOnceInIdOrder()
         case .aForcedDurableCommitChangesNoRecord: try aForcedDurableCommitChangesNoRecord()
         case .intentsAreStoredAsIntentsAndExpireLikeAnyRecord: try intentsAreStoredAsIntentsAndExpireLikeAnyRecord()
+        case .bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete: try bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete()
         }
     }
 
@@ -94,13 +96,13 @@ public struct AliasStoreCompatSuite {
 
     public static func record(_ id: String, fingerprint: [UInt8]? = nil, aliases: [IssuedAlias] = [], storage: StorageKind = .persistent,
                        classifiers: [String] = ["pci"], expiresAt: Int64? = nil, plaintext: [UInt8]? = nil,
-                       intent: Bool = false) -> StoredRecord {
+                       intent: Bool = false, bucket: [UInt8]? = nil) -> StoredRecord {
         StoredRecord(
             id: id, fingerprint: fingerprint, keyID: "k1",
             sealed: AESGCM.SealedBox(nonce: SecureRandom.bytes(12), ciphertext: plaintext ?? SecureRandom.bytes(16),
                                      tag: SecureRandom.bytes(16)),
             storage: storage, classifiers: classifiers, createdAt: now - 10, expiresAt: expiresAt, aliases: aliases,
-            intent: intent)
+            intent: intent, bucket: bucket)
     }
 
     public static func alias(_ text: String, _ format: AliasFormatName = .UUID) -> IssuedAlias { IssuedAlias(alias: text, format: format) }
@@ -137,6 +139,37 @@ public struct AliasStoreCompatSuite {
         #expect(found.expiresAt == expected.expiresAt, sourceLocation: sourceLocation)
         #expect(found.aliases == expected.aliases, sourceLocation: sourceLocation)
         #expect(found.intent == expected.intent, sourceLocation: sourceLocation)
+        #expect(found.bucket == expected.bucket, sourceLocation: sourceLocation)
+    }
+
+    /// Places in a bucket are taken up to the limit, one a record; deleting a record (the sweep,
+    /// or its last alias) gives its place back, and the earliest expiry is known.
+    func bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete() throws {
+        let store = try makeStore()
+        let bucket = Self.fingerprint(42), other = Self.fingerprint(43)
+        let taken = try transaction(store) { () -> [Bool] in
+            var out: [Bool] = []
+            for i in 0..<3 {
+                let ok = try store.reserveBucketSlot(bucket, limit: 2)
+                out.append(ok)
+                if ok {
+                    try store.insert(Self.record("b\(i)", aliases: [Self.alias("tok_b\(i)")], expiresAt: Self.now + 10 + Int64(i),
+                                                 intent: true, bucket: bucket))
+                }
+            }
+            return out
+        }
+        #expect(taken == [true, true, false])
+        #expect(try transaction(store) { try store.reserveBucketSlot(other, limit: 2) })  // another bucket
+        #expect(try store.oldestIntentExpiry(bucket: bucket) == Self.now + 10)
+        #expect(try store.oldestIntentExpiry(bucket: Self.fingerprint(99)) == nil)
+        // The sweep gives the first place back.
+        #expect(try transaction(store) { try store.deleteExpired(now: Self.now + 10, limit: 10) } == 1)
+        #expect(try transaction(store) { try store.reserveBucketSlot(bucket, limit: 2) })
+        #expect(try !transaction(store) { try store.reserveBucketSlot(bucket, limit: 2) })
+        // Deleting a record's last alias gives its place back too.
+        #expect(try transaction(store) { try store.deleteAlias("tok_b1") })
+        #expect(try transaction(store) { try store.reserveBucketSlot(bucket, limit: 2) })
     }
 
     /// An anonymous caller's record (an intent) reads back as one, by alias and in pages (what

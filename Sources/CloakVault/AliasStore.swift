@@ -32,6 +32,12 @@ public protocol AliasStore: AnyObject {
     func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError)
     /// Removes records (and aliases) that expired at or before `now`; returns how many.
     func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int
+    /// Takes one of `limit` places for an intent in `bucket` (``StoredRecord/bucket``): false
+    /// when all are taken. Atomic against other writers (other nodes); a record's place is given
+    /// back when the record is deleted, however (sweep, delete, store trigger).
+    func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool
+    /// When the earliest-expiring intent of `bucket` expires (nil: none holds a place).
+    func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64?
     /// Checks that the store answers.
     func ping() throws(StoreError)
     /// Makes the open transaction's commit a durable write even when nothing else changes it: a

@@ -17,6 +17,8 @@ struct PreparedAlias: Sendable {
     let firstCandidateMAC: [UInt8]?
     /// Aliases drawn at random (anonymous callers) rather than by FF1 (token holders).
     let random: Bool
+    /// For an intent with a ``StoredRecord/bucket``: the places intents may hold in it.
+    var bucketLimit = 0
 }
 
 extension Vault {
@@ -49,6 +51,21 @@ extension Vault {
         }
     }
 
+    /// The bucket an intent of `request` takes a place in, and how many places intents may hold
+    /// there: only format-preserving buckets of at most ``GuessBucket/guessableSpace`` values (a
+    /// larger one cannot be worn out at any rate limit). The tag is an HMAC under the fingerprint
+    /// key, as in ``guessBuckets(_:)``, under its own label.
+    func bucketPlace(_ request: AliasRequest) -> (tag: [UInt8], limit: Int)? {
+        guard AliasFormat.of(request.format).kind.isPreserving,
+            let (shape, space) = AliasGenerator.bucket(request.value, request.format, luhnValid: request.luhnValid),
+            space <= GuessBucket.guessableSpace
+        else { return nil }
+        var text = "cloak/v1/intent-bucket\0\(request.format.rawValue)\0\(request.luhnValid)\0"
+        text += String(decoding: shape, as: UTF8.self)
+        let tag = text.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
+        return (Array(tag.prefix(16)), max(1, Int(Double(space) * settings.maxBucketShare)))
+    }
+
     /// Seals and makes each value's first candidate. Runs on the caller's thread.
     func prepare(_ requests: [AliasRequest], fingerprints: [[UInt8]?]? = nil, caller: AliasCaller = .trusted)
         throws(VaultError) -> [PreparedAlias]
@@ -72,9 +89,11 @@ extension Vault {
             var expiresAt: Int64? = request.storage == .volatile ? now + Int64(settings.volatileTTLSeconds) : nil
             let intent = caller.anonymous && settings.intentTTLSeconds > 0
             if intent { expiresAt = min(expiresAt ?? Int64.max, now + Int64(settings.intentTTLSeconds)) }
+            let place = intent ? bucketPlace(request) : nil
             let record = StoredRecord(
                 id: id, fingerprint: fingerprint, keyID: key.id, sealed: sealed, storage: request.storage,
-                classifiers: request.classifiers, createdAt: now, expiresAt: expiresAt, aliases: [], intent: intent)
+                classifiers: request.classifiers, createdAt: now, expiresAt: expiresAt, aliases: [], intent: intent,
+                bucket: place?.tag)
             let first = Result<String, AliasInputError> { () throws(AliasInputError) -> String in
                 try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: 0,
                                     random: caller.anonymous)
@@ -84,7 +103,7 @@ extension Vault {
                           key: keys.aliasMAC)
             }
             out.append(PreparedAlias(request: request, fingerprint: fingerprint, newRecord: record, firstCandidate: first,
-                                     firstCandidateMAC: firstMAC, random: caller.anonymous))
+                                     firstCandidateMAC: firstMAC, random: caller.anonymous, bucketLimit: place?.limit ?? 0))
         }
         return out
     }
@@ -146,6 +165,19 @@ extension Vault {
             record = existing
         } else {
             record = item.newRecord
+            if let bucket = record.bucket, try !store.reserveBucketSlot(bucket, limit: item.bucketLimit) {
+                // Places of intents that expired since the last sweep are given back first.
+                var oldest = try store.oldestIntentExpiry(bucket: bucket)
+                if let expiry = oldest, expiry <= clock() {
+                    _ = try store.deleteExpired(now: clock(), limit: 1_000)
+                    oldest = try store.oldestIntentExpiry(bucket: bucket)
+                }
+                if try !store.reserveBucketSlot(bucket, limit: item.bucketLimit) {
+                    // Nothing written: the request's savepoint is rolled back with this.
+                    let wait = (oldest ?? clock() + 1) - clock()
+                    throw VaultError.bucketFull(format: request.format, retryAfter: Int(max(wait, 1)))
+                }
+            }
             try store.insert(record)
         }
         if let issued = record.aliases.first(where: { $0.matches(request.format, luhnValid: request.luhnValid) }) {

@@ -1,3 +1,5 @@
+import CloakCore
+
 /// A vault failure, mapped by the service to its VGSError code.
 public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A value cannot take its format (1002); `index` is its position in the request.
@@ -8,6 +10,9 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case unavailable(String)
     /// A limit of the caller's refused the request; nothing was written (1429, `Retry-After`).
     case refused(retryAfter: Int, reason: String)
+    /// Intents hold their whole share of a bucket this request needed; nothing was written
+    /// (1429, `Retry-After` until the bucket's earliest intent expires).
+    case bucketFull(format: AliasFormatName, retryAfter: Int)
 
     public var description: String {
         switch self {
@@ -15,6 +20,8 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notFound: return "no such alias"
         case let .unavailable(reason): return reason
         case let .refused(_, reason): return reason
+        case let .bucketFull(format, _):
+            return "anonymous callers hold their share of this value's \(format.rawValue) aliases; a token with aliases:create is not limited so"
         }
     }
 }

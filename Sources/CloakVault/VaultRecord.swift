@@ -21,10 +21,15 @@ public struct StoredRecord: Sendable {
     /// Stored by an anonymous caller (no token with `aliases:create`): short-lived until a backend
     /// keeps it (`POST /aliases/keep`), and never found by a lookup.
     public var intent: Bool
+    /// For an intent in a small format-preserving bucket: the bucket's tag, under which it holds
+    /// one of the places anonymous callers may take (``AliasStore/reserveBucketSlot(_:limit:)``).
+    public var bucket: [UInt8]?
 
     public init(id: String, fingerprint: [UInt8]?, keyID: String, sealed: AESGCM.SealedBox, storage: StorageKind,
-                classifiers: [String], createdAt: Int64, expiresAt: Int64?, aliases: [IssuedAlias], intent: Bool = false) {
+                classifiers: [String], createdAt: Int64, expiresAt: Int64?, aliases: [IssuedAlias], intent: Bool = false,
+                bucket: [UInt8]? = nil) {
         self.intent = intent
+        self.bucket = bucket
         self.id = id
         self.fingerprint = fingerprint
         self.keyID = keyID

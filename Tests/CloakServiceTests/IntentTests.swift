@@ -119,3 +119,42 @@ import Testing
         #expect(r.status == 201 && Self.record(r)?["expires_at"] == nil)
     }
 }
+
+/// Issue 22: anonymous intents may hold only `auth.anonymous.max_bucket_share` of one card's
+/// aliases (its BIN, last four and length), so no anonymous caller can wear a bucket out.
+@Suite(.serialized) struct BucketShareTests {
+    /// 5 places of the 10^5 aliases of a 16-digit FPE_SIX_T_FOUR bucket; intents live 2 s.
+    static func server() throws -> TestServer {
+        let yaml = TestServer.configurationWithTokens
+            .replacingOccurrences(of: "    intent_ttl_s: 86400 ", with: "    intent_ttl_s: 2 ")
+            .replacingOccurrences(of: "    max_bucket_share: 0.25 ", with: "    max_bucket_share: 0.00005 ")
+        return try TestServer(yaml: yaml)
+    }
+
+    static func tokenize(_ server: TestServer, _ card: String, token: String? = nil) throws -> RawHTTPClient.Response {
+        try server.client().request(token == nil ? "POST" : "POST", token == nil ? "/tokens" : "/aliases",
+                                    json: IntentTests.body(card), headers: token.map { IntentTests.bearer($0) } ?? [])
+    }
+
+    @Test func anonymousCallersAreRefusedPastTheirShareAndTokenHoldersAreNot() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        // One card, again and again (anonymous: a new record each time): 5 places, then 429.
+        let statuses = try (0..<7).map { _ in try Self.tokenize(server, "4111111111111111").status }
+        #expect(statuses == [201, 201, 201, 201, 201, 429, 429])
+        let refused = try Self.tokenize(server, "4111111111111111")
+        #expect(refused.errorCode == 1429 && Int(refused.header("Retry-After") ?? "") ?? 0 >= 1, "\(refused.text)")
+        // Token holders still alias new cards of that bucket; other buckets are untouched.
+        #expect(try Self.tokenize(server, ReviewDefectTests.cards(1, from: 500)[0], token: TestServer.createOnlyToken).status == 201)
+        #expect(try Self.tokenize(server, "5555555555554444").status == 201)
+        let metrics = try server.client().request("GET", "/metrics").text
+        #expect(metrics.contains(#"cloak_alias_bucket_refusals_total{format="FPE_SIX_T_FOUR"} 3"#), "\(metrics)")
+        // Once the intents expire the bucket takes anonymous aliases again (polled).
+        var again = false
+        for _ in 0..<100 where !again {
+            again = try Self.tokenize(server, "4111111111111111").status == 201
+            if !again { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        #expect(again)
+    }
+}

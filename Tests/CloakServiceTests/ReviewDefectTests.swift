@@ -211,8 +211,10 @@ import Testing
         let server = try TestServer(yaml: yaml, environment: ["CLOAK_SERVER_MAX_CONNECTIONS_PER_ADDRESS": "1"])
         defer { server.stop() }
         let port = try #require(server.egress?.port)
+        // Counted and known to be adopted (answered, and kept open: a 407 to a CONNECT may be retried).
         let held = try RawHTTPClient(port: port)
-        try held.send("GET")  // counted, never finished
+        try held.send("CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n")
+        #expect(try held.readResponse().status == 407)
         func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0 }
         let before = descriptors()
         for _ in 0..<20 {

@@ -303,7 +303,10 @@ public final class CloakService: Sendable {
 
     /// The vault for one request's handlers: its completions run on the request's loop.
     private func vaultClient(_ request: HTTPRequest, _ identity: Identity? = nil) -> VaultClient? {
-        vault.map { VaultClient(vault: $0, loop: request.loop, admission: identity.flatMap { admission(for: $0) }) }
+        vault.map {
+            VaultClient(vault: $0, loop: request.loop, admission: identity.flatMap { admission(for: $0) },
+                        onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) })
+        }
     }
 
     /// The request's vault client, or 1500 when this server runs without a vault.

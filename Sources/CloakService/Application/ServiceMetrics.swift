@@ -49,6 +49,19 @@ final class ServiceMetrics: Sendable {
         }.increment()
     }
 
+    private static var bucketRefusals: MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "cloak", metricName: "alias_bucket_refusals", unitName: "total",
+                             helpText: "Anonymous requests refused because intents held their share of a bucket (auth.anonymous.max_bucket_share), by format")
+    }
+    private let bucketRefusalCounters = Mutex<[String: Counter]>([:])
+
+    /// Counts an anonymous request refused for a bucket's share (`format` is a format's name).
+    func bucketFull(_ format: String) {
+        Self.counter(in: bucketRefusalCounters, label: ("format", format)) {
+            registry.makeCounter(descriptor: Self.bucketRefusals, labels: [("format", format)])
+        }.increment()
+    }
+
     /// Counts a readiness check failed by a stalled loop.
     func loopStalled() { loopStallCounter.increment() }
 

@@ -5,10 +5,13 @@ extension ServiceConfiguration {
     static func readAuth(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
         guard let auth = r.mapping(node, at: "auth", allowed: ["tokens", "open_tokenize", "anonymous"]) else { return }
         if let v = auth["open_tokenize"].flatMap({ r.bool($0, at: "auth.open_tokenize") }) { config.openTokenize = v }
-        if let anonymous = r.mapping(auth["anonymous"], at: "auth.anonymous", allowed: ["intent_ttl_s"]),
-            let v = r.int(anonymous["intent_ttl_s"], at: "auth.anonymous.intent_ttl_s", min: 0, max: 315_360_000)
-        {
-            config.vault.intentTTLSeconds = v
+        if let anonymous = r.mapping(auth["anonymous"], at: "auth.anonymous", allowed: ["intent_ttl_s", "max_bucket_share"]) {
+            if let v = r.int(anonymous["intent_ttl_s"], at: "auth.anonymous.intent_ttl_s", min: 0, max: 315_360_000) {
+                config.vault.intentTTLSeconds = v
+            }
+            if let v = r.double(anonymous["max_bucket_share"], at: "auth.anonymous.max_bucket_share", min: 0.000001, max: 1) {
+                config.vault.maxBucketShare = v
+            }
         }
         guard let tokens = r.sequence(auth["tokens"], at: "auth.tokens") else { return }
         var ids = Set<String>()

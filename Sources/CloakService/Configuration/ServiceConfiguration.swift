@@ -59,6 +59,9 @@ public struct ServiceConfiguration: Sendable {
         /// `auth.anonymous.intent_ttl_s`: how long an anonymous caller's record lives unless a
         /// backend keeps it (`POST /aliases/keep`); 0: for good (VGS migrations).
         public var intentTTLSeconds: Int = 86_400
+        /// `auth.anonymous.max_bucket_share`: the share of one small format-preserving bucket
+        /// that anonymous intents may hold.
+        public var maxBucketShare: Double = 0.25
         public init() {}
     }
 

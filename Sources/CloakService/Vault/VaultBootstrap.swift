@@ -71,6 +71,6 @@ public enum VaultBootstrap {
         }
         return try Vault(stores: stores, keys: keys, settings: .init(
             environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds, maxBatch: settings.maxBatch,
-            dedupeCacheEntries: 10_000, intentTTLSeconds: settings.intentTTLSeconds))
+            dedupeCacheEntries: 10_000, intentTTLSeconds: settings.intentTTLSeconds, maxBucketShare: settings.maxBucketShare))
     }
 }

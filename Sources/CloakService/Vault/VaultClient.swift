@@ -14,6 +14,8 @@ struct VaultClient: Sendable {
     let loop: LoopHandle?
     /// The limits a token holder's creates pass first (nil: anonymous callers and in-process use).
     var admission: CreateAdmission? = nil
+    /// Told when an anonymous request found its bucket's share taken (the metric).
+    var onBucketFull: (@Sendable (AliasFormatName) -> Void)? = nil
 
     var settings: Vault.Settings { vault.settings }
 
@@ -29,7 +31,10 @@ struct VaultClient: Sendable {
         if !caller.anonymous, let admission, let refusal = admission.admit(requests, vault: vault) {
             return completion(.failure(refusal))
         }
-        vault.createAliases(requests, caller: caller) { result in onLoop { completion(result) } }
+        vault.createAliases(requests, caller: caller) { [onBucketFull] result in
+            if case let .failure(.bucketFull(format, _)) = result { onBucketFull?(format) }
+            onLoop { completion(result) }
+        }
     }
 
     func reveal(_ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void) {

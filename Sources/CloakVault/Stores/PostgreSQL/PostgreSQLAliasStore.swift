@@ -60,6 +60,21 @@ public final class PostgreSQLAliasStore: AliasStore {
         """
         ALTER TABLE records ADD COLUMN intent smallint NOT NULL DEFAULT 0;
         """,
+        // Places taken by intents per small bucket, given back by a trigger on every delete.
+        """
+        ALTER TABLE records ADD COLUMN bucket bytea;
+        CREATE INDEX records_by_bucket ON records (bucket) WHERE bucket IS NOT NULL;
+        CREATE TABLE bucket_intents (bucket bytea PRIMARY KEY, count integer NOT NULL);
+        CREATE FUNCTION cloak_bucket_out() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE bucket_intents SET count = count - 1 WHERE bucket = OLD.bucket;
+            DELETE FROM bucket_intents WHERE bucket = OLD.bucket AND count <= 0;
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER records_bucket_out AFTER DELETE ON records FOR EACH ROW
+            WHEN (OLD.bucket IS NOT NULL) EXECUTE FUNCTION cloak_bucket_out();
+        """,
     ]
 
     /// Connects to `url` (`postgres://user:password@host:port/db?sslmode=…`, read by
@@ -145,7 +160,7 @@ public final class PostgreSQLAliasStore: AliasStore {
         "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = $1)"
     private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = $1"
     private static let insertRecord = """
-        INSERT INTO records (\(StoredRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+        INSERT INTO records (\(StoredRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
         ON CONFLICT DO NOTHING RETURNING 1
         """
 
@@ -174,7 +189,7 @@ public final class PostgreSQLAliasStore: AliasStore {
             .text(record.id), record.fingerprint.map { .bytes($0) } ?? .null, .text(record.keyID), .bytes(record.sealed.nonce),
             .bytes(record.sealed.ciphertext), .bytes(record.sealed.tag), .text(record.storage.rawValue),
             .text(record.classifiers.joined(separator: ",")), .int(record.createdAt), record.expiresAt.map { .int($0) } ?? .null,
-            .int(record.intent ? 1 : 0),
+            .int(record.intent ? 1 : 0), record.bucket.map { .bytes($0) } ?? .null,
         ])
         if inserted.isEmpty {
             if let fingerprint = record.fingerprint,
@@ -210,6 +225,19 @@ public final class PostgreSQLAliasStore: AliasStore {
     }
 
     /// Safe on every node at once: each takes the expired rows no other node has locked.
+    /// `ON CONFLICT DO UPDATE … WHERE` locks the bucket's row: concurrent nodes take places one
+    /// after another, each seeing the count the one before left.
+    public func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool {
+        try !db.query("""
+            INSERT INTO bucket_intents (bucket, count) VALUES ($1, 1)
+            ON CONFLICT (bucket) DO UPDATE SET count = bucket_intents.count + 1 WHERE bucket_intents.count < $2 RETURNING 1
+            """, [.bytes(bucket), .int(Int64(limit))]).isEmpty
+    }
+
+    public func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64? {
+        try db.query("SELECT min(expires_at) FROM records WHERE bucket = $1", [.bytes(bucket)]).first?.int(0)
+    }
+
     public func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
         try db.query("""
             DELETE FROM records WHERE id IN

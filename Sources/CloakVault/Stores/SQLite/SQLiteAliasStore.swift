@@ -60,6 +60,19 @@ public final class SQLiteAliasStore: AliasStore {
         if try !db.columnExists(table: "records", column: "intent") {
             try db.execute("ALTER TABLE records ADD COLUMN intent INTEGER NOT NULL DEFAULT 0")
         }
+        // Places taken by intents per small bucket (schema 4): given back by a trigger on every
+        // delete, whichever path deletes (sweep, delete, a record's last alias).
+        if try !db.columnExists(table: "records", column: "bucket") {
+            try db.execute("ALTER TABLE records ADD COLUMN bucket BLOB")
+        }
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS bucket_intents (bucket BLOB PRIMARY KEY, count INTEGER NOT NULL);
+            CREATE INDEX IF NOT EXISTS records_by_bucket ON records(bucket) WHERE bucket IS NOT NULL;
+            CREATE TRIGGER IF NOT EXISTS records_bucket_out AFTER DELETE ON records WHEN OLD.bucket IS NOT NULL BEGIN
+                UPDATE bucket_intents SET count = count - 1 WHERE bucket = OLD.bucket;
+                DELETE FROM bucket_intents WHERE bucket = OLD.bucket AND count <= 0;
+            END;
+            """)
     }
 
     /// The file belongs to this process.
@@ -98,7 +111,7 @@ public final class SQLiteAliasStore: AliasStore {
     private static let recordByAlias =
         "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = ?1)"
     private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = ?1"
-    private static let insertRecord = "INSERT INTO records (\(StoredRecord.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+    private static let insertRecord = "INSERT INTO records (\(StoredRecord.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
 
     public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
         let s = try db.statement(Self.recordByFingerprint)
@@ -137,6 +150,7 @@ public final class SQLiteAliasStore: AliasStore {
         s.bind(9, record.createdAt)
         s.bind(10, record.expiresAt)
         s.bind(11, Int64(record.intent ? 1 : 0))
+        s.bind(12, record.bucket)
         try s.run()
         for alias in record.aliases { try addAlias(alias, toRecord: record.id) }
     }
@@ -181,6 +195,24 @@ public final class SQLiteAliasStore: AliasStore {
         s.bind(2, Int64(limit))
         try s.run()
         return db.changes
+    }
+
+    public func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool {
+        let s = try db.statement("""
+            INSERT INTO bucket_intents (bucket, count) VALUES (?1, 1)
+            ON CONFLICT(bucket) DO UPDATE SET count = count + 1 WHERE count < ?2 RETURNING count
+            """)
+        s.bind(1, bucket)
+        s.bind(2, Int64(limit))
+        defer { s.finish() }
+        return try s.step()
+    }
+
+    public func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64? {
+        let s = try db.statement("SELECT min(expires_at) FROM records WHERE bucket = ?1")
+        s.bind(1, bucket)
+        defer { s.finish() }
+        return try s.step() ? s.int64(0) : nil
     }
 
     public func metadata(_ name: String) throws(StoreError) -> [UInt8]? {
