@@ -102,7 +102,7 @@ public final class Vault: Sendable {
     }
 
     /// The executor for the next job (round robin).
-    private var executor: VaultExecutor {
+    var executor: VaultExecutor {
         executors.count == 1 ? executors[0]
             : executors[nextExecutor.wrappingAdd(1, ordering: .relaxed).oldValue % executors.count]
     }

@@ -158,3 +158,17 @@ import Testing
         #expect(again)
     }
 }
+
+/// An anonymous `POST /tokens` pays its address's bucket one request per value.
+@Suite struct AnonymousValueChargeTests {
+    @Test func aBatchCostsItsValues() throws {
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "anonymous: {requests_per_minute: 10000000, burst: 1000000}", with: "anonymous: {requests_per_minute: 1, burst: 10}")
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let ten = #"{"data":["# + (0..<10).map { #"{"value":"v\#($0)","format":"UUID"}"# }.joined(separator: ",") + "]}"
+        #expect(try server.client().request("POST", "/tokens", json: ten).status == 201)
+        let next = try server.client().request("POST", "/tokens", json: #"{"data":[{"value":"x","format":"UUID"}]}"#)
+        #expect(next.status == 429 && next.errorCode == 1429, "\(next.text)")
+    }
+}

@@ -171,6 +171,13 @@ public struct JSONWriter {
         needsComma = false
     }
 
+    /// `null` as a value (an array element, or after ``key(_:)``); the next member or element
+    /// gets its comma.
+    public mutating func writeNull() {
+        rawJSON("null")
+        needsComma = true
+    }
+
     /// Before each element of an array: the comma when one is needed.
     public mutating func nextElement() {
         if needsComma { byte(UInt8(ascii: ",")) }

@@ -38,7 +38,7 @@ public final class CloakService: Sendable {
 
     enum Endpoint: Sendable {
         case healthz, readyz, metrics, validate, formTokens, formAliases, formSend
-        case createTokens, createAliases, revealMany, reveal, update, delete, keep
+        case createTokens, createAliases, revealMany, reveal, update, delete, keep, lookup
         case proxy, egress
     }
 
@@ -82,6 +82,7 @@ public final class CloakService: Sendable {
         router.add(.POST, "/aliases", .createAliases)
         router.add(.GET, "/aliases", .revealMany)
         router.add(.POST, "/aliases/keep", .keep)
+        router.add(.POST, "/aliases/lookup", .lookup)
         router.add(.GET, "/aliases/{alias}", .reveal)
         router.add(.PUT, "/aliases/{alias}", .update)
         router.add(.DELETE, "/aliases/{alias}", .delete)
@@ -291,6 +292,8 @@ public final class CloakService: Sendable {
             return try vaultAPI(identity, request).delete(request, alias: parameters["alias"] ?? "")
         case .keep:
             return try vaultAPI(identity, request).keep(request)
+        case .lookup:
+            return try vaultAPI(identity, request).lookup(request)
         case .egress:
             // Whatever spelling of the path reached it (`//egress/…`), the egress door's caller is
             // only ever Proxy-Authorization.
@@ -317,7 +320,13 @@ public final class CloakService: Sendable {
 
     private func vaultAPI(_ identity: Identity, _ request: HTTPRequest) throws(CloakError) -> VaultAPIHandler {
         VaultAPIHandler(vault: try requireVault(request, identity), identity: identity, openTokenize: configuration.openTokenize,
-                        logger: context.logger, client: request.remoteAddress)
+                        logger: context.logger, client: request.remoteAddress,
+                        chargeAnonymous: { [rateLimiter, metrics, configuration] n in
+                            let wait = rateLimiter.take(.client(request.remoteAddress), limit: configuration.limits.anonymous,
+                                                        now: DispatchTime.now().uptimeNanoseconds, cost: n)
+                            if wait != nil { metrics.rateLimited("anonymous") }
+                            return wait
+                        })
     }
 
     static func error(for violation: HTTPViolation) -> CloakError {

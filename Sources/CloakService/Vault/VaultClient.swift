@@ -37,6 +37,10 @@ struct VaultClient: Sendable {
         }
     }
 
+    func lookup(_ values: [String], completion: @escaping @Sendable (Result<[RevealedRecord?], VaultError>) -> Void) {
+        vault.lookup(values) { result in onLoop { completion(result) } }
+    }
+
     func reveal(_ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void) {
         vault.reveal(aliases) { result in onLoop { completion(result) } }
     }

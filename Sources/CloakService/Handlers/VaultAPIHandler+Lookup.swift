@@ -1,0 +1,80 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+
+/// `POST /aliases/lookup` (scope `aliases:reveal`): whether each value is in the vault and under
+/// which aliases, without creating anything. `data[i]` is value i's kept record without its
+/// value, or null (intents, VOLATILE and expired records are not found). Audited like a reveal.
+extension VaultAPIHandler {
+    func lookup(_ request: HTTPRequest) throws(CloakError) -> Reply {
+        let tokenID = try identity.require("aliases:reveal")
+        let values = try Self.parseLookup(try request.jsonBody(), maxBatch: vault.settings.maxBatch)
+        return .later { finish in
+            vault.lookup(values) { result in
+                switch result {
+                case let .success(records):
+                    for record in records {
+                        // One line per value, by the first alias found (never the value).
+                        audit("lookup", tokenID, record?.aliases.first?.alias ?? "-", record == nil ? "not_found" : "ok")
+                    }
+                    finish(.json(200, Self.lookupAnswer(records)))
+                case let .failure(error):
+                    finish(.error(error.cloakError { "data[\($0)]" }))
+                }
+            }
+        }
+    }
+
+    /// `{"data":[{"aliases","storage","classifiers","created_at","expires_at"} | null, …]}`.
+    static func lookupAnswer(_ records: [RevealedRecord?]) -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: 160 * records.count + 16)
+        w.beginObject()
+        w.key("data" as StaticString)
+        w.beginArray()
+        for record in records {
+            w.nextElement()
+            guard let record else {
+                w.writeNull()
+                continue
+            }
+            w.beginObject()
+            w.key("aliases" as StaticString)
+            w.beginArray()
+            for alias in record.aliases {
+                w.nextElement()
+                w.beginObject()
+                w.member("alias", alias.alias)
+                w.member("format", alias.format.rawValue)
+                w.endObject()
+            }
+            w.endArray()
+            w.member("storage", record.storage.rawValue)
+            w.member("classifiers", record.classifiers)
+            w.member("created_at", RevealedRecord.iso8601(record.createdAt))
+            w.key("expires_at" as StaticString)
+            if let expires = record.expiresAt { w.writeString(RevealedRecord.iso8601(expires)) } else { w.writeNull() }
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.takeBytes()
+    }
+
+    /// `{"data":[{"value":"…"}]}`, at most `maxBatch` values.
+    static func parseLookup(_ body: JSONValue, maxBatch: Int) throws(CloakError) -> [String] {
+        guard case let .object(top) = body, top.count == 1, top[0].key == "data", case let .array(items) = top[0].value else {
+            throw .malformed(#"expected {"data":[{"value":"…"}]}"#)
+        }
+        guard !items.isEmpty else { throw .malformed("\"data\" is empty") }
+        guard items.count <= maxBatch else {
+            throw .malformed("\"data\" has \(items.count) items; at most \(maxBatch) (vault.max_batch) at once")
+        }
+        return try items.enumerated().map { (i, item) throws(CloakError) -> String in
+            guard case let .object(members) = item, members.count == 1, members[0].key == "value",
+                case let .string(value) = members[0].value
+            else { throw .malformed("data[\(i)] must be {\"value\":\"…\"}") }
+            guard !value.isEmpty, value.utf8.count <= 32_768 else { throw .malformed("data[\(i)].value must be 1 to 32768 bytes") }
+            return value
+        }
+    }
+}
