@@ -36,6 +36,7 @@ public struct AliasStoreCompatSuite {
         case aForcedDurableCommitChangesNoRecord
         case intentsAreStoredAsIntentsAndExpireLikeAnyRecord
         case bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete
+        case metadataAndExpiryAreStoredAndChanged
 
         public var testDescription: String { rawValue }
     }
@@ -68,6 +69,7 @@ public struct AliasStoreCompatSuite {
         case .aForcedDurableCommitChangesNoRecord: try aForcedDurableCommitChangesNoRecord()
         case .intentsAreStoredAsIntentsAndExpireLikeAnyRecord: try intentsAreStoredAsIntentsAndExpireLikeAnyRecord()
         case .bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete: try bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete()
+        case .metadataAndExpiryAreStoredAndChanged: try metadataAndExpiryAreStoredAndChanged()
         }
     }
 
@@ -140,6 +142,31 @@ public struct AliasStoreCompatSuite {
         #expect(found.aliases == expected.aliases, sourceLocation: sourceLocation)
         #expect(found.intent == expected.intent, sourceLocation: sourceLocation)
         #expect(found.bucket == expected.bucket, sourceLocation: sourceLocation)
+        #expect(found.metadata == expected.metadata, sourceLocation: sourceLocation)
+    }
+
+    /// A record's metadata (any text, escapes included) and expiry read back, in pages too (what
+    /// `cloak store migrate` copies), and change in place.
+    func metadataAndExpiryAreStoredAndChanged() throws {
+        let store = try makeStore()
+        var record = Self.record("m1", fingerprint: Self.fingerprint(9), aliases: [Self.alias("tok_m1")], expiresAt: Self.now + 50)
+        record.metadata = ["order": "A-17", "note": "quote \" and é and \n"]
+        try transaction(store) { try store.insert(record) }
+        expectSame(try store.record(alias: "tok_m1"), record)
+        #expect(try store.records(after: nil, limit: 10).first { $0.id == "m1" }?.metadata == record.metadata)
+        try transaction(store) {
+            try store.setRecordMetadata(["order": "B-2"], recordID: "m1")
+            try store.setExpiry(nil, recordID: "m1")
+        }
+        record.metadata = ["order": "B-2"]
+        record.expiresAt = nil
+        expectSame(try store.record(alias: "tok_m1"), record)
+        try transaction(store) {
+            try store.setRecordMetadata([:], recordID: "m1")
+            try store.setExpiry(Self.now + 1, recordID: "m1")
+        }
+        #expect(try store.record(alias: "tok_m1")?.metadata == [:])
+        #expect(try transaction(store) { try store.deleteExpired(now: Self.now + 1, limit: 10) } == 1)
     }
 
     /// Places in a bucket are taken up to the limit, one a record; deleting a record (the sweep,

@@ -9,6 +9,11 @@ public struct AliasRequest: Sendable, CustomStringConvertible {
     public var classifiers: [String]
     /// For card formats: whether the alias passes Luhn.
     public var luhnValid: Bool
+    /// The new record's lifetime in seconds (nil: VOLATILE's default, or none for PERSISTENT).
+    /// A create never changes an existing record's.
+    public var ttlSeconds: Int?
+    /// Kept in clear beside the record (the Vault API refuses digit runs of nine or more).
+    public var metadata: [String: String] = [:]
 
     public var value: String {
         get { sensitiveValue.value }

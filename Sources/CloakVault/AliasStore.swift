@@ -30,6 +30,10 @@ public protocol AliasStore: AnyObject {
     /// Removes an alias, and its record once no alias is left. False when there was no such alias.
     func deleteAlias(_ alias: String) throws(StoreError) -> Bool
     func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError)
+    /// Replaces a record's metadata (empty: none).
+    func setRecordMetadata(_ metadata: [String: String], recordID: String) throws(StoreError)
+    /// Sets when a record expires (nil: never).
+    func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError)
     /// Removes records (and aliases) that expired at or before `now`; returns how many.
     func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int
     /// Takes one of `limit` places for an intent in `bucket` (``StoredRecord/bucket``): false

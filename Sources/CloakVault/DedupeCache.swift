@@ -75,7 +75,10 @@ final class DedupeCache: Sendable {
 
     /// On the vault thread, after the commit that wrote or read `record`.
     func remember(_ record: StoredRecord) {
-        guard record.storage == .persistent, let fingerprint = record.fingerprint, let key = Key(fingerprint) else { return }
+        // A record that expires (a token holder's ttl_s) is not remembered: the cache would go on
+        // answering it past its expiry.
+        guard record.storage == .persistent, record.expiresAt == nil, let fingerprint = record.fingerprint,
+            let key = Key(fingerprint) else { return }
         let entry = Entry(record)
         let half = capacity / 2
         let dropped = generations.withLock { g -> [Key: Entry] in

@@ -86,14 +86,15 @@ extension Vault {
             }
             // An anonymous caller's record is an intent: it expires `intentTTLSeconds` from now
             // (a VOLATILE one at the earlier of its two expiries) unless a backend keeps it.
-            var expiresAt: Int64? = request.storage == .volatile ? now + Int64(settings.volatileTTLSeconds) : nil
+            var expiresAt: Int64? = request.ttlSeconds.map { now + Int64($0) }
+                ?? (request.storage == .volatile ? now + Int64(settings.volatileTTLSeconds) : nil)
             let intent = caller.anonymous && settings.intentTTLSeconds > 0
             if intent { expiresAt = min(expiresAt ?? Int64.max, now + Int64(settings.intentTTLSeconds)) }
             let place = intent ? bucketPlace(request) : nil
             let record = StoredRecord(
                 id: id, fingerprint: fingerprint, keyID: key.id, sealed: sealed, storage: request.storage,
                 classifiers: request.classifiers, createdAt: now, expiresAt: expiresAt, aliases: [], intent: intent,
-                bucket: place?.tag)
+                bucket: place?.tag, metadata: request.metadata)
             let first = Result<String, AliasInputError> { () throws(AliasInputError) -> String in
                 try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: 0,
                                     random: caller.anonymous)
@@ -142,7 +143,7 @@ extension Vault {
             if caller.mayReveal {
                 out.append(RevealedRecord(value: request.value, aliases: record.aliases, storage: record.storage,
                                           classifiers: record.classifiers, createdAt: record.createdAt,
-                                          expiresAt: record.expiresAt, intent: record.intent))
+                                          expiresAt: record.expiresAt, intent: record.intent, metadata: record.metadata))
             } else {
                 // The same answer whether the value was stored before or not.
                 out.append(RevealedRecord(value: request.value, aliases: [alias], storage: request.storage,

@@ -17,7 +17,7 @@ extension Vault {
                 record.aliases.removeAll { !isAuthentic($0, recordID: record.id) }
                 guard !record.aliases.isEmpty else { return nil }
                 return RevealedRecord(value: "", aliases: record.aliases, storage: record.storage, classifiers: record.classifiers,
-                                      createdAt: record.createdAt, expiresAt: record.expiresAt)
+                                      createdAt: record.createdAt, expiresAt: record.expiresAt, metadata: record.metadata)
             }
         }, completion: { completion(Self.map($0)) })
     }

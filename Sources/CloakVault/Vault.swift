@@ -210,6 +210,22 @@ public final class Vault: Sendable {
         }, completion: completion)
     }
 
+    /// Changes the record an alias belongs to: its classifiers, metadata and lifetime (from now),
+    /// each when given. A token holder's record only: an intent's life is `keep`'s business.
+    public func update(_ alias: String, classifiers: [String]?, metadata: [String: String]?, ttlSeconds: Int?,
+                       completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
+        let now = clock()
+        changeRecord(of: alias, { store, record in
+            if let classifiers { try store.setClassifiers(classifiers, recordID: record.id) }
+            if let metadata { try store.setRecordMetadata(metadata, recordID: record.id) }
+            if let ttlSeconds {
+                // An intent never outlives its intent lifetime.
+                let wanted = now + Int64(ttlSeconds)
+                try store.setExpiry(record.intent ? min(wanted, record.expiresAt ?? wanted) : wanted, recordID: record.id)
+            }
+        }, completion: completion)
+    }
+
     /// Replaces the classifiers of the record an alias belongs to.
     public func setClassifiers(_ classifiers: [String], alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
         changeRecord(of: alias, { store, record in
@@ -276,7 +292,7 @@ public final class Vault: Sendable {
         }
         return RevealedRecord(value: String(decoding: plain, as: UTF8.self), aliases: record.aliases, storage: record.storage,
                               classifiers: record.classifiers, createdAt: record.createdAt, expiresAt: record.expiresAt,
-                              intent: record.intent)
+                              intent: record.intent, metadata: record.metadata)
     }
 
     static func associatedData(_ recordID: String, _ keyID: String) -> [UInt8] { Array("\(recordID)|\(keyID)".utf8) }

@@ -24,10 +24,13 @@ public struct StoredRecord: Sendable {
     /// For an intent in a small format-preserving bucket: the bucket's tag, under which it holds
     /// one of the places anonymous callers may take (``AliasStore/reserveBucketSlot(_:limit:)``).
     public var bucket: [UInt8]?
+    /// String keys to string values a token holder keeps with the record (in clear).
+    public var metadata: [String: String]
 
     public init(id: String, fingerprint: [UInt8]?, keyID: String, sealed: AESGCM.SealedBox, storage: StorageKind,
                 classifiers: [String], createdAt: Int64, expiresAt: Int64?, aliases: [IssuedAlias], intent: Bool = false,
-                bucket: [UInt8]? = nil) {
+                bucket: [UInt8]? = nil, metadata: [String: String] = [:]) {
+        self.metadata = metadata
         self.intent = intent
         self.bucket = bucket
         self.id = id
@@ -110,9 +113,11 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
     public var expiresAt: Int64?
     /// The record is an anonymous caller's intent (see ``StoredRecord/intent``).
     public var intent: Bool
+    public var metadata: [String: String]
 
     public init(value: String, aliases: [IssuedAlias], storage: StorageKind, classifiers: [String], createdAt: Int64,
-                expiresAt: Int64? = nil, intent: Bool = false) {
+                expiresAt: Int64? = nil, intent: Bool = false, metadata: [String: String] = [:]) {
+        self.metadata = metadata
         self.expiresAt = expiresAt
         self.intent = intent
         self.sensitiveValue = Sensitive(value)
@@ -126,7 +131,9 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
 
     /// The record's document, `{"value","aliases":[{"alias","format"}],"storage","classifiers",
     /// "created_at"}`, written straight into `writer` (the Vault API's answers).
-    public func write(into writer: inout JSONWriter) {
+    /// With `lifecycle` (reveals), `expires_at` is always written (null when none) and so is
+    /// `metadata`; create answers keep the SDK's shape, with `expires_at` only when set.
+    public func write(into writer: inout JSONWriter, lifecycle: Bool = false) {
         writer.beginObject()
         writer.member("value", value)
         writer.key("aliases" as StaticString)
@@ -143,8 +150,42 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
         writer.member("classifiers", classifiers)
         writer.member("created_at", Self.iso8601(createdAt))
         // Only a record that expires says when: the SDK's answer shape is kept for the others.
-        if let expiresAt { writer.member("expires_at", Self.iso8601(expiresAt)) }
+        if let expiresAt {
+            writer.member("expires_at", Self.iso8601(expiresAt))
+        } else if lifecycle {
+            writer.key("expires_at" as StaticString)
+            writer.writeNull()
+        }
+        if lifecycle {
+            writer.key("metadata" as StaticString)
+            Self.writeMetadata(metadata, into: &writer)
+        }
         writer.endObject()
+    }
+
+    /// `{"key":"value",…}` in key order.
+    public static func writeMetadata(_ metadata: [String: String], into writer: inout JSONWriter) {
+        writer.beginObject()
+        for key in metadata.keys.sorted() {
+            writer.key(key)
+            writer.stringValue(metadata[key] ?? "")
+        }
+        writer.endObject()
+    }
+
+    /// Metadata as stored: a JSON object of strings.
+    static func encodeMetadata(_ metadata: [String: String]) -> String? {
+        guard !metadata.isEmpty else { return nil }
+        var writer = JSONWriter()
+        writeMetadata(metadata, into: &writer)
+        return String(decoding: writer.takeBytes(), as: UTF8.self)
+    }
+
+    static func decodeMetadata(_ text: String?) -> [String: String] {
+        guard let text, case let .object(members)? = try? JSONParser().parse(Array(text.utf8)) else { return [:] }
+        var out: [String: String] = [:]
+        for (key, value) in members { if case let .string(s) = value { out[key] = s } }
+        return out
     }
 
     /// RFC 3339 in UTC, to the second.

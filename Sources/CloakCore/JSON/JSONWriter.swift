@@ -171,6 +171,13 @@ public struct JSONWriter {
         needsComma = false
     }
 
+    /// A string as a value (after ``key(_:)``, or an array element); the next member or element
+    /// gets its comma.
+    public mutating func stringValue(_ s: String) {
+        writeString(s)
+        needsComma = true
+    }
+
     /// `null` as a value (an array element, or after ``key(_:)``); the next member or element
     /// gets its comma.
     public mutating func writeNull() {

@@ -25,7 +25,7 @@ extension VaultAPIHandler {
         }
     }
 
-    /// `{"data":[{"aliases","storage","classifiers","created_at","expires_at"} | null, …]}`.
+    /// `{"data":[{"aliases","storage","classifiers","metadata","created_at","expires_at"} | null, …]}`.
     static func lookupAnswer(_ records: [RevealedRecord?]) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 160 * records.count + 16)
         w.beginObject()
@@ -50,9 +50,11 @@ extension VaultAPIHandler {
             w.endArray()
             w.member("storage", record.storage.rawValue)
             w.member("classifiers", record.classifiers)
+            w.key("metadata" as StaticString)
+            RevealedRecord.writeMetadata(record.metadata, into: &w)
             w.member("created_at", RevealedRecord.iso8601(record.createdAt))
             w.key("expires_at" as StaticString)
-            if let expires = record.expiresAt { w.writeString(RevealedRecord.iso8601(expires)) } else { w.writeNull() }
+            if let expires = record.expiresAt { w.stringValue(RevealedRecord.iso8601(expires)) } else { w.writeNull() }
             w.endObject()
         }
         w.endArray()

@@ -42,14 +42,14 @@ struct VaultAPIHandler: Sendable {
     }
 
     /// `{"data":[record, …]}`, each record written straight into the answer.
-    static func dataArray(_ records: [RevealedRecord]) -> [UInt8] {
+    static func dataArray(_ records: [RevealedRecord], lifecycle: Bool = false) -> [UInt8] {
         var answer = JSONWriter(reservingCapacity: 192 * records.count + 16)
         answer.beginObject()
         answer.key("data" as StaticString)
         answer.beginArray()
         for record in records {
             answer.nextElement()
-            record.write(into: &answer)
+            record.write(into: &answer, lifecycle: lifecycle)
         }
         answer.endArray()
         answer.endObject()
@@ -69,7 +69,7 @@ struct VaultAPIHandler: Sendable {
                 case let .success(found):
                     audit("reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok")
                     if let record = found[alias] {
-                        finish(.json(200, Self.dataArray([record])))
+                        finish(.json(200, Self.dataArray([record], lifecycle: true)))
                     } else {
                         finish(.error(.notFound("no such alias")))
                     }
@@ -108,7 +108,7 @@ struct VaultAPIHandler: Sendable {
                     for alias in aliases {
                         guard let record = found[alias] else { continue }
                         answer.key(alias)
-                        record.write(into: &answer)
+                        record.write(into: &answer, lifecycle: true)
                     }
                     answer.endObject()
                     answer.endObject()
@@ -151,12 +151,9 @@ struct VaultAPIHandler: Sendable {
             audit("update", tokenID, alias, "not_found")
             throw .notFound("no such alias")
         }
-        guard case let .object(top) = try request.jsonBody(), top.count == 1, top[0].key == "data",
-            case let .object(data) = top[0].value, data.count == 1, data[0].key == "classifiers"
-        else { throw .malformed("expected {\"data\":{\"classifiers\":[...]}}") }
-        let classifiers = try Self.parseClassifiers(data[0].value, at: "data.classifiers")
+        let change = try Self.parseUpdate(try request.jsonBody())
         return .later { finish in
-            vault.setClassifiers(classifiers, alias: alias) { result in
+            vault.update(alias, classifiers: change.classifiers, metadata: change.metadata, ttlSeconds: change.ttlSeconds) { result in
                 switch result {
                 case .success:
                     audit("update", tokenID, alias, "ok")
@@ -193,6 +190,8 @@ struct VaultAPIHandler: Sendable {
             var format = AliasFormatName.UUID
             var storage = StorageKind.persistent
             var classifiers: [String] = []
+            var ttl: Int?
+            var metadata: [String: String] = [:]
             for (key, v) in members {
                 switch key {
                 case "value":
@@ -211,12 +210,19 @@ struct VaultAPIHandler: Sendable {
                     storage = s
                 case "classifiers":
                     classifiers = try parseClassifiers(v, at: "\(at).classifiers")
+                case "ttl_s":
+                    ttl = try parseTTL(v, at: "\(at).ttl_s")
+                case "metadata":
+                    metadata = try parseMetadata(v, at: "\(at).metadata")
                 default:
                     throw .malformed("\(at) has an unknown member \"\(Redaction.scrub(key, limit: 64))\"")
                 }
             }
             guard let value else { throw .malformed("\(at).value is missing") }
-            out.append(AliasRequest(value: value, format: format, storage: storage, classifiers: classifiers))
+            var request = AliasRequest(value: value, format: format, storage: storage, classifiers: classifiers)
+            request.ttlSeconds = ttl
+            request.metadata = metadata
+            out.append(request)
         }
         return out
     }

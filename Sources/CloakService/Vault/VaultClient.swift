@@ -49,6 +49,11 @@ struct VaultClient: Sendable {
         vault.delete(alias) { result in onLoop { completion(result) } }
     }
 
+    func update(_ alias: String, classifiers: [String]?, metadata: [String: String]?, ttlSeconds: Int?,
+                completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
+        vault.update(alias, classifiers: classifiers, metadata: metadata, ttlSeconds: ttlSeconds) { result in onLoop { completion(result) } }
+    }
+
     func setClassifiers(_ classifiers: [String], alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
         vault.setClassifiers(classifiers, alias: alias) { result in onLoop { completion(result) } }
     }

@@ -11,7 +11,7 @@ protocol RecordRow {
 
 extension StoredRecord {
     /// The records table's columns, in the order ``init(row:)`` reads them.
-    static let columns = "id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at, intent, bucket"
+    static let columns = "id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at, intent, bucket, metadata"
 
     /// The record in a row of ``columns``, without its aliases.
     init(row: some RecordRow) throws(StoreError) {
@@ -24,7 +24,8 @@ extension StoredRecord {
             id: id, fingerprint: row.bytes(at: 1), keyID: keyID,
             sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag), storage: storage,
             classifiers: classifiers.isEmpty ? [] : classifiers.components(separatedBy: ","), createdAt: createdAt,
-            expiresAt: row.integer(at: 9), aliases: [], intent: (row.integer(at: 10) ?? 0) != 0, bucket: row.bytes(at: 11))
+            expiresAt: row.integer(at: 9), aliases: [], intent: (row.integer(at: 10) ?? 0) != 0, bucket: row.bytes(at: 11),
+            metadata: RevealedRecord.decodeMetadata(row.text(at: 12)))
     }
 }
 

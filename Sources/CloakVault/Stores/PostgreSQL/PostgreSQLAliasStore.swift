@@ -75,6 +75,10 @@ public final class PostgreSQLAliasStore: AliasStore {
         CREATE TRIGGER records_bucket_out AFTER DELETE ON records FOR EACH ROW
             WHEN (OLD.bucket IS NOT NULL) EXECUTE FUNCTION cloak_bucket_out();
         """,
+        // A token holder's metadata, a JSON object of strings.
+        """
+        ALTER TABLE records ADD COLUMN metadata text;
+        """,
     ]
 
     /// Connects to `url` (`postgres://user:password@host:port/db?sslmode=…`, read by
@@ -160,7 +164,7 @@ public final class PostgreSQLAliasStore: AliasStore {
         "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = $1)"
     private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = $1"
     private static let insertRecord = """
-        INSERT INTO records (\(StoredRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+        INSERT INTO records (\(StoredRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
         ON CONFLICT DO NOTHING RETURNING 1
         """
 
@@ -190,6 +194,7 @@ public final class PostgreSQLAliasStore: AliasStore {
             .bytes(record.sealed.ciphertext), .bytes(record.sealed.tag), .text(record.storage.rawValue),
             .text(record.classifiers.joined(separator: ",")), .int(record.createdAt), record.expiresAt.map { .int($0) } ?? .null,
             .int(record.intent ? 1 : 0), record.bucket.map { .bytes($0) } ?? .null,
+            RevealedRecord.encodeMetadata(record.metadata).map { .text($0) } ?? .null,
         ])
         if inserted.isEmpty {
             if let fingerprint = record.fingerprint,
@@ -220,11 +225,19 @@ public final class PostgreSQLAliasStore: AliasStore {
         return true
     }
 
+    public func setRecordMetadata(_ metadata: [String: String], recordID: String) throws(StoreError) {
+        try db.query("UPDATE records SET metadata = $1 WHERE id = $2",
+                     [RevealedRecord.encodeMetadata(metadata).map { .text($0) } ?? .null, .text(recordID)])
+    }
+
+    public func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError) {
+        try db.query("UPDATE records SET expires_at = $1 WHERE id = $2", [expiresAt.map { .int($0) } ?? .null, .text(recordID)])
+    }
+
     public func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
         try db.query("UPDATE records SET classifiers = $1 WHERE id = $2", [.text(classifiers.joined(separator: ",")), .text(recordID)])
     }
 
-    /// Safe on every node at once: each takes the expired rows no other node has locked.
     /// `ON CONFLICT DO UPDATE … WHERE` locks the bucket's row: concurrent nodes take places one
     /// after another, each seeing the count the one before left.
     public func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool {
@@ -238,6 +251,7 @@ public final class PostgreSQLAliasStore: AliasStore {
         try db.query("SELECT min(expires_at) FROM records WHERE bucket = $1", [.bytes(bucket)]).first?.int(0)
     }
 
+    /// Safe on every node at once: each takes the expired rows no other node has locked.
     public func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
         try db.query("""
             DELETE FROM records WHERE id IN

@@ -65,6 +65,10 @@ public final class SQLiteAliasStore: AliasStore {
         if try !db.columnExists(table: "records", column: "bucket") {
             try db.execute("ALTER TABLE records ADD COLUMN bucket BLOB")
         }
+        // A token holder's metadata (schema 5), a JSON object of strings.
+        if try !db.columnExists(table: "records", column: "metadata") {
+            try db.execute("ALTER TABLE records ADD COLUMN metadata TEXT")
+        }
         try db.execute("""
             CREATE TABLE IF NOT EXISTS bucket_intents (bucket BLOB PRIMARY KEY, count INTEGER NOT NULL);
             CREATE INDEX IF NOT EXISTS records_by_bucket ON records(bucket) WHERE bucket IS NOT NULL;
@@ -111,7 +115,7 @@ public final class SQLiteAliasStore: AliasStore {
     private static let recordByAlias =
         "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = ?1)"
     private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = ?1"
-    private static let insertRecord = "INSERT INTO records (\(StoredRecord.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+    private static let insertRecord = "INSERT INTO records (\(StoredRecord.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
 
     public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
         let s = try db.statement(Self.recordByFingerprint)
@@ -151,6 +155,7 @@ public final class SQLiteAliasStore: AliasStore {
         s.bind(10, record.expiresAt)
         s.bind(11, Int64(record.intent ? 1 : 0))
         s.bind(12, record.bucket)
+        s.bind(13, RevealedRecord.encodeMetadata(record.metadata))
         try s.run()
         for alias in record.aliases { try addAlias(alias, toRecord: record.id) }
     }
@@ -177,6 +182,20 @@ public final class SQLiteAliasStore: AliasStore {
         orphan.bind(1, recordID)
         try orphan.run()
         return true
+    }
+
+    public func setRecordMetadata(_ metadata: [String: String], recordID: String) throws(StoreError) {
+        let s = try db.statement("UPDATE records SET metadata = ?1 WHERE id = ?2")
+        s.bind(1, RevealedRecord.encodeMetadata(metadata))
+        s.bind(2, recordID)
+        try s.run()
+    }
+
+    public func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError) {
+        let s = try db.statement("UPDATE records SET expires_at = ?1 WHERE id = ?2")
+        s.bind(1, expiresAt)
+        s.bind(2, recordID)
+        try s.run()
     }
 
     public func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
