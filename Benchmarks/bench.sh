@@ -344,7 +344,9 @@ if (( ! C_ONLY )); then
     CLOAK_PORT=$(free_port)
     # A bench-only configuration: the given one plus a bearer token for the alias endpoints,
     # with its vault (SQLite file and keys) inside the results folder. The rate limits are raised
-    # past what wrk sends (the buckets are still taken on every request, so their cost counts).
+    # past what wrk sends (the buckets are still taken on every request, so their cost counts),
+    # and so are the guess and wear-out limits (one card, tokenized again and again, would reach
+    # them within seconds; their counting still runs).
     BENCH_TOKEN="bench-$RANDOM$RANDOM"
     BENCH_HASH=$(printf %s "$BENCH_TOKEN" | sha256sum | cut -d' ' -f1)
     BENCH_CONFIG="$RESULTS_DIR/cloak.yaml"
@@ -356,6 +358,8 @@ if (( ! C_ONLY )); then
         -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}]}|" \
         -e "s/scopes: \[aliases:create, aliases:reveal\]/scopes: [aliases:create, aliases:reveal, \"egress:*\"]/" \
         -e "s/max_connections: [0-9]*/max_connections: $(( IDLE_CONNECTIONS + 1000 ))/" \
+        -e "s/bucket_values_per_hour: [0-9]*/bucket_values_per_hour: 1000000/" \
+        -e "s/max_bucket_share: [0-9.]*/max_bucket_share: 1/" \
         "$CLOAK_CONFIG" >"$BENCH_CONFIG"
     # An egress route to the C server that reveals one alias per request ($.card).
     printf '\negress:\n  routes:\n    - {id: bench, upstream: "http://%s:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}]}\n' \

@@ -50,6 +50,12 @@ public struct StoreMigration {
                         if let first = record.aliases.first, try destination.record(alias: first.alias)?.id == record.id {
                             report.skipped += 1
                         } else {
+                            // Intents' places are the source store's count: copied as they are,
+                            // they would be given back by the destination's trigger without ever
+                            // having been taken there. They hold no place there (for at most a
+                            // day: they expire).
+                            var record = record
+                            record.bucket = nil
                             try destination.insert(record)
                             report.copied += 1
                         }

@@ -86,8 +86,10 @@ extension Vault {
             }
             // An anonymous caller's record is an intent: it expires `intentTTLSeconds` from now
             // (a VOLATILE one at the earlier of its two expiries) unless a backend keeps it.
+            // A VOLATILE value never outlives vault.volatile_ttl_s, whatever ttl_s asks.
+            let volatileEnd = now + Int64(settings.volatileTTLSeconds)
             var expiresAt: Int64? = request.ttlSeconds.map { now + Int64($0) }
-                ?? (request.storage == .volatile ? now + Int64(settings.volatileTTLSeconds) : nil)
+            if request.storage == .volatile { expiresAt = min(expiresAt ?? volatileEnd, volatileEnd) }
             let intent = caller.anonymous && settings.intentTTLSeconds > 0
             if intent { expiresAt = min(expiresAt ?? Int64.max, now + Int64(settings.intentTTLSeconds)) }
             let place = intent ? bucketPlace(request) : nil
@@ -161,23 +163,22 @@ extension Vault {
     {
         let request = item.request
         var record: StoredRecord
-        if let fingerprint = item.fingerprint, var existing = try store.record(fingerprint: fingerprint) {
+        var found = try item.fingerprint.flatMap { try store.record(fingerprint: $0) }
+        if let expired = found, let expires = expired.expiresAt, expires <= clock() {
+            // Expired and not swept yet: it goes now, and the value gets a new record.
+            for alias in expired.aliases { _ = try store.deleteAlias(alias.alias) }
+            found = nil
+        }
+        if var existing = found {
             existing.aliases.removeAll { !isAuthentic($0, recordID: existing.id) }
             record = existing
         } else {
             record = item.newRecord
             if let bucket = record.bucket, try !store.reserveBucketSlot(bucket, limit: item.bucketLimit) {
-                // Places of intents that expired since the last sweep are given back first.
-                var oldest = try store.oldestIntentExpiry(bucket: bucket)
-                if let expiry = oldest, expiry <= clock() {
-                    _ = try store.deleteExpired(now: clock(), limit: 1_000)
-                    oldest = try store.oldestIntentExpiry(bucket: bucket)
-                }
-                if try !store.reserveBucketSlot(bucket, limit: item.bucketLimit) {
-                    // Nothing written: the request's savepoint is rolled back with this.
-                    let wait = (oldest ?? clock() + 1) - clock()
-                    throw VaultError.bucketFull(format: request.format, retryAfter: Int(max(wait, 1)))
-                }
+                // Nothing written: the request's savepoint is rolled back with this. Expired intents
+                // give their places back at the next sweep (every few seconds).
+                let oldest = try store.oldestIntentExpiry(bucket: bucket) ?? clock()
+                throw VaultError.bucketFull(format: request.format, retryAfter: Int(max(oldest - clock(), Self.sweepSeconds)))
             }
             try store.insert(record)
         }

@@ -52,6 +52,8 @@ public final class Vault: Sendable {
     /// Spaces up to this size are scanned candidate by candidate once random draws fail (a
     /// 4-digit CVC); larger ones would stall the vault thread, and 32 random draws suffice.
     static let scanLimit = 10_000
+    /// How often (at most) the sweep removes expired records: the executor's maintenance interval.
+    static let sweepSeconds: Int64 = 5
     /// The store's name for ``KeyRing/checkValue``.
     static let keyCheckName = "key_check"
     /// Set once every alias row is signed.
@@ -214,14 +216,16 @@ public final class Vault: Sendable {
     /// each when given. A token holder's record only: an intent's life is `keep`'s business.
     public func update(_ alias: String, classifiers: [String]?, metadata: [String: String]?, ttlSeconds: Int?,
                        completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
-        let now = clock()
+        let now = clock(), volatileTTL = Int64(settings.volatileTTLSeconds)
         changeRecord(of: alias, { store, record in
             if let classifiers { try store.setClassifiers(classifiers, recordID: record.id) }
             if let metadata { try store.setRecordMetadata(metadata, recordID: record.id) }
             if let ttlSeconds {
-                // An intent never outlives its intent lifetime.
-                let wanted = now + Int64(ttlSeconds)
-                try store.setExpiry(record.intent ? min(wanted, record.expiresAt ?? wanted) : wanted, recordID: record.id)
+                // An intent never outlives its intent lifetime, nor a VOLATILE value vault.volatile_ttl_s.
+                var wanted = now + Int64(ttlSeconds)
+                if record.intent { wanted = min(wanted, record.expiresAt ?? wanted) }
+                if record.storage == .volatile { wanted = min(wanted, record.createdAt + volatileTTL) }
+                try store.setExpiry(wanted, recordID: record.id)
             }
         }, completion: completion)
     }

@@ -10,9 +10,10 @@ import Testing
 @Suite struct BucketGuessLimiterTests {
     static let second: UInt64 = 1_000_000_000
 
-    /// Buckets as the vault tags them, from a throwaway key ring.
+    /// Buckets as the vault tags them, from a throwaway key ring (one vault for all the values,
+    /// so their tags compare).
     static func buckets(_ values: [String], format: AliasFormatName = .FPE_SIX_T_FOUR,
-                        storage: StorageKind = .persistent) throws -> [GuessBucket?] {
+                        storage: StorageKind = .persistent) throws -> [[GuessBucket]] {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = ServiceConfiguration.VaultSettings()
@@ -20,31 +21,37 @@ import Testing
         settings.keys = "file:\(directory.path)/k.json"
         let vault = try VaultBootstrap.open(settings, environment: [:], logger: nil)
         defer { vault.close() }
-        return vault.guessBuckets(values.map { AliasRequest(value: $0, format: format, storage: storage) })
+        return values.map { vault.guessBuckets([AliasRequest(value: $0, format: format, storage: storage)]) }
     }
 
     @Test func cardsOfOneBINAndLastFourShareABucketAndOthersDoNot() throws {
-        let b = try Self.buckets(["4111111111111111", "4111117960771111", "4111 1179 6077 1111", "5555555555554444"])
-        #expect(b.allSatisfy { $0 != nil })
-        #expect(b[0]!.bucket == b[1]!.bucket && b[1]!.bucket == b[2]!.bucket)
-        #expect(b[0]!.value != b[1]!.value && b[1]!.value != b[2]!.value)
-        #expect(b[0]!.bucket != b[3]!.bucket)
-        #expect(b[0]!.space == 100_000)
+        let b = try Self.buckets(["4111111111111111", "4111117960771111", "4111 1179 6077 1111", "5555555555554444"]).map { $0.first! }
+        #expect(b[0].bucket == b[1].bucket && b[1].bucket == b[2].bucket)
+        #expect(b[0].value != b[1].value && b[1].value != b[2].value)
+        #expect(b[0].bucket != b[3].bucket)
+        #expect(b[0].space == 100_000)
     }
 
-    @Test func tokenFormatsAreTaggedByShapeAndLastFourWhenSmall() throws {
+    @Test func tokenFormatsAreTaggedByShapeAndByWhatAHolderKnowsFromElsewhere() throws {
+        // GENERIC_T_FOUR shows the last four: its own bucket, and the digits' last-four bucket.
         let ssn = try Self.buckets(["123-45-6789", "987-65-6789", "123-45-0000"], format: .GENERIC_T_FOUR)
-        #expect(ssn[0]!.bucket == ssn[1]!.bucket && ssn[0]!.bucket != ssn[2]!.bucket && ssn[0]!.space == 100_000)
+        #expect(ssn.allSatisfy { $0.count == 2 && $0.allSatisfy { $0.space == 100_000 } })
+        #expect(ssn[0][0].bucket == ssn[1][0].bucket && ssn[0][0].bucket != ssn[2][0].bucket)
+        // A UUID shows nothing, but a holder may know a card's BIN and last four (a receipt) or an
+        // SSN's last four: those buckets count too.
+        let card = try Self.buckets(["4111111111111111", "4111117960771111"], format: .UUID)
+        #expect(card[0].contains { $0.space == 100_000 } && card[0].first { $0.space == 100_000 }?.bucket == card[1].first { $0.space == 100_000 }?.bucket)
+        let uuidSSN = try Self.buckets(["123-45-6789"], format: .UUID)
+        #expect(uuidSSN[0].count == 1 && uuidSSN[0][0].space == 100_000)  // its last four and length
         let cvc = try Self.buckets(["123", "456"], format: .UUID)
-        #expect(cvc[0]!.bucket == cvc[1]!.bucket && cvc[0]!.space == 1_000)
-        // Too large to search (an SSN under UUID: 10^9), or never deduplicated (VOLATILE).
-        #expect(try Self.buckets(["123-45-6789"], format: .UUID)[0] == nil)
-        #expect(try Self.buckets(["123"], format: .UUID, storage: .volatile)[0] == nil)
-        #expect(try Self.buckets(["4111111111111111"], format: .FPE_T_FOUR)[0] == nil)
+        #expect(cvc[0].first?.bucket == cvc[1].first?.bucket && cvc[0].first?.space == 1_000)
+        // Never deduplicated (VOLATILE in a token format), or too large to search.
+        #expect(try Self.buckets(["123"], format: .UUID, storage: .volatile)[0].isEmpty)
+        #expect(try Self.buckets(["4111111111111111"], format: .FPE_T_FOUR)[0].isEmpty)
     }
 
     @Test func aWindowCountsDistinctValuesForAnHourPerToken() throws {
-        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0! }
+        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
         let limiter = BucketGuessLimiter()
         let t0: UInt64 = 1_000 * Self.second
         #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: t0) == nil)
@@ -57,14 +64,14 @@ import Testing
     }
 
     @Test func aRequestPastTheLimitIsRefusedWholeAndRecordsNothing() throws {
-        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0! }
+        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
         let limiter = BucketGuessLimiter()
         #expect(limiter.admit(token: "a", cards, limit: 3, now: 1) != nil)
         #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: 2) == nil)
     }
 
     @Test func countOnlyRecordsUpToTheLimitAndReportsWithoutRefusing() throws {
-        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0! }
+        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
         let limiter = BucketGuessLimiter()
         let report = limiter.admit(token: "a", cards, limit: 3, now: 1, mode: .countOnly)
         #expect(report?.format == .FPE_SIX_T_FOUR)

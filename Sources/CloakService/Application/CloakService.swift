@@ -308,7 +308,13 @@ public final class CloakService: Sendable {
     private func vaultClient(_ request: HTTPRequest, _ identity: Identity? = nil) -> VaultClient? {
         vault.map {
             VaultClient(vault: $0, loop: request.loop, admission: identity.flatMap { admission(for: $0) },
-                        onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) })
+                        onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) },
+                        chargeAnonymous: { [rateLimiter, metrics, configuration] n in
+                            let wait = rateLimiter.take(.client(request.remoteAddress), limit: configuration.limits.anonymous,
+                                                        now: DispatchTime.now().uptimeNanoseconds, cost: n)
+                            if wait != nil { metrics.rateLimited("anonymous") }
+                            return wait
+                        })
         }
     }
 
@@ -320,13 +326,7 @@ public final class CloakService: Sendable {
 
     private func vaultAPI(_ identity: Identity, _ request: HTTPRequest) throws(CloakError) -> VaultAPIHandler {
         VaultAPIHandler(vault: try requireVault(request, identity), identity: identity, openTokenize: configuration.openTokenize,
-                        logger: context.logger, client: request.remoteAddress,
-                        chargeAnonymous: { [rateLimiter, metrics, configuration] n in
-                            let wait = rateLimiter.take(.client(request.remoteAddress), limit: configuration.limits.anonymous,
-                                                        now: DispatchTime.now().uptimeNanoseconds, cost: n)
-                            if wait != nil { metrics.rateLimited("anonymous") }
-                            return wait
-                        })
+                        logger: context.logger, client: request.remoteAddress)
     }
 
     static func error(for violation: HTTPViolation) -> CloakError {

@@ -4,6 +4,12 @@ import CloakVault
 
 /// `POST /aliases/keep`: a backend keeps what an anonymous caller (a browser, an app) stored.
 ///
+/// Deny by default, where the issue left room: an intent is kept only in its own format (a
+/// `format` naming another is refused for that item), since a canonical alias in a format the
+/// value was not given in (a UUID of a card whose intent showed its BIN and last four) would be
+/// a deterministic target to guess the value against; and only a PERSISTENT intent is kept (a
+/// kept VOLATILE one, a CVC, would become a lasting, deduplicated alias).
+///
 /// Everything a caller without `aliases:create` stores is an intent: it reveals and pays like
 /// any alias but expires `auth.anonymous.intent_ttl_s` after it was made. Keeping an intent
 /// answers the canonical alias of its value in the asked format (the intent's own by default):
@@ -36,6 +42,14 @@ extension VaultAPIHandler {
                         let issued = record.aliases.first(where: { $0.alias == item.alias })
                     else {
                         planned.append(.failure(.notFound("no such intent (unknown, expired, or not an intent)")))
+                        continue
+                    }
+                    if let format = item.format, format != issued.format {
+                        planned.append(.failure(.malformed("data[\(i)]: an intent is kept in its own format, \(issued.format.rawValue)")))
+                        continue
+                    }
+                    guard record.storage == .persistent else {
+                        planned.append(.failure(.malformed("data[\(i)]: a VOLATILE intent is not kept; it expires with its value")))
                         continue
                     }
                     let keep = AliasRequest(value: record.value, format: item.format ?? issued.format, storage: .persistent,

@@ -12,9 +12,6 @@ struct VaultAPIHandler: Sendable {
     let logger: Logger
     /// The caller's address (behind trusted proxies, the client's), for audit lines.
     let client: String
-    /// Takes `n` more requests from an anonymous caller's rate bucket (its address's): nil when it
-    /// may go, else seconds to wait. Token holders pay per value through their admission.
-    var chargeAnonymous: (@Sendable (_ n: Int) -> Int?)? = nil
 
     /// `POST /tokens` (v1, open like the SDK's tokenize unless `auth.open_tokenize` is false) and
     /// `POST /aliases` (v2, scope `aliases:create`). A caller without `aliases:reveal` gets the
@@ -23,12 +20,19 @@ struct VaultAPIHandler: Sendable {
         let caller = try identity.aliasCaller(openTokenize: openTokenize, requiresToken: requiresToken)
         let items = try Self.parseCreate(try request.jsonBody(), maxBatch: vault.settings.maxBatch)
         do { try Vault.check(items, caller: caller) } catch { throw error.cloakError { "data[\($0)]" } }
-        // An anonymous caller pays one request per value too: a batch of 100 costs 100, so one
-        // address cannot fill a card's anonymous share in a few requests.
-        if caller.anonymous, items.count > 1, let wait = chargeAnonymous?(items.count - 1) {
-            throw CloakError(.tooManyRequests, "too many values for this address's rate (each value counts as a request); "
-                             + "retry after \(wait) s", extraInfo: [("retryAfterSeconds", .int(wait))])
+        for (i, item) in items.enumerated() {
+            // Metadata and lifetimes are a token holder's: a browser must not plant them.
+            if caller.anonymous, item.ttlSeconds != nil || !item.metadata.isEmpty {
+                throw .malformed("data[\(i)]: ttl_s and metadata need a token with aliases:create")
+            }
+            // A record's lifetime belongs to every alias of the value: set by a caller that could
+            // not reveal, it would tell by the alias's death whether the value was stored before,
+            // and cut short other callers' aliases. PUT changes it for the rest.
+            if item.ttlSeconds != nil, !caller.mayReveal {
+                throw CloakError(.forbidden, "data[\(i)]: ttl_s on a create needs aliases:reveal (or set it with PUT, aliases:update)")
+            }
         }
+
         return .later { finish in
             vault.createAliases(items, caller: caller) { result in
                 switch result {

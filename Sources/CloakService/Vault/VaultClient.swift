@@ -16,6 +16,9 @@ struct VaultClient: Sendable {
     var admission: CreateAdmission? = nil
     /// Told when an anonymous request found its bucket's share taken (the metric).
     var onBucketFull: (@Sendable (AliasFormatName) -> Void)? = nil
+    /// Takes `n` more requests from an anonymous caller's rate bucket (its address's): nil when it
+    /// may go, else seconds to wait. Token holders pay per value through their admission.
+    var chargeAnonymous: (@Sendable (_ n: Int) -> Int?)? = nil
 
     var settings: Vault.Settings { vault.settings }
 
@@ -30,6 +33,13 @@ struct VaultClient: Sendable {
                        completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void) {
         if !caller.anonymous, let admission, let refusal = admission.admit(requests, vault: vault) {
             return completion(.failure(refusal))
+        }
+        // An anonymous caller pays one request per value too, whatever the door (/tokens, a form,
+        // a route's redactions): 100 values cost 100, so one address cannot fill a card's
+        // anonymous share in a few requests.
+        if caller.anonymous, requests.count > 1, let wait = chargeAnonymous?(requests.count - 1) {
+            return completion(.failure(.refused(retryAfter: wait, reason:
+                "too many values for this address's rate (each value counts as a request)")))
         }
         vault.createAliases(requests, caller: caller) { [onBucketFull] result in
             if case let .failure(.bucketFull(format, _)) = result { onBucketFull?(format) }
@@ -94,7 +104,7 @@ struct CreateAdmission: Sendable {
         if mode == .enforce, requests.count > 1, let wait = charge(requests.count - 1) {
             return .refused(retryAfter: wait, reason: "too many values for this token's rate (each value counts as a request)")
         }
-        let buckets = vault.guessBuckets(requests).compactMap { $0 }
+        let buckets = vault.guessBuckets(requests)
         guard let refusal = limiter.admit(token: tokenID, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode)
         else { return nil }
         refused(refusal.format, mode == .enforce)

@@ -46,23 +46,52 @@ public struct GuessTag: Sendable, Hashable {
 }
 
 extension Vault {
-    /// The bucket of each request's value, nil when its bucket is too large to search (see
-    /// ``GuessBucket``) or its value is refused by its format anyway.
-    public func guessBuckets(_ requests: [AliasRequest]) -> [GuessBucket?] {
-        requests.map { request in
+    /// Every bucket the requests' values are counted in (see ``GuessBucket``): a value's own, and
+    /// for a value in a token format that is all digits (separators aside) the buckets an alias
+    /// holder could know it by from elsewhere: a card's BIN, last four and length (a receipt, an
+    /// FPE alias of the same card), or an SSN's or account number's last four and length. Only
+    /// buckets of at most ``GuessBucket/guessableSpace`` values are returned.
+    public func guessBuckets(_ requests: [AliasRequest]) -> [GuessBucket] {
+        var out: [GuessBucket] = []
+        for request in requests {
+            let kind = AliasFormat.of(request.format).kind
             // A VOLATILE value in a token format is never deduplicated: each alias is new, and
             // no answer can match an alias the caller holds.
-            if !AliasFormat.of(request.format).kind.isPreserving && request.storage == .volatile { return nil }
-            guard let (shape, space) = AliasGenerator.bucket(request.value, request.format, luhnValid: request.luhnValid),
+            if !kind.isPreserving && request.storage == .volatile { continue }
+            if let (shape, space) = AliasGenerator.bucket(request.value, request.format, luhnValid: request.luhnValid),
                 space <= GuessBucket.guessableSpace
-            else { return nil }
-            var bucketText = "cloak/v1/bucket\0\(request.format.rawValue)\0\(request.luhnValid)\0"
-            bucketText += String(decoding: shape, as: UTF8.self)
-            var valueText = "cloak/v1/guess\0" + request.value
-            let bucket = bucketText.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
-            let value = valueText.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
-            return GuessBucket(format: request.format, bucket: GuessTag(bucket), value: GuessTag(value), space: space)
+            {
+                out.append(tag(request, label: "\(request.format.rawValue)\0\(request.luhnValid)", shape: shape, space: space))
+            }
+            guard !kind.isPreserving else { continue }
+            let digits = request.value.utf8.filter { $0 >= 0x30 && $0 <= 0x39 }
+            let separatorsOnly = request.value.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x20 || $0 == 0x2D || $0 == 0x2E || $0 == 0x2F }
+            guard separatorsOnly, digits.count >= 9 else { continue }
+            let n = digits.count
+            let lastFour = Array(digits.suffix(4))
+            if n >= 13, n <= 19, Luhn.isValid(numerals: digits.map { $0 - 0x30 }) {
+                // A card: BIN and last four are printed on receipts; 10^(n-10) / 10 Luhn-valid values share them.
+                let space = AliasGenerator.power(10, n - 10) / 10
+                if space <= GuessBucket.guessableSpace {
+                    out.append(tag(request, label: "card", shape: Array(digits.prefix(6)) + [0x2E] + lastFour + Array("/\(n)".utf8),
+                                   space: max(space, 1)))
+                }
+            }
+            let space = AliasGenerator.power(10, n - 4)
+            if space <= GuessBucket.guessableSpace {
+                out.append(tag(request, label: "last-four", shape: lastFour + Array("/\(n)".utf8), space: space))
+            }
         }
+        return out
+    }
+
+    private func tag(_ request: AliasRequest, label: String, shape: [UInt8], space: Int) -> GuessBucket {
+        var bucketText = "cloak/v1/bucket\0\(label)\0" + String(decoding: shape, as: UTF8.self)
+        // The value as a guesser would type it: digits alone for the cross-format buckets.
+        var valueText = "cloak/v1/guess\0" + request.value
+        let bucket = bucketText.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
+        let value = valueText.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
+        return GuessBucket(format: request.format, bucket: GuessTag(bucket), value: GuessTag(value), space: space)
     }
 }
 
