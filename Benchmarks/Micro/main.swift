@@ -85,4 +85,40 @@ var cases: [Case] = [
 ]
 if let filter = CommandLine.arguments.dropFirst().first { cases = cases.filter { $0.name.contains(filter) } }
 for c in cases { measure(c) }
+
+/// The sweep of expired intents (issue 22), once per store: 20,000 intents (one alias each) in 100
+/// buckets, all expired, removed as the vault's sweep does (1,000 a transaction, committed),
+/// with the trigger that gives their bucket places back. PostgreSQL when
+/// CLOAK_BENCH_POSTGRES_URL names a database. Prints the wall time per expired intent.
+func sweep(_ store: any AliasStore, label: String) throws {
+    let count = 20_000
+    try store.begin()
+    for i in 0..<count {
+        let bucket = Array(repeating: UInt8(i % 100), count: 16)
+        _ = try store.reserveBucketSlot(bucket, limit: Int.max)
+        try store.insert(StoredRecord(
+            id: "sweep-\(UUID().uuidString)", fingerprint: nil, keyID: "k", sealed: sealedSample, storage: .persistent,
+            classifiers: [], createdAt: 1, expiresAt: 2, aliases: [IssuedAlias(alias: "tok_sweep_\(UUID().uuidString)", format: .UUID)],
+            intent: true, bucket: bucket))
+    }
+    try store.commit()
+    let start = DispatchTime.now().uptimeNanoseconds
+    var removed = 0, last = 0
+    repeat {
+        try store.begin()
+        last = try store.deleteExpired(now: 3, limit: 1_000)
+        try store.commit()
+        removed += last
+    } while last == 1_000
+    let ns = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(max(removed, 1))
+    print("\("sweep, \(label), \(removed) expired intents".padding(toLength: 44, withPad: " ", startingAt: 0)) \(String(format: "%10.0f", ns)) ns/intent")
+}
+if CommandLine.arguments.dropFirst().first.map({ "sweep".contains($0) }) ?? true {
+    let directory = NSTemporaryDirectory() + "cloak-micro-sweep-\(UUID().uuidString)"
+    try sweep(SQLiteAliasStore(path: directory + "/sweep.db"), label: "SQLite")
+    try? FileManager.default.removeItem(atPath: directory)
+    if let url = ProcessInfo.processInfo.environment["CLOAK_BENCH_POSTGRES_URL"] {
+        try sweep(PostgreSQLAliasStore(url: url), label: "PostgreSQL")
+    }
+}
 if sink == 42 { print("") }
