@@ -133,9 +133,10 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
     /// "created_at"}`, written straight into `writer` (the Vault API's answers).
     /// With `lifecycle` (reveals), `expires_at` is always written (null when none) and so is
     /// `metadata`; create answers keep the SDK's shape, with `expires_at` only when set.
-    public func write(into writer: inout JSONWriter, lifecycle: Bool = false) {
+    /// Without `includeValue` (a lookup's answer) the record is written without its value.
+    public func write(into writer: inout JSONWriter, lifecycle: Bool = false, includeValue: Bool = true) {
         writer.beginObject()
-        writer.member("value", value)
+        if includeValue { writer.member("value", value) }
         writer.key("aliases" as StaticString)
         writer.beginArray()
         for alias in aliases {

@@ -116,13 +116,7 @@ extension VaultAPIHandler {
 
     /// `{"data":[{"alias","format"?}]}`, at most `maxBatch` items.
     static func parseKeep(_ body: JSONValue, maxBatch: Int) throws(CloakError) -> [KeepItem] {
-        guard case let .object(top) = body, top.count == 1, top[0].key == "data", case let .array(items) = top[0].value else {
-            throw .malformed(#"expected {"data":[{"alias":"…","format":"…"}]}"#)
-        }
-        guard !items.isEmpty else { throw .malformed("\"data\" is empty") }
-        guard items.count <= maxBatch else {
-            throw .malformed("\"data\" has \(items.count) items; at most \(maxBatch) (vault.max_batch) at once")
-        }
+        let items = try dataItems(body, maxBatch: maxBatch, shape: #"{"data":[{"alias":"…","format":"…"}]}"#)
         var out: [KeepItem] = []
         for (i, item) in items.enumerated() {
             let at = "data[\(i)]"
@@ -149,5 +143,17 @@ extension VaultAPIHandler {
             out.append(KeepItem(alias: alias, format: format))
         }
         return out
+    }
+
+    /// The items of `{"data":[…]}`: one to `maxBatch` of them, nothing else in the body.
+    static func dataItems(_ body: JSONValue, maxBatch: Int, shape: String) throws(CloakError) -> [JSONValue] {
+        guard case let .object(top) = body, top.count == 1, top[0].key == "data", case let .array(items) = top[0].value else {
+            throw .malformed("expected \(shape)")
+        }
+        guard !items.isEmpty else { throw .malformed("\"data\" is empty") }
+        guard items.count <= maxBatch else {
+            throw .malformed("\"data\" has \(items.count) items; at most \(maxBatch) (vault.max_batch) at once")
+        }
+        return items
     }
 }

@@ -25,7 +25,7 @@ extension VaultAPIHandler {
         }
     }
 
-    /// `{"data":[{"aliases","storage","classifiers","metadata","created_at","expires_at"} | null, …]}`.
+    /// `{"data":[{"aliases","storage","classifiers","created_at","expires_at","metadata"} | null, …]}`.
     static func lookupAnswer(_ records: [RevealedRecord?]) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 160 * records.count + 16)
         w.beginObject()
@@ -37,25 +37,7 @@ extension VaultAPIHandler {
                 w.writeNull()
                 continue
             }
-            w.beginObject()
-            w.key("aliases" as StaticString)
-            w.beginArray()
-            for alias in record.aliases {
-                w.nextElement()
-                w.beginObject()
-                w.member("alias", alias.alias)
-                w.member("format", alias.format.rawValue)
-                w.endObject()
-            }
-            w.endArray()
-            w.member("storage", record.storage.rawValue)
-            w.member("classifiers", record.classifiers)
-            w.key("metadata" as StaticString)
-            RevealedRecord.writeMetadata(record.metadata, into: &w)
-            w.member("created_at", RevealedRecord.iso8601(record.createdAt))
-            w.key("expires_at" as StaticString)
-            if let expires = record.expiresAt { w.stringValue(RevealedRecord.iso8601(expires)) } else { w.writeNull() }
-            w.endObject()
+            record.write(into: &w, lifecycle: true, includeValue: false)
         }
         w.endArray()
         w.endObject()
@@ -64,13 +46,7 @@ extension VaultAPIHandler {
 
     /// `{"data":[{"value":"…"}]}`, at most `maxBatch` values.
     static func parseLookup(_ body: JSONValue, maxBatch: Int) throws(CloakError) -> [String] {
-        guard case let .object(top) = body, top.count == 1, top[0].key == "data", case let .array(items) = top[0].value else {
-            throw .malformed(#"expected {"data":[{"value":"…"}]}"#)
-        }
-        guard !items.isEmpty else { throw .malformed("\"data\" is empty") }
-        guard items.count <= maxBatch else {
-            throw .malformed("\"data\" has \(items.count) items; at most \(maxBatch) (vault.max_batch) at once")
-        }
+        let items = try dataItems(body, maxBatch: maxBatch, shape: #"{"data":[{"value":"…"}]}"#)
         return try items.enumerated().map { (i, item) throws(CloakError) -> String in
             guard case let .object(members) = item, members.count == 1, members[0].key == "value",
                 case let .string(value) = members[0].value
