@@ -40,7 +40,9 @@ public protocol AliasStore: AnyObject {
     /// when all are taken. Atomic against other writers (other nodes); a record's place is given
     /// back when the record is deleted, however (sweep, delete, store trigger).
     func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool
-    /// When the earliest-expiring intent of `bucket` expires (nil: none holds a place).
+    /// When the earliest-expiring intent of `bucket` expires (nil: none holds a place). Asked on
+    /// every refusal: an index on (bucket, expiry) answers it without reading the bucket's rows
+    /// (a full 16-digit bucket holds 25,000).
     func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64?
     /// Checks that the store answers.
     func ping() throws(StoreError)

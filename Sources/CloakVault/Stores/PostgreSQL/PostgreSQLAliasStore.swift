@@ -63,7 +63,7 @@ public final class PostgreSQLAliasStore: AliasStore {
         // Places taken by intents per small bucket, given back by a trigger on every delete.
         """
         ALTER TABLE records ADD COLUMN bucket bytea;
-        CREATE INDEX records_by_bucket ON records (bucket) WHERE bucket IS NOT NULL;
+        CREATE INDEX records_by_bucket ON records (bucket, expires_at) WHERE bucket IS NOT NULL;
         CREATE TABLE bucket_intents (bucket bytea PRIMARY KEY, count integer NOT NULL);
         CREATE FUNCTION cloak_bucket_out() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
