@@ -15,19 +15,25 @@ import Testing
                              caller: .anonymous)
     }
 
+    /// Anonymous batches of the card until one fails (or `limit` intents are stored): how many
+    /// were stored, and the failure.
+    static func fill(_ vault: Vault, upTo limit: Int) throws -> (stored: Int, failure: VaultError?) {
+        var stored = 0
+        while stored < limit {
+            switch try anonymousBatch(vault) {
+            case .success: stored += 100
+            case let .failure(error): return (stored, error)
+            }
+        }
+        return (stored, nil)
+    }
+
     /// Today's behaviour (no share: `max_bucket_share` 1): the bucket fills until the vault has
     /// no free alias for the card's BIN and last four and answers 1500.
     @Test func withoutAShareOneCardWearsTheBucketOut() throws {
         try withVaultHarness { h in
             let vault = try h.openVault(settings: Vault.Settings(volatileTTLSeconds: 60, maxBatch: 100, maxBucketShare: 1))
-            var stored = 0
-            var failure: VaultError?
-            while failure == nil, stored < 100_000 {
-                switch try Self.anonymousBatch(vault) {
-                case .success: stored += 100
-                case let .failure(error): failure = error
-                }
-            }
+            let (stored, failure) = try Self.fill(vault, upTo: 100_000)
             guard case .unavailable? = failure else {
                 Issue.record("no 1500 after \(stored) intents: \(String(describing: failure))")
                 return
@@ -42,14 +48,7 @@ import Testing
     @Test func withTheShareAnonymousCallersStopAtAQuarterAndTheRestStaysFree() throws {
         try withVaultHarness { h in
             let vault = try h.openVault(settings: Vault.Settings(volatileTTLSeconds: 60, maxBatch: 100, intentTTLSeconds: 600))
-            var stored = 0
-            var refusal: VaultError?
-            while refusal == nil, stored < 30_000 {
-                switch try Self.anonymousBatch(vault) {
-                case .success: stored += 100
-                case let .failure(error): refusal = error
-                }
-            }
+            let (stored, refusal) = try Self.fill(vault, upTo: 30_000)
             guard case let .bucketFull(format, retryAfter)? = refusal else {
                 Issue.record("no refusal after \(stored) intents: \(String(describing: refusal))")
                 return
