@@ -41,6 +41,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            // Cloak Elements' browser files, compiled into the binary (ElementsAssets).
+            resources: [.embedInCode("Elements/Assets")],
             swiftSettings: optimized
         ),
         .executableTarget(

@@ -1,7 +1,21 @@
 import COpenSSL
 
-/// SHA-256 and HMAC-SHA-256.
+/// SHA-256, SHA-384 and HMAC-SHA-256.
 public enum Digest {
+    /// SHA-384: what Subresource Integrity values (`sha384-…`) are made of.
+    public static func sha384(_ data: [UInt8]) -> [UInt8] {
+        var length: UInt32 = 0
+        var rc: Int32 = 0
+        let out = data.withUnsafeBytes { d in
+            [UInt8](unsafeUninitializedCapacity: 48) { o, count in
+                rc = EVP_Digest(d.baseAddress, d.count, o.baseAddress, &length, Algorithms.sha384, nil)
+                count = 48
+            }
+        }
+        precondition(rc == 1 && length == 48, "EVP_Digest(SHA-384) failed")
+        return out
+    }
+
     public static func sha256(_ data: [UInt8]) -> [UInt8] {
         data.withUnsafeBytes { sha256($0) }
     }

@@ -35,11 +35,15 @@ public final class CloakService: Sendable {
     let guessLimiter = BucketGuessLimiter()
     /// Every loop of this service's servers beats here; `/readyz` fails when one stops.
     public let watchdog = LoopWatchdog()
+    /// Signs Cloak Elements' reveal sessions (nil without a vault): derived from the key ring,
+    /// so every node that shares it accepts any node's sessions.
+    private let elementsSessionKey: HMACKey?
 
     enum Endpoint: Sendable {
         case healthz, readyz, metrics, validate, formTokens, formAliases, formSend
         case createTokens, createAliases, revealMany, reveal, update, delete, keep, lookup
         case proxy, egress
+        case elementsAsset, elementsSchema, elementsReveal, elementsSession
     }
 
     /// - Parameters:
@@ -59,6 +63,7 @@ public final class CloakService: Sendable {
         }
         self.egressCertificates = egressCertificates
         self.vault = vault
+        self.elementsSessionKey = vault?.derivedMAC(purpose: "elements-session")
         self.accessLog = AccessLog(sink: logSink)
         self.auth = Authenticator(tokens: configuration.auth)
         let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
@@ -86,6 +91,10 @@ public final class CloakService: Sendable {
         router.add(.GET, "/aliases/{alias}", .reveal)
         router.add(.PUT, "/aliases/{alias}", .update)
         router.add(.DELETE, "/aliases/{alias}", .delete)
+        router.add(.GET, "/elements/v1/forms/{form}", .elementsSchema)
+        router.add(.GET, "/elements/v1/reveal", .elementsReveal)
+        router.add(.GET, "/elements/v1/{asset}", .elementsAsset)
+        router.add(.POST, "/elements/sessions", .elementsSession)
         for method in HTTPMethod.allCases where method != .OPTIONS && method != .CONNECT && method != .TRACE {
             router.add(method, "/proxy/{path...}", .proxy)
             router.add(method, "/egress/{route}", .egress)
@@ -176,7 +185,11 @@ public final class CloakService: Sendable {
                 // A route's reveal needs the token's own scope: that token keeps its own bucket.
                 && !(endpoint == .proxy && identity.token?.scopes.contains("aliases:reveal") == true)
         }
-        try checkRate(request, identity: identity, anonymous: anonymousRate)
+        // Elements' scripts and frame documents are static and cached: a checkout page loads
+        // several, and they must not spend its visitors' anonymous request budget.
+        if case .found(.elementsAsset, _, _) = resolution {} else {
+            try checkRate(request, identity: identity, anonymous: anonymousRate)
+        }
         switch resolution {
         case .notFound:
             throw .notFound("no such endpoint")
@@ -298,6 +311,14 @@ public final class CloakService: Sendable {
             // Whatever spelling of the path reached it (`//egress/…`), the egress door's caller is
             // only ever Proxy-Authorization.
             return egressHandler(identity).transformDoor(request, routeID: parameters["route"] ?? "")
+        case .elementsAsset:
+            return .now(try ElementsHandler(context: context).asset(request, name: parameters["asset"] ?? ""))
+        case .elementsSchema:
+            return .now(try ElementsHandler(context: context).schema(request, form: parameters["form"] ?? ""))
+        case .elementsSession:
+            return .now(try elementsReveal(request, identity).createSession(request, now: Int64(Date().timeIntervalSince1970)))
+        case .elementsReveal:
+            return try elementsReveal(request, identity).reveal(request, now: Int64(Date().timeIntervalSince1970))
         case .proxy:
             return try ProxyHandler(context: context, vault: vaultClient(request, identity), routes: proxyRoutes, identity: identity)
                 .handle(request)
@@ -322,6 +343,14 @@ public final class CloakService: Sendable {
     private func requireVault(_ request: HTTPRequest, _ identity: Identity? = nil) throws(CloakError) -> VaultClient {
         guard let client = vaultClient(request, identity) else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
         return client
+    }
+
+    private func elementsReveal(_ request: HTTPRequest, _ identity: Identity) throws(CloakError) -> ElementsRevealHandler {
+        let elements = ElementsHandler(context: context)
+        try elements.requireEnabled()
+        guard let sessionKey = elementsSessionKey else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+        return ElementsRevealHandler(elements: elements, vault: try requireVault(request), sessionKey: sessionKey,
+                                     identity: identity, client: request.remoteAddress)
     }
 
     private func vaultAPI(_ identity: Identity, _ request: HTTPRequest) throws(CloakError) -> VaultAPIHandler {

@@ -81,7 +81,7 @@ extension ServiceConfiguration {
 
     private static func read(_ root: ConfigNode, _ r: ConfigReader) -> ServiceConfiguration {
         var config = ServiceConfiguration()
-        guard let top = r.mapping(root, at: "", allowed: ["server", "vault", "auth", "limits", "cors", "forms", "routes", "egress"])
+        guard let top = r.mapping(root, at: "", allowed: ["server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements"])
         else { return config }
 
         if let server = r.mapping(top["server"], at: "server", allowed: [
@@ -221,6 +221,15 @@ extension ServiceConfiguration {
             }
         }
         config.egress = EgressSettings.read(top["egress"], r)
+        if let elements = r.mapping(top["elements"], at: "elements", allowed: ["allowed_origins", "font_origins"]) {
+            for key in ["allowed_origins", "font_origins"] {
+                let origins = r.strings(elements[key], at: "elements.\(key)") ?? []
+                for (i, origin) in origins.enumerated() {
+                    if let problem = ElementsSettings.originProblem(origin) { r.issue("elements.\(key)[\(i)]", problem) }
+                }
+                if key == "allowed_origins" { config.elements.allowedOrigins = origins } else { config.elements.fontOrigins = origins }
+            }
+        }
         return config
     }
 

@@ -19,6 +19,8 @@ public struct ServiceConfiguration: Sendable {
     /// `server.loop_stall_s`: `/readyz` answers 503 when any event loop (main listener or egress
     /// door) has not turned for this long.
     public var loopStallSeconds: Double = 5
+    /// `elements`: the pages that may embed Cloak Elements (none by default).
+    public var elements = ElementsSettings()
 
     /// Settings that are valid but that an operator should know the price of (`check-config`
     /// prints them).

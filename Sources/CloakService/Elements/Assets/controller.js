@@ -1,0 +1,275 @@
+/*
+ * Cloak Elements: the form's controller frame (controller.html, hidden). Tells the page the form's
+ * schema (names and types only), keeps the latest state of every field frame and the form's
+ * validity, links CVCs to their card field's brand, and submits: it collects the values from the
+ * field frames (Cloak's origin to Cloak's origin) and posts them to Cloak's own API. The page gets
+ * the HTTP status and answer, never a value.
+ *
+ * Fragment: #form=<name>&id=<form instance>&origin=<page origin>
+ */
+(function () {
+  "use strict";
+  const R = window.CloakRules;
+  const KINDS = ["tokens", "send", "validate"];
+  const COLLECT_TIMEOUT_MS = 5000;
+
+  // --- who this frame serves (as in field.js) ---------------------------------------------------
+
+  function fragmentParams() {
+    const params = new Map();
+    for (const part of location.hash.replace(/^#/, "").split("&")) {
+      const i = part.indexOf("=");
+      if (i <= 0) continue;
+      const key = part.slice(0, i);
+      if (params.has(key)) return null;
+      params.set(key, part.slice(i + 1));
+    }
+    return params;
+  }
+
+  function decode(text) {
+    try { return typeof text === "string" ? decodeURIComponent(text) : null; } catch (e) { return null; }
+  }
+
+  function isOrigin(text) {
+    try { return typeof text === "string" && text !== "null" && new URL(text).origin === text; } catch (e) { return false; }
+  }
+
+  const params = fragmentParams();
+  if (!params) return;
+  const formName = decode(params.get("form"));
+  const instance = params.get("id");
+  const pageOrigin = decode(params.get("origin"));
+  const ancestors = location.ancestorOrigins;
+  if (!formName || !/^[0-9a-f]{16}$/.test(instance || "") || !isOrigin(pageOrigin) ||
+      window.parent === window || (ancestors && ancestors[0] !== pageOrigin)) {
+    return;
+  }
+
+  function toPage(type, body) {
+    window.parent.postMessage(Object.assign({ cloak: 1, type: type }, body), pageOrigin);
+  }
+
+  function toFrame(win, type, body) {
+    win.postMessage(Object.assign({ cloak: 1, type: type }, body), location.origin);
+  }
+
+  // --- the form ---------------------------------------------------------------------------------
+
+  let schema = null;
+  let ctx = null;
+  let entries = [];
+  const entryByName = new Map();
+  let destroyed = false;
+  /** Field frames by key: {key, win, names, linked: {cvcName: brand sent}}. */
+  const frames = new Map();
+  /** Field name → the frame that holds it (the latest to register it). */
+  const owner = new Map();
+  /** Field name → the latest state its frame sent. */
+  const states = new Map();
+  /** Field name → its state when absent, from the server, for fields the engine cannot compute. */
+  const serverAbsent = new Map();
+  const collects = new Map();
+  let nextCollect = 1;
+
+  /** The page's frame named for this key, or null (sibling frames are found by name). */
+  function frameWindow(key) {
+    try { return window.parent.frames["cloak-field-" + instance + "-" + key] || null; } catch (e) { return null; }
+  }
+
+  function frameOf(win) {
+    for (const f of frames.values()) if (f.win === win) return f;
+    return null;
+  }
+
+  /** Forgets frames the page removed; CVCs linked to a card field that went get the unknown brand. */
+  function prune() {
+    const gone = [];
+    frames.forEach(function (f, key) {
+      if (frameWindow(key) === f.win) return;
+      frames.delete(key);
+      f.names.forEach(function (n) {
+        if (owner.get(n) === f) { owner.delete(n); states.delete(n); gone.push(n); }
+      });
+    });
+    gone.forEach(relayBrand);
+  }
+
+  /** The brand id of a card field's latest state, if its frame is mounted. */
+  function brandOf(cardField) {
+    const s = owner.has(cardField) ? states.get(cardField) : null;
+    return s && typeof s.cardBrand === "string" ? s.cardBrand : undefined;
+  }
+
+  /** A field's state when no frame holds it: the rules on "" (not dirty), as the server gives it. */
+  function absentState(entry) {
+    const state = R.fieldState(entry, ctx, "", {
+      dirty: false, cardBrand: entry.type === "cvc" ? brandOf(entry.cardField) : undefined,
+    });
+    return state === R.SERVER ? serverAbsent.get(entry.name) : state;
+  }
+
+  function publish() {
+    prune();
+    const fields = {};
+    entries.forEach(function (e) {
+      const s = owner.has(e.name) ? states.get(e.name) : absentState(e);
+      if (s) fields[e.name] = s;
+    });
+    toPage("change", { isValid: R.formValidity(entries, fields).isValid, fields: fields });
+  }
+
+  /** Sends each mounted CVC linked to `cardField` its card's brand (unknown without one), when it changed. */
+  function relayBrand(cardField) {
+    const brand = brandOf(cardField) || "unknown";
+    entries.forEach(function (e) {
+      if (e.type !== "cvc" || e.cardField !== cardField) return;
+      const f = owner.get(e.name);
+      if (!f || f.linked[e.name] === brand) return;
+      f.linked[e.name] = brand;
+      toFrame(f.win, "linked", { name: e.name, cardBrand: brand });
+    });
+  }
+
+  /** Absent fields the engine cannot compute: asked once, as an empty submission. */
+  function askAbsentStates() {
+    if (!entries.some(function (e) { return R.fieldState(e, ctx, "", {}) === R.SERVER; })) return;
+    fetch("/forms/" + encodeURIComponent(formName) + "/validate", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: "{\"fields\":{}}",
+      credentials: "omit", cache: "no-store",
+    }).then(function (res) { return res.ok ? res.json() : null; }).then(function (body) {
+      if (!body || !body.fields || destroyed) return;
+      entries.forEach(function (e) { if (body.fields[e.name]) serverAbsent.set(e.name, body.fields[e.name]); });
+      publish();
+    }).catch(function () { /* the form stays invalid until the fields report */ });
+  }
+
+  // --- field frames -----------------------------------------------------------------------------
+
+  function onRegister(event, data) {
+    const key = data.key;
+    if (typeof key !== "string" || !/^[A-Za-z0-9_-]{1,32}$/.test(key) || frameWindow(key) !== event.source) return;
+    const names = data.names;
+    if (!Array.isArray(names) || names.length === 0 || !names.every(function (n) { return entryByName.has(n); })) return;
+    let f = frames.get(key);
+    if (!f || f.win !== event.source) {
+      f = { key: key, win: event.source, names: names.slice(), linked: {} };
+      frames.set(key, f);
+      names.forEach(function (n) { owner.set(n, f); states.delete(n); });
+    }
+    toFrame(f.win, "registered", { key: key });
+    names.forEach(function (n) {
+      const e = entryByName.get(n);
+      if (e.type === "cvc" && typeof e.cardField === "string") relayBrand(e.cardField);
+    });
+  }
+
+  function onState(f, data) {
+    if (owner.get(data.name) !== f || !data.state || typeof data.state !== "object") return;
+    states.set(data.name, data.state);
+    if (entryByName.get(data.name).type === "cardNumber") relayBrand(data.name);
+    publish();
+  }
+
+  function onValues(f, data) {
+    const c = collects.get(data.req);
+    if (!c || !c.waiting.has(f) || !data.values || typeof data.values !== "object") return;
+    f.names.forEach(function (n) {
+      if (owner.get(n) === f && typeof data.values[n] === "string") c.values[n] = data.values[n];
+    });
+    c.waiting.delete(f);
+    if (c.waiting.size === 0) send(c);
+  }
+
+  // --- submissions ------------------------------------------------------------------------------
+
+  function validRoute(route) {
+    return typeof route === "string" && route.charAt(0) === "/" && !/\.\.|\/\/|[?#\\]|%2e|%2f/i.test(route);
+  }
+
+  function onSubmit(data) {
+    const req = data.req;
+    let path = null;
+    if (KINDS.indexOf(data.kind) >= 0) path = "/forms/" + encodeURIComponent(formName) + "/" + data.kind;
+    else if (data.kind === undefined && validRoute(data.route)) path = "/proxy" + data.route;
+    if (!schema) return toPage("failed", { req: req, message: "the form is not loaded yet" });
+    if (!path) return toPage("failed", { req: req, message: "not a submission this form can make" });
+    prune();
+    const c = { id: nextCollect++, req: req, path: path, data: data, values: {}, waiting: new Set(frames.values()) };
+    collects.set(c.id, c);
+    c.timer = setTimeout(function () {
+      collects.delete(c.id);
+      toPage("failed", { req: req, message: "a field frame did not answer" });
+    }, COLLECT_TIMEOUT_MS);
+    c.waiting.forEach(function (f) { toFrame(f.win, "collect", { req: c.id }); });
+    if (c.waiting.size === 0) send(c);
+  }
+
+  function send(c) {
+    clearTimeout(c.timer);
+    collects.delete(c.id);
+    const fields = {};
+    entries.forEach(function (e) { if (Object.prototype.hasOwnProperty.call(c.values, e.name)) fields[e.name] = c.values[e.name]; });
+    const body = { fields: fields };
+    if (c.data.extraData !== undefined) body.extraData = c.data.extraData;
+    if (c.data.options !== undefined) body.options = c.data.options;
+    fetch(c.path, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      credentials: "omit", cache: "no-store", redirect: "manual", // never re-post the values elsewhere
+    }).then(function (res) {
+      if (res.type === "opaqueredirect") throw new Error("redirect");
+      return res.text().then(function (text) {
+        let parsed = null;
+        try { parsed = JSON.parse(text); } catch (e) { parsed = null; }
+        if (!destroyed) toPage("result", { req: c.req, status: res.status, body: parsed });
+      });
+    }).catch(function () {
+      if (!destroyed) toPage("failed", { req: c.req, message: "the request to Cloak failed" });
+    });
+  }
+
+  // --- messages ---------------------------------------------------------------------------------
+
+  window.addEventListener("message", function (event) {
+    const data = event.data;
+    if (destroyed || !data || typeof data !== "object" || data.cloak !== 1 || typeof data.type !== "string") return;
+    if (event.source === window.parent && event.origin === pageOrigin) {
+      if (data.type === "submit") onSubmit(data);
+      else if (data.type === "destroy") {
+        destroyed = true;
+        collects.forEach(function (c) { clearTimeout(c.timer); });
+        collects.clear();
+      }
+      return;
+    }
+    if (event.origin !== location.origin || !schema) return;
+    if (data.type === "register") return onRegister(event, data);
+    const f = frameOf(event.source);
+    if (!f || frameWindow(f.key) !== f.win) return;
+    if (data.type === "state" && typeof data.name === "string") onState(f, data);
+    else if (data.type === "values") onValues(f, data);
+  });
+
+  // --- start ------------------------------------------------------------------------------------
+
+  toPage("hello"); // first, so the loader can tell a working frame from a blocked one at once
+  fetch("/elements/v1/forms/" + encodeURIComponent(formName), { credentials: "omit" }).then(function (res) {
+    if (res.status === 404) {
+      toPage("error", { code: "unknown_form", message: "Cloak has no form \"" + formName + "\"" });
+      return null;
+    }
+    if (!res.ok) throw new Error("schema");
+    return res.json();
+  }).then(function (body) {
+    if (!body) return;
+    if (!Array.isArray(body.allowedOrigins) || body.allowedOrigins.indexOf(pageOrigin) < 0) return;
+    entries = body.fields;
+    entries.forEach(function (e) { entryByName.set(e.name, e); });
+    ctx = R.context(body);
+    schema = body;
+    toPage("schema", { fields: entries.map(function (e) { return { name: e.name, type: e.type }; }) });
+    askAbsentStates();
+  }).catch(function () {
+    toPage("error", { code: "schema_unavailable", message: "Cloak's form schema could not be loaded" });
+  });
+})();

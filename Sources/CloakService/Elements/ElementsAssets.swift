@@ -1,0 +1,50 @@
+import CloakCrypto
+import Foundation
+
+/// The files of Cloak Elements, compiled into the binary (`Elements/Assets`, SwiftPM
+/// `embedInCode`): the page's loader, the frames' documents, scripts and style. Nothing is read
+/// from disk at run time, so what a binary serves, and the loader's integrity value, change only
+/// with the binary.
+public enum ElementsAssets {
+    struct Asset: Sendable {
+        enum Kind: Sendable { case script, style, document }
+        let kind: Kind
+        let bytes: [UInt8]
+        /// A strong validator: the first 128 bits of the content's SHA-256, quoted.
+        let etag: String
+
+        init(_ kind: Kind, _ bytes: [UInt8]) {
+            self.kind = kind
+            self.bytes = bytes
+            self.etag = "\"" + Digest.sha256(bytes).prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+        }
+
+        var contentType: String {
+            switch kind {
+            case .script: return "text/javascript; charset=utf-8"
+            case .style: return "text/css; charset=utf-8"
+            case .document: return "text/html; charset=utf-8"
+            }
+        }
+    }
+
+    /// By the name they are served under: `/elements/v1/<name>`.
+    static let byName: [String: Asset] = [
+        "cloak.js": Asset(.script, PackageResources.cloak_js),
+        "rules.js": Asset(.script, PackageResources.rules_js),
+        "field.js": Asset(.script, PackageResources.field_js),
+        "controller.js": Asset(.script, PackageResources.controller_js),
+        "reveal.js": Asset(.script, PackageResources.reveal_js),
+        "frame.css": Asset(.style, PackageResources.frame_css),
+        "field.html": Asset(.document, PackageResources.field_html),
+        "controller.html": Asset(.document, PackageResources.controller_html),
+        "reveal.html": Asset(.document, PackageResources.reveal_html),
+    ]
+
+    /// The loader's bytes, as `GET /elements/v1/cloak.js` serves them.
+    public static var loader: [UInt8] { PackageResources.cloak_js }
+
+    /// The loader's Subresource Integrity value, for `<script integrity="…">`
+    /// (`cloak elements integrity`).
+    public static var loaderIntegrity: String { "sha384-" + Data(Digest.sha384(loader)).base64EncodedString() }
+}

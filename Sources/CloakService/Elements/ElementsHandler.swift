@@ -1,0 +1,84 @@
+import CloakCore
+import CloakHTTP
+import Foundation
+
+/// `GET /elements/v1/…`: Cloak Elements' loader, frame documents, scripts and form schemas
+/// (docs/elements.md). Every `/elements/*` path answers 404 while `elements.allowed_origins`
+/// is empty: no page may embed the frames of a Cloak that did not name it.
+struct ElementsHandler: Sendable {
+    let context: ServiceContext
+    var settings: ElementsSettings { context.configuration.elements }
+
+    /// 404 unless Elements is on.
+    func requireEnabled() throws(CloakError) {
+        guard settings.isEnabled else { throw .notFound("no such endpoint") }
+    }
+
+    /// `GET /elements/v1/{asset}`.
+    func asset(_ request: HTTPRequest, name: String) throws(CloakError) -> HTTPResponse {
+        try requireEnabled()
+        guard let asset = ElementsAssets.byName[name] else { throw .notFound("no such Elements file") }
+        var headers: [(name: String, value: String)] = [
+            ("ETag", asset.etag), ("X-Content-Type-Options", "nosniff"),
+        ]
+        switch asset.kind {
+        case .script, .style:
+            // No secret in them: any page may load them, with `<script integrity crossorigin>`.
+            headers += [
+                ("Cache-Control", "public, max-age=300"), ("Access-Control-Allow-Origin", "*"),
+                ("Cross-Origin-Resource-Policy", "cross-origin"),
+            ]
+        case .document:
+            headers += [
+                ("Cache-Control", "no-cache"), ("Content-Security-Policy", frameCSP), ("Referrer-Policy", "no-referrer"),
+            ]
+        }
+        return Self.conditional(request, etag: asset.etag, contentType: asset.contentType, body: asset.bytes, headers: headers)
+    }
+
+    /// The frames' Content-Security-Policy: Cloak's own scripts only, its own API only, and
+    /// embedded only by the listed pages.
+    var frameCSP: String {
+        let fonts = settings.fontOrigins.joined(separator: " ")
+        return [
+            "default-src 'none'",
+            "script-src 'self'",
+            fonts.isEmpty ? "style-src 'self'" : "style-src 'self' \(fonts)",
+            fonts.isEmpty ? "font-src 'none'" : "font-src \(fonts)",
+            "connect-src 'self'",
+            "img-src 'self' data:",
+            "frame-ancestors " + settings.allowedOrigins.joined(separator: " "),
+            "base-uri 'none'",
+            "form-action 'none'",
+        ].joined(separator: "; ")
+    }
+
+    /// `GET /elements/v1/forms/{form}`: the form's schema for the frames' rule engine, with
+    /// today's date (expiry windows) and the origins the frames check their page against.
+    func schema(_ request: HTTPRequest, form name: String) throws(CloakError) -> HTTPResponse {
+        try requireEnabled()
+        guard let form = context.configuration.forms[name] else {
+            throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
+        }
+        guard case var .object(members) = form.browserSchema(today: context.today()) else { preconditionFailure("an object") }
+        members.append(("allowedOrigins", .strings(settings.allowedOrigins)))
+        members.append(("fontOrigins", .strings(settings.fontOrigins)))
+        let body = JSONWriter.encode(.object(members))
+        let etag = ElementsAssets.Asset(.script, body).etag
+        return Self.conditional(request, etag: etag, contentType: "application/json", body: body, headers: [
+            ("ETag", etag), ("Cache-Control", "no-cache"), ("Access-Control-Allow-Origin", "*"),
+            ("X-Content-Type-Options", "nosniff"),
+        ])
+    }
+
+    /// 304 without a body when `If-None-Match` names `etag` (or is `*`), else 200 with `body`.
+    static func conditional(_ request: HTTPRequest, etag: String, contentType: String, body: [UInt8],
+                            headers: [(name: String, value: String)]) -> HTTPResponse {
+        let tags = request.headerValues("If-None-Match").flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        if tags.contains(etag) || tags.contains("W/" + etag) || tags.contains("*") {
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", contentType)] + headers, body: body)
+    }
+}

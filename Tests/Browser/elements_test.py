@@ -1,0 +1,1202 @@
+#!/usr/bin/env python3
+"""Cloak Elements in a real browser (headless Chromium through Selenium), against the built binary.
+
+Starts its own `cloak serve` (CLOAK_BIN, default .build/debug/cloak; every CLOAK_* variable unset) on a
+free 127.0.0.1 port P1 with a temporary vault, one bearer token and two forms (`checkout`, `parity`),
+and serves merchant test pages from two other origins: http://localhost:P2 (listed in
+elements.allowed_origins) and http://localhost:P3 (not listed). The pages load
+http://127.0.0.1:P1/elements/v1/cloak.js and record every event (Tests/Browser/harness.js).
+
+The contract is docs/elements.md. Each test prints "ok" or "FAIL" with what was expected; the run ends
+with "N passed, M failed" and exits 1 when a test failed, 2 when the environment could not be made.
+
+Usage: python3 Tests/Browser/elements_test.py [test names...]   (all tests when none is named)
+       (or scripts/browser-tests)
+"""
+import datetime
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+import base64
+import hashlib
+from urllib.parse import quote
+
+import requests
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from browser_support import (  # noqa: E402
+    HERE, REPO, Browser, Checks, CloakServer, PageServer, SetupError, canon, free_port, make_temp_dir,
+    hermetic_env, random_token, remove_dir, resolve_binary, short, stays, token_sha256, wait_until)
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+FIXTURE = os.path.join(REPO, "Tests", "Fixtures", "collect-cases.json")
+DEBUG = bool(os.environ.get("ELEMENTS_TEST_DEBUG"))
+
+CARD = "4111111111111111"
+TODAY = datetime.date.today()
+EXP_YY = (TODAY.year + 5) % 100
+EXP_TYPED = f"08{EXP_YY:02d}"             # typed as digits; the frame may show 08/31
+EXP_SHAPES = [EXP_TYPED, f"08/{EXP_YY:02d}", f"08/20{EXP_YY:02d}", f"0820{EXP_YY:02d}"]
+CVC = "837"
+HOLDER = "Jane Doe"
+
+CHECKOUT_NAMES = {"number": "card_data.card_number", "exp": "card_data.exp_date", "cvc": "card_data.card_cvc",
+                  "holder": "card_data.card_holder"}
+DEFAULT_TITLES = {"number": "Card number", "exp": "Expiration date", "cvc": "Security code",
+                  "holder": "Cardholder name"}
+AUTOCOMPLETE = {"number": "cc-number", "exp": "cc-exp", "cvc": "cc-csc", "holder": "cc-name"}
+STATE_KEYS_CARD = {"isRequired", "isRequiredValidOnly", "isValid", "isEmpty", "isDirty", "inputLength",
+                   "validationErrors", "cardBrand", "cardBrandName", "bin", "last4", "isFocused"}
+PARITY_KINDS = ["card", "cvc", "exp", "ssn", "date", "name"]
+SLOTS = ["number", "exp", "cvc", "holder", "card", "shown", "shown2"] + \
+    [f"p_{k}" for k in PARITY_KINDS + ["identity_name"]]
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Cloak Elements: browser test page</title>
+<style>
+  body {{ font-family: sans-serif; margin: 16px; }}
+  .slot {{ width: 380px; margin: 6px 0; min-height: 2px; }}
+  #outside {{ padding: 8px; background: #eee; width: 380px; }}
+</style>
+<script src="harness.js"></script>
+<script src="{cloak}/elements/v1/cloak.js"{sri}></script>
+</head>
+<body>
+<p id="outside">Outside every frame</p>
+{slots}
+</body>
+</html>
+"""
+
+
+def page_html(cloak_url, integrity=None):
+    sri = f' integrity="{integrity}" crossorigin="anonymous"' if integrity else ""
+    slots = "\n".join(f'<div class="slot" id="{s}"></div>' for s in SLOTS)
+    return PAGE.format(cloak=cloak_url, sri=sri, slots=slots)
+
+
+def checkout_form():
+    return {
+        "mapping_policy": "nestedJSON",
+        "fields": [
+            {"name": "card_data.card_number", "type": "cardNumber", "required": True, "required_valid_only": True,
+             "tokenization": {"format": "FPE_SIX_T_FOUR", "storage": "PERSISTENT"}},
+            {"name": "card_data.card_cvc", "type": "cvc", "card_field": "card_data.card_number", "required": True,
+             "required_valid_only": True, "tokenization": {"format": "UUID", "storage": "VOLATILE"}},
+            {"name": "card_data.exp_date", "type": "expDate", "required": True, "required_valid_only": True,
+             "input_date_format": "shortYear", "output_date_format": "longYear",
+             "serializers": [{"month": "card_data.exp_month"}, {"year": "card_data.exp_year"}]},
+            {"name": "card_data.card_holder", "type": "cardHolderName", "required": True},
+        ],
+    }
+
+
+def parity_form():
+    return {"fields": [
+        {"name": "card", "type": "cardNumber"},
+        {"name": "cvc", "type": "cvc"},
+        {"name": "exp", "type": "expDate"},
+        {"name": "ssn", "type": "ssn"},
+        {"name": "date", "type": "date"},
+        {"name": "name", "type": "cardHolderName"},
+        {"name": "identity_name", "type": "none", "validation": [{"pattern": "^[\\p{L} .'-]+$"}]},
+    ]}
+
+
+def server_config(port, directory, token, allowed_origins):
+    config = {
+        "server": {"listen": f"127.0.0.1:{port}"},
+        "vault": {"store": f"sqlite:{directory}/cloak.db", "keys": f"file:{directory}/keys.json"},
+        "auth": {"tokens": [{"id": "browser-tests", "sha256": token_sha256(token),
+                             "scopes": ["aliases:create", "aliases:reveal"]}]},
+        "limits": {"anonymous": {"requests_per_minute": 6000, "burst": 1000}},
+        "forms": {"checkout": checkout_form(), "parity": parity_form()},
+    }
+    if allowed_origins is not None:
+        config["elements"] = {"allowed_origins": allowed_origins, "font_origins": []}
+    return config
+
+
+def digits(text):
+    return re.sub(r"\D", "", text or "")
+
+
+def without_focus(state):
+    if isinstance(state, dict):
+        return {k: v for k, v in state.items() if k != "isFocused"}
+    return state
+
+
+def state_diff(want, got):
+    if not isinstance(got, dict):
+        return f"browser state is {short(got, 200)}"
+    parts = []
+    for k in sorted(set(want) | set(got)):
+        if k not in got:
+            parts.append(f"{k}: missing in the browser (server {canon(want[k])})")
+        elif k not in want:
+            parts.append(f"{k}: not in the server's state (browser {canon(got[k])})")
+        elif canon(want[k]) != canon(got[k]):
+            parts.append(f"{k}: server {canon(want[k])}, browser {canon(got[k])}")
+    return "; ".join(parts)
+
+
+class Run:
+    """Everything the tests share: the server, the page servers, the browser and a few results."""
+
+    def __init__(self):
+        self.tmp = make_temp_dir("cloak-browser-")
+        self.pages = self.other = self.cloak = self.browser = None
+        self.http = requests.Session()
+        self.card_alias = None
+        self.timing = {}
+        self.current_checks = None
+
+    def checks(self):
+        """The soft checks of the running test (the runner reports them even when the test stops early)."""
+        self.current_checks = Checks()
+        return self.current_checks
+
+    def start(self):
+        self.binary = resolve_binary()
+        self.pagedir = os.path.join(self.tmp, "pages")
+        os.makedirs(self.pagedir)
+        self.pages = PageServer(self.pagedir)      # P2: listed in elements.allowed_origins
+        self.other = PageServer(self.pagedir)      # P3: not listed
+        self.token = random_token()
+        vault = os.path.join(self.tmp, "vault")
+        os.makedirs(vault)
+        port = free_port()
+        self.cloak = CloakServer(self.binary, vault, port, server_config(port, vault, self.token, [self.pages.origin]))
+        self.cloak.wait_healthy()
+        self.url = self.cloak.url
+        with open(os.path.join(HERE, "harness.js"), encoding="utf-8") as f:
+            harness = f.read()
+        with open(os.path.join(self.pagedir, "harness.js"), "w", encoding="utf-8") as f:
+            f.write(harness)
+        with open(os.path.join(self.pagedir, "index.html"), "w", encoding="utf-8") as f:
+            f.write(page_html(self.url))
+        self.browser = Browser()
+        self.d = self.browser.driver
+
+    def close(self):
+        if self.browser is not None:
+            self.browser.quit()
+        for name in ["cloak", "pages", "other"]:
+            obj = getattr(self, name, None)
+            if obj is not None:
+                try:
+                    obj.stop()
+                except Exception as e:
+                    print(f"(stopping {name}: {e})", file=sys.stderr)
+        remove_dir(self.tmp)
+
+    # ---- server
+
+    def auth(self):
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def validate(self, form, fields):
+        r = self.http.post(f"{self.url}/forms/{form}/validate", json={"fields": fields}, timeout=10)
+        if r.status_code != 200:
+            raise AssertionError(f"POST /forms/{form}/validate {short(fields, 200)} answered {r.status_code}: "
+                                 f"{short(r.text, 300)}")
+        return r.json()
+
+    def create_alias(self, value, fmt):
+        r = self.http.post(f"{self.url}/aliases", headers=self.auth(), timeout=10,
+                           json={"data": [{"value": value, "format": fmt, "storage": "PERSISTENT"}]})
+        if r.status_code != 201:
+            raise AssertionError(f"POST /aliases answered {r.status_code}: {short(r.text, 300)}")
+        return r.json()["data"][0]["aliases"][0]["alias"]
+
+    def reveal_value(self, alias):
+        r = self.http.get(f"{self.url}/aliases/{quote(alias, safe='')}", headers=self.auth(), timeout=10)
+        if r.status_code != 200:
+            raise AssertionError(f"GET /aliases/<alias> with the bearer token answered {r.status_code}: "
+                                 f"{short(r.text, 300)}")
+        return r.json()["data"][0]["value"]
+
+    def new_session(self, aliases, ttl=60):
+        r = self.http.post(f"{self.url}/elements/sessions", headers=self.auth(), timeout=10,
+                           json={"aliases": aliases, "ttl_s": ttl})
+        if r.status_code != 201:
+            raise AssertionError(f"POST /elements/sessions answered {r.status_code}, expected 201: {short(r.text, 300)}")
+        return r.json()
+
+    # ---- page
+
+    def open_page(self, origin=None, name="index.html"):
+        self.d.switch_to.default_content()
+        self.d.get(f"{origin or self.pages.origin}/{name}")
+        wait_until(lambda: self.d.execute_script("return !!(window.__h && window.Cloak)"), 10,
+                   "window.Cloak on the test page (cloak.js loaded)", self.why_no_cloak)
+
+    def why_no_cloak(self):
+        try:
+            r = self.http.get(f"{self.url}/elements/v1/cloak.js", timeout=5)
+            got = f"GET /elements/v1/cloak.js answers {r.status_code} ({len(r.content)} bytes)"
+        except requests.RequestException as e:
+            got = f"GET /elements/v1/cloak.js failed: {e}"
+        return got + "\n" + self.describe()
+
+    def js(self, script, *args):
+        return self.d.execute_script(script, *args)
+
+    def events(self, src=None, event=None, since=0):
+        return self.js("return __h.ev(arguments[0], arguments[1], arguments[2])", src, event, since)
+
+    def count(self):
+        return self.js("return __h.count()")
+
+    def frames(self):
+        return self.js("return __h.frames()")
+
+    def describe(self, src=None, n=14):
+        """What the page saw lately: for timeout messages."""
+        lines = []
+        try:
+            self.d.switch_to.default_content()
+            evs = self.js("return (window.__h ? __h.ev(arguments[0], null, 0) : [])", src)
+            lines.append(f"last events{' of ' + src if src else ''} ({len(evs)} in all):")
+            for e in evs[-n:]:
+                lines.append(f"  #{e['i']} {e['src']} {e['event']} {short(e['data'], 240)}"
+                             + (f" more={short(e['more'], 120)}" if e.get("more") else ""))
+            errors = self.js("return window.__errors || []")
+            if errors:
+                lines.append("page errors: " + short(errors, 600))
+            frames = self.js("return window.__h ? __h.frames() : []")
+            lines.append("iframes: " + short([{k: f[k] for k in ("slot", "name", "title", "height")} for f in frames],
+                                             600))
+        except Exception as e:
+            lines.append(f"(page unreadable: {type(e).__name__}: {e})")
+        console = [l for l in self.browser.console_lines()
+                   if "favicon" not in l and "Launching Mapper" not in l][-8:]
+        if console:
+            lines.append("console (last lines, every frame):\n  " + "\n  ".join(short(l, 300) for l in console))
+        if self.browser.js_errors:
+            lines.append("JavaScript errors (every frame): " + short(self.browser.js_errors[-5:], 800))
+        return "\n".join(lines)
+
+    def wait_event(self, src, event, pred=None, since=0, timeout=10, what=None):
+        def probe():
+            for e in self.events(src, event, since):
+                if pred is None or pred(e["data"]):
+                    return e
+            return None
+        return wait_until(probe, timeout, what or f"a {event!r} event from {src}", lambda: self.describe(src))
+
+    def wait_ready(self, form_key, srcs, timeout=15):
+        for src in srcs:
+            self.wait_event(src, "ready", timeout=timeout, what=f"the 'ready' event of field {src}")
+        self.wait_event(f"form:{form_key}", "ready", timeout=timeout, what=f"the 'ready' event of form {form_key}")
+
+    def checkout(self, key="co", extra=None):
+        made = self.js("return __h.checkout(arguments[0], arguments[1])", key, extra)
+        problems = [f"{k}: {v}" for k, v in made.items() if not v.get("ok")]
+        if problems:
+            raise AssertionError("mounting the checkout form failed: " + "; ".join(problems))
+        self.wait_ready(key, list(CHECKOUT_NAMES))
+
+    def frame_in(self, slot):
+        els = self.d.find_elements(By.CSS_SELECTOR, f"#{slot} iframe")
+        if len(els) != 1:
+            raise AssertionError(f"expected one iframe in #{slot}, found {len(els)}\n{self.describe()}")
+        return els[0]
+
+    def enter(self, slot):
+        """Switches into the one iframe of #slot."""
+        self.d.switch_to.default_content()
+        self.d.switch_to.frame(self.frame_in(slot))
+
+    def type_in(self, slot, text, clear=False):
+        self.enter(slot)
+        try:
+            inputs = self.d.find_elements(By.TAG_NAME, "input")
+            if len(inputs) != 1:
+                raise AssertionError(f"expected one <input> in the frame of #{slot}, found {len(inputs)}")
+            keys = [Keys.CONTROL, "a", Keys.NULL, Keys.DELETE] if clear else []
+            inputs[0].send_keys(*keys, text)
+        finally:
+            self.d.switch_to.default_content()
+
+    def fill_checkout(self, number=CARD, exp=EXP_TYPED, cvc=CVC, holder=HOLDER, key="co"):
+        since = self.count()
+        for slot, text in [("number", number), ("exp", exp), ("cvc", cvc), ("holder", holder)]:
+            self.type_in(slot, text)
+        return self.wait_event(f"form:{key}", "change", lambda s: isinstance(s, dict) and s.get("isValid") is True,
+                               since, timeout=8, what=f"a form 'change' event with isValid true (form {key}) after "
+                                                      f"typing {number!r}, {exp!r}, {cvc!r}, {holder!r}")
+
+    def submit(self, key, kind, options=None):
+        return self.d.execute_async_script(
+            "__h.submit(arguments[0], arguments[1], arguments[2], arguments[arguments.length - 1]);",
+            key, kind, options)
+
+    def seen_text(self):
+        """What the page saw, as JSON text: events (without timestamps) and messages."""
+        evs = self.js("return window.__events.map(function (e) { return [e.src, e.event, e.data, e.more]; })")
+        msgs = self.js("return window.__messages")
+        return canon(evs), canon(msgs)
+
+
+# =============================================================================================
+# The tests, in order
+
+
+def test_mount(t):
+    c = t.checks()
+    t.open_page()
+    t.checkout("co")
+    times = t.js("return window.__times.co")
+    if times and times.get("ready") is not None:
+        t.timing["cold"] = times["ready"] - times["start"]
+    frames = t.frames()
+    for slot in CHECKOUT_NAMES:
+        mine = [f for f in frames if f["slot"] == slot]
+        if not c.expect(len(mine) == 1, f"#{slot}: expected exactly one iframe, found {len(mine)}"):
+            continue
+        c.equal(mine[0]["title"], DEFAULT_TITLES[slot], f"#{slot} iframe title")
+    outside = [f for f in frames if f["slot"] not in CHECKOUT_NAMES]
+    c.expect(len(outside) == 1, f"expected one controller iframe outside the field targets, found {len(outside)}: "
+                                f"{short(outside, 400)}")
+
+    def sized():
+        fs = [f for f in t.frames() if f["slot"] in CHECKOUT_NAMES]
+        return len(fs) == 4 and all(f["height"] > 0 and abs(f["height"] - 150) > 0.5 for f in fs)
+    try:
+        wait_until(sized, 5, "every field iframe to size itself (height > 0 and not the default 150px)",
+                   lambda: short([{k: f[k] for k in ("slot", "height")} for f in t.frames()]))
+    except AssertionError as e:
+        c.expect(False, str(e))
+    controller_visible = t.js("""
+        var out = [];
+        document.querySelectorAll('iframe').forEach(function (f) {
+          if (f.closest('.slot')) return;
+          var s = getComputedStyle(f), b = f.getBoundingClientRect();
+          var hidden = s.display === 'none' || s.visibility === 'hidden' || b.width * b.height <= 1 ||
+                       b.right <= 0 || b.bottom <= 0 || s.opacity === '0';
+          if (!hidden) out.push({width: b.width, height: b.height, left: b.left, top: b.top});
+        });
+        return out;""")
+    c.expect(not controller_visible, f"the controller frame should be hidden, but shows: {controller_visible}")
+    for slot in CHECKOUT_NAMES:
+        t.enter(slot)
+        try:
+            inputs = t.d.find_elements(By.TAG_NAME, "input")
+            if not c.expect(len(inputs) == 1, f"#{slot} frame: expected exactly one <input>, found {len(inputs)}"):
+                continue
+            c.equal(inputs[0].get_attribute("autocomplete"), AUTOCOMPLETE[slot], f"#{slot} input autocomplete")
+            if slot != "holder":
+                c.equal(inputs[0].get_attribute("inputmode"), "numeric", f"#{slot} input inputmode")
+        finally:
+            t.d.switch_to.default_content()
+    threw = t.events(None, "on-threw")
+    c.expect(not threw, f"field.on()/form.on() threw for documented events: {short(threw)}")
+    errors = t.events(None, "error")
+    c.expect(not errors, f"unexpected error events: {short(errors)}")
+    c.done()
+
+
+def test_typing(t):
+    c = t.checks()
+    t.open_page()
+    t.checkout("co")
+    since = t.count()
+    t.type_in("number", "4")
+    first = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("inputLength") == 1, since,
+                         what="a change event of the number with inputLength 1 after typing '4'")["data"]
+    c.equal(first.get("cardBrand"), "visa", "cardBrand after the first digit '4'")
+    c.equal(first.get("cardBrandName"), "Visa", "cardBrandName after the first digit '4'")
+    c.equal(first.get("isValid"), False, "isValid after '4'")
+    t.type_in("number", CARD[1:])
+    state = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isValid") is True, since,
+                         what=f"a change event with isValid true after typing {CARD}")["data"]
+    for key, want in [("bin", "41111111"), ("last4", "1111"), ("inputLength", 16), ("cardBrand", "visa"),
+                      ("cardBrandName", "Visa"), ("validationErrors", []), ("isEmpty", False), ("isDirty", True)]:
+        c.equal(state.get(key), want, f"number state {key}")
+    c.equal(set(state), STATE_KEYS_CARD, "the keys of a card number's change state")
+    form_state = t.fill_checkout(number="", key="co")["data"]  # the number is already there
+    c.equal(sorted(form_state.get("fields", {})), sorted(CHECKOUT_NAMES.values()), "form change: field names")
+    check_no_leak(t, c, "after typing")
+
+    # paste: the whole number in one send_keys
+    since = t.count()
+    r = t.js("return __h.call('number', 'clear')")
+    c.expect(r.get("ok"), f"number.clear() threw: {r}")
+    t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isEmpty") is True, since,
+                 what="a change event with isEmpty true after number.clear()")
+    since = t.count()
+    t.type_in("number", CARD)
+    t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isValid") is True
+                 and s.get("last4") == "1111", since, what="a valid state after sending the whole number at once")
+    # paste as a script does it (what autofill and paste leave behind): value set, one input event
+    for pasted in [CARD, "4111 1111 1111 1111"]:
+        since = t.count()
+        t.type_in("number", "", clear=True)
+        t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isEmpty") is True, since,
+                     what="a change event with isEmpty true after select-all + Delete")
+        since = t.count()
+        t.enter("number")
+        try:
+            t.js("var i = document.querySelector('input'); i.value = arguments[0];"
+                 "i.dispatchEvent(new Event('input', {bubbles: true}));", pasted)
+        finally:
+            t.d.switch_to.default_content()
+        got = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isValid") is True,
+                           since, what=f"a valid state after setting the input's value to {pasted!r} and "
+                                       "dispatching 'input' inside the frame")["data"]
+        c.equal((got.get("bin"), got.get("last4"), got.get("inputLength")), ("41111111", "1111", 16),
+                f"(bin, last4, inputLength) after pasting {pasted!r}")
+    check_no_leak(t, c, "after pasting")
+    c.done()
+
+
+def check_no_leak(t, c, when):
+    events, messages = t.seen_text()
+    for secret in [CARD, "4111 1111 1111 1111", "411111111111"]:
+        c.expect(secret not in events, f"{when}: an event carries {secret!r}")
+        c.expect(secret not in messages, f"{when}: a postMessage to the page carries {secret!r}")
+    for secret in [CVC] + EXP_SHAPES:
+        c.expect(secret not in events, f"{when}: an event carries the typed {secret!r}")
+    lines = t.browser.console_lines() + [x["text"] for x in t.js("return window.__console")]
+    for secret in [CARD, "411111111111"]:
+        bad = [l for l in lines if secret in l]
+        c.expect(not bad, f"{when}: a console line carries {secret!r}: {short(bad, 300)}")
+
+
+def test_isolation(t):
+    c = t.checks()
+    t.open_page()
+    t.checkout("co")
+    t.type_in("number", CARD)
+    got = t.js("""
+        return Array.prototype.map.call(document.querySelectorAll('iframe'), function (f) {
+          var out = {slot: f.closest('.slot') ? f.closest('.slot').id : 'controller'};
+          try { out.contentDocument = f.contentDocument === null ? 'null' : 'readable'; }
+          catch (e) { out.contentDocument = 'threw ' + e.name; }
+          try { var d = f.contentWindow.document; out.windowDocument = 'read: ' + String(d); }
+          catch (e) { out.windowDocument = 'threw ' + e.name; }
+          try { out.value = String(f.contentWindow.document.querySelector('input').value); }
+          catch (e) { out.value = 'threw ' + e.name; }
+          return out;
+        });""")
+    c.expect(len(got) >= 5, f"expected four field frames and a controller, found {len(got)} iframes")
+    for f in got:
+        c.equal(f["contentDocument"], "null", f"{f['slot']} iframe.contentDocument from the page")
+        c.expect(f["windowDocument"].startswith("threw"),
+                 f"{f['slot']}: reading contentWindow.document from the page should throw, got {f['windowDocument']!r}")
+        c.expect(f["value"].startswith("threw"), f"{f['slot']}: the page read an input's value: {f['value']!r}")
+    c.done()
+
+
+def test_submit_tokens(t):
+    c = t.checks()
+    t.open_page()
+    t.checkout("co")
+    t.fill_checkout()
+    r = t.submit("co", "tokens")
+    if not r.get("resolved"):
+        raise AssertionError(f'form.submit("tokens") did not resolve: {r}\n{t.describe()}')
+    if r.get("status") != 200:
+        raise AssertionError(f'form.submit("tokens"): expected status 200, got {r.get("status")}: {short(r.get("body"))}')
+    body = r.get("body") or {}
+
+    def pick(name):  # the tokens answer is flat (README); tolerate a nested one too
+        if name in body:
+            return body[name]
+        node = body
+        for part in name.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node
+    alias = pick("card_data.card_number")
+    if not isinstance(alias, str):
+        raise AssertionError(f"the tokens answer has no card_data.card_number alias: {short(body)}")
+    c.expect(digits(alias) != CARD, f"the card alias is the number itself: {alias!r}")
+    c.expect(digits(alias)[:6] == "411111" and digits(alias)[-4:] == "1111" and len(digits(alias)) == 16,
+             f"an FPE_SIX_T_FOUR alias keeps the first six and last four digits: {alias!r}")
+    cvc_alias = pick("card_data.card_cvc")
+    c.expect(isinstance(cvc_alias, str) and cvc_alias.startswith("tok_"),
+             f"card_data.card_cvc should be a UUID alias (tok_…), got {cvc_alias!r}")
+    c.equal(pick("card_data.exp_month"), "08", "card_data.exp_month in the answer")
+    c.equal(pick("card_data.exp_year"), f"20{EXP_YY:02d}", "card_data.exp_year in the answer")
+    c.equal(pick("card_data.card_holder"), HOLDER, "card_data.card_holder in the answer")
+    value = t.reveal_value(alias)
+    c.equal(digits(value), CARD, "the revealed card alias (digits)")
+    t.card_alias = alias
+    if isinstance(cvc_alias, str):
+        c.equal(t.reveal_value(cvc_alias), CVC, "the revealed CVC alias")
+
+    # invalid: an empty required field is an answer (422, 1001), not a rejection
+    since = t.count()
+    t.js("return __h.call('cvc', 'clear')")
+    t.wait_event("cvc", "change", lambda s: isinstance(s, dict) and s.get("isEmpty") is True, since,
+                 what="a change event with isEmpty true after cvc.clear()")
+    r = t.submit("co", "tokens")
+    c.expect(r.get("resolved"), f'submit("tokens") with an empty CVC should resolve, got {r}')
+    c.equal(r.get("status"), 422, 'submit("tokens") with an empty CVC: status')
+    err = (r.get("body") or {}).get("error") or {}
+    c.equal(err.get("code"), 1001, 'submit("tokens") with an empty CVC: body.error.code')
+    c.expect("card_data.card_cvc" in canon(r.get("body")),
+             f"the 1001 answer should name card_data.card_cvc: {short(r.get('body'))}")
+    r = t.submit("co", "validate")
+    c.equal(r.get("status"), 200, 'submit("validate"): status')
+    vb = r.get("body") or {}
+    c.equal(vb.get("isValid"), False, 'submit("validate") with an empty CVC: isValid')
+    c.equal(sorted((vb.get("fields") or {})), sorted(CHECKOUT_NAMES.values()), 'submit("validate"): fields')
+    c.done()
+
+
+def test_card_frame(t):
+    c = t.checks()
+    t.open_page()
+    made = t.js("return [__h.form('cf', 'checkout'), __h.field('cf', 'card', '#card', arguments[0], 'card')]",
+                {"number": "card_data.card_number", "exp": "card_data.exp_date", "cvc": "card_data.card_cvc",
+                 "holder": "card_data.card_holder"})
+    if not (made[0].get("ok") and made[1].get("ok")):
+        raise AssertionError(f"form.card() failed: {made}")
+    t.wait_ready("cf", ["card"])
+    frames = [f for f in t.frames() if f["slot"] == "card"]
+    c.equal(len(frames), 1, "iframes in #card")
+    t.enter("card")
+    try:
+        inputs = t.d.find_elements(By.TAG_NAME, "input")
+        autos = sorted(i.get_attribute("autocomplete") or "" for i in inputs)
+        c.equal(autos, sorted(AUTOCOMPLETE.values()), "autocomplete of the card frame's inputs")
+    finally:
+        t.d.switch_to.default_content()
+    since_fill = t.count()
+    t.enter("card")
+    try:
+        t.js("""
+            var values = arguments[0];
+            document.querySelectorAll('input').forEach(function (i) {
+              var v = values[i.getAttribute('autocomplete')];
+              if (v === undefined) return;
+              i.value = v;
+              i.dispatchEvent(new Event('input', {bubbles: true}));
+              i.dispatchEvent(new Event('change', {bubbles: true}));
+            });""", {"cc-number": CARD, "cc-exp": f"08/{EXP_YY:02d}", "cc-csc": CVC, "cc-name": HOLDER})
+    finally:
+        t.d.switch_to.default_content()
+    t.wait_event("form:cf", "change", lambda s: isinstance(s, dict) and s.get("isValid") is True, since_fill,
+                 what="a form change with isValid true after filling the card frame's four inputs at once")
+    changes = t.events("card", "change", since_fill)
+    for name in CHECKOUT_NAMES.values():
+        c.expect(any(f'"{name}"' in canon([e["data"], e["more"]]) for e in changes),
+                 f"no change event of the card frame carries the name {name!r}")
+    r = t.submit("cf", "tokens")
+    c.equal(r.get("status"), 200, f'submit("tokens") from the card frame ({short(r)})')
+    alias = (r.get("body") or {}).get("card_data.card_number")
+    c.expect(isinstance(alias, str) and digits(alias) != CARD, f"card alias from the card frame: {alias!r}")
+    events, messages = t.seen_text()
+    c.expect(CARD not in events and CARD not in messages, "an event or message of the card frame carries the number")
+    c.done()
+
+
+def test_parity(t):
+    with open(FIXTURE, encoding="utf-8") as f:
+        cases = json.load(f)
+    t.open_page()
+    made = t.js("""
+        var out = [__h.form('par', 'parity')];
+        arguments[0].forEach(function (k) { out.push(__h.field('par', 'p_' + k, '#p_' + k, {name: k})); });
+        return out;""", PARITY_KINDS + ["identity_name"])
+    bad = [m for m in made if not m.get("ok")]
+    if bad:
+        raise AssertionError(f"mounting the parity form failed: {bad}")
+    t.wait_ready("par", [f"p_{k}" for k in PARITY_KINDS + ["identity_name"]])
+
+    plan = [(kind, [v for v in cases[kind] if v] + [v for v in cases[kind] if not v]) for kind in PARITY_KINDS]
+    plan.append(("identity_name", ["José Ñúñez", "x1"]))
+    expected = {}
+    for kind, values in plan:
+        expected[kind] = [t.validate("parity", {kind: v})["fields"][kind] for v in values]
+    problems = []
+    server_ok = [s["isValid"] for s in expected["identity_name"]]
+    if server_ok != [True, False]:
+        problems.append(f"the server's identity_name states are isValid {server_ok}, expected [True, False] "
+                        f"for ['José Ñúñez', 'x1']")
+
+    mismatches = []
+    skipped = {}
+    total = 0
+    quiet_default = 0.6
+    for kind, values in plan:
+        src = f"p_{kind}"
+        frame = t.frame_in(src)
+        t.d.switch_to.frame(frame)
+        inputs = t.d.find_elements(By.TAG_NAME, "input")
+        if len(inputs) != 1:
+            t.d.switch_to.default_content()
+            problems.append(f"{kind}: expected one <input> in its frame, found {len(inputs)}")
+            continue
+        field = inputs[0]
+        t.d.switch_to.default_content()
+        since = t.count()
+        fallback = kind == "identity_name"
+        differ = 0
+        for n, (value, want_state) in enumerate(zip(values, expected[kind])):
+            if differ >= 40:
+                skipped[kind] = len(values) - n
+                break
+            total += 1
+            want = canon(without_focus(want_state))
+            t_case = time.monotonic()
+            t.d.switch_to.frame(frame)
+            t_in = time.monotonic()
+            keys = [Keys.CONTROL, "a", Keys.NULL, Keys.DELETE] if n else []
+            field.send_keys(*keys, value)
+            t_typed = time.monotonic()
+            t.d.switch_to.default_content()
+            t_out = time.monotonic()
+            quiet = 3.0 if fallback else (quiet_default if len(mismatches) < 20 else 0.25)
+            ok, got, since = settle(t, src, since, want, quiet, hard=8.0 if fallback else 5.0)
+            if DEBUG:
+                print(f"      {kind} {value!r}: {'equal' if ok else 'DIFFERENT'}; switch in {t_in - t_case:.3f}s, "
+                      f"type {t_typed - t_in:.3f}s, switch out {t_out - t_typed:.3f}s, "
+                      f"settle {time.monotonic() - t_out:.3f}s")
+            if not ok:
+                differ += 1
+                mismatches.append((kind, value, want_state, got))
+    by_kind = {}
+    for kind, *_ in mismatches:
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    print(f"    parity: {total} inputs typed, {total - len(mismatches)} states equal to the server's"
+          + (f", {len(mismatches)} differ ({', '.join(f'{k} {n}' for k, n in by_kind.items())})" if mismatches else ""))
+    for kind, value, want_state, got in mismatches[:80]:
+        if isinstance(got, dict) and len(got) == 1 and next(iter(got)).startswith("(no change"):
+            problems.append(f"{kind} {value!r}: no change event after typing; server state {canon(without_focus(want_state))}; "
+                            f"last state before {short(next(iter(got.values())), 300)}")
+        else:
+            problems.append(f"{kind} {value!r}: {state_diff(without_focus(want_state), got)}")
+    if len(mismatches) > 80:
+        problems.append(f"… and {len(mismatches) - 80} more")
+    for kind, n in skipped.items():
+        problems.append(f"{kind}: 40 states differed, so its last {n} inputs were not typed")
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+def settle(t, src, since, want, quiet, hard):
+    """Polls the last change state of `src` after typing. Returns (equal, state, next since).
+    Equal: the last change state (minus isFocused) is `want`, and no later one arrived on a second look.
+    Not equal: no new change event for `quiet` seconds (or `hard` in all)."""
+    start = time.monotonic()
+    last_i = None
+    last_new = start
+    got = None
+    while True:
+        r = t.js("return __h.lastChange(arguments[0])", src)
+        now = time.monotonic()
+        if r["i"] != last_i:
+            last_i = r["i"]
+            if r["i"] >= since:
+                last_new = now
+        got = without_focus(r["data"])
+        if r["data"] is not None and canon(got) == want:
+            if r["i"] >= since or now - start >= 0.3:
+                again = t.js("return __h.lastChange(arguments[0])", src)
+                if again["i"] == r["i"]:
+                    return True, got, again["n"]
+                continue
+        if now - last_new >= quiet or now - start >= hard:
+            if r["i"] < since:  # nothing after typing: say so, with the state before
+                return False, {"(no change event after typing; last state before)": r["data"]}, r["n"]
+            return False, got, r["n"]
+        time.sleep(0.02)
+
+
+def test_styling(t):
+    c = t.checks()
+    t.open_page()
+    css = {"base": {"color": "red", "background-image": "url(x)"}, "invalid": {"color": "rgb(1,2,3)"},
+           "placeholder": {"color": "blue"}}
+    made = t.js("return [__h.form('st', 'checkout'), __h.field('st', 'number', '#number', arguments[0])]",
+                {"name": "card_data.card_number", "placeholder": "Card number", "css": css})
+    if not (made[0].get("ok") and made[1].get("ok")):
+        raise AssertionError(f"mounting a styled field failed: {made}")
+    t.wait_ready("st", ["number"])
+
+    def warned():
+        lines = t.browser.console_lines() + [x["text"] for x in t.js("return window.__console")]
+        return [l for l in lines if "background-image" in l]
+    try:
+        wait_until(warned, 5, "a console warning naming background-image (dropped from css.base)",
+                   lambda: f"BiDi (frame consoles) {'on' if t.browser.bidi else 'OFF: only the page console is heard'}; "
+                           f"console lines: {short(t.browser.console_lines()[-10:], 800)}")
+    except AssertionError as e:
+        c.expect(False, str(e))
+    since = t.count()
+    t.type_in("number", CARD)
+    t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isValid") is True, since,
+                 what="a valid state of the styled number")
+    t.enter("number")
+    try:
+        style = t.js("var s = getComputedStyle(document.querySelector('input'));"
+                     "return {color: s.color, backgroundImage: s.backgroundImage};")
+    finally:
+        t.d.switch_to.default_content()
+    c.equal(style["color"], "rgb(255, 0, 0)", "computed color of the styled input (css.base.color red)")
+    c.equal(style["backgroundImage"], "none", "computed background-image of the styled input (must be dropped)")
+    c.done()
+
+
+def test_events(t):
+    c = t.checks()
+    t.open_page()
+    t.checkout("co")
+    since = t.count()
+    t.enter("number")
+    try:
+        field = t.d.find_element(By.TAG_NAME, "input")
+        field.click()
+        field.send_keys(Keys.ENTER)
+    finally:
+        t.d.switch_to.default_content()
+    for event in ["focus", "enter"]:
+        try:
+            t.wait_event("number", event, since=since, timeout=5,
+                         what=f"a {event!r} event of the number after clicking its input and pressing Enter")
+        except AssertionError as e:
+            c.expect(False, str(e))
+    t.d.find_element(By.ID, "outside").click()
+    try:
+        t.wait_event("number", "blur", since=since, timeout=5, what="a 'blur' event after clicking the page")
+    except AssertionError as e:
+        c.expect(False, str(e))
+    since = t.count()
+    r = t.js("return __h.call('exp', 'focus')")
+    c.expect(r.get("ok"), f"exp.focus() threw: {r}")
+
+    def focused():
+        for e in t.events("exp", None, since):
+            if e["event"] == "focus" or (e["event"] == "change" and isinstance(e["data"], dict)
+                                         and e["data"].get("isFocused") is True):
+                return e
+    try:
+        wait_until(focused, 5, "a focus event, or a change with isFocused true, of exp after exp.focus()",
+                   lambda: t.describe("exp"))
+    except AssertionError as e:
+        c.expect(False, str(e))
+    c.done()
+
+
+def test_strict_mode(t):
+    c = t.checks()
+    t.open_page()
+    spec = {"name": "card_data.card_number"}
+    made = t.js("""return [__h.form('sm', 'checkout'),
+                           __h.field('sm', 'n1', '#number', arguments[0]),
+                           __h.field('sm', 'n2', '#number', arguments[0]),
+                           __h.form('ctl', 'checkout'),
+                           __h.field('ctl', 'ctl', '#card', arguments[0])];""", spec)
+    if not all(m.get("ok") for m in made):
+        raise AssertionError(f"mounting failed: {made}")
+    t.wait_event("n2", "ready", what="the 'ready' of the second field() into #number")
+    t.wait_event("ctl", "ready", what="the 'ready' of the control field in #card")
+
+    def typed_state_count(src, length, since):
+        return len([e for e in t.events(src, "change", since) if isinstance(e["data"], dict)
+                    and e["data"].get("inputLength") == length and e["data"].get("isFocused") is True])
+
+    def one_key(src, slot, key, length, control_length, since):
+        t.type_in(slot, key)
+        t.wait_event(src, "change", lambda s: isinstance(s, dict) and s.get("inputLength") == length, since,
+                     what=f"a change of {src} with inputLength {length}")
+        t.type_in("card", key)
+        t.wait_event("ctl", "change", lambda s: isinstance(s, dict) and s.get("inputLength") == control_length,
+                     since, what=f"a change of the control field with inputLength {control_length}")
+        stays(lambda: typed_state_count(src, length, since) <= typed_state_count("ctl", control_length, since),
+              0.4, f"{src} got more change events for one key than a field mounted once (doubled listeners)",
+              lambda: t.describe(src))
+        c.equal(typed_state_count(src, length, since), typed_state_count("ctl", control_length, since),
+                f"change events for one key: {src} vs a field mounted once")
+
+    c.equal(len([f for f in t.frames() if f["slot"] == "number"]), 1, "iframes in #number after field() twice")
+    since = t.count()
+    one_key("n2", "number", "4", 1, 1, since)
+    c.expect(not t.events("n1", None, since), f"the replaced field still gets events: {short(t.events('n1', None, since))}")
+
+    # a second field() after the first is ready (a remount)
+    made = t.js("return __h.field('sm', 'n3', '#number', arguments[0])", spec)
+    c.expect(made.get("ok"), f"the third field() into #number failed: {made}")
+    t.wait_event("n3", "ready", what="the 'ready' of field() into #number after the first was ready")
+    c.equal(len([f for f in t.frames() if f["slot"] == "number"]), 1, "iframes in #number after a remount")
+    since = t.count()
+    one_key("n3", "number", "5", 1, 2, since)
+    for old in ["n1", "n2"]:
+        c.expect(not t.events(old, None, since), f"the replaced field {old} still gets events: "
+                                                 f"{short(t.events(old, None, since))}")
+    c.equal(len(t.frames()), 4, f"iframes in the page (two controllers, #number, #card): {short(t.frames())}")
+    c.done()
+
+
+def error_code(e):
+    d = e.get("data")
+    return d.get("code") if isinstance(d, dict) else None
+
+
+def test_bad_input(t):
+    c = t.checks()
+    t.open_page()
+    made = t.js("""
+        var out = {};
+        out.form = __h.form('bad', 'checkout');
+        out.unknown = __h.field('bad', 'u', '#number', {name: 'card_data.nope'});
+        out.missing = __h.field('bad', 'm', '#missing', {name: 'card_data.card_number'});
+        out.noname = __h.field('bad', 'nn', '#cvc', {});
+        out.good = __h.field('bad', 'g', '#exp', {name: 'card_data.exp_date'});
+        out.nf = __h.form('nf', 'nope');
+        out.nff = __h.field('nf', 'nff', '#card', {name: 'card_data.card_number'});
+        return out;""")
+    c.expect(made["unknown"].get("ok"), f"field() with an unknown name before the schema should not throw: {made['unknown']}")
+    c.expect(not made["missing"].get("ok"), "field('#missing', …) should throw at once")
+    c.expect(not made["noname"].get("ok"), "field() without a name should throw at once")
+    c.expect(made["good"].get("ok"), f"field('#exp', card_data.exp_date) failed: {made['good']}")
+    c.expect(made["nf"].get("ok"), f"Cloak.form('nope') should not throw (the error is an event): {made['nf']}")
+    try:
+        e = t.wait_event("u", "error", lambda d: isinstance(d, dict) and d.get("code") == "unknown_field",
+                         what="error {code: unknown_field} on the field with an unknown name")
+        c.expect(isinstance(e["data"].get("message"), str), f"the unknown_field error has no message: {e['data']}")
+        t.wait_event("form:bad", "error", lambda d: isinstance(d, dict) and d.get("code") == "unknown_field",
+                     what="error {code: unknown_field} on the form")
+    except AssertionError as e:
+        c.expect(False, str(e))
+    t.wait_event("g", "ready", what="the 'ready' of the valid field next to the unknown one")
+    slots = [f["slot"] for f in t.frames()]
+    c.expect("number" not in slots, "a frame was mounted for a field name the form does not have")
+    c.expect("cvc" not in slots, "a frame was mounted for a field without a name")
+    late = t.js("return __h.field('bad', 'late', '#holder', {name: 'card_data.nope2'})")
+    c.expect(not late.get("ok"), "field() with an unknown name after the schema arrived should throw at once")
+    c.expect("holder" not in [f["slot"] for f in t.frames()], "a frame was mounted for an unknown name after the schema")
+    try:
+        t.wait_event("form:nf", "error", lambda d: isinstance(d, dict) and d.get("code") == "unknown_form",
+                     what="error {code: unknown_form} on Cloak.form('nope')")
+        t.wait_event("nff", "error", lambda d: isinstance(d, dict) and d.get("code") == "unknown_form",
+                     what="error {code: unknown_form} on a field of Cloak.form('nope')")
+    except AssertionError as e:
+        c.expect(False, str(e))
+    c.expect("card" not in [f["slot"] for f in t.frames()], "a field frame was mounted for an unknown form")
+
+    # destroy() removes every frame of the form
+    t.open_page()
+    t.checkout("co")
+    r = t.js("return __h.call('co', 'destroy')")
+    c.expect(r.get("ok"), f"form.destroy() threw: {r}")
+    try:
+        wait_until(lambda: not t.frames(), 3, "no iframe left after form.destroy()", lambda: short(t.frames()))
+    except AssertionError as e:
+        c.expect(False, str(e))
+    c.done()
+
+
+def test_unlisted_origin(t):
+    c = t.checks()
+    t.open_page(origin=t.other.origin)
+    made = t.js("return __h.checkout(arguments[0])", "co")
+    c.expect(all(v.get("ok") for v in made.values()), f"mounting on an unlisted origin threw: {made}")
+    start = time.monotonic()
+    t.wait_event("form:co", "error", lambda d: isinstance(d, dict) and d.get("code") == "frame_blocked", timeout=20,
+                 what=f"error {{code: frame_blocked}} on a page of {t.other.origin}, which is not in allowed_origins")
+    print(f"    frame_blocked after {time.monotonic() - start:.1f}s")
+    try:
+        wait_until(lambda: not t.frames(), 3, "the blocked form's frames to be removed", lambda: short(t.frames()))
+    except AssertionError as e:
+        c.expect(False, str(e))
+    ready = t.events(None, "ready")
+    c.expect(not ready, f"a page of an unlisted origin got 'ready' events: {short(ready)}")
+    c.done()
+
+
+def test_postmessage_hostility(t):
+    c = t.checks()
+    t.open_page()
+    t.checkout("co")
+    t.fill_checkout()
+    since = t.count()
+    before = t.js("return window.__messages.length")
+    t.js("""
+        var f = document.querySelector('#number iframe');
+        f.contentWindow.postMessage({cloak: 1, type: 'collect', req: 'x'}, '*');
+        document.querySelectorAll('iframe').forEach(function (g) {
+          g.contentWindow.postMessage({cloak: 1, type: 'collect', req: 'y'}, '*');
+        });""")
+
+    def quiet():
+        msgs = t.js("return window.__messages.slice(arguments[0])", before)
+        text = canon(msgs) + canon(t.events(None, None, since))
+        return CARD not in text and "411111111111" not in text and not any(
+            isinstance(m.get("data"), dict) and m["data"].get("type") == "values" for m in msgs)
+    try:
+        stays(quiet, 0.8, "a forged 'collect' from the page was answered with values",
+              lambda: short(t.js("return window.__messages.slice(arguments[0])", before), 1000))
+    except AssertionError as e:
+        c.expect(False, str(e))
+    r = t.submit("co", "tokens")
+    c.equal(r.get("status"), 200, "a normal submit still works after forged messages")
+    c.done()
+
+
+def test_headers(t):
+    c = t.checks()
+    base = f"{t.url}/elements/v1"
+    r = t.http.get(f"{base}/cloak.js", timeout=10)
+    c.equal(r.status_code, 200, "GET /elements/v1/cloak.js status")
+    c.equal(r.headers.get("Access-Control-Allow-Origin"), "*", "cloak.js Access-Control-Allow-Origin")
+    etag = r.headers.get("ETag")
+    c.expect(etag, "cloak.js has no ETag")
+    c.expect(r.headers.get("Cache-Control"), "cloak.js has no Cache-Control")
+    c.expect("javascript" in (r.headers.get("Content-Type") or ""),
+             f"cloak.js Content-Type: {r.headers.get('Content-Type')!r}")
+    script = r.content
+    if etag:
+        r2 = t.http.get(f"{base}/cloak.js", headers={"If-None-Match": etag}, timeout=10)
+        c.equal(r2.status_code, 304, "cloak.js with If-None-Match: its ETag")
+    for page in ["field.html", "controller.html", "reveal.html"]:
+        r = t.http.get(f"{base}/{page}", timeout=10)
+        if not c.equal(r.status_code, 200, f"GET /elements/v1/{page} status"):
+            continue
+        csp = r.headers.get("Content-Security-Policy") or ""
+        for part in ["default-src 'none'", "script-src 'self'", f"frame-ancestors {t.pages.origin}"]:
+            c.expect(part in csp, f"{page}: Content-Security-Policy lacks {part!r}: {csp!r}")
+        c.expect(t.other.origin not in csp, f"{page}: the CSP names an unlisted origin: {csp!r}")
+        c.expect("unsafe-inline" not in csp and "unsafe-eval" not in csp, f"{page}: unsafe CSP: {csp!r}")
+    for asset in ["rules.js", "field.js", "controller.js", "reveal.js", "frame.css"]:
+        r = t.http.get(f"{base}/{asset}", timeout=10)
+        c.equal(r.status_code, 200, f"GET /elements/v1/{asset} status")
+        c.expect(r.headers.get("ETag"), f"{asset} has no ETag")
+        c.equal(r.headers.get("Access-Control-Allow-Origin"), "*", f"{asset} Access-Control-Allow-Origin")
+    r = t.http.get(f"{base}/forms/checkout", timeout=10)
+    c.equal(r.status_code, 200, "GET /elements/v1/forms/checkout status")
+    c.expect("no-cache" in (r.headers.get("Cache-Control") or ""),
+             f"forms/checkout Cache-Control: {r.headers.get('Cache-Control')!r}")
+    c.expect(r.headers.get("ETag"), "forms/checkout has no ETag")
+    c.expect(r.status_code != 200 or CARD not in r.text, "the schema carries a card number?")
+    c.equal(t.http.get(f"{base}/forms/nope", timeout=10).status_code, 404, "GET /elements/v1/forms/nope")
+
+    # cloak elements integrity: the SRI value of the served cloak.js, and a page that uses it
+    want = "sha384-" + base64.b64encode(hashlib.sha384(script).digest()).decode()
+    p = subprocess.run([t.binary, "elements", "integrity"], capture_output=True, text=True, timeout=30, cwd=t.tmp,
+                       env=hermetic_env())
+    c.expect(p.returncode == 0 and want in p.stdout,
+             f"`cloak elements integrity` should print {want} (exit {p.returncode}): {short(p.stdout + p.stderr, 400)}")
+    with open(os.path.join(t.pagedir, "sri.html"), "w", encoding="utf-8") as f:
+        f.write(page_html(t.url, integrity=want))
+    try:
+        t.open_page(name="sri.html")
+    except AssertionError as e:
+        c.expect(False, f"cloak.js with integrity= and crossorigin=anonymous did not load: {e}")
+
+    # no allowed origin: every /elements/* path is 404
+    directory = os.path.join(t.tmp, "closed")
+    os.makedirs(directory)
+    port = free_port()
+    closed = CloakServer(t.binary, directory, port, server_config(port, directory, t.token, None))
+    try:
+        closed.wait_healthy()
+        for path in ["cloak.js", "field.html", "forms/checkout"]:
+            c.equal(requests.get(f"{closed.url}/elements/v1/{path}", timeout=10).status_code, 404,
+                    f"GET /elements/v1/{path} with no elements.allowed_origins")
+    finally:
+        closed.stop()
+    c.done()
+
+
+def test_reveal(t):
+    c = t.checks()
+    alias = t.card_alias or t.create_alias(CARD, "FPE_SIX_T_FOUR")
+    other = t.create_alias("5555555555554444", "FPE_SIX_T_FOUR")
+    session = t.new_session([alias])
+    c.expect(isinstance(session.get("session"), str) and session["session"], f"no session in {session}")
+    c.expect(isinstance(session.get("expires_at"), str), f"no expires_at in {session}")
+    t.open_page()
+    r = t.js("return __h.reveal('shown', '#shown', arguments[0])",
+             {"alias": alias, "session": session.get("session"), "mask": "•••• •••• •••• ####", "copy": True})
+    if not r.get("ok"):
+        raise AssertionError(f"Cloak.reveal threw: {r}")
+    t.wait_event("shown", "revealed", what="the 'revealed' event of Cloak.reveal")
+    t.enter("shown")
+    try:
+        def shown_text():
+            return t.js("var s = document.body ? document.body.innerText : '';"
+                        "document.querySelectorAll('input, textarea').forEach(function (i) { s += ' ' + i.value; });"
+                        "return s;")
+        text = wait_until(lambda: (lambda s: s if "1111" in s else None)(shown_text()), 5,
+                          "the masked value in the reveal frame", lambda: repr(shown_text()))
+        norm = text.replace("\u00a0", " ")
+        c.expect("•••• •••• •••• 1111" in norm, f"the reveal frame shows {text!r}, expected '•••• •••• •••• 1111'")
+        c.expect("4111" not in norm, f"the mask shows more than the last four: {text!r}")
+        c.expect(t.d.find_elements(By.TAG_NAME, "button"), "copy: true should add a button to the reveal frame")
+    finally:
+        t.d.switch_to.default_content()
+    events, messages = t.seen_text()
+    for secret in [CARD, "4111 1111 1111 1111"]:
+        c.expect(secret not in events and secret not in messages, f"an event or message carries {secret!r}")
+
+    # a session for another alias reveals nothing
+    wrong = t.new_session([other])
+    t.js("return __h.reveal('shown2', '#shown2', arguments[0])",
+         {"alias": alias, "session": wrong.get("session")})
+    try:
+        t.wait_event("shown2", "error", what="an 'error' event for a session that does not name the alias")
+    except AssertionError as e:
+        c.expect(False, str(e))
+    c.expect(not t.events("shown2", "revealed"), "a session for another alias revealed the value")
+    if t.d.find_elements(By.CSS_SELECTOR, "#shown2 iframe"):
+        t.enter("shown2")
+        try:
+            text = t.js("return document.body ? document.body.innerText : ''")
+            c.expect("1111" not in text and "4111" not in text, f"the refused reveal frame shows {text!r}")
+        finally:
+            t.d.switch_to.default_content()
+
+    # the endpoint itself: only frames (Sec-Fetch-Site: same-origin) get a value
+    fresh = t.new_session([alias])
+    r = t.http.get(f"{t.url}/elements/v1/reveal", timeout=10,
+                   headers={"Cloak-Session": fresh.get("session", ""), "Cloak-Alias": alias})
+    c.equal(r.status_code, 403, "GET /elements/v1/reveal without Sec-Fetch-Site")
+    c.expect(CARD not in r.text, "the refused reveal answer carries the number")
+    sessions = f"{t.url}/elements/sessions"
+    c.equal(t.http.post(sessions, json={"aliases": [alias], "ttl_s": 60}, timeout=10).status_code, 401,
+            "POST /elements/sessions without a token")
+    c.equal(t.http.post(sessions, headers=t.auth(), json={"aliases": [alias], "ttl_s": 601}, timeout=10).status_code,
+            400, "POST /elements/sessions with ttl_s 601")
+    c.equal(t.http.post(sessions, headers=t.auth(), json={"aliases": [alias], "ttl_s": 600}, timeout=10).status_code,
+            201, "POST /elements/sessions with ttl_s 600")
+    r = t.http.post(f"{t.url}/aliases", headers=t.auth(), timeout=10,
+                    json={"data": [{"value": f"browser-reveal-{i}", "format": "UUID"} for i in range(21)]})
+    if r.status_code != 201:
+        raise AssertionError(f"POST /aliases (21 values) answered {r.status_code}: {short(r.text)}")
+    many = [d["aliases"][0]["alias"] for d in r.json()["data"]]
+    c.equal(t.http.post(sessions, headers=t.auth(), json={"aliases": many, "ttl_s": 60}, timeout=10).status_code,
+            400, "POST /elements/sessions with 21 aliases")
+    c.equal(t.http.post(sessions, headers=t.auth(), json={"aliases": many[:20], "ttl_s": 60}, timeout=10).status_code,
+            201, "POST /elements/sessions with 20 aliases")
+    c.done()
+
+
+def test_timing(t):
+    c = t.checks()
+    t.open_page()
+    t.checkout("co")
+    times = t.js("return window.__times.co")
+    warm = times["ready"] - times["start"] if times.get("ready") is not None else None
+    cold = t.timing.get("cold")
+    print("    Cloak.form() to four fields ready: "
+          + (f"{cold:.0f} ms on the first load" if cold is not None else "first load not measured")
+          + (f", {warm:.0f} ms on a later load (HTTP cache warm)" if warm is not None else ""))
+    base = f"{t.url}/elements/v1"
+    names = ["cloak.js", "field.html", "controller.html", "reveal.html"]
+    for page in ["field.html", "controller.html", "reveal.html"]:
+        r = t.http.get(f"{base}/{page}", timeout=10)
+        for ref in re.findall(r'(?:src|href)="([^"#?]+)', r.text if r.status_code == 200 else ""):
+            ref = ref.rsplit("/", 1)[-1]
+            if ref and ref not in names:
+                names.append(ref)
+    for extra in ["rules.js", "field.js", "controller.js", "reveal.js", "frame.css"]:
+        if extra not in names:
+            names.append(extra)
+    print("    bytes served (raw / gzip -9):")
+    total_raw = total_gz = 0
+    for name in names:
+        r = t.http.get(f"{base}/{name}", timeout=10)
+        if not c.equal(r.status_code, 200, f"GET /elements/v1/{name}"):
+            continue
+        raw, gz = len(r.content), len(gzip.compress(r.content, compresslevel=9))
+        total_raw += raw
+        total_gz += gz
+        print(f"      {name:<16} {raw:>7,} / {gz:>6,}")
+    print(f"      {'total':<16} {total_raw:>7,} / {total_gz:>6,}")
+    c.done()
+
+
+TESTS = [test_mount, test_typing, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_styling,
+         test_events, test_strict_mode, test_bad_input, test_unlisted_origin, test_postmessage_hostility,
+         test_headers, test_reveal, test_timing]
+
+
+def main(argv):
+    wanted = set(argv[1:])
+    unknown = wanted - {f.__name__[5:] for f in TESTS}
+    if unknown:
+        print(f"elements_test: no test named {', '.join(sorted(unknown))}; tests: "
+              + " ".join(f.__name__[5:] for f in TESTS), file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    run = Run()
+    try:
+        run.start()
+    except SetupError as e:
+        print(f"elements_test: {e}", file=sys.stderr)
+        run.close()
+        return 2
+    except BaseException:
+        run.close()
+        raise
+    passed = failed = 0
+    try:
+        print(f"cloak {run.url}; pages {run.pages.origin} (allowed) and {run.other.origin} (not allowed); "
+              f"BiDi console {'on' if run.browser.bidi else 'off'}")
+        for test in TESTS:
+            name = test.__name__[5:]
+            if wanted and name not in wanted:
+                continue
+            t0 = time.monotonic()
+            run.current_checks = None
+            try:
+                test(run)
+                passed += 1
+                print(f"ok   {name} ({time.monotonic() - t0:.1f}s)")
+            except AssertionError as e:
+                failed += 1
+                print(f"FAIL {name} ({time.monotonic() - t0:.1f}s)")
+                earlier = run.current_checks.failures if run.current_checks else []
+                text = str(e)
+                for line in [f for f in earlier if f not in text] + text.splitlines():
+                    print(f"       {line}")
+            except Exception as e:  # a WebDriver or HTTP failure: report it with where it happened
+                failed += 1
+                print(f"FAIL {name} ({time.monotonic() - t0:.1f}s): {type(e).__name__}: {short(str(e), 800)}")
+                for line in (run.current_checks.failures if run.current_checks else []):
+                    print(f"       {line}")
+                for line in traceback.format_exc().splitlines()[-8:]:
+                    print(f"       {line}")
+                try:
+                    print("       " + run.describe().replace("\n", "\n       "))
+                except Exception:
+                    pass
+            finally:
+                try:
+                    run.d.switch_to.default_content()
+                except Exception:
+                    pass
+        if failed:
+            lines = [l for l in run.cloak.log_tail(400).splitlines() if '"msg":"request"' not in l]
+            if lines:
+                print("cloak's last log lines (request lines left out):")
+                for line in lines[-15:]:
+                    print(f"  {short(line, 400)}")
+        if run.browser.js_errors:
+            print(f"JavaScript errors heard in the browser ({len(run.browser.js_errors)}):")
+            for err in run.browser.js_errors[:15]:
+                print(f"  {short(err, 300)}")
+    finally:
+        run.close()
+    print(f"({time.monotonic() - started:.0f}s)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
