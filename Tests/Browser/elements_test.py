@@ -661,7 +661,10 @@ def test_parity(t):
             t.d.switch_to.default_content()
             t_out = time.monotonic()
             quiet = 3.0 if fallback else (quiet_default if len(mismatches) < 20 else 0.25)
-            ok, got, since = settle(t, src, since, want, quiet, hard=8.0 if fallback else 5.0)
+            typed_at = since
+            ok, got, since = settle(t, src, typed_at, want, quiet, hard=8.0 if fallback else 5.0)
+            if not ok and len(mismatches) < 20:  # a second, longer look before calling it a difference (a slow CI)
+                ok, got, since = settle(t, src, typed_at, want, 1.5, hard=4.0)
             if DEBUG:
                 print(f"      {kind} {value!r}: {'equal' if ok else 'DIFFERENT'}; switch in {t_in - t_case:.3f}s, "
                       f"type {t_typed - t_in:.3f}s, switch out {t_out - t_typed:.3f}s, "
@@ -674,14 +677,12 @@ def test_parity(t):
         by_kind[kind] = by_kind.get(kind, 0) + 1
     print(f"    parity: {total} inputs typed, {total - len(mismatches)} states equal to the server's"
           + (f", {len(mismatches)} differ ({', '.join(f'{k} {n}' for k, n in by_kind.items())})" if mismatches else ""))
-    for kind, value, want_state, got in mismatches[:80]:
+    for kind, value, want_state, got in mismatches:
         if isinstance(got, dict) and len(got) == 1 and next(iter(got)).startswith("(no change"):
             problems.append(f"{kind} {value!r}: no change event after typing; server state {canon(without_focus(want_state))}; "
                             f"last state before {short(next(iter(got.values())), 300)}")
         else:
             problems.append(f"{kind} {value!r}: {state_diff(without_focus(want_state), got)}")
-    if len(mismatches) > 80:
-        problems.append(f"… and {len(mismatches) - 80} more")
     for kind, n in skipped.items():
         problems.append(f"{kind}: 40 states differed, so its last {n} inputs were not typed")
     if problems:

@@ -122,11 +122,13 @@ import Testing
             #expect(r.status == 403 && !r.text.contains(card), "\(site ?? "no header")")
         }
         // Another alias, a forged or altered session, garbage.
-        #expect(try Self.reveal(server, session: session, alias: other).status == 403)
+        let notNamed = try Self.reveal(server, session: session, alias: other)
+        #expect(notNamed.status == 403 && notNamed.text.contains(#""reason":"not_in_session""#) && !notNamed.text.contains(other))
         var tampered = Array(session.utf8)
         tampered[8] = tampered[8] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         #expect(try Self.reveal(server, session: String(decoding: tampered, as: UTF8.self), alias: alias).status == 403)
-        #expect(try Self.reveal(server, session: "cs1.e30.AAAA", alias: alias).status == 403)
+        let forged = try Self.reveal(server, session: "cs1.e30.AAAA", alias: alias)
+        #expect(forged.status == 403 && forged.text.contains(#""reason":"invalid_session""#))
         #expect(try Self.reveal(server, session: String(repeating: "x", count: 9000), alias: alias).status != 200)
 
         // Audited with the id of the token that minted the session, never the alias or the value.

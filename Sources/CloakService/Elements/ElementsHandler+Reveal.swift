@@ -69,11 +69,14 @@ struct ElementsRevealHandler: Sendable {
         }
         let session: RevealSession
         do { session = try RevealSession.open(text, key: sessionKey, now: now) } catch {
-            throw CloakError(.forbidden, error == .expired ? "the session has expired" : "the session is not valid")
+            // `extraInfo.reason` tells the reveal frame (and its page) which refusal it was.
+            throw error == .expired
+                ? CloakError(.forbidden, "the session has expired", extraInfo: [("reason", .string("expired"))])
+                : CloakError(.forbidden, "the session is not valid", extraInfo: [("reason", .string("invalid_session"))])
         }
         guard session.aliases.contains(alias) else {
             audit(session.tokenID, alias, "not_in_session")
-            throw CloakError(.forbidden, "the session does not name this alias")
+            throw CloakError(.forbidden, "the session does not name this alias", extraInfo: [("reason", .string("not_in_session"))])
         }
         return .later { finish in
             vault.reveal([alias]) { result in

@@ -73,9 +73,9 @@
     return fallback();
   }
 
-  /** The page's name for a refusal; the message is the answer's description (never a value). */
-  function refusal(status, description) {
-    if (status === 403) return /expired/i.test(description) ? "expired" : "reveal_refused";
+  /** The page's name for a refusal, from the answer's status and `extraInfo.reason` (never a value). */
+  function refusal(status, reason) {
+    if (status === 403) return reason === "expired" ? "expired" : "reveal_refused";
     if (status === 404) return "not_found";
     if (status === 429) return "rate_limited";
     if (status === 400) return "bad_request";
@@ -120,9 +120,11 @@
           toPage("revealed");
           return;
         }
-        const description = body && body.error && typeof body.error.description === "string" ? body.error.description : "";
+        const error = body && body.error ? body.error : {};
+        const description = typeof error.description === "string" ? error.description : "";
+        const reason = error.extraInfo && typeof error.extraInfo.reason === "string" ? error.extraInfo.reason : "";
         toPage("error", {
-          code: refusal(res.status, description), status: res.status,
+          code: refusal(res.status, reason), status: res.status,
           message: description || "Cloak did not reveal the value (HTTP " + res.status + ")",
         });
       });
