@@ -56,6 +56,27 @@ import Testing
         }
     }
 
+    /// With Elements on, nothing else Cloak's origin serves can run as a document next to the
+    /// frames (an HTML answer from a route's upstream, above all).
+    @Test func everyOtherAnswerIsASandboxedDocument() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        for (method, path) in [("GET", "/healthz"), ("POST", "/forms/checkout/validate"), ("GET", "/nope"), ("GET", "/elements/v1/forms/checkout")] {
+            let r = try server.client().request(method, path, json: "{}")
+            #expect(r.header("Content-Security-Policy") == "sandbox; default-src 'none'; frame-ancestors 'none'", "\(path)")
+            #expect(r.header("X-Content-Type-Options") == "nosniff", "\(path)")
+        }
+        let frame = try server.client().request("GET", "/elements/v1/field.html")
+        #expect(frame.headers.filter { $0.name.lowercased() == "content-security-policy" }.count == 1)
+        #expect(frame.header("Content-Security-Policy")?.contains("sandbox") == false)
+
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: #"allowed_origins: ["http://localhost:8000"]"#, with: "allowed_origins: []")
+        let off = try TestServer(yaml: yaml)
+        defer { off.stop() }
+        #expect(try off.client().request("GET", "/healthz").header("Content-Security-Policy") == nil)
+    }
+
     @Test func theIntegrityValueIsTheServedLoaders() throws {
         let digest = Digest.sha384(ElementsAssets.loader)
         #expect(ElementsAssets.loaderIntegrity == "sha384-" + Data(digest).base64EncodedString())

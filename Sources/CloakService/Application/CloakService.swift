@@ -93,7 +93,7 @@ public final class CloakService: Sendable {
         router.add(.DELETE, "/aliases/{alias}", .delete)
         router.add(.GET, "/elements/v1/forms/{form}", .elementsSchema)
         router.add(.GET, "/elements/v1/reveal", .elementsReveal)
-        router.add(.GET, "/elements/v1/{asset}", .elementsAsset)
+        router.add(.GET, Self.elementsAssetTemplate, .elementsAsset)
         router.add(.POST, "/elements/sessions", .elementsSession)
         for method in HTTPMethod.allCases where method != .OPTIONS && method != .CONNECT && method != .TRACE {
             router.add(method, "/proxy/{path...}", .proxy)
@@ -121,9 +121,18 @@ public final class CloakService: Sendable {
         } catch {
             reply = .now(.error(error))
         }
+        let elementsOn = configuration.elements.isEnabled
         let finish: @Sendable (HTTPResponse) -> Void = { [accessLog, metrics, template] response in
             var response = response
             if !cors.isEmpty { response.headers += cors }
+            // With Elements on, Cloak's origin holds the frames that hold card values. Nothing
+            // else served from it (an answer, an upstream's answer through a route) may ever run
+            // as a document of that origin and reach into them: a sandboxed, unframeable
+            // document without scripts, should a browser be sent to it.
+            if elementsOn && template != Self.elementsAssetTemplate {
+                response.headers.append(("Content-Security-Policy", Self.apiCSP))
+                response.headers.append(("X-Content-Type-Options", "nosniff"))
+            }
             let nanoseconds = DispatchTime.now().uptimeNanoseconds - start
             let micros = nanoseconds / 1000
             metrics.record(route: template, status: response.status, nanoseconds: Int64(nanoseconds), loop: request.loop)
@@ -204,6 +213,9 @@ public final class CloakService: Sendable {
             return try dispatch(endpoint, parameters, request, identity)
         }
     }
+
+    static let elementsAssetTemplate = "/elements/v1/{asset}"
+    static let apiCSP = "sandbox; default-src 'none'; frame-ancestors 'none'"
 
     /// The endpoints anyone may call (browsers and apps tokenize without a token): there, a
     /// token without `aliases:create` counts as no token at all.
