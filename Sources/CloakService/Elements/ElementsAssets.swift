@@ -31,6 +31,7 @@ public enum ElementsAssets {
     /// By the name they are served under: `/elements/v1/<name>`.
     static let byName: [String: Asset] = [
         "cloak.js": Asset(.script, PackageResources.cloak_js),
+        "frame-common.js": Asset(.script, PackageResources.frame_common_js),
         "rules.js": Asset(.script, PackageResources.rules_js),
         "field.js": Asset(.script, PackageResources.field_js),
         "controller.js": Asset(.script, PackageResources.controller_js),

@@ -8,25 +8,7 @@
 (function () {
   "use strict";
 
-  function fragmentParams() {
-    const params = new Map();
-    for (const part of location.hash.replace(/^#/, "").split("&")) {
-      const i = part.indexOf("=");
-      if (i <= 0) continue;
-      const key = part.slice(0, i);
-      if (params.has(key)) return null;
-      params.set(key, part.slice(i + 1));
-    }
-    return params;
-  }
-
-  function decode(text) {
-    try { return typeof text === "string" ? decodeURIComponent(text) : null; } catch (e) { return null; }
-  }
-
-  function isOrigin(text) {
-    try { return typeof text === "string" && text !== "null" && new URL(text).origin === text; } catch (e) { return false; }
-  }
+  const { fragmentParams, decode, isOrigin } = window.CloakFrame;
 
   // Who may embed this frame is the CSP's frame-ancestors; the fragment says whom to talk to.
   const params = fragmentParams();
