@@ -31,8 +31,18 @@ import Testing
         #"\Qa.b\E"#, #"\x41"#, #"\u0041"#, #"\N{LATIN SMALL LETTER A}"#, #"\z"#, #"\A"#,
         "é", "a\u{7F}",  // non-ASCII, control characters
         "*a", "a|*", "(", ")", "a]", "a}", "[]a]", "a{,2}", "a{x}",
+        // Found by the review: ICU overflows or gives up on lazy groups that can match empty, and
+        // repeats empty alternatives otherwise than JavaScript.
+        #"(?:\d*?)*?\d"#, "(?:a*)*?a", "(?:|-)*", "a||b", "|a", "a|", "(a|)", "(|a)",
     ])
     func anythingElseAsksTheServer(_ source: String) {
         #expect(!BrowserRegex.isSafe(source))
+    }
+
+    @Test func transformsRunInTheBrowserOnlyAsOneAtom() {
+        for safe in ["[()-]", #"\s"#, #"\s+"#, "-", "[ .-]+", #"\-"#] { #expect(BrowserRegex.isSafeTransform(safe), "\(safe)") }
+        for unsafe in ["a*", "(?:|-)*", "ab", "[a-z]*", "a|b", #"\d{2}"#, "(x)", "."] {
+            #expect(!BrowserRegex.isSafeTransform(unsafe), "\(unsafe)")
+        }
     }
 }

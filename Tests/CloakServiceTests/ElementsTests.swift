@@ -97,6 +97,9 @@ import Testing
             "card_data.card_number", "card_data.card_cvc", "card_data.exp_date", "card_data.card_holder", "billing.phone",
             "customer.ssn",
         ])
+        // Every card number, CVC and SSN of the shipped checkout form is tokenized: the frames may
+        // ask for aliases and the redacted echo. No route of the shipped configuration uses it.
+        #expect((json["targets"] as? [String: [String]]) == ["kinds": ["tokens", "send", "validate"], "routes": []])
         let etag = try #require(r.header("ETag"))
         #expect(try server.client().request("GET", "/elements/v1/forms/checkout", headers: [("If-None-Match", etag)]).status == 304)
         let unknown = try server.client().request("GET", "/elements/v1/forms/nope%22%3Cscript%3E")
@@ -157,6 +160,42 @@ import Testing
         #expect(lines.contains { $0.contains(#""token_id":"revealer""#) && $0.contains(#""result":"ok""#) })
         #expect(lines.contains { $0.contains(#""result":"not_in_session""#) })
         #expect(!server.logs.text.contains(alias) && !server.logs.text.contains(card))
+    }
+
+    /// Where a form would hand a raw value back to the page, its frames may only validate.
+    @Test func aFormThatAnswersRawValuesMayOnlyValidateFromTheFrames() throws {
+        let yaml = """
+            elements: {allowed_origins: ["https://shop.example"]}
+            forms:
+              raw: {fields: [{name: n, type: cardNumber}, {name: s, type: ssn, tokenization: {format: UUID, storage: PERSISTENT}}]}
+              safe: {fields: [{name: n, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}, {name: h, type: cardHolderName}]}
+            routes:
+              - {id: 00000000-0000-4000-8000-00000000000a, path: /pay/, form: safe, upstream: echo}
+              - {id: 00000000-0000-4000-8000-00000000000b, path: /raw, form: raw, upstream: echo}
+              - {id: 00000000-0000-4000-8000-00000000000c, path: /plain, upstream: echo}
+            """
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let raw = try server.client().request("GET", "/elements/v1/forms/raw").json?["targets"] as? [String: [String]]
+        #expect(raw == ["kinds": ["validate"], "routes": []])
+        let safe = try server.client().request("GET", "/elements/v1/forms/safe").json?["targets"] as? [String: [String]]
+        #expect(safe == ["kinds": ["tokens", "send", "validate"], "routes": ["/pay"]])
+    }
+
+    @Test func aSessionBoundToAClientRevealsToThatAddressOnly() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let alias = try Self.tokenize(server, "4111111111111111")
+        func mint(_ client: String) throws -> RawHTTPClient.Response {
+            try server.client().request("POST", "/elements/sessions", json: #"{"aliases":["\#(alias)"],"client":"\#(client)"}"#,
+                                        headers: IntentTests.bearer(TestServer.revealOnlyToken))
+        }
+        let here = try #require(try mint("127.0.0.1").json?["session"] as? String)
+        #expect(try Self.reveal(server, session: here, alias: alias).status == 200)
+        let elsewhere = try #require(try mint("203.0.113.7").json?["session"] as? String)
+        let refused = try Self.reveal(server, session: elsewhere, alias: alias)
+        #expect(refused.status == 403 && refused.text.contains(#""reason":"other_client""#))
+        #expect(try mint("not an address").status == 400)
     }
 
     @Test func sessionsNeedARevealTokenAndAreBounded() throws {

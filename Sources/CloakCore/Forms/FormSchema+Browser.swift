@@ -44,7 +44,7 @@ extension FormSchema {
             let plain = !t.replacement.contains("$") && !t.replacement.contains("\\")
             return .object([
                 ("matcher", .string(t.matcher.source)), ("replacement", .string(t.replacement)),
-                ("browser", .bool(plain && BrowserRegex.isSafe(t.matcher.source))),
+                ("browser", .bool(plain && BrowserRegex.isSafeTransform(t.matcher.source))),
             ])
         } ?? .null
         let cardField: JSONValue = linkedCVC ? (cardFieldIndex[index].map { .string(fields[$0].name) } ?? .null) : .null

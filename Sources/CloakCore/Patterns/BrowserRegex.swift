@@ -14,9 +14,13 @@ public enum BrowserRegex {
         guard b.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return false }
         var i = 0
         var canQuantify = false  // an atom (or group) precedes
+        var afterGroup = false  // that atom is a group: a lazy quantifier on it is refused
+        var alternativeEmpty = true  // nothing yet in the current alternative
         var depth = 0
         while i < b.count {
             let c = b[i]
+            let wasGroup = afterGroup
+            afterGroup = false
             switch c {
             case UInt8(ascii: "\\"):
                 guard i + 1 < b.count, isSafeEscape(b[i + 1], inClass: false) else { return false }
@@ -37,12 +41,24 @@ public enum BrowserRegex {
                 }
                 depth += 1
                 canQuantify = false
+                alternativeEmpty = true
+                continue
             case UInt8(ascii: ")"):
-                guard depth > 0 else { return false }
+                // `(a|)`: an empty alternative repeats differently in the two engines.
+                guard depth > 0, !(alternativeEmpty && i > 0 && b[i - 1] == UInt8(ascii: "|")) else { return false }
                 depth -= 1
                 i += 1
                 canQuantify = true
-            case UInt8(ascii: "|"), UInt8(ascii: "^"), UInt8(ascii: "$"):
+                afterGroup = true
+                alternativeEmpty = false
+                continue
+            case UInt8(ascii: "|"):
+                guard !alternativeEmpty else { return false }  // `(|a)`, `a||b`, `|a`
+                i += 1
+                canQuantify = false
+                alternativeEmpty = true
+                continue
+            case UInt8(ascii: "^"), UInt8(ascii: "$"):
                 i += 1
                 canQuantify = false
             case UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "?"), UInt8(ascii: "{"):
@@ -53,7 +69,11 @@ public enum BrowserRegex {
                 } else {
                     i += 1
                 }
-                if i < b.count, b[i] == UInt8(ascii: "?") { i += 1 }  // lazy
+                if i < b.count, b[i] == UInt8(ascii: "?") {  // lazy
+                    // ICU gives up (or overflows its stack) on a lazy group that can match empty.
+                    if wasGroup { return false }
+                    i += 1
+                }
                 if i < b.count, b[i] == UInt8(ascii: "+") { return false }  // possessive: ICU only
                 canQuantify = false
             case UInt8(ascii: "]"), UInt8(ascii: "}"):
@@ -62,8 +82,23 @@ public enum BrowserRegex {
                 i += 1
                 canQuantify = true
             }
+            alternativeEmpty = false
         }
-        return depth == 0
+        return depth == 0 && !(alternativeEmpty && b.last == UInt8(ascii: "|"))
+    }
+
+    /// Whether a transform's matcher replaces the same text in both engines: one character class,
+    /// escape or character, optionally `+`. Replacing every match differs between ICU and
+    /// JavaScript where a pattern can match empty text, so nothing wider is run in the browser.
+    public static func isSafeTransform(_ source: String) -> Bool {
+        guard isSafe(source) else { return false }
+        let b = Array(source.utf8)
+        var end = b.count
+        if end > 1, b[end - 1] == UInt8(ascii: "+"), b.count < 2 || b[end - 2] != UInt8(ascii: "\\") { end -= 1 }
+        let atom = b[..<end]
+        if atom.first == UInt8(ascii: "["), let close = classEnd(b, from: 0) { return close == end - 1 }
+        if atom.count == 2, atom.first == UInt8(ascii: "\\") { return true }
+        return atom.count == 1 && !"()|^$.*+?{".utf8.contains(atom[atom.startIndex])
     }
 
     /// `\` + `e`: the class escapes and escaped punctuation, which both engines read alike.

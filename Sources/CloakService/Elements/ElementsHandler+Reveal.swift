@@ -23,6 +23,7 @@ struct ElementsRevealHandler: Sendable {
         guard case let .object(members) = try request.jsonBody() else { throw .malformed("the body must be a JSON object") }
         var aliases: [String]?
         var ttl = RevealSession.defaultTTL
+        var boundTo: String?
         for (key, value) in members {
             switch key {
             case "aliases":
@@ -39,12 +40,18 @@ struct ElementsRevealHandler: Sendable {
                     throw .malformed("\"ttl_s\" must be a whole number of seconds from 1 to \(RevealSession.maxTTL)")
                 }
                 ttl = seconds
+            case "client":
+                guard case let .string(address) = value, let parsed = IPAddress(address) else {
+                    throw .malformed("\"client\" must be the end user's IP address as Cloak sees it (e.g. 203.0.113.7)")
+                }
+                boundTo = parsed.description
             default:
-                throw .malformed("unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected aliases, ttl_s")
+                throw .malformed("unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected aliases, ttl_s, client")
             }
         }
         guard let aliases else { throw .malformed("the body has no \"aliases\"") }
-        let session = RevealSession(tokenID: tokenID, aliases: Array(Set(aliases)).sorted(), expiresAt: now + Int64(ttl))
+        let session = RevealSession(tokenID: tokenID, aliases: Array(Set(aliases)).sorted(), expiresAt: now + Int64(ttl),
+                                    client: boundTo)
         logger.info("audit", metadata: [
             "action": "elements_session", "token_id": .string(tokenID), "client": .string(client),
             "aliases": .string(String(session.aliases.count)), "ttl_s": .string(String(ttl)), "result": "ok",
@@ -73,6 +80,10 @@ struct ElementsRevealHandler: Sendable {
             throw error == .expired
                 ? CloakError(.forbidden, "the session has expired", extraInfo: [("reason", .string("expired"))])
                 : CloakError(.forbidden, "the session is not valid", extraInfo: [("reason", .string("invalid_session"))])
+        }
+        if let bound = session.client, IPAddress(request.remoteAddress)?.description != bound {
+            audit(session.tokenID, alias, "other_client")
+            throw CloakError(.forbidden, "the session is bound to another client address", extraInfo: [("reason", .string("other_client"))])
         }
         guard session.aliases.contains(alias) else {
             audit(session.tokenID, alias, "not_in_session")

@@ -61,6 +61,7 @@ struct ElementsHandler: Sendable {
             throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
         }
         guard case var .object(members) = form.browserSchema(today: context.today()) else { preconditionFailure("an object") }
+        members.append(("targets", targets(form)))
         members.append(("allowedOrigins", .strings(settings.allowedOrigins)))
         members.append(("fontOrigins", .strings(settings.fontOrigins)))
         let body = JSONWriter.encode(.object(members))
@@ -69,6 +70,23 @@ struct ElementsHandler: Sendable {
             ("ETag", etag), ("Cache-Control", "no-cache"), ("Access-Control-Allow-Origin", "*"),
             ("X-Content-Type-Options", "nosniff"),
         ])
+    }
+
+    /// Where the form's controller frame may send the values: the answer goes back to the page,
+    /// so `tokens`, `send` and this form's routes only when no card number, CVC or SSN of the form
+    /// can come back raw (each has `tokenization`); `validate` answers states only. Routes with
+    /// `request`/`response` operations, or without this form, forward bodies as they are: never.
+    func targets(_ form: FormSchema) -> JSONValue {
+        let sensitive: Set<FieldType> = [.cardNumber, .cvc, .ssn]
+        let safe = form.fields.allSatisfy { !sensitive.contains($0.type) || $0.tokenization != nil }
+        var routes: [String] = []
+        for route in context.configuration.routes
+        where safe && route.form == form.name && route.requestOperations.isEmpty && route.responseOperations.isEmpty {
+            var path = route.path
+            while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+            routes.append(path)
+        }
+        return .object([("kinds", .strings(safe ? ["tokens", "send", "validate"] : ["validate"])), ("routes", .strings(routes))])
     }
 
     /// 304 without a body when `If-None-Match` names `etag` (or is `*`), else 200 with `body`.

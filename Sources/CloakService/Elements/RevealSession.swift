@@ -14,6 +14,9 @@ struct RevealSession: Sendable, Equatable {
     var aliases: [String]
     /// Seconds since 1970.
     var expiresAt: Int64
+    /// The end user's address, when the backend bound the session to it: reveals from any other
+    /// address (a script that sent the session to its own server) are refused.
+    var client: String? = nil
 
     static let maxTTL = 600
     static let defaultTTL = 300
@@ -22,7 +25,11 @@ struct RevealSession: Sendable, Equatable {
 
     func sealed(with key: HMACKey) -> String {
         var writer = JSONWriter()
-        writer.write(.object([("t", .string(tokenID)), ("e", .number(String(expiresAt))), ("a", .strings(aliases))]))
+        var members: [(key: String, value: JSONValue)] = [
+            ("t", .string(tokenID)), ("e", .number(String(expiresAt))), ("a", .strings(aliases)),
+        ]
+        if let client { members.append(("c", .string(client))) }
+        writer.write(.object(members))
         let payload = Self.base64url(writer.takeBytes())
         let mac = Self.base64url(key.authenticate(Array((Self.prefix + payload).utf8)))
         return Self.prefix + payload + "." + mac
@@ -47,7 +54,7 @@ struct RevealSession: Sendable, Equatable {
         let aliases = list.compactMap(\.stringValue)
         guard aliases.count == list.count else { throw .malformed }
         guard now < expiresAt else { throw .expired }
-        return RevealSession(tokenID: tokenID, aliases: aliases, expiresAt: expiresAt)
+        return RevealSession(tokenID: tokenID, aliases: aliases, expiresAt: expiresAt, client: document["c"]?.stringValue)
     }
 
     static func base64url(_ bytes: [UInt8]) -> String {

@@ -23,7 +23,7 @@
   const instance = params.get("id");
   const pageOrigin = decode(params.get("origin"));
   const ancestors = location.ancestorOrigins;
-  if (!formName || !/^[0-9a-f]{16}$/.test(instance || "") || !isOrigin(pageOrigin) ||
+  if (!formName || formName === "." || formName === ".." || !/^[0-9a-f]{16}$/.test(instance || "") || !isOrigin(pageOrigin) ||
       window.parent === window || (ancestors && ancestors[0] !== pageOrigin)) {
     return;
   }
@@ -131,6 +131,7 @@
   function onRegister(event, data) {
     const key = data.key;
     if (typeof key !== "string" || !/^[A-Za-z0-9_-]{1,32}$/.test(key) || frameWindow(key) !== event.source) return;
+    if (data.form !== formName) return; // a frame of another form's instance, mounted under this id
     const names = data.names;
     if (!Array.isArray(names) || names.length === 0 || !names.every(function (n) { return entryByName.has(n); })) return;
     let f = frames.get(key);
@@ -139,7 +140,7 @@
       frames.set(key, f);
       names.forEach(function (n) { owner.set(n, f); states.delete(n); });
     }
-    toFrame(f.win, "registered", { key: key });
+    toFrame(f.win, "registered", { key: key, form: formName });
     names.forEach(function (n) {
       const e = entryByName.get(n);
       if (e.type === "cvc" && typeof e.cardField === "string") relayBrand(e.cardField);
@@ -165,17 +166,33 @@
 
   // --- submissions ------------------------------------------------------------------------------
 
-  function validRoute(route) {
-    return typeof route === "string" && route.charAt(0) === "/" && !/\.\.|\/\/|[?#\\]|%2e|%2f/i.test(route);
+  /**
+   * Where this form may send values: the answer comes back to the page, so only where the schema
+   * says it carries no raw card number, CVC or SSN (`targets`, decided by Cloak from the form's
+   * configuration): `validate` always; `tokens`, `send` and the routes of this form only when
+   * every such field is tokenized. Routes are compared whole, as Cloak lists them.
+   */
+  function pathFor(data) {
+    const targets = schema.targets || {};
+    if (KINDS.indexOf(data.kind) >= 0) {
+      return (targets.kinds || []).indexOf(data.kind) >= 0 ? "/forms/" + encodeURIComponent(formName) + "/" + data.kind : null;
+    }
+    if (data.kind !== undefined || typeof data.route !== "string" || (targets.routes || []).indexOf(data.route) < 0) return null;
+    const path = "/proxy" + data.route;
+    // The URL parser drops tabs and newlines and resolves dot segments: the path sent must be the one checked.
+    return new URL(path, location.origin).pathname === path ? path : null;
   }
 
   function onSubmit(data) {
     const req = data.req;
-    let path = null;
-    if (KINDS.indexOf(data.kind) >= 0) path = "/forms/" + encodeURIComponent(formName) + "/" + data.kind;
-    else if (data.kind === undefined && validRoute(data.route)) path = "/proxy" + data.route;
     if (!schema) return toPage("failed", { req: req, message: "the form is not loaded yet" });
-    if (!path) return toPage("failed", { req: req, message: "not a submission this form can make" });
+    const path = pathFor(data);
+    if (!path) {
+      return toPage("failed", {
+        req: req, message: "not a submission this form may make from Cloak Elements (its answer could carry a raw " +
+          "value, or no such route of this form); allowed: " + JSON.stringify(schema.targets || {}),
+      });
+    }
     prune();
     const c = { id: nextCollect++, req: req, path: path, data: data, values: {}, waiting: new Set(frames.values()) };
     collects.set(c.id, c);

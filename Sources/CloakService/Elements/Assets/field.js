@@ -31,7 +31,7 @@
   const pageOrigin = decode(params.get("origin"));
   const names = (params.get("fields") || "").split(",").map(decode);
   const ancestors = location.ancestorOrigins;
-  if (!formName || !/^[0-9a-f]{16}$/.test(instance || "") || !/^[A-Za-z0-9_-]{1,32}$/.test(key || "") ||
+  if (!formName || formName === "." || formName === ".." || !/^[0-9a-f]{16}$/.test(instance || "") || !/^[A-Za-z0-9_-]{1,32}$/.test(key || "") ||
       !isOrigin(pageOrigin) || names.some(function (n) { return !n; }) || new Set(names).size !== names.length ||
       window.parent === window || (ancestors && ancestors[0] !== pageOrigin)) {
     return; // not embedded as Cloak's loader embeds it: show nothing, say nothing
@@ -59,7 +59,20 @@
     return null;
   }
 
-  function pageState(f) { return Object.assign({}, f.state, { isFocused: f.focused }); }
+  /**
+   * The state as the page (and the form's change event) sees it. A card number's `last4` waits
+   * until the input loses focus, or the number reaches its brand's longest length: a number passes
+   * through several valid lengths as it is typed (a Visa is valid at 13 and 16 digits), and the
+   * last four of each, put together with the BIN, would give away nearly every digit.
+   */
+  function exposed(f, state) {
+    if (!state || f.entry.type !== "cardNumber" || !state.last4 || !f.focused) return state;
+    const brand = schema.brands.filter(function (b) { return b.id === state.cardBrand; })[0] || schema.unknownBrand;
+    const longest = Math.max.apply(null, brand.lengths);
+    return state.inputLength >= longest ? state : Object.assign({}, state, { last4: "" });
+  }
+
+  function pageState(f) { return Object.assign({}, exposed(f, f.state), { isFocused: f.focused }); }
 
   /** Shown as invalid once the user typed and then left the input (or it was filled without focus). */
   function showsInvalid(f) {
@@ -70,7 +83,7 @@
     f.state = state;
     paint(f);
     if (readySent) toPage("change", { name: f.name, state: pageState(f) });
-    if (registered) toController("state", { name: f.name, state: state });
+    if (registered) toController("state", { name: f.name, state: exposed(f, state) });
     maybeReady();
   }
 
@@ -306,15 +319,15 @@
         return;
       }
       controller = findController();
-      toController("register", { key: key, names: names });
+      toController("register", { key: key, form: formName, names: names });
       setTimeout(attempt, REGISTER_EVERY_MS);
     })();
   }
 
   function onController(data) {
-    if (data.type === "registered" && data.key === key && !registered) {
+    if (data.type === "registered" && data.key === key && data.form === formName && !registered) {
       registered = true;
-      inputs.forEach(function (f) { if (f.state) toController("state", { name: f.name, state: f.state }); });
+      inputs.forEach(function (f) { if (f.state) toController("state", { name: f.name, state: exposed(f, f.state) }); });
       maybeReady();
     } else if (data.type === "collect" && registered) {
       const values = {};
