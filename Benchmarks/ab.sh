@@ -11,7 +11,8 @@
 # process (from /proc) per request; one loop thread, wrk -t1 -c32.
 #
 # Environment: ROUNDS (default 4), DURATION seconds per wrk run (default 4), CLOAK_CONFIG
-# (default config/cloak.yaml). Everything it starts is killed on exit.
+# (default config/cloak.yaml), OLD_CLOAK_CONFIG (the old side's, default CLOAK_CONFIG: one binary
+# against itself under two configurations). Everything it starts is killed on exit.
 set -euo pipefail
 
 [[ $# -eq 2 && -x "$1" && -x "$2" ]] || { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -36,7 +37,10 @@ wait_up "http://127.0.0.1:$C_PORT/"
 # The rate limits raised past what wrk sends, as bench.sh does (the buckets are still taken).
 sed -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {requests_per_minute: 10000000, burst: 10000000}/" \
     -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" \
-    "$CLOAK_CONFIG" >"$WORK/cloak.yaml"
+    "$CLOAK_CONFIG" >"$WORK/new.yaml"
+sed -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {requests_per_minute: 10000000, burst: 10000000}/" \
+    -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" \
+    "${OLD_CLOAK_CONFIG:-$CLOAK_CONFIG}" >"$WORK/old.yaml"
 
 declare -A PID PORT
 for side in old new; do
@@ -45,7 +49,7 @@ for side in old new; do
     PORT[$side]=$(free_port)
     CLOAK_SERVER_LISTEN=127.0.0.1:${PORT[$side]} CLOAK_SERVER_THREADS=1 \
         CLOAK_VAULT_STORE=sqlite:$WORK/$side/cloak.db CLOAK_VAULT_KEYS=file:$WORK/$side/keys.json \
-        "$bin" serve --config "$WORK/cloak.yaml" >"$WORK/$side/cloak.log" 2>&1 &
+        "$bin" serve --config "$WORK/$side.yaml" >"$WORK/$side/cloak.log" 2>&1 &
     PIDS+=($!); PID[$side]=$!
     wait_up "http://127.0.0.1:${PORT[$side]}/healthz"
 done

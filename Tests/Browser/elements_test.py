@@ -55,7 +55,7 @@ AUTOCOMPLETE = {"number": "cc-number", "exp": "cc-exp", "cvc": "cc-csc", "holder
 STATE_KEYS_CARD = {"isRequired", "isRequiredValidOnly", "isValid", "isEmpty", "isDirty", "inputLength",
                    "validationErrors", "cardBrand", "cardBrandName", "bin", "last4", "isFocused"}
 PARITY_KINDS = ["card", "cvc", "exp", "ssn", "date", "name"]
-SLOTS = ["number", "exp", "cvc", "holder", "card", "shown", "shown2"] + \
+SLOTS = ["number", "exp", "cvc", "holder", "card", "shown", "shown2", "shown3", "bound_ok", "bound_other"] + \
     [f"p_{k}" for k in PARITY_KINDS + ["identity_name"]]
 
 PAGE = """<!doctype html>
@@ -571,6 +571,11 @@ def test_submit_tokens(t):
     vb = r.get("body") or {}
     c.equal(vb.get("isValid"), False, 'submit("validate") with an empty CVC: isValid')
     c.equal(sorted((vb.get("fields") or {})), sorted(CHECKOUT_NAMES.values()), 'submit("validate"): fields')
+    # Only where the answer cannot hand a value back: no route of the test configuration uses the
+    # checkout form, and a tab or newline must not walk a route out of /proxy.
+    for target in [{"route": "/post"}, {"route": "/.\t./forms/checkout/send"}, {"route": "/.\n./aliases"}, "nope"]:
+        r = t.submit("co", target)
+        c.expect(r.get("rejected") or r.get("threw"), f"submit({target!r}) should reject, got {short(r)}")
     c.done()
 
 
@@ -1080,6 +1085,26 @@ def test_reveal(t):
             c.expect("1111" not in text and "4111" not in text, f"the refused reveal frame shows {text!r}")
         finally:
             t.d.switch_to.default_content()
+
+    # an expired session: the frame says "expired" (polled on the server until it is, no sleep)
+    brief = t.new_session([alias], ttl=1)
+    wait_until(lambda: "expired" in t.http.get(
+        f"{t.url}/elements/v1/reveal", timeout=10,
+        headers={"Cloak-Session": brief.get("session", ""), "Cloak-Alias": alias, "Sec-Fetch-Site": "same-origin"}).text,
+        5, "the one-second session to expire")
+    t.js("return __h.reveal('shown3', '#shown3', arguments[0])", {"alias": alias, "session": brief.get("session")})
+    err = t.wait_event("shown3", "error", what="an 'error' event for an expired session")
+    c.equal((err.get("data") or {}).get("code"), "expired", "the error code of an expired session")
+    c.expect(not t.events("shown3", "revealed"), "an expired session revealed the value")
+
+    # a session bound to the browser's address reveals; bound to another address it does not
+    for client, reveals in [("127.0.0.1", True), ("203.0.113.7", False)]:
+        bound = t.http.post(f"{t.url}/elements/sessions", headers=t.auth(), timeout=10,
+                            json={"aliases": [alias], "ttl_s": 60, "client": client}).json()
+        slot = "bound_ok" if reveals else "bound_other"
+        t.js("return __h.reveal(arguments[1], '#' + arguments[1], arguments[0])",
+             {"alias": alias, "session": bound.get("session")}, slot)
+        t.wait_event(slot, "revealed" if reveals else "error", what=f"the reveal of a session bound to {client}")
 
     # the endpoint itself: only frames (Sec-Fetch-Site: same-origin) get a value
     fresh = t.new_session([alias])

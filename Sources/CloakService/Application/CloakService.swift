@@ -125,11 +125,13 @@ public final class CloakService: Sendable {
         let finish: @Sendable (HTTPResponse) -> Void = { [accessLog, metrics, template] response in
             var response = response
             if !cors.isEmpty { response.headers += cors }
-            // With Elements on, Cloak's origin holds the frames that hold card values. Nothing
-            // else served from it (an answer, an upstream's answer through a route) may ever run
-            // as a document of that origin and reach into them: a sandboxed, unframeable
-            // document without scripts, should a browser be sent to it.
-            if elementsOn && template != Self.elementsAssetTemplate {
+            // With Elements on, Cloak's origin holds the frames that hold card values. An
+            // upstream's answer through a route (any type, any content: Cloak did not write it)
+            // must never run as a document of that origin and reach into them: a sandboxed,
+            // unframeable document without scripts, should a browser be sent to it. Cloak's own
+            // answers are JSON or text it writes itself, and go without (two headers cost 5% of
+            // a request: Benchmarks/README.md).
+            if elementsOn && Self.forwardsUpstreamAnswers(template) {
                 response.headers.append(("Content-Security-Policy", Self.apiCSP))
                 response.headers.append(("X-Content-Type-Options", "nosniff"))
             }
@@ -215,6 +217,11 @@ public final class CloakService: Sendable {
     }
 
     static let elementsAssetTemplate = "/elements/v1/{asset}"
+
+    /// The doors whose answers come from an upstream: `/proxy/…` routes and `/egress/…`.
+    static func forwardsUpstreamAnswers(_ template: String) -> Bool {
+        template.hasPrefix("/proxy/") || template.hasPrefix("/egress/")
+    }
     static let apiCSP = "sandbox; default-src 'none'; frame-ancestors 'none'"
 
     /// The endpoints anyone may call (browsers and apps tokenize without a token): there, a
