@@ -479,6 +479,37 @@ def test_typing(t):
     c.done()
 
 
+def test_one_release_per_number(t):
+    """A Visa is valid at 13 and at 16 digits: once the last four of one length left the frame (a
+    blur, a submission), a longer or shorter version of the same digits releases nothing more."""
+    c = t.checks()
+    t.open_page()
+    t.checkout("co")
+    short_number, long_number = "4222222222222", "4222222222222006"
+    since = t.count()
+    t.type_in("number", short_number)
+    t.blur("number")
+    first = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False
+                         and s.get("inputLength") == 13, since, what="the state after leaving 13 digits")["data"]
+    c.equal((first.get("isValid"), first.get("last4")), (True, "2222"), "13 valid digits, left: (isValid, last4)")
+    since = t.count()
+    t.type_in("number", long_number[13:])
+    t.blur("number")
+    second = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False
+                          and s.get("inputLength") == 16, since, what="the state after leaving 16 digits")["data"]
+    c.equal((second.get("isValid"), second.get("last4")), (True, ""), "the same digits made longer: (isValid, last4)")
+    r = t.submit("co", "validate")
+    c.expect(r.get("rejected"), f"a submission of the lengthened number should reject, got {short(r)}")
+    # Emptied, the field starts afresh.
+    since = t.count()
+    t.type_in("number", long_number, clear=True)
+    t.blur("number")
+    third = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False
+                         and s.get("inputLength") == 16, since, what="the state after retyping 16 digits")["data"]
+    c.equal(third.get("last4"), "2006", "last4 after emptying the field and typing the number again")
+    c.done()
+
+
 def check_no_leak(t, c, when):
     events, messages = t.seen_text()
     for secret in [CARD, "4111 1111 1111 1111", "411111111111"]:
@@ -1166,7 +1197,7 @@ def test_timing(t):
     c.done()
 
 
-TESTS = [test_mount, test_typing, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_styling,
+TESTS = [test_mount, test_typing, test_one_release_per_number, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_styling,
          test_events, test_strict_mode, test_bad_input, test_unlisted_origin, test_postmessage_hostility,
          test_headers, test_reveal, test_timing]
 

@@ -170,6 +170,7 @@ import Testing
             forms:
               raw: {fields: [{name: n, type: cardNumber}, {name: s, type: ssn, tokenization: {format: UUID, storage: PERSISTENT}}]}
               safe: {fields: [{name: n, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}, {name: h, type: cardHolderName}]}
+              cvc: {fields: [{name: c, type: cvc, tokenization: {format: GENERIC_T_FOUR, storage: VOLATILE}}]}
             routes:
               - {id: 00000000-0000-4000-8000-00000000000a, path: /pay/, form: safe, upstream: echo}
               - {id: 00000000-0000-4000-8000-00000000000b, path: /raw, form: raw, upstream: echo}
@@ -181,6 +182,9 @@ import Testing
         #expect(raw == ["kinds": ["validate"], "routes": []])
         let safe = try server.client().request("GET", "/elements/v1/forms/safe").json?["targets"] as? [String: [String]]
         #expect(safe == ["kinds": ["tokens", "send", "validate"], "routes": ["/pay"]])
+        // A last-four alias of a CVC is the CVC.
+        let cvc = try server.client().request("GET", "/elements/v1/forms/cvc").json?["targets"] as? [String: [String]]
+        #expect(cvc == ["kinds": ["validate"], "routes": []])
     }
 
     @Test func aSessionBoundToAClientRevealsToThatAddressOnly() throws {

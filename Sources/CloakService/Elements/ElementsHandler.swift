@@ -74,11 +74,17 @@ struct ElementsHandler: Sendable {
 
     /// Where the form's controller frame may send the values: the answer goes back to the page,
     /// so `tokens`, `send` and this form's routes only when no card number, CVC or SSN of the form
-    /// can come back raw (each has `tokenization`); `validate` answers states only. Routes with
+    /// can come back raw (each has `tokenization`, a CVC's not a last-four format); `validate`
+    /// answers states only (the card frames release one last four per number: field.js). Routes with
     /// `request`/`response` operations, or without this form, forward bodies as they are: never.
     func targets(_ form: FormSchema) -> JSONValue {
         let sensitive: Set<FieldType> = [.cardNumber, .cvc, .ssn]
-        let safe = form.fields.allSatisfy { !sensitive.contains($0.type) || $0.tokenization != nil }
+        let safe = form.fields.allSatisfy { field in
+            guard sensitive.contains(field.type) else { return true }
+            guard let tokenization = field.tokenization else { return false }
+            // A last-four format keeps all of a three- or four-digit CVC.
+            return field.type != .cvc || !tokenization.format.rawValue.hasSuffix("T_FOUR")
+        }
         var routes: [String] = []
         for route in context.configuration.routes
         where safe && route.form == form.name && route.requestOperations.isEmpty && route.responseOperations.isEmpty {

@@ -156,7 +156,17 @@
 
   function onValues(f, data) {
     const c = collects.get(data.req);
-    if (!c || !c.waiting.has(f) || !data.values || typeof data.values !== "object") return;
+    if (!c || !c.waiting.has(f)) return;
+    if (Array.isArray(data.refused)) {
+      clearTimeout(c.timer);
+      collects.delete(c.id);
+      return toPage("failed", {
+        req: c.req, message: "the card number changed after it was shown or sent (" +
+          data.refused.filter(function (n) { return typeof n === "string"; }).join(", ") +
+          "): clear the field and type the number again",
+      });
+    }
+    if (!data.values || typeof data.values !== "object") return;
     f.names.forEach(function (n) {
       if (owner.get(n) === f && typeof data.values[n] === "string") c.values[n] = data.values[n];
     });

@@ -66,10 +66,35 @@
    * last four of each, put together with the BIN, would give away nearly every digit.
    */
   function exposed(f, state) {
-    if (!state || f.entry.type !== "cardNumber" || !state.last4 || !f.focused) return state;
-    const brand = schema.brands.filter(function (b) { return b.id === state.cardBrand; })[0] || schema.unknownBrand;
-    const longest = Math.max.apply(null, brand.lengths);
-    return state.inputLength >= longest ? state : Object.assign({}, state, { last4: "" });
+    if (!state || f.entry.type !== "cardNumber") return state;
+    const related = changedAfterRelease(f); // also forgets the release once the field is emptied
+    if (!state.last4) return state;
+    const hidden = Object.assign({}, state, { last4: "" });
+    if (related) return hidden;
+    if (f.focused) {
+      const brand = schema.brands.filter(function (b) { return b.id === state.cardBrand; })[0] || schema.unknownBrand;
+      if (state.inputLength < Math.max.apply(null, brand.lengths)) return hidden;
+    }
+    release(f);
+    return state;
+  }
+
+  /**
+   * One number, one release. Once a card number's last four left the frame (in a state, or its
+   * value in a submission, whose answer may be a validate state or an alias keeping the last four),
+   * a longer or shorter version of the same digits releases nothing more until the field is
+   * emptied: else a page could blur the field, or submit, at every valid length of one typed
+   * number and put its digits together. Each release is remembered as the digits released.
+   */
+  function digitsOf(f) { return f.input.value.replace(/[^0-9]/g, ""); }
+
+  function release(f) { if (f.entry.type === "cardNumber") f.released = digitsOf(f); }
+
+  function changedAfterRelease(f) {
+    const now = digitsOf(f);
+    if (!now) f.released = null;
+    const before = f.released;
+    return !!before && !!now && now !== before && (now.indexOf(before) === 0 || before.indexOf(now) === 0);
   }
 
   function pageState(f) { return Object.assign({}, exposed(f, f.state), { isFocused: f.focused }); }
@@ -331,7 +356,9 @@
       maybeReady();
     } else if (data.type === "collect" && registered) {
       const values = {};
-      inputs.forEach(function (f) { values[f.name] = f.input.value; });
+      const refused = inputs.filter(changedAfterRelease).map(function (f) { return f.name; });
+      if (refused.length) return toController("values", { req: data.req, refused: refused });
+      inputs.forEach(function (f) { values[f.name] = f.input.value; release(f); });
       toController("values", { req: data.req, values: values });
     } else if (data.type === "linked") {
       const f = byName(data.name);
