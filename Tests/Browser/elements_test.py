@@ -510,6 +510,32 @@ def test_one_release_per_number(t):
     c.done()
 
 
+def test_tab_order(t):
+    """Tab walks from the page's input before the fields, through each field frame in page order,
+    to the page's input after them, as it would through plain inputs."""
+    c = t.checks()
+    t.open_page()
+    t.js("var b = document.createElement('input'); b.id = 'before';"
+         "document.getElementById('number').before(b);"
+         "var a = document.createElement('input'); a.id = 'after';"
+         "document.getElementById('holder').after(a);")
+    t.checkout("co")
+    t.d.execute_script("document.getElementById('before').focus();")
+    for slot in ["number", "exp", "cvc", "holder"]:
+        since = t.count()
+        t.d.switch_to.active_element.send_keys(Keys.TAB)
+        t.wait_event(slot, "focus", since=since, timeout=5, what=f"Tab to reach the {slot} frame's input")
+        t.d.switch_to.default_content()
+    t.d.switch_to.default_content()
+    t.d.switch_to.frame(t.frame_in("holder"))
+    t.d.switch_to.active_element.send_keys(Keys.TAB)
+    t.d.switch_to.default_content()
+    wait_until(lambda: t.d.execute_script("return document.activeElement && document.activeElement.id") == "after", 5,
+               "Tab from the last frame to reach the page's input after it",
+               lambda: repr(t.d.execute_script("return document.activeElement && document.activeElement.outerHTML")))
+    c.done()
+
+
 def check_no_leak(t, c, when):
     events, messages = t.seen_text()
     for secret in [CARD, "4111 1111 1111 1111", "411111111111"]:
@@ -1199,7 +1225,7 @@ def test_timing(t):
 
 TESTS = [test_mount, test_typing, test_one_release_per_number, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_styling,
          test_events, test_strict_mode, test_bad_input, test_unlisted_origin, test_postmessage_hostility,
-         test_headers, test_reveal, test_timing]
+         test_headers, test_reveal, test_tab_order, test_timing]
 
 
 def main(argv):
