@@ -10,13 +10,12 @@ public enum ElementsAssets {
         enum Kind: Sendable { case script, style, document }
         let kind: Kind
         let bytes: [UInt8]
-        /// A strong validator: the first 128 bits of the content's SHA-256, quoted.
         let etag: String
 
         init(_ kind: Kind, _ bytes: [UInt8]) {
             self.kind = kind
             self.bytes = bytes
-            self.etag = "\"" + Digest.sha256(bytes).prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+            self.etag = ElementsAssets.etag(for: bytes)
         }
 
         var contentType: String {
@@ -41,6 +40,11 @@ public enum ElementsAssets {
         "controller.html": Asset(.document, PackageResources.controller_html),
         "reveal.html": Asset(.document, PackageResources.reveal_html),
     ]
+
+    /// A strong validator for `bytes`: the first 128 bits of their SHA-256, quoted.
+    static func etag(for bytes: [UInt8]) -> String {
+        "\"" + Digest.sha256(bytes).prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+    }
 
     /// The loader's bytes, as `GET /elements/v1/cloak.js` serves them.
     public static var loader: [UInt8] { PackageResources.cloak_js }

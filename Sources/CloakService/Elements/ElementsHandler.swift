@@ -65,7 +65,7 @@ struct ElementsHandler: Sendable {
         members.append(("allowedOrigins", .strings(settings.allowedOrigins)))
         members.append(("fontOrigins", .strings(settings.fontOrigins)))
         let body = JSONWriter.encode(.object(members))
-        let etag = ElementsAssets.Asset(.script, body).etag
+        let etag = ElementsAssets.etag(for: body)
         return Self.conditional(request, etag: etag, contentType: "application/json", body: body, headers: [
             ("ETag", etag), ("Cache-Control", "no-cache"), ("Access-Control-Allow-Origin", "*"),
             ("X-Content-Type-Options", "nosniff"),
