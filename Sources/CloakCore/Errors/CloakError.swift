@@ -1,4 +1,5 @@
-/// A failure as Cloak answers it: a VGSError-style body with a code, a type and an HTTP status.
+/// A failure as Cloak answers it: a VGSError-style body with a code and a type (the HTTP status
+/// each code is answered with belongs to the service: `CloakService`'s `ErrorStatus.swift`).
 ///
 /// Errors compare by code only. A description names fields and rules, never a submitted value:
 /// build them from field names, counts and type names alone.
@@ -60,22 +61,6 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
             case .invalidConfigurationURL: return "VGSSDKErrorWrongConfiguration"
             case .vaultUnavailable: return "VGSSDKErrorVaultUnavailable"
             case .tooManyConnections: return "VGSSDKErrorTooManyConnections"
-            }
-        }
-
-        public var httpStatus: Int {
-            switch self {
-            case .inputDataIsNotValid, .aliasNotFound: return 422
-            case .malformedRequest, .invalidConfigurationURL: return 400
-            case .payloadTooLarge: return 413
-            case .invalidAccessToken: return 401
-            case .forbidden: return 403
-            case .unexpectedResponseType, .unexpectedResponseDataFormat: return 502
-            case .notFound: return 404
-            case .methodNotAllowed: return 405
-            case .upstreamTimeout: return 504
-            case .tooManyRequests: return 429
-            case .vaultUnavailable, .tooManyConnections: return 503
             }
         }
     }

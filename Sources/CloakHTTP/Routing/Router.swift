@@ -14,7 +14,7 @@ import Foundation
 /// then a catch-all), so resolving costs one step per segment whatever the number of
 /// routes.
 public struct Router<Handler: Sendable>: Sendable {
-    public enum Resolution {
+    public enum Resolution: Sendable {
         case found(Handler, parameters: RouteParameters, template: String)
         case methodNotAllowed(allowed: [HTTPMethod], template: String)
         case notFound

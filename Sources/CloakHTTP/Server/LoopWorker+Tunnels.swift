@@ -1,5 +1,4 @@
 import CLibevent
-import CloakCore
 import COpenSSL
 import Foundation
 
@@ -13,25 +12,26 @@ import Foundation
 /// as any other, and they carry the tunnel's ``ProxyTarget``.
 extension LoopWorker {
     func openTunnel(_ req: OpaquePointer, _ request: HTTPRequest, evcon: OpaquePointer) {
-        guard let tunnels, let connection = connections[evcon], let filter = connection.connectionFilter,
+        guard let tunnels else { preconditionFailure("a CONNECT reached a door without tunnels") }
+        guard let connection = connections[evcon], let filter = connection.connectionFilter,
             connection.tunnel == nil
         else {
-            return answerConnect(req, Self.connectError(400, "a CONNECT inside a tunnel is not served"))
+            return answerConnect(req, tunnels.malformed("a CONNECT inside a tunnel is not served"))
         }
         if request.violation != nil {
             // A CONNECT that broke framing (or any other rule of the request): refused and closed.
-            var refusal = Self.connectError(400, "the CONNECT request is malformed")
+            var refusal = tunnels.malformed("the CONNECT request is malformed")
             refusal.headers.append(("Connection", "close"))
             return answerConnect(req, refusal)
         }
         guard let uri = evhttp_request_get_evhttp_uri(req),
             let hostPointer = evhttp_uri_get_host(uri), hostPointer.pointee != 0, evhttp_uri_get_port(uri) > 0
         else {
-            return answerConnect(req, Self.connectError(400, "CONNECT needs host:port"))
+            return answerConnect(req, tunnels.malformed("CONNECT needs host:port"))
         }
         let host = String(cString: hostPointer).lowercased()
         let port = Int(evhttp_uri_get_port(uri))
-        switch tunnels(request, host, port) {
+        switch tunnels.decide(request, host, port) {
         case let .refuse(response):
             answerConnect(req, response)
         case let .open(grant, certificate):
@@ -40,7 +40,7 @@ extension LoopWorker {
             guard let input = bufferevent_get_input(connection.bufferevent), evbuffer_get_length(input) == 0,
                 filter.grant(certificate.context)
             else {
-                return answerConnect(req, Self.connectError(400, "send nothing after CONNECT before its answer"))
+                return answerConnect(req, tunnels.malformed("send nothing after CONNECT before its answer"))
             }
             connection.tunnel = ProxyTarget(scheme: "https", host: host, port: port, tunnelGrant: grant)
             // Python's http.client sends `CONNECT … HTTP/1.0`, after whose answer evhttp would
@@ -60,11 +60,6 @@ extension LoopWorker {
         response.headers.append(("Content-Length", String(response.body.count)))
         restartClockWhenWritten(req)
         send(response, to: req)
-    }
-
-    private static func connectError(_ status: Int, _ message: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")],
-                     body: JSONWriter.encode(CloakError.malformed(message).body))
     }
 
     /// The parsed target of an absolute-form request (`POST http://host:port/path`).

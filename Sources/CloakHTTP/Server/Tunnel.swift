@@ -24,6 +24,18 @@ public enum TunnelDecision: Sendable {
     case refuse(HTTPResponse)
 }
 
-/// Decides a CONNECT, on the loop thread (it must not block): the request (its
-/// `Proxy-Authorization`), the host and the port asked for.
-public typealias TunnelAuthorizer = @Sendable (_ connect: HTTPRequest, _ host: String, _ port: Int) -> TunnelDecision
+/// The forward-proxy door's judge of CONNECTs, on the loop thread (it must not block).
+public struct TunnelAuthorizer: Sendable {
+    /// Decides a CONNECT: the request (its `Proxy-Authorization`), the host and the port asked for.
+    public var decide: @Sendable (_ connect: HTTPRequest, _ host: String, _ port: Int) -> TunnelDecision
+    /// The answer to a CONNECT the server refuses before asking (no `host:port`, bytes sent
+    /// before the answer, a CONNECT inside a tunnel): status 400 and the reason, in the body
+    /// the service writes for a malformed request.
+    public var malformed: @Sendable (_ reason: String) -> HTTPResponse
+
+    public init(decide: @escaping @Sendable (_ connect: HTTPRequest, _ host: String, _ port: Int) -> TunnelDecision,
+                malformed: @escaping @Sendable (_ reason: String) -> HTTPResponse) {
+        self.decide = decide
+        self.malformed = malformed
+    }
+}

@@ -56,7 +56,9 @@ public enum ServiceRunner {
         // The door is the backend's, next to it: no balancer's PROXY header in front.
         configuration.proxyProtocol = false
         return try HTTPServer(configuration: configuration, deferredHandler: service.handleEgress,
-                              tunnels: { request, host, port in service.authorizeTunnel(request, host: host, port: port) },
+                              tunnels: TunnelAuthorizer(
+                                decide: { request, host, port in service.authorizeTunnel(request, host: host, port: port) },
+                                malformed: { reason in .error(.malformed(reason)) }),
                               watchdog: service.watchdog, name: "egress")
     }
 }

@@ -10,39 +10,6 @@ extension CloakService {
                       authenticator: auth, admission: admission(for: identity))
     }
 
-    /// The ``HTTPDeferredHandler`` of the forward-proxy door (`egress.listen`): requests inside
-    /// CONNECT tunnels and absolute-form requests.
-    public func handleEgress(_ request: HTTPRequest, _ responder: HTTPResponder) {
-        let start = DispatchTime.now().uptimeNanoseconds
-        let identity: Identity
-        if let grant = request.proxyTarget?.tunnelGrant {
-            // Authorized once, at the CONNECT.
-            identity = Identity(token: auth.tokens.first { $0.id == grant }, rejected: false)
-        } else {
-            identity = auth.identifyProxy(request.header("Proxy-Authorization"))
-        }
-        let reply: Reply
-        do throws(CloakError) {
-            if let violation = request.violation { throw Self.error(for: violation) }
-            try checkRate(request, identity: identity)
-            reply = egressHandler(identity).forwardDoor(request)
-        } catch {
-            reply = .now(.error(error))
-        }
-        let finish: @Sendable (HTTPResponse) -> Void = { [accessLog, metrics] response in
-            let nanoseconds = DispatchTime.now().uptimeNanoseconds - start
-            metrics.record(route: "egress-proxy", status: response.status, nanoseconds: Int64(nanoseconds), loop: request.loop)
-            // The path may hold anything the client put there: the access line names the door only.
-            accessLog.record(method: request.method.rawValue, path: "-", route: "egress-proxy", status: response.status,
-                             micros: Int(nanoseconds / 1000), requestID: request.requestID, client: request.remoteAddress)
-            responder.respond(response)
-        }
-        switch reply {
-        case let .now(response): finish(response)
-        case let .later(work): work(finish)
-        }
-    }
-
     /// Decides a CONNECT on the forward-proxy door: 407 without valid credentials, 403 when no
     /// route the token may use goes to that host and port; otherwise a tunnel with a leaf
     /// certificate for the host.
@@ -68,7 +35,7 @@ extension CloakService {
         if isDraining.load(ordering: .relaxed) {
             return .refuse(.error(CloakError(.tooManyConnections, "the server is shutting down")))
         }
-        do throws(CloakError) { try checkRate(connect, identity: identity) } catch { return .refuse(.error(error)) }
+        do throws(CloakError) { try rates.check(connect, identity: identity) } catch { return .refuse(.error(error)) }
         guard let token = identity.token else { return .refuse(EgressHandler.proxyAuthenticationRequired(identity)) }
         guard egressHandler(identity).mayTunnel(host: host, port: port) else {
             return .refuse(.error(CloakError(.forbidden, "no egress route this token may use goes to this host and port")))

@@ -1,0 +1,36 @@
+import CloakCore
+import CloakHTTP
+
+/// Identifies the caller once (``Identity``); handlers then ask it for scopes. Nothing is
+/// refused here: an endpoint decides what its caller needs.
+struct AuthMiddleware: Middleware {
+    enum Credentials: Sendable {
+        /// `Authorization: Bearer`, except on endpoints whose caller is in `Proxy-Authorization`.
+        case api
+        /// The forward-proxy door: the token that opened the request's tunnel (authorized once,
+        /// at the CONNECT), else `Proxy-Authorization`.
+        case forwardProxy
+    }
+
+    let authenticator: Authenticator
+    let credentials: Credentials
+
+    func request(_ context: inout RequestContext) throws(CloakError) -> HTTPResponse? {
+        let request = context.request
+        switch credentials {
+        case .api:
+            if context.endpoint?.callerInProxyAuthorization == true {
+                context.identity = authenticator.identifyProxy(request.header("Proxy-Authorization"))
+            } else {
+                context.identity = authenticator.identify(request)
+            }
+        case .forwardProxy:
+            if let grant = request.proxyTarget?.tunnelGrant {
+                context.identity = Identity(token: authenticator.tokens.first { $0.id == grant }, rejected: false)
+            } else {
+                context.identity = authenticator.identifyProxy(request.header("Proxy-Authorization"))
+            }
+        }
+        return nil
+    }
+}
