@@ -9,32 +9,6 @@ import Synchronization
 /// is queued; the executor thread only reads and writes the store, and calls each completion
 /// there once its writes are committed.
 public final class Vault: Sendable {
-    public struct Settings: Sendable {
-        public var environment: String
-        public var volatileTTLSeconds: Int
-        public var maxBatch: Int
-        /// Records remembered by fingerprint so a stored value's alias is answered without the
-        /// store (``DedupeCache``); 0: none. Only for a vault that is its store's one writer.
-        public var dedupeCacheEntries: Int
-        /// How long an anonymous caller's record lives unless kept (`auth.anonymous.intent_ttl_s`);
-        /// 0: anonymous records are ordinary records (kept for good when PERSISTENT).
-        public var intentTTLSeconds: Int
-        /// The share of one small format-preserving bucket (the aliases one value's kept
-        /// characters allow) that intents may hold (`auth.anonymous.max_bucket_share`): past it an
-        /// anonymous request needing that bucket is refused, so anonymous callers cannot wear out
-        /// the aliases of one card's BIN and last four.
-        public var maxBucketShare: Double
-        public init(environment: String = "sandbox", volatileTTLSeconds: Int = 3600, maxBatch: Int = 100,
-                    dedupeCacheEntries: Int = 0, intentTTLSeconds: Int = 86_400, maxBucketShare: Double = 0.25) {
-            self.intentTTLSeconds = intentTTLSeconds
-            self.maxBucketShare = maxBucketShare
-            self.environment = environment
-            self.volatileTTLSeconds = volatileTTLSeconds
-            self.maxBatch = maxBatch
-            self.dedupeCacheEntries = dedupeCacheEntries
-        }
-    }
-
     public let settings: Settings
     let keys: KeyRing
     let generator: AliasGenerator
@@ -194,112 +168,10 @@ public final class Vault: Sendable {
         })
     }
 
-    /// Reveals each alias found (expired ones are not found).
-    public func reveal(_ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void) {
-        executor.submit({ [self] store in
-            var out: [String: RevealedRecord] = [:]
-            for alias in aliases {
-                if let record = try liveRecord(alias, in: store) { out[alias] = try open(record) }
-            }
-            return out
-        }, completion: { completion(Self.map($0)) })
-    }
-
-    /// Deletes an alias (and its value once no alias is left).
-    public func delete(_ alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
-        changeRecord(of: alias, { store, record in
-            guard try store.deleteAlias(alias) else { throw VaultError.notFound }
-        }, completion: completion)
-    }
-
-    /// Changes the record an alias belongs to: its classifiers, metadata and lifetime (from now),
-    /// each when given. A token holder's record only: an intent's life is `keep`'s business.
-    public func update(_ alias: String, classifiers: [String]?, metadata: [String: String]?, ttlSeconds: Int?,
-                       completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
-        let now = clock(), volatileTTL = Int64(settings.volatileTTLSeconds)
-        changeRecord(of: alias, { store, record in
-            if let classifiers { try store.setClassifiers(classifiers, recordID: record.id) }
-            if let metadata { try store.setRecordMetadata(metadata, recordID: record.id) }
-            if let ttlSeconds {
-                // An intent never outlives its intent lifetime, nor a VOLATILE value vault.volatile_ttl_s.
-                var wanted = now + Int64(ttlSeconds)
-                if record.intent { wanted = min(wanted, record.expiresAt ?? wanted) }
-                if record.storage == .volatile { wanted = min(wanted, record.createdAt + volatileTTL) }
-                try store.setExpiry(wanted, recordID: record.id)
-            }
-        }, completion: completion)
-    }
-
-    /// Replaces the classifiers of the record an alias belongs to.
-    public func setClassifiers(_ classifiers: [String], alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
-        changeRecord(of: alias, { store, record in
-            try store.setClassifiers(classifiers, recordID: record.id)
-        }, completion: completion)
-    }
-
-    /// Runs `change` on the live record of `alias`. The dedupe cache drops the record before the
-    /// change is written and keeps it out until the job's outcome is known (after the commit,
-    /// before the caller hears of it), so no loop answers from what the change removed.
-    private func changeRecord(of alias: String, _ change: @escaping @Sendable (any AliasStore, StoredRecord) throws -> Void,
-                              completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
-        let changing = ChangingRecord()
-        executor.submit({ [self, cache] store in
-            guard let record = try liveRecord(alias, in: store) else { throw VaultError.notFound }
-            if let cache, changing.mark(record.fingerprint) { cache.changing(record.fingerprint) }
-            try change(store, record)
-        }, completion: { [cache] result in
-            cache?.changed(changing.fingerprint)
-            completion(Self.map(result))
-        })
-    }
-
     /// Answers when the store does.
     public func ping(completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
         executor.submit({ store in try store.ping() }, completion: { completion(Self.map($0)) })
     }
-
-    // MARK: Alias signatures
-
-    /// The MAC binding an alias (its text and format) to the record it points to.
-    static func sign(_ alias: IssuedAlias, recordID: String, key: HMACKey) -> [UInt8] {
-        var message = "cloak/v1/alias\0\(alias.alias)\0\(recordID)\0\(alias.storedFormat)"
-        return message.withUTF8 { key.authenticate(UnsafeRawBufferPointer($0)) }
-    }
-
-    func isAuthentic(_ alias: IssuedAlias, recordID: String) -> Bool {
-        !alias.mac.isEmpty && constantTimeEquals(alias.mac, Self.sign(alias, recordID: recordID, key: keys.aliasMAC))
-    }
-
-    // MARK: On the executor thread
-
-    /// The live record `alias` points to, with only its authentic aliases. An alias row whose MAC
-    /// does not bind it to that record (a database writer pointed it elsewhere) is refused.
-    private func liveRecord(_ alias: String, in store: any AliasStore) throws -> StoredRecord? {
-        guard var record = try store.record(alias: alias) else { return nil }
-        if let expires = record.expiresAt, expires <= clock() { return nil }
-        guard let row = record.aliases.first(where: { $0.alias == alias }), isAuthentic(row, recordID: record.id) else {
-            throw VaultError.unavailable("an alias row failed its integrity check")
-        }
-        record.aliases.removeAll { !isAuthentic($0, recordID: record.id) }
-        return record
-    }
-
-    private func open(_ record: StoredRecord) throws -> RevealedRecord {
-        guard let key = keys.key(id: record.keyID) else {
-            throw VaultError.unavailable("the key \(record.keyID) that sealed a record is not in the key ring")
-        }
-        let plain: [UInt8]
-        do {
-            plain = try AESGCM.open(record.sealed, key: key.encryptionKey, associatedData: Self.associatedData(record.id, record.keyID))
-        } catch {
-            throw VaultError.unavailable("a record failed authentication")
-        }
-        return RevealedRecord(value: String(decoding: plain, as: UTF8.self), aliases: record.aliases, storage: record.storage,
-                              classifiers: record.classifiers, createdAt: record.createdAt, expiresAt: record.expiresAt,
-                              intent: record.intent, metadata: record.metadata)
-    }
-
-    static func associatedData(_ recordID: String, _ keyID: String) -> [UInt8] { Array("\(recordID)|\(keyID)".utf8) }
 
     static func map<T>(_ result: Result<T, any Error>) -> Result<T, VaultError> {
         switch result {
@@ -309,21 +181,4 @@ public final class Vault: Sendable {
         case let .failure(error): return .failure(.unavailable("\(error)"))
         }
     }
-}
-
-/// The fingerprint a change job keeps out of the dedupe cache, shared by the job and its
-/// completion. Marked once: a retried batch runs the job again.
-private final class ChangingRecord: Sendable {
-    private let state = Mutex<(marked: Bool, fingerprint: [UInt8]?)>((false, nil))
-
-    /// Records `fingerprint`; false when the job had already marked one.
-    func mark(_ fingerprint: [UInt8]?) -> Bool {
-        state.withLock { s in
-            guard !s.marked else { return false }
-            s = (true, fingerprint)
-            return true
-        }
-    }
-
-    var fingerprint: [UInt8]? { state.withLock { $0.fingerprint } }
 }

@@ -38,18 +38,18 @@ final class ConnectionFilter {
         case failed
     }
 
-    private(set) var mode: Mode
+    var mode: Mode
     /// The client address a PROXY header named (nil: none, or `LOCAL`).
-    private(set) var proxiedSource: String?
+    var proxiedSource: String?
     /// A PROXY header with the PROXY command named no client (`UNKNOWN`, an unspecified family):
     /// the connection is served as from the balancer, and no forwarding header is believed.
-    private(set) var namedNoClient = false
+    var namedNoClient = false
     /// Asked when a PROXY header names a client: false refuses the connection (its address holds
     /// its share of connections).
     var admitSource: ((String) -> Bool)?
     /// Why a PROXY header was refused, as a code (`proxy_untrusted_peer`, `proxy_header_invalid`,
     /// `proxy_address_limit`; never the bytes).
-    private(set) var proxyRefusal: String?
+    var proxyRefusal: String?
 
     init(mode: Mode) { self.mode = mode }
     /// The filter bufferevent, set once made; nil once evhttp let go of the connection.
@@ -57,8 +57,8 @@ final class ConnectionFilter {
     /// The filter bufferevent while the loop's own reference on it is held.
     private var held: OpaquePointer?
     /// Pushes output evhttp queued while the filter was waiting for the handshake.
-    private var kick: OpaquePointer?
-    private var handshakeDone = false
+    var kick: OpaquePointer?
+    var handshakeDone = false
     static let chunk = 16 * 1024
 
     /// A granted tunnel's TLS: the SSL (server side, memory BIOs), a buffer for bytes between
@@ -162,184 +162,5 @@ final class ConnectionFilter {
         guard case .plain = mode, let session = Session(context: context) else { return false }
         mode = .granted(session)
         return true
-    }
-
-    private func input(_ src: OpaquePointer, _ dst: OpaquePointer) -> bufferevent_filter_result {
-        switch mode {
-        case let .awaitingProxyHeader(trusted):
-            return readProxyHeader(src, dst, trusted: trusted)
-        case .plain:
-            evbuffer_add_buffer(dst, src)
-            return BEV_OK
-        case .failed:
-            evbuffer_drain(src, evbuffer_get_length(src))
-            return BEV_ERROR
-        case let .granted(session):
-            mode = .tls(session)
-            return input(src, dst)
-        case let .tls(session):
-            let ssl = session.ssl, scratch = session.scratch
-            // Ciphertext into OpenSSL, plaintext out to evhttp.
-            while evbuffer_get_length(src) > 0 {
-                let n = Int(evbuffer_remove(src, scratch, Self.chunk))
-                guard n > 0 else { break }
-                guard BIO_write(SSL_get_rbio(ssl), scratch, Int32(n)) == n else { return fail() }
-            }
-            var produced = false
-            while true {
-                let n = SSL_read(ssl, scratch, Int32(Self.chunk))
-                if n > 0 {
-                    evbuffer_add(dst, scratch, Int(n))
-                    produced = true
-                    continue
-                }
-                let error = SSL_get_error(ssl, n)
-                flushCiphertext(session)
-                if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE { break }
-                if error == SSL_ERROR_ZERO_RETURN { return close() }  // close_notify: the client is done
-                return fail()
-            }
-            if !handshakeDone && SSL_is_init_finished(ssl) == 1 {
-                handshakeDone = true
-                if let filter, let output = bufferevent_get_output(filter), evbuffer_get_length(output) > 0, let kick {
-                    event_active(kick, 0, 0)
-                }
-            }
-            return produced ? BEV_OK : BEV_NEED_MORE
-        }
-    }
-
-    private func output(_ src: OpaquePointer, _ dst: OpaquePointer) -> bufferevent_filter_result {
-        switch mode {
-        case .awaitingProxyHeader:
-            // Nothing is answered before the header (evhttp has read nothing): keep it queued.
-            return BEV_NEED_MORE
-        case .plain, .granted:
-            // The CONNECT's answer (and anything before it) leaves as it is.
-            deliver(src, dst)
-            return BEV_OK
-        case .failed:
-            evbuffer_drain(src, evbuffer_get_length(src))
-            return BEV_ERROR
-        case let .tls(session):
-            guard handshakeDone else { return BEV_NEED_MORE }
-            let ssl = session.ssl, scratch = session.scratch
-            while evbuffer_get_length(src) > 0 {
-                let n = Int(evbuffer_copyout(src, scratch, Self.chunk))
-                guard n > 0 else { break }
-                let written = SSL_write(ssl, scratch, Int32(n))
-                guard written > 0 else { return fail() }
-                evbuffer_drain(src, Int(written))
-                flushCiphertext(session, into: dst)
-            }
-            return BEV_OK
-        }
-    }
-
-    /// Moves what OpenSSL wrote (handshake records, alerts, data) to the socket.
-    private func flushCiphertext(_ session: Session, into dst: OpaquePointer? = nil) {
-        let ciphertext = session.ciphertext, scratch = session.scratch
-        guard let wbio = SSL_get_wbio(session.ssl) else { return }
-        while BIO_ctrl_pending(wbio) > 0 {
-            let n = BIO_read(wbio, scratch, Int32(Self.chunk))
-            guard n > 0 else { break }
-            evbuffer_add(ciphertext, scratch, Int(n))
-        }
-        if let target = dst ?? filter.flatMap({ bufferevent_get_underlying($0) }).flatMap({ bufferevent_get_output($0) }) {
-            deliver(ciphertext, target)
-        } else {
-            evbuffer_drain(ciphertext, evbuffer_get_length(ciphertext))
-        }
-    }
-
-    /// Hands bytes to the socket. A filter's write callback fires once its bytes are in the
-    /// socket bufferevent's buffer, not in the kernel, and evhttp frees a connection it closes
-    /// right then (after a `shutdown`): bytes still in that buffer would be lost. So bytes are
-    /// written to the socket at once when nothing is queued before them, and only what the kernel
-    /// does not take waits in the socket bufferevent.
-    private func deliver(_ bytes: OpaquePointer, _ dst: OpaquePointer) {
-        if evbuffer_get_length(dst) == 0, let filter, let socket = bufferevent_get_underlying(filter) {
-            let fd = bufferevent_getfd(socket)
-            if fd >= 0 {
-                while evbuffer_get_length(bytes) > 0, evbuffer_write(bytes, fd) > 0 {}
-            }
-        }
-        evbuffer_add_buffer(dst, bytes)
-    }
-
-    /// The PROXY header: peeked at until whole, then dropped from the stream; the rest passes.
-    private func readProxyHeader(_ src: OpaquePointer, _ dst: OpaquePointer, trusted: TrustedProxies) -> bufferevent_filter_result {
-        guard let peer = peerAddress(), trusted.contains(peer) else {
-            return refuseProxy("proxy_untrusted_peer")
-        }
-        let wanted = min(evbuffer_get_length(src), 16 + ProxyProtocolHeader.maxV2Length)
-        var bytes = [UInt8](repeating: 0, count: wanted)
-        let copied = bytes.withUnsafeMutableBytes { Int(evbuffer_copyout(src, $0.baseAddress, wanted)) }
-        switch ProxyProtocolHeader.parse(bytes.prefix(max(copied, 0))) {
-        case .needMore:
-            return BEV_NEED_MORE
-        case .invalid:
-            return refuseProxy("proxy_header_invalid")
-        case let .local(length, proxied):
-            evbuffer_drain(src, length)
-            namedNoClient = proxied
-        case let .proxied(source, length):
-            evbuffer_drain(src, length)
-            guard let admitSource, admitSource(source) else { return refuseProxy("proxy_address_limit") }
-            proxiedSource = source
-        }
-        mode = .plain
-        return input(src, dst)
-    }
-
-    /// The socket's peer, numeric.
-    private func peerAddress() -> IPAddress? {
-        guard let filter, let socket = bufferevent_get_underlying(filter) else { return nil }
-        let fd = bufferevent_getfd(socket)
-        guard fd >= 0 else { return nil }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let got = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
-        }
-        guard got == 0 else { return nil }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let family = storage.ss_family
-        guard family == sa_family_t(AF_INET) || family == sa_family_t(AF_INET6) else { return nil }
-        let ok: Bool = withUnsafePointer(to: &storage) { p in
-            if family == sa_family_t(AF_INET) {
-                return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                    var a = sin.pointee.sin_addr
-                    return inet_ntop(AF_INET, &a, &text, socklen_t(text.count)) != nil
-                }
-            }
-            return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
-                var a = sin6.pointee.sin6_addr
-                return inet_ntop(AF_INET6, &a, &text, socklen_t(text.count)) != nil
-            }
-        }
-        return ok ? IPAddress(String(cString: text)) : nil
-    }
-
-    private func refuseProxy(_ reason: String) -> bufferevent_filter_result {
-        proxyRefusal = reason
-        mode = .failed
-        return close()
-    }
-
-    private func fail() -> bufferevent_filter_result {
-        if case let .tls(session) = mode { flushCiphertext(session) }  // the alert, if any
-        mode = .failed  // the session is freed with its last reference
-        ERR_clear_error()
-        return close()
-    }
-
-    /// libevent 2.1's filter ignores BEV_ERROR from an input filter: evhttp is told with an error
-    /// event instead, deferred (it frees the connection, which must not happen inside this callback).
-    private func close() -> bufferevent_filter_result {
-        if let filter {
-            bufferevent_trigger_event(filter, Int16(BEV_EVENT_READING | BEV_EVENT_ERROR), Int32(BEV_TRIG_DEFER_CALLBACKS.rawValue))
-        }
-        return BEV_ERROR
     }
 }

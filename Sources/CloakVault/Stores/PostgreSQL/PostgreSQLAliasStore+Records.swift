@@ -1,0 +1,104 @@
+import CloakCore
+import CloakCrypto
+import Foundation
+
+extension PostgreSQLAliasStore {
+    // Query texts are made once: they are sent and looked up (prepared statements) every time.
+    private static let recordByFingerprint = "SELECT \(StoredRecord.columns) FROM records WHERE fingerprint = $1"
+    private static let recordByAlias =
+        "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = $1)"
+    private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = $1"
+    private static let insertRecord = """
+        INSERT INTO records (\(StoredRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+        ON CONFLICT DO NOTHING RETURNING 1
+        """
+
+    public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
+        try readRecord(db.query(Self.recordByFingerprint, [.bytes(fingerprint)]))
+    }
+
+    public func record(alias: String) throws(StoreError) -> StoredRecord? {
+        try readRecord(db.query(Self.recordByAlias, [.text(alias)]))
+    }
+
+    private func readRecord(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> StoredRecord? {
+        guard let s = rows.first else { return nil }
+        var record = try StoredRecord(row: s)
+        for row in try db.query("SELECT alias, format, mac FROM aliases WHERE record_id = $1 ORDER BY seq", [.text(record.id)]) {
+            if let alias = IssuedAlias(row: row) { record.aliases.append(alias) }
+        }
+        return record
+    }
+
+    /// Inserts with `ON CONFLICT DO NOTHING`: a lost race raises no error, so it neither aborts
+    /// the transaction nor writes the conflicting key (an alias, a fingerprint) into the server's
+    /// log; which constraint won is then read back.
+    public func insert(_ record: StoredRecord) throws(StoreError) {
+        let inserted = try db.query(Self.insertRecord, [
+            .text(record.id), record.fingerprint.map { .bytes($0) } ?? .null, .text(record.keyID), .bytes(record.sealed.nonce),
+            .bytes(record.sealed.ciphertext), .bytes(record.sealed.tag), .text(record.storage.rawValue),
+            .text(record.classifiers.joined(separator: ",")), .int(record.createdAt), record.expiresAt.map { .int($0) } ?? .null,
+            .int(record.intent ? 1 : 0), record.bucket.map { .bytes($0) } ?? .null,
+            RevealedRecord.encodeMetadata(record.metadata).map { .text($0) } ?? .null,
+        ])
+        if inserted.isEmpty {
+            if let fingerprint = record.fingerprint,
+                try !db.query("SELECT 1 FROM records WHERE fingerprint = $1", [.bytes(fingerprint)]).isEmpty
+            {
+                throw .fingerprintTaken
+            }
+            throw .unavailable("a record with this id exists")
+        }
+        for alias in record.aliases { try addAlias(alias, toRecord: record.id) }
+    }
+
+    public func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError) {
+        let inserted = try db.query("""
+            INSERT INTO aliases (alias, record_id, format, mac) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1
+            """, [.text(alias.alias), .text(id), .text(alias.storedFormat), .bytes(alias.mac)])
+        guard inserted.isEmpty else { return }
+        // The alias is another record's (try the next candidate), or this record got an alias in
+        // this format from another writer meanwhile (read it).
+        if try !db.query("SELECT 1 FROM aliases WHERE alias = $1", [.text(alias.alias)]).isEmpty { throw .aliasTaken }
+        throw .fingerprintTaken
+    }
+
+    public func deleteAlias(_ alias: String) throws(StoreError) -> Bool {
+        guard let recordID = try db.query("DELETE FROM aliases WHERE alias = $1 RETURNING record_id", [.text(alias)]).first?.text(0)
+        else { return false }
+        try db.query("DELETE FROM records WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM aliases WHERE record_id = $1)", [.text(recordID)])
+        return true
+    }
+
+    public func setRecordMetadata(_ metadata: [String: String], recordID: String) throws(StoreError) {
+        try db.query("UPDATE records SET metadata = $1 WHERE id = $2",
+                     [RevealedRecord.encodeMetadata(metadata).map { .text($0) } ?? .null, .text(recordID)])
+    }
+
+    public func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError) {
+        try db.query("UPDATE records SET expires_at = $1 WHERE id = $2", [expiresAt.map { .int($0) } ?? .null, .text(recordID)])
+    }
+
+    public func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
+        try db.query("UPDATE records SET classifiers = $1 WHERE id = $2", [.text(classifiers.joined(separator: ",")), .text(recordID)])
+    }
+
+    public func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
+        var out: [StoredRecord] = []
+        for row in try db.query("SELECT id FROM records WHERE id > $1 ORDER BY id LIMIT $2", [.text(id ?? ""), .int(Int64(limit))]) {
+            guard let id = row.text(0) else { continue }
+            if let record = try readRecord(db.query(Self.recordByID, [.text(id)])) {
+                out.append(record)
+            }
+        }
+        return out
+    }
+
+    public func recordCount() throws(StoreError) -> Int {
+        Int(try db.query("SELECT count(*) FROM records").first?.int(0) ?? 0)
+    }
+
+    public func hasRecords() throws(StoreError) -> Bool {
+        try db.query("SELECT EXISTS (SELECT 1 FROM records)").first?.int(0) == 1
+    }
+}

@@ -1,0 +1,48 @@
+import CloakCore
+import CloakCrypto
+import Foundation
+import Synchronization
+
+extension Vault {
+    /// Reveals each alias found (expired ones are not found).
+    public func reveal(_ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void) {
+        executor.submit({ [self] store in
+            var out: [String: RevealedRecord] = [:]
+            for alias in aliases {
+                if let record = try liveRecord(alias, in: store) { out[alias] = try open(record) }
+            }
+            return out
+        }, completion: { completion(Self.map($0)) })
+    }
+
+    // MARK: On the executor thread
+
+    /// The live record `alias` points to, with only its authentic aliases. An alias row whose MAC
+    /// does not bind it to that record (a database writer pointed it elsewhere) is refused.
+    func liveRecord(_ alias: String, in store: any AliasStore) throws -> StoredRecord? {
+        guard var record = try store.record(alias: alias) else { return nil }
+        if let expires = record.expiresAt, expires <= clock() { return nil }
+        guard let row = record.aliases.first(where: { $0.alias == alias }), isAuthentic(row, recordID: record.id) else {
+            throw VaultError.unavailable("an alias row failed its integrity check")
+        }
+        record.aliases.removeAll { !isAuthentic($0, recordID: record.id) }
+        return record
+    }
+
+    private func open(_ record: StoredRecord) throws -> RevealedRecord {
+        guard let key = keys.key(id: record.keyID) else {
+            throw VaultError.unavailable("the key \(record.keyID) that sealed a record is not in the key ring")
+        }
+        let plain: [UInt8]
+        do {
+            plain = try AESGCM.open(record.sealed, key: key.encryptionKey, associatedData: Self.associatedData(record.id, record.keyID))
+        } catch {
+            throw VaultError.unavailable("a record failed authentication")
+        }
+        return RevealedRecord(value: String(decoding: plain, as: UTF8.self), aliases: record.aliases, storage: record.storage,
+                              classifiers: record.classifiers, createdAt: record.createdAt, expiresAt: record.expiresAt,
+                              intent: record.intent, metadata: record.metadata)
+    }
+
+    static func associatedData(_ recordID: String, _ keyID: String) -> [UInt8] { Array("\(recordID)|\(keyID)".utf8) }
+}
