@@ -82,26 +82,42 @@ public final class TestServer: Sendable {
         yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:], threads: Int = 2,
         today: CalendarDate? = nil, tlsFiles: (certificate: String, key: String)? = nil
     ) throws {
+        var configuration = try Self.configuration(yaml: yaml, environment: environment, threads: threads, in: directory)
+        if let tlsFiles { configuration.server.tls = (tlsFiles.certificate, tlsFiles.key) }
+        (service, vault) = try Self.service(configuration, today: today, logs: logs)
+        server = try HTTPServer(configuration: configuration.server, deferredHandler: service.handle,
+                                watchdog: service.watchdog)
+        egress = try ServiceRunner.egressServer(service)
+        server.start()
+        egress?.start()
+    }
+
+    /// The test configuration: `yaml` with the listen address, the vault's paths in `directory`
+    /// and `environment`'s `CLOAK_*` overrides on top.
+    static func configuration(yaml: String, environment: [String: String], threads: Int, in directory: TemporaryDirectory)
+        throws -> ServiceConfiguration
+    {
         var env = [
             "CLOAK_SERVER_LISTEN": "127.0.0.1:0", "CLOAK_SERVER_THREADS": String(threads),
             "CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db", "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json",
         ]
         env.merge(environment) { _, new in new }
         var configuration = try ServiceConfiguration.parse(yaml: yaml, environment: env)
-        if let tlsFiles { configuration.server.tls = (tlsFiles.certificate, tlsFiles.key) }
         configuration.egress.caCertificate = "\(directory.path)/egress-ca.pem"
         configuration.egress.caKey = "\(directory.path)/egress-ca-key.pem"
-        vault = try VaultBootstrap.open(configuration.vault, environment: [:], logger: nil)
+        return configuration
+    }
+
+    /// The service on a real vault (SQLite file and key file where the configuration says).
+    static func service(_ configuration: ServiceConfiguration, today: CalendarDate?, logs: LogCapture) throws
+        -> (CloakService, Vault)
+    {
+        let vault = try VaultBootstrap.open(configuration.vault, environment: [:], logger: nil)
         var clock: (@Sendable () -> CalendarDate)?
         if let today { clock = { today } }
         let ca = configuration.egress.listen == nil ? nil
             : try CertificateAuthority.loadOrCreate(certificate: configuration.egress.caCertificate, key: configuration.egress.caKey)
-        service = CloakService(configuration: configuration, vault: vault, logSink: logs.sink, today: clock, egressCA: ca)
-        server = try HTTPServer(configuration: configuration.server, deferredHandler: service.handle,
-                                watchdog: service.watchdog)
-        egress = try ServiceRunner.egressServer(service)
-        server.start()
-        egress?.start()
+        return (CloakService(configuration: configuration, vault: vault, logSink: logs.sink, today: clock, egressCA: ca), vault)
     }
 
     public func client(timeout: TimeInterval = 10) throws -> RawHTTPClient {
