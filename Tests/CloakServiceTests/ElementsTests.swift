@@ -13,7 +13,7 @@ import Testing
     @Test func everyElementsPathIs404UntilAnOriginIsAllowed() throws {
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(
             of: #"allowed_origins: ["http://localhost:8000"]"#, with: "allowed_origins: []")
-        let server = try TestServer(yaml: yaml)
+        let server = try TestService(yaml: yaml)
         defer { server.stop() }
         for path in ["/elements/v1/cloak.js", "/elements/v1/field.html", "/elements/v1/forms/checkout", "/elements/v1/reveal"] {
             let r = try server.client().request("GET", path)
@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func scriptsAreCachedAndOpenToAnyPageAndFramesCarryTheCSP() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let js = try server.client().request("GET", "/elements/v1/cloak.js")
         #expect(js.status == 200 && js.body == ElementsAssets.loader)
@@ -85,7 +85,7 @@ import Testing
     }
 
     @Test func theSchemaCarriesTheFormAndTheOrigins() throws {
-        let server = try TestServer(today: CalendarDate(year: 2026, month: 11, day: 23))
+        let server = try TestService(today: CalendarDate(year: 2026, month: 11, day: 23))
         defer { server.stop() }
         let r = try server.client().request("GET", "/elements/v1/forms/checkout")
         #expect(r.status == 200 && r.header("Cache-Control") == "no-cache")
@@ -110,25 +110,25 @@ import Testing
 
     // MARK: reveal sessions
 
-    static func tokenize(_ server: TestServer, _ card: String) throws -> String {
+    static func tokenize(_ server: TestService, _ card: String) throws -> String {
         let r = try server.client().request("POST", "/aliases", json: IntentTests.body(card), headers: IntentTests.bearer(TestServer.fullToken))
         return try #require(IntentTests.alias(r), "\(r.text)")
     }
 
-    static func session(_ server: TestServer, _ aliases: [String], ttl: Int = 60) throws -> RawHTTPClient.Response {
+    static func session(_ server: TestService, _ aliases: [String], ttl: Int = 60) throws -> RawHTTPClient.Response {
         let list = aliases.map { "\"\($0)\"" }.joined(separator: ",")
         return try server.client().request("POST", "/elements/sessions", json: #"{"aliases":[\#(list)],"ttl_s":\#(ttl)}"#,
                                            headers: IntentTests.bearer(TestServer.revealOnlyToken))
     }
 
-    static func reveal(_ server: TestServer, session: String, alias: String, site: String? = "same-origin") throws -> RawHTTPClient.Response {
+    static func reveal(_ server: TestService, session: String, alias: String, site: String? = "same-origin") throws -> RawHTTPClient.Response {
         var headers = [("Cloak-Session", session), ("Cloak-Alias", alias)]
         if let site { headers.append(("Sec-Fetch-Site", site)) }
         return try server.client().request("GET", "/elements/v1/reveal", headers: headers)
     }
 
     @Test func aSessionRevealsItsAliasesToCloaksOwnFrameOnly() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let card = "4111111111111111"
         let alias = try Self.tokenize(server, card)
@@ -176,7 +176,7 @@ import Testing
               - {id: 00000000-0000-4000-8000-00000000000b, path: /raw, form: raw, upstream: echo}
               - {id: 00000000-0000-4000-8000-00000000000c, path: /plain, upstream: echo}
             """
-        let server = try TestServer(yaml: yaml)
+        let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let raw = try server.client().request("GET", "/elements/v1/forms/raw").json?["targets"] as? [String: [String]]
         #expect(raw == ["kinds": ["validate"], "routes": []])
@@ -188,7 +188,7 @@ import Testing
     }
 
     @Test func aSessionBoundToAClientRevealsToThatAddressOnly() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let alias = try Self.tokenize(server, "4111111111111111")
         func mint(_ client: String) throws -> RawHTTPClient.Response {
@@ -204,7 +204,7 @@ import Testing
     }
 
     @Test func sessionsNeedARevealTokenAndAreBounded() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let body = #"{"aliases":["tok_sandbox_x"],"ttl_s":60}"#
         #expect(try server.client().request("POST", "/elements/sessions", json: body).status == 401)

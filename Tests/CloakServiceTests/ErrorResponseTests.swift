@@ -40,7 +40,7 @@ import Testing
     @Test(arguments: malformedBodies.indices)
     func malformedBodiesGet1002(index: Int) throws {
         let (name, body) = Self.malformedBodies[index]
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try server.client().request("POST", "/forms/checkout/validate", body: body)
         Self.expectError(r, status: 400, code: 1002)
@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func tenThousandFieldsGetAClear1002() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let members = (0..<10_000).map { #""f\#($0)":"v""# }.joined(separator: ",")
         let r = try server.client().request("POST", "/forms/checkout/validate", json: #"{"fields":{\#(members)}}"#)
@@ -57,7 +57,7 @@ import Testing
     }
 
     @Test func unknownFormAndUnknownPathGet1404() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         Self.expectError(try client.request("POST", "/forms/nope/validate", json: "{}"), status: 404, code: 1404)
@@ -66,7 +66,7 @@ import Testing
 
     @Test(arguments: ["GET", "PUT", "DELETE", "PATCH", "OPTIONS"])
     func wrongMethodsGet405WithAllow(method: String) throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try server.client().request(method, "/forms/checkout/validate", body: method == "GET" ? nil : [])
         Self.expectError(r, status: 405, code: 1405)

@@ -19,7 +19,7 @@ import Testing
     // MARK: Defect 1
 
     @Test func anonymousTokenizeAnswersTheSameForStoredAndNewValues() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         let stored = try client.request("POST", "/aliases", json: #"""
@@ -120,7 +120,7 @@ import Testing
     // MARK: Defect 9: aliases with separators
 
     @Test func aliasesWithSlashesAndCommasCanBeRevealedUpdatedAndDeleted() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         let created = try client.request("POST", "/aliases", json: #"""
@@ -164,7 +164,7 @@ import Testing
     // MARK: Defect 18 over HTTP
 
     @Test func anonymousCallersCannotFillASmallAliasSpace() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try server.client().request("POST", "/tokens", json: #"""
             {"data":[{"value":"378282246310005","format":"FPE_SIX_T_FOUR","storage":"VOLATILE"}]}
@@ -180,7 +180,7 @@ import Testing
                               with: "anonymous: {requests_per_minute: 60, burst: 3}")
 
     @Test func anonymousCallersPastTheirRateGet429WithRetryAfter() throws {
-        let server = try TestServer(yaml: Self.strict)
+        let server = try TestService(yaml: Self.strict)
         defer { server.stop() }
         let client = try server.client()
         var statuses: [Int] = []
@@ -205,7 +205,7 @@ import Testing
     @Test func aTokensOwnRateOverridesTheDefault() throws {
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(
             of: "scopes: [aliases:create]}", with: "scopes: [aliases:create], requests_per_minute: 2}")
-        let server = try TestServer(yaml: yaml)
+        let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let client = try server.client()
         let statuses = try (0..<4).map { _ in
@@ -216,7 +216,7 @@ import Testing
 
     @Test func withOpenTokenizeOffEveryStoringEndpointNeedsAToken() throws {
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "open_tokenize: true", with: "open_tokenize: false")
-        let server = try TestServer(yaml: yaml)
+        let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let client = try server.client()
         let form = #"{"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123","card_data.exp_date":"12/30","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"}}"#

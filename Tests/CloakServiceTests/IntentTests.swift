@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func anAnonymousRecordIsAnIntentThatExpiresAndATokenHoldersIsNot() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let anonymous = try server.client().request("POST", "/tokens", json: Self.body("4111111111111111"))
         #expect(anonymous.status == 201)
@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func formAnswersCarryTheIntentsExpiryInAHeader() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let fields = #"{"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123","card_data.exp_date":"12/30","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"}}"#
         let anonymous = try server.client().request("POST", "/forms/checkout/tokens", json: fields)
@@ -48,7 +48,7 @@ import Testing
     }
 
     @Test func keepingAnIntentAnswersTheCanonicalAliasAndKeepsTheIntentValid() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         let card = "4111111111111111"
@@ -81,7 +81,7 @@ import Testing
     }
 
     @Test func keepingNeedsAliasesCreate() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let body = #"{"data":[{"alias":"tok_sandbox_x"}]}"#
         #expect(try server.client().request("POST", "/aliases/keep", json: body).status == 401)
@@ -95,7 +95,7 @@ import Testing
 
     @Test func anExpiredIntentIsGoneAndCannotBeKept() throws {
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "    intent_ttl_s: 86400 ", with: "    intent_ttl_s: 1 ")
-        let server = try TestServer(yaml: yaml)
+        let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let intent = try #require(Self.alias(try server.client().request("POST", "/tokens", json: Self.body("4111111111111111"))))
         var gone = false
@@ -113,7 +113,7 @@ import Testing
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "    intent_ttl_s: 86400 ", with: "    intent_ttl_s: 0 ")
         let configuration = try ServiceConfiguration.parse(yaml: yaml, environment: [:])
         #expect(configuration.warnings.contains { $0.contains("intent_ttl_s is 0") })
-        let server = try TestServer(yaml: yaml)
+        let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let r = try server.client().request("POST", "/tokens", json: Self.body("4111111111111111"))
         #expect(r.status == 201 && Self.record(r)?["expires_at"] == nil)
@@ -124,14 +124,14 @@ import Testing
 /// aliases (its BIN, last four and length), so no anonymous caller can wear a bucket out.
 @Suite(.serialized) struct BucketShareTests {
     /// 5 places of the 10^5 aliases of a 16-digit FPE_SIX_T_FOUR bucket; intents live 2 s.
-    static func server() throws -> TestServer {
+    static func server() throws -> TestService {
         let yaml = TestServer.configurationWithTokens
             .replacingOccurrences(of: "    intent_ttl_s: 86400 ", with: "    intent_ttl_s: 2 ")
             .replacingOccurrences(of: "    max_bucket_share: 0.25 ", with: "    max_bucket_share: 0.00005 ")
-        return try TestServer(yaml: yaml)
+        return try TestService(yaml: yaml)
     }
 
-    static func tokenize(_ server: TestServer, _ card: String, token: String? = nil) throws -> RawHTTPClient.Response {
+    static func tokenize(_ server: TestService, _ card: String, token: String? = nil) throws -> RawHTTPClient.Response {
         try server.client().request(token == nil ? "POST" : "POST", token == nil ? "/tokens" : "/aliases",
                                     json: IntentTests.body(card), headers: token.map { IntentTests.bearer($0) } ?? [])
     }
@@ -165,7 +165,7 @@ import Testing
     @Test func aBatchCostsItsValues() throws {
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(
             of: "anonymous: {requests_per_minute: 10000000, burst: 1000000}", with: "anonymous: {requests_per_minute: 1, burst: 10}")
-        let server = try TestServer(yaml: yaml)
+        let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let ten = #"{"data":["# + (0..<10).map { #"{"value":"v\#($0)","format":"UUID"}"# }.joined(separator: ",") + "]}"
         #expect(try server.client().request("POST", "/tokens", json: ten).status == 201)
@@ -178,7 +178,7 @@ import Testing
 /// The review of the lifecycle work: what keep, ttl_s and metadata may not be turned into.
 @Suite(.serialized) struct LifecycleHardeningTests {
     @Test func aVolatileIntentIsNotKept() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let intent = try #require(IntentTests.alias(try server.client().request(
             "POST", "/tokens", json: IntentTests.body("123", format: "UUID", storage: "VOLATILE"))))
@@ -188,7 +188,7 @@ import Testing
     }
 
     @Test func ttlOnACreateNeedsRevealAndAnonymousCallersSetNeither() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let ttl = #"{"data":[{"value":"v","format":"UUID","ttl_s":60}]}"#
         let creator = try server.client().request("POST", "/aliases", json: ttl, headers: IntentTests.bearer(TestServer.createOnlyToken))
@@ -201,7 +201,7 @@ import Testing
     }
 
     @Test func aVolatileValueNeverOutlivesTheVolatileTTL() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try server.client().request("POST", "/aliases", json: #"{"data":[{"value":"123","format":"UUID","storage":"VOLATILE","ttl_s":315360000}]}"#,
                                             headers: IntentTests.bearer(TestServer.fullToken))
@@ -213,7 +213,7 @@ import Testing
         // A holder of a card's UUID alias who knows its BIN and last four (a receipt) must not
         // find it by aliasing every candidate as a UUID.
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "  bucket_values_per_hour: 30 ", with: "  bucket_values_per_hour: 5 ")
-        let server = try TestServer(yaml: yaml)
+        let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let six = ReviewDefectTests.body(ReviewDefectTests.cards(6), format: "UUID")
         let r = try server.client().request("POST", "/aliases", json: six, headers: IntentTests.bearer(TestServer.createOnlyToken))

@@ -4,16 +4,16 @@ import Testing
 
 /// Issue 22: a token holder's per-record lifetime and metadata.
 @Suite(.serialized) struct LifecycleTests {
-    static func create(_ server: TestServer, _ item: String, token: String = TestServer.fullToken) throws -> RawHTTPClient.Response {
+    static func create(_ server: TestService, _ item: String, token: String = TestServer.fullToken) throws -> RawHTTPClient.Response {
         try server.client().request("POST", "/aliases", json: #"{"data":[\#(item)]}"#, headers: IntentTests.bearer(token))
     }
 
-    static func reveal(_ server: TestServer, _ alias: String) throws -> [String: Any]? {
+    static func reveal(_ server: TestService, _ alias: String) throws -> [String: Any]? {
         IntentTests.record(try server.client().request("GET", "/aliases/\(alias)", headers: IntentTests.bearer(TestServer.fullToken)))
     }
 
     @Test func ttlAndMetadataBelongToTheRecordAndRevealsShowThem() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let created = try Self.create(server, #"{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","ttl_s":600,"metadata":{"order":"A-17","customer":"c_42"}}"#)
         #expect(created.status == 201, "\(created.text)")
@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test func putChangesClassifiersMetadataAndLifetime() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let alias = try #require(IntentTests.alias(try Self.create(server, #"{"value":"v1","format":"UUID"}"#)))
         let put = try server.client().request("PUT", "/aliases/\(alias)",
@@ -61,7 +61,7 @@ import Testing
         #"{"value":"a","metadata":{"k":"\#(String(repeating: "x", count: 257))"}}"#,
     ])
     func badLifetimesAndMetadataAreRefusedWithoutEcho(item: String) throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try Self.create(server, item)
         #expect(r.status == 400 && r.errorCode == 1002, "\(r.text)")
@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test func seventeenKeysOrAnEmptyPutAreRefused() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let keys = (0..<17).map { #""k\#($0)":"v""# }.joined(separator: ",")
         #expect(try Self.create(server, #"{"value":"a","metadata":{\#(keys)}}"#).status == 400)

@@ -8,7 +8,7 @@ import Testing
                           "Bearer s3cr3t-t0ken", "s3cr3t-t0ken", "Jane Q Cardholder"]
 
     @Test func logLinesCarryRequestFactsButNoSensitiveValue() throws {
-        let server = try TestServer()
+        let server = try TestService()
         let client = try server.client()
         let auth = [("Authorization", "Bearer s3cr3t-t0ken")]
         _ = try client.request("POST", "/forms/checkout/validate", json: """

@@ -5,7 +5,7 @@ import Testing
 /// Issue 22: "is this card already in the vault, under which alias?" without creating one.
 @Suite(.serialized) struct LookupTests {
     @Test func aKeptValueIsFoundWithoutItsValueAndNothingElseIs() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         let card = "4111111111111111"
@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func lookupNeedsAliasesRevealAndAWellFormedBody() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let body = #"{"data":[{"value":"4111111111111111"}]}"#
         #expect(try server.client().request("POST", "/aliases/lookup", json: body).status == 401)

@@ -13,7 +13,7 @@ import Testing
 
     /// The test configuration with a token that may only pay (`egress:psp`) and one that may only
     /// delete, and `replacements` applied to the YAML.
-    static func server(_ replacements: [(String, String)] = []) throws -> TestServer {
+    static func server(_ replacements: [(String, String)] = []) throws -> TestService {
         func entry(_ id: String, _ token: String, _ scopes: String) -> String {
             let hex = Digest.sha256(Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
             return "{id: \(id), sha256: \"\(hex)\", scopes: [\(scopes)]}, "
@@ -24,7 +24,7 @@ import Testing
             #expect(yaml.contains(from), "the configuration has no \(from)")
             yaml = yaml.replacingOccurrences(of: from, with: to)
         }
-        return try TestServer(yaml: yaml)
+        return try TestService(yaml: yaml)
     }
 
     static func aliases(_ r: RawHTTPClient.Response) -> [String] {

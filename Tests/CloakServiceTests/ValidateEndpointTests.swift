@@ -11,7 +11,7 @@ import Testing
         """
 
     @Test func validSubmissionReturnsFieldStatesWithoutEchoingValues() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let response = try server.client().request("POST", "/forms/checkout/validate", json: Self.goodCheckout)
         #expect(response.status == 200)
@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func cvcLengthFollowsTheDetectedAmexBrand() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         let three = try client.request("POST", "/forms/checkout/validate", json:
@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func invalidRequiredFieldsMakeTheFormInvalid() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let response = try server.client().request("POST", "/forms/checkout/validate", json:
             #"{"fields":{"card_data.card_number":"4111 1111 1111 1112","card_data.exp_date":"01/20"}}"#)
@@ -65,7 +65,7 @@ import Testing
     }
 
     @Test func identityFormValidatesDatesSSNAndRoutingNumbers() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let response = try server.client().request("POST", "/forms/identity/validate", json: """
             {"fields":{"person.full_name":"Zoë O'Neil","person.birth_date":"02-29-2000","person.ssn":"123456789",\
@@ -84,7 +84,7 @@ import Testing
     }
 
     @Test func healthAndReadinessAnswer() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         #expect(try client.request("GET", "/healthz").status == 200)

@@ -2,7 +2,7 @@ import CloakTesting
 import Foundation
 import Testing
 
-/// The Vault API over HTTP, on the real server and a real SQLite vault.
+/// The Vault API in process, on the real service and a real SQLite vault.
 @Suite struct VaultAPITests {
     static func bearer(_ token: String) -> [(String, String)] { [("Authorization", "Bearer \(token)")] }
 
@@ -11,7 +11,7 @@ import Testing
     }
 
     @Test func createRevealAndDeleteWithTheRightScopes() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         let created = try client.request("POST", "/aliases", json: #"""
@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func missingOrWrongTokensGet1300AndMissingScopesGet1301() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         let body = #"{"data":[{"value":"123-45-6789","format":"UUID"}]}"#
@@ -70,7 +70,7 @@ import Testing
     }
 
     @Test func persistentValuesAreDeduplicatedAndVolatileOnesAreNot() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         func alias(_ body: String, path: String = "/aliases") throws -> String? {
@@ -89,7 +89,7 @@ import Testing
     }
 
     @Test func aFullThreeDigitAliasSpaceAnswers1500NotADuplicate() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         var issued = Set<String>()
@@ -129,7 +129,7 @@ import Testing
     @Test(arguments: malformed.indices)
     func malformedVaultBodiesGetAClearError(index: Int) throws {
         let (name, body, status, code) = Self.malformed[index]
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try server.client().request("POST", "/tokens", json: body)
         #expect(r.status == status, "\(name): \(r.text)")
@@ -138,7 +138,7 @@ import Testing
     }
 
     @Test func aBatchOverTheLimitIsRefusedAndNothingIsWritten() throws {
-        let server = try TestServer(environment: ["CLOAK_VAULT_MAX_BATCH": "100"])
+        let server = try TestService(environment: ["CLOAK_VAULT_MAX_BATCH": "100"])
         defer { server.stop() }
         let items = (0..<10_000).map { #"{"value":"v\#($0)"}"# }.joined(separator: ",")
         let r = try server.client().request("POST", "/tokens", json: #"{"data":[\#(items)]}"#)
@@ -159,7 +159,7 @@ import Testing
         """
 
     @Test func tokenizedFieldsBecomeAliasesAndOthersStayRaw() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try server.client().request("POST", "/forms/checkout/tokens", json: Self.body)
         #expect(r.status == 200, "\(r.text)")
@@ -183,7 +183,7 @@ import Testing
     }
 
     @Test func requiredFailuresGet1001BeforeAnythingIsStored() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try server.client().request("POST", "/forms/checkout/tokens", json:
             #"{"fields":{"card_data.card_number":"4111 1111 1111 1112"}}"#)
@@ -195,7 +195,7 @@ import Testing
     }
 
     @Test func aliasesEndpointNeedsTheCreateScope() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         #expect(try server.client().request("POST", "/forms/checkout/aliases", json: Self.body).errorCode == 1300)
         let ok = try server.client().request("POST", "/forms/checkout/aliases", json: Self.body,
@@ -212,7 +212,7 @@ import Testing
 /// `POST /forms/{form}/send`: the redacted echo, exactly the body an upstream would receive.
 @Suite struct RedactedEchoTests {
     @Test func theBodyIsMappedByTheFormsPolicyWithAliasesAndExtraData() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try server.client().request("POST", "/forms/checkout/send", json: """
             {"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123",\
@@ -232,7 +232,7 @@ import Testing
     }
 
     @Test func theRequestsPolicyOverridesTheForms() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try server.client().request("POST", "/forms/checkout/send", json: """
             {"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123",\
@@ -246,7 +246,7 @@ import Testing
     }
 
     @Test func invalidSubmissionsGet1001AndNothingIsEchoed() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let r = try server.client().request("POST", "/forms/checkout/send", json: #"{"fields":{"card_data.card_number":"4111"}}"#)
         #expect(r.status == 422 && r.errorCode == 1001)
