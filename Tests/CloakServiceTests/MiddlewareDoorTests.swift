@@ -147,12 +147,13 @@ struct RecordingHandler: RequestHandler {
 
     @Test func requestPhasesRunInOrderThenTheHandlerThenEveryResponsePhaseInReverse() throws {
         let trail = PhaseTrail()
-        let steps: [any Middleware] = [
+        let middleware: [any Middleware] = [
             RecordingStep(name: "A", trail: trail, template: "/t/{x}"),
             RecordingStep(name: "B", trail: trail),
             RecordingStep(name: "C", trail: trail),
         ]
-        let response = try F.answer(Door(middleware: steps, handler: RecordingHandler(trail: trail)), F.request(.GET, "/t/1"))
+        let door = Door(middleware: middleware, handler: RecordingHandler(trail: trail))
+        let response = try F.answer(door, F.request(.GET, "/t/1"))
         // What a step learned on the way in is seen by the steps after it, the handler, and
         // every response phase.
         #expect(trail.events == ["A>", "B>", "C>", "handler /t/{x}", "<C 200 /t/{x}", "<B 200 /t/{x}", "<A 200 /t/{x}"])
@@ -187,11 +188,12 @@ struct RecordingHandler: RequestHandler {
 
     @Test func aHandlersRefusalPassesEveryResponsePhase() throws {
         let trail = PhaseTrail()
-        let handler = RecordingHandler(trail: trail, refusal: .notFound("nothing here"))
+        let handler = RecordingHandler(trail: trail, refusal: CloakError.notFound("nothing here"))
         let response = try F.answer(Door(middleware: steps(trail), handler: handler), F.request(.GET, "/x"))
         #expect(trail.events == ["A>", "B>", "C>", "handler -", "<C 404 -", "<B 404 -", "<A 404 -"])
         #expect(response.status == 404)
-        #expect(try F.errorBody(response)["code"] == JSONValue.int(1404))
+        let error = try F.errorBody(response)
+        #expect(error["code"] == JSONValue.int(1404))
     }
 
     @Test func aRefusedRateIsAnsweredWithRetryAfter() throws {
@@ -266,7 +268,7 @@ struct RecordingHandler: RequestHandler {
 
     @Test func theTableNamesEveryCodeOnce() {
         #expect(Self.statuses.count == CloakError.Code.allCases.count)
-        #expect(Set(Self.statuses.map(\.0)) == Set(CloakError.Code.allCases))
+        #expect(Set(Self.statuses.map { $0.0 }) == Set(CloakError.Code.allCases))
     }
 }
 
@@ -298,7 +300,8 @@ struct RecordingHandler: RequestHandler {
         var request = F.request(.POST, "/tokens")
         request.violation = example.violation
         var context = RequestContext(request, start: 0)
-        let error = try #require(F.refusal(ViolationMiddleware(), &context))
+        let refused = F.refusal(ViolationMiddleware(), &context)
+        let error = try #require(refused)
         #expect(error.code == example.code)
         #expect(error.code.httpStatus == example.status)
         #expect(error.message.contains(example.words), "\(error.message)")
