@@ -25,13 +25,3 @@ enum CallbackContext {
         Unmanaged<T>.fromOpaque(context).takeUnretainedValue()
     }
 }
-
-/// The thread an object of one event loop belongs to, checked at every entry point: evhttp is
-/// not thread-safe, and a call from another thread would corrupt it silently.
-struct LoopAffinity {
-    private let thread = pthread_self()
-
-    func check(_ what: StaticString = #function) {
-        precondition(pthread_equal(thread, pthread_self()) != 0, "\(what) called off its event loop thread")
-    }
-}

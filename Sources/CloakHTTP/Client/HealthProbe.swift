@@ -7,7 +7,7 @@ import Foundation
 public enum HealthProbe {
     /// The status code answered, or nil when nothing usable came back within `timeout` seconds.
     public static func status(host: String, port: Int, path: String, tls: Bool, timeout: Int = 3) -> Int? {
-        guard var address = Libevent.socketAddress(host: host, port: port) else { return nil }
+        guard var address = Sockets.socketAddress(host: host, port: port) else { return nil }
         let family = Int32(address.storage.ss_family)
         let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }

@@ -1,4 +1,3 @@
-import CLibevent
 import COpenSSL
 import Foundation
 
@@ -18,9 +17,10 @@ final class UpstreamClient {
     static let maxConnectionsPerUpstream = 64
     static let maxResponseBytes = 8 << 20
 
-    private let base: OpaquePointer
-    private let dns: OpaquePointer?
-    private let affinity = LoopAffinity()
+    private let base: EventBase
+    private let dns: DNSResolver?
+    /// The loop this client belongs to: every entry point checks it.
+    private let thread: LoopThread
     private var pools: [PoolKey: UpstreamPool] = [:]
     private var tls: [TLSKey: TLSClientContext] = [:]
 
@@ -37,19 +37,20 @@ final class UpstreamClient {
         let client: UpstreamRequest.ClientCertificate?
     }
 
-    init(base: OpaquePointer) {
+    init(base: EventBase, thread: LoopThread) {
         self.base = base
-        self.dns = evdns_base_new(base, Int32(EVDNS_BASE_INITIALIZE_NAMESERVERS))
+        self.thread = thread
+        self.dns = DNSResolver.make(base)
     }
 
     deinit {
         for pool in pools.values { pool.closeAll() }
-        if let dns { evdns_base_free(dns, 0) }
+        dns?.free()
     }
 
     /// Sends `request`; `completion` runs once, on the loop thread.
     func send(_ request: UpstreamRequest, completion: @escaping (Result<HTTPResponse, UpstreamError>) -> Void) {
-        affinity.check()
+        thread.check()
         let tlsKey = TLSKey(caFile: request.caFile, client: request.clientCertificate)
         let key = PoolKey(scheme: request.scheme, host: request.host, port: request.port,
                           tls: request.scheme == .https ? tlsKey : TLSKey(caFile: nil, client: nil),
@@ -69,7 +70,7 @@ final class UpstreamClient {
                     tls[tlsKey] = context
                 }
             }
-            pool = UpstreamPool(base: base, dns: dns, key: key, tls: context, affinity: affinity)
+            pool = UpstreamPool(base: base, dns: dns, key: key, tls: context, thread: thread)
             pools[key] = pool
         }
         pool.submit(Exchange(request: request, completion: completion))

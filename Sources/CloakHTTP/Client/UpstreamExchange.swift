@@ -1,4 +1,3 @@
-import CLibevent
 import Foundation
 
 /// One request in flight: its ``ExchangeState``, deadline and completion.
@@ -6,10 +5,10 @@ final class Exchange {
     let request: UpstreamRequest
     private var completion: ((Result<HTTPResponse, UpstreamError>) -> Void)?
     private(set) var state = ExchangeState()
-    var lastError: evhttp_request_error?
-    var timer: OpaquePointer?
+    var lastError: UpstreamError?
+    var timer: LoopEvent?
     /// The evhttp request while it is on a connection.
-    var evRequest: OpaquePointer?
+    var evRequest: EvRequest?
     weak var connection: UpstreamConnection?
     /// Whether the retain handed to evhttp with the request has been given back.
     private var contextReleased = true
@@ -39,10 +38,8 @@ final class Exchange {
 
     /// Runs the completion (once) and frees the deadline timer.
     func deliver(_ result: Result<HTTPResponse, UpstreamError>) {
-        if let timer {
-            event_free(timer)
-            self.timer = nil
-        }
+        timer?.free()
+        timer = nil
         guard let completion else { return }
         self.completion = nil
         completion(result)

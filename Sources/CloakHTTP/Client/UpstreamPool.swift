@@ -1,13 +1,13 @@
-import CLibevent
 import Foundation
 
 /// The connections to one upstream (scheme, host, port, trust, address policy) on one loop.
 final class UpstreamPool {
-    let base: OpaquePointer
-    let dns: OpaquePointer?
+    let base: EventBase
+    let dns: DNSResolver?
     let key: UpstreamClient.PoolKey
     let tls: TLSClientContext?
-    let affinity: LoopAffinity
+    /// The loop this pool belongs to: every entry point checks it.
+    let thread: LoopThread
     private var idle: [UpstreamConnection] = []
     private var active: [ObjectIdentifier: UpstreamConnection] = [:]
     private var waiting: [Exchange] = []
@@ -26,12 +26,12 @@ final class UpstreamPool {
     var host: String { key.host }
     var port: Int { key.port }
 
-    init(base: OpaquePointer, dns: OpaquePointer?, key: UpstreamClient.PoolKey, tls: TLSClientContext?, affinity: LoopAffinity) {
+    init(base: EventBase, dns: DNSResolver?, key: UpstreamClient.PoolKey, tls: TLSClientContext?, thread: LoopThread) {
         self.base = base
         self.dns = dns
         self.key = key
         self.tls = tls
-        self.affinity = affinity
+        self.thread = thread
         isNumericHost = AddressPolicy.isLiteral(key.host)
         if isNumericHost {
             address = key.host
@@ -48,7 +48,7 @@ final class UpstreamPool {
     }
 
     func submit(_ exchange: Exchange) {
-        affinity.check()
+        thread.check()
         startDeadline(exchange)
         waiting.append(exchange)
         pump()
@@ -109,7 +109,7 @@ final class UpstreamPool {
     private func startDeadline(_ exchange: Exchange) {
         // The exchange outlives its timer: the queue or its evhttp request holds it until it
         // finishes, and delivering frees the timer.
-        exchange.timer = CLibevent_timer_new(base, { _, _, arg in
+        exchange.timer = LoopEvent.timer(base, { _, _, arg in
             let exchange: Exchange = CallbackContext.object(arg!)
             if let connection = exchange.connection {
                 connection.abort(exchange)
@@ -118,29 +118,24 @@ final class UpstreamPool {
             }
         }, CallbackContext.unretained(exchange))
         let seconds = max(exchange.request.timeoutSeconds, 0.001)
-        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - floor(seconds)) * 1_000_000))
-        if let timer = exchange.timer { event_add(timer, &tv) }
+        exchange.timer?.schedule(after: seconds)
     }
 
     private func resolve() {
         guard !resolving else { return }
         guard let dns else { return failWaiting("no DNS resolver") }
         resolving = true
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        _ = evdns_getaddrinfo(dns, host, nil, &hints, { result, info, arg in
+        dns.resolve(host, CallbackContext.retained(self)) { address, arg in
             let pool: UpstreamPool = CallbackContext.release(arg!)
             pool.resolving = false
-            defer { if let info { evutil_freeaddrinfo(info) } }
-            guard result == 0, let info, let address = UpstreamPool.numeric(info.pointee.ai_addr) else {
+            guard let address else {
                 pool.failWaiting("cannot resolve the upstream host")
                 return
             }
-            pool.address = address
+            pool.address = String(cString: address)
             pool.resolvedAt = Date()
             pool.pump()
-        }, CallbackContext.retained(self))
+        }
     }
 
     private func fail(_ exchange: Exchange, _ why: String) {
@@ -151,23 +146,5 @@ final class UpstreamPool {
         let failed = waiting
         waiting.removeAll()
         for e in failed { fail(e, why) }
-    }
-
-    static func numeric(_ sa: UnsafeMutablePointer<sockaddr>?) -> String? {
-        guard let sa else { return nil }
-        var buffer = [CChar](repeating: 0, count: 64)
-        switch Int32(sa.pointee.sa_family) {
-        case AF_INET:
-            return sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in
-                var a = p.pointee.sin_addr
-                return inet_ntop(AF_INET, &a, &buffer, 64).map { String(cString: $0) }
-            }
-        case AF_INET6:
-            return sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in
-                var a = p.pointee.sin6_addr
-                return inet_ntop(AF_INET6, &a, &buffer, 64).map { String(cString: $0) }
-            }
-        default: return nil
-        }
     }
 }

@@ -1,31 +1,8 @@
-import CLibevent
 import Glibc
 
-/// The few libevent conveniences the server and client need, kept in one place.
-enum Libevent {
-    /// Makes the event bases safe for `event_active` from other threads. Idempotent.
-    static let threadingReady: Bool = evthread_use_pthreads() == 0
-
-    /// Every header of an evkeyvalq, in order.
-    static func headers(_ list: UnsafeMutablePointer<evkeyvalq>?) -> [(name: String, value: String)] {
-        var count = 0
-        var node = list?.pointee.tqh_first
-        while let n = node {
-            count += 1
-            node = n.pointee.next.tqe_next
-        }
-        var out: [(name: String, value: String)] = []
-        out.reserveCapacity(count)  // counted first: one allocation instead of one per doubling
-        node = list?.pointee.tqh_first
-        while let n = node {
-            if let k = n.pointee.key, let v = n.pointee.value {
-                out.append((String(cString: k), String(cString: v)))
-            }
-            node = n.pointee.next.tqe_next
-        }
-        return out
-    }
-
+/// Socket addresses and options the server and client need (Glibc only: libevent is called
+/// from the four `Internals/*+Calls.swift` files alone).
+enum Sockets {
     /// A socket address for a numeric IPv4 or IPv6 host (or `localhost`) and a port (0 = any free one).
     static func socketAddress(host: String, port: Int) -> (storage: sockaddr_storage, length: Int32)? {
         var storage = sockaddr_storage()
@@ -86,24 +63,22 @@ enum Libevent {
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
-    static func method(_ command: evhttp_cmd_type) -> HTTPMethod? {
-        switch command {
-        case EVHTTP_REQ_GET: return .GET
-        case EVHTTP_REQ_POST: return .POST
-        case EVHTTP_REQ_HEAD: return .HEAD
-        case EVHTTP_REQ_PUT: return .PUT
-        case EVHTTP_REQ_DELETE: return .DELETE
-        case EVHTTP_REQ_OPTIONS: return .OPTIONS
-        case EVHTTP_REQ_TRACE: return .TRACE
-        case EVHTTP_REQ_CONNECT: return .CONNECT
-        case EVHTTP_REQ_PATCH: return .PATCH
+    /// The numeric text of an IPv4 or IPv6 socket address.
+    static func numeric(_ sa: UnsafeMutablePointer<sockaddr>?) -> String? {
+        guard let sa else { return nil }
+        var buffer = [CChar](repeating: 0, count: 64)
+        switch Int32(sa.pointee.sa_family) {
+        case AF_INET:
+            return sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in
+                var a = p.pointee.sin_addr
+                return inet_ntop(AF_INET, &a, &buffer, 64).map { String(cString: $0) }
+            }
+        case AF_INET6:
+            return sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in
+                var a = p.pointee.sin6_addr
+                return inet_ntop(AF_INET6, &a, &buffer, 64).map { String(cString: $0) }
+            }
         default: return nil
         }
     }
-
-    /// Every method evhttp knows: the router, not evhttp, answers 405 for the ones a path lacks.
-    static let allMethods: UInt32 =
-        EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue | EVHTTP_REQ_PUT.rawValue
-        | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue | EVHTTP_REQ_TRACE.rawValue
-        | EVHTTP_REQ_CONNECT.rawValue | EVHTTP_REQ_PATCH.rawValue
 }

@@ -1,26 +1,25 @@
-import CLibevent
 import COpenSSL
 import Foundation
 
 extension ConnectionFilter {
-    func input(_ src: OpaquePointer, _ dst: OpaquePointer) -> bufferevent_filter_result {
+    func input(_ src: EvBuffer, _ dst: EvBuffer) -> FilterResult {
         switch mode {
         case let .awaitingProxyHeader(trusted):
             return readProxyHeader(src, dst, trusted: trusted)
         case .plain:
-            evbuffer_add_buffer(dst, src)
-            return BEV_OK
+            dst.append(contentsOf: src)
+            return .ok
         case .failed:
-            evbuffer_drain(src, evbuffer_get_length(src))
-            return BEV_ERROR
+            src.drainAll()
+            return .error
         case let .granted(session):
             mode = .tls(session)
             return input(src, dst)
         case let .tls(session):
             let ssl = session.ssl, scratch = session.scratch
             // Ciphertext into OpenSSL, plaintext out to evhttp.
-            while evbuffer_get_length(src) > 0 {
-                let n = Int(evbuffer_remove(src, scratch, Self.chunk))
+            while src.count > 0 {
+                let n = src.remove(into: scratch, max: Self.chunk)
                 guard n > 0 else { break }
                 guard BIO_write(SSL_get_rbio(ssl), scratch, Int32(n)) == n else { return fail() }
             }
@@ -28,7 +27,7 @@ extension ConnectionFilter {
             while true {
                 let n = SSL_read(ssl, scratch, Int32(Self.chunk))
                 if n > 0 {
-                    evbuffer_add(dst, scratch, Int(n))
+                    dst.append(scratch, count: Int(n))
                     produced = true
                     continue
                 }
@@ -40,54 +39,52 @@ extension ConnectionFilter {
             }
             if !handshakeDone && SSL_is_init_finished(ssl) == 1 {
                 handshakeDone = true
-                if let filter, let output = bufferevent_get_output(filter), evbuffer_get_length(output) > 0, let kick {
-                    event_active(kick, 0, 0)
-                }
+                if let output = filter?.output, output.count > 0 { kick?.activate() }
             }
-            return produced ? BEV_OK : BEV_NEED_MORE
+            return produced ? .ok : .needMore
         }
     }
 
-    func output(_ src: OpaquePointer, _ dst: OpaquePointer) -> bufferevent_filter_result {
+    func output(_ src: EvBuffer, _ dst: EvBuffer) -> FilterResult {
         switch mode {
         case .awaitingProxyHeader:
             // Nothing is answered before the header (evhttp has read nothing): keep it queued.
-            return BEV_NEED_MORE
+            return .needMore
         case .plain, .granted:
             // The CONNECT's answer (and anything before it) leaves as it is.
             deliver(src, dst)
-            return BEV_OK
+            return .ok
         case .failed:
-            evbuffer_drain(src, evbuffer_get_length(src))
-            return BEV_ERROR
+            src.drainAll()
+            return .error
         case let .tls(session):
-            guard handshakeDone else { return BEV_NEED_MORE }
+            guard handshakeDone else { return .needMore }
             let ssl = session.ssl, scratch = session.scratch
-            while evbuffer_get_length(src) > 0 {
-                let n = Int(evbuffer_copyout(src, scratch, Self.chunk))
+            while src.count > 0 {
+                let n = src.copy(into: scratch, max: Self.chunk)
                 guard n > 0 else { break }
                 let written = SSL_write(ssl, scratch, Int32(n))
                 guard written > 0 else { return fail() }
-                evbuffer_drain(src, Int(written))
+                src.drain(Int(written))
                 flushCiphertext(session, into: dst)
             }
-            return BEV_OK
+            return .ok
         }
     }
 
     /// Moves what OpenSSL wrote (handshake records, alerts, data) to the socket.
-    private func flushCiphertext(_ session: Session, into dst: OpaquePointer? = nil) {
+    private func flushCiphertext(_ session: Session, into dst: EvBuffer? = nil) {
         let ciphertext = session.ciphertext, scratch = session.scratch
         guard let wbio = SSL_get_wbio(session.ssl) else { return }
         while BIO_ctrl_pending(wbio) > 0 {
             let n = BIO_read(wbio, scratch, Int32(Self.chunk))
             guard n > 0 else { break }
-            evbuffer_add(ciphertext, scratch, Int(n))
+            ciphertext.append(scratch, count: Int(n))
         }
-        if let target = dst ?? filter.flatMap({ bufferevent_get_underlying($0) }).flatMap({ bufferevent_get_output($0) }) {
+        if let target = dst ?? filter?.underlying?.output {
             deliver(ciphertext, target)
         } else {
-            evbuffer_drain(ciphertext, evbuffer_get_length(ciphertext))
+            ciphertext.drainAll()
         }
     }
 
@@ -96,17 +93,17 @@ extension ConnectionFilter {
     /// right then (after a `shutdown`): bytes still in that buffer would be lost. So bytes are
     /// written to the socket at once when nothing is queued before them, and only what the kernel
     /// does not take waits in the socket bufferevent.
-    private func deliver(_ bytes: OpaquePointer, _ dst: OpaquePointer) {
-        if evbuffer_get_length(dst) == 0, let filter, let socket = bufferevent_get_underlying(filter) {
-            let fd = bufferevent_getfd(socket)
+    private func deliver(_ bytes: EvBuffer, _ dst: EvBuffer) {
+        if dst.count == 0, let socket = filter?.underlying {
+            let fd = socket.fd
             if fd >= 0 {
-                while evbuffer_get_length(bytes) > 0, evbuffer_write(bytes, fd) > 0 {}
+                while bytes.count > 0, bytes.write(to: fd) > 0 {}
             }
         }
-        evbuffer_add_buffer(dst, bytes)
+        dst.append(contentsOf: bytes)
     }
 
-    private func fail() -> bufferevent_filter_result {
+    private func fail() -> FilterResult {
         if case let .tls(session) = mode { flushCiphertext(session) }  // the alert, if any
         mode = .failed  // the session is freed with its last reference
         ERR_clear_error()
@@ -115,10 +112,8 @@ extension ConnectionFilter {
 
     /// libevent 2.1's filter ignores BEV_ERROR from an input filter: evhttp is told with an error
     /// event instead, deferred (it frees the connection, which must not happen inside this callback).
-    func close() -> bufferevent_filter_result {
-        if let filter {
-            bufferevent_trigger_event(filter, Int16(BEV_EVENT_READING | BEV_EVENT_ERROR), Int32(BEV_TRIG_DEFER_CALLBACKS.rawValue))
-        }
-        return BEV_ERROR
+    func close() -> FilterResult {
+        filter?.reportError()
+        return .error
     }
 }

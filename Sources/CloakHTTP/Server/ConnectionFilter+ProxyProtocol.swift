@@ -1,26 +1,25 @@
-import CLibevent
 import COpenSSL
 import Foundation
 
 extension ConnectionFilter {
     /// The PROXY header: peeked at until whole, then dropped from the stream; the rest passes.
-    func readProxyHeader(_ src: OpaquePointer, _ dst: OpaquePointer, trusted: TrustedProxies) -> bufferevent_filter_result {
+    func readProxyHeader(_ src: EvBuffer, _ dst: EvBuffer, trusted: TrustedProxies) -> FilterResult {
         guard let peer = peerAddress(), trusted.contains(peer) else {
             return refuseProxy("proxy_untrusted_peer")
         }
-        let wanted = min(evbuffer_get_length(src), 16 + ProxyProtocolHeader.maxV2Length)
+        let wanted = min(src.count, 16 + ProxyProtocolHeader.maxV2Length)
         var bytes = [UInt8](repeating: 0, count: wanted)
-        let copied = bytes.withUnsafeMutableBytes { Int(evbuffer_copyout(src, $0.baseAddress, wanted)) }
+        let copied = bytes.withUnsafeMutableBytes { src.copy(into: $0.baseAddress, max: wanted) }
         switch ProxyProtocolHeader.parse(bytes.prefix(max(copied, 0))) {
         case .needMore:
-            return BEV_NEED_MORE
+            return .needMore
         case .invalid:
             return refuseProxy("proxy_header_invalid")
         case let .local(length, proxied):
-            evbuffer_drain(src, length)
+            src.drain(length)
             namedNoClient = proxied
         case let .proxied(source, length):
-            evbuffer_drain(src, length)
+            src.drain(length)
             guard let admitSource, admitSource(source) else { return refuseProxy("proxy_address_limit") }
             proxiedSource = source
         }
@@ -30,8 +29,8 @@ extension ConnectionFilter {
 
     /// The socket's peer, numeric.
     private func peerAddress() -> IPAddress? {
-        guard let filter, let socket = bufferevent_get_underlying(filter) else { return nil }
-        let fd = bufferevent_getfd(socket)
+        guard let socket = filter?.underlying else { return nil }
+        let fd = socket.fd
         guard fd >= 0 else { return nil }
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -57,7 +56,7 @@ extension ConnectionFilter {
         return ok ? IPAddress(String(cString: text)) : nil
     }
 
-    private func refuseProxy(_ reason: String) -> bufferevent_filter_result {
+    private func refuseProxy(_ reason: String) -> FilterResult {
         proxyRefusal = reason
         mode = .failed
         return close()

@@ -1,4 +1,3 @@
-import CLibevent
 import COpenSSL
 import Foundation
 
@@ -53,11 +52,11 @@ final class ConnectionFilter {
 
     init(mode: Mode) { self.mode = mode }
     /// The filter bufferevent, set once made; nil once evhttp let go of the connection.
-    var filter: OpaquePointer?
+    var filter: Bufferevent?
     /// The filter bufferevent while the loop's own reference on it is held.
-    private var held: OpaquePointer?
+    private var held: Bufferevent?
     /// Pushes output evhttp queued while the filter was waiting for the handshake.
-    var kick: OpaquePointer?
+    var kick: LoopEvent?
     var handshakeDone = false
     static let chunk = 16 * 1024
 
@@ -68,11 +67,11 @@ final class ConnectionFilter {
     final class Session {
         let ssl: OpaquePointer
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: ConnectionFilter.chunk, alignment: 16)
-        let ciphertext: OpaquePointer
+        let ciphertext: EvBuffer
 
         init?(context: OpaquePointer) {
             guard let ssl = SSL_new(context) else { return nil }
-            guard let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()), let ciphertext = evbuffer_new() else {
+            guard let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()), let ciphertext = EvBuffer.make() else {
                 SSL_free(ssl)
                 return nil
             }
@@ -85,58 +84,46 @@ final class ConnectionFilter {
         deinit {
             SSL_free(ssl)
             scratch.deallocate()
-            evbuffer_free(ciphertext)
+            ciphertext.free()
         }
     }
 
     deinit {
-        if let kick { event_free(kick) }
+        kick?.free()
     }
 
     /// Makes the socket bufferevent and the filter over it; nil when either cannot be made.
-    static func make(base: OpaquePointer, options: Int32, mode: Mode = .plain) -> (bufferevent: OpaquePointer, filter: ConnectionFilter)? {
-        guard let socket = bufferevent_socket_new(base, -1, options) else { return nil }
+    static func make(base: EventBase, mode: Mode = .plain) -> (bufferevent: Bufferevent, filter: ConnectionFilter)? {
+        guard let socket = Bufferevent.socket(base) else { return nil }
         let context = ConnectionFilter(mode: mode)
-        let retained = Unmanaged.passRetained(context).toOpaque()
-        guard let bev = bufferevent_filter_new(socket, { src, dst, limit, mode, ctx in
-            Unmanaged<ConnectionFilter>.fromOpaque(ctx!).takeUnretainedValue().input(src!, dst!)
-        }, { src, dst, limit, mode, ctx in
-            Unmanaged<ConnectionFilter>.fromOpaque(ctx!).takeUnretainedValue().output(src!, dst!)
-        }, options, { ctx in
-            Unmanaged<ConnectionFilter>.fromOpaque(ctx!).release()
-        }, retained) else {
-            Unmanaged<ConnectionFilter>.fromOpaque(retained).release()
-            bufferevent_free(socket)
+        guard let bev = Bufferevent.filter(over: socket, context) else {
+            socket.free()
             return nil
         }
         context.filter = bev
         // The loop's reference (see the type's comment), given back by releaseHold().
-        bufferevent_incref(bev)
+        bev.retain()
         context.held = bev
-        context.kick = event_new(base, -1, 0, { _, _, arg in
+        context.kick = LoopEvent.user(base, { _, _, arg in
             guard let arg else { return }
-            let me = Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue()
-            if let filter = me.filter { _ = bufferevent_flush(filter, Int16(EV_WRITE), BEV_NORMAL) }
+            Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue().filter?.flushWrites()
         }, Unmanaged.passUnretained(context).toOpaque())
         // The kick's argument is this object, alive until the filter is finalized (its context).
         // evhttp queues an answer before it enables writing, and a libevent 2.1 filter does not
         // look at its output again when writing is enabled: every addition is pushed one loop
         // turn later (after evhttp has enabled writing and set its write callback).
-        if let output = bufferevent_get_output(bev) {
-            evbuffer_add_cb(output, { _, info, arg in
-                guard let info, let arg, info.pointee.n_added > 0 else { return }
-                let me = Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue()
-                if let kick = me.kick { event_active(kick, 0, 0) }
-            }, Unmanaged.passUnretained(context).toOpaque())
-        }
+        bev.output?.reportAdditions(to: context)
         return (bev, context)
     }
+
+    /// Bytes were queued for the client: pushed through the filter a loop turn later.
+    func outputAdded() { kick?.activate() }
 
     /// evhttp is freeing the connection (a libevent callback of the filter may still be on the
     /// stack): nothing may flush the filter any more. The loop's reference keeps the bufferevent
     /// alive until ``releaseHold()``, which the loop calls a turn later.
     func detach() {
-        if let kick { event_del(kick) }
+        kick?.cancel()
         filter = nil
     }
 
@@ -148,10 +135,9 @@ final class ConnectionFilter {
         guard let bev = held else { return }
         held = nil
         filter = nil
-        if let kick { event_del(kick) }
-        bufferevent_disable(bev, Int16(EV_READ | EV_WRITE))
-        bufferevent_set_timeouts(bev, nil, nil)
-        _ = bufferevent_decref(bev)
+        kick?.cancel()
+        bev.quiesce()
+        bev.release()
     }
 
     /// Whether the loop still holds its reference (tests).

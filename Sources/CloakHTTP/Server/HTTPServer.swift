@@ -65,7 +65,7 @@ public final class HTTPServer: Sendable {
         // something else may take the port (an outgoing connection's ephemeral port, say): then
         // the loops made so far are dropped and another free port is tried, a few times.
         for attempt in 1...(configuration.port == 0 ? 5 : 1) {
-            if configuration.port == 0 { port = try Libevent.freePort(host: configuration.host) }
+            if configuration.port == 0 { port = try Sockets.freePort(host: configuration.host) }
             workers.removeAll()
             watchdog?.unregister(hearts)
             hearts.removeAll()

@@ -29,17 +29,14 @@ public final class LoopHandle: Sendable {
         guard worker.isOnLoop else { return nil }
         let key = ObjectIdentifier(owner)
         // The same address with the owner gone is another owner: its object is made anew.
-        if let found = locals[key], found.owner === owner { return unsafeDowncast(found.value, to: T.self) }
+        if let found = worker.state.value.locals[key], found.owner === owner { return unsafeDowncast(found.value, to: T.self) }
         let made = make()
-        locals[key] = Local(owner: owner, value: made)
+        worker.state.value.locals[key] = Local(owner: owner, value: made)
         return made
     }
 
-    private struct Local {
+    struct Local {
         weak var owner: AnyObject?
         let value: AnyObject
     }
-
-    // Read and written on the loop's thread only (checked in local(for:make:)).
-    @exclusivity(unchecked) private nonisolated(unsafe) var locals: [ObjectIdentifier: Local] = [:]
 }

@@ -1,4 +1,3 @@
-import CLibevent
 import COpenSSL
 import Foundation
 import Synchronization
@@ -12,30 +11,28 @@ import Synchronization
 /// refuses it when over the limit, and from then on watches its deadlines.
 extension LoopWorker {
     /// Called by evhttp for every accepted socket.
-    func makeBufferevent(_ base: OpaquePointer) -> OpaquePointer? {
+    func makeBufferevent(_ base: EventBase) -> Bufferevent? {
         var ssl: OpaquePointer?
         if let context = tls?.context { ssl = SSL_new(context) }
         let slot = budget.acquire()
         var admission = Admission.decide(tlsConfigured: tls != nil, tlsSessionMade: ssl != nil, slotTaken: slot)
         // Only a served connection keeps its slot (closeCallback releases it).
         if slot && admission != .serve { budget.release() }
-        let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
-        var made: OpaquePointer?
+        var made: Bufferevent?
         var connectionFilter: ConnectionFilter?
         if tunnels != nil, admission == .serve {
             // A forward-proxy door: plain until a CONNECT is granted, then TLS inside the filter.
-            if let (bev, filter) = ConnectionFilter.make(base: base, options: options) {
+            if let (bev, filter) = ConnectionFilter.make(base: base) {
                 made = bev
                 connectionFilter = filter
             }
         } else if configuration.proxyProtocol, admission == .serve {
             // A PROXY header first, read and dropped by the filter; TLS (if any) above it.
-            if let (bev, filter) = ConnectionFilter.make(base: base, options: options,
-                                                         mode: .awaitingProxyHeader(configuration.trustedProxies)) {
+            if let (bev, filter) = ConnectionFilter.make(base: base, mode: .awaitingProxyHeader(configuration.trustedProxies)) {
                 if let ssl {
-                    made = bufferevent_openssl_filter_new(base, bev, ssl, BUFFEREVENT_SSL_ACCEPTING, options)
+                    made = Bufferevent.acceptingTLS(base, over: bev, ssl)
                     if made == nil {
-                        bufferevent_free(bev)
+                        bev.free()
                         filter.releaseHold()
                     }
                 } else {
@@ -52,7 +49,7 @@ extension LoopWorker {
                 admission = .closeWithoutTLS
             }
         } else if let ssl, admission == .serve {
-            made = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, options)
+            made = Bufferevent.acceptingTLS(base, ssl)
             if made == nil {
                 budget.release()
                 admission = .closeWithoutTLS
@@ -62,55 +59,50 @@ extension LoopWorker {
         }
         // A plain bufferevent that will be closed before it reads anything. Never nil when it can
         // be helped: evhttp would make its own plain one, uncounted, on a TLS port.
-        if made == nil { made = bufferevent_socket_new(base, -1, options) }
+        if made == nil { made = Bufferevent.socket(base) }
         guard let bev = made else {
             if admission == .serve { budget.release() }
             return nil
         }
         // Our own reference: if evhttp gives up on the socket before adoptAccepted runs, it frees
         // the bufferevent; the memory stays valid (with its callbacks cleared) until we let go.
-        bufferevent_incref(bev)
+        bev.retain()
         let connection = ServerConnection(bufferevent: bev, admission: admission, now: Self.now())
         connection.isTLS = tls != nil
         connection.connectionFilter = connectionFilter
-        accepted.append(connection)
-        if let acceptedEvent { event_active(acceptedEvent, 0, 0) }
+        state.value.accepted.append(connection)
+        acceptedEvent?.activate()
         return bev
     }
 
     /// Finds the evhttp connections of the sockets just accepted; closes those refused, and
     /// watches the others.
     func adoptAccepted() {
-        let batch = accepted
-        accepted.removeAll(keepingCapacity: true)
+        let batch = state.value.accepted
+        state.value.accepted.removeAll(keepingCapacity: true)
         for connection in batch {
-            var cbarg: UnsafeMutableRawPointer?
-            bufferevent_getcb(connection.bufferevent, nil, nil, nil, &cbarg)
-            defer { _ = bufferevent_decref(connection.bufferevent) }
-            guard let cbarg else {
+            defer { connection.bufferevent.release() }
+            guard let cbarg = connection.bufferevent.callbackArgument else {
                 // evhttp gave up on the socket itself: nothing to adopt.
                 if connection.admission == .serve { budget.release() }
                 if let filter = connection.connectionFilter { releaseLater(filter) }
                 continue
             }
-            let evcon = OpaquePointer(cbarg)
+            let evcon = EvConnection(raw: OpaquePointer(cbarg))
             switch connection.admission {
             case .refuseOverLimit:
                 // A canned answer is plain HTTP: a TLS client over the limit is just closed.
                 if !connection.isTLS { connection.writeNow(Self.refusal(configuration.refusalBody)) }
-                evhttp_connection_free(evcon)
+                evcon.free()
             case .closeWithoutTLS:
-                evhttp_connection_free(evcon)
+                evcon.free()
             case .serve:
-                var address: UnsafeMutablePointer<CChar>?
-                var port: UInt16 = 0
-                evhttp_connection_get_peer(evcon, &address, &port)
-                let peer = address.map { String(cString: $0) } ?? ""
+                let peer = evcon.peer
                 if configuration.proxyProtocol, !configuration.trustedProxies.contains(peer) {
                     // Only a trusted balancer may open connections here: closed before a byte is
                     // read (it would otherwise hold a slot until the header timeout).
                     budget.release()
-                    evhttp_connection_free(evcon)
+                    evcon.free()
                     if let filter = connection.connectionFilter { releaseLater(filter) }
                     ConnectionNotices.shared.report("proxy_untrusted_peer")
                     continue
@@ -128,49 +120,40 @@ extension LoopWorker {
                     // This address holds its share already: refused like a connection over the limit.
                     budget.release()
                     if !connection.isTLS { connection.writeNow(Self.refusal(configuration.refusalBody)) }
-                    evhttp_connection_free(evcon)
+                    evcon.free()
                     // No close callback was set: the filter's reference goes back here.
                     if let filter = connection.connectionFilter { releaseLater(filter) }
                     continue
                 }
-                connection.evcon = evcon
+                connection.evcon = evcon.raw
                 connection.peer = peer
-                connections[evcon] = connection
-                evhttp_connection_set_closecb(evcon, { evcon, arg in
+                state.value.connections[evcon.raw] = connection
+                evcon.onClose({ evcon, arg in
                     guard let evcon, let arg else { return }
                     Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().connectionClosed(evcon)
                 }, Unmanaged.passUnretained(self).toOpaque())
-                if let input = bufferevent_get_input(connection.bufferevent) {
+                if let input = connection.bufferevent.input {
                     // Called on every change to the buffer, evhttp's drains of each line read
                     // included: only additions are looked at (and only they read the clock).
-                    connection.inputCallback = evbuffer_add_cb(input, { _, info, arg in
-                        guard let info, info.pointee.n_added > 0, let arg else { return }
-                        Unmanaged<ServerConnection>.fromOpaque(arg).takeUnretainedValue()
-                            .inputGrew(by: info.pointee.n_added, now: LoopWorker.now())
-                    }, Unmanaged.passUnretained(connection).toOpaque())
+                    connection.inputCallback = input.reportAdditions(to: connection)
                     // Bytes that arrived before the callback (none, normally: evhttp reads from
                     // the next loop turn on) are judged now.
-                    let buffered = evbuffer_get_length(input)
+                    let buffered = input.count
                     if buffered > 0 { connection.inputGrew(by: buffered, now: LoopWorker.now()) }
                 }
-                if draining {
-                    var tv = timeval(tv_sec: 0, tv_usec: 500_000)
-                    evhttp_connection_set_timeout_tv(evcon, &tv)
-                }
+                if isDraining { evcon.setTimeout(seconds: 0.5) }
             }
         }
     }
 
     /// evhttp is freeing the connection.
     func connectionClosed(_ evcon: OpaquePointer) {
-        guard let connection = connections.removeValue(forKey: evcon) else { return }
+        guard let connection = state.value.connections.removeValue(forKey: evcon) else { return }
         if let filter = connection.connectionFilter {
             filter.detach()
             releaseLater(filter)
         }
-        if let entry = connection.inputCallback, let input = bufferevent_get_input(connection.bufferevent) {
-            evbuffer_remove_cb_entry(input, entry)
-        }
+        if let entry = connection.inputCallback, let input = connection.bufferevent.input { input.remove(entry) }
         if let key = connection.addressKey { addressBudget.release(key) }
         if let reason = connection.connectionFilter?.proxyRefusal { ConnectionNotices.shared.report(reason) }
         budget.release()
@@ -179,16 +162,15 @@ extension LoopWorker {
     /// Gives back the loop's reference on `filter` a loop turn from now (we may be inside one of
     /// its libevent callbacks: evhttp frees connections from its write callback).
     func releaseLater(_ filter: ConnectionFilter) {
-        filtersToRelease.append(filter)
-        guard filtersToRelease.count == 1, let releaseTimer else { return }
-        var now = timeval(tv_sec: 0, tv_usec: 0)
-        event_add(releaseTimer, &now)
+        state.value.filtersToRelease.append(filter)
+        guard state.value.filtersToRelease.count == 1 else { return }
+        releaseTimer?.schedule(after: 0)
     }
 
     /// The next loop turn: every filter queued by ``releaseLater(_:)``.
     func releaseClosedFilters() {
-        let batch = filtersToRelease
-        filtersToRelease.removeAll(keepingCapacity: true)
+        let batch = state.value.filtersToRelease
+        state.value.filtersToRelease.removeAll(keepingCapacity: true)
         for filter in batch { filter.releaseHold() }
     }
 
@@ -198,22 +180,22 @@ extension LoopWorker {
         heartbeat?.beat(now: now)
         let head = UInt64(configuration.headerTimeoutSeconds) * 1_000_000_000
         let body = UInt64(configuration.bodyTimeoutSeconds) * 1_000_000_000
-        let expired = connections.filter { $0.value.clock.isExpired(now: now, headerTimeout: head, bodyTimeout: body) }
-        for (evcon, _) in expired { evhttp_connection_free(evcon) }
+        let expired = state.value.connections.filter { $0.value.clock.isExpired(now: now, headerTimeout: head, bodyTimeout: body) }
+        for (evcon, _) in expired { EvConnection(raw: evcon).free() }
         // A framing violation evhttp did not turn into a request (it waits for a body or a head
         // that will not come right): answered 400 here and closed. Never while a request of the
         // connection is with the handler (its answer would go to a freed request); that one is
         // answered, and the next request then finds the violation.
-        let broken = connections.filter { $0.value.framing.isViolated && $0.value.clock.phase != .handling }
+        let broken = state.value.connections.filter { $0.value.framing.isViolated && $0.value.clock.phase != .handling }
         for (evcon, connection) in broken {
             // Only on a plain connection, and only when evhttp has nothing queued to write (its
             // own error answer would interleave with this one).
             if !connection.isTLS && connection.tunnel == nil,
-                let output = bufferevent_get_output(connection.bufferevent), evbuffer_get_length(output) == 0
+                let output = connection.bufferevent.output, output.count == 0
             {
                 connection.writeNow(Self.canned(400, "Bad Request", configuration.framingRefusalBody))
             }
-            evhttp_connection_free(evcon)
+            EvConnection(raw: evcon).free()
         }
     }
 
@@ -238,10 +220,10 @@ extension LoopWorker {
     /// At the descriptor limit `accept` fails with EMFILE while the listening socket stays
     /// readable: libevent 2.1 would call it again at once, forever (100 % CPU). Instead the
     /// listener pauses for 100 ms, during which closing connections free descriptors.
-    func watchAcceptErrors(_ listener: OpaquePointer) {
-        self.listener = listener
-        Self.listeners.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener)))] = Unmanaged.passUnretained(self) }
-        evconnlistener_set_error_cb(listener) { listener, _ in
+    func watchAcceptErrors(_ listener: Listener) {
+        state.value.listener = listener
+        Self.listeners.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener.raw)))] = Unmanaged.passUnretained(self) }
+        listener.onAcceptError { listener, _ in
             guard let listener else { return }
             let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener)))
             LoopWorker.listeners.withLock { $0[key] }?.takeUnretainedValue().pauseAccepting()
@@ -249,23 +231,22 @@ extension LoopWorker {
     }
 
     func forgetListener() {
-        guard let listener else { return }
-        Self.listeners.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener)))] = nil }
-        self.listener = nil
+        guard let listener = state.value.listener else { return }
+        Self.listeners.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener.raw)))] = nil }
+        state.value.listener = nil
     }
 
     private func pauseAccepting() {
-        guard let listener else { return }
-        evconnlistener_disable(listener)
-        if acceptPauseTimer == nil {
-            acceptPauseTimer = CLibevent_timer_new(base, { _, _, arg in
+        guard let listener = state.value.listener else { return }
+        listener.disable()
+        if state.value.acceptPauseTimer == nil {
+            state.value.acceptPauseTimer = LoopEvent.timer(base, { _, _, arg in
                 guard let arg else { return }
                 let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
-                if let listener = worker.listener { evconnlistener_enable(listener) }
+                worker.state.value.listener?.enable()
             }, Unmanaged.passUnretained(self).toOpaque())
         }
-        var pause = timeval(tv_sec: 0, tv_usec: 100_000)
-        if let acceptPauseTimer { event_add(acceptPauseTimer, &pause) }
+        state.value.acceptPauseTimer?.schedule(after: 0.1)
     }
 
     /// Listener → its loop, for the error callback (whose argument is evhttp's, not ours).

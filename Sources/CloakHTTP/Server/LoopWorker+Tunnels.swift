@@ -1,4 +1,3 @@
-import CLibevent
 import COpenSSL
 import Foundation
 
@@ -11,9 +10,9 @@ import Foundation
 /// leaf certificate, so evhttp parses the requests inside with the same limits and deadlines
 /// as any other, and they carry the tunnel's ``ProxyTarget``.
 extension LoopWorker {
-    func openTunnel(_ req: OpaquePointer, _ request: HTTPRequest, evcon: OpaquePointer) {
+    func openTunnel(_ req: EvRequest, _ request: HTTPRequest, evcon: EvConnection) {
         guard let tunnels else { preconditionFailure("a CONNECT reached a door without tunnels") }
-        guard let connection = connections[evcon], let filter = connection.connectionFilter,
+        guard let connection = state.value.connections[evcon.raw], let filter = connection.connectionFilter,
             connection.tunnel == nil
         else {
             return answerConnect(req, tunnels.malformed("a CONNECT inside a tunnel is not served"))
@@ -24,20 +23,17 @@ extension LoopWorker {
             refusal.headers.append(("Connection", "close"))
             return answerConnect(req, refusal)
         }
-        guard let uri = evhttp_request_get_evhttp_uri(req),
-            let hostPointer = evhttp_uri_get_host(uri), hostPointer.pointee != 0, evhttp_uri_get_port(uri) > 0
-        else {
+        guard let authority = req.authority else {
             return answerConnect(req, tunnels.malformed("CONNECT needs host:port"))
         }
-        let host = String(cString: hostPointer).lowercased()
-        let port = Int(evhttp_uri_get_port(uri))
+        let host = authority.host, port = authority.port
         switch tunnels.decide(request, host, port) {
         case let .refuse(response):
             answerConnect(req, response)
         case let .open(grant, certificate):
             // Bytes after the CONNECT before its answer would be read as plain HTTP: a client that
             // does not wait for the 200 gets no tunnel.
-            guard let input = bufferevent_get_input(connection.bufferevent), evbuffer_get_length(input) == 0,
+            guard let input = connection.bufferevent.input, input.count == 0,
                 filter.grant(certificate.context)
             else {
                 return answerConnect(req, tunnels.malformed("send nothing after CONNECT before its answer"))
@@ -47,29 +43,18 @@ extension LoopWorker {
             // close: the tunnel outlives the CONNECT whatever its version.
             LoopWorker.keepAlive(req)
             restartClockWhenWritten(req)
-            evhttp_send_reply(req, 200, "Connection established", nil)
+            req.reply(200, reason: "Connection established")
         }
     }
 
     /// Answers a CONNECT that opens nothing. evhttp writes no Content-Length for an answer to a
     /// CONNECT, so it is set here: the client can read the body and retry on the connection
     /// (with credentials after a 407).
-    private func answerConnect(_ req: OpaquePointer, _ response: HTTPResponse) {
+    private func answerConnect(_ req: EvRequest, _ response: HTTPResponse) {
         var response = response
         response.headers.removeAll { $0.name.caseInsensitiveEquals("Content-Length") }
         response.headers.append(("Content-Length", String(response.body.count)))
         restartClockWhenWritten(req)
         send(response, to: req)
-    }
-
-    /// The parsed target of an absolute-form request (`POST http://host:port/path`).
-    static func absoluteTarget(_ req: OpaquePointer) -> ProxyTarget? {
-        guard let uri = evhttp_request_get_evhttp_uri(req), let scheme = evhttp_uri_get_scheme(uri),
-            let host = evhttp_uri_get_host(uri), host.pointee != 0
-        else { return nil }
-        let name = String(cString: scheme).lowercased()
-        let port = Int(evhttp_uri_get_port(uri))
-        return ProxyTarget(scheme: name, host: String(cString: host).lowercased(),
-                           port: port > 0 ? port : (name == "https" ? 443 : 80))
     }
 }

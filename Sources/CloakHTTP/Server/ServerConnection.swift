@@ -1,4 +1,3 @@
-import CLibevent
 import Foundation
 
 /// One accepted connection, owned by its loop: its bufferevent (made by the loop, so every
@@ -9,7 +8,7 @@ import Foundation
 /// Its clock is `@exclusivity(unchecked)` for that reason: one thread, nothing for the
 /// runtime's access checks to catch, and the input callback reads it on every read.
 final class ServerConnection {
-    let bufferevent: OpaquePointer
+    let bufferevent: Bufferevent
     let admission: Admission
     var evcon: OpaquePointer?
     @exclusivity(unchecked) var clock: RequestClock
@@ -28,7 +27,7 @@ final class ServerConnection {
     /// On a forward-proxy door: the filter that turns to TLS when a CONNECT is granted.
     var connectionFilter: ConnectionFilter?
 
-    init(bufferevent: OpaquePointer, admission: Admission, now: UInt64) {
+    init(bufferevent: Bufferevent, admission: Admission, now: UInt64) {
         self.bufferevent = bufferevent
         self.admission = admission
         self.clock = RequestClock(now: now)
@@ -42,14 +41,14 @@ final class ServerConnection {
     /// bytes just added to the input buffer (the last `added` bytes). Runs before evhttp reads
     /// them, so a request is dispatched only after its own bytes were judged.
     func inputGrew(by added: Int, now: UInt64) {
-        guard added > 0, let input = bufferevent_get_input(bufferevent) else { return }
-        let length = evbuffer_get_length(input)
+        guard added > 0, let input = bufferevent.input else { return }
+        let length = input.count
         let start = length - min(added, length)
         if framing.isScanning {
-            peek(input, from: start) { framing.consume($0) != .scanning }
+            input.peek(from: start) { framing.consume($0) != .scanning }
         }
         if clock.phase == .awaitingHead {
-            peek(input, from: start) { clock.received($0, now: now) }
+            input.peek(from: start) { clock.received($0, now: now) }
         }
         watchInput(input)
     }
@@ -74,8 +73,8 @@ final class ServerConnection {
     func dispatched(now: UInt64) {
         clock.dispatched(now: now)
         requestsDispatched += 1
-        guard let input = bufferevent_get_input(bufferevent) else { return }
-        lengthAtDispatch = evbuffer_get_length(input)
+        guard let input = bufferevent.input else { return }
+        lengthAtDispatch = input.count
         watchInput(input)
     }
 
@@ -84,13 +83,13 @@ final class ServerConnection {
     /// callback was off are given to the framing scan.
     func answered(now: UInt64) {
         clock.answered(now: now)
-        guard let input = bufferevent_get_input(bufferevent) else { return }
-        let length = evbuffer_get_length(input)
+        guard let input = bufferevent.input else { return }
+        let length = input.count
         if framing.isScanning && length > lengthAtDispatch {
-            peek(input, from: lengthAtDispatch) { framing.consume($0) != .scanning }
+            input.peek(from: lengthAtDispatch) { framing.consume($0) != .scanning }
         }
         lengthAtDispatch = 0
-        if length > 0 { peek(input, from: 0) { clock.received($0, now: now) } }
+        if length > 0 { input.peek(from: 0) { clock.received($0, now: now) } }
         watchInput(input)
     }
 
@@ -102,44 +101,16 @@ final class ServerConnection {
     /// answer, when evhttp reads nothing (``answered(now:)`` scans what came meanwhile). evbuffer
     /// calls it on every change to the buffer, each line evhttp reads and drains included; only
     /// additions are looked at.
-    private func watchInput(_ input: OpaquePointer) {
+    private func watchInput(_ input: EvBuffer) {
         let wanted = clock.phase == .awaitingHead || (framing.isScanning && clock.phase != .handling)
         guard wanted != watching, let entry = inputCallback else { return }
-        if wanted {
-            evbuffer_cb_set_flags(input, entry, UInt32(EVBUFFER_CB_ENABLED))
-        } else {
-            evbuffer_cb_clear_flags(input, entry, UInt32(EVBUFFER_CB_ENABLED))
-        }
+        input.setEnabled(entry, wanted)
         watching = wanted
-    }
-
-    /// Shows `visit` the buffer's bytes from `start` in place, chunk by chunk, until it returns true.
-    private func peek(_ input: OpaquePointer, from start: Int, _ visit: (UnsafeRawBufferPointer) -> Bool) {
-        var position = evbuffer_ptr()
-        guard evbuffer_ptr_set(input, &position, start, EVBUFFER_PTR_SET) == 0 else { return }
-        let wanted = evbuffer_get_length(input) - start
-        // The chunks are peeked at in batches of eight, on the stack (a read is almost always one).
-        withUnsafeTemporaryAllocation(of: iovec.self, capacity: 8) { chunks in
-            var remaining = wanted
-            while remaining > 0 {
-                let count = Int(evbuffer_peek(input, remaining, &position, chunks.baseAddress, 8))
-                guard count > 0 else { return }
-                for chunk in chunks.prefix(min(count, 8)) {
-                    guard let base = chunk.iov_base else { continue }
-                    let length = min(chunk.iov_len, remaining)
-                    if visit(UnsafeRawBufferPointer(start: base, count: length)) { return }
-                    remaining -= length
-                }
-                guard count > 8, remaining > 0,
-                    evbuffer_ptr_set(input, &position, evbuffer_get_length(input) - remaining, EVBUFFER_PTR_SET) == 0
-                else { return }
-            }
-        }
     }
 
     /// Writes a canned answer straight to the socket, without waiting (a refusal at accept).
     func writeNow(_ bytes: [UInt8]) {
-        let fd = bufferevent_getfd(bufferevent)
+        let fd = bufferevent.fd
         guard fd >= 0 else { return }
         bytes.withUnsafeBytes { raw in
             _ = send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))

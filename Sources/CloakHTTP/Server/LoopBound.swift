@@ -1,0 +1,60 @@
+import Glibc
+import Synchronization
+
+/// The thread an event loop runs on, while it runs: what ``LoopBound`` values check.
+///
+/// Before the loop starts its owner sets it up on the thread that made it, and after the loop
+/// stopped tears it down on the thread that joins it; only in between is every access confined
+/// to the loop's thread.
+final class LoopThread: Sendable {
+    /// `pthread_self()` of the loop thread while it runs, else 0.
+    private let thread = Atomic<UInt>(0)
+
+    init() {}
+
+    /// The calling thread runs the loop from now on.
+    func enter() { thread.store(pthread_self(), ordering: .releasing) }
+
+    /// The loop stopped.
+    func leave() { thread.store(0, ordering: .releasing) }
+
+    /// Whether the caller is the loop's thread (false while the loop is not running).
+    var isCurrent: Bool {
+        let running = thread.load(ordering: .acquiring)
+        return running != 0 && pthread_equal(running, pthread_self()) != 0
+    }
+
+    /// Traps when the loop runs and the caller is another thread.
+    @inline(__always)
+    func check() {
+        let running = thread.load(ordering: .relaxed)
+        precondition(running == 0 || pthread_equal(running, pthread_self()) != 0, "loop-bound state touched off its loop thread")
+    }
+}
+
+/// State confined to one event loop's thread, with the thread checked on every access (as
+/// swift-nio's `NIOLoopBound`): evhttp and the state around it are not thread-safe, and an
+/// access from another thread would corrupt them silently; here it traps.
+///
+/// Stored inline (no allocation); its owner is a class shared with the loop thread, which is
+/// why it is `@unchecked Sendable`: the check is the guarantee.
+struct LoopBound<Value>: @unchecked Sendable {
+    let loop: LoopThread
+    private var storage: Value
+
+    init(_ value: Value, loop: LoopThread) {
+        self.loop = loop
+        self.storage = value
+    }
+
+    var value: Value {
+        _read {
+            loop.check()
+            yield storage
+        }
+        _modify {
+            loop.check()
+            yield &storage
+        }
+    }
+}
