@@ -49,7 +49,7 @@ enum MiddlewareFixture {
     }
 
     /// The answer of a door whose handler answers at once (or calls back before returning).
-    static func answer(_ door: Door, _ request: HTTPRequest) throws -> HTTPResponse {
+    static func answer<Steps, Handler>(_ door: BoundDoor<Steps, Handler>, _ request: HTTPRequest) throws -> HTTPResponse {
         let box = Mutex<HTTPResponse?>(nil)
         door.handle(request, .collecting { response in box.withLock { $0 = response } })
         let collected = box.withLock { $0 }
@@ -97,6 +97,19 @@ final class PhaseTrail: Sendable {
 
 /// A step that writes down each phase it runs (`A>` on the way in, `<A status template` on the
 /// way back, and an `X-Step: A` header), and may name a template, answer or refuse.
+/// A door with the handler it serves, as ``CloakService`` binds them per request.
+struct BoundDoor<Steps: Middleware, Handler: RequestHandler> {
+    let door: Door<Steps>
+    let handler: Handler
+
+    init(steps: Steps, handler: Handler) {
+        door = Door(steps: steps)
+        self.handler = handler
+    }
+
+    func handle(_ request: HTTPRequest, _ responder: HTTPResponder) { door.handle(request, responder, handler) }
+}
+
 struct RecordingStep: Middleware {
     let name: String
     let trail: PhaseTrail
@@ -137,22 +150,27 @@ struct RecordingHandler: RequestHandler {
     typealias F = MiddlewareFixture
 
     func steps(_ trail: PhaseTrail, answeringAt answerer: String? = nil, refusingAt refuser: String? = nil,
-               with error: CloakError = CloakError(.forbidden, "no entry")) -> [any Middleware] {
-        ["A", "B", "C"].map { name in
+               with error: CloakError = CloakError(.forbidden, "no entry")) -> some Middleware {
+        let step = { (name: String) in
             RecordingStep(name: name, trail: trail,
                           answer: name == answerer ? HTTPResponse(status: 204) : nil,
                           refusal: name == refuser ? error : nil)
+        }
+        return MiddlewareChain.build {
+            step("A")
+            step("B")
+            step("C")
         }
     }
 
     @Test func requestPhasesRunInOrderThenTheHandlerThenEveryResponsePhaseInReverse() throws {
         let trail = PhaseTrail()
-        let middleware: [any Middleware] = [
-            RecordingStep(name: "A", trail: trail, template: "/t/{x}"),
-            RecordingStep(name: "B", trail: trail),
-            RecordingStep(name: "C", trail: trail),
-        ]
-        let door = Door(middleware: middleware, handler: RecordingHandler(trail: trail))
+        let middleware = MiddlewareChain.build {
+            RecordingStep(name: "A", trail: trail, template: "/t/{x}")
+            RecordingStep(name: "B", trail: trail)
+            RecordingStep(name: "C", trail: trail)
+        }
+        let door = BoundDoor(steps: middleware, handler: RecordingHandler(trail: trail))
         let response = try F.answer(door, F.request(.GET, "/t/1"))
         // What a step learned on the way in is seen by the steps after it, the handler, and
         // every response phase.
@@ -164,7 +182,7 @@ struct RecordingHandler: RequestHandler {
 
     @Test func aStepThatAnswersSkipsTheLaterStepsAndTheHandlerButEveryStepSeesTheAnswer() throws {
         let trail = PhaseTrail()
-        let door = Door(middleware: steps(trail, answeringAt: "B"), handler: RecordingHandler(trail: trail))
+        let door = BoundDoor(steps: steps(trail, answeringAt: "B"), handler: RecordingHandler(trail: trail))
         let response = try F.answer(door, F.request(.GET, "/x"))
         #expect(trail.events == ["A>", "B>", "<C 204 -", "<B 204 -", "<A 204 -"])
         #expect(response.status == 204)
@@ -173,7 +191,7 @@ struct RecordingHandler: RequestHandler {
 
     @Test func aRefusalSkipsTheRestAndIsAnsweredAsAVGSErrorThroughEveryResponsePhase() throws {
         let trail = PhaseTrail()
-        let door = Door(middleware: steps(trail, refusingAt: "A"), handler: RecordingHandler(trail: trail))
+        let door = BoundDoor(steps: steps(trail, refusingAt: "A"), handler: RecordingHandler(trail: trail))
         let response = try F.answer(door, F.request(.GET, "/x"))
         #expect(trail.events == ["A>", "<C 403 -", "<B 403 -", "<A 403 -"])
         #expect(response.status == 403)
@@ -189,7 +207,7 @@ struct RecordingHandler: RequestHandler {
     @Test func aHandlersRefusalPassesEveryResponsePhase() throws {
         let trail = PhaseTrail()
         let handler = RecordingHandler(trail: trail, refusal: CloakError.notFound("nothing here"))
-        let response = try F.answer(Door(middleware: steps(trail), handler: handler), F.request(.GET, "/x"))
+        let response = try F.answer(BoundDoor(steps: steps(trail), handler: handler), F.request(.GET, "/x"))
         #expect(trail.events == ["A>", "B>", "C>", "handler -", "<C 404 -", "<B 404 -", "<A 404 -"])
         #expect(response.status == 404)
         let error = try F.errorBody(response)
@@ -199,7 +217,7 @@ struct RecordingHandler: RequestHandler {
     @Test func aRefusedRateIsAnsweredWithRetryAfter() throws {
         let trail = PhaseTrail()
         let slow = CloakError(.tooManyRequests, "slow down", extraInfo: [("retryAfterSeconds", .int(7))])
-        let door = Door(middleware: steps(trail, refusingAt: "C", with: slow), handler: RecordingHandler(trail: trail))
+        let door = BoundDoor(steps: steps(trail, refusingAt: "C", with: slow), handler: RecordingHandler(trail: trail))
         let response = try F.answer(door, F.request(.GET, "/x"))
         #expect(trail.events == ["A>", "B>", "C>", "<C 429 -", "<B 429 -", "<A 429 -"])
         #expect(response.status == 429)
@@ -211,7 +229,7 @@ struct RecordingHandler: RequestHandler {
 
     @Test func aLaterReplyStillPassesEveryResponsePhase() throws {
         let trail = PhaseTrail()
-        let door = Door(middleware: steps(trail), handler: RecordingHandler(trail: trail, later: true))
+        let door = BoundDoor(steps: steps(trail), handler: RecordingHandler(trail: trail, later: true))
         let response = try F.answer(door, F.request(.GET, "/x"))
         #expect(trail.events == ["A>", "B>", "C>", "handler -", "<C 200 -", "<B 200 -", "<A 200 -"])
         #expect(response.status == 200)
@@ -220,12 +238,12 @@ struct RecordingHandler: RequestHandler {
 
     @Test func aViolationIsRefusedBeforeTheHandlerAndStillGetsItsCORSHeaders() throws {
         let trail = PhaseTrail()
-        let door = Door(middleware: [
-            RecordingStep(name: "A", trail: trail),
-            ViolationMiddleware(),
-            CORSMiddleware(allowedOrigins: [F.origin]),
-            RecordingStep(name: "C", trail: trail),
-        ], handler: RecordingHandler(trail: trail))
+        let door = BoundDoor(steps: MiddlewareChain.build {
+            RecordingStep(name: "A", trail: trail)
+            ViolationMiddleware()
+            CORSMiddleware(allowedOrigins: [F.origin])
+            RecordingStep(name: "C", trail: trail)
+        }, handler: RecordingHandler(trail: trail))
         var request = F.request(.POST, "/tokens", headers: [("Origin", F.origin)])
         request.violation = .bodyTooLarge(limit: 1024)
         let response = try F.answer(door, request)

@@ -86,16 +86,16 @@ import Testing
     }
 
     /// The API listener's steps, as ``CloakService`` lists them (without the log and metrics).
-    static func apiDoor(_ trail: PhaseTrail) -> Door {
+    static func apiDoor(_ trail: PhaseTrail) -> BoundDoor<some Middleware, RecordingHandler> {
         let rates = RequestRates(limiter: RateLimiter(), limits: ServiceConfiguration.RateLimits(), metrics: ServiceMetrics())
-        return Door(middleware: [
-            ClientAddressMiddleware(trusted: TrustedProxies(), header: .xForwardedFor),
-            ViolationMiddleware(),
-            RoutingMiddleware(router: CloakService.router),
-            AuthMiddleware(authenticator: F.authenticator, credentials: .api),
-            RateLimitMiddleware(rates: rates),
-            CORSMiddleware(allowedOrigins: [F.origin]),
-        ], handler: RecordingHandler(trail: trail))
+        return BoundDoor(steps: MiddlewareChain.build {
+            ClientAddressMiddleware(trusted: TrustedProxies(), header: .xForwardedFor)
+            ViolationMiddleware()
+            RoutingMiddleware(router: CloakService.router)
+            AuthMiddleware(authenticator: F.authenticator, credentials: .api)
+            RateLimitMiddleware(rates: rates)
+            CORSMiddleware(allowedOrigins: [F.origin])
+        }, handler: RecordingHandler(trail: trail))
     }
 
     @Test func throughTheAPIDoorAPreflightIsAnsweredWithoutTheHandler() throws {

@@ -24,7 +24,6 @@ struct APIHandler: RequestHandler {
     }
 
     private func reply(_ endpoint: Endpoint, _ c: RequestContext) throws(CloakError) -> Reply {
-        let request = c.request, identity = c.identity, context = service.context
         switch endpoint {
         case .healthz:
             return .now(HealthHandler.healthy)
@@ -42,47 +41,47 @@ struct APIHandler: RequestHandler {
                 service.metrics.loopStalled()
                 return .now(HealthHandler.loopStalled(stalled))
             }
-            guard let client = service.vaultClient(request) else { return .now(HealthHandler.ready) }
+            guard let client = service.vaultClient(c.request) else { return .now(HealthHandler.ready) }
             return .later { finish in
                 client.ping { result in
                     if case .success = result { finish(HealthHandler.ready) } else { finish(HealthHandler.storeDown) }
                 }
             }
         case .validate:
-            return .now(try ValidateHandler(context: context).handle(request, form: c.parameter("form")))
+            return .now(try ValidateHandler(context: service.context).handle(c.request, form: c.parameter("form")))
         case .formTokens, .formAliases, .formSend:
-            return try FormTokenizeHandler(context: context, vault: try service.requireVault(request, identity), identity: identity)
-                .handle(request, form: c.parameter("form"), requiresToken: endpoint == .formAliases,
+            return try FormTokenizeHandler(context: service.context, vault: try service.requireVault(c.request, c.identity), identity: c.identity)
+                .handle(c.request, form: c.parameter("form"), requiresToken: endpoint == .formAliases,
                         answer: endpoint == .formSend ? .mappedBody : .flatResult)
         case .createTokens, .createAliases:
-            return try vaultAPI(c).create(request, requiresToken: endpoint == .createAliases)
+            return try vaultAPI(c).create(c.request, requiresToken: endpoint == .createAliases)
         case .revealMany:
-            return try vaultAPI(c).revealMany(request)
+            return try vaultAPI(c).revealMany(c.request)
         case .reveal:
-            return try vaultAPI(c).reveal(request, alias: c.parameter("alias"))
+            return try vaultAPI(c).reveal(c.request, alias: c.parameter("alias"))
         case .update:
-            return try vaultAPI(c).update(request, alias: c.parameter("alias"))
+            return try vaultAPI(c).update(c.request, alias: c.parameter("alias"))
         case .delete:
-            return try vaultAPI(c).delete(request, alias: c.parameter("alias"))
+            return try vaultAPI(c).delete(c.request, alias: c.parameter("alias"))
         case .keep:
-            return try vaultAPI(c).keep(request)
+            return try vaultAPI(c).keep(c.request)
         case .lookup:
-            return try vaultAPI(c).lookup(request)
+            return try vaultAPI(c).lookup(c.request)
         case .egress:
             // Whatever spelling of the path reached it (`//egress/…`), the egress door's caller is
             // only ever Proxy-Authorization.
-            return service.egressHandler(identity).transformDoor(request, routeID: c.parameter("route"))
+            return service.egressHandler(c.identity).transformDoor(c.request, routeID: c.parameter("route"))
         case .elementsAsset:
-            return .now(try ElementsHandler(context: context).asset(request, name: c.parameter("asset")))
+            return .now(try ElementsHandler(context: service.context).asset(c.request, name: c.parameter("asset")))
         case .elementsSchema:
-            return .now(try ElementsHandler(context: context).schema(request, form: c.parameter("form")))
+            return .now(try ElementsHandler(context: service.context).schema(c.request, form: c.parameter("form")))
         case .elementsSession:
-            return .now(try elementsReveal(c).createSession(request, now: Int64(Date().timeIntervalSince1970)))
+            return .now(try elementsReveal(c).createSession(c.request, now: Int64(Date().timeIntervalSince1970)))
         case .elementsReveal:
-            return try elementsReveal(c).reveal(request, now: Int64(Date().timeIntervalSince1970))
+            return try elementsReveal(c).reveal(c.request, now: Int64(Date().timeIntervalSince1970))
         case .proxy:
-            return try ProxyHandler(context: context, vault: service.vaultClient(request, identity), routes: service.proxyRoutes,
-                                    identity: identity).handle(request)
+            return try ProxyHandler(context: service.context, vault: service.vaultClient(c.request, c.identity), routes: service.proxyRoutes,
+                                    identity: c.identity).handle(c.request)
         }
     }
 

@@ -37,12 +37,11 @@ public final class CloakService: Sendable {
     /// Signs Cloak Elements' reveal sessions (nil without a vault): derived from the key ring,
     /// so every node that shares it accepts any node's sessions.
     let elementsSessionKey: HMACKey?
-    /// The API listener: every endpoint, Elements' assets included.
-    private var apiDoor: Door { Door(middleware: apiMiddleware, handler: APIHandler(service: self)) }
-    private let apiMiddleware: [any Middleware]
-    /// The forward-proxy door (`egress.listen`): requests inside CONNECT tunnels and
-    /// absolute-form requests.
-    private let forwardMiddleware: [any Middleware]
+    /// The API listener's door (every endpoint, Elements' assets included) and the forward-proxy
+    /// door's (`egress.listen`: requests inside CONNECT tunnels and absolute-form requests), each
+    /// with its steps specialized; the handler is given per request (it refers to the service).
+    private let apiDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
+    private let forwardDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
 
     /// - Parameters:
     ///   - vault: the vault for the alias endpoints (they answer 1500 without one).
@@ -79,27 +78,31 @@ public final class CloakService: Sendable {
         self.proxyRoutes = ProxyHandler.resolve(configuration.routes)
 
         // The order is the order of the way in; answers pass back in reverse (``Door``).
-        var api: [any Middleware] = [
-            AccessLogMiddleware(log: accessLog),
-            MetricsMiddleware(metrics: metrics),
-            ClientAddressMiddleware(trusted: configuration.server.trustedProxies, header: configuration.server.forwardedHeader),
-        ]
-        if configuration.elements.isEnabled { api.append(SandboxMiddleware()) }
-        api += [
-            ViolationMiddleware(),
-            RoutingMiddleware(router: Self.router),
-            AuthMiddleware(authenticator: auth, credentials: .api),
-            RateLimitMiddleware(rates: rates),
-            CORSMiddleware(allowedOrigins: configuration.corsAllowedOrigins),
-        ]
-        self.apiMiddleware = api
-        self.forwardMiddleware = [
-            AccessLogMiddleware(log: accessLog, door: "egress-proxy"),
-            MetricsMiddleware(metrics: metrics, route: "egress-proxy"),
-            ViolationMiddleware(),
-            AuthMiddleware(authenticator: auth, credentials: .forwardProxy),
-            RateLimitMiddleware(rates: rates),
-        ]
+        let metrics = self.metrics
+        let api = MiddlewareChain.build {
+            AccessLogMiddleware(log: accessLog)
+            MetricsMiddleware(metrics: metrics)
+            ClientAddressMiddleware(trusted: configuration.server.trustedProxies, header: configuration.server.forwardedHeader)
+            SandboxMiddleware(enabled: configuration.elements.isEnabled)
+            ViolationMiddleware()
+            RoutingMiddleware(router: Self.router)
+            AuthMiddleware(authenticator: auth, credentials: .api)
+            RateLimitMiddleware(rates: rates)
+            CORSMiddleware(allowedOrigins: configuration.corsAllowedOrigins)
+        }
+        let apiDoor = Door(steps: api)
+        self.apiDoor = { request, responder, service in apiDoor.handle(request, responder, APIHandler(service: service)) }
+        let forward = MiddlewareChain.build {
+            AccessLogMiddleware(log: accessLog, door: "egress-proxy")
+            MetricsMiddleware(metrics: metrics, route: "egress-proxy")
+            ViolationMiddleware()
+            AuthMiddleware(authenticator: auth, credentials: .forwardProxy)
+            RateLimitMiddleware(rates: rates)
+        }
+        let forwardDoor = Door(steps: forward)
+        self.forwardDoor = { request, responder, service in
+            forwardDoor.handle(request, responder, ForwardDoorHandler(service: service))
+        }
     }
 
     /// Every endpoint of the API listener.
@@ -139,13 +142,13 @@ public final class CloakService: Sendable {
 
     /// The ``HTTPDeferredHandler`` of the API listener: answers now, or later on the request's loop.
     public func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
-        apiDoor.handle(request, responder)
+        apiDoor(request, responder, self)
     }
 
     /// The ``HTTPDeferredHandler`` of the forward-proxy door (`egress.listen`): requests inside
     /// CONNECT tunnels and absolute-form requests.
     public func handleEgress(_ request: HTTPRequest, _ responder: HTTPResponder) {
-        Door(middleware: forwardMiddleware, handler: ForwardDoorHandler(service: self)).handle(request, responder)
+        forwardDoor(request, responder, self)
     }
 
     /// Handles a request on the API listener's door and waits for its answer (benchmarks and

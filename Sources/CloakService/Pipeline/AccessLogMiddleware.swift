@@ -10,9 +10,9 @@ struct AccessLogMiddleware: Middleware {
     var door: String?
 
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
-        let request = context.request
         let micros = (DispatchTime.now().uptimeNanoseconds - context.start) / 1000
-        log.record(method: request.method.rawValue, path: door == nil ? request.path : "-", route: door ?? context.template,
-                   status: response.status, micros: Int(micros), requestID: request.requestID, client: request.remoteAddress)
+        log.record(method: context.request.method.rawValue, path: door == nil ? context.request.path : "-",
+                   route: door ?? context.template, status: response.status, micros: Int(micros),
+                   requestID: context.request.requestID, client: context.request.remoteAddress)
     }
 }

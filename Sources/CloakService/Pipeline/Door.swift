@@ -2,8 +2,8 @@ import CloakCore
 import CloakHTTP
 import Dispatch
 
-/// A listener's way from request to answer: its middleware in order, then its handler, then
-/// the middleware again in reverse with the answer. Doors differ only in the steps they list
+/// A listener's way from request to answer: its steps in order, then its handler, then the
+/// steps again in reverse with the answer. Doors differ only in the steps they list
 /// (``CloakService`` makes them: the API listener with the elements' assets, and the egress
 /// forward-proxy door).
 ///
@@ -11,37 +11,40 @@ import Dispatch
 /// request ─▶ step 1 ─▶ step 2 ─▶ … ─▶ handler ─┐   (a step may refuse or answer: the rest is skipped)
 /// answer  ◀─ step 1 ◀─ step 2 ◀─ … ◀───────────┘   (every step sees every answer)
 /// ```
-struct Door: Sendable {
-    let middleware: [any Middleware]
-    let handler: any RequestHandler
+///
+/// `Steps` is one concrete type (``MiddlewareChain``), so the whole chain is specialized; the
+/// door is made once and shared (its steps are never copied per request). The handler comes
+/// with each request: it may refer to what owns the door.
+final class Door<Steps: Middleware>: Sendable {
+    let steps: Steps
 
-    /// The ``HTTPDeferredHandler`` of a server: answers through `responder`, now or later.
-    func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+    init(steps: Steps) { self.steps = steps }
+
+    /// Answers `request` through `responder`, now or later (a server's ``HTTPDeferredHandler``
+    /// with the handler bound).
+    func handle<Handler: RequestHandler>(_ request: HTTPRequest, _ responder: HTTPResponder, _ handler: Handler) {
         var context = RequestContext(request, start: DispatchTime.now().uptimeNanoseconds)
         let reply: Reply
         do {
-            reply = try run(&context)
+            reply = try run(&context, handler)
         } catch {
             reply = .now(.error(error))
         }
         switch reply {
-        case let .now(response):
-            responder.respond(finish(response, context))
+        case var .now(response):
+            steps.response(&response, context)
+            responder.respond(response)
         case let .later(work):
-            work { [self, context] response in responder.respond(finish(response, context)) }
+            work { [self, context] answer in
+                var response = answer
+                self.steps.response(&response, context)
+                responder.respond(response)
+            }
         }
     }
 
-    private func run(_ context: inout RequestContext) throws(CloakError) -> Reply {
-        for step in middleware {
-            if let answer = try step.request(&context) { return .now(answer) }
-        }
+    private func run<Handler: RequestHandler>(_ context: inout RequestContext, _ handler: Handler) throws(CloakError) -> Reply {
+        if let answer = try steps.request(&context) { return .now(answer) }
         return try handler.reply(to: context)
-    }
-
-    private func finish(_ response: HTTPResponse, _ context: RequestContext) -> HTTPResponse {
-        var response = response
-        for step in middleware.reversed() { step.response(&response, context) }
-        return response
     }
 }

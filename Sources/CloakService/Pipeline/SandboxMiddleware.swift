@@ -6,6 +6,9 @@ import CloakHTTP
 /// a browser be sent to it. Cloak's own answers are JSON or text it writes itself, and go
 /// without (two headers cost 5% of a request: Benchmarks/README.md).
 struct SandboxMiddleware: Middleware {
+    /// Elements on (`elements.allowed_origins` not empty): only then do the headers matter.
+    var enabled = true
+
     static let policy = "sandbox; default-src 'none'; frame-ancestors 'none'"
 
     /// The doors whose answers come from an upstream: `/proxy/…` routes and `/egress/…`.
@@ -14,7 +17,7 @@ struct SandboxMiddleware: Middleware {
     }
 
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
-        guard Self.forwardsUpstreamAnswers(context.template) else { return }
+        guard enabled, Self.forwardsUpstreamAnswers(context.template) else { return }
         response.headers.append(("Content-Security-Policy", Self.policy))
         response.headers.append(("X-Content-Type-Options", "nosniff"))
     }
