@@ -6,29 +6,37 @@ import Foundation
 import Synchronization
 
 /// The real service with a real vault (SQLite file and key file in a temporary folder), called
-/// in process: every request runs the API listener's whole middleware chain and its handler,
-/// without a socket or a loop (Hummingbird's `.router` test mode beside `.live`).
+/// in process: every request runs the API listener's whole middleware chain and its handler on
+/// an event loop of its own, without a socket between client and service (Hummingbird's
+/// `.router` test mode beside `.live`). Routes still reach their upstreams from that loop.
 ///
-/// Use it for what the service decides (routing, auth, limits, CORS, error bodies, handlers);
-/// use ``TestServer`` for what only a wire shows: framing, the server's own headers (`Date`,
-/// `X-Request-Id`, `Connection`), timeouts, TLS, tunnels, routes to an upstream.
+/// Use it for what the service decides (routing, auth, limits, CORS, error bodies, handlers,
+/// routes' transformations); use ``TestServer`` for what only a wire shows: framing, the
+/// server's own headers (`Date`, `X-Request-Id`, `Connection`), limits the server enforces
+/// before the service (body and header sizes, connections), timeouts, TLS, tunnels.
 public final class TestService: Sendable {
     public let service: CloakService
     public let vault: Vault
     public let logs = LogCapture()
     public let directory = TemporaryDirectory()
+    /// The loop requests run on.
+    public let loop: DetachedLoop
 
     public init(yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:],
                 today: CalendarDate? = nil) throws {
         let configuration = try TestServer.configuration(yaml: yaml, environment: environment, threads: 1, in: directory)
         (service, vault) = try TestServer.service(configuration, today: today, logs: logs)
+        loop = try DetachedLoop()
     }
 
     /// A client whose requests go straight to the service (the same calls as ``RawHTTPClient``).
-    public func client(timeout: TimeInterval = 10) throws -> InProcessClient { InProcessClient(service: service) }
+    public func client(timeout: TimeInterval = 10) throws -> InProcessClient {
+        InProcessClient(service: service, loop: loop.handle, timeout: timeout)
+    }
 
     public func stop() {
         service.beginDraining()
+        loop.shutdown()
         vault.close()
         directory.remove()
     }
@@ -36,17 +44,24 @@ public final class TestService: Sendable {
 
 /// Sends requests to a ``CloakService`` in process, as the server would hand them over: the path
 /// split from its query and percent-decoded, the client at 127.0.0.1, a `Host` and, with a body,
-/// a `Content-Length` header. Answers are ``RawHTTPClient/Response``s, without the server's own
-/// headers.
+/// a `Content-Length` header; on `loop` when given (as the server does), else on the caller's
+/// thread. Answers are ``RawHTTPClient/Response``s, without the server's own headers.
 public struct InProcessClient: Sendable {
     let service: CloakService
+    let loop: LoopHandle?
+    /// How long a request may take before ``ClientError/timedOut``.
+    let timeout: TimeInterval
     /// The client address the service sees.
     public var remoteAddress = "127.0.0.1"
     private static let counter = Atomic<UInt64>(0)
 
-    public init(service: CloakService) { self.service = service }
+    public init(service: CloakService, loop: LoopHandle? = nil, timeout: TimeInterval = 10) {
+        self.service = service
+        self.loop = loop
+        self.timeout = timeout
+    }
 
-    public enum ClientError: Error { case unknownMethod(String) }
+    public enum ClientError: Error { case unknownMethod(String), timedOut }
 
     public func request(
         _ method: String, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = []
@@ -63,7 +78,8 @@ public struct InProcessClient: Sendable {
                                   requestID: "in-process-\(id)")
         request.rawPath = rawPath
         request.remoteAddress = remoteAddress
-        let response = service.handle(request)
+        request.loop = loop
+        let response = try answer(request)
         return RawHTTPClient.Response(status: response.status, headers: response.headers,
                                       body: verb == .HEAD ? [] : response.body)
     }
@@ -72,5 +88,24 @@ public struct InProcessClient: Sendable {
         -> RawHTTPClient.Response
     {
         try request(method, path, body: Array(json.utf8), headers: [("Content-Type", "application/json")] + headers)
+    }
+
+    /// The service's answer to `request`, on the loop when there is one.
+    private func answer(_ request: HTTPRequest) throws -> HTTPResponse {
+        let box = Mutex<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let responder = HTTPResponder.collecting { response in
+            box.withLock { $0 = response }
+            done.signal()
+        }
+        if let loop {
+            loop.execute { [service] in service.handle(request, responder) }
+        } else {
+            service.handle(request, responder)
+        }
+        guard done.wait(timeout: .now() + timeout) == .success, let response = box.withLock({ $0 }) else {
+            throw ClientError.timedOut
+        }
+        return response
     }
 }

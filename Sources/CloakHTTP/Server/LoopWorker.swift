@@ -63,8 +63,9 @@ final class LoopWorker: @unchecked Sendable {
     let heartbeat: LoopWatchdog.Heartbeat?
     /// Work from other threads (answers, upstream calls), waiting for the loop.
     private let tasks = Mutex<[@Sendable () -> Void]>([])
-    /// The handle requests carry to come back to this loop.
-    private(set) lazy var handle = LoopHandle(worker: self)
+    /// The handle requests carry to come back to this loop (made at the end of init: read from
+    /// any thread).
+    private(set) var handle: LoopHandle!
     let idPrefix: String
     var port: Int = 0
 
@@ -94,6 +95,7 @@ final class LoopWorker: @unchecked Sendable {
         self.heartbeat = heartbeat
         self.idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 16) + "-\(index)-"
         makeEvents()
+        handle = LoopHandle(worker: self)
     }
 
     private func makeEvents() {
