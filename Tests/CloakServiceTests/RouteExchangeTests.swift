@@ -1,0 +1,143 @@
+import CloakCore
+import CloakHTTP
+import Testing
+
+@testable import CloakService
+
+/// ``RouteExchange`` as a table: every path of select → vault → send → select → vault, with a
+/// failure at each step, as events in and actions out (no vault, no upstream, no loop).
+@Suite struct RouteExchangeTests {
+    typealias Operation = ServiceConfiguration.RouteOperation
+
+    static func operation(_ action: Operation.Action, json: [String] = [], header: [String] = []) -> Operation {
+        Operation(action: action, format: .UUID, storage: .persistent, json: json.map { try! JSONPath($0) }, form: [],
+                  header: header)
+    }
+
+    static let json: [(name: String, value: String)] = [("Content-Type", "application/json")]
+    static let redactCard = [operation(.redact, json: ["$.card"])]
+    static let revealToken = [operation(.reveal, json: ["$.token"])]
+
+    static func plan(request: [Operation] = redactCard, response: [Operation] = [], maxSelected: Int = 10,
+                     hasVault: Bool = true) -> RouteExchange.Plan {
+        RouteExchange.Plan(request: request, response: response, maxSelected: maxSelected, limitName: "max_aliases",
+                           hasVault: hasVault)
+    }
+
+    static func body(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    /// A short name for an action, to compare tables.
+    static func name(_ action: RouteExchange.Action) -> String {
+        switch action {
+        case let .refuse(error): return "refuse \(error.code.rawValue)"
+        case let .transform(selection, side): return "transform \(side) \(selection.items.count)"
+        case let .send(body, _): return "send \(String(decoding: body, as: UTF8.self))"
+        case let .finish(response, outcome):
+            return "finish \(response.status) r\(outcome.revealed) d\(outcome.redacted) u\(outcome.upstreamStatus.map(String.init) ?? "-")"
+        case .none: return "none"
+        }
+    }
+
+    static func answer(_ status: Int, _ text: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: json, body: body(text))
+    }
+
+    @Test func aRequestWithValuesGoesToTheVaultThenUpstreamAndItsAnswerBack() {
+        var exchange = RouteExchange(plan: Self.plan())
+        #expect(Self.name(exchange.event(.start(body: Self.body(#"{"card":"4111"}"#), headers: Self.json))) == "transform request 1")
+        #expect(Self.name(exchange.event(.transformed(.success(["tok_1"])))) == #"send {"card":"tok_1"}"#)
+        #expect(Self.name(exchange.event(.answered(.success(Self.answer(201, #"{"ok":true}"#))))) == "finish 201 r0 d1 u201")
+        #expect(exchange.isDone)
+        // Anything after the end is ignored.
+        #expect(Self.name(exchange.event(.answered(.success(Self.answer(200, "{}"))))) == "none")
+    }
+
+    @Test func nothingSelectedIsSentByteIdenticalWithoutTheVault() {
+        var exchange = RouteExchange(plan: Self.plan())
+        let text = #"{"other":"x"}"#
+        #expect(Self.name(exchange.event(.start(body: Self.body(text), headers: Self.json))) == "send \(text)")
+        #expect(Self.name(exchange.event(.answered(.success(Self.answer(200, "{}"))))) == "finish 200 r0 d0 u200")
+    }
+
+    @Test(arguments: [
+        // A body that does not parse, too many values, no vault: refused before anything is sent.
+        (#"{"card":"#, 10, true, "refuse 1002"),
+        (#"{"card":"4111"}"#, 0, true, "refuse 1002"),
+        (#"{"card":"4111"}"#, 10, false, "refuse 1500"),
+    ])
+    func aRequestThatCannotGoIsRefusedBeforeAnythingIsSent(text: String, maxSelected: Int, hasVault: Bool, action: String) {
+        var exchange = RouteExchange(plan: Self.plan(maxSelected: maxSelected, hasVault: hasVault))
+        #expect(Self.name(exchange.event(.start(body: Self.body(text), headers: Self.json))) == action)
+        #expect(exchange.isDone)
+        #expect(Self.name(exchange.event(.transformed(.success(["x"])))) == "none")
+    }
+
+    @Test func aVaultFailureOnTheRequestAnswersItsErrorAndSendsNothing() {
+        var exchange = RouteExchange(plan: Self.plan())
+        _ = exchange.event(.start(body: Self.body(#"{"card":"4111"}"#), headers: Self.json))
+        let action = exchange.event(.transformed(.failure(CloakError(.vaultUnavailable, "down"))))
+        #expect(Self.name(action) == "finish 503 r0 d0 u-")
+        #expect(exchange.isDone)
+        #expect(Self.name(exchange.event(.answered(.success(Self.answer(200, "{}"))))) == "none")
+    }
+
+    @Test(arguments: [
+        (CloakError(.unexpectedResponseType, "unreachable"), "finish 502 r0 d1 u-"),
+        (CloakError(.upstreamTimeout, "slow"), "finish 504 r0 d1 u-"),
+        (CloakError(.unexpectedResponseDataFormat, "garbled"), "finish 502 r0 d1 u-"),
+    ])
+    func anUpstreamFailureIsAnsweredWithWhatWasDone(error: CloakError, action: String) {
+        var exchange = RouteExchange(plan: Self.plan())
+        _ = exchange.event(.start(body: Self.body(#"{"card":"4111"}"#), headers: Self.json))
+        _ = exchange.event(.transformed(.success(["tok_1"])))
+        #expect(Self.name(exchange.event(.answered(.failure(error)))) == action)
+    }
+
+    @Test func anAnswersValuesAreRevealedBeforeTheClientSeesThem() {
+        var exchange = RouteExchange(plan: Self.plan(request: [], response: Self.revealToken))
+        #expect(Self.name(exchange.event(.start(body: Self.body("{}"), headers: Self.json))) == "send {}")
+        #expect(Self.name(exchange.event(.answered(.success(Self.answer(200, #"{"token":"tok_1"}"#))))) == "transform answer 1")
+        let action = exchange.event(.transformed(.success(["4111"])))
+        guard case let .finish(response, outcome) = action else { Issue.record("expected finish, got \(Self.name(action))"); return }
+        #expect(String(decoding: response.body, as: UTF8.self) == #"{"token":"4111"}"#)
+        #expect(outcome == RouteExchange.Outcome(revealed: 1, redacted: 0, upstreamStatus: 200))
+    }
+
+    @Test(arguments: [
+        // An answer that does not parse, too many values, no vault, the vault failing.
+        (#"{"token":"#, 10, true, nil as CloakError?, "finish 502 r0 d0 u200"),
+        (#"{"token":"tok_1"}"#, 0, true, nil, "finish 502 r0 d0 u200"),
+        (#"{"token":"tok_1"}"#, 10, false, nil, "finish 503 r0 d0 u200"),
+        (#"{"token":"tok_1"}"#, 10, true, CloakError(.aliasNotFound, "gone"), "finish 422 r0 d0 u200"),
+    ])
+    func anAnswerThatCannotBeTransformedIsNotPassedOn(text: String, maxSelected: Int, hasVault: Bool, vaultError: CloakError?,
+                                                      action: String) {
+        var exchange = RouteExchange(plan: Self.plan(request: [], response: Self.revealToken, maxSelected: maxSelected,
+                                                     hasVault: hasVault))
+        _ = exchange.event(.start(body: Self.body("{}"), headers: Self.json))
+        var last = exchange.event(.answered(.success(Self.answer(200, text))))
+        if case .transform = last, let vaultError { last = exchange.event(.transformed(.failure(vaultError))) }
+        #expect(Self.name(last) == action)
+        if case let .finish(response, _) = last { #expect(!String(decoding: response.body, as: UTF8.self).contains("tok_1")) }
+        #expect(exchange.isDone)
+    }
+
+    @Test func anAnswerWithNothingSelectedPassesAsItCame() {
+        var exchange = RouteExchange(plan: Self.plan(request: [], response: Self.revealToken))
+        _ = exchange.event(.start(body: Self.body("{}"), headers: Self.json))
+        let action = exchange.event(.answered(.success(Self.answer(404, #"{"other":1}"#))))
+        guard case let .finish(response, _) = action else { Issue.record("expected finish, got \(Self.name(action))"); return }
+        #expect(response.status == 404)
+        #expect(String(decoding: response.body, as: UTF8.self) == #"{"other":1}"#)
+    }
+
+    @Test func eventsOutOfOrderDoNothing() {
+        var exchange = RouteExchange(plan: Self.plan())
+        #expect(Self.name(exchange.event(.answered(.success(Self.answer(200, "{}"))))) == "none")
+        #expect(Self.name(exchange.event(.transformed(.success([])))) == "none")
+        _ = exchange.event(.start(body: Self.body(#"{"card":"4111"}"#), headers: Self.json))
+        #expect(Self.name(exchange.event(.start(body: [], headers: []))) == "none")
+        #expect(Self.name(exchange.event(.answered(.success(Self.answer(200, "{}"))))) == "none")
+        #expect(!exchange.isDone)
+    }
+}
