@@ -4,7 +4,9 @@ import CloakTesting
 import Foundation
 
 /// A Cloak with egress routes to a real HTTPS upstream (certificates made by `openssl`), and
-/// the real clients users point at it: curl and Python's `requests`.
+/// the real clients users point at it: curl and Python's `requests`. On the real server
+/// (``TestServer``), with the forward-proxy door of `egress.listen`; ``EgressServiceFixture`` is
+/// the same in process, for the transform door alone.
 final class EgressFixture {
     let certificates: TestCertificates
     let upstream: TLSUpstream
@@ -20,6 +22,14 @@ final class EgressFixture {
          scopes: String = "\"egress:psp\"") throws {
         certificates = try TestCertificates()
         upstream = try TLSUpstream(certificates: certificates, requireClientCertificate: requireClientCertificate)
+        server = try TestServer(yaml: Self.yaml(upstream: upstream, certificates: certificates, clientCertificate: clientCertificate,
+                                                extraRoutes: extraRoutes, scopes: scopes))
+    }
+
+    /// The fixture's configuration: the test tokens, the egress token with `scopes`, and the
+    /// `psp` route (plus `extraRoutes`) to `upstream`.
+    static func yaml(upstream: TLSUpstream, certificates: TestCertificates, clientCertificate: Bool, extraRoutes: String,
+                     scopes: String) -> String {
         let hex = Digest.sha256(Array(Self.egressToken.utf8)).map { String(format: "%02x", $0) }.joined()
         let client = clientCertificate
             ? "      client_cert: {cert: \"\(certificates.clientCertificate)\", key: \"\(certificates.clientKey)\"}\n" : ""
@@ -46,15 +56,22 @@ final class EgressFixture {
                   max_aliases: 3
             \(client)\(extraRoutes.replacingOccurrences(of: "PORT", with: String(upstream.port)).replacingOccurrences(of: "\"CA\"", with: "\"\(certificates.caFile)\""))
             """
-        server = try TestServer(yaml: yaml)
+        return yaml
     }
 
     var egressPort: Int { server.egress?.port ?? 0 }
-    var basicCredentials: String { "Basic " + Data("egress:\(Self.egressToken)".utf8).base64EncodedString() }
+    var basicCredentials: String { Self.egressBasicCredentials }
+    /// `Proxy-Authorization` for the egress token, Basic with its id as the user name.
+    static var egressBasicCredentials: String { "Basic " + Data("egress:\(egressToken)".utf8).base64EncodedString() }
 
     /// A stored card's alias (FPE_SIX_T_FOUR, made through the Vault API).
     func alias(_ value: String = EgressFixture.card, format: String = "FPE_SIX_T_FOUR") throws -> String {
-        let r = try server.client().request(
+        try Self.alias(value, format: format, via: server.client())
+    }
+
+    /// `value`'s alias in `format`, stored through the Vault API by `client`.
+    static func alias(_ value: String, format: String, via client: some HTTPTestClient) throws -> String {
+        let r = try client.request(
             "POST", "/aliases", json: #"{"data":[{"value":"\#(value)","format":"\#(format)"}]}"#,
             headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
         let data = r.json?["data"] as? [[String: Any]]
@@ -92,4 +109,38 @@ final class EgressFixture {
         }
         return nil
     }()
+}
+
+/// ``EgressFixture``'s Cloak, configuration and HTTPS upstream, with the service called in
+/// process (``TestService``): for the transform door (`/egress/{route}/…`), which reaches the
+/// upstream from the request's loop as on the wire. There is no listener, so no forward-proxy
+/// door: tests of that door, of tunnels and of real clients (curl, `requests`) use
+/// ``EgressFixture``.
+final class EgressServiceFixture {
+    let certificates: TestCertificates
+    let upstream: TLSUpstream
+    let server: TestService
+
+    /// The parameters of ``EgressFixture/init(requireClientCertificate:clientCertificate:extraRoutes:scopes:)``.
+    init(requireClientCertificate: Bool = false, clientCertificate: Bool = false, extraRoutes: String = "",
+         scopes: String = "\"egress:psp\"") throws {
+        certificates = try TestCertificates()
+        upstream = try TLSUpstream(certificates: certificates, requireClientCertificate: requireClientCertificate)
+        server = try TestService(yaml: EgressFixture.yaml(
+            upstream: upstream, certificates: certificates, clientCertificate: clientCertificate,
+            extraRoutes: extraRoutes, scopes: scopes))
+    }
+
+    var basicCredentials: String { EgressFixture.egressBasicCredentials }
+
+    /// A stored card's alias (FPE_SIX_T_FOUR, made through the Vault API).
+    func alias(_ value: String = EgressFixture.card, format: String = "FPE_SIX_T_FOUR") throws -> String {
+        try EgressFixture.alias(value, format: format, via: server.client())
+    }
+
+    func stop() {
+        server.stop()
+        upstream.stop()
+        certificates.remove()
+    }
 }

@@ -31,7 +31,7 @@ import Testing
     }
 
     @Test func jsonAndHeaderSelectorsAreRevealedAndJSONAnswersRedacted() throws {
-        let f = try EgressFixture()
+        let f = try EgressServiceFixture()
         defer { f.stop() }
         let alias = try f.alias()
         let r = try f.server.client().request(
@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func credentialsScopesPathsAndMethodsAreDeniedByDefault() throws {
-        let f = try EgressFixture()
+        let f = try EgressServiceFixture()
         defer { f.stop() }
         let alias = try f.alias()
         let body = "card[number]=\(alias)"
@@ -96,7 +96,7 @@ import Testing
 
     @Test(arguments: ["tok_sandbox_unknown", "4111111111111111", "", String(repeating: "9", count: 300)])
     func aSelectedValueThatIsNoLiveAliasIs422AndNothingIsForwarded(value: String) throws {
-        let f = try EgressFixture()
+        let f = try EgressServiceFixture()
         defer { f.stop() }
         let r = try f.server.client().request(
             "POST", "/egress/psp/v1/charges", json: #"{"source":{"number":"\#(value)"}}"#,
@@ -109,7 +109,7 @@ import Testing
     }
 
     @Test func aDeletedAliasIsNoLongerRevealed() throws {
-        let f = try EgressFixture()
+        let f = try EgressServiceFixture()
         defer { f.stop() }
         let alias = try f.alias("5555555555554444")
         let deleted = try f.server.client().request("DELETE", "/aliases/\(alias)", body: [],
@@ -122,7 +122,7 @@ import Testing
     }
 
     @Test func moreAliasesThanTheRouteAllowsIs400() throws {
-        let f = try EgressFixture()
+        let f = try EgressServiceFixture()
         defer { f.stop() }
         let alias = try f.alias()
         let body = [String](repeating: "card[number]=\(alias)", count: 4).joined(separator: "&")
@@ -133,7 +133,7 @@ import Testing
     }
 
     @Test func mutualTLSIsPresentedWhenTheRouteHasAClientCertificate() throws {
-        let withCert = try EgressFixture(requireClientCertificate: true, clientCertificate: true)
+        let withCert = try EgressServiceFixture(requireClientCertificate: true, clientCertificate: true)
         defer { withCert.stop() }
         let alias = try withCert.alias()
         let ok = try withCert.server.client().request("POST", "/egress/psp/v1/charges", json: #"{"source":{"number":"\#(alias)"}}"#,
@@ -141,7 +141,7 @@ import Testing
         #expect(ok.status == 200, "\(ok.text)")
         #expect(withCert.upstream.received.last?.clientCertificate?.contains("cloak-egress") == true)
 
-        let without = try EgressFixture(requireClientCertificate: true, clientCertificate: false)
+        let without = try EgressServiceFixture(requireClientCertificate: true, clientCertificate: false)
         defer { without.stop() }
         let alias2 = try without.alias()
         let refused = try without.server.client().request("POST", "/egress/psp/v1/charges", json: #"{"source":{"number":"\#(alias2)"}}"#,
@@ -218,7 +218,7 @@ import Testing
 /// What the attacker's review of the egress doors found, each as a test.
 @Suite(.serialized) struct EgressHardeningTests {
     @Test func aRevealedValueThatWouldSplitAHeaderIsRefused() throws {
-        let f = try EgressFixture()
+        let f = try EgressServiceFixture()
         defer { f.stop() }
         // Any text can be stored as a UUID alias; revealed into a header it would end the head.
         let alias = try f.alias("x\\r\\n \\r\\n\\r\\nPOST /v1/evil HTTP/1.1", format: "UUID")
@@ -236,7 +236,7 @@ import Testing
         "Bearer " + String(repeating: "A", count: 8000), "basic\t" + Data("egress:x".utf8).base64EncodedString(),
     ])
     func malformedProxyCredentialsAre407(header: String) throws {
-        let f = try EgressFixture()
+        let f = try EgressServiceFixture()
         defer { f.stop() }
         let r = try f.server.client().request("POST", "/egress/psp/v1/charges", json: "{}", headers: [("Proxy-Authorization", header)])
         #expect(r.status == 407 && r.errorCode == 1300, "\(r.status) \(r.text)")
@@ -332,7 +332,7 @@ import Testing
     }
 
     @Test func revealingIntoTheAnswerNeedsAliasesReveal() throws {
-        let f = try EgressFixture(extraRoutes: """
+        let f = try EgressServiceFixture(extraRoutes: """
                 - id: echo
                   upstream: "https://127.0.0.1:PORT"
                   response:

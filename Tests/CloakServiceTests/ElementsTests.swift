@@ -66,7 +66,7 @@ import Testing
             """
         let html = "<html><script>parent.frames[0].document</script></html>"
         for (yaml, on) in [(yaml, true), (yaml.replacingOccurrences(of: "https://shop.example", with: ""), false)] {
-            let server = try TestServer(yaml: yaml.replacingOccurrences(of: "[\"\"]", with: "[]"))
+            let server = try TestService(yaml: yaml.replacingOccurrences(of: "[\"\"]", with: "[]"))
             defer { server.stop() }
             let echoed = try server.client().request("POST", "/proxy/plain", json: html)
             #expect(echoed.status == 200 && echoed.text.contains("<script>"), "\(echoed.text)")

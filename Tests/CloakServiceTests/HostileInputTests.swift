@@ -46,7 +46,7 @@ import Testing
     func everyForwardedBodyCarriesItsExactLength(method: String) throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestServer(yaml: Self.routeYAML(upstream.port))
+        let server = try TestService(yaml: Self.routeYAML(upstream.port))
         defer { server.stop() }
         let smuggled = "GET /admin HTTP/1.1\r\nHost: internal\r\n\r\n"
         let r = try server.client().request(method, "/proxy/raw", body: Array(smuggled.utf8))
@@ -108,7 +108,7 @@ import Testing
         defer { upstream.stop() }
         let yaml = Self.routeYAML(upstream.port).replacingOccurrences(of: "methods: [GET, POST, PATCH, DELETE, PUT]}",
                                                                       with: "methods: [GET, POST, PATCH, DELETE, PUT], forward_authorization: true}")
-        let server = try TestServer(yaml: yaml)
+        let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let client = try server.client()
         #expect(try client.request("GET", "/proxy/raw", headers: [("Authorization", "Bearer upstream-secret")]).status == 204)

@@ -6,8 +6,9 @@ import Testing
 /// Issue 8 §2: inbound routes with `response:` operations and `reveal`, against a real HTTPS
 /// upstream that answers with what it received.
 @Suite(.serialized) struct InboundTransformTests {
-    /// Runs `body` with a Cloak whose routes go to a fresh HTTPS upstream (certificates by openssl).
-    static func withServer(_ body: (TestServer, TLSUpstream) throws -> Void) throws {
+    /// Runs `body` with a Cloak (called in process) whose routes go to a fresh HTTPS upstream
+    /// (certificates by openssl).
+    static func withServer(_ body: (TestService, TLSUpstream) throws -> Void) throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
         let upstream = try TLSUpstream(certificates: certificates)
@@ -17,8 +18,8 @@ import Testing
         try body(server, upstream)
     }
 
-    static func server(_ upstream: TLSUpstream, _ certificates: TestCertificates) throws -> TestServer {
-        try TestServer(yaml: TestServer.configurationWithTokens.replacingOccurrences(of: "routes: []", with: """
+    static func server(_ upstream: TLSUpstream, _ certificates: TestCertificates) throws -> TestService {
+        try TestService(yaml: TestServer.configurationWithTokens.replacingOccurrences(of: "routes: []", with: """
             routes:
               - id: "0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
                 path: /orders

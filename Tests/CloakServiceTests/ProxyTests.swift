@@ -54,7 +54,19 @@ import Testing
 
     static let ids = (0..<8).map { _ in UUID().uuidString.lowercased() }
 
-    /// Runs `body` with Cloak in front of a recording upstream and a resetting socket.
+    /// Runs `body` with Cloak in front of a recording upstream and a resetting socket, called in
+    /// process (the routes still reach the upstreams from the request's loop).
+    func withProxyService(_ body: (TestService, Upstream) throws -> Void) throws {
+        let upstream = try Upstream()
+        let resetter = Resetter()
+        defer { upstream.server.shutdown(); resetter.stop() }
+        let server = try TestService(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
+        defer { server.stop() }
+        try body(server, upstream)
+    }
+
+    /// The same on the real server, for what only the wire shows: clients that hang up or keep
+    /// connections open, hostile request targets, concurrent connections.
     func withProxyServer(_ body: (TestServer, Upstream) throws -> Void) throws {
         let upstream = try Upstream()
         let resetter = Resetter()
@@ -93,7 +105,7 @@ import Testing
         """
 
     @Test func formRoutesForwardTheRedactedBodyAndPassTheAnswerThrough() throws {
-        try withProxyServer { server, upstream in
+        try withProxyService { server, upstream in
             let r = try server.client().request("POST", "/proxy/post/extra?x=1", json: Self.checkout,
                                                 headers: [("Authorization", "Bearer secret"), ("X-Client", "c1")])
             #expect(r.status == 201, "\(r.text)")
@@ -114,7 +126,7 @@ import Testing
     }
 
     @Test func upstreamErrorsPassThroughAndFailuresMapToVGSErrors() throws {
-        try withProxyServer { server, upstream in
+        try withProxyService { server, upstream in
             let client = try server.client()
             let notFound = try client.request("GET", "/proxy/raw/thing", headers: [("X-Want-Status", "404")])
             #expect(notFound.status == 404 && notFound.header("X-Upstream") == "yes")
@@ -136,7 +148,7 @@ import Testing
     }
 
     @Test func routesArePickedByPathAndRouteId() throws {
-        try withProxyServer { server, upstream in
+        try withProxyService { server, upstream in
             let client = try server.client()
             #expect(try client.request("POST", "/proxy/shared", json: Self.checkout).errorCode == 1404)
             let bad = try client.request("POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", "not-a-uuid")])
@@ -186,7 +198,7 @@ import Testing
               - {id: "\(UUID().uuidString)", path: /stuck, upstream: "http://127.0.0.1:\(port)/", methods: [GET], connect_timeout_s: 0.3, response_timeout_s: 10}
 
             """)
-        let server = try TestServer(yaml: yaml)
+        let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let started = Date()
         let r = try server.client().request("GET", "/proxy/stuck")
@@ -208,7 +220,7 @@ import Testing
     }
 
     @Test func encodedCharactersAreForwardedStillEncoded() throws {
-        try withProxyServer { server, upstream in
+        try withProxyService { server, upstream in
             let r = try server.client().request("GET", "/proxy/raw/a%3Fb%2Fc?q=%20x", headers: [("X-Want-Status", "200")])
             #expect(r.status == 200)
             let seen = try #require(upstream.seen.withLock { $0.last })
@@ -271,7 +283,7 @@ import Testing
         let upstream = try Upstream()
         let resetter = Resetter()
         defer { upstream.server.shutdown(); resetter.stop() }
-        let server = try TestServer(yaml: Self.configuration(
+        let server = try TestService(yaml: Self.configuration(
             upstream: upstream.server.port, resetter: resetter.port,
             tls: (tlsPort, "\(directory.path)/ca.pem", "\(directory.path)/other.pem")))
         defer { server.stop() }

@@ -155,7 +155,7 @@ import Testing
     // MARK: 4. A Cloak token in Authorization on the egress doors
 
     @Test func aCloakTokenInAuthorizationIsNeverForwardedByTheTransformDoor() throws {
-        let f = try EgressFixture()
+        let f = try EgressServiceFixture()
         defer { f.stop() }
         let r = try f.server.client().request(
             "POST", "/egress/psp/v1/charges", json: #"{"amount":1}"#,
@@ -175,7 +175,7 @@ import Testing
     @Test(arguments: ["Basic " + Data("backend:\(TestServer.fullToken)".utf8).base64EncodedString(),
                       "Bearer \(TestServer.fullToken)", TestServer.fullToken])
     func everyAuthorizationHeaderAndSchemeIsChecked(value: String) throws {
-        let f = try EgressFixture()
+        let f = try EgressServiceFixture()
         defer { f.stop() }
         let r = try f.server.client().request(
             "POST", "/egress/psp/v1/charges", json: #"{"amount":1}"#,

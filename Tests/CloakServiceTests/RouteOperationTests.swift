@@ -23,7 +23,7 @@ import Testing
     @Test func selectedJSONValuesBecomeAliasesAndTheRestIsKept() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestServer(yaml: Self.yaml(upstream.port))
+        let server = try TestService(yaml: Self.yaml(upstream.port))
         defer { server.stop() }
         let body = #"{"order":"o-1","payment":{"card_number":"4111111111111111","amount":10},"items":[{"pan":"5555555555554444"}]}"#
         let r = try server.client().request("POST", "/proxy/orders", json: body)
@@ -41,7 +41,7 @@ import Testing
     @Test func formsAndHeadersAreRedactedAndUnselectedPairsKeepTheirBytes() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestServer(yaml: Self.yaml(upstream.port))
+        let server = try TestService(yaml: Self.yaml(upstream.port))
         defer { server.stop() }
         let body = "amount=100&card%5Bnumber%5D=4111111111111111&card[cvc]=123&note=a+b%21"
         let r = try server.client().request("POST", "/proxy/orders", body: Array(body.utf8),
@@ -58,7 +58,7 @@ import Testing
     @Test func aBodyWithNothingSelectedOrOfAnotherKindGoesOnByteIdentical() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestServer(yaml: Self.yaml(upstream.port))
+        let server = try TestService(yaml: Self.yaml(upstream.port))
         defer { server.stop() }
         let client = try server.client()
         let json = #"{ "order" : "o-2",  "payment" : {} }"#
@@ -73,7 +73,7 @@ import Testing
     @Test func malformedBodiesAndNonScalarSelectionsAre1002AndNothingIsForwarded() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestServer(yaml: Self.yaml(upstream.port))
+        let server = try TestService(yaml: Self.yaml(upstream.port))
         defer { server.stop() }
         let client = try server.client()
         let broken = try client.request("POST", "/proxy/orders", json: #"{"payment":{"card_number":"4111111111111111""#)
@@ -89,7 +89,7 @@ import Testing
     @Test func aMessageSelectingMoreValuesThanABatchIsRefused() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestServer(yaml: Self.yaml(upstream.port))
+        let server = try TestService(yaml: Self.yaml(upstream.port))
         defer { server.stop() }
         let items = (0..<101).map { _ in #"{"pan":"4111111111111111"}"# }.joined(separator: ",")
         let r = try server.client().request("POST", "/proxy/orders", json: #"{"items":[\#(items)]}"#)
