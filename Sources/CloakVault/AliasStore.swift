@@ -10,10 +10,6 @@ public protocol AliasStore: AnyObject {
     /// False for a server other nodes share.
     var isSoleWriter: Bool { get }
 
-    /// Opens connections for reads only, each usable on another thread beside this one while
-    /// it writes (see the extension's default: none). Asked once, when the vault opens.
-    var readers: (@Sendable () throws -> any AliasStore)? { get }
-
     func begin() throws(StoreError)
     func commit() throws(StoreError)
     func rollback()
@@ -97,9 +93,4 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .unavailable(reason): return "store unavailable: \(reason)"
         }
     }
-}
-
-extension AliasStore {
-    /// None: the vault's executor does every read.
-    public var readers: (@Sendable () throws -> any AliasStore)? { nil }
 }

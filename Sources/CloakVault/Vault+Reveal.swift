@@ -29,7 +29,7 @@ extension Vault {
         return record
     }
 
-    func open(_ record: StoredRecord) throws -> RevealedRecord {
+    private func open(_ record: StoredRecord) throws -> RevealedRecord {
         guard let key = keys.key(id: record.keyID) else {
             throw VaultError.unavailable("the key \(record.keyID) that sealed a record is not in the key ring")
         }

@@ -16,8 +16,6 @@ public final class Vault: Sendable {
     /// several, each a thread with its own connection, racing one another exactly as separate
     /// nodes do (unique constraints decide).
     private let executors: [VaultExecutor]
-    /// Opens read-only connections to the store, for ``makeReader()`` (nil: none).
-    let readers: (@Sendable () throws -> any AliasStore)?
     private let nextExecutor = Atomic<Int>(0)
     /// Set when the vault is its store's one writer (one connection) and the settings ask for it.
     let cache: DedupeCache?
@@ -74,7 +72,6 @@ public final class Vault: Sendable {
                 }
             }
         }
-        self.readers = stores.count == 1 ? stores[0].readers : nil
         self.executors = stores.enumerated().map { index, store in
             VaultExecutor(store: store, maintenance: index == 0 ? sweep : { _ in })
         }

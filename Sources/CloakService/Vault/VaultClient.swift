@@ -51,15 +51,7 @@ struct VaultClient: Sendable {
         vault.lookup(values) { result in onLoop { completion(result) } }
     }
 
-    /// On a request's loop, the loop's own read-only connection answers at once (no hop to the
-    /// vault thread and back: ``VaultReader``); elsewhere, or when it cannot read, the vault's
-    /// executor does.
     func reveal(_ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void) {
-        if let reader = loop?.local(for: vault, make: { LoopReader(vault.makeReader()) })?.reader,
-            let result = reader.reveal(aliases)
-        {
-            return completion(result)
-        }
         vault.reveal(aliases) { result in onLoop { completion(result) } }
     }
 
@@ -126,10 +118,4 @@ struct CreateAdmission: Sendable {
 /// The monotonic clock in nanoseconds.
 enum LoopClock {
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-}
-
-/// A loop's reader of one vault (nil: its store has none, or it could not be opened).
-final class LoopReader {
-    let reader: VaultReader?
-    init(_ reader: VaultReader?) { self.reader = reader }
 }

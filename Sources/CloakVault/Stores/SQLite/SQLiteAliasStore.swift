@@ -6,12 +6,10 @@ import Foundation
 /// record survives a crash of the process or the machine.
 public final class SQLiteAliasStore: AliasStore {
     private let db: SQLiteConnection
-    private let path: String
 
     /// Opens (creating when needed) the database at `path`, and its folder. `":memory:"` is
     /// SQLite's database in memory (tests): no file is made for it.
     public init(path: String) throws(StoreError) {
-        self.path = path
         if path != ":memory:" {
             let directory = (path as NSString).deletingLastPathComponent
             if !directory.isEmpty {
@@ -83,22 +81,6 @@ public final class SQLiteAliasStore: AliasStore {
 
     /// The file belongs to this process.
     public var isSoleWriter: Bool { true }
-
-    /// Read-only connections to the same file, for other threads (an event loop revealing
-    /// without waiting for the vault thread): in WAL mode one reads the last commit and never
-    /// waits for the writer. None for a database in memory (another connection would see
-    /// another database).
-    public var readers: (@Sendable () throws -> any AliasStore)? {
-        guard path != ":memory:" else { return nil }
-        return { [path] in try SQLiteAliasStore(reading: path) }
-    }
-
-    private init(reading path: String) throws(StoreError) {
-        self.path = path
-        db = try SQLiteConnection(path: path, readOnly: true)
-        try db.execute("PRAGMA query_only=ON")
-        try db.execute("PRAGMA cache_size=-2048")  // 2 MiB a loop: the hot index pages
-    }
 
     public func begin() throws(StoreError) { try db.run("BEGIN IMMEDIATE") }
     public func commit() throws(StoreError) { try db.run("COMMIT") }

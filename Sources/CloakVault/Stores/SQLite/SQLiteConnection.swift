@@ -5,18 +5,16 @@ final class SQLiteConnection {
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
-    /// - Parameter readOnly: a reader beside the writer (WAL: it never waits for the writer); a
-    ///   locked database fails it after 50 ms instead of 5 s (its caller goes another way).
-    init(path: String, readOnly: Bool = false) throws(StoreError) {
+    init(path: String) throws(StoreError) {
         var db: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             if let db { sqlite3_close(db) }
             throw .unavailable("cannot open the SQLite database (code \(rc))")
         }
         handle = db
-        sqlite3_busy_timeout(db, readOnly ? 50 : 5000)
+        sqlite3_busy_timeout(db, 5000)
         sqlite3_extended_result_codes(db, 1)
     }
 
