@@ -1,14 +1,14 @@
-public import CloakCore
+import CloakCore
 import CloakCrypto
-public import CloakVault
+import CloakVault
 import Testing
 
 extension AliasStoreCompatSuite {
     // MARK: Fixtures
 
-    public static let now: Int64 = 1_700_000_000
+    package static let now: Int64 = 1_700_000_000
 
-    public static func record(_ id: String, fingerprint: [UInt8]? = nil, aliases: [IssuedAlias] = [], storage: StorageKind = .persistent,
+    package static func record(_ id: String, fingerprint: [UInt8]? = nil, aliases: [IssuedAlias] = [], storage: StorageKind = .persistent,
                        classifiers: [String] = ["pci"], expiresAt: Int64? = nil, plaintext: [UInt8]? = nil,
                        intent: Bool = false, bucket: [UInt8]? = nil) -> StoredRecord {
         StoredRecord(
@@ -19,9 +19,9 @@ extension AliasStoreCompatSuite {
             intent: intent, bucket: bucket)
     }
 
-    public static func alias(_ text: String, _ format: AliasFormatName = .UUID) -> IssuedAlias { IssuedAlias(alias: text, format: format) }
+    package static func alias(_ text: String, _ format: AliasFormatName = .UUID) -> IssuedAlias { IssuedAlias(alias: text, format: format) }
 
-    public static func fingerprint(_ seed: UInt8) -> [UInt8] { (0..<32).map { UInt8($0) ^ seed } }
+    package static func fingerprint(_ seed: UInt8) -> [UInt8] { (0..<32).map { UInt8($0) ^ seed } }
 
     /// Runs `body` between `begin()` and `commit()`, rolling back when it throws.
     @discardableResult

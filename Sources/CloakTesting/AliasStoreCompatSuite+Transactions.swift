@@ -1,6 +1,6 @@
-public import CloakCore
+import CloakCore
 import CloakCrypto
-public import CloakVault
+import CloakVault
 import Testing
 
 extension AliasStoreCompatSuite {

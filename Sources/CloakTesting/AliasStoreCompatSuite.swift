@@ -1,6 +1,6 @@
-public import CloakCore
+import CloakCore
 import CloakCrypto
-public import CloakVault
+import CloakVault
 import Testing
 
 /// The contract every ``AliasStore`` backend must meet, written once and run against each one.
@@ -18,8 +18,8 @@ import Testing
 ///
 /// Writes are made between `begin()` and `commit()` (and savepoints), as the vault's executor
 /// makes them.
-public struct AliasStoreCompatSuite {
-    public enum Case: String, CaseIterable, Sendable, CustomTestStringConvertible {
+package struct AliasStoreCompatSuite {
+    package enum Case: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case insertThenLookUpByAliasAndFingerprint
         case recordsWithoutFingerprintAreIndependent
         case aDuplicateAliasIsTakenAcrossRecords
@@ -38,7 +38,7 @@ public struct AliasStoreCompatSuite {
         case bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete
         case metadataAndExpiryAreStoredAndChanged
 
-        public var testDescription: String { rawValue }
+        package var testDescription: String { rawValue }
     }
 
     /// Makes a store. Called more than once by the durability cases.
@@ -46,12 +46,12 @@ public struct AliasStoreCompatSuite {
     /// Whether a second store from `makeStore` opens the same data (a durable backend).
     let reopensSameData: Bool
 
-    public init(makeStore: @escaping () throws -> any AliasStore, reopensSameData: Bool = true) {
+    package init(makeStore: @escaping () throws -> any AliasStore, reopensSameData: Bool = true) {
         self.makeStore = makeStore
         self.reopensSameData = reopensSameData
     }
 
-    public func run(_ c: Case) throws {
+    package func run(_ c: Case) throws {
         switch c {
         case .insertThenLookUpByAliasAndFingerprint: try insertThenLookUpByAliasAndFingerprint()
         case .recordsWithoutFingerprintAreIndependent: try recordsWithoutFingerprintAreIndependent()

@@ -3,20 +3,20 @@ import Foundation
 
 /// A `cloak serve` process, as an operator runs it: the built executable, a configuration file,
 /// `CLOAK_*` variables, a free loopback port. For multi-node tests on one PostgreSQL database.
-public final class CloakNode: @unchecked Sendable {
-    public let port: Int
+package final class CloakNode: @unchecked Sendable {
+    package let port: Int
     private let process: Process
-    public let output: String
+    package let output: String
     /// The log file's handle, kept open for the process's life (closed once, by its deinit).
     private let logHandle: FileHandle
 
     /// A bearer token with every alias scope (the nodes' configuration lists it).
-    public static let token = "multi-node-token"
+    package static let token = "multi-node-token"
     /// One master key for every node (`CLOAK_MASTER_KEY`): nodes share keys.
-    public static let masterKey = String(repeating: "0a", count: 32)
+    package static let masterKey = String(repeating: "0a", count: 32)
 
     /// Starts a node on `store` and waits until `/readyz` answers 200.
-    public init(store: String, directory: String, environment: [String: String] = [:]) throws {
+    package init(store: String, directory: String, environment: [String: String] = [:]) throws {
         let hex = Digest.sha256(Array(Self.token.utf8)).map { String(format: "%02x", $0) }.joined()
         let config = "\(directory)/node-\(UUID().uuidString).yaml"
         let yaml = TestServer.shippedConfiguration.replacingOccurrences(
@@ -52,22 +52,22 @@ public final class CloakNode: @unchecked Sendable {
         }
     }
 
-    public func client() throws -> RawHTTPClient { try RawHTTPClient(port: port, timeout: 20) }
+    package func client() throws -> RawHTTPClient { try RawHTTPClient(port: port, timeout: 20) }
 
     /// SIGKILL: no drain, no flush.
-    public func kill9() {
+    package func kill9() {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 
-    public func stop() {
+    package func stop() {
         if process.isRunning {
             kill(process.processIdentifier, SIGTERM)
             process.waitUntilExit()
         }
     }
 
-    public var log: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+    package var log: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
 
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

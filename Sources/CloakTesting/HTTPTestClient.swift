@@ -2,7 +2,7 @@
 /// ``InProcessClient`` straight to a ``TestService``. Helpers shared by tests on either take one.
 ///
 /// The requirements have no default arguments: pass `body:` (or `json:`) and `headers:` in full.
-public protocol HTTPTestClient {
+package protocol HTTPTestClient {
     func request(_ method: String, _ path: String, body: [UInt8]?, headers: [(String, String)]) throws
         -> RawHTTPClient.Response
 

@@ -4,9 +4,9 @@ import Glibc
 #endif
 
 /// Small helpers for tests that need raw loopback sockets.
-public enum LoopbackSocket {
+package enum LoopbackSocket {
     /// A TCP socket bound to 127.0.0.1:`port` (0: any free port), and the port it got.
-    public static func bound(port: Int = 0, nonBlocking: Bool = false) -> (fd: Int32, port: Int) {
+    package static func bound(port: Int = 0, nonBlocking: Bool = false) -> (fd: Int32, port: Int) {
         let type = Int32(SOCK_STREAM.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
         let fd = socket(AF_INET, type, 0)
         var addr = address(port)
@@ -17,7 +17,7 @@ public enum LoopbackSocket {
     }
 
     /// A listening socket on a free loopback port.
-    public static func listening(backlog: Int32 = 16) -> (fd: Int32, port: Int) {
+    package static func listening(backlog: Int32 = 16) -> (fd: Int32, port: Int) {
         let s = bound()
         listen(s.fd, backlog)
         return s
@@ -25,14 +25,14 @@ public enum LoopbackSocket {
 
     /// Starts connecting `fd` to 127.0.0.1:`port`; true when connected (or, non-blocking, under way).
     @discardableResult
-    public static func connect(_ fd: Int32, to port: Int) -> Bool {
+    package static func connect(_ fd: Int32, to port: Int) -> Bool {
         var addr = address(port)
         return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, 16) } } == 0
     }
 
     /// Whether something accepts connections on 127.0.0.1:`port` (the probe closes at once, so
     /// a one-connection-at-a-time server such as `openssl s_server` is free again).
-    public static func isListening(_ port: Int) -> Bool {
+    package static func isListening(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         return connect(fd, to: port)
@@ -51,7 +51,7 @@ public enum LoopbackSocket {
 ///
 /// Tests that start a separate process pick their port here: a random one could be the port of
 /// a test server already running, and SO_REUSEPORT would let the two share it silently.
-public func freeLoopbackPort() -> Int {
+package func freeLoopbackPort() -> Int {
     let s = LoopbackSocket.bound()
     close(s.fd)
     return s.port

@@ -2,17 +2,17 @@ import Foundation
 
 /// The PostgreSQL cluster the test command started (`scripts/test` runs `scripts/postgres start`
 /// and exports `CLOAK_TEST_POSTGRES_URL`). Each test takes a fresh database of it.
-public enum PostgresTestCluster {
+package enum PostgresTestCluster {
     /// The cluster's URL, when there is one.
-    public static var url: String? {
+    package static var url: String? {
         ProcessInfo.processInfo.environment["CLOAK_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// Whether PostgreSQL tests can run (they are skipped, with this reason, when not).
-    public static var isAvailable: Bool { url != nil }
+    package static var isAvailable: Bool { url != nil }
 
     /// A new empty database on the cluster; its URL.
-    public static func freshDatabase() throws -> String {
+    package static func freshDatabase() throws -> String {
         guard let url, let slash = url.lastIndex(of: "/") else { throw CocoaError(.featureUnsupported) }
         let name = "cloak_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         try psql(url, "CREATE DATABASE \(name)")
@@ -20,7 +20,7 @@ public enum PostgresTestCluster {
     }
 
     /// Runs one SQL command with `psql` (the server package's client).
-    public static func psql(_ url: String, _ sql: String) throws {
+    package static func psql(_ url: String, _ sql: String) throws {
         let bin = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?
             .sorted { $0.compare($1, options: .numeric) == .orderedAscending }.last
             .map { "/usr/lib/postgresql/\($0)/bin/psql" } ?? "psql"

@@ -5,28 +5,28 @@ import Glibc
 
 /// A blocking HTTP/1.1 client over a plain socket, for tests that must send exactly the bytes
 /// they mean (conflicting headers, truncated bodies, invalid UTF-8) and reuse one connection.
-public final class RawHTTPClient {
-    public struct Response: Sendable {
-        public let status: Int
-        public let headers: [(name: String, value: String)]
-        public let body: [UInt8]
+package final class RawHTTPClient {
+    package struct Response: Sendable {
+        package let status: Int
+        package let headers: [(name: String, value: String)]
+        package let body: [UInt8]
 
-        public func header(_ name: String) -> String? {
+        package func header(_ name: String) -> String? {
             headers.first { $0.name.lowercased() == name.lowercased() }?.value
         }
 
-        public var text: String { String(decoding: body, as: UTF8.self) }
+        package var text: String { String(decoding: body, as: UTF8.self) }
 
         /// The body parsed with Foundation (tests only), or nil.
-        public var json: [String: Any]? {
+        package var json: [String: Any]? {
             (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
         }
 
         /// `error.code` of a VGSError body.
-        public var errorCode: Int? { (json?["error"] as? [String: Any])?["code"] as? Int }
+        package var errorCode: Int? { (json?["error"] as? [String: Any])?["code"] as? Int }
     }
 
-    public enum ClientError: Error {
+    package enum ClientError: Error {
         case connectFailed(Int32)
         case closed
         case timedOut
@@ -37,7 +37,7 @@ public final class RawHTTPClient {
     private var buffer: [UInt8] = []
 
     /// Connects to 127.0.0.1:`port`. `timeout` bounds every read.
-    public init(port: Int, timeout: TimeInterval = 10) throws {
+    package init(port: Int, timeout: TimeInterval = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - floor(timeout)) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
@@ -56,7 +56,7 @@ public final class RawHTTPClient {
 
     deinit { close(fd) }
 
-    public func send(_ bytes: [UInt8]) throws {
+    package func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -65,10 +65,10 @@ public final class RawHTTPClient {
         }
     }
 
-    public func send(_ text: String) throws { try send(Array(text.utf8)) }
+    package func send(_ text: String) throws { try send(Array(text.utf8)) }
 
     /// Sends a request with `Content-Length` and reads the response.
-    public func request(
+    package func request(
         _ method: String, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = []
     ) throws -> Response {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -79,7 +79,7 @@ public final class RawHTTPClient {
         return try readResponse(hasBody: method != "HEAD")
     }
 
-    public func request(_ method: String, _ path: String, json: String, headers: [(String, String)] = []) throws -> Response {
+    package func request(_ method: String, _ path: String, json: String, headers: [(String, String)] = []) throws -> Response {
         try request(method, path, body: Array(json.utf8), headers: [("Content-Type", "application/json")] + headers)
     }
 
@@ -92,7 +92,7 @@ public final class RawHTTPClient {
     }
 
     /// Reads one response (Content-Length framed, or until close).
-    public func readResponse(hasBody: Bool = true) throws -> Response {
+    package func readResponse(hasBody: Bool = true) throws -> Response {
         let separator: [UInt8] = [13, 10, 13, 10]
         var headerEnd: Int?
         while headerEnd == nil {
@@ -123,7 +123,7 @@ public final class RawHTTPClient {
     }
 
     /// True when the server closed the connection within `timeout` seconds (nothing more to read).
-    public func waitForClose(timeout: TimeInterval) -> Bool {
+    package func waitForClose(timeout: TimeInterval) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             do { try fill() } catch ClientError.closed { return true } catch { continue }
@@ -135,7 +135,7 @@ public final class RawHTTPClient {
 extension RawHTTPClient {
     /// Polls `GET path` on a fresh connection until it answers `status` (a server starting, or
     /// recovering after a flood): true when it did within `attempts` tries, 25 ms apart.
-    public static func waitUntil(port: Int, path: String = "/healthz", answers status: Int = 200, attempts: Int = 200) -> Bool {
+    package static func waitUntil(port: Int, path: String = "/healthz", answers status: Int = 200, attempts: Int = 200) -> Bool {
         for _ in 0..<attempts {
             if (try? RawHTTPClient(port: port, timeout: 1).request("GET", path).status) == status { return true }
             usleep(25_000)

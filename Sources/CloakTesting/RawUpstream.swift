@@ -4,12 +4,12 @@ import Synchronization
 /// An upstream made of a bare socket: it records every byte a connection sends, and answers
 /// each request it can frame (head + `Content-Length`) with `204`. What a proxy really puts on
 /// the wire, with no HTTP parser in between to tidy it up.
-public final class RawUpstream: @unchecked Sendable {
-    public let port: Int
+package final class RawUpstream: @unchecked Sendable {
+    package let port: Int
     private let fd: Int32
     private let received = Mutex<[UInt8]>([])
 
-    public init() {
+    package init() {
         let (fd, port) = LoopbackSocket.listening()
         self.fd = fd
         self.port = port
@@ -38,9 +38,9 @@ public final class RawUpstream: @unchecked Sendable {
     }
 
     /// Everything received so far, as text.
-    public var text: String { String(decoding: received.withLock { $0 }, as: UTF8.self) }
+    package var text: String { String(decoding: received.withLock { $0 }, as: UTF8.self) }
 
-    public func stop() {
+    package func stop() {
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
     }

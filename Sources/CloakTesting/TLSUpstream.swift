@@ -4,26 +4,26 @@ import Foundation
 /// share code with) that records every request it receives and answers with the body it got,
 /// same `Content-Type`. With `requireClientCertificate` it refuses clients without a certificate
 /// signed by the test CA (mutual TLS).
-public final class TLSUpstream: @unchecked Sendable {
-    public let port: Int
+package final class TLSUpstream: @unchecked Sendable {
+    package let port: Int
     private let process: Process
     private let log: String
 
     /// One request as the upstream received it.
-    public struct Received: Sendable {
-        public let method: String
-        public let path: String
-        public let headers: [(name: String, value: String)]
-        public let body: String
+    package struct Received: Sendable {
+        package let method: String
+        package let path: String
+        package let headers: [(name: String, value: String)]
+        package let body: String
         /// The client certificate's subject, when one was presented.
-        public let clientCertificate: String?
+        package let clientCertificate: String?
 
-        public func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
+        package func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
     }
 
     /// - Parameter recordBodies: false keeps only each body's length in ``received`` (storms of
     ///   large bodies).
-    public init(certificates: TestCertificates, requireClientCertificate: Bool = false, recordBodies: Bool = true) throws {
+    package init(certificates: TestCertificates, requireClientCertificate: Bool = false, recordBodies: Bool = true) throws {
         let d = certificates.directory.path
         let script = "\(d)/upstream-\(UUID().uuidString).py"
         log = "\(d)/upstream-\(UUID().uuidString).jsonl"
@@ -47,7 +47,7 @@ public final class TLSUpstream: @unchecked Sendable {
     }
 
     /// Every request received so far, in order.
-    public var received: [Received] {
+    package var received: [Received] {
         guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
         return text.split(separator: "\n").compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
@@ -58,7 +58,7 @@ public final class TLSUpstream: @unchecked Sendable {
         }
     }
 
-    public func stop() {
+    package func stop() {
         kill(process.processIdentifier, SIGKILL)
         var status: Int32 = 0
         waitpid(process.processIdentifier, &status, 0)
@@ -102,7 +102,7 @@ server.serve_forever()
 
 extension FileHandle {
     /// One line (without waiting for more than it).
-    public func readLine() -> String {
+    package func readLine() -> String {
         var bytes: [UInt8] = []
         while true {
             let data = readData(ofLength: 1)

@@ -3,16 +3,16 @@ import Foundation
 /// Certificates made by the `openssl` command for a test, in a temporary folder: a CA, a server
 /// certificate for `localhost` and `127.0.0.1` signed by it, a client certificate signed by it
 /// (mutual TLS), and an unrelated CA.
-public struct TestCertificates: Sendable {
-    public let directory: TemporaryDirectory
-    public var caFile: String { "\(directory.path)/ca.pem" }
-    public var otherCAFile: String { "\(directory.path)/other.pem" }
-    public var serverCertificate: String { "\(directory.path)/server.pem" }
-    public var serverKey: String { "\(directory.path)/server.key" }
-    public var clientCertificate: String { "\(directory.path)/client.pem" }
-    public var clientKey: String { "\(directory.path)/client.key" }
+package struct TestCertificates: Sendable {
+    package let directory: TemporaryDirectory
+    package var caFile: String { "\(directory.path)/ca.pem" }
+    package var otherCAFile: String { "\(directory.path)/other.pem" }
+    package var serverCertificate: String { "\(directory.path)/server.pem" }
+    package var serverKey: String { "\(directory.path)/server.key" }
+    package var clientCertificate: String { "\(directory.path)/client.pem" }
+    package var clientKey: String { "\(directory.path)/client.key" }
 
-    public init() throws {
+    package init() throws {
         directory = TemporaryDirectory()
         let d = directory.path
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
@@ -27,9 +27,9 @@ public struct TestCertificates: Sendable {
         }
     }
 
-    public func remove() { directory.remove() }
+    package func remove() { directory.remove() }
 
-    public static func openssl(_ arguments: [String], in directory: String) throws {
+    package static func openssl(_ arguments: [String], in directory: String) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         p.arguments = arguments

@@ -7,57 +7,57 @@ import Foundation
 import Synchronization
 
 /// Collects log lines in memory.
-public final class LogCapture: Sendable {
+package final class LogCapture: Sendable {
     private let storage = Mutex<[String]>([])
 
-    public init() {}
+    package init() {}
 
-    public var sink: LogSink { { [self] line in storage.withLock { $0.append(String(decoding: line, as: UTF8.self)) } } }
-    public var lines: [String] { storage.withLock { $0 } }
-    public var text: String { lines.joined(separator: "\n") }
+    package var sink: LogSink { { [self] line in storage.withLock { $0.append(String(decoding: line, as: UTF8.self)) } } }
+    package var lines: [String] { storage.withLock { $0 } }
+    package var text: String { lines.joined(separator: "\n") }
 }
 
 /// A fresh temporary folder, removed by ``remove()``.
-public struct TemporaryDirectory: Sendable {
-    public let path: String
+package struct TemporaryDirectory: Sendable {
+    package let path: String
 
-    public init() {
+    package init() {
         path = NSTemporaryDirectory() + "cloak-test-" + UUID().uuidString
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 
-    public func remove() { try? FileManager.default.removeItem(atPath: path) }
+    package func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// The real service on the real libevent server, on 127.0.0.1 and a port the kernel picks, with
 /// a real vault (SQLite file and key file in a temporary folder).
-public final class TestServer: Sendable {
-    public let service: CloakService
-    public let server: HTTPServer
+package final class TestServer: Sendable {
+    package let service: CloakService
+    package let server: HTTPServer
     /// The forward-proxy door, when the configuration has `egress.listen` (its CA is made in
     /// ``directory``).
-    public let egress: HTTPServer?
-    public let vault: Vault
-    public let logs = LogCapture()
-    public let directory = TemporaryDirectory()
-    public var port: Int { server.port }
+    package let egress: HTTPServer?
+    package let vault: Vault
+    package let logs = LogCapture()
+    package let directory = TemporaryDirectory()
+    package var port: Int { server.port }
 
     /// The bearer tokens the test configuration grants, by scope set.
-    public static let fullToken = "full-access-token"
-    public static let createOnlyToken = "create-only-token"
-    public static let revealOnlyToken = "reveal-only-token"
+    package static let fullToken = "full-access-token"
+    package static let createOnlyToken = "create-only-token"
+    package static let revealOnlyToken = "reveal-only-token"
 
     /// The repository's root, found from this file's path.
-    public static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
+    package static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The shipped `config/cloak.yaml`, so tests exercise what users run.
-    public static var shippedConfiguration: String {
+    package static var shippedConfiguration: String {
         (try? String(contentsOf: repositoryRoot.appendingPathComponent("config/cloak.yaml"), encoding: .utf8)) ?? ""
     }
 
     /// The shipped configuration with three test tokens in `auth.tokens`.
-    public static var configurationWithTokens: String {
+    package static var configurationWithTokens: String {
         func entry(_ id: String, _ token: String, _ scopes: String) -> String {
             let hex = Digest.sha256(Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
             return "{id: \(id), sha256: \"\(hex)\", scopes: [\(scopes)]}"
@@ -78,7 +78,7 @@ public final class TestServer: Sendable {
 
     /// Starts a server. `environment` holds `CLOAK_*` overrides on top of the listen address and
     /// the vault paths.
-    public init(
+    package init(
         yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:], threads: Int = 2,
         today: CalendarDate? = nil, tlsFiles: (certificate: String, key: String)? = nil
     ) throws {
@@ -120,14 +120,14 @@ public final class TestServer: Sendable {
         return (CloakService(configuration: configuration, vault: vault, logSink: logs.sink, today: clock, egressCA: ca), vault)
     }
 
-    public func client(timeout: TimeInterval = 10) throws -> RawHTTPClient {
+    package func client(timeout: TimeInterval = 10) throws -> RawHTTPClient {
         try RawHTTPClient(port: port, timeout: timeout)
     }
 
     /// The egress CA certificate's file (for clients of the forward proxy to trust).
-    public var egressCAFile: String { "\(directory.path)/egress-ca.pem" }
+    package var egressCAFile: String { "\(directory.path)/egress-ca.pem" }
 
-    public func stop() {
+    package func stop() {
         service.beginDraining()
         egress?.shutdown()
         server.shutdown()

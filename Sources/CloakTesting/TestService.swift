@@ -14,15 +14,15 @@ import Synchronization
 /// routes' transformations); use ``TestServer`` for what only a wire shows: framing, the
 /// server's own headers (`Date`, `X-Request-Id`, `Connection`), limits the server enforces
 /// before the service (body and header sizes, connections), timeouts, TLS, tunnels.
-public final class TestService: Sendable {
-    public let service: CloakService
-    public let vault: Vault
-    public let logs = LogCapture()
-    public let directory = TemporaryDirectory()
+package final class TestService: Sendable {
+    package let service: CloakService
+    package let vault: Vault
+    package let logs = LogCapture()
+    package let directory = TemporaryDirectory()
     /// The loop requests run on.
-    public let loop: DetachedLoop
+    package let loop: DetachedLoop
 
-    public init(yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:],
+    package init(yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:],
                 today: CalendarDate? = nil) throws {
         let configuration = try TestServer.configuration(yaml: yaml, environment: environment, threads: 1, in: directory)
         (service, vault) = try TestServer.service(configuration, today: today, logs: logs)
@@ -30,11 +30,11 @@ public final class TestService: Sendable {
     }
 
     /// A client whose requests go straight to the service (the same calls as ``RawHTTPClient``).
-    public func client(timeout: TimeInterval = 10) throws -> InProcessClient {
+    package func client(timeout: TimeInterval = 10) throws -> InProcessClient {
         InProcessClient(service: service, loop: loop.handle, timeout: timeout)
     }
 
-    public func stop() {
+    package func stop() {
         service.beginDraining()
         loop.shutdown()
         vault.close()
@@ -46,24 +46,24 @@ public final class TestService: Sendable {
 /// split from its query and percent-decoded, the client at 127.0.0.1, a `Host` and, with a body,
 /// a `Content-Length` header; on `loop` when given (as the server does), else on the caller's
 /// thread. Answers are ``RawHTTPClient/Response``s, without the server's own headers.
-public struct InProcessClient: Sendable {
+package struct InProcessClient: Sendable {
     let service: CloakService
     let loop: LoopHandle?
     /// How long a request may take before ``ClientError/timedOut``.
     let timeout: TimeInterval
     /// The client address the service sees.
-    public var remoteAddress = "127.0.0.1"
+    package var remoteAddress = "127.0.0.1"
     private static let counter = Atomic<UInt64>(0)
 
-    public init(service: CloakService, loop: LoopHandle? = nil, timeout: TimeInterval = 10) {
+    package init(service: CloakService, loop: LoopHandle? = nil, timeout: TimeInterval = 10) {
         self.service = service
         self.loop = loop
         self.timeout = timeout
     }
 
-    public enum ClientError: Error { case unknownMethod(String), timedOut }
+    package enum ClientError: Error { case unknownMethod(String), timedOut }
 
-    public func request(
+    package func request(
         _ method: String, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = []
     ) throws -> RawHTTPClient.Response {
         guard let verb = HTTPMethod(rawValue: method) else { throw ClientError.unknownMethod(method) }
@@ -84,7 +84,7 @@ public struct InProcessClient: Sendable {
                                       body: verb == .HEAD ? [] : response.body)
     }
 
-    public func request(_ method: String, _ path: String, json: String, headers: [(String, String)] = []) throws
+    package func request(_ method: String, _ path: String, json: String, headers: [(String, String)] = []) throws
         -> RawHTTPClient.Response
     {
         try request(method, path, body: Array(json.utf8), headers: [("Content-Type", "application/json")] + headers)

@@ -1,9 +1,9 @@
-public import CloakCore
-public import CloakHTTP
-public import CloakVault
-public import CloakCrypto
+import CloakCore
+import CloakHTTP
+import CloakVault
+import CloakCrypto
 import Foundation
-public import Logging
+import Logging
 import Synchronization
 
 /// The service: two doors (the API listener and the egress forward-proxy door), each a list of
@@ -18,8 +18,8 @@ import Synchronization
 ///                             watchdog: service.watchdog)
 /// server.start()
 /// ```
-public final class CloakService: Sendable {
-    public let configuration: ServiceConfiguration
+package final class CloakService: Sendable {
+    package let configuration: ServiceConfiguration
     let context: ServiceContext
     let isDraining = Atomic<Bool>(false)
     let vault: Vault?
@@ -33,7 +33,7 @@ public final class CloakService: Sendable {
     /// Distinct values per token and format-preserving bucket (`limits.bucket_values_per_hour`).
     let guessLimiter = BucketGuessLimiter()
     /// Every loop of this service's servers beats here; `/readyz` fails when one stops.
-    public let watchdog = LoopWatchdog()
+    package let watchdog = LoopWatchdog()
     /// Signs Cloak Elements' reveal sessions (nil without a vault): derived from the key ring,
     /// so every node that shares it accepts any node's sessions.
     let elementsSessionKey: HMACKey?
@@ -48,7 +48,7 @@ public final class CloakService: Sendable {
     ///   - logSink: where the JSON log lines go (standard output by default; tests capture them).
     ///   - today: the date that decides expiry windows (the system's by default).
     ///   - egressCA: signs the forward-proxy door's certificates (``handleEgress(_:_:)``).
-    public init(
+    package init(
         configuration: ServiceConfiguration, vault: Vault? = nil,
         logSink: @escaping LogSink = JSONLogHandler.standardOutput, today: (@Sendable () -> CalendarDate)? = nil,
         egressCA: CertificateAuthority? = nil
@@ -135,25 +135,25 @@ public final class CloakService: Sendable {
         return router
     }()
 
-    public var logger: Logger { context.logger }
+    package var logger: Logger { context.logger }
 
     /// Marks the service as draining: `/readyz` answers 503 so balancers stop sending traffic.
-    public func beginDraining() { isDraining.store(true, ordering: .relaxed) }
+    package func beginDraining() { isDraining.store(true, ordering: .relaxed) }
 
     /// The ``HTTPDeferredHandler`` of the API listener: answers now, or later on the request's loop.
-    public func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+    package func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
         apiDoor(request, responder, self)
     }
 
     /// The ``HTTPDeferredHandler`` of the forward-proxy door (`egress.listen`): requests inside
     /// CONNECT tunnels and absolute-form requests.
-    public func handleEgress(_ request: HTTPRequest, _ responder: HTTPResponder) {
+    package func handleEgress(_ request: HTTPRequest, _ responder: HTTPResponder) {
         forwardDoor(request, responder, self)
     }
 
     /// Handles a request on the API listener's door and waits for its answer (benchmarks and
     /// in-process callers).
-    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+    package func handle(_ request: HTTPRequest) -> HTTPResponse {
         let box = Mutex<HTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
         handle(request, .collecting { response in

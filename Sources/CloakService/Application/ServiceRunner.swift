@@ -3,14 +3,14 @@ import Foundation
 import Logging
 
 /// Runs the service until SIGTERM or SIGINT, then drains and returns.
-public enum ServiceRunner {
+package enum ServiceRunner {
     /// Starts the HTTP server for `service` and blocks until a termination signal.
     ///
     /// The signals are blocked in every thread and taken synchronously by this one with
     /// `sigwait`, so no handler runs in signal context. On a signal: readiness turns 503, the
     /// listeners close, in-flight requests finish (bounded by `drain_timeout_s`), and it returns.
     /// - Parameter onStopped: runs after the server has drained (flush and close the vault here).
-    public static func run(_ service: CloakService, onStopped: () -> Void = {}) throws {
+    package static func run(_ service: CloakService, onStopped: () -> Void = {}) throws {
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGTERM)
@@ -47,7 +47,7 @@ public enum ServiceRunner {
 
     /// The forward-proxy door on `egress.listen`, with the main listener's limits (never its TLS:
     /// the door speaks plain HTTP until a tunnel's own TLS).
-    public static func egressServer(_ service: CloakService) throws -> HTTPServer? {
+    package static func egressServer(_ service: CloakService) throws -> HTTPServer? {
         guard let listen = service.configuration.egress.listen else { return nil }
         var configuration = service.configuration.server
         configuration.host = listen.host

@@ -52,27 +52,27 @@ indirect enum ConfigNode: Sendable {
 }
 
 /// One problem in a configuration, at its YAML path (e.g. `forms.checkout.fields[2].type`).
-public struct ConfigIssue: Sendable, Equatable, CustomStringConvertible {
-    public let path: String
-    public let message: String
-    public var line: Int?
+package struct ConfigIssue: Sendable, Equatable, CustomStringConvertible {
+    package let path: String
+    package let message: String
+    package var line: Int?
 
-    public init(path: String, message: String, line: Int? = nil) {
+    package init(path: String, message: String, line: Int? = nil) {
         self.path = path
         self.message = message
         self.line = line
     }
 
-    public var description: String {
+    package var description: String {
         let at = line.map { " (line \($0))" } ?? ""
         return "\(path.isEmpty ? "<root>" : path)\(at): \(message)"
     }
 
-    public static func == (a: ConfigIssue, b: ConfigIssue) -> Bool { a.path == b.path && a.message == b.message }
+    package static func == (a: ConfigIssue, b: ConfigIssue) -> Bool { a.path == b.path && a.message == b.message }
 }
 
 /// Every problem found in a configuration; the server does not start while there is one.
-public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
-    public let issues: [ConfigIssue]
-    public var description: String { issues.map(\.description).joined(separator: "\n") }
+package struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    package let issues: [ConfigIssue]
+    package var description: String { issues.map(\.description).joined(separator: "\n") }
 }

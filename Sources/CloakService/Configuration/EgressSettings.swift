@@ -1,18 +1,18 @@
-public import CloakCore
-public import CloakHTTP
+import CloakCore
+import CloakHTTP
 
 /// `egress`: routes that reveal aliases on the way out to a payment provider, through the
 /// transform door (`/egress/{route}/…` on the main listener) or the forward-proxy door
 /// (`egress.listen`, CONNECT with TLS interception).
-public struct EgressSettings: Sendable {
+package struct EgressSettings: Sendable {
     /// The forward-proxy door's address; nil: no forward proxy.
-    public var listen: (host: String, port: Int)?
+    package var listen: (host: String, port: Int)?
     /// The CA that signs the door's per-host certificates: made on first run (key 0600).
-    public var caCertificate = "data/egress-ca.pem"
-    public var caKey = "data/egress-ca-key.pem"
-    public var routes: [EgressRoute] = []
+    package var caCertificate = "data/egress-ca.pem"
+    package var caKey = "data/egress-ca-key.pem"
+    package var routes: [EgressRoute] = []
 
-    public init() {}
+    package init() {}
 
     /// `[a-z0-9_-]+`, at most 64 characters.
     static func isRouteID(_ id: String) -> Bool {
@@ -21,33 +21,33 @@ public struct EgressSettings: Sendable {
     }
 
     /// The route with this id.
-    public func route(_ id: String) -> EgressRoute? { routes.first { $0.id == id } }
+    package func route(_ id: String) -> EgressRoute? { routes.first { $0.id == id } }
 }
 
 /// One egress route: where it goes, which paths and methods it allows, what it reveals and
 /// redacts, and how it trusts (and is trusted by) its upstream.
-public struct EgressRoute: Sendable {
-    public var id: String
-    public var scheme: UpstreamRequest.Scheme
-    public var host: String
-    public var port: Int
-    public var paths: [PathGlob]
-    public var methods: [String]
-    public var requestOperations: [ServiceConfiguration.RouteOperation]
-    public var responseOperations: [ServiceConfiguration.RouteOperation]
+package struct EgressRoute: Sendable {
+    package var id: String
+    package var scheme: UpstreamRequest.Scheme
+    package var host: String
+    package var port: Int
+    package var paths: [PathGlob]
+    package var methods: [String]
+    package var requestOperations: [ServiceConfiguration.RouteOperation]
+    package var responseOperations: [ServiceConfiguration.RouteOperation]
     /// PEM file of CAs trusted for the upstream; nil: the system store.
-    public var caFile: String?
+    package var caFile: String?
     /// PEM files of Cloak's certificate and key for mutual TLS with the upstream.
-    public var clientCertificate: UpstreamRequest.ClientCertificate?
+    package var clientCertificate: UpstreamRequest.ClientCertificate?
     /// Whether the upstream may be (or resolve to) loopback, private or link-local, or be an IP literal.
-    public var allowPrivate: Bool
+    package var allowPrivate: Bool
     /// More selected aliases in one message: 400 (1002).
-    public var maxAliases: Int
-    public var connectTimeoutSeconds: Double
-    public var responseTimeoutSeconds: Double
+    package var maxAliases: Int
+    package var connectTimeoutSeconds: Double
+    package var responseTimeoutSeconds: Double
 
     /// Whether the route lets `method` reach `path` (as sent, percent-encoded).
-    public func allows(method: String, path: String) -> Bool {
+    package func allows(method: String, path: String) -> Bool {
         methods.contains(method) && paths.contains { $0.matches(path) }
     }
 }

@@ -1,26 +1,26 @@
 /// `elements`: which pages may embed Cloak Elements' frames (docs/elements.md).
 ///
 /// Deny by default: with no allowed origin every `/elements/*` path answers 404.
-public struct ElementsSettings: Sendable, Equatable {
+package struct ElementsSettings: Sendable, Equatable {
     /// `elements.allowed_origins`: exact origins (`https://shop.example`) whose pages may embed
     /// the frames; the frames' CSP `frame-ancestors` lists exactly these.
-    public var allowedOrigins: [String] = []
+    package var allowedOrigins: [String] = []
     /// `elements.font_origins`: origins a field's `fonts` stylesheets (and their font files) may
     /// come from; they join the frames' `style-src` and `font-src`.
-    public var fontOrigins: [String] = []
+    package var fontOrigins: [String] = []
 
-    public init(allowedOrigins: [String] = [], fontOrigins: [String] = []) {
+    package init(allowedOrigins: [String] = [], fontOrigins: [String] = []) {
         self.allowedOrigins = allowedOrigins
         self.fontOrigins = fontOrigins
     }
 
-    public var isEnabled: Bool { !allowedOrigins.isEmpty }
+    package var isEnabled: Bool { !allowedOrigins.isEmpty }
 
     /// Why `text` is not an origin as a browser serializes one (`scheme://host[:port]`: http or
     /// https, lower case, no path, query, fragment, user or default port), or nil when it is.
     /// An origin written any other way would never equal the `Origin` a browser sends, and a
     /// wildcard or a path would widen a CSP source list beyond what the operator meant.
-    public static func originProblem(_ text: String) -> String? {
+    package static func originProblem(_ text: String) -> String? {
         let scheme: String
         if text.hasPrefix("https://") { scheme = "https" } else if text.hasPrefix("http://") { scheme = "http" } else {
             return "expected an origin such as https://shop.example (http or https)"

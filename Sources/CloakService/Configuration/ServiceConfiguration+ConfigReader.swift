@@ -26,7 +26,7 @@ extension ServiceConfiguration {
     /// upper case for every scalar key of `server` and `vault`.
     ///
     /// - Throws: ``ConfigurationError`` listing every problem with its YAML path.
-    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+    package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(ConfigurationError) -> ServiceConfiguration
     {
         let text: String
@@ -39,7 +39,7 @@ extension ServiceConfiguration {
     }
 
     /// Parses and checks configuration text (see ``load(path:environment:)``).
-    public static func parse(yaml: String, environment: [String: String] = [:]) throws(ConfigurationError)
+    package static func parse(yaml: String, environment: [String: String] = [:]) throws(ConfigurationError)
         -> ServiceConfiguration
     {
         var root: ConfigNode

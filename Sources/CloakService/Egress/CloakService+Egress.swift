@@ -13,7 +13,7 @@ extension CloakService {
     /// Decides a CONNECT on the forward-proxy door: 407 without valid credentials, 403 when no
     /// route the token may use goes to that host and port; otherwise a tunnel with a leaf
     /// certificate for the host.
-    public func authorizeTunnel(_ connect: HTTPRequest, host: String, port: Int) -> TunnelDecision {
+    package func authorizeTunnel(_ connect: HTTPRequest, host: String, port: Int) -> TunnelDecision {
         let identity = auth.identifyProxy(connect.header("Proxy-Authorization"))
         let decision = decideTunnel(connect, identity: identity, host: host, port: port)
         let status: Int

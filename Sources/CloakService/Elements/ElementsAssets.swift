@@ -5,7 +5,7 @@ import Foundation
 /// `embedInCode`): the page's loader, the frames' documents, scripts and style. Nothing is read
 /// from disk at run time, so what a binary serves, and the loader's integrity value, change only
 /// with the binary.
-public enum ElementsAssets {
+package enum ElementsAssets {
     struct Asset: Sendable {
         enum Kind: Sendable { case script, style, document }
         let kind: Kind
@@ -47,9 +47,9 @@ public enum ElementsAssets {
     }
 
     /// The loader's bytes, as `GET /elements/v1/cloak.js` serves them.
-    public static var loader: [UInt8] { PackageResources.cloak_js }
+    package static var loader: [UInt8] { PackageResources.cloak_js }
 
     /// The loader's Subresource Integrity value, for `<script integrity="…">`
     /// (`cloak elements integrity`).
-    public static var loaderIntegrity: String { "sha384-" + Data(Digest.sha384(loader)).base64EncodedString() }
+    package static var loaderIntegrity: String { "sha384-" + Data(Digest.sha384(loader)).base64EncodedString() }
 }

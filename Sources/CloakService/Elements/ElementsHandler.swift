@@ -25,7 +25,7 @@ struct ElementsHandler: Sendable {
         case .script, .style:
             // No secret in them: any page may load them, with `<script integrity crossorigin>`.
             headers += [
-                ("Cache-Control", "public, max-age=300"), ("Access-Control-Allow-Origin", "*"),
+                ("Cache-Control", "package, max-age=300"), ("Access-Control-Allow-Origin", "*"),
                 ("Cross-Origin-Resource-Policy", "cross-origin"),
             ]
         case .document:

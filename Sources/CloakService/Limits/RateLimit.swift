@@ -1,15 +1,15 @@
 /// A request rate: `requestsPerMinute` on average, with bursts of up to `burst` at once.
-public struct RateLimit: Sendable, Equatable {
-    public var requestsPerMinute: Int
-    public var burst: Int
+package struct RateLimit: Sendable, Equatable {
+    package var requestsPerMinute: Int
+    package var burst: Int
 
-    public init(requestsPerMinute: Int, burst: Int) {
+    package init(requestsPerMinute: Int, burst: Int) {
         self.requestsPerMinute = requestsPerMinute
         self.burst = burst
     }
 
     /// The largest rate the configuration takes.
-    public static let maxPerMinute = 10_000_000
+    package static let maxPerMinute = 10_000_000
 }
 
 /// One caller's token bucket: it holds up to `burst` tokens, refills at the limit's rate, and

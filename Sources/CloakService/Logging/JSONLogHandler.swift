@@ -1,36 +1,36 @@
 import CloakCore
 import Foundation
-public import Logging
+import Logging
 
 /// Where log lines go: one call per complete line, its UTF-8 bytes without the newline (valid
 /// only during the call: a sink copies what it keeps).
-public typealias LogSink = @Sendable (UnsafeBufferPointer<UInt8>) -> Void
+package typealias LogSink = @Sendable (UnsafeBufferPointer<UInt8>) -> Void
 
 /// A swift-log handler that writes one JSON object per line.
 ///
 /// Only metadata the code chooses is written; Cloak never puts a body, a field value or an
 /// `Authorization` value into metadata, so none can appear here.
-public struct JSONLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level = .info
+package struct JSONLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .info
     private let label: String
     private let sink: LogSink
 
-    public init(label: String, sink: @escaping LogSink) {
+    package init(label: String, sink: @escaping LogSink) {
         self.label = label
         self.sink = sink
     }
 
     /// Queues each line for standard output (``LogQueue/standardOutput``): a loop thread never
     /// waits for the write, and lines never interleave.
-    public static let standardOutput: LogSink = { line in LogQueue.standardOutput.push(line) }
+    package static let standardOutput: LogSink = { line in LogQueue.standardOutput.push(line) }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         // One writer, members streamed in key order: a line costs about a tenth of building a
         // document of it first (an egress or reveal line per request: Benchmarks/README.md).
         var w = JSONWriter(reservingCapacity: 256)

@@ -8,7 +8,7 @@ import Synchronization
 /// The writer wakes every ``interval`` and writes what has gathered in one `write`; a loop wakes
 /// it early only when a quarter of the queue is used. Waking it for every line cost a futex call
 /// and a context switch per request (measured: about 15 % of the CPU of `POST /validate`).
-public final class LogQueue: Sendable {
+package final class LogQueue: Sendable {
     /// Lines waiting, each followed by its newline, in one buffer that the writer swaps for an
     /// empty one of the same capacity: queuing a line allocates nothing once the buffers have grown.
     private struct Pending {
@@ -30,7 +30,7 @@ public final class LogQueue: Sendable {
     ///   - byteCapacity: bytes held at most (long lines while the output is stalled); past it,
     ///     lines are dropped too.
     ///   - write: writes one batch of complete lines (it may block: it runs on the queue's thread).
-    public init(capacity: Int = 16_384, byteCapacity: Int = 8 << 20, interval: Double = 0.02,
+    package init(capacity: Int = 16_384, byteCapacity: Int = 8 << 20, interval: Double = 0.02,
                 write: @escaping @Sendable ([UInt8]) -> Void) {
         self.capacity = capacity
         self.byteCapacity = byteCapacity
@@ -42,7 +42,7 @@ public final class LogQueue: Sendable {
     }
 
     /// Queues a line (its UTF-8 bytes, without the newline). Never blocks on the writer.
-    public func push(_ line: UnsafeBufferPointer<UInt8>) {
+    package func push(_ line: UnsafeBufferPointer<UInt8>) {
         let wakeWriter = state.withLock { s -> Bool in
             let before = s.bytes.count
             guard s.lines < capacity, before + line.count + 1 <= byteCapacity else {
@@ -58,16 +58,16 @@ public final class LogQueue: Sendable {
     }
 
     /// Queues a line (without its newline).
-    public func push(_ line: String) {
+    package func push(_ line: String) {
         var line = line
         line.withUTF8 { push($0) }
     }
 
     /// Lines dropped because the queue was full.
-    public var dropped: Int { state.withLock { $0.dropped } }
+    package var dropped: Int { state.withLock { $0.dropped } }
 
     /// Waits until every queued line has been written (shutdown, tests); at most `timeout` seconds.
-    public func flush(timeout: Double = 2) {
+    package func flush(timeout: Double = 2) {
         let deadline = Date().addingTimeInterval(timeout)
         while state.withLock({ $0.lines > 0 || $0.writing }) && Date() < deadline { usleep(1_000) }
     }
@@ -94,7 +94,7 @@ public final class LogQueue: Sendable {
     }
 
     /// The process's standard output.
-    public static let standardOutput = LogQueue { bytes in
+    package static let standardOutput = LogQueue { bytes in
         bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {

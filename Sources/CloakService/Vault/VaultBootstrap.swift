@@ -4,16 +4,16 @@ import Foundation
 import Logging
 
 /// Opens the vault the configuration names: its key ring and its store.
-public enum VaultBootstrap {
-    public struct Error: Swift.Error, CustomStringConvertible {
-        public let description: String
+package enum VaultBootstrap {
+    package struct Error: Swift.Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Resolves the key ring: `CLOAK_MASTER_KEY` (or the variable `vault.keys: env:NAME` names)
     /// when set; otherwise the key file, created with a new key only for an empty store. A store
     /// that already holds records (or a key-check value) never gets a new ring: the key file is
     /// missing, and making another would lose every record sealed in the meantime.
-    public static func keyRing(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String],
+    package static func keyRing(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String],
                                logger: Logger?, store: any AliasStore) throws -> KeyRing {
         if settings.keys.hasPrefix("env:") {
             let name = String(settings.keys.dropFirst(4))
@@ -37,7 +37,7 @@ public enum VaultBootstrap {
     }
 
     /// The store `vault.store` names.
-    public static func store(_ settings: ServiceConfiguration.VaultSettings) throws -> any AliasStore {
+    package static func store(_ settings: ServiceConfiguration.VaultSettings) throws -> any AliasStore {
         try store(url: settings.store)
     }
 
@@ -46,7 +46,7 @@ public enum VaultBootstrap {
     /// A PostgreSQL URL is parsed here (``PostgresURL``) before libpq sees anything; a URL that
     /// does not parse, or names no store, is refused with a message that quotes none of it (it
     /// may hold a password).
-    public static func store(url: String) throws -> any AliasStore {
+    package static func store(url: String) throws -> any AliasStore {
         if url.hasPrefix("sqlite:") {
             return try SQLiteAliasStore(path: String(url.dropFirst("sqlite:".count)))
         }
@@ -56,7 +56,7 @@ public enum VaultBootstrap {
         throw Error(description: "the store URL must be sqlite:PATH, postgres://… or postgresql://…")
     }
 
-    public static func open(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?)
+    package static func open(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?)
         throws -> Vault
     {
         let store = try store(settings)
