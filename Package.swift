@@ -31,7 +31,9 @@ let package = Package(
 
         .target(name: "CloakCore", swiftSettings: optimized),
         .target(name: "CloakCrypto", dependencies: ["COpenSSL"], swiftSettings: optimized),
-        .target(name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite", "CLibPQ"], swiftSettings: optimized),
+        .target(
+            name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite", "CLibPQ"],
+            swiftSettings: optimized),
         .target(name: "CloakHTTP", dependencies: ["CloakCore", "CLibevent", "COpenSSL"], swiftSettings: optimized),
         .target(
             name: "CloakService",
@@ -56,10 +58,12 @@ let package = Package(
 
         // Micro-benchmarks of the hot paths: `swift run -c release cloak-micro` (Benchmarks/README.md).
         .executableTarget(
-            name: "cloak-micro", dependencies: ["CloakCore", "CloakService", "CloakHTTP", "CloakCrypto", "CloakVault"], path: "Benchmarks/Micro"),
+            name: "cloak-micro", dependencies: ["CloakCore", "CloakService", "CloakHTTP", "CloakCrypto", "CloakVault"],
+            path: "Benchmarks/Micro"),
 
         // Test support (not a product): a raw-socket HTTP client and shared fixtures.
-        .target(name: "CloakTesting", dependencies: ["CloakService", "CloakHTTP", "CloakCore", "CloakVault", "CloakCrypto"]),
+        .target(
+            name: "CloakTesting", dependencies: ["CloakService", "CloakHTTP", "CloakCore", "CloakVault", "CloakCrypto"]),
 
         .testTarget(name: "CloakCoreTests", dependencies: ["CloakCore"]),
         .testTarget(name: "CloakCryptoTests", dependencies: ["CloakCrypto"], resources: [.copy("Fixtures")]),

@@ -61,7 +61,9 @@ public func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             }
             if let t = definition.transform {
                 for s in samples
-                where t.matcher.replacingMatches(in: s, with: t.replacement) != t.matcher.icuReplacingMatches(in: s, with: t.replacement) {
+                where t.matcher.replacingMatches(in: s, with: t.replacement)
+                    != t.matcher.icuReplacingMatches(in: s, with: t.replacement)
+                {
                     fatalError("native and ICU replacements disagree on a configured transform")
                 }
             }
@@ -70,7 +72,9 @@ public func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let none = [String?](repeating: nil, count: form.fields.count)
         for values in [none, form.fields.indices.map { Optional(samples[$0 % samples.count]) }] {
             let validation = FormValidation(form: form, values: values, context: context)
-            do { _ = try JSONParser().parse(validation.stateJSON) } catch { fatalError("stateJSON does not parse: \(error)") }
+            do { _ = try JSONParser().parse(validation.stateJSON) } catch {
+                fatalError("stateJSON does not parse: \(error)")
+            }
             _ = validation.inputError
             let outputs = validation.fields.flatMap { $0.outputComponents.map { ($0.key, JSONValue.string($0.value)) } }
             _ = FieldNameMapper.body(outputs, extraData: [], policy: form.mappingPolicy)

@@ -13,7 +13,9 @@
 
 private func regex(_ s: String) -> RegexPattern { try! RegexPattern(s) }
 
-private func field(_ name: String, _ type: FieldType, _ configure: (inout FieldSchema) -> Void = { _ in }) -> FieldSchema {
+private func field(_ name: String, _ type: FieldType, _ configure: (inout FieldSchema) -> Void = { _ in })
+    -> FieldSchema
+{
     var f = FieldSchema(name: name, type: type)
     configure(&f)
     return f
@@ -22,43 +24,62 @@ private func field(_ name: String, _ type: FieldType, _ configure: (inout FieldS
 private let digit = InputMask.Position.pattern(regex(#"\d"#))
 
 /// config/cloak.yaml's checkout: every card type, a CVC linked to the card, a split expiry, a masked phone.
-private let checkout = FormSchema(name: "checkout", fields: [
-    field("card_data.card_number", .cardNumber) {
-        $0.isRequired = true; $0.isRequiredValidOnly = true
-        $0.tokenization = .init(format: .FPE_SIX_T_FOUR, storage: .persistent)
-    },
-    field("card_data.card_cvc", .cvc) { $0.cardField = "card_data.card_number"; $0.isRequired = true; $0.isRequiredValidOnly = true },
-    field("card_data.exp_date", .expDate) {
-        $0.isRequired = true; $0.isRequiredValidOnly = true
-        $0.inputDateFormat = .expDate(.shortYear); $0.outputDateFormat = .expDate(.longYear)
-        $0.serializer = .expDate(monthField: "card_data.exp_month", yearField: "card_data.exp_year")
-    },
-    field("card_data.card_holder", .cardHolderName) { $0.isRequired = true },
-    field("billing.phone", .none) {
-        $0.mask = InputMask([.literal("("), digit, digit, digit, .literal(")"), digit, digit, digit, .literal("-"),
-                             digit, digit, digit, digit])
-        $0.transform = InputTransform(matcher: regex("[()-]"), replacement: "")
-        $0.rules = [PatternRule(pattern: regex(#"^\d{10}$"#), error: "PHONE_VALIDATION_ERROR")]
-    },
-    field("customer.ssn", .ssn) { $0.isRequiredValidOnly = true },
-], mappingPolicy: .nestedJSON)
+private let checkout = FormSchema(
+    name: "checkout",
+    fields: [
+        field("card_data.card_number", .cardNumber) {
+            $0.isRequired = true; $0.isRequiredValidOnly = true
+            $0.tokenization = .init(format: .FPE_SIX_T_FOUR, storage: .persistent)
+        },
+        field("card_data.card_cvc", .cvc) {
+            $0.cardField = "card_data.card_number"; $0.isRequired = true; $0.isRequiredValidOnly = true
+        },
+        field("card_data.exp_date", .expDate) {
+            $0.isRequired = true; $0.isRequiredValidOnly = true
+            $0.inputDateFormat = .expDate(.shortYear); $0.outputDateFormat = .expDate(.longYear)
+            $0.serializer = .expDate(monthField: "card_data.exp_month", yearField: "card_data.exp_year")
+        },
+        field("card_data.card_holder", .cardHolderName) { $0.isRequired = true },
+        field("billing.phone", .none) {
+            $0.mask = InputMask([
+                .literal("("), digit, digit, digit, .literal(")"), digit, digit, digit, .literal("-"),
+                digit, digit, digit, digit,
+            ])
+            $0.transform = InputTransform(matcher: regex("[()-]"), replacement: "")
+            $0.rules = [PatternRule(pattern: regex(#"^\d{10}$"#), error: "PHONE_VALIDATION_ERROR")]
+        },
+        field("customer.ssn", .ssn) { $0.isRequiredValidOnly = true },
+    ], mappingPolicy: .nestedJSON)
 
 /// config/cloak.yaml's identity: date range and conversion, a date serializer, ABA routing.
-private let identity = FormSchema(name: "identity", fields: [
-    field("person.full_name", .cardHolderName) {
-        $0.isRequired = true
-        $0.rules = [LengthRule(min: 2, max: 100), PatternRule(pattern: regex(#"^[\p{L} .'-]+$"#), error: "NAME_VALIDATION_ERROR")]
-    },
-    field("person.birth_date", .date) {
-        $0.isRequired = true; $0.isRequiredValidOnly = true
-        $0.rules = [DateRangeRule(format: .mmddyyyy, start: CalendarDate(iso: "1900-01-01"), end: CalendarDate(iso: "2010-12-31"))]
-        $0.inputDateFormat = .date(.mmddyyyy); $0.outputDateFormat = .date(.yyyymmdd)
-        $0.serializer = .date(dayField: "person.dob.day", monthField: "person.dob.month", yearField: "person.dob.year")
-    },
-    field("person.ssn", .ssn) { $0.isRequired = true; $0.isRequiredValidOnly = true },
-    field("bank.routing_number", .none) { $0.formatPattern = FormatPattern("#########"); $0.rules = [ABARoutingNumberRule()] },
-    field("bank.account_number", .none) { $0.rules = [PatternRule(pattern: regex(#"^\d{4,17}$"#))] },
-], mappingPolicy: .nestedJSONWithArrayMerge)
+private let identity = FormSchema(
+    name: "identity",
+    fields: [
+        field("person.full_name", .cardHolderName) {
+            $0.isRequired = true
+            $0.rules = [
+                LengthRule(min: 2, max: 100),
+                PatternRule(pattern: regex(#"^[\p{L} .'-]+$"#), error: "NAME_VALIDATION_ERROR"),
+            ]
+        },
+        field("person.birth_date", .date) {
+            $0.isRequired = true; $0.isRequiredValidOnly = true
+            $0.rules = [
+                DateRangeRule(
+                    format: .mmddyyyy, start: CalendarDate(iso: "1900-01-01"), end: CalendarDate(iso: "2010-12-31"))
+            ]
+            $0.inputDateFormat = .date(.mmddyyyy); $0.outputDateFormat = .date(.yyyymmdd)
+            $0.serializer = .date(
+                dayField: "person.dob.day", monthField: "person.dob.month", yearField: "person.dob.year")
+        },
+        field("person.ssn", .ssn) {
+            $0.isRequired = true; $0.isRequiredValidOnly = true
+        },
+        field("bank.routing_number", .none) {
+            $0.formatPattern = FormatPattern("#########"); $0.rules = [ABARoutingNumberRule()]
+        },
+        field("bank.account_number", .none) { $0.rules = [PatternRule(pattern: regex(#"^\d{4,17}$"#))] },
+    ], mappingPolicy: .nestedJSONWithArrayMerge)
 
 /// Custom brands (one without Luhn, an odd layout), array-indexed names, explicit patterns and
 /// dividers, every date format, a mask with trailing literals and a whitespace transform.
@@ -68,46 +89,64 @@ private let acme = PaymentCardModel(
 private let odd = PaymentCardModel(
     brand: .custom("odd"), name: "odd", matcher: BrandMatcher(regex: regex("^7[0-9]*$")), cardNumberLengths: [8, 19],
     cvcLengths: [4, 5], luhn: false, formatPattern: "@@## **AA ####-")
-private let edge = FormSchema(name: "edge", fields: [
-    field("cards[0].number", .cardNumber) {
-        $0.rules = [PaymentCardRule(validateUnknownCardBrand: true), LuhnRule()]; $0.divider = "-"
-    },
-    field("cards[0].cvc", .cvc) { $0.cardField = "cards[0].number" },
-    field("cvc2", .cvc) { $0.formatPattern = FormatPattern("###") },
-    field("cards[1].exp", .expDate) {
-        $0.formatPattern = FormatPattern("####/##"); $0.divider = "."
-        $0.rules = [CardExpirationDateRule(format: .longYearThenMonth)]
-        $0.inputDateFormat = .expDate(.longYearThenMonth); $0.outputDateFormat = .expDate(.shortYearThenMonth)
-        $0.serializer = .expDate(monthField: "cards[1].m", yearField: "cards[1].y")
-    },
-    field("exp2", .expDate) {
-        $0.inputDateFormat = .expDate(.longYear); $0.outputDateFormat = .expDate(.shortYearThenMonth)
-        $0.serializer = .expDate(monthField: "exp2m", yearField: "exp2y")
-    },
-    field("dob", .date) {
-        $0.formatPattern = FormatPattern("##.##.####"); $0.divider = ""
-        $0.inputDateFormat = .date(.ddmmyyyy); $0.outputDateFormat = .date(.mmddyyyy)
-        $0.rules = [DateRangeRule(format: .ddmmyyyy)]
-    },
-    field("dob2", .date) { $0.inputDateFormat = .date(.yyyymmdd); $0.outputDateFormat = .date(.ddmmyyyy) },
-    field("code", .none) {
-        $0.mask = InputMask([.literal("A"), .pattern(regex("[a-zA-Z]")), .pattern(regex(".")), .literal("-"),
-                             .pattern(regex("[0-9]")), .literal("/"), .literal("é")])
-        $0.transform = InputTransform(matcher: regex(#"\s+"#), replacement: "_$0")
-    },
-    field("tag", .none) { $0.formatPattern = FormatPattern(""); $0.rules = [LengthMatchRule(lengths: [0, 3, 5])] },
-    field("holder", .cardHolderName) { $0.formatPattern = FormatPattern("AAAA aaaa **"); $0.divider = "*" },
-    field("ids.ssn[2]", .ssn) { $0.divider = " "; $0.formatPattern = FormatPattern("###-##-####") },
-    field("plain.text", .none) { $0.transform = InputTransform(matcher: regex("[ .-]"), replacement: "") },
-], brands: CardBrandTable(custom: [acme, odd], accepted: [.custom("acme"), .custom("odd"), .visa, .amex, .unionpay, .maestro, .mastercard]),
-   mappingPolicy: .flatJSON)
+private let edge = FormSchema(
+    name: "edge",
+    fields: [
+        field("cards[0].number", .cardNumber) {
+            $0.rules = [PaymentCardRule(validateUnknownCardBrand: true), LuhnRule()]; $0.divider = "-"
+        },
+        field("cards[0].cvc", .cvc) { $0.cardField = "cards[0].number" },
+        field("cvc2", .cvc) { $0.formatPattern = FormatPattern("###") },
+        field("cards[1].exp", .expDate) {
+            $0.formatPattern = FormatPattern("####/##"); $0.divider = "."
+            $0.rules = [CardExpirationDateRule(format: .longYearThenMonth)]
+            $0.inputDateFormat = .expDate(.longYearThenMonth); $0.outputDateFormat = .expDate(.shortYearThenMonth)
+            $0.serializer = .expDate(monthField: "cards[1].m", yearField: "cards[1].y")
+        },
+        field("exp2", .expDate) {
+            $0.inputDateFormat = .expDate(.longYear); $0.outputDateFormat = .expDate(.shortYearThenMonth)
+            $0.serializer = .expDate(monthField: "exp2m", yearField: "exp2y")
+        },
+        field("dob", .date) {
+            $0.formatPattern = FormatPattern("##.##.####"); $0.divider = ""
+            $0.inputDateFormat = .date(.ddmmyyyy); $0.outputDateFormat = .date(.mmddyyyy)
+            $0.rules = [DateRangeRule(format: .ddmmyyyy)]
+        },
+        field("dob2", .date) {
+            $0.inputDateFormat = .date(.yyyymmdd); $0.outputDateFormat = .date(.ddmmyyyy)
+        },
+        field("code", .none) {
+            $0.mask = InputMask([
+                .literal("A"), .pattern(regex("[a-zA-Z]")), .pattern(regex(".")), .literal("-"),
+                .pattern(regex("[0-9]")), .literal("/"), .literal("é"),
+            ])
+            $0.transform = InputTransform(matcher: regex(#"\s+"#), replacement: "_$0")
+        },
+        field("tag", .none) {
+            $0.formatPattern = FormatPattern(""); $0.rules = [LengthMatchRule(lengths: [0, 3, 5])]
+        },
+        field("holder", .cardHolderName) {
+            $0.formatPattern = FormatPattern("AAAA aaaa **"); $0.divider = "*"
+        },
+        field("ids.ssn[2]", .ssn) {
+            $0.divider = " "; $0.formatPattern = FormatPattern("###-##-####")
+        },
+        field("plain.text", .none) { $0.transform = InputTransform(matcher: regex("[ .-]"), replacement: "") },
+    ],
+    brands: CardBrandTable(
+        custom: [acme, odd],
+        accepted: [.custom("acme"), .custom("odd"), .visa, .amex, .unionpay, .maestro, .mastercard]),
+    mappingPolicy: .flatJSON)
 
 private let forms = [checkout, identity, edge]
 private let context = ValidationContext(today: CalendarDate(year: 2026, month: 1, day: 15)!)
 
 /// Patterns with a native matcher and ICU fallback: the two must agree.
-private let differential: [RegexPattern] = FieldType.allCases.filter { $0 != .none && $0 != .cardNumber }
-    .map { regex($0.defaultRegex) } + [regex(#"\d"#), regex("[0-9]"), regex("[a-zA-Z]"), regex(#"^\d{10}$"#), regex(#"^\d{4,17}$"#)]
+private let differential: [RegexPattern] =
+    FieldType.allCases.filter { $0 != .none && $0 != .cardNumber }
+    .map { regex($0.defaultRegex) } + [
+        regex(#"\d"#), regex("[0-9]"), regex("[a-zA-Z]"), regex(#"^\d{10}$"#), regex(#"^\d{4,17}$"#),
+    ]
 private let classes = [regex("[()-]"), regex("[ .-]")]
 
 private func check(_ ok: Bool, _ what: @autoclosure () -> String) {
@@ -168,10 +207,13 @@ public func fuzzForms(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             policy = request.mappingPolicy ?? policy
             check(values.count == form.fields.count, "one value slot per field")
             if let fast {
-                check(fast.values == request.values && fast.mappingPolicy == request.mappingPolicy
-                      && fast.extraData.count == request.extraData.count
-                      && zip(fast.extraData, request.extraData).allSatisfy { $0.key == $1.key && $0.value == $1.value },
-                      "the byte reader and the general path read different requests")
+                check(
+                    fast.values == request.values && fast.mappingPolicy == request.mappingPolicy
+                        && fast.extraData.count == request.extraData.count
+                        && zip(fast.extraData, request.extraData).allSatisfy {
+                            $0.key == $1.key && $0.value == $1.value
+                        },
+                    "the byte reader and the general path read different requests")
             }
         } catch {
             check(fast == nil, "the byte reader accepted what the general path refuses")
@@ -202,8 +244,9 @@ public func fuzzForms(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             check(p.wholeMatch(value) == p.icuWholeMatch(value), "native and ICU disagree: /\(p.source)/")
         }
         for p in classes {
-            check(p.replacingMatches(in: value, with: "") == p.icuReplacingMatches(in: value, with: ""),
-                  "native and ICU replacements disagree: /\(p.source)/")
+            check(
+                p.replacingMatches(in: value, with: "") == p.icuReplacingMatches(in: value, with: ""),
+                "native and ICU replacements disagree: /\(p.source)/")
         }
     }
 
@@ -216,8 +259,10 @@ public func fuzzForms(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     check(validation.isValid == (inputError == nil), "isValid disagrees with inputError")
     if let inputError {
         check(inputError.code == .inputDataIsNotValid, "inputError is not 1001")
-        check(longestDigitRun(inputError.description) <= 8 &&
-              longestDigitRun(JSONWriter.string(.object(inputError.extraInfo))) <= 8, "the 1001 error holds 9+ digits in a row")
+        check(
+            longestDigitRun(inputError.description) <= 8
+                && longestDigitRun(JSONWriter.string(.object(inputError.extraInfo))) <= 8,
+            "the 1001 error holds 9+ digits in a row")
     }
 
     var outputs: [(name: String, value: JSONValue)] = []

@@ -52,7 +52,8 @@ public func fuzzMapping(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size >= 1 else { return 0 }
     let policy = MappingPolicy.allCases[Int(data[0] & 3)]
     let jsonValues = data[0] & 4 != 0
-    let chunks = UnsafeBufferPointer(start: data + 1, count: size - 1).split(separator: 0, omittingEmptySubsequences: false)
+    let chunks = UnsafeBufferPointer(start: data + 1, count: size - 1).split(
+        separator: 0, omittingEmptySubsequences: false)
     guard let first = chunks.first else { return 0 }
 
     let parser = JSONParser()

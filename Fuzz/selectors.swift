@@ -25,7 +25,9 @@ public func fuzzSelectors(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         guard let glob = try? PathGlob(String(parts[0])) else { return 0 }
         let path = parts.count > 1 ? String(parts[1]) : String(parts[0])
         let matched = glob.matches(path)
-        if !parts[0].contains("*") && matched != (String(parts[0]) == path) { fatalError("a literal pattern matched another path") }
+        if !parts[0].contains("*") && matched != (String(parts[0]) == path) {
+            fatalError("a literal pattern matched another path")
+        }
         if path.hasPrefix("/"), !(try! PathGlob("/*")).matches(path) { fatalError("/* missed a path") }
         return 0
     case 0:
@@ -37,7 +39,9 @@ public func fuzzSelectors(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         guard let selection = try? JSONSelection.select(paths, in: bytes) else { return 0 }
         let texts = selection.matches.map(\.text.value)
         let rewritten = selection.rewrite(texts)
-        guard let again = try? JSONSelection.select(paths, in: rewritten) else { fatalError("a rewrite lost its matches") }
+        guard let again = try? JSONSelection.select(paths, in: rewritten) else {
+            fatalError("a rewrite lost its matches")
+        }
         guard again.matches.map(\.text.value) == texts else { fatalError("rewriting with the same texts changed them") }
     default:
         let keys: Set<String> = ["card[number]", "a", ""]

@@ -1,6 +1,6 @@
 import CloakCore
-import CloakHTTP
 import CloakCrypto
+import CloakHTTP
 import CloakService
 import CloakVault
 import Foundation
@@ -31,7 +31,8 @@ func measure(_ c: Case) {
     }
 }
 
-let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 let yaml = try String(contentsOf: root.appendingPathComponent("config/cloak.yaml"), encoding: .utf8)
 var configuration = try ServiceConfiguration.parse(yaml: yaml)
 // The in-process cases call as one anonymous client millions of times: without this, all but the
@@ -48,32 +49,48 @@ let generator = try AliasGenerator(environment: "sandbox", ff1Key: SymmetricKey(
 let parsed = try JSONParser().parse(body)
 let submission = try CollectRequest(parsed, form: form)
 let validation = FormValidation(form: form, values: submission.values, context: ValidationContext(today: today))
-let request = HTTPRequest(method: .POST, path: "/forms/checkout/validate",
-                          headers: [("Host", "127.0.0.1"), ("Content-Type", "application/json")],
-                          body: body, requestID: "bench")
+let request = HTTPRequest(
+    method: .POST, path: "/forms/checkout/validate",
+    headers: [("Host", "127.0.0.1"), ("Content-Type", "application/json")],
+    body: body, requestID: "bench")
 let sealKey = SymmetricKey(Array(repeating: 3, count: 32))
 let sealedSample = try AESGCM.seal(Array(repeating: 1, count: 16), key: sealKey, associatedData: [1, 2])
 var sink = 0
 
 var cases: [Case] = [
     Case(name: "json parse (validate body)") { sink &+= (try? JSONParser().parse(body)) == nil ? 0 : 1 },
-    Case(name: "collect request (fields lookup)") { sink &+= (try? CollectRequest(parsed, form: form))?.values.count ?? 0 },
+    Case(name: "collect request (fields lookup)") {
+        sink &+= (try? CollectRequest(parsed, form: form))?.values.count ?? 0
+    },
     Case(name: "form validation (6 fields)") {
-        sink &+= FormValidation(form: form, values: submission.values, context: ValidationContext(today: today)).fields.count
+        sink &+=
+            FormValidation(form: form, values: submission.values, context: ValidationContext(today: today)).fields.count
     },
     Case(name: "state document encode") { sink &+= validation.stateJSON.count },
-    Case(name: "brand detect (visa)") { sink &+= CardBrandTable.standard.detect("4111111111111111").cardNumberLengths.count },
-    Case(name: "ff1 raw, 10 decimal digits, AES-256") { sink &+= Int((try? ff1.encrypt(nistSample, tweak: tweak))?[0] ?? 0) },
-    Case(name: "alias FPE_SIX_T_FOUR, 16 digits, Luhn-valid") {
-        sink &+= (try? generator.alias(for: "4111111111111111", format: .FPE_SIX_T_FOUR, luhnValid: true, attempt: 0))?.count ?? 0
+    Case(name: "brand detect (visa)") {
+        sink &+= CardBrandTable.standard.detect("4111111111111111").cardNumberLengths.count
     },
-    Case(name: "alias UUID") { sink &+= (try? generator.alias(for: "x", format: .UUID, luhnValid: true, attempt: 0))?.count ?? 0 },
+    Case(name: "ff1 raw, 10 decimal digits, AES-256") {
+        sink &+= Int((try? ff1.encrypt(nistSample, tweak: tweak))?[0] ?? 0)
+    },
+    Case(name: "alias FPE_SIX_T_FOUR, 16 digits, Luhn-valid") {
+        sink &+=
+            (try? generator.alias(for: "4111111111111111", format: .FPE_SIX_T_FOUR, luhnValid: true, attempt: 0))?.count
+            ?? 0
+    },
+    Case(name: "alias UUID") {
+        sink &+= (try? generator.alias(for: "x", format: .UUID, luhnValid: true, attempt: 0))?.count ?? 0
+    },
     Case(name: "aes-256-gcm seal 16 bytes") {
-        sink &+= (try? AESGCM.seal(Array(repeating: 1, count: 16), key: SymmetricKey(Array(repeating: 3, count: 32)),
-                                   associatedData: [1, 2]))?.tag.count ?? 0
+        sink &+=
+            (try? AESGCM.seal(
+                Array(repeating: 1, count: 16), key: SymmetricKey(Array(repeating: 3, count: 32)),
+                associatedData: [1, 2]))?.tag.count ?? 0
     },
     Case(name: "hmac-sha256 (fingerprint of a card number)") {
-        sink &+= Int(Digest.hmacSHA256(key: Array(repeating: 9, count: 32), Array("cloak/v1/value\u{0}4111111111111111".utf8))[0])
+        sink &+= Int(
+            Digest.hmacSHA256(key: Array(repeating: 9, count: 32), Array("cloak/v1/value\u{0}4111111111111111".utf8))[0]
+        )
     },
     Case(name: "aes-256-gcm open 16 bytes") {
         sink &+= (try? AESGCM.open(sealedSample, key: sealKey, associatedData: [1, 2]))?.count ?? 0
@@ -96,10 +113,13 @@ func sweep(_ store: any AliasStore, label: String) throws {
     for i in 0..<count {
         let bucket = Array(repeating: UInt8(i % 100), count: 16)
         _ = try store.reserveBucketSlot(bucket, limit: Int.max)
-        try store.insert(StoredRecord(
-            id: "sweep-\(UUID().uuidString)", fingerprint: nil, keyID: "k", sealed: sealedSample, storage: .persistent,
-            classifiers: [], createdAt: 1, expiresAt: 2, aliases: [IssuedAlias(alias: "tok_sweep_\(UUID().uuidString)", format: .UUID)],
-            intent: true, bucket: bucket))
+        try store.insert(
+            StoredRecord(
+                id: "sweep-\(UUID().uuidString)", fingerprint: nil, keyID: "k", sealed: sealedSample,
+                storage: .persistent,
+                classifiers: [], createdAt: 1, expiresAt: 2,
+                aliases: [IssuedAlias(alias: "tok_sweep_\(UUID().uuidString)", format: .UUID)],
+                intent: true, bucket: bucket))
     }
     try store.commit()
     let start = DispatchTime.now().uptimeNanoseconds
@@ -111,7 +131,9 @@ func sweep(_ store: any AliasStore, label: String) throws {
         removed += last
     } while last == 1_000
     let ns = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(max(removed, 1))
-    print("\("sweep, \(label), \(removed) expired intents".padding(toLength: 44, withPad: " ", startingAt: 0)) \(String(format: "%10.0f", ns)) ns/intent")
+    print(
+        "\("sweep, \(label), \(removed) expired intents".padding(toLength: 44, withPad: " ", startingAt: 0)) \(String(format: "%10.0f", ns)) ns/intent"
+    )
 }
 if CommandLine.arguments.dropFirst().first.map({ "sweep".contains($0) }) ?? true {
     let directory = NSTemporaryDirectory() + "cloak-micro-sweep-\(UUID().uuidString)"

@@ -15,13 +15,17 @@ public enum AESGCM {
     }
 
     /// Encrypts `plaintext` under a 32-byte `key`, binding `associatedData` to it.
-    public static func seal(_ plaintext: [UInt8], key: SymmetricKey, associatedData: [UInt8]) throws(CryptoError) -> SealedBox {
+    public static func seal(_ plaintext: [UInt8], key: SymmetricKey, associatedData: [UInt8]) throws(CryptoError)
+        -> SealedBox
+    {
         do { return try sealUntyped(plaintext, key: key, associatedData: associatedData) } catch let e as CryptoError {
             throw e
         } catch { throw CryptoError("\(error)") }
     }
 
-    private static func sealUntyped(_ plaintext: [UInt8], key: SymmetricKey, associatedData: [UInt8]) throws -> SealedBox {
+    private static func sealUntyped(_ plaintext: [UInt8], key: SymmetricKey, associatedData: [UInt8]) throws
+        -> SealedBox
+    {
         guard key.count == 32 else { throw CryptoError("AES-256-GCM needs a 32-byte key") }
         let nonce = SecureRandom.bytes(12)
         let context = try CipherContext()
@@ -29,14 +33,19 @@ public enum AESGCM {
         // GCM's default IV length is the 12 bytes used here; the cipher is fetched once (Algorithms).
         try key.withBytes { (k) throws in
             try nonce.withUnsafeBytes { n in
-                try check(EVP_EncryptInit_ex2(ctx, Algorithms.aes256GCM, k, n.baseAddress?.assumingMemoryBound(to: UInt8.self), nil),
-                          "EncryptInit")
+                try check(
+                    EVP_EncryptInit_ex2(
+                        ctx, Algorithms.aes256GCM, k, n.baseAddress?.assumingMemoryBound(to: UInt8.self), nil),
+                    "EncryptInit")
             }
         }
         var outLength: Int32 = 0
         if !associatedData.isEmpty {
             try associatedData.withUnsafeBytes { a in
-                try check(EVP_EncryptUpdate(ctx, nil, &outLength, a.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(a.count)), "AAD")
+                try check(
+                    EVP_EncryptUpdate(
+                        ctx, nil, &outLength, a.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(a.count)), "AAD"
+                )
             }
         }
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count + 16)
@@ -45,7 +54,10 @@ public enum AESGCM {
             try ciphertext.withUnsafeMutableBytes { c in
                 let out = c.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 if !p.isEmpty {
-                    try check(EVP_EncryptUpdate(ctx, out, &outLength, p.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(p.count)), "EncryptUpdate")
+                    try check(
+                        EVP_EncryptUpdate(
+                            ctx, out, &outLength, p.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(p.count)),
+                        "EncryptUpdate")
                     total = outLength
                 }
                 try check(EVP_EncryptFinal_ex(ctx, out + Int(total), &outLength), "EncryptFinal")
@@ -62,26 +74,34 @@ public enum AESGCM {
 
     /// Decrypts and authenticates.
     /// - Throws: ``CryptoError/authenticationFailed`` when anything was altered or the key is wrong.
-    public static func open(_ box: SealedBox, key: SymmetricKey, associatedData: [UInt8]) throws(CryptoError) -> [UInt8] {
+    public static func open(_ box: SealedBox, key: SymmetricKey, associatedData: [UInt8]) throws(CryptoError) -> [UInt8]
+    {
         do { return try openUntyped(box, key: key, associatedData: associatedData) } catch let e as CryptoError {
             throw e
         } catch { throw CryptoError("\(error)") }
     }
 
     private static func openUntyped(_ box: SealedBox, key: SymmetricKey, associatedData: [UInt8]) throws -> [UInt8] {
-        guard key.count == 32, box.nonce.count == 12, box.tag.count == 16 else { throw CryptoError.authenticationFailed }
+        guard key.count == 32, box.nonce.count == 12, box.tag.count == 16 else {
+            throw CryptoError.authenticationFailed
+        }
         let context = try CipherContext()
         let ctx = context.pointer
         try key.withBytes { (k) throws in
             try box.nonce.withUnsafeBytes { n in
-                try check(EVP_DecryptInit_ex2(ctx, Algorithms.aes256GCM, k, n.baseAddress?.assumingMemoryBound(to: UInt8.self), nil),
-                          "DecryptInit")
+                try check(
+                    EVP_DecryptInit_ex2(
+                        ctx, Algorithms.aes256GCM, k, n.baseAddress?.assumingMemoryBound(to: UInt8.self), nil),
+                    "DecryptInit")
             }
         }
         var outLength: Int32 = 0
         if !associatedData.isEmpty {
             try associatedData.withUnsafeBytes { a in
-                try check(EVP_DecryptUpdate(ctx, nil, &outLength, a.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(a.count)), "AAD")
+                try check(
+                    EVP_DecryptUpdate(
+                        ctx, nil, &outLength, a.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(a.count)), "AAD"
+                )
             }
         }
         var plaintext = [UInt8](repeating: 0, count: box.ciphertext.count + 16)
@@ -94,7 +114,10 @@ public enum AESGCM {
             plaintext.withUnsafeMutableBytes { p -> Bool in
                 let out = p.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 if !c.isEmpty {
-                    guard EVP_DecryptUpdate(ctx, out, &outLength, c.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(c.count)) == 1
+                    guard
+                        EVP_DecryptUpdate(
+                            ctx, out, &outLength, c.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(c.count))
+                            == 1
                     else { return false }
                     total = outLength
                 }

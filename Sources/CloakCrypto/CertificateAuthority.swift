@@ -12,7 +12,7 @@ import Foundation
 public final class CertificateAuthority: @unchecked Sendable {
     // Made once and only read afterwards (signing reads the key and certificate).
     private let certificate: OpaquePointer  // X509
-    private let key: OpaquePointer          // EVP_PKEY
+    private let key: OpaquePointer  // EVP_PKEY
     /// One key for every leaf of this process: a leaf is a name, not a secret of its own.
     private let leafKey: OpaquePointer
     /// The CA certificate, PEM.
@@ -50,7 +50,9 @@ public final class CertificateAuthority: @unchecked Sendable {
     /// writes them (the key 0600, never replacing a file). One file without the other is refused:
     /// a lost key must not silently become a new CA that clients do not trust. A key file group
     /// or others may read or write is refused too, with the `chmod 600` that fixes it.
-    public static func loadOrCreate(certificate certPath: String, key keyPath: String) throws(CryptoError) -> CertificateAuthority {
+    public static func loadOrCreate(certificate certPath: String, key keyPath: String) throws(CryptoError)
+        -> CertificateAuthority
+    {
         let fm = FileManager.default
         switch (fm.fileExists(atPath: certPath), fm.fileExists(atPath: keyPath)) {
         case (true, true):
@@ -85,7 +87,9 @@ public final class CertificateAuthority: @unchecked Sendable {
             try write(ca.certificatePEM, to: certPath, mode: 0o644)
             return ca
         default:
-            throw CryptoError("only one of \(certPath) and \(keyPath) exists: restore the other, or remove both to make a new egress CA")
+            throw CryptoError(
+                "only one of \(certPath) and \(keyPath) exists: restore the other, or remove both to make a new egress CA"
+            )
         }
     }
 
@@ -99,10 +103,13 @@ public final class CertificateAuthority: @unchecked Sendable {
         do throws(CryptoError) {
             try fill(cert, subject: commonName, publicKey: key, days: 3650)
             X509_set_issuer_name(cert, X509_get_subject_name(cert))
-            try addExtensions(cert, issuer: cert, [
-                (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"), (NID_key_usage, "critical,keyCertSign,cRLSign"),
-                (NID_subject_key_identifier, "hash"),
-            ])
+            try addExtensions(
+                cert, issuer: cert,
+                [
+                    (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
+                    (NID_key_usage, "critical,keyCertSign,cRLSign"),
+                    (NID_subject_key_identifier, "hash"),
+                ])
             guard X509_sign(cert, key, EVP_sha256()) > 0 else { throw CryptoError("signing the CA certificate failed") }
             return try CertificateAuthority(certificate: cert, key: key)
         } catch {
@@ -114,7 +121,9 @@ public final class CertificateAuthority: @unchecked Sendable {
 
     /// A leaf certificate for `host` (a DNS name or an IP address), valid for 397 days.
     public func issue(host: String) throws(CryptoError) -> Leaf {
-        guard !host.isEmpty, host.utf8.count <= 253, host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") }) else {
+        guard !host.isEmpty, host.utf8.count <= 253,
+            host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") })
+        else {
             throw CryptoError("not a host name")
         }
         guard let cert = X509_new() else { throw CryptoError("X509_new failed") }
@@ -123,11 +132,13 @@ public final class CertificateAuthority: @unchecked Sendable {
         X509_set_issuer_name(cert, X509_get_subject_name(certificate))
         var v4 = in_addr(), v6 = in6_addr()
         let isAddress = inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
-        try Self.addExtensions(cert, issuer: certificate, [
-            (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
-            (NID_ext_key_usage, "serverAuth"), (NID_subject_alt_name, isAddress ? "IP:\(host)" : "DNS:\(host)"),
-            (NID_subject_key_identifier, "hash"), (NID_authority_key_identifier, "keyid:always"),
-        ])
+        try Self.addExtensions(
+            cert, issuer: certificate,
+            [
+                (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
+                (NID_ext_key_usage, "serverAuth"), (NID_subject_alt_name, isAddress ? "IP:\(host)" : "DNS:\(host)"),
+                (NID_subject_key_identifier, "hash"), (NID_authority_key_identifier, "keyid:always"),
+            ])
         guard X509_sign(cert, key, EVP_sha256()) > 0 else { throw CryptoError("signing the leaf certificate failed") }
         let leafPEM = try Self.pem { PEM_write_bio_X509($0, cert) }
         return Leaf(certificateChainPEM: leafPEM + certificatePEM, privateKeyPEM: leafKeyPEM)
@@ -150,7 +161,9 @@ public final class CertificateAuthority: @unchecked Sendable {
         return key
     }
 
-    private static func fill(_ cert: OpaquePointer, subject: String, publicKey: OpaquePointer, days: Int) throws(CryptoError) {
+    private static func fill(_ cert: OpaquePointer, subject: String, publicKey: OpaquePointer, days: Int)
+        throws(CryptoError)
+    {
         try check(X509_set_version(cert, 2), "X509_set_version")
         // A random 128-bit serial (positive).
         var serial = SecureRandom.bytes(16)
@@ -164,11 +177,15 @@ public final class CertificateAuthority: @unchecked Sendable {
         guard let name = X509_NAME_new() else { throw CryptoError("X509_NAME_new failed") }
         defer { X509_NAME_free(name) }
         let cn = Array(subject.utf8.prefix(64))
-        try check(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, cn, Int32(cn.count), -1, 0), "X509_NAME_add_entry_by_txt")
+        try check(
+            X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, cn, Int32(cn.count), -1, 0),
+            "X509_NAME_add_entry_by_txt")
         try check(X509_set_subject_name(cert, name), "X509_set_subject_name")
     }
 
-    private static func addExtensions(_ cert: OpaquePointer, issuer: OpaquePointer, _ extensions: [(Int32, String)]) throws(CryptoError) {
+    private static func addExtensions(_ cert: OpaquePointer, issuer: OpaquePointer, _ extensions: [(Int32, String)])
+        throws(CryptoError)
+    {
         var ctx = X509V3_CTX()
         X509V3_set_ctx(&ctx, issuer, cert, nil, nil, 0)
         for (nid, value) in extensions {
@@ -188,7 +205,9 @@ public final class CertificateAuthority: @unchecked Sendable {
         var pointer: UnsafeMutablePointer<CChar>?
         let length = BIO_ctrl(bio, BIO_CTRL_INFO, 0, &pointer)
         guard let pointer, length > 0 else { throw CryptoError("PEM encoding failed") }
-        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) {
+            Array(UnsafeBufferPointer(start: $0, count: length))
+        }
     }
 
     private static func read<T>(_ pem: [UInt8], _ body: (OpaquePointer) -> T?) -> T? {

@@ -6,8 +6,10 @@
 /// written once, and a round is one PRF call, a Barrett reduction and an addition. The general
 /// path computes the same values (the NIST vectors and a cross-check test run both).
 extension FF1 {
-    func runWords(_ x: [UInt8], tweak: [UInt8], decrypting: Bool, u: Int, v: Int, b: Int,
-                  powerU: UInt64, powerV: UInt64) -> [UInt8] {
+    func runWords(
+        _ x: [UInt8], tweak: [UInt8], decrypting: Bool, u: Int, v: Int, b: Int,
+        powerU: UInt64, powerV: UInt64
+    ) -> [UInt8] {
         let n = u + v, t = tweak.count
         let padding = ((-(t + b + 1)) % 16 + 16) % 16
         let qLength = t + padding + 1 + b
@@ -63,8 +65,10 @@ extension FF1 {
 
     /// R = PRF(P ‖ Q): CBC-MAC over Q's blocks from `state`, the MAC state after P; into `r`.
     @inline(__always)
-    static func prf(_ r: UnsafeMutablePointer<UInt8>, state: SIMD16<UInt8>, q: UnsafeMutablePointer<UInt8>, length: Int,
-                    encrypt: (UnsafeMutablePointer<UInt8>) -> Void) {
+    static func prf(
+        _ r: UnsafeMutablePointer<UInt8>, state: SIMD16<UInt8>, q: UnsafeMutablePointer<UInt8>, length: Int,
+        encrypt: (UnsafeMutablePointer<UInt8>) -> Void
+    ) {
         setBlock(r, state)
         var offset = 0
         while offset < length {

@@ -95,8 +95,9 @@ public final class FF1: Sendable {
                     let i = decrypting ? 9 - step : step
                     let m = i % 2 == 0 ? u : v
                     q[t + padding] = UInt8(i)
-                    Self.numRadix(decrypting ? a : bb, count: decrypting ? aLength : bLength, radix: radix,
-                                  into: q + t + padding + 1, length: b)
+                    Self.numRadix(
+                        decrypting ? a : bb, count: decrypting ? aLength : bLength, radix: radix,
+                        into: q + t + padding + 1, length: b)
                     // R = PRF(P ‖ Q)
                     Self.prf(r, state: cbcState, q: q, length: qLength, encrypt: encrypt)
                     // S = R ‖ CIPH(R ⊕ [1]¹⁶) ‖ CIPH(R ⊕ [2]¹⁶) ‖ …, first d bytes
@@ -116,7 +117,8 @@ public final class FF1: Sendable {
                     }
                     // c = (NUM_radix(A) ± y) mod radix^m, written to C as m numerals
                     for j in 0..<d { work[j] = s[j] }
-                    Self.combine(decrypting ? bb : a, m, yBytes: work, yLength: d, radix: radix, subtract: decrypting, into: c)
+                    Self.combine(
+                        decrypting ? bb : a, m, yBytes: work, yLength: d, radix: radix, subtract: decrypting, into: c)
                     if decrypting {
                         // B = A; A = C
                         let oldB = bb
@@ -143,15 +145,23 @@ public final class FF1: Sendable {
 
     /// P = [1]¹ [2]¹ [1]¹ [radix]³ [10]¹ [u mod 256]¹ [n]⁴ [t]⁴
     static func writeP(_ p: UnsafeMutablePointer<UInt8>, radix: Int, u: Int, n: Int, t: Int) {
-        (p[0], p[1], p[2], p[3], p[4], p[5]) = (1, 2, 1, UInt8(radix >> 16 & 0xFF), UInt8(radix >> 8 & 0xFF), UInt8(radix & 0xFF))
-        (p[6], p[7], p[8], p[9], p[10], p[11]) = (10, UInt8(u % 256), UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF),
-                                                  UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF))
-        (p[12], p[13], p[14], p[15]) = (UInt8(t >> 24 & 0xFF), UInt8(t >> 16 & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t & 0xFF))
+        (p[0], p[1], p[2], p[3], p[4], p[5]) = (
+            1, 2, 1, UInt8(radix >> 16 & 0xFF), UInt8(radix >> 8 & 0xFF), UInt8(radix & 0xFF)
+        )
+        (p[6], p[7], p[8], p[9], p[10], p[11]) = (
+            10, UInt8(u % 256), UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF),
+            UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)
+        )
+        (p[12], p[13], p[14], p[15]) = (
+            UInt8(t >> 24 & 0xFF), UInt8(t >> 16 & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t & 0xFF)
+        )
     }
 
     /// Writes NUM_radix of `count` numerals big-endian into `out[0..<length]`.
-    static func numRadix(_ numerals: UnsafeMutablePointer<UInt8>, count: Int, radix: Int,
-                         into out: UnsafeMutablePointer<UInt8>, length: Int) {
+    static func numRadix(
+        _ numerals: UnsafeMutablePointer<UInt8>, count: Int, radix: Int,
+        into out: UnsafeMutablePointer<UInt8>, length: Int
+    ) {
         for k in 0..<length { out[k] = 0 }
         let r = UInt32(radix)
         for index in 0..<count {
@@ -171,13 +181,17 @@ public final class FF1: Sendable {
     ///
     /// y's base-radix digits come from dividing it by the radix m times, 32 bits at a time, and
     /// skipping the words that have become zero.
-    static func combine(_ x: UnsafeMutablePointer<UInt8>, _ m: Int, yBytes: UnsafeMutablePointer<UInt8>, yLength: Int,
-                        radix: Int, subtract: Bool, into out: UnsafeMutablePointer<UInt8>) {
+    static func combine(
+        _ x: UnsafeMutablePointer<UInt8>, _ m: Int, yBytes: UnsafeMutablePointer<UInt8>, yLength: Int,
+        radix: Int, subtract: Bool, into out: UnsafeMutablePointer<UInt8>
+    ) {
         let wordCount = yLength / 4
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: wordCount) { words in
             for w in 0..<wordCount {
                 let o = w * 4
-                words[w] = UInt32(yBytes[o]) << 24 | UInt32(yBytes[o + 1]) << 16 | UInt32(yBytes[o + 2]) << 8 | UInt32(yBytes[o + 3])
+                words[w] =
+                    UInt32(yBytes[o]) << 24 | UInt32(yBytes[o + 1]) << 16 | UInt32(yBytes[o + 2]) << 8
+                    | UInt32(yBytes[o + 3])
             }
             var first = 0  // words before this one are zero
             let r = UInt64(radix)

@@ -27,7 +27,8 @@ public final class HMACKey: @unchecked Sendable {
         }
         guard let inner = EVP_MD_CTX_new(), let outer = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed") }
         let ok = padded.withUnsafeBytes { p in
-            EVP_DigestInit_ex2(inner, Algorithms.sha256, nil) == 1 && EVP_DigestUpdate(inner, p.baseAddress, blockSize) == 1
+            EVP_DigestInit_ex2(inner, Algorithms.sha256, nil) == 1
+                && EVP_DigestUpdate(inner, p.baseAddress, blockSize) == 1
                 && EVP_DigestInit_ex2(outer, Algorithms.sha256, nil) == 1
                 && EVP_DigestUpdate(outer, p.baseAddress! + blockSize, blockSize) == 1
         }
@@ -49,7 +50,8 @@ public final class HMACKey: @unchecked Sendable {
         var ok = false
         let out = [UInt8](unsafeUninitializedCapacity: 32) { out, count in
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { innerDigest in
-                ok = EVP_MD_CTX_copy_ex(ctx, inner) == 1 && EVP_DigestUpdate(ctx, data.baseAddress, data.count) == 1
+                ok =
+                    EVP_MD_CTX_copy_ex(ctx, inner) == 1 && EVP_DigestUpdate(ctx, data.baseAddress, data.count) == 1
                     && EVP_DigestFinal_ex(ctx, innerDigest.baseAddress, &length) == 1 && length == 32
                     && EVP_MD_CTX_copy_ex(ctx, outer) == 1 && EVP_DigestUpdate(ctx, innerDigest.baseAddress, 32) == 1
                     && EVP_DigestFinal_ex(ctx, out.baseAddress, &length) == 1 && length == 32

@@ -60,7 +60,8 @@ public struct KeyRing: Sendable {
 
     /// A new ring with one random key.
     public static func generate(now: Date = Date()) -> KeyRing {
-        KeyRing(keys: [DataKey(id: "k1", createdAt: now, secret: .random())], currentID: "k1", fingerprintKey: .random())
+        KeyRing(
+            keys: [DataKey(id: "k1", createdAt: now, secret: .random())], currentID: "k1", fingerprintKey: .random())
     }
 
     /// The ring derived from a 32-byte master secret (64 hex characters or base64).
@@ -71,7 +72,10 @@ public struct KeyRing: Sendable {
             throw Error("the master key must be 32 bytes, as 64 hexadecimal characters or base64")
         }
         let master = SymmetricKey(bytes)
-        let id = "m-" + Digest.sha256(master.derive("cloak/v1/key-id").rawBytes).prefix(4).map { String(format: "%02x", $0) }.joined()
+        let id =
+            "m-"
+            + Digest.sha256(master.derive("cloak/v1/key-id").rawBytes).prefix(4).map { String(format: "%02x", $0) }
+            .joined()
         return KeyRing(
             keys: [DataKey(id: id, createdAt: Date(timeIntervalSince1970: 0), secret: master.derive("cloak/v1/data"))],
             currentID: id, fingerprintKey: master.derive("cloak/v1/fingerprint"))
@@ -135,7 +139,9 @@ public struct KeyRing: Sendable {
     public func write(path: String, replace: Bool) throws(Error) {
         let file = File(
             format: 1, current: currentID, fingerprint_key: Data(fingerprintKey.rawBytes).base64EncodedString(),
-            keys: keys.map { .init(id: $0.id, created_at: $0.createdAt, secret: Data($0.secret.rawBytes).base64EncodedString()) })
+            keys: keys.map {
+                .init(id: $0.id, created_at: $0.createdAt, secret: Data($0.secret.rawBytes).base64EncodedString())
+            })
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

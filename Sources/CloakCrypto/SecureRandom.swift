@@ -1,7 +1,7 @@
 import COpenSSL
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Cryptographically secure random bytes from OpenSSL's DRBG.
@@ -25,7 +25,8 @@ public enum SecureRandom {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return }
         guard buffer.count <= ThreadPool.size / 8 else {
             // Without randomness no alias or nonce is safe to issue; stopping is the only safe answer.
-            precondition(RAND_bytes(base.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)) == 1, "RAND_bytes failed")
+            precondition(
+                RAND_bytes(base.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)) == 1, "RAND_bytes failed")
             return
         }
         ThreadPool.current.take(into: base, count: buffer.count)

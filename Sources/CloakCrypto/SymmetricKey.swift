@@ -1,5 +1,7 @@
 /// Key material. Its description is redacted so it can never be logged by accident.
-public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     private let bytes: [UInt8]
 
     public init(_ bytes: [UInt8]) {

@@ -10,10 +10,12 @@ extension AliasStoreCompatSuite {
         // Five expired (one exactly now), two not yet, two persistent.
         let expiries: [Int64] = [now - 3600, now - 60, now - 1, now - 1, now]
         let expired = expiries.enumerated().map { i, e in
-            Self.record("rec_x\(i)", aliases: [Self.alias("x\(i)", .NUM_LENGTH_PRESERVING)], storage: .volatile, expiresAt: e)
+            Self.record(
+                "rec_x\(i)", aliases: [Self.alias("x\(i)", .NUM_LENGTH_PRESERVING)], storage: .volatile, expiresAt: e)
         }
         let live = [now + 1, now + 3600].enumerated().map { i, e in
-            Self.record("rec_l\(i)", aliases: [Self.alias("l\(i)", .NUM_LENGTH_PRESERVING)], storage: .volatile, expiresAt: e)
+            Self.record(
+                "rec_l\(i)", aliases: [Self.alias("l\(i)", .NUM_LENGTH_PRESERVING)], storage: .volatile, expiresAt: e)
         }
         let persistent = (0..<2).map { i in
             Self.record("rec_p\(i)", fingerprint: Self.fingerprint(UInt8(i)), aliases: [Self.alias("p\(i)")])
@@ -27,7 +29,8 @@ extension AliasStoreCompatSuite {
 
         for i in expired.indices {
             #expect(try store.record(alias: "x\(i)") == nil, "expired x\(i) kept")
-            #expect(try transaction(store) { try store.deleteAlias("x\(i)") } == false, "alias x\(i) outlived its record")
+            #expect(
+                try transaction(store) { try store.deleteAlias("x\(i)") } == false, "alias x\(i) outlived its record")
         }
         for (i, r) in live.enumerated() { expectSame(try store.record(alias: "l\(i)"), r) }
         for (i, r) in persistent.enumerated() { expectSame(try store.record(alias: "p\(i)"), r) }
@@ -43,7 +46,8 @@ extension AliasStoreCompatSuite {
     /// `cloak store migrate` copies), and the sweep removes it once expired like any record.
     func intentsAreStoredAsIntentsAndExpireLikeAnyRecord() throws {
         let store = try makeStore()
-        let intent = Self.record("r-intent", aliases: [Self.alias("tok_intent")], expiresAt: Self.now + 100, intent: true)
+        let intent = Self.record(
+            "r-intent", aliases: [Self.alias("tok_intent")], expiresAt: Self.now + 100, intent: true)
         let kept = Self.record("r-kept", fingerprint: Self.fingerprint(7), aliases: [Self.alias("tok_kept")])
         try transaction(store) {
             try store.insert(intent)
@@ -70,8 +74,10 @@ extension AliasStoreCompatSuite {
                 let ok = try store.reserveBucketSlot(bucket, limit: 2)
                 out.append(ok)
                 if ok {
-                    try store.insert(Self.record("b\(i)", aliases: [Self.alias("tok_b\(i)")], expiresAt: Self.now + 10 + Int64(i),
-                                                 intent: true, bucket: bucket))
+                    try store.insert(
+                        Self.record(
+                            "b\(i)", aliases: [Self.alias("tok_b\(i)")], expiresAt: Self.now + 10 + Int64(i),
+                            intent: true, bucket: bucket))
                 }
             }
             return out

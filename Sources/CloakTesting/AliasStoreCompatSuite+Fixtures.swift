@@ -8,18 +8,23 @@ extension AliasStoreCompatSuite {
 
     package static let now: Int64 = 1_700_000_000
 
-    package static func record(_ id: String, fingerprint: [UInt8]? = nil, aliases: [IssuedAlias] = [], storage: StorageKind = .persistent,
-                       classifiers: [String] = ["pci"], expiresAt: Int64? = nil, plaintext: [UInt8]? = nil,
-                       intent: Bool = false, bucket: [UInt8]? = nil) -> StoredRecord {
+    package static func record(
+        _ id: String, fingerprint: [UInt8]? = nil, aliases: [IssuedAlias] = [], storage: StorageKind = .persistent,
+        classifiers: [String] = ["pci"], expiresAt: Int64? = nil, plaintext: [UInt8]? = nil,
+        intent: Bool = false, bucket: [UInt8]? = nil
+    ) -> StoredRecord {
         StoredRecord(
             id: id, fingerprint: fingerprint, keyID: "k1",
-            sealed: AESGCM.SealedBox(nonce: SecureRandom.bytes(12), ciphertext: plaintext ?? SecureRandom.bytes(16),
-                                     tag: SecureRandom.bytes(16)),
+            sealed: AESGCM.SealedBox(
+                nonce: SecureRandom.bytes(12), ciphertext: plaintext ?? SecureRandom.bytes(16),
+                tag: SecureRandom.bytes(16)),
             storage: storage, classifiers: classifiers, createdAt: now - 10, expiresAt: expiresAt, aliases: aliases,
             intent: intent, bucket: bucket)
     }
 
-    package static func alias(_ text: String, _ format: AliasFormatName = .UUID) -> IssuedAlias { IssuedAlias(alias: text, format: format) }
+    package static func alias(_ text: String, _ format: AliasFormatName = .UUID) -> IssuedAlias {
+        IssuedAlias(alias: text, format: format)
+    }
 
     package static func fingerprint(_ seed: UInt8) -> [UInt8] { (0..<32).map { UInt8($0) ^ seed } }
 
@@ -38,7 +43,8 @@ extension AliasStoreCompatSuite {
     }
 
     /// Checks every stored field, and the aliases in the order they were issued.
-    func expectSame(_ found: StoredRecord?, _ expected: StoredRecord, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectSame(_ found: StoredRecord?, _ expected: StoredRecord, sourceLocation: SourceLocation = #_sourceLocation)
+    {
         guard let found else {
             Issue.record("record \(expected.id) not found", sourceLocation: sourceLocation)
             return

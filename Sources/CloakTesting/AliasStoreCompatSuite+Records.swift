@@ -8,8 +8,9 @@ extension AliasStoreCompatSuite {
 
     func insertThenLookUpByAliasAndFingerprint() throws {
         let store = try makeStore()
-        let r = Self.record("rec_a", fingerprint: Self.fingerprint(1),
-                            aliases: [Self.alias("tok_a"), Self.alias("4111110000001111", .FPE_SIX_T_FOUR)])
+        let r = Self.record(
+            "rec_a", fingerprint: Self.fingerprint(1),
+            aliases: [Self.alias("tok_a"), Self.alias("4111110000001111", .FPE_SIX_T_FOUR)])
         try transaction(store) { try store.insert(r) }
         expectSame(try store.record(alias: "tok_a"), r)
         expectSame(try store.record(alias: "4111110000001111"), r)
@@ -17,18 +18,21 @@ extension AliasStoreCompatSuite {
         #expect(try store.record(alias: "tok_unknown") == nil)
         #expect(try store.record(fingerprint: Self.fingerprint(2)) == nil)
         // An empty ciphertext (an empty value) and no classifiers round-trip too.
-        let empty = Self.record("rec_empty", fingerprint: Self.fingerprint(3), aliases: [Self.alias("tok_empty")],
-                                classifiers: [], plaintext: [])
+        let empty = Self.record(
+            "rec_empty", fingerprint: Self.fingerprint(3), aliases: [Self.alias("tok_empty")],
+            classifiers: [], plaintext: [])
         try transaction(store) { try store.insert(empty) }
         expectSame(try store.record(alias: "tok_empty"), empty)
     }
 
     func recordsWithoutFingerprintAreIndependent() throws {
         let store = try makeStore()
-        let a = Self.record("rec_v1", aliases: [Self.alias("123", .NUM_LENGTH_PRESERVING)], storage: .volatile,
-                            expiresAt: Self.now + 60)
-        let b = Self.record("rec_v2", aliases: [Self.alias("456", .NUM_LENGTH_PRESERVING)], storage: .volatile,
-                            expiresAt: Self.now + 60)
+        let a = Self.record(
+            "rec_v1", aliases: [Self.alias("123", .NUM_LENGTH_PRESERVING)], storage: .volatile,
+            expiresAt: Self.now + 60)
+        let b = Self.record(
+            "rec_v2", aliases: [Self.alias("456", .NUM_LENGTH_PRESERVING)], storage: .volatile,
+            expiresAt: Self.now + 60)
         try transaction(store) {
             try store.insert(a)
             try store.insert(b)
@@ -45,13 +49,18 @@ extension AliasStoreCompatSuite {
             // Another record with the same alias, as the vault does it: inside a savepoint.
             try store.savepoint()
             #expect(throws: StoreError.aliasTaken) {
-                try store.insert(Self.record("rec_b", fingerprint: Self.fingerprint(2), aliases: [Self.alias("tok_same")]))
+                try store.insert(
+                    Self.record("rec_b", fingerprint: Self.fingerprint(2), aliases: [Self.alias("tok_same")]))
             }
             store.rollbackToSavepoint()
             // The same alias added to a second record, or again to the first.
             try store.insert(Self.record("rec_c", fingerprint: Self.fingerprint(3)))
-            #expect(throws: StoreError.aliasTaken) { try store.addAlias(Self.alias("tok_same", .RAW_UUID), toRecord: "rec_c") }
-            #expect(throws: StoreError.aliasTaken) { try store.addAlias(Self.alias("tok_same", .RAW_UUID), toRecord: "rec_a") }
+            #expect(throws: StoreError.aliasTaken) {
+                try store.addAlias(Self.alias("tok_same", .RAW_UUID), toRecord: "rec_c")
+            }
+            #expect(throws: StoreError.aliasTaken) {
+                try store.addAlias(Self.alias("tok_same", .RAW_UUID), toRecord: "rec_a")
+            }
         }
         expectSame(try store.record(alias: "tok_same"), a)
         #expect(try store.record(fingerprint: Self.fingerprint(2)) == nil)
@@ -75,8 +84,9 @@ extension AliasStoreCompatSuite {
 
     func deleteAliasRemovesTheRecordWithItsLastAlias() throws {
         let store = try makeStore()
-        let r = Self.record("rec_a", fingerprint: Self.fingerprint(1),
-                            aliases: [Self.alias("tok_a"), Self.alias("raw_a", .RAW_UUID)])
+        let r = Self.record(
+            "rec_a", fingerprint: Self.fingerprint(1),
+            aliases: [Self.alias("tok_a"), Self.alias("raw_a", .RAW_UUID)])
         try transaction(store) { try store.insert(r) }
 
         #expect(try transaction(store) { try store.deleteAlias("tok_a") })
@@ -98,7 +108,8 @@ extension AliasStoreCompatSuite {
 
     func setClassifiersReplacesThem() throws {
         let store = try makeStore()
-        var r = Self.record("rec_a", fingerprint: Self.fingerprint(1), aliases: [Self.alias("tok_a")], classifiers: ["pci"])
+        var r = Self.record(
+            "rec_a", fingerprint: Self.fingerprint(1), aliases: [Self.alias("tok_a")], classifiers: ["pci"])
         try transaction(store) { try store.insert(r) }
         for classifiers in [["pii", "card:visa", "tier-1_x.y"], [], ["one"]] {
             try transaction(store) { try store.setClassifiers(classifiers, recordID: "rec_a") }
@@ -111,7 +122,8 @@ extension AliasStoreCompatSuite {
     /// `cloak store migrate` copies), and change in place.
     func metadataAndExpiryAreStoredAndChanged() throws {
         let store = try makeStore()
-        var record = Self.record("m1", fingerprint: Self.fingerprint(9), aliases: [Self.alias("tok_m1")], expiresAt: Self.now + 50)
+        var record = Self.record(
+            "m1", fingerprint: Self.fingerprint(9), aliases: [Self.alias("tok_m1")], expiresAt: Self.now + 50)
         record.metadata = ["order": "A-17", "note": "quote \" and é and \n"]
         try transaction(store) { try store.insert(record) }
         expectSame(try store.record(alias: "tok_m1"), record)

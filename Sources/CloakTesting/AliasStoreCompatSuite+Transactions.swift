@@ -36,7 +36,8 @@ extension AliasStoreCompatSuite {
 
     func rollbackUndoesTheWholeTransaction() throws {
         let store = try makeStore()
-        let kept = Self.record("rec_k", fingerprint: Self.fingerprint(9), aliases: [Self.alias("tok_k"), Self.alias("raw_k", .RAW_UUID)])
+        let kept = Self.record(
+            "rec_k", fingerprint: Self.fingerprint(9), aliases: [Self.alias("tok_k"), Self.alias("raw_k", .RAW_UUID)])
         try transaction(store) { try store.insert(kept) }
 
         try store.begin()
@@ -59,8 +60,9 @@ extension AliasStoreCompatSuite {
 
     func committedDataSurvivesReopening() throws {
         guard reopensSameData else { return }
-        var r = Self.record("rec_a", fingerprint: Self.fingerprint(1), aliases: [Self.alias("tok_a")], storage: .volatile,
-                            classifiers: ["pci", "cvc"], expiresAt: Self.now + 60)
+        var r = Self.record(
+            "rec_a", fingerprint: Self.fingerprint(1), aliases: [Self.alias("tok_a")], storage: .volatile,
+            classifiers: ["pci", "cvc"], expiresAt: Self.now + 60)
         do {
             let first = try makeStore()
             try transaction(first) {
@@ -82,7 +84,9 @@ extension AliasStoreCompatSuite {
         guard reopensSameData else { return }
         do {
             let first = try makeStore()
-            try transaction(first) { try first.insert(Self.record("rec_k", fingerprint: Self.fingerprint(9), aliases: [Self.alias("tok_k")])) }
+            try transaction(first) {
+                try first.insert(Self.record("rec_k", fingerprint: Self.fingerprint(9), aliases: [Self.alias("tok_k")]))
+            }
             try first.begin()
             try first.insert(Self.record("rec_a", fingerprint: Self.fingerprint(1), aliases: [Self.alias("tok_a")]))
             // Closed without commit.
@@ -99,7 +103,8 @@ extension AliasStoreCompatSuite {
     func aForcedDurableCommitChangesNoRecord() throws {
         let store = try makeStore()
         try store.begin()
-        try store.insert(Self.record("r-forced", fingerprint: Self.fingerprint(0x5A), aliases: [Self.alias("tok_forced")]))
+        try store.insert(
+            Self.record("r-forced", fingerprint: Self.fingerprint(0x5A), aliases: [Self.alias("tok_forced")]))
         try store.commit()
         let before = try store.recordCount()
         try store.begin()

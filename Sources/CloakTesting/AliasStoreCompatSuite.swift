@@ -59,7 +59,8 @@ package struct AliasStoreCompatSuite {
         case .addAliasAppendsToTheRecord: try addAliasAppendsToTheRecord()
         case .deleteAliasRemovesTheRecordWithItsLastAlias: try deleteAliasRemovesTheRecordWithItsLastAlias()
         case .setClassifiersReplacesThem: try setClassifiersReplacesThem()
-        case .deleteExpiredRemovesOnlyExpiredRecordsUpToTheLimit: try deleteExpiredRemovesOnlyExpiredRecordsUpToTheLimit()
+        case .deleteExpiredRemovesOnlyExpiredRecordsUpToTheLimit:
+            try deleteExpiredRemovesOnlyExpiredRecordsUpToTheLimit()
         case .rollbackToSavepointUndoesOnlyThatRequest: try rollbackToSavepointUndoesOnlyThatRequest()
         case .rollbackUndoesTheWholeTransaction: try rollbackUndoesTheWholeTransaction()
         case .committedDataSurvivesReopening: try committedDataSurvivesReopening()
@@ -68,7 +69,8 @@ package struct AliasStoreCompatSuite {
         case .pagesListEveryRecordOnceInIdOrder: try pagesListEveryRecordOnceInIdOrder()
         case .aForcedDurableCommitChangesNoRecord: try aForcedDurableCommitChangesNoRecord()
         case .intentsAreStoredAsIntentsAndExpireLikeAnyRecord: try intentsAreStoredAsIntentsAndExpireLikeAnyRecord()
-        case .bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete: try bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete()
+        case .bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete:
+            try bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete()
         case .metadataAndExpiryAreStoredAndChanged: try metadataAndExpiryAreStoredAndChanged()
         }
     }

@@ -20,22 +20,31 @@ package final class CloakNode: @unchecked Sendable {
         let hex = Digest.sha256(Array(Self.token.utf8)).map { String(format: "%02x", $0) }.joined()
         let config = "\(directory)/node-\(UUID().uuidString).yaml"
         let yaml = TestServer.shippedConfiguration.replacingOccurrences(
-            of: "  tokens: []", with: "  tokens: [{id: nodes, sha256: \"\(hex)\", scopes: [aliases:create, aliases:reveal, aliases:update, aliases:delete]}]\n  # tokens: []")
-            .replacingOccurrences(of: "token: {requests_per_minute: 6000, burst: 600}", with: "token: {requests_per_minute: 10000000, burst: 1000000}")
+            of: "  tokens: []",
+            with:
+                "  tokens: [{id: nodes, sha256: \"\(hex)\", scopes: [aliases:create, aliases:reveal, aliases:update, aliases:delete]}]\n  # tokens: []"
+        )
+        .replacingOccurrences(
+            of: "token: {requests_per_minute: 6000, burst: 600}",
+            with: "token: {requests_per_minute: 10000000, burst: 1000000}")
         try yaml.write(toFile: config, atomically: true, encoding: .utf8)
         port = try Self.freePort()
         output = "\(directory)/node-\(port).log"
         _ = FileManager.default.createFile(atPath: output, contents: nil)
         process = Process()
-        let binary = [".build/debug/cloak", ".build/release/cloak"].map { TestServer.repositoryRoot.appendingPathComponent($0) }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        let binary = [".build/debug/cloak", ".build/release/cloak"].map {
+            TestServer.repositoryRoot.appendingPathComponent($0)
+        }
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
         guard let binary else { throw CocoaError(.fileNoSuchFile) }
         process.executableURL = binary
         process.arguments = ["serve", "--config", config]
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "CLOAK_SERVER_LISTEN": "127.0.0.1:\(port)", "CLOAK_SERVER_THREADS": "2", "CLOAK_VAULT_STORE": store,
-            "CLOAK_VAULT_KEYS": "env:CLOAK_MASTER_KEY", "CLOAK_MASTER_KEY": Self.masterKey,
-        ].merging(environment) { _, new in new }) { _, new in new }
+        process.environment = ProcessInfo.processInfo.environment.merging(
+            [
+                "CLOAK_SERVER_LISTEN": "127.0.0.1:\(port)", "CLOAK_SERVER_THREADS": "2", "CLOAK_VAULT_STORE": store,
+                "CLOAK_VAULT_KEYS": "env:CLOAK_MASTER_KEY", "CLOAK_MASTER_KEY": Self.masterKey,
+            ].merging(environment) { _, new in new }
+        ) { _, new in new }
         guard let log = FileHandle(forWritingAtPath: output) else { throw CocoaError(.fileNoSuchFile) }
         logHandle = log
         process.standardOutput = log
@@ -77,7 +86,9 @@ package final class CloakNode: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard bound else { throw CocoaError(.featureUnsupported) }
         return Int(UInt16(bigEndian: address.sin_port))

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Small helpers for tests that need raw loopback sockets.
@@ -12,7 +13,9 @@ package enum LoopbackSocket {
         var addr = address(port)
         _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, 16) } }
         var length = socklen_t(16)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         return (fd, Int(UInt16(bigEndian: addr.sin_port)))
     }
 
@@ -27,7 +30,9 @@ package enum LoopbackSocket {
     @discardableResult
     package static func connect(_ fd: Int32, to port: Int) -> Bool {
         var addr = address(port)
-        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, 16) } } == 0
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, 16) }
+        } == 0
     }
 
     /// Whether something accepts connections on 127.0.0.1:`port` (the probe closes at once, so

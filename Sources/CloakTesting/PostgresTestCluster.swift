@@ -21,7 +21,8 @@ package enum PostgresTestCluster {
 
     /// Runs one SQL command with `psql` (the server package's client).
     package static func psql(_ url: String, _ sql: String) throws {
-        let bin = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?
+        let bin =
+            (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?
             .sorted { $0.compare($1, options: .numeric) == .orderedAscending }.last
             .map { "/usr/lib/postgresql/\($0)/bin/psql" } ?? "psql"
         let p = Process()

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A blocking HTTP/1.1 client over a plain socket, for tests that must send exactly the bytes
@@ -46,7 +47,9 @@ package final class RawHTTPClient {
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let rc = withUnsafePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         // No close here: the object is whole, so a throw still runs deinit, which closes the
         // socket. Closing it here as well closed whatever the number was given to next (another
@@ -79,7 +82,9 @@ package final class RawHTTPClient {
         return try readResponse(hasBody: method != "HEAD")
     }
 
-    package func request(_ method: String, _ path: String, json: String, headers: [(String, String)] = []) throws -> Response {
+    package func request(_ method: String, _ path: String, json: String, headers: [(String, String)] = []) throws
+        -> Response
+    {
         try request(method, path, body: Array(json.utf8), headers: [("Content-Type", "application/json")] + headers)
     }
 
@@ -109,7 +114,9 @@ package final class RawHTTPClient {
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
         let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) }
-        if !hasBody || status == 204 || status == 304 || status < 200 { return Response(status: status, headers: headers, body: []) }
+        if !hasBody || status == 204 || status == 304 || status < 200 {
+            return Response(status: status, headers: headers, body: [])
+        }
         if let length {
             while buffer.count < length { try fill() }
             let body = Array(buffer[0..<length])
@@ -135,7 +142,9 @@ package final class RawHTTPClient {
 extension RawHTTPClient {
     /// Polls `GET path` on a fresh connection until it answers `status` (a server starting, or
     /// recovering after a flood): true when it did within `attempts` tries, 25 ms apart.
-    package static func waitUntil(port: Int, path: String = "/healthz", answers status: Int = 200, attempts: Int = 200) -> Bool {
+    package static func waitUntil(port: Int, path: String = "/healthz", answers status: Int = 200, attempts: Int = 200)
+        -> Bool
+    {
         for _ in 0..<attempts {
             if (try? RawHTTPClient(port: port, timeout: 1).request("GET", path).status) == status { return true }
             usleep(25_000)

@@ -49,7 +49,8 @@ package final class RawUpstream: @unchecked Sendable {
     static func framedLength(_ bytes: [UInt8]) -> Int? {
         guard let end = bytes.firstRange(of: Array("\r\n\r\n".utf8)) else { return nil }
         let head = String(decoding: bytes[..<end.lowerBound], as: UTF8.self).lowercased()
-        let length = head.components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
+        let length =
+            head.components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
             .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
         let total = end.upperBound + length
         return bytes.count >= total ? total : nil

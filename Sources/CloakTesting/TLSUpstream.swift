@@ -18,12 +18,16 @@ package final class TLSUpstream: @unchecked Sendable {
         /// The client certificate's subject, when one was presented.
         package let clientCertificate: String?
 
-        package func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
+        package func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
     }
 
     /// - Parameter recordBodies: false keeps only each body's length in ``received`` (storms of
     ///   large bodies).
-    package init(certificates: TestCertificates, requireClientCertificate: Bool = false, recordBodies: Bool = true) throws {
+    package init(certificates: TestCertificates, requireClientCertificate: Bool = false, recordBodies: Bool = true)
+        throws
+    {
         let d = certificates.directory.path
         let script = "\(d)/upstream-\(UUID().uuidString).py"
         log = "\(d)/upstream-\(UUID().uuidString).jsonl"
@@ -32,8 +36,10 @@ package final class TLSUpstream: @unchecked Sendable {
         // Debian's python3 when there is one (no version-manager shim between us and the process).
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [python, script, certificates.serverCertificate, certificates.serverKey,
-                             requireClientCertificate ? certificates.caFile : "-", log, recordBodies ? "1" : "0"]
+        process.arguments = [
+            python, script, certificates.serverCertificate, certificates.serverKey,
+            requireClientCertificate ? certificates.caFile : "-", log, recordBodies ? "1" : "0",
+        ]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -50,11 +56,14 @@ package final class TLSUpstream: @unchecked Sendable {
     package var received: [Received] {
         guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
         return text.split(separator: "\n").compactMap { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                return nil
+            }
             let headers = (object["headers"] as? [[String]] ?? []).map { (name: $0[0], value: $0[1]) }
-            return Received(method: object["method"] as? String ?? "", path: object["path"] as? String ?? "",
-                            headers: headers, body: object["body"] as? String ?? "",
-                            clientCertificate: object["client"] as? String)
+            return Received(
+                method: object["method"] as? String ?? "", path: object["path"] as? String ?? "",
+                headers: headers, body: object["body"] as? String ?? "",
+                clientCertificate: object["client"] as? String)
         }
     }
 
@@ -65,39 +74,39 @@ package final class TLSUpstream: @unchecked Sendable {
     }
 
     static let script = #"""
-import http.server, json, ssl, sys, threading
-cert, key, client_ca, log, record_bodies = sys.argv[1:6]
-lock = threading.Lock()
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def answer(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0") or "0"))
-        peer = self.connection.getpeercert()
-        client = None
-        if peer:
-            client = ",".join("%s=%s" % pair for part in peer.get("subject", ()) for pair in part)
-        record = {"method": self.command, "path": self.path, "headers": [[k, v] for k, v in self.headers.items()],
-                  "body": body.decode("latin-1") if record_bodies == "1" else str(len(body)), "client": client}
-        with lock, open(log, "a") as f:
-            f.write(json.dumps(record) + "\n")
-        self.send_response(200)
-        self.send_header("Content-Type", self.headers.get("Content-Type", "application/octet-stream"))
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = answer
-    def log_message(self, *args):
-        pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(cert, key)
-if client_ca != "-":
-    context.verify_mode = ssl.CERT_REQUIRED
-    context.load_verify_locations(client_ca)
-server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"""#
+        import http.server, json, ssl, sys, threading
+        cert, key, client_ca, log, record_bodies = sys.argv[1:6]
+        lock = threading.Lock()
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            def answer(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0") or "0"))
+                peer = self.connection.getpeercert()
+                client = None
+                if peer:
+                    client = ",".join("%s=%s" % pair for part in peer.get("subject", ()) for pair in part)
+                record = {"method": self.command, "path": self.path, "headers": [[k, v] for k, v in self.headers.items()],
+                          "body": body.decode("latin-1") if record_bodies == "1" else str(len(body)), "client": client}
+                with lock, open(log, "a") as f:
+                    f.write(json.dumps(record) + "\n")
+                self.send_response(200)
+                self.send_header("Content-Type", self.headers.get("Content-Type", "application/octet-stream"))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = answer
+            def log_message(self, *args):
+                pass
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        if client_ca != "-":
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(client_ca)
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+        print(server.server_address[1], flush=True)
+        server.serve_forever()
+        """#
 }
 
 extension FileHandle {

@@ -16,14 +16,25 @@ package struct TestCertificates: Sendable {
         directory = TemporaryDirectory()
         let d = directory.path
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try Self.openssl(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Cloak Test CA"], in: d)
-        try Self.openssl(["req", "-x509"] + ec + ["-keyout", "other.key", "-out", "other.pem", "-days", "2", "-subj", "/CN=Other CA"], in: d)
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".write(toFile: "\(d)/server.ext", atomically: true, encoding: .utf8)
+        try Self.openssl(
+            ["req", "-x509"] + ec + [
+                "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Cloak Test CA",
+            ], in: d)
+        try Self.openssl(
+            ["req", "-x509"] + ec + [
+                "-keyout", "other.key", "-out", "other.pem", "-days", "2", "-subj", "/CN=Other CA",
+            ], in: d)
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".write(
+            toFile: "\(d)/server.ext", atomically: true, encoding: .utf8)
         try "extendedKeyUsage=clientAuth\n".write(toFile: "\(d)/client.ext", atomically: true, encoding: .utf8)
         for (name, cn) in [("server", "localhost"), ("client", "cloak-egress")] {
-            try Self.openssl(["req"] + ec + ["-keyout", "\(name).key", "-out", "\(name).csr", "-subj", "/CN=\(cn)"], in: d)
-            try Self.openssl(["x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                              "-out", "\(name).pem", "-days", "2", "-extfile", "\(name).ext"], in: d)
+            try Self.openssl(
+                ["req"] + ec + ["-keyout", "\(name).key", "-out", "\(name).csr", "-subj", "/CN=\(cn)"], in: d)
+            try Self.openssl(
+                [
+                    "x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                    "-out", "\(name).pem", "-days", "2", "-extfile", "\(name).ext",
+                ], in: d)
         }
     }
 

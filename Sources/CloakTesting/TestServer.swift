@@ -12,7 +12,9 @@ package final class LogCapture: Sendable {
 
     package init() {}
 
-    package var sink: LogSink { { [self] line in storage.withLock { $0.append(String(decoding: line, as: UTF8.self)) } } }
+    package var sink: LogSink {
+        { [self] line in storage.withLock { $0.append(String(decoding: line, as: UTF8.self)) } }
+    }
     package var lines: [String] { storage.withLock { $0 } }
     package var text: String { lines.joined(separator: "\n") }
 }
@@ -69,11 +71,15 @@ package final class TestServer: Sendable {
         ].joined(separator: ", ")
         // Rate limits far above what any test sends; the rate-limit tests set their own.
         return shippedConfiguration.replacingOccurrences(
-            of: "  tokens: []", with: "  tokens: [\(tokens)]\n  # tokens: []")
-            .replacingOccurrences(of: "anonymous: {requests_per_minute: 600, burst: 60}",
-                                  with: "anonymous: {requests_per_minute: 10000000, burst: 1000000}")
-            .replacingOccurrences(of: "token: {requests_per_minute: 6000, burst: 600}",
-                                  with: "token: {requests_per_minute: 10000000, burst: 1000000}")
+            of: "  tokens: []", with: "  tokens: [\(tokens)]\n  # tokens: []"
+        )
+        .replacingOccurrences(
+            of: "anonymous: {requests_per_minute: 600, burst: 60}",
+            with: "anonymous: {requests_per_minute: 10000000, burst: 1000000}"
+        )
+        .replacingOccurrences(
+            of: "token: {requests_per_minute: 6000, burst: 600}",
+            with: "token: {requests_per_minute: 10000000, burst: 1000000}")
     }
 
     /// Starts a server. `environment` holds `CLOAK_*` overrides on top of the listen address and
@@ -82,11 +88,13 @@ package final class TestServer: Sendable {
         yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:], threads: Int = 2,
         today: CalendarDate? = nil, tlsFiles: (certificate: String, key: String)? = nil
     ) throws {
-        var configuration = try Self.configuration(yaml: yaml, environment: environment, threads: threads, in: directory)
+        var configuration = try Self.configuration(
+            yaml: yaml, environment: environment, threads: threads, in: directory)
         if let tlsFiles { configuration.server.tls = (tlsFiles.certificate, tlsFiles.key) }
         (service, vault) = try Self.service(configuration, today: today, logs: logs)
-        server = try HTTPServer(configuration: configuration.server, deferredHandler: service.handle,
-                                watchdog: service.watchdog)
+        server = try HTTPServer(
+            configuration: configuration.server, deferredHandler: service.handle,
+            watchdog: service.watchdog)
         egress = try ServiceRunner.egressServer(service)
         server.start()
         egress?.start()
@@ -94,12 +102,15 @@ package final class TestServer: Sendable {
 
     /// The test configuration: `yaml` with the listen address, the vault's paths in `directory`
     /// and `environment`'s `CLOAK_*` overrides on top.
-    static func configuration(yaml: String, environment: [String: String], threads: Int, in directory: TemporaryDirectory)
+    static func configuration(
+        yaml: String, environment: [String: String], threads: Int, in directory: TemporaryDirectory
+    )
         throws -> ServiceConfiguration
     {
         var env = [
             "CLOAK_SERVER_LISTEN": "127.0.0.1:0", "CLOAK_SERVER_THREADS": String(threads),
-            "CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db", "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json",
+            "CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db",
+            "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json",
         ]
         env.merge(environment) { _, new in new }
         var configuration = try ServiceConfiguration.parse(yaml: yaml, environment: env)
@@ -115,9 +126,15 @@ package final class TestServer: Sendable {
         let vault = try VaultBootstrap.open(configuration.vault, environment: [:], logger: nil)
         var clock: (@Sendable () -> CalendarDate)?
         if let today { clock = { today } }
-        let ca = configuration.egress.listen == nil ? nil
-            : try CertificateAuthority.loadOrCreate(certificate: configuration.egress.caCertificate, key: configuration.egress.caKey)
-        return (CloakService(configuration: configuration, vault: vault, logSink: logs.sink, today: clock, egressCA: ca), vault)
+        let ca =
+            configuration.egress.listen == nil
+            ? nil
+            : try CertificateAuthority.loadOrCreate(
+                certificate: configuration.egress.caCertificate, key: configuration.egress.caKey)
+        return (
+            CloakService(configuration: configuration, vault: vault, logSink: logs.sink, today: clock, egressCA: ca),
+            vault
+        )
     }
 
     package func client(timeout: TimeInterval = 10) throws -> RawHTTPClient {

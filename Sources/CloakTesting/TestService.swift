@@ -22,9 +22,12 @@ package final class TestService: Sendable {
     /// The loop requests run on.
     package let loop: DetachedLoop
 
-    package init(yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:],
-                today: CalendarDate? = nil) throws {
-        let configuration = try TestServer.configuration(yaml: yaml, environment: environment, threads: 1, in: directory)
+    package init(
+        yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:],
+        today: CalendarDate? = nil
+    ) throws {
+        let configuration = try TestServer.configuration(
+            yaml: yaml, environment: environment, threads: 1, in: directory)
         (service, vault) = try TestServer.service(configuration, today: today, logs: logs)
         loop = try DetachedLoop()
     }
@@ -73,15 +76,17 @@ package struct InProcessClient: Sendable {
         let target = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let rawPath = String(target[0])
         let id = Self.counter.add(1, ordering: .relaxed).newValue
-        var request = HTTPRequest(method: verb, path: rawPath.removingPercentEncoding ?? rawPath,
-                                  query: target.count > 1 ? String(target[1]) : nil, headers: all, body: body ?? [],
-                                  requestID: "in-process-\(id)")
+        var request = HTTPRequest(
+            method: verb, path: rawPath.removingPercentEncoding ?? rawPath,
+            query: target.count > 1 ? String(target[1]) : nil, headers: all, body: body ?? [],
+            requestID: "in-process-\(id)")
         request.rawPath = rawPath
         request.remoteAddress = remoteAddress
         request.loop = loop
         let response = try answer(request)
-        return RawHTTPClient.Response(status: response.status, headers: response.headers,
-                                      body: verb == .HEAD ? [] : response.body)
+        return RawHTTPClient.Response(
+            status: response.status, headers: response.headers,
+            body: verb == .HEAD ? [] : response.body)
     }
 
     package func request(_ method: String, _ path: String, json: String, headers: [(String, String)] = []) throws

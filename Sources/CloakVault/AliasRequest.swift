@@ -20,7 +20,9 @@ public struct AliasRequest: Sendable, CustomStringConvertible {
         set { sensitiveValue = Sensitive(newValue) }
     }
 
-    public init(value: String, format: AliasFormatName, storage: StorageKind, classifiers: [String] = [], luhnValid: Bool = true) {
+    public init(
+        value: String, format: AliasFormatName, storage: StorageKind, classifiers: [String] = [], luhnValid: Bool = true
+    ) {
         self.sensitiveValue = Sensitive(value)
         self.format = format
         self.storage = storage

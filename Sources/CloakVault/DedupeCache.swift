@@ -39,8 +39,12 @@ final class DedupeCache: Sendable {
         init?(_ fingerprint: [UInt8]) {
             guard fingerprint.count == 32 else { return nil }
             words = fingerprint.withUnsafeBytes { raw in
-                (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-                 raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+                (
+                    raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+                )
             }
         }
 
@@ -78,7 +82,8 @@ final class DedupeCache: Sendable {
         // A record that expires (a token holder's ttl_s) is not remembered: the cache would go on
         // answering it past its expiry.
         guard record.storage == .persistent, record.expiresAt == nil, let fingerprint = record.fingerprint,
-            let key = Key(fingerprint) else { return }
+            let key = Key(fingerprint)
+        else { return }
         let entry = Entry(record)
         let half = capacity / 2
         let dropped = generations.withLock { g -> [Key: Entry] in

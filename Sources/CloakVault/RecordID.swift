@@ -22,8 +22,10 @@ enum RecordID {
     static func make(now: Int64) -> String {
         let second = UInt32(clamping: max(0, now))
         let n = sequence.wrappingAdd(1, ordering: .relaxed).oldValue
-        var bytes: [UInt8] = [UInt8(second >> 24), UInt8(second >> 16 & 0xFF), UInt8(second >> 8 & 0xFF), UInt8(second & 0xFF),
-                              UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
+        var bytes: [UInt8] = [
+            UInt8(second >> 24), UInt8(second >> 16 & 0xFF), UInt8(second >> 8 & 0xFF), UInt8(second & 0xFF),
+            UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF),
+        ]
         bytes += SecureRandom.bytes(9)
         return "rec_" + Base58.encode(bytes, width: 22)
     }

@@ -19,7 +19,8 @@ public struct StoreMigration {
             case .differentKeys:
                 return "the destination already holds records sealed with other keys; nothing was copied"
             case let .countMismatch(source, destination):
-                return "the destination holds \(destination) records after the copy, the source \(source): check both stores"
+                return
+                    "the destination holds \(destination) records after the copy, the source \(source): check both stores"
             case let .store(error): return error.description
             }
         }
@@ -47,7 +48,8 @@ public struct StoreMigration {
                 try destination.begin()
                 do throws(StoreError) {
                     for record in page {
-                        if let first = record.aliases.first, try destination.record(alias: first.alias)?.id == record.id {
+                        if let first = record.aliases.first, try destination.record(alias: first.alias)?.id == record.id
+                        {
                             report.skipped += 1
                         } else {
                             // Intents' places are the source store's count: copied as they are,

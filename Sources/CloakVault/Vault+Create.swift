@@ -34,16 +34,19 @@ extension Vault {
 
     /// The answer for each value that is PERSISTENT and remembered with an alias in its format,
     /// nil for the others: the same answer the store path gives.
-    func cachedAnswers(_ requests: [AliasRequest], fingerprints: [[UInt8]?], caller: AliasCaller,
-                       cache: DedupeCache) -> [RevealedRecord?] {
+    func cachedAnswers(
+        _ requests: [AliasRequest], fingerprints: [[UInt8]?], caller: AliasCaller,
+        cache: DedupeCache
+    ) -> [RevealedRecord?] {
         let now = clock()
         return zip(requests, fingerprints).map { request, fingerprint -> RevealedRecord? in
             guard let fingerprint, let entry = cache.entry(fingerprint),
                 let alias = entry.alias(request.format, luhnValid: request.luhnValid)
             else { return nil }
             if caller.mayReveal {
-                return RevealedRecord(value: request.value, aliases: entry.aliases, storage: .persistent,
-                                      classifiers: entry.classifiers, createdAt: entry.createdAt)
+                return RevealedRecord(
+                    value: request.value, aliases: entry.aliases, storage: .persistent,
+                    classifiers: entry.classifiers, createdAt: entry.createdAt)
             }
             return RevealedRecord(
                 value: request.value, aliases: [alias],
@@ -98,15 +101,19 @@ extension Vault {
                 classifiers: request.classifiers, createdAt: now, expiresAt: expiresAt, aliases: [], intent: intent,
                 bucket: place?.tag, metadata: request.metadata)
             let first = Result<String, AliasInputError> { () throws(AliasInputError) -> String in
-                try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: 0,
-                                    random: caller.anonymous)
+                try generator.alias(
+                    for: request.value, format: request.format, luhnValid: request.luhnValid, attempt: 0,
+                    random: caller.anonymous)
             }
             let firstMAC = (try? first.get()).map { text in
-                Self.sign(IssuedAlias(alias: text, format: request.format, luhnValid: request.luhnValid), recordID: id,
-                          key: keys.aliasMAC)
+                Self.sign(
+                    IssuedAlias(alias: text, format: request.format, luhnValid: request.luhnValid), recordID: id,
+                    key: keys.aliasMAC)
             }
-            out.append(PreparedAlias(request: request, fingerprint: fingerprint, newRecord: record, firstCandidate: first,
-                                     firstCandidateMAC: firstMAC, random: caller.anonymous, bucketLimit: place?.limit ?? 0))
+            out.append(
+                PreparedAlias(
+                    request: request, fingerprint: fingerprint, newRecord: record, firstCandidate: first,
+                    firstCandidateMAC: firstMAC, random: caller.anonymous, bucketLimit: place?.limit ?? 0))
         }
         return out
     }
@@ -143,14 +150,18 @@ extension Vault {
             }
             if cache != nil { records.append(record) }
             if caller.mayReveal {
-                out.append(RevealedRecord(value: request.value, aliases: record.aliases, storage: record.storage,
-                                          classifiers: record.classifiers, createdAt: record.createdAt,
-                                          expiresAt: record.expiresAt, intent: record.intent, metadata: record.metadata))
+                out.append(
+                    RevealedRecord(
+                        value: request.value, aliases: record.aliases, storage: record.storage,
+                        classifiers: record.classifiers, createdAt: record.createdAt,
+                        expiresAt: record.expiresAt, intent: record.intent, metadata: record.metadata))
             } else {
                 // The same answer whether the value was stored before or not.
-                out.append(RevealedRecord(value: request.value, aliases: [alias], storage: request.storage,
-                                          classifiers: request.classifiers, createdAt: item.newRecord.createdAt,
-                                          expiresAt: item.newRecord.expiresAt, intent: item.newRecord.intent))
+                out.append(
+                    RevealedRecord(
+                        value: request.value, aliases: [alias], storage: request.storage,
+                        classifiers: request.classifiers, createdAt: item.newRecord.createdAt,
+                        expiresAt: item.newRecord.expiresAt, intent: item.newRecord.intent))
             }
         }
         return Created(answers: out, records: records)
@@ -178,7 +189,8 @@ extension Vault {
                 // Nothing written: the request's savepoint is rolled back with this. Expired intents
                 // give their places back at the next sweep (every few seconds).
                 let oldest = try store.oldestIntentExpiry(bucket: bucket) ?? clock()
-                throw VaultError.bucketFull(format: request.format, retryAfter: Int(max(oldest - clock(), Self.sweepSeconds)))
+                throw VaultError.bucketFull(
+                    format: request.format, retryAfter: Int(max(oldest - clock(), Self.sweepSeconds)))
             }
             try store.insert(record)
         }
@@ -190,17 +202,22 @@ extension Vault {
         return (record, alias, true)
     }
 
-    private func issue(_ item: PreparedAlias, index: Int, recordID: String, in store: any AliasStore) throws -> IssuedAlias {
+    private func issue(_ item: PreparedAlias, index: Int, recordID: String, in store: any AliasStore) throws
+        -> IssuedAlias
+    {
         let request = item.request
         // Random candidates first; in a small space (random-drawn aliases, at most 100,000 of
         // them) every candidate is then tried in turn, so a free alias is always found.
         let scan = AliasGenerator.randomSpace(request.value, request.format).map { $0 <= Self.scanLimit ? $0 : 0 } ?? 0
         let macKey = keys.aliasMAC
         for attempt in 0..<(Self.maxAttempts + scan) {
-            let candidate: Result<String, AliasInputError> = attempt == 0 ? item.firstCandidate
+            let candidate: Result<String, AliasInputError> =
+                attempt == 0
+                ? item.firstCandidate
                 : Result { () throws(AliasInputError) -> String in
-                    try generator.alias(for: request.value, format: request.format, luhnValid: request.luhnValid,
-                                        attempt: attempt, random: item.random)
+                    try generator.alias(
+                        for: request.value, format: request.format, luhnValid: request.luhnValid,
+                        attempt: attempt, random: item.random)
                 }
             let text: String
             switch candidate {

@@ -5,14 +5,17 @@ import Synchronization
 
 extension Vault {
     /// Reveals each alias found (expired ones are not found).
-    public func reveal(_ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void) {
-        executor.submit({ [self] store in
-            var out: [String: RevealedRecord] = [:]
-            for alias in aliases {
-                if let record = try liveRecord(alias, in: store) { out[alias] = try open(record) }
-            }
-            return out
-        }, completion: { completion(Self.map($0)) })
+    public func reveal(
+        _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
+    ) {
+        executor.submit(
+            { [self] store in
+                var out: [String: RevealedRecord] = [:]
+                for alias in aliases {
+                    if let record = try liveRecord(alias, in: store) { out[alias] = try open(record) }
+                }
+                return out
+            }, completion: { completion(Self.map($0)) })
     }
 
     // MARK: On the executor thread
@@ -35,13 +38,15 @@ extension Vault {
         }
         let plain: [UInt8]
         do {
-            plain = try AESGCM.open(record.sealed, key: key.encryptionKey, associatedData: Self.associatedData(record.id, record.keyID))
+            plain = try AESGCM.open(
+                record.sealed, key: key.encryptionKey, associatedData: Self.associatedData(record.id, record.keyID))
         } catch {
             throw VaultError.unavailable("a record failed authentication")
         }
-        return RevealedRecord(value: String(decoding: plain, as: UTF8.self), aliases: record.aliases, storage: record.storage,
-                              classifiers: record.classifiers, createdAt: record.createdAt, expiresAt: record.expiresAt,
-                              intent: record.intent, metadata: record.metadata)
+        return RevealedRecord(
+            value: String(decoding: plain, as: UTF8.self), aliases: record.aliases, storage: record.storage,
+            classifiers: record.classifiers, createdAt: record.createdAt, expiresAt: record.expiresAt,
+            intent: record.intent, metadata: record.metadata)
     }
 
     static func associatedData(_ recordID: String, _ keyID: String) -> [UInt8] { Array("\(recordID)|\(keyID)".utf8) }

@@ -14,8 +14,10 @@ extension Vault {
         /// anonymous request needing that bucket is refused, so anonymous callers cannot wear out
         /// the aliases of one card's BIN and last four.
         public var maxBucketShare: Double
-        public init(environment: String = "sandbox", volatileTTLSeconds: Int = 3600, maxBatch: Int = 100,
-                    dedupeCacheEntries: Int = 0, intentTTLSeconds: Int = 86_400, maxBucketShare: Double = 0.25) {
+        public init(
+            environment: String = "sandbox", volatileTTLSeconds: Int = 3600, maxBatch: Int = 100,
+            dedupeCacheEntries: Int = 0, intentTTLSeconds: Int = 86_400, maxBucketShare: Double = 0.25
+        ) {
             self.intentTTLSeconds = intentTTLSeconds
             self.maxBucketShare = maxBucketShare
             self.environment = environment

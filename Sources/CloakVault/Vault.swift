@@ -37,15 +37,19 @@ public final class Vault: Sendable {
     /// any other ring is refused (records it sealed could not be read back, and new ones would be
     /// lost when the right key file returns).
     /// - Throws: ``VaultOpenError`` when the ring does not match the store, or the store fails.
-    public convenience init(store: any AliasStore, keys: KeyRing, settings: Settings,
-                            clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
+    public convenience init(
+        store: any AliasStore, keys: KeyRing, settings: Settings,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) throws {
         try self.init(stores: [store], keys: keys, settings: settings, clock: clock)
     }
 
     /// Opens the vault on several connections to one shared store (PostgreSQL): one executor
     /// thread each; requests are spread over them.
-    public init(stores: [any AliasStore], keys: KeyRing, settings: Settings,
-                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
+    public init(
+        stores: [any AliasStore], keys: KeyRing, settings: Settings,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) throws {
         precondition(!stores.isEmpty, "a vault needs a store")
         self.settings = settings
         self.keys = keys
@@ -53,7 +57,8 @@ public final class Vault: Sendable {
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
         try Self.adopt(stores[0], keys: keys)
         // Only a vault that is its store's one writer may remember (see DedupeCache).
-        self.cache = stores.count == 1 && stores[0].isSoleWriter && settings.dedupeCacheEntries > 0
+        self.cache =
+            stores.count == 1 && stores[0].isSoleWriter && settings.dedupeCacheEntries > 0
             ? DedupeCache(capacity: settings.dedupeCacheEntries) : nil
         // Sweep expired VOLATILE records, 1,000 per transaction, until none is left (at most
         // 50,000 per run, so a large backlog cannot hold up requests for long). One executor
@@ -79,7 +84,8 @@ public final class Vault: Sendable {
 
     /// The executor for the next job (round robin).
     var executor: VaultExecutor {
-        executors.count == 1 ? executors[0]
+        executors.count == 1
+            ? executors[0]
             : executors[nextExecutor.wrappingAdd(1, ordering: .relaxed).oldValue % executors.count]
     }
 
@@ -91,9 +97,10 @@ public final class Vault: Sendable {
             if let stored = try store.metadata(keyCheckName) {
                 guard constantTimeEquals(stored, keys.checkValue) else {
                     store.rollback()
-                    throw VaultOpenError(description:
-                        "the key ring does not match the store: its records were sealed with other keys "
-                        + "(restore the key file or master key this store was created with)")
+                    throw VaultOpenError(
+                        description:
+                            "the key ring does not match the store: its records were sealed with other keys "
+                            + "(restore the key file or master key this store was created with)")
                 }
             } else {
                 try store.setMetadata(keyCheckName, keys.checkValue)
@@ -122,9 +129,11 @@ public final class Vault: Sendable {
                 throw .invalidInput(index: i, reason: error.description)
             }
             if caller.anonymous, AliasGenerator.randomSpace(r.value, r.format) != nil {
-                throw .invalidInput(index: i, reason:
-                    "a \(r.format.rawValue) alias of a value this short needs a token with aliases:create "
-                    + "(its alias space is too small to open to anonymous callers)")
+                throw .invalidInput(
+                    index: i,
+                    reason:
+                        "a \(r.format.rawValue) alias of a value this short needs a token with aliases:create "
+                        + "(its alias space is too small to open to anonymous callers)")
             }
         }
     }
@@ -135,8 +144,10 @@ public final class Vault: Sendable {
     /// Values the ``DedupeCache`` knows are answered from it; the rest go to the vault thread.
     /// When every value is known, `completion` runs at once on the calling thread; otherwise on
     /// the vault thread after the commit.
-    public func createAliases(_ requests: [AliasRequest], caller: AliasCaller = .trusted,
-                              completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void) {
+    public func createAliases(
+        _ requests: [AliasRequest], caller: AliasCaller = .trusted,
+        completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void
+    ) {
         let answers: [RevealedRecord?]
         let missing: [Int]
         let prepared: [PreparedAlias]
@@ -146,26 +157,34 @@ public final class Vault: Sendable {
             // Only callers who may reveal are answered from the cache: an answer on the loop, without
             // the commit a new value waits for, would tell anyone else by its timing that the value
             // was stored.
-            answers = (caller.mayReveal ? cache : nil).map { cachedAnswers(requests, fingerprints: fingerprints, caller: caller, cache: $0) }
+            answers =
+                (caller.mayReveal ? cache : nil).map {
+                    cachedAnswers(requests, fingerprints: fingerprints, caller: caller, cache: $0)
+                }
                 ?? Array(repeating: nil, count: requests.count)
             missing = answers.indices.filter { answers[$0] == nil }
             if missing.isEmpty { return completion(.success(answers.map { $0! })) }
-            prepared = try prepare(missing.map { requests[$0] }, fingerprints: missing.map { fingerprints[$0] }, caller: caller)
+            prepared = try prepare(
+                missing.map { requests[$0] }, fingerprints: missing.map { fingerprints[$0] }, caller: caller)
         } catch { return completion(.failure(error)) }
-        executor.submit({ [self] store in try create(prepared, caller: caller, in: store) }, completion: { [cache] result in
-            // After the commit, on the vault thread: what was read or written is remembered.
-            if let cache, case let .success(created) = result { for record in created.records { cache.remember(record) } }
-            switch Self.map(result) {
-            case let .success(created):
-                var merged = answers
-                for (position, index) in missing.enumerated() { merged[index] = created.answers[position] }
-                completion(.success(merged.map { $0! }))
-            case let .failure(.invalidInput(position, reason)):
-                completion(.failure(.invalidInput(index: missing[position], reason: reason)))
-            case let .failure(error):
-                completion(.failure(error))
-            }
-        })
+        executor.submit(
+            { [self] store in try create(prepared, caller: caller, in: store) },
+            completion: { [cache] result in
+                // After the commit, on the vault thread: what was read or written is remembered.
+                if let cache, case let .success(created) = result {
+                    for record in created.records { cache.remember(record) }
+                }
+                switch Self.map(result) {
+                case let .success(created):
+                    var merged = answers
+                    for (position, index) in missing.enumerated() { merged[index] = created.answers[position] }
+                    completion(.success(merged.map { $0! }))
+                case let .failure(.invalidInput(position, reason)):
+                    completion(.failure(.invalidInput(index: missing[position], reason: reason)))
+                case let .failure(error):
+                    completion(.failure(error))
+                }
+            })
     }
 
     /// Answers when the store does.

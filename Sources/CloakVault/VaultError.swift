@@ -21,7 +21,8 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .unavailable(reason): return reason
         case let .refused(_, reason): return reason
         case let .bucketFull(format, _):
-            return "anonymous callers hold their share of this value's \(format.rawValue) aliases; a token with aliases:create is not limited so"
+            return
+                "anonymous callers hold their share of this value's \(format.rawValue) aliases; a token with aliases:create is not limited so"
         }
     }
 }

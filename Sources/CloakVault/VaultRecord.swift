@@ -27,9 +27,11 @@ public struct StoredRecord: Sendable {
     /// String keys to string values a token holder keeps with the record (in clear).
     public var metadata: [String: String]
 
-    public init(id: String, fingerprint: [UInt8]?, keyID: String, sealed: AESGCM.SealedBox, storage: StorageKind,
-                classifiers: [String], createdAt: Int64, expiresAt: Int64?, aliases: [IssuedAlias], intent: Bool = false,
-                bucket: [UInt8]? = nil, metadata: [String: String] = [:]) {
+    public init(
+        id: String, fingerprint: [UInt8]?, keyID: String, sealed: AESGCM.SealedBox, storage: StorageKind,
+        classifiers: [String], createdAt: Int64, expiresAt: Int64?, aliases: [IssuedAlias], intent: Bool = false,
+        bucket: [UInt8]? = nil, metadata: [String: String] = [:]
+    ) {
         self.metadata = metadata
         self.intent = intent
         self.bucket = bucket
@@ -115,8 +117,10 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
     public var intent: Bool
     public var metadata: [String: String]
 
-    public init(value: String, aliases: [IssuedAlias], storage: StorageKind, classifiers: [String], createdAt: Int64,
-                expiresAt: Int64? = nil, intent: Bool = false, metadata: [String: String] = [:]) {
+    public init(
+        value: String, aliases: [IssuedAlias], storage: StorageKind, classifiers: [String], createdAt: Int64,
+        expiresAt: Int64? = nil, intent: Bool = false, metadata: [String: String] = [:]
+    ) {
         self.metadata = metadata
         self.expiresAt = expiresAt
         self.intent = intent

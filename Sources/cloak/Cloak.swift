@@ -7,7 +7,10 @@ struct Cloak: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cloak",
         abstract: "A self-hosted secure-collect gateway: validate, alias and forward sensitive form fields.",
-        subcommands: [Serve.self, CheckConfig.self, Healthcheck.self, Keys.self, Store.self, Egress.self, Elements.self, FF1Command.self, Version.self],
+        subcommands: [
+            Serve.self, CheckConfig.self, Healthcheck.self, Keys.self, Store.self, Egress.self, Elements.self,
+            FF1Command.self, Version.self,
+        ],
         defaultSubcommand: nil
     )
 }

@@ -40,7 +40,9 @@ import Testing
     }
 
     @Test func transformsRunInTheBrowserOnlyAsOneAtom() {
-        for safe in ["[()-]", #"\s"#, #"\s+"#, "-", "[ .-]+", #"\-"#] { #expect(BrowserRegex.isSafeTransform(safe), "\(safe)") }
+        for safe in ["[()-]", #"\s"#, #"\s+"#, "-", "[ .-]+", #"\-"#] {
+            #expect(BrowserRegex.isSafeTransform(safe), "\(safe)")
+        }
         for unsafe in ["a*", "(?:|-)*", "ab", "[a-z]*", "a|b", #"\d{2}"#, "(x)", "."] {
             #expect(!BrowserRegex.isSafeTransform(unsafe), "\(unsafe)")
         }

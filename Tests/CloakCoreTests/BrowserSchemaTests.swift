@@ -20,10 +20,12 @@ import Testing
         var account = FieldSchema(name: "account", type: .none)
         account.formatPattern = FormatPattern("#########")
         account.rules = [ABARoutingNumberRule(), LengthRule(min: 9)]
-        return FormSchema(name: "f", fields: [
-            number, cvc, looseCVC, FieldSchema(name: "exp", type: .expDate), phone, account,
-            FieldSchema(name: "birth", type: .date),
-        ])
+        return FormSchema(
+            name: "f",
+            fields: [
+                number, cvc, looseCVC, FieldSchema(name: "exp", type: .expDate), phone, account,
+                FieldSchema(name: "birth", type: .date),
+            ])
     }
 
     func field(_ schema: JSONValue, _ name: String) throws -> JSONValue {
@@ -38,14 +40,22 @@ import Testing
         #expect(schema["today"] == .object([("year", .int(2026)), ("month", .int(11)), ("day", .int(23))]))
         guard case let .array(brands)? = schema["brands"] else { throw Failure() }
         #expect(brands.count == PaymentCardModel.builtIn.count)
-        #expect(brands.first?["id"] == .string("elo") && schema["unknownBrand"]?["cvcLengths"] == .array([.int(3), .int(4)]))
+        #expect(
+            brands.first?["id"] == .string("elo")
+                && schema["unknownBrand"]?["cvcLengths"] == .array([.int(3), .int(4)]))
 
         let number = try field(schema, "number")
-        #expect(number["pattern"] == .null && number["autocomplete"] == .string("cc-number") && number["required"] == .bool(true))
-        #expect(number["rules"] == .array([.object([
-            ("kind", .string("paymentCard")), ("validateUnknownBrand", .bool(false)),
-            ("error", .string("CARD_NUMBER_VALIDATION_ERROR")),
-        ])]))
+        #expect(
+            number["pattern"] == .null && number["autocomplete"] == .string("cc-number")
+                && number["required"] == .bool(true))
+        #expect(
+            number["rules"]
+                == .array([
+                    .object([
+                        ("kind", .string("paymentCard")), ("validateUnknownBrand", .bool(false)),
+                        ("error", .string("CARD_NUMBER_VALIDATION_ERROR")),
+                    ])
+                ]))
         let cvc = try field(schema, "cvc")
         #expect(cvc["rules"] == .null && cvc["pattern"] == .null && cvc["cardField"] == .string("number"))
         #expect(cvc["autocomplete"] == .string("cc-csc") && cvc["inputmode"] == .string("numeric"))
@@ -61,18 +71,23 @@ import Testing
 
         let birth = try field(schema, "birth")
         guard case let .array(dateRules)? = birth["rules"] else { throw Failure() }
-        #expect(dateRules[1] == .object([
-            ("kind", .string("dateRange")), ("format", .string("mmddyyyy")), ("start", .null), ("end", .null),
-            ("error", .string("DATE_VALIDATION_ERROR")),
-        ]))
+        #expect(
+            dateRules[1]
+                == .object([
+                    ("kind", .string("dateRange")), ("format", .string("mmddyyyy")), ("start", .null), ("end", .null),
+                    ("error", .string("DATE_VALIDATION_ERROR")),
+                ]))
     }
 
     @Test func whatJavaScriptReadsOtherwiseIsMarkedForTheServer() throws {
         let schema = try Self.form().browserSchema(today: Self.today)
         let phone = try field(schema, "phone")
-        #expect(phone["mask"] == .array([
-            .object([("literal", .string("("))]), .object([("regex", .string(#"\d"#)), ("browser", .bool(true))]),
-        ]))
+        #expect(
+            phone["mask"]
+                == .array([
+                    .object([("literal", .string("("))]),
+                    .object([("regex", .string(#"\d"#)), ("browser", .bool(true))]),
+                ]))
         // `$1` is a template in ICU and in JavaScript, read differently: the server decides.
         #expect(phone["transform"]?["browser"] == .bool(false))
         guard case let .array(rules)? = phone["rules"] else { throw Failure() }
@@ -81,10 +96,15 @@ import Testing
 
         let account = try field(schema, "account")
         #expect(account["inputmode"] == .string("numeric") && account["pattern"] == .string("#########"))
-        #expect(account["rules"] == .array([
-            .object([("kind", .string("aba")), ("error", .string("ABA_ROUTING_NUMBER_VALIDATION_ERROR"))]),
-            .object([("kind", .string("length")), ("min", .int(9)), ("max", .null), ("error", .string("LENGTH_VALIDATION_ERROR"))]),
-        ]))
+        #expect(
+            account["rules"]
+                == .array([
+                    .object([("kind", .string("aba")), ("error", .string("ABA_ROUTING_NUMBER_VALIDATION_ERROR"))]),
+                    .object([
+                        ("kind", .string("length")), ("min", .int(9)), ("max", .null),
+                        ("error", .string("LENGTH_VALIDATION_ERROR")),
+                    ]),
+                ]))
     }
 
     @Test func aRuleTheBrowserHasNoEngineForAsksTheServer() {

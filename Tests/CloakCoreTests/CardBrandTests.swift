@@ -210,11 +210,13 @@ import Testing
         (TestLuhn.number(prefix: "272099", length: 16), .mastercard),
         ("378282246310005", .amex), ("371449635398431", .amex), ("340000000000009", .amex),
         ("6011111111111117", .discover), ("6011000990139424", .discover),
-        (TestLuhn.number(prefix: "644", length: 19), .discover), (TestLuhn.number(prefix: "6221", length: 17), .discover),
+        (TestLuhn.number(prefix: "644", length: 19), .discover),
+        (TestLuhn.number(prefix: "6221", length: 17), .discover),
         ("3530111333300000", .jcb), ("3566002020360505", .jcb), (TestLuhn.number(prefix: "2131", length: 16), .jcb),
         (TestLuhn.number(prefix: "1800", length: 19), .jcb),
         ("30569309025904", .dinersClub), ("38520000023237", .dinersClub), ("36227206271667", .dinersClub),
-        (TestLuhn.number(prefix: "300", length: 16), .dinersClub), (TestLuhn.number(prefix: "36", length: 19), .dinersClub),
+        (TestLuhn.number(prefix: "300", length: 16), .dinersClub),
+        (TestLuhn.number(prefix: "36", length: 19), .dinersClub),
         ("6200000000000005", .unionpay), ("6200000000000004", .unionpay), ("6212345678901234567", .unionpay),
         ("62123456789012345", .unionpay),
         (TestLuhn.number(prefix: "401178", length: 16), .elo), (TestLuhn.number(prefix: "509000", length: 16), .elo),
@@ -223,12 +225,15 @@ import Testing
         (TestLuhn.number(prefix: "417500", length: 16), .visaElectron),
         (TestLuhn.number(prefix: "4917", length: 16), .visaElectron),
         ("6759649826438453", .maestro), (TestLuhn.number(prefix: "6304", length: 12), .maestro),
-        (TestLuhn.number(prefix: "6304", length: 19), .maestro), (TestLuhn.number(prefix: "5018", length: 16), .maestro),
-        (TestLuhn.number(prefix: "639000", length: 15), .maestro), (TestLuhn.number(prefix: "670000", length: 13), .maestro),
+        (TestLuhn.number(prefix: "6304", length: 19), .maestro),
+        (TestLuhn.number(prefix: "5018", length: 16), .maestro),
+        (TestLuhn.number(prefix: "639000", length: 15), .maestro),
+        (TestLuhn.number(prefix: "670000", length: 13), .maestro),
         ("6007220000000004", .forbrugsforeningen), (TestLuhn.number(prefix: "600", length: 16), .forbrugsforeningen),
         ("5019717010103742", .dankort),
         ("6062826786276634", .hipercard), (TestLuhn.number(prefix: "384100", length: 19), .hipercard),
-        (TestLuhn.number(prefix: "609", length: 14), .hipercard), (TestLuhn.number(prefix: "637568", length: 16), .hipercard),
+        (TestLuhn.number(prefix: "609", length: 14), .hipercard),
+        (TestLuhn.number(prefix: "637568", length: 16), .hipercard),
     ]
 
     @Test(arguments: validNumbers)
@@ -298,7 +303,8 @@ import Testing
     @Test(arguments: [
         (TestLuhn.number(prefix: "9", length: 16), true), (TestLuhn.number(prefix: "9", length: 17), true),
         (TestLuhn.number(prefix: "0", length: 19), true), (TestLuhn.number(prefix: "9", length: 15), false),
-        (TestLuhn.number(prefix: "9", length: 20), false), (TestLuhn.broken(TestLuhn.number(prefix: "9", length: 16)), false),
+        (TestLuhn.number(prefix: "9", length: 20), false),
+        (TestLuhn.broken(TestLuhn.number(prefix: "9", length: 16)), false),
         ("", false), ("9a99999999999999", false),
     ])
     func validateUnknownCardBrandUsesTheUnknownModel(number: String, valid: Bool) {
@@ -341,7 +347,9 @@ import Testing
         #expect(!PaymentCardRule().validate(number, in: fixedContext))
 
         let noLuhn = CardBrandTable(custom: [Self.acme(#"^9\d*$"#, lengths: [18], luhn: false)])
-        #expect(PaymentCardRule().validate(TestLuhn.broken(number), in: ValidationContext(today: fixedToday, brands: noLuhn)))
+        #expect(
+            PaymentCardRule().validate(
+                TestLuhn.broken(number), in: ValidationContext(today: fixedToday, brands: noLuhn)))
     }
 
     @Test func acceptedListReplacesTheOrder() {

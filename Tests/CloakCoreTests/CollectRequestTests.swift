@@ -4,9 +4,11 @@ import Testing
 
 /// Submissions: `{"fields": {...}, "extraData": {...}, "options": {...}}`, refused with 1002.
 @Suite struct CollectRequestTests {
-    static let form = FormSchema(name: "checkout", fields: [
-        field("card", .cardNumber), field("cvc", .cvc), field("exp", .expDate),
-    ])
+    static let form = FormSchema(
+        name: "checkout",
+        fields: [
+            field("card", .cardNumber), field("cvc", .cvc), field("exp", .expDate),
+        ])
 
     static let card = "4111111111111111"
 
@@ -88,8 +90,9 @@ import Testing
     @Test func errorMessagesNameTheProblem() throws {
         #expect(try #require(Self.error(#"{"fields": {"card": 4111111111111111}}"#)).message.contains("card"))
         #expect(try #require(Self.error(#"{"fields": {"pan": "x"}}"#)).message.contains("pan"))
-        #expect(try #require(Self.error(#"{"fields": {}, "options": {"fieldNameMappingPolicy": "x"}}"#))
-            .message.contains("fieldNameMappingPolicy"))
+        #expect(
+            try #require(Self.error(#"{"fields": {}, "options": {"fieldNameMappingPolicy": "x"}}"#))
+                .message.contains("fieldNameMappingPolicy"))
     }
 
     @Test func aCardNumberUsedAsAFieldNameIsRedacted() throws {
@@ -102,7 +105,8 @@ import Testing
 /// Defect 15: a parsed submission and its field results print without their values.
 @Suite struct CollectRequestRedactionTests {
     @Test func collectRequestsAndFieldResultsPrintRedacted() throws {
-        let request = try CollectRequestTests.request(#"{"fields":{"card":"4111111111111111"},"extraData":{"x":"123456789"}}"#)
+        let request = try CollectRequestTests.request(
+            #"{"fields":{"card":"4111111111111111"},"extraData":{"x":"123456789"}}"#)
         var dumped = ""
         dump(request, to: &dumped)
         for text in ["\(request)", String(reflecting: request), dumped] {
@@ -115,15 +119,18 @@ import Testing
 /// with the general path: whatever it accepts, the parser and ``CollectRequest/init(_:form:)``
 /// accept as the same request; whatever else, it leaves to them.
 @Suite struct CollectRequestByteReaderTests {
-    static let form = FormSchema(name: "checkout", fields: [
-        field("card", .cardNumber), field("cvc", .cvc), field("exp", .expDate), field("K", .none),
-    ])
+    static let form = FormSchema(
+        name: "checkout",
+        fields: [
+            field("card", .cardNumber), field("cvc", .cvc), field("exp", .expDate), field("K", .none),
+        ])
 
     static let bodies: [String] = [
         #"{"fields": {"card": "4111 1111 1111 1111", "exp": "12/30"}}"#,
         #"{"fields":{"card":"4111","cvc":"123","exp":"12/30","K":"x"},"extraData":{"order":{"id":7}},"options":{"fieldNameMappingPolicy":"flatJSON"}}"#,
         " \n{ \"fields\" : { } , \"extraData\" : { } }\t",
-        #"{"fields":{"K":"x","exp":"12/30","cvc":"123","card":"4111"}}"#, #"{"fields":{"cvc":"1","card":"2","cvc":"3"}}"#,
+        #"{"fields":{"K":"x","exp":"12/30","cvc":"123","card":"4111"}}"#,
+        #"{"fields":{"cvc":"1","card":"2","cvc":"3"}}"#,
         #"{"fields": {}}"#, #"{}"#, "", " ", "[]", "null", #""fields""#,
         #"{"fields": {"card": "1"}, "fields": {"cvc": "2"}}"#,
         #"{"fields": {"card": "1", "card": "2"}}"#,
@@ -138,7 +145,8 @@ import Testing
         #"{"fields": {}, "options": {"other": 1}}"#, #"{"fields": {}, "options": []}"#,
         #"{"fields": {}, "unknown": 1}"#, #"{"fields": {}} x"#, #"{"fields": {}},"#, #"{"fields": {},}"#,
         #"{"fields": {"card": "1",}}"#, #"{"fields": {"card" "1"}}"#, #"{"fields": {"card": "1"}"#,
-        "{\"fields\": {\"card\": \"a\u{1}b\"}}", "{\"fields\": {\"card\": \"é\"}}", "{\"fields\": {\"card\": \"\u{FF}\"}}",
+        "{\"fields\": {\"card\": \"a\u{1}b\"}}", "{\"fields\": {\"card\": \"é\"}}",
+        "{\"fields\": {\"card\": \"\u{FF}\"}}",
     ]
 
     static func general(_ body: [UInt8]) -> CollectRequest? {

@@ -52,7 +52,8 @@ private func date(_ y: Int, _ m: Int, _ d: Int) -> CalendarDate { CalendarDate(y
     }
 
     @Test(arguments: [
-        ("12/31/2020", "/"), ("12-31-2020", "-"), ("2020.12.31", "."), ("12 / 31 / 2020", " / "), ("12..31..2020", ".."),
+        ("12/31/2020", "/"), ("12-31-2020", "-"), ("2020.12.31", "."), ("12 / 31 / 2020", " / "),
+        ("12..31..2020", ".."),
         ("12312020", ""), ("12/31-2020", ""), ("12/31/2020/", ""), ("12/31", ""), ("", ""), ("/12/31", "/"),
         ("ab", ""), ("12/31//2020", ""),
     ])
@@ -174,15 +175,18 @@ private func date(_ y: Int, _ m: Int, _ d: Int) -> CalendarDate { CalendarDate(y
         let alphabet: [String] = ["1", "2", "0", "9", "/", "-", " ", "+", "a", "\r\n", "\r", "٣", "é"]
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<3_000 {
-            let text = (0..<Int.random(in: 0...8, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+            let text = (0..<Int.random(in: 0...8, using: &generator)).map { _ in
+                alphabet.randomElement(using: &generator)!
+            }.joined()
             for from in ExpDateFormat.allCases {
                 if let bytes = CardExpirationDateRule.digits(text, from) {
                     let parts = CardExpirationDateRule.parts(text, from)
                     #expect(parts?.month == bytes.month && parts?.year == bytes.year, "\(Array(text.utf8))")
                 }
                 for to in ExpDateFormat.allCases {
-                    #expect(convertExpDate(text, from: from, to: to) == convertExpDateByCharacter(text, from: from, to: to),
-                            "\(Array(text.utf8)) \(from) \(to)")
+                    #expect(
+                        convertExpDate(text, from: from, to: to) == convertExpDateByCharacter(text, from: from, to: to),
+                        "\(Array(text.utf8)) \(from) \(to)")
                 }
             }
         }
@@ -205,23 +209,33 @@ private func date(_ y: Int, _ m: Int, _ d: Int) -> CalendarDate { CalendarDate(y
         // (derived) a long-year pattern without an output format: the year is cut to two digits
         ("122030", nil, "12", "20"), ("12/2030", nil, "12", "20"),
     ])
-    func expDateSerializerReadsDigitsWithTheOutputFormat(content: String, format: ExpDateFormat?, month: String, year: String) {
+    func expDateSerializerReadsDigitsWithTheOutputFormat(
+        content: String, format: ExpDateFormat?, month: String, year: String
+    ) {
         let parts = FieldSerializer.serializeExpDate(content, format: format, monthField: "m", yearField: "y")
         #expect(parts.map(\.key) == ["m", "y"])
         #expect(parts.map(\.value) == [month, year])
     }
 
     @Test func dateSerializerEmitsZeroPaddedComponents() {
-        let parts = FieldSerializer.serializeDate("05/02/2016", format: nil, dayField: "d", monthField: "m", yearField: "y")
-        #expect(Dictionary(uniqueKeysWithValues: parts.map { ($0.key, $0.value) }) == ["d": "02", "m": "05", "y": "2016"])
-        let ymd = FieldSerializer.serializeDate("2016-05-02", format: .yyyymmdd, dayField: "d", monthField: "m", yearField: "y")
-        #expect(Dictionary(uniqueKeysWithValues: ymd.map { ($0.key, $0.value) }) == ["d": "02", "m": "05", "y": "2016"])
-        let dmy = FieldSerializer.serializeDate("02.05.2016", format: .ddmmyyyy, dayField: "d", monthField: "m", yearField: "y")
-        #expect(Dictionary(uniqueKeysWithValues: dmy.map { ($0.key, $0.value) }) == ["d": "02", "m": "05", "y": "2016"])
+        let parts = FieldSerializer.serializeDate(
+            "05/02/2016", format: nil, dayField: "d", monthField: "m", yearField: "y")
+        #expect(
+            Dictionary(uniqueKeysWithValues: parts.map { ($0.key, $0.value) }) == ["d": "02", "m": "05", "y": "2016"])
+        let ymd = FieldSerializer.serializeDate(
+            "2016-05-02", format: .yyyymmdd, dayField: "d", monthField: "m", yearField: "y")
+        #expect(
+            Dictionary(uniqueKeysWithValues: ymd.map { ($0.key, $0.value) }) == ["d": "02", "m": "05", "y": "2016"])
+        let dmy = FieldSerializer.serializeDate(
+            "02.05.2016", format: .ddmmyyyy, dayField: "d", monthField: "m", yearField: "y")
+        #expect(
+            Dictionary(uniqueKeysWithValues: dmy.map { ($0.key, $0.value) }) == ["d": "02", "m": "05", "y": "2016"])
     }
 
     @Test func dateSerializerEmitsNothingForAnUnparseableDate() {
-        #expect(FieldSerializer.serializeDate("02/30/2016", format: nil, dayField: "d", monthField: "m", yearField: "y").isEmpty)
+        #expect(
+            FieldSerializer.serializeDate("02/30/2016", format: nil, dayField: "d", monthField: "m", yearField: "y")
+                .isEmpty)
         #expect(FieldSerializer.serializeDate("", format: nil, dayField: "d", monthField: "m", yearField: "y").isEmpty)
     }
 
@@ -281,20 +295,25 @@ private func date(_ y: Int, _ m: Int, _ d: Int) -> CalendarDate { CalendarDate(y
     }
 
     @Test func dateFieldSerializesDayMonthYear() {
-        let form = FormSchema(name: "f", fields: [
-            field("dob", .date) { $0.serializer = .date(dayField: "d", monthField: "m", yearField: "y") }
-        ])
+        let form = FormSchema(
+            name: "f",
+            fields: [
+                field("dob", .date) { $0.serializer = .date(dayField: "d", monthField: "m", yearField: "y") }
+            ])
         let parts = validate(form, ["dob": "05/02/2016"]).result("dob").outputComponents
-        #expect(Dictionary(uniqueKeysWithValues: parts.map { ($0.key, $0.value) }) == ["d": "02", "m": "05", "y": "2016"])
+        #expect(
+            Dictionary(uniqueKeysWithValues: parts.map { ($0.key, $0.value) }) == ["d": "02", "m": "05", "y": "2016"])
     }
 
     @Test func dateFieldConvertsBetweenFormats() {
-        let form = FormSchema(name: "f", fields: [
-            field("dob", .date) {
-                $0.inputDateFormat = .date(.mmddyyyy)
-                $0.outputDateFormat = .date(.yyyymmdd)
-            }
-        ])
+        let form = FormSchema(
+            name: "f",
+            fields: [
+                field("dob", .date) {
+                    $0.inputDateFormat = .date(.mmddyyyy)
+                    $0.outputDateFormat = .date(.yyyymmdd)
+                }
+            ])
         let result = validate(form, ["dob": "12-31-2020"]).result("dob")
         #expect(result.rawText == "12312020")
         #expect(result.outputText == "2020/12/31")

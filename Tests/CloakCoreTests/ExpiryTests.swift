@@ -44,20 +44,28 @@ private func expInput(month: Int, year: Int, _ format: ExpDateFormat) -> String 
         // shortYear (mmyy)
         (ExpDateFormat.shortYear, "1126", true), (.shortYear, "1026", false), (.shortYear, "1226", true),
         (.shortYear, "0127", true), (.shortYear, "1225", false), (.shortYear, "0146", true), (.shortYear, "1246", true),
-        (.shortYear, "0147", false), (.shortYear, "1299", false), (.shortYear, "0026", false), (.shortYear, "1326", false),
-        (.shortYear, "9926", false), (.shortYear, "112", false), (.shortYear, "11260", false), (.shortYear, "11/26", false),
-        (.shortYear, "", false), (.shortYear, "ab26", false), (.shortYear, "11ab", false), (.shortYear, "112026", false),
+        (.shortYear, "0147", false), (.shortYear, "1299", false), (.shortYear, "0026", false),
+        (.shortYear, "1326", false),
+        (.shortYear, "9926", false), (.shortYear, "112", false), (.shortYear, "11260", false),
+        (.shortYear, "11/26", false),
+        (.shortYear, "", false), (.shortYear, "ab26", false), (.shortYear, "11ab", false),
+        (.shortYear, "112026", false),
         // longYear (mmyyyy)
-        (.longYear, "112026", true), (.longYear, "102026", false), (.longYear, "122046", true), (.longYear, "012047", false),
-        (.longYear, "122025", false), (.longYear, "002030", false), (.longYear, "132030", false), (.longYear, "1126", false),
+        (.longYear, "112026", true), (.longYear, "102026", false), (.longYear, "122046", true),
+        (.longYear, "012047", false),
+        (.longYear, "122025", false), (.longYear, "002030", false), (.longYear, "132030", false),
+        (.longYear, "1126", false),
         (.longYear, "11/2026", false), (.longYear, "1120260", false),
         // shortYearThenMonth (yymm)
         (.shortYearThenMonth, "2611", true), (.shortYearThenMonth, "2610", false), (.shortYearThenMonth, "4612", true),
-        (.shortYearThenMonth, "4701", false), (.shortYearThenMonth, "2600", false), (.shortYearThenMonth, "2613", false),
+        (.shortYearThenMonth, "4701", false), (.shortYearThenMonth, "2600", false),
+        (.shortYearThenMonth, "2613", false),
         (.shortYearThenMonth, "1126", false), (.shortYearThenMonth, "261", false),
         // longYearThenMonth (yyyymm)
-        (.longYearThenMonth, "202611", true), (.longYearThenMonth, "202610", false), (.longYearThenMonth, "204612", true),
-        (.longYearThenMonth, "204701", false), (.longYearThenMonth, "203000", false), (.longYearThenMonth, "203013", false),
+        (.longYearThenMonth, "202611", true), (.longYearThenMonth, "202610", false),
+        (.longYearThenMonth, "204612", true),
+        (.longYearThenMonth, "204701", false), (.longYearThenMonth, "203000", false),
+        (.longYearThenMonth, "203013", false),
         (.longYearThenMonth, "112026", false), (.longYearThenMonth, "2611", false),
     ])
     func expiryWindowWithFixedToday(format: ExpDateFormat, input: String, valid: Bool) {

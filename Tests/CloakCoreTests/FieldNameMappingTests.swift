@@ -1,12 +1,15 @@
-@testable import CloakCore
 import Testing
+
+@testable import CloakCore
 
 /// Reference §6: the four mapping policies, field-name parsing and the two deep merges.
 @Suite struct FieldNameMappingTests {
     static func json(_ text: String) -> JSONValue { try! JSONParser().parse(text) }
     static func body(_ fields: [(String, String)], extra: String = "{}", _ policy: MappingPolicy) -> String {
-        JSONWriter.string(FieldNameMapper.body(fields.map { ($0.0, .string($0.1)) },
-                                               extraData: json(extra).objectMembers ?? [], policy: policy))
+        JSONWriter.string(
+            FieldNameMapper.body(
+                fields.map { ($0.0, .string($0.1)) },
+                extraData: json(extra).objectMembers ?? [], policy: policy))
     }
 
     @Test(arguments: [
@@ -14,10 +17,10 @@ import Testing
         ("card_data.number", [.key("card_data"), .key("number")]),
         ("a..b.", [.key("a"), .key("b")]),
         ("cards[2].number", [.key("cards"), .index(2), .key("number")]),
-        ("cards[1][3]", [.key("cards"), .index(1)]),           // the second index is ignored
+        ("cards[1][3]", [.key("cards"), .index(1)]),  // the second index is ignored
         ("cards[1]tail.x", [.key("cards"), .index(1), .key("x")]),  // text after ] is ignored
         ("[0].a", [.key(""), .index(0), .key("a")]),
-        ("cards[x].y", [.key("cards"), .key("y")]),             // not a number: no index
+        ("cards[x].y", [.key("cards"), .key("y")]),  // not a number: no index
     ])
     func fieldNamesParseAsTheSDKDoes(name: String, expected: [FieldNameSubscript]) {
         #expect(FieldNameSubscript.parse(name) == expected)
@@ -28,8 +31,9 @@ import Testing
     }
 
     @Test func nestedJSONSplitsOnDotsWithoutArrays() {
-        #expect(Self.body([("card_data.number", "4"), ("card_data.cvc", "1"), ("x[0].y", "2")], .nestedJSON)
-            == #"{"card_data":{"number":"4","cvc":"1"},"x[0]":{"y":"2"}}"#)
+        #expect(
+            Self.body([("card_data.number", "4"), ("card_data.cvc", "1"), ("x[0].y", "2")], .nestedJSON)
+                == #"{"card_data":{"number":"4","cvc":"1"},"x[0]":{"y":"2"}}"#)
     }
 
     @Test(arguments: [MappingPolicy.nestedJSONWithArrayMerge, .nestedJSONWithArrayOverwrite])
@@ -46,13 +50,15 @@ import Testing
     }
 
     @Test func nestedObjectsFromExtraDataMergeWithFields() {
-        #expect(Self.body([("card.number", "4")], extra: #"{"card":{"brand":"visa"},"n":1}"#, .nestedJSON)
-            == #"{"card":{"brand":"visa","number":"4"},"n":1}"#)
+        #expect(
+            Self.body([("card.number", "4")], extra: #"{"card":{"brand":"visa"},"n":1}"#, .nestedJSON)
+                == #"{"card":{"brand":"visa","number":"4"},"n":1}"#)
     }
 
     @Test func arrayMergeAppendsPrimitivesAndMergesObjectsByIndex() {
-        let merged = Self.body([("list[0]", "f"), ("objs[0].b", "2")],
-                               extra: #"{"list":["e"],"objs":[{"a":"1"}]}"#, .nestedJSONWithArrayMerge)
+        let merged = Self.body(
+            [("list[0]", "f"), ("objs[0].b", "2")],
+            extra: #"{"list":["e"],"objs":[{"a":"1"}]}"#, .nestedJSONWithArrayMerge)
         #expect(merged == #"{"list":["e","f"],"objs":[{"a":"1","b":"2"}]}"#)
     }
 
@@ -75,8 +81,9 @@ import Testing
     }
 
     @Test func nestedArraysMergeRecursivelyInsideObjects() {
-        let merged = JSONMerge.deepMerge(target: Self.json(#"{"a":{"l":[{"x":1}]}}"#),
-                                         source: Self.json(#"{"a":{"l":[{"y":2}]}}"#), arrays: .merge)
+        let merged = JSONMerge.deepMerge(
+            target: Self.json(#"{"a":{"l":[{"x":1}]}}"#),
+            source: Self.json(#"{"a":{"l":[{"y":2}]}}"#), arrays: .merge)
         #expect(merged == Self.json(#"{"a":{"l":[{"x":1,"y":2}]}}"#))
     }
 
@@ -96,8 +103,9 @@ import Testing
 @Suite struct FieldNameWithoutPartsTests {
     @Test(arguments: [MappingPolicy.nestedJSON, .nestedJSONWithArrayMerge, .nestedJSONWithArrayOverwrite])
     func aNameWithoutPartsNeverReplacesTheBody(policy: MappingPolicy) {
-        let body = FieldNameMapper.body([(name: "a", value: .string("1")), (name: ".", value: .string("secret"))],
-                                        extraData: [("x", .string("kept"))], policy: policy)
+        let body = FieldNameMapper.body(
+            [(name: "a", value: .string("1")), (name: ".", value: .string("secret"))],
+            extraData: [("x", .string("kept"))], policy: policy)
         #expect(body["a"] == .string("1") && body["x"] == .string("kept"))
     }
 }

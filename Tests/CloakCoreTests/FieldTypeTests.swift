@@ -80,7 +80,9 @@ import Testing
         #expect(Self.matches(.ssn, input) == valid)
     }
 
-    @Test(arguments: [("", true), ("1", true), ("123", true), ("1234", true), ("12a", false), ("12\n", false), (" 12", false)])
+    @Test(arguments: [
+        ("", true), ("1", true), ("123", true), ("1234", true), ("12a", false), ("12\n", false), (" 12", false),
+    ])
     func cvcRegex(input: String, valid: Bool) {
         #expect(Self.matches(.cvc, input) == valid)
     }

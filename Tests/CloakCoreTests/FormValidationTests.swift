@@ -4,15 +4,17 @@ import Testing
 
 /// Reference §1 (default rules, dynamic CVC), §5 (1001) and §8 (field state), end to end.
 @Suite struct FormValidationTests {
-    static let checkout = FormSchema(name: "checkout", fields: [
-        field("card", .cardNumber),
-        field("cvc", .cvc) { $0.cardField = "card" },
-        field("exp", .expDate),
-        field("name", .cardHolderName),
-        field("ssn", .ssn),
-        field("dob", .date),
-        field("note", .none),
-    ])
+    static let checkout = FormSchema(
+        name: "checkout",
+        fields: [
+            field("card", .cardNumber),
+            field("cvc", .cvc) { $0.cardField = "card" },
+            field("exp", .expDate),
+            field("name", .cardHolderName),
+            field("ssn", .ssn),
+            field("dob", .date),
+            field("note", .none),
+        ])
 
     static func state(_ v: FormValidation, _ name: String) -> JSONValue { v.result(name).state }
 
@@ -37,30 +39,67 @@ import Testing
         let visa19 = TestLuhn.number(prefix: "4", length: 19)
         func suffix(_ s: String) -> String { String(s.suffix(4)) }
         return [
-            CardCase(input: "4111 1111 1111 1111", brand: "visa", brandName: "Visa", bin: "41111111", last4: "1111", valid: true),
-            CardCase(input: "4111111111111111", brand: "visa", brandName: "Visa", bin: "41111111", last4: "1111", valid: true),
+            CardCase(
+                input: "4111 1111 1111 1111", brand: "visa", brandName: "Visa", bin: "41111111", last4: "1111",
+                valid: true),
+            CardCase(
+                input: "4111111111111111", brand: "visa", brandName: "Visa", bin: "41111111", last4: "1111", valid: true
+            ),
             CardCase(input: "4222222222222", brand: "visa", brandName: "Visa", bin: "", last4: "2222", valid: true),
-            CardCase(input: visa19, brand: "visa", brandName: "Visa", bin: String(visa19.prefix(8)), last4: suffix(visa19), valid: true),
-            CardCase(input: "5555 5555 5555 4444", brand: "mastercard", brandName: "Mastercard", bin: "55555555", last4: "4444", valid: true),
-            CardCase(input: "2223003122003222", brand: "mastercard", brandName: "Mastercard", bin: "22230031", last4: "3222", valid: true),
-            CardCase(input: maestro16, brand: "maestro", brandName: "Maestro", bin: String(maestro16.prefix(8)), last4: suffix(maestro16), valid: true),
-            CardCase(input: maestro13, brand: "maestro", brandName: "Maestro", bin: "", last4: suffix(maestro13), valid: true),
-            CardCase(input: maestro12, brand: "maestro", brandName: "Maestro", bin: "", last4: suffix(maestro12), valid: true),
-            CardCase(input: electron, brand: "visaElectron", brandName: "Visa Electron", bin: String(electron.prefix(8)), last4: suffix(electron), valid: true),
-            CardCase(input: "3782 822463 10005", brand: "amex", brandName: "American Express", bin: "378282", last4: "0005", valid: true),
-            CardCase(input: "6011111111111117", brand: "discover", brandName: "Discover", bin: "601111", last4: "1117", valid: true),
-            CardCase(input: "3530111333300000", brand: "jcb", brandName: "JCB", bin: "353011", last4: "0000", valid: true),
-            CardCase(input: "30569309025904", brand: "dinersClub", brandName: "Diners Club", bin: "305693", last4: "5904", valid: true),
-            CardCase(input: "6200000000000005", brand: "unionpay", brandName: "UnionPay", bin: "620000", last4: "0005", valid: true),
+            CardCase(
+                input: visa19, brand: "visa", brandName: "Visa", bin: String(visa19.prefix(8)), last4: suffix(visa19),
+                valid: true),
+            CardCase(
+                input: "5555 5555 5555 4444", brand: "mastercard", brandName: "Mastercard", bin: "55555555",
+                last4: "4444", valid: true),
+            CardCase(
+                input: "2223003122003222", brand: "mastercard", brandName: "Mastercard", bin: "22230031", last4: "3222",
+                valid: true),
+            CardCase(
+                input: maestro16, brand: "maestro", brandName: "Maestro", bin: String(maestro16.prefix(8)),
+                last4: suffix(maestro16), valid: true),
+            CardCase(
+                input: maestro13, brand: "maestro", brandName: "Maestro", bin: "", last4: suffix(maestro13), valid: true
+            ),
+            CardCase(
+                input: maestro12, brand: "maestro", brandName: "Maestro", bin: "", last4: suffix(maestro12), valid: true
+            ),
+            CardCase(
+                input: electron, brand: "visaElectron", brandName: "Visa Electron", bin: String(electron.prefix(8)),
+                last4: suffix(electron), valid: true),
+            CardCase(
+                input: "3782 822463 10005", brand: "amex", brandName: "American Express", bin: "378282", last4: "0005",
+                valid: true),
+            CardCase(
+                input: "6011111111111117", brand: "discover", brandName: "Discover", bin: "601111", last4: "1117",
+                valid: true),
+            CardCase(
+                input: "3530111333300000", brand: "jcb", brandName: "JCB", bin: "353011", last4: "0000", valid: true),
+            CardCase(
+                input: "30569309025904", brand: "dinersClub", brandName: "Diners Club", bin: "305693", last4: "5904",
+                valid: true),
+            CardCase(
+                input: "6200000000000005", brand: "unionpay", brandName: "UnionPay", bin: "620000", last4: "0005",
+                valid: true),
             CardCase(input: elo, brand: "elo", brandName: "ELO", bin: "401178", last4: suffix(elo), valid: true),
-            CardCase(input: "6062826786276634", brand: "hipercard", brandName: "HiperCard", bin: "606282", last4: "6634", valid: true),
-            CardCase(input: "5019717010103742", brand: "dankort", brandName: "Dankort", bin: "501971", last4: "3742", valid: true),
-            CardCase(input: "6007220000000004", brand: "forbrugsforeningen", brandName: "Forbrugsforeningen", bin: "600722", last4: "0004", valid: true),
+            CardCase(
+                input: "6062826786276634", brand: "hipercard", brandName: "HiperCard", bin: "606282", last4: "6634",
+                valid: true),
+            CardCase(
+                input: "5019717010103742", brand: "dankort", brandName: "Dankort", bin: "501971", last4: "3742",
+                valid: true),
+            CardCase(
+                input: "6007220000000004", brand: "forbrugsforeningen", brandName: "Forbrugsforeningen", bin: "600722",
+                last4: "0004", valid: true),
             // invalid: brand still detected, no bin, no last4
             CardCase(input: "4111111111111112", brand: "visa", brandName: "Visa", bin: "", last4: "", valid: false),
             CardCase(input: "4111 1111 1", brand: "visa", brandName: "Visa", bin: "", last4: "", valid: false),
-            CardCase(input: "378282246310006", brand: "amex", brandName: "American Express", bin: "", last4: "", valid: false),
-            CardCase(input: TestLuhn.number(prefix: "9", length: 16), brand: "unknown", brandName: "Unknown", bin: "", last4: "", valid: false),
+            CardCase(
+                input: "378282246310006", brand: "amex", brandName: "American Express", bin: "", last4: "", valid: false
+            ),
+            CardCase(
+                input: TestLuhn.number(prefix: "9", length: 16), brand: "unknown", brandName: "Unknown", bin: "",
+                last4: "", valid: false),
             CardCase(input: "", brand: "unknown", brandName: "Unknown", bin: "", last4: "", valid: false),
         ]
     }()
@@ -131,7 +170,8 @@ import Testing
     }
 
     @Test func formBrandsReplaceTheContextBrands() {
-        let visaOnly = FormSchema(name: "f", fields: [field("card", .cardNumber)], brands: CardBrandTable(accepted: [.visa]))
+        let visaOnly = FormSchema(
+            name: "f", fields: [field("card", .cardNumber)], brands: CardBrandTable(accepted: [.visa]))
         let mc = validate(visaOnly, ["card": "5555555555554444"]).result("card")
         #expect(!mc.isValid)
         #expect(mc.state["cardBrand"] == .string("unknown"))
@@ -201,10 +241,12 @@ import Testing
     }
 
     @Test func stateCarriesTheRequiredFlags() {
-        let form = FormSchema(name: "f", fields: [
-            field("a", .none) { $0.isRequired = true },
-            field("b", .none) { $0.isRequiredValidOnly = true },
-        ])
+        let form = FormSchema(
+            name: "f",
+            fields: [
+                field("a", .none) { $0.isRequired = true },
+                field("b", .none) { $0.isRequiredValidOnly = true },
+            ])
         let v = validate(form, ["a": "x", "b": "y"])
         #expect(v.result("a").state["isRequired"]?.boolValue == true)
         #expect(v.result("a").state["isRequiredValidOnly"]?.boolValue == false)
@@ -238,21 +280,24 @@ import Testing
     }
 
     @Test func longYearPatternFailsTheDefaultExpiryRule() {
-        let form = FormSchema(name: "f", fields: [field("exp", .expDate) { $0.formatPattern = FormatPattern("##/####") }])
+        let form = FormSchema(
+            name: "f", fields: [field("exp", .expDate) { $0.formatPattern = FormatPattern("##/####") }])
         let result = validate(form, ["exp": "10/2027"]).result("exp")
         #expect(result.rawText == "102027")
         #expect(result.validationErrors == ["EXPIRATION_DATE_VALIDATION_ERROR"])
     }
 
     @Test func configuredRulesReplaceTheDefaults() {
-        let form = FormSchema(name: "f", fields: [
-            field("card", .cardNumber) { $0.rules = [LengthRule(min: 20)] },
-            field("exp", .expDate) {
-                $0.formatPattern = FormatPattern("##/####")
-                $0.rules = [CardExpirationDateRule(format: .longYear)]
-            },
-            field("free", .none) { $0.rules = [] },
-        ])
+        let form = FormSchema(
+            name: "f",
+            fields: [
+                field("card", .cardNumber) { $0.rules = [LengthRule(min: 20)] },
+                field("exp", .expDate) {
+                    $0.formatPattern = FormatPattern("##/####")
+                    $0.rules = [CardExpirationDateRule(format: .longYear)]
+                },
+                field("free", .none) { $0.rules = [] },
+            ])
         let v = validate(form, ["card": "4111111111111111", "exp": "10/2027", "free": ""])
         #expect(v.result("card").validationErrors == ["LENGTH_VALIDATION_ERROR"])
         #expect(v.result("exp").isValid)
@@ -291,10 +336,12 @@ import Testing
     }
 
     @Test func cvcFollowsTheCardEvenWhenDeclaredBeforeIt() {
-        let form = FormSchema(name: "f", fields: [
-            field("cvc", .cvc) { $0.cardField = "card" },
-            field("card", .cardNumber),
-        ])
+        let form = FormSchema(
+            name: "f",
+            fields: [
+                field("cvc", .cvc) { $0.cardField = "card" },
+                field("card", .cardNumber),
+            ])
         #expect(!validate(form, ["card": "378282246310005", "cvc": "123"]).result("cvc").isValid)
         #expect(validate(form, ["card": "378282246310005", "cvc": "1234"]).result("cvc").isValid)
     }
@@ -310,17 +357,19 @@ import Testing
 
     // MARK: 1001
 
-    static let required = FormSchema(name: "pay", fields: [
-        field("card", .cardNumber) {
-            $0.isRequired = true
-            $0.isRequiredValidOnly = true
-        },
-        field("name", .cardHolderName) { $0.isRequired = true },
-        field("ssn", .ssn) { $0.isRequiredValidOnly = true },
-        field("exp", .expDate) { $0.isRequiredValidOnly = true },
-        field("note", .none),
-        field("loose", .cardHolderName),
-    ])
+    static let required = FormSchema(
+        name: "pay",
+        fields: [
+            field("card", .cardNumber) {
+                $0.isRequired = true
+                $0.isRequiredValidOnly = true
+            },
+            field("name", .cardHolderName) { $0.isRequired = true },
+            field("ssn", .ssn) { $0.isRequiredValidOnly = true },
+            field("exp", .expDate) { $0.isRequiredValidOnly = true },
+            field("note", .none),
+            field("loose", .cardHolderName),
+        ])
 
     static func extra(_ error: CloakError, _ key: String) -> [String]? {
         error.extraInfo.first { $0.key == key }?.value.arrayStrings
@@ -362,7 +411,8 @@ import Testing
     }
 
     @Test func validSubmissionHasNoInputError() {
-        let v = validate(Self.required, ["card": "4111111111111111", "name": "Joe", "ssn": "123-45-6789", "exp": "12/30"])
+        let v = validate(
+            Self.required, ["card": "4111111111111111", "name": "Joe", "ssn": "123-45-6789", "exp": "12/30"])
         #expect(v.isValid)
         #expect(v.inputError == nil)
         #expect(v.stateDocument["isValid"]?.boolValue == true)
@@ -370,16 +420,20 @@ import Testing
 
     @Test func invalidFieldsThatAreNotRequiredDoNotBlock() {
         // testSubmitInvalidNotRequiredFieldsReturnsNotNil
-        let v = validate(Self.required, [
-            "card": "4111111111111111", "name": "Joe", "ssn": "123-45-6789", "exp": "12/30", "loose": "J", "note": "",
-        ])
+        let v = validate(
+            Self.required,
+            [
+                "card": "4111111111111111", "name": "Joe", "ssn": "123-45-6789", "exp": "12/30", "loose": "J",
+                "note": "",
+            ])
         #expect(!v.result("loose").isValid)
         #expect(v.inputError == nil)
     }
 
     @Test func requiredFieldWithContentPassesEvenIfInvalid() {
         // isRequired only checks for content; validity is isRequiredValidOnly's job.
-        let v = validate(Self.required, ["card": "4111111111111111", "name": "J", "ssn": "123-45-6789", "exp": "12/30"])
+        let v = validate(
+            Self.required, ["card": "4111111111111111", "name": "J", "ssn": "123-45-6789", "exp": "12/30"])
         #expect(!v.result("name").isValid)
         #expect(v.inputError == nil)
     }

@@ -99,7 +99,8 @@ import Testing
     }
 
     @Test func emptyDividerOrPatternGivesTheRawText() {
-        #expect(FormatPattern("#### #### #### ####").outputText(raw: "4111111111111111", divider: "") == "4111111111111111")
+        #expect(
+            FormatPattern("#### #### #### ####").outputText(raw: "4111111111111111", divider: "") == "4111111111111111")
         #expect(FormatPattern("").outputText(raw: "Joe Business", divider: "-") == "Joe Business")
         #expect(FormatPattern("").outputText(raw: "", divider: "") == "")
     }
@@ -111,12 +112,14 @@ import Testing
         #expect(raw == "123456789")
         #expect(pattern.outputText(raw: raw, divider: "-") == "123-4567-89")
 
-        let form = FormSchema(name: "f", fields: [
-            field("account", .none) {
-                $0.formatPattern = FormatPattern("### #### ##")
-                $0.divider = "-"
-            }
-        ])
+        let form = FormSchema(
+            name: "f",
+            fields: [
+                field("account", .none) {
+                    $0.formatPattern = FormatPattern("### #### ##")
+                    $0.divider = "-"
+                }
+            ])
         let result = validate(form, ["account": "1234567890"]).result("account")
         #expect(result.outputText == "123-4567-89")
         #expect(result.isValid)
@@ -151,12 +154,14 @@ import Testing
     /// Reference §2: "Format pattern while typing: the detected brand's formatPattern"
     /// (`VGSTextField.updateFormatPattern` replaces the card field's pattern on every change).
     @Test func configuredCardPatternIsReplacedByTheDetectedBrandsPattern() {
-        let form = FormSchema(name: "f", fields: [
-            field("card", .cardNumber) {
-                $0.formatPattern = FormatPattern("#### #### #### ####")
-                $0.divider = "-"
-            }
-        ])
+        let form = FormSchema(
+            name: "f",
+            fields: [
+                field("card", .cardNumber) {
+                    $0.formatPattern = FormatPattern("#### #### #### ####")
+                    $0.divider = "-"
+                }
+            ])
         let visa19 = TestLuhn.number(prefix: "4", length: 19)
         let long = validate(form, ["card": visa19]).result("card")
         #expect(long.rawText == visa19)
@@ -166,7 +171,8 @@ import Testing
     }
 
     @Test func ssnAndDateFieldsUseTheirDefaultLayout() {
-        let form = FormSchema(name: "f", fields: [field("ssn", .ssn), field("dob", .date), field("name", .cardHolderName)])
+        let form = FormSchema(
+            name: "f", fields: [field("ssn", .ssn), field("dob", .date), field("name", .cardHolderName)])
         let v = validate(form, ["ssn": "123456789", "dob": "12312020", "name": "Joe Business"])
         #expect(v.result("ssn").outputText == "123-45-6789")
         #expect(v.result("dob").outputText == "12/31/2020")

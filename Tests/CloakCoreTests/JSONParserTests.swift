@@ -75,14 +75,15 @@ private func nested(_ depth: Int, open: String = "[", close: String = "]", inner
 
     // MARK: hostile input
 
-    @Test(arguments: [
-        [0x22, 0xFF, 0x22],  // never valid in UTF-8
-        [0x22, 0xC0, 0xAF, 0x22],  // overlong "/"
-        [0x22, 0xED, 0xA0, 0x80, 0x22],  // UTF-8 encoded surrogate U+D800
-        [0x22, 0xE2, 0x82, 0x22],  // truncated three-byte sequence
-        [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22],  // beyond U+10FFFF
-        [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x31, 0x7D, 0x80],  // stray continuation byte after a valid document
-    ] as [[UInt8]])
+    @Test(
+        arguments: [
+            [0x22, 0xFF, 0x22],  // never valid in UTF-8
+            [0x22, 0xC0, 0xAF, 0x22],  // overlong "/"
+            [0x22, 0xED, 0xA0, 0x80, 0x22],  // UTF-8 encoded surrogate U+D800
+            [0x22, 0xE2, 0x82, 0x22],  // truncated three-byte sequence
+            [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22],  // beyond U+10FFFF
+            [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x31, 0x7D, 0x80],  // stray continuation byte after a valid document
+        ] as [[UInt8]])
     func rejectsInvalidUTF8(bytes: [UInt8]) {
         #expect(parseError(bytes)?.reason == .invalidUTF8)
     }
@@ -159,14 +160,18 @@ private func nested(_ depth: Int, open: String = "[", close: String = "]", inner
         #expect(parseError(text)?.reason == .invalidNumber)
     }
 
-    @Test(arguments: ["+1", ".5", "NaN", "Infinity", "-Infinity", "0x10", "'a'", "True", "nulL", "{,}", "[1,]",
-        #"{"a" 1}"#, "{1:2}", #"{"a":1,}"#, "[,1]", #"{"a":1 "b":2}"#, "[1 2]", "undefined"])
+    @Test(arguments: [
+        "+1", ".5", "NaN", "Infinity", "-Infinity", "0x10", "'a'", "True", "nulL", "{,}", "[1,]",
+        #"{"a" 1}"#, "{1:2}", #"{"a":1,}"#, "[,1]", #"{"a":1 "b":2}"#, "[1 2]", "undefined",
+    ])
     func rejectsOtherMalformedDocuments(text: String) {
         #expect(parseError(text) != nil)
     }
 
     @Test func errorDescriptionsNeverQuoteTheDocument() {
-        for text in [#"{"card": 4111111111111111x}"#, #"{"card": "4111111111111111"#, #"{"card": "4111111111111111\q"}"#] {
+        for text in [
+            #"{"card": 4111111111111111x}"#, #"{"card": "4111111111111111"#, #"{"card": "4111111111111111\q"}"#,
+        ] {
             let error = parseError(text)
             #expect(error != nil)
             #expect(!(error?.description.contains("4111") ?? true))

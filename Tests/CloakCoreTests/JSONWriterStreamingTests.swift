@@ -20,11 +20,16 @@ import Testing
         writer.endObject()
         writer.member("text", "line\nbreak")
         writer.endObject()
-        #expect(writer.string == #"{"flag":true,"count":-42,"dynamic \"name\"":{"list":["a","b\"c"]},"text":"line\nbreak"}"#)
-        #expect(try JSONParser().parse(writer.bytes) == .object([
-            ("flag", .bool(true)), ("count", .number("-42")), ("dynamic \"name\"", .object([("list", .array([.string("a"), .string("b\"c")]))])),
-            ("text", .string("line\nbreak")),
-        ]))
+        #expect(
+            writer.string == #"{"flag":true,"count":-42,"dynamic \"name\"":{"list":["a","b\"c"]},"text":"line\nbreak"}"#
+        )
+        #expect(
+            try JSONParser().parse(writer.bytes)
+                == .object([
+                    ("flag", .bool(true)), ("count", .number("-42")),
+                    ("dynamic \"name\"", .object([("list", .array([.string("a"), .string("b\"c")]))])),
+                    ("text", .string("line\nbreak")),
+                ]))
     }
 
     @Test(arguments: ["4111", "", "quote\"d", "back\\slash", "tab\there", "é"])

@@ -59,8 +59,10 @@ import Testing
     @Test func byteMaskingAgreesWithCharacterMasking() throws {
         let masks = [
             Self.phoneMask,
-            InputMask([.pattern(try RegexPattern("[a-zA-Z]")), .literal("-"), .pattern(try RegexPattern("[^x]")),
-                       .pattern(try RegexPattern(#"\s"#)), .literal(" ")]),
+            InputMask([
+                .pattern(try RegexPattern("[a-zA-Z]")), .literal("-"), .pattern(try RegexPattern("[^x]")),
+                .pattern(try RegexPattern(#"\s"#)), .literal(" "),
+            ]),
             InputMask([.literal("\n"), .pattern(try RegexPattern("."))]),
             InputMask([.pattern(try RegexPattern("[0-9]")), .literal("\r\n"), .pattern(try RegexPattern("[0-9]"))]),
             InputMask([.literal("é"), .pattern(try RegexPattern(#"\d"#))]),  // no byte plan: a literal is not ASCII
@@ -69,10 +71,14 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         for mask in masks {
             for _ in 0..<2_000 {
-                let input = (0..<Int.random(in: 0...16, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+                let input = (0..<Int.random(in: 0...16, using: &generator)).map { _ in
+                    alphabet.randomElement(using: &generator)!
+                }.joined()
                 let bytes = mask.apply(input)
                 let characters = mask.applyByCharacter(input)
-                #expect(bytes.value == characters.value && bytes.isComplete == characters.isComplete, "\(Array(input.utf8))")
+                #expect(
+                    bytes.value == characters.value && bytes.isComplete == characters.isComplete, "\(Array(input.utf8))"
+                )
             }
         }
     }
@@ -103,13 +109,15 @@ import Testing
 
     // MARK: through a field
 
-    static let form = FormSchema(name: "f", fields: [
-        field("phone", .none) {
-            $0.mask = MaskTests.phoneMask
-            $0.transform = MaskTests.phoneTransform
-        },
-        field("masked", .none) { $0.mask = MaskTests.phoneMask },
-    ])
+    static let form = FormSchema(
+        name: "f",
+        fields: [
+            field("phone", .none) {
+                $0.mask = MaskTests.phoneMask
+                $0.transform = MaskTests.phoneTransform
+            },
+            field("masked", .none) { $0.mask = MaskTests.phoneMask },
+        ])
 
     @Test(arguments: ["(555)123-4567", "5551234567"])
     func maskedAndTransformedFieldSendsTheDigits(input: String) {

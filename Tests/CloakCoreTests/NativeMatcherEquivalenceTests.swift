@@ -50,7 +50,9 @@ import Testing
             for s in nonDigitSuffixes { out.append(p + s) }
             out.append("x" + p)
         }
-        for p in ["65003", "65004", "65005", "65040", "65048", "65053", "65097", "41750", "63900", "67000", "22210", "27200"] {
+        for p in [
+            "65003", "65004", "65005", "65040", "65048", "65053", "65097", "41750", "63900", "67000", "22210", "27200",
+        ] {
             for s in nonDigitSuffixes + ["4", "44"] {
                 out.append(p + s)
                 out.append(p + s + "1")
@@ -79,7 +81,9 @@ import Testing
         for s in Self.brandCorpus {
             let native = model.matcher.matches(s)
             let icu = model.matcher.regex.icuWholeMatch(s)
-            if native != icu, mismatches.count < 10 { mismatches.append("\(s.debugDescription): native \(native), ICU \(icu)") }
+            if native != icu, mismatches.count < 10 {
+                mismatches.append("\(s.debugDescription): native \(native), ICU \(icu)")
+            }
         }
         #expect(mismatches.isEmpty, "\(brand): \(mismatches.joined(separator: "; "))")
     }
@@ -87,7 +91,8 @@ import Testing
     /// Detection (first match in the SDK order, on the byte path) equals "first ICU match".
     @Test func detectionAgreesWithFirstICUMatchInOrder() {
         let neighbours = Self.brandNeighbourhoods.enumerated().filter { $0.offset % 3 == 0 }.map(\.element)
-        let corpus = Array(Self.allShortDigitStrings.prefix(11_110)) + neighbours
+        let corpus =
+            Array(Self.allShortDigitStrings.prefix(11_110)) + neighbours
             + Self.brandNonDigitInputs + Array(Self.randomLongDigitStrings.prefix(2_000))
         var mismatches: [String] = []
         for s in corpus {
@@ -125,16 +130,17 @@ import Testing
         var rng = SeededGenerator(seed: 0xF1E1D)
         return (0..<20_000).map { _ in
             let n = Int.random(in: 5...12, using: &rng)
-            return String((0..<n).map { _ -> Character in
-                let r = Int.random(in: 0..<100, using: &rng)
-                switch r {
-                case 0..<60: return digits.randomElement(using: &rng)!
-                case 60..<70: return "/"
-                case 70..<76: return "-"
-                case 76..<82: return " "
-                default: return extendedCharacters.randomElement(using: &rng)!
-                }
-            })
+            return String(
+                (0..<n).map { _ -> Character in
+                    let r = Int.random(in: 0..<100, using: &rng)
+                    switch r {
+                    case 0..<60: return digits.randomElement(using: &rng)!
+                    case 60..<70: return "/"
+                    case 70..<76: return "-"
+                    case 76..<82: return " "
+                    default: return extendedCharacters.randomElement(using: &rng)!
+                    }
+                })
         }
     }()
 
@@ -203,7 +209,9 @@ import Testing
         for s in Self.fieldCorpus + Self.asciiPairs {
             let fast = pattern.wholeMatch(s)
             let icu = pattern.icuWholeMatch(s)
-            if fast != icu, mismatches.count < 10 { mismatches.append("\(s.debugDescription): native \(fast), ICU \(icu)") }
+            if fast != icu, mismatches.count < 10 {
+                mismatches.append("\(s.debugDescription): native \(fast), ICU \(icu)")
+            }
             if let decided = native.wholeMatch(s), decided != icu, mismatches.count < 10 {
                 mismatches.append("\(s.debugDescription): NativePattern \(decided), ICU \(icu)")
             }
@@ -218,7 +226,9 @@ import Testing
         for s in Self.asciiPairs + Array(Self.exhaustiveFieldStrings.prefix(8_421)) {
             let fast = pattern.wholeMatch(s)
             let icu = pattern.icuWholeMatch(s)
-            if fast != icu, mismatches.count < 10 { mismatches.append("\(s.debugDescription): native \(fast), ICU \(icu)") }
+            if fast != icu, mismatches.count < 10 {
+                mismatches.append("\(s.debugDescription): native \(fast), ICU \(icu)")
+            }
         }
         #expect(mismatches.isEmpty, "\(source): \(mismatches.joined(separator: "; "))")
     }
@@ -233,7 +243,8 @@ import Testing
     @Test(arguments: transformSources)
     func transformNativeClassAgreesWithICU(source: String) throws {
         guard let pattern = try? RegexPattern(source) else { return }  // ICU refuses it: nothing to compare
-        let inputs = Self.asciiPairs.filter { $0.count <= 2 } + Self.mutatedExamples.prefix(3_000)
+        let inputs =
+            Self.asciiPairs.filter { $0.count <= 2 } + Self.mutatedExamples.prefix(3_000)
             + ["(555)123-4567", "a:b:c", "digit 1", "x-y.z", "tab\there", "[brackets]", "é(1)"]
         var mismatches: [String] = []
         for template in ["", "x", "--"] {
@@ -241,7 +252,8 @@ import Testing
                 let fast = pattern.replacingMatches(in: s, with: template)
                 let icu = pattern.icuReplacingMatches(in: s, with: template)
                 if fast != icu, mismatches.count < 10 {
-                    mismatches.append("\(s.debugDescription) → native \(fast.debugDescription), ICU \(icu.debugDescription)")
+                    mismatches.append(
+                        "\(s.debugDescription) → native \(fast.debugDescription), ICU \(icu.debugDescription)")
                 }
             }
         }

@@ -39,7 +39,8 @@ import Testing
         var rng = SeededGenerator(seed: 0x5C2B)
         let alphabet = Array("0123456789 -./_ab")
         for _ in 0..<2_000 {
-            let text = String((0..<Int.random(in: 0...40, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+            let text = String(
+                (0..<Int.random(in: 0...40, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
             let out = Redaction.scrub(text)
             let digits = out.filter(\.isNumber)
             var longest = 0

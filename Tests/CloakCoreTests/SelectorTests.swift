@@ -20,12 +20,15 @@ import Testing
         #expect(try JSONPath(text).steps == steps)
     }
 
-    @Test(arguments: ["", "a.b", "$", "$.", "$..", "$..*", "$[", "$[x]", "$[-1]", "$[1234567890]", "$.a[", "$a", "$['a'"])
+    @Test(arguments: [
+        "", "a.b", "$", "$.", "$..", "$..*", "$[", "$[x]", "$[-1]", "$[1234567890]", "$.a[", "$a", "$['a'",
+    ])
     func refusesWithAClearError(text: String) {
         #expect(throws: SelectorError.self) { try JSONPath(text) }
     }
 
-    static let document = try! JSONParser().parse(#"""
+    static let document = try! JSONParser().parse(
+        #"""
         {"payment":{"card_number":"4111111111111111","cvc":123},
          "items":[{"pan":"5555555555554444"},{"x":{"pan":"4000056655665556"}}],
          "a.b":"dotted","pan":"top"}
@@ -53,14 +56,17 @@ import Testing
         let selection = try #require(try JSONSelection.select(paths, in: Self.body))
         #expect(selection.matches.map(\.text.value) == ["4111111111111111", "123"])
         let redacted = selection.rewrite(["4111119876541111", "tok_sandbox_abc"])
-        #expect(String(decoding: redacted, as: UTF8.self)
-            == #"{"payment":{"card_number":"4111119876541111","cvc":"tok_sandbox_abc","amount":10},"note":"x"}"#)
+        #expect(
+            String(decoding: redacted, as: UTF8.self)
+                == #"{"payment":{"card_number":"4111119876541111","cvc":"tok_sandbox_abc","amount":10},"note":"x"}"#)
         let again = try #require(try JSONSelection.select(paths, in: redacted))
-        let revealed = again.rewrite(again.matches.map { $0.text.value == "4111119876541111" ? "4111111111111111" : "123" })
+        let revealed = again.rewrite(
+            again.matches.map { $0.text.value == "4111119876541111" ? "4111111111111111" : "123" })
         // A number aliased in a non-numeric format comes back as the same digits in a string;
         // one aliased in a numeric format stays a number (numbersStayNumbersWhenTheirReplacementIsOne).
-        #expect(String(decoding: revealed, as: UTF8.self)
-            == #"{"payment":{"card_number":"4111111111111111","cvc":"123","amount":10},"note":"x"}"#)
+        #expect(
+            String(decoding: revealed, as: UTF8.self)
+                == #"{"payment":{"card_number":"4111111111111111","cvc":"123","amount":10},"note":"x"}"#)
     }
 
     @Test func aBodyWithNothingSelectedIsNotASelection() throws {
@@ -68,14 +74,19 @@ import Testing
     }
 
     @Test func numbersStayNumbersWhenTheirReplacementIsOne() throws {
-        let selection = try #require(try JSONSelection.select([try JSONPath("$.n")], in: Array(#"{"n":4111111111111111}"#.utf8)))
+        let selection = try #require(
+            try JSONSelection.select([try JSONPath("$.n")], in: Array(#"{"n":4111111111111111}"#.utf8)))
         #expect(String(decoding: selection.rewrite(["4111119876541111"]), as: UTF8.self) == #"{"n":4111119876541111}"#)
         #expect(String(decoding: selection.rewrite(["tok_x"]), as: UTF8.self) == #"{"n":"tok_x"}"#)
     }
 
-    @Test(arguments: [#"{"p":{"card":{"n":1}}}"#, #"{"p":{"card":[1]}}"#, #"{"p":{"card":null}}"#, #"{"p":{"card":true}}"#])
+    @Test(arguments: [
+        #"{"p":{"card":{"n":1}}}"#, #"{"p":{"card":[1]}}"#, #"{"p":{"card":null}}"#, #"{"p":{"card":true}}"#,
+    ])
     func objectsArraysNullsAndBooleansAreRefusedByPath(json: String) throws {
-        let error = try #require(throws: CloakError.self) { try JSONSelection.select([try JSONPath("$.p.card")], in: Array(json.utf8)) }
+        let error = try #require(throws: CloakError.self) {
+            try JSONSelection.select([try JSONPath("$.p.card")], in: Array(json.utf8))
+        }
         #expect(error.code == .malformedRequest && error.message.contains("$.p.card"))
     }
 
@@ -87,7 +98,8 @@ import Testing
     }
 
     @Test func twoPathsToOneValueSelectItOnce() throws {
-        let selection = try #require(try JSONSelection.select([try JSONPath("$.a"), try JSONPath("$..a")], in: Array(#"{"a":"v"}"#.utf8)))
+        let selection = try #require(
+            try JSONSelection.select([try JSONPath("$.a"), try JSONPath("$..a")], in: Array(#"{"a":"v"}"#.utf8)))
         #expect(selection.matches.count == 1)
     }
 }
@@ -113,12 +125,13 @@ import Testing
         #expect(throws: CloakError.self) { try FormSelection.select(["card[number]"], in: Array(body.utf8)) }
     }
 
-    @Test(arguments: [
-        ("application/json", SelectableBody.json), ("Application/JSON; charset=utf-8", .json),
-        ("application/vnd.api+json", .json), ("application/x-www-form-urlencoded", .form),
-        ("application/x-www-form-urlencoded;charset=UTF-8", .form), ("text/plain", .other), (nil, .other),
-        ("application/jsonx", .other),
-    ] as [(String?, SelectableBody)])
+    @Test(
+        arguments: [
+            ("application/json", SelectableBody.json), ("Application/JSON; charset=utf-8", .json),
+            ("application/vnd.api+json", .json), ("application/x-www-form-urlencoded", .form),
+            ("application/x-www-form-urlencoded;charset=UTF-8", .form), ("text/plain", .other), (nil, .other),
+            ("application/jsonx", .other),
+        ] as [(String?, SelectableBody)])
     func contentTypesDecideWhichSelectorsApply(contentType: String?, kind: SelectableBody) {
         #expect(SelectableBody(contentType: contentType) == kind)
     }

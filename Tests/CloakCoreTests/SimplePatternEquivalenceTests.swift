@@ -1,5 +1,6 @@
-@testable import CloakCore
 import Testing
+
+@testable import CloakCore
 
 /// The native matchers for configured regexes (simple atom sequences and character-class
 /// transforms) must answer exactly as ICU does.
@@ -18,8 +19,10 @@ import Testing
             level = level.flatMap { prefix in alphabet.map { prefix + String($0) } }
             out += level
         }
-        out += ["5551234567", "555123456", "55512345678", "AB123", "ab123", "(555)123-4567", "9999", "1234567890\n",
-                "aaaa", "abcx", "0123456789abcdef0", String(repeating: "7", count: 17), String(repeating: "7", count: 18)]
+        out += [
+            "5551234567", "555123456", "55512345678", "AB123", "ab123", "(555)123-4567", "9999", "1234567890\n",
+            "aaaa", "abcx", "0123456789abcdef0", String(repeating: "7", count: 17), String(repeating: "7", count: 18),
+        ]
         return out
     }()
 
@@ -43,8 +46,10 @@ import Testing
         #expect(NativeCharacterClass(source: pattern) != nil)
         for input in Self.corpus.prefix(3000) + ["(555) 123-4567", "a.b-c d", "ünïcode-(x)"] {
             for template in ["", "_", "--"] {
-                #expect(regex.replacingMatches(in: input, with: template) == regex.icuReplacingMatches(in: input, with: template),
-                        "\(pattern) on \(input.debugDescription) with \(template.debugDescription)")
+                #expect(
+                    regex.replacingMatches(in: input, with: template)
+                        == regex.icuReplacingMatches(in: input, with: template),
+                    "\(pattern) on \(input.debugDescription) with \(template.debugDescription)")
             }
         }
     }

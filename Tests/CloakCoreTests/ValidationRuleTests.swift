@@ -81,7 +81,9 @@ import Testing
 
     // MARK: ABA routing number
 
-    @Test(arguments: ["011000015", "021000021", "011401533", "091000019", "111000025", "122105278", "026009593", "000000000"])
+    @Test(arguments: [
+        "011000015", "021000021", "011401533", "091000019", "111000025", "122105278", "026009593", "000000000",
+    ])
     func abaRoutingNumberWithValidChecksumPasses(number: String) {
         #expect(ABARoutingNumberRule().validate(number, in: fixedContext))
     }
@@ -100,14 +102,18 @@ import Testing
         let rules: [any ValidationRule] = [
             PatternRule(pattern: try RegexPattern(#"\d*$"#)), LengthMatchRule(lengths: [3, 4]), LengthRule(max: 1),
         ]
-        #expect(validationErrors(of: "1a", rules: rules, in: fixedContext)
-            == ["PATTERN_VALIDATION_ERROR", "LENGTH_RANGE_MATCH_VALIDATION_ERROR", "LENGTH_VALIDATION_ERROR"])
+        #expect(
+            validationErrors(of: "1a", rules: rules, in: fixedContext)
+                == ["PATTERN_VALIDATION_ERROR", "LENGTH_RANGE_MATCH_VALIDATION_ERROR", "LENGTH_VALIDATION_ERROR"])
         #expect(validationErrors(of: "123", rules: rules, in: fixedContext) == ["LENGTH_VALIDATION_ERROR"])
         #expect(validationErrors(of: "1", rules: [], in: fixedContext).isEmpty)
     }
 
     @Test func duplicateErrorsAreAllReported() throws {
         let rules: [any ValidationRule] = [LengthRule(min: 3), LengthRule(min: 4)]
-        #expect(validationErrors(of: "1", rules: rules, in: fixedContext) == ["LENGTH_VALIDATION_ERROR", "LENGTH_VALIDATION_ERROR"])
+        #expect(
+            validationErrors(of: "1", rules: rules, in: fixedContext) == [
+                "LENGTH_VALIDATION_ERROR", "LENGTH_VALIDATION_ERROR",
+            ])
     }
 }

@@ -32,9 +32,11 @@ struct CertificateAuthorityTests {
         let leaf = try ca.issue(host: host)
         try Data(leaf.certificateChainPEM).write(to: URL(fileURLWithPath: "\(d)/leaf.pem"))
         let check = host.contains(":") || host.first!.isNumber ? ["-verify_ip", host] : ["-verify_hostname", host]
-        let (status, text) = try openssl(["verify", "-CAfile", "ca.pem", "-purpose", "sslserver"] + check + ["leaf.pem"], in: d)
+        let (status, text) = try openssl(
+            ["verify", "-CAfile", "ca.pem", "-purpose", "sslserver"] + check + ["leaf.pem"], in: d)
         #expect(status == 0, "\(text)")
-        let (other, _) = try openssl(["verify", "-CAfile", "ca.pem", "-verify_hostname", "evil.example", "leaf.pem"], in: d)
+        let (other, _) = try openssl(
+            ["verify", "-CAfile", "ca.pem", "-verify_hostname", "evil.example", "leaf.pem"], in: d)
         #expect(other != 0)
     }
 
@@ -55,7 +57,9 @@ struct CertificateAuthorityTests {
         defer { try? FileManager.default.removeItem(atPath: d) }
         _ = try CertificateAuthority.loadOrCreate(certificate: "\(d)/ca.pem", key: "\(d)/ca-key.pem")
         try FileManager.default.removeItem(atPath: "\(d)/ca-key.pem")
-        #expect(throws: CryptoError.self) { try CertificateAuthority.loadOrCreate(certificate: "\(d)/ca.pem", key: "\(d)/ca-key.pem") }
+        #expect(throws: CryptoError.self) {
+            try CertificateAuthority.loadOrCreate(certificate: "\(d)/ca.pem", key: "\(d)/ca-key.pem")
+        }
         #expect(!FileManager.default.fileExists(atPath: "\(d)/ca-key.pem"), "a lost key is never silently replaced")
     }
 
@@ -92,7 +96,8 @@ struct CertificateAuthorityFileTests {
             let d = try madeCA()
             defer { try? FileManager.default.removeItem(atPath: d) }
             let before = FileManager.default.contents(atPath: "\(d)/ca.pem")
-            try Data("-----BEGIN GARBAGE-----\n\u{0}\u{1}not pem at all\n".utf8).write(to: URL(fileURLWithPath: "\(d)/\(file)"))
+            try Data("-----BEGIN GARBAGE-----\n\u{0}\u{1}not pem at all\n".utf8).write(
+                to: URL(fileURLWithPath: "\(d)/\(file)"))
             // The key owner-only, so its content is what is refused (not its mode).
             if file == "ca-key.pem" { #expect(chmod("\(d)/ca-key.pem", 0o600) == 0) }
             let error = try #require(loadError(d), "\(file)")
@@ -117,7 +122,8 @@ struct CertificateAuthorityFileTests {
         let d = try madeCA()
         defer { try? FileManager.default.removeItem(atPath: d) }
         let (status, text) = try helper.openssl(
-            ["pkey", "-in", "ca-key.pem", "-aes256", "-passout", "pass:secret-passphrase", "-out", "encrypted.pem"], in: d)
+            ["pkey", "-in", "ca-key.pem", "-aes256", "-passout", "pass:secret-passphrase", "-out", "encrypted.pem"],
+            in: d)
         #expect(status == 0, "\(text)")
         try FileManager.default.removeItem(atPath: "\(d)/ca-key.pem")
         try FileManager.default.moveItem(atPath: "\(d)/encrypted.pem", toPath: "\(d)/ca-key.pem")
@@ -137,7 +143,8 @@ struct CertificateAuthorityFileTests {
         #expect(chmod(key, mode_t(mode)) == 0)
         let error = try #require(loadError(d))
         #expect(error.contains("\(key) is"), "\(error)")
-        #expect(error.contains("by group or others (mode 0\(String(mode, radix: 8))); run chmod 600 \(key)"), "\(error)")
+        #expect(
+            error.contains("by group or others (mode 0\(String(mode, radix: 8))); run chmod 600 \(key)"), "\(error)")
         #expect(chmod(key, 0o600) == 0)
         #expect(chmod("\(d)/ca.pem", 0o644) == 0)
         #expect(loadError(d) == nil)

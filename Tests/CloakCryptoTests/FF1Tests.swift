@@ -1,6 +1,7 @@
-@testable import CloakCrypto
 import Foundation
 import Testing
+
+@testable import CloakCrypto
 
 struct FF1Vector: Decodable, Sendable, CustomTestStringConvertible {
     let sample: Int
@@ -77,7 +78,9 @@ func hex(_ s: String) -> [UInt8] {
                     let plain = (0..<length).map { _ in UInt8.random(in: 0..<UInt8(radix), using: &generator) }
                     let tweak = SecureRandom.bytes(Int.random(in: 0...40))
                     let word = try ff1.run(plain, tweak: tweak, decrypting: false)
-                    #expect(word == (try ff1.run(plain, tweak: tweak, decrypting: false, words: false)), "radix \(radix) length \(length)")
+                    #expect(
+                        word == (try ff1.run(plain, tweak: tweak, decrypting: false, words: false)),
+                        "radix \(radix) length \(length)")
                     #expect(try ff1.run(word, tweak: tweak, decrypting: true) == plain)
                     #expect(try ff1.run(word, tweak: tweak, decrypting: true, words: false) == plain)
                 }
@@ -112,9 +115,9 @@ func hex(_ s: String) -> [UInt8] {
     }
 
     @Test func byteLengthMatchesTheStandard() {
-        #expect(FF1.byteLength(numerals: 5, radix: 10) == 3)   // ⌈⌈5·3.32⌉/8⌉ = ⌈17/8⌉
+        #expect(FF1.byteLength(numerals: 5, radix: 10) == 3)  // ⌈⌈5·3.32⌉/8⌉ = ⌈17/8⌉
         #expect(FF1.byteLength(numerals: 10, radix: 36) == 7)  // ⌈52/8⌉
-        #expect(FF1.byteLength(numerals: 8, radix: 16) == 4)   // exactly 32 bits
+        #expect(FF1.byteLength(numerals: 8, radix: 16) == 4)  // exactly 32 bits
         #expect(FF1.byteLength(numerals: 9, radix: 2) == 2)
     }
 }

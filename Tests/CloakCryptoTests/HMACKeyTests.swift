@@ -13,8 +13,10 @@ import Testing
     // RFC 4231 test cases 2 and 1.
     static let jefe = HMACKey(SymmetricKey(Array("Jefe".utf8)))
     static let jefeMAC = hex("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
-    static let case1 = (key: [UInt8](repeating: 0x0B, count: 20), data: Array("Hi There".utf8),
-                        mac: hex("b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"))
+    static let case1 = (
+        key: [UInt8](repeating: 0x0B, count: 20), data: Array("Hi There".utf8),
+        mac: hex("b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
+    )
 
     @Test func givesTheRFCMACsAgainAndAgain() {
         for _ in 0..<3 {
@@ -28,7 +30,8 @@ import Testing
     @Test func oneKeyServesManyThreadsAtOnce() {
         let wrong = Atomic<Int>(0)
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
-            for _ in 0..<2_000 where Self.jefe.authenticate(Array("what do ya want for nothing?".utf8)) != Self.jefeMAC {
+            for _ in 0..<2_000 where Self.jefe.authenticate(Array("what do ya want for nothing?".utf8)) != Self.jefeMAC
+            {
                 wrong.add(1, ordering: .relaxed)
             }
         }

@@ -1,6 +1,7 @@
-@testable import CloakCrypto
 import Foundation
 import Testing
+
+@testable import CloakCrypto
 
 /// A fresh folder under the system's temporary directory, removed by `remove()`.
 private struct ScratchFolder {
@@ -28,7 +29,9 @@ private func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: 
         #expect(mode(folder.path + "/keys") == 0o700)
 
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
-        let error = try #require(throws: KeyRing.Error.self) { try KeyRing.generate().write(path: path, replace: false) }
+        let error = try #require(throws: KeyRing.Error.self) {
+            try KeyRing.generate().write(path: path, replace: false)
+        }
         #expect(error.description.contains("already exists"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the existing key file was changed")
     }
@@ -78,14 +81,24 @@ private func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: 
         #expect(try AESGCM.open(box, key: loaded.key(id: "k2")!.encryptionKey, associatedData: [9]) == [1, 2, 3])
     }
 
-    @Test(arguments: [
-        ("missing", nil),
-        ("not json", "hello"),
-        ("wrong format", #"{"format":2,"current":"k1","fingerprint_key":"","keys":[]}"#),
-        ("current not a key", #"{"format":1,"current":"k9","fingerprint_key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","keys":[{"id":"k1","created_at":"2024-01-01T00:00:00Z","secret":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}]}"#),
-        ("short secret", #"{"format":1,"current":"k1","fingerprint_key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","keys":[{"id":"k1","created_at":"2024-01-01T00:00:00Z","secret":"AAAA"}]}"#),
-        ("duplicate ids", #"{"format":1,"current":"k1","fingerprint_key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","keys":[{"id":"k1","created_at":"2024-01-01T00:00:00Z","secret":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},{"id":"k1","created_at":"2024-01-01T00:00:00Z","secret":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}]}"#),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("missing", nil),
+            ("not json", "hello"),
+            ("wrong format", #"{"format":2,"current":"k1","fingerprint_key":"","keys":[]}"#),
+            (
+                "current not a key",
+                #"{"format":1,"current":"k9","fingerprint_key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","keys":[{"id":"k1","created_at":"2024-01-01T00:00:00Z","secret":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}]}"#
+            ),
+            (
+                "short secret",
+                #"{"format":1,"current":"k1","fingerprint_key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","keys":[{"id":"k1","created_at":"2024-01-01T00:00:00Z","secret":"AAAA"}]}"#
+            ),
+            (
+                "duplicate ids",
+                #"{"format":1,"current":"k1","fingerprint_key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","keys":[{"id":"k1","created_at":"2024-01-01T00:00:00Z","secret":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},{"id":"k1","created_at":"2024-01-01T00:00:00Z","secret":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}]}"#
+            ),
+        ] as [(String, String?)])
     func loadRejectsBrokenFiles(_ name: String, _ contents: String?) throws {
         let folder = ScratchFolder()
         defer { folder.remove() }
@@ -273,7 +286,8 @@ private func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: 
                 for secret in secrets {
                     #expect(!text.lowercased().contains(hexString(secret)), "hex key bytes in \(text)")
                     #expect(!text.contains(Data(secret).base64EncodedString()), "base64 key bytes in \(text)")
-                    #expect(!text.contains(secret.map(String.init).joined(separator: ", ")), "decimal key bytes in \(text)")
+                    #expect(
+                        !text.contains(secret.map(String.init).joined(separator: ", ")), "decimal key bytes in \(text)")
                 }
             }
             #expect("\(ring.fingerprintKey)" == "SymmetricKey(256 bits, redacted)")

@@ -1,7 +1,8 @@
-@testable import CloakHTTP
 import CloakTesting
 import Foundation
 import Testing
+
+@testable import CloakHTTP
 
 /// The loop's own `Date` header text, against Foundation's formatter and on the wire.
 @Suite struct HTTPDateTests {
@@ -48,7 +49,9 @@ import Testing
         date.update(to: 784_111_777)
         #expect(date.cString == first)
         date.update(to: 784_111_778)
-        #expect(String(decoding: date.cString.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self) == "Sun, 06 Nov 1994 08:49:38 GMT")
+        #expect(
+            String(decoding: date.cString.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                == "Sun, 06 Nov 1994 08:49:38 GMT")
     }
 
     @Test func answersCarryOneDateAndKeepTheHandlersOwn() throws {

@@ -1,13 +1,16 @@
-@testable import CloakHTTP
 import CloakTesting
 import Foundation
 import Synchronization
 import Testing
 
+@testable import CloakHTTP
+
 /// The bare server with a trivial handler: what reaches a handler, and what never does.
 @Suite struct HTTPServerTests {
-    static func start(_ configuration: HTTPServerConfiguration = .init(port: 0, threads: 2),
-                      handler: @escaping HTTPHandler) throws -> HTTPServer {
+    static func start(
+        _ configuration: HTTPServerConfiguration = .init(port: 0, threads: 2),
+        handler: @escaping HTTPHandler
+    ) throws -> HTTPServer {
         var c = configuration
         c.port = 0
         let server = try HTTPServer(configuration: c, handler: handler)
@@ -57,10 +60,14 @@ import Testing
     @Test func bindingAnAddressInUseWithoutReusePortFailsClearly() throws {
         // An address that cannot be bound (not local) is an error, not a crash.
         #expect(throws: HTTPServerError.self) {
-            _ = try HTTPServer(configuration: .init(host: "192.0.2.1", port: 0, threads: 1)) { _ in HTTPResponse(status: 200) }
+            _ = try HTTPServer(configuration: .init(host: "192.0.2.1", port: 0, threads: 1)) { _ in
+                HTTPResponse(status: 200)
+            }
         }
         #expect(throws: HTTPServerError.self) {
-            _ = try HTTPServer(configuration: .init(host: "not-an-ip", port: 0, threads: 1)) { _ in HTTPResponse(status: 200) }
+            _ = try HTTPServer(configuration: .init(host: "not-an-ip", port: 0, threads: 1)) { _ in
+                HTTPResponse(status: 200)
+            }
         }
     }
 
@@ -91,7 +98,8 @@ import Testing
         let server = try Self.start { _ in HTTPResponse(status: 200) }
         defer { server.shutdown() }
         let client = try RawHTTPClient(port: server.port)
-        try client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+        try client.send(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
         let r = try client.readResponse()
         #expect(r.status == 400)
     }

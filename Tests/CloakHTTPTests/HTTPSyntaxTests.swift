@@ -1,5 +1,6 @@
-@testable import CloakHTTP
 import Testing
+
+@testable import CloakHTTP
 
 /// Header names and values as the server and the upstream client check them, without sockets.
 @Suite struct HTTPSyntaxTests {

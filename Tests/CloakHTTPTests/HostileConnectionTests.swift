@@ -1,14 +1,17 @@
-@testable import CloakHTTP
 import CloakTesting
 import Foundation
 import Synchronization
 import Testing
 
+@testable import CloakHTTP
+
 /// Connections an attacker holds open without a token: slow heads, slow bodies, silent sockets,
 /// malformed header names, resets mid-answer. Each test polls for the state it expects.
 @Suite struct HostileConnectionTests {
-    static func start(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in },
-                      handler: @escaping HTTPHandler = { _ in .json(200, Array("{}".utf8)) }) throws -> HTTPServer {
+    static func start(
+        _ tweak: (inout HTTPServerConfiguration) -> Void = { _ in },
+        handler: @escaping HTTPHandler = { _ in .json(200, Array("{}".utf8)) }
+    ) throws -> HTTPServer {
         var c = HTTPServerConfiguration(port: 0, threads: 1)
         tweak(&c)
         let server = try HTTPServer(configuration: c, handler: handler)
@@ -19,7 +22,9 @@ import Testing
     /// Defect 5: a head dripped one byte at a time is cut off at `header_timeout_s`, although
     /// every byte arrives well within the idle timeout.
     @Test func aDrippedHeadIsClosedAtTheHeaderTimeout() throws {
-        let server = try Self.start { $0.headerTimeoutSeconds = 1; $0.idleTimeoutSeconds = 30 }
+        let server = try Self.start {
+            $0.headerTimeoutSeconds = 1; $0.idleTimeoutSeconds = 30
+        }
         defer { server.shutdown() }
         let client = try RawHTTPClient(port: server.port, timeout: 0.2)
         try client.send("GET / HTTP/1.1\r\n")
@@ -34,7 +39,9 @@ import Testing
     }
 
     @Test func aSlowBodyIsClosedAtTheBodyTimeout() throws {
-        let server = try Self.start { $0.bodyTimeoutSeconds = 1; $0.idleTimeoutSeconds = 30 }
+        let server = try Self.start {
+            $0.bodyTimeoutSeconds = 1; $0.idleTimeoutSeconds = 30
+        }
         defer { server.shutdown() }
         let client = try RawHTTPClient(port: server.port, timeout: 0.2)
         try client.send("POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n")
@@ -68,7 +75,9 @@ import Testing
 
     /// Review finding: one address cannot hold every slot by reconnecting before each deadline.
     @Test func oneAddressHoldsAtMostItsShareOfConnections() throws {
-        let server = try Self.start { $0.maxConnectionsPerAddress = 2; $0.maxConnections = 100 }
+        let server = try Self.start {
+            $0.maxConnectionsPerAddress = 2; $0.maxConnections = 100
+        }
         defer { server.shutdown() }
         var held = try (0..<2).map { _ in try RawHTTPClient(port: server.port) }
         #expect(try held[0].request("GET", "/").status == 200)
@@ -97,8 +106,10 @@ import Testing
     }
 
     /// Defect 12: ids that hold a card number or SSN are replaced, never echoed.
-    @Test(arguments: ["4111111111111111", "abc-123456789", "x" + String(repeating: "1", count: 9), "a b", "é",
-                      "4111-1111-1111-1111", "378282.246310.005"])
+    @Test(arguments: [
+        "4111111111111111", "abc-123456789", "x" + String(repeating: "1", count: 9), "a b", "é",
+        "4111-1111-1111-1111", "378282.246310.005",
+    ])
     func requestIDsWithDigitRunsOrOtherBytesAreReplaced(id: String) throws {
         let server = try Self.start()
         defer { server.shutdown() }
@@ -111,7 +122,9 @@ import Testing
     func wellFormedRequestIDsAreKept(id: String) throws {
         let server = try Self.start()
         defer { server.shutdown() }
-        #expect(try RawHTTPClient(port: server.port).request("GET", "/", headers: [("X-Request-Id", id)]).header("X-Request-Id") == id)
+        #expect(
+            try RawHTTPClient(port: server.port).request("GET", "/", headers: [("X-Request-Id", id)]).header(
+                "X-Request-Id") == id)
     }
 
     /// Defect 14: a client that resets while a large answer is written cannot kill the process
@@ -142,7 +155,8 @@ import Testing
     /// to a slow reader is not cut at `header_timeout_s`.
     @Test func aSlowReaderOfALargeAnswerGetsAllOfIt() throws {
         let big = [UInt8](repeating: 0x62, count: 16 << 20)
-        let server = try Self.start({ $0.headerTimeoutSeconds = 1 }, handler: { _ in HTTPResponse(status: 200, body: big) })
+        let server = try Self.start(
+            { $0.headerTimeoutSeconds = 1 }, handler: { _ in HTTPResponse(status: 200, body: big) })
         defer { server.shutdown() }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }

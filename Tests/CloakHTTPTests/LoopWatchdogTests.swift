@@ -1,8 +1,9 @@
-@testable import CloakHTTP
 import CloakTesting
 import Foundation
 import Synchronization
 import Testing
+
+@testable import CloakHTTP
 
 /// Review defect 1: a stuck loop must be visible to a balancer, not only to the loop's own
 /// clients. Every loop beats a ``LoopWatchdog`` from its sweep timer.
@@ -24,10 +25,12 @@ import Testing
     @Test func aLoopBlockedInAHandlerStopsBeatingAndResumesWhenFreed() throws {
         let watchdog = LoopWatchdog()
         let gate = DispatchSemaphore(value: 0)
-        let server = try HTTPServer(configuration: .init(port: 0, threads: 1), deferredHandler: { request, responder in
-            if request.path == "/block" { gate.wait() }  // holds the loop thread itself
-            responder.respond(HTTPResponse(status: 200))
-        }, watchdog: watchdog, name: "main")
+        let server = try HTTPServer(
+            configuration: .init(port: 0, threads: 1),
+            deferredHandler: { request, responder in
+                if request.path == "/block" { gate.wait() }  // holds the loop thread itself
+                responder.respond(HTTPResponse(status: 200))
+            }, watchdog: watchdog, name: "main")
         server.start()
         defer { server.shutdown() }
         let limit: UInt64 = 300_000_000

@@ -1,5 +1,6 @@
-@testable import CloakHTTP
 import Testing
+
+@testable import CloakHTTP
 
 /// The per-connection deadlines as a state machine, without sockets.
 private let second: UInt64 = 1_000_000_000
@@ -75,7 +76,9 @@ private func feed(_ clock: inout RequestClock, _ text: String, _ now: UInt64) ->
         var generator = SystemRandomNumberGenerator()
         let alphabet: [UInt8] = [0x0D, 0x0A, 0x0A, UInt8(ascii: "x"), 0x20]
         for _ in 0..<5_000 {
-            let bytes = (0..<Int.random(in: 0..<24, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+            let bytes = (0..<Int.random(in: 0..<24, using: &generator)).map { _ in
+                alphabet.randomElement(using: &generator)!
+            }
             // The definition: the index of the LF that ends the head, if any.
             var expectedEnd: Int?
             var sawContent = false, lineHasContent = false

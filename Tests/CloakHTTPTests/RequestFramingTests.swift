@@ -1,5 +1,6 @@
-@testable import CloakHTTP
 import Testing
+
+@testable import CloakHTTP
 
 /// The strict framing scan, without sockets: fed whole, cut at every point and byte by byte.
 extension RequestFraming {
@@ -63,36 +64,49 @@ private let validCases: [FramingCase] = [
     .valid("HTTP/1.0 POST with Content-Length", "POST / HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi", requests: 1),
     .valid("Content-Length with OWS and any case", post(header: "content-LENGTH: \t 5 \t", body: "hello"), requests: 1),
     .valid("Content-Length of 18 digits", post(header: "Content-Length: 000000000000000003", body: "abc"), requests: 1),
-    .valid("identical Content-Length twice",
-           "POST / HTTP/1.1\r\nContent-Length: 3\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", requests: 1),
-    .valid("GET, DELETE and OPTIONS with bodies (evhttp reads them)",
-           "GET / HTTP/1.1\r\nContent-Length: 2\r\n\r\nab"
-               + "DELETE /d HTTP/1.1\r\nContent-Length: 1\r\n\r\nx"
-               + "OPTIONS * HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\ny\r\n0\r\n\r\n",
-           requests: 3),
+    .valid(
+        "identical Content-Length twice",
+        "POST / HTTP/1.1\r\nContent-Length: 3\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", requests: 1),
+    .valid(
+        "GET, DELETE and OPTIONS with bodies (evhttp reads them)",
+        "GET / HTTP/1.1\r\nContent-Length: 2\r\n\r\nab"
+            + "DELETE /d HTTP/1.1\r\nContent-Length: 1\r\n\r\nx"
+            + "OPTIONS * HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\ny\r\n0\r\n\r\n",
+        requests: 3),
     .valid("HEAD with Content-Length 0", "HEAD / HTTP/1.1\r\nContent-Length: 0\r\n\r\n", requests: 1),
     .valid("chunked", chunked("4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n"), requests: 1),
-    .valid("chunked with extensions and trailers",
-           chunked("4;name=value\r\nWiki\r\n5;a;b=\"c d\"\r\npedia\r\nA\r\n0123456789\r\n0;last\r\nX-Checksum: abc\r\nX-More: 1\r\n\r\n"),
-           requests: 1),
-    .valid("chunk sizes in any case, 16 digits", chunked("a\r\n0123456789\r\n000000000000000B\r\n0123456789A\r\n0\r\n\r\n"),
-           requests: 1),
-    .valid("Transfer-Encoding in any case with OWS", post(header: "transfer-ENCODING:   Chunked \t") + "0\r\n\r\n", requests: 1),
+    .valid(
+        "chunked with extensions and trailers",
+        chunked(
+            "4;name=value\r\nWiki\r\n5;a;b=\"c d\"\r\npedia\r\nA\r\n0123456789\r\n0;last\r\nX-Checksum: abc\r\nX-More: 1\r\n\r\n"
+        ),
+        requests: 1),
+    .valid(
+        "chunk sizes in any case, 16 digits",
+        chunked("a\r\n0123456789\r\n000000000000000B\r\n0123456789A\r\n0\r\n\r\n"),
+        requests: 1),
+    .valid(
+        "Transfer-Encoding in any case with OWS", post(header: "transfer-ENCODING:   Chunked \t") + "0\r\n\r\n",
+        requests: 1),
     .valid("leading CRLF before a request line", "\r\n\r\n" + get, requests: 1),
-    .valid("a long header line with HTAB and obs-text",
-           "GET / HTTP/1.1\r\nX-Long: " + String(repeating: "abc\tdéf ", count: 120) + "\r\n" + "\(String(repeating: "X", count: 200)): y\r\n\r\n",
-           requests: 1),
+    .valid(
+        "a long header line with HTAB and obs-text",
+        "GET / HTTP/1.1\r\nX-Long: " + String(repeating: "abc\tdéf ", count: 120) + "\r\n"
+            + "\(String(repeating: "X", count: 200)): y\r\n\r\n",
+        requests: 1),
     .valid("an unfinished head", "GET / HTTP/1.1\r\nHost: x\r", requests: 0),
     .valid("an unfinished body", post(header: "Content-Length: 10", body: "12345"), requests: 0),
     .valid("an unfinished chunk", chunked("10\r\nabc"), requests: 0),
     .valid("an unfinished trailer", chunked("0\r\nX-T: 1\r\n"), requests: 0),
     .valid("pipelined, bodies that look like heads are not scanned", pipelined(), requests: 4),
-    .valid("CONNECT, then more requests (the default)",
-           "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n" + get, requests: 2),
-    FramingCase(name: "CONNECT, then tunnel bytes (pass-through)",
-                input: bytes("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
-                    + [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03, 0x0A, 0x0A, 0x0D, 0x00, 0x0D, 0x0A],
-                verdict: .passThrough, requests: 1, afterConnect: .passThrough),
+    .valid(
+        "CONNECT, then more requests (the default)",
+        "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n" + get, requests: 2),
+    FramingCase(
+        name: "CONNECT, then tunnel bytes (pass-through)",
+        input: bytes("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+            + [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03, 0x0A, 0x0A, 0x0D, 0x00, 0x0D, 0x0A],
+        verdict: .passThrough, requests: 1, afterConnect: .passThrough),
     .valid("a lowercase method without a body", "get / HTTP/1.1\r\n\r\n", requests: 1),
 ]
 
@@ -107,35 +121,48 @@ private let refusedCases: [FramingCase] = [
     .refused("Content-Length blank", post(header: "Content-Length:  \t "), .invalidContentLength),
     .refused("Content-Length of 19 digits", post(header: "Content-Length: 0000000000000000004"), .invalidContentLength),
     .refused("Content-Length with a vertical tab", post(header: "Content-Length: \u{0B}4"), .controlCharacter),
-    .refused("Content-Length 4 then 5",
-             "POST / HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde", .conflictingContentLength),
-    .refused("Content-Length 4 then 04",
-             "POST / HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 04\r\n\r\nabcd", .conflictingContentLength),
-    .refused("a Content-Length line longer than the buffer",
-             post(header: "Content-Length:" + String(repeating: " ", count: 60) + "4", body: "abcd"), .framingFieldTooLong),
+    .refused(
+        "Content-Length 4 then 5",
+        "POST / HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde", .conflictingContentLength),
+    .refused(
+        "Content-Length 4 then 04",
+        "POST / HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 04\r\n\r\nabcd", .conflictingContentLength),
+    .refused(
+        "a Content-Length line longer than the buffer",
+        post(header: "Content-Length:" + String(repeating: " ", count: 60) + "4", body: "abcd"), .framingFieldTooLong),
     .refused("whitespace before a colon", post(header: "Content-Length : 4", body: "abcd"), .whitespaceBeforeColon),
     .refused("HTAB before a colon", post(header: "Transfer-Encoding\t: chunked"), .whitespaceBeforeColon),
     // Transfer-Encoding
-    .refused("Transfer-Encoding identity then chunked",
-             "POST / HTTP/1.1\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-             .unsupportedTransferEncoding),
-    .refused("Transfer-Encoding chunked twice",
-             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-             .repeatedTransferEncoding),
+    .refused(
+        "Transfer-Encoding identity then chunked",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        .unsupportedTransferEncoding),
+    .refused(
+        "Transfer-Encoding chunked twice",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        .repeatedTransferEncoding),
     .refused("Transfer-Encoding identity", post(header: "Transfer-Encoding: identity"), .unsupportedTransferEncoding),
-    .refused("Transfer-Encoding gzip, chunked", post(header: "Transfer-Encoding: gzip, chunked"), .unsupportedTransferEncoding),
-    .refused("Transfer-Encoding chunked, chunked", post(header: "Transfer-Encoding: chunked, chunked"), .unsupportedTransferEncoding),
+    .refused(
+        "Transfer-Encoding gzip, chunked", post(header: "Transfer-Encoding: gzip, chunked"),
+        .unsupportedTransferEncoding),
+    .refused(
+        "Transfer-Encoding chunked, chunked", post(header: "Transfer-Encoding: chunked, chunked"),
+        .unsupportedTransferEncoding),
     .refused("Transfer-Encoding empty", post(header: "Transfer-Encoding:"), .unsupportedTransferEncoding),
-    .refused("Transfer-Encoding after a leading HTAB (evhttp would not read it as chunked)",
-             post(header: "Transfer-Encoding:\tchunked") + "0\r\n\r\n", .unsupportedTransferEncoding),
-    .refused("Transfer-Encoding after Content-Length",
-             "POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-             .transferEncodingWithContentLength),
-    .refused("Content-Length after Transfer-Encoding",
-             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
-             .transferEncodingWithContentLength),
-    .refused("Transfer-Encoding in HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-             .transferEncodingBeforeHTTP11),
+    .refused(
+        "Transfer-Encoding after a leading HTAB (evhttp would not read it as chunked)",
+        post(header: "Transfer-Encoding:\tchunked") + "0\r\n\r\n", .unsupportedTransferEncoding),
+    .refused(
+        "Transfer-Encoding after Content-Length",
+        "POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        .transferEncodingWithContentLength),
+    .refused(
+        "Content-Length after Transfer-Encoding",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+        .transferEncodingWithContentLength),
+    .refused(
+        "Transfer-Encoding in HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        .transferEncodingBeforeHTTP11),
     // Line ends and bytes
     .refused("bare LF in the request line", "GET / HTTP/1.1\nHost: x\r\n\r\n", .bareLineFeed),
     .refused("bare LF in a header", "GET / HTTP/1.1\r\nHost: x\n\r\n", .bareLineFeed),
@@ -150,8 +177,9 @@ private let refusedCases: [FramingCase] = [
     .refused("a control byte in a value", "GET / HTTP/1.1\r\nX: a\u{1B}b\r\n\r\n", .controlCharacter),
     .refused("obs-fold with SP", "GET / HTTP/1.1\r\nX-A: a\r\n b\r\n\r\n", .obsoleteLineFolding),
     .refused("obs-fold with HTAB", "GET / HTTP/1.1\r\nX-A: a\r\n\tb\r\n\r\n", .obsoleteLineFolding),
-    .refused("obs-fold of Transfer-Encoding",
-             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n ,identity\r\n\r\n0\r\n\r\n", .obsoleteLineFolding),
+    .refused(
+        "obs-fold of Transfer-Encoding",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n ,identity\r\n\r\n0\r\n\r\n", .obsoleteLineFolding),
     .refused("a header line without a colon", "GET / HTTP/1.1\r\nHost x\r\n\r\n", .malformedFieldLine),
     .refused("a header line without a name", "GET / HTTP/1.1\r\n: x\r\n\r\n", .malformedFieldLine),
     // Bodies evhttp would not read
@@ -173,23 +201,28 @@ private let refusedCases: [FramingCase] = [
     .refused("chunk size ended by a bare LF", chunked("4\nabcd\r\n0\r\n\r\n"), .bareLineFeed),
     .refused("chunk extension with a bare CR", chunked("4;a\rb\r\nabcd\r\n0\r\n\r\n"), .bareCarriageReturn),
     .refused("chunk extension with a bare LF", chunked("4;a\nabcd\r\n0\r\n\r\n"), .bareLineFeed),
-    .refused("chunk line too long", chunked("4;" + String(repeating: "x", count: 200) + "\r\nabcd\r\n0\r\n\r\n"),
-             .chunkLineTooLong),
+    .refused(
+        "chunk line too long", chunked("4;" + String(repeating: "x", count: 200) + "\r\nabcd\r\n0\r\n\r\n"),
+        .chunkLineTooLong),
     .refused("chunk data not followed by CRLF", chunked("4\r\nabcdX\r\n0\r\n\r\n"), .missingChunkTerminator),
     .refused("chunk data followed by LF", chunked("4\r\nabcd\n0\r\n\r\n"), .missingChunkTerminator),
     .refused("chunk data followed by CR and no LF", chunked("4\r\nabcd\r0\r\n\r\n"), .missingChunkTerminator),
     .refused("chunk data followed by the next size", chunked("4\r\nabcd0\r\n\r\n"), .missingChunkTerminator),
     .refused("Content-Length in a trailer", chunked("0\r\nContent-Length: 5\r\n\r\n"), .framingFieldInTrailer),
-    .refused("Transfer-Encoding in a trailer", chunked("0\r\nTransfer-Encoding: chunked\r\n\r\n"), .framingFieldInTrailer),
+    .refused(
+        "Transfer-Encoding in a trailer", chunked("0\r\nTransfer-Encoding: chunked\r\n\r\n"), .framingFieldInTrailer),
     .refused("a trailer ended by a bare LF", chunked("0\r\nX-T: 1\n\r\n"), .bareLineFeed),
     .refused("an empty trailer line ended by a bare LF", chunked("0\r\n\n"), .bareLineFeed),
     .refused("obs-fold in a trailer", chunked("0\r\nX-T: 1\r\n 2\r\n\r\n"), .obsoleteLineFolding),
     // In a later request, and sticky
-    .refused("a violation in a pipelined request", get + get + post(header: "Content-Length: +1", body: "x"),
-             .invalidContentLength, after: 2),
-    .refused("a violation stays", post(header: "Transfer-Encoding: identity") + get + get, .unsupportedTransferEncoding),
-    .refused("CONNECT, then tunnel bytes read as HTTP (the default)",
-             "CONNECT example.com:443 HTTP/1.1\r\n\r\n\u{16}\u{3}\u{1}\u{2}\u{0}", .controlCharacter, after: 1),
+    .refused(
+        "a violation in a pipelined request", get + get + post(header: "Content-Length: +1", body: "x"),
+        .invalidContentLength, after: 2),
+    .refused(
+        "a violation stays", post(header: "Transfer-Encoding: identity") + get + get, .unsupportedTransferEncoding),
+    .refused(
+        "CONNECT, then tunnel bytes read as HTTP (the default)",
+        "CONNECT example.com:443 HTTP/1.1\r\n\r\n\u{16}\u{3}\u{1}\u{2}\u{0}", .controlCharacter, after: 1),
 ]
 
 @Suite struct RequestFramingTests {
@@ -316,7 +349,8 @@ private let refusedCases: [FramingCase] = [
         // decrypted, on the same input buffer.
         var http = RequestFraming()
         #expect(http.consume(connect) == .scanning)
-        #expect(http.consume(bytes(post(header: "Content-Length: 0x4", body: "abcd"))) == .violated(.invalidContentLength))
+        #expect(
+            http.consume(bytes(post(header: "Content-Length: 0x4", body: "abcd"))) == .violated(.invalidContentLength))
         // A lowercase `connect` is not CONNECT to evhttp.
         var lower = RequestFraming(afterConnect: .passThrough)
         #expect(lower.consume(bytes("connect example.com:443 HTTP/1.1\r\n\r\n")) == .scanning)
@@ -335,7 +369,9 @@ private let refusedCases: [FramingCase] = [
     /// bytes (high ones included: they must not look like control bytes).
     @Test func theControlByteSearchIsTheByteLoop() {
         var generator = SystemRandomNumberGenerator()
-        let alphabet: [UInt8] = [0x00, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x21, 0x3A, 0x41, 0x7F, 0x80, 0x9F, 0xA0, 0xDF, 0xE0, 0xFF]
+        let alphabet: [UInt8] = [
+            0x00, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x21, 0x3A, 0x41, 0x7F, 0x80, 0x9F, 0xA0, 0xDF, 0xE0, 0xFF,
+        ]
         for _ in 0..<5_000 {
             let count = Int.random(in: 0..<40, using: &generator)
             // Mostly printable, so that runs longer than a word occur.
@@ -357,6 +393,8 @@ private let refusedCases: [FramingCase] = [
         var value = [UInt8](repeating: UInt8(ascii: "v"), count: 40)
         value[offset] = 0x0A
         var framing = RequestFraming()
-        #expect(framing.consume(bytes("GET / HTTP/1.1\r\nX-Value: ") + value + bytes("\r\n\r\n")) == .violated(.bareLineFeed))
+        #expect(
+            framing.consume(bytes("GET / HTTP/1.1\r\nX-Value: ") + value + bytes("\r\n\r\n"))
+                == .violated(.bareLineFeed))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import CloakHTTP
 import Testing
+
+@testable import CloakHTTP
 
 @Suite struct RouterTests {
     static func router() -> Router<String> {
@@ -14,7 +15,9 @@ import Testing
     }
 
     @Test func parametersAreCaptured() {
-        guard case let .found(h, params, template) = Self.router().resolve(method: .POST, path: "/forms/checkout/validate")
+        guard
+            case let .found(h, params, template) = Self.router().resolve(
+                method: .POST, path: "/forms/checkout/validate")
         else { Issue.record("not found"); return }
         #expect(h == "validate")
         #expect(params == ["form": "checkout"])
@@ -50,7 +53,8 @@ import Testing
     }
 
     @Test func knownPathWithOtherMethodIsMethodNotAllowedWithTheAllowedList() {
-        guard case let .methodNotAllowed(allowed, _) = Self.router().resolve(method: .PUT, path: "/aliases/tok_1") else {
+        guard case let .methodNotAllowed(allowed, _) = Self.router().resolve(method: .PUT, path: "/aliases/tok_1")
+        else {
             Issue.record("expected 405"); return
         }
         #expect(allowed == [.GET, .HEAD, .DELETE])
@@ -71,10 +75,15 @@ import Testing
     }
 
     @Test func repeatedSlashesAreIgnored() {
-        guard case .found = Self.router().resolve(method: .GET, path: "//healthz/") else { Issue.record("not found"); return }
+        guard case .found = Self.router().resolve(method: .GET, path: "//healthz/") else {
+            Issue.record("not found"); return
+        }
     }
 
-    @Test(arguments: ["plain", "a%2Fb", "a%2fb", "%41%42", "caf%C3%A9", "%", "%4", "%G1", "a%zz", "%FF", "%C3", "%00", "100%25", "%2C%20"])
+    @Test(arguments: [
+        "plain", "a%2Fb", "a%2fb", "%41%42", "caf%C3%A9", "%", "%4", "%G1", "a%zz", "%FF", "%C3", "%00", "100%25",
+        "%2C%20",
+    ])
     func parametersDecodeAsFoundationWould(segment: String) {
         var bytes = segment
         #expect(bytes.withUTF8 { Router<String>.percentDecoded($0) } == segment.removingPercentEncoding)

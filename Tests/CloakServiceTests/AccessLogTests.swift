@@ -1,14 +1,17 @@
 import CloakCore
-@testable import CloakService
 import Foundation
 import Synchronization
 import Testing
 
+@testable import CloakService
+
 /// The access log's line, fixed parts written as they are, is the JSON the fields say.
 @Suite struct AccessLogTests {
     /// Records one line and parses it.
-    func line(method: String = "GET", path: String, route: String = "/x", status: Int = 200, micros: Int = 12,
-              requestID: String = "abc") throws -> [String: Any] {
+    func line(
+        method: String = "GET", path: String, route: String = "/x", status: Int = 200, micros: Int = 12,
+        requestID: String = "abc"
+    ) throws -> [String: Any] {
         let lines = Mutex<[String]>([])
         AccessLog { line in lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) } }
             .record(method: method, path: path, route: route, status: status, micros: micros, requestID: requestID)
@@ -17,8 +20,9 @@ import Testing
     }
 
     @Test func aLineHoldsTheRequestFacts() throws {
-        let object = try line(method: "POST", path: "/forms/checkout/validate", route: "/forms/{form}/validate",
-                              status: 422, micros: 1234, requestID: "r-1")
+        let object = try line(
+            method: "POST", path: "/forms/checkout/validate", route: "/forms/{form}/validate",
+            status: 422, micros: 1234, requestID: "r-1")
         #expect(object["level"] as? String == "info")
         #expect(object["msg"] as? String == "request")
         #expect(object["method"] as? String == "POST")

@@ -1,10 +1,11 @@
-@testable import CloakService
 import CloakCore
 import CloakCrypto
 import CloakTesting
-@testable import CloakVault
 import Foundation
 import Testing
+
+@testable import CloakService
+@testable import CloakVault
 
 /// The distinct-values-per-bucket window of review defect 3, without I/O: the time is passed in.
 @Suite struct BucketGuessLimiterTests {
@@ -12,8 +13,10 @@ import Testing
 
     /// Buckets as the vault tags them, from a throwaway key ring (one vault for all the values,
     /// so their tags compare).
-    static func buckets(_ values: [String], format: AliasFormatName = .FPE_SIX_T_FOUR,
-                        storage: StorageKind = .persistent) throws -> [[GuessBucket]] {
+    static func buckets(
+        _ values: [String], format: AliasFormatName = .FPE_SIX_T_FOUR,
+        storage: StorageKind = .persistent
+    ) throws -> [[GuessBucket]] {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var settings = ServiceConfiguration.VaultSettings()
@@ -25,7 +28,8 @@ import Testing
     }
 
     @Test func cardsOfOneBINAndLastFourShareABucketAndOthersDoNot() throws {
-        let b = try Self.buckets(["4111111111111111", "4111117960771111", "4111 1179 6077 1111", "5555555555554444"]).map { $0.first! }
+        let b = try Self.buckets(["4111111111111111", "4111117960771111", "4111 1179 6077 1111", "5555555555554444"])
+            .map { $0.first! }
         #expect(b[0].bucket == b[1].bucket && b[1].bucket == b[2].bucket)
         #expect(b[0].value != b[1].value && b[1].value != b[2].value)
         #expect(b[0].bucket != b[3].bucket)
@@ -40,7 +44,9 @@ import Testing
         // A UUID shows nothing, but a holder may know a card's BIN and last four (a receipt) or an
         // SSN's last four: those buckets count too.
         let card = try Self.buckets(["4111111111111111", "4111117960771111"], format: .UUID)
-        #expect(card[0].contains { $0.space == 100_000 } && card[0].first { $0.space == 100_000 }?.bucket == card[1].first { $0.space == 100_000 }?.bucket)
+        #expect(
+            card[0].contains { $0.space == 100_000 }
+                && card[0].first { $0.space == 100_000 }?.bucket == card[1].first { $0.space == 100_000 }?.bucket)
         let uuidSSN = try Self.buckets(["123-45-6789"], format: .UUID)
         #expect(uuidSSN[0].count == 1 && uuidSSN[0][0].space == 100_000)  // its last four and length
         let cvc = try Self.buckets(["123", "456"], format: .UUID)
@@ -55,7 +61,8 @@ import Testing
         let limiter = BucketGuessLimiter()
         let t0: UInt64 = 1_000 * Self.second
         #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: t0) == nil)
-        #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: t0 + Self.second) == nil)  // known values
+        // known values
+        #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: t0 + Self.second) == nil)
         let refused = limiter.admit(token: "a", [cards[3]], limit: 3, now: t0 + 600 * Self.second)
         #expect(refused == .init(format: .FPE_SIX_T_FOUR, retryAfter: 3_000))
         #expect(limiter.admit(token: "b", [cards[3]], limit: 3, now: t0) == nil)  // another token

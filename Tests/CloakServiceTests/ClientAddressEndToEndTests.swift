@@ -7,13 +7,17 @@ import Testing
 /// 127.0.0.2 and 127.0.0.3, get separate rate buckets and are named in the access log; headers and
 /// PROXY headers from anyone who is not a trusted proxy count for nothing.
 @Suite(.serialized) struct ClientAddressEndToEndTests {
-    static let haproxy = ["/usr/sbin/haproxy", "/usr/bin/haproxy"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let haproxy = ["/usr/sbin/haproxy", "/usr/bin/haproxy"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
 
     /// The test configuration with an anonymous bucket of two requests, trusting 127.0.0.1.
     static func server(proxyProtocol: Bool, trusted: String = "127.0.0.1/32") throws -> TestServer {
         let yaml = TestServer.configurationWithTokens
-            .replacingOccurrences(of: "anonymous: {requests_per_minute: 10000000, burst: 1000000}",
-                                  with: "anonymous: {requests_per_minute: 1, burst: 2}")
+            .replacingOccurrences(
+                of: "anonymous: {requests_per_minute: 10000000, burst: 1000000}",
+                with: "anonymous: {requests_per_minute: 1, burst: 2}"
+            )
             .replacingOccurrences(of: "  trusted_proxies: [] ", with: "  trusted_proxies: [\"\(trusted)\"] ")
             .replacingOccurrences(of: "  proxy_protocol: false ", with: "  proxy_protocol: \(proxyProtocol) ")
         return try TestServer(yaml: yaml)
@@ -45,7 +49,8 @@ import Testing
         }
 
         private func start(backend: Int, proxyProtocol: Bool) throws {
-            let server = proxyProtocol
+            let server =
+                proxyProtocol
                 ? "server cloak 127.0.0.1:\(backend) send-proxy-v2 check-send-proxy check inter 1s"
                 : "server cloak 127.0.0.1:\(backend) check inter 1s"
             let config = """
@@ -67,7 +72,8 @@ import Testing
                 """
             let file = "\(directory.path)/haproxy.cfg"
             try config.write(toFile: file, atomically: true, encoding: .utf8)
-            process.executableURL = URL(fileURLWithPath: try #require(ClientAddressEndToEndTests.haproxy, "apt-get install haproxy"))
+            process.executableURL = URL(
+                fileURLWithPath: try #require(ClientAddressEndToEndTests.haproxy, "apt-get install haproxy"))
             process.arguments = ["-db", "-f", file]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
@@ -83,10 +89,12 @@ import Testing
 
     /// Status of a validate request sent by curl from `source` through `port`.
     static func validate(from source: String, port: Int) throws -> Int {
-        let r = try EgressFixture.run("curl", [
-            "-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", source, "-X", "POST",
-            "http://127.0.0.1:\(port)/forms/checkout/validate", "-d", #"{"fields":{}}"#,
-        ])
+        let r = try EgressFixture.run(
+            "curl",
+            [
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", source, "-X", "POST",
+                "http://127.0.0.1:\(port)/forms/checkout/validate", "-d", #"{"fields":{}}"#,
+            ])
         return Int(r.out) ?? -1
     }
 
@@ -113,12 +121,17 @@ import Testing
         defer { balancer.stop() }
         #expect(RawHTTPClient.waitUntil(port: balancer.port, path: "/healthz"))
         // A new made-up address each time, in either header, and junk that would spoil the list.
-        let spoofs = [("Forwarded", "for=198.51.100.1"), ("Forwarded", "for=198.51.100.2"), ("X-Forwarded-For", ",,,,junk")]
+        let spoofs = [
+            ("Forwarded", "for=198.51.100.1"), ("Forwarded", "for=198.51.100.2"), ("X-Forwarded-For", ",,,,junk"),
+        ]
         let statuses = try spoofs.map { name, value in
-            let r = try EgressFixture.run("curl", [
-                "-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", "127.0.0.2", "-X", "POST", "-H", "\(name): \(value)",
-                "http://127.0.0.1:\(balancer.port)/forms/checkout/validate", "-d", #"{"fields":{}}"#,
-            ])
+            let r = try EgressFixture.run(
+                "curl",
+                [
+                    "-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", "127.0.0.2", "-X", "POST", "-H",
+                    "\(name): \(value)",
+                    "http://127.0.0.1:\(balancer.port)/forms/checkout/validate", "-d", #"{"fields":{}}"#,
+                ])
             return Int(r.out) ?? -1
         }
         #expect(statuses == [200, 200, 429])  // one bucket: 127.0.0.2's
@@ -129,8 +142,10 @@ import Testing
         let server = try Self.server(proxyProtocol: false, trusted: "10.0.0.0/8")
         defer { server.stop() }
         let statuses = try (0..<3).map { i in
-            try server.client().request("POST", "/forms/checkout/validate", json: #"{"fields":{}}"#,
-                                        headers: [("X-Forwarded-For", "198.51.100.\(i)"), ("Forwarded", "for=198.51.100.\(i)")]).status
+            try server.client().request(
+                "POST", "/forms/checkout/validate", json: #"{"fields":{}}"#,
+                headers: [("X-Forwarded-For", "198.51.100.\(i)"), ("Forwarded", "for=198.51.100.\(i)")]
+            ).status
         }
         #expect(statuses == [200, 200, 429])  // one bucket: the peer's
         #expect(server.logs.text.contains(#""client":"127.0.0.1""#) && !server.logs.text.contains("198.51.100"))
@@ -180,5 +195,7 @@ import Testing
 
 enum ProxyProtocolFixture {
     /// A PROXY v2 `LOCAL` header (no addresses).
-    static let local: [UInt8] = [0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A, 0x20, 0x00, 0x00, 0x00]
+    static let local: [UInt8] = [
+        0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A, 0x20, 0x00, 0x00, 0x00,
+    ]
 }

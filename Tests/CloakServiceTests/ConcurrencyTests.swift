@@ -17,9 +17,13 @@ import Testing
                     // Alternate visa and amex so answers cannot be mixed up between connections.
                     let amex = (i + j) % 2 == 0
                     let number = amex ? "378282246310005" : "4111111111111111"
-                    let r = try client.request("POST", "/forms/checkout/validate", json:
-                        #"{"fields":{"card_data.card_number":"\#(number)"}}"#)
-                    let brand = ((r.json?["fields"] as? [String: Any])?["card_data.card_number"] as? [String: Any])?["cardBrand"] as? String
+                    let r = try client.request(
+                        "POST", "/forms/checkout/validate",
+                        json:
+                            #"{"fields":{"card_data.card_number":"\#(number)"}}"#)
+                    let brand =
+                        ((r.json?["fields"] as? [String: Any])?["card_data.card_number"] as? [String: Any])?[
+                            "cardBrand"] as? String
                     if r.status != 200 || brand != (amex ? "amex" : "visa") {
                         failures.withLock { $0.append("connection \(i) request \(j): \(r.status) \(brand ?? "-")") }
                     }
@@ -41,6 +45,8 @@ import Testing
         let elapsed = Date().timeIntervalSince(started)
         #expect(elapsed < 4, "an idle keep-alive connection held shutdown for \(elapsed) s")
         #expect(idle.waitForClose(timeout: 2))
-        #expect(throws: (any Error).self) { try RawHTTPClient(port: server.port, timeout: 1).request("GET", "/healthz") }
+        #expect(throws: (any Error).self) {
+            try RawHTTPClient(port: server.port, timeout: 1).request("GET", "/healthz")
+        }
     }
 }

@@ -13,8 +13,10 @@ import Testing
     @Test func environmentOverridesScalarKeys() throws {
         let c = try ServiceConfiguration.parse(
             yaml: TestServer.shippedConfiguration,
-            environment: ["CLOAK_SERVER_LISTEN": "[::1]:9000", "CLOAK_SERVER_THREADS": "3", "CLOAK_VAULT_ENVIRONMENT": "live",
-                          "CLOAK_UNRELATED": "x"])
+            environment: [
+                "CLOAK_SERVER_LISTEN": "[::1]:9000", "CLOAK_SERVER_THREADS": "3", "CLOAK_VAULT_ENVIRONMENT": "live",
+                "CLOAK_UNRELATED": "x",
+            ])
         #expect(c.server.host == "::1")
         #expect(c.server.port == 9000)
         #expect(c.server.threads == 3)
@@ -92,31 +94,51 @@ import Testing
     /// Defect 13: values that parse but would crash or exhaust memory at run time are refused
     /// by `check-config`, each at its path, with its range.
     @Test(arguments: [
-        ("routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, upstream: echo, response_timeout_s: inf}]",
-         "routes[0].response_timeout_s"),
-        ("routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, upstream: echo, response_timeout_s: 1e300}]",
-         "routes[0].response_timeout_s"),
-        ("routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, upstream: echo, connect_timeout_s: nan}]",
-         "routes[0].connect_timeout_s"),
+        (
+            "routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, upstream: echo, response_timeout_s: inf}]",
+            "routes[0].response_timeout_s"
+        ),
+        (
+            "routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, upstream: echo, response_timeout_s: 1e300}]",
+            "routes[0].response_timeout_s"
+        ),
+        (
+            "routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, upstream: echo, connect_timeout_s: nan}]",
+            "routes[0].connect_timeout_s"
+        ),
         ("vault: {volatile_ttl_s: 99999999999999}", "vault.volatile_ttl_s"),
         ("server: {drain_timeout_s: .inf}", "server.drain_timeout_s"),
         ("server: {header_timeout_s: 0}", "server.header_timeout_s"),
         ("server: {body_timeout_s: 86400}", "server.body_timeout_s"),
-        ("forms: {f: {mapping_policy: nestedJSONWithArrayMerge, fields: [{name: \"x[85555555].y\"}]}}", "forms.f.fields[0].name"),
+        (
+            "forms: {f: {mapping_policy: nestedJSONWithArrayMerge, fields: [{name: \"x[85555555].y\"}]}}",
+            "forms.f.fields[0].name"
+        ),
         ("limits: {anonymous: {requests_per_minute: 0}}", "limits.anonymous.requests_per_minute"),
         // Found by the config fuzzer: a field named "." (or an empty serializer component) made
         // every nested policy answer that one value as the whole body.
         ("forms: {f: {fields: [{name: a}, {name: \".\"}]}}", "forms.f.fields[1].name"),
-        ("forms: {f: {fields: [{name: e, type: expDate, serializers: [{month: \"\"}, {year: y}]}]}}", "forms.f.fields[0].name"),
+        (
+            "forms: {f: {fields: [{name: e, type: expDate, serializers: [{month: \"\"}, {year: y}]}]}}",
+            "forms.f.fields[0].name"
+        ),
         // Found by the config fuzzer: a custom brand's CVC length sized a string of that many characters.
-        ("forms: {f: {card_brands: {custom: [{name: acme, regex: \"^9\", cvc_lengths: [4099276460824344802]}]}, fields: [{name: a}]}}",
-         "forms.f.card_brands.custom[0].cvc_lengths[0]"),
-        ("forms: {f: {card_brands: {custom: [{name: acme, regex: \"^9\", lengths: [77777777777]}]}, fields: [{name: a}]}}",
-         "forms.f.card_brands.custom[0].lengths[0]"),
-        ("auth: {tokens: [{id: a, sha256: \"\(String(repeating: "0", count: 64))\", requests_per_minute: -1}]}",
-         "auth.tokens[0].requests_per_minute"),
-        ("auth: {open_tokenize: false}\nforms: {f: {fields: [{name: a}]}}\nroutes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, form: f, upstream: echo, forward_authorization: true}]",
-         "routes[0].forward_authorization"),
+        (
+            "forms: {f: {card_brands: {custom: [{name: acme, regex: \"^9\", cvc_lengths: [4099276460824344802]}]}, fields: [{name: a}]}}",
+            "forms.f.card_brands.custom[0].cvc_lengths[0]"
+        ),
+        (
+            "forms: {f: {card_brands: {custom: [{name: acme, regex: \"^9\", lengths: [77777777777]}]}, fields: [{name: a}]}}",
+            "forms.f.card_brands.custom[0].lengths[0]"
+        ),
+        (
+            "auth: {tokens: [{id: a, sha256: \"\(String(repeating: "0", count: 64))\", requests_per_minute: -1}]}",
+            "auth.tokens[0].requests_per_minute"
+        ),
+        (
+            "auth: {open_tokenize: false}\nforms: {f: {fields: [{name: a}]}}\nroutes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, form: f, upstream: echo, forward_authorization: true}]",
+            "routes[0].forward_authorization"
+        ),
     ])
     func valuesThatWouldFailAtRunTimeAreRefused(yaml: String, path: String) {
         let error = #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: yaml) }

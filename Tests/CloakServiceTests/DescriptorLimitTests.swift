@@ -20,13 +20,15 @@ import Testing
         defer { directory.remove() }
         let port = freeLoopbackPort()
         try """
-            server: {listen: "127.0.0.1:\(port)", threads: 1, max_connections: 4096}
-            vault: {store: "sqlite:\(directory.path)/cloak.db", keys: "file:\(directory.path)/keys.json"}
-            """.write(toFile: "\(directory.path)/cloak.yaml", atomically: true, encoding: .utf8)
+        server: {listen: "127.0.0.1:\(port)", threads: 1, max_connections: 4096}
+        vault: {store: "sqlite:\(directory.path)/cloak.db", keys: "file:\(directory.path)/keys.json"}
+        """.write(toFile: "\(directory.path)/cloak.yaml", atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", "ulimit -n 64; exec \"$0\" serve --config \"$1\"", try ProcessTests.binary.path,
-                             "\(directory.path)/cloak.yaml"]
+        process.arguments = [
+            "-c", "ulimit -n 64; exec \"$0\" serve --config \"$1\"", try ProcessTests.binary.path,
+            "\(directory.path)/cloak.yaml",
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -46,7 +48,8 @@ import Testing
         // While they are held, the server must not burn a core: sample for about a second.
         var answered = false
         while Date().timeIntervalSince(started) < 1 {
-            answered = answered || (try? RawHTTPClient(port: port, timeout: 0.2).request("GET", "/healthz").status) != nil
+            answered =
+                answered || (try? RawHTTPClient(port: port, timeout: 0.2).request("GET", "/healthz").status) != nil
             usleep(50_000)
         }
         let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -60,7 +63,8 @@ import Testing
         process.waitUntilExit()
         let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         // 64 descriptors leave room for 32 connections.
-        #expect(log.contains(#""max_connections":32"#) || log.contains(#""max_connections":"32""#), "\(log.prefix(400))")
+        #expect(
+            log.contains(#""max_connections":32"#) || log.contains(#""max_connections":"32""#), "\(log.prefix(400))")
         _ = answered
     }
 }

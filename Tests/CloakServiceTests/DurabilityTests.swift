@@ -36,7 +36,8 @@ import Testing
     @Test func everyAliasAnsweredBeforeKill9RevealsAfterRestart() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        try TestServer.configurationWithTokens.write(toFile: "\(directory.path)/cloak.yaml", atomically: true, encoding: .utf8)
+        try TestServer.configurationWithTokens.write(
+            toFile: "\(directory.path)/cloak.yaml", atomically: true, encoding: .utf8)
         let port = freeLoopbackPort()
         let first = try Process_(directory: directory.path, port: port)
         #expect(first.waitUntilHealthy())
@@ -53,9 +54,10 @@ import Testing
                 while !stop.load(ordering: .relaxed) {
                     let value = "durable-\(worker)-\(n)"
                     n += 1
-                    guard let r = try? client.request(
-                        "POST", "/aliases", json: #"{"data":[{"value":"\#(value)","format":"UUID"}]}"#,
-                        headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+                    guard
+                        let r = try? client.request(
+                            "POST", "/aliases", json: #"{"data":[{"value":"\#(value)","format":"UUID"}]}"#,
+                            headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
                     else { return }  // the server died mid-request: that answer never came
                     if r.status == 201, let alias = VaultAPITests.aliases(r).first?["alias"] as? String {
                         answered.withLock { $0.append((alias, value)) }
@@ -82,7 +84,8 @@ import Testing
         let client = try RawHTTPClient(port: port)
         var lost: [String] = []
         for (alias, value) in acknowledged {
-            let r = try client.request("GET", "/aliases/\(alias)", headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
+            let r = try client.request(
+                "GET", "/aliases/\(alias)", headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
             let revealed = (r.json?["data"] as? [[String: Any]])?.first?["value"] as? String
             if r.status != 200 || revealed != value { lost.append(alias) }
         }

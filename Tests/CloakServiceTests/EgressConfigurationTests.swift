@@ -9,26 +9,29 @@ struct EgressConfigurationTests {
     }
 
     @Test func aFullRouteLoads() throws {
-        let configuration = try ServiceConfiguration.parse(yaml: Self.yaml("""
-              listen: "127.0.0.1:8081"
-              ca: {cert: data/ca.pem, key: data/ca-key.pem}
-              routes:
-                - id: stripe
-                  upstream: "https://api.stripe.com"
-                  paths: ["/v1/*"]
-                  methods: [POST, GET]
-                  request:
-                    - {reveal: {form: ["card[number]", "card[cvc]"]}}
-                  response:
-                    - {redact: {json: ["$..card.number"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
-                  max_aliases: 10
-                  connect_timeout_s: 2
-                  response_timeout_s: 20
-            """))
+        let configuration = try ServiceConfiguration.parse(
+            yaml: Self.yaml(
+                """
+                  listen: "127.0.0.1:8081"
+                  ca: {cert: data/ca.pem, key: data/ca-key.pem}
+                  routes:
+                    - id: stripe
+                      upstream: "https://api.stripe.com"
+                      paths: ["/v1/*"]
+                      methods: [POST, GET]
+                      request:
+                        - {reveal: {form: ["card[number]", "card[cvc]"]}}
+                      response:
+                        - {redact: {json: ["$..card.number"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
+                      max_aliases: 10
+                      connect_timeout_s: 2
+                      response_timeout_s: 20
+                """))
         let route = try #require(configuration.egress.route("stripe"))
         #expect(configuration.egress.listen?.port == 8081)
         #expect(route.host == "api.stripe.com" && route.port == 443 && route.scheme == .https)
-        #expect(route.allows(method: "POST", path: "/v1/charges") && !route.allows(method: "DELETE", path: "/v1/charges"))
+        #expect(
+            route.allows(method: "POST", path: "/v1/charges") && !route.allows(method: "DELETE", path: "/v1/charges"))
         #expect(route.requestOperations.first?.action == .reveal && route.responseOperations.first?.action == .redact)
         #expect(!route.allowPrivate && route.maxAliases == 10)
     }
@@ -41,24 +44,44 @@ struct EgressConfigurationTests {
         ("routes: [{id: s, upstream: \"https://localhost:8443\"}]", "egress.routes[0].upstream"),
         ("routes: [{id: s, upstream: \"https://a.example\", paths: [\"v1/*\"]}]", "egress.routes[0].paths[0]"),
         ("routes: [{id: s, upstream: \"https://a.example\", methods: [CONNECT]}]", "egress.routes[0].methods[0]"),
-        ("routes: [{id: s, upstream: \"https://a.example\", request: [{reveal: {json: [\"$.a\"], format: UUID}}]}]", "egress.routes[0].request[0].reveal.format"),
-        ("routes: [{id: s, upstream: \"https://a.example\", request: [{reveal: {}, redact: {json: [\"$.a\"]}}]}]", "egress.routes[0].request[0]"),
-        ("routes: [{id: s, upstream: \"https://a.example\", request: [{reveal: {header: [Proxy-Authorization]}}]}]", "egress.routes[0].request[0].reveal.header[0]"),
+        (
+            "routes: [{id: s, upstream: \"https://a.example\", request: [{reveal: {json: [\"$.a\"], format: UUID}}]}]",
+            "egress.routes[0].request[0].reveal.format"
+        ),
+        (
+            "routes: [{id: s, upstream: \"https://a.example\", request: [{reveal: {}, redact: {json: [\"$.a\"]}}]}]",
+            "egress.routes[0].request[0]"
+        ),
+        (
+            "routes: [{id: s, upstream: \"https://a.example\", request: [{reveal: {header: [Proxy-Authorization]}}]}]",
+            "egress.routes[0].request[0].reveal.header[0]"
+        ),
         ("routes: [{id: s, upstream: \"https://a.example\", max_aliases: 0}]", "egress.routes[0].max_aliases"),
-        ("routes: [{id: s, upstream: \"https://a.example\", client_cert: {cert: /nonexistent.pem}}]", "egress.routes[0].client_cert"),
-        ("routes: [{id: s, upstream: \"https://a.example\"}, {id: s, upstream: \"https://b.example\"}]", "egress.routes[1].id"),
+        (
+            "routes: [{id: s, upstream: \"https://a.example\", client_cert: {cert: /nonexistent.pem}}]",
+            "egress.routes[0].client_cert"
+        ),
+        (
+            "routes: [{id: s, upstream: \"https://a.example\"}, {id: s, upstream: \"https://b.example\"}]",
+            "egress.routes[1].id"
+        ),
         ("routes: [{id: s, upstream: \"http://a.example\"}]", "egress.routes[0].upstream"),
         ("listen: \"nowhere\"", "egress.listen"),
         ("proxy: true", "egress.proxy"),
     ])
     func problemsAreNamedByPath(egress: String, path: String) {
-        let error = #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: Self.yaml("  " + egress)) }
+        let error = #expect(throws: ConfigurationError.self) {
+            try ServiceConfiguration.parse(yaml: Self.yaml("  " + egress))
+        }
         #expect(error?.issues.contains { $0.path == path } == true, "\(error?.issues.map(\.path) ?? [])")
     }
 
     @Test func egressScopesAreKnownScopes() throws {
         let yaml = TestServer.shippedConfiguration.replacingOccurrences(
-            of: "  tokens: []", with: "  tokens: [{id: b, sha256: \"\(String(repeating: "a", count: 64))\", scopes: [\"egress:stripe\", \"egress:*\"]}]")
+            of: "  tokens: []",
+            with:
+                "  tokens: [{id: b, sha256: \"\(String(repeating: "a", count: 64))\", scopes: [\"egress:stripe\", \"egress:*\"]}]"
+        )
         #expect(throws: Never.self) { try ServiceConfiguration.parse(yaml: yaml) }
         let bad = yaml.replacingOccurrences(of: "egress:stripe", with: "egress:Stripe!")
         #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: bad) }

@@ -18,44 +18,53 @@ final class EgressFixture {
     ///   - requireClientCertificate: the upstream asks for mutual TLS.
     ///   - clientCertificate: the route presents the test client certificate.
     /// - extraRoutes: more `egress.routes` entries; `PORT` and `CA` stand for the upstream's.
-    init(requireClientCertificate: Bool = false, clientCertificate: Bool = false, extraRoutes: String = "",
-         scopes: String = "\"egress:psp\"") throws {
+    init(
+        requireClientCertificate: Bool = false, clientCertificate: Bool = false, extraRoutes: String = "",
+        scopes: String = "\"egress:psp\""
+    ) throws {
         certificates = try TestCertificates()
         upstream = try TLSUpstream(certificates: certificates, requireClientCertificate: requireClientCertificate)
-        server = try TestServer(yaml: Self.yaml(upstream: upstream, certificates: certificates, clientCertificate: clientCertificate,
-                                                extraRoutes: extraRoutes, scopes: scopes))
+        server = try TestServer(
+            yaml: Self.yaml(
+                upstream: upstream, certificates: certificates, clientCertificate: clientCertificate,
+                extraRoutes: extraRoutes, scopes: scopes))
     }
 
     /// The fixture's configuration: the test tokens, the egress token with `scopes`, and the
     /// `psp` route (plus `extraRoutes`) to `upstream`.
-    static func yaml(upstream: TLSUpstream, certificates: TestCertificates, clientCertificate: Bool, extraRoutes: String,
-                     scopes: String) -> String {
+    static func yaml(
+        upstream: TLSUpstream, certificates: TestCertificates, clientCertificate: Bool, extraRoutes: String,
+        scopes: String
+    ) -> String {
         let hex = Digest.sha256(Array(Self.egressToken.utf8)).map { String(format: "%02x", $0) }.joined()
-        let client = clientCertificate
-            ? "      client_cert: {cert: \"\(certificates.clientCertificate)\", key: \"\(certificates.clientKey)\"}\n" : ""
-        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
-            of: "  tokens: [", with: "  tokens: [{id: egress, sha256: \"\(hex)\", scopes: [\(scopes)]}, ") + """
+        let client =
+            clientCertificate
+            ? "      client_cert: {cert: \"\(certificates.clientCertificate)\", key: \"\(certificates.clientKey)\"}\n"
+            : ""
+        let yaml =
+            TestServer.configurationWithTokens.replacingOccurrences(
+                of: "  tokens: [", with: "  tokens: [{id: egress, sha256: \"\(hex)\", scopes: [\(scopes)]}, ") + """
 
-            egress:
-              listen: "127.0.0.1:0"
-              routes:
-                - id: psp
-                  upstream: "https://127.0.0.1:\(upstream.port)"
-                  paths: ["/v1/*"]
-                  methods: [POST]
-                  request:
-                    - {reveal: {form: ["card[number]", "card[cvc]"]}}
-                    - {reveal: {json: ["$.source.number"]}}
-                    - {reveal: {header: ["X-Card-Number"]}}
-                  response:
-                    - {redact: {json: ["$..number"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
-                    - {redact: {form: ["card[number]"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
-                    - {redact: {form: ["card[cvc]"], format: UUID, storage: VOLATILE}}
-                  ca_file: "\(certificates.caFile)"
-                  allow_private: true
-                  max_aliases: 3
-            \(client)\(extraRoutes.replacingOccurrences(of: "PORT", with: String(upstream.port)).replacingOccurrences(of: "\"CA\"", with: "\"\(certificates.caFile)\""))
-            """
+                egress:
+                  listen: "127.0.0.1:0"
+                  routes:
+                    - id: psp
+                      upstream: "https://127.0.0.1:\(upstream.port)"
+                      paths: ["/v1/*"]
+                      methods: [POST]
+                      request:
+                        - {reveal: {form: ["card[number]", "card[cvc]"]}}
+                        - {reveal: {json: ["$.source.number"]}}
+                        - {reveal: {header: ["X-Card-Number"]}}
+                      response:
+                        - {redact: {json: ["$..number"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
+                        - {redact: {form: ["card[number]"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
+                        - {redact: {form: ["card[cvc]"], format: UUID, storage: VOLATILE}}
+                      ca_file: "\(certificates.caFile)"
+                      allow_private: true
+                      max_aliases: 3
+                \(client)\(extraRoutes.replacingOccurrences(of: "PORT", with: String(upstream.port)).replacingOccurrences(of: "\"CA\"", with: "\"\(certificates.caFile)\""))
+                """
         return yaml
     }
 
@@ -122,13 +131,16 @@ final class EgressServiceFixture {
     let server: TestService
 
     /// The parameters of ``EgressFixture/init(requireClientCertificate:clientCertificate:extraRoutes:scopes:)``.
-    init(requireClientCertificate: Bool = false, clientCertificate: Bool = false, extraRoutes: String = "",
-         scopes: String = "\"egress:psp\"") throws {
+    init(
+        requireClientCertificate: Bool = false, clientCertificate: Bool = false, extraRoutes: String = "",
+        scopes: String = "\"egress:psp\""
+    ) throws {
         certificates = try TestCertificates()
         upstream = try TLSUpstream(certificates: certificates, requireClientCertificate: requireClientCertificate)
-        server = try TestService(yaml: EgressFixture.yaml(
-            upstream: upstream, certificates: certificates, clientCertificate: clientCertificate,
-            extraRoutes: extraRoutes, scopes: scopes))
+        server = try TestService(
+            yaml: EgressFixture.yaml(
+                upstream: upstream, certificates: certificates, clientCertificate: clientCertificate,
+                extraRoutes: extraRoutes, scopes: scopes))
     }
 
     var basicCredentials: String { EgressFixture.egressBasicCredentials }

@@ -12,11 +12,13 @@ import Testing
         defer { f.stop() }
         let alias = try f.alias()
         #expect(alias != EgressFixture.card)
-        let r = try EgressFixture.run("curl", [
-            "-sS", "-i", "http://127.0.0.1:\(f.server.port)/egress/psp/v1/charges?expand=card",
-            "-H", "Proxy-Authorization: \(f.basicCredentials)", "-H", "Authorization: Bearer sk_test_psp_key",
-            "--data-urlencode", "card[number]=\(alias)", "--data-urlencode", "amount=1000",
-        ])
+        let r = try EgressFixture.run(
+            "curl",
+            [
+                "-sS", "-i", "http://127.0.0.1:\(f.server.port)/egress/psp/v1/charges?expand=card",
+                "-H", "Proxy-Authorization: \(f.basicCredentials)", "-H", "Authorization: Bearer sk_test_psp_key",
+                "--data-urlencode", "card[number]=\(alias)", "--data-urlencode", "amount=1000",
+            ])
         #expect(r.status == 0 && r.out.hasPrefix("HTTP/1.1 200"), "\(r.out) \(r.err)")
         let seen = try #require(f.upstream.received.last)
         #expect(seen.method == "POST" && seen.path == "/v1/charges?expand=card")
@@ -50,16 +52,22 @@ import Testing
         let alias = try f.alias()
         let body = "card[number]=\(alias)"
         let form = [("Content-Type", "application/x-www-form-urlencoded")]
-        func post(_ path: String, _ headers: [(String, String)], method: String = "POST") throws -> RawHTTPClient.Response {
+        func post(_ path: String, _ headers: [(String, String)], method: String = "POST") throws
+            -> RawHTTPClient.Response
+        {
             try f.server.client().request(method, path, body: Array(body.utf8), headers: form + headers)
         }
         let none = try post("/egress/psp/v1/charges", [])
         #expect(none.status == 407 && none.errorCode == 1300)
         #expect(none.header("Proxy-Authenticate") == #"Basic realm="cloak""#)
-        let wrong = try post("/egress/psp/v1/charges", [("Proxy-Authorization", "Basic " + Data("egress:nope".utf8).base64EncodedString())])
+        let wrong = try post(
+            "/egress/psp/v1/charges",
+            [("Proxy-Authorization", "Basic " + Data("egress:nope".utf8).base64EncodedString())])
         #expect(wrong.status == 407 && wrong.errorCode == 1300)
         // A valid token whose id does not match the Basic user name.
-        let mismatched = try post("/egress/psp/v1/charges", [("Proxy-Authorization", "Basic " + Data("full:\(EgressFixture.egressToken)".utf8).base64EncodedString())])
+        let mismatched = try post(
+            "/egress/psp/v1/charges",
+            [("Proxy-Authorization", "Basic " + Data("full:\(EgressFixture.egressToken)".utf8).base64EncodedString())])
         #expect(mismatched.status == 407)
         // The Cloak token in Authorization does not count: the door's credentials are Proxy-Authorization.
         let cloakToken = try post("/egress/psp/v1/charges", [("Authorization", "Bearer \(TestServer.fullToken)")])
@@ -79,18 +87,26 @@ import Testing
 
     /// The door's caller is Proxy-Authorization's, and the upstream's Authorization is never read
     /// as a Cloak token; other spellings of the door's path are not the door and forward nothing.
-    @Test(arguments: [("/egress/psp/v1/charges", 200), ("//egress/psp/v1/charges", 404), ("/egress//psp/v1/charges", 400)])
+    @Test(arguments: [
+        ("/egress/psp/v1/charges", 200), ("//egress/psp/v1/charges", 404), ("/egress//psp/v1/charges", 400),
+    ])
     func theDoorTakesItsCallerFromProxyAuthorizationOnItsOwnPathOnly(_ path: String, _ status: Int) throws {
         let f = try EgressFixture()
         defer { f.stop() }
         let alias = try f.alias()
         let body = Array("card[number]=\(alias)".utf8)
-        let upstreamKey = [("Authorization", "Bearer sk_test_psp_key"), ("Content-Type", "application/x-www-form-urlencoded")]
-        let r = try f.server.client().request("POST", path, body: body, headers: upstreamKey + [("Proxy-Authorization", f.basicCredentials)])
+        let upstreamKey = [
+            ("Authorization", "Bearer sk_test_psp_key"), ("Content-Type", "application/x-www-form-urlencoded"),
+        ]
+        let r = try f.server.client().request(
+            "POST", path, body: body, headers: upstreamKey + [("Proxy-Authorization", f.basicCredentials)])
         #expect(r.status == status, "\(r.text)")
         #expect(f.upstream.received.last?.header("Authorization") == (status == 200 ? "Bearer sk_test_psp_key" : nil))
-        let cloakTokenOnly = try f.server.client().request("POST", path, body: body, headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
-        #expect(cloakTokenOnly.status == (status == 404 ? 404 : 407), "a path the door answers asks for its credentials first")
+        let cloakTokenOnly = try f.server.client().request(
+            "POST", path, body: body, headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
+        #expect(
+            cloakTokenOnly.status == (status == 404 ? 404 : 407),
+            "a path the door answers asks for its credentials first")
         #expect(f.upstream.received.count == (status == 200 ? 1 : 0))
     }
 
@@ -112,11 +128,13 @@ import Testing
         let f = try EgressServiceFixture()
         defer { f.stop() }
         let alias = try f.alias("5555555555554444")
-        let deleted = try f.server.client().request("DELETE", "/aliases/\(alias)", body: [],
-                                                   headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
+        let deleted = try f.server.client().request(
+            "DELETE", "/aliases/\(alias)", body: [],
+            headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
         #expect(deleted.status == 204 || deleted.status == 200, "\(deleted.text)")
-        let r = try f.server.client().request("POST", "/egress/psp/v1/charges", json: #"{"source":{"number":"\#(alias)"}}"#,
-                                             headers: [("Proxy-Authorization", f.basicCredentials)])
+        let r = try f.server.client().request(
+            "POST", "/egress/psp/v1/charges", json: #"{"source":{"number":"\#(alias)"}}"#,
+            headers: [("Proxy-Authorization", f.basicCredentials)])
         #expect(r.status == 422 && r.errorCode == 1422)
         #expect(f.upstream.received.isEmpty)
     }
@@ -126,8 +144,11 @@ import Testing
         defer { f.stop() }
         let alias = try f.alias()
         let body = [String](repeating: "card[number]=\(alias)", count: 4).joined(separator: "&")
-        let r = try f.server.client().request("POST", "/egress/psp/v1/charges", body: Array(body.utf8), headers: [
-            ("Content-Type", "application/x-www-form-urlencoded"), ("Proxy-Authorization", f.basicCredentials)])
+        let r = try f.server.client().request(
+            "POST", "/egress/psp/v1/charges", body: Array(body.utf8),
+            headers: [
+                ("Content-Type", "application/x-www-form-urlencoded"), ("Proxy-Authorization", f.basicCredentials),
+            ])
         #expect(r.status == 400 && r.errorCode == 1002 && r.text.contains("max_aliases"), "\(r.text)")
         #expect(f.upstream.received.isEmpty)
     }
@@ -136,16 +157,18 @@ import Testing
         let withCert = try EgressServiceFixture(requireClientCertificate: true, clientCertificate: true)
         defer { withCert.stop() }
         let alias = try withCert.alias()
-        let ok = try withCert.server.client().request("POST", "/egress/psp/v1/charges", json: #"{"source":{"number":"\#(alias)"}}"#,
-                                                      headers: [("Proxy-Authorization", withCert.basicCredentials)])
+        let ok = try withCert.server.client().request(
+            "POST", "/egress/psp/v1/charges", json: #"{"source":{"number":"\#(alias)"}}"#,
+            headers: [("Proxy-Authorization", withCert.basicCredentials)])
         #expect(ok.status == 200, "\(ok.text)")
         #expect(withCert.upstream.received.last?.clientCertificate?.contains("cloak-egress") == true)
 
         let without = try EgressServiceFixture(requireClientCertificate: true, clientCertificate: false)
         defer { without.stop() }
         let alias2 = try without.alias()
-        let refused = try without.server.client().request("POST", "/egress/psp/v1/charges", json: #"{"source":{"number":"\#(alias2)"}}"#,
-                                                          headers: [("Proxy-Authorization", without.basicCredentials)])
+        let refused = try without.server.client().request(
+            "POST", "/egress/psp/v1/charges", json: #"{"source":{"number":"\#(alias2)"}}"#,
+            headers: [("Proxy-Authorization", without.basicCredentials)])
         #expect(refused.status == 502 && refused.errorCode == 1400, "\(refused.text)")
         #expect(without.upstream.received.isEmpty)
     }
@@ -156,11 +179,14 @@ import Testing
         let f = try EgressFixture()
         defer { f.stop() }
         let alias = try f.alias()
-        let r = try EgressFixture.run("curl", [
-            "-sS", "-i", "-x", "http://127.0.0.1:\(f.egressPort)", "--proxy-user", "egress:\(EgressFixture.egressToken)",
-            "--cacert", f.server.egressCAFile, "https://127.0.0.1:\(f.upstream.port)/v1/charges",
-            "-H", "Authorization: Bearer sk_test_psp_key", "--data-urlencode", "card[number]=\(alias)",
-        ])
+        let r = try EgressFixture.run(
+            "curl",
+            [
+                "-sS", "-i", "-x", "http://127.0.0.1:\(f.egressPort)", "--proxy-user",
+                "egress:\(EgressFixture.egressToken)",
+                "--cacert", f.server.egressCAFile, "https://127.0.0.1:\(f.upstream.port)/v1/charges",
+                "-H", "Authorization: Bearer sk_test_psp_key", "--data-urlencode", "card[number]=\(alias)",
+            ])
         #expect(r.status == 0, "\(r.err)")
         #expect(r.out.contains("HTTP/1.1 200"), "\(r.out)")
         let seen = try #require(f.upstream.received.last)
@@ -171,7 +197,8 @@ import Testing
     }
 
     @Test func theForwardProxyWorksWithPythonRequests() throws {
-        let python = try #require(EgressFixture.pythonWithRequests, "python3-requests is installed by scripts/install-deps")
+        let python = try #require(
+            EgressFixture.pythonWithRequests, "python3-requests is installed by scripts/install-deps")
         let f = try EgressFixture()
         defer { f.stop() }
         let alias = try f.alias()
@@ -195,9 +222,13 @@ import Testing
         let f = try EgressFixture()
         defer { f.stop() }
         let alias = try f.alias()
-        func curl(_ url: String, user: String? = "egress:\(EgressFixture.egressToken)", method: String = "POST") throws -> (out: String, err: String, status: Int32) {
-            var args = ["-sS", "-i", "-x", "http://127.0.0.1:\(f.egressPort)", "--cacert", f.server.egressCAFile, "-X", method,
-                        url, "--data-urlencode", "card[number]=\(alias)"]
+        func curl(_ url: String, user: String? = "egress:\(EgressFixture.egressToken)", method: String = "POST") throws
+            -> (out: String, err: String, status: Int32)
+        {
+            var args = [
+                "-sS", "-i", "-x", "http://127.0.0.1:\(f.egressPort)", "--cacert", f.server.egressCAFile, "-X", method,
+                url, "--data-urlencode", "card[number]=\(alias)",
+            ]
             if let user { args += ["--proxy-user", user] }
             return try EgressFixture.run("curl", args)
         }
@@ -222,8 +253,9 @@ import Testing
         defer { f.stop() }
         // Any text can be stored as a UUID alias; revealed into a header it would end the head.
         let alias = try f.alias("x\\r\\n \\r\\n\\r\\nPOST /v1/evil HTTP/1.1", format: "UUID")
-        let r = try f.server.client().request("POST", "/egress/psp/v1/charges", json: "{}",
-                                             headers: [("Proxy-Authorization", f.basicCredentials), ("X-Card-Number", alias)])
+        let r = try f.server.client().request(
+            "POST", "/egress/psp/v1/charges", json: "{}",
+            headers: [("Proxy-Authorization", f.basicCredentials), ("X-Card-Number", alias)])
         #expect(r.status == 400 && r.errorCode == 1002, "\(r.text)")
         #expect(f.upstream.received.isEmpty)
     }
@@ -238,7 +270,8 @@ import Testing
     func malformedProxyCredentialsAre407(header: String) throws {
         let f = try EgressServiceFixture()
         defer { f.stop() }
-        let r = try f.server.client().request("POST", "/egress/psp/v1/charges", json: "{}", headers: [("Proxy-Authorization", header)])
+        let r = try f.server.client().request(
+            "POST", "/egress/psp/v1/charges", json: "{}", headers: [("Proxy-Authorization", header)])
         #expect(r.status == 407 && r.errorCode == 1300, "\(r.status) \(r.text)")
         #expect(f.upstream.received.isEmpty)
     }
@@ -260,7 +293,9 @@ import Testing
         let f = try EgressFixture()
         defer { f.stop() }
         let client = try RawHTTPClient(port: f.egressPort)
-        try client.send("POST https://127.0.0.1:\(f.upstream.port)/v1/charges HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Authorization: \(f.basicCredentials)\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        try client.send(
+            "POST https://127.0.0.1:\(f.upstream.port)/v1/charges HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Authorization: \(f.basicCredentials)\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+        )
         let r = try client.readResponse()
         #expect(r.status == 400 && r.errorCode == 1002, "\(r.text)")
         #expect(f.upstream.received.isEmpty)
@@ -270,7 +305,9 @@ import Testing
         let f = try EgressFixture()
         defer { f.stop() }
         let client = try RawHTTPClient(port: f.egressPort)
-        try client.send("CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1:\(f.upstream.port)\r\nProxy-Authorization: \(f.basicCredentials)\r\n\r\n")
+        try client.send(
+            "CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1:\(f.upstream.port)\r\nProxy-Authorization: \(f.basicCredentials)\r\n\r\n"
+        )
         let r = try client.readResponse(hasBody: false)
         #expect(r.status == 200)
         try client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")  // not TLS
@@ -283,9 +320,10 @@ import Testing
         let f = try EgressFixture()
         defer { f.stop() }
         let client = try RawHTTPClient(port: f.egressPort)
-        try client.send("CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                        + "Proxy-Authorization: \(f.basicCredentials)\r\n\r\n"
-                        + "POST /v1/charges HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}")
+        try client.send(
+            "CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Proxy-Authorization: \(f.basicCredentials)\r\n\r\n"
+                + "POST /v1/charges HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}")
         let r = try client.readResponse()
         #expect(r.status == 400, "\(r.status) \(r.text)")
         #expect(f.upstream.received.isEmpty)
@@ -324,7 +362,9 @@ import Testing
         try client.send("CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         let first = try client.readResponse()
         #expect(first.status == 407 && first.header("Proxy-Authenticate") == #"Basic realm="cloak""#)
-        try client.send("CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Authorization: \(f.basicCredentials)\r\n\r\n")
+        try client.send(
+            "CONNECT 127.0.0.1:\(f.upstream.port) HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Authorization: \(f.basicCredentials)\r\n\r\n"
+        )
         let second = try client.readResponse(hasBody: false)
         #expect(second.status == 200)
         #expect(f.server.logs.text.contains(#""msg":"egress tunnel""#) || f.server.logs.text.contains("egress tunnel"))
@@ -332,18 +372,20 @@ import Testing
     }
 
     @Test func revealingIntoTheAnswerNeedsAliasesReveal() throws {
-        let f = try EgressServiceFixture(extraRoutes: """
-                - id: echo
-                  upstream: "https://127.0.0.1:PORT"
-                  response:
-                    - {reveal: {json: ["$.card"]}}
-                  ca_file: "CA"
-                  allow_private: true
-            """, scopes: "\"egress:*\"")
+        let f = try EgressServiceFixture(
+            extraRoutes: """
+                    - id: echo
+                      upstream: "https://127.0.0.1:PORT"
+                      response:
+                        - {reveal: {json: ["$.card"]}}
+                      ca_file: "CA"
+                      allow_private: true
+                """, scopes: "\"egress:*\"")
         defer { f.stop() }
         let alias = try f.alias()
-        let r = try f.server.client().request("POST", "/egress/echo/v1/x", json: #"{"card":"\#(alias)"}"#,
-                                             headers: [("Proxy-Authorization", f.basicCredentials)])
+        let r = try f.server.client().request(
+            "POST", "/egress/echo/v1/x", json: #"{"card":"\#(alias)"}"#,
+            headers: [("Proxy-Authorization", f.basicCredentials)])
         #expect(r.status == 403 && r.errorCode == 1301, "\(r.text)")
         #expect(f.upstream.received.isEmpty)
     }

@@ -1,9 +1,10 @@
 import CloakCore
 import CloakCrypto
-@testable import CloakService
 import CloakTesting
 import Foundation
 import Testing
+
+@testable import CloakService
 
 /// Issue 23: Cloak Elements' server side: files, schemas, reveal sessions (docs/elements.md).
 /// The browser side is tested in headless Chromium by Tests/Browser/elements_test.py.
@@ -15,12 +16,15 @@ import Testing
             of: #"allowed_origins: ["http://localhost:8000"]"#, with: "allowed_origins: []")
         let server = try TestService(yaml: yaml)
         defer { server.stop() }
-        for path in ["/elements/v1/cloak.js", "/elements/v1/field.html", "/elements/v1/forms/checkout", "/elements/v1/reveal"] {
+        for path in [
+            "/elements/v1/cloak.js", "/elements/v1/field.html", "/elements/v1/forms/checkout", "/elements/v1/reveal",
+        ] {
             let r = try server.client().request("GET", path)
             #expect(r.status == 404 && r.errorCode == 1404, "\(path): \(r.status)")
         }
-        let session = try server.client().request("POST", "/elements/sessions", json: #"{"aliases":["a"]}"#,
-                                                  headers: IntentTests.bearer(TestServer.fullToken))
+        let session = try server.client().request(
+            "POST", "/elements/sessions", json: #"{"aliases":["a"]}"#,
+            headers: IntentTests.bearer(TestServer.fullToken))
         #expect(session.status == 404)
     }
 
@@ -30,7 +34,8 @@ import Testing
         let js = try server.client().request("GET", "/elements/v1/cloak.js")
         #expect(js.status == 200 && js.body == ElementsAssets.loader)
         #expect(js.header("Content-Type") == "text/javascript; charset=utf-8")
-        #expect(js.header("Access-Control-Allow-Origin") == "*" && js.header("Cache-Control")?.contains("max-age") == true)
+        #expect(
+            js.header("Access-Control-Allow-Origin") == "*" && js.header("Cache-Control")?.contains("max-age") == true)
         let etag = try #require(js.header("ETag"))
         let again = try server.client().request("GET", "/elements/v1/cloak.js", headers: [("If-None-Match", etag)])
         #expect(again.status == 304 && again.body.isEmpty && again.header("ETag") == etag)
@@ -42,14 +47,16 @@ import Testing
             #expect(r.status == 200 && r.header("Content-Type") == "text/html; charset=utf-8", "\(document)")
             let csp = try #require(r.header("Content-Security-Policy"))
             let directives = Set(csp.components(separatedBy: "; "))
-            #expect(directives.isSuperset(of: [
-                "default-src 'none'", "script-src 'self'", "connect-src 'self'", "frame-ancestors \(Self.page)",
-                "base-uri 'none'", "form-action 'none'",
-            ]), "\(csp)")
+            #expect(
+                directives.isSuperset(of: [
+                    "default-src 'none'", "script-src 'self'", "connect-src 'self'", "frame-ancestors \(Self.page)",
+                    "base-uri 'none'", "form-action 'none'",
+                ]), "\(csp)")
             #expect(r.header("Access-Control-Allow-Origin") == nil)
             // No inline script or style: the CSP would refuse it, so none may ship.
             #expect(!r.text.contains("<script>") && !r.text.contains("style="), "\(document)")
-            #expect(r.text.range(of: #"\son[a-z]+\s*="#, options: .regularExpression) == nil, "\(document): inline handler")
+            #expect(
+                r.text.range(of: #"\son[a-z]+\s*="#, options: .regularExpression) == nil, "\(document): inline handler")
         }
         for missing in ["/elements/v1/nope.js", "/elements/v1/..%2Fconfig", "/elements/v2/cloak.js"] {
             #expect(try server.client().request("GET", missing).status == 404, "\(missing)")
@@ -94,15 +101,19 @@ import Testing
         #expect(json["allowedOrigins"] as? [String] == [Self.page] && json["fontOrigins"] as? [String] == [])
         #expect((json["today"] as? [String: Int]) == ["year": 2026, "month": 11, "day": 23])
         let fields = try #require(json["fields"] as? [[String: Any]])
-        #expect(fields.map { $0["name"] as? String } == [
-            "card_data.card_number", "card_data.card_cvc", "card_data.exp_date", "card_data.card_holder", "billing.phone",
-            "customer.ssn",
-        ])
+        #expect(
+            fields.map { $0["name"] as? String } == [
+                "card_data.card_number", "card_data.card_cvc", "card_data.exp_date", "card_data.card_holder",
+                "billing.phone",
+                "customer.ssn",
+            ])
         // Every card number, CVC and SSN of the shipped checkout form is tokenized: the frames may
         // ask for aliases and the redacted echo. No route of the shipped configuration uses it.
         #expect((json["targets"] as? [String: [String]]) == ["kinds": ["tokens", "send", "validate"], "routes": []])
         let etag = try #require(r.header("ETag"))
-        #expect(try server.client().request("GET", "/elements/v1/forms/checkout", headers: [("If-None-Match", etag)]).status == 304)
+        #expect(
+            try server.client().request("GET", "/elements/v1/forms/checkout", headers: [("If-None-Match", etag)]).status
+                == 304)
         let unknown = try server.client().request("GET", "/elements/v1/forms/nope%22%3Cscript%3E")
         // The name comes back scrubbed in a JSON body, never as a document a browser would render.
         #expect(unknown.status == 404 && unknown.header("Content-Type")?.hasPrefix("application/json") == true)
@@ -111,17 +122,21 @@ import Testing
     // MARK: reveal sessions
 
     static func tokenize(_ server: TestService, _ card: String) throws -> String {
-        let r = try server.client().request("POST", "/aliases", json: IntentTests.body(card), headers: IntentTests.bearer(TestServer.fullToken))
+        let r = try server.client().request(
+            "POST", "/aliases", json: IntentTests.body(card), headers: IntentTests.bearer(TestServer.fullToken))
         return try #require(IntentTests.alias(r), "\(r.text)")
     }
 
     static func session(_ server: TestService, _ aliases: [String], ttl: Int = 60) throws -> RawHTTPClient.Response {
         let list = aliases.map { "\"\($0)\"" }.joined(separator: ",")
-        return try server.client().request("POST", "/elements/sessions", json: #"{"aliases":[\#(list)],"ttl_s":\#(ttl)}"#,
-                                           headers: IntentTests.bearer(TestServer.revealOnlyToken))
+        return try server.client().request(
+            "POST", "/elements/sessions", json: #"{"aliases":[\#(list)],"ttl_s":\#(ttl)}"#,
+            headers: IntentTests.bearer(TestServer.revealOnlyToken))
     }
 
-    static func reveal(_ server: TestService, session: String, alias: String, site: String? = "same-origin") throws -> RawHTTPClient.Response {
+    static func reveal(_ server: TestService, session: String, alias: String, site: String? = "same-origin") throws
+        -> RawHTTPClient.Response
+    {
         var headers = [("Cloak-Session", session), ("Cloak-Alias", alias)]
         if let site { headers.append(("Sec-Fetch-Site", site)) }
         return try server.client().request("GET", "/elements/v1/reveal", headers: headers)
@@ -148,7 +163,9 @@ import Testing
         }
         // Another alias, a forged or altered session, garbage.
         let notNamed = try Self.reveal(server, session: session, alias: other)
-        #expect(notNamed.status == 403 && notNamed.text.contains(#""reason":"not_in_session""#) && !notNamed.text.contains(other))
+        #expect(
+            notNamed.status == 403 && notNamed.text.contains(#""reason":"not_in_session""#)
+                && !notNamed.text.contains(other))
         var tampered = Array(session.utf8)
         tampered[8] = tampered[8] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         #expect(try Self.reveal(server, session: String(decoding: tampered, as: UTF8.self), alias: alias).status == 403)
@@ -192,8 +209,9 @@ import Testing
         defer { server.stop() }
         let alias = try Self.tokenize(server, "4111111111111111")
         func mint(_ client: String) throws -> RawHTTPClient.Response {
-            try server.client().request("POST", "/elements/sessions", json: #"{"aliases":["\#(alias)"],"client":"\#(client)"}"#,
-                                        headers: IntentTests.bearer(TestServer.revealOnlyToken))
+            try server.client().request(
+                "POST", "/elements/sessions", json: #"{"aliases":["\#(alias)"],"client":"\#(client)"}"#,
+                headers: IntentTests.bearer(TestServer.revealOnlyToken))
         }
         let here = try #require(try mint("127.0.0.1").json?["session"] as? String)
         #expect(try Self.reveal(server, session: here, alias: alias).status == 200)
@@ -208,15 +226,19 @@ import Testing
         defer { server.stop() }
         let body = #"{"aliases":["tok_sandbox_x"],"ttl_s":60}"#
         #expect(try server.client().request("POST", "/elements/sessions", json: body).status == 401)
-        #expect(try server.client().request("POST", "/elements/sessions", json: body,
-                                            headers: IntentTests.bearer(TestServer.createOnlyToken)).status == 403)
+        #expect(
+            try server.client().request(
+                "POST", "/elements/sessions", json: body,
+                headers: IntentTests.bearer(TestServer.createOnlyToken)
+            ).status == 403)
         let twentyOne = (0..<21).map { "\"tok_sandbox_\($0)\"" }.joined(separator: ",")
         for bad in [
             #"{"aliases":["a"],"ttl_s":601}"#, #"{"aliases":["a"],"ttl_s":0}"#, #"{"aliases":["a"],"ttl_s":1.5}"#,
             #"{"aliases":[]}"#, #"{"aliases":[\#(twentyOne)]}"#, #"{"aliases":[1]}"#, #"{"aliases":["a\u0000"]}"#,
             #"{"aliases":["a"],"x":1}"#, "{}", "[]", "not json",
         ] {
-            let r = try server.client().request("POST", "/elements/sessions", json: bad, headers: IntentTests.bearer(TestServer.fullToken))
+            let r = try server.client().request(
+                "POST", "/elements/sessions", json: bad, headers: IntentTests.bearer(TestServer.fullToken))
             #expect(r.status == 400 && r.errorCode == 1002, "\(bad): \(r.text)")
         }
     }
@@ -237,27 +259,37 @@ import Testing
 
     // MARK: configuration
 
-    @Test(arguments: [
-        ("https://shop.example", nil), ("http://localhost:8000", nil), ("http://[::1]:8080", nil), ("https://a.b.example:8443", nil),
-        ("*", "expected an origin"), ("https://*.example", "lower-case"), ("https://shop.example/", "lower-case"),
-        ("https://Shop.example", "lower-case"), ("https://shop.example:443", "default port"), ("http://shop.example:80", "default port"),
-        ("ftp://shop.example", "expected an origin"), ("https://", "no host"), ("https://shop.example:0", "port"),
-        ("https://shop.example:99999", "port"), ("https://u@shop.example", "lower-case"), ("https://.example", "host"),
-        ("https://shop.example?x", "lower-case"), ("'self'", "expected an origin"), ("https://a b", "lower-case"),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("https://shop.example", nil), ("http://localhost:8000", nil), ("http://[::1]:8080", nil),
+            ("https://a.b.example:8443", nil),
+            ("*", "expected an origin"), ("https://*.example", "lower-case"), ("https://shop.example/", "lower-case"),
+            ("https://Shop.example", "lower-case"), ("https://shop.example:443", "default port"),
+            ("http://shop.example:80", "default port"),
+            ("ftp://shop.example", "expected an origin"), ("https://", "no host"), ("https://shop.example:0", "port"),
+            ("https://shop.example:99999", "port"), ("https://u@shop.example", "lower-case"),
+            ("https://.example", "host"),
+            ("https://shop.example?x", "lower-case"), ("'self'", "expected an origin"), ("https://a b", "lower-case"),
+        ] as [(String, String?)])
     func originsAreExactlyAsBrowsersWriteThem(_ origin: String, _ problem: String?) {
         let found = ElementsSettings.originProblem(origin)
-        if let problem { #expect(found?.contains(problem) == true, "\(origin): \(found ?? "accepted")") } else { #expect(found == nil, "\(origin): \(found ?? "")") }
+        if let problem {
+            #expect(found?.contains(problem) == true, "\(origin): \(found ?? "accepted")")
+        } else {
+            #expect(found == nil, "\(origin): \(found ?? "")")
+        }
     }
 
     @Test func checkConfigNamesABadOriginByItsPath() throws {
-        let yaml = "elements: {allowed_origins: [\"https://ok.example\", \"https://bad.example/path\"], font_origins: [\"*\"]}\n"
+        let yaml =
+            "elements: {allowed_origins: [\"https://ok.example\", \"https://bad.example/path\"], font_origins: [\"*\"]}\n"
         do {
             _ = try ServiceConfiguration.parse(yaml: yaml)
             Issue.record("accepted")
         } catch {
             let text = "\(error)"
-            #expect(text.contains("elements.allowed_origins[1]") && text.contains("elements.font_origins[0]"), "\(text)")
+            #expect(
+                text.contains("elements.allowed_origins[1]") && text.contains("elements.font_origins[0]"), "\(text)")
             #expect(!text.contains("elements.allowed_origins[0]"))
         }
         let fine = try ServiceConfiguration.parse(yaml: "elements: {allowed_origins: [\"https://ok.example\"]}\n")

@@ -5,7 +5,9 @@ import Testing
 /// Every failure is a VGSError body with the right code and status; hostile input never crashes,
 /// hangs or gets a partial answer.
 @Suite struct ErrorResponseTests {
-    static func expectError(_ r: RawHTTPClient.Response, status: Int, code: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectError(
+        _ r: RawHTTPClient.Response, status: Int, code: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(r.status == status, sourceLocation: sourceLocation)
         #expect(r.errorCode == code, "\(r.text)", sourceLocation: sourceLocation)
         let error = r.json?["error"] as? [String: Any]
@@ -34,7 +36,10 @@ import Testing
         ("invalid UTF-8", Array(#"{"fields":{"card_data.card_holder":""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8)),
         ("lone surrogate", Array(#"{"fields":{"card_data.card_holder":"\ud800"}}"#.utf8)),
         ("deep nesting", Array(String(repeating: "[", count: 10_000).utf8)),
-        ("deep object nesting", Array((String(repeating: #"{"a":"#, count: 5_000) + "1" + String(repeating: "}", count: 5_000)).utf8)),
+        (
+            "deep object nesting",
+            Array((String(repeating: #"{"a":"#, count: 5_000) + "1" + String(repeating: "}", count: 5_000)).utf8)
+        ),
     ]
 
     @Test(arguments: malformedBodies.indices)
@@ -86,7 +91,8 @@ import Testing
         defer { server.stop() }
         // Past twice the limit evhttp refuses on its own (lingering close: it discards the body
         // as it arrives, so the client still sees the 413 rather than a reset).
-        let r = try server.client().request("POST", "/forms/checkout/validate", body: [UInt8](repeating: 0x20, count: 5_000_000))
+        let r = try server.client().request(
+            "POST", "/forms/checkout/validate", body: [UInt8](repeating: 0x20, count: 5_000_000))
         #expect(r.status == 413)
         #expect(try server.client().request("GET", "/healthz").status == 200)
     }
@@ -96,7 +102,8 @@ import Testing
         defer { server.stop() }
         let client = try server.client()
         try client.send(
-            "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nContent-Length: 13\r\nContent-Length: 12\r\n\r\n{\"fields\":{}}")
+            "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nContent-Length: 13\r\nContent-Length: 12\r\n\r\n{\"fields\":{}}"
+        )
         let r = try client.readResponse()
         Self.expectError(r, status: 400, code: 1002)
         #expect(r.header("Connection") == "close")
@@ -118,7 +125,8 @@ import Testing
     @Test func oversizedHeadersAreRefused() throws {
         let server = try TestServer(environment: ["CLOAK_SERVER_MAX_HEADER_BYTES": "2048"])
         defer { server.stop() }
-        let r = try server.client().request("GET", "/healthz", headers: [("X-Big", String(repeating: "a", count: 8000))])
+        let r = try server.client().request(
+            "GET", "/healthz", headers: [("X-Big", String(repeating: "a", count: 8000))])
         #expect(r.status == 400)
         #expect(try server.client().request("GET", "/healthz").status == 200)
     }

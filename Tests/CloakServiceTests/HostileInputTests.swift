@@ -8,12 +8,14 @@ import Testing
 @Suite(.serialized) struct HostileInputTests {
     static let bearer = VaultAPITests.bearer
     static func routeYAML(_ upstream: Int) -> String {
-        TestServer.configurationWithTokens.replacingOccurrences(of: "routes: []", with: """
-            routes:
-              - {id: "7d3c1c9e-0a55-4a4b-9b8e-2f0c6a1d3e11", path: /raw, upstream: "http://127.0.0.1:\(upstream)/raw",
-                 methods: [GET, POST, PATCH, DELETE, PUT]}
+        TestServer.configurationWithTokens.replacingOccurrences(
+            of: "routes: []",
+            with: """
+                routes:
+                  - {id: "7d3c1c9e-0a55-4a4b-9b8e-2f0c6a1d3e11", path: /raw, upstream: "http://127.0.0.1:\(upstream)/raw",
+                     methods: [GET, POST, PATCH, DELETE, PUT]}
 
-            """)
+                """)
     }
 
     // MARK: Defect 1
@@ -22,10 +24,12 @@ import Testing
         let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
-        let stored = try client.request("POST", "/aliases", json: #"""
-            {"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","classifiers":["team"]},
-                     {"value":"4111111111111111","format":"UUID"}]}
-            """#, headers: Self.bearer(TestServer.createOnlyToken))
+        let stored = try client.request(
+            "POST", "/aliases",
+            json: #"""
+                {"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","classifiers":["team"]},
+                         {"value":"4111111111111111","format":"UUID"}]}
+                """#, headers: Self.bearer(TestServer.createOnlyToken))
         #expect(stored.status == 201)
         func ask(_ pan: String) throws -> [String: Any] {
             let r = try client.request("POST", "/tokens", json: #"{"data":[{"value":"\#(pan)","format":"UUID"}]}"#)
@@ -86,13 +90,16 @@ import Testing
         #expect(r.status == 204)
         #expect(!upstream.text.lowercased().contains("expect:"))
         let refused = try server.client()
-        try refused.send("POST /proxy/raw HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: 2\r\n\r\nab")
+        try refused.send(
+            "POST /proxy/raw HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: 2\r\n\r\nab")
         let answer = try refused.readResponse()
         #expect(answer.status == 400 && answer.errorCode == 1002)
         #expect(!upstream.text.lowercased().contains("transfer-encoding"))
     }
 
-    @Test(arguments: ["/proxy/raw/..;/admin", "/proxy/raw/..%5Cadmin", "/proxy/raw/%252e%252e/admin", "/proxy/raw/.;x/a"])
+    @Test(arguments: [
+        "/proxy/raw/..;/admin", "/proxy/raw/..%5Cadmin", "/proxy/raw/%252e%252e/admin", "/proxy/raw/.;x/a",
+    ])
     func pathsThatUpstreamsNormaliseIntoDotSegmentsAreRefused(path: String) throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
@@ -106,12 +113,15 @@ import Testing
     @Test func aCloakTokenNeverGoesUpstreamEvenWhereAuthorizationIsForwarded() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let yaml = Self.routeYAML(upstream.port).replacingOccurrences(of: "methods: [GET, POST, PATCH, DELETE, PUT]}",
-                                                                      with: "methods: [GET, POST, PATCH, DELETE, PUT], forward_authorization: true}")
+        let yaml = Self.routeYAML(upstream.port).replacingOccurrences(
+            of: "methods: [GET, POST, PATCH, DELETE, PUT]}",
+            with: "methods: [GET, POST, PATCH, DELETE, PUT], forward_authorization: true}")
         let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let client = try server.client()
-        #expect(try client.request("GET", "/proxy/raw", headers: [("Authorization", "Bearer upstream-secret")]).status == 204)
+        #expect(
+            try client.request("GET", "/proxy/raw", headers: [("Authorization", "Bearer upstream-secret")]).status
+                == 204)
         #expect(upstream.text.contains("Authorization: Bearer upstream-secret"))
         #expect(try client.request("GET", "/proxy/raw", headers: Self.bearer(TestServer.fullToken)).status == 204)
         #expect(!upstream.text.contains(TestServer.fullToken))
@@ -123,30 +133,44 @@ import Testing
         let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
-        let created = try client.request("POST", "/aliases", json: #"""
-            {"data":[{"value":"ab,cd/ef12","format":"ALPHANUMERIC_LENGTH_PRESERVING"}]}
-            """#, headers: Self.bearer(TestServer.createOnlyToken))
+        let created = try client.request(
+            "POST", "/aliases",
+            json: #"""
+                {"data":[{"value":"ab,cd/ef12","format":"ALPHANUMERIC_LENGTH_PRESERVING"}]}
+                """#, headers: Self.bearer(TestServer.createOnlyToken))
         let alias = try #require(VaultAPITests.aliases(created).first?["alias"] as? String)
         #expect(alias.contains(",") && alias.contains("/"))
         let encoded = alias.replacingOccurrences(of: "/", with: "%2F").replacingOccurrences(of: ",", with: "%2C")
         let many = try client.request("GET", "/aliases?q=\(encoded)", headers: Self.bearer(TestServer.fullToken))
         #expect(((many.json?["data"] as? [String: Any])?[alias] as? [String: Any])?["value"] as? String == "ab,cd/ef12")
-        #expect(try client.request("PUT", "/aliases/\(encoded)", json: #"{"data":{"classifiers":["x"]}}"#,
-                                   headers: Self.bearer(TestServer.fullToken)).status == 204)
-        #expect(try client.request("GET", "/aliases/\(encoded)", headers: Self.bearer(TestServer.fullToken)).status == 200)
-        #expect(try client.request("DELETE", "/aliases/\(encoded)", headers: Self.bearer(TestServer.fullToken)).status == 204)
-        #expect(try client.request("GET", "/aliases/\(encoded)", headers: Self.bearer(TestServer.fullToken)).status == 404)
+        #expect(
+            try client.request(
+                "PUT", "/aliases/\(encoded)", json: #"{"data":{"classifiers":["x"]}}"#,
+                headers: Self.bearer(TestServer.fullToken)
+            ).status == 204)
+        #expect(
+            try client.request("GET", "/aliases/\(encoded)", headers: Self.bearer(TestServer.fullToken)).status == 200)
+        #expect(
+            try client.request("DELETE", "/aliases/\(encoded)", headers: Self.bearer(TestServer.fullToken)).status
+                == 204)
+        #expect(
+            try client.request("GET", "/aliases/\(encoded)", headers: Self.bearer(TestServer.fullToken)).status == 404)
     }
 
     @Test func aNulInAnAliasIsNotFound() throws {
         let server = try TestServer()
         defer { server.stop() }
         let client = try server.client()
-        let created = try client.request("POST", "/aliases", json: #"{"data":[{"value":"4111111111111111"}]}"#,
-                                         headers: Self.bearer(TestServer.createOnlyToken))
+        let created = try client.request(
+            "POST", "/aliases", json: #"{"data":[{"value":"4111111111111111"}]}"#,
+            headers: Self.bearer(TestServer.createOnlyToken))
         let alias = try #require(VaultAPITests.aliases(created).first?["alias"] as? String)
-        #expect(try client.request("GET", "/aliases/\(alias)%00junk", headers: Self.bearer(TestServer.fullToken)).status == 404)
-        #expect(try client.request("GET", "/aliases?q=\(alias)%00junk", headers: Self.bearer(TestServer.fullToken)).status == 404)
+        #expect(
+            try client.request("GET", "/aliases/\(alias)%00junk", headers: Self.bearer(TestServer.fullToken)).status
+                == 404)
+        #expect(
+            try client.request("GET", "/aliases?q=\(alias)%00junk", headers: Self.bearer(TestServer.fullToken)).status
+                == 404)
     }
 
     // MARK: Defect 12: logs
@@ -155,10 +179,13 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let client = try server.client()
-        _ = try client.request("GET", "/x/4111%C2%A01111%C2%A01111%C2%A01111", headers: [("X-Request-Id", "4111111111111111")])
+        _ = try client.request(
+            "GET", "/x/4111%C2%A01111%C2%A01111%C2%A01111", headers: [("X-Request-Id", "4111111111111111")])
         _ = try client.request("GET", "/aliases/4111-1111-1111-1111", headers: Self.bearer(TestServer.fullToken))
         let log = server.logs.text
-        for leak in ["4111\u{00A0}1111", "4111111111111111", "4111-1111-1111"] { #expect(!log.contains(leak), "\(leak)") }
+        for leak in ["4111\u{00A0}1111", "4111111111111111", "4111-1111-1111"] {
+            #expect(!log.contains(leak), "\(leak)")
+        }
     }
 
     // MARK: Defect 18 over HTTP
@@ -166,9 +193,11 @@ import Testing
     @Test func anonymousCallersCannotFillASmallAliasSpace() throws {
         let server = try TestService()
         defer { server.stop() }
-        let r = try server.client().request("POST", "/tokens", json: #"""
-            {"data":[{"value":"378282246310005","format":"FPE_SIX_T_FOUR","storage":"VOLATILE"}]}
-            """#)
+        let r = try server.client().request(
+            "POST", "/tokens",
+            json: #"""
+                {"data":[{"value":"378282246310005","format":"FPE_SIX_T_FOUR","storage":"VOLATILE"}]}
+                """#)
         #expect(r.status == 400 && r.errorCode == 1002)
         #expect(r.text.contains("data[0]") && !r.text.contains("378282246310005"))
     }
@@ -176,8 +205,9 @@ import Testing
     // MARK: Rate limits and open_tokenize
 
     static let strict = TestServer.configurationWithTokens
-        .replacingOccurrences(of: "anonymous: {requests_per_minute: 10000000, burst: 1000000}",
-                              with: "anonymous: {requests_per_minute: 60, burst: 3}")
+        .replacingOccurrences(
+            of: "anonymous: {requests_per_minute: 10000000, burst: 1000000}",
+            with: "anonymous: {requests_per_minute: 60, burst: 3}")
 
     @Test func anonymousCallersPastTheirRateGet429WithRetryAfter() throws {
         let server = try TestService(yaml: Self.strict)
@@ -196,8 +226,11 @@ import Testing
         #expect(Int(answer.header("Retry-After") ?? "") ?? 0 >= 1)
         // Health probes are never limited; a token has its own budget.
         #expect(try client.request("GET", "/healthz").status == 200)
-        #expect(try client.request("POST", "/forms/checkout/validate", json: #"{"fields":{}}"#,
-                                   headers: Self.bearer(TestServer.fullToken)).status == 200)
+        #expect(
+            try client.request(
+                "POST", "/forms/checkout/validate", json: #"{"fields":{}}"#,
+                headers: Self.bearer(TestServer.fullToken)
+            ).status == 200)
         let metrics = try client.request("GET", "/metrics", headers: Self.bearer(TestServer.fullToken)).text
         #expect(metrics.contains(#"cloak_rate_limited_total{kind="anonymous"}"#))
     }
@@ -215,15 +248,21 @@ import Testing
     }
 
     @Test func withOpenTokenizeOffEveryStoringEndpointNeedsAToken() throws {
-        let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "open_tokenize: true", with: "open_tokenize: false")
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "open_tokenize: true", with: "open_tokenize: false")
         let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let client = try server.client()
-        let form = #"{"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123","card_data.exp_date":"12/30","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"}}"#
+        let form =
+            #"{"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123","card_data.exp_date":"12/30","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"}}"#
         for path in ["/forms/checkout/tokens", "/forms/checkout/send"] {
             #expect(try client.request("POST", path, json: form).status == 401)
-            #expect(try client.request("POST", path, json: form, headers: Self.bearer(TestServer.revealOnlyToken)).status == 403)
-            #expect(try client.request("POST", path, json: form, headers: Self.bearer(TestServer.createOnlyToken)).status == 200)
+            #expect(
+                try client.request("POST", path, json: form, headers: Self.bearer(TestServer.revealOnlyToken)).status
+                    == 403)
+            #expect(
+                try client.request("POST", path, json: form, headers: Self.bearer(TestServer.createOnlyToken)).status
+                    == 200)
         }
         #expect(try client.request("POST", "/tokens", json: #"{"data":[{"value":"x"}]}"#).status == 401)
         #expect(try client.request("POST", "/forms/checkout/validate", json: form).status == 200)
@@ -234,8 +273,9 @@ import Testing
 @Suite struct RedactedDescriptionTests {
     @Test func requestsAndSubmissionsPrintRedacted() throws {
         let pan = "4111111111111111"
-        let request = HTTPRequest(method: .POST, path: "/tokens", headers: [("Authorization", "Bearer secret-token")],
-                                  body: Array(#"{"fields":{"card_data.card_number":"\#(pan)"}}"#.utf8))
+        let request = HTTPRequest(
+            method: .POST, path: "/tokens", headers: [("Authorization", "Bearer secret-token")],
+            body: Array(#"{"fields":{"card_data.card_number":"\#(pan)"}}"#.utf8))
         var dumped = ""
         dump(request, to: &dumped)
         for text in ["\(request)", String(reflecting: request), dumped] {

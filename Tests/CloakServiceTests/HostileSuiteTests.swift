@@ -17,9 +17,22 @@ import Testing
         ("duplicate member", Array(#"{"data":[{"value":"\#(secret)","value":"x"}]}"#.utf8)),
         ("duplicate nested", Array(#"{"fields":{},"extraData":{"a":{"b":"\#(secret)","b":"1"}}}"#.utf8)),
         ("deep", Array(String(repeating: "[", count: 100_000).utf8)),
-        ("huge string", Array(#"{"data":[{"value":""#.utf8) + [UInt8](repeating: 0x37, count: 900_000) + Array(#""}]}"#.utf8)),
-        ("many items", Array(("{\"data\":[" + Array(repeating: #"{"value":"\#(secret)"}"#, count: 5_000).joined(separator: ",") + "]}").utf8)),
-        ("long FPE value", Array(#"{"data":[{"value":"\#(String(repeating: "4", count: 4096))","format":"NUM_LENGTH_PRESERVING"}]}"#.utf8)),
+        (
+            "huge string",
+            Array(#"{"data":[{"value":""#.utf8) + [UInt8](repeating: 0x37, count: 900_000) + Array(#""}]}"#.utf8)
+        ),
+        (
+            "many items",
+            Array(
+                ("{\"data\":[" + Array(repeating: #"{"value":"\#(secret)"}"#, count: 5_000).joined(separator: ",")
+                    + "]}").utf8)
+        ),
+        (
+            "long FPE value",
+            Array(
+                #"{"data":[{"value":"\#(String(repeating: "4", count: 4096))","format":"NUM_LENGTH_PRESERVING"}]}"#.utf8
+            )
+        ),
         ("NUL in value", Array(#"{"data":[{"value":"\u0000\#(secret)"}],"x":1}"#.utf8)),
         ("numbers as strings", Array(#"{"data":[{"value":4111111111111111}]}"#.utf8)),
     ]
@@ -37,13 +50,25 @@ import Testing
         ("token with a card", "GET /aliases/\(secret) HTTP/1.1\r\nAuthorization: Bearer \(secret)\r\n\r\n"),
         ("request id with a card", "GET /healthz HTTP/1.1\r\nX-Request-Id: \(secret)\r\n\r\n"),
         ("conflicting lengths", "POST /tokens HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"),
-        ("header name with space", "POST /tokens HTTP/1.1\r\nContent-Type : application/json\r\nContent-Length: 2\r\n\r\n{}"),
+        (
+            "header name with space",
+            "POST /tokens HTTP/1.1\r\nContent-Type : application/json\r\nContent-Length: 2\r\n\r\n{}"
+        ),
         ("oversized head", "GET /healthz HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n"),
-        ("encoded NUL in path", "GET /aliases/tok%00\(secret) HTTP/1.1\r\nAuthorization: Bearer \(TestServer.fullToken)\r\n\r\n"),
+        (
+            "encoded NUL in path",
+            "GET /aliases/tok%00\(secret) HTTP/1.1\r\nAuthorization: Bearer \(TestServer.fullToken)\r\n\r\n"
+        ),
         ("card in path", "GET /forms/\(secret)/validate HTTP/1.1\r\n\r\n"),
         ("dot segments", "GET /proxy/../aliases HTTP/1.1\r\n\r\n"),
-        ("bad query encoding", "GET /aliases?q=%zz%\(secret) HTTP/1.1\r\nAuthorization: Bearer \(TestServer.fullToken)\r\n\r\n"),
-        ("too many aliases", "GET /aliases?q=\(Array(repeating: "a", count: 500).joined(separator: ",")) HTTP/1.1\r\nAuthorization: Bearer \(TestServer.fullToken)\r\n\r\n"),
+        (
+            "bad query encoding",
+            "GET /aliases?q=%zz%\(secret) HTTP/1.1\r\nAuthorization: Bearer \(TestServer.fullToken)\r\n\r\n"
+        ),
+        (
+            "too many aliases",
+            "GET /aliases?q=\(Array(repeating: "a", count: 500).joined(separator: ",")) HTTP/1.1\r\nAuthorization: Bearer \(TestServer.fullToken)\r\n\r\n"
+        ),
         ("unknown method", "BREW /tokens HTTP/1.1\r\n\r\n"),
     ]
 

@@ -19,36 +19,42 @@ import Testing
     }
 
     static func server(_ upstream: TLSUpstream, _ certificates: TestCertificates) throws -> TestService {
-        try TestService(yaml: TestServer.configurationWithTokens.replacingOccurrences(of: "routes: []", with: """
-            routes:
-              - id: "0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
-                path: /orders
-                upstream: "https://127.0.0.1:\(upstream.port)/orders"
-                ca_file: "\(certificates.caFile)"
-                response:
-                  - {redact: {json: ["$..pan"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
-              - id: "1c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
-                path: /payouts
-                upstream: "https://127.0.0.1:\(upstream.port)/payouts"
-                ca_file: "\(certificates.caFile)"
-                request:
-                  - {reveal: {json: ["$.card"]}}
-              - id: "2c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
-                path: /dead
-                upstream: "http://127.0.0.1:1/dead"
-                response:
-                  - {redact: {json: ["$..description"], format: UUID, storage: VOLATILE}}
+        try TestService(
+            yaml: TestServer.configurationWithTokens.replacingOccurrences(
+                of: "routes: []",
+                with: """
+                    routes:
+                      - id: "0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                        path: /orders
+                        upstream: "https://127.0.0.1:\(upstream.port)/orders"
+                        ca_file: "\(certificates.caFile)"
+                        response:
+                          - {redact: {json: ["$..pan"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
+                      - id: "1c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                        path: /payouts
+                        upstream: "https://127.0.0.1:\(upstream.port)/payouts"
+                        ca_file: "\(certificates.caFile)"
+                        request:
+                          - {reveal: {json: ["$.card"]}}
+                      - id: "2c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                        path: /dead
+                        upstream: "http://127.0.0.1:1/dead"
+                        response:
+                          - {redact: {json: ["$..description"], format: UUID, storage: VOLATILE}}
 
-            """))
+                    """))
     }
 
     @Test func theUpstreamsAnswerIsRedactedBeforeTheClientSeesIt() throws {
         try Self.withServer { server, upstream in
-            let r = try server.client().request("POST", "/proxy/orders", json: #"{"items":[{"pan":"4111111111111111","qty":2}]}"#)
+            let r = try server.client().request(
+                "POST", "/proxy/orders", json: #"{"items":[{"pan":"4111111111111111","qty":2}]}"#)
             #expect(r.status == 200, "\(r.text)")
             #expect(upstream.received.last?.body == #"{"items":[{"pan":"4111111111111111","qty":2}]}"#)
             let json = try JSONParser().parse(r.body)
-            guard case let .array(items)? = json["items"], let item = items.first else { Issue.record("no items"); return }
+            guard case let .array(items)? = json["items"], let item = items.first else {
+                Issue.record("no items"); return
+            }
             let pan = try #require(item["pan"]?.stringValue)
             #expect(pan != "4111111111111111" && pan.hasPrefix("411111") && pan.hasSuffix("1111"))
             #expect(item["qty"] == .number("2"))
@@ -93,17 +99,22 @@ import Testing
 
     @Test func revealOnAnInboundRouteNeedsATokenWithAliasesReveal() throws {
         try Self.withServer { server, upstream in
-            let created = try server.client().request("POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#,
-                                                      headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
-            let alias = try #require(((created.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String)
+            let created = try server.client().request(
+                "POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#,
+                headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
+            let alias = try #require(
+                ((created.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"]
+                    as? String)
             let anonymous = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#)
             #expect(anonymous.status == 401 && anonymous.errorCode == 1300)
-            let creator = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#,
-                                                      headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+            let creator = try server.client().request(
+                "POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#,
+                headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
             #expect(creator.status == 403 && creator.errorCode == 1301)
             #expect(upstream.received.isEmpty)
-            let revealer = try server.client().request("POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#,
-                                                       headers: [("Authorization", "Bearer \(TestServer.revealOnlyToken)")])
+            let revealer = try server.client().request(
+                "POST", "/proxy/payouts", json: #"{"card":"\#(alias)"}"#,
+                headers: [("Authorization", "Bearer \(TestServer.revealOnlyToken)")])
             #expect(revealer.status == 200, "\(revealer.text)")
             #expect(upstream.received.last?.body == #"{"card":"4111111111111111"}"#)
             #expect(!server.logs.text.contains("4111111111111111"))

@@ -12,16 +12,19 @@ import Testing
     static func seededStore(in directory: TemporaryDirectory) throws -> String {
         let ring = KeyRing.generate()
         try ring.write(path: "\(directory.path)/keys.json", replace: false)
-        let vault = try Vault(store: try SQLiteAliasStore(path: "\(directory.path)/cloak.db"), keys: ring, settings: .init())
+        let vault = try Vault(
+            store: try SQLiteAliasStore(path: "\(directory.path)/cloak.db"), keys: ring, settings: .init())
         let done = DispatchSemaphore(value: 0)
-        vault.createAliases([AliasRequest(value: "4111111111111111", format: .UUID, storage: .persistent)]) { _ in done.signal() }
+        vault.createAliases([AliasRequest(value: "4111111111111111", format: .UUID, storage: .persistent)]) { _ in
+            done.signal()
+        }
         done.wait()
         vault.close()
         let config = "\(directory.path)/cloak.yaml"
         try """
-            server: {listen: "127.0.0.1:\(freeLoopbackPort())"}
-            vault: {store: "sqlite:\(directory.path)/cloak.db", keys: "file:\(directory.path)/keys.json"}
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        server: {listen: "127.0.0.1:\(freeLoopbackPort())"}
+        vault: {store: "sqlite:\(directory.path)/cloak.db", keys: "file:\(directory.path)/keys.json"}
+        """.write(toFile: config, atomically: true, encoding: .utf8)
         return config
     }
 

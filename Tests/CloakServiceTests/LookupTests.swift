@@ -9,14 +9,18 @@ import Testing
         defer { server.stop() }
         let client = try server.client()
         let card = "4111111111111111"
-        let kept = try client.request("POST", "/aliases", json: IntentTests.body(card), headers: IntentTests.bearer(TestServer.createOnlyToken))
+        let kept = try client.request(
+            "POST", "/aliases", json: IntentTests.body(card), headers: IntentTests.bearer(TestServer.createOnlyToken))
         let alias = try #require(IntentTests.alias(kept))
         // An anonymous intent of another card, and a VOLATILE value: neither is found.
         _ = try client.request("POST", "/tokens", json: IntentTests.body("5555555555554444"))
-        _ = try client.request("POST", "/aliases", json: IntentTests.body("321", format: "UUID", storage: "VOLATILE"),
-                               headers: IntentTests.bearer(TestServer.createOnlyToken))
-        let body = #"{"data":[{"value":"\#(card)"},{"value":"5555555555554444"},{"value":"321"},{"value":"6011111111111117"}]}"#
-        let r = try client.request("POST", "/aliases/lookup", json: body, headers: IntentTests.bearer(TestServer.revealOnlyToken))
+        _ = try client.request(
+            "POST", "/aliases", json: IntentTests.body("321", format: "UUID", storage: "VOLATILE"),
+            headers: IntentTests.bearer(TestServer.createOnlyToken))
+        let body =
+            #"{"data":[{"value":"\#(card)"},{"value":"5555555555554444"},{"value":"321"},{"value":"6011111111111117"}]}"#
+        let r = try client.request(
+            "POST", "/aliases/lookup", json: body, headers: IntentTests.bearer(TestServer.revealOnlyToken))
         #expect(r.status == 200, "\(r.text)")
         let data = try #require(r.json?["data"] as? [Any], "\(r.text)")
         #expect(data.count == 4)
@@ -27,8 +31,9 @@ import Testing
         #expect(!r.text.contains(card))
         // Audited like a reveal; nothing was created.
         #expect(server.logs.lines.filter { $0.contains(#""action":"lookup""#) }.count == 4)
-        let again = try client.request("POST", "/aliases/lookup", json: #"{"data":[{"value":"6011111111111117"}]}"#,
-                                       headers: IntentTests.bearer(TestServer.fullToken))
+        let again = try client.request(
+            "POST", "/aliases/lookup", json: #"{"data":[{"value":"6011111111111117"}]}"#,
+            headers: IntentTests.bearer(TestServer.fullToken))
         #expect((again.json?["data"] as? [Any])?.first is NSNull)
     }
 
@@ -37,10 +42,17 @@ import Testing
         defer { server.stop() }
         let body = #"{"data":[{"value":"4111111111111111"}]}"#
         #expect(try server.client().request("POST", "/aliases/lookup", json: body).status == 401)
-        #expect(try server.client().request("POST", "/aliases/lookup", json: body,
-                                            headers: IntentTests.bearer(TestServer.createOnlyToken)).status == 403)
-        for bad in [#"{"data":[]}"#, #"{"data":[{"value":""}]}"#, #"{"data":[{"value":1}]}"#, #"{"data":[{"value":"a","x":1}]}"#, "{}"] {
-            let r = try server.client().request("POST", "/aliases/lookup", json: bad, headers: IntentTests.bearer(TestServer.fullToken))
+        #expect(
+            try server.client().request(
+                "POST", "/aliases/lookup", json: body,
+                headers: IntentTests.bearer(TestServer.createOnlyToken)
+            ).status == 403)
+        for bad in [
+            #"{"data":[]}"#, #"{"data":[{"value":""}]}"#, #"{"data":[{"value":1}]}"#,
+            #"{"data":[{"value":"a","x":1}]}"#, "{}",
+        ] {
+            let r = try server.client().request(
+                "POST", "/aliases/lookup", json: bad, headers: IntentTests.bearer(TestServer.fullToken))
             #expect(r.status == 400 && r.errorCode == 1002, "\(bad): \(r.text)")
         }
     }

@@ -1,10 +1,11 @@
 import CloakCore
 import CloakCrypto
 import CloakHTTP
-@testable import CloakService
 import Foundation
 import Synchronization
 import Testing
+
+@testable import CloakService
 
 /// What the middleware tests share: requests, tokens, a recording step and handler, and ways to
 /// run one step or a whole door. Pure values: no server, socket, vault or thread.
@@ -23,16 +24,20 @@ enum MiddlewareFixture {
     static let revealer = token("revealer", ["aliases:reveal"])
     static let authenticator = Authenticator(tokens: [creator, payer, revealer])
 
-    static func request(_ method: HTTPMethod, _ path: String, headers: [(name: String, value: String)] = [],
-                        address: String = "192.0.2.1") -> HTTPRequest {
+    static func request(
+        _ method: HTTPMethod, _ path: String, headers: [(name: String, value: String)] = [],
+        address: String = "192.0.2.1"
+    ) -> HTTPRequest {
         var request = HTTPRequest(method: method, path: path, headers: headers, requestID: "req-1")
         request.remoteAddress = address
         return request
     }
 
     /// A context for the request after the API listener's router saw it.
-    static func routed(_ method: HTTPMethod, _ path: String, headers: [(name: String, value: String)] = [],
-                       address: String = "192.0.2.1") -> RequestContext {
+    static func routed(
+        _ method: HTTPMethod, _ path: String, headers: [(name: String, value: String)] = [],
+        address: String = "192.0.2.1"
+    ) -> RequestContext {
         var context = RequestContext(request(method, path, headers: headers, address: address), start: 0)
         _ = try? RoutingMiddleware(router: CloakService.router).request(&context)
         return context
@@ -49,7 +54,8 @@ enum MiddlewareFixture {
     }
 
     /// The answer of a door whose handler answers at once (or calls back before returning).
-    static func answer<Steps, Handler>(_ door: BoundDoor<Steps, Handler>, _ request: HTTPRequest) throws -> HTTPResponse {
+    static func answer<Steps, Handler>(_ door: BoundDoor<Steps, Handler>, _ request: HTTPRequest) throws -> HTTPResponse
+    {
         let box = Mutex<HTTPResponse?>(nil)
         door.handle(request, .collecting { response in box.withLock { $0 = response } })
         let collected = box.withLock { $0 }
@@ -149,12 +155,15 @@ struct RecordingHandler: RequestHandler {
 @Suite struct DoorTests {
     typealias F = MiddlewareFixture
 
-    func steps(_ trail: PhaseTrail, answeringAt answerer: String? = nil, refusingAt refuser: String? = nil,
-               with error: CloakError = CloakError(.forbidden, "no entry")) -> some Middleware {
+    func steps(
+        _ trail: PhaseTrail, answeringAt answerer: String? = nil, refusingAt refuser: String? = nil,
+        with error: CloakError = CloakError(.forbidden, "no entry")
+    ) -> some Middleware {
         let step = { (name: String) in
-            RecordingStep(name: name, trail: trail,
-                          answer: name == answerer ? HTTPResponse(status: 204) : nil,
-                          refusal: name == refuser ? error : nil)
+            RecordingStep(
+                name: name, trail: trail,
+                answer: name == answerer ? HTTPResponse(status: 204) : nil,
+                refusal: name == refuser ? error : nil)
         }
         return MiddlewareChain.build {
             step("A")
@@ -174,7 +183,8 @@ struct RecordingHandler: RequestHandler {
         let response = try F.answer(door, F.request(.GET, "/t/1"))
         // What a step learned on the way in is seen by the steps after it, the handler, and
         // every response phase.
-        #expect(trail.events == ["A>", "B>", "C>", "handler /t/{x}", "<C 200 /t/{x}", "<B 200 /t/{x}", "<A 200 /t/{x}"])
+        #expect(
+            trail.events == ["A>", "B>", "C>", "handler /t/{x}", "<C 200 /t/{x}", "<B 200 /t/{x}", "<A 200 /t/{x}"])
         #expect(response.status == 200)
         #expect(response.body == Array("ok".utf8))
         #expect(F.headerValues(response, "X-Step") == ["C", "B", "A"])
@@ -238,12 +248,13 @@ struct RecordingHandler: RequestHandler {
 
     @Test func aViolationIsRefusedBeforeTheHandlerAndStillGetsItsCORSHeaders() throws {
         let trail = PhaseTrail()
-        let door = BoundDoor(steps: MiddlewareChain.build {
-            RecordingStep(name: "A", trail: trail)
-            ViolationMiddleware()
-            CORSMiddleware(allowedOrigins: [F.origin])
-            RecordingStep(name: "C", trail: trail)
-        }, handler: RecordingHandler(trail: trail))
+        let door = BoundDoor(
+            steps: MiddlewareChain.build {
+                RecordingStep(name: "A", trail: trail)
+                ViolationMiddleware()
+                CORSMiddleware(allowedOrigins: [F.origin])
+                RecordingStep(name: "C", trail: trail)
+            }, handler: RecordingHandler(trail: trail))
         var request = F.request(.POST, "/tokens", headers: [("Origin", F.origin)])
         request.violation = .bodyTooLarge(limit: 1024)
         let response = try F.answer(door, request)
@@ -303,14 +314,18 @@ struct RecordingHandler: RequestHandler {
     }
 
     static let examples: [Example] = [
-        Example(violation: .bodyTooLarge(limit: 1024), code: .payloadTooLarge, status: 413,
-                words: "the body is larger than 1024 bytes", maxBodyBytes: 1024),
-        Example(violation: .conflictingContentLength, code: .malformedRequest, status: 400,
-                words: "conflicting Content-Length headers", maxBodyBytes: nil),
-        Example(violation: .invalidHeaderName, code: .malformedRequest, status: 400,
-                words: "a header name is not a token", maxBodyBytes: nil),
-        Example(violation: .malformedFraming(reason: "bare LF"), code: .malformedRequest, status: 400,
-                words: "strict HTTP/1.1 framing (bare LF)", maxBodyBytes: nil),
+        Example(
+            violation: .bodyTooLarge(limit: 1024), code: .payloadTooLarge, status: 413,
+            words: "the body is larger than 1024 bytes", maxBodyBytes: 1024),
+        Example(
+            violation: .conflictingContentLength, code: .malformedRequest, status: 400,
+            words: "conflicting Content-Length headers", maxBodyBytes: nil),
+        Example(
+            violation: .invalidHeaderName, code: .malformedRequest, status: 400,
+            words: "a header name is not a token", maxBodyBytes: nil),
+        Example(
+            violation: .malformedFraming(reason: "bare LF"), code: .malformedRequest, status: 400,
+            words: "strict HTTP/1.1 framing (bare LF)", maxBodyBytes: nil),
     ]
 
     @Test(arguments: examples)

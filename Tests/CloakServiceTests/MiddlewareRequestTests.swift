@@ -1,8 +1,9 @@
 import CloakCore
 import CloakHTTP
-@testable import CloakService
 import Foundation
 import Testing
+
+@testable import CloakService
 
 /// Behind trusted proxies the client their header names replaces the peer; otherwise the peer stays.
 @Suite struct ClientAddressMiddlewareTests {
@@ -18,23 +19,33 @@ import Testing
     }
 
     static let examples: [Example] = [
-        Example(trusted: ["10.0.0.0/8"], peer: "10.0.0.5", headers: [("X-Forwarded-For", "203.0.113.7")], client: "203.0.113.7"),
+        Example(
+            trusted: ["10.0.0.0/8"], peer: "10.0.0.5", headers: [("X-Forwarded-For", "203.0.113.7")],
+            client: "203.0.113.7"),
         // Walked right to left: the first hop that is no trusted proxy is the client.
-        Example(trusted: ["10.0.0.0/8"], peer: "10.0.0.5",
-                headers: [("X-Forwarded-For", "198.51.100.1, 203.0.113.7, 10.0.0.9")], client: "203.0.113.7"),
-        Example(trusted: ["fd00::/8"], peer: "fd00::1", headers: [("x-forwarded-for", "2001:db8::7")], client: "2001:db8::7"),
+        Example(
+            trusted: ["10.0.0.0/8"], peer: "10.0.0.5",
+            headers: [("X-Forwarded-For", "198.51.100.1, 203.0.113.7, 10.0.0.9")], client: "203.0.113.7"),
+        Example(
+            trusted: ["fd00::/8"], peer: "fd00::1", headers: [("x-forwarded-for", "2001:db8::7")], client: "2001:db8::7"
+        ),
         // A peer that is no trusted proxy is not believed.
-        Example(trusted: ["10.0.0.0/8"], peer: "198.51.100.2", headers: [("X-Forwarded-For", "203.0.113.7")], client: "198.51.100.2"),
+        Example(
+            trusted: ["10.0.0.0/8"], peer: "198.51.100.2", headers: [("X-Forwarded-For", "203.0.113.7")],
+            client: "198.51.100.2"),
         // No trusted proxies: the header is never read.
         Example(trusted: [], peer: "10.0.0.5", headers: [("X-Forwarded-For", "203.0.113.7")], client: "10.0.0.5"),
         // A PROXY header that named no client: forwarding headers are the client's own text.
-        Example(trusted: ["10.0.0.0/8"], peer: "10.0.0.5", headers: [("X-Forwarded-For", "203.0.113.7")],
-                forwardingTrusted: false, client: "10.0.0.5"),
+        Example(
+            trusted: ["10.0.0.0/8"], peer: "10.0.0.5", headers: [("X-Forwarded-For", "203.0.113.7")],
+            forwardingTrusted: false, client: "10.0.0.5"),
         Example(trusted: ["10.0.0.0/8"], peer: "10.0.0.5", client: "10.0.0.5"),
         // Only the configured header is read.
-        Example(trusted: ["10.0.0.0/8"], header: .forwarded, peer: "10.0.0.5",
-                headers: [("X-Forwarded-For", "203.0.113.7"), ("Forwarded", "for=203.0.113.8")], client: "203.0.113.8"),
-        Example(trusted: ["10.0.0.0/8"], peer: "10.0.0.5", headers: [("Forwarded", "for=203.0.113.8")], client: "10.0.0.5"),
+        Example(
+            trusted: ["10.0.0.0/8"], header: .forwarded, peer: "10.0.0.5",
+            headers: [("X-Forwarded-For", "203.0.113.7"), ("Forwarded", "for=203.0.113.8")], client: "203.0.113.8"),
+        Example(
+            trusted: ["10.0.0.0/8"], peer: "10.0.0.5", headers: [("Forwarded", "for=203.0.113.8")], client: "10.0.0.5"),
     ]
 
     @Test(arguments: examples)
@@ -67,37 +78,48 @@ import Testing
     }
 
     static let examples: [Example] = [
-        Example(method: .POST, rawPath: "/forms/checkout/validate", endpoint: .validate, template: "/forms/{form}/validate",
-                resolution: "found", parameters: ["form": "checkout"]),
+        Example(
+            method: .POST, rawPath: "/forms/checkout/validate", endpoint: .validate, template: "/forms/{form}/validate",
+            resolution: "found", parameters: ["form": "checkout"]),
         // Routed on the path as sent: an encoded `/` stays inside its parameter.
-        Example(method: .GET, rawPath: "/aliases/tok%2Fabc", endpoint: .reveal, template: "/aliases/{alias}",
-                resolution: "found", parameters: ["alias": "tok/abc"]),
-        Example(method: .DELETE, rawPath: "/aliases/tok_abc", endpoint: .delete, template: "/aliases/{alias}",
-                resolution: "found", parameters: ["alias": "tok_abc"]),
-        Example(method: .POST, rawPath: "/aliases/keep", endpoint: .keep, template: "/aliases/keep", resolution: "found"),
+        Example(
+            method: .GET, rawPath: "/aliases/tok%2Fabc", endpoint: .reveal, template: "/aliases/{alias}",
+            resolution: "found", parameters: ["alias": "tok/abc"]),
+        Example(
+            method: .DELETE, rawPath: "/aliases/tok_abc", endpoint: .delete, template: "/aliases/{alias}",
+            resolution: "found", parameters: ["alias": "tok_abc"]),
+        Example(
+            method: .POST, rawPath: "/aliases/keep", endpoint: .keep, template: "/aliases/keep", resolution: "found"),
         Example(method: .HEAD, rawPath: "/healthz", endpoint: .healthz, template: "/healthz", resolution: "found"),
-        Example(method: .POST, rawPath: "/proxy/psp/charges", endpoint: .proxy, template: "/proxy/{path...}",
-                resolution: "found", parameters: ["path": "psp/charges"]),
-        Example(method: .PUT, rawPath: "/egress/psp/v1/charges", endpoint: .egress, template: "/egress/{route}/{path...}",
-                resolution: "found", parameters: ["route": "psp", "path": "v1/charges"]),
-        Example(method: .GET, rawPath: "/elements/v1/cloak.js", endpoint: .elementsAsset, template: "/elements/v1/{asset}",
-                resolution: "found", parameters: ["asset": "cloak.js"]),
+        Example(
+            method: .POST, rawPath: "/proxy/psp/charges", endpoint: .proxy, template: "/proxy/{path...}",
+            resolution: "found", parameters: ["path": "psp/charges"]),
+        Example(
+            method: .PUT, rawPath: "/egress/psp/v1/charges", endpoint: .egress, template: "/egress/{route}/{path...}",
+            resolution: "found", parameters: ["route": "psp", "path": "v1/charges"]),
+        Example(
+            method: .GET, rawPath: "/elements/v1/cloak.js", endpoint: .elementsAsset, template: "/elements/v1/{asset}",
+            resolution: "found", parameters: ["asset": "cloak.js"]),
         // 405: the template names the request, but there is no endpoint.
-        Example(method: .DELETE, rawPath: "/forms/checkout/validate", endpoint: nil, template: "/forms/{form}/validate",
-                resolution: "405"),
+        Example(
+            method: .DELETE, rawPath: "/forms/checkout/validate", endpoint: nil, template: "/forms/{form}/validate",
+            resolution: "405"),
         Example(method: .GET, rawPath: "/tokens", endpoint: nil, template: "/tokens", resolution: "405"),
         Example(method: .GET, rawPath: "/nowhere", endpoint: nil, template: "-", resolution: "none"),
         // A CORS preflight is marked, never routed.
-        Example(method: .OPTIONS, rawPath: "/tokens", headers: [("Access-Control-Request-Method", "POST")], endpoint: nil,
-                template: "-", resolution: "none", preflight: true),
+        Example(
+            method: .OPTIONS, rawPath: "/tokens", headers: [("Access-Control-Request-Method", "POST")], endpoint: nil,
+            template: "-", resolution: "none", preflight: true),
         // A plain OPTIONS is routed like any method.
         Example(method: .OPTIONS, rawPath: "/tokens", endpoint: nil, template: "/tokens", resolution: "405"),
-        Example(method: .OPTIONS, rawPath: "/proxy/psp", endpoint: nil, template: "/proxy/{path...}", resolution: "405"),
+        Example(
+            method: .OPTIONS, rawPath: "/proxy/psp", endpoint: nil, template: "/proxy/{path...}", resolution: "405"),
     ]
 
     @Test(arguments: examples)
     func theEndpointAndTemplateAreFound(example: Example) throws {
-        var request = F.request(example.method, example.rawPath.removingPercentEncoding ?? example.rawPath, headers: example.headers)
+        var request = F.request(
+            example.method, example.rawPath.removingPercentEncoding ?? example.rawPath, headers: example.headers)
         request.rawPath = example.rawPath
         var context = RequestContext(request, start: 0)
         let answer = try RoutingMiddleware(router: CloakService.router).request(&context)
@@ -139,39 +161,63 @@ import Testing
     }
 
     static func bearer(_ id: String) -> String { "Bearer \(F.secret(id))" }
-    static func basic(_ user: String, _ id: String) -> String { "Basic " + Data("\(user):\(F.secret(id))".utf8).base64EncodedString() }
+    static func basic(_ user: String, _ id: String) -> String {
+        "Basic " + Data("\(user):\(F.secret(id))".utf8).base64EncodedString()
+    }
 
     static let examples: [Example] = [
-        Example(credentials: .api, path: "/aliases/tok_abc", headers: [("Authorization", bearer("creator"))], token: "creator"),
-        Example(credentials: .api, path: "/aliases/tok_abc", headers: [("authorization", "bearer  \(F.secret("payer")) ")], token: "payer"),
-        Example(credentials: .api, path: "/aliases/tok_abc", headers: [("Authorization", "Bearer wrong")], token: nil, rejected: true),
-        Example(credentials: .api, path: "/aliases/tok_abc", headers: [("Authorization", basic("creator", "creator"))],
-                token: nil, rejected: true),
+        Example(
+            credentials: .api, path: "/aliases/tok_abc", headers: [("Authorization", bearer("creator"))],
+            token: "creator"),
+        Example(
+            credentials: .api, path: "/aliases/tok_abc", headers: [("authorization", "bearer  \(F.secret("payer")) ")],
+            token: "payer"),
+        Example(
+            credentials: .api, path: "/aliases/tok_abc", headers: [("Authorization", "Bearer wrong")], token: nil,
+            rejected: true),
+        Example(
+            credentials: .api, path: "/aliases/tok_abc", headers: [("Authorization", basic("creator", "creator"))],
+            token: nil, rejected: true),
         Example(credentials: .api, path: "/aliases/tok_abc", token: nil),
         // Proxy-Authorization names the caller only on the egress door.
-        Example(credentials: .api, path: "/aliases/tok_abc", headers: [("Proxy-Authorization", bearer("creator"))], token: nil),
+        Example(
+            credentials: .api, path: "/aliases/tok_abc", headers: [("Proxy-Authorization", bearer("creator"))],
+            token: nil),
         // There Authorization belongs to the upstream.
-        Example(credentials: .api, method: .POST, path: "/egress/psp/v1/charges", headers: [("Authorization", bearer("creator"))],
-                token: nil),
-        Example(credentials: .api, method: .POST, path: "/egress/psp/v1/charges",
-                headers: [("Authorization", bearer("creator")), ("Proxy-Authorization", bearer("payer"))], token: "payer"),
-        Example(credentials: .api, method: .POST, path: "/egress/psp", headers: [("Proxy-Authorization", basic("payer", "payer"))],
-                token: "payer"),
+        Example(
+            credentials: .api, method: .POST, path: "/egress/psp/v1/charges",
+            headers: [("Authorization", bearer("creator"))],
+            token: nil),
+        Example(
+            credentials: .api, method: .POST, path: "/egress/psp/v1/charges",
+            headers: [("Authorization", bearer("creator")), ("Proxy-Authorization", bearer("payer"))], token: "payer"),
+        Example(
+            credentials: .api, method: .POST, path: "/egress/psp",
+            headers: [("Proxy-Authorization", basic("payer", "payer"))],
+            token: "payer"),
         // Basic names the token: the id must be the secret's.
-        Example(credentials: .api, method: .POST, path: "/egress/psp", headers: [("Proxy-Authorization", basic("creator", "payer"))],
-                token: nil, rejected: true),
+        Example(
+            credentials: .api, method: .POST, path: "/egress/psp",
+            headers: [("Proxy-Authorization", basic("creator", "payer"))],
+            token: nil, rejected: true),
         // The forward-proxy door: the tunnel's grant, whatever the request says.
         Example(credentials: .forwardProxy, method: .POST, path: "/v1/charges", grant: "payer", token: "payer"),
-        Example(credentials: .forwardProxy, method: .POST, path: "/v1/charges",
-                headers: [("Proxy-Authorization", bearer("creator"))], grant: "payer", token: "payer"),
+        Example(
+            credentials: .forwardProxy, method: .POST, path: "/v1/charges",
+            headers: [("Proxy-Authorization", bearer("creator"))], grant: "payer", token: "payer"),
         Example(credentials: .forwardProxy, method: .POST, path: "/v1/charges", grant: "ghost", token: nil),
         // Else Proxy-Authorization, never Authorization.
-        Example(credentials: .forwardProxy, method: .POST, path: "/v1/charges",
-                headers: [("Proxy-Authorization", bearer("creator"))], token: "creator"),
-        Example(credentials: .forwardProxy, method: .POST, path: "/v1/charges", headers: [("Authorization", bearer("creator"))],
-                token: nil),
-        Example(credentials: .forwardProxy, method: .POST, path: "/v1/charges", headers: [("Proxy-Authorization", "Bearer nope")],
-                token: nil, rejected: true),
+        Example(
+            credentials: .forwardProxy, method: .POST, path: "/v1/charges",
+            headers: [("Proxy-Authorization", bearer("creator"))], token: "creator"),
+        Example(
+            credentials: .forwardProxy, method: .POST, path: "/v1/charges",
+            headers: [("Authorization", bearer("creator"))],
+            token: nil),
+        Example(
+            credentials: .forwardProxy, method: .POST, path: "/v1/charges",
+            headers: [("Proxy-Authorization", "Bearer nope")],
+            token: nil, rejected: true),
     ]
 
     @Test(arguments: examples)
@@ -182,7 +228,8 @@ import Testing
             context = F.routed(example.method, example.path, headers: example.headers)
         case .forwardProxy:
             var request = F.request(example.method, example.path, headers: example.headers)
-            request.proxyTarget = ProxyTarget(scheme: "https", host: "api.psp.example", port: 443, tunnelGrant: example.grant)
+            request.proxyTarget = ProxyTarget(
+                scheme: "https", host: "api.psp.example", port: 443, tunnelGrant: example.grant)
             context = RequestContext(request, start: 0)
         }
         let step = AuthMiddleware(authenticator: F.authenticator, credentials: example.credentials)
@@ -207,8 +254,10 @@ import Testing
     }
 
     /// The refusal of one request through `step`, nil when it may go.
-    static func take(_ step: RateLimitMiddleware, _ method: HTTPMethod, _ path: String, address: String = "192.0.2.30",
-                     token: ServiceConfiguration.AccessToken? = nil) -> CloakError? {
+    static func take(
+        _ step: RateLimitMiddleware, _ method: HTTPMethod, _ path: String, address: String = "192.0.2.30",
+        token: ServiceConfiguration.AccessToken? = nil
+    ) -> CloakError? {
         var context = F.routed(method, path, address: address)
         if let token { context.identity = Identity(token: token, rejected: false) }
         return F.refusal(step, &context)
@@ -227,7 +276,9 @@ import Testing
         let response = HTTPResponse.error(error)
         #expect(response.status == 429)
         #expect(F.header(response, "Retry-After") == String(wait))
-        #expect(String(decoding: metrics.exposition(), as: UTF8.self).contains(#"cloak_rate_limited_total{kind="anonymous"}"#))
+        #expect(
+            String(decoding: metrics.exposition(), as: UTF8.self).contains(
+                #"cloak_rate_limited_total{kind="anonymous"}"#))
         // Another address has a bucket of its own.
         #expect(Self.take(step, .POST, "/aliases", address: "192.0.2.31") == nil)
     }

@@ -1,8 +1,9 @@
 import CloakCore
 import CloakHTTP
-@testable import CloakService
 import Synchronization
 import Testing
+
+@testable import CloakService
 
 /// Preflights from allowed origins are answered; every answer to an allowed origin names it.
 @Suite struct CORSMiddlewareTests {
@@ -23,7 +24,9 @@ import Testing
         var response = try #require(answer)
         #expect(response.status == 204)
         #expect(F.header(response, "Access-Control-Allow-Methods") == "GET, POST, PUT, DELETE, OPTIONS")
-        #expect(F.header(response, "Access-Control-Allow-Headers") == "Authorization, Content-Type, X-Route-Id, X-Request-Id")
+        #expect(
+            F.header(response, "Access-Control-Allow-Headers")
+                == "Authorization, Content-Type, X-Route-Id, X-Request-Id")
         #expect(F.header(response, "Access-Control-Max-Age") == "600")
         #expect(context.template == "OPTIONS *")
         Self.cors.response(&response, context)
@@ -62,7 +65,9 @@ import Testing
 
     static let answers: [Example] = [
         Example(allowed: [F.origin], origin: F.origin, named: F.origin),
-        Example(allowed: [F.origin, "https://other.example"], origin: "https://other.example", named: "https://other.example"),
+        Example(
+            allowed: [F.origin, "https://other.example"], origin: "https://other.example",
+            named: "https://other.example"),
         Example(allowed: [F.origin], origin: "https://evil.example", named: nil),
         Example(allowed: [F.origin], origin: nil, named: nil),
         Example(allowed: [], origin: F.origin, named: nil),
@@ -87,30 +92,40 @@ import Testing
 
     /// The API listener's steps, as ``CloakService`` lists them (without the log and metrics).
     static func apiDoor(_ trail: PhaseTrail) -> BoundDoor<some Middleware, RecordingHandler> {
-        let rates = RequestRates(limiter: RateLimiter(), limits: ServiceConfiguration.RateLimits(), metrics: ServiceMetrics())
-        return BoundDoor(steps: MiddlewareChain.build {
-            ClientAddressMiddleware(trusted: TrustedProxies(), header: .xForwardedFor)
-            ViolationMiddleware()
-            RoutingMiddleware(router: CloakService.router)
-            AuthMiddleware(authenticator: F.authenticator, credentials: .api)
-            RateLimitMiddleware(rates: rates)
-            CORSMiddleware(allowedOrigins: [F.origin])
-        }, handler: RecordingHandler(trail: trail))
+        let rates = RequestRates(
+            limiter: RateLimiter(), limits: ServiceConfiguration.RateLimits(), metrics: ServiceMetrics())
+        return BoundDoor(
+            steps: MiddlewareChain.build {
+                ClientAddressMiddleware(trusted: TrustedProxies(), header: .xForwardedFor)
+                ViolationMiddleware()
+                RoutingMiddleware(router: CloakService.router)
+                AuthMiddleware(authenticator: F.authenticator, credentials: .api)
+                RateLimitMiddleware(rates: rates)
+                CORSMiddleware(allowedOrigins: [F.origin])
+            }, handler: RecordingHandler(trail: trail))
     }
 
     @Test func throughTheAPIDoorAPreflightIsAnsweredWithoutTheHandler() throws {
         let trail = PhaseTrail()
         let door = Self.apiDoor(trail)
-        let allowed = try F.answer(door, F.request(.OPTIONS, "/tokens", headers: [
-            ("Origin", F.origin), ("Access-Control-Request-Method", "POST"),
-        ]))
+        let allowed = try F.answer(
+            door,
+            F.request(
+                .OPTIONS, "/tokens",
+                headers: [
+                    ("Origin", F.origin), ("Access-Control-Request-Method", "POST"),
+                ]))
         #expect(allowed.status == 204)
         #expect(F.header(allowed, "Access-Control-Allow-Origin") == F.origin)
         #expect(F.header(allowed, "Access-Control-Max-Age") == "600")
 
-        let refused = try F.answer(door, F.request(.OPTIONS, "/tokens", headers: [
-            ("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST"),
-        ]))
+        let refused = try F.answer(
+            door,
+            F.request(
+                .OPTIONS, "/tokens",
+                headers: [
+                    ("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST"),
+                ]))
         #expect(refused.status == 403)
         #expect(F.header(refused, "Access-Control-Allow-Origin") == nil)
         let error = try F.errorBody(refused)
@@ -148,7 +163,8 @@ import Testing
         SandboxMiddleware().response(&response, context)
         if sandboxed {
             #expect(response.headers.count == 3)
-            #expect(F.header(response, "Content-Security-Policy") == "sandbox; default-src 'none'; frame-ancestors 'none'")
+            #expect(
+                F.header(response, "Content-Security-Policy") == "sandbox; default-src 'none'; frame-ancestors 'none'")
             #expect(F.header(response, "X-Content-Type-Options") == "nosniff")
         } else {
             #expect(response.headers.count == 1)

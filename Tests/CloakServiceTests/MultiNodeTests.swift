@@ -5,20 +5,27 @@ import Synchronization
 import Testing
 
 /// Issue 9: several `cloak serve` processes on one PostgreSQL database, as operators run them.
-@Suite(.serialized, .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+@Suite(
+    .serialized,
+    .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
 struct MultiNodeTests {
     static let auth = [("Authorization", "Bearer \(CloakNode.token)")]
 
     /// Aliases `value` (FPE_SIX_T_FOUR, PERSISTENT) on `node`; nil when the answer is not 200.
     static func alias(_ value: String, on node: CloakNode) -> String? {
-        guard let r = try? node.client().request("POST", "/aliases", json: #"{"data":[{"value":"\#(value)","format":"FPE_SIX_T_FOUR"}]}"#, headers: auth),
+        guard
+            let r = try? node.client().request(
+                "POST", "/aliases", json: #"{"data":[{"value":"\#(value)","format":"FPE_SIX_T_FOUR"}]}"#, headers: auth),
             (200...299).contains(r.status)
         else { return nil }
-        return ((r.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String
+        return ((r.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"]
+            as? String
     }
 
     static func reveal(_ alias: String, on node: CloakNode) -> String? {
-        guard let r = try? node.client().request("GET", "/aliases/\(alias)", headers: auth), r.status == 200 else { return nil }
+        guard let r = try? node.client().request("GET", "/aliases/\(alias)", headers: auth), r.status == 200 else {
+            return nil
+        }
         return (r.json?["data"] as? [[String: Any]])?.first?["value"] as? String
     }
 
@@ -44,7 +51,9 @@ struct MultiNodeTests {
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             let node = worker % 2 == 0 ? a : b
             for value in values {
-                if let alias = Self.alias(value, on: node) { _ = answers.withLock { $0[value, default: []].insert(alias) } }
+                if let alias = Self.alias(value, on: node) {
+                    _ = answers.withLock { $0[value, default: []].insert(alias) }
+                }
             }
         }
         let byValue = answers.withLock { $0 }
@@ -68,7 +77,8 @@ struct MultiNodeTests {
         let stop = Atomic<Bool>(false)
         let load = Thread {
             DispatchQueue.concurrentPerform(iterations: 4) { worker in
-                for value in values.enumerated().filter({ $0.offset % 4 == worker }).map(\.element) where !stop.load(ordering: .relaxed) {
+                for value in values.enumerated().filter({ $0.offset % 4 == worker }).map(\.element)
+                where !stop.load(ordering: .relaxed) {
                     if let alias = Self.alias(value, on: a) { acknowledged.withLock { $0.append((value, alias)) } }
                 }
             }
@@ -91,7 +101,8 @@ struct MultiNodeTests {
         defer { directory.remove() }
         // A cluster of its own: this test stops it.
         let cluster = "/tmp/cloak-outage-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: cluster, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: cluster, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { _ = try? Self.postgres("stop", cluster); try? FileManager.default.removeItem(atPath: cluster) }
         let store = try Self.postgres("start", cluster)
         let node = try CloakNode(store: store, directory: directory.path)
@@ -101,7 +112,8 @@ struct MultiNodeTests {
 
         _ = try Self.postgres("stop", cluster)
         let start = Date()
-        let during = try node.client().request("POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#, headers: Self.auth)
+        let during = try node.client().request(
+            "POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#, headers: Self.auth)
         #expect(during.status == 503 && during.errorCode == 1500, "\(during.text)")
         #expect(Date().timeIntervalSince(start) < 15, "a client waited \(Date().timeIntervalSince(start)) s")
         #expect(try node.client().request("GET", "/readyz").status == 503)
@@ -118,9 +130,11 @@ struct MultiNodeTests {
     static let everyFormat: [(format: String, value: String)] = [
         ("UUID", "any text, even spaces"), ("RAW_UUID", "anything"), ("GENERIC_T_FOUR", "acct-9876-ABCD"),
         ("FPE_SIX_T_FOUR", "4111 1111 1111 1111"), ("FPE_T_FOUR", "5555-5555-5555-4444"), ("PFPT", "4000056655665556"),
-        ("FPE_ACC_NUM_T_FOUR", "000123456789"), ("FPE_SSN_T_FOUR", "123-45-6789"), ("NUM_LENGTH_PRESERVING", "1234 5678 90"),
+        ("FPE_ACC_NUM_T_FOUR", "000123456789"), ("FPE_SSN_T_FOUR", "123-45-6789"),
+        ("NUM_LENGTH_PRESERVING", "1234 5678 90"),
         ("FPE_ALPHANUMERIC_ACC_NUM_T_FOUR", "GB82-WEST-1234"), ("ALPHANUMERIC_LENGTH_PRESERVING", "AbC-123_xyz"),
-        ("ALPHANUMERIC_LENGTH_PRESERVING_T_FOUR", "AbCdEf-9876"), ("ALPHANUMERIC_LENGTH_PRESERVING_SIX_T_FOUR", "ABCDEF-ghij-1234"),
+        ("ALPHANUMERIC_LENGTH_PRESERVING_T_FOUR", "AbCdEf-9876"),
+        ("ALPHANUMERIC_LENGTH_PRESERVING_SIX_T_FOUR", "ABCDEF-ghij-1234"),
         ("ALPHANUMERIC_SIX_T_FOUR", "ABCDEF-ghij-klmn-1234"), ("ALPHANUMERIC_SSN_T_FOUR", "123-45-6789"),
     ]
 
@@ -134,8 +148,13 @@ struct MultiNodeTests {
             defer { node.stop() }
             for (format, value) in Self.everyFormat {
                 for storage in ["PERSISTENT", "VOLATILE"] {
-                    let r = try node.client().request("POST", "/aliases", json: #"{"data":[{"value":"\#(value)","format":"\#(format)","storage":"\#(storage)"}]}"#, headers: Self.auth)
-                    let alias = try #require(((r.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String, "\(format) \(storage): \(r.text)")
+                    let r = try node.client().request(
+                        "POST", "/aliases",
+                        json: #"{"data":[{"value":"\#(value)","format":"\#(format)","storage":"\#(storage)"}]}"#,
+                        headers: Self.auth)
+                    let alias = try #require(
+                        ((r.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"]
+                            as? String, "\(format) \(storage): \(r.text)")
                     stored.append((alias, value))
                 }
             }
@@ -144,7 +163,9 @@ struct MultiNodeTests {
         let first = try ProcessTests.run(["store", "migrate", "--from", sqlite, "--to", postgres])
         #expect(first.status == 0, "\(first.output)")
         #expect(first.output.contains("\(stored.count) copied") || first.output.contains("copied"), "\(first.output)")
-        #expect(!first.output.contains(postgres.components(separatedBy: "@")[0].components(separatedBy: ":").last ?? "-"), "the password is not printed")
+        #expect(
+            !first.output.contains(postgres.components(separatedBy: "@")[0].components(separatedBy: ":").last ?? "-"),
+            "the password is not printed")
         // Again: nothing to copy, the counts still agree.
         let again = try ProcessTests.run(["store", "migrate", "--from", sqlite, "--to", postgres])
         #expect(again.status == 0 && again.output.contains("0 copied"), "\(again.output)")
@@ -163,7 +184,9 @@ struct MultiNodeTests {
         _ = Self.alias(Self.cards(1, seed: 5)[0], on: node)
         node.stop()
         #expect(throws: (any Error).self) {
-            try CloakNode(store: store, directory: directory.path, environment: ["CLOAK_MASTER_KEY": String(repeating: "0b", count: 32)])
+            try CloakNode(
+                store: store, directory: directory.path,
+                environment: ["CLOAK_MASTER_KEY": String(repeating: "0b", count: 32)])
         }
     }
 

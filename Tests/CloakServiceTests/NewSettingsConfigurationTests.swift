@@ -34,10 +34,16 @@ import Testing
     }
 
     @Test func goodValuesAndTheEnvironmentOverrideParse() throws {
-        #expect(Self.issues("  trusted_proxies: [] ", #"  trusted_proxies: ["10.0.0.0/8", "fd00::/8", "192.0.2.7"] "#).isEmpty)
-        let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "  proxy_protocol: false ", with: "  proxy_protocol: true ")
-        let c = try ServiceConfiguration.parse(yaml: yaml, environment: ["CLOAK_SERVER_TRUSTED_PROXIES": " 10.0.0.0/8 , 127.0.0.1 "])
-        #expect(c.server.proxyProtocol && c.server.trustedProxies.networks.map(\.description) == ["10.0.0.0/8", "127.0.0.1/32"])
+        #expect(
+            Self.issues("  trusted_proxies: [] ", #"  trusted_proxies: ["10.0.0.0/8", "fd00::/8", "192.0.2.7"] "#)
+                .isEmpty)
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "  proxy_protocol: false ", with: "  proxy_protocol: true ")
+        let c = try ServiceConfiguration.parse(
+            yaml: yaml, environment: ["CLOAK_SERVER_TRUSTED_PROXIES": " 10.0.0.0/8 , 127.0.0.1 "])
+        #expect(
+            c.server.proxyProtocol
+                && c.server.trustedProxies.networks.map(\.description) == ["10.0.0.0/8", "127.0.0.1/32"])
         // A bad range in the override is named too.
         let bad = Self.issues("x", "x", environment: ["CLOAK_SERVER_TRUSTED_PROXIES": "10.0.0.0/8, nope"])
         #expect(bad.contains { $0.hasPrefix("server.trusted_proxies[1]") }, "\(bad)")

@@ -10,17 +10,21 @@ import Testing
     static var binary: URL {
         get throws {
             if let given = ProcessInfo.processInfo.environment["CLOAK_TEST_BINARY"], !given.isEmpty {
-                return given.hasPrefix("/") ? URL(fileURLWithPath: given) : TestServer.repositoryRoot.appendingPathComponent(given)
+                return given.hasPrefix("/")
+                    ? URL(fileURLWithPath: given) : TestServer.repositoryRoot.appendingPathComponent(given)
             }
             let candidates = [".build/debug/cloak", ".build/release/cloak"].map {
                 TestServer.repositoryRoot.appendingPathComponent($0)
             }
-            return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) },
-                                "build the cloak executable first (swift build)")
+            return try #require(
+                candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) },
+                "build the cloak executable first (swift build)")
         }
     }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (
+        status: Int32, output: String
+    ) {
         let process = Process()
         process.executableURL = try binary
         process.arguments = arguments
@@ -43,7 +47,8 @@ import Testing
 
     @Test func checkConfigPrintsEveryProblemWithItsPathAndFails() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("cloak-bad-\(UUID().uuidString).yaml")
-        try "server: {threads: -1}\nforms: {f: {fields: [{name: a, type: nope}]}}\n".write(to: file, atomically: true, encoding: .utf8)
+        try "server: {threads: -1}\nforms: {f: {fields: [{name: a, type: nope}]}}\n".write(
+            to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let (status, output) = try Self.run(["check-config", "--config", file.path])
         #expect(status == 1)
@@ -61,7 +66,8 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let config = "\(directory.path)/cloak.yaml"
-        try "vault: {keys: \"file:\(directory.path)/data/keys.json\"}\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try "vault: {keys: \"file:\(directory.path)/data/keys.json\"}\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
         let first = try Self.run(["keys", "init", "--config", config])
         #expect(first.status == 0, "\(first.output)")
         let path = "\(directory.path)/data/keys.json"
@@ -81,7 +87,10 @@ import Testing
     @Test func keysRefPrintsTheAuditReferenceOfAnAliasReadFromStandardInput() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let environment = ["CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db", "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json"]
+        let environment = [
+            "CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db",
+            "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json",
+        ]
         _ = try Self.run(["keys", "init"], environment: environment)
         let process = Process()
         process.executableURL = try Self.binary
@@ -94,7 +103,8 @@ import Testing
         try process.run()
         input.fileHandleForWriting.write(Data("tok_sandbox_abc\n4111117960771111\n".utf8))
         try input.fileHandleForWriting.close()
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(
+            separator: "\n")
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         #expect(lines.count == 2 && lines.allSatisfy { $0.hasPrefix("ar_") && $0.count == 19 } && lines[0] != lines[1])
@@ -108,8 +118,10 @@ import Testing
     }
 
     @Test func ff1CommandReproducesTheNISTSample() throws {
-        let encrypted = try Self.run(["ff1", "encrypt", "--key", "2B7E151628AED2A6ABF7158809CF4F3C", "--tweak",
-                                      "3737373770717273373737", "--radix", "36", "0123456789abcdefghi"])
+        let encrypted = try Self.run([
+            "ff1", "encrypt", "--key", "2B7E151628AED2A6ABF7158809CF4F3C", "--tweak",
+            "3737373770717273373737", "--radix", "36", "0123456789abcdefghi",
+        ])
         #expect(encrypted.output.trimmingCharacters(in: .whitespacesAndNewlines) == "a9tv40mll9kdu509eum")
         let bad = try Self.run(["ff1", "encrypt", "--key", "zz", "0123"])
         #expect(bad.status != 0)
@@ -153,7 +165,8 @@ import Testing
         let ready = try ProcessTests.run(["healthcheck", "--url", "http://127.0.0.1:\(server.port)/readyz"])
         #expect(ready.status == 0, "\(ready.output)")
         // The configured listener, moved by CLOAK_SERVER_LISTEN as the image does.
-        let configured = try ProcessTests.run(["healthcheck"], environment: ["CLOAK_SERVER_LISTEN": "0.0.0.0:\(server.port)"])
+        let configured = try ProcessTests.run(
+            ["healthcheck"], environment: ["CLOAK_SERVER_LISTEN": "0.0.0.0:\(server.port)"])
         #expect(configured.status == 0, "\(configured.output)")
         server.stop()
         let down = try ProcessTests.run(["healthcheck", "--url", "http://127.0.0.1:\(server.port)/readyz"])

@@ -20,13 +20,17 @@ import Testing
 
         init() throws {
             let seen = self.seen
-            server = try HTTPServer(configuration: .init(port: 0, threads: 1, drainTimeoutSeconds: 0.5), deferredHandler: { request, responder in
-                seen.append(request)
-                if request.path.hasPrefix("/never") { return }  // never answers
-                let status = Int(request.header("X-Want-Status") ?? "") ?? 201
-                responder.respond(HTTPResponse(status: status, headers: [("X-Upstream", "yes"), ("Content-Type", "text/plain")],
-                                               body: Array("upstream saw \(request.method.rawValue) \(request.path)".utf8)))
-            })
+            server = try HTTPServer(
+                configuration: .init(port: 0, threads: 1, drainTimeoutSeconds: 0.5),
+                deferredHandler: { request, responder in
+                    seen.append(request)
+                    if request.path.hasPrefix("/never") { return }  // never answers
+                    let status = Int(request.header("X-Want-Status") ?? "") ?? 201
+                    responder.respond(
+                        HTTPResponse(
+                            status: status, headers: [("X-Upstream", "yes"), ("Content-Type", "text/plain")],
+                            body: Array("upstream saw \(request.method.rawValue) \(request.path)".utf8)))
+                })
             server.start()
         }
     }
@@ -76,7 +80,9 @@ import Testing
         try body(server, upstream)
     }
 
-    static func configuration(upstream: Int, resetter: Int, tls: (port: Int, ca: String, otherCA: String)? = nil) -> String {
+    static func configuration(upstream: Int, resetter: Int, tls: (port: Int, ca: String, otherCA: String)? = nil)
+        -> String
+    {
         var routes = """
             routes:
               - {id: "\(ids[0])", path: /post, form: checkout, upstream: "http://127.0.0.1:\(upstream)/v1/post", methods: [POST], headers: {X-Extra: added}}
@@ -106,8 +112,9 @@ import Testing
 
     @Test func formRoutesForwardTheRedactedBodyAndPassTheAnswerThrough() throws {
         try withProxyService { server, upstream in
-            let r = try server.client().request("POST", "/proxy/post/extra?x=1", json: Self.checkout,
-                                                headers: [("Authorization", "Bearer secret"), ("X-Client", "c1")])
+            let r = try server.client().request(
+                "POST", "/proxy/post/extra?x=1", json: Self.checkout,
+                headers: [("Authorization", "Bearer secret"), ("X-Client", "c1")])
             #expect(r.status == 201, "\(r.text)")
             #expect(r.header("X-Upstream") == "yes")
             #expect(r.text == "upstream saw POST /v1/post/extra")
@@ -130,7 +137,8 @@ import Testing
             let client = try server.client()
             let notFound = try client.request("GET", "/proxy/raw/thing", headers: [("X-Want-Status", "404")])
             #expect(notFound.status == 404 && notFound.header("X-Upstream") == "yes")
-            let failing = try client.request("PUT", "/proxy/raw", body: Array("plain".utf8), headers: [("X-Want-Status", "503")])
+            let failing = try client.request(
+                "PUT", "/proxy/raw", body: Array("plain".utf8), headers: [("X-Want-Status", "503")])
             #expect(failing.status == 503 && failing.text == "upstream saw PUT /raw")
             #expect(upstream.seen.withLock { $0.last?.body } == Array("plain".utf8))
 
@@ -151,13 +159,16 @@ import Testing
         try withProxyService { server, upstream in
             let client = try server.client()
             #expect(try client.request("POST", "/proxy/shared", json: Self.checkout).errorCode == 1404)
-            let bad = try client.request("POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", "not-a-uuid")])
+            let bad = try client.request(
+                "POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", "not-a-uuid")])
             #expect(bad.status == 400 && bad.errorCode == 1480)
-            let echo = try client.request("POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", Self.ids[2])])
+            let echo = try client.request(
+                "POST", "/proxy/shared", json: Self.checkout, headers: [("X-Route-Id", Self.ids[2])])
             #expect(echo.status == 200)
             #expect(((echo.json?["card_data"] as? [String: Any])?["card_holder"] as? String) == "Jane Doe")
             #expect(!echo.text.contains("4111111111111111"))
-            let other = try client.request("POST", "/proxy/shared", json: "{}", headers: [("X-Route-Id", Self.ids[3].uppercased())])
+            let other = try client.request(
+                "POST", "/proxy/shared", json: "{}", headers: [("X-Route-Id", Self.ids[3].uppercased())])
             #expect(other.status == 201)
             #expect(try client.request("POST", "/proxy/nowhere", json: "{}").errorCode == 1404)
             let wrongMethod = try client.request("GET", "/proxy/post")
@@ -176,7 +187,9 @@ import Testing
             let client = try server.client()
             #expect(try client.request("GET", "/healthz").status == 200)
             #expect(try client.request("GET", "/proxy/raw", headers: [("X-Want-Status", "200")]).status == 200)
-            let logged = server.logs.lines.filter { $0.contains(#""route":"/proxy/{path...}""#) && $0.contains(#""status":504"#) }
+            let logged = server.logs.lines.filter {
+                $0.contains(#""route":"/proxy/{path...}""#) && $0.contains(#""status":504"#)
+            }
             #expect(logged.count == 20)
         }
     }
@@ -193,11 +206,13 @@ import Testing
             fillers.append(c)
         }
         usleep(100_000)
-        let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "routes: []", with: """
-            routes:
-              - {id: "\(UUID().uuidString)", path: /stuck, upstream: "http://127.0.0.1:\(port)/", methods: [GET], connect_timeout_s: 0.3, response_timeout_s: 10}
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "routes: []",
+            with: """
+                routes:
+                  - {id: "\(UUID().uuidString)", path: /stuck, upstream: "http://127.0.0.1:\(port)/", methods: [GET], connect_timeout_s: 0.3, response_timeout_s: 10}
 
-            """)
+                """)
         let server = try TestService(yaml: yaml)
         defer { server.stop() }
         let started = Date()
@@ -221,7 +236,8 @@ import Testing
 
     @Test func encodedCharactersAreForwardedStillEncoded() throws {
         try withProxyService { server, upstream in
-            let r = try server.client().request("GET", "/proxy/raw/a%3Fb%2Fc?q=%20x", headers: [("X-Want-Status", "200")])
+            let r = try server.client().request(
+                "GET", "/proxy/raw/a%3Fb%2Fc?q=%20x", headers: [("X-Want-Status", "200")])
             #expect(r.status == 200)
             let seen = try #require(upstream.seen.withLock { $0.last })
             #expect(seen.rawPath == "/raw/a%3Fb%2Fc")
@@ -250,7 +266,9 @@ import Testing
                 guard let client = try? RawHTTPClient(port: port) else { failures.add(1, ordering: .relaxed); return }
                 for j in 0..<20 {
                     let r = try? client.request("GET", "/proxy/raw/\(i)/\(j)", headers: [("X-Want-Status", "200")])
-                    if r?.status != 200 || r?.text != "upstream saw GET /raw/\(i)/\(j)" { failures.add(1, ordering: .relaxed) }
+                    if r?.status != 200 || r?.text != "upstream saw GET /raw/\(i)/\(j)" {
+                        failures.add(1, ordering: .relaxed)
+                    }
                 }
             }
             #expect(failures.load(ordering: .relaxed) == 0)
@@ -267,7 +285,9 @@ import Testing
         let tlsPort = freeLoopbackPort()
         let tlsServer = Process()
         tlsServer.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        tlsServer.arguments = ["s_server", "-accept", "\(tlsPort)", "-cert", "server.pem", "-key", "server.key", "-www", "-quiet"]
+        tlsServer.arguments = [
+            "s_server", "-accept", "\(tlsPort)", "-cert", "server.pem", "-key", "server.key", "-www", "-quiet",
+        ]
         tlsServer.currentDirectoryURL = URL(fileURLWithPath: directory.path)
         tlsServer.standardOutput = FileHandle.nullDevice
         tlsServer.standardError = FileHandle.nullDevice
@@ -283,9 +303,10 @@ import Testing
         let upstream = try Upstream()
         let resetter = Resetter()
         defer { upstream.server.shutdown(); resetter.stop() }
-        let server = try TestService(yaml: Self.configuration(
-            upstream: upstream.server.port, resetter: resetter.port,
-            tls: (tlsPort, "\(directory.path)/ca.pem", "\(directory.path)/other.pem")))
+        let server = try TestService(
+            yaml: Self.configuration(
+                upstream: upstream.server.port, resetter: resetter.port,
+                tls: (tlsPort, "\(directory.path)/ca.pem", "\(directory.path)/other.pem")))
         defer { server.stop() }
         let client = try server.client()
         let ok = try client.request("GET", "/proxy/tls-ok")

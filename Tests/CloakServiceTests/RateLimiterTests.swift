@@ -1,5 +1,6 @@
-@testable import CloakService
 import Testing
+
+@testable import CloakService
 
 /// The token buckets, without sockets or a clock.
 @Suite struct RateLimiterTests {

@@ -1,14 +1,15 @@
-@testable import CloakService
 import CloakTesting
 import Foundation
 import Testing
+
+@testable import CloakService
 
 /// Requests are counted per loop without a lock; `/metrics` sums every loop's cells.
 @Suite struct RequestMetricsTests {
     @Test func answersOffTheirLoopAreCountedInTheSharedCells() {
         let metrics = RequestMetrics()
-        metrics.record(route: "/a", status: 200, nanoseconds: 50_000, loop: nil)       // ≤ 100 µs
-        metrics.record(route: "/a", status: 200, nanoseconds: 3_000_000, loop: nil)    // ≤ 5 ms
+        metrics.record(route: "/a", status: 200, nanoseconds: 50_000, loop: nil)  // ≤ 100 µs
+        metrics.record(route: "/a", status: 200, nanoseconds: 3_000_000, loop: nil)  // ≤ 5 ms
         metrics.record(route: "/a", status: 404, nanoseconds: 20_000_000_000, loop: nil)  // > 10 s
         let text = metrics.exposition()
         #expect(text.contains(#"cloak_requests_total{route="/a",status="200"} 2"#), "\(text)")

@@ -10,18 +10,22 @@ import Testing
     typealias Operation = ServiceConfiguration.RouteOperation
 
     static func operation(_ action: Operation.Action, json: [String] = [], header: [String] = []) -> Operation {
-        Operation(action: action, format: .UUID, storage: .persistent, json: json.map { try! JSONPath($0) }, form: [],
-                  header: header)
+        Operation(
+            action: action, format: .UUID, storage: .persistent, json: json.map { try! JSONPath($0) }, form: [],
+            header: header)
     }
 
     static let json: [(name: String, value: String)] = [("Content-Type", "application/json")]
     static let redactCard = [operation(.redact, json: ["$.card"])]
     static let revealToken = [operation(.reveal, json: ["$.token"])]
 
-    static func plan(request: [Operation] = redactCard, response: [Operation] = [], maxSelected: Int = 10,
-                     hasVault: Bool = true) -> RouteExchange.Plan {
-        RouteExchange.Plan(request: request, response: response, maxSelected: maxSelected, limitName: "max_aliases",
-                           hasVault: hasVault)
+    static func plan(
+        request: [Operation] = redactCard, response: [Operation] = [], maxSelected: Int = 10,
+        hasVault: Bool = true
+    ) -> RouteExchange.Plan {
+        RouteExchange.Plan(
+            request: request, response: response, maxSelected: maxSelected, limitName: "max_aliases",
+            hasVault: hasVault)
     }
 
     static func body(_ text: String) -> [UInt8] { Array(text.utf8) }
@@ -33,7 +37,8 @@ import Testing
         case let .transform(selection, side): return "transform \(side) \(selection.items.count)"
         case let .send(body, _): return "send \(String(decoding: body, as: UTF8.self))"
         case let .finish(response, outcome):
-            return "finish \(response.status) r\(outcome.revealed) d\(outcome.redacted) u\(outcome.upstreamStatus.map(String.init) ?? "-")"
+            return
+                "finish \(response.status) r\(outcome.revealed) d\(outcome.redacted) u\(outcome.upstreamStatus.map(String.init) ?? "-")"
         case .none: return "none"
         }
     }
@@ -44,9 +49,13 @@ import Testing
 
     @Test func aRequestWithValuesGoesToTheVaultThenUpstreamAndItsAnswerBack() {
         var exchange = RouteExchange(plan: Self.plan())
-        #expect(Self.name(exchange.event(.start(body: Self.body(#"{"card":"4111"}"#), headers: Self.json))) == "transform request 1")
+        #expect(
+            Self.name(exchange.event(.start(body: Self.body(#"{"card":"4111"}"#), headers: Self.json)))
+                == "transform request 1")
         #expect(Self.name(exchange.event(.transformed(.success(["tok_1"])))) == #"send {"card":"tok_1"}"#)
-        #expect(Self.name(exchange.event(.answered(.success(Self.answer(201, #"{"ok":true}"#))))) == "finish 201 r0 d1 u201")
+        #expect(
+            Self.name(exchange.event(.answered(.success(Self.answer(201, #"{"ok":true}"#))))) == "finish 201 r0 d1 u201"
+        )
         #expect(exchange.isDone)
         // Anything after the end is ignored.
         #expect(Self.name(exchange.event(.answered(.success(Self.answer(200, "{}"))))) == "none")
@@ -65,7 +74,9 @@ import Testing
         (#"{"card":"4111"}"#, 0, true, "refuse 1002"),
         (#"{"card":"4111"}"#, 10, false, "refuse 1500"),
     ])
-    func aRequestThatCannotGoIsRefusedBeforeAnythingIsSent(text: String, maxSelected: Int, hasVault: Bool, action: String) {
+    func aRequestThatCannotGoIsRefusedBeforeAnythingIsSent(
+        text: String, maxSelected: Int, hasVault: Bool, action: String
+    ) {
         var exchange = RouteExchange(plan: Self.plan(maxSelected: maxSelected, hasVault: hasVault))
         #expect(Self.name(exchange.event(.start(body: Self.body(text), headers: Self.json))) == action)
         #expect(exchange.isDone)
@@ -96,9 +107,13 @@ import Testing
     @Test func anAnswersValuesAreRevealedBeforeTheClientSeesThem() {
         var exchange = RouteExchange(plan: Self.plan(request: [], response: Self.revealToken))
         #expect(Self.name(exchange.event(.start(body: Self.body("{}"), headers: Self.json))) == "send {}")
-        #expect(Self.name(exchange.event(.answered(.success(Self.answer(200, #"{"token":"tok_1"}"#))))) == "transform answer 1")
+        #expect(
+            Self.name(exchange.event(.answered(.success(Self.answer(200, #"{"token":"tok_1"}"#)))))
+                == "transform answer 1")
         let action = exchange.event(.transformed(.success(["4111"])))
-        guard case let .finish(response, outcome) = action else { Issue.record("expected finish, got \(Self.name(action))"); return }
+        guard case let .finish(response, outcome) = action else {
+            Issue.record("expected finish, got \(Self.name(action))"); return
+        }
         #expect(String(decoding: response.body, as: UTF8.self) == #"{"token":"4111"}"#)
         #expect(outcome == RouteExchange.Outcome(revealed: 1, redacted: 0, upstreamStatus: 200))
     }
@@ -110,15 +125,21 @@ import Testing
         (#"{"token":"tok_1"}"#, 10, false, nil, "finish 503 r0 d0 u200"),
         (#"{"token":"tok_1"}"#, 10, true, CloakError(.aliasNotFound, "gone"), "finish 422 r0 d0 u200"),
     ])
-    func anAnswerThatCannotBeTransformedIsNotPassedOn(text: String, maxSelected: Int, hasVault: Bool, vaultError: CloakError?,
-                                                      action: String) {
-        var exchange = RouteExchange(plan: Self.plan(request: [], response: Self.revealToken, maxSelected: maxSelected,
-                                                     hasVault: hasVault))
+    func anAnswerThatCannotBeTransformedIsNotPassedOn(
+        text: String, maxSelected: Int, hasVault: Bool, vaultError: CloakError?,
+        action: String
+    ) {
+        var exchange = RouteExchange(
+            plan: Self.plan(
+                request: [], response: Self.revealToken, maxSelected: maxSelected,
+                hasVault: hasVault))
         _ = exchange.event(.start(body: Self.body("{}"), headers: Self.json))
         var last = exchange.event(.answered(.success(Self.answer(200, text))))
         if case .transform = last, let vaultError { last = exchange.event(.transformed(.failure(vaultError))) }
         #expect(Self.name(last) == action)
-        if case let .finish(response, _) = last { #expect(!String(decoding: response.body, as: UTF8.self).contains("tok_1")) }
+        if case let .finish(response, _) = last {
+            #expect(!String(decoding: response.body, as: UTF8.self).contains("tok_1"))
+        }
         #expect(exchange.isDone)
     }
 
@@ -126,7 +147,9 @@ import Testing
         var exchange = RouteExchange(plan: Self.plan(request: [], response: Self.revealToken))
         _ = exchange.event(.start(body: Self.body("{}"), headers: Self.json))
         let action = exchange.event(.answered(.success(Self.answer(404, #"{"other":1}"#))))
-        guard case let .finish(response, _) = action else { Issue.record("expected finish, got \(Self.name(action))"); return }
+        guard case let .finish(response, _) = action else {
+            Issue.record("expected finish, got \(Self.name(action))"); return
+        }
         #expect(response.status == 404)
         #expect(String(decoding: response.body, as: UTF8.self) == #"{"other":1}"#)
     }

@@ -7,17 +7,19 @@ import Testing
 /// Issue 8 §2 (first step): inbound routes with `request: [{redact: ...}]` on any payload.
 @Suite(.serialized) struct RouteOperationTests {
     static func yaml(_ upstream: Int) -> String {
-        TestServer.configurationWithTokens.replacingOccurrences(of: "routes: []", with: """
-            routes:
-              - id: "0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
-                path: /orders
-                upstream: "http://127.0.0.1:\(upstream)/orders"
-                methods: [POST, PUT]
-                request:
-                  - {redact: {json: ["$.payment.card_number", "$..pan"], form: ["card[number]"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
-                  - {redact: {form: ["card[cvc]"], header: ["X-Card-Cvc"], format: UUID, storage: VOLATILE}}
+        TestServer.configurationWithTokens.replacingOccurrences(
+            of: "routes: []",
+            with: """
+                routes:
+                  - id: "0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                    path: /orders
+                    upstream: "http://127.0.0.1:\(upstream)/orders"
+                    methods: [POST, PUT]
+                    request:
+                      - {redact: {json: ["$.payment.card_number", "$..pan"], form: ["card[number]"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
+                      - {redact: {form: ["card[cvc]"], header: ["X-Card-Cvc"], format: UUID, storage: VOLATILE}}
 
-            """)
+                """)
     }
 
     @Test func selectedJSONValuesBecomeAliasesAndTheRestIsKept() throws {
@@ -25,7 +27,8 @@ import Testing
         defer { upstream.stop() }
         let server = try TestService(yaml: Self.yaml(upstream.port))
         defer { server.stop() }
-        let body = #"{"order":"o-1","payment":{"card_number":"4111111111111111","amount":10},"items":[{"pan":"5555555555554444"}]}"#
+        let body =
+            #"{"order":"o-1","payment":{"card_number":"4111111111111111","amount":10},"items":[{"pan":"5555555555554444"}]}"#
         let r = try server.client().request("POST", "/proxy/orders", json: body)
         #expect(r.status == 204, "\(r.text)")
         let seen = upstream.text
@@ -44,8 +47,9 @@ import Testing
         let server = try TestService(yaml: Self.yaml(upstream.port))
         defer { server.stop() }
         let body = "amount=100&card%5Bnumber%5D=4111111111111111&card[cvc]=123&note=a+b%21"
-        let r = try server.client().request("POST", "/proxy/orders", body: Array(body.utf8),
-                                             headers: [("Content-Type", "application/x-www-form-urlencoded"), ("X-Card-Cvc", "737")])
+        let r = try server.client().request(
+            "POST", "/proxy/orders", body: Array(body.utf8),
+            headers: [("Content-Type", "application/x-www-form-urlencoded"), ("X-Card-Cvc", "737")])
         #expect(r.status == 204, "\(r.text)")
         let seen = upstream.text
         let sent = try #require(seen.components(separatedBy: "\r\n\r\n").last)
@@ -64,7 +68,10 @@ import Testing
         let json = #"{ "order" : "o-2",  "payment" : {} }"#
         #expect(try client.request("POST", "/proxy/orders", json: json).status == 204)
         let text = #"{"payment":{"card_number":"4111111111111111"}}"#
-        #expect(try client.request("POST", "/proxy/orders", body: Array(text.utf8), headers: [("Content-Type", "text/plain")]).status == 204)
+        #expect(
+            try client.request(
+                "POST", "/proxy/orders", body: Array(text.utf8), headers: [("Content-Type", "text/plain")]
+            ).status == 204)
         let seen = upstream.text
         #expect(seen.contains("\r\n\r\n" + json))
         #expect(seen.contains("\r\n\r\n" + text), "a text/plain body is not a JSON body: it goes on as it is")
@@ -78,10 +85,12 @@ import Testing
         let client = try server.client()
         let broken = try client.request("POST", "/proxy/orders", json: #"{"payment":{"card_number":"4111111111111111""#)
         #expect(broken.status == 400 && broken.errorCode == 1002 && !broken.text.contains("4111"))
-        let object = try client.request("POST", "/proxy/orders", json: #"{"payment":{"card_number":{"n":"4111111111111111"}}}"#)
+        let object = try client.request(
+            "POST", "/proxy/orders", json: #"{"payment":{"card_number":{"n":"4111111111111111"}}}"#)
         #expect(object.status == 400 && object.text.contains("$.payment.card_number") && !object.text.contains("4111"))
-        let form = try client.request("POST", "/proxy/orders", body: Array("card%5Bnumber%5D=%zz".utf8),
-                                      headers: [("Content-Type", "application/x-www-form-urlencoded")])
+        let form = try client.request(
+            "POST", "/proxy/orders", body: Array("card%5Bnumber%5D=%zz".utf8),
+            headers: [("Content-Type", "application/x-www-form-urlencoded")])
         #expect(form.status == 400 && form.errorCode == 1002)
         #expect(upstream.text.isEmpty)
     }
@@ -98,11 +107,26 @@ import Testing
     }
 
     @Test(arguments: [
-        ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, form: checkout, request: [{redact: {json: [\"$.a\"]}}]}", "routes[0].form"),
-        ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {json: [\"a.b\"]}}]}", "routes[0].request[0].redact.json[0]"),
-        ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {format: UUID}}]}", "routes[0].request[0].redact"),
-        ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {header: [\"X Bad\"]}}]}", "routes[0].request[0].redact.header[0]"),
-        ("{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {form: [a], format: NOPE}}]}", "routes[0].request[0].redact.format"),
+        (
+            "{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, form: checkout, request: [{redact: {json: [\"$.a\"]}}]}",
+            "routes[0].form"
+        ),
+        (
+            "{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {json: [\"a.b\"]}}]}",
+            "routes[0].request[0].redact.json[0]"
+        ),
+        (
+            "{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {format: UUID}}]}",
+            "routes[0].request[0].redact"
+        ),
+        (
+            "{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {header: [\"X Bad\"]}}]}",
+            "routes[0].request[0].redact.header[0]"
+        ),
+        (
+            "{id: \"0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /p, upstream: echo, request: [{redact: {form: [a], format: NOPE}}]}",
+            "routes[0].request[0].redact.format"
+        ),
     ])
     func checkConfigNamesBadOperations(route: String, path: String) {
         let yaml = TestServer.shippedConfiguration.replacingOccurrences(of: "routes: []", with: "routes: [\(route)]")

@@ -9,7 +9,8 @@ import Testing
     @Test func aFullDiskAnswers1500AndKeepsEveryAcknowledgedAlias() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        try TestServer.configurationWithTokens.write(toFile: "\(directory.path)/cloak.yaml", atomically: true, encoding: .utf8)
+        try TestServer.configurationWithTokens.write(
+            toFile: "\(directory.path)/cloak.yaml", atomically: true, encoding: .utf8)
         let port = freeLoopbackPort()
         let binary = try ProcessTests.binary.path
         let environment = ProcessInfo.processInfo.environment.merging([
@@ -21,8 +22,10 @@ import Testing
         // Files may not grow past 1000 KiB; SIGXFSZ is ignored so writes fail with EFBIG instead.
         let limited = Process()
         limited.executableURL = URL(fileURLWithPath: "/bin/bash")
-        limited.arguments = ["-c", "trap '' XFSZ; ulimit -f 1000; exec \"$0\" serve --config \"$1\"", binary,
-                             "\(directory.path)/cloak.yaml"]
+        limited.arguments = [
+            "-c", "trap '' XFSZ; ulimit -f 1000; exec \"$0\" serve --config \"$1\"", binary,
+            "\(directory.path)/cloak.yaml",
+        ]
         limited.environment = environment
         limited.standardOutput = FileHandle.nullDevice
         limited.standardError = FileHandle.nullDevice
@@ -37,8 +40,9 @@ import Testing
         let padding = String(repeating: "x", count: 2000)
         for n in 0..<2000 where failure == nil {
             let value = "full-disk-\(n)-\(padding)"
-            let r = try client.request("POST", "/aliases", json: #"{"data":[{"value":"\#(value)"}]}"#,
-                                       headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
+            let r = try client.request(
+                "POST", "/aliases", json: #"{"data":[{"value":"\#(value)"}]}"#,
+                headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
             if r.status == 201, let alias = VaultAPITests.aliases(r).first?["alias"] as? String {
                 acknowledged.append((alias, value))
             } else {
@@ -66,7 +70,8 @@ import Testing
         let reader = try RawHTTPClient(port: port)
         var lost = 0
         for (alias, value) in acknowledged {
-            let r = try reader.request("GET", "/aliases/\(alias)", headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
+            let r = try reader.request(
+                "GET", "/aliases/\(alias)", headers: [("Authorization", "Bearer \(TestServer.fullToken)")])
             if ((r.json?["data"] as? [[String: Any]])?.first?["value"] as? String) != value { lost += 1 }
         }
         #expect(acknowledged.count > 10, "refused after \(acknowledged.count): \(refused.status) \(refused.text)")

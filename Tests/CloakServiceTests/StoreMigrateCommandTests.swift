@@ -11,20 +11,31 @@ import Testing
         defer { directory.remove() }
         let result = try ProcessTests.run(
             ["store", "migrate", "--from-env", "CLOAK_TEST_FROM", "--to-env", "CLOAK_TEST_TO"],
-            environment: ["CLOAK_TEST_FROM": "sqlite:\(directory.path)/a.db", "CLOAK_TEST_TO": "sqlite:\(directory.path)/b.db"])
+            environment: [
+                "CLOAK_TEST_FROM": "sqlite:\(directory.path)/a.db", "CLOAK_TEST_TO": "sqlite:\(directory.path)/b.db",
+            ])
         #expect(result.status == 0, "\(result.output)")
-        #expect(result.output.contains("migrated sqlite:\(directory.path)/a.db -> sqlite:\(directory.path)/b.db"), "\(result.output)")
+        #expect(
+            result.output.contains("migrated sqlite:\(directory.path)/a.db -> sqlite:\(directory.path)/b.db"),
+            "\(result.output)")
         #expect(FileManager.default.fileExists(atPath: "\(directory.path)/b.db"))
     }
 
     @Test(arguments: [
         (["--from", "sqlite:x.db"], "exactly one of --to and --to-env"),
-        (["--from", "sqlite:x.db", "--to", "sqlite:y.db", "--to-env", "CLOAK_TEST_TO"], "exactly one of --to and --to-env"),
+        (
+            ["--from", "sqlite:x.db", "--to", "sqlite:y.db", "--to-env", "CLOAK_TEST_TO"],
+            "exactly one of --to and --to-env"
+        ),
         (["--to", "sqlite:y.db"], "exactly one of --from and --from-env"),
-        (["--from", "sqlite:x.db", "--to-env", "CLOAK_TEST_UNSET_VARIABLE"], "CLOAK_TEST_UNSET_VARIABLE, which is not set"),
+        (
+            ["--from", "sqlite:x.db", "--to-env", "CLOAK_TEST_UNSET_VARIABLE"],
+            "CLOAK_TEST_UNSET_VARIABLE, which is not set"
+        ),
     ])
     func theSourceAndDestinationAreEachGivenOnce(arguments: [String], message: String) throws {
-        let result = try ProcessTests.run(["store", "migrate"] + arguments, environment: ["CLOAK_TEST_TO": "sqlite:y.db"])
+        let result = try ProcessTests.run(
+            ["store", "migrate"] + arguments, environment: ["CLOAK_TEST_TO": "sqlite:y.db"])
         #expect(result.status != 0)
         #expect(result.output.contains(message), "\(result.output)")
     }
@@ -40,10 +51,13 @@ import Testing
         defer { directory.remove() }
         for arguments in [["--to", url], ["--to-env", "CLOAK_TEST_TO"]] {
             let result = try ProcessTests.run(
-                ["store", "migrate", "--from", "sqlite:\(directory.path)/a.db"] + arguments, environment: ["CLOAK_TEST_TO": url])
+                ["store", "migrate", "--from", "sqlite:\(directory.path)/a.db"] + arguments,
+                environment: ["CLOAK_TEST_TO": url])
             #expect(result.status == 1, "\(result.output)")
             #expect(result.output.contains(message), "\(result.output)")
-            #expect(!result.output.contains("Sup3r") && !result.output.contains("ecret"), "the URL is quoted: \(result.output)")
+            #expect(
+                !result.output.contains("Sup3r") && !result.output.contains("ecret"),
+                "the URL is quoted: \(result.output)")
         }
     }
 

@@ -10,12 +10,30 @@ import Testing
 
     /// Raw requests that evhttp 2.1.12 accepts and a strict peer reads differently.
     static let smuggling: [(String, String)] = [
-        ("a signed Content-Length", "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nContent-Length: +\(body.utf8.count)\r\n\r\n\(body)"),
-        ("a hex chunk size with 0x", "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0x\(String(body.utf8.count, radix: 16))\r\n\(body)\r\n0\r\n\r\n"),
-        ("a bare LF head", "POST /forms/checkout/validate HTTP/1.1\nHost: x\nContent-Length: \(body.utf8.count)\n\n\(body)"),
-        ("two Transfer-Encodings", "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n\(String(body.utf8.count, radix: 16))\r\n\(body)\r\n0\r\n\r\n"),
-        ("a chunk size with a space", "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n \(String(body.utf8.count, radix: 16))\r\n\(body)\r\n0\r\n\r\n"),
-        ("a body on HEAD", "HEAD /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 28\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n"),
+        (
+            "a signed Content-Length",
+            "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nContent-Length: +\(body.utf8.count)\r\n\r\n\(body)"
+        ),
+        (
+            "a hex chunk size with 0x",
+            "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0x\(String(body.utf8.count, radix: 16))\r\n\(body)\r\n0\r\n\r\n"
+        ),
+        (
+            "a bare LF head",
+            "POST /forms/checkout/validate HTTP/1.1\nHost: x\nContent-Length: \(body.utf8.count)\n\n\(body)"
+        ),
+        (
+            "two Transfer-Encodings",
+            "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n\(String(body.utf8.count, radix: 16))\r\n\(body)\r\n0\r\n\r\n"
+        ),
+        (
+            "a chunk size with a space",
+            "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n \(String(body.utf8.count, radix: 16))\r\n\(body)\r\n0\r\n\r\n"
+        ),
+        (
+            "a body on HEAD",
+            "HEAD /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 28\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n"
+        ),
     ]
 
     @Test(arguments: smuggling.map(\.0))
@@ -38,10 +56,11 @@ import Testing
         defer { server.stop() }
         let client = try RawHTTPClient(port: server.port, timeout: 5)
         let n = Self.body.utf8.count
-        try client.send("POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                        + "\(String(n, radix: 16))\r\n\(Self.body)\r\n0\r\n\r\n"
-                        + "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nContent-Length: \(n)\r\n\r\n\(Self.body)"
-                        + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        try client.send(
+            "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "\(String(n, radix: 16))\r\n\(Self.body)\r\n0\r\n\r\n"
+                + "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nContent-Length: \(n)\r\n\r\n\(Self.body)"
+                + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         let statuses = try (0..<3).map { _ in try client.readResponse().status }
         #expect(statuses == [200, 200, 200])
     }
@@ -54,7 +73,8 @@ import Testing
         let client = try RawHTTPClient(port: server.port, timeout: 5)
         let tokenize = #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#
         try client.send("POST /tokens HTTP/1.1\r\nHost: x\r\nContent-Length: \(tokenize.utf8.count)\r\n\r\n\(tokenize)")
-        try client.send("POST /tokens HTTP/1.1\r\nHost: x\r\nContent-Length: +\(tokenize.utf8.count)\r\n\r\n\(tokenize)")
+        try client.send(
+            "POST /tokens HTTP/1.1\r\nHost: x\r\nContent-Length: +\(tokenize.utf8.count)\r\n\r\n\(tokenize)")
         let first = try client.readResponse()
         let second = try client.readResponse()
         #expect(first.status == 201, "\(first.text)")

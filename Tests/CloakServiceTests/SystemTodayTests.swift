@@ -1,7 +1,8 @@
 import CloakCore
-@testable import CloakService
 import Foundation
 import Testing
+
+@testable import CloakService
 
 /// The local date that decides expiry windows, asked of the C library once a second.
 @Suite struct SystemTodayTests {

@@ -22,23 +22,25 @@ import Testing
         defer { directory.remove() }
 
         let hex = Digest.sha256(Array(Self.token.utf8)).map { String(format: "%02x", $0) }.joined()
-        let yaml = TestServer.shippedConfiguration.replacingOccurrences(
-            of: "  tokens: []", with: "  tokens: [{id: egress, sha256: \"\(hex)\", scopes: [\"egress:psp\"]}]") + """
+        let yaml =
+            TestServer.shippedConfiguration.replacingOccurrences(
+                of: "  tokens: []", with: "  tokens: [{id: egress, sha256: \"\(hex)\", scopes: [\"egress:psp\"]}]")
+                + """
 
-            egress:
-              listen: "127.0.0.1:0"
-              ca: {cert: "\(directory.path)/egress-ca.pem", key: "\(directory.path)/egress-ca-key.pem"}
-              routes:
-                - id: psp
-                  upstream: "https://127.0.0.1:\(upstream.port)"
-                  paths: ["/v1/*"]
-                  methods: [POST]
-                  request:
-                    - {reveal: {form: ["card[number]"]}}
-                  ca_file: "\(certificates.caFile)"
-                  allow_private: true
+                egress:
+                  listen: "127.0.0.1:0"
+                  ca: {cert: "\(directory.path)/egress-ca.pem", key: "\(directory.path)/egress-ca-key.pem"}
+                  routes:
+                    - id: psp
+                      upstream: "https://127.0.0.1:\(upstream.port)"
+                      paths: ["/v1/*"]
+                      methods: [POST]
+                      request:
+                        - {reveal: {form: ["card[number]"]}}
+                      ca_file: "\(certificates.caFile)"
+                      allow_private: true
 
-            """
+                """
         let config = "\(directory.path)/cloak.yaml"
         try yaml.write(toFile: config, atomically: true, encoding: .utf8)
         let process = Process()
@@ -46,7 +48,8 @@ import Testing
         process.arguments = ["serve", "--config", config]
         process.environment = ProcessInfo.processInfo.environment.merging([
             "CLOAK_SERVER_LISTEN": "127.0.0.1:0", "CLOAK_SERVER_THREADS": "2", "CLOAK_SERVER_IDLE_TIMEOUT_S": "2",
-            "CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db", "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json",
+            "CLOAK_VAULT_STORE": "sqlite:\(directory.path)/cloak.db",
+            "CLOAK_VAULT_KEYS": "file:\(directory.path)/keys.json",
             "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
         ]) { _, new in new }
         let errors = "\(directory.path)/stderr.txt"
@@ -62,7 +65,9 @@ import Testing
         while port == 0 || egressPort == 0 {
             let line = output.fileHandleForReading.readLine()
             guard !line.isEmpty || process.isRunning else { break }
-            let found = line.range(of: #""address":"127.0.0.1:"#).flatMap { Int(line[$0.upperBound...].prefix { $0.isNumber }) } ?? 0
+            let found =
+                line.range(of: #""address":"127.0.0.1:"#).flatMap { Int(line[$0.upperBound...].prefix { $0.isNumber }) }
+                ?? 0
             if line.contains(#""msg":"listening""#) { port = found }
             if line.contains(#""msg":"egress proxy listening""#) { egressPort = found }
         }
@@ -72,11 +77,13 @@ import Testing
         #expect(RawHTTPClient.waitUntil(port: port, path: "/readyz"))
 
         let credentials = "Basic " + Data("egress:\(Self.token)".utf8).base64EncodedString()
-        let storm = try EgressFixture.run("python3", [
-            TestServer.repositoryRoot.appendingPathComponent("scripts/tunnel-storm").path, String(egressPort),
-            "127.0.0.1:\(upstream.port)", credentials, "\(directory.path)/egress-ca.pem",
-            "--actions", "240", "--workers", "12", "--seconds", "40",
-        ])
+        let storm = try EgressFixture.run(
+            "python3",
+            [
+                TestServer.repositoryRoot.appendingPathComponent("scripts/tunnel-storm").path, String(egressPort),
+                "127.0.0.1:\(upstream.port)", credentials, "\(directory.path)/egress-ca.pem",
+                "--actions", "240", "--workers", "12", "--seconds", "40",
+            ])
         #expect(storm.status == 0, "\(storm.err)")
         #expect(storm.out.contains(#""actions": 240"#), "\(storm.out)")
         #expect(process.isRunning, "the process died: \(Self.text(errors))")
@@ -96,18 +103,22 @@ import Testing
         #expect(idle, "the egress loops stayed busy after the storm")
 
         // A new tunnel is still answered, end to end.
-        let curl = try EgressFixture.run("curl", [
-            "-sS", "--max-time", "10", "--proxy", "http://127.0.0.1:\(egressPort)", "--proxy-user", "egress:\(Self.token)",
-            "--cacert", "\(directory.path)/egress-ca.pem", "https://127.0.0.1:\(upstream.port)/v1/charges",
-            "-d", "amount=1000",
-        ])
+        let curl = try EgressFixture.run(
+            "curl",
+            [
+                "-sS", "--max-time", "10", "--proxy", "http://127.0.0.1:\(egressPort)", "--proxy-user",
+                "egress:\(Self.token)",
+                "--cacert", "\(directory.path)/egress-ca.pem", "https://127.0.0.1:\(upstream.port)/v1/charges",
+                "-d", "amount=1000",
+            ])
         #expect(curl.status == 0 && curl.out == "amount=1000", "\(curl.out) \(curl.err)")
         #expect(RawHTTPClient.waitUntil(port: port, path: "/readyz", attempts: 1))
 
         kill(pid, SIGTERM)
         process.waitUntilExit()
-        #expect(process.terminationReason == .exit && process.terminationStatus == 0,
-                "\(process.terminationReason) \(process.terminationStatus)")
+        #expect(
+            process.terminationReason == .exit && process.terminationStatus == 0,
+            "\(process.terminationReason) \(process.terminationStatus)")
         #expect(!Self.text(errors).contains("AddressSanitizer"), "\(Self.text(errors))")
     }
 
@@ -148,10 +159,12 @@ import Testing
     }
 
     @Test func loopStallIsConfigurable() throws {
-        let yaml = TestServer.configurationWithTokens.replacingOccurrences(of: "  loop_stall_s: 5 ", with: "  loop_stall_s: 2.5 ")
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "  loop_stall_s: 5 ", with: "  loop_stall_s: 2.5 ")
         let c = try ServiceConfiguration.parse(yaml: yaml, environment: [:])
         #expect(c.loopStallSeconds == 2.5)
-        let bad = TestServer.configurationWithTokens.replacingOccurrences(of: "  loop_stall_s: 5 ", with: "  loop_stall_s: 0 ")
+        let bad = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "  loop_stall_s: 5 ", with: "  loop_stall_s: 0 ")
         #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: bad, environment: [:]) }
     }
 }

@@ -37,13 +37,20 @@ import Testing
         let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
-        let three = try client.request("POST", "/forms/checkout/validate", json:
-            #"{"fields":{"card_data.card_number":"378282246310005","card_data.card_cvc":"123"}}"#)
-        let four = try client.request("POST", "/forms/checkout/validate", json:
-            #"{"fields":{"card_data.card_number":"378282246310005","card_data.card_cvc":"1234"}}"#)
+        let three = try client.request(
+            "POST", "/forms/checkout/validate",
+            json:
+                #"{"fields":{"card_data.card_number":"378282246310005","card_data.card_cvc":"123"}}"#)
+        let four = try client.request(
+            "POST", "/forms/checkout/validate",
+            json:
+                #"{"fields":{"card_data.card_number":"378282246310005","card_data.card_cvc":"1234"}}"#)
         let threeFields = try #require(three.json?["fields"] as? [String: [String: Any]])
         let fourFields = try #require(four.json?["fields"] as? [String: [String: Any]])
-        #expect(threeFields["card_data.card_cvc"]?["validationErrors"] as? [String] == ["LENGTH_RANGE_MATCH_VALIDATION_ERROR"])
+        #expect(
+            threeFields["card_data.card_cvc"]?["validationErrors"] as? [String] == [
+                "LENGTH_RANGE_MATCH_VALIDATION_ERROR"
+            ])
         #expect(fourFields["card_data.card_cvc"]?["isValid"] as? Bool == true)
         #expect(fourFields["card_data.card_number"]?["bin"] as? String == "378282")
     }
@@ -51,8 +58,10 @@ import Testing
     @Test func invalidRequiredFieldsMakeTheFormInvalid() throws {
         let server = try TestService()
         defer { server.stop() }
-        let response = try server.client().request("POST", "/forms/checkout/validate", json:
-            #"{"fields":{"card_data.card_number":"4111 1111 1111 1112","card_data.exp_date":"01/20"}}"#)
+        let response = try server.client().request(
+            "POST", "/forms/checkout/validate",
+            json:
+                #"{"fields":{"card_data.card_number":"4111 1111 1111 1112","card_data.exp_date":"01/20"}}"#)
         #expect(response.status == 200)
         let json = try #require(response.json)
         #expect(json["isValid"] as? Bool == false)
@@ -67,19 +76,26 @@ import Testing
     @Test func identityFormValidatesDatesSSNAndRoutingNumbers() throws {
         let server = try TestService()
         defer { server.stop() }
-        let response = try server.client().request("POST", "/forms/identity/validate", json: """
-            {"fields":{"person.full_name":"Zoë O'Neil","person.birth_date":"02-29-2000","person.ssn":"123456789",\
-            "bank.routing_number":"011000015","bank.account_number":"000123456789"}}
-            """)
+        let response = try server.client().request(
+            "POST", "/forms/identity/validate",
+            json: """
+                {"fields":{"person.full_name":"Zoë O'Neil","person.birth_date":"02-29-2000","person.ssn":"123456789",\
+                "bank.routing_number":"011000015","bank.account_number":"000123456789"}}
+                """)
         let json = try #require(response.json)
         let fields = try #require(json["fields"] as? [String: [String: Any]])
         #expect(json["isValid"] as? Bool == true, "\(fields)")
-        let bad = try server.client().request("POST", "/forms/identity/validate", json: """
-            {"fields":{"person.birth_date":"02-29-2001","bank.routing_number":"011000016","person.ssn":"666-12-3456"}}
-            """)
+        let bad = try server.client().request(
+            "POST", "/forms/identity/validate",
+            json: """
+                {"fields":{"person.birth_date":"02-29-2001","bank.routing_number":"011000016","person.ssn":"666-12-3456"}}
+                """)
         let badFields = try #require(bad.json?["fields"] as? [String: [String: Any]])
         #expect(badFields["person.birth_date"]?["validationErrors"] as? [String] == ["DATE_VALIDATION_ERROR"])
-        #expect(badFields["bank.routing_number"]?["validationErrors"] as? [String] == ["ABA_ROUTING_NUMBER_VALIDATION_ERROR"])
+        #expect(
+            badFields["bank.routing_number"]?["validationErrors"] as? [String] == [
+                "ABA_ROUTING_NUMBER_VALIDATION_ERROR"
+            ])
         #expect(badFields["person.ssn"]?["validationErrors"] as? [String] == ["PATTERN_VALIDATION_ERROR"])
     }
 

@@ -14,30 +14,38 @@ import Testing
         let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
-        let created = try client.request("POST", "/aliases", json: #"""
-            {"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage":"PERSISTENT","classifiers":["card"]}]}
-            """#, headers: Self.bearer(TestServer.createOnlyToken))
+        let created = try client.request(
+            "POST", "/aliases",
+            json: #"""
+                {"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage":"PERSISTENT","classifiers":["card"]}]}
+                """#, headers: Self.bearer(TestServer.createOnlyToken))
         #expect(created.status == 201, "\(created.text)")
         let record = try #require((created.json?["data"] as? [[String: Any]])?.first)
         #expect(record["storage"] as? String == "PERSISTENT")
         #expect(record["classifiers"] as? [String] == ["card"])
         #expect((record["created_at"] as? String)?.hasSuffix("Z") == true)
         let alias = try #require(Self.aliases(created).first?["alias"] as? String)
-        #expect(alias.count == 16 && alias.hasPrefix("411111") && alias.hasSuffix("1111") && alias != "4111111111111111")
+        #expect(
+            alias.count == 16 && alias.hasPrefix("411111") && alias.hasSuffix("1111") && alias != "4111111111111111")
 
         let revealed = try client.request("GET", "/aliases/\(alias)", headers: Self.bearer(TestServer.revealOnlyToken))
         #expect(revealed.status == 200)
         #expect(((revealed.json?["data"] as? [[String: Any]])?.first?["value"] as? String) == "4111111111111111")
 
-        let many = try client.request("GET", "/aliases?q=\(alias),tok_sandbox_missing", headers: Self.bearer(TestServer.fullToken))
+        let many = try client.request(
+            "GET", "/aliases?q=\(alias),tok_sandbox_missing", headers: Self.bearer(TestServer.fullToken))
         #expect(many.status == 200)
-        #expect(((many.json?["data"] as? [String: Any])?[alias] as? [String: Any])?["value"] as? String == "4111111111111111")
+        #expect(
+            ((many.json?["data"] as? [String: Any])?[alias] as? [String: Any])?["value"] as? String
+                == "4111111111111111")
 
-        let classified = try client.request("PUT", "/aliases/\(alias)", json: #"{"data":{"classifiers":["pci","card"]}}"#,
-                                            headers: Self.bearer(TestServer.fullToken))
+        let classified = try client.request(
+            "PUT", "/aliases/\(alias)", json: #"{"data":{"classifiers":["pci","card"]}}"#,
+            headers: Self.bearer(TestServer.fullToken))
         #expect(classified.status == 204)
 
-        #expect(try client.request("DELETE", "/aliases/\(alias)", headers: Self.bearer(TestServer.fullToken)).status == 204)
+        #expect(
+            try client.request("DELETE", "/aliases/\(alias)", headers: Self.bearer(TestServer.fullToken)).status == 204)
         let gone = try client.request("GET", "/aliases/\(alias)", headers: Self.bearer(TestServer.fullToken))
         #expect(gone.status == 404 && gone.errorCode == 1404)
         // Audit lines: reveal, reveal (x2 for ?q=), update, delete, reveal-not-found; never the value.
@@ -59,13 +67,21 @@ import Testing
         let body = #"{"data":[{"value":"123-45-6789","format":"UUID"}]}"#
         #expect(try client.request("POST", "/aliases", json: body).errorCode == 1300)
         #expect(try client.request("POST", "/aliases", json: body, headers: Self.bearer("nope")).errorCode == 1300)
-        #expect(try client.request("POST", "/aliases", json: body, headers: [("Authorization", "Basic eDp5")]).status == 401)
-        let forbidden = try client.request("POST", "/aliases", json: body, headers: Self.bearer(TestServer.revealOnlyToken))
+        #expect(
+            try client.request("POST", "/aliases", json: body, headers: [("Authorization", "Basic eDp5")]).status == 401
+        )
+        let forbidden = try client.request(
+            "POST", "/aliases", json: body, headers: Self.bearer(TestServer.revealOnlyToken))
         #expect(forbidden.status == 403 && forbidden.errorCode == 1301)
-        let created = try client.request("POST", "/aliases", json: body, headers: Self.bearer(TestServer.createOnlyToken))
+        let created = try client.request(
+            "POST", "/aliases", json: body, headers: Self.bearer(TestServer.createOnlyToken))
         let alias = try #require(Self.aliases(created).first?["alias"] as? String)
-        #expect(try client.request("GET", "/aliases/\(alias)", headers: Self.bearer(TestServer.createOnlyToken)).errorCode == 1301)
-        #expect(try client.request("DELETE", "/aliases/\(alias)", headers: Self.bearer(TestServer.revealOnlyToken)).errorCode == 1301)
+        #expect(
+            try client.request("GET", "/aliases/\(alias)", headers: Self.bearer(TestServer.createOnlyToken)).errorCode
+                == 1301)
+        #expect(
+            try client.request("DELETE", "/aliases/\(alias)", headers: Self.bearer(TestServer.revealOnlyToken))
+                .errorCode == 1301)
         #expect(try client.request("GET", "/aliases/\(alias)").errorCode == 1300)
     }
 
@@ -96,8 +112,9 @@ import Testing
         var refused: RawHTTPClient.Response?
         for _ in 0..<11 where refused == nil {
             let items = (0..<100).map { _ in #"{"value":"737","format":"NUM_LENGTH_PRESERVING","storage":"VOLATILE"}"# }
-            let r = try client.request("POST", "/aliases", json: #"{"data":[\#(items.joined(separator: ","))]}"#,
-                                       headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+            let r = try client.request(
+                "POST", "/aliases", json: #"{"data":[\#(items.joined(separator: ","))]}"#,
+                headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
             if r.status == 201 {
                 for a in Self.aliases(r) { issued.insert(a["alias"] as? String ?? "") }
             } else {
@@ -122,7 +139,10 @@ import Testing
         ("unknown top member", #"{"data":[{"value":"x"}],"extra":1}"#, 400, 1002),
         ("bad classifiers", #"{"data":[{"value":"x","classifiers":"pci"}]}"#, 400, 1002),
         ("ssn format on 5 chars", #"{"data":[{"value":"12345","format":"FPE_SSN_T_FOUR"}]}"#, 400, 1002),
-        ("letters for a numeric format", #"{"data":[{"value":"4111abcd11111111","format":"FPE_SIX_T_FOUR"}]}"#, 400, 1002),
+        (
+            "letters for a numeric format", #"{"data":[{"value":"4111abcd11111111","format":"FPE_SIX_T_FOUR"}]}"#, 400,
+            1002
+        ),
         ("not JSON", "value=4111111111111111", 400, 1002),
     ]
 
@@ -143,8 +163,11 @@ import Testing
         let items = (0..<10_000).map { #"{"value":"v\#($0)"}"# }.joined(separator: ",")
         let r = try server.client().request("POST", "/tokens", json: #"{"data":[\#(items)]}"#)
         #expect(r.status == 400 && r.errorCode == 1002)
-        let mixed = try server.client().request("POST", "/tokens", json:
-            #"{"data":[{"value":"5555555555554444","format":"FPE_SIX_T_FOUR"},{"value":"12","format":"FPE_SSN_T_FOUR"}]}"#)
+        let mixed = try server.client().request(
+            "POST", "/tokens",
+            json:
+                #"{"data":[{"value":"5555555555554444","format":"FPE_SIX_T_FOUR"},{"value":"12","format":"FPE_SSN_T_FOUR"}]}"#
+        )
         #expect(mixed.errorCode == 1002)
         #expect(mixed.text.contains("data[1]"))
     }
@@ -177,16 +200,19 @@ import Testing
         #expect(json["billing.phone"] as? String == "5551234567")
         #expect(!r.text.contains("4111111111111111") && !r.text.contains("123-45-6789"))
         // The alias reveals the value the field would have sent.
-        let revealed = try server.client().request("GET", "/aliases/\(card)",
-                                                   headers: VaultAPITests.bearer(TestServer.fullToken))
+        let revealed = try server.client().request(
+            "GET", "/aliases/\(card)",
+            headers: VaultAPITests.bearer(TestServer.fullToken))
         #expect(((revealed.json?["data"] as? [[String: Any]])?.first?["value"] as? String) == "4111111111111111")
     }
 
     @Test func requiredFailuresGet1001BeforeAnythingIsStored() throws {
         let server = try TestService()
         defer { server.stop() }
-        let r = try server.client().request("POST", "/forms/checkout/tokens", json:
-            #"{"fields":{"card_data.card_number":"4111 1111 1111 1112"}}"#)
+        let r = try server.client().request(
+            "POST", "/forms/checkout/tokens",
+            json:
+                #"{"fields":{"card_data.card_number":"4111 1111 1111 1112"}}"#)
         #expect(r.status == 422 && r.errorCode == 1001)
         let extra = try #require((r.json?["error"] as? [String: Any])?["extraInfo"] as? [String: Any])
         #expect((extra["VGSSDKErrorInputDataRequiredValid"] as? [String])?.contains("card_data.card_number") == true)
@@ -198,11 +224,13 @@ import Testing
         let server = try TestService()
         defer { server.stop() }
         #expect(try server.client().request("POST", "/forms/checkout/aliases", json: Self.body).errorCode == 1300)
-        let ok = try server.client().request("POST", "/forms/checkout/aliases", json: Self.body,
-                                             headers: VaultAPITests.bearer(TestServer.createOnlyToken))
+        let ok = try server.client().request(
+            "POST", "/forms/checkout/aliases", json: Self.body,
+            headers: VaultAPITests.bearer(TestServer.createOnlyToken))
         #expect(ok.status == 200)
-        let again = try server.client().request("POST", "/forms/checkout/aliases", json: Self.body,
-                                                headers: VaultAPITests.bearer(TestServer.createOnlyToken))
+        let again = try server.client().request(
+            "POST", "/forms/checkout/aliases", json: Self.body,
+            headers: VaultAPITests.bearer(TestServer.createOnlyToken))
         // PERSISTENT card alias is stable; the VOLATILE CVC is not deduplicated.
         #expect(ok.json?["card_data.card_number"] as? String == again.json?["card_data.card_number"] as? String)
         #expect(ok.json?["card_data.card_cvc"] as? String != again.json?["card_data.card_cvc"] as? String)
@@ -214,11 +242,13 @@ import Testing
     @Test func theBodyIsMappedByTheFormsPolicyWithAliasesAndExtraData() throws {
         let server = try TestService()
         defer { server.stop() }
-        let r = try server.client().request("POST", "/forms/checkout/send", json: """
-            {"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123",\
-            "card_data.exp_date":"12/40","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"},\
-            "extraData":{"order":{"id":"o-1"},"card_data":{"card_holder":"overridden"}}}
-            """)
+        let r = try server.client().request(
+            "POST", "/forms/checkout/send",
+            json: """
+                {"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123",\
+                "card_data.exp_date":"12/40","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"},\
+                "extraData":{"order":{"id":"o-1"},"card_data":{"card_holder":"overridden"}}}
+                """)
         #expect(r.status == 200, "\(r.text)")
         let json = try #require(r.json)
         let card = try #require(json["card_data"] as? [String: Any])
@@ -234,11 +264,13 @@ import Testing
     @Test func theRequestsPolicyOverridesTheForms() throws {
         let server = try TestService()
         defer { server.stop() }
-        let r = try server.client().request("POST", "/forms/checkout/send", json: """
-            {"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123",\
-            "card_data.exp_date":"12/40","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"},\
-            "options":{"fieldNameMappingPolicy":"flatJSON"}}
-            """)
+        let r = try server.client().request(
+            "POST", "/forms/checkout/send",
+            json: """
+                {"fields":{"card_data.card_number":"4111 1111 1111 1111","card_data.card_cvc":"123",\
+                "card_data.exp_date":"12/40","card_data.card_holder":"Jane Doe","customer.ssn":"123-45-6789"},\
+                "options":{"fieldNameMappingPolicy":"flatJSON"}}
+                """)
         let json = try #require(r.json)
         #expect(json["card_data.card_holder"] as? String == "Jane Doe")
         #expect(json["card_data.exp_month"] as? String == "12")
@@ -248,7 +280,8 @@ import Testing
     @Test func invalidSubmissionsGet1001AndNothingIsEchoed() throws {
         let server = try TestService()
         defer { server.stop() }
-        let r = try server.client().request("POST", "/forms/checkout/send", json: #"{"fields":{"card_data.card_number":"4111"}}"#)
+        let r = try server.client().request(
+            "POST", "/forms/checkout/send", json: #"{"fields":{"card_data.card_number":"4111"}}"#)
         #expect(r.status == 422 && r.errorCode == 1001)
     }
 }

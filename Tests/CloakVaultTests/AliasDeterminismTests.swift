@@ -53,7 +53,9 @@ import Testing
     @Test(arguments: deterministic)
     func ff1AliasesDifferAcrossAttempts(_ c: Case) throws {
         let generator = try AliasGenerator(environment: "sandbox", ff1Key: .random())
-        let aliases = try (0..<4).map { try generator.alias(for: c.value, format: c.format, luhnValid: true, attempt: $0) }
+        let aliases = try (0..<4).map {
+            try generator.alias(for: c.value, format: c.format, luhnValid: true, attempt: $0)
+        }
         #expect(Set(aliases).count == aliases.count, "\(aliases)")
     }
 
@@ -61,23 +63,27 @@ import Testing
     func ff1AliasesDependOnTheKey(_ c: Case) throws {
         let a = try AliasGenerator(environment: "sandbox", ff1Key: .random())
         let b = try AliasGenerator(environment: "sandbox", ff1Key: .random())
-        #expect(try a.alias(for: c.value, format: c.format, luhnValid: true, attempt: 0)
-            != b.alias(for: c.value, format: c.format, luhnValid: true, attempt: 0))
+        #expect(
+            try a.alias(for: c.value, format: c.format, luhnValid: true, attempt: 0)
+                != b.alias(for: c.value, format: c.format, luhnValid: true, attempt: 0))
     }
 
     @Test(arguments: random)
     func smallDomainsAreDrawnAtRandom(_ c: Case) throws {
         let generator = try AliasGenerator(environment: "sandbox", ff1Key: .random())
-        let aliases = try (0..<30).map { _ in try generator.alias(for: c.value, format: c.format, luhnValid: true, attempt: 0) }
+        let aliases = try (0..<30).map { _ in
+            try generator.alias(for: c.value, format: c.format, luhnValid: true, attempt: 0)
+        }
         #expect(Set(aliases).count > 1, "the same alias 30 times: not random")
         #expect(!aliases.contains(c.value), "an alias equal to the value")
     }
 
     @Test func aSingleDigitHasNineAliasesNeverItself() throws {
         let generator = try AliasGenerator(environment: "sandbox", ff1Key: .random())
-        let aliases = try Set((0..<400).map { _ in
-            try generator.alias(for: "7", format: .NUM_LENGTH_PRESERVING, luhnValid: true, attempt: 0)
-        })
+        let aliases = try Set(
+            (0..<400).map { _ in
+                try generator.alias(for: "7", format: .NUM_LENGTH_PRESERVING, luhnValid: true, attempt: 0)
+            })
         #expect(aliases == Set(["0", "1", "2", "3", "4", "5", "6", "8", "9"]))
     }
 }

@@ -20,9 +20,12 @@ struct ShapeCase: Sendable, CustomTestStringConvertible {
 
     /// The table of Sources/CloakVault/Formats/AliasFormat.swift, one row per format.
     static let all: [ShapeCase] = [
-        ShapeCase(format: .UUID, value: "any text, even spaces", pattern: "tok_sandbox_\(b58){22}", preservesLayout: false),
+        ShapeCase(
+            format: .UUID, value: "any text, even spaces", pattern: "tok_sandbox_\(b58){22}", preservesLayout: false),
         ShapeCase(format: .RAW_UUID, value: "anything", pattern: rawUUIDPattern, preservesLayout: false),
-        ShapeCase(format: .GENERIC_T_FOUR, value: "acct-9876-ABCD", pattern: "tok_sandbox_\(b58){18}ABCD", preservesLayout: false),
+        ShapeCase(
+            format: .GENERIC_T_FOUR, value: "acct-9876-ABCD", pattern: "tok_sandbox_\(b58){18}ABCD",
+            preservesLayout: false),
         ShapeCase(format: .FPE_SIX_T_FOUR, value: "4111 1111 1111 1111", pattern: "4111 11[0-9]{2} [0-9]{4} 1111"),
         ShapeCase(format: .FPE_T_FOUR, value: "5555-5555-5555-4444", pattern: "[0-9]{4}-[0-9]{4}-[0-9]{4}-4444"),
         ShapeCase(format: .PFPT, value: "4000056655665556", pattern: "99[0-9]{10}5556"),
@@ -32,10 +35,12 @@ struct ShapeCase: Sendable, CustomTestStringConvertible {
         ShapeCase(format: .FPE_ALPHANUMERIC_ACC_NUM_T_FOUR, value: "GB82-WEST-1234", pattern: "\(an){4}-\(an){4}-1234"),
         ShapeCase(format: .ALPHANUMERIC_LENGTH_PRESERVING, value: "AbC-123_xyz", pattern: "\(an){3}-\(an){3}_\(an){3}"),
         ShapeCase(format: .ALPHANUMERIC_LENGTH_PRESERVING_T_FOUR, value: "AbCdEf-9876", pattern: "\(an){6}-9876"),
-        ShapeCase(format: .ALPHANUMERIC_LENGTH_PRESERVING_SIX_T_FOUR, value: "ABCDEF-ghij-1234",
-                  pattern: "ABCDEF-\(an){4}-1234"),
-        ShapeCase(format: .ALPHANUMERIC_SIX_T_FOUR, value: "ABCDEF-ghij-klmn-1234", pattern: "ABCDEF\(an){8}1234",
-                  preservesLayout: false),
+        ShapeCase(
+            format: .ALPHANUMERIC_LENGTH_PRESERVING_SIX_T_FOUR, value: "ABCDEF-ghij-1234",
+            pattern: "ABCDEF-\(an){4}-1234"),
+        ShapeCase(
+            format: .ALPHANUMERIC_SIX_T_FOUR, value: "ABCDEF-ghij-klmn-1234", pattern: "ABCDEF\(an){8}1234",
+            preservesLayout: false),
         ShapeCase(format: .ALPHANUMERIC_SSN_T_FOUR, value: "123-45-6789", pattern: "[0-9A-Z]{3}-[0-9A-Z]{2}-6789"),
     ]
 }
@@ -98,8 +103,9 @@ struct ShapeCase: Sendable, CustomTestStringConvertible {
         let value = format == .ALPHANUMERIC_SSN_T_FOUR || format == .NUM_LENGTH_PRESERVING ? "987654321" : "zyXW98vu76"
         var seen = Set<Character>()
         for attempt in 0..<300 {
-            let alias = try generator.alias(for: value, format: format, luhnValid: true, attempt: attempt,
-                                            random: attempt % 2 == 1)
+            let alias = try generator.alias(
+                for: value, format: format, luhnValid: true, attempt: attempt,
+                random: attempt % 2 == 1)
             #expect(alias.count == value.count)
             seen.formUnion(alias)
         }
@@ -154,7 +160,8 @@ struct ShapeCase: Sendable, CustomTestStringConvertible {
             for width in [0, 1, 18, 22, 40] {
                 for _ in 0..<20 {
                     let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
-                    #expect(Base58.encode(bytes, width: width) == Self.reference(bytes, width: width), "\(bytes) \(width)")
+                    #expect(
+                        Base58.encode(bytes, width: width) == Self.reference(bytes, width: width), "\(bytes) \(width)")
                 }
                 let extremes: [[UInt8]] = [Array(repeating: 0, count: length), Array(repeating: 0xFF, count: length)]
                 for bytes in extremes {

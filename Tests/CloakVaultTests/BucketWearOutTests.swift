@@ -1,6 +1,7 @@
 import CloakCore
 import Foundation
 import Testing
+
 @testable import CloakVault
 
 /// Issue 22: anonymous callers wore out one card's aliases. Each anonymous tokenization of a
@@ -11,8 +12,9 @@ import Testing
     static let card = "4111111111111111"
 
     static func anonymousBatch(_ vault: Vault, _ count: Int = 100) throws -> Result<[RevealedRecord], VaultError> {
-        try vault.createSync((0..<count).map { _ in AliasRequest(value: card, format: .FPE_SIX_T_FOUR, storage: .persistent) },
-                             caller: .anonymous)
+        try vault.createSync(
+            (0..<count).map { _ in AliasRequest(value: card, format: .FPE_SIX_T_FOUR, storage: .persistent) },
+            caller: .anonymous)
     }
 
     /// Anonymous batches of the card until one fails (or `limit` intents are stored): how many
@@ -32,7 +34,8 @@ import Testing
     /// no free alias for the card's BIN and last four and answers 1500.
     @Test func withoutAShareOneCardWearsTheBucketOut() throws {
         try withVaultHarness { h in
-            let vault = try h.openVault(settings: Vault.Settings(volatileTTLSeconds: 60, maxBatch: 100, maxBucketShare: 1))
+            let vault = try h.openVault(
+                settings: Vault.Settings(volatileTTLSeconds: 60, maxBatch: 100, maxBucketShare: 1))
             let (stored, failure) = try Self.fill(vault, upTo: 100_000)
             guard case .unavailable? = failure else {
                 Issue.record("no 1500 after \(stored) intents: \(String(describing: failure))")
@@ -47,7 +50,8 @@ import Testing
     /// intents expire and are swept, the bucket takes anonymous aliases again.
     @Test func withTheShareAnonymousCallersStopAtAQuarterAndTheRestStaysFree() throws {
         try withVaultHarness { h in
-            let vault = try h.openVault(settings: Vault.Settings(volatileTTLSeconds: 60, maxBatch: 100, intentTTLSeconds: 600))
+            let vault = try h.openVault(
+                settings: Vault.Settings(volatileTTLSeconds: 60, maxBatch: 100, intentTTLSeconds: 600))
             let (stored, refusal) = try Self.fill(vault, upTo: 30_000)
             guard case let .bucketFull(format, retryAfter)? = refusal else {
                 Issue.record("no refusal after \(stored) intents: \(String(describing: refusal))")
@@ -58,8 +62,9 @@ import Testing
             // Token holders alias new cards of the same BIN and last four.
             for middle in ["123456", "654321", "111111"] {
                 let value = ViaLuhn.complete("411111" + middle + "111")
-                let made = try vault.createSync([AliasRequest(value: value, format: .FPE_SIX_T_FOUR, storage: .persistent)],
-                                                caller: .trusted)
+                let made = try vault.createSync(
+                    [AliasRequest(value: value, format: .FPE_SIX_T_FOUR, storage: .persistent)],
+                    caller: .trusted)
                 guard case .success = made else { Issue.record("a token holder was refused: \(made)"); continue }
             }
             // The intents expire; the sweep (here run from outside, as its next turn would) frees the bucket.

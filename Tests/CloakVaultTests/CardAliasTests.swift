@@ -29,8 +29,9 @@ import Testing
         let digits = card.filter(\.isNumber)
         for luhnValid in [true, false] {
             for (attempt, random) in [(0, false), (1, false), (2, false), (3, false), (0, true), (0, true), (1, true)] {
-                let alias = try generator.alias(for: card, format: format, luhnValid: luhnValid, attempt: attempt,
-                                                random: random)
+                let alias = try generator.alias(
+                    for: card, format: format, luhnValid: luhnValid, attempt: attempt,
+                    random: random)
                 let aliasDigits = alias.filter(\.isNumber)
                 #expect(alias.count == card.count)
                 #expect(aliasDigits.count == digits.count, "\(alias) has non-digits in the slots")
@@ -54,8 +55,9 @@ import Testing
         var seen = Set<String>()
         var digitsAt = [Set<Character>](repeating: [], count: 16)
         for _ in 0..<400 {
-            let alias = try generator.alias(for: "4111111111111111", format: .FPE_SIX_T_FOUR, luhnValid: true,
-                                            attempt: 0, random: true)
+            let alias = try generator.alias(
+                for: "4111111111111111", format: .FPE_SIX_T_FOUR, luhnValid: true,
+                attempt: 0, random: true)
             seen.insert(alias)
             for (i, c) in alias.enumerated() { digitsAt[i].insert(c) }
         }
@@ -96,7 +98,8 @@ import Testing
             var refused = 0
             for middle in 0..<15 {
                 let card = "4111 11\(String(format: "%02d", middle)) 1111"
-                switch try vault.createSync([AliasRequest(value: card, format: .FPE_SIX_T_FOUR, storage: .persistent)]) {
+                switch try vault.createSync([AliasRequest(value: card, format: .FPE_SIX_T_FOUR, storage: .persistent)])
+                {
                 case let .success(records): issued.append(records.first?.aliases.first?.alias ?? "<none>")
                 case .failure(.unavailable): refused += 1
                 case let .failure(error): Issue.record("\(card): \(error)")
@@ -117,11 +120,15 @@ import Testing
         try withVaultHarness { harness in
             let vault = try harness.openVault()
             for middle in [1, 2, 3, 4, 5, 6, 7, 8, 10, 11] {
-                _ = try vault.createSync([AliasRequest(value: "4111 11\(String(format: "%02d", middle)) 1111",
-                                                       format: .FPE_SIX_T_FOUR, storage: .persistent)])
+                _ = try vault.createSync([
+                    AliasRequest(
+                        value: "4111 11\(String(format: "%02d", middle)) 1111",
+                        format: .FPE_SIX_T_FOUR, storage: .persistent)
+                ])
             }
             let card = "4111 1100 1111"
-            let result = try vault.createSync([AliasRequest(value: card, format: .FPE_SIX_T_FOUR, storage: .persistent)])
+            let result = try vault.createSync([AliasRequest(value: card, format: .FPE_SIX_T_FOUR, storage: .persistent)]
+            )
             if case let .success(records) = result {
                 let alias = records.first?.aliases.first?.alias
                 #expect(alias != card, "the card number was issued as its own alias")

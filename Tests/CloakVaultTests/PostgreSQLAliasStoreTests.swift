@@ -21,8 +21,9 @@ struct PostgreSQLAliasStoreTests {
     /// whatever its settings ask (the store says it is not the only writer).
     @Test func aVaultOnASharedStoreNeverRemembers() throws {
         let url = try PostgresTestCluster.freshDatabase()
-        let vault = try Vault(store: PostgreSQLAliasStore(url: url), keys: .generate(),
-                              settings: .init(volatileTTLSeconds: 60, dedupeCacheEntries: 100))
+        let vault = try Vault(
+            store: PostgreSQLAliasStore(url: url), keys: .generate(),
+            settings: .init(volatileTTLSeconds: 60, dedupeCacheEntries: 100))
         #expect(vault.cache == nil)
         #expect(try SQLiteAliasStore(path: ":memory:").isSoleWriter)
         // An in-memory database leaves no file named after it in the working folder.
@@ -34,23 +35,31 @@ struct PostgreSQLAliasStoreTests {
     @Test func aVersionOneDatabaseIsUpgradedToBytewiseIds() throws {
         let url = try PostgresTestCluster.freshDatabase()
         let raw = try PostgreSQLConnection(url: url)
-        try raw.execute("CREATE TABLE cloak_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        try raw.execute(
+            "CREATE TABLE cloak_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
         try raw.execute(PostgreSQLAliasStore.migrations[0])
         try raw.execute("INSERT INTO cloak_schema (version) VALUES (1)")
         let store = try PostgreSQLAliasStore(url: url)  // version 1 → 2 here
         try store.begin()
-        try store.insert(AliasStoreCompatSuite.record("rec_b", fingerprint: AliasStoreCompatSuite.fingerprint(1),
-                                                           aliases: [AliasStoreCompatSuite.alias("tok_b")]))
-        try store.insert(AliasStoreCompatSuite.record("rec_B", fingerprint: AliasStoreCompatSuite.fingerprint(2),
-                                                           aliases: [AliasStoreCompatSuite.alias("tok_B")]))
+        try store.insert(
+            AliasStoreCompatSuite.record(
+                "rec_b", fingerprint: AliasStoreCompatSuite.fingerprint(1),
+                aliases: [AliasStoreCompatSuite.alias("tok_b")]))
+        try store.insert(
+            AliasStoreCompatSuite.record(
+                "rec_B", fingerprint: AliasStoreCompatSuite.fingerprint(2),
+                aliases: [AliasStoreCompatSuite.alias("tok_B")]))
         try store.commit()
         for (table, column) in [("records", "id"), ("aliases", "record_id"), ("aliases", "alias")] {
             let collation = try raw.query(
                 "SELECT collation_name FROM information_schema.columns WHERE table_name = $1 AND column_name = $2",
-                [.text(table), .text(column)]).first?.text(0)
+                [.text(table), .text(column)]
+            ).first?.text(0)
             #expect(collation == "C", "\(table).\(column): \(collation ?? "default")")
         }
-        #expect(try raw.query("SELECT max(version)::int8 FROM cloak_schema").first?.int(0) == Int64(PostgreSQLAliasStore.migrations.count))
+        #expect(
+            try raw.query("SELECT max(version)::int8 FROM cloak_schema").first?.int(0)
+                == Int64(PostgreSQLAliasStore.migrations.count))
         // Bytewise: "rec_B" (0x42) before "rec_b" (0x62), as the ids' time prefix needs.
         #expect(try store.records(after: nil, limit: 10).map(\.id) == ["rec_B", "rec_b"])
         #expect(try store.record(alias: "tok_b")?.id == "rec_b")
@@ -73,14 +82,18 @@ struct PostgreSQLAliasStoreTests {
         let a = try PostgreSQLAliasStore(url: url), b = Unchecked(try PostgreSQLAliasStore(url: url))
         let fingerprint = AliasStoreCompatSuite.fingerprint(7)
         try a.begin()
-        try a.insert(AliasStoreCompatSuite.record("rec_a", fingerprint: fingerprint, aliases: [AliasStoreCompatSuite.alias("tok_a")]))
+        try a.insert(
+            AliasStoreCompatSuite.record(
+                "rec_a", fingerprint: fingerprint, aliases: [AliasStoreCompatSuite.alias("tok_a")]))
         try b.value.begin()
         // b's insert waits for a's transaction, then loses to it.
         let raced = Mutex<StoreError?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {
             do throws(StoreError) {
-                try b.value.insert(AliasStoreCompatSuite.record("rec_b", fingerprint: fingerprint, aliases: [AliasStoreCompatSuite.alias("tok_b")]))
+                try b.value.insert(
+                    AliasStoreCompatSuite.record(
+                        "rec_b", fingerprint: fingerprint, aliases: [AliasStoreCompatSuite.alias("tok_b")]))
             } catch { raced.withLock { $0 = error } }
             done.signal()
         }.start()
@@ -97,27 +110,35 @@ struct PostgreSQLAliasStoreTests {
         let a = Unchecked(try PostgreSQLAliasStore(url: url)), b = try PostgreSQLAliasStore(url: url)
         let x = AliasStoreCompatSuite.fingerprint(1), y = AliasStoreCompatSuite.fingerprint(2)
         try a.value.begin()
-        try a.value.insert(AliasStoreCompatSuite.record("a_x", fingerprint: x, aliases: [AliasStoreCompatSuite.alias("tok_a_x")]))
+        try a.value.insert(
+            AliasStoreCompatSuite.record("a_x", fingerprint: x, aliases: [AliasStoreCompatSuite.alias("tok_a_x")]))
         try b.begin()
-        try b.insert(AliasStoreCompatSuite.record("b_y", fingerprint: y, aliases: [AliasStoreCompatSuite.alias("tok_b_y")]))
+        try b.insert(
+            AliasStoreCompatSuite.record("b_y", fingerprint: y, aliases: [AliasStoreCompatSuite.alias("tok_b_y")]))
         // a waits for b's y while b waits for a's x: PostgreSQL breaks it by failing one of them.
         let aError = Mutex<StoreError?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {
             do throws(StoreError) {
-                try a.value.insert(AliasStoreCompatSuite.record("a_y", fingerprint: y, aliases: [AliasStoreCompatSuite.alias("tok_a_y")]))
+                try a.value.insert(
+                    AliasStoreCompatSuite.record(
+                        "a_y", fingerprint: y, aliases: [AliasStoreCompatSuite.alias("tok_a_y")]))
             } catch { aError.withLock { $0 = error } }
             done.signal()
         }.start()
         usleep(200_000)
         var bError: StoreError?
         do throws(StoreError) {
-            try b.insert(AliasStoreCompatSuite.record("b_x", fingerprint: x, aliases: [AliasStoreCompatSuite.alias("tok_b_x")]))
+            try b.insert(
+                AliasStoreCompatSuite.record("b_x", fingerprint: x, aliases: [AliasStoreCompatSuite.alias("tok_b_x")]))
         } catch { bError = error }
         if bError != nil { b.rollback() }  // lets a go on
         done.wait()
         let errors = [aError.withLock { $0 }, bError].compactMap { $0 }
-        #expect(errors.contains { if case .transient = $0 { return true }; return false }, "\(errors)")
+        #expect(
+            errors.contains {
+                if case .transient = $0 { return true }; return false
+            }, "\(errors)")
         a.value.rollback()
         b.rollback()
     }
@@ -126,13 +147,18 @@ struct PostgreSQLAliasStoreTests {
         let url = try PostgresTestCluster.freshDatabase()
         let a = try PostgreSQLAliasStore(url: url), b = try PostgreSQLAliasStore(url: url)
         try a.begin()
-        try a.insert(AliasStoreCompatSuite.record("rec_a", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_same")]))
+        try a.insert(
+            AliasStoreCompatSuite.record("rec_a", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_same")]))
         try a.commit()
         try b.begin()
         #expect(throws: StoreError.aliasTaken) {
-            try b.insert(AliasStoreCompatSuite.record("rec_b", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_same")]))
+            try b.insert(
+                AliasStoreCompatSuite.record(
+                    "rec_b", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_same")]))
         }
-        try b.insert(AliasStoreCompatSuite.record("rec_c", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_other")]))
+        try b.insert(
+            AliasStoreCompatSuite.record("rec_c", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_other")])
+        )
         try b.commit()
         #expect(try a.record(alias: "tok_other")?.id == "rec_c")
     }
@@ -142,7 +168,8 @@ struct PostgreSQLAliasStoreTests {
         let writer = try PostgreSQLAliasStore(url: url)
         try writer.begin()
         for i in 0..<200 {
-            var r = AliasStoreCompatSuite.record("rec_\(i)", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_\(i)")])
+            var r = AliasStoreCompatSuite.record(
+                "rec_\(i)", fingerprint: nil, aliases: [AliasStoreCompatSuite.alias("tok_\(i)")])
             r.expiresAt = 100
             try writer.insert(r)
         }
@@ -167,7 +194,8 @@ struct PostgreSQLAliasStoreTests {
 
     @Test func theURLsPasswordNeverReachesAnError() throws {
         let url = try #require(PostgresTestCluster.url)
-        let wrong = url.replacingOccurrences(of: #"(postgres://[^:]+:)[^@]+@"#, with: "$1not-the-password-xyz@", options: .regularExpression)
+        let wrong = url.replacingOccurrences(
+            of: #"(postgres://[^:]+:)[^@]+@"#, with: "$1not-the-password-xyz@", options: .regularExpression)
         do {
             _ = try PostgreSQLAliasStore(url: wrong)
             Issue.record("a wrong password connected")
@@ -175,10 +203,11 @@ struct PostgreSQLAliasStoreTests {
             #expect(!error.description.contains("not-the-password-xyz"), "\(error)")
             #expect(error.description.contains("***"))
         }
-        #expect(StoreURL.redacted("postgres://u:s3cret@h:5432/db?sslmode=require") == "postgres://u:***@h:5432/db?sslmode=require")
+        #expect(
+            StoreURL.redacted("postgres://u:s3cret@h:5432/db?sslmode=require")
+                == "postgres://u:***@h:5432/db?sslmode=require")
         #expect(StoreURL.redacted("postgres://h/db?password=s3cret&x=1") == "postgres://h/db?password=***&x=1")
     }
-
 
     @Test func anUnreachableServerFailsAtOnceAndTheStoreReconnects() throws {
         // A server that is not there: the store fails fast, with the URL redacted.

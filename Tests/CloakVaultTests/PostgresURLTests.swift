@@ -14,25 +14,42 @@ import Testing
 
     // MARK: Good URLs
 
-    @Test(arguments: [
-        ("postgres://cloak:s3cret@db.example:5432/cloak?sslmode=verify-full",
-         ["host": "db.example", "port": "5432", "user": "cloak", "password": "s3cret", "dbname": "cloak", "sslmode": "verify-full"]),
-        ("postgresql://cloak@localhost/cloak", ["host": "localhost", "user": "cloak", "dbname": "cloak"]),
-        ("postgres://cloak:pw@127.0.0.1:20001/cloak", ["host": "127.0.0.1", "port": "20001", "user": "cloak", "password": "pw", "dbname": "cloak"]),
-        ("postgres://h1,h2/db?target_session_attrs=read-write", ["host": "h1,h2", "dbname": "db", "target_session_attrs": "read-write"]),
-        ("postgres://h1:5432,h2:5433/db", ["host": "h1,h2", "port": "5432,5433", "dbname": "db"]),
-        ("postgres://h1:5432,h2/db", ["host": "h1,h2", "port": "5432,", "dbname": "db"]),
-        ("postgres://h/db?connect_timeout=3&application_name=cloak-a&sslmode=require",
-         ["host": "h", "dbname": "db", "connect_timeout": "3", "application_name": "cloak-a", "sslmode": "require"]),
-        ("postgres:///cloak?host=%2Fvar%2Frun%2Fpostgresql", ["host": "/var/run/postgresql", "dbname": "cloak"]),
-        ("postgres://%2Ftmp%2Fsock/db", ["host": "/tmp/sock", "dbname": "db"]),
-        ("postgres://u@h/db?password=p%26w", ["host": "h", "user": "u", "password": "p&w", "dbname": "db"]),
-        ("postgres://u@h?dbname=other&port=6000", ["host": "h", "user": "u", "dbname": "other", "port": "6000"]),
-        ("postgres://h/db?sslmode=", ["host": "h", "dbname": "db"]),
-        ("postgres://h/db?", ["host": "h", "dbname": "db"]),
-        ("postgres://h:/db", ["host": "h", "dbname": "db"]),
-        ("postgres://", [:]),
-    ] as [(String, [String: String])])
+    @Test(
+        arguments: [
+            (
+                "postgres://cloak:s3cret@db.example:5432/cloak?sslmode=verify-full",
+                [
+                    "host": "db.example", "port": "5432", "user": "cloak", "password": "s3cret", "dbname": "cloak",
+                    "sslmode": "verify-full",
+                ]
+            ),
+            ("postgresql://cloak@localhost/cloak", ["host": "localhost", "user": "cloak", "dbname": "cloak"]),
+            (
+                "postgres://cloak:pw@127.0.0.1:20001/cloak",
+                ["host": "127.0.0.1", "port": "20001", "user": "cloak", "password": "pw", "dbname": "cloak"]
+            ),
+            (
+                "postgres://h1,h2/db?target_session_attrs=read-write",
+                ["host": "h1,h2", "dbname": "db", "target_session_attrs": "read-write"]
+            ),
+            ("postgres://h1:5432,h2:5433/db", ["host": "h1,h2", "port": "5432,5433", "dbname": "db"]),
+            ("postgres://h1:5432,h2/db", ["host": "h1,h2", "port": "5432,", "dbname": "db"]),
+            (
+                "postgres://h/db?connect_timeout=3&application_name=cloak-a&sslmode=require",
+                [
+                    "host": "h", "dbname": "db", "connect_timeout": "3", "application_name": "cloak-a",
+                    "sslmode": "require",
+                ]
+            ),
+            ("postgres:///cloak?host=%2Fvar%2Frun%2Fpostgresql", ["host": "/var/run/postgresql", "dbname": "cloak"]),
+            ("postgres://%2Ftmp%2Fsock/db", ["host": "/tmp/sock", "dbname": "db"]),
+            ("postgres://u@h/db?password=p%26w", ["host": "h", "user": "u", "password": "p&w", "dbname": "db"]),
+            ("postgres://u@h?dbname=other&port=6000", ["host": "h", "user": "u", "dbname": "other", "port": "6000"]),
+            ("postgres://h/db?sslmode=", ["host": "h", "dbname": "db"]),
+            ("postgres://h/db?", ["host": "h", "dbname": "db"]),
+            ("postgres://h:/db", ["host": "h", "dbname": "db"]),
+            ("postgres://", [:]),
+        ] as [(String, [String: String])])
     func goodURLsBecomeKeywords(url: String, keywords: [String: String]) throws {
         #expect(try PostgresURL(parsing: url).keywords == keywords)
     }
@@ -50,7 +67,9 @@ import Testing
     /// libpq's defaults apply to what the URL leaves out: no host keyword (a Unix socket), no port,
     /// no database (the user's name), and never an empty password (libpq then reads `PGPASSWORD`
     /// or the password file; an empty one would be sent as it is).
-    @Test(arguments: ["postgres:///cloak", "postgres://u@/cloak", "postgres://u:@/cloak", "postgresql:///cloak?sslmode="])
+    @Test(arguments: [
+        "postgres:///cloak", "postgres://u@/cloak", "postgres://u:@/cloak", "postgresql:///cloak?sslmode=",
+    ])
     func anEmptyHostOrPasswordIsLeftOut(url: String) throws {
         let parsed = try PostgresURL(parsing: url)
         #expect(parsed.hosts.isEmpty)
@@ -65,13 +84,14 @@ import Testing
         #expect(keywords == ["port": "5433", "dbname": "db"])
     }
 
-    @Test(arguments: [
-        ("postgres://u:pw@[::1]:6543/db", "::1", 6543),
-        ("postgres://[::1]/db", "::1", nil),
-        ("postgres://[2001:db8::5]:5432", "2001:db8::5", 5432),
-        ("postgres://[fe80::1%25eth0]/db", "fe80::1%eth0", nil),
-        ("postgres://[::ffff:192.0.2.1]?sslmode=disable", "::ffff:192.0.2.1", nil),
-    ] as [(String, String, Int?)])
+    @Test(
+        arguments: [
+            ("postgres://u:pw@[::1]:6543/db", "::1", 6543),
+            ("postgres://[::1]/db", "::1", nil),
+            ("postgres://[2001:db8::5]:5432", "2001:db8::5", 5432),
+            ("postgres://[fe80::1%25eth0]/db", "fe80::1%eth0", nil),
+            ("postgres://[::ffff:192.0.2.1]?sslmode=disable", "::ffff:192.0.2.1", nil),
+        ] as [(String, String, Int?)])
     func ipv6HostsAreWrittenInBrackets(url: String, host: String, port: Int?) throws {
         let parsed = try PostgresURL(parsing: url)
         #expect(parsed.hosts == [PostgresURL.Host(name: host, port: port)])
@@ -121,7 +141,8 @@ import Testing
         let bracket = try refusal("postgres://cloak:Sup3rSecret@[::1/db")
         #expect(bracket.contains("unclosed IPv6 bracket"), "\(bracket)")
         for message in [escape, bracket] {
-            #expect(!message.contains("Sup3r") && !message.contains("ecret") && !message.contains("cloak:"), "\(message)")
+            #expect(
+                !message.contains("Sup3r") && !message.contains("ecret") && !message.contains("cloak:"), "\(message)")
         }
     }
 
@@ -173,19 +194,22 @@ import Testing
 
     @Test func unknownParametersAreRefusedAndTheAcceptedOnesListed() throws {
         let message = try refusal("postgres://h/db?sslmdoe=require")
-        #expect(message.contains("sslmode") && message.contains("connect_timeout") && message.contains("application_name"))
+        #expect(
+            message.contains("sslmode") && message.contains("connect_timeout") && message.contains("application_name"))
         #expect(!message.contains("sslmdoe"), "an unknown name may be a pasted secret: \(message)")
         for name in ["options", "client_encoding", "service", "sslpassword", "replication"] {
             #expect(throws: PostgresURL.Error.self, "\(name)") { try PostgresURL(parsing: "postgres://h/db?\(name)=x") }
         }
-        for name in PostgresURL.acceptedParameters.sorted() where !["host", "port", "user", "password", "dbname"].contains(name) {
+        for name in PostgresURL.acceptedParameters.sorted()
+        where !["host", "port", "user", "password", "dbname"].contains(name) {
             #expect(try PostgresURL(parsing: "postgres://h/db?\(name)=x").keywords[name] == "x", "\(name)")
         }
     }
 
     @Test func anOversizedURLIsRefused() throws {
         let head = "postgres://cloak:", tail = "@h/db"
-        let fits = head + String(repeating: "a", count: PostgresURL.maximumLength - head.utf8.count - tail.utf8.count) + tail
+        let fits =
+            head + String(repeating: "a", count: PostgresURL.maximumLength - head.utf8.count - tail.utf8.count) + tail
         #expect(fits.utf8.count == 4096)
         #expect(try PostgresURL(parsing: fits).password?.count == 4096 - head.count - tail.count)
         let long = head + String(repeating: "S", count: 5000) + tail
@@ -197,7 +221,8 @@ import Testing
     // MARK: Shown, never the password
 
     @Test func theDescriptionStarsThePassword() throws {
-        let url = try PostgresURL(parsing: "postgres://cloak:Sup3r%40Secret@[::1]:5432,db:5433/cloak?sslmode=require&application_name=a")
+        let url = try PostgresURL(
+            parsing: "postgres://cloak:Sup3r%40Secret@[::1]:5432,db:5433/cloak?sslmode=require&application_name=a")
         #expect(url.description == "postgres://cloak:***@[::1]:5432,db:5433/cloak?application_name=a&sslmode=require")
         var dumped = ""
         dump(url, to: &dumped)

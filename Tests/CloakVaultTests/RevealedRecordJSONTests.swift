@@ -7,13 +7,15 @@ import Testing
 /// record's JSON document, escapes and all.
 @Suite struct RevealedRecordJSONTests {
     @Test(arguments: [
-        ("4111 1111 1111 1111", 2, ["pci"]), ("", 0, []), ("a\"b\\c\n\u{1}é", 1, ["x\"y", "z"]), ("123-45-6789", 3, ["", "ssn"]),
+        ("4111 1111 1111 1111", 2, ["pci"]), ("", 0, []), ("a\"b\\c\n\u{1}é", 1, ["x\"y", "z"]),
+        ("123-45-6789", 3, ["", "ssn"]),
     ])
     func writtenAnswerIsTheDocumentsBytes(value: String, aliasCount: Int, classifiers: [String]) {
         let formats: [AliasFormatName] = [.UUID, .FPE_SIX_T_FOUR, .NUM_LENGTH_PRESERVING]
         let aliases = (0..<aliasCount).map { IssuedAlias(alias: "tok_\($0)\"\\", format: formats[$0 % formats.count]) }
-        let record = RevealedRecord(value: value, aliases: aliases, storage: .volatile, classifiers: classifiers,
-                                    createdAt: 1_700_000_000)
+        let record = RevealedRecord(
+            value: value, aliases: aliases, storage: .volatile, classifiers: classifiers,
+            createdAt: 1_700_000_000)
         var writer = JSONWriter()
         writer.beginArray()
         writer.nextElement()

@@ -1,7 +1,7 @@
-import Foundation
-import Synchronization
 import CloakCore
 import CloakCrypto
+import Foundation
+import Synchronization
 import Testing
 
 @testable import CloakVault
@@ -9,7 +9,8 @@ import Testing
 /// The fingerprint → record map that answers stored values without the store (issue 10).
 @Suite struct VaultDedupeCacheTests {
     static let cached = Vault.Settings(volatileTTLSeconds: 60, dedupeCacheEntries: 100)
-    static let card = AliasRequest(value: "4111111111111111", format: .FPE_SIX_T_FOUR, storage: .persistent, classifiers: ["pci"])
+    static let card = AliasRequest(
+        value: "4111111111111111", format: .FPE_SIX_T_FOUR, storage: .persistent, classifiers: ["pci"])
 
     @Test func aStoredValueIsAnsweredWithoutTheStore() throws {
         try withVaultHarness { harness in
@@ -36,7 +37,9 @@ import Testing
             let vault = try harness.openVault(settings: Self.cached)
             _ = try vault.createSync([Self.card]).get()  // remembered
             try harness.execute("DROP TABLE aliases")
-            #expect(try vault.createSync([Self.card], caller: AliasCaller(mayReveal: false, anonymous: false)).failure != nil)
+            #expect(
+                try vault.createSync([Self.card], caller: AliasCaller(mayReveal: false, anonymous: false)).failure
+                    != nil)
             #expect(try vault.createSync([Self.card], caller: .trusted).get().count == 1)
         }
     }
@@ -120,9 +123,12 @@ import Testing
     @Test func volatileAndAnonymousValuesAreNeverRemembered() throws {
         try withVaultHarness { harness in
             let vault = try harness.openVault(settings: Self.cached)
-            _ = try vault.createSync([AliasRequest(value: "123", format: .NUM_LENGTH_PRESERVING, storage: .volatile)]).get()
-            _ = try vault.createSync([AliasRequest(value: "4111111111111111", format: .UUID, storage: .persistent)],
-                                     caller: .anonymous).get()
+            _ = try vault.createSync([AliasRequest(value: "123", format: .NUM_LENGTH_PRESERVING, storage: .volatile)])
+                .get()
+            _ = try vault.createSync(
+                [AliasRequest(value: "4111111111111111", format: .UUID, storage: .persistent)],
+                caller: .anonymous
+            ).get()
             #expect(vault.cache?.count == 0)
         }
     }
@@ -131,10 +137,12 @@ import Testing
         let cache = DedupeCache(capacity: 10)
         for i in 0..<100 {
             let fingerprint = Digest.sha256(Array("value \(i)".utf8))
-            cache.remember(StoredRecord(
-                id: "rec_\(i)", fingerprint: fingerprint, keyID: "k", sealed: AESGCM.SealedBox(nonce: [], ciphertext: [], tag: []),
-                storage: .persistent, classifiers: [], createdAt: 0, expiresAt: nil,
-                aliases: [IssuedAlias(alias: "a\(i)", format: .UUID)]))
+            cache.remember(
+                StoredRecord(
+                    id: "rec_\(i)", fingerprint: fingerprint, keyID: "k",
+                    sealed: AESGCM.SealedBox(nonce: [], ciphertext: [], tag: []),
+                    storage: .persistent, classifiers: [], createdAt: 0, expiresAt: nil,
+                    aliases: [IssuedAlias(alias: "a\(i)", format: .UUID)]))
             #expect(cache.count <= 10)
         }
         #expect(cache.entry(Digest.sha256(Array("value 99".utf8)))?.aliases.first?.alias == "a99")
@@ -143,7 +151,9 @@ import Testing
 
     @Test func aVaultSharingItsStoreWithOtherWritersKeepsNoCache() throws {
         try withVaultHarness { harness in
-            let stores: [any AliasStore] = [try SQLiteAliasStore(path: harness.storePath), try SQLiteAliasStore(path: harness.storePath)]
+            let stores: [any AliasStore] = [
+                try SQLiteAliasStore(path: harness.storePath), try SQLiteAliasStore(path: harness.storePath),
+            ]
             let vault = try Vault(stores: stores, keys: harness.keys, settings: Self.cached)
             defer { vault.close() }
             #expect(vault.cache == nil)
@@ -155,10 +165,11 @@ import Testing
 /// until its job's outcome: no loop answers from what a committed delete removed.
 @Suite struct DedupeCacheChangeTests {
     static func record(_ fingerprint: [UInt8]) -> StoredRecord {
-        StoredRecord(id: "rec_1", fingerprint: fingerprint, keyID: "k1",
-                     sealed: AESGCM.SealedBox(nonce: [], ciphertext: [], tag: []), storage: .persistent,
-                     classifiers: [], createdAt: 1, expiresAt: nil,
-                     aliases: [IssuedAlias(alias: "tok_x", format: .UUID, luhnValid: true)])
+        StoredRecord(
+            id: "rec_1", fingerprint: fingerprint, keyID: "k1",
+            sealed: AESGCM.SealedBox(nonce: [], ciphertext: [], tag: []), storage: .persistent,
+            classifiers: [], createdAt: 1, expiresAt: nil,
+            aliases: [IssuedAlias(alias: "tok_x", format: .UUID, luhnValid: true)])
     }
 
     @Test func aRecordBeingChangedIsNotRememberedUntilTheChangeHasItsOutcome() {

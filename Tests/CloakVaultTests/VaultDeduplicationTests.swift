@@ -34,7 +34,9 @@ import Testing
     @Test func differentValuesGetDifferentAliases() throws {
         try withVaultHarness { harness in
             let vault = try harness.openVault()
-            #expect(try vault.alias("4111111111111111", .FPE_SIX_T_FOUR) != vault.alias("4111111111111112", .FPE_SIX_T_FOUR))
+            #expect(
+                try vault.alias("4111111111111111", .FPE_SIX_T_FOUR) != vault.alias("4111111111111112", .FPE_SIX_T_FOUR)
+            )
             #expect(try vault.alias("a", .UUID) != vault.alias("b", .UUID))
         }
     }

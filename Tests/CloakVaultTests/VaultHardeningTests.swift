@@ -19,8 +19,10 @@ import Testing
             _ = try vault.alias("4111111111111111", .UUID)
             harness.clock.advance(by: 3600)
 
-            let ask = [AliasRequest(value: "4111111111111111", format: .UUID, storage: .persistent, classifiers: ["mine"]),
-                       AliasRequest(value: "5555555555554444", format: .UUID, storage: .persistent, classifiers: ["mine"])]
+            let ask = [
+                AliasRequest(value: "4111111111111111", format: .UUID, storage: .persistent, classifiers: ["mine"]),
+                AliasRequest(value: "5555555555554444", format: .UUID, storage: .persistent, classifiers: ["mine"]),
+            ]
             let answers = try vault.createSync(ask, caller: .anonymous).get()
             for answer in answers {
                 #expect(answer.aliases.count == 1 && answer.aliases[0].format == .UUID)
@@ -40,8 +42,10 @@ import Testing
     @Test(arguments: [AliasFormatName.NUM_LENGTH_PRESERVING, .FPE_ACC_NUM_T_FOUR, .ALPHANUMERIC_LENGTH_PRESERVING])
     func formatPreservingValuesOver64CharactersAreRefusedWithTheirIndex(format: AliasFormatName) throws {
         let long = String(repeating: "7", count: 65)
-        let requests = [AliasRequest(value: "123456789", format: format, storage: .persistent),
-                        AliasRequest(value: long, format: format, storage: .persistent)]
+        let requests = [
+            AliasRequest(value: "123456789", format: format, storage: .persistent),
+            AliasRequest(value: long, format: format, storage: .persistent),
+        ]
         let error = try #require(throws: VaultError.self) { try Vault.check(requests) }
         guard case let .invalidInput(index, reason) = error else { return }
         #expect(index == 1 && reason.contains("64"))
@@ -51,14 +55,18 @@ import Testing
     @Test func valuesOverTheLengthCapAreRefusedForEveryFormat() throws {
         for format in AliasFormatName.allCases {
             let huge = String(repeating: "1", count: AliasGenerator.maxValueBytes + 1)
-            #expect(throws: VaultError.self) { try Vault.check([AliasRequest(value: huge, format: format, storage: .persistent)]) }
+            #expect(throws: VaultError.self) {
+                try Vault.check([AliasRequest(value: huge, format: format, storage: .persistent)])
+            }
         }
     }
 
     @Test func sealingAndFF1HappenBeforeTheJobIsQueued() throws {
         try withVaultHarness { harness in
             let vault = try harness.openVault()
-            let prepared = try vault.prepare([AliasRequest(value: "4111111111111111", format: .FPE_SIX_T_FOUR, storage: .persistent)])
+            let prepared = try vault.prepare([
+                AliasRequest(value: "4111111111111111", format: .FPE_SIX_T_FOUR, storage: .persistent)
+            ])
             #expect(prepared[0].fingerprint?.count == 32)
             #expect(!prepared[0].newRecord.sealed.ciphertext.isEmpty)
             #expect(try prepared[0].firstCandidate.get().count == 16)
@@ -96,7 +104,8 @@ import Testing
         try withVaultHarness { harness in
             let vault = try harness.openVault(keys: Self.ring)
             let alias = try vault.alias(Self.unluckyCard, .FPE_SIX_T_FOUR)
-            #expect(alias != Self.unluckyCard && alias.hasPrefix("411111") && alias.hasSuffix("1111") && passesLuhn(alias))
+            #expect(
+                alias != Self.unluckyCard && alias.hasPrefix("411111") && alias.hasSuffix("1111") && passesLuhn(alias))
             #expect(try vault.revealOne(alias)?.value == Self.unluckyCard)
         }
     }
@@ -126,7 +135,8 @@ import Testing
             let attacker = try vault.alias("5555555555554444", .GENERIC_T_FOUR)
             vault.close()
             // A database writer repoints the attacker's alias at the victim's record.
-            try harness.execute("""
+            try harness.execute(
+                """
                 UPDATE aliases SET record_id = (SELECT record_id FROM aliases WHERE alias = '\(victim)')
                 \(erasingItsMAC ? ", mac = NULL" : "") WHERE alias = '\(attacker)'
                 """)
@@ -196,7 +206,8 @@ import Testing
             let amex = AliasRequest(value: "378282246310005", format: .FPE_SIX_T_FOUR, storage: .volatile)
             let error = try #require(try vault.createSync([amex], caller: .anonymous).failure)
             #expect(error.description.contains("token"))
-            #expect(try vault.createSync([amex], caller: AliasCaller(mayReveal: false, anonymous: false)).failure == nil)
+            #expect(
+                try vault.createSync([amex], caller: AliasCaller(mayReveal: false, anonymous: false)).failure == nil)
             // PERSISTENT ones too: anonymous aliases are never deduplicated, and Luhn-invalid
             // values of a bucket outnumber its Luhn-valid aliases.
             var persistent = amex
@@ -209,12 +220,15 @@ import Testing
 
     @Test func requestsAndRecordsPrintRedacted() {
         let request = AliasRequest(value: "4111111111111111", format: .UUID, storage: .persistent)
-        let record = RevealedRecord(value: "4111111111111111", aliases: [], storage: .persistent, classifiers: [], createdAt: 0)
+        let record = RevealedRecord(
+            value: "4111111111111111", aliases: [], storage: .persistent, classifiers: [], createdAt: 0)
         var dumped = ""
         dump(request, to: &dumped)
         dump(record, to: &dumped)
-        for text in ["\(request)", String(reflecting: request), "\(record)", String(reflecting: record), dumped,
-                     "\(Mirror(reflecting: request).children.map { "\($0.value)" })"] {
+        for text in [
+            "\(request)", String(reflecting: request), "\(record)", String(reflecting: record), dumped,
+            "\(Mirror(reflecting: request).children.map { "\($0.value)" })",
+        ] {
             #expect(!text.contains("4111111111111111"), "\(text)")
         }
     }

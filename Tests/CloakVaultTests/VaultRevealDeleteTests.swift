@@ -12,7 +12,9 @@ import Testing
         try withVaultHarness { harness in
             let vault = try harness.openVault()
             let created = try vault.createSync([
-                AliasRequest(value: "4111 1111 1111 1111", format: .FPE_SIX_T_FOUR, storage: .persistent, classifiers: ["pci", "card"]),
+                AliasRequest(
+                    value: "4111 1111 1111 1111", format: .FPE_SIX_T_FOUR, storage: .persistent,
+                    classifiers: ["pci", "card"]),
                 AliasRequest(value: "", format: .UUID, storage: .persistent),
                 AliasRequest(value: "Zoë", format: .ALPHANUMERIC_LENGTH_PRESERVING, storage: .persistent),
             ])
@@ -20,7 +22,9 @@ import Testing
             #expect(created.failure?.isInvalidInput(at: 2) == true)
 
             let records = try vault.createSync([
-                AliasRequest(value: "4111 1111 1111 1111", format: .FPE_SIX_T_FOUR, storage: .persistent, classifiers: ["pci", "card"]),
+                AliasRequest(
+                    value: "4111 1111 1111 1111", format: .FPE_SIX_T_FOUR, storage: .persistent,
+                    classifiers: ["pci", "card"]),
                 AliasRequest(value: "", format: .UUID, storage: .persistent),
             ]).get()
             #expect(records.map(\.value) == ["4111 1111 1111 1111", ""])
@@ -37,8 +41,9 @@ import Testing
     }
 
     @Test func revealedRecordsHaveTheVaultAPIShape() throws {
-        let record = RevealedRecord(value: "737", aliases: [IssuedAlias(alias: "123", format: .NUM_LENGTH_PRESERVING)],
-                                    storage: .volatile, classifiers: ["cvc"], createdAt: 1_700_000_000)
+        let record = RevealedRecord(
+            value: "737", aliases: [IssuedAlias(alias: "123", format: .NUM_LENGTH_PRESERVING)],
+            storage: .volatile, classifiers: ["cvc"], createdAt: 1_700_000_000)
         let expected: JSONValue = .object([
             ("value", .string("737")),
             ("aliases", .array([.object([("alias", .string("123")), ("format", .string("NUM_LENGTH_PRESERVING"))])])),
@@ -180,7 +185,9 @@ import Testing
             vault.close()
             vault.close()  // idempotent
             #expect(try vault.pingSync().failure?.isUnavailable == true)
-            #expect(try vault.createSync([AliasRequest(value: "1", format: .UUID, storage: .persistent)]).failure?.isUnavailable == true)
+            #expect(
+                try vault.createSync([AliasRequest(value: "1", format: .UUID, storage: .persistent)]).failure?
+                    .isUnavailable == true)
             #expect(try vault.revealSync(["x"]).failure?.isUnavailable == true)
         }
     }

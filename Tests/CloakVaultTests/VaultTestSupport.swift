@@ -1,7 +1,7 @@
+import CSQLite
 import CloakCore
 import CloakCrypto
 import CloakTesting
-import CSQLite
 import Foundation
 import Synchronization
 import Testing
@@ -35,8 +35,10 @@ private final class Delivery<T>: @unchecked Sendable {
 }
 
 /// Starts an asynchronous operation and blocks until its completion runs (or `timeout` passes).
-func waitForCompletion<T>(_ operation: String, timeout: Double = 15,
-                          _ start: (@escaping @Sendable (T) -> Void) -> Void) throws -> T {
+func waitForCompletion<T>(
+    _ operation: String, timeout: Double = 15,
+    _ start: (@escaping @Sendable (T) -> Void) -> Void
+) throws -> T {
     let delivery = Delivery<T>()
     start { value in
         delivery.value = value
@@ -49,15 +51,22 @@ func waitForCompletion<T>(_ operation: String, timeout: Double = 15,
 }
 
 extension Vault {
-    func createSync(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws -> Result<[RevealedRecord], VaultError> {
+    func createSync(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws -> Result<
+        [RevealedRecord], VaultError
+    > {
         try waitForCompletion("createAliases") { done in createAliases(requests, caller: caller, completion: done) }
     }
 
     /// Aliases one value and returns the alias issued in `format`.
-    func alias(_ value: String, _ format: AliasFormatName, _ storage: StorageKind = .persistent,
-               classifiers: [String] = [], luhnValid: Bool = true) throws -> String {
-        let records = try createSync([AliasRequest(value: value, format: format, storage: storage,
-                                                   classifiers: classifiers, luhnValid: luhnValid)]).get()
+    func alias(
+        _ value: String, _ format: AliasFormatName, _ storage: StorageKind = .persistent,
+        classifiers: [String] = [], luhnValid: Bool = true
+    ) throws -> String {
+        let records = try createSync([
+            AliasRequest(
+                value: value, format: format, storage: storage,
+                classifiers: classifiers, luhnValid: luhnValid)
+        ]).get()
         let alias = try #require(records.first?.aliases.first { $0.matches(format, luhnValid: luhnValid) }?.alias)
         return alias
     }
@@ -123,7 +132,9 @@ final class VaultHarness {
     var storePath: String { directory.path + "/vault.db" }
 
     /// A vault over a new connection to this harness's database file.
-    func openVault(keys: KeyRing? = nil, settings: Vault.Settings = Vault.Settings(volatileTTLSeconds: 60)) throws -> Vault {
+    func openVault(keys: KeyRing? = nil, settings: Vault.Settings = Vault.Settings(volatileTTLSeconds: 60)) throws
+        -> Vault
+    {
         let store = try SQLiteAliasStore(path: storePath)
         let vault = try Vault(store: store, keys: keys ?? self.keys, settings: settings, clock: clock.function)
         opened.append(vault)
@@ -155,7 +166,8 @@ final class VaultHarness {
         }
         defer { sqlite3_close(db) }
         var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(db, "SELECT count(*) FROM \(table)", -1, &statement, nil) == SQLITE_OK, let statement else {
+        guard sqlite3_prepare_v2(db, "SELECT count(*) FROM \(table)", -1, &statement, nil) == SQLITE_OK, let statement
+        else {
             throw StoreError.unavailable("cannot count \(table)")
         }
         defer { sqlite3_finalize(statement) }

@@ -44,7 +44,9 @@ struct BrandPrefixTable: Sendable {
                 ranges.append(b...b)
             }
             // The tables are built in and speak of digits only, so one bit stands for every other byte.
-            precondition(ranges.allSatisfy { $0.lowerBound >= 0x30 && $0.upperBound <= 0x39 }, "brand prefix \(spec): digits only")
+            precondition(
+                ranges.allSatisfy { $0.lowerBound >= 0x30 && $0.upperBound <= 0x39 },
+                "brand prefix \(spec): digits only")
             var mask: UInt16 = negated ? anyOther : 0
             for d: UInt8 in 0...9 where ranges.contains(where: { $0.contains(0x30 + d) }) != negated { mask |= 1 << d }
             out.append(mask)

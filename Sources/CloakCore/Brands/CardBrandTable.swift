@@ -17,7 +17,8 @@ public struct CardBrandTable: Sendable {
         } else {
             models = all
         }
-        candidates = (0...9).map { [models] digit in models.indices.filter { models[$0].matcher.admits(firstDigit: digit) } }
+        candidates =
+            (0...9).map { [models] digit in models.indices.filter { models[$0].matcher.admits(firstDigit: digit) } }
             + [Array(models.indices)]
     }
 
@@ -29,7 +30,9 @@ public struct CardBrandTable: Sendable {
         return copy.withUTF8 { bytes in
             if bytes.allSatisfy({ $0 < 0x80 }) {
                 let digit = bytes.first.map { Int($0 &- 0x30) } ?? 10
-                for i in candidates[digit < 10 ? digit : 10] where models[i].matches(ascii: bytes, number: number) { return models[i] }
+                for i in candidates[digit < 10 ? digit : 10] where models[i].matches(ascii: bytes, number: number) {
+                    return models[i]
+                }
                 return .unknown
             }
             return models.first { $0.matcher.regex.wholeMatch(number) } ?? .unknown

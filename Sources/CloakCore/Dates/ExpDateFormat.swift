@@ -53,7 +53,9 @@ public struct CardExpirationDateRule: ValidationRule {
 
     /// Month and year as `Int` reads the input's two parts (signs included): any input.
     static func parts(_ input: String, _ format: ExpDateFormat) -> (month: Int, year: Int)? {
-        guard let parts = format.split(input), let month = Int(parts.month), let year = Int(parts.year) else { return nil }
+        guard let parts = format.split(input), let month = Int(parts.month), let year = Int(parts.year) else {
+            return nil
+        }
         return (month, year)
     }
 }

@@ -17,7 +17,9 @@ public enum FieldSerializer: Sendable, Equatable {
     }
 
     /// `ExpDateFormatConvertor.serialize`: month and year by position from the digits of the output text.
-    public static func serializeExpDate(_ content: String, format: ExpDateFormat?, monthField: String, yearField: String)
+    public static func serializeExpDate(
+        _ content: String, format: ExpDateFormat?, monthField: String, yearField: String
+    )
         -> [(key: String, value: String)]
     {
         let d = Array(digits(of: content))

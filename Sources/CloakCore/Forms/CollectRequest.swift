@@ -45,7 +45,8 @@ public struct CollectRequest: Sendable {
             case "options":
                 policy = try Self.mappingPolicy(options: value)
             default:
-                throw .malformed("unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected fields, extraData, options")
+                throw .malformed(
+                    "unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected fields, extraData, options")
             }
         }
         guard let fields else { throw .malformed("the body has no \"fields\" object") }

@@ -94,7 +94,9 @@ extension FormatPattern {
 
 /// The SDK's `defaultValidation` per field type, compiled once.
 enum DefaultRules {
-    private static func pattern(_ t: FieldType) -> PatternRule { PatternRule(pattern: try! RegexPattern(t.defaultRegex)) }
+    private static func pattern(_ t: FieldType) -> PatternRule {
+        PatternRule(pattern: try! RegexPattern(t.defaultRegex))
+    }
     private static let cardHolderName: [any ValidationRule] = [pattern(.cardHolderName)]
     private static let ssn: [any ValidationRule] = [pattern(.ssn)]
     private static let expDate: [any ValidationRule] = [pattern(.expDate), CardExpirationDateRule()]

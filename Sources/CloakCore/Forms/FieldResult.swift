@@ -33,7 +33,8 @@ public final class FieldResult: Sendable, CustomStringConvertible {
         case let .expDate(monthField, yearField)?:
             var format: ExpDateFormat?
             if case let .expDate(f)? = schema.outputDateFormat { format = f }
-            return FieldSerializer.serializeExpDate(outputText, format: format, monthField: monthField, yearField: yearField)
+            return FieldSerializer.serializeExpDate(
+                outputText, format: format, monthField: monthField, yearField: yearField)
         case let .date(dayField, monthField, yearField)?:
             var format: DateFormat?
             if case let .date(f)? = schema.outputDateFormat { format = f }
@@ -117,8 +118,10 @@ public final class FieldResult: Sendable, CustomStringConvertible {
         }
     }
 
-    init(definition: FieldDefinition, isPresent: Bool, rawText: String, outputText: String, validationErrors: [String],
-         cardModel: PaymentCardModel?) {
+    init(
+        definition: FieldDefinition, isPresent: Bool, rawText: String, outputText: String, validationErrors: [String],
+        cardModel: PaymentCardModel?
+    ) {
         self.definition = definition
         self.isPresent = isPresent
         self.sensitiveRaw = Sensitive(rawText)

@@ -32,21 +32,27 @@ extension FormSchema {
             pattern = .string((field.formatPattern ?? FormatPattern.defaultPattern(for: field.type)).pattern)
             rules = .array((field.rules ?? DefaultRules.rules(for: field.type)).map(Self.browserRule))
         }
-        let mask: JSONValue = field.mask.map { mask in
-            .array(mask.positions.map { position in
-                switch position {
-                case let .literal(c): return .object([("literal", .string(String(c)))])
-                case let .pattern(p): return .object([("regex", .string(p.source)), ("browser", .bool(BrowserRegex.isSafe(p.source)))])
-                }
-            })
-        } ?? .null
-        let transform: JSONValue = field.transform.map { t in
-            let plain = !t.replacement.contains("$") && !t.replacement.contains("\\")
-            return .object([
-                ("matcher", .string(t.matcher.source)), ("replacement", .string(t.replacement)),
-                ("browser", .bool(plain && BrowserRegex.isSafeTransform(t.matcher.source))),
-            ])
-        } ?? .null
+        let mask: JSONValue =
+            field.mask.map { mask in
+                .array(
+                    mask.positions.map { position in
+                        switch position {
+                        case let .literal(c): return .object([("literal", .string(String(c)))])
+                        case let .pattern(p):
+                            return .object([
+                                ("regex", .string(p.source)), ("browser", .bool(BrowserRegex.isSafe(p.source))),
+                            ])
+                        }
+                    })
+            } ?? .null
+        let transform: JSONValue =
+            field.transform.map { t in
+                let plain = !t.replacement.contains("$") && !t.replacement.contains("\\")
+                return .object([
+                    ("matcher", .string(t.matcher.source)), ("replacement", .string(t.replacement)),
+                    ("browser", .bool(plain && BrowserRegex.isSafeTransform(t.matcher.source))),
+                ])
+            } ?? .null
         let cardField: JSONValue = linkedCVC ? (cardFieldIndex[index].map { .string(fields[$0].name) } ?? .null) : .null
         return .object([
             ("name", .string(field.name)),
@@ -121,10 +127,15 @@ extension FormSchema {
         let error: (key: String, value: JSONValue) = ("error", .string(rule.error))
         switch rule {
         case let r as PatternRule:
-            return .object([("kind", .string("pattern")), ("regex", .string(r.pattern.source)),
-                            ("browser", .bool(BrowserRegex.isSafe(r.pattern.source))), error])
+            return .object([
+                ("kind", .string("pattern")), ("regex", .string(r.pattern.source)),
+                ("browser", .bool(BrowserRegex.isSafe(r.pattern.source))), error,
+            ])
         case let r as LengthRule:
-            return .object([("kind", .string("length")), ("min", .int(r.min)), ("max", r.max == Int.max ? .null : .int(r.max)), error])
+            return .object([
+                ("kind", .string("length")), ("min", .int(r.min)), ("max", r.max == Int.max ? .null : .int(r.max)),
+                error,
+            ])
         case let r as LengthMatchRule:
             return .object([("kind", .string("lengthMatch")), ("lengths", .array(r.lengths.map(JSONValue.int))), error])
         case is LuhnRule:
@@ -132,12 +143,16 @@ extension FormSchema {
         case is ABARoutingNumberRule:
             return .object([("kind", .string("aba")), error])
         case let r as PaymentCardRule:
-            return .object([("kind", .string("paymentCard")), ("validateUnknownBrand", .bool(r.validateUnknownCardBrand)), error])
+            return .object([
+                ("kind", .string("paymentCard")), ("validateUnknownBrand", .bool(r.validateUnknownCardBrand)), error,
+            ])
         case let r as CardExpirationDateRule:
             return .object([("kind", .string("expDate")), ("format", .string(r.format.rawValue)), error])
         case let r as DateRangeRule:
-            return .object([("kind", .string("dateRange")), ("format", .string(r.format.rawValue)),
-                            ("start", r.start.map(browserDate) ?? .null), ("end", r.end.map(browserDate) ?? .null), error])
+            return .object([
+                ("kind", .string("dateRange")), ("format", .string(r.format.rawValue)),
+                ("start", r.start.map(browserDate) ?? .null), ("end", r.end.map(browserDate) ?? .null), error,
+            ])
         default:
             return .object([("kind", .string("server"))])
         }

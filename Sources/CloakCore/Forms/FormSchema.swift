@@ -13,8 +13,10 @@ public struct FormSchema: Sendable {
     let cardFieldIndex: [Int?]
 
     /// - Precondition: field names are unique (the configuration loader checks this first).
-    public init(name: String, fields: [FieldSchema], brands: CardBrandTable = .standard,
-                mappingPolicy: MappingPolicy = .nestedJSON) {
+    public init(
+        name: String, fields: [FieldSchema], brands: CardBrandTable = .standard,
+        mappingPolicy: MappingPolicy = .nestedJSON
+    ) {
         self.name = name
         self.fields = fields
         self.definitions = fields.map(FieldDefinition.init)

@@ -53,10 +53,14 @@ public struct FormValidation: Sendable {
         if !missing.isEmpty { extra.append(("VGSSDKErrorInputDataRequired", .strings(missing))) }
         if !invalid.isEmpty { extra.append(("VGSSDKErrorInputDataRequiredValid", .strings(invalid))) }
         let failing = Set(missing + invalid)
-        extra.append((
-            "validationErrors",
-            .object(fields.filter { failing.contains($0.schema.name) }.map { ($0.schema.name, .strings($0.validationErrors)) })
-        ))
+        extra.append(
+            (
+                "validationErrors",
+                .object(
+                    fields.filter { failing.contains($0.schema.name) }.map {
+                        ($0.schema.name, .strings($0.validationErrors))
+                    })
+            ))
         return CloakError(.inputDataIsNotValid, "Input data is not valid", extraInfo: extra)
     }
 

@@ -18,7 +18,9 @@ extension JSONReader {
             let key = try string()
             // A duplicate member is refused at any depth: parsers upstream disagree on which one
             // wins (last-wins would read an attacker's value in place of an alias).
-            if Self.hasMember(key, in: members, seen: &seen) { throw JSONParseError(reason: .duplicateKey, offset: keyOffset) }
+            if Self.hasMember(key, in: members, seen: &seen) {
+                throw JSONParseError(reason: .duplicateKey, offset: keyOffset)
+            }
             skipWhitespace()
             guard index < bytes.count else { throw fail(.unexpectedEnd) }
             guard bytes[index] == UInt8(ascii: ":") else { throw fail(.unexpectedCharacter) }
@@ -37,7 +39,9 @@ extension JSONReader {
 
     /// Whether `key` is already a member: a linear scan for small objects (the common case, no
     /// allocation), a set once an object grows past 16 members (so a huge object stays linear).
-    static func hasMember(_ key: String, in members: [(key: String, value: JSONValue)], seen: inout Set<String>?) -> Bool {
+    static func hasMember(_ key: String, in members: [(key: String, value: JSONValue)], seen: inout Set<String>?)
+        -> Bool
+    {
         if seen == nil {
             if members.count < 16 { return members.contains { $0.key == key } }
             seen = Set(members.map(\.key))

@@ -16,7 +16,9 @@ public enum FieldNameSubscript: Sendable, Equatable {
             while let open = rest.firstIndex(of: "[") {
                 let after = rest[rest.index(after: open)...]
                 let digits = after.prefix { $0.isASCII && $0.isNumber }
-                if !digits.isEmpty, after.dropFirst(digits.count).first == "]", Int(digits).map({ $0 > maxIndex }) ?? true {
+                if !digits.isEmpty, after.dropFirst(digits.count).first == "]",
+                    Int(digits).map({ $0 > maxIndex }) ?? true
+                {
                     out.append(digits)
                 }
                 rest = after
@@ -44,7 +46,9 @@ public enum FieldNameSubscript: Sendable, Equatable {
         while let open = rest.firstIndex(of: "[") {
             let after = rest[rest.index(after: open)...]
             let digits = after.prefix { $0.isASCII && $0.isNumber }
-            if !digits.isEmpty, after.dropFirst(digits.count).first == "]", let n = Int(digits), n <= maxIndex { return n }
+            if !digits.isEmpty, after.dropFirst(digits.count).first == "]", let n = Int(digits), n <= maxIndex {
+                return n
+            }
             rest = after
         }
         return nil
@@ -55,8 +59,10 @@ public enum FieldNameSubscript: Sendable, Equatable {
 public enum FieldNameMapper {
     /// The JSON object for `fields` (name, value in order) under `policy`, merged with `extraData`
     /// so that field values win on a conflict.
-    public static func body(_ fields: [(name: String, value: JSONValue)], extraData: [(key: String, value: JSONValue)],
-                            policy: MappingPolicy) -> JSONValue {
+    public static func body(
+        _ fields: [(name: String, value: JSONValue)], extraData: [(key: String, value: JSONValue)],
+        policy: MappingPolicy
+    ) -> JSONValue {
         let extra = JSONValue.object(extraData)
         switch policy {
         case .flatJSON:
@@ -78,7 +84,8 @@ public enum FieldNameMapper {
                 guard !path.isEmpty else { continue }  // as above: never the whole body
                 set(&body, path[...], field.value)
             }
-            return JSONMerge.deepMerge(target: extra, source: body, arrays: policy == .nestedJSONWithArrayMerge ? .merge : .overwrite)
+            return JSONMerge.deepMerge(
+                target: extra, source: body, arrays: policy == .nestedJSONWithArrayMerge ? .merge : .overwrite)
         }
     }
 

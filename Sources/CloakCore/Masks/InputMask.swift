@@ -35,7 +35,11 @@ public struct InputMask: Sendable {
             switch position {
             case let .literal(l):
                 // One ASCII scalar, not CR (CR LF is one Character whose asciiValue is LF's).
-                if l.unicodeScalars.count == 1, let a = l.asciiValue, a != 0x0D { plan?.append(.literal(a)) } else { plan = nil }
+                if l.unicodeScalars.count == 1, let a = l.asciiValue, a != 0x0D {
+                    plan?.append(.literal(a))
+                } else {
+                    plan = nil
+                }
             case let .pattern(p):
                 var low: UInt64 = 0
                 var high: UInt64 = 0

@@ -32,7 +32,8 @@ public enum BrowserRegex {
                 canQuantify = true
             case UInt8(ascii: "("):
                 if i + 1 < b.count, b[i + 1] == UInt8(ascii: "?") {
-                    guard i + 2 < b.count, [UInt8(ascii: ":"), UInt8(ascii: "="), UInt8(ascii: "!")].contains(b[i + 2]) else {
+                    guard i + 2 < b.count, [UInt8(ascii: ":"), UInt8(ascii: "="), UInt8(ascii: "!")].contains(b[i + 2])
+                    else {
                         return false
                     }
                     i += 3

@@ -10,8 +10,10 @@ struct NativeCharacterClass: Sendable {
         let body = Array(b[1..<(b.count - 1)])
         // `[:digit:]` and friends are POSIX classes to ICU, not sets of characters.
         guard !body.isEmpty, body[0] != UInt8(ascii: "^"), body[0] != UInt8(ascii: ":"),
-            body.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "[")
-                && $0 != UInt8(ascii: "]") && $0 != UInt8(ascii: "&") })
+            body.allSatisfy({
+                $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "[")
+                    && $0 != UInt8(ascii: "]") && $0 != UInt8(ascii: "&")
+            })
         else { return nil }
         var members = [Bool](repeating: false, count: 128)
         var i = 0

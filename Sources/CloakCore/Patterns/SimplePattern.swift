@@ -81,8 +81,9 @@ struct SimplePattern: Sendable {
             default: break
             }
             // Lazy and possessive quantifiers are not simple.
-            if let q = b.first, q == UInt8(ascii: "?") || q == UInt8(ascii: "+") || q == UInt8(ascii: "*")
-                || q == UInt8(ascii: "{")
+            if let q = b.first,
+                q == UInt8(ascii: "?") || q == UInt8(ascii: "+") || q == UInt8(ascii: "*")
+                    || q == UInt8(ascii: "{")
             {
                 return nil
             }

@@ -9,7 +9,9 @@
 /// "\(pan)"          // "[redacted]"
 /// pan.value         // "4111111111111111"
 /// ```
-public struct Sensitive<Value: Sendable>: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct Sensitive<Value: Sendable>: Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     public var value: Value
 
     @inlinable public init(_ value: Value) { self.value = value }

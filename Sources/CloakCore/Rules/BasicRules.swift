@@ -39,7 +39,9 @@ public struct LengthMatchRule: ValidationRule {
         self.error = error
     }
 
-    public func validate(_ input: String, in context: ValidationContext) -> Bool { lengths.contains(characterCount(input)) }
+    public func validate(_ input: String, in context: ValidationContext) -> Bool {
+        lengths.contains(characterCount(input))
+    }
 }
 
 /// `VGSValidationRuleLuhnCheck`.
@@ -83,7 +85,8 @@ public struct PaymentCardRule: ValidationRule {
         }
         guard validateUnknownCardBrand else { return false }
         let unknown = PaymentCardModel.unknown
-        return unknown.matches(input) && unknown.cardNumberLengths.contains(characterCount(input)) && Luhn.isValid(input)
+        return unknown.matches(input) && unknown.cardNumberLengths.contains(characterCount(input))
+            && Luhn.isValid(input)
     }
 }
 

@@ -21,7 +21,9 @@ public struct FormSelection: Sendable {
         var matches: [Match] = []
         for (i, pair) in pairs.enumerated() {
             let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
-            guard let key = decode(pair[..<equals]) else { throw .malformed("the form body does not parse (pair \(i))") }
+            guard let key = decode(pair[..<equals]) else {
+                throw .malformed("the form body does not parse (pair \(i))")
+            }
             guard keys.contains(key) else { continue }
             let raw = equals < pair.endIndex ? pair[(equals + 1)...] : []
             guard let value = decode(raw) else { throw .malformed("the form value of \(key) does not parse") }
@@ -53,8 +55,9 @@ public struct FormSelection: Sendable {
         var out: [UInt8] = []
         for b in text.utf8 {
             switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.append(b)
             case 0x20:
                 out.append(UInt8(ascii: "+"))

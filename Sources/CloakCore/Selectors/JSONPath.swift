@@ -49,7 +49,9 @@ public struct JSONPath: Sendable, Equatable, CustomStringConvertible {
                     i = end
                 }
             case UInt8(ascii: "["):
-                guard let close = Self.bracketEnd(bytes, from: i) else { throw SelectorError("an unclosed [ in \(text)") }
+                guard let close = Self.bracketEnd(bytes, from: i) else {
+                    throw SelectorError("an unclosed [ in \(text)")
+                }
                 steps.append(try Self.bracket(Array(bytes[(i + 1)..<close]), in: text))
                 i = close + 1
             default:
@@ -105,7 +107,9 @@ public struct JSONPath: Sendable, Equatable, CustomStringConvertible {
         return out
     }
 
-    private static func walk(_ value: JSONValue, _ steps: ArraySlice<Step>, _ at: [JSONLocation], _ out: inout [[JSONLocation]]) {
+    private static func walk(
+        _ value: JSONValue, _ steps: ArraySlice<Step>, _ at: [JSONLocation], _ out: inout [[JSONLocation]]
+    ) {
         guard let step = steps.first else {
             out.append(at)
             return

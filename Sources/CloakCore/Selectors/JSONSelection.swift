@@ -34,11 +34,15 @@ public struct JSONSelection: Sendable {
             for location in path.locations(in: document) where seen.insert(location).inserted {
                 switch document.value(at: location) {
                 case let .string(s)?:
-                    matches.append(Match(path: path.description, location: location, text: Sensitive(s), wasNumber: false))
+                    matches.append(
+                        Match(path: path.description, location: location, text: Sensitive(s), wasNumber: false))
                 case let .number(n)?:
-                    matches.append(Match(path: path.description, location: location, text: Sensitive(n), wasNumber: true))
+                    matches.append(
+                        Match(path: path.description, location: location, text: Sensitive(n), wasNumber: true))
                 case let other?:
-                    throw .malformed("\(path.description) selects a JSON \(other.typeName); only strings and numbers can be redacted or revealed")
+                    throw .malformed(
+                        "\(path.description) selects a JSON \(other.typeName); only strings and numbers can be redacted or revealed"
+                    )
                 case nil:
                     continue
                 }
@@ -59,7 +63,9 @@ public struct JSONSelection: Sendable {
     }
 
     static func isNumber(_ text: String) -> Bool {
-        guard let first = text.utf8.first, first == UInt8(ascii: "-") || (first >= 48 && first <= 57) else { return false }
+        guard let first = text.utf8.first, first == UInt8(ascii: "-") || (first >= 48 && first <= 57) else {
+            return false
+        }
         if case .number? = try? JSONParser().parse(text) { return true }
         return false
     }

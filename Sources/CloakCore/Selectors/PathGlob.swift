@@ -10,7 +10,9 @@ public struct PathGlob: Sendable, Equatable, CustomStringConvertible {
     /// - Throws: ``SelectorError`` when the pattern does not start with `/`.
     public init(_ text: String) throws(SelectorError) {
         guard text.hasPrefix("/") else { throw SelectorError("a path pattern starts with /") }
-        guard !text.utf8.contains(where: { $0 < 0x21 || $0 > 0x7E || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else {
+        guard
+            !text.utf8.contains(where: { $0 < 0x21 || $0 > 0x7E || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+        else {
             throw SelectorError("a path pattern has no spaces, controls, ? or #")
         }
         description = text

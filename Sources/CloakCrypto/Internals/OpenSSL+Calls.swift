@@ -5,7 +5,8 @@ public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
 
-    public static let authenticationFailed = CryptoError("authentication failed: ciphertext, tag, nonce or associated data altered")
+    public static let authenticationFailed = CryptoError(
+        "authentication failed: ciphertext, tag, nonce or associated data altered")
 }
 
 /// The one funnel for OpenSSL return codes: 1 is success, anything else is an error.
@@ -22,5 +23,7 @@ func check(_ rc: Int32, _ what: @autoclosure () -> String) throws(CryptoError) {
 public func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }
     if a.isEmpty { return true }
-    return a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in CRYPTO_memcmp(pa.baseAddress, pb.baseAddress, a.count) == 0 } }
+    return a.withUnsafeBytes { pa in
+        b.withUnsafeBytes { pb in CRYPTO_memcmp(pa.baseAddress, pb.baseAddress, a.count) == 0 }
+    }
 }

@@ -34,7 +34,8 @@ enum SecretFile {
                 let access = mode & 0o044 != 0 ? "readable" : mode & 0o022 != 0 ? "writable" : "accessible"
                 let octal = String(mode & 0o7777, radix: 8)
                 let shown = String(repeating: "0", count: max(0, 4 - octal.count)) + octal
-                return "\(path) is \(access) by group or others (mode \(shown)); run chmod 600 \(SecretFile.shellQuoted(path))"
+                return
+                    "\(path) is \(access) by group or others (mode \(shown)); run chmod 600 \(SecretFile.shellQuoted(path))"
             }
         }
     }
@@ -66,7 +67,8 @@ enum SecretFile {
     /// `path` as a shell word: as it is when it holds only safe characters, else single-quoted.
     static func shellQuoted(_ path: String) -> String {
         let safe = path.unicodeScalars.allSatisfy {
-            ($0.value >= 0x30 && $0.value <= 0x39) || ($0.value >= 0x41 && $0.value <= 0x5A) || ($0.value >= 0x61 && $0.value <= 0x7A)
+            ($0.value >= 0x30 && $0.value <= 0x39) || ($0.value >= 0x41 && $0.value <= 0x5A)
+                || ($0.value >= 0x61 && $0.value <= 0x7A)
                 || "/._-+:@%".unicodeScalars.contains($0)
         }
         return safe && !path.isEmpty ? path : "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'"
@@ -77,8 +79,9 @@ enum SecretFile {
     static func write(_ bytes: [UInt8], to path: String, mode: mode_t, replace: Bool = false) throws(Failure) {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                     attributes: [.posixPermissions: 0o700])
+            try? FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
         let target = replace ? path + ".tmp" : path
         if replace { unlink(target) }

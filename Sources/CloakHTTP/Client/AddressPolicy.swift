@@ -27,10 +27,10 @@ package enum AddressPolicy {
             // ::ffff:a.b.c.d and ::a.b.c.d (also :: and ::1, whose last four bytes are private)
             return isPrivate(ipv4: Array(b[12..<16])) || b[0..<16].dropLast().allSatisfy { $0 == 0 }
         }
-        if b[0] == 0xFF { return true }                           // multicast
-        if b[0] & 0xFE == 0xFC { return true }                    // fc00::/7 unique local
-        if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return true }    // fe80::/10 link-local
-        if b[0] == 0xFE && b[1] & 0xC0 == 0xC0 { return true }    // fec0::/10 site-local (deprecated)
+        if b[0] == 0xFF { return true }  // multicast
+        if b[0] & 0xFE == 0xFC { return true }  // fc00::/7 unique local
+        if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return true }  // fe80::/10 link-local
+        if b[0] == 0xFE && b[1] & 0xC0 == 0xC0 { return true }  // fec0::/10 site-local (deprecated)
         if b[0] == 0x20 && b[1] == 0x02 { return isPrivate(ipv4: Array(b[2..<6])) }  // 6to4 of a private address
         if b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B {
             // 64:ff9b::/96 (NAT64) embeds an IPv4 address; 64:ff9b:1::/48 is local-use NAT64.

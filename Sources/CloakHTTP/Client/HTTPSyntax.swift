@@ -53,7 +53,8 @@ package enum HTTPSyntax {
     /// unreserved / sub-delims / ":" / "@" / "/" / "?" (RFC 3986 §3.4), without "%".
     static func isQueryByte(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
         default:
             return "-._~!$&'()*+,;=:@/?".utf8.contains(b)

@@ -27,7 +27,9 @@ package enum HealthProbe {
             guard let ssl = SSL_new(ctx) else { return nil }
             defer { SSL_free(ssl) }
             SSL_set_fd(ssl, fd)
-            guard SSL_connect(ssl) == 1, SSL_write(ssl, request, Int32(request.count)) == request.count else { return nil }
+            guard SSL_connect(ssl) == 1, SSL_write(ssl, request, Int32(request.count)) == request.count else {
+                return nil
+            }
             var buffer = [UInt8](repeating: 0, count: 512)
             let n = SSL_read(ssl, &buffer, Int32(buffer.count))
             if n > 0 { answer = Array(buffer.prefix(Int(n))) }

@@ -11,7 +11,8 @@ final class TLSClientContext {
         context = ctx
         _ = SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
-        SSL_CTX_set_default_passwd_cb(ctx) { _, _, _, _ in 0 }  // an encrypted client key is refused, never prompted for
+        // an encrypted client key is refused, never prompted for
+        SSL_CTX_set_default_passwd_cb(ctx) { _, _, _, _ in 0 }
         let loaded = caFile.map { SSL_CTX_load_verify_locations(ctx, $0, nil) } ?? SSL_CTX_set_default_verify_paths(ctx)
         guard loaded == 1 else {
             ERR_clear_error()
@@ -34,7 +35,11 @@ final class TLSClientContext {
     func makeSSL(host: String) -> OpaquePointer? {
         guard let ssl = SSL_new(context) else { return nil }
         if !AddressPolicy.isLiteral(host) {
-            _ = host.withCString { SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: $0)) }
+            _ = host.withCString {
+                SSL_ctrl(
+                    ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name),
+                    UnsafeMutableRawPointer(mutating: $0))
+            }
             _ = SSL_set1_host(ssl, host)
         } else {
             let param = SSL_get0_param(ssl)

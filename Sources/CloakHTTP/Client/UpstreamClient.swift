@@ -52,9 +52,10 @@ final class UpstreamClient {
     func send(_ request: UpstreamRequest, completion: @escaping (Result<HTTPResponse, UpstreamError>) -> Void) {
         thread.check()
         let tlsKey = TLSKey(caFile: request.caFile, client: request.clientCertificate)
-        let key = PoolKey(scheme: request.scheme, host: request.host, port: request.port,
-                          tls: request.scheme == .https ? tlsKey : TLSKey(caFile: nil, client: nil),
-                          allowPrivate: request.allowPrivate)
+        let key = PoolKey(
+            scheme: request.scheme, host: request.host, port: request.port,
+            tls: request.scheme == .https ? tlsKey : TLSKey(caFile: nil, client: nil),
+            allowPrivate: request.allowPrivate)
         let pool: UpstreamPool
         if let existing = pools[key] {
             pool = existing
@@ -65,7 +66,8 @@ final class UpstreamClient {
                     context = c
                 } else {
                     do {
-                        context = try TLSClientContext(caFile: request.caFile, clientCertificate: request.clientCertificate)
+                        context = try TLSClientContext(
+                            caFile: request.caFile, clientCertificate: request.clientCertificate)
                     } catch { return completion(.failure(error)) }
                     tls[tlsKey] = context
                 }

@@ -24,17 +24,20 @@ final class UpstreamConnection {
             }
             bev = b
         }
-        guard let evcon = EvConnection.upstream(pool.base, over: bev, address: address, port: pool.port,
-                                                maxBodyBytes: Int(UpstreamClient.maxResponseBytes))
+        guard
+            let evcon = EvConnection.upstream(
+                pool.base, over: bev, address: address, port: pool.port,
+                maxBodyBytes: Int(UpstreamClient.maxResponseBytes))
         else {
             bev?.free()
             return nil
         }
         self.evcon = evcon
-        evcon.onClose({ _, arg in
-            let connection: UpstreamConnection = CallbackContext.object(arg!)
-            connection.didClose()
-        }, CallbackContext.unretained(self))
+        evcon.onClose(
+            { _, arg in
+                let connection: UpstreamConnection = CallbackContext.object(arg!)
+                connection.didClose()
+            }, CallbackContext.unretained(self))
     }
 
     /// Frees the evhttp connection on the next loop turn: never from inside one of its own callbacks.
@@ -42,10 +45,11 @@ final class UpstreamConnection {
         guard !freeScheduled else { return }
         freeScheduled = true
         isClosed = true
-        pool.base.onNextTurn({ _, _, arg in
-            let connection: UpstreamConnection = CallbackContext.release(arg!)
-            connection.free()
-        }, CallbackContext.retained(self))
+        pool.base.onNextTurn(
+            { _, _, arg in
+                let connection: UpstreamConnection = CallbackContext.release(arg!)
+                connection.free()
+            }, CallbackContext.retained(self))
     }
 
     /// Whether the socket is still open (evhttp sets it to -1 when the connection resets).
@@ -86,7 +90,8 @@ final class UpstreamConnection {
         guard r.headers.allSatisfy({ HTTPSyntax.isToken($0.name) && HTTPSyntax.isFieldValue($0.value) }) else {
             req.free()
             exchange.releaseContext()
-            return carryOut(exchange.handle(.failed(.unreachable("a header of the request is not a valid field"))), exchange)
+            return carryOut(
+                exchange.handle(.failed(.unreachable("a header of the request is not a valid field"))), exchange)
         }
         guard let headers = req.outputHeaders else {
             req.free()
@@ -97,7 +102,8 @@ final class UpstreamConnection {
         // An IPv6 literal is bracketed (a byte search: `String.contains` is Foundation's, 4.6k instructions).
         let hostName = r.host.utf8.contains(UInt8(ascii: ":")) ? "[\(r.host)]" : r.host
         headers.add("Host", defaultPort ? hostName : "\(hostName):\(r.port)")
-        for (name, value) in r.headers where !name.caseInsensitiveEquals("host") && !name.caseInsensitiveEquals("content-length") {
+        for (name, value) in r.headers
+        where !name.caseInsensitiveEquals("host") && !name.caseInsensitiveEquals("content-length") {
             headers.add(name, value)
         }
         // Every body goes with its exact length. libevent 2.1 adds Content-Length only for POST
@@ -123,10 +129,12 @@ final class UpstreamConnection {
 
     /// After `seconds`, a socket that is still not connected fails its exchange (504).
     private func startConnectTimer(seconds: Double) {
-        connectTimer = LoopEvent.timer(pool.base, { _, _, arg in
-            let connection: UpstreamConnection = CallbackContext.object(arg!)
-            connection.checkConnected()
-        }, CallbackContext.unretained(self))
+        connectTimer = LoopEvent.timer(
+            pool.base,
+            { _, _, arg in
+                let connection: UpstreamConnection = CallbackContext.object(arg!)
+                connection.checkConnected()
+            }, CallbackContext.unretained(self))
         connectTimer?.schedule(after: seconds)
     }
 
@@ -137,9 +145,11 @@ final class UpstreamConnection {
         let fd = bev.fd
         var address = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let connected = fd >= 0 && withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) == 0 }
-        }
+        let connected =
+            fd >= 0
+            && withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) == 0 }
+            }
         guard !connected else { return }
         carryOut(exchange.handle(.connectTimeout), exchange)
     }
@@ -156,7 +166,9 @@ final class UpstreamConnection {
         case .none, .send:
             return
         case let .deliverAnswer(reuse):
-            finish(exchange, answer.map { .success($0) } ?? .failure(.badResponse("no answer")), reusable: reuse, failed: false)
+            finish(
+                exchange, answer.map { .success($0) } ?? .failure(.badResponse("no answer")), reusable: reuse,
+                failed: false)
         case let .deliverFailure(error, _):
             var unreachable = false
             if case .unreachable = error { unreachable = true }
@@ -173,7 +185,9 @@ final class UpstreamConnection {
         }
     }
 
-    private func finish(_ exchange: Exchange, _ result: Result<HTTPResponse, UpstreamError>, reusable: Bool, failed: Bool) {
+    private func finish(
+        _ exchange: Exchange, _ result: Result<HTTPResponse, UpstreamError>, reusable: Bool, failed: Bool
+    ) {
         current = nil
         exchange.connection = nil
         exchange.deliver(result)
@@ -185,27 +199,34 @@ final class UpstreamConnection {
         guard let connection = exchange.connection else {
             // The connection let go of it already (freed with the request outstanding): still
             // answer the caller exactly once.
-            if case let .deliverFailure(error, _) = exchange.handle(.failed(exchange.lastError ?? .unreachable("connection failed"))) {
+            if case let .deliverFailure(error, _) = exchange.handle(
+                .failed(exchange.lastError ?? .unreachable("connection failed")))
+            {
                 exchange.deliver(.failure(error))
             }
             return
         }
         guard let req, req.responseCode > 0 else {
-            return connection.carryOut(exchange.handle(.failed(exchange.lastError ?? .unreachable("connection failed"))), exchange)
+            return connection.carryOut(
+                exchange.handle(.failed(exchange.lastError ?? .unreachable("connection failed"))), exchange)
         }
         let status = req.responseCode
         let raw = req.inputHeaders?.all ?? []
         // Reuse the connection only after a framed answer the peer did not end with a close.
         // Names compared in place; only the few values that matter are lowercased.
-        let framed = raw.contains {
-            $0.name.caseInsensitiveEquals("content-length")
-                || ($0.name.caseInsensitiveEquals("transfer-encoding") && $0.value.lowercased().contains("chunked"))
-        } && !raw.contains { $0.name.caseInsensitiveEquals("connection") && $0.value.lowercased().contains("close") }
+        let framed =
+            raw.contains {
+                $0.name.caseInsensitiveEquals("content-length")
+                    || ($0.name.caseInsensitiveEquals("transfer-encoding") && $0.value.lowercased().contains("chunked"))
+            }
+            && !raw.contains { $0.name.caseInsensitiveEquals("connection") && $0.value.lowercased().contains("close") }
         let headers = withoutHopByHop(raw).filter {
-            !$0.name.caseInsensitiveEquals("content-length") && !$0.name.caseInsensitiveEquals("x-request-id")  // Cloak sets its own
+            // Cloak sets its own
+            !$0.name.caseInsensitiveEquals("content-length") && !$0.name.caseInsensitiveEquals("x-request-id")
         }
         let body = req.inputBody?.removeAll() ?? []
-        connection.carryOut(exchange.handle(.answered(reusable: framed)), exchange,
-                            answer: HTTPResponse(status: status, headers: headers, body: body))
+        connection.carryOut(
+            exchange.handle(.answered(reusable: framed)), exchange,
+            answer: HTTPResponse(status: status, headers: headers, body: body))
     }
 }

@@ -109,14 +109,16 @@ final class UpstreamPool {
     private func startDeadline(_ exchange: Exchange) {
         // The exchange outlives its timer: the queue or its evhttp request holds it until it
         // finishes, and delivering frees the timer.
-        exchange.timer = LoopEvent.timer(base, { _, _, arg in
-            let exchange: Exchange = CallbackContext.object(arg!)
-            if let connection = exchange.connection {
-                connection.abort(exchange)
-            } else if case let .deliverFailure(error, _) = exchange.handle(.deadline) {
-                exchange.deliver(.failure(error))  // still waiting for a connection
-            }
-        }, CallbackContext.unretained(exchange))
+        exchange.timer = LoopEvent.timer(
+            base,
+            { _, _, arg in
+                let exchange: Exchange = CallbackContext.object(arg!)
+                if let connection = exchange.connection {
+                    connection.abort(exchange)
+                } else if case let .deliverFailure(error, _) = exchange.handle(.deadline) {
+                    exchange.deliver(.failure(error))  // still waiting for a connection
+                }
+            }, CallbackContext.unretained(exchange))
         let seconds = max(exchange.request.timeoutSeconds, 0.001)
         exchange.timer?.schedule(after: seconds)
     }
@@ -139,7 +141,9 @@ final class UpstreamPool {
     }
 
     private func fail(_ exchange: Exchange, _ why: String) {
-        if case let .deliverFailure(error, _) = exchange.handle(.failed(.unreachable(why))) { exchange.deliver(.failure(error)) }
+        if case let .deliverFailure(error, _) = exchange.handle(.failed(.unreachable(why))) {
+            exchange.deliver(.failure(error))
+        }
     }
 
     private func failWaiting(_ why: String) {

@@ -35,9 +35,11 @@ package struct UpstreamRequest: Sendable {
     /// Whether the host may resolve to a loopback, private or link-local address (``AddressPolicy``).
     package var allowPrivate = true
 
-    package init(scheme: Scheme, host: String, port: Int, target: String, method: HTTPMethod,
-                headers: [(name: String, value: String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 30,
-                connectTimeoutSeconds: Double = 5, caFile: String? = nil) {
+    package init(
+        scheme: Scheme, host: String, port: Int, target: String, method: HTTPMethod,
+        headers: [(name: String, value: String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 30,
+        connectTimeoutSeconds: Double = 5, caFile: String? = nil
+    ) {
         self.scheme = scheme
         self.host = host
         self.port = port
@@ -54,9 +56,13 @@ package struct UpstreamRequest: Sendable {
     package static func parse(url: String) -> (scheme: Scheme, host: String, port: Int, path: String)? {
         let scheme: Scheme
         var rest: Substring
-        if url.hasPrefix("https://") { scheme = .https; rest = url.dropFirst(8) }
-        else if url.hasPrefix("http://") { scheme = .http; rest = url.dropFirst(7) }
-        else { return nil }
+        if url.hasPrefix("https://") {
+            scheme = .https; rest = url.dropFirst(8)
+        } else if url.hasPrefix("http://") {
+            scheme = .http; rest = url.dropFirst(7)
+        } else {
+            return nil
+        }
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = rest[..<slash]
         rest = rest[slash...]

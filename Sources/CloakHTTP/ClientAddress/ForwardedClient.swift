@@ -36,8 +36,10 @@ package enum ForwardedClient {
         package let problem: Problem?
     }
 
-    package static func resolve(peer: String, headers: [(name: String, value: String)], trusted: TrustedProxies,
-                               header: Header = .xForwardedFor) -> Resolution {
+    package static func resolve(
+        peer: String, headers: [(name: String, value: String)], trusted: TrustedProxies,
+        header: Header = .xForwardedFor
+    ) -> Resolution {
         guard !trusted.isEmpty, trusted.contains(peer) else { return Resolution(address: peer, problem: nil) }
         let values = headers.filter { $0.name.caseInsensitiveEquals(header.name) }.map(\.value)
         guard !values.isEmpty else { return Resolution(address: peer, problem: nil) }
@@ -63,7 +65,9 @@ package enum ForwardedClient {
     static func forValue(_ element: Substring) -> Substring? {
         for pair in element.split(separator: ";") {
             let pair = pair.trimmingOWS()
-            guard let equals = pair.firstIndex(of: "="), String(pair[..<equals]).caseInsensitiveEquals("for") else { continue }
+            guard let equals = pair.firstIndex(of: "="), String(pair[..<equals]).caseInsensitiveEquals("for") else {
+                continue
+            }
             var value = pair[pair.index(after: equals)...]
             if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = value.dropFirst().dropLast() }
             if value.hasPrefix("[") {
@@ -83,7 +87,9 @@ extension StringProtocol {
     func trimmingOWS() -> SubSequence {
         var lower = startIndex, upper = endIndex
         while lower < upper, self[lower] == " " || self[lower] == "\t" { lower = index(after: lower) }
-        while upper > lower, self[index(before: upper)] == " " || self[index(before: upper)] == "\t" { upper = index(before: upper) }
+        while upper > lower, self[index(before: upper)] == " " || self[index(before: upper)] == "\t" {
+            upper = index(before: upper)
+        }
         return self[lower..<upper]
     }
 }

@@ -44,7 +44,9 @@ package enum ProxyProtocolHeader {
             return b.count >= v1MaxLength ? .invalid("a PROXY v1 line longer than 107 bytes") : .needMore
         }
         guard lf >= 1, b[lf - 1] == 0x0D else { return .invalid("a PROXY v1 line not ended by CRLF") }
-        guard let line = String(validating: b[0..<(lf - 1)], as: UTF8.self) else { return .invalid("a PROXY v1 line that is not text") }
+        guard let line = String(validating: b[0..<(lf - 1)], as: UTF8.self) else {
+            return .invalid("a PROXY v1 line that is not text")
+        }
         let fields = line.split(separator: " ", omittingEmptySubsequences: false)
         let length = lf + 1
         guard fields.count >= 2 else { return .invalid("a PROXY v1 line without a family") }
@@ -75,7 +77,7 @@ package enum ProxyProtocolHeader {
         let total = 16 + length
         switch versionCommand & 0x0F {
         case 0x0: return .local(length: total, proxied: false)  // LOCAL: the balancer's own connection
-        case 0x1: break                         // PROXY
+        case 0x1: break  // PROXY
         default: return .invalid("a PROXY v2 header with an unknown command")
         }
         switch family {

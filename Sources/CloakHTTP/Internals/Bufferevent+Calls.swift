@@ -12,9 +12,13 @@ struct EvBuffer {
     var count: Int { evbuffer_get_length(raw) }
 
     /// Moves up to `max` bytes out into `destination`; the number moved.
-    func remove(into destination: UnsafeMutableRawPointer?, max: Int) -> Int { Int(evbuffer_remove(raw, destination, max)) }
+    func remove(into destination: UnsafeMutableRawPointer?, max: Int) -> Int {
+        Int(evbuffer_remove(raw, destination, max))
+    }
     /// Copies up to `max` bytes out into `destination`, leaving them; the number copied.
-    func copy(into destination: UnsafeMutableRawPointer?, max: Int) -> Int { Int(evbuffer_copyout(raw, destination, max)) }
+    func copy(into destination: UnsafeMutableRawPointer?, max: Int) -> Int {
+        Int(evbuffer_copyout(raw, destination, max))
+    }
     func append(_ bytes: UnsafeRawPointer?, count: Int) { evbuffer_add(raw, bytes, count) }
     func append(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { evbuffer_add(raw, $0.baseAddress, $0.count) } }
     /// Moves every byte of `other` to the end of this buffer (no copy).
@@ -61,19 +65,23 @@ struct EvBuffer {
     /// Tells `connection` of every addition (``ServerConnection/inputGrew(by:now:)``); the entry
     /// turns it off and on (``setEnabled(_:_:)``) and removes it (``remove(_:)``).
     func reportAdditions(to connection: ServerConnection) -> OpaquePointer? {
-        evbuffer_add_cb(raw, { _, info, arg in
-            guard let info, info.pointee.n_added > 0, let arg else { return }
-            Unmanaged<ServerConnection>.fromOpaque(arg).takeUnretainedValue()
-                .inputGrew(by: info.pointee.n_added, now: LoopWorker.now())
-        }, Unmanaged.passUnretained(connection).toOpaque())
+        evbuffer_add_cb(
+            raw,
+            { _, info, arg in
+                guard let info, info.pointee.n_added > 0, let arg else { return }
+                Unmanaged<ServerConnection>.fromOpaque(arg).takeUnretainedValue()
+                    .inputGrew(by: info.pointee.n_added, now: LoopWorker.now())
+            }, Unmanaged.passUnretained(connection).toOpaque())
     }
 
     /// Tells `filter` of every addition (``ConnectionFilter/outputAdded()``).
     func reportAdditions(to filter: ConnectionFilter) {
-        evbuffer_add_cb(raw, { _, info, arg in
-            guard let info, let arg, info.pointee.n_added > 0 else { return }
-            Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue().outputAdded()
-        }, Unmanaged.passUnretained(filter).toOpaque())
+        evbuffer_add_cb(
+            raw,
+            { _, info, arg in
+                guard let info, let arg, info.pointee.n_added > 0 else { return }
+                Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue().outputAdded()
+            }, Unmanaged.passUnretained(filter).toOpaque())
     }
 
     func setEnabled(_ entry: OpaquePointer, _ enabled: Bool) {
@@ -105,14 +113,17 @@ struct Bufferevent {
 
     /// Server-side TLS over `under` (takes `ssl`; frees `under` when freed).
     static func acceptingTLS(_ base: EventBase, over under: Bufferevent, _ ssl: OpaquePointer) -> Bufferevent? {
-        bufferevent_openssl_filter_new(base.raw, under.raw, ssl, BUFFEREVENT_SSL_ACCEPTING, closeOnFree).map(Bufferevent.init)
+        bufferevent_openssl_filter_new(base.raw, under.raw, ssl, BUFFEREVENT_SSL_ACCEPTING, closeOnFree).map(
+            Bufferevent.init)
     }
 
     /// A client-side TLS bufferevent (takes `ssl`), callbacks deferred to the loop, a peer's
     /// close without close_notify taken as the end of the answer.
     static func connectingTLS(_ base: EventBase, _ ssl: OpaquePointer) -> Bufferevent? {
         let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue | BEV_OPT_DEFER_CALLBACKS.rawValue)
-        guard let made = bufferevent_openssl_socket_new(base.raw, -1, ssl, BUFFEREVENT_SSL_CONNECTING, options) else { return nil }
+        guard let made = bufferevent_openssl_socket_new(base.raw, -1, ssl, BUFFEREVENT_SSL_CONNECTING, options) else {
+            return nil
+        }
         bufferevent_openssl_set_allow_dirty_shutdown(made, 1)
         return Bufferevent(raw: made)
     }
@@ -121,15 +132,21 @@ struct Bufferevent {
     /// given back when libevent finalizes it.
     static func filter(over socket: Bufferevent, _ filter: ConnectionFilter) -> Bufferevent? {
         let retained = Unmanaged.passRetained(filter).toOpaque()
-        guard let made = bufferevent_filter_new(socket.raw, { src, dst, _, _, ctx in
-            Unmanaged<ConnectionFilter>.fromOpaque(ctx!).takeUnretainedValue()
-                .input(EvBuffer(raw: src!), EvBuffer(raw: dst!)).libevent
-        }, { src, dst, _, _, ctx in
-            Unmanaged<ConnectionFilter>.fromOpaque(ctx!).takeUnretainedValue()
-                .output(EvBuffer(raw: src!), EvBuffer(raw: dst!)).libevent
-        }, closeOnFree, { ctx in
-            Unmanaged<ConnectionFilter>.fromOpaque(ctx!).release()
-        }, retained) else {
+        guard
+            let made = bufferevent_filter_new(
+                socket.raw,
+                { src, dst, _, _, ctx in
+                    Unmanaged<ConnectionFilter>.fromOpaque(ctx!).takeUnretainedValue()
+                        .input(EvBuffer(raw: src!), EvBuffer(raw: dst!)).libevent
+                },
+                { src, dst, _, _, ctx in
+                    Unmanaged<ConnectionFilter>.fromOpaque(ctx!).takeUnretainedValue()
+                        .output(EvBuffer(raw: src!), EvBuffer(raw: dst!)).libevent
+                }, closeOnFree,
+                { ctx in
+                    Unmanaged<ConnectionFilter>.fromOpaque(ctx!).release()
+                }, retained)
+        else {
             Unmanaged<ConnectionFilter>.fromOpaque(retained).release()
             return nil
         }
@@ -161,7 +178,8 @@ struct Bufferevent {
     }
     /// Reports a read error to its user (evhttp closes the connection), from the loop's queue.
     func reportError() {
-        bufferevent_trigger_event(raw, Int16(BEV_EVENT_READING | BEV_EVENT_ERROR), Int32(BEV_TRIG_DEFER_CALLBACKS.rawValue))
+        bufferevent_trigger_event(
+            raw, Int16(BEV_EVENT_READING | BEV_EVENT_ERROR), Int32(BEV_TRIG_DEFER_CALLBACKS.rawValue))
     }
 }
 

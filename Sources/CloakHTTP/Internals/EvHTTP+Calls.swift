@@ -21,13 +21,18 @@ struct EvHTTPServer {
     }
 
     /// `callback` gets every complete request (its first argument is the request's `raw`).
-    func onRequest(_ callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void, _ argument: UnsafeMutableRawPointer) {
+    func onRequest(
+        _ callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void,
+        _ argument: UnsafeMutableRawPointer
+    ) {
         evhttp_set_gencb(raw, callback, argument)
     }
 
     /// `callback` makes every accepted connection's bufferevent (its first argument is the base).
-    func onAccept(_ callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> OpaquePointer?,
-                  _ argument: UnsafeMutableRawPointer) {
+    func onAccept(
+        _ callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> OpaquePointer?,
+        _ argument: UnsafeMutableRawPointer
+    ) {
         evhttp_set_bevcb(raw, callback, argument)
     }
 
@@ -44,10 +49,13 @@ struct EvConnection: Hashable {
 
     /// A connection to `address` (numeric) over `bufferevent` (nil: plain TCP), without retries
     /// and with the answer's body capped at `maxBodyBytes`.
-    static func upstream(_ base: EventBase, over bufferevent: Bufferevent?, address: String, port: Int, maxBodyBytes: Int)
+    static func upstream(
+        _ base: EventBase, over bufferevent: Bufferevent?, address: String, port: Int, maxBodyBytes: Int
+    )
         -> EvConnection?
     {
-        guard let made = evhttp_connection_base_bufferevent_new(base.raw, nil, bufferevent?.raw, address, UInt16(port)) else {
+        guard let made = evhttp_connection_base_bufferevent_new(base.raw, nil, bufferevent?.raw, address, UInt16(port))
+        else {
             return nil
         }
         evhttp_connection_set_retries(made, 0)
@@ -68,8 +76,10 @@ struct EvConnection: Hashable {
     var bufferevent: Bufferevent? { evhttp_connection_get_bufferevent(raw).map(Bufferevent.init) }
 
     /// `callback` runs when evhttp frees (or loses) the connection; nil removes it.
-    func onClose(_ callback: (@convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void)?,
-                 _ argument: UnsafeMutableRawPointer?) {
+    func onClose(
+        _ callback: (@convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void)?,
+        _ argument: UnsafeMutableRawPointer?
+    ) {
         evhttp_connection_set_closecb(raw, callback, argument)
     }
 
@@ -96,7 +106,9 @@ struct EvHeaders {
     }
 
     func add(_ name: StaticString, _ value: UnsafePointer<CChar>?) {
-        name.utf8Start.withMemoryRebound(to: CChar.self, capacity: name.utf8CodeUnitCount + 1) { _ = evhttp_add_header(raw, $0, value) }
+        name.utf8Start.withMemoryRebound(to: CChar.self, capacity: name.utf8CodeUnitCount + 1) {
+            _ = evhttp_add_header(raw, $0, value)
+        }
     }
 
     func remove(_ name: String) { evhttp_remove_header(raw, name) }

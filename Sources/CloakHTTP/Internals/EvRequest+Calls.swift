@@ -61,7 +61,10 @@ struct EvRequest {
     func replyError(_ status: Int) { evhttp_send_error(raw, Int32(status), nil) }
 
     /// `callback` runs when the answer has been written out.
-    func onWritten(_ callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void, _ argument: UnsafeMutableRawPointer) {
+    func onWritten(
+        _ callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void,
+        _ argument: UnsafeMutableRawPointer
+    ) {
         evhttp_request_set_on_complete_cb(raw, callback, argument)
     }
 
@@ -71,18 +74,23 @@ struct EvRequest {
     /// exchange is retained as its context until then.
     static func upstream(for exchange: Exchange) -> EvRequest? {
         let context = exchange.retainContext()
-        guard let made = evhttp_request_new({ req, arg in
-            let exchange: Exchange = CallbackContext.object(arg!)
-            exchange.releaseContext()
-            UpstreamConnection.complete(exchange, req.map(EvRequest.init))
-        }, context) else {
+        guard
+            let made = evhttp_request_new(
+                { req, arg in
+                    let exchange: Exchange = CallbackContext.object(arg!)
+                    exchange.releaseContext()
+                    UpstreamConnection.complete(exchange, req.map(EvRequest.init))
+                }, context)
+        else {
             exchange.releaseContext()
             return nil
         }
-        evhttp_request_set_error_cb(made, { error, arg in
-            let exchange: Exchange = CallbackContext.object(arg!)
-            exchange.lastError = EvRequest.upstreamError(error)
-        })
+        evhttp_request_set_error_cb(
+            made,
+            { error, arg in
+                let exchange: Exchange = CallbackContext.object(arg!)
+                exchange.lastError = EvRequest.upstreamError(error)
+            })
         return EvRequest(raw: made)
     }
 

@@ -46,12 +46,15 @@ struct LoopEvent {
     }
 
     /// A one-shot timer (armed by ``schedule(after:)``).
-    static func timer(_ base: EventBase, _ callback: EventCallback, _ argument: UnsafeMutableRawPointer?) -> LoopEvent? {
+    static func timer(_ base: EventBase, _ callback: EventCallback, _ argument: UnsafeMutableRawPointer?) -> LoopEvent?
+    {
         CLibevent_timer_new(base.raw, callback, argument).map(LoopEvent.init)
     }
 
     /// A timer that fires every interval once scheduled.
-    static func repeating(_ base: EventBase, _ callback: EventCallback, _ argument: UnsafeMutableRawPointer?) -> LoopEvent? {
+    static func repeating(_ base: EventBase, _ callback: EventCallback, _ argument: UnsafeMutableRawPointer?)
+        -> LoopEvent?
+    {
         CLibevent_persistent_timer_new(base.raw, callback, argument).map(LoopEvent.init)
     }
 
@@ -108,24 +111,28 @@ struct DNSResolver {
 
     /// Resolves `host` (TCP, any family) and calls `completion` with the first numeric address,
     /// or nil; `argument` is passed back as it was given.
-    func resolve(_ host: String, _ argument: UnsafeMutableRawPointer,
-                 _ completion: @convention(c) (_ address: UnsafePointer<CChar>?, _ argument: UnsafeMutableRawPointer?) -> Void) {
+    func resolve(
+        _ host: String, _ argument: UnsafeMutableRawPointer,
+        _ completion: @convention(c) (_ address: UnsafePointer<CChar>?, _ argument: UnsafeMutableRawPointer?) -> Void
+    ) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         // The completion travels with the argument: a C callback cannot capture it.
         let box = UnsafeMutablePointer<ResolveContext>.allocate(capacity: 1)
         box.initialize(to: ResolveContext(argument: argument, completion: completion))
-        _ = evdns_getaddrinfo(raw, host, nil, &hints, { result, info, arg in
-            let box = arg!.assumingMemoryBound(to: ResolveContext.self)
-            let context = box.move()
-            box.deallocate()
-            defer { if let info { evutil_freeaddrinfo(info) } }
-            guard result == 0, let info, let address = Sockets.numeric(info.pointee.ai_addr) else {
-                return context.completion(nil, context.argument)
-            }
-            address.withCString { context.completion($0, context.argument) }
-        }, box)
+        _ = evdns_getaddrinfo(
+            raw, host, nil, &hints,
+            { result, info, arg in
+                let box = arg!.assumingMemoryBound(to: ResolveContext.self)
+                let context = box.move()
+                box.deallocate()
+                defer { if let info { evutil_freeaddrinfo(info) } }
+                guard result == 0, let info, let address = Sockets.numeric(info.pointee.ai_addr) else {
+                    return context.completion(nil, context.argument)
+                }
+                address.withCString { context.completion($0, context.argument) }
+            }, box)
     }
 
     private struct ResolveContext {

@@ -25,7 +25,9 @@ enum Sockets {
 
     /// A port nobody holds on `host`, found by binding port 0 without any reuse option.
     static func freePort(host: String) throws(HTTPServerError) -> Int {
-        guard var address = socketAddress(host: host, port: 0) else { throw HTTPServerError("cannot parse listen address \(host)") }
+        guard var address = socketAddress(host: host, port: 0) else {
+            throw HTTPServerError("cannot parse listen address \(host)")
+        }
         let family = Int32(address.storage.ss_family)
         let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw HTTPServerError("cannot create a socket") }

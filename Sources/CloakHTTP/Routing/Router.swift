@@ -85,7 +85,9 @@ package struct Router<Handler: Sendable>: Sendable {
     }
 
     private static func pick(_ method: HTTPMethod, _ endpoints: [Endpoint], parameters: RouteParameters) -> Resolution {
-        if let e = endpoints.first(where: { $0.method == method }) ?? (method == .HEAD ? endpoints.first { $0.method == .GET } : nil) {
+        if let e = endpoints.first(where: { $0.method == method })
+            ?? (method == .HEAD ? endpoints.first { $0.method == .GET } : nil)
+        {
             return .found(e.handler, parameters: parameters, template: e.template)
         }
         var allowed: [HTTPMethod] = []
@@ -99,8 +101,10 @@ package struct Router<Handler: Sendable>: Sendable {
     /// Finds the endpoints for the segments of `path` from byte `from` below `node`: literals
     /// before a parameter before a catch-all. Segments are byte ranges of the path (empty ones
     /// skipped, as `split` would), so resolving allocates nothing but the parameters.
-    private static func walk(_ node: Node, _ path: UnsafeBufferPointer<UInt8>, from: Int,
-                             _ parameters: inout RouteParameters, _ endpoints: inout [Endpoint]) -> Bool {
+    private static func walk(
+        _ node: Node, _ path: UnsafeBufferPointer<UInt8>, from: Int,
+        _ parameters: inout RouteParameters, _ endpoints: inout [Endpoint]
+    ) -> Bool {
         let slash = UInt8(ascii: "/")
         var start = from
         while start < path.count, path[start] == slash { start += 1 }

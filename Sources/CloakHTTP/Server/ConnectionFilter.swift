@@ -71,7 +71,8 @@ final class ConnectionFilter {
 
         init?(context: OpaquePointer) {
             guard let ssl = SSL_new(context) else { return nil }
-            guard let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()), let ciphertext = EvBuffer.make() else {
+            guard let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()), let ciphertext = EvBuffer.make()
+            else {
                 SSL_free(ssl)
                 return nil
             }
@@ -104,10 +105,12 @@ final class ConnectionFilter {
         // The loop's reference (see the type's comment), given back by releaseHold().
         bev.retain()
         context.held = bev
-        context.kick = LoopEvent.user(base, { _, _, arg in
-            guard let arg else { return }
-            Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue().filter?.flushWrites()
-        }, Unmanaged.passUnretained(context).toOpaque())
+        context.kick = LoopEvent.user(
+            base,
+            { _, _, arg in
+                guard let arg else { return }
+                Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue().filter?.flushWrites()
+            }, Unmanaged.passUnretained(context).toOpaque())
         // The kick's argument is this object, alive until the filter is finalized (its context).
         // evhttp queues an answer before it enables writing, and a libevent 2.1 filter does not
         // look at its output again when writing is enabled: every addition is pushed one loop

@@ -18,9 +18,11 @@ package final class DetachedLoop: Sendable {
 
     package init() throws(HTTPServerError) {
         let configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1)
-        worker = try LoopWorker(configuration: configuration, handler: { _, responder in
-            responder.respond(HTTPResponse(status: 404))
-        }, budget: ConnectionBudget(limit: 1), addressBudget: AddressBudget(limitPerAddress: 0), index: 0)
+        worker = try LoopWorker(
+            configuration: configuration,
+            handler: { _, responder in
+                responder.respond(HTTPResponse(status: 404))
+            }, budget: ConnectionBudget(limit: 1), addressBudget: AddressBudget(limitPerAddress: 0), index: 0)
         let worker = self.worker, finished = self.finished
         let thread = Thread {
             worker.run()

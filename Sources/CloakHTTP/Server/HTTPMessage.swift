@@ -53,10 +53,14 @@ package struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugString
         self.requestID = requestID
     }
 
-    package var description: String { "HTTPRequest(\(method.rawValue) \(path.utf8.count)-byte path, \(headers.count) headers, body \(body.count) bytes)" }
+    package var description: String {
+        "HTTPRequest(\(method.rawValue) \(path.utf8.count)-byte path, \(headers.count) headers, body \(body.count) bytes)"
+    }
     package var debugDescription: String { description }
     package var customMirror: Mirror {
-        Mirror(self, children: ["method": method, "headers": headers.count, "bodyBytes": body.count], displayStyle: .struct)
+        Mirror(
+            self, children: ["method": method, "headers": headers.count, "bodyBytes": body.count], displayStyle: .struct
+        )
     }
 
     /// The first value of a header, matched case-insensitively.
@@ -83,7 +87,9 @@ package struct HTTPResponse: Sendable {
     }
 
     /// A JSON response with `Content-Type: application/json`.
-    package static func json(_ status: Int, _ body: [UInt8], headers: [(name: String, value: String)] = []) -> HTTPResponse {
+    package static func json(_ status: Int, _ body: [UInt8], headers: [(name: String, value: String)] = [])
+        -> HTTPResponse
+    {
         var all: [(name: String, value: String)] = []
         // Room for the server's additions (X-Request-Id, Connection): no copy when it adds them.
         all.reserveCapacity(headers.count + 3)

@@ -33,8 +33,12 @@ package final class HTTPServer: Sendable {
 
     /// Creates and binds every loop; no thread runs until ``start()``.
     /// - Throws: ``HTTPServerError`` when the address cannot be parsed or bound.
-    package convenience init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) throws(HTTPServerError) {
-        try self.init(configuration: configuration, deferredHandler: { request, responder in responder.respond(handler(request)) })
+    package convenience init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler)
+        throws(HTTPServerError)
+    {
+        try self.init(
+            configuration: configuration, deferredHandler: { request, responder in responder.respond(handler(request)) }
+        )
     }
 
     /// Creates and binds every loop for a handler that may answer later.
@@ -42,15 +46,18 @@ package final class HTTPServer: Sendable {
     ///   opened tunnel's requests reach `handler` with their ``HTTPRequest/proxyTarget``.
     /// - Parameter watchdog: where each loop's heartbeat is registered (as `name`-index), for
     ///   `/readyz`.
-    package init(configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler,
-                tunnels: TunnelAuthorizer? = nil, watchdog: LoopWatchdog? = nil, name: String = "main")
+    package init(
+        configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler,
+        tunnels: TunnelAuthorizer? = nil, watchdog: LoopWatchdog? = nil, name: String = "main"
+    )
         throws(HTTPServerError)
     {
         ProcessLimits.ignoreBrokenPipes()
         var configuration = configuration
         let ceiling = ProcessLimits.connectionCeiling(descriptors: ProcessLimits.raiseDescriptorLimit())
         configuration.maxConnections = min(configuration.maxConnections, ceiling)
-        let threads = configuration.threads > 0 ? configuration.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let threads =
+            configuration.threads > 0 ? configuration.threads : max(1, ProcessInfo.processInfo.activeProcessorCount)
         let budget = ConnectionBudget(limit: configuration.maxConnections)
         let addressBudget = AddressBudget(limitPerAddress: configuration.maxConnectionsPerAddress)
         let tls = try configuration.tls.map { files throws(HTTPServerError) in
@@ -73,9 +80,10 @@ package final class HTTPServer: Sendable {
                 for index in 0..<threads {
                     let heart = watchdog?.register(name: "\(name)-\(index)", now: LoopWorker.now())
                     if let heart { hearts.append(heart) }
-                    let worker = try LoopWorker(configuration: configuration, handler: handler, budget: budget,
-                                                addressBudget: addressBudget, index: index, tls: tls, tunnels: tunnels,
-                                                heartbeat: heart)
+                    let worker = try LoopWorker(
+                        configuration: configuration, handler: handler, budget: budget,
+                        addressBudget: addressBudget, index: index, tls: tls, tunnels: tunnels,
+                        heartbeat: heart)
                     try worker.bind(port: port)
                     port = worker.port  // with port 0, every later loop binds the port the first one got
                     workers.append(worker)

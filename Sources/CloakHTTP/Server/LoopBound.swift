@@ -28,7 +28,8 @@ final class LoopThread: Sendable {
     @inline(__always)
     func check() {
         let running = thread.load(ordering: .relaxed)
-        precondition(running == 0 || pthread_equal(running, pthread_self()) != 0, "loop-bound state touched off its loop thread")
+        precondition(
+            running == 0 || pthread_equal(running, pthread_self()) != 0, "loop-bound state touched off its loop thread")
     }
 }
 

@@ -17,7 +17,9 @@ package final class LoopHandle: Sendable {
 
     /// Sends a request upstream from this loop; `completion` runs on the loop's thread.
     /// Safe to call from any thread.
-    package func send(_ request: UpstreamRequest, completion: @escaping @Sendable (Result<HTTPResponse, UpstreamError>) -> Void) {
+    package func send(
+        _ request: UpstreamRequest, completion: @escaping @Sendable (Result<HTTPResponse, UpstreamError>) -> Void
+    ) {
         worker.execute { [worker] in worker.upstream.send(request, completion: completion) }
     }
 
@@ -29,7 +31,9 @@ package final class LoopHandle: Sendable {
         guard worker.isOnLoop else { return nil }
         let key = ObjectIdentifier(owner)
         // The same address with the owner gone is another owner: its object is made anew.
-        if let found = worker.state.value.locals[key], found.owner === owner { return unsafeDowncast(found.value, to: T.self) }
+        if let found = worker.state.value.locals[key], found.owner === owner {
+            return unsafeDowncast(found.value, to: T.self)
+        }
         let made = make()
         worker.state.value.locals[key] = Local(owner: owner, value: made)
         return made

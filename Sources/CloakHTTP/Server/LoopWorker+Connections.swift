@@ -28,7 +28,9 @@ extension LoopWorker {
             }
         } else if configuration.proxyProtocol, admission == .serve {
             // A PROXY header first, read and dropped by the filter; TLS (if any) above it.
-            if let (bev, filter) = ConnectionFilter.make(base: base, mode: .awaitingProxyHeader(configuration.trustedProxies)) {
+            if let (bev, filter) = ConnectionFilter.make(
+                base: base, mode: .awaitingProxyHeader(configuration.trustedProxies))
+            {
                 if let ssl {
                     made = Bufferevent.acceptingTLS(base, over: bev, ssl)
                     if made == nil {
@@ -128,10 +130,11 @@ extension LoopWorker {
                 connection.evcon = evcon.raw
                 connection.peer = peer
                 state.value.connections[evcon.raw] = connection
-                evcon.onClose({ evcon, arg in
-                    guard let evcon, let arg else { return }
-                    Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().connectionClosed(evcon)
-                }, Unmanaged.passUnretained(self).toOpaque())
+                evcon.onClose(
+                    { evcon, arg in
+                        guard let evcon, let arg else { return }
+                        Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().connectionClosed(evcon)
+                    }, Unmanaged.passUnretained(self).toOpaque())
                 if let input = connection.bufferevent.input {
                     // Called on every change to the buffer, evhttp's drains of each line read
                     // included: only additions are looked at (and only they read the clock).
@@ -180,7 +183,9 @@ extension LoopWorker {
         heartbeat?.beat(now: now)
         let head = UInt64(configuration.headerTimeoutSeconds) * 1_000_000_000
         let body = UInt64(configuration.bodyTimeoutSeconds) * 1_000_000_000
-        let expired = state.value.connections.filter { $0.value.clock.isExpired(now: now, headerTimeout: head, bodyTimeout: body) }
+        let expired = state.value.connections.filter {
+            $0.value.clock.isExpired(now: now, headerTimeout: head, bodyTimeout: body)
+        }
         for (evcon, _) in expired { EvConnection(raw: evcon).free() }
         // A framing violation evhttp did not turn into a request (it waits for a body or a head
         // that will not come right): answered 400 here and closed. Never while a request of the
@@ -199,13 +204,13 @@ extension LoopWorker {
         }
     }
 
-
     /// The canned 503 for a connection over the limit.
     static func refusal(_ body: [UInt8]) -> [UInt8] { canned(503, "Service Unavailable", body) }
 
     /// A whole JSON answer that closes the connection, written without evhttp.
     static func canned(_ status: Int, _ reason: String, _ body: [UInt8]) -> [UInt8] {
-        Array("""
+        Array(
+            """
             HTTP/1.1 \(status) \(reason)\r
             Content-Type: application/json\r
             Content-Length: \(body.count)\r
@@ -222,7 +227,9 @@ extension LoopWorker {
     /// listener pauses for 100 ms, during which closing connections free descriptors.
     func watchAcceptErrors(_ listener: Listener) {
         state.value.listener = listener
-        Self.listeners.withLock { $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener.raw)))] = Unmanaged.passUnretained(self) }
+        Self.listeners.withLock {
+            $0[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener.raw)))] = Unmanaged.passUnretained(self)
+        }
         listener.onAcceptError { listener, _ in
             guard let listener else { return }
             let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(listener)))
@@ -240,11 +247,13 @@ extension LoopWorker {
         guard let listener = state.value.listener else { return }
         listener.disable()
         if state.value.acceptPauseTimer == nil {
-            state.value.acceptPauseTimer = LoopEvent.timer(base, { _, _, arg in
-                guard let arg else { return }
-                let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
-                worker.state.value.listener?.enable()
-            }, Unmanaged.passUnretained(self).toOpaque())
+            state.value.acceptPauseTimer = LoopEvent.timer(
+                base,
+                { _, _, arg in
+                    guard let arg else { return }
+                    let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
+                    worker.state.value.listener?.enable()
+                }, Unmanaged.passUnretained(self).toOpaque())
         }
         state.value.acceptPauseTimer?.schedule(after: 0.1)
     }

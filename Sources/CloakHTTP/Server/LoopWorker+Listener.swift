@@ -4,18 +4,21 @@ import Glibc
 extension LoopWorker {
     /// Limits, timeouts, methods and the callbacks, the same for every evhttp of the loop.
     func configure(_ http: EvHTTPServer) {
-        http.configure(maxBodyBytes: Int(configuration.evhttpBodyCap), maxHeaderBytes: Int(configuration.maxHeaderBytes),
-                       idleTimeoutSeconds: Int(configuration.idleTimeoutSeconds))
+        http.configure(
+            maxBodyBytes: Int(configuration.evhttpBodyCap), maxHeaderBytes: Int(configuration.maxHeaderBytes),
+            idleTimeoutSeconds: Int(configuration.idleTimeoutSeconds))
         let me = Unmanaged.passUnretained(self).toOpaque()
-        http.onRequest({ req, arg in
-            guard let req, let arg else { return }
-            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().handle(EvRequest(raw: req))
-        }, me)
+        http.onRequest(
+            { req, arg in
+                guard let req, let arg else { return }
+                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().handle(EvRequest(raw: req))
+            }, me)
         // Every accepted connection, plain or TLS, gets its bufferevent from here: the one
         // moment a connection is seen before any of its bytes is read.
-        http.onAccept({ base, arg in
-            Unmanaged<LoopWorker>.fromOpaque(arg!).takeUnretainedValue().makeBufferevent(EventBase(raw: base!))?.raw
-        }, me)
+        http.onAccept(
+            { base, arg in
+                Unmanaged<LoopWorker>.fromOpaque(arg!).takeUnretainedValue().makeBufferevent(EventBase(raw: base!))?.raw
+            }, me)
     }
 
     /// Binds the listener with SO_REUSEPORT and TCP_NODELAY. Runs before the thread starts.

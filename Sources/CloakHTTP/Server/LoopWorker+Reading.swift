@@ -26,7 +26,9 @@ extension LoopWorker {
         }
         if violation == nil {
             // Compared only when there are two: a body's one Content-Length costs no array.
-            let isLength = { (header: (name: String, value: String)) in header.name.caseInsensitiveEquals("Content-Length") }
+            let isLength = { (header: (name: String, value: String)) in
+                header.name.caseInsensitiveEquals("Content-Length")
+            }
             if let first = headers.firstIndex(where: isLength), headers[(first + 1)...].contains(where: isLength),
                 Set(headers.filter(isLength).map { $0.value.trimmingCharacters(in: .whitespaces) }).count > 1
             {
@@ -75,8 +77,9 @@ extension LoopWorker {
         let requestBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(req.raw)))
         let responder = HTTPResponder { [self, closeAfter, requestID] response in
             execute {
-                self.finish(EvRequest(raw: OpaquePointer(bitPattern: requestBits)!), response, closeAfter: closeAfter,
-                            requestID: requestID)
+                self.finish(
+                    EvRequest(raw: OpaquePointer(bitPattern: requestBits)!), response, closeAfter: closeAfter,
+                    requestID: requestID)
             }
         }
         handler(request, responder)
@@ -85,7 +88,8 @@ extension LoopWorker {
     /// The parsed target of an absolute-form request (`POST http://host:port/path`).
     static func absoluteTarget(_ req: EvRequest) -> ProxyTarget? {
         guard let target = req.absoluteTarget else { return nil }
-        return ProxyTarget(scheme: target.scheme, host: target.host,
-                           port: target.port > 0 ? target.port : (target.scheme == "https" ? 443 : 80))
+        return ProxyTarget(
+            scheme: target.scheme, host: target.host,
+            port: target.port > 0 ? target.port : (target.scheme == "https" ? 443 : 80))
     }
 }

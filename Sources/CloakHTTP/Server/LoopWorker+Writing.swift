@@ -14,11 +14,13 @@ extension LoopWorker {
     /// The next head's clock starts when the answer has been written out, not when it is
     /// queued: a large answer to a slow reader is bounded by the write (idle) timeout alone.
     func restartClockWhenWritten(_ req: EvRequest) {
-        req.onWritten({ req, arg in
-            guard let req, let arg else { return }
-            let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
-            EvRequest(raw: req).connection.flatMap { worker.state.value.connections[$0.raw] }?.answered(now: LoopWorker.now())
-        }, Unmanaged.passUnretained(self).toOpaque())
+        req.onWritten(
+            { req, arg in
+                guard let req, let arg else { return }
+                let worker = Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue()
+                EvRequest(raw: req).connection.flatMap { worker.state.value.connections[$0.raw] }?.answered(
+                    now: LoopWorker.now())
+            }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     func send(_ response: HTTPResponse, to req: EvRequest) {
@@ -27,7 +29,9 @@ extension LoopWorker {
         // a revealed value) is dropped, never written.
         var hasDate = false
         for (name, value) in response.headers where HTTPSyntax.isToken(name) && HTTPSyntax.isFieldValue(value) {
-            if outHeaders.add(name, value) && name.utf8.count == 4 && name.caseInsensitiveEquals("Date") { hasDate = true }
+            if outHeaders.add(name, value) && name.utf8.count == 4 && name.caseInsensitiveEquals("Date") {
+                hasDate = true
+            }
         }
         if !hasDate {
             // The loop's cached text, made once a second, so that evhttp does not format one.

@@ -73,10 +73,12 @@ final class LoopWorker: @unchecked Sendable {
     /// Set on a forward-proxy door: decides each CONNECT (see LoopWorker+Tunnels.swift).
     let tunnels: TunnelAuthorizer?
 
-    init(configuration: HTTPServerConfiguration, handler: @escaping HTTPDeferredHandler, budget: ConnectionBudget,
-         addressBudget: AddressBudget,
-         index: Int, tls: TLSServerContext? = nil, tunnels: TunnelAuthorizer? = nil,
-         heartbeat: LoopWatchdog.Heartbeat? = nil) throws(HTTPServerError) {
+    init(
+        configuration: HTTPServerConfiguration, handler: @escaping HTTPDeferredHandler, budget: ConnectionBudget,
+        addressBudget: AddressBudget,
+        index: Int, tls: TLSServerContext? = nil, tunnels: TunnelAuthorizer? = nil,
+        heartbeat: LoopWatchdog.Heartbeat? = nil
+    ) throws(HTTPServerError) {
         precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
         guard let base = EventBase.make() else { throw .init("event_base_new failed") }
         guard let http = EvHTTPServer.make(base) else {
@@ -101,26 +103,36 @@ final class LoopWorker: @unchecked Sendable {
     private func makeEvents() {
         let me = Unmanaged.passUnretained(self).toOpaque()
         configure(http)
-        wakeEvent = LoopEvent.user(base, { _, _, arg in
-            guard let arg else { return }
-            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().runTasks()
-        }, me)
-        stopEvent = LoopEvent.user(base, { _, _, arg in
-            guard let arg else { return }
-            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().beginDrain()
-        }, me)
-        acceptedEvent = LoopEvent.user(base, { _, _, arg in
-            guard let arg else { return }
-            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().adoptAccepted()
-        }, me)
-        releaseTimer = LoopEvent.timer(base, { _, _, arg in
-            guard let arg else { return }
-            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().releaseClosedFilters()
-        }, me)
-        sweepTimer = LoopEvent.repeating(base, { _, _, arg in
-            guard let arg else { return }
-            Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().sweep()
-        }, me)
+        wakeEvent = LoopEvent.user(
+            base,
+            { _, _, arg in
+                guard let arg else { return }
+                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().runTasks()
+            }, me)
+        stopEvent = LoopEvent.user(
+            base,
+            { _, _, arg in
+                guard let arg else { return }
+                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().beginDrain()
+            }, me)
+        acceptedEvent = LoopEvent.user(
+            base,
+            { _, _, arg in
+                guard let arg else { return }
+                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().adoptAccepted()
+            }, me)
+        releaseTimer = LoopEvent.timer(
+            base,
+            { _, _, arg in
+                guard let arg else { return }
+                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().releaseClosedFilters()
+            }, me)
+        sweepTimer = LoopEvent.repeating(
+            base,
+            { _, _, arg in
+                guard let arg else { return }
+                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().sweep()
+            }, me)
         sweepTimer?.schedule(after: 0.25)
     }
 

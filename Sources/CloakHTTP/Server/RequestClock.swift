@@ -37,7 +37,8 @@ struct RequestClock: Sendable, Equatable {
         guard phase == .awaitingHead, let base = bytes.baseAddress else { return false }
         var start = 0
         while start < bytes.count {
-            let end = memchr(base + start, 0x0A, bytes.count - start).map { base.distance(to: UnsafeRawPointer($0)) }
+            let end =
+                memchr(base + start, 0x0A, bytes.count - start).map { base.distance(to: UnsafeRawPointer($0)) }
                 ?? bytes.count
             // Invariant: a line with content means content was seen.
             if !lineHasContent, bytes[start..<end].contains(where: { $0 != 0x0D }) {

@@ -62,7 +62,7 @@ extension RequestFraming {
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
-        case Byte.zero ... Byte.nine: byte - Byte.zero
+        case Byte.zero...Byte.nine: byte - Byte.zero
         case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
         case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
         default: nil

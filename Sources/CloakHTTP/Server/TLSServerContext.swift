@@ -24,7 +24,8 @@ package final class TLSServerContext: @unchecked Sendable {
             ERR_clear_error()
             throw HTTPServerError("cannot load the TLS certificate chain from \(certificateChain)")
         }
-        guard SSL_CTX_use_PrivateKey_file(ctx, privateKey, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
+        guard SSL_CTX_use_PrivateKey_file(ctx, privateKey, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(ctx) == 1
+        else {
             ERR_clear_error()
             throw HTTPServerError("cannot load a private key matching the certificate from \(privateKey)")
         }
@@ -34,17 +35,23 @@ package final class TLSServerContext: @unchecked Sendable {
     package init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8]) throws(HTTPServerError) {
         let ctx = try Self.makeContext()
         context = ctx
-        guard let certificates = Self.readPEM(certificateChainPEM, { PEM_read_bio_X509($0, nil, nil, nil) }), !certificates.isEmpty else {
+        guard let certificates = Self.readPEM(certificateChainPEM, { PEM_read_bio_X509($0, nil, nil, nil) }),
+            !certificates.isEmpty
+        else {
             throw HTTPServerError("cannot read the certificate chain")
         }
         defer { certificates.forEach { X509_free($0) } }
-        guard SSL_CTX_use_certificate(ctx, certificates[0]) == 1 else { throw HTTPServerError("cannot use the certificate") }
+        guard SSL_CTX_use_certificate(ctx, certificates[0]) == 1 else {
+            throw HTTPServerError("cannot use the certificate")
+        }
         for extra in certificates.dropFirst() {
             // SSL_CTX_add_extra_chain_cert takes ownership: hand it its own reference.
             X509_up_ref(extra)
             _ = SSL_CTX_ctrl(ctx, SSL_CTRL_EXTRA_CHAIN_CERT, 0, UnsafeMutableRawPointer(extra))
         }
-        guard let keys = Self.readPEM(privateKeyPEM, { PEM_read_bio_PrivateKey($0, nil, { _, _, _, _ in 0 }, nil) }), let key = keys.first else {
+        guard let keys = Self.readPEM(privateKeyPEM, { PEM_read_bio_PrivateKey($0, nil, { _, _, _, _ in 0 }, nil) }),
+            let key = keys.first
+        else {
             throw HTTPServerError("cannot read the private key")
         }
         defer { keys.forEach { EVP_PKEY_free($0) } }

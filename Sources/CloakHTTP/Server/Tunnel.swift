@@ -33,8 +33,10 @@ package struct TunnelAuthorizer: Sendable {
     /// the service writes for a malformed request.
     package var malformed: @Sendable (_ reason: String) -> HTTPResponse
 
-    package init(decide: @escaping @Sendable (_ connect: HTTPRequest, _ host: String, _ port: Int) -> TunnelDecision,
-                malformed: @escaping @Sendable (_ reason: String) -> HTTPResponse) {
+    package init(
+        decide: @escaping @Sendable (_ connect: HTTPRequest, _ host: String, _ port: Int) -> TunnelDecision,
+        malformed: @escaping @Sendable (_ reason: String) -> HTTPResponse
+    ) {
         self.decide = decide
         self.malformed = malformed
     }

@@ -15,9 +15,11 @@ struct APIHandler: RequestHandler {
             throw .notFound("no such endpoint")
         case let .methodNotAllowed(allowed, _):
             let list = allowed.map(\.rawValue).joined(separator: ", ")
-            return .now(.error(
-                CloakError(.methodNotAllowed, "\(request.request.method.rawValue) is not allowed here; allowed: \(list)"),
-                headers: [("Allow", list)]))
+            return .now(
+                .error(
+                    CloakError(
+                        .methodNotAllowed, "\(request.request.method.rawValue) is not allowed here; allowed: \(list)"),
+                    headers: [("Allow", list)]))
         case let .found(endpoint, _, _):
             return try reply(endpoint, request)
         }
@@ -31,12 +33,15 @@ struct APIHandler: RequestHandler {
             let metrics = service.metrics
             metrics.logLinesDropped(LogQueue.standardOutput.dropped)
             metrics.clientAddressRefusals(ConnectionNotices.shared.counts)
-            return .now(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                                     body: metrics.exposition()))
+            return .now(
+                HTTPResponse(
+                    status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
+                    body: metrics.exposition()))
         case .readyz:
             if service.isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
-            let stalled = service.watchdog.stalledLoops(now: DispatchTime.now().uptimeNanoseconds,
-                                                        limit: UInt64(service.configuration.loopStallSeconds * 1e9))
+            let stalled = service.watchdog.stalledLoops(
+                now: DispatchTime.now().uptimeNanoseconds,
+                limit: UInt64(service.configuration.loopStallSeconds * 1e9))
             if !stalled.isEmpty {
                 service.metrics.loopStalled()
                 return .now(HealthHandler.loopStalled(stalled))
@@ -50,9 +55,12 @@ struct APIHandler: RequestHandler {
         case .validate:
             return .now(try ValidateHandler(context: service.context).handle(c.request, form: c.parameter("form")))
         case .formTokens, .formAliases, .formSend:
-            return try FormTokenizeHandler(context: service.context, vault: try service.requireVault(c.request, c.identity), identity: c.identity)
-                .handle(c.request, form: c.parameter("form"), requiresToken: endpoint == .formAliases,
-                        answer: endpoint == .formSend ? .mappedBody : .flatResult)
+            return try FormTokenizeHandler(
+                context: service.context, vault: try service.requireVault(c.request, c.identity), identity: c.identity
+            )
+            .handle(
+                c.request, form: c.parameter("form"), requiresToken: endpoint == .formAliases,
+                answer: endpoint == .formSend ? .mappedBody : .flatResult)
         case .createTokens, .createAliases:
             return try vaultAPI(c).create(c.request, requiresToken: endpoint == .createAliases)
         case .revealMany:
@@ -80,23 +88,30 @@ struct APIHandler: RequestHandler {
         case .elementsReveal:
             return try elementsReveal(c).reveal(c.request, now: Int64(Date().timeIntervalSince1970))
         case .proxy:
-            return try ProxyHandler(context: service.context, vault: service.vaultClient(c.request, c.identity), routes: service.proxyRoutes,
-                                    identity: c.identity).handle(c.request)
+            return try ProxyHandler(
+                context: service.context, vault: service.vaultClient(c.request, c.identity),
+                routes: service.proxyRoutes,
+                identity: c.identity
+            ).handle(c.request)
         }
     }
 
     private func elementsReveal(_ c: RequestContext) throws(CloakError) -> ElementsRevealHandler {
         let elements = ElementsHandler(context: service.context)
         try elements.requireEnabled()
-        guard let sessionKey = service.elementsSessionKey else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
-        return ElementsRevealHandler(elements: elements, vault: try service.requireVault(c.request), sessionKey: sessionKey,
-                                     identity: c.identity, client: c.request.remoteAddress)
+        guard let sessionKey = service.elementsSessionKey else {
+            throw CloakError(.vaultUnavailable, "this server runs without a vault")
+        }
+        return ElementsRevealHandler(
+            elements: elements, vault: try service.requireVault(c.request), sessionKey: sessionKey,
+            identity: c.identity, client: c.request.remoteAddress)
     }
 
     private func vaultAPI(_ c: RequestContext) throws(CloakError) -> VaultAPIHandler {
-        VaultAPIHandler(vault: try service.requireVault(c.request, c.identity), identity: c.identity,
-                        openTokenize: service.configuration.openTokenize, logger: service.context.logger,
-                        client: c.request.remoteAddress)
+        VaultAPIHandler(
+            vault: try service.requireVault(c.request, c.identity), identity: c.identity,
+            openTokenize: service.configuration.openTokenize, logger: service.context.logger,
+            client: c.request.remoteAddress)
     }
 }
 

@@ -1,7 +1,7 @@
 import CloakCore
+import CloakCrypto
 import CloakHTTP
 import CloakVault
-import CloakCrypto
 import Foundation
 import Logging
 import Synchronization
@@ -67,13 +67,20 @@ package final class CloakService: Sendable {
         let rates = RequestRates(limiter: RateLimiter(), limits: configuration.limits, metrics: metrics)
         self.rates = rates
         let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
-        self.context = ServiceContext(configuration: configuration, logger: logger, today: today ?? ServiceContext.systemToday)
+        self.context = ServiceContext(
+            configuration: configuration, logger: logger, today: today ?? ServiceContext.systemToday)
         ConnectionNotices.shared.setSink { reason in
-            logger.warning("client address not taken", metadata: ["reason": .string(reason), "note": "logged once per reason; counted in cloak_client_address_refused_total"])
+            logger.warning(
+                "client address not taken",
+                metadata: [
+                    "reason": .string(reason),
+                    "note": "logged once per reason; counted in cloak_client_address_refused_total",
+                ])
         }
         for failure in egressCertificates?.failures ?? [] {
-            logger.error("cannot make the egress certificate for a route's host; CONNECTs to it are refused",
-                         metadata: ["host": .string(failure.host), "error": .string(failure.reason)])
+            logger.error(
+                "cannot make the egress certificate for a route's host; CONNECTs to it are refused",
+                metadata: ["host": .string(failure.host), "error": .string(failure.reason)])
         }
         self.proxyRoutes = ProxyHandler.resolve(configuration.routes)
 
@@ -82,7 +89,8 @@ package final class CloakService: Sendable {
         let api = MiddlewareChain.build {
             AccessLogMiddleware(log: accessLog)
             MetricsMiddleware(metrics: metrics)
-            ClientAddressMiddleware(trusted: configuration.server.trustedProxies, header: configuration.server.forwardedHeader)
+            ClientAddressMiddleware(
+                trusted: configuration.server.trustedProxies, header: configuration.server.forwardedHeader)
             SandboxMiddleware(enabled: configuration.elements.isEnabled)
             ViolationMiddleware()
             RoutingMiddleware(router: Self.router)
@@ -91,7 +99,8 @@ package final class CloakService: Sendable {
             CORSMiddleware(allowedOrigins: configuration.corsAllowedOrigins)
         }
         let apiDoor = Door(steps: api)
-        self.apiDoor = { request, responder, service in apiDoor.handle(request, responder, APIHandler(service: service)) }
+        self.apiDoor = { request, responder, service in apiDoor.handle(request, responder, APIHandler(service: service))
+        }
         let forward = MiddlewareChain.build {
             AccessLogMiddleware(log: accessLog, door: "egress-proxy")
             MetricsMiddleware(metrics: metrics, route: "egress-proxy")
@@ -156,10 +165,12 @@ package final class CloakService: Sendable {
     package func handle(_ request: HTTPRequest) -> HTTPResponse {
         let box = Mutex<HTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
-        handle(request, .collecting { response in
-            box.withLock { $0 = response }
-            done.signal()
-        })
+        handle(
+            request,
+            .collecting { response in
+                box.withLock { $0 = response }
+                done.signal()
+            })
         done.wait()
         return box.withLock { $0! }
     }
@@ -175,25 +186,30 @@ package final class CloakService: Sendable {
             charge: { [rates] n in rates.chargeToken(token, n) },
             refused: { [metrics, logger] format, enforced in
                 metrics.bucketLimited(format.rawValue)
-                logger.warning("audit", metadata: [
-                    "action": "bucket_limit", "token_id": .string(token.id), "format": .string(format.rawValue),
-                    "result": .string(enforced ? "refused" : "counted"),
-                ])
+                logger.warning(
+                    "audit",
+                    metadata: [
+                        "action": "bucket_limit", "token_id": .string(token.id), "format": .string(format.rawValue),
+                        "result": .string(enforced ? "refused" : "counted"),
+                    ])
             })
     }
 
     /// The vault for one request's handlers: its completions run on the request's loop.
     func vaultClient(_ request: HTTPRequest, _ identity: Identity? = nil) -> VaultClient? {
         vault.map {
-            VaultClient(vault: $0, loop: request.loop, admission: identity.flatMap { admission(for: $0) },
-                        onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) },
-                        chargeAnonymous: { [rates, address = request.remoteAddress] n in rates.chargeAnonymous(address, n) })
+            VaultClient(
+                vault: $0, loop: request.loop, admission: identity.flatMap { admission(for: $0) },
+                onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) },
+                chargeAnonymous: { [rates, address = request.remoteAddress] n in rates.chargeAnonymous(address, n) })
         }
     }
 
     /// The request's vault client, or 1500 when this server runs without a vault.
     func requireVault(_ request: HTTPRequest, _ identity: Identity? = nil) throws(CloakError) -> VaultClient {
-        guard let client = vaultClient(request, identity) else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+        guard let client = vaultClient(request, identity) else {
+            throw CloakError(.vaultUnavailable, "this server runs without a vault")
+        }
         return client
     }
 }

@@ -103,7 +103,8 @@ final class RequestMetrics: Sendable {
         var out = "# HELP cloak_requests_total Answered requests by route and status\n"
         out += "# TYPE cloak_requests_total counter\n"
         for key in counters.keys.sorted(by: { ($0.route, $0.status) < ($1.route, $1.status) }) {
-            out += "cloak_requests_total{route=\"\(Self.label(key.route))\",status=\"\(key.status)\"} \(counters[key]!)\n"
+            out +=
+                "cloak_requests_total{route=\"\(Self.label(key.route))\",status=\"\(key.status)\"} \(counters[key]!)\n"
         }
         out += "# HELP cloak_request_duration_seconds Time from arrival to answer\n"
         out += "# TYPE cloak_request_duration_seconds histogram\n"
@@ -115,7 +116,8 @@ final class RequestMetrics: Sendable {
                 // The bucket counts are read one by one while loops keep counting: never let the
                 // cumulative series exceed the count read before them.
                 cumulative = min(cumulative + totals.buckets[i], totals.count)
-                out += "cloak_request_duration_seconds_bucket{route=\"\(label)\",le=\"\(Double(bound) / 1e9)\"} \(cumulative)\n"
+                out +=
+                    "cloak_request_duration_seconds_bucket{route=\"\(label)\",le=\"\(Double(bound) / 1e9)\"} \(cumulative)\n"
             }
             out += "cloak_request_duration_seconds_bucket{route=\"\(label)\",le=\"+Inf\"} \(totals.count)\n"
             out += "cloak_request_duration_seconds_sum{route=\"\(label)\"} \(Double(totals.sum) / 1e9)\n"

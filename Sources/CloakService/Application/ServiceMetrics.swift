@@ -21,24 +21,30 @@ final class ServiceMetrics: Sendable {
     }
 
     private static var rateLimited: MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "cloak", metricName: "rate_limited", unitName: "total",
-                             helpText: "Requests refused with 429, by kind of caller (anonymous or token)")
+        MetricNameDescriptor(
+            namespace: "cloak", metricName: "rate_limited", unitName: "total",
+            helpText: "Requests refused with 429, by kind of caller (anonymous or token)")
     }
     private static var logLinesDropped: MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "cloak", metricName: "log_lines_dropped", unitName: "total",
-                             helpText: "Log lines dropped because the log queue was full (standard output stalled)")
+        MetricNameDescriptor(
+            namespace: "cloak", metricName: "log_lines_dropped", unitName: "total",
+            helpText: "Log lines dropped because the log queue was full (standard output stalled)")
     }
     private let rateLimitedCounters = Mutex<[String: Counter]>([:])
 
     private static var loopStalls: MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "cloak", metricName: "readyz_loop_stalled", unitName: "total",
-                             helpText: "Readiness checks failed because an event loop had not turned within server.loop_stall_s")
+        MetricNameDescriptor(
+            namespace: "cloak", metricName: "readyz_loop_stalled", unitName: "total",
+            helpText: "Readiness checks failed because an event loop had not turned within server.loop_stall_s")
     }
     private var loopStallCounter: Counter { registry.makeCounter(descriptor: Self.loopStalls) }
 
     private static var bucketLimited: MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "cloak", metricName: "bucket_value_limit", unitName: "total",
-                             helpText: "Creates past limits.bucket_values_per_hour (a token aliased too many distinct values of one bucket in an hour), by format")
+        MetricNameDescriptor(
+            namespace: "cloak", metricName: "bucket_value_limit", unitName: "total",
+            helpText:
+                "Creates past limits.bucket_values_per_hour (a token aliased too many distinct values of one bucket in an hour), by format"
+        )
     }
     private let bucketLimitedCounters = Mutex<[String: Counter]>([:])
 
@@ -50,8 +56,11 @@ final class ServiceMetrics: Sendable {
     }
 
     private static var bucketRefusals: MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "cloak", metricName: "alias_bucket_refusals", unitName: "total",
-                             helpText: "Anonymous requests refused because intents held their share of a bucket (auth.anonymous.max_bucket_share), by format")
+        MetricNameDescriptor(
+            namespace: "cloak", metricName: "alias_bucket_refusals", unitName: "total",
+            helpText:
+                "Anonymous requests refused because intents held their share of a bucket (auth.anonymous.max_bucket_share), by format"
+        )
     }
     private let bucketRefusalCounters = Mutex<[String: Counter]>([:])
 
@@ -73,8 +82,10 @@ final class ServiceMetrics: Sendable {
     }
 
     /// The counter of one label value, made once and kept in `cache`.
-    private static func counter(in cache: borrowing Mutex<[String: Counter]>, label: (name: String, value: String),
-                                make: () -> Counter) -> Counter {
+    private static func counter(
+        in cache: borrowing Mutex<[String: Counter]>, label: (name: String, value: String),
+        make: () -> Counter
+    ) -> Counter {
         cache.withLock { cache in
             if let found = cache[label.value] { return found }
             let made = make()
@@ -84,8 +95,11 @@ final class ServiceMetrics: Sendable {
     }
 
     private static var clientAddressRefused: MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "cloak", metricName: "client_address_refused", unitName: "total",
-                             helpText: "PROXY headers refused (connection closed) and trusted proxies' X-Forwarded-For not taken (served as from the peer), by reason")
+        MetricNameDescriptor(
+            namespace: "cloak", metricName: "client_address_refused", unitName: "total",
+            helpText:
+                "PROXY headers refused (connection closed) and trusted proxies' X-Forwarded-For not taken (served as from the peer), by reason"
+        )
     }
 
     /// Publishes the client-address refusals by reason code (read when `/metrics` is served).

@@ -17,22 +17,27 @@ package enum ServiceRunner {
         sigaddset(&signals, SIGINT)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
-        let server = try HTTPServer(configuration: service.configuration.server, deferredHandler: service.handle,
-                                    watchdog: service.watchdog)
+        let server = try HTTPServer(
+            configuration: service.configuration.server, deferredHandler: service.handle,
+            watchdog: service.watchdog)
         let egress = try egressServer(service)
         server.start()
         egress?.start()
         let c = service.configuration.server
-        service.logger.info("listening", metadata: [
-            "address": .string("\(c.host):\(server.port)"), "threads": .stringConvertible(server.threadCount),
-            "forms": .string(service.configuration.forms.keys.sorted().joined(separator: ",")),
-            "max_connections": .stringConvertible(server.configuration.maxConnections),
-        ])
-        if let egress, let listen = service.configuration.egress.listen {
-            service.logger.info("egress proxy listening", metadata: [
-                "address": .string("\(listen.host):\(egress.port)"),
-                "routes": .string(service.configuration.egress.routes.map(\.id).joined(separator: ",")),
+        service.logger.info(
+            "listening",
+            metadata: [
+                "address": .string("\(c.host):\(server.port)"), "threads": .stringConvertible(server.threadCount),
+                "forms": .string(service.configuration.forms.keys.sorted().joined(separator: ",")),
+                "max_connections": .stringConvertible(server.configuration.maxConnections),
             ])
+        if let egress, let listen = service.configuration.egress.listen {
+            service.logger.info(
+                "egress proxy listening",
+                metadata: [
+                    "address": .string("\(listen.host):\(egress.port)"),
+                    "routes": .string(service.configuration.egress.routes.map(\.id).joined(separator: ",")),
+                ])
         }
         var received: Int32 = 0
         sigwait(&signals, &received)
@@ -55,10 +60,11 @@ package enum ServiceRunner {
         configuration.tls = nil
         // The door is the backend's, next to it: no balancer's PROXY header in front.
         configuration.proxyProtocol = false
-        return try HTTPServer(configuration: configuration, deferredHandler: service.handleEgress,
-                              tunnels: TunnelAuthorizer(
-                                decide: { request, host, port in service.authorizeTunnel(request, host: host, port: port) },
-                                malformed: { reason in .error(.malformed(reason)) }),
-                              watchdog: service.watchdog, name: "egress")
+        return try HTTPServer(
+            configuration: configuration, deferredHandler: service.handleEgress,
+            tunnels: TunnelAuthorizer(
+                decide: { request, host, port in service.authorizeTunnel(request, host: host, port: port) },
+                malformed: { reason in .error(.malformed(reason)) }),
+            watchdog: service.watchdog, name: "egress")
     }
 }

@@ -17,10 +17,15 @@ struct Identity: Sendable {
     /// - Throws: 1300 when no valid token was presented, 1301 when the token lacks the scope.
     func require(_ scope: String) throws(CloakError) -> String {
         guard let token else {
-            throw CloakError(.invalidAccessToken, rejected ? "the bearer token is not valid"
-                             : "a bearer token is required (Authorization: Bearer <token>)")
+            throw CloakError(
+                .invalidAccessToken,
+                rejected
+                    ? "the bearer token is not valid"
+                    : "a bearer token is required (Authorization: Bearer <token>)")
         }
-        guard token.scopes.contains(scope) else { throw CloakError(.forbidden, "the token \(token.id) lacks the scope \(scope)") }
+        guard token.scopes.contains(scope) else {
+            throw CloakError(.forbidden, "the token \(token.id) lacks the scope \(scope)")
+        }
         return token.id
     }
 
@@ -125,7 +130,9 @@ extension Authenticator {
         {
             let decoded = Array(data)
             if token(presenting: decoded) != nil { return true }
-            if let colon = decoded.firstIndex(of: UInt8(ascii: ":")), token(presenting: Array(decoded[(colon + 1)...])) != nil {
+            if let colon = decoded.firstIndex(of: UInt8(ascii: ":")),
+                token(presenting: Array(decoded[(colon + 1)...])) != nil
+            {
                 return true
             }
         }

@@ -5,11 +5,15 @@ extension ServiceConfiguration {
     static func readAuth(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
         guard let auth = r.mapping(node, at: "auth", allowed: ["tokens", "open_tokenize", "anonymous"]) else { return }
         if let v = auth["open_tokenize"].flatMap({ r.bool($0, at: "auth.open_tokenize") }) { config.openTokenize = v }
-        if let anonymous = r.mapping(auth["anonymous"], at: "auth.anonymous", allowed: ["intent_ttl_s", "max_bucket_share"]) {
+        if let anonymous = r.mapping(
+            auth["anonymous"], at: "auth.anonymous", allowed: ["intent_ttl_s", "max_bucket_share"])
+        {
             if let v = r.int(anonymous["intent_ttl_s"], at: "auth.anonymous.intent_ttl_s", min: 0, max: 315_360_000) {
                 config.vault.intentTTLSeconds = v
             }
-            if let v = r.double(anonymous["max_bucket_share"], at: "auth.anonymous.max_bucket_share", min: 0.000001, max: 1) {
+            if let v = r.double(
+                anonymous["max_bucket_share"], at: "auth.anonymous.max_bucket_share", min: 0.000001, max: 1)
+            {
                 config.vault.maxBucketShare = v
             }
         }
@@ -17,7 +21,9 @@ extension ServiceConfiguration {
         var ids = Set<String>()
         for (i, node) in tokens.enumerated() {
             let p = "auth.tokens[\(i)]"
-            guard let t = r.mapping(node, at: p, allowed: ["id", "sha256", "scopes", "requests_per_minute"]) else { continue }
+            guard let t = r.mapping(node, at: p, allowed: ["id", "sha256", "scopes", "requests_per_minute"]) else {
+                continue
+            }
             let id = r.string(t["id"], at: "\(p).id")
             if id == nil { r.issue("\(p).id", "is required", node) }
             if let id, !ids.insert(id).inserted { r.issue("\(p).id", "duplicate token id", node) }
@@ -30,11 +36,16 @@ extension ServiceConfiguration {
             }
             let scopes = r.strings(t["scopes"], at: "\(p).scopes") ?? []
             for (j, s) in scopes.enumerated() where !isKnownScope(s) {
-                r.issue("\(p).scopes[\(j)]", "unknown scope (expected one of: \(knownScopes.sorted().joined(separator: ", ")) or egress:<route id>)")
+                r.issue(
+                    "\(p).scopes[\(j)]",
+                    "unknown scope (expected one of: \(knownScopes.sorted().joined(separator: ", ")) or egress:<route id>)"
+                )
             }
-            let perMinute = r.int(t["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute)
+            let perMinute = r.int(
+                t["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute)
             if let id, let digest, digest.count == 32 {
-                config.auth.append(AccessToken(id: id, sha256: digest, scopes: Set(scopes), requestsPerMinute: perMinute))
+                config.auth.append(
+                    AccessToken(id: id, sha256: digest, scopes: Set(scopes), requestsPerMinute: perMinute))
             }
         }
     }
@@ -45,9 +56,13 @@ extension ServiceConfiguration {
         else { return }
         func read(_ key: String, _ defaults: RateLimit) -> RateLimit {
             let p = "limits.\(key)"
-            guard let m = r.mapping(limits[key], at: p, allowed: ["requests_per_minute", "burst"]) else { return defaults }
+            guard let m = r.mapping(limits[key], at: p, allowed: ["requests_per_minute", "burst"]) else {
+                return defaults
+            }
             var limit = defaults
-            if let v = r.int(m["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute) {
+            if let v = r.int(
+                m["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute)
+            {
                 limit.requestsPerMinute = v
             }
             if let v = r.int(m["burst"], at: "\(p).burst", min: 1, max: RateLimit.maxPerMinute) { limit.burst = v }
@@ -55,7 +70,8 @@ extension ServiceConfiguration {
         }
         config.limits.anonymous = read("anonymous", config.limits.anonymous)
         config.limits.token = read("token", config.limits.token)
-        if let v = r.int(limits["bucket_values_per_hour"], at: "limits.bucket_values_per_hour", min: 1, max: 1_000_000) {
+        if let v = r.int(limits["bucket_values_per_hour"], at: "limits.bucket_values_per_hour", min: 1, max: 1_000_000)
+        {
             config.limits.bucketValuesPerHour = v
         }
     }

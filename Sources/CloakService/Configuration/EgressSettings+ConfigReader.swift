@@ -31,10 +31,15 @@ extension EgressSettings {
 
 extension EgressRoute {
     static func read(_ node: ConfigNode, at p: String, _ r: ConfigReader) -> EgressRoute? {
-        guard let m = r.mapping(node, at: p, allowed: [
-            "id", "upstream", "paths", "methods", "request", "response", "ca_file", "client_cert", "allow_private",
-            "max_aliases", "connect_timeout_s", "response_timeout_s",
-        ]) else { return nil }
+        guard
+            let m = r.mapping(
+                node, at: p,
+                allowed: [
+                    "id", "upstream", "paths", "methods", "request", "response", "ca_file", "client_cert",
+                    "allow_private",
+                    "max_aliases", "connect_timeout_s", "response_timeout_s",
+                ])
+        else { return nil }
         let id = r.string(m["id"], at: "\(p).id")
         if id == nil { r.issue("\(p).id", "is required", node) }
         if let id, !EgressSettings.isRouteID(id) { r.issue("\(p).id", "expected [a-z0-9_-]+ (at most 64)", m["id"]) }
@@ -59,14 +64,17 @@ extension EgressRoute {
         let request = ServiceConfiguration.RouteOperation.readList(m["request"], at: "\(p).request", r)
         let response = ServiceConfiguration.RouteOperation.readList(m["response"], at: "\(p).response", r)
         let caFile = r.string(m["ca_file"], at: "\(p).ca_file")
-        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) { r.issue("\(p).ca_file", "cannot read \(caFile)", m["ca_file"]) }
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            r.issue("\(p).ca_file", "cannot read \(caFile)", m["ca_file"])
+        }
         var client: UpstreamRequest.ClientCertificate?
         if let c = r.mapping(m["client_cert"], at: "\(p).client_cert", allowed: ["cert", "key"]) {
             let cert = r.string(c["cert"], at: "\(p).client_cert.cert")
             let key = r.string(c["key"], at: "\(p).client_cert.key")
             if let cert, let key {
                 client = .init(certificateChain: cert, privateKey: key)
-                for (name, file) in [("cert", cert), ("key", key)] where !FileManager.default.isReadableFile(atPath: file) {
+                for (name, file) in [("cert", cert), ("key", key)]
+                where !FileManager.default.isReadableFile(atPath: file) {
                     r.issue("\(p).client_cert.\(name)", "cannot read \(file)", c[name])
                 }
             } else {
@@ -74,11 +82,16 @@ extension EgressRoute {
             }
         }
         let allowPrivate = m["allow_private"].flatMap { r.bool($0, at: "\(p).allow_private") } ?? false
-        if let upstream, !allowPrivate, AddressPolicy.isLiteral(upstream.host) || upstream.host.lowercased() == "localhost" {
+        if let upstream, !allowPrivate,
+            AddressPolicy.isLiteral(upstream.host) || upstream.host.lowercased() == "localhost"
+        {
             r.issue("\(p).upstream", "is an IP literal or localhost: set allow_private: true to allow it")
         }
         if let upstream, upstream.scheme == .http, !allowPrivate {
-            r.issue("\(p).upstream", "revealed values would cross the network in clear text: use https (http only with allow_private: true, for an upstream on a private network)")
+            r.issue(
+                "\(p).upstream",
+                "revealed values would cross the network in clear text: use https (http only with allow_private: true, for an upstream on a private network)"
+            )
         }
         let maxAliases = r.int(m["max_aliases"], at: "\(p).max_aliases", min: 1, max: 10_000) ?? 100
         let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s", min: 0.001, max: 600) ?? 5
@@ -87,7 +100,8 @@ extension EgressRoute {
         return EgressRoute(
             id: id, scheme: upstream.scheme, host: upstream.host.lowercased(), port: upstream.port, paths: paths,
             methods: methods, requestOperations: request, responseOperations: response, caFile: caFile,
-            clientCertificate: client, allowPrivate: allowPrivate, maxAliases: maxAliases, connectTimeoutSeconds: connect,
+            clientCertificate: client, allowPrivate: allowPrivate, maxAliases: maxAliases,
+            connectTimeoutSeconds: connect,
             responseTimeoutSeconds: timeout)
     }
 }

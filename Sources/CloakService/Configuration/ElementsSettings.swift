@@ -22,14 +22,20 @@ package struct ElementsSettings: Sendable, Equatable {
     /// wildcard or a path would widen a CSP source list beyond what the operator meant.
     package static func originProblem(_ text: String) -> String? {
         let scheme: String
-        if text.hasPrefix("https://") { scheme = "https" } else if text.hasPrefix("http://") { scheme = "http" } else {
+        if text.hasPrefix("https://") {
+            scheme = "https"
+        } else if text.hasPrefix("http://") {
+            scheme = "http"
+        } else {
             return "expected an origin such as https://shop.example (http or https)"
         }
         let rest = text.dropFirst(scheme.count + 3)
         guard !rest.isEmpty else { return "the origin has no host" }
-        guard rest.utf8.allSatisfy({ b in
-            (b >= 97 && b <= 122) || (b >= 48 && b <= 57) || b == 45 || b == 46 || b == 58 || b == 91 || b == 93
-        }) else {
+        guard
+            rest.utf8.allSatisfy({ b in
+                (b >= 97 && b <= 122) || (b >= 48 && b <= 57) || b == 45 || b == 46 || b == 58 || b == 91 || b == 93
+            })
+        else {
             return "an origin is lower-case scheme://host[:port] only: no path, query, wildcard, user or upper case"
         }
         var host = Substring(rest)

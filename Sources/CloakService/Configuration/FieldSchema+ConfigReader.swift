@@ -18,12 +18,16 @@ extension FieldSchema {
             if let parsed = FieldType(rawValue: t) {
                 type = parsed
             } else {
-                r.issue("\(p).type", "unknown field type (expected one of: \(FieldType.allCases.map(\.rawValue).joined(separator: ", ")))", m["type"])
+                r.issue(
+                    "\(p).type",
+                    "unknown field type (expected one of: \(FieldType.allCases.map(\.rawValue).joined(separator: ", ")))",
+                    m["type"])
             }
         }
         var field = FieldSchema(name: name, type: type)
         field.isRequired = m["required"].flatMap { r.bool($0, at: "\(p).required") } ?? false
-        field.isRequiredValidOnly = m["required_valid_only"].flatMap { r.bool($0, at: "\(p).required_valid_only") } ?? false
+        field.isRequiredValidOnly =
+            m["required_valid_only"].flatMap { r.bool($0, at: "\(p).required_valid_only") } ?? false
         field.formatPattern = r.string(m["format_pattern"], at: "\(p).format_pattern").map(FormatPattern.init)
         field.divider = r.string(m["divider"], at: "\(p).divider")
         if let rules = m["validation"] {
@@ -31,7 +35,9 @@ extension FieldSchema {
         }
         if let mask = m["mask"] {
             field.mask = readMask(mask, at: "\(p).mask", r)
-            if m["format_pattern"] != nil { r.issue("\(p).mask", "a field has a mask or a format_pattern, not both", mask) }
+            if m["format_pattern"] != nil {
+                r.issue("\(p).mask", "a field has a mask or a format_pattern, not both", mask)
+            }
         }
         if let t = r.mapping(m["transform"], at: "\(p).transform", allowed: ["matcher", "replacement"]) {
             if let source = r.string(t["matcher"], at: "\(p).transform.matcher") {
@@ -53,8 +59,11 @@ extension FieldSchema {
                 continue
             }
             guard let format = DateFormatKind(name: text, for: type) else {
-                let names = type == .expDate ? ExpDateFormat.allCases.map(\.rawValue) : DateFormat.allCases.map(\.rawValue)
-                r.issue("\(p).\(key)", "unknown \(type.rawValue) format (expected one of: \(names.joined(separator: ", ")))", m[key])
+                let names =
+                    type == .expDate ? ExpDateFormat.allCases.map(\.rawValue) : DateFormat.allCases.map(\.rawValue)
+                r.issue(
+                    "\(p).\(key)",
+                    "unknown \(type.rawValue) format (expected one of: \(names.joined(separator: ", ")))", m[key])
                 continue
             }
             if key == "input_date_format" { field.inputDateFormat = format } else { field.outputDateFormat = format }
@@ -66,17 +75,25 @@ extension FieldSchema {
             field.serializer = readSerializer(s, at: "\(p).serializers", type: type, r)
         }
         if let card = r.string(m["card_field"], at: "\(p).card_field") {
-            if type == .cvc { field.cardField = card } else { r.issue("\(p).card_field", "applies to cvc fields only", m["card_field"]) }
+            if type == .cvc {
+                field.cardField = card
+            } else {
+                r.issue("\(p).card_field", "applies to cvc fields only", m["card_field"])
+            }
         }
         if let t = r.mapping(m["tokenization"], at: "\(p).tokenization", allowed: ["format", "storage", "luhn"]) {
             var settings = TokenizationSettings.defaults(for: type)
             if let f = r.string(t["format"], at: "\(p).tokenization.format") {
-                if let format = AliasFormatName(rawValue: f) { settings.format = format } else {
+                if let format = AliasFormatName(rawValue: f) {
+                    settings.format = format
+                } else {
                     r.issue("\(p).tokenization.format", "unknown alias format", t["format"])
                 }
             }
             if let s = r.string(t["storage"], at: "\(p).tokenization.storage") {
-                if let storage = TokenizationSettings.Storage(rawValue: s) { settings.storage = storage } else {
+                if let storage = TokenizationSettings.Storage(rawValue: s) {
+                    settings.storage = storage
+                } else {
                     r.issue("\(p).tokenization.storage", "expected PERSISTENT or VOLATILE", t["storage"])
                 }
             }
@@ -144,7 +161,10 @@ extension FieldSchema {
         }
         let missing = allowed.filter { names[$0] == nil }
         guard missing.isEmpty else {
-            r.issue(p, "a \(type.rawValue) serializer needs \(allowed.joined(separator: ", ")); missing \(missing.joined(separator: ", "))", node)
+            r.issue(
+                p,
+                "a \(type.rawValue) serializer needs \(allowed.joined(separator: ", ")); missing \(missing.joined(separator: ", "))",
+                node)
             return nil
         }
         return type == .expDate

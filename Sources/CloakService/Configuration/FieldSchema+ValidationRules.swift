@@ -6,7 +6,8 @@ extension FieldSchema {
     ]
 
     /// Reads `validation:`; each entry is a rule name or `{rule: parameters, error: STRING}`.
-    static func readRules(_ node: ConfigNode, at p: String, type: FieldType, _ r: ConfigReader) -> [any ValidationRule] {
+    static func readRules(_ node: ConfigNode, at p: String, type: FieldType, _ r: ConfigReader) -> [any ValidationRule]
+    {
         guard let items = r.sequence(node, at: p) else { return [] }
         var rules: [any ValidationRule] = []
         for (i, item) in items.enumerated() {
@@ -22,7 +23,8 @@ extension FieldSchema {
                 error = r.string(m["error"], at: "\(ip).error")
                 let present = ruleNames.filter { m[$0] != nil }
                 guard present.count == 1 else {
-                    r.issue(ip, "each entry names exactly one rule (one of: \(ruleNames.joined(separator: ", ")))", item)
+                    r.issue(
+                        ip, "each entry names exactly one rule (one of: \(ruleNames.joined(separator: ", ")))", item)
                     continue
                 }
                 name = present[0]
@@ -63,14 +65,22 @@ extension FieldSchema {
             return ABARoutingNumberRule(error: error ?? ValidationErrorString.abaRoutingNumber)
         case "payment_card":
             let m = r.mapping(params, at: "\(p).payment_card", allowed: ["validate_unknown_brand"]) ?? [:]
-            let unknown = m["validate_unknown_brand"].flatMap { r.bool($0, at: "\(p).payment_card.validate_unknown_brand") }
-            return PaymentCardRule(validateUnknownCardBrand: unknown ?? false, error: error ?? ValidationErrorString.cardNumber)
+            let unknown = m["validate_unknown_brand"].flatMap {
+                r.bool($0, at: "\(p).payment_card.validate_unknown_brand")
+            }
+            return PaymentCardRule(
+                validateUnknownCardBrand: unknown ?? false, error: error ?? ValidationErrorString.cardNumber)
         case "exp_date":
             let m = r.mapping(params, at: "\(p).exp_date", allowed: ["format"]) ?? [:]
             var format = ExpDateFormat.shortYear
             if let f = r.string(m["format"], at: "\(p).exp_date.format") {
-                if let parsed = ExpDateFormat(rawValue: f) { format = parsed } else {
-                    r.issue("\(p).exp_date.format", "unknown expiry format (expected one of: \(ExpDateFormat.allCases.map(\.rawValue).joined(separator: ", ")))", m["format"])
+                if let parsed = ExpDateFormat(rawValue: f) {
+                    format = parsed
+                } else {
+                    r.issue(
+                        "\(p).exp_date.format",
+                        "unknown expiry format (expected one of: \(ExpDateFormat.allCases.map(\.rawValue).joined(separator: ", ")))",
+                        m["format"])
                 }
             }
             return CardExpirationDateRule(format: format, error: error ?? ValidationErrorString.expDate)
@@ -78,8 +88,13 @@ extension FieldSchema {
             let m = r.mapping(params, at: "\(p).date_range", allowed: ["format", "start", "end"]) ?? [:]
             var format = DateFormat.mmddyyyy
             if let f = r.string(m["format"], at: "\(p).date_range.format") {
-                if let parsed = DateFormat(rawValue: f) { format = parsed } else {
-                    r.issue("\(p).date_range.format", "unknown date format (expected one of: \(DateFormat.allCases.map(\.rawValue).joined(separator: ", ")))", m["format"])
+                if let parsed = DateFormat(rawValue: f) {
+                    format = parsed
+                } else {
+                    r.issue(
+                        "\(p).date_range.format",
+                        "unknown date format (expected one of: \(DateFormat.allCases.map(\.rawValue).joined(separator: ", ")))",
+                        m["format"])
                 }
             }
             var bounds: [CalendarDate?] = []
@@ -93,7 +108,8 @@ extension FieldSchema {
                 bounds.append(d)
             }
             if let s = bounds[0], let e = bounds[1], s > e { r.issue("\(p).date_range", "start is after end", params) }
-            return DateRangeRule(format: format, start: bounds[0], end: bounds[1], error: error ?? ValidationErrorString.date)
+            return DateRangeRule(
+                format: format, start: bounds[0], end: bounds[1], error: error ?? ValidationErrorString.date)
         default:
             r.issue(p, "unknown validation rule \"\(name)\" (expected one of: \(ruleNames.joined(separator: ", ")))")
             return nil

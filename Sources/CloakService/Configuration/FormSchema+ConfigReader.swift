@@ -7,15 +7,18 @@ extension FormSchema {
     /// - `card_brands.accepted[]`: brand ids (`visa`, `amex`, …, or a custom name); replaces the detection list
     /// - `fields[]`: see ``FieldSchema/read(_:at:brands:_:)``
     static func read(name: String, _ node: ConfigNode, at path: String, _ r: ConfigReader) -> FormSchema? {
-        guard let form = r.mapping(node, at: path, allowed: ["mapping_policy", "fields", "card_brands"]) else { return nil }
+        guard let form = r.mapping(node, at: path, allowed: ["mapping_policy", "fields", "card_brands"]) else {
+            return nil
+        }
         var policy = MappingPolicy.nestedJSON
         if let text = r.string(form["mapping_policy"], at: "\(path).mapping_policy") {
             if let p = MappingPolicy(rawValue: text) {
                 policy = p
             } else {
-                r.issue("\(path).mapping_policy",
-                        "unknown mapping policy (expected one of: \(MappingPolicy.allCases.map(\.rawValue).joined(separator: ", ")))",
-                        form["mapping_policy"])
+                r.issue(
+                    "\(path).mapping_policy",
+                    "unknown mapping policy (expected one of: \(MappingPolicy.allCases.map(\.rawValue).joined(separator: ", ")))",
+                    form["mapping_policy"])
             }
         }
         let brands = readBrands(form["card_brands"], at: "\(path).card_brands", r)
@@ -34,7 +37,9 @@ extension FormSchema {
                     r.issue("\(p).name", "\"\(output)\" has no name between its dots", item)
                 }
                 for index in FieldNameSubscript.oversizedIndices(in: output) {
-                    r.issue("\(p).name", "array index [\(index)] in \"\(output)\" is over \(FieldNameSubscript.maxIndex)", item)
+                    r.issue(
+                        "\(p).name", "array index [\(index)] in \"\(output)\" is over \(FieldNameSubscript.maxIndex)",
+                        item)
                 }
             }
             fields.append(field)
@@ -53,7 +58,9 @@ extension FormSchema {
         var custom: [PaymentCardModel] = []
         for (i, item) in (r.sequence(m["custom"], at: "\(path).custom") ?? []).enumerated() {
             let p = "\(path).custom[\(i)]"
-            guard let b = r.mapping(item, at: p, allowed: ["name", "regex", "lengths", "cvc_lengths", "luhn", "format_pattern"])
+            guard
+                let b = r.mapping(
+                    item, at: p, allowed: ["name", "regex", "lengths", "cvc_lengths", "luhn", "format_pattern"])
             else { continue }
             guard let name = r.string(b["name"], at: "\(p).name"), !name.isEmpty else {
                 r.issue("\(p).name", "is required", item)
@@ -79,9 +86,10 @@ extension FormSchema {
             let cvc = b["cvc_lengths"].flatMap { r.ints($0, at: "\(p).cvc_lengths", min: 1, max: 8) } ?? [3]
             let luhn = b["luhn"].flatMap { r.bool($0, at: "\(p).luhn") } ?? true
             let pattern = r.string(b["format_pattern"], at: "\(p).format_pattern") ?? "#### #### #### #### ###"
-            custom.append(PaymentCardModel(
-                brand: .custom(name), name: name, matcher: BrandMatcher(regex: regex), cardNumberLengths: lengths,
-                cvcLengths: cvc, luhn: luhn, formatPattern: pattern))
+            custom.append(
+                PaymentCardModel(
+                    brand: .custom(name), name: name, matcher: BrandMatcher(regex: regex), cardNumberLengths: lengths,
+                    cvcLengths: cvc, luhn: luhn, formatPattern: pattern))
         }
         var accepted: [CardBrand]?
         if let names = r.strings(m["accepted"], at: "\(path).accepted") {

@@ -17,7 +17,8 @@ extension ServiceConfiguration.RouteOperation {
         }
         let action: Action = key == "reveal" ? .reveal : .redact
         let q = "\(p).\(key)"
-        let allowed: Set<String> = action == .redact ? ["json", "form", "header", "format", "storage"] : ["json", "form", "header"]
+        let allowed: Set<String> =
+            action == .redact ? ["json", "form", "header", "format", "storage"] : ["json", "form", "header"]
         guard let o = r.mapping(body, at: q, allowed: allowed) else { return nil }
         var json: [JSONPath] = []
         for (i, text) in (r.strings(o["json"], at: "\(q).json") ?? []).enumerated() {
@@ -28,17 +29,26 @@ extension ServiceConfiguration.RouteOperation {
         for (i, name) in header.enumerated() where !HTTPSyntax.isToken(name) {
             r.issue("\(q).header[\(i)]", "is not a header name")
         }
-        for (i, name) in header.enumerated() where hopByHopHeaders.contains(name.lowercased()) || ["host", "content-length", "content-type"].contains(name.lowercased()) {
+        for (i, name) in header.enumerated()
+        where hopByHopHeaders.contains(name.lowercased())
+            || ["host", "content-length", "content-type"].contains(name.lowercased())
+        {
             r.issue("\(q).header[\(i)]", "\(name) describes the message or connection; it cannot carry a value")
         }
         if json.isEmpty && form.isEmpty && header.isEmpty { r.issue(q, "selects nothing (json, form or header)") }
         var format = AliasFormatName.UUID
         if let name = r.string(o["format"], at: "\(q).format") {
-            if let f = AliasFormatName(rawValue: name) { format = f } else { r.issue("\(q).format", "unknown alias format") }
+            if let f = AliasFormatName(rawValue: name) {
+                format = f
+            } else {
+                r.issue("\(q).format", "unknown alias format")
+            }
         }
         var storage = TokenizationSettings.Storage.persistent
         if let name = r.string(o["storage"], at: "\(q).storage") {
-            if let s = TokenizationSettings.Storage(rawValue: name) { storage = s } else {
+            if let s = TokenizationSettings.Storage(rawValue: name) {
+                storage = s
+            } else {
                 r.issue("\(q).storage", "expected PERSISTENT or VOLATILE")
             }
         }

@@ -5,10 +5,14 @@ import Foundation
 extension ServiceConfiguration.RouteSettings {
     /// Reads one `routes[]` entry.
     static func read(_ node: ConfigNode, at p: String, forms: [String: FormSchema], _ r: ConfigReader) -> Self? {
-        guard let m = r.mapping(node, at: p, allowed: [
-            "id", "path", "form", "upstream", "methods", "headers", "connect_timeout_s", "response_timeout_s",
-            "forward_authorization", "ca_file", "request", "response",
-        ]) else { return nil }
+        guard
+            let m = r.mapping(
+                node, at: p,
+                allowed: [
+                    "id", "path", "form", "upstream", "methods", "headers", "connect_timeout_s", "response_timeout_s",
+                    "forward_authorization", "ca_file", "request", "response",
+                ])
+        else { return nil }
         let id = r.string(m["id"], at: "\(p).id")
         if let id, UUID(uuidString: id) == nil { r.issue("\(p).id", "must be a UUID", m["id"]) }
         if id == nil { r.issue("\(p).id", "is required", node) }
@@ -29,7 +33,9 @@ extension ServiceConfiguration.RouteSettings {
         var headers: [(name: String, value: String)] = []
         for (name, value) in r.namedMapping(m["headers"], at: "\(p).headers") {
             if let v = r.string(value, at: "\(p).headers.\(name)") {
-                if v.contains(where: { $0 == "\r" || $0 == "\n" }) { r.issue("\(p).headers.\(name)", "must be one line") }
+                if v.contains(where: { $0 == "\r" || $0 == "\n" }) {
+                    r.issue("\(p).headers.\(name)", "must be one line")
+                }
                 headers.append((name, v))
             }
         }
@@ -46,9 +52,10 @@ extension ServiceConfiguration.RouteSettings {
             r.issue("\(p).form", "a route has a form or request/response operations, not both")
         }
         guard let id, let path, let upstream else { return nil }
-        var settings = Self(id: id, path: path, form: form, upstream: upstream, methods: methods, headers: headers,
-                            connectTimeoutSeconds: connect, responseTimeoutSeconds: response, forwardAuthorization: forwardAuth,
-                            caFile: caFile)
+        var settings = Self(
+            id: id, path: path, form: form, upstream: upstream, methods: methods, headers: headers,
+            connectTimeoutSeconds: connect, responseTimeoutSeconds: response, forwardAuthorization: forwardAuth,
+            caFile: caFile)
         settings.requestOperations = operations
         settings.responseOperations = responseOperations
         return settings

@@ -20,7 +20,7 @@ extension ServiceConfiguration {
     /// - `forms.<name>`: `mapping_policy`, `card_brands`, `fields[]` (see `FormSchema+ConfigReader.swift`)
     /// - `routes[]`: `id` (UUID), `path`, `form`, `upstream`, `methods`, `headers`, `connect_timeout_s`,
     ///   `response_timeout_s`, `forward_authorization`, `ca_file`, `request[]`, `response[]`
-/// - `egress`: `listen`, `ca.cert`, `ca.key`, `routes[]` (see `EgressSettings+ConfigReader.swift`)
+    /// - `egress`: `listen`, `ca.cert`, `ca.key`, `routes[]` (see `EgressSettings+ConfigReader.swift`)
     ///
     /// Environment: `CLOAK_SERVER_LISTEN`, `CLOAK_SERVER_THREADS`, … — `CLOAK_<SECTION>_<KEY>` in
     /// upper case for every scalar key of `server` and `vault`.
@@ -55,18 +55,24 @@ extension ServiceConfiguration {
         }
         let reader = ConfigReader()
         var configuration = read(root, reader)
-        configuration.server.refusalBody = JSONWriter.encode(CloakError(
-            .tooManyConnections, "the server has reached its limit of open connections").body)
-        configuration.server.framingRefusalBody = JSONWriter.encode(CloakError.malformed(
-            "the request breaks strict HTTP/1.1 framing; the connection is closed").body)
+        configuration.server.refusalBody = JSONWriter.encode(
+            CloakError(
+                .tooManyConnections, "the server has reached its limit of open connections"
+            ).body)
+        configuration.server.framingRefusalBody = JSONWriter.encode(
+            CloakError.malformed(
+                "the request breaks strict HTTP/1.1 framing; the connection is closed"
+            ).body)
         guard reader.issues.isEmpty else { throw ConfigurationError(issues: reader.issues) }
         return configuration
     }
 
     static let overridable: [String: [String]] = [
-        "server": ["listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
-                   "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address", "loop_stall_s",
-                   "trusted_proxies", "proxy_protocol", "forwarded_header"],
+        "server": [
+            "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
+            "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address", "loop_stall_s",
+            "trusted_proxies", "proxy_protocol", "forwarded_header",
+        ],
         "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections"],
     ]
 
@@ -81,14 +87,20 @@ extension ServiceConfiguration {
 
     private static func read(_ root: ConfigNode, _ r: ConfigReader) -> ServiceConfiguration {
         var config = ServiceConfiguration()
-        guard let top = r.mapping(root, at: "", allowed: ["server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements"])
+        guard
+            let top = r.mapping(
+                root, at: "",
+                allowed: ["server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements"])
         else { return config }
 
-        if let server = r.mapping(top["server"], at: "server", allowed: [
-            "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
-            "drain_timeout_s", "tls", "header_timeout_s", "body_timeout_s", "max_connections_per_address",
-            "loop_stall_s", "trusted_proxies", "proxy_protocol", "forwarded_header",
-        ]) {
+        if let server = r.mapping(
+            top["server"], at: "server",
+            allowed: [
+                "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
+                "drain_timeout_s", "tls", "header_timeout_s", "body_timeout_s", "max_connections_per_address",
+                "loop_stall_s", "trusted_proxies", "proxy_protocol", "forwarded_header",
+            ])
+        {
             if let listen = r.string(server["listen"], at: "server.listen") {
                 if let (host, port) = parseListen(listen) {
                     config.server.host = host
@@ -110,8 +122,10 @@ extension ServiceConfiguration {
             if let v = r.int(server["max_connections"], at: "server.max_connections", min: 1, max: 1_000_000) {
                 config.server.maxConnections = v
             }
-            if let v = r.int(server["max_connections_per_address"], at: "server.max_connections_per_address", min: 0,
-                             max: 1_000_000) {
+            if let v = r.int(
+                server["max_connections_per_address"], at: "server.max_connections_per_address", min: 0,
+                max: 1_000_000)
+            {
                 config.server.maxConnectionsPerAddress = v
             }
             if let v = r.int(server["header_timeout_s"], at: "server.header_timeout_s", min: 1, max: 3600) {
@@ -129,28 +143,42 @@ extension ServiceConfiguration {
             // A list, or (as CLOAK_SERVER_TRUSTED_PROXIES sets it) one string of comma-separated ranges.
             var proxies: [String]?
             if case let .scalar(text, _) = server["trusted_proxies"] {
-                proxies = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                proxies = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                    !$0.isEmpty
+                }
             } else {
                 proxies = r.strings(server["trusted_proxies"], at: "server.trusted_proxies")
             }
             if let list = proxies {
                 var networks: [IPNetwork] = []
                 for (i, text) in list.enumerated() {
-                    if let network = IPNetwork(text) { networks.append(network) } else {
-                        r.issue("server.trusted_proxies[\(i)]", "expected an address or a CIDR range, e.g. 10.0.0.0/8 or fd00::/8")
+                    if let network = IPNetwork(text) {
+                        networks.append(network)
+                    } else {
+                        r.issue(
+                            "server.trusted_proxies[\(i)]",
+                            "expected an address or a CIDR range, e.g. 10.0.0.0/8 or fd00::/8")
                     }
                 }
                 config.server.trustedProxies = TrustedProxies(networks)
             }
             if let v = r.string(server["forwarded_header"], at: "server.forwarded_header") {
-                if let header = ForwardedClient.Header(rawValue: v.lowercased()) { config.server.forwardedHeader = header } else {
-                    r.issue("server.forwarded_header", "expected x-forwarded-for or forwarded", server["forwarded_header"])
+                if let header = ForwardedClient.Header(rawValue: v.lowercased()) {
+                    config.server.forwardedHeader = header
+                } else {
+                    r.issue(
+                        "server.forwarded_header", "expected x-forwarded-for or forwarded", server["forwarded_header"])
                 }
             }
             if let v = r.bool(server["proxy_protocol"], at: "server.proxy_protocol") {
                 config.server.proxyProtocol = v
-                if v && config.server.trustedProxies.isEmpty && r.issues.allSatisfy({ !$0.path.hasPrefix("server.trusted_proxies") }) {
-                    r.issue("server.proxy_protocol", "needs server.trusted_proxies: the PROXY header is taken only from them", server["proxy_protocol"])
+                if v && config.server.trustedProxies.isEmpty
+                    && r.issues.allSatisfy({ !$0.path.hasPrefix("server.trusted_proxies") })
+                {
+                    r.issue(
+                        "server.proxy_protocol",
+                        "needs server.trusted_proxies: the PROXY header is taken only from them",
+                        server["proxy_protocol"])
                 }
             }
             if let tls = r.mapping(server["tls"], at: "server.tls", allowed: ["cert", "key"]), !tls.isEmpty {
@@ -158,7 +186,8 @@ extension ServiceConfiguration {
                 let key = r.string(tls["key"], at: "server.tls.key")
                 if let cert, let key {
                     config.server.tls = (cert, key)
-                    for (name, file) in [("cert", cert), ("key", key)] where !FileManager.default.isReadableFile(atPath: file) {
+                    for (name, file) in [("cert", cert), ("key", key)]
+                    where !FileManager.default.isReadableFile(atPath: file) {
                         r.issue("server.tls.\(name)", "cannot read \(file)", tls[name])
                     }
                 } else {
@@ -167,14 +196,20 @@ extension ServiceConfiguration {
             }
         }
 
-        if let vault = r.mapping(top["vault"], at: "vault", allowed: [
-            "environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections",
-        ]) {
+        if let vault = r.mapping(
+            top["vault"], at: "vault",
+            allowed: [
+                "environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections",
+            ])
+        {
             if let v = r.string(vault["environment"], at: "vault.environment") {
-                if v.range(of: #"^(live|sandbox|LIVE|SANDBOX)+((-)+([a-zA-Z0-9]+)|)+\d*$"#, options: .regularExpression) != nil {
+                if v.range(of: #"^(live|sandbox|LIVE|SANDBOX)+((-)+([a-zA-Z0-9]+)|)+\d*$"#, options: .regularExpression)
+                    != nil
+                {
                     config.vault.environment = v
                 } else {
-                    r.issue("vault.environment", "must be sandbox or live, optionally with -region", vault["environment"])
+                    r.issue(
+                        "vault.environment", "must be sandbox or live, optionally with -region", vault["environment"])
                 }
             }
             if let v = r.string(vault["store"], at: "vault.store") {
@@ -191,9 +226,15 @@ extension ServiceConfiguration {
                     r.issue("vault.keys", "expected file:PATH or env:VARIABLE", vault["keys"])
                 }
             }
-            if let v = r.int(vault["volatile_ttl_s"], at: "vault.volatile_ttl_s", min: 1, max: 31_536_000) { config.vault.volatileTTLSeconds = v }
-            if let v = r.int(vault["max_batch"], at: "vault.max_batch", min: 1, max: 10_000) { config.vault.maxBatch = v }
-            if let v = r.int(vault["connections"], at: "vault.connections", min: 1, max: 64) { config.vault.connections = v }
+            if let v = r.int(vault["volatile_ttl_s"], at: "vault.volatile_ttl_s", min: 1, max: 31_536_000) {
+                config.vault.volatileTTLSeconds = v
+            }
+            if let v = r.int(vault["max_batch"], at: "vault.max_batch", min: 1, max: 10_000) {
+                config.vault.maxBatch = v
+            }
+            if let v = r.int(vault["connections"], at: "vault.connections", min: 1, max: 64) {
+                config.vault.connections = v
+            }
         }
 
         readAuth(top["auth"], into: &config, r)
@@ -215,9 +256,11 @@ extension ServiceConfiguration {
             for (i, route) in config.routes.enumerated() where !seen.insert(route.id.lowercased()).inserted {
                 r.issue("routes[\(i)].id", "duplicate route id")
             }
-            for (i, route) in config.routes.enumerated() where !config.openTokenize && route.form != nil && route.forwardAuthorization {
-                r.issue("routes[\(i)].forward_authorization",
-                        "with auth.open_tokenize false, Authorization carries the Cloak token: it must not go upstream")
+            for (i, route) in config.routes.enumerated()
+            where !config.openTokenize && route.form != nil && route.forwardAuthorization {
+                r.issue(
+                    "routes[\(i)].forward_authorization",
+                    "with auth.open_tokenize false, Authorization carries the Cloak token: it must not go upstream")
             }
         }
         config.egress = EgressSettings.read(top["egress"], r)
@@ -225,27 +268,17 @@ extension ServiceConfiguration {
             for key in ["allowed_origins", "font_origins"] {
                 let origins = r.strings(elements[key], at: "elements.\(key)") ?? []
                 for (i, origin) in origins.enumerated() {
-                    if let problem = ElementsSettings.originProblem(origin) { r.issue("elements.\(key)[\(i)]", problem) }
+                    if let problem = ElementsSettings.originProblem(origin) {
+                        r.issue("elements.\(key)[\(i)]", problem)
+                    }
                 }
-                if key == "allowed_origins" { config.elements.allowedOrigins = origins } else { config.elements.fontOrigins = origins }
+                if key == "allowed_origins" {
+                    config.elements.allowedOrigins = origins
+                } else {
+                    config.elements.fontOrigins = origins
+                }
             }
         }
         return config
-    }
-
-    static func parseListen(_ text: String) -> (String, Int)? {
-        let host: Substring
-        let portText: Substring
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
-            host = text[text.index(after: text.startIndex)..<close]
-            portText = text[text.index(close, offsetBy: 2)...]
-        } else {
-            guard let colon = text.lastIndex(of: ":") else { return nil }
-            host = text[..<colon]
-            portText = text[text.index(after: colon)...]
-        }
-        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else { return nil }
-        return (String(host), port)
     }
 }

@@ -27,8 +27,9 @@ package struct ServiceConfiguration: Sendable {
     package var warnings: [String] {
         var out: [String] = []
         if vault.intentTTLSeconds == 0 && openTokenize {
-            out.append("auth.anonymous.intent_ttl_s is 0: what anonymous callers store is kept for good (the store grows, "
-                       + "and anonymous requests can fill a card's alias bucket)")
+            out.append(
+                "auth.anonymous.intent_ttl_s is 0: what anonymous callers store is kept for good (the store grows, "
+                    + "and anonymous requests can fill a card's alias bucket)")
         }
         return out
     }
@@ -124,10 +125,13 @@ package struct ServiceConfiguration: Sendable {
         package var header: [String]
     }
 
-    package static let knownScopes: Set<String> = ["aliases:create", "aliases:reveal", "aliases:update", "aliases:delete", "egress:*"]
+    package static let knownScopes: Set<String> = [
+        "aliases:create", "aliases:reveal", "aliases:update", "aliases:delete", "egress:*",
+    ]
 
     /// Whether `scope` is one Cloak knows: a fixed one or `egress:<route id>`.
     static func isKnownScope(_ scope: String) -> Bool {
-        knownScopes.contains(scope) || (scope.hasPrefix("egress:") && EgressSettings.isRouteID(String(scope.dropFirst(7))))
+        knownScopes.contains(scope)
+            || (scope.hasPrefix("egress:") && EgressSettings.isRouteID(String(scope.dropFirst(7))))
     }
 }

@@ -6,8 +6,9 @@ import Synchronization
 
 extension CloakService {
     func egressHandler(_ identity: Identity) -> EgressHandler {
-        EgressHandler(context: context, vault: vault, settings: configuration.egress, identity: identity, metrics: egressMetrics,
-                      authenticator: auth, admission: admission(for: identity))
+        EgressHandler(
+            context: context, vault: vault, settings: configuration.egress, identity: identity, metrics: egressMetrics,
+            authenticator: auth, admission: admission(for: identity))
     }
 
     /// Decides a CONNECT on the forward-proxy door: 407 without valid credentials, 403 when no
@@ -24,10 +25,12 @@ extension CloakService {
         egressMetrics.record(route: "-", status: status, revealed: 0)
         // One line per CONNECT: who asked, whether a tunnel opened (the host is a configured
         // upstream only when it did; otherwise it is the client's text and is not logged).
-        context.logger.info("egress tunnel", metadata: [
-            "token_id": .string(identity.token?.id ?? "-"), "status": .stringConvertible(status),
-            "host": .string(status == 200 ? "\(host):\(port)" : "-"),
-        ])
+        context.logger.info(
+            "egress tunnel",
+            metadata: [
+                "token_id": .string(identity.token?.id ?? "-"), "status": .stringConvertible(status),
+                "host": .string(status == 200 ? "\(host):\(port)" : "-"),
+            ])
         return decision
     }
 
@@ -38,7 +41,8 @@ extension CloakService {
         do throws(CloakError) { try rates.check(connect, identity: identity) } catch { return .refuse(.error(error)) }
         guard let token = identity.token else { return .refuse(EgressHandler.proxyAuthenticationRequired(identity)) }
         guard egressHandler(identity).mayTunnel(host: host, port: port) else {
-            return .refuse(.error(CloakError(.forbidden, "no egress route this token may use goes to this host and port")))
+            return .refuse(
+                .error(CloakError(.forbidden, "no egress route this token may use goes to this host and port")))
         }
         guard let certificates = egressCertificates, let certificate = certificates.context(for: host) else {
             return .refuse(.error(CloakError(.unexpectedResponseType, "no certificate can be made for this host")))
@@ -61,7 +65,8 @@ final class EgressCertificates: Sendable {
         for host in Set(hosts) {
             do {
                 let leaf = try authority.issue(host: host)
-                contexts[host] = try TLSServerContext(certificateChainPEM: leaf.certificateChainPEM, privateKeyPEM: leaf.privateKeyPEM)
+                contexts[host] = try TLSServerContext(
+                    certificateChainPEM: leaf.certificateChainPEM, privateKeyPEM: leaf.privateKeyPEM)
             } catch {
                 failures.append((host, "\(error)"))
             }

@@ -27,9 +27,11 @@ struct EgressHandler: Sendable {
 
     /// The 407 every door answers without valid credentials.
     static func proxyAuthenticationRequired(_ identity: Identity) -> HTTPResponse {
-        let error = CloakError(.invalidAccessToken, identity.rejected
-            ? "the Proxy-Authorization credentials are not valid"
-            : "credentials are required: Proxy-Authorization: Basic base64(<token id>:<token>) or Bearer <token>")
+        let error = CloakError(
+            .invalidAccessToken,
+            identity.rejected
+                ? "the Proxy-Authorization credentials are not valid"
+                : "credentials are required: Proxy-Authorization: Basic base64(<token id>:<token>) or Bearer <token>")
         return .json(407, JSONWriter.encode(error.body), headers: [("Proxy-Authenticate", #"Basic realm="cloak""#)])
     }
 
@@ -40,7 +42,9 @@ struct EgressHandler: Sendable {
         guard identity.mayUseEgress(routeID) else {
             return refuse(CloakError(.forbidden, "the token lacks the scope egress:\(routeID)"), route: nil)
         }
-        guard let route = settings.route(routeID) else { return refuse(.notFound("no egress route \(routeID)"), route: nil) }
+        guard let route = settings.route(routeID) else {
+            return refuse(.notFound("no egress route \(routeID)"), route: nil)
+        }
         let prefix = "/egress/" + routeID
         guard request.rawPath.hasPrefix(prefix) else {
             return refuse(.malformed("the route id must not be percent-encoded"), route: route.id)
@@ -53,7 +57,10 @@ struct EgressHandler: Sendable {
     /// A request on the forward-proxy door.
     func forwardDoor(_ request: HTTPRequest) -> Reply {
         guard let target = request.proxyTarget else {
-            return refuse(.malformed("this is a forward proxy: open a tunnel with CONNECT host:port, or send an absolute-form http:// URL"), route: nil)
+            return refuse(
+                .malformed(
+                    "this is a forward proxy: open a tunnel with CONNECT host:port, or send an absolute-form http:// URL"
+                ), route: nil)
         }
         // An https URL in absolute form would cross to Cloak in clear text (credentials, the
         // provider's key, the body): https goes through a CONNECT tunnel only.
@@ -62,12 +69,16 @@ struct EgressHandler: Sendable {
         }
         guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
         let host = target.host.lowercased()
-        let candidates = settings.routes.filter { $0.host == host && $0.port == target.port && $0.scheme.rawValue == target.scheme }
+        let candidates = settings.routes.filter {
+            $0.host == host && $0.port == target.port && $0.scheme.rawValue == target.scheme
+        }
         // One text whether no route goes to the host or none of its routes fits: a token must not
         // learn which hosts have routes.
-        guard let route = candidates.first(where: {
-            identity.mayUseEgress($0.id) && $0.allows(method: request.method.rawValue, path: request.rawPath)
-        }) else {
+        guard
+            let route = candidates.first(where: {
+                identity.mayUseEgress($0.id) && $0.allows(method: request.method.rawValue, path: request.rawPath)
+            })
+        else {
             return refuse(CloakError(.forbidden, Self.noRoute), route: nil)
         }
         return forward(request, route: route, path: request.rawPath)
@@ -80,25 +91,35 @@ struct EgressHandler: Sendable {
     /// may use it.
     func mayTunnel(host: String, port: Int) -> Bool {
         let host = host.lowercased()
-        return settings.routes.contains { $0.scheme == .https && $0.host == host && $0.port == port && identity.mayUseEgress($0.id) }
+        return settings.routes.contains {
+            $0.scheme == .https && $0.host == host && $0.port == port && identity.mayUseEgress($0.id)
+        }
     }
 
     private func forward(_ request: HTTPRequest, route: EgressRoute, path: String) -> Reply {
         let start = DispatchTime.now().uptimeNanoseconds
         guard route.allows(method: request.method.rawValue, path: path) else {
-            return refuse(CloakError(.forbidden, "route \(route.id) does not allow \(request.method.rawValue) on this path"), route: route.id)
+            return refuse(
+                CloakError(.forbidden, "route \(route.id) does not allow \(request.method.rawValue) on this path"),
+                route: route.id)
         }
         do throws(CloakError) {
             try ForwardedPath.check(path)
             // Values revealed into the answer reach the caller: that needs aliases:reveal, as on
             // inbound routes (egress:<id> alone grants revealing to the route's upstream).
-            if route.responseOperations.contains(where: { $0.action == .reveal }) { _ = try identity.require("aliases:reveal") }
+            if route.responseOperations.contains(where: { $0.action == .reveal }) {
+                _ = try identity.require("aliases:reveal")
+            }
         } catch { return refuse(error, route: route.id) }
         // The provider's key goes upstream in Authorization; a Cloak token there is a client's
         // mistake that would hand the vault's credential to a third party: refused, never sent.
-        if request.headers.contains(where: { $0.name.caseInsensitiveEquals("Authorization") && authenticator.holdsToken($0.value) }) {
-            return refuse(.malformed("the Authorization header holds a Cloak token; Cloak credentials go in Proxy-Authorization "
-                                     + "only and are never forwarded"), route: route.id)
+        if request.headers.contains(where: {
+            $0.name.caseInsensitiveEquals("Authorization") && authenticator.holdsToken($0.value)
+        }) {
+            return refuse(
+                .malformed(
+                    "the Authorization header holds a Cloak token; Cloak credentials go in Proxy-Authorization "
+                        + "only and are never forwarded"), route: route.id)
         }
         guard let loop = request.loop else {
             return .now(.error(CloakError(.unexpectedResponseType, "no event loop to reach the upstream from")))
@@ -113,7 +134,8 @@ struct EgressHandler: Sendable {
         // stored alias), under the token's admission: per-value charge and bucket limit.
         let caller = AliasCaller(mayReveal: false, anonymous: false)
         let exchange = TransformedExchange(
-            vault: vault.map { VaultClient(vault: $0, loop: request.loop, admission: admission) }, request: route.requestOperations,
+            vault: vault.map { VaultClient(vault: $0, loop: request.loop, admission: admission) },
+            request: route.requestOperations,
             response: route.responseOperations, requestCaller: caller,
             responseCaller: caller, maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases),
             limitName: "max_aliases of route \(route.id) (and vault.max_batch)")
@@ -123,26 +145,33 @@ struct EgressHandler: Sendable {
         let metrics = self.metrics
         return .later { finish in
             do throws(CloakError) {
-                try exchange.start(body: request.body, headers: headers, send: { body, headers, done in
-                    let outgoing = UpstreamRequest(
-                        scheme: route.scheme, host: route.host, port: route.port, target: target, method: method,
-                        headers: headers, body: body, timeoutSeconds: route.responseTimeoutSeconds,
-                        connectTimeoutSeconds: route.connectTimeoutSeconds, caFile: route.caFile)
-                    var call = outgoing
-                    call.clientCertificate = route.clientCertificate
-                    call.allowPrivate = route.allowPrivate
-                    loop.call(call, done: done)
-                }, finish: { response, outcome in
-                    let micros = (DispatchTime.now().uptimeNanoseconds - start) / 1000
-                    logger.info("egress", metadata: [
-                        "route": .string(route.id), "token_id": .string(tokenID), "revealed": .stringConvertible(outcome.revealed),
-                        "redacted": .stringConvertible(outcome.redacted),
-                        "upstream_status": .string(outcome.upstreamStatus.map(String.init) ?? "-"),
-                        "status": .stringConvertible(response.status), "duration_us": .stringConvertible(micros),
-                    ])
-                    metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
-                    finish(response)
-                })
+                try exchange.start(
+                    body: request.body, headers: headers,
+                    send: { body, headers, done in
+                        let outgoing = UpstreamRequest(
+                            scheme: route.scheme, host: route.host, port: route.port, target: target, method: method,
+                            headers: headers, body: body, timeoutSeconds: route.responseTimeoutSeconds,
+                            connectTimeoutSeconds: route.connectTimeoutSeconds, caFile: route.caFile)
+                        var call = outgoing
+                        call.clientCertificate = route.clientCertificate
+                        call.allowPrivate = route.allowPrivate
+                        loop.call(call, done: done)
+                    },
+                    finish: { response, outcome in
+                        let micros = (DispatchTime.now().uptimeNanoseconds - start) / 1000
+                        logger.info(
+                            "egress",
+                            metadata: [
+                                "route": .string(route.id), "token_id": .string(tokenID),
+                                "revealed": .stringConvertible(outcome.revealed),
+                                "redacted": .stringConvertible(outcome.redacted),
+                                "upstream_status": .string(outcome.upstreamStatus.map(String.init) ?? "-"),
+                                "status": .stringConvertible(response.status),
+                                "duration_us": .stringConvertible(micros),
+                            ])
+                        metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
+                        finish(response)
+                    })
             } catch {
                 metrics.record(route: route.id, status: error.code.httpStatus, revealed: 0)
                 finish(.error(error))

@@ -16,15 +16,21 @@ final class EgressMetrics: Sendable {
     func record(route: String, status: Int, revealed: Int) {
         let (requests, reveals) = counters.withLock { cache -> (Counter, Counter) in
             let key = "\(route)|\(status)"
-            let requests = cache[key] ?? registry.makeCounter(
-                descriptor: MetricNameDescriptor(namespace: "cloak", metricName: "egress_requests", unitName: "total",
-                                                 helpText: "Egress requests by route and status"),
-                labels: [("route", route), ("status", String(status))])
+            let requests =
+                cache[key]
+                ?? registry.makeCounter(
+                    descriptor: MetricNameDescriptor(
+                        namespace: "cloak", metricName: "egress_requests", unitName: "total",
+                        helpText: "Egress requests by route and status"),
+                    labels: [("route", route), ("status", String(status))])
             cache[key] = requests
-            let reveals = cache[route] ?? registry.makeCounter(
-                descriptor: MetricNameDescriptor(namespace: "cloak", metricName: "egress_revealed", unitName: "total",
-                                                 helpText: "Aliases revealed on the way out, by route"),
-                labels: [("route", route)])
+            let reveals =
+                cache[route]
+                ?? registry.makeCounter(
+                    descriptor: MetricNameDescriptor(
+                        namespace: "cloak", metricName: "egress_revealed", unitName: "total",
+                        helpText: "Aliases revealed on the way out, by route"),
+                    labels: [("route", route)])
             cache[route] = reveals
             return (requests, reveals)
         }

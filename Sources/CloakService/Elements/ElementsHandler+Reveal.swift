@@ -20,7 +20,9 @@ struct ElementsRevealHandler: Sendable {
     func createSession(_ request: HTTPRequest, now: Int64) throws(CloakError) -> HTTPResponse {
         try elements.requireEnabled()
         let tokenID = try identity.require("aliases:reveal")
-        guard case let .object(members) = try request.jsonBody() else { throw .malformed("the body must be a JSON object") }
+        guard case let .object(members) = try request.jsonBody() else {
+            throw .malformed("the body must be a JSON object")
+        }
         var aliases: [String]?
         var ttl = RevealSession.defaultTTL
         var boundTo: String?
@@ -36,7 +38,9 @@ struct ElementsRevealHandler: Sendable {
                 }
                 aliases = strings
             case "ttl_s":
-                guard case let .number(text) = value, let seconds = Int(text), (1...RevealSession.maxTTL).contains(seconds) else {
+                guard case let .number(text) = value, let seconds = Int(text),
+                    (1...RevealSession.maxTTL).contains(seconds)
+                else {
                     throw .malformed("\"ttl_s\" must be a whole number of seconds from 1 to \(RevealSession.maxTTL)")
                 }
                 ttl = seconds
@@ -46,20 +50,26 @@ struct ElementsRevealHandler: Sendable {
                 }
                 boundTo = parsed.description
             default:
-                throw .malformed("unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected aliases, ttl_s, client")
+                throw .malformed(
+                    "unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected aliases, ttl_s, client")
             }
         }
         guard let aliases else { throw .malformed("the body has no \"aliases\"") }
-        let session = RevealSession(tokenID: tokenID, aliases: Array(Set(aliases)).sorted(), expiresAt: now + Int64(ttl),
-                                    client: boundTo)
-        logger.info("audit", metadata: [
-            "action": "elements_session", "token_id": .string(tokenID), "client": .string(client),
-            "aliases": .string(String(session.aliases.count)), "ttl_s": .string(String(ttl)), "result": "ok",
-        ])
-        return .json(201, .object([
-            ("session", .string(session.sealed(with: sessionKey))),
-            ("expires_at", .string(RevealedRecord.iso8601(session.expiresAt))),
-        ]))
+        let session = RevealSession(
+            tokenID: tokenID, aliases: Array(Set(aliases)).sorted(), expiresAt: now + Int64(ttl),
+            client: boundTo)
+        logger.info(
+            "audit",
+            metadata: [
+                "action": "elements_session", "token_id": .string(tokenID), "client": .string(client),
+                "aliases": .string(String(session.aliases.count)), "ttl_s": .string(String(ttl)), "result": "ok",
+            ])
+        return .json(
+            201,
+            .object([
+                ("session", .string(session.sealed(with: sessionKey))),
+                ("expires_at", .string(RevealedRecord.iso8601(session.expiresAt))),
+            ]))
     }
 
     /// `GET /elements/v1/reveal` with `Cloak-Session` and `Cloak-Alias`: the value, to Cloak's
@@ -79,15 +89,19 @@ struct ElementsRevealHandler: Sendable {
             // `extraInfo.reason` tells the reveal frame (and its page) which refusal it was.
             throw error == .expired
                 ? CloakError(.forbidden, "the session has expired", extraInfo: [("reason", .string("expired"))])
-                : CloakError(.forbidden, "the session is not valid", extraInfo: [("reason", .string("invalid_session"))])
+                : CloakError(
+                    .forbidden, "the session is not valid", extraInfo: [("reason", .string("invalid_session"))])
         }
         if let bound = session.client, IPAddress(request.remoteAddress)?.description != bound {
             audit(session.tokenID, alias, "other_client")
-            throw CloakError(.forbidden, "the session is bound to another client address", extraInfo: [("reason", .string("other_client"))])
+            throw CloakError(
+                .forbidden, "the session is bound to another client address",
+                extraInfo: [("reason", .string("other_client"))])
         }
         guard session.aliases.contains(alias) else {
             audit(session.tokenID, alias, "not_in_session")
-            throw CloakError(.forbidden, "the session does not name this alias", extraInfo: [("reason", .string("not_in_session"))])
+            throw CloakError(
+                .forbidden, "the session does not name this alias", extraInfo: [("reason", .string("not_in_session"))])
         }
         return .later { finish in
             vault.reveal([alias]) { result in
@@ -99,9 +113,12 @@ struct ElementsRevealHandler: Sendable {
                         return
                     }
                     audit(session.tokenID, alias, "ok")
-                    finish(.json(200, .object([("value", .string(record.value))]), headers: [
-                        ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
-                    ]))
+                    finish(
+                        .json(
+                            200, .object([("value", .string(record.value))]),
+                            headers: [
+                                ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
+                            ]))
                 case let .failure(error):
                     audit(session.tokenID, alias, "error")
                     finish(.error(error.cloakError { _ in "alias" }))
@@ -113,9 +130,11 @@ struct ElementsRevealHandler: Sendable {
     /// One audit line per reveal through a session: the token that minted it, the alias's keyed
     /// reference (never the alias), the outcome.
     private func audit(_ tokenID: String, _ alias: String, _ result: String) {
-        logger.info("audit", metadata: [
-            "action": "reveal", "via": "elements", "token_id": .string(tokenID), "client": .string(client),
-            "alias_ref": .string(vault.vault.auditReference(alias)), "result": .string(result),
-        ])
+        logger.info(
+            "audit",
+            metadata: [
+                "action": "reveal", "via": "elements", "token_id": .string(tokenID), "client": .string(client),
+                "alias_ref": .string(vault.vault.auditReference(alias)), "result": .string(result),
+            ])
     }
 }

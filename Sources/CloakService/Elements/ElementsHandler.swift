@@ -30,10 +30,12 @@ struct ElementsHandler: Sendable {
             ]
         case .document:
             headers += [
-                ("Cache-Control", "no-cache"), ("Content-Security-Policy", frameCSP), ("Referrer-Policy", "no-referrer"),
+                ("Cache-Control", "no-cache"), ("Content-Security-Policy", frameCSP),
+                ("Referrer-Policy", "no-referrer"),
             ]
         }
-        return Self.conditional(request, etag: asset.etag, contentType: asset.contentType, body: asset.bytes, headers: headers)
+        return Self.conditional(
+            request, etag: asset.etag, contentType: asset.contentType, body: asset.bytes, headers: headers)
     }
 
     /// The frames' Content-Security-Policy: Cloak's own scripts only, its own API only, and
@@ -60,16 +62,20 @@ struct ElementsHandler: Sendable {
         guard let form = context.configuration.forms[name] else {
             throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
         }
-        guard case var .object(members) = form.browserSchema(today: context.today()) else { preconditionFailure("an object") }
+        guard case var .object(members) = form.browserSchema(today: context.today()) else {
+            preconditionFailure("an object")
+        }
         members.append(("targets", targets(form)))
         members.append(("allowedOrigins", .strings(settings.allowedOrigins)))
         members.append(("fontOrigins", .strings(settings.fontOrigins)))
         let body = JSONWriter.encode(.object(members))
         let etag = ElementsAssets.etag(for: body)
-        return Self.conditional(request, etag: etag, contentType: "application/json", body: body, headers: [
-            ("ETag", etag), ("Cache-Control", "no-cache"), ("Access-Control-Allow-Origin", "*"),
-            ("X-Content-Type-Options", "nosniff"),
-        ])
+        return Self.conditional(
+            request, etag: etag, contentType: "application/json", body: body,
+            headers: [
+                ("ETag", etag), ("Cache-Control", "no-cache"), ("Access-Control-Allow-Origin", "*"),
+                ("X-Content-Type-Options", "nosniff"),
+            ])
     }
 
     /// Where the form's controller frame may send the values: the answer goes back to the page,
@@ -92,12 +98,16 @@ struct ElementsHandler: Sendable {
             while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
             routes.append(path)
         }
-        return .object([("kinds", .strings(safe ? ["tokens", "send", "validate"] : ["validate"])), ("routes", .strings(routes))])
+        return .object([
+            ("kinds", .strings(safe ? ["tokens", "send", "validate"] : ["validate"])), ("routes", .strings(routes)),
+        ])
     }
 
     /// 304 without a body when `If-None-Match` names `etag` (or is `*`), else 200 with `body`.
-    static func conditional(_ request: HTTPRequest, etag: String, contentType: String, body: [UInt8],
-                            headers: [(name: String, value: String)]) -> HTTPResponse {
+    static func conditional(
+        _ request: HTTPRequest, etag: String, contentType: String, body: [UInt8],
+        headers: [(name: String, value: String)]
+    ) -> HTTPResponse {
         let tags = request.headerValues("If-None-Match").flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces) }
         if tags.contains(etag) || tags.contains("W/" + etag) || tags.contains("*") {

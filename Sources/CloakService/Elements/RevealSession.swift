@@ -54,7 +54,8 @@ struct RevealSession: Sendable, Equatable {
         let aliases = list.compactMap(\.stringValue)
         guard aliases.count == list.count else { throw .malformed }
         guard now < expiresAt else { throw .expired }
-        return RevealSession(tokenID: tokenID, aliases: aliases, expiresAt: expiresAt, client: document["c"]?.stringValue)
+        return RevealSession(
+            tokenID: tokenID, aliases: aliases, expiresAt: expiresAt, client: document["c"]?.stringValue)
     }
 
     static func base64url(_ bytes: [UInt8]) -> String {
@@ -64,9 +65,11 @@ struct RevealSession: Sendable, Equatable {
     }
 
     static func decodeBase64url(_ text: Substring) -> [UInt8]? {
-        guard text.utf8.allSatisfy({ b in
-            (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || (b >= 48 && b <= 57) || b == 45 || b == 95
-        }) else { return nil }
+        guard
+            text.utf8.allSatisfy({ b in
+                (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || (b >= 48 && b <= 57) || b == 45 || b == 95
+            })
+        else { return nil }
         var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while standard.utf8.count % 4 != 0 { standard += "=" }
         return Data(base64Encoded: standard).map(Array.init)

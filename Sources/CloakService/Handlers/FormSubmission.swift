@@ -26,8 +26,10 @@ struct FormSubmission: Sendable {
             if let settings = field.schema.tokenization {
                 for c in components {
                     entries.append((c.key, .alias(requests.count)))
-                    requests.append(AliasRequest(value: c.value, format: settings.format, storage: settings.storage,
-                                                 luhnValid: settings.luhnValid))
+                    requests.append(
+                        AliasRequest(
+                            value: c.value, format: settings.format, storage: settings.storage,
+                            luhnValid: settings.luhnValid))
                 }
             } else if keepSensitiveRaw || !field.schema.type.isSensitive {
                 entries += components.map { ($0.key, .raw(Sensitive($0.value))) }
@@ -37,7 +39,8 @@ struct FormSubmission: Sendable {
 
     /// The entry key of each alias request, for error messages ("field card_data.card_number: …").
     func key(ofRequest index: Int) -> String {
-        entries.first { if case let .alias(i) = $0.source { return i == index } else { return false } }?.key ?? "data[\(index)]"
+        entries.first { if case let .alias(i) = $0.source { return i == index } else { return false } }?.key
+            ?? "data[\(index)]"
     }
 
     /// Every entry with its final value; entries whose alias is missing are left out.
@@ -47,7 +50,9 @@ struct FormSubmission: Sendable {
             case let .raw(value): return (entry.key, value.value)
             case let .alias(i):
                 guard i < records.count,
-                    let alias = records[i].aliases.first(where: { $0.matches(requests[i].format, luhnValid: requests[i].luhnValid) })
+                    let alias = records[i].aliases.first(where: {
+                        $0.matches(requests[i].format, luhnValid: requests[i].luhnValid)
+                    })
                 else { return nil }
                 return (entry.key, alias.alias)
             }
@@ -59,7 +64,9 @@ struct FormSubmission: Sendable {
     typealias Resolved = (entries: [(key: String, value: String)], intentExpiresAt: Int64?)
 
     /// Runs `body` with the resolved entries: at once when nothing needs an alias, else after the vault.
-    func resolve(with vault: VaultClient, caller: AliasCaller, _ body: @escaping @Sendable (Result<Resolved, CloakError>) -> Void) {
+    func resolve(
+        with vault: VaultClient, caller: AliasCaller, _ body: @escaping @Sendable (Result<Resolved, CloakError>) -> Void
+    ) {
         guard !requests.isEmpty else { return body(.success((resolved([]), nil))) }
         let plan = self
         vault.createAliases(requests, caller: caller) { result in

@@ -17,16 +17,21 @@ struct FormTokenizeHandler: Sendable {
     let vault: VaultClient
     let identity: Identity
 
-    func handle(_ request: HTTPRequest, form name: String, requiresToken: Bool, answer: Answer) throws(CloakError) -> Reply {
-        let caller = try identity.aliasCaller(openTokenize: context.configuration.openTokenize, requiresToken: requiresToken)
-        let prepared = try Self.prepare(request, form: name, context: context, caller: caller,
-                                        keepSensitiveRaw: answer == .mappedBody)
+    func handle(_ request: HTTPRequest, form name: String, requiresToken: Bool, answer: Answer) throws(CloakError)
+        -> Reply
+    {
+        let caller = try identity.aliasCaller(
+            openTokenize: context.configuration.openTokenize, requiresToken: requiresToken)
+        let prepared = try Self.prepare(
+            request, form: name, context: context, caller: caller,
+            keepSensitiveRaw: answer == .mappedBody)
         return .later { finish in
             prepared.resolve(with: vault, failing: finish) { entries, intentExpiresAt in
                 // The SDK's flat answer has no room for it: an intent's expiry goes in a header.
                 let headers = intentExpiresAt.map { [("Cloak-Intent-Expires", RevealedRecord.iso8601($0))] } ?? []
                 switch answer {
-                case .flatResult: finish(.json(200, .object(Self.flat(entries, aliasKeys: prepared.submission)), headers: headers))
+                case .flatResult:
+                    finish(.json(200, .object(Self.flat(entries, aliasKeys: prepared.submission)), headers: headers))
                 case .mappedBody: finish(.json(200, prepared.body(entries), headers: headers))
                 }
             }
@@ -43,8 +48,10 @@ struct FormTokenizeHandler: Sendable {
         /// Aliases what needs it, then runs `body` with every entry's value and the earliest
         /// intent expiry (an anonymous caller's records); a vault failure is answered through
         /// `failing` instead.
-        func resolve(with vault: VaultClient, failing: @escaping @Sendable (HTTPResponse) -> Void,
-                     _ body: @escaping @Sendable ([(key: String, value: String)], Int64?) -> Void) {
+        func resolve(
+            with vault: VaultClient, failing: @escaping @Sendable (HTTPResponse) -> Void,
+            _ body: @escaping @Sendable ([(key: String, value: String)], Int64?) -> Void
+        ) {
             submission.resolve(with: vault, caller: caller) { result in
                 switch result {
                 case let .failure(error): failing(.error(error))
@@ -55,33 +62,44 @@ struct FormTokenizeHandler: Sendable {
 
         /// The body an upstream receives: entries mapped by the policy, merged with `extraData`.
         func body(_ entries: [(key: String, value: String)]) -> JSONValue {
-            FieldNameMapper.body(entries.map { (name: $0.key, value: JSONValue.string($0.value)) }, extraData: extraData,
-                                 policy: policy)
+            FieldNameMapper.body(
+                entries.map { (name: $0.key, value: JSONValue.string($0.value)) }, extraData: extraData,
+                policy: policy)
         }
     }
 
     /// Validates a submission for `form` (1002, 1404, 1001) and plans its aliases.
-    static func prepare(_ request: HTTPRequest, form name: String, context: ServiceContext, caller: AliasCaller,
-                        keepSensitiveRaw: Bool)
+    static func prepare(
+        _ request: HTTPRequest, form name: String, context: ServiceContext, caller: AliasCaller,
+        keepSensitiveRaw: Bool
+    )
         throws(CloakError) -> Prepared
     {
         guard let form = context.configuration.forms[name] else {
             throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
         }
         let collect = try request.collectRequest(for: form)
-        let validation = FormValidation(form: form, values: collect.values, context: ValidationContext(today: context.today()))
+        let validation = FormValidation(
+            form: form, values: collect.values, context: ValidationContext(today: context.today()))
         if let error = validation.inputError { throw error }
         let submission = FormSubmission(validation, keepSensitiveRaw: keepSensitiveRaw)
         do { try Vault.check(submission.requests, caller: caller) } catch {
             throw error.cloakError { "field \(submission.key(ofRequest: $0))" }
         }
-        return Prepared(submission: submission, caller: caller, policy: collect.mappingPolicy ?? form.mappingPolicy, extraData: collect.extraData)
+        return Prepared(
+            submission: submission, caller: caller, policy: collect.mappingPolicy ?? form.mappingPolicy,
+            extraData: collect.extraData)
     }
 
     /// Aliases first, then raw values, a raw value replacing an alias under the same key.
-    static func flat(_ entries: [(key: String, value: String)], aliasKeys submission: FormSubmission) -> [(key: String, value: JSONValue)] {
-        let rawKeys = Set(submission.entries.compactMap { if case .raw = $0.source { return $0.key } else { return nil } })
-        var members: [(key: String, value: JSONValue)] = entries.filter { !rawKeys.contains($0.key) }.map { ($0.key, .string($0.value)) }
+    static func flat(_ entries: [(key: String, value: String)], aliasKeys submission: FormSubmission) -> [(
+        key: String, value: JSONValue
+    )] {
+        let rawKeys = Set(
+            submission.entries.compactMap { if case .raw = $0.source { return $0.key } else { return nil } })
+        var members: [(key: String, value: JSONValue)] = entries.filter { !rawKeys.contains($0.key) }.map {
+            ($0.key, .string($0.value))
+        }
         for entry in entries where rawKeys.contains(entry.key) {
             members.removeAll { $0.key == entry.key }
             members.append((entry.key, .string(entry.value)))

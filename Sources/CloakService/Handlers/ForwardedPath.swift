@@ -10,7 +10,8 @@ enum ForwardedPath {
     static func check(_ path: String) throws(CloakError) {
         // Most paths hold no escape: checked on their bytes, without decoding.
         if !path.utf8.contains(UInt8(ascii: "%")) {
-            let refused = path.utf8.contains { $0 < 0x21 || $0 > 0x7E || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "#") }
+            let refused =
+                path.utf8.contains { $0 < 0x21 || $0 > 0x7E || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "#") }
                 || path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains { segment in
                     let name = segment.prefix { $0 != UInt8(ascii: ";") }
                     return (name.count == 1 || name.count == 2) && name.allSatisfy { $0 == UInt8(ascii: ".") }
@@ -21,7 +22,8 @@ enum ForwardedPath {
         guard let decoded = path.removingPercentEncoding else {
             throw .malformed("the forwarded path is not valid percent-encoding")
         }
-        let unsafe = decoded.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }
+        let unsafe =
+            decoded.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }
             || decoded.split(separator: "/", omittingEmptySubsequences: false).contains { segment in
                 let name = segment.prefix { $0 != ";" }
                 return name == ".." || name == "."

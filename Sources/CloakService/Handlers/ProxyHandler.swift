@@ -24,8 +24,9 @@ struct ProxyHandler: Sendable {
         routes.map { r in
             var path = r.path
             while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
-            return ResolvedRoute(settings: r, prefix: "/proxy" + (path == "/" ? "" : path),
-                                 upstream: r.upstream == "echo" ? nil : UpstreamRequest.parse(url: r.upstream))
+            return ResolvedRoute(
+                settings: r, prefix: "/proxy" + (path == "/" ? "" : path),
+                upstream: r.upstream == "echo" ? nil : UpstreamRequest.parse(url: r.upstream))
         }
     }
 
@@ -33,8 +34,12 @@ struct ProxyHandler: Sendable {
         let route = try pick(request)
         guard route.settings.methods.contains(request.method.rawValue) else {
             let allowed = route.settings.methods.joined(separator: ", ")
-            return .now(.error(CloakError(.methodNotAllowed, "\(request.method.rawValue) is not allowed on this route; allowed: \(allowed)"),
-                               headers: [("Allow", allowed)]))
+            return .now(
+                .error(
+                    CloakError(
+                        .methodNotAllowed,
+                        "\(request.method.rawValue) is not allowed on this route; allowed: \(allowed)"),
+                    headers: [("Allow", allowed)]))
         }
         let rest = try Self.forwardedRest(request, route: route)
         if !route.settings.requestOperations.isEmpty || !route.settings.responseOperations.isEmpty {
@@ -45,8 +50,9 @@ struct ProxyHandler: Sendable {
         }
         guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
         let caller = try identity.aliasCaller(openTokenize: context.configuration.openTokenize)
-        let prepared = try FormTokenizeHandler.prepare(request, form: formName, context: context, caller: caller,
-                                                       keepSensitiveRaw: true)
+        let prepared = try FormTokenizeHandler.prepare(
+            request, form: formName, context: context, caller: caller,
+            keepSensitiveRaw: true)
         return .later { finish in
             prepared.resolve(with: vault, failing: finish) { entries, _ in
                 let body = JSONWriter.encode(prepared.body(entries))
@@ -95,14 +101,17 @@ struct ProxyHandler: Sendable {
     /// revealed, one vault job per kind and message. Reveal needs a token with `aliases:reveal`:
     /// an answer's revealed values reach the caller, and a request's reach the upstream on the
     /// caller's word.
-    private func transformAndForward(_ request: HTTPRequest, route: ResolvedRoute, rest: String) throws(CloakError) -> Reply {
+    private func transformAndForward(_ request: HTTPRequest, route: ResolvedRoute, rest: String) throws(CloakError)
+        -> Reply
+    {
         let settings = route.settings
         if settings.requestOperations.contains(where: { $0.action == .reveal })
             || settings.responseOperations.contains(where: { $0.action == .reveal })
         {
             _ = try identity.require("aliases:reveal")
         }
-        let requestCaller = settings.requestOperations.contains { $0.action == .redact }
+        let requestCaller =
+            settings.requestOperations.contains { $0.action == .redact }
             ? try identity.aliasCaller(openTokenize: context.configuration.openTokenize) : .anonymous
         let exchange = TransformedExchange(
             vault: vault, request: settings.requestOperations, response: settings.responseOperations,
@@ -112,21 +121,23 @@ struct ProxyHandler: Sendable {
         let outgoing = request
         return .later { finish in
             do throws(CloakError) {
-                try exchange.start(body: request.body, headers: request.headers, send: { body, headers, done in
-                    var message = outgoing
-                    message.body = body
-                    message.headers = headers
-                    // An upstream's failure stays a failure: it is answered as such, never run
-                    // through the answer's operations as if it were the upstream's answer.
-                    do throws(CloakError) {
-                        switch try destination(message, route: route, rest: rest, body: body, jsonBody: false) {
-                        case let .echo(response): done(.success(response))
-                        case let .upstream(upstreamRequest, loop): loop.call(upstreamRequest, done: done)
+                try exchange.start(
+                    body: request.body, headers: request.headers,
+                    send: { body, headers, done in
+                        var message = outgoing
+                        message.body = body
+                        message.headers = headers
+                        // An upstream's failure stays a failure: it is answered as such, never run
+                        // through the answer's operations as if it were the upstream's answer.
+                        do throws(CloakError) {
+                            switch try destination(message, route: route, rest: rest, body: body, jsonBody: false) {
+                            case let .echo(response): done(.success(response))
+                            case let .upstream(upstreamRequest, loop): loop.call(upstreamRequest, done: done)
+                            }
+                        } catch {
+                            done(.failure(error))
                         }
-                    } catch {
-                        done(.failure(error))
-                    }
-                }, finish: { response, _ in finish(response) })
+                    }, finish: { response, _ in finish(response) })
             } catch {
                 finish(.error(error))
             }
@@ -136,7 +147,9 @@ struct ProxyHandler: Sendable {
     /// Request headers never forwarded: Cloak frames the request and names the route itself.
     static let droppedHeaders = ["host", "content-length", "x-route-id"]
 
-    private func forward(_ request: HTTPRequest, route: ResolvedRoute, rest: String, body: [UInt8], jsonBody: Bool) -> Reply {
+    private func forward(_ request: HTTPRequest, route: ResolvedRoute, rest: String, body: [UInt8], jsonBody: Bool)
+        -> Reply
+    {
         do throws(CloakError) {
             switch try destination(request, route: route, rest: rest, body: body, jsonBody: jsonBody) {
             case let .echo(response):
@@ -164,10 +177,20 @@ struct ProxyHandler: Sendable {
         case upstream(UpstreamRequest, LoopHandle)
     }
 
-    private func destination(_ request: HTTPRequest, route: ResolvedRoute, rest: String, body: [UInt8],
-                             jsonBody: Bool) throws(CloakError) -> Destination {
+    private func destination(
+        _ request: HTTPRequest, route: ResolvedRoute, rest: String, body: [UInt8],
+        jsonBody: Bool
+    ) throws(CloakError) -> Destination {
         guard let upstream = route.upstream else {
-            return .echo(HTTPResponse(status: 200, headers: [("Content-Type", jsonBody ? "application/json" : request.header("Content-Type") ?? "application/octet-stream")], body: body))
+            return .echo(
+                HTTPResponse(
+                    status: 200,
+                    headers: [
+                        (
+                            "Content-Type",
+                            jsonBody ? "application/json" : request.header("Content-Type") ?? "application/octet-stream"
+                        )
+                    ], body: body))
         }
         guard let loop = request.loop else {
             throw CloakError(.unexpectedResponseType, "no event loop to reach the upstream from")
@@ -191,9 +214,11 @@ struct ProxyHandler: Sendable {
             headers.removeAll { $0.name.caseInsensitiveEquals(name) }
             headers.append((name, value))
         }
-        return .upstream(UpstreamRequest(
-            scheme: upstream.scheme, host: upstream.host, port: upstream.port, target: target, method: request.method,
-            headers: headers, body: body, timeoutSeconds: route.settings.responseTimeoutSeconds,
-            connectTimeoutSeconds: route.settings.connectTimeoutSeconds, caFile: route.settings.caFile), loop)
+        return .upstream(
+            UpstreamRequest(
+                scheme: upstream.scheme, host: upstream.host, port: upstream.port, target: target,
+                method: request.method,
+                headers: headers, body: body, timeoutSeconds: route.settings.responseTimeoutSeconds,
+                connectTimeoutSeconds: route.settings.connectTimeoutSeconds, caFile: route.settings.caFile), loop)
     }
 }

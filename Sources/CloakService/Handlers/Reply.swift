@@ -14,13 +14,16 @@ extension VaultError {
         switch self {
         case let .invalidInput(index, reason): return .malformed("\(describe(index)): \(reason)")
         case .notFound: return .notFound("no such alias")
-        case let .unavailable(reason): return CloakError(.vaultUnavailable, "the vault is unavailable: \(reason); nothing was written")
+        case let .unavailable(reason):
+            return CloakError(.vaultUnavailable, "the vault is unavailable: \(reason); nothing was written")
         case let .bucketFull(_, retryAfter):
-            return CloakError(.tooManyRequests, "\(description); nothing was written; retry after \(retryAfter) s",
-                              extraInfo: [("retryAfterSeconds", .int(retryAfter))])
+            return CloakError(
+                .tooManyRequests, "\(description); nothing was written; retry after \(retryAfter) s",
+                extraInfo: [("retryAfterSeconds", .int(retryAfter))])
         case let .refused(retryAfter, reason):
-            return CloakError(.tooManyRequests, "\(reason); nothing was written; retry after \(retryAfter) s",
-                              extraInfo: [("retryAfterSeconds", .int(retryAfter))])
+            return CloakError(
+                .tooManyRequests, "\(reason); nothing was written; retry after \(retryAfter) s",
+                extraInfo: [("retryAfterSeconds", .int(retryAfter))])
         }
     }
 }

@@ -45,15 +45,21 @@ extension VaultAPIHandler {
                         continue
                     }
                     if let format = item.format, format != issued.format {
-                        planned.append(.failure(.malformed("data[\(i)]: an intent is kept in its own format, \(issued.format.rawValue)")))
+                        planned.append(
+                            .failure(
+                                .malformed("data[\(i)]: an intent is kept in its own format, \(issued.format.rawValue)")
+                            ))
                         continue
                     }
                     guard record.storage == .persistent else {
-                        planned.append(.failure(.malformed("data[\(i)]: a VOLATILE intent is not kept; it expires with its value")))
+                        planned.append(
+                            .failure(.malformed("data[\(i)]: a VOLATILE intent is not kept; it expires with its value"))
+                        )
                         continue
                     }
-                    let keep = AliasRequest(value: record.value, format: item.format ?? issued.format, storage: .persistent,
-                                            classifiers: record.classifiers, luhnValid: issued.luhnValid)
+                    let keep = AliasRequest(
+                        value: record.value, format: item.format ?? issued.format, storage: .persistent,
+                        classifiers: record.classifiers, luhnValid: issued.luhnValid)
                     do throws(VaultError) { try Vault.check([keep], caller: caller) } catch {
                         planned.append(.failure(error.cloakError { _ in "data[\(i)]" }))
                         continue
@@ -64,7 +70,9 @@ extension VaultAPIHandler {
                 let (outcomes, requests) = (planned, toCreate)  // fixed from here on
                 let answer: @Sendable ([RevealedRecord]) -> Void = { records in
                     for (item, outcome) in zip(items, outcomes) {
-                        if case .success = outcome { audit("keep", tokenID, item.alias, "ok") } else {
+                        if case .success = outcome {
+                            audit("keep", tokenID, item.alias, "ok")
+                        } else {
                             audit("keep", tokenID, item.alias, "not_found")
                         }
                     }
@@ -84,8 +92,10 @@ extension VaultAPIHandler {
     }
 
     /// `{"data":[{"alias","canonical":{"alias","format"}} | {"alias","error":{…}}, …]}` in request order.
-    static func keepAnswer(_ items: [KeepItem], _ outcomes: [Result<Int, CloakError>], _ requests: [AliasRequest],
-                           _ records: [RevealedRecord]) -> [UInt8] {
+    static func keepAnswer(
+        _ items: [KeepItem], _ outcomes: [Result<Int, CloakError>], _ requests: [AliasRequest],
+        _ records: [RevealedRecord]
+    ) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 128 * items.count + 16)
         w.beginObject()
         w.key("data" as StaticString)
@@ -97,7 +107,9 @@ extension VaultAPIHandler {
             switch outcome {
             case let .success(index):
                 let request = requests[index]
-                let canonical = records[index].aliases.first { $0.matches(request.format, luhnValid: request.luhnValid) }
+                let canonical = records[index].aliases.first {
+                    $0.matches(request.format, luhnValid: request.luhnValid)
+                }
                 w.key("canonical" as StaticString)
                 w.beginObject()
                 w.member("alias", canonical?.alias ?? "")
@@ -120,7 +132,9 @@ extension VaultAPIHandler {
         var out: [KeepItem] = []
         for (i, item) in items.enumerated() {
             let at = "data[\(i)]"
-            guard case let .object(members) = item else { throw .malformed("\(at) must be an object, not \(item.typeName)") }
+            guard case let .object(members) = item else {
+                throw .malformed("\(at) must be an object, not \(item.typeName)")
+            }
             var alias: String?
             var format: AliasFormatName?
             for (key, v) in members {
@@ -132,11 +146,14 @@ extension VaultAPIHandler {
                     alias = s
                 case "format":
                     guard let name = v.stringValue, let f = AliasFormatName(rawValue: name) else {
-                        throw .malformed("\(at).format must be one of \(AliasFormatName.allCases.map(\.rawValue).joined(separator: ", "))")
+                        throw .malformed(
+                            "\(at).format must be one of \(AliasFormatName.allCases.map(\.rawValue).joined(separator: ", "))"
+                        )
                     }
                     format = f
                 default:
-                    throw .malformed("\(at) has an unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected alias, format")
+                    throw .malformed(
+                        "\(at) has an unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected alias, format")
                 }
             }
             guard let alias else { throw .malformed("\(at).alias is required") }
@@ -147,7 +164,8 @@ extension VaultAPIHandler {
 
     /// The items of `{"data":[…]}`: one to `maxBatch` of them, nothing else in the body.
     static func dataItems(_ body: JSONValue, maxBatch: Int, shape: String) throws(CloakError) -> [JSONValue] {
-        guard case let .object(top) = body, top.count == 1, top[0].key == "data", case let .array(items) = top[0].value else {
+        guard case let .object(top) = body, top.count == 1, top[0].key == "data", case let .array(items) = top[0].value
+        else {
             throw .malformed("expected \(shape)")
         }
         guard !items.isEmpty else { throw .malformed("\"data\" is empty") }

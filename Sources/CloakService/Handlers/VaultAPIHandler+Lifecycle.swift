@@ -23,13 +23,17 @@ extension VaultAPIHandler {
         var change = RecordChange()
         var seen = Set<String>()
         for (key, v) in data {
-            guard seen.insert(key).inserted else { throw .malformed("data has \"\(Redaction.scrub(key, limit: 64))\" twice") }
+            guard seen.insert(key).inserted else {
+                throw .malformed("data has \"\(Redaction.scrub(key, limit: 64))\" twice")
+            }
             switch key {
             case "classifiers": change.classifiers = try parseClassifiers(v, at: "data.classifiers")
             case "metadata": change.metadata = try parseMetadata(v, at: "data.metadata")
             case "ttl_s": change.ttlSeconds = try parseTTL(v, at: "data.ttl_s")
             default:
-                throw .malformed("data has an unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected classifiers, metadata, ttl_s")
+                throw .malformed(
+                    "data has an unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected classifiers, metadata, ttl_s"
+                )
             }
         }
         return change
@@ -57,7 +61,9 @@ extension VaultAPIHandler {
                 throw .malformed("\(at): each value is a string of at most 256 bytes")
             }
             guard !holdsLongDigitRun(key), !holdsLongDigitRun(text) else {
-                throw .malformed("\(at) may not hold a run of nine or more digits (metadata is stored in clear: no card number or SSN)")
+                throw .malformed(
+                    "\(at) may not hold a run of nine or more digits (metadata is stored in clear: no card number or SSN)"
+                )
             }
             guard out.updateValue(text, forKey: key) == nil else { throw .malformed("\(at) has a key twice") }
         }

@@ -15,7 +15,8 @@ extension VaultAPIHandler {
                 case let .success(records):
                     for record in records {
                         // One line per value, by the first alias found (never the value).
-                        audit("lookup", tokenID, record?.aliases.first?.alias ?? "-", record == nil ? "not_found" : "ok")
+                        audit(
+                            "lookup", tokenID, record?.aliases.first?.alias ?? "-", record == nil ? "not_found" : "ok")
                     }
                     finish(.json(200, Self.lookupAnswer(records)))
                 case let .failure(error):
@@ -51,7 +52,9 @@ extension VaultAPIHandler {
             guard case let .object(members) = item, members.count == 1, members[0].key == "value",
                 case let .string(value) = members[0].value
             else { throw .malformed("data[\(i)] must be {\"value\":\"…\"}") }
-            guard !value.isEmpty, value.utf8.count <= 32_768 else { throw .malformed("data[\(i)].value must be 1 to 32768 bytes") }
+            guard !value.isEmpty, value.utf8.count <= 32_768 else {
+                throw .malformed("data[\(i)].value must be 1 to 32768 bytes")
+            }
             return value
         }
     }

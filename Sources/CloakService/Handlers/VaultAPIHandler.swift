@@ -29,7 +29,9 @@ struct VaultAPIHandler: Sendable {
             // not reveal, it would tell by the alias's death whether the value was stored before,
             // and cut short other callers' aliases. PUT changes it for the rest.
             if item.ttlSeconds != nil, !caller.mayReveal {
-                throw CloakError(.forbidden, "data[\(i)]: ttl_s on a create needs aliases:reveal (or set it with PUT, aliases:update)")
+                throw CloakError(
+                    .forbidden,
+                    "data[\(i)]: ttl_s on a create needs aliases:reveal (or set it with PUT, aliases:update)")
             }
         }
 
@@ -91,9 +93,10 @@ struct VaultAPIHandler: Sendable {
         // Split on literal commas first, then decode each alias: an alias holding a comma is
         // asked for as %2C.
         var seen = Set<String>()
-        let aliases = (Self.rawQueryValue(request.query, "q").map { raw in
-            raw.split(separator: ",").map { Self.decodeQueryComponent($0) ?? "" }
-        } ?? []).filter { seen.insert($0).inserted }  // one answer (and one audit line) per alias
+        let aliases =
+            (Self.rawQueryValue(request.query, "q").map { raw in
+                raw.split(separator: ",").map { Self.decodeQueryComponent($0) ?? "" }
+            } ?? []).filter { seen.insert($0).inserted }  // one answer (and one audit line) per alias
         guard !aliases.isEmpty else { throw .malformed("give the aliases to reveal as ?q=alias1,alias2") }
         guard aliases.count <= vault.settings.maxBatch else {
             throw .malformed("at most \(vault.settings.maxBatch) aliases at once, not \(aliases.count)")
@@ -157,7 +160,9 @@ struct VaultAPIHandler: Sendable {
         }
         let change = try Self.parseUpdate(try request.jsonBody())
         return .later { finish in
-            vault.update(alias, classifiers: change.classifiers, metadata: change.metadata, ttlSeconds: change.ttlSeconds) { result in
+            vault.update(
+                alias, classifiers: change.classifiers, metadata: change.metadata, ttlSeconds: change.ttlSeconds
+            ) { result in
                 switch result {
                 case .success:
                     audit("update", tokenID, alias, "ok")
@@ -189,7 +194,9 @@ struct VaultAPIHandler: Sendable {
         out.reserveCapacity(items.count)
         for (i, item) in items.enumerated() {
             let at = "data[\(i)]"
-            guard case let .object(members) = item else { throw .malformed("\(at) must be an object, not \(item.typeName)") }
+            guard case let .object(members) = item else {
+                throw .malformed("\(at) must be an object, not \(item.typeName)")
+            }
             var value: String?
             var format = AliasFormatName.UUID
             var storage = StorageKind.persistent
@@ -199,12 +206,18 @@ struct VaultAPIHandler: Sendable {
             for (key, v) in members {
                 switch key {
                 case "value":
-                    guard case let .string(s) = v else { throw .malformed("\(at).value must be a string, not \(v.typeName)") }
-                    guard !s.isEmpty, s.utf8.count <= 32_768 else { throw .malformed("\(at).value must be 1 to 32768 bytes") }
+                    guard case let .string(s) = v else {
+                        throw .malformed("\(at).value must be a string, not \(v.typeName)")
+                    }
+                    guard !s.isEmpty, s.utf8.count <= 32_768 else {
+                        throw .malformed("\(at).value must be 1 to 32768 bytes")
+                    }
                     value = s
                 case "format":
                     guard let name = v.stringValue, let f = AliasFormatName(rawValue: name) else {
-                        throw .malformed("\(at).format must be one of \(AliasFormatName.allCases.map(\.rawValue).joined(separator: ", "))")
+                        throw .malformed(
+                            "\(at).format must be one of \(AliasFormatName.allCases.map(\.rawValue).joined(separator: ", "))"
+                        )
                     }
                     format = f
                 case "storage":
@@ -232,11 +245,16 @@ struct VaultAPIHandler: Sendable {
     }
 
     static func parseClassifiers(_ v: JSONValue, at: String) throws(CloakError) -> [String] {
-        guard case let .array(items) = v, items.count <= 16 else { throw .malformed("\(at) must be an array of at most 16 strings") }
+        guard case let .array(items) = v, items.count <= 16 else {
+            throw .malformed("\(at) must be an array of at most 16 strings")
+        }
         var out: [String] = []
         for item in items {
             guard let s = item.stringValue, !s.isEmpty, s.utf8.count <= 64,
-                s.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || $0 == 45 || $0 == 95 || $0 == 46 || $0 == 58 })
+                s.utf8.allSatisfy({
+                    ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || $0 == 45 || $0 == 95 || $0 == 46
+                        || $0 == 58
+                })
             else { throw .malformed("\(at): each classifier is 1 to 64 of A-Z a-z 0-9 - _ . :") }
             out.append(s)
         }
@@ -269,9 +287,11 @@ struct VaultAPIHandler: Sendable {
     /// One audit line: who (token id and client address), what, which alias (its keyed
     /// reference, ``Vault/auditReference(_:)``: never the alias), the outcome.
     func audit(_ action: String, _ tokenID: String, _ alias: String, _ result: String) {
-        logger.info("audit", metadata: [
-            "action": .string(action), "token_id": .string(tokenID), "client": .string(client),
-            "alias_ref": .string(vault.vault.auditReference(alias)), "result": .string(result),
-        ])
+        logger.info(
+            "audit",
+            metadata: [
+                "action": .string(action), "token_id": .string(tokenID), "client": .string(client),
+                "alias_ref": .string(vault.vault.auditReference(alias)), "result": .string(result),
+            ])
     }
 }

@@ -11,11 +11,15 @@ import CloakCore
 struct AccessLog: Sendable {
     let sink: LogSink
 
-    func record(method: String, path: String, route: String, status: Int, micros: Int, requestID: String, client: String = "") {
+    func record(
+        method: String, path: String, route: String, status: Int, micros: Int, requestID: String, client: String = ""
+    ) {
         var w = JSONWriter(reservingCapacity: 256)
         w.rawJSON(#"{"ts":""#)
         let now = UTCTimestamp.now()
-        w.rawJSON(count: UTCTimestamp.length) { UTCTimestamp.write(seconds: now.seconds, milliseconds: now.milliseconds, to: $0) }
+        w.rawJSON(count: UTCTimestamp.length) {
+            UTCTimestamp.write(seconds: now.seconds, milliseconds: now.milliseconds, to: $0)
+        }
         w.rawJSON(#"","level":"info","msg":"request","method":"#)
         w.writeString(method)
         w.rawJSON(#","path":"#)

@@ -36,7 +36,9 @@ package struct JSONLogHandler: LogHandler {
         var w = JSONWriter(reservingCapacity: 256)
         w.rawJSON(#"{"ts":""#)
         let now = UTCTimestamp.now()
-        w.rawJSON(count: UTCTimestamp.length) { UTCTimestamp.write(seconds: now.seconds, milliseconds: now.milliseconds, to: $0) }
+        w.rawJSON(count: UTCTimestamp.length) {
+            UTCTimestamp.write(seconds: now.seconds, milliseconds: now.milliseconds, to: $0)
+        }
         w.rawJSON(#"","level":"#)
         w.writeString(event.level.rawValue)
         w.rawJSON(#","msg":"#)

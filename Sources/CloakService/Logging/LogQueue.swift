@@ -30,8 +30,10 @@ package final class LogQueue: Sendable {
     ///   - byteCapacity: bytes held at most (long lines while the output is stalled); past it,
     ///     lines are dropped too.
     ///   - write: writes one batch of complete lines (it may block: it runs on the queue's thread).
-    package init(capacity: Int = 16_384, byteCapacity: Int = 8 << 20, interval: Double = 0.02,
-                write: @escaping @Sendable ([UInt8]) -> Void) {
+    package init(
+        capacity: Int = 16_384, byteCapacity: Int = 8 << 20, interval: Double = 0.02,
+        write: @escaping @Sendable ([UInt8]) -> Void
+    ) {
         self.capacity = capacity
         self.byteCapacity = byteCapacity
         self.interval = interval

@@ -22,7 +22,9 @@ enum UTCTimestamp {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = CalendarDate.civil(daysSince1970: days)
-        func put(_ value: Int, _ digits: Int, at offset: Int) { ZeroPadded.write(value, width: digits, to: out + offset) }
+        func put(_ value: Int, _ digits: Int, at offset: Int) {
+            ZeroPadded.write(value, width: digits, to: out + offset)
+        }
         put(min(max(year, 0), 9999), 4, at: 0)
         out[4] = UInt8(ascii: "-")
         put(month, 2, at: 5)

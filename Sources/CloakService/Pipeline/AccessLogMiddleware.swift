@@ -11,8 +11,9 @@ struct AccessLogMiddleware: Middleware {
 
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
         let micros = (DispatchTime.now().uptimeNanoseconds - context.start) / 1000
-        log.record(method: context.request.method.rawValue, path: door == nil ? context.request.path : "-",
-                   route: door ?? context.template, status: response.status, micros: Int(micros),
-                   requestID: context.request.requestID, client: context.request.remoteAddress)
+        log.record(
+            method: context.request.method.rawValue, path: door == nil ? context.request.path : "-",
+            route: door ?? context.template, status: response.status, micros: Int(micros),
+            requestID: context.request.requestID, client: context.request.remoteAddress)
     }
 }

@@ -10,11 +10,13 @@ struct CORSMiddleware: Middleware {
         guard context.isPreflight else { return nil }
         context.template = "OPTIONS *"
         guard allowedOrigin(context.request) != nil else { throw CloakError(.forbidden, "origin not allowed") }
-        return HTTPResponse(status: 204, headers: [
-            ("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS"),
-            ("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Route-Id, X-Request-Id"),
-            ("Access-Control-Max-Age", "600"),
-        ])
+        return HTTPResponse(
+            status: 204,
+            headers: [
+                ("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS"),
+                ("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Route-Id, X-Request-Id"),
+                ("Access-Control-Max-Age", "600"),
+            ])
     }
 
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
@@ -24,7 +26,9 @@ struct CORSMiddleware: Middleware {
     }
 
     private func allowedOrigin(_ request: HTTPRequest) -> String? {
-        guard !allowedOrigins.isEmpty, let origin = request.header("Origin"), allowedOrigins.contains(origin) else { return nil }
+        guard !allowedOrigins.isEmpty, let origin = request.header("Origin"), allowedOrigins.contains(origin) else {
+            return nil
+        }
         return origin
     }
 }

@@ -10,8 +10,9 @@ struct ClientAddressMiddleware: Middleware {
 
     func request(_ context: inout RequestContext) throws(CloakError) -> HTTPResponse? {
         guard !trusted.isEmpty, context.request.forwardingTrusted else { return nil }
-        let forwarded = ForwardedClient.resolve(peer: context.request.remoteAddress, headers: context.request.headers,
-                                                trusted: trusted, header: header)
+        let forwarded = ForwardedClient.resolve(
+            peer: context.request.remoteAddress, headers: context.request.headers,
+            trusted: trusted, header: header)
         if let problem = forwarded.problem { ConnectionNotices.shared.report("forwarded_header_\(problem.rawValue)") }
         context.request.remoteAddress = forwarded.address
         return nil

@@ -43,7 +43,9 @@ final class Door<Steps: Middleware>: Sendable {
         }
     }
 
-    private func run<Handler: RequestHandler>(_ context: inout RequestContext, _ handler: Handler) throws(CloakError) -> Reply {
+    private func run<Handler: RequestHandler>(_ context: inout RequestContext, _ handler: Handler) throws(CloakError)
+        -> Reply
+    {
         if let answer = try steps.request(&context) { return .now(answer) }
         return try handler.reply(to: context)
     }

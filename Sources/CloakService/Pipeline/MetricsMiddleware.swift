@@ -10,7 +10,8 @@ struct MetricsMiddleware: Middleware {
 
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
         let nanoseconds = DispatchTime.now().uptimeNanoseconds - context.start
-        metrics.record(route: route ?? context.template, status: response.status, nanoseconds: Int64(nanoseconds),
-                       loop: context.request.loop)
+        metrics.record(
+            route: route ?? context.template, status: response.status, nanoseconds: Int64(nanoseconds),
+            loop: context.request.loop)
     }
 }

@@ -12,7 +12,8 @@ struct RateLimitMiddleware: Middleware {
         if let endpoint = context.endpoint {
             guard endpoint.isRateLimited else { return nil }
             let identity = context.identity
-            anonymous = endpoint.isOpen && !identity.isCreator
+            anonymous =
+                endpoint.isOpen && !identity.isCreator
                 // A route's reveal needs the token's own scope: that token keeps its own bucket.
                 && !(endpoint == .proxy && identity.token?.scopes.contains("aliases:reveal") == true)
         }

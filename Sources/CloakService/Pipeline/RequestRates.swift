@@ -27,8 +27,9 @@ struct RequestRates: Sendable {
         }
         guard let wait = limiter.take(key, limit: limit, now: DispatchTime.now().uptimeNanoseconds) else { return }
         if case .token = key { metrics.rateLimited("token") } else { metrics.rateLimited("anonymous") }
-        throw CloakError(.tooManyRequests, "too many requests; retry after \(wait) s",
-                         extraInfo: [("retryAfterSeconds", .int(wait))])
+        throw CloakError(
+            .tooManyRequests, "too many requests; retry after \(wait) s",
+            extraInfo: [("retryAfterSeconds", .int(wait))])
     }
 
     /// A token's rate: `limits.token`, or its own `requests_per_minute`.
@@ -43,14 +44,16 @@ struct RequestRates: Sendable {
 
     /// Takes `n` more requests from a token's bucket: nil when they may go, else seconds to wait.
     func chargeToken(_ token: ServiceConfiguration.AccessToken, _ n: Int) -> Int? {
-        let wait = limiter.take(.token(token.id), limit: tokenLimit(token), now: DispatchTime.now().uptimeNanoseconds, cost: n)
+        let wait = limiter.take(
+            .token(token.id), limit: tokenLimit(token), now: DispatchTime.now().uptimeNanoseconds, cost: n)
         if wait != nil { metrics.rateLimited("token") }
         return wait
     }
 
     /// Takes `n` more requests from a client address's anonymous bucket.
     func chargeAnonymous(_ address: String, _ n: Int) -> Int? {
-        let wait = limiter.take(.client(address), limit: limits.anonymous, now: DispatchTime.now().uptimeNanoseconds, cost: n)
+        let wait = limiter.take(
+            .client(address), limit: limits.anonymous, now: DispatchTime.now().uptimeNanoseconds, cost: n)
         if wait != nil { metrics.rateLimited("anonymous") }
         return wait
     }

@@ -12,8 +12,9 @@ struct ViolationMiddleware: Middleware {
     static func error(for violation: HTTPViolation) -> CloakError {
         switch violation {
         case let .bodyTooLarge(limit):
-            return CloakError(.payloadTooLarge, "the body is larger than \(limit) bytes",
-                              extraInfo: [("maxBodyBytes", .int(limit))])
+            return CloakError(
+                .payloadTooLarge, "the body is larger than \(limit) bytes",
+                extraInfo: [("maxBodyBytes", .int(limit))])
         case .conflictingContentLength:
             return .malformed("the request has conflicting Content-Length headers")
         case .invalidHeaderName:

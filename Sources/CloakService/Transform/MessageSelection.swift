@@ -61,8 +61,12 @@ struct MessageSelection: Sendable {
         }
         var headerIndices: [Int] = []
         for (index, header) in headers.enumerated() {
-            guard let op = operations.first(where: { $0.header.contains { $0.caseInsensitiveEquals(header.name) } }) else { continue }
-            items.append(Item(place: .header(headerIndices.count), operation: op, selector: header.name, text: Sensitive(header.value)))
+            guard let op = operations.first(where: { $0.header.contains { $0.caseInsensitiveEquals(header.name) } })
+            else { continue }
+            items.append(
+                Item(
+                    place: .header(headerIndices.count), operation: op, selector: header.name,
+                    text: Sensitive(header.value)))
             headerIndices.append(index)
         }
         self.json = json

@@ -24,14 +24,16 @@ struct MessageTransformer: Sendable {
         let checked: @Sendable (Result<[String], CloakError>) -> Void = { result in
             if case let .success(texts) = result {
                 for (item, text) in zip(items, texts) where item.isHeader && !HTTPSyntax.isFieldValue(text) {
-                    return completion(.failure(.malformed("the value for header \(item.selector) cannot be sent in a header")))
+                    return completion(
+                        .failure(.malformed("the value for header \(item.selector) cannot be sent in a header")))
                 }
             }
             completion(result)
         }
         let redacted = items.indices.filter { items[$0].operation.action == .redact }
         let requests = redacted.map { i in
-            AliasRequest(value: items[i].text.value, format: items[i].operation.format, storage: items[i].operation.storage)
+            AliasRequest(
+                value: items[i].text.value, format: items[i].operation.format, storage: items[i].operation.storage)
         }
         do { try Vault.check(requests, caller: caller) } catch {
             return completion(.failure(error.cloakError { "selected value \(items[redacted[$0]].selector)" }))
@@ -52,7 +54,9 @@ struct MessageTransformer: Sendable {
                 case let .success(found):
                     var out = soFar
                     for i in revealed {
-                        guard let record = found[items[i].text.value] else { return checked(.failure(Self.notFound(items[i].selector))) }
+                        guard let record = found[items[i].text.value] else {
+                            return checked(.failure(Self.notFound(items[i].selector)))
+                        }
                         out[i] = record.value
                     }
                     checked(.success(out))
@@ -68,7 +72,8 @@ struct MessageTransformer: Sendable {
                 var replacements = original
                 for (k, i) in redacted.enumerated() {
                     let asked = requests[k]
-                    replacements[i] = records[k].aliases.first { $0.matches(asked.format, luhnValid: asked.luhnValid) }?.alias ?? ""
+                    replacements[i] =
+                        records[k].aliases.first { $0.matches(asked.format, luhnValid: asked.luhnValid) }?.alias ?? ""
                 }
                 reveal(replacements)
             }
@@ -76,6 +81,7 @@ struct MessageTransformer: Sendable {
     }
 
     static func notFound(_ selector: String) -> CloakError {
-        CloakError(.aliasNotFound, "\(selector) does not hold a live alias (unknown, deleted or expired); nothing was sent")
+        CloakError(
+            .aliasNotFound, "\(selector) does not hold a live alias (unknown, deleted or expired); nothing was sent")
     }
 }

@@ -93,7 +93,8 @@ struct RouteExchange {
                 return finish(.error(error), outcome)
             case let .success(replacements):
                 var answer = upstream
-                (answer.body, answer.headers) = selection.apply(replacements, body: upstream.body, headers: upstream.headers)
+                (answer.body, answer.headers) = selection.apply(
+                    replacements, body: upstream.body, headers: upstream.headers)
                 var done = outcome
                 done.redacted += selection.redactCount
                 done.revealed += selection.revealCount
@@ -137,14 +138,18 @@ struct RouteExchange {
         do {
             selection = try MessageSelection(body: upstream.body, headers: upstream.headers, operations: plan.response)
         } catch {
-            return finish(.error(CloakError(.unexpectedResponseDataFormat, "the upstream's answer: \(error.message)")), outcome)
+            return finish(
+                .error(CloakError(.unexpectedResponseDataFormat, "the upstream's answer: \(error.message)")), outcome)
         }
         guard !selection.isEmpty else { return finish(upstream, outcome) }
         // The answer is bounded like the request: its values go to the vault in one job.
         if let tooMany = tooMany(selection) {
-            return finish(.error(CloakError(.unexpectedResponseDataFormat, "the upstream's answer: \(tooMany)")), outcome)
+            return finish(
+                .error(CloakError(.unexpectedResponseDataFormat, "the upstream's answer: \(tooMany)")), outcome)
         }
-        guard plan.hasVault else { return finish(.error(CloakError(.vaultUnavailable, "this server runs without a vault")), outcome) }
+        guard plan.hasVault else {
+            return finish(.error(CloakError(.vaultUnavailable, "this server runs without a vault")), outcome)
+        }
         state = .transformingAnswer(selection, upstream: upstream, outcome)
         return .transform(selection, .answer)
     }
@@ -157,6 +162,7 @@ struct RouteExchange {
     /// Why `selection` holds more values than one message may send to the vault, or nil.
     private func tooMany(_ selection: MessageSelection) -> String? {
         guard selection.items.count > plan.maxSelected else { return nil }
-        return "the route's selectors pick \(selection.items.count) values; at most \(plan.maxSelected) (\(plan.limitName))"
+        return
+            "the route's selectors pick \(selection.items.count) values; at most \(plan.maxSelected) (\(plan.limitName))"
     }
 }

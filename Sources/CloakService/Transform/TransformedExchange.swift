@@ -18,15 +18,21 @@ struct TransformedExchange: Sendable {
     typealias Outcome = RouteExchange.Outcome
 
     /// The upstream call: the rewritten body and headers in, the answer (or its error) out.
-    typealias Send = @Sendable (_ body: [UInt8], _ headers: [(name: String, value: String)],
-                                _ done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void) -> Void
+    typealias Send =
+        @Sendable (
+            _ body: [UInt8], _ headers: [(name: String, value: String)],
+            _ done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
+        ) -> Void
 
     /// Selects in the request now (a malformed one throws before anything is queued), then runs
     /// the rest; `finish` gets the client's answer and what was done.
-    func start(body: [UInt8], headers: [(name: String, value: String)], send: @escaping Send,
-               finish: @escaping @Sendable (HTTPResponse, Outcome) -> Void) throws(CloakError) {
-        let plan = RouteExchange.Plan(request: request, response: response, maxSelected: maxSelected,
-                                      limitName: limitName, hasVault: vault != nil)
+    func start(
+        body: [UInt8], headers: [(name: String, value: String)], send: @escaping Send,
+        finish: @escaping @Sendable (HTTPResponse, Outcome) -> Void
+    ) throws(CloakError) {
+        let plan = RouteExchange.Plan(
+            request: request, response: response, maxSelected: maxSelected,
+            limitName: limitName, hasVault: vault != nil)
         let driver = Driver(machine: RouteExchange(plan: plan), exchange: self, send: send, finish: finish)
         let first = driver.machine.event(.start(body: body, headers: headers))
         if case let .refuse(error) = first { throw error }
@@ -42,8 +48,10 @@ struct TransformedExchange: Sendable {
         let send: Send
         let finish: @Sendable (HTTPResponse, Outcome) -> Void
 
-        init(machine: RouteExchange, exchange: TransformedExchange, send: @escaping Send,
-             finish: @escaping @Sendable (HTTPResponse, Outcome) -> Void) {
+        init(
+            machine: RouteExchange, exchange: TransformedExchange, send: @escaping Send,
+            finish: @escaping @Sendable (HTTPResponse, Outcome) -> Void
+        ) {
             self.machine = machine
             self.exchange = exchange
             self.send = send
@@ -58,7 +66,8 @@ struct TransformedExchange: Sendable {
                 return  // a refusal only comes from .start, which the caller throws
             case let .transform(selection, side):
                 guard let vault = exchange.vault else { return }  // the plan said there is one
-                let transformer = side == .request
+                let transformer =
+                    side == .request
                     ? MessageTransformer(vault: vault, caller: exchange.requestCaller)
                     : MessageTransformer(vault: vault.answering, caller: exchange.responseCaller)
                 transformer.run(selection) { [self] result in handle(.transformed(result)) }
@@ -81,7 +90,9 @@ extension LoopHandle {
             case let .failure(.unreachable(why)): done(.failure(CloakError(.unexpectedResponseType, why)))
             case let .failure(.badResponse(why)): done(.failure(CloakError(.unexpectedResponseDataFormat, why)))
             case .failure(.timeout):
-                done(.failure(CloakError(.upstreamTimeout, "the upstream did not answer within \(request.timeoutSeconds) s")))
+                done(
+                    .failure(
+                        CloakError(.upstreamTimeout, "the upstream did not answer within \(request.timeoutSeconds) s")))
             }
         }
     }

@@ -67,7 +67,9 @@ final class BucketGuessLimiter: Sendable {
         let shard = shards[Int(UInt(bitPattern: token.hashValue) % UInt(Self.shardCount))]
         return shard.tokens.withLock { tokens -> Refusal? in
             let state: TokenWindows
-            if let found = tokens[token] { state = found } else {
+            if let found = tokens[token] {
+                state = found
+            } else {
                 state = TokenWindows()
                 tokens[token] = state
             }
@@ -81,7 +83,9 @@ final class BucketGuessLimiter: Sendable {
                 if known { continue }
                 if (window?.seen.count ?? 0) + (fresh[b.bucket]?.count ?? 0) >= limit {
                     if refusal == nil {
-                        refusal = Refusal(format: b.format, retryAfter: window?.seen.first.map { Self.seconds(until: $0.at, now: now) } ?? 1)
+                        refusal = Refusal(
+                            format: b.format,
+                            retryAfter: window?.seen.first.map { Self.seconds(until: $0.at, now: now) } ?? 1)
                     }
                     if mode == .enforce { break }
                     continue

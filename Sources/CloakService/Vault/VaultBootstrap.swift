@@ -13,11 +13,15 @@ package enum VaultBootstrap {
     /// when set; otherwise the key file, created with a new key only for an empty store. A store
     /// that already holds records (or a key-check value) never gets a new ring: the key file is
     /// missing, and making another would lose every record sealed in the meantime.
-    package static func keyRing(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String],
-                               logger: Logger?, store: any AliasStore) throws -> KeyRing {
+    package static func keyRing(
+        _ settings: ServiceConfiguration.VaultSettings, environment: [String: String],
+        logger: Logger?, store: any AliasStore
+    ) throws -> KeyRing {
         if settings.keys.hasPrefix("env:") {
             let name = String(settings.keys.dropFirst(4))
-            guard let text = environment[name] else { throw Error(description: "vault.keys names \(name), which is not set") }
+            guard let text = environment[name] else {
+                throw Error(description: "vault.keys names \(name), which is not set")
+            }
             return try KeyRing.derived(fromMaster: text)
         }
         if let text = environment["CLOAK_MASTER_KEY"], !text.isEmpty {
@@ -27,12 +31,14 @@ package enum VaultBootstrap {
         let path = String(settings.keys.dropFirst("file:".count))
         if FileManager.default.fileExists(atPath: path) { return try KeyRing.load(path: path) }
         if try store.hasRecords() || store.metadata("key_check") != nil {
-            throw Error(description: "the key file \(path) is missing but the store already holds records sealed with "
-                        + "another key ring; restore the key file (or set the master key) instead of creating new keys")
+            throw Error(
+                description: "the key file \(path) is missing but the store already holds records sealed with "
+                    + "another key ring; restore the key file (or set the master key) instead of creating new keys")
         }
         let ring = KeyRing.generate()
         try ring.write(path: path, replace: false)
-        logger?.notice("generated new vault keys", metadata: ["path": .string(path), "key_id": .string(ring.currentID)])
+        logger?.notice(
+            "generated new vault keys", metadata: ["path": .string(path), "key_id": .string(ring.currentID)])
         return ring
     }
 
@@ -56,7 +62,9 @@ package enum VaultBootstrap {
         throw Error(description: "the store URL must be sqlite:PATH, postgres://… or postgresql://…")
     }
 
-    package static func open(_ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?)
+    package static func open(
+        _ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?
+    )
         throws -> Vault
     {
         let store = try store(settings)
@@ -69,8 +77,12 @@ package enum VaultBootstrap {
         if !store.isSoleWriter {
             for _ in 1..<max(1, settings.connections) { stores.append(try self.store(settings)) }
         }
-        return try Vault(stores: stores, keys: keys, settings: .init(
-            environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds, maxBatch: settings.maxBatch,
-            dedupeCacheEntries: 10_000, intentTTLSeconds: settings.intentTTLSeconds, maxBucketShare: settings.maxBucketShare))
+        return try Vault(
+            stores: stores, keys: keys,
+            settings: .init(
+                environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds,
+                maxBatch: settings.maxBatch,
+                dedupeCacheEntries: 10_000, intentTTLSeconds: settings.intentTTLSeconds,
+                maxBucketShare: settings.maxBucketShare))
     }
 }

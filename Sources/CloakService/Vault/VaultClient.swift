@@ -29,8 +29,10 @@ struct VaultClient: Sendable {
         return copy
     }
 
-    func createAliases(_ requests: [AliasRequest], caller: AliasCaller,
-                       completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void) {
+    func createAliases(
+        _ requests: [AliasRequest], caller: AliasCaller,
+        completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void
+    ) {
         if !caller.anonymous, let admission, let refusal = admission.admit(requests, vault: vault) {
             return completion(.failure(refusal))
         }
@@ -38,8 +40,12 @@ struct VaultClient: Sendable {
         // a route's redactions): 100 values cost 100, so one address cannot fill a card's
         // anonymous share in a few requests.
         if caller.anonymous, requests.count > 1, let wait = chargeAnonymous?(requests.count - 1) {
-            return completion(.failure(.refused(retryAfter: wait, reason:
-                "too many values for this address's rate (each value counts as a request)")))
+            return completion(
+                .failure(
+                    .refused(
+                        retryAfter: wait,
+                        reason:
+                            "too many values for this address's rate (each value counts as a request)")))
         }
         vault.createAliases(requests, caller: caller) { [onBucketFull] result in
             if case let .failure(.bucketFull(format, _)) = result { onBucketFull?(format) }
@@ -51,7 +57,9 @@ struct VaultClient: Sendable {
         vault.lookup(values) { result in onLoop { completion(result) } }
     }
 
-    func reveal(_ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void) {
+    func reveal(
+        _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
+    ) {
         vault.reveal(aliases) { result in onLoop { completion(result) } }
     }
 
@@ -59,12 +67,18 @@ struct VaultClient: Sendable {
         vault.delete(alias) { result in onLoop { completion(result) } }
     }
 
-    func update(_ alias: String, classifiers: [String]?, metadata: [String: String]?, ttlSeconds: Int?,
-                completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
-        vault.update(alias, classifiers: classifiers, metadata: metadata, ttlSeconds: ttlSeconds) { result in onLoop { completion(result) } }
+    func update(
+        _ alias: String, classifiers: [String]?, metadata: [String: String]?, ttlSeconds: Int?,
+        completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
+    ) {
+        vault.update(alias, classifiers: classifiers, metadata: metadata, ttlSeconds: ttlSeconds) { result in
+            onLoop { completion(result) }
+        }
     }
 
-    func setClassifiers(_ classifiers: [String], alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
+    func setClassifiers(
+        _ classifiers: [String], alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
+    ) {
         vault.setClassifiers(classifiers, alias: alias) { result in onLoop { completion(result) } }
     }
 
@@ -102,16 +116,20 @@ struct CreateAdmission: Sendable {
     /// nil when the request may go on, else the refusal to answer (nothing is written).
     func admit(_ requests: [AliasRequest], vault: Vault) -> VaultError? {
         if mode == .enforce, requests.count > 1, let wait = charge(requests.count - 1) {
-            return .refused(retryAfter: wait, reason: "too many values for this token's rate (each value counts as a request)")
+            return .refused(
+                retryAfter: wait, reason: "too many values for this token's rate (each value counts as a request)")
         }
         let buckets = vault.guessBuckets(requests)
-        guard let refusal = limiter.admit(token: tokenID, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode)
+        guard
+            let refusal = limiter.admit(token: tokenID, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode)
         else { return nil }
         refused(refusal.format, mode == .enforce)
         guard mode == .enforce else { return nil }
-        return .refused(retryAfter: refusal.retryAfter, reason:
-            "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values of one bucket (kept characters "
-            + "and shape) within an hour (limits.bucket_values_per_hour)")
+        return .refused(
+            retryAfter: refusal.retryAfter,
+            reason:
+                "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values of one bucket (kept characters "
+                + "and shape) within an hour (limits.bucket_values_per_hour)")
     }
 }
 

@@ -25,7 +25,8 @@ final class VaultExecutor: @unchecked Sendable {
     private let maintenanceInterval: TimeInterval
 
     /// - Parameter maintenance: run in its own transaction when idle, at most every `maintenanceInterval`.
-    init(store: any AliasStore, maintenanceInterval: TimeInterval = 5, maintenance: @escaping (any AliasStore) -> Void) {
+    init(store: any AliasStore, maintenanceInterval: TimeInterval = 5, maintenance: @escaping (any AliasStore) -> Void)
+    {
         self.store = store
         self.maintenance = maintenance
         self.maintenanceInterval = maintenanceInterval
@@ -35,8 +36,10 @@ final class VaultExecutor: @unchecked Sendable {
     }
 
     /// Queues `body`; `completion` runs on the executor thread after the commit (or failure).
-    func submit<T: Sendable>(_ body: @escaping (any AliasStore) throws -> T,
-                             completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+    func submit<T: Sendable>(
+        _ body: @escaping (any AliasStore) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
         let job = Job(
             body: { store in
                 let value = try body(store)
@@ -48,7 +51,11 @@ final class VaultExecutor: @unchecked Sendable {
             state.jobs.append(job)
             return true
         }
-        if accepted { wake.signal() } else { completion(.failure(StoreError.unavailable("the vault is shutting down"))) }
+        if accepted {
+            wake.signal()
+        } else {
+            completion(.failure(StoreError.unavailable("the vault is shutting down")))
+        }
     }
 
     /// Finishes everything queued, then stops the thread.

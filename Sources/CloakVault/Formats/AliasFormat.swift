@@ -70,25 +70,32 @@ struct AliasFormat: Sendable {
     let keepsSeparators: Bool
 
     static func of(_ name: AliasFormatName) -> AliasFormat {
-        func p(_ input: Alphabet, _ output: Alphabet? = nil, first: Int = 0, last: Int = 0, min: Int, max: Int = maxPreservingSlots,
-               card: Bool = false, prefix: [UInt8] = [], separators: Bool = true) -> AliasFormat {
-            AliasFormat(name: name, kind: .preserving, inputAlphabet: input, outputAlphabet: output ?? input, keepFirst: first,
-                        keepLast: last, minSlots: min, maxSlots: max, isCard: card, forcedPrefix: prefix,
-                        keepsSeparators: separators)
+        func p(
+            _ input: Alphabet, _ output: Alphabet? = nil, first: Int = 0, last: Int = 0, min: Int,
+            max: Int = maxPreservingSlots,
+            card: Bool = false, prefix: [UInt8] = [], separators: Bool = true
+        ) -> AliasFormat {
+            AliasFormat(
+                name: name, kind: .preserving, inputAlphabet: input, outputAlphabet: output ?? input, keepFirst: first,
+                keepLast: last, minSlots: min, maxSlots: max, isCard: card, forcedPrefix: prefix,
+                keepsSeparators: separators)
         }
         switch name {
         case .UUID:
-            return AliasFormat(name: name, kind: .token(keepLastFour: false), inputAlphabet: .alphanumeric62,
-                               outputAlphabet: .alphanumeric62, keepFirst: 0, keepLast: 0, minSlots: 0, maxSlots: Int.max,
-                               isCard: false, forcedPrefix: [], keepsSeparators: true)
+            return AliasFormat(
+                name: name, kind: .token(keepLastFour: false), inputAlphabet: .alphanumeric62,
+                outputAlphabet: .alphanumeric62, keepFirst: 0, keepLast: 0, minSlots: 0, maxSlots: Int.max,
+                isCard: false, forcedPrefix: [], keepsSeparators: true)
         case .GENERIC_T_FOUR:
-            return AliasFormat(name: name, kind: .token(keepLastFour: true), inputAlphabet: .alphanumeric62,
-                               outputAlphabet: .alphanumeric62, keepFirst: 0, keepLast: 4, minSlots: 4, maxSlots: Int.max,
-                               isCard: false, forcedPrefix: [], keepsSeparators: true)
+            return AliasFormat(
+                name: name, kind: .token(keepLastFour: true), inputAlphabet: .alphanumeric62,
+                outputAlphabet: .alphanumeric62, keepFirst: 0, keepLast: 4, minSlots: 4, maxSlots: Int.max,
+                isCard: false, forcedPrefix: [], keepsSeparators: true)
         case .RAW_UUID:
-            return AliasFormat(name: name, kind: .rawUUID, inputAlphabet: .alphanumeric62, outputAlphabet: .alphanumeric62,
-                               keepFirst: 0, keepLast: 0, minSlots: 0, maxSlots: Int.max, isCard: false, forcedPrefix: [],
-                               keepsSeparators: true)
+            return AliasFormat(
+                name: name, kind: .rawUUID, inputAlphabet: .alphanumeric62, outputAlphabet: .alphanumeric62,
+                keepFirst: 0, keepLast: 0, minSlots: 0, maxSlots: Int.max, isCard: false, forcedPrefix: [],
+                keepsSeparators: true)
         case .FPE_SIX_T_FOUR: return p(.digits, first: 6, last: 4, min: 12, max: 19, card: true)
         case .FPE_T_FOUR: return p(.digits, last: 4, min: 12, max: 19, card: true)
         case .PFPT: return p(.digits, last: 4, min: 12, max: 19, card: true, prefix: [9, 9])

@@ -5,8 +5,10 @@ extension AliasGenerator {
     /// - Parameter random: false for the deterministic alias (FF1 of the free characters);
     ///   true for an anonymous caller's alias, whose free characters are drawn at random, so the
     ///   alias says nothing about which value it stands for.
-    public func alias(for value: String, format name: AliasFormatName, luhnValid: Bool, attempt: Int,
-                      random: Bool = false) throws(AliasInputError) -> String {
+    public func alias(
+        for value: String, format name: AliasFormatName, luhnValid: Bool, attempt: Int,
+        random: Bool = false
+    ) throws(AliasInputError) -> String {
         let format = AliasFormat.of(name)
         switch format.kind {
         case .rawUUID:
@@ -21,8 +23,10 @@ extension AliasGenerator {
         }
     }
 
-    private func preserving(_ layout: Layout, _ format: AliasFormat, luhnValid: Bool, attempt: Int,
-                            random: Bool) throws(AliasInputError) -> String {
+    private func preserving(
+        _ layout: Layout, _ format: AliasFormat, luhnValid: Bool, attempt: Int,
+        random: Bool
+    ) throws(AliasInputError) -> String {
         let n = layout.slots.count
         let freeStart = format.keepFirst + format.forcedPrefix.count
         let freeEnd = n - format.keepLast
@@ -48,7 +52,9 @@ extension AliasGenerator {
 
         var middle: [UInt8]
         if ff1Sized {
-            let ff1 = format.outputAlphabet == .digits ? ff1Decimal
+            let ff1 =
+                format.outputAlphabet == .digits
+                ? ff1Decimal
                 : format.outputAlphabet == .alphanumeric62 ? ff1Alphanumeric62 : ff1Alphanumeric36
             // The kept characters and the format are the tweak, with the attempt number for retries.
             var tweak = Array(format.name.rawValue.utf8) + [0] + layout.keptText(format) + [0]
@@ -65,7 +71,8 @@ extension AliasGenerator {
                     middle = try ff1.encrypt(middle, tweak: tweak)
                     walks += 1
                     if middle == start || walks > Self.maxWalks {
-                        throw AliasInputError(description: "no \(format.name.rawValue) alias on this attempt's cycle", isRetryable: true)
+                        throw AliasInputError(
+                            description: "no \(format.name.rawValue) alias on this attempt's cycle", isRetryable: true)
                     }
                 }
             } catch let e as AliasInputError {
@@ -80,7 +87,9 @@ extension AliasGenerator {
             var steps = 0
             repeat {
                 steps += 1
-                if steps > 10_000 { throw AliasInputError(description: "no \(format.name.rawValue) alias satisfies the Luhn setting") }
+                if steps > 10_000 {
+                    throw AliasInputError(description: "no \(format.name.rawValue) alias satisfies the Luhn setting")
+                }
                 var k = ordinal
                 middle = [UInt8](repeating: 0, count: free.count)
                 for i in stride(from: free.count - 1, through: 0, by: -1) {
@@ -89,8 +98,9 @@ extension AliasGenerator {
                 }
                 ordinal += 1
                 if k > 0 {  // past the end of the space
-                    throw AliasInputError(description: "every \(format.name.rawValue) alias of this shape is taken",
-                                          isSpaceExhausted: true)
+                    throw AliasInputError(
+                        description: "every \(format.name.rawValue) alias of this shape is taken",
+                        isSpaceExhausted: true)
                 }
             } while !acceptable(assemble(middle)) || (free.count > 0 && assemble(middle) == layout.numerals)
         }

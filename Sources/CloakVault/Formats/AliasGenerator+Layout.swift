@@ -32,7 +32,9 @@ struct Layout {
         }
         guard slots.count >= format.minSlots, slots.count <= format.maxSlots else {
             let kind = format.inputAlphabet == .digits ? "digits" : "letters and digits"
-            let range = format.minSlots == format.maxSlots ? "exactly \(format.minSlots)"
+            let range =
+                format.minSlots == format.maxSlots
+                ? "exactly \(format.minSlots)"
                 : format.maxSlots > 1_000 ? "at least \(format.minSlots)" : "\(format.minSlots) to \(format.maxSlots)"
             throw AliasInputError(description: "\(name) needs \(range) \(kind), not \(slots.count)")
         }

@@ -55,7 +55,8 @@ public struct AliasGenerator: Sendable {
         let f = AliasFormat.of(format)
         let limit = f.kind.isPreserving ? maxPreservingValueBytes : maxValueBytes
         guard value.utf8.count <= limit else {
-            throw AliasInputError(description: "\(format.rawValue) takes values of at most \(limit) bytes, not \(value.utf8.count)")
+            throw AliasInputError(
+                description: "\(format.rawValue) takes values of at most \(limit) bytes, not \(value.utf8.count)")
         }
         switch f.kind {
         case .rawUUID, .token(keepLastFour: false): return  // any text

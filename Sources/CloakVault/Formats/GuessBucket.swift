@@ -61,11 +61,14 @@ extension Vault {
             if let (shape, space) = AliasGenerator.bucket(request.value, request.format, luhnValid: request.luhnValid),
                 space <= GuessBucket.guessableSpace
             {
-                out.append(tag(request, label: "\(request.format.rawValue)\0\(request.luhnValid)", shape: shape, space: space))
+                out.append(
+                    tag(request, label: "\(request.format.rawValue)\0\(request.luhnValid)", shape: shape, space: space))
             }
             guard !kind.isPreserving else { continue }
             let digits = request.value.utf8.filter { $0 >= 0x30 && $0 <= 0x39 }
-            let separatorsOnly = request.value.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x20 || $0 == 0x2D || $0 == 0x2E || $0 == 0x2F }
+            let separatorsOnly = request.value.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x20 || $0 == 0x2D || $0 == 0x2E || $0 == 0x2F
+            }
             guard separatorsOnly, digits.count >= 9 else { continue }
             let n = digits.count
             let lastFour = Array(digits.suffix(4))
@@ -73,8 +76,11 @@ extension Vault {
                 // A card: BIN and last four are printed on receipts; 10^(n-10) / 10 Luhn-valid values share them.
                 let space = AliasGenerator.power(10, n - 10) / 10
                 if space <= GuessBucket.guessableSpace {
-                    out.append(tag(request, label: "card", shape: Array(digits.prefix(6)) + [0x2E] + lastFour + Array("/\(n)".utf8),
-                                   space: max(space, 1)))
+                    out.append(
+                        tag(
+                            request, label: "card",
+                            shape: Array(digits.prefix(6)) + [0x2E] + lastFour + Array("/\(n)".utf8),
+                            space: max(space, 1)))
                 }
             }
             let space = AliasGenerator.power(10, n - 4)

@@ -11,7 +11,8 @@ protocol RecordRow {
 
 extension StoredRecord {
     /// The records table's columns, in the order ``init(row:)`` reads them.
-    static let columns = "id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at, intent, bucket, metadata"
+    static let columns =
+        "id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at, intent, bucket, metadata"
 
     /// The record in a row of ``columns``, without its aliases.
     init(row: some RecordRow) throws(StoreError) {
@@ -24,7 +25,8 @@ extension StoredRecord {
             id: id, fingerprint: row.bytes(at: 1), keyID: keyID,
             sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag), storage: storage,
             classifiers: classifiers.isEmpty ? [] : classifiers.components(separatedBy: ","), createdAt: createdAt,
-            expiresAt: row.integer(at: 9), aliases: [], intent: (row.integer(at: 10) ?? 0) != 0, bucket: row.bytes(at: 11),
+            expiresAt: row.integer(at: 9), aliases: [], intent: (row.integer(at: 10) ?? 0) != 0,
+            bucket: row.bytes(at: 11),
             metadata: RevealedRecord.decodeMetadata(row.text(at: 12)))
     }
 }
@@ -33,7 +35,9 @@ extension IssuedAlias {
     /// The alias in a row of `alias, format, mac`; nil when the format is not one this version
     /// knows (the row is skipped, not fatal).
     init?(row: some RecordRow) {
-        guard let alias = row.text(at: 0), let format = row.text(at: 1).flatMap(IssuedAlias.parseStoredFormat) else { return nil }
+        guard let alias = row.text(at: 0), let format = row.text(at: 1).flatMap(IssuedAlias.parseStoredFormat) else {
+            return nil
+        }
         self.init(alias: alias, format: format.format, luhnValid: format.luhnValid, mac: row.bytes(at: 2) ?? [])
     }
 }

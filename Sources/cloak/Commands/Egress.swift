@@ -10,15 +10,18 @@ struct Egress: ParsableCommand {
     struct CA: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "ca",
-            abstract: "Print the egress CA certificate (PEM) for clients of the forward proxy to trust; makes the CA when it does not exist yet.")
+            abstract:
+                "Print the egress CA certificate (PEM) for clients of the forward proxy to trust; makes the CA when it does not exist yet."
+        )
 
         @OptionGroup var options: ConfigOption
 
         func run() throws {
             let configuration = try options.load()
             do {
-                let ca = try CertificateAuthority.loadOrCreate(certificate: configuration.egress.caCertificate,
-                                                               key: configuration.egress.caKey)
+                let ca = try CertificateAuthority.loadOrCreate(
+                    certificate: configuration.egress.caCertificate,
+                    key: configuration.egress.caKey)
                 FileHandle.standardOutput.write(Data(ca.certificatePEM))
             } catch {
                 FileHandle.standardError.write(Data("cloak: cannot open the egress CA: \(error)\n".utf8))

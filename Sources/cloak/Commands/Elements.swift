@@ -7,7 +7,9 @@ struct Elements: ParsableCommand {
 
     struct Integrity: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the Subresource Integrity value (sha384-…) of the cloak.js this binary serves, for the page's <script integrity>.")
+            abstract:
+                "Print the Subresource Integrity value (sha384-…) of the cloak.js this binary serves, for the page's <script integrity>."
+        )
 
         func run() {
             print(ElementsAssets.loaderIntegrity)

@@ -21,13 +21,17 @@ struct FF1Command: ParsableCommand {
         guard let keyBytes = decodeHex(key), [16, 24, 32].contains(keyBytes.count) else {
             throw ValidationError("--key must be 32, 48 or 64 hexadecimal characters")
         }
-        guard let tweakBytes = tweak.isEmpty ? [] : decodeHex(tweak) else { throw ValidationError("--tweak must be hexadecimal") }
+        guard let tweakBytes = tweak.isEmpty ? [] : decodeHex(tweak) else {
+            throw ValidationError("--tweak must be hexadecimal")
+        }
         guard (2...62).contains(radix) else { throw ValidationError("--radix must be 2 to 62") }
         guard let numerals = FF1.Alphabet.numerals(value, radix: radix), numerals.count >= 2 else {
             throw ValidationError("VALUE must be at least 2 numerals of radix \(radix)")
         }
         let ff1 = try FF1(key: SymmetricKey(keyBytes), radix: radix)
-        let out = direction == .encrypt ? try ff1.encrypt(numerals, tweak: tweakBytes) : try ff1.decrypt(numerals, tweak: tweakBytes)
+        let out =
+            direction == .encrypt
+            ? try ff1.encrypt(numerals, tweak: tweakBytes) : try ff1.decrypt(numerals, tweak: tweakBytes)
         print(FF1.Alphabet.text(out))
     }
 }

@@ -5,7 +5,9 @@ import Foundation
 
 struct Healthcheck: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "GET /readyz of the configured listener: exit 0 when it answers 200, 1 otherwise (container health checks).")
+        abstract:
+            "GET /readyz of the configured listener: exit 0 when it answers 200, 1 otherwise (container health checks)."
+    )
 
     @OptionGroup var options: ConfigOption
     @Option(help: "Probe this URL instead (http://HOST:PORT/PATH or https://…).") var url: String?
@@ -13,7 +15,9 @@ struct Healthcheck: ParsableCommand {
     func run() throws {
         var host: String, port: Int, path = "/readyz", tls: Bool
         if let url {
-            guard let parsed = UpstreamRequest.parse(url: url) else { throw ValidationError("expected http(s)://HOST:PORT/PATH") }
+            guard let parsed = UpstreamRequest.parse(url: url) else {
+                throw ValidationError("expected http(s)://HOST:PORT/PATH")
+            }
             (host, port, path, tls) = (parsed.host, parsed.port, parsed.path, parsed.scheme == .https)
         } else {
             let configuration = try options.load()

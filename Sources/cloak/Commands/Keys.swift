@@ -16,13 +16,15 @@ struct Keys: ParsableCommand {
             throw ValidationError("invalid configuration \(options.config):\n\(error)")
         }
         guard configuration.vault.keys.hasPrefix("file:") else {
-            throw ValidationError("vault.keys is \(configuration.vault.keys); key files are managed only for file: keys")
+            throw ValidationError(
+                "vault.keys is \(configuration.vault.keys); key files are managed only for file: keys")
         }
         return String(configuration.vault.keys.dropFirst(5))
     }
 
     struct Init: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Write a new key file (mode 0600); refuses to overwrite one.")
+        static let configuration = CommandConfiguration(
+            abstract: "Write a new key file (mode 0600); refuses to overwrite one.")
         @OptionGroup var options: ConfigOption
 
         func run() throws {
@@ -50,8 +52,9 @@ struct Keys: ParsableCommand {
             let ring: KeyRing
             do {
                 let store = try VaultBootstrap.store(configuration.vault)
-                ring = try VaultBootstrap.keyRing(configuration.vault, environment: ProcessInfo.processInfo.environment,
-                                                  logger: nil, store: store)
+                ring = try VaultBootstrap.keyRing(
+                    configuration.vault, environment: ProcessInfo.processInfo.environment,
+                    logger: nil, store: store)
             } catch {
                 FileHandle.standardError.write(Data("cloak: \(error)\n".utf8))
                 throw ExitCode(1)
@@ -73,7 +76,9 @@ struct Keys: ParsableCommand {
             do {
                 let ring = try KeyRing.load(path: path).rotated()
                 try ring.write(path: path, replace: true)
-                print("rotated \(path): current key is \(ring.currentID) (\(ring.keys.count) keys); restart cloak to use it")
+                print(
+                    "rotated \(path): current key is \(ring.currentID) (\(ring.keys.count) keys); restart cloak to use it"
+                )
             } catch {
                 FileHandle.standardError.write(Data("cloak: \(error)\n".utf8))
                 throw ExitCode(1)

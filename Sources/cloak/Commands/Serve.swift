@@ -22,8 +22,9 @@ struct Serve: ParsableCommand {
         let bootLogger = CloakService(configuration: configuration).logger
         let vault: CloakVault.Vault
         do {
-            vault = try VaultBootstrap.open(configuration.vault, environment: ProcessInfo.processInfo.environment,
-                                            logger: bootLogger)
+            vault = try VaultBootstrap.open(
+                configuration.vault, environment: ProcessInfo.processInfo.environment,
+                logger: bootLogger)
         } catch let error as VaultOpenError {
             // The keys do not match the store: a configuration problem, not a transient one.
             FileHandle.standardError.write(Data("cloak: cannot open the vault: \(error)\n".utf8))
@@ -38,8 +39,9 @@ struct Serve: ParsableCommand {
         var egressCA: CertificateAuthority?
         if configuration.egress.listen != nil {
             do {
-                egressCA = try CertificateAuthority.loadOrCreate(certificate: configuration.egress.caCertificate,
-                                                                 key: configuration.egress.caKey)
+                egressCA = try CertificateAuthority.loadOrCreate(
+                    certificate: configuration.egress.caCertificate,
+                    key: configuration.egress.caKey)
             } catch {
                 FileHandle.standardError.write(Data("cloak: cannot open the egress CA: \(error)\n".utf8))
                 throw ExitCode(2)

@@ -4,7 +4,8 @@ import CloakVault
 import Foundation
 
 struct Store: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Move the vault between stores.", subcommands: [Migrate.self])
+    static let configuration = CommandConfiguration(
+        abstract: "Move the vault between stores.", subcommands: [Migrate.self])
 
     struct Migrate: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -33,7 +34,9 @@ struct Store: ParsableCommand {
         var toEnv: String?
 
         func validate() throws {
-            guard (from == nil) != (fromEnv == nil) else { throw ValidationError("give exactly one of --from and --from-env") }
+            guard (from == nil) != (fromEnv == nil) else {
+                throw ValidationError("give exactly one of --from and --from-env")
+            }
             guard (to == nil) != (toEnv == nil) else { throw ValidationError("give exactly one of --to and --to-env") }
         }
 
@@ -54,11 +57,13 @@ struct Store: ParsableCommand {
                 let source = try VaultBootstrap.store(url: sourceURL)
                 let destination = try VaultBootstrap.store(url: destinationURL)
                 let report = try StoreMigration(from: source, to: destination).run { report in
-                    FileHandle.standardError.write(Data("copied \(report.copied), already there \(report.skipped)\n".utf8))
+                    FileHandle.standardError.write(
+                        Data("copied \(report.copied), already there \(report.skipped)\n".utf8))
                 }
-                print("migrated \(Self.shown(sourceURL)) -> \(Self.shown(destinationURL)): \(report.copied) copied, "
-                      + "\(report.skipped) already there; \(report.sourceRecords) records in the source, "
-                      + "\(report.destinationRecords) in the destination")
+                print(
+                    "migrated \(Self.shown(sourceURL)) -> \(Self.shown(destinationURL)): \(report.copied) copied, "
+                        + "\(report.skipped) already there; \(report.sourceRecords) records in the source, "
+                        + "\(report.destinationRecords) in the destination")
             } catch {
                 FileHandle.standardError.write(Data("cloak: store migrate: \(error)\n".utf8))
                 throw ExitCode(1)

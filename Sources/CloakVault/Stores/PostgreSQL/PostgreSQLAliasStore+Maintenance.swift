@@ -6,10 +6,12 @@ extension PostgreSQLAliasStore {
     /// `ON CONFLICT DO UPDATE … WHERE` locks the bucket's row: concurrent nodes take places one
     /// after another, each seeing the count the one before left.
     public func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool {
-        try !db.query("""
+        try !db.query(
+            """
             INSERT INTO bucket_intents (bucket, count) VALUES ($1, 1)
             ON CONFLICT (bucket) DO UPDATE SET count = bucket_intents.count + 1 WHERE bucket_intents.count < $2 RETURNING 1
-            """, [.bytes(bucket), .int(Int64(limit))]).isEmpty
+            """, [.bytes(bucket), .int(Int64(limit))]
+        ).isEmpty
     }
 
     public func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64? {
@@ -18,7 +20,8 @@ extension PostgreSQLAliasStore {
 
     /// Safe on every node at once: each takes the expired rows no other node has locked.
     public func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
-        try db.query("""
+        try db.query(
+            """
             DELETE FROM records WHERE id IN
               (SELECT id FROM records WHERE expires_at IS NOT NULL AND expires_at <= $1
                ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
@@ -31,8 +34,9 @@ extension PostgreSQLAliasStore {
     }
 
     public func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError) {
-        try db.query("INSERT INTO meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                     [.text(name), .bytes(value)])
+        try db.query(
+            "INSERT INTO meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            [.text(name), .bytes(value)])
     }
 
     public func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int {
@@ -44,8 +48,9 @@ extension PostgreSQLAliasStore {
             unsigned.append((issued, recordID))
         }
         for (alias, recordID) in unsigned {
-            try db.query("UPDATE aliases SET mac = $1, format = $3 WHERE alias = $2",
-                         [.bytes(sign(alias, recordID)), .text(alias.alias), .text(alias.storedFormat)])
+            try db.query(
+                "UPDATE aliases SET mac = $1, format = $3 WHERE alias = $2",
+                [.bytes(sign(alias, recordID)), .text(alias.alias), .text(alias.storedFormat)])
         }
         return unsigned.count
     }

@@ -24,7 +24,9 @@ extension PostgreSQLAliasStore {
     private func readRecord(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> StoredRecord? {
         guard let s = rows.first else { return nil }
         var record = try StoredRecord(row: s)
-        for row in try db.query("SELECT alias, format, mac FROM aliases WHERE record_id = $1 ORDER BY seq", [.text(record.id)]) {
+        for row in try db.query(
+            "SELECT alias, format, mac FROM aliases WHERE record_id = $1 ORDER BY seq", [.text(record.id)])
+        {
             if let alias = IssuedAlias(row: row) { record.aliases.append(alias) }
         }
         return record
@@ -34,13 +36,17 @@ extension PostgreSQLAliasStore {
     /// the transaction nor writes the conflicting key (an alias, a fingerprint) into the server's
     /// log; which constraint won is then read back.
     public func insert(_ record: StoredRecord) throws(StoreError) {
-        let inserted = try db.query(Self.insertRecord, [
-            .text(record.id), record.fingerprint.map { .bytes($0) } ?? .null, .text(record.keyID), .bytes(record.sealed.nonce),
-            .bytes(record.sealed.ciphertext), .bytes(record.sealed.tag), .text(record.storage.rawValue),
-            .text(record.classifiers.joined(separator: ",")), .int(record.createdAt), record.expiresAt.map { .int($0) } ?? .null,
-            .int(record.intent ? 1 : 0), record.bucket.map { .bytes($0) } ?? .null,
-            RevealedRecord.encodeMetadata(record.metadata).map { .text($0) } ?? .null,
-        ])
+        let inserted = try db.query(
+            Self.insertRecord,
+            [
+                .text(record.id), record.fingerprint.map { .bytes($0) } ?? .null, .text(record.keyID),
+                .bytes(record.sealed.nonce),
+                .bytes(record.sealed.ciphertext), .bytes(record.sealed.tag), .text(record.storage.rawValue),
+                .text(record.classifiers.joined(separator: ",")), .int(record.createdAt),
+                record.expiresAt.map { .int($0) } ?? .null,
+                .int(record.intent ? 1 : 0), record.bucket.map { .bytes($0) } ?? .null,
+                RevealedRecord.encodeMetadata(record.metadata).map { .text($0) } ?? .null,
+            ])
         if inserted.isEmpty {
             if let fingerprint = record.fingerprint,
                 try !db.query("SELECT 1 FROM records WHERE fingerprint = $1", [.bytes(fingerprint)]).isEmpty
@@ -53,7 +59,8 @@ extension PostgreSQLAliasStore {
     }
 
     public func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError) {
-        let inserted = try db.query("""
+        let inserted = try db.query(
+            """
             INSERT INTO aliases (alias, record_id, format, mac) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1
             """, [.text(alias.alias), .text(id), .text(alias.storedFormat), .bytes(alias.mac)])
         guard inserted.isEmpty else { return }
@@ -64,28 +71,38 @@ extension PostgreSQLAliasStore {
     }
 
     public func deleteAlias(_ alias: String) throws(StoreError) -> Bool {
-        guard let recordID = try db.query("DELETE FROM aliases WHERE alias = $1 RETURNING record_id", [.text(alias)]).first?.text(0)
+        guard
+            let recordID = try db.query("DELETE FROM aliases WHERE alias = $1 RETURNING record_id", [.text(alias)])
+                .first?.text(0)
         else { return false }
-        try db.query("DELETE FROM records WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM aliases WHERE record_id = $1)", [.text(recordID)])
+        try db.query(
+            "DELETE FROM records WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM aliases WHERE record_id = $1)",
+            [.text(recordID)])
         return true
     }
 
     public func setRecordMetadata(_ metadata: [String: String], recordID: String) throws(StoreError) {
-        try db.query("UPDATE records SET metadata = $1 WHERE id = $2",
-                     [RevealedRecord.encodeMetadata(metadata).map { .text($0) } ?? .null, .text(recordID)])
+        try db.query(
+            "UPDATE records SET metadata = $1 WHERE id = $2",
+            [RevealedRecord.encodeMetadata(metadata).map { .text($0) } ?? .null, .text(recordID)])
     }
 
     public func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError) {
-        try db.query("UPDATE records SET expires_at = $1 WHERE id = $2", [expiresAt.map { .int($0) } ?? .null, .text(recordID)])
+        try db.query(
+            "UPDATE records SET expires_at = $1 WHERE id = $2", [expiresAt.map { .int($0) } ?? .null, .text(recordID)])
     }
 
     public func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
-        try db.query("UPDATE records SET classifiers = $1 WHERE id = $2", [.text(classifiers.joined(separator: ",")), .text(recordID)])
+        try db.query(
+            "UPDATE records SET classifiers = $1 WHERE id = $2",
+            [.text(classifiers.joined(separator: ",")), .text(recordID)])
     }
 
     public func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
         var out: [StoredRecord] = []
-        for row in try db.query("SELECT id FROM records WHERE id > $1 ORDER BY id LIMIT $2", [.text(id ?? ""), .int(Int64(limit))]) {
+        for row in try db.query(
+            "SELECT id FROM records WHERE id > $1 ORDER BY id LIMIT $2", [.text(id ?? ""), .int(Int64(limit))])
+        {
             guard let id = row.text(0) else { continue }
             if let record = try readRecord(db.query(Self.recordByID, [.text(id)])) {
                 out.append(record)

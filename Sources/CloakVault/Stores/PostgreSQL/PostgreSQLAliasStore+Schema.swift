@@ -70,10 +70,14 @@ extension PostgreSQLAliasStore {
         try db.execute("BEGIN")
         do throws(StoreError) {
             try db.query("SELECT pg_advisory_xact_lock($1)", [.int(Self.migrationLock)])
-            try db.execute("CREATE TABLE IF NOT EXISTS cloak_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+            try db.execute(
+                "CREATE TABLE IF NOT EXISTS cloak_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
             let current = try db.query("SELECT coalesce(max(version), 0)::int8 FROM cloak_schema").first?.int(0) ?? 0
             guard current <= Int64(Self.migrations.count) else {
-                throw StoreError.unavailable("the database's schema (version \(current)) is newer than this Cloak knows (\(Self.migrations.count))")
+                throw StoreError.unavailable(
+                    "the database's schema (version \(current)) is newer than this Cloak knows (\(Self.migrations.count))"
+                )
             }
             for (index, sql) in Self.migrations.enumerated() where Int64(index + 1) > current {
                 try db.execute(sql)

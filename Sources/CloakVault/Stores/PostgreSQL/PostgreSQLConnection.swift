@@ -48,7 +48,9 @@ final class PostgreSQLConnection {
     /// of the kernel's minutes. The URL's own parameters (`connect_timeout=…`) win over these.
     init(url: PostgresURL, connectTimeout: Int = 5, failureTimeout: Int = 10) throws(StoreError) {
         self.url = url
-        let secrets = [url.password, ProcessInfo.processInfo.environment["PGPASSWORD"]].compactMap { $0 }.filter { !$0.isEmpty }
+        let secrets = [url.password, ProcessInfo.processInfo.environment["PGPASSWORD"]].compactMap { $0 }.filter {
+            !$0.isEmpty
+        }
         self.secrets = secrets
         conn = Self.connect(url, connectTimeout: connectTimeout, failureTimeout: failureTimeout)
         guard let conn, PQstatus(conn) == CONNECTION_OK else {
@@ -63,7 +65,8 @@ final class PostgreSQLConnection {
 
     /// Parses `url` (``PostgresURL``) and connects.
     convenience init(url: String, connectTimeout: Int = 5, failureTimeout: Int = 10) throws(StoreError) {
-        try self.init(url: PostgreSQLConnection.parse(url), connectTimeout: connectTimeout, failureTimeout: failureTimeout)
+        try self.init(
+            url: PostgreSQLConnection.parse(url), connectTimeout: connectTimeout, failureTimeout: failureTimeout)
     }
 
     /// The parsed URL, or `unavailable` with the parser's message (which quotes none of the URL).
@@ -147,7 +150,11 @@ final class PostgreSQLConnection {
             guard let buffer else { return nil }
             let p = UnsafeMutablePointer<CChar>.allocate(capacity: max(buffer.count, 1))
             buffer.withUnsafeBytes { raw in
-                if raw.count > 0 { p.withMemoryRebound(to: UInt8.self, capacity: raw.count) { $0.update(from: raw.bindMemory(to: UInt8.self).baseAddress!, count: raw.count) } }
+                if raw.count > 0 {
+                    p.withMemoryRebound(to: UInt8.self, capacity: raw.count) {
+                        $0.update(from: raw.bindMemory(to: UInt8.self).baseAddress!, count: raw.count)
+                    }
+                }
             }
             return p
         }
@@ -170,7 +177,10 @@ final class PostgreSQLConnection {
                 }
                 let length = Int(PQgetlength(result, Int32(r), Int32(c)))
                 let value = PQgetvalue(result, Int32(r), Int32(c))!
-                columns.append(value.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) })
+                columns.append(
+                    value.withMemoryRebound(to: UInt8.self, capacity: length) {
+                        Array(UnsafeBufferPointer(start: $0, count: length))
+                    })
             }
             rows.append(Row(columns: columns))
         }
@@ -193,13 +203,16 @@ final class PostgreSQLConnection {
     /// `aliasTaken`, on a fingerprint `fingerprintTaken`; a full disk `full`; anything else
     /// `unavailable` with the operation and PostgreSQL's primary message.
     private func check(_ result: OpaquePointer?, _ what: String) throws(StoreError) {
-        guard let result else { throw .unavailable("\(what): \(conn.map { scrub(Self.firstLine(PQerrorMessage($0))) } ?? "no connection")") }
+        guard let result else {
+            throw .unavailable("\(what): \(conn.map { scrub(Self.firstLine(PQerrorMessage($0))) } ?? "no connection")")
+        }
         let status = PQresultStatus(result)
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY { return }
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
         let constraint = PQresultErrorField(result, Int32(UInt8(ascii: "n"))).map { String(cString: $0) } ?? ""
-        let primary = scrub(PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
-            ?? conn.map { Self.firstLine(PQerrorMessage($0)) } ?? "failed")
+        let primary = scrub(
+            PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+                ?? conn.map { Self.firstLine(PQerrorMessage($0)) } ?? "failed")
         switch state {
         case "23505" where constraint == "records_fingerprint_key" || constraint == "aliases_record_format_key":
             throw .fingerprintTaken

@@ -41,9 +41,11 @@ public struct PostgresURL: Sendable, Equatable {
     /// elsewhere, `sslpassword` is a secret this type does not keep out of messages.
     public static let acceptedParameters: Set<String> = [
         "host", "hostaddr", "port", "user", "password", "dbname", "passfile",
-        "connect_timeout", "application_name", "fallback_application_name", "target_session_attrs", "load_balance_hosts",
+        "connect_timeout", "application_name", "fallback_application_name", "target_session_attrs",
+        "load_balance_hosts",
         "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-        "sslmode", "sslnegotiation", "sslcompression", "sslcert", "sslkey", "sslrootcert", "sslcrl", "sslcrldir", "sslsni",
+        "sslmode", "sslnegotiation", "sslcompression", "sslcert", "sslkey", "sslrootcert", "sslcrl", "sslcrldir",
+        "sslsni",
         "ssl_min_protocol_version", "ssl_max_protocol_version", "requirepeer", "require_auth", "channel_binding",
         "gssencmode", "krbsrvname", "gsslib", "gssdelegation",
     ]
@@ -84,8 +86,9 @@ public struct PostgresURL: Sendable, Equatable {
             let colon = userinfo.firstIndex(of: ":")
             let rawUser = userinfo[..<(colon ?? userinfo.endIndex)]
             guard !rawUser.contains("?"), !rawUser.contains("#") else {
-                throw Error("the store URL's user name contains '?' or '#': percent-encode them (%3F, %23), "
-                            + "or write '/' before the parameters")
+                throw Error(
+                    "the store URL's user name contains '?' or '#': percent-encode them (%3F, %23), "
+                        + "or write '/' before the parameters")
             }
             user = try Self.decode(rawUser, "user name")
             if let colon { password = try Self.decode(userinfo[userinfo.index(after: colon)...], "password") }
@@ -96,8 +99,9 @@ public struct PostgresURL: Sendable, Equatable {
         let authority = rest[..<authorityEnd]
         rest = rest[authorityEnd...]
         guard !authority.contains("@") else {
-            throw Error("the store URL has more than one '@' before its database name: "
-                        + "percent-encode '@' in the user name or password as %40")
+            throw Error(
+                "the store URL has more than one '@' before its database name: "
+                    + "percent-encode '@' in the user name or password as %40")
         }
         var hosts: [Host] = []
         if !authority.isEmpty {
@@ -113,8 +117,9 @@ public struct PostgresURL: Sendable, Equatable {
             let raw = rest[rest.index(after: rest.startIndex)..<end]
             rest = rest[end...]
             guard !raw.contains("/"), !raw.contains("@") else {
-                throw Error("the store URL's database name contains '/' or '@': percent-encode them (%2F, %40); "
-                            + "in a password too, '/' and '@' must be written %2F and %40")
+                throw Error(
+                    "the store URL's database name contains '/' or '@': percent-encode them (%2F, %40); "
+                        + "in a password too, '/' and '@' must be written %2F and %40")
             }
             database = try Self.decode(raw, "database name")
         }
@@ -128,8 +133,9 @@ public struct PostgresURL: Sendable, Equatable {
                 }
                 let name = try Self.decode(pair[..<equals], "parameter name")
                 guard Self.acceptedParameters.contains(name) else {
-                    throw Error("the store URL has a parameter Cloak does not pass to libpq; accepted: "
-                                + Self.acceptedParameters.sorted().joined(separator: ", "))
+                    throw Error(
+                        "the store URL has a parameter Cloak does not pass to libpq; accepted: "
+                            + Self.acceptedParameters.sorted().joined(separator: ", "))
                 }
                 guard parameters[name] == nil else { throw Error("the store URL gives its parameter \(name) twice") }
                 parameters[name] = try Self.decode(pair[pair.index(after: equals)...], "parameter \(name)")
@@ -139,7 +145,9 @@ public struct PostgresURL: Sendable, Equatable {
         // The same setting in the URL and as a parameter: refused rather than one silently winning.
         func moved(_ name: String, _ value: String?, _ part: String) throws(Error) -> String? {
             guard let given = parameters.removeValue(forKey: name) else { return value }
-            guard value == nil else { throw Error("the store URL gives its \(part) twice (before the host and as ?\(name)=)") }
+            guard value == nil else {
+                throw Error("the store URL gives its \(part) twice (before the host and as ?\(name)=)")
+            }
             return given.isEmpty ? nil : given
         }
         self.user = try moved("user", user.flatMap { $0.isEmpty ? nil : $0 }, "user name")
@@ -175,11 +183,15 @@ public struct PostgresURL: Sendable, Equatable {
     private static func host(_ entry: Substring) throws(Error) -> Host {
         let raw: Substring, portText: Substring?
         if entry.first == "[" {
-            guard let close = entry.firstIndex(of: "]") else { throw Error("the store URL's host is an unclosed IPv6 bracket") }
+            guard let close = entry.firstIndex(of: "]") else {
+                throw Error("the store URL's host is an unclosed IPv6 bracket")
+            }
             raw = entry[entry.index(after: entry.startIndex)..<close]
             let after = entry[entry.index(after: close)...]
             guard !raw.isEmpty else { throw Error("the store URL's host is an empty IPv6 bracket") }
-            guard raw.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0.isLetter || $0.isNumber || ":.%_-".contains($0)) }) else {
+            guard
+                raw.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0.isLetter || $0.isNumber || ":.%_-".contains($0)) })
+            else {
                 throw Error("the store URL's IPv6 host has a character that is not allowed in an address")
             }
             if after.isEmpty {
@@ -195,20 +207,26 @@ public struct PostgresURL: Sendable, Equatable {
             }
             let colons = entry.filter { $0 == ":" }.count
             guard colons <= 1 else {
-                throw Error("the store URL's host has more than one ':' (an IPv6 host is written in brackets: [::1]:5432)")
+                throw Error(
+                    "the store URL's host has more than one ':' (an IPv6 host is written in brackets: [::1]:5432)")
             }
             let colon = entry.firstIndex(of: ":")
             raw = entry[..<(colon ?? entry.endIndex)]
             portText = colon.map { entry[entry.index(after: $0)...] }
             guard raw.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".-_~%".contains($0)) }) else {
-                throw Error("the store URL's host has a character that is not allowed in a host name (percent-encode it)")
+                throw Error(
+                    "the store URL's host has a character that is not allowed in a host name (percent-encode it)")
             }
         }
         let name = try decode(raw, "host")
-        guard !name.contains(",") else { throw Error("the store URL's host holds an encoded ',' (%2C), which libpq would split on") }
+        guard !name.contains(",") else {
+            throw Error("the store URL's host holds an encoded ',' (%2C), which libpq would split on")
+        }
         var port: Int?
         if let portText, !portText.isEmpty {
-            guard portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int(portText), (1...65535).contains(n) else {
+            guard portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int(portText),
+                (1...65535).contains(n)
+            else {
                 throw Error("the store URL's port is not a number from 1 to 65535")
             }
             port = n
@@ -231,8 +249,9 @@ public struct PostgresURL: Sendable, Equatable {
                 continue
             }
             guard i + 2 < utf8.count, let high = hexValue(utf8[i + 1]), let low = hexValue(utf8[i + 2]) else {
-                throw Error("the store URL's \(part) has an invalid percent escape (a '%' must be followed by two "
-                            + "hexadecimal digits; a literal '%' is written %25)")
+                throw Error(
+                    "the store URL's \(part) has an invalid percent escape (a '%' must be followed by two "
+                        + "hexadecimal digits; a literal '%' is written %25)")
             }
             let byte = high << 4 | low
             guard byte != 0 else { throw Error("the store URL's \(part) has a NUL byte (%00)") }

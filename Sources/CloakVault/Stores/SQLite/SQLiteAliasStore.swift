@@ -5,7 +5,7 @@ import Foundation
 /// The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so a committed
 /// record survives a crash of the process or the machine.
 public final class SQLiteAliasStore: AliasStore {
-    private let db: SQLiteConnection
+    let db: SQLiteConnection
 
     /// Opens (creating when needed) the database at `path`, and its folder. `":memory:"` is
     /// SQLite's database in memory (tests): no file is made for it.
@@ -13,8 +13,9 @@ public final class SQLiteAliasStore: AliasStore {
         if path != ":memory:" {
             let directory = (path as NSString).deletingLastPathComponent
             if !directory.isEmpty {
-                try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                         attributes: [.posixPermissions: 0o700])
+                try? FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
             }
             // The database holds ciphertexts and fingerprints: readable by this user only.
             let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -30,7 +31,8 @@ public final class SQLiteAliasStore: AliasStore {
         try db.execute("PRAGMA cache_size=-16384")  // 16 MiB: hot index pages stay in memory
         try db.execute("PRAGMA wal_autocheckpoint=8192")  // checkpoint every 32 MiB of WAL, not every 4 MiB
         try db.execute("PRAGMA temp_store=MEMORY")
-        try db.execute("""
+        try db.execute(
+            """
             CREATE TABLE IF NOT EXISTS records (
                 id TEXT PRIMARY KEY,
                 fingerprint BLOB UNIQUE,
@@ -69,7 +71,8 @@ public final class SQLiteAliasStore: AliasStore {
         if try !db.columnExists(table: "records", column: "metadata") {
             try db.execute("ALTER TABLE records ADD COLUMN metadata TEXT")
         }
-        try db.execute("""
+        try db.execute(
+            """
             CREATE TABLE IF NOT EXISTS bucket_intents (bucket BLOB PRIMARY KEY, count INTEGER NOT NULL);
             CREATE INDEX IF NOT EXISTS records_by_bucket ON records(bucket, expires_at) WHERE bucket IS NOT NULL;
             CREATE TRIGGER IF NOT EXISTS records_bucket_out AFTER DELETE ON records WHEN OLD.bucket IS NOT NULL BEGIN
@@ -114,8 +117,9 @@ public final class SQLiteAliasStore: AliasStore {
     private static let recordByFingerprint = "SELECT \(StoredRecord.columns) FROM records WHERE fingerprint = ?1"
     private static let recordByAlias =
         "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = ?1)"
-    private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = ?1"
-    private static let insertRecord = "INSERT INTO records (\(StoredRecord.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+    static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = ?1"
+    private static let insertRecord =
+        "INSERT INTO records (\(StoredRecord.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
 
     public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
         let s = try db.statement(Self.recordByFingerprint)
@@ -129,7 +133,7 @@ public final class SQLiteAliasStore: AliasStore {
         return try readRecord(s)
     }
 
-    private func readRecord(_ s: Statement) throws(StoreError) -> StoredRecord? {
+    func readRecord(_ s: Statement) throws(StoreError) -> StoredRecord? {
         guard try s.step() else { return nil }
         var record = try StoredRecord(row: s)
         s.finish()
@@ -206,7 +210,8 @@ public final class SQLiteAliasStore: AliasStore {
     }
 
     public func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
-        let s = try db.statement("""
+        let s = try db.statement(
+            """
             DELETE FROM records WHERE id IN
               (SELECT id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?1 LIMIT ?2)
             """)
@@ -217,7 +222,8 @@ public final class SQLiteAliasStore: AliasStore {
     }
 
     public func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool {
-        let s = try db.statement("""
+        let s = try db.statement(
+            """
             INSERT INTO bucket_intents (bucket, count) VALUES (?1, 1)
             ON CONFLICT(bucket) DO UPDATE SET count = count + 1 WHERE count < ?2 RETURNING count
             """)
@@ -225,74 +231,5 @@ public final class SQLiteAliasStore: AliasStore {
         s.bind(2, Int64(limit))
         defer { s.finish() }
         return try s.step()
-    }
-
-    public func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64? {
-        let s = try db.statement("SELECT min(expires_at) FROM records WHERE bucket = ?1")
-        s.bind(1, bucket)
-        defer { s.finish() }
-        return try s.step() ? s.int64(0) : nil
-    }
-
-    public func metadata(_ name: String) throws(StoreError) -> [UInt8]? {
-        let s = try db.statement("SELECT value FROM meta WHERE name = ?1")
-        s.bind(1, name)
-        defer { s.finish() }
-        return try s.step() ? s.blob(0) : nil
-    }
-
-    public func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError) {
-        let s = try db.statement("INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET value = ?2")
-        s.bind(1, name)
-        s.bind(2, value)
-        try s.run()
-    }
-
-    public func hasRecords() throws(StoreError) -> Bool {
-        let s = try db.statement("SELECT EXISTS (SELECT 1 FROM records)")
-        defer { s.finish() }
-        return try s.step() && s.int64(0) == 1
-    }
-
-    public func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int {
-        let find = try db.statement("SELECT alias, record_id, format FROM aliases WHERE mac IS NULL")
-        var unsigned: [(IssuedAlias, String)] = []
-        while try find.step() {
-            guard let alias = find.text(0), let recordID = find.text(1), let format = find.text(2),
-                let issued = IssuedAlias.fromStore(alias: alias, storedFormat: format)
-            else { continue }
-            unsigned.append((issued, recordID))
-        }
-        find.finish()
-        for (alias, recordID) in unsigned {
-            let update = try db.statement("UPDATE aliases SET mac = ?1, format = ?3 WHERE alias = ?2")
-            update.bind(1, sign(alias, recordID))
-            update.bind(2, alias.alias)
-            update.bind(3, alias.storedFormat)
-            try update.run()
-        }
-        return unsigned.count
-    }
-
-    public func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
-        let s = try db.statement("SELECT id FROM records WHERE id > ?1 ORDER BY id LIMIT ?2")
-        s.bind(1, id ?? "")
-        s.bind(2, Int64(limit))
-        var ids: [String] = []
-        while try s.step() { if let id = s.text(0) { ids.append(id) } }
-        s.finish()
-        var out: [StoredRecord] = []
-        for id in ids {
-            let r = try db.statement(Self.recordByID)
-            r.bind(1, id)
-            if let record = try readRecord(r) { out.append(record) }
-        }
-        return out
-    }
-
-    public func recordCount() throws(StoreError) -> Int {
-        let s = try db.statement("SELECT count(*) FROM records")
-        defer { s.finish() }
-        return try s.step() ? Int(s.int64(0) ?? 0) : 0
     }
 }

@@ -25,7 +25,8 @@ final class SQLiteConnection {
 
     func error(_ rc: Int32, _ what: String) -> StoreError {
         // Only a duplicate key means "taken, try another alias"; other constraint failures are faults.
-        if rc == SQLITE_CONSTRAINT | (6 << 8) || rc == SQLITE_CONSTRAINT | (8 << 8) { return .aliasTaken }  // _PRIMARYKEY, _UNIQUE
+        // _PRIMARYKEY, _UNIQUE
+        if rc == SQLITE_CONSTRAINT | (6 << 8) || rc == SQLITE_CONSTRAINT | (8 << 8) { return .aliasTaken }
         switch rc & 0xFF {
         case SQLITE_FULL: return .full
         // The extended code tells which I/O step failed (10 | n << 8: read, write, fsync, lock, shm...).
@@ -98,8 +99,9 @@ struct Statement {
     func bind(_ index: Int32, _ blob: [UInt8]?) {
         guard let blob else { sqlite3_bind_null(handle, index); return }
         blob.withUnsafeBytes { raw in
-            _ = sqlite3_bind_blob(handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count),
-                                  CSQLite_transient())
+            _ = sqlite3_bind_blob(
+                handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count),
+                CSQLite_transient())
         }
     }
 
