@@ -24,7 +24,8 @@ import Testing
         // A socket bufferevent keeps its input's end frozen between its own reads.
         evbuffer_unfreeze(input, 0)
         for bytes in storage { evbuffer_add_reference(input, bytes.baseAddress, bytes.count, nil, nil) }
-        let connection = ServerConnection(bufferevent: Bufferevent(raw: bev), admission: .serve, now: 0)
+        let connection = ServerConnection(
+            bufferevent: Bufferevent(raw: bev), admission: .serve, now: 0, thread: LoopThread())
         connection.clock.dispatched(now: 0)
         connection.answered(now: 1)
         #expect(evbuffer_get_length(input) == storage.reduce(0) { $0 + $1.count })

@@ -21,8 +21,14 @@ final class UpstreamClient {
     private let dns: DNSResolver?
     /// The loop this client belongs to: every entry point checks it.
     private let thread: LoopThread
-    private var pools: [PoolKey: UpstreamPool] = [:]
-    private var tls: [TLSKey: TLSClientContext] = [:]
+    private var pools: [PoolKey: UpstreamPool] {
+        _read { yield state.value.pools }
+        _modify { yield &state.value.pools }
+    }
+    private var tls: [TLSKey: TLSClientContext] {
+        _read { yield state.value.tls }
+        _modify { yield &state.value.tls }
+    }
 
     struct PoolKey: Hashable {
         let scheme: UpstreamRequest.Scheme
@@ -37,7 +43,16 @@ final class UpstreamClient {
         let client: UpstreamRequest.ClientCertificate?
     }
 
+    /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
+    struct State {
+        var pools: [PoolKey: UpstreamPool] = [:]
+        var tls: [TLSKey: TLSClientContext] = [:]
+    }
+
+    @exclusivity(unchecked) private var state: LoopBound<State>
+
     init(base: EventBase, thread: LoopThread) {
+        self.state = LoopBound(State(), loop: thread)
         self.base = base
         self.thread = thread
         self.dns = DNSResolver.make(base)
@@ -75,6 +90,6 @@ final class UpstreamClient {
             pool = UpstreamPool(base: base, dns: dns, key: key, tls: context, thread: thread)
             pools[key] = pool
         }
-        pool.submit(Exchange(request: request, completion: completion))
+        pool.submit(Exchange(request: request, thread: thread, completion: completion))
     }
 }

@@ -5,15 +5,46 @@ import Foundation
 /// reconnect with a used one). Owned by its pool; one exchange at a time.
 final class UpstreamConnection {
     private unowned let pool: UpstreamPool
-    private var evcon: EvConnection?
-    private var current: Exchange?
-    private(set) var isClosed = false
-    private var freeScheduled = false
+    private var evcon: EvConnection? {
+        _read { yield state.value.evcon }
+        _modify { yield &state.value.evcon }
+    }
+    private var current: Exchange? {
+        _read { yield state.value.current }
+        _modify { yield &state.value.current }
+    }
+    private(set) var isClosed: Bool {
+        _read { yield state.value.isClosed }
+        _modify { yield &state.value.isClosed }
+    }
+    private var freeScheduled: Bool {
+        _read { yield state.value.freeScheduled }
+        _modify { yield &state.value.freeScheduled }
+    }
     /// Set until the first exchange's TCP connect is checked.
-    private var connectTimer: LoopEvent?
-    private var isNew = true
+    private var connectTimer: LoopEvent? {
+        _read { yield state.value.connectTimer }
+        _modify { yield &state.value.connectTimer }
+    }
+    private var isNew: Bool {
+        _read { yield state.value.isNew }
+        _modify { yield &state.value.isNew }
+    }
+
+    /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
+    struct State {
+        var evcon: EvConnection?
+        var current: Exchange?
+        var isClosed: Bool = false
+        var freeScheduled: Bool = false
+        var connectTimer: LoopEvent?
+        var isNew: Bool = true
+    }
+
+    @exclusivity(unchecked) private var state: LoopBound<State>
 
     init?(pool: UpstreamPool, address: String) {
+        self.state = LoopBound(State(), loop: pool.thread)
         self.pool = pool
         var bev: Bufferevent?
         if let tls = pool.tls {

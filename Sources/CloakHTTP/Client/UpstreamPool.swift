@@ -8,23 +8,58 @@ final class UpstreamPool {
     let tls: TLSClientContext?
     /// The loop this pool belongs to: every entry point checks it.
     let thread: LoopThread
-    private var idle: [UpstreamConnection] = []
-    private var active: [ObjectIdentifier: UpstreamConnection] = [:]
-    private var waiting: [Exchange] = []
+    private var idle: [UpstreamConnection] {
+        _read { yield state.value.idle }
+        _modify { yield &state.value.idle }
+    }
+    private var active: [ObjectIdentifier: UpstreamConnection] {
+        _read { yield state.value.active }
+        _modify { yield &state.value.active }
+    }
+    private var waiting: [Exchange] {
+        _read { yield state.value.waiting }
+        _modify { yield &state.value.waiting }
+    }
     /// The resolved numeric address, once known; looked up again after `addressTTL` seconds or
     /// after a connection to it fails (an upstream that moved is found again).
     private var address: String? {
-        didSet { addressRefused = address.map(refuses) ?? false }
+        get { state.value.address }
+        set {
+            state.value.address = newValue
+            addressRefused = newValue.map(refuses) ?? false
+        }
     }
     /// Whether `address` is one the pool's policy refuses: decided once per address, not per exchange.
-    private var addressRefused = false
-    private var resolvedAt = Date.distantPast
+    private var addressRefused: Bool {
+        _read { yield state.value.addressRefused }
+        _modify { yield &state.value.addressRefused }
+    }
+    private var resolvedAt: Date {
+        _read { yield state.value.resolvedAt }
+        _modify { yield &state.value.resolvedAt }
+    }
     private static let addressTTL: TimeInterval = 60
-    private var resolving = false
+    private var resolving: Bool {
+        _read { yield state.value.resolving }
+        _modify { yield &state.value.resolving }
+    }
     private let isNumericHost: Bool
 
     var host: String { key.host }
     var port: Int { key.port }
+
+    /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
+    struct State {
+        var address: String?
+        var idle: [UpstreamConnection] = []
+        var active: [ObjectIdentifier: UpstreamConnection] = [:]
+        var waiting: [Exchange] = []
+        var addressRefused: Bool = false
+        var resolvedAt: Date = Date.distantPast
+        var resolving: Bool = false
+    }
+
+    @exclusivity(unchecked) private var state: LoopBound<State>
 
     init(base: EventBase, dns: DNSResolver?, key: UpstreamClient.PoolKey, tls: TLSClientContext?, thread: LoopThread) {
         self.base = base
@@ -32,10 +67,10 @@ final class UpstreamPool {
         self.key = key
         self.tls = tls
         self.thread = thread
+        self.state = LoopBound(State(), loop: thread)
         isNumericHost = AddressPolicy.isLiteral(key.host)
         if isNumericHost {
             address = key.host
-            addressRefused = refuses(key.host)  // didSet does not run in init
         }
     }
 

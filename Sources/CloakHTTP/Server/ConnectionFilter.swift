@@ -37,27 +37,70 @@ final class ConnectionFilter {
         case failed
     }
 
-    var mode: Mode
+    /// What the filter changes as bytes pass: one ``LoopBound`` value (loop thread only,
+    /// checked); the fields below read and write it in place.
+    struct State {
+        var mode: Mode
+        var proxiedSource: String?
+        var namedNoClient = false
+        var admitSource: ((String) -> Bool)?
+        var proxyRefusal: String?
+        var filter: Bufferevent?
+        var held: Bufferevent?
+        var kick: LoopEvent?
+        var handshakeDone = false
+    }
+
+    @exclusivity(unchecked) private var state: LoopBound<State>
+
+    init(mode: Mode, thread: LoopThread) { state = LoopBound(State(mode: mode), loop: thread) }
+
+    var mode: Mode {
+        _read { yield state.value.mode }
+        _modify { yield &state.value.mode }
+    }
     /// The client address a PROXY header named (nil: none, or `LOCAL`).
-    var proxiedSource: String?
+    var proxiedSource: String? {
+        _read { yield state.value.proxiedSource }
+        _modify { yield &state.value.proxiedSource }
+    }
     /// A PROXY header with the PROXY command named no client (`UNKNOWN`, an unspecified family):
     /// the connection is served as from the balancer, and no forwarding header is believed.
-    var namedNoClient = false
+    var namedNoClient: Bool {
+        _read { yield state.value.namedNoClient }
+        _modify { yield &state.value.namedNoClient }
+    }
     /// Asked when a PROXY header names a client: false refuses the connection (its address holds
     /// its share of connections).
-    var admitSource: ((String) -> Bool)?
+    var admitSource: ((String) -> Bool)? {
+        _read { yield state.value.admitSource }
+        _modify { yield &state.value.admitSource }
+    }
     /// Why a PROXY header was refused, as a code (`proxy_untrusted_peer`, `proxy_header_invalid`,
     /// `proxy_address_limit`; never the bytes).
-    var proxyRefusal: String?
-
-    init(mode: Mode) { self.mode = mode }
+    var proxyRefusal: String? {
+        _read { yield state.value.proxyRefusal }
+        _modify { yield &state.value.proxyRefusal }
+    }
     /// The filter bufferevent, set once made; nil once evhttp let go of the connection.
-    var filter: Bufferevent?
+    var filter: Bufferevent? {
+        _read { yield state.value.filter }
+        _modify { yield &state.value.filter }
+    }
     /// The filter bufferevent while the loop's own reference on it is held.
-    private var held: Bufferevent?
+    private var held: Bufferevent? {
+        _read { yield state.value.held }
+        _modify { yield &state.value.held }
+    }
     /// Pushes output evhttp queued while the filter was waiting for the handshake.
-    var kick: LoopEvent?
-    var handshakeDone = false
+    var kick: LoopEvent? {
+        _read { yield state.value.kick }
+        _modify { yield &state.value.kick }
+    }
+    var handshakeDone: Bool {
+        _read { yield state.value.handshakeDone }
+        _modify { yield &state.value.handshakeDone }
+    }
     static let chunk = 16 * 1024
 
     /// A granted tunnel's TLS: the SSL (server side, memory BIOs), a buffer for bytes between
@@ -94,9 +137,11 @@ final class ConnectionFilter {
     }
 
     /// Makes the socket bufferevent and the filter over it; nil when either cannot be made.
-    static func make(base: EventBase, mode: Mode = .plain) -> (bufferevent: Bufferevent, filter: ConnectionFilter)? {
+    static func make(base: EventBase, thread: LoopThread, mode: Mode = .plain) -> (
+        bufferevent: Bufferevent, filter: ConnectionFilter
+    )? {
         guard let socket = Bufferevent.socket(base) else { return nil }
-        let context = ConnectionFilter(mode: mode)
+        let context = ConnectionFilter(mode: mode, thread: thread)
         guard let bev = Bufferevent.filter(over: socket, context) else {
             socket.free()
             return nil

@@ -9,14 +9,14 @@ import Foundation
 /// loop.handle.execute { /* on the loop's thread */ }
 /// loop.shutdown()
 /// ```
-package final class DetachedLoop: Sendable {
+public final class DetachedLoop: Sendable {
     private let worker: LoopWorker
     private let finished = DispatchSemaphore(value: 0)
 
     /// The way onto the loop (``LoopHandle/execute(_:)``), and what requests carry as their loop.
-    package var handle: LoopHandle { worker.handle }
+    public var handle: LoopHandle { worker.handle }
 
-    package init() throws(HTTPServerError) {
+    public init() throws(HTTPServerError) {
         let configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1)
         worker = try LoopWorker(
             configuration: configuration,
@@ -33,7 +33,7 @@ package final class DetachedLoop: Sendable {
     }
 
     /// Stops the loop (after what it is doing) and waits for its thread to end.
-    package func shutdown() {
+    public func shutdown() {
         worker.requestStop()
         finished.wait()
     }

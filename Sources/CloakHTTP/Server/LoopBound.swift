@@ -21,7 +21,7 @@ final class LoopThread: Sendable {
     /// Whether the caller is the loop's thread (false while the loop is not running).
     var isCurrent: Bool {
         let running = thread.load(ordering: .acquiring)
-        return running != 0 && pthread_equal(running, pthread_self()) != 0
+        return running != 0 && running == pthread_self()  // pthread_t is the thread's address on Linux
     }
 
     /// Traps when the loop runs and the caller is another thread.

@@ -22,14 +22,14 @@ extension LoopWorker {
         var connectionFilter: ConnectionFilter?
         if tunnels != nil, admission == .serve {
             // A forward-proxy door: plain until a CONNECT is granted, then TLS inside the filter.
-            if let (bev, filter) = ConnectionFilter.make(base: base) {
+            if let (bev, filter) = ConnectionFilter.make(base: base, thread: thread) {
                 made = bev
                 connectionFilter = filter
             }
         } else if configuration.proxyProtocol, admission == .serve {
             // A PROXY header first, read and dropped by the filter; TLS (if any) above it.
             if let (bev, filter) = ConnectionFilter.make(
-                base: base, mode: .awaitingProxyHeader(configuration.trustedProxies))
+                base: base, thread: thread, mode: .awaitingProxyHeader(configuration.trustedProxies))
             {
                 if let ssl {
                     made = Bufferevent.acceptingTLS(base, over: bev, ssl)
@@ -69,7 +69,7 @@ extension LoopWorker {
         // Our own reference: if evhttp gives up on the socket before adoptAccepted runs, it frees
         // the bufferevent; the memory stays valid (with its callbacks cleared) until we let go.
         bev.retain()
-        let connection = ServerConnection(bufferevent: bev, admission: admission, now: Self.now())
+        let connection = ServerConnection(bufferevent: bev, admission: admission, now: Self.now(), thread: thread)
         connection.isTLS = tls != nil
         connection.connectionFilter = connectionFilter
         state.value.accepted.append(connection)

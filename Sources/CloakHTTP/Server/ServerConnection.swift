@@ -4,12 +4,17 @@ import Foundation
 /// connection, plain or TLS, is seen at accept), the evhttp connection once evhttp has made it,
 /// its slot in the connection budget and its ``RequestClock``.
 ///
-/// Loop thread only. The worker keeps it alive from accept until evhttp closes the connection.
-/// Its clock is `@exclusivity(unchecked)` for that reason: one thread, nothing for the
-/// runtime's access checks to catch, and the input callback reads it on every read.
+/// Loop thread only, checked at every entry point. The worker keeps it alive from accept until
+/// evhttp closes the connection.
 final class ServerConnection {
     let bufferevent: Bufferevent
     let admission: Admission
+
+    /// The thread of the loop that owns it: every entry point (the input callback, dispatch,
+    /// answer, a refusal) checks it. Its fields are plain, not a ``LoopBound`` value, because the
+    /// input callback reads them on every read: forwarding each through the box's coroutine
+    /// accessors cost 1.7k instructions a request (callgrind, `GET /healthz`).
+    let thread: LoopThread
     var evcon: OpaquePointer?
     @exclusivity(unchecked) var clock: RequestClock
     /// The peer's numeric address (a balancer's, behind one).
@@ -27,10 +32,11 @@ final class ServerConnection {
     /// On a forward-proxy door: the filter that turns to TLS when a CONNECT is granted.
     var connectionFilter: ConnectionFilter?
 
-    init(bufferevent: Bufferevent, admission: Admission, now: UInt64) {
+    init(bufferevent: Bufferevent, admission: Admission, now: UInt64, thread: LoopThread) {
         self.bufferevent = bufferevent
         self.admission = admission
         self.clock = RequestClock(now: now)
+        self.thread = thread
     }
 
     /// The strict framing of every byte the client sends (``RequestFraming``): a violation is
@@ -41,6 +47,7 @@ final class ServerConnection {
     /// bytes just added to the input buffer (the last `added` bytes). Runs before evhttp reads
     /// them, so a request is dispatched only after its own bytes were judged.
     func inputGrew(by added: Int, now: UInt64) {
+        thread.check()
         guard added > 0, let input = bufferevent.input else { return }
         let length = input.count
         let start = length - min(added, length)
@@ -71,6 +78,7 @@ final class ServerConnection {
     /// The request was read whole and handed to the handler: evhttp reads nothing more until
     /// it is answered, so the input callback goes off (it would see only evhttp's drains).
     func dispatched(now: UInt64) {
+        thread.check()
         clock.dispatched(now: now)
         requestsDispatched += 1
         guard let input = bufferevent.input else { return }
@@ -82,6 +90,7 @@ final class ServerConnection {
     /// its next request (pipelined) is given to the clock now, and bytes that came while the
     /// callback was off are given to the framing scan.
     func answered(now: UInt64) {
+        thread.check()
         clock.answered(now: now)
         guard let input = bufferevent.input else { return }
         let length = input.count
@@ -110,6 +119,7 @@ final class ServerConnection {
 
     /// Writes a canned answer straight to the socket, without waiting (a refusal at accept).
     func writeNow(_ bytes: [UInt8]) {
+        thread.check()
         let fd = bufferevent.fd
         guard fd >= 0 else { return }
         bytes.withUnsafeBytes { raw in

@@ -4,11 +4,20 @@ import Logging
 import Synchronization
 
 /// What every handler may use: the configuration, the logger and the clock.
-struct ServiceContext: Sendable {
+///
+/// A class: every handler of every request holds it, and copying the configuration it carries
+/// (a struct of arrays and dictionaries) would retain each of them per request.
+final class ServiceContext: Sendable {
     let configuration: ServiceConfiguration
     let logger: Logger
     /// Today's date for the expiry window, in the server's local time zone.
     let today: @Sendable () -> CalendarDate
+
+    init(configuration: ServiceConfiguration, logger: Logger, today: @escaping @Sendable () -> CalendarDate) {
+        self.configuration = configuration
+        self.logger = logger
+        self.today = today
+    }
 
     /// The system's local date, asked of `localtime_r` once a second at most: it takes the C
     /// library's time-zone lock, and every validate request reads the date.
