@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Instructions a request of one case, from callgrind (user space, every thread).
+#
+# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate
+#
+# The binary is copied without DWARF (valgrind 3.19 cannot read Swift's DWARF 5), served with one
+# loop thread under valgrind, warmed for 2 s with wrk -t1 -c8, zeroed, measured for 5 s, dumped,
+# and the dump's total divided by the requests wrk counted. Needs valgrind and wrk.
+set -euo pipefail
+BIN=$1; CASE=$2
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+W=$(mktemp -d /tmp/cg.XXXX)
+cp "$BIN" $W/cloak; objcopy --strip-debug $W/cloak
+sed -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {requests_per_minute: 10000000, burst: 10000000}/" \
+    -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" config/cloak.yaml > $W/c.yaml
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+CLOAK_SERVER_LISTEN=127.0.0.1:$PORT CLOAK_SERVER_THREADS=1 CLOAK_VAULT_STORE=sqlite:$W/cloak.db CLOAK_VAULT_KEYS=file:$W/keys.json \
+  valgrind --tool=callgrind --callgrind-out-file=$W/cg.out $W/cloak serve --config $W/c.yaml > $W/log 2>&1 &
+VP=$!
+for i in $(seq 200); do curl -fs -o /dev/null http://127.0.0.1:$PORT/healthz && break; sleep 0.2; done
+if [[ $CASE == healthz ]]; then run() { wrk -t1 -c8 -d"$1"s http://127.0.0.1:$PORT/healthz; }
+else run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/validate; }; fi
+run 2 >/dev/null
+callgrind_control -z $VP >/dev/null 2>&1
+out=$(run 5)
+callgrind_control -d $VP >/dev/null 2>&1
+n=$(echo "$out" | awk '/requests in/ {print $1}')
+kill $VP; wait $VP 2>/dev/null || true
+f=$W/cg.out.1
+ir=$(grep -E "^summary:|^totals:" $f | head -1 | awk '{print $2}')
+echo "$CASE requests=$n Ir=$ir per_request=$(awk -v a=$ir -v b=$n 'BEGIN{printf "%.0f", a/b}')"
+rm -rf $W
