@@ -43,6 +43,16 @@ enum MiddlewareFixture {
         return context
     }
 
+    /// A context after the router and the rate limit let it through: labelled by its route.
+    static func admitted(
+        _ method: HTTPMethod, _ path: String, headers: [(name: String, value: String)] = [],
+        address: String = "192.0.2.1"
+    ) -> RequestContext {
+        var context = routed(method, path, headers: headers, address: address)
+        context.template = context.routeTemplate
+        return context
+    }
+
     /// Runs a step's request phase: the error it refused with, nil when it passed or answered.
     static func refusal(_ step: some Middleware, _ context: inout RequestContext) -> CloakError? {
         do {

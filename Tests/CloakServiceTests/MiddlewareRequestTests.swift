@@ -126,7 +126,8 @@ import Testing
         #expect(answer?.status == nil)
         #expect(context.isPreflight == example.preflight)
         #expect(context.endpoint == example.endpoint)
-        #expect(context.template == example.template)
+        #expect(context.routeTemplate == example.template)
+        #expect(context.template == "-", "labelled by its route only once admitted")
         #expect(F.resolution(context.route) == example.resolution)
         for (name, value) in example.parameters {
             #expect(context.parameter(name) == value, "\(name)")
@@ -281,6 +282,38 @@ import Testing
                 #"cloak_rate_limited_total{kind="anonymous"}"#))
         // Another address has a bucket of its own.
         #expect(Self.take(step, .POST, "/aliases", address: "192.0.2.31") == nil)
+    }
+
+    /// Review finding: a refused request is labelled `-` (metrics, the access log and the
+    /// sandbox headers key on the label), as before the pipeline; an admitted one by its route.
+    @Test func onlyAnAdmittedRequestIsLabelledByItsRoute() {
+        let step = Self.step(burst: 1)
+        var first = F.routed(.GET, "/aliases/tok_abc", address: "192.0.2.40")
+        #expect(F.refusal(step, &first) == nil)
+        #expect(first.template == "/aliases/{alias}")
+        var second = F.routed(.GET, "/aliases/tok_abc", address: "192.0.2.40")
+        #expect(F.refusal(step, &second)?.code == .tooManyRequests)
+        #expect(second.template == "-")
+        #expect(second.routeTemplate == "/aliases/{alias}")
+    }
+
+    /// Review finding: the probes' exemption follows the routed endpoint. A path that only
+    /// decodes to `/healthz` (`/healthz%00x`, cut at the NUL) or a probe path on another method
+    /// is counted like any request.
+    @Test func onlyTheRoutedProbesAreExempt() {
+        let step = Self.step(burst: 1)
+        func take(_ method: HTTPMethod, rawPath: String, path: String) -> CloakError? {
+            var request = F.request(method, path, address: "192.0.2.41")
+            request.rawPath = rawPath
+            var context = RequestContext(request, start: 0)
+            _ = try? RoutingMiddleware(router: CloakService.router).request(&context)
+            return F.refusal(step, &context)
+        }
+        #expect(take(.GET, rawPath: "/healthz%00x", path: "/healthz") == nil)
+        #expect(take(.GET, rawPath: "/healthz%00x", path: "/healthz")?.code == .tooManyRequests)
+        #expect(take(.POST, rawPath: "/healthz", path: "/healthz")?.code == .tooManyRequests)
+        #expect(take(.GET, rawPath: "/healthz", path: "/healthz") == nil)
+        #expect(take(.HEAD, rawPath: "/readyz", path: "/readyz") == nil)
     }
 
     @Test func aTokensBucketIsItsOwn() throws {

@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func anOrdinaryRequestPasses() throws {
-        var context = F.routed(.GET, "/aliases/tok_abc", headers: [("Origin", F.origin)])
+        var context = F.admitted(.GET, "/aliases/tok_abc", headers: [("Origin", F.origin)])
         let answer = try Self.cors.request(&context)
         #expect(answer?.status == nil)
         #expect(context.template == "/aliases/{alias}")
@@ -173,7 +173,7 @@ import Testing
     }
 
     @Test func theRoutedProxyAnswerIsSandboxed() {
-        let context = F.routed(.POST, "/proxy/psp/charges")
+        let context = F.admitted(.POST, "/proxy/psp/charges")
         var response = HTTPResponse(status: 502)
         SandboxMiddleware().response(&response, context)
         #expect(F.header(response, "Content-Security-Policy") == SandboxMiddleware.policy)
@@ -197,7 +197,7 @@ import Testing
     }
 
     @Test func theRouteIsTheTemplate() throws {
-        let context = F.routed(.GET, "/aliases/tok_abc", address: "192.0.2.7")
+        let context = F.admitted(.GET, "/aliases/tok_abc", address: "192.0.2.7")
         let line = try Self.line(context, status: 200)
         #expect(line["method"]?.stringValue == "GET")
         #expect(line["path"]?.stringValue == "/aliases/tok_abc")
@@ -231,7 +231,7 @@ import Testing
 
     @Test func answersAreCountedByTemplateOrDoorLabel() {
         let metrics = ServiceMetrics()
-        let context = F.routed(.POST, "/forms/checkout/validate")
+        let context = F.admitted(.POST, "/forms/checkout/validate")
         var response = HTTPResponse(status: 422)
         MetricsMiddleware(metrics: metrics).response(&response, context)
         MetricsMiddleware(metrics: metrics).response(&response, context)

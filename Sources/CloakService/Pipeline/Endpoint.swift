@@ -19,7 +19,10 @@ enum Endpoint: Sendable {
         }
     }
 
-    /// Elements' scripts and frame documents are static and cached: a checkout page loads
-    /// several, and they must not spend its visitors' anonymous request budget.
-    var isRateLimited: Bool { self != .elementsAsset }
+    /// Health probes are never limited (a balancer must not take a node out because of its own
+    /// checks); Elements' scripts and frame documents are static and cached: a checkout page
+    /// loads several, and they must not spend its visitors' anonymous request budget. Decided by
+    /// the routed endpoint, never by the decoded path (`/healthz%00x` decodes to `/healthz` and
+    /// matches nothing: it is counted).
+    var isRateLimited: Bool { self != .elementsAsset && self != .healthz && self != .readyz }
 }

@@ -10,14 +10,17 @@ struct RateLimitMiddleware: Middleware {
     func request(_ context: inout RequestContext) throws(CloakError) -> HTTPResponse? {
         var anonymous = false
         if let endpoint = context.endpoint {
-            guard endpoint.isRateLimited else { return nil }
             let identity = context.identity
             anonymous =
                 endpoint.isOpen && !identity.isCreator
                 // A route's reveal needs the token's own scope: that token keeps its own bucket.
                 && !(endpoint == .proxy && identity.token?.scopes.contains("aliases:reveal") == true)
         }
-        try rates.check(context.request, identity: context.identity, anonymous: anonymous)
+        if context.endpoint?.isRateLimited != false {
+            try rates.check(context.request, identity: context.identity, anonymous: anonymous)
+        }
+        // Admitted: from here on the request is labelled by its route (a 429 is counted under `-`).
+        if !context.isPreflight { context.template = context.routeTemplate }
         return nil
     }
 }

@@ -12,7 +12,9 @@ struct RequestContext: Sendable {
     var route: Router<Endpoint>.Resolution = .notFound
     /// A CORS preflight (`OPTIONS` with `Access-Control-Request-Method`): never routed.
     var isPreflight = false
-    /// The route's template, the label of metrics and the access log: `-` when none matched.
+    /// The label of metrics and the access log: the route's template once the request was
+    /// admitted (``RateLimitMiddleware``), `OPTIONS *` for an answered preflight; `-` for a
+    /// request refused before (a violation, a 429) or that matched nothing.
     var template = "-"
 
     init(_ request: HTTPRequest, start: UInt64) {
@@ -24,6 +26,14 @@ struct RequestContext: Sendable {
     var endpoint: Endpoint? {
         if case let .found(endpoint, _, _) = route { return endpoint }
         return nil
+    }
+
+    /// The template of the route the path matched (for any method), or `-`.
+    var routeTemplate: String {
+        switch route {
+        case let .found(_, _, template), let .methodNotAllowed(_, template): return template
+        case .notFound: return "-"
+        }
     }
 
     /// A path parameter of the matched route (`{form}`, `{alias}`), empty when absent.

@@ -10,12 +10,11 @@ struct RequestRates: Sendable {
     let limits: ServiceConfiguration.RateLimits
     let metrics: ServiceMetrics
 
-    /// Past its rate (per token id, else per client address): 429 with `Retry-After`. Health
-    /// probes are never limited: a balancer must not take a node out because of its own checks.
-    /// With `anonymous` (an open endpoint, a token without `aliases:create`) the token takes
-    /// from its address's anonymous bucket, like any anonymous caller.
+    /// Past its rate (per token id, else per client address): 429 with `Retry-After`. With
+    /// `anonymous` (an open endpoint, a token without `aliases:create`) the token takes from its
+    /// address's anonymous bucket, like any anonymous caller. (Which requests are not counted at
+    /// all is the caller's decision: ``Endpoint/isRateLimited``.)
     func check(_ request: HTTPRequest, identity: Identity, anonymous: Bool = false) throws(CloakError) {
-        if request.path == "/healthz" || request.path == "/readyz" { return }
         let key: RateLimiter.Key
         let limit: RateLimit
         if let token = identity.token, !anonymous {

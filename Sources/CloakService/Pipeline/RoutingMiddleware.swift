@@ -1,10 +1,11 @@
 import CloakCore
 import CloakHTTP
 
-/// Finds the endpoint for the method and the path as sent (still percent-encoded), and the
-/// template that labels the request; a CORS preflight is marked instead (it names no endpoint:
-/// ``CORSMiddleware`` answers it). A path that matches nothing is answered by the handler, after
-/// the caller was identified and counted.
+/// Finds the endpoint for the method and the path as sent (still percent-encoded); a CORS
+/// preflight is marked instead (it names no endpoint: ``CORSMiddleware`` answers it). A path
+/// that matches nothing is answered by the handler, after the caller was identified and
+/// counted. The route's template labels the request only once it is admitted
+/// (``RateLimitMiddleware``): a refused request is counted under `-`.
 struct RoutingMiddleware: Middleware {
     let router: Router<Endpoint>
 
@@ -14,10 +15,6 @@ struct RoutingMiddleware: Middleware {
             return nil
         }
         context.route = router.resolve(method: context.request.method, path: context.request.rawPath)
-        switch context.route {
-        case let .found(_, _, template), let .methodNotAllowed(_, template): context.template = template
-        case .notFound: break
-        }
         return nil
     }
 }
