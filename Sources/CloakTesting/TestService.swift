@@ -34,7 +34,7 @@ package final class TestService: Sendable {
 
     /// A client whose requests go straight to the service (the same calls as ``RawHTTPClient``).
     package func client(timeout: TimeInterval = 10) throws -> InProcessClient {
-        InProcessClient(service: service, loop: loop.handle, timeout: timeout)
+        InProcessClient(service: service, loop: loop, timeout: timeout)
     }
 
     package func stop() {
@@ -51,14 +51,15 @@ package final class TestService: Sendable {
 /// thread. Answers are ``RawHTTPClient/Response``s, without the server's own headers.
 package struct InProcessClient: Sendable {
     let service: CloakService
-    let loop: LoopHandle?
+    /// Held, not just its handle: the handle does not keep the loop alive.
+    let loop: DetachedLoop?
     /// How long a request may take before ``ClientError/timedOut``.
     let timeout: TimeInterval
     /// The client address the service sees.
     package var remoteAddress = "127.0.0.1"
     private static let counter = Atomic<UInt64>(0)
 
-    package init(service: CloakService, loop: LoopHandle? = nil, timeout: TimeInterval = 10) {
+    package init(service: CloakService, loop: DetachedLoop? = nil, timeout: TimeInterval = 10) {
         self.service = service
         self.loop = loop
         self.timeout = timeout
@@ -82,7 +83,7 @@ package struct InProcessClient: Sendable {
             requestID: "in-process-\(id)")
         request.rawPath = rawPath
         request.remoteAddress = remoteAddress
-        request.loop = loop
+        request.loop = loop?.handle
         let response = try answer(request)
         return RawHTTPClient.Response(
             status: response.status, headers: response.headers,
@@ -104,7 +105,7 @@ package struct InProcessClient: Sendable {
             done.signal()
         }
         if let loop {
-            loop.execute { [service] in service.handle(request, responder) }
+            loop.handle.execute { [service] in service.handle(request, responder) }
         } else {
             service.handle(request, responder)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An event loop of its own thread with no listener: for callers in the same process that hand
 /// requests to a handler directly and need a loop for what the handler does on one (an upstream
@@ -12,6 +13,7 @@ import Foundation
 public final class DetachedLoop: Sendable {
     private let worker: LoopWorker
     private let finished = DispatchSemaphore(value: 0)
+    private let stopped = Atomic<Bool>(false)
 
     /// The way onto the loop (``LoopHandle/execute(_:)``), and what requests carry as their loop.
     public var handle: LoopHandle { worker.handle }
@@ -32,8 +34,9 @@ public final class DetachedLoop: Sendable {
         thread.start()
     }
 
-    /// Stops the loop (after what it is doing) and waits for its thread to end.
+    /// Stops the loop (after what it is doing) and waits for its thread to end; again, nothing.
     public func shutdown() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         worker.requestStop()
         finished.wait()
     }

@@ -50,7 +50,7 @@ struct ProxyHandler: Sendable {
         }
         guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
         let caller = try identity.aliasCaller(openTokenize: context.configuration.openTokenize)
-        let prepared = try FormTokenizeHandler.prepare(
+        let prepared = try PreparedSubmission(
             request, form: formName, context: context, caller: caller,
             keepSensitiveRaw: true)
         return .later { finish in
