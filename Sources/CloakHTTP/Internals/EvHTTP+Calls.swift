@@ -44,7 +44,7 @@ struct EvHTTPServer {
 }
 
 /// An evhttp connection: a served client's, or one to an upstream.
-struct EvConnection: Hashable {
+struct EvConnection {
     let raw: OpaquePointer
 
     /// A connection to `address` (numeric) over `bufferevent` (nil: plain TCP), without retries
@@ -85,7 +85,7 @@ struct EvConnection: Hashable {
 
     /// The read and write timeout (an idle keep-alive connection closes after it).
     func setTimeout(seconds: Double) {
-        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
+        var tv = timeval(seconds: seconds)
         evhttp_connection_set_timeout_tv(raw, &tv)
     }
 

@@ -63,7 +63,7 @@ struct LoopEvent {
 
     /// Arms the timer to fire after `seconds` (again every `seconds` for a repeating one).
     func schedule(after seconds: Double) {
-        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
+        var tv = timeval(seconds: seconds)
         event_add(raw, &tv)
     }
 
@@ -147,4 +147,14 @@ enum Libevent {
 
     /// Names the calling thread (at most 15 bytes are kept): `cloak-main-0` in `top -H`.
     static func nameThread(_ name: String) { _ = CLibevent_name_thread(name) }
+}
+
+extension timeval {
+    /// `seconds` as a timeval: negative and NaN are 0, anything past a year is a year (a timer
+    /// or timeout given by a caller can never trap the loop's conversion).
+    init(seconds: Double) {
+        let bounded = seconds.isNaN ? 0 : min(max(seconds, 0), 365 * 86_400)
+        let whole = bounded.rounded(.down)
+        self.init(tv_sec: Int(whole), tv_usec: Int((bounded - whole) * 1_000_000))
+    }
 }

@@ -17,7 +17,10 @@ struct DrainState: Equatable {
     /// Starts the drain with `timeout` seconds to go; false when it had started already.
     mutating func begin(now: UInt64, timeoutSeconds: Double) -> Bool {
         guard deadline == nil else { return false }
-        deadline = now &+ UInt64(max(timeoutSeconds, 0) * 1e9)
+        // Negative or NaN: at once; past a year (infinity included): a year. The conversion to
+        // nanoseconds can then never trap, whatever a library caller configures.
+        let seconds = timeoutSeconds.isNaN ? 0 : min(max(timeoutSeconds, 0), 365 * 86_400)
+        deadline = now &+ UInt64(seconds * 1e9)
         return true
     }
 

@@ -38,7 +38,9 @@ extension CloakService {
         if isDraining.load(ordering: .relaxed) {
             return .refuse(.error(CloakError(.tooManyConnections, "the server is shutting down")))
         }
-        do throws(CloakError) { try rates.check(connect, identity: identity) } catch { return .refuse(.error(error)) }
+        do throws(CloakError) { try rates.check(client: connect.remoteAddress, identity: identity) } catch {
+            return .refuse(.error(error))
+        }
         guard let token = identity.token else { return .refuse(EgressHandler.proxyAuthenticationRequired(identity)) }
         guard egressHandler(identity).mayTunnel(host: host, port: port) else {
             return .refuse(

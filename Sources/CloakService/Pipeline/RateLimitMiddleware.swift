@@ -17,7 +17,7 @@ struct RateLimitMiddleware: Middleware {
                 && !(endpoint == .proxy && identity.token?.scopes.contains("aliases:reveal") == true)
         }
         if context.endpoint?.isRateLimited != false {
-            try rates.check(context.request, identity: context.identity, anonymous: anonymous)
+            try rates.check(client: context.request.remoteAddress, identity: context.identity, anonymous: anonymous)
         }
         // Admitted: from here on the request is labelled by its route (a 429 is counted under `-`).
         if !context.isPreflight { context.template = context.routeTemplate }

@@ -14,14 +14,14 @@ struct RequestRates: Sendable {
     /// `anonymous` (an open endpoint, a token without `aliases:create`) the token takes from its
     /// address's anonymous bucket, like any anonymous caller. (Which requests are not counted at
     /// all is the caller's decision: ``Endpoint/isRateLimited``.)
-    func check(_ request: HTTPRequest, identity: Identity, anonymous: Bool = false) throws(CloakError) {
+    func check(client: String, identity: Identity, anonymous: Bool = false) throws(CloakError) {
         let key: RateLimiter.Key
         let limit: RateLimit
         if let token = identity.token, !anonymous {
             key = .token(token.id)
             limit = tokenLimit(token)
         } else {
-            key = .client(request.remoteAddress)
+            key = .client(client)
             limit = limits.anonymous
         }
         guard let wait = limiter.take(key, limit: limit, now: DispatchTime.now().uptimeNanoseconds) else { return }
