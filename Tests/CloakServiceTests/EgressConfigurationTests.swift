@@ -29,11 +29,12 @@ struct EgressConfigurationTests {
                 """))
         let route = try #require(configuration.egress.route("stripe"))
         #expect(configuration.egress.listen?.port == 8081)
-        #expect(route.host == "api.stripe.com" && route.port == 443 && route.scheme == .https)
+        let upstream = try #require(route.upstream)
+        #expect(upstream.host == "api.stripe.com" && upstream.port == 443 && upstream.scheme == .https)
         #expect(
             route.allows(method: "POST", path: "/v1/charges") && !route.allows(method: "DELETE", path: "/v1/charges"))
         #expect(route.requestOperations.first?.action == .reveal && route.responseOperations.first?.action == .redact)
-        #expect(!route.allowPrivate && route.maxAliases == 10)
+        #expect(!upstream.allowPrivate && route.maxAliases == 10)
     }
 
     @Test(arguments: [

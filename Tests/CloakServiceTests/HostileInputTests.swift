@@ -158,7 +158,7 @@ import Testing
     }
 
     @Test func aNulInAnAliasIsNotFound() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         let created = try client.request(

@@ -288,7 +288,7 @@ import Testing
     // MARK: 5. PUT /aliases/{alias}
 
     @Test func updatingNeedsAliasesUpdateAndTellsNothingWithoutIt() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         let created = try client.request(

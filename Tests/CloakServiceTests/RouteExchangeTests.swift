@@ -7,7 +7,7 @@ import Testing
 /// ``RouteExchange`` as a table: every path of select → vault → send → select → vault, with a
 /// failure at each step, as events in and actions out (no vault, no upstream, no loop).
 @Suite struct RouteExchangeTests {
-    typealias Operation = ServiceConfiguration.RouteOperation
+    typealias Operation = Route.Operation
 
     static func operation(_ action: Operation.Action, json: [String] = [], header: [String] = []) -> Operation {
         Operation(

@@ -145,7 +145,7 @@ import Testing
 /// `/readyz` takes the node out of rotation when any loop has stopped turning.
 @Suite struct ReadinessWatchdogTests {
     @Test func readyzIs503WhileALoopIsStalledAndNamesIt() throws {
-        let server = try TestServer(yaml: TestServer.configurationWithTokens + "\n", environment: [:])
+        let server = try TestService(yaml: TestServer.configurationWithTokens + "\n", environment: [:])
         defer { server.stop() }
         #expect(try server.client().request("GET", "/readyz").status == 200)
         // A loop that registered and never turned (as a loop spinning inside libevent would not).

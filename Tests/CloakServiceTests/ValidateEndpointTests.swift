@@ -122,7 +122,7 @@ import Testing
 
 @Suite struct MetricsTests {
     @Test func metricsCountRequestsByRouteTemplateAndStatusWithoutValues() throws {
-        let server = try TestServer()
+        let server = try TestService()
         defer { server.stop() }
         let client = try server.client()
         _ = try client.request("POST", "/forms/checkout/validate", json: ValidateEndpointTests.goodCheckout)

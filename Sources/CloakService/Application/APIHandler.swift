@@ -4,8 +4,9 @@ import CloakVault
 import Dispatch
 import Foundation
 
-/// The API listener's handler: answers the endpoint ``RoutingMiddleware`` found, once the
-/// caller was identified and counted; 404 and 405 (with `Allow`) when none matched.
+/// The API listener's endpoint table: hands the request to the handler of the endpoint
+/// ``RoutingMiddleware`` found (made for the caller ``AuthMiddleware`` identified); 404 and
+/// 405 (with `Allow`) when none matched. Health, readiness and metrics are answered here.
 struct APIHandler: RequestHandler {
     unowned let service: CloakService
 
@@ -53,46 +54,24 @@ struct APIHandler: RequestHandler {
                 }
             }
         case .validate:
-            return .now(try ValidateHandler(context: service.context).handle(c.request, form: c.parameter("form")))
+            return try ValidateHandler(context: service.context).reply(to: c)
         case .formTokens, .formAliases, .formSend:
             return try FormTokenizeHandler(
                 context: service.context, vault: try service.requireVault(c.request, c.identity), identity: c.identity
-            )
-            .handle(
-                c.request, form: c.parameter("form"), requiresToken: endpoint == .formAliases,
-                answer: endpoint == .formSend ? .mappedBody : .flatResult)
-        case .createTokens, .createAliases:
-            return try vaultAPI(c).create(c.request, requiresToken: endpoint == .createAliases)
-        case .revealMany:
-            return try vaultAPI(c).revealMany(c.request)
-        case .reveal:
-            return try vaultAPI(c).reveal(c.request, alias: c.parameter("alias"))
-        case .update:
-            return try vaultAPI(c).update(c.request, alias: c.parameter("alias"))
-        case .delete:
-            return try vaultAPI(c).delete(c.request, alias: c.parameter("alias"))
-        case .keep:
-            return try vaultAPI(c).keep(c.request)
-        case .lookup:
-            return try vaultAPI(c).lookup(c.request)
+            ).reply(to: c)
+        case .createTokens, .createAliases, .revealMany, .reveal, .update, .delete, .keep, .lookup:
+            return try vaultAPI(c).reply(to: c)
         case .egress:
-            // Whatever spelling of the path reached it (`//egress/…`), the egress door's caller is
-            // only ever Proxy-Authorization.
-            return service.egressHandler(c.identity).transformDoor(c.request, routeID: c.parameter("route"))
-        case .elementsAsset:
-            return .now(try ElementsHandler(context: service.context).asset(c.request, name: c.parameter("asset")))
-        case .elementsSchema:
-            return .now(try ElementsHandler(context: service.context).schema(c.request, form: c.parameter("form")))
-        case .elementsSession:
-            return .now(try elementsReveal(c).createSession(c.request, now: Int64(Date().timeIntervalSince1970)))
-        case .elementsReveal:
-            return try elementsReveal(c).reveal(c.request, now: Int64(Date().timeIntervalSince1970))
+            return try service.egressHandler(c.identity).reply(to: c)
+        case .elementsAsset, .elementsSchema:
+            return try ElementsHandler(context: service.context).reply(to: c)
+        case .elementsSession, .elementsReveal:
+            return try elementsReveal(c).reply(to: c)
         case .proxy:
             return try ProxyHandler(
                 context: service.context, vault: service.vaultClient(c.request, c.identity),
-                routes: service.proxyRoutes,
-                identity: c.identity
-            ).handle(c.request)
+                routes: service.configuration.routes, identity: c.identity
+            ).reply(to: c)
         }
     }
 
@@ -115,11 +94,12 @@ struct APIHandler: RequestHandler {
     }
 }
 
-/// The forward-proxy door's handler: the request goes to the egress route its target names.
+/// The forward-proxy door's table: every request goes to ``EgressHandler``, made for the caller
+/// ``AuthMiddleware`` identified from `Proxy-Authorization`.
 struct ForwardDoorHandler: RequestHandler {
     unowned let service: CloakService
 
     func reply(to context: RequestContext) throws(CloakError) -> Reply {
-        service.egressHandler(context.identity).forwardDoor(context.request)
+        try service.egressHandler(context.identity).reply(to: context)
     }
 }

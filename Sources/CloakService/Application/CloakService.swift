@@ -24,7 +24,6 @@ package final class CloakService: Sendable {
     let isDraining = Atomic<Bool>(false)
     let vault: Vault?
     let auth: Authenticator
-    let proxyRoutes: [ProxyHandler.ResolvedRoute]
     let metrics = ServiceMetrics()
     let egressMetrics: EgressMetrics
     /// Signs the forward-proxy door's per-host certificates (nil: no forward door).
@@ -56,7 +55,7 @@ package final class CloakService: Sendable {
         self.configuration = configuration
         self.egressMetrics = EgressMetrics(registry: metrics.registry)
         let egressCertificates = egressCA.map {
-            EgressCertificates($0, hosts: configuration.egress.routes.map { $0.host.lowercased() })
+            EgressCertificates($0, hosts: configuration.egress.routes.compactMap { $0.upstream?.host })
         }
         self.egressCertificates = egressCertificates
         self.vault = vault
@@ -82,7 +81,6 @@ package final class CloakService: Sendable {
                 "cannot make the egress certificate for a route's host; CONNECTs to it are refused",
                 metadata: ["host": .string(failure.host), "error": .string(failure.reason)])
         }
-        self.proxyRoutes = ProxyHandler.resolve(configuration.routes)
 
         // The order is the order of the way in; answers pass back in reverse (``Door``).
         let metrics = self.metrics

@@ -1,7 +1,7 @@
 import CloakCore
 import CloakHTTP
 
-extension ServiceConfiguration.RouteOperation {
+extension Route.Operation {
     /// Reads a `request:` or `response:` list of an inbound or egress route.
     static func readList(_ node: ConfigNode?, at p: String, _ r: ConfigReader) -> [Self] {
         guard let nodes = r.sequence(node, at: p) else { return [] }

@@ -250,7 +250,7 @@ extension ServiceConfiguration {
 
         if let routes = r.sequence(top["routes"], at: "routes") {
             config.routes = routes.enumerated().compactMap { i, node in
-                RouteSettings.read(node, at: "routes[\(i)]", forms: config.forms, r)
+                Route.readInbound(node, at: "routes[\(i)]", forms: config.forms, r)
             }
             var seen = Set<String>()
             for (i, route) in config.routes.enumerated() where !seen.insert(route.id.lowercased()).inserted {

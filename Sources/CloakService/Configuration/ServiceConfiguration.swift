@@ -8,7 +8,8 @@ package struct ServiceConfiguration: Sendable {
     package var auth: [AccessToken]
     package var corsAllowedOrigins: [String]
     package var forms: [String: FormSchema]
-    package var routes: [RouteSettings]
+    /// `routes`: inbound routes under `/proxy`.
+    package var routes: [Route]
     /// `auth.open_tokenize`: whether endpoints that store values take callers without a token
     /// (the SDK's tokenize call is open). When false they need a token with `aliases:create`.
     package var openTokenize = true
@@ -37,7 +38,7 @@ package struct ServiceConfiguration: Sendable {
     package init(
         server: HTTPServerConfiguration = .init(), vault: VaultSettings = .init(),
         auth: [AccessToken] = [], corsAllowedOrigins: [String] = [], forms: [String: FormSchema] = [:],
-        routes: [RouteSettings] = []
+        routes: [Route] = []
     ) {
         self.server = server
         self.vault = vault
@@ -92,37 +93,6 @@ package struct ServiceConfiguration: Sendable {
         /// one token may alias in a sliding hour (``BucketGuessLimiter``).
         package var bucketValuesPerHour = 30
         package init() {}
-    }
-
-    /// A proxy route (SPEC §2, `routes:`).
-    package struct RouteSettings: Sendable {
-        package var id: String
-        package var path: String
-        package var form: String?
-        package var upstream: String
-        package var methods: [String]
-        package var headers: [(name: String, value: String)]
-        package var connectTimeoutSeconds: Double
-        package var responseTimeoutSeconds: Double
-        package var forwardAuthorization: Bool
-        /// PEM file of CAs trusted for an https upstream; nil: the system store.
-        package var caFile: String?
-        /// `request:` operations on the client's message (instead of `form`).
-        package var requestOperations: [RouteOperation] = []
-        /// `response:` operations on the upstream's answer before the client sees it.
-        package var responseOperations: [RouteOperation] = []
-    }
-
-    /// One operation of a route on a message: `redact` aliases the values its selectors pick (in
-    /// `format` and `storage`); `reveal` puts back the values of the aliases they pick.
-    package struct RouteOperation: Sendable {
-        package enum Action: String, Sendable { case redact, reveal }
-        package var action: Action = .redact
-        package var format: AliasFormatName
-        package var storage: TokenizationSettings.Storage
-        package var json: [JSONPath]
-        package var form: [String]
-        package var header: [String]
     }
 
     package static let knownScopes: Set<String> = [

@@ -69,9 +69,7 @@ struct EgressHandler: Sendable {
         }
         guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
         let host = target.host.lowercased()
-        let candidates = settings.routes.filter {
-            $0.host == host && $0.port == target.port && $0.scheme.rawValue == target.scheme
-        }
+        let candidates = settings.routes.filter { $0.goes(to: target.scheme, host: host, port: target.port) }
         // One text whether no route goes to the host or none of its routes fits: a token must not
         // learn which hosts have routes.
         guard
@@ -91,12 +89,10 @@ struct EgressHandler: Sendable {
     /// may use it.
     func mayTunnel(host: String, port: Int) -> Bool {
         let host = host.lowercased()
-        return settings.routes.contains {
-            $0.scheme == .https && $0.host == host && $0.port == port && identity.mayUseEgress($0.id)
-        }
+        return settings.routes.contains { $0.goes(to: "https", host: host, port: port) && identity.mayUseEgress($0.id) }
     }
 
-    private func forward(_ request: HTTPRequest, route: EgressRoute, path: String) -> Reply {
+    private func forward(_ request: HTTPRequest, route: Route, path: String) -> Reply {
         let start = DispatchTime.now().uptimeNanoseconds
         guard route.allows(method: request.method.rawValue, path: path) else {
             return refuse(
@@ -121,57 +117,36 @@ struct EgressHandler: Sendable {
                     "the Authorization header holds a Cloak token; Cloak credentials go in Proxy-Authorization "
                         + "only and are never forwarded"), route: route.id)
         }
-        guard let loop = request.loop else {
-            return .now(.error(CloakError(.unexpectedResponseType, "no event loop to reach the upstream from")))
-        }
-        let target = path + (request.query.map { "?" + HTTPSyntax.safeQuery($0) } ?? "")
         // Authorization (the provider's API key) goes upstream untouched; Proxy-Authorization is
-        // hop-by-hop and never does.
-        let headers = withoutHopByHop(request.headers).filter {
-            !$0.name.caseInsensitiveEquals("host") && !$0.name.caseInsensitiveEquals("content-length")
-        }
-        // Deterministic aliases for the route's redactions (an answer's card comes back as its
-        // stored alias), under the token's admission: per-value charge and bucket limit.
+        // hop-by-hop and never does. Deterministic aliases for the route's redactions (an answer's
+        // card comes back as its stored alias), under the token's admission: per-value charge and
+        // bucket limit.
         let caller = AliasCaller(mayReveal: false, anonymous: false)
-        let exchange = TransformedExchange(
-            vault: vault.map { VaultClient(vault: $0, loop: request.loop, admission: admission) },
-            request: route.requestOperations,
-            response: route.responseOperations, requestCaller: caller,
-            responseCaller: caller, maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases),
+        let call = RouteCall(
+            route: route, vault: vault.map { VaultClient(vault: $0, loop: request.loop, admission: admission) },
+            requestCaller: caller, responseCaller: caller,
             limitName: "max_aliases of route \(route.id) (and vault.max_batch)")
-        let method = request.method
+        let headers = route.forwardedHeaders(request.headers, keepAuthorization: true)
         let tokenID = identity.token?.id ?? "-"
         let logger = context.logger
         let metrics = self.metrics
         return .later { finish in
             do throws(CloakError) {
-                try exchange.start(
-                    body: request.body, headers: headers,
-                    send: { body, headers, done in
-                        let outgoing = UpstreamRequest(
-                            scheme: route.scheme, host: route.host, port: route.port, target: target, method: method,
-                            headers: headers, body: body, timeoutSeconds: route.responseTimeoutSeconds,
-                            connectTimeoutSeconds: route.connectTimeoutSeconds, caFile: route.caFile)
-                        var call = outgoing
-                        call.clientCertificate = route.clientCertificate
-                        call.allowPrivate = route.allowPrivate
-                        loop.call(call, done: done)
-                    },
-                    finish: { response, outcome in
-                        let micros = (DispatchTime.now().uptimeNanoseconds - start) / 1000
-                        logger.info(
-                            "egress",
-                            metadata: [
-                                "route": .string(route.id), "token_id": .string(tokenID),
-                                "revealed": .stringConvertible(outcome.revealed),
-                                "redacted": .stringConvertible(outcome.redacted),
-                                "upstream_status": .string(outcome.upstreamStatus.map(String.init) ?? "-"),
-                                "status": .stringConvertible(response.status),
-                                "duration_us": .stringConvertible(micros),
-                            ])
-                        metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
-                        finish(response)
-                    })
+                try call.start(request, rest: path, headers: headers, body: request.body) { response, outcome in
+                    let micros = (DispatchTime.now().uptimeNanoseconds - start) / 1000
+                    logger.info(
+                        "egress",
+                        metadata: [
+                            "route": .string(route.id), "token_id": .string(tokenID),
+                            "revealed": .stringConvertible(outcome.revealed),
+                            "redacted": .stringConvertible(outcome.redacted),
+                            "upstream_status": .string(outcome.upstreamStatus.map(String.init) ?? "-"),
+                            "status": .stringConvertible(response.status),
+                            "duration_us": .stringConvertible(micros),
+                        ])
+                    metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
+                    finish(response)
+                }
             } catch {
                 metrics.record(route: route.id, status: error.code.httpStatus, revealed: 0)
                 finish(.error(error))
@@ -182,5 +157,14 @@ struct EgressHandler: Sendable {
     private func refuse(_ error: CloakError, route: String?) -> Reply {
         metrics.record(route: route ?? "-", status: error.code.httpStatus, revealed: 0)
         return .now(.error(error))
+    }
+}
+
+extension EgressHandler: RequestHandler {
+    /// `ANY /egress/{route}/…` on the API listener; any request on the forward-proxy door.
+    func reply(to c: RequestContext) throws(CloakError) -> Reply {
+        // Whatever spelling of the path reached it (`//egress/…`), the egress door's caller is
+        // only ever Proxy-Authorization.
+        c.endpoint == .egress ? transformDoor(c.request, routeID: c.parameter("route")) : forwardDoor(c.request)
     }
 }

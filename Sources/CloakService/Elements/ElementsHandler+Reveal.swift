@@ -138,3 +138,12 @@ struct ElementsRevealHandler: Sendable {
             ])
     }
 }
+
+extension ElementsRevealHandler: RequestHandler {
+    /// `POST /elements/reveal-sessions` (a backend) and `POST /elements/reveal` (the page).
+    func reply(to c: RequestContext) throws(CloakError) -> Reply {
+        let now = Int64(Date().timeIntervalSince1970)
+        if c.endpoint == .elementsSession { return .now(try createSession(c.request, now: now)) }
+        return try reveal(c.request, now: now)
+    }
+}

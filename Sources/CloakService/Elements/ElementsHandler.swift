@@ -94,9 +94,8 @@ struct ElementsHandler: Sendable {
         var routes: [String] = []
         for route in context.configuration.routes
         where safe && route.form == form.name && route.requestOperations.isEmpty && route.responseOperations.isEmpty {
-            var path = route.path
-            while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
-            routes.append(path)
+            let path = route.prefix.dropFirst("/proxy".count)
+            routes.append(path.isEmpty ? "/" : String(path))
         }
         return .object([
             ("kinds", .strings(safe ? ["tokens", "send", "validate"] : ["validate"])), ("routes", .strings(routes)),
@@ -114,5 +113,13 @@ struct ElementsHandler: Sendable {
             return HTTPResponse(status: 304, headers: headers)
         }
         return HTTPResponse(status: 200, headers: [("Content-Type", contentType)] + headers, body: body)
+    }
+}
+
+extension ElementsHandler: RequestHandler {
+    /// `GET /elements/{asset}` and `GET /elements/forms/{form}`.
+    func reply(to c: RequestContext) throws(CloakError) -> Reply {
+        if c.endpoint == .elementsSchema { return .now(try schema(c.request, form: c.parameter("form"))) }
+        return .now(try asset(c.request, name: c.parameter("asset")))
     }
 }

@@ -15,3 +15,10 @@ struct ValidateHandler: Sendable {
         return .json(200, validation.stateJSON)
     }
 }
+
+extension ValidateHandler: RequestHandler {
+    /// `POST /forms/{form}/validate`.
+    func reply(to c: RequestContext) throws(CloakError) -> Reply {
+        .now(try handle(c.request, form: c.parameter("form")))
+    }
+}

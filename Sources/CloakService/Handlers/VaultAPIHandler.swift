@@ -295,3 +295,20 @@ struct VaultAPIHandler: Sendable {
             ])
     }
 }
+
+extension VaultAPIHandler: RequestHandler {
+    /// The Vault API's endpoints (`/tokens`, `/aliases…`).
+    func reply(to c: RequestContext) throws(CloakError) -> Reply {
+        switch c.endpoint {
+        case .createTokens: return try create(c.request, requiresToken: false)
+        case .createAliases: return try create(c.request, requiresToken: true)
+        case .revealMany: return try revealMany(c.request)
+        case .reveal: return try reveal(c.request, alias: c.parameter("alias"))
+        case .update: return try update(c.request, alias: c.parameter("alias"))
+        case .delete: return try delete(c.request, alias: c.parameter("alias"))
+        case .keep: return try keep(c.request)
+        case .lookup: return try lookup(c.request)
+        default: throw .notFound("no such endpoint")
+        }
+    }
+}

@@ -7,7 +7,7 @@ import CloakVault
 /// it first. ``apply(_:)`` puts replacements back; every other byte goes on as it came, and a
 /// message with nothing selected goes on byte-identical.
 struct MessageSelection: Sendable {
-    typealias Operation = ServiceConfiguration.RouteOperation
+    typealias Operation = Route.Operation
 
     enum Place: Sendable {
         case json(Int)

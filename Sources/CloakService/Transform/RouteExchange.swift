@@ -12,8 +12,8 @@ import CloakHTTP
 struct RouteExchange {
     /// What the route asks of the exchange.
     struct Plan {
-        var request: [ServiceConfiguration.RouteOperation]
-        var response: [ServiceConfiguration.RouteOperation]
+        var request: [Route.Operation]
+        var response: [Route.Operation]
         /// Most values one message may select: more in the request is 1002, in the answer 502 1401.
         var maxSelected: Int
         /// What to call the limit in the error.

@@ -7,8 +7,8 @@ import CloakVault
 /// (the vault's and the upstream's completions come back there), one action at a time.
 struct TransformedExchange: Sendable {
     let vault: VaultClient?
-    let request: [ServiceConfiguration.RouteOperation]
-    let response: [ServiceConfiguration.RouteOperation]
+    let request: [Route.Operation]
+    let response: [Route.Operation]
     /// Who aliases values redacted from the request, and from the answer.
     let requestCaller: AliasCaller
     let responseCaller: AliasCaller

@@ -1,0 +1,155 @@
+import CloakCore
+import CloakHTTP
+import Foundation
+
+/// Reads both kinds of ``Route``: `routes[]` (inbound) and `egress.routes[]`.
+extension Route {
+    /// Reads one `routes[]` entry.
+    static func readInbound(_ node: ConfigNode, at p: String, forms: [String: FormSchema], _ r: ConfigReader) -> Route?
+    {
+        guard
+            let m = r.mapping(
+                node, at: p,
+                allowed: [
+                    "id", "path", "form", "upstream", "methods", "headers", "connect_timeout_s", "response_timeout_s",
+                    "forward_authorization", "ca_file", "request", "response",
+                ])
+        else { return nil }
+        let id = r.string(m["id"], at: "\(p).id")
+        if let id, UUID(uuidString: id) == nil { r.issue("\(p).id", "must be a UUID", m["id"]) }
+        if id == nil { r.issue("\(p).id", "is required", node) }
+        let path = r.string(m["path"], at: "\(p).path")
+        if let path, !path.hasPrefix("/") { r.issue("\(p).path", "must start with /", m["path"]) }
+        if path == nil { r.issue("\(p).path", "is required", node) }
+        let form = r.string(m["form"], at: "\(p).form")
+        if let form, forms[form] == nil { r.issue("\(p).form", "names no configured form", m["form"]) }
+        let upstream = r.string(m["upstream"], at: "\(p).upstream")
+        if let upstream, upstream != "echo", UpstreamRequest.parse(url: upstream) == nil {
+            r.issue("\(p).upstream", "expected an http:// or https:// URL, or echo", m["upstream"])
+        }
+        if upstream == nil { r.issue("\(p).upstream", "is required", node) }
+        let methods = r.strings(m["methods"], at: "\(p).methods") ?? ["POST"]
+        for (i, method) in methods.enumerated() where !["GET", "POST", "PUT", "PATCH", "DELETE"].contains(method) {
+            r.issue("\(p).methods[\(i)]", "expected GET, POST, PUT, PATCH or DELETE")
+        }
+        var headers: [(name: String, value: String)] = []
+        for (name, value) in r.namedMapping(m["headers"], at: "\(p).headers") {
+            if let v = r.string(value, at: "\(p).headers.\(name)") {
+                if v.contains(where: { $0 == "\r" || $0 == "\n" }) {
+                    r.issue("\(p).headers.\(name)", "must be one line")
+                }
+                headers.append((name, v))
+            }
+        }
+        let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s", min: 0.001, max: 600) ?? 5
+        let response = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s", min: 0.001, max: 3600) ?? 30
+        let forwardAuth = m["forward_authorization"].flatMap { r.bool($0, at: "\(p).forward_authorization") } ?? false
+        let caFile = r.string(m["ca_file"], at: "\(p).ca_file")
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            r.issue("\(p).ca_file", "cannot read \(caFile)", m["ca_file"])
+        }
+        let operations = Route.Operation.readList(m["request"], at: "\(p).request", r)
+        let responseOperations = Route.Operation.readList(m["response"], at: "\(p).response", r)
+        if form != nil && (m["request"] != nil || m["response"] != nil) {
+            r.issue("\(p).form", "a route has a form or request/response operations, not both")
+        }
+        guard let id, let path, let upstream else { return nil }
+        var prefix = path
+        while prefix.count > 1 && prefix.hasSuffix("/") { prefix.removeLast() }
+        var route = Route(
+            id: id, door: .inbound, matcher: .prefix("/proxy" + (prefix == "/" ? "" : prefix)), methods: methods,
+            upstream: nil, form: form)
+        if upstream != "echo", let parsed = UpstreamRequest.parse(url: upstream) {
+            // Inbound upstreams are the operator's own services: private addresses are allowed.
+            route.upstream = Route.Upstream(
+                scheme: parsed.scheme, host: parsed.host, port: parsed.port, path: parsed.path, caFile: caFile,
+                allowPrivate: true, connectTimeoutSeconds: connect, responseTimeoutSeconds: response)
+        }
+        route.headers = headers
+        route.forwardAuthorization = forwardAuth
+        route.requestOperations = operations
+        route.responseOperations = responseOperations
+        return route
+    }
+
+    /// Reads one `egress.routes[]` entry.
+    static func readEgress(_ node: ConfigNode, at p: String, _ r: ConfigReader) -> Route? {
+        guard
+            let m = r.mapping(
+                node, at: p,
+                allowed: [
+                    "id", "upstream", "paths", "methods", "request", "response", "ca_file", "client_cert",
+                    "allow_private",
+                    "max_aliases", "connect_timeout_s", "response_timeout_s",
+                ])
+        else { return nil }
+        let id = r.string(m["id"], at: "\(p).id")
+        if id == nil { r.issue("\(p).id", "is required", node) }
+        if let id, !EgressSettings.isRouteID(id) { r.issue("\(p).id", "expected [a-z0-9_-]+ (at most 64)", m["id"]) }
+        var upstream: (scheme: UpstreamRequest.Scheme, host: String, port: Int, path: String)?
+        if let text = r.string(m["upstream"], at: "\(p).upstream") {
+            upstream = UpstreamRequest.parse(url: text)
+            if upstream == nil || upstream?.path != "/" || text.hasSuffix("/") {
+                r.issue("\(p).upstream", "expected scheme://host[:port] (http or https, no path)", m["upstream"])
+                upstream = nil
+            }
+        } else {
+            r.issue("\(p).upstream", "is required", node)
+        }
+        var paths: [PathGlob] = []
+        for (i, text) in (r.strings(m["paths"], at: "\(p).paths") ?? ["/*"]).enumerated() {
+            do { paths.append(try PathGlob(text)) } catch { r.issue("\(p).paths[\(i)]", error.description) }
+        }
+        let methods = r.strings(m["methods"], at: "\(p).methods") ?? ["POST"]
+        for (i, method) in methods.enumerated() where !["GET", "POST", "PUT", "PATCH", "DELETE"].contains(method) {
+            r.issue("\(p).methods[\(i)]", "expected GET, POST, PUT, PATCH or DELETE")
+        }
+        let request = Route.Operation.readList(m["request"], at: "\(p).request", r)
+        let response = Route.Operation.readList(m["response"], at: "\(p).response", r)
+        let caFile = r.string(m["ca_file"], at: "\(p).ca_file")
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            r.issue("\(p).ca_file", "cannot read \(caFile)", m["ca_file"])
+        }
+        var client: UpstreamRequest.ClientCertificate?
+        if let c = r.mapping(m["client_cert"], at: "\(p).client_cert", allowed: ["cert", "key"]) {
+            let cert = r.string(c["cert"], at: "\(p).client_cert.cert")
+            let key = r.string(c["key"], at: "\(p).client_cert.key")
+            if let cert, let key {
+                client = .init(certificateChain: cert, privateKey: key)
+                for (name, file) in [("cert", cert), ("key", key)]
+                where !FileManager.default.isReadableFile(atPath: file) {
+                    r.issue("\(p).client_cert.\(name)", "cannot read \(file)", c[name])
+                }
+            } else {
+                r.issue("\(p).client_cert", "needs both cert and key", m["client_cert"])
+            }
+        }
+        let allowPrivate = m["allow_private"].flatMap { r.bool($0, at: "\(p).allow_private") } ?? false
+        if let upstream, !allowPrivate,
+            AddressPolicy.isLiteral(upstream.host) || upstream.host.lowercased() == "localhost"
+        {
+            r.issue("\(p).upstream", "is an IP literal or localhost: set allow_private: true to allow it")
+        }
+        if let upstream, upstream.scheme == .http, !allowPrivate {
+            r.issue(
+                "\(p).upstream",
+                "revealed values would cross the network in clear text: use https (http only with allow_private: true, for an upstream on a private network)"
+            )
+        }
+        let maxAliases = r.int(m["max_aliases"], at: "\(p).max_aliases", min: 1, max: 10_000) ?? 100
+        let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s", min: 0.001, max: 600) ?? 5
+        let timeout = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s", min: 0.001, max: 3600) ?? 30
+        guard let id, let upstream else { return nil }
+        var route = Route(
+            id: id, door: .egress, matcher: .paths(paths), methods: methods,
+            upstream: Route.Upstream(
+                scheme: upstream.scheme, host: upstream.host.lowercased(), port: upstream.port, path: "/",
+                caFile: caFile, clientCertificate: client, allowPrivate: allowPrivate,
+                connectTimeoutSeconds: connect, responseTimeoutSeconds: timeout))
+        route.requestOperations = request
+        route.responseOperations = response
+        route.forwardAuthorization = true
+        route.maxAliases = maxAliases
+        return route
+    }
+}

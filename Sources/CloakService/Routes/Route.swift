@@ -1,0 +1,116 @@
+import CloakCore
+import CloakHTTP
+
+/// One configured route, inbound (`routes[]`, reached under `/proxy`) or egress
+/// (`egress.routes[]`, reached through the transform door or the forward-proxy door):
+///
+/// - which requests it takes (``Matcher`` and `methods`);
+/// - where it sends them (``Upstream``, with how Cloak trusts it), or back to the caller (echo);
+/// - what it does to the request on the way out and to the answer on the way back (an inbound
+///   route's `form`, or request and response ``Operation``s);
+/// - who may use it (``scope``, and the scopes its operations need).
+///
+/// Both doors run every route through one ``RouteCall``.
+package struct Route: Sendable {
+    /// Which door the route belongs to: it decides how a token is checked and which headers
+    /// go upstream, never how the exchange runs.
+    package enum Door: Sendable, Equatable {
+        /// `routes[]`: the client is the caller (a browser or an app); Cloak redacts.
+        case inbound
+        /// `egress.routes[]`: the caller is a backend with a token `egress:<id>`; Cloak reveals.
+        case egress
+    }
+
+    /// Which requests a route takes.
+    package enum Matcher: Sendable {
+        /// `/proxy` + the route's path (no trailing slash), and every path under it.
+        case prefix(String)
+        /// Paths (as sent, percent-encoded) matching one of the globs, on the upstream's host.
+        case paths([PathGlob])
+    }
+
+    /// Where a route sends requests, and how Cloak trusts (and is trusted by) it.
+    package struct Upstream: Sendable {
+        package var scheme: UpstreamRequest.Scheme
+        /// Lowercased on egress routes (the forward door compares it with a CONNECT's host).
+        package var host: String
+        package var port: Int
+        /// Prefixed to what follows the route's own path.
+        package var path: String
+        /// PEM file of CAs trusted for an https upstream; nil: the system store.
+        package var caFile: String?
+        /// PEM files of Cloak's certificate and key for mutual TLS.
+        package var clientCertificate: UpstreamRequest.ClientCertificate?
+        /// Whether the upstream may be (or resolve to) loopback, private or link-local.
+        package var allowPrivate = false
+        package var connectTimeoutSeconds: Double = 5
+        package var responseTimeoutSeconds: Double = 30
+    }
+
+    /// One operation of a route on a message: `redact` aliases the values its selectors pick (in
+    /// `format` and `storage`); `reveal` puts back the values of the aliases they pick.
+    package struct Operation: Sendable {
+        package enum Action: String, Sendable { case redact, reveal }
+        package var action: Action = .redact
+        package var format: AliasFormatName
+        package var storage: TokenizationSettings.Storage
+        package var json: [JSONPath]
+        package var form: [String]
+        package var header: [String]
+    }
+
+    /// A UUID for inbound routes (`X-Route-Id` names one), `[a-z0-9_-]+` for egress routes.
+    package var id: String
+    package var door: Door
+    package var matcher: Matcher
+    package var methods: [String]
+    /// nil: `upstream: echo` (inbound only): the caller gets the body the upstream would have.
+    package var upstream: Upstream?
+    /// An inbound route's form: validated, aliased and mapped before the body goes upstream.
+    package var form: String?
+    package var requestOperations: [Operation] = []
+    package var responseOperations: [Operation] = []
+    /// Headers set on every request upstream (replacing the client's of that name).
+    package var headers: [(name: String, value: String)] = []
+    /// Whether the client's `Authorization` goes upstream. Egress routes always forward it (the
+    /// provider's key); inbound ones when configured. A Cloak token never does.
+    package var forwardAuthorization = false
+    /// More selected values in one message: 400 (1002); `vault.max_batch` bounds it too.
+    package var maxAliases = Int.max
+
+    /// The scope a token needs to use the route at all: `egress:<id>` (or `egress:*`) for an
+    /// egress route; an inbound route is open to the client it serves.
+    package var scope: String? { door == .egress ? "egress:" + id : nil }
+
+    /// Whether an operation puts values back (so the caller needs `aliases:reveal`).
+    var reveals: Bool {
+        requestOperations.contains { $0.action == .reveal } || responseOperations.contains { $0.action == .reveal }
+    }
+
+    /// Whether the request's operations store values (so the caller is an alias caller).
+    var redactsRequest: Bool { requestOperations.contains { $0.action == .redact } }
+
+    /// Whether the route takes requests for `path`: under an inbound route's prefix (the path
+    /// decoded), or matching an egress route's globs (as sent, percent-encoded).
+    package func matches(path: String) -> Bool {
+        switch matcher {
+        case let .prefix(prefix): return path == prefix || path.hasPrefix(prefix + "/")
+        case let .paths(globs): return globs.contains { $0.matches(path) }
+        }
+    }
+
+    /// Whether the route takes `method` on `path`.
+    package func allows(method: String, path: String) -> Bool { methods.contains(method) && matches(path: path) }
+
+    /// An inbound route's `/proxy` prefix; empty for an egress route.
+    var prefix: String {
+        if case let .prefix(prefix) = matcher { return prefix }
+        return ""
+    }
+
+    /// Whether the route's upstream is `scheme://host:port` (the forward door's target).
+    func goes(to scheme: String, host: String, port: Int) -> Bool {
+        guard let upstream else { return false }
+        return upstream.scheme.rawValue == scheme && upstream.host == host && upstream.port == port
+    }
+}
