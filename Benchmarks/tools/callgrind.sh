@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Instructions a request of one case, from callgrind (user space, every thread).
 #
-# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate
+# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|egress|egress-plain
 #
+# egress: one stored card's alias revealed on the way to the C reference server (bench.sh's
+# egress case; the C server is built and started here); egress-plain: the same route with
+# nothing to reveal (the two HTTP exchanges alone).
 # The binary is copied without DWARF (valgrind 3.19 cannot read Swift's DWARF 5), served with one
 # loop thread under valgrind, warmed for 2 s with wrk -t1 -c8, zeroed, measured for 5 s, dumped,
 # and the dump's total divided by the requests wrk counted. Needs valgrind and wrk.
@@ -13,12 +16,32 @@ W=$(mktemp -d /tmp/cg.XXXX)
 cp "$BIN" $W/cloak; objcopy --strip-debug $W/cloak
 sed -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {requests_per_minute: 10000000, burst: 10000000}/" \
     -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" config/cloak.yaml > $W/c.yaml
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PORT=$(free_port)
+C_PID=""
+if [[ $CASE == egress* ]]; then
+    gcc -O2 -o $W/ref Benchmarks/reference/server.c $(pkg-config --cflags --libs libevent libevent_pthreads) -lpthread
+    C_PORT=$(free_port)
+    $W/ref $C_PORT 1 > $W/ref.log 2>&1 &
+    C_PID=$!
+    TOKEN="cg-$RANDOM$RANDOM"
+    HASH=$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)
+    sed -i "s/^  tokens: \[\].*/  tokens: [{id: cg, sha256: \"$HASH\", scopes: [aliases:create, \"egress:*\"]}]/" $W/c.yaml
+    printf '\negress:\n  routes:\n    - {id: bench, upstream: "http://127.0.0.1:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}]}\n' $C_PORT >> $W/c.yaml
+fi
 CLOAK_SERVER_LISTEN=127.0.0.1:$PORT CLOAK_SERVER_THREADS=1 CLOAK_VAULT_STORE=sqlite:$W/cloak.db CLOAK_VAULT_KEYS=file:$W/keys.json \
   valgrind --tool=callgrind --callgrind-out-file=$W/cg.out $W/cloak serve --config $W/c.yaml > $W/log 2>&1 &
 VP=$!
 for i in $(seq 200); do curl -fs -o /dev/null http://127.0.0.1:$PORT/healthz && break; sleep 0.2; done
 if [[ $CASE == healthz ]]; then run() { wrk -t1 -c8 -d"$1"s http://127.0.0.1:$PORT/healthz; }
+elif [[ $CASE == egress* ]]; then
+    ALIAS=$(curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $TOKEN" \
+        --data-binary '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}' http://127.0.0.1:$PORT/aliases \
+        | sed -n 's/.*"alias":"\([^"]*\)".*/\1/p')
+    [[ -n $ALIAS ]] || { echo "could not store the card" >&2; exit 1; }
+    if [[ $CASE == egress ]]; then printf '{"card":"%s","amount":1000}' "$ALIAS" > $W/body.json
+    else printf '{"card":"none","amount":1000}' > $W/body.json; fi
+    run() { BODY_FILE=$W/body.json METHOD=POST PROXY_AUTH="Bearer $TOKEN" TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/egress/bench/v1/charges; }
 else run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/validate; }; fi
 run 2 >/dev/null
 callgrind_control -z $VP >/dev/null 2>&1
@@ -26,7 +49,8 @@ out=$(run 5)
 callgrind_control -d $VP >/dev/null 2>&1
 n=$(echo "$out" | awk '/requests in/ {print $1}')
 kill $VP; wait $VP 2>/dev/null || true
+[[ -n $C_PID ]] && kill $C_PID
 f=$W/cg.out.1
 ir=$(grep -E "^summary:|^totals:" $f | head -1 | awk '{print $2}')
 echo "$CASE requests=$n Ir=$ir per_request=$(awk -v a=$ir -v b=$n 'BEGIN{printf "%.0f", a/b}')"
-rm -rf $W
+[[ -n ${KEEP:-} ]] && echo "kept $f" || rm -rf $W

@@ -25,10 +25,14 @@ extension Vault {
     func liveRecord(_ alias: String, in store: any AliasStore) throws -> StoredRecord? {
         guard var record = try store.record(alias: alias) else { return nil }
         if let expires = record.expiresAt, expires <= clock() { return nil }
-        guard let row = record.aliases.first(where: { $0.alias == alias }), isAuthentic(row, recordID: record.id) else {
-            throw VaultError.unavailable("an alias row failed its integrity check")
+        // Each row's MAC is checked once; the asked alias's row must be among the authentic ones.
+        var asked = false
+        record.aliases.removeAll { row in
+            let authentic = isAuthentic(row, recordID: record.id)
+            if authentic && row.alias == alias { asked = true }
+            return !authentic
         }
-        record.aliases.removeAll { !isAuthentic($0, recordID: record.id) }
+        guard asked else { throw VaultError.unavailable("an alias row failed its integrity check") }
         return record
     }
 

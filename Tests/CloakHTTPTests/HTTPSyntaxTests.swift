@@ -35,4 +35,21 @@ import Testing
     func fieldValues(value: String, isFieldValue: Bool) {
         #expect(HTTPSyntax.isFieldValue(value) == isFieldValue)
     }
+
+    /// The length-first check is the set's definition, in any case; other names pass.
+    @Test func hopByHopNamesAreDroppedInAnyCase() {
+        for name in hopByHopHeaders.sorted() + ["expect"] {
+            for spelling in [name, name.uppercased(), name.prefix(1).uppercased() + name.dropFirst()] {
+                #expect(isHopByHopOrExpect(spelling), "\(spelling)")
+                #expect(withoutHopByHop([(spelling, "x"), ("Accept", "*/*")]).map(\.name) == ["Accept"])
+            }
+        }
+        for name in [
+            "tea", "expects", "trailers", "connections", "keep_alive", "x-connection", "host", "authorization",
+        ] {
+            #expect(!isHopByHopOrExpect(name), "\(name)")
+        }
+        let named = withoutHopByHop([("Connection", "close, X-Secret"), ("x-secret", "1"), ("Accept", "*/*")])
+        #expect(named.map(\.name) == ["Accept"])
+    }
 }

@@ -34,6 +34,17 @@ import Testing
         }
     }
 
+    @Test(arguments: [
+        ("/proxy/a/b", "a/b"), ("/proxy//a//b/", "a/b"), ("/proxy/a/b//", "a/b"), ("/proxy/a", "a"),
+        ("/proxy/a//", "a"), ("/proxy/%2F/x", "%2F/x"),
+    ])
+    func theRemainderHasNoEmptySegments(path: String, rest: String) {
+        guard case let .found(_, params, _) = Self.router().resolve(method: .POST, path: path) else {
+            Issue.record("not found"); return
+        }
+        #expect(params["path"] == rest)
+    }
+
     /// A parameter branch that fails leaves nothing behind: the catch-all's answer holds its
     /// own parameter only.
     @Test func aFailedParameterBranchIsUndone() {

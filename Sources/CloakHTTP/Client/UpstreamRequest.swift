@@ -112,16 +112,32 @@ public let hopByHopHeaders: Set<String> = [
 /// any whose name is not an RFC 9110 token (`Transfer-Encoding :` with a space must not slip
 /// past the hop-by-hop filter to a lenient upstream).
 public func withoutHopByHop(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
-    // Runs on every proxied message in both directions: compares names in place, no lowercased copies.
+    // Runs on every proxied message in both directions: names compared in place by length
+    // first, no lowercased copies, one allocation for the result.
     var named: [String] = []
     for (name, value) in headers where name.caseInsensitiveEquals("connection") {
         named += value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
     }
-    return headers.filter { header in
-        HTTPSyntax.isToken(header.name) && !header.name.caseInsensitiveEquals("expect")
-            && !hopByHopNames.contains { header.name.caseInsensitiveEquals($0) }
-            && !named.contains { header.name.caseInsensitiveEquals($0) }
+    var out: [(name: String, value: String)] = []
+    out.reserveCapacity(headers.count)
+    for header in headers where HTTPSyntax.isToken(header.name) && !isHopByHopOrExpect(header.name) {
+        if !named.isEmpty && named.contains(where: { header.name.caseInsensitiveEquals($0) }) { continue }
+        out.append(header)
     }
+    return out
 }
 
-private let hopByHopNames = Array(hopByHopHeaders)
+/// Whether `name` is one of ``hopByHopHeaders`` or `Expect`, in any case.
+func isHopByHopOrExpect(_ name: String) -> Bool {
+    switch name.utf8.count {
+    case 2: return name.caseInsensitiveEquals("te")
+    case 6: return name.caseInsensitiveEquals("expect")
+    case 7: return name.caseInsensitiveEquals("trailer") || name.caseInsensitiveEquals("upgrade")
+    case 10: return name.caseInsensitiveEquals("connection") || name.caseInsensitiveEquals("keep-alive")
+    case 16: return name.caseInsensitiveEquals("proxy-connection")
+    case 17: return name.caseInsensitiveEquals("transfer-encoding")
+    case 18: return name.caseInsensitiveEquals("proxy-authenticate")
+    case 19: return name.caseInsensitiveEquals("proxy-authorization")
+    default: return false
+    }
+}

@@ -130,12 +130,27 @@ public struct Router<Handler: Sendable>: Sendable {
             parameters.update(name, to: previous)
         }
         if let (name, found) = node.remainder {
-            let rest = String(decoding: UnsafeBufferPointer(rebasing: path[start...]), as: UTF8.self)
-            parameters[name] = rest.split(separator: "/").joined(separator: "/")
+            let rest = UnsafeBufferPointer(rebasing: path[start...])
+            parameters[name] = Self.collapsingSlashes(rest)
             endpoints = found
             return true
         }
         return false
+    }
+
+    /// The rest of a path with empty segments dropped (`a//b/` is `a/b`), as splitting at `/` and
+    /// joining would, without either when there is none (the usual case).
+    static func collapsingSlashes(_ rest: UnsafeBufferPointer<UInt8>) -> String {
+        let slash = UInt8(ascii: "/")
+        var clean = rest.last != slash
+        if clean {
+            for i in 1..<max(rest.count, 1) where rest[i] == slash && rest[i - 1] == slash {
+                clean = false
+                break
+            }
+        }
+        if clean { return String(decoding: rest, as: UTF8.self) }
+        return String(decoding: rest, as: UTF8.self).split(separator: "/").joined(separator: "/")
     }
 
     private static func copy(_ node: Node) -> Node {
