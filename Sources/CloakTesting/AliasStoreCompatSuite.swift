@@ -37,6 +37,10 @@ package struct AliasStoreCompatSuite {
         case intentsAreStoredAsIntentsAndExpireLikeAnyRecord
         case bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete
         case metadataAndExpiryAreStoredAndChanged
+        case recordsAreCountedAndPagedByKeyVersion
+        case aResealAppliesOnlyToTheRowAsItWasRead
+        case theKeyRingIsReplacedOnlyFromWhatWasRead
+        case theKeyAuditTrailKeepsLinesInOrder
 
         package var testDescription: String { rawValue }
     }
@@ -71,6 +75,10 @@ package struct AliasStoreCompatSuite {
         case .intentsAreStoredAsIntentsAndExpireLikeAnyRecord: try intentsAreStoredAsIntentsAndExpireLikeAnyRecord()
         case .bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete:
             try bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete()
+        case .recordsAreCountedAndPagedByKeyVersion: try recordsAreCountedAndPagedByKeyVersion()
+        case .aResealAppliesOnlyToTheRowAsItWasRead: try aResealAppliesOnlyToTheRowAsItWasRead()
+        case .theKeyRingIsReplacedOnlyFromWhatWasRead: try theKeyRingIsReplacedOnlyFromWhatWasRead()
+        case .theKeyAuditTrailKeepsLinesInOrder: try theKeyAuditTrailKeepsLinesInOrder()
         case .metadataAndExpiryAreStoredAndChanged: try metadataAndExpiryAreStoredAndChanged()
         }
     }

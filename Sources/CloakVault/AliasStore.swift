@@ -1,3 +1,5 @@
+import CloakCrypto
+
 /// Where the vault keeps its records. Every backend passes the same compatibility suite.
 ///
 /// A store is used from one thread at a time (the vault's executor), so it need not be
@@ -67,6 +69,38 @@ public protocol AliasStore: AnyObject {
     func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord]
     /// How many records are stored.
     func recordCount() throws(StoreError) -> Int
+
+    // MARK: Keys (`cloak keys`: rotation, re-encryption, retirement)
+
+    /// How many stored records each key version sealed (versions sealing none are absent).
+    func recordCounts() throws(StoreError) -> [String: Int]
+    /// Up to `limit` records sealed with `keyID` whose ids sort after `id` (nil: from the start),
+    /// in id order: their ids and sealed values only.
+    func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord]
+    /// Replaces a record's sealed value and key version, only while it is still `old` (the same
+    /// version and nonce: nobody re-sealed or replaced it since it was read); false otherwise,
+    /// or when the record is gone.
+    func reseal(_ old: SealedRecord, keyID: String, sealed: AESGCM.SealedBox) throws(StoreError) -> Bool
+    /// Sets a named value only while it is still `expected` (nil: not set); false otherwise.
+    /// Atomic against other writers: two operators rotating at once cannot lose a version.
+    func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws(StoreError) -> Bool
+    /// Appends one line to the store's key audit trail (what `cloak keys` did, by whom).
+    func appendKeyAudit(_ line: String, at time: Int64) throws(StoreError)
+    /// The last `limit` lines of the key audit trail, oldest first.
+    func keyAudit(limit: Int) throws(StoreError) -> [String]
+}
+
+/// A record as re-encryption sees it: which key version sealed it, and how.
+public struct SealedRecord: Sendable, Equatable {
+    public var id: String
+    public var keyID: String
+    public var sealed: AESGCM.SealedBox
+
+    public init(id: String, keyID: String, sealed: AESGCM.SealedBox) {
+        self.id = id
+        self.keyID = keyID
+        self.sealed = sealed
+    }
 }
 
 /// A store failure. The description names the operation, never a value.

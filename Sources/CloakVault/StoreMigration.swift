@@ -81,13 +81,13 @@ public struct StoreMigration {
         return report
     }
 
-    /// The key-check value goes along (a destination with another one is refused), and so does
-    /// the mark that every alias row is signed.
+    /// The key-check value goes along (a destination with another one is refused), and so do the
+    /// mark that every alias row is signed and the wrapped key ring.
     private func copyMetadata() throws(Error) {
         var differentKeys = false
         do throws(StoreError) {
             try destination.begin()
-            for name in [Vault.keyCheckName, Vault.aliasesSignedName] {
+            for name in [Vault.keyCheckName, Vault.aliasesSignedName, Vault.keyRingName] {
                 guard let value = try source.metadata(name) else { continue }
                 if let existing = try destination.metadata(name) {
                     if name == Vault.keyCheckName && existing != value { differentKeys = true }

@@ -10,7 +10,10 @@ import Synchronization
 /// there once its writes are committed.
 public final class Vault: Sendable {
     public let settings: Settings
-    let keys: KeyRing
+    /// The ring in use: replaced whole when a node picks up a rotation (``Vault+KeyRefresh``);
+    /// the fingerprint and alias MAC keys never change with it.
+    let ring: Mutex<KeyRing>
+    var keys: KeyRing { ring.withLock { $0 } }
     let generator: AliasGenerator
     /// One executor per store connection: SQLite has one (one writer); a PostgreSQL vault has
     /// several, each a thread with its own connection, racing one another exactly as separate
@@ -52,7 +55,7 @@ public final class Vault: Sendable {
     ) throws {
         precondition(!stores.isEmpty, "a vault needs a store")
         self.settings = settings
-        self.keys = keys
+        self.ring = Mutex(keys)
         self.clock = clock
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
         try Self.adopt(stores[0], keys: keys)

@@ -66,8 +66,10 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let config = "\(directory.path)/cloak.yaml"
-        try "vault: {keys: \"file:\(directory.path)/data/keys.json\"}\n".write(
-            toFile: config, atomically: true, encoding: .utf8)
+        try """
+        vault: {keys: "file:\(directory.path)/data/keys.json", store: "sqlite:\(directory.path)/cloak.db"}
+
+        """.write(toFile: config, atomically: true, encoding: .utf8)
         let first = try Self.run(["keys", "init", "--config", config])
         #expect(first.status == 0, "\(first.output)")
         let path = "\(directory.path)/data/keys.json"
@@ -75,13 +77,23 @@ import Testing
         #expect(mode == 0o600)
         let before = try String(contentsOfFile: path, encoding: .utf8)
         let again = try Self.run(["keys", "init", "--config", config])
-        #expect(again.status != 0 && again.output.contains("refusing to overwrite"))
+        #expect(again.status == 2 && again.output.contains("refusing to overwrite"))
         #expect(try String(contentsOfFile: path, encoding: .utf8) == before)
         let rotated = try Self.run(["keys", "rotate", "--config", config])
         #expect(rotated.status == 0 && rotated.output.contains("k2"), "\(rotated.output)")
-        let after = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(after.contains("\"k1\"") && after.contains("\"k2\""))
-        #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600)
+        // The file keeps only the wrapping key; the versions are in the store.
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == before)
+        let status = try Self.run(["keys", "status", "--json", "--config", config])
+        #expect(status.status == 0)
+        #expect(
+            status.output.trimmingCharacters(in: .whitespacesAndNewlines)
+                == #"{"current":"k2","wrapping":"file","versions":[{"id":"k1","records":0},{"id":"k2","records":0}]}"#)
+        let retireCurrent = try Self.run(["keys", "retire", "k2", "--config", config])
+        #expect(retireCurrent.status == 1 && retireCurrent.output.contains("current"))
+        let retired = try Self.run(["keys", "retire", "k1", "--config", config])
+        #expect(retired.status == 0 && retired.output.contains(#""action":"keys.retire""#), "\(retired.output)")
+        let rewrap = try Self.run(["keys", "rewrap", "--config", config])
+        #expect(rewrap.status == 0 && rewrap.output.contains("nothing was under an older version"), "\(rewrap.output)")
     }
 
     @Test func keysRefPrintsTheAuditReferenceOfAnAliasReadFromStandardInput() throws {

@@ -12,7 +12,8 @@ extension ServiceConfiguration {
     ///   `server.max_connections` (4096), `server.drain_timeout_s` (10), `server.header_timeout_s` (10),
     ///   `server.body_timeout_s` (30), `server.tls.cert`, `server.tls.key`
     /// - `vault.environment` (sandbox), `vault.store` (sqlite:data/cloak.db), `vault.keys` (file:data/keys.json),
-    ///   `vault.volatile_ttl_s` (3600), `vault.max_batch` (100), `vault.connections` (4, PostgreSQL only)
+    ///   `vault.volatile_ttl_s` (3600), `vault.max_batch` (100), `vault.connections` (4, PostgreSQL only),
+    ///   `vault.key_refresh_s` (30: how often a node reads the store's key ring for a rotation)
     /// - `auth.open_tokenize` (true), `auth.tokens[]`: `id`, `sha256` (hex of the token's SHA-256), `scopes`,
     ///   `requests_per_minute`
     /// - `limits.anonymous`, `limits.token`: `requests_per_minute`, `burst`
@@ -73,7 +74,7 @@ extension ServiceConfiguration {
             "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address", "loop_stall_s",
             "trusted_proxies", "proxy_protocol", "forwarded_header",
         ],
-        "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections"],
+        "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections", "key_refresh_s"],
     ]
 
     static func overridePath(_ variable: String) -> [String]? {
@@ -199,7 +200,7 @@ extension ServiceConfiguration {
         if let vault = r.mapping(
             top["vault"], at: "vault",
             allowed: [
-                "environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections",
+                "environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections", "key_refresh_s",
             ])
         {
             if let v = r.string(vault["environment"], at: "vault.environment") {
@@ -220,10 +221,11 @@ extension ServiceConfiguration {
                 }
             }
             if let v = r.string(vault["keys"], at: "vault.keys") {
-                if v.hasPrefix("file:") || v.hasPrefix("env:") {
+                do {
+                    _ = try KeySource(v)
                     config.vault.keys = v
-                } else {
-                    r.issue("vault.keys", "expected file:PATH or env:VARIABLE", vault["keys"])
+                } catch {
+                    r.issue("vault.keys", error.description, vault["keys"])
                 }
             }
             if let v = r.int(vault["volatile_ttl_s"], at: "vault.volatile_ttl_s", min: 1, max: 31_536_000) {
@@ -234,6 +236,9 @@ extension ServiceConfiguration {
             }
             if let v = r.int(vault["connections"], at: "vault.connections", min: 1, max: 64) {
                 config.vault.connections = v
+            }
+            if let v = r.int(vault["key_refresh_s"], at: "vault.key_refresh_s", min: 1, max: 86_400) {
+                config.vault.keyRefreshSeconds = v
             }
         }
 

@@ -54,8 +54,10 @@ package struct ServiceConfiguration: Sendable {
         package var environment: String = "sandbox"
         /// `sqlite:PATH` or `postgres://…`.
         package var store: String = "sqlite:data/cloak.db"
-        /// `file:PATH` or `env:CLOAK_MASTER_KEY`.
+        /// `file:PATH`, `env:NAME` or a `pkcs11:` URI (``KeySource``).
         package var keys: String = "file:data/keys.json"
+        /// How often (seconds) a node reads the store's key ring to pick up a rotation.
+        package var keyRefreshSeconds: Int = 30
         package var volatileTTLSeconds: Int = 3600
         package var maxBatch: Int = 100
         /// Connections (each with its own vault thread) to a PostgreSQL store; SQLite uses one.

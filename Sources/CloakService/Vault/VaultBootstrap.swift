@@ -9,37 +9,25 @@ package enum VaultBootstrap {
         package let description: String
     }
 
-    /// Resolves the key ring: `CLOAK_MASTER_KEY` (or the variable `vault.keys: env:NAME` names)
-    /// when set; otherwise the key file, created with a new key only for an empty store. A store
-    /// that already holds records (or a key-check value) never gets a new ring: the key file is
-    /// missing, and making another would lose every record sealed in the meantime.
-    package static func keyRing(
+    /// The key ring the configuration's `vault.keys` opens on `store` (``KeyCustody``): the
+    /// store's wrapped ring, or a vault's from before; on a new machine (an empty store, no key
+    /// file) a new one. A store that holds records never gets a new ring.
+    package static func keys(
         _ settings: ServiceConfiguration.VaultSettings, environment: [String: String],
-        logger: Logger?, store: any AliasStore
-    ) throws -> KeyRing {
-        if settings.keys.hasPrefix("env:") {
-            let name = String(settings.keys.dropFirst(4))
-            guard let text = environment[name] else {
-                throw Error(description: "vault.keys names \(name), which is not set")
+        logger: Logger?, store: any AliasStore, firstRun: Bool = true
+    ) throws -> KeyCustody.Opened {
+        do {
+            let source = try KeySource.effective(settings.keys, environment: environment)
+            if case .env("CLOAK_MASTER_KEY") = source, settings.keys.hasPrefix("file:") {
+                logger?.info("using the key ring derived from CLOAK_MASTER_KEY")
             }
-            return try KeyRing.derived(fromMaster: text)
+            return try KeyCustody.open(
+                source, environment: environment, store: store, firstRun: firstRun, logger: logger)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw Error(description: "\(error)")
         }
-        if let text = environment["CLOAK_MASTER_KEY"], !text.isEmpty {
-            logger?.info("using the key ring derived from CLOAK_MASTER_KEY")
-            return try KeyRing.derived(fromMaster: text)
-        }
-        let path = String(settings.keys.dropFirst("file:".count))
-        if FileManager.default.fileExists(atPath: path) { return try KeyRing.load(path: path) }
-        if try store.hasRecords() || store.metadata("key_check") != nil {
-            throw Error(
-                description: "the key file \(path) is missing but the store already holds records sealed with "
-                    + "another key ring; restore the key file (or set the master key) instead of creating new keys")
-        }
-        let ring = KeyRing.generate()
-        try ring.write(path: path, replace: false)
-        logger?.notice(
-            "generated new vault keys", metadata: ["path": .string(path), "key_id": .string(ring.currentID)])
-        return ring
     }
 
     /// The store `vault.store` names.
@@ -67,8 +55,18 @@ package enum VaultBootstrap {
     )
         throws -> Vault
     {
+        try openWithKeys(settings, environment: environment, logger: logger).vault
+    }
+
+    /// Opens the vault, and what refreshes its ring from the store (start it with the service).
+    package static func openWithKeys(
+        _ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?
+    )
+        throws -> (vault: Vault, refresh: KeyRefresh)
+    {
         let store = try store(settings)
-        let keys = try keyRing(settings, environment: environment, logger: logger, store: store)
+        let opened = try keys(settings, environment: environment, logger: logger, store: store)
+        let keys = opened.ring
         // A shared store takes several connections, each with its own vault thread: one thread's
         // round trips to the server no longer bound the whole node. A store this process alone
         // writes (SQLite) lets the vault remember stored values' aliases (10,000 records:
@@ -77,12 +75,18 @@ package enum VaultBootstrap {
         if !store.isSoleWriter {
             for _ in 1..<max(1, settings.connections) { stores.append(try self.store(settings)) }
         }
-        return try Vault(
+        let vault = try Vault(
             stores: stores, keys: keys,
             settings: .init(
                 environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds,
                 maxBatch: settings.maxBatch,
                 dedupeCacheEntries: 10_000, intentTTLSeconds: settings.intentTTLSeconds,
                 maxBucketShare: settings.maxBucketShare))
+        return (
+            vault,
+            KeyRefresh(
+                vault: vault, wrapping: opened.wrapping, stored: opened.stored,
+                interval: settings.keyRefreshSeconds, logger: logger)
+        )
     }
 }

@@ -21,8 +21,9 @@ struct Serve: ParsableCommand {
         let configuration = try options.load()
         let bootLogger = CloakService(configuration: configuration).logger
         let vault: CloakVault.Vault
+        let keyRefresh: KeyRefresh
         do {
-            vault = try VaultBootstrap.open(
+            (vault, keyRefresh) = try VaultBootstrap.openWithKeys(
                 configuration.vault, environment: ProcessInfo.processInfo.environment,
                 logger: bootLogger)
         } catch let error as VaultOpenError {
@@ -49,7 +50,13 @@ struct Serve: ParsableCommand {
         }
         let service = CloakService(configuration: configuration, vault: vault, egressCA: egressCA)
         do {
-            try ServiceRunner.run(service, onStopped: { vault.close() })
+            keyRefresh.start()
+            try ServiceRunner.run(
+                service,
+                onStopped: {
+                    keyRefresh.stop()
+                    vault.close()
+                })
         } catch {
             FileHandle.standardError.write(Data("cloak: \(error)\n".utf8))
             throw ExitCode(1)

@@ -64,6 +64,11 @@ extension PostgreSQLAliasStore {
         """
         ALTER TABLE records ADD COLUMN metadata text;
         """,
+        // Key custody: records by key version (rewrap pages, status counts), the key audit trail.
+        """
+        CREATE INDEX records_by_key ON records (key_id, id);
+        CREATE TABLE key_audit (seq bigserial PRIMARY KEY, at bigint NOT NULL, line text NOT NULL);
+        """,
     ]
 
     func migrate() throws(StoreError) {

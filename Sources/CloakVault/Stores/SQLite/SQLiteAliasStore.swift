@@ -74,6 +74,10 @@ public final class SQLiteAliasStore: AliasStore {
         try db.execute(
             """
             CREATE TABLE IF NOT EXISTS bucket_intents (bucket BLOB PRIMARY KEY, count INTEGER NOT NULL);
+            CREATE INDEX IF NOT EXISTS records_by_key ON records(key_id, id);
+            CREATE TABLE IF NOT EXISTS key_audit (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, line TEXT NOT NULL
+            );
             CREATE INDEX IF NOT EXISTS records_by_bucket ON records(bucket, expires_at) WHERE bucket IS NOT NULL;
             CREATE TRIGGER IF NOT EXISTS records_bucket_out AFTER DELETE ON records WHEN OLD.bucket IS NOT NULL BEGIN
                 UPDATE bucket_intents SET count = count - 1 WHERE bucket = OLD.bucket;

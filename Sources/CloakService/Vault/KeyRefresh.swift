@@ -1,0 +1,72 @@
+import CloakCrypto
+import CloakVault
+import Dispatch
+import Logging
+import Synchronization
+
+/// Picks up `cloak keys rotate` (and `retire`) on a running node: every `vault.key_refresh_s`
+/// it reads the store's wrapped ring on a vault thread and, when it changed, unwraps it and
+/// hands it to the vault. Unwrapping happens here, never per request. A ring that does not open
+/// (another wrapping key, a damaged row) is logged and the node keeps the ring it has.
+package final class KeyRefresh: Sendable {
+    let vault: Vault
+    let wrapping: any KeyWrapping
+    let interval: Int
+    let logger: Logger?
+    private let last: Mutex<[UInt8]?>
+    /// Made by ``start()`` (a source released while never resumed would trap in libdispatch).
+    private let timer = Mutex<Timer?>(nil)
+
+    /// A dispatch timer: its calls are thread-safe.
+    private final class Timer: @unchecked Sendable {
+        let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "cloak.key-refresh"))
+    }
+
+    init(vault: Vault, wrapping: any KeyWrapping, stored: [UInt8]?, interval: Int, logger: Logger?) {
+        self.vault = vault
+        self.wrapping = wrapping
+        self.last = Mutex(stored)
+        self.interval = interval
+        self.logger = logger
+    }
+
+    /// Starts reading the ring every `interval` seconds.
+    package func start() {
+        let made = timer.withLock { current -> Timer? in
+            guard current == nil else { return nil }
+            current = Timer()
+            return current
+        }
+        guard let made else { return }
+        made.source.schedule(deadline: .now() + .seconds(interval), repeating: .seconds(interval))
+        made.source.setEventHandler { [weak self] in self?.refreshNow() }
+        made.source.resume()
+    }
+
+    package func stop() { timer.withLock { $0 }?.source.cancel() }
+
+    /// Reads the store's ring once and adopts it when it changed.
+    package func refreshNow(done: (@Sendable () -> Void)? = nil) {
+        vault.storedKeyRing { [self] result in
+            defer { done?() }
+            guard case let .success(bytes) = result, let bytes else { return }
+            guard last.withLock({ $0 }) != bytes else { return }
+            do {
+                let ring = try KeyCustody.unwrap(bytes, wrapping)
+                if try vault.adoptKeys(ring) {
+                    logger?.notice(
+                        "key ring refreshed",
+                        metadata: [
+                            "current": .string(ring.currentID),
+                            "versions": .string(ring.keys.map(\.id).joined(separator: ",")),
+                        ])
+                }
+                last.withLock { $0 = bytes }
+            } catch {
+                logger?.error(
+                    "the store's key ring could not be opened; keeping the current one",
+                    metadata: ["reason": .string("\(error)")])
+            }
+        }
+    }
+}

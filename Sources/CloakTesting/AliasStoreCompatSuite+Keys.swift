@@ -1,0 +1,77 @@
+import CloakCore
+import CloakCrypto
+import CloakVault
+import Testing
+
+extension AliasStoreCompatSuite {
+    // MARK: Keys (rotation, re-encryption, the ring, the audit trail)
+
+    /// Records sealed with `keyID`, ids `<prefix>0…`.
+    private func insert(_ store: any AliasStore, _ prefix: String, count: Int, keyID: String) throws {
+        try transaction(store) {
+            for i in 0..<count {
+                var record = Self.record("\(prefix)\(i)", aliases: [Self.alias("tok_\(prefix)\(i)")])
+                record.keyID = keyID
+                try store.insert(record)
+            }
+        }
+    }
+
+    func recordsAreCountedAndPagedByKeyVersion() throws {
+        let store = try makeStore()
+        try insert(store, "rec_a", count: 5, keyID: "k1")
+        try insert(store, "rec_b", count: 2, keyID: "k2")
+        #expect(try store.recordCounts() == ["k1": 5, "k2": 2])
+        var seen: [String] = []
+        var cursor: String?
+        repeat {
+            let page = try store.sealedRecords(keyID: "k1", after: cursor, limit: 2)
+            #expect(page.count <= 2 && page.allSatisfy { $0.keyID == "k1" })
+            seen += page.map(\.id)
+            cursor = page.count == 2 ? page.last?.id : nil
+        } while cursor != nil
+        #expect(seen == (0..<5).map { "rec_a\($0)" })
+        #expect(try store.sealedRecords(keyID: "k9", after: nil, limit: 10).isEmpty)
+    }
+
+    func aResealAppliesOnlyToTheRowAsItWasRead() throws {
+        let store = try makeStore()
+        try insert(store, "rec_r", count: 2, keyID: "k1")
+        let read = try store.sealedRecords(keyID: "k1", after: nil, limit: 10)
+        #expect(read.count == 2)
+        let fresh = AESGCM.SealedBox(
+            nonce: SecureRandom.bytes(12), ciphertext: SecureRandom.bytes(16), tag: SecureRandom.bytes(16))
+        let outcomes = try transaction(store) { () throws -> [Bool] in
+            let first = try store.reseal(read[0], keyID: "k2", sealed: fresh)
+            // The same read again: the row changed since, so nothing is written twice.
+            let again = try store.reseal(read[0], keyID: "k3", sealed: fresh)
+            // A deleted record is not brought back.
+            let deleted = try store.deleteAlias("tok_rec_r1")
+            let gone = try store.reseal(read[1], keyID: "k2", sealed: fresh)
+            return [first, again, deleted, gone]
+        }
+        #expect(outcomes == [true, false, true, false])
+        #expect(try store.recordCounts() == ["k2": 1])
+        let record = try #require(try store.record(alias: "tok_rec_r0"))
+        #expect(record.keyID == "k2" && record.sealed == fresh)
+    }
+
+    func theKeyRingIsReplacedOnlyFromWhatWasRead() throws {
+        let store = try makeStore()
+        let name = "key_ring_test"
+        #expect(try store.replaceMetadata(name, expected: nil, with: [1]))
+        #expect(try !store.replaceMetadata(name, expected: nil, with: [2]), "a second first write loses")
+        #expect(try !store.replaceMetadata(name, expected: [9], with: [3]), "a stale read loses")
+        #expect(try store.replaceMetadata(name, expected: [1], with: [4]))
+        #expect(try store.metadata(name) == [4])
+    }
+
+    func theKeyAuditTrailKeepsLinesInOrder() throws {
+        let store = try makeStore()
+        let before = try store.keyAudit(limit: 1000).count
+        for i in 0..<3 { try store.appendKeyAudit(#"{"msg":"audit","n":\#(i)}"#, at: Self.now + Int64(i)) }
+        let lines = try store.keyAudit(limit: 2)
+        #expect(lines == [#"{"msg":"audit","n":1}"#, #"{"msg":"audit","n":2}"#])
+        #expect(try store.keyAudit(limit: 1000).count == before + 3)
+    }
+}

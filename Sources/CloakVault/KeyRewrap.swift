@@ -1,0 +1,75 @@
+import CloakCrypto
+
+/// Re-seals records still under an older key version with the current one (`cloak keys
+/// rewrap`), online: on a connection of its own, in bounded batches of one transaction each,
+/// while every node keeps serving.
+///
+/// - Nothing is lost and nothing sealed twice under a stale read: each record is re-sealed with a
+///   conditional update (``AliasStore/reseal(_:keyID:sealed:)``) that applies only while the row
+///   still holds what was read; a row a node changed or deleted meanwhile is skipped.
+/// - Resumable: every batch commits; a run killed at any point leaves each record under its old
+///   version or the new one, whole, and the next run picks up what is left.
+public struct KeyRewrap {
+    public let store: any AliasStore
+    public let keys: KeyRing
+
+    public init(store: any AliasStore, keys: KeyRing) {
+        self.store = store
+        self.keys = keys
+    }
+
+    /// What one batch did.
+    public struct Batch: Sendable, Equatable {
+        public var resealed = 0
+        /// Changed or deleted by a node between the read and the update: left as it is.
+        public var skipped = 0
+        /// The last record id handled: the next batch starts after it (nil: the version is done).
+        public var next: String?
+    }
+
+    /// Re-seals up to `limit` records sealed with `version`, after `cursor`.
+    /// - Throws: ``VaultError/unavailable(_:)`` when the ring has no key `version` (retired), or a
+    ///   record fails to open (its ciphertext was altered); the batch is rolled back.
+    public func batch(version: String, after cursor: String?, limit: Int) throws -> Batch {
+        guard let old = keys.key(id: version) else {
+            throw VaultError.unavailable("the key ring has no key \(version): its records cannot be opened")
+        }
+        let current = keys.current
+        var batch = Batch()
+        try store.begin()
+        do {
+            let records = try store.sealedRecords(keyID: version, after: cursor, limit: limit)
+            for record in records {
+                var plain: [UInt8]
+                do {
+                    plain = try AESGCM.open(
+                        record.sealed, key: old.encryptionKey,
+                        associatedData: Vault.associatedData(record.id, version))
+                } catch {
+                    throw VaultError.unavailable("a record sealed with \(version) failed authentication")
+                }
+                defer { for i in plain.indices { plain[i] = 0 } }
+                let sealed = try AESGCM.seal(
+                    plain, key: current.encryptionKey, associatedData: Vault.associatedData(record.id, current.id))
+                if try store.reseal(record, keyID: current.id, sealed: sealed) {
+                    batch.resealed += 1
+                } else {
+                    batch.skipped += 1
+                }
+            }
+            try store.commit()
+            batch.next = records.count < limit ? nil : records.last?.id
+            return batch
+        } catch {
+            store.rollback()
+            throw error
+        }
+    }
+
+    /// The versions other than the current one that still seal records, with their counts.
+    public func pending() throws -> [(version: String, records: Int)] {
+        try store.recordCounts().filter { $0.key != keys.currentID }.sorted { $0.key < $1.key }.map {
+            ($0.key, $0.value)
+        }
+    }
+}

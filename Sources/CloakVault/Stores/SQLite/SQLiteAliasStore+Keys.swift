@@ -1,0 +1,81 @@
+import CloakCrypto
+
+/// What `cloak keys` asks of the file: counts by key version, pages of one version's sealed
+/// values (along `records_by_key`), conditional re-seals, the ring's compare-and-set, the audit
+/// trail. The CLI opens its own connection; WAL lets it write between the server's commits.
+extension SQLiteAliasStore {
+    public func recordCounts() throws(StoreError) -> [String: Int] {
+        let s = try db.statement("SELECT key_id, count(*) FROM records GROUP BY key_id")
+        defer { s.finish() }
+        var out: [String: Int] = [:]
+        while try s.step() {
+            if let id = s.text(0) { out[id] = Int(s.int64(1) ?? 0) }
+        }
+        return out
+    }
+
+    public func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
+        let s = try db.statement(
+            "SELECT id, nonce, ciphertext, tag FROM records WHERE key_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
+        defer { s.finish() }
+        s.bind(1, keyID)
+        s.bind(2, id ?? "")
+        s.bind(3, Int64(limit))
+        var out: [SealedRecord] = []
+        while try s.step() {
+            guard let id = s.text(0), let nonce = s.blob(1), let ciphertext = s.blob(2), let tag = s.blob(3) else {
+                continue
+            }
+            out.append(
+                SealedRecord(id: id, keyID: keyID, sealed: .init(nonce: nonce, ciphertext: ciphertext, tag: tag)))
+        }
+        return out
+    }
+
+    public func reseal(_ old: SealedRecord, keyID: String, sealed: AESGCM.SealedBox) throws(StoreError) -> Bool {
+        let s = try db.statement(
+            """
+            UPDATE records SET key_id = ?1, nonce = ?2, ciphertext = ?3, tag = ?4
+            WHERE id = ?5 AND key_id = ?6 AND nonce = ?7
+            """)
+        s.bind(1, keyID)
+        s.bind(2, sealed.nonce)
+        s.bind(3, sealed.ciphertext)
+        s.bind(4, sealed.tag)
+        s.bind(5, old.id)
+        s.bind(6, old.keyID)
+        s.bind(7, old.sealed.nonce)
+        try s.run()
+        return db.changes == 1
+    }
+
+    public func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws(StoreError) -> Bool {
+        let s: Statement
+        if let expected {
+            s = try db.statement("UPDATE meta SET value = ?2 WHERE name = ?1 AND value = ?3")
+            s.bind(3, expected)
+        } else {
+            s = try db.statement("INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT(name) DO NOTHING")
+        }
+        s.bind(1, name)
+        s.bind(2, value)
+        try s.run()
+        return db.changes == 1
+    }
+
+    public func appendKeyAudit(_ line: String, at time: Int64) throws(StoreError) {
+        let s = try db.statement("INSERT INTO key_audit (at, line) VALUES (?1, ?2)")
+        s.bind(1, time)
+        s.bind(2, line)
+        try s.run()
+    }
+
+    public func keyAudit(limit: Int) throws(StoreError) -> [String] {
+        let s = try db.statement("SELECT line FROM key_audit ORDER BY seq DESC LIMIT ?1")
+        defer { s.finish() }
+        s.bind(1, Int64(limit))
+        var out: [String] = []
+        while try s.step() { if let line = s.text(0) { out.append(line) } }
+        return out.reversed()
+    }
+}
