@@ -199,8 +199,15 @@ package final class CloakService: Sendable {
             VaultClient(
                 vault: $0, loop: request.loop, admission: identity.flatMap { admission(for: $0) },
                 onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) },
-                chargeAnonymous: { [rates, address = request.remoteAddress] n in rates.chargeAnonymous(address, n) })
+                chargeAnonymous: { [rates, address = request.remoteAddress] n in rates.chargeAnonymous(address, n) },
+                onUnavailable: Self.logUnavailable(logger))
         }
+    }
+
+    /// Logs why a reveal found the vault unavailable (e.g. "the key k1 that sealed a record is not
+    /// in the key ring": a record restored from before a version was retired).
+    static func logUnavailable(_ logger: Logger) -> @Sendable (String) -> Void {
+        { reason in logger.error("vault unavailable", metadata: ["reason": .string(reason)]) }
     }
 
     /// The request's vault client, or 1500 when this server runs without a vault.

@@ -123,7 +123,12 @@ struct EgressHandler: Sendable {
         // bucket limit.
         let caller = AliasCaller(mayReveal: false, anonymous: false)
         let call = RouteCall(
-            route: route, vault: vault.map { VaultClient(vault: $0, loop: request.loop, admission: admission) },
+            route: route,
+            vault: vault.map {
+                VaultClient(
+                    vault: $0, loop: request.loop, admission: admission,
+                    onUnavailable: CloakService.logUnavailable(context.logger))
+            },
             requestCaller: caller, responseCaller: caller,
             limitName: "max_aliases of route \(route.id) (and vault.max_batch)")
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true)

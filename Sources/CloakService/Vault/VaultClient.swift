@@ -19,6 +19,9 @@ struct VaultClient: Sendable {
     /// Takes `n` more requests from an anonymous caller's rate bucket (its address's): nil when it
     /// may go, else seconds to wait. Token holders pay per value through their admission.
     var chargeAnonymous: (@Sendable (_ n: Int) -> Int?)? = nil
+    /// Told why a reveal found the vault unavailable (a record under a retired key version, a
+    /// record that fails authentication): the reason names versions and operations, never values.
+    var onUnavailable: (@Sendable (String) -> Void)? = nil
 
     var settings: Vault.Settings { vault.settings }
 
@@ -60,7 +63,10 @@ struct VaultClient: Sendable {
     func reveal(
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
-        vault.reveal(aliases) { result in onLoop { completion(result) } }
+        vault.reveal(aliases) { [onUnavailable] result in
+            if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
+            onLoop { completion(result) }
+        }
     }
 
     func delete(_ alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
