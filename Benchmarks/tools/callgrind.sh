@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Instructions a request of one case, from callgrind (user space, every thread).
 #
-# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|egress|egress-plain
+# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|aliases|egress|egress-plain
 #
 # egress: one stored card's alias revealed on the way to the C reference server (bench.sh's
 # egress case; the C server is built and started here); egress-plain: the same route with
-# nothing to reveal (the two HTTP exchanges alone).
+# nothing to reveal (the two HTTP exchanges alone); aliases: POST /aliases with a new value each
+# time (a record created and committed per request).
 # The binary is copied without DWARF (valgrind 3.19 cannot read Swift's DWARF 5), served with one
 # loop thread under valgrind, warmed for 2 s with wrk -t1 -c8, zeroed, measured for 5 s, dumped,
 # and the dump's total divided by the requests wrk counted. Needs valgrind and wrk.
@@ -19,14 +20,16 @@ sed -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {re
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 C_PID=""
+if [[ $CASE == egress* || $CASE == aliases ]]; then
+    TOKEN="cg-$RANDOM$RANDOM"
+    HASH=$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)
+    sed -i "s/^  tokens: \[\].*/  tokens: [{id: cg, sha256: \"$HASH\", scopes: [aliases:create, \"egress:*\"]}]/" $W/c.yaml
+fi
 if [[ $CASE == egress* ]]; then
     gcc -O2 -o $W/ref Benchmarks/reference/server.c $(pkg-config --cflags --libs libevent libevent_pthreads) -lpthread
     C_PORT=$(free_port)
     $W/ref $C_PORT 1 > $W/ref.log 2>&1 &
     C_PID=$!
-    TOKEN="cg-$RANDOM$RANDOM"
-    HASH=$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)
-    sed -i "s/^  tokens: \[\].*/  tokens: [{id: cg, sha256: \"$HASH\", scopes: [aliases:create, \"egress:*\"]}]/" $W/c.yaml
     printf '\negress:\n  routes:\n    - {id: bench, upstream: "http://127.0.0.1:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}]}\n' $C_PORT >> $W/c.yaml
 fi
 CLOAK_SERVER_LISTEN=127.0.0.1:$PORT CLOAK_SERVER_THREADS=1 CLOAK_VAULT_STORE=sqlite:$W/cloak.db CLOAK_VAULT_KEYS=file:$W/keys.json \
@@ -34,6 +37,8 @@ CLOAK_SERVER_LISTEN=127.0.0.1:$PORT CLOAK_SERVER_THREADS=1 CLOAK_VAULT_STORE=sql
 VP=$!
 for i in $(seq 200); do curl -fs -o /dev/null http://127.0.0.1:$PORT/healthz && break; sleep 0.2; done
 if [[ $CASE == healthz ]]; then run() { wrk -t1 -c8 -d"$1"s http://127.0.0.1:$PORT/healthz; }
+elif [[ $CASE == aliases ]]; then
+    run() { TOKEN=$TOKEN wrk -t1 -c8 -d"$1"s -s Benchmarks/load/aliases.lua http://127.0.0.1:$PORT/aliases; }
 elif [[ $CASE == egress* ]]; then
     ALIAS=$(curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $TOKEN" \
         --data-binary '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}' http://127.0.0.1:$PORT/aliases \

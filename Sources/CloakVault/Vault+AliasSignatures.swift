@@ -26,6 +26,6 @@ extension Vault {
     private static let prefix = Array("cloak/v1/alias\0".utf8)
 
     func isAuthentic(_ alias: IssuedAlias, recordID: String) -> Bool {
-        !alias.mac.isEmpty && constantTimeEquals(alias.mac, Self.sign(alias, recordID: recordID, key: keys.aliasMAC))
+        !alias.mac.isEmpty && constantTimeEquals(alias.mac, Self.sign(alias, recordID: recordID, key: aliasMAC))
     }
 }

@@ -29,7 +29,7 @@ extension Vault {
     func fingerprint(_ request: AliasRequest, caller: AliasCaller) -> [UInt8]? {
         guard request.storage == .persistent && caller.deterministic else { return nil }
         var message = "cloak/v1/value\0" + request.value
-        return message.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
+        return message.withUTF8 { fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
     }
 
     /// The answer for each value that is PERSISTENT and remembered with an alias in its format,
@@ -65,7 +65,7 @@ extension Vault {
         else { return nil }
         var text = "cloak/v1/intent-bucket\0\(request.format.rawValue)\0\(request.luhnValid)\0"
         text += String(decoding: shape, as: UTF8.self)
-        let tag = text.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
+        let tag = text.withUTF8 { fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
         return (Array(tag.prefix(16)), max(1, Int(Double(space) * settings.maxBucketShare)))
     }
 
@@ -73,7 +73,7 @@ extension Vault {
     func prepare(_ requests: [AliasRequest], fingerprints: [[UInt8]?]? = nil, caller: AliasCaller = .trusted)
         throws(VaultError) -> [PreparedAlias]
     {
-        let key = keys.current
+        let key = currentKey
         let now = clock()
         var out: [PreparedAlias] = []
         out.reserveCapacity(requests.count)
@@ -108,7 +108,7 @@ extension Vault {
             let firstMAC = (try? first.get()).map { text in
                 Self.sign(
                     IssuedAlias(alias: text, format: request.format, luhnValid: request.luhnValid), recordID: id,
-                    key: keys.aliasMAC)
+                    key: aliasMAC)
             }
             out.append(
                 PreparedAlias(
@@ -209,7 +209,7 @@ extension Vault {
         // Random candidates first; in a small space (random-drawn aliases, at most 100,000 of
         // them) every candidate is then tried in turn, so a free alias is always found.
         let scan = AliasGenerator.randomSpace(request.value, request.format).map { $0 <= Self.scanLimit ? $0 : 0 } ?? 0
-        let macKey = keys.aliasMAC
+        let macKey = aliasMAC
         for attempt in 0..<(Self.maxAttempts + scan) {
             let candidate: Result<String, AliasInputError> =
                 attempt == 0

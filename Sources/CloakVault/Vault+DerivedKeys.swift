@@ -5,6 +5,6 @@ extension Vault {
     /// node that shares the key ring, unrelated to any other purpose's key, and never the key
     /// itself (e.g. signing Cloak Elements' reveal sessions so that any node accepts them).
     public func derivedMAC(purpose: String) -> HMACKey {
-        HMACKey(keys.fingerprintKey.derive("cloak/v1/purpose/" + purpose))
+        HMACKey(fingerprintKey.derive("cloak/v1/purpose/" + purpose))
     }
 }

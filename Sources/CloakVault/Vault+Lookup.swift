@@ -10,7 +10,7 @@ extension Vault {
     ) {
         let fingerprints = values.map { value -> [UInt8] in
             var message = "cloak/v1/value\0" + value
-            return message.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
+            return message.withUTF8 { fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
         }
         executor.submit(
             { [self] store in

@@ -37,7 +37,7 @@ extension Vault {
     }
 
     private func open(_ record: StoredRecord) throws -> RevealedRecord {
-        guard let key = keys.key(id: record.keyID) else {
+        guard let key = dataKey(record.keyID) else {
             throw VaultError.unavailable("the key \(record.keyID) that sealed a record is not in the key ring")
         }
         let plain: [UInt8]

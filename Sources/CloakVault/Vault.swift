@@ -14,6 +14,15 @@ public final class Vault: Sendable {
     /// the fingerprint and alias MAC keys never change with it.
     let ring: Mutex<KeyRing>
     var keys: KeyRing { ring.withLock { $0 } }
+    /// The ring's keys that no rotation changes (``adoptKeys(_:)`` takes only a ring with the same
+    /// fingerprint key), read without the lock on every request.
+    let fingerprintKey: SymmetricKey
+    let fingerprintMAC: HMACKey
+    let aliasMAC: HMACKey
+    /// The current data key, swapped with the ring.
+    var currentKey: KeyRing.DataKey { ring.withLock { $0.current } }
+    /// The data key `id`, when the ring holds it.
+    func dataKey(_ id: String) -> KeyRing.DataKey? { ring.withLock { $0.key(id: id) } }
     let generator: AliasGenerator
     /// One executor per store connection: SQLite has one (one writer); a PostgreSQL vault has
     /// several, each a thread with its own connection, racing one another exactly as separate
@@ -56,6 +65,9 @@ public final class Vault: Sendable {
         precondition(!stores.isEmpty, "a vault needs a store")
         self.settings = settings
         self.ring = Mutex(keys)
+        self.fingerprintKey = keys.fingerprintKey
+        self.fingerprintMAC = keys.fingerprintMAC
+        self.aliasMAC = keys.aliasMAC
         self.clock = clock
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
         try Self.adopt(stores[0], keys: keys)

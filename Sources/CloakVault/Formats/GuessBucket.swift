@@ -95,8 +95,8 @@ extension Vault {
         var bucketText = "cloak/v1/bucket\0\(label)\0" + String(decoding: shape, as: UTF8.self)
         // The value as a guesser would type it: digits alone for the cross-format buckets.
         var valueText = "cloak/v1/guess\0" + request.value
-        let bucket = bucketText.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
-        let value = valueText.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
+        let bucket = bucketText.withUTF8 { fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
+        let value = valueText.withUTF8 { fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
         return GuessBucket(format: request.format, bucket: GuessTag(bucket), value: GuessTag(value), space: space)
     }
 }
