@@ -1,8 +1,9 @@
 import CloakCrypto
 
 /// What `cloak keys` asks of the file: counts by key version, pages of one version's sealed
-/// values (along `records_by_key`), conditional re-seals, the ring's compare-and-set, the audit
-/// trail. The CLI opens its own connection; WAL lets it write between the server's commits.
+/// values (along the primary key: no index by version, which would cost every insert), the
+/// conditional re-seals, the ring's compare-and-set, the audit trail. The CLI opens its own
+/// connection; WAL lets it write between the server's commits.
 extension SQLiteAliasStore {
     public func recordCounts() throws(StoreError) -> [String: Int] {
         let s = try db.statement("SELECT key_id, count(*) FROM records GROUP BY key_id")

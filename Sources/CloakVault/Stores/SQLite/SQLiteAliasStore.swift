@@ -74,7 +74,6 @@ public final class SQLiteAliasStore: AliasStore {
         try db.execute(
             """
             CREATE TABLE IF NOT EXISTS bucket_intents (bucket BLOB PRIMARY KEY, count INTEGER NOT NULL);
-            CREATE INDEX IF NOT EXISTS records_by_key ON records(key_id, id);
             CREATE TABLE IF NOT EXISTS key_audit (
                 seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, line TEXT NOT NULL
             );
