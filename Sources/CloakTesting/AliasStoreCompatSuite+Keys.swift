@@ -41,17 +41,29 @@ extension AliasStoreCompatSuite {
         #expect(read.count == 2)
         let fresh = AESGCM.SealedBox(
             nonce: SecureRandom.bytes(12), ciphertext: SecureRandom.bytes(16), tag: SecureRandom.bytes(16))
-        let outcomes = try transaction(store) { () throws -> [Bool] in
-            let first = try store.reseal(read[0], keyID: "k2", sealed: fresh)
-            // The same read again: the row changed since, so nothing is written twice.
-            let again = try store.reseal(read[0], keyID: "k3", sealed: fresh)
-            // A deleted record is not brought back.
-            let deleted = try store.deleteAlias("tok_rec_r1")
-            let gone = try store.reseal(read[1], keyID: "k2", sealed: fresh)
-            return [first, again, deleted, gone]
+        func new(_ old: SealedRecord, _ keyID: String) -> SealedRecord {
+            SealedRecord(id: old.id, keyID: keyID, sealed: fresh)
         }
-        #expect(outcomes == [true, false, true, false])
-        #expect(try store.recordCounts() == ["k2": 1])
+        let outcomes = try transaction(store) { () throws -> [Set<String>] in
+            let first = try store.reseal([(read[0], new(read[0], "k2"))])
+            // The same read again: the row changed since, so nothing is written twice.
+            let again = try store.reseal([(read[0], new(read[0], "k3"))])
+            // A deleted record is not brought back.
+            _ = try store.deleteAlias("tok_rec_r1")
+            let gone = try store.reseal([(read[1], new(read[1], "k2"))])
+            return [first, again, gone]
+        }
+        #expect(outcomes == [["rec_r0"], [], []])
+        // Many at once, some stale: only the rows as read change.
+        try insert(store, "rec_m", count: 250, keyID: "k1")
+        let many = try store.sealedRecords(keyID: "k1", after: "rec_m", limit: 1000)
+        #expect(many.count == 250)
+        var stale = many[7]
+        stale.sealed.nonce = SecureRandom.bytes(12)
+        let pairs = many.enumerated().map { i, old in (old: i == 7 ? stale : old, new: new(old, "k2")) }
+        let applied = try transaction(store) { try store.reseal(pairs) }
+        #expect(applied.count == 249 && !applied.contains(many[7].id))
+        #expect(try store.recordCounts() == ["k1": 1, "k2": 250])
         let record = try #require(try store.record(alias: "tok_rec_r0"))
         #expect(record.keyID == "k2" && record.sealed == fresh)
     }

@@ -77,10 +77,10 @@ public protocol AliasStore: AnyObject {
     /// Up to `limit` records sealed with `keyID` whose ids sort after `id` (nil: from the start),
     /// in id order: their ids and sealed values only.
     func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord]
-    /// Replaces a record's sealed value and key version, only while it is still `old` (the same
-    /// version and nonce: nobody re-sealed or replaced it since it was read); false otherwise,
-    /// or when the record is gone.
-    func reseal(_ old: SealedRecord, keyID: String, sealed: AESGCM.SealedBox) throws(StoreError) -> Bool
+    /// Replaces each record's sealed value and key version (`new`), only while it is still as
+    /// read (`old`: the same version and nonce; nobody re-sealed or replaced it since); returns
+    /// the ids replaced. A record changed or deleted meanwhile is left alone.
+    func reseal(_ records: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String>
     /// Sets a named value only while it is still `expected` (nil: not set); false otherwise.
     /// Atomic against other writers: two operators rotating at once cannot lose a version.
     func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws(StoreError) -> Bool

@@ -5,8 +5,8 @@ import CloakCrypto
 /// while every node keeps serving.
 ///
 /// - Nothing is lost and nothing sealed twice under a stale read: each record is re-sealed with a
-///   conditional update (``AliasStore/reseal(_:keyID:sealed:)``) that applies only while the row
-///   still holds what was read; a row a node changed or deleted meanwhile is skipped.
+///   conditional update (``AliasStore/reseal(_:)``) that applies only while the row still holds
+///   what was read; a row a node changed or deleted meanwhile is skipped.
 /// - Resumable: every batch commits; a run killed at any point leaves each record under its old
 ///   version or the new one, whole, and the next run picks up what is left.
 public struct KeyRewrap {
@@ -39,6 +39,8 @@ public struct KeyRewrap {
         try store.begin()
         do {
             let records = try store.sealedRecords(keyID: version, after: cursor, limit: limit)
+            var resealed: [(old: SealedRecord, new: SealedRecord)] = []
+            resealed.reserveCapacity(records.count)
             for record in records {
                 var plain: [UInt8]
                 do {
@@ -51,12 +53,11 @@ public struct KeyRewrap {
                 defer { for i in plain.indices { plain[i] = 0 } }
                 let sealed = try AESGCM.seal(
                     plain, key: current.encryptionKey, associatedData: Vault.associatedData(record.id, current.id))
-                if try store.reseal(record, keyID: current.id, sealed: sealed) {
-                    batch.resealed += 1
-                } else {
-                    batch.skipped += 1
-                }
+                resealed.append((record, SealedRecord(id: record.id, keyID: current.id, sealed: sealed)))
             }
+            let done = try store.reseal(resealed)
+            batch.resealed = done.count
+            batch.skipped = records.count - done.count
             try store.commit()
             batch.next = records.count < limit ? nil : records.last?.id
             return batch

@@ -23,17 +23,37 @@ extension PostgreSQLAliasStore {
         }
     }
 
-    public func reseal(_ old: SealedRecord, keyID: String, sealed: AESGCM.SealedBox) throws(StoreError) -> Bool {
-        try db.query(
-            """
-            UPDATE records SET key_id = $1, nonce = $2, ciphertext = $3, tag = $4
-            WHERE id = $5 AND key_id = $6 AND nonce = $7
-            """,
-            [
-                .text(keyID), .bytes(sealed.nonce), .bytes(sealed.ciphertext), .bytes(sealed.tag), .text(old.id),
-                .text(old.keyID), .bytes(old.sealed.nonce),
-            ])
-        return db.changes == 1
+    /// One statement per 200 records (a round trip each, not one per record).
+    public func reseal(_ records: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
+        var done = Set<String>()
+        var start = 0
+        while start < records.count {
+            let chunk = records[start..<min(records.count, start + 200)]
+            var rows: [String] = []
+            var parameters: [PostgreSQLConnection.Value] = []
+            for (old, new) in chunk {
+                let n = parameters.count
+                rows.append(
+                    "($\(n + 1)::text, $\(n + 2)::text, $\(n + 3)::bytea, $\(n + 4)::text, $\(n + 5)::bytea, "
+                        + "$\(n + 6)::bytea, $\(n + 7)::bytea)")
+                parameters += [
+                    .text(old.id), .text(old.keyID), .bytes(old.sealed.nonce), .text(new.keyID),
+                    .bytes(new.sealed.nonce), .bytes(new.sealed.ciphertext), .bytes(new.sealed.tag),
+                ]
+            }
+            let updated = try db.query(
+                """
+                UPDATE records AS r SET key_id = v.new_key, nonce = v.new_nonce, ciphertext = v.new_ciphertext,
+                    tag = v.new_tag
+                FROM (VALUES \(rows.joined(separator: ", ")))
+                    AS v (id, old_key, old_nonce, new_key, new_nonce, new_ciphertext, new_tag)
+                WHERE r.id = v.id AND r.key_id = v.old_key AND r.nonce = v.old_nonce
+                RETURNING r.id
+                """, parameters)
+            for row in updated { if let id = row.text(0) { done.insert(id) } }
+            start += chunk.count
+        }
+        return done
     }
 
     public func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws(StoreError) -> Bool {

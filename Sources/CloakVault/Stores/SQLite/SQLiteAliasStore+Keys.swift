@@ -33,21 +33,25 @@ extension SQLiteAliasStore {
         return out
     }
 
-    public func reseal(_ old: SealedRecord, keyID: String, sealed: AESGCM.SealedBox) throws(StoreError) -> Bool {
-        let s = try db.statement(
-            """
-            UPDATE records SET key_id = ?1, nonce = ?2, ciphertext = ?3, tag = ?4
-            WHERE id = ?5 AND key_id = ?6 AND nonce = ?7
-            """)
-        s.bind(1, keyID)
-        s.bind(2, sealed.nonce)
-        s.bind(3, sealed.ciphertext)
-        s.bind(4, sealed.tag)
-        s.bind(5, old.id)
-        s.bind(6, old.keyID)
-        s.bind(7, old.sealed.nonce)
-        try s.run()
-        return db.changes == 1
+    public func reseal(_ records: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
+        var done = Set<String>()
+        for (old, new) in records {
+            let s = try db.statement(
+                """
+                UPDATE records SET key_id = ?1, nonce = ?2, ciphertext = ?3, tag = ?4
+                WHERE id = ?5 AND key_id = ?6 AND nonce = ?7
+                """)
+            s.bind(1, new.keyID)
+            s.bind(2, new.sealed.nonce)
+            s.bind(3, new.sealed.ciphertext)
+            s.bind(4, new.sealed.tag)
+            s.bind(5, old.id)
+            s.bind(6, old.keyID)
+            s.bind(7, old.sealed.nonce)
+            try s.run()
+            if db.changes == 1 { done.insert(old.id) }
+        }
+        return done
     }
 
     public func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws(StoreError) -> Bool {
