@@ -28,9 +28,11 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // PKCS#11's header only (libp11-kit-dev); modules are loaded at run time (dlopen).
+        .systemLibrary(name: "CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
 
         .target(name: "CloakCore", swiftSettings: optimized),
-        .target(name: "CloakCrypto", dependencies: ["COpenSSL"], swiftSettings: optimized),
+        .target(name: "CloakCrypto", dependencies: ["COpenSSL", "CPKCS11"], swiftSettings: optimized),
         .target(
             name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite", "CLibPQ"],
             swiftSettings: optimized),

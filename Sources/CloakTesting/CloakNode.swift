@@ -63,6 +63,9 @@ package final class CloakNode: @unchecked Sendable {
 
     package func client() throws -> RawHTTPClient { try RawHTTPClient(port: port, timeout: 20) }
 
+    /// The process id (to read `/proc/PID/…`).
+    package var pid: Int32 { process.processIdentifier }
+
     /// SIGKILL: no drain, no flush.
     package func kill9() {
         kill(process.processIdentifier, SIGKILL)

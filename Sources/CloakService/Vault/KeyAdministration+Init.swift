@@ -46,10 +46,16 @@ extension KeyAdministration {
         if storeIsEmpty {
             let ring = try KeyCustody.makeRing(wrappedBy: wrapping, in: store)
             lines.append("made a new key ring in the store, wrapped by it (current key \(ring.currentID))")
-        } else if try store.metadata(Vault.keyRingName) == nil, case .pkcs11 = source {
-            lines.append("the store already has keys: move them under the token with `cloak keys migrate --to <uri>`")
-        } else {
+        } else if let stored = try store.metadata(Vault.keyRingName),
+            (try? KeyRing.wrapping(of: stored).kind) == wrapping.kind
+        {
             lines.append("the store already holds its key ring: kept")
+        } else if case .pkcs11 = source {
+            lines.append(
+                "the store's keys are wrapped by another key: move them under the token with "
+                    + "`cloak keys migrate --to <this URI>`, run with the vault's current configuration")
+        } else {
+            lines.append("the store already holds its keys: kept")
         }
         return lines
     }

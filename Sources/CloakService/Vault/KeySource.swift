@@ -1,3 +1,5 @@
+import CloakCrypto
+
 /// Where the vault's wrapping key is (`vault.keys`):
 ///
 /// - `file:PATH`: a key file (``WrappingKeyFile``); `CLOAK_MASTER_KEY`, when set, is used instead;
