@@ -1,7 +1,7 @@
 # Build: Swift on Debian bookworm, with the C libraries Cloak links.
 FROM swift:6.3-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      libevent-dev libssl-dev libsqlite3-dev libpq-dev pkg-config \
+      libevent-dev libssl-dev libsqlite3-dev libpq-dev libp11-kit-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Resolve dependencies in their own layer so source edits do not refetch them.
