@@ -19,19 +19,14 @@ extension KeyRing {
         var check: String
         var current: String
         var fingerprint_key: String
-        var keys: [Entry]
-        struct Entry: Codable {
-            var id: String
-            var created_at: Date
-            var secret: String
-        }
+        var keys: [StoredKeyEntry]
     }
 
     private static let checkPlaintext = Array("cloak/v2/wrapping-key-check".utf8)
 
     /// The ring with every secret wrapped by `wrapping`, as JSON bytes.
     public func wrapped(by wrapping: some KeyWrapping) throws(Error) -> [UInt8] {
-        var entries: [Wrapped.Entry] = []
+        var entries: [StoredKeyEntry] = []
         for key in keys {
             let secret = try wrapping.wrap(key.secret.rawBytes, context: "cloak/v2/data-key/" + key.id)
             entries.append(.init(id: key.id, created_at: key.createdAt, secret: Data(secret).base64EncodedString()))

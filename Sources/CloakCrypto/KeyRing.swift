@@ -90,16 +90,19 @@ public struct KeyRing: Sendable {
 
     // MARK: File
 
+    /// One data key as a file or the store keeps it: its secret in base64, in clear (a version 1
+    /// key file) or wrapped (``wrapped(by:)``).
+    struct StoredKeyEntry: Codable {
+        var id: String
+        var created_at: Date
+        var secret: String
+    }
+
     private struct File: Codable {
         var format: Int
         var current: String
         var fingerprint_key: String
-        var keys: [Entry]
-        struct Entry: Codable {
-            var id: String
-            var created_at: Date
-            var secret: String
-        }
+        var keys: [StoredKeyEntry]
     }
 
     /// Reads a key file. A file group or others may read or write is refused, as ssh refuses
