@@ -81,6 +81,20 @@ public struct KeyRing: Sendable {
             currentID: id, fingerprintKey: master.derive("cloak/v1/fingerprint"))
     }
 
+    /// The number of a version id (`k7` is 7); 0 for a ring derived from a master key (`m-…`).
+    /// Rotation numbers versions upward, so a later current version has a larger number.
+    public static func versionNumber(_ id: String) -> Int {
+        id.hasPrefix("k") ? Int(id.dropFirst()) ?? 0 : 0
+    }
+
+    /// When `id` stopped being current: the creation of the version made after it (nil while it is
+    /// current, or when none follows it in the ring).
+    public func retiredFromCurrent(_ id: String) -> Date? {
+        guard id != currentID else { return nil }
+        let number = Self.versionNumber(id)
+        return keys.filter { Self.versionNumber($0.id) > number }.map(\.createdAt).min()
+    }
+
     /// A ring with a new random key added and made current.
     public func rotated(now: Date = Date()) -> KeyRing {
         let next = (keys.compactMap { $0.id.hasPrefix("k") ? Int($0.id.dropFirst()) : nil }.max() ?? 0) + 1

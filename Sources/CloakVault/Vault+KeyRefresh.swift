@@ -12,21 +12,27 @@ extension Vault {
     }
 
     /// Replaces the ring with `next` (a rotation or retirement read from the store), when it is
-    /// the same ring (same fingerprint key: every alias stays the same) and its current key is
-    /// new or the same.
+    /// the same ring (same fingerprint key: every alias stays the same) and its current version is
+    /// the same or a later one. An older ring written back into the store (a database writer
+    /// rolling the ring back to bring a retired, perhaps leaked, version back into use) is refused:
+    /// version numbers only grow, and the number is bound into each wrapped key.
     /// - Returns: whether the ring changed.
     @discardableResult
     public func adoptKeys(_ next: KeyRing) throws(VaultError) -> Bool {
-        let changed = ring.withLock { (ring: inout KeyRing) -> Bool? in
-            guard constantTimeEquals(next.checkValue, ring.checkValue) else { return nil }
+        let changed = ring.withLock { (ring: inout KeyRing) -> Result<Bool, VaultError> in
+            guard constantTimeEquals(next.checkValue, ring.checkValue) else {
+                return .failure(.unavailable("the store's key ring is another ring than the one this node opened"))
+            }
+            guard KeyRing.versionNumber(next.currentID) >= KeyRing.versionNumber(ring.currentID) else {
+                return .failure(
+                    .unavailable(
+                        "the store's key ring makes \(next.currentID) current, older than \(ring.currentID): refused"))
+            }
             let same = next.currentID == ring.currentID && next.keys.map { $0.id } == ring.keys.map { $0.id }
             if !same { ring = next }
-            return !same
+            return .success(!same)
         }
-        guard let changed else {
-            throw VaultError.unavailable("the store's key ring is another ring than the one this node opened")
-        }
-        return changed
+        return try changed.get()
     }
 
     /// Reads the store's wrapped ring on the executor thread (nil when the store keeps none).

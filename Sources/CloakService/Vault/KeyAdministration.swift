@@ -104,6 +104,7 @@ package struct KeyAdministration {
         case current(String)
         case unknown(String)
         case inUse(String, records: Int)
+        case recent(String, seconds: Int)
 
         package var description: String {
             switch self {
@@ -111,6 +112,10 @@ package struct KeyAdministration {
             case let .unknown(id): return "the key ring has no key \(id)"
             case let .inUse(id, records):
                 return "\(records) records are still sealed with \(id): run `cloak keys rewrap` first"
+            case let .recent(id, seconds):
+                return
+                    "\(id) was current until \(seconds) s ago; nodes that have not picked up the rotation yet may "
+                    + "still seal with it: run `cloak keys rewrap` and retire it after two vault.key_refresh_s"
             }
         }
     }
@@ -122,6 +127,12 @@ package struct KeyAdministration {
         guard opened.ring.key(id: version) != nil else { throw RetireRefusal.unknown(version) }
         let records = try store.recordCounts()[version] ?? 0
         guard records == 0 else { throw RetireRefusal.inUse(version, records: records) }
+        // A node reads the ring every key_refresh_s: until two intervals have passed since the
+        // rotation, one may still seal new records with the version being retired.
+        if let since = opened.ring.retiredFromCurrent(version) {
+            let age = Int(Date().timeIntervalSince(since))
+            if age < 2 * settings.keyRefreshSeconds { throw RetireRefusal.recent(version, seconds: max(0, age)) }
+        }
         let next = try opened.ring.retiring(version)
         guard try KeyCustody.store(next, wrappedBy: opened.wrapping, in: store, replacing: opened.stored) else {
             throw Failure("another process changed the key ring meanwhile; run the command again")
