@@ -53,7 +53,9 @@ package final class SoftHSM: Sendable {
 
     /// Writes `pin` (with a trailing newline, as `echo` would) to `path`, mode 0600.
     package static func writePIN(_ pin: String, to path: String) throws {
-        FileManager.default.createFile(
-            atPath: path, contents: Data((pin + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data((pin + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
     }
 }

@@ -90,9 +90,9 @@ struct Statement {
     func bind(_ index: Int32, _ text: String?) {
         guard let text else { sqlite3_bind_null(handle, index); return }
         // A NUL-terminated copy whose length is given explicitly, so embedded NULs are kept.
-        let bytes = Array(text.utf8)
+        let length = Int32(text.utf8.count)  // O(1) on a native string: no copy to count it
         text.withCString { chars in
-            _ = sqlite3_bind_text(handle, index, chars, Int32(bytes.count), CSQLite_transient())
+            _ = sqlite3_bind_text(handle, index, chars, length, CSQLite_transient())
         }
     }
 

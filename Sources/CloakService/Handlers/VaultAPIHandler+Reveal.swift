@@ -1,0 +1,85 @@
+import CloakCore
+import CloakHTTP
+import Foundation
+
+extension VaultAPIHandler {
+    /// `GET /aliases/{alias}`.
+    func reveal(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
+        let tokenID = try identity.require("aliases:reveal")
+        guard Self.isPlausibleAlias(alias) else {
+            audit("reveal", tokenID, alias, "not_found")
+            throw .notFound("no such alias")
+        }
+        return .later { finish in
+            vault.reveal([alias]) { result in
+                switch result {
+                case let .success(found):
+                    audit("reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok")
+                    if let record = found[alias] {
+                        finish(.json(200, Self.dataArray([record], lifecycle: true)))
+                    } else {
+                        finish(.error(.notFound("no such alias")))
+                    }
+                case let .failure(error):
+                    audit("reveal", tokenID, alias, "error")
+                    finish(.error(error.cloakError { _ in "alias" }))
+                }
+            }
+        }
+    }
+
+    /// `GET /aliases?q=a,b`.
+    func revealMany(_ request: HTTPRequest) throws(CloakError) -> Reply {
+        let tokenID = try identity.require("aliases:reveal")
+        // Split on literal commas first, then decode each alias: an alias holding a comma is
+        // asked for as %2C.
+        var seen = Set<String>()
+        let aliases =
+            (Self.rawQueryValue(request.query, "q").map { raw in
+                raw.split(separator: ",").map { Self.decodeQueryComponent($0) ?? "" }
+            } ?? []).filter { seen.insert($0).inserted }  // one answer (and one audit line) per alias
+        guard !aliases.isEmpty else { throw .malformed("give the aliases to reveal as ?q=alias1,alias2") }
+        guard aliases.count <= vault.settings.maxBatch else {
+            throw .malformed("at most \(vault.settings.maxBatch) aliases at once, not \(aliases.count)")
+        }
+        let plausible = aliases.filter(Self.isPlausibleAlias)
+        return .later { finish in
+            vault.reveal(plausible) { result in
+                switch result {
+                case let .success(found):
+                    for alias in aliases { audit("reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok") }
+                    guard !found.isEmpty else { return finish(.error(.notFound("none of the aliases exists"))) }
+                    var answer = JSONWriter(reservingCapacity: 192 * found.count + 16)
+                    answer.beginObject()
+                    answer.key("data" as StaticString)
+                    answer.beginObject()
+                    for alias in aliases {
+                        guard let record = found[alias] else { continue }
+                        answer.key(alias)
+                        record.write(into: &answer, lifecycle: true)
+                    }
+                    answer.endObject()
+                    answer.endObject()
+                    finish(.json(200, answer.takeBytes()))
+                case let .failure(error):
+                    finish(.error(error.cloakError { _ in "alias" }))
+                }
+            }
+        }
+    }
+
+    /// The still-encoded value of a query parameter.
+    static func rawQueryValue(_ query: String?, _ name: String) -> Substring? {
+        guard let query else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.first == Substring(name) { return parts.count > 1 ? parts[1] : "" }
+        }
+        return nil
+    }
+
+    /// A query component decoded (`+` is a space); nil for invalid percent-encoding.
+    static func decodeQueryComponent(_ raw: Substring) -> String? {
+        raw.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+}
