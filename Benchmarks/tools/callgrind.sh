@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Instructions a request of one case, from callgrind (user space, every thread).
 #
-# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|aliases|egress|egress-plain
+# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|egress|egress-plain
 #
 # egress: one stored card's alias revealed on the way to the C reference server (bench.sh's
 # egress case; the C server is built and started here); egress-plain: the same route with
 # nothing to reveal (the two HTTP exchanges alone); aliases: POST /aliases with a new value each
-# time (a record created and committed per request).
-# The binary is copied without DWARF (valgrind 3.19 cannot read Swift's DWARF 5), served with one
+# time (a record created and committed per request); tokens: the checkout form's six fields to
+# POST /forms/checkout/tokens, open tokenize without a token (every value stored anew).
+# The binary is copied without DWARF (valgrind 3.19 cannot read Swift's DWARF 5; STRIP=0 keeps a
+# binary built with `-Xswiftc -dwarf-version=4`, for files-crossed.sh), served with one
 # loop thread under valgrind, warmed for 2 s with wrk -t1 -c8, zeroed, measured for 5 s, dumped,
 # and the dump's total divided by the requests wrk counted. Needs valgrind and wrk.
 set -euo pipefail
 BIN=$1; CASE=$2
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 W=$(mktemp -d /tmp/cg.XXXX)
-cp "$BIN" $W/cloak; objcopy --strip-debug $W/cloak
+cp "$BIN" $W/cloak; [[ ${STRIP:-1} == 0 ]] || objcopy --strip-debug $W/cloak
 sed -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {requests_per_minute: 10000000, burst: 10000000}/" \
     -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" config/cloak.yaml > $W/c.yaml
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -47,6 +49,8 @@ elif [[ $CASE == egress* ]]; then
     if [[ $CASE == egress ]]; then printf '{"card":"%s","amount":1000}' "$ALIAS" > $W/body.json
     else printf '{"card":"none","amount":1000}' > $W/body.json; fi
     run() { BODY_FILE=$W/body.json METHOD=POST PROXY_AUTH="Bearer $TOKEN" TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/egress/bench/v1/charges; }
+elif [[ $CASE == tokens ]]; then
+    run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/tokens; }
 else run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/validate; }; fi
 run 2 >/dev/null
 callgrind_control -z $VP >/dev/null 2>&1
