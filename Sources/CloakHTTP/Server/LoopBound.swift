@@ -12,6 +12,10 @@ final class LoopThread: Sendable {
 
     init() {}
 
+    /// A thread no loop ever runs on: state bound to it is never checked. For state made
+    /// outside a server (in-process callers), used by one caller at a time.
+    static let unconfined = LoopThread()
+
     /// The calling thread runs the loop from now on.
     func enter() { thread.store(pthread_self(), ordering: .releasing) }
 
@@ -38,8 +42,9 @@ final class LoopThread: Sendable {
 /// access from another thread would corrupt them silently; here it traps.
 ///
 /// Stored inline (no allocation); its owner is a class shared with the loop thread, which is
-/// why it is `@unchecked Sendable`: the check is the guarantee.
-struct LoopBound<Value>: @unchecked Sendable {
+/// why it is `@unchecked Sendable`: the check is the guarantee. Code above the server binds a
+/// request's state to the request's loop with ``init(_:on:)``.
+public struct LoopBound<Value>: @unchecked Sendable {
     let loop: LoopThread
     private var storage: Value
 
@@ -48,7 +53,13 @@ struct LoopBound<Value>: @unchecked Sendable {
         self.storage = value
     }
 
-    var value: Value {
+    /// `value` bound to `loop`'s thread; with no loop (a request handled in process, outside a
+    /// server) it is not checked, and its one caller at a time is the caller's promise.
+    public init(_ value: Value, on loop: LoopHandle?) {
+        self.init(value, loop: loop?.thread ?? .unconfined)
+    }
+
+    public var value: Value {
         _read {
             loop.check()
             yield storage

@@ -10,6 +10,9 @@ public final class LoopHandle: Sendable {
         self.worker = worker
     }
 
+    /// The loop's thread, which ``LoopBound`` values check.
+    var thread: LoopThread { worker.thread }
+
     /// Runs `work` on the loop's thread (at once when already there).
     public func execute(_ work: @escaping @Sendable () -> Void) {
         worker.execute(work)

@@ -42,12 +42,19 @@ final class RequestMetrics: Sendable {
         }
     }
 
-    /// One loop's cells by key. Touched only on that loop's thread.
+    /// One loop's cells by key, bound to that loop's thread (checked on every access).
+    /// `@unchecked Sendable`: its one mutable field is that ``LoopBound`` value.
     final class LoopCells: @unchecked Sendable {
-        @exclusivity(unchecked) var cells: [Key: Cell] = [:]
-        /// The cell used last: a loop under load answers one route and status again and again,
-        /// and comparing the same route string is cheaper than hashing it.
-        @exclusivity(unchecked) var last: Cell?
+        struct State {
+            var cells: [Key: Cell] = [:]
+            /// The cell used last: a loop under load answers one route and status again and
+            /// again, and comparing the same route string is cheaper than hashing it.
+            var last: Cell?
+        }
+
+        @exclusivity(unchecked) var state: LoopBound<State>
+
+        init(loop: LoopHandle) { state = LoopBound(State(), on: loop) }
     }
 
     /// Every cell made, for the exposition.
@@ -56,18 +63,18 @@ final class RequestMetrics: Sendable {
     private let shared = Mutex<[Key: Cell]>([:])
 
     func record(route: String, status: Int, nanoseconds: Int, loop: LoopHandle?) {
-        if let local = loop?.local(for: self, make: LoopCells.init) {
-            if let last = local.last, last.key.status == status, last.key.route == route {
+        if let loop, let local = loop.local(for: self, make: { LoopCells(loop: loop) }) {
+            if let last = local.state.value.last, last.key.status == status, last.key.route == route {
                 return last.record(nanoseconds: nanoseconds)
             }
             let key = Key(route: route, status: status)
-            if let cell = local.cells[key] {
-                local.last = cell
+            if let cell = local.state.value.cells[key] {
+                local.state.value.last = cell
                 return cell.record(nanoseconds: nanoseconds)
             }
             let cell = Cell(key)
-            local.cells[key] = cell
-            local.last = cell
+            local.state.value.cells[key] = cell
+            local.state.value.last = cell
             all.withLock { $0.append(cell) }
             return cell.record(nanoseconds: nanoseconds)
         }

@@ -56,6 +56,6 @@ struct RouteCall: Sendable {
             vault: vault, request: route.requestOperations, response: route.responseOperations,
             requestCaller: requestCaller, responseCaller: responseCaller,
             maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases), limitName: limitName)
-        try exchange.start(body: body, headers: headers, send: send, finish: finish)
+        try exchange.start(body: body, headers: headers, loop: request.loop, send: send, finish: finish)
     }
 }

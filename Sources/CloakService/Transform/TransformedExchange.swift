@@ -25,31 +25,34 @@ struct TransformedExchange: Sendable {
         ) -> Void
 
     /// Selects in the request now (a malformed one throws before anything is queued), then runs
-    /// the rest; `finish` gets the client's answer and what was done.
+    /// the rest on `loop` (the request's; nil in process); `finish` gets the client's answer and
+    /// what was done.
     func start(
-        body: [UInt8], headers: [(name: String, value: String)], send: @escaping Send,
+        body: [UInt8], headers: [(name: String, value: String)], loop: LoopHandle?, send: @escaping Send,
         finish: @escaping @Sendable (HTTPResponse, Outcome) -> Void
     ) throws(CloakError) {
         let plan = RouteExchange.Plan(
             request: request, response: response, maxSelected: maxSelected,
             limitName: limitName, hasVault: vault != nil)
-        let driver = Driver(machine: RouteExchange(plan: plan), exchange: self, send: send, finish: finish)
-        let first = driver.machine.event(.start(body: body, headers: headers))
+        let driver = Driver(
+            machine: LoopBound(RouteExchange(plan: plan), on: loop), exchange: self, send: send, finish: finish)
+        let first = driver.machine.value.event(.start(body: body, headers: headers))
         if case let .refuse(error) = first { throw error }
         driver.carryOut(first)
     }
 
     /// The state machine and what its actions need, kept alive by the completions in flight.
-    /// Loop-confined: every event arrives on the request's loop (or, in process without a loop,
-    /// one at a time: each action waits for the previous one's completion).
+    /// The machine is bound to the request's loop, checked on every event (in process, without
+    /// a loop, events come one at a time: each action waits for the previous one's completion).
+    /// `@unchecked Sendable`: its one mutable field is that ``LoopBound`` value.
     final class Driver: @unchecked Sendable {
-        var machine: RouteExchange
+        @exclusivity(unchecked) var machine: LoopBound<RouteExchange>
         let exchange: TransformedExchange
         let send: Send
         let finish: @Sendable (HTTPResponse, Outcome) -> Void
 
         init(
-            machine: RouteExchange, exchange: TransformedExchange, send: @escaping Send,
+            machine: LoopBound<RouteExchange>, exchange: TransformedExchange, send: @escaping Send,
             finish: @escaping @Sendable (HTTPResponse, Outcome) -> Void
         ) {
             self.machine = machine
@@ -58,7 +61,7 @@ struct TransformedExchange: Sendable {
             self.finish = finish
         }
 
-        func handle(_ event: RouteExchange.Event) { carryOut(machine.event(event)) }
+        func handle(_ event: RouteExchange.Event) { carryOut(machine.value.event(event)) }
 
         func carryOut(_ action: RouteExchange.Action) {
             switch action {
