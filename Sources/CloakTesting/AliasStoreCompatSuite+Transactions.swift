@@ -116,4 +116,22 @@ extension AliasStoreCompatSuite {
         #expect(try store.recordCount() == before)
         #expect(try store.record(alias: "tok_forced")?.id == "r-forced")
     }
+
+    /// `beginReading()` opens a transaction the executor runs read-only jobs in (reveals,
+    /// lookups): it reads what is committed, by alias and by fingerprint, and `commit()` ends it.
+    func aReadingTransactionSeesWhatIsCommitted() throws {
+        let store = try makeStore()
+        let a = Self.record("rec_rd", fingerprint: Self.fingerprint(9), aliases: [Self.alias("tok_rd")])
+        try transaction(store) { try store.insert(a) }
+        try store.beginReading()
+        #expect(store.isInTransaction)
+        expectSame(try store.record(alias: "tok_rd"), a)
+        expectSame(try store.record(fingerprint: Self.fingerprint(9)), a)
+        #expect(try store.record(alias: "tok_none") == nil)
+        try store.commit()
+        #expect(!store.isInTransaction)
+        // A write transaction follows as usual.
+        _ = try transaction(store) { try store.deleteAlias("tok_rd") }
+        #expect(try store.record(alias: "tok_rd") == nil)
+    }
 }

@@ -41,6 +41,7 @@ package struct AliasStoreCompatSuite {
         case aResealAppliesOnlyToTheRowAsItWasRead
         case theKeyRingIsReplacedOnlyFromWhatWasRead
         case theKeyAuditTrailKeepsLinesInOrder
+        case aReadingTransactionSeesWhatIsCommitted
 
         package var testDescription: String { rawValue }
     }
@@ -80,6 +81,7 @@ package struct AliasStoreCompatSuite {
         case .theKeyRingIsReplacedOnlyFromWhatWasRead: try theKeyRingIsReplacedOnlyFromWhatWasRead()
         case .theKeyAuditTrailKeepsLinesInOrder: try theKeyAuditTrailKeepsLinesInOrder()
         case .metadataAndExpiryAreStoredAndChanged: try metadataAndExpiryAreStoredAndChanged()
+        case .aReadingTransactionSeesWhatIsCommitted: try aReadingTransactionSeesWhatIsCommitted()
         }
     }
 }

@@ -13,6 +13,9 @@ public protocol AliasStore: AnyObject {
     var isSoleWriter: Bool { get }
 
     func begin() throws(StoreError)
+    /// Opens a transaction that only reads (ended by ``commit()``): it takes no write lock, and
+    /// where the backend can say so, refuses a write.
+    func beginReading() throws(StoreError)
     func commit() throws(StoreError)
     func rollback()
     func savepoint() throws(StoreError)

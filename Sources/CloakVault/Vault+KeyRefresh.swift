@@ -37,6 +37,7 @@ extension Vault {
 
     /// Reads the store's wrapped ring on the executor thread (nil when the store keeps none).
     public func storedKeyRing(completion: @escaping @Sendable (Result<[UInt8]?, VaultError>) -> Void) {
-        executor.submit({ store in try store.metadata(Self.keyRingName) }, completion: { completion(Self.map($0)) })
+        executor.submit(
+            reads: true, { store in try store.metadata(Self.keyRingName) }, completion: { completion(Self.map($0)) })
     }
 }

@@ -13,6 +13,7 @@ extension Vault {
             return message.withUTF8 { fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
         }
         executor.submit(
+            reads: true,
             { [self] store in
                 try fingerprints.map { fingerprint -> RevealedRecord? in
                     guard var record = try store.record(fingerprint: fingerprint), !record.intent else { return nil }

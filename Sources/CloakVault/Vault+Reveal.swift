@@ -9,6 +9,7 @@ extension Vault {
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
         executor.submit(
+            reads: true,
             { [self] store in
                 var out: [String: RevealedRecord] = [:]
                 for alias in aliases {

@@ -204,7 +204,7 @@ public final class Vault: Sendable {
 
     /// Answers when the store does.
     public func ping(completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
-        executor.submit({ store in try store.ping() }, completion: { completion(Self.map($0)) })
+        executor.submit(reads: true, { store in try store.ping() }, completion: { completion(Self.map($0)) })
     }
 
     static func map<T>(_ result: Result<T, any Error>) -> Result<T, VaultError> {

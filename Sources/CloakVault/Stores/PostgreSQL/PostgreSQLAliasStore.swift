@@ -53,6 +53,10 @@ public final class PostgreSQLAliasStore: AliasStore {
         try connected()
         try db.execute("BEGIN")
     }
+    public func beginReading() throws(StoreError) {
+        try connected()
+        try db.execute("BEGIN READ ONLY")
+    }
     public func commit() throws(StoreError) { try db.execute("COMMIT") }
     public func rollback() { if db.isConnected { try? db.execute("ROLLBACK") } }
     public func savepoint() throws(StoreError) { try db.execute("SAVEPOINT request") }

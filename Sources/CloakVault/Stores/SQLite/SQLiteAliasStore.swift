@@ -89,6 +89,8 @@ public final class SQLiteAliasStore: AliasStore {
     public var isSoleWriter: Bool { true }
 
     public func begin() throws(StoreError) { try db.run("BEGIN IMMEDIATE") }
+    /// Deferred: the read lock at the first read, never the write lock (WAL: no wait for a writer).
+    public func beginReading() throws(StoreError) { try db.run("BEGIN") }
     public func commit() throws(StoreError) { try db.run("COMMIT") }
     public func rollback() { try? db.run("ROLLBACK") }
     public func savepoint() throws(StoreError) { try db.run("SAVEPOINT request") }
