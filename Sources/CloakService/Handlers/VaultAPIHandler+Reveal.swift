@@ -5,11 +5,7 @@ import Foundation
 extension VaultAPIHandler {
     /// `GET /aliases/{alias}`.
     func reveal(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
-        let tokenID = try identity.require("aliases:reveal")
-        guard Self.isPlausibleAlias(alias) else {
-            audit("reveal", tokenID, alias, "not_found")
-            throw .notFound("no such alias")
-        }
+        let tokenID = try caller(may: "reveal", alias: alias)
         return .later { finish in
             vault.reveal([alias]) { result in
                 switch result {

@@ -64,11 +64,7 @@ struct VaultAPIHandler: Sendable {
 
     /// `DELETE /aliases/{alias}`.
     func delete(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
-        let tokenID = try identity.require("aliases:delete")
-        guard Self.isPlausibleAlias(alias) else {
-            audit("delete", tokenID, alias, "not_found")
-            throw .notFound("no such alias")
-        }
+        let tokenID = try caller(may: "delete", alias: alias)
         return .later { finish in
             vault.delete(alias) { result in
                 switch result {
@@ -88,11 +84,7 @@ struct VaultAPIHandler: Sendable {
     /// The scope is checked before anything is looked up, and an alias that is malformed, unknown
     /// or expired gets the same 404.
     func update(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
-        let tokenID = try identity.require("aliases:update")
-        guard Self.isPlausibleAlias(alias) else {
-            audit("update", tokenID, alias, "not_found")
-            throw .notFound("no such alias")
-        }
+        let tokenID = try caller(may: "update", alias: alias)
         let change = try Self.parseUpdate(try request.jsonBody())
         return .later { finish in
             vault.update(
@@ -194,6 +186,17 @@ struct VaultAPIHandler: Sendable {
             out.append(s)
         }
         return out
+    }
+
+    /// The token's id when it holds `aliases:<action>` and `alias` could name one; an alias that
+    /// cannot (``isPlausibleAlias(_:)``) is audited and answered as not found, without a look-up.
+    func caller(may action: String, alias: String) throws(CloakError) -> String {
+        let tokenID = try identity.require("aliases:" + action)
+        guard Self.isPlausibleAlias(alias) else {
+            audit(action, tokenID, alias, "not_found")
+            throw .notFound("no such alias")
+        }
+        return tokenID
     }
 
     /// Aliases are printable ASCII (at most 256 bytes): anything else, a NUL or a control
