@@ -51,6 +51,37 @@ struct HSMKeyCustodyTests {
         #expect(!key.isExtractable)
     }
 
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/pkcs11-tool"), "needs opensc"))
+    func aKeyMadeExtractableElsewhereIsSeenAsSuch() throws {
+        // Made by OpenSC's pkcs11-tool as an operator might, with CKA_EXTRACTABLE set.
+        let label = "loose-\(UUID().uuidString.prefix(8))"
+        let tool = Process()
+        tool.executableURL = URL(fileURLWithPath: "/usr/bin/pkcs11-tool")
+        tool.arguments = [
+            "--module", SoftHSM.module, "--token-label", SoftHSM.tokens[0].label, "--login", "--pin",
+            SoftHSM.tokens[0].pin, "--keygen", "--key-type", "AES:32", "--label", label, "--extractable",
+        ]
+        tool.environment = ProcessInfo.processInfo.environment.merging(hsm.environment) { _, new in new }
+        tool.standardOutput = FileHandle.nullDevice
+        tool.standardError = FileHandle.nullDevice
+        try tool.run()
+        tool.waitUntilExit()
+        #expect(tool.terminationStatus == 0)
+        let uri = try PKCS11URI(parsing: try uri(object: label))
+        let key = try #require(try PKCS11Key.open(uri, pin: try uri.pin(environment: [:])))
+        #expect(key.isExtractable)
+    }
+
+    @Test func twoKeysOfOneLabelAreRefusedNotGuessed() throws {
+        let uri = try PKCS11URI(parsing: try uri())
+        let pin = try uri.pin(environment: [:])
+        _ = try PKCS11Key.create(uri, pin: pin)
+        _ = try PKCS11Key.create(uri, pin: pin)  // as a second `softhsm2-util --import` might
+        let error = #expect(throws: PKCS11Error.self) { _ = try PKCS11Key.open(uri, pin: pin) }
+        #expect(error?.kind == .ambiguousObject, "\(String(describing: error))")
+        #expect(error?.description.contains(uri.objectLabel) == true)
+    }
+
     @Test func aWrongPINAnotherTokenOrAMissingModuleAreTold() throws {
         let good = try PKCS11URI(parsing: try uri())
         _ = try PKCS11Key.create(good, pin: try good.pin(environment: [:]))

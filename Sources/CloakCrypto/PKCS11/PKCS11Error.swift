@@ -2,6 +2,8 @@
 public struct PKCS11Error: Error, Sendable, CustomStringConvertible, Equatable {
     public enum Kind: Sendable, Equatable {
         case malformedURI, pinUnreadable, moduleUnloadable, tokenNotFound, wrongPIN, objectNotFound, notAnAESKey
+        /// More than one secret key carries the URI's object label.
+        case ambiguousObject
         case failed
     }
 

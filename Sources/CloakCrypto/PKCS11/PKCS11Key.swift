@@ -47,7 +47,8 @@ public final class PKCS11Key: @unchecked Sendable {
     }
 
     /// Makes the key `uri` names on the token: AES-256, a token object, private, sensitive, not
-    /// extractable, for encryption, decryption, wrapping and unwrapping.
+    /// extractable, for encryption and decryption only (Cloak seals the ring's keys with
+    /// `C_Encrypt`; a key that may also `C_WrapKey` could export other keys of the token).
     public static func create(_ uri: PKCS11URI, pin: [UInt8]) throws(PKCS11Error) -> PKCS11Key {
         let (module, session) = try login(uri, pin: pin)
         var template = Template()
@@ -56,7 +57,7 @@ public final class PKCS11Key: @unchecked Sendable {
         template.add(CKA_VALUE_LEN, ulong: 32)
         for (attribute, value) in [
             (CKA_TOKEN, true), (CKA_PRIVATE, true), (CKA_SENSITIVE, true), (CKA_EXTRACTABLE, false),
-            (CKA_ENCRYPT, true), (CKA_DECRYPT, true), (CKA_WRAP, true), (CKA_UNWRAP, true),
+            (CKA_ENCRYPT, true), (CKA_DECRYPT, true), (CKA_WRAP, false), (CKA_UNWRAP, false),
         ] {
             template.add(CK_ATTRIBUTE_TYPE(attribute), bool: value)
         }
@@ -101,14 +102,17 @@ public final class PKCS11Key: @unchecked Sendable {
         defer { lock.unlock() }
         var extractable = CK_BBOOL(0)
         var value = [UInt8](repeating: 0, count: 32)
-        let readable = value.withUnsafeMutableBytes { buffer -> Bool in
-            var attributes = [
-                CK_ATTRIBUTE(type: CK_ATTRIBUTE_TYPE(CKA_EXTRACTABLE), pValue: &extractable, ulValueLen: 1),
-                CK_ATTRIBUTE(type: CK_ATTRIBUTE_TYPE(CKA_VALUE), pValue: buffer.baseAddress, ulValueLen: 32),
-            ]
-            let rv = f.C_GetAttributeValue(session, handle, &attributes, 1)
-            let valueRV = f.C_GetAttributeValue(session, handle, &attributes[1], 1)
-            return rv == CKR_OK && (extractable != 0 || valueRV == CKR_OK)
+        // Each attribute points at memory that outlives the calls that write it.
+        let readable = withUnsafeMutablePointer(to: &extractable) { flag in
+            value.withUnsafeMutableBytes { buffer -> Bool in
+                var flagAttribute = CK_ATTRIBUTE(
+                    type: CK_ATTRIBUTE_TYPE(CKA_EXTRACTABLE), pValue: flag, ulValueLen: 1)
+                var valueAttribute = CK_ATTRIBUTE(
+                    type: CK_ATTRIBUTE_TYPE(CKA_VALUE), pValue: buffer.baseAddress, ulValueLen: 32)
+                let rv = f.C_GetAttributeValue(session, handle, &flagAttribute, 1)
+                let valueRV = f.C_GetAttributeValue(session, handle, &valueAttribute, 1)
+                return rv == CKR_OK && (flag.pointee != 0 || valueRV == CKR_OK)
+            }
         }
         OPENSSL_cleanse(&value, 32)
         return readable
@@ -182,11 +186,18 @@ public final class PKCS11Key: @unchecked Sendable {
         let rv = template.withAttributes { attributes, count in f.C_FindObjectsInit(session, attributes, count) }
         guard rv == CKR_OK else { throw .call("C_FindObjectsInit", rv) }
         defer { _ = f.C_FindObjectsFinal(session) }
-        var handle: CK_OBJECT_HANDLE = 0
+        // Two are asked for: with two keys of one label, which one wraps would be the token's
+        // choice, and a ring wrapped by one would not open with the other.
+        var handles: [CK_OBJECT_HANDLE] = [0, 0]
         var found: CK_ULONG = 0
-        let found_ = f.C_FindObjects(session, &handle, 1, &found)
-        guard found_ == CKR_OK else { throw .call("C_FindObjects", found_) }
-        return found == 1 ? handle : nil
+        let rv2 = f.C_FindObjects(session, &handles, 2, &found)
+        guard rv2 == CKR_OK else { throw .call("C_FindObjects", rv2) }
+        guard found < 2 else {
+            throw PKCS11Error(
+                .ambiguousObject,
+                "the token holds more than one secret key labelled \"\(label)\": give each its own label")
+        }
+        return found == 1 ? handles[0] : nil
     }
 
     private static func checkAES256(
