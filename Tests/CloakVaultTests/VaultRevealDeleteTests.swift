@@ -8,6 +8,20 @@ import Testing
 
 /// Reveal, delete, classifiers, ping and close through the real SQLite store.
 @Suite struct VaultRevealDeleteTests {
+    @Test func aRevealAnswersWhileAnotherProcessHoldsTheWriteLock() throws {
+        // `cloak keys rewrap` beside a serving node holds SQLite's write lock for each batch it
+        // re-seals: reveals (reads) must not queue behind it, nor fail after the busy timeout.
+        try withVaultHarness { harness in
+            let vault = try harness.openVault()
+            let alias = try vault.alias("4111111111111111", .FPE_SIX_T_FOUR)
+            let other = try harness.inspector()
+            try other.begin()  // BEGIN IMMEDIATE: the write lock, held
+            defer { other.rollback() }
+            #expect(try vault.revealOne(alias)?.value == "4111111111111111")
+            #expect(try vault.revealOne("tok_sandbox_unknown") == nil)
+        }
+    }
+
     @Test func revealReturnsTheRecordAsCreated() throws {
         try withVaultHarness { harness in
             let vault = try harness.openVault()
