@@ -14,6 +14,9 @@
 #   IDLE_CONNECTIONS idle keep-alive connections held open while Cloak's RSS is read (default 10000)
 #   BENCH_POSTGRES   1 (default): also run the alias cases on PostgreSQL (a throwaway cluster from
 #                    scripts/postgres in the results folder); 0: SQLite only
+#   BENCH_CASES      an extended regex: only Cloak's cases whose name matches it run (e.g. 'egress'
+#                    or 'healthz|validate'); the C server's baselines always run, and the idle
+#                    connections and PostgreSQL sections are skipped when it is set
 #
 # Raw wrk output, server logs and the summary table go to
 # Benchmarks/results/<timestamp>/. Every process the script starts is killed
@@ -178,6 +181,7 @@ TABLE_FMT='%-44s %10s %8s %8s %8s %10s %8s %8s %7s\n'
 #   or via LUA_SCRIPT, which also gets $TOKEN).
 run_case() {
     local name=$1 method=$2 path=$3 body=${4:-} script=${5:-}
+    if [[ -n "${BENCH_CASES:-}" && "$SERVER_LABEL" != c-evhttp && ! "$name" =~ $BENCH_CASES ]]; then return 0; fi
     local label="$SERVER_LABEL $name"
     local file="$RESULTS_DIR/$(printf '%s-%s' "$SERVER_LABEL" "$name" | tr -c 'A-Za-z0-9._-' '_').txt"
     local url="$BASE_URL$path"
@@ -399,6 +403,7 @@ if (( ! C_ONLY )); then
     PROXY_AUTH=""
 
     CLOAK_RSS=$(peak_rss_mb "$CLOAK_PID")
+    [[ -z "${BENCH_CASES:-}" ]] || IDLE_CONNECTIONS=0
     # 10,000 idle keep-alive connections, each after one request: resident memory while held.
     IDLE_FIFO="$RESULTS_DIR/idle.fifo"
     mkfifo "$IDLE_FIFO"
@@ -425,7 +430,7 @@ if (( ! C_ONLY )); then
     forget_pid "$CLOAK_PID"
 
     # The same alias cases on PostgreSQL: a throwaway cluster, one Cloak node on it.
-    if [[ "${BENCH_POSTGRES:-1}" == 1 ]]; then
+    if [[ "${BENCH_POSTGRES:-1}" == 1 && -z "${BENCH_CASES:-}" ]]; then
         PG_DIR="$RESULTS_DIR/postgres"
         mkdir -p "$PG_DIR"
         chmod 755 "$RESULTS_DIR" "$PG_DIR"

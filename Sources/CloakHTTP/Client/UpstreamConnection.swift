@@ -30,6 +30,11 @@ final class UpstreamConnection {
         _read { yield state.value.isNew }
         _modify { yield &state.value.isNew }
     }
+    /// The socket TCP_NODELAY was set on: once per socket, not per request (a system call each).
+    private var noDelaySocket: Int32 {
+        _read { yield state.value.noDelaySocket }
+        _modify { yield &state.value.noDelaySocket }
+    }
 
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
     struct State {
@@ -39,6 +44,7 @@ final class UpstreamConnection {
         var freeScheduled: Bool = false
         var connectTimer: LoopEvent?
         var isNew: Bool = true
+        var noDelaySocket: Int32 = -1
     }
 
     @exclusivity(unchecked) private var state: LoopBound<State>
@@ -103,6 +109,7 @@ final class UpstreamConnection {
         // The peer closed the socket. An HTTPS connection cannot reconnect, and a plain one is not
         // worth the risk: drop it. A request in progress fails through its own callbacks.
         isClosed = true
+        noDelaySocket = -1  // a number the kernel may give the next socket
         if current == nil { pool.forget(self) }
     }
 
@@ -151,7 +158,11 @@ final class UpstreamConnection {
             exchange.releaseContext()
             return carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
         }
-        if let fd = evcon.bufferevent?.fd, fd >= 0 { Sockets.setNoDelay(fd) }
+        // evhttp opens the socket in `send` (and again should it reconnect): a new one gets it.
+        if let fd = evcon.bufferevent?.fd, fd >= 0, fd != noDelaySocket {
+            Sockets.setNoDelay(fd)
+            noDelaySocket = fd
+        }
         if isNew {
             isNew = false
             startConnectTimer(seconds: r.connectTimeoutSeconds)

@@ -67,7 +67,7 @@ package final class CloakService: Sendable {
         self.rates = rates
         let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
         self.context = ServiceContext(
-            configuration: configuration, logger: logger, today: today ?? ServiceContext.systemToday)
+            configuration: configuration, logger: logger, logSink: logSink, today: today ?? ServiceContext.systemToday)
         ConnectionNotices.shared.setSink { reason in
             logger.warning(
                 "client address not taken",

@@ -10,12 +10,19 @@ import Synchronization
 final class ServiceContext: Sendable {
     let configuration: ServiceConfiguration
     let logger: Logger
+    /// Where ``logger``'s lines go: fixed-shape lines written on every request (``LogLine``) go
+    /// there directly.
+    let logSink: LogSink
     /// Today's date for the expiry window, in the server's local time zone.
     let today: @Sendable () -> CalendarDate
 
-    init(configuration: ServiceConfiguration, logger: Logger, today: @escaping @Sendable () -> CalendarDate) {
+    init(
+        configuration: ServiceConfiguration, logger: Logger, logSink: @escaping LogSink,
+        today: @escaping @Sendable () -> CalendarDate
+    ) {
         self.configuration = configuration
         self.logger = logger
+        self.logSink = logSink
         self.today = today
     }
 

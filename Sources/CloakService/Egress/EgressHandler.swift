@@ -133,22 +133,23 @@ struct EgressHandler: Sendable {
             limitName: "max_aliases of route \(route.id) (and vault.max_batch)")
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true)
         let tokenID = identity.token?.id ?? "-"
-        let logger = context.logger
+        let sink = context.logSink
         let metrics = self.metrics
         return .later { finish in
             do throws(CloakError) {
                 try call.start(request, rest: path, headers: headers, body: request.body) { response, outcome in
                     let micros = (DispatchTime.now().uptimeNanoseconds - start) / 1000
-                    logger.info(
-                        "egress",
-                        metadata: [
-                            "route": .string(route.id), "token_id": .string(tokenID),
-                            "revealed": .stringConvertible(outcome.revealed),
-                            "redacted": .stringConvertible(outcome.redacted),
-                            "upstream_status": .string(outcome.upstreamStatus.map(String.init) ?? "-"),
-                            "status": .stringConvertible(response.status),
-                            "duration_us": .stringConvertible(micros),
-                        ])
+                    // One line per call, fields in key order (``LogLine``): never a value, a
+                    // header or the path.
+                    var line = LogLine("egress")
+                    line.field("duration_us", Int(micros))
+                    line.field("redacted", outcome.redacted)
+                    line.field("revealed", outcome.revealed)
+                    line.field("route", route.id)
+                    line.field("status", response.status)
+                    line.field("token_id", tokenID)
+                    line.field("upstream_status", outcome.upstreamStatus.map(String.init) ?? "-")
+                    line.write(to: sink)
                     metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
                     finish(response)
                 }

@@ -20,7 +20,10 @@ final class VaultExecutor: @unchecked Sendable {
     }
 
     private let store: any AliasStore
-    private let queue = Mutex<(jobs: [Job], stopping: Bool)>(([], false))
+    /// The jobs waiting; `idle` while the thread waits with nothing to do, so only the submit
+    /// that finds it idle wakes it (a futex call and a context switch each: every reveal paid
+    /// them while the thread was busy anyway).
+    private let queue = Mutex<(jobs: [Job], stopping: Bool, idle: Bool)>(([], false, false))
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     private let maintenance: (any AliasStore) -> Void
@@ -54,15 +57,16 @@ final class VaultExecutor: @unchecked Sendable {
                 return { completion(.success(value)) }
             },
             fail: { error in completion(.failure(error)) }, reads: reads)
-        let accepted = queue.withLock { state -> Bool in
-            guard !state.stopping else { return false }
+        let (accepted, wasIdle) = queue.withLock { state -> (Bool, Bool) in
+            guard !state.stopping else { return (false, false) }
             state.jobs.append(job)
-            return true
+            defer { state.idle = false }
+            return (true, state.idle)
         }
-        if accepted {
-            wake.signal()
-        } else {
+        if !accepted {
             completion(.failure(StoreError.unavailable("the vault is shutting down")))
+        } else if wasIdle {
+            wake.signal()
         }
     }
 
@@ -80,10 +84,11 @@ final class VaultExecutor: @unchecked Sendable {
     private func loop() {
         var lastMaintenance = Date.distantPast
         while true {
-            _ = wake.wait(timeout: .now() + .milliseconds(500))
             let (jobs, stopping) = queue.withLock { state -> ([Job], Bool) in
                 let jobs = state.jobs
                 state.jobs.removeAll(keepingCapacity: true)
+                // Set under the lock that `submit` takes: a job queued after this wakes the thread.
+                state.idle = jobs.isEmpty
                 return (jobs, state.stopping)
             }
             if !jobs.isEmpty { runBatch(jobs) }
@@ -96,6 +101,8 @@ final class VaultExecutor: @unchecked Sendable {
                 lastMaintenance = Date()
                 maintenance(store)
             }
+            // After a batch, look again at once; idle, sleep until a submit or the next sweep.
+            if jobs.isEmpty { _ = wake.wait(timeout: .now() + .milliseconds(500)) }
         }
     }
 

@@ -1,0 +1,51 @@
+import CloakCore
+
+/// One JSON log line of a fixed shape, written field by field into one buffer: no metadata
+/// dictionary, no sorting, no boxing of numbers.
+///
+/// For the lines written on every request (the access log, the egress line). The output is the
+/// same as ``JSONLogHandler``'s for the same fields when the caller adds them in the order that
+/// handler writes them, sorted by key: `ts`, `level` and `msg` first, then the fields.
+struct LogLine {
+    private var writer: JSONWriter
+
+    /// A line with its timestamp (now), level and message written.
+    init(_ message: StaticString, level: StaticString = "info") {
+        writer = JSONWriter(reservingCapacity: 256)
+        writer.rawJSON(#"{"ts":""#)
+        let now = UTCTimestamp.now()
+        writer.rawJSON(count: UTCTimestamp.length) {
+            UTCTimestamp.write(seconds: now.seconds, milliseconds: now.milliseconds, to: $0)
+        }
+        writer.rawJSON(#"","level":""#)
+        writer.rawJSON(level)
+        writer.rawJSON(#"","msg":""#)
+        writer.rawJSON(message)
+        writer.rawJSON(#"""#)
+    }
+
+    /// `,"key":` as it is: `key` is a member name that needs no escaping.
+    private mutating func key(_ key: StaticString) {
+        writer.rawJSON(",\"")
+        writer.rawJSON(key)
+        writer.rawJSON("\":")
+    }
+
+    /// A text member, escaped as JSON.
+    mutating func field(_ name: StaticString, _ value: String) {
+        key(name)
+        writer.writeString(value)
+    }
+
+    /// A number member.
+    mutating func field(_ name: StaticString, _ value: Int) {
+        key(name)
+        writer.writeInt(value)
+    }
+
+    /// Closes the object and hands the line to `sink`.
+    mutating func write(to sink: LogSink) {
+        writer.rawJSON("}")
+        writer.withBytes { sink($0) }
+    }
+}
