@@ -1,3 +1,4 @@
+import CLibevent
 import Dispatch
 import Foundation
 import Testing
@@ -39,6 +40,35 @@ struct LoopBoundTests {
             _ = onAnotherThread { bound.value }
         }
     }
+
+    @Test func aConnectionsStateTrapsOffItsLoopThread() async {
+        // Every field of an accepted connection, not only its entry points.
+        await #expect(processExitsWith: .failure) {
+            let thread = LoopThread()
+            let base = event_base_new()!
+            let connection = ServerConnection(
+                bufferevent: Bufferevent(raw: bufferevent_socket_new(base, -1, 0)!), admission: .serve, now: 0,
+                thread: thread)
+            thread.enter()
+            let shared = Unchecked(connection)
+            _ = onAnotherThread { shared.value.peer }
+        }
+    }
+
+    @Test func aConnectionsStateIsReadOnItsLoopThread() throws {
+        let thread = LoopThread()
+        let base = try #require(event_base_new())
+        defer { event_base_free(base) }
+        let bev = try #require(bufferevent_socket_new(base, -1, 0))
+        defer { bufferevent_free(bev) }
+        let connection = ServerConnection(bufferevent: Bufferevent(raw: bev), admission: .serve, now: 0, thread: thread)
+        thread.enter()
+        defer { thread.leave() }
+        connection.peer = "192.0.2.7"
+        connection.addressKey = "192.0.2.7"
+        #expect(connection.clientAddress == "192.0.2.7")
+        #expect(connection.violationOfCurrentRequest == nil)
+    }
 }
 
 /// Runs `body` on a new thread and waits for its result.
@@ -51,6 +81,12 @@ private func onAnotherThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -
     }.start()
     done.wait()
     return box.value!
+}
+
+/// A connection handed to another thread on purpose, to see it trap.
+private struct Unchecked<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }
 
 /// Written by one thread, read by another after a semaphore: the semaphore orders them.

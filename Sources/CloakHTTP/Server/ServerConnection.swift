@@ -4,122 +4,165 @@ import Foundation
 /// connection, plain or TLS, is seen at accept), the evhttp connection once evhttp has made it,
 /// its slot in the connection budget and its ``RequestClock``.
 ///
-/// Loop thread only, checked at every entry point. The worker keeps it alive from accept until
-/// evhttp closes the connection.
+/// What changes is one ``LoopBound`` value, its thread checked on every access. The worker keeps
+/// the connection alive from accept until evhttp closes it.
 final class ServerConnection {
     let bufferevent: Bufferevent
     let admission: Admission
 
-    /// The thread of the loop that owns it: every entry point (the input callback, dispatch,
-    /// answer, a refusal) checks it. Its fields are plain, not a ``LoopBound`` value, because the
-    /// input callback reads them on every read: forwarding each through the box's coroutine
-    /// accessors cost 1.7k instructions a request (callgrind, `GET /healthz`).
-    let thread: LoopThread
-    var evcon: OpaquePointer?
-    @exclusivity(unchecked) var clock: RequestClock
-    /// The peer's numeric address (a balancer's, behind one).
-    var peer = ""
-    /// The address this connection counts under in the per-address budget, once counted.
-    var addressKey: String?
-    /// The client's address: the one a PROXY header named, else the peer's.
-    var clientAddress: String { connectionFilter?.proxiedSource ?? peer }
-    /// The callback on the bufferevent's input buffer that feeds the clock.
-    var inputCallback: OpaquePointer?
-    /// Whether the connection speaks TLS (a refusal is then a close, not a canned answer).
-    var isTLS = false
-    /// For a connection inside a CONNECT tunnel: where its requests go.
-    var tunnel: ProxyTarget?
-    /// On a forward-proxy door: the filter that turns to TLS when a CONNECT is granted.
-    var connectionFilter: ConnectionFilter?
+    /// What changes over the connection's life.
+    struct State {
+        var evcon: OpaquePointer?
+        var clock: RequestClock
+        /// The peer's numeric address (a balancer's, behind one).
+        var peer = ""
+        /// The address this connection counts under in the per-address budget, once counted.
+        var addressKey: String?
+        /// The callback on the bufferevent's input buffer that feeds the clock.
+        var inputCallback: OpaquePointer?
+        /// Whether the connection speaks TLS (a refusal is then a close, not a canned answer).
+        var isTLS = false
+        /// For a connection inside a CONNECT tunnel: where its requests go.
+        var tunnel: ProxyTarget?
+        /// On a forward-proxy door: the filter that turns to TLS when a CONNECT is granted.
+        var connectionFilter: ConnectionFilter?
+        /// The strict framing of every byte the client sends (``RequestFraming``): a violation is
+        /// answered 400 and the connection closed (``LoopWorker``).
+        var framing = RequestFraming()
+        /// Requests evhttp handed to the loop on this connection.
+        var requestsDispatched = 0
+        /// The input buffer's length when the request was handed to the handler: evhttp stops
+        /// reading then and touches the buffer again only after the answer, so what lies past
+        /// it at the answer arrived while the callback was off.
+        var lengthAtDispatch = 0
+        /// Whether ``inputCallback`` is enabled (it is when added).
+        var watching = true
+    }
+
+    /// The input callback reads and changes it on every read: each entry point takes it once
+    /// (one check) and works on it in place.
+    @exclusivity(unchecked) private var state: LoopBound<State>
 
     init(bufferevent: Bufferevent, admission: Admission, now: UInt64, thread: LoopThread) {
         self.bufferevent = bufferevent
         self.admission = admission
-        self.clock = RequestClock(now: now)
-        self.thread = thread
+        self.state = LoopBound(State(clock: RequestClock(now: now)), loop: thread)
     }
 
-    /// The strict framing of every byte the client sends (``RequestFraming``): a violation is
-    /// answered 400 and the connection closed (``LoopWorker``).
-    @exclusivity(unchecked) var framing = RequestFraming()
+    var evcon: OpaquePointer? {
+        get { state.value.evcon }
+        set { state.value.evcon = newValue }
+    }
+    var clock: RequestClock {
+        get { state.value.clock }
+        set { state.value.clock = newValue }
+    }
+    var framing: RequestFraming { state.value.framing }
+    var peer: String {
+        get { state.value.peer }
+        set { state.value.peer = newValue }
+    }
+    var addressKey: String? {
+        get { state.value.addressKey }
+        set { state.value.addressKey = newValue }
+    }
+    var inputCallback: OpaquePointer? {
+        get { state.value.inputCallback }
+        set { state.value.inputCallback = newValue }
+    }
+    var isTLS: Bool {
+        get { state.value.isTLS }
+        set { state.value.isTLS = newValue }
+    }
+    var tunnel: ProxyTarget? {
+        get { state.value.tunnel }
+        set { state.value.tunnel = newValue }
+    }
+    var connectionFilter: ConnectionFilter? {
+        get { state.value.connectionFilter }
+        set { state.value.connectionFilter = newValue }
+    }
+
+    /// The client's address: the one a PROXY header named, else the peer's.
+    var clientAddress: String { state.value.connectionFilter?.proxiedSource ?? state.value.peer }
+
+    /// The framing violation of the request just dispatched: nil for a request whose bytes were
+    /// all framed before the violation (a pipelined one ahead of it is answered as usual).
+    var violationOfCurrentRequest: RequestFraming.Violation? {
+        guard let violation = state.value.framing.violation,
+            state.value.requestsDispatched > state.value.framing.requestsFramed
+        else { return nil }
+        return violation
+    }
 
     /// Feeds the framing scan (every byte, in order) and, while a head is awaited, the clock with
     /// bytes just added to the input buffer (the last `added` bytes). Runs before evhttp reads
     /// them, so a request is dispatched only after its own bytes were judged.
     func inputGrew(by added: Int, now: UInt64) {
-        thread.check()
         guard added > 0, let input = bufferevent.input else { return }
+        Self.inputGrew(&state.value, input: input, added: added, now: now)
+    }
+
+    private static func inputGrew(_ s: inout State, input: EvBuffer, added: Int, now: UInt64) {
         let length = input.count
         let start = length - min(added, length)
-        if framing.isScanning {
-            input.peek(from: start) { framing.consume($0) != .scanning }
+        if s.framing.isScanning {
+            input.peek(from: start) { s.framing.consume($0) != .scanning }
         }
-        if clock.phase == .awaitingHead {
-            input.peek(from: start) { clock.received($0, now: now) }
+        if s.clock.phase == .awaitingHead {
+            input.peek(from: start) { s.clock.received($0, now: now) }
         }
-        watchInput(input)
+        watchInput(&s, input)
     }
-
-    /// Requests evhttp handed to the loop on this connection.
-    @exclusivity(unchecked) private(set) var requestsDispatched = 0
-
-    /// The framing violation of the request just dispatched: nil for a request whose bytes were
-    /// all framed before the violation (a pipelined one ahead of it is answered as usual).
-    var violationOfCurrentRequest: RequestFraming.Violation? {
-        guard let violation = framing.violation, requestsDispatched > framing.requestsFramed else { return nil }
-        return violation
-    }
-
-    /// The input buffer's length when the request was handed to the handler: evhttp stops
-    /// reading then and touches the buffer again only after the answer, so what lies past it
-    /// at the answer arrived while the callback was off.
-    @exclusivity(unchecked) private var lengthAtDispatch = 0
 
     /// The request was read whole and handed to the handler: evhttp reads nothing more until
     /// it is answered, so the input callback goes off (it would see only evhttp's drains).
     func dispatched(now: UInt64) {
-        thread.check()
-        clock.dispatched(now: now)
-        requestsDispatched += 1
-        guard let input = bufferevent.input else { return }
-        lengthAtDispatch = input.count
-        watchInput(input)
+        Self.dispatched(&state.value, input: bufferevent.input, now: now)
+    }
+
+    private static func dispatched(_ s: inout State, input: EvBuffer?, now: UInt64) {
+        s.clock.dispatched(now: now)
+        s.requestsDispatched += 1
+        guard let input else { return }
+        s.lengthAtDispatch = input.count
+        watchInput(&s, input)
     }
 
     /// The answer was sent: the next head's clock starts, whatever the client already sent of
     /// its next request (pipelined) is given to the clock now, and bytes that came while the
     /// callback was off are given to the framing scan.
     func answered(now: UInt64) {
-        thread.check()
-        clock.answered(now: now)
-        guard let input = bufferevent.input else { return }
-        let length = input.count
-        if framing.isScanning && length > lengthAtDispatch {
-            input.peek(from: lengthAtDispatch) { framing.consume($0) != .scanning }
-        }
-        lengthAtDispatch = 0
-        if length > 0 { input.peek(from: 0) { clock.received($0, now: now) } }
-        watchInput(input)
+        Self.answered(&state.value, input: bufferevent.input, now: now)
     }
 
-    /// Whether ``inputCallback`` is enabled (it is when added).
-    @exclusivity(unchecked) private var watching = true
+    private static func answered(_ s: inout State, input: EvBuffer?, now: UInt64) {
+        s.clock.answered(now: now)
+        guard let input else { return }
+        let length = input.count
+        if s.framing.isScanning && length > s.lengthAtDispatch {
+            input.peek(from: s.lengthAtDispatch) { s.framing.consume($0) != .scanning }
+        }
+        s.lengthAtDispatch = 0
+        if length > 0 { input.peek(from: 0) { s.clock.received($0, now: now) } }
+        watchInput(&s, input)
+    }
 
     /// The input callback is wanted while a head is awaited, and while the framing scan runs
     /// (every byte, bodies included, until a violation) except from a request's dispatch to its
     /// answer, when evhttp reads nothing (``answered(now:)`` scans what came meanwhile). evbuffer
     /// calls it on every change to the buffer, each line evhttp reads and drains included; only
     /// additions are looked at.
-    private func watchInput(_ input: EvBuffer) {
-        let wanted = clock.phase == .awaitingHead || (framing.isScanning && clock.phase != .handling)
-        guard wanted != watching, let entry = inputCallback else { return }
+    private static func watchInput(_ s: inout State, _ input: EvBuffer) {
+        let wanted = s.clock.phase == .awaitingHead || (s.framing.isScanning && s.clock.phase != .handling)
+        guard wanted != s.watching, let entry = s.inputCallback else { return }
         input.setEnabled(entry, wanted)
-        watching = wanted
+        s.watching = wanted
     }
 
     /// Writes a canned answer straight to the socket, without waiting (a refusal at accept).
     func writeNow(_ bytes: [UInt8]) {
-        thread.check()
+        state.loop.check()
         let fd = bufferevent.fd
         guard fd >= 0 else { return }
         bytes.withUnsafeBytes { raw in

@@ -17,18 +17,36 @@ struct LogLine {
         writer.rawJSON(count: UTCTimestamp.length) {
             UTCTimestamp.write(seconds: now.seconds, milliseconds: now.milliseconds, to: $0)
         }
-        writer.rawJSON(#"","level":""#)
-        writer.rawJSON(level)
-        writer.rawJSON(#"","msg":""#)
-        writer.rawJSON(message)
-        writer.rawJSON(#"""#)
+        // `","level":"` level `","msg":"` message `"`, in one piece.
+        let levelPart: StaticString = #"","level":""#, messagePart: StaticString = #"","msg":""#
+        let count =
+            levelPart.utf8CodeUnitCount + level.utf8CodeUnitCount + messagePart.utf8CodeUnitCount
+            + message.utf8CodeUnitCount + 1
+        writer.rawJSON(count: count) { at in
+            var at = Self.copy(levelPart, to: at)
+            at = Self.copy(level, to: at)
+            at = Self.copy(messagePart, to: at)
+            at = Self.copy(message, to: at)
+            at.pointee = UInt8(ascii: "\"")
+        }
     }
 
-    /// `,"key":` as it is: `key` is a member name that needs no escaping.
+    /// Copies `text` to `at`; returns the position after it.
+    @inline(__always)
+    private static func copy(_ text: StaticString, to at: UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8> {
+        at.update(from: text.utf8Start, count: text.utf8CodeUnitCount)
+        return at + text.utf8CodeUnitCount
+    }
+
+    /// `,"key":` as it is, in one piece: `key` is a member name that needs no escaping.
     private mutating func key(_ key: StaticString) {
-        writer.rawJSON(",\"")
-        writer.rawJSON(key)
-        writer.rawJSON("\":")
+        writer.rawJSON(count: key.utf8CodeUnitCount + 4) { at in
+            at[0] = UInt8(ascii: ",")
+            at[1] = UInt8(ascii: "\"")
+            let end = Self.copy(key, to: at + 2)
+            end[0] = UInt8(ascii: "\"")
+            end[1] = UInt8(ascii: ":")
+        }
     }
 
     /// A text member, escaped as JSON.
