@@ -102,18 +102,25 @@ public struct HTTPResponse: Sendable {
 extension String {
     /// ASCII case-insensitive equality, as header names compare.
     public func caseInsensitiveEquals(_ other: String) -> Bool {
-        // Bytes only: `==` would also match canonically equivalent non-ASCII names.
-        guard utf8.count == other.utf8.count else { return false }
-        var a = self, b = other
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                for i in 0..<x.count where x[i] != y[i] {
-                    let lower = x[i] | 0x20
-                    guard lower == y[i] | 0x20, lower >= 97, lower <= 122 else { return false }
-                }
-                return true
-            }
+        // Bytes only: `==` would also match canonically equivalent non-ASCII names. The bytes
+        // are read in place (native and small strings), without copying either string: it runs
+        // dozens of times a proxied request.
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        let inPlace = a.withContiguousStorageIfAvailable { x in
+            b.withContiguousStorageIfAvailable { y in Self.equalIgnoringASCIICase(x, y) }
         }
+        if let inPlace, let equal = inPlace { return equal }
+        return Self.equalIgnoringASCIICase(Array(a), Array(b))  // bridged strings only
+    }
+
+    private static func equalIgnoringASCIICase<Bytes: RandomAccessCollection<UInt8>>(_ x: Bytes, _ y: Bytes) -> Bool
+    where Bytes.Index == Int {
+        for i in 0..<x.count where x[x.startIndex + i] != y[y.startIndex + i] {
+            let lower = x[x.startIndex + i] | 0x20
+            guard lower == y[y.startIndex + i] | 0x20, lower >= 97, lower <= 122 else { return false }
+        }
+        return true
     }
 }
 
