@@ -69,6 +69,17 @@ public struct JSONWriter {
         raw(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
+    /// Appends `,"name":` as it is, in one piece: `name` is a member name that needs no escaping.
+    public mutating func rawMemberName(_ name: StaticString) {
+        let n = name.utf8CodeUnitCount
+        let at = claim(n + 4)
+        at[0] = UInt8(ascii: ",")
+        at[1] = UInt8(ascii: "\"")
+        (at + 2).update(from: name.utf8Start, count: n)
+        at[n + 2] = UInt8(ascii: "\"")
+        at[n + 3] = UInt8(ascii: ":")
+    }
+
     /// Appends the `count` bytes `write` puts at the pointer it is given, as they are (a
     /// timestamp built in place).
     public mutating func rawJSON(count: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Void) {

@@ -59,6 +59,16 @@ public struct LoopBound<Value>: @unchecked Sendable {
         self.init(value, loop: loop?.thread ?? .unconfined)
     }
 
+    /// The value in place, for `body` to read or change: checked once, with no coroutine (a
+    /// `value` access the compiler does not inline allocates its coroutine frame, and a
+    /// non-mutating method on state stored in a class copies the whole value first). For state
+    /// read on every request.
+    @inline(__always)
+    public mutating func update<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        loop.check()
+        return try body(&storage)
+    }
+
     public var value: Value {
         _read {
             loop.check()

@@ -50,49 +50,51 @@ final class ServerConnection {
     }
 
     var evcon: OpaquePointer? {
-        get { state.value.evcon }
-        set { state.value.evcon = newValue }
+        get { state.update { $0.evcon } }
+        set { state.update { $0.evcon = newValue } }
     }
     var clock: RequestClock {
-        get { state.value.clock }
-        set { state.value.clock = newValue }
+        get { state.update { $0.clock } }
+        set { state.update { $0.clock = newValue } }
     }
-    var framing: RequestFraming { state.value.framing }
+    var framing: RequestFraming { state.update { $0.framing } }
     var peer: String {
-        get { state.value.peer }
-        set { state.value.peer = newValue }
+        get { state.update { $0.peer } }
+        set { state.update { $0.peer = newValue } }
     }
     var addressKey: String? {
-        get { state.value.addressKey }
-        set { state.value.addressKey = newValue }
+        get { state.update { $0.addressKey } }
+        set { state.update { $0.addressKey = newValue } }
     }
     var inputCallback: OpaquePointer? {
-        get { state.value.inputCallback }
-        set { state.value.inputCallback = newValue }
+        get { state.update { $0.inputCallback } }
+        set { state.update { $0.inputCallback = newValue } }
     }
     var isTLS: Bool {
-        get { state.value.isTLS }
-        set { state.value.isTLS = newValue }
+        get { state.update { $0.isTLS } }
+        set { state.update { $0.isTLS = newValue } }
     }
     var tunnel: ProxyTarget? {
-        get { state.value.tunnel }
-        set { state.value.tunnel = newValue }
+        get { state.update { $0.tunnel } }
+        set { state.update { $0.tunnel = newValue } }
     }
     var connectionFilter: ConnectionFilter? {
-        get { state.value.connectionFilter }
-        set { state.value.connectionFilter = newValue }
+        get { state.update { $0.connectionFilter } }
+        set { state.update { $0.connectionFilter = newValue } }
     }
 
     /// The client's address: the one a PROXY header named, else the peer's.
-    var clientAddress: String { state.value.connectionFilter?.proxiedSource ?? state.value.peer }
+    var clientAddress: String { state.update { $0.connectionFilter?.proxiedSource ?? $0.peer } }
 
     /// The framing violation of the request just dispatched: nil for a request whose bytes were
     /// all framed before the violation (a pipelined one ahead of it is answered as usual).
     var violationOfCurrentRequest: RequestFraming.Violation? {
-        guard let violation = state.value.framing.violation,
-            state.value.requestsDispatched > state.value.framing.requestsFramed
-        else { return nil }
-        return violation
+        state.update { s in
+            guard let violation = s.framing.violation, s.requestsDispatched > s.framing.requestsFramed else {
+                return nil
+            }
+            return violation
+        }
     }
 
     /// Feeds the framing scan (every byte, in order) and, while a head is awaited, the clock with
@@ -100,7 +102,7 @@ final class ServerConnection {
     /// them, so a request is dispatched only after its own bytes were judged.
     func inputGrew(by added: Int, now: UInt64) {
         guard added > 0, let input = bufferevent.input else { return }
-        Self.inputGrew(&state.value, input: input, added: added, now: now)
+        state.update { Self.inputGrew(&$0, input: input, added: added, now: now) }
     }
 
     private static func inputGrew(_ s: inout State, input: EvBuffer, added: Int, now: UInt64) {
@@ -118,7 +120,8 @@ final class ServerConnection {
     /// The request was read whole and handed to the handler: evhttp reads nothing more until
     /// it is answered, so the input callback goes off (it would see only evhttp's drains).
     func dispatched(now: UInt64) {
-        Self.dispatched(&state.value, input: bufferevent.input, now: now)
+        let input = bufferevent.input
+        state.update { Self.dispatched(&$0, input: input, now: now) }
     }
 
     private static func dispatched(_ s: inout State, input: EvBuffer?, now: UInt64) {
@@ -133,7 +136,8 @@ final class ServerConnection {
     /// its next request (pipelined) is given to the clock now, and bytes that came while the
     /// callback was off are given to the framing scan.
     func answered(now: UInt64) {
-        Self.answered(&state.value, input: bufferevent.input, now: now)
+        let input = bufferevent.input
+        state.update { Self.answered(&$0, input: input, now: now) }
     }
 
     private static func answered(_ s: inout State, input: EvBuffer?, now: UInt64) {

@@ -4,23 +4,37 @@ import CloakCore
 ///
 /// Separate from the diagnostic ``JSONLogHandler`` (swift-log) for the same reason web servers
 /// keep an access log apart from the error log: it is written for every request, so it is built
-/// without a metadata dictionary (``LogLine``), and its fields are fixed: `ts, level, msg, method,
-/// path, route, status, duration_us, request_id, client`. The path is scrubbed of digit runs; no
-/// body, header value or field value is ever among its fields.
+/// without a metadata dictionary, and its fields are fixed: `ts, level, msg, method, path, route,
+/// status, duration_us, request_id`. The path is scrubbed of digit runs; no body, header value
+/// or field value is ever among its fields. The fixed parts are written as they are; the values
+/// go through ``JSONWriter``'s string escaping.
 struct AccessLog: Sendable {
     let sink: LogSink
 
     func record(
         method: String, path: String, route: String, status: Int, micros: Int, requestID: String, client: String = ""
     ) {
-        var line = LogLine("request")
-        line.field("method", method)
-        line.field("path", Redaction.scrub(path))
-        line.field("route", route)
-        line.field("status", status)
-        line.field("duration_us", max(micros, 0))
-        line.field("request_id", requestID)
-        line.field("client", client)
-        line.write(to: sink)
+        var w = JSONWriter(reservingCapacity: 256)
+        w.rawJSON(#"{"ts":""#)
+        let now = UTCTimestamp.now()
+        w.rawJSON(count: UTCTimestamp.length) {
+            UTCTimestamp.write(seconds: now.seconds, milliseconds: now.milliseconds, to: $0)
+        }
+        w.rawJSON(#"","level":"info","msg":"request","method":"#)
+        w.writeString(method)
+        w.rawJSON(#","path":"#)
+        w.writeString(Redaction.scrub(path))
+        w.rawJSON(#","route":"#)
+        w.writeString(route)
+        w.rawJSON(#","status":"#)
+        w.writeInt(status)
+        w.rawJSON(#","duration_us":"#)
+        w.writeInt(max(micros, 0))
+        w.rawJSON(#","request_id":"#)
+        w.writeString(requestID)
+        w.rawJSON(#","client":"#)
+        w.writeString(client)
+        w.rawJSON("}")
+        w.withBytes { sink($0) }
     }
 }
