@@ -55,6 +55,26 @@ struct LoopBoundTests {
         }
     }
 
+    #if DEBUG
+        @Test func anAccessFromInsideItsOwnUpdateTraps() async {
+            // What `@exclusivity(unchecked)` owners would otherwise miss (debug builds).
+            await #expect(processExitsWith: .failure) {
+                final class Owner: @unchecked Sendable {
+                    @exclusivity(unchecked) var state = LoopBound([1], loop: .unconfined)
+                }
+                let owner = Owner()
+                owner.state.update { _ in _ = owner.state.value }
+            }
+        }
+
+        @Test func updatesOneAfterAnotherAreFine() {
+            var bound = LoopBound([1], loop: .unconfined)
+            bound.update { $0.append(2) }
+            #expect(bound.update { $0 } == [1, 2])
+            #expect(bound.value == [1, 2])
+        }
+    #endif
+
     @Test func aConnectionsStateIsReadOnItsLoopThread() throws {
         let thread = LoopThread()
         let base = try #require(event_base_new())

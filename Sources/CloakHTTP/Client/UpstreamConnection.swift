@@ -232,6 +232,7 @@ final class UpstreamConnection {
     ) {
         current = nil
         exchange.connection = nil
+        if !reusable { noDelaySocket = -1 }  // evhttp may close it without the close callback
         exchange.deliver(result)
         pool.release(self, reusable: reusable, failed: failed)
     }

@@ -47,6 +47,12 @@ final class LoopThread: Sendable {
 public struct LoopBound<Value>: @unchecked Sendable {
     let loop: LoopThread
     private var storage: Value
+    #if DEBUG
+        /// Set during ``update(_:)``: its owners turn off dynamic exclusivity checks for speed
+        /// (`@exclusivity(unchecked)`), so a nested access from inside `body` (a callback, a log
+        /// line reading the state) would go unnoticed; debug builds, the tests', trap on it.
+        private var updating = false
+    #endif
 
     init(_ value: Value, loop: LoopThread) {
         self.loop = loop
@@ -66,16 +72,27 @@ public struct LoopBound<Value>: @unchecked Sendable {
     @inline(__always)
     public mutating func update<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         loop.check()
+        #if DEBUG
+            precondition(!updating, "loop-bound state accessed from inside its own update")
+            updating = true
+            defer { updating = false }
+        #endif
         return try body(&storage)
     }
 
     public var value: Value {
         _read {
             loop.check()
+            #if DEBUG
+                precondition(!updating, "loop-bound state accessed from inside its own update")
+            #endif
             yield storage
         }
         _modify {
             loop.check()
+            #if DEBUG
+                precondition(!updating, "loop-bound state accessed from inside its own update")
+            #endif
             yield &storage
         }
     }
