@@ -20,9 +20,10 @@ final class VaultExecutor: @unchecked Sendable {
     }
 
     private let store: any AliasStore
-    /// The jobs waiting; `idle` while the thread waits with nothing to do, so only the submit
-    /// that finds it idle wakes it (a futex call and a context switch each: every reveal paid
-    /// them while the thread was busy anyway).
+    /// The jobs waiting; `idle` while the thread sleeps with nothing to do. Only the submit that
+    /// finds it idle signals it; one that comes while a batch runs is taken with the next batch,
+    /// with no signal (each submit signalled before, and the thread then went round once per
+    /// signal, finding nothing the later times).
     private let queue = Mutex<(jobs: [Job], stopping: Bool, idle: Bool)>(([], false, false))
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
