@@ -56,21 +56,21 @@ struct LoopBoundTests {
     }
 
     #if DEBUG
-        @Test func anAccessFromInsideItsOwnUpdateTraps() async {
+        @Test func anAccessFromInsideItsOwnWithValueTraps() async {
             // What `@exclusivity(unchecked)` owners would otherwise miss (debug builds).
             await #expect(processExitsWith: .failure) {
                 final class Owner: @unchecked Sendable {
                     @exclusivity(unchecked) var state = LoopBound([1], loop: .unconfined)
                 }
                 let owner = Owner()
-                owner.state.update { _ in _ = owner.state.value }
+                owner.state.withValue { _ in _ = owner.state.value }
             }
         }
 
-        @Test func updatesOneAfterAnotherAreFine() {
+        @Test func accessesOneAfterAnotherAreFine() {
             var bound = LoopBound([1], loop: .unconfined)
-            bound.update { $0.append(2) }
-            #expect(bound.update { $0 } == [1, 2])
+            bound.withValue { $0.append(2) }
+            #expect(bound.withValue { $0 } == [1, 2])
             #expect(bound.value == [1, 2])
         }
     #endif

@@ -9,11 +9,9 @@ struct RouteTests {
     static let upstream = Route.Upstream(scheme: .https, host: "psp.example", port: 443, path: "/api/")
 
     static func inbound(_ prefix: String = "/proxy/pay") -> Route {
-        var route = Route(
+        Route(
             id: "5f0c6b7e-0000-4000-8000-000000000001", door: .inbound, matcher: .prefix(prefix),
-            methods: ["POST"], upstream: upstream)
-        route.headers = [("X-Api-Key", "configured")]
-        return route
+            methods: ["POST"], upstream: upstream, headers: [("X-Api-Key", "configured")])
     }
 
     static func egress() throws -> Route {

@@ -72,9 +72,9 @@ final class UpstreamClient {
             tls: request.scheme == .https ? tlsKey : TLSKey(caFile: nil, client: nil),
             allowPrivate: request.allowPrivate)
         let pool: UpstreamPool
-        // Through `update`: the `pools` accessor, called out of line, allocated its coroutine
+        // Through `withValue`: the `pools` accessor, called out of line, allocated its coroutine
         // frame on every request.
-        if let existing = state.update({ $0.pools[key] }) {
+        if let existing = state.withValue({ $0.pools[key] }) {
             pool = existing
         } else {
             var context: TLSClientContext?

@@ -111,14 +111,15 @@ extension String {
             b.withContiguousStorageIfAvailable { y in Self.equalIgnoringASCIICase(x, y) }
         }
         if let inPlace, let equal = inPlace { return equal }
-        return Self.equalIgnoringASCIICase(Array(a), Array(b))  // bridged strings only
+        var x = self, y = other  // a string without contiguous UTF-8 (bridged) is made native
+        return x.withUTF8 { x in y.withUTF8 { y in Self.equalIgnoringASCIICase(x, y) } }
     }
 
-    private static func equalIgnoringASCIICase<Bytes: RandomAccessCollection<UInt8>>(_ x: Bytes, _ y: Bytes) -> Bool
-    where Bytes.Index == Int {
-        for i in 0..<x.count where x[x.startIndex + i] != y[y.startIndex + i] {
-            let lower = x[x.startIndex + i] | 0x20
-            guard lower == y[y.startIndex + i] | 0x20, lower >= 97, lower <= 122 else { return false }
+    private static func equalIgnoringASCIICase(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool
+    {
+        for i in 0..<x.count where x[i] != y[i] {
+            let lower = x[i] | 0x20
+            guard lower == y[i] | 0x20, lower >= 97, lower <= 122 else { return false }
         }
         return true
     }

@@ -48,10 +48,10 @@ public struct LoopBound<Value>: @unchecked Sendable {
     let loop: LoopThread
     private var storage: Value
     #if DEBUG
-        /// Set during ``update(_:)``: its owners turn off dynamic exclusivity checks for speed
+        /// Set during ``withValue(_:)``: its owners turn off dynamic exclusivity checks for speed
         /// (`@exclusivity(unchecked)`), so a nested access from inside `body` (a callback, a log
         /// line reading the state) would go unnoticed; debug builds, the tests', trap on it.
-        private var updating = false
+        private var accessing = false
     #endif
 
     init(_ value: Value, loop: LoopThread) {
@@ -70,12 +70,12 @@ public struct LoopBound<Value>: @unchecked Sendable {
     /// non-mutating method on state stored in a class copies the whole value first). For state
     /// read on every request.
     @inline(__always)
-    public mutating func update<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    public mutating func withValue<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         loop.check()
         #if DEBUG
-            precondition(!updating, "loop-bound state accessed from inside its own update")
-            updating = true
-            defer { updating = false }
+            precondition(!accessing, "loop-bound state accessed from inside its own withValue")
+            accessing = true
+            defer { accessing = false }
         #endif
         return try body(&storage)
     }
@@ -84,14 +84,14 @@ public struct LoopBound<Value>: @unchecked Sendable {
         _read {
             loop.check()
             #if DEBUG
-                precondition(!updating, "loop-bound state accessed from inside its own update")
+                precondition(!accessing, "loop-bound state accessed from inside its own withValue")
             #endif
             yield storage
         }
         _modify {
             loop.check()
             #if DEBUG
-                precondition(!updating, "loop-bound state accessed from inside its own update")
+                precondition(!accessing, "loop-bound state accessed from inside its own withValue")
             #endif
             yield &storage
         }

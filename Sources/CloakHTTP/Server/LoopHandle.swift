@@ -34,12 +34,12 @@ public final class LoopHandle: Sendable {
         guard worker.isOnLoop else { return nil }
         let key = ObjectIdentifier(owner)
         // The same address with the owner gone is another owner: its object is made anew.
-        // Through `update`: a `value` read here, not inlined, allocated a coroutine frame a request.
-        if let found = worker.state.update({ $0.locals[key] }), found.owner === owner {
+        // Through `withValue`: a `value` read here, not inlined, allocated a coroutine frame a request.
+        if let found = worker.state.withValue({ $0.locals[key] }), found.owner === owner {
             return unsafeDowncast(found.value, to: T.self)
         }
         let made = make()
-        worker.state.update { $0.locals[key] = Local(owner: owner, value: made) }
+        worker.state.withValue { $0.locals[key] = Local(owner: owner, value: made) }
         return made
     }
 

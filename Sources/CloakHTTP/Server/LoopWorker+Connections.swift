@@ -184,14 +184,14 @@ extension LoopWorker {
         let head = UInt64(configuration.headerTimeoutSeconds) * 1_000_000_000
         let body = UInt64(configuration.bodyTimeoutSeconds) * 1_000_000_000
         let expired = state.value.connections.filter {
-            $0.value.clock.isExpired(now: now, headerTimeout: head, bodyTimeout: body)
+            $0.value.isExpired(now: now, headerTimeout: head, bodyTimeout: body)
         }
         for (evcon, _) in expired { EvConnection(raw: evcon).free() }
         // A framing violation evhttp did not turn into a request (it waits for a body or a head
         // that will not come right): answered 400 here and closed. Never while a request of the
         // connection is with the handler (its answer would go to a freed request); that one is
         // answered, and the next request then finds the violation.
-        let broken = state.value.connections.filter { $0.value.framing.isViolated && $0.value.clock.phase != .handling }
+        let broken = state.value.connections.filter { $0.value.isViolatedOutsideHandling }
         for (evcon, connection) in broken {
             // Only on a plain connection, and only when evhttp has nothing queued to write (its
             // own error answer would interleave with this one).

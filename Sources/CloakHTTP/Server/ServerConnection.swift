@@ -50,46 +50,56 @@ final class ServerConnection {
     }
 
     var evcon: OpaquePointer? {
-        get { state.update { $0.evcon } }
-        set { state.update { $0.evcon = newValue } }
+        get { state.withValue { $0.evcon } }
+        set { state.withValue { $0.evcon = newValue } }
     }
     var clock: RequestClock {
-        get { state.update { $0.clock } }
-        set { state.update { $0.clock = newValue } }
+        get { state.withValue { $0.clock } }
+        set { state.withValue { $0.clock = newValue } }
     }
-    var framing: RequestFraming { state.update { $0.framing } }
     var peer: String {
-        get { state.update { $0.peer } }
-        set { state.update { $0.peer = newValue } }
+        get { state.withValue { $0.peer } }
+        set { state.withValue { $0.peer = newValue } }
     }
     var addressKey: String? {
-        get { state.update { $0.addressKey } }
-        set { state.update { $0.addressKey = newValue } }
+        get { state.withValue { $0.addressKey } }
+        set { state.withValue { $0.addressKey = newValue } }
     }
     var inputCallback: OpaquePointer? {
-        get { state.update { $0.inputCallback } }
-        set { state.update { $0.inputCallback = newValue } }
+        get { state.withValue { $0.inputCallback } }
+        set { state.withValue { $0.inputCallback = newValue } }
     }
     var isTLS: Bool {
-        get { state.update { $0.isTLS } }
-        set { state.update { $0.isTLS = newValue } }
+        get { state.withValue { $0.isTLS } }
+        set { state.withValue { $0.isTLS = newValue } }
     }
     var tunnel: ProxyTarget? {
-        get { state.update { $0.tunnel } }
-        set { state.update { $0.tunnel = newValue } }
+        get { state.withValue { $0.tunnel } }
+        set { state.withValue { $0.tunnel = newValue } }
     }
     var connectionFilter: ConnectionFilter? {
-        get { state.update { $0.connectionFilter } }
-        set { state.update { $0.connectionFilter = newValue } }
+        get { state.withValue { $0.connectionFilter } }
+        set { state.withValue { $0.connectionFilter = newValue } }
+    }
+
+    /// Whether its head or body deadline has passed (the sweep closes it).
+    func isExpired(now: UInt64, headerTimeout: UInt64, bodyTimeout: UInt64) -> Bool {
+        state.withValue { $0.clock.isExpired(now: now, headerTimeout: headerTimeout, bodyTimeout: bodyTimeout) }
+    }
+
+    /// Whether the framing scan found a violation while no request of the connection is with the
+    /// handler (the sweep answers it 400 and closes).
+    var isViolatedOutsideHandling: Bool {
+        state.withValue { $0.framing.isViolated && $0.clock.phase != .handling }
     }
 
     /// The client's address: the one a PROXY header named, else the peer's.
-    var clientAddress: String { state.update { $0.connectionFilter?.proxiedSource ?? $0.peer } }
+    var clientAddress: String { state.withValue { $0.connectionFilter?.proxiedSource ?? $0.peer } }
 
     /// The framing violation of the request just dispatched: nil for a request whose bytes were
     /// all framed before the violation (a pipelined one ahead of it is answered as usual).
     var violationOfCurrentRequest: RequestFraming.Violation? {
-        state.update { s in
+        state.withValue { s in
             guard let violation = s.framing.violation, s.requestsDispatched > s.framing.requestsFramed else {
                 return nil
             }
@@ -102,7 +112,7 @@ final class ServerConnection {
     /// them, so a request is dispatched only after its own bytes were judged.
     func inputGrew(by added: Int, now: UInt64) {
         guard added > 0, let input = bufferevent.input else { return }
-        state.update { Self.inputGrew(&$0, input: input, added: added, now: now) }
+        state.withValue { Self.inputGrew(&$0, input: input, added: added, now: now) }
     }
 
     private static func inputGrew(_ s: inout State, input: EvBuffer, added: Int, now: UInt64) {
@@ -121,7 +131,7 @@ final class ServerConnection {
     /// it is answered, so the input callback goes off (it would see only evhttp's drains).
     func dispatched(now: UInt64) {
         let input = bufferevent.input
-        state.update { Self.dispatched(&$0, input: input, now: now) }
+        state.withValue { Self.dispatched(&$0, input: input, now: now) }
     }
 
     private static func dispatched(_ s: inout State, input: EvBuffer?, now: UInt64) {
@@ -137,7 +147,7 @@ final class ServerConnection {
     /// callback was off are given to the framing scan.
     func answered(now: UInt64) {
         let input = bufferevent.input
-        state.update { Self.answered(&$0, input: input, now: now) }
+        state.withValue { Self.answered(&$0, input: input, now: now) }
     }
 
     private static func answered(_ s: inout State, input: EvBuffer?, now: UInt64) {

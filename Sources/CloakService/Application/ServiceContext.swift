@@ -10,8 +10,8 @@ import Synchronization
 final class ServiceContext: Sendable {
     let configuration: ServiceConfiguration
     let logger: Logger
-    /// Where ``logger``'s lines go: fixed-shape lines written on every request (``LogLine``) go
-    /// there directly.
+    /// Where ``logger``'s lines go; a fixed-shape line written per call (``LogLine``, the egress
+    /// line) goes there directly.
     let logSink: LogSink
     /// Today's date for the expiry window, in the server's local time zone.
     let today: @Sendable () -> CalendarDate

@@ -56,20 +56,17 @@ extension Route {
         guard let id, let path, let upstream else { return nil }
         var prefix = path
         while prefix.count > 1 && prefix.hasSuffix("/") { prefix.removeLast() }
-        var route = Route(
-            id: id, door: .inbound, matcher: .prefix("/proxy" + (prefix == "/" ? "" : prefix)), methods: methods,
-            upstream: nil, form: form)
+        var target: Route.Upstream?
         if upstream != "echo", let parsed = UpstreamRequest.parse(url: upstream) {
             // Inbound upstreams are the operator's own services: private addresses are allowed.
-            route.upstream = Route.Upstream(
+            target = Route.Upstream(
                 scheme: parsed.scheme, host: parsed.host, port: parsed.port, path: parsed.path, caFile: caFile,
                 allowPrivate: true, connectTimeoutSeconds: connect, responseTimeoutSeconds: response)
         }
-        route.headers = headers
-        route.forwardAuthorization = forwardAuth
-        route.requestOperations = operations
-        route.responseOperations = responseOperations
-        return route
+        return Route(
+            id: id, door: .inbound, matcher: .prefix("/proxy" + (prefix == "/" ? "" : prefix)), methods: methods,
+            upstream: target, form: form, requestOperations: operations, responseOperations: responseOperations,
+            headers: headers, forwardAuthorization: forwardAuth)
     }
 
     /// Reads one `egress.routes[]` entry.
@@ -140,16 +137,13 @@ extension Route {
         let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s", min: 0.001, max: 600) ?? 5
         let timeout = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s", min: 0.001, max: 3600) ?? 30
         guard let id, let upstream else { return nil }
-        var route = Route(
+        return Route(
             id: id, door: .egress, matcher: .paths(paths), methods: methods,
             upstream: Route.Upstream(
                 scheme: upstream.scheme, host: upstream.host.lowercased(), port: upstream.port, path: "/",
                 caFile: caFile, clientCertificate: client, allowPrivate: allowPrivate,
-                connectTimeoutSeconds: connect, responseTimeoutSeconds: timeout))
-        route.requestOperations = request
-        route.responseOperations = response
-        route.forwardAuthorization = true
-        route.maxAliases = maxAliases
-        return route
+                connectTimeoutSeconds: connect, responseTimeoutSeconds: timeout),
+            requestOperations: request, responseOperations: response, forwardAuthorization: true,
+            maxAliases: maxAliases)
     }
 }

@@ -27,18 +27,15 @@ struct LogLine {
         writer.rawJSON(#"""#)
     }
 
-    /// `,"key":` as it is: `key` is a member name that needs no escaping.
-    private mutating func key(_ key: StaticString) { writer.rawMemberName(key) }
-
-    /// A text member, escaped as JSON.
+    /// A text member, escaped as JSON; `name` needs no escaping.
     mutating func field(_ name: StaticString, _ value: String) {
-        key(name)
+        writer.rawMemberName(name)
         writer.writeString(value)
     }
 
     /// A number member.
     mutating func field(_ name: StaticString, _ value: Int) {
-        key(name)
+        writer.rawMemberName(name)
         writer.writeInt(value)
     }
 

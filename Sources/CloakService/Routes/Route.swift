@@ -62,26 +62,19 @@ package struct Route: Sendable {
     /// What a route is, in one box every copy shares: a request copies its route into the
     /// call, its closures and the exchange (five copies a request), and a copy of the box is one
     /// retain where a copy of the fields was one for each text and array in them (45 a request).
-    /// Changing a field (the configuration reader, tests) makes a new box.
-    package struct Fields: Sendable {
-        /// A UUID for inbound routes (`X-Route-Id` names one), `[a-z0-9_-]+` for egress routes.
-        package var id: String
-        package var door: Door
-        package var matcher: Matcher
-        package var methods: [String]
-        /// nil: `upstream: echo` (inbound only): the caller gets the body the upstream would have.
-        package var upstream: Upstream?
-        /// An inbound route's form: validated, aliased and mapped before the body goes upstream.
-        package var form: String?
-        package var requestOperations: [Operation] = []
-        package var responseOperations: [Operation] = []
-        /// Headers set on every request upstream (replacing the client's of that name).
-        package var headers: [(name: String, value: String)] = []
-        /// Whether the client's `Authorization` goes upstream. Egress routes always forward it
-        /// (the provider's key); inbound ones when configured. A Cloak token never does.
-        package var forwardAuthorization = false
-        /// More selected values in one message: 400 (1002); `vault.max_batch` bounds it too.
-        package var maxAliases = Int.max
+    /// A route is made whole by its initializer and never changes.
+    private struct Fields: Sendable {
+        var id: String
+        var door: Door
+        var matcher: Matcher
+        var methods: [String]
+        var upstream: Upstream?
+        var form: String?
+        var requestOperations: [Operation]
+        var responseOperations: [Operation]
+        var headers: [(name: String, value: String)]
+        var forwardAuthorization: Bool
+        var maxAliases: Int
     }
 
     private final class Box: Sendable {
@@ -89,65 +82,38 @@ package struct Route: Sendable {
         init(_ fields: Fields) { self.fields = fields }
     }
 
-    private var box: Box
+    private let box: Box
 
     package init(
-        id: String, door: Door, matcher: Matcher, methods: [String], upstream: Upstream?, form: String? = nil
+        id: String, door: Door, matcher: Matcher, methods: [String], upstream: Upstream?, form: String? = nil,
+        requestOperations: [Operation] = [], responseOperations: [Operation] = [],
+        headers: [(name: String, value: String)] = [], forwardAuthorization: Bool = false, maxAliases: Int = .max
     ) {
-        box = Box(Fields(id: id, door: door, matcher: matcher, methods: methods, upstream: upstream, form: form))
+        box = Box(
+            Fields(
+                id: id, door: door, matcher: matcher, methods: methods, upstream: upstream, form: form,
+                requestOperations: requestOperations, responseOperations: responseOperations, headers: headers,
+                forwardAuthorization: forwardAuthorization, maxAliases: maxAliases))
     }
 
-    /// A change to a field: a new box, the other copies keep theirs.
-    private mutating func change(_ body: (inout Fields) -> Void) {
-        var fields = box.fields
-        body(&fields)
-        box = Box(fields)
-    }
-
-    package var id: String {
-        get { box.fields.id }
-        set { change { $0.id = newValue } }
-    }
-    package var door: Door {
-        get { box.fields.door }
-        set { change { $0.door = newValue } }
-    }
-    package var matcher: Matcher {
-        get { box.fields.matcher }
-        set { change { $0.matcher = newValue } }
-    }
-    package var methods: [String] {
-        get { box.fields.methods }
-        set { change { $0.methods = newValue } }
-    }
-    package var upstream: Upstream? {
-        get { box.fields.upstream }
-        set { change { $0.upstream = newValue } }
-    }
-    package var form: String? {
-        get { box.fields.form }
-        set { change { $0.form = newValue } }
-    }
-    package var requestOperations: [Operation] {
-        get { box.fields.requestOperations }
-        set { change { $0.requestOperations = newValue } }
-    }
-    package var responseOperations: [Operation] {
-        get { box.fields.responseOperations }
-        set { change { $0.responseOperations = newValue } }
-    }
-    package var headers: [(name: String, value: String)] {
-        get { box.fields.headers }
-        set { change { $0.headers = newValue } }
-    }
-    package var forwardAuthorization: Bool {
-        get { box.fields.forwardAuthorization }
-        set { change { $0.forwardAuthorization = newValue } }
-    }
-    package var maxAliases: Int {
-        get { box.fields.maxAliases }
-        set { change { $0.maxAliases = newValue } }
-    }
+    /// A UUID for inbound routes (`X-Route-Id` names one), `[a-z0-9_-]+` for egress routes.
+    package var id: String { box.fields.id }
+    package var door: Door { box.fields.door }
+    package var matcher: Matcher { box.fields.matcher }
+    package var methods: [String] { box.fields.methods }
+    /// nil: `upstream: echo` (inbound only): the caller gets the body the upstream would have.
+    package var upstream: Upstream? { box.fields.upstream }
+    /// An inbound route's form: validated, aliased and mapped before the body goes upstream.
+    package var form: String? { box.fields.form }
+    package var requestOperations: [Operation] { box.fields.requestOperations }
+    package var responseOperations: [Operation] { box.fields.responseOperations }
+    /// Headers set on every request upstream (replacing the client's of that name).
+    package var headers: [(name: String, value: String)] { box.fields.headers }
+    /// Whether the client's `Authorization` goes upstream. Egress routes always forward it (the
+    /// provider's key); inbound ones when configured. A Cloak token never does.
+    package var forwardAuthorization: Bool { box.fields.forwardAuthorization }
+    /// More selected values in one message: 400 (1002); `vault.max_batch` bounds it too.
+    package var maxAliases: Int { box.fields.maxAliases }
 
     /// The scope a token needs to use the route at all: `egress:<id>` (or `egress:*`) for an
     /// egress route; an inbound route is open to the client it serves.
