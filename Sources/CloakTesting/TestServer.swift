@@ -48,6 +48,7 @@ package final class TestServer: Sendable {
     package static let fullToken = "full-access-token"
     package static let createOnlyToken = "create-only-token"
     package static let revealOnlyToken = "reveal-only-token"
+    package static let lookupOnlyToken = "lookup-only-token"
 
     /// The repository's root, found from this file's path.
     package static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
@@ -58,16 +59,17 @@ package final class TestServer: Sendable {
         (try? String(contentsOf: repositoryRoot.appendingPathComponent("config/cloak.yaml"), encoding: .utf8)) ?? ""
     }
 
-    /// The shipped configuration with three test tokens in `auth.tokens`.
+    /// The shipped configuration with four test tokens in `auth.tokens`.
     package static var configurationWithTokens: String {
         func entry(_ id: String, _ token: String, _ scopes: String) -> String {
             let hex = Digest.sha256(Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
             return "{id: \(id), sha256: \"\(hex)\", scopes: [\(scopes)]}"
         }
         let tokens = [
-            entry("full", fullToken, "aliases:create, aliases:reveal, aliases:update, aliases:delete"),
+            entry("full", fullToken, "aliases:create, aliases:reveal, aliases:lookup, aliases:update, aliases:delete"),
             entry("creator", createOnlyToken, "aliases:create"),
             entry("revealer", revealOnlyToken, "aliases:reveal"),
+            entry("looker", lookupOnlyToken, "aliases:lookup"),
         ].joined(separator: ", ")
         // Rate limits far above what any test sends; the rate-limit tests set their own.
         return shippedConfiguration.replacingOccurrences(

@@ -35,6 +35,16 @@ extension Vault {
         return try changed.get()
     }
 
+    /// Sets what a vault thread hands the store's wrapped ring to when a record names a key
+    /// version this node does not hold (``MissingKeyRead``): the caller unwraps it and calls
+    /// ``adoptKeys(_:)``. Without it such a record is unavailable until the next refresh.
+    public func onMissingKey(_ adopt: @escaping @Sendable (_ wrappedRing: [UInt8]) -> Void) {
+        missingKey.setAdopt(adopt)
+    }
+
+    /// How many times a vault thread read the store's ring for a missing version (tests).
+    public var missingKeyReads: Int { missingKey.reads }
+
     /// Reads the store's wrapped ring on the executor thread (nil when the store keeps none).
     public func storedKeyRing(completion: @escaping @Sendable (Result<[UInt8]?, VaultError>) -> Void) {
         executor.submit(

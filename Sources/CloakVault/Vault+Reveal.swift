@@ -13,7 +13,7 @@ extension Vault {
             { [self] store in
                 var out: [String: RevealedRecord] = [:]
                 for alias in aliases {
-                    if let record = try liveRecord(alias, in: store) { out[alias] = try open(record) }
+                    if let record = try liveRecord(alias, in: store) { out[alias] = try open(record, in: store) }
                 }
                 return out
             }, completion: { completion(Self.map($0)) })
@@ -37,8 +37,13 @@ extension Vault {
         return record
     }
 
-    private func open(_ record: StoredRecord) throws -> RevealedRecord {
-        guard let key = dataKey(record.keyID) else {
+    private func open(_ record: StoredRecord, in store: any AliasStore) throws -> RevealedRecord {
+        // A version this node has not picked up yet (a rotation and rewrap elsewhere): the
+        // store's ring is read at once (MissingKeyRead), not at the next key_refresh_s.
+        guard
+            let key = missingKey.key(
+                record.keyID, in: store, ringName: Self.keyRingName, lookup: { dataKey(record.keyID) })
+        else {
             throw VaultError.unavailable("the key \(record.keyID) that sealed a record is not in the key ring")
         }
         let plain: [UInt8]

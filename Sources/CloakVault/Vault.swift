@@ -31,6 +31,8 @@ public final class Vault: Sendable {
     private let nextExecutor = Atomic<Int>(0)
     /// Set when the vault is its store's one writer (one connection) and the settings ask for it.
     let cache: DedupeCache?
+    /// Reads the store's ring when a record names a version this node has not picked up yet.
+    let missingKey = MissingKeyRead()
     let clock: @Sendable () -> Int64
 
     /// Alias candidates tried before giving up on a format whose space is nearly full.

@@ -107,6 +107,26 @@ import Testing
                 + (100..<102).map { String(format: "4111%012d", $0) })
     }
 
+    /// Issue 34, defect 1: a node that has not picked up a rotation yet (its refresh never ran)
+    /// reads the store's ring the first time a record names the new version, once.
+    @Test func aRecordUnderAVersionNotYetPickedUpOpensAtOnce() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = Self.settings(directory)
+        settings.keyRefreshSeconds = 3600
+        let (vault, refresh) = try VaultBootstrap.openWithKeys(settings, environment: [:], logger: nil)
+        defer { vault.close() }
+        _ = refresh  // never started: only a missing version makes the vault read the ring
+        let aliases = try Self.store(vault, count: 5)
+        _ = try Self.admin(settings).rotate()
+        _ = try Self.admin(settings).rewrap(batch: 10) { _, _, _ in }
+        #expect(vault.keyVersions.current == "k1")
+        #expect(try Self.reveal(vault, aliases) == (0..<5).map { String(format: "4111%012d", $0) })
+        #expect(vault.keyVersions.current == "k2")
+        #expect(vault.missingKeyReads == 1)
+        #expect(try Self.reveal(vault, aliases).count == 5 && vault.missingKeyReads == 1)
+    }
+
     @Test(arguments: [false, true])
     func rewrapMovesEveryRecordThenTheOldVersionRetires(postgres: Bool) throws {
         if postgres && !PostgresTestCluster.isAvailable { return }

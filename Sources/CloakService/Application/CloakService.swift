@@ -180,7 +180,8 @@ package final class CloakService: Sendable {
     func admission(for identity: Identity) -> CreateAdmission? {
         guard let token = identity.token else { return nil }
         return CreateAdmission(
-            tokenID: token.id, limiter: guessLimiter, valuesPerHour: configuration.limits.bucketValuesPerHour,
+            tokenID: token.id, limiter: guessLimiter,
+            valuesPerHour: token.createBucketLimit(default: configuration.limits.bucketValuesPerHour),
             charge: { [rates] n in rates.chargeToken(token, n) },
             refused: { [metrics, logger] format, enforced in
                 metrics.bucketLimited(format.rawValue)
@@ -198,6 +199,8 @@ package final class CloakService: Sendable {
         vault.map {
             VaultClient(
                 vault: $0, loop: request.loop, admission: identity.flatMap { admission(for: $0) },
+                lookupValuesPerHour: identity?.token?.lookupBucketLimit(
+                    default: configuration.limits.bucketValuesPerHour),
                 onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) },
                 chargeAnonymous: { [rates, address = request.remoteAddress] n in rates.chargeAnonymous(address, n) },
                 onUnavailable: Self.logUnavailable(logger))

@@ -1,7 +1,8 @@
 import CloakCrypto
 
 extension ServiceConfiguration {
-    /// `auth`: `open_tokenize` and `tokens[]` (`id`, `sha256`, `scopes`, `requests_per_minute`).
+    /// `auth`: `open_tokenize` and `tokens[]` (`id`, `sha256`, `scopes`, `requests_per_minute`,
+    /// `bucket_values_per_hour`).
     static func readAuth(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
         guard let auth = r.mapping(node, at: "auth", allowed: ["tokens", "open_tokenize", "anonymous"]) else { return }
         if let v = auth["open_tokenize"].flatMap({ r.bool($0, at: "auth.open_tokenize") }) { config.openTokenize = v }
@@ -21,7 +22,10 @@ extension ServiceConfiguration {
         var ids = Set<String>()
         for (i, node) in tokens.enumerated() {
             let p = "auth.tokens[\(i)]"
-            guard let t = r.mapping(node, at: p, allowed: ["id", "sha256", "scopes", "requests_per_minute"]) else {
+            guard
+                let t = r.mapping(
+                    node, at: p, allowed: ["id", "sha256", "scopes", "requests_per_minute", "bucket_values_per_hour"])
+            else {
                 continue
             }
             let id = r.string(t["id"], at: "\(p).id")
@@ -43,9 +47,13 @@ extension ServiceConfiguration {
             }
             let perMinute = r.int(
                 t["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute)
+            let bucketLimit = r.int(
+                t["bucket_values_per_hour"], at: "\(p).bucket_values_per_hour", min: 1, max: 1_000_000)
             if let id, let digest, digest.count == 32 {
                 config.auth.append(
-                    AccessToken(id: id, sha256: digest, scopes: Set(scopes), requestsPerMinute: perMinute))
+                    AccessToken(
+                        id: id, sha256: digest, scopes: Set(scopes), requestsPerMinute: perMinute,
+                        bucketValuesPerHour: bucketLimit))
             }
         }
     }

@@ -78,13 +78,32 @@ package struct ServiceConfiguration: Sendable {
         package var scopes: Set<String>
         /// Overrides `limits.token.requests_per_minute` for this token.
         package var requestsPerMinute: Int?
+        /// Overrides `limits.bucket_values_per_hour` for this token (a migration that imports
+        /// many cards of one BIN and last four), for its creates and its lookups alike.
+        package var bucketValuesPerHour: Int?
 
-        package init(id: String, sha256: [UInt8], scopes: Set<String>, requestsPerMinute: Int? = nil) {
+        package init(
+            id: String, sha256: [UInt8], scopes: Set<String>, requestsPerMinute: Int? = nil,
+            bucketValuesPerHour: Int? = nil
+        ) {
             self.id = id
             self.sha256 = sha256
             self.scopes = scopes
             self.requestsPerMinute = requestsPerMinute
+            self.bucketValuesPerHour = bucketValuesPerHour
         }
+
+        /// The distinct values of one guess bucket this token may alias in an hour; nil for no
+        /// limit. A token that may reveal gains nothing by aliasing candidates (it can reveal
+        /// the alias it holds), so only its own override limits its creates.
+        package func createBucketLimit(default limit: Int) -> Int? {
+            bucketValuesPerHour ?? (scopes.contains("aliases:reveal") ? nil : limit)
+        }
+
+        /// The distinct values of one guess bucket this token may look up, not finding them, in
+        /// an hour: every token, reveal holders included (a lookup of a value the caller does
+        /// not know is a guess).
+        package func lookupBucketLimit(default limit: Int) -> Int { bucketValuesPerHour ?? limit }
     }
 
     /// `limits`: a token bucket per client address and per token.
@@ -98,7 +117,7 @@ package struct ServiceConfiguration: Sendable {
     }
 
     package static let knownScopes: Set<String> = [
-        "aliases:create", "aliases:reveal", "aliases:update", "aliases:delete", "egress:*",
+        "aliases:create", "aliases:reveal", "aliases:lookup", "aliases:update", "aliases:delete", "egress:*",
     ]
 
     /// Whether `scope` is one Cloak knows: a fixed one or `egress:<route id>`.

@@ -24,7 +24,8 @@ extension VaultAPIHandler {
         }
     }
 
-    /// `GET /aliases?q=a,b`.
+    /// `GET /aliases?q=a,b`: each alias costs one request of the token's rate, and aliases not
+    /// found count as guesses in their buckets (``VaultClient/revealGuessing(_:completion:)``).
     func revealMany(_ request: HTTPRequest) throws(CloakError) -> Reply {
         let tokenID = try identity.require("aliases:reveal")
         // Split on literal commas first, then decode each alias: an alias holding a comma is
@@ -40,7 +41,7 @@ extension VaultAPIHandler {
         }
         let plausible = aliases.filter(Self.isPlausibleAlias)
         return .later { finish in
-            vault.reveal(plausible) { result in
+            vault.revealGuessing(plausible) { result in
                 switch result {
                 case let .success(found):
                     for alias in aliases { audit("reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok") }

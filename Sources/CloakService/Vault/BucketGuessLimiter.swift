@@ -63,9 +63,17 @@ final class BucketGuessLimiter: Sendable {
     /// recorded; with ``Mode/countOnly`` every value is recorded (up to the limit) and a bucket
     /// past it is still returned, for the alert.
     func admit(token: String, _ buckets: [GuessBucket], limit: Int, now: UInt64, mode: Mode = .enforce) -> Refusal? {
-        guard !buckets.isEmpty else { return nil }
+        admitRecording(token: token, buckets, limit: limit, now: now, mode: mode).refusal
+    }
+
+    /// ``admit(token:_:limit:now:mode:)``, also returning the values it recorded that the window
+    /// did not hold before (a reservation ``release(token:_:)`` can give back).
+    func admitRecording(token: String, _ buckets: [GuessBucket], limit: Int, now: UInt64, mode: Mode = .enforce)
+        -> (refusal: Refusal?, recorded: [GuessBucket])
+    {
+        guard !buckets.isEmpty else { return (nil, []) }
         let shard = shards[Int(UInt(bitPattern: token.hashValue) % UInt(Self.shardCount))]
-        return shard.tokens.withLock { tokens -> Refusal? in
+        return shard.tokens.withLock { tokens -> (refusal: Refusal?, recorded: [GuessBucket]) in
             let state: TokenWindows
             if let found = tokens[token] {
                 state = found
@@ -75,6 +83,7 @@ final class BucketGuessLimiter: Sendable {
             }
             // New values per bucket, in request order.
             var fresh: [GuessTag: [GuessTag]] = [:]
+            var recorded: [GuessBucket] = []
             var refusal: Refusal?
             for b in buckets {
                 state.windows[b.bucket]?.expire(now: now)
@@ -91,17 +100,18 @@ final class BucketGuessLimiter: Sendable {
                     continue
                 }
                 fresh[b.bucket, default: []].append(b.value)
+                recorded.append(b)
             }
             if mode == .enforce, refusal != nil {
                 Self.dropEmpty(state, buckets)
-                return refusal
+                return (refusal, [])
             }
             let newBuckets = fresh.keys.filter { state.windows[$0] == nil }.count
             if state.windows.count + newBuckets > Self.maxBucketsPerToken {
                 state.windows = state.windows.filter { $0.value.seen.contains { now &- $0.at < Self.window } }
                 if state.windows.count + newBuckets > Self.maxBucketsPerToken {
                     let oldest = state.windows.values.compactMap { $0.seen.first?.at }.min() ?? now
-                    return Refusal(format: buckets[0].format, retryAfter: Self.seconds(until: oldest, now: now))
+                    return (Refusal(format: buckets[0].format, retryAfter: Self.seconds(until: oldest, now: now)), [])
                 }
             }
             for (bucket, values) in fresh {
@@ -109,7 +119,25 @@ final class BucketGuessLimiter: Sendable {
             }
             Self.dropEmpty(state, buckets)
             if state.windows.isEmpty { tokens[token] = nil }
-            return refusal
+            return (refusal, recorded)
+        }
+    }
+
+    /// Gives back values ``admitRecording(token:_:limit:now:mode:)`` recorded (a lookup's hits:
+    /// only a value not found counts as a guess).
+    func release(token: String, _ recorded: [GuessBucket]) {
+        guard !recorded.isEmpty else { return }
+        let shard = shards[Int(UInt(bitPattern: token.hashValue) % UInt(Self.shardCount))]
+        shard.tokens.withLock { tokens in
+            guard let state = tokens[token] else { return }
+            for b in recorded {
+                guard var window = state.windows[b.bucket],
+                    let i = window.seen.lastIndex(where: { $0.value == b.value })
+                else { continue }
+                window.seen.remove(at: i)
+                state.windows[b.bucket] = window.seen.isEmpty ? nil : window
+            }
+            if state.windows.isEmpty { tokens[token] = nil }
         }
     }
 

@@ -28,6 +28,9 @@ package final class KeyRefresh: Sendable {
         self.last = Mutex(stored)
         self.interval = interval
         self.logger = logger
+        // A record under a version this node has not picked up yet is read with the store's ring
+        // at once (issue 34: a rewrap right after a rotation made other nodes answer 503).
+        vault.onMissingKey { [weak self] bytes in self?.adopt(bytes, reason: "a record named a newer key version") }
     }
 
     /// Starts reading the ring every `interval` seconds.
@@ -50,23 +53,29 @@ package final class KeyRefresh: Sendable {
         vault.storedKeyRing { [self] result in
             defer { done?() }
             guard case let .success(bytes) = result, let bytes else { return }
-            guard last.withLock({ $0 }) != bytes else { return }
-            do {
-                let ring = try KeyCustody.unwrap(bytes, wrapping)
-                if try vault.adoptKeys(ring) {
-                    logger?.notice(
-                        "key ring refreshed",
-                        metadata: [
-                            "current": .string(ring.currentID),
-                            "versions": .string(ring.keys.map(\.id).joined(separator: ",")),
-                        ])
-                }
-                last.withLock { $0 = bytes }
-            } catch {
-                logger?.error(
-                    "the store's key ring could not be opened; keeping the current one",
-                    metadata: ["reason": .string("\(error)")])
+            adopt(bytes, reason: "key_refresh_s")
+        }
+    }
+
+    /// Unwraps the store's ring and hands it to the vault when it changed since the last one.
+    private func adopt(_ bytes: [UInt8], reason: String) {
+        guard last.withLock({ $0 }) != bytes else { return }
+        do {
+            let ring = try KeyCustody.unwrap(bytes, wrapping)
+            if try vault.adoptKeys(ring) {
+                logger?.notice(
+                    "key ring refreshed",
+                    metadata: [
+                        "current": .string(ring.currentID),
+                        "versions": .string(ring.keys.map(\.id).joined(separator: ",")),
+                        "reason": .string(reason),
+                    ])
             }
+            last.withLock { $0 = bytes }
+        } catch {
+            logger?.error(
+                "the store's key ring could not be opened; keeping the current one",
+                metadata: ["reason": .string("\(error)")])
         }
     }
 }

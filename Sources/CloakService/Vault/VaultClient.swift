@@ -14,6 +14,8 @@ struct VaultClient: Sendable {
     let loop: LoopHandle?
     /// The limits a token holder's creates pass first (nil: anonymous callers and in-process use).
     var admission: CreateAdmission? = nil
+    /// A token holder's `bucket_values_per_hour` for lookups (see ``LookupAdmission``).
+    var lookupValuesPerHour: Int? = nil
     /// Told when an anonymous request found its bucket's share taken (the metric).
     var onBucketFull: (@Sendable (AliasFormatName) -> Void)? = nil
     /// Takes `n` more requests from an anonymous caller's rate bucket (its address's): nil when it
@@ -56,8 +58,50 @@ struct VaultClient: Sendable {
         }
     }
 
+    /// Looks values up; a token holder's lookup passes its ``LookupAdmission`` first (per-value
+    /// charge, misses held to the bucket limit).
     func lookup(_ values: [String], completion: @escaping @Sendable (Result<[RevealedRecord?], VaultError>) -> Void) {
-        vault.lookup(values) { result in onLoop { completion(result) } }
+        guessing(values, completion: completion, found: { $0.map { $0 != nil } }) { done in
+            vault.lookup(values, completion: done)
+        }
+    }
+
+    /// Reveals several aliases a caller names at once (`GET /aliases?q=`): a list of guessed
+    /// aliases is a lookup too, so it passes the same admission (an FPE alias keeps its card's
+    /// BIN and last four: a miss counts in that bucket).
+    func revealGuessing(
+        _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
+    ) {
+        guessing(aliases, completion: completion, found: { found in aliases.map { found[$0] != nil } }) { done in
+            vault.reveal(aliases) { [onUnavailable] result in
+                if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
+                done(result)
+            }
+        }
+    }
+
+    /// Runs `ask` under the token's ``LookupAdmission`` (none for in-process callers): refused
+    /// before the vault when past a limit; afterwards the values found are given back.
+    private func guessing<T: Sendable>(
+        _ values: [String], completion: @escaping @Sendable (Result<T, VaultError>) -> Void,
+        found: @escaping @Sendable (T) -> [Bool],
+        ask: (_ done: @escaping @Sendable (Result<T, VaultError>) -> Void) -> Void
+    ) {
+        guard let create = admission, let limit = lookupValuesPerHour else {
+            return ask { result in onLoop { completion(result) } }
+        }
+        let admission = LookupAdmission(create: create, valuesPerHour: limit)
+        switch admission.admit(values, vault: vault) {
+        case let .failure(refusal):
+            completion(.failure(refusal))
+        case let .success(reservation):
+            ask { result in
+                // A failed request answered nothing: every reservation goes back.
+                let hits = (try? result.get()).map(found) ?? Array(repeating: true, count: reservation.count)
+                admission.settle(reservation, found: hits)
+                onLoop { completion(result) }
+            }
+        }
     }
 
     func reveal(
@@ -99,13 +143,15 @@ struct VaultClient: Sendable {
 
 /// What a token holder's create passes before the vault: its rate bucket is charged one request
 /// per value (the request itself paid for the first), and each bucket it aliases is held to
-/// `limits.bucket_values_per_hour` distinct values (``BucketGuessLimiter``). Values redacted from
-/// an upstream's answer (``answering``) are counted and alerted on only: the upstream has acted,
-/// and refusing then would lose its answer.
+/// `limits.bucket_values_per_hour` distinct values (``BucketGuessLimiter``), unless the token may
+/// reveal (it gains nothing by aliasing candidates) or its own entry sets another limit. Values
+/// redacted from an upstream's answer (``answering``) are counted and alerted on only: the
+/// upstream has acted, and refusing then would lose its answer.
 struct CreateAdmission: Sendable {
     let tokenID: String
     let limiter: BucketGuessLimiter
-    let valuesPerHour: Int
+    /// nil: no bucket limit on this token's creates.
+    let valuesPerHour: Int?
     /// Takes `n` more from the token's rate bucket: nil when it may go, else seconds to wait.
     let charge: @Sendable (_ n: Int) -> Int?
     /// Told of a bucket past the limit (metric and audit line), with whether it was refused.
@@ -121,10 +167,8 @@ struct CreateAdmission: Sendable {
 
     /// nil when the request may go on, else the refusal to answer (nothing is written).
     func admit(_ requests: [AliasRequest], vault: Vault) -> VaultError? {
-        if mode == .enforce, requests.count > 1, let wait = charge(requests.count - 1) {
-            return .refused(
-                retryAfter: wait, reason: "too many values for this token's rate (each value counts as a request)")
-        }
+        if mode == .enforce, let refusal = chargeExtra(requests.count) { return refusal }
+        guard let valuesPerHour else { return nil }
         let buckets = vault.guessBuckets(requests)
         guard
             let refusal = limiter.admit(token: tokenID, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode)
@@ -136,6 +180,50 @@ struct CreateAdmission: Sendable {
             reason:
                 "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values of one bucket (kept characters "
                 + "and shape) within an hour (limits.bucket_values_per_hour)")
+    }
+
+    /// Charges the token's rate for every value after the first (the request paid for it).
+    func chargeExtra(_ count: Int) -> VaultError? {
+        guard count > 1, let wait = charge(count - 1) else { return nil }
+        return .refused(
+            retryAfter: wait, reason: "too many values for this token's rate (each value counts as a request)")
+    }
+}
+
+/// What a lookup (`POST /aliases/lookup`) passes before the vault: one unit of the token's rate
+/// per value, and every value counted in its guess buckets (a card's BIN, last four and length;
+/// a short number's last four and length) against the token's `bucket_values_per_hour`, reveal
+/// holders included. The reservation is taken before the vault answers (so concurrent lookups
+/// cannot pass it together); values that were found are given back afterwards: only a value the
+/// vault does not hold is a guess.
+struct LookupAdmission: Sendable {
+    let create: CreateAdmission
+    let valuesPerHour: Int
+
+    /// The reservation to settle with ``settle(_:found:)``, or the refusal (nothing was asked).
+    func admit(_ values: [String], vault: Vault) -> Result<[[GuessBucket]], VaultError> {
+        if let refusal = create.chargeExtra(values.count) { return .failure(refusal) }
+        let perValue = values.map { vault.guessBuckets([AliasRequest(value: $0, format: .UUID, storage: .persistent)]) }
+        let (refusal, recorded) = create.limiter.admitRecording(
+            token: create.tokenID, perValue.flatMap { $0 }, limit: valuesPerHour, now: LoopClock.now())
+        if let refusal {
+            create.refused(refusal.format, true)
+            return .failure(
+                .refused(
+                    retryAfter: refusal.retryAfter,
+                    reason:
+                        "this token looked up \(valuesPerHour) distinct values of one bucket (a card's first six, last four "
+                        + "and length) that the vault does not hold within an hour (limits.bucket_values_per_hour)"))
+        }
+        // Only what this request recorded is its own to give back.
+        let mine = Set(recorded.map { [$0.bucket, $0.value] })
+        return .success(perValue.map { $0.filter { mine.contains([$0.bucket, $0.value]) } })
+    }
+
+    /// Gives back the reservation of every value that was found.
+    func settle(_ reservation: [[GuessBucket]], found: [Bool]) {
+        let hits = zip(reservation, found).filter { $0.1 }.flatMap { $0.0 }
+        create.limiter.release(token: create.tokenID, hits)
     }
 }
 

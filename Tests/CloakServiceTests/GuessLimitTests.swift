@@ -1,0 +1,119 @@
+import CloakCrypto
+import CloakTesting
+import Foundation
+import Testing
+
+/// Issue 34, defects 2 and 3: the per-bucket guess limit holds the tokens that could guess (a
+/// create-only token's creates, every token's lookups) and no one else, and lookups pay per value.
+@Suite(.serialized) struct GuessLimitTests {
+    static let migratorToken = "migrator-token"
+
+    /// Limit 5 an hour; a create-only token whose entry raises it to 50 (a migration).
+    static func server(extra: [(String, String)] = []) throws -> TestService {
+        let hex = Digest.sha256(Array(migratorToken.utf8)).map { String(format: "%02x", $0) }.joined()
+        return try ReviewDefectTests.server(
+            [
+                ("  bucket_values_per_hour: 30 ", "  bucket_values_per_hour: 5 "),
+                (
+                    "  tokens: [",
+                    "  tokens: [{id: migrator, sha256: \"\(hex)\", scopes: [aliases:create], bucket_values_per_hour: 50}, "
+                ),
+            ] + extra)
+    }
+
+    static func lookupBody(_ values: [String]) -> String {
+        #"{"data":["# + values.map { #"{"value":"\#($0)"}"# }.joined(separator: ",") + "]}"
+    }
+
+    @Test func aRevealHolderAndATokenWithItsOwnLimitAliasManyValuesOfOneBucket() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let cards = ReviewDefectTests.cards(40)
+        // Was 429 (1429): a token that may reveal gains nothing from aliasing candidates.
+        let full = try server.client().request(
+            "POST", "/aliases", json: ReviewDefectTests.body(cards),
+            headers: ReviewDefectTests.bearer(TestServer.fullToken))
+        #expect(full.status == 201, "\(full.text)")
+        let migrator = try server.client().request(
+            "POST", "/aliases", json: ReviewDefectTests.body(cards),
+            headers: ReviewDefectTests.bearer(Self.migratorToken))
+        #expect(migrator.status == 201, "\(migrator.text)")
+        // A create-only token without an override is still held to 5.
+        let creator = try server.client().request(
+            "POST", "/aliases", json: ReviewDefectTests.body(Array(cards.prefix(6))),
+            headers: ReviewDefectTests.bearer(TestServer.createOnlyToken))
+        #expect(creator.status == 429 && creator.errorCode == 1429, "\(creator.text)")
+    }
+
+    @Test func lookupMissesOfOneBucketAreHeldToTheLimitForRevealHoldersToo() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let client = try server.client()
+        let cards = ReviewDefectTests.cards(12)
+        let full = ReviewDefectTests.bearer(TestServer.fullToken)
+        // One card of the bucket is stored; a lookup of it and four unknown ones passes (found
+        // values are given back: four misses counted).
+        #expect(
+            try client.request("POST", "/aliases", json: ReviewDefectTests.body([cards[0]]), headers: full).status
+                == 201)
+        let first = try client.request(
+            "POST", "/aliases/lookup", json: Self.lookupBody(Array(cards[0...4])), headers: full)
+        #expect(first.status == 200, "\(first.text)")
+        #expect(((first.json?["data"] as? [Any])?.first as? [String: Any]) != nil)
+        // One more miss is the fifth; the sixth distinct miss is refused, whole, with Retry-After.
+        #expect(
+            try client.request("POST", "/aliases/lookup", json: Self.lookupBody([cards[5]]), headers: full).status
+                == 200)
+        let over = try client.request("POST", "/aliases/lookup", json: Self.lookupBody([cards[6]]), headers: full)
+        #expect(over.status == 429 && over.errorCode == 1429, "\(over.text)")
+        #expect(Int(over.header("Retry-After") ?? "") ?? 0 >= 1)
+        #expect(!over.text.contains("411111") && !server.logs.text.contains(cards[6]))
+        // Values looked up before count once; another bucket is not touched.
+        #expect(
+            try client.request("POST", "/aliases/lookup", json: Self.lookupBody([cards[5]]), headers: full).status
+                == 200)
+        #expect(
+            try client.request("POST", "/aliases/lookup", json: Self.lookupBody(["5555555555554444"]), headers: full)
+                .status == 200)
+        // 20,000 candidates of one bucket (the attack): refused before the vault is asked.
+        let attack = try client.request(
+            "POST", "/aliases/lookup", json: Self.lookupBody(Array(ReviewDefectTests.cards(100, from: 500))),
+            headers: ReviewDefectTests.bearer(Self.migratorToken))
+        #expect(attack.status == 403, "the migrator has no aliases:lookup: \(attack.text)")
+    }
+
+    @Test func lookupsAndRevealsOfManyAliasesPayOneRequestPerValue() throws {
+        let server = try Self.server(extra: [
+            ("token: {requests_per_minute: 10000000, burst: 1000000}", "token: {requests_per_minute: 1, burst: 10}")
+        ])
+        defer { server.stop() }
+        let client = try server.client()
+        let full = ReviewDefectTests.bearer(TestServer.fullToken)
+        // Eleven values cost eleven, more than the burst of ten: the request goes (a bucket may go
+        // into debt once), and the next one waits, whatever its size.
+        let values = (0..<11).map { "value-\($0)" }
+        let lookup = try client.request("POST", "/aliases/lookup", json: Self.lookupBody(values), headers: full)
+        #expect(lookup.status == 200, "\(lookup.text)")
+        let next = try client.request("POST", "/aliases/lookup", json: Self.lookupBody(["one"]), headers: full)
+        #expect(next.status == 429 && next.errorCode == 1429, "\(next.text)")
+        // The same for eleven aliases asked at once (another token: its own bucket).
+        let revealer = ReviewDefectTests.bearer(TestServer.revealOnlyToken)
+        let aliases = (0..<11).map { "tok_sandbox_\($0)" }.joined(separator: ",")
+        #expect(try client.request("GET", "/aliases?q=\(aliases)", headers: revealer).status == 404)
+        let after = try client.request("GET", "/aliases?q=tok_sandbox_x", headers: revealer)
+        #expect(after.status == 429 && after.errorCode == 1429, "\(after.text)")
+    }
+
+    @Test func revealManyCountsUnknownAliasesAsGuessesInTheirBucket() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        // Guessed FPE aliases of one BIN and last four: misses count like lookups.
+        let guesses = ReviewDefectTests.cards(6, from: 300)
+        let full = ReviewDefectTests.bearer(TestServer.fullToken)
+        let five = try server.client().request(
+            "GET", "/aliases?q=\(guesses.prefix(5).joined(separator: ","))", headers: full)
+        #expect(five.status == 404, "\(five.text)")
+        let sixth = try server.client().request("GET", "/aliases?q=\(guesses[5])", headers: full)
+        #expect(sixth.status == 429 && sixth.errorCode == 1429, "\(sixth.text)")
+    }
+}
