@@ -16,13 +16,18 @@ package final class CloakNode: @unchecked Sendable {
     package static let masterKey = String(repeating: "0a", count: 32)
 
     /// Starts a node on `store` and waits until `/readyz` answers 200.
-    package init(store: String, directory: String, environment: [String: String] = [:]) throws {
+    /// - Parameters:
+    ///   - tokenID: the id the configuration gives ``token``.
+    ///   - scopes: the scopes it gives it.
+    package init(
+        store: String, directory: String, environment: [String: String] = [:], tokenID: String = "nodes",
+        scopes: String = "aliases:create, aliases:reveal, aliases:lookup, aliases:update, aliases:delete"
+    ) throws {
         let hex = Digest.sha256(Array(Self.token.utf8)).map { String(format: "%02x", $0) }.joined()
         let config = "\(directory)/node-\(UUID().uuidString).yaml"
         let yaml = TestServer.shippedConfiguration.replacingOccurrences(
             of: "  tokens: []",
-            with:
-                "  tokens: [{id: nodes, sha256: \"\(hex)\", scopes: [aliases:create, aliases:reveal, aliases:update, aliases:delete]}]\n  # tokens: []"
+            with: "  tokens: [{id: \(tokenID), sha256: \"\(hex)\", scopes: [\(scopes)]}]\n  # tokens: []"
         )
         .replacingOccurrences(
             of: "token: {requests_per_minute: 6000, burst: 600}",

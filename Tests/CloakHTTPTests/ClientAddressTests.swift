@@ -126,7 +126,7 @@ import Testing
         let six = Array("PROXY TCP6 2001:db8::1 2001:db8::2 1 443\r\n".utf8)
         #expect(ProxyProtocolHeader.parse(six) == .proxied(source: "2001:db8::1", length: six.count))
         let unknown = Array("PROXY UNKNOWN\r\n".utf8)
-        #expect(ProxyProtocolHeader.parse(unknown) == .local(length: unknown.count, proxied: true))
+        #expect(ProxyProtocolHeader.parse(unknown) == .local(length: unknown.count))
         // Cut anywhere before its end: more is needed.
         for cut in 0..<line.count { #expect(ProxyProtocolHeader.parse(line.prefix(cut)) == .needMore, "\(cut)") }
     }
@@ -155,9 +155,9 @@ import Testing
         let v6 = Self.v2(family: 0x21, body: source6 + Array(repeating: 0, count: 16) + [0, 1, 0, 2])
         #expect(ProxyProtocolHeader.parse(v6) == .proxied(source: "2001:db8::1", length: v6.count))
         let local = Self.v2(command: 0x20, family: 0x00, body: [])
-        #expect(ProxyProtocolHeader.parse(local) == .local(length: 16, proxied: false))
+        #expect(ProxyProtocolHeader.parse(local) == .local(length: 16))
         let unix = Self.v2(family: 0x31, body: Array(repeating: 0, count: 216))
-        #expect(ProxyProtocolHeader.parse(unix) == .local(length: unix.count, proxied: true))
+        #expect(ProxyProtocolHeader.parse(unix) == .local(length: unix.count))
         for cut in 0..<v4.count { #expect(ProxyProtocolHeader.parse(v4.prefix(cut)) == .needMore, "\(cut)") }
     }
 

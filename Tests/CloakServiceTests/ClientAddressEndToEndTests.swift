@@ -184,12 +184,45 @@ import Testing
         try unknown.send("PROXY UNKNOWN\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.44\r\n\r\n")
         #expect(try unknown.readResponse().status == 200)
         #expect(!server.logs.text.contains("198.51.100.44"))
+        // v2 LOCAL names no client either: its X-Forwarded-For is not believed (issue 34, defect 5).
+        let localForwarded = try RawHTTPClient(port: server.port, timeout: 5)
+        try localForwarded.send(
+            ProxyProtocolFixture.local
+                + Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.45\r\n\r\n".utf8))
+        #expect(try localForwarded.readResponse().status == 200)
+        #expect(!server.logs.text.contains("198.51.100.45"))
         // From a peer that is not trusted, even a good header closes the connection.
         let other = try Self.server(proxyProtocol: true, trusted: "10.0.0.0/8")
         defer { other.stop() }
         let c = try RawHTTPClient(port: other.port, timeout: 5)
         try c.send("PROXY TCP4 198.51.100.9 127.0.0.1 4000 80\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(c.waitForClose(timeout: 5))
+    }
+
+    /// Issue 34, defect 6: behind a PROXY-protocol balancer, `Connection: close` and HTTP/1.0
+    /// close the connection after the answer, as on the plain listener (they were held open
+    /// until the idle timeout, without `Connection: close` in the answer).
+    @Test(arguments: [
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n",
+        "GET /elements/v1/cloak.js HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    ])
+    func aProxiedClientThatAsksForACloseIsClosed(request: String) throws {
+        let server = try Self.server(proxyProtocol: true)
+        defer { server.stop() }
+        let c = try RawHTTPClient(port: server.port, timeout: 5)
+        try c.send("PROXY TCP4 198.51.100.9 127.0.0.1 4000 80\r\n" + request)
+        let r = try c.readResponse()
+        #expect(r.status == 200)
+        #expect(r.header("Connection")?.lowercased() == "close" || request.contains("HTTP/1.0"))
+        if request.contains("cloak.js") { #expect(r.body.count > 1000 && r.text.hasSuffix("\n")) }
+        #expect(c.waitForClose(timeout: 5), "the connection was kept open")
+        // A client that keeps the connection is still served on it.
+        let kept = try RawHTTPClient(port: server.port, timeout: 5)
+        try kept.send("PROXY TCP4 198.51.100.9 127.0.0.1 4000 80\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try kept.readResponse().status == 200)
+        try kept.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try kept.readResponse().status == 200)
     }
 }
 

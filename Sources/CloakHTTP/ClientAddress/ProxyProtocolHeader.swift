@@ -13,10 +13,10 @@ public enum ProxyProtocolHeader {
         case needMore
         /// The client's address, and the header's length (to drop from the stream).
         case proxied(source: String, length: Int)
-        /// `LOCAL` (`proxied` false: the balancer's own connection) or a PROXY header with an
-        /// unknown family (`proxied` true: a client the balancer could not name): served as from
-        /// the peer.
-        case local(length: Int, proxied: Bool)
+        /// `LOCAL` (the balancer's own connection) or a PROXY header with an unknown family (a
+        /// client the balancer could not name): served as from the peer, whose forwarding
+        /// headers are not believed.
+        case local(length: Int)
         /// Not a valid header: the connection is closed. The reason never quotes the bytes.
         case invalid(String)
     }
@@ -52,7 +52,7 @@ public enum ProxyProtocolHeader {
         guard fields.count >= 2 else { return .invalid("a PROXY v1 line without a family") }
         switch fields[1] {
         case "UNKNOWN":
-            return .local(length: length, proxied: true)
+            return .local(length: length)
         case "TCP4", "TCP6":
             guard fields.count == 6, let source = IPAddress(fields[2]), IPAddress(fields[3]) != nil,
                 source.isIPv4 == (fields[1] == "TCP4"), isPort(fields[4]), isPort(fields[5])
@@ -76,7 +76,7 @@ public enum ProxyProtocolHeader {
         guard b.count >= 16 + length else { return .needMore }
         let total = 16 + length
         switch versionCommand & 0x0F {
-        case 0x0: return .local(length: total, proxied: false)  // LOCAL: the balancer's own connection
+        case 0x0: return .local(length: total)  // LOCAL: the balancer's own connection
         case 0x1: break  // PROXY
         default: return .invalid("a PROXY v2 header with an unknown command")
         }
@@ -89,7 +89,7 @@ public enum ProxyProtocolHeader {
             guard length >= 36 else { return .invalid("a PROXY v2 header too short for IPv6 addresses") }
             return .proxied(source: IPAddress(bytes: Array(b[16..<32])).description, length: total)
         default:
-            return .local(length: total, proxied: true)  // UNSPEC, UNIX sockets: served as from the peer
+            return .local(length: total)  // UNSPEC, UNIX sockets: served as from the peer
         }
     }
 }

@@ -15,9 +15,11 @@ extension ConnectionFilter {
             return .needMore
         case .invalid:
             return refuseProxy("proxy_header_invalid")
-        case let .local(length, proxied):
+        case let .local(length):
+            // LOCAL (the balancer's own connection) and UNKNOWN both name no client: served as
+            // the balancer, and no forwarding header is believed.
             src.drain(length)
-            namedNoClient = proxied
+            namedNoClient = true
         case let .proxied(source, length):
             src.drain(length)
             guard let admitSource, admitSource(source) else { return refuseProxy("proxy_address_limit") }

@@ -49,6 +49,8 @@ final class ConnectionFilter {
         var held: Bufferevent?
         var kick: LoopEvent?
         var handshakeDone = false
+        /// When ``releaseHold(now:)`` first found bytes the kernel had not taken yet.
+        var lingerSince: UInt64?
     }
 
     @exclusivity(unchecked) private var state: LoopBound<State>
@@ -64,8 +66,8 @@ final class ConnectionFilter {
         _read { yield state.value.proxiedSource }
         _modify { yield &state.value.proxiedSource }
     }
-    /// A PROXY header with the PROXY command named no client (`UNKNOWN`, an unspecified family):
-    /// the connection is served as from the balancer, and no forwarding header is believed.
+    /// A PROXY header named no client (`LOCAL`, `UNKNOWN`, an unspecified family): the
+    /// connection is served as from the balancer, and no forwarding header is believed.
     var namedNoClient: Bool {
         _read { yield state.value.namedNoClient }
         _modify { yield &state.value.namedNoClient }
@@ -179,14 +181,31 @@ final class ConnectionFilter {
     /// libevent callback of this bufferevent. Its timeouts and events are removed first, so
     /// nothing of it stays armed; when evhttp's reference is gone too, libevent finalizes it
     /// (and closes the socket) from its own callback queue.
-    func releaseHold() {
-        guard let bev = held else { return }
+    ///
+    /// - Parameter now: a monotonic clock in nanoseconds. While the socket still holds answer
+    ///   bytes the kernel has not taken (a large answer, a slow reader), the hold is kept and
+    ///   false returned: freeing the socket bufferevent would close the socket under them, so an
+    ///   answer evhttp closed after (`Connection: close`, HTTP/1.0) would lose its end. The loop
+    ///   asks again a little later, for at most ``maxLinger``.
+    /// - Returns: whether the hold was given back (or there was none).
+    @discardableResult
+    func releaseHold(now: UInt64 = 0) -> Bool {
+        guard let bev = held else { return true }
+        if let socket = bev.underlying, let output = socket.output, output.count > 0, socket.fd >= 0 {
+            let since = state.value.lingerSince ?? now
+            state.value.lingerSince = since
+            if now &- since < Self.maxLinger { return false }
+        }
         held = nil
         filter = nil
         kick?.cancel()
         bev.quiesce()
         bev.release()
+        return true
     }
+
+    /// How long a closed connection's unsent answer bytes may wait for the client to read them.
+    static let maxLinger: UInt64 = 10 * 1_000_000_000
 
     /// Whether the loop still holds its reference (tests).
     var isHeld: Bool { held != nil }

@@ -171,10 +171,16 @@ extension LoopWorker {
     }
 
     /// The next loop turn: every filter queued by ``releaseLater(_:)``.
+    /// A filter whose socket still holds answer bytes waits (see ``ConnectionFilter/releaseHold(now:)``)
+    /// and is asked again 10 ms later.
     func releaseClosedFilters() {
         let batch = state.value.filtersToRelease
         state.value.filtersToRelease.removeAll(keepingCapacity: true)
-        for filter in batch { filter.releaseHold() }
+        let now = Self.now()
+        let waiting = batch.filter { !$0.releaseHold(now: now) }
+        guard !waiting.isEmpty else { return }
+        state.value.filtersToRelease.append(contentsOf: waiting)
+        releaseTimer?.schedule(after: 0.01)
     }
 
     /// Closes every connection past its head or body deadline (four times a second).

@@ -64,11 +64,13 @@ extension LoopWorker {
         if method == .CONNECT, tunnels != nil, let evcon {
             return openTunnel(req, request, evcon: evcon)
         }
-        if connection?.connectionFilter != nil && !closeAfter {
-            // On the forward-proxy door evhttp must not close after an answer (its filter could
-            // lose what the socket has not taken yet): a client that asked for a close
-            // (`Connection: close`, HTTP/1.0, absolute form without Proxy-Connection) gets its
-            // answer with a length and closes itself; the idle timeout ends the rest.
+        if tunnels != nil, connection?.connectionFilter != nil, !closeAfter {
+            // On the forward-proxy door a connection stays open after an answer, whatever the
+            // client asked (`Connection: close`, HTTP/1.0, absolute form without
+            // Proxy-Connection): it may CONNECT next, and the answer comes with a length, so the
+            // client closes itself; the idle timeout ends the rest. A PROXY-protocol listener
+            // closes as the plain one does: the filter keeps the socket until its answer's last
+            // byte is sent (ConnectionFilter.releaseHold(now:)).
             Self.keepAlive(req)
         }
         state.value.drain.dispatched()

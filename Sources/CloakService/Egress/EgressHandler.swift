@@ -40,10 +40,10 @@ struct EgressHandler: Sendable {
         guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
         // The scope is checked before the route is looked up: a token cannot probe route ids.
         guard identity.mayUseEgress(routeID) else {
-            return refuse(CloakError(.forbidden, "the token lacks the scope egress:\(routeID)"), route: nil)
+            return refuse(CloakError(.forbidden, "the token may not use this egress route"), route: nil)
         }
         guard let route = settings.route(routeID) else {
-            return refuse(.notFound("no egress route \(routeID)"), route: nil)
+            return refuse(.notFound("no such egress route"), route: nil)
         }
         let prefix = "/egress/" + routeID
         guard request.rawPath.hasPrefix(prefix) else {
@@ -96,7 +96,7 @@ struct EgressHandler: Sendable {
         let start = DispatchTime.now().uptimeNanoseconds
         guard route.allows(method: request.method.rawValue, path: path) else {
             return refuse(
-                CloakError(.forbidden, "route \(route.id) does not allow \(request.method.rawValue) on this path"),
+                CloakError(.forbidden, "the route does not allow \(request.method.rawValue) on this path"),
                 route: route.id)
         }
         do throws(CloakError) {

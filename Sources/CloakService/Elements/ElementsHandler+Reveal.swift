@@ -92,6 +92,14 @@ struct ElementsRevealHandler: Sendable {
                 : CloakError(
                     .forbidden, "the session is not valid", extraInfo: [("reason", .string("invalid_session"))])
         }
+        // A session is worth no more than the token that minted it: a token removed from the
+        // configuration, or no longer holding aliases:reveal, ends its sessions at once.
+        guard mintingTokenMayReveal(session.tokenID) else {
+            audit(session.tokenID, alias, "token_revoked")
+            throw CloakError(
+                .forbidden, "the token that minted this session may no longer reveal",
+                extraInfo: [("reason", .string("token_revoked"))])
+        }
         if let bound = session.client, IPAddress(request.remoteAddress)?.description != bound {
             audit(session.tokenID, alias, "other_client")
             throw CloakError(
@@ -125,6 +133,11 @@ struct ElementsRevealHandler: Sendable {
                 }
             }
         }
+    }
+
+    /// Whether the token `id` is still configured and holds `aliases:reveal`.
+    func mintingTokenMayReveal(_ id: String) -> Bool {
+        elements.context.configuration.auth.contains { $0.id == id && $0.scopes.contains("aliases:reveal") }
     }
 
     /// One audit line per reveal through a session: the token that minted it, the alias's keyed

@@ -25,7 +25,7 @@ struct ElementsHandler: Sendable {
         case .script, .style:
             // No secret in them: any page may load them, with `<script integrity crossorigin>`.
             headers += [
-                ("Cache-Control", "package, max-age=300"), ("Access-Control-Allow-Origin", "*"),
+                ("Cache-Control", "public, max-age=300"), ("Access-Control-Allow-Origin", "*"),
                 ("Cross-Origin-Resource-Policy", "cross-origin"),
             ]
         case .document:
@@ -60,7 +60,7 @@ struct ElementsHandler: Sendable {
     func schema(_ request: HTTPRequest, form name: String) throws(CloakError) -> HTTPResponse {
         try requireEnabled()
         guard let form = context.configuration.forms[name] else {
-            throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
+            throw .notFound("no such form")
         }
         guard case var .object(members) = form.browserSchema(today: context.today()) else {
             preconditionFailure("an object")

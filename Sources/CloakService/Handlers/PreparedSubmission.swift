@@ -16,7 +16,7 @@ struct PreparedSubmission: Sendable {
         keepSensitiveRaw: Bool
     ) throws(CloakError) {
         guard let form = context.configuration.forms[name] else {
-            throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
+            throw .notFound("no such form")
         }
         let collect = try request.collectRequest(for: form)
         let validation = FormValidation(

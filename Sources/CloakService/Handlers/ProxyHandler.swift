@@ -99,7 +99,7 @@ struct ProxyHandler: RequestHandler {
                 throw CloakError(.invalidConfigurationURL, "X-Route-Id must be a route's UUID")
             }
             guard let route = candidates.first(where: { $0.id.lowercased() == id.lowercased() }) else {
-                throw .notFound("no route \(id) serves this path")
+                throw .notFound("the route named by X-Route-Id does not serve this path")
             }
             return route
         }

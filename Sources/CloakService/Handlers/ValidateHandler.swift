@@ -7,7 +7,7 @@ struct ValidateHandler: Sendable {
 
     func handle(_ request: HTTPRequest, form name: String) throws(CloakError) -> HTTPResponse {
         guard let form = context.configuration.forms[name] else {
-            throw .notFound("unknown form \"\(Redaction.scrub(name, limit: 64))\"")
+            throw .notFound("no such form")
         }
         let submission = try request.collectRequest(for: form)
         let validation = FormValidation(
