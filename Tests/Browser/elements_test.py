@@ -428,12 +428,12 @@ def test_typing(t):
     c.equal(first.get("cardBrandName"), "Visa", "cardBrandName after the first digit '4'")
     c.equal(first.get("isValid"), False, "isValid after '4'")
     t.type_in("number", CARD[1:])
-    typing = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isValid") is True, since,
-                          what=f"a change event with isValid true after typing {CARD}")["data"]
-    # While the field has focus a Visa number can still grow (19 digits): its last four wait for
-    # the blur, so the page never sees the last four of several lengths of one number.
-    c.equal((typing.get("bin"), typing.get("last4"), typing.get("isFocused")), ("41111111", "", True),
-            "(bin, last4, isFocused) of the number while typing")
+    typing = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("inputLength") == 16, since,
+                          what=f"a change event with inputLength 16 after typing {CARD}")["data"]
+    # While the field has focus a Visa number can still grow (19 digits): its validity, BIN and
+    # last four wait for the blur, so the page never learns them for several lengths of one number.
+    c.equal((typing.get("isValid"), typing.get("bin"), typing.get("last4"), typing.get("isFocused")),
+            (False, "", "", True), "(isValid, bin, last4, isFocused) of the number while typing")
     since = t.count()
     t.blur("number")
     state = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False
@@ -497,7 +497,7 @@ def test_one_release_per_number(t):
     t.blur("number")
     second = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False
                           and s.get("inputLength") == 16, since, what="the state after leaving 16 digits")["data"]
-    c.equal((second.get("isValid"), second.get("last4")), (True, ""), "the same digits made longer: (isValid, last4)")
+    c.equal((second.get("isValid"), second.get("last4")), (False, ""), "the same digits made longer: (isValid, last4)")
     r = t.submit("co", "validate")
     c.expect(r.get("rejected"), f"a submission of the lengthened number should reject, got {short(r)}")
     # Emptied, the field starts afresh.
@@ -507,6 +507,34 @@ def test_one_release_per_number(t):
     third = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False
                          and s.get("inputLength") == 16, since, what="the state after retyping 16 digits")["data"]
     c.equal(third.get("last4"), "2006", "last4 after emptying the field and typing the number again")
+    c.done()
+
+
+def test_one_validity_per_number(t):
+    """Issue 34, defect 9: typed digit by digit, a Visa passes through 13 and 16 digits, each of
+    which may pass Luhn. While the input has focus and the number is shorter than its brand's
+    longest length, the page learns no validity (isValid false, no bin, no last4): with the BIN and
+    the last four, the Luhn outcome of each prefix would cut the middle digits' candidates by ten
+    a length. The number's one validity comes with its one last four (blur or longest length)."""
+    c = t.checks()
+    t.open_page()
+    t.checkout("co")
+    number = "4222222222222006"  # 4222222222222 (13 digits) passes Luhn, and so do all 16
+    since = t.count()
+    for digit in number:
+        t.type_in("number", digit)
+    t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("inputLength") == 16, since,
+                 what="the change event of the 16th digit")
+    typing = [e["data"] for e in t.events("number", "change", since) if isinstance(e["data"], dict)]
+    told = [(s.get("inputLength"), s.get("isValid"), s.get("bin"), s.get("last4")) for s in typing
+            if s.get("isFocused") and (s.get("isValid") or s.get("bin") or s.get("last4"))]
+    c.equal(told, [], "(length, isValid, bin, last4) of states that told a prefix's validity while typing")
+    since = t.count()
+    t.blur("number")
+    left = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False, since,
+                        what="the state after the blur")["data"]
+    c.equal((left.get("isValid"), left.get("bin"), left.get("last4")), (True, "42222222", "2006"),
+            "(isValid, bin, last4) once the field is left")
     c.done()
 
 
@@ -821,6 +849,7 @@ def test_styling(t):
         c.expect(False, str(e))
     since = t.count()
     t.type_in("number", CARD)
+    t.blur("number")  # a number's validity reaches the page once the field is left
     t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isValid") is True, since,
                  what="a valid state of the styled number")
     t.enter("number")
@@ -1223,7 +1252,7 @@ def test_timing(t):
     c.done()
 
 
-TESTS = [test_mount, test_typing, test_one_release_per_number, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_styling,
+TESTS = [test_mount, test_typing, test_one_release_per_number, test_one_validity_per_number, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_styling,
          test_events, test_strict_mode, test_bad_input, test_unlisted_origin, test_postmessage_hostility,
          test_headers, test_reveal, test_tab_order, test_timing]
 

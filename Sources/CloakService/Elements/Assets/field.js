@@ -60,23 +60,31 @@
   }
 
   /**
-   * The state as the page (and the form's change event) sees it. A card number's `last4` waits
-   * until the input loses focus, or the number reaches its brand's longest length: a number passes
-   * through several valid lengths as it is typed (a Visa is valid at 13 and 16 digits), and the
-   * last four of each, put together with the BIN, would give away nearly every digit.
+   * The state as the page (and the form's change event) sees it. A card number's validity (with
+   * its `bin` and `last4`) waits until the input loses focus, or the number reaches its brand's
+   * longest length: a number passes through several valid lengths as it is typed (a Visa is
+   * valid at 13 and 16 digits), and whether each prefix passes Luhn, or its last four, put
+   * together with the BIN, would narrow the digits in between. The page learns one validity and
+   * one last four per number.
    */
   function exposed(f, state) {
     if (!state || f.entry.type !== "cardNumber") return state;
     const related = changedAfterRelease(f); // also forgets the release once the field is emptied
-    if (!state.last4) return state;
-    const hidden = Object.assign({}, state, { last4: "" });
-    if (related) return hidden;
+    if (!state.isValid) return state;
+    const withheld = Object.assign({}, state, { isValid: false, bin: "", last4: "", validationErrors: [cardError(f)] });
+    if (related) return withheld;
     if (f.focused) {
       const brand = schema.brands.filter(function (b) { return b.id === state.cardBrand; })[0] || schema.unknownBrand;
-      if (state.inputLength < Math.max.apply(null, brand.lengths)) return hidden;
+      if (state.inputLength < Math.max.apply(null, brand.lengths)) return withheld;
     }
-    release(f);
+    if (state.last4) release(f);
     return state;
+  }
+
+  /** The error a card number's withheld state names: its payment-card rule's. */
+  function cardError(f) {
+    const rule = (f.entry.rules || []).filter(function (r) { return r && r.kind === "paymentCard"; })[0];
+    return rule && typeof rule.error === "string" ? rule.error : "CARD_NUMBER_VALIDATION_ERROR";
   }
 
   /**
