@@ -27,9 +27,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         if isIPv4 { return bytes[12..<16].map(String.init).joined(separator: ".") }
         var v6 = in6_addr()
         withUnsafeMutableBytes(of: &v6) { $0.copyBytes(from: bytes) }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        guard inet_ntop(AF_INET6, &v6, &text, socklen_t(text.count)) != nil else { return "::" }
-        return String(cString: text)
+        return Sockets.numeric(AF_INET6, v6) ?? "::"
     }
 }
 

@@ -68,19 +68,43 @@ enum Sockets {
     /// The numeric text of an IPv4 or IPv6 socket address.
     static func numeric(_ sa: UnsafeMutablePointer<sockaddr>?) -> String? {
         guard let sa else { return nil }
-        var buffer = [CChar](repeating: 0, count: 64)
         switch Int32(sa.pointee.sa_family) {
         case AF_INET:
-            return sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in
-                var a = p.pointee.sin_addr
-                return inet_ntop(AF_INET, &a, &buffer, 64).map { String(cString: $0) }
-            }
+            return sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { numeric(AF_INET, $0.pointee.sin_addr) }
         case AF_INET6:
-            return sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in
-                var a = p.pointee.sin6_addr
-                return inet_ntop(AF_INET6, &a, &buffer, 64).map { String(cString: $0) }
-            }
+            return sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { numeric(AF_INET6, $0.pointee.sin6_addr) }
         default: return nil
+        }
+    }
+
+    /// The numeric text of an IPv4 address.
+    static func numeric(_ family: Int32, _ address: in_addr) -> String? {
+        withUnsafePointer(to: address) { text(family, UnsafeRawPointer($0)) }
+    }
+
+    /// The numeric text of an IPv6 address.
+    static func numeric(_ family: Int32, _ address: in6_addr) -> String? {
+        withUnsafePointer(to: address) { text(family, UnsafeRawPointer($0)) }
+    }
+
+    /// The one `inet_ntop` call: the address at `address` of `family` as text.
+    private static func text(_ family: Int32, _ address: UnsafeRawPointer) -> String? {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) { buffer in
+            guard let base = buffer.baseAddress, inet_ntop(family, address, base, socklen_t(buffer.count)) != nil
+            else { return nil }
+            return String(cString: base)
+        }
+    }
+
+    /// The numeric address of a connected socket's peer.
+    static func peer(_ fd: Int32) -> String? {
+        guard fd >= 0 else { return nil }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        return withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                getpeername(fd, sa, &length) == 0 ? numeric(sa) : nil
+            }
         }
     }
 }
