@@ -1,13 +1,13 @@
 import COpenSSL
 
 /// AES-256-GCM with a random 96-bit nonce and a 128-bit tag.
-public enum AESGCM {
-    public struct SealedBox: Sendable, Equatable {
-        public var nonce: [UInt8]
-        public var ciphertext: [UInt8]
-        public var tag: [UInt8]
+package enum AESGCM {
+    package struct SealedBox: Sendable, Equatable {
+        package var nonce: [UInt8]
+        package var ciphertext: [UInt8]
+        package var tag: [UInt8]
 
-        public init(nonce: [UInt8], ciphertext: [UInt8], tag: [UInt8]) {
+        package init(nonce: [UInt8], ciphertext: [UInt8], tag: [UInt8]) {
             self.nonce = nonce
             self.ciphertext = ciphertext
             self.tag = tag
@@ -15,7 +15,7 @@ public enum AESGCM {
     }
 
     /// Encrypts `plaintext` under a 32-byte `key`, binding `associatedData` to it.
-    public static func seal(_ plaintext: [UInt8], key: SymmetricKey, associatedData: [UInt8]) throws(CryptoError)
+    package static func seal(_ plaintext: [UInt8], key: SymmetricKey, associatedData: [UInt8]) throws(CryptoError)
         -> SealedBox
     {
         do { return try sealUntyped(plaintext, key: key, associatedData: associatedData) } catch let e as CryptoError {
@@ -74,7 +74,8 @@ public enum AESGCM {
 
     /// Decrypts and authenticates.
     /// - Throws: ``CryptoError/authenticationFailed`` when anything was altered or the key is wrong.
-    public static func open(_ box: SealedBox, key: SymmetricKey, associatedData: [UInt8]) throws(CryptoError) -> [UInt8]
+    package static func open(_ box: SealedBox, key: SymmetricKey, associatedData: [UInt8]) throws(CryptoError)
+        -> [UInt8]
     {
         do { return try openUntyped(box, key: key, associatedData: associatedData) } catch let e as CryptoError {
             throw e

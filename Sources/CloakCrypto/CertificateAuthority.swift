@@ -9,20 +9,20 @@ import Foundation
 /// let ca = try CertificateAuthority.loadOrCreate(certificate: "data/egress-ca.pem", key: "data/egress-ca-key.pem")
 /// let leaf = try ca.issue(host: "api.stripe.com")   // PEM chain and key for that host
 /// ```
-public final class CertificateAuthority: @unchecked Sendable {
+package final class CertificateAuthority: @unchecked Sendable {
     // Made once and only read afterwards (signing reads the key and certificate).
     private let certificate: OpaquePointer  // X509
     private let key: OpaquePointer  // EVP_PKEY
     /// One key for every leaf of this process: a leaf is a name, not a secret of its own.
     private let leafKey: OpaquePointer
     /// The CA certificate, PEM.
-    public let certificatePEM: [UInt8]
+    package let certificatePEM: [UInt8]
     private let leafKeyPEM: [UInt8]
 
     /// A leaf certificate chain (leaf then CA) and its key, PEM.
-    public struct Leaf: Sendable {
-        public let certificateChainPEM: [UInt8]
-        public let privateKeyPEM: [UInt8]
+    package struct Leaf: Sendable {
+        package let certificateChainPEM: [UInt8]
+        package let privateKeyPEM: [UInt8]
     }
 
     /// Takes ownership of `certificate` and `key` only when it succeeds.
@@ -50,7 +50,7 @@ public final class CertificateAuthority: @unchecked Sendable {
     /// writes them (the key 0600, never replacing a file). One file without the other is refused:
     /// a lost key must not silently become a new CA that clients do not trust. A key file group
     /// or others may read or write is refused too, with the `chmod 600` that fixes it.
-    public static func loadOrCreate(certificate certPath: String, key keyPath: String) throws(CryptoError)
+    package static func loadOrCreate(certificate certPath: String, key keyPath: String) throws(CryptoError)
         -> CertificateAuthority
     {
         let fm = FileManager.default
@@ -94,7 +94,7 @@ public final class CertificateAuthority: @unchecked Sendable {
     }
 
     /// A new CA in memory.
-    public static func create(commonName: String = "Cloak egress CA") throws(CryptoError) -> CertificateAuthority {
+    package static func create(commonName: String = "Cloak egress CA") throws(CryptoError) -> CertificateAuthority {
         let key = try generateKey()
         guard let cert = X509_new() else {
             EVP_PKEY_free(key)
@@ -120,7 +120,7 @@ public final class CertificateAuthority: @unchecked Sendable {
     }
 
     /// A leaf certificate for `host` (a DNS name or an IP address), valid for 397 days.
-    public func issue(host: String) throws(CryptoError) -> Leaf {
+    package func issue(host: String) throws(CryptoError) -> Leaf {
         guard !host.isEmpty, host.utf8.count <= 253,
             host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") })
         else {

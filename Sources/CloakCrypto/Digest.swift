@@ -1,9 +1,9 @@
 import COpenSSL
 
 /// SHA-256, SHA-384 and HMAC-SHA-256.
-public enum Digest {
+package enum Digest {
     /// SHA-384: what Subresource Integrity values (`sha384-…`) are made of.
-    public static func sha384(_ data: [UInt8]) -> [UInt8] {
+    package static func sha384(_ data: [UInt8]) -> [UInt8] {
         var length: UInt32 = 0
         var rc: Int32 = 0
         let out = data.withUnsafeBytes { d in
@@ -16,11 +16,11 @@ public enum Digest {
         return out
     }
 
-    public static func sha256(_ data: [UInt8]) -> [UInt8] {
+    package static func sha256(_ data: [UInt8]) -> [UInt8] {
         data.withUnsafeBytes { sha256($0) }
     }
 
-    public static func sha256(_ data: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func sha256(_ data: UnsafeRawBufferPointer) -> [UInt8] {
         var length: UInt32 = 0
         var rc: Int32 = 0
         let out = [UInt8](unsafeUninitializedCapacity: 32) { o, count in
@@ -33,7 +33,7 @@ public enum Digest {
 
     /// HMAC-SHA-256 (RFC 2104) under a key used once (derivations). A key used for many
     /// messages is made ready once as an ``HMACKey``.
-    public static func hmacSHA256(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
+    package static func hmacSHA256(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
         HMACKey(SymmetricKey(key)).authenticate(data)
     }
 }

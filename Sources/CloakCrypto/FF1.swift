@@ -12,25 +12,25 @@ import Foundation
 /// let ff1 = try FF1(key: SymmetricKey(keyBytes), radix: 10)
 /// let c = try ff1.encrypt([0,1,2,3,4,5,6,7,8,9], tweak: [])   // NIST sample 1: 2433477484
 /// ```
-public final class FF1: Sendable {
-    public let radix: Int
+package final class FF1: Sendable {
+    package let radix: Int
     let cipher: AESBlockCipher
 
-    public struct InputError: Error, Sendable, Equatable, CustomStringConvertible {
-        public let description: String
+    package struct InputError: Error, Sendable, Equatable, CustomStringConvertible {
+        package let description: String
     }
 
-    public init(key: SymmetricKey, radix: Int) throws(CryptoError) {
+    package init(key: SymmetricKey, radix: Int) throws(CryptoError) {
         guard (2...62).contains(radix) else { throw CryptoError("FF1 radix must be 2…62, not \(radix)") }
         self.radix = radix
         self.cipher = try AESBlockCipher(key: key)
     }
 
-    public func encrypt(_ numerals: [UInt8], tweak: [UInt8]) throws(InputError) -> [UInt8] {
+    package func encrypt(_ numerals: [UInt8], tweak: [UInt8]) throws(InputError) -> [UInt8] {
         try run(numerals, tweak: tweak, decrypting: false)
     }
 
-    public func decrypt(_ numerals: [UInt8], tweak: [UInt8]) throws(InputError) -> [UInt8] {
+    package func decrypt(_ numerals: [UInt8], tweak: [UInt8]) throws(InputError) -> [UInt8] {
         try run(numerals, tweak: tweak, decrypting: true)
     }
 
@@ -225,10 +225,10 @@ public final class FF1: Sendable {
 
 extension FF1 {
     /// Numerals as text: `0-9`, then `a-z`, then `A-Z` (the NIST samples' alphabet up to radix 36).
-    public enum Alphabet {
+    package enum Alphabet {
         static let symbols: [UInt8] = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
 
-        public static func numerals(_ text: String, radix: Int) -> [UInt8]? {
+        package static func numerals(_ text: String, radix: Int) -> [UInt8]? {
             var out: [UInt8] = []
             for b in text.utf8 {
                 guard let i = symbols.firstIndex(of: b), i < radix else { return nil }
@@ -237,7 +237,7 @@ extension FF1 {
             return out
         }
 
-        public static func text(_ numerals: [UInt8]) -> String {
+        package static func text(_ numerals: [UInt8]) -> String {
             String(decoding: numerals.map { symbols[Int($0)] }, as: UTF8.self)
         }
     }

@@ -8,11 +8,11 @@ import COpenSSL
 ///
 /// The states are only read after `init`: one key serves every thread. They hold key material;
 /// `EVP_MD_CTX_free` wipes them.
-public final class HMACKey: @unchecked Sendable {
+package final class HMACKey: @unchecked Sendable {
     private let inner: OpaquePointer
     private let outer: OpaquePointer
 
-    public init(_ key: SymmetricKey) {
+    package init(_ key: SymmetricKey) {
         let blockSize = 64
         var padded = [UInt8](repeating: 0, count: 2 * blockSize)
         defer { padded.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
@@ -43,7 +43,7 @@ public final class HMACKey: @unchecked Sendable {
     }
 
     /// HMAC-SHA-256 of `data` under this key.
-    public func authenticate(_ data: UnsafeRawBufferPointer) -> [UInt8] {
+    package func authenticate(_ data: UnsafeRawBufferPointer) -> [UInt8] {
         guard let ctx = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed") }
         defer { EVP_MD_CTX_free(ctx) }
         var length: UInt32 = 0
@@ -63,7 +63,7 @@ public final class HMACKey: @unchecked Sendable {
         return out
     }
 
-    public func authenticate(_ data: [UInt8]) -> [UInt8] {
+    package func authenticate(_ data: [UInt8]) -> [UInt8] {
         data.withUnsafeBytes { authenticate($0) }
     }
 }

@@ -25,7 +25,7 @@ extension KeyRing {
     private static let checkPlaintext = Array("cloak/v2/wrapping-key-check".utf8)
 
     /// The ring with every secret wrapped by `wrapping`, as JSON bytes.
-    public func wrapped(by wrapping: some KeyWrapping) throws(Error) -> [UInt8] {
+    package func wrapped(by wrapping: some KeyWrapping) throws(Error) -> [UInt8] {
         var entries: [StoredKeyEntry] = []
         for key in keys {
             let secret = try wrapping.wrap(key.secret.rawBytes, context: "cloak/v2/data-key/" + key.id)
@@ -46,13 +46,13 @@ extension KeyRing {
     }
 
     /// What wrapped a stored ring (`file`, `env`, `pkcs11`) and where, read without any key.
-    public static func wrapping(of bytes: [UInt8]) throws(Error) -> (kind: String, location: String) {
+    package static func wrapping(of bytes: [UInt8]) throws(Error) -> (kind: String, location: String) {
         let ring = try decode(bytes)
         return (ring.wrapping, ring.location)
     }
 
     /// The ids of a stored ring's versions and its current one, read without any key.
-    public static func versions(of bytes: [UInt8]) throws(Error) -> (ids: [String], current: String) {
+    package static func versions(of bytes: [UInt8]) throws(Error) -> (ids: [String], current: String) {
         let ring = try decode(bytes)
         return (ring.keys.map(\.id), ring.current)
     }
@@ -60,7 +60,7 @@ extension KeyRing {
     /// Opens a stored ring.
     /// - Throws: when `wrapping` is not the key that wrapped it (named by kind and location, as
     ///   the ring records them), or the ring is damaged.
-    public static func unwrapped(_ bytes: [UInt8], by wrapping: some KeyWrapping) throws(Error) -> KeyRing {
+    package static func unwrapped(_ bytes: [UInt8], by wrapping: some KeyWrapping) throws(Error) -> KeyRing {
         let ring = try decode(bytes)
         guard let check = Data(base64Encoded: ring.check).map(Array.init),
             (try? wrapping.unwrap(check, context: "cloak/v2/check")) == checkPlaintext
@@ -103,7 +103,7 @@ extension KeyRing {
 
     /// The ring without `id`.
     /// - Throws: for the current key, or an id the ring does not hold.
-    public func retiring(_ id: String) throws(Error) -> KeyRing {
+    package func retiring(_ id: String) throws(Error) -> KeyRing {
         guard id != currentID else { throw Error("\(id) is the current key; rotate first") }
         guard keys.contains(where: { $0.id == id }) else { throw Error("the key ring has no key \(id)") }
         return KeyRing(keys: keys.filter { $0.id != id }, currentID: currentID, fingerprintKey: fingerprintKey)
@@ -111,10 +111,10 @@ extension KeyRing {
 
     /// The software wrapping key of a ring from a version 1 key file (its data keys in clear):
     /// derived from the file's fingerprint key, so the same file always opens what it wrapped.
-    public var fileWrappingKey: SymmetricKey { fingerprintKey.derive("cloak/v2/wrapping-key") }
+    package var fileWrappingKey: SymmetricKey { fingerprintKey.derive("cloak/v2/wrapping-key") }
 
     /// The software wrapping key of a master key in the environment (64 hex characters or base64).
-    public static func wrappingKey(fromMaster text: String) throws(Error) -> SymmetricKey {
+    package static func wrappingKey(fromMaster text: String) throws(Error) -> SymmetricKey {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         let bytes = decodeHex(trimmed) ?? Data(base64Encoded: trimmed).map(Array.init)
         guard let bytes, bytes.count == 32 else {

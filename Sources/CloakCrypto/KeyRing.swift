@@ -11,12 +11,12 @@ import Foundation
 /// Sources: a JSON file written by `cloak keys init` (mode 0600, and refused when group or others
 /// can read or write it), or a 32-byte master secret in an environment variable from which a
 /// one-key ring is derived.
-public struct KeyRing: Sendable {
-    public struct DataKey: Sendable {
-        public let id: String
-        public let createdAt: Date
-        public let encryptionKey: SymmetricKey
-        public let ff1Key: SymmetricKey
+package struct KeyRing: Sendable {
+    package struct DataKey: Sendable {
+        package let id: String
+        package let createdAt: Date
+        package let encryptionKey: SymmetricKey
+        package let ff1Key: SymmetricKey
         let secret: SymmetricKey
 
         init(id: String, createdAt: Date, secret: SymmetricKey) {
@@ -28,13 +28,13 @@ public struct KeyRing: Sendable {
         }
     }
 
-    public let keys: [DataKey]
-    public let currentID: String
-    public let fingerprintKey: SymmetricKey
+    package let keys: [DataKey]
+    package let currentID: String
+    package let fingerprintKey: SymmetricKey
     /// The fingerprint key made ready for HMAC (``HMACKey``).
-    public let fingerprintMAC: HMACKey
+    package let fingerprintMAC: HMACKey
     /// Signs alias rows (alias → record). Derived from the fingerprint key, so it never rotates.
-    public let aliasMAC: HMACKey
+    package let aliasMAC: HMACKey
 
     init(keys: [DataKey], currentID: String, fingerprintKey: SymmetricKey) {
         self.keys = keys
@@ -44,28 +44,28 @@ public struct KeyRing: Sendable {
         self.aliasMAC = HMACKey(fingerprintKey.derive("cloak/v1/alias-mac"))
     }
 
-    public var current: DataKey { keys.first { $0.id == currentID }! }
+    package var current: DataKey { keys.first { $0.id == currentID }! }
 
-    public func key(id: String) -> DataKey? { keys.first { $0.id == id } }
+    package func key(id: String) -> DataKey? { keys.first { $0.id == id } }
 
     /// A value a store keeps to recognise the ring that wrote it: the same for every rotation of
     /// a ring (it follows the fingerprint key), different for any other ring, and useless for
     /// recovering a key (an HMAC output).
-    public var checkValue: [UInt8] { fingerprintKey.derive("cloak/v1/key-check").rawBytes }
+    package var checkValue: [UInt8] { fingerprintKey.derive("cloak/v1/key-check").rawBytes }
 
-    public struct Error: Swift.Error, Sendable, CustomStringConvertible {
-        public let description: String
+    package struct Error: Swift.Error, Sendable, CustomStringConvertible {
+        package let description: String
         init(_ description: String) { self.description = description }
     }
 
     /// A new ring with one random key.
-    public static func generate(now: Date = Date()) -> KeyRing {
+    package static func generate(now: Date = Date()) -> KeyRing {
         KeyRing(
             keys: [DataKey(id: "k1", createdAt: now, secret: .random())], currentID: "k1", fingerprintKey: .random())
     }
 
     /// The ring derived from a 32-byte master secret (64 hex characters or base64).
-    public static func derived(fromMaster text: String) throws(Error) -> KeyRing {
+    package static func derived(fromMaster text: String) throws(Error) -> KeyRing {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         let bytes = decodeHex(trimmed) ?? Data(base64Encoded: trimmed).map(Array.init)
         guard let bytes, bytes.count == 32 else {
@@ -83,20 +83,20 @@ public struct KeyRing: Sendable {
 
     /// The number of a version id (`k7` is 7); 0 for a ring derived from a master key (`m-…`).
     /// Rotation numbers versions upward, so a later current version has a larger number.
-    public static func versionNumber(_ id: String) -> Int {
+    package static func versionNumber(_ id: String) -> Int {
         id.hasPrefix("k") ? Int(id.dropFirst()) ?? 0 : 0
     }
 
     /// When `id` stopped being current: the creation of the version made after it (nil while it is
     /// current, or when none follows it in the ring).
-    public func retiredFromCurrent(_ id: String) -> Date? {
+    package func retiredFromCurrent(_ id: String) -> Date? {
         guard id != currentID else { return nil }
         let number = Self.versionNumber(id)
         return keys.filter { Self.versionNumber($0.id) > number }.map(\.createdAt).min()
     }
 
     /// A ring with a new random key added and made current.
-    public func rotated(now: Date = Date()) -> KeyRing {
+    package func rotated(now: Date = Date()) -> KeyRing {
         let next = (keys.compactMap { $0.id.hasPrefix("k") ? Int($0.id.dropFirst()) : nil }.max() ?? 0) + 1
         let key = DataKey(id: "k\(next)", createdAt: now, secret: .random())
         return KeyRing(keys: keys + [key], currentID: key.id, fingerprintKey: fingerprintKey)
@@ -122,7 +122,7 @@ public struct KeyRing: Sendable {
     /// Reads a key file. A file group or others may read or write is refused, as ssh refuses
     /// such a private key: "data/keys.json is readable by group or others (mode 0644); run chmod
     /// 600 data/keys.json" (the mode is checked on the opened file).
-    public static func load(path: String) throws(Error) -> KeyRing {
+    package static func load(path: String) throws(Error) -> KeyRing {
         let data: Data
         do throws(SecretFile.ReadFailure) {
             data = try Data(SecretFile.read(path))
@@ -153,7 +153,7 @@ public struct KeyRing: Sendable {
     /// Writes the ring to a new file with mode 0600.
     /// - Parameter replace: false refuses to touch an existing file (`keys init`); true replaces it
     ///   atomically (`keys rotate`).
-    public func write(path: String, replace: Bool) throws(Error) {
+    package func write(path: String, replace: Bool) throws(Error) {
         let file = File(
             format: 1, current: currentID, fingerprint_key: Data(fingerprintKey.rawBytes).base64EncodedString(),
             keys: keys.map {
@@ -178,7 +178,7 @@ public struct KeyRing: Sendable {
 }
 
 /// Bytes from hexadecimal text (either case); nil for odd lengths or other characters.
-public func decodeHex(_ text: String) -> [UInt8]? {
+package func decodeHex(_ text: String) -> [UInt8]? {
     let chars = Array(text.utf8)
     guard chars.count % 2 == 0, !chars.isEmpty else { return nil }
     var out: [UInt8] = []

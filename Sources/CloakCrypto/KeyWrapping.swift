@@ -5,7 +5,7 @@
 ///
 /// Every wrapping is AES-256-GCM with a context as associated data, so a wrapped key cannot be
 /// moved to another place of the ring unnoticed.
-public protocol KeyWrapping: Sendable {
+package protocol KeyWrapping: Sendable {
     /// `file`, `env` or `pkcs11`: what `cloak keys status` reports.
     var kind: String { get }
     /// Where the key is, for status lines and errors: a path, a variable's name, a token's and an
@@ -18,18 +18,18 @@ public protocol KeyWrapping: Sendable {
 
 /// A wrapping key held in memory: derived from a key file or from the master key in the
 /// environment. Wrapped: `nonce ‖ ciphertext ‖ tag`.
-public struct SoftwareKeyWrapping: KeyWrapping {
-    public let kind: String
-    public let location: String
+package struct SoftwareKeyWrapping: KeyWrapping {
+    package let kind: String
+    package let location: String
     private let key: SymmetricKey
 
-    public init(kind: String, location: String, key: SymmetricKey) {
+    package init(kind: String, location: String, key: SymmetricKey) {
         self.kind = kind
         self.location = location
         self.key = key
     }
 
-    public func wrap(_ plain: [UInt8], context: String) throws(KeyRing.Error) -> [UInt8] {
+    package func wrap(_ plain: [UInt8], context: String) throws(KeyRing.Error) -> [UInt8] {
         do {
             let box = try AESGCM.seal(plain, key: key, associatedData: Array(context.utf8))
             return box.nonce + box.ciphertext + box.tag
@@ -38,7 +38,7 @@ public struct SoftwareKeyWrapping: KeyWrapping {
         }
     }
 
-    public func unwrap(_ wrapped: [UInt8], context: String) throws(KeyRing.Error) -> [UInt8] {
+    package func unwrap(_ wrapped: [UInt8], context: String) throws(KeyRing.Error) -> [UInt8] {
         guard wrapped.count >= 28 else { throw KeyRing.Error("a wrapped key is truncated") }
         let box = AESGCM.SealedBox(
             nonce: Array(wrapped.prefix(12)), ciphertext: Array(wrapped.dropFirst(12).dropLast(16)),

@@ -12,8 +12,8 @@ import COpenSSL
 /// a random alias). Bytes are wiped from the buffer as they are handed out, and the rest when
 /// the thread ends; a buffer is never shared between threads. Cloak never forks: a forked child
 /// would hand out its parent's buffered bytes (OpenSSL's own DRBG reseeds after a fork).
-public enum SecureRandom {
-    public static func bytes(_ count: Int) -> [UInt8] {
+package enum SecureRandom {
+    package static func bytes(_ count: Int) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
             fill(UnsafeMutableRawBufferPointer(out))
             initialized = count
@@ -21,7 +21,7 @@ public enum SecureRandom {
     }
 
     /// Fills `buffer` with random bytes.
-    public static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+    package static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return }
         guard buffer.count <= ThreadPool.size / 8 else {
             // Without randomness no alias or nonce is safe to issue; stopping is the only safe answer.
@@ -33,7 +33,7 @@ public enum SecureRandom {
     }
 
     /// A uniform integer in `0..<bound` (rejection sampling, no modulo bias).
-    public static func uniform(_ bound: Int) -> Int {
+    package static func uniform(_ bound: Int) -> Int {
         precondition(bound > 0)
         let limit = UInt64.max - UInt64.max % UInt64(bound)
         while true {

@@ -1,35 +1,35 @@
 /// Key material. Its description is redacted so it can never be logged by accident.
-public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
+package struct SymmetricKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
     private let bytes: [UInt8]
 
-    public init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         self.bytes = bytes
     }
 
-    public var count: Int { bytes.count }
+    package var count: Int { bytes.count }
 
-    public var description: String { "SymmetricKey(\(bytes.count * 8) bits, redacted)" }
-    public var debugDescription: String { description }
+    package var description: String { "SymmetricKey(\(bytes.count * 8) bits, redacted)" }
+    package var debugDescription: String { description }
     /// No children: `dump` and debuggers show the description, never the bytes.
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+    package var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 
-    public func withBytes<R, E: Error>(_ body: (UnsafePointer<UInt8>) throws(E) -> R) throws(E) -> R {
+    package func withBytes<R, E: Error>(_ body: (UnsafePointer<UInt8>) throws(E) -> R) throws(E) -> R {
         let copy = bytes
         return try copy.withUnsafeBufferPointer { buffer throws(E) -> R in try body(buffer.baseAddress!) }
     }
 
     /// The raw bytes, for derivation (HMAC) and persistence (the key file) only.
-    public var rawBytes: [UInt8] { bytes }
+    package var rawBytes: [UInt8] { bytes }
 
-    public static func == (a: SymmetricKey, b: SymmetricKey) -> Bool { constantTimeEquals(a.bytes, b.bytes) }
+    package static func == (a: SymmetricKey, b: SymmetricKey) -> Bool { constantTimeEquals(a.bytes, b.bytes) }
 
     /// A new random key of `count` bytes.
-    public static func random(count: Int = 32) -> SymmetricKey { SymmetricKey(SecureRandom.bytes(count)) }
+    package static func random(count: Int = 32) -> SymmetricKey { SymmetricKey(SecureRandom.bytes(count)) }
 
     /// A subkey for one purpose: HMAC-SHA-256(self, label).
-    public func derive(_ label: String) -> SymmetricKey {
+    package func derive(_ label: String) -> SymmetricKey {
         SymmetricKey(Digest.hmacSHA256(key: bytes, Array(label.utf8)))
     }
 }

@@ -8,8 +8,8 @@ import Foundation
 ///   opening; its wrapping key is derived from its fingerprint key (``KeyRing/fileWrappingKey``).
 ///
 /// Either is refused when group or others may read or write it, as ssh refuses a private key.
-public enum WrappingKeyFile {
-    public enum Contents: Sendable {
+package enum WrappingKeyFile {
+    package enum Contents: Sendable {
         case wrappingKey(SymmetricKey)
         case ring(KeyRing)
     }
@@ -20,7 +20,7 @@ public enum WrappingKeyFile {
     }
 
     /// Reads a key file of either version.
-    public static func load(path: String) throws(KeyRing.Error) -> Contents {
+    package static func load(path: String) throws(KeyRing.Error) -> Contents {
         let data: [UInt8]
         do throws(SecretFile.ReadFailure) { data = try SecretFile.read(path) } catch {
             throw KeyRing.Error(error.message(path: path))
@@ -35,7 +35,7 @@ public enum WrappingKeyFile {
     }
 
     /// Writes a new version 2 file (mode 0600) with a random wrapping key; refuses to replace one.
-    public static func create(path: String) throws(KeyRing.Error) -> SymmetricKey {
+    package static func create(path: String) throws(KeyRing.Error) -> SymmetricKey {
         let key = SymmetricKey.random()
         var json = Array(#"{"format":2,"wrapping_key":""#.utf8)
         json += Data(key.rawBytes).base64EncodedString().utf8

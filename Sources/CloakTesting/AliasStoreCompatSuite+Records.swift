@@ -1,6 +1,7 @@
 import CloakCore
 import CloakCrypto
 import CloakVault
+import Foundation
 import Testing
 
 extension AliasStoreCompatSuite {

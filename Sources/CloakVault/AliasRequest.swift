@@ -2,25 +2,25 @@ import CloakCore
 
 /// One value to alias, as the Vault API and form tokenization ask for it. The value travels
 /// wrapped, so the request prints as `AliasRequest(UUID, PERSISTENT, value [redacted])`.
-public struct AliasRequest: Sendable, CustomStringConvertible {
-    public var sensitiveValue: Sensitive<String>
-    public var format: AliasFormatName
-    public var storage: StorageKind
-    public var classifiers: [String]
+package struct AliasRequest: Sendable, CustomStringConvertible {
+    package var sensitiveValue: Sensitive<String>
+    package var format: AliasFormatName
+    package var storage: StorageKind
+    package var classifiers: [String]
     /// For card formats: whether the alias passes Luhn.
-    public var luhnValid: Bool
+    package var luhnValid: Bool
     /// The new record's lifetime in seconds (nil: VOLATILE's default, or none for PERSISTENT).
     /// A create never changes an existing record's.
-    public var ttlSeconds: Int?
+    package var ttlSeconds: Int?
     /// Kept in clear beside the record (the Vault API refuses digit runs of nine or more).
-    public var metadata: [String: String] = [:]
+    package var metadata: [String: String] = [:]
 
-    public var value: String {
+    package var value: String {
         get { sensitiveValue.value }
         set { sensitiveValue = Sensitive(newValue) }
     }
 
-    public init(
+    package init(
         value: String, format: AliasFormatName, storage: StorageKind, classifiers: [String] = [], luhnValid: Bool = true
     ) {
         self.sensitiveValue = Sensitive(value)
@@ -30,24 +30,24 @@ public struct AliasRequest: Sendable, CustomStringConvertible {
         self.luhnValid = luhnValid
     }
 
-    public var description: String { "AliasRequest(\(format.rawValue), \(storage.rawValue), value \(sensitiveValue))" }
+    package var description: String { "AliasRequest(\(format.rawValue), \(storage.rawValue), value \(sensitiveValue))" }
 }
 
 /// Who creates aliases, which decides what the answer may show and what may be asked.
-public struct AliasCaller: Sendable {
+package struct AliasCaller: Sendable {
     /// The caller may reveal values: an answer for a value already stored shows the stored
     /// record (its first `created_at`, its classifiers, every alias). Anyone else gets only what
     /// it asked for, stamped with the request's time, so the answer cannot tell whether the value
     /// was new (no existence oracle).
-    public var mayReveal: Bool
+    package var mayReveal: Bool
     /// The caller has no token (an open tokenize call). Its aliases are neither deduplicated nor
     /// deterministic: their free characters are drawn at random and every value gets a new record, so
     /// whoever holds an alias cannot find its value by submitting candidates and comparing the
     /// answers. And it may not create aliases in a small alias space (under a million, drawn at
     /// random): anonymous requests could otherwise fill a BIN + last-four bucket.
-    public var anonymous: Bool
+    package var anonymous: Bool
 
-    public init(mayReveal: Bool, anonymous: Bool) {
+    package init(mayReveal: Bool, anonymous: Bool) {
         self.mayReveal = mayReveal
         self.anonymous = anonymous
     }
@@ -56,7 +56,7 @@ public struct AliasCaller: Sendable {
     var deterministic: Bool { !anonymous }
 
     /// A trusted in-process caller (tools and tests): sees stored records.
-    public static let trusted = AliasCaller(mayReveal: true, anonymous: false)
+    package static let trusted = AliasCaller(mayReveal: true, anonymous: false)
     /// A caller without a token.
-    public static let anonymous = AliasCaller(mayReveal: false, anonymous: true)
+    package static let anonymous = AliasCaller(mayReveal: false, anonymous: true)
 }

@@ -6,7 +6,7 @@ import CloakCrypto
 /// thread-safe. All writes of one executor batch happen between ``begin()`` and ``commit()``;
 /// each request's writes between a savepoint and its release, so one failing request leaves
 /// the others intact and nothing half-written.
-public protocol AliasStore: AnyObject {
+package protocol AliasStore: AnyObject {
     /// Whether this process is the store's only writer (an embedded file): only then may a vault
     /// keep what it read in memory (``DedupeCache``), since no one else can delete behind it.
     /// False for a server other nodes share.
@@ -94,12 +94,12 @@ public protocol AliasStore: AnyObject {
 }
 
 /// A record as re-encryption sees it: which key version sealed it, and how.
-public struct SealedRecord: Sendable, Equatable {
-    public var id: String
-    public var keyID: String
-    public var sealed: AESGCM.SealedBox
+package struct SealedRecord: Sendable, Equatable {
+    package var id: String
+    package var keyID: String
+    package var sealed: AESGCM.SealedBox
 
-    public init(id: String, keyID: String, sealed: AESGCM.SealedBox) {
+    package init(id: String, keyID: String, sealed: AESGCM.SealedBox) {
         self.id = id
         self.keyID = keyID
         self.sealed = sealed
@@ -107,7 +107,7 @@ public struct SealedRecord: Sendable, Equatable {
 }
 
 /// A store failure. The description names the operation, never a value.
-public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The alias is already issued (retry with another candidate).
     case aliasTaken
     /// Another writer (another node) stored a PERSISTENT record with this fingerprint first: read
@@ -121,7 +121,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Anything else: unreachable, corrupt, locked too long.
     case unavailable(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .aliasTaken: return "alias already issued"
         case .fingerprintTaken: return "the value was stored meanwhile by another writer"

@@ -6,9 +6,9 @@ extension Vault {
     /// it is the value), so the alias itself never reaches a log line; the reference still lets
     /// an operator follow one alias through the lines (`cloak keys ref ALIAS` computes it from
     /// the key ring, on every node that shares it).
-    public func auditReference(_ alias: String) -> String { Self.auditReference(alias, keys: keys) }
+    package func auditReference(_ alias: String) -> String { Self.auditReference(alias, keys: keys) }
 
-    public static func auditReference(_ alias: String, keys: KeyRing) -> String {
+    package static func auditReference(_ alias: String, keys: KeyRing) -> String {
         var message = "cloak/v1/audit\0" + alias
         let mac = message.withUTF8 { keys.fingerprintMAC.authenticate(UnsafeRawBufferPointer($0)) }
         let digits = Array("0123456789abcdef".utf8)

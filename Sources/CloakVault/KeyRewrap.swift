@@ -9,28 +9,28 @@ import CloakCrypto
 ///   what was read; a row a node changed or deleted meanwhile is skipped.
 /// - Resumable: every batch commits; a run killed at any point leaves each record under its old
 ///   version or the new one, whole, and the next run picks up what is left.
-public struct KeyRewrap {
-    public let store: any AliasStore
-    public let keys: KeyRing
+package struct KeyRewrap {
+    package let store: any AliasStore
+    package let keys: KeyRing
 
-    public init(store: any AliasStore, keys: KeyRing) {
+    package init(store: any AliasStore, keys: KeyRing) {
         self.store = store
         self.keys = keys
     }
 
     /// What one batch did.
-    public struct Batch: Sendable, Equatable {
-        public var resealed = 0
+    package struct Batch: Sendable, Equatable {
+        package var resealed = 0
         /// Changed or deleted by a node between the read and the update: left as it is.
-        public var skipped = 0
+        package var skipped = 0
         /// The last record id handled: the next batch starts after it (nil: the version is done).
-        public var next: String?
+        package var next: String?
     }
 
     /// Re-seals up to `limit` records sealed with `version`, after `cursor`.
     /// - Throws: ``VaultError/unavailable(_:)`` when the ring has no key `version` (retired), or a
     ///   record fails to open (its ciphertext was altered); the batch is rolled back.
-    public func batch(version: String, after cursor: String?, limit: Int) throws -> Batch {
+    package func batch(version: String, after cursor: String?, limit: Int) throws -> Batch {
         guard let old = keys.key(id: version) else {
             throw VaultError.unavailable("the key ring has no key \(version): its records cannot be opened")
         }
@@ -68,7 +68,7 @@ public struct KeyRewrap {
     }
 
     /// The versions other than the current one that still seal records, with their counts.
-    public func pending() throws -> [(version: String, records: Int)] {
+    package func pending() throws -> [(version: String, records: Int)] {
         try store.recordCounts().filter { $0.key != keys.currentID }.sorted { $0.key < $1.key }.map {
             ($0.key, $0.value)
         }

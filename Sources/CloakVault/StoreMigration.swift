@@ -1,20 +1,20 @@
 /// Copies every record of one store into another as it is: still sealed (never decrypted), with
 /// its fingerprint, aliases and their signatures, and the store's key-check value, so the same
 /// keys open the copy. Re-running it is safe: records already in the destination are skipped.
-public struct StoreMigration {
-    public struct Report: Sendable, Equatable {
-        public var copied = 0
-        public var skipped = 0
-        public var sourceRecords = 0
-        public var destinationRecords = 0
+package struct StoreMigration {
+    package struct Report: Sendable, Equatable {
+        package var copied = 0
+        package var skipped = 0
+        package var sourceRecords = 0
+        package var destinationRecords = 0
     }
 
-    public enum Error: Swift.Error, CustomStringConvertible {
+    package enum Error: Swift.Error, CustomStringConvertible {
         case differentKeys
         case countMismatch(source: Int, destination: Int)
         case store(StoreError)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .differentKeys:
                 return "the destination already holds records sealed with other keys; nothing was copied"
@@ -26,18 +26,18 @@ public struct StoreMigration {
         }
     }
 
-    public let source: any AliasStore
-    public let destination: any AliasStore
+    package let source: any AliasStore
+    package let destination: any AliasStore
     /// Records per destination transaction.
-    public var batch = 500
+    package var batch = 500
 
-    public init(from source: any AliasStore, to destination: any AliasStore) {
+    package init(from source: any AliasStore, to destination: any AliasStore) {
         self.source = source
         self.destination = destination
     }
 
     /// Copies, then checks that the destination holds at least every source record.
-    public func run(progress: (Report) -> Void = { _ in }) throws(Error) -> Report {
+    package func run(progress: (Report) -> Void = { _ in }) throws(Error) -> Report {
         var report = Report()
         try copyMetadata()
         do throws(StoreError) {

@@ -5,7 +5,7 @@ import Synchronization
 
 extension Vault {
     /// Deletes an alias (and its value once no alias is left).
-    public func delete(_ alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
+    package func delete(_ alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
         changeRecord(
             of: alias,
             { store, record in
@@ -15,7 +15,7 @@ extension Vault {
 
     /// Changes the record an alias belongs to: its classifiers, metadata and lifetime (from now),
     /// each when given. A token holder's record only: an intent's life is `keep`'s business.
-    public func update(
+    package func update(
         _ alias: String, classifiers: [String]?, metadata: [String: String]?, ttlSeconds: Int?,
         completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
     ) {
@@ -36,7 +36,7 @@ extension Vault {
     }
 
     /// Replaces the classifiers of the record an alias belongs to.
-    public func setClassifiers(
+    package func setClassifiers(
         _ classifiers: [String], alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
     ) {
         changeRecord(

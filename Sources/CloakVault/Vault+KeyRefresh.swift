@@ -3,10 +3,10 @@ import Synchronization
 
 extension Vault {
     /// The store's name for the wrapped key ring (``KeyRing/wrapped(by:)``).
-    public static let keyRingName = "key_ring"
+    package static let keyRingName = "key_ring"
 
     /// The key versions this vault opens, and the one it seals with.
-    public var keyVersions: (ids: [String], current: String) {
+    package var keyVersions: (ids: [String], current: String) {
         let keys = self.keys
         return (keys.keys.map(\.id), keys.currentID)
     }
@@ -18,7 +18,7 @@ extension Vault {
     /// version numbers only grow, and the number is bound into each wrapped key.
     /// - Returns: whether the ring changed.
     @discardableResult
-    public func adoptKeys(_ next: KeyRing) throws(VaultError) -> Bool {
+    package func adoptKeys(_ next: KeyRing) throws(VaultError) -> Bool {
         let changed = ring.withLock { (ring: inout KeyRing) -> Result<Bool, VaultError> in
             guard constantTimeEquals(next.checkValue, ring.checkValue) else {
                 return .failure(.unavailable("the store's key ring is another ring than the one this node opened"))
@@ -38,15 +38,15 @@ extension Vault {
     /// Sets what a vault thread hands the store's wrapped ring to when a record names a key
     /// version this node does not hold (``MissingKeyRead``): the caller unwraps it and calls
     /// ``adoptKeys(_:)``. Without it such a record is unavailable until the next refresh.
-    public func onMissingKey(_ adopt: @escaping @Sendable (_ wrappedRing: [UInt8]) -> Void) {
+    package func onMissingKey(_ adopt: @escaping @Sendable (_ wrappedRing: [UInt8]) -> Void) {
         missingKey.setAdopt(adopt)
     }
 
     /// How many times a vault thread read the store's ring for a missing version (tests).
-    public var missingKeyReads: Int { missingKey.reads }
+    package var missingKeyReads: Int { missingKey.reads }
 
     /// Reads the store's wrapped ring on the executor thread (nil when the store keeps none).
-    public func storedKeyRing(completion: @escaping @Sendable (Result<[UInt8]?, VaultError>) -> Void) {
+    package func storedKeyRing(completion: @escaping @Sendable (Result<[UInt8]?, VaultError>) -> Void) {
         executor.submit(
             reads: true, { store in try store.metadata(Self.keyRingName) }, completion: { completion(Self.map($0)) })
     }

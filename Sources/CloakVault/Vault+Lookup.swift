@@ -1,11 +1,12 @@
 import CloakCore
+import CloakCrypto
 
 extension Vault {
     /// The live, kept record of each value, or nil: "is this card already in the vault, under
     /// which aliases?" without creating one. Found by the value's fingerprint (the one token
     /// holders' PERSISTENT records carry), so intents (never fingerprinted), VOLATILE records and
     /// expired records are not found. The answers carry no value.
-    public func lookup(
+    package func lookup(
         _ values: [String], completion: @escaping @Sendable (Result<[RevealedRecord?], VaultError>) -> Void
     ) {
         let fingerprints = values.map { value -> [UInt8] in

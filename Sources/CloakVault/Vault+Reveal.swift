@@ -5,7 +5,7 @@ import Synchronization
 
 extension Vault {
     /// Reveals each alias found (expired ones are not found).
-    public func reveal(
+    package func reveal(
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
         executor.submit(

@@ -8,8 +8,8 @@ import Synchronization
 /// Format work (HMAC fingerprints, AES-GCM sealing, FF1) runs on the caller's thread before a job
 /// is queued; the executor thread only reads and writes the store, and calls each completion
 /// there once its writes are committed.
-public final class Vault: Sendable {
-    public let settings: Settings
+package final class Vault: Sendable {
+    package let settings: Settings
     /// The ring in use: replaced whole when a node picks up a rotation (``Vault+KeyRefresh``);
     /// the fingerprint and alias MAC keys never change with it.
     let ring: Mutex<KeyRing>
@@ -51,7 +51,7 @@ public final class Vault: Sendable {
     /// any other ring is refused (records it sealed could not be read back, and new ones would be
     /// lost when the right key file returns).
     /// - Throws: ``VaultOpenError`` when the ring does not match the store, or the store fails.
-    public convenience init(
+    package convenience init(
         store: any AliasStore, keys: KeyRing, settings: Settings,
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) throws {
@@ -60,7 +60,7 @@ public final class Vault: Sendable {
 
     /// Opens the vault on several connections to one shared store (PostgreSQL): one executor
     /// thread each; requests are spread over them.
-    public init(
+    package init(
         stores: [any AliasStore], keys: KeyRing, settings: Settings,
         clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) throws {
@@ -137,10 +137,10 @@ public final class Vault: Sendable {
     }
 
     /// Finishes queued work and stops the executor.
-    public func close() { for executor in executors { executor.close() } }
+    package func close() { for executor in executors { executor.close() } }
 
     /// Checks every request can be represented, before anything is queued.
-    public static func check(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws(VaultError) {
+    package static func check(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws(VaultError) {
         for (i, r) in requests.enumerated() {
             do { try AliasGenerator.validate(r.value, format: r.format) } catch {
                 throw .invalidInput(index: i, reason: error.description)
@@ -161,7 +161,7 @@ public final class Vault: Sendable {
     /// Values the ``DedupeCache`` knows are answered from it; the rest go to the vault thread.
     /// When every value is known, `completion` runs at once on the calling thread; otherwise on
     /// the vault thread after the commit.
-    public func createAliases(
+    package func createAliases(
         _ requests: [AliasRequest], caller: AliasCaller = .trusted,
         completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void
     ) {
@@ -205,7 +205,7 @@ public final class Vault: Sendable {
     }
 
     /// Answers when the store does.
-    public func ping(completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
+    package func ping(completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
         executor.submit(reads: true, { store in try store.ping() }, completion: { completion(Self.map($0)) })
     }
 

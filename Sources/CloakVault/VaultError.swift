@@ -1,7 +1,7 @@
 import CloakCore
 
 /// A vault failure, mapped by the service to its VGSError code.
-public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A value cannot take its format (1002); `index` is its position in the request.
     case invalidInput(index: Int, reason: String)
     /// No such alias, or it expired (1404).
@@ -14,7 +14,7 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     /// (1429, `Retry-After` until the bucket's earliest intent expires).
     case bucketFull(format: AliasFormatName, retryAfter: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .invalidInput(index, reason): return "item \(index): \(reason)"
         case .notFound: return "no such alias"
@@ -28,6 +28,6 @@ public enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Why a vault could not open.
-public struct VaultOpenError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct VaultOpenError: Error, Sendable, CustomStringConvertible {
+    package let description: String
 }

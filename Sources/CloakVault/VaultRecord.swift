@@ -3,31 +3,31 @@ import CloakCrypto
 import Foundation
 
 /// Storage class of a record: kept until deleted, or expiring after the volatile TTL.
-public typealias StorageKind = TokenizationSettings.Storage
+package typealias StorageKind = TokenizationSettings.Storage
 
 /// One stored value as the store holds it: encrypted, with every alias issued for it.
-public struct StoredRecord: Sendable {
-    public var id: String
+package struct StoredRecord: Sendable {
+    package var id: String
     /// HMAC of the value under the fingerprint key; set for PERSISTENT records (deduplication).
-    public var fingerprint: [UInt8]?
-    public var keyID: String
-    public var sealed: AESGCM.SealedBox
-    public var storage: StorageKind
-    public var classifiers: [String]
+    package var fingerprint: [UInt8]?
+    package var keyID: String
+    package var sealed: AESGCM.SealedBox
+    package var storage: StorageKind
+    package var classifiers: [String]
     /// Seconds since 1970.
-    public var createdAt: Int64
-    public var expiresAt: Int64?
-    public var aliases: [IssuedAlias]
+    package var createdAt: Int64
+    package var expiresAt: Int64?
+    package var aliases: [IssuedAlias]
     /// Stored by an anonymous caller (no token with `aliases:create`): short-lived until a backend
     /// keeps it (`POST /aliases/keep`), and never found by a lookup.
-    public var intent: Bool
+    package var intent: Bool
     /// For an intent in a small format-preserving bucket: the bucket's tag, under which it holds
     /// one of the places anonymous callers may take (``AliasStore/reserveBucketSlot(_:limit:)``).
-    public var bucket: [UInt8]?
+    package var bucket: [UInt8]?
     /// String keys to string values a token holder keeps with the record (in clear).
-    public var metadata: [String: String]
+    package var metadata: [String: String]
 
-    public init(
+    package init(
         id: String, fingerprint: [UInt8]?, keyID: String, sealed: AESGCM.SealedBox, storage: StorageKind,
         classifiers: [String], createdAt: Int64, expiresAt: Int64?, aliases: [IssuedAlias], intent: Bool = false,
         bucket: [UInt8]? = nil, metadata: [String: String] = [:]
@@ -49,31 +49,31 @@ public struct StoredRecord: Sendable {
 
 /// One alias of a record. Its identity is the format and, for card formats, whether it passes
 /// Luhn: a `luhn: invalid` form and a Luhn-valid one get different aliases for the same card.
-public struct IssuedAlias: Sendable, Equatable {
-    public var alias: String
-    public var format: AliasFormatName
+package struct IssuedAlias: Sendable, Equatable {
+    package var alias: String
+    package var format: AliasFormatName
     /// For card formats: whether the alias passes Luhn (always true for other formats).
-    public var luhnValid: Bool
+    package var luhnValid: Bool
     /// HMAC binding the alias to its record (``Vault`` checks it before following the alias);
     /// empty until the vault signs it. Not part of equality.
-    public var mac: [UInt8]
+    package var mac: [UInt8]
 
-    public init(alias: String, format: AliasFormatName, luhnValid: Bool = true, mac: [UInt8] = []) {
+    package init(alias: String, format: AliasFormatName, luhnValid: Bool = true, mac: [UInt8] = []) {
         self.alias = alias
         self.format = format
         self.luhnValid = luhnValid || !AliasFormat.of(format).isCard
         self.mac = mac
     }
 
-    public static func == (a: IssuedAlias, b: IssuedAlias) -> Bool {
+    package static func == (a: IssuedAlias, b: IssuedAlias) -> Bool {
         a.alias == b.alias && a.format == b.format && a.luhnValid == b.luhnValid
     }
 
     /// The format as a store keeps it: the name, with `;luhn=invalid` for Luhn-invalid card aliases.
-    public var storedFormat: String { luhnValid ? format.rawValue : format.rawValue + ";luhn=invalid" }
+    package var storedFormat: String { luhnValid ? format.rawValue : format.rawValue + ";luhn=invalid" }
 
     /// The format and Luhn variant from ``storedFormat``.
-    public static func parseStoredFormat(_ text: String) -> (format: AliasFormatName, luhnValid: Bool)? {
+    package static func parseStoredFormat(_ text: String) -> (format: AliasFormatName, luhnValid: Bool)? {
         if text.hasSuffix(";luhn=invalid") {
             return AliasFormatName(rawValue: String(text.dropLast(";luhn=invalid".count))).map { ($0, false) }
         }
@@ -83,7 +83,7 @@ public struct IssuedAlias: Sendable, Equatable {
     /// An alias of a row written before the Luhn variant was recorded: a card alias without
     /// `;luhn=invalid` is Luhn-invalid exactly when its digits fail Luhn (stores use this once,
     /// when they sign old rows).
-    public static func fromStore(alias: String, storedFormat: String, mac: [UInt8] = []) -> IssuedAlias? {
+    package static func fromStore(alias: String, storedFormat: String, mac: [UInt8] = []) -> IssuedAlias? {
         guard let parsed = parseStoredFormat(storedFormat) else { return nil }
         var luhnValid = parsed.luhnValid
         if luhnValid, AliasFormat.of(parsed.format).isCard {
@@ -93,7 +93,7 @@ public struct IssuedAlias: Sendable, Equatable {
     }
 
     /// Whether this alias answers a request for `format` with that Luhn setting.
-    public func matches(_ format: AliasFormatName, luhnValid: Bool) -> Bool {
+    package func matches(_ format: AliasFormatName, luhnValid: Bool) -> Bool {
         self.format == format && self.luhnValid == (luhnValid || !AliasFormat.of(format).isCard)
     }
 }
@@ -101,23 +101,23 @@ public struct IssuedAlias: Sendable, Equatable {
 /// A record as the Vault API shows it, value decrypted.
 ///
 /// Holds the plain value, so its description is redacted.
-public struct RevealedRecord: Sendable, CustomStringConvertible {
-    public var sensitiveValue: Sensitive<String>
-    public var value: String {
+package struct RevealedRecord: Sendable, CustomStringConvertible {
+    package var sensitiveValue: Sensitive<String>
+    package var value: String {
         get { sensitiveValue.value }
         set { sensitiveValue = Sensitive(newValue) }
     }
-    public var aliases: [IssuedAlias]
-    public var storage: StorageKind
-    public var classifiers: [String]
-    public var createdAt: Int64
+    package var aliases: [IssuedAlias]
+    package var storage: StorageKind
+    package var classifiers: [String]
+    package var createdAt: Int64
     /// Seconds since 1970 when the record stops being found (nil: never).
-    public var expiresAt: Int64?
+    package var expiresAt: Int64?
     /// The record is an anonymous caller's intent (see ``StoredRecord/intent``).
-    public var intent: Bool
-    public var metadata: [String: String]
+    package var intent: Bool
+    package var metadata: [String: String]
 
-    public init(
+    package init(
         value: String, aliases: [IssuedAlias], storage: StorageKind, classifiers: [String], createdAt: Int64,
         expiresAt: Int64? = nil, intent: Bool = false, metadata: [String: String] = [:]
     ) {
@@ -131,14 +131,14 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
         self.createdAt = createdAt
     }
 
-    public var description: String { "RevealedRecord(\(aliases.count) aliases, \(storage.rawValue), value redacted)" }
+    package var description: String { "RevealedRecord(\(aliases.count) aliases, \(storage.rawValue), value redacted)" }
 
     /// The record's document, `{"value","aliases":[{"alias","format"}],"storage","classifiers",
     /// "created_at"}`, written straight into `writer` (the Vault API's answers).
     /// With `lifecycle` (reveals), `expires_at` is always written (null when none) and so is
     /// `metadata`; create answers keep the SDK's shape, with `expires_at` only when set.
     /// Without `includeValue` (a lookup's answer) the record is written without its value.
-    public func write(into writer: inout JSONWriter, lifecycle: Bool = false, includeValue: Bool = true) {
+    package func write(into writer: inout JSONWriter, lifecycle: Bool = false, includeValue: Bool = true) {
         writer.beginObject()
         if includeValue { writer.member("value", value) }
         writer.key("aliases" as StaticString)
@@ -169,7 +169,7 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
     }
 
     /// `{"key":"value",…}` in key order.
-    public static func writeMetadata(_ metadata: [String: String], into writer: inout JSONWriter) {
+    package static func writeMetadata(_ metadata: [String: String], into writer: inout JSONWriter) {
         writer.beginObject()
         for key in metadata.keys.sorted() {
             writer.key(key)
@@ -194,7 +194,7 @@ public struct RevealedRecord: Sendable, CustomStringConvertible {
     }
 
     /// RFC 3339 in UTC, to the second.
-    public static func iso8601(_ seconds: Int64) -> String {
+    package static func iso8601(_ seconds: Int64) -> String {
         var t = time_t(seconds)
         var parts = tm()
         gmtime_r(&t, &parts)

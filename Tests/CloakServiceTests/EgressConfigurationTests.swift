@@ -1,5 +1,7 @@
+import CloakHTTP
 import CloakService
 import CloakTesting
+import Foundation
 import Testing
 
 /// `check-config` on `egress:` names every problem with its path.

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakCrypto
+import CloakHTTP
 import CloakTesting
 import Foundation
 

@@ -1,3 +1,4 @@
+import CloakCore
 import CloakCrypto
 import CloakTesting
 import CloakVault

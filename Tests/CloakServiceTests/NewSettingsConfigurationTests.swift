@@ -1,3 +1,4 @@
+import CloakHTTP
 import CloakService
 import CloakTesting
 import Foundation

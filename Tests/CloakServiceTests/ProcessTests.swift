@@ -1,5 +1,6 @@
 import CloakService
 import CloakTesting
+import CloakVault
 import Foundation
 import Testing
 

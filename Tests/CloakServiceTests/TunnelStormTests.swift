@@ -1,4 +1,5 @@
 import CloakCrypto
+import CloakHTTP
 import CloakService
 import CloakTesting
 import Foundation

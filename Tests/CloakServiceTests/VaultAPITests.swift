@@ -1,4 +1,5 @@
 import CloakTesting
+import CloakVault
 import Foundation
 import Testing
 

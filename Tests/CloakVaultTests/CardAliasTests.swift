@@ -1,5 +1,6 @@
 import CloakCore
 import CloakCrypto
+import Foundation
 import Testing
 
 @testable import CloakVault

@@ -1,11 +1,11 @@
 import COpenSSL
 
 /// A failure inside OpenSSL. Never carries key material or plaintext.
-public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let description: String
+package struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let description: String
     init(_ description: String) { self.description = description }
 
-    public static let authenticationFailed = CryptoError(
+    package static let authenticationFailed = CryptoError(
         "authentication failed: ciphertext, tag, nonce or associated data altered")
 }
 
@@ -20,7 +20,7 @@ func check(_ rc: Int32, _ what: @autoclosure () -> String) throws(CryptoError) {
 }
 
 /// Compares in time independent of where the inputs differ.
-public func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+package func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }
     if a.isEmpty { return true }
     return a.withUnsafeBytes { pa in

@@ -1,16 +1,16 @@
 /// A PKCS#11 failure: what went wrong, named for an operator. Never a PIN or key byte.
-public struct PKCS11Error: Error, Sendable, CustomStringConvertible, Equatable {
-    public enum Kind: Sendable, Equatable {
+package struct PKCS11Error: Error, Sendable, CustomStringConvertible, Equatable {
+    package enum Kind: Sendable, Equatable {
         case malformedURI, pinUnreadable, moduleUnloadable, tokenNotFound, wrongPIN, objectNotFound, notAnAESKey
         /// More than one secret key carries the URI's object label.
         case ambiguousObject
         case failed
     }
 
-    public let kind: Kind
-    public let description: String
+    package let kind: Kind
+    package let description: String
 
-    public init(_ kind: Kind, _ description: String) {
+    package init(_ kind: Kind, _ description: String) {
         self.kind = kind
         self.description = description
     }

@@ -5,9 +5,9 @@ import Foundation
 /// An AES-256 key on a PKCS#11 token, used through a logged-in session: the token seals and
 /// opens (AES-256-GCM); the key's bytes never leave it (Cloak makes it sensitive and not
 /// extractable). One session per key, used by one thread at a time (a lock).
-public final class PKCS11Key: @unchecked Sendable {
-    public let tokenLabel: String
-    public let objectLabel: String
+package final class PKCS11Key: @unchecked Sendable {
+    package let tokenLabel: String
+    package let objectLabel: String
     private let module: PKCS11Module
     private let session: CK_SESSION_HANDLE
     private let handle: CK_OBJECT_HANDLE
@@ -31,7 +31,7 @@ public final class PKCS11Key: @unchecked Sendable {
     private var f: CK_FUNCTION_LIST { module.functions.pointee }
 
     /// The key `uri` names; nil when the token has no secret key of that label.
-    public static func open(_ uri: PKCS11URI, pin: [UInt8]) throws(PKCS11Error) -> PKCS11Key? {
+    package static func open(_ uri: PKCS11URI, pin: [UInt8]) throws(PKCS11Error) -> PKCS11Key? {
         let (module, session) = try login(uri, pin: pin)
         do throws(PKCS11Error) {
             guard let handle = try find(module, session, label: uri.objectLabel) else {
@@ -49,7 +49,7 @@ public final class PKCS11Key: @unchecked Sendable {
     /// Makes the key `uri` names on the token: AES-256, a token object, private, sensitive, not
     /// extractable, for encryption and decryption only (Cloak seals the ring's keys with
     /// `C_Encrypt`; a key that may also `C_WrapKey` could export other keys of the token).
-    public static func create(_ uri: PKCS11URI, pin: [UInt8]) throws(PKCS11Error) -> PKCS11Key {
+    package static func create(_ uri: PKCS11URI, pin: [UInt8]) throws(PKCS11Error) -> PKCS11Key {
         let (module, session) = try login(uri, pin: pin)
         var template = Template()
         template.add(CKA_CLASS, ulong: CKO_SECRET_KEY)
@@ -76,7 +76,7 @@ public final class PKCS11Key: @unchecked Sendable {
     }
 
     /// AES-256-GCM on the token with a fresh 96-bit nonce: `nonce ‖ ciphertext ‖ tag`.
-    public func seal(_ plaintext: [UInt8], associatedData: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+    package func seal(_ plaintext: [UInt8], associatedData: [UInt8]) throws(PKCS11Error) -> [UInt8] {
         let nonce = SecureRandom.bytes(12)
         let body = try crypt(encrypt: true, plaintext, nonce: nonce, associatedData: associatedData)
         return nonce + body
@@ -84,7 +84,7 @@ public final class PKCS11Key: @unchecked Sendable {
 
     /// Opens what ``seal(_:associatedData:)`` made.
     /// - Throws: ``PKCS11Error/Kind/failed`` for another key, other associated data or altered bytes.
-    public func open(_ sealed: [UInt8], associatedData: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+    package func open(_ sealed: [UInt8], associatedData: [UInt8]) throws(PKCS11Error) -> [UInt8] {
         guard sealed.count >= 28 else { throw PKCS11Error(.failed, "the wrapped data is truncated") }
         do {
             return try crypt(
@@ -97,7 +97,7 @@ public final class PKCS11Key: @unchecked Sendable {
 
     /// Whether the token would let the key's bytes out (`CKA_EXTRACTABLE` set, or `CKA_VALUE`
     /// readable): false for every key Cloak makes.
-    public var isExtractable: Bool {
+    package var isExtractable: Bool {
         lock.lock()
         defer { lock.unlock() }
         var extractable = CK_BBOOL(0)

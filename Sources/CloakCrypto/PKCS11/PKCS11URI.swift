@@ -6,19 +6,19 @@ import Foundation
 /// (or `pin-source=env:<NAME>`). Attribute values are percent-decoded. `type`, when given, must
 /// be `secret-key`. The PIN never goes in the URI: `pin-value` is refused, so a URI is safe to
 /// print and log.
-public struct PKCS11URI: Sendable, Equatable, CustomStringConvertible {
-    public enum PinSource: Sendable, Equatable {
+package struct PKCS11URI: Sendable, Equatable, CustomStringConvertible {
+    package enum PinSource: Sendable, Equatable {
         /// A file holding the PIN (one trailing newline ignored), readable by its owner only.
         case file(String)
         /// An environment variable holding the PIN.
         case env(String)
     }
 
-    public let tokenLabel: String
-    public let objectLabel: String
-    public let modulePath: String
-    public let pinSource: PinSource
-    public let description: String
+    package let tokenLabel: String
+    package let objectLabel: String
+    package let modulePath: String
+    package let pinSource: PinSource
+    package let description: String
 
     /// Path attributes Cloak reads or accepts (and ignores) from RFC 7512.
     static let pathAttributes: Set<String> = [
@@ -26,7 +26,7 @@ public struct PKCS11URI: Sendable, Equatable, CustomStringConvertible {
         "library-manufacturer", "library-version", "slot-description", "slot-id", "slot-manufacturer",
     ]
 
-    public init(parsing text: String) throws(PKCS11Error) {
+    package init(parsing text: String) throws(PKCS11Error) {
         guard text.hasPrefix("pkcs11:") else { throw PKCS11Error(.malformedURI, "a PKCS#11 URI starts with pkcs11:") }
         let body = text.dropFirst("pkcs11:".count)
         let parts = body.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
@@ -97,10 +97,10 @@ public struct PKCS11URI: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Where the key is, for status lines and errors.
-    public var location: String { "token=\(tokenLabel);object=\(objectLabel)" }
+    package var location: String { "token=\(tokenLabel);object=\(objectLabel)" }
 
     /// The PIN from its source. A file's single trailing newline (`\n` or `\r\n`) is ignored.
-    public func pin(environment: [String: String]) throws(PKCS11Error) -> [UInt8] {
+    package func pin(environment: [String: String]) throws(PKCS11Error) -> [UInt8] {
         switch pinSource {
         case let .file(path):
             var bytes: [UInt8]

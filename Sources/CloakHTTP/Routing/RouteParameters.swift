@@ -2,19 +2,19 @@
 ///
 /// A route has one or two of them, so they are kept in order in a small array and found by
 /// comparing names: cheaper than hashing into a dictionary on every request.
-public struct RouteParameters: Sendable, Equatable, ExpressibleByDictionaryLiteral {
+package struct RouteParameters: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     private var pairs: [(name: String, value: String)] = []
 
-    public init() {}
+    package init() {}
 
-    public init(dictionaryLiteral elements: (String, String)...) {
+    package init(dictionaryLiteral elements: (String, String)...) {
         for (name, value) in elements { self[name] = value }
     }
 
-    public var count: Int { pairs.count }
+    package var count: Int { pairs.count }
 
     /// The value of parameter `name`; setting nil removes it.
-    public subscript(name: String) -> String? {
+    package subscript(name: String) -> String? {
         get { pairs.first { $0.name == name }?.value }
         set { _ = update(name, to: newValue) }
     }
@@ -31,7 +31,7 @@ public struct RouteParameters: Sendable, Equatable, ExpressibleByDictionaryLiter
         return previous
     }
 
-    public static func == (a: RouteParameters, b: RouteParameters) -> Bool {
+    package static func == (a: RouteParameters, b: RouteParameters) -> Bool {
         a.count == b.count && a.pairs.allSatisfy { b[$0.name] == $0.value }
     }
 }

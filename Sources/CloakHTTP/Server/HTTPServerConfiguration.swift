@@ -1,48 +1,48 @@
 /// Limits and shape of the HTTP server. Every libevent default is unsafe (unlimited bodies and
 /// headers, 50 s timeouts), so each has an explicit value here.
-public struct HTTPServerConfiguration: Sendable {
+package struct HTTPServerConfiguration: Sendable {
     /// IPv4 or IPv6 literal to bind, e.g. "127.0.0.1" or "::1".
-    public var host: String
+    package var host: String
     /// 0 picks a free port (see ``HTTPServer/port``).
-    public var port: Int
+    package var port: Int
     /// Event-loop threads, each with its own event_base, evhttp and SO_REUSEPORT listener; 0 = one per core.
-    public var threads: Int
+    package var threads: Int
     /// Bodies over this get 413 with a 1003 body.
-    public var maxBodyBytes: Int
+    package var maxBodyBytes: Int
     /// Request line plus headers over this get 400 (from evhttp).
-    public var maxHeaderBytes: Int
+    package var maxHeaderBytes: Int
     /// Inactivity timeout for a connection, idle or mid-request, in seconds.
-    public var idleTimeoutSeconds: Int
+    package var idleTimeoutSeconds: Int
     /// The request head must be complete this many seconds after the connection was accepted or
     /// its previous answer sent; past it the connection is closed (slowloris).
-    public var headerTimeoutSeconds: Int = 10
+    package var headerTimeoutSeconds: Int = 10
     /// The body must be complete this many seconds after the head.
-    public var bodyTimeoutSeconds: Int = 30
+    package var bodyTimeoutSeconds: Int = 30
     /// `server.trusted_proxies`: peers whose `Forwarded` / `X-Forwarded-For` and PROXY header
     /// name the client (``ForwardedClient``); everyone else's are ignored.
-    public var trustedProxies = TrustedProxies()
+    package var trustedProxies = TrustedProxies()
     /// `server.forwarded_header`: which header trusted proxies name the client in.
-    public var forwardedHeader = ForwardedClient.Header.xForwardedFor
+    package var forwardedHeader = ForwardedClient.Header.xForwardedFor
     /// `server.proxy_protocol`: every connection starts with a PROXY protocol header (v1 or v2)
     /// from a trusted proxy, or is closed.
-    public var proxyProtocol = false
+    package var proxyProtocol = false
     /// Open connections (counted from accept, plain or TLS); past this a connection is answered
     /// 503 and closed at once. Lowered at start to stay under the descriptor limit.
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// Open connections one client address may hold (0: no limit). Behind a balancer every
     /// connection comes from the balancer's addresses: leave it at 0 there.
-    public var maxConnectionsPerAddress: Int = 0
+    package var maxConnectionsPerAddress: Int = 0
     /// The answer to a connection over ``maxConnections`` (plain HTTP; a TLS one is closed).
-    public var refusalBody: [UInt8] = Array(#"{"error":"too many connections"}"#.utf8)
+    package var refusalBody: [UInt8] = Array(#"{"error":"too many connections"}"#.utf8)
     /// The answer to a connection closed for a framing violation that evhttp never turned into
     /// a request (plain HTTP; a TLS one is closed).
-    public var framingRefusalBody: [UInt8] = Array(#"{"error":"the request breaks strict HTTP/1.1 framing"}"#.utf8)
+    package var framingRefusalBody: [UInt8] = Array(#"{"error":"the request breaks strict HTTP/1.1 framing"}"#.utf8)
     /// How long a shutdown waits for in-flight requests before closing everything.
-    public var drainTimeoutSeconds: Double
+    package var drainTimeoutSeconds: Double
     /// PEM files for TLS termination; nil: plain HTTP.
-    public var tls: (certificateChain: String, privateKey: String)?
+    package var tls: (certificateChain: String, privateKey: String)?
 
-    public init(
+    package init(
         host: String = "127.0.0.1", port: Int = 8080, threads: Int = 0, maxBodyBytes: Int = 1_048_576,
         maxHeaderBytes: Int = 16_384, idleTimeoutSeconds: Int = 30, maxConnections: Int = 4096,
         drainTimeoutSeconds: Double = 10

@@ -44,7 +44,7 @@ final class LoopThread: Sendable {
 /// Stored inline (no allocation); its owner is a class shared with the loop thread, which is
 /// why it is `@unchecked Sendable`: the check is the guarantee. Code above the server binds a
 /// request's state to the request's loop with ``init(_:on:)``.
-public struct LoopBound<Value>: @unchecked Sendable {
+package struct LoopBound<Value>: @unchecked Sendable {
     let loop: LoopThread
     private var storage: Value
     #if DEBUG
@@ -61,7 +61,7 @@ public struct LoopBound<Value>: @unchecked Sendable {
 
     /// `value` bound to `loop`'s thread; with no loop (a request handled in process, outside a
     /// server) it is not checked, and its one caller at a time is the caller's promise.
-    public init(_ value: Value, on loop: LoopHandle?) {
+    package init(_ value: Value, on loop: LoopHandle?) {
         self.init(value, loop: loop?.thread ?? .unconfined)
     }
 
@@ -70,7 +70,7 @@ public struct LoopBound<Value>: @unchecked Sendable {
     /// non-mutating method on state stored in a class copies the whole value first). For state
     /// read on every request.
     @inline(__always)
-    public mutating func withValue<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    package mutating func withValue<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         loop.check()
         #if DEBUG
             precondition(!accessing, "loop-bound state accessed from inside its own withValue")
@@ -80,7 +80,7 @@ public struct LoopBound<Value>: @unchecked Sendable {
         return try body(&storage)
     }
 
-    public var value: Value {
+    package var value: Value {
         _read {
             loop.check()
             #if DEBUG

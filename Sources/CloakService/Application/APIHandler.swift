@@ -3,6 +3,7 @@ import CloakHTTP
 import CloakVault
 import Dispatch
 import Foundation
+import Synchronization
 
 /// The API listener's endpoint table: hands the request to the handler of the endpoint
 /// ``RoutingMiddleware`` found (made for the caller ``AuthMiddleware`` identified); 404 and

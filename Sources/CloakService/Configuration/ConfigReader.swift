@@ -1,3 +1,5 @@
+import Foundation
+
 /// Walks a ``ConfigNode`` collecting every problem with its path instead of stopping at the first.
 final class ConfigReader {
     private(set) var issues: [ConfigIssue] = []

@@ -2,6 +2,7 @@ import CloakCore
 import CloakCrypto
 import CloakHTTP
 import Foundation
+import Logging
 import Synchronization
 
 extension CloakService {

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 import Foundation
 
 extension VaultAPIHandler {

@@ -1,3 +1,4 @@
+import CloakCore
 import CloakCrypto
 import CloakVault
 import Foundation

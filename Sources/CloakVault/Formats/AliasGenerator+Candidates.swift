@@ -5,7 +5,7 @@ extension AliasGenerator {
     /// - Parameter random: false for the deterministic alias (FF1 of the free characters);
     ///   true for an anonymous caller's alias, whose free characters are drawn at random, so the
     ///   alias says nothing about which value it stands for.
-    public func alias(
+    package func alias(
         for value: String, format name: AliasFormatName, luhnValid: Bool, attempt: Int,
         random: Bool = false
     ) throws(AliasInputError) -> String {

@@ -2,25 +2,25 @@ import CloakCore
 import CloakCrypto
 
 /// Why a value cannot take a format. Names the format and the shape expected, never the value.
-public struct AliasInputError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let description: String
+package struct AliasInputError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let description: String
     /// Not a bad input: every candidate of a small alias space has been tried.
-    public var isSpaceExhausted = false
+    package var isSpaceExhausted = false
     /// Not a bad input: this attempt has no acceptable candidate; the next attempt (another FF1
     /// tweak) will.
-    public var isRetryable = false
+    package var isRetryable = false
 }
 
 /// Makes alias candidates for a value in a format. Candidate `attempt` 0, 1, 2… differ (the
 /// attempt is part of the FF1 tweak; random formats draw again), so the vault can retry when a
 /// candidate is already issued. Public for benchmarks and tools; the vault is the only writer.
-public struct AliasGenerator: Sendable {
+package struct AliasGenerator: Sendable {
     let environment: String
     let ff1Decimal: FF1
     let ff1Alphanumeric62: FF1
     let ff1Alphanumeric36: FF1
 
-    public init(environment: String, ff1Key: SymmetricKey) throws(CryptoError) {
+    package init(environment: String, ff1Key: SymmetricKey) throws(CryptoError) {
         self.environment = environment
         ff1Decimal = try FF1(key: ff1Key, radix: 10)
         ff1Alphanumeric62 = try FF1(key: ff1Key, radix: 62)
@@ -45,10 +45,10 @@ public struct AliasGenerator: Sendable {
     }
 
     /// The longest value any format takes, in UTF-8 bytes.
-    public static let maxValueBytes = 32_768
+    package static let maxValueBytes = 32_768
     /// The longest value a format-preserving format takes, in bytes (its slots are capped at
     /// ``AliasFormat/maxPreservingSlots``; this bounds the separators around them).
-    public static let maxPreservingValueBytes = 256
+    package static let maxPreservingValueBytes = 256
 
     /// Checks that `value` can take `format` (before anything is stored).
     static func validate(_ value: String, format: AliasFormatName) throws(AliasInputError) {

@@ -16,25 +16,25 @@ import CloakCrypto
 /// many distinct values of one bucket each token aliases (`limits.bucket_values_per_hour`).
 /// Tags are HMACs under the vault's fingerprint key (16 bytes): the counters hold neither values
 /// nor their kept characters.
-public struct GuessBucket: Sendable, Hashable {
-    public let format: AliasFormatName
+package struct GuessBucket: Sendable, Hashable {
+    package let format: AliasFormatName
     /// Identifies the bucket.
-    public let bucket: GuessTag
+    package let bucket: GuessTag
     /// Identifies the value within it.
-    public let value: GuessTag
+    package let value: GuessTag
     /// How many values share the bucket.
-    public let space: Int
+    package let space: Int
 
     /// Buckets of at most this many values are counted. A larger one cannot be searched in a day
     /// at the default token rate, which is charged per value (6,000 a minute: 8.6 million a day,
     /// so half of 10^8 takes about 6 days).
-    public static let guessableSpace = 100_000_000
+    package static let guessableSpace = 100_000_000
 }
 
 /// 128 bits of an HMAC: compared and hashed without a heap array.
-public struct GuessTag: Sendable, Hashable {
-    public let high: UInt64
-    public let low: UInt64
+package struct GuessTag: Sendable, Hashable {
+    package let high: UInt64
+    package let low: UInt64
 
     init(_ mac: [UInt8]) {
         var h: UInt64 = 0, l: UInt64 = 0
@@ -51,7 +51,7 @@ extension Vault {
     /// holder could know it by from elsewhere: a card's BIN, last four and length (a receipt, an
     /// FPE alias of the same card), or an SSN's or account number's last four and length. Only
     /// buckets of at most ``GuessBucket/guessableSpace`` values are returned.
-    public func guessBuckets(_ requests: [AliasRequest]) -> [GuessBucket] {
+    package func guessBuckets(_ requests: [AliasRequest]) -> [GuessBucket] {
         var out: [GuessBucket] = []
         for request in requests {
             let kind = AliasFormat.of(request.format).kind

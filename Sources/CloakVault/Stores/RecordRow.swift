@@ -1,4 +1,6 @@
+import CloakCore
 import CloakCrypto
+import Foundation
 
 /// A result row as a store reads it, column by index. Both stores decode their rows through
 /// ``StoredRecord/init(row:)`` and ``IssuedAlias/init(row:)``: the column order and how a record

@@ -4,7 +4,7 @@ import CloakCrypto
 /// replacement are conditional single-row updates (row locks, no table lock), so a node's write
 /// between the read and the update wins and the update is skipped.
 extension PostgreSQLAliasStore {
-    public func recordCounts() throws(StoreError) -> [String: Int] {
+    package func recordCounts() throws(StoreError) -> [String: Int] {
         var out: [String: Int] = [:]
         for row in try db.query("SELECT key_id, count(*) FROM records GROUP BY key_id") {
             if let id = row.text(0) { out[id] = Int(row.int(1) ?? 0) }
@@ -12,7 +12,7 @@ extension PostgreSQLAliasStore {
         return out
     }
 
-    public func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
+    package func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
         try db.query(
             "SELECT id, nonce, ciphertext, tag FROM records WHERE key_id = $1 AND id > $2 ORDER BY id LIMIT $3",
             [.text(keyID), .text(id ?? ""), .int(Int64(limit))]
@@ -24,7 +24,7 @@ extension PostgreSQLAliasStore {
     }
 
     /// One statement per 200 records (a round trip each, not one per record).
-    public func reseal(_ records: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
+    package func reseal(_ records: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
         var done = Set<String>()
         var start = 0
         while start < records.count {
@@ -56,7 +56,7 @@ extension PostgreSQLAliasStore {
         return done
     }
 
-    public func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws(StoreError) -> Bool {
+    package func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws(StoreError) -> Bool {
         if let expected {
             try db.query(
                 "UPDATE meta SET value = $2 WHERE name = $1 AND value = $3",
@@ -69,11 +69,11 @@ extension PostgreSQLAliasStore {
         return db.changes == 1
     }
 
-    public func appendKeyAudit(_ line: String, at time: Int64) throws(StoreError) {
+    package func appendKeyAudit(_ line: String, at time: Int64) throws(StoreError) {
         try db.query("INSERT INTO key_audit (at, line) VALUES ($1, $2)", [.int(time), .text(line)])
     }
 
-    public func keyAudit(limit: Int) throws(StoreError) -> [String] {
+    package func keyAudit(limit: Int) throws(StoreError) -> [String] {
         try db.query("SELECT line FROM key_audit ORDER BY seq DESC LIMIT $1", [.int(Int64(limit))])
             .compactMap { $0.text(0) }.reversed()
     }

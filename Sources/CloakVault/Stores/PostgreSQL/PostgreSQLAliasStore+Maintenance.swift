@@ -5,7 +5,7 @@ import Foundation
 extension PostgreSQLAliasStore {
     /// `ON CONFLICT DO UPDATE … WHERE` locks the bucket's row: concurrent nodes take places one
     /// after another, each seeing the count the one before left.
-    public func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool {
+    package func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool {
         try !db.query(
             """
             INSERT INTO bucket_intents (bucket, count) VALUES ($1, 1)
@@ -14,12 +14,12 @@ extension PostgreSQLAliasStore {
         ).isEmpty
     }
 
-    public func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64? {
+    package func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64? {
         try db.query("SELECT min(expires_at) FROM records WHERE bucket = $1", [.bytes(bucket)]).first?.int(0)
     }
 
     /// Safe on every node at once: each takes the expired rows no other node has locked.
-    public func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
+    package func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
         try db.query(
             """
             DELETE FROM records WHERE id IN
@@ -29,17 +29,17 @@ extension PostgreSQLAliasStore {
         return db.changes
     }
 
-    public func metadata(_ name: String) throws(StoreError) -> [UInt8]? {
+    package func metadata(_ name: String) throws(StoreError) -> [UInt8]? {
         try db.query("SELECT value FROM meta WHERE name = $1", [.text(name)]).first?.bytes(0)
     }
 
-    public func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError) {
+    package func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError) {
         try db.query(
             "INSERT INTO meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
             [.text(name), .bytes(value)])
     }
 
-    public func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int {
+    package func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int {
         var unsigned: [(IssuedAlias, String)] = []
         for row in try db.query("SELECT alias, record_id, format FROM aliases WHERE mac IS NULL") {
             guard let alias = row.text(0), let recordID = row.text(1), let format = row.text(2),

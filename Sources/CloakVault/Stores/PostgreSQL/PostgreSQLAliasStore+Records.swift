@@ -13,11 +13,11 @@ extension PostgreSQLAliasStore {
         ON CONFLICT DO NOTHING RETURNING 1
         """
 
-    public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
+    package func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
         try readRecord(db.query(Self.recordByFingerprint, [.bytes(fingerprint)]))
     }
 
-    public func record(alias: String) throws(StoreError) -> StoredRecord? {
+    package func record(alias: String) throws(StoreError) -> StoredRecord? {
         try readRecord(db.query(Self.recordByAlias, [.text(alias)]))
     }
 
@@ -35,7 +35,7 @@ extension PostgreSQLAliasStore {
     /// Inserts with `ON CONFLICT DO NOTHING`: a lost race raises no error, so it neither aborts
     /// the transaction nor writes the conflicting key (an alias, a fingerprint) into the server's
     /// log; which constraint won is then read back.
-    public func insert(_ record: StoredRecord) throws(StoreError) {
+    package func insert(_ record: StoredRecord) throws(StoreError) {
         let inserted = try db.query(
             Self.insertRecord,
             [
@@ -58,7 +58,7 @@ extension PostgreSQLAliasStore {
         for alias in record.aliases { try addAlias(alias, toRecord: record.id) }
     }
 
-    public func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError) {
+    package func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError) {
         let inserted = try db.query(
             """
             INSERT INTO aliases (alias, record_id, format, mac) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1
@@ -70,7 +70,7 @@ extension PostgreSQLAliasStore {
         throw .fingerprintTaken
     }
 
-    public func deleteAlias(_ alias: String) throws(StoreError) -> Bool {
+    package func deleteAlias(_ alias: String) throws(StoreError) -> Bool {
         guard
             let recordID = try db.query("DELETE FROM aliases WHERE alias = $1 RETURNING record_id", [.text(alias)])
                 .first?.text(0)
@@ -81,24 +81,24 @@ extension PostgreSQLAliasStore {
         return true
     }
 
-    public func setRecordMetadata(_ metadata: [String: String], recordID: String) throws(StoreError) {
+    package func setRecordMetadata(_ metadata: [String: String], recordID: String) throws(StoreError) {
         try db.query(
             "UPDATE records SET metadata = $1 WHERE id = $2",
             [RevealedRecord.encodeMetadata(metadata).map { .text($0) } ?? .null, .text(recordID)])
     }
 
-    public func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError) {
+    package func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError) {
         try db.query(
             "UPDATE records SET expires_at = $1 WHERE id = $2", [expiresAt.map { .int($0) } ?? .null, .text(recordID)])
     }
 
-    public func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
+    package func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
         try db.query(
             "UPDATE records SET classifiers = $1 WHERE id = $2",
             [.text(classifiers.joined(separator: ",")), .text(recordID)])
     }
 
-    public func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
+    package func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
         var out: [StoredRecord] = []
         for row in try db.query(
             "SELECT id FROM records WHERE id > $1 ORDER BY id LIMIT $2", [.text(id ?? ""), .int(Int64(limit))])
@@ -111,11 +111,11 @@ extension PostgreSQLAliasStore {
         return out
     }
 
-    public func recordCount() throws(StoreError) -> Int {
+    package func recordCount() throws(StoreError) -> Int {
         Int(try db.query("SELECT count(*) FROM records").first?.int(0) ?? 0)
     }
 
-    public func hasRecords() throws(StoreError) -> Bool {
+    package func hasRecords() throws(StoreError) -> Bool {
         try db.query("SELECT EXISTS (SELECT 1 FROM records)").first?.int(0) == 1
     }
 }

@@ -14,7 +14,7 @@ import Foundation
 ///   advisory lock, so nodes starting together do not race.
 /// - While the server is unreachable every call fails at once with `unavailable` (503 upstream
 ///   of here); the connection is re-made on use with a backoff from 0.25 s to 5 s.
-public final class PostgreSQLAliasStore: AliasStore {
+package final class PostgreSQLAliasStore: AliasStore {
     let db: PostgreSQLConnection
     private var backoff: TimeInterval = 0.25
     private var nextReconnect = Date.distantPast
@@ -22,13 +22,13 @@ public final class PostgreSQLAliasStore: AliasStore {
     /// Connects to `url` (`postgres://user:password@host:port/db?sslmode=…`, read by
     /// ``PostgresURL``: a URL it refuses is `unavailable` with a message that quotes none of it)
     /// and migrates the schema.
-    public init(url: String) throws(StoreError) {
+    package init(url: String) throws(StoreError) {
         db = try PostgreSQLConnection(url: url)
         try migrate()
     }
 
     /// Connects with the parts of a parsed URL (libpq never sees the URL's text) and migrates the schema.
-    public init(url: PostgresURL) throws(StoreError) {
+    package init(url: PostgresURL) throws(StoreError) {
         db = try PostgreSQLConnection(url: url)
         try migrate()
     }
@@ -47,23 +47,23 @@ public final class PostgreSQLAliasStore: AliasStore {
     }
 
     /// Other nodes write to the same server.
-    public var isSoleWriter: Bool { false }
+    package var isSoleWriter: Bool { false }
 
-    public func begin() throws(StoreError) {
+    package func begin() throws(StoreError) {
         try connected()
         try db.execute("BEGIN")
     }
-    public func beginReading() throws(StoreError) {
+    package func beginReading() throws(StoreError) {
         try connected()
         try db.execute("BEGIN READ ONLY")
     }
-    public func commit() throws(StoreError) { try db.execute("COMMIT") }
-    public func rollback() { if db.isConnected { try? db.execute("ROLLBACK") } }
-    public func savepoint() throws(StoreError) { try db.execute("SAVEPOINT request") }
-    public func releaseSavepoint() throws(StoreError) { try db.execute("RELEASE SAVEPOINT request") }
-    public var isInTransaction: Bool { db.isInTransaction }
+    package func commit() throws(StoreError) { try db.execute("COMMIT") }
+    package func rollback() { if db.isConnected { try? db.execute("ROLLBACK") } }
+    package func savepoint() throws(StoreError) { try db.execute("SAVEPOINT request") }
+    package func releaseSavepoint() throws(StoreError) { try db.execute("RELEASE SAVEPOINT request") }
+    package var isInTransaction: Bool { db.isInTransaction }
 
-    public func rollbackToSavepoint() {
+    package func rollbackToSavepoint() {
         try? db.execute("ROLLBACK TO SAVEPOINT request")
         try? db.execute("RELEASE SAVEPOINT request")
     }
@@ -71,11 +71,11 @@ public final class PostgreSQLAliasStore: AliasStore {
     /// Gives the transaction an id: its commit then writes a commit record and waits for the WAL
     /// flush, as a commit that stored a record does (no row is written, so nodes do not queue on
     /// one another).
-    public func forceDurableCommit() throws(StoreError) {
+    package func forceDurableCommit() throws(StoreError) {
         try db.query("SELECT txid_current()")
     }
 
-    public func ping() throws(StoreError) {
+    package func ping() throws(StoreError) {
         try connected()
         try db.query("SELECT 1")
     }

@@ -241,14 +241,14 @@ final class PostgreSQLConnection {
 }
 
 /// Store URLs as they may be shown: `postgres://user:***@host/db`.
-public enum StoreURL {
+package enum StoreURL {
     /// The URL without its password (userinfo after the first `:`); `password=` parameters too.
     ///
     /// The userinfo is looked for up to the first `/` only, as libpq does: libpq takes
     /// `postgres://u:pa?ss@h/db` as user `u`, password `pa?ss`, so a `?` or `#` cannot end it.
     /// With more than one `@`, everything up to the last is hidden (more than the password,
     /// never less).
-    public static func redacted(_ url: String) -> String {
+    package static func redacted(_ url: String) -> String {
         var text = url
         if let scheme = text.range(of: "://") {
             let rest = text[scheme.upperBound...]

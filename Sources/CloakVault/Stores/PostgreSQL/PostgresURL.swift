@@ -12,34 +12,34 @@ import Foundation
 /// (so a password may hold `?`, `#` and `:` as they are; `@` and `/` must be written `%40` and
 /// `%2F`); a part left out (no host, no password, no database) is not passed at all, so libpq
 /// takes its default (a Unix socket; `PGPASSWORD` or the password file; the user name).
-public struct PostgresURL: Sendable, Equatable {
+package struct PostgresURL: Sendable, Equatable {
     /// One `host[:port]` of the (comma-separated) host list.
-    public struct Host: Sendable, Equatable {
+    package struct Host: Sendable, Equatable {
         /// A name, an IP address (IPv6 without its brackets) or a Unix socket directory; empty:
         /// libpq's default.
-        public let name: String
+        package let name: String
         /// nil: libpq's default (5432).
-        public let port: Int?
+        package let port: Int?
 
-        public init(name: String, port: Int? = nil) {
+        package init(name: String, port: Int? = nil) {
             self.name = name
             self.port = port
         }
     }
 
     /// What is wrong with a URL, named without any of its text.
-    public struct Error: Swift.Error, Sendable, Equatable, CustomStringConvertible {
-        public let description: String
+    package struct Error: Swift.Error, Sendable, Equatable, CustomStringConvertible {
+        package let description: String
         init(_ description: String) { self.description = description }
     }
 
     /// The longest URL read (bytes): a store URL is a line of configuration, not a payload.
-    public static let maximumLength = 4096
+    package static let maximumLength = 4096
 
     /// The query parameters passed on to libpq (its connection keywords). Others are refused:
     /// `options` and `client_encoding` are Cloak's own, `service` would read settings from
     /// elsewhere, `sslpassword` is a secret this type does not keep out of messages.
-    public static let acceptedParameters: Set<String> = [
+    package static let acceptedParameters: Set<String> = [
         "host", "hostaddr", "port", "user", "password", "dbname", "passfile",
         "connect_timeout", "application_name", "fallback_application_name", "target_session_attrs",
         "load_balance_hosts",
@@ -51,19 +51,19 @@ public struct PostgresURL: Sendable, Equatable {
     ]
 
     /// `postgres` or `postgresql`.
-    public let scheme: String
-    public let user: String?
+    package let scheme: String
+    package let user: String?
     /// nil when the URL has none (or an empty one): libpq then reads `PGPASSWORD` or the password file.
-    public let password: String?
+    package let password: String?
     /// The URL's host list; empty for `postgres:///db` (libpq's default host).
-    public let hosts: [Host]
-    public let database: String?
+    package let hosts: [Host]
+    package let database: String?
     /// The other query parameters, decoded (`user`, `password` and `dbname` given as parameters
     /// are moved to their properties).
-    public let parameters: [String: String]
+    package let parameters: [String: String]
 
     /// Parses `text`; throws an error that names what is wrong and quotes none of `text`.
-    public init(parsing text: String) throws(Error) {
+    package init(parsing text: String) throws(Error) {
         guard text.utf8.count <= Self.maximumLength else {
             throw Error("the store URL is longer than \(Self.maximumLength) bytes")
         }
@@ -165,7 +165,7 @@ public struct PostgresURL: Sendable, Equatable {
 
     /// The connection keywords for `PQconnectdbParams`: only the parts the URL gives (an empty or
     /// missing part is left out, so libpq applies its default; a password never goes in empty).
-    public var keywords: [String: String] {
+    package var keywords: [String: String] {
         var out = parameters
         if hosts.contains(where: { !$0.name.isEmpty }) { out["host"] = hosts.map(\.name).joined(separator: ",") }
         if hosts.contains(where: { $0.port != nil }) {
@@ -277,7 +277,7 @@ public struct PostgresURL: Sendable, Equatable {
 extension PostgresURL: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The URL as it may be shown: `postgres://user:***@host:5432/db?sslmode=require` (the
     /// password starred, parameters in name order, parts decoded).
-    public var description: String {
+    package var description: String {
         var text = scheme + "://"
         if user != nil || password != nil { text += (user ?? "") + (password == nil ? "" : ":***") + "@" }
         text += hosts.map { host in
@@ -290,8 +290,8 @@ extension PostgresURL: CustomStringConvertible, CustomDebugStringConvertible, Cu
         return text
     }
 
-    public var debugDescription: String { "PostgresURL(\(description))" }
+    package var debugDescription: String { "PostgresURL(\(description))" }
 
     /// `dump()` walks the mirror, not the description: it shows the redacted URL only.
-    public var customMirror: Mirror { Mirror(self, children: ["url": description], displayStyle: .struct) }
+    package var customMirror: Mirror { Mirror(self, children: ["url": description], displayStyle: .struct) }
 }

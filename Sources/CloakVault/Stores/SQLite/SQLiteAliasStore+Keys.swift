@@ -5,7 +5,7 @@ import CloakCrypto
 /// conditional re-seals, the ring's compare-and-set, the audit trail. The CLI opens its own
 /// connection; WAL lets it write between the server's commits.
 extension SQLiteAliasStore {
-    public func recordCounts() throws(StoreError) -> [String: Int] {
+    package func recordCounts() throws(StoreError) -> [String: Int] {
         let s = try db.statement("SELECT key_id, count(*) FROM records GROUP BY key_id")
         defer { s.finish() }
         var out: [String: Int] = [:]
@@ -15,7 +15,7 @@ extension SQLiteAliasStore {
         return out
     }
 
-    public func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
+    package func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
         let s = try db.statement(
             "SELECT id, nonce, ciphertext, tag FROM records WHERE key_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
         defer { s.finish() }
@@ -33,7 +33,7 @@ extension SQLiteAliasStore {
         return out
     }
 
-    public func reseal(_ records: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
+    package func reseal(_ records: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
         var done = Set<String>()
         for (old, new) in records {
             let s = try db.statement(
@@ -54,7 +54,7 @@ extension SQLiteAliasStore {
         return done
     }
 
-    public func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws(StoreError) -> Bool {
+    package func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws(StoreError) -> Bool {
         let s: Statement
         if let expected {
             s = try db.statement("UPDATE meta SET value = ?2 WHERE name = ?1 AND value = ?3")
@@ -68,14 +68,14 @@ extension SQLiteAliasStore {
         return db.changes == 1
     }
 
-    public func appendKeyAudit(_ line: String, at time: Int64) throws(StoreError) {
+    package func appendKeyAudit(_ line: String, at time: Int64) throws(StoreError) {
         let s = try db.statement("INSERT INTO key_audit (at, line) VALUES (?1, ?2)")
         s.bind(1, time)
         s.bind(2, line)
         try s.run()
     }
 
-    public func keyAudit(limit: Int) throws(StoreError) -> [String] {
+    package func keyAudit(limit: Int) throws(StoreError) -> [String] {
         let s = try db.statement("SELECT line FROM key_audit ORDER BY seq DESC LIMIT ?1")
         defer { s.finish() }
         s.bind(1, Int64(limit))

@@ -4,21 +4,21 @@ import Foundation
 
 /// Metadata, migrations and whole-store reads (`cloak store migrate`, key checks).
 extension SQLiteAliasStore {
-    public func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64? {
+    package func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64? {
         let s = try db.statement("SELECT min(expires_at) FROM records WHERE bucket = ?1")
         s.bind(1, bucket)
         defer { s.finish() }
         return try s.step() ? s.int64(0) : nil
     }
 
-    public func metadata(_ name: String) throws(StoreError) -> [UInt8]? {
+    package func metadata(_ name: String) throws(StoreError) -> [UInt8]? {
         let s = try db.statement("SELECT value FROM meta WHERE name = ?1")
         s.bind(1, name)
         defer { s.finish() }
         return try s.step() ? s.blob(0) : nil
     }
 
-    public func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError) {
+    package func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError) {
         let s = try db.statement(
             "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET value = ?2")
         s.bind(1, name)
@@ -26,13 +26,13 @@ extension SQLiteAliasStore {
         try s.run()
     }
 
-    public func hasRecords() throws(StoreError) -> Bool {
+    package func hasRecords() throws(StoreError) -> Bool {
         let s = try db.statement("SELECT EXISTS (SELECT 1 FROM records)")
         defer { s.finish() }
         return try s.step() && s.int64(0) == 1
     }
 
-    public func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int {
+    package func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int {
         let find = try db.statement("SELECT alias, record_id, format FROM aliases WHERE mac IS NULL")
         var unsigned: [(IssuedAlias, String)] = []
         while try find.step() {
@@ -52,7 +52,7 @@ extension SQLiteAliasStore {
         return unsigned.count
     }
 
-    public func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
+    package func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
         let s = try db.statement("SELECT id FROM records WHERE id > ?1 ORDER BY id LIMIT ?2")
         s.bind(1, id ?? "")
         s.bind(2, Int64(limit))
@@ -68,7 +68,7 @@ extension SQLiteAliasStore {
         return out
     }
 
-    public func recordCount() throws(StoreError) -> Int {
+    package func recordCount() throws(StoreError) -> Int {
         let s = try db.statement("SELECT count(*) FROM records")
         defer { s.finish() }
         return try s.step() ? Int(s.int64(0) ?? 0) : 0

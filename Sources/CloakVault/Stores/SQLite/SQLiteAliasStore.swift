@@ -4,12 +4,12 @@ import Foundation
 
 /// The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so a committed
 /// record survives a crash of the process or the machine.
-public final class SQLiteAliasStore: AliasStore {
+package final class SQLiteAliasStore: AliasStore {
     let db: SQLiteConnection
 
     /// Opens (creating when needed) the database at `path`, and its folder. `":memory:"` is
     /// SQLite's database in memory (tests): no file is made for it.
-    public init(path: String) throws(StoreError) {
+    package init(path: String) throws(StoreError) {
         if path != ":memory:" {
             let directory = (path as NSString).deletingLastPathComponent
             if !directory.isEmpty {
@@ -86,25 +86,25 @@ public final class SQLiteAliasStore: AliasStore {
     }
 
     /// The file belongs to this process.
-    public var isSoleWriter: Bool { true }
+    package var isSoleWriter: Bool { true }
 
-    public func begin() throws(StoreError) { try db.run("BEGIN IMMEDIATE") }
+    package func begin() throws(StoreError) { try db.run("BEGIN IMMEDIATE") }
     /// Deferred: the read lock at the first read, never the write lock (WAL: no wait for a writer).
-    public func beginReading() throws(StoreError) { try db.run("BEGIN") }
-    public func commit() throws(StoreError) { try db.run("COMMIT") }
-    public func rollback() { try? db.run("ROLLBACK") }
-    public func savepoint() throws(StoreError) { try db.run("SAVEPOINT request") }
-    public func releaseSavepoint() throws(StoreError) { try db.run("RELEASE request") }
-    public var isInTransaction: Bool { !db.isAutocommit }
+    package func beginReading() throws(StoreError) { try db.run("BEGIN") }
+    package func commit() throws(StoreError) { try db.run("COMMIT") }
+    package func rollback() { try? db.run("ROLLBACK") }
+    package func savepoint() throws(StoreError) { try db.run("SAVEPOINT request") }
+    package func releaseSavepoint() throws(StoreError) { try db.run("RELEASE request") }
+    package var isInTransaction: Bool { !db.isAutocommit }
 
-    public func rollbackToSavepoint() {
+    package func rollbackToSavepoint() {
         try? db.run("ROLLBACK TO request")
         try? db.run("RELEASE request")
     }
 
     /// Rewrites a counter beside the records: the commit then journals and syncs a page, as a
     /// commit that stored a record does.
-    public func forceDurableCommit() throws(StoreError) {
+    package func forceDurableCommit() throws(StoreError) {
         durableCommits &+= 1
         try setMetadata(Self.durableCommitName, withUnsafeBytes(of: durableCommits.bigEndian) { Array($0) })
     }
@@ -112,7 +112,7 @@ public final class SQLiteAliasStore: AliasStore {
     static let durableCommitName = "durable_commit"
     private var durableCommits = UInt64.random(in: 0...UInt64.max)
 
-    public func ping() throws(StoreError) {
+    package func ping() throws(StoreError) {
         let s = try db.statement("SELECT count(*) FROM sqlite_master")
         _ = try s.step()
         s.finish()
@@ -126,13 +126,13 @@ public final class SQLiteAliasStore: AliasStore {
     private static let insertRecord =
         "INSERT INTO records (\(StoredRecord.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
 
-    public func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
+    package func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord? {
         let s = try db.statement(Self.recordByFingerprint)
         s.bind(1, fingerprint)
         return try readRecord(s)
     }
 
-    public func record(alias: String) throws(StoreError) -> StoredRecord? {
+    package func record(alias: String) throws(StoreError) -> StoredRecord? {
         let s = try db.statement(Self.recordByAlias)
         s.bind(1, alias)
         return try readRecord(s)
@@ -150,7 +150,7 @@ public final class SQLiteAliasStore: AliasStore {
         return record
     }
 
-    public func insert(_ record: StoredRecord) throws(StoreError) {
+    package func insert(_ record: StoredRecord) throws(StoreError) {
         let s = try db.statement(Self.insertRecord)
         s.bind(1, record.id)
         s.bind(2, record.fingerprint)
@@ -169,7 +169,7 @@ public final class SQLiteAliasStore: AliasStore {
         for alias in record.aliases { try addAlias(alias, toRecord: record.id) }
     }
 
-    public func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError) {
+    package func addAlias(_ alias: IssuedAlias, toRecord id: String) throws(StoreError) {
         let s = try db.statement("INSERT INTO aliases (alias, record_id, format, mac) VALUES (?1, ?2, ?3, ?4)")
         s.bind(1, alias.alias)
         s.bind(2, id)
@@ -178,7 +178,7 @@ public final class SQLiteAliasStore: AliasStore {
         try s.run()
     }
 
-    public func deleteAlias(_ alias: String) throws(StoreError) -> Bool {
+    package func deleteAlias(_ alias: String) throws(StoreError) -> Bool {
         let find = try db.statement("SELECT record_id FROM aliases WHERE alias = ?1")
         find.bind(1, alias)
         guard try find.step(), let recordID = find.text(0) else { return false }
@@ -193,28 +193,28 @@ public final class SQLiteAliasStore: AliasStore {
         return true
     }
 
-    public func setRecordMetadata(_ metadata: [String: String], recordID: String) throws(StoreError) {
+    package func setRecordMetadata(_ metadata: [String: String], recordID: String) throws(StoreError) {
         let s = try db.statement("UPDATE records SET metadata = ?1 WHERE id = ?2")
         s.bind(1, RevealedRecord.encodeMetadata(metadata))
         s.bind(2, recordID)
         try s.run()
     }
 
-    public func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError) {
+    package func setExpiry(_ expiresAt: Int64?, recordID: String) throws(StoreError) {
         let s = try db.statement("UPDATE records SET expires_at = ?1 WHERE id = ?2")
         s.bind(1, expiresAt)
         s.bind(2, recordID)
         try s.run()
     }
 
-    public func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
+    package func setClassifiers(_ classifiers: [String], recordID: String) throws(StoreError) {
         let s = try db.statement("UPDATE records SET classifiers = ?1 WHERE id = ?2")
         s.bind(1, classifiers.joined(separator: ","))
         s.bind(2, recordID)
         try s.run()
     }
 
-    public func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
+    package func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
         let s = try db.statement(
             """
             DELETE FROM records WHERE id IN
@@ -226,7 +226,7 @@ public final class SQLiteAliasStore: AliasStore {
         return db.changes
     }
 
-    public func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool {
+    package func reserveBucketSlot(_ bucket: [UInt8], limit: Int) throws(StoreError) -> Bool {
         let s = try db.statement(
             """
             INSERT INTO bucket_intents (bucket, count) VALUES (?1, 1)
