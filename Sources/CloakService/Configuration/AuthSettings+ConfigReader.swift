@@ -9,14 +9,12 @@ extension ServiceConfiguration {
         if let anonymous = r.mapping(
             auth["anonymous"], at: "auth.anonymous", allowed: ["intent_ttl_s", "max_bucket_share"])
         {
-            if let v = r.int(anonymous["intent_ttl_s"], at: "auth.anonymous.intent_ttl_s", min: 0, max: 315_360_000) {
-                config.vault.intentTTLSeconds = v
-            }
-            if let v = r.double(
-                anonymous["max_bucket_share"], at: "auth.anonymous.max_bucket_share", min: 0.000001, max: 1)
-            {
-                config.vault.maxBucketShare = v
-            }
+            r.int(
+                anonymous["intent_ttl_s"], at: "auth.anonymous.intent_ttl_s", min: 0, max: 315_360_000, into: &config,
+                \.vault.intentTTLSeconds)
+            r.double(
+                anonymous["max_bucket_share"], at: "auth.anonymous.max_bucket_share", min: 0.000001, max: 1,
+                into: &config, \.vault.maxBucketShare)
         }
         guard let tokens = r.sequence(auth["tokens"], at: "auth.tokens") else { return }
         var ids = Set<String>()
@@ -68,19 +66,16 @@ extension ServiceConfiguration {
                 return defaults
             }
             var limit = defaults
-            if let v = r.int(
-                m["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute)
-            {
-                limit.requestsPerMinute = v
-            }
-            if let v = r.int(m["burst"], at: "\(p).burst", min: 1, max: RateLimit.maxPerMinute) { limit.burst = v }
+            r.int(
+                m["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute,
+                into: &limit, \.requestsPerMinute)
+            r.int(m["burst"], at: "\(p).burst", min: 1, max: RateLimit.maxPerMinute, into: &limit, \.burst)
             return limit
         }
         config.limits.anonymous = read("anonymous", config.limits.anonymous)
         config.limits.token = read("token", config.limits.token)
-        if let v = r.int(limits["bucket_values_per_hour"], at: "limits.bucket_values_per_hour", min: 1, max: 1_000_000)
-        {
-            config.limits.bucketValuesPerHour = v
-        }
+        r.int(
+            limits["bucket_values_per_hour"], at: "limits.bucket_values_per_hour", min: 1, max: 1_000_000,
+            into: &config, \.limits.bucketValuesPerHour)
     }
 }

@@ -94,6 +94,36 @@ final class ConfigReader {
         }
     }
 
+    /// Reads an integer at `path` into `config[keyPath: field]` when it is there and valid (an
+    /// invalid one is an issue and leaves the default).
+    func int<Root, Value>(
+        _ node: ConfigNode?, at path: String, min: Int = Int.min, max: Int = Int.max,
+        into config: inout Root, _ field: WritableKeyPath<Root, Value>
+    ) where Value: ExpressibleByIntegerLiteral {
+        if let v = int(node, at: path, min: min, max: max) { config[keyPath: field] = Self.cast(v) }
+    }
+
+    /// Reads a number at `path` into `config[keyPath: field]` (see ``int(_:at:min:max:into:_:)``).
+    func double<Root>(
+        _ node: ConfigNode?, at path: String, min: Double = 0, max: Double, into config: inout Root,
+        _ field: WritableKeyPath<Root, Double>
+    ) {
+        if let v = double(node, at: path, min: min, max: max) { config[keyPath: field] = v }
+    }
+
+    /// Reads a boolean at `path` into `config[keyPath: field]`.
+    func bool<Root>(_ node: ConfigNode?, at path: String, into config: inout Root, _ field: WritableKeyPath<Root, Bool>)
+    {
+        if let v = bool(node, at: path) { config[keyPath: field] = v }
+    }
+
+    /// `Int` or `Int?` from an integer read.
+    private static func cast<Value: ExpressibleByIntegerLiteral>(_ v: Int) -> Value {
+        if let same = v as? Value { return same }
+        if let optional = Optional(v) as? Value { return optional }
+        preconditionFailure("an integer field is Int or Int?")
+    }
+
     func strings(_ node: ConfigNode?, at path: String) -> [String]? {
         guard let items = sequence(node, at: path) else { return nil }
         return items.enumerated().compactMap { string($1, at: "\(path)[\($0)]") }

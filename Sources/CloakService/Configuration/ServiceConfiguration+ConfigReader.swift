@@ -110,37 +110,33 @@ extension ServiceConfiguration {
                     r.issue("server.listen", "expected HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080", server["listen"])
                 }
             }
-            if let v = r.int(server["threads"], at: "server.threads", min: 0, max: 256) { config.server.threads = v }
-            if let v = r.int(server["max_body_bytes"], at: "server.max_body_bytes", min: 1024, max: 1 << 30) {
-                config.server.maxBodyBytes = v
-            }
-            if let v = r.int(server["max_header_bytes"], at: "server.max_header_bytes", min: 1024, max: 1 << 20) {
-                config.server.maxHeaderBytes = v
-            }
-            if let v = r.int(server["idle_timeout_s"], at: "server.idle_timeout_s", min: 1, max: 3600) {
-                config.server.idleTimeoutSeconds = v
-            }
-            if let v = r.int(server["max_connections"], at: "server.max_connections", min: 1, max: 1_000_000) {
-                config.server.maxConnections = v
-            }
-            if let v = r.int(
-                server["max_connections_per_address"], at: "server.max_connections_per_address", min: 0,
-                max: 1_000_000)
-            {
-                config.server.maxConnectionsPerAddress = v
-            }
-            if let v = r.int(server["header_timeout_s"], at: "server.header_timeout_s", min: 1, max: 3600) {
-                config.server.headerTimeoutSeconds = v
-            }
-            if let v = r.int(server["body_timeout_s"], at: "server.body_timeout_s", min: 1, max: 3600) {
-                config.server.bodyTimeoutSeconds = v
-            }
-            if let v = r.double(server["drain_timeout_s"], at: "server.drain_timeout_s", min: 0, max: 3600) {
-                config.server.drainTimeoutSeconds = v
-            }
-            if let v = r.double(server["loop_stall_s"], at: "server.loop_stall_s", min: 1, max: 3600) {
-                config.loopStallSeconds = v
-            }
+            r.int(server["threads"], at: "server.threads", min: 0, max: 256, into: &config, \.server.threads)
+            r.int(
+                server["max_body_bytes"], at: "server.max_body_bytes", min: 1024, max: 1 << 30, into: &config,
+                \.server.maxBodyBytes)
+            r.int(
+                server["max_header_bytes"], at: "server.max_header_bytes", min: 1024, max: 1 << 20, into: &config,
+                \.server.maxHeaderBytes)
+            r.int(
+                server["idle_timeout_s"], at: "server.idle_timeout_s", min: 1, max: 3600, into: &config,
+                \.server.idleTimeoutSeconds)
+            r.int(
+                server["max_connections"], at: "server.max_connections", min: 1, max: 1_000_000, into: &config,
+                \.server.maxConnections)
+            r.int(
+                server["max_connections_per_address"], at: "server.max_connections_per_address", min: 0, max: 1_000_000,
+                into: &config, \.server.maxConnectionsPerAddress)
+            r.int(
+                server["header_timeout_s"], at: "server.header_timeout_s", min: 1, max: 3600, into: &config,
+                \.server.headerTimeoutSeconds)
+            r.int(
+                server["body_timeout_s"], at: "server.body_timeout_s", min: 1, max: 3600, into: &config,
+                \.server.bodyTimeoutSeconds)
+            r.double(
+                server["drain_timeout_s"], at: "server.drain_timeout_s", min: 0, max: 3600, into: &config,
+                \.server.drainTimeoutSeconds)
+            r.double(
+                server["loop_stall_s"], at: "server.loop_stall_s", min: 1, max: 3600, into: &config, \.loopStallSeconds)
             // A list, or (as CLOAK_SERVER_TRUSTED_PROXIES sets it) one string of comma-separated ranges.
             var proxies: [String]?
             if case let .scalar(text, _) = server["trusted_proxies"] {
@@ -228,18 +224,14 @@ extension ServiceConfiguration {
                     r.issue("vault.keys", error.description, vault["keys"])
                 }
             }
-            if let v = r.int(vault["volatile_ttl_s"], at: "vault.volatile_ttl_s", min: 1, max: 31_536_000) {
-                config.vault.volatileTTLSeconds = v
-            }
-            if let v = r.int(vault["max_batch"], at: "vault.max_batch", min: 1, max: 10_000) {
-                config.vault.maxBatch = v
-            }
-            if let v = r.int(vault["connections"], at: "vault.connections", min: 1, max: 64) {
-                config.vault.connections = v
-            }
-            if let v = r.int(vault["key_refresh_s"], at: "vault.key_refresh_s", min: 1, max: 86_400) {
-                config.vault.keyRefreshSeconds = v
-            }
+            r.int(
+                vault["volatile_ttl_s"], at: "vault.volatile_ttl_s", min: 1, max: 31_536_000, into: &config,
+                \.vault.volatileTTLSeconds)
+            r.int(vault["max_batch"], at: "vault.max_batch", min: 1, max: 10_000, into: &config, \.vault.maxBatch)
+            r.int(vault["connections"], at: "vault.connections", min: 1, max: 64, into: &config, \.vault.connections)
+            r.int(
+                vault["key_refresh_s"], at: "vault.key_refresh_s", min: 1, max: 86_400, into: &config,
+                \.vault.keyRefreshSeconds)
         }
 
         readAuth(top["auth"], into: &config, r)
