@@ -5,49 +5,20 @@ import Foundation
 /// reconnect with a used one). Owned by its pool; one exchange at a time.
 final class UpstreamConnection {
     private unowned let pool: UpstreamPool
-    private var evcon: EvConnection? {
-        _read { yield state.value.evcon }
-        _modify { yield &state.value.evcon }
-    }
-    private var current: Exchange? {
-        _read { yield state.value.current }
-        _modify { yield &state.value.current }
-    }
-    private(set) var isClosed: Bool {
-        _read { yield state.value.isClosed }
-        _modify { yield &state.value.isClosed }
-    }
-    private var freeScheduled: Bool {
-        _read { yield state.value.freeScheduled }
-        _modify { yield &state.value.freeScheduled }
-    }
-    /// Set until the first exchange's TCP connect is checked.
-    private var connectTimer: LoopEvent? {
-        _read { yield state.value.connectTimer }
-        _modify { yield &state.value.connectTimer }
-    }
-    private var isNew: Bool {
-        _read { yield state.value.isNew }
-        _modify { yield &state.value.isNew }
-    }
-    /// The socket TCP_NODELAY was set on: once per socket, not per request (a system call each).
-    private var noDelaySocket: Int32 {
-        _read { yield state.value.noDelaySocket }
-        _modify { yield &state.value.noDelaySocket }
-    }
-
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
     struct State {
         var evcon: EvConnection?
         var current: Exchange?
         var isClosed: Bool = false
         var freeScheduled: Bool = false
+        /// Set until the first exchange's TCP connect is checked.
         var connectTimer: LoopEvent?
         var isNew: Bool = true
+        /// The socket TCP_NODELAY was set on: once per socket, not per request (a system call each).
         var noDelaySocket: Int32 = -1
     }
 
-    @exclusivity(unchecked) private var state: LoopBound<State>
+    @exclusivity(unchecked) var state: LoopBound<State>
 
     init?(pool: UpstreamPool, address: String) {
         self.state = LoopBound(State(), loop: pool.thread)
@@ -69,7 +40,7 @@ final class UpstreamConnection {
             bev?.free()
             return nil
         }
-        self.evcon = evcon
+        self.state.evcon = evcon
         evcon.onClose(
             { _, arg in
                 let connection: UpstreamConnection = CallbackContext.object(arg!)
@@ -79,9 +50,9 @@ final class UpstreamConnection {
 
     /// Frees the evhttp connection on the next loop turn: never from inside one of its own callbacks.
     func scheduleFree() {
-        guard !freeScheduled else { return }
-        freeScheduled = true
-        isClosed = true
+        guard !state.freeScheduled else { return }
+        state.freeScheduled = true
+        state.isClosed = true
         pool.base.onNextTurn(
             { _, _, arg in
                 let connection: UpstreamConnection = CallbackContext.release(arg!)
@@ -91,16 +62,16 @@ final class UpstreamConnection {
 
     /// Whether the socket is still open (evhttp sets it to -1 when the connection resets).
     var isAlive: Bool {
-        guard !isClosed, let bev = evcon?.bufferevent else { return false }
+        guard !state.isClosed, let bev = state.evcon?.bufferevent else { return false }
         return bev.fd >= 0
     }
 
     /// Frees the evhttp connection: on the loop thread, or after the loop stopped (deinit).
     func free() {
-        connectTimer?.free()
-        connectTimer = nil
-        guard let evcon else { return }
-        self.evcon = nil
+        state.connectTimer?.free()
+        state.connectTimer = nil
+        guard let evcon = state.evcon else { return }
+        state.evcon = nil
         evcon.onClose(nil, nil)
         evcon.free()
     }
@@ -108,17 +79,19 @@ final class UpstreamConnection {
     private func didClose() {
         // The peer closed the socket. An HTTPS connection cannot reconnect, and a plain one is not
         // worth the risk: drop it. A request in progress fails through its own callbacks.
-        isClosed = true
-        noDelaySocket = -1  // a number the kernel may give the next socket
-        if current == nil { pool.forget(self) }
+        state.isClosed = true
+        state.noDelaySocket = -1  // a number the kernel may give the next socket
+        if state.current == nil { pool.forget(self) }
     }
 
     func start(_ exchange: Exchange) {
         pool.thread.check()
         guard exchange.handle(.assigned) == .send else { return pool.release(self, reusable: true) }
-        current = exchange
-        exchange.connection = self
-        guard let evcon else { return carryOut(exchange.handle(.failed(.unreachable("connection closed"))), exchange) }
+        state.current = exchange
+        exchange.state.connection = self
+        guard let evcon = state.evcon else {
+            return carryOut(exchange.handle(.failed(.unreachable("connection closed"))), exchange)
+        }
         guard let req = EvRequest.upstream(for: exchange) else {
             return carryOut(exchange.handle(.failed(.unreachable("cannot create a request"))), exchange)
         }
@@ -151,39 +124,39 @@ final class UpstreamConnection {
             headers.add("Content-Length", String(r.body.count))
             out.append(r.body)
         }
-        exchange.evRequest = req
+        exchange.state.evRequest = req
         if !evcon.send(req, r.method, target: r.target) {
             // evhttp frees the request on failure without calling back.
-            exchange.evRequest = nil
+            exchange.state.evRequest = nil
             exchange.releaseContext()
             return carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
         }
         // evhttp opens the socket in `send` (and again should it reconnect): a new one gets it.
-        if let fd = evcon.bufferevent?.fd, fd >= 0, fd != noDelaySocket {
+        if let fd = evcon.bufferevent?.fd, fd >= 0, fd != state.noDelaySocket {
             Sockets.setNoDelay(fd)
-            noDelaySocket = fd
+            state.noDelaySocket = fd
         }
-        if isNew {
-            isNew = false
+        if state.isNew {
+            state.isNew = false
             startConnectTimer(seconds: r.connectTimeoutSeconds)
         }
     }
 
     /// After `seconds`, a socket that is still not connected fails its exchange (504).
     private func startConnectTimer(seconds: Double) {
-        connectTimer = LoopEvent.timer(
+        state.connectTimer = LoopEvent.timer(
             pool.base,
             { _, _, arg in
                 let connection: UpstreamConnection = CallbackContext.object(arg!)
                 connection.checkConnected()
             }, CallbackContext.unretained(self))
-        connectTimer?.schedule(after: seconds)
+        state.connectTimer?.schedule(after: seconds)
     }
 
     private func checkConnected() {
-        connectTimer?.free()
-        connectTimer = nil
-        guard let bev = evcon?.bufferevent, let exchange = current, !exchange.isDone else { return }
+        state.connectTimer?.free()
+        state.connectTimer = nil
+        guard let bev = state.evcon?.bufferevent, let exchange = state.current, !exchange.isDone else { return }
         let fd = bev.fd
         var address = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -198,7 +171,7 @@ final class UpstreamConnection {
 
     /// Ends `exchange` at its deadline.
     func abort(_ exchange: Exchange) {
-        guard current === exchange else { return }
+        guard state.current === exchange else { return }
         carryOut(exchange.handle(.deadline), exchange)
     }
 
@@ -218,8 +191,8 @@ final class UpstreamConnection {
         case .cancelAndTimeOut:
             // libevent 2.1 frees a cancelled request and calls only its error callback, never its
             // completion: the retained context is given back here.
-            if let req = exchange.evRequest {
-                exchange.evRequest = nil
+            if let req = exchange.state.evRequest {
+                exchange.state.evRequest = nil
                 req.cancel()
             }
             exchange.releaseContext()
@@ -230,20 +203,20 @@ final class UpstreamConnection {
     private func finish(
         _ exchange: Exchange, _ result: Result<HTTPResponse, UpstreamError>, reusable: Bool, failed: Bool
     ) {
-        current = nil
-        exchange.connection = nil
-        if !reusable { noDelaySocket = -1 }  // evhttp may close it without the close callback
+        state.current = nil
+        exchange.state.connection = nil
+        if !reusable { state.noDelaySocket = -1 }  // evhttp may close it without the close callback
         exchange.deliver(result)
         pool.release(self, reusable: reusable, failed: failed)
     }
 
     static func complete(_ exchange: Exchange, _ req: EvRequest?) {
-        exchange.evRequest = nil
-        guard let connection = exchange.connection else {
+        exchange.state.evRequest = nil
+        guard let connection = exchange.state.connection else {
             // The connection let go of it already (freed with the request outstanding): still
             // answer the caller exactly once.
             if case let .deliverFailure(error, _) = exchange.handle(
-                .failed(exchange.lastError ?? .unreachable("connection failed")))
+                .failed(exchange.state.lastError ?? .unreachable("connection failed")))
             {
                 exchange.deliver(.failure(error))
             }
@@ -251,7 +224,7 @@ final class UpstreamConnection {
         }
         guard let req, req.responseCode > 0 else {
             return connection.carryOut(
-                exchange.handle(.failed(exchange.lastError ?? .unreachable("connection failed"))), exchange)
+                exchange.handle(.failed(exchange.state.lastError ?? .unreachable("connection failed"))), exchange)
         }
         let status = req.responseCode
         let raw = req.inputHeaders?.all ?? []

@@ -8,41 +8,16 @@ final class UpstreamPool {
     let tls: TLSClientContext?
     /// The loop this pool belongs to: every entry point checks it.
     let thread: LoopThread
-    private var idle: [UpstreamConnection] {
-        _read { yield state.value.idle }
-        _modify { yield &state.value.idle }
-    }
-    private var active: [ObjectIdentifier: UpstreamConnection] {
-        _read { yield state.value.active }
-        _modify { yield &state.value.active }
-    }
-    private var waiting: [Exchange] {
-        _read { yield state.value.waiting }
-        _modify { yield &state.value.waiting }
-    }
     /// The resolved numeric address, once known; looked up again after `addressTTL` seconds or
     /// after a connection to it fails (an upstream that moved is found again).
     private var address: String? {
         get { state.value.address }
         set {
             state.value.address = newValue
-            addressRefused = newValue.map(refuses) ?? false
+            state.addressRefused = newValue.map(refuses) ?? false
         }
     }
-    /// Whether `address` is one the pool's policy refuses: decided once per address, not per exchange.
-    private var addressRefused: Bool {
-        _read { yield state.value.addressRefused }
-        _modify { yield &state.value.addressRefused }
-    }
-    private var resolvedAt: Date {
-        _read { yield state.value.resolvedAt }
-        _modify { yield &state.value.resolvedAt }
-    }
     private static let addressTTL: TimeInterval = 60
-    private var resolving: Bool {
-        _read { yield state.value.resolving }
-        _modify { yield &state.value.resolving }
-    }
     private let isNumericHost: Bool
 
     var host: String { key.host }
@@ -54,12 +29,13 @@ final class UpstreamPool {
         var idle: [UpstreamConnection] = []
         var active: [ObjectIdentifier: UpstreamConnection] = [:]
         var waiting: [Exchange] = []
+        /// Whether `address` is one the pool's policy refuses: decided once per address, not per exchange.
         var addressRefused: Bool = false
         var resolvedAt: Date = Date.distantPast
         var resolving: Bool = false
     }
 
-    @exclusivity(unchecked) private var state: LoopBound<State>
+    @exclusivity(unchecked) var state: LoopBound<State>
 
     init(base: EventBase, dns: DNSResolver?, key: UpstreamClient.PoolKey, tls: TLSClientContext?, thread: LoopThread) {
         self.base = base
@@ -78,42 +54,44 @@ final class UpstreamPool {
     private func refuses(_ address: String) -> Bool { !key.allowPrivate && AddressPolicy.isPrivate(address) }
 
     func closeAll() {
-        for c in idle { c.free() }
-        idle.removeAll()
+        for c in state.idle { c.free() }
+        state.idle.removeAll()
     }
 
     func submit(_ exchange: Exchange) {
         thread.check()
         startDeadline(exchange)
-        waiting.append(exchange)
+        state.waiting.append(exchange)
         pump()
     }
 
     /// Starts waiting exchanges on idle or new connections.
     private func pump() {
-        if !isNumericHost, address != nil, Date().timeIntervalSince(resolvedAt) > Self.addressTTL { address = nil }
+        if !isNumericHost, address != nil, Date().timeIntervalSince(state.resolvedAt) > Self.addressTTL {
+            address = nil
+        }
         guard let address else { return resolve() }
-        if addressRefused {
+        if state.addressRefused {
             // A name that resolves to loopback or a private range (DNS rebinding included).
             self.address = nil
             return failWaiting("the upstream resolves to a private or loopback address (allow_private is off)")
         }
-        while let exchange = waiting.first {
+        while let exchange = state.waiting.first {
             if exchange.isDone {  // timed out while waiting
-                waiting.removeFirst()
+                state.waiting.removeFirst()
                 continue
             }
             let connection: UpstreamConnection
-            if let reused = idle.popLast() {
+            if let reused = state.idle.popLast() {
                 // The peer may have closed it since (an HTTP/1.0 answer, an idle timeout).
                 guard reused.isAlive else {
                     reused.scheduleFree()
                     continue
                 }
                 connection = reused
-            } else if active.count < UpstreamClient.maxConnectionsPerUpstream {
+            } else if state.active.count < UpstreamClient.maxConnectionsPerUpstream {
                 guard let opened = UpstreamConnection(pool: self, address: address) else {
-                    waiting.removeFirst()
+                    state.waiting.removeFirst()
                     fail(exchange, "cannot open a connection")
                     continue
                 }
@@ -121,56 +99,56 @@ final class UpstreamPool {
             } else {
                 return  // every connection is busy: wait for one
             }
-            waiting.removeFirst()
-            active[ObjectIdentifier(connection)] = connection
+            state.waiting.removeFirst()
+            state.active[ObjectIdentifier(connection)] = connection
             connection.start(exchange)
         }
     }
 
     /// A connection finished its exchange: keep it for the next one unless it cannot be reused.
     func release(_ connection: UpstreamConnection, reusable: Bool, failed: Bool = false) {
-        active[ObjectIdentifier(connection)] = nil
+        state.active[ObjectIdentifier(connection)] = nil
         if failed && !isNumericHost { address = nil }  // resolve again before the next connection
-        if reusable && !connection.isClosed { idle.append(connection) } else { connection.scheduleFree() }
+        if reusable && !connection.state.isClosed { state.idle.append(connection) } else { connection.scheduleFree() }
         pump()
     }
 
     /// An idle connection was closed by the peer.
     func forget(_ connection: UpstreamConnection) {
-        idle.removeAll { $0 === connection }
+        state.idle.removeAll { $0 === connection }
         connection.scheduleFree()
     }
 
     private func startDeadline(_ exchange: Exchange) {
         // The exchange outlives its timer: the queue or its evhttp request holds it until it
         // finishes, and delivering frees the timer.
-        exchange.timer = LoopEvent.timer(
+        exchange.state.timer = LoopEvent.timer(
             base,
             { _, _, arg in
                 let exchange: Exchange = CallbackContext.object(arg!)
-                if let connection = exchange.connection {
+                if let connection = exchange.state.connection {
                     connection.abort(exchange)
                 } else if case let .deliverFailure(error, _) = exchange.handle(.deadline) {
                     exchange.deliver(.failure(error))  // still waiting for a connection
                 }
             }, CallbackContext.unretained(exchange))
         let seconds = max(exchange.request.timeoutSeconds, 0.001)
-        exchange.timer?.schedule(after: seconds)
+        exchange.state.timer?.schedule(after: seconds)
     }
 
     private func resolve() {
-        guard !resolving else { return }
+        guard !state.resolving else { return }
         guard let dns else { return failWaiting("no DNS resolver") }
-        resolving = true
+        state.resolving = true
         dns.resolve(host, CallbackContext.retained(self)) { address, arg in
             let pool: UpstreamPool = CallbackContext.release(arg!)
-            pool.resolving = false
+            pool.state.resolving = false
             guard let address else {
                 pool.failWaiting("cannot resolve the upstream host")
                 return
             }
             pool.address = String(cString: address)
-            pool.resolvedAt = Date()
+            pool.state.resolvedAt = Date()
             pool.pump()
         }
     }
@@ -182,8 +160,8 @@ final class UpstreamPool {
     }
 
     private func failWaiting(_ why: String) {
-        let failed = waiting
-        waiting.removeAll()
+        let failed = state.waiting
+        state.waiting.removeAll()
         for e in failed { fail(e, why) }
     }
 }

@@ -89,7 +89,7 @@ struct EvRequest {
             made,
             { error, arg in
                 let exchange: Exchange = CallbackContext.object(arg!)
-                exchange.lastError = EvRequest.upstreamError(error)
+                exchange.state.lastError = EvRequest.upstreamError(error)
             })
         return EvRequest(raw: made)
     }

@@ -3,7 +3,7 @@ import Foundation
 
 extension ConnectionFilter {
     func input(_ src: EvBuffer, _ dst: EvBuffer) -> FilterResult {
-        switch mode {
+        switch state.mode {
         case let .awaitingProxyHeader(trusted):
             return readProxyHeader(src, dst, trusted: trusted)
         case .plain:
@@ -13,7 +13,7 @@ extension ConnectionFilter {
             src.drainAll()
             return .error
         case let .granted(session):
-            mode = .tls(session)
+            state.mode = .tls(session)
             return input(src, dst)
         case let .tls(session):
             let ssl = session.ssl, scratch = session.scratch
@@ -37,16 +37,16 @@ extension ConnectionFilter {
                 if error == SSL_ERROR_ZERO_RETURN { return close() }  // close_notify: the client is done
                 return fail()
             }
-            if !handshakeDone && SSL_is_init_finished(ssl) == 1 {
-                handshakeDone = true
-                if let output = filter?.output, output.count > 0 { kick?.activate() }
+            if !state.handshakeDone && SSL_is_init_finished(ssl) == 1 {
+                state.handshakeDone = true
+                if let output = state.filter?.output, output.count > 0 { state.kick?.activate() }
             }
             return produced ? .ok : .needMore
         }
     }
 
     func output(_ src: EvBuffer, _ dst: EvBuffer) -> FilterResult {
-        switch mode {
+        switch state.mode {
         case .awaitingProxyHeader:
             // Nothing is answered before the header (evhttp has read nothing): keep it queued.
             return .needMore
@@ -58,7 +58,7 @@ extension ConnectionFilter {
             src.drainAll()
             return .error
         case let .tls(session):
-            guard handshakeDone else { return .needMore }
+            guard state.handshakeDone else { return .needMore }
             let ssl = session.ssl, scratch = session.scratch
             while src.count > 0 {
                 let n = src.copy(into: scratch, max: Self.chunk)
@@ -81,7 +81,7 @@ extension ConnectionFilter {
             guard n > 0 else { break }
             ciphertext.append(scratch, count: Int(n))
         }
-        if let target = dst ?? filter?.underlying?.output {
+        if let target = dst ?? state.filter?.underlying?.output {
             deliver(ciphertext, target)
         } else {
             ciphertext.drainAll()
@@ -94,7 +94,7 @@ extension ConnectionFilter {
     /// written to the socket at once when nothing is queued before them, and only what the kernel
     /// does not take waits in the socket bufferevent.
     private func deliver(_ bytes: EvBuffer, _ dst: EvBuffer) {
-        if dst.count == 0, let socket = filter?.underlying {
+        if dst.count == 0, let socket = state.filter?.underlying {
             let fd = socket.fd
             if fd >= 0 {
                 while bytes.count > 0, bytes.write(to: fd) > 0 {}
@@ -104,8 +104,8 @@ extension ConnectionFilter {
     }
 
     private func fail() -> FilterResult {
-        if case let .tls(session) = mode { flushCiphertext(session) }  // the alert, if any
-        mode = .failed  // the session is freed with its last reference
+        if case let .tls(session) = state.mode { flushCiphertext(session) }  // the alert, if any
+        state.mode = .failed  // the session is freed with its last reference
         ERR_clear_error()
         return close()
     }
@@ -113,7 +113,7 @@ extension ConnectionFilter {
     /// libevent 2.1's filter ignores BEV_ERROR from an input filter: evhttp is told with an error
     /// event instead, deferred (it frees the connection, which must not happen inside this callback).
     func close() -> FilterResult {
-        filter?.reportError()
+        state.filter?.reportError()
         return .error
     }
 }

@@ -16,25 +16,27 @@ extension ConnectionFilter {
             // LOCAL (the balancer's own connection) and UNKNOWN both name no client: served as
             // the balancer, and no forwarding header is believed.
             src.drain(length)
-            namedNoClient = true
+            state.namedNoClient = true
         case let .proxied(source, length):
             src.drain(length)
-            guard let admitSource, admitSource(source) else { return refuseProxy("proxy_address_limit") }
-            proxiedSource = source
+            guard let admitSource = state.admitSource, admitSource(source) else {
+                return refuseProxy("proxy_address_limit")
+            }
+            state.proxiedSource = source
         }
-        mode = .plain
+        state.mode = .plain
         return input(src, dst)
     }
 
     /// The socket's peer, numeric.
     private func peerAddress() -> IPAddress? {
-        guard let socket = filter?.underlying, let text = Sockets.peer(socket.fd) else { return nil }
+        guard let socket = state.filter?.underlying, let text = Sockets.peer(socket.fd) else { return nil }
         return IPAddress(text)
     }
 
     private func refuseProxy(_ reason: String) -> FilterResult {
-        proxyRefusal = reason
-        mode = .failed
+        state.proxyRefusal = reason
+        state.mode = .failed
         return close()
     }
 }

@@ -38,71 +38,35 @@ final class ConnectionFilter {
     }
 
     /// What the filter changes as bytes pass: one ``LoopBound`` value (loop thread only,
-    /// checked); the fields below read and write it in place.
+    /// checked), its fields read and written in place as `state.field`.
     struct State {
         var mode: Mode
+        /// The client address a PROXY header named (nil: none, or `LOCAL`).
         var proxiedSource: String?
+        /// A PROXY header named no client (`LOCAL`, `UNKNOWN`, an unspecified family): the
+        /// connection is served as from the balancer, and no forwarding header is believed.
         var namedNoClient = false
+        /// Asked when a PROXY header names a client: false refuses the connection (its address holds
+        /// its share of connections).
         var admitSource: ((String) -> Bool)?
+        /// Why a PROXY header was refused, as a code (`proxy_untrusted_peer`, `proxy_header_invalid`,
+        /// `proxy_address_limit`; never the bytes).
         var proxyRefusal: String?
+        /// The filter bufferevent, set once made; nil once evhttp let go of the connection.
         var filter: Bufferevent?
+        /// The filter bufferevent while the loop's own reference on it is held.
         var held: Bufferevent?
+        /// Pushes output evhttp queued while the filter was waiting for the handshake.
         var kick: LoopEvent?
         var handshakeDone = false
         /// When ``releaseHold(now:)`` first found bytes the kernel had not taken yet.
         var lingerSince: UInt64?
     }
 
-    @exclusivity(unchecked) private var state: LoopBound<State>
+    @exclusivity(unchecked) var state: LoopBound<State>
 
     init(mode: Mode, thread: LoopThread) { state = LoopBound(State(mode: mode), loop: thread) }
 
-    var mode: Mode {
-        _read { yield state.value.mode }
-        _modify { yield &state.value.mode }
-    }
-    /// The client address a PROXY header named (nil: none, or `LOCAL`).
-    var proxiedSource: String? {
-        _read { yield state.value.proxiedSource }
-        _modify { yield &state.value.proxiedSource }
-    }
-    /// A PROXY header named no client (`LOCAL`, `UNKNOWN`, an unspecified family): the
-    /// connection is served as from the balancer, and no forwarding header is believed.
-    var namedNoClient: Bool {
-        _read { yield state.value.namedNoClient }
-        _modify { yield &state.value.namedNoClient }
-    }
-    /// Asked when a PROXY header names a client: false refuses the connection (its address holds
-    /// its share of connections).
-    var admitSource: ((String) -> Bool)? {
-        _read { yield state.value.admitSource }
-        _modify { yield &state.value.admitSource }
-    }
-    /// Why a PROXY header was refused, as a code (`proxy_untrusted_peer`, `proxy_header_invalid`,
-    /// `proxy_address_limit`; never the bytes).
-    var proxyRefusal: String? {
-        _read { yield state.value.proxyRefusal }
-        _modify { yield &state.value.proxyRefusal }
-    }
-    /// The filter bufferevent, set once made; nil once evhttp let go of the connection.
-    var filter: Bufferevent? {
-        _read { yield state.value.filter }
-        _modify { yield &state.value.filter }
-    }
-    /// The filter bufferevent while the loop's own reference on it is held.
-    private var held: Bufferevent? {
-        _read { yield state.value.held }
-        _modify { yield &state.value.held }
-    }
-    /// Pushes output evhttp queued while the filter was waiting for the handshake.
-    var kick: LoopEvent? {
-        _read { yield state.value.kick }
-        _modify { yield &state.value.kick }
-    }
-    var handshakeDone: Bool {
-        _read { yield state.value.handshakeDone }
-        _modify { yield &state.value.handshakeDone }
-    }
     static let chunk = 16 * 1024
 
     /// A granted tunnel's TLS: the SSL (server side, memory BIOs), a buffer for bytes between
@@ -135,7 +99,7 @@ final class ConnectionFilter {
     }
 
     deinit {
-        kick?.free()
+        state.kick?.free()
     }
 
     /// Makes the socket bufferevent and the filter over it; nil when either cannot be made.
@@ -148,15 +112,15 @@ final class ConnectionFilter {
             socket.free()
             return nil
         }
-        context.filter = bev
+        context.state.filter = bev
         // The loop's reference (see the type's comment), given back by releaseHold().
         bev.retain()
-        context.held = bev
-        context.kick = LoopEvent.user(
+        context.state.held = bev
+        context.state.kick = LoopEvent.user(
             base,
             { _, _, arg in
                 guard let arg else { return }
-                Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue().filter?.flushWrites()
+                Unmanaged<ConnectionFilter>.fromOpaque(arg).takeUnretainedValue().state.filter?.flushWrites()
             }, Unmanaged.passUnretained(context).toOpaque())
         // The kick's argument is this object, alive until the filter is finalized (its context).
         // evhttp queues an answer before it enables writing, and a libevent 2.1 filter does not
@@ -167,14 +131,14 @@ final class ConnectionFilter {
     }
 
     /// Bytes were queued for the client: pushed through the filter a loop turn later.
-    func outputAdded() { kick?.activate() }
+    func outputAdded() { state.kick?.activate() }
 
     /// evhttp is freeing the connection (a libevent callback of the filter may still be on the
     /// stack): nothing may flush the filter any more. The loop's reference keeps the bufferevent
     /// alive until ``releaseHold()``, which the loop calls a turn later.
     func detach() {
-        kick?.cancel()
-        filter = nil
+        state.kick?.cancel()
+        state.filter = nil
     }
 
     /// Gives back the loop's reference: from a loop turn after ``detach()``, never from inside a
@@ -190,15 +154,15 @@ final class ConnectionFilter {
     /// - Returns: whether the hold was given back (or there was none).
     @discardableResult
     func releaseHold(now: UInt64 = 0) -> Bool {
-        guard let bev = held else { return true }
+        guard let bev = state.held else { return true }
         if let socket = bev.underlying, let output = socket.output, output.count > 0, socket.fd >= 0 {
             let since = state.value.lingerSince ?? now
             state.value.lingerSince = since
             if now &- since < Self.maxLinger { return false }
         }
-        held = nil
-        filter = nil
-        kick?.cancel()
+        state.held = nil
+        state.filter = nil
+        state.kick?.cancel()
         bev.quiesce()
         bev.release()
         return true
@@ -208,12 +172,12 @@ final class ConnectionFilter {
     static let maxLinger: UInt64 = 10 * 1_000_000_000
 
     /// Whether the loop still holds its reference (tests).
-    var isHeld: Bool { held != nil }
+    var isHeld: Bool { state.held != nil }
 
     /// Grants the tunnel: the client's next bytes start a TLS handshake answered with `context`.
     func grant(_ context: OpaquePointer) -> Bool {
-        guard case .plain = mode, let session = Session(context: context) else { return false }
-        mode = .granted(session)
+        guard case .plain = state.mode, let session = Session(context: context) else { return false }
+        state.mode = .granted(session)
         return true
     }
 }

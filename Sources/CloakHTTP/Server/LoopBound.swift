@@ -44,6 +44,7 @@ final class LoopThread: Sendable {
 /// Stored inline (no allocation); its owner is a class shared with the loop thread, which is
 /// why it is `@unchecked Sendable`: the check is the guarantee. Code above the server binds a
 /// request's state to the request's loop with ``init(_:on:)``.
+@dynamicMemberLookup
 package struct LoopBound<Value>: @unchecked Sendable {
     let loop: LoopThread
     private var storage: Value
@@ -78,6 +79,25 @@ package struct LoopBound<Value>: @unchecked Sendable {
             defer { accessing = false }
         #endif
         return try body(&storage)
+    }
+
+    /// One field of the value, checked like ``value``: owners write `state.mode` instead of
+    /// forwarding each field through an accessor of their own.
+    package subscript<Field>(dynamicMember field: WritableKeyPath<Value, Field>) -> Field {
+        _read {
+            loop.check()
+            #if DEBUG
+                precondition(!accessing, "loop-bound state accessed from inside its own withValue")
+            #endif
+            yield storage[keyPath: field]
+        }
+        _modify {
+            loop.check()
+            #if DEBUG
+                precondition(!accessing, "loop-bound state accessed from inside its own withValue")
+            #endif
+            yield &storage[keyPath: field]
+        }
     }
 
     package var value: Value {

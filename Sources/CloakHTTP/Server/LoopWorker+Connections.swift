@@ -111,7 +111,7 @@ extension LoopWorker {
                 } else if configuration.proxyProtocol, let filter = connection.connectionFilter {
                     // The peer is the balancer: the connection counts under the client address
                     // its PROXY header names, once read (a refusal closes it then).
-                    filter.admitSource = { [weak self, weak connection] source in
+                    filter.state.admitSource = { [weak self, weak connection] source in
                         guard let self, let connection, self.addressBudget.acquire(source) else { return false }
                         connection.addressKey = source
                         return true
@@ -158,7 +158,7 @@ extension LoopWorker {
         }
         if let entry = connection.inputCallback, let input = connection.bufferevent.input { input.remove(entry) }
         if let key = connection.addressKey { addressBudget.release(key) }
-        if let reason = connection.connectionFilter?.proxyRefusal { ConnectionNotices.shared.report(reason) }
+        if let reason = connection.connectionFilter?.state.proxyRefusal { ConnectionNotices.shared.report(reason) }
         budget.release()
     }
 

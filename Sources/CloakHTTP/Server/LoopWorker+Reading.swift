@@ -58,7 +58,7 @@ extension LoopWorker {
         request.violation = violation
         request.rawPath = target.rawPath
         request.remoteAddress = connection?.clientAddress ?? ""
-        request.forwardingTrusted = connection?.connectionFilter?.namedNoClient != true
+        request.forwardingTrusted = connection?.connectionFilter?.state.namedNoClient != true
         request.loop = handle
         request.proxyTarget = connection?.tunnel ?? Self.absoluteTarget(req)
         if method == .CONNECT, tunnels != nil, let evcon {

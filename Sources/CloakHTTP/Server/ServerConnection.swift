@@ -94,7 +94,7 @@ final class ServerConnection {
     }
 
     /// The client's address: the one a PROXY header named, else the peer's.
-    var clientAddress: String { state.withValue { $0.connectionFilter?.proxiedSource ?? $0.peer } }
+    var clientAddress: String { state.withValue { $0.connectionFilter?.state.proxiedSource ?? $0.peer } }
 
     /// The framing violation of the request just dispatched: nil for a request whose bytes were
     /// all framed before the violation (a pipelined one ahead of it is answered as usual).
