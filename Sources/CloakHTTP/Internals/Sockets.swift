@@ -1,3 +1,4 @@
+import CLibevent
 import Glibc
 
 /// Socket addresses and options the server and client need (Glibc only: libevent is called
