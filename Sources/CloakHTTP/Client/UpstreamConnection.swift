@@ -1,6 +1,6 @@
+import CLibevent
 import COpenSSL
 import Foundation
-import CLibevent
 
 /// One evhttp client connection (and, for HTTPS, its own SSL: an HTTPS evhttp connection cannot
 /// reconnect with a used one). Owned by its pool; one exchange at a time.
