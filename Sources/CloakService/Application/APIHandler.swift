@@ -66,7 +66,7 @@ struct APIHandler: RequestHandler {
             return try service.egressHandler(c.identity).reply(to: c)
         case .elementsAsset, .elementsSchema:
             return try ElementsHandler(context: service.context).reply(to: c)
-        case .elementsSession, .elementsReveal:
+        case .elementsSession, .elementsReveal, .elementsNativeReveal:
             return try elementsReveal(c).reply(to: c)
         case .proxy:
             return try ProxyHandler(
@@ -78,7 +78,8 @@ struct APIHandler: RequestHandler {
 
     private func elementsReveal(_ c: RequestContext) throws(CloakError) -> ElementsRevealHandler {
         let elements = ElementsHandler(context: service.context)
-        try elements.requireEnabled()
+        // Each path checks its own switch (web frames, apps, minting) before anything else.
+        guard elements.settings.mintsSessions else { throw .notFound("no such endpoint") }
         guard let sessionKey = service.elementsSessionKey else {
             throw CloakError(.vaultUnavailable, "this server runs without a vault")
         }

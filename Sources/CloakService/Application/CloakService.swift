@@ -134,6 +134,7 @@ package final class CloakService: Sendable {
         router.add(.GET, "/elements/v1/reveal", .elementsReveal)
         router.add(.GET, "/elements/v1/{asset}", .elementsAsset)
         router.add(.POST, "/elements/sessions", .elementsSession)
+        router.add(.POST, "/elements/v1/native/reveal", .elementsNativeReveal)
         for method in HTTPMethod.allCases where method != .OPTIONS && method != .CONNECT && method != .TRACE {
             router.add(method, "/proxy/{path...}", .proxy)
             router.add(method, "/egress/{route}", .egress)

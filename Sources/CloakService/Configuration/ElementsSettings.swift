@@ -8,13 +8,26 @@ package struct ElementsSettings: Sendable, Equatable {
     /// `elements.font_origins`: origins a field's `fonts` stylesheets (and their font files) may
     /// come from; they join the frames' `style-src` and `font-src`.
     package var fontOrigins: [String] = []
+    /// `elements.native`: the form schemas and native reveals (`POST /elements/v1/native/reveal`)
+    /// answer clients that send no `Origin` (apps: CloakCollect), whatever `allowed_origins` holds.
+    package var native = false
 
-    package init(allowedOrigins: [String] = [], fontOrigins: [String] = []) {
+    package init(allowedOrigins: [String] = [], fontOrigins: [String] = [], native: Bool = false) {
         self.allowedOrigins = allowedOrigins
         self.fontOrigins = fontOrigins
+        self.native = native
     }
 
+    /// Web pages may embed the frames.
     package var isEnabled: Bool { !allowedOrigins.isEmpty }
+
+    /// Reveal sessions may be minted (for pages, apps or both).
+    package var mintsSessions: Bool { isEnabled || native }
+
+    /// Whether a request may read a form's schema: a page of an allowed origin (the frames), or,
+    /// with `native`, a client that sends no `Origin` (a browser always sends one on the frames'
+    /// requests, so a page cannot pass as an app).
+    package func admitsSchemaRequest(origin: String?) -> Bool { isEnabled || (native && origin == nil) }
 
     /// Why `text` is not an origin as a browser serializes one (`scheme://host[:port]`: http or
     /// https, lower case, no path, query, fragment, user or default port), or nil when it is.

@@ -261,7 +261,10 @@ extension ServiceConfiguration {
             }
         }
         config.egress = EgressSettings.read(top["egress"], r)
-        if let elements = r.mapping(top["elements"], at: "elements", allowed: ["allowed_origins", "font_origins"]) {
+        if let elements = r.mapping(
+            top["elements"], at: "elements", allowed: ["allowed_origins", "font_origins", "native"])
+        {
+            r.bool(elements["native"], at: "elements.native", into: &config, \.elements.native)
             for key in ["allowed_origins", "font_origins"] {
                 let origins = r.strings(elements[key], at: "elements.\(key)") ?? []
                 for (i, origin) in origins.enumerated() {

@@ -15,10 +15,9 @@ struct ElementsRevealHandler: Sendable {
     let client: String
     var logger: Logger { elements.context.logger }
 
-    /// `POST /elements/sessions` (scope `aliases:reveal`): `{"aliases": [...], "ttl_s": 300}` →
-    /// 201 `{"session", "expires_at"}`.
+    /// `POST /elements/sessions` (scope `aliases:reveal`): `{"aliases": [...], "ttl_s": 300,
+    /// "client"?, "audience"?: "web" | "native"}` → 201 `{"session", "expires_at"}`.
     func createSession(_ request: HTTPRequest, now: Int64) throws(CloakError) -> HTTPResponse {
-        try elements.requireEnabled()
         let tokenID = try identity.require("aliases:reveal")
         guard case let .object(members) = try request.jsonBody() else {
             throw .malformed("the body must be a JSON object")
@@ -26,6 +25,7 @@ struct ElementsRevealHandler: Sendable {
         var aliases: [String]?
         var ttl = RevealSession.defaultTTL
         var boundTo: String?
+        var audience = RevealSession.Audience.web
         for (key, value) in members {
             switch key {
             case "aliases":
@@ -49,20 +49,33 @@ struct ElementsRevealHandler: Sendable {
                     throw .malformed("\"client\" must be the end user's IP address as Cloak sees it (e.g. 203.0.113.7)")
                 }
                 boundTo = parsed.description
+            case "audience":
+                guard case let .string(text) = value, let named = RevealSession.Audience(rawValue: text) else {
+                    throw .malformed("\"audience\" must be \"web\" (Cloak's reveal frame) or \"native\" (an app)")
+                }
+                audience = named
             default:
                 throw .malformed(
-                    "unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected aliases, ttl_s, client")
+                    "unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected aliases, ttl_s, client, audience")
             }
         }
         guard let aliases else { throw .malformed("the body has no \"aliases\"") }
+        switch audience {
+        case .web where !elements.settings.isEnabled:
+            throw .malformed("web sessions need elements.allowed_origins; ask for \"audience\": \"native\"")
+        case .native where !elements.settings.native:
+            throw .malformed("native sessions need elements.native: true")
+        default: break
+        }
         let session = RevealSession(
             tokenID: tokenID, aliases: Array(Set(aliases)).sorted(), expiresAt: now + Int64(ttl),
-            client: boundTo)
+            client: boundTo, audience: audience)
         logger.info(
             "audit",
             metadata: [
                 "action": "elements_session", "token_id": .string(tokenID), "client": .string(client),
-                "aliases": .string(String(session.aliases.count)), "ttl_s": .string(String(ttl)), "result": "ok",
+                "aliases": .string(String(session.aliases.count)), "ttl_s": .string(String(ttl)),
+                "audience": .string(audience.rawValue), "result": "ok",
             ])
         return .json(
             201,
@@ -84,30 +97,73 @@ struct ElementsRevealHandler: Sendable {
         guard let text = request.header("Cloak-Session"), let alias = request.header("Cloak-Alias") else {
             throw .malformed("Cloak-Session and Cloak-Alias headers are required")
         }
+        return try reveal(session: text, alias: alias, for: .web, request, now: now)
+    }
+
+    /// `POST /elements/v1/native/reveal` with `{"session": "…", "alias": "…"}`: the value, to an
+    /// app (CloakCollect's `CloakReveal`), for a session minted with `"audience": "native"`. Only
+    /// with `elements.native`, and only for a client that sends no `Origin`: a page's script
+    /// always sends one, so a session a page got hold of reveals nothing here.
+    func nativeReveal(_ request: HTTPRequest, now: Int64) throws(CloakError) -> Reply {
+        guard elements.settings.native, request.header("Origin") == nil else { throw .notFound("no such endpoint") }
+        guard case let .object(members) = try request.jsonBody() else {
+            throw .malformed("the body must be {\"session\": \"…\", \"alias\": \"…\"}")
+        }
+        var session: String?
+        var alias: String?
+        for (key, value) in members {
+            switch (key, value) {
+            case ("session", .string(let text)) where session == nil: session = text
+            case ("alias", .string(let text)) where alias == nil && VaultAPIHandler.isPlausibleAlias(text): alias = text
+            default:
+                throw .malformed("the body must be {\"session\": \"…\", \"alias\": \"…\"} (an alias of at most 256 bytes)")
+            }
+        }
+        guard let session, let alias else {
+            throw .malformed("the body must be {\"session\": \"…\", \"alias\": \"…\"}")
+        }
+        return try reveal(session: session, alias: alias, for: .native, request, now: now)
+    }
+
+    /// Both paths: the session opens, is for this path's audience, its token may still reveal,
+    /// it is bound to this client (when bound) and names the alias; then the value.
+    private func reveal(
+        session text: String, alias: String, for audience: RevealSession.Audience, _ request: HTTPRequest, now: Int64
+    ) throws(CloakError) -> Reply {
         let session: RevealSession
         do { session = try RevealSession.open(text, key: sessionKey, now: now) } catch {
-            // `extraInfo.reason` tells the reveal frame (and its page) which refusal it was.
+            // `extraInfo.reason` tells the reveal frame (and its page, or the app) which refusal it was.
             throw error == .expired
                 ? CloakError(.forbidden, "the session has expired", extraInfo: [("reason", .string("expired"))])
                 : CloakError(
                     .forbidden, "the session is not valid", extraInfo: [("reason", .string("invalid_session"))])
         }
+        let via = audience == .web ? "elements" : "native"
+        guard session.audience == audience else {
+            audit(session.tokenID, alias, "wrong_audience", via: via)
+            throw CloakError(
+                .forbidden,
+                audience == .web
+                    ? "the session was minted for an app (audience native)"
+                    : "the session was minted for Cloak's reveal frame (audience web)",
+                extraInfo: [("reason", .string("wrong_audience"))])
+        }
         // A session is worth no more than the token that minted it: a token removed from the
         // configuration, or no longer holding aliases:reveal, ends its sessions at once.
         guard mintingTokenMayReveal(session.tokenID) else {
-            audit(session.tokenID, alias, "token_revoked")
+            audit(session.tokenID, alias, "token_revoked", via: via)
             throw CloakError(
                 .forbidden, "the token that minted this session may no longer reveal",
                 extraInfo: [("reason", .string("token_revoked"))])
         }
         if let bound = session.client, IPAddress(request.remoteAddress)?.description != bound {
-            audit(session.tokenID, alias, "other_client")
+            audit(session.tokenID, alias, "other_client", via: via)
             throw CloakError(
                 .forbidden, "the session is bound to another client address",
                 extraInfo: [("reason", .string("other_client"))])
         }
         guard session.aliases.contains(alias) else {
-            audit(session.tokenID, alias, "not_in_session")
+            audit(session.tokenID, alias, "not_in_session", via: via)
             throw CloakError(
                 .forbidden, "the session does not name this alias", extraInfo: [("reason", .string("not_in_session"))])
         }
@@ -116,11 +172,11 @@ struct ElementsRevealHandler: Sendable {
                 switch result {
                 case let .success(found):
                     guard let record = found[alias] else {
-                        audit(session.tokenID, alias, "not_found")
+                        audit(session.tokenID, alias, "not_found", via: via)
                         finish(.error(.notFound("no such alias")))
                         return
                     }
-                    audit(session.tokenID, alias, "ok")
+                    audit(session.tokenID, alias, "ok", via: via)
                     finish(
                         .json(
                             200, .object([("value", .string(record.value))]),
@@ -128,7 +184,7 @@ struct ElementsRevealHandler: Sendable {
                                 ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
                             ]))
                 case let .failure(error):
-                    audit(session.tokenID, alias, "error")
+                    audit(session.tokenID, alias, "error", via: via)
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -142,21 +198,25 @@ struct ElementsRevealHandler: Sendable {
 
     /// One audit line per reveal through a session: the token that minted it, the alias's keyed
     /// reference (never the alias), the outcome.
-    private func audit(_ tokenID: String, _ alias: String, _ result: String) {
+    private func audit(_ tokenID: String, _ alias: String, _ result: String, via: String) {
         logger.info(
             "audit",
             metadata: [
-                "action": "reveal", "via": "elements", "token_id": .string(tokenID), "client": .string(client),
+                "action": "reveal", "via": .string(via), "token_id": .string(tokenID), "client": .string(client),
                 "alias_ref": .string(vault.vault.auditReference(alias)), "result": .string(result),
             ])
     }
 }
 
 extension ElementsRevealHandler: RequestHandler {
-    /// `POST /elements/reveal-sessions` (a backend) and `POST /elements/reveal` (the page).
+    /// `POST /elements/sessions` (a backend), `GET /elements/v1/reveal` (the frame) and
+    /// `POST /elements/v1/native/reveal` (an app).
     func reply(to c: RequestContext) throws(CloakError) -> Reply {
         let now = Int64(Date().timeIntervalSince1970)
-        if c.endpoint == .elementsSession { return .now(try createSession(c.request, now: now)) }
-        return try reveal(c.request, now: now)
+        switch c.endpoint {
+        case .elementsSession: return .now(try createSession(c.request, now: now))
+        case .elementsNativeReveal: return try nativeReveal(c.request, now: now)
+        default: return try reveal(c.request, now: now)
+        }
     }
 }

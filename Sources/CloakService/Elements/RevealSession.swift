@@ -17,6 +17,13 @@ struct RevealSession: Sendable, Equatable {
     /// The end user's address, when the backend bound the session to it: reveals from any other
     /// address (a script that sent the session to its own server) are refused.
     var client: String? = nil
+    /// Who may reveal through it: Cloak's reveal frame (`web`) or an app (`native`,
+    /// `POST /elements/v1/native/reveal`). Each path refuses the other's sessions.
+    var audience: Audience = .web
+
+    enum Audience: String, Sendable {
+        case web, native
+    }
 
     static let maxTTL = 600
     static let defaultTTL = 300
@@ -29,6 +36,7 @@ struct RevealSession: Sendable, Equatable {
             ("t", .string(tokenID)), ("e", .number(String(expiresAt))), ("a", .strings(aliases)),
         ]
         if let client { members.append(("c", .string(client))) }
+        if audience == .native { members.append(("u", .string(audience.rawValue))) }
         writer.write(.object(members))
         let payload = Self.base64url(writer.takeBytes())
         let mac = Self.base64url(key.authenticate(Array((Self.prefix + payload).utf8)))
@@ -53,9 +61,16 @@ struct RevealSession: Sendable, Equatable {
         else { throw .malformed }
         let aliases = list.compactMap(\.stringValue)
         guard aliases.count == list.count else { throw .malformed }
+        // Sessions minted before audiences existed carry none: web.
+        var audience = Audience.web
+        if let u = document["u"] {
+            guard let text = u.stringValue, let named = Audience(rawValue: text) else { throw .malformed }
+            audience = named
+        }
         guard now < expiresAt else { throw .expired }
         return RevealSession(
-            tokenID: tokenID, aliases: aliases, expiresAt: expiresAt, client: document["c"]?.stringValue)
+            tokenID: tokenID, aliases: aliases, expiresAt: expiresAt, client: document["c"]?.stringValue,
+            audience: audience)
     }
 
     static func base64url(_ bytes: [UInt8]) -> String {

@@ -4,7 +4,7 @@ enum Endpoint: Sendable {
     case healthz, readyz, metrics, validate, formTokens, formAliases, formSend
     case createTokens, createAliases, revealMany, reveal, update, delete, keep, lookup
     case proxy, egress
-    case elementsAsset, elementsSchema, elementsReveal, elementsSession
+    case elementsAsset, elementsSchema, elementsReveal, elementsSession, elementsNativeReveal
 
     /// The egress door's `Authorization` belongs to the upstream: its caller is in
     /// `Proxy-Authorization`.
