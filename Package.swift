@@ -13,9 +13,16 @@ let optimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .w
 
 let package = Package(
     name: "Cloak",
-    platforms: [.macOS(.v14)],
+    // iOS 15: CloakCollect's floor (URLSession, NSLock, Swift concurrency back-deployed); the
+    // server itself runs on Linux. Platforms are package-wide, so on macOS CloakCollect needs 14.
+    platforms: [.macOS(.v14), .iOS(.v15)],
     products: [
-        .executable(name: "cloak", targets: ["cloak"])
+        .executable(name: "cloak", targets: ["cloak"]),
+        // The native client for apps: Foundation and CloakCore only (docs/mobile.md).
+        // Static, so `swift build --product CloakCollect` builds it alone.
+        .library(name: "CloakCollect", type: .static, targets: ["CloakCollect"]),
+        // Its UIKit and SwiftUI views (Apple platforms only; empty elsewhere).
+        .library(name: "CloakCollectUI", targets: ["CloakCollectUI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -32,6 +39,8 @@ let package = Package(
         .systemLibrary(name: "CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
 
         .target(name: "CloakCore", swiftSettings: optimized),
+        .target(name: "CloakCollect", dependencies: ["CloakCore"]),
+        .target(name: "CloakCollectUI", dependencies: ["CloakCollect"]),
         .target(name: "CloakCrypto", dependencies: ["COpenSSL", "CPKCS11"], swiftSettings: optimized),
         .target(
             name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite", "CLibPQ"],
@@ -68,6 +77,8 @@ let package = Package(
             name: "CloakTesting", dependencies: ["CloakService", "CloakHTTP", "CloakCore", "CloakVault", "CloakCrypto"]),
 
         .testTarget(name: "CloakCoreTests", dependencies: ["CloakCore"]),
+        .testTarget(
+            name: "CloakCollectTests", dependencies: ["CloakCollect", "CloakCore", "CloakService", "CloakTesting"]),
         .testTarget(name: "CloakCryptoTests", dependencies: ["CloakCrypto"], resources: [.copy("Fixtures")]),
         .testTarget(name: "CloakVaultTests", dependencies: ["CloakVault", "CloakCrypto", "CloakCore", "CloakTesting"]),
         .testTarget(name: "CloakHTTPTests", dependencies: ["CloakHTTP", "CloakTesting"]),

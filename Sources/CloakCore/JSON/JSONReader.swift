@@ -23,7 +23,7 @@ struct JSONReader {
         return value
     }
 
-    var isValidUTF8: Bool { Self.isASCII(bytes) || String(validating: bytes, as: UTF8.self) != nil }
+    var isValidUTF8: Bool { Self.isASCII(bytes) || UTF8Validation.isValid(bytes) }
 
     /// Whether every byte is below 0x80 (then the bytes are valid UTF-8), read eight at a time.
     static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -19,7 +19,7 @@ public enum PercentDecoding {
             i = raw.index(after: i)
             out.append(high << 4 | low)
         }
-        return String(validating: out, as: UTF8.self)
+        return UTF8Validation.string(out)
     }
 
     private static func hex(_ b: UInt8) -> UInt8? {

@@ -116,7 +116,8 @@ struct ElementsRevealHandler: Sendable {
             case ("session", .string(let text)) where session == nil: session = text
             case ("alias", .string(let text)) where alias == nil && VaultAPIHandler.isPlausibleAlias(text): alias = text
             default:
-                throw .malformed("the body must be {\"session\": \"…\", \"alias\": \"…\"} (an alias of at most 256 bytes)")
+                throw .malformed(
+                    "the body must be {\"session\": \"…\", \"alias\": \"…\"} (an alias of at most 256 bytes)")
             }
         }
         guard let session, let alias else {

@@ -58,7 +58,9 @@ struct ElementsHandler: Sendable {
     /// `GET /elements/v1/forms/{form}`: the form's schema for the frames' (and CloakCollect's) rule engine, with
     /// today's date (expiry windows) and the origins the frames check their page against.
     func schema(_ request: HTTPRequest, form name: String) throws(CloakError) -> HTTPResponse {
-        guard settings.admitsSchemaRequest(origin: request.header("Origin")) else { throw .notFound("no such endpoint") }
+        guard settings.admitsSchemaRequest(origin: request.header("Origin")) else {
+            throw .notFound("no such endpoint")
+        }
         guard let form = context.configuration.forms[name] else {
             throw .notFound("no such form")
         }
