@@ -9,7 +9,13 @@ import PackageDescription
 /// Release builds optimise across module boundaries: the hot path crosses CloakHTTP, CloakCore
 /// and CloakService, and generic code (the router, the JSON writer) is otherwise called
 /// unspecialised through witness tables (Benchmarks/README.md has the before and after).
-let optimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+///
+/// SwiftPM refuses a version-tagged dependency whose targets carry unsafe flags, and apps depend
+/// on this package for CloakCollect (CloakCore): checked out as a dependency (SwiftPM and Xcode
+/// both clone into a `checkouts` folder), the package builds without them.
+let isDependency = Context.packageDirectory.contains("/checkouts/")
+let optimized: [SwiftSetting] =
+    isDependency ? [] : [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 
 let package = Package(
     name: "Cloak",

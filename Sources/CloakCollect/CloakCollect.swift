@@ -14,7 +14,7 @@ import Foundation
 /// ```
 ///
 /// Thread-safe: every field's state is behind one lock; observers are called after it is let go.
-public final class CloakCollect: @unchecked Sendable {
+public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, CustomReflectable {
     public let server: URL
     public let form: String
     private let transport: any CloakTransport
@@ -223,6 +223,10 @@ public final class CloakCollect: @unchecked Sendable {
     }
 
     // MARK: Helpers
+
+    /// The server and form only: what the fields hold is never shown (`dump` included).
+    public var description: String { "CloakCollect(\(server.absoluteString), form: \(form))" }
+    public var customMirror: Mirror { Mirror(self, children: ["server": server, "form": form]) }
 
     /// `path` on the server, refused unless the server is HTTPS (or HTTP on this machine).
     func endpoint(_ path: String) throws -> URL {
