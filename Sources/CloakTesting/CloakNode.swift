@@ -19,11 +19,13 @@ package final class CloakNode: @unchecked Sendable {
     /// - Parameters:
     ///   - tokenID: the id the configuration gives ``token``.
     ///   - scopes: the scopes it gives it.
+    ///   - secret: the token's secret the configuration lists (its SHA-256).
     package init(
         store: String, directory: String, environment: [String: String] = [:], tokenID: String = "nodes",
-        scopes: String = "aliases:create, aliases:reveal, aliases:lookup, aliases:update, aliases:delete"
+        scopes: String = "aliases:create, aliases:reveal, aliases:lookup, aliases:update, aliases:delete",
+        secret: String = CloakNode.token
     ) throws {
-        let hex = Digest.sha256(Array(Self.token.utf8)).map { String(format: "%02x", $0) }.joined()
+        let hex = Digest.sha256(Array(secret.utf8)).map { String(format: "%02x", $0) }.joined()
         let config = "\(directory)/node-\(UUID().uuidString).yaml"
         let yaml = TestServer.shippedConfiguration.replacingOccurrences(
             of: "  tokens: []",

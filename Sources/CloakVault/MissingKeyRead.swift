@@ -19,7 +19,9 @@ final class MissingKeyRead: Sendable {
 
     private struct State {
         var adopt: Adopt?
-        var last: ContinuousClock.Instant?
+        /// When each missing version was last read for: a record under a version that is truly
+        /// gone (retired) does not take the read a newly rotated version needs.
+        var last: [String: ContinuousClock.Instant] = [:]
         var reads = 0
     }
 
@@ -42,8 +44,9 @@ final class MissingKeyRead: Sendable {
             if let key = lookup() { return key }
             guard let adopt = state.adopt else { return nil }
             let now = ContinuousClock.now
-            if let last = state.last, now - last < Self.minimumInterval { return nil }
-            state.last = now
+            if let last = state.last[id], now - last < Self.minimumInterval { return nil }
+            if state.last.count > 64 { state.last = state.last.filter { now - $0.value < Self.minimumInterval } }
+            state.last[id] = now
             state.reads += 1
             guard let wrapped = try? store.metadata(ringName) else { return nil }
             adopt(wrapped)

@@ -529,6 +529,9 @@ def test_one_validity_per_number(t):
     told = [(s.get("inputLength"), s.get("isValid"), s.get("bin"), s.get("last4")) for s in typing
             if s.get("isFocused") and (s.get("isValid") or s.get("bin") or s.get("last4"))]
     c.equal(told, [], "(length, isValid, bin, last4) of states that told a prefix's validity while typing")
+    errors = {tuple(s.get("validationErrors") or []) for s in typing if s.get("isFocused") and s.get("inputLength")}
+    c.equal(errors, {("CARD_NUMBER_VALIDATION_ERROR",)},
+            "the errors of every focused prefix (one state for valid and invalid prefixes alike)")
     since = t.count()
     t.blur("number")
     left = t.wait_event("number", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False, since,

@@ -69,7 +69,9 @@ import Testing
         #expect(revealed.withValue { $0 } == Self.card)
         // The intent reveals too (a session may name any alias it was minted for).
         let intentSession = try Self.session(server, [intent])
-        #expect(try await CloakReveal(server: url, session: intentSession).reveal(alias: intent).withValue { $0 } == Self.card)
+        #expect(
+            try await CloakReveal(server: url, session: intentSession).reveal(alias: intent).withValue { $0 }
+                == Self.card)
         let audits = server.logs.lines.filter { $0.contains(#""via":"native""#) }
         #expect(audits.count == 2 && audits.allSatisfy { $0.contains(#""result":"ok""#) })
 
@@ -103,7 +105,9 @@ import Testing
             }
         }
         #expect(await refusal(try Self.session(server, [alias]), other) == "not_in_session")
-        #expect(await refusal(try Self.session(server, [alias], #","audience":"native","client":"203.0.113.7""#)) == "other_client")
+        #expect(
+            await refusal(try Self.session(server, [alias], #","audience":"native","client":"203.0.113.7""#))
+                == "other_client")
         #expect(await refusal(try Self.session(server, [alias], "")) == "wrong_audience")  // a web session
         #expect(await refusal("cs1.e30.AAAA") == "invalid_session")
         // Expired: a one-second session, asked until it says so (never a fixed sleep).
@@ -129,7 +133,8 @@ import Testing
         // Hostile bodies: a clear 400, never a value.
         for bad in [
             "", "[]", "{}", #"{"session":1,"alias":"a"}"#, #"{"session":"s"}"#, #"{"session":"s","alias":"a","x":1}"#,
-            #"{"session":"s","session":"t","alias":"a"}"#, #"{"session":"s","alias":"\#(String(repeating: "a", count: 300))"}"#,
+            #"{"session":"s","session":"t","alias":"a"}"#,
+            #"{"session":"s","alias":"\#(String(repeating: "a", count: 300))"}"#,
         ] {
             let r = try server.client().request("POST", "/elements/v1/native/reveal", json: bad)
             #expect(r.status == 400 && r.errorCode == 1002, "\(bad.prefix(40)): \(r.text)")

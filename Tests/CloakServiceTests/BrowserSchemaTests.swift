@@ -89,5 +89,17 @@ import Testing
         members.append(("fields", .array([.object([("name", .string("x")), ("type", .string("rocket"))])])))
         let error = #expect(throws: CloakError.self) { try BrowserSchema(.object(members)) }
         #expect(error?.message.contains("fields[0]") == true)
+        // A hostile brand (negative or huge lengths) is refused, never trapping a client later.
+        for (lengths, cvc) in [([-1], [3]), ([16], [-3]), ([1 << 40], [3]), ([], [3]), ([16], [1 << 30])] {
+            guard case var .object(doc) = checkout.browserSchema(today: Self.today) else { return }
+            let brand: JSONValue = .object([
+                ("id", .string("evil")), ("name", .string("Evil")), ("regex", .string("^9")),
+                ("lengths", .array(lengths.map(JSONValue.int))), ("cvcLengths", .array(cvc.map(JSONValue.int))),
+                ("luhn", .bool(true)), ("pattern", .string("####")),
+            ])
+            doc.removeAll { $0.key == "brands" }
+            doc.append(("brands", .array([brand])))
+            #expect(throws: CloakError.self) { try BrowserSchema(.object(doc)) }
+        }
     }
 }

@@ -200,8 +200,8 @@ import Testing
     }
 
     /// Issue 34, defect 6: behind a PROXY-protocol balancer, `Connection: close` and HTTP/1.0
-    /// close the connection after the answer, as on the plain listener (they were held open
-    /// until the idle timeout, without `Connection: close` in the answer).
+    /// end the connection after the answer, as on the plain listener (they were held open until
+    /// the idle timeout). `Connection: keep-alive` on HTTP/1.0 keeps it.
     @Test(arguments: [
         "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         "GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n",
@@ -214,7 +214,8 @@ import Testing
         try c.send("PROXY TCP4 198.51.100.9 127.0.0.1 4000 80\r\n" + request)
         let r = try c.readResponse()
         #expect(r.status == 200)
-        #expect(r.header("Connection")?.lowercased() == "close" || request.contains("HTTP/1.0"))
+        // The whole answer, then the end of the stream (evhttp cannot say `Connection: close`
+        // without closing the socket under the answer's end: LoopWorker.shutDownWhenSent).
         if request.contains("cloak.js") { #expect(r.body.count > 1000 && r.text.hasSuffix("\n")) }
         #expect(c.waitForClose(timeout: 5), "the connection was kept open")
         // A client that keeps the connection is still served on it.
@@ -223,6 +224,13 @@ import Testing
         #expect(try kept.readResponse().status == 200)
         try kept.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try kept.readResponse().status == 200)
+        let old = try RawHTTPClient(port: server.port, timeout: 5)
+        try old.send(
+            "PROXY TCP4 198.51.100.9 127.0.0.1 4000 80\r\nGET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        #expect(try old.readResponse().status == 200)
+        try old.send("GET /healthz HTTP/1.0\r\n\r\n")
+        #expect(try old.readResponse().status == 200)
+        #expect(old.waitForClose(timeout: 5))
     }
 }
 

@@ -117,3 +117,82 @@ import Testing
         #expect(sixth.status == 429 && sixth.errorCode == 1429, "\(sixth.text)")
     }
 }
+
+/// The attacker review of issue 34's fixes: every way a token could test guesses against the
+/// vault is held to the same per-bucket limit.
+@Suite(.serialized) struct GuessPathTests {
+    static let full = ReviewDefectTests.bearer(TestServer.fullToken)
+
+    @Test func singleRevealsOfGuessedAliasesAreCounted() throws {
+        let server = try GuessLimitTests.server()
+        defer { server.stop() }
+        let guesses = ReviewDefectTests.cards(6, from: 700)
+        for guess in guesses.prefix(5) {
+            #expect(try server.client().request("GET", "/aliases/\(guess)", headers: Self.full).status == 404)
+        }
+        let sixth = try server.client().request("GET", "/aliases/\(guesses[5])", headers: Self.full)
+        #expect(sixth.status == 429 && sixth.errorCode == 1429, "\(sixth.text)")
+    }
+
+    @Test func aliasesThatFailLuhnShareTheirCardsBucket() throws {
+        let server = try GuessLimitTests.server()
+        defer { server.stop() }
+        // FPE aliases made with luhnValid false: 411111 ...... 1111, the checksum wrong.
+        let guesses = (0..<6).map { i -> String in
+            let card = ReviewDefectTests.cards(1, from: 800 + i)[0]
+            let last = Int(String(card.dropFirst(11).prefix(1)))!
+            return String(card.prefix(11)) + String((last + 1) % 10) + "1111"
+        }
+        #expect(guesses.allSatisfy { !ReviewDefectTests.luhn($0) })
+        let five = try server.client().request(
+            "GET", "/aliases?q=\(guesses.prefix(5).joined(separator: ","))", headers: Self.full)
+        #expect(five.status == 404)
+        let sixth = try server.client().request("GET", "/aliases?q=\(guesses[5])", headers: Self.full)
+        #expect(sixth.status == 429, "\(sixth.text)")
+    }
+
+    @Test func sessionRevealsCountAsTheMintingTokensGuesses() throws {
+        let server = try GuessLimitTests.server()
+        defer { server.stop() }
+        let guesses = ReviewDefectTests.cards(6, from: 900)
+        let list = guesses.map { "\"\($0)\"" }.joined(separator: ",")
+        let minted = try server.client().request(
+            "POST", "/elements/sessions", json: #"{"aliases":[\#(list)]}"#, headers: Self.full)
+        let session = try #require(minted.json?["session"] as? String, "\(minted.text)")
+        func reveal(_ alias: String) throws -> RawHTTPClient.Response {
+            try server.client().request(
+                "GET", "/elements/v1/reveal",
+                headers: [("Cloak-Session", session), ("Cloak-Alias", alias), ("Sec-Fetch-Site", "same-origin")])
+        }
+        for guess in guesses.prefix(5) { #expect(try reveal(guess).status == 404) }
+        let sixth = try reveal(guesses[5])
+        #expect(sixth.status == 429 && sixth.errorCode == 1429, "\(sixth.text)")
+    }
+
+    /// An exempt token's create is never refused, but past the limit its answer no longer says
+    /// whether a value was stored before (a create answered with the stored record is a lookup).
+    @Test func anExemptCreatePastTheLimitAnswersWithoutTheStoredRecord() throws {
+        let server = try GuessLimitTests.server()
+        defer { server.stop() }
+        let cards = ReviewDefectTests.cards(7, from: 1000)
+        for card in [cards[5], cards[6]] {
+            let stored = #"{"data":[{"value":"\#(card)","format":"FPE_SIX_T_FOUR","classifiers":["stored-before"]}]}"#
+            #expect(
+                try server.client().request(
+                    "POST", "/aliases", json: stored, headers: ReviewDefectTests.bearer(TestServer.createOnlyToken)
+                ).status == 201)
+        }
+        // Within the limit, the stored record's facts come back (a reveal holder may know them).
+        let known = try server.client().request(
+            "POST", "/aliases", json: ReviewDefectTests.body([cards[5]]), headers: Self.full)
+        #expect(known.status == 201 && known.text.contains("stored-before"), "\(known.text)")
+        // Four more values fill the bucket's five; the sixth is still created, but answered as
+        // for a token without aliases:reveal.
+        let many = try server.client().request(
+            "POST", "/aliases", json: ReviewDefectTests.body(Array(cards[0...3])), headers: Self.full)
+        #expect(many.status == 201, "\(many.text)")
+        let past = try server.client().request(
+            "POST", "/aliases", json: ReviewDefectTests.body([cards[6]]), headers: Self.full)
+        #expect(past.status == 201 && !past.text.contains("stored-before"), "\(past.text)")
+    }
+}

@@ -14,10 +14,11 @@ import Testing
     }
 
     @Test(arguments: [
-        ("nodes", "aliases:create"),  // the token lost aliases:reveal
-        ("another", "aliases:create, aliases:reveal"),  // the token was removed (another one took its place)
+        ("nodes", "aliases:create", CloakNode.token),  // the token lost aliases:reveal
+        ("another", "aliases:create, aliases:reveal", CloakNode.token),  // the token was removed
+        ("nodes", "aliases:create, aliases:reveal", "a-new-secret"),  // a leaked secret was replaced
     ])
-    func aSessionDiesWithItsTokensRevealScope(tokenID: String, scopes: String) throws {
+    func aSessionDiesWithItsTokensRevealScope(tokenID: String, scopes: String, secret: String) throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let store = "sqlite:\(directory.path)/cloak.db"
@@ -30,7 +31,8 @@ import Testing
         #expect(try Self.reveal(first, session: session, alias: alias).json?["value"] as? String == card)
         first.stop()
 
-        let second = try CloakNode(store: store, directory: directory.path, tokenID: tokenID, scopes: scopes)
+        let second = try CloakNode(
+            store: store, directory: directory.path, tokenID: tokenID, scopes: scopes, secret: secret)
         defer { second.stop() }
         let refused = try Self.reveal(second, session: session, alias: alias)
         #expect(refused.status == 403 && refused.errorCode == 1301, "\(refused.text)")

@@ -120,11 +120,22 @@ private struct SchemaReader {
         {
             return builtIn
         }
+        // Bounded as the configuration bounds them: a hostile document must not make a client
+        // build a huge pattern or cut a number at a negative length.
+        let lengths = try ints(v["lengths"], "\(at).lengths")
+        let cvcLengths = try ints(v["cvcLengths"], "\(at).cvcLengths")
+        guard !lengths.isEmpty, lengths.allSatisfy({ (1...19).contains($0) }) else {
+            throw .malformed("\(at).lengths must be 1 to 19 digits")
+        }
+        guard !cvcLengths.isEmpty, cvcLengths.allSatisfy({ (1...8).contains($0) }) else {
+            throw .malformed("\(at).cvcLengths must be 1 to 8 digits")
+        }
+        let pattern = try string(v["pattern"], "\(at).pattern")
+        guard pattern.count <= 64 else { throw .malformed("\(at).pattern is longer than 64 characters") }
         return PaymentCardModel(
             brand: .custom(id), name: try string(v["name"], "\(at).name"), matcher: BrandMatcher(regex: regex),
-            cardNumberLengths: try ints(v["lengths"], "\(at).lengths"),
-            cvcLengths: try ints(v["cvcLengths"], "\(at).cvcLengths"), luhn: try bool(v["luhn"], "\(at).luhn"),
-            formatPattern: try string(v["pattern"], "\(at).pattern"))
+            cardNumberLengths: lengths, cvcLengths: cvcLengths, luhn: try bool(v["luhn"], "\(at).luhn"),
+            formatPattern: pattern)
     }
 
     func field(_ v: JSONValue, _ at: String) throws(CloakError) -> FieldSchema {

@@ -59,8 +59,6 @@ final class ConnectionFilter {
         /// Pushes output evhttp queued while the filter was waiting for the handshake.
         var kick: LoopEvent?
         var handshakeDone = false
-        /// When ``releaseHold(now:)`` first found bytes the kernel had not taken yet.
-        var lingerSince: UInt64?
     }
 
     @exclusivity(unchecked) var state: LoopBound<State>
@@ -145,31 +143,28 @@ final class ConnectionFilter {
     /// libevent callback of this bufferevent. Its timeouts and events are removed first, so
     /// nothing of it stays armed; when evhttp's reference is gone too, libevent finalizes it
     /// (and closes the socket) from its own callback queue.
-    ///
-    /// - Parameter now: a monotonic clock in nanoseconds. While the socket still holds answer
-    ///   bytes the kernel has not taken (a large answer, a slow reader), the hold is kept and
-    ///   false returned: freeing the socket bufferevent would close the socket under them, so an
-    ///   answer evhttp closed after (`Connection: close`, HTTP/1.0) would lose its end. The loop
-    ///   asks again a little later, for at most ``maxLinger``.
-    /// - Returns: whether the hold was given back (or there was none).
-    @discardableResult
-    func releaseHold(now: UInt64 = 0) -> Bool {
-        guard let bev = state.held else { return true }
-        if let socket = bev.underlying, let output = socket.output, output.count > 0, socket.fd >= 0 {
-            let since = state.value.lingerSince ?? now
-            state.value.lingerSince = since
-            if now &- since < Self.maxLinger { return false }
-        }
+    func releaseHold() {
+        guard let bev = state.held else { return }
         state.held = nil
         state.filter = nil
         state.kick?.cancel()
         bev.quiesce()
         bev.release()
-        return true
     }
 
-    /// How long a closed connection's unsent answer bytes may wait for the client to read them.
-    static let maxLinger: UInt64 = 10 * 1_000_000_000
+    /// Whether every byte of the answers so far has left for the kernel: nothing waits in the
+    /// filter or in the socket bufferevent (nil once evhttp let go of the connection).
+    var hasSentEverything: Bool? {
+        guard let bev = state.filter, let socket = bev.underlying, socket.fd >= 0 else { return nil }
+        return (bev.output?.count ?? 0) == 0 && (socket.output?.count ?? 0) == 0
+    }
+
+    /// Ends the connection's sending side: the client reads the answer, then the end of the
+    /// stream; evhttp keeps its side until the client closes (or the idle timeout).
+    func shutDownSending() {
+        guard let socket = state.filter?.underlying, socket.fd >= 0 else { return }
+        _ = shutdown(socket.fd, Int32(SHUT_WR))
+    }
 
     /// Whether the loop still holds its reference (tests).
     var isHeld: Bool { state.held != nil }

@@ -171,16 +171,30 @@ extension LoopWorker {
     }
 
     /// The next loop turn: every filter queued by ``releaseLater(_:)``.
-    /// A filter whose socket still holds answer bytes waits (see ``ConnectionFilter/releaseHold(now:)``)
-    /// and is asked again 10 ms later.
+    /// The next loop turn: every filter queued by ``releaseLater(_:)``, and the connections
+    /// waiting to end their sending side (``shutDownWhenSent(_:)``), checked again 10 ms later
+    /// while any still has answer bytes to send.
     func releaseClosedFilters() {
         let batch = state.value.filtersToRelease
         state.value.filtersToRelease.removeAll(keepingCapacity: true)
-        let now = Self.now()
-        let waiting = batch.filter { !$0.releaseHold(now: now) }
-        guard !waiting.isEmpty else { return }
-        state.value.filtersToRelease.append(contentsOf: waiting)
-        releaseTimer?.schedule(after: 0.01)
+        for filter in batch { filter.releaseHold() }
+        state.value.filtersToShutDown.removeAll { filter in
+            guard let sent = filter.hasSentEverything else { return true }  // closed meanwhile
+            if sent { filter.shutDownSending() }
+            return sent
+        }
+        if !state.value.filtersToShutDown.isEmpty { releaseTimer?.schedule(after: 0.01) }
+    }
+
+    /// A client behind a PROXY-protocol balancer asked for a close (`Connection: close`, HTTP/1.0)
+    /// and evhttp must not close the filter's connection itself (it would shut the socket down
+    /// with the answer's end still in the socket bufferevent): once every byte of the answer has
+    /// left, the sending side is shut down, so the client reads the whole answer and then the end
+    /// of the stream, as from the plain listener. Bounded by the idle timeout, which closes a
+    /// connection whose client reads nothing.
+    func shutDownWhenSent(_ filter: ConnectionFilter) {
+        state.value.filtersToShutDown.append(filter)
+        releaseTimer?.schedule(after: 0)
     }
 
     /// Closes every connection past its head or body deadline (four times a second).

@@ -64,24 +64,29 @@ extension LoopWorker {
         if method == .CONNECT, tunnels != nil, let evcon {
             return openTunnel(req, request, evcon: evcon)
         }
-        if tunnels != nil, connection?.connectionFilter != nil, !closeAfter {
-            // On the forward-proxy door a connection stays open after an answer, whatever the
-            // client asked (`Connection: close`, HTTP/1.0, absolute form without
-            // Proxy-Connection): it may CONNECT next, and the answer comes with a length, so the
-            // client closes itself; the idle timeout ends the rest. A PROXY-protocol listener
-            // closes as the plain one does: the filter keeps the socket until its answer's last
-            // byte is sent (ConnectionFilter.releaseHold(now:)).
+        var halfClose = false
+        if connection?.connectionFilter != nil && !closeAfter {
+            // evhttp must not close a filter's connection after an answer: it shuts the socket
+            // down at once, and the answer's end may still wait in the socket bufferevent. On the
+            // forward-proxy door the connection stays open whatever the client asked
+            // (`Connection: close`, HTTP/1.0, absolute form without Proxy-Connection): the answer
+            // comes with a length, the client closes itself, the idle timeout ends the rest.
+            // Behind a PROXY-protocol balancer a client that asked for a close gets one, as from
+            // the plain listener: its sending side ends once the answer is sent (shutDownWhenSent).
+            halfClose = tunnels == nil && req.asksToClose
             Self.keepAlive(req)
         }
         state.value.drain.dispatched()
         // The evhttp request travels as an address and is only turned back into a pointer on
         // this loop's thread (in finish).
         let requestBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(req.raw)))
-        let responder = HTTPResponder { [self, closeAfter, requestID] response in
+        let responder = HTTPResponder { [self, closeAfter, halfClose, requestID] response in
             execute {
-                self.finish(
-                    EvRequest(raw: OpaquePointer(bitPattern: requestBits)!), response, closeAfter: closeAfter,
-                    requestID: requestID)
+                let req = EvRequest(raw: OpaquePointer(bitPattern: requestBits)!)
+                let filter =
+                    halfClose ? req.connection.flatMap { self.state.value.connections[$0.raw] }?.connectionFilter : nil
+                self.finish(req, response, closeAfter: closeAfter, requestID: requestID)
+                if let filter { self.shutDownWhenSent(filter) }
             }
         }
         handler(request, responder)

@@ -32,6 +32,8 @@ final class LoopWorker: @unchecked Sendable {
         /// Tunnel filters whose connection evhttp closed, waiting for the next loop turn to give
         /// back the loop's reference (see ``ConnectionFilter``).
         var filtersToRelease: [ConnectionFilter] = []
+        /// Connections that end their sending side once their answer is sent.
+        var filtersToShutDown: [ConnectionFilter] = []
         var drain = DrainState()
         var drainTimer: LoopEvent?
         var requestCounter: UInt64 = 0

@@ -84,7 +84,9 @@ struct APIHandler: RequestHandler {
             throw CloakError(.vaultUnavailable, "this server runs without a vault")
         }
         return ElementsRevealHandler(
-            elements: elements, vault: try service.requireVault(c.request), sessionKey: sessionKey,
+            elements: elements, vault: try service.requireVault(c.request),
+            vaultFor: { [service, request = c.request] identity in service.vaultClient(request, identity) },
+            sessionKey: sessionKey,
             identity: c.identity, client: c.request.remoteAddress)
     }
 

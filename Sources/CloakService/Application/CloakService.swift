@@ -183,6 +183,7 @@ package final class CloakService: Sendable {
         return CreateAdmission(
             tokenID: token.id, limiter: guessLimiter,
             valuesPerHour: token.createBucketLimit(default: configuration.limits.bucketValuesPerHour),
+            guessLimit: token.lookupBucketLimit(default: configuration.limits.bucketValuesPerHour),
             charge: { [rates] n in rates.chargeToken(token, n) },
             refused: { [metrics, logger] format, enforced in
                 metrics.bucketLimited(format.rawValue)

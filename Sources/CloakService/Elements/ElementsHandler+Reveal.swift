@@ -10,6 +10,9 @@ import Logging
 struct ElementsRevealHandler: Sendable {
     let elements: ElementsHandler
     let vault: VaultClient
+    /// The vault as the token that minted a session uses it: a session's reveals pay that token's
+    /// rate, and aliases not found count as its guesses (``VaultClient/revealGuessing(_:completion:)``).
+    let vaultFor: @Sendable (Identity) -> VaultClient?
     let sessionKey: HMACKey
     let identity: Identity
     let client: String
@@ -69,7 +72,7 @@ struct ElementsRevealHandler: Sendable {
         }
         let session = RevealSession(
             tokenID: tokenID, aliases: Array(Set(aliases)).sorted(), expiresAt: now + Int64(ttl),
-            client: boundTo, audience: audience)
+            client: boundTo, audience: audience, tokenDigest: RevealSession.tokenDigest(identity.token?.sha256 ?? []))
         logger.info(
             "audit",
             metadata: [
@@ -150,8 +153,9 @@ struct ElementsRevealHandler: Sendable {
                 extraInfo: [("reason", .string("wrong_audience"))])
         }
         // A session is worth no more than the token that minted it: a token removed from the
-        // configuration, or no longer holding aliases:reveal, ends its sessions at once.
-        guard mintingTokenMayReveal(session.tokenID) else {
+        // configuration, given another secret, or no longer holding aliases:reveal, ends its
+        // sessions at once.
+        guard let minter = mintingToken(session) else {
             audit(session.tokenID, alias, "token_revoked", via: via)
             throw CloakError(
                 .forbidden, "the token that minted this session may no longer reveal",
@@ -168,8 +172,9 @@ struct ElementsRevealHandler: Sendable {
             throw CloakError(
                 .forbidden, "the session does not name this alias", extraInfo: [("reason", .string("not_in_session"))])
         }
+        let vault = vaultFor(Identity(token: minter, rejected: false)) ?? self.vault
         return .later { finish in
-            vault.reveal([alias]) { result in
+            vault.revealGuessing([alias]) { result in
                 switch result {
                 case let .success(found):
                     guard let record = found[alias] else {
@@ -192,9 +197,13 @@ struct ElementsRevealHandler: Sendable {
         }
     }
 
-    /// Whether the token `id` is still configured and holds `aliases:reveal`.
-    func mintingTokenMayReveal(_ id: String) -> Bool {
-        elements.context.configuration.auth.contains { $0.id == id && $0.scopes.contains("aliases:reveal") }
+    /// The token that minted `session`, when it is still configured with the same secret and
+    /// holds `aliases:reveal`.
+    func mintingToken(_ session: RevealSession) -> ServiceConfiguration.AccessToken? {
+        elements.context.configuration.auth.first {
+            $0.id == session.tokenID && $0.scopes.contains("aliases:reveal")
+                && constantTimeEquals(RevealSession.tokenDigest($0.sha256), session.tokenDigest)
+        }
     }
 
     /// One audit line per reveal through a session: the token that minted it, the alias's keyed

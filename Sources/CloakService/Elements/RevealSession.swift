@@ -20,6 +20,11 @@ struct RevealSession: Sendable, Equatable {
     /// Who may reveal through it: Cloak's reveal frame (`web`) or an app (`native`,
     /// `POST /elements/v1/native/reveal`). Each path refuses the other's sessions.
     var audience: Audience = .web
+    /// The first 8 bytes of the minting token's SHA-256 (``tokenDigest(_:)``): a token given a new
+    /// secret under the same id (a leaked one replaced) ends the sessions the old secret minted.
+    var tokenDigest: [UInt8] = []
+
+    static func tokenDigest(_ sha256: [UInt8]) -> [UInt8] { Array(sha256.prefix(8)) }
 
     enum Audience: String, Sendable {
         case web, native
@@ -37,6 +42,7 @@ struct RevealSession: Sendable, Equatable {
         ]
         if let client { members.append(("c", .string(client))) }
         if audience == .native { members.append(("u", .string(audience.rawValue))) }
+        members.append(("k", .string(Self.base64url(tokenDigest))))
         writer.write(.object(members))
         let payload = Self.base64url(writer.takeBytes())
         let mac = Self.base64url(key.authenticate(Array((Self.prefix + payload).utf8)))
@@ -67,10 +73,11 @@ struct RevealSession: Sendable, Equatable {
             guard let text = u.stringValue, let named = Audience(rawValue: text) else { throw .malformed }
             audience = named
         }
+        let digest = document["k"]?.stringValue.flatMap { decodeBase64url(Substring($0)) } ?? []
         guard now < expiresAt else { throw .expired }
         return RevealSession(
             tokenID: tokenID, aliases: aliases, expiresAt: expiresAt, client: document["c"]?.stringValue,
-            audience: audience)
+            audience: audience, tokenDigest: digest)
     }
 
     static func base64url(_ bytes: [UInt8]) -> String {

@@ -38,8 +38,12 @@ struct VaultClient: Sendable {
         _ requests: [AliasRequest], caller: AliasCaller,
         completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void
     ) {
-        if !caller.anonymous, let admission, let refusal = admission.admit(requests, vault: vault) {
-            return completion(.failure(refusal))
+        var caller = caller
+        if !caller.anonymous, let admission {
+            if let refusal = admission.admit(requests, vault: vault) { return completion(.failure(refusal)) }
+            if caller.mayReveal, !admission.answersStoredFacts(requests, vault: vault) {
+                caller = AliasCaller(mayReveal: false, anonymous: false)
+            }
         }
         // An anonymous caller pays one request per value too, whatever the door (/tokens, a form,
         // a route's redactions): 100 values cost 100, so one address cannot fill a card's
@@ -150,8 +154,10 @@ struct VaultClient: Sendable {
 struct CreateAdmission: Sendable {
     let tokenID: String
     let limiter: BucketGuessLimiter
-    /// nil: no bucket limit on this token's creates.
+    /// nil: no bucket limit on this token's creates (it may reveal; see ``answersStoredFacts(_:vault:)``).
     let valuesPerHour: Int?
+    /// The limit a lookup (and an exempt token's create answers) is held to.
+    var guessLimit: Int = 30
     /// Takes `n` more from the token's rate bucket: nil when it may go, else seconds to wait.
     let charge: @Sendable (_ n: Int) -> Int?
     /// Told of a bucket past the limit (metric and audit line), with whether it was refused.
@@ -180,6 +186,18 @@ struct CreateAdmission: Sendable {
             reason:
                 "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values of one bucket (kept characters "
                 + "and shape) within an hour (limits.bucket_values_per_hour)")
+    }
+
+    /// Whether an exempt token's create (one that may reveal, with no limit of its own) may be
+    /// answered with the stored record's facts. Such a create is never refused, but its answer
+    /// says whether each value was stored before, which is a lookup: past ``guessLimit`` distinct
+    /// values of one bucket in the hour, the answer is the one a token without `aliases:reveal`
+    /// gets (the aliases asked for, the same whether the value was stored before or not).
+    func answersStoredFacts(_ requests: [AliasRequest], vault: Vault) -> Bool {
+        guard valuesPerHour == nil, mode == .enforce else { return true }
+        let over = limiter.admit(
+            token: tokenID, vault.guessBuckets(requests), limit: guessLimit, now: LoopClock.now(), mode: .countOnly)
+        return over == nil
     }
 
     /// Charges the token's rate for every value after the first (the request paid for it).

@@ -66,15 +66,20 @@ extension Vault {
             }
             guard !kind.isPreserving else { continue }
             let digits = request.value.utf8.filter { $0 >= 0x30 && $0 <= 0x39 }
+            // Digits and the separators people and formats put between them (`+1 (555) 123-4567`).
             let separatorsOnly = request.value.utf8.allSatisfy {
-                ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x20 || $0 == 0x2D || $0 == 0x2E || $0 == 0x2F
+                ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x20 || $0 == 0x2D || $0 == 0x2E || $0 == 0x2F || $0 == 0x2B
+                    || $0 == 0x28 || $0 == 0x29
             }
             guard separatorsOnly, digits.count >= 9 else { continue }
             let n = digits.count
             let lastFour = Array(digits.suffix(4))
-            if n >= 13, n <= 19, Luhn.isValid(numerals: digits.map { $0 - 0x30 }) {
-                // A card: BIN and last four are printed on receipts; 10^(n-10) / 10 Luhn-valid values share them.
-                let space = AliasGenerator.power(10, n - 10) / 10
+            if n >= 13, n <= 19 {
+                // A card: BIN and last four are printed on receipts; 10^(n-10) / 10 Luhn-valid values
+                // share them. A number that fails Luhn is counted in the same bucket (an FPE alias made
+                // with luhnValid false, guessed): the bucket is what a receipt shows, not the checksum.
+                let luhn = Luhn.isValid(numerals: digits.map { $0 - 0x30 })
+                let space = AliasGenerator.power(10, n - 10) / (luhn ? 10 : 1)
                 if space <= GuessBucket.guessableSpace {
                     out.append(
                         tag(

@@ -70,14 +70,15 @@
   function exposed(f, state) {
     if (!state || f.entry.type !== "cardNumber") return state;
     const related = changedAfterRelease(f); // also forgets the release once the field is emptied
-    if (!state.isValid) return state;
+    // One state for valid and invalid alike while withheld: any difference (another error, or
+    // none) would tell whether the prefix passes its rules.
     const withheld = Object.assign({}, state, { isValid: false, bin: "", last4: "", validationErrors: [cardError(f)] });
     if (related) return withheld;
-    if (f.focused) {
+    if (f.focused && state.inputLength > 0) {
       const brand = schema.brands.filter(function (b) { return b.id === state.cardBrand; })[0] || schema.unknownBrand;
       if (state.inputLength < Math.max.apply(null, brand.lengths)) return withheld;
     }
-    if (state.last4) release(f);
+    if (state.isValid && state.last4) release(f);
     return state;
   }
 
