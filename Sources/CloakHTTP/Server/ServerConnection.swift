@@ -1,3 +1,5 @@
+import CLibevent
+import Glibc
 import Foundation
 
 /// One accepted connection, owned by its loop: its bufferevent (made by the loop, so every
