@@ -5,16 +5,16 @@ import Foundation
 /// Refused: loopback, unspecified, private (RFC 1918, RFC 4193), shared (100.64/10), link-local,
 /// multicast and broadcast ranges, Teredo, and IPv4 inside IPv6 (mapped, compatible, SIIT, NAT64,
 /// 6to4) in those ranges.
-package enum AddressPolicy {
+public enum AddressPolicy {
     /// Whether `host` is an IPv4 or IPv6 literal rather than a name.
-    package static func isLiteral(_ host: String) -> Bool {
+    public static func isLiteral(_ host: String) -> Bool {
         var v4 = in_addr(), v6 = in6_addr()
         return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
     }
 
     /// Whether the numeric `address` is one an egress route reaches only with `allow_private`.
     /// Anything that does not parse counts as private (deny by default).
-    package static func isPrivate(_ address: String) -> Bool {
+    public static func isPrivate(_ address: String) -> Bool {
         var v4 = in_addr()
         if inet_pton(AF_INET, address, &v4) == 1 {
             let b = withUnsafeBytes(of: v4.s_addr) { Array($0) }

@@ -1,9 +1,9 @@
 /// The bits of HTTP/1.1 syntax a proxy must enforce itself: evhttp's parser is lenient (it keeps
 /// `Name :` with the space, lets spaces, bare CR and control characters into the query), and what
 /// it lets in must not reach an upstream's request head.
-package enum HTTPSyntax {
+public enum HTTPSyntax {
     /// An RFC 9110 token (`tchar+`): what a field name must be.
-    package static func isToken(_ text: String) -> Bool {
+    public static func isToken(_ text: String) -> Bool {
         guard !text.isEmpty else { return false }
         // Checked on every header of every request and answer: over the string's own bytes
         // when it has them contiguous (native strings do), a bit test per byte.
@@ -27,7 +27,7 @@ package enum HTTPSyntax {
     /// `%XX` escapes are kept, and anything else (space, CR, LF, other controls, `"`, `<`, `>`,
     /// `\`, `^`, `` ` ``, `{`, `|`, `}`, `#`, a stray `%`, non-ASCII bytes) is percent-encoded,
     /// so the query can neither end the request line nor add a header.
-    package static func safeQuery(_ query: String) -> String {
+    public static func safeQuery(_ query: String) -> String {
         let bytes = Array(query.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
@@ -67,7 +67,7 @@ package enum HTTPSyntax {
 
     /// Whether `value` can be a header field value as sent: no control characters but HTAB (so
     /// no CR or LF, which libevent 2.1 lets through when a space follows, as obsolete folding).
-    package static func isFieldValue(_ value: String) -> Bool {
+    public static func isFieldValue(_ value: String) -> Bool {
         value.utf8.withContiguousStorageIfAvailable { !$0.contains(where: isControlByte) }
             ?? !value.utf8.contains(where: isControlByte)
     }

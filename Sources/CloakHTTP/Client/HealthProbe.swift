@@ -5,9 +5,9 @@ import Foundation
 /// A blocking `GET` of one path on a local listener, for `cloak healthcheck` (a container's
 /// health check; no shell, no curl in the image). TLS without verification: it asks its own
 /// process on loopback, not a peer it must trust.
-package enum HealthProbe {
+public enum HealthProbe {
     /// The status code answered, or nil when nothing usable came back within `timeout` seconds.
-    package static func status(host: String, port: Int, path: String, tls: Bool, timeout: Int = 3) -> Int? {
+    public static func status(host: String, port: Int, path: String, tls: Bool, timeout: Int = 3) -> Int? {
         guard var address = Sockets.socketAddress(host: host, port: port) else { return nil }
         let family = Int32(address.storage.ss_family)
         let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)

@@ -1,41 +1,41 @@
 import Foundation
 
 /// A request for an upstream service.
-package struct UpstreamRequest: Sendable {
-    package enum Scheme: String, Sendable { case http, https }
+public struct UpstreamRequest: Sendable {
+    public enum Scheme: String, Sendable { case http, https }
 
     /// PEM files of the client certificate (chain) and key presented for mutual TLS.
-    package struct ClientCertificate: Sendable, Hashable {
-        package var certificateChain: String
-        package var privateKey: String
-        package init(certificateChain: String, privateKey: String) {
+    public struct ClientCertificate: Sendable, Hashable {
+        public var certificateChain: String
+        public var privateKey: String
+        public init(certificateChain: String, privateKey: String) {
             self.certificateChain = certificateChain
             self.privateKey = privateKey
         }
     }
 
-    package var scheme: Scheme
+    public var scheme: Scheme
     /// A host name or a numeric address.
-    package var host: String
-    package var port: Int
+    public var host: String
+    public var port: Int
     /// The request target: path and query, e.g. `/v1/post?x=1`.
-    package var target: String
-    package var method: HTTPMethod
+    public var target: String
+    public var method: HTTPMethod
     /// Sent as given; `Host` is set from ``host`` and `Content-Length` from the body.
-    package var headers: [(name: String, value: String)]
-    package var body: [UInt8]
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
     /// How long the whole exchange may take, connection included.
-    package var timeoutSeconds: Double
+    public var timeoutSeconds: Double
     /// How long opening a new connection may take (TCP connect).
-    package var connectTimeoutSeconds: Double
+    public var connectTimeoutSeconds: Double
     /// PEM file of trusted CAs for HTTPS; nil: the system store.
-    package var caFile: String?
+    public var caFile: String?
     /// Presented to an https upstream that asks for a client certificate.
-    package var clientCertificate: ClientCertificate?
+    public var clientCertificate: ClientCertificate?
     /// Whether the host may resolve to a loopback, private or link-local address (``AddressPolicy``).
-    package var allowPrivate = true
+    public var allowPrivate = true
 
-    package init(
+    public init(
         scheme: Scheme, host: String, port: Int, target: String, method: HTTPMethod,
         headers: [(name: String, value: String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 30,
         connectTimeoutSeconds: Double = 5, caFile: String? = nil
@@ -53,7 +53,7 @@ package struct UpstreamRequest: Sendable {
     }
 
     /// Parses `http(s)://host[:port][/path]`; nil for anything else.
-    package static func parse(url: String) -> (scheme: Scheme, host: String, port: Int, path: String)? {
+    public static func parse(url: String) -> (scheme: Scheme, host: String, port: Int, path: String)? {
         let scheme: Scheme
         var rest: Substring
         if url.hasPrefix("https://") {
@@ -84,7 +84,7 @@ package struct UpstreamRequest: Sendable {
 }
 
 /// Why an upstream exchange failed.
-package enum UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Unreachable, refused, reset, DNS or TLS failure (502, 1400).
     case unreachable(String)
     /// An answer that is not usable HTTP, or too large (502, 1401).
@@ -92,7 +92,7 @@ package enum UpstreamError: Error, Sendable, Equatable, CustomStringConvertible 
     /// No complete answer before the deadline (504, 1408).
     case timeout
 
-    package var description: String {
+    public var description: String {
         switch self {
         case let .unreachable(why): return "upstream unreachable: \(why)"
         case let .badResponse(why): return "upstream answer unusable: \(why)"
@@ -102,7 +102,7 @@ package enum UpstreamError: Error, Sendable, Equatable, CustomStringConvertible 
 }
 
 /// Header names that describe one connection, never forwarded (RFC 9110 §7.6.1).
-package let hopByHopHeaders: Set<String> = [
+public let hopByHopHeaders: Set<String> = [
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding",
     "upgrade", "proxy-connection",
 ]
@@ -111,7 +111,7 @@ package let hopByHopHeaders: Set<String> = [
 /// `Expect` (the proxy has the whole body: a `100-continue` would only stall the upstream), and
 /// any whose name is not an RFC 9110 token (`Transfer-Encoding :` with a space must not slip
 /// past the hop-by-hop filter to a lenient upstream).
-package func withoutHopByHop(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
+public func withoutHopByHop(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
     // Runs on every proxied message in both directions: names compared in place by length
     // first, no lowercased copies, one allocation for the result.
     var named: [String] = []

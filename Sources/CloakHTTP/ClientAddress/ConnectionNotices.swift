@@ -4,16 +4,16 @@ import Synchronization
 /// PROXY header refused, a trusted proxy's `X-Forwarded-For` that could not be read. Each
 /// reason is counted; the first of each reason goes to ``sink`` (the service's log).
 /// Process-wide: the counts are what `/metrics` shows, whichever server saw them.
-package final class ConnectionNotices: Sendable {
-    package static let shared = ConnectionNotices()
+public final class ConnectionNotices: Sendable {
+    public static let shared = ConnectionNotices()
 
     private let state = Mutex<(counts: [String: Int], sink: (@Sendable (String) -> Void)?)>(([:], nil))
 
     /// Where the first notice of each reason goes.
-    package func setSink(_ sink: @escaping @Sendable (String) -> Void) { state.withLock { $0.sink = sink } }
+    public func setSink(_ sink: @escaping @Sendable (String) -> Void) { state.withLock { $0.sink = sink } }
 
     /// Counts `reason` (a fixed text naming the rule, never a request's bytes).
-    package func report(_ reason: String) {
+    public func report(_ reason: String) {
         let first: (@Sendable (String) -> Void)? = state.withLock { s in
             s.counts[reason, default: 0] += 1
             return s.counts[reason] == 1 ? s.sink : nil
@@ -22,5 +22,5 @@ package final class ConnectionNotices: Sendable {
     }
 
     /// How often each reason was reported.
-    package var counts: [String: Int] { state.withLock { $0.counts } }
+    public var counts: [String: Int] { state.withLock { $0.counts } }
 }

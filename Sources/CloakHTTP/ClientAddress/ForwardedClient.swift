@@ -11,32 +11,32 @@
 /// the answer. When every hop walked is trusted, the left-most. A hop that the walk reaches and
 /// that is no IP address, more than ``maxHops`` hops walked, or more than ``maxBytes`` bytes of
 /// them is a ``Problem``: the request is served as from the peer.
-package enum ForwardedClient {
-    package static let maxHops = 32
-    package static let maxBytes = 2_048
+public enum ForwardedClient {
+    public static let maxHops = 32
+    public static let maxBytes = 2_048
 
     /// Which header trusted proxies name the client in.
-    package enum Header: String, Sendable, Equatable {
+    public enum Header: String, Sendable, Equatable {
         case xForwardedFor = "x-forwarded-for"
         case forwarded = "forwarded"
 
         var name: String { self == .forwarded ? "Forwarded" : "X-Forwarded-For" }
     }
 
-    package enum Problem: String, Sendable, Equatable {
+    public enum Problem: String, Sendable, Equatable {
         case oversized = "oversized"
         case tooManyHops = "too_many_hops"
         case malformed = "malformed"
     }
 
-    package struct Resolution: Sendable, Equatable {
+    public struct Resolution: Sendable, Equatable {
         /// The client's address (the peer's when nothing is believed).
-        package let address: String
+        public let address: String
         /// Why the header of a trusted peer was not used.
-        package let problem: Problem?
+        public let problem: Problem?
     }
 
-    package static func resolve(
+    public static func resolve(
         peer: String, headers: [(name: String, value: String)], trusted: TrustedProxies,
         header: Header = .xForwardedFor
     ) -> Resolution {

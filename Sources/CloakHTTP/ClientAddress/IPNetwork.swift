@@ -2,10 +2,10 @@ import Glibc
 
 /// An IPv4 or IPv6 address as 16 bytes (IPv4 as IPv4-mapped IPv6, so `1.2.3.4` and
 /// `::ffff:1.2.3.4` are the same address). Parsed with `inet_pton`, shown in its usual text.
-package struct IPAddress: Sendable, Hashable, CustomStringConvertible {
-    package let bytes: [UInt8]
+public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
+    public let bytes: [UInt8]
 
-    package init?(_ text: some StringProtocol) {
+    public init?(_ text: some StringProtocol) {
         // inet_pton reads a C string: a NUL would end it early ("1.2.3.4\0junk").
         guard !text.isEmpty, text.utf8.count <= 64, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
         var v4 = in_addr()
@@ -21,9 +21,9 @@ package struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// IPv4 (or IPv4-mapped IPv6).
-    package var isIPv4: Bool { bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF }
+    public var isIPv4: Bool { bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF }
 
-    package var description: String {
+    public var description: String {
         if isIPv4 { return bytes[12..<16].map(String.init).joined(separator: ".") }
         var v6 = in6_addr()
         withUnsafeMutableBytes(of: &v6) { $0.copyBytes(from: bytes) }
@@ -32,12 +32,12 @@ package struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// An address range in CIDR notation (`10.0.0.0/8`, `fd00::/8`), or one address.
-package struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
-    package let base: IPAddress
+public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
+    public let base: IPAddress
     /// Prefix length over the 16-byte form (an IPv4 `/24` is 96 + 24).
-    package let prefix: Int
+    public let prefix: Int
 
-    package init?(_ text: String) {
+    public init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count <= 2, let address = IPAddress(parts[0]) else { return nil }
         let width = address.isIPv4 ? 32 : 128
@@ -52,9 +52,9 @@ package struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         base = IPAddress(bytes: Self.masked(address.bytes, prefix))
     }
 
-    package func contains(_ address: IPAddress) -> Bool { Self.masked(address.bytes, prefix) == base.bytes }
+    public func contains(_ address: IPAddress) -> Bool { Self.masked(address.bytes, prefix) == base.bytes }
 
-    package var description: String { "\(base)/\(base.isIPv4 ? prefix - 96 : prefix)" }
+    public var description: String { "\(base)/\(base.isIPv4 ? prefix - 96 : prefix)" }
 
     static func masked(_ bytes: [UInt8], _ prefix: Int) -> [UInt8] {
         bytes.enumerated().map { index, byte in
@@ -65,17 +65,17 @@ package struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// `server.trusted_proxies`: the balancers whose word about the client address is taken.
-package struct TrustedProxies: Sendable, Equatable {
-    package let networks: [IPNetwork]
+public struct TrustedProxies: Sendable, Equatable {
+    public let networks: [IPNetwork]
 
-    package init(_ networks: [IPNetwork] = []) { self.networks = networks }
+    public init(_ networks: [IPNetwork] = []) { self.networks = networks }
 
-    package var isEmpty: Bool { networks.isEmpty }
+    public var isEmpty: Bool { networks.isEmpty }
 
-    package func contains(_ address: IPAddress) -> Bool { networks.contains { $0.contains(address) } }
+    public func contains(_ address: IPAddress) -> Bool { networks.contains { $0.contains(address) } }
 
     /// Whether the numeric `address` is a trusted proxy (text that is no address is not).
-    package func contains(_ address: String) -> Bool {
+    public func contains(_ address: String) -> Bool {
         guard !networks.isEmpty, let parsed = IPAddress(address) else { return false }
         return contains(parsed)
     }

@@ -7,8 +7,8 @@
 ///   a 16-bit length, then the addresses and TLVs (skipped). Lengths past ``maxV2Length`` are refused.
 ///
 /// `LOCAL` (a balancer's own health check) and unknown families are served as from the peer.
-package enum ProxyProtocolHeader {
-    package enum Parsed: Sendable, Equatable {
+public enum ProxyProtocolHeader {
+    public enum Parsed: Sendable, Equatable {
         /// Not enough bytes yet.
         case needMore
         /// The client's address, and the header's length (to drop from the stream).
@@ -24,9 +24,9 @@ package enum ProxyProtocolHeader {
     static let v2Signature: [UInt8] = [0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A]
     static let v1Prefix = Array("PROXY ".utf8)
     static let v1MaxLength = 107
-    package static let maxV2Length = 2_048
+    public static let maxV2Length = 2_048
 
-    package static func parse(_ bytes: some Collection<UInt8>) -> Parsed {
+    public static func parse(_ bytes: some Collection<UInt8>) -> Parsed {
         let b = Array(bytes.prefix(16 + maxV2Length))
         guard let first = b.first else { return .needMore }
         if first == v2Signature[0] {

@@ -2,19 +2,19 @@
 ///
 /// A route has one or two of them, so they are kept in order in a small array and found by
 /// comparing names: cheaper than hashing into a dictionary on every request.
-package struct RouteParameters: Sendable, Equatable, ExpressibleByDictionaryLiteral {
+public struct RouteParameters: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     private var pairs: [(name: String, value: String)] = []
 
-    package init() {}
+    public init() {}
 
-    package init(dictionaryLiteral elements: (String, String)...) {
+    public init(dictionaryLiteral elements: (String, String)...) {
         for (name, value) in elements { self[name] = value }
     }
 
-    package var count: Int { pairs.count }
+    public var count: Int { pairs.count }
 
     /// The value of parameter `name`; setting nil removes it.
-    package subscript(name: String) -> String? {
+    public subscript(name: String) -> String? {
         get { pairs.first { $0.name == name }?.value }
         set { _ = update(name, to: newValue) }
     }
@@ -31,7 +31,7 @@ package struct RouteParameters: Sendable, Equatable, ExpressibleByDictionaryLite
         return previous
     }
 
-    package static func == (a: RouteParameters, b: RouteParameters) -> Bool {
+    public static func == (a: RouteParameters, b: RouteParameters) -> Bool {
         a.count == b.count && a.pairs.allSatisfy { b[$0.name] == $0.value }
     }
 }

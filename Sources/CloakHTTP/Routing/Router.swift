@@ -13,8 +13,8 @@ import Foundation
 /// Templates are kept in a trie of path segments (literal children first, then a parameter,
 /// then a catch-all), so resolving costs one step per segment whatever the number of
 /// routes.
-package struct Router<Handler: Sendable>: Sendable {
-    package enum Resolution: Sendable {
+public struct Router<Handler: Sendable>: Sendable {
+    public enum Resolution: Sendable {
         case found(Handler, parameters: RouteParameters, template: String)
         case methodNotAllowed(allowed: [HTTPMethod], template: String)
         case notFound
@@ -42,10 +42,10 @@ package struct Router<Handler: Sendable>: Sendable {
     /// split (the trie answers the same for them; it still serves every other spelling).
     private var exact: [String: [Endpoint]] = [:]
 
-    package init() {}
+    public init() {}
 
     /// Adds a route such as `"/forms/{form}/validate"` or `"/proxy/{path...}"`.
-    package mutating func add(_ method: HTTPMethod, _ template: String, _ handler: Handler) {
+    public mutating func add(_ method: HTTPMethod, _ template: String, _ handler: Handler) {
         if !isKnownUniquelyReferenced(&root) { root = Self.copy(root) }
         var node = root
         let endpoint = Endpoint(method: method, handler: handler, template: template)
@@ -74,7 +74,7 @@ package struct Router<Handler: Sendable>: Sendable {
         if !template.contains("{") { exact[template] = node.endpoints }
     }
 
-    package func resolve(method: HTTPMethod, path: String) -> Resolution {
+    public func resolve(method: HTTPMethod, path: String) -> Resolution {
         if let endpoints = exact[path] { return Self.pick(method, endpoints, parameters: RouteParameters()) }
         var parameters = RouteParameters()
         var endpoints: [Endpoint] = []

@@ -10,15 +10,15 @@ import Synchronization
 /// loop.handle.execute { /* on the loop's thread */ }
 /// loop.shutdown()
 /// ```
-package final class DetachedLoop: Sendable {
+public final class DetachedLoop: Sendable {
     private let worker: LoopWorker
     private let finished = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
 
     /// The way onto the loop (``LoopHandle/execute(_:)``), and what requests carry as their loop.
-    package var handle: LoopHandle { worker.handle }
+    public var handle: LoopHandle { worker.handle }
 
-    package init() throws(HTTPServerError) {
+    public init() throws(HTTPServerError) {
         let configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1)
         worker = try LoopWorker(
             configuration: configuration,
@@ -35,7 +35,7 @@ package final class DetachedLoop: Sendable {
     }
 
     /// Stops the loop (after what it is doing) and waits for its thread to end; again, nothing.
-    package func shutdown() {
+    public func shutdown() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         worker.requestStop()
         finished.wait()

@@ -1,7 +1,7 @@
 import CloakCore
 
 /// The HTTP methods Cloak routes. evhttp parses these; anything else it refuses itself.
-package enum HTTPMethod: String, Sendable, CaseIterable {
+public enum HTTPMethod: String, Sendable, CaseIterable {
     case GET, POST, HEAD, PUT, DELETE, OPTIONS, TRACE, CONNECT, PATCH
 }
 
@@ -9,38 +9,38 @@ package enum HTTPMethod: String, Sendable, CaseIterable {
 ///
 /// Its description and mirror never show the body or header values (they may hold card data or
 /// tokens): `HTTPRequest(POST /tokens, 3 headers, body 412 bytes)`.
-package struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    package var method: HTTPMethod
+public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var method: HTTPMethod
     /// The path, percent-decoded, without the query.
-    package var path: String
+    public var path: String
     /// The path as the client sent it (still percent-encoded): what a proxy forwards.
-    package var rawPath: String
+    public var rawPath: String
     /// The raw query string (after `?`), if any.
-    package var query: String?
+    public var query: String?
     /// Header fields in arrival order, names as sent.
-    package var headers: [(name: String, value: String)]
+    public var headers: [(name: String, value: String)]
     /// The body, wrapped: it may hold card data.
-    package var sensitiveBody: Sensitive<[UInt8]>
-    package var body: [UInt8] {
+    public var sensitiveBody: Sensitive<[UInt8]>
+    public var body: [UInt8] {
         get { sensitiveBody.value }
         set { sensitiveBody.value = newValue }
     }
     /// The request id: the client's `X-Request-Id` when it is well formed, else a new one.
-    package var requestID: String
+    public var requestID: String
     /// Set when the server refused the request before routing (the body is then empty).
-    package var violation: HTTPViolation?
+    public var violation: HTTPViolation?
     /// The loop the request arrived on (nil for requests made outside a server).
-    package var loop: LoopHandle?
+    public var loop: LoopHandle?
     /// The client's address (numeric, without the port): the key of per-client limits.
-    package var remoteAddress: String = ""
+    public var remoteAddress: String = ""
     /// Whether a trusted proxy's forwarding header may name the client: false on a PROXY
     /// protocol connection whose header named no client (`UNKNOWN`, an unspecified family),
     /// where that header would be the client's own text.
-    package var forwardingTrusted = true
+    public var forwardingTrusted = true
     /// On a forward-proxy door: where the request is going (from its tunnel or absolute-form target).
-    package var proxyTarget: ProxyTarget?
+    public var proxyTarget: ProxyTarget?
 
-    package init(
+    public init(
         method: HTTPMethod, path: String, query: String? = nil, headers: [(name: String, value: String)] = [],
         body: [UInt8] = [], requestID: String = ""
     ) {
@@ -53,41 +53,41 @@ package struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugString
         self.requestID = requestID
     }
 
-    package var description: String {
+    public var description: String {
         "HTTPRequest(\(method.rawValue) \(path.utf8.count)-byte path, \(headers.count) headers, body \(body.count) bytes)"
     }
-    package var debugDescription: String { description }
-    package var customMirror: Mirror {
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
         Mirror(
             self, children: ["method": method, "headers": headers.count, "bodyBytes": body.count], displayStyle: .struct
         )
     }
 
     /// The first value of a header, matched case-insensitively.
-    package func header(_ name: String) -> String? {
+    public func header(_ name: String) -> String? {
         headers.first { $0.name.caseInsensitiveEquals(name) }?.value
     }
 
     /// Every value of a header, matched case-insensitively.
-    package func headerValues(_ name: String) -> [String] {
+    public func headerValues(_ name: String) -> [String] {
         headers.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
     }
 }
 
 /// A response: status, headers and body. evhttp adds `Date` and `Content-Length`.
-package struct HTTPResponse: Sendable {
-    package var status: Int
-    package var headers: [(name: String, value: String)]
-    package var body: [UInt8]
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
 
-    package init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// A JSON response with `Content-Type: application/json`.
-    package static func json(_ status: Int, _ body: [UInt8], headers: [(name: String, value: String)] = [])
+    public static func json(_ status: Int, _ body: [UInt8], headers: [(name: String, value: String)] = [])
         -> HTTPResponse
     {
         var all: [(name: String, value: String)] = []
@@ -101,7 +101,7 @@ package struct HTTPResponse: Sendable {
 
 extension String {
     /// ASCII case-insensitive equality, as header names compare.
-    package func caseInsensitiveEquals(_ other: String) -> Bool {
+    public func caseInsensitiveEquals(_ other: String) -> Bool {
         // Bytes only: `==` would also match canonically equivalent non-ASCII names. The bytes
         // are read in place (native and small strings), without copying either string: it runs
         // dozens of times a proxied request.

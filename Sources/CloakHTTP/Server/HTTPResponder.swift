@@ -6,7 +6,7 @@ import Synchronization
 /// queued and the loop is woken with `event_active`, so evhttp is only ever called on its loop.
 /// A second call is ignored. A responder that is never called leaks its request: every code
 /// path of a deferred handler must answer.
-package final class HTTPResponder: Sendable {
+public final class HTTPResponder: Sendable {
     private let answered = Atomic<Bool>(false)
     private let deliver: @Sendable (HTTPResponse) -> Void
 
@@ -15,11 +15,11 @@ package final class HTTPResponder: Sendable {
     }
 
     /// A responder that hands the response to `body` (tests and in-process callers).
-    package static func collecting(_ body: @escaping @Sendable (HTTPResponse) -> Void) -> HTTPResponder {
+    public static func collecting(_ body: @escaping @Sendable (HTTPResponse) -> Void) -> HTTPResponder {
         HTTPResponder(deliver: body)
     }
 
-    package func respond(_ response: HTTPResponse) {
+    public func respond(_ response: HTTPResponse) {
         guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
         deliver(response)
     }

@@ -2,14 +2,14 @@ import Foundation
 
 /// Handles one request on its loop thread and returns the answer. Must not block: it runs on
 /// the event loop, between other connections' reads.
-package typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
+public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
 
 /// Handles one request on its loop thread and answers through the responder, now or later from
 /// another thread (work that would block, such as the vault store, runs elsewhere).
-package typealias HTTPDeferredHandler = @Sendable (HTTPRequest, HTTPResponder) -> Void
+public typealias HTTPDeferredHandler = @Sendable (HTTPRequest, HTTPResponder) -> Void
 
-package struct HTTPServerError: Error, Sendable, CustomStringConvertible {
-    package let description: String
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    public let description: String
     init(_ description: String) { self.description = description }
 }
 
@@ -23,17 +23,17 @@ package struct HTTPServerError: Error, Sendable, CustomStringConvertible {
 /// print(server.port)
 /// server.shutdown()   // stop accepting, drain, join the threads
 /// ```
-package final class HTTPServer: Sendable {
+public final class HTTPServer: Sendable {
     /// The configuration in force: `maxConnections` lowered under the descriptor limit if need be.
-    package let configuration: HTTPServerConfiguration
+    public let configuration: HTTPServerConfiguration
     private let workers: [LoopWorker]
     private let finished: [DispatchSemaphore]
     /// The bound port (the chosen one when the configuration asked for 0).
-    package let port: Int
+    public let port: Int
 
     /// Creates and binds every loop; no thread runs until ``start()``.
     /// - Throws: ``HTTPServerError`` when the address cannot be parsed or bound.
-    package convenience init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler)
+    public convenience init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler)
         throws(HTTPServerError)
     {
         try self.init(
@@ -46,7 +46,7 @@ package final class HTTPServer: Sendable {
     ///   opened tunnel's requests reach `handler` with their ``HTTPRequest/proxyTarget``.
     /// - Parameter watchdog: where each loop's heartbeat is registered (as `name`-index), for
     ///   `/readyz`.
-    package init(
+    public init(
         configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler,
         tunnels: TunnelAuthorizer? = nil, watchdog: LoopWatchdog? = nil, name: String = "main"
     )
@@ -107,10 +107,10 @@ package final class HTTPServer: Sendable {
     private let watchdog: LoopWatchdog?
     private let hearts: [LoopWatchdog.Heartbeat]
 
-    package var threadCount: Int { workers.count }
+    public var threadCount: Int { workers.count }
 
     /// Starts one thread per loop and returns.
-    package func start() {
+    public func start() {
         for (worker, done) in zip(workers, finished) {
             let thread = Thread {
                 worker.run()
@@ -123,7 +123,7 @@ package final class HTTPServer: Sendable {
 
     /// Stops accepting, lets in-flight requests finish (up to the drain timeout), closes idle
     /// connections and waits for every loop thread to end.
-    package func shutdown() {
+    public func shutdown() {
         for worker in workers { worker.requestStop() }
         for done in finished { done.wait() }
         watchdog?.unregister(hearts)

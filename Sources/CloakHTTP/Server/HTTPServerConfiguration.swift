@@ -1,48 +1,48 @@
 /// Limits and shape of the HTTP server. Every libevent default is unsafe (unlimited bodies and
 /// headers, 50 s timeouts), so each has an explicit value here.
-package struct HTTPServerConfiguration: Sendable {
+public struct HTTPServerConfiguration: Sendable {
     /// IPv4 or IPv6 literal to bind, e.g. "127.0.0.1" or "::1".
-    package var host: String
+    public var host: String
     /// 0 picks a free port (see ``HTTPServer/port``).
-    package var port: Int
+    public var port: Int
     /// Event-loop threads, each with its own event_base, evhttp and SO_REUSEPORT listener; 0 = one per core.
-    package var threads: Int
+    public var threads: Int
     /// Bodies over this get 413 with a 1003 body.
-    package var maxBodyBytes: Int
+    public var maxBodyBytes: Int
     /// Request line plus headers over this get 400 (from evhttp).
-    package var maxHeaderBytes: Int
+    public var maxHeaderBytes: Int
     /// Inactivity timeout for a connection, idle or mid-request, in seconds.
-    package var idleTimeoutSeconds: Int
+    public var idleTimeoutSeconds: Int
     /// The request head must be complete this many seconds after the connection was accepted or
     /// its previous answer sent; past it the connection is closed (slowloris).
-    package var headerTimeoutSeconds: Int = 10
+    public var headerTimeoutSeconds: Int = 10
     /// The body must be complete this many seconds after the head.
-    package var bodyTimeoutSeconds: Int = 30
+    public var bodyTimeoutSeconds: Int = 30
     /// `server.trusted_proxies`: peers whose `Forwarded` / `X-Forwarded-For` and PROXY header
     /// name the client (``ForwardedClient``); everyone else's are ignored.
-    package var trustedProxies = TrustedProxies()
+    public var trustedProxies = TrustedProxies()
     /// `server.forwarded_header`: which header trusted proxies name the client in.
-    package var forwardedHeader = ForwardedClient.Header.xForwardedFor
+    public var forwardedHeader = ForwardedClient.Header.xForwardedFor
     /// `server.proxy_protocol`: every connection starts with a PROXY protocol header (v1 or v2)
     /// from a trusted proxy, or is closed.
-    package var proxyProtocol = false
+    public var proxyProtocol = false
     /// Open connections (counted from accept, plain or TLS); past this a connection is answered
     /// 503 and closed at once. Lowered at start to stay under the descriptor limit.
-    package var maxConnections: Int
+    public var maxConnections: Int
     /// Open connections one client address may hold (0: no limit). Behind a balancer every
     /// connection comes from the balancer's addresses: leave it at 0 there.
-    package var maxConnectionsPerAddress: Int = 0
+    public var maxConnectionsPerAddress: Int = 0
     /// The answer to a connection over ``maxConnections`` (plain HTTP; a TLS one is closed).
-    package var refusalBody: [UInt8] = Array(#"{"error":"too many connections"}"#.utf8)
+    public var refusalBody: [UInt8] = Array(#"{"error":"too many connections"}"#.utf8)
     /// The answer to a connection closed for a framing violation that evhttp never turned into
     /// a request (plain HTTP; a TLS one is closed).
-    package var framingRefusalBody: [UInt8] = Array(#"{"error":"the request breaks strict HTTP/1.1 framing"}"#.utf8)
+    public var framingRefusalBody: [UInt8] = Array(#"{"error":"the request breaks strict HTTP/1.1 framing"}"#.utf8)
     /// How long a shutdown waits for in-flight requests before closing everything.
-    package var drainTimeoutSeconds: Double
+    public var drainTimeoutSeconds: Double
     /// PEM files for TLS termination; nil: plain HTTP.
-    package var tls: (certificateChain: String, privateKey: String)?
+    public var tls: (certificateChain: String, privateKey: String)?
 
-    package init(
+    public init(
         host: String = "127.0.0.1", port: Int = 8080, threads: Int = 0, maxBodyBytes: Int = 1_048_576,
         maxHeaderBytes: Int = 16_384, idleTimeoutSeconds: Int = 30, maxConnections: Int = 4096,
         drainTimeoutSeconds: Double = 10

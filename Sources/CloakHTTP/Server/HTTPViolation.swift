@@ -1,7 +1,7 @@
 /// A request the server refuses before any route sees it. The handler is still called, with the
 /// violation set and an empty body, so that the refusal is answered in the service's error format
 /// and logged like any other request.
-package enum HTTPViolation: Sendable, Equatable {
+public enum HTTPViolation: Sendable, Equatable {
     /// The body exceeds ``HTTPServerConfiguration/maxBodyBytes``: answer 413.
     case bodyTooLarge(limit: Int)
     /// Two `Content-Length` headers disagree (a request-smuggling vector): answer 400.

@@ -45,7 +45,7 @@ final class LoopThread: Sendable {
 /// why it is `@unchecked Sendable`: the check is the guarantee. Code above the server binds a
 /// request's state to the request's loop with ``init(_:on:)``.
 @dynamicMemberLookup
-package struct LoopBound<Value>: @unchecked Sendable {
+public struct LoopBound<Value>: @unchecked Sendable {
     let loop: LoopThread
     private var storage: Value
     #if DEBUG
@@ -62,7 +62,7 @@ package struct LoopBound<Value>: @unchecked Sendable {
 
     /// `value` bound to `loop`'s thread; with no loop (a request handled in process, outside a
     /// server) it is not checked, and its one caller at a time is the caller's promise.
-    package init(_ value: Value, on loop: LoopHandle?) {
+    public init(_ value: Value, on loop: LoopHandle?) {
         self.init(value, loop: loop?.thread ?? .unconfined)
     }
 
@@ -71,7 +71,7 @@ package struct LoopBound<Value>: @unchecked Sendable {
     /// non-mutating method on state stored in a class copies the whole value first). For state
     /// read on every request.
     @inline(__always)
-    package mutating func withValue<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    public mutating func withValue<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         loop.check()
         #if DEBUG
             precondition(!accessing, "loop-bound state accessed from inside its own withValue")
@@ -83,7 +83,7 @@ package struct LoopBound<Value>: @unchecked Sendable {
 
     /// One field of the value, checked like ``value``: owners write `state.mode` instead of
     /// forwarding each field through an accessor of their own.
-    package subscript<Field>(dynamicMember field: WritableKeyPath<Value, Field>) -> Field {
+    public subscript<Field>(dynamicMember field: WritableKeyPath<Value, Field>) -> Field {
         _read {
             loop.check()
             #if DEBUG
@@ -100,7 +100,7 @@ package struct LoopBound<Value>: @unchecked Sendable {
         }
     }
 
-    package var value: Value {
+    public var value: Value {
         _read {
             loop.check()
             #if DEBUG

@@ -2,7 +2,7 @@
 ///
 /// Work that must touch evhttp (an upstream call, an answer) is handed to ``execute(_:)``,
 /// which runs it on the loop's own thread, so evhttp is never called from another one.
-package final class LoopHandle: Sendable {
+public final class LoopHandle: Sendable {
     // The worker outlives every request it hands out: it is freed only after its loop stopped.
     private unowned let worker: LoopWorker
 
@@ -14,13 +14,13 @@ package final class LoopHandle: Sendable {
     var thread: LoopThread { worker.thread }
 
     /// Runs `work` on the loop's thread (at once when already there).
-    package func execute(_ work: @escaping @Sendable () -> Void) {
+    public func execute(_ work: @escaping @Sendable () -> Void) {
         worker.execute(work)
     }
 
     /// Sends a request upstream from this loop; `completion` runs on the loop's thread.
     /// Safe to call from any thread.
-    package func send(
+    public func send(
         _ request: UpstreamRequest, completion: @escaping @Sendable (Result<HTTPResponse, UpstreamError>) -> Void
     ) {
         worker.execute { [worker] in worker.upstream.send(request, completion: completion) }
@@ -30,7 +30,7 @@ package final class LoopHandle: Sendable {
     /// one object per `owner`, made by `make` on first use. Nil off the loop's own thread, where
     /// the caller must use shared state instead. An object lives until its owner is gone and
     /// another owner takes its owner's address.
-    package func local<T: AnyObject>(for owner: AnyObject, make: () -> T) -> T? {
+    public func local<T: AnyObject>(for owner: AnyObject, make: () -> T) -> T? {
         guard worker.isOnLoop else { return nil }
         let key = ObjectIdentifier(owner)
         // The same address with the owner gone is another owner: its object is made anew.

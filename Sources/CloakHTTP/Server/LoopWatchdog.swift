@@ -6,24 +6,24 @@ import Synchronization
 /// out of rotation even while its other loops, the main listener's included, still answer.
 ///
 /// Shared by every server of a process (the main listener and the egress door). Any thread.
-package final class LoopWatchdog: Sendable {
+public final class LoopWatchdog: Sendable {
     /// One loop's last turn, in nanoseconds of the monotonic clock (0: not started yet).
-    package final class Heartbeat: Sendable {
-        package let name: String
+    public final class Heartbeat: Sendable {
+        public let name: String
         private let last = Atomic<UInt64>(0)
 
         init(name: String) { self.name = name }
 
-        package func beat(now: UInt64) { last.store(now, ordering: .relaxed) }
-        package var lastBeat: UInt64 { last.load(ordering: .relaxed) }
+        public func beat(now: UInt64) { last.store(now, ordering: .relaxed) }
+        public var lastBeat: UInt64 { last.load(ordering: .relaxed) }
     }
 
     private let hearts = Mutex<[Heartbeat]>([])
 
-    package init() {}
+    public init() {}
 
     /// A heartbeat for a new loop; it counts from `now` (a loop that never turns is stalled too).
-    package func register(name: String, now: UInt64) -> Heartbeat {
+    public func register(name: String, now: UInt64) -> Heartbeat {
         let heart = Heartbeat(name: name)
         heart.beat(now: now)
         hearts.withLock { $0.append(heart) }
@@ -31,12 +31,12 @@ package final class LoopWatchdog: Sendable {
     }
 
     /// Forgets the loops of a server that shut down.
-    package func unregister(_ gone: [Heartbeat]) {
+    public func unregister(_ gone: [Heartbeat]) {
         hearts.withLock { list in list.removeAll { heart in gone.contains { $0 === heart } } }
     }
 
     /// The names of the loops that have not turned within `limit` nanoseconds of `now`.
-    package func stalledLoops(now: UInt64, limit: UInt64) -> [String] {
+    public func stalledLoops(now: UInt64, limit: UInt64) -> [String] {
         hearts.withLock { list in
             list.filter { now > $0.lastBeat && now - $0.lastBeat > limit }.map(\.name)
         }

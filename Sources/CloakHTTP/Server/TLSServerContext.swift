@@ -2,7 +2,7 @@ import COpenSSL
 
 /// A server TLS context: TLS 1.2 or later, a certificate chain and its key. Each accepted
 /// connection gets its own `SSL` from it.
-package final class TLSServerContext: @unchecked Sendable {
+public final class TLSServerContext: @unchecked Sendable {
     // The SSL_CTX is configured once here and only read afterwards (SSL_new is thread-safe).
     let context: OpaquePointer
 
@@ -32,7 +32,7 @@ package final class TLSServerContext: @unchecked Sendable {
     }
 
     /// A context from PEM text held in memory (an egress door's per-host leaf).
-    package init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8]) throws(HTTPServerError) {
+    public init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8]) throws(HTTPServerError) {
         let ctx = try Self.makeContext()
         context = ctx
         guard let certificates = Self.readPEM(certificateChainPEM, { PEM_read_bio_X509($0, nil, nil, nil) }),

@@ -1,13 +1,13 @@
 /// Where a request on a forward-proxy door is going: from the CONNECT tunnel it arrived through
 /// (always `https`), or from its absolute-form target (`POST http://host/path`).
-package struct ProxyTarget: Sendable, Equatable {
-    package var scheme: String
-    package var host: String
-    package var port: Int
+public struct ProxyTarget: Sendable, Equatable {
+    public var scheme: String
+    public var host: String
+    public var port: Int
     /// Set for requests inside a tunnel: what the CONNECT's authorizer granted (a token id).
-    package var tunnelGrant: String?
+    public var tunnelGrant: String?
 
-    package init(scheme: String, host: String, port: Int, tunnelGrant: String? = nil) {
+    public init(scheme: String, host: String, port: Int, tunnelGrant: String? = nil) {
         self.scheme = scheme
         self.host = host
         self.port = port
@@ -16,7 +16,7 @@ package struct ProxyTarget: Sendable, Equatable {
 }
 
 /// The answer to a `CONNECT host:port` on a forward-proxy door.
-package enum TunnelDecision: Sendable {
+public enum TunnelDecision: Sendable {
     /// Open the tunnel: answer 200, then terminate the client's TLS with `certificate` (a leaf
     /// for the host) and serve the requests inside like any other, each carrying `grant`.
     case open(grant: String, certificate: TLSServerContext)
@@ -25,15 +25,15 @@ package enum TunnelDecision: Sendable {
 }
 
 /// The forward-proxy door's judge of CONNECTs, on the loop thread (it must not block).
-package struct TunnelAuthorizer: Sendable {
+public struct TunnelAuthorizer: Sendable {
     /// Decides a CONNECT: the request (its `Proxy-Authorization`), the host and the port asked for.
-    package var decide: @Sendable (_ connect: HTTPRequest, _ host: String, _ port: Int) -> TunnelDecision
+    public var decide: @Sendable (_ connect: HTTPRequest, _ host: String, _ port: Int) -> TunnelDecision
     /// The answer to a CONNECT the server refuses before asking (no `host:port`, bytes sent
     /// before the answer, a CONNECT inside a tunnel): status 400 and the reason, in the body
     /// the service writes for a malformed request.
-    package var malformed: @Sendable (_ reason: String) -> HTTPResponse
+    public var malformed: @Sendable (_ reason: String) -> HTTPResponse
 
-    package init(
+    public init(
         decide: @escaping @Sendable (_ connect: HTTPRequest, _ host: String, _ port: Int) -> TunnelDecision,
         malformed: @escaping @Sendable (_ reason: String) -> HTTPResponse
     ) {
