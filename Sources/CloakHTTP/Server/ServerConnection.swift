@@ -1,6 +1,6 @@
 import CLibevent
-import Glibc
 import Foundation
+import Glibc
 
 /// One accepted connection, owned by its loop: its bufferevent (made by the loop, so every
 /// connection, plain or TLS, is seen at accept), the evhttp connection once evhttp has made it,
