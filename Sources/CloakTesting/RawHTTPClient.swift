@@ -37,9 +37,13 @@ package final class RawHTTPClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    /// Connects to 127.0.0.1:`port`. `timeout` bounds every read.
-    package init(port: Int, timeout: TimeInterval = 10) throws {
+    /// Connects to 127.0.0.1:`port`. `timeout` bounds every read; `receiveBuffer` sets a small
+    /// SO_RCVBUF (a slow reader: the server's answer waits in its own buffers).
+    package init(port: Int, timeout: TimeInterval = 10, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - floor(timeout)) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var addr = sockaddr_in()

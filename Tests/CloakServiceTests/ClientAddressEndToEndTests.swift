@@ -232,6 +232,32 @@ import Testing
         #expect(try old.readResponse().status == 200)
         #expect(old.waitForClose(timeout: 5))
     }
+
+    /// The same with an answer of several megabytes to a client with a small receive buffer:
+    /// most of it still waits in the server's socket bufferevent when the answer is done, and
+    /// the sending side ends only once every byte has left (the whole body, then the end).
+    @Test func aLargeAnswerToASlowReaderArrivesWholeBeforeTheEnd() throws {
+        let yaml = TestServer.configurationWithTokens
+            .replacingOccurrences(of: "  trusted_proxies: [] ", with: "  trusted_proxies: [\"127.0.0.1/32\"] ")
+            .replacingOccurrences(of: "  proxy_protocol: false ", with: "  proxy_protocol: true ")
+            .replacingOccurrences(of: "  max_body_bytes: 1048576 ", with: "  max_body_bytes: 16777216 ")
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let blob = String(repeating: "x", count: 6 << 20)
+        let body = Array(
+            (#"{"fields":{"card_data.card_number":"4111111111111111","card_data.card_cvc":"123","#
+                + #""card_data.exp_date":"12/30","card_data.card_holder":"Jane Doe"},"extraData":{"blob":""#
+                + blob + #""}}"#).utf8)
+        let c = try RawHTTPClient(port: server.port, timeout: 20, receiveBuffer: 4096)
+        try c.send(
+            "PROXY TCP4 198.51.100.9 127.0.0.1 4000 80\r\nPOST /forms/checkout/send HTTP/1.1\r\nHost: x\r\n"
+                + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n")
+        try c.send(body)
+        let r = try c.readResponse()
+        #expect(r.status == 200, "\(r.status)")
+        #expect(r.body.count > 6 << 20 && r.text.contains(blob), "\(r.body.count) bytes")
+        #expect(c.waitForClose(timeout: 10), "the connection was kept open")
+    }
 }
 
 enum ProxyProtocolFixture {
