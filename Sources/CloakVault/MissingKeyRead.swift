@@ -8,8 +8,9 @@ import Synchronization
 /// its own key operation, so the thread reads the store's ring at once and retries.
 ///
 /// One read at a time per node (the others wait for it, then find the key), and at most one
-/// every ``minimumInterval``: a record under a version that is truly gone (a retired key, a
-/// restored backup) costs one store read a quarter second, never one per request.
+/// every ``minimumInterval`` for each missing version: a record under a version that is truly
+/// gone (a retired key, a restored backup) costs one store read a quarter second, never one per
+/// request, and does not hold up the read a newly rotated version needs.
 final class MissingKeyRead: Sendable {
     /// Hands the store's wrapped ring to whoever can unwrap it (the service, which holds the
     /// wrapping key); it adopts the ring into the vault.

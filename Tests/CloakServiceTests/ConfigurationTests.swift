@@ -137,6 +137,19 @@ import Testing
             "auth.tokens[0].requests_per_minute"
         ),
         (
+            "auth: {tokens: [{id: a, sha256: \"\(String(repeating: "0", count: 64))\", bucket_values_per_hour: 0}]}",
+            "auth.tokens[0].bucket_values_per_hour"
+        ),
+        (
+            "auth: {tokens: [{id: a, sha256: \"\(String(repeating: "0", count: 64))\", bucket_values_per_hour: 1e99}]}",
+            "auth.tokens[0].bucket_values_per_hour"
+        ),
+        (
+            "auth: {tokens: [{id: a, sha256: \"\(String(repeating: "0", count: 64))\", scopes: [aliases:lookups]}]}",
+            "auth.tokens[0].scopes[0]"
+        ),
+        ("elements: {native: maybe}", "elements.native"),
+        (
             "auth: {open_tokenize: false}\nforms: {f: {fields: [{name: a}]}}\nroutes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /p, form: f, upstream: echo, forward_authorization: true}]",
             "routes[0].forward_authorization"
         ),

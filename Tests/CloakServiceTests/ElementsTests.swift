@@ -236,6 +236,8 @@ import Testing
             #"{"aliases":["a"],"ttl_s":601}"#, #"{"aliases":["a"],"ttl_s":0}"#, #"{"aliases":["a"],"ttl_s":1.5}"#,
             #"{"aliases":[]}"#, #"{"aliases":[\#(twentyOne)]}"#, #"{"aliases":[1]}"#, #"{"aliases":["a\u0000"]}"#,
             #"{"aliases":["a"],"x":1}"#, "{}", "[]", "not json",
+            #"{"aliases":["a"],"audience":"app"}"#, #"{"aliases":["a"],"audience":1}"#,
+            #"{"aliases":["a"],"audience":"native"}"#,  // elements.native is off here
         ] {
             let r = try server.client().request(
                 "POST", "/elements/sessions", json: bad, headers: IntentTests.bearer(TestServer.fullToken))

@@ -12,16 +12,8 @@ struct EvRequest {
     var connection: EvConnection? { evhttp_request_get_connection(raw).map(EvConnection.init) }
     var inputHeaders: EvHeaders? { evhttp_request_get_input_headers(raw).map(EvHeaders.init) }
 
-    /// Whether the client asked to close after this request: `Connection: close`, or HTTP/1.0
-    /// without `Connection: keep-alive` (RFC 9112, 9.3).
-    var asksToClose: Bool {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        let tokens = (inputHeaders?.all ?? []).filter { $0.name.caseInsensitiveEquals("Connection") }
-            .flatMap { $0.value.split(separator: ",") }
-            .map { String($0.drop(while: isSpace).reversed().drop(while: isSpace).reversed()).lowercased() }
-        if tokens.contains("close") { return true }
-        return CLibevent_request_is_http10(raw) != 0 && !tokens.contains("keep-alive")
-    }
+    /// The request line says HTTP/1.0.
+    var isHTTP10: Bool { CLibevent_request_is_http10(raw) != 0 }
     var outputHeaders: EvHeaders? { evhttp_request_get_output_headers(raw).map(EvHeaders.init) }
     var inputBody: EvBuffer? { evhttp_request_get_input_buffer(raw).map(EvBuffer.init) }
     var outputBody: EvBuffer? { evhttp_request_get_output_buffer(raw).map(EvBuffer.init) }

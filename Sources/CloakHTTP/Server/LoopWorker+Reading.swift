@@ -73,7 +73,7 @@ extension LoopWorker {
             // comes with a length, the client closes itself, the idle timeout ends the rest.
             // Behind a PROXY-protocol balancer a client that asked for a close gets one, as from
             // the plain listener: its sending side ends once the answer is sent (shutDownWhenSent).
-            halfClose = tunnels == nil && req.asksToClose
+            halfClose = tunnels == nil && HTTPSyntax.asksToClose(headers, isHTTP10: req.isHTTP10)
             Self.keepAlive(req)
         }
         state.value.drain.dispatched()
