@@ -5,9 +5,9 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// The API listener's endpoint table: hands the request to the handler of the endpoint
-/// ``RoutingMiddleware`` found (made for the caller ``AuthMiddleware`` identified); 404 and
-/// 405 (with `Allow`) when none matched. Health, readiness and metrics are answered here.
+/// The API listener's handler: calls the handler of the endpoint ``RoutingMiddleware`` found
+/// (its caller already admitted by ``ScopeMiddleware``); 404 and 405 (with `Allow`) when none
+/// matched.
 struct APIHandler: RequestHandler {
     unowned let service: CloakService
 
@@ -23,78 +23,8 @@ struct APIHandler: RequestHandler {
                         .methodNotAllowed, "\(request.request.method.rawValue) is not allowed here; allowed: \(list)"),
                     headers: [("Allow", list)]))
         case let .found(endpoint, _, _):
-            return try reply(endpoint, request)
+            return try endpoint.handler(service, request)
         }
-    }
-
-    private func reply(_ endpoint: Endpoint, _ c: RequestContext) throws(CloakError) -> Reply {
-        switch endpoint {
-        case .healthz:
-            return .now(HealthHandler.healthy)
-        case .metrics:
-            let metrics = service.metrics
-            metrics.logLinesDropped(LogQueue.standardOutput.dropped)
-            metrics.clientAddressRefusals(ConnectionNotices.shared.counts)
-            return .now(
-                HTTPResponse(
-                    status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                    body: metrics.exposition()))
-        case .readyz:
-            if service.isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
-            let stalled = service.watchdog.stalledLoops(
-                now: DispatchTime.now().uptimeNanoseconds,
-                limit: UInt64(service.configuration.loopStallSeconds * 1e9))
-            if !stalled.isEmpty {
-                service.metrics.loopStalled()
-                return .now(HealthHandler.loopStalled(stalled))
-            }
-            guard let client = service.vaultClient(c.request) else { return .now(HealthHandler.ready) }
-            return .later { finish in
-                client.ping { result in
-                    if case .success = result { finish(HealthHandler.ready) } else { finish(HealthHandler.storeDown) }
-                }
-            }
-        case .validate:
-            return try ValidateHandler(context: service.context).reply(to: c)
-        case .formTokens, .formAliases, .formSend:
-            return try FormTokenizeHandler(
-                context: service.context, vault: try service.requireVault(c.request, c.identity), identity: c.identity
-            ).reply(to: c)
-        case .createTokens, .createAliases, .revealMany, .reveal, .update, .delete, .keep, .lookup:
-            return try vaultAPI(c).reply(to: c)
-        case .egress:
-            return try service.egressHandler(c.identity).reply(to: c)
-        case .elementsAsset, .elementsSchema:
-            return try ElementsHandler(context: service.context).reply(to: c)
-        case .elementsSession, .elementsReveal, .elementsNativeReveal:
-            return try elementsReveal(c).reply(to: c)
-        case .proxy:
-            return try ProxyHandler(
-                context: service.context, vault: service.vaultClient(c.request, c.identity),
-                routes: service.configuration.routes, identity: c.identity
-            ).reply(to: c)
-        }
-    }
-
-    private func elementsReveal(_ c: RequestContext) throws(CloakError) -> ElementsRevealHandler {
-        let elements = ElementsHandler(context: service.context)
-        // Each path checks its own switch (web frames, apps, minting) before anything else.
-        guard elements.settings.mintsSessions else { throw .notFound("no such endpoint") }
-        guard let sessionKey = service.elementsSessionKey else {
-            throw CloakError(.vaultUnavailable, "this server runs without a vault")
-        }
-        return ElementsRevealHandler(
-            elements: elements, vault: try service.requireVault(c.request),
-            vaultFor: { [service, request = c.request] identity in service.vaultClient(request, identity) },
-            sessionKey: sessionKey,
-            identity: c.identity, client: c.request.remoteAddress)
-    }
-
-    private func vaultAPI(_ c: RequestContext) throws(CloakError) -> VaultAPIHandler {
-        VaultAPIHandler(
-            vault: try service.requireVault(c.request, c.identity), identity: c.identity,
-            openTokenize: service.configuration.openTokenize, logger: service.context.logger,
-            client: c.request.remoteAddress)
     }
 }
 
@@ -104,6 +34,57 @@ struct ForwardDoorHandler: RequestHandler {
     unowned let service: CloakService
 
     func reply(to context: RequestContext) throws(CloakError) -> Reply {
-        try service.egressHandler(context.identity).reply(to: context)
+        service.egressHandler(context.identity).forwardDoor(context.request)
+    }
+}
+
+/// What the endpoints' handlers are made of (``Endpoint/api``).
+extension CloakService {
+    /// `GET /readyz`: 503 while draining, when a loop stalled, or when the store does not answer.
+    func readiness(_ c: RequestContext) -> Reply {
+        if isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
+        let stalled = watchdog.stalledLoops(
+            now: DispatchTime.now().uptimeNanoseconds, limit: UInt64(configuration.loopStallSeconds * 1e9))
+        if !stalled.isEmpty {
+            metrics.loopStalled()
+            return .now(HealthHandler.loopStalled(stalled))
+        }
+        guard let client = vaultClient(c.request) else { return .now(HealthHandler.ready) }
+        return .later { finish in
+            client.ping { result in
+                if case .success = result { finish(HealthHandler.ready) } else { finish(HealthHandler.storeDown) }
+            }
+        }
+    }
+
+    /// `GET /metrics`: the Prometheus text exposition.
+    func metricsExposition() -> HTTPResponse {
+        metrics.logLinesDropped(LogQueue.standardOutput.dropped)
+        metrics.clientAddressRefusals(ConnectionNotices.shared.counts)
+        return HTTPResponse(
+            status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: metrics.exposition())
+    }
+
+    func forms(_ c: RequestContext) throws(CloakError) -> FormTokenizeHandler {
+        FormTokenizeHandler(context: context, vault: try requireVault(c.request, c.identity), identity: c.identity)
+    }
+
+    func vaultAPI(_ c: RequestContext) throws(CloakError) -> VaultAPIHandler {
+        VaultAPIHandler(
+            vault: try requireVault(c.request, c.identity), identity: c.identity,
+            openTokenize: configuration.openTokenize, outcome: c.outcome)
+    }
+
+    func elementsReveal(_ c: RequestContext) throws(CloakError) -> ElementsRevealHandler {
+        let elements = ElementsHandler(context: context)
+        // Each path checks its own switch (web frames, apps, minting) before anything else.
+        guard elements.settings.mintsSessions else { throw .notFound("no such endpoint") }
+        guard let sessionKey = elementsSessionKey else {
+            throw CloakError(.vaultUnavailable, "this server runs without a vault")
+        }
+        return ElementsRevealHandler(
+            elements: elements, vault: try requireVault(c.request),
+            vaultFor: { [self, request = c.request] identity in vaultClient(request, identity) },
+            sessionKey: sessionKey, identity: c.identity, client: c.request.remoteAddress, outcome: c.outcome)
     }
 }

@@ -84,6 +84,7 @@ package final class CloakService: Sendable {
 
         // The order is the order of the way in; answers pass back in reverse (``Door``).
         let metrics = self.metrics
+        let auditLog = AuditLog(logger: logger)
         let api = MiddlewareChain.build {
             AccessLogMiddleware(log: accessLog)
             MetricsMiddleware(metrics: metrics)
@@ -95,6 +96,8 @@ package final class CloakService: Sendable {
             AuthMiddleware(authenticator: auth, credentials: .api)
             RateLimitMiddleware(rates: rates)
             CORSMiddleware(allowedOrigins: configuration.corsAllowedOrigins)
+            AuditMiddleware(log: auditLog)
+            ScopeMiddleware(openTokenize: configuration.openTokenize)
         }
         let apiDoor = Door(steps: api)
         self.apiDoor = { request, responder, service in apiDoor.handle(request, responder, APIHandler(service: service))
@@ -112,36 +115,8 @@ package final class CloakService: Sendable {
         }
     }
 
-    /// Every endpoint of the API listener.
-    static let router: Router<Endpoint> = {
-        var router = Router<Endpoint>()
-        router.add(.GET, "/healthz", .healthz)
-        router.add(.GET, "/readyz", .readyz)
-        router.add(.GET, "/metrics", .metrics)
-        router.add(.POST, "/forms/{form}/validate", .validate)
-        router.add(.POST, "/forms/{form}/tokens", .formTokens)
-        router.add(.POST, "/forms/{form}/aliases", .formAliases)
-        router.add(.POST, "/forms/{form}/send", .formSend)
-        router.add(.POST, "/tokens", .createTokens)
-        router.add(.POST, "/aliases", .createAliases)
-        router.add(.GET, "/aliases", .revealMany)
-        router.add(.POST, "/aliases/keep", .keep)
-        router.add(.POST, "/aliases/lookup", .lookup)
-        router.add(.GET, "/aliases/{alias}", .reveal)
-        router.add(.PUT, "/aliases/{alias}", .update)
-        router.add(.DELETE, "/aliases/{alias}", .delete)
-        router.add(.GET, "/elements/v1/forms/{form}", .elementsSchema)
-        router.add(.GET, "/elements/v1/reveal", .elementsReveal)
-        router.add(.GET, "/elements/v1/{asset}", .elementsAsset)
-        router.add(.POST, "/elements/sessions", .elementsSession)
-        router.add(.POST, "/elements/v1/native/reveal", .elementsNativeReveal)
-        for method in HTTPMethod.allCases where method != .OPTIONS && method != .CONNECT && method != .TRACE {
-            router.add(method, "/proxy/{path...}", .proxy)
-            router.add(method, "/egress/{route}", .egress)
-            router.add(method, "/egress/{route}/{path...}", .egress)
-        }
-        return router
-    }()
+    /// Every endpoint of the API listener (``Endpoint/api``).
+    static var router: Router<Endpoint> { Endpoint.apiRouter }
 
     package var logger: Logger { context.logger }
 

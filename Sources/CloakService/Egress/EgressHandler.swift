@@ -165,12 +165,3 @@ struct EgressHandler: Sendable {
         return .now(.error(error))
     }
 }
-
-extension EgressHandler: RequestHandler {
-    /// `ANY /egress/{route}/…` on the API listener; any request on the forward-proxy door.
-    func reply(to c: RequestContext) throws(CloakError) -> Reply {
-        // Whatever spelling of the path reached it (`//egress/…`), the egress door's caller is
-        // only ever Proxy-Authorization.
-        c.endpoint == .egress ? transformDoor(c.request, routeID: c.parameter("route")) : forwardDoor(c.request)
-    }
-}

@@ -16,6 +16,8 @@ struct ElementsRevealHandler: Sendable {
     let sessionKey: HMACKey
     let identity: Identity
     let client: String
+    /// What the handler did, for the endpoint's audit lines.
+    let outcome: Outcome?
     var logger: Logger { elements.context.logger }
 
     /// `POST /elements/sessions` (scope `aliases:reveal`): `{"aliases": [...], "ttl_s": 300,
@@ -73,12 +75,10 @@ struct ElementsRevealHandler: Sendable {
         let session = RevealSession(
             tokenID: tokenID, aliases: Array(Set(aliases)).sorted(), expiresAt: now + Int64(ttl),
             client: boundTo, audience: audience, tokenDigest: RevealSession.tokenDigest(identity.token?.sha256 ?? []))
-        logger.info(
-            "audit",
-            metadata: [
-                "action": "elements_session", "token_id": .string(tokenID), "client": .string(client),
-                "aliases": .string(String(session.aliases.count)), "ttl_s": .string(String(ttl)),
-                "audience": .string(audience.rawValue), "result": "ok",
+        outcome?.alias(
+            nil, "ok",
+            facts: [
+                ("aliases", String(session.aliases.count)), ("ttl_s", String(ttl)), ("audience", audience.rawValue),
             ])
         return .json(
             201,
@@ -206,27 +206,9 @@ struct ElementsRevealHandler: Sendable {
         }
     }
 
-    /// One audit line per reveal through a session: the token that minted it, the alias's keyed
-    /// reference (never the alias), the outcome.
+    /// Notes one reveal through a session for the endpoint's audit line: the token that minted
+    /// it, the alias's keyed reference (never the alias), the outcome.
     private func audit(_ tokenID: String, _ alias: String, _ result: String, via: String) {
-        logger.info(
-            "audit",
-            metadata: [
-                "action": "reveal", "via": .string(via), "token_id": .string(tokenID), "client": .string(client),
-                "alias_ref": .string(vault.vault.auditReference(alias)), "result": .string(result),
-            ])
-    }
-}
-
-extension ElementsRevealHandler: RequestHandler {
-    /// `POST /elements/sessions` (a backend), `GET /elements/v1/reveal` (the frame) and
-    /// `POST /elements/v1/native/reveal` (an app).
-    func reply(to c: RequestContext) throws(CloakError) -> Reply {
-        let now = Int64(Date().timeIntervalSince1970)
-        switch c.endpoint {
-        case .elementsSession: return .now(try createSession(c.request, now: now))
-        case .elementsNativeReveal: return try nativeReveal(c.request, now: now)
-        default: return try reveal(c.request, now: now)
-        }
+        outcome?.alias(vault.vault.auditReference(alias), result, tokenID: tokenID, facts: [("via", via)])
     }
 }

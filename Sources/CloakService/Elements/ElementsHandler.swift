@@ -117,11 +117,3 @@ struct ElementsHandler: Sendable {
         return HTTPResponse(status: 200, headers: [("Content-Type", contentType)] + headers, body: body)
     }
 }
-
-extension ElementsHandler: RequestHandler {
-    /// `GET /elements/{asset}` and `GET /elements/forms/{form}`.
-    func reply(to c: RequestContext) throws(CloakError) -> Reply {
-        if c.endpoint == .elementsSchema { return .now(try schema(c.request, form: c.parameter("form"))) }
-        return .now(try asset(c.request, name: c.parameter("asset")))
-    }
-}

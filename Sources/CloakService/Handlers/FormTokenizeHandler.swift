@@ -54,13 +54,3 @@ struct FormTokenizeHandler: Sendable {
         return members
     }
 }
-
-extension FormTokenizeHandler: RequestHandler {
-    /// `POST /forms/{form}/tokens`, `…/aliases` (a token is required) and `…/send` (the mapped body).
-    func reply(to c: RequestContext) throws(CloakError) -> Reply {
-        let endpoint = c.endpoint
-        return try handle(
-            c.request, form: c.parameter("form"), requiresToken: endpoint == .formAliases,
-            answer: endpoint == .formSend ? .mappedBody : .flatResult)
-    }
-}

@@ -24,7 +24,6 @@ extension VaultAPIHandler {
     }
 
     func keep(_ request: HTTPRequest) throws(CloakError) -> Reply {
-        let tokenID = try identity.require("aliases:create")
         let caller = try identity.aliasCaller(openTokenize: false, requiresToken: true)
         let items = try Self.parseKeep(try request.jsonBody(), maxBatch: vault.settings.maxBatch)
         let wanted = Array(Set(items.map(\.alias).filter(Self.isPlausibleAlias)))
@@ -71,9 +70,9 @@ extension VaultAPIHandler {
                 let answer: @Sendable ([RevealedRecord]) -> Void = { records in
                     for (item, outcome) in zip(items, outcomes) {
                         if case .success = outcome {
-                            audit("keep", tokenID, item.alias, "ok")
+                            audit(item.alias, "ok")
                         } else {
-                            audit("keep", tokenID, item.alias, "not_found")
+                            audit(item.alias, "not_found")
                         }
                     }
                     finish(.json(200, Self.keepAnswer(items, outcomes, requests, records)))
@@ -83,7 +82,7 @@ extension VaultAPIHandler {
                     switch result {
                     case let .success(records): answer(records)
                     case let .failure(error):
-                        for item in items { audit("keep", tokenID, item.alias, "error") }
+                        for item in items { audit(item.alias, "error") }
                         finish(.error(error.cloakError { "data[\($0)]" }))
                     }
                 }

@@ -6,20 +6,20 @@ import Foundation
 extension VaultAPIHandler {
     /// `GET /aliases/{alias}`.
     func reveal(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
-        let tokenID = try caller(may: "reveal", alias: alias)
+        try Self.requirePlausible(alias, outcome)
         return .later { finish in
             // An alias that does not exist is a guess (an FPE alias keeps its card's BIN and last four).
             vault.revealGuessing([alias]) { result in
                 switch result {
                 case let .success(found):
-                    audit("reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok")
+                    audit(alias, found[alias] == nil ? "not_found" : "ok")
                     if let record = found[alias] {
                         finish(.json(200, Self.dataArray([record], lifecycle: true)))
                     } else {
                         finish(.error(.notFound("no such alias")))
                     }
                 case let .failure(error):
-                    audit("reveal", tokenID, alias, "error")
+                    audit(alias, "error")
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -29,7 +29,6 @@ extension VaultAPIHandler {
     /// `GET /aliases?q=a,b`: each alias costs one request of the token's rate, and aliases not
     /// found count as guesses in their buckets (``VaultClient/revealGuessing(_:completion:)``).
     func revealMany(_ request: HTTPRequest) throws(CloakError) -> Reply {
-        let tokenID = try identity.require("aliases:reveal")
         // Split on literal commas first, then decode each alias: an alias holding a comma is
         // asked for as %2C.
         var seen = Set<String>()
@@ -46,7 +45,7 @@ extension VaultAPIHandler {
             vault.revealGuessing(plausible) { result in
                 switch result {
                 case let .success(found):
-                    for alias in aliases { audit("reveal", tokenID, alias, found[alias] == nil ? "not_found" : "ok") }
+                    for alias in aliases { audit(alias, found[alias] == nil ? "not_found" : "ok") }
                     guard !found.isEmpty else { return finish(.error(.notFound("none of the aliases exists"))) }
                     var answer = JSONWriter(reservingCapacity: 192 * found.count + 16)
                     answer.beginObject()

@@ -1,7 +1,6 @@
 import CloakCore
 import CloakHTTP
 import CloakVault
-import Logging
 
 /// The Vault API: `POST /tokens`, `POST /aliases`, `GET /aliases/{alias}`, `GET /aliases?q=`,
 /// `PUT /aliases/{alias}`, `DELETE /aliases/{alias}`, in the SDK's wire format.
@@ -9,9 +8,8 @@ struct VaultAPIHandler: Sendable {
     let vault: VaultClient
     let identity: Identity
     let openTokenize: Bool
-    let logger: Logger
-    /// The caller's address (behind trusted proxies, the client's), for audit lines.
-    let client: String
+    /// What the handler did, for the endpoint's audit lines.
+    let outcome: Outcome?
 
     /// `POST /tokens` (v1, open like the SDK's tokenize unless `auth.open_tokenize` is false) and
     /// `POST /aliases` (v2, scope `aliases:create`). A caller without `aliases:reveal` gets the
@@ -64,15 +62,15 @@ struct VaultAPIHandler: Sendable {
 
     /// `DELETE /aliases/{alias}`.
     func delete(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
-        let tokenID = try caller(may: "delete", alias: alias)
+        try Self.requirePlausible(alias, outcome)
         return .later { finish in
             vault.delete(alias) { result in
                 switch result {
                 case .success:
-                    audit("delete", tokenID, alias, "ok")
+                    audit(alias, "ok")
                     finish(HTTPResponse(status: 204))
                 case let .failure(error):
-                    audit("delete", tokenID, alias, error == .notFound ? "not_found" : "error")
+                    audit(alias, error == .notFound ? "not_found" : "error")
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -84,7 +82,7 @@ struct VaultAPIHandler: Sendable {
     /// The scope is checked before anything is looked up, and an alias that is malformed, unknown
     /// or expired gets the same 404.
     func update(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
-        let tokenID = try caller(may: "update", alias: alias)
+        try Self.requirePlausible(alias, outcome)
         let change = try Self.parseUpdate(try request.jsonBody())
         return .later { finish in
             vault.update(
@@ -92,10 +90,10 @@ struct VaultAPIHandler: Sendable {
             ) { result in
                 switch result {
                 case .success:
-                    audit("update", tokenID, alias, "ok")
+                    audit(alias, "ok")
                     finish(HTTPResponse(status: 204))
                 case let .failure(error):
-                    audit("update", tokenID, alias, error == .notFound ? "not_found" : "error")
+                    audit(alias, error == .notFound ? "not_found" : "error")
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -188,15 +186,13 @@ struct VaultAPIHandler: Sendable {
         return out
     }
 
-    /// The token's id when it holds `aliases:<action>` and `alias` could name one; an alias that
-    /// cannot (``isPlausibleAlias(_:)``) is audited and answered as not found, without a look-up.
-    func caller(may action: String, alias: String) throws(CloakError) -> String {
-        let tokenID = try identity.require("aliases:" + action)
-        guard Self.isPlausibleAlias(alias) else {
-            audit(action, tokenID, alias, "not_found")
+    /// 404 for an alias that cannot name one (``isPlausibleAlias(_:)``): noted as not found,
+    /// without a look-up.
+    static func requirePlausible(_ alias: String, _ outcome: Outcome?) throws(CloakError) {
+        guard isPlausibleAlias(alias) else {
+            outcome?.alias(nil, "not_found")
             throw .notFound("no such alias")
         }
-        return tokenID
     }
 
     /// Aliases are printable ASCII (at most 256 bytes): anything else, a NUL or a control
@@ -205,33 +201,9 @@ struct VaultAPIHandler: Sendable {
         !alias.isEmpty && alias.utf8.count <= 256 && alias.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
     }
 
-    /// One audit line per reveal or delete: token id, alias, result; never the value. An alias
-    /// that was not found is scrubbed, since a client may have sent a card number as one.
-    /// One audit line: who (token id and client address), what, which alias (its keyed
-    /// reference, ``Vault/auditReference(_:)``: never the alias), the outcome.
-    func audit(_ action: String, _ tokenID: String, _ alias: String, _ result: String) {
-        logger.info(
-            "audit",
-            metadata: [
-                "action": .string(action), "token_id": .string(tokenID), "client": .string(client),
-                "alias_ref": .string(vault.vault.auditReference(alias)), "result": .string(result),
-            ])
-    }
-}
-
-extension VaultAPIHandler: RequestHandler {
-    /// The Vault API's endpoints (`/tokens`, `/aliases…`).
-    func reply(to c: RequestContext) throws(CloakError) -> Reply {
-        switch c.endpoint {
-        case .createTokens: return try create(c.request, requiresToken: false)
-        case .createAliases: return try create(c.request, requiresToken: true)
-        case .revealMany: return try revealMany(c.request)
-        case .reveal: return try reveal(c.request, alias: c.parameter("alias"))
-        case .update: return try update(c.request, alias: c.parameter("alias"))
-        case .delete: return try delete(c.request, alias: c.parameter("alias"))
-        case .keep: return try keep(c.request)
-        case .lookup: return try lookup(c.request)
-        default: throw .notFound("no such endpoint")
-        }
+    /// Notes one alias acted on for the endpoint's audit line (``AuditMiddleware`` writes it):
+    /// its keyed reference (``Vault/auditReference(_:)``), never the alias, and the result.
+    func audit(_ alias: String, _ result: String) {
+        outcome?.alias(vault.vault.auditReference(alias), result)
     }
 }

@@ -1,8 +1,8 @@
 import CloakCore
 import CloakHTTP
 
-/// Identifies the caller once (``Identity``); handlers then ask it for scopes. Nothing is
-/// refused here: an endpoint decides what its caller needs.
+/// Identifies the caller once (``Identity``). Nothing is refused here: ``ScopeMiddleware``
+/// checks what the endpoint's declaration needs.
 struct AuthMiddleware: Middleware {
     enum Credentials: Sendable {
         /// `Authorization: Bearer`, except on endpoints whose caller is in `Proxy-Authorization`.
@@ -19,7 +19,7 @@ struct AuthMiddleware: Middleware {
         let request = context.request
         switch credentials {
         case .api:
-            if context.endpoint?.callerInProxyAuthorization == true {
+            if context.endpoint?.credentials == .proxyAuthorization {
                 context.identity = authenticator.identifyProxy(request.header("Proxy-Authorization"))
             } else {
                 context.identity = authenticator.identify(request)

@@ -1,28 +1,98 @@
-/// What the API listener's router maps a method and path to; the steps ask it who may call and
-/// how that caller is counted, and ``APIHandler`` answers it.
-enum Endpoint: Sendable {
-    case healthz, readyz, metrics, validate, formTokens, formAliases, formSend
-    case createTokens, createAliases, revealMany, reveal, update, delete, keep, lookup
-    case proxy, egress
-    case elementsAsset, elementsSchema, elementsReveal, elementsSession, elementsNativeReveal
+import CloakCore
+import CloakHTTP
 
-    /// The egress door's `Authorization` belongs to the upstream: its caller is in
-    /// `Proxy-Authorization`.
-    var callerInProxyAuthorization: Bool { self == .egress }
-
-    /// Anyone may call it (browsers and apps tokenize without a token): there a token without
-    /// `aliases:create` counts as no token at all, and takes from its address's bucket.
-    var isOpen: Bool {
-        switch self {
-        case .validate, .formTokens, .formSend, .createTokens, .proxy: return true
-        default: return false
-        }
+/// One endpoint of the API listener, declared once (``Endpoint/api``): where it is, who may
+/// call it, how its caller is counted, what it audits, and its handler. The steps read the
+/// declaration (``ScopeMiddleware`` refuses a caller its ``access`` does not admit before the
+/// handler runs; ``RateLimitMiddleware`` counts by ``rate``; ``AuditMiddleware`` writes the
+/// handler's ``Outcome`` under ``audit``); ``APIHandler`` only calls ``handler``.
+///
+/// A class: the router hands the same declaration to every request (one retain, no copy).
+final class Endpoint: Sendable {
+    /// Who may call an endpoint. There is no default: a declaration names its access.
+    enum Access: Sendable, Equatable {
+        /// Anyone (health, scripts, validation).
+        case open
+        /// A valid token that holds the scope.
+        case scope(String)
+        /// Anyone when `auth.open_tokenize` is on (the SDK's tokenize), else `aliases:create`.
+        case tokenize
+        /// `egress:<route>` (the path's `{route}`) or `egress:*`, from `Proxy-Authorization`;
+        /// without credentials 407.
+        case egressRoute
+        /// A signed reveal session the handler opens (Elements' frame, apps): no token; the
+        /// session names the token that minted it, and that token's scope is checked per reveal.
+        case session
     }
 
-    /// Health probes are never limited (a balancer must not take a node out because of its own
-    /// checks); Elements' scripts and frame documents are static and cached: a checkout page
-    /// loads several, and they must not spend its visitors' anonymous request budget. Decided by
-    /// the routed endpoint, never by the decoded path (`/healthz%00x` decodes to `/healthz` and
-    /// matches nothing: it is counted).
-    var isRateLimited: Bool { self != .elementsAsset && self != .healthz && self != .readyz }
+    /// How a request is counted against the request rates (``RequestRates``).
+    enum RateClass: Sendable, Equatable {
+        /// Never counted: health probes (a balancer must not take a node out because of its own
+        /// checks) and Elements' static scripts (a checkout page loads several).
+        case exempt
+        /// The token's bucket, else the address's.
+        case caller
+        /// An open endpoint: a token without `aliases:create` counts as no token at all, and takes
+        /// from its address's bucket.
+        case creator
+        /// As ``creator``, but a token with `aliases:reveal` keeps its own bucket too (an inbound
+        /// route's reveal needs the token's own scope).
+        case creatorOrRevealer
+    }
+
+    /// Where the caller's credentials are.
+    enum Credentials: Sendable, Equatable {
+        /// `Authorization: Bearer`.
+        case authorization
+        /// `Proxy-Authorization` (an egress door's `Authorization` belongs to the upstream).
+        case proxyAuthorization
+    }
+
+    typealias Handler = @Sendable (CloakService, RequestContext) throws(CloakError) -> Reply
+
+    /// A short stable name (tests, documentation).
+    let name: String
+    let methods: [HTTPMethod]
+    let templates: [String]
+    let access: Access
+    let rate: RateClass
+    /// The audit action of the lines the handler's outcome becomes; nil: not audited.
+    let audit: String?
+    let credentials: Credentials
+    let handler: Handler
+
+    init(
+        _ name: String, _ methods: [HTTPMethod], _ templates: [String], access: Access, rate: RateClass,
+        audit: String? = nil, credentials: Credentials = .authorization, handler: @escaping Handler
+    ) {
+        self.name = name
+        self.methods = methods
+        self.templates = templates
+        self.access = access
+        self.rate = rate
+        self.audit = audit
+        self.credentials = credentials
+        self.handler = handler
+    }
+
+    convenience init(
+        _ name: String, _ method: HTTPMethod, _ template: String, access: Access, rate: RateClass,
+        audit: String? = nil, handler: @escaping Handler
+    ) {
+        self.init(name, [method], [template], access: access, rate: rate, audit: audit, handler: handler)
+    }
+
+    /// The scope a token needs, when ``access`` names one.
+    var scope: String? {
+        if case let .scope(scope) = access { return scope }
+        return nil
+    }
+}
+
+extension Endpoint: Equatable {
+    static func == (a: Endpoint, b: Endpoint) -> Bool { a === b }
+}
+
+extension Endpoint: CustomStringConvertible {
+    var description: String { name }
 }

@@ -16,6 +16,9 @@ struct RequestContext: Sendable {
     /// admitted (``RateLimitMiddleware``), `OPTIONS *` for an answered preflight; `-` for a
     /// request refused before (a violation, a 429) or that matched nothing.
     var template = "-"
+    /// What the handler of an audited endpoint did (``ScopeMiddleware`` makes it on admission;
+    /// ``AuditMiddleware`` writes it).
+    var outcome: Outcome?
 
     init(_ request: HTTPRequest, start: UInt64) {
         self.request = request

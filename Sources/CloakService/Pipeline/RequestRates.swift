@@ -13,7 +13,7 @@ struct RequestRates: Sendable {
     /// Past its rate (per token id, else per client address): 429 with `Retry-After`. With
     /// `anonymous` (an open endpoint, a token without `aliases:create`) the token takes from its
     /// address's anonymous bucket, like any anonymous caller. (Which requests are not counted at
-    /// all is the caller's decision: ``Endpoint/isRateLimited``.)
+    /// all is the caller's decision: ``Endpoint/RateClass``.)
     func check(client: String, identity: Identity, anonymous: Bool = false) throws(CloakError) {
         let key: RateLimiter.Key
         let limit: RateLimit

@@ -1,0 +1,119 @@
+import CloakCore
+import CloakHTTP
+import Foundation
+
+/// The API listener's endpoints: each one declaration (where, who, how counted, what audited)
+/// and its handler. Adding an endpoint is adding a line here; its refusal of callers without
+/// its access is then tested by being declared (`EndpointAccessTests`).
+extension Endpoint {
+    static let api: [Endpoint] = [
+        Endpoint("healthz", .GET, "/healthz", access: .open, rate: .exempt) { _, _ throws(CloakError) in
+            .now(HealthHandler.healthy)
+        },
+        Endpoint("readyz", .GET, "/readyz", access: .open, rate: .exempt) { s, c throws(CloakError) in s.readiness(c) },
+        Endpoint("metrics", .GET, "/metrics", access: .open, rate: .caller) { s, _ throws(CloakError) in
+            .now(s.metricsExposition())
+        },
+
+        // Forms: validate, tokenize, send.
+        Endpoint("validate", .POST, "/forms/{form}/validate", access: .open, rate: .creator) {
+            s, c throws(CloakError) in
+            try ValidateHandler(context: s.context).reply(to: c)
+        },
+        Endpoint("form-tokens", .POST, "/forms/{form}/tokens", access: .tokenize, rate: .creator) {
+            s, c throws(CloakError) in
+            try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: false, answer: .flatResult)
+        },
+        Endpoint("form-aliases", .POST, "/forms/{form}/aliases", access: .scope("aliases:create"), rate: .caller) {
+            s, c throws(CloakError) in
+            try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: true, answer: .flatResult)
+        },
+        Endpoint("form-send", .POST, "/forms/{form}/send", access: .tokenize, rate: .creator) {
+            s, c throws(CloakError) in
+            try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: false, answer: .mappedBody)
+        },
+
+        // The Vault API.
+        Endpoint("create-tokens", .POST, "/tokens", access: .tokenize, rate: .creator) { s, c throws(CloakError) in
+            try s.vaultAPI(c).create(c.request, requiresToken: false)
+        },
+        Endpoint("create-aliases", .POST, "/aliases", access: .scope("aliases:create"), rate: .caller) {
+            s, c throws(CloakError) in
+            try s.vaultAPI(c).create(c.request, requiresToken: true)
+        },
+        Endpoint(
+            "reveal-many", .GET, "/aliases", access: .scope("aliases:reveal"), rate: .caller, audit: "reveal"
+        ) { s, c throws(CloakError) in try s.vaultAPI(c).revealMany(c.request) },
+        Endpoint("keep", .POST, "/aliases/keep", access: .scope("aliases:create"), rate: .caller, audit: "keep") {
+            s, c throws(CloakError) in try s.vaultAPI(c).keep(c.request)
+        },
+        Endpoint(
+            "lookup", .POST, "/aliases/lookup", access: .scope("aliases:lookup"), rate: .caller, audit: "lookup"
+        ) { s, c throws(CloakError) in try s.vaultAPI(c).lookup(c.request) },
+        Endpoint(
+            "reveal", .GET, "/aliases/{alias}", access: .scope("aliases:reveal"), rate: .caller, audit: "reveal"
+        ) { s, c throws(CloakError) in try s.vaultAPI(c).reveal(c.request, alias: c.parameter("alias")) },
+        Endpoint(
+            "update", .PUT, "/aliases/{alias}", access: .scope("aliases:update"), rate: .caller, audit: "update"
+        ) { s, c throws(CloakError) in try s.vaultAPI(c).update(c.request, alias: c.parameter("alias")) },
+        Endpoint(
+            "delete", .DELETE, "/aliases/{alias}", access: .scope("aliases:delete"), rate: .caller, audit: "delete"
+        ) { s, c throws(CloakError) in try s.vaultAPI(c).delete(c.request, alias: c.parameter("alias")) },
+
+        // Cloak Elements.
+        Endpoint("elements-schema", .GET, "/elements/v1/forms/{form}", access: .open, rate: .caller) {
+            s, c throws(CloakError) in
+            .now(try ElementsHandler(context: s.context).schema(c.request, form: c.parameter("form")))
+        },
+        Endpoint(
+            "elements-reveal", .GET, "/elements/v1/reveal", access: .session, rate: .caller, audit: "reveal"
+        ) { s, c throws(CloakError) in
+            try s.elementsReveal(c).reveal(c.request, now: Int64(Date().timeIntervalSince1970))
+        },
+        Endpoint("elements-asset", .GET, "/elements/v1/{asset}", access: .open, rate: .exempt) {
+            s, c throws(CloakError) in
+            .now(try ElementsHandler(context: s.context).asset(c.request, name: c.parameter("asset")))
+        },
+        Endpoint(
+            "elements-session", .POST, "/elements/sessions", access: .scope("aliases:reveal"), rate: .caller,
+            audit: "elements_session"
+        ) { s, c throws(CloakError) in
+            .now(try s.elementsReveal(c).createSession(c.request, now: Int64(Date().timeIntervalSince1970)))
+        },
+        Endpoint(
+            "elements-native-reveal", .POST, "/elements/v1/native/reveal", access: .session, rate: .caller,
+            audit: "reveal"
+        ) { s, c throws(CloakError) in
+            try s.elementsReveal(c).nativeReveal(c.request, now: Int64(Date().timeIntervalSince1970))
+        },
+
+        // The doors.
+        Endpoint("proxy", proxied, ["/proxy/{path...}"], access: .tokenize, rate: .creatorOrRevealer) {
+            s, c throws(CloakError) in
+            try ProxyHandler(
+                context: s.context, vault: s.vaultClient(c.request, c.identity), routes: s.configuration.routes,
+                identity: c.identity
+            ).reply(to: c)
+        },
+        Endpoint(
+            "egress", proxied, ["/egress/{route}", "/egress/{route}/{path...}"], access: .egressRoute, rate: .caller,
+            credentials: .proxyAuthorization
+        ) { s, c throws(CloakError) in
+            s.egressHandler(c.identity).transformDoor(c.request, routeID: c.parameter("route"))
+        },
+    ]
+
+    /// The methods a proxied path takes: all but `OPTIONS` (CORS), `CONNECT` and `TRACE`.
+    static let proxied = HTTPMethod.allCases.filter { $0 != .OPTIONS && $0 != .CONNECT && $0 != .TRACE }
+
+    /// The router of ``api``: every method and template of every declaration.
+    static let apiRouter: Router<Endpoint> = {
+        var router = Router<Endpoint>()
+        for endpoint in api {
+            for template in endpoint.templates {
+                for method in endpoint.methods { router.add(method, template, endpoint) }
+            }
+        }
+        return router
+    }()
+}
