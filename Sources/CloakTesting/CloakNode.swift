@@ -7,6 +7,10 @@ package final class CloakNode: @unchecked Sendable {
     package let port: Int
     private let process: Process
     package let output: String
+    /// The node's configuration file and the variables it runs with (``command(_:)`` uses both).
+    package let configPath: String
+    package let variables: [String: String]
+    private let binary: URL
     /// The log file's handle, kept open for the process's life (closed once, by its deinit).
     private let logHandle: FileHandle
 
@@ -44,14 +48,17 @@ package final class CloakNode: @unchecked Sendable {
         }
         .first { FileManager.default.isExecutableFile(atPath: $0.path) }
         guard let binary else { throw CocoaError(.fileNoSuchFile) }
-        process.executableURL = binary
-        process.arguments = ["serve", "--config", config]
-        process.environment = ProcessInfo.processInfo.environment.merging(
+        self.binary = binary
+        configPath = config
+        variables = ProcessInfo.processInfo.environment.merging(
             [
                 "CLOAK_SERVER_LISTEN": "127.0.0.1:\(port)", "CLOAK_SERVER_THREADS": "2", "CLOAK_VAULT_STORE": store,
                 "CLOAK_VAULT_KEYS": "env:CLOAK_MASTER_KEY", "CLOAK_MASTER_KEY": Self.masterKey,
             ].merging(environment) { _, new in new }
         ) { _, new in new }
+        process.executableURL = binary
+        process.arguments = ["serve", "--config", config]
+        process.environment = variables
         guard let log = FileHandle(forWritingAtPath: output) else { throw CocoaError(.fileNoSuchFile) }
         logHandle = log
         process.standardOutput = log
@@ -66,6 +73,22 @@ package final class CloakNode: @unchecked Sendable {
                 throw CocoaError(.executableLoad)
             }
         }
+    }
+
+    /// Runs `cloak <arguments> --config <this node's>` as an operator would beside it, with the
+    /// node's variables: its exit status and everything it printed.
+    package func command(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let run = Process()
+        run.executableURL = binary
+        run.arguments = arguments + ["--config", configPath]
+        run.environment = variables
+        let pipe = Pipe()
+        run.standardOutput = pipe
+        run.standardError = pipe
+        try run.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        run.waitUntilExit()
+        return (run.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
     package func client() throws -> RawHTTPClient { try RawHTTPClient(port: port, timeout: 20) }

@@ -51,3 +51,16 @@ extension Vault {
             reads: true, { store in try store.metadata(Self.keyRingName) }, completion: { completion(Self.map($0)) })
     }
 }
+
+extension Vault {
+    /// Runs `body` against the store on a vault thread, inside a transaction of its own batch
+    /// (read-only with `reads`): what the service keeps beside the records (API credentials)
+    /// reaches every node through the same store. `body`'s own errors reach `completion` as
+    /// they were thrown.
+    package func withStore<T: Sendable>(
+        reads: Bool, _ body: @escaping (any AliasStore) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        executor.submit(reads: reads, body, completion: completion)
+    }
+}

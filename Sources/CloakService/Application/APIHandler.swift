@@ -75,6 +75,12 @@ extension CloakService {
             openTokenize: configuration.openTokenize, outcome: c.outcome)
     }
 
+    func adminTokens(_ c: RequestContext) throws(CloakError) -> AdminTokensHandler {
+        AdminTokensHandler(
+            vault: try requireVault(c.request), identity: c.identity, directory: auth.directory,
+            refresh: credentialRefresh, outcome: c.outcome, now: Int64(Date().timeIntervalSince1970))
+    }
+
     func elementsReveal(_ c: RequestContext) throws(CloakError) -> ElementsRevealHandler {
         let elements = ElementsHandler(context: context)
         // Each path checks its own switch (web frames, apps, minting) before anything else.
@@ -85,6 +91,7 @@ extension CloakService {
         return ElementsRevealHandler(
             elements: elements, vault: try requireVault(c.request),
             vaultFor: { [self, request = c.request] identity in vaultClient(request, identity) },
-            sessionKey: sessionKey, identity: c.identity, client: c.request.remoteAddress, outcome: c.outcome)
+            sessionKey: sessionKey, identity: c.identity, client: c.request.remoteAddress, outcome: c.outcome,
+            tokens: auth.directory)
     }
 }

@@ -24,6 +24,8 @@ package final class CloakService: Sendable {
     let isDraining = Atomic<Bool>(false)
     let vault: Vault?
     let auth: Authenticator
+    /// Reads the store's API credentials every `auth.refresh_s` (nil without a vault).
+    package let credentialRefresh: CredentialRefresh?
     let metrics = ServiceMetrics()
     let egressMetrics: EgressMetrics
     /// Signs the forward-proxy door's per-host certificates (nil: no forward door).
@@ -61,11 +63,15 @@ package final class CloakService: Sendable {
         self.vault = vault
         self.elementsSessionKey = vault?.derivedMAC(purpose: "elements-session")
         let accessLog = AccessLog(sink: logSink)
-        let auth = Authenticator(tokens: configuration.auth)
+        let auth = Authenticator(directory: TokenDirectory(yaml: configuration.auth))
         self.auth = auth
         let rates = RequestRates(limiter: RateLimiter(), limits: configuration.limits, metrics: metrics)
         self.rates = rates
         let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
+        self.credentialRefresh = vault.map {
+            CredentialRefresh(
+                vault: $0, directory: auth.directory, interval: configuration.authRefreshSeconds, logger: logger)
+        }
         self.context = ServiceContext(
             configuration: configuration, logger: logger, logSink: logSink, today: today ?? ServiceContext.systemToday)
         ConnectionNotices.shared.setSink { reason in

@@ -87,6 +87,19 @@ extension Endpoint {
             try s.elementsReveal(c).nativeReveal(c.request, now: Int64(Date().timeIntervalSince1970))
         },
 
+        // API credentials at run time.
+        Endpoint(
+            "tokens-create", .POST, "/admin/tokens", access: .scope("tokens:admin"), rate: .caller,
+            audit: "tokens_create"
+        ) { s, c throws(CloakError) in try s.adminTokens(c).create(c.request) },
+        Endpoint("tokens-list", .GET, "/admin/tokens", access: .scope("tokens:admin"), rate: .caller) {
+            s, c throws(CloakError) in try s.adminTokens(c).list()
+        },
+        Endpoint(
+            "tokens-revoke", .DELETE, "/admin/tokens/{id}", access: .scope("tokens:admin"), rate: .caller,
+            audit: "tokens_revoke"
+        ) { s, c throws(CloakError) in try s.adminTokens(c).revoke(id: c.parameter("id")) },
+
         // The doors.
         Endpoint("proxy", proxied, ["/proxy/{path...}"], access: .tokenize, rate: .creatorOrRevealer) {
             s, c throws(CloakError) in

@@ -22,6 +22,9 @@ package enum ServiceRunner {
             configuration: service.configuration.server, deferredHandler: service.handle,
             watchdog: service.watchdog)
         let egress = try egressServer(service)
+        // The store's API credentials before the first request, then every auth.refresh_s.
+        service.credentialRefresh?.refreshAndWait()
+        service.credentialRefresh?.start()
         server.start()
         egress?.start()
         let c = service.configuration.server
@@ -46,6 +49,7 @@ package enum ServiceRunner {
         service.beginDraining()
         egress?.shutdown()
         server.shutdown()
+        service.credentialRefresh?.stop()
         onStopped()
         service.logger.info("stopped")
         LogQueue.standardOutput.flush()

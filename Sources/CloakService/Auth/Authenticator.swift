@@ -45,10 +45,15 @@ struct Identity: Sendable {
     }
 }
 
-/// Bearer-token authentication against `auth.tokens`: the configuration holds only each token's
-/// SHA-256, compared in constant time; scopes decide what a token may do.
+/// Bearer-token authentication against the YAML's `auth.tokens` and the store's API
+/// credentials (``TokenDirectory``): each is kept as its SHA-256 only; scopes decide what a
+/// token may do.
 struct Authenticator: Sendable {
-    let tokens: [ServiceConfiguration.AccessToken]
+    let directory: TokenDirectory
+
+    init(directory: TokenDirectory) { self.directory = directory }
+
+    init(tokens: [ServiceConfiguration.AccessToken]) { self.directory = TokenDirectory(yaml: tokens) }
 
     /// Identifies the request's caller once; handlers then ask the ``Identity`` for scopes.
     func identify(_ request: HTTPRequest) -> Identity {
@@ -76,17 +81,13 @@ struct Authenticator: Sendable {
         bytes.count > scheme.count && zip(bytes, scheme).allSatisfy { $0 | 0x20 == $1 }
     }
 
-    /// The configured token whose SHA-256 is the presented secret's. Every token is compared, in
-    /// constant time, so timing does not reveal which one matched.
+    /// The token whose SHA-256 is the presented secret's, unless it expired.
     func token(presenting secret: [UInt8]) -> ServiceConfiguration.AccessToken? {
         secret.withUnsafeBytes { token(presenting: $0) }
     }
 
     func token(presenting secret: UnsafeRawBufferPointer) -> ServiceConfiguration.AccessToken? {
-        let presented = Digest.sha256(secret)
-        var match: ServiceConfiguration.AccessToken?
-        for token in tokens where constantTimeEquals(token.sha256, presented) { match = token }
-        return match
+        directory.token(digest: Digest.sha256(secret))
     }
 }
 

@@ -1,10 +1,12 @@
 import CloakCrypto
 
 extension ServiceConfiguration {
-    /// `auth`: `open_tokenize` and `tokens[]` (`id`, `sha256`, `scopes`, `requests_per_minute`,
+    /// `auth`: `open_tokenize`, `refresh_s` and `tokens[]` (`id`, `sha256`, `scopes`, `requests_per_minute`,
     /// `bucket_values_per_hour`).
     static func readAuth(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
-        guard let auth = r.mapping(node, at: "auth", allowed: ["tokens", "open_tokenize", "anonymous"]) else { return }
+        guard let auth = r.mapping(node, at: "auth", allowed: ["tokens", "open_tokenize", "anonymous", "refresh_s"])
+        else { return }
+        r.int(auth["refresh_s"], at: "auth.refresh_s", min: 1, max: 3600, into: &config, \.authRefreshSeconds)
         if let v = auth["open_tokenize"].flatMap({ r.bool($0, at: "auth.open_tokenize") }) { config.openTokenize = v }
         if let anonymous = r.mapping(
             auth["anonymous"], at: "auth.anonymous", allowed: ["intent_ttl_s", "max_bucket_share"])

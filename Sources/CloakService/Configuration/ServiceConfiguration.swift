@@ -13,6 +13,9 @@ package struct ServiceConfiguration: Sendable {
     /// `auth.open_tokenize`: whether endpoints that store values take callers without a token
     /// (the SDK's tokenize call is open). When false they need a token with `aliases:create`.
     package var openTokenize = true
+    /// `auth.refresh_s`: how often a node reads the store's API credentials (a token created or
+    /// revoked on another node, or by `cloak tokens`, takes effect within it).
+    package var authRefreshSeconds = 5
     /// `limits`: request rates per client address (no token) and per token.
     package var limits = RateLimits()
     /// `egress`: routes that reveal aliases on the way out, and the forward-proxy door.
@@ -81,6 +84,14 @@ package struct ServiceConfiguration: Sendable {
         /// Overrides `limits.bucket_values_per_hour` for this token (a migration that imports
         /// many cards of one BIN and last four), for its creates and its lookups alike.
         package var bucketValuesPerHour: Int?
+        /// Where it is kept: `auth.tokens` of the YAML, or the store (``APICredentials``).
+        package var source: Source = .yaml
+        /// Unix seconds; store tokens only.
+        package var createdAt: Int64?
+        /// Unix seconds after which the token is refused; nil: never.
+        package var expiresAt: Int64?
+
+        package enum Source: String, Sendable { case yaml, store }
 
         package init(
             id: String, sha256: [UInt8], scopes: Set<String>, requestsPerMinute: Int? = nil,
@@ -92,6 +103,9 @@ package struct ServiceConfiguration: Sendable {
             self.requestsPerMinute = requestsPerMinute
             self.bucketValuesPerHour = bucketValuesPerHour
         }
+
+        /// Whether the token has expired at `now` (Unix seconds).
+        package func hasExpired(at now: Int64) -> Bool { expiresAt.map { now >= $0 } ?? false }
 
         /// The distinct values of one guess bucket this token may alias in an hour; nil for no
         /// limit. A token that may reveal gains nothing by aliasing candidates (it can reveal
@@ -118,6 +132,7 @@ package struct ServiceConfiguration: Sendable {
 
     package static let knownScopes: Set<String> = [
         "aliases:create", "aliases:reveal", "aliases:lookup", "aliases:update", "aliases:delete", "egress:*",
+        "tokens:admin",
     ]
 
     /// Whether `scope` is one Cloak knows: a fixed one or `egress:<route id>`.

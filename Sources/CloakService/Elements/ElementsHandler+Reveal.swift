@@ -18,6 +18,8 @@ struct ElementsRevealHandler: Sendable {
     let client: String
     /// What the handler did, for the endpoint's audit lines.
     let outcome: Outcome?
+    /// The tokens the node accepts now: a session dies with its minting token.
+    let tokens: TokenDirectory
     var logger: Logger { elements.context.logger }
 
     /// `POST /elements/sessions` (scope `aliases:reveal`): `{"aliases": [...], "ttl_s": 300,
@@ -200,9 +202,9 @@ struct ElementsRevealHandler: Sendable {
     /// The token that minted `session`, when it is still configured with the same secret and
     /// holds `aliases:reveal`.
     func mintingToken(_ session: RevealSession) -> ServiceConfiguration.AccessToken? {
-        elements.context.configuration.auth.first {
-            $0.id == session.tokenID && $0.scopes.contains("aliases:reveal")
-                && constantTimeEquals(RevealSession.tokenDigest($0.sha256), session.tokenDigest)
+        tokens.token(id: session.tokenID).flatMap {
+            $0.scopes.contains("aliases:reveal")
+                && constantTimeEquals(RevealSession.tokenDigest($0.sha256), session.tokenDigest) ? $0 : nil
         }
     }
 

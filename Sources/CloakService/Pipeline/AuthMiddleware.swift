@@ -26,7 +26,7 @@ struct AuthMiddleware: Middleware {
             }
         case .forwardProxy:
             if let grant = request.proxyTarget?.tunnelGrant {
-                context.identity = Identity(token: authenticator.tokens.first { $0.id == grant }, rejected: false)
+                context.identity = Identity(token: authenticator.directory.token(id: grant), rejected: false)
             } else {
                 context.identity = authenticator.identifyProxy(request.header("Proxy-Authorization"))
             }

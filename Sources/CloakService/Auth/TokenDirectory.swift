@@ -1,0 +1,113 @@
+import CloakCrypto
+import Foundation
+import Synchronization
+
+/// Every token a node accepts, in memory: the YAML's `auth.tokens` and the store's
+/// ``APICredentials``, found by the SHA-256 of the presented secret (one hash lookup; the
+/// presenter knows its own digest, so the lookup's timing tells it nothing it did not send).
+///
+/// The store's tokens are replaced as a whole (``adopt(_:)``) by ``CredentialRefresh`` every
+/// `auth.refresh_s` and at once after this node changed them; a request reads one snapshot. An
+/// expired token is refused at the second it expires, whatever the refresh.
+final class TokenDirectory: Sendable {
+    /// One token and when this node last saw it presented (Unix seconds; 0: not since start).
+    final class Entry: Sendable {
+        let token: ServiceConfiguration.AccessToken
+        let lastUsed = Atomic<Int64>(0)
+        init(_ token: ServiceConfiguration.AccessToken) { self.token = token }
+    }
+
+    struct Snapshot: Sendable {
+        var byDigest: [[UInt8]: Entry] = [:]
+        var byID: [String: Entry] = [:]
+    }
+
+    let yaml: [ServiceConfiguration.AccessToken]
+    private let snapshot: Mutex<Snapshot>
+    /// The clock of expiry and use (tests move it).
+    let now: @Sendable () -> Int64
+
+    init(
+        yaml: [ServiceConfiguration.AccessToken],
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
+        self.yaml = yaml
+        self.now = now
+        self.snapshot = Mutex(Self.snapshot(yaml: yaml, stored: []).snapshot)
+    }
+
+    /// The token whose secret has this SHA-256, when it has not expired; marks it used.
+    func token(digest: [UInt8]) -> ServiceConfiguration.AccessToken? {
+        guard let entry = snapshot.withLock({ $0.byDigest[digest] }) else { return nil }
+        return admit(entry)
+    }
+
+    /// The token with this id, when it has not expired (a tunnel's grant, a session's minter).
+    func token(id: String) -> ServiceConfiguration.AccessToken? {
+        guard let entry = snapshot.withLock({ $0.byID[id] }) else { return nil }
+        return admit(entry)
+    }
+
+    private func admit(_ entry: Entry) -> ServiceConfiguration.AccessToken? {
+        let now = self.now()
+        if entry.token.hasExpired(at: now) { return nil }
+        if entry.lastUsed.load(ordering: .relaxed) != now { entry.lastUsed.store(now, ordering: .relaxed) }
+        return entry.token
+    }
+
+    /// Replaces the store's tokens. An id the YAML also names is refused (the YAML's stays);
+    /// returns those ids, for the log.
+    @discardableResult
+    func adopt(_ stored: [ServiceConfiguration.AccessToken]) -> [String] {
+        let made = Self.snapshot(yaml: yaml, stored: stored)
+        snapshot.withLock { current in
+            var next = made.snapshot
+            // Keep the use marks of tokens that stay.
+            for (id, entry) in next.byID {
+                if let old = current.byID[id], old.token.sha256 == entry.token.sha256 {
+                    entry.lastUsed.store(old.lastUsed.load(ordering: .relaxed), ordering: .relaxed)
+                }
+            }
+            current = next
+        }
+        return made.conflicts
+    }
+
+    /// When this node last saw each token presented (ids seen since start only).
+    var lastUsed: [String: Int64] {
+        snapshot.withLock { $0.byID }.compactMapValues {
+            let t = $0.lastUsed.load(ordering: .relaxed)
+            return t == 0 ? nil : t
+        }
+    }
+
+    /// Every token (YAML first), for `GET /admin/tokens`.
+    var all: [ServiceConfiguration.AccessToken] {
+        snapshot.withLock { Array($0.byID.values) }.map(\.token).sorted {
+            ($0.source.rawValue, $0.id) < ($1.source.rawValue, $1.id)
+        }
+    }
+
+    private static func snapshot(
+        yaml: [ServiceConfiguration.AccessToken], stored: [ServiceConfiguration.AccessToken]
+    ) -> (snapshot: Snapshot, conflicts: [String]) {
+        var snapshot = Snapshot()
+        var conflicts: [String] = []
+        for token in yaml { insert(token, into: &snapshot) }
+        for token in stored {
+            guard snapshot.byID[token.id] == nil else {
+                conflicts.append(token.id)
+                continue
+            }
+            insert(token, into: &snapshot)
+        }
+        return (snapshot, conflicts)
+    }
+
+    private static func insert(_ token: ServiceConfiguration.AccessToken, into snapshot: inout Snapshot) {
+        let entry = Entry(token)
+        snapshot.byID[token.id] = entry
+        // Two tokens with one secret: the first keeps it (the configuration reader refuses it).
+        if snapshot.byDigest[token.sha256] == nil { snapshot.byDigest[token.sha256] = entry }
+    }
+}

@@ -1,0 +1,146 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+
+/// `POST /admin/tokens`, `GET /admin/tokens`, `DELETE /admin/tokens/{id}` (scope
+/// `tokens:admin`): API credentials at run time, kept in the store (``CredentialAdministration``)
+/// so every node honours them within `auth.refresh_s`; this node at once. A caller never grants
+/// (nor revokes) a scope it does not hold. Never a secret in an answer but the one a create
+/// makes, once.
+struct AdminTokensHandler: Sendable {
+    let vault: VaultClient
+    let identity: Identity
+    let directory: TokenDirectory
+    let refresh: CredentialRefresh?
+    let outcome: Outcome?
+    let now: Int64
+
+    private var held: Set<String> { identity.token?.scopes ?? [] }
+    private var actor: String { "token:" + (identity.token?.id ?? "-") }
+
+    private func administration(_ store: any AliasStore) -> CredentialAdministration {
+        CredentialAdministration(store: store, yamlIDs: Set(directory.yaml.map(\.id)))
+    }
+
+    /// `{"id", "scopes": [...], "ttl_s"?, "requests_per_minute"?}` → 201 `{"id","token","expires_at"}`.
+    func create(_ request: HTTPRequest) throws(CloakError) -> Reply {
+        guard case let .object(members) = try request.jsonBody() else {
+            throw .malformed("the body must be a JSON object")
+        }
+        var id: String?
+        var scopes: [String]?
+        var ttl: Int64?
+        var perMinute: Int?
+        for (key, value) in members {
+            switch key {
+            case "id": id = value.stringValue
+            case "scopes":
+                guard case let .array(items) = value, items.count <= 32 else {
+                    throw .malformed("scopes must be an array of at most 32 strings")
+                }
+                scopes = items.compactMap(\.stringValue)
+                if scopes?.count != items.count { throw .malformed("scopes must be an array of strings") }
+            case "ttl_s":
+                guard case let .number(text) = value, let n = Int64(text), (60...315_360_000).contains(n) else {
+                    throw .malformed("ttl_s must be an integer from 60 to 315360000")
+                }
+                ttl = n
+            case "requests_per_minute":
+                guard case let .number(text) = value, let n = Int(text) else {
+                    throw .malformed("requests_per_minute must be an integer")
+                }
+                perMinute = n
+            default:
+                throw .malformed(
+                    "unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected id, scopes, ttl_s, requests_per_minute"
+                )
+            }
+        }
+        guard let id, let scopes else { throw .malformed("the body needs id and scopes") }
+        for scope in scopes where !APICredentials.mayGrant(scope, holding: held) {
+            guard ServiceConfiguration.isKnownScope(scope) else {
+                throw .malformed("unknown scope \"\(Redaction.scrub(scope, limit: 40))\"")
+            }
+            outcome?.alias(nil, "refused", facts: [("subject", id), ("scope", scope)])
+            throw CloakError(.forbidden, "a token cannot grant the scope \(scope): the caller does not hold it")
+        }
+        let (now, actor, outcome, ttlSeconds, requestsPerMinute) = (self.now, self.actor, self.outcome, ttl, perMinute)
+        return .later { [self] finish in
+            vault.vault.withStore(reads: false) { store in
+                try administration(store).create(
+                    id: id, scopes: Set(scopes), ttlSeconds: ttlSeconds, requestsPerMinute: requestsPerMinute, now: now,
+                    by: actor)
+            } completion: { result in
+                switch result {
+                case let .success(created):
+                    outcome?.alias(
+                        nil, "ok", facts: [("subject", id), ("scopes", scopes.sorted().joined(separator: ","))])
+                    adoptThen { finish(.json(201, JSONWriter.encode(created.json))) }
+                case let .failure(error):
+                    outcome?.alias(nil, "refused", facts: [("subject", id)])
+                    finish(.error(Self.cloakError(error)))
+                }
+            }
+        }
+    }
+
+    /// 200 `{"data": [{id, scopes, source, created_at, expires_at, last_used_at, requests_per_minute}]}`.
+    func list() -> Reply {
+        .later { [self] finish in
+            vault.vault.withStore(reads: true) { store in
+                let admin = administration(store)
+                return (try admin.list(), try admin.lastUsed())
+            } completion: { result in
+                switch result {
+                case let .success((stored, used)):
+                    var seen = used
+                    for (id, t) in directory.lastUsed where t > seen[id] ?? 0 { seen[id] = t }
+                    finish(
+                        .json(
+                            200,
+                            JSONWriter.encode(
+                                CredentialAdministration.listing(
+                                    yaml: directory.yaml, stored: stored.tokens, used: seen))))
+                case let .failure(error):
+                    finish(.error(Self.cloakError(error)))
+                }
+            }
+        }
+    }
+
+    /// 204 once the token is gone from the store (and from this node).
+    func revoke(id: String) throws(CloakError) -> Reply {
+        guard APICredentials.isValidID(id) else { throw .notFound("no such token") }
+        let held = self.held
+        let (now, actor, outcome) = (self.now, self.actor, self.outcome)
+        return .later { [self] finish in
+            vault.vault.withStore(reads: false) { store in
+                try administration(store).revoke(id: id, now: now, by: actor) { token in
+                    token.scopes.allSatisfy { APICredentials.mayGrant($0, holding: held) }
+                }
+            } completion: { result in
+                switch result {
+                case .success:
+                    outcome?.alias(nil, "ok", facts: [("subject", id)])
+                    adoptThen { finish(HTTPResponse(status: 204)) }
+                case let .failure(error):
+                    outcome?.alias(nil, "refused", facts: [("subject", id)])
+                    finish(.error(Self.cloakError(error)))
+                }
+            }
+        }
+    }
+
+    /// Reads the store again on this node before answering: the change holds here at once.
+    private func adoptThen(_ answer: @escaping @Sendable () -> Void) {
+        guard let refresh else { return answer() }
+        refresh.refreshNow(done: answer)
+    }
+
+    /// The answer for a refused change, or for a store that did not answer (never its text:
+    /// it may name the database's host).
+    static func cloakError(_ error: any Error) -> CloakError {
+        if let error = error as? APICredentials.Error { return error.cloakError }
+        return CloakError(.vaultUnavailable, "the vault is unavailable; nothing was changed")
+    }
+}
