@@ -97,7 +97,7 @@ package final class TestServer: Sendable {
         server = try HTTPServer(
             configuration: configuration.server, deferredHandler: service.handle,
             watchdog: service.watchdog)
-        egress = try ServiceRunner.egressServer(service)
+        egress = try ServiceRunner.egressServer(service, host: ServiceHost(service))
         server.start()
         egress?.start()
     }

@@ -42,7 +42,7 @@ struct ForwardDoorHandler: RequestHandler {
 extension CloakService {
     /// `GET /readyz`: 503 while draining, when a loop stalled, or when the store does not answer.
     func readiness(_ c: RequestContext) -> Reply {
-        if isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
+        if state.isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
         let stalled = watchdog.stalledLoops(
             now: DispatchTime.now().uptimeNanoseconds, limit: UInt64(configuration.loopStallSeconds * 1e9))
         if !stalled.isEmpty {

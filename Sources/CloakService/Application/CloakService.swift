@@ -21,59 +21,68 @@ import Synchronization
 package final class CloakService: Sendable {
     package let configuration: ServiceConfiguration
     let context: ServiceContext
-    let isDraining = Atomic<Bool>(false)
-    let vault: Vault?
+    /// What outlives a reload (the vault, limits' counts, metrics, the token directory).
+    let state: ServiceState
     let auth: Authenticator
-    /// Reads the store's API credentials every `auth.refresh_s` (nil without a vault).
-    package let credentialRefresh: CredentialRefresh?
-    let metrics = ServiceMetrics()
-    let egressMetrics: EgressMetrics
     /// Signs the forward-proxy door's per-host certificates (nil: no forward door).
     let egressCertificates: EgressCertificates?
     let rates: RequestRates
-    /// Distinct values per token and format-preserving bucket (`limits.bucket_values_per_hour`).
-    let guessLimiter = BucketGuessLimiter()
-    /// Every loop of this service's servers beats here; `/readyz` fails when one stops.
-    package let watchdog = LoopWatchdog()
-    /// Signs Cloak Elements' reveal sessions (nil without a vault): derived from the key ring,
-    /// so every node that shares it accepts any node's sessions.
-    let elementsSessionKey: HMACKey?
     /// The API listener's door (every endpoint, Elements' assets included) and the forward-proxy
     /// door's (`egress.listen`: requests inside CONNECT tunnels and absolute-form requests), each
     /// with its steps specialized; the handler is given per request (it refers to the service).
     private let apiDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
     private let forwardDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
 
+    var vault: Vault? { state.vault }
+    /// Reads the store's API credentials every `auth.refresh_s` (nil without a vault).
+    package var credentialRefresh: CredentialRefresh? { state.credentialRefresh }
+    var metrics: ServiceMetrics { state.metrics }
+    var egressMetrics: EgressMetrics { state.egressMetrics }
+    /// Distinct values per token and format-preserving bucket (`limits.bucket_values_per_hour`).
+    var guessLimiter: BucketGuessLimiter { state.guessLimiter }
+    /// Every loop of this service's servers beats here; `/readyz` fails when one stops.
+    package var watchdog: LoopWatchdog { state.watchdog }
+    /// Signs Cloak Elements' reveal sessions (nil without a vault): derived from the key ring,
+    /// so every node that shares it accepts any node's sessions.
+    var elementsSessionKey: HMACKey? { state.elementsSessionKey }
+
     /// - Parameters:
     ///   - vault: the vault for the alias endpoints (they answer 1500 without one).
     ///   - logSink: where the JSON log lines go (standard output by default; tests capture them).
     ///   - today: the date that decides expiry windows (the system's by default).
     ///   - egressCA: signs the forward-proxy door's certificates (``handleEgress(_:_:)``).
-    package init(
+    package convenience init(
         configuration: ServiceConfiguration, vault: Vault? = nil,
         logSink: @escaping LogSink = JSONLogHandler.standardOutput, today: (@Sendable () -> CalendarDate)? = nil,
         egressCA: CertificateAuthority? = nil
     ) {
+        self.init(
+            configuration: configuration,
+            state: ServiceState(
+                configuration: configuration, vault: vault, logSink: logSink,
+                today: today ?? ServiceContext.systemToday,
+                egressCA: egressCA))
+    }
+
+    /// A service for `configuration` on `state`: the first one, or the next one of a reload
+    /// (``ServiceHost``).
+    init(configuration: ServiceConfiguration, state: ServiceState) {
         self.configuration = configuration
-        self.egressMetrics = EgressMetrics(registry: metrics.registry)
-        let egressCertificates = egressCA.map {
+        self.state = state
+        let egressCertificates = state.egressCA.map {
             EgressCertificates($0, hosts: configuration.egress.routes.compactMap { $0.upstream?.host })
         }
         self.egressCertificates = egressCertificates
-        self.vault = vault
-        self.elementsSessionKey = vault?.derivedMAC(purpose: "elements-session")
+        let logSink = state.logSink
         let accessLog = AccessLog(sink: logSink)
-        let auth = Authenticator(directory: TokenDirectory(yaml: configuration.auth))
+        let auth = Authenticator(directory: state.directory)
         self.auth = auth
-        let rates = RequestRates(limiter: RateLimiter(), limits: configuration.limits, metrics: metrics)
+        let rates = RequestRates(limiter: state.limiter, limits: configuration.limits, metrics: state.metrics)
         self.rates = rates
-        let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
-        self.credentialRefresh = vault.map {
-            CredentialRefresh(
-                vault: $0, directory: auth.directory, interval: configuration.authRefreshSeconds, logger: logger)
-        }
+        let logger = state.logger
+        let today = state.today
         self.context = ServiceContext(
-            configuration: configuration, logger: logger, logSink: logSink, today: today ?? ServiceContext.systemToday)
+            configuration: configuration, logger: logger, logSink: logSink, today: today)
         ConnectionNotices.shared.setSink { reason in
             logger.warning(
                 "client address not taken",
@@ -89,7 +98,7 @@ package final class CloakService: Sendable {
         }
 
         // The order is the order of the way in; answers pass back in reverse (``Door``).
-        let metrics = self.metrics
+        let metrics = state.metrics
         let auditLog = AuditLog(logger: logger)
         let api = MiddlewareChain.build {
             AccessLogMiddleware(log: accessLog)
@@ -127,7 +136,7 @@ package final class CloakService: Sendable {
     package var logger: Logger { context.logger }
 
     /// Marks the service as draining: `/readyz` answers 503 so balancers stop sending traffic.
-    package func beginDraining() { isDraining.store(true, ordering: .relaxed) }
+    package func beginDraining() { state.isDraining.store(true, ordering: .relaxed) }
 
     /// The ``HTTPDeferredHandler`` of the API listener: answers now, or later on the request's loop.
     package func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {

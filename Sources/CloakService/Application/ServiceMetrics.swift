@@ -39,6 +39,20 @@ final class ServiceMetrics: Sendable {
     }
     private var loopStallCounter: Counter { registry.makeCounter(descriptor: Self.loopStalls) }
 
+    private static var configReloads: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "cloak", metricName: "config_reloads", unitName: "total",
+            helpText: "Configuration reloads (SIGHUP, cloak reload), by result: applied or refused")
+    }
+    private let configReloadCounters = Mutex<[String: Counter]>([:])
+
+    /// Counts a reload (`result`: `applied` or `refused`).
+    func configReloaded(_ result: String) {
+        Self.counter(in: configReloadCounters, label: ("result", result)) {
+            registry.makeCounter(descriptor: Self.configReloads, labels: [("result", result)])
+        }.increment()
+    }
+
     private static var bucketLimited: MetricNameDescriptor {
         MetricNameDescriptor(
             namespace: "cloak", metricName: "bucket_value_limit", unitName: "total",

@@ -3,25 +3,39 @@ import CloakHTTP
 import Foundation
 import Logging
 
-/// Runs the service until SIGTERM or SIGINT, then drains and returns.
+/// Runs the service until SIGTERM or SIGINT, then drains and returns; SIGHUP reloads.
 package enum ServiceRunner {
-    /// Starts the HTTP server for `service` and blocks until a termination signal.
-    ///
-    /// The signals are blocked in every thread and taken synchronously by this one with
-    /// `sigwait`, so no handler runs in signal context. On a signal: readiness turns 503, the
-    /// listeners close, in-flight requests finish (bounded by `drain_timeout_s`), and it returns.
-    /// - Parameter onStopped: runs after the server has drained (flush and close the vault here).
-    package static func run(_ service: CloakService, onStopped: () -> Void = {}) throws {
+    /// The signals `cloak serve` takes: block them in every thread before any starts.
+    package static var signals: sigset_t {
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGHUP)
+        return signals
+    }
+
+    /// Starts the HTTP server for `service` and blocks until a termination signal.
+    ///
+    /// The signals are blocked in every thread and taken synchronously by this one with
+    /// `sigwait`, so no handler runs in signal context. On SIGHUP the configuration is loaded
+    /// again with `reload` (``ServiceHost/reload(_:)``). On SIGTERM or SIGINT: readiness turns
+    /// 503, the listeners close, in-flight requests finish (bounded by `drain_timeout_s`), and it
+    /// returns.
+    /// - Parameters:
+    ///   - reload: loads the configuration file again (nil: SIGHUP is logged and ignored).
+    ///   - onStopped: runs after the server has drained (flush and close the vault here).
+    package static func run(
+        _ service: CloakService, reload: (() throws -> ServiceConfiguration)? = nil, onStopped: () -> Void = {}
+    ) throws {
+        var signals = Self.signals
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
+        let host = ServiceHost(service)
         let server = try HTTPServer(
-            configuration: service.configuration.server, deferredHandler: service.handle,
+            configuration: service.configuration.server, deferredHandler: host.handle,
             watchdog: service.watchdog)
-        let egress = try egressServer(service)
+        let egress = try egressServer(service, host: host)
         // The store's API credentials before the first request, then every auth.refresh_s.
         service.credentialRefresh?.refreshAndWait()
         service.credentialRefresh?.start()
@@ -43,8 +57,27 @@ package enum ServiceRunner {
                     "routes": .string(service.configuration.egress.routes.map(\.id).joined(separator: ",")),
                 ])
         }
+        let pidFile = service.configuration.pidFile
+        if let pidFile {
+            do {
+                try "\(getpid())\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
+            } catch {
+                service.logger.error(
+                    "cannot write server.pid_file; cloak reload cannot find this process",
+                    metadata: ["path": .string(pidFile), "reason": .string("\(error)")])
+            }
+        }
+        defer { if let pidFile { unlink(pidFile) } }
         var received: Int32 = 0
-        sigwait(&signals, &received)
+        while true {
+            sigwait(&signals, &received)
+            guard received == SIGHUP else { break }
+            if let reload {
+                host.reload(reload)
+            } else {
+                service.logger.warning("SIGHUP ignored: this server was started without a configuration file")
+            }
+        }
         service.logger.info("draining", metadata: ["signal": .stringConvertible(Int(received))])
         service.beginDraining()
         egress?.shutdown()
@@ -57,7 +90,7 @@ package enum ServiceRunner {
 
     /// The forward-proxy door on `egress.listen`, with the main listener's limits (never its TLS:
     /// the door speaks plain HTTP until a tunnel's own TLS).
-    package static func egressServer(_ service: CloakService) throws -> HTTPServer? {
+    package static func egressServer(_ service: CloakService, host: ServiceHost) throws -> HTTPServer? {
         guard let listen = service.configuration.egress.listen else { return nil }
         var configuration = service.configuration.server
         configuration.host = listen.host
@@ -66,9 +99,9 @@ package enum ServiceRunner {
         // The door is the backend's, next to it: no balancer's PROXY header in front.
         configuration.proxyProtocol = false
         return try HTTPServer(
-            configuration: configuration, deferredHandler: service.handleEgress,
+            configuration: configuration, deferredHandler: host.handleEgress,
             tunnels: TunnelAuthorizer(
-                decide: { request, host, port in service.authorizeTunnel(request, host: host, port: port) },
+                decide: { request, name, port in host.authorizeTunnel(request, host: name, port: port) },
                 malformed: { reason in .error(.malformed(reason)) }),
             watchdog: service.watchdog, name: "egress")
     }

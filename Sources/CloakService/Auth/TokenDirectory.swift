@@ -22,7 +22,12 @@ final class TokenDirectory: Sendable {
         var byID: [String: Entry] = [:]
     }
 
-    let yaml: [ServiceConfiguration.AccessToken]
+    /// The tokens each source gave last, and the snapshot made of them.
+    private struct Sources: Sendable {
+        var yaml: [ServiceConfiguration.AccessToken]
+        var stored: [ServiceConfiguration.AccessToken] = []
+    }
+    private let sources: Mutex<Sources>
     private let snapshot: Mutex<Snapshot>
     /// The clock of expiry and use (tests move it).
     let now: @Sendable () -> Int64
@@ -31,7 +36,7 @@ final class TokenDirectory: Sendable {
         yaml: [ServiceConfiguration.AccessToken],
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
-        self.yaml = yaml
+        self.sources = Mutex(Sources(yaml: yaml))
         self.now = now
         self.snapshot = Mutex(Self.snapshot(yaml: yaml, stored: []).snapshot)
     }
@@ -55,13 +60,35 @@ final class TokenDirectory: Sendable {
         return entry.token
     }
 
+    /// The YAML's tokens now.
+    var yaml: [ServiceConfiguration.AccessToken] { sources.withLock { $0.yaml } }
+
     /// Replaces the store's tokens. An id the YAML also names is refused (the YAML's stays);
     /// returns those ids, for the log.
     @discardableResult
     func adopt(_ stored: [ServiceConfiguration.AccessToken]) -> [String] {
-        let made = Self.snapshot(yaml: yaml, stored: stored)
+        rebuild { $0.stored = stored }
+    }
+
+    /// Replaces the YAML's tokens (a reload); returns the store's ids it now shadows.
+    @discardableResult
+    func replaceYAML(_ yaml: [ServiceConfiguration.AccessToken]) -> [String] {
+        rebuild { $0.yaml = yaml }
+    }
+
+    private func rebuild(_ change: (inout Sources) -> Void) -> [String] {
+        // One change at a time: the snapshot is always made of the latest of both sources.
+        sources.withLock { sources in
+            change(&sources)
+            let made = Self.snapshot(yaml: sources.yaml, stored: sources.stored)
+            install(made.snapshot)
+            return made.conflicts
+        }
+    }
+
+    private func install(_ made: Snapshot) {
         snapshot.withLock { current in
-            var next = made.snapshot
+            let next = made
             // Keep the use marks of tokens that stay.
             for (id, entry) in next.byID {
                 if let old = current.byID[id], old.token.sha256 == entry.token.sha256 {
@@ -70,7 +97,6 @@ final class TokenDirectory: Sendable {
             }
             current = next
         }
-        return made.conflicts
     }
 
     /// When this node last saw each token presented (ids seen since start only).

@@ -72,8 +72,9 @@ extension ServiceConfiguration {
         "server": [
             "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
             "drain_timeout_s", "header_timeout_s", "body_timeout_s", "max_connections_per_address", "loop_stall_s",
-            "trusted_proxies", "proxy_protocol", "forwarded_header",
+            "trusted_proxies", "proxy_protocol", "forwarded_header", "pid_file",
         ],
+        "auth": ["refresh_s"],
         "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections", "key_refresh_s"],
     ]
 
@@ -99,9 +100,13 @@ extension ServiceConfiguration {
             allowed: [
                 "listen", "threads", "max_body_bytes", "max_header_bytes", "idle_timeout_s", "max_connections",
                 "drain_timeout_s", "tls", "header_timeout_s", "body_timeout_s", "max_connections_per_address",
-                "loop_stall_s", "trusted_proxies", "proxy_protocol", "forwarded_header",
+                "loop_stall_s", "trusted_proxies", "proxy_protocol", "forwarded_header", "pid_file",
             ])
         {
+            if let path = r.string(server["pid_file"], at: "server.pid_file") {
+                if path.isEmpty { r.issue("server.pid_file", "must not be empty", server["pid_file"]) }
+                config.pidFile = path
+            }
             if let listen = r.string(server["listen"], at: "server.listen") {
                 if let (host, port) = parseListen(listen) {
                     config.server.host = host

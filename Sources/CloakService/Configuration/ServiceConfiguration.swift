@@ -23,6 +23,8 @@ package struct ServiceConfiguration: Sendable {
     /// `server.loop_stall_s`: `/readyz` answers 503 when any event loop (main listener or egress
     /// door) has not turned for this long.
     package var loopStallSeconds: Double = 5
+    /// `server.pid_file`: where `cloak serve` writes its process id (`cloak reload` signals it).
+    package var pidFile: String?
     /// `elements`: the pages that may embed Cloak Elements (none by default).
     package var elements = ElementsSettings()
 

@@ -36,7 +36,7 @@ extension CloakService {
     }
 
     private func decideTunnel(_ connect: HTTPRequest, identity: Identity, host: String, port: Int) -> TunnelDecision {
-        if isDraining.load(ordering: .relaxed) {
+        if state.isDraining.load(ordering: .relaxed) {
             return .refuse(.error(CloakError(.tooManyConnections, "the server is shutting down")))
         }
         do throws(CloakError) { try rates.check(client: connect.remoteAddress, identity: identity) } catch {

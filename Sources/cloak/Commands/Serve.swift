@@ -11,12 +11,9 @@ struct Serve: ParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func run() throws {
-        // Block SIGTERM/SIGINT before any thread starts (the vault's included): every thread
-        // inherits the mask, and only ServiceRunner's sigwait takes them.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGINT)
+        // Block SIGTERM, SIGINT and SIGHUP before any thread starts (the vault's included): every
+        // thread inherits the mask, and only ServiceRunner's sigwait takes them.
+        var signals = ServiceRunner.signals
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         let configuration = try options.load()
         let bootLogger = CloakService(configuration: configuration).logger
@@ -51,8 +48,9 @@ struct Serve: ParsableCommand {
         let service = CloakService(configuration: configuration, vault: vault, egressCA: egressCA)
         do {
             keyRefresh.start()
+            let path = options.config
             try ServiceRunner.run(
-                service,
+                service, reload: { try ServiceConfiguration.load(path: path) },
                 onStopped: {
                     keyRefresh.stop()
                     vault.close()

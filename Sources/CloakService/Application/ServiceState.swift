@@ -1,0 +1,49 @@
+import CloakCore
+import CloakCrypto
+import CloakHTTP
+import CloakVault
+import Logging
+import Synchronization
+
+/// What a service keeps across reloads of its configuration (``ServiceHost``): the vault, the
+/// counts of the rate and guess limits, the metrics, the loops' watchdog, the token directory
+/// and its refresh, the signing keys. Everything else a ``CloakService`` derives from its
+/// configuration, once, and a reload makes a new one on the same state.
+final class ServiceState: Sendable {
+    let vault: Vault?
+    let metrics = ServiceMetrics()
+    let egressMetrics: EgressMetrics
+    /// The request rates' buckets (each generation brings its own `limits`).
+    let limiter = RateLimiter()
+    let guessLimiter = BucketGuessLimiter()
+    let watchdog = LoopWatchdog()
+    let isDraining = Atomic<Bool>(false)
+    /// The YAML's tokens (replaced by a reload) and the store's (``CredentialRefresh``).
+    let directory: TokenDirectory
+    let credentialRefresh: CredentialRefresh?
+    let elementsSessionKey: HMACKey?
+    let egressCA: CertificateAuthority?
+    let logSink: LogSink
+    let logger: Logger
+    let today: @Sendable () -> CalendarDate
+
+    init(
+        configuration: ServiceConfiguration, vault: Vault?, logSink: @escaping LogSink,
+        today: @escaping @Sendable () -> CalendarDate, egressCA: CertificateAuthority?
+    ) {
+        self.vault = vault
+        self.egressMetrics = EgressMetrics(registry: metrics.registry)
+        let directory = TokenDirectory(yaml: configuration.auth)
+        self.directory = directory
+        let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
+        self.logger = logger
+        self.logSink = logSink
+        self.today = today
+        self.egressCA = egressCA
+        self.elementsSessionKey = vault?.derivedMAC(purpose: "elements-session")
+        self.credentialRefresh = vault.map {
+            CredentialRefresh(
+                vault: $0, directory: directory, interval: configuration.authRefreshSeconds, logger: logger)
+        }
+    }
+}
