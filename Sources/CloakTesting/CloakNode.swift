@@ -24,10 +24,11 @@ package final class CloakNode: @unchecked Sendable {
     ///   - tokenID: the id the configuration gives ``token``.
     ///   - scopes: the scopes it gives it.
     ///   - secret: the token's secret the configuration lists (its SHA-256).
+    ///   - configure: changes the YAML before the node reads it (routes, telemetry).
     package init(
         store: String, directory: String, environment: [String: String] = [:], tokenID: String = "nodes",
         scopes: String = "aliases:create, aliases:reveal, aliases:lookup, aliases:update, aliases:delete",
-        secret: String = CloakNode.token
+        secret: String = CloakNode.token, configure: (String) -> String = { $0 }
     ) throws {
         let hex = Digest.sha256(Array(secret.utf8)).map { String(format: "%02x", $0) }.joined()
         let config = "\(directory)/node-\(UUID().uuidString).yaml"
@@ -38,7 +39,7 @@ package final class CloakNode: @unchecked Sendable {
         .replacingOccurrences(
             of: "token: {requests_per_minute: 6000, burst: 600}",
             with: "token: {requests_per_minute: 10000000, burst: 1000000}")
-        try yaml.write(toFile: config, atomically: true, encoding: .utf8)
+        try configure(yaml).write(toFile: config, atomically: true, encoding: .utf8)
         port = try Self.freePort()
         output = "\(directory)/node-\(port).log"
         _ = FileManager.default.createFile(atPath: output, contents: nil)

@@ -37,6 +37,9 @@ package final class RawUpstream: @unchecked Sendable {
         }.start()
     }
 
+    /// Everything received so far.
+    package var bytes: [UInt8] { received.withLock { $0 } }
+
     /// Everything received so far, as text.
     package var text: String { String(decoding: received.withLock { $0 }, as: UTF8.self) }
 

@@ -34,7 +34,7 @@ struct ForwardDoorHandler: RequestHandler {
     unowned let service: CloakService
 
     func reply(to context: RequestContext) throws(CloakError) -> Reply {
-        service.egressHandler(context.identity).forwardDoor(context.request)
+        service.egressHandler(context.identity).forwardDoor(context.request, trace: context.trace)
     }
 }
 
@@ -66,12 +66,13 @@ extension CloakService {
     }
 
     func forms(_ c: RequestContext) throws(CloakError) -> FormTokenizeHandler {
-        FormTokenizeHandler(context: context, vault: try requireVault(c.request, c.identity), identity: c.identity)
+        FormTokenizeHandler(
+            context: context, vault: try requireVault(c.request, c.identity, trace: c.trace), identity: c.identity)
     }
 
     func vaultAPI(_ c: RequestContext) throws(CloakError) -> VaultAPIHandler {
         VaultAPIHandler(
-            vault: try requireVault(c.request, c.identity), identity: c.identity,
+            vault: try requireVault(c.request, c.identity, trace: c.trace), identity: c.identity,
             openTokenize: configuration.openTokenize, outcome: c.outcome)
     }
 
@@ -89,8 +90,10 @@ extension CloakService {
             throw CloakError(.vaultUnavailable, "this server runs without a vault")
         }
         return ElementsRevealHandler(
-            elements: elements, vault: try requireVault(c.request),
-            vaultFor: { [self, request = c.request] identity in vaultClient(request, identity) },
+            elements: elements, vault: try requireVault(c.request, trace: c.trace),
+            vaultFor: { [self, request = c.request, trace = c.trace] identity in
+                vaultClient(request, identity, trace: trace)
+            },
             sessionKey: sessionKey, identity: c.identity, client: c.request.remoteAddress, outcome: c.outcome,
             tokens: auth.directory)
     }

@@ -5,6 +5,7 @@ import CloakVault
 import Foundation
 import Logging
 import Synchronization
+import Tracing
 
 /// The service: two doors (the API listener and the egress forward-proxy door), each a list of
 /// middleware and a handler (``Door``); every failure becomes a VGSError body, every answer an
@@ -54,14 +55,14 @@ package final class CloakService: Sendable {
     package convenience init(
         configuration: ServiceConfiguration, vault: Vault? = nil,
         logSink: @escaping LogSink = JSONLogHandler.standardOutput, today: (@Sendable () -> CalendarDate)? = nil,
-        egressCA: CertificateAuthority? = nil
+        egressCA: CertificateAuthority? = nil, tracer: (any Tracer)? = nil
     ) {
         self.init(
             configuration: configuration,
             state: ServiceState(
                 configuration: configuration, vault: vault, logSink: logSink,
                 today: today ?? ServiceContext.systemToday,
-                egressCA: egressCA))
+                egressCA: egressCA, tracer: tracer))
     }
 
     /// A service for `configuration` on `state`: the first one, or the next one of a reload
@@ -110,6 +111,7 @@ package final class CloakService: Sendable {
             RoutingMiddleware(router: Self.router)
             AuthMiddleware(authenticator: auth, credentials: .api)
             RateLimitMiddleware(rates: rates)
+            TracingMiddleware(tracer: state.tracer)
             CORSMiddleware(allowedOrigins: configuration.corsAllowedOrigins)
             AuditMiddleware(log: auditLog)
             ScopeMiddleware(openTokenize: configuration.openTokenize)
@@ -123,6 +125,7 @@ package final class CloakService: Sendable {
             ViolationMiddleware()
             AuthMiddleware(authenticator: auth, credentials: .forwardProxy)
             RateLimitMiddleware(rates: rates)
+            TracingMiddleware(tracer: state.tracer)
         }
         let forwardDoor = Door(steps: forward)
         self.forwardDoor = { request, responder, service in
@@ -187,7 +190,7 @@ package final class CloakService: Sendable {
     }
 
     /// The vault for one request's handlers: its completions run on the request's loop.
-    func vaultClient(_ request: HTTPRequest, _ identity: Identity? = nil) -> VaultClient? {
+    func vaultClient(_ request: HTTPRequest, _ identity: Identity? = nil, trace: RequestTrace? = nil) -> VaultClient? {
         vault.map {
             VaultClient(
                 vault: $0, loop: request.loop, admission: identity.flatMap { admission(for: $0) },
@@ -195,7 +198,7 @@ package final class CloakService: Sendable {
                     default: configuration.limits.bucketValuesPerHour),
                 onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) },
                 chargeAnonymous: { [rates, address = request.remoteAddress] n in rates.chargeAnonymous(address, n) },
-                onUnavailable: Self.logUnavailable(logger))
+                onUnavailable: Self.logUnavailable(logger), trace: trace)
         }
     }
 
@@ -206,8 +209,11 @@ package final class CloakService: Sendable {
     }
 
     /// The request's vault client, or 1500 when this server runs without a vault.
-    func requireVault(_ request: HTTPRequest, _ identity: Identity? = nil) throws(CloakError) -> VaultClient {
-        guard let client = vaultClient(request, identity) else {
+    func requireVault(_ request: HTTPRequest, _ identity: Identity? = nil, trace: RequestTrace? = nil)
+        throws(CloakError)
+        -> VaultClient
+    {
+        guard let client = vaultClient(request, identity, trace: trace) else {
             throw CloakError(.vaultUnavailable, "this server runs without a vault")
         }
         return client

@@ -104,15 +104,16 @@ extension Endpoint {
         Endpoint("proxy", proxied, ["/proxy/{path...}"], access: .tokenize, rate: .creatorOrRevealer) {
             s, c throws(CloakError) in
             try ProxyHandler(
-                context: s.context, vault: s.vaultClient(c.request, c.identity), routes: s.configuration.routes,
-                identity: c.identity
+                context: s.context, vault: s.vaultClient(c.request, c.identity, trace: c.trace),
+                routes: s.configuration.routes,
+                identity: c.identity, trace: c.trace
             ).reply(to: c)
         },
         Endpoint(
             "egress", proxied, ["/egress/{route}", "/egress/{route}/{path...}"], access: .egressRoute, rate: .caller,
             credentials: .proxyAuthorization
         ) { s, c throws(CloakError) in
-            s.egressHandler(c.identity).transformDoor(c.request, routeID: c.parameter("route"))
+            s.egressHandler(c.identity).transformDoor(c.request, routeID: c.parameter("route"), trace: c.trace)
         },
     ]
 

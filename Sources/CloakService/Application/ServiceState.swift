@@ -4,6 +4,7 @@ import CloakHTTP
 import CloakVault
 import Logging
 import Synchronization
+import Tracing
 
 /// What a service keeps across reloads of its configuration (``ServiceHost``): the vault, the
 /// counts of the rate and guess limits, the metrics, the loops' watchdog, the token directory
@@ -26,11 +27,14 @@ final class ServiceState: Sendable {
     let logSink: LogSink
     let logger: Logger
     let today: @Sendable () -> CalendarDate
+    /// Starts the spans of `telemetry.traces` (nil: tracing is off).
+    let tracer: (any Tracer)?
 
     init(
         configuration: ServiceConfiguration, vault: Vault?, logSink: @escaping LogSink,
-        today: @escaping @Sendable () -> CalendarDate, egressCA: CertificateAuthority?
+        today: @escaping @Sendable () -> CalendarDate, egressCA: CertificateAuthority?, tracer: (any Tracer)?
     ) {
+        self.tracer = tracer
         self.vault = vault
         self.egressMetrics = EgressMetrics(registry: metrics.registry)
         let directory = TokenDirectory(yaml: configuration.auth)

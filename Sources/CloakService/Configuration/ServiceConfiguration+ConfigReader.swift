@@ -92,7 +92,9 @@ extension ServiceConfiguration {
         guard
             let top = r.mapping(
                 root, at: "",
-                allowed: ["server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements"])
+                allowed: [
+                    "server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements", "telemetry",
+                ])
         else { return config }
 
         if let server = r.mapping(
@@ -241,6 +243,7 @@ extension ServiceConfiguration {
 
         readAuth(top["auth"], into: &config, r)
         readLimits(top["limits"], into: &config, r)
+        readTelemetry(top["telemetry"], into: &config, r)
 
         if let cors = r.mapping(top["cors"], at: "cors", allowed: ["allowed_origins"]) {
             config.corsAllowedOrigins = r.strings(cors["allowed_origins"], at: "cors.allowed_origins") ?? []

@@ -25,6 +25,8 @@ package struct ServiceConfiguration: Sendable {
     package var loopStallSeconds: Double = 5
     /// `server.pid_file`: where `cloak serve` writes its process id (`cloak reload` signals it).
     package var pidFile: String?
+    /// `telemetry.traces` (nil: no tracing).
+    package var traces: TraceSettings?
     /// `elements`: the pages that may embed Cloak Elements (none by default).
     package var elements = ElementsSettings()
 

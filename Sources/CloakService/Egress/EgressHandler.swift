@@ -36,7 +36,7 @@ struct EgressHandler: Sendable {
     }
 
     /// `ANY /egress/{route}/{path…}`.
-    func transformDoor(_ request: HTTPRequest, routeID: String) -> Reply {
+    func transformDoor(_ request: HTTPRequest, routeID: String, trace: RequestTrace? = nil) -> Reply {
         guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
         // The scope is checked before the route is looked up: a token cannot probe route ids.
         guard identity.mayUseEgress(routeID) else {
@@ -51,11 +51,11 @@ struct EgressHandler: Sendable {
         }
         var path = String(request.rawPath.dropFirst(prefix.count))
         if path.isEmpty { path = "/" }
-        return forward(request, route: route, path: path)
+        return forward(request, route: route, path: path, trace: trace)
     }
 
     /// A request on the forward-proxy door.
-    func forwardDoor(_ request: HTTPRequest) -> Reply {
+    func forwardDoor(_ request: HTTPRequest, trace: RequestTrace? = nil) -> Reply {
         guard let target = request.proxyTarget else {
             return refuse(
                 .malformed(
@@ -79,7 +79,7 @@ struct EgressHandler: Sendable {
         else {
             return refuse(CloakError(.forbidden, Self.noRoute), route: nil)
         }
-        return forward(request, route: route, path: request.rawPath)
+        return forward(request, route: route, path: request.rawPath, trace: trace)
     }
 
     /// The forward door's one refusal text for a request no route of the token's fits.
@@ -92,7 +92,7 @@ struct EgressHandler: Sendable {
         return settings.routes.contains { $0.goes(to: "https", host: host, port: port) && identity.mayUseEgress($0.id) }
     }
 
-    private func forward(_ request: HTTPRequest, route: Route, path: String) -> Reply {
+    private func forward(_ request: HTTPRequest, route: Route, path: String, trace: RequestTrace?) -> Reply {
         let start = DispatchTime.now().uptimeNanoseconds
         guard route.allows(method: request.method.rawValue, path: path) else {
             return refuse(
@@ -127,10 +127,10 @@ struct EgressHandler: Sendable {
             vault: vault.map {
                 VaultClient(
                     vault: $0, loop: request.loop, admission: admission,
-                    onUnavailable: CloakService.logUnavailable(context.logger))
+                    onUnavailable: CloakService.logUnavailable(context.logger), trace: trace)
             },
             requestCaller: caller, responseCaller: caller,
-            limitName: "max_aliases of route \(route.id) (and vault.max_batch)")
+            limitName: "max_aliases of route \(route.id) (and vault.max_batch)", trace: trace)
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true)
         let tokenID = identity.token?.id ?? "-"
         let sink = context.logSink

@@ -11,6 +11,8 @@ struct ProxyHandler: RequestHandler {
     let vault: VaultClient?
     let routes: [Route]
     let identity: Identity
+    /// The request's span, when tracing is on.
+    var trace: RequestTrace? = nil
 
     func reply(to c: RequestContext) throws(CloakError) -> Reply {
         let request = c.request
@@ -47,7 +49,8 @@ struct ProxyHandler: RequestHandler {
             request, form: formName, context: context, caller: caller, keepSensitiveRaw: true)
         // The form's values are aliased before the exchange starts: the route has no operations.
         let call = RouteCall(
-            route: route, vault: vault, requestCaller: caller, responseCaller: caller, limitName: "vault.max_batch")
+            route: route, vault: vault, requestCaller: caller, responseCaller: caller, limitName: "vault.max_batch",
+            trace: trace)
         return .later { finish in
             prepared.resolve(with: vault, failing: finish) { entries, _ in
                 do throws(CloakError) {
@@ -73,7 +76,8 @@ struct ProxyHandler: RequestHandler {
             ? try identity.aliasCaller(openTokenize: context.configuration.openTokenize) : .anonymous
         return RouteCall(
             route: route, vault: vault, requestCaller: requestCaller,
-            responseCaller: AliasCaller(mayReveal: false, anonymous: !identity.isCreator), limitName: "vault.max_batch")
+            responseCaller: AliasCaller(mayReveal: false, anonymous: !identity.isCreator), limitName: "vault.max_batch",
+            trace: trace)
     }
 
     /// What follows the route's path, still percent-encoded as the client sent it (checked by

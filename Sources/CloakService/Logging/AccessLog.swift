@@ -12,7 +12,8 @@ struct AccessLog: Sendable {
     let sink: LogSink
 
     func record(
-        method: String, path: String, route: String, status: Int, micros: Int, requestID: String, client: String = ""
+        method: String, path: String, route: String, status: Int, micros: Int, requestID: String, client: String = "",
+        trace: (traceID: String, spanID: String)? = nil
     ) {
         var w = JSONWriter(reservingCapacity: 256)
         w.rawJSON(#"{"ts":""#)
@@ -34,6 +35,12 @@ struct AccessLog: Sendable {
         w.writeString(requestID)
         w.rawJSON(#","client":"#)
         w.writeString(client)
+        if let trace {
+            w.rawJSON(#","trace_id":"#)
+            w.writeString(trace.traceID)
+            w.rawJSON(#","span_id":"#)
+            w.writeString(trace.spanID)
+        }
         w.rawJSON("}")
         w.withBytes { sink($0) }
     }

@@ -8,6 +8,10 @@ struct AuditMiddleware: Middleware {
 
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
         guard let outcome = context.outcome else { return }
-        for entry in outcome.recorded { log.record(entry) }
+        let ids = context.trace?.ids
+        for var entry in outcome.recorded {
+            if let ids { entry.facts += [("trace_id", ids.traceID), ("span_id", ids.spanID)] }
+            log.record(entry)
+        }
     }
 }

@@ -19,6 +19,11 @@ struct RequestContext: Sendable {
     /// What the handler of an audited endpoint did (``ScopeMiddleware`` makes it on admission;
     /// ``AuditMiddleware`` writes it).
     var outcome: Outcome?
+    /// The request's span, when tracing is on (``TracingMiddleware``).
+    var trace: RequestTrace?
+    /// The peer is one of `server.trusted_proxies` (``ClientAddressMiddleware``): its trace
+    /// context is trusted.
+    var viaTrustedProxy = false
 
     init(_ request: HTTPRequest, start: UInt64) {
         self.request = request

@@ -13,6 +13,8 @@ extension Route {
         return withoutHopByHop(headers).filter { header in
             !framed.contains { header.name.caseInsensitiveEquals($0) }
                 && (keepAuthorization || !header.name.caseInsensitiveEquals("authorization"))
+                // A caller's trace context never passes: Cloak sends its own when it traces.
+                && !RequestTrace.isTraceHeader(header.name)
         }
     }
 

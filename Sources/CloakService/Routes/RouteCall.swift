@@ -1,6 +1,7 @@
 import CloakCore
 import CloakHTTP
 import CloakVault
+import Tracing
 
 /// Sends one request through a route, for either door and every kind of route: the route's
 /// request operations, the upstream (or, for `upstream: echo`, the caller), its response
@@ -14,6 +15,9 @@ struct RouteCall: Sendable {
     let responseCaller: AliasCaller
     /// What to call the bound on selected values in the error (the route's and the vault's).
     let limitName: String
+    /// The request's span, when tracing is on: each upstream exchange is a child span, and the
+    /// upstream gets `traceparent` for it.
+    var trace: RequestTrace? = nil
 
     typealias Finish = @Sendable (HTTPResponse, RouteExchange.Outcome) -> Void
 
@@ -36,11 +40,33 @@ struct RouteCall: Sendable {
             let target = Route.target(upstream, rest: rest, query: request.query)
             let method = request.method
             let route = self.route
+            let trace = self.trace
             send = { body, headers, done in
-                let headers = route.sentHeaders(headers, contentType: contentType)
-                loop.call(
-                    Route.request(to: upstream, method: method, target: target, headers: headers, body: body),
-                    done: done)
+                var headers = route.sentHeaders(headers, contentType: contentType)
+                guard let trace else {
+                    return loop.call(
+                        Route.request(to: upstream, method: method, target: target, headers: headers, body: body),
+                        done: done)
+                }
+                let span = trace.child("upstream " + method.rawValue, kind: .client)
+                span.attributes["server.address"] = upstream.host
+                span.attributes["server.port"] = upstream.port
+                span.attributes["http.request.body.size"] = body.count
+                headers.removeAll { RequestTrace.isTraceHeader($0.name) }
+                headers += trace.headers(for: span)
+                loop.call(Route.request(to: upstream, method: method, target: target, headers: headers, body: body)) {
+                    result in
+                    switch result {
+                    case let .success(response):
+                        span.attributes["http.response.status_code"] = response.status
+                        span.attributes["http.response.body.size"] = response.body.count
+                    case let .failure(error):
+                        span.attributes["cloak.error.code"] = error.code.rawValue
+                        span.setStatus(SpanStatus(code: .error))
+                    }
+                    span.end()
+                    done(result)
+                }
             }
         } else {
             send = { body, headers, done in

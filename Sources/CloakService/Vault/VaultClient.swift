@@ -2,6 +2,7 @@ import CloakCore
 import CloakHTTP
 import CloakVault
 import Dispatch
+import Tracing
 
 /// The vault as one request's handlers use it: every completion runs on the request's loop
 /// thread. Encoding the answer, counting it in metrics and writing its log line are then loop
@@ -24,6 +25,8 @@ struct VaultClient: Sendable {
     /// Told why a reveal found the vault unavailable (a record under a retired key version, a
     /// record that fails authentication): the reason names versions and operations, never values.
     var onUnavailable: (@Sendable (String) -> Void)? = nil
+    /// The request's span, when tracing is on: each vault call is a child span.
+    var trace: RequestTrace? = nil
 
     var settings: Vault.Settings { vault.settings }
 
@@ -38,6 +41,7 @@ struct VaultClient: Sendable {
         _ requests: [AliasRequest], caller: AliasCaller,
         completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void
     ) {
+        let completion = traced("create", count: requests.count, completion)
         var caller = caller
         if !caller.anonymous, let admission {
             if let refusal = admission.admit(requests, vault: vault) { return completion(.failure(refusal)) }
@@ -65,6 +69,7 @@ struct VaultClient: Sendable {
     /// Looks values up; a token holder's lookup passes its ``LookupAdmission`` first (per-value
     /// charge, misses held to the bucket limit).
     func lookup(_ values: [String], completion: @escaping @Sendable (Result<[RevealedRecord?], VaultError>) -> Void) {
+        let completion = traced("lookup", count: values.count, completion)
         guessing(values, completion: completion, found: { $0.map { $0 != nil } }) { done in
             vault.lookup(values, completion: done)
         }
@@ -76,6 +81,7 @@ struct VaultClient: Sendable {
     func revealGuessing(
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
+        let completion = traced("reveal", count: aliases.count, completion)
         guessing(aliases, completion: completion, found: { found in aliases.map { found[$0] != nil } }) { done in
             vault.reveal(aliases) { [onUnavailable] result in
                 if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
@@ -111,6 +117,7 @@ struct VaultClient: Sendable {
     func reveal(
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
+        let completion = traced("reveal", count: aliases.count, completion)
         vault.reveal(aliases) { [onUnavailable] result in
             if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
             onLoop { completion(result) }
@@ -118,6 +125,7 @@ struct VaultClient: Sendable {
     }
 
     func delete(_ alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
+        let completion = traced("delete", count: 1, completion)
         vault.delete(alias) { result in onLoop { completion(result) } }
     }
 
@@ -125,6 +133,7 @@ struct VaultClient: Sendable {
         _ alias: String, classifiers: [String]?, metadata: [String: String]?, ttlSeconds: Int?,
         completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
     ) {
+        let completion = traced("update", count: 1, completion)
         vault.update(alias, classifiers: classifiers, metadata: metadata, ttlSeconds: ttlSeconds) { result in
             onLoop { completion(result) }
         }
@@ -138,6 +147,21 @@ struct VaultClient: Sendable {
 
     func ping(completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
         vault.ping { result in onLoop { completion(result) } }
+    }
+
+    /// `completion` wrapped in a child span of the request's, named `vault <operation>`, with the
+    /// number of values or aliases in the call (nil without tracing: `completion` itself).
+    private func traced<T: Sendable>(
+        _ operation: String, count: Int, _ completion: @escaping @Sendable (Result<T, VaultError>) -> Void
+    ) -> @Sendable (Result<T, VaultError>) -> Void {
+        guard let trace else { return completion }
+        let span = trace.child("vault " + operation, kind: .client)
+        span.attributes["cloak.vault.items"] = count
+        return { result in
+            if case .failure = result { span.setStatus(SpanStatus(code: .error)) }
+            span.end()
+            completion(result)
+        }
     }
 
     private func onLoop(_ work: @escaping @Sendable () -> Void) {

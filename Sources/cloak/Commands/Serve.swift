@@ -45,13 +45,24 @@ struct Serve: ParsableCommand {
                 throw ExitCode(2)
             }
         }
-        let service = CloakService(configuration: configuration, vault: vault, egressCA: egressCA)
+        var traces: TraceExport?
+        if let settings = configuration.traces {
+            do {
+                traces = try TraceExport(settings, logger: bootLogger)
+            } catch {
+                FileHandle.standardError.write(Data("cloak: cannot start the trace export: \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+        let service = CloakService(
+            configuration: configuration, vault: vault, egressCA: egressCA, tracer: traces?.tracer)
         do {
             keyRefresh.start()
             let path = options.config
             try ServiceRunner.run(
                 service, reload: { try ServiceConfiguration.load(path: path) },
                 onStopped: {
+                    traces?.stop()
                     keyRefresh.stop()
                     vault.close()
                 })
