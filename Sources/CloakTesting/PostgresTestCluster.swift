@@ -37,3 +37,31 @@ package enum PostgresTestCluster {
         guard p.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
     }
 }
+
+extension PostgresTestCluster {
+    /// Runs `scripts/postgres <arguments>`: its exit status and standard output (trimmed).
+    package static func script(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let p = Process()
+        p.executableURL = TestServer.repositoryRoot.appendingPathComponent("scripts/postgres")
+        p.arguments = arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (
+            p.terminationStatus, String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        )
+    }
+
+    /// A primary with a synchronous streaming standby of its own, in `directory` (`primary/`,
+    /// `standby/`), started by `scripts/postgres`: the two URLs.
+    package static func primaryAndStandby(in directory: String) throws -> (primary: String, standby: String) {
+        let primary = try script(["start", "\(directory)/primary"])
+        guard primary.status == 0 else { throw CocoaError(.executableLoad) }
+        let standby = try script(["standby", "\(directory)/primary", "\(directory)/standby"])
+        guard standby.status == 0 else { throw CocoaError(.executableLoad) }
+        return (primary.output, standby.output)
+    }
+}

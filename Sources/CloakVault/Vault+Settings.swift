@@ -14,6 +14,9 @@ extension Vault {
         /// anonymous request needing that bucket is refused, so anonymous callers cannot wear out
         /// the aliases of one card's BIN and last four.
         package var maxBucketShare: Double
+        /// A store call not answered within it fails as unavailable (`vault.store_timeout_ms`);
+        /// nil: no limit.
+        package var storeTimeoutMilliseconds: Int? = nil
         package init(
             environment: String = "sandbox", volatileTTLSeconds: Int = 3600, maxBatch: Int = 100,
             dedupeCacheEntries: Int = 0, intentTTLSeconds: Int = 86_400, maxBucketShare: Double = 0.25

@@ -95,7 +95,9 @@ package final class Vault: Sendable {
             }
         }
         self.executors = stores.enumerated().map { index, store in
-            VaultExecutor(store: store, maintenance: index == 0 ? sweep : { _ in })
+            VaultExecutor(
+                store: store, timeoutMilliseconds: settings.storeTimeoutMilliseconds,
+                maintenance: index == 0 ? sweep : { _ in })
         }
     }
 

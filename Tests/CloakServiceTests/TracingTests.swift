@@ -83,7 +83,8 @@ import Testing
         let routed = try node.client().request(
             "POST", "/proxy/pay", json: #"{"card":"\#(Self.cards[0])","amount":100}"#,
             headers: [
-                auth, ("traceparent", Self.callerParent), ("tracestate", "vendor=abc"), ("traceparent", Self.callerParent),
+                auth, ("traceparent", Self.callerParent), ("tracestate", "vendor=abc"),
+                ("traceparent", Self.callerParent),
             ])
         #expect(routed.status == 204)
 

@@ -33,6 +33,9 @@ package final class CloakService: Sendable {
     /// with its steps specialized; the handler is given per request (it refers to the service).
     private let apiDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
     private let forwardDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
+    /// The forward-proxy door's steps for a CONNECT, before ``decideTunnel(_:identity:host:port:)``.
+    private let tunnelDoor:
+        @Sendable (HTTPRequest, (RequestContext) throws(CloakError) -> TunnelDecision) -> TunnelDecision
 
     var vault: Vault? { state.vault }
     /// Reads the store's API credentials every `auth.refresh_s` (nil without a vault).
@@ -111,7 +114,7 @@ package final class CloakService: Sendable {
             RoutingMiddleware(router: Self.router)
             AuthMiddleware(authenticator: auth, credentials: .api)
             RateLimitMiddleware(rates: rates)
-            TracingMiddleware(tracer: state.tracer)
+            TracingMiddleware(tracer: state.tracer, sampleRatio: configuration.traces?.sampleRatio ?? 1)
             CORSMiddleware(allowedOrigins: configuration.corsAllowedOrigins)
             AuditMiddleware(log: auditLog)
             ScopeMiddleware(openTokenize: configuration.openTokenize)
@@ -125,12 +128,13 @@ package final class CloakService: Sendable {
             ViolationMiddleware()
             AuthMiddleware(authenticator: auth, credentials: .forwardProxy)
             RateLimitMiddleware(rates: rates)
-            TracingMiddleware(tracer: state.tracer)
+            TracingMiddleware(tracer: state.tracer, sampleRatio: configuration.traces?.sampleRatio ?? 1)
         }
         let forwardDoor = Door(steps: forward)
         self.forwardDoor = { request, responder, service in
             forwardDoor.handle(request, responder, ForwardDoorHandler(service: service))
         }
+        self.tunnelDoor = { request, decide in forwardDoor.decide(request, decide) }
     }
 
     /// Every endpoint of the API listener (``Endpoint/api``).
@@ -150,6 +154,13 @@ package final class CloakService: Sendable {
     /// CONNECT tunnels and absolute-form requests.
     package func handleEgress(_ request: HTTPRequest, _ responder: HTTPResponder) {
         forwardDoor(request, responder, self)
+    }
+
+    /// Passes a CONNECT through the forward-proxy door's steps, then decides it.
+    func passTunnelDoor(
+        _ connect: HTTPRequest, _ decide: (RequestContext) throws(CloakError) -> TunnelDecision
+    ) -> TunnelDecision {
+        tunnelDoor(connect, decide)
     }
 
     /// Handles a request on the API listener's door and waits for its answer (benchmarks and

@@ -52,6 +52,7 @@ package final class ServiceHost: Sendable {
         next.egress.caKey = running.configuration.egress.caKey
         next.authRefreshSeconds = running.configuration.authRefreshSeconds
         next.pidFile = running.configuration.pidFile
+        next.traces = running.configuration.traces
 
         let service = CloakService(configuration: next, state: running.state)
         for id in running.state.directory.replaceYAML(next.auth) {
@@ -94,6 +95,7 @@ package final class ServiceHost: Sendable {
         }
         if running.authRefreshSeconds != next.authRefreshSeconds { changed.append("auth.refresh_s") }
         if running.pidFile != next.pidFile { changed.append("server.pid_file") }
+        if running.traces != next.traces { changed.append("telemetry") }
         return changed
     }
 

@@ -75,7 +75,10 @@ extension ServiceConfiguration {
             "trusted_proxies", "proxy_protocol", "forwarded_header", "pid_file",
         ],
         "auth": ["refresh_s"],
-        "vault": ["environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections", "key_refresh_s"],
+        "vault": [
+            "environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections", "key_refresh_s",
+            "store_timeout_ms",
+        ],
     ]
 
     static func overridePath(_ variable: String) -> [String]? {
@@ -204,6 +207,7 @@ extension ServiceConfiguration {
             top["vault"], at: "vault",
             allowed: [
                 "environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections", "key_refresh_s",
+                "store_timeout_ms",
             ])
         {
             if let v = r.string(vault["environment"], at: "vault.environment") {
@@ -239,6 +243,9 @@ extension ServiceConfiguration {
             r.int(
                 vault["key_refresh_s"], at: "vault.key_refresh_s", min: 1, max: 86_400, into: &config,
                 \.vault.keyRefreshSeconds)
+            r.int(
+                vault["store_timeout_ms"], at: "vault.store_timeout_ms", min: 100, max: 600_000, into: &config,
+                \.vault.storeTimeoutMilliseconds)
         }
 
         readAuth(top["auth"], into: &config, r)

@@ -65,6 +65,9 @@ package struct ServiceConfiguration: Sendable {
         package var keys: String = "file:data/keys.json"
         /// How often (seconds) a node reads the store's key ring to pick up a rotation.
         package var keyRefreshSeconds: Int = 30
+        /// `vault.store_timeout_ms`: a shared store's call not answered within it is a 503 (and
+        /// `/readyz` fails), so a failover never hangs a request.
+        package var storeTimeoutMilliseconds: Int = 2000
         package var volatileTTLSeconds: Int = 3600
         package var maxBatch: Int = 100
         /// Connections (each with its own vault thread) to a PostgreSQL store; SQLite uses one.

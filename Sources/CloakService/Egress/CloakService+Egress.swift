@@ -12,12 +12,16 @@ extension CloakService {
             authenticator: auth, admission: admission(for: identity))
     }
 
-    /// Decides a CONNECT on the forward-proxy door: 407 without valid credentials, 403 when no
-    /// route the token may use goes to that host and port; otherwise a tunnel with a leaf
-    /// certificate for the host.
+    /// Decides a CONNECT on the forward-proxy door. The CONNECT passes the door's steps like any
+    /// request there (identified from `Proxy-Authorization`, rate-limited, logged, counted);
+    /// then: 503 while draining, 407 without valid credentials, 403 when no route the token may
+    /// use goes to that host and port; otherwise a tunnel with a leaf certificate for the host.
     package func authorizeTunnel(_ connect: HTTPRequest, host: String, port: Int) -> TunnelDecision {
-        let identity = auth.identifyProxy(connect.header("Proxy-Authorization"))
-        let decision = decideTunnel(connect, identity: identity, host: host, port: port)
+        var tokenID = "-"
+        let decision = passTunnelDoor(connect) { context throws(CloakError) in
+            tokenID = context.identity.token?.id ?? "-"
+            return decideTunnel(identity: context.identity, host: host, port: port)
+        }
         let status: Int
         switch decision {
         case .open: status = 200
@@ -29,18 +33,15 @@ extension CloakService {
         context.logger.info(
             "egress tunnel",
             metadata: [
-                "token_id": .string(identity.token?.id ?? "-"), "status": .stringConvertible(status),
+                "token_id": .string(tokenID), "status": .stringConvertible(status),
                 "host": .string(status == 200 ? "\(host):\(port)" : "-"),
             ])
         return decision
     }
 
-    private func decideTunnel(_ connect: HTTPRequest, identity: Identity, host: String, port: Int) -> TunnelDecision {
+    private func decideTunnel(identity: Identity, host: String, port: Int) -> TunnelDecision {
         if state.isDraining.load(ordering: .relaxed) {
             return .refuse(.error(CloakError(.tooManyConnections, "the server is shutting down")))
-        }
-        do throws(CloakError) { try rates.check(client: connect.remoteAddress, identity: identity) } catch {
-            return .refuse(.error(error))
         }
         guard let token = identity.token else { return .refuse(EgressHandler.proxyAuthenticationRequired(identity)) }
         guard egressHandler(identity).mayTunnel(host: host, port: port) else {

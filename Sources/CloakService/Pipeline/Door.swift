@@ -43,6 +43,34 @@ final class Door<Steps: Middleware>: Sendable {
         }
     }
 
+    /// A CONNECT on the forward-proxy door: the same steps as any request (identified, counted,
+    /// rate-limited, logged), then `decide` opens a tunnel or refuses; a refusal passes the
+    /// response phase like any answer, and an opened tunnel is logged as a 200.
+    func decide(
+        _ request: HTTPRequest, _ decide: (RequestContext) throws(CloakError) -> TunnelDecision
+    ) -> TunnelDecision {
+        var context = RequestContext(request, start: DispatchTime.now().uptimeNanoseconds)
+        var decision: TunnelDecision
+        do throws(CloakError) {
+            if let answer = try steps.request(&context) {
+                decision = .refuse(answer)
+            } else {
+                decision = try decide(context)
+            }
+        } catch {
+            decision = .refuse(.error(error))
+        }
+        switch decision {
+        case var .refuse(response):
+            steps.response(&response, context)
+            return .refuse(response)
+        case .open:
+            var answered = HTTPResponse(status: 200)
+            steps.response(&answered, context)
+            return decision
+        }
+    }
+
     private func run<Handler: RequestHandler>(_ context: inout RequestContext, _ handler: Handler) throws(CloakError)
         -> Reply
     {

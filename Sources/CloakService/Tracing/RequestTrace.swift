@@ -13,6 +13,15 @@ import Tracing
 struct RequestTrace: Sendable {
     let tracer: any Tracer
     let span: any Span
+    /// The request span's trace and span ids, for log lines (hex, as in `traceparent`); nil for
+    /// a span the exporter will not send (a caller's unsampled trace).
+    let ids: (traceID: String, spanID: String)?
+
+    init(tracer: any Tracer, span: any Span) {
+        self.tracer = tracer
+        self.span = span
+        self.ids = span.isRecording ? Self.traceIDs(tracer, span) : nil
+    }
 
     /// A child span of the request's (`kind`: `.client` for the vault and upstreams).
     func child(_ name: String, kind: SpanKind) -> any Span {
@@ -27,9 +36,10 @@ struct RequestTrace: Sendable {
         return carrier
     }
 
-    /// The request span's trace and span ids, for log lines (hex, as in `traceparent`).
-    var ids: (traceID: String, spanID: String)? {
-        guard let parent = headers(for: span).first(where: { $0.name == "traceparent" })?.value else { return nil }
+    private static func traceIDs(_ tracer: any Tracer, _ span: any Span) -> (traceID: String, spanID: String)? {
+        var carrier: [(name: String, value: String)] = []
+        tracer.inject(span.context, into: &carrier, using: HeaderInjector())
+        guard let parent = carrier.first(where: { $0.name == "traceparent" })?.value else { return nil }
         let parts = parent.split(separator: "-")
         guard parts.count == 4 else { return nil }
         return (String(parts[1]), String(parts[2]))

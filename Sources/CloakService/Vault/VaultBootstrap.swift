@@ -75,13 +75,15 @@ package enum VaultBootstrap {
         if !store.isSoleWriter {
             for _ in 1..<max(1, settings.connections) { stores.append(try self.store(settings)) }
         }
-        let vault = try Vault(
-            stores: stores, keys: keys,
-            settings: .init(
-                environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds,
-                maxBatch: settings.maxBatch,
-                dedupeCacheEntries: 10_000, intentTTLSeconds: settings.intentTTLSeconds,
-                maxBucketShare: settings.maxBucketShare))
+        var vaultSettings = Vault.Settings(
+            environment: settings.environment, volatileTTLSeconds: settings.volatileTTLSeconds,
+            maxBatch: settings.maxBatch,
+            dedupeCacheEntries: 10_000, intentTTLSeconds: settings.intentTTLSeconds,
+            maxBucketShare: settings.maxBucketShare)
+        // A shared store is a server that can go away (a failover): a call it does not answer in
+        // time is a 503, never a hung request. An embedded file store has no such wait.
+        if !store.isSoleWriter { vaultSettings.storeTimeoutMilliseconds = settings.storeTimeoutMilliseconds }
+        let vault = try Vault(stores: stores, keys: keys, settings: vaultSettings)
         return (
             vault,
             KeyRefresh(

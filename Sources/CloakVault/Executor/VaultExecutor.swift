@@ -29,11 +29,18 @@ final class VaultExecutor: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let maintenance: (any AliasStore) -> Void
     private let maintenanceInterval: TimeInterval
+    /// `vault.store_timeout_ms`: nil, no limit (an embedded store on local disk).
+    private let deadlines: JobDeadlines?
 
-    /// - Parameter maintenance: run in its own transaction when idle, at most every `maintenanceInterval`.
-    init(store: any AliasStore, maintenanceInterval: TimeInterval = 5, maintenance: @escaping (any AliasStore) -> Void)
-    {
+    /// - Parameters:
+    ///   - maintenance: run in its own transaction when idle, at most every `maintenanceInterval`.
+    ///   - timeoutMilliseconds: a job not done within it fails with `unavailable` (nil: none).
+    init(
+        store: any AliasStore, maintenanceInterval: TimeInterval = 5, timeoutMilliseconds: Int? = nil,
+        maintenance: @escaping (any AliasStore) -> Void
+    ) {
         self.store = store
+        self.deadlines = timeoutMilliseconds.map { JobDeadlines(timeoutMilliseconds: $0) }
         self.maintenance = maintenance
         self.maintenanceInterval = maintenanceInterval
         let thread = Thread { [self] in loop() }
@@ -52,6 +59,18 @@ final class VaultExecutor: @unchecked Sendable {
         _ body: @escaping (any AliasStore) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
+        let completion =
+            deadlines.map { deadlines in
+                // Whichever comes first answers: the job's outcome, or the store's time limit.
+                let registration = deadlines.register {
+                    completion(
+                        .failure(StoreError.unavailable("the store did not answer within vault.store_timeout_ms")))
+                }
+                return { (result: Result<T, any Error>) in
+                    deadlines.finished(registration.id)
+                    if registration.claim.take() { completion(result) }
+                }
+            } ?? completion
         let job = Job(
             body: { store in
                 let value = try body(store)

@@ -78,7 +78,7 @@ struct Tokens: ParsableCommand {
 
         func run() throws {
             let admin = try Tokens.administration(options)
-            Keys.run { try admin.revoke(id: id, now: Tokens.now, by: Tokens.actor) }
+            _ = Keys.run { try admin.revoke(id: id, now: Tokens.now, by: Tokens.actor) }
             print("revoked: \(id); nodes refuse it within auth.refresh_s")
         }
     }

@@ -22,9 +22,10 @@ final class TraceExport: Sendable {
         configuration.metrics.enabled = false
         configuration.logs.enabled = false
         configuration.traces.enabled = true
-        // A caller's sampled flag (trusted callers only: TracingMiddleware) decides for the
-        // trace it continues; new traces are kept at the configured ratio.
-        configuration.traces.sampler = .parentBasedTraceIDRatio(ratio: settings.sampleRatio) ?? .alwaysOff
+        // A caller's sampled flag (trusted callers only) decides for the trace it continues; new
+        // traces are sampled at the configured ratio before the tracer is asked
+        // (TracingMiddleware), so every root span it is given is kept.
+        configuration.traces.sampler = .parentBasedAlwaysOn
         configuration.traces.exporter = .otlp
         configuration.traces.otlpExporter.protocol = .httpProtobuf
         var base = settings.endpoint

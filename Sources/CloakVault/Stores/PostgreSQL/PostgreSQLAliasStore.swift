@@ -13,7 +13,9 @@ import Foundation
 /// - The schema is versioned (`cloak_schema`) and migrated at open under a transaction-scoped
 ///   advisory lock, so nodes starting together do not race.
 /// - While the server is unreachable every call fails at once with `unavailable` (503 upstream
-///   of here); the connection is re-made on use with a backoff from 0.25 s to 5 s.
+///   of here); the connection is re-made on use with a backoff from 0.25 s to 2 s. With a
+///   multi-host URL (`postgres://u@h1,h2/db?target_session_attrs=read-write`) libpq tries each
+///   host in turn and keeps the writable one: after a failover, the promoted standby.
 package final class PostgreSQLAliasStore: AliasStore {
     let db: PostgreSQLConnection
     private var backoff: TimeInterval = 0.25
@@ -42,7 +44,8 @@ package final class PostgreSQLAliasStore: AliasStore {
             return
         }
         nextReconnect = Date().addingTimeInterval(backoff)
-        backoff = min(backoff * 2, 5)
+        // At most 2 s: a promoted standby is found soon after it takes writes.
+        backoff = min(backoff * 2, 2)
         throw .unavailable("PostgreSQL is unreachable; reconnecting")
     }
 

@@ -1,0 +1,119 @@
+import CloakCore
+import CloakService
+import CloakTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// Issue 37 §3: a real failover. A primary and a synchronous streaming standby (`pg_basebackup
+/// -R`, `synchronous_standby_names`), a node on the multi-host URL with
+/// `target_session_attrs=read-write`, clients creating aliases, the primary killed with SIGKILL,
+/// the standby promoted. Writes resume within 10 s of the promotion; every alias acknowledged
+/// before, during and after reveals its value on the new primary; no request hangs past
+/// `vault.store_timeout_ms`; `/readyz` says 503 while no primary answers.
+@Suite(
+    .serialized,
+    .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+struct FailoverTests {
+    static let auth = [("Authorization", "Bearer \(CloakNode.token)")]
+
+    /// The acknowledged alias of `card`, or the status it got (0: no answer).
+    static func create(_ card: String, on node: CloakNode) -> (status: Int, alias: String?, seconds: Double) {
+        let start = Date()
+        guard
+            let r = try? node.client().request(
+                "POST", "/aliases", json: #"{"data":[{"value":"\#(card)","format":"UUID"}]}"#, headers: auth)
+        else { return (0, nil, Date().timeIntervalSince(start)) }
+        let alias = ((r.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"]
+        return (r.status, alias as? String, Date().timeIntervalSince(start))
+    }
+
+    @Test func killingThePrimaryLosesNoAcknowledgedAlias() throws {
+        let directory = TemporaryDirectory()
+        defer {
+            for part in ["primary", "standby"] {
+                _ = try? PostgresTestCluster.script(["stop", "\(directory.path)/\(part)"])
+            }
+            directory.remove()
+        }
+        let (primary, standby) = try PostgresTestCluster.primaryAndStandby(in: directory.path)
+        // postgres://cloak:PASSWORD@127.0.0.1:PORT/cloak → one URL naming both hosts.
+        let primaryHost = try #require(primary.split(separator: "@").last?.split(separator: "/").first)
+        let standbyHost = try #require(standby.split(separator: "@").last?.split(separator: "/").first)
+        let prefix = try #require(primary.split(separator: "@").first)
+        let url = "\(prefix)@\(primaryHost),\(standbyHost)/cloak?target_session_attrs=read-write"
+        let node = try CloakNode(store: url, directory: directory.path)
+        defer { node.stop() }
+
+        let acknowledged = Mutex<[(card: String, alias: String)]>([])
+        let statuses = Mutex<[Int: Int]>([:])
+        let slowest = Mutex<Double>(0)
+        let readyz = Mutex<Set<Int>>([])
+        let stop = Atomic<Bool>(false)
+        let serial = Atomic<Int>(0)
+        // One thread each (concurrentPerform would run only as many as there are cores).
+        let running = Atomic<Int>(5)
+        for worker in 0..<5 {
+            Thread {
+                defer { running.subtract(1, ordering: .relaxed) }
+                while !stop.load(ordering: .relaxed) {
+                    if worker == 4 {
+                        let status = (try? node.client().request("GET", "/readyz").status) ?? 0
+                        readyz.withLock { _ = $0.insert(status) }
+                        usleep(50_000)
+                        continue
+                    }
+                    let n = serial.add(1, ordering: .relaxed).newValue
+                    let card = MultiNodeTests.cards(1, seed: 500 + n)[0]
+                    let answer = Self.create(card, on: node)
+                    statuses.withLock { $0[answer.status, default: 0] += 1 }
+                    slowest.withLock { $0 = max($0, answer.seconds) }
+                    if answer.status == 201, let alias = answer.alias {
+                        acknowledged.withLock { $0.append((card, alias)) }
+                    }
+                }
+            }.start()
+        }
+        defer {
+            stop.store(true, ordering: .relaxed)
+            while running.load(ordering: .relaxed) > 0 { usleep(10_000) }
+        }
+        func acks() -> Int { acknowledged.withLock { $0.count } }
+        while acks() < 60 { usleep(10_000) }
+
+        // The primary crashes; nothing answers writes until the standby is promoted.
+        _ = try PostgresTestCluster.script(["kill", "\(directory.path)/primary"])
+        let outageStart = Date()
+        while statuses.withLock({ $0[503, default: 0] }) == 0, Date().timeIntervalSince(outageStart) < 10 {
+            usleep(10_000)
+        }
+        let beforePromotion = acks()
+        #expect(try PostgresTestCluster.script(["promote", "\(directory.path)/standby"]).status == 0)
+        let promoted = Date()
+        while acks() <= beforePromotion + 5, Date().timeIntervalSince(promoted) < 20 { usleep(10_000) }
+        let resumed = Date().timeIntervalSince(promoted)
+        #expect(resumed < 10, "writes resumed \(resumed) s after the promotion")
+        // And some more after.
+        let after = acks()
+        while acks() < after + 40, Date().timeIntervalSince(promoted) < 30 { usleep(10_000) }
+        stop.store(true, ordering: .relaxed)
+        while running.load(ordering: .relaxed) > 0 { usleep(10_000) }
+
+        let counted = statuses.withLock { $0 }
+        let unavailable = counted[503, default: 0]
+        print(
+            "failover: \(acks()) acknowledged, \(unavailable) answered 503 during the outage, writes resumed \(String(format: "%.2f", resumed)) s after promotion, slowest answer \(String(format: "%.2f", slowest.withLock { $0 })) s; statuses \(counted.sorted { $0.key < $1.key })"
+        )
+        #expect(unavailable > 0, "the outage was seen")
+        #expect(Set(counted.keys).isSubset(of: [201, 503]), "every answer was a 201 or a 503: \(counted)")
+        #expect(slowest.withLock { $0 } < 2.0 + 1.5, "no request waited much past vault.store_timeout_ms")
+        #expect(readyz.withLock { $0 }.contains(503), "/readyz took the node out during the outage")
+
+        // Zero lost: every acknowledged alias reveals its value on the promoted standby.
+        var lost: [String] = []
+        for (card, alias) in acknowledged.withLock({ $0 }) where MultiNodeTests.reveal(alias, on: node) != card {
+            lost.append(alias)
+        }
+        #expect(lost.isEmpty, "\(lost.count) acknowledged aliases lost")
+    }
+}
