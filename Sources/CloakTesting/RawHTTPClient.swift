@@ -156,3 +156,18 @@ extension RawHTTPClient {
         return false
     }
 }
+
+/// Polls for a state instead of sleeping a fixed time: true as soon as `condition` holds, false
+/// once `seconds` passed without it.
+package enum Poll {
+    package static func until(seconds: Double = 30, every interval: useconds_t = 20_000, _ condition: () -> Bool)
+        -> Bool
+    {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(interval)
+        }
+        return condition()
+    }
+}

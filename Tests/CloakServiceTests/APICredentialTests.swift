@@ -147,16 +147,6 @@ struct APICredentialNodeTests {
         (try? post(node, "/aliases", #"{"data":[{"value":"\#(value)","format":"UUID"}]}"#, bearer: bearer).status) ?? 0
     }
 
-    /// Polls until `condition` holds (at most 30 s): the refresh is asynchronous.
-    static func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(50_000)
-        }
-        return condition()
-    }
-
     @Test func createUseListRevokeAcrossTwoNodes() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
@@ -180,7 +170,7 @@ struct APICredentialNodeTests {
         #expect(made.json?["id"] as? String == "app" && made.json?["expires_at"] is String)
         // This node honours it at once; the other within its refresh.
         #expect(Self.create("4111111111111111", on: a, bearer: secret) == 201)
-        #expect(Self.eventually { Self.create("4111111111111111", on: b, bearer: secret) == 201 })
+        #expect(Poll.until { Self.create("4111111111111111", on: b, bearer: secret) == 201 })
         // It holds only its scope.
         let reveal = try b.client().request("GET", "/aliases/tok_x", headers: [("Authorization", "Bearer \(secret)")])
         #expect(reveal.status == 403)
@@ -206,7 +196,7 @@ struct APICredentialNodeTests {
         #expect(cli.status == 0, "\(cli.output)")
         let cliSecret = try #require(
             (try JSONSerialization.jsonObject(with: Data(cli.output.utf8)) as? [String: Any])?["token"] as? String)
-        #expect(Self.eventually { Self.create("5555555555554444", on: b, bearer: cliSecret) == 201 })
+        #expect(Poll.until { Self.create("5555555555554444", on: b, bearer: cliSecret) == 201 })
 
         let list = try a.client().request(
             "GET", "/admin/tokens", headers: [("Authorization", "Bearer \(Self.adminSecret)")])
@@ -219,7 +209,7 @@ struct APICredentialNodeTests {
                 && cliList.output.contains("\"source\":\"yaml\""))
         // app was used on both nodes: the list says when (after the nodes handed it to the store).
         #expect(
-            Self.eventually {
+            Poll.until {
                 let r = try? a.client().request(
                     "GET", "/admin/tokens", headers: [("Authorization", "Bearer \(Self.adminSecret)")])
                 return ((r?.json?["data"] as? [[String: Any]]) ?? []).contains {
@@ -232,10 +222,10 @@ struct APICredentialNodeTests {
             "DELETE", "/admin/tokens/app", headers: [("Authorization", "Bearer \(Self.adminSecret)")])
         #expect(revoked.status == 204)
         #expect(Self.create("4111111111111111", on: a, bearer: secret) == 401)
-        #expect(Self.eventually { Self.create("4111111111111111", on: b, bearer: secret) == 401 })
+        #expect(Poll.until { Self.create("4111111111111111", on: b, bearer: secret) == 401 })
         #expect(try a.command(["tokens", "revoke", "batch"]).status == 0)
         #expect(
-            Self.eventually {
+            Poll.until {
                 Self.create("5555555555554444", on: a, bearer: cliSecret) == 401
                     && Self.create("5555555555554444", on: b, bearer: cliSecret) == 401
             })

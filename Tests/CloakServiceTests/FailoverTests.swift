@@ -117,3 +117,65 @@ struct FailoverTests {
         #expect(lost.isEmpty, "\(lost.count) acknowledged aliases lost")
     }
 }
+
+/// `vault.store_timeout_ms`: a database that stops answering (its processes stopped with SIGSTOP:
+/// the connections stay open, nothing comes back) gives 503 within the limit, never a hung
+/// request; `/readyz` says 503 and `/healthz` 200; once it answers again, so does the node.
+@Suite(
+    .serialized,
+    .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+struct StoreTimeoutTests {
+    /// The postmaster and every process it started.
+    static func clusterProcesses(_ directory: String) -> [Int32] {
+        guard let text = try? String(contentsOfFile: "\(directory)/data/postmaster.pid", encoding: .utf8),
+            let postmaster = text.split(separator: "\n").first.flatMap({ Int32($0) })
+        else { return [] }
+        var pids = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, Int32(fields[1]) == postmaster { pids.append(pid) }  // state, then ppid
+        }
+        return pids
+    }
+
+    @Test func aStoreThatStopsAnsweringGives503WithinTheLimit() throws {
+        let directory = TemporaryDirectory()
+        defer {
+            for pid in Self.clusterProcesses("\(directory.path)/db") { kill(pid, SIGCONT) }
+            _ = try? PostgresTestCluster.script(["stop", "\(directory.path)/db"])
+            directory.remove()
+        }
+        let started = try PostgresTestCluster.script(["start", "\(directory.path)/db"])
+        #expect(started.status == 0)
+        let node = try CloakNode(
+            store: started.output, directory: directory.path, environment: ["CLOAK_VAULT_STORE_TIMEOUT_MS": "700"])
+        defer { node.stop() }
+        #expect(FailoverTests.create("4111111111111111", on: node).status == 201)
+
+        let pids = Self.clusterProcesses("\(directory.path)/db")
+        #expect(pids.count > 1)
+        for pid in pids { kill(pid, SIGSTOP) }
+        // Every answer is a 503 and none waits much past the limit (0.7 s here).
+        for card in MultiNodeTests.cards(4, seed: 900) {
+            let answer = FailoverTests.create(card, on: node)
+            #expect(answer.status == 503, "\(answer)")
+            #expect(answer.seconds < 0.7 + 1.0, "answered after \(answer.seconds) s")
+        }
+        #expect((try? node.client().request("GET", "/readyz").status) == 503)
+        #expect((try? node.client().request("GET", "/healthz").status) == 200)
+
+        for pid in pids { kill(pid, SIGCONT) }
+        let deadline = Date().addingTimeInterval(20)
+        var resumed = false
+        while !resumed, Date() < deadline {
+            resumed = FailoverTests.create("5555555555554444", on: node).status == 201
+            if !resumed { usleep(100_000) }
+        }
+        #expect(resumed, "writes resume once the store answers")
+        #expect((try? node.client().request("GET", "/readyz").status) == 200)
+    }
+}

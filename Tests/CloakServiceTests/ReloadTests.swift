@@ -33,15 +33,6 @@ import Testing
     /// anonymous one is not, and the load would spend it).
     static let auth = [("Authorization", "Bearer \(CloakNode.token)")]
 
-    static func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
-
     static func validateExtra(_ node: CloakNode) -> Int {
         (try? node.client().request(
             "POST", "/forms/extra/validate", json: #"{"fields":{"name":"Ada"}}"#, headers: auth
@@ -75,10 +66,10 @@ import Testing
         #expect(withLeaving != original)
         try withLeaving.write(toFile: node.configPath, atomically: true, encoding: .utf8)
         // cloak reload finds the process by server.pid_file and signals it.
-        #expect(Self.eventually { FileManager.default.fileExists(atPath: pidFile) })
+        #expect(Poll.until { FileManager.default.fileExists(atPath: pidFile) })
         let sent = try node.command(["reload"])
         #expect(sent.status == 0, "\(sent.output)")
-        #expect(Self.eventually { Self.createStatus(node, bearer: leaving) == 201 })
+        #expect(Poll.until { Self.createStatus(node, bearer: leaving) == 201 })
         #expect(Self.reloads(node, "applied") == 1)
         #expect(Self.validateExtra(node) == 404)
 
@@ -111,7 +102,7 @@ import Testing
         let merged = next.replacingOccurrences(of: "forms:\n  # A card checkout", with: "  # A card checkout")
         try merged.write(toFile: node.configPath, atomically: true, encoding: .utf8)
         kill(node.pid, SIGHUP)
-        #expect(Self.eventually { Self.validateExtra(node) == 200 })
+        #expect(Poll.until { Self.validateExtra(node) == 200 })
         #expect(Self.createStatus(node, bearer: leaving) == 401)
         #expect(Self.reloads(node, "applied") == 2)
         let before = requests.load(ordering: .relaxed)
@@ -120,7 +111,7 @@ import Testing
         // A broken file is refused whole: the form and the tokens stay as they were.
         try "forms: [this is not: a configuration\n".write(toFile: node.configPath, atomically: true, encoding: .utf8)
         kill(node.pid, SIGHUP)
-        #expect(Self.eventually { Self.reloads(node, "refused") == 1 })
+        #expect(Poll.until { Self.reloads(node, "refused") == 1 })
         #expect(Self.validateExtra(node) == 200)
         #expect(Self.createStatus(node, bearer: CloakNode.token) == 201)
         #expect(Self.createStatus(node, bearer: leaving) == 401)
@@ -129,7 +120,7 @@ import Testing
         try merged.replacingOccurrences(of: "max_body_bytes: 1048576", with: "max_body_bytes: 2097152")
             .write(toFile: node.configPath, atomically: true, encoding: .utf8)
         kill(node.pid, SIGHUP)
-        #expect(Self.eventually { Self.reloads(node, "applied") == 3 })
+        #expect(Poll.until { Self.reloads(node, "applied") == 3 })
         #expect(Self.validateExtra(node) == 200)
 
         stop.store(true, ordering: .relaxed)

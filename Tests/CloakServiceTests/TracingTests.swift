@@ -38,15 +38,6 @@ import Testing
         }
     }
 
-    static func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(50_000)
-        }
-        return condition()
-    }
-
     @Test func spansReachTheCollectorWithTheirParentsAndNothingSensitive() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
@@ -88,7 +79,7 @@ import Testing
             ])
         #expect(routed.status == 204)
 
-        #expect(Self.eventually { upstream.text.contains("traceparent") })
+        #expect(Poll.until { upstream.text.contains("traceparent") })
         let sent = upstream.text.split(separator: "\r\n").filter { $0.lowercased().hasPrefix("traceparent:") }
         #expect(sent.count == 1, "one traceparent, Cloak's: \(sent)")
         let upstreamParent = sent.first.map { $0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces) } ?? ""
@@ -99,7 +90,7 @@ import Testing
         #expect(states.map { $0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces) } == ["vendor=abc"])
 
         // The export: request spans (by template), vault and upstream spans under them.
-        #expect(Self.eventually { OTLPDecoding.spans(inHTTP: collector.bytes).count >= 8 })
+        #expect(Poll.until { OTLPDecoding.spans(inHTTP: collector.bytes).count >= 8 })
         let spans = OTLPDecoding.spans(inHTTP: collector.bytes)
         let create = try #require(spans.first { $0.name == "POST /aliases" })
         #expect(create.traceID == Self.callerTrace && create.parentSpanID == Self.callerSpan)
@@ -150,7 +141,7 @@ import Testing
             "POST", "/proxy/pay", json: #"{"card":"\#(Self.cards[0])"}"#,
             headers: [auth, ("traceparent", Self.callerParent)])
         #expect(routed.status == 204)
-        #expect(Self.eventually { upstream.text.contains("POST /charge") })
+        #expect(Poll.until { upstream.text.contains("POST /charge") })
         #expect(!upstream.text.lowercased().contains("traceparent"))
     }
 

@@ -15,32 +15,19 @@ package final class CredentialRefresh: Sendable {
     private let last = Mutex<[UInt8]?>(nil)
     /// The marks of use already handed to the store.
     private let flushed = Mutex<[String: Int64]>([:])
-    private let timer = Mutex<Timer?>(nil)
-
-    private final class Timer: @unchecked Sendable {
-        let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "cloak.credential-refresh"))
-    }
+    private let timer: RepeatingTimer
 
     init(vault: Vault, directory: TokenDirectory, interval: Int, logger: Logger) {
         self.vault = vault
         self.directory = directory
         self.interval = interval
         self.logger = logger
+        self.timer = RepeatingTimer(label: "cloak.credential-refresh", interval: interval)
     }
 
-    package func start() {
-        let made = timer.withLock { current -> Timer? in
-            guard current == nil else { return nil }
-            current = Timer()
-            return current
-        }
-        guard let made else { return }
-        made.source.schedule(deadline: .now() + .seconds(interval), repeating: .seconds(interval))
-        made.source.setEventHandler { [weak self] in self?.refreshNow() }
-        made.source.resume()
-    }
+    package func start() { timer.start { [weak self] in self?.refreshNow() } }
 
-    package func stop() { timer.withLock { $0 }?.source.cancel() }
+    package func stop() { timer.stop() }
 
     deinit { stop() }
 

@@ -14,13 +14,7 @@ package final class KeyRefresh: Sendable {
     let interval: Int
     let logger: Logger?
     private let last: Mutex<[UInt8]?>
-    /// Made by ``start()`` (a source released while never resumed would trap in libdispatch).
-    private let timer = Mutex<Timer?>(nil)
-
-    /// A dispatch timer: its calls are thread-safe.
-    private final class Timer: @unchecked Sendable {
-        let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "cloak.key-refresh"))
-    }
+    private let timer: RepeatingTimer
 
     init(vault: Vault, wrapping: any KeyWrapping, stored: [UInt8]?, interval: Int, logger: Logger?) {
         self.vault = vault
@@ -28,25 +22,16 @@ package final class KeyRefresh: Sendable {
         self.last = Mutex(stored)
         self.interval = interval
         self.logger = logger
+        self.timer = RepeatingTimer(label: "cloak.key-refresh", interval: interval)
         // A record under a version this node has not picked up yet is read with the store's ring
         // at once (issue 34: a rewrap right after a rotation made other nodes answer 503).
         vault.onMissingKey { [weak self] bytes in self?.adopt(bytes, reason: "a record named a newer key version") }
     }
 
     /// Starts reading the ring every `interval` seconds.
-    package func start() {
-        let made = timer.withLock { current -> Timer? in
-            guard current == nil else { return nil }
-            current = Timer()
-            return current
-        }
-        guard let made else { return }
-        made.source.schedule(deadline: .now() + .seconds(interval), repeating: .seconds(interval))
-        made.source.setEventHandler { [weak self] in self?.refreshNow() }
-        made.source.resume()
-    }
+    package func start() { timer.start { [weak self] in self?.refreshNow() } }
 
-    package func stop() { timer.withLock { $0 }?.source.cancel() }
+    package func stop() { timer.stop() }
 
     /// Reads the store's ring once and adopts it when it changed.
     package func refreshNow(done: (@Sendable () -> Void)? = nil) {
