@@ -192,16 +192,8 @@ struct MultiNodeTests {
 
     /// Runs scripts/postgres; its output (the URL for start).
     static func postgres(_ command: String, _ directory: String) throws -> String {
-        let p = Process()
-        p.executableURL = TestServer.repositoryRoot.appendingPathComponent("scripts/postgres")
-        p.arguments = [command, directory]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try PostgresTestCluster.script([command, directory])
+        guard run.status == 0 else { throw CocoaError(.executableLoad) }
+        return run.output
     }
 }

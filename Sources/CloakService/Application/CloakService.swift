@@ -182,21 +182,21 @@ package final class CloakService: Sendable {
     /// for callers without a token. Callers without `aliases:create` get random aliases on the
     /// open endpoints (the admission is then never asked); on the egress doors a route's
     /// operations alias deterministically for any token that may use it, under these limits.
-    func admission(for identity: Identity) -> CreateAdmission? {
+    func admission(for identity: Identity, client: String = "-") -> CreateAdmission? {
         guard let token = identity.token else { return nil }
         return CreateAdmission(
             tokenID: token.id, limiter: guessLimiter,
             valuesPerHour: token.createBucketLimit(default: configuration.limits.bucketValuesPerHour),
             guessLimit: token.lookupBucketLimit(default: configuration.limits.bucketValuesPerHour),
             charge: { [rates] n in rates.chargeToken(token, n) },
-            refused: { [metrics, logger] format, enforced in
+            refused: { [metrics, audit = AuditLog(logger: logger)] format, enforced in
                 metrics.bucketLimited(format.rawValue)
-                logger.warning(
-                    "audit",
-                    metadata: [
-                        "action": "bucket_limit", "token_id": .string(token.id), "format": .string(format.rawValue),
-                        "result": .string(enforced ? "refused" : "counted"),
-                    ])
+                // An admission event, not an endpoint's outcome: written when it happens, at warning.
+                audit.record(
+                    AuditEntry(
+                        action: "bucket_limit", tokenID: token.id, client: client,
+                        result: enforced ? "refused" : "counted", facts: [("format", format.rawValue)]),
+                    level: .warning)
             })
     }
 
@@ -204,7 +204,8 @@ package final class CloakService: Sendable {
     func vaultClient(_ request: HTTPRequest, _ identity: Identity? = nil, trace: RequestTrace? = nil) -> VaultClient? {
         vault.map {
             VaultClient(
-                vault: $0, loop: request.loop, admission: identity.flatMap { admission(for: $0) },
+                vault: $0, loop: request.loop,
+                admission: identity.flatMap { admission(for: $0, client: request.remoteAddress) },
                 lookupValuesPerHour: identity?.token?.lookupBucketLimit(
                     default: configuration.limits.bucketValuesPerHour),
                 onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) },

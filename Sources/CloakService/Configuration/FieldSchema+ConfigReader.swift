@@ -83,13 +83,7 @@ extension FieldSchema {
         }
         if let t = r.mapping(m["tokenization"], at: "\(p).tokenization", allowed: ["format", "storage", "luhn"]) {
             var settings = TokenizationSettings.defaults(for: type)
-            if let f = r.string(t["format"], at: "\(p).tokenization.format") {
-                if let format = AliasFormatName(rawValue: f) {
-                    settings.format = format
-                } else {
-                    r.issue("\(p).tokenization.format", "unknown alias format", t["format"])
-                }
-            }
+            if let format = r.aliasFormat(t["format"], at: "\(p).tokenization.format") { settings.format = format }
             if let s = r.string(t["storage"], at: "\(p).tokenization.storage") {
                 if let storage = TokenizationSettings.Storage(rawValue: s) {
                     settings.storage = storage

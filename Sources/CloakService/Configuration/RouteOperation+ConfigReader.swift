@@ -36,14 +36,7 @@ extension Route.Operation {
             r.issue("\(q).header[\(i)]", "\(name) describes the message or connection; it cannot carry a value")
         }
         if json.isEmpty && form.isEmpty && header.isEmpty { r.issue(q, "selects nothing (json, form or header)") }
-        var format = AliasFormatName.UUID
-        if let name = r.string(o["format"], at: "\(q).format") {
-            if let f = AliasFormatName(rawValue: name) {
-                format = f
-            } else {
-                r.issue("\(q).format", "unknown alias format")
-            }
-        }
+        let format = r.aliasFormat(o["format"], at: "\(q).format") ?? .UUID
         var storage = TokenizationSettings.Storage.persistent
         if let name = r.string(o["storage"], at: "\(q).storage") {
             if let s = TokenizationSettings.Storage(rawValue: name) {

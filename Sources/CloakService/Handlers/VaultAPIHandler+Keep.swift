@@ -144,12 +144,7 @@ extension VaultAPIHandler {
                     }
                     alias = s
                 case "format":
-                    guard let name = v.stringValue, let f = AliasFormatName(rawValue: name) else {
-                        throw .malformed(
-                            "\(at).format must be one of \(AliasFormatName.allCases.map(\.rawValue).joined(separator: ", "))"
-                        )
-                    }
-                    format = f
+                    format = try AliasFormatName.member(v, at: at)
                 default:
                     throw .malformed(
                         "\(at) has an unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected alias, format")

@@ -139,12 +139,7 @@ struct VaultAPIHandler: Sendable {
                     }
                     value = s
                 case "format":
-                    guard let name = v.stringValue, let f = AliasFormatName(rawValue: name) else {
-                        throw .malformed(
-                            "\(at).format must be one of \(AliasFormatName.allCases.map(\.rawValue).joined(separator: ", "))"
-                        )
-                    }
-                    format = f
+                    format = try AliasFormatName.member(v, at: at)
                 case "storage":
                     guard let name = v.stringValue, let s = StorageKind(rawValue: name) else {
                         throw .malformed("\(at).storage must be PERSISTENT or VOLATILE")

@@ -19,14 +19,14 @@ struct AuditEntry: Sendable {
 struct AuditLog: Sendable {
     let logger: Logger
 
-    func record(_ entry: AuditEntry) {
+    func record(_ entry: AuditEntry, level: Logger.Level = .info) {
         var metadata: Logger.Metadata = [
             "action": .string(entry.action), "token_id": .string(entry.tokenID), "client": .string(entry.client),
             "result": .string(entry.result),
         ]
         if let reference = entry.aliasReference { metadata["alias_ref"] = .string(reference) }
         for (key, value) in entry.facts { metadata[key] = .string(value) }
-        logger.info("audit", metadata: metadata)
+        logger.log(level: level, "audit", metadata: metadata)
     }
 }
 
