@@ -1,5 +1,4 @@
 import CloakCore
-import CloakVault
 
 /// The one way an alias format's name is read: from a request body's `format` member, and from
 /// the configuration's `tokenization.format` and route operations' `format`.
