@@ -186,6 +186,28 @@ struct APICredentialNodeTests {
         let appAdmin = try Self.post(
             a, "/admin/tokens", #"{"id":"nested","scopes":["aliases:create"]}"#, bearer: secret)
         #expect(appAdmin.status == 403, "a token without tokens:admin")
+        // Malformed, oversized and hostile bodies: a clear 400, nothing made.
+        let manyScopes =
+            #"{"id":"x","scopes":["# + String(repeating: #""aliases:create","#, count: 33).dropLast() + "]}"
+        for body in [
+            "[]", #"{"id":"x"}"#, #"{"scopes":["aliases:create"]}"#, #"{"id":"bad id","scopes":["aliases:create"]}"#,
+            #"{"id":"x","scopes":"aliases:create"}"#, #"{"id":"x","scopes":[1]}"#, #"{"id":"x","scopes":[]}"#,
+            #"{"id":"x","scopes":["aliases:create"],"ttl_s":59}"#,
+            #"{"id":"x","scopes":["aliases:create"],"ttl_s":1e99}"#,
+            #"{"id":"x","scopes":["aliases:create"],"requests_per_minute":0}"#,
+            #"{"id":"x","scopes":["aliases:create"],"requests_per_minute":99999999999999999999}"#,
+            #"{"id":"x","scopes":["aliases:create"],"admin":true}"#, #"{"id":"x","scopes":["nope:\u0000"]}"#,
+            #"{"id":"\#(String(repeating: "a", count: 65))","scopes":["aliases:create"]}"#,
+            manyScopes,
+        ] {
+            let refused = try Self.post(a, "/admin/tokens", body, bearer: Self.adminSecret)
+            #expect(refused.status == 400, "\(body.prefix(60)): \(refused.status) \(refused.text)")
+        }
+        for id in ["x%00", "..%2F..", String(repeating: "a", count: 65)] {
+            let r = try a.client().request(
+                "DELETE", "/admin/tokens/\(id)", headers: [("Authorization", "Bearer \(Self.adminSecret)")])
+            #expect(r.status == 404, "\(id.prefix(20)): \(r.status)")
+        }
         // An id of the YAML's is refused.
         #expect(
             try Self.post(a, "/admin/tokens", #"{"id":"admin","scopes":["aliases:create"]}"#, bearer: Self.adminSecret)

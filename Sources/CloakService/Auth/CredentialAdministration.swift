@@ -95,9 +95,12 @@ package struct CredentialAdministration {
 
     /// When any node last saw each store token presented (``recordUse(_:)``).
     package func lastUsed() throws -> [String: Int64] {
-        guard let bytes = try store.metadata(APICredentials.usedName),
-            case let .object(members)? = try? JSONParser().parse(bytes)
-        else { return [:] }
+        Self.marks(try store.metadata(APICredentials.usedName))
+    }
+
+    /// The `{id: unix seconds}` document; a damaged one reads as empty (it is only a hint).
+    private static func marks(_ bytes: [UInt8]?) -> [String: Int64] {
+        guard let bytes, case let .object(members)? = try? JSONParser().parse(bytes) else { return [:] }
         var out: [String: Int64] = [:]
         for (id, value) in members { if let t = APICredentials.int(value) { out[id] = t } }
         return out
@@ -107,7 +110,7 @@ package struct CredentialAdministration {
     package func recordUse(_ used: [String: Int64]) throws {
         for _ in 0..<8 {
             let old = try store.metadata(APICredentials.usedName)
-            var merged = try lastUsed()
+            var merged = Self.marks(old)
             for (id, t) in used where t > merged[id] ?? 0 { merged[id] = t }
             let encoded = JSONWriter.encode(
                 .object(merged.sorted { $0.key < $1.key }.map { ($0.key, .int(Int($0.value))) }))

@@ -88,14 +88,13 @@ final class TokenDirectory: Sendable {
 
     private func install(_ made: Snapshot) {
         snapshot.withLock { current in
-            let next = made
             // Keep the use marks of tokens that stay.
-            for (id, entry) in next.byID {
+            for (id, entry) in made.byID {
                 if let old = current.byID[id], old.token.sha256 == entry.token.sha256 {
                     entry.lastUsed.store(old.lastUsed.load(ordering: .relaxed), ordering: .relaxed)
                 }
             }
-            current = next
+            current = made
         }
     }
 
