@@ -15,8 +15,10 @@
 #   BENCH_POSTGRES   1 (default): also run the alias cases on PostgreSQL (a throwaway cluster from
 #                    scripts/postgres in the results folder); 0: SQLite only
 #   BENCH_CASES      an extended regex: only Cloak's cases whose name matches it run (e.g. 'egress'
-#                    or 'healthz|validate'); the C server's baselines always run, and the idle
-#                    connections and PostgreSQL sections are skipped when it is set
+#                    or 'healthz|validate'); the C server's baselines always run, the idle
+#                    connections section is skipped when it is set, and the PostgreSQL section
+#                    runs only when it matches "POST /aliases" (BENCH_CASES=aliases: SQLite and
+#                    PostgreSQL alias cases in one run)
 #
 # Raw wrk output, server logs and the summary table go to
 # Benchmarks/results/<timestamp>/. Every process the script starts is killed
@@ -430,7 +432,7 @@ if (( ! C_ONLY )); then
     forget_pid "$CLOAK_PID"
 
     # The same alias cases on PostgreSQL: a throwaway cluster, one Cloak node on it.
-    if [[ "${BENCH_POSTGRES:-1}" == 1 && -z "${BENCH_CASES:-}" ]]; then
+    if [[ "${BENCH_POSTGRES:-1}" == 1 && ( -z "${BENCH_CASES:-}" || "POST /aliases" =~ $BENCH_CASES ) ]]; then
         PG_DIR="$RESULTS_DIR/postgres"
         mkdir -p "$PG_DIR"
         chmod 755 "$RESULTS_DIR" "$PG_DIR"

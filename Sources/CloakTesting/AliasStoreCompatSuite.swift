@@ -42,6 +42,8 @@ package struct AliasStoreCompatSuite {
         case theKeyRingIsReplacedOnlyFromWhatWasRead
         case theKeyAuditTrailKeepsLinesInOrder
         case aReadingTransactionSeesWhatIsCommitted
+        case newRecordsAreCommittedAndFoundOnesReadBack
+        case aNewRecordsBatchSkipsOnlyTheWritesThatCannotBeMade
 
         package var testDescription: String { rawValue }
     }
@@ -82,6 +84,9 @@ package struct AliasStoreCompatSuite {
         case .theKeyAuditTrailKeepsLinesInOrder: try theKeyAuditTrailKeepsLinesInOrder()
         case .metadataAndExpiryAreStoredAndChanged: try metadataAndExpiryAreStoredAndChanged()
         case .aReadingTransactionSeesWhatIsCommitted: try aReadingTransactionSeesWhatIsCommitted()
+        case .newRecordsAreCommittedAndFoundOnesReadBack: try newRecordsAreCommittedAndFoundOnesReadBack()
+        case .aNewRecordsBatchSkipsOnlyTheWritesThatCannotBeMade:
+            try aNewRecordsBatchSkipsOnlyTheWritesThatCannotBeMade()
         }
     }
 }

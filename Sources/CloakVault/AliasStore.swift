@@ -49,6 +49,16 @@ package protocol AliasStore: AnyObject {
     /// every refusal: an index on (bucket, expiry) answers it without reading the bucket's rows
     /// (a full 16-digit bucket holds 25,000).
     func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64?
+    /// Whether ``commitNewRecords(_:durable:)`` saves round trips here (a database server): the
+    /// vault then sends each batch's new values through it first.
+    var batchesNewRecords: Bool { get }
+    /// Stores each new record with its first alias, in a transaction of its own that commits
+    /// before this returns (the store's own round trips: one for a server), and says what became
+    /// of each. Called outside a transaction. Writes stand on their own: one that cannot be made
+    /// is skipped (see ``NewRecordOutcome``) and the others are still stored. A thrown error
+    /// means nothing was committed, or that the commit's outcome is unknown (the connection
+    /// broke after COMMIT was sent). `durable`: as ``forceDurableCommit()``.
+    func commitNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome]
     /// Checks that the store answers.
     func ping() throws(StoreError)
     /// Makes the open transaction's commit a durable write even when nothing else changes it: a

@@ -125,12 +125,15 @@ extension Vault {
     }
 
     /// On the executor thread: finds or inserts each record and gives it the alias asked for.
-    func create(_ prepared: [PreparedAlias], caller: AliasCaller, in store: any AliasStore) throws -> Created {
+    /// `stored`: records already committed for some items (by ``AliasStore/commitNewRecords(_:durable:)``),
+    /// by index, with the aliases they got.
+    func create(
+        _ prepared: [PreparedAlias], caller: AliasCaller, in store: any AliasStore, stored: [Int: StoredRecord] = [:]
+    ) throws -> Created {
         var out: [RevealedRecord] = []
         out.reserveCapacity(prepared.count)
         var records: [StoredRecord] = []
         for (index, item) in prepared.enumerated() {
-            let request = item.request
             var record: StoredRecord
             var alias: IssuedAlias
             var round = 0
@@ -139,7 +142,7 @@ extension Vault {
                 // value's alias in this format, committed first): read what won and use it.
                 do {
                     let wrote: Bool
-                    (record, alias, wrote) = try findOrCreate(item, index: index, in: store)
+                    (record, alias, wrote) = try findOrCreate(item, index: index, stored: stored[index], in: store)
                     // Found as it was: for a caller who may not reveal, the commit must still
                     // cost what storing it would have (an existence oracle by timing otherwise).
                     if !wrote && !caller.mayReveal { try store.forceDurableCommit() }
@@ -149,31 +152,44 @@ extension Vault {
                 }
             }
             if cache != nil { records.append(record) }
-            if caller.mayReveal {
-                out.append(
-                    RevealedRecord(
-                        value: request.value, aliases: record.aliases, storage: record.storage,
-                        classifiers: record.classifiers, createdAt: record.createdAt,
-                        expiresAt: record.expiresAt, intent: record.intent, metadata: record.metadata))
-            } else {
-                // The same answer whether the value was stored before or not.
-                out.append(
-                    RevealedRecord(
-                        value: request.value, aliases: [alias], storage: request.storage,
-                        classifiers: request.classifiers, createdAt: item.newRecord.createdAt,
-                        expiresAt: item.newRecord.expiresAt, intent: item.newRecord.intent))
-            }
+            out.append(answer(item, record: record, alias: alias, caller: caller))
         }
         return Created(answers: out, records: records)
     }
 
+    /// What the caller is told of `item`, now in `record` under `alias`.
+    func answer(_ item: PreparedAlias, record: StoredRecord, alias: IssuedAlias, caller: AliasCaller)
+        -> RevealedRecord
+    {
+        if caller.mayReveal {
+            return RevealedRecord(
+                value: item.request.value, aliases: record.aliases, storage: record.storage,
+                classifiers: record.classifiers, createdAt: record.createdAt,
+                expiresAt: record.expiresAt, intent: record.intent, metadata: record.metadata)
+        }
+        // The same answer whether the value was stored before or not.
+        return RevealedRecord(
+            value: item.request.value, aliases: [alias], storage: item.request.storage,
+            classifiers: item.request.classifiers, createdAt: item.newRecord.createdAt,
+            expiresAt: item.newRecord.expiresAt, intent: item.newRecord.intent)
+    }
+
     /// The value's record (found by fingerprint, else inserted) and its alias in the asked format,
     /// and whether anything was written to give them.
-    private func findOrCreate(_ item: PreparedAlias, index: Int, in store: any AliasStore) throws
-        -> (StoredRecord, IssuedAlias, wrote: Bool)
+    private func findOrCreate(_ item: PreparedAlias, index: Int, stored: StoredRecord?, in store: any AliasStore)
+        throws -> (StoredRecord, IssuedAlias, wrote: Bool)
     {
         let request = item.request
         var record: StoredRecord
+        if var stored {
+            // Committed for this request just before: its alias, or a new one (its first was taken).
+            if let issued = stored.aliases.first(where: { $0.matches(request.format, luhnValid: request.luhnValid) }) {
+                return (stored, issued, true)
+            }
+            let alias = try issue(item, index: index, recordID: stored.id, in: store)
+            stored.aliases.append(alias)
+            return (stored, alias, true)
+        }
         var found = try item.fingerprint.flatMap { try store.record(fingerprint: $0) }
         if let expired = found, let expires = expired.expiresAt, expires <= clock() {
             // Expired and not swept yet: it goes now, and the value gets a new record.

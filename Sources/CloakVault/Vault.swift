@@ -31,6 +31,8 @@ package final class Vault: Sendable {
     private let nextExecutor = Atomic<Int>(0)
     /// Set when the vault is its store's one writer (one connection) and the settings ask for it.
     let cache: DedupeCache?
+    /// The store takes a batch's new records in one commit (``Vault+NewRecords``).
+    let batchesNewRecords: Bool
     /// Reads the store's ring when a record names a version this node has not picked up yet.
     let missingKey = MissingKeyRead()
     let clock: @Sendable () -> Int64
@@ -77,6 +79,7 @@ package final class Vault: Sendable {
         self.cache =
             stores.count == 1 && stores[0].isSoleWriter && settings.dedupeCacheEntries > 0
             ? DedupeCache(capacity: settings.dedupeCacheEntries) : nil
+        self.batchesNewRecords = stores[0].batchesNewRecords
         // Sweep expired VOLATILE records, 1,000 per transaction, until none is left (at most
         // 50,000 per run, so a large backlog cannot hold up requests for long). One executor
         // sweeps: the others share its store.
@@ -186,24 +189,34 @@ package final class Vault: Sendable {
             prepared = try prepare(
                 missing.map { requests[$0] }, fingerprints: missing.map { fingerprints[$0] }, caller: caller)
         } catch { return completion(.failure(error)) }
+        let finished: @Sendable (Result<Created, any Error>) -> Void = { [cache] result in
+            // After the commit, on the vault thread: what was read or written is remembered.
+            if let cache, case let .success(created) = result {
+                for record in created.records { cache.remember(record) }
+            }
+            switch Self.map(result) {
+            case let .success(created):
+                var merged = answers
+                for (position, index) in missing.enumerated() { merged[index] = created.answers[position] }
+                completion(.success(merged.map { $0! }))
+            case let .failure(.invalidInput(position, reason)):
+                completion(.failure(.invalidInput(index: missing[position], reason: reason)))
+            case let .failure(error):
+                completion(.failure(error))
+            }
+        }
+        guard batchesNewRecords, let writes = newRecordWrites(prepared) else {
+            return executor.submit(
+                { [self] store in try create(prepared, caller: caller, in: store) }, completion: finished)
+        }
         executor.submit(
-            { [self] store in try create(prepared, caller: caller, in: store) },
-            completion: { [cache] result in
-                // After the commit, on the vault thread: what was read or written is remembered.
-                if let cache, case let .success(created) = result {
-                    for record in created.records { cache.remember(record) }
-                }
-                switch Self.map(result) {
-                case let .success(created):
-                    var merged = answers
-                    for (position, index) in missing.enumerated() { merged[index] = created.answers[position] }
-                    completion(.success(merged.map { $0! }))
-                case let .failure(.invalidInput(position, reason)):
-                    completion(.failure(.invalidInput(index: missing[position], reason: reason)))
-                case let .failure(error):
-                    completion(.failure(error))
-                }
-            })
+            newRecords: writes, durable: !caller.mayReveal,
+            finish: { [self] outcomes in created(prepared, writes: writes, outcomes: outcomes, caller: caller) },
+            { [self] store, outcomes in
+                try create(
+                    prepared, caller: caller, in: store,
+                    stored: outcomes.map { Self.storedRecords(writes, $0) } ?? [:])
+            }, completion: finished)
     }
 
     /// Answers when the store does.

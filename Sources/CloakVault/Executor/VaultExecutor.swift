@@ -17,6 +17,23 @@ final class VaultExecutor: @unchecked Sendable {
         let fail: @Sendable (any Error) -> Void
         /// Only reads: see ``VaultExecutor/submit(reads:_:completion:)``.
         var reads = false
+        /// New records the job writes first, batched with other jobs': see
+        /// ``VaultExecutor/submit(newRecords:durable:finish:_:completion:)``.
+        var newRecords: NewRecords?
+    }
+
+    /// A job's new records, for a store that ``AliasStore/batchesNewRecords``.
+    struct NewRecords {
+        let writes: [NewRecordWrite]
+        let durable: Bool
+        /// The job's answer once its writes' outcomes are committed, or (nil) the job that does
+        /// what they left undone, run in the batch's transaction after them.
+        let finish: ([NewRecordOutcome]) -> Next
+
+        enum Next {
+            case answer(@Sendable () -> Void)
+            case rest((any AliasStore) throws -> (@Sendable () -> Void))
+        }
     }
 
     private let store: any AliasStore
@@ -48,6 +65,32 @@ final class VaultExecutor: @unchecked Sendable {
         thread.start()
     }
 
+    /// Queues a job that stores new records. Where the store ``AliasStore/batchesNewRecords``,
+    /// the writes of every such job in a batch go first, in one
+    /// ``AliasStore/commitNewRecords(_:durable:)``; `finish` then makes the job's answer from
+    /// its writes' outcomes, or says what is left: `rest(store, outcomes)` runs in the batch's
+    /// transaction. Elsewhere, or when that commit hit a conflict the server undid (a deadlock
+    /// with another node), the job is `rest(store, nil)` alone.
+    func submit<T: Sendable>(
+        newRecords writes: [NewRecordWrite], durable: Bool,
+        finish: @escaping ([NewRecordOutcome]) -> T?,
+        _ rest: @escaping (any AliasStore, [NewRecordOutcome]?) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        guard store.batchesNewRecords, !writes.isEmpty else {
+            return submit({ store in try rest(store, nil) }, completion: completion)
+        }
+        enqueue({ store in try rest(store, nil) }, completion: completion) { completion in
+            NewRecords(writes: writes, durable: durable) { outcomes in
+                if let value = finish(outcomes) { return .answer({ completion(.success(value)) }) }
+                return .rest({ store in
+                    let value = try rest(store, outcomes)
+                    return { completion(.success(value)) }
+                })
+            }
+        }
+    }
+
     /// Queues `body`; `completion` runs on the executor thread after the commit (or failure).
     ///
     /// - Parameter reads: `body` only reads. A batch of such jobs alone runs in a reading
@@ -58,6 +101,16 @@ final class VaultExecutor: @unchecked Sendable {
         reads: Bool = false,
         _ body: @escaping (any AliasStore) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        enqueue(body, reads: reads, completion: completion)
+    }
+
+    /// Queues a job: its completion bound to the store's time limit, then `newRecords` (given
+    /// that completion) when it has some.
+    private func enqueue<T: Sendable>(
+        _ body: @escaping (any AliasStore) throws -> T, reads: Bool = false,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void,
+        newRecords: ((@escaping @Sendable (Result<T, any Error>) -> Void) -> NewRecords)? = nil
     ) {
         let completion =
             deadlines.map { deadlines in
@@ -76,7 +129,7 @@ final class VaultExecutor: @unchecked Sendable {
                 let value = try body(store)
                 return { completion(.success(value)) }
             },
-            fail: { error in completion(.failure(error)) }, reads: reads)
+            fail: { error in completion(.failure(error)) }, reads: reads, newRecords: newRecords?(completion))
         let (accepted, wasIdle) = queue.withLock { state -> (Bool, Bool) in
             guard !state.stopping else { return (false, false) }
             state.jobs.append(job)
@@ -145,7 +198,43 @@ final class VaultExecutor: @unchecked Sendable {
         throw StoreError.unavailable("a write conflict persisted")
     }
 
+    /// Commits the new records of every job that has some, in one
+    /// ``AliasStore/commitNewRecords(_:durable:)``, and answers the jobs that needs nothing more;
+    /// returns the jobs left for the batch's transaction.
+    private func commitNewRecords(_ jobs: [Job]) -> [Job] {
+        let batched = jobs.compactMap { job in job.newRecords.map { (job, $0) } }
+        guard !batched.isEmpty else { return jobs }
+        var remaining = jobs.filter { $0.newRecords == nil }
+        let outcomes: [NewRecordOutcome]
+        do {
+            outcomes = try store.commitNewRecords(
+                batched.flatMap(\.1.writes), durable: batched.contains { $0.1.durable })
+        } catch StoreError.transient {
+            // Nothing was written: each job runs whole, in its savepoint, which retries once.
+            return jobs.map { job in
+                var job = job
+                job.newRecords = nil
+                return job
+            }
+        } catch {
+            for (job, _) in batched { job.fail(error) }
+            return remaining
+        }
+        var offset = 0
+        for (job, part) in batched {
+            let mine = Array(outcomes[offset..<offset + part.writes.count])
+            offset += part.writes.count
+            switch part.finish(mine) {
+            case let .answer(deliver): deliver()
+            case let .rest(body): remaining.append(Job(body: body, fail: job.fail))
+            }
+        }
+        return remaining
+    }
+
     private func runBatch(_ jobs: [Job]) {
+        let jobs = store.batchesNewRecords ? commitNewRecords(jobs) : jobs
+        guard !jobs.isEmpty else { return }
         let reading = jobs.allSatisfy(\.reads)
         do {
             try reading ? store.beginReading() : store.begin()

@@ -36,7 +36,7 @@ package final class PostgreSQLAliasStore: AliasStore {
     }
 
     /// Makes sure there is a connection: reconnects when it was lost, at most once per backoff step.
-    private func connected() throws(StoreError) {
+    func connected() throws(StoreError) {
         if db.isConnected { return }
         guard Date() >= nextReconnect else { throw .unavailable("PostgreSQL is unreachable; reconnecting") }
         if db.reconnect() {

@@ -10,7 +10,8 @@ import Foundation
 /// keywords, never the URL's text (``PostgresURL``), and any message of libpq's is scrubbed of the
 /// password before it is shown.
 final class PostgreSQLConnection {
-    private var conn: OpaquePointer?
+    /// nil after ``drop()``: the next use reconnects.
+    private(set) var conn: OpaquePointer?
     private let url: PostgresURL
     /// Texts no message may show: the URL's password, and `PGPASSWORD` (libpq's fallback).
     private let secrets: [String]
@@ -19,14 +20,6 @@ final class PostgreSQLConnection {
     /// Statements prepared on this connection, by SQL text: parsed and planned once, not per call
     /// (about half of PostgreSQL's CPU per alias in the benchmark). Forgotten on reconnect.
     private var prepared: [String: String] = [:]
-
-    /// A parameter.
-    enum Value {
-        case text(String)
-        case bytes([UInt8])
-        case int(Int64)
-        case null
-    }
 
     /// One result row, columns in binary format.
     struct Row {
@@ -121,6 +114,14 @@ final class PostgreSQLConnection {
         return isConnected
     }
 
+    /// Closes a connection left in a state no statement can follow (a pipeline that did not end):
+    /// the store reconnects on its next use.
+    func drop() {
+        if let conn { PQfinish(conn) }
+        conn = nil
+        prepared.removeAll()
+    }
+
     /// Runs statements without parameters or results (schema, transactions).
     func execute(_ sql: String) throws(StoreError) {
         guard let conn else { throw .unavailable("not connected to PostgreSQL") }
@@ -133,62 +134,18 @@ final class PostgreSQLConnection {
     @discardableResult
     func query(_ sql: String, _ parameters: [Value] = []) throws(StoreError) -> [Row] {
         guard let conn else { throw .unavailable("not connected to PostgreSQL") }
-        var types: [Oid] = []
-        var buffers: [[UInt8]?] = []
-        for p in parameters {
-            switch p {
-            case let .text(s): types.append(25); buffers.append(Array(s.utf8))
-            case let .bytes(b): types.append(17); buffers.append(b)
-            case let .int(i): types.append(20); buffers.append(withUnsafeBytes(of: i.bigEndian) { Array($0) })
-            case .null: types.append(0); buffers.append(nil)
-            }
+        let result = try Self.withParameters(parameters) { types, values, lengths, formats throws(StoreError) in
+            let name = try statementName(sql, types: types)
+            return PQexecPrepared(conn, name, Int32(parameters.count), values, lengths, formats, 1)
         }
-        let lengths = buffers.map { Int32($0?.count ?? 0) }
-        let formats = [Int32](repeating: 1, count: parameters.count)
-        // The values' storage must stay put while libpq reads it: one contiguous copy per value.
-        let pointers: [UnsafeMutablePointer<CChar>?] = buffers.map { buffer in
-            guard let buffer else { return nil }
-            let p = UnsafeMutablePointer<CChar>.allocate(capacity: max(buffer.count, 1))
-            buffer.withUnsafeBytes { raw in
-                if raw.count > 0 {
-                    p.withMemoryRebound(to: UInt8.self, capacity: raw.count) {
-                        $0.update(from: raw.bindMemory(to: UInt8.self).baseAddress!, count: raw.count)
-                    }
-                }
-            }
-            return p
-        }
-        defer { pointers.forEach { $0?.deallocate() } }
-        var constPointers = pointers.map { UnsafePointer($0) }
-        let name = try statementName(sql, types: types)
-        let result = PQexecPrepared(conn, name, Int32(parameters.count), &constPointers, lengths, formats, 1)
         defer { PQclear(result) }
         try check(result, "query")
         changes = Int(String(cString: PQcmdTuples(result))) ?? 0
-        var rows: [Row] = []
-        let count = Int(PQntuples(result)), fields = Int(PQnfields(result))
-        rows.reserveCapacity(count)
-        for r in 0..<count {
-            var columns: [[UInt8]?] = []
-            for c in 0..<fields {
-                if PQgetisnull(result, Int32(r), Int32(c)) == 1 {
-                    columns.append(nil)
-                    continue
-                }
-                let length = Int(PQgetlength(result, Int32(r), Int32(c)))
-                let value = PQgetvalue(result, Int32(r), Int32(c))!
-                columns.append(
-                    value.withMemoryRebound(to: UInt8.self, capacity: length) {
-                        Array(UnsafeBufferPointer(start: $0, count: length))
-                    })
-            }
-            rows.append(Row(columns: columns))
-        }
-        return rows
+        return result.map(Self.rows(of:)) ?? []
     }
 
     /// The prepared statement for `sql` (prepared now when new).
-    private func statementName(_ sql: String, types: [Oid]) throws(StoreError) -> String {
+    func statementName(_ sql: String, types: [Oid]) throws(StoreError) -> String {
         if let name = prepared[sql] { return name }
         guard let conn else { throw .unavailable("not connected to PostgreSQL") }
         let name = "cloak_\(prepared.count)"
@@ -202,7 +159,7 @@ final class PostgreSQLConnection {
     /// Turns a failed result into a ``StoreError``: a unique violation on an alias is
     /// `aliasTaken`, on a fingerprint `fingerprintTaken`; a full disk `full`; anything else
     /// `unavailable` with the operation and PostgreSQL's primary message.
-    private func check(_ result: OpaquePointer?, _ what: String) throws(StoreError) {
+    func check(_ result: OpaquePointer?, _ what: String) throws(StoreError) {
         guard let result else {
             throw .unavailable("\(what): \(conn.map { scrub(Self.firstLine(PQerrorMessage($0))) } ?? "no connection")")
         }

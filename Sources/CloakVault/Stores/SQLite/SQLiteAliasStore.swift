@@ -88,6 +88,12 @@ package final class SQLiteAliasStore: AliasStore {
     /// The file belongs to this process.
     package var isSoleWriter: Bool { true }
 
+    /// A statement here is a function call: batching saves nothing.
+    package var batchesNewRecords: Bool { false }
+    package func commitNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome] {
+        try commitNewRecordsOneByOne(writes, durable: durable)
+    }
+
     package func begin() throws(StoreError) { try db.run("BEGIN IMMEDIATE") }
     /// Deferred: the read lock at the first read, never the write lock (WAL: no wait for a writer).
     package func beginReading() throws(StoreError) { try db.run("BEGIN") }
