@@ -37,8 +37,12 @@ extension PostgreSQLAliasStore {
         FROM input
         LEFT JOIN stored ON stored.id = input.id
         LEFT JOIN aliased ON aliased.record_id = input.id
-        LEFT JOIN records r ON stored.id IS NULL AND r.fingerprint = input.fingerprint
-        LEFT JOIN aliases a ON a.record_id = r.id
+        LEFT JOIN LATERAL (
+            SELECT * FROM records WHERE stored.id IS NULL AND fingerprint = input.fingerprint LIMIT 1
+        ) r ON true
+        LEFT JOIN LATERAL (
+            SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id ORDER BY seq LIMIT 1000
+        ) a ON true
         ORDER BY input.n, a.seq
         """
 
