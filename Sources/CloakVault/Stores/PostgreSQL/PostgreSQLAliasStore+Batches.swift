@@ -7,11 +7,19 @@ extension PostgreSQLAliasStore {
     package var batchesNewRecords: Bool { true }
 
     /// Every write's record and alias as one column array each, then one statement: insert the
-    /// records (`ON CONFLICT DO NOTHING`), the aliases of those inserted, and read back the
-    /// record each skipped write's fingerprint already has, with its aliases (the statement's
-    /// snapshot is from before its inserts, so a record it stored itself is never read back).
-    /// Rows are inserted in fingerprint order and aliases in alias order, so two nodes writing
-    /// overlapping batches take their index locks in one order, not in opposite ones (a deadlock).
+    /// records, the aliases of those inserted, and read back the record each skipped write's
+    /// fingerprint already has, with its aliases (the statement's snapshot is from before its
+    /// inserts, so a record it stored itself is never read back). `$17`: take a transaction id
+    /// even when nothing is written (``AliasStore/forceDurableCommit()``).
+    ///
+    /// - `ON CONFLICT` names one key each: a record's id and an alias's record are new, so the
+    ///   other unique keys cannot conflict, and PostgreSQL checks one index ahead instead of two.
+    /// - The rows come sorted by fingerprint (``commitNewRecords(_:durable:)``), and are inserted
+    ///   in that order: two nodes writing overlapping batches then wait on each other's rows in
+    ///   one order, not in opposite ones (a deadlock).
+    /// - The lookups are LATERAL with a LIMIT, so each stays an index scan whatever the
+    ///   statistics said when the plan was made (plans are generic and kept: a plan made while
+    ///   the tables were empty scanned all aliases for every row).
     static let insertBatch = """
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::bytea[], $3::text[], $4::bytea[], $5::bytea[], $6::bytea[],
@@ -23,15 +31,15 @@ extension PostgreSQLAliasStore {
             INSERT INTO records (\(StoredRecord.columns))
             SELECT id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at,
                 intent::smallint, bucket, metadata
-            FROM input ORDER BY fingerprint, id
-            ON CONFLICT DO NOTHING RETURNING id
+            FROM input
+            ON CONFLICT (fingerprint) DO NOTHING RETURNING id
         ), aliased AS (
             INSERT INTO aliases (alias, record_id, format, mac)
             SELECT input.alias, input.id, input.format, input.mac FROM input JOIN stored ON stored.id = input.id
-            ORDER BY input.alias
-            ON CONFLICT DO NOTHING RETURNING record_id
+            ON CONFLICT (alias) DO NOTHING RETURNING record_id
         )
         SELECT input.n, stored.id IS NOT NULL, aliased.record_id IS NOT NULL,
+            CASE WHEN $17 THEN txid_current() END,
             \(StoredRecord.columns.split(separator: ", ").map { "r.\($0)" }.joined(separator: ", ")),
             a.alias, a.format, a.mac
         FROM input
@@ -46,35 +54,46 @@ extension PostgreSQLAliasStore {
         ORDER BY input.n, a.seq
         """
 
-    /// One round trip: `BEGIN`, ``insertBatch``, `COMMIT` in one pipeline.
+    /// One round trip: ``insertBatch`` alone, outside any transaction, is its own transaction,
+    /// committed (and flushed) before its answer is read. Failing, it wrote nothing.
     package func commitNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome] {
         guard !writes.isEmpty else { return [] }
         try connected()
-        let records = writes.map(\.record)
-        let batch = PostgreSQLConnection.Statement(
-            sql: Self.insertBatch,
-            parameters: [
-                .texts(records.map(\.id)), .byteStrings(records.map(\.fingerprint)), .texts(records.map(\.keyID)),
-                .byteStrings(records.map(\.sealed.nonce)), .byteStrings(records.map(\.sealed.ciphertext)),
-                .byteStrings(records.map(\.sealed.tag)), .texts(records.map(\.storage.rawValue)),
-                .texts(records.map { $0.classifiers.joined(separator: ",") }), .ints(records.map(\.createdAt)),
-                .ints(records.map(\.expiresAt)), .ints(records.map { $0.intent ? 1 : 0 }),
-                .byteStrings(records.map(\.bucket)), .texts(records.map { RevealedRecord.encodeMetadata($0.metadata) }),
-                .texts(writes.map(\.alias.alias)), .texts(writes.map(\.alias.storedFormat)),
-                .byteStrings(writes.map(\.alias.mac)),
-            ])
-        var statements = [PostgreSQLConnection.Statement(sql: "BEGIN"), batch]
-        if durable { statements.append(.init(sql: "SELECT txid_current()")) }
-        statements.append(.init(sql: "COMMIT"))
-        let answers: [[PostgreSQLConnection.Row]]
-        do throws(StoreError) {
-            answers = try db.pipeline(statements)
-        } catch {
-            // A statement failed: the server skipped the rest, COMMIT included.
-            rollback()
-            throw error
+        // In fingerprint order (see insertBatch); `order[i]` is the write sent i-th.
+        let order = writes.indices.sorted { a, b in
+            Self.precedes(writes[a].record.fingerprint, writes[b].record.fingerprint)
         }
-        return try Self.outcomes(answers[1], count: writes.count)
+        let writes = order.map { writes[$0] }
+        let records = writes.map(\.record)
+        let parameters: [PostgreSQLConnection.Value] = [
+            .texts(records.map(\.id)), .byteStrings(records.map(\.fingerprint)), .texts(records.map(\.keyID)),
+            .byteStrings(records.map(\.sealed.nonce)), .byteStrings(records.map(\.sealed.ciphertext)),
+            .byteStrings(records.map(\.sealed.tag)), .texts(records.map(\.storage.rawValue)),
+            .texts(records.map { $0.classifiers.joined(separator: ",") }), .ints(records.map(\.createdAt)),
+            .ints(records.map(\.expiresAt)), .ints(records.map { $0.intent ? 1 : 0 }),
+            .byteStrings(records.map(\.bucket)), .texts(records.map { RevealedRecord.encodeMetadata($0.metadata) }),
+            .texts(writes.map(\.alias.alias)), .texts(writes.map(\.alias.storedFormat)),
+            .byteStrings(writes.map(\.alias.mac)),
+        ]
+        let rows: [PostgreSQLConnection.Row]
+        do throws(StoreError) {
+            rows = try db.query(Self.insertBatch, parameters + [.bool(durable)])
+        } catch .fingerprintTaken, .aliasTaken {
+            // Only a record id's key can raise one (ON CONFLICT names the others); ids carry 72
+            // random bits, so this is a broken clock or generator, and nothing was written.
+            throw .unavailable("a new record's id is taken")
+        }
+        let sent = try Self.outcomes(rows, count: writes.count)
+        var outcomes = sent
+        for (position, index) in order.enumerated() { outcomes[index] = sent[position] }
+        return outcomes
+    }
+
+    /// Byte order, as PostgreSQL compares `bytea`; no fingerprint last.
+    private static func precedes(_ a: [UInt8]?, _ b: [UInt8]?) -> Bool {
+        guard let a else { return false }
+        guard let b else { return true }
+        return a.lexicographicallyPrecedes(b)
     }
 
     /// Reads ``insertBatch``'s rows: one per write, or one per alias of the record found for it.
@@ -87,16 +106,16 @@ extension PostgreSQLAliasStore {
             let index = Int(n - 1)
             if row.int(1) == 1 {
                 outcomes[index] = row.int(2) == 1 ? .stored : .storedWithoutAlias
-            } else if row.bytes(3) == nil {
+            } else if row.bytes(4) == nil {
                 outcomes[index] = .notStored
             } else {
                 var record: StoredRecord
                 if case let .found(seen) = outcomes[index] {
                     record = seen
                 } else {
-                    record = try StoredRecord(row: Shifted(row: row, by: 3))
+                    record = try StoredRecord(row: Shifted(row: row, by: 4))
                 }
-                if let alias = IssuedAlias(row: Shifted(row: row, by: 16)) { record.aliases.append(alias) }
+                if let alias = IssuedAlias(row: Shifted(row: row, by: 17)) { record.aliases.append(alias) }
                 outcomes[index] = .found(record)
             }
         }

@@ -3,7 +3,9 @@ import CloakCrypto
 import Foundation
 
 /// The shared store: PostgreSQL through libpq, for several Cloak nodes on one (replicated)
-/// database. Each executor batch is one PostgreSQL transaction; each request a savepoint.
+/// database. A batch's new records are one statement, its own transaction
+/// (``commitNewRecords(_:durable:)``); the rest of an executor batch is one transaction, each
+/// request in a savepoint.
 ///
 /// - Races between nodes are decided by unique constraints: an alias issued elsewhere is
 ///   ``StoreError/aliasTaken`` (the vault tries its next candidate); a value or alias format

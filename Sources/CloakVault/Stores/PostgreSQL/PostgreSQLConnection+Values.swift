@@ -7,6 +7,7 @@ extension PostgreSQLConnection {
         case bytes([UInt8])
         case int(Int64)
         case null
+        case bool(Bool)
         /// `text[]`, `bytea[]` and `int8[]`: a column of many rows in one parameter (`unnest`).
         case texts([String?])
         case byteStrings([[UInt8]?])
@@ -19,6 +20,7 @@ extension PostgreSQLConnection {
             case let .bytes(b): return (17, b)
             case let .int(i): return (20, Self.int8(i))
             case .null: return (0, nil)
+            case let .bool(b): return (16, [b ? 1 : 0])
             case let .texts(items): return (1009, Self.array(elementType: 25, items.map { $0.map { Array($0.utf8) } }))
             case let .byteStrings(items): return (1001, Self.array(elementType: 17, items))
             case let .ints(items): return (1016, Self.array(elementType: 20, items.map { $0.map(Self.int8) }))

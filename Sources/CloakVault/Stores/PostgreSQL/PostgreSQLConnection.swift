@@ -10,8 +10,7 @@ import Foundation
 /// keywords, never the URL's text (``PostgresURL``), and any message of libpq's is scrubbed of the
 /// password before it is shown.
 final class PostgreSQLConnection {
-    /// nil after ``drop()``: the next use reconnects.
-    private(set) var conn: OpaquePointer?
+    private var conn: OpaquePointer?
     private let url: PostgresURL
     /// Texts no message may show: the URL's password, and `PGPASSWORD` (libpq's fallback).
     private let secrets: [String]
@@ -84,7 +83,11 @@ final class PostgreSQLConnection {
             "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3",
             "tcp_user_timeout": String(failureTimeout * 1000),
             // Notices ("relation … already exists, skipping") would go to standard error.
-            "options": "-c client_min_messages=warning",
+            // Generic plans only: every statement is prepared once and its plan kept. Left to
+            // choose, PostgreSQL planned the batch insert (PostgreSQLAliasStore+Batches) anew on
+            // every run, a quarter of its CPU; the statements are key lookups and inserts whose
+            // best plan does not depend on the values.
+            "options": "-c client_min_messages=warning -c plan_cache_mode=force_generic_plan",
         ]
         settings.merge(url.keywords) { _, fromURL in fromURL }
         let pairs = settings.sorted { $0.key < $1.key }
@@ -114,14 +117,6 @@ final class PostgreSQLConnection {
         return isConnected
     }
 
-    /// Closes a connection left in a state no statement can follow (a pipeline that did not end):
-    /// the store reconnects on its next use.
-    func drop() {
-        if let conn { PQfinish(conn) }
-        conn = nil
-        prepared.removeAll()
-    }
-
     /// Runs statements without parameters or results (schema, transactions).
     func execute(_ sql: String) throws(StoreError) {
         guard let conn else { throw .unavailable("not connected to PostgreSQL") }
@@ -145,7 +140,7 @@ final class PostgreSQLConnection {
     }
 
     /// The prepared statement for `sql` (prepared now when new).
-    func statementName(_ sql: String, types: [Oid]) throws(StoreError) -> String {
+    private func statementName(_ sql: String, types: [Oid]) throws(StoreError) -> String {
         if let name = prepared[sql] { return name }
         guard let conn else { throw .unavailable("not connected to PostgreSQL") }
         let name = "cloak_\(prepared.count)"
@@ -159,7 +154,7 @@ final class PostgreSQLConnection {
     /// Turns a failed result into a ``StoreError``: a unique violation on an alias is
     /// `aliasTaken`, on a fingerprint `fingerprintTaken`; a full disk `full`; anything else
     /// `unavailable` with the operation and PostgreSQL's primary message.
-    func check(_ result: OpaquePointer?, _ what: String) throws(StoreError) {
+    private func check(_ result: OpaquePointer?, _ what: String) throws(StoreError) {
         guard let result else {
             throw .unavailable("\(what): \(conn.map { scrub(Self.firstLine(PQerrorMessage($0))) } ?? "no connection")")
         }
