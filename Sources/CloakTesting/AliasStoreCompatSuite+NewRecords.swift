@@ -68,4 +68,24 @@ extension AliasStoreCompatSuite {
         #expect(try store.record(alias: "tok_g")?.id == "rec_g")
         #expect(try store.recordCount() == 4)
     }
+
+    func severalAliasesAreReadAtOnce() throws {
+        let store = try makeStore()
+        var a = Self.record("rec_a", fingerprint: Self.fingerprint(1), aliases: [Self.alias("tok_a1")])
+        let b = Self.record("rec_b", aliases: [Self.alias("tok_b")])
+        try transaction(store) {
+            try store.insert(a)
+            try store.insert(b)
+            try store.addAlias(Self.alias("tok_a2", .RAW_UUID), toRecord: "rec_a")
+        }
+        a.aliases.append(Self.alias("tok_a2", .RAW_UUID))
+        try store.beginReading()
+        let found = try store.records(aliases: ["tok_a1", "tok_b", "tok_none", "tok_a2", "tok_a1", ""])
+        try store.commit()
+        #expect(Set(found.keys) == ["tok_a1", "tok_a2", "tok_b"])
+        expectSame(found["tok_a1"], a)
+        expectSame(found["tok_a2"], a)
+        expectSame(found["tok_b"], b)
+        #expect(try store.records(aliases: []).isEmpty)
+    }
 }

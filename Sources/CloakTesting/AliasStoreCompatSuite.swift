@@ -44,6 +44,7 @@ package struct AliasStoreCompatSuite {
         case aReadingTransactionSeesWhatIsCommitted
         case newRecordsAreCommittedAndFoundOnesReadBack
         case aNewRecordsBatchSkipsOnlyTheWritesThatCannotBeMade
+        case severalAliasesAreReadAtOnce
 
         package var testDescription: String { rawValue }
     }
@@ -87,6 +88,7 @@ package struct AliasStoreCompatSuite {
         case .newRecordsAreCommittedAndFoundOnesReadBack: try newRecordsAreCommittedAndFoundOnesReadBack()
         case .aNewRecordsBatchSkipsOnlyTheWritesThatCannotBeMade:
             try aNewRecordsBatchSkipsOnlyTheWritesThatCannotBeMade()
+        case .severalAliasesAreReadAtOnce: try severalAliasesAreReadAtOnce()
         }
     }
 }

@@ -28,6 +28,9 @@ package protocol AliasStore: AnyObject {
     func record(fingerprint: [UInt8]) throws(StoreError) -> StoredRecord?
     /// The record an alias belongs to, with all its aliases (expired records included; the vault decides).
     func record(alias: String) throws(StoreError) -> StoredRecord?
+    /// The records of several aliases at once, by alias (those not found are absent): one
+    /// statement where the store is a server. As ``record(alias:)`` for each.
+    func records(aliases: [String]) throws(StoreError) -> [String: StoredRecord]
     /// Adds a record and its aliases. Throws ``StoreError/aliasTaken`` when an alias exists.
     func insert(_ record: StoredRecord) throws(StoreError)
     /// Adds an alias to an existing record. Throws ``StoreError/aliasTaken`` when it exists.
@@ -101,6 +104,18 @@ package protocol AliasStore: AnyObject {
     func appendKeyAudit(_ line: String, at time: Int64) throws(StoreError)
     /// The last `limit` lines of the key audit trail, oldest first.
     func keyAudit(limit: Int) throws(StoreError) -> [String]
+}
+
+extension AliasStore {
+    /// ``records(aliases:)`` as one ``record(alias:)`` per alias: for a store whose statements
+    /// cost a function call.
+    package func recordsOneByOne(aliases: [String]) throws(StoreError) -> [String: StoredRecord] {
+        var found: [String: StoredRecord] = [:]
+        for alias in aliases where found[alias] == nil {
+            if let record = try record(alias: alias) { found[alias] = record }
+        }
+        return found
+    }
 }
 
 /// A record as re-encryption sees it: which key version sealed it, and how.

@@ -11,9 +11,11 @@ extension Vault {
         executor.submit(
             reads: true,
             { [self] store in
+                // One statement for all of them where the store is a server.
+                let found = try store.records(aliases: aliases)
                 var out: [String: RevealedRecord] = [:]
                 for alias in aliases {
-                    if let record = try liveRecord(alias, in: store) { out[alias] = try open(record, in: store) }
+                    if let record = try live(found[alias], alias: alias) { out[alias] = try open(record, in: store) }
                 }
                 return out
             }, completion: { completion(Self.map($0)) })
@@ -24,7 +26,12 @@ extension Vault {
     /// The live record `alias` points to, with only its authentic aliases. An alias row whose MAC
     /// does not bind it to that record (a database writer pointed it elsewhere) is refused.
     func liveRecord(_ alias: String, in store: any AliasStore) throws -> StoredRecord? {
-        guard var record = try store.record(alias: alias) else { return nil }
+        try live(store.record(alias: alias), alias: alias)
+    }
+
+    /// `record`, read for `alias`, when it is live, with only its authentic aliases.
+    func live(_ record: StoredRecord?, alias: String) throws -> StoredRecord? {
+        guard var record else { return nil }
         if let expires = record.expiresAt, expires <= clock() { return nil }
         // Each row's MAC is checked once; the asked alias's row must be among the authentic ones.
         var asked = false

@@ -101,6 +101,29 @@ struct PostgreSQLBatchTests {
         #expect(!b.value.isInTransaction)
     }
 
+    /// Reads run without a transaction (one round trip each): the connection itself refuses a
+    /// write until the reading batch ends, and writes as usual afterwards.
+    @Test func aReadingBatchRefusesAWrite() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let store = try PostgreSQLAliasStore(url: url)
+        try store.beginReading()
+        #expect(store.isInTransaction)
+        #expect(throws: StoreError.self) { try store.insert(Suite.record("rec_a", aliases: [Suite.alias("tok_a")])) }
+        #expect(throws: StoreError.self) {
+            try store.commitNewRecords(
+                [NewRecordWrite(record: Suite.record("rec_b"), alias: Suite.alias("tok_b"))], durable: false)
+        }
+        #expect(try store.record(alias: "tok_a") == nil)
+        try store.commit()
+        #expect(!store.isInTransaction)
+        #expect(
+            try store.commitNewRecords(
+                [NewRecordWrite(record: Suite.record("rec_b"), alias: Suite.alias("tok_b"))], durable: false) == [
+                    .stored
+                ])
+        #expect(try store.recordCount() == 1)
+    }
+
     /// The first candidate of an FF1 alias is taken by another record: the batch stores the value
     /// without it, and the vault issues the next candidate in the same request.
     @Test func aTakenFirstCandidateGetsTheNextOneInTheSameRequest() throws {

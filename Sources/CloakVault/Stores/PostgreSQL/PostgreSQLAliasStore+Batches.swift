@@ -113,9 +113,9 @@ extension PostgreSQLAliasStore {
                 if case let .found(seen) = outcomes[index] {
                     record = seen
                 } else {
-                    record = try StoredRecord(row: Shifted(row: row, by: 4))
+                    record = try StoredRecord(row: ShiftedRow(row: row, by: 4))
                 }
-                if let alias = IssuedAlias(row: Shifted(row: row, by: 17)) { record.aliases.append(alias) }
+                if let alias = IssuedAlias(row: ShiftedRow(row: row, by: 17)) { record.aliases.append(alias) }
                 outcomes[index] = .found(record)
             }
         }
@@ -123,14 +123,5 @@ extension PostgreSQLAliasStore {
             guard let outcome else { throw .unavailable("a batch answer is missing a row") }
             return outcome
         }
-    }
-
-    /// A row's columns from `by` on, as ``RecordRow``.
-    private struct Shifted: RecordRow {
-        let row: PostgreSQLConnection.Row
-        let by: Int
-        func text(at column: Int) -> String? { row.text(by + column) }
-        func bytes(at column: Int) -> [UInt8]? { row.bytes(by + column) }
-        func integer(at column: Int) -> Int64? { row.int(by + column) }
     }
 }

@@ -5,8 +5,19 @@ import Foundation
 extension PostgreSQLAliasStore {
     // Query texts are made once: they are sent and looked up (prepared statements) every time.
     private static let recordByFingerprint = "SELECT \(StoredRecord.columns) FROM records WHERE fingerprint = $1"
-    private static let recordByAlias =
-        "SELECT \(StoredRecord.columns) FROM records WHERE id = (SELECT record_id FROM aliases WHERE alias = $1)"
+    /// Each asked alias's record and all its aliases, one row per alias of the record. LATERAL
+    /// with a LIMIT keeps every lookup an index scan in the generic plan.
+    private static let recordsByAlias = """
+        SELECT asked.alias, \(StoredRecord.columns.split(separator: ", ").map { "r.\($0)" }.joined(separator: ", ")),
+            a.alias, a.format, a.mac
+        FROM unnest($1::text[]) WITH ORDINALITY AS asked(alias, n)
+        JOIN LATERAL (SELECT record_id FROM aliases WHERE alias = asked.alias LIMIT 1) x ON true
+        JOIN LATERAL (SELECT * FROM records WHERE id = x.record_id LIMIT 1) r ON true
+        JOIN LATERAL (
+            SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id ORDER BY seq LIMIT 1000
+        ) a ON true
+        ORDER BY asked.n, a.seq
+        """
     private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = $1"
     private static let insertRecord = """
         INSERT INTO records (\(StoredRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
@@ -18,7 +29,28 @@ extension PostgreSQLAliasStore {
     }
 
     package func record(alias: String) throws(StoreError) -> StoredRecord? {
-        try readRecord(db.query(Self.recordByAlias, [.text(alias)]))
+        try records(aliases: [alias])[alias]
+    }
+
+    /// One statement for all of them.
+    package func records(aliases: [String]) throws(StoreError) -> [String: StoredRecord] {
+        var unique: [String] = []
+        var seen = Set<String>()
+        for alias in aliases where seen.insert(alias).inserted { unique.append(alias) }
+        guard !unique.isEmpty else { return [:] }
+        var found: [String: StoredRecord] = [:]
+        for row in try db.query(Self.recordsByAlias, [.texts(unique)]) {
+            guard let asked = row.text(0) else { continue }
+            var record: StoredRecord
+            if let seen = found[asked] {
+                record = seen
+            } else {
+                record = try StoredRecord(row: ShiftedRow(row: row, by: 1))
+            }
+            if let alias = IssuedAlias(row: ShiftedRow(row: row, by: 14)) { record.aliases.append(alias) }
+            found[asked] = record
+        }
+        return found
     }
 
     private func readRecord(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> StoredRecord? {

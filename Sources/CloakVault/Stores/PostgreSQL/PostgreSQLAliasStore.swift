@@ -58,15 +58,32 @@ package final class PostgreSQLAliasStore: AliasStore {
         try connected()
         try db.execute("BEGIN")
     }
+    /// No transaction: each read is one statement with its own snapshot (a reveal of many
+    /// aliases included: ``records(aliases:)``), so a reading batch costs one round trip per
+    /// statement instead of two more for `BEGIN READ ONLY` and `COMMIT`. Nothing a reading job
+    /// does needs two statements to agree. The connection refuses any statement but a `SELECT`
+    /// until ``commit()``, as a read-only transaction would refuse a write.
     package func beginReading() throws(StoreError) {
         try connected()
-        try db.execute("BEGIN READ ONLY")
+        db.readsOnly = true
     }
-    package func commit() throws(StoreError) { try db.execute("COMMIT") }
-    package func rollback() { if db.isConnected { try? db.execute("ROLLBACK") } }
+    package func commit() throws(StoreError) {
+        if db.readsOnly {
+            db.readsOnly = false
+            return
+        }
+        try db.execute("COMMIT")
+    }
+    package func rollback() {
+        if db.readsOnly {
+            db.readsOnly = false
+            return
+        }
+        if db.isConnected { try? db.execute("ROLLBACK") }
+    }
     package func savepoint() throws(StoreError) { try db.execute("SAVEPOINT request") }
     package func releaseSavepoint() throws(StoreError) { try db.execute("RELEASE SAVEPOINT request") }
-    package var isInTransaction: Bool { db.isInTransaction }
+    package var isInTransaction: Bool { db.readsOnly || db.isInTransaction }
 
     package func rollbackToSavepoint() {
         try? db.execute("ROLLBACK TO SAVEPOINT request")

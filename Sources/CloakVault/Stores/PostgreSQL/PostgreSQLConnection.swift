@@ -117,9 +117,17 @@ final class PostgreSQLConnection {
         return isConnected
     }
 
+    /// Set while the store reads without a transaction: only `SELECT` statements run.
+    var readsOnly = false
+
+    private func admit(_ sql: String) throws(StoreError) {
+        if readsOnly && !sql.hasPrefix("SELECT") { throw .unavailable("a write was refused in a reading batch") }
+    }
+
     /// Runs statements without parameters or results (schema, transactions).
     func execute(_ sql: String) throws(StoreError) {
         guard let conn else { throw .unavailable("not connected to PostgreSQL") }
+        try admit(sql)
         let result = PQexec(conn, sql)
         defer { PQclear(result) }
         try check(result, "execute")
@@ -129,6 +137,7 @@ final class PostgreSQLConnection {
     @discardableResult
     func query(_ sql: String, _ parameters: [Value] = []) throws(StoreError) -> [Row] {
         guard let conn else { throw .unavailable("not connected to PostgreSQL") }
+        try admit(sql)
         let result = try Self.withParameters(parameters) { types, values, lengths, formats throws(StoreError) in
             let name = try statementName(sql, types: types)
             return PQexecPrepared(conn, name, Int32(parameters.count), values, lengths, formats, 1)
@@ -217,4 +226,13 @@ extension PostgreSQLConnection.Row: RecordRow {
     func text(at column: Int) -> String? { text(column) }
     func bytes(at column: Int) -> [UInt8]? { bytes(column) }
     func integer(at column: Int) -> Int64? { int(column) }
+}
+
+/// A row's columns from `by` on, as ``RecordRow``: a record (or alias) among other columns.
+struct ShiftedRow: RecordRow {
+    let row: PostgreSQLConnection.Row
+    let by: Int
+    func text(at column: Int) -> String? { row.text(by + column) }
+    func bytes(at column: Int) -> [UInt8]? { row.bytes(by + column) }
+    func integer(at column: Int) -> Int64? { row.int(by + column) }
 }

@@ -144,6 +144,10 @@ package final class SQLiteAliasStore: AliasStore {
         return try readRecord(s)
     }
 
+    package func records(aliases: [String]) throws(StoreError) -> [String: StoredRecord] {
+        try recordsOneByOne(aliases: aliases)
+    }
+
     func readRecord(_ s: Statement) throws(StoreError) -> StoredRecord? {
         guard try s.step() else { return nil }
         var record = try StoredRecord(row: s)
