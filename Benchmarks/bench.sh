@@ -454,6 +454,15 @@ if (( ! C_ONLY )); then
         BODY_TOKEN=$BENCH_TOKEN
         run_case "POST /aliases (dedupe)" POST /aliases "$RESULTS_DIR/dedupe-body.json"
         BODY_TOKEN=""
+        # The egress card stored here too: one reveal a request, read from PostgreSQL.
+        PG_EGRESS_ALIAS=$(curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $BENCH_TOKEN" \
+            --data-binary '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}' "$BASE_URL/aliases" \
+            | sed -n 's/.*"alias":"\([^"]*\)".*/\1/p')
+        [[ -n "$PG_EGRESS_ALIAS" ]] || die "could not store the egress benchmark card on PostgreSQL"
+        printf '{"card":"%s","amount":1000}' "$PG_EGRESS_ALIAS" >"$RESULTS_DIR/egress-body-pg.json"
+        PROXY_AUTH="Bearer $BENCH_TOKEN"
+        run_case "POST /egress reveal -> C" POST /egress/bench/v1/charges "$RESULTS_DIR/egress-body-pg.json"
+        PROXY_AUTH=""
         EXTRA_PIDS_TICKS=""
         stop_pid "$CLOAK_PID"
         forget_pid "$CLOAK_PID"

@@ -41,17 +41,14 @@ extension PostgreSQLAliasStore {
         SELECT input.n, stored.id IS NOT NULL, aliased.record_id IS NOT NULL,
             CASE WHEN $17 THEN txid_current() END,
             \(StoredRecord.columns.split(separator: ", ").map { "r.\($0)" }.joined(separator: ", ")),
-            a.alias, a.format, a.mac
+            a.alias, a.format, a.mac, a.seq
         FROM input
         LEFT JOIN stored ON stored.id = input.id
         LEFT JOIN aliased ON aliased.record_id = input.id
         LEFT JOIN LATERAL (
             SELECT * FROM records WHERE stored.id IS NULL AND fingerprint = input.fingerprint LIMIT 1
         ) r ON true
-        LEFT JOIN LATERAL (
-            SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id ORDER BY seq LIMIT 1000
-        ) a ON true
-        ORDER BY input.n, a.seq
+        LEFT JOIN LATERAL (SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id LIMIT 1000) a ON true
         """
 
     /// One round trip: ``insertBatch`` alone, outside any transaction, is its own transaction,
@@ -96,11 +93,13 @@ extension PostgreSQLAliasStore {
         return a.lexicographicallyPrecedes(b)
     }
 
-    /// Reads ``insertBatch``'s rows: one per write, or one per alias of the record found for it.
+    /// Reads ``insertBatch``'s rows: one per write, or one per alias of the record found for it
+    /// (in no order: ``AliasedRecords`` puts the aliases in issue order).
     private static func outcomes(_ rows: [PostgreSQLConnection.Row], count: Int) throws(StoreError)
         -> [NewRecordOutcome]
     {
         var outcomes = [NewRecordOutcome?](repeating: nil, count: count)
+        var found = AliasedRecords()
         for row in rows {
             guard let n = row.int(0), n >= 1, n <= count else { throw .unavailable("a batch answer is out of order") }
             let index = Int(n - 1)
@@ -109,19 +108,18 @@ extension PostgreSQLAliasStore {
             } else if row.bytes(4) == nil {
                 outcomes[index] = .notStored
             } else {
-                var record: StoredRecord
-                if case let .found(seen) = outcomes[index] {
-                    record = seen
-                } else {
-                    record = try StoredRecord(row: ShiftedRow(row: row, by: 4))
-                }
-                if let alias = IssuedAlias(row: ShiftedRow(row: row, by: 17)) { record.aliases.append(alias) }
-                outcomes[index] = .found(record)
+                try found.add(row, key: String(index), recordAt: 4, aliasAt: 17)
             }
         }
-        return try outcomes.map { outcome throws(StoreError) in
-            guard let outcome else { throw .unavailable("a batch answer is missing a row") }
-            return outcome
+        for (key, record) in found.records {
+            if let index = Int(key) { outcomes[index] = .found(record) }
         }
+        var out: [NewRecordOutcome] = []
+        out.reserveCapacity(count)
+        for outcome in outcomes {
+            guard let outcome else { throw .unavailable("a batch answer is missing a row") }
+            out.append(outcome)
+        }
+        return out
     }
 }

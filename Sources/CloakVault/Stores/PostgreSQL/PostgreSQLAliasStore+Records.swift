@@ -5,18 +5,16 @@ import Foundation
 extension PostgreSQLAliasStore {
     // Query texts are made once: they are sent and looked up (prepared statements) every time.
     private static let recordByFingerprint = "SELECT \(StoredRecord.columns) FROM records WHERE fingerprint = $1"
-    /// Each asked alias's record and all its aliases, one row per alias of the record. LATERAL
-    /// with a LIMIT keeps every lookup an index scan in the generic plan.
+    /// Each asked alias's record and all its aliases, one row per alias of the record, in no
+    /// order (`seq` says the aliases' order: no Sort node to start). LATERAL with a LIMIT keeps
+    /// every lookup an index scan in the generic plan.
     private static let recordsByAlias = """
         SELECT asked.alias, \(StoredRecord.columns.split(separator: ", ").map { "r.\($0)" }.joined(separator: ", ")),
-            a.alias, a.format, a.mac
-        FROM unnest($1::text[]) WITH ORDINALITY AS asked(alias, n)
+            a.alias, a.format, a.mac, a.seq
+        FROM unnest($1::text[]) AS asked(alias)
         JOIN LATERAL (SELECT record_id FROM aliases WHERE alias = asked.alias LIMIT 1) x ON true
         JOIN LATERAL (SELECT * FROM records WHERE id = x.record_id LIMIT 1) r ON true
-        JOIN LATERAL (
-            SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id ORDER BY seq LIMIT 1000
-        ) a ON true
-        ORDER BY asked.n, a.seq
+        JOIN LATERAL (SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id LIMIT 1000) a ON true
         """
     private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = $1"
     private static let insertRecord = """
@@ -38,19 +36,12 @@ extension PostgreSQLAliasStore {
         var seen = Set<String>()
         for alias in aliases where seen.insert(alias).inserted { unique.append(alias) }
         guard !unique.isEmpty else { return [:] }
-        var found: [String: StoredRecord] = [:]
+        var found = AliasedRecords()
         for row in try db.query(Self.recordsByAlias, [.texts(unique)]) {
             guard let asked = row.text(0) else { continue }
-            var record: StoredRecord
-            if let seen = found[asked] {
-                record = seen
-            } else {
-                record = try StoredRecord(row: ShiftedRow(row: row, by: 1))
-            }
-            if let alias = IssuedAlias(row: ShiftedRow(row: row, by: 14)) { record.aliases.append(alias) }
-            found[asked] = record
+            try found.add(row, key: asked, recordAt: 1, aliasAt: 14)
         }
-        return found
+        return found.records
     }
 
     private func readRecord(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> StoredRecord? {

@@ -87,7 +87,9 @@ final class PostgreSQLConnection {
             // choose, PostgreSQL planned the batch insert (PostgreSQLAliasStore+Batches) anew on
             // every run, a quarter of its CPU; the statements are key lookups and inserts whose
             // best plan does not depend on the values.
-            "options": "-c client_min_messages=warning -c plan_cache_mode=force_generic_plan",
+            // No Memoize: a lookup's loops are a few rows, and a Memoize node's hash table was
+            // built at every statement's start (a reveal's plan spent a quarter of its CPU there).
+            "options": "-c client_min_messages=warning -c plan_cache_mode=force_generic_plan -c enable_memoize=off",
         ]
         settings.merge(url.keywords) { _, fromURL in fromURL }
         let pairs = settings.sorted { $0.key < $1.key }
@@ -226,13 +228,4 @@ extension PostgreSQLConnection.Row: RecordRow {
     func text(at column: Int) -> String? { text(column) }
     func bytes(at column: Int) -> [UInt8]? { bytes(column) }
     func integer(at column: Int) -> Int64? { int(column) }
-}
-
-/// A row's columns from `by` on, as ``RecordRow``: a record (or alias) among other columns.
-struct ShiftedRow: RecordRow {
-    let row: PostgreSQLConnection.Row
-    let by: Int
-    func text(at column: Int) -> String? { row.text(by + column) }
-    func bytes(at column: Int) -> [UInt8]? { row.bytes(by + column) }
-    func integer(at column: Int) -> Int64? { row.int(by + column) }
 }
