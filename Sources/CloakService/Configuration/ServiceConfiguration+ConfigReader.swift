@@ -12,7 +12,7 @@ extension ServiceConfiguration {
     ///   `server.max_connections` (4096), `server.drain_timeout_s` (10), `server.header_timeout_s` (10),
     ///   `server.body_timeout_s` (30), `server.tls.cert`, `server.tls.key`
     /// - `vault.environment` (sandbox), `vault.store` (sqlite:data/cloak.db), `vault.keys` (file:data/keys.json),
-    ///   `vault.volatile_ttl_s` (3600), `vault.max_batch` (100), `vault.connections` (4, PostgreSQL only),
+    ///   `vault.volatile_ttl_s` (3600), `vault.max_batch` (100), `vault.connections` (2, PostgreSQL only),
     ///   `vault.key_refresh_s` (30: how often a node reads the store's key ring for a rotation)
     /// - `auth.open_tokenize` (true), `auth.tokens[]`: `id`, `sha256` (hex of the token's SHA-256), `scopes`,
     ///   `requests_per_minute`
