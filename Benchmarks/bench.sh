@@ -177,6 +177,17 @@ ROWS=()            # per case: label|connections|rps|p50|p99|cpu|rss|errors (rat
 
 TABLE_FMT='%-44s %10s %8s %8s %8s %10s %8s %8s %7s\n'
 
+# store_egress_card BODY_FILE: stores the egress case's card on the server at BASE_URL and writes
+# the egress request body holding its alias.
+store_egress_card() {
+    local alias
+    alias=$(curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $BENCH_TOKEN" \
+        --data-binary '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}' "$BASE_URL/aliases" \
+        | sed -n 's/.*"alias":"\([^"]*\)".*/\1/p')
+    [[ -n "$alias" ]] || die "could not store the egress benchmark card at $BASE_URL"
+    printf '{"card":"%s","amount":1000}' "$alias" >"$1"
+}
+
 # run_case NAME METHOD PATH [BODY_FILE] [LUA_SCRIPT]
 #   Runs wrk against $BASE_URL$PATH and records a table row. With BODY_FILE
 #   the request body is that file (Content-Type application/json, via post.lua,
@@ -395,11 +406,7 @@ if (( ! C_ONLY )); then
     run_case "POST form aliases" POST /forms/checkout/aliases "$VALIDATE_BODY" "$BENCH_DIR/load/form-aliases.lua"
     run_case "POST /proxy -> C server" POST /proxy/bench "$BENCH_DIR/load/proxy-body.json" "$BENCH_DIR/load/proxy.lua"
     # Egress: one stored card's alias, revealed on the way to the C server on every request.
-    EGRESS_ALIAS=$(curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $BENCH_TOKEN" \
-        --data-binary '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}' "$BASE_URL/aliases" \
-        | sed -n 's/.*"alias":"\([^"]*\)".*/\1/p')
-    [[ -n "$EGRESS_ALIAS" ]] || die "could not store the egress benchmark card"
-    printf '{"card":"%s","amount":1000}' "$EGRESS_ALIAS" >"$RESULTS_DIR/egress-body.json"
+    store_egress_card "$RESULTS_DIR/egress-body.json"
     PROXY_AUTH="Bearer $BENCH_TOKEN"
     run_case "POST /egress reveal -> C" POST /egress/bench/v1/charges "$RESULTS_DIR/egress-body.json"
     PROXY_AUTH=""
@@ -455,11 +462,7 @@ if (( ! C_ONLY )); then
         run_case "POST /aliases (dedupe)" POST /aliases "$RESULTS_DIR/dedupe-body.json"
         BODY_TOKEN=""
         # The egress card stored here too: one reveal a request, read from PostgreSQL.
-        PG_EGRESS_ALIAS=$(curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $BENCH_TOKEN" \
-            --data-binary '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}' "$BASE_URL/aliases" \
-            | sed -n 's/.*"alias":"\([^"]*\)".*/\1/p')
-        [[ -n "$PG_EGRESS_ALIAS" ]] || die "could not store the egress benchmark card on PostgreSQL"
-        printf '{"card":"%s","amount":1000}' "$PG_EGRESS_ALIAS" >"$RESULTS_DIR/egress-body-pg.json"
+        store_egress_card "$RESULTS_DIR/egress-body-pg.json"
         PROXY_AUTH="Bearer $BENCH_TOKEN"
         run_case "POST /egress reveal -> C" POST /egress/bench/v1/charges "$RESULTS_DIR/egress-body-pg.json"
         PROXY_AUTH=""
