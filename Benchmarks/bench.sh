@@ -165,6 +165,7 @@ to_ms() {
 
 BASE_URL=""        # set before run_case calls, e.g. http://127.0.0.1:PORT
 SERVER_PID=""      # the server under test: its CPU time is read from /proc around each run
+declare -A HAPROXY_CPU_SAMPLES=() HAPROXY_P99_SAMPLES=()  # haproxy's proxied POST, by connection count
 declare -A C_CPU_SAMPLES=() # C server GET / CPU µs per request and req/s by connection count: one
 declare -A C_RPS_SAMPLES=() # run at the start, one after Cloak's cases; ratios use their mean (the
                             # C server's own cost drifts by up to 15% over a run on this machine)
@@ -194,7 +195,8 @@ store_egress_card() {
 #   or via LUA_SCRIPT, which also gets $TOKEN).
 run_case() {
     local name=$1 method=$2 path=$3 body=${4:-} script=${5:-}
-    if [[ -n "${BENCH_CASES:-}" && "$SERVER_LABEL" != c-evhttp && ! "$name" =~ $BENCH_CASES ]]; then return 0; fi
+    if [[ -n "${BENCH_CASES:-}" && "$SERVER_LABEL" != c-evhttp && "$SERVER_LABEL" != haproxy \
+        && ! "$name" =~ $BENCH_CASES ]]; then return 0; fi
     local label="$SERVER_LABEL $name"
     local file="$RESULTS_DIR/$(printf '%s-%s' "$SERVER_LABEL" "$name" | tr -c 'A-Za-z0-9._-' '_').txt"
     local url="$BASE_URL$path"
@@ -277,6 +279,11 @@ run_case() {
         C_CPU_SAMPLES[$connections]+=" $cpu"
         C_RPS_SAMPLES[$connections]+=" $rps"
     fi
+    # Every proxying case (" -> " in its name) compares with haproxy's at the same connection count.
+    if [[ "$SERVER_LABEL" == haproxy ]]; then
+        HAPROXY_CPU_SAMPLES[$connections]+=" $cpu"
+        HAPROXY_P99_SAMPLES[$connections]+=" $p99"
+    fi
     [[ -z "${CASE_CONNECTIONS:-}" ]] || label="$label c$connections"
     ROWS+=("$label|$connections|$rps|$p50|$p99|$cpu|$(peak_rss_mb "$SERVER_PID")|$errors")
 }
@@ -343,6 +350,42 @@ run_case "GET /" GET /      # the baseline, with "GET / (again)" after Cloak's c
 (( WRK_CONNECTIONS == 64 )) || CASE_CONNECTIONS=64 run_case "GET /" GET /   # the baseline of the c64 cases
 C_RSS=$(peak_rss_mb "$C_PID")
 # The C server stays up: it is the upstream of the proxy case below.
+
+# ---------------------------------------------------------------- haproxy
+
+# A real proxy's cost for the proxying cases: haproxy (one thread, keep-alive to the server)
+# forwarding a small POST to the C server, measured at the start and again at the end.
+HAPROXY_BIN=$(command -v haproxy || echo /usr/sbin/haproxy)
+HAPROXY_PID=""
+if [[ -x "$HAPROXY_BIN" ]]; then
+    HAPROXY_PORT=$(free_port)
+    cat >"$RESULTS_DIR/haproxy.cfg" <<HAPROXY
+global
+    nbthread $THREADS
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend bench
+    bind $HOST:$HAPROXY_PORT
+    default_backend c
+backend c
+    server c $HOST:$C_PORT
+HAPROXY
+    "$HAPROXY_BIN" -db -f "$RESULTS_DIR/haproxy.cfg" >"$RESULTS_DIR/haproxy.log" 2>&1 &
+    HAPROXY_PID=$!
+    PIDS+=("$HAPROXY_PID")
+    wait_http "$HAPROXY_PID" "http://$HOST:$HAPROXY_PORT/" 10 \
+        || { cat "$RESULTS_DIR/haproxy.log" >&2; die "haproxy did not come up"; }
+    BASE_URL="http://$HOST:$HAPROXY_PORT"
+    SERVER_LABEL="haproxy"
+    SERVER_PID=$HAPROXY_PID
+    run_case "POST -> C server" POST /v1/charges "$BENCH_DIR/load/proxy-body.json"
+else
+    log "haproxy not installed (apt-get install haproxy): the proxy cases have no haproxy ratio"
+fi
 
 # ---------------------------------------------------------------- Cloak
 
@@ -478,6 +521,14 @@ SERVER_LABEL="c-evhttp"
 SERVER_PID=$C_PID
 run_case "GET / (again)" GET /
 (( WRK_CONNECTIONS == 64 )) || CASE_CONNECTIONS=64 run_case "GET / (again)" GET /
+if [[ -n "$HAPROXY_PID" ]]; then
+    BASE_URL="http://$HOST:$HAPROXY_PORT"
+    SERVER_LABEL="haproxy"
+    SERVER_PID=$HAPROXY_PID
+    run_case "POST -> C server (again)" POST /v1/charges "$BENCH_DIR/load/proxy-body.json"
+    stop_pid "$HAPROXY_PID"
+    forget_pid "$HAPROXY_PID"
+fi
 stop_pid "$C_PID"
 forget_pid "$C_PID"
 
@@ -492,6 +543,17 @@ forget_pid "$C_PID"
     echo
     for connections in "${!C_CPU_SAMPLES[@]}"; do
         echo "Ratios at c$connections are to the mean of the C server's runs there: CPU${C_CPU_SAMPLES[$connections]} us/req; req/s${C_RPS_SAMPLES[$connections]}."
+    done
+    for connections in "${!HAPROXY_CPU_SAMPLES[@]}"; do
+        haproxy_cpu=$(mean "${HAPROXY_CPU_SAMPLES[$connections]}")
+        haproxy_p99=$(mean "${HAPROXY_P99_SAMPLES[$connections]}")
+        echo "Proxying at c$connections against haproxy (CPU${HAPROXY_CPU_SAMPLES[$connections]} us/req; p99${HAPROXY_P99_SAMPLES[$connections]} ms):"
+        for row in "${ROWS[@]}"; do
+            IFS='|' read -r label rc _ _ p99 cpu _ _ <<<"$row"
+            [[ "$rc" == "$connections" && "$label" == *" -> "* && "$label" != haproxy* ]] || continue
+            awk -v l="$label" -v c="$cpu" -v hc="$haproxy_cpu" -v p="$p99" -v hp="$haproxy_p99" \
+                'BEGIN { printf "  %-44s CPU %6.2fx haproxy   p99 %+.2f ms\n", l, c / hc, p - hp }'
+        done
     done
     echo "C reference peak RSS (VmHWM): $C_RSS MB"
     if (( C_ONLY )); then

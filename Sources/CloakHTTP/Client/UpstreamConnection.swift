@@ -1,22 +1,24 @@
-import CLibevent
-import COpenSSL
 import Foundation
 
-/// One evhttp client connection (and, for HTTPS, its own SSL: an HTTPS evhttp connection cannot
-/// reconnect with a used one). Owned by its pool; one exchange at a time.
-final class UpstreamConnection {
+/// One connection to an upstream: a transport (plain or TLS), one exchange at a time, its answer
+/// read by a ``ResponseParser``. Owned by its pool.
+///
+/// The request goes out as one buffer (``UpstreamRequest/wireBytes()``); reading stays on for
+/// the connection's life, so bytes that come while it is idle (an answer nobody asked for, or the
+/// peer's close) close it rather than wait to be taken for the next exchange's answer.
+final class UpstreamConnection: UpstreamTransportOwner {
     private unowned let pool: UpstreamPool
+    private let address: String
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
     struct State {
-        var evcon: EvConnection?
+        var transport: (any UpstreamTransport)?
         var current: Exchange?
+        var parser: ResponseParser?
         var isClosed: Bool = false
         var freeScheduled: Bool = false
-        /// Set until the first exchange's TCP connect is checked.
+        var connected: Bool = false
+        /// Set until the first exchange's TCP connect (and TLS handshake) ends.
         var connectTimer: LoopEvent?
-        var isNew: Bool = true
-        /// The socket TCP_NODELAY was set on: once per socket, not per request (a system call each).
-        var noDelaySocket: Int32 = -1
     }
 
     @exclusivity(unchecked) var state: LoopBound<State>
@@ -24,32 +26,22 @@ final class UpstreamConnection {
     init?(pool: UpstreamPool, address: String) {
         self.state = LoopBound(State(), loop: pool.thread)
         self.pool = pool
-        var bev: Bufferevent?
+        self.address = address
+        let transport: any UpstreamTransport
         if let tls = pool.tls {
-            guard let ssl = tls.makeSSL(host: pool.host) else { return nil }
-            guard let b = Bufferevent.connectingTLS(pool.base, ssl) else {
-                SSL_free(ssl)
-                return nil
-            }
-            bev = b
+            guard let made = TLSTransport(base: pool.base, tls: tls, host: pool.host, owner: self) else { return nil }
+            transport = made
+        } else {
+            transport = PlainTransport(base: pool.base, owner: self)
         }
-        guard
-            let evcon = EvConnection.upstream(
-                pool.base, over: bev, address: address, port: pool.port,
-                maxBodyBytes: Int(UpstreamClient.maxResponseBytes))
-        else {
-            bev?.free()
+        guard transport.connect(to: address, port: pool.port) else {
+            transport.close()
             return nil
         }
-        self.state.evcon = evcon
-        evcon.onClose(
-            { _, arg in
-                let connection: UpstreamConnection = CallbackContext.object(arg!)
-                connection.didClose()
-            }, CallbackContext.unretained(self))
+        state.transport = transport
     }
 
-    /// Frees the evhttp connection on the next loop turn: never from inside one of its own callbacks.
+    /// Frees the connection on the next loop turn: never from inside one of its own callbacks.
     func scheduleFree() {
         guard !state.freeScheduled else { return }
         state.freeScheduled = true
@@ -61,28 +53,16 @@ final class UpstreamConnection {
             }, CallbackContext.retained(self))
     }
 
-    /// Whether the socket is still open (evhttp sets it to -1 when the connection resets).
-    var isAlive: Bool {
-        guard !state.isClosed, let bev = state.evcon?.bufferevent else { return false }
-        return bev.fd >= 0
-    }
+    /// Whether the connection is still open.
+    var isAlive: Bool { !state.isClosed && state.transport != nil }
 
-    /// Frees the evhttp connection: on the loop thread, or after the loop stopped (deinit).
+    /// Closes the socket: on the loop thread, or after the loop stopped.
     func free() {
         state.connectTimer?.free()
         state.connectTimer = nil
-        guard let evcon = state.evcon else { return }
-        state.evcon = nil
-        evcon.onClose(nil, nil)
-        evcon.free()
-    }
-
-    private func didClose() {
-        // The peer closed the socket. An HTTPS connection cannot reconnect, and a plain one is not
-        // worth the risk: drop it. A request in progress fails through its own callbacks.
         state.isClosed = true
-        state.noDelaySocket = -1  // a number the kernel may give the next socket
-        if state.current == nil { pool.forget(self) }
+        state.transport?.close()
+        state.transport = nil
     }
 
     func start(_ exchange: Exchange) {
@@ -90,56 +70,18 @@ final class UpstreamConnection {
         guard exchange.handle(.assigned) == .send else { return pool.release(self, reusable: true) }
         state.current = exchange
         exchange.state.connection = self
-        guard let evcon = state.evcon else {
+        guard let transport = state.transport, !state.isClosed else {
             return carryOut(exchange.handle(.failed(.unreachable("connection closed"))), exchange)
         }
-        guard let req = EvRequest.upstream(for: exchange) else {
-            return carryOut(exchange.handle(.failed(.unreachable("cannot create a request"))), exchange)
-        }
         let r = exchange.request
-        // A header that could end the header block never reaches a pooled connection shared by
-        // every caller (request smuggling): the exchange fails instead.
-        guard r.headers.allSatisfy({ HTTPSyntax.isToken($0.name) && HTTPSyntax.isFieldValue($0.value) }) else {
-            req.free()
-            exchange.releaseContext()
+        guard let bytes = r.wireBytes() else {
             return carryOut(
-                exchange.handle(.failed(.unreachable("a header of the request is not a valid field"))), exchange)
+                exchange.handle(.failed(.unreachable("a header or the target of the request is not valid"))), exchange)
         }
-        guard let headers = req.outputHeaders else {
-            req.free()
-            exchange.releaseContext()
-            return carryOut(exchange.handle(.failed(.unreachable("cannot create a request"))), exchange)
-        }
-        let defaultPort = (r.scheme == .https && r.port == 443) || (r.scheme == .http && r.port == 80)
-        // An IPv6 literal is bracketed (a byte search: `String.contains` is Foundation's, 4.6k instructions).
-        let hostName = r.host.utf8.contains(UInt8(ascii: ":")) ? "[\(r.host)]" : r.host
-        headers.add("Host", defaultPort ? hostName : "\(hostName):\(r.port)")
-        for (name, value) in r.headers
-        where !name.caseInsensitiveEquals("host") && !name.caseInsensitiveEquals("content-length") {
-            headers.add(name, value)
-        }
-        // Every body goes with its exact length. libevent 2.1 adds Content-Length only for POST
-        // and PUT but writes the body for any method: a GET body without it would be read by the
-        // upstream as the next request on this pooled connection (request smuggling).
-        if !r.body.isEmpty, let out = req.outputBody {
-            headers.add("Content-Length", String(r.body.count))
-            out.append(r.body)
-        }
-        exchange.state.evRequest = req
-        if !evcon.send(req, r.method, target: r.target) {
-            // evhttp frees the request on failure without calling back.
-            exchange.state.evRequest = nil
-            exchange.releaseContext()
+        state.parser = ResponseParser(maxBodyBytes: UpstreamClient.maxResponseBytes, bodyless: r.method == .HEAD)
+        if !state.connected && state.connectTimer == nil { startConnectTimer(seconds: r.connectTimeoutSeconds) }
+        guard transport.write(bytes) else {
             return carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
-        }
-        // evhttp opens the socket in `send` (and again should it reconnect): a new one gets it.
-        if let fd = evcon.bufferevent?.fd, fd >= 0, fd != state.noDelaySocket {
-            Sockets.setNoDelay(fd)
-            state.noDelaySocket = fd
-        }
-        if state.isNew {
-            state.isNew = false
-            startConnectTimer(seconds: r.connectTimeoutSeconds)
         }
     }
 
@@ -149,24 +91,15 @@ final class UpstreamConnection {
             pool.base,
             { _, _, arg in
                 let connection: UpstreamConnection = CallbackContext.object(arg!)
-                connection.checkConnected()
+                connection.connectTimedOut()
             }, CallbackContext.unretained(self))
         state.connectTimer?.schedule(after: seconds)
     }
 
-    private func checkConnected() {
+    private func connectTimedOut() {
         state.connectTimer?.free()
         state.connectTimer = nil
-        guard let bev = state.evcon?.bufferevent, let exchange = state.current, !exchange.isDone else { return }
-        let fd = bev.fd
-        var address = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let connected =
-            fd >= 0
-            && withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) == 0 }
-            }
-        guard !connected else { return }
+        guard !state.connected, let exchange = state.current else { return }
         carryOut(exchange.handle(.connectTimeout), exchange)
     }
 
@@ -174,6 +107,69 @@ final class UpstreamConnection {
     func abort(_ exchange: Exchange) {
         guard state.current === exchange else { return }
         carryOut(exchange.handle(.deadline), exchange)
+    }
+
+    // MARK: The transport's reports
+
+    func transportConnected() {
+        state.connected = true
+        state.connectTimer?.free()
+        state.connectTimer = nil
+    }
+
+    func transportReceived(_ bytes: UnsafeRawBufferPointer) {
+        guard let exchange = state.current, state.parser != nil else {
+            // Nobody asked: an answer to nothing would be taken for the next exchange's.
+            return closeWhileIdle()
+        }
+        let used: Int?
+        do throws(ResponseParser.Failure) {
+            used = try state.parser!.consume(bytes)
+        } catch {
+            return carryOut(exchange.handle(.failed(.badResponse(error.description))), exchange)
+        }
+        guard let used else { return }
+        // Bytes past the answer's end: the peer and Cloak disagree on framing; not reused.
+        answer(exchange, reusable: used == bytes.count)
+    }
+
+    func transportClosed(_ why: String?) {
+        state.transport = nil
+        state.isClosed = true
+        guard let exchange = state.current, var parser = state.parser else { return closeWhileIdle() }
+        do throws(ResponseParser.Failure) {
+            try parser.close()
+            state.parser = parser
+            answer(exchange, reusable: false)
+        } catch {
+            // No byte of an answer: the connection failed (a pooled one the peer had closed, a
+            // refused connect, a TLS failure). Some: the answer was cut short.
+            let reported: UpstreamError =
+                parser.hasStarted
+                ? .badResponse(error.description) : .unreachable(why ?? "connection closed before an answer")
+            carryOut(exchange.handle(.failed(reported)), exchange)
+        }
+    }
+
+    private func closeWhileIdle() {
+        state.isClosed = true
+        state.transport?.close()
+        state.transport = nil
+        pool.forget(self)
+    }
+
+    // MARK: Outcomes
+
+    private func answer(_ exchange: Exchange, reusable: Bool) {
+        guard let parser = state.parser else { return }
+        state.parser = nil
+        let headers = withoutHopByHop(parser.headers).filter {
+            // Cloak sets its own
+            !$0.name.caseInsensitiveEquals("content-length") && !$0.name.caseInsensitiveEquals("x-request-id")
+        }
+        carryOut(
+            exchange.handle(.answered(reusable: reusable && parser.reusable)), exchange,
+            answer: HTTPResponse(status: parser.status, headers: headers, body: parser.body))
     }
 
     /// Does what the exchange's state machine decided.
@@ -190,13 +186,6 @@ final class UpstreamConnection {
             if case .unreachable = error { unreachable = true }
             finish(exchange, .failure(error), reusable: false, failed: unreachable)
         case .cancelAndTimeOut:
-            // libevent 2.1 frees a cancelled request and calls only its error callback, never its
-            // completion: the retained context is given back here.
-            if let req = exchange.state.evRequest {
-                exchange.state.evRequest = nil
-                req.cancel()
-            }
-            exchange.releaseContext()
             finish(exchange, .failure(.timeout), reusable: false, failed: false)
         }
     }
@@ -205,45 +194,10 @@ final class UpstreamConnection {
         _ exchange: Exchange, _ result: Result<HTTPResponse, UpstreamError>, reusable: Bool, failed: Bool
     ) {
         state.current = nil
+        state.parser = nil
         exchange.state.connection = nil
-        if !reusable { state.noDelaySocket = -1 }  // evhttp may close it without the close callback
+        if !reusable { state.isClosed = true }
         exchange.deliver(result)
         pool.release(self, reusable: reusable, failed: failed)
-    }
-
-    static func complete(_ exchange: Exchange, _ req: EvRequest?) {
-        exchange.state.evRequest = nil
-        guard let connection = exchange.state.connection else {
-            // The connection let go of it already (freed with the request outstanding): still
-            // answer the caller exactly once.
-            if case let .deliverFailure(error, _) = exchange.handle(
-                .failed(exchange.state.lastError ?? .unreachable("connection failed")))
-            {
-                exchange.deliver(.failure(error))
-            }
-            return
-        }
-        guard let req, req.responseCode > 0 else {
-            return connection.carryOut(
-                exchange.handle(.failed(exchange.state.lastError ?? .unreachable("connection failed"))), exchange)
-        }
-        let status = req.responseCode
-        let raw = req.inputHeaders?.all ?? []
-        // Reuse the connection only after a framed answer the peer did not end with a close.
-        // Names compared in place; only the few values that matter are lowercased.
-        let framed =
-            raw.contains {
-                $0.name.caseInsensitiveEquals("content-length")
-                    || ($0.name.caseInsensitiveEquals("transfer-encoding") && $0.value.lowercased().contains("chunked"))
-            }
-            && !raw.contains { $0.name.caseInsensitiveEquals("connection") && $0.value.lowercased().contains("close") }
-        let headers = withoutHopByHop(raw).filter {
-            // Cloak sets its own
-            !$0.name.caseInsensitiveEquals("content-length") && !$0.name.caseInsensitiveEquals("x-request-id")
-        }
-        let body = req.inputBody?.removeAll() ?? []
-        connection.carryOut(
-            exchange.handle(.answered(reusable: framed)), exchange,
-            answer: HTTPResponse(status: status, headers: headers, body: body))
     }
 }

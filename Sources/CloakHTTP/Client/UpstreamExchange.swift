@@ -7,13 +7,8 @@ final class Exchange {
     struct State {
         var completion: ((Result<HTTPResponse, UpstreamError>) -> Void)?
         var machine: ExchangeState = ExchangeState()
-        var lastError: UpstreamError?
         var timer: LoopEvent?
-        /// The evhttp request while it is on a connection.
-        var evRequest: EvRequest?
         weak var connection: UpstreamConnection?
-        /// Whether the retain handed to evhttp with the request has been given back.
-        var contextReleased: Bool = true
     }
 
     @exclusivity(unchecked) var state: LoopBound<State>
@@ -30,19 +25,6 @@ final class Exchange {
 
     /// Feeds the state machine; the caller carries out the action.
     func handle(_ event: ExchangeState.Event) -> ExchangeState.Action { state.machine.handle(event) }
-
-    /// The context for the evhttp request's callbacks: retained until ``releaseContext()``.
-    func retainContext() -> UnsafeMutableRawPointer {
-        state.contextReleased = false
-        return CallbackContext.retained(self)
-    }
-
-    /// Gives back the retain taken for the evhttp request's context (once).
-    func releaseContext() {
-        guard !state.contextReleased else { return }
-        state.contextReleased = true
-        Unmanaged.passUnretained(self).release()
-    }
 
     /// Runs the completion (once) and frees the deadline timer.
     func deliver(_ result: Result<HTTPResponse, UpstreamError>) {

@@ -166,6 +166,31 @@ struct Bufferevent {
         return argument
     }
 
+    /// Calls `read` when input arrives and `event` on connect, end of file and errors; reading on.
+    func onInput(
+        _ read: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void,
+        events: @convention(c) (OpaquePointer?, Int16, UnsafeMutableRawPointer?) -> Void,
+        _ argument: UnsafeMutableRawPointer
+    ) {
+        bufferevent_setcb(raw, read, nil, events, argument)
+        bufferevent_enable(raw, Int16(EV_READ))
+    }
+
+    /// Stops every callback (before the bufferevent is freed from outside them).
+    func clearCallbacks() { bufferevent_setcb(raw, nil, nil, nil, nil) }
+
+    /// Opens its socket and connects it to `address`; false when that failed at once.
+    func connect(_ address: inout (storage: sockaddr_storage, length: Int32)) -> Bool {
+        withUnsafeMutablePointer(to: &address.storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bufferevent_socket_connect(raw, $0, address.length) }
+        } == 0
+    }
+
+    /// Queues `bytes` for writing.
+    func write(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { bufferevent_write(raw, $0.baseAddress, $0.count) } == 0
+    }
+
     func retain() { bufferevent_incref(raw) }
     func release() { _ = bufferevent_decref(raw) }
     func free() { bufferevent_free(raw) }
@@ -180,6 +205,24 @@ struct Bufferevent {
     func reportError() {
         bufferevent_trigger_event(
             raw, Int16(BEV_EVENT_READING | BEV_EVENT_ERROR), Int32(BEV_TRIG_DEFER_CALLBACKS.rawValue))
+    }
+}
+
+/// What a bufferevent's event callback reports.
+enum BuffereventEvent: Equatable {
+    case connected, endOfFile, error, other
+
+    init(_ what: Int16) {
+        let bits = Int32(what)
+        if bits & Int32(BEV_EVENT_CONNECTED) != 0 {
+            self = .connected
+        } else if bits & Int32(BEV_EVENT_ERROR) != 0 {
+            self = .error
+        } else if bits & Int32(BEV_EVENT_EOF) != 0 {
+            self = .endOfFile
+        } else {
+            self = .other
+        }
     }
 }
 

@@ -71,50 +71,19 @@ struct EvRequest {
         evhttp_request_set_on_complete_cb(raw, callback, argument)
     }
 
-    // MARK: A request to an upstream
+    // MARK: evhttp's client (the reference the upstream client's parser is compared with)
 
-    /// A request whose answer goes to `exchange` (``UpstreamConnection/complete(_:_:)``); the
-    /// exchange is retained as its context until then.
-    static func upstream(for exchange: Exchange) -> EvRequest? {
-        let context = exchange.retainContext()
-        guard
-            let made = evhttp_request_new(
-                { req, arg in
-                    let exchange: Exchange = CallbackContext.object(arg!)
-                    exchange.releaseContext()
-                    UpstreamConnection.complete(exchange, req.map(EvRequest.init))
-                }, context)
-        else {
-            exchange.releaseContext()
-            return nil
-        }
-        evhttp_request_set_error_cb(
-            made,
-            { error, arg in
-                let exchange: Exchange = CallbackContext.object(arg!)
-                exchange.state.lastError = EvRequest.upstreamError(error)
-            })
-        return EvRequest(raw: made)
+    /// A client request: `callback` gets it when its answer is complete (nil or a response code
+    /// of 0 when none came), with `argument`.
+    static func client(
+        _ callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void,
+        _ argument: UnsafeMutableRawPointer
+    ) -> EvRequest? {
+        evhttp_request_new(callback, argument).map(EvRequest.init)
     }
 
     /// The answer's status (0: none came).
     var responseCode: Int { Int(evhttp_request_get_response_code(raw)) }
-
-    /// Frees a request never sent.
-    func free() { evhttp_request_free(raw) }
-
-    /// Cancels a request in flight: libevent 2.1 frees it and calls only its error callback.
-    func cancel() { evhttp_cancel_request(raw) }
-
-    static func upstreamError(_ error: evhttp_request_error) -> UpstreamError {
-        switch error {
-        case EVREQ_HTTP_TIMEOUT: return .timeout
-        case EVREQ_HTTP_INVALID_HEADER, EVREQ_HTTP_DATA_TOO_LONG: return .badResponse("malformed or oversized answer")
-        case EVREQ_HTTP_EOF: return .unreachable("connection closed before an answer")
-        case EVREQ_HTTP_BUFFER_ERROR: return .unreachable("connection failed (refused, reset or TLS)")
-        default: return .unreachable("connection failed")
-        }
-    }
 
     // MARK: Methods
 

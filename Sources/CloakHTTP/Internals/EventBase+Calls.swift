@@ -58,6 +58,17 @@ struct LoopEvent {
         CLibevent_persistent_timer_new(base.raw, callback, argument).map(LoopEvent.init)
     }
 
+    /// An event for `fd` becoming readable (`persistent`: until freed) or writable (once per ``add()``).
+    static func socket(
+        _ base: EventBase, _ fd: Int32, readable: Bool, _ callback: EventCallback, _ argument: UnsafeMutableRawPointer?
+    ) -> LoopEvent? {
+        let what = readable ? Int16(EV_READ | EV_PERSIST) : Int16(EV_WRITE)
+        return event_new(base.raw, fd, what, callback, argument).map(LoopEvent.init)
+    }
+
+    /// Waits for the event, without a timeout.
+    func add() { event_add(raw, nil) }
+
     /// Fires the event on its loop's next turn: the one libevent call safe from any thread.
     func activate() { event_active(raw, 0, 0) }
 

@@ -61,6 +61,33 @@ enum Sockets {
         }
     }
 
+    /// A non-blocking, close-on-exec TCP socket with TCP_NODELAY, connecting to a numeric
+    /// `address`: its descriptor and whether the connect already ended; nil when it failed at once.
+    static func connecting(to address: String, port: Int) -> (fd: Int32, connected: Bool)? {
+        guard var socketAddress = socketAddress(host: address, port: port) else { return nil }
+        let family = Int32(socketAddress.storage.ss_family)
+        let fd = socket(
+            family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        setNoDelay(fd)
+        let rc = withUnsafeMutablePointer(to: &socketAddress.storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(socketAddress.length)) }
+        }
+        guard rc == 0 || errno == EINPROGRESS else {
+            close(fd)
+            return nil
+        }
+        return (fd, rc == 0)
+    }
+
+    /// The error a non-blocking connect ended with (0: connected).
+    static func connectError(_ fd: Int32) -> Int32 {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return errno }
+        return error
+    }
+
     static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))

@@ -1,0 +1,49 @@
+extension UpstreamRequest {
+    /// The request as it goes on the wire, head and body in one buffer: `Host` from ``host`` and
+    /// ``port``, the headers as given (without `Host` and `Content-Length`), and the body with its
+    /// exact length. nil when the target or a header could end the request line or the head on
+    /// a pooled connection every caller shares (request smuggling).
+    func wireBytes() -> [UInt8]? {
+        guard !target.isEmpty, target.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else { return nil }
+        var size = target.utf8.count + host.utf8.count + body.count + 64
+        for (name, value) in headers { size += name.utf8.count + value.utf8.count + 4 }
+        var out: [UInt8] = []
+        out.reserveCapacity(size)
+        out += method.rawValue.utf8
+        out.append(32)
+        out += target.utf8
+        out += " HTTP/1.1\r\nHost: ".utf8
+        // An IPv6 literal is bracketed.
+        let literal6 = host.utf8.contains(UInt8(ascii: ":"))
+        if literal6 { out.append(UInt8(ascii: "[")) }
+        out += host.utf8
+        if literal6 { out.append(UInt8(ascii: "]")) }
+        if !((scheme == .https && port == 443) || (scheme == .http && port == 80)) {
+            out.append(UInt8(ascii: ":"))
+            out += String(port).utf8
+        }
+        out += "\r\n".utf8
+        for (name, value) in headers {
+            switch name.utf8.count {
+            case 4 where name.caseInsensitiveEquals("host"): continue
+            case 14 where name.caseInsensitiveEquals("content-length"): continue
+            default: break
+            }
+            guard HTTPSyntax.isToken(name), HTTPSyntax.isFieldValue(value) else { return nil }
+            out += name.utf8
+            out += ": ".utf8
+            out += value.utf8
+            out += "\r\n".utf8
+        }
+        // Every body goes with its exact length (a GET body without one would be read by the
+        // upstream as the next request); POST, PUT and PATCH say 0 when they have none.
+        if !body.isEmpty || method == .POST || method == .PUT || method == .PATCH {
+            out += "Content-Length: ".utf8
+            out += String(body.count).utf8
+            out += "\r\n".utf8
+        }
+        out += "\r\n".utf8
+        out += body
+        return out
+    }
+}

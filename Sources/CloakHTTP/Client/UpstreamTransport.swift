@@ -1,0 +1,24 @@
+import Glibc
+
+/// The byte stream under one upstream connection: a plain socket (``PlainTransport``) or TLS
+/// (``TLSTransport``). Loop thread only. It reports to its ``UpstreamTransportOwner`` and never
+/// calls it from inside one of the owner's own calls (`connect`, `write`, `close`).
+protocol UpstreamTransport: AnyObject {
+    /// Opens the socket and starts connecting; false when that failed at once.
+    func connect(to address: String, port: Int) -> Bool
+    /// Sends `bytes` (after the connect, when it is still under way); false when the connection is
+    /// known to be broken.
+    func write(_ bytes: [UInt8]) -> Bool
+    /// Closes the socket; no report follows.
+    func close()
+}
+
+/// What a transport reports.
+protocol UpstreamTransportOwner: AnyObject {
+    /// The TCP connect (and TLS handshake) finished.
+    func transportConnected()
+    /// Bytes arrived, in order; they are lent for the call.
+    func transportReceived(_ bytes: UnsafeRawBufferPointer)
+    /// The peer closed (`error` nil) or the connection failed; nothing is reported after it.
+    func transportClosed(_ error: String?)
+}
