@@ -63,9 +63,9 @@ final class PlainTransport: UpstreamTransport {
             pending += bytes
             return true
         }
-        let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let sent = bytes.withUnsafeBytes { Sockets.send(fd, $0) }
         if sent == bytes.count { return true }
-        guard sent >= 0 || errno == EAGAIN || errno == EWOULDBLOCK else { return false }
+        guard sent >= 0 || Sockets.wouldBlock else { return false }
         pending = bytes
         pendingOffset = max(sent, 0)
         writing?.add()
@@ -93,11 +93,9 @@ final class PlainTransport: UpstreamTransport {
             guard fd >= 0 else { return }  // the owner closed it
         }
         guard pendingOffset < pending.count else { return }
-        let sent = pending.withUnsafeBytes {
-            send(fd, $0.baseAddress! + pendingOffset, $0.count - pendingOffset, Int32(MSG_NOSIGNAL))
-        }
+        let sent = pending.withUnsafeBytes { Sockets.send(fd, UnsafeRawBufferPointer(rebasing: $0[pendingOffset...])) }
         if sent < 0 {
-            guard errno == EAGAIN || errno == EWOULDBLOCK else { return fail(String(cString: strerror(errno))) }
+            guard Sockets.wouldBlock else { return fail(String(cString: strerror(errno))) }
         } else {
             pendingOffset += sent
         }
@@ -115,7 +113,7 @@ final class PlainTransport: UpstreamTransport {
             owner.transportReceived(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
         } else if n == 0 {
             fail(nil)
-        } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+        } else if !Sockets.wouldBlock {
             fail(String(cString: strerror(errno)))
         }
     }

@@ -88,6 +88,14 @@ enum Sockets {
         return error
     }
 
+    /// Sends what the socket takes now, never raising SIGPIPE: the count, or -1 with `errno`.
+    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
+        Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+    }
+
+    /// Whether the last call failed only because the socket would block.
+    static var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
+
     static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
