@@ -117,14 +117,22 @@ struct ResponseParser {
                 let lf = rest.firstIndex(of: 10)
                 let end = lf ?? rest.count
                 try account(end + (lf == nil ? 0 : 1))
+                if lf != nil && line.isEmpty {
+                    // The whole line is in this read (almost always): read in place.
+                    i += end + 1
+                    guard end > 0, rest[end - 1] == 13 else { throw .bareLineFeed }
+                    try endOfLine(UnsafeRawBufferPointer(rebasing: rest[..<(end - 1)]))
+                    continue
+                }
                 line.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[..<end]))
                 if line.count > Self.maxLineBytes { throw .headTooLarge }
                 guard lf != nil else { return nil }
                 i += end + 1
                 guard line.last == 13 else { throw .bareLineFeed }
                 line.removeLast()
-                try endOfLine()
+                let whole = line
                 line.removeAll(keepingCapacity: true)
+                try whole.withUnsafeBytes { l in Result { () throws(Failure) in try endOfLine(l) } }.get()
             case let .body(remaining):
                 let take = min(remaining, n - i)
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i..<(i + take)]))
@@ -187,23 +195,25 @@ struct ResponseParser {
         if headBytes > maxHeadBytes { throw .headTooLarge }
     }
 
-    private mutating func endOfLine() throws(Failure) {
+    /// One line, without its CRLF.
+    private mutating func endOfLine(_ line: UnsafeRawBufferPointer) throws(Failure) {
         if line.contains(13) { throw .bareCarriageReturn }
         switch phase {
         case .statusLine:
-            try statusLine()
+            try statusLine(line)
         case .fields:
             if line.isEmpty { return try endOfHead() }
-            headers.append(try field())
+            if headers.isEmpty { headers.reserveCapacity(12) }
+            headers.append(try Self.field(line))
             if headers.count > Self.maxFields { throw .headTooLarge }
         case .chunkSize:
-            try chunkSize()
+            try chunkSize(line)
         case .trailers:
             // Trailer fields are checked like header fields and dropped (nothing forwards them).
             if line.isEmpty {
                 finish(reusableFraming: true)
             } else {
-                _ = try field()
+                _ = try Self.field(line)
             }
         default:
             return
@@ -211,8 +221,7 @@ struct ResponseParser {
     }
 
     /// `HTTP/1.1 200 OK`: version, a space, three digits, then nothing or a space and a reason.
-    private mutating func statusLine() throws(Failure) {
-        let l = line
+    private mutating func statusLine(_ l: UnsafeRawBufferPointer) throws(Failure) {
         guard l.count >= 12, l[0] == 72, l[1] == 84, l[2] == 84, l[3] == 80, l[4] == 47, l[5] == 49, l[6] == 46,
             l[7] == 49 || l[7] == 48, l[8] == 32, (49...53).contains(l[9]), (48...57).contains(l[10]),
             (48...57).contains(l[11])
@@ -228,7 +237,7 @@ struct ResponseParser {
     }
 
     /// `name: value`, the value without surrounding spaces.
-    private func field() throws(Failure) -> (name: String, value: String) {
+    private static func field(_ line: UnsafeRawBufferPointer) throws(Failure) -> (name: String, value: String) {
         if line[0] == 32 || line[0] == 9 { throw .obsoleteLineFolding }
         guard let colon = line.firstIndex(of: 58), colon > 0 else { throw .invalidFieldName }
         guard line[..<colon].allSatisfy(HTTPSyntax.isTokenByte) else { throw .invalidFieldName }
@@ -236,8 +245,11 @@ struct ResponseParser {
         var end = line.count
         while start < end, line[start] == 32 || line[start] == 9 { start += 1 }
         while end > start, line[end - 1] == 32 || line[end - 1] == 9 { end -= 1 }
-        if line[start..<end].contains(where: Self.isControl) { throw .invalidFieldValue }
-        return (String(decoding: line[..<colon], as: UTF8.self), String(decoding: line[start..<end], as: UTF8.self))
+        if line[start..<end].contains(where: isControl) { throw .invalidFieldValue }
+        return (
+            String(decoding: UnsafeRawBufferPointer(rebasing: line[..<colon]), as: UTF8.self),
+            String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+        )
     }
 
     /// The fields are in: decides how the body is framed (RFC 9112 §6.3).
@@ -302,7 +314,7 @@ struct ResponseParser {
     }
 
     /// `1*HEXDIG [ ; extension ]`; 0 ends the body (trailers follow).
-    private mutating func chunkSize() throws(Failure) {
+    private mutating func chunkSize(_ line: UnsafeRawBufferPointer) throws(Failure) {
         var size = 0
         var digits = 0
         for b in line {
@@ -314,7 +326,7 @@ struct ResponseParser {
         guard digits > 0 else { throw .invalidChunk }
         if digits < line.count {
             // Only an extension may follow: optional spaces, then `;`.
-            var rest = line[digits...].drop { $0 == 32 || $0 == 9 }
+            var rest = UnsafeRawBufferPointer(rebasing: line[digits...]).drop { $0 == 32 || $0 == 9 }
             guard rest.first == 59 else { throw .invalidChunk }
             rest = rest.dropFirst()
             if rest.contains(where: Self.isControl) { throw .invalidChunk }

@@ -163,9 +163,10 @@ final class UpstreamConnection: UpstreamTransportOwner {
     private func answer(_ exchange: Exchange, reusable: Bool) {
         guard let parser = state.parser else { return }
         state.parser = nil
-        let headers = withoutHopByHop(parser.headers).filter {
-            // Cloak sets its own
-            !$0.name.caseInsensitiveEquals("content-length") && !$0.name.caseInsensitiveEquals("x-request-id")
+        var headers = withoutHopByHop(parser.headers)
+        headers.removeAll {
+            // Cloak sets its own (in place: the array is this function's alone).
+            $0.name.caseInsensitiveEquals("content-length") || $0.name.caseInsensitiveEquals("x-request-id")
         }
         carryOut(
             exchange.handle(.answered(reusable: reusable && parser.reusable)), exchange,

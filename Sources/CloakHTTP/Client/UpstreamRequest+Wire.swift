@@ -5,7 +5,7 @@ extension UpstreamRequest {
     /// a pooled connection every caller shares (request smuggling).
     func wireBytes() -> [UInt8]? {
         guard !target.isEmpty, target.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else { return nil }
-        var size = target.utf8.count + host.utf8.count + body.count + 64
+        var size = target.utf8.count + host.utf8.count + body.count + 96
         for (name, value) in headers { size += name.utf8.count + value.utf8.count + 4 }
         var out: [UInt8] = []
         out.reserveCapacity(size)
