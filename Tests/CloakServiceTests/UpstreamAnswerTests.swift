@@ -1,0 +1,79 @@
+import CloakTesting
+import Foundation
+import Testing
+
+/// What an upstream sends back, over the wire through a real route: an answer whose framing
+/// could be read two ways is refused (502, 1401) and none of it reaches the client; an answer
+/// carrying more than itself never leaves its extra bytes on a pooled connection.
+@Suite(.serialized) struct UpstreamAnswerTests {
+    static func withRoute(answer: String, closeAfter: Bool = true, _ body: (TestServer, CannedUpstream) throws -> Void)
+        throws
+    {
+        let upstream = CannedUpstream(answer: Array(answer.utf8), closeAfter: closeAfter)
+        defer { upstream.stop() }
+        let server = try TestServer(yaml: HostileInputTests.routeYAML(upstream.port))
+        defer { server.stop() }
+        try body(server, upstream)
+    }
+
+    @Test(arguments: [
+        ("bare LF", "HTTP/1.1 200 OK\nContent-Length: 6\n\nsecret"),
+        ("conflicting lengths", "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nContent-Length: 2\r\n\r\nsecret"),
+        ("a signed length", "HTTP/1.1 200 OK\r\nContent-Length: +6\r\n\r\nsecret"),
+        (
+            "length and chunked",
+            "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nsecret\r\n0\r\n\r\n"
+        ),
+        ("a coding not chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nsecret"),
+        ("a space before the colon", "HTTP/1.1 200 OK\r\nContent-Length : 6\r\n\r\nsecret"),
+        ("folding", "HTTP/1.1 200 OK\r\nX-A: 1\r\n X-Injected: 1\r\nContent-Length: 6\r\n\r\nsecret"),
+        ("a broken chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nsecret\r\n0\r\n\r\n"),
+        ("oversize", "HTTP/1.1 200 OK\r\nContent-Length: 9000000\r\n\r\nsecret"),
+        ("cut short", "HTTP/1.1 200 OK\r\nContent-Length: 60\r\n\r\nsecret"),
+        ("not HTTP", "SSH-2.0-OpenSSH_9.2\r\nsecret\r\n"),
+        ("switching protocols", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\nsecret"),
+    ])
+    func anAnswerThatCannotBeFramedOneWayIs502(name: String, answer: String) throws {
+        try Self.withRoute(answer: answer) { server, _ in
+            let r = try server.client().request("POST", "/proxy/raw", body: Array("{}".utf8))
+            #expect(r.status == 502 && r.errorCode == 1401, "\(name): \(r.status) \(r.text)")
+            #expect(!r.text.contains("secret"), "\(name)")
+            #expect(!server.logs.text.contains("secret"), "\(name)")
+        }
+    }
+
+    @Test func noAnswerAtAllIsAnUnreachableUpstream() throws {
+        try Self.withRoute(answer: "") { server, _ in
+            let r = try server.client().request("GET", "/proxy/raw")
+            #expect(r.status == 502 && r.errorCode == 1400, "\(r.status) \(r.text)")
+        }
+    }
+
+    /// An answer followed by a second one nobody asked for (response splitting): the first is
+    /// passed on, the connection is dropped, and the next request gets a connection of its own
+    /// rather than the smuggled answer.
+    @Test func bytesAfterAnAnswerNeverAnswerTheNextRequest() throws {
+        let split = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret"
+        try Self.withRoute(answer: split, closeAfter: false) { server, upstream in
+            let client = try server.client()
+            for _ in 0..<3 {
+                let r = try client.request("GET", "/proxy/raw")
+                #expect(r.status == 200 && r.text == "ok", "\(r.status) \(r.text)")
+            }
+            #expect(upstream.connections == 3)
+        }
+    }
+
+    /// A well-framed answer keeps its connection: three requests, one connection.
+    @Test func aFramedAnswerKeepsItsConnection() throws {
+        try Self.withRoute(answer: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", closeAfter: false) {
+            server, upstream in
+            let client = try server.client()
+            for _ in 0..<3 {
+                let r = try client.request("GET", "/proxy/raw")
+                #expect(r.status == 200 && r.text == "ok")
+            }
+            #expect(upstream.connections == 1)
+        }
+    }
+}
