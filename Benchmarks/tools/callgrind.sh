@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Instructions a request of one case, from callgrind (user space, every thread).
 #
-# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|egress|egress-plain
+# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|egress|egress-plain|inbound
 #
 # egress: one stored card's alias revealed on the way to the C reference server (bench.sh's
 # egress case; the C server is built and started here); egress-plain: the same route with
 # nothing to reveal (the two HTTP exchanges alone); aliases: POST /aliases with a new value each
 # time (a record created and committed per request); tokens: the checkout form's six fields to
-# POST /forms/checkout/tokens, open tokenize without a token (every value stored anew).
+# POST /forms/checkout/tokens, open tokenize without a token (every value stored anew); inbound:
+# bench.sh's inbound route (a card field aliased, one record written, forwarded to the C server).
 # The binary is copied without DWARF (valgrind 3.19 cannot read Swift's DWARF 5; STRIP=0 keeps a
 # binary built with `-Xswiftc -dwarf-version=4`, for files-crossed.sh), served with one
 # loop thread under valgrind, warmed for 2 s with wrk -t1 -c8, zeroed, measured for 5 s, dumped,
@@ -27,11 +28,14 @@ if [[ $CASE == egress* || $CASE == aliases ]]; then
     HASH=$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)
     sed -i "s/^  tokens: \[\].*/  tokens: [{id: cg, sha256: \"$HASH\", scopes: [aliases:create, \"egress:*\"]}]/" $W/c.yaml
 fi
-if [[ $CASE == egress* ]]; then
+if [[ $CASE == egress* || $CASE == inbound ]]; then
     gcc -O2 -o $W/ref Benchmarks/reference/server.c $(pkg-config --cflags --libs libevent libevent_pthreads) -lpthread
     C_PORT=$(free_port)
     $W/ref $C_PORT 1 > $W/ref.log 2>&1 &
     C_PID=$!
+    sed -i -e "s|^routes: \[\]|routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /bench, form: proxybench, upstream: \"http://127.0.0.1:$C_PORT/\"}]|" \
+        -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}]}|" \
+        -e "s/bucket_values_per_hour: [0-9]*/bucket_values_per_hour: 1000000/" -e "s/max_bucket_share: [0-9.]*/max_bucket_share: 1/" $W/c.yaml
     printf '\negress:\n  routes:\n    - {id: bench, upstream: "http://127.0.0.1:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}]}\n' $C_PORT >> $W/c.yaml
 fi
 CLOAK_SERVER_LISTEN=127.0.0.1:$PORT CLOAK_SERVER_THREADS=1 CLOAK_VAULT_STORE=sqlite:$W/cloak.db CLOAK_VAULT_KEYS=file:$W/keys.json \
@@ -49,6 +53,8 @@ elif [[ $CASE == egress* ]]; then
     if [[ $CASE == egress ]]; then printf '{"card":"%s","amount":1000}' "$ALIAS" > $W/body.json
     else printf '{"card":"none","amount":1000}' > $W/body.json; fi
     run() { BODY_FILE=$W/body.json METHOD=POST PROXY_AUTH="Bearer $TOKEN" TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/egress/bench/v1/charges; }
+elif [[ $CASE == inbound ]]; then
+    run() { wrk -t1 -c8 -d"$1"s -s Benchmarks/load/proxy.lua http://127.0.0.1:$PORT/proxy/bench; }
 elif [[ $CASE == tokens ]]; then
     run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/tokens; }
 else run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/validate; }; fi

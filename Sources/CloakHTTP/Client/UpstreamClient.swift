@@ -46,6 +46,9 @@ final class UpstreamClient {
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
     struct State {
         var pools: [PoolKey: UpstreamPool] = [:]
+        /// The pool the last request went to: a route sends its requests to one upstream, and
+        /// comparing its key (the same strings, so their storage first) is cheaper than hashing it.
+        var lastPool: UpstreamPool?
         var tls: [TLSKey: TLSClientContext] = [:]
     }
 
@@ -74,8 +77,11 @@ final class UpstreamClient {
         let pool: UpstreamPool
         // Through `withValue`: the `pools` accessor, called out of line, allocated its coroutine
         // frame on every request.
-        if let existing = state.withValue({ $0.pools[key] }) {
+        if let last = state.withValue({ $0.lastPool }), last.key == key {
+            pool = last
+        } else if let existing = state.withValue({ $0.pools[key] }) {
             pool = existing
+            state.withValue { $0.lastPool = existing }
         } else {
             var context: TLSClientContext?
             if request.scheme == .https {
@@ -91,6 +97,7 @@ final class UpstreamClient {
             }
             pool = UpstreamPool(base: base, dns: dns, key: key, tls: context, thread: thread)
             pools[key] = pool
+            state.withValue { $0.lastPool = pool }
         }
         pool.submit(Exchange(request: request, thread: thread, completion: completion))
     }

@@ -9,20 +9,20 @@ extension UpstreamRequest {
         for (name, value) in headers { size += name.utf8.count + value.utf8.count + 4 }
         var out: [UInt8] = []
         out.reserveCapacity(size)
-        out += method.rawValue.utf8
+        out.append(method.rawValue)
         out.append(32)
-        out += target.utf8
-        out += " HTTP/1.1\r\nHost: ".utf8
+        out.append(target)
+        out.append(" HTTP/1.1\r\nHost: ")
         // An IPv6 literal is bracketed.
         let literal6 = host.utf8.contains(UInt8(ascii: ":"))
         if literal6 { out.append(UInt8(ascii: "[")) }
-        out += host.utf8
+        out.append(host)
         if literal6 { out.append(UInt8(ascii: "]")) }
         if !((scheme == .https && port == 443) || (scheme == .http && port == 80)) {
             out.append(UInt8(ascii: ":"))
-            out += String(port).utf8
+            out.append(String(port))
         }
-        out += "\r\n".utf8
+        out.append("\r\n")
         for (name, value) in headers {
             switch name.utf8.count {
             case 4 where name.caseInsensitiveEquals("host"): continue
@@ -30,20 +30,33 @@ extension UpstreamRequest {
             default: break
             }
             guard HTTPSyntax.isToken(name), HTTPSyntax.isFieldValue(value) else { return nil }
-            out += name.utf8
-            out += ": ".utf8
-            out += value.utf8
-            out += "\r\n".utf8
+            out.append(name)
+            out.append(": ")
+            out.append(value)
+            out.append("\r\n")
         }
         // Every body goes with its exact length (a GET body without one would be read by the
         // upstream as the next request); POST, PUT and PATCH say 0 when they have none.
         if !body.isEmpty || method == .POST || method == .PUT || method == .PATCH {
-            out += "Content-Length: ".utf8
-            out += String(body.count).utf8
-            out += "\r\n".utf8
+            out.append("Content-Length: ")
+            out.append(String(body.count))
+            out.append("\r\n")
         }
-        out += "\r\n".utf8
+        out.append("\r\n")
         out += body
         return out
+    }
+}
+
+extension [UInt8] {
+    /// Appends `text`'s UTF-8 bytes in one copy (a `String.UTF8View` appended generically goes
+    /// byte by byte).
+    fileprivate mutating func append(_ text: String) {
+        var text = text
+        text.withUTF8 { append(contentsOf: $0) }
+    }
+
+    fileprivate mutating func append(_ text: StaticString) {
+        append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 }
