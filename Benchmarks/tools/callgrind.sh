@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Instructions a request of one case, from callgrind (user space, every thread).
 #
-# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|egress|egress-plain|inbound
+# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|dedupe|egress|egress-plain|inbound
 #
 # egress: one stored card's alias revealed on the way to the C reference server (bench.sh's
 # egress case; the C server is built and started here); egress-plain: the same route with
 # nothing to reveal (the two HTTP exchanges alone); aliases: POST /aliases with a new value each
-# time (a record created and committed per request); tokens: the checkout form's six fields to
+# time (a record created and committed per request); dedupe: the same card every time (found, not
+# written: bench.sh's dedupe case); tokens: the checkout form's six fields to
 # POST /forms/checkout/tokens, open tokenize without a token (every value stored anew); inbound:
 # bench.sh's inbound route (a card field aliased, one record written, forwarded to the C server).
 # The binary is copied without DWARF (valgrind 3.19 cannot read Swift's DWARF 5; STRIP=0 keeps a
@@ -23,7 +24,7 @@ sed -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {re
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 C_PID=""
-if [[ $CASE == egress* || $CASE == aliases ]]; then
+if [[ $CASE == egress* || $CASE == aliases || $CASE == dedupe ]]; then
     TOKEN="cg-$RANDOM$RANDOM"
     HASH=$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)
     sed -i "s/^  tokens: \[\].*/  tokens: [{id: cg, sha256: \"$HASH\", scopes: [aliases:create, \"egress:*\"]}]/" $W/c.yaml
@@ -53,6 +54,9 @@ elif [[ $CASE == egress* ]]; then
     if [[ $CASE == egress ]]; then printf '{"card":"%s","amount":1000}' "$ALIAS" > $W/body.json
     else printf '{"card":"none","amount":1000}' > $W/body.json; fi
     run() { BODY_FILE=$W/body.json METHOD=POST PROXY_AUTH="Bearer $TOKEN" TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/egress/bench/v1/charges; }
+elif [[ $CASE == dedupe ]]; then
+    printf '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage":"PERSISTENT"}]}' > $W/body.json
+    run() { BODY_FILE=$W/body.json METHOD=POST TOKEN=$TOKEN wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases; }
 elif [[ $CASE == inbound ]]; then
     run() { wrk -t1 -c8 -d"$1"s -s Benchmarks/load/proxy.lua http://127.0.0.1:$PORT/proxy/bench; }
 elif [[ $CASE == tokens ]]; then
