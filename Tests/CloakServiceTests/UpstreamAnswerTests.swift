@@ -1,5 +1,6 @@
 import CloakTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// What an upstream sends back, over the wire through a real route: an answer whose framing
@@ -61,6 +62,32 @@ import Testing
                 #expect(r.status == 200 && r.text == "ok", "\(r.status) \(r.text)")
             }
             #expect(upstream.connections == 3)
+        }
+    }
+
+    /// The same when the answer ends exactly where a read's buffer (16 KiB) does and the pool
+    /// has exchanges waiting (more callers than connections): the smuggled answer still waits
+    /// in the socket, and a connection handed straight to the next exchange would give it to
+    /// another caller. So the connection is not reused.
+    @Test func bytesWaitingBehindAFullReadNeverAnswerAWaitingExchange() throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: "
+        let bodyLength = 16384 - head.utf8.count - 5 - 4  // a five-digit length and CRLFCRLF
+        let first = head + "\(bodyLength)\r\n\r\n" + String(repeating: "a", count: bodyLength)
+        #expect(first.utf8.count == 16384)
+        let split = first + "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret"
+        try Self.withRoute(answer: split, closeAfter: false) { server, upstream in
+            let callers = 100  // past the pool's 64 connections: some exchanges wait
+            let answers = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: callers) { _ in
+                let text = (try? server.client().request("GET", "/proxy/raw")).map { "\($0.status) \($0.text)" }
+                answers.withLock { $0.append(text ?? "no answer") }
+            }
+            let all = answers.withLock { $0 }
+            #expect(all.count == callers)
+            #expect(
+                all.allSatisfy { $0.hasPrefix("200 ") && !$0.contains("secret") },
+                "\(all.filter { $0.contains("secret") }.count) smuggled")
+            #expect(upstream.connections == callers)
         }
     }
 

@@ -110,7 +110,7 @@ final class PlainTransport: UpstreamTransport {
     private func readable() {
         let n = recv(fd, buffer.baseAddress, buffer.count, 0)
         if n > 0 {
-            owner.transportReceived(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+            owner.transportReceived(UnsafeRawBufferPointer(rebasing: buffer[..<n]), more: n == buffer.count)
         } else if n == 0 {
             fail(nil)
         } else if !Sockets.wouldBlock {

@@ -51,8 +51,10 @@ final class TLSTransport: UpstreamTransport {
         guard let input = bufferevent?.input else { return }
         let length = input.count
         // Chunk by chunk in place; the owner may close the transport on any of them.
+        var given = 0
         input.peek(from: 0) { chunk in
-            owner.transportReceived(chunk)
+            given += chunk.count
+            owner.transportReceived(chunk, more: given < length)
             return self.bufferevent == nil
         }
         if bufferevent != nil { input.drain(length) }

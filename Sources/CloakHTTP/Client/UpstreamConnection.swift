@@ -117,7 +117,7 @@ final class UpstreamConnection: UpstreamTransportOwner {
         state.connectTimer = nil
     }
 
-    func transportReceived(_ bytes: UnsafeRawBufferPointer) {
+    func transportReceived(_ bytes: UnsafeRawBufferPointer, more: Bool) {
         guard let exchange = state.current, state.parser != nil else {
             // Nobody asked: an answer to nothing would be taken for the next exchange's.
             return closeWhileIdle()
@@ -129,8 +129,10 @@ final class UpstreamConnection: UpstreamTransportOwner {
             return carryOut(exchange.handle(.failed(.badResponse(error.description))), exchange)
         }
         guard let used else { return }
-        // Bytes past the answer's end: the peer and Cloak disagree on framing; not reused.
-        answer(exchange, reusable: used == bytes.count)
+        // Bytes past the answer's end: the peer and Cloak disagree on framing; not reused. Nor
+        // when more may be waiting: the next exchange would take them for its answer (another
+        // caller's, on a pooled connection).
+        answer(exchange, reusable: used == bytes.count && !more)
     }
 
     func transportClosed(_ why: String?) {

@@ -17,8 +17,10 @@ protocol UpstreamTransport: AnyObject {
 protocol UpstreamTransportOwner: AnyObject {
     /// The TCP connect (and TLS handshake) finished.
     func transportConnected()
-    /// Bytes arrived, in order; they are lent for the call.
-    func transportReceived(_ bytes: UnsafeRawBufferPointer)
+    /// Bytes arrived, in order; they are lent for the call. `more`: further bytes may already
+    /// be waiting (a read that filled its buffer, a chunk that is not the input's last), so an
+    /// answer ending exactly here may not be all the peer sent.
+    func transportReceived(_ bytes: UnsafeRawBufferPointer, more: Bool)
     /// The peer closed (`error` nil) or the connection failed; nothing is reported after it.
     func transportClosed(_ error: String?)
 }
