@@ -13,7 +13,8 @@ package final class CannedUpstream: @unchecked Sendable {
     private let fd: Int32
     private let accepted = Mutex(0)
 
-    package init(answer: [UInt8], closeAfter: Bool = true) {
+    /// `reset`: the connection ends with a reset (SO_LINGER 0) rather than a FIN.
+    package init(answer: [UInt8], closeAfter: Bool = true, reset: Bool = false) {
         let (fd, port) = LoopbackSocket.listening()
         self.fd = fd
         self.port = port
@@ -33,6 +34,10 @@ package final class CannedUpstream: @unchecked Sendable {
                         pending.removeFirst(length)
                         _ = answer.withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                         if closeAfter { break }
+                    }
+                    if reset {
+                        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                        setsockopt(c, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
                     }
                     close(c)
                 }.start()

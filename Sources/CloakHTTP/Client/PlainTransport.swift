@@ -72,6 +72,8 @@ final class PlainTransport: UpstreamTransport {
         return true
     }
 
+    var isWriting: Bool { pendingOffset < pending.count }
+
     func close() {
         reading?.free()
         reading = nil

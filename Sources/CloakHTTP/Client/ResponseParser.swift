@@ -298,7 +298,8 @@ struct ResponseParser {
             return
         }
         if length > maxBodyBytes { throw .bodyTooLarge }
-        body.reserveCapacity(length)
+        // Room for what is announced, up to 64 KiB: a length alone does not get 8 MiB.
+        body.reserveCapacity(min(length, 64 << 10))
         if length == 0 { return finish(reusableFraming: keepsConnection) }
         reusable = keepsConnection
         phase = .body(remaining: length)

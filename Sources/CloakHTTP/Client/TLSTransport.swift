@@ -40,6 +40,8 @@ final class TLSTransport: UpstreamTransport {
 
     func write(_ bytes: [UInt8]) -> Bool { bufferevent?.write(bytes) ?? false }
 
+    var isWriting: Bool { (bufferevent?.output?.count ?? 0) > 0 }
+
     func close() {
         guard let bufferevent else { return }
         self.bufferevent = nil
@@ -67,8 +69,14 @@ final class TLSTransport: UpstreamTransport {
         case .other:
             return
         case .endOfFile, .error:
+            // An end without the peer's close_notify may be a cut (anyone on the path can send a
+            // FIN or a reset): it ends no answer that is read until the close.
+            let clean = what == .endOfFile && bufferevent?.receivedCloseNotify == true
             close()
-            owner.transportClosed(what == .error ? "connection failed (refused, reset or TLS)" : nil)
+            owner.transportClosed(
+                clean
+                    ? nil
+                    : what == .error ? "connection failed (refused, reset or TLS)" : "TLS ended without close_notify")
         }
     }
 }

@@ -69,6 +69,11 @@ final class UpstreamClient {
     /// Sends `request`; `completion` runs once, on the loop thread.
     func send(_ request: UpstreamRequest, completion: @escaping (Result<HTTPResponse, UpstreamError>) -> Void) {
         thread.check()
+        // The bytes are made here, before a pool is chosen: a request that cannot be sent takes
+        // no connection, closes none and does not make the pool resolve its host again.
+        guard let wire = request.wireBytes() else {
+            return completion(.failure(.invalidRequest("a header, the host or the target of the request is not valid")))
+        }
         let tlsKey = TLSKey(caFile: request.caFile, client: request.clientCertificate)
         let key = PoolKey(
             scheme: request.scheme, host: request.host, port: request.port,
@@ -99,6 +104,6 @@ final class UpstreamClient {
             pools[key] = pool
             state.withValue { $0.lastPool = pool }
         }
-        pool.submit(Exchange(request: request, thread: thread, completion: completion))
+        pool.submit(Exchange(request: request, wire: wire, thread: thread, completion: completion))
     }
 }

@@ -74,13 +74,9 @@ final class UpstreamConnection: UpstreamTransportOwner {
             return carryOut(exchange.handle(.failed(.unreachable("connection closed"))), exchange)
         }
         let r = exchange.request
-        guard let bytes = r.wireBytes() else {
-            return carryOut(
-                exchange.handle(.failed(.unreachable("a header or the target of the request is not valid"))), exchange)
-        }
         state.parser = ResponseParser(maxBodyBytes: UpstreamClient.maxResponseBytes, bodyless: r.method == .HEAD)
         if !state.connected && state.connectTimer == nil { startConnectTimer(seconds: r.connectTimeoutSeconds) }
-        guard transport.write(bytes) else {
+        guard transport.write(exchange.wire) else {
             return carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
         }
     }
@@ -131,8 +127,10 @@ final class UpstreamConnection: UpstreamTransportOwner {
         guard let used else { return }
         // Bytes past the answer's end: the peer and Cloak disagree on framing; not reused. Nor
         // when more may be waiting: the next exchange would take them for its answer (another
-        // caller's, on a pooled connection).
-        answer(exchange, reusable: used == bytes.count && !more)
+        // caller's, on a pooled connection). Nor while part of the request is still unsent (an
+        // upstream that answered before reading a large body): the rest would go out ahead of
+        // the next caller's request.
+        answer(exchange, reusable: used == bytes.count && !more && !(state.transport?.isWriting ?? false))
     }
 
     func transportClosed(_ why: String?) {
@@ -140,6 +138,9 @@ final class UpstreamConnection: UpstreamTransportOwner {
         state.isClosed = true
         guard let exchange = state.current, var parser = state.parser else { return closeWhileIdle() }
         do throws(ResponseParser.Failure) {
+            // A reset, or TLS ended without close_notify, is no end of an answer read until the
+            // close (a truncated body would pass as whole).
+            if why != nil { throw .endedEarly }
             try parser.close()
             state.parser = parser
             answer(exchange, reusable: false)

@@ -3,6 +3,8 @@ import Foundation
 /// One request in flight: its ``ExchangeState``, deadline and completion.
 final class Exchange {
     let request: UpstreamRequest
+    /// The request's bytes (``UpstreamRequest/wireBytes()``), made before it was queued.
+    let wire: [UInt8]
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
     struct State {
         var completion: ((Result<HTTPResponse, UpstreamError>) -> Void)?
@@ -14,10 +16,11 @@ final class Exchange {
     @exclusivity(unchecked) var state: LoopBound<State>
 
     init(
-        request: UpstreamRequest, thread: LoopThread,
+        request: UpstreamRequest, wire: [UInt8], thread: LoopThread,
         completion: @escaping (Result<HTTPResponse, UpstreamError>) -> Void
     ) {
         self.request = request
+        self.wire = wire
         self.state = LoopBound(State(completion: completion), loop: thread)
     }
 

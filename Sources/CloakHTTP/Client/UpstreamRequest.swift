@@ -91,12 +91,16 @@ public enum UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
     case badResponse(String)
     /// No complete answer before the deadline (504, 1408).
     case timeout
+    /// The request cannot be sent as it is: a header or the target could end a line (400, 1002).
+    /// Refused before it reaches the pool: no connection is taken or closed for it.
+    case invalidRequest(String)
 
     public var description: String {
         switch self {
         case let .unreachable(why): return "upstream unreachable: \(why)"
         case let .badResponse(why): return "upstream answer unusable: \(why)"
         case .timeout: return "upstream did not answer in time"
+        case let .invalidRequest(why): return "request not sent: \(why)"
         }
     }
 }
@@ -113,15 +117,19 @@ public let hopByHopHeaders: Set<String> = [
 /// past the hop-by-hop filter to a lenient upstream).
 public func withoutHopByHop(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
     // Runs on every proxied message in both directions: names compared in place by length
-    // first, no lowercased copies, one allocation for the result.
-    var named: [String] = []
+    // first, no lowercased copies, one allocation for the result. The names a `Connection`
+    // header lists go into a set (lowercased; the head's size limit bounds them), so each header
+    // is one lookup: compared with each listed name, a hostile list of thousands was quadratic.
+    var named: Set<String> = []
     for (name, value) in headers where name.caseInsensitiveEquals("connection") {
-        named += value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        for option in value.split(separator: ",") {
+            named.insert(option.trimmingCharacters(in: .whitespaces).lowercased())
+        }
     }
     var out: [(name: String, value: String)] = []
     out.reserveCapacity(headers.count)
     for header in headers where HTTPSyntax.isToken(header.name) && !isHopByHopOrExpect(header.name) {
-        if !named.isEmpty && named.contains(where: { header.name.caseInsensitiveEquals($0) }) { continue }
+        if !named.isEmpty && named.contains(header.name.lowercased()) { continue }
         out.append(header)
     }
     return out

@@ -11,6 +11,8 @@ protocol UpstreamTransport: AnyObject {
     func write(_ bytes: [UInt8]) -> Bool
     /// Closes the socket; no report follows.
     func close()
+    /// Whether part of what was written has not gone out yet.
+    var isWriting: Bool { get }
 }
 
 /// What a transport reports.
@@ -21,6 +23,7 @@ protocol UpstreamTransportOwner: AnyObject {
     /// be waiting (a read that filled its buffer, a chunk that is not the input's last), so an
     /// answer ending exactly here may not be all the peer sent.
     func transportReceived(_ bytes: UnsafeRawBufferPointer, more: Bool)
-    /// The peer closed (`error` nil) or the connection failed; nothing is reported after it.
+    /// The peer closed cleanly (`error` nil: TCP's FIN, or TLS's close_notify) or the connection
+    /// failed (a reset, TLS ended without close_notify); nothing is reported after it.
     func transportClosed(_ error: String?)
 }

@@ -176,6 +176,12 @@ struct Bufferevent {
         bufferevent_enable(raw, Int16(EV_READ))
     }
 
+    /// Whether the TLS peer sent close_notify (its end of the stream is a real one).
+    var receivedCloseNotify: Bool {
+        guard let ssl = bufferevent_openssl_get_ssl(raw) else { return false }
+        return SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN != 0
+    }
+
     /// Stops every callback (before the bufferevent is freed from outside them).
     func clearCallbacks() { bufferevent_setcb(raw, nil, nil, nil, nil) }
 

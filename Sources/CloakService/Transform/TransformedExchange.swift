@@ -85,13 +85,15 @@ struct TransformedExchange: Sendable {
 
 extension LoopHandle {
     /// Sends `request` upstream and maps its failures as routes do: 502 1400 (unreachable),
-    /// 502 1401 (unusable answer), 504 1408 (no answer in time).
+    /// 502 1401 (unusable answer), 504 1408 (no answer in time), 400 1002 (a request that cannot
+    /// be sent as it is).
     func call(_ request: UpstreamRequest, done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void) {
         send(request) { result in
             switch result {
             case let .success(response): done(.success(response))
             case let .failure(.unreachable(why)): done(.failure(CloakError(.unexpectedResponseType, why)))
             case let .failure(.badResponse(why)): done(.failure(CloakError(.unexpectedResponseDataFormat, why)))
+            case let .failure(.invalidRequest(why)): done(.failure(CloakError(.malformedRequest, why)))
             case .failure(.timeout):
                 done(
                     .failure(
