@@ -18,31 +18,25 @@ package final class CannedUpstream: @unchecked Sendable {
         let (fd, port) = LoopbackSocket.listening()
         self.fd = fd
         self.port = port
-        Thread { [self] in
+        LoopbackSocket.serveEach(fd) { [self] c in
+            accepted.withLock { $0 += 1 }
+            var pending: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
             while true {
-                let c = accept(fd, nil, nil)
-                if c < 0 { return }
-                accepted.withLock { $0 += 1 }
-                Thread {
-                    var pending: [UInt8] = []
-                    var chunk = [UInt8](repeating: 0, count: 65536)
-                    while true {
-                        let n = chunk.withUnsafeMutableBytes { recv(c, $0.baseAddress, $0.count, 0) }
-                        if n <= 0 { break }
-                        pending += chunk[0..<n]
-                        guard let length = RawUpstream.framedLength(pending) else { continue }
-                        pending.removeFirst(length)
-                        _ = answer.withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                        if closeAfter { break }
-                    }
-                    if reset {
-                        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-                        setsockopt(c, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-                    }
-                    close(c)
-                }.start()
+                let n = chunk.withUnsafeMutableBytes { recv(c, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                pending += chunk[0..<n]
+                guard let length = RawUpstream.framedLength(pending) else { continue }
+                pending.removeFirst(length)
+                _ = answer.withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if closeAfter { break }
             }
-        }.start()
+            if reset {
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                setsockopt(c, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            }
+            close(c)
+        }
     }
 
     /// The connections accepted so far.

@@ -26,6 +26,18 @@ package enum LoopbackSocket {
         return s
     }
 
+    /// Accepts on `listener` until it is closed, each connection handled on a thread of its own
+    /// (`handle` owns the descriptor and closes it).
+    package static func serveEach(_ listener: Int32, _ handle: @escaping @Sendable (Int32) -> Void) {
+        Thread {
+            while true {
+                let c = accept(listener, nil, nil)
+                if c < 0 { return }
+                Thread { handle(c) }.start()
+            }
+        }.start()
+    }
+
     /// Starts connecting `fd` to 127.0.0.1:`port`; true when connected (or, non-blocking, under way).
     @discardableResult
     package static func connect(_ fd: Int32, to port: Int) -> Bool {

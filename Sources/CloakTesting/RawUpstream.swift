@@ -13,28 +13,22 @@ package final class RawUpstream: @unchecked Sendable {
         let (fd, port) = LoopbackSocket.listening()
         self.fd = fd
         self.port = port
-        Thread { [self] in
+        LoopbackSocket.serveEach(fd) { [self] c in
+            var pending: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
             while true {
-                let c = accept(fd, nil, nil)
-                if c < 0 { return }
-                Thread { [self] in
-                    var pending: [UInt8] = []
-                    var chunk = [UInt8](repeating: 0, count: 65536)
-                    while true {
-                        let n = chunk.withUnsafeMutableBytes { recv(c, $0.baseAddress, $0.count, 0) }
-                        if n <= 0 { break }
-                        received.withLock { $0 += chunk[0..<n] }
-                        pending += chunk[0..<n]
-                        while let length = RawUpstream.framedLength(pending) {
-                            pending.removeFirst(length)
-                            let answer = Array("HTTP/1.1 204 No Content\r\n\r\n".utf8)
-                            _ = answer.withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                        }
-                    }
-                    close(c)
-                }.start()
+                let n = chunk.withUnsafeMutableBytes { recv(c, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                received.withLock { $0 += chunk[0..<n] }
+                pending += chunk[0..<n]
+                while let length = RawUpstream.framedLength(pending) {
+                    pending.removeFirst(length)
+                    let answer = Array("HTTP/1.1 204 No Content\r\n\r\n".utf8)
+                    _ = answer.withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                }
             }
-        }.start()
+            close(c)
+        }
     }
 
     /// Everything received so far.
