@@ -119,6 +119,19 @@ import Testing
         #expect(!reusable)
     }
 
+    /// The rule requests follow (HTTPSyntax.asksToClose): HTTP/1.0 keeps the connection only
+    /// when it says keep-alive.
+    @Test func anHTTP10AnswerThatSaysKeepAliveKeepsItsConnection() {
+        guard
+            case let .answer(_, _, _, reusable, _) = Self.both(
+                "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n")
+        else {
+            Issue.record("no answer")
+            return
+        }
+        #expect(reusable)
+    }
+
     @Test func sameLengthTwiceAndSpacesAroundValuesAreAccepted() {
         let text = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length:2 \r\nX:\t a b \t\r\n\r\nok"
         guard case let .answer(_, headers, body, _, _) = Self.both(text) else {

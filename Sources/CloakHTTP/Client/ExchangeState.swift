@@ -12,7 +12,7 @@ struct ExchangeState: Equatable {
     enum Phase: Equatable {
         /// Waiting for a connection of its pool.
         case queued
-        /// On a connection, its evhttp request outstanding.
+        /// On a connection, its request sent or being sent, the answer not complete.
         case sending
         case finished(Outcome)
     }
@@ -44,7 +44,7 @@ struct ExchangeState: Equatable {
         case deliverAnswer(reuseConnection: Bool)
         /// Deliver the failure; close the connection.
         case deliverFailure(UpstreamError, closeConnection: Bool)
-        /// Cancel the evhttp request, deliver a timeout and close the connection.
+        /// Deliver a timeout and close the connection (its request is abandoned mid-exchange).
         case cancelAndTimeOut
     }
 

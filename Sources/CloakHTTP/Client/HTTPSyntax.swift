@@ -72,6 +72,18 @@ public enum HTTPSyntax {
             ?? !value.utf8.contains(where: isControlByte)
     }
 
+    /// A control byte other than HTAB (CR and LF included), or DEL.
     @inline(__always)
-    private static func isControlByte(_ b: UInt8) -> Bool { (b < 0x20 && b != 0x09) || b == 0x7F }
+    static func isControlByte(_ b: UInt8) -> Bool { (b < 0x20 && b != 0x09) || b == 0x7F }
+
+    /// The value of a hex digit (chunk sizes), or nil.
+    @inline(__always)
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
 }

@@ -227,7 +227,7 @@ struct ResponseParser {
             (48...57).contains(l[11])
         else { throw .invalidStatusLine }
         if l.count > 12 {
-            guard l[12] == 32, !l[13...].contains(where: Self.isControl) else { throw .invalidStatusLine }
+            guard l[12] == 32, !l[13...].contains(where: HTTPSyntax.isControlByte) else { throw .invalidStatusLine }
         }
         isHTTP10 = l[7] == 48
         status = Int(l[9] - 48) * 100 + Int(l[10] - 48) * 10 + Int(l[11] - 48)
@@ -245,7 +245,7 @@ struct ResponseParser {
         var end = line.count
         while start < end, line[start] == 32 || line[start] == 9 { start += 1 }
         while end > start, line[end - 1] == 32 || line[end - 1] == 9 { end -= 1 }
-        if line[start..<end].contains(where: isControl) { throw .invalidFieldValue }
+        if line[start..<end].contains(where: HTTPSyntax.isControlByte) { throw .invalidFieldValue }
         return (
             String(decoding: UnsafeRawBufferPointer(rebasing: line[..<colon]), as: UTF8.self),
             String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
@@ -261,7 +261,6 @@ struct ResponseParser {
         }
         var length: Int?
         var codings: [Substring] = []
-        var closes = false
         for (name, value) in headers {
             switch name.utf8.count {
             case 14 where name.caseInsensitiveEquals("content-length"):
@@ -270,9 +269,6 @@ struct ResponseParser {
                 length = parsed
             case 17 where name.caseInsensitiveEquals("transfer-encoding"):
                 codings += value.split(separator: ",", omittingEmptySubsequences: false)
-            case 10 where name.caseInsensitiveEquals("connection"):
-                closes =
-                    closes || value.split(separator: ",").contains { Self.trimmed($0).caseInsensitiveEquals("close") }
             default:
                 break
             }
@@ -284,7 +280,8 @@ struct ResponseParser {
                 throw .unsupportedTransferCoding
             }
         }
-        let keepsConnection = !closes && !isHTTP10
+        // RFC 9112 §9.3: `Connection: close`, or HTTP/1.0 without keep-alive, ends it.
+        let keepsConnection = !HTTPSyntax.asksToClose(headers, isHTTP10: isHTTP10)
         if bodyless || status == 204 || status == 304 {
             return finish(reusableFraming: keepsConnection)
         }
@@ -319,10 +316,10 @@ struct ResponseParser {
         var size = 0
         var digits = 0
         for b in line {
-            guard let v = Self.hexValue(b) else { break }
+            guard let v = HTTPSyntax.hexValue(b) else { break }
             digits += 1
             guard digits <= 15 else { throw .invalidChunk }
-            size = size << 4 | v
+            size = size << 4 | Int(v)
         }
         guard digits > 0 else { throw .invalidChunk }
         if digits < line.count {
@@ -330,7 +327,7 @@ struct ResponseParser {
             var rest = UnsafeRawBufferPointer(rebasing: line[digits...]).drop { $0 == 32 || $0 == 9 }
             guard rest.first == 59 else { throw .invalidChunk }
             rest = rest.dropFirst()
-            if rest.contains(where: Self.isControl) { throw .invalidChunk }
+            if rest.contains(where: HTTPSyntax.isControlByte) { throw .invalidChunk }
         }
         if size == 0 {
             phase = .trailers
@@ -357,17 +354,4 @@ struct ResponseParser {
         String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 
-    @inline(__always)
-    static func hexValue(_ b: UInt8) -> Int? {
-        switch b {
-        case 48...57: return Int(b - 48)
-        case 65...70: return Int(b - 55)
-        case 97...102: return Int(b - 87)
-        default: return nil
-        }
-    }
-
-    /// A control byte other than HTAB (CR and LF included), or DEL.
-    @inline(__always)
-    static func isControl(_ b: UInt8) -> Bool { (b < 0x20 && b != 0x09) || b == 0x7F }
 }

@@ -1,8 +1,8 @@
 import COpenSSL
 
 /// One client `SSL_CTX`: TLS 1.2 or later, peer verification against the system store or a CA
-/// file. Each TCP connection gets its own `SSL` from it (an HTTPS evhttp connection cannot
-/// reconnect with a used one).
+/// file. Each TCP connection gets its own `SSL` from it (a used one cannot start another
+/// session).
 final class TLSClientContext {
     let context: OpaquePointer
 

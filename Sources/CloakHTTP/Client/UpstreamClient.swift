@@ -5,9 +5,11 @@ import Foundation
 /// that calls out share it.
 ///
 /// - ``UpstreamPool``: the connections to one upstream (scheme, host, port, trust, client
-///   certificate, address policy). evhttp runs one request at a time per connection, so a request
-///   takes an idle connection or opens one (up to ``maxConnectionsPerUpstream``; past that it waits).
-/// - ``UpstreamConnection``: one evhttp client connection with its own SSL.
+///   certificate, address policy). A connection runs one exchange at a time (no pipelining), so a
+///   request takes an idle connection or opens one (up to ``maxConnectionsPerUpstream``; past that
+///   it waits).
+/// - ``UpstreamConnection``: one socket (``PlainTransport``, or ``TLSTransport`` with its own
+///   SSL); the request written as one buffer, the answer read by ``ResponseParser``.
 /// - ``Exchange``: one request, its deadline and completion; its states are ``ExchangeState``.
 /// - DNS is asynchronous (one `evdns_base` per loop); connections go to the numeric address with
 ///   the name in `Host`, SNI and hostname verification. TCP_NODELAY on every socket.

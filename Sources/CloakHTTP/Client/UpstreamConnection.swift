@@ -8,7 +8,6 @@ import Foundation
 /// peer's close) close it rather than wait to be taken for the next exchange's answer.
 final class UpstreamConnection: UpstreamTransportOwner {
     private unowned let pool: UpstreamPool
-    private let address: String
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
     struct State {
         var transport: (any UpstreamTransport)?
@@ -26,7 +25,6 @@ final class UpstreamConnection: UpstreamTransportOwner {
     init?(pool: UpstreamPool, address: String) {
         self.state = LoopBound(State(), loop: pool.thread)
         self.pool = pool
-        self.address = address
         let transport: any UpstreamTransport
         if let tls = pool.tls {
             guard let made = TLSTransport(base: pool.base, tls: tls, host: pool.host, owner: self) else { return nil }

@@ -120,7 +120,7 @@ final class UpstreamPool {
     }
 
     private func startDeadline(_ exchange: Exchange) {
-        // The exchange outlives its timer: the queue or its evhttp request holds it until it
+        // The exchange outlives its timer: the queue or its connection holds it until it
         // finishes, and delivering frees the timer.
         exchange.state.timer = LoopEvent.timer(
             base,

@@ -47,7 +47,7 @@ extension RequestFraming {
                 return bytes.count
             }
             guard stage == .chunkSize else { continue }  // an extension: any other byte
-            if let digit = Self.hexValue(byte), chunkDigits < 16 {
+            if let digit = HTTPSyntax.hexValue(byte), chunkDigits < 16 {
                 chunkDigits += 1
                 chunkSize = chunkSize << 4 | UInt64(digit)
             } else if byte == Byte.semicolon && chunkDigits > 0 {
@@ -60,12 +60,4 @@ extension RequestFraming {
         return i
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case Byte.zero...Byte.nine: byte - Byte.zero
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 }
