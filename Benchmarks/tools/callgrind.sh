@@ -27,7 +27,7 @@ C_PID=""
 if [[ $CASE == egress* || $CASE == aliases || $CASE == dedupe ]]; then
     TOKEN="cg-$RANDOM$RANDOM"
     HASH=$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)
-    sed -i "s/^  tokens: \[\].*/  tokens: [{id: cg, sha256: \"$HASH\", scopes: [aliases:create, \"egress:*\"]}]/" $W/c.yaml
+    sed -i "s/^  tokens: \[\].*/  tokens: [{id: cg, sha256: \"$HASH\", scopes: [aliases:create, aliases:reveal, \"egress:*\"]}]/" $W/c.yaml
 fi
 if [[ $CASE == egress* || $CASE == inbound ]]; then
     gcc -O2 -o $W/ref Benchmarks/reference/server.c $(pkg-config --cflags --libs libevent libevent_pthreads) -lpthread
