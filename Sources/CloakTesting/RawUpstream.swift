@@ -9,8 +9,13 @@ package final class RawUpstream: @unchecked Sendable {
     private let fd: Int32
     private let received = Mutex<[UInt8]>([])
 
-    package init() {
+    /// `receiveBuffer`: a small SO_RCVBUF on every connection (a slow reader: a large request
+    /// cannot be taken by the kernel at once, so the proxy's write waits for room).
+    package init(receiveBuffer: Int32? = nil) {
         let (fd, port) = LoopbackSocket.listening()
+        if var size = receiveBuffer {  // accepted connections take the listener's buffer size
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         self.fd = fd
         self.port = port
         LoopbackSocket.serveEach(fd) { [self] c in

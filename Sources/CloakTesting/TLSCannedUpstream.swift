@@ -1,0 +1,88 @@
+import Foundation
+
+/// An HTTPS upstream that answers every request with the same fixed bytes and then ends the
+/// connection one of two ways: with TLS's `close_notify` (a clean end a client may trust as the
+/// end of an answer read until the close) or with a bare TCP close (what anyone on the path can
+/// forge to cut an answer short). Python's `ssl` (OpenSSL under another owner): `unwrap()`
+/// sends `close_notify`, `close()` alone does not.
+package final class TLSCannedUpstream: @unchecked Sendable {
+    package enum End: String, Sendable {
+        case closeNotify = "notify"
+        case bareClose = "bare"
+    }
+
+    package let port: Int
+    private let process: Process
+
+    package init(certificates: TestCertificates, answer: String, end: End) throws {
+        let d = certificates.directory.path
+        let script = "\(d)/canned-\(UUID().uuidString).py"
+        let answerFile = "\(d)/canned-\(UUID().uuidString).http"
+        try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
+        try Data(answer.utf8).write(to: URL(fileURLWithPath: answerFile))
+        process = Process()
+        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            python, script, certificates.serverCertificate, certificates.serverKey, answerFile, end.rawValue,
+        ]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        guard let port = Int(out.fileHandleForReading.readLine().trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            process.terminate()
+            throw CocoaError(.executableLoad)
+        }
+        self.port = port
+    }
+
+    package func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        var status: Int32 = 0
+        waitpid(process.processIdentifier, &status, 0)
+    }
+
+    static let script = #"""
+        import socket, ssl, sys, threading
+        cert, key, answer_file, end = sys.argv[1:5]
+        answer = open(answer_file, "rb").read()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        listener = socket.create_server(("127.0.0.1", 0))
+        def serve(raw):
+            try:
+                conn = context.wrap_socket(raw, server_side=True)
+                conn.settimeout(10)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value.strip())
+                while len(body) < length:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    body += chunk
+                conn.sendall(answer)
+                if end == "notify":
+                    conn.unwrap()  # sends close_notify (and may wait for the client's)
+                conn.close()
+            except Exception:
+                pass
+            finally:
+                raw.close()
+        print(listener.getsockname()[1], flush=True)
+        while True:
+            raw, _ = listener.accept()
+            threading.Thread(target=serve, args=(raw,), daemon=True).start()
+        """#
+}
