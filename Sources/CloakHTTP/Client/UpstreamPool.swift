@@ -18,6 +18,9 @@ final class UpstreamPool {
         }
     }
     private static let addressTTL: TimeInterval = 60
+
+    /// Seconds on a monotonic clock (the wall clock can jump), for idle connections.
+    private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
     private let isNumericHost: Bool
 
     var host: String { key.host }
@@ -26,7 +29,7 @@ final class UpstreamPool {
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
     struct State {
         var address: String?
-        var idle: [UpstreamConnection] = []
+        var idle = IdleConnections<UpstreamConnection>()
         var active: [ObjectIdentifier: UpstreamConnection] = [:]
         var waiting: [Exchange] = []
         /// Whether `address` is one the pool's policy refuses: decided once per address, not per exchange.
@@ -54,8 +57,7 @@ final class UpstreamPool {
     private func refuses(_ address: String) -> Bool { !key.allowPrivate && AddressPolicy.isPrivate(address) }
 
     func closeAll() {
-        for c in state.idle { c.free() }
-        state.idle.removeAll()
+        for c in state.idle.removeAll() { c.free() }
     }
 
     func submit(_ exchange: Exchange) {
@@ -82,7 +84,9 @@ final class UpstreamPool {
                 continue
             }
             let connection: UpstreamConnection
-            if let reused = state.idle.popLast() {
+            let (idle, expired) = state.idle.take(now: Self.now())
+            for old in expired { old.scheduleFree() }
+            if let reused = idle {
                 // The peer may have closed it since (an HTTP/1.0 answer, an idle timeout).
                 guard reused.isAlive else {
                     reused.scheduleFree()
@@ -109,13 +113,17 @@ final class UpstreamPool {
     func release(_ connection: UpstreamConnection, reusable: Bool, failed: Bool = false) {
         state.active[ObjectIdentifier(connection)] = nil
         if failed && !isNumericHost { address = nil }  // resolve again before the next connection
-        if reusable && !connection.state.isClosed { state.idle.append(connection) } else { connection.scheduleFree() }
+        if reusable && !connection.state.isClosed {
+            state.idle.put(connection, now: Self.now())
+        } else {
+            connection.scheduleFree()
+        }
         pump()
     }
 
     /// An idle connection was closed by the peer.
     func forget(_ connection: UpstreamConnection) {
-        state.idle.removeAll { $0 === connection }
+        state.idle.remove { $0 === connection }
         connection.scheduleFree()
     }
 
