@@ -11,38 +11,19 @@ package final class TLSCannedUpstream: @unchecked Sendable {
         case bareClose = "bare"
     }
 
-    package let port: Int
-    private let process: Process
+    package var port: Int { server.port }
+    private let server: PythonServer
 
     package init(certificates: TestCertificates, answer: String, end: End) throws {
         let d = certificates.directory.path
-        let script = "\(d)/canned-\(UUID().uuidString).py"
         let answerFile = "\(d)/canned-\(UUID().uuidString).http"
-        try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
         try Data(answer.utf8).write(to: URL(fileURLWithPath: answerFile))
-        process = Process()
-        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            python, script, certificates.serverCertificate, certificates.serverKey, answerFile, end.rawValue,
-        ]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        guard let port = Int(out.fileHandleForReading.readLine().trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
-            process.terminate()
-            throw CocoaError(.executableLoad)
-        }
-        self.port = port
+        server = try PythonServer(
+            script: Self.script, in: d,
+            arguments: [certificates.serverCertificate, certificates.serverKey, answerFile, end.rawValue])
     }
 
-    package func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        var status: Int32 = 0
-        waitpid(process.processIdentifier, &status, 0)
-    }
+    package func stop() { server.stop() }
 
     static let script = #"""
         import socket, ssl, sys, threading

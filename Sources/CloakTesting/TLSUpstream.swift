@@ -5,8 +5,8 @@ import Foundation
 /// same `Content-Type`. With `requireClientCertificate` it refuses clients without a certificate
 /// signed by the test CA (mutual TLS).
 package final class TLSUpstream: @unchecked Sendable {
-    package let port: Int
-    private let process: Process
+    package var port: Int { server.port }
+    private let server: PythonServer
     private let log: String
 
     /// One request as the upstream received it.
@@ -29,27 +29,13 @@ package final class TLSUpstream: @unchecked Sendable {
         throws
     {
         let d = certificates.directory.path
-        let script = "\(d)/upstream-\(UUID().uuidString).py"
         log = "\(d)/upstream-\(UUID().uuidString).jsonl"
-        try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
-        process = Process()
-        // Debian's python3 when there is one (no version-manager shim between us and the process).
-        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            python, script, certificates.serverCertificate, certificates.serverKey,
-            requireClientCertificate ? certificates.caFile : "-", log, recordBodies ? "1" : "0",
-        ]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let line = out.fileHandleForReading.readLine()
-        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw CocoaError(.executableLoad)
-        }
-        self.port = port
+        server = try PythonServer(
+            script: Self.script, in: d,
+            arguments: [
+                certificates.serverCertificate, certificates.serverKey,
+                requireClientCertificate ? certificates.caFile : "-", log, recordBodies ? "1" : "0",
+            ])
     }
 
     /// Every request received so far, in order.
@@ -67,11 +53,7 @@ package final class TLSUpstream: @unchecked Sendable {
         }
     }
 
-    package func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        var status: Int32 = 0
-        waitpid(process.processIdentifier, &status, 0)
-    }
+    package func stop() { server.stop() }
 
     static let script = #"""
         import http.server, json, ssl, sys, threading

@@ -18,9 +18,6 @@ final class UpstreamPool {
         }
     }
     private static let addressTTL: TimeInterval = 60
-
-    /// Seconds on a monotonic clock (the wall clock can jump), for idle connections.
-    private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
     private let isNumericHost: Bool
 
     var host: String { key.host }
@@ -66,6 +63,9 @@ final class UpstreamPool {
         state.waiting.append(exchange)
         pump()
     }
+
+    /// Seconds on a monotonic clock (the wall clock can jump), for idle connections.
+    private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     /// Starts waiting exchanges on idle or new connections.
     private func pump() {
