@@ -1,5 +1,6 @@
 import CloakTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// How an HTTPS upstream's answer ends, through a real route. An answer without a length runs
@@ -16,9 +17,15 @@ import Testing
     static func withRoute(
         answer: String, end: TLSCannedUpstream.End, _ body: (TestServer) throws -> Void
     ) throws {
+        try withRoute(records: [answer], end: end, body)
+    }
+
+    static func withRoute(
+        records: [String], end: TLSCannedUpstream.End, threads: Int = 2, _ body: (TestServer) throws -> Void
+    ) throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
-        let upstream = try TLSCannedUpstream(certificates: certificates, answer: answer, end: end)
+        let upstream = try TLSCannedUpstream(certificates: certificates, records: records, end: end)
         defer { upstream.stop() }
         let server = try TestServer(
             yaml: TestServer.configurationWithTokens.replacingOccurrences(
@@ -30,7 +37,7 @@ import Testing
                         upstream: "https://127.0.0.1:\(upstream.port)/tls"
                         ca_file: "\(certificates.caFile)"
 
-                    """))
+                    """), threads: threads)
         defer { server.stop() }
         try body(server)
     }
@@ -58,6 +65,32 @@ import Testing
                 let r = try client.request("POST", "/proxy/tls", body: Array("{}".utf8))
                 #expect(r.status == 200 && r.text == "all of the answer", "\(end): \(r.status) \(r.text)")
             }
+        }
+    }
+
+    /// A framed answer and, in a second TLS record sent right behind it, bytes that look like
+    /// another answer, on a connection kept open, with three times as many callers at once as
+    /// the loop's pool has connections (exchanges wait). OpenSSL's bufferevent hands over one
+    /// record per read, so when the first answer ends the second record is still below it: a
+    /// connection reused then would answer the next caller with it. No caller sees it.
+    @Test func aRecordBehindAnAnswerNeverAnswersAWaitingExchange() throws {
+        let records = [
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok",
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nsecret",
+        ]
+        try Self.withRoute(records: records, end: .keepOpen, threads: 1) { server in
+            let callers = 192  // one loop: its pool has 64 connections
+            let answers = Mutex<[String]>([])
+            allAtOnce(callers) { _ in
+                let r = try? server.client().request("POST", "/proxy/tls", body: Array("{}".utf8))
+                let text = r.map { "\($0.status) \($0.text)" } ?? "no answer"
+                answers.withLock { $0.append(text) }
+            }
+            let all = answers.withLock { $0 }
+            #expect(all.count == callers)
+            #expect(
+                all.allSatisfy { $0 == "200 ok" },
+                "\(all.filter { $0.contains("secret") }.count) smuggled: \(Set(all))")
         }
     }
 }

@@ -7,12 +7,12 @@ import Testing
 /// could be read two ways is refused (502, 1401) and none of it reaches the client; an answer
 /// carrying more than itself never leaves its extra bytes on a pooled connection.
 @Suite(.serialized) struct UpstreamAnswerTests {
-    static func withRoute(answer: String, closeAfter: Bool = true, _ body: (TestServer, CannedUpstream) throws -> Void)
-        throws
-    {
+    static func withRoute(
+        answer: String, closeAfter: Bool = true, threads: Int = 2, _ body: (TestServer, CannedUpstream) throws -> Void
+    ) throws {
         let upstream = CannedUpstream(answer: Array(answer.utf8), closeAfter: closeAfter)
         defer { upstream.stop() }
-        let server = try TestServer(yaml: HostileInputTests.routeYAML(upstream.port))
+        let server = try TestServer(yaml: HostileInputTests.routeYAML(upstream.port), threads: threads)
         defer { server.stop() }
         try body(server, upstream)
     }
@@ -94,19 +94,19 @@ import Testing
     }
 
     /// The same when the answer ends exactly where a read's buffer (16 KiB) does and the pool
-    /// has exchanges waiting (more callers than connections): the smuggled answer still waits
-    /// in the socket, and a connection handed straight to the next exchange would give it to
-    /// another caller. So the connection is not reused.
+    /// has exchanges waiting (three times as many callers at once as the loop's pool has
+    /// connections): the smuggled answer still waits in the socket, and a connection handed
+    /// straight to the next exchange would give it to another caller. So it is not reused.
     @Test func bytesWaitingBehindAFullReadNeverAnswerAWaitingExchange() throws {
         let head = "HTTP/1.1 200 OK\r\nContent-Length: "
         let bodyLength = 16384 - head.utf8.count - 5 - 4  // a five-digit length and CRLFCRLF
         let first = head + "\(bodyLength)\r\n\r\n" + String(repeating: "a", count: bodyLength)
         #expect(first.utf8.count == 16384)
         let split = first + "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret"
-        try Self.withRoute(answer: split, closeAfter: false) { server, upstream in
-            let callers = 100  // past the pool's 64 connections: some exchanges wait
+        try Self.withRoute(answer: split, closeAfter: false, threads: 1) { server, upstream in
+            let callers = 192  // one loop: its pool has 64 connections
             let answers = Mutex<[String]>([])
-            DispatchQueue.concurrentPerform(iterations: callers) { _ in
+            allAtOnce(callers) { _ in
                 let text = (try? server.client().request("GET", "/proxy/raw")).map { "\($0.status) \($0.text)" }
                 answers.withLock { $0.append(text ?? "no answer") }
             }

@@ -52,11 +52,14 @@ final class TLSTransport: UpstreamTransport {
     private func readable() {
         guard let input = bufferevent?.input else { return }
         let length = input.count
-        // Chunk by chunk in place; the owner may close the transport on any of them.
+        // Chunk by chunk in place; the owner may close the transport on any of them. After the
+        // last chunk more may wait below (the next TLS record, already in the socket): an answer
+        // ending here must not hand the connection to the next caller with those bytes.
         var given = 0
         input.peek(from: 0) { chunk in
             given += chunk.count
-            owner.transportReceived(chunk, more: given < length)
+            let more = given < length || self.bufferevent?.mayHaveInputBelow == true
+            owner.transportReceived(chunk, more: more)
             return self.bufferevent == nil
         }
         if bufferevent != nil { input.drain(length) }

@@ -20,8 +20,9 @@ protocol UpstreamTransportOwner: AnyObject {
     /// The TCP connect (and TLS handshake) finished.
     func transportConnected()
     /// Bytes arrived, in order; they are lent for the call. `more`: further bytes may already
-    /// be waiting (a read that filled its buffer, a chunk that is not the input's last), so an
-    /// answer ending exactly here may not be all the peer sent.
+    /// be waiting (a read that filled its buffer, a chunk that is not the input's last, a TLS
+    /// record or anything else still below the input), so an answer ending exactly here may not
+    /// be all the peer sent.
     func transportReceived(_ bytes: UnsafeRawBufferPointer, more: Bool)
     /// The peer closed cleanly (`error` nil: TCP's FIN, or TLS's close_notify) or the connection
     /// failed (a reset, TLS ended without close_notify); nothing is reported after it.

@@ -182,6 +182,16 @@ struct Bufferevent {
         return SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN != 0
     }
 
+    /// Whether more input may already wait below this bufferevent's buffer: a TLS record
+    /// OpenSSL holds but has not returned, or anything in the socket (bytes, the peer's end, an
+    /// error), peeked and not read. libevent's OpenSSL bufferevent hands over one record per
+    /// read, so a second record sent right behind an answer is still below when the answer ends.
+    var mayHaveInputBelow: Bool {
+        if let ssl = bufferevent_openssl_get_ssl(raw), SSL_has_pending(ssl) == 1 { return true }
+        let fd = bufferevent_getfd(raw)
+        return fd >= 0 && Sockets.hasInput(fd)
+    }
+
     /// Stops every callback (before the bufferevent is freed from outside them).
     func clearCallbacks() { bufferevent_setcb(raw, nil, nil, nil, nil) }
 

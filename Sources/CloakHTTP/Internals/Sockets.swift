@@ -93,6 +93,14 @@ enum Sockets {
         Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
     }
 
+    /// Whether reading `fd` now would return something (bytes, the peer's end, an error)
+    /// instead of blocking. Nothing is consumed.
+    static func hasInput(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        guard recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) < 0 else { return true }
+        return errno != EAGAIN && errno != EWOULDBLOCK
+    }
+
     /// Whether the last call failed only because the socket would block.
     static var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
 
