@@ -79,6 +79,41 @@ struct EgressConfigurationTests {
         #expect(error?.issues.contains { $0.path == path } == true, "\(error?.issues.map(\.path) ?? [])")
     }
 
+    /// Files that exist and can be read but that OpenSSL cannot use (a CA file that is not PEM,
+    /// a key that is not the certificate's) are refused at load, named by path, rather than
+    /// failing every request to the route; the same files made by `openssl` load.
+    @Test func tlsFilesOpenSSLCannotUseAreRefusedAtLoad() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let notPEM = "\(certificates.directory.path)/not.pem"
+        try Data("not a certificate\n".utf8).write(to: URL(fileURLWithPath: notPEM))
+        let route = { (files: String) in
+            Self.yaml("  routes: [{id: s, upstream: \"https://a.example\", \(files)}]")
+        }
+        let cases = [
+            ("ca_file: \"\(notPEM)\"", "egress.routes[0].ca_file"),
+            (
+                "client_cert: {cert: \"\(certificates.clientCertificate)\", key: \"\(certificates.serverKey)\"}",
+                "egress.routes[0].client_cert"
+            ),
+            ("client_cert: {cert: \"\(notPEM)\", key: \"\(certificates.clientKey)\"}", "egress.routes[0].client_cert"),
+        ]
+        for (files, path) in cases {
+            let error = #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: route(files)) }
+            #expect(error?.issues.contains { $0.path == path } == true, "\(files): \(error?.issues.map(\.path) ?? [])")
+        }
+        let good =
+            "ca_file: \"\(certificates.caFile)\", client_cert: {cert: \"\(certificates.clientCertificate)\", key: \"\(certificates.clientKey)\"}"
+        #expect(throws: Never.self) { try ServiceConfiguration.parse(yaml: route(good)) }
+        let inbound = TestServer.shippedConfiguration.replacingOccurrences(
+            of: "routes: []",
+            with:
+                "routes: [{id: \"3d4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /x, upstream: \"https://a.example/\", ca_file: \"\(notPEM)\"}]"
+        )
+        let error = #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: inbound) }
+        #expect(error?.issues.contains { $0.path == "routes[0].ca_file" } == true, "\(error?.issues.map(\.path) ?? [])")
+    }
+
     @Test func egressScopesAreKnownScopes() throws {
         let yaml = TestServer.shippedConfiguration.replacingOccurrences(
             of: "  tokens: []",

@@ -3,7 +3,7 @@ import COpenSSL
 /// One client `SSL_CTX`: TLS 1.2 or later, peer verification against the system store or a CA
 /// file. Each TCP connection gets its own `SSL` from it (a used one cannot start another
 /// session).
-final class TLSClientContext {
+package final class TLSClientContext {
     let context: OpaquePointer
 
     init(caFile: String?, clientCertificate: UpstreamRequest.ClientCertificate? = nil) throws(UpstreamError) {
@@ -16,7 +16,7 @@ final class TLSClientContext {
         let loaded = caFile.map { SSL_CTX_load_verify_locations(ctx, $0, nil) } ?? SSL_CTX_set_default_verify_paths(ctx)
         guard loaded == 1 else {
             ERR_clear_error()
-            throw .unreachable("cannot load the trusted certificates\(caFile.map { " from \($0)" } ?? "")")
+            throw .unreachable(Self.trustedCertificatesUnusable)
         }
         if let client = clientCertificate {
             guard SSL_CTX_use_certificate_chain_file(ctx, client.certificateChain) == 1,
@@ -24,12 +24,31 @@ final class TLSClientContext {
                 SSL_CTX_check_private_key(ctx) == 1
             else {
                 ERR_clear_error()
-                throw .unreachable("cannot load the client certificate \(client.certificateChain) and its key")
+                throw .unreachable(Self.clientCertificateUnusable)
             }
         }
     }
 
     deinit { SSL_CTX_free(context) }
+
+    // What a caller's 502 says: no path of the server's files.
+    package static let trustedCertificatesUnusable = "cannot load the trusted certificates"
+    package static let clientCertificateUnusable = "cannot load the client certificate and its key"
+
+    /// Why OpenSSL cannot make a context from these files (a CA file that is not PEM, a key that
+    /// is not the certificate's), or nil: the configuration's check, so that a route that could
+    /// never connect is refused at load rather than by every request.
+    package static func problem(
+        caFile: String?, clientCertificate: UpstreamRequest.ClientCertificate? = nil
+    ) -> String? {
+        do throws(UpstreamError) {
+            _ = try TLSClientContext(caFile: caFile, clientCertificate: clientCertificate)
+            return nil
+        } catch {
+            guard case let .unreachable(why) = error else { return error.description }
+            return why
+        }
+    }
 
     /// A new `SSL` for one connection to `host`: SNI and hostname verification set.
     func makeSSL(host: String) -> OpaquePointer? {

@@ -47,6 +47,8 @@ extension Route {
         let caFile = r.string(m["ca_file"], at: "\(p).ca_file")
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             r.issue("\(p).ca_file", "cannot read \(caFile)", m["ca_file"])
+        } else if let caFile, let problem = TLSClientContext.problem(caFile: caFile) {
+            r.issue("\(p).ca_file", "\(problem) from \(caFile)", m["ca_file"])
         }
         let operations = Route.Operation.readList(m["request"], at: "\(p).request", r)
         let responseOperations = Route.Operation.readList(m["response"], at: "\(p).response", r)
@@ -120,6 +122,15 @@ extension Route {
             } else {
                 r.issue("\(p).client_cert", "needs both cert and key", m["client_cert"])
             }
+        }
+        let filesReadable = [caFile, client?.certificateChain, client?.privateKey].allSatisfy {
+            $0.map { FileManager.default.isReadableFile(atPath: $0) } ?? true
+        }
+        if filesReadable, caFile != nil || client != nil,
+            let problem = TLSClientContext.problem(caFile: caFile, clientCertificate: client)
+        {
+            r.issue(
+                problem == TLSClientContext.trustedCertificatesUnusable ? "\(p).ca_file" : "\(p).client_cert", problem)
         }
         let allowPrivate = m["allow_private"].flatMap { r.bool($0, at: "\(p).allow_private") } ?? false
         if let upstream, !allowPrivate,
