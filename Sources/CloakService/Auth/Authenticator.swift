@@ -149,10 +149,13 @@ extension Identity {
     }
 }
 
-extension Collection<UInt8> {
-    /// Without leading and trailing spaces and tabs.
+extension BidirectionalCollection<UInt8> {
+    /// Without leading and trailing spaces and tabs (one copy: it runs on every egress request).
     func trimmingSpaces() -> [UInt8] {
         let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
-        return Array(drop(while: isSpace).reversed().drop(while: isSpace).reversed())
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return []
+        }
+        return Array(self[first...last])
     }
 }
