@@ -112,15 +112,18 @@ final class UpstreamConnection: UpstreamTransportOwner {
     }
 
     func transportReceived(_ bytes: UnsafeRawBufferPointer, more: Bool) {
-        guard let exchange = state.current, state.parser != nil else {
-            // Nobody asked: an answer to nothing would be taken for the next exchange's.
-            return closeWhileIdle()
+        // The parser is used in place, through `withValue` (through the state's key paths, it
+        // was copied out and its fields projected at run time, on every read).
+        let read = state.withValue { state -> (Exchange, Result<Int?, ResponseParser.Failure>)? in
+            guard let exchange = state.current, state.parser != nil else { return nil }
+            return (exchange, Result { () throws(ResponseParser.Failure) in try state.parser!.consume(bytes) })
         }
+        // Nobody asked: an answer to nothing would be taken for the next exchange's.
+        guard let (exchange, consumed) = read else { return closeWhileIdle() }
         let used: Int?
-        do throws(ResponseParser.Failure) {
-            used = try state.parser!.consume(bytes)
-        } catch {
-            return carryOut(exchange.handle(.failed(.badResponse(error.description))), exchange)
+        switch consumed {
+        case let .success(count): used = count
+        case let .failure(error): return carryOut(exchange.handle(.failed(.badResponse(error.description))), exchange)
         }
         guard let used else { return }
         // Bytes past the answer's end: the peer and Cloak disagree on framing; not reused. Nor

@@ -31,10 +31,13 @@ final class Exchange {
 
     /// Runs the completion (once) and frees the deadline timer.
     func deliver(_ result: Result<HTTPResponse, UpstreamError>) {
-        state.timer?.free()
-        state.timer = nil
-        guard let completion = state.completion else { return }
-        state.completion = nil
-        completion(result)
+        // One checked access: the fields through their key paths were projected at run time.
+        let completion = state.withValue { state in
+            state.timer?.free()
+            state.timer = nil
+            defer { state.completion = nil }
+            return state.completion
+        }
+        completion?(result)
     }
 }

@@ -130,7 +130,7 @@ final class UpstreamPool {
     private func startDeadline(_ exchange: Exchange) {
         // The exchange outlives its timer: the queue or its connection holds it until it
         // finishes, and delivering frees the timer.
-        exchange.state.timer = LoopEvent.timer(
+        let timer = LoopEvent.timer(
             base,
             { _, _, arg in
                 let exchange: Exchange = CallbackContext.object(arg!)
@@ -140,8 +140,10 @@ final class UpstreamPool {
                     exchange.deliver(.failure(error))  // still waiting for a connection
                 }
             }, CallbackContext.unretained(exchange))
-        let seconds = max(exchange.request.timeoutSeconds, 0.001)
-        exchange.state.timer?.schedule(after: seconds)
+        timer?.schedule(after: max(exchange.request.timeoutSeconds, 0.001))
+        // Through `withValue`: a field of the state through its key path was projected at run
+        // time here (the completion's type is generic over Result), on every exchange.
+        exchange.state.withValue { $0.timer = timer }
     }
 
     private func resolve() {
