@@ -2,7 +2,8 @@ import Foundation
 
 /// A real HTTPS upstream on loopback (Python's `http.server` with `ssl`, a peer Cloak does not
 /// share code with) that records every request it receives and answers with the body it got,
-/// same `Content-Type`. With `requireClientCertificate` it refuses clients without a certificate
+/// same `Content-Type` (or the request's `X-Echo-Content-Type`; gzipped, with `Content-Encoding`,
+/// when the request has `X-Echo-Gzip`). With `requireClientCertificate` it refuses clients without a certificate
 /// signed by the test CA (mutual TLS).
 package final class TLSUpstream: @unchecked Sendable {
     package var port: Int { server.port }
@@ -56,7 +57,7 @@ package final class TLSUpstream: @unchecked Sendable {
     package func stop() { server.stop() }
 
     static let script = #"""
-        import http.server, json, ssl, sys, threading
+        import gzip, http.server, json, ssl, sys, threading
         cert, key, client_ca, log, record_bodies = sys.argv[1:6]
         lock = threading.Lock()
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -71,11 +72,16 @@ package final class TLSUpstream: @unchecked Sendable {
                           "body": body.decode("latin-1") if record_bodies == "1" else str(len(body)), "client": client}
                 with lock, open(log, "a") as f:
                     f.write(json.dumps(record) + "\n")
+                # The echo is of the request's type, or of X-Echo-Content-Type; gzipped on X-Echo-Gzip.
+                answer = gzip.compress(body) if self.headers.get("X-Echo-Gzip") else body
                 self.send_response(200)
-                self.send_header("Content-Type", self.headers.get("Content-Type", "application/octet-stream"))
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Type", self.headers.get("X-Echo-Content-Type")
+                                 or self.headers.get("Content-Type", "application/octet-stream"))
+                if self.headers.get("X-Echo-Gzip"):
+                    self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(answer)
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = answer
             def log_message(self, *args):
                 pass

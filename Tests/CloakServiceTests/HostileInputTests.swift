@@ -99,6 +99,8 @@ import Testing
 
     @Test(arguments: [
         "/proxy/raw/..;/admin", "/proxy/raw/..%5Cadmin", "/proxy/raw/%252e%252e/admin", "/proxy/raw/.;x/a",
+        // `//evil.example/x` as a target is an authority to a server resolving it against a base URL.
+        "/proxy/raw//evil.example/x",
     ])
     func pathsThatUpstreamsNormaliseIntoDotSegmentsAreRefused(path: String) throws {
         let upstream = RawUpstream()
@@ -125,6 +127,16 @@ import Testing
         #expect(upstream.text.contains("Authorization: Bearer upstream-secret"))
         #expect(try client.request("GET", "/proxy/raw", headers: Self.bearer(TestServer.fullToken)).status == 204)
         #expect(!upstream.text.contains(TestServer.fullToken))
+        // Nor in the other forms a client might send it: Basic with the token as the password
+        // (any user name) or as the whole credential, or bare.
+        for credential in [
+            "Basic " + Data("payer:\(TestServer.fullToken)".utf8).base64EncodedString(),
+            "Basic " + Data(TestServer.fullToken.utf8).base64EncodedString(), TestServer.fullToken,
+        ] {
+            let r = try client.request("GET", "/proxy/raw", headers: [("Authorization", credential)])
+            #expect(r.status == 204 || r.status == 401, "\(r.status)")
+            #expect(!upstream.text.contains(credential))
+        }
     }
 
     // MARK: Defect 9: aliases with separators

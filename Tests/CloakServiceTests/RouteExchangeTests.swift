@@ -119,11 +119,13 @@ import Testing
     }
 
     @Test(arguments: [
-        // An answer that does not parse, too many values, no vault, the vault failing.
+        // An answer that does not parse, too many values, no vault, the vault failing: each 502
+        // (the upstream has acted; a 4xx or 503 would say nothing happened).
         (#"{"token":"#, 10, true, nil as CloakError?, "finish 502 r0 d0 u200"),
         (#"{"token":"tok_1"}"#, 0, true, nil, "finish 502 r0 d0 u200"),
-        (#"{"token":"tok_1"}"#, 10, false, nil, "finish 503 r0 d0 u200"),
-        (#"{"token":"tok_1"}"#, 10, true, CloakError(.aliasNotFound, "gone"), "finish 422 r0 d0 u200"),
+        (#"{"token":"tok_1"}"#, 10, false, nil, "finish 502 r0 d0 u200"),
+        (#"{"token":"tok_1"}"#, 10, true, CloakError(.aliasNotFound, "gone"), "finish 502 r0 d0 u200"),
+        (#"{"token":"tok_1"}"#, 10, true, CloakError(.vaultUnavailable, "down"), "finish 502 r0 d0 u200"),
     ])
     func anAnswerThatCannotBeTransformedIsNotPassedOn(
         text: String, maxSelected: Int, hasVault: Bool, vaultError: CloakError?,
@@ -138,7 +140,9 @@ import Testing
         if case .transform = last, let vaultError { last = exchange.event(.transformed(.failure(vaultError))) }
         #expect(Self.name(last) == action)
         if case let .finish(response, _) = last {
-            #expect(!String(decoding: response.body, as: UTF8.self).contains("tok_1"))
+            let text = String(decoding: response.body, as: UTF8.self)
+            #expect(!text.contains("tok_1"))
+            #expect(text.contains("1401") && text.contains("the upstream answered 200"), "\(text)")
         }
         #expect(exchange.isDone)
     }
@@ -162,5 +166,104 @@ import Testing
         #expect(Self.name(exchange.event(.start(body: [], headers: []))) == "none")
         #expect(Self.name(exchange.event(.answered(.success(Self.answer(200, "{}"))))) == "none")
         #expect(!exchange.isDone)
+    }
+
+    // MARK: Bodies the selectors cannot read
+
+    @Test(
+        arguments: [
+            ("text/plain", [("Content-Type", "text/plain")]),
+            ("no type", []),
+            ("two types", [("Content-Type", "text/plain"), ("Content-Type", "application/json")]),
+            ("form for JSON selectors", [("Content-Type", "application/x-www-form-urlencoded")]),
+        ] as [(String, [(String, String)])])
+    func aRequestBodyTheSelectorsCannotReadIsRefused(name: String, headers: [(String, String)]) {
+        var exchange = RouteExchange(plan: Self.plan())
+        let action = exchange.event(.start(body: Self.body(#"{"card":"4111111111111111"}"#), headers: headers))
+        #expect(Self.name(action) == "refuse 1002", "\(name)")
+        if case let .refuse(error) = action { #expect(!error.message.contains("4111"), "\(name)") }
+        // Without a body, or on a route without body selectors, there is nothing to miss.
+        var empty = RouteExchange(plan: Self.plan())
+        #expect(Self.name(empty.event(.start(body: [], headers: headers))) == "send ", "\(name)")
+        var none = RouteExchange(plan: Self.plan(request: [Self.operation(.redact, header: ["X-Card"])]))
+        #expect(Self.name(none.event(.start(body: Self.body("x"), headers: headers))) == "send x", "\(name)")
+    }
+
+    @Test func anAnswerTheResponseSelectorsCannotReadIs502() {
+        var exchange = RouteExchange(plan: Self.plan(request: [], response: Self.redactCard))
+        _ = exchange.event(.start(body: Self.body("{}"), headers: Self.json))
+        let answer = HTTPResponse(
+            status: 200, headers: [("Content-Type", "text/html")], body: Self.body("<p>4111111111111111</p>"))
+        #expect(Self.name(exchange.event(.answered(.success(answer)))) == "finish 502 r0 d0 u200")
+    }
+
+    // MARK: Values revealed on the way out, in the answer
+
+    static let revealCard = [operation(.reveal, json: ["$.card"])]
+
+    /// Sends `{"card":"tok_1"}` revealed as `value`; returns the headers sent and the exchange.
+    static func revealed(_ value: String, plan: RouteExchange.Plan) -> (RouteExchange, [(name: String, value: String)])
+    {
+        var exchange = RouteExchange(plan: plan)
+        _ = exchange.event(
+            .start(body: body(#"{"card":"tok_1"}"#), headers: json + [("Accept-Encoding", "gzip, br")]))
+        guard case let .send(_, headers) = exchange.event(.transformed(.success([value]))) else {
+            Issue.record("expected send")
+            return (exchange, [])
+        }
+        return (exchange, headers)
+    }
+
+    @Test func anAnswerEchoingARevealedValueIsNotPassedOn() {
+        let card = "4111111111111111"
+        for type in ["text/plain", "application/json", "application/octet-stream"] {
+            var (exchange, _) = Self.revealed(card, plan: Self.plan(request: Self.revealCard))
+            let echo = HTTPResponse(
+                status: 200, headers: [("Content-Type", type)], body: Self.body(#"{"card":"\#(card)"}"#))
+            let action = exchange.event(.answered(.success(echo)))
+            #expect(Self.name(action) == "finish 502 r1 d0 u200", "\(type)")
+            if case let .finish(response, _) = action {
+                #expect(!String(decoding: response.body, as: UTF8.self).contains(card))
+            }
+        }
+        // In a header value too.
+        var (exchange, _) = Self.revealed(card, plan: Self.plan(request: Self.revealCard))
+        let inHeader = HTTPResponse(status: 200, headers: [("X-Echo", "pan=\(card)")], body: [])
+        #expect(Self.name(exchange.event(.answered(.success(inHeader)))) == "finish 502 r1 d0 u200")
+    }
+
+    @Test func anAnswerWithoutTheRevealedValueOrToACallerWhoMaySeeItPasses() {
+        let card = "4111111111111111"
+        var (plain, _) = Self.revealed(card, plan: Self.plan(request: Self.revealCard))
+        #expect(
+            Self.name(plain.event(.answered(.success(Self.answer(200, #"{"id":"ch_1","last4":"1111"}"#)))))
+                == "finish 200 r1 d0 u200")
+        var mayReveal = Self.plan(request: Self.revealCard)
+        mayReveal.callerMaySeeValues = true
+        var (entitled, _) = Self.revealed(card, plan: mayReveal)
+        #expect(
+            Self.name(entitled.event(.answered(.success(Self.answer(200, #"{"card":"\#(card)"}"#)))))
+                == "finish 200 r1 d0 u200")
+        // A CVC is any other three digits in an answer: not looked for.
+        var (cvc, _) = Self.revealed("737", plan: Self.plan(request: Self.revealCard))
+        #expect(
+            Self.name(cvc.event(.answered(.success(Self.answer(200, #"{"amount":737}"#))))) == "finish 200 r1 d0 u200")
+    }
+
+    @Test func answersThatAreReadAreAskedForUnencoded() {
+        let card = "4111111111111111"
+        var (exchange, headers) = Self.revealed(card, plan: Self.plan(request: Self.revealCard))
+        #expect(headers.filter { $0.name.caseInsensitiveEquals("Accept-Encoding") }.map(\.value) == ["identity"])
+        let gzip = HTTPResponse(
+            status: 200, headers: Self.json + [("Content-Encoding", "gzip")], body: [0x1F, 0x8B, 8, 0])
+        #expect(Self.name(exchange.event(.answered(.success(gzip)))) == "finish 502 r1 d0 u200")
+        // A route that reads no answer leaves the client's Accept-Encoding alone.
+        var redacting = RouteExchange(plan: Self.plan())
+        _ = redacting.event(
+            .start(body: Self.body(#"{"card":"4111"}"#), headers: Self.json + [("Accept-Encoding", "gzip")]))
+        guard case let .send(_, sent) = redacting.event(.transformed(.success(["tok_1"]))) else {
+            Issue.record("expected send"); return
+        }
+        #expect(sent.filter { $0.name.caseInsensitiveEquals("Accept-Encoding") }.map(\.value) == ["gzip"])
     }
 }

@@ -106,7 +106,7 @@ extension Endpoint {
             try ProxyHandler(
                 context: s.context, vault: s.vaultClient(c.request, c.identity, trace: c.trace),
                 routes: s.configuration.routes,
-                identity: c.identity, trace: c.trace
+                identity: c.identity, authenticator: s.auth, trace: c.trace
             ).reply(to: c)
         },
         Endpoint(

@@ -130,7 +130,8 @@ struct EgressHandler: Sendable {
                     onUnavailable: CloakService.logUnavailable(context.logger), trace: trace)
             },
             requestCaller: caller, responseCaller: caller,
-            limitName: "max_aliases of route \(route.id) (and vault.max_batch)", trace: trace)
+            limitName: "max_aliases of route \(route.id) (and vault.max_batch)", trace: trace,
+            callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false)
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true)
         let tokenID = identity.token?.id ?? "-"
         let sink = context.logSink

@@ -5,9 +5,15 @@ import Foundation
 /// still percent-encoded as the client sent them, so an encoded CR, LF, space, `?` or `/` cannot
 /// change the upstream request line or target. Refused (1002): dot segments (`..`, `%2e%2e`,
 /// and `..;x` that Tomcat reads as `..`), backslashes (`..\` on IIS), double encoding (`%252e`:
-/// an upstream that decodes twice would see a dot segment) and encoded control characters.
+/// an upstream that decodes twice would see a dot segment), encoded control characters and a
+/// leading `//`.
 enum ForwardedPath {
     static func check(_ path: String) throws(CloakError) {
+        // `//host/x` as a request target is an authority to servers that resolve targets against
+        // a base URL: never sent (the upstream's own path `/` joined with it would make one).
+        if path.utf8.starts(with: "//".utf8) {
+            throw .malformed("the forwarded path starts with //")
+        }
         // Most paths hold no escape: checked in one pass over their bytes, without decoding.
         if !path.utf8.contains(UInt8(ascii: "%")) {
             guard isSafePlain(path) else { throw Self.refused }

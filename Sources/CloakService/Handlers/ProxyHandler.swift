@@ -11,6 +11,8 @@ struct ProxyHandler: RequestHandler {
     let vault: VaultClient?
     let routes: [Route]
     let identity: Identity
+    /// Tells a Cloak token in any form (`Authorization` goes upstream only when it holds none).
+    let authenticator: Authenticator
     /// The request's span, when tracing is on.
     var trace: RequestTrace? = nil
 
@@ -27,10 +29,15 @@ struct ProxyHandler: RequestHandler {
                     headers: [("Allow", allowed)]))
         }
         let rest = try Self.forwardedRest(request, route: route)
-        // Authorization goes upstream only when the route says so, and never when it is a Cloak
-        // token (a confused client must not hand the vault's credential to a third party).
-        let headers = route.forwardedHeaders(
-            request.headers, keepAuthorization: route.forwardAuthorization && identity.token == nil)
+        // Authorization goes upstream only when the route says so, and never when it holds a Cloak
+        // token in any form a client might send it (Bearer, Basic with the token as password, the
+        // bare token): a confused client must not hand the vault's credential to a third party.
+        let keepAuthorization =
+            route.forwardAuthorization && identity.token == nil
+            && !request.headers.contains {
+                $0.name.caseInsensitiveEquals("Authorization") && authenticator.holdsToken($0.value)
+            }
+        let headers = route.forwardedHeaders(request.headers, keepAuthorization: keepAuthorization)
         guard let formName = route.form else {
             let call = try operationsCall(route)
             return .later { finish in
@@ -77,7 +84,7 @@ struct ProxyHandler: RequestHandler {
         return RouteCall(
             route: route, vault: vault, requestCaller: requestCaller,
             responseCaller: AliasCaller(mayReveal: false, anonymous: !identity.isCreator), limitName: "vault.max_batch",
-            trace: trace)
+            trace: trace, callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false)
     }
 
     /// What follows the route's path, still percent-encoded as the client sent it (checked by

@@ -18,6 +18,9 @@ struct RouteCall: Sendable {
     /// The request's span, when tracing is on: each upstream exchange is a child span, and the
     /// upstream gets `traceparent` for it.
     var trace: RequestTrace? = nil
+    /// Whether the caller may see revealed values (it holds `aliases:reveal`): if not, an answer
+    /// holding a value the request revealed is not passed on (``RevealedValues``).
+    var callerMaySeeValues = false
 
     typealias Finish = @Sendable (HTTPResponse, RouteExchange.Outcome) -> Void
 
@@ -81,7 +84,8 @@ struct RouteCall: Sendable {
         let exchange = TransformedExchange(
             vault: vault, request: route.requestOperations, response: route.responseOperations,
             requestCaller: requestCaller, responseCaller: responseCaller,
-            maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases), limitName: limitName)
+            maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases), limitName: limitName,
+            callerMaySeeValues: callerMaySeeValues)
         try exchange.start(body: body, headers: headers, loop: request.loop, send: send, finish: finish)
     }
 }

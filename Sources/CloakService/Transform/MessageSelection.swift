@@ -36,13 +36,20 @@ struct MessageSelection: Sendable {
     let items: [Item]
 
     /// - Throws: 1002 when a body of a selected kind does not parse, or a JSON selector picks a
-    ///   value that is not a string or number (named by its path, never quoted).
+    ///   value that is not a string or number (named by its path, never quoted); and when the
+    ///   operations select in bodies and a body is not one they can read (no `Content-Type`,
+    ///   several, or a type none of its selectors reads): such a body would pass unread, with
+    ///   whatever card number it holds.
     init(body: [UInt8], headers: [(name: String, value: String)], operations: [Operation]) throws(CloakError) {
-        let contentType = headers.first { $0.name.caseInsensitiveEquals("Content-Type") }?.value
-        let kind = SelectableBody(contentType: contentType)
+        let types = headers.filter { $0.name.caseInsensitiveEquals("Content-Type") }
+        let kind = SelectableBody(contentType: types.first?.value)
+        let paths = operations.flatMap(\.json)
+        let keys = Set(operations.flatMap(\.form))
+        if !body.isEmpty, !paths.isEmpty || !keys.isEmpty {
+            try Self.checkReadable(kind: kind, typeCount: types.count, json: !paths.isEmpty, form: !keys.isEmpty)
+        }
         var items: [Item] = []
         var json: JSONSelection?
-        let paths = operations.flatMap(\.json)
         if kind == .json, !paths.isEmpty, !body.isEmpty {
             json = try JSONSelection.select(paths, in: body)
             for (i, match) in (json?.matches ?? []).enumerated() {
@@ -51,7 +58,6 @@ struct MessageSelection: Sendable {
             }
         }
         var form: FormSelection?
-        let keys = Set(operations.flatMap(\.form))
         if kind == .form, !keys.isEmpty, !body.isEmpty {
             form = try FormSelection.select(keys, in: body)
             for (i, match) in (form?.matches ?? []).enumerated() {
@@ -73,6 +79,23 @@ struct MessageSelection: Sendable {
         self.form = form
         self.headerIndices = headerIndices
         self.items = items
+    }
+
+    /// Refuses a body the selectors cannot read: one `Content-Type` of a kind they select in.
+    private static func checkReadable(kind: SelectableBody, typeCount: Int, json: Bool, form: Bool)
+        throws(CloakError)
+    {
+        let reads = [json ? "application/json" : nil, form ? "application/x-www-form-urlencoded" : nil]
+            .compactMap { $0 }.joined(separator: " or ")
+        guard typeCount == 1 else {
+            throw .malformed(
+                typeCount == 0
+                    ? "the body has no Content-Type; the route's selectors read \(reads)"
+                    : "the message has \(typeCount) Content-Type headers; the route's selectors read one")
+        }
+        guard (kind == .json && json) || (kind == .form && form) else {
+            throw .malformed("the body is of a type the route's selectors do not read; they read \(reads)")
+        }
     }
 
     var isEmpty: Bool { items.isEmpty }

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import Foundation
 
 /// One exchange through a route with operations, as pure state: select in the request, the
 /// vault, send, select in the answer, the vault, answer. Events in, one action out
@@ -7,8 +8,12 @@ import CloakHTTP
 /// connection state machines); ``TransformedExchange`` carries the actions out.
 ///
 /// Failures: the request's selections fail as the client's fault (1002, 1422) with nothing
-/// forwarded (``Action/refuse(_:)``: nothing was started); the answer's as the upstream's (502
-/// 1401 when it does not parse) with nothing of it passed on.
+/// forwarded (``Action/refuse(_:)``: nothing was started). Once the upstream has answered, every
+/// failure is 502 1401 naming the upstream's status (it has acted: a 4xx would say the request
+/// was the client's mistake and nothing happened), and nothing of the answer is passed on: an
+/// answer that does not parse, is of a type or encoding the response operations cannot read,
+/// holds too many values, or fails in the vault; and an answer that holds a value revealed on
+/// the way to the upstream (``RevealedValues``), unless the route reveals into answers.
 struct RouteExchange {
     /// What the route asks of the exchange.
     struct Plan {
@@ -20,6 +25,13 @@ struct RouteExchange {
         var limitName: String
         /// Whether there is a vault to turn values into aliases and back.
         var hasVault: Bool
+        /// Whether the caller may see revealed values (a token with `aliases:reveal`).
+        var callerMaySeeValues = false
+
+        /// Whether the request's revealed values are looked for in the answer: not when the
+        /// caller may see them anyway (it holds `aliases:reveal`, as a route that reveals into
+        /// answers requires).
+        var looksForRevealedValues: Bool { !callerMaySeeValues && !response.contains { $0.action == .reveal } }
     }
 
     /// What happened, for the audit line.
@@ -57,8 +69,8 @@ struct RouteExchange {
     private enum State {
         case idle
         case transformingRequest(MessageSelection, body: [UInt8], headers: [(name: String, value: String)], Outcome)
-        case awaitingAnswer(Outcome)
-        case transformingAnswer(MessageSelection, upstream: HTTPResponse, Outcome)
+        case awaitingAnswer(Outcome, RevealedValues)
+        case transformingAnswer(MessageSelection, upstream: HTTPResponse, Outcome, RevealedValues)
         case done
     }
 
@@ -79,18 +91,24 @@ struct RouteExchange {
                 return finish(.error(error), Outcome())
             case let .success(replacements):
                 let (newBody, newHeaders) = selection.apply(replacements, body: body, headers: headers)
-                state = .awaitingAnswer(outcome)
-                return .send(body: newBody, headers: newHeaders)
+                var revealed = RevealedValues()
+                if plan.looksForRevealedValues {
+                    for (item, value) in zip(selection.items, replacements) where item.operation.action == .reveal {
+                        revealed.add(value)
+                    }
+                }
+                state = .awaitingAnswer(outcome, revealed)
+                return .send(body: newBody, headers: readable(newHeaders, revealed))
             }
-        case let (.awaitingAnswer(outcome), .answered(result)):
+        case let (.awaitingAnswer(outcome, revealed), .answered(result)):
             switch result {
             case let .failure(error): return finish(.error(error), outcome)
-            case let .success(upstream): return answer(upstream, outcome)
+            case let .success(upstream): return answer(upstream, outcome, revealed)
             }
-        case let (.transformingAnswer(selection, upstream, outcome), .transformed(result)):
+        case let (.transformingAnswer(selection, upstream, outcome, revealed), .transformed(result)):
             switch result {
             case let .failure(error):
-                return finish(.error(error), outcome)
+                return finish(upstreamFailure(upstream, error.message), outcome)
             case let .success(replacements):
                 var answer = upstream
                 (answer.body, answer.headers) = selection.apply(
@@ -98,7 +116,7 @@ struct RouteExchange {
                 var done = outcome
                 done.redacted += selection.redactCount
                 done.revealed += selection.revealCount
-                return finish(answer, done)
+                return finishAnswer(answer, done, revealed)
             }
         default:
             return .none
@@ -119,8 +137,8 @@ struct RouteExchange {
         }
         let outcome = Outcome(revealed: selection.revealCount, redacted: selection.redactCount)
         guard !selection.isEmpty else {
-            state = .awaitingAnswer(outcome)
-            return .send(body: body, headers: headers)
+            state = .awaitingAnswer(outcome, RevealedValues())
+            return .send(body: body, headers: readable(headers, RevealedValues()))
         }
         guard plan.hasVault else {
             state = .done
@@ -130,28 +148,64 @@ struct RouteExchange {
         return .transform(selection, .request)
     }
 
-    private mutating func answer(_ upstream: HTTPResponse, _ before: Outcome) -> Action {
+    private mutating func answer(_ upstream: HTTPResponse, _ before: Outcome, _ revealed: RevealedValues) -> Action {
         var outcome = before
         outcome.upstreamStatus = upstream.status
-        guard !plan.response.isEmpty else { return finish(upstream, outcome) }
+        guard !plan.response.isEmpty || !revealed.isEmpty else { return finish(upstream, outcome) }
+        // Asked for unencoded (``readable(_:_:)``); an upstream that encodes anyway is not read.
+        if let coding = upstream.headers.first(where: { $0.name.caseInsensitiveEquals("Content-Encoding") }),
+            !coding.value.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("identity")
+        {
+            return finish(
+                upstreamFailure(upstream, "it is encoded (Content-Encoding), and this route reads answers"), outcome)
+        }
+        guard !plan.response.isEmpty else { return finishAnswer(upstream, outcome, revealed) }
         let selection: MessageSelection
         do {
             selection = try MessageSelection(body: upstream.body, headers: upstream.headers, operations: plan.response)
         } catch {
-            return finish(
-                .error(CloakError(.unexpectedResponseDataFormat, "the upstream's answer: \(error.message)")), outcome)
+            return finish(upstreamFailure(upstream, error.message), outcome)
         }
-        guard !selection.isEmpty else { return finish(upstream, outcome) }
+        guard !selection.isEmpty else { return finishAnswer(upstream, outcome, revealed) }
         // The answer is bounded like the request: its values go to the vault in one job.
         if let tooMany = tooMany(selection) {
-            return finish(
-                .error(CloakError(.unexpectedResponseDataFormat, "the upstream's answer: \(tooMany)")), outcome)
+            return finish(upstreamFailure(upstream, tooMany), outcome)
         }
         guard plan.hasVault else {
-            return finish(.error(CloakError(.vaultUnavailable, "this server runs without a vault")), outcome)
+            return finish(upstreamFailure(upstream, "this server runs without a vault"), outcome)
         }
-        state = .transformingAnswer(selection, upstream: upstream, outcome)
+        state = .transformingAnswer(selection, upstream: upstream, outcome, revealed)
         return .transform(selection, .answer)
+    }
+
+    /// The answer for the client, unless it holds a value revealed on the way to the upstream.
+    private mutating func finishAnswer(_ answer: HTTPResponse, _ outcome: Outcome, _ revealed: RevealedValues)
+        -> Action
+    {
+        guard revealed.appear(in: answer) else { return finish(answer, outcome) }
+        return finish(
+            upstreamFailure(answer, "it holds a value revealed on the way to the upstream, which is not passed on"),
+            outcome)
+    }
+
+    /// 502 1401 for an answer that cannot be passed on, naming its status (the upstream acted).
+    private func upstreamFailure(_ upstream: HTTPResponse, _ why: String) -> HTTPResponse {
+        .error(
+            CloakError(
+                .unexpectedResponseDataFormat, "the upstream answered \(upstream.status), but its answer: \(why)"))
+    }
+
+    /// `headers` as sent when the answer will be read: asking for it unencoded (the client's
+    /// `Accept-Encoding` would let a compressed answer past the operations and the look for
+    /// revealed values).
+    private func readable(_ headers: [(name: String, value: String)], _ revealed: RevealedValues)
+        -> [(name: String, value: String)]
+    {
+        guard !plan.response.isEmpty || !revealed.isEmpty else { return headers }
+        var out = headers
+        out.removeAll { $0.name.caseInsensitiveEquals("Accept-Encoding") }
+        out.append(("Accept-Encoding", "identity"))
+        return out
     }
 
     private mutating func finish(_ response: HTTPResponse, _ outcome: Outcome) -> Action {

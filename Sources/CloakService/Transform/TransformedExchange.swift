@@ -14,6 +14,8 @@ struct TransformedExchange: Sendable {
     let responseCaller: AliasCaller
     let maxSelected: Int
     let limitName: String
+    /// Whether the caller may see revealed values (``RouteExchange/Plan/callerMaySeeValues``).
+    var callerMaySeeValues = false
 
     typealias Outcome = RouteExchange.Outcome
 
@@ -33,7 +35,7 @@ struct TransformedExchange: Sendable {
     ) throws(CloakError) {
         let plan = RouteExchange.Plan(
             request: request, response: response, maxSelected: maxSelected,
-            limitName: limitName, hasVault: vault != nil)
+            limitName: limitName, hasVault: vault != nil, callerMaySeeValues: callerMaySeeValues)
         let driver = Driver(
             machine: LoopBound(RouteExchange(plan: plan), on: loop), exchange: self, send: send, finish: finish)
         let first = driver.machine.value.event(.start(body: body, headers: headers))

@@ -1,0 +1,48 @@
+import CloakCore
+import CloakHTTP
+import Glibc
+
+/// The values a route revealed on the way to its upstream, looked for in the upstream's answer
+/// before the client sees it: an upstream that echoes its request (a debugging endpoint, an
+/// error page quoting the body, a type Cloak cannot read) must not hand a card number back to
+/// a caller who may only pay with it. Looked for as sent, in the body and in every header value,
+/// after the answer's own operations (a field they redact is no echo).
+///
+/// Values shorter than ``minimumLength`` are not looked for: a CVC or an expiry date is also
+/// any other number in an answer, and a route whose upstream echoes them redacts them by its
+/// response operations.
+struct RevealedValues: Sendable {
+    static let minimumLength = 8
+
+    private var values: [Sensitive<[UInt8]>] = []
+
+    var isEmpty: Bool { values.isEmpty }
+
+    mutating func add(_ value: String) {
+        guard value.utf8.count >= Self.minimumLength else { return }
+        values.append(Sensitive(Array(value.utf8)))
+    }
+
+    /// Whether any of the values is in `answer`'s body or header values.
+    func appear(in answer: HTTPResponse) -> Bool {
+        values.contains { value in
+            Self.contains(answer.body, value.value)
+                || answer.headers.contains { header in Self.contains(Array(header.value.utf8), value.value) }
+        }
+    }
+
+    /// Whether `needle` (not empty) is in `haystack`: its first byte, then the rest compared.
+    private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard let first = needle.first, haystack.count >= needle.count else { return false }
+        return haystack.withUnsafeBufferPointer { h in
+            needle.withUnsafeBufferPointer { n in
+                var i = 0
+                while i <= h.count - n.count {
+                    if h[i] == first, memcmp(h.baseAddress! + i, n.baseAddress!, n.count) == 0 { return true }
+                    i += 1
+                }
+                return false
+            }
+        }
+    }
+}
