@@ -223,6 +223,32 @@ private let refusedCases: [FramingCase] = [
     .refused(
         "CONNECT, then tunnel bytes read as HTTP (the default)",
         "CONNECT example.com:443 HTTP/1.1\r\n\r\n\u{16}\u{3}\u{1}\u{2}\u{0}", .controlCharacter, after: 1),
+    // CONNECT targets evhttp refuses itself (its 400 keeps the connection, and the rest of the
+    // head would be read as requests)
+    .refused("CONNECT [x", "CONNECT [x HTTP/1.1\r\nGET /a?b:c HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    .refused("CONNECT a:b:c", "CONNECT a:b:c HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    .refused("CONNECT to a port of 8 digits", "CONNECT a:99999999 HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    .refused("CONNECT to port 70000", "CONNECT a:70000 HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    .refused("CONNECT with an escape", "CONNECT %zz:1 HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    .refused("CONNECT without a host", "CONNECT :443 HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    .refused("CONNECT without a port", "CONNECT a.example HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    .refused("CONNECT to []", "CONNECT []:443 HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    .refused("CONNECT to [v6 unclosed", "CONNECT [::1:443 HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    { () -> FramingCase in
+        var refused = FramingCase.refused(
+            "any CONNECT where no tunnel is served", "CONNECT example.com:443 HTTP/1.1\r\n\r\n", .connectNotServed)
+        refused.afterConnect = .refuse
+        return refused
+    }(),
+]
+
+private let connectTargets: [FramingCase] = [
+    .valid("CONNECT to a name", "CONNECT api.stripe.com:443 HTTP/1.1\r\nHost: api.stripe.com:443\r\n\r\n", requests: 1),
+    .valid("CONNECT to an address", "CONNECT 127.0.0.1:8443 HTTP/1.1\r\n\r\n", requests: 1),
+    .valid("CONNECT to a v6 address", "CONNECT [::1]:443 HTTP/1.1\r\n\r\n", requests: 1),
+    .valid(
+        "CONNECT to a name longer than the bytes kept (left to evhttp)",
+        "CONNECT " + String(repeating: "a", count: 80) + ".example:443 HTTP/1.1\r\n\r\n", requests: 1),
 ]
 
 @Suite struct RequestFramingTests {
@@ -232,7 +258,7 @@ private let refusedCases: [FramingCase] = [
         return framing
     }
 
-    @Test(arguments: validCases + refusedCases)
+    @Test(arguments: validCases + refusedCases + connectTargets)
     func theVerdictOfAWholeInput(_ item: FramingCase) {
         var framing = RequestFraming(afterConnect: item.afterConnect)
         #expect(framing.consume(item.input) == item.verdict)
@@ -249,7 +275,7 @@ private let refusedCases: [FramingCase] = [
     }
 
     /// However the bytes are cut into reads, the scan ends in the same state.
-    @Test(arguments: validCases + refusedCases)
+    @Test(arguments: validCases + refusedCases + connectTargets)
     func everyCutGivesTheSameState(_ item: FramingCase) {
         let whole = Self.framing(item.input, item.afterConnect)
         #expect(whole.verdict == item.verdict)
@@ -266,7 +292,7 @@ private let refusedCases: [FramingCase] = [
     }
 
     /// Three pieces, every pair of cuts (the inputs short enough).
-    @Test(arguments: (validCases + refusedCases).filter { $0.input.count <= 120 })
+    @Test(arguments: (validCases + refusedCases + connectTargets).filter { $0.input.count <= 120 })
     func everyPairOfCutsGivesTheSameState(_ item: FramingCase) {
         let whole = Self.framing(item.input, item.afterConnect)
         let n = item.input.count

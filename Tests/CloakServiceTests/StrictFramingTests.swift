@@ -43,8 +43,10 @@ import Testing
         let raw = try #require(Self.smuggling.first { $0.0 == name }?.1)
         let client = try RawHTTPClient(port: server.port, timeout: 5)
         try client.send(raw)
-        let r = try client.readResponse()
-        #expect(r.status == 400 && r.errorCode == 1002, "\(name): \(r.status) \(r.text)")
+        // The answer to a HEAD has no body (its length says what a GET would get).
+        let isHead = raw.hasPrefix("HEAD ")
+        let r = try client.readResponse(hasBody: !isHead)
+        #expect(r.status == 400 && (isHead || r.errorCode == 1002), "\(name): \(r.status) \(r.text)")
         #expect(r.header("Connection")?.lowercased() == "close", "\(name)")
         #expect(client.waitForClose(timeout: 5), "\(name): the connection stayed open")
         // Nothing of the request is echoed.

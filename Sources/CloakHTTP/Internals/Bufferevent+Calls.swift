@@ -182,6 +182,17 @@ struct Bufferevent {
         return SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN != 0
     }
 
+    /// Stops reading while the input holds `limit` bytes or more (TCP pushes back), here and in
+    /// every bufferevent below this one (a filter's, TLS's socket); nil: no limit. Reading
+    /// resumes by itself once the input is drained below the limit, or the limit is lifted.
+    func limitInput(to limit: Int?) {
+        var layer: Bufferevent? = self
+        while let bufferevent = layer {
+            bufferevent_setwatermark(bufferevent.raw, Int16(EV_READ), 0, limit ?? 0)
+            layer = bufferevent.underlying
+        }
+    }
+
     /// Whether more input may already wait below this bufferevent's buffer: a TLS record
     /// OpenSSL holds but has not returned, or anything in the socket (bytes, the peer's end, an
     /// error), peeked and not read. libevent's OpenSSL bufferevent hands over one record per

@@ -69,7 +69,8 @@ extension LoopWorker {
         // Our own reference: if evhttp gives up on the socket before adoptAccepted runs, it frees
         // the bufferevent; the memory stays valid (with its callbacks cleared) until we let go.
         bev.retain()
-        let connection = ServerConnection(bufferevent: bev, admission: admission, now: Self.now(), thread: thread)
+        let connection = ServerConnection(
+            bufferevent: bev, admission: admission, now: Self.now(), thread: thread, servesConnect: tunnels != nil)
         connection.isTLS = tls != nil
         connection.connectionFilter = connectionFilter
         state.value.accepted.append(connection)

@@ -40,7 +40,14 @@ extension LoopWorker {
             state.value.date.update(to: time(nil))
             state.value.date.cString.withUnsafeBufferPointer { outHeaders.add("Date", $0.baseAddress) }
         }
-        if !response.body.isEmpty, let out = req.outputBody { out.append(response.body) }
+        if req.method == .HEAD {
+            // evhttp 2.1 writes a HEAD answer's body, without a length, on a connection it keeps:
+            // a client would read those bytes as the start of the next answer. The length a GET
+            // would get, and no body.
+            if !response.body.isEmpty { outHeaders.add("Content-Length", String(response.body.count)) }
+        } else if !response.body.isEmpty, let out = req.outputBody {
+            out.append(response.body)
+        }
         req.reply(response.status, reason: reasonPhrase(response.status))
     }
 

@@ -19,6 +19,8 @@ extension RequestFraming {
         case chunkLineTooLong
         case missingChunkTerminator
         case framingFieldInTrailer
+        case connectNotServed
+        case invalidConnectTarget
 
         var description: String {
             switch self {
@@ -40,6 +42,8 @@ extension RequestFraming {
             case .chunkLineTooLong: "a chunk size line is too long"
             case .missingChunkTerminator: "chunk data is not followed by CRLF"
             case .framingFieldInTrailer: "Content-Length or Transfer-Encoding in a trailer"
+            case .connectNotServed: "CONNECT on a listener that opens no tunnels"
+            case .invalidConnectTarget: "a CONNECT target that is not host:port"
             }
         }
     }

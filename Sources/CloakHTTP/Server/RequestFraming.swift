@@ -46,6 +46,10 @@ struct RequestFraming: Sendable, Equatable {
         case keepScanning
         /// Opaque tunnel bytes: the scan stops.
         case passThrough
+        /// No CONNECT is served here (a listener without tunnels): its request line is a
+        /// violation. evhttp keeps a connection open after its own 400 to a CONNECT, and reads
+        /// the rest of that head as new requests this scan took for header lines.
+        case refuse
     }
 
     /// The state after the bytes consumed so far.
@@ -90,7 +94,7 @@ struct RequestFraming: Sendable, Equatable {
         case connect
     }
 
-    private let afterConnect: AfterConnect
+    let afterConnect: AfterConnect
     var stage = Stage.head
     /// Requests whose head and body were framed completely.
     private(set) var requestsFramed = 0

@@ -45,10 +45,14 @@ final class ServerConnection {
     /// (one check) and works on it in place.
     @exclusivity(unchecked) private var state: LoopBound<State>
 
-    init(bufferevent: Bufferevent, admission: Admission, now: UInt64, thread: LoopThread) {
+    /// - Parameter servesConnect: the listener opens tunnels (a forward-proxy door); elsewhere a
+    ///   CONNECT is a framing violation.
+    init(bufferevent: Bufferevent, admission: Admission, now: UInt64, thread: LoopThread, servesConnect: Bool = false) {
         self.bufferevent = bufferevent
         self.admission = admission
-        self.state = LoopBound(State(clock: RequestClock(now: now)), loop: thread)
+        var state = State(clock: RequestClock(now: now))
+        state.framing = RequestFraming(afterConnect: servesConnect ? .keepScanning : .refuse)
+        self.state = LoopBound(state, loop: thread)
     }
 
     var evcon: OpaquePointer? {
@@ -133,15 +137,26 @@ final class ServerConnection {
     /// it is answered, so the input callback goes off (it would see only evhttp's drains).
     func dispatched(now: UInt64) {
         let input = bufferevent.input
-        state.withValue { Self.dispatched(&$0, input: input, now: now) }
+        let buffered = state.withValue { Self.dispatched(&$0, input: input, now: now) }
+        bufferevent.limitInput(to: buffered + Self.inputAllowanceWhileHandled)
     }
 
-    private static func dispatched(_ s: inout State, input: EvBuffer?, now: UInt64) {
+    /// Bytes a client may add to its input while its request is handled and answered, past what
+    /// it had sent when the request was dispatched. evhttp reads again while it writes an answer
+    /// (to notice a close) and takes nothing of what arrives, and no deadline runs then: without
+    /// a limit, one client pipelining requests without reading the answers filled the process's
+    /// memory (a gigabyte in seconds). At the limit reading stops, and TCP pushes back, until the
+    /// answer is written (``answered(now:)`` lifts it).
+    static let inputAllowanceWhileHandled = 64 * 1024
+
+    /// The bytes in the input at dispatch (pipelined ones).
+    private static func dispatched(_ s: inout State, input: EvBuffer?, now: UInt64) -> Int {
         s.clock.dispatched(now: now)
         s.requestsDispatched += 1
-        guard let input else { return }
+        guard let input else { return 0 }
         s.lengthAtDispatch = input.count
         watchInput(&s, input)
+        return s.lengthAtDispatch
     }
 
     /// The answer was sent: the next head's clock starts, whatever the client already sent of
@@ -150,6 +165,7 @@ final class ServerConnection {
     func answered(now: UInt64) {
         let input = bufferevent.input
         state.withValue { Self.answered(&$0, input: input, now: now) }
+        bufferevent.limitInput(to: nil)
     }
 
     private static func answered(_ s: inout State, input: EvBuffer?, now: UInt64) {
