@@ -145,10 +145,22 @@ package final class Vault: Sendable {
     package func close() { for executor in executors { executor.close() } }
 
     /// Checks every request can be represented, before anything is queued.
+    /// The largest value a caller without `aliases:create` may store. The open endpoints'
+    /// request rate bounds records a day per address; this bounds their size, so an anonymous
+    /// caller at the rate limit cannot fill the disk with 32 KiB records (about 20 MB a minute).
+    package static let anonymousValueBytes = 1_024
+
     package static func check(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws(VaultError) {
         for (i, r) in requests.enumerated() {
             do { try AliasGenerator.validate(r.value, format: r.format) } catch {
                 throw .invalidInput(index: i, reason: error.description)
+            }
+            if caller.anonymous, r.value.utf8.count > anonymousValueBytes {
+                throw .invalidInput(
+                    index: i,
+                    reason:
+                        "a value of more than \(anonymousValueBytes) bytes needs a token with aliases:create "
+                        + "(what anyone may store is kept small: a card, a CVC, an SSN, a name)")
             }
             if caller.anonymous, AliasGenerator.randomSpace(r.value, r.format) != nil {
                 throw .invalidInput(

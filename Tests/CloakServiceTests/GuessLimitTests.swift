@@ -123,6 +123,44 @@ import Testing
 @Suite(.serialized) struct GuessPathTests {
     static let full = ReviewDefectTests.bearer(TestServer.fullToken)
 
+    /// Keep answers whether an alias is a live intent (and its canonical alias): a scan of
+    /// candidate aliases through it is held like lookups, per value and per bucket.
+    @Test func keepCountsUnknownAliasesAsGuessesInTheirBucket() throws {
+        let server = try GuessLimitTests.server()
+        defer { server.stop() }
+        let guesses = ReviewDefectTests.cards(6, from: 900)
+        let creator = ReviewDefectTests.bearer(TestServer.createOnlyToken)
+        let body = { (aliases: ArraySlice<String>) in
+            #"{"data":["# + aliases.map { #"{"alias":"\#($0)"}"# }.joined(separator: ",") + "]}"
+        }
+        let five = try server.client().request("POST", "/aliases/keep", json: body(guesses.prefix(5)), headers: creator)
+        #expect(five.status == 200, "\(five.text)")
+        let sixth = try server.client().request(
+            "POST", "/aliases/keep", json: body(guesses.suffix(1)), headers: creator)
+        #expect(sixth.status == 429 && sixth.errorCode == 1429, "\(sixth.text)")
+    }
+
+    /// A route that reveals answers 422 for a miss and forwards a hit: its reveals are held
+    /// like lookups, so a scan of candidate aliases through it stops at the bucket limit.
+    @Test func aRoutesRevealsCountUnknownAliasesAsGuesses() throws {
+        let server = try GuessLimitTests.server(extra: [
+            (
+                "routes: []",
+                "routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /charge, upstream: echo, request: [{reveal: {json: [\"$.card\"]}}]}]"
+            )
+        ])
+        defer { server.stop() }
+        let guesses = ReviewDefectTests.cards(6, from: 1_100)
+        for guess in guesses.prefix(5) {
+            let r = try server.client().request(
+                "POST", "/proxy/charge", json: #"{"card":"\#(guess)"}"#, headers: Self.full)
+            #expect(r.status == 422, "\(r.text)")
+        }
+        let sixth = try server.client().request(
+            "POST", "/proxy/charge", json: #"{"card":"\#(guesses[5])"}"#, headers: Self.full)
+        #expect(sixth.status == 429 && sixth.errorCode == 1429, "\(sixth.text)")
+    }
+
     @Test func singleRevealsOfGuessedAliasesAreCounted() throws {
         let server = try GuessLimitTests.server()
         defer { server.stop() }

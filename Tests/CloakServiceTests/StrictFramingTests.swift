@@ -74,9 +74,11 @@ import Testing
         defer { server.stop() }
         let client = try RawHTTPClient(port: server.port, timeout: 5)
         let tokenize = #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#
-        try client.send("POST /tokens HTTP/1.1\r\nHost: x\r\nContent-Length: \(tokenize.utf8.count)\r\n\r\n\(tokenize)")
+        let json = "Content-Type: application/json\r\n"
         try client.send(
-            "POST /tokens HTTP/1.1\r\nHost: x\r\nContent-Length: +\(tokenize.utf8.count)\r\n\r\n\(tokenize)")
+            "POST /tokens HTTP/1.1\r\nHost: x\r\n\(json)Content-Length: \(tokenize.utf8.count)\r\n\r\n\(tokenize)")
+        try client.send(
+            "POST /tokens HTTP/1.1\r\nHost: x\r\n\(json)Content-Length: +\(tokenize.utf8.count)\r\n\r\n\(tokenize)")
         let first = try client.readResponse()
         let second = try client.readResponse()
         #expect(first.status == 201, "\(first.text)")

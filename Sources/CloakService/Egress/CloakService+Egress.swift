@@ -9,7 +9,8 @@ extension CloakService {
     func egressHandler(_ identity: Identity) -> EgressHandler {
         EgressHandler(
             context: context, vault: vault, settings: configuration.egress, identity: identity, metrics: egressMetrics,
-            authenticator: auth, admission: admission(for: identity))
+            authenticator: auth, admission: admission(for: identity),
+            lookupValuesPerHour: identity.token?.lookupBucketLimit(default: configuration.limits.bucketValuesPerHour))
     }
 
     /// Decides a CONNECT on the forward-proxy door. The CONNECT passes the door's steps like any

@@ -24,6 +24,8 @@ struct EgressHandler: Sendable {
     let authenticator: Authenticator
     /// The caller's limits on aliasing (``CreateAdmission``).
     let admission: CreateAdmission?
+    /// The caller's guess limit for the aliases a route reveals (``VaultClient/revealGuessing(_:completion:)``).
+    var lookupValuesPerHour: Int? = nil
 
     /// The 407 every door answers without valid credentials.
     static func proxyAuthenticationRequired(_ identity: Identity) -> HTTPResponse {
@@ -126,7 +128,7 @@ struct EgressHandler: Sendable {
             route: route,
             vault: vault.map {
                 VaultClient(
-                    vault: $0, loop: request.loop, admission: admission,
+                    vault: $0, loop: request.loop, admission: admission, lookupValuesPerHour: lookupValuesPerHour,
                     onUnavailable: CloakService.logUnavailable(context.logger), trace: trace)
             },
             requestCaller: caller, responseCaller: caller,

@@ -18,6 +18,7 @@ struct PreparedSubmission: Sendable {
         guard let form = context.configuration.forms[name] else {
             throw .notFound("no such form")
         }
+        try request.requireJSONContentType()
         let collect = try request.collectRequest(for: form)
         let validation = FormValidation(
             form: form, values: collect.values, context: ValidationContext(today: context.today()))

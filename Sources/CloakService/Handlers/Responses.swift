@@ -27,6 +27,17 @@ extension HTTPRequest {
         return try CollectRequest(try jsonBody(), form: form)
     }
 
+    /// Refuses a body that does not say it is JSON (one `Content-Type`, `application/json` or
+    /// `+json`). The endpoints that store values for anyone take JSON only: a page of another
+    /// origin can make its visitors' browsers send a text/plain or form body without asking
+    /// (no CORS preflight), but not a JSON one, so it cannot turn them into writers to the vault.
+    func requireJSONContentType() throws(CloakError) {
+        let types = headers.filter { $0.name.caseInsensitiveEquals("Content-Type") }
+        guard types.count == 1, SelectableBody(contentType: types[0].value) == .json else {
+            throw .malformed("send the body as JSON, with Content-Type: application/json")
+        }
+    }
+
     /// The body as JSON, or a 1002 error that says what is wrong without quoting it.
     func jsonBody() throws(CloakError) -> JSONValue {
         guard !body.isEmpty else { throw .malformed("the request has no body; expected a JSON object") }

@@ -28,7 +28,10 @@ extension VaultAPIHandler {
         let items = try Self.parseKeep(try request.jsonBody(), maxBatch: vault.settings.maxBatch)
         let wanted = Array(Set(items.map(\.alias).filter(Self.isPlausibleAlias)))
         return .later { finish in
-            vault.reveal(wanted) { result in
+            // As a lookup: each alias costs one request of the token's rate, and aliases that are
+            // not found count as guesses in their buckets (keep answers whether an alias is a
+            // live intent, and its canonical alias: a scan of candidates would find cards).
+            vault.revealGuessing(wanted) { result in
                 guard case let .success(found) = result else {
                     if case let .failure(error) = result { finish(.error(error.cloakError { _ in "data" })) }
                     return

@@ -16,6 +16,8 @@ struct VaultAPIHandler: Sendable {
     /// same answer whether a value was stored before or not (see ``AliasCaller/mayReveal``).
     func create(_ request: HTTPRequest, requiresToken: Bool) throws(CloakError) -> Reply {
         let caller = try identity.aliasCaller(openTokenize: openTokenize, requiresToken: requiresToken)
+        // `POST /tokens` stores for anyone: JSON only (``HTTPRequest/requireJSONContentType()``).
+        if !requiresToken { try request.requireJSONContentType() }
         let items = try Self.parseCreate(try request.jsonBody(), maxBatch: vault.settings.maxBatch)
         do { try Vault.check(items, caller: caller) } catch { throw error.cloakError { "data[\($0)]" } }
         for (i, item) in items.enumerated() {
@@ -176,6 +178,10 @@ struct VaultAPIHandler: Sendable {
                         || $0 == 58
                 })
             else { throw .malformed("\(at): each classifier is 1 to 64 of A-Z a-z 0-9 - _ . :") }
+            // Stored in clear, like metadata: no card number or SSN.
+            guard !holdsLongDigitRun(s) else {
+                throw .malformed("\(at) may not hold a run of nine or more digits (classifiers are stored in clear)")
+            }
             out.append(s)
         }
         return out

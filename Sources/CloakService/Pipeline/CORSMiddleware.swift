@@ -21,6 +21,10 @@ struct CORSMiddleware: Middleware {
 
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
         guard let origin = allowedOrigin(context.request) else { return }
+        // An answer that names its readers already (Elements' assets and schemas: `*`) keeps
+        // its own: a second Access-Control-Allow-Origin makes browsers refuse the answer.
+        guard !response.headers.contains(where: { $0.name.caseInsensitiveEquals("Access-Control-Allow-Origin") })
+        else { return }
         response.headers.append(("Access-Control-Allow-Origin", origin))
         response.headers.append(("Vary", "Origin"))
     }

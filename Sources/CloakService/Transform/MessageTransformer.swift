@@ -47,7 +47,10 @@ struct MessageTransformer: Sendable {
         let reveal: @Sendable ([String]) -> Void = { soFar in
             guard !revealed.isEmpty else { return checked(.success(soFar)) }
             let aliases = revealed.map { items[$0].text.value }
-            vault.reveal(Array(Set(aliases))) { result in
+            // As every reveal a token asks for: each alias one request of its rate, and aliases
+            // not found counted as guesses in their buckets (a route answers 422 for a miss and
+            // forwards a hit: a scan of candidates would find live aliases, and their cards).
+            vault.revealGuessing(Array(Set(aliases))) { result in
                 switch result {
                 case let .failure(error):
                     checked(.failure(error.cloakError { _ in "selected alias" }))
