@@ -218,6 +218,41 @@ import Testing
         #expect(f.upstream.received.last?.body == "card%5Bnumber%5D=\(EgressFixture.card)&amount=5")
     }
 
+    /// A tunnel is granted to a token's secret, not its id alone: once the token is revoked and
+    /// made again under its id (a leaked secret replaced), the tunnel opened with the old secret
+    /// carries no more requests (407), with Python's requests keeping the tunnel open.
+    @Test func aTunnelEndsWithTheSecretThatOpenedIt() throws {
+        let python = try #require(
+            EgressFixture.pythonWithRequests, "python3-requests is installed by scripts/install-deps")
+        let f = try EgressFixture(scopes: "\"egress:psp\", \"tokens:admin\"")
+        defer { f.stop() }
+        let alias = try f.alias()
+        let script = """
+            import requests
+            base = "http://127.0.0.1:\(f.server.port)"
+            admin = {"Authorization": "Bearer \(EgressFixture.egressToken)"}
+            def mint():
+                r = requests.post(base + "/admin/tokens", headers=admin, json={"id": "pay2", "scopes": ["egress:psp"]})
+                assert r.status_code == 201, r.text
+                return r.json()["token"]
+            secret = mint()
+            session = requests.Session()
+            proxy = "http://pay2:%s@127.0.0.1:\(f.egressPort)" % secret
+            def pay():
+                return session.post("https://127.0.0.1:\(f.upstream.port)/v1/charges", data={"card[number]": "\(alias)"},
+                                    headers={"Authorization": "Bearer sk_test_psp_key"}, proxies={"https": proxy},
+                                    verify="\(f.server.egressCAFile)", timeout=20).status_code
+            print(pay())
+            assert requests.delete(base + "/admin/tokens/pay2", headers=admin).status_code < 300
+            mint()
+            print(pay())
+            """
+        let r = try EgressFixture.run(python, ["-c", script])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.split(separator: "\n").map(String.init) == ["200", "407"], "\(r.out) \(r.err)")
+        #expect(f.upstream.received.count == 1)
+    }
+
     @Test func theForwardProxyRefusesHostsPathsAndCallersItDoesNotKnow() throws {
         let f = try EgressFixture()
         defer { f.stop() }

@@ -203,12 +203,17 @@ import Testing
             credentials: .api, method: .POST, path: "/egress/psp",
             headers: [("Proxy-Authorization", basic("creator", "payer"))],
             token: nil, rejected: true),
-        // The forward-proxy door: the tunnel's grant, whatever the request says.
+        // The forward-proxy door: the tunnel's grant, whatever the request says, while the token's
+        // secret is the one that opened the tunnel.
         Example(credentials: .forwardProxy, method: .POST, path: "/v1/charges", grant: "payer", token: "payer"),
         Example(
             credentials: .forwardProxy, method: .POST, path: "/v1/charges",
+            grant: "payer\n" + String(repeating: "0", count: 64), token: nil, rejected: true),
+        Example(
+            credentials: .forwardProxy, method: .POST, path: "/v1/charges",
             headers: [("Proxy-Authorization", bearer("creator"))], grant: "payer", token: "payer"),
-        Example(credentials: .forwardProxy, method: .POST, path: "/v1/charges", grant: "ghost", token: nil),
+        Example(
+            credentials: .forwardProxy, method: .POST, path: "/v1/charges", grant: "ghost", token: nil, rejected: true),
         // Else Proxy-Authorization, never Authorization.
         Example(
             credentials: .forwardProxy, method: .POST, path: "/v1/charges",
@@ -231,8 +236,11 @@ import Testing
             context = F.routed(example.method, example.path, headers: example.headers)
         case .forwardProxy:
             var request = F.request(example.method, example.path, headers: example.headers)
-            request.proxyTarget = ProxyTarget(
-                scheme: "https", host: "api.psp.example", port: 443, tunnelGrant: example.grant)
+            // A grant as the door makes it (``TunnelGrant``) for a token id; a test's own as given.
+            let grant = example.grant.map { id in
+                id.contains("\n") ? id : F.authenticator.directory.token(id: id).map(TunnelGrant.make) ?? id
+            }
+            request.proxyTarget = ProxyTarget(scheme: "https", host: "api.psp.example", port: 443, tunnelGrant: grant)
             context = RequestContext(request, start: 0)
         }
         let step = AuthMiddleware(authenticator: F.authenticator, credentials: example.credentials)

@@ -52,7 +52,7 @@ extension CloakService {
         guard let certificates = egressCertificates, let certificate = certificates.context(for: host) else {
             return .refuse(.error(CloakError(.unexpectedResponseType, "no certificate can be made for this host")))
         }
-        return .open(grant: token.id, certificate: certificate)
+        return .open(grant: TunnelGrant.make(token), certificate: certificate)
     }
 }
 

@@ -26,7 +26,9 @@ struct AuthMiddleware: Middleware {
             }
         case .forwardProxy:
             if let grant = request.proxyTarget?.tunnelGrant {
-                context.identity = Identity(token: authenticator.directory.token(id: grant), rejected: false)
+                // The token that opened the tunnel, while its secret is the same (``TunnelGrant``).
+                let token = TunnelGrant.token(grant, in: authenticator.directory)
+                context.identity = Identity(token: token, rejected: token == nil)
             } else {
                 context.identity = authenticator.identifyProxy(request.header("Proxy-Authorization"))
             }
