@@ -234,3 +234,61 @@ import Testing
         #expect(past.status == 201 && !past.text.contains("stored-before"), "\(past.text)")
     }
 }
+
+/// `tokens:admin` cannot multiply a limit by minting: a minted token is no faster and no
+/// longer-lived than its minter, and its guesses count as its minter's.
+@Suite(.serialized) struct MintedTokenLimitTests {
+    static let minterSecret = "minter-secret"
+
+    static func server() throws -> TestService {
+        let hex = Digest.sha256(Array(minterSecret.utf8)).map { String(format: "%02x", $0) }.joined()
+        return try GuessLimitTests.server(extra: [
+            (
+                "  tokens: [",
+                "  tokens: [{id: minter, sha256: \"\(hex)\", scopes: [tokens:admin, aliases:create], requests_per_minute: 1000}, "
+            )
+        ])
+    }
+
+    static func mint(_ server: TestService, _ body: String, as secret: String = minterSecret) throws
+        -> RawHTTPClient.Response
+    {
+        try server.client().request("POST", "/admin/tokens", json: body, headers: ReviewDefectTests.bearer(secret))
+    }
+
+    static func secret(_ r: RawHTTPClient.Response) -> String { (r.json?["token"] as? String) ?? "" }
+
+    @Test func mintedTokensShareTheirMintersGuesses() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let first = try Self.mint(server, #"{"id":"m1","scopes":["aliases:create"]}"#)
+        let second = try Self.mint(server, #"{"id":"m2","scopes":["aliases:create"]}"#)
+        #expect(first.status == 201 && second.status == 201, "\(first.text) \(second.text)")
+        let cards = ReviewDefectTests.cards(6, from: 1_300)
+        func create(_ card: String, _ secret: String) throws -> Int {
+            try server.client().request(
+                "POST", "/aliases", json: #"{"data":[{"value":"\#(card)","format":"FPE_SIX_T_FOUR"}]}"#,
+                headers: ReviewDefectTests.bearer(secret)
+            ).status
+        }
+        for card in cards.prefix(3) { #expect(try create(card, Self.secret(first)) == 201) }
+        for card in cards[3..<5] { #expect(try create(card, Self.secret(second)) == 201) }
+        #expect(try create(cards[5], Self.secret(second)) == 429, "the bucket's sixth value across both tokens")
+    }
+
+    @Test func aMintedTokenIsNoFasterAndNoLongerLivedThanItsMinter() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let faster = try Self.mint(server, #"{"id":"f","scopes":["aliases:create"],"requests_per_minute":2000}"#)
+        #expect(faster.status == 403 && faster.errorCode == 1301, "\(faster.text)")
+        let short = try Self.mint(server, #"{"id":"s","scopes":["tokens:admin","aliases:create"],"ttl_s":120}"#)
+        #expect(short.status == 201, "\(short.text)")
+        let longer = try Self.mint(
+            server, #"{"id":"l","scopes":["aliases:create"],"ttl_s":3600}"#, as: Self.secret(short))
+        #expect(longer.status == 403, "\(longer.text)")
+        let inherits = try Self.mint(server, #"{"id":"i","scopes":["aliases:create"]}"#, as: Self.secret(short))
+        #expect(inherits.status == 201, "\(inherits.text)")
+        let expiry = { (r: RawHTTPClient.Response) in r.json?["expires_at"] as? String ?? "" }
+        #expect(!expiry(inherits).isEmpty && expiry(inherits) <= expiry(short), "\(inherits.text) \(short.text)")
+    }
+}

@@ -79,7 +79,8 @@ extension CloakService {
     func adminTokens(_ c: RequestContext) throws(CloakError) -> AdminTokensHandler {
         AdminTokensHandler(
             vault: try requireVault(c.request), identity: c.identity, directory: auth.directory,
-            refresh: credentialRefresh, outcome: c.outcome, now: Int64(Date().timeIntervalSince1970))
+            refresh: credentialRefresh, outcome: c.outcome, now: Int64(Date().timeIntervalSince1970),
+            defaultRequestsPerMinute: configuration.limits.token.requestsPerMinute)
     }
 
     func elementsReveal(_ c: RequestContext) throws(CloakError) -> ElementsRevealHandler {

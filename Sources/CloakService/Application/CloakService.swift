@@ -185,7 +185,7 @@ package final class CloakService: Sendable {
     func admission(for identity: Identity, client: String = "-") -> CreateAdmission? {
         guard let token = identity.token else { return nil }
         return CreateAdmission(
-            tokenID: token.id, limiter: guessLimiter,
+            tokenID: token.guessKey, limiter: guessLimiter,
             valuesPerHour: token.createBucketLimit(default: configuration.limits.bucketValuesPerHour),
             guessLimit: token.lookupBucketLimit(default: configuration.limits.bucketValuesPerHour),
             charge: { [rates] n in rates.chargeToken(token, n) },

@@ -105,6 +105,7 @@ package struct APICredentials: Sendable, Equatable {
             ]
             if let expiresAt = token.expiresAt { members.append(("expires_at", .int(Int(expiresAt)))) }
             if let perMinute = token.requestsPerMinute { members.append(("requests_per_minute", .int(perMinute))) }
+            if let account = token.guessAccount { members.append(("guess_account", .string(account))) }
             tokens.append(.object(members))
         }
         return JSONWriter.encode(.object([("version", .int(1)), ("tokens", .array(tokens))]))
@@ -127,6 +128,7 @@ package struct APICredentials: Sendable, Equatable {
             token.source = .store
             token.createdAt = item["created_at"].flatMap(int)
             token.expiresAt = item["expires_at"].flatMap(int)
+            token.guessAccount = item["guess_account"]?.stringValue
             tokens.append(token)
         }
         return APICredentials(tokens: tokens)

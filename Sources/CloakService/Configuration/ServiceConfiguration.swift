@@ -100,6 +100,13 @@ package struct ServiceConfiguration: Sendable {
         package var createdAt: Int64?
         /// Unix seconds after which the token is refused; nil: never.
         package var expiresAt: Int64?
+        /// The token whose guess windows this one shares (``BucketGuessLimiter``): for a token
+        /// minted through `/admin/tokens`, the root of the chain that minted it, so one admin
+        /// credential cannot multiply its guesses by minting tokens; nil: its own.
+        package var guessAccount: String?
+
+        /// Who this token's guesses count as.
+        package var guessKey: String { guessAccount ?? id }
 
         package enum Source: String, Sendable { case yaml, store }
 

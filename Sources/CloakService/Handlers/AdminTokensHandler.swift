@@ -14,6 +14,8 @@ struct AdminTokensHandler: Sendable {
     let refresh: CredentialRefresh?
     let outcome: Outcome?
     let now: Int64
+    /// `limits.token.requests_per_minute`: a token's rate when its entry sets none.
+    var defaultRequestsPerMinute = Int.max
 
     private var held: Set<String> { identity.token?.scopes ?? [] }
     private var actor: String { "token:" + (identity.token?.id ?? "-") }
@@ -57,6 +59,20 @@ struct AdminTokensHandler: Sendable {
             }
         }
         guard let id, let scopes else { throw .malformed("the body needs id and scopes") }
+        // A minted token is bounded by its minter: no faster, no longer-lived, and its guesses
+        // count as its minter's (one admin credential must not multiply any limit by minting).
+        let minterRate = identity.token?.requestsPerMinute ?? defaultRequestsPerMinute
+        if let perMinute, perMinute > minterRate {
+            throw CloakError(.forbidden, "a token cannot grant a rate above its own (\(minterRate) requests a minute)")
+        }
+        if perMinute == nil, minterRate < defaultRequestsPerMinute { perMinute = minterRate }
+        if let minterExpiry = identity.token?.expiresAt {
+            let left = max(minterExpiry - now, 1)
+            if let asked = ttl, asked > left {
+                throw CloakError(.forbidden, "a token cannot outlive its minter: ttl_s at most \(left)")
+            }
+            ttl = ttl ?? left
+        }
         for scope in scopes where !APICredentials.mayGrant(scope, holding: held) {
             guard ServiceConfiguration.isKnownScope(scope) else {
                 throw .malformed("unknown scope \"\(Redaction.scrub(scope, limit: 40))\"")
@@ -65,11 +81,12 @@ struct AdminTokensHandler: Sendable {
             throw CloakError(.forbidden, "a token cannot grant the scope \(scope): the caller does not hold it")
         }
         let (now, actor, outcome, ttlSeconds, requestsPerMinute) = (self.now, self.actor, self.outcome, ttl, perMinute)
+        let guessAccount = identity.token?.guessKey
         return .later { [self] finish in
             vault.vault.withStore(reads: false) { store in
                 try administration(store).create(
                     id: id, scopes: Set(scopes), ttlSeconds: ttlSeconds, requestsPerMinute: requestsPerMinute, now: now,
-                    by: actor)
+                    by: actor, guessAccount: guessAccount)
             } completion: { result in
                 switch result {
                 case let .success(created):
