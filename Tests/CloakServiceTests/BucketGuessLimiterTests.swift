@@ -70,6 +70,30 @@ import Testing
         #expect(limiter.admit(token: "a", [cards[3]], limit: 3, now: t0 + 3_600 * Self.second) == nil)
     }
 
+    /// The unnamed path (no bucket worked out) is open while the token's windows, all buckets
+    /// together, and its requests under way leave room for every value to miss; then no bucket
+    /// can pass the limit however the misses fall.
+    @Test func theUnnamedPathIsOpenOnlyWhileEveryValueCouldMiss() throws {
+        let cards = try Self.buckets(ReviewDefectTests.cards(3)).map { $0.first! }
+        let limiter = BucketGuessLimiter()
+        let t0: UInt64 = 1_000 * Self.second
+        #expect(limiter.reserveUnnamed(token: "a", count: 2, limit: 3, now: t0))
+        #expect(limiter.reserveUnnamed(token: "a", count: 1, limit: 3, now: t0))
+        #expect(!limiter.reserveUnnamed(token: "a", count: 1, limit: 3, now: t0), "three values under way")
+        #expect(limiter.reserveUnnamed(token: "b", count: 3, limit: 3, now: t0), "another token")
+        // The first request's two values missed: recorded, then its reservation ends.
+        #expect(limiter.admit(token: "a", Array(cards.prefix(2)), limit: 3, now: t0, mode: .countOnly) == nil)
+        limiter.endUnnamed(token: "a", count: 2)
+        limiter.endUnnamed(token: "a", count: 1)
+        #expect(limiter.reserveUnnamed(token: "a", count: 1, limit: 3, now: t0 + Self.second))
+        limiter.endUnnamed(token: "a", count: 1)
+        #expect(!limiter.reserveUnnamed(token: "a", count: 2, limit: 3, now: t0 + Self.second), "two misses held")
+        // The per-bucket path still takes the bucket's last place, and then refuses.
+        #expect(limiter.admit(token: "a", [cards[2]], limit: 3, now: t0 + Self.second) == nil)
+        // An hour later the misses have left the window.
+        #expect(limiter.reserveUnnamed(token: "a", count: 3, limit: 3, now: t0 + 3_601 * Self.second))
+    }
+
     @Test func aRequestPastTheLimitIsRefusedWholeAndRecordsNothing() throws {
         let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
         let limiter = BucketGuessLimiter()

@@ -45,6 +45,8 @@ final class BucketGuessLimiter: Sendable {
 
     private final class TokenWindows: @unchecked Sendable {  // guarded by its shard's lock
         var windows: [GuessTag: Window] = [:]
+        /// Values of requests under way on the unnamed path (``reserveUnnamed(token:count:limit:now:)``).
+        var inFlight = 0
     }
 
     private final class Shard: Sendable {
@@ -118,7 +120,7 @@ final class BucketGuessLimiter: Sendable {
                 for value in values { state.windows[bucket, default: Window()].seen.append((value, now)) }
             }
             Self.dropEmpty(state, buckets)
-            if state.windows.isEmpty { tokens[token] = nil }
+            if state.windows.isEmpty && state.inFlight == 0 { tokens[token] = nil }
             return (refusal, recorded)
         }
     }
@@ -137,8 +139,50 @@ final class BucketGuessLimiter: Sendable {
                 window.seen.remove(at: i)
                 state.windows[b.bucket] = window.seen.isEmpty ? nil : window
             }
-            if state.windows.isEmpty { tokens[token] = nil }
+            if state.windows.isEmpty && state.inFlight == 0 { tokens[token] = nil }
         }
+    }
+
+    /// Reserves room for `count` values without working out their buckets (four HMAC tags a
+    /// value): true when the token's windows, all buckets together, and the values of its
+    /// requests under way hold at most `limit - count`, so that however these values fall into
+    /// buckets none can pass `limit`. A token that never misses (a backend paying with aliases
+    /// it holds) stays here; one that guesses fills its windows and takes the per-bucket path
+    /// (``admitRecording(token:_:limit:now:mode:)``). End it with ``endUnnamed(token:count:)``,
+    /// after recording the misses.
+    func reserveUnnamed(token: String, count: Int, limit: Int, now: UInt64) -> Bool {
+        shard(token).tokens.withLock { tokens in
+            let state: TokenWindows
+            if let found = tokens[token] {
+                state = found
+            } else {
+                // Kept after its requests end (one per token that asks): no allocation a request.
+                state = TokenWindows()
+                tokens[token] = state
+            }
+            var held = state.inFlight + count
+            if !state.windows.isEmpty {
+                for key in Array(state.windows.keys) {
+                    state.windows[key]?.expire(now: now)
+                    let seen = state.windows[key]?.seen.count ?? 0
+                    if seen == 0 { state.windows[key] = nil }
+                    held += seen
+                    if held > limit { break }
+                }
+            }
+            guard held <= limit else { return false }
+            state.inFlight += count
+            return true
+        }
+    }
+
+    /// Ends a reservation of ``reserveUnnamed(token:count:limit:now:)``.
+    func endUnnamed(token: String, count: Int) {
+        shard(token).tokens.withLock { tokens in tokens[token]?.inFlight -= count }
+    }
+
+    private func shard(_ token: String) -> Shard {
+        shards[Int(UInt(bitPattern: token.hashValue) % UInt(Self.shardCount))]
     }
 
     /// Drops the windows of `buckets` that hold nothing (only those the request touched).

@@ -101,16 +101,14 @@ struct VaultClient: Sendable {
             return ask { result in onLoop { completion(result) } }
         }
         let admission = LookupAdmission(create: create, valuesPerHour: limit)
-        switch admission.admit(values, vault: vault) {
-        case let .failure(refusal):
-            completion(.failure(refusal))
-        case let .success(reservation):
-            ask { result in
-                // A failed request answered nothing: every reservation goes back.
-                let hits = (try? result.get()).map(found) ?? Array(repeating: true, count: reservation.count)
-                admission.settle(reservation, found: hits)
-                onLoop { completion(result) }
-            }
+        let vault = self.vault
+        let pass = admission.admit(values, vault: vault)
+        if case let .refused(refusal) = pass { return completion(.failure(refusal)) }
+        ask { result in
+            // A failed request answered nothing: no value counts.
+            let hits = (try? result.get()).map(found) ?? Array(repeating: true, count: values.count)
+            admission.settle(pass, values: values, found: hits, vault: vault)
+            onLoop { completion(result) }
         }
     }
 
@@ -242,15 +240,29 @@ struct LookupAdmission: Sendable {
     let create: CreateAdmission
     let valuesPerHour: Int
 
-    /// The reservation to settle with ``settle(_:found:)``, or the refusal (nothing was asked).
-    func admit(_ values: [String], vault: Vault) -> Result<[[GuessBucket]], VaultError> {
-        if let refusal = create.chargeExtra(values.count) { return .failure(refusal) }
+    /// How a request passed: refused (nothing is asked), on the unnamed path (no bucket worked
+    /// out: the token's windows leave room for every value to miss), or with its values
+    /// reserved in their buckets.
+    enum Pass: Sendable {
+        case refused(VaultError)
+        case unnamed
+        case named([[GuessBucket]])
+    }
+
+    /// The request's ``Pass``: its rate first (one request per value), then the unnamed path
+    /// when the token's windows leave room, else each value reserved in its buckets.
+    func admit(_ values: [String], vault: Vault) -> Pass {
+        if let refusal = create.chargeExtra(values.count) { return .refused(refusal) }
+        let now = LoopClock.now()
+        if create.limiter.reserveUnnamed(token: create.tokenID, count: values.count, limit: valuesPerHour, now: now) {
+            return .unnamed
+        }
         let perValue = values.map { vault.guessBuckets([AliasRequest(value: $0, format: .UUID, storage: .persistent)]) }
         let (refusal, recorded) = create.limiter.admitRecording(
-            token: create.tokenID, perValue.flatMap { $0 }, limit: valuesPerHour, now: LoopClock.now())
+            token: create.tokenID, perValue.flatMap { $0 }, limit: valuesPerHour, now: now)
         if let refusal {
             create.refused(refusal.format, true)
-            return .failure(
+            return .refused(
                 .refused(
                     retryAfter: refusal.retryAfter,
                     reason:
@@ -259,13 +271,31 @@ struct LookupAdmission: Sendable {
         }
         // Only what this request recorded is its own to give back.
         let mine = Set(recorded.map { [$0.bucket, $0.value] })
-        return .success(perValue.map { $0.filter { mine.contains([$0.bucket, $0.value]) } })
+        return .named(perValue.map { $0.filter { mine.contains([$0.bucket, $0.value]) } })
     }
 
-    /// Gives back the reservation of every value that was found.
-    func settle(_ reservation: [[GuessBucket]], found: [Bool]) {
-        let hits = zip(reservation, found).filter { $0.1 }.flatMap { $0.0 }
-        create.limiter.release(token: create.tokenID, hits)
+    /// Counts the values not found (`found[i]` false) as guesses in their buckets: on the
+    /// unnamed path their buckets are worked out now (misses only), on the named one the hits'
+    /// reservations are given back.
+    func settle(_ pass: Pass, values: [String], found: [Bool], vault: Vault) {
+        switch pass {
+        case .refused:
+            return
+        case .unnamed:
+            let misses = zip(values, found).filter { !$0.1 }.map(\.0)
+            if !misses.isEmpty {
+                let buckets = misses.flatMap {
+                    vault.guessBuckets([AliasRequest(value: $0, format: .UUID, storage: .persistent)])
+                }
+                // Within the limit by the reservation: recorded, never refused.
+                _ = create.limiter.admitRecording(
+                    token: create.tokenID, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: .countOnly)
+            }
+            create.limiter.endUnnamed(token: create.tokenID, count: values.count)
+        case let .named(reservation):
+            let hits = zip(reservation, found).filter { $0.1 }.flatMap { $0.0 }
+            create.limiter.release(token: create.tokenID, hits)
+        }
     }
 }
 
