@@ -74,15 +74,8 @@ final class BucketGuessLimiter: Sendable {
         -> (refusal: Refusal?, recorded: [GuessBucket])
     {
         guard !buckets.isEmpty else { return (nil, []) }
-        let shard = shards[Int(UInt(bitPattern: token.hashValue) % UInt(Self.shardCount))]
-        return shard.tokens.withLock { tokens -> (refusal: Refusal?, recorded: [GuessBucket]) in
-            let state: TokenWindows
-            if let found = tokens[token] {
-                state = found
-            } else {
-                state = TokenWindows()
-                tokens[token] = state
-            }
+        return shard(token).tokens.withLock { tokens -> (refusal: Refusal?, recorded: [GuessBucket]) in
+            let state = Self.windows(of: token, in: &tokens)
             // New values per bucket, in request order.
             var fresh: [GuessTag: [GuessTag]] = [:]
             var recorded: [GuessBucket] = []
@@ -129,8 +122,7 @@ final class BucketGuessLimiter: Sendable {
     /// only a value not found counts as a guess).
     func release(token: String, _ recorded: [GuessBucket]) {
         guard !recorded.isEmpty else { return }
-        let shard = shards[Int(UInt(bitPattern: token.hashValue) % UInt(Self.shardCount))]
-        shard.tokens.withLock { tokens in
+        shard(token).tokens.withLock { tokens in
             guard let state = tokens[token] else { return }
             for b in recorded {
                 guard var window = state.windows[b.bucket],
@@ -152,14 +144,8 @@ final class BucketGuessLimiter: Sendable {
     /// after recording the misses.
     func reserveUnnamed(token: String, count: Int, limit: Int, now: UInt64) -> Bool {
         shard(token).tokens.withLock { tokens in
-            let state: TokenWindows
-            if let found = tokens[token] {
-                state = found
-            } else {
-                // Kept after its requests end (one per token that asks): no allocation a request.
-                state = TokenWindows()
-                tokens[token] = state
-            }
+            // Kept after its requests end (one per token that asks): no allocation a request.
+            let state = Self.windows(of: token, in: &tokens)
             var held = state.inFlight + count
             if !state.windows.isEmpty {
                 for key in Array(state.windows.keys) {
@@ -183,6 +169,14 @@ final class BucketGuessLimiter: Sendable {
 
     private func shard(_ token: String) -> Shard {
         shards[Int(UInt(bitPattern: token.hashValue) % UInt(Self.shardCount))]
+    }
+
+    /// The token's windows, made (and kept in `tokens`) when it has none.
+    private static func windows(of token: String, in tokens: inout [String: TokenWindows]) -> TokenWindows {
+        if let found = tokens[token] { return found }
+        let made = TokenWindows()
+        tokens[token] = made
+        return made
     }
 
     /// Drops the windows of `buckets` that hold nothing (only those the request touched).
