@@ -234,6 +234,17 @@ private let refusedCases: [FramingCase] = [
     .refused("CONNECT without a port", "CONNECT a.example HTTP/1.1\r\n\r\n", .invalidConnectTarget),
     .refused("CONNECT to []", "CONNECT []:443 HTTP/1.1\r\n\r\n", .invalidConnectTarget),
     .refused("CONNECT to [v6 unclosed", "CONNECT [::1:443 HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    // evhttp takes the target up to the line's last space
+    .refused("CONNECT with two spaces", "CONNECT a:1  HTTP/1.1\r\nGET /x?a:b HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    .refused("CONNECT with a word before the version", "CONNECT a:1 x HTTP/1.1\r\n\r\n", .invalidConnectTarget),
+    .refused("CONNECT with a word after the version", "CONNECT a:1 HTTP/1.1 x\r\n\r\n", .invalidConnectTarget),
+    .refused(
+        "CONNECT with a bad target longer than the inline buffer",
+        "CONNECT [" + String(repeating: "x", count: 60) + " HTTP/1.1\r\nGET /x?a:b HTTP/1.1\r\n\r\n",
+        .invalidConnectTarget),
+    .refused(
+        "CONNECT with a line longer than any target",
+        "CONNECT " + String(repeating: "a", count: 300) + ".example:443 HTTP/1.1\r\n\r\n", .invalidConnectTarget),
     { () -> FramingCase in
         var refused = FramingCase.refused(
             "any CONNECT where no tunnel is served", "CONNECT example.com:443 HTTP/1.1\r\n\r\n", .connectNotServed)
@@ -247,8 +258,9 @@ private let connectTargets: [FramingCase] = [
     .valid("CONNECT to an address", "CONNECT 127.0.0.1:8443 HTTP/1.1\r\n\r\n", requests: 1),
     .valid("CONNECT to a v6 address", "CONNECT [::1]:443 HTTP/1.1\r\n\r\n", requests: 1),
     .valid(
-        "CONNECT to a name longer than the bytes kept (left to evhttp)",
+        "CONNECT to a name longer than the inline buffer",
         "CONNECT " + String(repeating: "a", count: 80) + ".example:443 HTTP/1.1\r\n\r\n", requests: 1),
+    .valid("CONNECT over HTTP/1.0", "CONNECT [::ffff:10.0.0.1]:00443 HTTP/1.0\r\n\r\n", requests: 1),
 ]
 
 @Suite struct RequestFramingTests {

@@ -88,6 +88,11 @@ import Testing
         #expect(limiter.reserveUnnamed(token: "a", count: 1, limit: 3, now: t0 + Self.second))
         limiter.endUnnamed(token: "a", count: 1)
         #expect(!limiter.reserveUnnamed(token: "a", count: 2, limit: 3, now: t0 + Self.second), "two misses held")
+        // Values under way on the unnamed path hold their places on the per-bucket path too.
+        #expect(limiter.reserveUnnamed(token: "c", count: 3, limit: 3, now: t0))
+        #expect(limiter.admit(token: "c", [cards[0]], limit: 3, now: t0) != nil, "three values of c under way")
+        limiter.endUnnamed(token: "c", count: 3)
+        #expect(limiter.admit(token: "c", [cards[0]], limit: 3, now: t0) == nil)
         // The per-bucket path still takes the bucket's last place, and then refuses.
         #expect(limiter.admit(token: "a", [cards[2]], limit: 3, now: t0 + Self.second) == nil)
         // An hour later the misses have left the window.

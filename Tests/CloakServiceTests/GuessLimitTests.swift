@@ -240,14 +240,33 @@ import Testing
 @Suite(.serialized) struct MintedTokenLimitTests {
     static let minterSecret = "minter-secret"
 
+    static let strictSecret = "strict-minter-secret"
+
     static func server() throws -> TestService {
-        let hex = Digest.sha256(Array(minterSecret.utf8)).map { String(format: "%02x", $0) }.joined()
+        let hex = { (s: String) in Digest.sha256(Array(s.utf8)).map { String(format: "%02x", $0) }.joined() }
         return try GuessLimitTests.server(extra: [
             (
                 "  tokens: [",
-                "  tokens: [{id: minter, sha256: \"\(hex)\", scopes: [tokens:admin, aliases:create], requests_per_minute: 1000}, "
+                "  tokens: [{id: minter, sha256: \"\(hex(minterSecret))\", scopes: [tokens:admin, aliases:create], requests_per_minute: 1000}, "
+                    + "{id: strict, sha256: \"\(hex(strictSecret))\", scopes: [tokens:admin, aliases:create], bucket_values_per_hour: 2}, "
             )
         ])
+    }
+
+    /// A minter held below the configuration's guess limit passes that limit on.
+    @Test func aMintedTokenInheritsItsMintersLowerGuessLimit() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let child = try Self.mint(server, #"{"id":"c","scopes":["aliases:create"]}"#, as: Self.strictSecret)
+        #expect(child.status == 201, "\(child.text)")
+        let cards = ReviewDefectTests.cards(3, from: 1_500)
+        let statuses = try cards.map { card in
+            try server.client().request(
+                "POST", "/aliases", json: #"{"data":[{"value":"\#(card)","format":"FPE_SIX_T_FOUR"}]}"#,
+                headers: ReviewDefectTests.bearer(Self.secret(child))
+            ).status
+        }
+        #expect(statuses == [201, 201, 429], "\(statuses)")
     }
 
     static func mint(_ server: TestService, _ body: String, as secret: String = minterSecret) throws

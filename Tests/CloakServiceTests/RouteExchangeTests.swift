@@ -257,6 +257,12 @@ import Testing
         let gzip = HTTPResponse(
             status: 200, headers: Self.json + [("Content-Encoding", "gzip")], body: [0x1F, 0x8B, 8, 0])
         #expect(Self.name(exchange.event(.answered(.success(gzip)))) == "finish 502 r1 d0 u200")
+        // Also behind a first Content-Encoding that says identity.
+        var (second, _) = Self.revealed(card, plan: Self.plan(request: Self.revealCard))
+        let layered = HTTPResponse(
+            status: 200, headers: Self.json + [("Content-Encoding", "identity"), ("Content-Encoding", "gzip")],
+            body: [0x1F, 0x8B, 8, 0])
+        #expect(Self.name(second.event(.answered(.success(layered)))) == "finish 502 r1 d0 u200")
         // A route that reads no answer leaves the client's Accept-Encoding alone.
         var redacting = RouteExchange(plan: Self.plan())
         _ = redacting.event(

@@ -39,8 +39,17 @@ extension RequestFraming {
     }
 
     private mutating func appendToLine(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) {
+        let before = lineLength
         lineLength += range.count
         line.append(bytes, range)
+        if !sawRequestLine, lineLength > LineBuffer.capacity, line.hasPrefix("CONNECT ") {
+            // Past the inline buffer: a CONNECT line is kept whole (up to its limit).
+            let start = range.lowerBound + max(0, LineBuffer.capacity - before)
+            let room = Self.connectLineLimit - LineBuffer.capacity - connectOverflow.count
+            if start < range.upperBound, room > 0 {
+                connectOverflow.append(contentsOf: bytes[start..<min(range.upperBound, start + room)])
+            }
+        }
         if !sawRequestLine {
             for k in max(range.lowerBound, range.upperBound - 8)..<range.upperBound {
                 lineTail = lineTail << 8 | UInt64(bytes[k])
@@ -50,6 +59,7 @@ extension RequestFraming {
 
     mutating func resetLine() {
         line.removeAll()
+        if !connectOverflow.isEmpty { connectOverflow.removeAll() }
         lineLength = 0
         lineTail = 0
     }
@@ -81,33 +91,37 @@ extension RequestFraming {
         }
     }
 
-    /// Why the CONNECT request line in `line` is refused, or nil: on a listener without tunnels
-    /// any CONNECT; elsewhere one whose target is not `host:port` or `[v6]:port` (evhttp answers
-    /// such a one 400 itself, keeps the connection, and reads the rest of the head as requests).
-    /// A target longer than the bytes kept is left to evhttp.
+    /// Why the CONNECT request line is refused, or nil: on a listener without tunnels any
+    /// CONNECT; elsewhere one that is not exactly `CONNECT host:port HTTP/1.x` (or `[v6]:port`).
+    /// evhttp answers any other with its own 400, keeps the connection, and reads the rest of
+    /// that head as requests; it takes the target up to the line's last space, so one space
+    /// more, or a word between target and version, must be refused here too.
     private func connectRefusal() -> Violation? {
         if afterConnect == .refuse { return .connectNotServed }
-        let start = 8  // "CONNECT "
-        var end = start
-        while end < line.count, line[end] != Byte.space { end += 1 }
-        guard end < line.count else { return nil }
-        var colon = end - 1
-        while colon >= start, line[colon] != UInt8(ascii: ":") { colon -= 1 }
-        let portDigits = end - colon - 1
-        guard colon > start, (1...5).contains(portDigits) else { return .invalidConnectTarget }
-        var port = 0
-        for k in (colon + 1)..<end {
-            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(line[k]) else { return .invalidConnectTarget }
-            port = port * 10 + Int(line[k] - UInt8(ascii: "0"))
+        guard lineLength <= Self.connectLineLimit else { return .invalidConnectTarget }
+        var text: [UInt8] = []
+        text.reserveCapacity(lineLength)
+        for k in 0..<line.count { text.append(line[k]) }
+        text += connectOverflow
+        let parts = text.split(separator: Byte.space, omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[2].elementsEqual("HTTP/1.1".utf8) || parts[2].elementsEqual("HTTP/1.0".utf8)
+        else { return .invalidConnectTarget }
+        return Self.isAuthority(Array(parts[1])) ? nil : .invalidConnectTarget
+    }
+
+    /// `host:port` (name or IPv4 bytes) or `[v6]:port`, a port of 1 to 5 digits up to 65535.
+    private static func isAuthority(_ target: [UInt8]) -> Bool {
+        guard let colon = target.lastIndex(of: UInt8(ascii: ":")), colon > 0 else { return false }
+        let port = target[(colon + 1)...]
+        guard (1...5).contains(port.count), port.allSatisfy({ (48...57).contains($0) }),
+            port.reduce(0, { $0 * 10 + Int($1 - 48) }) <= 65_535
+        else { return false }
+        let host = target[..<colon]
+        if host.first == UInt8(ascii: "[") {
+            guard host.count > 2, host.last == UInt8(ascii: "]") else { return false }
+            return host.dropFirst().dropLast().allSatisfy(isIPv6Byte)
         }
-        guard port <= 65_535 else { return .invalidConnectTarget }
-        if line[start] == UInt8(ascii: "[") {
-            guard line[colon - 1] == UInt8(ascii: "]"), colon - 1 > start + 1 else { return .invalidConnectTarget }
-            for k in (start + 1)..<(colon - 1) where !Self.isIPv6Byte(line[k]) { return .invalidConnectTarget }
-        } else {
-            for k in start..<colon where !Self.isHostByte(line[k]) { return .invalidConnectTarget }
-        }
-        return nil
+        return host.allSatisfy(isHostByte)
     }
 
     private static func isHostByte(_ b: UInt8) -> Bool {

@@ -116,6 +116,12 @@ struct RequestFraming: Sendable, Equatable {
     var contentLengthDigits = 0
     var chunked = false
 
+    /// A CONNECT request line's bytes past ``LineBuffer/capacity`` (at most
+    /// ``connectLineLimit`` in all): its target is checked whole. Empty for every other line.
+    var connectOverflow: [UInt8] = []
+    /// Longest CONNECT request line read: a name of 253 bytes, a port, the version.
+    static let connectLineLimit = 300
+
     // The current chunk size line.
     var chunkDigits = 0
     var chunkSize: UInt64 = 0

@@ -80,7 +80,8 @@ extension CloakService {
         AdminTokensHandler(
             vault: try requireVault(c.request), identity: c.identity, directory: auth.directory,
             refresh: credentialRefresh, outcome: c.outcome, now: Int64(Date().timeIntervalSince1970),
-            defaultRequestsPerMinute: configuration.limits.token.requestsPerMinute)
+            defaultRequestsPerMinute: configuration.limits.token.requestsPerMinute,
+            defaultBucketValuesPerHour: configuration.limits.bucketValuesPerHour)
     }
 
     func elementsReveal(_ c: RequestContext) throws(CloakError) -> ElementsRevealHandler {

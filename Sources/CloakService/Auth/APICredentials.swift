@@ -106,6 +106,7 @@ package struct APICredentials: Sendable, Equatable {
             if let expiresAt = token.expiresAt { members.append(("expires_at", .int(Int(expiresAt)))) }
             if let perMinute = token.requestsPerMinute { members.append(("requests_per_minute", .int(perMinute))) }
             if let account = token.guessAccount { members.append(("guess_account", .string(account))) }
+            if let limit = token.bucketValuesPerHour { members.append(("bucket_values_per_hour", .int(limit))) }
             tokens.append(.object(members))
         }
         return JSONWriter.encode(.object([("version", .int(1)), ("tokens", .array(tokens))]))
@@ -129,6 +130,7 @@ package struct APICredentials: Sendable, Equatable {
             token.createdAt = item["created_at"].flatMap(int)
             token.expiresAt = item["expires_at"].flatMap(int)
             token.guessAccount = item["guess_account"]?.stringValue
+            token.bucketValuesPerHour = item["bucket_values_per_hour"].flatMap(int).map(Int.init)
             tokens.append(token)
         }
         return APICredentials(tokens: tokens)

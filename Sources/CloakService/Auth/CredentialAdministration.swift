@@ -39,10 +39,12 @@ package struct CredentialAdministration {
     }
 
     /// A new token with `scopes`, expiring `ttlSeconds` after `now` (nil: never).
-    /// - Parameter guessAccount: whose guess windows the token shares (its minter's root); nil: its own.
+    /// - Parameters:
+    ///   - guessAccount: whose guess windows the token shares (its minter's root); nil: its own.
+    ///   - bucketValuesPerHour: its guess limit when below the configuration's (its minter's).
     package func create(
         id: String, scopes: Set<String>, ttlSeconds: Int64?, requestsPerMinute: Int?, now: Int64, by actor: String,
-        guessAccount: String? = nil
+        guessAccount: String? = nil, bucketValuesPerHour: Int? = nil
     ) throws -> Created {
         guard APICredentials.isValidID(id) else { throw Error("the id must be 1 to 64 of A-Z a-z 0-9 - _ .") }
         guard !scopes.isEmpty else { throw Error("give at least one scope") }
@@ -62,6 +64,7 @@ package struct CredentialAdministration {
         token.createdAt = now
         token.expiresAt = ttlSeconds.map { now + $0 }
         token.guessAccount = guessAccount
+        token.bucketValuesPerHour = bucketValuesPerHour
         try change { credentials throws(Error) in
             guard !credentials.tokens.contains(where: { $0.id == id }) else {
                 throw Error("the id \(id) exists", .conflict)

@@ -16,6 +16,8 @@ struct AdminTokensHandler: Sendable {
     let now: Int64
     /// `limits.token.requests_per_minute`: a token's rate when its entry sets none.
     var defaultRequestsPerMinute = Int.max
+    /// `limits.bucket_values_per_hour`: a token's guess limit when its entry sets none.
+    var defaultBucketValuesPerHour = Int.max
 
     private var held: Set<String> { identity.token?.scopes ?? [] }
     private var actor: String { "token:" + (identity.token?.id ?? "-") }
@@ -59,8 +61,9 @@ struct AdminTokensHandler: Sendable {
             }
         }
         guard let id, let scopes else { throw .malformed("the body needs id and scopes") }
-        // A minted token is bounded by its minter: no faster, no longer-lived, and its guesses
-        // count as its minter's (one admin credential must not multiply any limit by minting).
+        // A minted token is bounded by its minter: no faster (each token has its own rate
+        // bucket), no longer-lived, its guesses counted as its minter's and held to no higher a
+        // limit, so minting does not multiply the guess limit.
         let minterRate = identity.token?.requestsPerMinute ?? defaultRequestsPerMinute
         if let perMinute, perMinute > minterRate {
             throw CloakError(.forbidden, "a token cannot grant a rate above its own (\(minterRate) requests a minute)")
@@ -82,11 +85,12 @@ struct AdminTokensHandler: Sendable {
         }
         let (now, actor, outcome, ttlSeconds, requestsPerMinute) = (self.now, self.actor, self.outcome, ttl, perMinute)
         let guessAccount = identity.token?.guessKey
+        let bucketLimit = identity.token?.bucketValuesPerHour.flatMap { $0 < defaultBucketValuesPerHour ? $0 : nil }
         return .later { [self] finish in
             vault.vault.withStore(reads: false) { store in
                 try administration(store).create(
                     id: id, scopes: Set(scopes), ttlSeconds: ttlSeconds, requestsPerMinute: requestsPerMinute, now: now,
-                    by: actor, guessAccount: guessAccount)
+                    by: actor, guessAccount: guessAccount, bucketValuesPerHour: bucketLimit)
             } completion: { result in
                 switch result {
                 case let .success(created):

@@ -152,10 +152,12 @@ struct RouteExchange {
         var outcome = before
         outcome.upstreamStatus = upstream.status
         guard !plan.response.isEmpty || !revealed.isEmpty else { return finish(upstream, outcome) }
-        // Asked for unencoded (``readable(_:_:)``); an upstream that encodes anyway is not read.
-        if let coding = upstream.headers.first(where: { $0.name.caseInsensitiveEquals("Content-Encoding") }),
-            !coding.value.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("identity")
-        {
+        // Asked for unencoded (``readable(_:_:)``); an upstream that encodes anyway (in any of
+        // its Content-Encoding headers) is not read.
+        if upstream.headers.contains(where: {
+            $0.name.caseInsensitiveEquals("Content-Encoding")
+                && !$0.value.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("identity")
+        }) {
             return finish(
                 upstreamFailure(upstream, "it is encoded (Content-Encoding), and this route reads answers"), outcome)
         }

@@ -85,7 +85,10 @@ final class BucketGuessLimiter: Sendable {
                 let window = state.windows[b.bucket]
                 let known = window?.contains(b.value) == true || fresh[b.bucket]?.contains(b.value) == true
                 if known { continue }
-                if (window?.seen.count ?? 0) + (fresh[b.bucket]?.count ?? 0) >= limit {
+                // Enforcing, the values of the token's requests under way on the unnamed path count
+                // too: any of them may miss in this bucket (recorded when they end).
+                let underWay = mode == .enforce ? state.inFlight : 0
+                if (window?.seen.count ?? 0) + (fresh[b.bucket]?.count ?? 0) + underWay >= limit {
                     if refusal == nil {
                         refusal = Refusal(
                             format: b.format,
