@@ -7,7 +7,7 @@ import CloakCrypto
 /// session dies with the secret that minted it.
 enum TunnelGrant {
     static func make(_ token: ServiceConfiguration.AccessToken) -> String {
-        token.id + "\n" + hex(token.sha256)
+        token.id + "\n" + APICredentials.hex(token.sha256)
     }
 
     /// The grant's token, when it is still configured with the same secret (and not expired).
@@ -15,17 +15,11 @@ enum TunnelGrant {
         guard let newline = grant.lastIndex(of: "\n") else { return nil }
         let id = String(grant[..<newline])
         let granted = Array(grant.utf8[grant.utf8.index(after: newline)...])
-        guard let token = directory.token(id: id), constantTimeEquals(Array(hex(token.sha256).utf8), granted) else {
+        guard let token = directory.token(id: id),
+            constantTimeEquals(Array(APICredentials.hex(token.sha256).utf8), granted)
+        else {
             return nil
         }
         return token
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes { out += [digits[Int(b >> 4)], digits[Int(b & 0x0F)]] }
-        return String(decoding: out, as: UTF8.self)
     }
 }

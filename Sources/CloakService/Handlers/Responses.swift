@@ -32,8 +32,8 @@ extension HTTPRequest {
     /// origin can make its visitors' browsers send a text/plain or form body without asking
     /// (no CORS preflight), but not a JSON one, so it cannot turn them into writers to the vault.
     func requireJSONContentType() throws(CloakError) {
-        let types = headers.filter { $0.name.caseInsensitiveEquals("Content-Type") }
-        guard types.count == 1, SelectableBody(contentType: types[0].value) == .json else {
+        let (kind, count) = SelectableBody.of(headers)
+        guard count == 1, kind == .json else {
             throw .malformed("send the body as JSON, with Content-Type: application/json")
         }
     }

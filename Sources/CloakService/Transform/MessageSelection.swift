@@ -41,12 +41,11 @@ struct MessageSelection: Sendable {
     ///   several, or a type none of its selectors reads): such a body would pass unread, with
     ///   whatever card number it holds.
     init(body: [UInt8], headers: [(name: String, value: String)], operations: [Operation]) throws(CloakError) {
-        let types = headers.filter { $0.name.caseInsensitiveEquals("Content-Type") }
-        let kind = SelectableBody(contentType: types.first?.value)
+        let (kind, typeCount) = SelectableBody.of(headers)
         let paths = operations.flatMap(\.json)
         let keys = Set(operations.flatMap(\.form))
         if !body.isEmpty, !paths.isEmpty || !keys.isEmpty {
-            try Self.checkReadable(kind: kind, typeCount: types.count, json: !paths.isEmpty, form: !keys.isEmpty)
+            try Self.checkReadable(kind: kind, typeCount: typeCount, json: !paths.isEmpty, form: !keys.isEmpty)
         }
         var items: [Item] = []
         var json: JSONSelection?
@@ -119,5 +118,20 @@ struct MessageSelection: Sendable {
         if let json { body = json.rewrite(jsonTexts) }
         if let form { body = form.rewrite(formTexts) }
         return (body, headers)
+    }
+}
+
+extension SelectableBody {
+    /// The kind of a message's first `Content-Type`, and how many it has (a message with two is
+    /// read by no selector: a peer could take either). One pass, nothing copied: it runs on
+    /// every message a route's operations read.
+    static func of(_ headers: [(name: String, value: String)]) -> (kind: SelectableBody, count: Int) {
+        var first: String?
+        var count = 0
+        for header in headers where header.name.caseInsensitiveEquals("Content-Type") {
+            if count == 0 { first = header.value }
+            count += 1
+        }
+        return (SelectableBody(contentType: first), count)
     }
 }

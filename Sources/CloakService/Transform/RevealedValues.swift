@@ -23,26 +23,27 @@ struct RevealedValues: Sendable {
         values.append(Sensitive(Array(value.utf8)))
     }
 
-    /// Whether any of the values is in `answer`'s body or header values.
+    /// Whether any of the values is in `answer`'s body or header values (read in place).
     func appear(in answer: HTTPResponse) -> Bool {
         values.contains { value in
-            Self.contains(answer.body, value.value)
-                || answer.headers.contains { header in Self.contains(Array(header.value.utf8), value.value) }
+            answer.body.withUnsafeBufferPointer { Self.contains($0, value.value) }
+                || answer.headers.contains { header in
+                    var text = header.value
+                    return text.withUTF8 { Self.contains($0, value.value) }
+                }
         }
     }
 
     /// Whether `needle` (not empty) is in `haystack`: its first byte, then the rest compared.
-    private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard let first = needle.first, haystack.count >= needle.count else { return false }
-        return haystack.withUnsafeBufferPointer { h in
-            needle.withUnsafeBufferPointer { n in
-                var i = 0
-                while i <= h.count - n.count {
-                    if h[i] == first, memcmp(h.baseAddress! + i, n.baseAddress!, n.count) == 0 { return true }
-                    i += 1
-                }
-                return false
+    private static func contains(_ h: UnsafeBufferPointer<UInt8>, _ needle: [UInt8]) -> Bool {
+        guard let first = needle.first, h.count >= needle.count else { return false }
+        return needle.withUnsafeBufferPointer { n in
+            var i = 0
+            while i <= h.count - n.count {
+                if h[i] == first, memcmp(h.baseAddress! + i, n.baseAddress!, n.count) == 0 { return true }
+                i += 1
             }
+            return false
         }
     }
 }
