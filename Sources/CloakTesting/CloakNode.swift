@@ -28,7 +28,8 @@ package final class CloakNode: @unchecked Sendable {
     package init(
         store: String, directory: String, environment: [String: String] = [:], tokenID: String = "nodes",
         scopes: String = "aliases:create, aliases:reveal, aliases:lookup, aliases:update, aliases:delete",
-        secret: String = CloakNode.token, configure: (String) -> String = { $0 }
+        secret: String = CloakNode.token, configure: (String) -> String = { $0 },
+        ready: ((Int) -> Bool)? = nil
     ) throws {
         let hex = Digest.sha256(Array(secret.utf8)).map { String(format: "%02x", $0) }.joined()
         let config = "\(directory)/node-\(UUID().uuidString).yaml"
@@ -68,7 +69,10 @@ package final class CloakNode: @unchecked Sendable {
         // Ready when /readyz answers 200; a process that exits (a refused configuration or key
         // ring) fails at once.
         let deadline = Date().addingTimeInterval(30)
-        while !RawHTTPClient.waitUntil(port: port, path: "/readyz", answers: 200, attempts: 1) {
+        // A listener that speaks TLS or PROXY protocol says so with `ready` (it cannot answer a
+        // plain request).
+        let isReady = ready ?? { RawHTTPClient.waitUntil(port: $0, path: "/readyz", answers: 200, attempts: 1) }
+        while !isReady(port) {
             guard process.isRunning, Date() < deadline else {
                 stop()
                 throw CocoaError(.executableLoad)
@@ -97,6 +101,15 @@ package final class CloakNode: @unchecked Sendable {
     /// The process id (to read `/proc/PID/…`).
     package var pid: Int32 { process.processIdentifier }
 
+    /// The process's resident memory in bytes (`VmRSS`), or nil once it is gone.
+    package var residentBytes: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kb = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return nil }
+        return kb * 1024
+    }
+
     /// SIGKILL: no drain, no flush.
     package func kill9() {
         kill(process.processIdentifier, SIGKILL)
@@ -112,7 +125,7 @@ package final class CloakNode: @unchecked Sendable {
 
     package var log: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
 
-    static func freePort() throws -> Int {
+    package static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

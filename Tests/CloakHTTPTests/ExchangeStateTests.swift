@@ -37,8 +37,16 @@ struct ExchangeStateTests {
             [A.deliverFailure(.timeout, closeConnection: false), .none, .none]
         ),
         ([E.assigned, .deadline, .answered(reusable: true)], [A.send, .cancelAndTimeOut, .none]),
+        // A connection found unusable before the request was written: waiting again, then sent
+        // on another; while waiting its deadline is a plain timeout (no connection to close).
+        (
+            [E.assigned, .returned, .assigned, .answered(reusable: true)],
+            [A.send, .none, .send, .deliverAnswer(reuseConnection: true)]
+        ),
+        ([E.assigned, .returned, .deadline], [A.send, .none, .deliverFailure(.timeout, closeConnection: false)]),
         // Events that cannot happen in a state are ignored, not trusted.
         ([E.answered(reusable: true), .connectTimeout, .assigned, .assigned], [A.none, .none, .send, .none]),
+        ([E.returned, .assigned], [A.none, .send]),
     ])
     func transitions(events: [E], actions: [A]) {
         var state = ExchangeState()

@@ -68,29 +68,7 @@ import Testing
         }
     }
 
-    /// A framed answer and, in a second TLS record sent right behind it, bytes that look like
-    /// another answer, on a connection kept open, with three times as many callers at once as
-    /// the loop's pool has connections (exchanges wait). OpenSSL's bufferevent hands over one
-    /// record per read, so when the first answer ends the second record is still below it: a
-    /// connection reused then would answer the next caller with it. No caller sees it.
-    @Test func aRecordBehindAnAnswerNeverAnswersAWaitingExchange() throws {
-        let records = [
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok",
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nsecret",
-        ]
-        try Self.withRoute(records: records, end: .keepOpen, threads: 1) { server in
-            let callers = 192  // one loop: its pool has 64 connections
-            let answers = Mutex<[String]>([])
-            allAtOnce(callers) { _ in
-                let r = try? server.client().request("POST", "/proxy/tls", body: Array("{}".utf8))
-                let text = r.map { "\($0.status) \($0.text)" } ?? "no answer"
-                answers.withLock { $0.append(text) }
-            }
-            let all = answers.withLock { $0 }
-            #expect(all.count == callers)
-            #expect(
-                all.allSatisfy { $0 == "200 ok" },
-                "\(all.filter { $0.contains("secret") }.count) smuggled: \(Set(all))")
-        }
-    }
+    // Bytes behind an answer and the next caller: UpstreamReuseTests (issue 44, defect 0). The
+    // test that stood here had its upstream send them whenever it liked, after the next request
+    // too, and asserted what HTTP/1.1 cannot promise.
 }

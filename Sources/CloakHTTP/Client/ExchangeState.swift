@@ -33,6 +33,9 @@ struct ExchangeState: Equatable {
         case deadline
         /// A new connection did not connect in time.
         case connectTimeout
+        /// The connection it was given turned out unusable before any byte of the request was
+        /// written (bytes were waiting on it): it waits for another.
+        case returned
     }
 
     /// What the owner must do after an event.
@@ -69,7 +72,10 @@ struct ExchangeState: Equatable {
             // No connection could be opened, or the host did not resolve.
             phase = .finished(.failed(error))
             return .deliverFailure(error, closeConnection: false)
-        case (.queued, .answered), (.queued, .connectTimeout), (.sending, .assigned):
+        case (.sending, .returned):
+            phase = .queued
+            return .none
+        case (.queued, .answered), (.queued, .connectTimeout), (.sending, .assigned), (.queued, .returned):
             return .none  // cannot happen; ignored rather than trusted
         case let (.sending, .answered(reusable)):
             phase = .finished(.answered)

@@ -55,24 +55,28 @@ final class PlainTransport: UpstreamTransport {
         return true
     }
 
-    func write(_ bytes: [UInt8]) -> Bool {
-        guard fd >= 0 else { return false }
+    func write(_ bytes: [UInt8], unlessInputWaiting: Bool) -> UpstreamWriteOutcome {
+        guard fd >= 0 else { return .failed }
         guard connected, pendingOffset == pending.count else {
+            if unlessInputWaiting && Sockets.hasInput(fd) { return .inputWaiting }
             pending.removeFirst(pendingOffset)
             pendingOffset = 0
             pending += bytes
-            return true
+            return .accepted
         }
+        if unlessInputWaiting && Sockets.hasInput(fd) { return .inputWaiting }
         let sent = bytes.withUnsafeBytes { Sockets.send(fd, $0) }
-        if sent == bytes.count { return true }
-        guard sent >= 0 || Sockets.wouldBlock else { return false }
+        if sent == bytes.count { return .accepted }
+        guard sent >= 0 || Sockets.wouldBlock else { return .failed }
         pending = bytes
         pendingOffset = max(sent, 0)
         writing?.add()
-        return true
+        return .accepted
     }
 
     var isWriting: Bool { pendingOffset < pending.count }
+
+    var hasInputWaiting: Bool { fd < 0 || Sockets.hasInput(fd) }
 
     func close() {
         reading?.free()

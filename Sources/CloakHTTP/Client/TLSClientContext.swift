@@ -11,6 +11,8 @@ package final class TLSClientContext {
         context = ctx
         _ = SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        // A renegotiation an upstream asks for mid-answer is refused, as the server side does.
+        _ = SSL_CTX_set_options(ctx, UInt64(1) << 30)  // SSL_OP_NO_RENEGOTIATION (a macro Swift cannot import)
         // an encrypted client key is refused, never prompted for
         SSL_CTX_set_default_passwd_cb(ctx) { _, _, _, _ in 0 }
         let loaded = caFile.map { SSL_CTX_load_verify_locations(ctx, $0, nil) } ?? SSL_CTX_set_default_verify_paths(ctx)

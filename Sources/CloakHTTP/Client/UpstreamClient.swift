@@ -38,11 +38,15 @@ final class UpstreamClient {
         let port: Int
         let tls: TLSKey
         let allowPrivate: Bool
+        /// A pool whose connections carry one exchange each (a route's `reuse: false`).
+        let reuse: Bool
     }
 
     struct TLSKey: Hashable {
         let caFile: String?
         let client: UpstreamRequest.ClientCertificate?
+        /// The files' contents as last read (``UpstreamRequest/trustStamp``).
+        let stamp: Int
     }
 
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
@@ -76,11 +80,11 @@ final class UpstreamClient {
         guard let wire = request.wireBytes() else {
             return completion(.failure(.invalidRequest("a header, the host or the target of the request is not valid")))
         }
-        let tlsKey = TLSKey(caFile: request.caFile, client: request.clientCertificate)
+        let tlsKey = TLSKey(caFile: request.caFile, client: request.clientCertificate, stamp: request.trustStamp)
         let key = PoolKey(
             scheme: request.scheme, host: request.host, port: request.port,
-            tls: request.scheme == .https ? tlsKey : TLSKey(caFile: nil, client: nil),
-            allowPrivate: request.allowPrivate)
+            tls: request.scheme == .https ? tlsKey : TLSKey(caFile: nil, client: nil, stamp: 0),
+            allowPrivate: request.allowPrivate, reuse: request.reuseConnection)
         let pool: UpstreamPool
         // Through `withValue`: the `pools` accessor, called out of line, allocated its coroutine
         // frame on every request.

@@ -6,6 +6,20 @@ import Foundation
 /// The request goes out as one buffer (``UpstreamRequest/wireBytes()``); reading stays on for
 /// the connection's life, so bytes that come while it is idle (an answer nobody asked for, or the
 /// peer's close) close it rather than wait to be taken for the next exchange's answer.
+///
+/// What a caller on a reused connection is promised: bytes the upstream sent behind an earlier
+/// answer, or while the connection was idle (its end included), are never taken for its
+/// answer. Anything waiting to be read when the connection is handed over, and again right
+/// before the request's first byte goes into the socket (the transport looks, then writes),
+/// makes the connection unusable: it closes, and the exchange, nothing of it sent, goes to
+/// another connection (``hasInputWaiting``, ``UpstreamWriteOutcome/inputWaiting``). Bytes that
+/// arrive while part of the request is still unsent fail the exchange (502, 1401) and close
+/// the connection, since the request has gone and cannot be sent elsewhere. What an upstream
+/// sends after that look is, in HTTP/1.1, its answer as far as any client can tell (a thread
+/// descheduled between the look and the write widens that moment): routes whose upstream must
+/// never share a connection set `reuse: false` (docs/threat-model.md, "Upstream connections").
+/// A look after the write cannot tell those bytes from a fast upstream's answer: tried, it
+/// refused a fifth of the answers of an upstream on the same machine.
 final class UpstreamConnection: UpstreamTransportOwner {
     private unowned let pool: UpstreamPool
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
@@ -16,6 +30,9 @@ final class UpstreamConnection: UpstreamTransportOwner {
         var isClosed: Bool = false
         var freeScheduled: Bool = false
         var connected: Bool = false
+        /// Exchanges started on it: from the second on, bytes that came ahead of the request
+        /// may be an earlier exchange's.
+        var exchangesStarted = 0
         /// Set until the first exchange's TCP connect (and TLS handshake) ends.
         var connectTimer: LoopEvent?
     }
@@ -54,6 +71,13 @@ final class UpstreamConnection: UpstreamTransportOwner {
     /// Whether the connection is still open.
     var isAlive: Bool { !state.isClosed && state.transport != nil }
 
+    /// Whether anything (bytes, the peer's end) waits to be read on this idle connection: it
+    /// would be taken for the next caller's answer, so the connection is not handed over.
+    var hasInputWaiting: Bool { state.transport?.hasInputWaiting ?? true }
+
+    /// Whether the current exchange is not the connection's first.
+    private var isReused: Bool { state.exchangesStarted > 1 }
+
     /// Closes the socket: on the loop thread, or after the loop stopped.
     func free() {
         state.connectTimer?.free()
@@ -74,10 +98,32 @@ final class UpstreamConnection: UpstreamTransportOwner {
         let r = exchange.request
         state.parser = ResponseParser(maxBodyBytes: UpstreamClient.maxResponseBytes, bodyless: r.method == .HEAD)
         if !state.connected && state.connectTimer == nil { startConnectTimer(seconds: r.connectTimeoutSeconds) }
-        guard transport.write(exchange.wire) else {
-            return carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
+        state.exchangesStarted += 1
+        switch transport.write(exchange.wire, unlessInputWaiting: isReused) {
+        case .accepted:
+            return
+        case .failed:
+            carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
+        case .inputWaiting:
+            // Bytes came between the hand-over and now: nothing was sent; the exchange waits
+            // for another connection and this one closes.
+            state.current = nil
+            state.parser = nil
+            exchange.state.connection = nil
+            state.isClosed = true
+            _ = exchange.handle(.returned)
+            pool.putBack(exchange)
+            pool.release(self, reusable: false)
         }
     }
+
+    /// Bytes that came before the current request was written whole, on a reused connection:
+    /// possibly meant for an earlier caller, never given to this one.
+    private func refuseEarlyBytes(_ exchange: Exchange) {
+        carryOut(exchange.handle(.failed(.badResponse(Self.earlyBytes))), exchange)
+    }
+
+    static let earlyBytes = "the upstream sent bytes before the request was written"
 
     /// After `seconds`, a socket that is still not connected fails its exchange (504).
     private func startConnectTimer(seconds: Double) {
@@ -112,6 +158,9 @@ final class UpstreamConnection: UpstreamTransportOwner {
     }
 
     func transportReceived(_ bytes: UnsafeRawBufferPointer, more: Bool) {
+        if isReused, let exchange = state.current, state.transport?.isWriting == true {
+            return refuseEarlyBytes(exchange)
+        }
         // The parser is used in place, through `withValue` (through the state's key paths, it
         // was copied out and its fields projected at run time, on every read).
         let read = state.withValue { state -> (Exchange, Result<Int?, ResponseParser.Failure>)? in

@@ -87,8 +87,9 @@ final class UpstreamPool {
             let (idle, expired) = state.idle.take(now: Self.now())
             for old in expired { old.scheduleFree() }
             if let reused = idle {
-                // The peer may have closed it since (an HTTP/1.0 answer, an idle timeout).
-                guard reused.isAlive else {
+                // The peer may have closed it since (an HTTP/1.0 answer, an idle timeout), or
+                // sent bytes nobody asked for: they would answer this exchange.
+                guard reused.isAlive && !reused.hasInputWaiting else {
                     reused.scheduleFree()
                     continue
                 }
@@ -113,12 +114,18 @@ final class UpstreamPool {
     func release(_ connection: UpstreamConnection, reusable: Bool, failed: Bool = false) {
         state.active[ObjectIdentifier(connection)] = nil
         if failed && !isNumericHost { address = nil }  // resolve again before the next connection
-        if reusable && !connection.state.isClosed {
+        if reusable && key.reuse && !connection.state.isClosed {
             state.idle.put(connection, now: Self.now())
         } else {
             connection.scheduleFree()
         }
         pump()
+    }
+
+    /// An exchange whose connection proved unusable before its request was written: first in
+    /// line again (its deadline runs on).
+    func putBack(_ exchange: Exchange) {
+        state.waiting.insert(exchange, at: 0)
     }
 
     /// An idle connection was closed by the peer.

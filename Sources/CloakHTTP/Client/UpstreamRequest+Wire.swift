@@ -48,6 +48,7 @@ extension UpstreamRequest {
             out.append(String(body.count))
             out.append("\r\n")
         }
+        if !reuseConnection { out.append("Connection: close\r\n") }
         out.append("\r\n")
         out += body
         return out

@@ -34,6 +34,12 @@ public struct UpstreamRequest: Sendable {
     public var clientCertificate: ClientCertificate?
     /// Whether the host may resolve to a loopback, private or link-local address (``AddressPolicy``).
     public var allowPrivate = true
+    /// Whether the connection may carry other requests after this one (a route's `reuse`): false
+    /// sends `Connection: close` and closes the connection after the answer.
+    public var reuseConnection = true
+    /// Identifies the contents of ``caFile`` and ``clientCertificate``'s files as they were read
+    /// with the configuration: a reload that changed them gets a new TLS context, not the cached one.
+    public var trustStamp = 0
 
     public init(
         scheme: Scheme, host: String, port: Int, target: String, method: HTTPMethod,

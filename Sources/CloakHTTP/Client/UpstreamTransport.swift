@@ -6,13 +6,27 @@ import Glibc
 protocol UpstreamTransport: AnyObject {
     /// Opens the socket and starts connecting; false when that failed at once.
     func connect(to address: String, port: Int) -> Bool
-    /// Sends `bytes` (after the connect, when it is still under way); false when the connection is
-    /// known to be broken.
-    func write(_ bytes: [UInt8]) -> Bool
+    /// Sends `bytes` (after the connect, when it is still under way). With
+    /// `unlessInputWaiting`, looks right before the first byte goes into the socket, with no
+    /// loop turn or other work between, and writes nothing when anything waits to be read.
+    func write(_ bytes: [UInt8], unlessInputWaiting: Bool) -> UpstreamWriteOutcome
     /// Closes the socket; no report follows.
     func close()
     /// Whether part of what was written has not gone out yet.
     var isWriting: Bool { get }
+    /// Whether reading now would return something (bytes, a TLS record, the peer's end, an
+    /// error) rather than wait; nothing is consumed. A closed transport answers true.
+    var hasInputWaiting: Bool { get }
+}
+
+/// What became of a write.
+enum UpstreamWriteOutcome: Equatable {
+    /// Sent, or queued behind the connect or the socket's room.
+    case accepted
+    /// The connection is known to be broken.
+    case failed
+    /// Nothing was written: bytes (or the peer's end) were waiting to be read.
+    case inputWaiting
 }
 
 /// What a transport reports.

@@ -106,17 +106,6 @@ struct Bufferevent {
         bufferevent_socket_new(base.raw, -1, closeOnFree).map(Bufferevent.init)
     }
 
-    /// A server-side TLS bufferevent on a socket set later (takes `ssl`).
-    static func acceptingTLS(_ base: EventBase, _ ssl: OpaquePointer) -> Bufferevent? {
-        bufferevent_openssl_socket_new(base.raw, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, closeOnFree).map(Bufferevent.init)
-    }
-
-    /// Server-side TLS over `under` (takes `ssl`; frees `under` when freed).
-    static func acceptingTLS(_ base: EventBase, over under: Bufferevent, _ ssl: OpaquePointer) -> Bufferevent? {
-        bufferevent_openssl_filter_new(base.raw, under.raw, ssl, BUFFEREVENT_SSL_ACCEPTING, closeOnFree).map(
-            Bufferevent.init)
-    }
-
     /// A client-side TLS bufferevent (takes `ssl`), callbacks deferred to the loop, a peer's
     /// close without close_notify taken as the end of the answer.
     static func connectingTLS(_ base: EventBase, _ ssl: OpaquePointer) -> Bufferevent? {
@@ -189,6 +178,19 @@ struct Bufferevent {
         var layer: Bufferevent? = self
         while let bufferevent = layer {
             bufferevent_setwatermark(bufferevent.raw, Int16(EV_READ), 0, limit ?? 0)
+            layer = bufferevent.underlying
+        }
+    }
+
+    /// Bounds what may wait to be written in every bufferevent below this one (a filter's
+    /// socket, TLS's filter): a filter above moves no more bytes down while the one below holds
+    /// `limit` or more, so its own output keeps the rest, and its user (evhttp) sees its answer
+    /// as written only once it has really gone down. Without it, a filter hands every answer
+    /// to the socket's buffer at once, however little the client reads.
+    func limitOutputBelow(to limit: Int) {
+        var layer = underlying
+        while let bufferevent = layer {
+            bufferevent_setwatermark(bufferevent.raw, Int16(EV_WRITE), 0, limit)
             layer = bufferevent.underlying
         }
     }

@@ -3,6 +3,10 @@ import Foundation
 
 extension ConnectionFilter {
     func input(_ src: EvBuffer, _ dst: EvBuffer) -> FilterResult {
+        if state.discarding {
+            src.drainAll()
+            return .needMore
+        }
         switch state.mode {
         case let .awaitingProxyHeader(trusted):
             return readProxyHeader(src, dst, trusted: trusted)

@@ -24,7 +24,13 @@ extension ConnectionFilter {
             }
             state.proxiedSource = source
         }
-        state.mode = .plain
+        if let context = state.tlsAfterProxyHeader {
+            // TLS from the next byte on, terminated here (memory BIOs, as in a tunnel).
+            guard let session = Session(context: context) else { return refuseProxy("tls_session_failed") }
+            state.mode = .tls(session)
+        } else {
+            state.mode = .plain
+        }
         return input(src, dst)
     }
 

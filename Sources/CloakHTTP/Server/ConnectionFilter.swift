@@ -59,6 +59,11 @@ final class ConnectionFilter {
         /// Pushes output evhttp queued while the filter was waiting for the handshake.
         var kick: LoopEvent?
         var handshakeDone = false
+        /// A TLS listener behind PROXY protocol: the server context whose session starts right
+        /// after the header (nil: plain HTTP follows it).
+        var tlsAfterProxyHeader: OpaquePointer?
+        /// Set by ``discardInput()``.
+        var discarding = false
     }
 
     @exclusivity(unchecked) var state: LoopBound<State>
@@ -168,6 +173,18 @@ final class ConnectionFilter {
 
     /// Whether the loop still holds its reference (tests).
     var isHeld: Bool { state.held != nil }
+
+    /// A TLS listener: the connection's first bytes start a TLS handshake answered with
+    /// `context`; false when OpenSSL could not make the session.
+    func startTLS(_ context: OpaquePointer) -> Bool {
+        guard case .plain = state.mode, let session = Session(context: context) else { return false }
+        state.mode = .tls(session)
+        return true
+    }
+
+    /// From now on every byte the client sends is dropped unread: it asked for the connection
+    /// to end, and nothing it sends after that request may become another one.
+    func discardInput() { state.discarding = true }
 
     /// Grants the tunnel: the client's next bytes start a TLS handshake answered with `context`.
     func grant(_ context: OpaquePointer) -> Bool {

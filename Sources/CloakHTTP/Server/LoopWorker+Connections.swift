@@ -27,31 +27,37 @@ extension LoopWorker {
                 connectionFilter = filter
             }
         } else if configuration.proxyProtocol, admission == .serve {
-            // A PROXY header first, read and dropped by the filter; TLS (if any) above it.
+            // A PROXY header first, read and dropped by the filter; then TLS (if any) inside the
+            // same filter, on memory BIOs, as in a forward-proxy tunnel. (libevent 2.1's OpenSSL
+            // filter over another filter crashed in libcrypto on the first request: evhttp
+            // setting the socket replaces the SSL's BIOs under it. Issue 44, defect 1b.)
+            if let ssl { SSL_free(ssl) }
             if let (bev, filter) = ConnectionFilter.make(
                 base: base, thread: thread, mode: .awaitingProxyHeader(configuration.trustedProxies))
             {
-                if let ssl {
-                    made = Bufferevent.acceptingTLS(base, over: bev, ssl)
-                    if made == nil {
-                        bev.free()
-                        filter.releaseHold()
-                    }
-                } else {
-                    made = bev
-                }
-                if made != nil { connectionFilter = filter }
-            } else if let ssl {
-                SSL_free(ssl)
+                filter.state.tlsAfterProxyHeader = tls?.context
+                made = bev
+                connectionFilter = filter
             }
-            // (A failed bufferevent_openssl_filter_new would already have given back the
-            // reference it took on the filter; ours and the creation one go above.)
             if made == nil {
                 budget.release()
                 admission = .closeWithoutTLS
             }
-        } else if let ssl, admission == .serve {
-            made = Bufferevent.acceptingTLS(base, ssl)
+        } else if let ssl, let context = tls?.context, admission == .serve {
+            // TLS inside the filter too, on memory BIOs: every call drains OpenSSL whole, so a
+            // read limit strands no decrypted bytes (libevent 2.1's OpenSSL bufferevent leaves the
+            // rest of a record inside OpenSSL until the socket is readable again), and answers
+            // wait below the filter like every other kind's (issue 44, defect 1).
+            SSL_free(ssl)
+            if let (bev, filter) = ConnectionFilter.make(base: base, thread: thread) {
+                if filter.startTLS(context) {
+                    made = bev
+                    connectionFilter = filter
+                } else {
+                    bev.free()
+                    filter.releaseHold()
+                }
+            }
             if made == nil {
                 budget.release()
                 admission = .closeWithoutTLS
@@ -73,6 +79,7 @@ extension LoopWorker {
             bufferevent: bev, admission: admission, now: Self.now(), thread: thread, servesConnect: tunnels != nil)
         connection.isTLS = tls != nil
         connection.connectionFilter = connectionFilter
+        connection.limitBuffers()
         state.value.accepted.append(connection)
         acceptedEvent?.activate()
         return bev

@@ -75,6 +75,7 @@ extension LoopWorker {
             // the plain listener: its sending side ends once the answer is sent (shutDownWhenSent).
             halfClose = tunnels == nil && HTTPSyntax.asksToClose(headers, isHTTP10: req.isHTTP10)
             Self.keepAlive(req)
+            if halfClose { connection?.stopReadingRequests() }
         }
         state.value.drain.dispatched()
         // The evhttp request travels as an address and is only turned back into a pointer on

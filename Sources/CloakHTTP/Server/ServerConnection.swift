@@ -39,6 +39,8 @@ final class ServerConnection {
         var lengthAtDispatch = 0
         /// Whether ``inputCallback`` is enabled (it is when added).
         var watching = true
+        /// Set once the client asked to close (``stopReadingRequests()``).
+        var stoppedReading = false
     }
 
     /// The input callback reads and changes it on every read: each entry point takes it once
@@ -141,6 +143,34 @@ final class ServerConnection {
         bufferevent.limitInput(to: buffered + Self.inputAllowanceWhileHandled)
     }
 
+    /// Bounds what waits to be written below the connection's filter (TLS, PROXY protocol, the
+    /// forward door, requests inside tunnels) at ``outputAllowance`` (issue 44, defect 1): a
+    /// filter handed every answer to the socket's buffer at once, evhttp took that for the
+    /// answer having been written, lifted the read limit (``answered(now:)``) and went on to
+    /// the next pipelined request, so a client that never read grew the server by a gigabyte
+    /// in seconds. Now the next answer waits in the filter until the last has left, evhttp's
+    /// "written" comes only then, and reading stays limited meanwhile. (The input has no
+    /// standing limit: evhttp reads a body only once all of it is in the buffer.)
+    func limitBuffers() {
+        bufferevent.limitOutputBelow(to: Self.outputAllowance)
+    }
+
+    /// What may wait to be written below a filter before it passes no more down.
+    static let outputAllowance = 64 * 1024
+
+    /// The client asked for the connection to end after this answer, and evhttp keeps it open
+    /// (a filter's connection): whatever it sent behind the request is dropped, now and as it
+    /// comes, and never parsed as a request (issue 44, defect 10).
+    func stopReadingRequests() {
+        let filter = state.withValue { s in
+            s.stoppedReading = true
+            return s.connectionFilter
+        }
+        filter?.discardInput()
+        bufferevent.input?.drainAll()
+        bufferevent.limitInput(to: 1)
+    }
+
     /// Bytes a client may add to its input while its request is handled and answered, past what
     /// it had sent when the request was dispatched. evhttp reads again while it writes an answer
     /// (to notice a close) and takes nothing of what arrives, and no deadline runs then: without
@@ -164,8 +194,15 @@ final class ServerConnection {
     /// callback was off are given to the framing scan.
     func answered(now: UInt64) {
         let input = bufferevent.input
-        state.withValue { Self.answered(&$0, input: input, now: now) }
-        bufferevent.limitInput(to: nil)
+        let stopped = state.withValue { s in
+            Self.answered(&s, input: input, now: now)
+            return s.stoppedReading
+        }
+        if stopped {
+            input?.drainAll()
+        } else {
+            bufferevent.limitInput(to: nil)
+        }
     }
 
     private static func answered(_ s: inout State, input: EvBuffer?, now: UInt64) {

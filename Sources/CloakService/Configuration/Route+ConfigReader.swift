@@ -12,7 +12,7 @@ extension Route {
                 node, at: p,
                 allowed: [
                     "id", "path", "form", "upstream", "methods", "headers", "connect_timeout_s", "response_timeout_s",
-                    "forward_authorization", "ca_file", "request", "response",
+                    "forward_authorization", "ca_file", "request", "response", "reuse",
                 ])
         else { return nil }
         let id = r.string(m["id"], at: "\(p).id")
@@ -44,6 +44,7 @@ extension Route {
         let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s", min: 0.001, max: 600) ?? 5
         let response = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s", min: 0.001, max: 3600) ?? 30
         let forwardAuth = m["forward_authorization"].flatMap { r.bool($0, at: "\(p).forward_authorization") } ?? false
+        let reuse = m["reuse"].flatMap { r.bool($0, at: "\(p).reuse") } ?? true
         let caFile = r.string(m["ca_file"], at: "\(p).ca_file")
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             r.issue("\(p).ca_file", "cannot read \(caFile)", m["ca_file"])
@@ -63,7 +64,8 @@ extension Route {
             // Inbound upstreams are the operator's own services: private addresses are allowed.
             target = Route.Upstream(
                 scheme: parsed.scheme, host: parsed.host, port: parsed.port, path: parsed.path, caFile: caFile,
-                allowPrivate: true, connectTimeoutSeconds: connect, responseTimeoutSeconds: response)
+                allowPrivate: true, connectTimeoutSeconds: connect, responseTimeoutSeconds: response, reuse: reuse,
+                trustStamp: trustStamp(of: [caFile]))
         }
         return Route(
             id: id, door: .inbound, matcher: .prefix("/proxy" + (prefix == "/" ? "" : prefix)), methods: methods,
@@ -78,7 +80,7 @@ extension Route {
                 node, at: p,
                 allowed: [
                     "id", "upstream", "paths", "methods", "request", "response", "ca_file", "client_cert",
-                    "allow_private",
+                    "allow_private", "reuse",
                     "max_aliases", "connect_timeout_s", "response_timeout_s",
                 ])
         else { return nil }
@@ -147,14 +149,30 @@ extension Route {
         let maxAliases = r.int(m["max_aliases"], at: "\(p).max_aliases", min: 1, max: 10_000) ?? 100
         let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s", min: 0.001, max: 600) ?? 5
         let timeout = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s", min: 0.001, max: 3600) ?? 30
+        let reuse = m["reuse"].flatMap { r.bool($0, at: "\(p).reuse") } ?? true
         guard let id, let upstream else { return nil }
         return Route(
             id: id, door: .egress, matcher: .paths(paths), methods: methods,
             upstream: Route.Upstream(
                 scheme: upstream.scheme, host: upstream.host.lowercased(), port: upstream.port, path: "/",
                 caFile: caFile, clientCertificate: client, allowPrivate: allowPrivate,
-                connectTimeoutSeconds: connect, responseTimeoutSeconds: timeout),
+                connectTimeoutSeconds: connect, responseTimeoutSeconds: timeout, reuse: reuse,
+                trustStamp: trustStamp(of: [caFile, client?.certificateChain, client?.privateKey])),
             requestOperations: request, responseOperations: response, forwardAuthorization: true,
             maxAliases: maxAliases)
+    }
+}
+
+extension Route {
+    /// A number that changes when any of `files` changes: connections opened after a reload
+    /// that changed a route's trust files use a TLS context made from the new files. Only
+    /// compared within one process (the hash is seeded per process).
+    static func trustStamp(of files: [String?]) -> Int {
+        var hasher = Hasher()
+        for case let file? in files {
+            hasher.combine(file)
+            hasher.combine(FileManager.default.contents(atPath: file))
+        }
+        return hasher.finalize()
     }
 }

@@ -59,6 +59,8 @@ extension Route {
             connectTimeoutSeconds: upstream.connectTimeoutSeconds, caFile: upstream.caFile)
         request.clientCertificate = upstream.clientCertificate
         request.allowPrivate = upstream.allowPrivate
+        request.reuseConnection = upstream.reuse
+        request.trustStamp = upstream.trustStamp
         return request
     }
 }

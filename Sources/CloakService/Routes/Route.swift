@@ -45,6 +45,12 @@ package struct Route: Sendable {
         package var allowPrivate = false
         package var connectTimeoutSeconds: Double = 5
         package var responseTimeoutSeconds: Double = 30
+        /// Whether a connection may carry later requests (`reuse`, default true). An upstream
+        /// that may send bytes nobody asked for is given `reuse: false`: HTTP/1.1 cannot tell
+        /// them from the next request's answer (docs/threat-model.md, "Upstream connections").
+        package var reuse = true
+        /// The trust files' contents as read with this configuration (``UpstreamRequest/trustStamp``).
+        package var trustStamp = 0
     }
 
     /// One operation of a route on a message: `redact` aliases the values its selectors pick (in

@@ -1,0 +1,91 @@
+import CloakTesting
+import Foundation
+import Testing
+
+/// One client pipelining requests without reading the answers (issue 44, defect 1), on every
+/// kind of connection a `cloak serve` process takes: plain, TLS, PROXY protocol, TLS behind
+/// PROXY protocol, the forward-proxy door. Reading stops while answers wait to leave, so TCP
+/// pushes back: the client cannot send its whole flood, and the process's resident memory
+/// stays within a bound (before the fix, everything but the plain listener read on while its
+/// answers piled up in user space: a gigabyte in twenty seconds behind PROXY protocol).
+@Suite(.serialized) struct PipeliningFloodTests {
+    enum Kind: String, CaseIterable, Sendable {
+        case plain, tls, proxy, tlsProxy, door
+    }
+
+    /// Growth of resident memory allowed over the flood (the answers a socket holds, evhttp's
+    /// buffers, allocator slack); the defect grew by hundreds of megabytes.
+    static let allowedGrowth = 48 << 20
+    /// What the client may send at most: far beyond the kernel's buffers on loopback.
+    static let flood = 48 << 20
+
+    @Test(arguments: Kind.allCases)
+    func aClientThatNeverReadsCannotFillTheServersMemory(kind: Kind) throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let directory = TemporaryDirectory()
+        let doorPort = try CloakNode.freePort()
+        let node = try CloakNode(
+            store: "sqlite:\(directory.path)/flood.db", directory: directory.path,
+            configure: { yaml in
+                var yaml = yaml
+                if kind == .tls || kind == .tlsProxy {
+                    yaml = yaml.replacingOccurrences(
+                        of: "  # tls: {cert: /etc/cloak/chain.pem, key: /etc/cloak/key.pem}",
+                        with: "  tls: {cert: \"\(certificates.serverCertificate)\", key: \"\(certificates.serverKey)\"}"
+                    )
+                }
+                if kind == .proxy || kind == .tlsProxy {
+                    yaml = yaml.replacingOccurrences(
+                        of: "  trusted_proxies: []", with: "  trusted_proxies: [\"127.0.0.1/32\"]"
+                    )
+                    .replacingOccurrences(of: "  proxy_protocol: false", with: "  proxy_protocol: true")
+                }
+                if kind == .door {
+                    yaml += """
+
+                        egress:
+                          listen: "127.0.0.1:\(doorPort)"
+                          routes:
+                            - {id: psp, upstream: "https://psp.example", paths: ["/v1/*"]}
+
+                        """
+                }
+                return yaml
+            },
+            ready: kind == .plain ? nil : { LoopbackSocket.isListening(kind == .door ? doorPort : $0) })
+        defer { node.stop() }
+        let before = try #require(node.residentBytes)
+        let request =
+            kind == .door
+            ? "GET http://psp.example/v1/x HTTP/1.1\r\nHost: psp.example\r\n\r\n"
+            : "GET /elements/v1/cloak.js HTTP/1.1\r\nHost: x\r\n\r\n"
+        let flood = try PipeliningFlood(
+            port: kind == .door ? doorPort : node.port, tls: kind == .tls || kind == .tlsProxy,
+            proxyHeader: kind == .proxy || kind == .tlsProxy, request: request, capBytes: Self.flood,
+            directory: directory.path)
+        defer { flood.stop() }
+        var peak = before
+        // Until the client stops sending (pushed back, or its cap), watching the server's
+        // memory; past the bound the node is stopped rather than left to take the machine's.
+        let finished = Poll.until(seconds: 120, every: 20_000) {
+            peak = max(peak, node.residentBytes ?? peak)
+            return flood.progress().done || peak - before > 4 * Self.allowedGrowth
+        }
+        // And a while after: what was read is answered (and queued) by now; memory stays flat.
+        let settled = flood.progress().sent
+        for _ in 0..<50 {
+            usleep(20_000)
+            peak = max(peak, node.residentBytes ?? peak)
+        }
+        #expect(finished, "\(kind): the flood neither stalled nor ended")
+        #expect(
+            peak - before <= Self.allowedGrowth,
+            "\(kind): resident memory grew \((peak - before) >> 20) MiB over a flood of \(settled >> 20) MiB")
+        #expect(settled < Self.flood, "\(kind): the server read all \(settled >> 20) MiB the client sent")
+        // The server still answers others.
+        if kind == .plain || kind == .door {
+            #expect(RawHTTPClient.waitUntil(port: node.port, path: "/healthz", answers: 200, attempts: 200))
+        }
+    }
+}
