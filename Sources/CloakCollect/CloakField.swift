@@ -28,7 +28,8 @@ public final class CloakField: @unchecked Sendable, CustomStringConvertible, Cus
         collect?.edit(index) { $0.replace(range, with: text) }
     }
 
-    /// The text to show: formatted in the field's pattern (card numbers by their brand's).
+    /// The text to show: formatted in the field's pattern (card numbers by their brand's), or
+    /// laid out in its mask (`(555)123-4567`).
     public var text: String { collect?.read(index) { $0.text } ?? "" }
 
     /// Where the caret goes after the last edit, in UTF-16 offsets of ``text``.

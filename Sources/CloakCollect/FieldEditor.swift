@@ -9,8 +9,11 @@ import CloakCore
 /// them out in the field's pattern with the pattern's own literals, as Cloak Elements' frames
 /// do. An edit anywhere keeps the caret right after what it inserted; characters the field
 /// cannot hold, and input past its longest length, are dropped; a backspace over a divider
-/// deletes the character before it; no divider trails the last character. Other fields keep
-/// the text as typed, as the frames do (the server lays them out when they are sent).
+/// deletes the character before it; no divider trails the last character. A field with a Basis
+/// Theory mask is laid out in its mask as the user types
+/// (``InputMask/edit(text:selection:replacement:)``, the steps the frames run); the server masks
+/// and validates that text as it is. Other fields keep the text as typed, as the frames do (the
+/// server applies transforms when they are sent).
 struct FieldEditor: Sendable {
     let schema: FieldSchema
     let brands: CardBrandTable
@@ -45,6 +48,12 @@ struct FieldEditor: Sendable {
         let length = text.utf16.count
         let lower = min(max(range.lowerBound, 0), length)
         let upper = min(max(range.upperBound, lower), length)
+        if let mask = schema.mask {
+            let edited = mask.edit(text: text, selection: lower..<upper, replacement: inserted)
+            text = edited.text
+            caret = edited.caret
+            return
+        }
         guard isFormatted else {
             var units = Array(text.utf16)
             units.replaceSubrange(lower..<upper, with: inserted.utf16)

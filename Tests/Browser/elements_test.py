@@ -33,6 +33,7 @@ from browser_support import (  # noqa: E402
     HERE, REPO, Browser, Checks, CloakServer, PageServer, SetupError, canon, free_port, make_temp_dir,
     hermetic_env, random_token, remove_dir, resolve_binary, short, stays, token_sha256, wait_until)
 
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
@@ -55,7 +56,7 @@ AUTOCOMPLETE = {"number": "cc-number", "exp": "cc-exp", "cvc": "cc-csc", "holder
 STATE_KEYS_CARD = {"isRequired", "isRequiredValidOnly", "isValid", "isEmpty", "isDirty", "inputLength",
                    "validationErrors", "cardBrand", "cardBrandName", "bin", "last4", "isFocused"}
 PARITY_KINDS = ["card", "cvc", "exp", "ssn", "date", "name"]
-SLOTS = ["number", "exp", "cvc", "holder", "card", "shown", "shown2", "shown3", "bound_ok", "bound_other"] + \
+SLOTS = ["number", "exp", "cvc", "holder", "card", "shown", "shown2", "shown3", "bound_ok", "bound_other", "mask"] + \
     [f"p_{k}" for k in PARITY_KINDS + ["identity_name"]]
 
 PAGE = """<!doctype html>
@@ -113,6 +114,20 @@ def parity_form():
     ]}
 
 
+def mask_table():
+    """The fixture's table of edits of a masked field (`maskEdits`, issue 44)."""
+    with open(FIXTURE, encoding="utf-8") as f:
+        return json.load(f)["maskEdits"]
+
+
+def masked_form():
+    """The table's field (the shipped checkout's `billing.phone`: its mask, transform and validation)."""
+    table = mask_table()
+    mask = [p["literal"] if "literal" in p else {"regex": p["regex"]} for p in table["mask"]]
+    return {"fields": [{"name": table["field"], "type": "none", "mask": mask, "transform": table["transform"],
+                        "validation": table["validation"]}]}
+
+
 def server_config(port, directory, token, allowed_origins):
     config = {
         "server": {"listen": f"127.0.0.1:{port}"},
@@ -120,7 +135,7 @@ def server_config(port, directory, token, allowed_origins):
         "auth": {"tokens": [{"id": "browser-tests", "sha256": token_sha256(token),
                              "scopes": ["aliases:create", "aliases:reveal"]}]},
         "limits": {"anonymous": {"requests_per_minute": 6000, "burst": 1000}},
-        "forms": {"checkout": checkout_form(), "parity": parity_form()},
+        "forms": {"checkout": checkout_form(), "parity": parity_form(), "masked": masked_form()},
     }
     if allowed_origins is not None:
         config["elements"] = {"allowed_origins": allowed_origins, "font_origins": []}
@@ -830,6 +845,81 @@ def settle(t, src, since, want, quiet, hard):
         time.sleep(0.02)
 
 
+# One edit in the frame: a single key typed at the caret and a one-character backspace are real
+# keystrokes; a longer insertion is a paste (execCommand insertText: one beforeinput and one input
+# event, as a paste makes) and a longer deletion a selection deleted.
+EDIT_IN_FRAME = """
+var i = document.querySelector('input'), lo = arguments[0], hi = arguments[1], text = arguments[2];
+var keys = arguments[3];
+i.focus();
+if (keys) { i.setSelectionRange(hi, hi); return; }
+i.setSelectionRange(lo, hi);
+if (text) document.execCommand('insertText', false, text);
+else if (lo < hi) document.execCommand('delete');
+"""
+
+
+def test_masks(t):
+    """Issue 44: a masked field is laid out in its mask as the user types, over the case table the
+    Swift clients run (`maskEdits`), and after every edit its state is /validate's for the text shown."""
+    table = mask_table()
+    name = table["field"]
+    t.open_page()
+    made = t.js("return [__h.form('mk', 'masked'), __h.field('mk', 'mask', '#mask', {name: arguments[0]})]", name)
+    if not all(m.get("ok") for m in made):
+        raise AssertionError(f"mounting the masked form failed: {made}")
+    t.wait_ready("mk", ["mask"])
+    problems = []
+    steps = 0
+    for case in table["cases"]:
+        since = t.count()
+        r = t.js("return __h.call('mask', 'clear')")
+        if not r.get("ok"):
+            raise AssertionError(f"field.clear() threw: {r}")
+        t.wait_event("mask", "change", lambda s: isinstance(s, dict) and s.get("isEmpty") is True, since,
+                     what="a change event with isEmpty true after field.clear()")
+        t.enter("mask")
+        try:
+            t.d.find_element(By.TAG_NAME, "input").click()
+        finally:
+            t.d.switch_to.default_content()
+        for step, e in enumerate(case["edits"]):
+            lo, hi = e["range"]
+            text = e["text"]
+            typed = len(text) == 1 and lo == hi
+            backspace = text == "" and hi - lo == 1
+            at = f"{case['what']}, step {step} (replace {lo}..<{hi} with {text!r})"
+            since = t.count()
+            t.enter("mask")
+            try:
+                t.js(EDIT_IN_FRAME, lo, hi, text, typed or backspace)
+                if typed:
+                    ActionChains(t.d).send_keys(text).perform()
+                elif backspace:
+                    ActionChains(t.d).send_keys(Keys.BACK_SPACE).perform()
+                want = [e["shown"], e["caret"], e["caret"]]
+                deadline = time.monotonic() + 1.0
+                while True:
+                    got = t.js("var i = document.querySelector('input');"
+                               "return [i.value, i.selectionStart, i.selectionEnd];")
+                    if got == want or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.02)
+            finally:
+                t.d.switch_to.default_content()
+            steps += 1
+            if got != want:
+                problems.append(f"{at}: shows {got[0]!r} with the selection {got[1]}..{got[2]}, "
+                                f"expected {e['shown']!r} with the caret at {e['caret']}")
+            server = t.validate("masked", {name: got[0]})["fields"][name]
+            ok, state, _ = settle(t, "mask", since, canon(without_focus(server)), 0.6, hard=4.0)
+            if not ok:
+                problems.append(f"{at}: the state of {got[0]!r}: {state_diff(without_focus(server), state)}")
+    print(f"    masks: {steps} edits in {len(table['cases'])} cases")
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
 def test_styling(t):
     c = t.checks()
     t.open_page()
@@ -1255,7 +1345,7 @@ def test_timing(t):
     c.done()
 
 
-TESTS = [test_mount, test_typing, test_one_release_per_number, test_one_validity_per_number, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_styling,
+TESTS = [test_mount, test_typing, test_one_release_per_number, test_one_validity_per_number, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_masks, test_styling,
          test_events, test_strict_mode, test_bad_input, test_unlisted_origin, test_postmessage_hostility,
          test_headers, test_reveal, test_tab_order, test_timing]
 

@@ -15,6 +15,15 @@ Arabic-Indic and full-width digits (LuhnTests), "٤…", "Jöhn", "Jöe", "Zoë 
 Only inputs: the server's "today" is the real date, so the expected state of an expiry comes from
 the running server (`POST /forms/{form}/validate`), never from this file.
 
+One table beside them, `maskEdits` (issue 44): edits of a field with a Basis Theory mask, the
+checkout form's `billing.phone` (its mask, transform and validation as config/cloak.yaml has them),
+each with the text and caret expected after it, written here by hand. Every client runs it:
+CloakCore (`InputMask.edit`, MaskEditingTests), CloakCollect (`CloakField.replace`,
+EditingTableTests; ConformanceTests compares the state after each edit with the live server's),
+and Cloak Elements in Chromium (elements_test.py `masks`, which also compares each state with
+`/validate`'s). An edit is a UTF-16 range of the shown text and what replaces it (UIKit's
+`NSRange` and replacement string); a deletion replaces its range with "".
+
 Usage: python3 Tests/Browser/make_collect_cases.py   (from the repository root)
 """
 import json
@@ -203,6 +212,86 @@ def name_cases():
     return cases
 
 
+# --- masks while typing ---------------------------------------------------------------------
+
+PHONE_MASK = [{"literal": "("}] + [{"regex": "\\d"}] * 3 + [{"literal": ")"}] + [{"regex": "\\d"}] * 3 + \
+    [{"literal": "-"}] + [{"regex": "\\d"}] * 4
+
+
+def edit(start, end, text, shown, caret):
+    return {"range": [start, end], "text": text, "shown": shown, "caret": caret}
+
+
+def type_at(offset, text, shown, caret):
+    """Typing (or pasting) `text` at the caret."""
+    return edit(offset, offset, text, shown, caret)
+
+
+def delete(start, end, shown, caret):
+    """A backspace over [start, end) (a selection deleted)."""
+    return edit(start, end, "", shown, caret)
+
+
+def mask_cases():
+    return [
+        {"what": "typing 5551234567 one key at a time", "edits": [
+            type_at(0, "5", "(5", 2), type_at(2, "5", "(55", 3), type_at(3, "5", "(555", 4),
+            type_at(4, "1", "(555)1", 6), type_at(6, "2", "(555)12", 7), type_at(7, "3", "(555)123", 8),
+            type_at(8, "4", "(555)123-4", 10), type_at(10, "5", "(555)123-45", 11),
+            type_at(11, "6", "(555)123-456", 12), type_at(12, "7", "(555)123-4567", 13)]},
+        {"what": "a paste of 5551234567", "edits": [type_at(0, "5551234567", "(555)123-4567", 13)]},
+        {"what": "a paste with the mask's literals, other separators and a space", "edits": [
+            type_at(0, "(555) 123-4567", "(555)123-4567", 13)]},
+        {"what": "a character the position's pattern refuses is dropped", "edits": [
+            type_at(0, "a", "", 0), type_at(0, "5", "(5", 2), type_at(2, "a", "(5", 2),
+            type_at(2, "5x5", "(555", 4), type_at(4, " ", "(555", 4), type_at(4, "-", "(555", 4)]},
+        {"what": "typed literals are accepted in place", "edits": [
+            type_at(0, "(", "(", 1), type_at(1, "555", "(555", 4), type_at(4, ")", "(555)", 5),
+            type_at(5, "x", "(555)", 5), type_at(5, "123-", "(555)123-", 9), type_at(9, "4567", "(555)123-4567", 13)]},
+        {"what": "input past the mask's end is dropped", "edits": [
+            type_at(0, "5551234567", "(555)123-4567", 13), type_at(13, "8", "(555)123-4567", 13),
+            type_at(1, "99", "(555)123-4567", 1), type_at(6, "0", "(555)123-4567", 6)]},
+        {"what": "a paste in the middle", "edits": [
+            type_at(0, "5554567", "(555)456-7", 10), type_at(5, "123", "(555)123-4567", 8),
+            # over a selection: what followed keeps its place, what does not fit is dropped
+            edit(5, 8, "98765", "(555)987-4567", 8)]},
+        {"what": "the caret stays right after what the edit inserted", "edits": [
+            type_at(0, "555123", "(555)123", 8), type_at(1, "9", "(955)512-3", 2),
+            type_at(6, "8", "(955)581-23", 7), type_at(4, "0", "(955)058-123", 6)]},
+        {"what": "backspace over a literal deletes the character before it", "edits": [
+            type_at(0, "5551234", "(555)123-4", 10), delete(8, 9, "(555)124", 7), delete(4, 5, "(551)24", 3),
+            # nothing before the first literal: nothing is deleted
+            delete(0, 1, "(551)24", 0),
+            # no literal is left trailing
+            delete(6, 7, "(551)2", 6), delete(5, 6, "(551", 4), delete(1, 4, "", 0)]},
+        {"what": "deleting a selection in the middle closes the gap", "edits": [
+            type_at(0, "5551234567", "(555)123-4567", 13), delete(5, 6, "(555)234-567", 5),
+            delete(0, 12, "", 0)]},
+    ]
+
+
+def mask_table():
+    return {
+        "form": "checkout", "field": "billing.phone", "mask": PHONE_MASK,
+        "transform": {"matcher": "[()-]", "replacement": ""},
+        "validation": [{"pattern": "^\\d{10}$", "error": "PHONE_VALIDATION_ERROR"}],
+        "cases": mask_cases(),
+    }
+
+
+def write_mask_table(f, table):
+    f.write('  "maskEdits": {\n')
+    for key in ["form", "field", "mask", "transform", "validation"]:
+        f.write(f"    {json.dumps(key)}: {json.dumps(table[key])},\n")
+    f.write('    "cases": [\n')
+    for i, case in enumerate(table["cases"]):
+        f.write(f'      {{"what": {json.dumps(case["what"])}, "edits": [\n')
+        lines = [f"        {json.dumps(e, ensure_ascii=False)}" for e in case["edits"]]
+        f.write(",\n".join(lines) + "\n")
+        f.write("      ]}" + ("," if i < len(table["cases"]) - 1 else "") + "\n")
+    f.write("    ]\n  }\n")
+
+
 def main():
     out = {"card": card_cases(), "exp": exp_cases(), "cvc": cvc_cases(), "ssn": ssn_cases(),
            "date": date_cases(), "name": name_cases()}
@@ -215,6 +304,11 @@ def main():
                 seen.add(c)
                 unique.append(c)
         out[kind] = unique
+    masks = mask_table()
+    for case in masks["cases"]:
+        for e in case["edits"]:
+            if not printable_ascii(e["text"] + e["shown"]):
+                sys.exit(f"maskEdits: {case['what']}: {e} is not printable ASCII")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.path.join(root, "Tests", "Fixtures", "collect-cases.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -235,9 +329,11 @@ def main():
             if line.strip():
                 lines.append(line.rstrip())
             f.write("\n".join(lines) + "\n")
-            f.write("  ]" + ("," if i < len(kinds) - 1 else "") + "\n")
+            f.write("  ],\n")
+        write_mask_table(f, masks)
         f.write("}\n")
-    print(f"{path}: " + ", ".join(f"{k} {len(v)}" for k, v in out.items()))
+    print(f"{path}: " + ", ".join(f"{k} {len(v)}" for k, v in out.items())
+          + f", maskEdits {sum(len(c['edits']) for c in masks['cases'])} edits")
 
 
 if __name__ == "__main__":

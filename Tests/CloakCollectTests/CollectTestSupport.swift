@@ -64,3 +64,68 @@ struct Edit: Sendable, CustomStringConvertible {
 
     var description: String { "replace \(range) with \(text.debugDescription)" }
 }
+
+/// The fixture's `maskEdits` table (Tests/Fixtures/collect-cases.json, issue 44): edits of the
+/// shipped checkout form's masked `billing.phone`, with the text and caret after each. CloakCore
+/// (MaskEditingTests) and Cloak Elements (Tests/Browser) run the same cases.
+struct MaskEditTable: Decodable, Sendable {
+    struct Position: Decodable, Sendable, Equatable {
+        let literal: String?
+        let regex: String?
+    }
+
+    struct Transform: Decodable, Sendable {
+        let matcher: String
+        let replacement: String
+    }
+
+    struct Step: Decodable, Sendable {
+        let range: [Int]
+        let text: String
+        let shown: String
+        let caret: Int
+    }
+
+    struct Case: Decodable, Sendable, CustomStringConvertible {
+        let what: String
+        let edits: [Step]
+        var description: String { what }
+
+        /// The edits as the editing tables write them.
+        var steps: [Edit] {
+            edits.map { step in
+                let lower = step.range.first ?? 0
+                return Edit(lower..<max(lower, step.range.last ?? lower), step.text, step.shown, step.caret)
+            }
+        }
+    }
+
+    let form: String
+    let field: String
+    let mask: [Position]
+    let transform: Transform
+    let cases: [Case]
+
+    static let shared: MaskEditTable? = {
+        struct File: Decodable { let maskEdits: MaskEditTable }
+        let path = TestServer.repositoryRoot.appendingPathComponent("Tests/Fixtures/collect-cases.json")
+        guard let data = try? Data(contentsOf: path) else { return nil }
+        return try? JSONDecoder().decode(File.self, from: data).maskEdits
+    }()
+
+    /// Whether the table's mask and transform are the shipped field's (config/cloak.yaml).
+    func isTheShippedField() throws -> Bool {
+        let configuration = try SchemaStub().configuration
+        guard let schema = configuration.forms[form]?.fields.first(where: { $0.name == field }),
+            let shipped = schema.mask, let shippedTransform = schema.transform
+        else { return false }
+        let positions = shipped.positions.map { position -> Position in
+            switch position {
+            case let .literal(c): return Position(literal: String(c), regex: nil)
+            case let .pattern(p): return Position(literal: nil, regex: p.source)
+            }
+        }
+        return positions == mask && shippedTransform.matcher.source == transform.matcher
+            && shippedTransform.replacement == transform.replacement
+    }
+}

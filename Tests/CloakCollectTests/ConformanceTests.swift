@@ -49,6 +49,38 @@ import Testing
         #expect(compared > 20)
     }
 
+    /// Issue 44: the checkout form's masked phone after every edit of the mask table
+    /// (`maskEdits`): the text and caret the table gives, and a state equal to the live
+    /// server's `/validate` state for that text (the client posts exactly what it shows).
+    @Test func aMaskedFieldMatchesTheServerAfterEveryEdit() async throws {
+        let masks = try #require(MaskEditTable.shared)
+        let server = try LiveServer.start()
+        defer { server.stop() }
+        let collect = CloakCollect(server: LiveServer.url(server), form: masks.form)
+        try await collect.loadSchema()
+        let field = try collect.field(masks.field)
+        var validity: Set<Bool> = []
+        var compared = 0
+        for table in masks.cases {
+            collect.clearAll()
+            for (step, edit) in table.steps.enumerated() {
+                let at = "\(table.what), step \(step): \(edit)"
+                field.replace(edit.range, with: edit.text)
+                #expect(field.text == edit.shown && field.caret == edit.caret, "\(at): \(field.text), \(field.caret)")
+                let answer = try await collect.submit(.validate)
+                #expect(answer.status == 200, "\(at): \(answer.status)")
+                let states = try LiveServer.states(answer)
+                let state = try #require(states.fields[masks.field], "\(at): no state in the answer")
+                #expect(collect.state.fields[masks.field] == state, "\(at)")
+                validity.insert(state.isValid)
+                compared += 1
+            }
+        }
+        #expect(compared == masks.cases.reduce(0) { $0 + $1.edits.count })
+        // Complete numbers and incomplete ones were both compared.
+        #expect(validity == [true, false])
+    }
+
     /// While focused, a card's last four waits for its brand's longest length; left, it is the
     /// server's.
     @Test func aFocusedCardShowsItsLastFourOnlyAtItsLongestLength() async throws {

@@ -33,12 +33,13 @@ enum LiveServer {
     static func url(_ server: TestServer) -> URL { URL(string: "http://127.0.0.1:\(server.port)")! }
 
     /// The inputs the browser parity test types (Tests/Fixtures/collect-cases.json), by kind.
+    /// (Its `maskEdits` member is a table of edits: ``MaskEditTable``.)
     static let cases: [String: [String]] = {
         let path = TestServer.repositoryRoot.appendingPathComponent("Tests/Fixtures/collect-cases.json")
         guard let data = try? Data(contentsOf: path),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: [String]]
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return [:] }
-        return object
+        return object.compactMapValues { $0 as? [String] }
     }()
 
     /// The server's field states in a `/validate` answer.

@@ -51,7 +51,10 @@
   let registered = false;
   let readySent = false;
   let controller = null;
-  /** One record per input: {name, entry, input, dirty, touched, focused, state, seq, timer, brand}. */
+  /**
+   * One record per input: {name, entry, input, dirty, touched, focused, state, seq, timer, brand},
+   * and for a masked input {shown, selection, composing}.
+   */
   const inputs = [];
 
   function byName(name) {
@@ -162,6 +165,29 @@
     if (text !== null && text !== f.input.value) f.input.value = text;
   }
 
+  /**
+   * A masked input, after the browser made an edit: the edit is worked out from the text the
+   * frame showed (`shown`), the selection before it and the caret after it, and made again in
+   * the mask (InputMask.edit's steps): refused characters dropped, literals filled in, nothing
+   * past the end, the caret right after what the edit inserted. A mask the browser cannot read as
+   * the server does leaves the text as typed (the server masks it when it is sent).
+   */
+  function remask(f) {
+    const input = f.input;
+    const selection = f.selection;
+    f.selection = null;
+    if (!f.entry.mask || input.value === f.shown) return;
+    const change = R.changeOf(f.shown, input.value, selection, input.selectionStart);
+    const edited = R.editMask(f.entry, f.shown, change.start, change.end, change.inserted);
+    if (edited === null) {
+      f.shown = input.value;
+      return;
+    }
+    f.shown = edited.text;
+    if (input.value !== edited.text) input.value = edited.text;
+    input.setSelectionRange(edited.caret, edited.caret);
+  }
+
   // --- styling (CSSOM only: the frame's CSP has no 'unsafe-inline') -----------------------------
 
   function cleanCss(given) {
@@ -265,11 +291,26 @@
       root.appendChild(row);
       const f = {
         name: name, entry: entry, input: input, label: label, dirty: false, touched: false, focused: false,
-        state: null, seq: 0, timer: 0, brand: undefined,
+        state: null, seq: 0, timer: 0, brand: undefined, shown: "", selection: null, composing: false,
       };
       inputs.push(f);
+      // A masked input remembers the selection an edit replaces (an IME's, from its start).
+      input.addEventListener("beforeinput", function () {
+        if (!f.composing) f.selection = { start: input.selectionStart, end: input.selectionEnd };
+      });
+      input.addEventListener("compositionstart", function () {
+        f.composing = true;
+        f.selection = { start: input.selectionStart, end: input.selectionEnd };
+      });
+      input.addEventListener("compositionend", function () {
+        f.composing = false;
+        if (!f.entry.mask || input.value === f.shown) return;
+        remask(f);
+        recompute(f);
+      });
       input.addEventListener("input", function (event) {
         f.dirty = true;
+        if (!event.isComposing && !f.composing) remask(f);
         const end = input.value.length;
         // Never under the caret, never inside an IME composition.
         if (!event.isComposing && input.selectionStart === end && input.selectionEnd === end) reformat(f);
@@ -330,7 +371,7 @@
   function onPage(data) {
     if (data.type === "init") onInit(data);
     else if (data.type === "clear") {
-      inputs.forEach(function (f) { f.input.value = ""; recompute(f); });
+      inputs.forEach(function (f) { f.input.value = ""; f.shown = ""; recompute(f); });
     } else if (data.type === "focus" && inputs.length) inputs[0].input.focus();
   }
 

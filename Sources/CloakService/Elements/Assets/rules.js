@@ -162,6 +162,132 @@
     return { value: out, complete: position === mask.length && input.length > 0 };
   }
 
+  // --- masks while typing (InputMask+Editing.swift) --------------------------------------------
+
+  /**
+   * Where character `c` lands when the mask is filled up to position `q`: {at} (a pattern that
+   * takes it, or a literal it equals; the literals before are filled in), {refused} (the first
+   * pattern after the literals refuses it: `q` moves past those literals), or null (the mask is full).
+   */
+  function maskPlace(mask, c, q) {
+    for (let p = q; p < mask.length; p++) {
+      const m = mask[p];
+      if (typeof m.literal === "string") {
+        if (c === m.literal) return { at: p };
+      } else {
+        return matches(m.regex, c) ? { at: p } : { refused: p };
+      }
+    }
+    return null;
+  }
+
+  /** How many of `chars` ({c, counts}) that count are placed from position `q` on. */
+  function maskRoom(mask, chars, q) {
+    let placed = 0;
+    for (let i = 0; i < chars.length; i++) {
+      const r = maskPlace(mask, chars[i].c, q);
+      if (r === null) break;
+      if (r.at === undefined) { q = r.refused; continue; }
+      q = r.at + 1;
+      if (chars[i].counts) placed++;
+    }
+    return placed;
+  }
+
+  /**
+   * One edit of a masked field's text: UTF-16 range [start, end) of `text` replaced by
+   * `inserted`. The text before the edit and the inserted characters are placed in the mask in
+   * turn: a character the position's pattern refuses is dropped, literals are filled in when a
+   * character after them is placed (a typed literal takes its own position), and inserted
+   * characters that would push what followed the edit past the mask's end are dropped. A
+   * deletion of literals only deletes the character before them; after a deletion no literal
+   * trails. The caret goes right after what the edit inserted. Returns {text, caret}.
+   */
+  function editMask(mask, text, start, end, inserted) {
+    const cells = Array.from(text);
+    const offsets = [0];
+    cells.forEach(function (c, i) { offsets.push(offsets[i] + c.length); });
+    const total = offsets[cells.length];
+    const lo = Math.min(Math.max(start, 0), total);
+    const hi = Math.min(Math.max(end, lo), total);
+    const isLiteral = function (i) { return i < mask.length && typeof mask[i].literal === "string"; };
+    // Whole characters: the lower end rounds down, a non-empty range's upper end rounds up.
+    let a = 0;
+    while (a < cells.length && offsets[a + 1] <= lo) a++;
+    let b = a;
+    if (hi > lo) while (b < cells.length && offsets[b] < hi) b++;
+    const deletion = inserted === "" && a < b;
+    // A deletion of literals only (a backspace over a literal) means the character before them.
+    if (deletion) {
+      let onlyLiterals = true;
+      for (let i = a; i < b; i++) if (!isLiteral(i)) onlyLiterals = false;
+      if (onlyLiterals) {
+        let p = a - 1;
+        while (p >= 0 && isLiteral(p)) p--;
+        if (p >= 0) a = p;
+      }
+    }
+    const after = [];
+    for (let i = b; i < cells.length; i++) after.push({ c: cells[i], counts: !isLiteral(i) });
+
+    const out = [];
+    let q = 0;
+    const put = function (c, at) {
+      for (let i = out.length; i < at; i++) out.push(mask[i].literal);
+      out.push(c);
+      q = at + 1;
+    };
+    const feed = function (c) {
+      const r = maskPlace(mask, c, q);
+      if (r === null) return false;
+      if (r.at === undefined) q = r.refused;
+      else put(c, r.at);
+      return true;
+    };
+    for (let i = 0; i < a; i++) if (!feed(cells[i])) break;
+    const room = maskRoom(mask, after, q);
+    const typed = Array.from(inserted);
+    for (let i = 0; i < typed.length; i++) {
+      const r = maskPlace(mask, typed[i], q);
+      if (r === null) break;
+      if (r.at === undefined) { q = r.refused; continue; }
+      if (maskRoom(mask, after, r.at + 1) < room) break; // what followed the edit keeps its place
+      put(typed[i], r.at);
+    }
+    const insertedEnd = out.join("").length;
+    for (let i = 0; i < after.length; i++) if (!feed(after[i].c)) break;
+    if (deletion) while (out.length && isLiteral(out.length - 1)) out.pop();
+    const result = out.join("");
+    return { text: result, caret: Math.min(result.length, Math.max(insertedEnd, offsets[a])) };
+  }
+
+  /** A mask every position of which the browser reads as the server does (printable ASCII input). */
+  function maskUsable(mask) {
+    return Array.isArray(mask) && mask.length > 0 && mask.every(function (p) {
+      return !!p && (typeof p.literal === "string" ? isPrintableChar(p.literal) : usableRegex(p.regex, p.browser));
+    });
+  }
+
+  /**
+   * The edit that turned `before` into `after` as one UTF-16 range of `before` and the text that
+   * replaced it, the shortest that fits. `selection` ({start, end}, before the edit) and
+   * `caret` (after it) place it where text repeats ("55" + "5"); without a selection (a value set
+   * by autofill) only the caret does.
+   */
+  function changeOf(before, after, selection, caret) {
+    let prefix = 0;
+    const shortest = Math.min(before.length, after.length);
+    while (prefix < shortest && before.charCodeAt(prefix) === after.charCodeAt(prefix)) prefix++;
+    if (selection) prefix = Math.min(prefix, selection.start);
+    if (typeof caret === "number") prefix = Math.min(prefix, Math.max(caret, 0));
+    let suffix = 0;
+    let most = Math.min(before.length, after.length) - prefix;
+    if (selection) most = Math.min(most, before.length - selection.end);
+    while (suffix < most &&
+      before.charCodeAt(before.length - 1 - suffix) === after.charCodeAt(after.length - 1 - suffix)) suffix++;
+    return { start: prefix, end: before.length - suffix, inserted: after.slice(prefix, after.length - suffix) };
+  }
+
   // --- brands (CardBrandTable, PaymentCardModel, Luhn) ----------------------------------------
 
   /** The first brand whose regex matches the whole number, or the unknown brand. */
@@ -541,6 +667,15 @@
     fieldState: fieldState,
     format: format,
     formValidity: formValidity,
+    /**
+     * One edit of a masked field ({text, caret}), or null when the field has no mask or one the
+     * browser cannot read as the server does (the text then stays as typed).
+     */
+    editMask: function (entry, text, start, end, inserted) {
+      if (!entry || !entry.mask || !maskUsable(entry.mask)) return null;
+      return editMask(entry.mask, text, start, end, inserted);
+    },
+    changeOf: changeOf,
     // Exposed for the frames' own checks and for tests.
     luhn: luhn,
     rawText: function (patternText, input) {
