@@ -47,8 +47,12 @@ import Testing
         token.source = .store
         token.createdAt = 1_700_000_000
         token.expiresAt = 1_800_000_000
-        let document = APICredentials(tokens: [token])
-        let bytes = document.encoded()
+        token.mintedBy = "admin"
+        token.minterTag = Array(repeating: 7, count: 16)
+        let document = APICredentials(tokens: [token], serial: 1_700_000_000_000)
+        let seal = CredentialSeal(ring: KeyRing.generate())
+        let bytes = document.sealed(by: seal)
+        #expect(try APICredentials.open(bytes, seal: seal) == document)
         #expect(try APICredentials.decode(bytes) == document)
         #expect(!String(decoding: bytes, as: UTF8.self).contains("s3cret"))
         for damaged in ["", "{}", #"{"tokens":[{"id":"x"}]}"#, #"{"tokens":[{"id":"a b","sha256":"00","scopes":[]}]}"#]
@@ -91,7 +95,9 @@ import Testing
         defer { directory.remove() }
         var settings = ServiceConfiguration.VaultSettings()
         settings.store = "sqlite:\(directory.path)/cloak.db"
-        let admin = CredentialAdministration(store: try VaultBootstrap.store(settings), yamlIDs: ["admin"])
+        let admin = CredentialAdministration(
+            store: try VaultBootstrap.store(settings), yamlIDs: ["admin"],
+            seal: CredentialSeal(ring: KeyRing.generate()))
         let created = try admin.create(
             id: "backend", scopes: ["aliases:create"], ttlSeconds: 86_400, requestsPerMinute: 600, now: 1_000,
             by: "tester")
@@ -213,11 +219,13 @@ struct APICredentialNodeTests {
             try Self.post(a, "/admin/tokens", #"{"id":"admin","scopes":["aliases:create"]}"#, bearer: Self.adminSecret)
                 .status == 400)
 
-        // cloak tokens, beside the nodes: create, list, revoke.
+        // cloak tokens, beside the nodes: create, list, revoke (its audit line on standard error,
+        // the same pipe here: the create's answer is the line that holds the token).
         let cli = try a.command(["tokens", "create", "--id", "batch", "--scopes", "aliases:create", "--ttl", "90d"])
         #expect(cli.status == 0, "\(cli.output)")
+        let answer = try #require(cli.output.split(separator: "\n").first { $0.contains(#""token":"#) })
         let cliSecret = try #require(
-            (try JSONSerialization.jsonObject(with: Data(cli.output.utf8)) as? [String: Any])?["token"] as? String)
+            (try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])?["token"] as? String)
         #expect(Poll.until { Self.create("5555555555554444", on: b, bearer: cliSecret) == 201 })
 
         let list = try a.client().request(

@@ -37,7 +37,7 @@ final class ServiceState: Sendable {
         self.tracer = tracer
         self.vault = vault
         self.egressMetrics = EgressMetrics(registry: metrics.registry)
-        let directory = TokenDirectory(yaml: configuration.auth)
+        let directory = TokenDirectory(yaml: configuration.auth, seal: vault.map { CredentialSeal(vault: $0) })
         self.directory = directory
         let logger = Logger(label: "cloak") { label in JSONLogHandler(label: label, sink: logSink) }
         self.logger = logger

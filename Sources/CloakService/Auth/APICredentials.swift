@@ -7,20 +7,48 @@ import CloakVault
 /// ``storeName``, changed only by compare-and-set (two operators cannot lose each other's
 /// change). The store keeps each token's SHA-256, never the token.
 ///
+/// The document is authenticated as alias rows are: an HMAC with a key derived from the key
+/// ring (``CredentialSeal``) over its canonical bytes (``canonical()``), kept in its `mac`
+/// member. A database writer without the ring can neither mint a token (write a digest of a
+/// secret it knows) nor widen one: the document no longer verifies and no node adopts it
+/// (``open(_:seal:)``). The MAC also covers ``serial``, which every change raises and nodes
+/// never accept going backwards (``CredentialRefresh``), so an older signed document replayed
+/// into the store (a revoked token in it) is refused too.
+///
+/// ```json
+/// {"version":2,"serial":1767225600000,"tokens":[{"id":"app","sha256":"…","scopes":["aliases:create"],
+///  "created_at":1767225600,"minted_by":"admin","minter_tag":"…"}],"mac":"…"}
+/// ```
+///
 /// Pure: parsing, rules and encoding; ``CredentialAdministration`` reads and writes the store.
 package struct APICredentials: Sendable, Equatable {
     package var tokens: [ServiceConfiguration.AccessToken]
+    /// The document's place in the order of changes, covered by its MAC: each change writes at
+    /// least the previous serial + 1, and at least its time in milliseconds, so a change made
+    /// after the store was rolled back (a restored backup) still goes forward. 0: no document.
+    package var serial: Int64
 
-    package init(tokens: [ServiceConfiguration.AccessToken] = []) { self.tokens = tokens }
+    package init(tokens: [ServiceConfiguration.AccessToken] = [], serial: Int64 = 0) {
+        self.tokens = tokens
+        self.serial = serial
+    }
 
     /// The store's name for the document (``AliasStore/metadata(_:)``).
     package static let storeName = "api_credentials"
-    /// When any node last saw each store token presented: `{id: unix seconds}`.
+    /// When any node last saw each store token presented: `{id: unix seconds}`. A hint for the
+    /// listing, never a grant: it is not signed.
     static let usedName = "api_credentials_used"
 
     /// Why a change was refused; `kind` decides the HTTP answer.
     package struct Error: Swift.Error, CustomStringConvertible, Equatable {
-        package enum Kind: Sendable { case invalid, forbidden, notFound, conflict, store }
+        package enum Kind: Sendable {
+            case invalid, forbidden, notFound, conflict, store
+            /// The store's document has no MAC: written before documents were signed (or by
+            /// someone without the key ring). Nodes do not adopt it; `cloak tokens sign` does.
+            case unsigned
+            /// The store's document has a MAC that is not its own: written without the key ring.
+            case unverified
+        }
         package let kind: Kind
         package let description: String
         init(_ description: String, _ kind: Kind = .invalid) {
@@ -34,9 +62,18 @@ package struct APICredentials: Sendable, Equatable {
             case .invalid, .conflict: return .malformed(description)
             case .forbidden: return CloakError(.forbidden, description)
             case .notFound: return .notFound(description)
-            case .store: return CloakError(.vaultUnavailable, description)
+            case .store, .unsigned, .unverified: return CloakError(.vaultUnavailable, description)
             }
         }
+
+        static let unsignedDocument = Error(
+            "the store's API credentials are not signed (a document from before Cloak signed them, or one written "
+                + "without the key ring): no node adopts them and no change is made on them; review them with "
+                + "`cloak tokens list` and sign them with `cloak tokens sign`", .unsigned)
+        static let unverifiedDocument = Error(
+            "the store's API credentials do not verify against the key ring (the document was written without it): "
+                + "no node adopts them and no change is made on them; review them with `cloak tokens list`, sign "
+                + "them with `cloak tokens sign` and revoke what should not be there", .unverified)
     }
 
     // MARK: Rules
@@ -96,7 +133,18 @@ package struct APICredentials: Sendable, Equatable {
 
     // MARK: Encoding
 
-    package func encoded() -> [UInt8] {
+    /// The document without its MAC: what the MAC covers, made again from the decoded values
+    /// when a document is opened (so only what a node uses is covered, and all of it is).
+    package func canonical() -> [UInt8] { JSONWriter.encode(.object(members)) }
+
+    /// The document as the store keeps it: ``canonical()``'s members and `mac`.
+    package func sealed(by seal: CredentialSeal) -> [UInt8] {
+        var members = self.members
+        members.append(("mac", .string(Self.hex(seal.mac(document: canonical())))))
+        return JSONWriter.encode(.object(members))
+    }
+
+    private var members: [(key: String, value: JSONValue)] {
         var tokens: [JSONValue] = []
         for token in self.tokens {
             var members: [(key: String, value: JSONValue)] = [
@@ -107,13 +155,29 @@ package struct APICredentials: Sendable, Equatable {
             if let perMinute = token.requestsPerMinute { members.append(("requests_per_minute", .int(perMinute))) }
             if let account = token.guessAccount { members.append(("guess_account", .string(account))) }
             if let limit = token.bucketValuesPerHour { members.append(("bucket_values_per_hour", .int(limit))) }
+            if let minter = token.mintedBy { members.append(("minted_by", .string(minter))) }
+            if let tag = token.minterTag { members.append(("minter_tag", .string(Self.hex(tag)))) }
             tokens.append(.object(members))
         }
-        return JSONWriter.encode(.object([("version", .int(1)), ("tokens", .array(tokens))]))
+        return [("version", .int(2)), ("serial", .int(Int(serial))), ("tokens", .array(tokens))]
     }
 
-    /// The stored document; a damaged one is an error (the caller keeps what it had).
-    package static func decode(_ bytes: [UInt8]) throws(Error) -> APICredentials {
+    /// The store's document, verified with `seal`: what a node adopts and a change builds on.
+    /// - Throws: ``Error/Kind/unsigned`` for a document without a MAC, ``Error/Kind/unverified``
+    ///   for one whose MAC is not its own, ``Error/Kind/store`` for one that does not read.
+    package static func open(_ bytes: [UInt8], seal: CredentialSeal) throws(Error) -> APICredentials {
+        let (credentials, mac) = try read(bytes)
+        guard let mac else { throw Error.unsignedDocument }
+        guard seal.verifies(credentials.canonical(), mac: mac) else { throw Error.unverifiedDocument }
+        return credentials
+    }
+
+    /// The store's document read without verifying it: for an operator to review before `cloak
+    /// tokens sign`, never to adopt. A damaged one is an error (the caller keeps what it had).
+    package static func decode(_ bytes: [UInt8]) throws(Error) -> APICredentials { try read(bytes).credentials }
+
+    /// The document and its MAC (nil: it has none; empty: one that is not hexadecimal).
+    private static func read(_ bytes: [UInt8]) throws(Error) -> (credentials: APICredentials, mac: [UInt8]?) {
         guard let document = try? JSONParser().parse(bytes), case let .array(items)? = document["tokens"] else {
             throw Error("the store's api_credentials document is not readable", .store)
         }
@@ -131,9 +195,18 @@ package struct APICredentials: Sendable, Equatable {
             token.expiresAt = item["expires_at"].flatMap(int)
             token.guessAccount = item["guess_account"]?.stringValue
             token.bucketValuesPerHour = item["bucket_values_per_hour"].flatMap(int).map(Int.init)
+            if let minter = item["minted_by"] {
+                guard let minterID = minter.stringValue, isValidID(minterID),
+                    let tag = item["minter_tag"]?.stringValue.flatMap(decodeHex), tag.count == 16
+                else { throw Error("the store's api_credentials document has a damaged token", .store) }
+                token.mintedBy = minterID
+                token.minterTag = tag
+            }
             tokens.append(token)
         }
-        return APICredentials(tokens: tokens)
+        let serial = document["serial"].flatMap(int) ?? 0
+        let mac = document["mac"].map { $0.stringValue.flatMap(decodeHex) ?? [] }
+        return (APICredentials(tokens: tokens, serial: serial), mac)
     }
 
     static func int(_ value: JSONValue) -> Int64? {
@@ -152,5 +225,5 @@ package struct APICredentials: Sendable, Equatable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    package static func == (a: APICredentials, b: APICredentials) -> Bool { a.encoded() == b.encoded() }
+    package static func == (a: APICredentials, b: APICredentials) -> Bool { a.canonical() == b.canonical() }
 }

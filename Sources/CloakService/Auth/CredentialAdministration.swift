@@ -3,17 +3,23 @@ import CloakCrypto
 import CloakVault
 import Foundation
 
-/// Creates, lists and revokes the store's API credentials (``APICredentials``): `cloak tokens`
-/// on an operator's machine, and `/admin/tokens` on a vault thread. Each change is a
-/// compare-and-set of the store's document, and writes an audit line into the store's trail.
+/// Creates, lists, revokes and signs the store's API credentials (``APICredentials``): `cloak
+/// tokens` on an operator's machine, and `/admin/tokens` on a vault thread. Each change is a
+/// compare-and-set of the store's document, builds only on a document that verifies with
+/// ``seal`` (an unsigned or forged one is refused until an operator signs it: ``sign(now:by:)``),
+/// writes it signed with a higher ``APICredentials/serial``, and writes an audit line into the
+/// store's trail; the caller writes the operator's (``CredentialAudit``).
 package struct CredentialAdministration {
     package let store: any AliasStore
     /// The ids of the YAML's `auth.tokens`: the store may not reuse one.
     package let yamlIDs: Set<String>
+    /// The key ring's key for the document (``CredentialSeal``).
+    package let seal: CredentialSeal
 
-    package init(store: any AliasStore, yamlIDs: Set<String>) {
+    package init(store: any AliasStore, yamlIDs: Set<String>, seal: CredentialSeal) {
         self.store = store
         self.yamlIDs = yamlIDs
+        self.seal = seal
     }
 
     package typealias Error = APICredentials.Error
@@ -22,6 +28,8 @@ package struct CredentialAdministration {
     package struct Created: Sendable {
         package let token: ServiceConfiguration.AccessToken
         package let secret: String
+        /// The serial of the document that holds it.
+        package let serial: Int64
 
         /// `{"id","token","expires_at"}` (`expires_at` null when it never expires).
         package var json: JSONValue {
@@ -32,19 +40,54 @@ package struct CredentialAdministration {
         }
     }
 
-    /// The store's tokens.
+    /// What a revoke removed: the token, and every token minted under it, down the tree.
+    package struct Revoked: Sendable {
+        package let token: ServiceConfiguration.AccessToken
+        /// The ids of the tokens `token` minted, and those they minted, removed with it.
+        package let descendants: [String]
+        /// The YAML's `auth.tokens` has a token with the same id, which still holds.
+        package let shadowed: Bool
+        /// The serial of the document without them.
+        package let serial: Int64
+    }
+
+    /// What ``sign(now:by:)`` signed.
+    package struct Signed: Sendable {
+        /// The ids of the tokens now signed, in the document's order.
+        package let ids: [String]
+        package let serial: Int64
+    }
+
+    /// The store's tokens, verified.
+    /// - Throws: ``APICredentials/Error`` of kind `unsigned` or `unverified` when the document does
+    ///   not verify (``review()`` reads it anyway).
     package func list() throws -> APICredentials {
         guard let bytes = try store.metadata(APICredentials.storeName) else { return APICredentials() }
-        return try APICredentials.decode(bytes)
+        return try APICredentials.open(bytes, seal: seal)
+    }
+
+    /// The store's tokens as the document holds them, and why no node adopts it (nil: it verifies),
+    /// for an operator to review before ``sign(now:by:)``.
+    package func review() throws -> (credentials: APICredentials, refusal: Error?) {
+        guard let bytes = try store.metadata(APICredentials.storeName) else { return (APICredentials(), nil) }
+        switch Result(catching: { () throws(Error) in try APICredentials.open(bytes, seal: seal) }) {
+        case let .success(credentials):
+            return (credentials, nil)
+        case let .failure(error):
+            guard error.kind == .unsigned || error.kind == .unverified else { throw error }
+            return (try APICredentials.decode(bytes), error)
+        }
     }
 
     /// A new token with `scopes`, expiring `ttlSeconds` after `now` (nil: never).
     /// - Parameters:
     ///   - guessAccount: whose guess windows the token shares (its minter's root); nil: its own.
     ///   - bucketValuesPerHour: its guess limit when below the configuration's (its minter's).
+    ///   - minter: the token that mints it (`/admin/tokens`); nil: an operator (`cloak tokens`).
+    ///     A store minter must still be in the document with the same secret.
     package func create(
         id: String, scopes: Set<String>, ttlSeconds: Int64?, requestsPerMinute: Int?, now: Int64, by actor: String,
-        guessAccount: String? = nil, bucketValuesPerHour: Int? = nil
+        guessAccount: String? = nil, bucketValuesPerHour: Int? = nil, minter: ServiceConfiguration.AccessToken? = nil
     ) throws -> Created {
         guard APICredentials.isValidID(id) else { throw Error("the id must be 1 to 64 of A-Z a-z 0-9 - _ .") }
         guard !scopes.isEmpty else { throw Error("give at least one scope") }
@@ -65,92 +108,98 @@ package struct CredentialAdministration {
         token.expiresAt = ttlSeconds.map { now + $0 }
         token.guessAccount = guessAccount
         token.bucketValuesPerHour = bucketValuesPerHour
-        try change { credentials throws(Error) in
+        if let minter {
+            token.mintedBy = minter.id
+            token.minterTag = seal.minterTag(minter.sha256)
+        }
+        let written = try change(now: now) { credentials throws(Error) in
             guard !credentials.tokens.contains(where: { $0.id == id }) else {
                 throw Error("the id \(id) exists", .conflict)
             }
+            if let minter, minter.source == .store,
+                !credentials.tokens.contains(where: { $0.id == minter.id && $0.sha256 == minter.sha256 })
+            {
+                throw Error("the token \(minter.id) was revoked", .forbidden)
+            }
             credentials.tokens.append(token)
         }
-        try audit("tokens.create", id: id, by: actor, now: now, [("scopes", .strings(scopes.sorted()))])
-        return Created(token: token, secret: secret)
+        var fields: [(String, JSONValue)] = [("scopes", .strings(scopes.sorted()))]
+        if let minter { fields.append(("minted_by", .string(minter.id))) }
+        try audit("tokens.create", id: id, by: actor, now: now, fields)
+        return Created(token: token, secret: secret, serial: written.serial)
     }
 
-    /// Removes the token `id`; the YAML's are refused (they are revoked by editing the YAML).
-    /// `mayRevoke` decides on the token found (a caller may revoke only what it could grant).
+    /// Removes the store's token `id` and every token minted under it, down the tree. An id only
+    /// the YAML has is refused (it is revoked by editing the YAML); a store token whose id the YAML
+    /// later took is removed (it would work again once the YAML entry went). `mayRevoke` decides
+    /// on the token named (a caller may revoke only what it could grant; what that token minted
+    /// holds no scope it did not).
     @discardableResult
     package func revoke(
         id: String, now: Int64, by actor: String,
         mayRevoke: (ServiceConfiguration.AccessToken) -> Bool = { _ in true }
-    ) throws -> ServiceConfiguration.AccessToken {
-        guard !yamlIDs.contains(id) else {
-            throw Error("the token is configured in auth.tokens: remove it there and reload", .forbidden)
-        }
+    ) throws -> Revoked {
         var removed: ServiceConfiguration.AccessToken?
-        try change { credentials throws(Error) in
+        var descendants: [String] = []
+        let written = try change(now: now) { credentials throws(Error) in
             guard let index = credentials.tokens.firstIndex(where: { $0.id == id }) else {
+                if yamlIDs.contains(id) {
+                    throw Error("the token is configured in auth.tokens: remove it there and reload", .forbidden)
+                }
                 throw Error("no such token", .notFound)
             }
             guard mayRevoke(credentials.tokens[index]) else {
                 throw Error("the token holds scopes the caller does not", .forbidden)
             }
-            removed = credentials.tokens.remove(at: index)
+            removed = credentials.tokens[index]
+            descendants = APICredentials.descendants(of: id, in: credentials.tokens)
+            let gone = Set(descendants + [id])
+            credentials.tokens.removeAll { gone.contains($0.id) }
         }
-        try audit("tokens.revoke", id: id, by: actor, now: now, [])
-        return removed!
+        var fields: [(String, JSONValue)] = []
+        if !descendants.isEmpty { fields.append(("descendants", .strings(descendants))) }
+        try audit("tokens.revoke", id: id, by: actor, now: now, fields)
+        return Revoked(
+            token: removed!, descendants: descendants, shadowed: yamlIDs.contains(id), serial: written.serial)
     }
 
-    /// When any node last saw each store token presented (``recordUse(_:)``).
-    package func lastUsed() throws -> [String: Int64] {
-        Self.marks(try store.metadata(APICredentials.usedName))
-    }
-
-    /// The `{id: unix seconds}` document; a damaged one reads as empty (it is only a hint).
-    private static func marks(_ bytes: [UInt8]?) -> [String: Int64] {
-        guard let bytes, case let .object(members)? = try? JSONParser().parse(bytes) else { return [:] }
-        var out: [String: Int64] = [:]
-        for (id, value) in members { if let t = APICredentials.int(value) { out[id] = t } }
-        return out
-    }
-
-    /// Merges a node's marks of use into the store's (the later of each).
-    package func recordUse(_ used: [String: Int64]) throws {
+    /// Signs the store's document as it is, after an operator reviewed it (``review()``): one
+    /// from before documents were signed, or one that does not verify (written without the key
+    /// ring). Nil when there is none, or it already verifies. Its serial goes past `now` (in
+    /// milliseconds, so past what nodes adopted before) and past the document's own claim, unless
+    /// that claim is more than a day ahead of `now` (a forged one could otherwise leave no room
+    /// above it).
+    package func sign(now: Int64, by actor: String) throws -> Signed? {
         for _ in 0..<8 {
-            let old = try store.metadata(APICredentials.usedName)
-            var merged = Self.marks(old)
-            for (id, t) in used where t > merged[id] ?? 0 { merged[id] = t }
-            let encoded = JSONWriter.encode(
-                .object(merged.sorted { $0.key < $1.key }.map { ($0.key, .int(Int($0.value))) }))
-            if encoded == old { return }
-            if try store.replaceMetadata(APICredentials.usedName, expected: old, with: encoded) { return }
+            guard let old = try store.metadata(APICredentials.storeName) else { return nil }
+            switch Result(catching: { () throws(Error) in try APICredentials.open(old, seal: seal) }) {
+            case .success: return nil
+            case let .failure(error): guard error.kind == .unsigned || error.kind == .unverified else { throw error }
+            }
+            var credentials = try APICredentials.decode(old)
+            let claim = min(max(credentials.serial, 0), (max(now, 0) + 86_400) * 1000)
+            credentials.serial = max(claim + 1, (max(now, 0) + 1) * 1000)
+            if try store.replaceMetadata(APICredentials.storeName, expected: old, with: credentials.sealed(by: seal)) {
+                let ids = credentials.tokens.map(\.id)
+                try audit("tokens.sign", id: "-", by: actor, now: now, [("signed", .strings(ids))])
+                return Signed(ids: ids, serial: credentials.serial)
+            }
         }
+        throw Error("the store's credentials kept changing under this change; try again", .store)
     }
 
-    /// `{"data": [{id, scopes, source, created_at, expires_at, last_used_at, requests_per_minute}]}`:
-    /// never a secret, nor a digest.
-    package static func listing(
-        yaml: [ServiceConfiguration.AccessToken], stored: [ServiceConfiguration.AccessToken], used: [String: Int64]
-    ) -> JSONValue {
-        let items = (yaml + stored).map { token -> JSONValue in
-            .object([
-                ("id", .string(token.id)), ("scopes", .strings(token.scopes.sorted())),
-                ("source", .string(token.source.rawValue)),
-                ("created_at", token.createdAt.map { .string(RevealedRecord.iso8601($0)) } ?? .null),
-                ("expires_at", token.expiresAt.map { .string(RevealedRecord.iso8601($0)) } ?? .null),
-                ("last_used_at", used[token.id].map { .string(RevealedRecord.iso8601($0)) } ?? .null),
-                ("requests_per_minute", token.requestsPerMinute.map { .int($0) } ?? .null),
-            ])
-        }
-        return .object([("data", .array(items))])
-    }
-
-    private func change(_ body: (inout APICredentials) throws(Error) -> Void) throws {
+    /// Applies `body` to the store's verified document and writes it signed, with a serial past
+    /// the one it read (and at least `now` in milliseconds); returns what was written.
+    private func change(now: Int64, _ body: (inout APICredentials) throws(Error) -> Void) throws -> APICredentials {
         for _ in 0..<8 {
             let old = try store.metadata(APICredentials.storeName)
             var credentials =
-                try old.map { bytes throws(Error) in try APICredentials.decode(bytes) } ?? APICredentials()
+                try old.map { bytes throws(Error) in try APICredentials.open(bytes, seal: seal) } ?? APICredentials()
+            let previous = credentials.serial
             try body(&credentials)
-            if try store.replaceMetadata(APICredentials.storeName, expected: old, with: credentials.encoded()) {
-                return
+            credentials.serial = max(previous < Int64.max ? previous + 1 : previous, max(now, 0) * 1000)
+            if try store.replaceMetadata(APICredentials.storeName, expected: old, with: credentials.sealed(by: seal)) {
+                return credentials
             }
         }
         throw Error("the store's credentials kept changing under this change; try again", .store)

@@ -8,7 +8,10 @@ import Synchronization
 ///
 /// The store's tokens are replaced as a whole (``adopt(_:)``) by ``CredentialRefresh`` every
 /// `auth.refresh_s` and at once after this node changed them; a request reads one snapshot. An
-/// expired token is refused at the second it expires, whatever the refresh.
+/// expired token is refused at the second it expires, whatever the refresh. A store token is in
+/// the snapshot only while it stands (``APICredentials/standings(yaml:stored:seal:)``): not
+/// shadowed by a YAML id, and, when minted, with its minter standing under the same secret, so a
+/// reload that removes or replaces a minter drops what it minted at once.
 final class TokenDirectory: Sendable {
     /// One token and when this node last saw it presented (Unix seconds; 0: not since start).
     final class Entry: Sendable {
@@ -20,6 +23,8 @@ final class TokenDirectory: Sendable {
     struct Snapshot: Sendable {
         var byDigest: [[UInt8]: Entry] = [:]
         var byID: [String: Entry] = [:]
+        /// The store's tokens that are not honoured for their minter (``APICredentials/Standing/orphaned``).
+        var orphans: [String] = []
     }
 
     /// The tokens each source gave last, and the snapshot made of them.
@@ -31,14 +36,18 @@ final class TokenDirectory: Sendable {
     private let snapshot: Mutex<Snapshot>
     /// The clock of expiry and use (tests move it).
     let now: @Sendable () -> Int64
+    /// The key of the store's credentials (nil without a vault: then no store token is adopted
+    /// that names a minter).
+    let seal: CredentialSeal?
 
     init(
-        yaml: [ServiceConfiguration.AccessToken],
+        yaml: [ServiceConfiguration.AccessToken], seal: CredentialSeal? = nil,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
         self.sources = Mutex(Sources(yaml: yaml))
         self.now = now
-        self.snapshot = Mutex(Self.snapshot(yaml: yaml, stored: []).snapshot)
+        self.seal = seal
+        self.snapshot = Mutex(Self.snapshot(yaml: yaml, stored: [], seal: seal).snapshot)
     }
 
     /// The token whose secret has this SHA-256, when it has not expired; marks it used.
@@ -80,7 +89,7 @@ final class TokenDirectory: Sendable {
         // One change at a time: the snapshot is always made of the latest of both sources.
         sources.withLock { sources in
             change(&sources)
-            let made = Self.snapshot(yaml: sources.yaml, stored: sources.stored)
+            let made = Self.snapshot(yaml: sources.yaml, stored: sources.stored, seal: seal)
             install(made.snapshot)
             return made.conflicts
         }
@@ -106,6 +115,9 @@ final class TokenDirectory: Sendable {
         }
     }
 
+    /// The store's tokens refused because their minter no longer stands (for the log).
+    var orphans: [String] { snapshot.withLock { $0.orphans } }
+
     /// Every token (YAML first), for `GET /admin/tokens`.
     var all: [ServiceConfiguration.AccessToken] {
         snapshot.withLock { Array($0.byID.values) }.map(\.token).sorted {
@@ -114,17 +126,22 @@ final class TokenDirectory: Sendable {
     }
 
     private static func snapshot(
-        yaml: [ServiceConfiguration.AccessToken], stored: [ServiceConfiguration.AccessToken]
+        yaml: [ServiceConfiguration.AccessToken], stored: [ServiceConfiguration.AccessToken], seal: CredentialSeal?
     ) -> (snapshot: Snapshot, conflicts: [String]) {
         var snapshot = Snapshot()
         var conflicts: [String] = []
         for token in yaml { insert(token, into: &snapshot) }
+        let standings = APICredentials.standings(yaml: yaml, stored: stored, seal: seal)
         for token in stored {
-            guard snapshot.byID[token.id] == nil else {
+            guard snapshot.byID[token.id] == nil, standings[token.id] != .shadowed else {
                 conflicts.append(token.id)
                 continue
             }
-            insert(token, into: &snapshot)
+            if standings[token.id] == .active {
+                insert(token, into: &snapshot)
+            } else {
+                snapshot.orphans.append(token.id)
+            }
         }
         return (snapshot, conflicts)
     }
@@ -132,7 +149,8 @@ final class TokenDirectory: Sendable {
     private static func insert(_ token: ServiceConfiguration.AccessToken, into snapshot: inout Snapshot) {
         let entry = Entry(token)
         snapshot.byID[token.id] = entry
-        // Two tokens with one secret: the first keeps it (the configuration reader refuses it).
+        // Two tokens with one secret: the first keeps it (the configuration reader refuses two in
+        // auth.tokens; a store token's secret is random, never one of the YAML's).
         if snapshot.byDigest[token.sha256] == nil { snapshot.byDigest[token.sha256] = entry }
     }
 }

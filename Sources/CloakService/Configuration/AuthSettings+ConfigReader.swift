@@ -20,6 +20,9 @@ extension ServiceConfiguration {
         }
         guard let tokens = r.sequence(auth["tokens"], at: "auth.tokens") else { return }
         var ids = Set<String>()
+        // Each secret once: two entries with one digest would be one token under two ids, its
+        // scopes those of whichever came first (the message names the other entry, never the digest).
+        var digests: [[UInt8]: Int] = [:]
         for (i, node) in tokens.enumerated() {
             let p = "auth.tokens[\(i)]"
             guard
@@ -35,6 +38,15 @@ extension ServiceConfiguration {
             if let hex = r.string(t["sha256"], at: "\(p).sha256") {
                 digest = decodeHex(hex)
                 if digest?.count != 32 { r.issue("\(p).sha256", "expected 64 hexadecimal characters", t["sha256"]) }
+                if let digest, digest.count == 32 {
+                    if let first = digests[digest] {
+                        r.issue(
+                            "\(p).sha256", "the same secret as auth.tokens[\(first)]: give each token its own",
+                            t["sha256"])
+                    } else {
+                        digests[digest] = i
+                    }
+                }
             } else {
                 r.issue("\(p).sha256", "is required", node)
             }

@@ -104,6 +104,13 @@ package struct ServiceConfiguration: Sendable {
         /// minted through `/admin/tokens`, the root of the chain that minted it, so one admin
         /// credential cannot multiply its guesses by minting tokens; nil: its own.
         package var guessAccount: String?
+        /// The token that minted this one through `/admin/tokens` (store tokens only; nil: made
+        /// by an operator with `cloak tokens`). A minted token holds while its minter does, with
+        /// the secret it had then (``minterTag``), and revoking the minter revokes it
+        /// (``TokenDirectory``, ``CredentialAdministration/revoke(id:now:by:mayRevoke:)``).
+        package var mintedBy: String?
+        /// ``CredentialSeal/minterTag(_:)`` of the minter's SHA-256 when it minted this token.
+        package var minterTag: [UInt8]?
 
         /// Who this token's guesses count as.
         package var guessKey: String { guessAccount ?? id }

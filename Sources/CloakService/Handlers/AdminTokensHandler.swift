@@ -5,8 +5,10 @@ import CloakVault
 /// `POST /admin/tokens`, `GET /admin/tokens`, `DELETE /admin/tokens/{id}` (scope
 /// `tokens:admin`): API credentials at run time, kept in the store (``CredentialAdministration``)
 /// so every node honours them within `auth.refresh_s`; this node at once. A caller never grants
-/// (nor revokes) a scope it does not hold. Never a secret in an answer but the one a create
-/// makes, once.
+/// (nor revokes) a scope it does not hold, and sees in the list only the tokens it could have
+/// granted. A minted token names its minter (`minted_by`) and goes with it: revoking a token
+/// revokes every token minted under it, down the tree. Never a secret in an answer but the one a
+/// create makes, once, with `Cache-Control: no-store`.
 struct AdminTokensHandler: Sendable {
     let vault: VaultClient
     let identity: Identity
@@ -22,8 +24,11 @@ struct AdminTokensHandler: Sendable {
     private var held: Set<String> { identity.token?.scopes ?? [] }
     private var actor: String { "token:" + (identity.token?.id ?? "-") }
 
+    /// The key of the store's credentials (the directory's; a node with a vault always has one).
+    private var seal: CredentialSeal { directory.seal ?? CredentialSeal(vault: vault.vault) }
+
     private func administration(_ store: any AliasStore) -> CredentialAdministration {
-        CredentialAdministration(store: store, yamlIDs: Set(directory.yaml.map(\.id)))
+        CredentialAdministration(store: store, yamlIDs: Set(directory.yaml.map(\.id)), seal: seal)
     }
 
     /// `{"id", "scopes": [...], "ttl_s"?, "requests_per_minute"?}` → 201 `{"id","token","expires_at"}`.
@@ -85,18 +90,21 @@ struct AdminTokensHandler: Sendable {
         }
         let (now, actor, outcome, ttlSeconds, requestsPerMinute) = (self.now, self.actor, self.outcome, ttl, perMinute)
         let guessAccount = identity.token?.guessKey
+        let minter = identity.token
         let bucketLimit = identity.token?.bucketValuesPerHour.flatMap { $0 < defaultBucketValuesPerHour ? $0 : nil }
         return .later { [self] finish in
             vault.vault.withStore(reads: false) { store in
                 try administration(store).create(
                     id: id, scopes: Set(scopes), ttlSeconds: ttlSeconds, requestsPerMinute: requestsPerMinute, now: now,
-                    by: actor, guessAccount: guessAccount, bucketValuesPerHour: bucketLimit)
+                    by: actor, guessAccount: guessAccount, bucketValuesPerHour: bucketLimit, minter: minter)
             } completion: { result in
                 switch result {
                 case let .success(created):
                     outcome?.alias(
                         nil, "ok", facts: [("subject", id), ("scopes", scopes.sorted().joined(separator: ","))])
-                    adoptThen { finish(.json(201, JSONWriter.encode(created.json))) }
+                    adoptThen(own: created.serial) {
+                        finish(.json(201, JSONWriter.encode(created.json), headers: HTTPResponse.noStoreHeaders))
+                    }
                 case let .failure(error):
                     outcome?.alias(nil, "refused", facts: [("subject", id)])
                     finish(.error(Self.cloakError(error)))
@@ -105,9 +113,12 @@ struct AdminTokensHandler: Sendable {
         }
     }
 
-    /// 200 `{"data": [{id, scopes, source, created_at, expires_at, last_used_at, requests_per_minute}]}`.
+    /// 200 `{"data": [{id, scopes, source, state, minted_by, created_at, expires_at, last_used_at,
+    /// requests_per_minute}]}`: only the tokens whose every scope the caller could grant (a narrow
+    /// `tokens:admin` token does not learn what wider tokens may do).
     func list() -> Reply {
-        .later { [self] finish in
+        let held = self.held
+        return .later { [self] finish in
             vault.vault.withStore(reads: true) { store in
                 let admin = administration(store)
                 return (try admin.list(), try admin.lastUsed())
@@ -116,12 +127,10 @@ struct AdminTokensHandler: Sendable {
                 case let .success((stored, used)):
                     var seen = used
                     for (id, t) in directory.lastUsed where t > seen[id] ?? 0 { seen[id] = t }
-                    finish(
-                        .json(
-                            200,
-                            JSONWriter.encode(
-                                CredentialAdministration.listing(
-                                    yaml: directory.yaml, stored: stored.tokens, used: seen))))
+                    let listing = CredentialAdministration.listing(
+                        yaml: directory.yaml, stored: stored.tokens, used: seen, seal: seal
+                    ) { token in token.scopes.allSatisfy { APICredentials.mayGrant($0, holding: held) } }
+                    finish(.json(200, JSONWriter.encode(listing)))
                 case let .failure(error):
                     finish(.error(Self.cloakError(error)))
                 }
@@ -129,7 +138,8 @@ struct AdminTokensHandler: Sendable {
         }
     }
 
-    /// 204 once the token is gone from the store (and from this node).
+    /// 204 once the token, and every token minted under it, is gone from the store (and from
+    /// this node). A store token whose id the YAML took since is removed too (the YAML's stays).
     func revoke(id: String) throws(CloakError) -> Reply {
         guard APICredentials.isValidID(id) else { throw .notFound("no such token") }
         let held = self.held
@@ -141,9 +151,13 @@ struct AdminTokensHandler: Sendable {
                 }
             } completion: { result in
                 switch result {
-                case .success:
-                    outcome?.alias(nil, "ok", facts: [("subject", id)])
-                    adoptThen { finish(HTTPResponse(status: 204)) }
+                case let .success(revoked):
+                    var facts = [("subject", id)]
+                    if !revoked.descendants.isEmpty {
+                        facts.append(("descendants", revoked.descendants.joined(separator: ",")))
+                    }
+                    outcome?.alias(nil, "ok", facts: facts)
+                    adoptThen(own: revoked.serial) { finish(HTTPResponse(status: 204)) }
                 case let .failure(error):
                     outcome?.alias(nil, "refused", facts: [("subject", id)])
                     finish(.error(Self.cloakError(error)))
@@ -152,16 +166,23 @@ struct AdminTokensHandler: Sendable {
         }
     }
 
-    /// Reads the store again on this node before answering: the change holds here at once.
-    private func adoptThen(_ answer: @escaping @Sendable () -> Void) {
+    /// Reads the store again on this node before answering: the change holds here at once (its
+    /// adoption's audit line says this node made it: `own` is the serial it wrote).
+    private func adoptThen(own serial: Int64, _ answer: @escaping @Sendable () -> Void) {
         guard let refresh else { return answer() }
-        refresh.refreshNow(done: answer)
+        refresh.refreshNow(own: serial, done: answer)
     }
 
     /// The answer for a refused change, or for a store that did not answer (never its text:
     /// it may name the database's host).
     static func cloakError(_ error: any Error) -> CloakError {
-        if let error = error as? APICredentials.Error { return error.cloakError }
-        return CloakError(.vaultUnavailable, "the vault is unavailable; nothing was changed")
+        if let error = error as? APICredentials.Error {
+            let answer = error.cloakError
+            // The store failed: retried after its backoff, as every 503 the store causes. A
+            // document that does not verify waits for an operator (`cloak tokens sign`), not a retry.
+            guard answer.code == .vaultUnavailable, error.kind == .store else { return answer }
+            return .storeUnavailable(answer.message)
+        }
+        return .storeUnavailable("the vault is unavailable; nothing was changed")
     }
 }

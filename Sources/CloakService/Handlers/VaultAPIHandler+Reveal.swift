@@ -14,7 +14,9 @@ extension VaultAPIHandler {
                 case let .success(found):
                     audit(alias, found[alias] == nil ? "not_found" : "ok")
                     if let record = found[alias] {
-                        finish(.json(200, Self.dataArray([record], lifecycle: true)))
+                        finish(
+                            .json(
+                                200, Self.dataArray([record], lifecycle: true), headers: HTTPResponse.noStoreHeaders))
                     } else {
                         finish(.error(.notFound("no such alias")))
                     }
@@ -58,7 +60,7 @@ extension VaultAPIHandler {
                     }
                     answer.endObject()
                     answer.endObject()
-                    finish(.json(200, answer.takeBytes()))
+                    finish(.json(200, answer.takeBytes(), headers: HTTPResponse.noStoreHeaders))
                 case let .failure(error):
                     finish(.error(error.cloakError { _ in "alias" }))
                 }

@@ -1,32 +1,52 @@
 import ArgumentParser
 import CloakCore
+import CloakCrypto
 import CloakService
 import CloakVault
 import Foundation
 
 struct Tokens: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create, list and revoke API credentials kept in the vault's store.",
+        abstract: "Create, list, revoke and sign API credentials kept in the vault's store.",
         discussion: """
-            Every command reads --config like serve and works while nodes serve: they honour a new \
-            token, and refuse a revoked one, within auth.refresh_s. The store keeps each token's \
-            SHA-256; the token is printed once, by create. Exit 2: a configuration or store problem, \
-            or a refused change (nothing changed).
+            Every command reads --config like serve, opens the key ring vault.keys names (the \
+            store's credentials are signed with a key derived from it), and works while nodes \
+            serve: they honour a new token, and refuse a revoked one, within auth.refresh_s. The \
+            store keeps each token's SHA-256; the token is printed once, by create. Each change \
+            (or refused change) writes an audit line, JSON as nodes log them, to standard error. \
+            Exit 2: a configuration, key or store problem, or a refused change (nothing changed).
             """,
-        subcommands: [Create.self, List.self, Revoke.self])
+        subcommands: [Create.self, List.self, Revoke.self, Sign.self])
 
+    /// The store, the YAML's ids and the ring's key for the credentials; exit 2 when the store or
+    /// the ring cannot be opened, or the ring is not the one the store's records were sealed with
+    /// (a document signed with it would be refused by every node).
     static func administration(_ options: ConfigOption) throws -> CredentialAdministration {
         let configuration = try options.load()
         do {
+            let store = try VaultBootstrap.store(configuration.vault)
+            let ring = try VaultBootstrap.keys(
+                configuration.vault, environment: ProcessInfo.processInfo.environment, logger: nil, store: store,
+                firstRun: false
+            ).ring
+            if let check = try store.metadata("key_check"), !constantTimeEquals(check, ring.checkValue) {
+                Keys.fail("the key ring vault.keys names is not the store's: set it to the ring the nodes use")
+            }
             return CredentialAdministration(
-                store: try VaultBootstrap.store(configuration.vault), yamlIDs: Set(configuration.auth.map(\.id)))
+                store: store, yamlIDs: Set(configuration.auth.map(\.id)), seal: CredentialSeal(ring: ring))
         } catch {
-            Keys.fail("cannot open the store: \(error)")
+            Keys.fail("cannot open the store and its key ring: \(error)")
         }
     }
 
     static var now: Int64 { Int64(Date().timeIntervalSince1970) }
     static var actor: String { "cli:" + KeyAdministration.currentUser() }
+    /// The audit lines of this command, on standard error.
+    static var audit: CredentialAudit { .standardError(actor: actor) }
+
+    static func warn(_ message: String) {
+        FileHandle.standardError.write(Data("cloak: \(message)\n".utf8))
+    }
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -47,39 +67,117 @@ struct Tokens: ParsableCommand {
         func run() throws {
             let admin = try Tokens.administration(options)
             let scopes = Set(scopes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
-            let created = Keys.run {
-                try admin.create(
+            let audit = Tokens.audit
+            let created: CredentialAdministration.Created
+            do {
+                created = try admin.create(
                     id: id, scopes: scopes, ttlSeconds: ttl.flatMap(APICredentials.parseTTL),
                     requestsPerMinute: requestsPerMinute, now: Tokens.now, by: Tokens.actor)
+            } catch {
+                audit.refused("tokens_create", subject: id, reason: "\(error)")
+                Keys.fail("\(error)")
             }
+            audit.created(created)
             print(String(decoding: JSONWriter.encode(created.json), as: UTF8.self))
         }
     }
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Every token (the YAML's and the store's): id, scopes, dates, source; never a secret.")
+            abstract: "Every token (the YAML's and the store's): id, scopes, source, state, minter, dates; "
+                + "never a secret.",
+            discussion: """
+                A store document that is not signed, or does not verify, is listed as it is, with a \
+                warning on standard error: no node honours its tokens until `cloak tokens sign`.
+                """)
         @OptionGroup var options: ConfigOption
 
         func run() throws {
             let configuration = try options.load()
             let admin = try Tokens.administration(options)
-            let (stored, used) = Keys.run { (try admin.list(), try admin.lastUsed()) }
-            let listing = CredentialAdministration.listing(yaml: configuration.auth, stored: stored.tokens, used: used)
+            let (review, used) = Keys.run { (try admin.review(), try admin.lastUsed()) }
+            let listing = CredentialAdministration.listing(
+                yaml: configuration.auth, stored: review.credentials.tokens, used: used, seal: admin.seal)
             print(String(decoding: JSONWriter.encode(listing), as: UTF8.self))
+            if let refusal = review.refusal {
+                Tokens.warn("no node honours the store's tokens listed: \(refusal.description)")
+            }
         }
     }
 
     struct Revoke: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove a store token; nodes refuse it within auth.refresh_s.")
+            abstract: "Remove a store token and every token minted under it; nodes refuse them within "
+                + "auth.refresh_s.")
         @OptionGroup var options: ConfigOption
         @Argument(help: "The token's id.") var id: String
 
         func run() throws {
             let admin = try Tokens.administration(options)
-            _ = Keys.run { try admin.revoke(id: id, now: Tokens.now, by: Tokens.actor) }
-            print("revoked: \(id); nodes refuse it within auth.refresh_s")
+            let audit = Tokens.audit
+            let revoked: CredentialAdministration.Revoked
+            do {
+                revoked = try admin.revoke(id: id, now: Tokens.now, by: Tokens.actor)
+            } catch {
+                audit.refused("tokens_revoke", subject: id, reason: "\(error)")
+                Keys.fail("\(error)")
+            }
+            audit.revoked(revoked)
+            let minted =
+                revoked.descendants.isEmpty
+                ? "" : " and the tokens minted under it (\(revoked.descendants.joined(separator: ", ")))"
+            print("revoked: \(id)\(minted); nodes refuse them within auth.refresh_s")
+            if revoked.shadowed {
+                print("the configuration's auth.tokens still has a token \(id): remove it there and reload")
+            }
+        }
+    }
+
+    struct Sign: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Sign the store's API credentials as they are: a document from before they were signed, "
+                + "or one written without the key ring.",
+            discussion: """
+                Nodes honour only a document signed with the key ring. Review it first with \
+                `cloak tokens list` (a token someone wrote into the database is listed too), sign it \
+                with --yes, then revoke what should not be there. Signing an older Cloak's document \
+                before the nodes are upgraded keeps every store token working through the upgrade.
+                """)
+        @OptionGroup var options: ConfigOption
+        @Flag(help: "Sign the tokens `cloak tokens list` showed.") var yes = false
+
+        func run() throws {
+            let admin = try Tokens.administration(options)
+            let review = Keys.run { try admin.review() }
+            guard let refusal = review.refusal else {
+                print("the store's API credentials verify: nothing to sign")
+                return
+            }
+            let ids = review.credentials.tokens.map(\.id)
+            guard yes else {
+                Tokens.warn(refusal.description)
+                print(
+                    "signing would make every node honour these store tokens: "
+                        + (ids.isEmpty ? "(none)" : ids.joined(separator: ", ")))
+                print("review them with `cloak tokens list`, then run `cloak tokens sign --yes`")
+                Foundation.exit(1)
+            }
+            let audit = Tokens.audit
+            let signed: CredentialAdministration.Signed?
+            do {
+                signed = try admin.sign(now: Tokens.now, by: Tokens.actor)
+            } catch {
+                audit.refused("tokens_sign", subject: nil, reason: "\(error)")
+                Keys.fail("\(error)")
+            }
+            guard let signed else {
+                print("the store's API credentials verify: nothing to sign")
+                return
+            }
+            audit.signed(signed)
+            print(
+                "signed \(signed.ids.count) store tokens (serial \(signed.serial)); nodes honour them within "
+                    + "auth.refresh_s")
         }
     }
 }
