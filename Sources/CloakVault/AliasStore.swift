@@ -64,6 +64,9 @@ package protocol AliasStore: AnyObject {
     func commitNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome]
     /// Checks that the store answers.
     func ping() throws(StoreError)
+    /// Statements sent and rows read or changed since the store opened (a batch's span reports
+    /// the difference over the batch). Zero for a store that does not count.
+    var counters: StoreCounters { get }
     /// Makes the open transaction's commit a durable write even when nothing else changes it: a
     /// request answered from a record already stored then waits for the same kind of commit as
     /// one that stored it, so its timing does not tell which it was.
@@ -107,6 +110,8 @@ package protocol AliasStore: AnyObject {
 }
 
 extension AliasStore {
+    package var counters: StoreCounters { StoreCounters() }
+
     /// ``records(aliases:)`` as one ``record(alias:)`` per alias: for a store whose statements
     /// cost a function call.
     package func recordsOneByOne(aliases: [String]) throws(StoreError) -> [String: StoredRecord] {
@@ -155,4 +160,10 @@ package enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .unavailable(reason): return "store unavailable: \(reason)"
         }
     }
+
+    /// Whole seconds a caller refused because the store failed should wait before trying again
+    /// (the service's `Retry-After`): the longest reconnect backoff of the shared store
+    /// (``PostgreSQLAliasStore`` retries 0.25 s after losing its server, doubling up to this), so by
+    /// then the store has been tried again, on a promoted standby too.
+    package static let retryAfterSeconds = 2
 }

@@ -99,6 +99,33 @@ import Testing
         #expect(limiter.reserveUnnamed(token: "a", count: 3, limit: 3, now: t0 + 3_601 * Self.second))
     }
 
+    /// Issue 44 item 4: values count per guess account (a minted token's in its minter's), but
+    /// the bucket cap holds each presenting token to the windows it opened. A token at its cap
+    /// is refused, and the refusal names the cap; the account's other tokens are not.
+    @Test func valuesCountPerAccountButTheBucketCapIsEachPresentingTokensOwn() throws {
+        let oneBucket = try Self.buckets(ReviewDefectTests.cards(3)).map { $0.first! }  // 411111 ... 1111
+        let others = try Self.buckets(["5555555555554444", "6011111111111117", "4012888888881881", "5105105105105100"])
+            .map { $0.first! }
+        let limiter = BucketGuessLimiter(bucketCap: 2)
+        let t0: UInt64 = 1_000 * Self.second
+        // The child opens two buckets: its cap.
+        #expect(limiter.admit(token: "root", presenter: "child", [oneBucket[0]], limit: 2, now: t0) == nil)
+        #expect(limiter.admit(token: "root", presenter: "child", [others[0]], limit: 2, now: t0 + Self.second) == nil)
+        let capped = limiter.admit(token: "root", presenter: "child", [others[1]], limit: 2, now: t0 + 2 * Self.second)
+        #expect(capped == .init(format: .FPE_SIX_T_FOUR, retryAfter: 3_598, limit: .buckets(2)))
+        // Its minter is not locked out: new buckets go on its own cap.
+        #expect(limiter.admit(token: "root", [others[1]], limit: 2, now: t0 + 2 * Self.second) == nil)
+        #expect(limiter.admit(token: "root", [others[2]], limit: 2, now: t0 + 2 * Self.second) == nil)
+        #expect(limiter.admit(token: "root", [others[3]], limit: 2, now: t0 + 2 * Self.second)?.limit == .buckets(2))
+        // Values still count per account: the bucket the child opened holds the minter's too.
+        #expect(limiter.admit(token: "root", [oneBucket[1]], limit: 2, now: t0 + 3 * Self.second) == nil)
+        let full = limiter.admit(token: "root", presenter: "child", [oneBucket[2]], limit: 2, now: t0 + 3 * Self.second)
+        #expect(full?.limit == .valuesPerBucket)
+        // Once its windows have left the hour, the child opens buckets again.
+        let later = t0 + 3_700 * Self.second
+        #expect(limiter.admit(token: "root", presenter: "child", [others[3]], limit: 2, now: later) == nil)
+    }
+
     @Test func aRequestPastTheLimitIsRefusedWholeAndRecordsNothing() throws {
         let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
         let limiter = BucketGuessLimiter()

@@ -1,6 +1,7 @@
 import CloakCore
 import CloakService
 import CloakTesting
+import CloakVault
 import Foundation
 import Synchronization
 import Testing
@@ -165,7 +166,14 @@ struct StoreTimeoutTests {
             #expect(answer.status == 503, "\(answer)")
             #expect(answer.seconds < 0.7 + 1.0, "answered after \(answer.seconds) s")
         }
-        #expect((try? node.client().request("GET", "/readyz").status) == 503)
+        // Each of them says when to retry (issue 44 item 6: 596 of 596 had no Retry-After).
+        let refused = try node.client().request(
+            "POST", "/aliases", json: #"{"data":[{"value":"frozen-store"}]}"#, headers: FailoverTests.auth)
+        #expect(refused.status == 503 && refused.errorCode == 1500, "\(refused.text)")
+        #expect(refused.header("Retry-After") == String(StoreError.retryAfterSeconds), "\(refused.headers)")
+        let readiness = try node.client().request("GET", "/readyz")
+        #expect(readiness.status == 503)
+        #expect(readiness.header("Retry-After") == String(StoreError.retryAfterSeconds), "\(readiness.headers)")
         #expect((try? node.client().request("GET", "/healthz").status) == 200)
 
         for pid in pids { kill(pid, SIGCONT) }

@@ -1,7 +1,11 @@
+import CloakCore
 import CloakCrypto
 import CloakTesting
 import Foundation
 import Testing
+
+@testable import CloakService
+@testable import CloakVault
 
 /// Issue 34, defects 2 and 3: the per-bucket guess limit holds the tokens that could guess (a
 /// create-only token's creates, every token's lookups) and no one else, and lookups pay per value.
@@ -172,6 +176,56 @@ import Testing
         #expect(sixth.status == 429 && sixth.errorCode == 1429, "\(sixth.text)")
     }
 
+    /// Issue 44 item 3: `PUT` and `DELETE /aliases/{alias}` answer 204 or 404, so they say whether
+    /// an alias is live. A 404 counts as a guess in the alias's bucket, and past the limit the
+    /// request is refused whole, the live alias too (a 204 beside 429s would name it), and
+    /// nothing is changed. Before the fix 500 candidates went through with no 429.
+    @Test(arguments: ["PUT", "DELETE"])
+    func changesToGuessedAliasesCountMissesAndRefuseTheLiveAliasPastTheLimit(method: String) throws {
+        let server = try GuessLimitTests.server()
+        defer { server.stop() }
+        let client = try server.client()
+        let stored = try client.request(
+            "POST", "/aliases", json: ReviewDefectTests.body(["4111111111111111"]), headers: Self.full)
+        let live = try #require(ReviewDefectTests.aliases(stored).first, "\(stored.text)")
+        #expect(live.hasPrefix("411111") && live.hasSuffix("1111"), "the FPE alias keeps BIN and last four: \(live)")
+        // Candidate aliases of the live alias's bucket (BIN 411111, last four 1111, 16 digits).
+        let guesses = ReviewDefectTests.cards(6, from: 2_000).filter { $0 != live }.prefix(5)
+        func change(_ alias: String) throws -> RawHTTPClient.Response {
+            if method == "PUT" {
+                return try client.request(
+                    "PUT", "/aliases/\(alias)", json: #"{"data":{"classifiers":["guessed"]}}"#, headers: Self.full)
+            }
+            return try client.request("DELETE", "/aliases/\(alias)", headers: Self.full)
+        }
+        for guess in guesses { #expect(try change(guess).status == 404) }
+        let found = try change(live)
+        #expect(found.status == 429 && found.errorCode == 1429, "\(found.text)")
+        #expect(Int(found.header("Retry-After") ?? "") ?? 0 >= 1)
+        // Nothing changed: another token still reveals the record as it was.
+        let record = try client.request(
+            "GET", "/aliases/\(live)", headers: ReviewDefectTests.bearer(TestServer.revealOnlyToken))
+        #expect(record.status == 200 && !record.text.contains("guessed"), "\(record.text)")
+    }
+
+    /// Within the limit a change to a live alias is no guess: its place is given back.
+    @Test func aChangeToALiveAliasIsNotCountedAsAGuess() throws {
+        let server = try GuessLimitTests.server()
+        defer { server.stop() }
+        let client = try server.client()
+        let stored = try client.request(
+            "POST", "/aliases", json: ReviewDefectTests.body(["4111111111111111"]), headers: Self.full)
+        let live = try #require(ReviewDefectTests.aliases(stored).first, "\(stored.text)")
+        let body = #"{"data":{"classifiers":["kept"]}}"#
+        for _ in 0..<3 {
+            #expect(try client.request("PUT", "/aliases/\(live)", json: body, headers: Self.full).status == 204)
+        }
+        // Five misses still fit the bucket's five.
+        for guess in ReviewDefectTests.cards(6, from: 2_100).filter({ $0 != live }).prefix(5) {
+            #expect(try client.request("PUT", "/aliases/\(guess)", json: body, headers: Self.full).status == 404)
+        }
+    }
+
     @Test func aliasesThatFailLuhnShareTheirCardsBucket() throws {
         let server = try GuessLimitTests.server()
         defer { server.stop() }
@@ -293,6 +347,40 @@ import Testing
         for card in cards.prefix(3) { #expect(try create(card, Self.secret(first)) == 201) }
         for card in cards[3..<5] { #expect(try create(card, Self.secret(second)) == 201) }
         #expect(try create(cards[5], Self.secret(second)) == 429, "the bucket's sixth value across both tokens")
+    }
+
+    /// Issue 44 item 4 (and item 10's bucket-cap message): a minted token's guesses count in its
+    /// minter's account, but the counters' bucket cap is each presenting token's own. A child
+    /// whose windows fill the cap is refused, with a 429 naming the cap; its minter, a YAML
+    /// root, still creates in a new bucket (before the fix: 429 for an hour).
+    @Test func aMintedTokenAtTheBucketCapDoesNotLockOutItsMinter() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let child = try Self.mint(server, #"{"id":"filler","scopes":["aliases:create"]}"#)
+        #expect(child.status == 201, "\(child.text)")
+        // The child's windows in the minter's account, as 100,000 values of distinct buckets it
+        // created or looked up would leave them (written straight into the service's counters:
+        // 1,000 requests of 100 values each would make the test minutes long).
+        let limiter = server.service.guessLimiter
+        let filler = (0..<limiter.bucketCap).map { i -> GuessBucket in
+            var tag = [UInt8](repeating: 0xA5, count: 16)
+            for k in 0..<8 { tag[k] = UInt8(truncatingIfNeeded: i >> (8 * k)) }
+            return GuessBucket(format: .FPE_SIX_T_FOUR, bucket: GuessTag(tag), value: GuessTag(tag), space: 100_000)
+        }
+        #expect(limiter.admit(token: "minter", presenter: "filler", filler, limit: 5, now: LoopClock.now()) == nil)
+        func create(_ card: String, _ secret: String) throws -> RawHTTPClient.Response {
+            try server.client().request(
+                "POST", "/aliases", json: #"{"data":[{"value":"\#(card)","format":"FPE_SIX_T_FOUR"}]}"#,
+                headers: ReviewDefectTests.bearer(secret))
+        }
+        let refused = try create("4111111111111111", Self.secret(child))
+        #expect(refused.status == 429 && refused.errorCode == 1429, "\(refused.text)")
+        #expect(
+            refused.text.contains("\(BucketGuessLimiter.maxBucketsPerToken) distinct buckets")
+                && !refused.text.contains("bucket_values_per_hour"),
+            "the 429 names the bucket cap: \(refused.text)")
+        let minter = try create("5555555555554444", Self.minterSecret)
+        #expect(minter.status == 201, "the minter is not locked out: \(minter.text)")
     }
 
     @Test func aMintedTokenIsNoFasterAndNoLongerLivedThanItsMinter() throws {

@@ -1,4 +1,5 @@
 import CloakTesting
+import CloakVault
 import Foundation
 import Synchronization
 import Testing
@@ -52,6 +53,7 @@ import Testing
         let refused = try #require(failure, "the store never filled up")
         #expect(refused.status == 503)
         #expect(refused.errorCode == 1500)
+        #expect(refused.header("Retry-After") == "2", "a store failure says when to retry")
         #expect(!refused.text.contains("full-disk-"))
         #expect(try RawHTTPClient(port: port).request("GET", "/healthz").status == 200)
         kill(limited.processIdentifier, SIGTERM)
@@ -76,5 +78,37 @@ import Testing
         }
         #expect(acknowledged.count > 10, "refused after \(acknowledged.count): \(refused.status) \(refused.text)")
         #expect(lost == 0, "\(lost) of \(acknowledged.count) acknowledged aliases were lost")
+    }
+
+    /// Issue 44 item 6: every 503 the store causes says when to retry: `Retry-After` (and
+    /// `extraInfo.retryAfterSeconds`) of 2 s, the store's reconnect backoff; so does `/readyz`'s.
+    /// The store goes away under a running service (its vault closed: every job is refused at
+    /// once as `store unavailable`, as while PostgreSQL is unreachable).
+    @Test func everyAnswerAStoreFailureCausesCarriesRetryAfter() throws {
+        let server = try TestService()
+        defer { server.stop() }
+        let client = try server.client()
+        let auth = [("Authorization", "Bearer \(TestServer.fullToken)")]
+        let stored = try client.request("POST", "/aliases", json: #"{"data":[{"value":"kept-before"}]}"#, headers: auth)
+        let alias = try #require(VaultAPITests.aliases(stored).first?["alias"] as? String, "\(stored.text)")
+        #expect(try client.request("GET", "/readyz").status == 200)
+
+        server.vault.close()
+        let answers = [
+            try client.request("POST", "/aliases", json: #"{"data":[{"value":"new-after"}]}"#, headers: auth),
+            try client.request("POST", "/tokens", json: #"{"data":[{"value":"anonymous-after"}]}"#),
+            try client.request("POST", "/aliases/lookup", json: #"{"data":[{"value":"new-after"}]}"#, headers: auth),
+            try client.request("PUT", "/aliases/\(alias)", json: #"{"data":{"classifiers":["x"]}}"#, headers: auth),
+            try client.request("DELETE", "/aliases/\(alias)", headers: auth),
+        ]
+        for answer in answers {
+            #expect(answer.status == 503 && answer.errorCode == 1500, "\(answer.text)")
+            #expect(answer.header("Retry-After") == String(StoreError.retryAfterSeconds), "\(answer.text)")
+            let extra = (answer.json?["error"] as? [String: Any])?["extraInfo"] as? [String: Any]
+            #expect(extra?["retryAfterSeconds"] as? Int == StoreError.retryAfterSeconds, "\(answer.text)")
+        }
+        let readiness = try client.request("GET", "/readyz")
+        #expect(readiness.status == 503 && readiness.text.contains("store unavailable"), "\(readiness.text)")
+        #expect(readiness.header("Retry-After") == String(StoreError.retryAfterSeconds))
     }
 }

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (it takes traffic: not draining, every
 /// event loop turning, the store answering).
@@ -7,7 +8,10 @@ struct HealthHandler: Sendable {
     static let healthy = HTTPResponse.json(200, Array(#"{"status":"ok"}"#.utf8))
     static let ready = HTTPResponse.json(200, Array(#"{"status":"ready"}"#.utf8))
     static let draining = HTTPResponse.json(503, Array(#"{"status":"draining"}"#.utf8))
-    static let storeDown = HTTPResponse.json(503, Array(#"{"status":"store unavailable"}"#.utf8))
+    /// With `Retry-After` as every 503 the store causes (``CloakError/storeUnavailable(_:)``).
+    static let storeDown = HTTPResponse.json(
+        503, Array(#"{"status":"store unavailable"}"#.utf8),
+        headers: [("Retry-After", String(StoreError.retryAfterSeconds))])
 
     /// An event loop has stopped turning: the node must leave rotation. Names the loops (`main-0`,
     /// `egress-1`: their server and index, nothing from a request).

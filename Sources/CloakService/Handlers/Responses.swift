@@ -3,15 +3,17 @@ import CloakHTTP
 
 extension HTTPResponse {
     /// The VGSError-style body for `error`, with its HTTP status.
-    /// A 429 carries `Retry-After` (from its `retryAfterSeconds`).
+    /// A 429 or 503 carries `Retry-After` when its `extraInfo` has `retryAfterSeconds` (every 429,
+    /// and a 503 the store caused: ``CloakError/storeUnavailable(_:)``).
     static func error(_ error: CloakError, headers: [(name: String, value: String)] = []) -> HTTPResponse {
         var headers = headers
-        if error.code == .tooManyRequests,
+        let status = error.code.httpStatus
+        if status == 429 || status == 503,
             case let .number(seconds)? = error.extraInfo.first(where: { $0.key == "retryAfterSeconds" })?.value
         {
             headers.append(("Retry-After", seconds))
         }
-        return .json(error.code.httpStatus, JSONWriter.encode(error.body), headers: headers)
+        return .json(status, JSONWriter.encode(error.body), headers: headers)
     }
 
     static func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {

@@ -62,7 +62,8 @@ struct VaultAPIHandler: Sendable {
         return answer.takeBytes()
     }
 
-    /// `DELETE /aliases/{alias}`.
+    /// `DELETE /aliases/{alias}`: 204 or 404 says whether the alias is live, so it is held like a
+    /// reveal (``VaultClient/delete(_:completion:)``): a 404 is a guess, and past the limit 429.
     func delete(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
         try Self.requirePlausible(alias, outcome)
         return .later { finish in
@@ -82,7 +83,8 @@ struct VaultAPIHandler: Sendable {
     /// `PUT /aliases/{alias}` with `{"data":{"classifiers":[...]}}`: scope `aliases:update` (a
     /// creator must not rewrite other callers' records, nor learn which aliases exist), audited.
     /// The scope is checked before anything is looked up, and an alias that is malformed, unknown
-    /// or expired gets the same 404.
+    /// or expired gets the same 404. To the holder that 404 is a guess in the alias's bucket
+    /// (``VaultClient/update(_:classifiers:metadata:ttlSeconds:completion:)``): past the limit 429.
     func update(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
         try Self.requirePlausible(alias, outcome)
         let change = try Self.parseUpdate(try request.jsonBody())
