@@ -137,18 +137,25 @@ extension Vault {
             var record: StoredRecord
             var alias: IssuedAlias
             var round = 0
+            var committed = stored[index]
             while true {
                 // A shared store can lose a race to another node (the same value, or the same
                 // value's alias in this format, committed first): read what won and use it.
                 do {
                     let wrote: Bool
-                    (record, alias, wrote) = try findOrCreate(item, index: index, stored: stored[index], in: store)
+                    (record, alias, wrote) = try findOrCreate(item, index: index, stored: committed, in: store)
                     // Found as it was: for a caller who may not reveal, the commit must still
                     // cost what storing it would have (an existence oracle by timing otherwise).
                     if !wrote && !caller.mayReveal { try store.forceDurableCommit() }
                     break
                 } catch StoreError.fingerprintTaken where round < 2 {
                     round += 1
+                    // The record this request's batch committed is public from its commit on:
+                    // another node creating the same value finds it by fingerprint and may give
+                    // it an alias in this format first. What `stored` says of it is then stale
+                    // (issue 44): read it again by fingerprint, and answer with that alias. (A
+                    // record without a fingerprint is found by nobody: nothing to read again.)
+                    if item.fingerprint != nil { committed = nil }
                 }
             }
             if cache != nil { records.append(record) }

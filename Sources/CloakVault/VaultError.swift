@@ -6,7 +6,9 @@ package enum VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidInput(index: Int, reason: String)
     /// No such alias, or it expired (1404).
     case notFound
-    /// The store failed or is full; nothing was written (1500).
+    /// The store failed, is full or did not answer in time (1500). What the request wrote may
+    /// have been committed all the same (a commit after the time limit's answer, a connection lost
+    /// after COMMIT, a PostgreSQL batch's new records): the service says the outcome is unknown.
     case unavailable(String)
     /// A limit of the caller's refused the request; nothing was written (1429, `Retry-After`).
     case refused(retryAfter: Int, reason: String)

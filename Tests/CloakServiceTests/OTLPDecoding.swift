@@ -2,8 +2,10 @@ import Foundation
 
 /// Reads the spans out of OTLP/HTTP export requests as a collector would: HTTP framing, then
 /// the protobuf `ExportTraceServiceRequest` (resource_spans 1 → scope_spans 2 → spans 2; a span's
-/// trace_id 1, span_id 2, parent_span_id 4, name 5, kind 6, attributes 9 of key 1 and value 2
-/// (string 1, bool 2, int 3)). Only what the tests look at; unknown fields are skipped by wire type.
+/// trace_id 1, span_id 2, parent_span_id 4, name 5, kind 6, start and end times 7 and 8
+/// (fixed64), attributes 9 of key 1 and value 2 (string 1, bool 2, int 3), links 13 (trace_id 1,
+/// span_id 2), status 15 (code 3)). Only what the tests look at; unknown fields are skipped by
+/// wire type.
 enum OTLPDecoding {
     struct Span: CustomStringConvertible {
         var traceID = ""
@@ -12,7 +14,17 @@ enum OTLPDecoding {
         var name = ""
         var kind = 0
         var attributes: [String: String] = [:]
-        var description: String { "\(name) \(traceID)/\(spanID)←\(parentSpanID) \(attributes)" }
+        /// The spans this one links to (OpenTelemetry links), as trace and span ids.
+        var links: [(traceID: String, spanID: String)] = []
+        /// `Status.code`: 0 unset, 1 ok, 2 error.
+        var statusCode = 0
+        var startNanoseconds: UInt64 = 0
+        var endNanoseconds: UInt64 = 0
+        var description: String {
+            "\(name) \(traceID)/\(spanID)←\(parentSpanID) \(attributes) links \(links.map { $0.spanID })"
+        }
+        /// Whether the span has no parent (the root of its trace).
+        var isRoot: Bool { parentSpanID.isEmpty || parentSpanID == String(repeating: "0", count: 16) }
     }
 
     /// Every span of every export request in `stream` (the bytes a receiver got, requests back to back).
@@ -69,6 +81,17 @@ enum OTLPDecoding {
                     }
                 }
                 span.attributes[key] = text
+            case 7: span.startNanoseconds = fixed64(value)
+            case 8: span.endNanoseconds = fixed64(value)
+            case 13:
+                var link = (traceID: "", spanID: "")
+                for (f, v) in fields(value) {
+                    if f == 1 { link.traceID = hex(v) }
+                    if f == 2 { link.spanID = hex(v) }
+                }
+                span.links.append(link)
+            case 15:
+                for (f, v) in fields(value) where f == 3 { span.statusCode = Int(varint(v)) }
             default: break
             }
         }
@@ -124,6 +147,11 @@ enum OTLPDecoding {
         var result: UInt64 = 0
         for (n, b) in bytes.enumerated() { result |= UInt64(b & 0x7F) << (7 * UInt64(n)) }
         return result
+    }
+
+    /// A fixed64 field's bytes (little-endian) as a number.
+    static func fixed64(_ bytes: [UInt8]) -> UInt64 {
+        bytes.prefix(8).enumerated().reduce(0) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
     }
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }

@@ -118,6 +118,66 @@ import Testing
         #expect(node.log.contains(#""trace_id":"\#(Self.callerTrace)""#))
     }
 
+    /// The span's code is the error Cloak answered with (issue 44, item 9), carried in the request
+    /// context: an upstream's answer passed through has none, however much its body looks like a
+    /// VGSError; Cloak's own errors, answered later (a reveal's 404) or at once with headers of
+    /// their own (a 405's `Allow`), have theirs.
+    @Test func theErrorCodeIsCloaksErrorNeverAnUpstreamsBody() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let collector = RawUpstream()
+        defer { collector.stop() }
+        let body = #"{"error":{"domain":"vgscollect.sdk","code":1500,"type":"vaultUnavailable","description":"x"}}"#
+        let lookalike = CannedUpstream(
+            answer: Array(
+                ("HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)"
+                    + "\r\nConnection: close\r\n\r\n" + body).utf8))
+        defer { lookalike.stop() }
+        let node = try CloakNode(store: "sqlite:\(directory.path)/cloak.db", directory: directory.path) { yaml in
+            yaml.replacingOccurrences(
+                of: "\nroutes: []\n",
+                with: """
+
+                    routes:
+                      - id: "\(Self.routeID)"
+                        path: /lookalike
+                        upstream: "http://127.0.0.1:\(lookalike.port)/answer"
+
+                    """)
+                + "\ntelemetry:\n  traces: {endpoint: \"http://127.0.0.1:\(collector.port)\", sample_ratio: 1.0}\n"
+        }
+        defer { node.stop() }
+        let auth = ("Authorization", "Bearer \(CloakNode.token)")
+        func parent(_ n: Int) -> (trace: String, header: (String, String)) {
+            let trace = "4bf92f3577b34da6a3ce929d0e0e47" + String(format: "%02x", n)
+            return (trace, ("traceparent", "00-\(trace)-\(Self.callerSpan)-01"))
+        }
+
+        let passed = try node.client().request(
+            "POST", "/proxy/lookalike", json: "{}", headers: [auth, parent(1).header])
+        #expect(passed.status == 502 && passed.errorCode == 1500, "the upstream's answer, as it came")
+        let missing = try node.client().request(
+            "GET", "/aliases/tok_sandbox_2Ud9kF3pQwXyZ7LmN4bV8c", headers: [auth, parent(2).header])
+        #expect(missing.status == 404)
+        let refused = try node.client().request("PATCH", "/aliases", json: "{}", headers: [auth, parent(3).header])
+        #expect(refused.status == 405 && refused.header("Allow") != nil)
+
+        #expect(Poll.until { (1...3).allSatisfy { n in Self.serverSpan(parent(n).trace, collector) != nil } })
+        let upstreamAnswer = try #require(Self.serverSpan(parent(1).trace, collector))
+        #expect(upstreamAnswer.attributes["http.response.status_code"] == "502")
+        #expect(upstreamAnswer.attributes["cloak.error.code"] == nil, "\(upstreamAnswer)")
+        #expect(upstreamAnswer.statusCode != 2)
+        let notFound = try #require(Self.serverSpan(parent(2).trace, collector))
+        #expect(notFound.attributes["cloak.error.code"] == String(missing.errorCode ?? -1) && notFound.statusCode == 2)
+        let notAllowed = try #require(Self.serverSpan(parent(3).trace, collector))
+        #expect(notAllowed.attributes["cloak.error.code"] == "1405" && notAllowed.statusCode == 2)
+    }
+
+    /// The server span of the request in `trace`, once exported.
+    static func serverSpan(_ trace: String, _ collector: RawUpstream) -> OTLPDecoding.Span? {
+        OTLPDecoding.spans(inHTTP: collector.bytes).first { $0.traceID == trace && $0.kind == 2 }
+    }
+
     @Test func withTracingOffNoConnectionLeavesTheNode() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

@@ -17,7 +17,7 @@ struct APIHandler: RequestHandler {
             throw .notFound("no such endpoint")
         case let .methodNotAllowed(allowed, _):
             let list = allowed.map(\.rawValue).joined(separator: ", ")
-            return .now(
+            return .failed(
                 .error(
                     CloakError(
                         .methodNotAllowed, "\(request.request.method.rawValue) is not allowed here; allowed: \(list)"),
@@ -34,7 +34,8 @@ struct ForwardDoorHandler: RequestHandler {
     unowned let service: CloakService
 
     func reply(to context: RequestContext) throws(CloakError) -> Reply {
-        service.egressHandler(context.identity).forwardDoor(context.request, trace: context.trace)
+        service.egressHandler(context.identity).forwardDoor(
+            context.request, trace: context.trace, trustedContext: context.trustsCallerContext)
     }
 }
 

@@ -33,9 +33,9 @@ package final class CloakService: Sendable {
     /// with its steps specialized; the handler is given per request (it refers to the service).
     private let apiDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
     private let forwardDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
-    /// The forward-proxy door's steps for a CONNECT, before ``decideTunnel(_:identity:host:port:)``.
+    /// The forward-proxy door's steps for a CONNECT, before ``decideTunnel(_:host:port:)``.
     private let tunnelDoor:
-        @Sendable (HTTPRequest, (RequestContext) throws(CloakError) -> TunnelDecision) -> TunnelDecision
+        @Sendable (HTTPRequest, (inout RequestContext) throws(CloakError) -> TunnelDecision) -> TunnelDecision
 
     var vault: Vault? { state.vault }
     /// Reads the store's API credentials every `auth.refresh_s` (nil without a vault).
@@ -114,7 +114,9 @@ package final class CloakService: Sendable {
             RoutingMiddleware(router: Self.router)
             AuthMiddleware(authenticator: auth, credentials: .api)
             RateLimitMiddleware(rates: rates)
-            TracingMiddleware(tracer: state.tracer, sampleRatio: configuration.traces?.sampleRatio ?? 1)
+            TracingMiddleware(
+                tracer: state.tracer, sampleRatio: configuration.traces?.sampleRatio ?? 1,
+                trust: configuration.traces?.trustIncomingContext ?? .authenticated)
             CORSMiddleware(allowedOrigins: configuration.corsAllowedOrigins)
             AuditMiddleware(log: auditLog)
             ScopeMiddleware(openTokenize: configuration.openTokenize)
@@ -128,7 +130,9 @@ package final class CloakService: Sendable {
             ViolationMiddleware()
             AuthMiddleware(authenticator: auth, credentials: .forwardProxy)
             RateLimitMiddleware(rates: rates)
-            TracingMiddleware(tracer: state.tracer, sampleRatio: configuration.traces?.sampleRatio ?? 1)
+            TracingMiddleware(
+                tracer: state.tracer, sampleRatio: configuration.traces?.sampleRatio ?? 1,
+                trust: configuration.traces?.trustIncomingContext ?? .authenticated)
         }
         let forwardDoor = Door(steps: forward)
         self.forwardDoor = { request, responder, service in
@@ -158,7 +162,7 @@ package final class CloakService: Sendable {
 
     /// Passes a CONNECT through the forward-proxy door's steps, then decides it.
     func passTunnelDoor(
-        _ connect: HTTPRequest, _ decide: (RequestContext) throws(CloakError) -> TunnelDecision
+        _ connect: HTTPRequest, _ decide: (inout RequestContext) throws(CloakError) -> TunnelDecision
     ) -> TunnelDecision {
         tunnelDoor(connect, decide)
     }
@@ -185,7 +189,7 @@ package final class CloakService: Sendable {
     func admission(for identity: Identity, client: String = "-") -> CreateAdmission? {
         guard let token = identity.token else { return nil }
         return CreateAdmission(
-            tokenID: token.guessKey, limiter: guessLimiter,
+            account: token.guessKey, presenter: token.id, limiter: guessLimiter,
             valuesPerHour: token.createBucketLimit(default: configuration.limits.bucketValuesPerHour),
             guessLimit: token.lookupBucketLimit(default: configuration.limits.bucketValuesPerHour),
             charge: { [rates] n in rates.chargeToken(token, n) },

@@ -113,7 +113,8 @@ extension Endpoint {
             "egress", proxied, ["/egress/{route}", "/egress/{route}/{path...}"], access: .egressRoute, rate: .caller,
             credentials: .proxyAuthorization
         ) { s, c throws(CloakError) in
-            s.egressHandler(c.identity).transformDoor(c.request, routeID: c.parameter("route"), trace: c.trace)
+            s.egressHandler(c.identity).transformDoor(
+                c.request, routeID: c.parameter("route"), trace: c.trace, trustedContext: c.trustsCallerContext)
         },
     ]
 

@@ -12,7 +12,7 @@ extension Route {
                 node, at: p,
                 allowed: [
                     "id", "path", "form", "upstream", "methods", "headers", "connect_timeout_s", "response_timeout_s",
-                    "forward_authorization", "ca_file", "request", "response", "reuse",
+                    "forward_authorization", "forward_baggage", "ca_file", "request", "response", "reuse",
                 ])
         else { return nil }
         let id = r.string(m["id"], at: "\(p).id")
@@ -44,6 +44,7 @@ extension Route {
         let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s", min: 0.001, max: 600) ?? 5
         let response = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s", min: 0.001, max: 3600) ?? 30
         let forwardAuth = m["forward_authorization"].flatMap { r.bool($0, at: "\(p).forward_authorization") } ?? false
+        let forwardBaggage = m["forward_baggage"].flatMap { r.bool($0, at: "\(p).forward_baggage") } ?? false
         let reuse = m["reuse"].flatMap { r.bool($0, at: "\(p).reuse") } ?? true
         let caFile = r.string(m["ca_file"], at: "\(p).ca_file")
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
@@ -70,7 +71,7 @@ extension Route {
         return Route(
             id: id, door: .inbound, matcher: .prefix("/proxy" + (prefix == "/" ? "" : prefix)), methods: methods,
             upstream: target, form: form, requestOperations: operations, responseOperations: responseOperations,
-            headers: headers, forwardAuthorization: forwardAuth)
+            headers: headers, forwardAuthorization: forwardAuth, forwardBaggage: forwardBaggage)
     }
 
     /// Reads one `egress.routes[]` entry.
@@ -80,7 +81,7 @@ extension Route {
                 node, at: p,
                 allowed: [
                     "id", "upstream", "paths", "methods", "request", "response", "ca_file", "client_cert",
-                    "allow_private", "reuse",
+                    "allow_private", "reuse", "forward_baggage",
                     "max_aliases", "connect_timeout_s", "response_timeout_s",
                 ])
         else { return nil }
@@ -150,6 +151,7 @@ extension Route {
         let connect = r.double(m["connect_timeout_s"], at: "\(p).connect_timeout_s", min: 0.001, max: 600) ?? 5
         let timeout = r.double(m["response_timeout_s"], at: "\(p).response_timeout_s", min: 0.001, max: 3600) ?? 30
         let reuse = m["reuse"].flatMap { r.bool($0, at: "\(p).reuse") } ?? true
+        let forwardBaggage = m["forward_baggage"].flatMap { r.bool($0, at: "\(p).forward_baggage") } ?? false
         guard let id, let upstream else { return nil }
         return Route(
             id: id, door: .egress, matcher: .paths(paths), methods: methods,
@@ -159,7 +161,7 @@ extension Route {
                 connectTimeoutSeconds: connect, responseTimeoutSeconds: timeout, reuse: reuse,
                 trustStamp: trustStamp(of: [caFile, client?.certificateChain, client?.privateKey])),
             requestOperations: request, responseOperations: response, forwardAuthorization: true,
-            maxAliases: maxAliases)
+            forwardBaggage: forwardBaggage, maxAliases: maxAliases)
     }
 }
 

@@ -7,13 +7,40 @@ extension ServiceConfiguration {
         /// The share of new traces kept (a caller's sampled flag decides for a continued one).
         package var sampleRatio: Double = 0.1
         package var serviceName: String = "cloak"
+        /// Whose trace context Cloak takes (`trust_incoming_context`, default `authenticated`).
+        package var trustIncomingContext = ContextTrust.authenticated
     }
 
-    /// `telemetry: {traces: {endpoint, sample_ratio, service_name}}`.
+    /// `telemetry.traces.trust_incoming_context`: which callers' W3C trace context (`traceparent`,
+    /// `tracestate`, and `baggage` for a route with `forward_baggage`) Cloak takes. Anyone else's
+    /// is dropped: Cloak starts its own trace, samples it at `sample_ratio`, and forwards nothing
+    /// of the caller's. The peer's address decides nothing: behind `server.trusted_proxies` every
+    /// caller comes from the balancer.
+    package enum ContextTrust: String, Sendable, Equatable, CaseIterable {
+        /// Callers that presented a valid token (the default).
+        case authenticated
+        /// Every caller: only where every request reaches Cloak through a gateway that sets or
+        /// strips these headers itself.
+        case always
+        /// No caller: every trace starts at Cloak.
+        case never
+
+        /// Whether a caller's context is taken: `hasToken` when it presented a valid token.
+        func trusts(hasToken: Bool) -> Bool {
+            switch self {
+            case .authenticated: return hasToken
+            case .always: return true
+            case .never: return false
+            }
+        }
+    }
+
+    /// `telemetry: {traces: {endpoint, sample_ratio, service_name, trust_incoming_context}}`.
     static func readTelemetry(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
         guard let telemetry = r.mapping(node, at: "telemetry", allowed: ["traces"]),
             let traces = r.mapping(
-                telemetry["traces"], at: "telemetry.traces", allowed: ["endpoint", "sample_ratio", "service_name"])
+                telemetry["traces"], at: "telemetry.traces",
+                allowed: ["endpoint", "sample_ratio", "service_name", "trust_incoming_context"])
         else { return }
         guard let endpoint = r.string(traces["endpoint"], at: "telemetry.traces.endpoint") else {
             r.issue("telemetry.traces.endpoint", "is required (the collector's OTLP/HTTP URL)", traces["endpoint"])
@@ -31,6 +58,15 @@ extension ServiceConfiguration {
                 r.issue("telemetry.traces.service_name", "expected 1 to 128 characters", traces["service_name"])
             }
             settings.serviceName = name
+        }
+        if let text = r.string(traces["trust_incoming_context"], at: "telemetry.traces.trust_incoming_context") {
+            if let trust = ContextTrust(rawValue: text) {
+                settings.trustIncomingContext = trust
+            } else {
+                r.issue(
+                    "telemetry.traces.trust_incoming_context", "expected authenticated, always or never",
+                    traces["trust_incoming_context"])
+            }
         }
         config.traces = settings
     }

@@ -19,9 +19,9 @@ extension CloakService {
     /// use goes to that host and port; otherwise a tunnel with a leaf certificate for the host.
     package func authorizeTunnel(_ connect: HTTPRequest, host: String, port: Int) -> TunnelDecision {
         var tokenID = "-"
-        let decision = passTunnelDoor(connect) { context throws(CloakError) in
+        let decision = passTunnelDoor(connect) { (context: inout RequestContext) throws(CloakError) in
             tokenID = context.identity.token?.id ?? "-"
-            return decideTunnel(identity: context.identity, host: host, port: port)
+            return decideTunnel(&context, host: host, port: port)
         }
         let status: Int
         switch decision {
@@ -40,19 +40,27 @@ extension CloakService {
         return decision
     }
 
-    private func decideTunnel(identity: Identity, host: String, port: Int) -> TunnelDecision {
+    /// A tunnel for the CONNECT's caller, or the refusal, its error noted in `context` (the
+    /// span's code): 503 while draining, 407 without credentials, 403 when no route of the
+    /// token's goes there, 502 without a certificate for the host.
+    private func decideTunnel(_ context: inout RequestContext, host: String, port: Int) -> TunnelDecision {
+        let refusal: Reply.Failure
         if state.isDraining.load(ordering: .relaxed) {
-            return .refuse(.error(CloakError(.tooManyConnections, "the server is shutting down")))
+            refusal = .error(CloakError(.tooManyConnections, "the server is shutting down"))
+        } else if let token = context.identity.token {
+            if !egressHandler(context.identity).mayTunnel(host: host, port: port) {
+                refusal = .error(
+                    CloakError(.forbidden, "no egress route this token may use goes to this host and port"))
+            } else if let certificate = egressCertificates?.context(for: host) {
+                return .open(grant: TunnelGrant.make(token), certificate: certificate)
+            } else {
+                refusal = .error(CloakError(.unexpectedResponseType, "no certificate can be made for this host"))
+            }
+        } else {
+            refusal = EgressHandler.proxyAuthenticationRequired(context.identity)
         }
-        guard let token = identity.token else { return .refuse(EgressHandler.proxyAuthenticationRequired(identity)) }
-        guard egressHandler(identity).mayTunnel(host: host, port: port) else {
-            return .refuse(
-                .error(CloakError(.forbidden, "no egress route this token may use goes to this host and port")))
-        }
-        guard let certificates = egressCertificates, let certificate = certificates.context(for: host) else {
-            return .refuse(.error(CloakError(.unexpectedResponseType, "no certificate can be made for this host")))
-        }
-        return .open(grant: TunnelGrant.make(token), certificate: certificate)
+        context.error = refusal.error
+        return .refuse(refusal.response)
     }
 }
 

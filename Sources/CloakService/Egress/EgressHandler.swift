@@ -27,19 +27,27 @@ struct EgressHandler: Sendable {
     /// The caller's guess limit for the aliases a route reveals (``VaultClient/revealGuessing(_:completion:)``).
     var lookupValuesPerHour: Int? = nil
 
-    /// The 407 every door answers without valid credentials.
-    static func proxyAuthenticationRequired(_ identity: Identity) -> HTTPResponse {
+    /// The 407 every door answers without valid credentials: a 1300 error, answered with 407 and
+    /// `Proxy-Authenticate` (its own status would be 401).
+    static func proxyAuthenticationRequired(_ identity: Identity) -> Reply.Failure {
         let error = CloakError(
             .invalidAccessToken,
             identity.rejected
                 ? "the Proxy-Authorization credentials are not valid"
                 : "credentials are required: Proxy-Authorization: Basic base64(<token id>:<token>) or Bearer <token>")
-        return .json(407, JSONWriter.encode(error.body), headers: [("Proxy-Authenticate", #"Basic realm="cloak""#)])
+        return Reply.Failure(
+            error: error,
+            response: .json(
+                407, JSONWriter.encode(error.body), headers: [("Proxy-Authenticate", #"Basic realm="cloak""#)]))
     }
 
     /// `ANY /egress/{route}/{path…}`.
-    func transformDoor(_ request: HTTPRequest, routeID: String, trace: RequestTrace? = nil) -> Reply {
-        guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
+    /// `trustedContext`: the caller's trace context is taken (``RequestContext/trustsCallerContext``),
+    /// so a route with `forward_baggage` passes its `baggage`.
+    func transformDoor(
+        _ request: HTTPRequest, routeID: String, trace: RequestTrace? = nil, trustedContext: Bool = false
+    ) -> Reply {
+        guard identity.token != nil else { return .failed(Self.proxyAuthenticationRequired(identity)) }
         // The scope is checked before the route is looked up: a token cannot probe route ids.
         guard identity.mayUseEgress(routeID) else {
             return refuse(CloakError(.forbidden, "the token may not use this egress route"), route: nil)
@@ -53,11 +61,11 @@ struct EgressHandler: Sendable {
         }
         var path = String(request.rawPath.dropFirst(prefix.count))
         if path.isEmpty { path = "/" }
-        return forward(request, route: route, path: path, trace: trace)
+        return forward(request, route: route, path: path, trace: trace, trustedContext: trustedContext)
     }
 
     /// A request on the forward-proxy door.
-    func forwardDoor(_ request: HTTPRequest, trace: RequestTrace? = nil) -> Reply {
+    func forwardDoor(_ request: HTTPRequest, trace: RequestTrace? = nil, trustedContext: Bool = false) -> Reply {
         guard let target = request.proxyTarget else {
             return refuse(
                 .malformed(
@@ -69,7 +77,7 @@ struct EgressHandler: Sendable {
         guard target.tunnelGrant != nil || target.scheme == "http" else {
             return refuse(.malformed("send https requests through a CONNECT tunnel, not in absolute form"), route: nil)
         }
-        guard identity.token != nil else { return .now(Self.proxyAuthenticationRequired(identity)) }
+        guard identity.token != nil else { return .failed(Self.proxyAuthenticationRequired(identity)) }
         let host = target.host.lowercased()
         let candidates = settings.routes.filter { $0.goes(to: target.scheme, host: host, port: target.port) }
         // One text whether no route goes to the host or none of its routes fits: a token must not
@@ -81,7 +89,7 @@ struct EgressHandler: Sendable {
         else {
             return refuse(CloakError(.forbidden, Self.noRoute), route: nil)
         }
-        return forward(request, route: route, path: request.rawPath, trace: trace)
+        return forward(request, route: route, path: request.rawPath, trace: trace, trustedContext: trustedContext)
     }
 
     /// The forward door's one refusal text for a request no route of the token's fits.
@@ -94,7 +102,9 @@ struct EgressHandler: Sendable {
         return settings.routes.contains { $0.goes(to: "https", host: host, port: port) && identity.mayUseEgress($0.id) }
     }
 
-    private func forward(_ request: HTTPRequest, route: Route, path: String, trace: RequestTrace?) -> Reply {
+    private func forward(
+        _ request: HTTPRequest, route: Route, path: String, trace: RequestTrace?, trustedContext: Bool
+    ) -> Reply {
         let start = DispatchTime.now().uptimeNanoseconds
         guard route.allows(method: request.method.rawValue, path: path) else {
             return refuse(
@@ -134,7 +144,7 @@ struct EgressHandler: Sendable {
             requestCaller: caller, responseCaller: caller,
             limitName: "max_aliases of route \(route.id) (and vault.max_batch)", trace: trace,
             callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false)
-        let headers = route.forwardedHeaders(request.headers, keepAuthorization: true)
+        let headers = route.forwardedHeaders(request.headers, keepAuthorization: true, trustedContext: trustedContext)
         let tokenID = identity.token?.id ?? "-"
         let sink = context.logSink
         let metrics = self.metrics
@@ -154,7 +164,7 @@ struct EgressHandler: Sendable {
                     line.field("upstream_status", outcome.upstreamStatus.map(String.init) ?? "-")
                     line.write(to: sink)
                     metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
-                    finish(response)
+                    finish(response, error: outcome.error)
                 }
             } catch {
                 metrics.record(route: route.id, status: error.code.httpStatus, revealed: 0)
@@ -165,6 +175,6 @@ struct EgressHandler: Sendable {
 
     private func refuse(_ error: CloakError, route: String?) -> Reply {
         metrics.record(route: route ?? "-", status: error.code.httpStatus, revealed: 0)
-        return .now(.error(error))
+        return .failed(.error(error))
     }
 }

@@ -37,7 +37,7 @@ struct PreparedSubmission: Sendable {
     /// intent expiry (an anonymous caller's records); a vault failure is answered through
     /// `failing` instead.
     func resolve(
-        with vault: VaultClient, failing: @escaping @Sendable (HTTPResponse) -> Void,
+        with vault: VaultClient, failing: Reply.Finish,
         _ body: @escaping @Sendable ([(key: String, value: String)], Int64?) -> Void
     ) {
         submission.resolve(with: vault, caller: caller) { result in

@@ -21,7 +21,7 @@ struct ProxyHandler: RequestHandler {
         let route = try pick(request)
         guard route.methods.contains(request.method.rawValue) else {
             let allowed = route.methods.joined(separator: ", ")
-            return .now(
+            return .failed(
                 .error(
                     CloakError(
                         .methodNotAllowed,
@@ -37,13 +37,14 @@ struct ProxyHandler: RequestHandler {
             && !request.headers.contains {
                 $0.name.caseInsensitiveEquals("Authorization") && authenticator.holdsToken($0.value)
             }
-        let headers = route.forwardedHeaders(request.headers, keepAuthorization: keepAuthorization)
+        let headers = route.forwardedHeaders(
+            request.headers, keepAuthorization: keepAuthorization, trustedContext: c.trustsCallerContext)
         guard let formName = route.form else {
             let call = try operationsCall(route)
             return .later { finish in
                 do throws(CloakError) {
-                    try call.start(request, rest: rest, headers: headers, body: request.body) { response, _ in
-                        finish(response)
+                    try call.start(request, rest: rest, headers: headers, body: request.body) { response, outcome in
+                        finish(response, error: outcome.error)
                     }
                 } catch {
                     finish(.error(error))
@@ -64,7 +65,7 @@ struct ProxyHandler: RequestHandler {
                     try call.start(
                         request, rest: rest, headers: headers, body: JSONWriter.encode(prepared.body(entries)),
                         contentType: "application/json"
-                    ) { response, _ in finish(response) }
+                    ) { response, outcome in finish(response, error: outcome.error) }
                 } catch {
                     finish(.error(error))
                 }

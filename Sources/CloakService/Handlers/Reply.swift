@@ -2,10 +2,64 @@ import CloakCore
 import CloakHTTP
 import CloakVault
 
-/// What a handler gives back: an answer now, or work that answers later (exactly once).
+/// What a handler gives back: an answer now, Cloak's own error now, or work that answers later
+/// (exactly once).
+///
+/// Cloak's errors travel beside their answers (``Failure``), so the door's steps read the code
+/// from ``RequestContext/error`` and never from a body, which may be an upstream's. A handler
+/// that throws a ``CloakError`` is answered the same way.
 enum Reply: Sendable {
     case now(HTTPResponse)
-    case later(@Sendable (_ finish: @escaping @Sendable (HTTPResponse) -> Void) -> Void)
+    /// Cloak's own error, answered now: one that needs headers of its own (`Allow` on a 405) or
+    /// another status (407), which a thrown error cannot carry.
+    case failed(Failure)
+    case later(@Sendable (_ finish: Finish) -> Void)
+}
+
+extension Reply {
+    /// An error of Cloak's and its answer.
+    struct Failure: Sendable {
+        let error: CloakError
+        let response: HTTPResponse
+
+        /// `error` answered with its VGSError body and status (``HTTPResponse/error(_:headers:)``).
+        static func error(_ error: CloakError, headers: [(name: String, value: String)] = []) -> Failure {
+            Failure(error: error, response: HTTPResponse.error(error, headers: headers))
+        }
+    }
+
+    /// How `.later` work answers, exactly once, from any thread.
+    ///
+    /// `finish(response)` answers with what is not an error of Cloak's (a handler's result, an
+    /// upstream's answer passed through); `finish(.error(error))` answers with Cloak's error, which
+    /// the door's steps then see in ``RequestContext/error``. For `finish(.error(…))` the
+    /// overload taking a ``Failure`` is the one chosen (the one taking a response is disfavoured),
+    /// so a handler written as `finish(.error(…))` reports its code without naming the type.
+    ///
+    /// ```swift
+    /// return .later { finish in
+    ///     vault.reveal(aliases) { result in
+    ///         switch result {
+    ///         case let .success(found): finish(.json(200, answer(found)))
+    ///         case let .failure(error): finish(.error(error.cloakError { _ in "alias" }))
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    struct Finish: Sendable {
+        let answer: @Sendable (HTTPResponse, CloakError?) -> Void
+
+        /// Answers with `response`, which is not an error of Cloak's.
+        @_disfavoredOverload
+        func callAsFunction(_ response: HTTPResponse) { answer(response, nil) }
+
+        /// Answers with Cloak's error.
+        func callAsFunction(_ failure: Failure) { answer(failure.response, failure.error) }
+
+        /// Answers with `response`, which is `error`'s answer when `error` is not nil (a route's
+        /// exchange says which: ``RouteExchange/Outcome/error``).
+        func callAsFunction(_ response: HTTPResponse, error: CloakError?) { answer(response, error) }
+    }
 }
 
 extension VaultError {
@@ -15,7 +69,14 @@ extension VaultError {
         case let .invalidInput(index, reason): return .malformed("\(describe(index)): \(reason)")
         case .notFound: return .notFound("no such alias")
         case let .unavailable(reason):
-            return CloakError(.vaultUnavailable, "the vault is unavailable: \(reason); nothing was written")
+            // Not "nothing was written": a job answered by vault.store_timeout_ms may still commit,
+            // a connection may break after COMMIT, and on PostgreSQL a batch commits its new
+            // records before the rest of a request runs (issue 44). A retry with the same values
+            // finds a PERSISTENT value stored (one record per value); nothing is left without an
+            // alias for long (PostgreSQLAliasStore.deleteUnaliased).
+            return .storeUnavailable(
+                "the vault is unavailable: \(reason); the outcome is unknown (values may have been stored): "
+                    + "retry with the same values")
         case let .bucketFull(_, retryAfter):
             return CloakError(
                 .tooManyRequests, "\(description); nothing was written; retry after \(retryAfter) s",
@@ -25,5 +86,14 @@ extension VaultError {
                 .tooManyRequests, "\(reason); nothing was written; retry after \(retryAfter) s",
                 extraInfo: [("retryAfterSeconds", .int(retryAfter))])
         }
+    }
+}
+
+extension CloakError {
+    /// A 1500 for a store that failed or did not answer, with `Retry-After` (and
+    /// `extraInfo.retryAfterSeconds`) of ``StoreError/retryAfterSeconds``: by then a shared store
+    /// has been tried again. Not for a server that runs without a vault, which no wait mends.
+    static func storeUnavailable(_ message: String) -> CloakError {
+        CloakError(.vaultUnavailable, message, extraInfo: [("retryAfterSeconds", .int(StoreError.retryAfterSeconds))])
     }
 }

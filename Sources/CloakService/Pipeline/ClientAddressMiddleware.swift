@@ -10,7 +10,6 @@ struct ClientAddressMiddleware: Middleware {
 
     func request(_ context: inout RequestContext) throws(CloakError) -> HTTPResponse? {
         guard !trusted.isEmpty, context.request.forwardingTrusted else { return nil }
-        context.viaTrustedProxy = trusted.contains(context.request.remoteAddress)
         let forwarded = ForwardedClient.resolve(
             peer: context.request.remoteAddress, headers: context.request.headers,
             trusted: trusted, header: header)

@@ -28,26 +28,38 @@ final class Door<Steps: Middleware>: Sendable {
         do {
             reply = try run(&context, handler)
         } catch {
+            context.error = error
             reply = .now(.error(error))
         }
         switch reply {
         case var .now(response):
             steps.response(&response, context)
             responder.respond(response)
+        case let .failed(failure):
+            context.error = failure.error
+            var response = failure.response
+            steps.response(&response, context)
+            responder.respond(response)
         case let .later(work):
-            work { [self, context] answer in
-                var response = answer
-                self.steps.response(&response, context)
-                responder.respond(response)
-            }
+            work(
+                Reply.Finish { [self, context] answer, error in
+                    var response = answer
+                    var answered = context
+                    answered.error = error
+                    self.steps.response(&response, answered)
+                    responder.respond(response)
+                })
         }
     }
 
     /// A CONNECT on the forward-proxy door: the same steps as any request (identified, counted,
     /// rate-limited, logged), then `decide` opens a tunnel or refuses; a refusal passes the
     /// response phase like any answer, and an opened tunnel is logged as a 200.
+    ///
+    /// `decide` may note the error a refusal it returns is (``RequestContext/error``); a thrown
+    /// one is noted here.
     func decide(
-        _ request: HTTPRequest, _ decide: (RequestContext) throws(CloakError) -> TunnelDecision
+        _ request: HTTPRequest, _ decide: (inout RequestContext) throws(CloakError) -> TunnelDecision
     ) -> TunnelDecision {
         var context = RequestContext(request, start: DispatchTime.now().uptimeNanoseconds)
         var decision: TunnelDecision
@@ -55,9 +67,10 @@ final class Door<Steps: Middleware>: Sendable {
             if let answer = try steps.request(&context) {
                 decision = .refuse(answer)
             } else {
-                decision = try decide(context)
+                decision = try decide(&context)
             }
         } catch {
+            context.error = error
             decision = .refuse(.error(error))
         }
         switch decision {

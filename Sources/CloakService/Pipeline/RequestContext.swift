@@ -1,3 +1,4 @@
+import CloakCore
 import CloakHTTP
 
 /// One request on its way through a door: what the middleware learned about it (who sent it,
@@ -21,9 +22,14 @@ struct RequestContext: Sendable {
     var outcome: Outcome?
     /// The request's span, when tracing is on (``TracingMiddleware``).
     var trace: RequestTrace?
-    /// The peer is one of `server.trusted_proxies` (``ClientAddressMiddleware``): its trace
-    /// context is trusted.
-    var viaTrustedProxy = false
+    /// Whether the caller's trace context (`traceparent`, `tracestate`, `baggage`) is taken
+    /// (``TracingMiddleware``, by `telemetry.traces.trust_incoming_context`): only then is its
+    /// trace continued, or its `baggage` passed to a route with `forward_baggage`.
+    var trustsCallerContext = false
+    /// The error the answer is, when it is Cloak's own (a step's refusal, a handler's failure;
+    /// ``Door`` sets it from what was thrown or ``Reply/Failure``): the response phase reads the
+    /// code here, never from the body, which may be an upstream's.
+    var error: CloakError?
 
     init(_ request: HTTPRequest, start: UInt64) {
         self.request = request

@@ -20,7 +20,11 @@ struct ScopeMiddleware: Middleware {
         case .tokenize:
             if !openTokenize { _ = try identity.require("aliases:create") }
         case .egressRoute:
-            guard identity.token != nil else { return EgressHandler.proxyAuthenticationRequired(identity) }
+            guard identity.token != nil else {
+                let refusal = EgressHandler.proxyAuthenticationRequired(identity)
+                context.error = refusal.error
+                return refusal.response
+            }
             // Before the route is looked up: a token cannot probe route ids (and the text never
             // repeats the path's).
             guard identity.mayUseEgress(context.parameter("route")) else {

@@ -7,9 +7,12 @@ import Tracing
 
 /// One span per request of the API door, named by its route template (`POST /aliases/{alias}`),
 /// with the method, the status and the VGSError code. A caller's `traceparent` is continued
-/// only when it is trusted (it presented a valid token, or it came through
-/// `server.trusted_proxies`); anyone else starts a new trace, so no stranger can join or steer
-/// an operator's traces. Without a tracer the step does nothing.
+/// only when its context is trusted (``RequestContext/trustsCallerContext``, by
+/// `telemetry.traces.trust_incoming_context`: by default a caller that presented a valid token);
+/// anyone else starts a new trace, so no stranger can join or steer an operator's traces, and
+/// nothing of theirs goes upstream. The peer's address decides nothing: behind
+/// `server.trusted_proxies` every caller's peer is the balancer. Without a tracer the step only
+/// decides that trust (a route's `forward_baggage` still asks it).
 ///
 /// Head sampling of new traces happens here, before the tracer is asked: a request that starts
 /// no kept trace costs one random draw and nothing of the tracer (no ids drawn, no span made).
@@ -18,14 +21,14 @@ struct TracingMiddleware: Middleware {
     let tracer: (any Tracer)?
     /// `telemetry.traces.sample_ratio`, for traces Cloak starts.
     var sampleRatio: Double = 1
+    /// `telemetry.traces.trust_incoming_context`.
+    var trust = ServiceConfiguration.ContextTrust.authenticated
 
     func request(_ context: inout RequestContext) throws(CloakError) -> HTTPResponse? {
+        context.trustsCallerContext = trust.trusts(hasToken: context.identity.token != nil)
         guard let tracer else { return nil }
         var parent = InstrumentationContext.topLevel
-        let continues =
-            (context.identity.token != nil || context.viaTrustedProxy)
-            && context.request.header("traceparent") != nil
-        if continues {
+        if context.trustsCallerContext && context.request.header("traceparent") != nil {
             tracer.extract(context.request, into: &parent, using: RequestHeaderExtractor())
         } else if !SampleDraw.keep(ratio: sampleRatio) {
             return nil
@@ -39,28 +42,16 @@ struct TracingMiddleware: Middleware {
         return nil
     }
 
+    /// The status, and the code of the error Cloak answered with (``RequestContext/error``):
+    /// an upstream's answer passed through has none, whatever its body holds.
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
         guard let span = context.trace?.span else { return }
         span.attributes["http.response.status_code"] = response.status
-        if let code = Self.errorCode(response) {
-            span.attributes["cloak.error.code"] = code
+        if let error = context.error {
+            span.attributes["cloak.error.code"] = error.code.rawValue
             span.setStatus(SpanStatus(code: .error))
         }
         span.end()
-    }
-
-    /// The code of a Cloak VGSError body (never of an upstream's answer, whatever it holds).
-    static func errorCode(_ response: HTTPResponse) -> Int? {
-        guard response.status >= 400 else { return nil }
-        let prefix = Array(#"{"error":{"domain":"vgscollect.sdk","code":"#.utf8)
-        let body = response.body
-        guard body.count > prefix.count + 4, body.starts(with: prefix) else { return nil }
-        var code = 0
-        for byte in body[prefix.count..<(prefix.count + 4)] {
-            guard byte >= 0x30 && byte <= 0x39 else { return nil }
-            code = code * 10 + Int(byte - 0x30)
-        }
-        return code
     }
 }
 

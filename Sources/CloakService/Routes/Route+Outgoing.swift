@@ -5,16 +5,22 @@ extension Route {
     /// The client's headers that go upstream (and that the request's operations select in):
     /// less hop-by-hop ones, those Cloak frames itself (`Host`, `Content-Length`; `X-Route-Id` on
     /// inbound routes, where it names the route) and `Authorization` unless `keepAuthorization`.
-    func forwardedHeaders(_ headers: [(name: String, value: String)], keepAuthorization: Bool)
-        -> [(name: String, value: String)]
-    {
+    ///
+    /// - Parameter trustedContext: the caller's trace context is taken
+    ///   (``RequestContext/trustsCallerContext``): its `baggage` then goes upstream when the route
+    ///   says so (``forwardBaggage``). Never without.
+    func forwardedHeaders(
+        _ headers: [(name: String, value: String)], keepAuthorization: Bool, trustedContext: Bool = false
+    ) -> [(name: String, value: String)] {
         let framed = door == .inbound ? Self.inboundFramed : Self.egressFramed
+        let keepBaggage = forwardBaggage && trustedContext
         // Names compared in place (no lowercased copy per header).
         return withoutHopByHop(headers).filter { header in
             !framed.contains { header.name.caseInsensitiveEquals($0) }
                 && (keepAuthorization || !header.name.caseInsensitiveEquals("authorization"))
                 // A caller's trace context never passes: Cloak sends its own when it traces.
                 && !RequestTrace.isTraceHeader(header.name)
+                && (keepBaggage || !header.name.caseInsensitiveEquals("baggage"))
         }
     }
 

@@ -80,6 +80,7 @@ package struct Route: Sendable {
         var responseOperations: [Operation]
         var headers: [(name: String, value: String)]
         var forwardAuthorization: Bool
+        var forwardBaggage: Bool
         var maxAliases: Int
     }
 
@@ -93,13 +94,14 @@ package struct Route: Sendable {
     package init(
         id: String, door: Door, matcher: Matcher, methods: [String], upstream: Upstream?, form: String? = nil,
         requestOperations: [Operation] = [], responseOperations: [Operation] = [],
-        headers: [(name: String, value: String)] = [], forwardAuthorization: Bool = false, maxAliases: Int = .max
+        headers: [(name: String, value: String)] = [], forwardAuthorization: Bool = false,
+        forwardBaggage: Bool = false, maxAliases: Int = .max
     ) {
         box = Box(
             Fields(
                 id: id, door: door, matcher: matcher, methods: methods, upstream: upstream, form: form,
                 requestOperations: requestOperations, responseOperations: responseOperations, headers: headers,
-                forwardAuthorization: forwardAuthorization, maxAliases: maxAliases))
+                forwardAuthorization: forwardAuthorization, forwardBaggage: forwardBaggage, maxAliases: maxAliases))
     }
 
     /// A UUID for inbound routes (`X-Route-Id` names one), `[a-z0-9_-]+` for egress routes.
@@ -118,6 +120,11 @@ package struct Route: Sendable {
     /// Whether the client's `Authorization` goes upstream. Egress routes always forward it (the
     /// provider's key); inbound ones when configured. A Cloak token never does.
     package var forwardAuthorization: Bool { box.fields.forwardAuthorization }
+    /// Whether a trusted caller's W3C `baggage` goes upstream as it came (`forward_baggage`,
+    /// default false): baggage is the caller's word (a tenant, a flag) that an upstream may act
+    /// on, so it passes only where a route asks for it, and only from a caller whose trace
+    /// context is taken (`telemetry.traces.trust_incoming_context`).
+    package var forwardBaggage: Bool { box.fields.forwardBaggage }
     /// More selected values in one message: 400 (1002); `vault.max_batch` bounds it too.
     package var maxAliases: Int { box.fields.maxAliases }
 

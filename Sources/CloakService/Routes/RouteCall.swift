@@ -29,7 +29,8 @@ struct RouteCall: Sendable {
     ///
     /// - Parameters:
     ///   - rest: what follows the route's own path, as sent (the whole path on an egress route).
-    ///   - headers: the client's headers that go upstream (``Route/forwardedHeaders(_:keepAuthorization:)``).
+    ///   - headers: the client's headers that go upstream
+    ///     (``Route/forwardedHeaders(_:keepAuthorization:trustedContext:)``).
     ///   - contentType: the body's type when the body is Cloak's own (a form route's JSON).
     func start(
         _ request: HTTPRequest, rest: String, headers: [(name: String, value: String)], body: [UInt8],

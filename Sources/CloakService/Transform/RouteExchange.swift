@@ -39,6 +39,9 @@ struct RouteExchange {
         var revealed = 0
         var redacted = 0
         var upstreamStatus: Int?
+        /// The error the client is answered with, when the answer is Cloak's own (nil: the
+        /// upstream's answer, whatever it holds).
+        var error: CloakError?
     }
 
     /// Which message's values go to the vault (each side has its own caller and admission).
@@ -88,7 +91,7 @@ struct RouteExchange {
         case let (.transformingRequest(selection, body, headers, outcome), .transformed(result)):
             switch result {
             case let .failure(error):
-                return finish(.error(error), Outcome())
+                return fail(error, Outcome())
             case let .success(replacements):
                 let (newBody, newHeaders) = selection.apply(replacements, body: body, headers: headers)
                 var revealed = RevealedValues()
@@ -102,13 +105,13 @@ struct RouteExchange {
             }
         case let (.awaitingAnswer(outcome, revealed), .answered(result)):
             switch result {
-            case let .failure(error): return finish(.error(error), outcome)
+            case let .failure(error): return fail(error, outcome)
             case let .success(upstream): return answer(upstream, outcome, revealed)
             }
         case let (.transformingAnswer(selection, upstream, outcome, revealed), .transformed(result)):
             switch result {
             case let .failure(error):
-                return finish(upstreamFailure(upstream, error.message), outcome)
+                return fail(upstreamFailure(upstream, error.message), outcome)
             case let .success(replacements):
                 var answer = upstream
                 (answer.body, answer.headers) = selection.apply(
@@ -158,7 +161,7 @@ struct RouteExchange {
             $0.name.caseInsensitiveEquals("Content-Encoding")
                 && !$0.value.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("identity")
         }) {
-            return finish(
+            return fail(
                 upstreamFailure(upstream, "it is encoded (Content-Encoding), and this route reads answers"), outcome)
         }
         guard !plan.response.isEmpty else { return finishAnswer(upstream, outcome, revealed) }
@@ -166,15 +169,15 @@ struct RouteExchange {
         do {
             selection = try MessageSelection(body: upstream.body, headers: upstream.headers, operations: plan.response)
         } catch {
-            return finish(upstreamFailure(upstream, error.message), outcome)
+            return fail(upstreamFailure(upstream, error.message), outcome)
         }
         guard !selection.isEmpty else { return finishAnswer(upstream, outcome, revealed) }
         // The answer is bounded like the request: its values go to the vault in one job.
         if let tooMany = tooMany(selection) {
-            return finish(upstreamFailure(upstream, tooMany), outcome)
+            return fail(upstreamFailure(upstream, tooMany), outcome)
         }
         guard plan.hasVault else {
-            return finish(upstreamFailure(upstream, "this server runs without a vault"), outcome)
+            return fail(upstreamFailure(upstream, "this server runs without a vault"), outcome)
         }
         state = .transformingAnswer(selection, upstream: upstream, outcome, revealed)
         return .transform(selection, .answer)
@@ -185,16 +188,14 @@ struct RouteExchange {
         -> Action
     {
         guard revealed.appear(in: answer) else { return finish(answer, outcome) }
-        return finish(
+        return fail(
             upstreamFailure(answer, "it holds a value revealed on the way to the upstream, which is not passed on"),
             outcome)
     }
 
     /// 502 1401 for an answer that cannot be passed on, naming its status (the upstream acted).
-    private func upstreamFailure(_ upstream: HTTPResponse, _ why: String) -> HTTPResponse {
-        .error(
-            CloakError(
-                .unexpectedResponseDataFormat, "the upstream answered \(upstream.status), but its answer: \(why)"))
+    private func upstreamFailure(_ upstream: HTTPResponse, _ why: String) -> CloakError {
+        CloakError(.unexpectedResponseDataFormat, "the upstream answered \(upstream.status), but its answer: \(why)")
     }
 
     /// `headers` as sent when the answer will be read: asking for it unencoded (the client's
@@ -213,6 +214,13 @@ struct RouteExchange {
     private mutating func finish(_ response: HTTPResponse, _ outcome: Outcome) -> Action {
         state = .done
         return .finish(response, outcome)
+    }
+
+    /// Answers with Cloak's `error`, noted in the outcome (a span's code is read there).
+    private mutating func fail(_ error: CloakError, _ outcome: Outcome) -> Action {
+        var failed = outcome
+        failed.error = error
+        return finish(.error(error), failed)
     }
 
     /// Why `selection` holds more values than one message may send to the vault, or nil.

@@ -41,7 +41,7 @@ struct VaultClient: Sendable {
         _ requests: [AliasRequest], caller: AliasCaller,
         completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void
     ) {
-        let completion = traced("create", count: requests.count, completion)
+        let (completion, call) = traced("create", count: requests.count, completion)
         var caller = caller
         if !caller.anonymous, let admission {
             if let refusal = admission.admit(requests, vault: vault) { return completion(.failure(refusal)) }
@@ -60,18 +60,22 @@ struct VaultClient: Sendable {
                         reason:
                             "too many values for this address's rate (each value counts as a request)")))
         }
-        vault.createAliases(requests, caller: caller) { [onBucketFull] result in
-            if case let .failure(.bucketFull(format, _)) = result { onBucketFull?(format) }
-            onLoop { completion(result) }
+        serving(call) {
+            vault.createAliases(requests, caller: caller) { [onBucketFull] result in
+                if case let .failure(.bucketFull(format, _)) = result { onBucketFull?(format) }
+                onLoop { completion(result) }
+            }
         }
     }
 
     /// Looks values up; a token holder's lookup passes its ``LookupAdmission`` first (per-value
     /// charge, misses held to the bucket limit).
     func lookup(_ values: [String], completion: @escaping @Sendable (Result<[RevealedRecord?], VaultError>) -> Void) {
-        let completion = traced("lookup", count: values.count, completion)
-        guessing(values, completion: completion, found: { $0.map { $0 != nil } }) { done in
-            vault.lookup(values, completion: done)
+        let (completion, call) = traced("lookup", count: values.count, completion)
+        serving(call) {
+            guessing(values, completion: completion, found: { $0.map { $0 != nil } }) { done in
+                vault.lookup(values, completion: done)
+            }
         }
     }
 
@@ -81,11 +85,13 @@ struct VaultClient: Sendable {
     func revealGuessing(
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
-        let completion = traced("reveal", count: aliases.count, completion)
-        guessing(aliases, completion: completion, found: { found in aliases.map { found[$0] != nil } }) { done in
-            vault.reveal(aliases) { [onUnavailable] result in
-                if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
-                done(result)
+        let (completion, call) = traced("reveal", count: aliases.count, completion)
+        serving(call) {
+            guessing(aliases, completion: completion, found: { found in aliases.map { found[$0] != nil } }) { done in
+                vault.reveal(aliases) { [onUnavailable] result in
+                    if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
+                    done(result)
+                }
             }
         }
     }
@@ -115,25 +121,62 @@ struct VaultClient: Sendable {
     func reveal(
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
-        let completion = traced("reveal", count: aliases.count, completion)
-        vault.reveal(aliases) { [onUnavailable] result in
-            if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
-            onLoop { completion(result) }
+        let (completion, call) = traced("reveal", count: aliases.count, completion)
+        serving(call) {
+            vault.reveal(aliases) { [onUnavailable] result in
+                if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
+                onLoop { completion(result) }
+            }
         }
     }
 
+    /// Deletes an alias (`DELETE /aliases/{alias}`): held like a reveal (``changingGuessed(_:completion:change:)``).
     func delete(_ alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
-        let completion = traced("delete", count: 1, completion)
-        vault.delete(alias) { result in onLoop { completion(result) } }
+        let (completion, call) = traced("delete", count: 1, completion)
+        serving(call) {
+            changingGuessed(alias, completion: completion) { done in vault.delete(alias, completion: done) }
+        }
     }
 
+    /// Changes an alias's record (`PUT /aliases/{alias}`): held like a reveal
+    /// (``changingGuessed(_:completion:change:)``).
     func update(
         _ alias: String, classifiers: [String]?, metadata: [String: String]?, ttlSeconds: Int?,
         completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
     ) {
-        let completion = traced("update", count: 1, completion)
-        vault.update(alias, classifiers: classifiers, metadata: metadata, ttlSeconds: ttlSeconds) { result in
-            onLoop { completion(result) }
+        let (completion, call) = traced("update", count: 1, completion)
+        serving(call) {
+            changingGuessed(alias, completion: completion) { done in
+                vault.update(
+                    alias, classifiers: classifiers, metadata: metadata, ttlSeconds: ttlSeconds, completion: done)
+            }
+        }
+    }
+
+    /// Runs `change` on one alias a caller names under the token's ``LookupAdmission``, as
+    /// ``revealGuessing(_:completion:)`` does: the answer (done, or 404) says whether the alias
+    /// is live, so an alias not found counts as a guess in its bucket (an FPE alias keeps its
+    /// card's BIN and last four), and past the limit the request is refused before the vault,
+    /// hit or miss (a 429 for misses and a 204 for the live alias would name it).
+    private func changingGuessed(
+        _ alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void,
+        change: (_ done: @escaping @Sendable (Result<Void, VaultError>) -> Void) -> Void
+    ) {
+        guessing(
+            [alias],
+            completion: { (result: Result<Bool, VaultError>) in
+                completion(
+                    result.flatMap { found -> Result<Void, VaultError> in found ? .success(()) : .failure(.notFound) })
+            },
+            found: { [$0] }
+        ) { done in
+            change { result in
+                switch result {
+                case .success: done(.success(true))
+                case .failure(.notFound): done(.success(false))
+                case let .failure(error): done(.failure(error))
+                }
+            }
         }
     }
 
@@ -148,18 +191,29 @@ struct VaultClient: Sendable {
     }
 
     /// `completion` wrapped in a child span of the request's, named `vault <operation>`, with the
-    /// number of values or aliases in the call (nil without tracing: `completion` itself).
+    /// number of values or aliases in the call; and that span as the trace of the jobs the call
+    /// queues (``serving(_:_:)``), when the exporter will send it. Without tracing: `completion`
+    /// itself, and no trace.
     private func traced<T: Sendable>(
         _ operation: String, count: Int, _ completion: @escaping @Sendable (Result<T, VaultError>) -> Void
-    ) -> @Sendable (Result<T, VaultError>) -> Void {
-        guard let trace else { return completion }
+    ) -> (@Sendable (Result<T, VaultError>) -> Void, VaultCallTrace?) {
+        guard let trace else { return (completion, nil) }
         let span = trace.child("vault " + operation, kind: .client)
         span.attributes["cloak.vault.items"] = count
-        return { result in
+        let ended: @Sendable (Result<T, VaultError>) -> Void = { result in
             if case .failure = result { span.setStatus(SpanStatus(code: .error)) }
             span.end()
             completion(result)
         }
+        return (ended, span.isRecording ? VaultCallTrace(tracer: trace.tracer, span: span) : nil)
+    }
+
+    /// Makes the vault call `call` with `trace` as the trace of every job it queues
+    /// (``VaultTracing/current``, read on this thread while `call` runs): the executor batch that
+    /// serves them gets its span (``VaultCallTrace``). Without a trace, `call` alone.
+    private func serving(_ trace: VaultCallTrace?, _ call: () -> Void) {
+        guard let trace else { return call() }
+        VaultTracing.current.withValue(trace, operation: call)
     }
 
     private func onLoop(_ work: @escaping @Sendable () -> Void) {
@@ -174,7 +228,11 @@ struct VaultClient: Sendable {
 /// redacted from an upstream's answer (``answering``) are counted and alerted on only: the
 /// upstream has acted, and refusing then would lose its answer.
 struct CreateAdmission: Sendable {
-    let tokenID: String
+    /// Whose guesses these are (``ServiceConfiguration/AccessToken/guessKey``): a minted token's count
+    /// as its minter's.
+    let account: String
+    /// The token that presented the request (its id): the one held to the limiter's bucket cap.
+    let presenter: String
     let limiter: BucketGuessLimiter
     /// nil: no bucket limit on this token's creates (it may reveal; see ``answersStoredFacts(_:vault:)``).
     let valuesPerHour: Int?
@@ -199,15 +257,31 @@ struct CreateAdmission: Sendable {
         guard let valuesPerHour else { return nil }
         let buckets = vault.guessBuckets(requests)
         guard
-            let refusal = limiter.admit(token: tokenID, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode)
+            let refusal = limiter.admit(
+                token: account, presenter: presenter, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode)
         else { return nil }
         refused(refusal.format, mode == .enforce)
         guard mode == .enforce else { return nil }
-        return .refused(
-            retryAfter: refusal.retryAfter,
-            reason:
+        return Self.guessRefusal(
+            refusal,
+            valuesPastLimit:
                 "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values of one bucket (kept characters "
                 + "and shape) within an hour (limits.bucket_values_per_hour)")
+    }
+
+    /// The 429 for a refusal of the ``BucketGuessLimiter``, naming the limit that refused:
+    /// `valuesPastLimit` when it was `limits.bucket_values_per_hour`, else the bucket cap.
+    static func guessRefusal(_ refusal: BucketGuessLimiter.Refusal, valuesPastLimit reason: String) -> VaultError {
+        switch refusal.limit {
+        case .valuesPerBucket:
+            return .refused(retryAfter: refusal.retryAfter, reason: reason)
+        case let .buckets(cap):
+            return .refused(
+                retryAfter: refusal.retryAfter,
+                reason:
+                    "this token has counted values in \(cap) distinct buckets within an hour, the most one token "
+                    + "may hold; a value in a new bucket waits until its oldest leaves the hour")
+        }
     }
 
     /// Whether an exempt token's create (one that may reveal, with no limit of its own) may be
@@ -218,7 +292,8 @@ struct CreateAdmission: Sendable {
     func answersStoredFacts(_ requests: [AliasRequest], vault: Vault) -> Bool {
         guard valuesPerHour == nil, mode == .enforce else { return true }
         let over = limiter.admit(
-            token: tokenID, vault.guessBuckets(requests), limit: guessLimit, now: LoopClock.now(), mode: .countOnly)
+            token: account, presenter: presenter, vault.guessBuckets(requests), limit: guessLimit,
+            now: LoopClock.now(), mode: .countOnly)
         return over == nil
     }
 
@@ -254,18 +329,18 @@ struct LookupAdmission: Sendable {
     func admit(_ values: [String], vault: Vault) -> Pass {
         if let refusal = create.chargeExtra(values.count) { return .refused(refusal) }
         let now = LoopClock.now()
-        if create.limiter.reserveUnnamed(token: create.tokenID, count: values.count, limit: valuesPerHour, now: now) {
+        if create.limiter.reserveUnnamed(token: create.account, count: values.count, limit: valuesPerHour, now: now) {
             return .unnamed
         }
         let perValue = values.map { vault.guessBuckets([AliasRequest(value: $0, format: .UUID, storage: .persistent)]) }
         let (refusal, recorded) = create.limiter.admitRecording(
-            token: create.tokenID, perValue.flatMap { $0 }, limit: valuesPerHour, now: now)
+            token: create.account, presenter: create.presenter, perValue.flatMap { $0 }, limit: valuesPerHour, now: now)
         if let refusal {
             create.refused(refusal.format, true)
             return .refused(
-                .refused(
-                    retryAfter: refusal.retryAfter,
-                    reason:
+                CreateAdmission.guessRefusal(
+                    refusal,
+                    valuesPastLimit:
                         "this token looked up \(valuesPerHour) distinct values of one bucket (a card's first six, last four "
                         + "and length) that the vault does not hold within an hour (limits.bucket_values_per_hour)"))
         }
@@ -289,12 +364,13 @@ struct LookupAdmission: Sendable {
                 }
                 // Within the limit by the reservation: recorded, never refused.
                 _ = create.limiter.admitRecording(
-                    token: create.tokenID, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: .countOnly)
+                    token: create.account, presenter: create.presenter, buckets, limit: valuesPerHour,
+                    now: LoopClock.now(), mode: .countOnly)
             }
-            create.limiter.endUnnamed(token: create.tokenID, count: values.count)
+            create.limiter.endUnnamed(token: create.account, count: values.count)
         case let .named(reservation):
             let hits = zip(reservation, found).filter { $0.1 }.flatMap { $0.0 }
-            create.limiter.release(token: create.tokenID, hits)
+            create.limiter.release(token: create.account, hits)
         }
     }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -6,6 +7,19 @@ import Synchronization
 /// savepoint), commits once, and only then calls the completions: group commit, so a 2xx answer
 /// always means "committed", and one fsync serves many requests.
 ///
+/// Where the store is shared (PostgreSQL), two more rules keep one stuck writer from holding up
+/// every node (issue 44):
+///
+/// - A conflict the server broke by failing one of this transaction's statements (a deadlock, a
+///   lock wait past `lock_timeout`) rolls the whole transaction back and runs it again, once.
+///   It is never retried inside the transaction: the earlier jobs' rows would still be held, the
+///   other writer would still wait on them, and the retry would close the same cycle again (a
+///   convoy). A second conflict fails only the job that met it.
+/// - A job past `vault.store_timeout_ms` has been answered 503 by ``JobDeadlines``: it is
+///   dropped, not run, so its writes cannot commit after that answer, nor hold up the jobs
+///   behind it. Statements wait for another writer's locks for at most a third of that limit
+///   (``LockWaitBounded``), so a job and its one retry fail by their own error first.
+///
 /// `@unchecked Sendable`: the store is only touched on the executor's thread; the queue is
 /// behind a mutex.
 final class VaultExecutor: @unchecked Sendable {
@@ -13,13 +27,22 @@ final class VaultExecutor: @unchecked Sendable {
     /// only ever called on the executor thread.
     struct Job: @unchecked Sendable {
         /// Runs on the executor thread inside a savepoint; returns what to do once committed.
+        /// It may run twice: a transaction rolled back on a conflict runs all its jobs again.
         let body: (any AliasStore) throws -> (@Sendable () -> Void)
-        let fail: @Sendable (any Error) -> Void
+        /// A `var` only so that a batch's span can count failures (``runTraced(_:store:_:)``).
+        var fail: @Sendable (any Error) -> Void
         /// Only reads: see ``VaultExecutor/submit(reads:_:completion:)``.
         var reads = false
         /// New records the job writes first, batched with other jobs': see
         /// ``VaultExecutor/submit(newRecords:durable:finish:_:completion:)``.
         var newRecords: NewRecords?
+        /// When the store's time limit answers the job (`DispatchTime` uptime, nanoseconds; nil:
+        /// no limit). Taken just before the limit's own registration, so it never falls later.
+        var deadline: UInt64?
+        /// The trace of the vault call that queued the job (``VaultTracing/current``), read where
+        /// the job is made: in `enqueue`, on the submitting thread. Nil for untraced calls and
+        /// for jobs the executor makes itself.
+        var trace: (any VaultJobTrace)? = VaultTracing.current.get()
     }
 
     /// A job's new records, for a store that ``AliasStore/batchesNewRecords``.
@@ -36,6 +59,17 @@ final class VaultExecutor: @unchecked Sendable {
         }
     }
 
+    /// How a transaction of jobs ended.
+    private enum Ending {
+        /// Committed or failed: every job is answered.
+        case answered
+        /// Rolled back whole on a conflict: no job is answered, and all may run again.
+        case conflicted
+    }
+
+    /// The answer of a job dropped past its deadline (the deadline's own answer, when it came first).
+    static let overdue = StoreError.unavailable("the store did not answer within vault.store_timeout_ms")
+
     private let store: any AliasStore
     /// The jobs waiting; `idle` while the thread sleeps with nothing to do. Only the submit that
     /// finds it idle signals it; one that comes while a batch runs is taken with the next batch,
@@ -51,7 +85,8 @@ final class VaultExecutor: @unchecked Sendable {
 
     /// - Parameters:
     ///   - maintenance: run in its own transaction when idle, at most every `maintenanceInterval`.
-    ///   - timeoutMilliseconds: a job not done within it fails with `unavailable` (nil: none).
+    ///   - timeoutMilliseconds: a job not done within it fails with `unavailable` (nil: none);
+    ///     a store that can wait on other writers' locks waits at most a third of it.
     init(
         store: any AliasStore, maintenanceInterval: TimeInterval = 5, timeoutMilliseconds: Int? = nil,
         maintenance: @escaping (any AliasStore) -> Void
@@ -60,10 +95,21 @@ final class VaultExecutor: @unchecked Sendable {
         self.deadlines = timeoutMilliseconds.map { JobDeadlines(timeoutMilliseconds: $0) }
         self.maintenance = maintenance
         self.maintenanceInterval = maintenanceInterval
+        // Before the thread starts: from then on only the thread touches the store.
+        if let timeoutMilliseconds, let bounded = store as? any LockWaitBounded {
+            bounded.boundLockWaits(milliseconds: Self.lockWaitMilliseconds(storeTimeout: timeoutMilliseconds))
+        }
         let thread = Thread { [self] in loop() }
         thread.name = "cloak-vault"
         thread.start()
     }
+
+    /// The longest a statement waits for another writer's lock under a store time limit: a
+    /// third of it, so that a job's first run and its one retry (see ``VaultExecutor``) can each
+    /// wait once and still end by their own error, not the time limit's. With the default 2 s,
+    /// 666 ms: below PostgreSQL's default `deadlock_timeout` (1 s), so a deadlock between nodes
+    /// usually ends as a lock timeout, which is handled as a deadlock.
+    static func lockWaitMilliseconds(storeTimeout: Int) -> Int { max(storeTimeout / 3, 1) }
 
     /// Queues a job that stores new records. Where the store ``AliasStore/batchesNewRecords``,
     /// the writes of every such job in a batch go first, in one
@@ -112,13 +158,11 @@ final class VaultExecutor: @unchecked Sendable {
         completion: @escaping @Sendable (Result<T, any Error>) -> Void,
         newRecords: ((@escaping @Sendable (Result<T, any Error>) -> Void) -> NewRecords)? = nil
     ) {
+        let deadline = deadlines.map { DispatchTime.now().uptimeNanoseconds + $0.timeoutNanoseconds }
         let completion =
             deadlines.map { deadlines in
                 // Whichever comes first answers: the job's outcome, or the store's time limit.
-                let registration = deadlines.register {
-                    completion(
-                        .failure(StoreError.unavailable("the store did not answer within vault.store_timeout_ms")))
-                }
+                let registration = deadlines.register { completion(.failure(Self.overdue)) }
                 return { (result: Result<T, any Error>) in
                     deadlines.finished(registration.id)
                     if registration.claim.take() { completion(result) }
@@ -129,7 +173,8 @@ final class VaultExecutor: @unchecked Sendable {
                 let value = try body(store)
                 return { completion(.success(value)) }
             },
-            fail: { error in completion(.failure(error)) }, reads: reads, newRecords: newRecords?(completion))
+            fail: { error in completion(.failure(error)) }, reads: reads, newRecords: newRecords?(completion),
+            deadline: deadline)
         let (accepted, wasIdle) = queue.withLock { state -> (Bool, Bool) in
             guard !state.stopping else { return (false, false) }
             state.jobs.append(job)
@@ -143,7 +188,7 @@ final class VaultExecutor: @unchecked Sendable {
         }
     }
 
-    /// Finishes everything queued, then stops the thread.
+    /// Finishes everything queued (dropping what is past its deadline), then stops the thread.
     func close() {
         let first = queue.withLock { state -> Bool in
             defer { state.stopping = true }
@@ -164,7 +209,7 @@ final class VaultExecutor: @unchecked Sendable {
                 state.idle = jobs.isEmpty
                 return (jobs, state.stopping)
             }
-            if !jobs.isEmpty { runBatch(jobs) }
+            if !jobs.isEmpty { runTraced(jobs, store: store, runBatch) }
             if stopping && jobs.isEmpty {
                 stopped.signal()
                 return
@@ -179,23 +224,32 @@ final class VaultExecutor: @unchecked Sendable {
         }
     }
 
-    /// Runs one job in its savepoint. A deadlock the server broke by undoing this job's work
-    /// (another vault thread or node writing the same values in another order) is retried once.
-    private func run(_ job: Job, reading: Bool) throws -> @Sendable () -> Void {
-        // Reads have nothing to undo: no savepoint.
-        if reading { return try job.body(store) }
-        for attempt in 0..<2 {
-            do {
-                try store.savepoint()
-                let deliver = try job.body(store)
-                try store.releaseSavepoint()
-                return deliver
-            } catch let error as StoreError {
-                guard case .transient = error, attempt == 0, store.isInTransaction else { throw error }
-                store.rollbackToSavepoint()
+    /// Whether `job`'s time limit has passed (it is answered, or about to be: not worth running).
+    private func isOverdue(_ job: Job) -> Bool {
+        guard let deadline = job.deadline else { return false }
+        return DispatchTime.now().uptimeNanoseconds >= deadline
+    }
+
+    /// `jobs` without those past their deadline, which are failed (``overdue``) instead.
+    private func droppingOverdue(_ jobs: [Job]) -> [Job] {
+        guard deadlines != nil else { return jobs }
+        var live: [Job] = []
+        live.reserveCapacity(jobs.count)
+        for job in jobs {
+            if isOverdue(job) {
+                job.fail(Self.overdue)
+            } else {
+                live.append(job)
             }
         }
-        throw StoreError.unavailable("a write conflict persisted")
+        return live
+    }
+
+    /// Whether the server failed a statement to break a conflict with another writer
+    /// (``StoreError/transient(_:)``): running the transaction again can succeed.
+    private static func isConflict(_ error: any Error) -> Bool {
+        guard let error = error as? StoreError, case .transient = error else { return false }
+        return true
     }
 
     /// Commits the new records of every job that has some, in one
@@ -210,7 +264,7 @@ final class VaultExecutor: @unchecked Sendable {
             outcomes = try store.commitNewRecords(
                 batched.flatMap(\.1.writes), durable: batched.contains { $0.1.durable })
         } catch StoreError.transient {
-            // Nothing was written: each job runs whole, in its savepoint, which retries once.
+            // Nothing was written: each job runs whole, in its savepoint.
             return jobs.map { job in
                 var job = job
                 job.newRecords = nil
@@ -226,51 +280,95 @@ final class VaultExecutor: @unchecked Sendable {
             offset += part.writes.count
             switch part.finish(mine) {
             case let .answer(deliver): deliver()
-            case let .rest(body): remaining.append(Job(body: body, fail: job.fail))
+            case let .rest(body): remaining.append(Job(body: body, fail: job.fail, deadline: job.deadline))
             }
         }
         return remaining
     }
 
-    private func runBatch(_ jobs: [Job]) {
-        let jobs = store.batchesNewRecords ? commitNewRecords(jobs) : jobs
+    private func runBatch(_ queued: [Job]) {
+        var jobs = droppingOverdue(queued)
+        if store.batchesNewRecords { jobs = commitNewRecords(jobs) }
         guard !jobs.isEmpty else { return }
-        let reading = jobs.allSatisfy(\.reads)
+        if jobs.allSatisfy(\.reads) {
+            _ = runTransaction(jobs, reading: true, retryOnConflict: false)
+            return
+        }
+        // Rolled back whole on a conflict: once more, without what went past its deadline meanwhile.
+        if runTransaction(jobs, reading: false, retryOnConflict: true) == .conflicted {
+            _ = runTransaction(droppingOverdue(jobs), reading: false, retryOnConflict: false)
+        }
+    }
+
+    /// Runs `jobs` in one transaction (a savepoint each unless `reading`), commits once, then
+    /// answers them. A job past its deadline by its turn is failed and not run.
+    ///
+    /// With `retryOnConflict`, a conflict (``StoreError/transient(_:)``) rolls the whole
+    /// transaction back and answers no job: `.conflicted`, the caller runs them again. Without
+    /// it, only the job that met the conflict fails (its savepoint rolled back): the server
+    /// already broke the cycle by failing its statement, and the others still commit.
+    private func runTransaction(_ jobs: [Job], reading: Bool, retryOnConflict: Bool) -> Ending {
+        guard !jobs.isEmpty else { return .answered }
         do {
             try reading ? store.beginReading() : store.begin()
         } catch {
             for job in jobs { job.fail(error) }
-            return
+            return .answered
         }
         var committed: [(deliver: @Sendable () -> Void, fail: @Sendable (any Error) -> Void)] = []
-        var failed: [(Job, any Error)] = []
-        var index = 0
-        while index < jobs.count {
-            let job = jobs[index]
-            index += 1
+        var failed: [(job: Job, error: any Error)] = []
+        for (index, job) in jobs.enumerated() {
+            if isOverdue(job) {
+                job.fail(Self.overdue)
+                continue
+            }
             do {
                 committed.append((try run(job, reading: reading), job.fail))
             } catch {
+                if retryOnConflict && Self.isConflict(error) && store.isInTransaction {
+                    store.rollback()
+                    return .conflicted
+                }
                 if !reading { store.rollbackToSavepoint() }
                 failed.append((job, error))
                 if !store.isInTransaction {
                     // The store abandoned the whole transaction by itself (full disk, I/O error):
                     // nothing of this batch is written, and no later job may run outside it.
                     for c in committed { c.fail(error) }
-                    committed.removeAll()
-                    for rest in jobs[index...] { rest.fail(error) }
-                    for (job, error) in failed { job.fail(error) }
-                    return
+                    for rest in jobs[(index + 1)...] { rest.fail(error) }
+                    for f in failed { f.job.fail(f.error) }
+                    return .answered
                 }
             }
         }
         do {
             try store.commit()
-            for c in committed { c.deliver() }
         } catch {
             store.rollback()
+            if retryOnConflict && Self.isConflict(error) { return .conflicted }
             for c in committed { c.fail(error) }
+            for f in failed { f.job.fail(f.error) }
+            return .answered
         }
-        for (job, error) in failed { job.fail(error) }
+        for c in committed { c.deliver() }
+        for f in failed { f.job.fail(f.error) }
+        return .answered
     }
+
+    /// Runs one job, in its savepoint unless the batch only reads (reads have nothing to undo).
+    private func run(_ job: Job, reading: Bool) throws -> @Sendable () -> Void {
+        if reading { return try job.body(store) }
+        try store.savepoint()
+        let deliver = try job.body(store)
+        try store.releaseSavepoint()
+        return deliver
+    }
+}
+
+/// A store whose statements can wait on rows another writer holds (a database server that
+/// nodes share). The executor bounds those waits below `vault.store_timeout_ms`: a wait past
+/// the bound fails its statement with ``StoreError/transient(_:)``, as a deadlock does.
+protocol LockWaitBounded: AnyObject {
+    /// Every later statement waits at most `milliseconds` for a lock another session holds.
+    func boundLockWaits(milliseconds: Int)
 }

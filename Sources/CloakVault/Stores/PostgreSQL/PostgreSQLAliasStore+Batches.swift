@@ -12,6 +12,12 @@ extension PostgreSQLAliasStore {
     /// inserts, so a record it stored itself is never read back). `$17`: take a transaction id
     /// even when nothing is written (``AliasStore/forceDurableCommit()``).
     ///
+    /// - A record stored without its alias (``NewRecordOutcome/storedWithoutAlias``: the alias
+    ///   was another record's) is committed before the vault gives it another, in the batch's
+    ///   own transaction; should that never happen (the request failed, the node died), nothing
+    ///   could find the record but the next create of its value, nor ever delete it. So it is
+    ///   noted in `unaliased`, in this statement, and the expiry sweep removes it if it still has
+    ///   no alias a minute later (``deleteUnaliased(madeBefore:limit:)``).
     /// - `ON CONFLICT` names one key each: a record's id and an alias's record are new, so the
     ///   other unique keys cannot conflict, and PostgreSQL checks one index ahead instead of two.
     /// - The rows come sorted by fingerprint (``commitNewRecords(_:durable:)``), and are inserted
@@ -32,11 +38,15 @@ extension PostgreSQLAliasStore {
             SELECT id, fingerprint, key_id, nonce, ciphertext, tag, storage, classifiers, created_at, expires_at,
                 intent::smallint, bucket, metadata
             FROM input
-            ON CONFLICT (fingerprint) DO NOTHING RETURNING id
+            ON CONFLICT (fingerprint) DO NOTHING RETURNING id, created_at
         ), aliased AS (
             INSERT INTO aliases (alias, record_id, format, mac)
             SELECT input.alias, input.id, input.format, input.mac FROM input JOIN stored ON stored.id = input.id
             ON CONFLICT (alias) DO NOTHING RETURNING record_id
+        ), noted AS (
+            INSERT INTO unaliased (record_id, created_at)
+            SELECT stored.id, stored.created_at FROM stored LEFT JOIN aliased ON aliased.record_id = stored.id
+            WHERE aliased.record_id IS NULL
         )
         SELECT input.n, stored.id IS NOT NULL, aliased.record_id IS NOT NULL,
             CASE WHEN $17 THEN txid_current() END,

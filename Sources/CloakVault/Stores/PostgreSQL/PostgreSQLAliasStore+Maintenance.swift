@@ -18,7 +18,10 @@ extension PostgreSQLAliasStore {
         try db.query("SELECT min(expires_at) FROM records WHERE bucket = $1", [.bytes(bucket)]).first?.int(0)
     }
 
-    /// Safe on every node at once: each takes the expired rows no other node has locked.
+    /// Safe on every node at once: each takes the expired rows no other node has locked. Records
+    /// a batch stored without an alias that still have none ``unaliasedGraceSeconds`` after they
+    /// were made go too, up to `limit` more (``deleteUnaliased(madeBefore:limit:)``): nothing can
+    /// reveal or delete them.
     package func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
         try db.query(
             """
@@ -26,7 +29,54 @@ extension PostgreSQLAliasStore {
               (SELECT id FROM records WHERE expires_at IS NOT NULL AND expires_at <= $1
                ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
             """, [.int(now), .int(Int64(limit))])
-        return db.changes
+        let expired = db.changes
+        return try expired + deleteUnaliased(madeBefore: now - Self.unaliasedGraceSeconds, limit: limit)
+    }
+
+    /// How long a record a batch stored without an alias may wait for one (its request's next
+    /// statements, or the next create of its value on any node) before the sweep removes it.
+    /// Far longer than a request takes; and removing one too early fails a request at worst
+    /// (see ``deleteUnaliased(madeBefore:limit:)``), it never loses an alias.
+    static let unaliasedGraceSeconds: Int64 = 60
+
+    /// Removes up to `limit` records noted in `unaliased` (``insertBatch``) made at or before
+    /// `madeBefore` that still have no alias, and forgets the notes of those that got one.
+    /// Returns how many records it removed. Runs inside the caller's transaction.
+    ///
+    /// The records are locked first, in a statement of their own, skipping any another session
+    /// holds: a create giving one an alias holds a key-share lock on it until it commits. Once
+    /// they are locked no alias can be added to them (the foreign key check waits, then fails on
+    /// the deleted row: that request fails, nothing acknowledged is lost), and the delete, a
+    /// statement with a snapshot taken after the locks, sees every alias committed before them.
+    /// (One statement would not do: its `NOT EXISTS` would read a snapshot from before its wait
+    /// for a lock, and the cascade would take an alias committed meanwhile.)
+    ///
+    /// Every statement reaches a record through its primary key whatever plan it keeps (plans
+    /// are generic and made once: `id = ANY($1)` planned while `records` was small scanned the
+    /// whole table). The notes are few, and almost always none: then this is one statement.
+    func deleteUnaliased(madeBefore: Int64, limit: Int) throws(StoreError) -> Int {
+        let noted = try db.query(
+            "SELECT record_id FROM unaliased WHERE created_at <= $1 ORDER BY record_id LIMIT $2",
+            [.int(madeBefore), .int(Int64(limit))]
+        ).compactMap { $0.text(0) }
+        guard !noted.isEmpty else { return 0 }
+        let locked = try db.query(
+            """
+            SELECT r.id FROM unnest($1::text[]) AS noted(id)
+            CROSS JOIN LATERAL (SELECT id FROM records WHERE id = noted.id FOR UPDATE SKIP LOCKED) r
+            """, [.texts(noted)]
+        ).compactMap { $0.text(0) }
+        guard !locked.isEmpty else { return 0 }
+        var removed = 0
+        for id in locked {
+            // deleteAlias's statement: the record, unless an alias names it.
+            try db.query(
+                "DELETE FROM records WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM aliases WHERE record_id = $1)",
+                [.text(id)])
+            removed += db.changes
+        }
+        try db.query("DELETE FROM unaliased WHERE record_id = ANY($1::text[])", [.texts(locked)])
+        return removed
     }
 
     package func metadata(_ name: String) throws(StoreError) -> [UInt8]? {

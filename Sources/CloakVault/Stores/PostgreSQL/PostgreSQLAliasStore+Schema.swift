@@ -69,6 +69,15 @@ extension PostgreSQLAliasStore {
         """
         CREATE TABLE key_audit (seq bigserial PRIMARY KEY, at bigint NOT NULL, line text NOT NULL);
         """,
+        // Records a batch committed without their first alias (another record's), noted in the
+        // same statement: the expiry sweep removes those still without one a minute later
+        // (``PostgreSQLAliasStore/insertBatch``, ``PostgreSQLAliasStore/deleteUnaliased(madeBefore:limit:)``).
+        """
+        CREATE TABLE unaliased (
+            record_id text COLLATE "C" PRIMARY KEY REFERENCES records(id) ON DELETE CASCADE,
+            created_at bigint NOT NULL
+        );
+        """,
     ]
 
     func migrate() throws(StoreError) {

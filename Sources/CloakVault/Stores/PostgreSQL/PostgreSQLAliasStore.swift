@@ -12,6 +12,10 @@ import Foundation
 ///   stored elsewhere first is ``StoreError/fingerprintTaken`` (the vault reads the record again
 ///   and uses it). Inserts say `ON CONFLICT DO NOTHING`, so a lost race is no error: it never
 ///   aborts the batch and never puts a key value into the server's log.
+/// - A statement waits for another session's locks at most a third of `vault.store_timeout_ms`
+///   (`lock_timeout`, set by the executor: ``LockWaitBounded``). A lock timeout is
+///   ``StoreError/transient(_:)``, as a deadlock is: the executor rolls its whole transaction
+///   back and runs it once more (``VaultExecutor``).
 /// - The schema is versioned (`cloak_schema`) and migrated at open under a transaction-scoped
 ///   advisory lock, so nodes starting together do not race.
 /// - While the server is unreachable every call fails at once with `unavailable` (503 upstream
@@ -46,13 +50,16 @@ package final class PostgreSQLAliasStore: AliasStore {
             return
         }
         nextReconnect = Date().addingTimeInterval(backoff)
-        // At most 2 s: a promoted standby is found soon after it takes writes.
-        backoff = min(backoff * 2, 2)
+        // At most 2 s (what a refused caller is told to wait): a promoted standby is found soon
+        // after it takes writes.
+        backoff = min(backoff * 2, TimeInterval(StoreError.retryAfterSeconds))
         throw .unavailable("PostgreSQL is unreachable; reconnecting")
     }
 
     /// Other nodes write to the same server.
     package var isSoleWriter: Bool { false }
+
+    package var counters: StoreCounters { db.counters }
 
     package func begin() throws(StoreError) {
         try connected()
@@ -101,4 +108,10 @@ package final class PostgreSQLAliasStore: AliasStore {
         try connected()
         try db.query("SELECT 1")
     }
+}
+
+/// Another node's rows can hold a statement up (its uncommitted insert of the same value, its
+/// backend stopped with locks held): the executor bounds the wait below the store's time limit.
+extension PostgreSQLAliasStore: LockWaitBounded {
+    func boundLockWaits(milliseconds: Int) { db.setLockTimeout(milliseconds: milliseconds) }
 }

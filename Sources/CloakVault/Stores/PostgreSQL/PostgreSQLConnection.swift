@@ -16,6 +16,9 @@ final class PostgreSQLConnection {
     private let secrets: [String]
     /// Rows changed by the last command.
     private(set) var changes = 0
+    /// Statements sent and rows they returned or changed, since the connection was made
+    /// (reconnections included): ``AliasStore/counters``.
+    private(set) var counters = StoreCounters()
     /// Statements prepared on this connection, by SQL text: parsed and planned once, not per call
     /// (about half of PostgreSQL's CPU per alias in the benchmark). Forgotten on reconnect.
     private var prepared: [String: String] = [:]
@@ -111,12 +114,55 @@ final class PostgreSQLConnection {
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
     }
 
-    /// Reconnects after the server went away (the caller decides when, with backoff).
+    /// Reconnects after the server went away (the caller decides when, with backoff). A session
+    /// whose settings (``setLockTimeout(milliseconds:)``) cannot be made is closed again: the
+    /// next call tries anew.
     func reconnect() -> Bool {
         if let conn { PQfinish(conn) }
         prepared.removeAll()
         conn = Self.connect(url, connectTimeout: connectTimeout, failureTimeout: failureTimeout)
-        return isConnected
+        guard isConnected else { return false }
+        do {
+            try applySessionSettings()
+        } catch {
+            disconnect()
+            return false
+        }
+        return true
+    }
+
+    /// `lock_timeout` of this session and of every one ``reconnect()`` makes; nil: the server's.
+    private var lockTimeoutMilliseconds: Int?
+
+    /// A statement that waits longer than `milliseconds` for a lock another session holds fails
+    /// (SQLSTATE 55P03, ``StoreError/transient(_:)``): set now, and again on every reconnect.
+    /// When it cannot be set now, the connection is closed, so that no statement runs without
+    /// it: the next call reconnects.
+    func setLockTimeout(milliseconds: Int) {
+        lockTimeoutMilliseconds = max(milliseconds, 1)
+        guard isConnected else { return }
+        do {
+            try applySessionSettings()
+        } catch {
+            disconnect()
+        }
+    }
+
+    /// Sets what the session needs beyond its connection options (a `SET` outside any
+    /// transaction: the session keeps it). Not through ``execute(_:)``, which a reading batch
+    /// limits to `SELECT`: a reconnect can happen in one.
+    private func applySessionSettings() throws(StoreError) {
+        guard let milliseconds = lockTimeoutMilliseconds else { return }
+        guard let conn else { throw .unavailable("not connected to PostgreSQL") }
+        let result = PQexec(conn, "SET lock_timeout = \(milliseconds)")
+        defer { PQclear(result) }
+        try check(result, "set lock_timeout")
+    }
+
+    private func disconnect() {
+        if let conn { PQfinish(conn) }
+        conn = nil
+        prepared.removeAll()
     }
 
     /// Set while the store reads without a transaction: only `SELECT` statements run.
@@ -132,6 +178,7 @@ final class PostgreSQLConnection {
         try admit(sql)
         let result = PQexec(conn, sql)
         defer { PQclear(result) }
+        counters.statements += 1
         try check(result, "execute")
     }
 
@@ -145,8 +192,10 @@ final class PostgreSQLConnection {
             return PQexecPrepared(conn, name, Int32(parameters.count), values, lengths, formats, 1)
         }
         defer { PQclear(result) }
+        counters.statements += 1
         try check(result, "query")
         changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+        counters.rows += changes
         return result.map(Self.rows(of:)) ?? []
     }
 
@@ -181,7 +230,10 @@ final class PostgreSQLConnection {
             throw .fingerprintTaken
         case "23505": throw .aliasTaken
         case "53100": throw .full
-        case "40P01", "40001": throw .transient("\(primary) (SQLSTATE \(state))")
+        // 55P03: a lock wait past lock_timeout (``setLockTimeout(milliseconds:)``), most often a
+        // deadlock between nodes that deadlock_timeout has not found yet, or a writer that stopped
+        // with rows locked; the executor handles it as it does a deadlock.
+        case "40P01", "40001", "55P03": throw .transient("\(primary) (SQLSTATE \(state))")
         default: throw .unavailable("\(what): \(primary)\(state.isEmpty ? "" : " (SQLSTATE \(state))")")
         }
     }

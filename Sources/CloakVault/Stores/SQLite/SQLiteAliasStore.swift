@@ -7,6 +7,8 @@ import Foundation
 package final class SQLiteAliasStore: AliasStore {
     let db: SQLiteConnection
 
+    package var counters: StoreCounters { db.counters }
+
     /// Opens (creating when needed) the database at `path`, and its folder. `":memory:"` is
     /// SQLite's database in memory (tests): no file is made for it.
     package init(path: String) throws(StoreError) {

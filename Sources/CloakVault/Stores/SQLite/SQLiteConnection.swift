@@ -8,6 +8,9 @@ final class SQLiteConnection {
     /// storage compares equal at once) is cheaper than hashing a few hundred bytes of SQL for a
     /// dictionary, four times a reveal (callgrind).
     private var statements: [(sql: String, length: Int, handle: OpaquePointer)] = []
+    /// Statements run and rows stepped over since the connection opened (``counters``).
+    fileprivate(set) var statementsRun = 0
+    fileprivate(set) var rowsRead = 0
 
     init(path: String) throws(StoreError) {
         var db: OpaquePointer?
@@ -40,6 +43,7 @@ final class SQLiteConnection {
 
     /// Runs statements without results (schema, pragmas, transactions).
     func execute(_ sql: String) throws(StoreError) {
+        statementsRun += 1
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         // Schema and pragma text, never a value (values are bound), so it may be named.
         guard rc == SQLITE_OK else { throw error(rc, "execute \(sql.prefix(while: { $0 != "\n" }).prefix(48))") }
@@ -57,6 +61,7 @@ final class SQLiteConnection {
 
     /// A cached prepared statement, reset and with its bindings cleared.
     func statement(_ sql: String) throws(StoreError) -> Statement {
+        statementsRun += 1
         let length = sql.utf8.count
         for cached in statements where cached.length == length && cached.sql == sql {
             sqlite3_reset(cached.handle)
@@ -71,6 +76,13 @@ final class SQLiteConnection {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Statements run (each use of a prepared one, each ``execute(_:)``), and rows read or
+    /// changed (SQLite's count of rows its writes changed, triggers' included), since the
+    /// connection opened.
+    var counters: StoreCounters {
+        StoreCounters(statements: statementsRun, rows: rowsRead + Int(sqlite3_total_changes(handle)))
+    }
 
     /// Whether `table` has `column` (schema upgrades).
     func columnExists(table: String, column: String) throws(StoreError) -> Bool {
@@ -119,7 +131,9 @@ struct Statement {
     func step() throws(StoreError) -> Bool {
         let rc = sqlite3_step(handle)
         switch rc {
-        case SQLITE_ROW: return true
+        case SQLITE_ROW:
+            connection.rowsRead += 1
+            return true
         case SQLITE_DONE: return false
         default:
             sqlite3_reset(handle)
