@@ -33,4 +33,28 @@ package struct PythonServer: Sendable {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
     }
+
+    /// Python that both canned upstreams use: `read_request(conn, data)` reads one request (its
+    /// head, then a body of its `Content-Length`) and returns the bytes after it, or None when
+    /// the peer closed first.
+    package static let readRequest = #"""
+        def read_request(conn, data):
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return None
+                data += chunk
+            head, _, data = data.partition(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value.strip())
+            while len(data) < length:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return None
+                data += chunk
+            return data[length:]
+        """#
 }

@@ -31,50 +31,37 @@ package final class TLSCannedUpstream: @unchecked Sendable {
 
     package func stop() { server.stop() }
 
-    static let script = #"""
-        import json, socket, ssl, sys, threading
-        cert, key, answer_file, end = sys.argv[1:5]
-        records = [r.encode() for r in json.load(open(answer_file))]
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert, key)
-        listener = socket.create_server(("127.0.0.1", 0))
-        def serve(raw):
-            try:
-                conn = context.wrap_socket(raw, server_side=True)
-                conn.settimeout(10)
-                data = b""
-                while True:
-                    while b"\r\n\r\n" not in data:
-                        chunk = conn.recv(65536)
-                        if not chunk:
+    static let script =
+        PythonServer.readRequest + "\n" + #"""
+            import json, socket, ssl, sys, threading
+            cert, key, answer_file, end = sys.argv[1:5]
+            records = [r.encode() for r in json.load(open(answer_file))]
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert, key)
+            listener = socket.create_server(("127.0.0.1", 0))
+            def serve(raw):
+                try:
+                    conn = context.wrap_socket(raw, server_side=True)
+                    conn.settimeout(10)
+                    data = b""
+                    while True:
+                        data = read_request(conn, data)
+                        if data is None:
                             return
-                        data += chunk
-                    head, _, data = data.partition(b"\r\n\r\n")
-                    length = 0
-                    for line in head.split(b"\r\n")[1:]:
-                        name, _, value = line.partition(b":")
-                        if name.strip().lower() == b"content-length":
-                            length = int(value.strip())
-                    while len(data) < length:
-                        chunk = conn.recv(65536)
-                        if not chunk:
-                            return
-                        data += chunk
-                    data = data[length:]
-                    for record in records:
-                        conn.sendall(record)
-                    if end != "keep":
-                        break
-                if end == "notify":
-                    conn.unwrap()  # sends close_notify (and may wait for the client's)
-                conn.close()
-            except Exception:
-                pass
-            finally:
-                raw.close()
-        print(listener.getsockname()[1], flush=True)
-        while True:
-            raw, _ = listener.accept()
-            threading.Thread(target=serve, args=(raw,), daemon=True).start()
-        """#
+                        for record in records:
+                            conn.sendall(record)
+                        if end != "keep":
+                            break
+                    if end == "notify":
+                        conn.unwrap()  # sends close_notify (and may wait for the client's)
+                    conn.close()
+                except Exception:
+                    pass
+                finally:
+                    raw.close()
+            print(listener.getsockname()[1], flush=True)
+            while True:
+                raw, _ = listener.accept()
+                threading.Thread(target=serve, args=(raw,), daemon=True).start()
+            """#
 }

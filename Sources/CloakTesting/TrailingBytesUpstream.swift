@@ -38,65 +38,52 @@ package final class TrailingBytesUpstream: @unchecked Sendable {
         return out
     }
 
-    static let script = #"""
-        import select, socket, ssl, sys, threading
-        mode, cert, key, log_path = sys.argv[1:5]
-        answer = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
-        lock = threading.Lock()
-        counter = [0]
-        log = open(log_path, "a", buffering=1)
-        context = None
-        if mode == "tls":
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(cert, key)
-        listener = socket.create_server(("127.0.0.1", 0))
-        def arrived(conn, data):
-            if data:
-                return True
-            if context is not None and conn.pending():
-                return True
-            return bool(select.select([conn], [], [], 0)[0])
-        def serve(raw):
-            try:
-                # Every send leaves at once: with Nagle's algorithm the bytes behind an answer
-                # would wait for its acknowledgement, which the next request carries, and reach
-                # the client after that request was written although recorded as early.
-                raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                conn = context.wrap_socket(raw, server_side=True) if context else raw
-                conn.settimeout(10)
-                data = b""
-                while True:
-                    while b"\r\n\r\n" not in data:
-                        chunk = conn.recv(65536)
-                        if not chunk:
+    static let script =
+        PythonServer.readRequest + "\n" + #"""
+            import select, socket, ssl, sys, threading
+            mode, cert, key, log_path = sys.argv[1:5]
+            answer = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+            lock = threading.Lock()
+            counter = [0]
+            log = open(log_path, "a", buffering=1)
+            context = None
+            if mode == "tls":
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.load_cert_chain(cert, key)
+            listener = socket.create_server(("127.0.0.1", 0))
+            def arrived(conn, data):
+                if data:
+                    return True
+                if context is not None and conn.pending():
+                    return True
+                return bool(select.select([conn], [], [], 0)[0])
+            def serve(raw):
+                try:
+                    # Every send leaves at once: with Nagle's algorithm the bytes behind an answer
+                    # would wait for its acknowledgement, which the next request carries, and reach
+                    # the client after that request was written although recorded as early.
+                    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    conn = context.wrap_socket(raw, server_side=True) if context else raw
+                    conn.settimeout(10)
+                    data = b""
+                    while True:
+                        data = read_request(conn, data)
+                        if data is None:
                             return
-                        data += chunk
-                    head, _, data = data.partition(b"\r\n\r\n")
-                    length = 0
-                    for line in head.split(b"\r\n")[1:]:
-                        name, _, value = line.partition(b":")
-                        if name.strip().lower() == b"content-length":
-                            length = int(value.strip())
-                    while len(data) < length:
-                        chunk = conn.recv(65536)
-                        if not chunk:
-                            return
-                        data += chunk
-                    data = data[length:]
-                    conn.sendall(answer)
-                    if not arrived(conn, data):
-                        with lock:
-                            counter[0] += 1
-                            n = "s%06d" % counter[0]
-                        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 7\r\n\r\n" + n.encode())
-                        log.write("%s %s\n" % (n, "late" if arrived(conn, data) else "early"))
-            except Exception:
-                pass
-            finally:
-                raw.close()
-        print(listener.getsockname()[1], flush=True)
-        while True:
-            raw, _ = listener.accept()
-            threading.Thread(target=serve, args=(raw,), daemon=True).start()
-        """#
+                        conn.sendall(answer)
+                        if not arrived(conn, data):
+                            with lock:
+                                counter[0] += 1
+                                n = "s%06d" % counter[0]
+                            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 7\r\n\r\n" + n.encode())
+                            log.write("%s %s\n" % (n, "late" if arrived(conn, data) else "early"))
+                except Exception:
+                    pass
+                finally:
+                    raw.close()
+            print(listener.getsockname()[1], flush=True)
+            while True:
+                raw, _ = listener.accept()
+                threading.Thread(target=serve, args=(raw,), daemon=True).start()
+            """#
 }

@@ -135,6 +135,38 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: pidFile), "the pid file goes with the process")
     }
 
+    /// A pid file that names another process (a crash left it, and the id was reused): the
+    /// reload refuses and signals nothing, and the process lives on.
+    @Test func aStalePIDFileNamingAnotherProcessIsNotSignalled() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let pidFile = "\(directory.path)/cloak.pid"
+        let node = try CloakNode(
+            store: "sqlite:\(directory.path)/cloak.db", directory: directory.path,
+            environment: ["CLOAK_SERVER_PID_FILE": pidFile])
+        defer { node.stop() }
+        #expect(Poll.until { FileManager.default.fileExists(atPath: pidFile) })
+        // A process that SIGHUP would end: `sleep`.
+        let bystander = Process()
+        bystander.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        bystander.arguments = ["300"]
+        try bystander.run()
+        defer {
+            kill(bystander.processIdentifier, SIGKILL)
+            bystander.waitUntilExit()
+        }
+        try "\(bystander.processIdentifier)\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
+        let refused = try node.command(["reload"])
+        #expect(refused.status == 2, "\(refused.output)")
+        #expect(refused.output.contains("is not cloak serve"), "\(refused.output)")
+        #expect(bystander.isRunning)
+        // The node's own pid, written back, is signalled.
+        try "\(node.pid)\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
+        let sent = try node.command(["reload"])
+        #expect(sent.status == 0, "\(sent.output)")
+        #expect(Poll.until { Self.reloads(node, "applied") == 1 })
+    }
+
     @Test func reloadWithoutAPIDFileTellsTheOperatorHow() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
