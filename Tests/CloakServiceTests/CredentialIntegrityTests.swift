@@ -139,6 +139,62 @@ import Testing
         #expect(try database.metadata(APICredentials.storeName) == current)
     }
 
+    /// A replayed older document (still holding a revoked token), followed at once by a change
+    /// through the node: the change builds on the document the node adopted, not on the replay,
+    /// so the revoked token is not signed anew. (Review of issue 44: it was, with a fresh serial.)
+    @Test func aChangeRightAfterAReplayDoesNotSignTheReplayedTokensAgain() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let refresh = try #require(server.service.credentialRefresh)
+        let alias = try Self.alias(on: server)
+        let leaked = try Self.mint(server, #"{"id":"leaked","scopes":["aliases:reveal"]}"#)
+        #expect(leaked.status == 201)
+        let database = try Self.database(server)
+        let older = try #require(try database.metadata(APICredentials.storeName))
+        let revoked = try server.client().request(
+            "DELETE", "/admin/tokens/leaked", headers: Self.bearer(Self.adminSecret))
+        #expect(revoked.status == 204)
+        refresh.refreshAndWait()
+        try database.setMetadata(APICredentials.storeName, older)
+        let other = try Self.mint(server, #"{"id":"other","scopes":["aliases:reveal"]}"#)
+        #expect(other.status == 201)
+        refresh.refreshAndWait()
+        #expect(try Self.reveal(alias, on: server, as: Self.secret(leaked)).status == 401)
+        #expect(try Self.reveal(alias, on: server, as: Self.secret(other)).status == 200)
+        let stored = String(decoding: try #require(try database.metadata(APICredentials.storeName)), as: UTF8.self)
+        #expect(!stored.contains(#""leaked""#) && stored.contains(#""other""#))
+    }
+
+    /// A forged document written as TEXT (as sqlite3's shell and Python's sqlite3 do): the node's
+    /// compare-and-set still matches it and puts the good document back, and revoking still works.
+    @Test func aForgedDocumentWrittenAsTextIsPutBackAndRevocationGoesOn() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let refresh = try #require(server.service.credentialRefresh)
+        let alias = try Self.alias(on: server)
+        let victim = try Self.mint(server, #"{"id":"victim","scopes":["aliases:reveal"]}"#)
+        #expect(victim.status == 201)
+        refresh.refreshAndWait()
+        let database = try Self.database(server)
+        let good = try #require(try database.metadata(APICredentials.storeName))
+        let forged = String(decoding: good, as: UTF8.self).replacingOccurrences(of: "victim", with: "victin")
+        let write = try EgressFixture.run(
+            "python3",
+            [
+                "-c",
+                "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                    + "c.execute('UPDATE meta SET value = ? WHERE name = ?', (sys.argv[2], sys.argv[3])); c.commit()",
+                "\(server.directory.path)/cloak.db", forged, APICredentials.storeName,
+            ])
+        #expect(write.status == 0, "\(write.err)")
+        refresh.refreshAndWait()
+        #expect(try database.metadata(APICredentials.storeName) == good, "the node put its document back")
+        let revoked = try server.client().request(
+            "DELETE", "/admin/tokens/victim", headers: Self.bearer(Self.adminSecret))
+        #expect(revoked.status == 204, "\(revoked.text)")
+        #expect(try Self.reveal(alias, on: server, as: Self.secret(victim)).status == 401)
+    }
+
     /// A document from before documents were signed is refused until an operator signs it with
     /// the ring (`cloak tokens sign`); changes over HTTP are refused meanwhile, with that advice.
     @Test func anUnsignedDocumentFromBeforeWorksOnceAnOperatorSignsIt() throws {

@@ -72,8 +72,13 @@ package struct APICredentials: Sendable, Equatable {
                 + "`cloak tokens list` and sign them with `cloak tokens sign`", .unsigned)
         static let unverifiedDocument = Error(
             "the store's API credentials do not verify against the key ring (the document was written without it): "
-                + "no node adopts them and no change is made on them; review them with `cloak tokens list`, sign "
-                + "them with `cloak tokens sign` and revoke what should not be there", .unverified)
+                + "no node adopts them; a running node writes back the last document it adopted, and changes made "
+                + "through a node build on that one", .unverified)
+        static let forgedDocumentNotSigned = Error(
+            "the store's API credentials do not verify against the key ring: they were written without it and are "
+                + "not signed (only a document from before signing is); a running node writes back the last one it "
+                + "adopted; with no node running, delete the meta row api_credentials and create tokens again",
+            .unverified)
     }
 
     // MARK: Rules

@@ -15,11 +15,18 @@ package struct CredentialAdministration {
     package let yamlIDs: Set<String>
     /// The key ring's key for the document (``CredentialSeal``).
     package let seal: CredentialSeal
+    /// The document this node adopted last (a node's `/admin/tokens`; nil for `cloak tokens`).
+    /// A change builds on it, over the store's bytes, when the store's copy is missing, does not
+    /// verify, or is older: a database writer who put back an old signed document (a revoked
+    /// token in it) or deleted it cannot have the next change sign that state anew, nor block a
+    /// revocation with a forged one.
+    package var floor: APICredentials?
 
-    package init(store: any AliasStore, yamlIDs: Set<String>, seal: CredentialSeal) {
+    package init(store: any AliasStore, yamlIDs: Set<String>, seal: CredentialSeal, floor: APICredentials? = nil) {
         self.store = store
         self.yamlIDs = yamlIDs
         self.seal = seal
+        self.floor = floor
     }
 
     package typealias Error = APICredentials.Error
@@ -174,7 +181,12 @@ package struct CredentialAdministration {
             guard let old = try store.metadata(APICredentials.storeName) else { return nil }
             switch Result(catching: { () throws(Error) in try APICredentials.open(old, seal: seal) }) {
             case .success: return nil
-            case let .failure(error): guard error.kind == .unsigned || error.kind == .unverified else { throw error }
+            case let .failure(error):
+                // Only a document from before signing is signed: one that does not verify was
+                // written without the key ring, and signing it would adopt whatever was forged.
+                guard error.kind == .unsigned else {
+                    throw error.kind == .unverified ? Error.forgedDocumentNotSigned : error
+                }
             }
             var credentials = try APICredentials.decode(old)
             let claim = min(max(credentials.serial, 0), (max(now, 0) + 86_400) * 1000)
@@ -193,8 +205,16 @@ package struct CredentialAdministration {
     private func change(now: Int64, _ body: (inout APICredentials) throws(Error) -> Void) throws -> APICredentials {
         for _ in 0..<8 {
             let old = try store.metadata(APICredentials.storeName)
-            var credentials =
-                try old.map { bytes throws(Error) in try APICredentials.open(bytes, seal: seal) } ?? APICredentials()
+            var credentials: APICredentials
+            switch old.map({ bytes in Result { () throws(Error) in try APICredentials.open(bytes, seal: seal) } }) {
+            case let .success(stored)?:
+                credentials = floor.map { $0.serial > stored.serial ? $0 : stored } ?? stored
+            case let .failure(error)?:
+                guard let floor else { throw error }
+                credentials = floor
+            case nil:
+                credentials = floor ?? APICredentials()
+            }
             let previous = credentials.serial
             try body(&credentials)
             credentials.serial = max(previous < Int64.max ? previous + 1 : previous, max(now, 0) * 1000)

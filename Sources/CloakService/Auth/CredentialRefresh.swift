@@ -106,6 +106,7 @@ package final class CredentialRefresh: Sendable {
             case let .adopt(credentials):
                 let previous = state.held.credentials
                 let conflicts = directory.adopt(credentials.tokens)
+                directory.adoptedDocument.withLock { $0 = credentials }
                 state.held = Held(bytes: bytes, credentials: credentials)
                 state.refused = nil
                 let origin = state.own.contains(credentials.serial) ? "this_node" : "store"

@@ -33,6 +33,9 @@ final class TokenDirectory: Sendable {
         var stored: [ServiceConfiguration.AccessToken] = []
     }
     private let sources: Mutex<Sources>
+    /// The store's document this node adopted last (``CredentialRefresh``): what its own changes
+    /// build on when the store's copy is missing, forged or older (``CredentialAdministration/floor``).
+    package let adoptedDocument = Mutex<APICredentials?>(nil)
     private let snapshot: Mutex<Snapshot>
     /// The clock of expiry and use (tests move it).
     let now: @Sendable () -> Int64

@@ -1,6 +1,7 @@
 import CloakCore
 import CloakHTTP
 import CloakVault
+import Synchronization
 
 /// `POST /admin/tokens`, `GET /admin/tokens`, `DELETE /admin/tokens/{id}` (scope
 /// `tokens:admin`): API credentials at run time, kept in the store (``CredentialAdministration``)
@@ -28,7 +29,9 @@ struct AdminTokensHandler: Sendable {
     private var seal: CredentialSeal { directory.seal ?? CredentialSeal(vault: vault.vault) }
 
     private func administration(_ store: any AliasStore) -> CredentialAdministration {
-        CredentialAdministration(store: store, yamlIDs: Set(directory.yaml.map(\.id)), seal: seal)
+        CredentialAdministration(
+            store: store, yamlIDs: Set(directory.yaml.map(\.id)), seal: seal,
+            floor: directory.adoptedDocument.withLock { $0 })
     }
 
     /// `{"id", "scopes": [...], "ttl_s"?, "requests_per_minute"?}` → 201 `{"id","token","expires_at"}`.

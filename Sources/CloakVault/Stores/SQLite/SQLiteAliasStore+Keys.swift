@@ -57,7 +57,9 @@ extension SQLiteAliasStore {
     package func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws(StoreError) -> Bool {
         let s: Statement
         if let expected {
-            s = try db.statement("UPDATE meta SET value = ?2 WHERE name = ?1 AND value = ?3")
+            // CAST: a value someone wrote as TEXT (sqlite3's shell does) never equals a BLOB, and
+            // the compare-and-set would fail for good.
+            s = try db.statement("UPDATE meta SET value = ?2 WHERE name = ?1 AND CAST(value AS BLOB) = ?3")
             s.bind(3, expected)
         } else {
             s = try db.statement("INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT(name) DO NOTHING")
