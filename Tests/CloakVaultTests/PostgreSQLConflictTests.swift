@@ -322,4 +322,40 @@ final class ExecutorHold {
         isOpen = true
         gate.signal()
     }
+
+    /// Node x deletes a record's only alias while node y is giving the record an alias in
+    /// another format (uncommitted: its foreign key check holds a key-share lock on the record).
+    /// x waits for y, then must see y's alias and keep the record: the cascade of one
+    /// `DELETE … NOT EXISTS` statement, whose snapshot predates the wait, took the alias y had
+    /// just acknowledged (review of issue 44).
+    @Test func deletingAnAliasKeepsTheRecordAnotherNodeJustGaveAnAlias() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let x = try PostgreSQLAliasStore(url: url)
+        let y = try PostgreSQLAliasStore(url: url)
+        defer { if y.isInTransaction { y.rollback() } }
+        let first = "2f0c7b8e-1d4a-4c6b-9e3f-5a7d8c9b0e1f"
+        try x.begin()
+        try x.insert(AliasStoreCompatSuite.record("rec_shared", aliases: [AliasStoreCompatSuite.alias(first)]))
+        try x.commit()
+        try y.begin()
+        try y.addAlias(AliasStoreCompatSuite.alias("4111110000001111", .FPE_SIX_T_FOUR), toRecord: "rec_shared")
+        let deleted = Mutex<Result<Bool, StoreError>?>(nil)
+        nonisolated(unsafe) let deleting = x  // used by the deleting thread alone until it reports
+        let deleter = Thread {
+            let result = Result { () throws(StoreError) -> Bool in
+                try deleting.begin()
+                let gone = try deleting.deleteAlias(first)
+                try deleting.commit()
+                return gone
+            }
+            deleted.withLock { $0 = result }
+        }
+        deleter.start()
+        #expect(Poll.until { (try? PostgreSQLBatchTests.waitingOnALock(url)) == true })
+        try y.commit()  // y acknowledges its alias
+        #expect(Poll.until { deleted.withLock { $0 } != nil })
+        #expect(try deleted.withLock { $0 }?.get() == true)
+        #expect(try x.record(alias: "4111110000001111")?.id == "rec_shared", "the acknowledged alias was lost")
+        #expect(try x.recordCount() == 1)
+    }
 }

@@ -69,7 +69,7 @@ extension PostgreSQLAliasStore {
         guard !locked.isEmpty else { return 0 }
         var removed = 0
         for id in locked {
-            // deleteAlias's statement: the record, unless an alias names it.
+            // The record, unless an alias names it (as deleteAlias does, after its lock).
             try db.query(
                 "DELETE FROM records WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM aliases WHERE record_id = $1)",
                 [.text(id)])

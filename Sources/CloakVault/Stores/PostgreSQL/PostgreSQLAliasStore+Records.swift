@@ -98,6 +98,12 @@ extension PostgreSQLAliasStore {
             let recordID = try db.query("DELETE FROM aliases WHERE alias = $1 RETURNING record_id", [.text(alias)])
                 .first?.text(0)
         else { return false }
+        // The record is locked first, in a statement of its own: another node giving it an
+        // alias in another format holds a key-share lock on it until it commits, and one
+        // statement's NOT EXISTS would read a snapshot from before that wait, so the cascade
+        // would take the alias it just acknowledged. After the lock, the delete's snapshot sees
+        // it (READ COMMITTED: a snapshot per statement).
+        try db.query("SELECT 1 FROM records WHERE id = $1 FOR UPDATE", [.text(recordID)])
         try db.query(
             "DELETE FROM records WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM aliases WHERE record_id = $1)",
             [.text(recordID)])

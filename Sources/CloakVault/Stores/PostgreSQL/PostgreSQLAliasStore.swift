@@ -63,7 +63,9 @@ package final class PostgreSQLAliasStore: AliasStore {
 
     package func begin() throws(StoreError) {
         try connected()
-        try db.execute("BEGIN")
+        // READ COMMITTED whatever the database's default: the lock-then-delete steps
+        // (deleteAlias, the unaliased sweep) rely on a snapshot per statement.
+        try db.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
     }
     /// No transaction: each read is one statement with its own snapshot (a reveal of many
     /// aliases included: ``records(aliases:)``), so a reading batch costs one round trip per
