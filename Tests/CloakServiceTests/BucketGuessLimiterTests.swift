@@ -126,6 +126,31 @@ import Testing
         #expect(limiter.admit(token: "root", presenter: "child", [others[3]], limit: 2, now: later) == nil)
     }
 
+    /// Minting more children does not multiply what one account may hold: its minted tokens
+    /// share a ceiling of twice the cap, and the root keeps its own cap however full it is.
+    @Test func mintedTokensShareOneCeilingAndTheRootKeepsItsCap() throws {
+        let cards = [
+            "4111111111111111", "5555555555554444", "6011111111111117", "4012888888881881", "5105105105105100",
+            "378282246310005", "4000056655665556",
+        ]
+        let buckets = try Self.buckets(cards).map { $0.first! }
+        let limiter = BucketGuessLimiter(bucketCap: 2)
+        let t0: UInt64 = 1_000 * Self.second
+        // Two children fill the ceiling (four windows), each within its own cap.
+        for (i, child) in ["c1", "c1", "c2", "c2"].enumerated() {
+            #expect(limiter.admit(token: "root", presenter: child, [buckets[i]], limit: 2, now: t0) == nil)
+        }
+        // A third child has room under its own cap, none under the ceiling.
+        let refused = limiter.admit(token: "root", presenter: "c3", [buckets[4]], limit: 2, now: t0 + Self.second)
+        #expect(refused?.limit == .buckets(4))
+        // The root opens its own two buckets all the same.
+        #expect(limiter.admit(token: "root", [buckets[4]], limit: 2, now: t0 + Self.second) == nil)
+        #expect(limiter.admit(token: "root", [buckets[5]], limit: 2, now: t0 + Self.second) == nil)
+        // Once the children's windows leave the hour, a child opens buckets again.
+        let later = t0 + 3_700 * Self.second
+        #expect(limiter.admit(token: "root", presenter: "c3", [buckets[6]], limit: 2, now: later) == nil)
+    }
+
     @Test func aRequestPastTheLimitIsRefusedWholeAndRecordsNothing() throws {
         let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
         let limiter = BucketGuessLimiter()

@@ -22,6 +22,9 @@ import Synchronization
 /// buckets, each at most `limit` tags of 32 bytes). Past it the account's expired windows are
 /// dropped, and if the token still has no room it is refused until its oldest expires: only
 /// that token, never the other tokens of its account (a minted token cannot lock out its minter).
+/// The tokens minted under an account share one more ceiling (``mintedCeiling``, twice the cap):
+/// without it, minting more children multiplied the memory one account could hold. The root
+/// is held only to its own cap, so an account holds at most three caps of windows.
 final class BucketGuessLimiter: Sendable {
     static let window: UInt64 = 3_600 * 1_000_000_000
     /// The most buckets one presenting token may hold windows in (the default ``bucketCap``).
@@ -30,6 +33,8 @@ final class BucketGuessLimiter: Sendable {
 
     /// The most windows one presenting token may hold open.
     let bucketCap: Int
+    /// The most windows of an account the tokens minted under it may open, together.
+    var mintedCeiling: Int { 2 * bucketCap }
 
     /// One bucket's distinct values and when each was first seen, oldest first.
     struct Window: Sendable {
@@ -181,6 +186,23 @@ final class BucketGuessLimiter: Sendable {
                         Refusal(
                             format: buckets[0].format, retryAfter: Self.seconds(until: oldest, now: now),
                             limit: .buckets(cap)),
+                        []
+                    )
+                }
+            }
+            // A minted token (its presenter is not the account's root) also fits under the
+            // ceiling its account's minted tokens share (the windows the root did not open).
+            if newBuckets > 0, presenter != token,
+                state.windows.count - state.opened[token, default: 0] + newBuckets > mintedCeiling
+            {
+                state.dropExpired(now: now)
+                if state.windows.count - state.opened[token, default: 0] + newBuckets > mintedCeiling {
+                    let oldest = state.oldest(openedBy: presenter) ?? now
+                    if state.isIdle { tokens[token] = nil }
+                    return (
+                        Refusal(
+                            format: buckets[0].format, retryAfter: max(Self.seconds(until: oldest, now: now), 1),
+                            limit: .buckets(mintedCeiling)),
                         []
                     )
                 }
