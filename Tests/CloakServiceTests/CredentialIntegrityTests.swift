@@ -303,6 +303,15 @@ import Testing
         // `admin` holds no aliases:lookup: it does not see `full` (nor `looker`) either.
         let wide = Set(try Self.listing(server).compactMap { $0["id"] as? String })
         #expect(wide == ["admin", "narrow", "creator", "revealer", "small", "wide"], "\(wide)")
+        // Revoking a token it cannot see is answered as for one that does not exist, and
+        // changes nothing.
+        let hidden = try server.client().request(
+            "DELETE", "/admin/tokens/wide", headers: Self.bearer(Self.narrowSecret))
+        let unknown = try server.client().request(
+            "DELETE", "/admin/tokens/nobody", headers: Self.bearer(Self.narrowSecret))
+        #expect(hidden.status == 404 && unknown.status == 404, "\(hidden.text) \(unknown.text)")
+        #expect(hidden.errorCode == unknown.errorCode && hidden.text.contains("no such token"))
+        #expect(try Self.listing(server).contains { $0["id"] as? String == "wide" })
     }
 
     /// Issue 44, item 10: a token's create answer and a reveal's are never cached.

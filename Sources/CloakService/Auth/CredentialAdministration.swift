@@ -155,9 +155,9 @@ package struct CredentialAdministration {
                 }
                 throw Error("no such token", .notFound)
             }
-            guard mayRevoke(credentials.tokens[index]) else {
-                throw Error("the token holds scopes the caller does not", .forbidden)
-            }
+            // A token the caller could not list is answered as one that does not exist: a 403
+            // here told a narrow tokens:admin which ids exist beyond what it may see.
+            guard mayRevoke(credentials.tokens[index]) else { throw Error("no such token", .notFound) }
             removed = credentials.tokens[index]
             descendants = APICredentials.descendants(of: id, in: credentials.tokens)
             let gone = Set(descendants + [id])
