@@ -76,8 +76,6 @@ final class PlainTransport: UpstreamTransport {
 
     var isWriting: Bool { pendingOffset < pending.count }
 
-    var hasInputWaiting: Bool { fd < 0 || Sockets.hasInput(fd) }
-
     func close() {
         reading?.free()
         reading = nil

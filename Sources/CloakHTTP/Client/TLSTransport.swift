@@ -85,7 +85,9 @@ final class TLSTransport: UpstreamTransport {
 
     var isWriting: Bool { pendingOffset < pending.count }
 
-    var hasInputWaiting: Bool {
+    /// Whether reading now would return something (a record OpenSSL holds, bytes, the peer's
+    /// end, an error) rather than wait; nothing is consumed.
+    private var hasInputWaiting: Bool {
         guard let ssl, fd >= 0 else { return true }
         return SSL_has_pending(ssl) == 1 || Sockets.hasInput(fd)
     }

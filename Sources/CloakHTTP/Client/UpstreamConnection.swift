@@ -9,10 +9,10 @@ import Foundation
 ///
 /// What a caller on a reused connection is promised: bytes the upstream sent behind an earlier
 /// answer, or while the connection was idle (its end included), are never taken for its
-/// answer. Anything waiting to be read when the connection is handed over, and again right
-/// before the request's first byte goes into the socket (the transport looks, then writes),
-/// makes the connection unusable: it closes, and the exchange, nothing of it sent, goes to
-/// another connection (``hasInputWaiting``, ``UpstreamWriteOutcome/inputWaiting``). Bytes that
+/// answer. Anything waiting to be read when the connection is handed over, which the transport
+/// looks for right before the request's first byte goes into the socket (in the hand-over's
+/// own call), makes the connection unusable: it closes, and the exchange, nothing of it sent,
+/// goes to another connection (``UpstreamWriteOutcome/inputWaiting``). Bytes that
 /// arrive while part of the request is still unsent fail the exchange (502, 1401) and close
 /// the connection, since the request has gone and cannot be sent elsewhere. What an upstream
 /// sends after that look is, in HTTP/1.1, its answer as far as any client can tell (a thread
@@ -70,10 +70,6 @@ final class UpstreamConnection: UpstreamTransportOwner {
 
     /// Whether the connection is still open.
     var isAlive: Bool { !state.isClosed && state.transport != nil }
-
-    /// Whether anything (bytes, the peer's end) waits to be read on this idle connection: it
-    /// would be taken for the next caller's answer, so the connection is not handed over.
-    var hasInputWaiting: Bool { state.transport?.hasInputWaiting ?? true }
 
     /// Whether the current exchange is not the connection's first.
     private var isReused: Bool { state.exchangesStarted > 1 }

@@ -87,9 +87,10 @@ final class UpstreamPool {
             let (idle, expired) = state.idle.take(now: Self.now())
             for old in expired { old.scheduleFree() }
             if let reused = idle {
-                // The peer may have closed it since (an HTTP/1.0 answer, an idle timeout), or
-                // sent bytes nobody asked for: they would answer this exchange.
-                guard reused.isAlive && !reused.hasInputWaiting else {
+                // The peer may have closed it since (an HTTP/1.0 answer, an idle timeout). Bytes
+                // it sent nobody asked for are looked for by the transport as the request is
+                // written, in this same call (one look, not two system calls per exchange).
+                guard reused.isAlive else {
                     reused.scheduleFree()
                     continue
                 }

@@ -14,9 +14,6 @@ protocol UpstreamTransport: AnyObject {
     func close()
     /// Whether part of what was written has not gone out yet.
     var isWriting: Bool { get }
-    /// Whether reading now would return something (bytes, a TLS record, the peer's end, an
-    /// error) rather than wait; nothing is consumed. A closed transport answers true.
-    var hasInputWaiting: Bool { get }
 }
 
 /// What became of a write.

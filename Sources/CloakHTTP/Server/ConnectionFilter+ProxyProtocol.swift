@@ -24,13 +24,9 @@ extension ConnectionFilter {
             }
             state.proxiedSource = source
         }
-        if let context = state.tlsAfterProxyHeader {
-            // TLS from the next byte on, terminated here (memory BIOs, as in a tunnel).
-            guard let session = Session(context: context) else { return refuseProxy("tls_session_failed") }
-            state.mode = .tls(session)
-        } else {
-            state.mode = .plain
-        }
+        state.mode = .plain
+        // TLS from the next byte on, terminated here (memory BIOs, as in a tunnel).
+        if let context = state.tlsAfterProxyHeader, !startTLS(context) { return refuseProxy("tls_session_failed") }
         return input(src, dst)
     }
 

@@ -39,8 +39,6 @@ final class ServerConnection {
         var lengthAtDispatch = 0
         /// Whether ``inputCallback`` is enabled (it is when added).
         var watching = true
-        /// Set once the client asked to close (``stopReadingRequests()``).
-        var stoppedReading = false
     }
 
     /// The input callback reads and changes it on every read: each entry point takes it once
@@ -162,13 +160,8 @@ final class ServerConnection {
     /// (a filter's connection): whatever it sent behind the request is dropped, now and as it
     /// comes, and never parsed as a request (issue 44, defect 10).
     func stopReadingRequests() {
-        let filter = state.withValue { s in
-            s.stoppedReading = true
-            return s.connectionFilter
-        }
-        filter?.discardInput()
+        connectionFilter?.discardInput()
         bufferevent.input?.drainAll()
-        bufferevent.limitInput(to: 1)
     }
 
     /// Bytes a client may add to its input while its request is handled and answered, past what
@@ -194,15 +187,8 @@ final class ServerConnection {
     /// callback was off are given to the framing scan.
     func answered(now: UInt64) {
         let input = bufferevent.input
-        let stopped = state.withValue { s in
-            Self.answered(&s, input: input, now: now)
-            return s.stoppedReading
-        }
-        if stopped {
-            input?.drainAll()
-        } else {
-            bufferevent.limitInput(to: nil)
-        }
+        state.withValue { Self.answered(&$0, input: input, now: now) }
+        bufferevent.limitInput(to: nil)
     }
 
     private static func answered(_ s: inout State, input: EvBuffer?, now: UInt64) {
