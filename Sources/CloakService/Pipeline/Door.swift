@@ -44,9 +44,13 @@ final class Door<Steps: Middleware>: Sendable {
             work(
                 Reply.Finish { [self, context] answer, error in
                     var response = answer
-                    var answered = context
-                    answered.error = error
-                    self.steps.response(&response, answered)
+                    if let error {  // the context is copied only to carry an error
+                        var answered = context
+                        answered.error = error
+                        self.steps.response(&response, answered)
+                    } else {
+                        self.steps.response(&response, context)
+                    }
                     responder.respond(response)
                 })
         }

@@ -145,7 +145,7 @@ final class BucketGuessLimiter: Sendable {
     ) -> (refusal: Refusal?, recorded: [GuessBucket]) {
         guard !buckets.isEmpty else { return (nil, []) }
         let presenter = presenter ?? token
-        let cap = bucketCap
+        let cap = bucketCap, ceiling = mintedCeiling
         return shard(token).tokens.withLock { tokens -> (refusal: Refusal?, recorded: [GuessBucket]) in
             let state = Self.windows(of: token, in: &tokens)
             // New values per bucket, in request order.
@@ -177,32 +177,22 @@ final class BucketGuessLimiter: Sendable {
             for b in buckets { state.dropIfEmpty(b.bucket) }
             if mode == .enforce, refusal != nil { return (refusal, []) }
             let newBuckets = fresh.keys.filter { state.windows[$0] == nil }.count
-            if newBuckets > 0, state.opened[presenter, default: 0] + newBuckets > cap {
+            // Room for the new windows: on the presenting token's cap, and for a minted token
+            // (its presenter is not the account's root) under the ceiling its account's minted
+            // tokens share (the windows the root did not open). Expired windows go first.
+            let overCap = { state.opened[presenter, default: 0] + newBuckets > cap }
+            let overCeiling = {
+                presenter != token && state.windows.count - state.opened[token, default: 0] + newBuckets > ceiling
+            }
+            if newBuckets > 0, overCap() || overCeiling() {
                 state.dropExpired(now: now)
-                if state.opened[presenter, default: 0] + newBuckets > cap {
+                if let limit = overCap() ? cap : overCeiling() ? ceiling : nil {
                     let oldest = state.oldest(openedBy: presenter) ?? now
                     if state.isIdle { tokens[token] = nil }
                     return (
                         Refusal(
                             format: buckets[0].format, retryAfter: Self.seconds(until: oldest, now: now),
-                            limit: .buckets(cap)),
-                        []
-                    )
-                }
-            }
-            // A minted token (its presenter is not the account's root) also fits under the
-            // ceiling its account's minted tokens share (the windows the root did not open).
-            if newBuckets > 0, presenter != token,
-                state.windows.count - state.opened[token, default: 0] + newBuckets > mintedCeiling
-            {
-                state.dropExpired(now: now)
-                if state.windows.count - state.opened[token, default: 0] + newBuckets > mintedCeiling {
-                    let oldest = state.oldest(openedBy: presenter) ?? now
-                    if state.isIdle { tokens[token] = nil }
-                    return (
-                        Refusal(
-                            format: buckets[0].format, retryAfter: max(Self.seconds(until: oldest, now: now), 1),
-                            limit: .buckets(mintedCeiling)),
+                            limit: .buckets(limit)),
                         []
                     )
                 }
