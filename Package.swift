@@ -35,11 +35,9 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
-        // Traces: the API in CloakService; the OTLP/HTTP exporter in the executable only (the
-        // gRPC exporter's trait is left off: it would build grpc-swift for nothing).
+        // Traces: the instrumentation API only. Spans are exported over OTLP/HTTP by Cloak's own
+        // upstream client (CloakService/Tracing): no second event loop, HTTP stack or TLS library.
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.0"),
-        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
@@ -75,9 +73,6 @@ let package = Package(
             dependencies: [
                 "CloakService", "CloakCrypto", "CloakVault",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "OTel", package: "swift-otel"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: optimized

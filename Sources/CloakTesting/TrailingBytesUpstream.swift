@@ -17,7 +17,7 @@ package final class TrailingBytesUpstream: @unchecked Sendable {
     package init(_ transport: Transport, certificates: TestCertificates) throws {
         let d = certificates.directory.path
         logFile = "\(d)/trailing-\(UUID().uuidString).log"
-        FileManager.default.createFile(atPath: logFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile, contents: nil)
         server = try PythonServer(
             script: Self.script, in: d,
             arguments: [transport.rawValue, certificates.serverCertificate, certificates.serverKey, logFile])

@@ -55,17 +55,18 @@ package final class CloakService: Sendable {
     ///   - logSink: where the JSON log lines go (standard output by default; tests capture them).
     ///   - today: the date that decides expiry windows (the system's by default).
     ///   - egressCA: signs the forward-proxy door's certificates (``handleEgress(_:_:)``).
+    ///   - traces: the export of `telemetry.traces` (nil: tracing is off); its owner stops it.
     package convenience init(
         configuration: ServiceConfiguration, vault: Vault? = nil,
         logSink: @escaping LogSink = JSONLogHandler.standardOutput, today: (@Sendable () -> CalendarDate)? = nil,
-        egressCA: CertificateAuthority? = nil, tracer: (any Tracer)? = nil
+        egressCA: CertificateAuthority? = nil, traces: TraceExport? = nil
     ) {
         self.init(
             configuration: configuration,
             state: ServiceState(
                 configuration: configuration, vault: vault, logSink: logSink,
                 today: today ?? ServiceContext.systemToday,
-                egressCA: egressCA, tracer: tracer))
+                egressCA: egressCA, traces: traces))
     }
 
     /// A service for `configuration` on `state`: the first one, or the next one of a reload

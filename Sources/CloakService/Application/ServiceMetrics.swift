@@ -14,6 +14,10 @@ final class ServiceMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     /// The per-request pair, counted per loop (``RequestMetrics``); the rest lives in `registry`.
     let requests = RequestMetrics()
+    /// The trace export's counts (read when `/metrics` is served); nil when tracing is off.
+    let traces: TraceExport?
+
+    init(traces: TraceExport? = nil) { self.traces = traces }
 
     /// Counts one answer; `loop` is the request's loop, where the answer is recorded.
     func record(route: String, status: Int, nanoseconds: Int64, loop: LoopHandle?) {
@@ -130,5 +134,26 @@ final class ServiceMetrics: Sendable {
     }
 
     /// The Prometheus text exposition.
-    func exposition() -> [UInt8] { Array(requests.exposition().utf8) + registry.emitToBuffer() }
+    func exposition() -> [UInt8] {
+        Array(requests.exposition().utf8) + registry.emitToBuffer() + Array(traceExposition().utf8)
+    }
+
+    /// `cloak_trace_spans_exported_total`, `cloak_trace_spans_dropped_total{reason}` and
+    /// `cloak_trace_export_failures_total`, when `telemetry.traces` is on.
+    private func traceExposition() -> String {
+        guard let counts = traces?.counters else { return "" }
+        return """
+            # HELP cloak_trace_spans_exported_total Spans the collector accepted
+            # TYPE cloak_trace_spans_exported_total counter
+            cloak_trace_spans_exported_total \(counts.exported)
+            # HELP cloak_trace_spans_dropped_total Spans not exported: the queue was full (queue_full), or the collector refused their batch or kept failing (export_failed)
+            # TYPE cloak_trace_spans_dropped_total counter
+            cloak_trace_spans_dropped_total{reason="queue_full"} \(counts.droppedQueueFull)
+            cloak_trace_spans_dropped_total{reason="export_failed"} \(counts.droppedExportFailed)
+            # HELP cloak_trace_export_failures_total Export attempts that failed (each retry counts)
+            # TYPE cloak_trace_export_failures_total counter
+            cloak_trace_export_failures_total \(counts.failedExports)
+
+            """
+    }
 }

@@ -12,7 +12,7 @@ import Tracing
 /// configuration, once, and a reload makes a new one on the same state.
 final class ServiceState: Sendable {
     let vault: Vault?
-    let metrics = ServiceMetrics()
+    let metrics: ServiceMetrics
     let egressMetrics: EgressMetrics
     /// The request rates' buckets (each generation brings its own `limits`).
     let limiter = RateLimiter()
@@ -32,9 +32,10 @@ final class ServiceState: Sendable {
 
     init(
         configuration: ServiceConfiguration, vault: Vault?, logSink: @escaping LogSink,
-        today: @escaping @Sendable () -> CalendarDate, egressCA: CertificateAuthority?, tracer: (any Tracer)?
+        today: @escaping @Sendable () -> CalendarDate, egressCA: CertificateAuthority?, traces: TraceExport?
     ) {
-        self.tracer = tracer
+        self.tracer = traces?.tracer
+        self.metrics = ServiceMetrics(traces: traces)
         self.vault = vault
         self.egressMetrics = EgressMetrics(registry: metrics.registry)
         let directory = TokenDirectory(yaml: configuration.auth, seal: vault.map { CredentialSeal(vault: $0) })

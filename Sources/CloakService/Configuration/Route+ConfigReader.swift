@@ -108,33 +108,7 @@ extension Route {
         }
         let request = Route.Operation.readList(m["request"], at: "\(p).request", r)
         let response = Route.Operation.readList(m["response"], at: "\(p).response", r)
-        let caFile = r.string(m["ca_file"], at: "\(p).ca_file")
-        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
-            r.issue("\(p).ca_file", "cannot read \(caFile)", m["ca_file"])
-        }
-        var client: UpstreamRequest.ClientCertificate?
-        if let c = r.mapping(m["client_cert"], at: "\(p).client_cert", allowed: ["cert", "key"]) {
-            let cert = r.string(c["cert"], at: "\(p).client_cert.cert")
-            let key = r.string(c["key"], at: "\(p).client_cert.key")
-            if let cert, let key {
-                client = .init(certificateChain: cert, privateKey: key)
-                for (name, file) in [("cert", cert), ("key", key)]
-                where !FileManager.default.isReadableFile(atPath: file) {
-                    r.issue("\(p).client_cert.\(name)", "cannot read \(file)", c[name])
-                }
-            } else {
-                r.issue("\(p).client_cert", "needs both cert and key", m["client_cert"])
-            }
-        }
-        let filesReadable = [caFile, client?.certificateChain, client?.privateKey].allSatisfy {
-            $0.map { FileManager.default.isReadableFile(atPath: $0) } ?? true
-        }
-        if filesReadable, caFile != nil || client != nil,
-            let problem = TLSClientContext.problem(caFile: caFile, clientCertificate: client)
-        {
-            r.issue(
-                problem == TLSClientContext.trustedCertificatesUnusable ? "\(p).ca_file" : "\(p).client_cert", problem)
-        }
+        let (caFile, client) = Route.readTrust(m, at: p, r)
         let allowPrivate = m["allow_private"].flatMap { r.bool($0, at: "\(p).allow_private") } ?? false
         if let upstream, !allowPrivate,
             AddressPolicy.isLiteral(upstream.host) || upstream.host.lowercased() == "localhost"
@@ -166,6 +140,41 @@ extension Route {
 }
 
 extension Route {
+    /// `ca_file` (PEM, trusted CAs; the system's when absent) and `client_cert: {cert, key}`
+    /// (mutual TLS) of an upstream: each file readable, and usable by OpenSSL.
+    static func readTrust(_ m: [String: ConfigNode], at p: String, _ r: ConfigReader) -> (
+        caFile: String?, client: UpstreamRequest.ClientCertificate?
+    ) {
+        let caFile = r.string(m["ca_file"], at: "\(p).ca_file")
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            r.issue("\(p).ca_file", "cannot read \(caFile)", m["ca_file"])
+        }
+        var client: UpstreamRequest.ClientCertificate?
+        if let c = r.mapping(m["client_cert"], at: "\(p).client_cert", allowed: ["cert", "key"]) {
+            let cert = r.string(c["cert"], at: "\(p).client_cert.cert")
+            let key = r.string(c["key"], at: "\(p).client_cert.key")
+            if let cert, let key {
+                client = .init(certificateChain: cert, privateKey: key)
+                for (name, file) in [("cert", cert), ("key", key)]
+                where !FileManager.default.isReadableFile(atPath: file) {
+                    r.issue("\(p).client_cert.\(name)", "cannot read \(file)", c[name])
+                }
+            } else {
+                r.issue("\(p).client_cert", "needs both cert and key", m["client_cert"])
+            }
+        }
+        let filesReadable = [caFile, client?.certificateChain, client?.privateKey].allSatisfy {
+            $0.map { FileManager.default.isReadableFile(atPath: $0) } ?? true
+        }
+        if filesReadable, caFile != nil || client != nil,
+            let problem = TLSClientContext.problem(caFile: caFile, clientCertificate: client)
+        {
+            r.issue(
+                problem == TLSClientContext.trustedCertificatesUnusable ? "\(p).ca_file" : "\(p).client_cert", problem)
+        }
+        return (caFile, client)
+    }
+
     /// A number that changes when any of `files` changes: connections opened after a reload
     /// that changed a route's trust files use a TLS context made from the new files. Only
     /// compared within one process (the hash is seeded per process).

@@ -1,3 +1,5 @@
+import CloakHTTP
+
 extension ServiceConfiguration {
     /// `telemetry.traces`: OpenTelemetry spans over OTLP/HTTP (protobuf); none by default, and then
     /// nothing of tracing runs on the request path.
@@ -9,6 +11,12 @@ extension ServiceConfiguration {
         package var serviceName: String = "cloak"
         /// Whose trace context Cloak takes (`trust_incoming_context`, default `authenticated`).
         package var trustIncomingContext = ContextTrust.authenticated
+        /// For an https endpoint: trusted CAs (PEM; the system's when nil), as a route's `ca_file`.
+        package var caFile: String?
+        /// Presented to a collector that asks for one (mutual TLS), as a route's `client_cert`.
+        package var clientCertificate: UpstreamRequest.ClientCertificate?
+        /// Changes with those files' contents (``Route/trustStamp(of:)``).
+        package var trustStamp = 0
     }
 
     /// `telemetry.traces.trust_incoming_context`: which callers' W3C trace context (`traceparent`,
@@ -35,22 +43,34 @@ extension ServiceConfiguration {
         }
     }
 
-    /// `telemetry: {traces: {endpoint, sample_ratio, service_name, trust_incoming_context}}`.
+    /// `telemetry: {traces: {endpoint, sample_ratio, service_name, trust_incoming_context,
+    /// ca_file, client_cert: {cert, key}}}`.
     static func readTelemetry(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
         guard let telemetry = r.mapping(node, at: "telemetry", allowed: ["traces"]),
             let traces = r.mapping(
                 telemetry["traces"], at: "telemetry.traces",
-                allowed: ["endpoint", "sample_ratio", "service_name", "trust_incoming_context"])
+                allowed: [
+                    "endpoint", "sample_ratio", "service_name", "trust_incoming_context", "ca_file", "client_cert",
+                ])
         else { return }
         guard let endpoint = r.string(traces["endpoint"], at: "telemetry.traces.endpoint") else {
             r.issue("telemetry.traces.endpoint", "is required (the collector's OTLP/HTTP URL)", traces["endpoint"])
             return
         }
-        guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://"), endpoint.count > 8 else {
-            r.issue("telemetry.traces.endpoint", "expected an http:// or https:// URL", traces["endpoint"])
+        guard let parsed = UpstreamRequest.parse(url: endpoint), !endpoint.contains("?"), !endpoint.contains("#")
+        else {
+            r.issue(
+                "telemetry.traces.endpoint", "expected an http:// or https:// URL (no query)", traces["endpoint"])
             return
         }
         var settings = TraceSettings(endpoint: endpoint)
+        let (caFile, client) = Route.readTrust(traces, at: "telemetry.traces", r)
+        if parsed.scheme == .http && (caFile != nil || client != nil) {
+            r.issue("telemetry.traces.endpoint", "ca_file and client_cert need an https:// endpoint")
+        }
+        settings.caFile = caFile
+        settings.clientCertificate = client
+        settings.trustStamp = Route.trustStamp(of: [caFile, client?.certificateChain, client?.privateKey])
         r.double(
             traces["sample_ratio"], at: "telemetry.traces.sample_ratio", min: 0, max: 1, into: &settings, \.sampleRatio)
         if let name = r.string(traces["service_name"], at: "telemetry.traces.service_name") {

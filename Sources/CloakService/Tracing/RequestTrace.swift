@@ -37,6 +37,9 @@ struct RequestTrace: Sendable {
     }
 
     private static func traceIDs(_ tracer: any Tracer, _ span: any Span) -> (traceID: String, spanID: String)? {
+        if let span = span as? RecordedSpan {
+            return (span.traceContext.traceID.hex, span.traceContext.spanID.hex)
+        }
         var carrier: [(name: String, value: String)] = []
         tracer.inject(span.context, into: &carrier, using: HeaderInjector())
         guard let parent = carrier.first(where: { $0.name == "traceparent" })?.value else { return nil }

@@ -54,8 +54,7 @@ struct Serve: ParsableCommand {
                 throw ExitCode(2)
             }
         }
-        let service = CloakService(
-            configuration: configuration, vault: vault, egressCA: egressCA, tracer: traces?.tracer)
+        let service = CloakService(configuration: configuration, vault: vault, egressCA: egressCA, traces: traces)
         do {
             keyRefresh.start()
             let path = options.config

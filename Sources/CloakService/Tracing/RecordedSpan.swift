@@ -1,0 +1,142 @@
+import Instrumentation
+import Synchronization
+import Tracing
+
+/// The key under which a span's ``TraceContext`` travels in an `InstrumentationContext`.
+enum TraceContextKey: InstrumentationContextKey {
+    typealias Value = TraceContext
+    static var nameOverride: String? { "cloak-trace-context" }
+}
+
+/// A span as the exporter sends it: taken from a ``RecordedSpan`` when it ends, and from then
+/// on only read (by ``OTLPTraceEncoding`` on the exporter's thread).
+struct FinishedSpan: Sendable {
+    var context: TraceContext
+    var parentSpanID: SpanID?
+    var name: String
+    var kind: SpanKind
+    var startNanoseconds: UInt64
+    var endNanoseconds: UInt64
+    var attributes: SpanAttributes
+    var events: [SpanEvent]
+    var links: [SpanLink]
+    var status: SpanStatus?
+}
+
+/// One span of ``CloakTracer``. A sampled span records what it is given until ``end(at:)``,
+/// which hands it to the export once; an unsampled one (a caller's trace it was told not to
+/// keep) has ids and a context to pass on, and records nothing.
+///
+/// Spans are ended on the thread that made them or on the vault's: the state is behind a lock.
+/// Events and links are bounded (``maxEvents``, ``maxLinks``); past that they are counted as
+/// dropped, as OTLP's `dropped_*_count` fields say.
+final class RecordedSpan: Span {
+    static let maxEvents = 32
+    static let maxLinks = 128
+
+    let context: InstrumentationContext
+    let traceContext: TraceContext
+    private let parentSpanID: SpanID?
+    private let kind: SpanKind
+    private let startNanoseconds: UInt64
+    private let sink: (any SpanSink)?
+    private let state: Mutex<State>
+
+    private struct State {
+        var name: String
+        var attributes = SpanAttributes()
+        var events: [SpanEvent] = []
+        var links: [SpanLink] = []
+        var status: SpanStatus?
+        var ended = false
+    }
+
+    /// - Parameter sink: where the span goes when it ends; nil for a span that is not sampled.
+    init(
+        name: String, context: InstrumentationContext, traceContext: TraceContext, parent: SpanID?, kind: SpanKind,
+        start: UInt64, sink: (any SpanSink)?
+    ) {
+        var context = context
+        context[TraceContextKey.self] = traceContext
+        self.context = context
+        self.traceContext = traceContext
+        self.parentSpanID = parent
+        self.kind = kind
+        self.startNanoseconds = start
+        self.sink = sink
+        self.state = Mutex(State(name: name))
+    }
+
+    var isRecording: Bool { sink != nil && !state.withLock { $0.ended } }
+
+    var operationName: String {
+        get { state.withLock { $0.name } }
+        set {
+            guard sink != nil else { return }
+            state.withLock { if !$0.ended { $0.name = newValue } }
+        }
+    }
+
+    var attributes: SpanAttributes {
+        get { state.withLock { $0.attributes } }
+        set {
+            guard sink != nil else { return }
+            state.withLock { if !$0.ended { $0.attributes = newValue } }
+        }
+    }
+
+    func setStatus(_ status: SpanStatus) {
+        guard sink != nil else { return }
+        state.withLock { state in
+            // An `ok` is final (OpenTelemetry): an error set after it does not replace it.
+            guard !state.ended, state.status?.code != .ok else { return }
+            state.status = status
+        }
+    }
+
+    func addEvent(_ event: SpanEvent) {
+        guard sink != nil else { return }
+        state.withLock { state in
+            guard !state.ended, state.events.count < Self.maxEvents else { return }
+            state.events.append(event)
+        }
+    }
+
+    /// Records the error's type only: an error's text may hold what it was given, and nothing
+    /// a caller sent may reach a span.
+    func recordError<Instant: TracerInstant>(
+        _ error: any Error, attributes: SpanAttributes, at instant: @autoclosure () -> Instant
+    ) {
+        guard sink != nil else { return }
+        var eventAttributes = attributes
+        eventAttributes["exception.type"] = String(describing: type(of: error))
+        addEvent(SpanEvent(name: "exception", at: instant(), attributes: eventAttributes))
+    }
+
+    func addLink(_ link: SpanLink) {
+        guard sink != nil, link.context[TraceContextKey.self] != nil else { return }
+        state.withLock { state in
+            guard !state.ended, state.links.count < Self.maxLinks else { return }
+            state.links.append(link)
+        }
+    }
+
+    func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) {
+        guard let sink else { return }
+        let end = instant().nanosecondsSinceEpoch
+        let finished = state.withLock { state -> FinishedSpan? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            return FinishedSpan(
+                context: traceContext, parentSpanID: parentSpanID, name: state.name, kind: kind,
+                startNanoseconds: startNanoseconds, endNanoseconds: max(end, startNanoseconds),
+                attributes: state.attributes, events: state.events, links: state.links, status: state.status)
+        }
+        if let finished { sink.add(finished) }
+    }
+}
+
+/// Where ended spans go (``TraceExport``'s queue).
+protocol SpanSink: Sendable {
+    func add(_ span: FinishedSpan)
+}

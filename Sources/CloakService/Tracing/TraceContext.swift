@@ -1,0 +1,146 @@
+import CloakCrypto
+
+/// A trace's id: 16 bytes, written as 32 lowercase hex digits (W3C Trace Context).
+struct TraceID: Hashable, Sendable {
+    /// The first and last 8 bytes, big-endian (the order the hex and the OTLP bytes have).
+    var high: UInt64
+    var low: UInt64
+
+    var isValid: Bool { high != 0 || low != 0 }
+    var hex: String { Hex.digits(high) + Hex.digits(low) }
+
+    /// A new random id (never all zero).
+    static func random() -> TraceID {
+        var id = TraceID(high: 0, low: 0)
+        repeat {
+            withUnsafeMutableBytes(of: &id.high) { SecureRandom.fill($0) }
+            withUnsafeMutableBytes(of: &id.low) { SecureRandom.fill($0) }
+        } while !id.isValid
+        return id
+    }
+}
+
+/// A span's id: 8 bytes, written as 16 lowercase hex digits.
+struct SpanID: Hashable, Sendable {
+    var value: UInt64
+
+    var isValid: Bool { value != 0 }
+    var hex: String { Hex.digits(value) }
+
+    static func random() -> SpanID {
+        var id = SpanID(value: 0)
+        repeat { withUnsafeMutableBytes(of: &id.value) { SecureRandom.fill($0) } } while !id.isValid
+        return id
+    }
+}
+
+/// What a span passes to its children and to the next service: its trace, its own id, whether
+/// the trace is sampled, and the trace's `tracestate` (vendors' entries, carried unchanged).
+///
+/// `traceparent` is read as W3C Trace Context level 1 says: version `00` exactly 55
+/// characters; a later version (not `ff`) at least that, its extra fields ignored; ids of
+/// lowercase hex and not all zero. Anything else is no context at all, and the request starts
+/// a trace of its own. A `tracestate` that is not a valid list (at most 32 `key=value` members,
+/// 512 characters) is dropped and the `traceparent` kept.
+struct TraceContext: Hashable, Sendable {
+    var traceID: TraceID
+    var spanID: SpanID
+    var sampled: Bool
+    var traceState: String?
+
+    /// `00-<trace-id>-<span-id>-<flags>`.
+    var traceparent: String { "00-" + traceID.hex + "-" + spanID.hex + (sampled ? "-01" : "-00") }
+
+    /// The context of `traceparent` (and `tracestate`), or nil when `traceparent` is not valid.
+    init?(traceparent: String, tracestate: String? = nil) {
+        let bytes = Array(traceparent.utf8)
+        guard bytes.count >= 55, bytes[2] == UInt8(ascii: "-"), bytes[35] == UInt8(ascii: "-"),
+            bytes[52] == UInt8(ascii: "-"),
+            let version = Hex.value(bytes[0..<2]), version != 0xff,
+            bytes.count == 55 || (version != 0 && bytes[55] == UInt8(ascii: "-")),
+            let high = Hex.value(bytes[3..<19]), let low = Hex.value(bytes[19..<35]),
+            let span = Hex.value(bytes[36..<52]), let flags = Hex.value(bytes[53..<55])
+        else { return nil }
+        let trace = TraceID(high: high, low: low)
+        guard trace.isValid, span != 0 else { return nil }
+        self.traceID = trace
+        self.spanID = SpanID(value: span)
+        self.sampled = flags & 1 == 1
+        self.traceState = tracestate.flatMap { Self.isValidTraceState($0) ? $0 : nil }
+    }
+
+    init(traceID: TraceID, spanID: SpanID, sampled: Bool, traceState: String? = nil) {
+        self.traceID = traceID
+        self.spanID = spanID
+        self.sampled = sampled
+        self.traceState = traceState
+    }
+
+    /// W3C `tracestate`: 1 to 32 comma-separated `key=value` members (optional spaces around
+    /// each), a key of lowercase letters, digits and `_-*/` (with one `@` for a tenant), a value
+    /// of printable ASCII but `,` and `=` not ending in a space; 512 characters at most.
+    static func isValidTraceState(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard !bytes.isEmpty, bytes.count <= 512 else { return false }
+        var members = 0
+        for raw in bytes.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+            var member = raw[...]
+            while member.first == UInt8(ascii: " ") || member.first == UInt8(ascii: "\t") { member.removeFirst() }
+            while member.last == UInt8(ascii: " ") || member.last == UInt8(ascii: "\t") { member.removeLast() }
+            if member.isEmpty { continue }
+            members += 1
+            guard members <= 32, let equals = member.firstIndex(of: UInt8(ascii: "=")) else { return false }
+            let key = member[member.startIndex..<equals]
+            let value = member[(equals + 1)...]
+            guard isValidKey(key), !value.isEmpty, value.count <= 256,
+                value.allSatisfy({ $0 >= 0x20 && $0 <= 0x7e && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "=") })
+            else { return false }
+        }
+        return members > 0
+    }
+
+    private static func isValidKey(_ key: ArraySlice<UInt8>) -> Bool {
+        guard let first = key.first, key.count <= 256, (0x61...0x7a).contains(first) || (0x30...0x39).contains(first)
+        else { return false }
+        var tenant = false
+        for byte in key {
+            switch byte {
+            case 0x61...0x7a, 0x30...0x39, UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "*"), UInt8(ascii: "/"):
+                continue
+            case UInt8(ascii: "@") where !tenant:
+                tenant = true
+            default:
+                return false
+            }
+        }
+        return key.last != UInt8(ascii: "@")
+    }
+}
+
+/// Lowercase hex, as trace context writes ids.
+enum Hex {
+    private static let digitBytes = Array("0123456789abcdef".utf8)
+
+    /// `value` as 16 hex digits.
+    static func digits(_ value: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 16) { out in
+            for i in 0..<16 { out[i] = digitBytes[Int((value >> (60 - 4 * UInt64(i))) & 0xf)] }
+            return 16
+        }
+    }
+
+    /// The number lowercase `digits` (at most 16) spell; nil for any other byte.
+    static func value(_ digits: ArraySlice<UInt8>) -> UInt64? {
+        var result: UInt64 = 0
+        for byte in digits {
+            let nibble: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            result = result << 4 | UInt64(nibble)
+        }
+        return result
+    }
+}

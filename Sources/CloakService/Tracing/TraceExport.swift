@@ -1,0 +1,250 @@
+import CloakHTTP
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// The export of `telemetry.traces`: ended spans wait in a bounded queue and leave in batches,
+/// as OTLP/HTTP (`POST {endpoint}/v1/traces`, `application/x-protobuf`), through Cloak's own
+/// upstream client on an event loop of its own (``DetachedLoop``): the same HTTP/1.1 client,
+/// TLS (OpenSSL, verified; a client certificate for mutual TLS) and pooling as routes have.
+///
+/// - The queue holds at most ``maxQueuedSpans``; a span ended while it is full is dropped and
+///   counted (`cloak_trace_spans_dropped_total{reason="queue_full"}`), so a collector that is
+///   slow or down costs no memory beyond it and no time on the request path.
+/// - A batch (at most ``maxBatchSpans``) leaves when that many are queued or ``scheduleDelay``
+///   after the last one left. A batch the collector refuses, or that keeps failing, is dropped
+///   and counted (`reason="export_failed"`); ``ExportRetry`` decides when to try again.
+/// - ``stop(seconds:)`` sends what is queued, within its deadline.
+///
+/// Its own thread waits for work and drives each export to its end; the loop's thread only does
+/// the I/O. Nothing of it exists unless the configuration asks for traces.
+package final class TraceExport: Sendable {
+    package static let maxQueuedSpans = 2048
+    package static let maxBatchSpans = 512
+    static let scheduleDelay = 1.0
+    static let exportTimeout = 10.0
+
+    /// Counts for `/metrics`.
+    package struct Counts: Sendable {
+        package var exported = 0
+        package var droppedQueueFull = 0
+        package var droppedExportFailed = 0
+        package var failedExports = 0
+    }
+
+    let tracer: CloakTracer
+    private let queue: Queue
+    private let settings: ServiceConfiguration.TraceSettings
+    private let target: (scheme: UpstreamRequest.Scheme, host: String, port: Int, path: String)
+    private let encoding: OTLPTraceEncoding
+    private let loop: DetachedLoop
+    private let logger: Logger
+    private let counts = Mutex(Counts())
+    private let stopping = Atomic<Bool>(false)
+    private let stopDeadline = Mutex<DispatchTime>(.distantFuture)
+    /// Signalled once a stop is asked (cuts a pause between retries short).
+    private let stopped = DispatchSemaphore(value: 0)
+    /// Signalled when the thread ended.
+    private let finished = DispatchSemaphore(value: 0)
+    /// Whether the last export failed (to log a change once, not every batch).
+    private let failing = Atomic<Bool>(false)
+
+    /// The spans waiting to leave; `wake` tells the export's thread a batch is ready.
+    final class Queue: SpanSink {
+        let wake = DispatchSemaphore(value: 0)
+        /// Spans dropped because the queue was full.
+        let dropped = Atomic<Int>(0)
+        private let spans = Mutex<[FinishedSpan]>([])
+
+        func add(_ span: FinishedSpan) {
+            let outcome = spans.withLock { spans -> (kept: Bool, count: Int) in
+                guard spans.count < TraceExport.maxQueuedSpans else { return (false, spans.count) }
+                spans.append(span)
+                return (true, spans.count)
+            }
+            if !outcome.kept {
+                dropped.add(1, ordering: .relaxed)
+            } else if outcome.count == TraceExport.maxBatchSpans {
+                wake.signal()
+            }
+        }
+
+        func take(_ limit: Int) -> [FinishedSpan] {
+            spans.withLock { spans in
+                guard spans.count > limit else { return spans.take() }
+                let batch = Array(spans[..<limit])
+                spans.removeFirst(limit)
+                return batch
+            }
+        }
+
+        var count: Int { spans.withLock { $0.count } }
+    }
+
+    /// Starts the export's loop and thread (nothing is sent before a span ends).
+    package init(_ settings: ServiceConfiguration.TraceSettings, logger: Logger) throws {
+        guard let target = UpstreamRequest.parse(url: settings.endpoint) else {
+            throw TraceExportError.endpoint
+        }
+        var path = target.path
+        while path.hasSuffix("/") { path.removeLast() }
+        self.target = (target.scheme, target.host, target.port, path + "/v1/traces")
+        self.settings = settings
+        self.logger = logger
+        self.encoding = OTLPTraceEncoding(serviceName: settings.serviceName)
+        do { loop = try DetachedLoop() } catch { throw TraceExportError.loop("\(error)") }
+        let queue = Queue()
+        self.queue = queue
+        self.tracer = CloakTracer(sink: queue)
+        let thread = Thread { [self] in run() }
+        thread.name = "cloak-trace-export"
+        thread.start()
+    }
+
+    package var counters: Counts {
+        var current = counts.withLock { $0 }
+        current.droppedQueueFull = queue.dropped.load(ordering: .relaxed)
+        return current
+    }
+
+    /// Sends what is queued (at most `seconds`) and stops; again, nothing.
+    package func stop(seconds: Double = 5) {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let deadline = DispatchTime.now() + seconds
+        stopDeadline.withLock { $0 = deadline }
+        queue.wake.signal()
+        stopped.signal()
+        _ = finished.wait(timeout: deadline)
+        loop.shutdown()
+    }
+
+    private func run() {
+        defer { finished.signal() }
+        while !stopping.load(ordering: .acquiring) {
+            _ = queue.wake.wait(timeout: .now() + Self.scheduleDelay)
+            drain()
+        }
+        drain()
+    }
+
+    /// Sends batches while a whole one is queued (everything once a stop is asked, until its
+    /// deadline); what is left waits for the next wake.
+    private func drain() {
+        while !isPastStopDeadline {
+            let batch = queue.take(Self.maxBatchSpans)
+            if batch.isEmpty { return }
+            export(batch)
+            if !stopping.load(ordering: .acquiring) && queue.count < Self.maxBatchSpans { return }
+        }
+    }
+
+    private var isPastStopDeadline: Bool {
+        stopping.load(ordering: .acquiring) && DispatchTime.now() >= stopDeadline.withLock { $0 }
+    }
+
+    /// Sends one batch until ``ExportRetry`` says it is done or dropped.
+    private func export(_ batch: [FinishedSpan]) {
+        let body = encoding.exportRequest(batch)
+        var retry = ExportRetry()
+        while true {
+            guard !isPastStopDeadline else { return drop(batch.count) }
+            let outcome = send(body)
+            switch retry.decide(outcome, jitter: Double.random(in: 0...1)) {
+            case .exported:
+                counts.withLock { $0.exported += batch.count }
+                if failing.exchange(false, ordering: .relaxed) {
+                    logger.notice("trace export resumed", metadata: ["endpoint": .string(endpointForLogs)])
+                }
+                return
+            case .retry(let pause):
+                counts.withLock { $0.failedExports += 1 }
+                noteFailure(outcome, dropping: false)
+                // A stop cuts the pause short; a pause past the stop's deadline drops the batch.
+                let resume = DispatchTime.now() + pause
+                if stopping.load(ordering: .acquiring) && resume > stopDeadline.withLock({ $0 }) {
+                    drop(batch.count)
+                    return
+                }
+                sleep(until: resume)
+            case .drop:
+                counts.withLock { $0.failedExports += 1 }
+                noteFailure(outcome, dropping: true)
+                drop(batch.count)
+                return
+            }
+        }
+    }
+
+    private func drop(_ count: Int) { counts.withLock { $0.droppedExportFailed += count } }
+
+    /// Waits until `time`, or less once a stop is asked.
+    private func sleep(until time: DispatchTime) {
+        guard !stopping.load(ordering: .acquiring) else { return }
+        _ = stopped.wait(timeout: time)
+    }
+
+    /// One POST to the collector, waited for on this thread.
+    private func send(_ body: [UInt8]) -> ExportRetry.Outcome {
+        var request = UpstreamRequest(
+            scheme: target.scheme, host: target.host, port: target.port, target: target.path, method: .POST,
+            headers: [("Content-Type", "application/x-protobuf"), ("User-Agent", "cloak")], body: body,
+            timeoutSeconds: Self.exportTimeout, connectTimeoutSeconds: 5, caFile: settings.caFile)
+        request.clientCertificate = settings.clientCertificate
+        request.trustStamp = settings.trustStamp
+        let answered = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<HTTPResponse, UpstreamError>?>(nil)
+        loop.handle.send(request) { outcome in
+            result.withLock { $0 = outcome }
+            answered.signal()
+        }
+        guard answered.wait(timeout: .now() + Self.exportTimeout + 1) == .success else { return .failed }
+        switch result.withLock({ $0 }) {
+        case .success(let response):
+            let hint = response.headers.first { $0.name.caseInsensitiveEquals("retry-after") }?.value
+            return .answered(status: response.status, retryAfter: ExportRetry.retryAfter(hint))
+        case .failure, nil:
+            return .failed
+        }
+    }
+
+    /// Logs the first failure after a success (and each dropped batch at most once a state).
+    private func noteFailure(_ outcome: ExportRetry.Outcome, dropping: Bool) {
+        guard !failing.exchange(true, ordering: .relaxed) else { return }
+        let why: String
+        switch outcome {
+        case .answered(let status, _): why = "the collector answered \(status)"
+        case .failed: why = "the collector could not be reached or did not answer"
+        }
+        logger.warning(
+            "trace export failing; spans are dropped and counted while it fails",
+            metadata: [
+                "endpoint": .string(endpointForLogs), "reason": .string(why),
+                "batch": .string(dropping ? "dropped" : "retried"),
+            ])
+    }
+
+    /// The collector's scheme, host and port (never a path or query, which may carry a key).
+    private var endpointForLogs: String { "\(target.scheme.rawValue)://\(target.host):\(target.port)" }
+}
+
+/// Why the trace export could not start.
+package enum TraceExportError: Error, CustomStringConvertible {
+    case endpoint
+    case loop(String)
+
+    package var description: String {
+        switch self {
+        case .endpoint: return "telemetry.traces.endpoint is not an http:// or https:// URL"
+        case .loop(let why): return "cannot start the export's event loop: \(why)"
+        }
+    }
+}
+
+extension Array {
+    /// The elements, leaving the array empty.
+    fileprivate mutating func take() -> [Element] {
+        defer { self = [] }
+        return self
+    }
+}
