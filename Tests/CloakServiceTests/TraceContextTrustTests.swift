@@ -168,3 +168,36 @@ import Testing
         #expect(bad.contains { $0.hasPrefix("routes[0].forward_baggage") }, "\(bad)")
     }
 }
+
+extension TraceContextTrustTests {
+    /// `telemetry.traces`' TLS settings are read as a route's (`ca_file`, `client_cert`).
+    @Test func theCollectorsTrustIsReadAsARoutesIs() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        func traces(_ endpoint: String, _ settings: String) -> String {
+            TestServer.configurationWithTokens + "\ntelemetry:\n  traces: {endpoint: \"\(endpoint)\"\(settings)}\n"
+        }
+        let tls =
+            ", ca_file: \"\(certificates.caFile)\", client_cert: {cert: \"\(certificates.clientCertificate)\", key: \"\(certificates.clientKey)\"}"
+        let (parsed, issues) = Self.parse(traces("https://collector.internal:4318", tls))
+        #expect(parsed?.traces?.caFile == certificates.caFile, "\(issues)")
+        #expect(parsed?.traces?.clientCertificate?.privateKey == certificates.clientKey)
+        #expect(parsed?.traces?.trustStamp != 0)
+        let cases: [(String, String, String)] = [
+            ("http://127.0.0.1:4318", tls, "telemetry.traces.endpoint"),
+            ("https://c:4318", ", ca_file: /nonexistent.pem", "telemetry.traces.ca_file"),
+            ("https://c:4318", ", ca_file: \"\(certificates.clientKey)\"", "telemetry.traces.ca_file"),
+            (
+                "https://c:4318", ", client_cert: {cert: \"\(certificates.clientCertificate)\"}",
+                "telemetry.traces.client_cert"
+            ),
+            ("https://c:4318/v1?key=1", "", "telemetry.traces.endpoint"),
+            ("ftp://c:4318", "", "telemetry.traces.endpoint"),
+            ("https://c:4318", ", headers: {x: y}", "telemetry.traces"),
+        ]
+        for (endpoint, settings, path) in cases {
+            let (_, bad) = Self.parse(traces(endpoint, settings))
+            #expect(bad.contains { $0.hasPrefix(path) }, "\(endpoint) \(settings): \(bad)")
+        }
+    }
+}

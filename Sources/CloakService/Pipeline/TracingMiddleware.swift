@@ -16,7 +16,8 @@ import Tracing
 ///
 /// Head sampling of new traces happens here, before the tracer is asked: a request that starts
 /// no kept trace costs one random draw and nothing of the tracer (no ids drawn, no span made).
-/// A continued trace is the caller's decision (its sampled flag: the tracer's parent-based sampler).
+/// A continued trace is the caller's decision (its sampled flag: the tracer's parent-based sampler);
+/// a trusted caller's `traceparent` that is not valid starts a trace of Cloak's, drawn like any.
 struct TracingMiddleware: Middleware {
     let tracer: (any Tracer)?
     /// `telemetry.traces.sample_ratio`, for traces Cloak starts.
@@ -30,7 +31,9 @@ struct TracingMiddleware: Middleware {
         var parent = InstrumentationContext.topLevel
         if context.trustsCallerContext && context.request.header("traceparent") != nil {
             tracer.extract(context.request, into: &parent, using: RequestHeaderExtractor())
-        } else if !SampleDraw.keep(ratio: sampleRatio) {
+        }
+        // A trace Cloak starts (no trusted caller's context, or one that was not valid).
+        if parent[TraceContextKey.self] == nil && !SampleDraw.keep(ratio: sampleRatio) {
             return nil
         }
         let name = context.request.method.rawValue + " " + context.routeTemplate

@@ -38,6 +38,9 @@ package final class TraceExport: Sendable {
     private let settings: ServiceConfiguration.TraceSettings
     private let target: (scheme: UpstreamRequest.Scheme, host: String, port: Int, path: String)
     private let encoding: OTLPTraceEncoding
+    /// `OTEL_EXPORTER_OTLP_TRACES_HEADERS` (or `OTEL_EXPORTER_OTLP_HEADERS`): a collector's key,
+    /// sent with every export and never logged.
+    private let headers: [(name: String, value: String)]
     private let loop: DetachedLoop
     private let logger: Logger
     private let counts = Mutex(Counts())
@@ -83,7 +86,21 @@ package final class TraceExport: Sendable {
     }
 
     /// Starts the export's loop and thread (nothing is sent before a span ends).
-    package init(_ settings: ServiceConfiguration.TraceSettings, logger: Logger) throws {
+    package init(
+        _ settings: ServiceConfiguration.TraceSettings, logger: Logger,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
+        let variable = ["OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"].first {
+            environment[$0] != nil
+        }
+        if let variable {
+            guard let parsed = Self.headers(environment[variable] ?? "") else {
+                throw TraceExportError.headers(variable)
+            }
+            headers = parsed
+        } else {
+            headers = []
+        }
         guard let target = UpstreamRequest.parse(url: settings.endpoint) else {
             throw TraceExportError.endpoint
         }
@@ -188,7 +205,7 @@ package final class TraceExport: Sendable {
     private func send(_ body: [UInt8]) -> ExportRetry.Outcome {
         var request = UpstreamRequest(
             scheme: target.scheme, host: target.host, port: target.port, target: target.path, method: .POST,
-            headers: [("Content-Type", "application/x-protobuf"), ("User-Agent", "cloak")], body: body,
+            headers: [("Content-Type", "application/x-protobuf"), ("User-Agent", "cloak")] + headers, body: body,
             timeoutSeconds: Self.exportTimeout, connectTimeoutSeconds: 5, caFile: settings.caFile)
         request.clientCertificate = settings.clientCertificate
         request.trustStamp = settings.trustStamp
@@ -224,6 +241,27 @@ package final class TraceExport: Sendable {
             ])
     }
 
+    /// `name=value` pairs separated by commas (values percent-decoded), as the OpenTelemetry
+    /// exporter variables say; nil when one is not a header Cloak can send (a name of token
+    /// characters, a value without control characters) or names one Cloak sets itself.
+    static func headers(_ text: String) -> [(name: String, value: String)]? {
+        var headers: [(name: String, value: String)] = []
+        for pair in text.split(separator: ",") where !pair.allSatisfy({ $0 == " " }) {
+            guard let equals = pair.firstIndex(of: "=") else { return nil }
+            let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
+            guard
+                let value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+                    .removingPercentEncoding,
+                !name.isEmpty, HTTPSyntax.isToken(name),
+                value.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }),
+                !["host", "content-length", "content-type", "transfer-encoding", "connection"].contains(
+                    name.lowercased())
+            else { return nil }
+            headers.append((name, value))
+        }
+        return headers
+    }
+
     /// The collector's scheme, host and port (never a path or query, which may carry a key).
     private var endpointForLogs: String { "\(target.scheme.rawValue)://\(target.host):\(target.port)" }
 }
@@ -232,11 +270,14 @@ package final class TraceExport: Sendable {
 package enum TraceExportError: Error, CustomStringConvertible {
     case endpoint
     case loop(String)
+    /// The variable's value is not a list of headers (its value is never shown: it holds a key).
+    case headers(String)
 
     package var description: String {
         switch self {
         case .endpoint: return "telemetry.traces.endpoint is not an http:// or https:// URL"
         case .loop(let why): return "cannot start the export's event loop: \(why)"
+        case .headers(let variable): return "\(variable) is not a list of name=value headers"
         }
     }
 }
