@@ -12,6 +12,7 @@ struct ExportRetryTests {
         ("bad request: no retry", [(.answered(status: 400, retryAfter: nil), .drop(status: 400))]),
         ("server error other than 502-504: no retry", [(.answered(status: 500, retryAfter: nil), .drop(status: 500))]),
         ("redirect: no retry", [(.answered(status: 301, retryAfter: nil), .drop(status: 301))]),
+        ("an answer that is not usable HTTP: no retry", [(.unusable, .drop(status: nil))]),
         (
             "503 with Retry-After, then accepted",
             [

@@ -86,7 +86,8 @@ struct OTLPTraceEncodingTests {
                 status: SpanStatus(code: .error, message: "failed")),
             FinishedSpan(
                 context: context(4, 5), parentSpanID: nil, name: "vault batch", kind: .client, startNanoseconds: 10,
-                endNanoseconds: 20, attributes: many, events: [], links: [], status: SpanStatus(code: .ok)),
+                endNanoseconds: 20, attributes: many, events: [], links: [], status: SpanStatus(code: .ok),
+                droppedEvents: 2, droppedLinks: 7),
             FinishedSpan(
                 context: context(6, 7), parentSpanID: nil, name: "", kind: .internal, startNanoseconds: 0,
                 endNanoseconds: 0, attributes: [:], events: [], links: [], status: nil),
@@ -133,7 +134,9 @@ struct OTLPTraceEncodingTests {
     }
 
     @Test func theOfficialBindingsReadEveryFieldWhereTheProtoPutsIt() throws {
-        let bytes = OTLPTraceEncoding(serviceName: "cloak-eu").exportRequest(Self.spans)
+        let bytes = OTLPTraceEncoding(
+            serviceName: "cloak-eu", attributes: [("deployment.environment", "prod"), ("service.name", "not this")]
+        ).exportRequest(Self.spans)
         let result = try Self.decoded(bytes)
         #expect(result["unknown"] as? [String] == [], "fields the bindings do not know")
         #expect(result["same_bytes"] as? Bool == true, "the bindings write other bytes for the same message")
@@ -143,6 +146,8 @@ struct OTLPTraceEncodingTests {
         let resource = Self.values((resourceSpans["resource"] as? [String: Any])?["attributes"])
         #expect(resource["service.name"]?["string_value"] as? String == "cloak-eu")
         #expect(resource["telemetry.sdk.name"]?["string_value"] as? String == "cloak")
+        #expect(resource["deployment.environment"]?["string_value"] as? String == "prod")
+        #expect((resourceSpans["resource"] as? [String: Any]).map { Self.values($0["attributes"]).count } == 4)
         let scopeSpans = try #require((resourceSpans["scope_spans"] as? [[String: Any]])?.first)
         #expect((scopeSpans["scope"] as? [String: Any])?["name"] as? String == "cloak")
         let spans = try #require(scopeSpans["spans"] as? [[String: Any]])
@@ -191,6 +196,7 @@ struct OTLPTraceEncodingTests {
         #expect(second["parent_span_id"] == nil && second["kind"] as? String == "SPAN_KIND_CLIENT")
         #expect((second["attributes"] as? [Any])?.count == OTLPTraceEncoding.maxAttributes)
         #expect(second["dropped_attributes_count"] as? Int == 3)
+        #expect(second["dropped_events_count"] as? Int == 2 && second["dropped_links_count"] as? Int == 7)
         #expect((second["status"] as? [String: Any])?["code"] as? String == "STATUS_CODE_OK")
         #expect(spans[2]["kind"] as? String == "SPAN_KIND_INTERNAL" && spans[2]["status"] == nil)
         #expect(spans[3]["kind"] as? String == "SPAN_KIND_PRODUCER")

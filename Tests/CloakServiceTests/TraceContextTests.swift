@@ -60,6 +60,11 @@ struct TraceContextTests {
         ("vendor@=x", false),
         ("a@b@c=x", false),
         ("vendor=é", false),
+        ("1vendor=x", false),  // a simple key starts with a letter
+        ("1tenant@system=x", true),  // a tenant may start with a digit
+        ("tenant@1system=x", false),
+        ("tenant@systemsystemsys=x", false),  // a system is 14 characters at most
+        ("rojo=1,rojo=2", false),  // no key twice
         (Array(repeating: "k=v", count: 33).joined(separator: ","), false),  // 32 members at most
         ("k=" + String(repeating: "v", count: 511), false),  // 512 characters at most
     ])
@@ -67,6 +72,19 @@ struct TraceContextTests {
         #expect(TraceContext.isValidTraceState(text) == valid)
         let context = TraceContext(traceparent: "00-\(Self.trace)-\(Self.span)-01", tracestate: text)
         #expect(context?.traceState == (valid ? text : nil), "an invalid tracestate drops only itself")
+    }
+
+    @Test func everyTracestateFieldIsReadAsOneList() {
+        let request = HTTPRequest(
+            method: .GET, path: "/",
+            headers: [
+                ("traceparent", "00-\(Self.trace)-\(Self.span)-01"), ("tracestate", "rojo=1"),
+                ("TraceState", "congo=2"),
+            ])
+        #expect(RequestHeaderExtractor().extract(key: "tracestate", from: request) == "rojo=1,congo=2")
+        #expect(
+            RequestHeaderExtractor().extract(key: "traceparent", from: request) == "00-\(Self.trace)-\(Self.span)-01")
+        #expect(RequestHeaderExtractor().extract(key: "tracestate", from: HTTPRequest(method: .GET, path: "/")) == nil)
     }
 
     @Test func hexRoundTripsEveryNibble() {
@@ -149,6 +167,7 @@ struct TraceContextTests {
         span.end()
         let finished = sink.spans[0]
         #expect(finished.events.count == RecordedSpan.maxEvents && finished.links.count == RecordedSpan.maxLinks)
+        #expect(finished.droppedEvents == 5 + 1 && finished.droppedLinks == 5, "the error's event was dropped first")
         #expect(finished.events[0].attributes.get("exception.type") == .string("Leaky"))
         #expect(!"\(finished)".contains("4111111111111111"))
         #expect(finished.status?.code == .ok, "an ok status is final")

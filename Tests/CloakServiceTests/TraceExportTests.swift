@@ -67,7 +67,10 @@ import Tracing
         #expect(!lines.text.contains("s3cr"))
     }
 
-    @Test(arguments: ["x-key", "x-key=a\u{01}b", "host=evil", "bad name=1", "x=%0d%0aInjected: 1"])
+    @Test(arguments: [
+        "x-key", "x-key=a\u{01}b", "host=evil", "bad name=1", "x=%0d%0aInjected: 1", "expect=100-continue",
+        "proxy-authorization=x", "x=caf%C3%A9",
+    ])
     func aHeadersVariableCloakCannotSendRefusesToStartAndIsNotEchoed(value: String) {
         #expect(throws: TraceExportError.self) {
             _ = try TraceExport(
@@ -90,6 +93,23 @@ import Tracing
         #expect(collector.received.count == 3, "two refusals, then the same batch again")
         #expect(export.counters.failedExports == 2 && export.counters.droppedExportFailed == 0)
         #expect(lines.text.contains("trace export failing") && lines.text.contains("trace export resumed"))
+    }
+
+    @Test func aStopDoesNotWaitOutAPauseBeyondItsDeadline() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let collector = try OTLPCollector(plan: ["503:15"], directory: directory.path)
+        defer { collector.stop() }
+        let export = try TraceExport(
+            Self.settings("http://127.0.0.1:\(collector.port)/v1/traces"), logger: Lines().logger,
+            environment: ["OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod"])
+        Self.spans(4, on: export)
+        #expect(Poll.until { export.counters.failedExports == 1 })
+        export.stop(seconds: 2)
+        #expect(Poll.until { export.counters.droppedExportFailed == 4 }, "dropped, not sent again in a hurry")
+        let received = collector.received
+        #expect(received.count == 1 && received.first?.path == "/v1/traces", "a traces URL is taken as is")
+        #expect(received.first.map { $0.body.firstRange(of: Array("deployment.environment".utf8)) != nil } == true)
     }
 
     @Test func aRefusalNotWorthRetryingDropsTheBatchAndCountsIt() throws {

@@ -48,7 +48,13 @@ import Testing
 
         #expect(try Self.create(node, card: Self.cards[0], caller: 1) == 201)
 
-        #expect(Poll.until { OTLPDecoding.spans(inHTTP: collector.bytes).contains { $0.name == "vault batch" } })
+        // The call and its batch (they may leave in two exports).
+        #expect(
+            Poll.until {
+                let spans = OTLPDecoding.spans(inHTTP: collector.bytes)
+                return spans.first { $0.name == "vault create" && $0.traceID == Self.caller(1).trace }
+                    .map { !Self.batches(serving: $0, in: spans).isEmpty } ?? false
+            })
         let spans = OTLPDecoding.spans(inHTTP: collector.bytes)
         let call = try #require(spans.first { $0.name == "vault create" && $0.traceID == Self.caller(1).trace })
         let batch = try #require(Self.batches(serving: call, in: spans).first, "\(spans)")

@@ -57,7 +57,8 @@ extension ServiceConfiguration {
             r.issue("telemetry.traces.endpoint", "is required (the collector's OTLP/HTTP URL)", traces["endpoint"])
             return
         }
-        guard let parsed = UpstreamRequest.parse(url: endpoint), !endpoint.contains("?"), !endpoint.contains("#")
+        guard let parsed = UpstreamRequest.parse(url: endpoint), !endpoint.contains("?"), !endpoint.contains("#"),
+            endpoint.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f })
         else {
             r.issue(
                 "telemetry.traces.endpoint", "expected an http:// or https:// URL (no query)", traces["endpoint"])

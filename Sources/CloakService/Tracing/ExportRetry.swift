@@ -16,8 +16,10 @@ struct ExportRetry: Equatable {
     enum Outcome: Equatable {
         /// The collector answered with `status` (and `Retry-After` in seconds, when given).
         case answered(status: Int, retryAfter: Double?)
-        /// No answer: refused, unreachable, TLS failed, timed out or not HTTP.
+        /// No answer: refused, unreachable, TLS failed or timed out.
         case failed
+        /// An answer that is not usable HTTP, or a request that cannot be sent: not retried.
+        case unusable
     }
 
     enum Decision: Equatable {
@@ -48,6 +50,8 @@ struct ExportRetry: Equatable {
         case .failed:
             guard attempts < Self.maxAttempts else { return .drop(status: nil) }
             pause = backoff(jitter)
+        case .unusable:
+            return .drop(status: nil)
         }
         return .retry(afterSeconds: pause)
     }

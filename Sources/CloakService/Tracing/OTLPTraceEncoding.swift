@@ -6,16 +6,19 @@ import Tracing
 /// instrumentation scope (`cloak`). Field numbers are the `.proto` files'; the round trip
 /// through the `opentelemetry-proto` Python package is tested (`OTLPTraceEncodingTests`).
 struct OTLPTraceEncoding {
-    /// The resource's attributes: `service.name` and the SDK's name and language.
+    /// The resource's attributes: `service.name`, the SDK's name and language, and the
+    /// operator's (`OTEL_RESOURCE_ATTRIBUTES`; never in place of those three).
     let resource: [(key: String, value: String)]
 
     /// Attributes past this many are left out and counted (`dropped_attributes_count`).
     static let maxAttributes = 128
 
-    init(serviceName: String) {
-        resource = [
+    init(serviceName: String, attributes: [(name: String, value: String)] = []) {
+        let own: [(key: String, value: String)] = [
             ("service.name", serviceName), ("telemetry.sdk.name", "cloak"), ("telemetry.sdk.language", "swift"),
         ]
+        resource =
+            own + attributes.filter { extra in !own.contains { $0.key == extra.name } }.map { ($0.name, $0.value) }
     }
 
     /// An `ExportTraceServiceRequest` holding `spans`.
@@ -54,6 +57,7 @@ struct OTLPTraceEncoding {
                 attributes(&event1, field: 3, droppedField: 4, event.attributes)
             }
         }
+        out.varint(12, UInt64(span.droppedEvents))
         for link in span.links {
             guard let linked = link.context[TraceContextKey.self] else { continue }
             out.message(13) { link1 in
@@ -64,6 +68,7 @@ struct OTLPTraceEncoding {
                 link1.fixed32(6, linked.sampled ? 1 : 0)
             }
         }
+        out.varint(14, UInt64(span.droppedLinks))
         if let status = span.status {
             out.message(15) { status1 in
                 status1.string(2, status.message ?? "")

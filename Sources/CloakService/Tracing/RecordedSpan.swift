@@ -21,6 +21,9 @@ struct FinishedSpan: Sendable {
     var events: [SpanEvent]
     var links: [SpanLink]
     var status: SpanStatus?
+    /// Events and links past the span's bounds (OTLP's `dropped_events_count`, `dropped_links_count`).
+    var droppedEvents = 0
+    var droppedLinks = 0
 }
 
 /// One span of ``CloakTracer``. A sampled span records what it is given until ``end(at:)``,
@@ -28,6 +31,8 @@ struct FinishedSpan: Sendable {
 /// keep) has ids and a context to pass on, and records nothing.
 ///
 /// Spans are ended on the thread that made them or on the vault's: the state is behind a lock.
+/// `attributes` is read and written whole (the protocol's get and set), so one span's attributes
+/// are set by one thread at a time, as every caller in Cloak does.
 /// Events and links are bounded (``maxEvents``, ``maxLinks``); past that they are counted as
 /// dropped, as OTLP's `dropped_*_count` fields say.
 final class RecordedSpan: Span {
@@ -48,6 +53,8 @@ final class RecordedSpan: Span {
         var events: [SpanEvent] = []
         var links: [SpanLink] = []
         var status: SpanStatus?
+        var droppedEvents = 0
+        var droppedLinks = 0
         var ended = false
     }
 
@@ -97,7 +104,8 @@ final class RecordedSpan: Span {
     func addEvent(_ event: SpanEvent) {
         guard sink != nil else { return }
         state.withLock { state in
-            guard !state.ended, state.events.count < Self.maxEvents else { return }
+            guard !state.ended else { return }
+            guard state.events.count < Self.maxEvents else { return state.droppedEvents += 1 }
             state.events.append(event)
         }
     }
@@ -116,7 +124,8 @@ final class RecordedSpan: Span {
     func addLink(_ link: SpanLink) {
         guard sink != nil, link.context[TraceContextKey.self] != nil else { return }
         state.withLock { state in
-            guard !state.ended, state.links.count < Self.maxLinks else { return }
+            guard !state.ended else { return }
+            guard state.links.count < Self.maxLinks else { return state.droppedLinks += 1 }
             state.links.append(link)
         }
     }
@@ -130,7 +139,8 @@ final class RecordedSpan: Span {
             return FinishedSpan(
                 context: traceContext, parentSpanID: parentSpanID, name: state.name, kind: kind,
                 startNanoseconds: startNanoseconds, endNanoseconds: max(end, startNanoseconds),
-                attributes: state.attributes, events: state.events, links: state.links, status: state.status)
+                attributes: state.attributes, events: state.events, links: state.links, status: state.status,
+                droppedEvents: state.droppedEvents, droppedLinks: state.droppedLinks)
         }
         if let finished { sink.add(finished) }
     }

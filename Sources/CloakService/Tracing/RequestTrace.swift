@@ -67,9 +67,14 @@ struct EpochInstant: TracerInstant {
     static func < (a: EpochInstant, b: EpochInstant) -> Bool { a.nanosecondsSinceEpoch < b.nanosecondsSinceEpoch }
 }
 
-/// Reads `traceparent` and `tracestate` from a request's headers.
+/// Reads `traceparent` (the first field) and `tracestate` (every field, joined with commas as
+/// RFC 9110 combines a list field) from a request's headers.
 struct RequestHeaderExtractor: Extractor {
-    func extract(key: String, from request: HTTPRequest) -> String? { request.header(key) }
+    func extract(key: String, from request: HTTPRequest) -> String? {
+        guard key == "tracestate" else { return request.header(key) }
+        let fields = request.headerValues(key)
+        return fields.isEmpty ? nil : fields.joined(separator: ",")
+    }
 }
 
 /// Writes trace headers into a header list.

@@ -76,44 +76,44 @@ struct TraceContext: Hashable, Sendable {
         self.traceState = traceState
     }
 
-    /// W3C `tracestate`: 1 to 32 comma-separated `key=value` members (optional spaces around
-    /// each), a key of lowercase letters, digits and `_-*/` (with one `@` for a tenant), a value
-    /// of printable ASCII but `,` and `=` not ending in a space; 512 characters at most.
+    /// W3C `tracestate`: 1 to 32 comma-separated `key=value` members (optional spaces or tabs
+    /// around each), no key twice; 512 characters at most. A key is a simple key (a lowercase
+    /// letter, then up to 255 of lowercase letters, digits and `_-*/`) or `tenant@system` (a
+    /// tenant of up to 241 starting with a letter or digit, a system of up to 14 starting with a
+    /// letter); a value is up to 256 printable ASCII characters but `,` and `=`, not ending in a space.
     static func isValidTraceState(_ text: String) -> Bool {
+        guard !text.isEmpty, text.utf8.count <= 512 else { return false }
         let bytes = Array(text.utf8)
-        guard !bytes.isEmpty, bytes.count <= 512 else { return false }
-        var members = 0
+        var keys: Set<ArraySlice<UInt8>> = []
         for raw in bytes.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
             var member = raw[...]
             while member.first == UInt8(ascii: " ") || member.first == UInt8(ascii: "\t") { member.removeFirst() }
             while member.last == UInt8(ascii: " ") || member.last == UInt8(ascii: "\t") { member.removeLast() }
             if member.isEmpty { continue }
-            members += 1
-            guard members <= 32, let equals = member.firstIndex(of: UInt8(ascii: "=")) else { return false }
+            guard keys.count < 32, let equals = member.firstIndex(of: UInt8(ascii: "=")) else { return false }
             let key = member[member.startIndex..<equals]
             let value = member[(equals + 1)...]
-            guard isValidKey(key), !value.isEmpty, value.count <= 256,
+            guard isValidKey(key), keys.insert(key).inserted, !value.isEmpty, value.count <= 256,
                 value.allSatisfy({ $0 >= 0x20 && $0 <= 0x7e && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "=") })
             else { return false }
         }
-        return members > 0
+        return !keys.isEmpty
     }
 
     private static func isValidKey(_ key: ArraySlice<UInt8>) -> Bool {
-        guard let first = key.first, key.count <= 256, (0x61...0x7a).contains(first) || (0x30...0x39).contains(first)
-        else { return false }
-        var tenant = false
-        for byte in key {
-            switch byte {
-            case 0x61...0x7a, 0x30...0x39, UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "*"), UInt8(ascii: "/"):
-                continue
-            case UInt8(ascii: "@") where !tenant:
-                tenant = true
-            default:
-                return false
-            }
+        func isLetter(_ b: UInt8) -> Bool { (0x61...0x7a).contains(b) }
+        func isKeyByte(_ b: UInt8) -> Bool {
+            isLetter(b) || (0x30...0x39).contains(b) || b == UInt8(ascii: "_") || b == UInt8(ascii: "-")
+                || b == UInt8(ascii: "*") || b == UInt8(ascii: "/")
         }
-        return key.last != UInt8(ascii: "@")
+        guard let at = key.firstIndex(of: UInt8(ascii: "@")) else {
+            return (1...256).contains(key.count) && isLetter(key[key.startIndex]) && key.allSatisfy(isKeyByte)
+        }
+        let tenant = key[key.startIndex..<at]
+        let system = key[(at + 1)...]
+        return (1...241).contains(tenant.count) && (1...14).contains(system.count)
+            && (isLetter(tenant[tenant.startIndex]) || (0x30...0x39).contains(tenant[tenant.startIndex]))
+            && isLetter(system[system.startIndex]) && tenant.allSatisfy(isKeyByte) && system.allSatisfy(isKeyByte)
     }
 }
 

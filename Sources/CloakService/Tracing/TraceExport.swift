@@ -106,14 +106,24 @@ package final class TraceExport: Sendable {
         }
         var path = target.path
         while path.hasSuffix("/") { path.removeLast() }
-        self.target = (target.scheme, target.host, target.port, path + "/v1/traces")
+        // A base URL, as the setting says; one that already names the traces path is taken as is.
+        if !path.hasSuffix("/v1/traces") { path += "/v1/traces" }
+        self.target = (target.scheme, target.host, target.port, path)
         self.settings = settings
         self.logger = logger
-        self.encoding = OTLPTraceEncoding(serviceName: settings.serviceName)
+        guard let resource = Self.headers(environment["OTEL_RESOURCE_ATTRIBUTES"] ?? "", asHeaders: false) else {
+            throw TraceExportError.resourceAttributes
+        }
+        self.encoding = OTLPTraceEncoding(serviceName: settings.serviceName, attributes: resource)
         do { loop = try DetachedLoop() } catch { throw TraceExportError.loop("\(error)") }
         let queue = Queue()
         self.queue = queue
         self.tracer = CloakTracer(sink: queue)
+        if !headers.isEmpty && target.scheme == .http {
+            logger.warning(
+                "trace export headers go to the collector in clear text: use an https:// endpoint",
+                metadata: ["endpoint": .string(endpointForLogs)])
+        }
         let thread = Thread { [self] in run() }
         thread.name = "cloak-trace-export"
         thread.start()
@@ -127,9 +137,15 @@ package final class TraceExport: Sendable {
 
     /// Sends what is queued (at most `seconds`) and stops; again, nothing.
     package func stop(seconds: Double = 5) {
-        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let deadline = DispatchTime.now() + seconds
-        stopDeadline.withLock { $0 = deadline }
+        // The deadline before the flag: whoever sees the flag sees the deadline.
+        let first = stopDeadline.withLock { current -> Bool in
+            guard current == .distantFuture else { return false }
+            current = deadline
+            return true
+        }
+        guard first else { return }
+        stopping.store(true, ordering: .releasing)
         queue.wake.signal()
         stopped.signal()
         _ = finished.wait(timeout: deadline)
@@ -177,13 +193,13 @@ package final class TraceExport: Sendable {
             case .retry(let pause):
                 counts.withLock { $0.failedExports += 1 }
                 noteFailure(outcome, dropping: false)
-                // A stop cuts the pause short; a pause past the stop's deadline drops the batch.
+                // A pause that would end past a stop's deadline drops the batch (now, or when
+                // a stop is asked during it).
                 let resume = DispatchTime.now() + pause
+                sleep(until: resume, unlessStopBefore: resume)
                 if stopping.load(ordering: .acquiring) && resume > stopDeadline.withLock({ $0 }) {
-                    drop(batch.count)
-                    return
+                    return drop(batch.count)
                 }
-                sleep(until: resume)
             case .drop:
                 counts.withLock { $0.failedExports += 1 }
                 noteFailure(outcome, dropping: true)
@@ -195,10 +211,14 @@ package final class TraceExport: Sendable {
 
     private func drop(_ count: Int) { counts.withLock { $0.droppedExportFailed += count } }
 
-    /// Waits until `time`, or less once a stop is asked.
-    private func sleep(until time: DispatchTime) {
-        guard !stopping.load(ordering: .acquiring) else { return }
-        _ = stopped.wait(timeout: time)
+    /// Waits until `time`, or until a stop whose deadline comes before `resume` is asked.
+    private func sleep(until time: DispatchTime, unlessStopBefore resume: DispatchTime) {
+        if !stopping.load(ordering: .acquiring) { _ = stopped.wait(timeout: time) }
+        while DispatchTime.now() < time {
+            if stopping.load(ordering: .acquiring) && resume > stopDeadline.withLock({ $0 }) { return }
+            let left = Double(time.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds) / 1e9
+            Thread.sleep(forTimeInterval: min(max(left, 0.001), 0.1))
+        }
     }
 
     /// One POST to the collector, waited for on this thread.
@@ -220,7 +240,11 @@ package final class TraceExport: Sendable {
         case .success(let response):
             let hint = response.headers.first { $0.name.caseInsensitiveEquals("retry-after") }?.value
             return .answered(status: response.status, retryAfter: ExportRetry.retryAfter(hint))
-        case .failure, nil:
+        case .failure(.badResponse), .failure(.invalidRequest):
+            // Not HTTP Cloak accepts, or a request it cannot send: the same again would fare no
+            // better, and a collector that took the batch would get it twice.
+            return .unusable
+        case .failure(.unreachable), .failure(.timeout), nil:
             return .failed
         }
     }
@@ -232,6 +256,7 @@ package final class TraceExport: Sendable {
         switch outcome {
         case .answered(let status, _): why = "the collector answered \(status)"
         case .failed: why = "the collector could not be reached or did not answer"
+        case .unusable: why = "the collector's answer was not usable HTTP"
         }
         logger.warning(
             "trace export failing; spans are dropped and counted while it fails",
@@ -244,7 +269,7 @@ package final class TraceExport: Sendable {
     /// `name=value` pairs separated by commas (values percent-decoded), as the OpenTelemetry
     /// exporter variables say; nil when one is not a header Cloak can send (a name of token
     /// characters, a value without control characters) or names one Cloak sets itself.
-    static func headers(_ text: String) -> [(name: String, value: String)]? {
+    static func headers(_ text: String, asHeaders: Bool = true) -> [(name: String, value: String)]? {
         var headers: [(name: String, value: String)] = []
         for pair in text.split(separator: ",") where !pair.allSatisfy({ $0 == " " }) {
             guard let equals = pair.firstIndex(of: "=") else { return nil }
@@ -252,15 +277,22 @@ package final class TraceExport: Sendable {
             guard
                 let value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
                     .removingPercentEncoding,
-                !name.isEmpty, HTTPSyntax.isToken(name),
-                value.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }),
-                !["host", "content-length", "content-type", "transfer-encoding", "connection"].contains(
-                    name.lowercased())
+                !name.isEmpty, name.utf8.count <= 255, value.utf8.count <= 4096,
+                value.unicodeScalars.allSatisfy({ ($0.value >= 0x20 && $0.value < 0x7f) || $0.value == 0x09 }),
+                !asHeaders
+                    || (HTTPSyntax.isToken(name) && !Self.headersCloakSets.contains(name.lowercased())
+                        && !name.lowercased().hasPrefix("proxy-"))
             else { return nil }
             headers.append((name, value))
         }
         return headers
     }
+
+    /// Headers of the message or the connection, which Cloak writes itself.
+    static let headersCloakSets: Set<String> = [
+        "host", "content-length", "content-type", "content-encoding", "transfer-encoding", "connection", "keep-alive",
+        "te", "trailer", "upgrade", "expect",
+    ]
 
     /// The collector's scheme, host and port (never a path or query, which may carry a key).
     private var endpointForLogs: String { "\(target.scheme.rawValue)://\(target.host):\(target.port)" }
@@ -272,12 +304,15 @@ package enum TraceExportError: Error, CustomStringConvertible {
     case loop(String)
     /// The variable's value is not a list of headers (its value is never shown: it holds a key).
     case headers(String)
+    /// `OTEL_RESOURCE_ATTRIBUTES` is not a list of `key=value`.
+    case resourceAttributes
 
     package var description: String {
         switch self {
         case .endpoint: return "telemetry.traces.endpoint is not an http:// or https:// URL"
         case .loop(let why): return "cannot start the export's event loop: \(why)"
         case .headers(let variable): return "\(variable) is not a list of name=value headers"
+        case .resourceAttributes: return "OTEL_RESOURCE_ATTRIBUTES is not a list of key=value"
         }
     }
 }
