@@ -34,7 +34,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         // Traces: the instrumentation API only. Spans are exported over OTLP/HTTP by Cloak's own
         // upstream client (CloakService/Tracing): no second event loop, HTTP stack or TLS library.
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.0"),
@@ -61,7 +60,6 @@ let package = Package(
                 "CloakCore", "CloakHTTP", "CloakVault", "CloakCrypto",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             // Cloak Elements' browser files, compiled into the binary (ElementsAssets).
