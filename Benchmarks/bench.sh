@@ -14,6 +14,10 @@
 #   IDLE_CONNECTIONS idle keep-alive connections held open while Cloak's RSS is read (default 10000)
 #   BENCH_POSTGRES   1 (default): also run the alias cases on PostgreSQL (a throwaway cluster from
 #                    scripts/postgres in the results folder); 0: SQLite only
+#   BENCH_TRACES     1: also run POST validate on Cloak nodes with telemetry.traces: off, ratio
+#                    0.01 and 1.0 to an OTLP sink (Benchmarks/tools/otlp-sink.py), and 1.0 to a
+#                    collector that answers 503 and to one that is down (then brought up: the
+#                    seconds until export resumes are reported); default 0
 #   BENCH_CASES      an extended regex: only Cloak's cases whose name matches it run (e.g. 'egress'
 #                    or 'healthz|validate'); the C server's baselines always run, the idle
 #                    connections section is skipped when it is set, and the PostgreSQL section
@@ -481,6 +485,66 @@ if (( ! C_ONLY )); then
     stop_pid "$CLOAK_PID"
     forget_pid "$CLOAK_PID"
 
+    # Tracing: POST validate on a node per setting, each its own process (its own peak RSS).
+    TRACES_LINES=()
+    if [[ "${BENCH_TRACES:-0}" == 1 ]]; then
+        SINK_PORT=$(free_port)
+        python3 "$BENCH_DIR/tools/otlp-sink.py" "$SINK_PORT" >"$RESULTS_DIR/otlp-sink.log" 2>&1 &
+        SINK_PID=$!
+        PIDS+=("$SINK_PID")
+        REFUSING_PORT=$(free_port)
+        python3 "$BENCH_DIR/tools/otlp-sink.py" "$REFUSING_PORT" 503 >"$RESULTS_DIR/otlp-503.log" 2>&1 &
+        REFUSING_PID=$!
+        PIDS+=("$REFUSING_PID")
+        DOWN_PORT=$(free_port)
+        # traced_case LABEL [ENDPOINT RATIO]: a node with that telemetry.traces (none without).
+        traced_case() {
+            local label=$1 endpoint=${2:-} ratio=${3:-} config="$RESULTS_DIR/cloak-traces-$1.yaml" port
+            cp "$BENCH_CONFIG" "$config"
+            [[ -z "$endpoint" ]] \
+                || printf '\ntelemetry:\n  traces: {endpoint: "%s", sample_ratio: %s}\n' "$endpoint" "$ratio" >>"$config"
+            port=$(free_port)
+            CLOAK_SERVER_LISTEN="$HOST:$port" CLOAK_SERVER_THREADS="$THREADS" \
+                CLOAK_VAULT_STORE="sqlite:$RESULTS_DIR/data/cloak.db" CLOAK_VAULT_KEYS="file:$RESULTS_DIR/data/keys.json" \
+                "$CLOAK_BIN" serve --config "$config" >"$RESULTS_DIR/cloak-traces-$label.log" 2>&1 &
+            CLOAK_PID=$!
+            PIDS+=("$CLOAK_PID")
+            wait_http "$CLOAK_PID" "http://$HOST:$port/healthz" 30 || die "cloak (traces $label) did not start"
+            BASE_URL="http://$HOST:$port"
+            SERVER_LABEL="cloak traces=$label"
+            SERVER_PID=$CLOAK_PID
+            run_case "POST validate" POST /forms/checkout/validate "$VALIDATE_BODY"
+            TRACES_LINES+=("traces=$label: $(curl -fsS "$BASE_URL/metrics" | awk '/^cloak_trace_spans_(exported|dropped)_total/ { printf "%s %s; ", $1, $2 }')")
+        }
+        traced_case off
+        stop_pid "$CLOAK_PID"; forget_pid "$CLOAK_PID"
+        traced_case 0.01 "http://$HOST:$SINK_PORT" 0.01
+        stop_pid "$CLOAK_PID"; forget_pid "$CLOAK_PID"
+        traced_case 1.0 "http://$HOST:$SINK_PORT" 1.0
+        stop_pid "$CLOAK_PID"; forget_pid "$CLOAK_PID"
+        traced_case 1.0-503 "http://$HOST:$REFUSING_PORT" 1.0
+        stop_pid "$CLOAK_PID"; forget_pid "$CLOAK_PID"
+        traced_case 1.0-down "http://$HOST:$DOWN_PORT" 1.0
+        # The collector comes up: seconds until the node's export resumes.
+        python3 "$BENCH_DIR/tools/otlp-sink.py" "$DOWN_PORT" >"$RESULTS_DIR/otlp-back.log" 2>&1 &
+        BACK_PID=$!
+        PIDS+=("$BACK_PID")
+        curl -fsS -o /dev/null -H 'Content-Type: application/json' --data-binary "@$VALIDATE_BODY" \
+            "$BASE_URL/forms/checkout/validate" || true
+        back_start=$(date +%s.%N)
+        resumed="not within 60 s"
+        for _ in $(seq 1 600); do
+            if curl -fsS "$BASE_URL/metrics" | awk '/^cloak_trace_spans_exported_total/ { found = ($2 > 0) } END { exit !found }'; then
+                resumed="$(awk -v s="$back_start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f s", e - s }')"
+                break
+            fi
+            sleep 0.1
+        done
+        TRACES_LINES+=("collector back after being down: export resumed after $resumed")
+        stop_pid "$CLOAK_PID"; forget_pid "$CLOAK_PID"
+        for pid in "$SINK_PID" "$REFUSING_PID" "$BACK_PID"; do stop_pid "$pid"; forget_pid "$pid"; done
+    fi
+
     # The same alias cases on PostgreSQL: a throwaway cluster, one Cloak node on it.
     if [[ "${BENCH_POSTGRES:-1}" == 1 && ( -z "${BENCH_CASES:-}" || "POST /aliases" =~ $BENCH_CASES ) ]]; then
         PG_DIR="$RESULTS_DIR/postgres"
@@ -561,6 +625,7 @@ forget_pid "$C_PID"
     else
         echo "Cloak peak RSS (VmHWM): $CLOAK_RSS MB"
         echo "Cloak RSS with $IDLE_OPEN idle keep-alive connections open: $IDLE_RSS MB"
+        for line in ${TRACES_LINES[@]+"${TRACES_LINES[@]}"}; do echo "$line"; done
         echo "FF1: $FF1_LINE"
         echo "$FLOOR_LINE"
     fi

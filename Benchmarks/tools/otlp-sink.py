@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""A stand-in OpenTelemetry collector for benchmarks: answers every OTLP/HTTP export with 200 and
-counts the bytes and requests it got (printed on SIGTERM). Usage: otlp-sink.py PORT"""
+"""A stand-in OpenTelemetry collector for benchmarks: answers every OTLP/HTTP export with STATUS
+(200 by default; 503 plays a collector that refuses) and counts the bytes and requests it got
+(printed on SIGTERM). Usage: otlp-sink.py PORT [STATUS]"""
 import http.server
 import signal
 import sys
 import threading
 
 received = {"requests": 0, "bytes": 0}
+STATUS = int(sys.argv[2]) if len(sys.argv) > 2 else 200
 lock = threading.Lock()
 
 
@@ -19,7 +21,7 @@ class Sink(http.server.BaseHTTPRequestHandler):
         with lock:
             received["requests"] += 1
             received["bytes"] += len(body)
-        self.send_response(200)
+        self.send_response(STATUS)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", "0")
         self.end_headers()
