@@ -13,7 +13,8 @@
 # The binary is copied without DWARF (valgrind 3.19 cannot read Swift's DWARF 5; STRIP=0 keeps a
 # binary built with `-Xswiftc -dwarf-version=4`, for files-crossed.sh), served with one
 # loop thread under valgrind, warmed for 2 s with wrk -t1 -c8, zeroed, measured for 5 s, dumped,
-# and the dump's total divided by the requests wrk counted. Needs valgrind and wrk.
+# and the dump's total divided by the requests wrk counted. Needs valgrind and wrk. TRACES=RATIO
+# turns telemetry.traces on at that sample ratio, to Benchmarks/tools/otlp-sink.py.
 set -euo pipefail
 BIN=$1; CASE=$2
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -38,6 +39,13 @@ if [[ $CASE == egress* || $CASE == inbound ]]; then
         -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}]}|" \
         -e "s/bucket_values_per_hour: [0-9]*/bucket_values_per_hour: 1000000/" -e "s/max_bucket_share: [0-9.]*/max_bucket_share: 1/" $W/c.yaml
     printf '\negress:\n  routes:\n    - {id: bench, upstream: "http://127.0.0.1:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}]}\n' $C_PORT >> $W/c.yaml
+fi
+SINK_PID=""
+if [[ -n ${TRACES:-} ]]; then  # TRACES=RATIO: telemetry.traces at that ratio, to otlp-sink.py
+    SINK_PORT=$(free_port)
+    python3 Benchmarks/tools/otlp-sink.py $SINK_PORT > $W/sink.log 2>&1 &
+    SINK_PID=$!
+    printf '\ntelemetry:\n  traces: {endpoint: "http://127.0.0.1:%s", sample_ratio: %s}\n' $SINK_PORT "$TRACES" >> $W/c.yaml
 fi
 CLOAK_SERVER_LISTEN=127.0.0.1:$PORT CLOAK_SERVER_THREADS=1 CLOAK_VAULT_STORE=sqlite:$W/cloak.db CLOAK_VAULT_KEYS=file:$W/keys.json \
   valgrind --tool=callgrind --callgrind-out-file=$W/cg.out $W/cloak serve --config $W/c.yaml > $W/log 2>&1 &
@@ -69,6 +77,7 @@ callgrind_control -d $VP >/dev/null 2>&1
 n=$(echo "$out" | awk '/requests in/ {print $1}')
 kill $VP; wait $VP 2>/dev/null || true
 [[ -n $C_PID ]] && kill $C_PID
+[[ -n $SINK_PID ]] && kill $SINK_PID
 f=$W/cg.out.1
 ir=$(grep -E "^summary:|^totals:" $f | head -1 | awk '{print $2}')
 echo "$CASE requests=$n Ir=$ir per_request=$(awk -v a=$ir -v b=$n 'BEGIN{printf "%.0f", a/b}')"

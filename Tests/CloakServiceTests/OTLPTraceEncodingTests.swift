@@ -52,25 +52,19 @@ struct OTLPTraceEncodingTests {
     }
 
     static var spans: [FinishedSpan] {
-        var attributes = SpanAttributes()
-        attributes["s"] = "text"
-        attributes["empty"] = ""
-        attributes["yes"] = true
-        attributes["no"] = false
-        attributes["zero"] = 0
-        attributes["negative"] = -42
-        attributes["big"] = Int64.max
-        attributes["half"] = 1.5
-        attributes["nought"] = 0.0
-        attributes["strings"] = ["a", ""]
-        attributes["ints"] = [Int64(1), 0, -1]
-        attributes["flags"] = [true, false]
-        attributes["doubles"] = [0.0, 2.5]
-        attributes["unicode ✓"] = "naïve"
+        let attributes: [(key: String, value: SpanAttribute)] = [
+            ("s", .string("text")), ("empty", .string("")), ("yes", .bool(true)), ("no", .bool(false)),
+            ("zero", .int64(0)), ("negative", .int64(-42)), ("big", .int64(.max)), ("small", .int32(-7)),
+            ("half", .double(1.5)), ("nought", .double(0)), ("strings", .stringArray(["a", ""])),
+            ("ints", .int64Array([1, 0, -1])), ("flags", .boolArray([true, false])),
+            ("doubles", .doubleArray([0, 2.5])),
+            ("unicode ✓", .string("naïve")), ("", .string("no key")),
+        ]
         var linkedContext = InstrumentationContext.topLevel
         linkedContext[TraceContextKey.self] = context(9, 10, state: "vendor=abc")
-        var many = SpanAttributes()
-        for i in 0..<(OTLPTraceEncoding.maxAttributes + 3) { many["a\(i)"] = i }
+        let many = (0..<(OTLPTraceEncoding.maxAttributes + 3)).map {
+            (key: "a\($0)", value: SpanAttribute.int64(Int64($0)))
+        }
         return [
             FinishedSpan(
                 context: context(1, 2, state: "rojo=1"), parentSpanID: SpanID(value: 3), name: "POST /aliases",
@@ -90,13 +84,13 @@ struct OTLPTraceEncodingTests {
                 droppedEvents: 2, droppedLinks: 7),
             FinishedSpan(
                 context: context(6, 7), parentSpanID: nil, name: "", kind: .internal, startNanoseconds: 0,
-                endNanoseconds: 0, attributes: [:], events: [], links: [], status: nil),
+                endNanoseconds: 0, attributes: [], events: [], links: [], status: nil),
             FinishedSpan(
                 context: context(6, 8), parentSpanID: SpanID(value: 7), name: "p", kind: .producer,
-                startNanoseconds: 1, endNanoseconds: 2, attributes: [:], events: [], links: [], status: nil),
+                startNanoseconds: 1, endNanoseconds: 2, attributes: [], events: [], links: [], status: nil),
             FinishedSpan(
                 context: context(6, 11), parentSpanID: SpanID(value: 7), name: "c", kind: .consumer,
-                startNanoseconds: 1, endNanoseconds: 2, attributes: [:], events: [], links: [], status: nil),
+                startNanoseconds: 1, endNanoseconds: 2, attributes: [], events: [], links: [], status: nil),
         ]
     }
 
@@ -171,6 +165,8 @@ struct OTLPTraceEncodingTests {
         #expect(a["zero"]?["int_value"] as? String == "0")
         #expect(a["negative"]?["int_value"] as? String == "-42")
         #expect(a["big"]?["int_value"] as? String == "\(Int64.max)")
+        #expect(a["small"]?["int_value"] as? String == "-7")
+        #expect(a[""]?["string_value"] as? String == "no key")
         #expect(a["half"]?["double_value"] as? Double == 1.5)
         #expect(a["nought"]?["double_value"] as? Double == 0)
         #expect(a["unicode ✓"]?["string_value"] as? String == "naïve")

@@ -104,7 +104,9 @@ struct TraceContextTests {
         let tracer = CloakTracer(sink: sink)
         let root = tracer.startSpan("root", context: InstrumentationContext.topLevel, ofKind: .server)
         let child = tracer.startSpan("child", context: root.context, ofKind: .client)
-        child.attributes["n"] = 2
+        child.attributes["n"] = 1
+        child.set("n", 2)
+        child.set("m", "x")
         child.end()
         root.end()
         root.end()  // a second end sends nothing
@@ -113,7 +115,8 @@ struct TraceContextTests {
         #expect(c.context.traceID == r.context.traceID && c.parentSpanID == r.context.spanID)
         #expect(r.parentSpanID == nil && r.kind == .server && c.kind == .client)
         #expect(c.context.spanID != r.context.spanID && c.context.traceID.isValid)
-        #expect(c.attributes.get("n") == .int64(2))
+        #expect(c.attributes.first { $0.key == "n" }?.value == .int64(2))
+        #expect(c.attributes.map(\.key) == ["n", "m"], "a key set again keeps its place")
         #expect(r.endNanoseconds >= r.startNanoseconds)
     }
 
@@ -162,12 +165,14 @@ struct TraceContextTests {
         span.recordError(Leaky())
         for _ in 0..<(RecordedSpan.maxEvents + 5) { span.addEvent("e") }
         for _ in 0..<(RecordedSpan.maxLinks + 5) { span.addLink(other) }
+        for i in 0..<(RecordedSpan.maxAttributes + 2) { span.set("a\(i)", i) }
         span.setStatus(SpanStatus(code: .ok))
         span.setStatus(SpanStatus(code: .error))
         span.end()
         let finished = sink.spans[0]
         #expect(finished.events.count == RecordedSpan.maxEvents && finished.links.count == RecordedSpan.maxLinks)
         #expect(finished.droppedEvents == 5 + 1 && finished.droppedLinks == 5, "the error's event was dropped first")
+        #expect(finished.attributes.count == RecordedSpan.maxAttributes && finished.droppedAttributes == 2)
         #expect(finished.events[0].attributes.get("exception.type") == .string("Leaky"))
         #expect(!"\(finished)".contains("4111111111111111"))
         #expect(finished.status?.code == .ok, "an ok status is final")

@@ -28,7 +28,7 @@ final class ServiceState: Sendable {
     let logger: Logger
     let today: @Sendable () -> CalendarDate
     /// Starts the spans of `telemetry.traces` (nil: tracing is off).
-    let tracer: (any Tracer)?
+    let tracer: CloakTracer?
 
     init(
         configuration: ServiceConfiguration, vault: Vault?, logSink: @escaping LogSink,

@@ -13,7 +13,7 @@ struct AccessLog: Sendable {
 
     func record(
         method: String, path: String, route: String, status: Int, micros: Int, requestID: String, client: String = "",
-        trace: (traceID: String, spanID: String)? = nil
+        trace: TraceContext? = nil
     ) {
         var w = JSONWriter(reservingCapacity: 256)
         w.rawJSON(#"{"ts":""#)
@@ -36,10 +36,18 @@ struct AccessLog: Sendable {
         w.rawJSON(#","client":"#)
         w.writeString(client)
         if let trace {
-            w.rawJSON(#","trace_id":"#)
-            w.writeString(trace.traceID)
-            w.rawJSON(#","span_id":"#)
-            w.writeString(trace.spanID)
+            // The ids' hex straight into the line (no strings made for them).
+            w.rawJSON(#","trace_id":""#)
+            w.rawJSON(count: 32) { out in
+                let buffer = UnsafeMutableBufferPointer(start: out, count: 32)
+                Hex.write(trace.traceID.high, into: buffer, at: 0)
+                Hex.write(trace.traceID.low, into: buffer, at: 16)
+            }
+            w.rawJSON(#"","span_id":""#)
+            w.rawJSON(count: 16) {
+                Hex.write(trace.spanID.value, into: UnsafeMutableBufferPointer(start: $0, count: 16), at: 0)
+            }
+            w.rawJSON(#"""#)
         }
         w.rawJSON("}")
         w.withBytes { sink($0) }

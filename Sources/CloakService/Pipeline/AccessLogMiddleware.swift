@@ -14,6 +14,7 @@ struct AccessLogMiddleware: Middleware {
         log.record(
             method: context.request.method.rawValue, path: door == nil ? context.request.path : "-",
             route: door ?? context.template, status: response.status, micros: Int(micros),
-            requestID: context.request.requestID, client: context.request.remoteAddress, trace: context.trace?.ids)
+            requestID: context.request.requestID, client: context.request.remoteAddress,
+            trace: context.trace?.loggedContext)
     }
 }

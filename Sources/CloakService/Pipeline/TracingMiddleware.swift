@@ -19,7 +19,7 @@ import Tracing
 /// A continued trace is the caller's decision (its sampled flag: the tracer's parent-based sampler);
 /// a trusted caller's `traceparent` that is not valid starts a trace of Cloak's, drawn like any.
 struct TracingMiddleware: Middleware {
-    let tracer: (any Tracer)?
+    let tracer: CloakTracer?
     /// `telemetry.traces.sample_ratio`, for traces Cloak starts.
     var sampleRatio: Double = 1
     /// `telemetry.traces.trust_incoming_context`.
@@ -39,8 +39,8 @@ struct TracingMiddleware: Middleware {
         let name = context.request.method.rawValue + " " + context.routeTemplate
         let span = tracer.startSpan(
             name, context: parent, ofKind: .server, at: RequestTrace.instant(monotonic: context.start))
-        span.attributes["http.request.method"] = context.request.method.rawValue
-        span.attributes["http.route"] = context.routeTemplate
+        span.set("http.request.method", context.request.method.rawValue)
+        span.set("http.route", context.routeTemplate)
         context.trace = RequestTrace(tracer: tracer, span: span)
         return nil
     }
@@ -49,9 +49,9 @@ struct TracingMiddleware: Middleware {
     /// an upstream's answer passed through has none, whatever its body holds.
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
         guard let span = context.trace?.span else { return }
-        span.attributes["http.response.status_code"] = response.status
+        span.set("http.response.status_code", response.status)
         if let error = context.error {
-            span.attributes["cloak.error.code"] = error.code.rawValue
+            span.set("cloak.error.code", error.code.rawValue)
             span.setStatus(SpanStatus(code: .error))
         }
         span.end()

@@ -53,19 +53,19 @@ struct RouteCall: Sendable {
                         done: done)
                 }
                 let span = trace.child("upstream " + method.rawValue, kind: .client)
-                span.attributes["server.address"] = upstream.host
-                span.attributes["server.port"] = upstream.port
-                span.attributes["http.request.body.size"] = body.count
+                span.set("server.address", upstream.host)
+                span.set("server.port", upstream.port)
+                span.set("http.request.body.size", body.count)
                 headers.removeAll { RequestTrace.isTraceHeader($0.name) }
                 headers += trace.headers(for: span)
                 loop.call(Route.request(to: upstream, method: method, target: target, headers: headers, body: body)) {
                     result in
                     switch result {
                     case let .success(response):
-                        span.attributes["http.response.status_code"] = response.status
-                        span.attributes["http.response.body.size"] = response.body.count
+                        span.set("http.response.status_code", response.status)
+                        span.set("http.response.body.size", response.body.count)
                     case let .failure(error):
-                        span.attributes["cloak.error.code"] = error.code.rawValue
+                        span.set("cloak.error.code", error.code.rawValue)
                         span.setStatus(SpanStatus(code: .error))
                     }
                     span.end()

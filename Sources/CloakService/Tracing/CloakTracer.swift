@@ -12,10 +12,12 @@ import Tracing
 ///
 /// Propagation is W3C Trace Context only (`traceparent`, `tracestate`), as ``TraceContext``
 /// reads and writes it; baggage is a route's own business (`forward_baggage`).
-struct CloakTracer: Tracer {
+final class CloakTracer: Tracer {
     typealias Span = RecordedSpan
 
     let sink: any SpanSink
+
+    init(sink: any SpanSink) { self.sink = sink }
 
     func startSpan<Instant: TracerInstant>(
         _ operationName: String, context: @autoclosure () -> InstrumentationContext, ofKind kind: SpanKind,
@@ -30,7 +32,7 @@ struct CloakTracer: Tracer {
                 traceState: inherited.traceState)
             parent = inherited.spanID
         } else {
-            traceContext = TraceContext(traceID: .random(), spanID: .random(), sampled: true)
+            traceContext = .newTrace()
             parent = nil
         }
         return RecordedSpan(

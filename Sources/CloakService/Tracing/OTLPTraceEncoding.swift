@@ -22,19 +22,38 @@ struct OTLPTraceEncoding {
     }
 
     /// An `ExportTraceServiceRequest` holding `spans`.
-    func exportRequest(_ spans: some Collection<FinishedSpan>) -> [UInt8] {
-        var out = ProtobufWriter(capacity: 256 + spans.count * 320)
-        out.message(1) { resourceSpans in  // ExportTraceServiceRequest.resource_spans
-            resourceSpans.message(1) { resource in  // ResourceSpans.resource
-                for (key, value) in self.resource {
-                    resource.message(1) { Self.keyValue(&$0, key, .string(value)) }  // Resource.attributes
-                }
-            }
-            resourceSpans.message(2) { scopeSpans in  // ResourceSpans.scope_spans
-                scopeSpans.message(1) { $0.string(1, "cloak") }  // ScopeSpans.scope: name
-                for span in spans { scopeSpans.message(2) { Self.span(&$0, span) } }  // ScopeSpans.spans
-            }
+    func exportRequest(_ spans: [FinishedSpan]) -> [UInt8] {
+        exportRequest(encoded: spans.map(Self.span))
+    }
+
+    /// An `ExportTraceServiceRequest` holding spans already encoded (``span(_:)``): their bytes
+    /// are copied once, behind the resource and the scope, every length known before it is written.
+    func exportRequest(encoded spans: [[UInt8]]) -> [UInt8] {
+        var resourceBytes = ProtobufWriter()
+        for (key, value) in resource {
+            resourceBytes.keyValue(1, key, .string(1, value))  // Resource.attributes
         }
+        var scopeBytes = ProtobufWriter()
+        scopeBytes.string(1, "cloak")  // InstrumentationScope.name
+        var scopeSpansLength = ProtobufWriter.fieldSize(1, length: scopeBytes.bytes.count)
+        for span in spans { scopeSpansLength += ProtobufWriter.fieldSize(2, length: span.count) }
+        let resourceSpansLength =
+            ProtobufWriter.fieldSize(1, length: resourceBytes.bytes.count)
+            + ProtobufWriter.fieldSize(2, length: scopeSpansLength)
+
+        var out = ProtobufWriter(capacity: ProtobufWriter.fieldSize(1, length: resourceSpansLength))
+        out.header(1, length: resourceSpansLength)  // ExportTraceServiceRequest.resource_spans
+        out.field(1, resourceBytes.bytes)  // ResourceSpans.resource
+        out.header(2, length: scopeSpansLength)  // ResourceSpans.scope_spans
+        out.field(1, scopeBytes.bytes)  // ScopeSpans.scope
+        for span in spans { out.field(2, span) }  // ScopeSpans.spans
+        return out.bytes
+    }
+
+    /// A span's `Span` message, without its tag: what the queue holds.
+    static func span(_ span: FinishedSpan) -> [UInt8] {
+        var out = ProtobufWriter(capacity: 320)
+        Self.span(&out, span)
         return out.bytes
     }
 
@@ -49,7 +68,10 @@ struct OTLPTraceEncoding {
         out.varint(6, kind(span.kind))
         out.fixed64(7, span.startNanoseconds)
         out.fixed64(8, span.endNanoseconds)
-        attributes(&out, field: 9, droppedField: 10, span.attributes)
+        for index in span.attributes.indices.prefix(maxAttributes) {
+            keyValue(&out, field: 9, span.attributes[index].key, span.attributes[index].value)
+        }
+        out.varint(10, UInt64(span.droppedAttributes + max(span.attributes.count - maxAttributes, 0)))
         for event in span.events {
             out.message(11) { event1 in
                 event1.fixed64(1, event.nanosecondsSinceEpoch)
@@ -100,7 +122,7 @@ struct OTLPTraceEncoding {
                 return
             }
             written += 1
-            out.message(field) { keyValue(&$0, key, value) }
+            keyValue(&out, field: field, key, value)
         }
         out.varint(droppedField, UInt64(dropped))
     }
@@ -109,6 +131,21 @@ struct OTLPTraceEncoding {
     static func keyValue(_ out: inout ProtobufWriter, _ key: String, _ value: SpanAttribute) {
         out.string(1, key)
         out.message(2) { anyValue(&$0, value) }
+    }
+
+    /// A `KeyValue` as field `field`: scalars (a span's attributes are) with their lengths
+    /// counted first, written straight through; arrays as nested messages.
+    static func keyValue(_ out: inout ProtobufWriter, field: Int, _ key: String, _ value: SpanAttribute) {
+        let scalar: ProtobufWriter.Scalar
+        switch value {
+        case .string(let text): scalar = .string(1, text)
+        case .int64(let number): scalar = .varint(3, UInt64(bitPattern: number))
+        case .int32(let number): scalar = .varint(3, UInt64(bitPattern: Int64(number)))
+        case .bool(let flag): scalar = .varint(2, flag ? 1 : 0)
+        case .double(let number): scalar = .fixed64(4, number.bitPattern)
+        default: return out.message(field) { keyValue(&$0, key, value) }
+        }
+        out.keyValue(field, key, scalar)
     }
 
     /// `common.v1.AnyValue`: string 1, bool 2, int 3, double 4, array 5 (`ArrayValue.values` 1).

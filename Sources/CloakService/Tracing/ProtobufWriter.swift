@@ -19,6 +19,10 @@ struct ProtobufWriter {
     }
 
     private mutating func varint(_ value: UInt64) {
+        if value < 0x80 {  // tags and short lengths: most varints written
+            bytes.append(UInt8(value))
+            return
+        }
         var value = value
         while value >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
@@ -64,14 +68,83 @@ struct ProtobufWriter {
         guard !value.isEmpty || present else { return }
         tag(field, .lengthDelimited)
         varint(UInt64(value.utf8.count))
-        bytes.append(contentsOf: value.utf8)
+        // One copy of the string's bytes (appending its UTF-8 view goes a byte at a time).
+        if value.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+            bytes.append(contentsOf: value.utf8)
+        }
     }
 
-    /// A `bytes` field of a 64-bit number's big-endian bytes (span ids; trace ids are two).
-    mutating func bigEndian(_ field: Int, _ values: UInt64...) {
+    /// A `bytes` field of a 64-bit number's big-endian bytes (a span id).
+    mutating func bigEndian(_ field: Int, _ value: UInt64) {
         tag(field, .lengthDelimited)
-        varint(UInt64(values.count * 8))
-        for value in values { withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) } }
+        varint(8)
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// A `bytes` field of two 64-bit numbers' big-endian bytes (a trace id).
+    mutating func bigEndian(_ field: Int, _ high: UInt64, _ low: UInt64) {
+        tag(field, .lengthDelimited)
+        varint(16)
+        withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { bytes.append(contentsOf: $0) }
+    }
+
+    /// An `AnyValue`'s one scalar member (present even when zero: a `oneof` member).
+    enum Scalar {
+        case string(Int, String)
+        case varint(Int, UInt64)
+        case fixed64(Int, UInt64)
+    }
+
+    /// A `KeyValue {key = 1; AnyValue value = 2}` as field `field`, its lengths counted first.
+    mutating func keyValue(_ field: Int, _ key: String, _ value: Scalar) {
+        let keyBytes = key.utf8.count
+        let valueLength: Int
+        switch value {
+        case .string(let member, let text):
+            let count = text.utf8.count
+            valueLength = Self.size(UInt64(member) << 3) + Self.size(UInt64(count)) + count
+        case .varint(let member, let number):
+            valueLength = Self.size(UInt64(member) << 3) + Self.size(number)
+        case .fixed64(let member, _):
+            valueLength = Self.size(UInt64(member) << 3) + 8
+        }
+        let keyValueLength =
+            (keyBytes > 0 ? 1 + Self.size(UInt64(keyBytes)) + keyBytes : 0) + 1
+            + Self.size(UInt64(valueLength)) + valueLength
+        tag(field, .lengthDelimited)
+        varint(UInt64(keyValueLength))
+        string(1, key)
+        tag(2, .lengthDelimited)
+        varint(UInt64(valueLength))
+        switch value {
+        case .string(let member, let text): string(member, text, present: true)
+        case .varint(let member, let number): varint(member, number, present: true)
+        case .fixed64(let member, let bits):
+            tag(member, .fixed64)
+            withUnsafeBytes(of: bits.littleEndian) { bytes.append(contentsOf: $0) }
+        }
+    }
+
+    /// A length-delimited field's tag and length, its `length` bytes to follow.
+    mutating func header(_ field: Int, length: Int) {
+        tag(field, .lengthDelimited)
+        varint(UInt64(length))
+    }
+
+    /// A length-delimited field holding `content` (a message's bytes, written before).
+    mutating func field(_ field: Int, _ content: [UInt8]) {
+        header(field, length: content.count)
+        bytes.append(contentsOf: content)
+    }
+
+    /// The bytes a length-delimited field `field` of `length` bytes takes, tag and length included.
+    static func fieldSize(_ field: Int, length: Int) -> Int {
+        size(UInt64(field) << 3) + size(UInt64(length)) + length
+    }
+
+    /// The bytes `value` takes as a varint.
+    static func size(_ value: UInt64) -> Int {
+        value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 
     /// A nested message, written by `body` (an empty one too: a repeated element or a message

@@ -17,11 +17,13 @@ struct FinishedSpan: Sendable {
     var kind: SpanKind
     var startNanoseconds: UInt64
     var endNanoseconds: UInt64
-    var attributes: SpanAttributes
+    /// In the order first set (a key set again keeps its place).
+    var attributes: [(key: String, value: SpanAttribute)]
     var events: [SpanEvent]
     var links: [SpanLink]
     var status: SpanStatus?
     /// Events and links past the span's bounds (OTLP's `dropped_events_count`, `dropped_links_count`).
+    var droppedAttributes = 0
     var droppedEvents = 0
     var droppedLinks = 0
 }
@@ -31,16 +33,23 @@ struct FinishedSpan: Sendable {
 /// keep) has ids and a context to pass on, and records nothing.
 ///
 /// Spans are ended on the thread that made them or on the vault's: the state is behind a lock.
-/// `attributes` is read and written whole (the protocol's get and set), so one span's attributes
-/// are set by one thread at a time, as every caller in Cloak does.
+/// Cloak sets attributes one at a time (``set(_:_:)``, under the lock); the protocol's
+/// `attributes` reads and writes them whole.
 /// Events and links are bounded (``maxEvents``, ``maxLinks``); past that they are counted as
 /// dropped, as OTLP's `dropped_*_count` fields say.
 final class RecordedSpan: Span {
+    static let maxAttributes = 128
     static let maxEvents = 32
     static let maxLinks = 128
 
-    let context: InstrumentationContext
+    /// The context its children start from: the parent's, with this span's ids.
+    var context: InstrumentationContext {
+        var context = parentContext
+        context[TraceContextKey.self] = traceContext
+        return context
+    }
     let traceContext: TraceContext
+    private let parentContext: InstrumentationContext
     private let parentSpanID: SpanID?
     private let kind: SpanKind
     private let startNanoseconds: UInt64
@@ -49,7 +58,8 @@ final class RecordedSpan: Span {
 
     private struct State {
         var name: String
-        var attributes = SpanAttributes()
+        var attributes: [(key: String, value: SpanAttribute)] = []
+        var droppedAttributes = 0
         var events: [SpanEvent] = []
         var links: [SpanLink] = []
         var status: SpanStatus?
@@ -63,15 +73,16 @@ final class RecordedSpan: Span {
         name: String, context: InstrumentationContext, traceContext: TraceContext, parent: SpanID?, kind: SpanKind,
         start: UInt64, sink: (any SpanSink)?
     ) {
-        var context = context
-        context[TraceContextKey.self] = traceContext
-        self.context = context
+        self.parentContext = context
         self.traceContext = traceContext
         self.parentSpanID = parent
         self.kind = kind
         self.startNanoseconds = start
         self.sink = sink
-        self.state = Mutex(State(name: name))
+        var state = State(name: name)
+        // Room for what Cloak sets on a span (at most 6), in one allocation.
+        if sink != nil { state.attributes.reserveCapacity(6) }
+        self.state = Mutex(state)
     }
 
     var isRecording: Bool { sink != nil && !state.withLock { $0.ended } }
@@ -84,11 +95,42 @@ final class RecordedSpan: Span {
         }
     }
 
+    /// The protocol's whole-set view (``set(_:_:)`` is the way Cloak sets one).
     var attributes: SpanAttributes {
-        get { state.withLock { $0.attributes } }
+        get {
+            var all = SpanAttributes()
+            for (key, value) in state.withLock({ $0.attributes }) { all[key] = value }
+            return all
+        }
         set {
             guard sink != nil else { return }
-            state.withLock { if !$0.ended { $0.attributes = newValue } }
+            var pairs: [(key: String, value: SpanAttribute)] = []
+            newValue.forEach { pairs.append(($0, $1)) }
+            state.withLock { state in
+                guard !state.ended else { return }
+                state.attributes = []
+                for (key, value) in pairs { Self.set(key, value, in: &state) }
+            }
+        }
+    }
+
+    /// Sets one attribute (past ``maxAttributes`` distinct keys, counted as dropped).
+    func set(_ key: String, _ value: some SpanAttributeConvertible) {
+        guard sink != nil else { return }
+        let attribute = value.toSpanAttribute()
+        state.withLock { state in
+            guard !state.ended else { return }
+            Self.set(key, attribute, in: &state)
+        }
+    }
+
+    private static func set(_ key: String, _ value: SpanAttribute, in state: inout State) {
+        if let index = state.attributes.firstIndex(where: { $0.key == key }) {
+            state.attributes[index].value = value
+        } else if state.attributes.count < maxAttributes {
+            state.attributes.append((key, value))
+        } else {
+            state.droppedAttributes += 1
         }
     }
 
@@ -140,13 +182,14 @@ final class RecordedSpan: Span {
                 context: traceContext, parentSpanID: parentSpanID, name: state.name, kind: kind,
                 startNanoseconds: startNanoseconds, endNanoseconds: max(end, startNanoseconds),
                 attributes: state.attributes, events: state.events, links: state.links, status: state.status,
-                droppedEvents: state.droppedEvents, droppedLinks: state.droppedLinks)
+                droppedAttributes: state.droppedAttributes, droppedEvents: state.droppedEvents,
+                droppedLinks: state.droppedLinks)
         }
         if let finished { sink.add(finished) }
     }
 }
 
 /// Where ended spans go (``TraceExport``'s queue).
-protocol SpanSink: Sendable {
+protocol SpanSink: AnyObject, Sendable {
     func add(_ span: FinishedSpan)
 }

@@ -11,41 +11,30 @@ import Tracing
 /// Span names are route templates and fixed words; attributes are methods, statuses, codes,
 /// counts, hosts and byte counts: never a value, an alias, a token, a key or a session.
 struct RequestTrace: Sendable {
-    let tracer: any Tracer
-    let span: any Span
+    let tracer: CloakTracer
+    let span: RecordedSpan
+
     /// The request span's trace and span ids, for log lines (hex, as in `traceparent`); nil for
     /// a span the exporter will not send (a caller's unsampled trace).
-    let ids: (traceID: String, spanID: String)?
-
-    init(tracer: any Tracer, span: any Span) {
-        self.tracer = tracer
-        self.span = span
-        self.ids = span.isRecording ? Self.traceIDs(tracer, span) : nil
+    var ids: (traceID: String, spanID: String)? {
+        guard span.traceContext.sampled else { return nil }
+        return (span.traceContext.traceID.hex, span.traceContext.spanID.hex)
     }
 
+    /// The request span's context for the access log line; nil as for ``ids``.
+    var loggedContext: TraceContext? { span.traceContext.sampled ? span.traceContext : nil }
+
     /// A child span of the request's (`kind`: `.client` for the vault and upstreams).
-    func child(_ name: String, kind: SpanKind) -> any Span {
+    func child(_ name: String, kind: SpanKind) -> RecordedSpan {
         tracer.startSpan(name, context: span.context, ofKind: kind)
     }
 
     /// `traceparent` (and `tracestate`, when the context has one) for a request sent on behalf
     /// of `span`: the upstream continues this trace under that span.
-    func headers(for span: any Span) -> [(name: String, value: String)] {
+    func headers(for span: RecordedSpan) -> [(name: String, value: String)] {
         var carrier: [(name: String, value: String)] = []
         tracer.inject(span.context, into: &carrier, using: HeaderInjector())
         return carrier
-    }
-
-    private static func traceIDs(_ tracer: any Tracer, _ span: any Span) -> (traceID: String, spanID: String)? {
-        if let span = span as? RecordedSpan {
-            return (span.traceContext.traceID.hex, span.traceContext.spanID.hex)
-        }
-        var carrier: [(name: String, value: String)] = []
-        tracer.inject(span.context, into: &carrier, using: HeaderInjector())
-        guard let parent = carrier.first(where: { $0.name == "traceparent" })?.value else { return nil }
-        let parts = parent.split(separator: "-")
-        guard parts.count == 4 else { return nil }
-        return (String(parts[1]), String(parts[2]))
     }
 
     /// A monotonic instant (``DispatchTime``'s nanoseconds) as a wall-clock one.

@@ -7,7 +7,13 @@ struct TraceID: Hashable, Sendable {
     var low: UInt64
 
     var isValid: Bool { high != 0 || low != 0 }
-    var hex: String { Hex.digits(high) + Hex.digits(low) }
+    var hex: String {
+        String(unsafeUninitializedCapacity: 32) { out in
+            Hex.write(high, into: out, at: 0)
+            Hex.write(low, into: out, at: 16)
+            return 32
+        }
+    }
 
     /// A new random id (never all zero).
     static func random() -> TraceID {
@@ -47,6 +53,13 @@ struct TraceContext: Hashable, Sendable {
     var spanID: SpanID
     var sampled: Bool
     var traceState: String?
+
+    /// A new sampled trace's root: its trace and span ids from one draw.
+    static func newTrace() -> TraceContext {
+        var ids: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        repeat { withUnsafeMutableBytes(of: &ids) { SecureRandom.fill($0) } } while ids.0 | ids.1 == 0 || ids.2 == 0
+        return TraceContext(traceID: TraceID(high: ids.0, low: ids.1), spanID: SpanID(value: ids.2), sampled: true)
+    }
 
     /// `00-<trace-id>-<span-id>-<flags>`.
     var traceparent: String { "00-" + traceID.hex + "-" + spanID.hex + (sampled ? "-01" : "-00") }
@@ -119,13 +132,19 @@ struct TraceContext: Hashable, Sendable {
 
 /// Lowercase hex, as trace context writes ids.
 enum Hex {
-    private static let digitBytes = Array("0123456789abcdef".utf8)
-
     /// `value` as 16 hex digits.
     static func digits(_ value: UInt64) -> String {
         String(unsafeUninitializedCapacity: 16) { out in
-            for i in 0..<16 { out[i] = digitBytes[Int((value >> (60 - 4 * UInt64(i))) & 0xf)] }
+            write(value, into: out, at: 0)
             return 16
+        }
+    }
+
+    /// Writes `value`'s 16 hex digits at `offset`.
+    static func write(_ value: UInt64, into out: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        for i in 0..<16 {
+            let nibble = UInt8(truncatingIfNeeded: value >> (60 - 4 * UInt64(i))) & 0xf
+            out[offset + i] = nibble < 10 ? nibble + 0x30 : nibble + 0x57
         }
     }
 

@@ -53,17 +53,24 @@ package final class TraceExport: Sendable {
     /// Whether the last export failed (to log a change once, not every batch).
     private let failing = Atomic<Bool>(false)
 
-    /// The spans waiting to leave; `wake` tells the export's thread a batch is ready.
+    /// The spans waiting to leave, each already encoded (by the thread that ended it, so a span
+    /// crosses to the export's thread as one buffer); `wake` tells that thread a batch is ready.
     final class Queue: SpanSink {
         let wake = DispatchSemaphore(value: 0)
         /// Spans dropped because the queue was full.
         let dropped = Atomic<Int>(0)
-        private let spans = Mutex<[FinishedSpan]>([])
+        private let spans = Mutex<[[UInt8]]>([])
 
         func add(_ span: FinishedSpan) {
+            // A full queue costs a span nothing but the count (no encoding for nothing).
+            guard spans.withLock({ $0.count < TraceExport.maxQueuedSpans }) else {
+                dropped.add(1, ordering: .relaxed)
+                return
+            }
+            let encoded = OTLPTraceEncoding.span(span)
             let outcome = spans.withLock { spans -> (kept: Bool, count: Int) in
                 guard spans.count < TraceExport.maxQueuedSpans else { return (false, spans.count) }
-                spans.append(span)
+                spans.append(encoded)
                 return (true, spans.count)
             }
             if !outcome.kept {
@@ -73,7 +80,7 @@ package final class TraceExport: Sendable {
             }
         }
 
-        func take(_ limit: Int) -> [FinishedSpan] {
+        func take(_ limit: Int) -> [[UInt8]] {
             spans.withLock { spans in
                 guard spans.count > limit else { return spans.take() }
                 let batch = Array(spans[..<limit])
@@ -177,8 +184,8 @@ package final class TraceExport: Sendable {
     }
 
     /// Sends one batch until ``ExportRetry`` says it is done or dropped.
-    private func export(_ batch: [FinishedSpan]) {
-        let body = encoding.exportRequest(batch)
+    private func export(_ batch: [[UInt8]]) {
+        let body = encoding.exportRequest(encoded: batch)
         var retry = ExportRetry()
         while true {
             guard !isPastStopDeadline else { return drop(batch.count) }

@@ -15,8 +15,8 @@ import Tracing
 /// Made by ``VaultClient`` only for a span the exporter will send (a caller's unsampled trace
 /// links nothing and starts no batch span). Both spans hold counts only.
 struct VaultCallTrace: VaultJobTrace {
-    let tracer: any Tracer
-    let span: any Span
+    let tracer: CloakTracer
+    let span: RecordedSpan
 
     func startBatch(serving jobs: [any VaultJobTrace]) -> any VaultBatchTrace {
         let calls = jobs.compactMap { $0 as? VaultCallTrace }
@@ -34,14 +34,14 @@ struct VaultCallTrace: VaultJobTrace {
 /// The span of one executor batch: its jobs, the statements it sent and the rows they read or
 /// changed (its duration is the span's); an error when the store failed.
 struct VaultBatchSpan: VaultBatchTrace {
-    let span: any Span
+    let span: RecordedSpan
 
     func end(_ summary: VaultBatchSummary) {
-        span.attributes["cloak.vault.batch.jobs"] = summary.jobs
-        span.attributes["cloak.vault.batch.statements"] = summary.statements
-        span.attributes["cloak.vault.batch.rows"] = summary.rows
-        span.attributes["cloak.vault.batch.failed_jobs"] = summary.failedJobs
-        span.attributes["cloak.vault.batch.reads_only"] = summary.readsOnly
+        span.set("cloak.vault.batch.jobs", summary.jobs)
+        span.set("cloak.vault.batch.statements", summary.statements)
+        span.set("cloak.vault.batch.rows", summary.rows)
+        span.set("cloak.vault.batch.failed_jobs", summary.failedJobs)
+        span.set("cloak.vault.batch.reads_only", summary.readsOnly)
         if summary.storeFailed { span.setStatus(SpanStatus(code: .error)) }
         span.end()
     }

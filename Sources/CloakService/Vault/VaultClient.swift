@@ -199,7 +199,7 @@ struct VaultClient: Sendable {
     ) -> (@Sendable (Result<T, VaultError>) -> Void, VaultCallTrace?) {
         guard let trace else { return (completion, nil) }
         let span = trace.child("vault " + operation, kind: .client)
-        span.attributes["cloak.vault.items"] = count
+        span.set("cloak.vault.items", count)
         let ended: @Sendable (Result<T, VaultError>) -> Void = { result in
             if case .failure = result { span.setStatus(SpanStatus(code: .error)) }
             span.end()
