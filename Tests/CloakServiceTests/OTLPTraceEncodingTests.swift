@@ -52,7 +52,7 @@ struct OTLPTraceEncodingTests {
     }
 
     static var spans: [FinishedSpan] {
-        let attributes: [(key: String, value: SpanAttribute)] = [
+        let pairs: [(String, SpanAttribute)] = [
             ("s", .string("text")), ("empty", .string("")), ("yes", .bool(true)), ("no", .bool(false)),
             ("zero", .int64(0)), ("negative", .int64(-42)), ("big", .int64(.max)), ("small", .int32(-7)),
             ("half", .double(1.5)), ("nought", .double(0)), ("strings", .stringArray(["a", ""])),
@@ -60,10 +60,11 @@ struct OTLPTraceEncodingTests {
             ("doubles", .doubleArray([0, 2.5])),
             ("unicode ✓", .string("naïve")), ("", .string("no key")),
         ]
+        let attributes = pairs.map { SpanAttributeEntry(key: $0.0, value: $0.1) }
         var linkedContext = InstrumentationContext.topLevel
         linkedContext[TraceContextKey.self] = context(9, 10, state: "vendor=abc")
         let many = (0..<(OTLPTraceEncoding.maxAttributes + 3)).map {
-            (key: "a\($0)", value: SpanAttribute.int64(Int64($0)))
+            SpanAttributeEntry(key: "a\($0)", value: .int64(Int64($0)))
         }
         return [
             FinishedSpan(

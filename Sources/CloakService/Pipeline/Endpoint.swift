@@ -60,6 +60,9 @@ final class Endpoint: Sendable {
     let audit: String?
     let credentials: Credentials
     let handler: Handler
+    /// `POST /aliases`: a traced request's span name, made once for an endpoint of one method
+    /// and one template (nil otherwise: the span names its method and template itself).
+    let spanName: String?
 
     init(
         _ name: String, _ methods: [HTTPMethod], _ templates: [String], access: Access, rate: RateClass,
@@ -73,6 +76,7 @@ final class Endpoint: Sendable {
         self.audit = audit
         self.credentials = credentials
         self.handler = handler
+        self.spanName = methods.count == 1 && templates.count == 1 ? methods[0].rawValue + " " + templates[0] : nil
     }
 
     convenience init(

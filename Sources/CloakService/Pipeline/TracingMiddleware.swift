@@ -36,7 +36,7 @@ struct TracingMiddleware: Middleware {
         if parent[TraceContextKey.self] == nil && !SampleDraw.keep(ratio: sampleRatio) {
             return nil
         }
-        let name = context.request.method.rawValue + " " + context.routeTemplate
+        let name = context.endpoint?.spanName ?? context.request.method.rawValue + " " + context.routeTemplate
         let span = tracer.startSpan(
             name, context: parent, ofKind: .server, at: RequestTrace.instant(monotonic: context.start))
         span.set("http.request.method", context.request.method.rawValue)

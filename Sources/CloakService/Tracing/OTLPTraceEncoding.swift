@@ -23,20 +23,22 @@ struct OTLPTraceEncoding {
 
     /// An `ExportTraceServiceRequest` holding `spans`.
     func exportRequest(_ spans: [FinishedSpan]) -> [UInt8] {
-        exportRequest(encoded: spans.map(Self.span))
+        var fields = ProtobufWriter()
+        for span in spans { fields.field(2, Self.span(span)) }
+        return exportRequest(spanFields: fields.bytes)
     }
 
-    /// An `ExportTraceServiceRequest` holding spans already encoded (``span(_:)``): their bytes
-    /// are copied once, behind the resource and the scope, every length known before it is written.
-    func exportRequest(encoded spans: [[UInt8]]) -> [UInt8] {
+    /// An `ExportTraceServiceRequest` around spans already written as `ScopeSpans.spans` fields
+    /// (``TraceExport/Batch``): their bytes are copied once, behind the resource and the scope,
+    /// every length known before it is written.
+    func exportRequest(spanFields: [UInt8]) -> [UInt8] {
         var resourceBytes = ProtobufWriter()
         for (key, value) in resource {
             resourceBytes.keyValue(1, key, .string(1, value))  // Resource.attributes
         }
         var scopeBytes = ProtobufWriter()
         scopeBytes.string(1, "cloak")  // InstrumentationScope.name
-        var scopeSpansLength = ProtobufWriter.fieldSize(1, length: scopeBytes.bytes.count)
-        for span in spans { scopeSpansLength += ProtobufWriter.fieldSize(2, length: span.count) }
+        let scopeSpansLength = ProtobufWriter.fieldSize(1, length: scopeBytes.bytes.count) + spanFields.count
         let resourceSpansLength =
             ProtobufWriter.fieldSize(1, length: resourceBytes.bytes.count)
             + ProtobufWriter.fieldSize(2, length: scopeSpansLength)
@@ -46,7 +48,7 @@ struct OTLPTraceEncoding {
         out.field(1, resourceBytes.bytes)  // ResourceSpans.resource
         out.header(2, length: scopeSpansLength)  // ResourceSpans.scope_spans
         out.field(1, scopeBytes.bytes)  // ScopeSpans.scope
-        for span in spans { out.field(2, span) }  // ScopeSpans.spans
+        out.raw(spanFields)  // ScopeSpans.spans
         return out.bytes
     }
 
@@ -68,9 +70,7 @@ struct OTLPTraceEncoding {
         out.varint(6, kind(span.kind))
         out.fixed64(7, span.startNanoseconds)
         out.fixed64(8, span.endNanoseconds)
-        for index in span.attributes.indices.prefix(maxAttributes) {
-            keyValue(&out, field: 9, span.attributes[index].key, span.attributes[index].value)
-        }
+        for entry in span.attributes.prefix(maxAttributes) { keyValue(&out, field: 9, entry.key, entry.value) }
         out.varint(10, UInt64(span.droppedAttributes + max(span.attributes.count - maxAttributes, 0)))
         for event in span.events {
             out.message(11) { event1 in

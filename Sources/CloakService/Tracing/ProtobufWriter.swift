@@ -68,10 +68,9 @@ struct ProtobufWriter {
         guard !value.isEmpty || present else { return }
         tag(field, .lengthDelimited)
         varint(UInt64(value.utf8.count))
-        // One copy of the string's bytes (appending its UTF-8 view goes a byte at a time).
-        if value.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
-            bytes.append(contentsOf: value.utf8)
-        }
+        // One copy of the string's bytes (its UTF-8 in place, or on the stack for a small one).
+        var value = value
+        value.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
     /// A `bytes` field of a 64-bit number's big-endian bytes (a span id).
@@ -136,6 +135,9 @@ struct ProtobufWriter {
         header(field, length: content.count)
         bytes.append(contentsOf: content)
     }
+
+    /// Bytes already in the wire format (fields written by another writer).
+    mutating func raw(_ content: [UInt8]) { bytes.append(contentsOf: content) }
 
     /// The bytes a length-delimited field `field` of `length` bytes takes, tag and length included.
     static func fieldSize(_ field: Int, length: Int) -> Int {

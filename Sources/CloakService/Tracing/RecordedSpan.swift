@@ -18,7 +18,7 @@ struct FinishedSpan: Sendable {
     var startNanoseconds: UInt64
     var endNanoseconds: UInt64
     /// In the order first set (a key set again keeps its place).
-    var attributes: [(key: String, value: SpanAttribute)]
+    var attributes: [SpanAttributeEntry]
     var events: [SpanEvent]
     var links: [SpanLink]
     var status: SpanStatus?
@@ -58,7 +58,7 @@ final class RecordedSpan: Span {
 
     private struct State {
         var name: String
-        var attributes: [(key: String, value: SpanAttribute)] = []
+        var attributes: [SpanAttributeEntry] = []
         var droppedAttributes = 0
         var events: [SpanEvent] = []
         var links: [SpanLink] = []
@@ -99,7 +99,7 @@ final class RecordedSpan: Span {
     var attributes: SpanAttributes {
         get {
             var all = SpanAttributes()
-            for (key, value) in state.withLock({ $0.attributes }) { all[key] = value }
+            for entry in state.withLock({ $0.attributes }) { all[entry.key] = entry.value }
             return all
         }
         set {
@@ -128,7 +128,7 @@ final class RecordedSpan: Span {
         if let index = state.attributes.firstIndex(where: { $0.key == key }) {
             state.attributes[index].value = value
         } else if state.attributes.count < maxAttributes {
-            state.attributes.append((key, value))
+            state.attributes.append(SpanAttributeEntry(key: key, value: value))
         } else {
             state.droppedAttributes += 1
         }
@@ -187,6 +187,13 @@ final class RecordedSpan: Span {
         }
         if let finished { sink.add(finished) }
     }
+}
+
+/// One attribute of a span (a struct, not a tuple: arrays of tuples are copied through the
+/// runtime's generic witnesses).
+struct SpanAttributeEntry: Sendable, Equatable {
+    var key: String
+    var value: SpanAttribute
 }
 
 /// Where ended spans go (``TraceExport``'s queue).

@@ -53,43 +53,62 @@ package final class TraceExport: Sendable {
     /// Whether the last export failed (to log a change once, not every batch).
     private let failing = Atomic<Bool>(false)
 
-    /// The spans waiting to leave, each already encoded (by the thread that ended it, so a span
-    /// crosses to the export's thread as one buffer); `wake` tells that thread a batch is ready.
+    /// Spans ready to leave together: their `ScopeSpans.spans` fields back to back.
+    struct Batch {
+        var fields = ProtobufWriter(capacity: 64 << 10)
+        var count = 0
+    }
+
+    /// The spans waiting to leave, in batches filled as they end. Each span is encoded by the
+    /// thread that ended it and copied into the open batch, so what crosses to the export's
+    /// thread is a batch's one buffer; `wake` tells that thread a batch is full.
     final class Queue: SpanSink {
         let wake = DispatchSemaphore(value: 0)
         /// Spans dropped because the queue was full.
         let dropped = Atomic<Int>(0)
-        private let spans = Mutex<[[UInt8]]>([])
+
+        private struct State {
+            var batches: [Batch] = []
+            var count = 0
+        }
+        private let state = Mutex(State())
 
         func add(_ span: FinishedSpan) {
             // A full queue costs a span nothing but the count (no encoding for nothing).
-            guard spans.withLock({ $0.count < TraceExport.maxQueuedSpans }) else {
+            guard state.withLock({ $0.count < TraceExport.maxQueuedSpans }) else {
                 dropped.add(1, ordering: .relaxed)
                 return
             }
             let encoded = OTLPTraceEncoding.span(span)
-            let outcome = spans.withLock { spans -> (kept: Bool, count: Int) in
-                guard spans.count < TraceExport.maxQueuedSpans else { return (false, spans.count) }
-                spans.append(encoded)
-                return (true, spans.count)
+            let outcome = state.withLock { state -> (kept: Bool, full: Bool) in
+                guard state.count < TraceExport.maxQueuedSpans else { return (false, false) }
+                if state.batches.last.map({ $0.count >= TraceExport.maxBatchSpans }) ?? true {
+                    state.batches.append(Batch())
+                }
+                let last = state.batches.count - 1
+                state.batches[last].fields.field(2, encoded)  // ScopeSpans.spans
+                state.batches[last].count += 1
+                state.count += 1
+                return (true, state.batches[last].count == TraceExport.maxBatchSpans)
             }
             if !outcome.kept {
                 dropped.add(1, ordering: .relaxed)
-            } else if outcome.count == TraceExport.maxBatchSpans {
+            } else if outcome.full {
                 wake.signal()
             }
         }
 
-        func take(_ limit: Int) -> [[UInt8]] {
-            spans.withLock { spans in
-                guard spans.count > limit else { return spans.take() }
-                let batch = Array(spans[..<limit])
-                spans.removeFirst(limit)
+        /// The oldest batch (full or not), or nil when nothing waits.
+        func take() -> Batch? {
+            state.withLock { state in
+                guard !state.batches.isEmpty else { return nil }
+                let batch = state.batches.removeFirst()
+                state.count -= batch.count
                 return batch
             }
         }
 
-        var count: Int { spans.withLock { $0.count } }
+        var count: Int { state.withLock { $0.count } }
     }
 
     /// Starts the export's loop and thread (nothing is sent before a span ends).
@@ -172,8 +191,7 @@ package final class TraceExport: Sendable {
     /// deadline); what is left waits for the next wake.
     private func drain() {
         while !isPastStopDeadline {
-            let batch = queue.take(Self.maxBatchSpans)
-            if batch.isEmpty { return }
+            guard let batch = queue.take() else { return }
             export(batch)
             if !stopping.load(ordering: .acquiring) && queue.count < Self.maxBatchSpans { return }
         }
@@ -184,8 +202,8 @@ package final class TraceExport: Sendable {
     }
 
     /// Sends one batch until ``ExportRetry`` says it is done or dropped.
-    private func export(_ batch: [[UInt8]]) {
-        let body = encoding.exportRequest(encoded: batch)
+    private func export(_ batch: Batch) {
+        let body = encoding.exportRequest(spanFields: batch.fields.bytes)
         var retry = ExportRetry()
         while true {
             guard !isPastStopDeadline else { return drop(batch.count) }
@@ -321,13 +339,5 @@ package enum TraceExportError: Error, CustomStringConvertible {
         case .headers(let variable): return "\(variable) is not a list of name=value headers"
         case .resourceAttributes: return "OTEL_RESOURCE_ATTRIBUTES is not a list of key=value"
         }
-    }
-}
-
-extension Array {
-    /// The elements, leaving the array empty.
-    fileprivate mutating func take() -> [Element] {
-        defer { self = [] }
-        return self
     }
 }
