@@ -149,6 +149,22 @@ struct TraceContextTests {
         #expect(sink.spans.first?.parentSpanID?.hex == Self.span)
     }
 
+    /// A request span is named by its method and route template; an endpoint's own name only
+    /// when the request has the endpoint's method (HEAD is served by a GET endpoint).
+    @Test(arguments: [
+        (HTTPMethod.GET, "/healthz", "GET /healthz"), (.HEAD, "/healthz", "HEAD /healthz"),
+        (.PATCH, "/aliases", "PATCH /aliases"), (.POST, "/nowhere", "POST -"),
+    ])
+    func theRequestSpanIsNamedByItsMethodAndTemplate(method: HTTPMethod, path: String, name: String) throws {
+        let sink = Collected()
+        let step = TracingMiddleware(tracer: CloakTracer(sink: sink), sampleRatio: 1)
+        var context = MiddlewareFixture.admitted(method, path)
+        _ = try step.request(&context)
+        var response = HTTPResponse(status: 200)
+        step.response(&response, context)
+        #expect(sink.spans.map(\.name) == [name])
+    }
+
     @Test func anInvalidTraceparentStartsNothing() {
         var parent = InstrumentationContext.topLevel
         CloakTracer(sink: Collected()).extract(

@@ -13,10 +13,9 @@ final class EgressMetrics: Sendable {
         registry.increment(
             "cloak_egress_requests_total", help: "Egress requests by route and status",
             labels: ["route": route, "status": String(status)])
-        if revealed > 0 {
-            registry.increment(
-                "cloak_egress_revealed_total", help: "Aliases revealed on the way out, by route",
-                labels: ["route": route], by: revealed)
-        }
+        // Even by 0: a route's series exists from its first request, as a counter's should.
+        registry.increment(
+            "cloak_egress_revealed_total", help: "Aliases revealed on the way out, by route", labels: ["route": route],
+            by: revealed)
     }
 }

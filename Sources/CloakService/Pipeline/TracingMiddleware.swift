@@ -36,7 +36,14 @@ struct TracingMiddleware: Middleware {
         if parent[TraceContextKey.self] == nil && !SampleDraw.keep(ratio: sampleRatio) {
             return nil
         }
-        let name = context.endpoint?.spanName ?? context.request.method.rawValue + " " + context.routeTemplate
+        // The endpoint's own name when the request has its one method (HEAD is served by GET's).
+        let name: String
+        if let endpoint = context.endpoint, let fixed = endpoint.spanName, endpoint.methods[0] == context.request.method
+        {
+            name = fixed
+        } else {
+            name = context.request.method.rawValue + " " + context.routeTemplate
+        }
         let span = tracer.startSpan(
             name, context: parent, ofKind: .server, at: RequestTrace.instant(monotonic: context.start))
         span.set("http.request.method", context.request.method.rawValue)

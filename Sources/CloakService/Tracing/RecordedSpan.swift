@@ -109,6 +109,7 @@ final class RecordedSpan: Span {
             state.withLock { state in
                 guard !state.ended else { return }
                 state.attributes = []
+                state.droppedAttributes = 0
                 for (key, value) in pairs { Self.set(key, value, in: &state) }
             }
         }

@@ -98,10 +98,12 @@ package final class TraceExport: Sendable {
             }
         }
 
-        /// The oldest batch (full or not), or nil when nothing waits.
-        func take() -> Batch? {
+        /// The oldest batch (only a full one when `fullOnly`), or nil when none waits.
+        func take(fullOnly: Bool = false) -> Batch? {
             state.withLock { state in
-                guard !state.batches.isEmpty else { return nil }
+                guard let first = state.batches.first, !fullOnly || first.count >= TraceExport.maxBatchSpans else {
+                    return nil
+                }
                 let batch = state.batches.removeFirst()
                 state.count -= batch.count
                 return batch
@@ -181,17 +183,22 @@ package final class TraceExport: Sendable {
     private func run() {
         defer { finished.signal() }
         while !stopping.load(ordering: .acquiring) {
-            _ = queue.wake.wait(timeout: .now() + Self.scheduleDelay)
-            drain()
+            // Woken by a full batch: full batches only (a wake left over from a batch already
+            // sent must not send the open one early); after the delay, whatever waits.
+            let woken = queue.wake.wait(timeout: .now() + Self.scheduleDelay) == .success
+            drain(fullOnly: woken)
         }
         drain()
+        // What is still queued at the stop's deadline, or ended after the last drain, is lost.
+        let left = queue.count
+        if left > 0 { counts.withLock { $0.droppedExportFailed += left } }
     }
 
     /// Sends batches while a whole one is queued (everything once a stop is asked, until its
     /// deadline); what is left waits for the next wake.
-    private func drain() {
+    private func drain(fullOnly: Bool = false) {
         while !isPastStopDeadline {
-            guard let batch = queue.take() else { return }
+            guard let batch = queue.take(fullOnly: fullOnly && !stopping.load(ordering: .acquiring)) else { return }
             export(batch)
             if !stopping.load(ordering: .acquiring) && queue.count < Self.maxBatchSpans { return }
         }
