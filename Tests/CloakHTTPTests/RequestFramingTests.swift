@@ -264,6 +264,9 @@ private let connectTargets: [FramingCase] = [
 ]
 
 @Suite struct RequestFramingTests {
+    /// Every case of this file (``RequestParserTests`` holds the parser to the same verdicts).
+    static let corpus = validCases + refusedCases + connectTargets
+
     static func framing(_ input: [UInt8], _ afterConnect: RequestFraming.AfterConnect) -> RequestFraming {
         var framing = RequestFraming(afterConnect: afterConnect)
         framing.consume(input)

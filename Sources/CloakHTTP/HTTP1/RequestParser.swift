@@ -1,0 +1,217 @@
+/// Reads a connection's requests into heads, body pieces and ends: the server side's parser,
+/// grown from ``RequestFraming``, whose rules it keeps whole (every byte still passes through
+/// it, so the two can never frame a message differently). What it adds:
+/// - the head, collected while the framing checks it (at most ``Limits/maxHeadBytes`` bytes and
+///   ``Limits/maxFields`` field lines: past either, 431), then read into a ``RequestHead``: the
+///   request line is `method SP target SP HTTP/1.x` (a method of token characters, a target of
+///   visible ASCII), and an HTTP/1.1 request has exactly one `Host` (RFC 9112 3.2: else 400);
+/// - the body, handed out as ranges of the bytes given (never copied): a `Content-Length` body
+///   as it arrives, a chunked one without its sizes, extensions and trailers;
+/// - the end of each message, so pipelined requests come out one after another.
+///
+/// Pure and incremental: ``parse(_:)`` takes the bytes the connection has, returns how many it
+/// consumed and one event; the caller calls again with the rest (an event of nothing new,
+/// ``Event/needMore``, consumes everything it was given). The events do not depend on how the
+/// bytes were cut.
+struct RequestParser: Sendable {
+    struct Limits: Sendable, Equatable {
+        /// Bytes of a head, request line and CRLFs included (431 past it).
+        var maxHeadBytes = 16 << 10
+        /// Field lines of a head (431 past it).
+        var maxFields = 100
+
+        init(maxHeadBytes: Int = 16 << 10, maxFields: Int = 100) {
+            self.maxHeadBytes = maxHeadBytes
+            self.maxFields = maxFields
+        }
+    }
+
+    enum Event: Sendable, Equatable {
+        /// Everything given was consumed: feed more.
+        case needMore
+        case head(RequestHead)
+        /// Body bytes: this range of the bytes given to the call that returned it.
+        case body(Range<Int>)
+        /// The message is complete (a body's last byte, or a head without a body, came before).
+        case end
+        /// A CONNECT head was read on a parser made with ``RequestFraming/AfterConnect/passThrough``:
+        /// the bytes from here on are the tunnel's.
+        case tunnel
+        /// The stream is refused (sticky): answer with ``Violation/status`` and close.
+        case violation(Violation)
+    }
+
+    /// Why a request was refused. The descriptions name the rule, never a byte of the request.
+    enum Violation: Error, Sendable, Equatable, CustomStringConvertible {
+        case framing(RequestFraming.Violation)
+        case malformedRequestLine
+        /// A field name that is not a token (the framing scan leaves names to the parser).
+        case invalidFieldName
+        case unsupportedVersion
+        case headTooLarge
+        case missingHost
+        case repeatedHost
+
+        /// The status the answer has: 431 for a head too large, 505 for a version, else 400.
+        var status: Int {
+            switch self {
+            case .headTooLarge: 431
+            case .unsupportedVersion: 505
+            default: 400
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .framing(let violation): violation.description
+            case .malformedRequestLine: "the request line is not method, target and version"
+            case .invalidFieldName: "a field name that is not a token"
+            case .unsupportedVersion: "a version other than HTTP/1.0 or HTTP/1.1"
+            case .headTooLarge: "the request head is too large"
+            case .missingHost: "an HTTP/1.1 request without Host"
+            case .repeatedHost: "more than one Host field"
+            }
+        }
+    }
+
+    private var framing: RequestFraming
+    let limits: Limits
+    /// The current head's bytes, empty lines before the request line left out.
+    private var headBytes: [UInt8] = []
+    /// A message ended with the last event given; its end is the next event.
+    private var endPending = false
+    private var refused: Violation?
+
+    init(limits: Limits = Limits(), afterConnect: RequestFraming.AfterConnect = .keepScanning) {
+        self.limits = limits
+        self.framing = RequestFraming(afterConnect: afterConnect)
+    }
+
+    /// Whether nothing of a next request has been read (keep-alive: idle between requests).
+    var isBetweenRequests: Bool { !endPending && framing.isBetweenRequests && headBytes.isEmpty }
+
+    /// Reads from `bytes`: how many were consumed, and what they came to.
+    mutating func parse(_ bytes: UnsafeRawBufferPointer) -> (consumed: Int, event: Event) {
+        if let refused { return (bytes.count, .violation(refused)) }
+        if endPending {
+            endPending = false
+            return (0, .end)
+        }
+        var i = 0
+        let n = bytes.count
+        while true {
+            let framed = framing.requestsFramed
+            switch framing.stage {
+            case .violated(let violation):
+                return refuse(.framing(violation), count: n)
+            case .passThrough:
+                return (i, .tunnel)
+            case .fixedBody(let remaining):
+                guard i < n else { return (n, .needMore) }
+                let end = i + Int(min(remaining, UInt64(n - i)))
+                framing.consume(UnsafeRawBufferPointer(rebasing: bytes[i..<end]))
+                endPending = framing.requestsFramed > framed
+                return (end, .body(i..<end))
+            case .chunkData(let remaining):
+                guard i < n else { return (n, .needMore) }
+                let end = i + Int(min(remaining, UInt64(n - i)))
+                framing.consume(UnsafeRawBufferPointer(rebasing: bytes[i..<end]))
+                return (end, .body(i..<end))
+            case .head:
+                guard i < n else { return (n, .needMore) }
+                // At most the limit's bytes of a head reach the framing, however the bytes were
+                // cut: past it, the head is too large, unless they already broke a rule.
+                let end = Self.lineEnd(bytes, from: i)
+                let take = min(end - i, limits.maxHeadBytes - headBytes.count)
+                let segment = UnsafeRawBufferPointer(rebasing: bytes[i..<(i + take)])
+                headBytes.append(contentsOf: segment)
+                framing.consume(segment)
+                i += take
+                if case .violated(let violation) = framing.stage { return refuse(.framing(violation), count: n) }
+                if !framing.sawRequestLine && framing.requestsFramed == framed && headBytes.last == UInt8(ascii: "\n") {
+                    headBytes.removeAll(keepingCapacity: true)  // an empty line before the request line
+                    continue
+                }
+                guard i == end else { return refuse(.headTooLarge, count: n) }
+                guard framing.stage != .head || framing.requestsFramed > framed else { continue }
+                // The head ended (its empty line) with this line.
+                let read = readHead()
+                headBytes.removeAll(keepingCapacity: true)
+                switch read {
+                case .failure(let violation): return refuse(violation, count: n)
+                case .success(let head):
+                    endPending = framing.requestsFramed > framed
+                    return (i, .head(head))
+                }
+            case .chunkSize, .chunkExtension, .chunkDataEnd, .trailer:
+                guard i < n else { return (n, .needMore) }
+                let end = Self.lineEnd(bytes, from: i)
+                framing.consume(UnsafeRawBufferPointer(rebasing: bytes[i..<end]))
+                i = end
+                if framing.requestsFramed > framed { return (i, .end) }
+            }
+        }
+    }
+
+    private mutating func refuse(_ violation: Violation, count: Int) -> (consumed: Int, event: Event) {
+        refused = violation
+        return (count, .violation(violation))
+    }
+
+    /// The index after the next LF from `start`, or the end.
+    private static func lineEnd(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+        var k = start
+        while k < bytes.count {
+            if bytes[k] == UInt8(ascii: "\n") { return k + 1 }
+            k += 1
+        }
+        return bytes.count
+    }
+
+    /// The collected head (request line, field lines, empty line; every line ending in CRLF and
+    /// checked by the framing) as a ``RequestHead``.
+    private func readHead() -> Result<RequestHead, Violation> {
+        var lines = headBytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
+            $0.dropLast()  // its CR
+        }
+        lines.removeLast(2)  // the empty line, and what follows its LF
+        guard let requestLine = lines.first else { return .failure(.malformedRequestLine) }
+        let parts = requestLine.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(HTTPSyntax.isTokenByte), !parts[1].isEmpty,
+            parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7f })
+        else { return .failure(.malformedRequestLine) }
+        let version = parts[2]
+        guard version.count == 8, version.starts(with: "HTTP/".utf8),
+            version[version.startIndex + 6] == UInt8(ascii: ".")
+        else { return .failure(.malformedRequestLine) }
+        guard version.elementsEqual("HTTP/1.1".utf8) || version.elementsEqual("HTTP/1.0".utf8) else {
+            return .failure(.unsupportedVersion)
+        }
+        let fieldLines = lines.dropFirst()
+        guard fieldLines.count <= limits.maxFields else { return .failure(.headTooLarge) }
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(fieldLines.count)
+        var hosts = 0
+        for line in fieldLines {
+            // The framing saw the colon and a name before it; its characters are checked here.
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return .failure(.invalidFieldName) }
+            let name = line[line.startIndex..<colon]
+            guard name.allSatisfy(HTTPSyntax.isTokenByte) else { return .failure(.invalidFieldName) }
+            var value = line[(colon + 1)...]
+            while let first = value.first, first == 0x20 || first == 0x09 { value.removeFirst() }
+            while let last = value.last, last == 0x20 || last == 0x09 { value.removeLast() }
+            let field = (name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+            if field.name.caseInsensitiveEquals("host") { hosts += 1 }
+            headers.append(field)
+        }
+        let isHTTP11 = version.last == UInt8(ascii: "1")
+        if hosts > 1 { return .failure(.repeatedHost) }
+        if isHTTP11 && hosts == 0 { return .failure(.missingHost) }
+        let body: RequestHead.BodyFraming =
+            framing.chunked ? .chunked : (framing.contentLength ?? 0) > 0 ? .length(framing.contentLength!) : .none
+        return .success(
+            RequestHead(
+                method: String(decoding: parts[0], as: UTF8.self), target: String(decoding: parts[1], as: UTF8.self),
+                isHTTP11: isHTTP11, headers: headers, body: body))
+    }
+}
