@@ -6,13 +6,13 @@ import Tracing
 @testable import CloakService
 
 /// Cloak's hand-written OTLP encoding read back by the OpenTelemetry protocol's own generated
-/// code (the `opentelemetry-proto` Python package, pinned by `scripts/otlp-python`): every field
+/// code (the `opentelemetry-proto` Python package, pinned by `scripts/test-python`): every field
 /// lands where the `.proto` files put it, with no field the bindings do not know, and the
 /// bindings write the same bytes again.
 @Suite(
     .enabled(
-        if: ProcessInfo.processInfo.environment["CLOAK_TEST_OTLP_PYTHON"] != nil,
-        "needs CLOAK_TEST_OTLP_PYTHON (scripts/test sets it from scripts/otlp-python)"))
+        if: ProcessInfo.processInfo.environment["CLOAK_TEST_PYTHON"] != nil,
+        "needs CLOAK_TEST_PYTHON (scripts/test sets it from scripts/test-python)"))
 struct OTLPTraceEncodingTests {
     static let script = #"""
         import base64, json, sys
@@ -103,7 +103,7 @@ struct OTLPTraceEncodingTests {
         try Data(bytes).write(to: URL(fileURLWithPath: data))
         try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.environment["CLOAK_TEST_OTLP_PYTHON"]!)
+        process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.environment["CLOAK_TEST_PYTHON"]!)
         process.arguments = [script, data]
         let out = Pipe()
         process.standardOutput = out
