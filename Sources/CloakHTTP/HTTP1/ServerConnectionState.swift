@@ -1,0 +1,187 @@
+/// The life of one server connection as a pure state machine (issue 46): what the connection
+/// does next is decided here, from events, and carried out by the transport (tests drive it
+/// without sockets).
+///
+/// ```
+///            ┌──────────────── answer written, keep-alive ─────────────────┐
+///            ▼                                                             │
+/// idle ──bytes──▶ head ──head──▶ body ──end──▶ dispatched ──answer──▶ writing ──written, close──▶ closed
+///                   │              (no body: straight to dispatched)     │
+///                   └── CONNECT granted ──▶ tunnel                        └─ answer while reading a body:
+///                                                                            written after it ends
+/// ```
+/// - One request at a time, in order: reading pauses from a request's end until its answer is
+///   written, so pipelined requests wait in the socket, not in memory (a client that never reads
+///   is held back by TCP; the review-defects issue's flood cannot come back).
+/// - Keep-alive as RFC 9112 9.3 says: HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
+///   `Connection: keep-alive`. A drain, a violation or a deadline closes after what is in flight.
+/// - `Expect: 100-continue` on a request with a body: `100 Continue` is written before the body
+///   is read. An answer that comes while a body is still being read (a refusal made on the head)
+///   is written at once and the connection closes: the rest of that body is never read.
+/// - A deadline answers 408 when a request was begun and nothing was answered yet; an idle
+///   connection just closes.
+struct ServerConnectionState: Equatable {
+    enum Phase: Equatable {
+        /// Between requests, reading.
+        case idle
+        /// A head begun, not complete.
+        case head
+        /// Reading the body of the current request.
+        case body
+        /// The request is complete; its answer is being made. Reading paused.
+        case dispatched
+        /// Its answer is being written. Reading paused.
+        case writing
+        /// Bytes now go to a tunnel (a granted CONNECT).
+        case tunnel
+        case closed
+    }
+
+    enum Event: Equatable {
+        /// Bytes of a next request arrived (the first of a head).
+        case headBegun
+        /// A head was parsed: its keep-alive wish, whether a body follows, and whether it asks for
+        /// `100 Continue`.
+        case head(keepAlive: Bool, hasBody: Bool, expectsContinue: Bool)
+        /// The request's last byte (its head's, without a body).
+        case messageEnded
+        /// The answer is ready to write; `close` when it ends the connection (its own
+        /// `Connection: close`, or an error after which the stream cannot be trusted).
+        case answer(close: Bool)
+        /// The answer's last byte left.
+        case written
+        /// A CONNECT's answer was written and the tunnel takes the connection.
+        case tunnelGranted
+        /// The peer closed its side.
+        case peerClosed
+        /// The parser refused the stream (answered with its status, then closed).
+        case violation(status: Int)
+        /// The header, body or idle deadline passed.
+        case deadline
+        /// The server drains: finish what is in flight, take nothing new.
+        case drain
+    }
+
+    enum Action: Equatable {
+        case none
+        /// Go on reading (a body, or the next request once an answer was written).
+        case read
+        /// Hand the request to its handler (head and, unless streamed, its whole body); reading
+        /// stays paused until ``read``.
+        case dispatch
+        /// Write `100 Continue` and go on reading the body.
+        case writeContinue
+        /// Write the answer.
+        case write
+        /// Write an error answer of this status, then close.
+        case writeErrorAndClose(status: Int)
+        /// Close the connection (after what is written has left).
+        case close
+        /// Hand the connection to the tunnel.
+        case startTunnel
+    }
+
+    private(set) var phase: Phase = .idle
+    /// The current request keeps the connection (its wish, unless a drain or an error said no).
+    private var keepAlive = true
+    private var draining = false
+
+    mutating func event(_ event: Event) -> Action {
+        switch (phase, event) {
+        case (.closed, _), (.tunnel, _):
+            return .none
+
+        case (.idle, .violation(let status)), (.head, .violation(let status)), (.body, .violation(let status)):
+            phase = .closed
+            return .writeErrorAndClose(status: status)
+
+        case (.idle, .headBegun):
+            phase = .head
+            return .none
+        case (.idle, .head(let keepAlive, let hasBody, let expectsContinue)),
+            (.head, .head(let keepAlive, let hasBody, let expectsContinue)):
+            return startRequest(keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
+        case (.body, .messageEnded):
+            phase = .dispatched
+            return .dispatch
+        case (.body, .answer):
+            // Answered before its body was read (a refusal made on the head): written now, and
+            // the connection closes, the rest of the body unread.
+            keepAlive = false
+            phase = .writing
+            return .write
+        case (.dispatched, .answer(let close)):
+            keepAlive = keepAlive && !close
+            phase = .writing
+            return .write
+        case (.writing, .written):
+            if keepAlive && !draining {
+                phase = .idle
+                return .read
+            }
+            phase = .closed
+            return .close
+        case (.writing, .tunnelGranted):
+            phase = .tunnel
+            return .startTunnel
+
+        case (.idle, .peerClosed), (.head, .peerClosed), (.body, .peerClosed):
+            phase = .closed
+            return .close
+        case (.dispatched, .peerClosed), (.writing, .peerClosed):
+            // The answer has nowhere to go; the handler's work finishes unseen.
+            keepAlive = false
+            return .none
+
+        case (.idle, .deadline):
+            phase = .closed
+            return .close
+        case (.head, .deadline), (.body, .deadline):
+            phase = .closed
+            return .writeErrorAndClose(status: 408)
+        case (.dispatched, .deadline), (.writing, .deadline):
+            // The handler's or the writer's own deadlines decide; the connection closes after.
+            keepAlive = false
+            return .none
+
+        case (.idle, .drain):
+            phase = .closed
+            return .close
+        case (_, .drain):
+            draining = true
+            return .none
+
+        default:
+            // An event that cannot happen in this phase (a second answer, bytes while paused):
+            // ignored, as the transport never reads while paused.
+            return .none
+        }
+    }
+
+    private mutating func startRequest(keepAlive wish: Bool, hasBody: Bool, expectsContinue: Bool) -> Action {
+        keepAlive = wish && !draining
+        guard hasBody else {
+            phase = .dispatched
+            return .dispatch
+        }
+        phase = .body
+        return expectsContinue ? .writeContinue : .read
+    }
+
+    /// Whether a head's fields ask to keep the connection (RFC 9112 9.3): `Connection` tokens
+    /// `close` and `keep-alive`, by version.
+    static func keepAlive(isHTTP11: Bool, connection: [String]) -> Bool {
+        var close = false
+        var keep = false
+        for value in connection {
+            for raw in value.split(separator: ",") {
+                let token = String(
+                    raw.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+                if token.caseInsensitiveEquals("close") { close = true }
+                if token.caseInsensitiveEquals("keep-alive") { keep = true }
+            }
+        }
+        if close { return false }
+        return isHTTP11 || keep
+    }
+}

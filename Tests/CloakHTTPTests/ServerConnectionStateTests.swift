@@ -1,0 +1,106 @@
+import Testing
+
+@testable import CloakHTTP
+
+/// A server connection's life, without sockets (issue 46): keep-alive, pipelining one request at
+/// a time, 100-continue, early answers, deadlines, violations, drains and tunnels.
+struct ServerConnectionStateTests {
+    typealias E = ServerConnectionState.Event
+    typealias A = ServerConnectionState.Action
+
+    static let get = E.head(keepAlive: true, hasBody: false, expectsContinue: false)
+    static let post = E.head(keepAlive: true, hasBody: true, expectsContinue: false)
+
+    @Test(
+        arguments: [
+            // A GET, answered, kept: reading resumes only once the answer left.
+            (
+                "keep-alive GET", [E.headBegun, get, .answer(close: false), .written],
+                [A.none, .dispatch, .write, .read]
+            ),
+            // Two in a row on one connection.
+            (
+                "two requests", [get, .answer(close: false), .written, get, .answer(close: false), .written],
+                [A.dispatch, .write, .read, .dispatch, .write, .read]
+            ),
+            // A body is read before dispatch.
+            (
+                "POST with a body", [post, .messageEnded, .answer(close: false), .written],
+                [A.read, .dispatch, .write, .read]
+            ),
+            // The client's Connection: close, or HTTP/1.0 without keep-alive.
+            (
+                "close asked",
+                [E.head(keepAlive: false, hasBody: false, expectsContinue: false), .answer(close: false), .written],
+                [A.dispatch, .write, .close]
+            ),
+            // The answer closes (an error after which the stream cannot be trusted).
+            ("answer closes", [get, .answer(close: true), .written], [A.dispatch, .write, .close]),
+            // 100-continue: written before the body is read.
+            (
+                "100-continue",
+                [
+                    E.head(keepAlive: true, hasBody: true, expectsContinue: true), .messageEnded, .answer(close: false),
+                    .written,
+                ],
+                [A.writeContinue, .dispatch, .write, .read]
+            ),
+            // 100-continue on a request without a body: nothing to continue.
+            ("100-continue, no body", [E.head(keepAlive: true, hasBody: false, expectsContinue: true)], [A.dispatch]),
+            // Refused on its head while its body arrives: written now, the rest unread, closed.
+            ("early answer", [post, .answer(close: false), .written, .messageEnded], [A.read, .write, .close, .none]),
+            // Deadlines: an idle connection closes; a begun request gets 408.
+            ("idle deadline", [E.deadline], [A.close]),
+            ("header deadline", [E.headBegun, .deadline], [A.none, .writeErrorAndClose(status: 408)]),
+            ("body deadline", [post, .deadline], [A.read, .writeErrorAndClose(status: 408)]),
+            // The handler's deadline is its own: the connection closes after the answer.
+            (
+                "deadline while dispatched", [get, .deadline, .answer(close: false), .written],
+                [A.dispatch, .none, .write, .close]
+            ),
+            // A violation answers its status and closes, whatever was read.
+            ("violation", [E.headBegun, .violation(status: 431)], [A.none, .writeErrorAndClose(status: 431)]),
+            ("violation in a body", [post, .violation(status: 400)], [A.read, .writeErrorAndClose(status: 400)]),
+            // Drain: an idle connection closes now; a busy one after its answer.
+            ("drain when idle", [E.drain], [A.close]),
+            ("drain when busy", [get, .drain, .answer(close: false), .written], [A.dispatch, .none, .write, .close]),
+            (
+                "drain before a head", [E.headBegun, .drain, get, .answer(close: false), .written],
+                [A.none, .none, .dispatch, .write, .close]
+            ),
+            // The peer leaves: mid-request, closed at once; while answering, closed after.
+            ("peer closes mid-head", [E.headBegun, .peerClosed], [A.none, .close]),
+            (
+                "peer closes while dispatched", [get, .peerClosed, .answer(close: false), .written],
+                [A.dispatch, .none, .write, .close]
+            ),
+            // CONNECT: its answer written, the tunnel takes over; nothing else happens here after.
+            (
+                "tunnel", [get, .answer(close: false), .tunnelGranted, .written, .deadline],
+                [A.dispatch, .write, .startTunnel, .none, .none]
+            ),
+            // After close, nothing.
+            (
+                "closed is final", [get, .answer(close: true), .written, get, .drain],
+                [A.dispatch, .write, .close, .none, .none]
+            ),
+            // Events that cannot happen in a phase are ignored (a second answer, an end without body).
+            (
+                "ignored", [get, .messageEnded, .answer(close: false), .answer(close: true), .written],
+                [A.dispatch, .none, .write, .none, .read]
+            ),
+        ] as [(String, [E], [A])])
+    func eachEventDecides(name: String, events: [E], actions: [A]) {
+        var state = ServerConnectionState()
+        #expect(events.map { state.event($0) } == actions, "\(name)")
+    }
+
+    @Test(arguments: [
+        (true, [String](), true), (true, ["close"], false), (true, ["Keep-Alive, CLOSE"], false),
+        (false, [], false), (false, ["keep-alive"], true), (false, [" Keep-Alive ", "te"], true),
+        (true, ["upgrade", "te"], true), (false, ["keep-alive", "close"], false),
+    ])
+    func keepAliveFollowsRFC9112(isHTTP11: Bool, connection: [String], keep: Bool) {
+        #expect(ServerConnectionState.keepAlive(isHTTP11: isHTTP11, connection: connection) == keep)
+    }
+}
