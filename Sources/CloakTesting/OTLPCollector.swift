@@ -2,8 +2,9 @@ import Foundation
 
 /// A stand-in OpenTelemetry collector in Python (shares no code with Cloak): it records every
 /// OTLP/HTTP request it receives (path, headers, body, the client certificate's subject) and
-/// answers each with the next status of its plan (`"503:2"` is 503 with `Retry-After: 2`); the
-/// last status of the plan answers every request after it. Plain HTTP, or TLS (with a client
+/// answers each with the next status of its plan (`"503:2"` is 503 with `Retry-After: 2`,
+/// `"200+rejected:3"` a partial success that rejected 3 spans); the last status of the plan
+/// answers every request after it. Plain HTTP, or TLS (with a client
 /// certificate required when `requireClientCertificate`).
 package final class OTLPCollector: Sendable {
     package var port: Int { server.port }
@@ -61,6 +62,12 @@ package final class OTLPCollector: Sendable {
         plan = plan.split(",")
         lock = threading.Lock()
         answered = [0]
+        def varint(n):
+            out = b""
+            while n >= 0x80:
+                out += bytes([(n & 0x7f) | 0x80])
+                n >>= 7
+            return out + bytes([n])
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             def do_POST(self):
@@ -75,13 +82,20 @@ package final class OTLPCollector: Sendable {
                     with open(log, "a") as f:
                         f.write(json.dumps({"path": self.path, "headers": [[k, v] for k, v in self.headers.items()],
                                             "body": base64.b64encode(body).decode(), "client": client}) + "\n")
+                answer = b""
+                if "+rejected:" in step:
+                    step, _, count = step.partition("+rejected:")
+                    # ExportTraceServiceResponse { partial_success (1) { rejected_spans (1) } }
+                    inner = b"\x08" + varint(int(count)) + b"\x12\x04full"
+                    answer = b"\x0a" + varint(len(inner)) + inner
                 status, _, retry_after = step.partition(":")
                 self.send_response(int(status))
                 if retry_after:
                     self.send_header("Retry-After", retry_after)
                 self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
+                self.wfile.write(answer)
             def log_message(self, *args):
                 pass
         class Server(http.server.ThreadingHTTPServer):

@@ -112,6 +112,34 @@ import Tracing
         #expect(received.first.map { $0.body.firstRange(of: Array("deployment.environment".utf8)) != nil } == true)
     }
 
+    @Test func aPartialSuccessCountsTheRejectedSpansAndSendsNothingAgain() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let collector = try OTLPCollector(plan: ["200+rejected:3"], directory: directory.path)
+        defer { collector.stop() }
+        let lines = Lines()
+        let export = try TraceExport(Self.settings("http://127.0.0.1:\(collector.port)"), logger: lines.logger)
+        Self.spans(5, on: export)
+        #expect(Poll.until { export.counters.droppedRejected == 3 })
+        export.stop()
+        #expect(export.counters.exported == 2 && collector.received.count == 1)
+        #expect(lines.text.contains("rejected spans"))
+    }
+
+    @Test(
+        arguments: [
+            ([UInt8](), 0), ([0x0a, 0x02, 0x08, 0x03], 3),
+            // With error_message, an unknown field before and after, and a larger count.
+            ([0x10, 0x01, 0x0a, 0x07, 0x08, 0xac, 0x02, 0x12, 0x02, 0x6f, 0x6b, 0x18, 0x05], 300),
+            // Malformed: a length past the end, a varint that never ends, a group.
+            ([0x0a, 0x09, 0x08, 0x03], 0), ([0x0a, 0x02, 0x08, 0xff], 0), ([0x0b, 0x08, 0x03], 0),
+            // rejected_spans absent: nothing rejected.
+            ([0x0a, 0x02, 0x12, 0x00], 0),
+        ] as [([UInt8], Int)])
+    func theRejectedCountIsReadFromTheAnswer(body: [UInt8], rejected: Int) {
+        #expect(OTLPTraceEncoding.rejectedSpans(body) == rejected)
+    }
+
     @Test func aRefusalNotWorthRetryingDropsTheBatchAndCountsIt() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

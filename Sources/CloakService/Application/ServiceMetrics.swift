@@ -93,10 +93,11 @@ final class ServiceMetrics: Sendable {
             # HELP cloak_trace_spans_exported_total Spans the collector accepted
             # TYPE cloak_trace_spans_exported_total counter
             cloak_trace_spans_exported_total \(counts.exported)
-            # HELP cloak_trace_spans_dropped_total Spans not exported: the queue was full (queue_full), or the collector refused their batch or kept failing (export_failed)
+            # HELP cloak_trace_spans_dropped_total Spans not exported: the queue was full (queue_full), the collector refused their batch or kept failing (export_failed), or it took the batch but rejected them (rejected)
             # TYPE cloak_trace_spans_dropped_total counter
             cloak_trace_spans_dropped_total{reason="queue_full"} \(counts.droppedQueueFull)
             cloak_trace_spans_dropped_total{reason="export_failed"} \(counts.droppedExportFailed)
+            cloak_trace_spans_dropped_total{reason="rejected"} \(counts.droppedRejected)
             # HELP cloak_trace_export_failures_total Export attempts that failed (each retry counts)
             # TYPE cloak_trace_export_failures_total counter
             cloak_trace_export_failures_total \(counts.failedExports)

@@ -52,6 +52,20 @@ struct OTLPTraceEncoding {
         return out.bytes
     }
 
+    /// `ExportTraceServiceResponse.partial_success.rejected_spans` (fields 1 and 1) in an answer's
+    /// body; 0 for an empty, other or malformed body (what cannot be read rejected nothing).
+    static func rejectedSpans(_ body: [UInt8]) -> Int {
+        var response = ProtobufReader(body)
+        while let (field, value) = response.next() {
+            guard field == 1, case .bytes(let range) = value else { continue }
+            var partial = ProtobufReader(Array(body[range]))
+            while let (inner, innerValue) = partial.next() {
+                if inner == 1, case .varint(let count) = innerValue, count <= UInt64(Int.max) { return Int(count) }
+            }
+        }
+        return 0
+    }
+
     /// A span's `Span` message, without its tag: what the queue holds.
     static func span(_ span: FinishedSpan) -> [UInt8] {
         var out = ProtobufWriter(capacity: 320)

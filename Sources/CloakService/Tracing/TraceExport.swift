@@ -30,6 +30,8 @@ package final class TraceExport: Sendable {
         package var exported = 0
         package var droppedQueueFull = 0
         package var droppedExportFailed = 0
+        /// Spans the collector took the batch of but refused (its `partial_success`).
+        package var droppedRejected = 0
         package var failedExports = 0
     }
 
@@ -52,6 +54,8 @@ package final class TraceExport: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Whether the last export failed (to log a change once, not every batch).
     private let failing = Atomic<Bool>(false)
+    /// Whether a partial success was logged (once a process).
+    private let rejectionLogged = Atomic<Bool>(false)
 
     /// Spans ready to leave together: their `ScopeSpans.spans` fields back to back.
     struct Batch {
@@ -214,10 +218,21 @@ package final class TraceExport: Sendable {
         var retry = ExportRetry()
         while true {
             guard !isPastStopDeadline else { return drop(batch.count) }
-            let outcome = send(body)
+            let (outcome, rejected) = send(body)
             switch retry.decide(outcome, jitter: Double.random(in: 0...1)) {
             case .exported:
-                counts.withLock { $0.exported += batch.count }
+                // A partial success: the collector kept all but `rejected` (not sent again: OTLP
+                // says a partial success is not retried).
+                let refused = min(max(rejected, 0), batch.count)
+                counts.withLock {
+                    $0.exported += batch.count - refused
+                    $0.droppedRejected += refused
+                }
+                if refused > 0 && !rejectionLogged.exchange(true, ordering: .relaxed) {
+                    logger.warning(
+                        "the trace collector rejected spans it was sent; counted, not sent again (logged once)",
+                        metadata: ["endpoint": .string(endpointForLogs), "rejected": .stringConvertible(refused)])
+                }
                 if failing.exchange(false, ordering: .relaxed) {
                     logger.notice("trace export resumed", metadata: ["endpoint": .string(endpointForLogs)])
                 }
@@ -254,7 +269,8 @@ package final class TraceExport: Sendable {
     }
 
     /// One POST to the collector, waited for on this thread.
-    private func send(_ body: [UInt8]) -> ExportRetry.Outcome {
+    /// The answer's `partial_success.rejected_spans` when the collector took the batch (else 0).
+    private func send(_ body: [UInt8]) -> (outcome: ExportRetry.Outcome, rejected: Int) {
         var request = UpstreamRequest(
             scheme: target.scheme, host: target.host, port: target.port, target: target.path, method: .POST,
             headers: [("Content-Type", "application/x-protobuf"), ("User-Agent", "cloak")] + headers, body: body,
@@ -267,17 +283,18 @@ package final class TraceExport: Sendable {
             result.withLock { $0 = outcome }
             answered.signal()
         }
-        guard answered.wait(timeout: .now() + Self.exportTimeout + 1) == .success else { return .failed }
+        guard answered.wait(timeout: .now() + Self.exportTimeout + 1) == .success else { return (.failed, 0) }
         switch result.withLock({ $0 }) {
         case .success(let response):
             let hint = response.headers.first { $0.name.caseInsensitiveEquals("retry-after") }?.value
-            return .answered(status: response.status, retryAfter: ExportRetry.retryAfter(hint))
+            let rejected = (200..<300).contains(response.status) ? OTLPTraceEncoding.rejectedSpans(response.body) : 0
+            return (.answered(status: response.status, retryAfter: ExportRetry.retryAfter(hint)), rejected)
         case .failure(.badResponse), .failure(.invalidRequest):
             // Not HTTP Cloak accepts, or a request it cannot send: the same again would fare no
             // better, and a collector that took the batch would get it twice.
-            return .unusable
+            return (.unusable, 0)
         case .failure(.unreachable), .failure(.timeout), nil:
-            return .failed
+            return (.failed, 0)
         }
     }
 
