@@ -7,6 +7,9 @@ struct ProtobufWriter {
 
     init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
 
+    /// Forgets what was written, keeping the buffer.
+    mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
     private enum WireType: UInt8 {
         case varint = 0
         case fixed64 = 1

@@ -74,7 +74,12 @@ package final class TraceExport: Sendable {
         private struct State {
             var batches: [Batch] = []
             var count = 0
+            /// Emptied batches the export gave back, their buffers kept: a batch filled on a
+            /// loop reuses one rather than allocate (and grow) a buffer under the lock.
+            var spares: [Batch] = []
         }
+        /// Most emptied batches kept for reuse.
+        static let maxSpares = 2
         private let state = Mutex(State())
 
         func add(_ span: FinishedSpan) {
@@ -87,7 +92,7 @@ package final class TraceExport: Sendable {
             let outcome = state.withLock { state -> (kept: Bool, full: Bool) in
                 guard state.count < TraceExport.maxQueuedSpans else { return (false, false) }
                 if state.batches.last.map({ $0.count >= TraceExport.maxBatchSpans }) ?? true {
-                    state.batches.append(Batch())
+                    state.batches.append(state.spares.popLast() ?? Batch())
                 }
                 let last = state.batches.count - 1
                 state.batches[last].fields.field(2, encoded)  // ScopeSpans.spans
@@ -115,6 +120,16 @@ package final class TraceExport: Sendable {
         }
 
         var count: Int { state.withLock { $0.count } }
+
+        /// Takes back a batch the export sent (or dropped), emptied, for reuse.
+        func recycle(_ batch: consuming Batch) {
+            var batch = batch
+            batch.fields.removeAll()
+            batch.count = 0
+            state.withLock { state in
+                if state.spares.count < Self.maxSpares { state.spares.append(batch) }
+            }
+        }
     }
 
     /// Starts the export's loop and thread (nothing is sent before a span ends).
@@ -204,6 +219,7 @@ package final class TraceExport: Sendable {
         while !isPastStopDeadline {
             guard let batch = queue.take(fullOnly: fullOnly && !stopping.load(ordering: .acquiring)) else { return }
             export(batch)
+            queue.recycle(batch)
             if !stopping.load(ordering: .acquiring) && queue.count < Self.maxBatchSpans { return }
         }
     }
