@@ -35,6 +35,7 @@ func reading(_ bytes: [UInt8], piece: Int) -> String {
     var pending: [UInt8] = []
     var offset = 0
     var bodyLength: UInt64 = 0
+    var body: [UInt8] = []
     var expected: UInt64?
     var inMessage = false
     while true {
@@ -60,18 +61,20 @@ func reading(_ bytes: [UInt8], piece: Int) -> String {
                 }
                 inMessage = true
                 bodyLength = 0
+                body = []
                 if case .length(let length) = head.body { expected = length } else { expected = nil }
                 out += "head \(head.method) \(head.target) \(head.headers.map { "\($0.name):\($0.value)" });"
             case .body(let range):
                 guard inMessage, range.lowerBound >= 0, range.upperBound <= pending.count, range.upperBound == consumed
                 else { fatalError("a body range outside what was given") }
                 bodyLength += UInt64(range.count)
-                out += "body \(pending[range].map { String($0) }.joined(separator: ","));"
+                body += pending[range]  // written at the end: the pieces depend on the reads, the body not
             case .end:
                 guard inMessage else { fatalError("an end without a head") }
                 if let expected, expected != bodyLength { fatalError("a length body of another length") }
                 inMessage = false
-                out += "end;"
+                out += "body \(body.map { String($0) }.joined(separator: ",")); end;"
+                body = []
             case .tunnel:
                 return out + "tunnel"
             case .violation(let violation):

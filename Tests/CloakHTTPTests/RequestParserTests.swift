@@ -79,8 +79,10 @@ import Testing
 
     @Test(arguments: RequestFramingTests.corpus)
     func theFramingsVerdictsAreKept(_ item: FramingCase) {
+        let whole = Self.read(item.input, afterConnect: item.afterConnect)
         for piece in [nil, 1, 7] as [Int?] {
             let reading = Self.read(item.input, piece: piece, afterConnect: item.afterConnect)
+            #expect(reading == whole, "\(item.name): pieces of \(piece ?? 0) read otherwise than the whole")
             if let own = Self.stricter[item.name] {
                 #expect(reading.violation == own, "\(item.name): \(reading)")
                 continue

@@ -10,6 +10,7 @@ struct ServerConnectionStateTests {
 
     static let get = E.head(keepAlive: true, hasBody: false, expectsContinue: false)
     static let post = E.head(keepAlive: true, hasBody: true, expectsContinue: false)
+    static let connect = E.head(keepAlive: true, hasBody: false, expectsContinue: false, isConnect: true)
 
     @Test(
         arguments: [
@@ -53,10 +54,18 @@ struct ServerConnectionStateTests {
             ("idle deadline", [E.deadline], [A.close]),
             ("header deadline", [E.headBegun, .deadline], [A.none, .writeErrorAndClose(status: 408)]),
             ("body deadline", [post, .deadline], [A.read, .writeErrorAndClose(status: 408)]),
-            // The handler's deadline is its own: the connection closes after the answer.
+            // A late answer, or one the client does not read: closed at the deadline.
             (
                 "deadline while dispatched", [get, .deadline, .answer(close: false), .written],
-                [A.dispatch, .none, .write, .close]
+                [A.dispatch, .close, .none, .none]
+            ),
+            (
+                "deadline while writing", [get, .answer(close: false), .deadline, .written],
+                [A.dispatch, .write, .close, .none]
+            ),
+            (
+                "write failed", [get, .answer(close: false), .writeFailed, .written],
+                [A.dispatch, .write, .close, .none]
             ),
             // A violation answers its status and closes, whatever was read.
             ("violation", [E.headBegun, .violation(status: 431)], [A.none, .writeErrorAndClose(status: 431)]),
@@ -76,8 +85,15 @@ struct ServerConnectionStateTests {
             ),
             // CONNECT: its answer written, the tunnel takes over; nothing else happens here after.
             (
-                "tunnel", [get, .answer(close: false), .tunnelGranted, .written, .deadline],
+                "tunnel", [connect, .answer(close: false), .tunnelGranted, .written, .deadline],
                 [A.dispatch, .write, .startTunnel, .none, .none]
+            ),
+            // A refused CONNECT closes: what the client sends next is tunnel bytes, never requests.
+            ("refused CONNECT", [connect, .answer(close: false), .written], [A.dispatch, .write, .close]),
+            // Only a CONNECT becomes a tunnel.
+            (
+                "no tunnel for a GET", [get, .answer(close: false), .tunnelGranted, .written],
+                [A.dispatch, .write, .none, .read]
             ),
             // After close, nothing.
             (
@@ -95,10 +111,36 @@ struct ServerConnectionStateTests {
         #expect(events.map { state.event($0) } == actions, "\(name)")
     }
 
+    /// Whatever happens, reading never resumes while an answer is owed or being written: every
+    /// sequence of up to four events from every phase, checked.
+    @Test func readingNeverResumesWhileAnAnswerIsPending() {
+        let all: [E] = [
+            .headBegun, Self.get, Self.post, Self.connect, .messageEnded, .answer(close: false), .answer(close: true),
+            .written, .writeFailed, .tunnelGranted, .peerClosed, .violation(status: 400), .deadline, .drain,
+        ]
+        func walk(_ state: ServerConnectionState, depth: Int) {
+            guard depth > 0 else { return }
+            for event in all {
+                var next = state
+                let action = next.event(event)
+                if action == .read {
+                    #expect(
+                        next.phase == .idle || next.phase == .body,
+                        "read in \(next.phase) after \(event) from \(state.phase)")
+                }
+                if state.phase == .closed { #expect(action == .none) }
+                walk(next, depth: depth - 1)
+            }
+        }
+        walk(ServerConnectionState(), depth: 4)
+    }
+
     @Test(arguments: [
         (true, [String](), true), (true, ["close"], false), (true, ["Keep-Alive, CLOSE"], false),
         (false, [], false), (false, ["keep-alive"], true), (false, [" Keep-Alive ", "te"], true),
         (true, ["upgrade", "te"], true), (false, ["keep-alive", "close"], false),
+        (true, ["close,"], false), (true, [",,close"], false), (true, ["closed"], true),
+        (true, ["keep-alive", "Close"], false),
     ])
     func keepAliveFollowsRFC9112(isHTTP11: Bool, connection: [String], keep: Bool) {
         #expect(ServerConnectionState.keepAlive(isHTTP11: isHTTP11, connection: connection) == keep)

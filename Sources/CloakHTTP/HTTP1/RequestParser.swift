@@ -35,7 +35,7 @@ struct RequestParser: Sendable {
         /// The message is complete (a body's last byte, or a head without a body, came before).
         case end
         /// A CONNECT head was read on a parser made with ``RequestFraming/AfterConnect/passThrough``:
-        /// the bytes from here on are the tunnel's.
+        /// the bytes from here on are the tunnel's (every later call says so again, consuming none).
         case tunnel
         /// The stream is refused (sticky): answer with ``Violation/status`` and close.
         case violation(Violation)
@@ -83,12 +83,15 @@ struct RequestParser: Sendable {
     private var refused: Violation?
 
     init(limits: Limits = Limits(), afterConnect: RequestFraming.AfterConnect = .keepScanning) {
+        precondition(limits.maxHeadBytes > 0 && limits.maxFields >= 0, "a head limit below one byte")
         self.limits = limits
         self.framing = RequestFraming(afterConnect: afterConnect)
     }
 
     /// Whether nothing of a next request has been read (keep-alive: idle between requests).
-    var isBetweenRequests: Bool { !endPending && framing.isBetweenRequests && headBytes.isEmpty }
+    var isBetweenRequests: Bool {
+        refused == nil && !endPending && framing.isBetweenRequests && headBytes.isEmpty
+    }
 
     /// Reads from `bytes`: how many were consumed, and what they came to.
     mutating func parse(_ bytes: UnsafeRawBufferPointer) -> (consumed: Int, event: Event) {

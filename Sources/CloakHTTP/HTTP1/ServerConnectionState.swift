@@ -6,9 +6,9 @@
 ///            ┌──────────────── answer written, keep-alive ─────────────────┐
 ///            ▼                                                             │
 /// idle ──bytes──▶ head ──head──▶ body ──end──▶ dispatched ──answer──▶ writing ──written, close──▶ closed
-///                   │              (no body: straight to dispatched)     │
-///                   └── CONNECT granted ──▶ tunnel                        └─ answer while reading a body:
-///                                                                            written after it ends
+///                                  │   (no body: straight to dispatched)   │
+///                                  └── answer (a refusal on the head) ─────┤
+///                                      written at once, then closed        └─ CONNECT granted ──▶ tunnel
 /// ```
 /// - One request at a time, in order: reading pauses from a request's end until its answer is
 ///   written, so pipelined requests wait in the socket, not in memory (a client that never reads
@@ -19,7 +19,10 @@
 ///   is read. An answer that comes while a body is still being read (a refusal made on the head)
 ///   is written at once and the connection closes: the rest of that body is never read.
 /// - A deadline answers 408 when a request was begun and nothing was answered yet; an idle
-///   connection just closes.
+///   connection just closes, and so does one whose answer is late or not being read (a handler
+///   that hangs, a client that never reads: neither may hold the connection).
+/// - A CONNECT's connection ends with its answer unless the tunnel is granted: the bytes the
+///   client sends after its head are the tunnel's, never requests.
 struct ServerConnectionState: Equatable {
     enum Phase: Equatable {
         /// Between requests, reading.
@@ -40,9 +43,10 @@ struct ServerConnectionState: Equatable {
     enum Event: Equatable {
         /// Bytes of a next request arrived (the first of a head).
         case headBegun
-        /// A head was parsed: its keep-alive wish, whether a body follows, and whether it asks for
-        /// `100 Continue`.
-        case head(keepAlive: Bool, hasBody: Bool, expectsContinue: Bool)
+        /// A head was parsed: its keep-alive wish, whether a body follows, whether it asks for
+        /// `100 Continue` (HTTP/1.1 only: the caller ignores it in HTTP/1.0), and whether it is a
+        /// CONNECT.
+        case head(keepAlive: Bool, hasBody: Bool, expectsContinue: Bool, isConnect: Bool = false)
         /// The request's last byte (its head's, without a body).
         case messageEnded
         /// The answer is ready to write; `close` when it ends the connection (its own
@@ -50,6 +54,8 @@ struct ServerConnectionState: Equatable {
         case answer(close: Bool)
         /// The answer's last byte left.
         case written
+        /// Writing failed (the peer reset or closed).
+        case writeFailed
         /// A CONNECT's answer was written and the tunnel takes the connection.
         case tunnelGranted
         /// The peer closed its side.
@@ -85,6 +91,7 @@ struct ServerConnectionState: Equatable {
     /// The current request keeps the connection (its wish, unless a drain or an error said no).
     private var keepAlive = true
     private var draining = false
+    private var isConnect = false
 
     mutating func event(_ event: Event) -> Action {
         switch (phase, event) {
@@ -98,9 +105,10 @@ struct ServerConnectionState: Equatable {
         case (.idle, .headBegun):
             phase = .head
             return .none
-        case (.idle, .head(let keepAlive, let hasBody, let expectsContinue)),
-            (.head, .head(let keepAlive, let hasBody, let expectsContinue)):
-            return startRequest(keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
+        case (.idle, .head(let keepAlive, let hasBody, let expectsContinue, let isConnect)),
+            (.head, .head(let keepAlive, let hasBody, let expectsContinue, let isConnect)):
+            self.isConnect = isConnect
+            return startRequest(keepAlive: keepAlive && !isConnect, hasBody: hasBody, expectsContinue: expectsContinue)
         case (.body, .messageEnded):
             phase = .dispatched
             return .dispatch
@@ -121,9 +129,12 @@ struct ServerConnectionState: Equatable {
             }
             phase = .closed
             return .close
-        case (.writing, .tunnelGranted):
+        case (.writing, .tunnelGranted) where isConnect:
             phase = .tunnel
             return .startTunnel
+        case (.writing, .writeFailed):
+            phase = .closed
+            return .close
 
         case (.idle, .peerClosed), (.head, .peerClosed), (.body, .peerClosed):
             phase = .closed
@@ -140,9 +151,9 @@ struct ServerConnectionState: Equatable {
             phase = .closed
             return .writeErrorAndClose(status: 408)
         case (.dispatched, .deadline), (.writing, .deadline):
-            // The handler's or the writer's own deadlines decide; the connection closes after.
-            keepAlive = false
-            return .none
+            // An answer that is late, or that the client does not read: the connection goes.
+            phase = .closed
+            return .close
 
         case (.idle, .drain):
             phase = .closed
