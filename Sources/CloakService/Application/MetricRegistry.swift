@@ -2,21 +2,30 @@ import Synchronization
 
 /// The service's rarer metrics (reloads, limits, egress, refusals): counters and gauges by name
 /// and labels, written as Prometheus text. The per-request pair has its own per-loop cells
-/// (``RequestMetrics``); everything here is counted under one lock, a few times a second at most
-/// (an egress request's two counters are the busiest).
+/// (``RequestMetrics``).
 ///
-/// A series is made on first use and kept: label values are route ids, formats, kinds, reasons
-/// and statuses, from the configuration or fixed lists, never from a caller.
+/// A series is made on first use and kept (``series(_:help:kind:labels:)``): label values are
+/// route ids, formats, kinds, reasons and statuses, from the configuration or fixed lists, never
+/// from a caller. A caller on a busy path keeps the ``Series`` it was given and counts on it
+/// without the registry's lock (an egress request's two counters).
 final class MetricRegistry: Sendable {
     enum Kind: String, Sendable {
         case counter, gauge
     }
 
+    /// One series' value.
+    final class Series: Sendable {
+        private let value = Atomic<Int>(0)
+        func add(_ amount: Int) { value.add(amount, ordering: .relaxed) }
+        func set(_ amount: Int) { value.store(amount, ordering: .relaxed) }
+        var current: Int { value.load(ordering: .relaxed) }
+    }
+
     private struct Family {
         let help: String
         let kind: Kind
-        /// Rendered label sets (`{a="1",b="2"}`, or empty) and values, in the order first seen.
-        var series: [String: Int] = [:]
+        /// Rendered label sets (`{a="1",b="2"}`, or empty) and their series, in the order first seen.
+        var series: [String: Series] = [:]
         var order: [String] = []
     }
 
@@ -27,36 +36,38 @@ final class MetricRegistry: Sendable {
 
     private let state = Mutex(State())
 
+    /// The series of `name` with `labels`, made on first use.
+    func series(_ name: String, help: String, kind: Kind, labels: KeyValuePairs<String, String> = [:]) -> Series {
+        let key = Self.render(labels)
+        return state.withLock { state in
+            if state.families[name] == nil {
+                state.families[name] = Family(help: help, kind: kind)
+                state.order.append(name)
+            }
+            if let found = state.families[name]!.series[key] { return found }
+            let made = Series()
+            state.families[name]!.series[key] = made
+            state.families[name]!.order.append(key)
+            return made
+        }
+    }
+
     /// Adds `amount` to the counter `name` with `labels`.
     func increment(
         _ name: String, help: String, labels: KeyValuePairs<String, String> = [:], by amount: Int = 1
     ) {
-        update(name, help: help, kind: .counter, labels: labels) { $0 += amount }
+        series(name, help: help, kind: .counter, labels: labels).add(amount)
     }
 
     /// Sets the gauge `name` with `labels` (a count read when `/metrics` is served).
     func set(_ name: String, help: String, labels: KeyValuePairs<String, String> = [:], to value: Int) {
-        update(name, help: help, kind: .gauge, labels: labels) { $0 = value }
+        series(name, help: help, kind: .gauge, labels: labels).set(value)
     }
 
     /// The value of one series (tests, and counts that other metrics derive from).
     func value(_ name: String, labels: KeyValuePairs<String, String> = [:]) -> Int? {
         let key = Self.render(labels)
-        return state.withLock { $0.families[name]?.series[key] }
-    }
-
-    private func update(
-        _ name: String, help: String, kind: Kind, labels: KeyValuePairs<String, String>, _ change: (inout Int) -> Void
-    ) {
-        let key = Self.render(labels)
-        state.withLock { state in
-            if state.families[name] == nil {
-                state.families[name] = Family(help: help, kind: kind)
-                state.order.append(name)
-            }
-            if state.families[name]!.series[key] == nil { state.families[name]!.order.append(key) }
-            change(&state.families[name]!.series[key, default: 0])
-        }
+        return state.withLock { $0.families[name]?.series[key]?.current }
     }
 
     /// The Prometheus text exposition of every family, in the order first used.
@@ -66,7 +77,7 @@ final class MetricRegistry: Sendable {
             for name in state.order {
                 guard let family = state.families[name] else { continue }
                 out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.kind.rawValue)\n"
-                for key in family.order { out += "\(name)\(key) \(family.series[key] ?? 0)\n" }
+                for key in family.order { out += "\(name)\(key) \(family.series[key]?.current ?? 0)\n" }
             }
             return out
         }
