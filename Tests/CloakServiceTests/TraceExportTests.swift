@@ -80,6 +80,15 @@ import Tracing
         #expect(!TraceExportError.headers("OTEL_EXPORTER_OTLP_HEADERS").description.contains(value))
     }
 
+    @Test(arguments: ["deployment.environment", "a=1,,b", "k=%zz", "k=v\u{01}"])
+    func resourceAttributesThatAreNoListRefuseToStart(value: String) {
+        #expect(throws: TraceExportError.self) {
+            _ = try TraceExport(
+                Self.settings("http://127.0.0.1:9"), logger: Lines().logger,
+                environment: ["OTEL_RESOURCE_ATTRIBUTES": value])
+        }
+    }
+
     @Test func aRefusalWorthRetryingIsRetriedUntilTheCollectorTakesTheBatch() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

@@ -38,6 +38,15 @@ import Testing
         }
     }
 
+    /// Whether the collector has the `vault create` span of each caller and a batch serving it.
+    static func exported(callsOf callers: some Sequence<Int>, servedIn collector: RawUpstream) -> Bool {
+        let spans = OTLPDecoding.spans(inHTTP: collector.bytes)
+        return callers.allSatisfy { n in
+            spans.first { $0.name == "vault create" && $0.traceID == Self.caller(n).trace }
+                .map { !Self.batches(serving: $0, in: spans).isEmpty } ?? false
+        }
+    }
+
     @Test func aBatchServingOneCallIsThatCallsChildWithItsStatementsAndRows() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
@@ -49,12 +58,7 @@ import Testing
         #expect(try Self.create(node, card: Self.cards[0], caller: 1) == 201)
 
         // The call and its batch (they may leave in two exports).
-        #expect(
-            Poll.until {
-                let spans = OTLPDecoding.spans(inHTTP: collector.bytes)
-                return spans.first { $0.name == "vault create" && $0.traceID == Self.caller(1).trace }
-                    .map { !Self.batches(serving: $0, in: spans).isEmpty } ?? false
-            })
+        #expect(Poll.until { Self.exported(callsOf: [1], servedIn: collector) })
         let spans = OTLPDecoding.spans(inHTTP: collector.bytes)
         let call = try #require(spans.first { $0.name == "vault create" && $0.traceID == Self.caller(1).trace })
         let batch = try #require(Self.batches(serving: call, in: spans).first, "\(spans)")
@@ -93,14 +97,7 @@ import Testing
         holder.rollback()
         #expect(answers.wait() == [2: 201, 3: 201, 4: 201])
 
-        #expect(
-            Poll.until {
-                let spans = OTLPDecoding.spans(inHTTP: collector.bytes)
-                return (2...4).allSatisfy { n in
-                    spans.first { $0.name == "vault create" && $0.traceID == Self.caller(n).trace }
-                        .map { !Self.batches(serving: $0, in: spans).isEmpty } ?? false
-                }
-            })
+        #expect(Poll.until { Self.exported(callsOf: 2...4, servedIn: collector) })
         let spans = OTLPDecoding.spans(inHTTP: collector.bytes)
         let calls = try (2...4).map { n in
             try #require(spans.first { $0.name == "vault create" && $0.traceID == Self.caller(n).trace })
