@@ -41,20 +41,6 @@ struct LoopBoundTests {
         }
     }
 
-    @Test func aConnectionsStateTrapsOffItsLoopThread() async {
-        // Every field of an accepted connection, not only its entry points.
-        await #expect(processExitsWith: .failure) {
-            let thread = LoopThread()
-            let base = event_base_new()!
-            let connection = ServerConnection(
-                bufferevent: Bufferevent(raw: bufferevent_socket_new(base, -1, 0)!), admission: .serve, now: 0,
-                thread: thread)
-            thread.enter()
-            let shared = Unchecked(connection)
-            _ = onAnotherThread { shared.value.peer }
-        }
-    }
-
     #if DEBUG
         @Test func anAccessFromInsideItsOwnWithValueTraps() async {
             // What `@exclusivity(unchecked)` owners would otherwise miss (debug builds).
@@ -74,21 +60,6 @@ struct LoopBoundTests {
             #expect(bound.value == [1, 2])
         }
     #endif
-
-    @Test func aConnectionsStateIsReadOnItsLoopThread() throws {
-        let thread = LoopThread()
-        let base = try #require(event_base_new())
-        defer { event_base_free(base) }
-        let bev = try #require(bufferevent_socket_new(base, -1, 0))
-        defer { bufferevent_free(bev) }
-        let connection = ServerConnection(bufferevent: Bufferevent(raw: bev), admission: .serve, now: 0, thread: thread)
-        thread.enter()
-        defer { thread.leave() }
-        connection.peer = "192.0.2.7"
-        connection.addressKey = "192.0.2.7"
-        #expect(connection.clientAddress == "192.0.2.7")
-        #expect(connection.violationOfCurrentRequest == nil)
-    }
 }
 
 /// Runs `body` on a new thread and waits for its result.

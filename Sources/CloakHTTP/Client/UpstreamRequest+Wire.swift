@@ -54,16 +54,3 @@ extension UpstreamRequest {
         return out
     }
 }
-
-extension [UInt8] {
-    /// Appends `text`'s UTF-8 bytes in one copy (a `String.UTF8View` appended generically goes
-    /// byte by byte).
-    fileprivate mutating func append(_ text: String) {
-        var text = text
-        text.withUTF8 { append(contentsOf: $0) }
-    }
-
-    fileprivate mutating func append(_ text: StaticString) {
-        append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
-}

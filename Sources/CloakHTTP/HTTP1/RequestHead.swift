@@ -9,6 +9,8 @@ public struct RequestHead: Sendable, Equatable {
     public var headers: [(name: String, value: String)]
     /// How the body is framed: nothing, a length, or chunks.
     public var body: BodyFraming
+    /// The target read in its form (set by the parser, which refuses a target it cannot read).
+    var requestTarget = RequestTarget(rawPath: "/", path: "/")
 
     public enum BodyFraming: Sendable, Equatable {
         case none

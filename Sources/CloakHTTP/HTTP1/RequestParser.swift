@@ -19,10 +19,14 @@ struct RequestParser: Sendable {
         var maxHeadBytes = 16 << 10
         /// Field lines of a head (431 past it).
         var maxFields = 100
+        /// Bytes of the request line, CRLF excluded (414 past it; RFC 9112 3 asks for at least
+        /// 8000). At most the head's limit.
+        var maxRequestLineBytes = 8 << 10
 
-        init(maxHeadBytes: Int = 16 << 10, maxFields: Int = 100) {
+        init(maxHeadBytes: Int = 16 << 10, maxFields: Int = 100, maxRequestLineBytes: Int = 8 << 10) {
             self.maxHeadBytes = maxHeadBytes
             self.maxFields = maxFields
+            self.maxRequestLineBytes = min(maxRequestLineBytes, maxHeadBytes)
         }
     }
 
@@ -49,13 +53,19 @@ struct RequestParser: Sendable {
         case invalidFieldName
         case unsupportedVersion
         case headTooLarge
+        case requestLineTooLong
+        /// A target that fits none of the forms its method may use (``RequestTarget``).
+        case malformedTarget
         case missingHost
         case repeatedHost
+        case invalidHost
 
-        /// The status the answer has: 431 for a head too large, 505 for a version, else 400.
+        /// The status the answer has: 431 for a head (or trailer section) too large, 414 for a
+        /// request line, 505 for a version, else 400.
         var status: Int {
             switch self {
             case .headTooLarge: 431
+            case .requestLineTooLong: 414
             case .unsupportedVersion: 505
             default: 400
             }
@@ -67,9 +77,12 @@ struct RequestParser: Sendable {
             case .malformedRequestLine: "the request line is not method, target and version"
             case .invalidFieldName: "a field name that is not a token"
             case .unsupportedVersion: "a version other than HTTP/1.0 or HTTP/1.1"
-            case .headTooLarge: "the request head is too large"
+            case .headTooLarge: "the request head or trailer section is too large"
+            case .requestLineTooLong: "the request line is too long"
+            case .malformedTarget: "the request target fits no form its method may use"
             case .missingHost: "an HTTP/1.1 request without Host"
             case .repeatedHost: "more than one Host field"
+            case .invalidHost: "a Host value that is not host[:port]"
             }
         }
     }
@@ -81,6 +94,10 @@ struct RequestParser: Sendable {
     /// A message ended with the last event given; its end is the next event.
     private var endPending = false
     private var refused: Violation?
+    /// The current head's request line has ended (its LF is in ``headBytes``).
+    private var requestLineEnded = false
+    /// Bytes of the current message's trailer section so far (counted against the head limit).
+    private var trailerBytes = 0
 
     init(limits: Limits = Limits(), afterConnect: RequestFraming.AfterConnect = .keepScanning) {
         precondition(limits.maxHeadBytes > 0 && limits.maxFields >= 0, "a head limit below one byte")
@@ -131,6 +148,14 @@ struct RequestParser: Sendable {
                 framing.consume(segment)
                 i += take
                 if case .violated(let violation) = framing.stage { return refuse(.framing(violation), count: n) }
+                if !requestLineEnded {
+                    let lineEnded = headBytes.last == UInt8(ascii: "\n")
+                    let lineLength = headBytes.count - (lineEnded ? 2 : 0)
+                    if lineLength > limits.maxRequestLineBytes, framing.sawRequestLine || !lineEnded {
+                        return refuse(.requestLineTooLong, count: n)
+                    }
+                    requestLineEnded = lineEnded && framing.sawRequestLine
+                }
                 if !framing.sawRequestLine && framing.requestsFramed == framed && headBytes.last == UInt8(ascii: "\n") {
                     headBytes.removeAll(keepingCapacity: true)  // an empty line before the request line
                     continue
@@ -139,25 +164,47 @@ struct RequestParser: Sendable {
                 guard framing.stage != .head || framing.requestsFramed > framed else { continue }
                 // The head ended (its empty line) with this line.
                 let read = readHead()
+                if case .failure(let violation) = read { return refuse(violation, count: n) }
                 headBytes.removeAll(keepingCapacity: true)
+                requestLineEnded = false
+                trailerBytes = 0
                 switch read {
-                case .failure(let violation): return refuse(violation, count: n)
+                case .failure: preconditionFailure("refused above")
                 case .success(let head):
                     endPending = framing.requestsFramed > framed
                     return (i, .head(head))
                 }
             case .chunkSize, .chunkExtension, .chunkDataEnd, .trailer:
                 guard i < n else { return (n, .needMore) }
-                let end = Self.lineEnd(bytes, from: i)
+                var end = Self.lineEnd(bytes, from: i)
+                if framing.stage == .trailer {
+                    // Trailer lines count against the head's limit, however they are cut.
+                    end = min(end, i + limits.maxHeadBytes - trailerBytes)
+                    trailerBytes += end - i
+                }
                 framing.consume(UnsafeRawBufferPointer(rebasing: bytes[i..<end]))
                 i = end
-                if framing.requestsFramed > framed { return (i, .end) }
+                if case .violated(let violation) = framing.stage { return refuse(.framing(violation), count: n) }
+                if framing.requestsFramed > framed {
+                    trailerBytes = 0
+                    return (i, .end)
+                }
+                if framing.stage == .trailer && trailerBytes >= limits.maxHeadBytes && i < n {
+                    return refuse(.headTooLarge, count: n)
+                }
             }
         }
     }
 
+    /// The method of the request being read when the stream was refused, once its request line
+    /// was whole (a refused HEAD is answered without a body).
+    private(set) var refusedMethod: String?
+
     private mutating func refuse(_ violation: Violation, count: Int) -> (consumed: Int, event: Event) {
         refused = violation
+        if requestLineEnded || framing.sawRequestLine, let space = headBytes.firstIndex(of: UInt8(ascii: " ")) {
+            refusedMethod = String(decoding: headBytes[..<space], as: UTF8.self)
+        }
         return (count, .violation(violation))
     }
 
@@ -190,6 +237,11 @@ struct RequestParser: Sendable {
         guard version.elementsEqual("HTTP/1.1".utf8) || version.elementsEqual("HTTP/1.0".utf8) else {
             return .failure(.unsupportedVersion)
         }
+        let method = String(decoding: parts[0], as: UTF8.self)
+        let targetText = String(decoding: parts[1], as: UTF8.self)
+        guard let target = RequestTarget.parse(targetText, method: method) else {
+            return .failure(.malformedTarget)
+        }
         let fieldLines = lines.dropFirst()
         guard fieldLines.count <= limits.maxFields else { return .failure(.headTooLarge) }
         var headers: [(name: String, value: String)] = []
@@ -204,7 +256,10 @@ struct RequestParser: Sendable {
             while let first = value.first, first == 0x20 || first == 0x09 { value.removeFirst() }
             while let last = value.last, last == 0x20 || last == 0x09 { value.removeLast() }
             let field = (name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
-            if field.name.caseInsensitiveEquals("host") { hosts += 1 }
+            if field.name.caseInsensitiveEquals("host") {
+                hosts += 1
+                guard RequestTarget.isValidHost(value) else { return .failure(.invalidHost) }
+            }
             headers.append(field)
         }
         let isHTTP11 = version.last == UInt8(ascii: "1")
@@ -212,9 +267,8 @@ struct RequestParser: Sendable {
         if isHTTP11 && hosts == 0 { return .failure(.missingHost) }
         let body: RequestHead.BodyFraming =
             framing.chunked ? .chunked : (framing.contentLength ?? 0) > 0 ? .length(framing.contentLength!) : .none
-        return .success(
-            RequestHead(
-                method: String(decoding: parts[0], as: UTF8.self), target: String(decoding: parts[1], as: UTF8.self),
-                isHTTP11: isHTTP11, headers: headers, body: body))
+        var head = RequestHead(method: method, target: targetText, isHTTP11: isHTTP11, headers: headers, body: body)
+        head.requestTarget = target
+        return .success(head)
     }
 }

@@ -93,6 +93,9 @@ struct ServerConnectionState: Equatable {
     private var draining = false
     private var isConnect = false
 
+    /// Whether the answer being written keeps the connection (what its `Connection` says).
+    var answerKeepsConnection: Bool { keepAlive && !draining }
+
     mutating func event(_ event: Event) -> Action {
         switch (phase, event) {
         case (.closed, _), (.tunnel, _):

@@ -87,20 +87,24 @@ struct LoopEvent {
 struct Listener {
     let raw: OpaquePointer
 
-    /// Binds with SO_REUSEADDR, SO_REUSEPORT, close-on-free and close-on-exec, backlog 1024.
-    static func bind(_ base: EventBase, address: inout (storage: sockaddr_storage, length: Int32)) -> Listener? {
+    /// Binds with SO_REUSEADDR, SO_REUSEPORT, close-on-free and close-on-exec, backlog 1024;
+    /// `callback` gets every accepted socket (non-blocking, close-on-exec) and its address.
+    static func bind(
+        _ base: EventBase, address: inout (storage: sockaddr_storage, length: Int32),
+        _ callback: @escaping evconnlistener_cb, _ argument: UnsafeMutableRawPointer
+    ) -> Listener? {
         let flags = UInt32(LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC)
         let length = address.length
         return withUnsafeMutablePointer(to: &address.storage) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                evconnlistener_new_bind(base.raw, nil, nil, flags, 1024, $0, length)
+                evconnlistener_new_bind(base.raw, callback, argument, flags, 1024, $0, length)
             }
         }.map(Listener.init)
     }
 
     var fd: Int32 { evconnlistener_get_fd(raw) }
 
-    /// `callback` runs when `accept` fails (its first argument is the listener's `raw`).
+    /// `callback` runs when `accept` fails (its second argument is the accept callback's).
     func onAcceptError(_ callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void) {
         evconnlistener_set_error_cb(raw, callback)
     }

@@ -2,19 +2,19 @@ import CloakCore
 
 /// The `Date` header's value, an IMF-fixdate (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
 ///
-/// evhttp formats one for every answer (`time`, `gmtime_r`, `snprintf`: about 3,400
-/// instructions); a loop keeps one ``HTTPDate`` and formats again only when the second changes.
+/// Formatting one costs thousands of instructions (`gmtime_r`, `snprintf`); a loop keeps one
+/// ``HTTPDate`` and formats again only when the second changes.
 struct HTTPDate {
     /// The second the text was made for, or `nil` before the first answer.
     private(set) var second: Int?
-    /// The text and a terminating NUL, for evhttp.
-    private(set) var cString: [CChar] = []
+    /// The text (29 bytes).
+    private(set) var text: [UInt8] = []
 
     /// The text for `second` (seconds since 1970, UTC), made again only for a new second.
     mutating func update(to second: Int) {
         guard second != self.second else { return }
         self.second = second
-        cString = Self.format(second).map { CChar(bitPattern: $0) } + [0]
+        text = Self.format(second)
     }
 
     /// The 29 bytes of the IMF-fixdate of `seconds` since 1970 (UTC); years 1970 to 9999.

@@ -1,11 +1,11 @@
 import CloakCore
 
-/// The HTTP methods Cloak routes. evhttp parses these; anything else it refuses itself.
+/// The HTTP methods Cloak routes; any other method is answered 501 by the server.
 public enum HTTPMethod: String, Sendable, CaseIterable {
     case GET, POST, HEAD, PUT, DELETE, OPTIONS, TRACE, CONNECT, PATCH
 }
 
-/// A request as handed to a handler: copied off the evhttp request on its loop thread.
+/// A request as handed to a handler, read by ``RequestParser`` on its loop thread.
 ///
 /// Its description and mirror never show the body or header values (they may hold card data or
 /// tokens): `HTTPRequest(POST /tokens, 3 headers, body 412 bytes)`.
@@ -74,7 +74,8 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     }
 }
 
-/// A response: status, headers and body. evhttp adds `Date` and `Content-Length`.
+/// A response: status, headers and body. The server adds `Date` (unless given),
+/// `Content-Length` and `Connection` (``MessageWriter``).
 public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
@@ -117,16 +118,20 @@ func reasonPhrase(_ status: Int) -> StaticString {
     case 403: return "Forbidden"
     case 404: return "Not Found"
     case 405: return "Method Not Allowed"
+    case 408: return "Request Timeout"
     case 409: return "Conflict"
     case 410: return "Gone"
-    case 413: return "Payload Too Large"
+    case 413: return "Content Too Large"
+    case 414: return "URI Too Long"
     case 422: return "Unprocessable Entity"
     case 429: return "Too Many Requests"
+    case 431: return "Request Header Fields Too Large"
     case 500: return "Internal Server Error"
     case 501: return "Not Implemented"
     case 502: return "Bad Gateway"
     case 503: return "Service Unavailable"
     case 504: return "Gateway Timeout"
+    case 505: return "HTTP Version Not Supported"
     default: return "Status"
     }
 }

@@ -1,17 +1,17 @@
-/// Limits and shape of the HTTP server. Every libevent default is unsafe (unlimited bodies and
-/// headers, 50 s timeouts), so each has an explicit value here.
+/// Limits and shape of the HTTP server: each has an explicit value here.
 public struct HTTPServerConfiguration: Sendable {
     /// IPv4 or IPv6 literal to bind, e.g. "127.0.0.1" or "::1".
     public var host: String
     /// 0 picks a free port (see ``HTTPServer/port``).
     public var port: Int
-    /// Event-loop threads, each with its own event_base, evhttp and SO_REUSEPORT listener; 0 = one per core.
+    /// Event-loop threads, each with its own event_base and SO_REUSEPORT listener; 0 = one per core.
     public var threads: Int
     /// Bodies over this get 413 with a 1003 body.
     public var maxBodyBytes: Int
-    /// Request line plus headers over this get 400 (from evhttp).
+    /// Request line plus headers (or a chunked body's trailer section) over this get 431.
     public var maxHeaderBytes: Int
-    /// Inactivity timeout for a connection, idle or mid-request, in seconds.
+    /// How long an answer may take to be written out, in seconds (a client that does not read
+    /// it loses the connection).
     public var idleTimeoutSeconds: Int
     /// The request head must be complete this many seconds after the connection was accepted or
     /// its previous answer sent; past it the connection is closed (slowloris).
@@ -34,9 +34,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxConnectionsPerAddress: Int = 0
     /// The answer to a connection over ``maxConnections`` (plain HTTP; a TLS one is closed).
     public var refusalBody: [UInt8] = Array(#"{"error":"too many connections"}"#.utf8)
-    /// The answer to a connection closed for a framing violation that evhttp never turned into
-    /// a request (plain HTTP; a TLS one is closed).
-    public var framingRefusalBody: [UInt8] = Array(#"{"error":"the request breaks strict HTTP/1.1 framing"}"#.utf8)
+    /// The body of the 408 to a request whose head or body did not arrive in time.
+    public var timeoutRefusalBody: [UInt8] = Array(#"{"error":"the request did not arrive in time"}"#.utf8)
     /// How long a shutdown waits for in-flight requests before closing everything.
     public var drainTimeoutSeconds: Double
     /// PEM files for TLS termination; nil: plain HTTP.
@@ -56,9 +55,4 @@ public struct HTTPServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.drainTimeoutSeconds = drainTimeoutSeconds
     }
-
-    /// The evhttp hard cap on a body. libevent 2.1 answers bodies past its own cap with 413 and
-    /// an HTML page, before reading them; bodies between our limit and this cap are read and
-    /// answered with the structured 1003 body. Twice the limit bounds memory per connection.
-    var evhttpBodyCap: Int { maxBodyBytes > Int.max / 2 ? Int.max : maxBodyBytes * 2 }
 }

@@ -6,20 +6,17 @@ extension LoopWorker {
         guard state.value.drain.begin(now: Self.now(), timeoutSeconds: configuration.drainTimeoutSeconds) else {
             return
         }
-        if let bound = state.value.bound {
-            forgetListener()
-            http.stopAccepting(bound)
-            state.value.bound = nil
-        }
-        // Idle keep-alive connections close after half a second of silence; a client still
-        // sending a request keeps its connection for as long as it keeps sending.
-        for connection in state.value.connections.keys { EvConnection(raw: connection).setTimeout(seconds: 0.5) }
+        stopListening()
+        // Idle keep-alive connections close now; the others after their answer (which says
+        // `Connection: close`). A client still sending a request keeps its connection until
+        // its answer.
+        for connection in Array(state.value.connections.values) { connection.drain() }
         let timer = LoopEvent.repeating(
             base,
             { _, _, arg in
-                guard let arg else { return }
-                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().drainTick()
-            }, Unmanaged.passUnretained(self).toOpaque())
+                let worker: LoopWorker = CallbackContext.object(arg!)
+                worker.drainTick()
+            }, CallbackContext.unretained(self))
         state.value.drainTimer = timer
         timer?.schedule(after: 0.02)
         drainTick()

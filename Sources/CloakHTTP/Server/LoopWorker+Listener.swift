@@ -1,41 +1,54 @@
+import CLibevent
 import Glibc
 
-/// The loop's listener and evhttp's settings for it.
+/// The loop's listener: bound before the thread starts, each accepted socket handed to
+/// ``LoopWorker/accepted(_:peer:)``.
 extension LoopWorker {
-    /// Limits, timeouts, methods and the callbacks, the same for every evhttp of the loop.
-    func configure(_ http: EvHTTPServer) {
-        http.configure(
-            maxBodyBytes: Int(configuration.evhttpBodyCap), maxHeaderBytes: Int(configuration.maxHeaderBytes),
-            idleTimeoutSeconds: Int(configuration.idleTimeoutSeconds))
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        http.onRequest(
-            { req, arg in
-                guard let req, let arg else { return }
-                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().handle(EvRequest(raw: req))
-            }, me)
-        // Every accepted connection, plain or TLS, gets its bufferevent from here: the one
-        // moment a connection is seen before any of its bytes is read.
-        http.onAccept(
-            { base, arg in
-                Unmanaged<LoopWorker>.fromOpaque(arg!).takeUnretainedValue().makeBufferevent(EventBase(raw: base!))?.raw
-            }, me)
-    }
-
     /// Binds the listener with SO_REUSEPORT and TCP_NODELAY. Runs before the thread starts.
     func bind(port: Int) throws(HTTPServerError) {
         guard var address = Sockets.socketAddress(host: configuration.host, port: port) else {
             throw .init("cannot parse listen address \(configuration.host):\(port)")
         }
-        guard let listener = Listener.bind(base, address: &address) else {
+        let me = CallbackContext.unretained(self)
+        guard
+            let listener = Listener.bind(
+                base, address: &address,
+                { _, fd, address, _, arg in
+                    let worker: LoopWorker = CallbackContext.object(arg!)
+                    worker.accepted(fd, peer: Sockets.numeric(address) ?? "")
+                }, me)
+        else {
             throw .init("cannot listen on \(configuration.host):\(port): \(String(cString: strerror(errno)))")
         }
         Sockets.setNoDelay(listener.fd)  // accepted sockets inherit it: no Nagle delay on small replies
-        watchAcceptErrors(listener)
-        guard let bound = http.serve(listener) else {
-            listener.free()
-            throw .init("evhttp_bind_listener failed")
+        // At the descriptor limit `accept` fails with EMFILE while the listening socket stays
+        // readable: libevent would call it again at once, forever (100 % CPU). Instead the
+        // listener pauses for 100 ms, during which closing connections free descriptors.
+        listener.onAcceptError { _, arg in
+            let worker: LoopWorker = CallbackContext.object(arg!)
+            worker.pauseAccepting()
         }
-        state.value.bound = bound
+        state.value.listener = listener
         self.port = Sockets.boundPort(listener.fd) ?? port
+    }
+
+    /// Stops accepting for good (a drain): the listening socket closes.
+    func stopListening() {
+        state.value.listener?.free()
+        state.value.listener = nil
+    }
+
+    private func pauseAccepting() {
+        guard let listener = state.value.listener else { return }
+        listener.disable()
+        if state.value.acceptPauseTimer == nil {
+            state.value.acceptPauseTimer = LoopEvent.timer(
+                base,
+                { _, _, arg in
+                    let worker: LoopWorker = CallbackContext.object(arg!)
+                    worker.state.value.listener?.enable()
+                }, CallbackContext.unretained(self))
+        }
+        state.value.acceptPauseTimer?.schedule(after: 0.1)
     }
 }

@@ -1,12 +1,13 @@
 import Foundation
 import Synchronization
 
-/// One event-loop thread: its own event_base, evhttp and SO_REUSEPORT listener.
+/// One event-loop thread: its own event_base, SO_REUSEPORT listener and connections.
 ///
 /// By concern: the loop and its cross-thread queue here; the listener in
-/// `LoopWorker+Listener`, reading a request in `+Reading`, writing an answer in `+Writing`,
-/// draining in `+Drain` (over the pure ``DrainState``), connections in `+Connections`, CONNECT
-/// tunnels in `+Tunnels`. libevent itself is called only through `Internals/*+Calls.swift`.
+/// `LoopWorker+Listener`, accepting and deadlines in `+Connections`, handing a request to the
+/// handler in `+Dispatch`, draining in `+Drain` (over the pure ``DrainState``), CONNECT tunnels in
+/// `+Tunnels`. Each connection is a ``ServerConnection``. libevent itself is called only through
+/// `Internals/*+Calls.swift`.
 ///
 /// `@unchecked Sendable` because the object is shared with its thread and with the thread that
 /// asks it to stop. Everything mutable is in ``state``, a ``LoopBound`` that traps on an access
@@ -15,25 +16,23 @@ import Synchronization
 /// threads. The events made at start are written only before the loop runs.
 final class LoopWorker: @unchecked Sendable {
     let base: EventBase
-    let http: EvHTTPServer
     let configuration: HTTPServerConfiguration
     let handler: HTTPDeferredHandler
     let budget: ConnectionBudget
     let addressBudget: AddressBudget
     /// The thread the loop runs on, checked by ``state``.
     let thread = LoopThread()
+    /// The deadlines, in nanoseconds.
+    let headerTimeout: UInt64
+    let bodyTimeout: UInt64
+    let idleTimeout: UInt64
 
     /// What the loop changes as it serves.
     struct State {
-        /// Open connections by evhttp connection, and those accepted whose evhttp connection is
-        /// not known yet (for one turn of the loop).
-        var connections: [OpaquePointer: ServerConnection] = [:]
-        var accepted: [ServerConnection] = []
-        /// Tunnel filters whose connection evhttp closed, waiting for the next loop turn to give
-        /// back the loop's reference (see ``ConnectionFilter``).
-        var filtersToRelease: [ConnectionFilter] = []
-        /// Connections that end their sending side once their answer is sent.
-        var filtersToShutDown: [ConnectionFilter] = []
+        /// Open connections by their number (an answer finds its connection by number: a closed
+        /// one is gone, and a later one never has the same number).
+        var connections: [UInt64: ServerConnection] = [:]
+        var connectionCounter: UInt64 = 0
         var drain = DrainState()
         var drainTimer: LoopEvent?
         var requestCounter: UInt64 = 0
@@ -42,8 +41,6 @@ final class LoopWorker: @unchecked Sendable {
         /// This loop's upstream client, made on first use.
         var upstreamClient: UpstreamClient?
         var listener: Listener?
-        /// The listener as evhttp serves it (what closes it).
-        var bound: OpaquePointer?
         var acceptPauseTimer: LoopEvent?
         /// State kept per loop for code above the server (``LoopHandle/local(for:make:)``).
         var locals: [ObjectIdentifier: LoopHandle.Local] = [:]
@@ -54,8 +51,6 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) var state: LoopBound<State>
 
     // Made in init, before the loop runs; read on the loop thread and freed in deinit.
-    private(set) var acceptedEvent: LoopEvent?
-    private(set) var releaseTimer: LoopEvent?
     private var sweepTimer: LoopEvent?
     private var stopEvent: LoopEvent?
     private var wakeEvent: LoopEvent?
@@ -83,12 +78,7 @@ final class LoopWorker: @unchecked Sendable {
     ) throws(HTTPServerError) {
         precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
         guard let base = EventBase.make() else { throw .init("event_base_new failed") }
-        guard let http = EvHTTPServer.make(base) else {
-            base.free()
-            throw .init("evhttp_new failed")
-        }
         self.base = base
-        self.http = http
         self.state = LoopBound(State(), loop: thread)
         self.configuration = configuration
         self.handler = handler
@@ -97,60 +87,52 @@ final class LoopWorker: @unchecked Sendable {
         self.tls = tls
         self.tunnels = tunnels
         self.heartbeat = heartbeat
+        headerTimeout = UInt64(max(configuration.headerTimeoutSeconds, 0)) * 1_000_000_000
+        bodyTimeout = UInt64(max(configuration.bodyTimeoutSeconds, 0)) * 1_000_000_000
+        idleTimeout = UInt64(max(configuration.idleTimeoutSeconds, 0)) * 1_000_000_000
         self.idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 16) + "-\(index)-"
         makeEvents()
         handle = LoopHandle(worker: self)
     }
 
     private func makeEvents() {
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        configure(http)
+        let me = CallbackContext.unretained(self)
         wakeEvent = LoopEvent.user(
             base,
             { _, _, arg in
-                guard let arg else { return }
-                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().runTasks()
+                let worker: LoopWorker = CallbackContext.object(arg!)
+                worker.runTasks()
             }, me)
         stopEvent = LoopEvent.user(
             base,
             { _, _, arg in
-                guard let arg else { return }
-                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().beginDrain()
-            }, me)
-        acceptedEvent = LoopEvent.user(
-            base,
-            { _, _, arg in
-                guard let arg else { return }
-                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().adoptAccepted()
-            }, me)
-        releaseTimer = LoopEvent.timer(
-            base,
-            { _, _, arg in
-                guard let arg else { return }
-                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().releaseClosedFilters()
+                let worker: LoopWorker = CallbackContext.object(arg!)
+                worker.beginDrain()
             }, me)
         sweepTimer = LoopEvent.repeating(
             base,
             { _, _, arg in
-                guard let arg else { return }
-                Unmanaged<LoopWorker>.fromOpaque(arg).takeUnretainedValue().sweep()
+                let worker: LoopWorker = CallbackContext.object(arg!)
+                worker.sweep()
             }, me)
         sweepTimer?.schedule(after: 0.25)
     }
 
     deinit {
         // The loop has stopped (or never ran): this thread tears down.
-        forgetListener()  // a loop dropped before it ran (a bind retried on another port) is still listed
+        state.value.listener?.free()
+        state.value.listener = nil
         state.value.upstreamClient = nil
-        // evhttp_free closes the connections left (their close callbacks queue their filters);
-        // no libevent callback is on the stack here, so their references go back at once.
-        http.free()
-        releaseClosedFilters()
-        releaseTimer?.free()
+        // Closed without reporting back to this object (it is going away): their slots are given back here.
+        for connection in state.value.connections.values {
+            connection.closeWithoutReport()
+            if let key = connection.addressKey { addressBudget.release(key) }
+            budget.release()
+        }
+        state.value.connections.removeAll()
         stopEvent?.free()
         wakeEvent?.free()
         state.value.drainTimer?.free()
-        acceptedEvent?.free()
         sweepTimer?.free()
         state.value.acceptPauseTimer?.free()
         base.free()

@@ -1,227 +1,400 @@
-import CLibevent
-import Foundation
-import Glibc
+import COpenSSL
 
-/// One accepted connection, owned by its loop: its bufferevent (made by the loop, so every
-/// connection, plain or TLS, is seen at accept), the evhttp connection once evhttp has made it,
-/// its slot in the connection budget and its ``RequestClock``.
+/// One accepted connection: its ``ServerTransport`` read by a ``RequestParser`` and steered by a
+/// ``ServerConnectionState``, which decide everything; this class carries out their actions.
+/// Loop thread only (every entry point is a loop callback or an answer queued to the loop).
 ///
-/// What changes is one ``LoopBound`` value, its thread checked on every access. The worker keeps
-/// the connection alive from accept until evhttp closes it.
-final class ServerConnection {
-    let bufferevent: Bufferevent
-    let admission: Admission
+/// ```
+///  socket ─▶ ServerTransport ─▶ [PROXY header] ─▶ RequestParser ─▶ ServerConnectionState
+///   (plain or TLS, pausable)      (once, first)   (heads, bodies)    (dispatch, write, close)
+///                                                                            │
+///  socket ◀─ ServerTransport ◀──────── MessageWriter ◀── answer ◀── LoopWorker.dispatch
+/// ```
+/// Reading pauses from a request's end until its answer has left (the state machine says
+/// so), so pipelined requests wait in the socket: memory per connection is one read buffer,
+/// the unparsed rest of one read, and the body of the request being read (at most the limit).
+final class ServerConnection: ServerTransportOwner {
+    unowned let worker: LoopWorker
+    /// The connection's number on its loop (set at accept), by which an answer finds it.
+    var id: UInt64 = 0
+    private(set) var transport: ServerTransport!
+    private var parser: RequestParser
+    private var machine = ServerConnectionState()
+    /// The peer's numeric address (a balancer's, behind one).
+    let peer: String
+    /// The address this connection counts under in the per-address budget, once counted.
+    var addressKey: String?
+    /// Set on a `server.proxy_protocol` listener until the header has been read.
+    private var proxyHeader: [UInt8]?
+    /// The client address a PROXY header named (nil: none, or `LOCAL`).
+    private(set) var proxiedSource: String?
+    /// A PROXY header named no client: no forwarding header is believed.
+    private(set) var namedNoClient = false
+    /// TLS is started after the PROXY header (a TLS listener behind a balancer).
+    private let tlsAfterProxyHeader: OpaquePointer?
+    /// For a connection inside a CONNECT tunnel: where its requests go.
+    private(set) var tunnel: ProxyTarget?
+    /// A granted CONNECT whose answer is being written: TLS starts with this context once it has left.
+    private var grantedTunnel: (target: ProxyTarget, context: OpaquePointer)?
 
-    /// What changes over the connection's life.
-    struct State {
-        var evcon: OpaquePointer?
-        var clock: RequestClock
-        /// The peer's numeric address (a balancer's, behind one).
-        var peer = ""
-        /// The address this connection counts under in the per-address budget, once counted.
-        var addressKey: String?
-        /// The callback on the bufferevent's input buffer that feeds the clock.
-        var inputCallback: OpaquePointer?
-        /// Whether the connection speaks TLS (a refusal is then a close, not a canned answer).
-        var isTLS = false
-        /// For a connection inside a CONNECT tunnel: where its requests go.
-        var tunnel: ProxyTarget?
-        /// On a forward-proxy door: the filter that turns to TLS when a CONNECT is granted.
-        var connectionFilter: ConnectionFilter?
-        /// The strict framing of every byte the client sends (``RequestFraming``): a violation is
-        /// answered 400 and the connection closed (``LoopWorker``).
-        var framing = RequestFraming()
-        /// Requests evhttp handed to the loop on this connection.
-        var requestsDispatched = 0
-        /// The input buffer's length when the request was handed to the handler: evhttp stops
-        /// reading then and touches the buffer again only after the answer, so what lies past
-        /// it at the answer arrived while the callback was off.
-        var lengthAtDispatch = 0
-        /// Whether ``inputCallback`` is enabled (it is when added).
-        var watching = true
-    }
+    /// Bytes read and not parsed yet; `inputStart` is the first of them.
+    private var input: [UInt8] = []
+    private var inputStart = 0
+    /// The request being read.
+    private var head: RequestHead?
+    private var body: [UInt8] = []
+    /// The current request was refused before its body was read (too large): the rest of its
+    /// bytes are never read.
+    private var refusedEarly = false
+    /// The answer being made is a refusal (of the stream, or of a request on its head): it has
+    /// this status whatever the handler says, and closes the connection.
+    private var refusalStatus: Int?
+    /// Numbers each dispatched request: an answer for another one is dropped.
+    private(set) var serial: UInt64 = 0
+    /// The request answered is a HEAD (its answer has no body) or an HTTP/1.0 one.
+    private var answeringHead = false
+    private var answeringHTTP10 = false
+    /// Nanoseconds of the monotonic clock past which the connection is timed out.
+    private(set) var deadline: UInt64
+    /// Inside ``process()``: an answer given synchronously is written, and the loop goes on.
+    private var processing = false
+    private(set) var isClosed = false
 
-    /// The input callback reads and changes it on every read: each entry point takes it once
-    /// (one check) and works on it in place.
-    @exclusivity(unchecked) private var state: LoopBound<State>
-
-    /// - Parameter servesConnect: the listener opens tunnels (a forward-proxy door); elsewhere a
-    ///   CONNECT is a framing violation.
-    init(bufferevent: Bufferevent, admission: Admission, now: UInt64, thread: LoopThread, servesConnect: Bool = false) {
-        self.bufferevent = bufferevent
-        self.admission = admission
-        var state = State(clock: RequestClock(now: now))
-        state.framing = RequestFraming(afterConnect: servesConnect ? .keepScanning : .refuse)
-        self.state = LoopBound(state, loop: thread)
-    }
-
-    var evcon: OpaquePointer? {
-        get { state.withValue { $0.evcon } }
-        set { state.withValue { $0.evcon = newValue } }
-    }
-    var clock: RequestClock {
-        get { state.withValue { $0.clock } }
-        set { state.withValue { $0.clock = newValue } }
-    }
-    var peer: String {
-        get { state.withValue { $0.peer } }
-        set { state.withValue { $0.peer = newValue } }
-    }
-    var addressKey: String? {
-        get { state.withValue { $0.addressKey } }
-        set { state.withValue { $0.addressKey = newValue } }
-    }
-    var inputCallback: OpaquePointer? {
-        get { state.withValue { $0.inputCallback } }
-        set { state.withValue { $0.inputCallback = newValue } }
-    }
-    var isTLS: Bool {
-        get { state.withValue { $0.isTLS } }
-        set { state.withValue { $0.isTLS = newValue } }
-    }
-    var tunnel: ProxyTarget? {
-        get { state.withValue { $0.tunnel } }
-        set { state.withValue { $0.tunnel = newValue } }
-    }
-    var connectionFilter: ConnectionFilter? {
-        get { state.withValue { $0.connectionFilter } }
-        set { state.withValue { $0.connectionFilter = newValue } }
-    }
-
-    /// Whether its head or body deadline has passed (the sweep closes it).
-    func isExpired(now: UInt64, headerTimeout: UInt64, bodyTimeout: UInt64) -> Bool {
-        state.withValue { $0.clock.isExpired(now: now, headerTimeout: headerTimeout, bodyTimeout: bodyTimeout) }
-    }
-
-    /// Whether the framing scan found a violation while no request of the connection is with the
-    /// handler (the sweep answers it 400 and closes).
-    var isViolatedOutsideHandling: Bool {
-        state.withValue { $0.framing.isViolated && $0.clock.phase != .handling }
+    init?(
+        fd: Int32, peer: String, worker: LoopWorker, afterConnect: RequestFraming.AfterConnect,
+        proxyProtocol: Bool, tls: OpaquePointer?, now: UInt64
+    ) {
+        self.worker = worker
+        self.peer = peer
+        let limits = RequestParser.Limits(maxHeadBytes: max(worker.configuration.maxHeaderBytes, 64))
+        parser = RequestParser(limits: limits, afterConnect: afterConnect)
+        proxyHeader = proxyProtocol ? [] : nil
+        tlsAfterProxyHeader = proxyProtocol ? tls : nil
+        deadline = now &+ worker.headerTimeout
+        guard let transport = ServerTransport(fd: fd, base: worker.base, owner: self) else { return nil }
+        self.transport = transport
+        if !proxyProtocol, let tls, !transport.startTLS(tls) { return nil }
     }
 
     /// The client's address: the one a PROXY header named, else the peer's.
-    var clientAddress: String { state.withValue { $0.connectionFilter?.state.proxiedSource ?? $0.peer } }
+    var clientAddress: String { proxiedSource ?? peer }
 
-    /// The framing violation of the request just dispatched: nil for a request whose bytes were
-    /// all framed before the violation (a pipelined one ahead of it is answered as usual).
-    var violationOfCurrentRequest: RequestFraming.Violation? {
-        state.withValue { s in
-            guard let violation = s.framing.violation, s.requestsDispatched > s.framing.requestsFramed else {
-                return nil
+    var phase: ServerConnectionState.Phase { machine.phase }
+
+    func start() { transport.resumeReading() }
+
+    // MARK: Reading
+
+    func transportReceived(_ bytes: UnsafeRawBufferPointer) {
+        if proxyHeader != nil {
+            readProxyHeader(bytes)
+            return
+        }
+        if machine.phase == .idle && inputStart == input.count {
+            // A new head's first bytes: its deadline runs from the previous answer (or the
+            // accept), so a client dripping bytes cannot hold the connection.
+            _ = machine.event(.headBegun)
+        }
+        if inputStart == input.count {
+            input.removeAll(keepingCapacity: input.capacity <= 64 << 10)
+            inputStart = 0
+        }
+        input.append(contentsOf: bytes)
+        process()
+    }
+
+    /// Parses what was read while the state machine reads; pauses the transport when it does not.
+    private func process() {
+        guard !processing else { return }
+        processing = true
+        defer { processing = false }
+        while !isClosed && isReadingPhase {
+            let (consumed, event) = input.withUnsafeBytes { raw in
+                parser.parse(UnsafeRawBufferPointer(rebasing: raw[inputStart...]))
             }
-            return violation
+            let range = inputStart..<(inputStart + consumed)
+            inputStart += consumed
+            if event == .needMore { break }
+            handle(event, in: range)
+        }
+        guard !isClosed else { return }
+        if isReadingPhase { transport.resumeReading() } else { transport.pauseReading() }
+    }
+
+    private var isReadingPhase: Bool {
+        switch machine.phase {
+        case .idle, .head: return true
+        case .body: return !refusedEarly
+        default: return false
         }
     }
 
-    /// Feeds the framing scan (every byte, in order) and, while a head is awaited, the clock with
-    /// bytes just added to the input buffer (the last `added` bytes). Runs before evhttp reads
-    /// them, so a request is dispatched only after its own bytes were judged.
-    func inputGrew(by added: Int, now: UInt64) {
-        guard added > 0, let input = bufferevent.input else { return }
-        state.withValue { Self.inputGrew(&$0, input: input, added: added, now: now) }
-    }
-
-    private static func inputGrew(_ s: inout State, input: EvBuffer, added: Int, now: UInt64) {
-        let length = input.count
-        let start = length - min(added, length)
-        if s.framing.isScanning {
-            input.peek(from: start) { s.framing.consume($0) != .scanning }
+    private func handle(_ event: RequestParser.Event, in consumed: Range<Int>) {
+        switch event {
+        case .needMore:
+            break
+        case .head(let head):
+            begin(head)
+        case .body(let range):
+            let start = consumed.lowerBound
+            guard body.count + range.count <= worker.configuration.maxBodyBytes else {
+                return refuseEarly(.bodyTooLarge(limit: worker.configuration.maxBodyBytes))
+            }
+            body.append(contentsOf: input[(start + range.lowerBound)..<(start + range.upperBound)])
+        case .end:
+            guard machine.phase == .body else { return }  // a head without a body was dispatched already
+            act(machine.event(.messageEnded))
+        case .tunnel:
+            // Never made here (no listener passes CONNECT bytes through): refused like a violation.
+            violation(.malformedFraming(reason: "a tunnel this listener does not open"), method: nil)
+        case .violation(let refused):
+            violation(HTTPViolation(refused), method: parser.refusedMethod)
         }
-        if s.clock.phase == .awaitingHead {
-            input.peek(from: start) { s.clock.received($0, now: now) }
+    }
+
+    private func begin(_ head: RequestHead) {
+        self.head = head
+        body.removeAll(keepingCapacity: body.capacity <= 64 << 10)
+        refusedEarly = false
+        let connection = head.headers.filter { $0.name.caseInsensitiveEquals("connection") }.map(\.value)
+        let keepAlive = ServerConnectionState.keepAlive(isHTTP11: head.isHTTP11, connection: connection)
+        let expectsContinue =
+            head.isHTTP11 && head.header("Expect").map { $0.caseInsensitiveEquals("100-continue") } == true
+        let isConnect = head.method == "CONNECT"
+        var hasBody = head.body != .none
+        var early: HTTPViolation?
+        if HTTPMethod(rawValue: head.method) == nil {
+            early = .methodNotImplemented
+        } else if case .length(let length) = head.body, length > UInt64(worker.configuration.maxBodyBytes) {
+            early = .bodyTooLarge(limit: worker.configuration.maxBodyBytes)
         }
-        watchInput(&s, input)
-    }
-
-    /// The request was read whole and handed to the handler: evhttp reads nothing more until
-    /// it is answered, so the input callback goes off (it would see only evhttp's drains).
-    func dispatched(now: UInt64) {
-        let input = bufferevent.input
-        let buffered = state.withValue { Self.dispatched(&$0, input: input, now: now) }
-        bufferevent.limitInput(to: buffered + Self.inputAllowanceWhileHandled)
-    }
-
-    /// Bounds what waits to be written below the connection's filter (TLS, PROXY protocol, the
-    /// forward door, requests inside tunnels) at ``outputAllowance`` (issue 44, defect 1): a
-    /// filter handed every answer to the socket's buffer at once, evhttp took that for the
-    /// answer having been written, lifted the read limit (``answered(now:)``) and went on to
-    /// the next pipelined request, so a client that never read grew the server by a gigabyte
-    /// in seconds. Now the next answer waits in the filter until the last has left, evhttp's
-    /// "written" comes only then, and reading stays limited meanwhile. (The input has no
-    /// standing limit: evhttp reads a body only once all of it is in the buffer.)
-    func limitBuffers() {
-        bufferevent.limitOutputBelow(to: Self.outputAllowance)
-    }
-
-    /// What may wait to be written below a filter before it passes no more down.
-    static let outputAllowance = 64 * 1024
-
-    /// The client asked for the connection to end after this answer, and evhttp keeps it open
-    /// (a filter's connection): whatever it sent behind the request is dropped, now and as it
-    /// comes, and never parsed as a request (issue 44, defect 10).
-    func stopReadingRequests() {
-        connectionFilter?.discardInput()
-        bufferevent.input?.drainAll()
-    }
-
-    /// Bytes a client may add to its input while its request is handled and answered, past what
-    /// it had sent when the request was dispatched. evhttp reads again while it writes an answer
-    /// (to notice a close) and takes nothing of what arrives, and no deadline runs then: without
-    /// a limit, one client pipelining requests without reading the answers filled the process's
-    /// memory (a gigabyte in seconds). At the limit reading stops, and TCP pushes back, until the
-    /// answer is written (``answered(now:)`` lifts it).
-    static let inputAllowanceWhileHandled = 64 * 1024
-
-    /// The bytes in the input at dispatch (pipelined ones).
-    private static func dispatched(_ s: inout State, input: EvBuffer?, now: UInt64) -> Int {
-        s.clock.dispatched(now: now)
-        s.requestsDispatched += 1
-        guard let input else { return 0 }
-        s.lengthAtDispatch = input.count
-        watchInput(&s, input)
-        return s.lengthAtDispatch
-    }
-
-    /// The answer was sent: the next head's clock starts, whatever the client already sent of
-    /// its next request (pipelined) is given to the clock now, and bytes that came while the
-    /// callback was off are given to the framing scan.
-    func answered(now: UInt64) {
-        let input = bufferevent.input
-        state.withValue { Self.answered(&$0, input: input, now: now) }
-        bufferevent.limitInput(to: nil)
-    }
-
-    private static func answered(_ s: inout State, input: EvBuffer?, now: UInt64) {
-        s.clock.answered(now: now)
-        guard let input else { return }
-        let length = input.count
-        if s.framing.isScanning && length > s.lengthAtDispatch {
-            input.peek(from: s.lengthAtDispatch) { s.framing.consume($0) != .scanning }
+        if early != nil { hasBody = false }
+        refusalStatus = early?.status
+        deadline = LoopWorker.now() &+ worker.bodyTimeout
+        let action = machine.event(
+            .head(
+                keepAlive: keepAlive && early == nil,
+                hasBody: hasBody, expectsContinue: expectsContinue && early == nil,
+                isConnect: isConnect))
+        if let early {
+            // Answered on its head: the body (if any) is never read, and the connection closes.
+            refusedEarly = true
+            return dispatch(head, violation: early)
         }
-        s.lengthAtDispatch = 0
-        if length > 0 { input.peek(from: 0) { s.clock.received($0, now: now) } }
-        watchInput(&s, input)
+        act(action)
     }
 
-    /// The input callback is wanted while a head is awaited, and while the framing scan runs
-    /// (every byte, bodies included, until a violation) except from a request's dispatch to its
-    /// answer, when evhttp reads nothing (``answered(now:)`` scans what came meanwhile). evbuffer
-    /// calls it on every change to the buffer, each line evhttp reads and drains included; only
-    /// additions are looked at.
-    private static func watchInput(_ s: inout State, _ input: EvBuffer) {
-        let wanted = s.clock.phase == .awaitingHead || (s.framing.isScanning && s.clock.phase != .handling)
-        guard wanted != s.watching, let entry = s.inputCallback else { return }
-        input.setEnabled(entry, wanted)
-        s.watching = wanted
+    /// A body past the limit as it arrives (chunked): refused now, the rest unread.
+    private func refuseEarly(_ violation: HTTPViolation) {
+        guard let head, !refusedEarly else { return }
+        refusedEarly = true
+        refusalStatus = violation.status
+        transport.pauseReading()
+        dispatch(head, violation: violation)
     }
 
-    /// Writes a canned answer straight to the socket, without waiting (a refusal at accept).
-    func writeNow(_ bytes: [UInt8]) {
-        state.loop.check()
-        let fd = bufferevent.fd
-        guard fd >= 0 else { return }
-        bytes.withUnsafeBytes { raw in
-            _ = send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+    /// The parser refused the stream: answered (by the handler, in the service's format) with
+    /// the violation's status, then closed.
+    private func violation(_ violation: HTTPViolation, method: String?) {
+        let action = machine.event(.violation(status: violation.status))
+        guard case .writeErrorAndClose = action else { return close() }
+        refusalStatus = violation.status
+        let method = method.flatMap(HTTPMethod.init(rawValue:)) ?? .GET
+        var refused = RequestHead(method: method.rawValue, target: "/", isHTTP11: true, headers: [], body: .none)
+        refused.requestTarget = RequestTarget(rawPath: "/", path: "/")
+        deadline = LoopWorker.now() &+ worker.idleTimeout
+        dispatch(refused, violation: violation)
+    }
+
+    private func act(_ action: ServerConnectionState.Action) {
+        switch action {
+        case .none, .read:
+            break
+        case .writeContinue:
+            transport.send(MessageWriter.continueLine)
+        case .dispatch:
+            guard let head else { return }
+            dispatch(head, violation: nil)
+        case .write, .startTunnel:
+            break  // answered in answer(_:for:)
+        case .writeErrorAndClose(let status):
+            timedOut(status)
+        case .close:
+            close()
         }
+    }
+
+    private func dispatch(_ head: RequestHead, violation: HTTPViolation?) {
+        serial &+= 1
+        answeringHead = head.method == "HEAD"
+        answeringHTTP10 = !head.isHTTP11
+        if violation == nil {
+            deadline = .max  // the handler's own timeouts apply
+        }
+        let requestBody = body
+        body = []
+        worker.dispatch(head, body: requestBody, violation: violation, on: self, serial: serial)
+    }
+
+    // MARK: Writing
+
+    /// The handler's answer to request `serial` (dropped when the connection has moved on).
+    func answer(_ response: HTTPResponse, for serial: UInt64, tunnel granted: (ProxyTarget, OpaquePointer)? = nil) {
+        guard !isClosed, serial == self.serial else { return }
+        if let status = refusalStatus {
+            // A refusal: the state machine closed already (or stops reading); the answer goes, then the connection.
+            refusalStatus = nil
+            var response = response
+            response.status = status
+            return writeAndClose(response)
+        }
+        let closes = MessageWriter.asksToClose(response) || worker.isDraining
+        let action = machine.event(.answer(close: closes))
+        guard action == .write else { return }
+        grantedTunnel = granted.map { (target: $0.0, context: $0.1) }
+        let persistence: MessageWriter.Persistence =
+            !machine.answerKeepsConnection ? .close : answeringHTTP10 ? .keepAlive10 : .keepAlive11
+        let bytes = MessageWriter.response(
+            response, persistence: granted != nil ? .keepAlive11 : persistence, headOnly: answeringHead,
+            tunnel: granted != nil, date: worker.dateText())
+        deadline = LoopWorker.now() &+ worker.idleTimeout
+        guard transport.send(bytes) else { return transportClosed() }
+        if !transport.isSending { written() }
+    }
+
+    private func writeAndClose(_ response: HTTPResponse) {
+        let bytes = MessageWriter.response(
+            response, persistence: .close, headOnly: answeringHead, date: worker.dateText())
+        transport.send(bytes)
+        closeGracefully()
+    }
+
+    func transportSent() {
+        if machine.phase == .writing { written() }
+    }
+
+    /// The answer's last byte left.
+    private func written() {
+        if let granted = grantedTunnel {
+            grantedTunnel = nil
+            return openTunnel(granted.target, context: granted.context)
+        }
+        let action = machine.event(.written)
+        switch action {
+        case .read:
+            head = nil
+            deadline = LoopWorker.now() &+ worker.headerTimeout
+            if !processing { process() }
+        case .close:
+            closeGracefully()
+        default:
+            break
+        }
+    }
+
+    /// A granted CONNECT's answer has left: the client's next bytes are TLS, and the requests
+    /// inside are read afresh.
+    private func openTunnel(_ target: ProxyTarget, context: OpaquePointer) {
+        guard inputStart == input.count, transport.startTLS(context) else { return close() }
+        tunnel = target
+        machine = ServerConnectionState()
+        parser = RequestParser(limits: parser.limits, afterConnect: .keepScanning)
+        head = nil
+        deadline = LoopWorker.now() &+ worker.headerTimeout
+        transport.resumeReading()
+    }
+
+    /// Whether bytes past the current request were read already (a client that did not wait).
+    var hasUnparsedInput: Bool { inputStart < input.count }
+
+    // MARK: Ending
+
+    /// A deadline passed (the worker's sweep).
+    func deadlinePassed() {
+        // A lingering close that lasted too long, or a connection closed without one.
+        if transport.isClosing || machine.phase == .closed { return close() }
+        act(machine.event(.deadline))
+    }
+
+    /// The server drains: an idle connection closes now, the others after their answer.
+    func drain() {
+        act(machine.event(.drain))
+    }
+
+    /// The header or body deadline of a begun request: 408, then closed.
+    private func timedOut(_ status: Int) {
+        let body = worker.configuration.timeoutRefusalBody
+        transport.send(
+            MessageWriter.response(
+                .json(status, body), persistence: .close, headOnly: false, date: worker.dateText()))
+        closeGracefully()
+    }
+
+    /// Sends what is queued, ends the sending side, and reads (dropping) until the client
+    /// closes or the linger deadline passes.
+    private func closeGracefully() {
+        deadline = LoopWorker.now() &+ Self.lingerNanoseconds
+        transport.closeWhenSent()
+    }
+
+    static let lingerNanoseconds: UInt64 = 2_000_000_000
+
+    func transportClosed() {
+        guard !isClosed else { return }
+        _ = machine.event(.peerClosed)
+        close()
+    }
+
+    /// Closes the socket now and gives back the connection's slots.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        transport.close()
+        worker.connectionClosed(self)
+    }
+
+    /// Closes the socket without telling the worker (which is being torn down).
+    func closeWithoutReport() {
+        guard !isClosed else { return }
+        isClosed = true
+        transport.close()
+    }
+
+    // MARK: PROXY protocol
+
+    private func readProxyHeader(_ bytes: UnsafeRawBufferPointer) {
+        guard var header = proxyHeader else { return }
+        header.append(contentsOf: bytes)
+        switch ProxyProtocolHeader.parse(header) {
+        case .needMore:
+            guard header.count < 16 + ProxyProtocolHeader.maxV2Length else { return refuseProxy("proxy_header_invalid") }
+            proxyHeader = header
+        case .invalid:
+            refuseProxy("proxy_header_invalid")
+        case .local(let length):
+            namedNoClient = true
+            proxyHeaderRead(header, length: length)
+        case .proxied(let source, let length):
+            guard worker.admitProxied(source, for: self) else { return refuseProxy("proxy_address_limit") }
+            proxiedSource = source
+            proxyHeaderRead(header, length: length)
+        }
+    }
+
+    private func proxyHeaderRead(_ header: [UInt8], length: Int) {
+        proxyHeader = nil
+        let rest = header[length...]
+        if let context = tlsAfterProxyHeader {
+            let started = rest.withUnsafeBytes { transport.startTLS(context, initial: $0) }
+            guard started else { return refuseProxy("tls_session_failed") }
+            transport.resumeReading()
+        } else if !rest.isEmpty {
+            rest.withUnsafeBytes { transportReceived($0) }
+        }
+    }
+
+    private func refuseProxy(_ reason: String) {
+        ConnectionNotices.shared.report(reason)
+        close()
     }
 }

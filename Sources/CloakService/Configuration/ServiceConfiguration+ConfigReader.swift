@@ -60,9 +60,9 @@ extension ServiceConfiguration {
             CloakError(
                 .tooManyConnections, "the server has reached its limit of open connections"
             ).body)
-        configuration.server.framingRefusalBody = JSONWriter.encode(
+        configuration.server.timeoutRefusalBody = JSONWriter.encode(
             CloakError.malformed(
-                "the request breaks strict HTTP/1.1 framing; the connection is closed"
+                "the request head or body did not arrive in time; the connection is closed"
             ).body)
         guard reader.issues.isEmpty else { throw ConfigurationError(issues: reader.issues) }
         return configuration
