@@ -88,8 +88,10 @@ struct ServerConnectionStateTests {
                 "tunnel", [connect, .answer(close: false), .tunnelGranted, .written, .deadline],
                 [A.dispatch, .write, .startTunnel, .none, .none]
             ),
-            // A refused CONNECT closes: what the client sends next is tunnel bytes, never requests.
-            ("refused CONNECT", [connect, .answer(close: false), .written], [A.dispatch, .write, .close]),
+            // A refused CONNECT keeps the connection as the client asked: it may try again (with
+            // credentials after a 407). A client that sent tunnel bytes before the answer has
+            // them read as a request, and refused.
+            ("refused CONNECT", [connect, .answer(close: false), .written], [A.dispatch, .write, .read]),
             // Only a CONNECT becomes a tunnel.
             (
                 "no tunnel for a GET", [get, .answer(close: false), .tunnelGranted, .written],

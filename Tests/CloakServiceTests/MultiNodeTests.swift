@@ -23,7 +23,9 @@ struct MultiNodeTests {
     }
 
     static func reveal(_ alias: String, on node: CloakNode) -> String? {
-        guard let r = try? node.client().request("GET", "/aliases/\(alias)", headers: auth), r.status == 200 else {
+        // A format-preserving alias may hold spaces: escaped, as a target has none (RFC 9112 3).
+        let path = "/aliases/" + (alias.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? alias)
+        guard let r = try? node.client().request("GET", path, headers: auth), r.status == 200 else {
             return nil
         }
         return (r.json?["data"] as? [[String: Any]])?.first?["value"] as? String

@@ -69,7 +69,9 @@ enum MessageWriter {
 
     /// Whether an answer's own headers ask to close (`Connection: close`).
     static func asksToClose(_ response: HTTPResponse) -> Bool {
-        response.headers.contains { $0.name.caseInsensitiveEquals("connection") && $0.value.caseInsensitiveEquals("close") }
+        response.headers.contains {
+            $0.name.caseInsensitiveEquals("connection") && $0.value.caseInsensitiveEquals("close")
+        }
     }
 
     /// `100 Continue`.

@@ -164,7 +164,7 @@ struct RequestTarget: Sendable, Equatable {
         return true
     }
 
-    /// The path percent-decoded (`+` stays `+`); nil for a broken escape or an escaped NUL.
+    /// The path percent-decoded (`+` stays `+`); nil for a broken escape.
     private static func decode(_ bytes: ArraySlice<UInt8>) -> String? {
         guard isWellEscaped(bytes) else { return nil }
         guard bytes.contains(UInt8(ascii: "%")) else { return String(decoding: bytes, as: UTF8.self) }
@@ -173,9 +173,7 @@ struct RequestTarget: Sendable, Equatable {
         var i = bytes.startIndex
         while i < bytes.endIndex {
             if bytes[i] == UInt8(ascii: "%") {
-                let value = hexValue(bytes[i + 1]) << 4 | hexValue(bytes[i + 2])
-                guard value != 0 else { return nil }
-                out.append(value)
+                out.append(hexValue(bytes[i + 1]) << 4 | hexValue(bytes[i + 2]))
                 i += 3
             } else {
                 out.append(bytes[i])

@@ -21,8 +21,8 @@
 /// - A deadline answers 408 when a request was begun and nothing was answered yet; an idle
 ///   connection just closes, and so does one whose answer is late or not being read (a handler
 ///   that hangs, a client that never reads: neither may hold the connection).
-/// - A CONNECT's connection ends with its answer unless the tunnel is granted: the bytes the
-///   client sends after its head are the tunnel's, never requests.
+/// - A granted CONNECT hands the connection to its tunnel once the answer is written; a refused
+///   one keeps it as the client asked (a retry with credentials after a 407).
 struct ServerConnectionState: Equatable {
     enum Phase: Equatable {
         /// Between requests, reading.
@@ -111,7 +111,7 @@ struct ServerConnectionState: Equatable {
         case (.idle, .head(let keepAlive, let hasBody, let expectsContinue, let isConnect)),
             (.head, .head(let keepAlive, let hasBody, let expectsContinue, let isConnect)):
             self.isConnect = isConnect
-            return startRequest(keepAlive: keepAlive && !isConnect, hasBody: hasBody, expectsContinue: expectsContinue)
+            return startRequest(keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
         case (.body, .messageEnded):
             phase = .dispatched
             return .dispatch

@@ -54,8 +54,11 @@ final class ServerConnection: ServerTransportOwner {
     /// The request answered is a HEAD (its answer has no body) or an HTTP/1.0 one.
     private var answeringHead = false
     private var answeringHTTP10 = false
-    /// Nanoseconds of the monotonic clock past which the connection is timed out.
+    /// Nanoseconds of the monotonic clock past which the connection is timed out: the head's or
+    /// the body's deadline (``readingDeadline``), or sooner when the client sends nothing for the
+    /// idle timeout; while an answer is written, the idle timeout from its start.
     private(set) var deadline: UInt64
+    private var readingDeadline: UInt64
     /// Inside ``process()``: an answer given synchronously is written, and the loop goes on.
     private var processing = false
     private(set) var isClosed = false
@@ -70,7 +73,8 @@ final class ServerConnection: ServerTransportOwner {
         parser = RequestParser(limits: limits, afterConnect: afterConnect)
         proxyHeader = proxyProtocol ? [] : nil
         tlsAfterProxyHeader = proxyProtocol ? tls : nil
-        deadline = now &+ worker.headerTimeout
+        readingDeadline = now &+ worker.headerTimeout
+        deadline = min(readingDeadline, now &+ worker.idleTimeout)
         guard let transport = ServerTransport(fd: fd, base: worker.base, owner: self) else { return nil }
         self.transport = transport
         if !proxyProtocol, let tls, !transport.startTLS(tls) { return nil }
@@ -95,6 +99,7 @@ final class ServerConnection: ServerTransportOwner {
             // accept), so a client dripping bytes cannot hold the connection.
             _ = machine.event(.headBegun)
         }
+        if isReadingPhase { deadline = min(readingDeadline, LoopWorker.now() &+ worker.idleTimeout) }
         if inputStart == input.count {
             input.removeAll(keepingCapacity: input.capacity <= 64 << 10)
             inputStart = 0
@@ -170,7 +175,7 @@ final class ServerConnection: ServerTransportOwner {
         }
         if early != nil { hasBody = false }
         refusalStatus = early?.status
-        deadline = LoopWorker.now() &+ worker.bodyTimeout
+        startReading(timeout: worker.bodyTimeout)
         let action = machine.event(
             .head(
                 keepAlive: keepAlive && early == nil,
@@ -211,7 +216,9 @@ final class ServerConnection: ServerTransportOwner {
         case .none, .read:
             break
         case .writeContinue:
-            transport.send(MessageWriter.continueLine)
+            // Only while none of the body has arrived (RFC 9110 10.1.1: a client that sent it
+            // already needs no invitation, and would read the 100 as its answer).
+            if !hasUnparsedInput { transport.send(MessageWriter.continueLine) }
         case .dispatch:
             guard let head else { return }
             dispatch(head, violation: nil)
@@ -277,13 +284,14 @@ final class ServerConnection: ServerTransportOwner {
     private func written() {
         if let granted = grantedTunnel {
             grantedTunnel = nil
+            guard machine.event(.tunnelGranted) == .startTunnel else { return close() }
             return openTunnel(granted.target, context: granted.context)
         }
         let action = machine.event(.written)
         switch action {
         case .read:
             head = nil
-            deadline = LoopWorker.now() &+ worker.headerTimeout
+            startReading(timeout: worker.headerTimeout)
             if !processing { process() }
         case .close:
             closeGracefully()
@@ -300,7 +308,7 @@ final class ServerConnection: ServerTransportOwner {
         machine = ServerConnectionState()
         parser = RequestParser(limits: parser.limits, afterConnect: .keepScanning)
         head = nil
-        deadline = LoopWorker.now() &+ worker.headerTimeout
+        startReading(timeout: worker.headerTimeout)
         transport.resumeReading()
     }
 
@@ -308,6 +316,13 @@ final class ServerConnection: ServerTransportOwner {
     var hasUnparsedInput: Bool { inputStart < input.count }
 
     // MARK: Ending
+
+    /// A head (or a body) must be complete `timeout` from now, and bytes must keep coming.
+    private func startReading(timeout: UInt64) {
+        let now = LoopWorker.now()
+        readingDeadline = now &+ timeout
+        deadline = min(readingDeadline, now &+ worker.idleTimeout)
+    }
 
     /// A deadline passed (the worker's sweep).
     func deadlinePassed() {
@@ -367,7 +382,9 @@ final class ServerConnection: ServerTransportOwner {
         header.append(contentsOf: bytes)
         switch ProxyProtocolHeader.parse(header) {
         case .needMore:
-            guard header.count < 16 + ProxyProtocolHeader.maxV2Length else { return refuseProxy("proxy_header_invalid") }
+            guard header.count < 16 + ProxyProtocolHeader.maxV2Length else {
+                return refuseProxy("proxy_header_invalid")
+            }
             proxyHeader = header
         case .invalid:
             refuseProxy("proxy_header_invalid")

@@ -177,7 +177,9 @@ final class ServerTransport {
     /// Sends what the socket takes; false when the connection is broken.
     private func flush() -> Bool {
         while pendingOffset < pending.count {
-            let sent = pending.withUnsafeBytes { Sockets.send(fd, UnsafeRawBufferPointer(rebasing: $0[pendingOffset...])) }
+            let sent = pending.withUnsafeBytes {
+                Sockets.send(fd, UnsafeRawBufferPointer(rebasing: $0[pendingOffset...]))
+            }
             if sent > 0 {
                 pendingOffset += sent
                 continue
@@ -313,7 +315,9 @@ final class TLSSession {
         var offset = 0
         while offset < bytes.count {
             ERR_clear_error()
-            let n = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, Int32(clamping: $0.count - offset)) }
+            let n = bytes.withUnsafeBytes {
+                SSL_write(ssl, $0.baseAddress! + offset, Int32(clamping: $0.count - offset))
+            }
             guard n > 0 else {
                 ERR_clear_error()
                 return false
