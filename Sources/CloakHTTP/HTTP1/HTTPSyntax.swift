@@ -1,6 +1,6 @@
-/// The bits of HTTP/1.1 syntax a proxy must enforce itself: evhttp's parser is lenient (it keeps
-/// `Name :` with the space, lets spaces, bare CR and control characters into the query), and what
-/// it lets in must not reach an upstream's request head.
+/// The bits of HTTP/1.1 syntax both directions share: what a field name and value may be (an
+/// answer passed through, or a revealed value, must not end a head it is written into), and the
+/// `Connection` rules.
 public enum HTTPSyntax {
     /// An RFC 9110 token (`tchar+`): what a field name must be.
     public static func isToken(_ text: String) -> Bool {

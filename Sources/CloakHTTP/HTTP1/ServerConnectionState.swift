@@ -181,21 +181,4 @@ struct ServerConnectionState: Equatable {
         phase = .body
         return expectsContinue ? .writeContinue : .read
     }
-
-    /// Whether a head's fields ask to keep the connection (RFC 9112 9.3): `Connection` tokens
-    /// `close` and `keep-alive`, by version.
-    static func keepAlive(isHTTP11: Bool, connection: [String]) -> Bool {
-        var close = false
-        var keep = false
-        for value in connection {
-            for raw in value.split(separator: ",") {
-                let token = String(
-                    raw.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
-                if token.caseInsensitiveEquals("close") { close = true }
-                if token.caseInsensitiveEquals("keep-alive") { keep = true }
-            }
-        }
-        if close { return false }
-        return isHTTP11 || keep
-    }
 }

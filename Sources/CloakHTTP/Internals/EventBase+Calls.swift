@@ -9,7 +9,7 @@ struct EventBase {
     let raw: OpaquePointer
 
     /// A base with epoll's change list: the changes a loop turn makes to a socket's interest
-    /// (evhttp stops reading while it answers, then waits for the socket to take the answer,
+    /// (a connection stops reading while it answers, waits for the socket to take a long answer,
     /// then reads again) reach the kernel as one `epoll_ctl` when the turn ends rather than one
     /// each, two a request instead of four. The change list's known hazard is a socket with a
     /// second descriptor (`dup()`, or one a child process inherited): closing one then leaves

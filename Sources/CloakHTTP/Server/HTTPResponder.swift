@@ -3,7 +3,7 @@ import Synchronization
 /// Answers one request, exactly once, from any thread.
 ///
 /// On the request's own loop thread the answer is written at once; from any other thread it is
-/// queued and the loop is woken with `event_active`, so evhttp is only ever called on its loop.
+/// queued and the loop is woken with `event_active`, so a connection is only ever touched on its loop.
 /// A second call is ignored. A responder that is never called leaks its request: every code
 /// path of a deferred handler must answer.
 public final class HTTPResponder: Sendable {

@@ -13,7 +13,8 @@ public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The evhttp server: one event loop per thread, each with its own SO_REUSEPORT listener.
+/// The HTTP/1.1 server: one event loop per thread, each with its own SO_REUSEPORT listener, its
+/// connections read by ``RequestParser`` and steered by ``ServerConnectionState``.
 ///
 /// ```swift
 /// let server = try HTTPServer(configuration: .init(port: 0, threads: 2)) { request in

@@ -38,7 +38,7 @@ final class LoopThread: Sendable {
 }
 
 /// State confined to one event loop's thread, with the thread checked on every access (as
-/// swift-nio's `NIOLoopBound`): evhttp and the state around it are not thread-safe, and an
+/// swift-nio's `NIOLoopBound`): libevent and the state around it are not thread-safe, and an
 /// access from another thread would corrupt them silently; here it traps.
 ///
 /// Stored inline (no allocation); its owner is a class shared with the loop thread, which is

@@ -1,7 +1,8 @@
 /// A way back to the event loop a request arrived on, from any thread.
 ///
-/// Work that must touch evhttp (an upstream call, an answer) is handed to ``execute(_:)``,
-/// which runs it on the loop's own thread, so evhttp is never called from another one.
+/// Work that must touch the loop's connections (an upstream call, an answer) is handed to
+/// ``execute(_:)``, which runs it on the loop's own thread, so they are never touched from
+/// another one.
 public final class LoopHandle: Sendable {
     // The worker outlives every request it hands out: it is freed only after its loop stopped.
     private unowned let worker: LoopWorker

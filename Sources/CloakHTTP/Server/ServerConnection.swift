@@ -161,8 +161,7 @@ final class ServerConnection: ServerTransportOwner {
         self.head = head
         body.removeAll(keepingCapacity: body.capacity <= 64 << 10)
         refusedEarly = false
-        let connection = head.headers.filter { $0.name.caseInsensitiveEquals("connection") }.map(\.value)
-        let keepAlive = ServerConnectionState.keepAlive(isHTTP11: head.isHTTP11, connection: connection)
+        let keepAlive = !HTTPSyntax.asksToClose(head.headers, isHTTP10: !head.isHTTP11)
         let expectsContinue =
             head.isHTTP11 && head.header("Expect").map { $0.caseInsensitiveEquals("100-continue") } == true
         let isConnect = head.method == "CONNECT"

@@ -10,8 +10,8 @@ extension RequestFraming {
         var colon = 0
         while colon < kept, line[colon] != Byte.colon { colon += 1 }
         guard colon < kept else {
-            // A longer line has a longer name than the two looked for (evhttp's own checks and
-            // the loop's name check apply to it).
+            // A longer line has a longer name than the two looked for (the parser's name check
+            // applies to it).
             if isWhole { stage = .violated(.malformedFieldLine) }
             return
         }
@@ -71,8 +71,8 @@ extension RequestFraming {
             stage = .violated(.repeatedTransferEncoding)
             return
         }
-        // Trimmed as evhttp trims (leading SP, trailing SP and HTAB): a leading HTAB stays and
-        // makes the value something else than `chunked`, as it is to evhttp.
+        // Trimmed as lenient readers trim (leading SP, trailing SP and HTAB): a leading HTAB
+        // stays and makes the value something else than `chunked`, refused.
         var lower = start
         var upper = line.count
         while lower < upper, line[lower] == Byte.space { lower += 1 }

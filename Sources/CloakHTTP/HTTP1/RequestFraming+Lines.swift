@@ -93,9 +93,8 @@ extension RequestFraming {
 
     /// Why the CONNECT request line is refused, or nil: on a listener without tunnels any
     /// CONNECT; elsewhere one that is not exactly `CONNECT host:port HTTP/1.x` (or `[v6]:port`).
-    /// evhttp answers any other with its own 400, keeps the connection, and reads the rest of
-    /// that head as requests; it takes the target up to the line's last space, so one space
-    /// more, or a word between target and version, must be refused here too.
+    /// A lenient server (evhttp was one) takes the target up to the line's last space, so one
+    /// space more, or a word between target and version, is refused here.
     private func connectRefusal() -> Violation? {
         if afterConnect == .refuse { return .connectNotServed }
         guard lineLength <= Self.connectLineLimit else { return .invalidConnectTarget }
@@ -137,7 +136,7 @@ extension RequestFraming {
         HTTPSyntax.hexValue(b) != nil || b == UInt8(ascii: ":") || b == UInt8(ascii: ".")
     }
 
-    /// The method of the request line in `line`, as evhttp 2.1.12 reads it (case sensitive).
+    /// The method of the request line in `line` (case sensitive), as far as framing goes.
     private func methodKind() -> MethodKind {
         var length = 0
         while length < line.count, line[length] != Byte.space { length += 1 }

@@ -1,9 +1,10 @@
 /// The message framing of a connection's requests, checked strictly on the raw bytes as they
-/// arrive, before evhttp parses them. libevent 2.1.12's parser is lenient where RFC 9112 is not
+/// arrive: the core of ``RequestParser``, which passes every byte through it, so the two can
+/// never frame a message differently. Lenient parsers read some bytes otherwise
 /// (`Content-Length: +4`, a chunk size `0x4` or ` 4`, bare LF line ends, a second
-/// `Transfer-Encoding`, a body on a HEAD it then reads as the next request...): a front proxy
-/// that frames such a request differently could smuggle one past it. Whatever the two could
-/// read differently is a violation here; the loop answers it 400 and closes.
+/// `Transfer-Encoding`, a body on a HEAD read as the next request...): a front proxy that frames
+/// such a request differently could smuggle one past another hop. Whatever two readers could
+/// read differently is a violation here; the server answers it 400 and closes.
 ///
 /// A streaming state machine over the pipelined requests of one connection, fed with slices of
 /// its bytes in order, cut anywhere (one byte at a time included): the state after a sequence
@@ -15,40 +16,38 @@
 ///
 /// The rules, for requests (this is the server side):
 /// - Head and trailer lines end in CRLF. A bare LF, a CR not followed by LF, a NUL or any other
-///   control byte but HTAB is a violation (evhttp's strings end at a NUL, so `a\0b` would be
-///   `a` to it). Empty lines (CRLF) before a request line are tolerated (RFC 9112 2.2).
+///   control byte but HTAB is a violation (a C string ends at a NUL, so `a\0b` would be `a` to
+///   a reader in C). Empty lines (CRLF) before a request line are tolerated (RFC 9112 2.2).
 /// - A header line starting with SP or HTAB (obs-fold), without a colon, or with whitespace
 ///   before its colon is a violation.
 /// - `Content-Length` (names compare case-insensitively) is 1 to 18 ASCII digits between
 ///   optional SP/HTAB; repeated, it must be the same digits.
 /// - `Transfer-Encoding` is at most one line whose value is `chunked` (any case; leading SP and
-///   trailing SP/HTAB trimmed, a leading HTAB is refused: evhttp would not trim it and would
-///   not read the body as chunked), never with a `Content-Length`, only in an HTTP/1.1 request.
-/// - evhttp reads no body for HEAD, TRACE or a method it does not know (method names are case
-///   sensitive): for those, a `Transfer-Encoding` or a `Content-Length` other than 0 is a
+///   trailing SP/HTAB trimmed, a leading HTAB is refused), never with a `Content-Length`, only
+///   in an HTTP/1.1 request.
+/// - No body is read for HEAD, TRACE or a method the server does not know (method names are
+///   case sensitive): for those, a `Transfer-Encoding` or a `Content-Length` other than 0 is a
 ///   violation, as it is for CONNECT (RFC 9110 9.3.6: no content).
 /// - Chunks: the size is 1 to 16 hex digits, optionally followed by `;` and extensions (any
-///   byte but CR and LF), then CRLF, at most ``chunkLineLimit`` bytes; the data is followed by
-///   CRLF exactly; the last chunk by trailer lines (as header lines, without `Content-Length`
-///   or `Transfer-Encoding`) and an empty line. evhttp itself refuses extensions: allowing them
-///   here only leaves that refusal to it.
+///   byte but CR and LF, ignored), then CRLF, at most ``chunkLineLimit`` bytes; the data is
+///   followed by CRLF exactly; the last chunk by trailer lines (as header lines, without
+///   `Content-Length` or `Transfer-Encoding`) and an empty line.
 /// - A request with neither header has no body.
 ///
 /// A violation is sticky: later bytes are ignored. ``stopScanning()`` ends the scan for good
-/// (bytes that are not HTTP any more). By default a CONNECT head is followed by more HTTP: the
-/// bytes of a connection's input buffer are always what evhttp parses next (a granted tunnel's
-/// TLS is terminated below it, by ``ConnectionFilter``). ``AfterConnect/passThrough`` stops the scan
-/// after a CONNECT head instead, for a stream that carries opaque tunnel bytes.
+/// (bytes that are not HTTP any more). By default a CONNECT head is followed by more HTTP (a
+/// refused CONNECT leaves the connection to further requests; a granted tunnel starts a new
+/// parser inside its TLS). ``AfterConnect/passThrough`` stops the scan after a CONNECT head
+/// instead, for a stream that carries opaque tunnel bytes.
 struct RequestFraming: Sendable, Equatable {
     /// What follows a CONNECT head (without a body, or it is a violation).
     enum AfterConnect: Sendable, Equatable {
-        /// More requests: the stream is still HTTP to evhttp.
+        /// More requests: the stream is still HTTP.
         case keepScanning
         /// Opaque tunnel bytes: the scan stops.
         case passThrough
         /// No CONNECT is served here (a listener without tunnels): its request line is a
-        /// violation. evhttp keeps a connection open after its own 400 to a CONNECT, and reads
-        /// the rest of that head as new requests this scan took for header lines.
+        /// violation (answered 400 and closed).
         case refuse
     }
 
@@ -85,11 +84,11 @@ struct RequestFraming: Sendable, Equatable {
         case violated(Violation)
     }
 
-    /// What evhttp does with a body, by the request's method.
+    /// What is done with a body, by the request's method.
     enum MethodKind: Sendable, Equatable {
         /// GET, POST, PUT, PATCH, DELETE, OPTIONS: read by Content-Length or chunked.
         case readsBody
-        /// HEAD, TRACE, unknown: evhttp reads no body, whatever the headers say.
+        /// HEAD, TRACE, unknown: no body is read, whatever the headers say.
         case ignoresBody
         case connect
     }
