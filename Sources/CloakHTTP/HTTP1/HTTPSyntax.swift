@@ -76,6 +76,12 @@ public enum HTTPSyntax {
     @inline(__always)
     static func isControlByte(_ b: UInt8) -> Bool { (b < 0x20 && b != 0x09) || b == 0x7F }
 
+    /// An ASCII letter in lower case; any other byte as it is.
+    @inline(__always)
+    static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+    }
+
     /// The value of a hex digit (chunk sizes), or nil.
     @inline(__always)
     static func hexValue(_ byte: UInt8) -> UInt8? {

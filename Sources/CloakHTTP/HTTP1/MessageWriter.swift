@@ -29,7 +29,7 @@ enum MessageWriter {
         var out: [UInt8] = []
         out.reserveCapacity(size)
         out.append("HTTP/1.1 ")
-        out.append(String(status))
+        out.appendDecimal(status)
         out.append(UInt8(ascii: " "))
         out.append(reasonPhrase(status))
         out.append("\r\n")
@@ -54,7 +54,7 @@ enum MessageWriter {
         }
         if bodyAllowed {
             out.append("Content-Length: ")
-            out.append(String(response.body.count))
+            out.appendDecimal(response.body.count)
             out.append("\r\n")
         }
         switch persistence {
@@ -81,12 +81,28 @@ enum MessageWriter {
 extension [UInt8] {
     /// Appends `text`'s UTF-8 bytes in one copy (a `String.UTF8View` appended generically goes
     /// byte by byte).
+    @inline(__always)
     mutating func append(_ text: String) {
+        if let done: Void = text.utf8.withContiguousStorageIfAvailable({ append(contentsOf: $0) }) { return done }
         var text = text
         text.withUTF8 { append(contentsOf: $0) }
     }
 
+    @inline(__always)
     mutating func append(_ text: StaticString) {
         append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// Appends a non-negative number's decimal digits (no string made).
+    mutating func appendDecimal(_ value: Int) {
+        precondition(value >= 0, "a negative length or status")
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
     }
 }

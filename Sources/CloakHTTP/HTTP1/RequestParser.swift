@@ -221,48 +221,68 @@ struct RequestParser: Sendable {
     /// The collected head (request line, field lines, empty line; every line ending in CRLF and
     /// checked by the framing) as a ``RequestHead``.
     private func readHead() -> Result<RequestHead, Violation> {
-        var lines = headBytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
-            $0.dropLast()  // its CR
+        headBytes.withUnsafeBufferPointer { Self.readHead($0, limits: limits, framing: framing) }
+    }
+
+    /// Reads a whole head: one pass over its lines, each field a name and a value string.
+    private static func readHead(
+        _ bytes: UnsafeBufferPointer<UInt8>, limits: Limits, framing: RequestFraming
+    ) -> Result<RequestHead, Violation> {
+        // Every line ends in CRLF (the framing saw to it); the last line is the empty one.
+        var lineStart = 0
+        func nextLine() -> Range<Int>? {
+            guard lineStart < bytes.count else { return nil }
+            var k = lineStart
+            while bytes[k] != UInt8(ascii: "\n") { k += 1 }
+            defer { lineStart = k + 1 }
+            return lineStart..<(k - 1)
         }
-        lines.removeLast(2)  // the empty line, and what follows its LF
-        guard let requestLine = lines.first else { return .failure(.malformedRequestLine) }
-        let parts = requestLine.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(HTTPSyntax.isTokenByte), !parts[1].isEmpty,
-            parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7f })
+        guard let requestLine = nextLine() else { return .failure(.malformedRequestLine) }
+        // method SP target SP HTTP/1.x
+        guard let firstSpace = bytes[requestLine].firstIndex(of: UInt8(ascii: " ")),
+            let secondSpace = bytes[(firstSpace + 1)..<requestLine.upperBound].firstIndex(of: UInt8(ascii: " "))
         else { return .failure(.malformedRequestLine) }
-        let version = parts[2]
-        guard version.count == 8, version.starts(with: "HTTP/".utf8),
-            version[version.startIndex + 6] == UInt8(ascii: ".")
+        let methodBytes = UnsafeBufferPointer(rebasing: bytes[requestLine.lowerBound..<firstSpace])
+        let targetBytes = UnsafeBufferPointer(rebasing: bytes[(firstSpace + 1)..<secondSpace])
+        let version = UnsafeBufferPointer(rebasing: bytes[(secondSpace + 1)..<requestLine.upperBound])
+        guard !methodBytes.isEmpty, methodBytes.allSatisfy(HTTPSyntax.isTokenByte), !targetBytes.isEmpty,
+            targetBytes.allSatisfy({ $0 > 0x20 && $0 < 0x7f })
         else { return .failure(.malformedRequestLine) }
-        guard version.elementsEqual("HTTP/1.1".utf8) || version.elementsEqual("HTTP/1.0".utf8) else {
-            return .failure(.unsupportedVersion)
-        }
-        let method = String(decoding: parts[0], as: UTF8.self)
-        let targetText = String(decoding: parts[1], as: UTF8.self)
-        guard let target = RequestTarget.parse(targetText, method: method) else {
+        guard version.count == 8, version.starts(with: "HTTP/".utf8), version[6] == UInt8(ascii: "."),
+            version[5] != UInt8(ascii: " "), version[7] != UInt8(ascii: " ")
+        else { return .failure(.malformedRequestLine) }
+        guard version[5] == UInt8(ascii: "1"), version[7] == UInt8(ascii: "1") || version[7] == UInt8(ascii: "0")
+        else { return .failure(.unsupportedVersion) }
+        let isHTTP11 = version[7] == UInt8(ascii: "1")
+        let method = String(decoding: methodBytes, as: UTF8.self)
+        let targetText = String(decoding: targetBytes, as: UTF8.self)
+        guard let target = RequestTarget.parse(targetText, bytes: targetBytes, method: method) else {
             return .failure(.malformedTarget)
         }
-        let fieldLines = lines.dropFirst()
-        guard fieldLines.count <= limits.maxFields else { return .failure(.headTooLarge) }
         var headers: [(name: String, value: String)] = []
-        headers.reserveCapacity(fieldLines.count)
+        headers.reserveCapacity(8)
         var hosts = 0
-        for line in fieldLines {
+        while let line = nextLine(), !line.isEmpty {
+            guard headers.count < limits.maxFields else { return .failure(.headTooLarge) }
             // The framing saw the colon and a name before it; its characters are checked here.
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return .failure(.invalidFieldName) }
-            let name = line[line.startIndex..<colon]
+            guard let colon = bytes[line].firstIndex(of: UInt8(ascii: ":")) else { return .failure(.invalidFieldName) }
+            let name = UnsafeBufferPointer(rebasing: bytes[line.lowerBound..<colon])
             guard name.allSatisfy(HTTPSyntax.isTokenByte) else { return .failure(.invalidFieldName) }
-            var value = line[(colon + 1)...]
-            while let first = value.first, first == 0x20 || first == 0x09 { value.removeFirst() }
-            while let last = value.last, last == 0x20 || last == 0x09 { value.removeLast() }
-            let field = (name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
-            if field.name.caseInsensitiveEquals("host") {
+            var lower = colon + 1
+            var upper = line.upperBound
+            while lower < upper, bytes[lower] == 0x20 || bytes[lower] == 0x09 { lower += 1 }
+            while upper > lower, bytes[upper - 1] == 0x20 || bytes[upper - 1] == 0x09 { upper -= 1 }
+            let value = UnsafeBufferPointer(rebasing: bytes[lower..<upper])
+            if name.count == 4, HTTPSyntax.lowercased(name[0]) == UInt8(ascii: "h"),
+                HTTPSyntax.lowercased(name[1]) == UInt8(ascii: "o"),
+                HTTPSyntax.lowercased(name[2]) == UInt8(ascii: "s"),
+                HTTPSyntax.lowercased(name[3]) == UInt8(ascii: "t")
+            {
                 hosts += 1
                 guard RequestTarget.isValidHost(value) else { return .failure(.invalidHost) }
             }
-            headers.append(field)
+            headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
         }
-        let isHTTP11 = version.last == UInt8(ascii: "1")
         if hosts > 1 { return .failure(.repeatedHost) }
         if isHTTP11 && hosts == 0 { return .failure(.missingHost) }
         let body: RequestHead.BodyFraming =

@@ -27,25 +27,39 @@ struct RequestTarget: Sendable, Equatable {
     /// The absolute form's authority as sent (`host:port`): the request's `Host`.
     var authority: String?
 
+    typealias Bytes = UnsafeBufferPointer<UInt8>
+
     /// Reads `target` for a request of `method`; nil when it fits none of the forms the method
     /// may use.
     static func parse(_ target: String, method: String) -> RequestTarget? {
-        let bytes = Array(target.utf8)
+        var bytes = target
+        return bytes.withUTF8 { parse(target, bytes: $0, method: method) }
+    }
+
+    /// Reads `target`, whose bytes are `bytes`.
+    static func parse(_ target: String, bytes: Bytes, method: String) -> RequestTarget? {
         guard let first = bytes.first else { return nil }
         if method == "CONNECT" {
             guard let (host, port) = authority(bytes[...]), port > 0 else { return nil }
             return RequestTarget(rawPath: "", path: "", host: host, port: port)
         }
-        if bytes == [UInt8(ascii: "*")] {
+        if bytes.count == 1 && first == UInt8(ascii: "*") {
             guard method == "OPTIONS" else { return nil }
             return RequestTarget(rawPath: "*", path: "*")
         }
-        if first == UInt8(ascii: "/") { return origin(bytes[...]) }
+        if first == UInt8(ascii: "/") {
+            // The common case: a path without escapes or query is its own decoding.
+            if !bytes.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+            {
+                return RequestTarget(rawPath: target, path: target)
+            }
+            return origin(bytes[...])
+        }
         return absolute(bytes)
     }
 
     /// `/path?query`.
-    private static func origin(_ bytes: ArraySlice<UInt8>) -> RequestTarget? {
+    private static func origin(_ bytes: Slice<Bytes>) -> RequestTarget? {
         guard bytes.first == UInt8(ascii: "/"), !bytes.contains(UInt8(ascii: "#")) else { return nil }
         let question = bytes.firstIndex(of: UInt8(ascii: "?"))
         let rawPath = bytes[..<(question ?? bytes.endIndex)]
@@ -60,21 +74,22 @@ struct RequestTarget: Sendable, Equatable {
     }
 
     /// `scheme://authority[/path][?query]`.
-    private static func absolute(_ bytes: [UInt8]) -> RequestTarget? {
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
-            bytes[(colon)...].starts(with: "://".utf8)
-        else { return nil }
+    private static func absolute(_ bytes: Bytes) -> RequestTarget? {
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[colon...].starts(with: "://".utf8) else {
+            return nil
+        }
         let scheme = String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
         guard scheme == "http" || scheme == "https" else { return nil }
         let rest = bytes[(colon + 3)...]
         let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
         let authorityBytes = rest[..<end]
-        guard !authorityBytes.contains(UInt8(ascii: "@")), isValidHost(authorityBytes),
-            let (host, port) = authority(authorityBytes, portOptional: true), !host.isEmpty
+        guard !authorityBytes.contains(UInt8(ascii: "@")),
+            let (host, port) = authority(authorityBytes, portOptional: true),
+            !host.isEmpty
         else { return nil }
         var pathAndQuery = Array(rest[end...])
         if pathAndQuery.first != UInt8(ascii: "/") { pathAndQuery.insert(UInt8(ascii: "/"), at: 0) }
-        guard var target = origin(pathAndQuery[...]) else { return nil }
+        guard var target = pathAndQuery.withUnsafeBufferPointer({ origin($0[...]) }) else { return nil }
         target.scheme = scheme
         target.host = host
         target.port = port
@@ -83,7 +98,7 @@ struct RequestTarget: Sendable, Equatable {
     }
 
     /// `host:port` (the port optional where allowed): host lowercased, brackets dropped.
-    private static func authority(_ bytes: ArraySlice<UInt8>, portOptional: Bool = false) -> (String, Int)? {
+    private static func authority(_ bytes: Slice<Bytes>, portOptional: Bool = false) -> (String, Int)? {
         guard isValidHost(bytes) else { return nil }
         var hostPart = bytes
         var port = 0
@@ -108,13 +123,22 @@ struct RequestTarget: Sendable, Equatable {
     /// Whether a `Host` value (or an authority) is `uri-host [":" port]`: a bracketed IPv6
     /// literal, or a reg-name / IPv4 of unreserved, sub-delims and whole percent-escapes, and a
     /// port of at most five digits. Empty is allowed (RFC 9112 3.2, a target without authority).
-    static func isValidHost<C: Collection>(_ value: C) -> Bool where C.Element == UInt8 {
-        var bytes = ArraySlice(value)
+    static func isValidHost(_ value: Bytes) -> Bool { isValidHost(value[...]) }
+
+    static func isValidHost(_ value: String) -> Bool {
+        var value = value
+        return value.withUTF8 { isValidHost($0) }
+    }
+
+    private static func isValidHost(_ value: Slice<Bytes>) -> Bool {
+        var bytes = value
         if bytes.first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
             let literal = bytes[(bytes.startIndex + 1)..<close]
             guard !literal.isEmpty,
-                literal.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
+                literal.allSatisfy({
+                    HTTPSyntax.hexValue($0) != nil || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".")
+                })
             else { return false }
             bytes = bytes[(close + 1)...]
             guard bytes.isEmpty || bytes.first == UInt8(ascii: ":") else { return false }
@@ -124,38 +148,44 @@ struct RequestTarget: Sendable, Equatable {
             guard isPort(bytes[(colon + 1)...]) else { return false }
             bytes = bytes[..<colon]
         }
-        return bytes.allSatisfy(isRegNameByte) && isWellEscaped(bytes)
+        var sawPercent = false
+        for byte in bytes {
+            guard isRegNameByte(byte) else { return false }
+            if byte == UInt8(ascii: "%") { sawPercent = true }
+        }
+        return !sawPercent || isWellEscaped(bytes)
     }
 
-    private static func isPort(_ digits: ArraySlice<UInt8>) -> Bool {
+    private static func isPort(_ digits: Slice<Bytes>) -> Bool {
         digits.count <= 5 && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
-    private static func isRegNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "-._~!$&'()*+,;=%".utf8.contains(byte)
+    /// unreserved, sub-delims and `%`, as bits by byte value (bytes 0–63, then 64–127).
+    private static let regNameBits: (UInt64, UInt64) = {
+        var low: UInt64 = 0
+        var high: UInt64 = 0
+        let allowed = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=%".utf8)
+        for byte in allowed {
+            if byte < 64 { low |= 1 << UInt64(byte) } else { high |= 1 << UInt64(byte - 64) }
         }
-    }
+        return (low, high)
+    }()
 
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
-            UInt8(ascii: "A")...UInt8(ascii: "F"):
-            return true
-        default: return false
-        }
+    @inline(__always)
+    private static func isRegNameByte(_ byte: UInt8) -> Bool {
+        if byte < 64 { return (regNameBits.0 >> UInt64(byte)) & 1 == 1 }
+        if byte < 128 { return (regNameBits.1 >> UInt64(byte - 64)) & 1 == 1 }
+        return false
     }
 
     /// Every `%` starts a whole escape.
-    private static func isWellEscaped(_ bytes: ArraySlice<UInt8>) -> Bool {
+    private static func isWellEscaped(_ bytes: Slice<Bytes>) -> Bool {
         var i = bytes.startIndex
         while i < bytes.endIndex {
             if bytes[i] == UInt8(ascii: "%") {
-                guard i + 2 < bytes.endIndex, isHexDigit(bytes[i + 1]), isHexDigit(bytes[i + 2]) else { return false }
+                guard i + 2 < bytes.endIndex, HTTPSyntax.hexValue(bytes[i + 1]) != nil,
+                    HTTPSyntax.hexValue(bytes[i + 2]) != nil
+                else { return false }
                 i += 3
             } else {
                 i += 1
@@ -165,15 +195,17 @@ struct RequestTarget: Sendable, Equatable {
     }
 
     /// The path percent-decoded (`+` stays `+`); nil for a broken escape.
-    private static func decode(_ bytes: ArraySlice<UInt8>) -> String? {
+    private static func decode(_ bytes: Slice<Bytes>) -> String? {
         guard isWellEscaped(bytes) else { return nil }
         guard bytes.contains(UInt8(ascii: "%")) else { return String(decoding: bytes, as: UTF8.self) }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var i = bytes.startIndex
         while i < bytes.endIndex {
-            if bytes[i] == UInt8(ascii: "%") {
-                out.append(hexValue(bytes[i + 1]) << 4 | hexValue(bytes[i + 2]))
+            if bytes[i] == UInt8(ascii: "%"), let high = HTTPSyntax.hexValue(bytes[i + 1]),
+                let low = HTTPSyntax.hexValue(bytes[i + 2])
+            {
+                out.append(high << 4 | low)
                 i += 3
             } else {
                 out.append(bytes[i])
@@ -181,13 +213,5 @@ struct RequestTarget: Sendable, Equatable {
             }
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8 {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        default: return byte - UInt8(ascii: "A") + 10
-        }
     }
 }

@@ -50,7 +50,7 @@ extension LoopWorker {
     private func refuse(_ fd: Int32) {
         if tls == nil {
             let bytes = Self.canned(503, "Service Unavailable", configuration.refusalBody)
-            bytes.withUnsafeBytes { _ = Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            _ = bytes.withUnsafeBytes { Sockets.send(fd, $0) }
         }
         Glibc.close(fd)
     }

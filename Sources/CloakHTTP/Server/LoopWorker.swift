@@ -180,5 +180,5 @@ final class LoopWorker: @unchecked Sendable {
     }
 
     /// Nanoseconds of the monotonic clock.
-    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    static func now() -> UInt64 { LoopWatchdog.now() }
 }

@@ -45,7 +45,7 @@ extension CloakService {
     func readiness(_ c: RequestContext) -> Reply {
         if state.isDraining.load(ordering: .relaxed) { return .now(HealthHandler.draining) }
         let stalled = watchdog.stalledLoops(
-            now: DispatchTime.now().uptimeNanoseconds, limit: UInt64(configuration.loopStallSeconds * 1e9))
+            now: LoopWatchdog.now(), limit: UInt64(configuration.loopStallSeconds * 1e9))
         if !stalled.isEmpty {
             metrics.loopStalled()
             return .now(HealthHandler.loopStalled(stalled))
