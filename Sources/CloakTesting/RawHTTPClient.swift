@@ -74,6 +74,25 @@ package final class RawHTTPClient {
 
     package func send(_ text: String) throws { try send(Array(text.utf8)) }
 
+    /// Sends as much of `bytes` as the server takes: stops once the socket has stayed full for
+    /// `patience` seconds (the server stopped reading) or the connection failed. The bytes sent.
+    package func sendUntilHeldBack(_ bytes: [UInt8], patience: Double = 1) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if n > 0 {
+                offset += n
+                continue
+            }
+            guard n < 0, errno == EAGAIN || errno == EWOULDBLOCK else { break }
+            var waiting = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            guard poll(&waiting, 1, Int32(patience * 1000)) > 0 else { break }
+        }
+        return offset
+    }
+
     /// Sends a request with `Content-Length` and reads the response.
     package func request(
         _ method: String, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = []

@@ -136,6 +136,9 @@ import Testing
         ("GET / HTTP/1.1\r\nHost: a\r\nBad\u{7f}Name: 1\r\n\r\n", .invalidFieldName),
         ("GET / HTTP/1.1\r\nHost: a\r\nNa(me: 1\r\n\r\n", .invalidFieldName),
         ("GET /\r\nHost: a\r\n\r\n", .malformedRequestLine),
+        ("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", .invalidHost),
+        ("GET a HTTP/1.1\r\nHost: a\r\n\r\n", .malformedTarget),
+        ("CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", .framing(.invalidConnectTarget)),
     ])
     func theRequestLineAndHostAreChecked(text: String, violation: RequestParser.Violation) {
         #expect(Self.read(Array(text.utf8)).violation == violation)
@@ -154,6 +157,23 @@ import Testing
         let endless = Array(("GET / HTTP/1.1\r\n" + String(repeating: "X: 1\r\n", count: 100)).utf8)
         #expect(Self.read(endless, piece: 3, limits: limits).violation == .headTooLarge)
         #expect(Self.read(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8), limits: limits).violation == nil)
+    }
+
+    @Test(arguments: [nil, 1, 7] as [Int?])
+    func aLongRequestLineIs414AndLongTrailersAre431(piece: Int?) {
+        let limits = RequestParser.Limits(maxHeadBytes: 512, maxFields: 8, maxRequestLineBytes: 64)
+        let line = Array("GET /\(String(repeating: "a", count: 80)) HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        let reading = Self.read(line, piece: piece, limits: limits)
+        #expect(reading.violation == .requestLineTooLong && reading.violation?.status == 414)
+        // A line of exactly the limit (64 bytes) is read; one byte more is not.
+        let fits = Array("GET /\(String(repeating: "a", count: 50)) HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        #expect(Self.read(fits, piece: piece, limits: limits).violation == nil)
+        let over = Array("GET /\(String(repeating: "a", count: 51)) HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        #expect(Self.read(over, piece: piece, limits: limits).violation == .requestLineTooLong)
+        let trailers = (0..<40).map { "X-\($0): trailer value\r\n" }.joined()
+        let chunked = Array(
+            "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\(trailers)\r\n".utf8)
+        #expect(Self.read(chunked, piece: piece, limits: limits).violation == .headTooLarge)
     }
 
     @Test func aViolationIsStickyAndConsumesEverything() {

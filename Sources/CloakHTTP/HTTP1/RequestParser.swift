@@ -150,7 +150,9 @@ struct RequestParser: Sendable {
                 if case .violated(let violation) = framing.stage { return refuse(.framing(violation), count: n) }
                 if !requestLineEnded {
                     let lineEnded = headBytes.last == UInt8(ascii: "\n")
-                    let lineLength = headBytes.count - (lineEnded ? 2 : 0)
+                    // Its CRLF is not counted, nor a CR whose LF is still to come.
+                    let lineLength =
+                        headBytes.count - (lineEnded ? 2 : headBytes.last == UInt8(ascii: "\r") ? 1 : 0)
                     if lineLength > limits.maxRequestLineBytes, framing.sawRequestLine || !lineEnded {
                         return refuse(.requestLineTooLong, count: n)
                     }

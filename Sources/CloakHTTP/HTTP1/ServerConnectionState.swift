@@ -13,6 +13,9 @@
 /// - One request at a time, in order: reading pauses from a request's end until its answer is
 ///   written, so pipelined requests wait in the socket, not in memory (a client that never reads
 ///   is held back by TCP; the review-defects issue's flood cannot come back).
+/// - A streamed body (an endpoint that declares it) is dispatched with its head and read while
+///   the handler asks for it; its answer may come before its end (then the connection closes,
+///   the rest unread) or after.
 /// - Keep-alive as RFC 9112 9.3 says: HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
 ///   `Connection: keep-alive`. A drain, a violation or a deadline closes after what is in flight.
 /// - `Expect: 100-continue` on a request with a body: `100 Continue` is written before the body
@@ -46,7 +49,9 @@ struct ServerConnectionState: Equatable {
         /// A head was parsed: its keep-alive wish, whether a body follows, whether it asks for
         /// `100 Continue` (HTTP/1.1 only: the caller ignores it in HTTP/1.0), and whether it is a
         /// CONNECT.
-        case head(keepAlive: Bool, hasBody: Bool, expectsContinue: Bool, isConnect: Bool = false)
+        /// `streamsBody`: the body goes to the handler as it arrives (dispatched on the head).
+        case head(
+            keepAlive: Bool, hasBody: Bool, expectsContinue: Bool, isConnect: Bool = false, streamsBody: Bool = false)
         /// The request's last byte (its head's, without a body).
         case messageEnded
         /// The answer is ready to write; `close` when it ends the connection (its own
@@ -75,6 +80,9 @@ struct ServerConnectionState: Equatable {
         /// Hand the request to its handler (head and, unless streamed, its whole body); reading
         /// stays paused until ``read``.
         case dispatch
+        /// Hand the head to its handler, with its body to come as a stream; the body is read as
+        /// the handler asks for it (`100 Continue` first when asked for and none of it came).
+        case dispatchStreaming(writeContinue: Bool)
         /// Write `100 Continue` and go on reading the body.
         case writeContinue
         /// Write the answer.
@@ -92,6 +100,8 @@ struct ServerConnectionState: Equatable {
     private var keepAlive = true
     private var draining = false
     private var isConnect = false
+    /// The current request's body goes to its handler as it arrives.
+    private var streaming = false
 
     /// Whether the answer being written keeps the connection (what its `Connection` says).
     var answerKeepsConnection: Bool { keepAlive && !draining }
@@ -108,13 +118,15 @@ struct ServerConnectionState: Equatable {
         case (.idle, .headBegun):
             phase = .head
             return .none
-        case (.idle, .head(let keepAlive, let hasBody, let expectsContinue, let isConnect)),
-            (.head, .head(let keepAlive, let hasBody, let expectsContinue, let isConnect)):
+        case (.idle, .head(let keepAlive, let hasBody, let expectsContinue, let isConnect, let streamsBody)),
+            (.head, .head(let keepAlive, let hasBody, let expectsContinue, let isConnect, let streamsBody)):
             self.isConnect = isConnect
+            streaming = streamsBody && hasBody
             return startRequest(keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
         case (.body, .messageEnded):
             phase = .dispatched
-            return .dispatch
+            // A streamed body's handler has the request already: its answer is awaited.
+            return streaming ? .none : .dispatch
         case (.body, .answer):
             // Answered before its body was read (a refusal made on the head): written now, and
             // the connection closes, the rest of the body unread.
@@ -179,6 +191,7 @@ struct ServerConnectionState: Equatable {
             return .dispatch
         }
         phase = .body
+        if streaming { return .dispatchStreaming(writeContinue: expectsContinue) }
         return expectsContinue ? .writeContinue : .read
     }
 }

@@ -39,6 +39,9 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     public var forwardingTrusted = true
     /// On a forward-proxy door: where the request is going (from its tunnel or absolute-form target).
     public var proxyTarget: ProxyTarget?
+    /// The body, as it arrives, for a request whose endpoint streams it (``RequestBodyDelivery``);
+    /// ``body`` is then empty.
+    public var bodyStream: RequestBodyStream?
 
     public init(
         method: HTTPMethod, path: String, query: String? = nil, headers: [(name: String, value: String)] = [],

@@ -47,9 +47,12 @@ public final class HTTPServer: Sendable {
     ///   opened tunnel's requests reach `handler` with their ``HTTPRequest/proxyTarget``.
     /// - Parameter watchdog: where each loop's heartbeat is registered (as `name`-index), for
     ///   `/readyz`.
+    /// - Parameter bodyDelivery: which requests (by method and decoded path) have their body
+    ///   streamed to the handler (``RequestBodyStream``); nil: every body is read whole.
     public init(
         configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler,
-        tunnels: TunnelAuthorizer? = nil, watchdog: LoopWatchdog? = nil, name: String = "main"
+        tunnels: TunnelAuthorizer? = nil, watchdog: LoopWatchdog? = nil, name: String = "main",
+        bodyDelivery: (@Sendable (HTTPMethod, String) -> RequestBodyDelivery)? = nil
     )
         throws(HTTPServerError)
     {
@@ -84,7 +87,7 @@ public final class HTTPServer: Sendable {
                     let worker = try LoopWorker(
                         configuration: configuration, handler: handler, budget: budget,
                         addressBudget: addressBudget, index: index, tls: tls, tunnels: tunnels,
-                        heartbeat: heart)
+                        heartbeat: heart, bodyDelivery: bodyDelivery)
                     try worker.bind(port: port)
                     port = worker.port  // with port 0, every later loop binds the port the first one got
                     workers.append(worker)

@@ -3,7 +3,8 @@
 /// and the answer is dropped).
 extension LoopWorker {
     func dispatch(
-        _ head: RequestHead, body: [UInt8], violation: HTTPViolation?, on connection: ServerConnection, serial: UInt64
+        _ head: RequestHead, body: [UInt8], stream: RequestBodyStream? = nil, violation: HTTPViolation?,
+        on connection: ServerConnection, serial: UInt64
     ) {
         state.value.requestCounter &+= 1
         var requestID = RequestID.make(prefix: idPrefix, counter: state.value.requestCounter)
@@ -19,6 +20,7 @@ extension LoopWorker {
         var request = HTTPRequest(
             method: method, path: target.path, query: target.query, headers: headers, body: body, requestID: requestID)
         request.violation = violation
+        request.bodyStream = stream
         request.rawPath = target.rawPath
         request.remoteAddress = connection.clientAddress
         request.forwardingTrusted = !connection.namedNoClient

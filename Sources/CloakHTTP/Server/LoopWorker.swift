@@ -69,12 +69,15 @@ final class LoopWorker: @unchecked Sendable {
     let tls: TLSServerContext?
     /// Set on a forward-proxy door: decides each CONNECT (see LoopWorker+Tunnels.swift).
     let tunnels: TunnelAuthorizer?
+    /// Which requests' bodies are streamed to their handler (nil: none).
+    let bodyDelivery: (@Sendable (HTTPMethod, String) -> RequestBodyDelivery)?
 
     init(
         configuration: HTTPServerConfiguration, handler: @escaping HTTPDeferredHandler, budget: ConnectionBudget,
         addressBudget: AddressBudget,
         index: Int, tls: TLSServerContext? = nil, tunnels: TunnelAuthorizer? = nil,
-        heartbeat: LoopWatchdog.Heartbeat? = nil
+        heartbeat: LoopWatchdog.Heartbeat? = nil,
+        bodyDelivery: (@Sendable (HTTPMethod, String) -> RequestBodyDelivery)? = nil
     ) throws(HTTPServerError) {
         precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
         guard let base = EventBase.make() else { throw .init("event_base_new failed") }
@@ -86,6 +89,7 @@ final class LoopWorker: @unchecked Sendable {
         self.addressBudget = addressBudget
         self.tls = tls
         self.tunnels = tunnels
+        self.bodyDelivery = bodyDelivery
         self.heartbeat = heartbeat
         headerTimeout = UInt64(max(configuration.headerTimeoutSeconds, 0)) * 1_000_000_000
         bodyTimeout = UInt64(max(configuration.bodyTimeoutSeconds, 0)) * 1_000_000_000

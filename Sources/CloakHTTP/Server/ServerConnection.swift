@@ -46,6 +46,14 @@ final class ServerConnection: ServerTransportOwner {
     /// The current request was refused before its body was read (too large): the rest of its
     /// bytes are never read.
     private var refusedEarly = false
+    /// The current request's body goes to its handler as it arrives, at most this many bytes.
+    private var streamLimit: Int?
+    /// The bytes of a streamed body handed out so far.
+    private var streamedBytes = 0
+    /// The handler's pending ask for the next piece of a streamed body.
+    private var pull: (@Sendable (RequestBodyStream.Piece) -> Void)?
+    /// How a streamed body ended (given again to every later ask).
+    private var streamEnd: RequestBodyStream.Piece?
     /// The answer being made is a refusal (of the stream, or of a request on its head): it has
     /// this status whatever the handler says, and closes the connection.
     private var refusalStatus: Int?
@@ -129,7 +137,7 @@ final class ServerConnection: ServerTransportOwner {
     private var isReadingPhase: Bool {
         switch machine.phase {
         case .idle, .head: return true
-        case .body: return !refusedEarly
+        case .body: return !refusedEarly && (streamLimit == nil || pull != nil)
         default: return false
         }
     }
@@ -142,6 +150,12 @@ final class ServerConnection: ServerTransportOwner {
             begin(head)
         case .body(let range):
             let start = consumed.lowerBound
+            if let limit = streamLimit {
+                streamedBytes += range.count
+                guard streamedBytes <= limit else { return refuseEarly(.bodyTooLarge(limit: limit)) }
+                let piece = Array(input[(start + range.lowerBound)..<(start + range.upperBound)])
+                return deliver(.bytes(piece))
+            }
             guard body.count + range.count <= worker.configuration.maxBodyBytes else {
                 return refuseEarly(.bodyTooLarge(limit: worker.configuration.maxBodyBytes))
             }
@@ -149,6 +163,8 @@ final class ServerConnection: ServerTransportOwner {
         case .end:
             guard machine.phase == .body else { return }  // a head without a body was dispatched already
             act(machine.event(.messageEnded))
+            // After the state machine knows: an answer given on the end keeps the connection.
+            if streamLimit != nil { deliver(.end) }
         case .tunnel:
             // Never made here (no listener passes CONNECT bytes through): refused like a violation.
             violation(.malformedFraming(reason: "a tunnel this listener does not open"), method: nil)
@@ -161,25 +177,41 @@ final class ServerConnection: ServerTransportOwner {
         self.head = head
         body.removeAll(keepingCapacity: body.capacity <= 64 << 10)
         refusedEarly = false
+        streamLimit = nil
+        streamedBytes = 0
+        streamEnd = nil
+        pull = nil
         let keepAlive = !HTTPSyntax.asksToClose(head.headers, isHTTP10: !head.isHTTP11)
         let expectsContinue =
             head.isHTTP11 && head.header("Expect").map { $0.caseInsensitiveEquals("100-continue") } == true
         let isConnect = head.method == "CONNECT"
         var hasBody = head.body != .none
         var early: HTTPViolation?
-        if HTTPMethod(rawValue: head.method) == nil {
+        var limit = worker.configuration.maxBodyBytes
+        if let method = HTTPMethod(rawValue: head.method) {
+            if hasBody, let delivery = worker.bodyDelivery,
+                case .streamed(let most) = delivery(method, head.requestTarget.path)
+            {
+                streamLimit = most
+                limit = most
+            }
+        } else {
             early = .methodNotImplemented
-        } else if case .length(let length) = head.body, length > UInt64(worker.configuration.maxBodyBytes) {
-            early = .bodyTooLarge(limit: worker.configuration.maxBodyBytes)
         }
-        if early != nil { hasBody = false }
+        if early == nil, case .length(let length) = head.body, length > UInt64(limit) {
+            early = .bodyTooLarge(limit: limit)
+        }
+        if early != nil {
+            hasBody = false
+            streamLimit = nil
+        }
         refusalStatus = early?.status
         startReading(timeout: worker.bodyTimeout)
         let action = machine.event(
             .head(
                 keepAlive: keepAlive && early == nil,
                 hasBody: hasBody, expectsContinue: expectsContinue && early == nil,
-                isConnect: isConnect))
+                isConnect: isConnect, streamsBody: streamLimit != nil))
         if let early {
             // Answered on its head: the body (if any) is never read, and the connection closes.
             refusedEarly = true
@@ -188,18 +220,42 @@ final class ServerConnection: ServerTransportOwner {
         act(action)
     }
 
-    /// A body past the limit as it arrives (chunked): refused now, the rest unread.
+    /// A body past the limit as it arrives (chunked): refused now, the rest unread. A streamed
+    /// body's handler has the request already: its stream fails, and its answer gets the status.
     private func refuseEarly(_ violation: HTTPViolation) {
         guard let head, !refusedEarly else { return }
         refusedEarly = true
         refusalStatus = violation.status
         transport.pauseReading()
+        if streamLimit != nil { return deliver(.failed(violation)) }
         dispatch(head, violation: violation)
+    }
+
+    // MARK: Streamed bodies
+
+    /// The handler of request `serial` asks for the next piece of its body.
+    func pullBody(for serial: UInt64, _ receive: @escaping @Sendable (RequestBodyStream.Piece) -> Void) {
+        guard serial == self.serial, !isClosed, streamLimit != nil else { return receive(.failed(nil)) }
+        if let end = streamEnd { return receive(end) }
+        guard pull == nil else { return receive(.failed(nil)) }  // one ask at a time
+        pull = receive
+        deadline = LoopWorker.now() &+ worker.idleTimeout  // the client must keep sending
+        if !processing { process() }
+    }
+
+    /// Hands a piece to the pending ask (there is one: the body is read only while asked for).
+    private func deliver(_ piece: RequestBodyStream.Piece) {
+        if case .bytes = piece {} else { streamEnd = piece }
+        guard let receive = pull else { return }
+        pull = nil
+        deadline = .max  // the handler's turn
+        receive(piece)
     }
 
     /// The parser refused the stream: answered (by the handler, in the service's format) with
     /// the violation's status, then closed.
     private func violation(_ violation: HTTPViolation, method: String?) {
+        if streamLimit != nil { deliver(.failed(violation)) }
         let action = machine.event(.violation(status: violation.status))
         guard case .writeErrorAndClose = action else { return close() }
         refusalStatus = violation.status
@@ -214,6 +270,14 @@ final class ServerConnection: ServerTransportOwner {
         switch action {
         case .none, .read:
             break
+        case .dispatchStreaming(let writeContinue):
+            guard let head else { return }
+            if writeContinue && !hasUnparsedInput { transport.send(MessageWriter.continueLine) }
+            // No deadline until the handler asks for the body, then the idle timeout while it
+            // waits for bytes: a large upload on a slow link is not cut at the body timeout.
+            readingDeadline = .max
+            deadline = .max
+            dispatch(head, violation: nil, streamed: true)
         case .writeContinue:
             // Only while none of the body has arrived (RFC 9110 10.1.1: a client that sent it
             // already needs no invitation, and would read the 100 as its answer).
@@ -230,7 +294,7 @@ final class ServerConnection: ServerTransportOwner {
         }
     }
 
-    private func dispatch(_ head: RequestHead, violation: HTTPViolation?) {
+    private func dispatch(_ head: RequestHead, violation: HTTPViolation?, streamed: Bool = false) {
         serial &+= 1
         answeringHead = head.method == "HEAD"
         answeringHTTP10 = !head.isHTTP11
@@ -239,7 +303,8 @@ final class ServerConnection: ServerTransportOwner {
         }
         let requestBody = body
         body = []
-        worker.dispatch(head, body: requestBody, violation: violation, on: self, serial: serial)
+        let stream = streamed ? RequestBodyStream(worker: worker, connection: id, serial: serial) : nil
+        worker.dispatch(head, body: requestBody, stream: stream, violation: violation, on: self, serial: serial)
     }
 
     // MARK: Writing
@@ -337,6 +402,7 @@ final class ServerConnection: ServerTransportOwner {
 
     /// The header or body deadline of a begun request: 408, then closed.
     private func timedOut(_ status: Int) {
+        if streamLimit != nil { deliver(.failed(nil)) }
         let body = worker.configuration.timeoutRefusalBody
         transport.send(
             MessageWriter.response(
@@ -365,6 +431,7 @@ final class ServerConnection: ServerTransportOwner {
         isClosed = true
         transport.close()
         worker.connectionClosed(self)
+        if streamLimit != nil && streamEnd == nil { deliver(.failed(nil)) }
     }
 
     /// Closes the socket without telling the worker (which is being torn down).
