@@ -18,6 +18,8 @@
 #                    0.01 and 1.0 to an OTLP sink (Benchmarks/tools/otlp-sink.py), and 1.0 to a
 #                    collector that answers 503 and to one that is down (then brought up: the
 #                    seconds until export resumes are reported); default 0
+#   BENCH_DATA_DIR   where Cloak's SQLite store and keys go (default: the results folder's data/);
+#                    a tmpfs path (/dev/shm/...) leaves the group commit's fsync out of the numbers
 #   BENCH_CASES      an extended regex: only Cloak's cases whose name matches it run (e.g. 'egress'
 #                    or 'healthz|validate'); the C server's baselines always run, the idle
 #                    connections section is skipped when it is set, and the PostgreSQL section
@@ -56,6 +58,7 @@ REF_BIN="$REF_BUILD_DIR/reference-server"
 POST_LUA="$BENCH_DIR/load/post.lua"
 VALIDATE_BODY="$BENCH_DIR/load/validate-body.json"
 RESULTS_DIR="$BENCH_DIR/results/$(date +%Y%m%d-%H%M%S)"
+DATA_DIR=${BENCH_DATA_DIR:-$RESULTS_DIR/data}
 
 log() { printf '[bench] %s\n' "$*" >&2; }
 die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
@@ -313,7 +316,7 @@ require pkg-config
 require curl
 require wrk
 
-mkdir -p "$RESULTS_DIR" "$REF_BUILD_DIR"
+mkdir -p "$RESULTS_DIR" "$REF_BUILD_DIR" "$DATA_DIR"
 
 log "building C reference server -> ${REF_BIN#"$REPO_ROOT"/}"
 # shellcheck disable=SC2046  # pkg-config output is meant to be word-split
@@ -430,7 +433,7 @@ if (( ! C_ONLY )); then
         "$HOST" "$C_PORT" >>"$BENCH_CONFIG"
     log "starting cloak on $HOST:$CLOAK_PORT ($THREADS thread(s), config $CLOAK_CONFIG)"
     CLOAK_SERVER_LISTEN="$HOST:$CLOAK_PORT" CLOAK_SERVER_THREADS="$THREADS" \
-        CLOAK_VAULT_STORE="sqlite:$RESULTS_DIR/data/cloak.db" CLOAK_VAULT_KEYS="file:$RESULTS_DIR/data/keys.json" \
+        CLOAK_VAULT_STORE="sqlite:$DATA_DIR/cloak.db" CLOAK_VAULT_KEYS="file:$DATA_DIR/keys.json" \
         "$CLOAK_BIN" serve --config "$BENCH_CONFIG" >"$RESULTS_DIR/cloak.log" 2>&1 &
     CLOAK_PID=$!
     PIDS+=("$CLOAK_PID")
@@ -505,7 +508,7 @@ if (( ! C_ONLY )); then
                 || printf '\ntelemetry:\n  traces: {endpoint: "%s", sample_ratio: %s}\n' "$endpoint" "$ratio" >>"$config"
             port=$(free_port)
             CLOAK_SERVER_LISTEN="$HOST:$port" CLOAK_SERVER_THREADS="$THREADS" \
-                CLOAK_VAULT_STORE="sqlite:$RESULTS_DIR/data/cloak.db" CLOAK_VAULT_KEYS="file:$RESULTS_DIR/data/keys.json" \
+                CLOAK_VAULT_STORE="sqlite:$DATA_DIR/cloak.db" CLOAK_VAULT_KEYS="file:$DATA_DIR/keys.json" \
                 "$CLOAK_BIN" serve --config "$config" >"$RESULTS_DIR/cloak-traces-$label.log" 2>&1 &
             CLOAK_PID=$!
             PIDS+=("$CLOAK_PID")
@@ -554,7 +557,7 @@ if (( ! C_ONLY )); then
         trap 'scripts/postgres stop "$PG_DIR"; cleanup' EXIT
         CLOAK_PORT=$(free_port)
         CLOAK_SERVER_LISTEN="$HOST:$CLOAK_PORT" CLOAK_SERVER_THREADS="$THREADS" CLOAK_VAULT_STORE="$PG_URL" \
-            CLOAK_VAULT_KEYS="file:$RESULTS_DIR/data/keys.json" \
+            CLOAK_VAULT_KEYS="file:$DATA_DIR/keys.json" \
             "$CLOAK_BIN" serve --config "$BENCH_CONFIG" >"$RESULTS_DIR/cloak-postgres.log" 2>&1 &
         CLOAK_PID=$!
         PIDS+=("$CLOAK_PID")

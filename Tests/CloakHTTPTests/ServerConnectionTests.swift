@@ -166,6 +166,26 @@ import Testing
         #expect(r.status == 413 && r.header("Connection") == "close")
     }
 
+    @Test func aHeadAnswerSaysTheLengthAGetWouldGet() throws {
+        let server = try Self.start(handler: { request in
+            switch request.path {
+            case "/own": return .json(200, Array("hello".utf8))
+            case "/given": return HTTPResponse(status: 200, headers: [("Content-Length", "42")])
+            default: return HTTPResponse(status: 200)
+            }
+        })
+        defer { server.shutdown() }
+        let client = try RawHTTPClient(port: server.port, timeout: 5)
+        for (path, length) in [("/own", "5"), ("/given", "42"), ("/none", nil)] as [(String, String?)] {
+            try client.send("HEAD \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+            let r = try client.readResponse(hasBody: false)
+            #expect(r.status == 200 && r.header("Content-Length") == length, "\(path)")
+        }
+        // No body was written: the next answer on the connection reads cleanly.
+        try client.send("GET /own HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().text == "hello")
+    }
+
     @Test func aHeadRefusalHasNoBody() throws {
         let server = try Self.start()
         defer { server.shutdown() }

@@ -67,6 +67,58 @@ import Testing
         #expect(r.out == "HTTP/1.1 200 OK\nHTTP/1.1 200 OK\n", "\(r.out) \(r.err)")
     }
 
+    /// The header and the ClientHello in one segment, as AWS NLB and often HAProxy send them:
+    /// the hello, read with the header, is answered (it waited for the socket otherwise).
+    @Test(arguments: [1, 2])
+    func aHeaderAndClientHelloInOneSegmentAreServed(version: Int) throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try Self.server(threads: 1, tls: true, certificates)
+        defer { server.stop() }
+        let script = #"""
+            import socket, ssl, struct, sys
+            port, ca, version = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+            if version == "1":
+                header = b"PROXY TCP4 198.51.100.8 127.0.0.1 40000 %d\r\n" % port
+            else:
+                addresses = socket.inet_aton("198.51.100.8") + socket.inet_aton("127.0.0.1") + struct.pack("!HH", 40000, port)
+                header = b"\r\n\r\n\x00\r\nQUIT\n" + bytes([0x21, 0x11]) + struct.pack("!H", len(addresses)) + addresses
+            context = ssl.create_default_context(cafile=ca)
+            incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+            tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+            raw = socket.create_connection(("127.0.0.1", port))
+            raw.settimeout(10)
+            first = True
+            while True:
+                try:
+                    tls.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    pending = outgoing.read()
+                    raw.sendall((header if first else b"") + pending)  # one write: header and hello
+                    first = False
+                    data = raw.recv(65536)
+                    if not data:
+                        print("closed during the handshake")
+                        sys.exit(1)
+                    incoming.write(data)
+            tls.write(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            raw.sendall(outgoing.read())
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                try:
+                    answer += tls.read(4096)
+                except ssl.SSLWantReadError:
+                    incoming.write(raw.recv(65536))
+                    raw.sendall(outgoing.read())
+            print(answer.split(b"\r\n")[0].decode())
+            """#
+        let file = "\(certificates.directory.path)/one-segment.py"
+        try script.write(toFile: file, atomically: true, encoding: .utf8)
+        let r = try EgressFixture.run("python3", [file, String(server.port), certificates.caFile, String(version)])
+        #expect(r.out == "HTTP/1.1 200 OK\n", "\(r.out) \(r.err)")
+    }
+
     /// Behind PROXY protocol, a request pipelined after `Connection: close` is dropped: the
     /// client asked to end the connection, and before the fix a token it sent next was stored
     /// while its answer was lost.

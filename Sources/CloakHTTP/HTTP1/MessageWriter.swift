@@ -53,9 +53,20 @@ enum MessageWriter {
             out.append("\r\n")
         }
         if bodyAllowed {
-            out.append("Content-Length: ")
-            out.appendDecimal(response.body.count)
-            out.append("\r\n")
+            // A HEAD answer says the length a GET would get: its body's, else the length its
+            // handler gave (an upstream's HEAD answer has no body), else none (RFC 9110 8.6).
+            if !headOnly || !response.body.isEmpty {
+                out.append("Content-Length: ")
+                out.appendDecimal(response.body.count)
+                out.append("\r\n")
+            } else if let given = response.headers.first(where: { $0.name.caseInsensitiveEquals("content-length") }),
+                !given.value.isEmpty, given.value.utf8.count <= 18,
+                given.value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+            {
+                out.append("Content-Length: ")
+                out.append(given.value)
+                out.append("\r\n")
+            }
         }
         switch persistence {
         case .keepAlive11: break

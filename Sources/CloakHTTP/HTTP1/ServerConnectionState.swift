@@ -22,8 +22,9 @@
 ///   is read. An answer that comes while a body is still being read (a refusal made on the head)
 ///   is written at once and the connection closes: the rest of that body is never read.
 /// - A deadline answers 408 when a request was begun and nothing was answered yet; an idle
-///   connection just closes, and so does one whose answer is late or not being read (a handler
-///   that hangs, a client that never reads: neither may hold the connection).
+///   connection just closes, and so does one whose answer is late or not being read (a client
+///   that never reads may not hold the connection). The server arms no deadline while a handler
+///   works: its own timeouts (upstream, vault) bound its answer.
 /// - A granted CONNECT hands the connection to its tunnel once the answer is written; a refused
 ///   one keeps it as the client asked (a retry with credentials after a 407).
 struct ServerConnectionState: Equatable {

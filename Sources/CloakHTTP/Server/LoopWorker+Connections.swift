@@ -31,11 +31,10 @@ extension LoopWorker {
                 fd: fd, peer: peer, worker: self, afterConnect: tunnels != nil ? .keepScanning : .refuse,
                 proxyProtocol: configuration.proxyProtocol, tls: tls?.context, now: Self.now())
         else {
-            // No TLS session could be made: closed without a byte (serving it in cleartext
-            // would fail open).
+            // No TLS session (or loop event) could be made: closed without a byte, serving it in
+            // cleartext would fail open. The transport owned the socket and has closed it.
             if let addressKey { addressBudget.release(addressKey) }
             budget.release()
-            Glibc.close(fd)
             return
         }
         connection.addressKey = addressKey

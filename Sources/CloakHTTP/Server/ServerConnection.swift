@@ -233,13 +233,19 @@ final class ServerConnection: ServerTransportOwner {
 
     // MARK: Streamed bodies
 
+    /// A streamed body must arrive at 16 KiB a second on average, past the body timeout: a
+    /// client trickling a large upload cannot hold its connection for ever.
+    private func streamDeadline(_ limit: Int) -> UInt64 {
+        LoopWorker.now() &+ worker.bodyTimeout &+ UInt64(limit / (16 << 10)) &* 1_000_000_000
+    }
+
     /// The handler of request `serial` asks for the next piece of its body.
     func pullBody(for serial: UInt64, _ receive: @escaping @Sendable (RequestBodyStream.Piece) -> Void) {
         guard serial == self.serial, !isClosed, streamLimit != nil else { return receive(.failed(nil)) }
         if let end = streamEnd { return receive(end) }
         guard pull == nil else { return receive(.failed(nil)) }  // one ask at a time
         pull = receive
-        deadline = LoopWorker.now() &+ worker.idleTimeout  // the client must keep sending
+        deadline = min(readingDeadline, LoopWorker.now() &+ worker.idleTimeout)  // the client must keep sending
         if !processing { process() }
     }
 
@@ -274,8 +280,9 @@ final class ServerConnection: ServerTransportOwner {
             guard let head else { return }
             if writeContinue && !hasUnparsedInput { transport.send(MessageWriter.continueLine) }
             // No deadline until the handler asks for the body, then the idle timeout while it
-            // waits for bytes: a large upload on a slow link is not cut at the body timeout.
-            readingDeadline = .max
+            // waits for bytes, within a total that grows with the limit (``streamDeadline(_:)``):
+            // a large upload on a slow link is not cut at the body timeout.
+            readingDeadline = streamDeadline(streamLimit ?? 0)
             deadline = .max
             dispatch(head, violation: nil, streamed: true)
         case .writeContinue:
@@ -470,7 +477,9 @@ final class ServerConnection: ServerTransportOwner {
         if let context = tlsAfterProxyHeader {
             let started = rest.withUnsafeBytes { transport.startTLS(context, initial: $0) }
             guard started else { return refuseProxy("tls_session_failed") }
-            transport.resumeReading()
+            // The ClientHello often came in the same read as the header: decrypted on the next
+            // turn (the read event is on already, and nothing else would fire it).
+            transport.readSoon()
         } else if !rest.isEmpty {
             rest.withUnsafeBytes { transportReceived($0) }
         }

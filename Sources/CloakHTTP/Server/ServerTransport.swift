@@ -58,8 +58,7 @@ final class ServerTransport {
                     transport.writable()
                 }, context)
         else {
-            buffer.deallocate()
-            return nil
+            return nil  // deinit closes the socket and frees the buffer: the transport owns both from here
         }
         self.reading = reading
         self.writing = writing
@@ -89,6 +88,17 @@ final class ServerTransport {
 
     /// Whether the read event is on.
     var isReading: Bool { readingEnabled }
+
+    /// Reads again on the next loop turn, whatever is waiting (bytes given to ``startTLS(_:initial:)``
+    /// from inside a read are decrypted then).
+    func readSoon() {
+        guard !isClosed else { return }
+        if !readingEnabled {
+            readingEnabled = true
+            reading?.add()
+        }
+        reading?.activate()
+    }
 
     /// Starts TLS: the next bytes read are the client's handshake, and `initial` (bytes already
     /// read in plain text past what was consumed) comes first. False when no session could be
