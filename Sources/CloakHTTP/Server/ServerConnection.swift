@@ -13,13 +13,17 @@ import COpenSSL
 /// Reading pauses from a request's end until its answer has left (the state machine says
 /// so), so pipelined requests wait in the socket: memory per connection is one read buffer,
 /// the unparsed rest of one read, and the body of the request being read (at most the limit).
+///
+/// Loop thread only, and reached only from there: its transport's events, and the worker's
+/// ``LoopBound`` state (answers and body pulls are looked up there, which checks the thread).
+/// So its hot fields skip the runtime's exclusivity checks (`@exclusivity(unchecked)`).
 final class ServerConnection: ServerTransportOwner {
     unowned let worker: LoopWorker
     /// The connection's number on its loop (set at accept), by which an answer finds it.
     var id: UInt64 = 0
     private(set) var transport: ServerTransport!
-    private var parser: RequestParser
-    private var machine = ServerConnectionState()
+    @exclusivity(unchecked) private var parser: RequestParser
+    @exclusivity(unchecked) private var machine = ServerConnectionState()
     /// The peer's numeric address (a balancer's, behind one).
     let peer: String
     /// The address this connection counts under in the per-address budget, once counted.
@@ -38,11 +42,11 @@ final class ServerConnection: ServerTransportOwner {
     private var grantedTunnel: (target: ProxyTarget, context: OpaquePointer)?
 
     /// Bytes read and not parsed yet; `inputStart` is the first of them.
-    private var input: [UInt8] = []
+    @exclusivity(unchecked) private var input: [UInt8] = []
     private var inputStart = 0
     /// The request being read.
-    private var head: RequestHead?
-    private var body: [UInt8] = []
+    @exclusivity(unchecked) private var head: RequestHead?
+    @exclusivity(unchecked) private var body: [UInt8] = []
     /// The current request was refused before its body was read (too large): the rest of its
     /// bytes are never read.
     private var refusedEarly = false

@@ -25,7 +25,7 @@ final class ServerTransport {
     private var readingEnabled = false
     private var tls: TLSSession?
     /// Bytes the socket has not taken yet (ciphertext under TLS).
-    private var pending: [UInt8] = []
+    @exclusivity(unchecked) private var pending: [UInt8] = []
     private var pendingOffset = 0
     /// After ``closeWhenSent()``: the sending side ends once `pending` is empty, then input is
     /// read and dropped until the peer closes (a lingering close: the peer reads the whole answer
@@ -71,13 +71,14 @@ final class ServerTransport {
 
     // MARK: The owner's calls
 
-    /// Starts (or resumes) reading. Bytes may already wait (in OpenSSL, or in the socket): the
-    /// read event is also made active, so they are read on the next turn.
+    /// Starts (or resumes) reading. Bytes waiting in the socket fire the read event (epoll is
+    /// level-triggered); plaintext OpenSSL already holds does not, so the event is made active
+    /// for it (no `recv` that would only say "nothing").
     func resumeReading() {
         guard !isClosed, !readingEnabled else { return }
         readingEnabled = true
         reading?.add()
-        reading?.activate()
+        if let tls, tls.hasBuffered { reading?.activate() }
     }
 
     func pauseReading() {
@@ -299,6 +300,9 @@ final class TLSSession {
     }
 
     deinit { SSL_free(ssl) }
+
+    /// Whether OpenSSL holds bytes not handed out yet (a decrypted record, or ciphertext read).
+    var hasBuffered: Bool { SSL_pending(ssl) > 0 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0 }
 
     /// Gives OpenSSL ciphertext read from the socket.
     func feed(_ bytes: UnsafeRawBufferPointer) -> Bool {
