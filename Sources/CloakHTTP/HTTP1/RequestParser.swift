@@ -159,7 +159,7 @@ struct RequestParser: Sendable {
                     requestLineEnded = lineEnded && framing.sawRequestLine
                 }
                 if !framing.sawRequestLine && framing.requestsFramed == framed && headBytes.last == UInt8(ascii: "\n") {
-                    headBytes.removeAll(keepingCapacity: true)  // an empty line before the request line
+                    headBytes.removeAll(keepingCapacity: headBytes.capacity <= 1 << 10)  // an empty line before the request line
                     continue
                 }
                 guard i == end else { return refuse(.headTooLarge, count: n) }
@@ -167,7 +167,7 @@ struct RequestParser: Sendable {
                 // The head ended (its empty line) with this line.
                 let read = readHead()
                 if case .failure(let violation) = read { return refuse(violation, count: n) }
-                headBytes.removeAll(keepingCapacity: true)
+                headBytes.removeAll(keepingCapacity: headBytes.capacity <= 1 << 10)
                 requestLineEnded = false
                 trailerBytes = 0
                 switch read {

@@ -69,6 +69,8 @@ final class LoopWorker: @unchecked Sendable {
     let tls: TLSServerContext?
     /// Set on a forward-proxy door: decides each CONNECT (see LoopWorker+Tunnels.swift).
     let tunnels: TunnelAuthorizer?
+    /// The loop's one read buffer, lent to every connection's transport for each read.
+    let readBuffer = ReadBuffer()
     /// Which requests' bodies are streamed to their handler (nil: none).
     let bodyDelivery: (@Sendable (HTTPMethod, String) -> RequestBodyDelivery)?
 

@@ -87,7 +87,9 @@ final class ServerConnection: ServerTransportOwner {
         tlsAfterProxyHeader = proxyProtocol ? tls : nil
         readingDeadline = now &+ worker.headerTimeout
         deadline = min(readingDeadline, now &+ worker.idleTimeout)
-        guard let transport = ServerTransport(fd: fd, base: worker.base, owner: self) else { return nil }
+        guard let transport = ServerTransport(fd: fd, base: worker.base, buffer: worker.readBuffer, owner: self) else {
+            return nil
+        }
         self.transport = transport
         if !proxyProtocol, let tls, !transport.startTLS(tls) { return nil }
     }
@@ -113,7 +115,7 @@ final class ServerConnection: ServerTransportOwner {
         }
         if isReadingPhase { deadline = min(readingDeadline, LoopWorker.now() &+ worker.idleTimeout) }
         if inputStart == input.count {
-            input.removeAll(keepingCapacity: input.capacity <= 64 << 10)
+            input.removeAll(keepingCapacity: input.capacity <= 4 << 10)
             inputStart = 0
         }
         input.append(contentsOf: bytes)

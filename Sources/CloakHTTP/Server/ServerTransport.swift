@@ -35,14 +35,18 @@ final class ServerTransport {
     var isClosing: Bool { closing }
     private var sendingShutDown = false
     private(set) var isClosed = false
+    /// Where reads land: the loop's one buffer (``ReadBuffer``), lent for each read: what the
+    /// owner keeps of a read it copies before the call returns.
     private let buffer: UnsafeMutableRawBufferPointer
+    private let readBuffer: ReadBuffer
 
     static let readSize = 16 << 10
 
-    init?(fd: Int32, base: EventBase, owner: any ServerTransportOwner) {
+    init?(fd: Int32, base: EventBase, buffer: ReadBuffer, owner: any ServerTransportOwner) {
         self.fd = fd
         self.owner = owner
-        buffer = .allocate(byteCount: Self.readSize, alignment: 16)
+        self.buffer = buffer.bytes
+        self.readBuffer = buffer
         let context = CallbackContext.unretained(self)
         guard
             let reading = LoopEvent.socket(
@@ -58,16 +62,13 @@ final class ServerTransport {
                     transport.writable()
                 }, context)
         else {
-            return nil  // deinit closes the socket and frees the buffer: the transport owns both from here
+            return nil  // deinit closes the socket: the transport owns it from here
         }
         self.reading = reading
         self.writing = writing
     }
 
-    deinit {
-        close()
-        buffer.deallocate()
-    }
+    deinit { close() }
 
     // MARK: The owner's calls
 
@@ -262,6 +263,13 @@ final class ServerTransport {
         close()
         owner.transportClosed()
     }
+}
+
+/// One loop's read buffer, shared by its connections' transports: a read is handed to its owner
+/// and done with before the next one, so ten thousand idle connections hold no 16 KiB each.
+final class ReadBuffer {
+    let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: ServerTransport.readSize, alignment: 16)
+    deinit { bytes.deallocate() }
 }
 
 /// What a ``ServerTransport`` reports.
