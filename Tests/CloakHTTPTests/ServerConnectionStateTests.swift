@@ -11,6 +11,7 @@ struct ServerConnectionStateTests {
     static let get = E.head(keepAlive: true, hasBody: false, expectsContinue: false)
     static let post = E.head(keepAlive: true, hasBody: true, expectsContinue: false)
     static let connect = E.head(keepAlive: true, hasBody: false, expectsContinue: false, isConnect: true)
+    static let upload = E.head(keepAlive: true, hasBody: true, expectsContinue: false, streamsBody: true)
 
     @Test(
         arguments: [
@@ -97,6 +98,31 @@ struct ServerConnectionStateTests {
                 "no tunnel for a GET", [get, .answer(close: false), .tunnelGranted, .written],
                 [A.dispatch, .write, .none, .read]
             ),
+            // A streamed body: dispatched on its head, answered after its end, kept.
+            (
+                "streamed body", [upload, .messageEnded, .answer(close: false), .written],
+                [A.dispatchStreaming(writeContinue: false), .none, .write, .read]
+            ),
+            (
+                "streamed body, 100-continue",
+                [E.head(keepAlive: true, hasBody: true, expectsContinue: true, streamsBody: true)],
+                [A.dispatchStreaming(writeContinue: true)]
+            ),
+            // Answered before its end: written now, then closed, the rest of the body unread.
+            (
+                "streamed body answered early", [upload, .answer(close: false), .written, .messageEnded],
+                [A.dispatchStreaming(writeContinue: false), .write, .close, .none]
+            ),
+            // Streaming asked for a request without a body: an ordinary dispatch.
+            (
+                "streaming without a body",
+                [E.head(keepAlive: true, hasBody: false, expectsContinue: false, streamsBody: true)], [A.dispatch]
+            ),
+            // The client stalls mid-body: 408.
+            (
+                "streamed body deadline", [upload, .deadline],
+                [A.dispatchStreaming(writeContinue: false), .writeErrorAndClose(status: 408)]
+            ),
             // After close, nothing.
             (
                 "closed is final", [get, .answer(close: true), .written, get, .drain],
@@ -117,7 +143,8 @@ struct ServerConnectionStateTests {
     /// sequence of up to four events from every phase, checked.
     @Test func readingNeverResumesWhileAnAnswerIsPending() {
         let all: [E] = [
-            .headBegun, Self.get, Self.post, Self.connect, .messageEnded, .answer(close: false), .answer(close: true),
+            .headBegun, Self.get, Self.post, Self.connect, Self.upload, .messageEnded, .answer(close: false),
+            .answer(close: true),
             .written, .writeFailed, .tunnelGranted, .peerClosed, .violation(status: 400), .deadline, .drain,
         ]
         func walk(_ state: ServerConnectionState, depth: Int) {

@@ -77,7 +77,7 @@ final class UpstreamClient {
         thread.check()
         // The bytes are made here, before a pool is chosen: a request that cannot be sent takes
         // no connection, closes none and does not make the pool resolve its host again.
-        guard let wire = request.wireBytes() else {
+        guard let wire = MessageWriter.request(request) else {
             return completion(.failure(.invalidRequest("a header, the host or the target of the request is not valid")))
         }
         let tlsKey = TLSKey(caFile: request.caFile, client: request.clientCertificate, stamp: request.trustStamp)

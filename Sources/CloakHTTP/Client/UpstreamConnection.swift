@@ -3,7 +3,7 @@ import Foundation
 /// One connection to an upstream: a transport (plain or TLS), one exchange at a time, its answer
 /// read by a ``ResponseParser``. Owned by its pool.
 ///
-/// The request goes out as one buffer (``UpstreamRequest/wireBytes()``); reading stays on for
+/// The request goes out as one buffer (``MessageWriter/request(_:)``); reading stays on for
 /// the connection's life, so bytes that come while it is idle (an answer nobody asked for, or the
 /// peer's close) close it rather than wait to be taken for the next exchange's answer.
 ///

@@ -3,7 +3,7 @@ import Foundation
 /// One request in flight: its ``ExchangeState``, deadline and completion.
 final class Exchange {
     let request: UpstreamRequest
-    /// The request's bytes (``UpstreamRequest/wireBytes()``), made before it was queued.
+    /// The request's bytes (``MessageWriter/request(_:)``), made before it was queued.
     let wire: [UInt8]
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
     struct State {

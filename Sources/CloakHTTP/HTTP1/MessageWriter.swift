@@ -1,5 +1,5 @@
-/// Writes HTTP/1.1 messages: a server's answers here, a client's requests in
-/// `UpstreamRequest+Wire`, with the same byte helpers. A name or value that could end the head
+/// Writes HTTP/1.1 messages, both directions: a server's answers here, a client's requests in
+/// `MessageWriter+Request`, with the same byte helpers. A name or value that could end the head
 /// (an upstream's answer passed through, a revealed value) is never written.
 enum MessageWriter {
     /// How an answer ends its connection.

@@ -159,7 +159,8 @@ struct RequestParser: Sendable {
                     requestLineEnded = lineEnded && framing.sawRequestLine
                 }
                 if !framing.sawRequestLine && framing.requestsFramed == framed && headBytes.last == UInt8(ascii: "\n") {
-                    headBytes.removeAll(keepingCapacity: headBytes.capacity <= 1 << 10)  // an empty line before the request line
+                    // An empty line before the request line.
+                    headBytes.removeAll(keepingCapacity: headBytes.capacity <= 1 << 10)
                     continue
                 }
                 guard i == end else { return refuse(.headTooLarge, count: n) }

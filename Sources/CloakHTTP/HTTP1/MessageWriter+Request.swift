@@ -1,0 +1,59 @@
+extension MessageWriter {
+    /// A client's request as it goes on the wire, head and body in one buffer: `Host` from the
+    /// request's host and port, the headers as given (without `Host`, `Content-Length` and
+    /// `Transfer-Encoding`), and the body with its exact length. nil when the target or a header
+    /// could end the request line or the head on a pooled connection every caller shares
+    /// (request smuggling).
+    static func request(_ request: UpstreamRequest) -> [UInt8]? {
+        guard !request.target.isEmpty, request.target.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else { return nil }
+        // The host (from configuration or DNS) is a name or an address: nothing that ends a line.
+        guard !request.host.isEmpty,
+            request.host.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "/") })
+        else {
+            return nil
+        }
+        var size = request.target.utf8.count + request.host.utf8.count + request.body.count + 96
+        for (name, value) in request.headers { size += name.utf8.count + value.utf8.count + 4 }
+        var out: [UInt8] = []
+        out.reserveCapacity(size)
+        out.append(request.method.rawValue)
+        out.append(32)
+        out.append(request.target)
+        out.append(" HTTP/1.1\r\nHost: ")
+        // An IPv6 literal is bracketed.
+        let literal6 = request.host.utf8.contains(UInt8(ascii: ":"))
+        if literal6 { out.append(UInt8(ascii: "[")) }
+        out.append(request.host)
+        if literal6 { out.append(UInt8(ascii: "]")) }
+        if !((request.scheme == .https && request.port == 443) || (request.scheme == .http && request.port == 80)) {
+            out.append(UInt8(ascii: ":"))
+            out.appendDecimal(request.port)
+        }
+        out.append("\r\n")
+        for (name, value) in request.headers {
+            switch name.utf8.count {
+            case 4 where name.caseInsensitiveEquals("host"): continue
+            case 14 where name.caseInsensitiveEquals("content-length"): continue
+            // The body always goes with its length: a coding too would frame it twice.
+            case 17 where name.caseInsensitiveEquals("transfer-encoding"): continue
+            default: break
+            }
+            guard HTTPSyntax.isToken(name), HTTPSyntax.isFieldValue(value) else { return nil }
+            out.append(name)
+            out.append(": ")
+            out.append(value)
+            out.append("\r\n")
+        }
+        // Every body goes with its exact length (a GET body without one would be read by the
+        // upstream as the next request); POST, PUT and PATCH say 0 when they have none.
+        if !request.body.isEmpty || request.method == .POST || request.method == .PUT || request.method == .PATCH {
+            out.append("Content-Length: ")
+            out.appendDecimal(request.body.count)
+            out.append("\r\n")
+        }
+        if !request.reuseConnection { out.append("Connection: close\r\n") }
+        out.append("\r\n")
+        out += request.body
+        return out
+    }
+}
