@@ -74,25 +74,7 @@ struct RequestParserDifferentialTests {
 
     /// What h11 reads of each input.
     static func h11(_ inputs: [[UInt8]]) throws -> [Outcome] {
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
-        let script = "\(directory.path)/read.py"
-        try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
-        var paths: [String] = []
-        for (k, input) in inputs.enumerated() {
-            let path = "\(directory.path)/input-\(k)"
-            try Data(input).write(to: URL(fileURLWithPath: path))
-            paths.append(path)
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.environment["CLOAK_TEST_PYTHON"]!)
-        process.arguments = [script] + paths
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let list = try #require(JSONSerialization.jsonObject(with: data) as? [[String: Any]])
+        let list = try #require(try H11.run(Self.script, inputs: inputs) as? [[String: Any]])
         return list.map { item in
             Outcome(
                 messages: (item["messages"] as? [[String: Any]] ?? []).map {
