@@ -4,9 +4,8 @@ import Glibc
 /// The byte stream under one accepted connection: a non-blocking socket driven by two loop
 /// events, as the client's transports are, in plain text or TLS. Loop thread only.
 ///
-/// Reading is an event that is there or not: ``pauseReading()`` removes it, so nothing is read
-/// into memory while the connection waits for an answer (pipelined requests wait in the
-/// socket, and TCP holds the client back). Writing sends at once and keeps only what the socket
+/// Nothing is read while reading is paused (``pauseReading()``): pipelined requests wait in the
+/// socket, and TCP holds the client back, while the connection waits for an answer. Writing sends at once and keeps only what the socket
 /// does not take.
 ///
 /// TLS runs on memory BIOs: ciphertext is read from the socket and given to OpenSSL, and what
@@ -22,7 +21,12 @@ final class ServerTransport {
     let fd: Int32
     private var reading: LoopEvent?
     private var writing: LoopEvent?
+    /// Whether the owner reads now.
     private var readingEnabled = false
+    /// Whether the read event is registered with epoll. A pause only clears ``readingEnabled``;
+    /// the event is removed when it fires while paused (bytes arrived: a pipelining client), so a
+    /// request answered later costs no `epoll_ctl` at all unless its client sends meanwhile.
+    private var readRegistered = false
     private var tls: TLSSession?
     /// Bytes the socket has not taken yet (ciphertext under TLS).
     @exclusivity(unchecked) private var pending: [UInt8] = []
@@ -78,27 +82,30 @@ final class ServerTransport {
     func resumeReading() {
         guard !isClosed, !readingEnabled else { return }
         readingEnabled = true
-        reading?.add()
+        register()
         if let tls, tls.hasBuffered { reading?.activate() }
     }
 
     func pauseReading() {
         guard readingEnabled, !closing else { return }
         readingEnabled = false
-        reading?.cancel()
     }
 
-    /// Whether the read event is on.
+    /// Whether the owner reads now.
     var isReading: Bool { readingEnabled }
+
+    private func register() {
+        guard !readRegistered else { return }
+        readRegistered = true
+        reading?.add()
+    }
 
     /// Reads again on the next loop turn, whatever is waiting (bytes given to ``startTLS(_:initial:)``
     /// from inside a read are decrypted then).
     func readSoon() {
         guard !isClosed else { return }
-        if !readingEnabled {
-            readingEnabled = true
-            reading?.add()
-        }
+        readingEnabled = true
+        register()
         reading?.activate()
     }
 
@@ -153,10 +160,8 @@ final class ServerTransport {
             tls.shutdown()
             tls.drainCiphertext(into: &pending, offset: &pendingOffset)
         }
-        if !readingEnabled {
-            readingEnabled = true
-            reading?.add()
-        }
+        readingEnabled = true
+        register()
         if !isSending { shutDownSending() } else { writing?.add() }
     }
 
@@ -212,7 +217,14 @@ final class ServerTransport {
     }
 
     private func readable() {
-        guard !isClosed, readingEnabled else { return }
+        guard !isClosed else { return }
+        guard readingEnabled else {
+            // Bytes while paused: they wait in the socket, and the event goes until the owner
+            // reads again (level-triggered, it would fire on every turn).
+            readRegistered = false
+            reading?.cancel()
+            return
+        }
         let n = recv(fd, buffer.baseAddress, buffer.count, 0)
         if n == 0 { return fail() }
         if n < 0 {
