@@ -1,0 +1,131 @@
+/// The rules of a `file` field (issue 47): how large each file may be, which media types its
+/// content may have, how many files, and whether one is required. The server, Cloak Elements'
+/// frame and CloakCollect judge files by them the same way (``FileFieldState``).
+public struct FileRules: Sendable, Equatable {
+    /// The most bytes one file may have (default 10 MiB).
+    public var maxBytes: Int
+    /// The media types a file's content may have (default: every ``FileMediaType``).
+    public var types: [FileMediaType]
+    /// The most files the field may hold (default 1).
+    public var maxFiles: Int
+    public var isRequired: Bool
+
+    public static let defaultMaxBytes = 10 << 20
+    /// No field may allow more than this per file.
+    public static let largestMaxBytes = 64 << 20
+
+    public init(
+        maxBytes: Int = defaultMaxBytes, types: [FileMediaType] = FileMediaType.allCases, maxFiles: Int = 1,
+        isRequired: Bool = false
+    ) {
+        self.maxBytes = maxBytes
+        self.types = types
+        self.maxFiles = maxFiles
+        self.isRequired = isRequired
+    }
+
+    /// The most bytes a request carrying this field may need for its files.
+    public var largestUpload: Int { maxBytes * maxFiles }
+}
+
+/// Why a file or a file field is refused: the `validationErrors` strings of a file field.
+public enum FileValidationError {
+    public static let empty = "FILE_EMPTY_VALIDATION_ERROR"
+    public static let tooLarge = "FILE_SIZE_VALIDATION_ERROR"
+    public static let typeNotAllowed = "FILE_TYPE_VALIDATION_ERROR"
+    public static let executable = "FILE_EXECUTABLE_VALIDATION_ERROR"
+    public static let polyglot = "FILE_POLYGLOT_VALIDATION_ERROR"
+    public static let tooManyFiles = "FILE_COUNT_VALIDATION_ERROR"
+    public static let required = "FILE_REQUIRED_VALIDATION_ERROR"
+}
+
+/// One file read as it arrives: its size, and its first and last bytes (for the media type and
+/// the polyglot check), never the whole of it. Feed it the file's bytes in order, then ask for
+/// its ``verdict(_:)``.
+public struct FileInspection: Sendable {
+    public private(set) var bytes = 0
+    private var prefix: [UInt8] = []
+    /// The last ``FileSniffer/tailLength`` bytes (a ring: `tailStart` is the oldest).
+    private var tail: [UInt8] = []
+    private var tailStart = 0
+
+    public init() {}
+
+    public mutating func feed(_ chunk: some Collection<UInt8>) {
+        bytes += chunk.count
+        if prefix.count < FileSniffer.prefixLength {
+            prefix += chunk.prefix(FileSniffer.prefixLength - prefix.count)
+        }
+        for byte in chunk.suffix(FileSniffer.tailLength) {
+            if tail.count < FileSniffer.tailLength {
+                tail.append(byte)
+            } else {
+                tail[tailStart] = byte
+                tailStart = (tailStart + 1) % FileSniffer.tailLength
+            }
+        }
+    }
+
+    /// The media type the content has.
+    public var mediaType: FileMediaType? {
+        if case .media(let type) = FileSniffer.verdict(prefix) { return type }
+        return nil
+    }
+
+    /// What is wrong with the file under `rules` (empty: nothing).
+    public func verdict(_ rules: FileRules) -> [String] {
+        if bytes == 0 { return [FileValidationError.empty] }
+        var errors: [String] = []
+        if bytes > rules.maxBytes { errors.append(FileValidationError.tooLarge) }
+        switch FileSniffer.verdict(prefix) {
+        case .executable:
+            errors.append(FileValidationError.executable)
+        case .unknown:
+            errors.append(FileValidationError.typeNotAllowed)
+        case .media(let type):
+            if !rules.types.contains(type) { errors.append(FileValidationError.typeNotAllowed) }
+            let ordered = Array(tail[tailStart...] + tail[..<tailStart])
+            if FileSniffer.isPolyglot(prefix: prefix, tail: ordered, as: type) {
+                errors.append(FileValidationError.polyglot)
+            }
+        }
+        return errors
+    }
+}
+
+/// A file field's state, as the SDK's field state plus `fileCount`, `bytes` and `mediaType`
+/// (the first file's), computed by the same rules wherever it is shown.
+public struct FileFieldState: Sendable, Equatable {
+    public var isValid: Bool { validationErrors.isEmpty }
+    public var isEmpty: Bool { fileCount == 0 }
+    public var validationErrors: [String]
+    public var fileCount: Int
+    public var bytes: Int
+    public var mediaType: FileMediaType?
+
+    /// The state of a field holding `files` under `rules`: each file's errors (once each), then
+    /// the field's own (too many files, or none when required).
+    public init(files: [FileInspection], rules: FileRules) {
+        var errors: [String] = []
+        for file in files {
+            for error in file.verdict(rules) where !errors.contains(error) { errors.append(error) }
+        }
+        if files.count > rules.maxFiles { errors.append(FileValidationError.tooManyFiles) }
+        if files.isEmpty && rules.isRequired { errors.append(FileValidationError.required) }
+        validationErrors = errors
+        fileCount = files.count
+        bytes = files.reduce(0) { $0 + $1.bytes }
+        mediaType = files.first?.mediaType
+    }
+
+    /// As JSON, for the SDK's state objects: `isValid`, `isEmpty`, `validationErrors`,
+    /// `fileCount`, `bytes`, `mediaType`.
+    public var json: JSONValue {
+        .object([
+            ("isValid", .bool(isValid)), ("isEmpty", .bool(isEmpty)),
+            ("validationErrors", .array(validationErrors.map { .string($0) })),
+            ("fileCount", .int(fileCount)), ("bytes", .int(bytes)),
+            ("mediaType", mediaType.map { .string($0.rawValue) } ?? .null),
+        ])
+    }
+}
