@@ -45,6 +45,8 @@ package struct AliasStoreCompatSuite {
         case newRecordsAreCommittedAndFoundOnesReadBack
         case aNewRecordsBatchSkipsOnlyTheWritesThatCannotBeMade
         case severalAliasesAreReadAtOnce
+        case filesAreStoredInChunksAndFinishedIntoARecord
+        case unfinishedUploadsAreSweptAndUncommittedChunksLost
 
         package var testDescription: String { rawValue }
     }
@@ -89,6 +91,8 @@ package struct AliasStoreCompatSuite {
         case .aNewRecordsBatchSkipsOnlyTheWritesThatCannotBeMade:
             try aNewRecordsBatchSkipsOnlyTheWritesThatCannotBeMade()
         case .severalAliasesAreReadAtOnce: try severalAliasesAreReadAtOnce()
+        case .filesAreStoredInChunksAndFinishedIntoARecord: try filesAreStoredInChunksAndFinishedIntoARecord()
+        case .unfinishedUploadsAreSweptAndUncommittedChunksLost: try unfinishedUploadsAreSweptAndUncommittedChunksLost()
         }
     }
 }

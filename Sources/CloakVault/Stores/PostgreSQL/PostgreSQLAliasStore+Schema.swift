@@ -78,6 +78,24 @@ extension PostgreSQLAliasStore {
             created_at bigint NOT NULL
         );
         """,
+        // Files (issue 47): uploads and their sealed chunks (``FileStore``).
+        """
+        CREATE TABLE files (
+            upload_id text COLLATE "C" PRIMARY KEY,
+            record_id text COLLATE "C" UNIQUE REFERENCES records(id) ON DELETE CASCADE,
+            key_id text NOT NULL,
+            wrapped_key bytea NOT NULL,
+            chunk_count integer NOT NULL DEFAULT 0,
+            created_at bigint NOT NULL
+        );
+        CREATE INDEX files_unfinished ON files (created_at) WHERE record_id IS NULL;
+        CREATE TABLE file_chunks (
+            upload_id text COLLATE "C" NOT NULL REFERENCES files(upload_id) ON DELETE CASCADE,
+            idx integer NOT NULL,
+            sealed bytea NOT NULL,
+            PRIMARY KEY (upload_id, idx)
+        );
+        """,
     ]
 
     func migrate() throws(StoreError) {

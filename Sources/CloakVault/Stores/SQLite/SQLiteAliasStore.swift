@@ -85,6 +85,8 @@ package final class SQLiteAliasStore: AliasStore {
                 DELETE FROM bucket_intents WHERE bucket = OLD.bucket AND count <= 0;
             END;
             """)
+        // Files (schema 6, issue 47): uploads and their sealed chunks.
+        try db.execute(Self.filesSchema)
     }
 
     /// The file belongs to this process.

@@ -1,0 +1,49 @@
+/// A file's place in the store (issue 47): its chunks, sealed by `FileSealer` under a key of its
+/// own (``wrappedKey``, sealed under data key ``keyID``), kept apart from the record that aliases
+/// it. An upload is started, its chunks appended as they arrive (each write its own short
+/// transaction: no transaction stays open over a slow client), and finished into a record in the
+/// record's own transaction. Until then the file belongs to no record and nothing reveals it; an
+/// upload never finished (the client left, the process was killed) is swept after a while. A
+/// finished file goes with its record.
+package struct StoredFile: Sendable, Equatable {
+    /// The upload's id: also the file's id in its chunks' associated data.
+    package var uploadID: String
+    package var keyID: String
+    package var wrappedKey: [UInt8]
+    /// Chunks of a finished file (0 while the upload runs).
+    package var chunkCount: Int
+    package var createdAt: Int64
+    /// The record a finished file belongs to.
+    package var recordID: String?
+
+    package init(
+        uploadID: String, keyID: String, wrappedKey: [UInt8], chunkCount: Int = 0, createdAt: Int64,
+        recordID: String? = nil
+    ) {
+        self.uploadID = uploadID
+        self.keyID = keyID
+        self.wrappedKey = wrappedKey
+        self.chunkCount = chunkCount
+        self.createdAt = createdAt
+        self.recordID = recordID
+    }
+}
+
+/// What a store does with files (every ``AliasStore`` does it, and the compatibility suite holds
+/// each to it).
+package protocol FileStore: AnyObject {
+    /// Starts an upload (no record, no chunk yet).
+    func startFile(_ file: StoredFile) throws(StoreError)
+    /// Stores chunk `index` of an upload (chunks arrive in order, from 0).
+    func appendFileChunk(uploadID: String, index: Int, sealed: [UInt8]) throws(StoreError)
+    /// Gives a started upload whose `chunkCount` chunks are all stored to `recordID`; false when
+    /// there is no such upload, it was finished already, or a chunk is missing.
+    func finishFile(uploadID: String, chunkCount: Int, recordID: String) throws(StoreError) -> Bool
+    /// The finished file of a record.
+    func file(recordID: String) throws(StoreError) -> StoredFile?
+    /// Up to `limit` sealed chunks of an upload, from chunk `index` on, in order.
+    func fileChunks(uploadID: String, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]]
+    /// Deletes up to `limit` uploads started before `startedBefore` and never finished, with
+    /// their chunks; how many.
+    func deleteAbandonedFiles(startedBefore: Int64, limit: Int) throws(StoreError) -> Int
+}

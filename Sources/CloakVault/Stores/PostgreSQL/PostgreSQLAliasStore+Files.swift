@@ -1,0 +1,57 @@
+/// Files (``FileStore``) on PostgreSQL: the same tables as SQLite's (migration 8).
+extension PostgreSQLAliasStore {
+    package func startFile(_ file: StoredFile) throws(StoreError) {
+        try db.query(
+            "INSERT INTO files (upload_id, key_id, wrapped_key, chunk_count, created_at) VALUES ($1, $2, $3, 0, $4)",
+            [.text(file.uploadID), .text(file.keyID), .bytes(file.wrappedKey), .int(file.createdAt)])
+    }
+
+    package func appendFileChunk(uploadID: String, index: Int, sealed: [UInt8]) throws(StoreError) {
+        try db.query(
+            """
+            INSERT INTO file_chunks (upload_id, idx, sealed)
+            SELECT $1, $2::int8::int, $3 WHERE EXISTS (SELECT 1 FROM files WHERE upload_id = $1 AND record_id IS NULL)
+            """, [.text(uploadID), .int(Int64(index)), .bytes(sealed)])
+    }
+
+    package func finishFile(uploadID: String, chunkCount: Int, recordID: String) throws(StoreError) -> Bool {
+        let updated = try db.query(
+            """
+            UPDATE files SET record_id = $2, chunk_count = $3::int8::int
+            WHERE upload_id = $1 AND record_id IS NULL
+              AND (SELECT count(*) FROM file_chunks WHERE upload_id = $1) = $3
+              AND NOT EXISTS (SELECT 1 FROM file_chunks WHERE upload_id = $1 AND idx >= $3)
+            RETURNING 1
+            """, [.text(uploadID), .text(recordID), .int(Int64(chunkCount))])
+        return updated.count == 1
+    }
+
+    package func file(recordID: String) throws(StoreError) -> StoredFile? {
+        guard
+            let row = try db.query(
+                "SELECT upload_id, key_id, wrapped_key, chunk_count::int8, created_at FROM files WHERE record_id = $1",
+                [.text(recordID)]
+            ).first, let uploadID = row.text(0), let keyID = row.text(1), let wrapped = row.bytes(2)
+        else { return nil }
+        return StoredFile(
+            uploadID: uploadID, keyID: keyID, wrappedKey: wrapped, chunkCount: Int(row.int(3) ?? 0),
+            createdAt: row.int(4) ?? 0, recordID: recordID)
+    }
+
+    package func fileChunks(uploadID: String, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]] {
+        try db.query(
+            "SELECT sealed FROM file_chunks WHERE upload_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3",
+            [.text(uploadID), .int(Int64(index)), .int(Int64(limit))]
+        ).map { $0.bytes(0) ?? [] }
+    }
+
+    package func deleteAbandonedFiles(startedBefore: Int64, limit: Int) throws(StoreError) -> Int {
+        try db.query(
+            """
+            DELETE FROM files WHERE upload_id IN
+                (SELECT upload_id FROM files WHERE record_id IS NULL AND created_at < $1 LIMIT $2)
+            RETURNING 1
+            """, [.int(startedBefore), .int(Int64(limit))]
+        ).count
+    }
+}

@@ -1,0 +1,89 @@
+/// Files (``FileStore``): `files` rows (one per upload; `record_id` set when finished) and
+/// `file_chunks` rows, deleted with their record through the foreign keys.
+extension SQLiteAliasStore {
+    static let filesSchema = """
+        CREATE TABLE IF NOT EXISTS files (
+            upload_id TEXT PRIMARY KEY,
+            record_id TEXT UNIQUE REFERENCES records(id) ON DELETE CASCADE,
+            key_id TEXT NOT NULL,
+            wrapped_key BLOB NOT NULL,
+            chunk_count INTEGER NOT NULL DEFAULT 0,
+            created_at INTEGER NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS files_unfinished ON files(created_at) WHERE record_id IS NULL;
+        CREATE TABLE IF NOT EXISTS file_chunks (
+            upload_id TEXT NOT NULL REFERENCES files(upload_id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            sealed BLOB NOT NULL,
+            PRIMARY KEY (upload_id, idx)
+        ) WITHOUT ROWID;
+        """
+
+    package func startFile(_ file: StoredFile) throws(StoreError) {
+        let s = try db.statement(
+            "INSERT INTO files (upload_id, key_id, wrapped_key, chunk_count, created_at) VALUES (?1, ?2, ?3, 0, ?4)")
+        s.bind(1, file.uploadID)
+        s.bind(2, file.keyID)
+        s.bind(3, file.wrappedKey)
+        s.bind(4, file.createdAt)
+        try s.run()
+    }
+
+    package func appendFileChunk(uploadID: String, index: Int, sealed: [UInt8]) throws(StoreError) {
+        let s = try db.statement(
+            "INSERT INTO file_chunks (upload_id, idx, sealed) SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM files WHERE upload_id = ?1 AND record_id IS NULL)"
+        )
+        s.bind(1, uploadID)
+        s.bind(2, Int64(index))
+        s.bind(3, sealed)
+        try s.run()
+    }
+
+    package func finishFile(uploadID: String, chunkCount: Int, recordID: String) throws(StoreError) -> Bool {
+        let s = try db.statement(
+            """
+            UPDATE files SET record_id = ?2, chunk_count = ?3
+            WHERE upload_id = ?1 AND record_id IS NULL
+              AND (SELECT count(*) FROM file_chunks WHERE upload_id = ?1) = ?3
+              AND NOT EXISTS (SELECT 1 FROM file_chunks WHERE upload_id = ?1 AND idx >= ?3)
+            """)
+        s.bind(1, uploadID)
+        s.bind(2, recordID)
+        s.bind(3, Int64(chunkCount))
+        try s.run()
+        return db.changes == 1
+    }
+
+    package func file(recordID: String) throws(StoreError) -> StoredFile? {
+        let s = try db.statement(
+            "SELECT upload_id, key_id, wrapped_key, chunk_count, created_at FROM files WHERE record_id = ?1")
+        defer { s.finish() }
+        s.bind(1, recordID)
+        guard try s.step(), let uploadID = s.text(0), let keyID = s.text(1), let wrapped = s.blob(2) else { return nil }
+        return StoredFile(
+            uploadID: uploadID, keyID: keyID, wrappedKey: wrapped, chunkCount: Int(s.int64(3) ?? 0),
+            createdAt: s.int64(4) ?? 0, recordID: recordID)
+    }
+
+    package func fileChunks(uploadID: String, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]] {
+        let s = try db.statement(
+            "SELECT sealed FROM file_chunks WHERE upload_id = ?1 AND idx >= ?2 ORDER BY idx LIMIT ?3")
+        defer { s.finish() }
+        s.bind(1, uploadID)
+        s.bind(2, Int64(index))
+        s.bind(3, Int64(limit))
+        var out: [[UInt8]] = []
+        while try s.step() { out.append(s.blob(0) ?? []) }
+        return out
+    }
+
+    package func deleteAbandonedFiles(startedBefore: Int64, limit: Int) throws(StoreError) -> Int {
+        let s = try db.statement(
+            "DELETE FROM files WHERE upload_id IN (SELECT upload_id FROM files WHERE record_id IS NULL AND created_at < ?1 LIMIT ?2)"
+        )
+        s.bind(1, startedBefore)
+        s.bind(2, Int64(limit))
+        try s.run()
+        return db.changes
+    }
+}
