@@ -88,7 +88,8 @@ let package = Package(
         .testTarget(name: "CloakCoreTests", dependencies: ["CloakCore"]),
         .testTarget(
             name: "CloakCollectTests", dependencies: ["CloakCollect", "CloakCore", "CloakService", "CloakTesting"]),
-        .testTarget(name: "CloakCryptoTests", dependencies: ["CloakCrypto"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "CloakCryptoTests", dependencies: ["CloakCrypto", "CloakTesting"], resources: [.copy("Fixtures")]),
         .testTarget(name: "CloakVaultTests", dependencies: ["CloakVault", "CloakCrypto", "CloakCore", "CloakTesting"]),
         .testTarget(name: "CloakHTTPTests", dependencies: ["CloakHTTP", "CloakTesting"]),
         .testTarget(

@@ -11,6 +11,9 @@ import COpenSSL
 package final class HMACKey: @unchecked Sendable {
     private let inner: OpaquePointer
     private let outer: OpaquePointer
+    /// For ``HMACStream``, which continues from them.
+    var innerState: OpaquePointer { inner }
+    var outerState: OpaquePointer { outer }
 
     package init(_ key: SymmetricKey) {
         let blockSize = 64

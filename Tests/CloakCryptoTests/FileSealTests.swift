@@ -1,3 +1,4 @@
+import CloakTesting
 import Testing
 
 @testable import CloakCrypto
@@ -106,5 +107,48 @@ import Testing
         let rotated = Self.ring.rotated()
         #expect(rotated.currentID != key.keyID)
         #expect(try Self.open(chunks, key: key, ring: rotated).get() == content)
+    }
+}
+
+/// The chunk format opened by pyca/cryptography (`scripts/test-python`): the wrapped key under
+/// the data key, then each chunk under the file key, with the associated data documented in
+/// `FileSeal`. Another implementation reading the same bytes is what keeps the format honest.
+@Suite(.enabled(if: TestPython.isAvailable, "needs CLOAK_TEST_PYTHON (scripts/test sets it)"))
+struct FileSealInteropTests {
+    static let script = #"""
+        import json, sys
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        def load(path): return open(path, "rb").read()
+        data_key, file_id, wrapped = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[3])
+        def open_box(key, box, aad): return AESGCM(key).decrypt(box[:12], box[12:], aad)
+        file_key = open_box(data_key, wrapped, b"cloak/v1/file-key" + file_id)
+        chunks = sys.argv[4:]
+        out = b""
+        for index, path in enumerate(chunks):
+            last = 1 if index == len(chunks) - 1 else 0
+            aad = b"cloak/v1/file-chunk" + file_id + index.to_bytes(4, "big") + bytes([last])
+            out += open_box(file_key, load(path), aad)
+        print(json.dumps({"hex": out.hex()}))
+        """#
+
+    @Test func pycaOpensWhatCloakSealed() throws {
+        let ring = FileSealTests.ring
+        let content = FileSealTests.content(2 * FileSeal.chunkSize + 777)
+        var sealer = try FileSealer(fileID: FileSealTests.fileID, ring: ring)
+        var chunks: [[UInt8]] = []
+        var offset = 0
+        while offset < content.count {
+            let end = min(offset + FileSeal.chunkSize, content.count)
+            chunks.append(try sealer.seal(Array(content[offset..<end]), isLast: end == content.count))
+            offset = end
+        }
+        let inputs = [ring.current.encryptionKey.rawBytes, FileSealTests.fileID, sealer.wrappedKey.sealed] + chunks
+        let answer = try #require(try TestPython.run(Self.script, inputs: inputs) as? [String: Any])
+        let hex = try #require(answer["hex"] as? String)
+        let opened = stride(from: 0, to: hex.count, by: 2).map { i -> UInt8 in
+            let start = hex.index(hex.startIndex, offsetBy: i)
+            return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)!
+        }
+        #expect(opened == content)
     }
 }

@@ -74,7 +74,7 @@ struct RequestParserDifferentialTests {
 
     /// What h11 reads of each input.
     static func h11(_ inputs: [[UInt8]]) throws -> [Outcome] {
-        let list = try #require(try H11.run(Self.script, inputs: inputs) as? [[String: Any]])
+        let list = try #require(try TestPython.run(Self.script, inputs: inputs) as? [[String: Any]])
         return list.map { item in
             Outcome(
                 messages: (item["messages"] as? [[String: Any]] ?? []).map {

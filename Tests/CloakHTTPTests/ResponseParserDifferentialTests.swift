@@ -51,7 +51,7 @@ struct ResponseParserDifferentialTests {
 
     /// What h11 reads of each answer (nil: it refused it, or found it unfinished at the close).
     static func h11Reads(_ inputs: [[UInt8]]) throws -> [Reading?] {
-        let list = try #require(try H11.run(Self.script, inputs: inputs) as? [Any])
+        let list = try #require(try TestPython.run(Self.script, inputs: inputs) as? [Any])
         return list.map { item in
             guard let item = item as? [String: Any], let status = item["status"] as? Int else { return nil }
             return Reading(

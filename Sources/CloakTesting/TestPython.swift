@@ -1,12 +1,13 @@
-import CloakTesting
 import Foundation
-import Testing
 
-/// Runs a Python script over the pinned h11 (`scripts/test-python`, `CLOAK_TEST_PYTHON`): each
-/// input goes to it as a file, and its standard output (one JSON document for all of them) comes
-/// back. Shared by the parsers' differential tests.
-enum H11 {
-    static func run(_ script: String, inputs: [[UInt8]]) throws -> Any {
+/// Runs a Python script with the pinned second implementations (`scripts/test-python`, whose
+/// path `scripts/test` puts in `CLOAK_TEST_PYTHON`: h11, opentelemetry-proto, cryptography):
+/// each input goes to it as a file, and its standard output (one JSON document for all of them)
+/// comes back. Suites that use it are enabled only when `CLOAK_TEST_PYTHON` is set.
+package enum TestPython {
+    package static var isAvailable: Bool { ProcessInfo.processInfo.environment["CLOAK_TEST_PYTHON"] != nil }
+
+    package static func run(_ script: String, inputs: [[UInt8]]) throws -> Any {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let file = "\(directory.path)/read.py"
