@@ -1,0 +1,136 @@
+import CloakCore
+import CloakCrypto
+
+/// Files (issue 47) through the vault's executor: an upload is started, its chunks written as
+/// they are sealed (each write its own short job), and finished into a record holding the file's
+/// metadata, with a `UUID` alias. Deduplicated by the content's keyed fingerprint: the same file
+/// finished twice gets the alias it has, and the second upload is left unfinished (and swept).
+extension Vault {
+    /// What a finished file's record holds as its value (sealed like any value): never the content.
+    package struct FileMetadata: Sendable, Equatable {
+        package var fileName: String?
+        package var mediaType: FileMediaType
+        package var bytes: Int
+
+        package init(fileName: String?, mediaType: FileMediaType, bytes: Int) {
+            self.fileName = fileName
+            self.mediaType = mediaType
+            self.bytes = bytes
+        }
+
+        /// `{"fileName":…,"mediaType":…,"bytes":…}`.
+        var json: String {
+            var writer = JSONWriter()
+            writer.write(
+                .object([
+                    ("fileName", fileName.map { .string($0) } ?? .null), ("mediaType", .string(mediaType.rawValue)),
+                    ("bytes", .int(bytes)),
+                ]))
+            return String(decoding: writer.bytes, as: UTF8.self)
+        }
+    }
+
+    /// A new upload under the current data key (sealing happens on the caller's thread).
+    package func newUpload() throws(VaultError) -> FileUpload {
+        do { return try FileUpload(ring: keys, now: clock()) } catch {
+            throw VaultError.unavailable("the file could not be sealed or opened: \(error)")
+        }
+    }
+
+    /// Writes the upload's row, then the chunks given (its first ones, possibly none).
+    package func startUpload(
+        _ started: StoredFile, chunks: [(index: Int, sealed: [UInt8])],
+        completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
+    ) {
+        withStore(reads: false) { store in
+            try store.startFile(started)
+            for chunk in chunks {
+                try store.appendFileChunk(uploadID: started.uploadID, index: chunk.index, sealed: chunk.sealed)
+            }
+        } completion: {
+            completion(Self.map($0))
+        }
+    }
+
+    /// Writes sealed chunks of a started upload.
+    package func storeChunks(
+        uploadID: String, _ chunks: [(index: Int, sealed: [UInt8])],
+        completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
+    ) {
+        withStore(reads: false) { store in
+            for chunk in chunks {
+                try store.appendFileChunk(uploadID: uploadID, index: chunk.index, sealed: chunk.sealed)
+            }
+        } completion: {
+            completion(Self.map($0))
+        }
+    }
+
+    /// Writes the last chunk and finishes the upload into a record with `metadata` as its value,
+    /// in one transaction: the answer is the record (its `UUID` alias), the one a file with the
+    /// same content already has if any. Nothing is kept when a chunk is missing.
+    package func finishUpload(
+        uploadID: String, last: (index: Int, sealed: [UInt8]), chunkCount: Int, fingerprint: [UInt8],
+        metadata: FileMetadata, classifiers: [String] = [], caller: AliasCaller = .trusted,
+        completion: @escaping @Sendable (Result<RevealedRecord, VaultError>) -> Void
+    ) {
+        let request = AliasRequest(value: metadata.json, format: .UUID, storage: .persistent, classifiers: classifiers)
+        let prepared: [PreparedAlias]
+        do {
+            prepared = try prepare([request], fingerprints: [fingerprint], caller: caller)
+        } catch {
+            return completion(.failure(error))
+        }
+        withStore(reads: false) { [self] store in
+            try store.appendFileChunk(uploadID: uploadID, index: last.index, sealed: last.sealed)
+            let created = try create(prepared, caller: caller, in: store)
+            // The record (new, or the one the same content has) is found by the alias it gave.
+            guard let answer = created.answers.first, let alias = answer.aliases.first,
+                let record = try store.record(alias: alias.alias)
+            else { throw VaultError.unavailable("no record was made for the file") }
+            if try store.file(recordID: record.id) == nil {
+                guard try store.finishFile(uploadID: uploadID, chunkCount: chunkCount, recordID: record.id) else {
+                    throw VaultError.unavailable("the file's chunks are not all stored")
+                }
+            }
+            return answer
+        } completion: {
+            completion(Self.map($0))
+        }
+    }
+
+    /// The stored file of an alias's record (its chunks are read with ``fileChunks(_:from:limit:completion:)``).
+    package func file(
+        alias: String, completion: @escaping @Sendable (Result<StoredFile?, VaultError>) -> Void
+    ) {
+        withStore(reads: true) { store -> StoredFile? in
+            guard let record = try store.record(alias: alias) else { return nil }
+            return try store.file(recordID: record.id)
+        } completion: {
+            completion(Self.map($0))
+        }
+    }
+
+    /// Up to `limit` sealed chunks of a stored file, from chunk `index`.
+    package func fileChunks(
+        _ file: StoredFile, from index: Int, limit: Int,
+        completion: @escaping @Sendable (Result<[[UInt8]], VaultError>) -> Void
+    ) {
+        withStore(reads: true) { store in
+            try store.fileChunks(uploadID: file.uploadID, from: index, limit: limit)
+        } completion: {
+            completion(Self.map($0))
+        }
+    }
+
+    /// An opener for a stored file's chunks, under the vault's ring.
+    package func opener(for file: StoredFile) throws(VaultError) -> FileOpener {
+        do {
+            return try FileOpener(
+                fileID: Array(file.uploadID.utf8),
+                wrappedKey: FileSeal.WrappedKey(keyID: file.keyID, sealed: file.wrappedKey), ring: keys)
+        } catch {
+            throw VaultError.unavailable("the file could not be sealed or opened: \(error)")
+        }
+    }
+}

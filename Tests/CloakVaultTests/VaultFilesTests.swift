@@ -1,0 +1,107 @@
+import CloakCore
+import CloakTesting
+import Foundation
+import Synchronization
+import Testing
+
+@testable import CloakCrypto
+@testable import CloakVault
+
+/// A file through the vault (issue 47): started, chunks written as sealed, finished into a
+/// record with a UUID alias, read back whole; the same content twice is one record; a file
+/// whose chunks are not all stored, or an unfinished upload, never gets an alias.
+@Suite(.serialized) struct VaultFilesTests {
+    static func await<T: Sendable>(_ body: (@escaping @Sendable (Result<T, VaultError>) -> Void) -> Void) throws -> T {
+        let box = Mutex<Result<T, VaultError>?>(nil)
+        body { result in box.withLock { $0 = result } }
+        guard Poll.until(seconds: 30, { box.withLock { $0 != nil } }) else {
+            throw VaultTimedOut(operation: "a file job")
+        }
+        return try box.withLock { $0! }.get()
+    }
+
+    static func upload(_ content: [UInt8], to vault: Vault, piece: Int = 10_000) throws -> (RevealedRecord, String) {
+        let upload = try vault.newUpload()
+        try Self.await { vault.startUpload(upload.started, chunks: [], completion: $0) }
+        var offset = 0
+        while offset < content.count {
+            let chunks = try upload.feed(content[offset..<min(offset + piece, content.count)])
+            if !chunks.isEmpty {
+                try Self.await { vault.storeChunks(uploadID: upload.uploadID, chunks, completion: $0) }
+            }
+            offset += piece
+        }
+        let end = try upload.finish()
+        let metadata = Vault.FileMetadata(fileName: "passport.jpg", mediaType: .jpeg, bytes: content.count)
+        let record = try Self.await {
+            vault.finishUpload(
+                uploadID: upload.uploadID, last: end.last, chunkCount: end.chunkCount, fingerprint: end.fingerprint,
+                metadata: metadata, completion: $0)
+        }
+        return (record, upload.uploadID)
+    }
+
+    static func content(_ seed: UInt8, _ count: Int) -> [UInt8] {
+        [0xFF, 0xD8, 0xFF, 0xE0] + (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed }
+    }
+
+    @Test func aFileIsAliasedAndReadBackWhole() throws {
+        let harness = VaultHarness()
+        defer { harness.tearDown() }
+        let vault = try harness.openVault()
+        let content = Self.content(1, 200_000)
+        let (record, _) = try Self.upload(content, to: vault)
+        let alias = try #require(record.aliases.first)
+        #expect(alias.format == .UUID)
+        #expect(record.value.contains("\"mediaType\":\"image/jpeg\"") && record.value.contains("\"bytes\":200004"))
+        let file = try #require(try Self.await { vault.file(alias: alias.alias, completion: $0) })
+        var opener = try vault.opener(for: file)
+        var read: [UInt8] = []
+        var index = 0
+        while index < file.chunkCount {
+            let page = try Self.await { vault.fileChunks(file, from: index, limit: 2, completion: $0) }
+            for sealed in page { read += try opener.open(sealed).bytes }
+            index += page.count
+        }
+        try opener.finish()
+        #expect(read == content)
+    }
+
+    @Test func theSameContentIsOneRecordAndAnotherIsAnother() throws {
+        let harness = VaultHarness()
+        defer { harness.tearDown() }
+        let vault = try harness.openVault()
+        let (first, _) = try Self.upload(Self.content(2, 70_000), to: vault)
+        let (again, secondUpload) = try Self.upload(Self.content(2, 70_000), to: vault, piece: 333)
+        let (other, _) = try Self.upload(Self.content(3, 70_000), to: vault)
+        #expect(first.aliases.first?.alias == again.aliases.first?.alias)
+        #expect(first.aliases.first?.alias != other.aliases.first?.alias)
+        // The second upload of the same content was left unfinished: the sweep takes it.
+        let inspector = try harness.inspector()
+        #expect(try inspector.fileChunks(uploadID: secondUpload, from: 0, limit: 10).count == 2)
+        #expect(try inspector.deleteAbandonedFiles(startedBefore: harness.clock.now + 1, limit: 10) == 1)
+    }
+
+    @Test func aFileWithAChunkMissingGetsNoAlias() throws {
+        let harness = VaultHarness()
+        defer { harness.tearDown() }
+        let vault = try harness.openVault()
+        let upload = try vault.newUpload()
+        try Self.await { vault.startUpload(upload.started, chunks: [], completion: $0) }
+        let chunks = try upload.feed(Self.content(4, 3 * FileSeal.chunkSize))
+        // Chunk 1 never written.
+        try Self.await { vault.storeChunks(uploadID: upload.uploadID, chunks.filter { $0.index != 1 }, completion: $0) }
+        let end = try upload.finish()
+        #expect(throws: VaultError.self) {
+            try Self.await {
+                vault.finishUpload(
+                    uploadID: upload.uploadID, last: end.last, chunkCount: end.chunkCount, fingerprint: end.fingerprint,
+                    metadata: .init(fileName: nil, mediaType: .jpeg, bytes: 3 * FileSeal.chunkSize + 4), completion: $0)
+            }
+        }
+        // Nothing was kept: no record, and the upload is still unfinished (swept later).
+        let inspector = try harness.inspector()
+        #expect(try inspector.recordCount() == 0)
+        #expect(try inspector.deleteAbandonedFiles(startedBefore: harness.clock.now + 1, limit: 10) == 1)
+    }
+}
