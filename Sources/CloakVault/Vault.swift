@@ -85,22 +85,35 @@ package final class Vault: Sendable {
         // sweeps: the others share its store.
         let sweep: (any AliasStore) -> Void = { store in
             let now = clock()
-            for _ in 0..<50 {
-                do {
-                    try store.begin()
-                    let removed = try store.deleteExpired(now: now, limit: 1000)
-                    try store.commit()
-                    if removed < 1000 { return }
-                } catch {
-                    store.rollback()
-                    return
-                }
+            Self.sweepInBatches(store, rounds: 50) { try $0.deleteExpired(now: now, limit: 1000) == 1000 }
+            // Uploads never finished (the client left, the process was killed) an hour on, 10 per
+            // transaction (each with up to 1,024 chunks), at most 200 per run.
+            Self.sweepInBatches(store, rounds: 20) {
+                try $0.deleteAbandonedFiles(startedBefore: now - Self.abandonedUploadSeconds, limit: 10) == 10
             }
         }
         self.executors = stores.enumerated().map { index, store in
             VaultExecutor(
                 store: store, timeoutMilliseconds: settings.storeTimeoutMilliseconds,
                 maintenance: index == 0 ? sweep : { _ in })
+        }
+    }
+
+    /// How long an upload may stay unfinished before the sweep deletes it.
+    static let abandonedUploadSeconds: Int64 = 3600
+
+    /// Runs `batch` in transactions of its own while it says more is left, at most `rounds` times.
+    static func sweepInBatches(_ store: any AliasStore, rounds: Int, _ batch: (any AliasStore) throws -> Bool) {
+        for _ in 0..<rounds {
+            do {
+                try store.begin()
+                let more = try batch(store)
+                try store.commit()
+                if !more { return }
+            } catch {
+                store.rollback()
+                return
+            }
         }
     }
 

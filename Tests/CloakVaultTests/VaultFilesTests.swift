@@ -104,4 +104,21 @@ import Testing
         #expect(try inspector.recordCount() == 0)
         #expect(try inspector.deleteAbandonedFiles(startedBefore: harness.clock.now + 1, limit: 10) == 1)
     }
+
+    @Test func anAbandonedUploadIsSweptAnHourOn() throws {
+        let harness = VaultHarness()
+        defer { harness.tearDown() }
+        let vault = try harness.openVault()
+        let upload = try vault.newUpload()
+        let chunks = try upload.feed(Self.content(5, 2 * FileSeal.chunkSize))
+        try Self.await { vault.startUpload(upload.started, chunks: chunks, completion: $0) }
+        let inspector = try harness.inspector()
+        #expect(try inspector.fileChunks(uploadID: upload.uploadID, from: 0, limit: 10).count == 2)
+        // The client never finishes; an hour on, the vault's idle maintenance deletes it.
+        harness.clock.advance(by: Vault.abandonedUploadSeconds + 1)
+        #expect(
+            Poll.until(seconds: 30) {
+                (try? inspector.fileChunks(uploadID: upload.uploadID, from: 0, limit: 10).isEmpty) == true
+            })
+    }
 }
