@@ -122,3 +122,22 @@ package struct FileOpener: Sendable {
         guard sawLast else { throw CryptoError.authenticationFailed }
     }
 }
+
+extension FileSeal {
+    /// A file's key sealed again under the ring's current data key (key rewrap): opened with the
+    /// data key it names, which the ring must still hold.
+    /// - Throws: ``CryptoError/authenticationFailed`` when it does not open for this file.
+    package static func rewrapped(_ wrapped: WrappedKey, fileID: [UInt8], ring: KeyRing) throws(CryptoError)
+        -> WrappedKey
+    {
+        guard let old = ring.key(id: wrapped.keyID) else {
+            throw CryptoError("the file's data key is not in the key ring")
+        }
+        guard let box = unpack(wrapped.sealed) else { throw CryptoError.authenticationFailed }
+        var raw = try AESGCM.open(box, key: old.encryptionKey, associatedData: keyContext(fileID))
+        defer { for i in raw.indices { raw[i] = 0 } }
+        let current = ring.current
+        let sealed = try AESGCM.seal(raw, key: current.encryptionKey, associatedData: keyContext(fileID))
+        return WrappedKey(keyID: current.id, sealed: pack(sealed))
+    }
+}

@@ -67,7 +67,46 @@ package struct KeyRewrap {
         }
     }
 
-    /// The versions other than the current one that still seal records, with their counts.
+    /// Seals again, under the current version, the keys of up to `limit` files whose key is
+    /// sealed with `version`, after upload `cursor` (the chunks stay as they are: only the file's
+    /// own key is sealed by the ring). A file a node changed or deleted meanwhile is skipped.
+    package func fileBatch(version: String, after cursor: String?, limit: Int) throws -> Batch {
+        guard keys.key(id: version) != nil else {
+            throw VaultError.unavailable("the key ring has no key \(version): its files cannot be opened")
+        }
+        var batch = Batch()
+        try store.begin()
+        do {
+            let files = try store.wrappedFileKeys(keyID: version, after: cursor, limit: limit)
+            var changes: [(old: StoredFile, new: StoredFile)] = []
+            for file in files {
+                let wrapped: FileSeal.WrappedKey
+                do {
+                    wrapped = try FileSeal.rewrapped(
+                        FileSeal.WrappedKey(keyID: file.keyID, sealed: file.wrappedKey),
+                        fileID: Array(file.uploadID.utf8),
+                        ring: keys)
+                } catch {
+                    throw VaultError.unavailable("a file key sealed with \(version) failed authentication")
+                }
+                var new = file
+                new.keyID = wrapped.keyID
+                new.wrappedKey = wrapped.sealed
+                changes.append((file, new))
+            }
+            let done = try store.rewrapFileKeys(changes)
+            batch.resealed = done.count
+            batch.skipped = files.count - done.count
+            try store.commit()
+            batch.next = files.count < limit ? nil : files.last?.uploadID
+            return batch
+        } catch {
+            store.rollback()
+            throw error
+        }
+    }
+
+    /// The versions other than the current one that still seal records or files' keys, with their counts.
     package func pending() throws -> [(version: String, records: Int)] {
         try store.recordCounts().filter { $0.key != keys.currentID }.sorted { $0.key < $1.key }.map {
             ($0.key, $0.value)

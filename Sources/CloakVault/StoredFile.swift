@@ -46,4 +46,10 @@ package protocol FileStore: AnyObject {
     /// Deletes up to `limit` uploads started before `startedBefore` and never finished, with
     /// their chunks; how many.
     func deleteAbandonedFiles(startedBefore: Int64, limit: Int) throws(StoreError) -> Int
+    /// Up to `limit` files (finished or not) whose key is sealed with data key `keyID`, after
+    /// upload `after`, in upload id order (key rewrap).
+    func wrappedFileKeys(keyID: String, after: String?, limit: Int) throws(StoreError) -> [StoredFile]
+    /// Replaces each file's wrapped key, only where the row still holds the one read; the upload
+    /// ids replaced.
+    func rewrapFileKeys(_ changes: [(old: StoredFile, new: StoredFile)]) throws(StoreError) -> Set<String>
 }

@@ -121,4 +121,34 @@ import Testing
                 (try? inspector.fileChunks(uploadID: upload.uploadID, from: 0, limit: 10).isEmpty) == true
             })
     }
+
+    @Test func aRewrapSealsFileKeysAgainSoTheOldVersionCanRetire() throws {
+        let harness = VaultHarness()
+        defer { harness.tearDown() }
+        let vault = try harness.openVault()
+        let content = Self.content(6, 100_000)
+        let (record, _) = try Self.upload(content, to: vault)
+        let alias = try #require(record.aliases.first?.alias)
+        let old = harness.keys.currentID
+        let rotated = harness.keys.rotated()
+        let rewrap = KeyRewrap(store: try harness.inspector(), keys: rotated)
+        // The record and the file's key both use the old version: retiring it must wait.
+        #expect(try rewrap.pending().first { $0.version == old }?.records == 2)
+        var cursor: String?
+        repeat { cursor = try rewrap.batch(version: old, after: cursor, limit: 10).next } while cursor != nil
+        repeat { cursor = try rewrap.fileBatch(version: old, after: cursor, limit: 10).next } while cursor != nil
+        #expect(try rewrap.pending().isEmpty)
+        // A vault without the old version reads the file whole.
+        let retired = try rotated.retiring(old)
+        let reader = try harness.openVault(keys: retired)
+        let file = try #require(try Self.await { reader.file(alias: alias, completion: $0) })
+        #expect(file.keyID == rotated.currentID)
+        var opener = try reader.opener(for: file)
+        var read: [UInt8] = []
+        for sealed in try Self.await({ reader.fileChunks(file, from: 0, limit: 100, completion: $0) }) {
+            read += try opener.open(sealed).bytes
+        }
+        try opener.finish()
+        #expect(read == content)
+    }
 }

@@ -27,16 +27,23 @@ extension KeyAdministration {
                     "\(total) records are sealed with \(version), which the key ring no longer holds "
                         + "(restored from an old backup?): restore that key's ring to re-seal them")
             }
-            var cursor: String?
             var done = 0
-            repeat {
-                let result = try rewrap.batch(version: version, after: cursor, limit: batch)
-                done += result.resealed + result.skipped
-                report.resealed[version, default: 0] += result.resealed
-                report.skipped += result.skipped
-                progress(version, done, total)
-                cursor = result.next
-            } while cursor != nil
+            // Records, then the files whose own key is sealed with the version.
+            for files in [false, true] {
+                var cursor: String?
+                repeat {
+                    let result =
+                        try files
+                        ? rewrap.fileBatch(version: version, after: cursor, limit: batch)
+                        : rewrap.batch(version: version, after: cursor, limit: batch)
+                    let handled = result.resealed + result.skipped
+                    done += handled
+                    report.resealed[version, default: 0] += result.resealed
+                    report.skipped += result.skipped
+                    if handled > 0 || !files { progress(version, done, total) }
+                    cursor = result.next
+                } while cursor != nil
+            }
         }
         report.audit = try record(
             "keys.rewrap",

@@ -55,3 +55,36 @@ extension PostgreSQLAliasStore {
         ).count
     }
 }
+
+extension PostgreSQLAliasStore {
+    package func wrappedFileKeys(keyID: String, after: String?, limit: Int) throws(StoreError) -> [StoredFile] {
+        try db.query(
+            """
+            SELECT upload_id, key_id, wrapped_key, chunk_count::int8, created_at, record_id FROM files
+            WHERE key_id = $1 AND upload_id > $2 ORDER BY upload_id LIMIT $3
+            """, [.text(keyID), .text(after ?? ""), .int(Int64(limit))]
+        ).compactMap { row in
+            guard let uploadID = row.text(0), let key = row.text(1), let wrapped = row.bytes(2) else { return nil }
+            return StoredFile(
+                uploadID: uploadID, keyID: key, wrappedKey: wrapped, chunkCount: Int(row.int(3) ?? 0),
+                createdAt: row.int(4) ?? 0, recordID: row.text(5))
+        }
+    }
+
+    package func rewrapFileKeys(_ changes: [(old: StoredFile, new: StoredFile)]) throws(StoreError) -> Set<String> {
+        var done: Set<String> = []
+        for (old, new) in changes {
+            let updated = try db.query(
+                """
+                UPDATE files SET key_id = $1, wrapped_key = $2
+                WHERE upload_id = $3 AND key_id = $4 AND wrapped_key = $5 RETURNING 1
+                """,
+                [
+                    .text(new.keyID), .bytes(new.wrappedKey), .text(old.uploadID), .text(old.keyID),
+                    .bytes(old.wrappedKey),
+                ])
+            if updated.count == 1 { done.insert(old.uploadID) }
+        }
+        return done
+    }
+}

@@ -6,7 +6,10 @@ import CloakCrypto
 extension PostgreSQLAliasStore {
     package func recordCounts() throws(StoreError) -> [String: Int] {
         var out: [String: Int] = [:]
-        for row in try db.query("SELECT key_id, count(*) FROM records GROUP BY key_id") {
+        // Files' wrapped keys count too: a version is in use while a file's key is sealed with it.
+        for row in try db.query(
+            "SELECT key_id, count(*) FROM (SELECT key_id FROM records UNION ALL SELECT key_id FROM files) f GROUP BY key_id"
+        ) {
             if let id = row.text(0) { out[id] = Int(row.int(1) ?? 0) }
         }
         return out

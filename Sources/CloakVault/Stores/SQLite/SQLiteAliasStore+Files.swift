@@ -87,3 +87,43 @@ extension SQLiteAliasStore {
         return db.changes
     }
 }
+
+extension SQLiteAliasStore {
+    package func wrappedFileKeys(keyID: String, after: String?, limit: Int) throws(StoreError) -> [StoredFile] {
+        let s = try db.statement(
+            """
+            SELECT upload_id, key_id, wrapped_key, chunk_count, created_at, record_id FROM files
+            WHERE key_id = ?1 AND upload_id > ?2 ORDER BY upload_id LIMIT ?3
+            """)
+        defer { s.finish() }
+        s.bind(1, keyID)
+        s.bind(2, after ?? "")
+        s.bind(3, Int64(limit))
+        var out: [StoredFile] = []
+        while try s.step() {
+            guard let uploadID = s.text(0), let key = s.text(1), let wrapped = s.blob(2) else { continue }
+            out.append(
+                StoredFile(
+                    uploadID: uploadID, keyID: key, wrappedKey: wrapped, chunkCount: Int(s.int64(3) ?? 0),
+                    createdAt: s.int64(4) ?? 0, recordID: s.text(5)))
+        }
+        return out
+    }
+
+    package func rewrapFileKeys(_ changes: [(old: StoredFile, new: StoredFile)]) throws(StoreError) -> Set<String> {
+        var done: Set<String> = []
+        for (old, new) in changes {
+            let s = try db.statement(
+                "UPDATE files SET key_id = ?1, wrapped_key = ?2 WHERE upload_id = ?3 AND key_id = ?4 AND wrapped_key = ?5"
+            )
+            s.bind(1, new.keyID)
+            s.bind(2, new.wrappedKey)
+            s.bind(3, old.uploadID)
+            s.bind(4, old.keyID)
+            s.bind(5, old.wrappedKey)
+            try s.run()
+            if db.changes == 1 { done.insert(old.uploadID) }
+        }
+        return done
+    }
+}

@@ -6,7 +6,10 @@ import CloakCrypto
 /// connection; WAL lets it write between the server's commits.
 extension SQLiteAliasStore {
     package func recordCounts() throws(StoreError) -> [String: Int] {
-        let s = try db.statement("SELECT key_id, count(*) FROM records GROUP BY key_id")
+        // Files' wrapped keys count too: a version is in use while a file's key is sealed with it.
+        let s = try db.statement(
+            "SELECT key_id, count(*) FROM (SELECT key_id FROM records UNION ALL SELECT key_id FROM files) GROUP BY key_id"
+        )
         defer { s.finish() }
         var out: [String: Int] = [:]
         while try s.step() {
