@@ -1,10 +1,12 @@
 /// Copies every record of one store into another as it is: still sealed (never decrypted), with
-/// its fingerprint, aliases and their signatures, and the store's key-check value, so the same
-/// keys open the copy. Re-running it is safe: records already in the destination are skipped.
+/// its fingerprint, aliases and their signatures, its file (wrapped key and chunks) if it has one,
+/// and the store's key-check value, so the same keys open the copy. Re-running it is safe: records already in the destination are skipped.
 package struct StoreMigration {
     package struct Report: Sendable, Equatable {
         package var copied = 0
         package var skipped = 0
+        /// Files copied (each with all its chunks).
+        package var files = 0
         package var sourceRecords = 0
         package var destinationRecords = 0
     }
@@ -70,6 +72,7 @@ package struct StoreMigration {
                 after = last.id
                 progress(report)
             }
+            try copyFiles(&report)
             report.sourceRecords = try source.recordCount()
             report.destinationRecords = try destination.recordCount()
         } catch {
@@ -79,6 +82,46 @@ package struct StoreMigration {
             throw .countMismatch(source: report.sourceRecords, destination: report.destinationRecords)
         }
         return report
+    }
+
+    /// Finished files go along with their records, still sealed: the row (its wrapped key) and
+    /// every chunk, one file per destination transaction, finished into the same record id. A
+    /// file the destination has already is skipped.
+    private func copyFiles(_ report: inout Report) throws(StoreError) {
+        var after: String?
+        while true {
+            let page = try source.finishedFiles(after: after, limit: 50)
+            guard let last = page.last else { return }
+            for file in page {
+                guard let recordID = file.recordID, try destination.file(recordID: recordID) == nil else { continue }
+                try destination.begin()
+                do throws(StoreError) {
+                    var started = file
+                    started.chunkCount = 0
+                    started.recordID = nil
+                    try destination.startFile(started)
+                    var index = 0
+                    while index < file.chunkCount {
+                        let chunks = try source.fileChunks(uploadID: file.uploadID, from: index, limit: 64)
+                        guard !chunks.isEmpty else { break }
+                        for chunk in chunks {
+                            try destination.appendFileChunk(uploadID: file.uploadID, index: index, sealed: chunk)
+                            index += 1
+                        }
+                    }
+                    guard
+                        try destination.finishFile(
+                            uploadID: file.uploadID, chunkCount: file.chunkCount, recordID: recordID)
+                    else { throw StoreError.unavailable("a file's chunks did not all reach the destination") }
+                    try destination.commit()
+                    report.files += 1
+                } catch {
+                    destination.rollback()
+                    throw error
+                }
+            }
+            after = last.uploadID
+        }
     }
 
     /// The key-check value goes along (a destination with another one is refused), and so do the

@@ -46,6 +46,8 @@ package protocol FileStore: AnyObject {
     /// Deletes up to `limit` uploads started before `startedBefore` and never finished, with
     /// their chunks; how many.
     func deleteAbandonedFiles(startedBefore: Int64, limit: Int) throws(StoreError) -> Int
+    /// Up to `limit` finished files after upload `after`, in upload id order (store migration).
+    func finishedFiles(after: String?, limit: Int) throws(StoreError) -> [StoredFile]
     /// Up to `limit` files (finished or not) whose key is sealed with data key `keyID`, after
     /// upload `after`, in upload id order (key rewrap).
     func wrappedFileKeys(keyID: String, after: String?, limit: Int) throws(StoreError) -> [StoredFile]

@@ -151,4 +151,31 @@ import Testing
         try opener.finish()
         #expect(read == content)
     }
+
+    @Test func aStoreMigrationCarriesFilesStillSealed() throws {
+        let harness = VaultHarness()
+        defer { harness.tearDown() }
+        let vault = try harness.openVault()
+        let content = Self.content(7, 150_000)
+        let (record, _) = try Self.upload(content, to: vault)
+        let alias = try #require(record.aliases.first?.alias)
+        let destinationPath = harness.directory.path + "/copy.db"
+        let destination = try SQLiteAliasStore(path: destinationPath)
+        let report = try StoreMigration(from: harness.inspector(), to: destination).run()
+        #expect(report.files == 1 && report.copied == 1)
+        // Again: nothing more is copied.
+        #expect(try StoreMigration(from: harness.inspector(), to: destination).run().files == 0)
+        let copy = try Vault(
+            store: SQLiteAliasStore(path: destinationPath), keys: harness.keys,
+            settings: Vault.Settings(volatileTTLSeconds: 60), clock: harness.clock.function)
+        defer { copy.close() }
+        let file = try #require(try Self.await { copy.file(alias: alias, completion: $0) })
+        var opener = try copy.opener(for: file)
+        var read: [UInt8] = []
+        for sealed in try Self.await({ copy.fileChunks(file, from: 0, limit: 100, completion: $0) }) {
+            read += try opener.open(sealed).bytes
+        }
+        try opener.finish()
+        #expect(read == content)
+    }
 }

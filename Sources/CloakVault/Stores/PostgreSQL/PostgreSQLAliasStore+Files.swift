@@ -58,12 +58,25 @@ extension PostgreSQLAliasStore {
 
 extension PostgreSQLAliasStore {
     package func wrappedFileKeys(keyID: String, after: String?, limit: Int) throws(StoreError) -> [StoredFile] {
-        try db.query(
-            """
-            SELECT upload_id, key_id, wrapped_key, chunk_count::int8, created_at, record_id FROM files
-            WHERE key_id = $1 AND upload_id > $2 ORDER BY upload_id LIMIT $3
-            """, [.text(keyID), .text(after ?? ""), .int(Int64(limit))]
-        ).compactMap { row in
+        Self.files(
+            try db.query(
+                """
+                SELECT upload_id, key_id, wrapped_key, chunk_count::int8, created_at, record_id FROM files
+                WHERE key_id = $1 AND upload_id > $2 ORDER BY upload_id LIMIT $3
+                """, [.text(keyID), .text(after ?? ""), .int(Int64(limit))]))
+    }
+
+    package func finishedFiles(after: String?, limit: Int) throws(StoreError) -> [StoredFile] {
+        Self.files(
+            try db.query(
+                """
+                SELECT upload_id, key_id, wrapped_key, chunk_count::int8, created_at, record_id FROM files
+                WHERE record_id IS NOT NULL AND upload_id > $1 ORDER BY upload_id LIMIT $2
+                """, [.text(after ?? ""), .int(Int64(limit))]))
+    }
+
+    private static func files(_ rows: [PostgreSQLConnection.Row]) -> [StoredFile] {
+        rows.compactMap { row in
             guard let uploadID = row.text(0), let key = row.text(1), let wrapped = row.bytes(2) else { return nil }
             return StoredFile(
                 uploadID: uploadID, keyID: key, wrappedKey: wrapped, chunkCount: Int(row.int(3) ?? 0),

@@ -95,10 +95,25 @@ extension SQLiteAliasStore {
             SELECT upload_id, key_id, wrapped_key, chunk_count, created_at, record_id FROM files
             WHERE key_id = ?1 AND upload_id > ?2 ORDER BY upload_id LIMIT ?3
             """)
-        defer { s.finish() }
         s.bind(1, keyID)
         s.bind(2, after ?? "")
         s.bind(3, Int64(limit))
+        return try readFiles(s)
+    }
+
+    package func finishedFiles(after: String?, limit: Int) throws(StoreError) -> [StoredFile] {
+        let s = try db.statement(
+            """
+            SELECT upload_id, key_id, wrapped_key, chunk_count, created_at, record_id FROM files
+            WHERE record_id IS NOT NULL AND upload_id > ?1 ORDER BY upload_id LIMIT ?2
+            """)
+        s.bind(1, after ?? "")
+        s.bind(2, Int64(limit))
+        return try readFiles(s)
+    }
+
+    private func readFiles(_ s: Statement) throws(StoreError) -> [StoredFile] {
+        defer { s.finish() }
         var out: [StoredFile] = []
         while try s.step() {
             guard let uploadID = s.text(0), let key = s.text(1), let wrapped = s.blob(2) else { continue }
