@@ -35,9 +35,7 @@ package struct KeyRewrap {
             throw VaultError.unavailable("the key ring has no key \(version): its records cannot be opened")
         }
         let current = keys.current
-        var batch = Batch()
-        try store.begin()
-        do {
+        return try transaction(limit: limit) {
             let records = try store.sealedRecords(keyID: version, after: cursor, limit: limit)
             var resealed: [(old: SealedRecord, new: SealedRecord)] = []
             resealed.reserveCapacity(records.count)
@@ -55,15 +53,7 @@ package struct KeyRewrap {
                     plain, key: current.encryptionKey, associatedData: Vault.associatedData(record.id, current.id))
                 resealed.append((record, SealedRecord(id: record.id, keyID: current.id, sealed: sealed)))
             }
-            let done = try store.reseal(resealed)
-            batch.resealed = done.count
-            batch.skipped = records.count - done.count
-            try store.commit()
-            batch.next = records.count < limit ? nil : records.last?.id
-            return batch
-        } catch {
-            store.rollback()
-            throw error
+            return (records.count, try store.reseal(resealed).count, records.last?.id)
         }
     }
 
@@ -74,9 +64,7 @@ package struct KeyRewrap {
         guard keys.key(id: version) != nil else {
             throw VaultError.unavailable("the key ring has no key \(version): its files cannot be opened")
         }
-        var batch = Batch()
-        try store.begin()
-        do {
+        return try transaction(limit: limit) {
             let files = try store.wrappedFileKeys(keyID: version, after: cursor, limit: limit)
             var changes: [(old: StoredFile, new: StoredFile)] = []
             for file in files {
@@ -94,12 +82,19 @@ package struct KeyRewrap {
                 new.wrappedKey = wrapped.sealed
                 changes.append((file, new))
             }
-            let done = try store.rewrapFileKeys(changes)
-            batch.resealed = done.count
-            batch.skipped = files.count - done.count
+            return (files.count, try store.rewrapFileKeys(changes).count, files.last?.uploadID)
+        }
+    }
+
+    /// One batch in a transaction of its own: `work` says how many rows it read, how many it
+    /// changed, and the last one read (where the next batch starts, unless it read fewer than
+    /// `limit`: the version is done). Rolled back when it throws.
+    private func transaction(limit: Int, _ work: () throws -> (read: Int, done: Int, last: String?)) throws -> Batch {
+        try store.begin()
+        do {
+            let (read, done, last) = try work()
             try store.commit()
-            batch.next = files.count < limit ? nil : files.last?.uploadID
-            return batch
+            return Batch(resealed: done, skipped: read - done, next: read < limit ? nil : last)
         } catch {
             store.rollback()
             throw error

@@ -41,6 +41,21 @@ import Testing
         return (record, upload.uploadID)
     }
 
+    /// A stored file's content, read `page` chunks at a time and opened (its end checked).
+    static func read(_ file: StoredFile, from vault: Vault, page: Int = 100) throws -> [UInt8] {
+        var opener = try vault.opener(for: file)
+        var read: [UInt8] = []
+        var index = 0
+        while index < file.chunkCount {
+            let chunks = try Self.await { vault.fileChunks(file, from: index, limit: page, completion: $0) }
+            guard !chunks.isEmpty else { break }
+            for sealed in chunks { read += try opener.open(sealed).bytes }
+            index += chunks.count
+        }
+        try opener.finish()
+        return read
+    }
+
     static func content(_ seed: UInt8, _ count: Int) -> [UInt8] {
         [0xFF, 0xD8, 0xFF, 0xE0] + (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed }
     }
@@ -55,16 +70,7 @@ import Testing
         #expect(alias.format == .UUID)
         #expect(record.value.contains("\"mediaType\":\"image/jpeg\"") && record.value.contains("\"bytes\":200004"))
         let file = try #require(try Self.await { vault.file(alias: alias.alias, completion: $0) })
-        var opener = try vault.opener(for: file)
-        var read: [UInt8] = []
-        var index = 0
-        while index < file.chunkCount {
-            let page = try Self.await { vault.fileChunks(file, from: index, limit: 2, completion: $0) }
-            for sealed in page { read += try opener.open(sealed).bytes }
-            index += page.count
-        }
-        try opener.finish()
-        #expect(read == content)
+        #expect(try Self.read(file, from: vault, page: 2) == content)
     }
 
     @Test func theSameContentIsOneRecordAndAnotherIsAnother() throws {
@@ -143,13 +149,7 @@ import Testing
         let reader = try harness.openVault(keys: retired)
         let file = try #require(try Self.await { reader.file(alias: alias, completion: $0) })
         #expect(file.keyID == rotated.currentID)
-        var opener = try reader.opener(for: file)
-        var read: [UInt8] = []
-        for sealed in try Self.await({ reader.fileChunks(file, from: 0, limit: 100, completion: $0) }) {
-            read += try opener.open(sealed).bytes
-        }
-        try opener.finish()
-        #expect(read == content)
+        #expect(try Self.read(file, from: reader) == content)
     }
 
     @Test func aStoreMigrationCarriesFilesStillSealed() throws {
@@ -170,12 +170,6 @@ import Testing
             settings: Vault.Settings(volatileTTLSeconds: 60), clock: harness.clock.function)
         defer { copy.close() }
         let file = try #require(try Self.await { copy.file(alias: alias, completion: $0) })
-        var opener = try copy.opener(for: file)
-        var read: [UInt8] = []
-        for sealed in try Self.await({ copy.fileChunks(file, from: 0, limit: 100, completion: $0) }) {
-            read += try opener.open(sealed).bytes
-        }
-        try opener.finish()
-        #expect(read == content)
+        #expect(try Self.read(file, from: copy) == content)
     }
 }

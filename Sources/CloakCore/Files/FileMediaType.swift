@@ -1,5 +1,5 @@
 /// The media types a `file` field may allow, each recognised from its content's first bytes
-/// (the type a client declares is only a hint). Pure: the same on the server, in Cloak Elements
+/// (the type a client declares is only a hint: ``FileInspection/mediaType``). Pure: the same on the server, in Cloak Elements
 /// (mirrored in its frame) and in CloakCollect.
 public enum FileMediaType: String, Sendable, CaseIterable, Codable {
     case jpeg = "image/jpeg"
@@ -9,12 +9,6 @@ public enum FileMediaType: String, Sendable, CaseIterable, Codable {
     case heic = "image/heic"
     case tiff = "image/tiff"
     case pdf = "application/pdf"
-
-    /// What `bytes` (a file's first bytes, at least ``FileSniffer/prefixLength`` when the file
-    /// has that many) say the file is.
-    public static func sniff(_ bytes: some Collection<UInt8>) -> FileSniffer.Verdict {
-        FileSniffer.verdict(Array(bytes.prefix(FileSniffer.prefixLength)))
-    }
 }
 
 /// Magic bytes: media types, and the executables and archives a document upload never is.

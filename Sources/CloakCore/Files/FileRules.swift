@@ -23,9 +23,6 @@ public struct FileRules: Sendable, Equatable {
         self.maxFiles = maxFiles
         self.isRequired = isRequired
     }
-
-    /// The most bytes a request carrying this field may need for its files.
-    public var largestUpload: Int { maxBytes * maxFiles }
 }
 
 /// Why a file or a file field is refused: the `validationErrors` strings of a file field.

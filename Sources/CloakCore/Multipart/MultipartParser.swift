@@ -280,6 +280,10 @@ public struct MultipartParser: Sendable {
 
     /// The boundary of a `multipart/form-data` `Content-Type` (1 to 70 of RFC 2046's `bchars`,
     /// quoted or not); nil for another type or a boundary that breaks the rules.
+    /// RFC 2046's `bchars`.
+    private static let boundaryBytes = Set(
+        "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=? ".utf8)
+
     public static func boundary(contentType: String) -> [UInt8]? {
         let parts = contentType.split(separator: ";").map { $0.trimmingSpaces() }
         guard parts.first?.lowercased() == "multipart/form-data" else { return nil }
@@ -294,8 +298,7 @@ public struct MultipartParser: Sendable {
                 value = value.dropFirst().dropLast()
             }
             let bytes = Array(value.utf8)
-            let allowed = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=? ".utf8)
-            guard (1...70).contains(bytes.count), bytes.allSatisfy(allowed.contains), bytes.last != 32 else {
+            guard (1...70).contains(bytes.count), bytes.allSatisfy(boundaryBytes.contains), bytes.last != 32 else {
                 return nil
             }
             found = bytes

@@ -97,8 +97,6 @@ final class ServerConnection: ServerTransportOwner {
     /// The client's address: the one a PROXY header named, else the peer's.
     var clientAddress: String { proxiedSource ?? peer }
 
-    var phase: ServerConnectionState.Phase { machine.phase }
-
     func start() { transport.resumeReading() }
 
     // MARK: Reading

@@ -91,9 +91,6 @@ final class ServerTransport {
         readingEnabled = false
     }
 
-    /// Whether the owner reads now.
-    var isReading: Bool { readingEnabled }
-
     private func register() {
         guard !readRegistered else { return }
         readRegistered = true
@@ -120,8 +117,6 @@ final class ServerTransport {
         }
         return true
     }
-
-    var isTLS: Bool { tls != nil }
 
     /// Sends `bytes` (plain text; encrypted under TLS). False when the connection is broken.
     @discardableResult
