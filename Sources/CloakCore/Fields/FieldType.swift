@@ -7,6 +7,8 @@ public enum FieldType: String, Sendable, CaseIterable {
     case cvc
     case cardHolderName
     case ssn
+    /// Files (issue 47): no text; judged by ``FileRules`` as their bytes arrive.
+    case file
 
     /// The format pattern used when the configuration sets none.
     ///
@@ -14,7 +16,7 @@ public enum FieldType: String, Sendable, CaseIterable {
     /// linked card field by the brand's CVC pattern.
     public var defaultFormatPattern: String {
         switch self {
-        case .none, .cardHolderName: return ""
+        case .none, .cardHolderName, .file: return ""
         case .cardNumber: return "#### #### #### ####"
         case .expDate: return "##/##"
         case .date: return "##-##-####"
@@ -34,7 +36,7 @@ public enum FieldType: String, Sendable, CaseIterable {
     /// The SDK's `defaultRegex` for each type (not used by the default card-number validation).
     public var defaultRegex: String {
         switch self {
-        case .none: return ""
+        case .none, .file: return ""
         case .cardNumber:
             return
                 "^(?:4[0-9]{12}(?:[0-9]{3})?|[25][1-7][0-9]{14}|6(?:011|5[0-9][0-9])[0-9]{12}|3[47][0-9]{13}|3(?:0[0-5]|[68][0-9])[0-9]{11}|(?:2131|1800|35\\d{3})\\d{11})$"

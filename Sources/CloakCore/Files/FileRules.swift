@@ -13,6 +13,8 @@ public struct FileRules: Sendable, Equatable {
     public static let defaultMaxBytes = 10 << 20
     /// No field may allow more than this per file.
     public static let largestMaxBytes = 64 << 20
+    /// No field may allow more files than this.
+    public static let largestMaxFiles = 20
 
     public init(
         maxBytes: Int = defaultMaxBytes, types: [FileMediaType] = FileMediaType.allCases, maxFiles: Int = 1,

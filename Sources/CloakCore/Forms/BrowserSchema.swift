@@ -165,6 +165,22 @@ private struct SchemaReader {
             }
             field.mask = InputMask(positions)
         }
+        if let file = v["file"], file != .null {
+            guard type == .file else { throw .malformed("\(at).file: rules of a file field on a \(typeName) field") }
+            var types: [FileMediaType] = []
+            for (i, t) in try array(file["types"], "\(at).file.types").enumerated() {
+                guard let media = FileMediaType(rawValue: try string(t, "\(at).file.types[\(i)]")) else {
+                    throw .malformed("\(at).file.types[\(i)] is not a media type this client knows")
+                }
+                types.append(media)
+            }
+            field.fileRules = FileRules(
+                maxBytes: try int(file["maxBytes"], "\(at).file.maxBytes"), types: types,
+                maxFiles: try int(file["maxFiles"], "\(at).file.maxFiles"),
+                isRequired: try bool(file["required"], "\(at).file.required"))
+        } else if type == .file {
+            throw .malformed("\(at).file: a file field without its rules")
+        }
         if let transform = v["transform"], transform != .null {
             field.transform = InputTransform(
                 matcher: try regex(transform["matcher"], "\(at).transform.matcher"),

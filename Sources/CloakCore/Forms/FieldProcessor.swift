@@ -106,7 +106,7 @@ enum DefaultRules {
 
     static func rules(for type: FieldType) -> [any ValidationRule] {
         switch type {
-        case .none: return []
+        case .none, .file: return []
         case .cardHolderName: return cardHolderName
         case .ssn: return ssn
         case .expDate: return expDate

@@ -21,6 +21,8 @@ public struct FieldSchema: Sendable {
     /// For a CVC: the card-number field whose brand decides the CVC's lengths.
     public var cardField: String?
     public var tokenization: TokenizationSettings?
+    /// A `file` field's rules (nil for every other type).
+    public var fileRules: FileRules?
 
     public init(name: String, type: FieldType) {
         self.name = name

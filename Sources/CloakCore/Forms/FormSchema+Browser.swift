@@ -68,6 +68,15 @@ extension FormSchema {
             ("autocomplete", .string(Self.autocomplete(field.type))),
             ("inputmode", .string(Self.isNumeric(field) ? "numeric" : "text")),
             ("title", .string(Self.title(field))),
+            ("file", field.fileRules.map(Self.browserFileRules) ?? .null),
+        ])
+    }
+
+    /// A file field's rules: `{"maxBytes", "types", "maxFiles", "required"}`.
+    static func browserFileRules(_ rules: FileRules) -> JSONValue {
+        .object([
+            ("maxBytes", .int(rules.maxBytes)), ("types", .array(rules.types.map { .string($0.rawValue) })),
+            ("maxFiles", .int(rules.maxFiles)), ("required", .bool(rules.isRequired)),
         ])
     }
 
@@ -78,14 +87,14 @@ extension FormSchema {
         case .expDate: return "cc-exp"
         case .cvc: return "cc-csc"
         case .cardHolderName: return "cc-name"
-        case .none, .ssn, .date: return "off"
+        case .none, .ssn, .date, .file: return "off"
         }
     }
 
     private static func isNumeric(_ field: FieldSchema) -> Bool {
         switch field.type {
         case .cardNumber, .expDate, .cvc, .ssn, .date: return true
-        case .none, .cardHolderName:
+        case .none, .cardHolderName, .file:
             guard let pattern = field.formatPattern?.pattern, !pattern.isEmpty else { return false }
             return pattern.allSatisfy { $0 == "#" || !FormatPattern.placeholderCharacters.contains($0) }
         }
@@ -100,6 +109,7 @@ extension FormSchema {
         case .cardHolderName: return "Cardholder name"
         case .ssn: return "Social Security number"
         case .date: return "Date"
+        case .file: return "Document"
         case .none: return field.name
         }
     }

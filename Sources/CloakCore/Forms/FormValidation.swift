@@ -3,14 +3,23 @@ public struct FormValidation: Sendable {
     public let form: FormSchema
     /// In configured order; absent fields are included (not dirty, empty).
     public let fields: [FieldResult]
+    /// Each `file` field's state, by field index (nil for every other field): a file field has
+    /// no text, and is judged by its files (``FileFieldState``).
+    public let files: [FileFieldState?]
 
     /// Formats and validates every field of `form` against the submitted `values`.
     ///
     /// Card fields are processed before the CVCs linked to them, so a CVC's lengths follow the
     /// brand detected in the same submission.
     /// - Parameter values: by field index, nil for a field not sent; as many as the form has fields.
-    public init(form: FormSchema, values: [String?], context: ValidationContext) {
+    /// - Parameter files: the files each `file` field holds, by field index (none: no file sent).
+    public init(
+        form: FormSchema, values: [String?], files: [Int: [FileInspection]] = [:], context: ValidationContext
+    ) {
         precondition(values.count == form.fields.count, "one value slot per field")
+        self.files = form.fields.enumerated().map { i, field in
+            field.fileRules.map { FileFieldState(files: files[i] ?? [], rules: $0) }
+        }
         var context = context
         context.brands = form.brands
         let definitions = form.definitions
@@ -33,12 +42,19 @@ public struct FormValidation: Sendable {
 
     /// Fields marked required whose raw text is empty (`VGSSDKErrorInputDataRequired`).
     public var requiredMissing: [String] {
-        fields.filter { $0.schema.isRequired && $0.isEmpty }.map(\.schema.name)
+        fields.indices.filter { i in
+            if let file = files[i] { return file.validationErrors.contains(FileValidationError.required) }
+            return fields[i].schema.isRequired && fields[i].isEmpty
+        }.map { fields[$0].schema.name }
     }
 
     /// Fields marked required-valid-only that are invalid (`VGSSDKErrorInputDataRequiredValid`).
+    /// A file field is refused whenever a file it holds is (nothing invalid is ever stored).
     public var requiredInvalid: [String] {
-        fields.filter { $0.schema.isRequiredValidOnly && !$0.isValid }.map(\.schema.name)
+        fields.indices.filter { i in
+            if let file = files[i] { return !file.isEmpty && !file.isValid }
+            return fields[i].schema.isRequiredValidOnly && !fields[i].isValid
+        }.map { fields[$0].schema.name }
     }
 
     /// Whether the submission passes the SDK's pre-send check.
@@ -57,8 +73,8 @@ public struct FormValidation: Sendable {
             (
                 "validationErrors",
                 .object(
-                    fields.filter { failing.contains($0.schema.name) }.map {
-                        ($0.schema.name, .strings($0.validationErrors))
+                    fields.indices.filter { failing.contains(fields[$0].schema.name) }.map {
+                        (fields[$0].schema.name, .strings(files[$0]?.validationErrors ?? fields[$0].validationErrors))
                     })
             ))
         return CloakError(.inputDataIsNotValid, "Input data is not valid", extraInfo: extra)

@@ -308,7 +308,7 @@ public struct MultipartParser: Sendable {
 }
 
 extension StringProtocol {
-    fileprivate func trimmingSpaces() -> String {
+    func trimmingSpaces() -> String {
         String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

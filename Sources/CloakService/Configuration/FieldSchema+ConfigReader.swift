@@ -4,7 +4,11 @@ extension FieldSchema {
     static let keys: Set<String> = [
         "name", "type", "required", "required_valid_only", "format_pattern", "divider", "validation", "mask",
         "transform", "input_date_format", "output_date_format", "serializers", "card_field", "tokenization",
+        "max_bytes", "types", "max_files",
     ]
+
+    /// The keys of a `file` field: the rest shape text.
+    static let fileKeys: Set<String> = ["name", "type", "required", "max_bytes", "types", "max_files"]
 
     /// Reads one `fields[]` entry (SPEC §2).
     static func read(_ node: ConfigNode, at p: String, _ r: ConfigReader) -> FieldSchema? {
@@ -26,6 +30,18 @@ extension FieldSchema {
         }
         var field = FieldSchema(name: name, type: type)
         field.isRequired = m["required"].flatMap { r.bool($0, at: "\(p).required") } ?? false
+        if type == .file {
+            for key in m.keys.sorted() where !fileKeys.contains(key) {
+                r.issue(
+                    "\(p).\(key)",
+                    "does not apply to a file field (it takes \(fileKeys.sorted().joined(separator: ", ")))", m[key])
+            }
+            field.fileRules = readFileRules(m, at: p, isRequired: field.isRequired, r)
+            return field
+        }
+        for key in ["max_bytes", "types", "max_files"] where m[key] != nil {
+            r.issue("\(p).\(key)", "applies to file fields only", m[key])
+        }
         field.isRequiredValidOnly =
             m["required_valid_only"].flatMap { r.bool($0, at: "\(p).required_valid_only") } ?? false
         field.formatPattern = r.string(m["format_pattern"], at: "\(p).format_pattern").map(FormatPattern.init)
@@ -101,6 +117,36 @@ extension FieldSchema {
             field.tokenization = settings
         }
         return field
+    }
+
+    /// `max_bytes` (default 10 MiB, at most 64 MiB), `types` (media types; default all),
+    /// `max_files` (default 1, at most 20).
+    private static func readFileRules(_ m: [String: ConfigNode], at p: String, isRequired: Bool, _ r: ConfigReader)
+        -> FileRules
+    {
+        var rules = FileRules(isRequired: isRequired)
+        if let most = r.int(m["max_bytes"], at: "\(p).max_bytes", min: 1, max: FileRules.largestMaxBytes) {
+            rules.maxBytes = most
+        }
+        if let count = r.int(m["max_files"], at: "\(p).max_files", min: 1, max: FileRules.largestMaxFiles) {
+            rules.maxFiles = count
+        }
+        if let names = r.strings(m["types"], at: "\(p).types") {
+            var types: [FileMediaType] = []
+            for (i, name) in names.enumerated() {
+                guard let type = FileMediaType(rawValue: name) else {
+                    r.issue(
+                        "\(p).types[\(i)]",
+                        "unknown media type (expected: \(FileMediaType.allCases.map(\.rawValue).joined(separator: ", ")))",
+                        m["types"])
+                    continue
+                }
+                if !types.contains(type) { types.append(type) }
+            }
+            if names.isEmpty { r.issue("\(p).types", "a file field allows at least one type", m["types"]) }
+            rules.types = types
+        }
+        return rules
     }
 
     private static func readMask(_ node: ConfigNode, at p: String, _ r: ConfigReader) -> InputMask? {

@@ -155,7 +155,8 @@ package struct ServiceConfiguration: Sendable {
     }
 
     package static let knownScopes: Set<String> = [
-        "aliases:create", "aliases:reveal", "aliases:lookup", "aliases:update", "aliases:delete", "egress:*",
+        "aliases:create", "aliases:reveal", "aliases:lookup", "aliases:update", "aliases:delete", "files:reveal",
+        "egress:*",
         "tokens:admin",
     ]
 
