@@ -55,7 +55,11 @@ enum MessageWriter {
         if bodyAllowed {
             // A HEAD answer says the length a GET would get: its body's, else the length its
             // handler gave (an upstream's HEAD answer has no body), else none (RFC 9110 8.6).
-            if !headOnly || !response.body.isEmpty {
+            if response.bodySource != nil {
+                out.append("Content-Length: ")
+                out.appendDecimal(response.streamedLength)
+                out.append("\r\n")
+            } else if !headOnly || !response.body.isEmpty {
                 out.append("Content-Length: ")
                 out.appendDecimal(response.body.count)
                 out.append("\r\n")

@@ -65,6 +65,10 @@ final class ServerConnection: ServerTransportOwner {
     private(set) var serial: UInt64 = 0
     /// The request answered is a HEAD (its answer has no body) or an HTTP/1.0 one.
     private var answeringHead = false
+    /// A streamed answer being sent: its producer, the bytes it still owes, whether a piece is asked for.
+    private var answerSource: ResponseBodySource?
+    private var answerRemaining = 0
+    private var answerPulling = false
     private var answeringHTTP10 = false
     /// Nanoseconds of the monotonic clock past which the connection is timed out: the head's or
     /// the body's deadline (``readingDeadline``), or sooner when the client sends nothing for the
@@ -340,8 +344,48 @@ final class ServerConnection: ServerTransportOwner {
             response, persistence: granted != nil ? .keepAlive11 : persistence, headOnly: answeringHead,
             tunnel: granted != nil, date: worker.dateText())
         deadline = LoopWorker.now() &+ worker.idleTimeout
+        if let source = response.bodySource, !answeringHead, granted == nil {
+            answerSource = source
+            answerRemaining = response.streamedLength
+        }
         guard transport.send(bytes) else { return transportClosed() }
-        if !transport.isSending { written() }
+        if !transport.isSending { sentSoFar() }
+    }
+
+    /// What was given to the transport has left: the next piece of a streamed answer, or the end.
+    private func sentSoFar() {
+        guard let source = answerSource else { return written() }
+        guard !answerPulling else { return }
+        answerPulling = true
+        let id = self.id
+        let serial = self.serial
+        source.next { [worker] piece in
+            worker.execute {
+                guard let connection = worker.state.value.connections[id], connection.serial == serial else { return }
+                connection.answerPiece(piece)
+            }
+        }
+    }
+
+    /// A piece of a streamed answer: sent, or the answer ends (closed mid-body when it broke
+    /// its promised length or its producer failed).
+    private func answerPiece(_ piece: ResponseBodySource.Piece) {
+        answerPulling = false
+        guard !isClosed, answerSource != nil else { return }
+        switch piece {
+        case .bytes(let bytes):
+            answerRemaining -= bytes.count
+            guard answerRemaining >= 0 else { return close() }
+            deadline = LoopWorker.now() &+ worker.idleTimeout
+            guard transport.send(bytes) else { return transportClosed() }
+            if !transport.isSending { sentSoFar() }
+        case .end:
+            answerSource = nil
+            guard answerRemaining == 0 else { return close() }
+            written()
+        case .failed:
+            close()
+        }
     }
 
     private func writeAndClose(_ response: HTTPResponse) {
@@ -352,7 +396,7 @@ final class ServerConnection: ServerTransportOwner {
     }
 
     func transportSent() {
-        if machine.phase == .writing { written() }
+        if machine.phase == .writing { sentSoFar() }
     }
 
     /// The answer's last byte left.
