@@ -18,6 +18,19 @@ extension Vault {
             self.bytes = bytes
         }
 
+        /// Read back from a record's value (nil: the record is not a file's).
+        package init?(json: String) {
+            guard case .object(let members)? = try? JSONParser().parse(Array(json.utf8)),
+                members.count == 3,
+                let type = members.first(where: { $0.key == "mediaType" })?.value.stringValue,
+                let mediaType = FileMediaType(rawValue: type),
+                case .number(let size)? = members.first(where: { $0.key == "bytes" })?.value, let bytes = Int(size)
+            else { return nil }
+            self.mediaType = mediaType
+            self.bytes = bytes
+            self.fileName = members.first(where: { $0.key == "fileName" })?.value.stringValue
+        }
+
         /// `{"fileName":…,"mediaType":…,"bytes":…}`.
         var json: String {
             var writer = JSONWriter()
@@ -29,6 +42,9 @@ extension Vault {
             return String(decoding: writer.bytes, as: UTF8.self)
         }
     }
+
+    /// The classifier every file's record carries: a reveal of its alias shows the metadata.
+    package static let fileClassifier = "file"
 
     /// A new upload under the current data key (sealing happens on the caller's thread).
     package func newUpload() throws(VaultError) -> FileUpload {
@@ -71,13 +87,16 @@ extension Vault {
     /// same content already has if any. Nothing is kept when a chunk is missing.
     package func finishUpload(
         uploadID: String, last: (index: Int, sealed: [UInt8]), chunkCount: Int, fingerprint: [UInt8],
-        metadata: FileMetadata, classifiers: [String] = [], caller: AliasCaller = .trusted,
+        metadata: FileMetadata, caller: AliasCaller = .trusted,
         completion: @escaping @Sendable (Result<RevealedRecord, VaultError>) -> Void
     ) {
-        let request = AliasRequest(value: metadata.json, format: .UUID, storage: .persistent, classifiers: classifiers)
+        let request = AliasRequest(
+            value: metadata.json, format: .UUID, storage: .persistent, classifiers: [Self.fileClassifier])
         let prepared: [PreparedAlias]
         do {
-            prepared = try prepare([request], fingerprints: [fingerprint], caller: caller)
+            // As for values: a caller without a token never shares a record, so an upload cannot
+            // confirm a guessed document by the alias it gets back.
+            prepared = try prepare([request], fingerprints: [caller.deterministic ? fingerprint : nil], caller: caller)
         } catch {
             return completion(.failure(error))
         }

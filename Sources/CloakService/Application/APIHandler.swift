@@ -67,8 +67,28 @@ extension CloakService {
     }
 
     func forms(_ c: RequestContext) throws(CloakError) -> FormTokenizeHandler {
-        FormTokenizeHandler(
+        var handler = FormTokenizeHandler(
             context: context, vault: try requireVault(c.request, c.identity, trace: c.trace), identity: c.identity)
+        handler.onFileOutcome = { [metrics, outcome = c.outcome, vault = handler.vault] result in
+            switch result {
+            case .stored(let alias, let bytes):
+                metrics.fileUploaded("stored", bytes: bytes)
+                outcome?.alias(vault.vault.auditReference(alias), "ok", facts: [("bytes", String(bytes))])
+            case .refused:
+                metrics.fileUploaded("refused")
+                outcome?.alias(nil, "refused")
+            case .failed:
+                metrics.fileUploaded("failed")
+                outcome?.alias(nil, "error")
+            }
+        }
+        return handler
+    }
+
+    func fileReveal(_ c: RequestContext) throws(CloakError) -> FileRevealHandler {
+        FileRevealHandler(
+            vault: try requireVault(c.request, c.identity, trace: c.trace), outcome: c.outcome,
+            onRevealed: { [metrics] bytes in metrics.fileRevealed(bytes: bytes) })
     }
 
     func vaultAPI(_ c: RequestContext) throws(CloakError) -> VaultAPIHandler {

@@ -151,6 +151,25 @@ package final class CloakService: Sendable {
     package func beginDraining() { state.isDraining.store(true, ordering: .relaxed) }
 
     /// The ``HTTPDeferredHandler`` of the API listener: answers now, or later on the request's loop.
+    /// How a request's body is read: streamed for the form endpoints of a form with file
+    /// fields, up to what its rules allow (``uploadLimit(_:)``); whole for everything else.
+    package func bodyDelivery(_ method: HTTPMethod, _ path: String) -> RequestBodyDelivery {
+        guard method == .POST, path.hasPrefix("/forms/") else { return .whole }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 4, ["tokens", "aliases", "send"].contains(parts[3]),
+            let form = configuration.forms[String(parts[2])], form.fields.contains(where: { $0.type == .file })
+        else { return .whole }
+        return .streamed(maxBytes: Self.uploadLimit(form, textBytes: configuration.server.maxBodyBytes))
+    }
+
+    /// The most bytes a submission of `form` may have: its text, plus every file its rules allow
+    /// base64-encoded (the larger of the two encodings), each with room for its part's head.
+    static func uploadLimit(_ form: FormSchema, textBytes: Int) -> Int {
+        form.fields.compactMap(\.fileRules).reduce(textBytes) { total, rules in
+            total + rules.maxFiles * ((rules.maxBytes + 2) / 3 * 4 + 4096)
+        }
+    }
+
     package func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
         apiDoor(request, responder, self)
     }

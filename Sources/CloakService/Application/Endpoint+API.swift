@@ -20,15 +20,20 @@ extension Endpoint {
             s, c throws(CloakError) in
             try ValidateHandler(context: s.context).reply(to: c)
         },
-        Endpoint("form-tokens", .POST, "/forms/{form}/tokens", access: .tokenize, rate: .creator) {
+        Endpoint(
+            "form-tokens", .POST, "/forms/{form}/tokens", access: .tokenize, rate: .creator, audit: "file_upload"
+        ) {
             s, c throws(CloakError) in
             try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: false, answer: .flatResult)
         },
-        Endpoint("form-aliases", .POST, "/forms/{form}/aliases", access: .scope("aliases:create"), rate: .caller) {
+        Endpoint(
+            "form-aliases", .POST, "/forms/{form}/aliases", access: .scope("aliases:create"), rate: .caller,
+            audit: "file_upload"
+        ) {
             s, c throws(CloakError) in
             try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: true, answer: .flatResult)
         },
-        Endpoint("form-send", .POST, "/forms/{form}/send", access: .tokenize, rate: .creator) {
+        Endpoint("form-send", .POST, "/forms/{form}/send", access: .tokenize, rate: .creator, audit: "file_upload") {
             s, c throws(CloakError) in
             try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: false, answer: .mappedBody)
         },
@@ -59,6 +64,13 @@ extension Endpoint {
         Endpoint(
             "delete", .DELETE, "/aliases/{alias}", access: .scope("aliases:delete"), rate: .caller, audit: "delete"
         ) { s, c throws(CloakError) in try s.vaultAPI(c).delete(c.request, alias: c.parameter("alias")) },
+
+        // Files (issue 47): the content of a file alias, as an attachment.
+        Endpoint(
+            "file-reveal", .GET, "/files/{alias}", access: .scope("files:reveal"), rate: .caller, audit: "file_reveal"
+        ) { s, c throws(CloakError) in
+            try s.fileReveal(c).reveal(alias: c.parameter("alias"))
+        },
 
         // Cloak Elements.
         Endpoint("elements-schema", .GET, "/elements/v1/forms/{form}", access: .open, rate: .caller) {

@@ -12,6 +12,11 @@ package final class ServiceHost: Sendable {
 
     package init(_ service: CloakService) { current = Mutex(service) }
 
+    /// How the current service reads a request's body (``CloakService/bodyDelivery(_:_:)``).
+    package func bodyDelivery(_ method: HTTPMethod, _ path: String) -> RequestBodyDelivery {
+        service.bodyDelivery(method, path)
+    }
+
     /// The service requests start under now.
     package var service: CloakService { current.withLock { $0 } }
 

@@ -29,6 +29,24 @@ final class ServiceMetrics: Sendable {
             help: "Readiness checks failed because an event loop had not turned within server.loop_stall_s")
     }
 
+    /// Counts an uploaded file by outcome (`stored`, `refused`, `failed`), and the bytes stored.
+    func fileUploaded(_ outcome: String, bytes: Int = 0) {
+        registry.increment(
+            "cloak_files_uploads_total", help: "Files uploaded through forms, by outcome: stored, refused or failed",
+            labels: ["outcome": outcome])
+        if bytes > 0 {
+            registry.increment(
+                "cloak_files_stored_bytes_total", help: "Bytes of files stored (before sealing) since start",
+                by: bytes)
+        }
+    }
+
+    /// Counts a file revealed (`GET /files/{alias}`, a route's reveal) and its bytes.
+    func fileRevealed(bytes: Int) {
+        registry.increment("cloak_files_reveals_total", help: "Files revealed (downloaded or sent upstream)")
+        registry.increment("cloak_files_revealed_bytes_total", help: "Bytes of files revealed", by: bytes)
+    }
+
     /// Counts a reload (`result`: `applied` or `refused`).
     func configReloaded(_ result: String) {
         registry.increment(

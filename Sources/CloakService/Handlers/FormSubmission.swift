@@ -21,7 +21,8 @@ struct FormSubmission: Sendable {
     /// - Parameter keepSensitiveRaw: true for sending (the SDK's `sendData` sends every field),
     ///   false for tokenizing (card numbers and CVCs without tokenization are dropped).
     init(_ validation: FormValidation, keepSensitiveRaw: Bool) {
-        for field in validation.fields where field.isPresent {
+        // A file field's aliases come from its upload (``FormUpload``), never from text.
+        for field in validation.fields where field.isPresent && field.schema.type != .file {
             let components = field.outputComponents.filter { !$0.value.isEmpty }
             if let settings = field.schema.tokenization {
                 for c in components {

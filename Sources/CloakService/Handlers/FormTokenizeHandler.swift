@@ -16,12 +16,17 @@ struct FormTokenizeHandler: Sendable {
     let context: ServiceContext
     let vault: VaultClient
     let identity: Identity
+    /// Told what became of each uploaded file (metrics, audit).
+    var onFileOutcome: @Sendable (FormUpload.FileOutcome) -> Void = { _ in }
 
     func handle(_ request: HTTPRequest, form name: String, requiresToken: Bool, answer: Answer) throws(CloakError)
         -> Reply
     {
         let caller = try identity.aliasCaller(
             openTokenize: context.configuration.openTokenize, requiresToken: requiresToken)
+        if let stream = request.bodyStream {
+            return try upload(request, stream: stream, form: name, caller: caller, answer: answer)
+        }
         let prepared = try PreparedSubmission(
             request, form: name, context: context, caller: caller,
             keepSensitiveRaw: answer == .mappedBody)
@@ -36,6 +41,26 @@ struct FormTokenizeHandler: Sendable {
                 }
             }
         }
+    }
+
+    /// A form with file fields: its body streamed through a ``FormUpload``. A caller without a
+    /// token may send multipart only with `Cloak-Upload: 1`, a header a plain HTML form of
+    /// another site cannot set (a JSON body is safe already: it needs a CORS preflight).
+    private func upload(
+        _ request: HTTPRequest, stream: RequestBodyStream, form name: String, caller: AliasCaller, answer: Answer
+    ) throws(CloakError) -> Reply {
+        guard let form = context.configuration.forms[name] else { throw .notFound("no such form") }
+        let reader = try FormUploadReader(
+            form: form, contentType: request.header("Content-Type") ?? "",
+            maxTextBytes: context.configuration.server.maxBodyBytes)
+        if reader.isMultipart, caller.anonymous, request.header("Cloak-Upload") != "1" {
+            throw .malformed("a multipart upload without a token needs the header Cloak-Upload: 1")
+        }
+        if !reader.isMultipart { try request.requireJSONContentType() }
+        let upload = FormUpload(
+            stream: stream, reader: reader, vault: vault, caller: caller, today: context.today(), answer: answer,
+            onOutcome: onFileOutcome)
+        return .later { finish in upload.start(finish) }
     }
 
     /// Aliases first, then raw values, a raw value replacing an alias under the same key.

@@ -194,7 +194,7 @@ struct VaultClient: Sendable {
     /// number of values or aliases in the call; and that span as the trace of the jobs the call
     /// queues (``serving(_:_:)``), when the exporter will send it. Without tracing: `completion`
     /// itself, and no trace.
-    private func traced<T: Sendable>(
+    func traced<T: Sendable>(
         _ operation: String, count: Int, _ completion: @escaping @Sendable (Result<T, VaultError>) -> Void
     ) -> (@Sendable (Result<T, VaultError>) -> Void, VaultCallTrace?) {
         guard let trace else { return (completion, nil) }
@@ -211,12 +211,12 @@ struct VaultClient: Sendable {
     /// Makes the vault call `call` with `trace` as the trace of every job it queues
     /// (``VaultTracing/current``, read on this thread while `call` runs): the executor batch that
     /// serves them gets its span (``VaultCallTrace``). Without a trace, `call` alone.
-    private func serving(_ trace: VaultCallTrace?, _ call: () -> Void) {
+    func serving(_ trace: VaultCallTrace?, _ call: () -> Void) {
         guard let trace else { return call() }
         VaultTracing.current.withValue(trace, operation: call)
     }
 
-    private func onLoop(_ work: @escaping @Sendable () -> Void) {
+    func onLoop(_ work: @escaping @Sendable () -> Void) {
         if let loop { loop.execute(work) } else { work() }
     }
 }

@@ -1,0 +1,319 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+
+/// One form submission with files (issue 47), read from the request's body stream as it arrives.
+///
+/// Each file is sealed in chunks on the request's loop (``FileUpload``) and written by the vault
+/// as it goes, at most ``queueLimit`` bytes of sealed chunks waiting: while they wait, the body
+/// is not read, so a fast client is held back by TCP and a slow store bounds the memory, not the
+/// other way round. A file over its field's size, or one file too many, is refused at once. When
+/// the body has ended and every chunk is stored, the whole submission is validated (the text
+/// fields as for JSON, the files by ``FileFieldState``); only then are the files finished into
+/// records. A refused submission keeps no record: its uploads stay unfinished and are swept.
+///
+/// Touched only on the request's loop: the body stream's pieces and the vault client's
+/// completions both arrive there.
+final class FormUpload: @unchecked Sendable {
+    /// Sealed bytes that may wait for the vault before the body is read further.
+    static let queueLimit = 1 << 20
+
+    /// A file whose body part has ended.
+    private struct Received {
+        let field: Int
+        let uploadID: String
+        let last: (index: Int, sealed: [UInt8])
+        let inspection: FileInspection
+        let fingerprint: [UInt8]
+        let chunkCount: Int
+        let fileName: String?
+    }
+
+    /// A file being read.
+    private struct Reading {
+        let field: Int
+        let upload: FileUpload
+        var fileName: String?
+    }
+
+    /// A write for the vault: an upload's start (with its first chunks), or more chunks.
+    private struct Write {
+        var start: StoredFile?
+        let uploadID: String
+        var chunks: [(index: Int, sealed: [UInt8])]
+        var bytes: Int
+    }
+
+    private let stream: RequestBodyStream
+    private var reader: FormUploadReader
+    private let form: FormSchema
+    private let vault: VaultClient
+    private let caller: AliasCaller
+    private let today: CalendarDate
+    private let answer: FormTokenizeHandler.Answer
+    private let onOutcome: @Sendable (FileOutcome) -> Void
+    private var finish: Reply.Finish?
+
+    private var reading: Reading?
+    private var received: [Received] = []
+    private var queue: [Write] = []
+    private var queuedBytes = 0
+    private var writing = false
+    private var waitingForVault = false
+    private var bodyEnded = false
+    private var done = false
+
+    /// What became of an upload, for metrics and the audit line.
+    enum FileOutcome: Sendable {
+        case stored(alias: String, bytes: Int)
+        case refused
+        case failed
+    }
+
+    init(
+        stream: RequestBodyStream, reader: FormUploadReader, vault: VaultClient, caller: AliasCaller,
+        today: CalendarDate, answer: FormTokenizeHandler.Answer, onOutcome: @escaping @Sendable (FileOutcome) -> Void
+    ) {
+        self.stream = stream
+        self.reader = reader
+        self.form = reader.form
+        self.vault = vault
+        self.caller = caller
+        self.today = today
+        self.answer = answer
+        self.onOutcome = onOutcome
+    }
+
+    /// Reads the body and answers through `finish`, once.
+    func start(_ finish: Reply.Finish) {
+        self.finish = finish
+        pull()
+    }
+
+    // MARK: Reading
+
+    private func pull() {
+        guard !done else { return }
+        stream.next { piece in self.received(piece) }
+    }
+
+    private func received(_ piece: RequestBodyStream.Piece) {
+        guard !done else { return }
+        switch piece {
+        case .bytes(let bytes):
+            do {
+                try reader.feed(bytes) { (event) throws(CloakError) in try self.handle(event) }
+            } catch {
+                return fail(error)
+            }
+            pump()
+            if queuedBytes < Self.queueLimit { pull() } else { waitingForVault = true }
+        case .end:
+            bodyEnded = true
+            complete()
+        case .failed(let violation):
+            if violation?.status == 413 {
+                fail(CloakError(.payloadTooLarge, "the body is larger than the form's files allow"))
+            } else {
+                fail(.malformed("the body could not be read whole"))
+            }
+        }
+    }
+
+    private func handle(_ event: FormUploadReader.Event) throws(CloakError) {
+        switch event {
+        case .fileBegin(let field, let fileName, _):
+            let rules = form.fields[field].fileRules ?? FileRules()
+            let count = received.filter { $0.field == field }.count
+            guard count < rules.maxFiles else {
+                throw Self.refusal(form.fields[field].name, [FileValidationError.tooManyFiles])
+            }
+            let upload: FileUpload
+            do { upload = try vault.newUpload() } catch { throw error.cloakError { _ in "file" } }
+            reading = Reading(field: field, upload: upload, fileName: fileName)
+            enqueue(Write(start: upload.started, uploadID: upload.uploadID, chunks: [], bytes: 0))
+        case .fileBytes(let bytes):
+            guard let current = reading else { return }
+            let chunks: [(index: Int, sealed: [UInt8])]
+            do { chunks = try current.upload.feed(bytes) } catch {
+                throw VaultError.unavailable("the file could not be sealed").cloakError { _ in "file" }
+            }
+            let rules = form.fields[current.field].fileRules ?? FileRules()
+            if current.upload.bytes > rules.maxBytes {
+                throw Self.refusal(form.fields[current.field].name, [FileValidationError.tooLarge])
+            }
+            if !chunks.isEmpty {
+                enqueue(
+                    Write(
+                        start: nil, uploadID: current.upload.uploadID, chunks: chunks,
+                        bytes: chunks.reduce(0) { $0 + $1.sealed.count }))
+            }
+        case .fileEnd(let fileName, _):
+            guard let current = reading else { return }
+            reading = nil
+            let end:
+                (last: (index: Int, sealed: [UInt8]), inspection: FileInspection, fingerprint: [UInt8], chunkCount: Int)
+            do { end = try current.upload.finish() } catch {
+                throw VaultError.unavailable("the file could not be sealed").cloakError { _ in "file" }
+            }
+            received.append(
+                Received(
+                    field: current.field, uploadID: current.upload.uploadID, last: end.last,
+                    inspection: end.inspection, fingerprint: end.fingerprint, chunkCount: end.chunkCount,
+                    fileName: Self.safeName(fileName ?? current.fileName)))
+        }
+    }
+
+    // MARK: Writing
+
+    private func enqueue(_ write: Write) {
+        queuedBytes += write.bytes
+        // Chunks join the upload's write still waiting, when there is one.
+        if write.start == nil, let lastIndex = queue.indices.last, queue[lastIndex].uploadID == write.uploadID,
+            !(writing && lastIndex == 0)
+        {
+            queue[lastIndex].chunks += write.chunks
+            queue[lastIndex].bytes += write.bytes
+            return
+        }
+        queue.append(write)
+    }
+
+    private func pump() {
+        guard !writing, !done, let write = queue.first else { return }
+        writing = true
+        let written: @Sendable (Result<Void, VaultError>) -> Void = { result in self.written(result) }
+        if let start = write.start {
+            vault.startUpload(start, chunks: write.chunks, completion: written)
+        } else {
+            vault.storeChunks(uploadID: write.uploadID, write.chunks, completion: written)
+        }
+    }
+
+    private func written(_ result: Result<Void, VaultError>) {
+        writing = false
+        guard !done else { return }
+        if case .failure(let error) = result { return fail(error.cloakError { _ in "file" }) }
+        queuedBytes -= queue.removeFirst().bytes
+        pump()
+        if waitingForVault && queuedBytes < Self.queueLimit {
+            waitingForVault = false
+            pull()
+        }
+        complete()
+    }
+
+    // MARK: Finishing
+
+    /// Once the body has ended and every chunk is stored: validates, then finishes the files.
+    private func complete() {
+        guard bodyEnded, queue.isEmpty, !writing, !done else { return }
+        let collect: CollectRequest
+        let validation: FormValidation
+        let submission: FormSubmission
+        do throws(CloakError) {
+            collect = try reader.finish()
+            var files: [Int: [FileInspection]] = [:]
+            for file in received { files[file.field, default: []].append(file.inspection) }
+            validation = FormValidation(
+                form: form, values: collect.values, files: files, context: ValidationContext(today: today))
+            if let error = validation.inputError { throw error }
+            submission = FormSubmission(validation, keepSensitiveRaw: answer == .mappedBody)
+            do { try Vault.check(submission.requests, caller: caller) } catch {
+                throw error.cloakError { "field \(submission.key(ofRequest: $0))" }
+            }
+        } catch {
+            return fail(error)
+        }
+        finishFiles(from: 0, aliases: []) { fileEntries in
+            submission.resolve(with: self.vault, caller: self.caller) { result in
+                switch result {
+                case .failure(let error): self.fail(error)
+                case .success(let resolved):
+                    self.succeed(
+                        resolved.entries + fileEntries, submission: submission, collect: collect,
+                        intentExpiresAt: resolved.intentExpiresAt)
+                }
+            }
+        }
+    }
+
+    /// Finishes the files one after the other; `then` gets each file's entry (its field's
+    /// name, or `name[i]` for a field holding several).
+    private func finishFiles(
+        from index: Int, aliases: [(key: String, value: String)],
+        then: @escaping @Sendable ([(key: String, value: String)]) -> Void
+    ) {
+        guard index < received.count else { return then(aliases) }
+        let file = received[index]
+        let name = form.fields[file.field].name
+        let several = (form.fields[file.field].fileRules?.maxFiles ?? 1) > 1
+        let position = received[..<index].filter { $0.field == file.field }.count
+        // Validation passed: the content's type is known and allowed.
+        guard let mediaType = file.inspection.mediaType else {
+            return fail(Self.refusal(name, [FileValidationError.typeNotAllowed]))
+        }
+        let metadata = Vault.FileMetadata(fileName: file.fileName, mediaType: mediaType, bytes: file.inspection.bytes)
+        vault.finishUpload(
+            uploadID: file.uploadID, last: file.last, chunkCount: file.chunkCount, fingerprint: file.fingerprint,
+            metadata: metadata, caller: caller
+        ) { result in
+            switch result {
+            case .failure(let error):
+                self.fail(error.cloakError { _ in "field \(name)" })
+            case .success(let record):
+                guard let alias = record.aliases.first?.alias else {
+                    return self.fail(.storeUnavailable("no alias was made for the file"))
+                }
+                self.onOutcome(.stored(alias: alias, bytes: file.inspection.bytes))
+                let key = several ? "\(name)[\(position)]" : name
+                self.finishFiles(from: index + 1, aliases: aliases + [(key, alias)], then: then)
+            }
+        }
+    }
+
+    private func succeed(
+        _ entries: [(key: String, value: String)], submission: FormSubmission, collect: CollectRequest,
+        intentExpiresAt: Int64?
+    ) {
+        guard !done, let finish else { return }
+        done = true
+        let headers = intentExpiresAt.map { [("Cloak-Intent-Expires", RevealedRecord.iso8601($0))] } ?? []
+        switch answer {
+        case .flatResult:
+            finish(.json(200, .object(FormTokenizeHandler.flat(entries, aliasKeys: submission)), headers: headers))
+        case .mappedBody:
+            let body = FieldNameMapper.body(
+                entries.map { (name: $0.key, value: JSONValue.string($0.value)) }, extraData: collect.extraData,
+                policy: collect.mappingPolicy ?? form.mappingPolicy)
+            finish(.json(200, body, headers: headers))
+        }
+    }
+
+    private func fail(_ error: CloakError) {
+        guard !done, let finish else { return }
+        done = true
+        onOutcome(error.code == .inputDataIsNotValid || error.code == .malformedRequest ? .refused : .failed)
+        finish(.error(error))
+    }
+
+    /// A 1001 naming one file field and its errors, as ``FormValidation/inputError`` shapes it.
+    static func refusal(_ field: String, _ errors: [String]) -> CloakError {
+        CloakError(
+            .inputDataIsNotValid, "Input data is not valid",
+            extraInfo: [
+                ("VGSSDKErrorInputDataRequiredValid", .strings([field])),
+                ("validationErrors", .object([(field, .strings(errors))])),
+            ])
+    }
+
+    /// A client's file name as kept in the record: its last path component, without control
+    /// characters, at most 255 bytes (nil when nothing is left).
+    static func safeName(_ name: String?) -> String? {
+        guard let name else { return nil }
+        let last = name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        var kept = String(String.UnicodeScalarView(last.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }))
+        while kept.utf8.count > 255 { kept.removeLast() }
+        return kept.isEmpty ? nil : kept
+    }
+}
