@@ -49,6 +49,8 @@ package final class TestServer: Sendable {
     package static let createOnlyToken = "create-only-token"
     package static let revealOnlyToken = "reveal-only-token"
     package static let lookupOnlyToken = "lookup-only-token"
+    /// `files:reveal`, `aliases:reveal` and `aliases:delete` (issue 47).
+    package static let filesToken = "files-reveal-token"
 
     /// The repository's root, found from this file's path.
     package static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
@@ -70,6 +72,7 @@ package final class TestServer: Sendable {
             entry("creator", createOnlyToken, "aliases:create"),
             entry("revealer", revealOnlyToken, "aliases:reveal"),
             entry("looker", lookupOnlyToken, "aliases:lookup"),
+            entry("files", filesToken, "files:reveal, aliases:reveal, aliases:delete"),
         ].joined(separator: ", ")
         // Rate limits far above what any test sends; the rate-limit tests set their own.
         return shippedConfiguration.replacingOccurrences(

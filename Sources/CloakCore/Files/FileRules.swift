@@ -44,10 +44,8 @@ public enum FileValidationError {
 public struct FileInspection: Sendable {
     public private(set) var bytes = 0
     private var prefix: [UInt8] = []
-    /// The last ``FileSniffer/tailLength`` bytes (a ring: `tailStart` is the oldest).
+    /// At least the last ``FileSniffer/tailLength`` bytes (up to twice as many: trimmed in bulk).
     private var tail: [UInt8] = []
-    private var tailStart = 0
-
     public init() {}
 
     public mutating func feed(_ chunk: some Collection<UInt8>) {
@@ -55,14 +53,8 @@ public struct FileInspection: Sendable {
         if prefix.count < FileSniffer.prefixLength {
             prefix += chunk.prefix(FileSniffer.prefixLength - prefix.count)
         }
-        for byte in chunk.suffix(FileSniffer.tailLength) {
-            if tail.count < FileSniffer.tailLength {
-                tail.append(byte)
-            } else {
-                tail[tailStart] = byte
-                tailStart = (tailStart + 1) % FileSniffer.tailLength
-            }
-        }
+        tail.append(contentsOf: chunk.suffix(FileSniffer.tailLength))
+        if tail.count > 2 * FileSniffer.tailLength { tail.removeFirst(tail.count - FileSniffer.tailLength) }
     }
 
     /// The media type the content has.
@@ -83,8 +75,7 @@ public struct FileInspection: Sendable {
             errors.append(FileValidationError.typeNotAllowed)
         case .media(let type):
             if !rules.types.contains(type) { errors.append(FileValidationError.typeNotAllowed) }
-            let ordered = Array(tail[tailStart...] + tail[..<tailStart])
-            if FileSniffer.isPolyglot(prefix: prefix, tail: ordered, as: type) {
+            if FileSniffer.isPolyglot(prefix: prefix, tail: Array(tail.suffix(FileSniffer.tailLength)), as: type) {
                 errors.append(FileValidationError.polyglot)
             }
         }

@@ -115,7 +115,8 @@ final class FormUpload: @unchecked Sendable {
             if violation?.status == 413 {
                 fail(CloakError(.payloadTooLarge, "the body is larger than the form's files allow"))
             } else {
-                fail(.malformed("the body could not be read whole"))
+                // The client left or stalled, or broke the framing: nothing of it is finished.
+                fail(.malformed("the body could not be read whole"), outcome: .failed)
             }
         }
     }
@@ -290,10 +291,13 @@ final class FormUpload: @unchecked Sendable {
         }
     }
 
-    private func fail(_ error: CloakError) {
+    /// Answers `error`; every file of the submission counts as `outcome` (by default refused
+    /// for the client's mistakes, failed for Cloak's).
+    private func fail(_ error: CloakError, outcome: FileOutcome? = nil) {
         guard !done, let finish else { return }
         done = true
-        onOutcome(error.code == .inputDataIsNotValid || error.code == .malformedRequest ? .refused : .failed)
+        let clients: Set<CloakError.Code> = [.inputDataIsNotValid, .malformedRequest, .payloadTooLarge]
+        onOutcome(outcome ?? (clients.contains(error.code) ? .refused : .failed))
         finish(.error(error))
     }
 

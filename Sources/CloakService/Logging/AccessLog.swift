@@ -5,7 +5,9 @@ import CloakCore
 /// Separate from the diagnostic ``JSONLogHandler`` (swift-log) for the same reason web servers
 /// keep an access log apart from the error log: it is written for every request, so it is built
 /// without a metadata dictionary, and its fields are fixed: `ts, level, msg, method, path, route,
-/// status, duration_us, request_id`. The path is scrubbed of digit runs; no body, header value
+/// status, duration_us, request_id`. The path is scrubbed of digit runs, and a path that names
+/// an alias (`/aliases/{alias}`, `/files/{alias}`) is logged as its route: an alias that was
+/// revealed stays out of the log as its value does. No body, header value
 /// or field value is ever among its fields. The fixed parts are written as they are; the values
 /// go through ``JSONWriter``'s string escaping.
 struct AccessLog: Sendable {
@@ -24,7 +26,7 @@ struct AccessLog: Sendable {
         w.rawJSON(#"","level":"info","msg":"request","method":"#)
         w.writeString(method)
         w.rawJSON(#","path":"#)
-        w.writeString(Redaction.scrub(path))
+        w.writeString(route.contains("{alias}") ? route : Redaction.scrub(path))
         w.rawJSON(#","route":"#)
         w.writeString(route)
         w.rawJSON(#","status":"#)
