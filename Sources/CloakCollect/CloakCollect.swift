@@ -13,6 +13,9 @@ import Foundation
 /// let answer = try await collect.submit(.tokens)
 /// ```
 ///
+/// A `file` field is a ``CloakFileField`` (``fileField(_:)``): a form holding files is submitted
+/// as `multipart/form-data`.
+///
 /// Thread-safe: every field's state is behind one lock; observers are called after it is let go.
 public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, CustomReflectable {
     public let server: URL
@@ -25,6 +28,10 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
     private var focused: Set<Int> = []
     private var fields: [Int: CloakField] = [:]
     private var observers: [Int: @Sendable (CloakField) -> Void] = [:]
+    private var fileFields: [Int: CloakFileField] = [:]
+    private var fileObservers: [Int: @Sendable (CloakFileField) -> Void] = [:]
+    /// The files of each file field, by field index.
+    private var held: [Int: [HeldFile]] = [:]
     private var headers: [String: String] = [:]
 
     public init(server: URL, form: String, transport: any CloakTransport = URLSessionTransport()) {
@@ -66,6 +73,9 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
             focused = []
             fields = [:]
             observers = [:]
+            fileFields = [:]
+            fileObservers = [:]
+            held = [:]
         }
     }
 
@@ -73,7 +83,8 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
     public var fieldNames: [String] { locked { schema?.form.fields.map(\.name) ?? [] } }
 
     /// The field `name`: the same object every time.
-    /// - Throws: `schema_not_loaded`, or `unknown_field` when the form has no such field.
+    /// - Throws: `schema_not_loaded`, `unknown_field` when the form has no such field, or
+    ///   `not_a_text_field` for a `file` field (``fileField(_:)``).
     public func field(_ name: String) throws -> CloakField {
         try locked { () throws(CloakCollectError) -> CloakField in
             guard let schema else {
@@ -82,8 +93,11 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
             guard let index = schema.form.index(of: name) else {
                 throw CloakCollectError(code: "unknown_field", message: "the form \(form) has no field \(name)")
             }
-            if let made = fields[index] { return made }
             let field = schema.form.fields[index]
+            guard field.type != .file else {
+                throw CloakCollectError(code: "not_a_text_field", message: "\(name) is a file field: use fileField(_:)")
+            }
+            if let made = fields[index] { return made }
             let presentation = schema.presentation[name]
             let made = CloakField(
                 name: name, index: index,
@@ -97,23 +111,67 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
         }
     }
 
-    /// Every field's state and the form's pre-send check, as the server would answer them.
+    /// The `file` field `name`: the same object every time.
+    /// - Throws: `schema_not_loaded`, `unknown_field` when the form has no such field, or
+    ///   `not_a_file_field` for a field of another type (``field(_:)``).
+    public func fileField(_ name: String) throws -> CloakFileField {
+        try locked { () throws(CloakCollectError) -> CloakFileField in
+            guard let schema else {
+                throw CloakCollectError(code: "schema_not_loaded", message: "call loadSchema() before making fields")
+            }
+            guard let index = schema.form.index(of: name) else {
+                throw CloakCollectError(code: "unknown_field", message: "the form \(form) has no field \(name)")
+            }
+            let field = schema.form.fields[index]
+            guard field.type == .file else {
+                throw CloakCollectError(
+                    code: "not_a_file_field", message: "\(name) is a \(field.type.rawValue) field: use field(_:)")
+            }
+            if let made = fileFields[index] { return made }
+            let rules = Self.fileRules(field)
+            let made = CloakFileField(
+                name: name, index: index,
+                configuration: CloakFileFieldConfiguration(
+                    name: name, title: schema.presentation[name]?.title ?? name,
+                    allowedMediaTypes: rules.types.map(\.rawValue), maxBytes: rules.maxBytes, maxFiles: rules.maxFiles,
+                    isRequired: rules.isRequired),
+                collect: self)
+            fileFields[index] = made
+            return made
+        }
+    }
+
+    /// Every field's state and the form's pre-send check, as the server would answer them: text
+    /// fields in `fields`, file fields in `files`.
     public var state: CloakFormState {
         locked {
             guard let schema else { return CloakFormState(isValid: false, fields: [:]) }
             let validation = validationLocked(schema)
             var states: [String: CloakFieldState] = [:]
+            var files: [String: CloakFileFieldState] = [:]
             for (i, field) in schema.form.fields.enumerated() {
-                states[field.name] = stateLocked(i, validation)
+                if field.type == .file {
+                    files[field.name] = fileStateLocked(i, schema)
+                } else {
+                    states[field.name] = stateLocked(i, validation)
+                }
             }
-            return CloakFormState(isValid: validation.isValid, fields: states)
+            // A file field has no text: the rule engine's check covers the text fields, the
+            // files' own rules the file fields (an invalid file is refused, required or not).
+            let fileNames = Set(files.keys)
+            let isValid =
+                validation.requiredMissing.allSatisfy { fileNames.contains($0) }
+                && validation.requiredInvalid.allSatisfy { fileNames.contains($0) }
+                && files.values.allSatisfy { $0.isValid }
+            return CloakFormState(isValid: isValid, fields: states, files: files)
         }
     }
 
-    /// Empties every field.
+    /// Empties every field, the file fields too.
     public func clearAll() {
-        let indices = locked { editors.indices.map { $0 } }
+        let (indices, fileIndices) = locked { (Array(editors.indices), Array(held.keys)) }
         for i in indices { edit(i) { $0.clear() } }
+        for i in fileIndices { editFiles(i) { $0.removeAll() } }
     }
 
     // MARK: Fields (called by CloakField)
@@ -163,6 +221,50 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
         locked { observers[index] = observer }
     }
 
+    // MARK: File fields (called by CloakFileField)
+
+    func readFiles<T>(_ index: Int, _ body: ([HeldFile]) -> T) -> T {
+        locked { body(held[index] ?? []) }
+    }
+
+    /// Changes a file field's files, then calls its observer (after the lock is let go).
+    func editFiles(_ index: Int, _ change: (inout [HeldFile]) -> Void) {
+        let notify = locked { () -> (CloakFileField, @Sendable (CloakFileField) -> Void)? in
+            guard let schema, schema.form.fields.indices.contains(index), schema.form.fields[index].type == .file
+            else { return nil }
+            var files = held[index] ?? []
+            change(&files)
+            held[index] = files
+            return fileFields[index].flatMap { f in fileObservers[index].map { (f, $0) } }
+        }
+        if let (field, observer) = notify { observer(field) }
+    }
+
+    func fileState(of index: Int) -> CloakFileFieldState? {
+        locked {
+            guard let schema, schema.form.fields.indices.contains(index) else { return nil }
+            return fileStateLocked(index, schema)
+        }
+    }
+
+    func fileObserver(of index: Int) -> (@Sendable (CloakFileField) -> Void)? { locked { fileObservers[index] } }
+
+    func setFileObserver(_ observer: (@Sendable (CloakFileField) -> Void)?, of index: Int) {
+        locked { fileObservers[index] = observer }
+    }
+
+    /// A file field's state: CloakCore's, under the field's rules from the schema.
+    private func fileStateLocked(_ index: Int, _ schema: BrowserSchema) -> CloakFileFieldState {
+        CloakFileFieldState(
+            FileFieldState(
+                files: (held[index] ?? []).map(\.inspection), rules: Self.fileRules(schema.form.fields[index])))
+    }
+
+    /// The rules the schema gives a file field (it always gives some: a schema without is refused).
+    static func fileRules(_ field: FieldSchema) -> FileRules {
+        field.fileRules ?? FileRules(isRequired: field.isRequired)
+    }
+
     /// The whole form validated as the server does: an edited field is sent (dirty), the others
     /// are absent.
     private func validationLocked(_ schema: BrowserSchema) -> FormValidation {
@@ -189,37 +291,114 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
     // MARK: Submitting
 
     /// Posts the form (the VGS collect body: `{"fields": {name: text}, "extraData", "options"}`,
-    /// edited fields only) to its endpoint. Every HTTP answer resolves, a 422 included; only no
-    /// answer throws (`no_answer`).
+    /// edited fields only) to its endpoint. A form whose file fields hold files is posted as
+    /// `multipart/form-data` instead, with `Cloak-Upload: 1`: each edited text field a part named
+    /// by the field, each file a file part named by its field (repeated for several files),
+    /// `extraData` a JSON part of that name, the mapping policy a JSON part named `options`
+    /// (`{"fieldNameMappingPolicy": …}`). Nothing is refused here: every HTTP answer resolves, a
+    /// 422 included (a file the field's rules refuse: 1001); only no answer throws (`no_answer`).
     /// - Parameters:
     ///   - extraData: merged into the outgoing JSON by the server (a JSON object's members).
     ///   - mappingPolicy: how field names shape the outgoing JSON (the form's own by default).
+    ///   - progress: told how much of the body has gone out (from the transport: a transport of
+    ///     your own reports once, at the end, unless it implements `send(_:progress:)`).
     public func submit(
-        _ kind: CloakSubmission, extraData: [String: any Sendable]? = nil, mappingPolicy: CloakMappingPolicy? = nil
+        _ kind: CloakSubmission, extraData: [String: any Sendable]? = nil, mappingPolicy: CloakMappingPolicy? = nil,
+        progress: (@Sendable (CloakUploadProgress) -> Void)? = nil
     ) async throws -> CloakResponse {
-        let (values, headers) = try locked { () throws(CloakCollectError) -> ([String: String], [String: String]) in
-            guard schema != nil else {
+        let outgoing = try locked { () throws(CloakCollectError) -> Outgoing in
+            guard let schema else {
                 throw CloakCollectError(code: "schema_not_loaded", message: "call loadSchema() before submitting")
             }
-            var values: [String: String] = [:]
-            for (i, field) in (schema?.form.fields ?? []).enumerated() where editors[i].isDirty {
-                values[field.name] = editors[i].text
+            var outgoing = Outgoing(headers: self.headers)
+            for (i, field) in schema.form.fields.enumerated() {
+                if field.type == .file {
+                    if let files = held[i], !files.isEmpty { outgoing.files.append((name: field.name, files: files)) }
+                } else if editors[i].isDirty {
+                    outgoing.texts.append((name: field.name, text: editors[i].text))
+                }
             }
-            return (values, self.headers)
+            return outgoing
         }
-        var body: [String: Any] = ["fields": values]
         if let extraData {
             guard JSONSerialization.isValidJSONObject(extraData) else {
                 throw CloakCollectError(code: "invalid_extra_data", message: "extraData must be a JSON object")
             }
-            body["extraData"] = extraData
         }
-        if let mappingPolicy { body["options"] = ["fieldNameMappingPolicy": mappingPolicy.rawValue] }
         let url = try endpoint(try kind.path(form: Self.pathComponent(form)))
-        var request = CloakHTTPRequest(
-            method: "POST", url: url, headers: headers, body: try JSONSerialization.data(withJSONObject: body))
-        request.headers["Content-Type"] = "application/json"
+        var request: CloakHTTPRequest
+        if outgoing.files.isEmpty {
+            var values: [String: String] = [:]
+            for (name, text) in outgoing.texts { values[name] = text }
+            var body: [String: Any] = ["fields": values]
+            if let extraData { body["extraData"] = extraData }
+            if let mappingPolicy { body["options"] = ["fieldNameMappingPolicy": mappingPolicy.rawValue] }
+            request = CloakHTTPRequest(
+                method: "POST", url: url, headers: outgoing.headers,
+                body: try JSONSerialization.data(withJSONObject: body))
+            request.headers["Content-Type"] = "application/json"
+        } else {
+            let multipart = try Self.multipart(outgoing, extraData: extraData, mappingPolicy: mappingPolicy)
+            request = CloakHTTPRequest(method: "POST", url: url, headers: outgoing.headers, body: multipart.body)
+            request.headers["Content-Type"] = multipart.contentType
+            // What a plain HTML form cannot send: Cloak takes an upload without a token only with it.
+            request.headers["Cloak-Upload"] = "1"
+        }
+        if let progress { return try await transport.send(request, progress: progress) }
         return try await transport.send(request)
+    }
+
+    /// What a submission sends, read under the lock: the edited text fields and the file fields
+    /// holding files, in the form's order.
+    private struct Outgoing {
+        var texts: [(name: String, text: String)] = []
+        var files: [(name: String, files: [HeldFile])] = []
+        var headers: [String: String]
+    }
+
+    /// The `multipart/form-data` body of a submission: text parts, file parts, then `extraData`
+    /// and `options` (JSON), under a random boundary none of the parts holds.
+    private static func multipart(
+        _ outgoing: Outgoing, extraData: [String: any Sendable]?, mappingPolicy: CloakMappingPolicy?
+    ) throws -> (contentType: String, body: Data) {
+        var parts: [(name: String, fileName: String?, contentType: String?, bytes: Data)] = []
+        for (name, text) in outgoing.texts {
+            parts.append((name: name, fileName: nil, contentType: nil, bytes: Data(text.utf8)))
+        }
+        for (name, files) in outgoing.files {
+            for file in files {
+                // The declared type is a hint only (Cloak judges the content).
+                let hint = file.info.declaredMediaType ?? file.info.mediaType ?? "application/octet-stream"
+                parts.append((name: name, fileName: file.info.fileName, contentType: hint, bytes: file.data.value))
+            }
+        }
+        if let extraData {
+            let json = try JSONSerialization.data(withJSONObject: extraData)
+            parts.append((name: "extraData", fileName: nil, contentType: "application/json", bytes: json))
+        }
+        if let mappingPolicy {
+            let options = try JSONSerialization.data(withJSONObject: ["fieldNameMappingPolicy": mappingPolicy.rawValue])
+            parts.append((name: "options", fileName: nil, contentType: "application/json", bytes: options))
+        }
+        var chosen: MultipartWriter?
+        for _ in 0..<4 where chosen == nil {
+            let boundary = "CloakCollect-" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+            let delimiter = Data("--\(boundary)".utf8)
+            if parts.allSatisfy({ $0.bytes.range(of: delimiter) == nil }) {
+                chosen = MultipartWriter(boundary: boundary)
+            }
+        }
+        guard var writer = chosen else {
+            throw CloakCollectError(code: "invalid_body", message: "no multipart boundary could be chosen")
+        }
+        var body = Data()
+        for part in parts {
+            let head = writer.begin(name: part.name, fileName: part.fileName, contentType: part.contentType)
+            body.append(contentsOf: head)
+            body.append(part.bytes)
+        }
+        body.append(contentsOf: writer.finish())
+        return (writer.contentType, body)
     }
 
     // MARK: Helpers

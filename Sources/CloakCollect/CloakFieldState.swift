@@ -70,13 +70,17 @@ public struct CloakFieldState: Sendable, Equatable, Codable {
 
 /// The form's state: the SDK's pre-send check and every field's state.
 public struct CloakFormState: Sendable, Equatable {
-    /// False when a `required` field is empty or a `required_valid_only` field is invalid (what
-    /// the server would refuse with 1001).
+    /// False when a `required` field is empty, a `required_valid_only` field is invalid, or a
+    /// file field is invalid (what the server would refuse with 1001).
     public var isValid: Bool
+    /// The text fields' states.
     public var fields: [String: CloakFieldState]
+    /// The file fields' states.
+    public var files: [String: CloakFileFieldState]
 
-    public init(isValid: Bool, fields: [String: CloakFieldState]) {
+    public init(isValid: Bool, fields: [String: CloakFieldState], files: [String: CloakFileFieldState] = [:]) {
         self.isValid = isValid
         self.fields = fields
+        self.files = files
     }
 }

@@ -19,11 +19,43 @@ public struct CloakHTTPRequest: Sendable, Equatable {
     }
 }
 
+/// How much of a request's body has gone out: what ``CloakCollect/submit(_:extraData:mappingPolicy:progress:)``
+/// reports while a form (its files) is uploaded.
+public struct CloakUploadProgress: Sendable, Equatable {
+    public let bytesSent: Int64
+    public let totalBytes: Int64
+
+    public init(bytesSent: Int64, totalBytes: Int64) {
+        self.bytesSent = bytesSent
+        self.totalBytes = totalBytes
+    }
+
+    /// From 0 to 1 (1 for an empty body).
+    public var fractionCompleted: Double {
+        totalBytes > 0 ? min(Double(bytesSent) / Double(totalBytes), 1) : 1
+    }
+}
+
 /// How requests reach Cloak: ``URLSessionTransport`` by default; tests and apps (a pinned
 /// session, a mock) provide their own. Answers every HTTP status as a ``CloakResponse``; throws
 /// only when there is no answer.
 public protocol CloakTransport: Sendable {
     func send(_ request: CloakHTTPRequest) async throws -> CloakResponse
+    /// Sends `request`, telling `progress` how much of its body has gone out; the last report
+    /// has all of it. By default: ``send(_:)``, then one report at the end.
+    func send(_ request: CloakHTTPRequest, progress: @escaping @Sendable (CloakUploadProgress) -> Void)
+        async throws -> CloakResponse
+}
+
+extension CloakTransport {
+    public func send(_ request: CloakHTTPRequest, progress: @escaping @Sendable (CloakUploadProgress) -> Void)
+        async throws -> CloakResponse
+    {
+        let total = Int64(request.body?.count ?? 0)
+        let answer = try await send(request)
+        progress(CloakUploadProgress(bytesSent: total, totalBytes: total))
+        return answer
+    }
 }
 
 /// `URLSession` with what a card form needs: an ephemeral configuration (no cache, no cookies,
@@ -47,13 +79,35 @@ public final class URLSessionTransport: CloakTransport, @unchecked Sendable {
     deinit { session.finishTasksAndInvalidate() }
 
     public func send(_ request: CloakHTTPRequest) async throws -> CloakResponse {
+        try await perform(request, progress: nil)
+    }
+
+    /// Reports as the body goes out (a task delegate: Apple platforms); on Linux, whose
+    /// FoundationNetworking has no task delegate, at the start and at the end only.
+    public func send(_ request: CloakHTTPRequest, progress: @escaping @Sendable (CloakUploadProgress) -> Void)
+        async throws -> CloakResponse
+    {
+        let total = Int64(request.body?.count ?? 0)
+        #if canImport(FoundationNetworking)
+            progress(CloakUploadProgress(bytesSent: 0, totalBytes: total))
+            let answer = try await perform(request, progress: nil)
+        #else
+            let answer = try await perform(request, progress: progress)
+        #endif
+        progress(CloakUploadProgress(bytesSent: total, totalBytes: total))
+        return answer
+    }
+
+    private func perform(_ request: CloakHTTPRequest, progress: (@Sendable (CloakUploadProgress) -> Void)?)
+        async throws -> CloakResponse
+    {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         urlRequest.httpBody = request.body
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         let session = self.session
         return try await withCheckedThrowingContinuation { continuation in
-            session.dataTask(with: urlRequest) { data, response, error in
+            let task = session.dataTask(with: urlRequest) { data, response, error in
                 if let response = response as? HTTPURLResponse {
                     continuation.resume(returning: CloakResponse(status: response.statusCode, body: data ?? Data()))
                 } else {
@@ -62,7 +116,12 @@ public final class URLSessionTransport: CloakTransport, @unchecked Sendable {
                     continuation.resume(
                         throwing: CloakCollectError(code: "no_answer", message: "Cloak did not answer (\(reason))"))
                 }
-            }.resume()
+            }
+            #if !canImport(FoundationNetworking)
+                // The task's own delegate (iOS 15, macOS 12): its upload progress, and no redirect.
+                if let progress { task.delegate = UploadProgress(total: Int64(request.body?.count ?? 0), progress) }
+            #endif
+            task.resume()
         }
     }
 
@@ -75,4 +134,33 @@ public final class URLSessionTransport: CloakTransport, @unchecked Sendable {
             completionHandler(nil)
         }
     }
+
+    #if !canImport(FoundationNetworking)
+        /// One task's delegate: reports the bytes sent, and follows no redirect either (a task's
+        /// delegate is asked before the session's).
+        private final class UploadProgress: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+            let total: Int64
+            let progress: @Sendable (CloakUploadProgress) -> Void
+
+            init(total: Int64, _ progress: @escaping @Sendable (CloakUploadProgress) -> Void) {
+                self.total = total
+                self.progress = progress
+            }
+
+            func urlSession(
+                _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+                totalBytesExpectedToSend: Int64
+            ) {
+                let expected = totalBytesExpectedToSend > 0 ? totalBytesExpectedToSend : total
+                progress(CloakUploadProgress(bytesSent: totalBytesSent, totalBytes: expected))
+            }
+
+            func urlSession(
+                _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+            ) {
+                completionHandler(nil)
+            }
+        }
+    #endif
 }

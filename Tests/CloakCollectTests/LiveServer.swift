@@ -2,8 +2,9 @@ import CloakCollect
 import CloakTesting
 import Foundation
 
-/// The real server (libevent, a SQLite vault) with `elements.native` on, the test tokens, and the
-/// browser parity form (one field of each type) beside the shipped forms.
+/// The real server (libevent, a SQLite vault) with `elements.native` on, the test tokens, the
+/// browser parity form (one field of each text type) and a form with a file field (`documents`, issue
+/// 47) beside the shipped forms.
 enum LiveServer {
     static let parity = """
         forms:
@@ -16,7 +17,21 @@ enum LiveServer {
               - {name: date, type: date}
               - {name: name, type: cardHolderName}
               - {name: identity_name, type: none, validation: [{pattern: "^[\\\\p{L} .'-]+$"}]}
+          documents:
+            fields:
+              - {name: kyc.full_name, type: none}
+              - name: kyc.document
+                type: file
+                max_bytes: 1048576
+                types: [image/png, application/pdf]
+                max_files: 2
+                required: false
         """
+
+    /// The shipped configuration with the test forms and no tokens: what a ``SchemaStub`` serves.
+    static var stubConfiguration: String {
+        TestServer.shippedConfiguration.replacingOccurrences(of: "\nforms:\n", with: "\n" + parity + "\n")
+    }
 
     /// - Parameter web: pages may embed the frames (`elements.allowed_origins` names one).
     static func start(native: Bool = true, web: Bool = true) throws -> TestServer {
