@@ -2,7 +2,7 @@
 """Cloak Elements in a real browser (headless Chromium through Selenium), against the built binary.
 
 Starts its own `cloak serve` (CLOAK_BIN, default .build/debug/cloak; every CLOAK_* variable unset) on a
-free 127.0.0.1 port P1 with a temporary vault, one bearer token and two forms (`checkout`, `parity`),
+free 127.0.0.1 port P1 with a temporary vault, one bearer token and its forms (`checkout`, `parity`, `masked`, `kyc`),
 and serves merchant test pages from two other origins: http://localhost:P2 (listed in
 elements.allowed_origins) and http://localhost:P3 (not listed). The pages load
 http://127.0.0.1:P1/elements/v1/cloak.js and record every event (Tests/Browser/harness.js).
@@ -24,6 +24,11 @@ import time
 import traceback
 import base64
 import hashlib
+import io
+import secrets
+import struct
+import zipfile
+import zlib
 from urllib.parse import quote
 
 import requests
@@ -56,7 +61,8 @@ AUTOCOMPLETE = {"number": "cc-number", "exp": "cc-exp", "cvc": "cc-csc", "holder
 STATE_KEYS_CARD = {"isRequired", "isRequiredValidOnly", "isValid", "isEmpty", "isDirty", "inputLength",
                    "validationErrors", "cardBrand", "cardBrandName", "bin", "last4", "isFocused"}
 PARITY_KINDS = ["card", "cvc", "exp", "ssn", "date", "name"]
-SLOTS = ["number", "exp", "cvc", "holder", "card", "shown", "shown2", "shown3", "bound_ok", "bound_other", "mask"] + \
+SLOTS = ["number", "exp", "cvc", "holder", "card", "shown", "shown2", "shown3", "bound_ok", "bound_other", "mask",
+         "kholder", "doc", "pages"] + \
     [f"p_{k}" for k in PARITY_KINDS + ["identity_name"]]
 
 PAGE = """<!doctype html>
@@ -128,6 +134,54 @@ def masked_form():
                         "validation": table["validation"]}]}
 
 
+FILE_TYPES = ["image/png", "image/jpeg", "application/pdf"]
+FILE_MAX_BYTES = 1048576
+KYC_NAMES = {"kholder": "kyc.holder", "doc": "kyc.document", "pages": "kyc.pages"}
+FILE_STATE_KEYS = ["isValid", "isEmpty", "validationErrors", "fileCount", "bytes", "mediaType"]
+FILE_MARKER = "cloak-file-marker-" + secrets.token_hex(8)  # inside the PNG: the page must never see it
+
+
+def kyc_form():
+    """Issue 47: a text field, a required one-file field and an optional field of up to two files."""
+    return {"fields": [
+        {"name": "kyc.holder", "type": "cardHolderName", "required": True},
+        {"name": "kyc.document", "type": "file", "max_bytes": FILE_MAX_BYTES, "types": FILE_TYPES, "max_files": 1,
+         "required": True},
+        {"name": "kyc.pages", "type": "file", "max_bytes": FILE_MAX_BYTES, "types": ["image/png", "application/pdf"],
+         "max_files": 2},
+    ]}
+
+
+def png_bytes(text=FILE_MARKER, pad=0):
+    """A real 1x1 PNG with a tEXt chunk (and `pad` zero bytes after IEND, to make it large)."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+            + chunk(b"tEXt", b"Comment\x00" + text.encode()) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
+            + chunk(b"IEND", b"") + b"\x00" * pad)
+
+
+def zip_bytes():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("readme.txt", "an archive is never a document\n")
+    return buf.getvalue()
+
+
+# file name -> (content, the validationErrors and mediaType of a kyc.document holding it alone)
+FILE_CASES = {
+    "id.png": (png_bytes(), [], "image/png"),
+    "scan.pdf": (b"%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n", [], "application/pdf"),
+    "archive.zip": (zip_bytes(), ["FILE_EXECUTABLE_VALIDATION_ERROR"], None),
+    "program.elf": (b"\x7fELF\x02\x01\x01\x00" + b"\x00" * 120, ["FILE_EXECUTABLE_VALIDATION_ERROR"], None),
+    "note.txt": (b"hello, this is text\n", ["FILE_TYPE_VALIDATION_ERROR"], None),
+    "anim.gif": (b"GIF89a\x01\x00\x01\x00\x00\x00\x00;", ["FILE_TYPE_VALIDATION_ERROR"], "image/gif"),
+    "empty.png": (b"", ["FILE_EMPTY_VALIDATION_ERROR"], None),
+    "large.png": (png_bytes(pad=FILE_MAX_BYTES), ["FILE_SIZE_VALIDATION_ERROR"], "image/png"),
+    "polyglot.png": (png_bytes() + zip_bytes(), ["FILE_POLYGLOT_VALIDATION_ERROR"], "image/png"),
+}
+
+
 def server_config(port, directory, token, allowed_origins):
     config = {
         "server": {"listen": f"127.0.0.1:{port}"},
@@ -135,7 +189,7 @@ def server_config(port, directory, token, allowed_origins):
         "auth": {"tokens": [{"id": "browser-tests", "sha256": token_sha256(token),
                              "scopes": ["aliases:create", "aliases:reveal"]}]},
         "limits": {"anonymous": {"requests_per_minute": 6000, "burst": 1000}},
-        "forms": {"checkout": checkout_form(), "parity": parity_form(), "masked": masked_form()},
+        "forms": {"checkout": checkout_form(), "parity": parity_form(), "masked": masked_form(), "kyc": kyc_form()},
     }
     if allowed_origins is not None:
         config["elements"] = {"allowed_origins": allowed_origins, "font_origins": []}
@@ -174,6 +228,7 @@ class Run:
         self.pages = self.other = self.cloak = self.browser = None
         self.http = requests.Session()
         self.card_alias = None
+        self.file_states = {}  # file name -> the state the file frame gave a kyc.document holding it
         self.timing = {}
         self.current_checks = None
 
@@ -201,6 +256,11 @@ class Run:
             f.write(harness)
         with open(os.path.join(self.pagedir, "index.html"), "w", encoding="utf-8") as f:
             f.write(page_html(self.url))
+        self.filedir = os.path.join(self.tmp, "files")
+        os.makedirs(self.filedir)
+        for name, (content, _, _) in FILE_CASES.items():
+            with open(os.path.join(self.filedir, name), "wb") as f:
+                f.write(content)
         self.browser = Browser()
         self.d = self.browser.driver
 
@@ -360,6 +420,31 @@ class Run:
         return self.wait_event(f"form:{key}", "change", lambda s: isinstance(s, dict) and s.get("isValid") is True,
                                since, timeout=8, what=f"a form 'change' event with isValid true (form {key}) after "
                                                       f"typing {number!r}, {exp!r}, {cvc!r}, {holder!r}")
+
+    def choose_files(self, slot, names):
+        """Sets files on the <input type=file> in #slot's frame as a user choosing them does (WebDriver's file
+        upload: ChromeDriver's DOM.setFileInputFiles, which fires `input` and `change` in the frame)."""
+        self.enter(slot)
+        try:
+            inputs = self.d.find_elements(By.CSS_SELECTOR, "input[type=file]")
+            if len(inputs) != 1:
+                raise AssertionError(f"expected one <input type=file> in the frame of #{slot}, found {len(inputs)}")
+            inputs[0].send_keys("\n".join(os.path.join(self.filedir, n) for n in names))
+        finally:
+            self.d.switch_to.default_content()
+
+    def mount_kyc(self, key, slots=("kholder", "doc", "pages")):
+        """The kyc form: kyc.holder with field(), the file fields with file()."""
+        made = self.js("""
+            var key = arguments[0], names = arguments[2], out = [__h.form(key, 'kyc')];
+            arguments[1].forEach(function (s) {
+              out.push(__h.field(key, s, '#' + s, {name: names[s]}, s === 'kholder' ? 'field' : 'file'));
+            });
+            return out;""", key, list(slots), KYC_NAMES)
+        bad = [m for m in made if not m.get("ok")]
+        if bad:
+            raise AssertionError(f"mounting the kyc form failed: {bad}")
+        self.wait_ready(key, list(slots))
 
     def submit(self, key, kind, options=None):
         return self.d.execute_async_script(
@@ -1167,7 +1252,7 @@ def test_headers(t):
     if etag:
         r2 = t.http.get(f"{base}/cloak.js", headers={"If-None-Match": etag}, timeout=10)
         c.equal(r2.status_code, 304, "cloak.js with If-None-Match: its ETag")
-    for page in ["field.html", "controller.html", "reveal.html"]:
+    for page in ["field.html", "file.html", "controller.html", "reveal.html"]:
         r = t.http.get(f"{base}/{page}", timeout=10)
         if not c.equal(r.status_code, 200, f"GET /elements/v1/{page} status"):
             continue
@@ -1176,7 +1261,7 @@ def test_headers(t):
             c.expect(part in csp, f"{page}: Content-Security-Policy lacks {part!r}: {csp!r}")
         c.expect(t.other.origin not in csp, f"{page}: the CSP names an unlisted origin: {csp!r}")
         c.expect("unsafe-inline" not in csp and "unsafe-eval" not in csp, f"{page}: unsafe CSP: {csp!r}")
-    for asset in ["rules.js", "field.js", "controller.js", "reveal.js", "frame.css"]:
+    for asset in ["rules.js", "field.js", "file.js", "controller.js", "reveal.js", "frame.css"]:
         r = t.http.get(f"{base}/{asset}", timeout=10)
         c.equal(r.status_code, 200, f"GET /elements/v1/{asset} status")
         c.expect(r.headers.get("ETag"), f"{asset} has no ETag")
@@ -1321,14 +1406,14 @@ def test_timing(t):
           + (f"{cold:.0f} ms on the first load" if cold is not None else "first load not measured")
           + (f", {warm:.0f} ms on a later load (HTTP cache warm)" if warm is not None else ""))
     base = f"{t.url}/elements/v1"
-    names = ["cloak.js", "field.html", "controller.html", "reveal.html"]
-    for page in ["field.html", "controller.html", "reveal.html"]:
+    names = ["cloak.js", "field.html", "file.html", "controller.html", "reveal.html"]
+    for page in ["field.html", "file.html", "controller.html", "reveal.html"]:
         r = t.http.get(f"{base}/{page}", timeout=10)
         for ref in re.findall(r'(?:src|href)="([^"#?]+)', r.text if r.status_code == 200 else ""):
             ref = ref.rsplit("/", 1)[-1]
             if ref and ref not in names:
                 names.append(ref)
-    for extra in ["rules.js", "field.js", "controller.js", "reveal.js", "frame.css"]:
+    for extra in ["rules.js", "field.js", "file.js", "controller.js", "reveal.js", "frame.css"]:
         if extra not in names:
             names.append(extra)
     print("    bytes served (raw / gzip -9):")
@@ -1344,10 +1429,265 @@ def test_timing(t):
     print(f"      {'total':<16} {total_raw:>7,} / {total_gz:>6,}")
     c.done()
 
+# ---- file fields (issue 47)
+
+
+def file_state(t, src, since, pred, what):
+    return t.wait_event(src, "change", lambda s: isinstance(s, dict) and pred(s), since, timeout=10, what=what)["data"]
+
+
+def find_key(node, key):
+    """The first value of `key` anywhere in a JSON answer (the 1001 body nests it in error.extraInfo)."""
+    if isinstance(node, dict):
+        if key in node:
+            return node[key]
+        node = list(node.values())
+    if isinstance(node, list):
+        for v in node:
+            got = find_key(v, key)
+            if got is not None:
+                return got
+    return None
+
+
+def test_file_state(t):
+    """form.file(): one <input type=file> in a frame of Cloak's origin, whose `change` state is the server's
+    FileFieldState of the chosen files (FileSniffer's magic bytes, sizes, polyglots, counts)."""
+    c = t.checks()
+    t.open_page()
+    t.mount_kyc("kf", slots=("doc", "pages"))
+    ready = t.events("doc", "ready")[0]["data"]
+    c.equal(ready, {"states": {"kyc.document": {
+        "isValid": False, "isEmpty": True, "validationErrors": ["FILE_REQUIRED_VALIDATION_ERROR"], "fileCount": 0,
+        "bytes": 0, "mediaType": None}}}, "the ready event of the empty, required kyc.document")
+    frame = [f for f in t.frames() if f["slot"] == "doc"]
+    c.expect(frame and "/elements/v1/file.html#" in frame[0]["src"] and frame[0]["title"] == "Document",
+             f"the file field's frame: {short(frame)}")
+    t.enter("doc")
+    try:
+        inputs = t.d.find_elements(By.TAG_NAME, "input")
+        c.equal([(i.get_attribute("type"), i.get_attribute("accept"), i.get_property("multiple")) for i in inputs],
+                [("file", ",".join(FILE_TYPES), False)], "kyc.document's inputs (type, accept, multiple)")
+    finally:
+        t.d.switch_to.default_content()
+    t.enter("pages")
+    try:
+        c.equal(t.d.find_element(By.TAG_NAME, "input").get_property("multiple"), True,
+                "kyc.pages (max_files 2) takes several files")
+    finally:
+        t.d.switch_to.default_content()
+
+    # field() on a file field, file() on a text field: refused once the schema is known
+    wrong = t.js("return [__h.field('kf', 'w1', '#kholder', {name: 'kyc.document'}),"
+                 "        __h.field('kf', 'w2', '#kholder', {name: 'kyc.holder'}, 'file')]")
+    c.expect(not wrong[0].get("ok") and not wrong[1].get("ok"),
+             f"field() of a file field and file() of a text field should throw: {wrong}")
+
+    order = ["id.png", "archive.zip", "scan.pdf", "program.elf", "note.txt", "anim.gif", "empty.png", "large.png",
+             "polyglot.png"]
+    for name in order:
+        content, errors, media = FILE_CASES[name]
+        since = t.count()
+        t.choose_files("doc", [name])
+        try:
+            got = file_state(t, "doc", since, lambda s: s.get("fileCount") == 1 and s.get("bytes") == len(content),
+                             f"kyc.document's change state after choosing {name} ({len(content)} bytes)")
+        except AssertionError as e:
+            c.expect(False, str(e))
+            continue
+        t.file_states[name] = got
+        want = {"isValid": not errors, "isEmpty": False, "validationErrors": errors, "fileCount": 1,
+                "bytes": len(content), "mediaType": media}
+        c.equal(got, want, f"kyc.document's state holding {name}")
+        c.equal(sorted(got), sorted(FILE_STATE_KEYS), f"the keys of kyc.document's state ({name})")
+        form = t.events("form:kf", "change", since)
+        if errors and form:  # (kyc.holder is not mounted here: the form is never valid)
+            c.equal(form[-1]["data"].get("isValid"), False, f"the form's isValid with {name} in kyc.document")
+
+    # several files: kyc.pages takes two, not three (the count), each judged
+    since = t.count()
+    t.choose_files("pages", ["id.png", "scan.pdf"])
+    two = FILE_CASES["id.png"][0], FILE_CASES["scan.pdf"][0]
+    got = file_state(t, "pages", since, lambda s: s.get("fileCount") == 2, "kyc.pages's state with two files")
+    c.equal(got, {"isValid": True, "isEmpty": False, "validationErrors": [], "fileCount": 2,
+                  "bytes": sum(len(x) for x in two), "mediaType": "image/png"}, "kyc.pages holding id.png and scan.pdf")
+    since = t.count()
+    t.js("return __h.call('pages', 'clear')")  # ChromeDriver adds files to a `multiple` input's
+    file_state(t, "pages", since, lambda s: s.get("isEmpty") is True, "kyc.pages's state after clear()")
+    since = t.count()
+    t.choose_files("pages", ["note.txt", "id.png", "archive.zip"])
+    got = file_state(t, "pages", since, lambda s: s.get("fileCount") == 3, "kyc.pages's state with three files")
+    c.equal(got.get("validationErrors"), ["FILE_TYPE_VALIDATION_ERROR", "FILE_EXECUTABLE_VALIDATION_ERROR",
+                                          "FILE_COUNT_VALIDATION_ERROR"],
+            "kyc.pages's errors holding note.txt, id.png, archive.zip (per file in order, then the count)")
+
+    # clear(): no file again
+    since = t.count()
+    r = t.js("return __h.call('doc', 'clear')")
+    c.expect(r.get("ok"), f"doc.clear() threw: {r}")
+    got = file_state(t, "doc", since, lambda s: s.get("isEmpty") is True, "kyc.document's state after clear()")
+    c.equal(got.get("validationErrors"), ["FILE_REQUIRED_VALIDATION_ERROR"], "kyc.document's errors after clear()")
+    c.done()
+
+
+def check_file_secrets(t, c, when):
+    events, messages = t.seen_text()
+    for secret, what in [(FILE_MARKER, "the PNG's content"), ("id.png", "the file's name"),
+                         (base64.b64encode(FILE_CASES["id.png"][0][:48]).decode()[:40], "the PNG as base64")]:
+        c.expect(secret not in events, f"{when}: an event carries {what} ({secret!r})")
+        c.expect(secret not in messages, f"{when}: a postMessage to the page carries {what} ({secret!r})")
+    lines = t.browser.console_lines() + [x["text"] for x in t.js("return window.__console")]
+    c.expect(not [l for l in lines if FILE_MARKER in l], f"{when}: a console line carries the PNG's content")
+
+
+def test_file_submit(t):
+    """form.submit() of a form with file fields: multipart/form-data from the controller frame, with upload
+    progress; the answer holds the file fields' aliases; the page never holds a file or its bytes."""
+    c = t.checks()
+    t.open_page()
+    t.mount_kyc("kf")
+    since = t.count()
+    t.type_in("kholder", HOLDER)
+    t.choose_files("doc", ["id.png"])
+    t.choose_files("pages", ["scan.pdf", "id.png"])
+    t.wait_event("form:kf", "change", lambda s: isinstance(s, dict) and s.get("isValid") is True
+                 and (s.get("fields") or {}).get("kyc.pages", {}).get("fileCount") == 2, since, timeout=10,
+                 what="a form change with isValid true once kyc.holder, kyc.document and kyc.pages are filled")
+
+    # The page cannot read the frame, nor make Cloak's frames hand it (or take from it) a file.
+    got = t.js("""
+        var out = [];
+        ['doc', 'pages'].forEach(function (slot) {
+          var f = document.querySelector('#' + slot + ' iframe'), o = {slot: slot};
+          try { o.doc = f.contentDocument === null ? 'null' : 'readable'; } catch (e) { o.doc = 'threw ' + e.name; }
+          try { o.files = String(f.contentWindow.document.querySelector('input').files.length); }
+          catch (e) { o.files = 'threw ' + e.name; }
+          out.push(o);
+        });
+        var forged = new File(['forged by the page'], 'forged.png', {type: 'image/png'});
+        document.querySelectorAll('iframe').forEach(function (g) {
+          g.contentWindow.postMessage({cloak: 1, type: 'collect', req: 1}, '*');
+          g.contentWindow.postMessage({cloak: 1, type: 'values', req: 1, values: {},
+                                       files: {'kyc.document': [forged]}, states: {}}, '*');
+          g.contentWindow.postMessage({cloak: 1, type: 'state', name: 'kyc.document',
+                                       state: {isValid: false, isEmpty: true}}, '*');
+        });
+        return out;""")
+    for f in got:
+        c.equal(f["doc"], "null", f"#{f['slot']} iframe.contentDocument from the page")
+        c.expect(f["files"].startswith("threw"), f"#{f['slot']}: the page read the file input: {f['files']!r}")
+    before = t.js("return window.__messages.length")
+    try:
+        stays(lambda: not any(isinstance(m.get("data"), dict) and m["data"].get("type") == "values"
+                              for m in t.js("return window.__messages.slice(arguments[0])", before)),
+              0.8, "a forged 'collect' from the page was answered with values")
+    except AssertionError as e:
+        c.expect(False, str(e))
+
+    since = t.count()
+    r = t.submit("kf", "tokens")
+    if not r.get("resolved"):
+        raise AssertionError(f'form.submit("tokens") of the kyc form did not resolve: {r}\n{t.describe()}')
+    body = r.get("body") or {}
+    if r.get("status") != 200:
+        raise AssertionError(f'submit("tokens") of the kyc form: expected 200, got {r.get("status")}: {short(body)}')
+    doc = body.get("kyc.document")
+    c.expect(isinstance(doc, str) and doc.startswith("tok_"), f"kyc.document should be a UUID alias (tok_…): {short(body)}")
+    pages = [body.get("kyc.pages[0]"), body.get("kyc.pages[1]")]
+    c.expect(all(isinstance(a, str) and a.startswith("tok_") for a in pages),
+             f"kyc.pages[0] and kyc.pages[1] should be UUID aliases: {short(body)}")
+    c.expect(pages[1] != doc, f"id.png twice: an anonymous caller's aliases are random, never one per content "
+                              f"(that would confirm a guessed document): {short(body)}")
+    c.equal(body.get("kyc.holder"), HOLDER, "the text field kyc.holder, sent as a multipart part")
+    c.equal(sorted(body), sorted(["kyc.holder", "kyc.document", "kyc.pages[0]", "kyc.pages[1]"]), "the answer's keys")
+    c.expect(FILE_MARKER not in canon(body), "the answer carries the file's content")
+
+    progress = [e["data"] for e in t.events("form:kf", "progress", since)]
+    sizes = sum(len(FILE_CASES[n][0]) for n in ["id.png", "scan.pdf", "id.png"])
+    if c.expect(progress, "no 'progress' event during the upload"):
+        c.expect(all(set(p) == {"loaded", "total"} for p in progress), f"progress events' keys: {short(progress)}")
+        last = progress[-1]
+        c.expect(last.get("loaded") == last.get("total") and last.get("total", 0) > sizes,
+                 f"the last progress event should be the whole body (more than the files' {sizes} bytes): {last}")
+        loaded = [p.get("loaded") for p in progress]
+        c.equal(loaded, sorted(loaded), "progress.loaded never goes back")
+    check_file_secrets(t, c, "after the upload")
+
+    # a refused file is never sent: submit rejects, as for a card number that changed after its release
+    since = t.count()
+    t.choose_files("doc", ["program.elf"])
+    file_state(t, "doc", since, lambda s: s.get("validationErrors") == ["FILE_EXECUTABLE_VALIDATION_ERROR"],
+               "kyc.document refusing program.elf")
+    form = t.events("form:kf", "change", since)
+    c.expect(form and form[-1]["data"].get("isValid") is False, "the form's isValid with an ELF in kyc.document")
+    since = t.count()
+    r = t.submit("kf", "tokens")
+    c.expect(r.get("rejected") and "FILE_EXECUTABLE_VALIDATION_ERROR" in (r.get("error") or ""),
+             f'submit("tokens") with a refused file should reject naming its error, got {short(r)}')
+    c.expect(not t.events("form:kf", "progress", since), "a refused file was uploaded (progress events)")
+    # an empty required file field is the server's answer, as for text fields: 422, 1001
+    t.js("return __h.call('doc', 'clear')")
+    t.wait_event("doc", "change", lambda s: isinstance(s, dict) and s.get("isEmpty") is True, since,
+                 what="kyc.document empty after clear()")
+    r = t.submit("kf", "tokens")
+    c.equal((r.get("status"), ((r.get("body") or {}).get("error") or {}).get("code")), (422, 1001),
+            'submit("tokens") without the required kyc.document: (status, error.code)')
+    c.expect("kyc.document" in canon(r.get("body")), f"the 1001 answer should name kyc.document: {short(r.get('body'))}")
+    # options cannot travel in multipart
+    r = t.submit("kf", "tokens", {"options": {"fieldNameMappingPolicy": "flatJSON"}})
+    c.expect(r.get("rejected"), f"submit with options on a form with file fields should reject, got {short(r)}")
+    check_file_secrets(t, c, "at the end")
+    c.done()
+
+
+def test_file_server(t):
+    """The server judges what the frame judges (the same FileFieldState), on the contract's multipart upload
+    (Cloak-Upload: 1) and base64 JSON."""
+    c = t.checks()
+    url = f"{t.url}/forms/kyc/tokens"
+    upload = {"Cloak-Upload": "1"}
+    for name, (content, errors, _) in FILE_CASES.items():
+        declared = "image/png" if name.endswith(".png") else "application/octet-stream"
+        try:
+            r = t.http.post(url, headers=upload, data={"kyc.holder": HOLDER},
+                            files={"kyc.document": (name, content, declared)}, timeout=20)
+        except requests.RequestException as e:
+            c.expect(False, f"multipart POST /forms/kyc/tokens with {name}: {e}")
+            continue
+        frame = t.file_states.get(name)
+        if frame is not None:
+            c.equal(frame.get("validationErrors"), errors, f"the frame's errors for {name} (test_file_state)")
+        if not errors:
+            c.expect(r.status_code == 200 and str(r.json().get("kyc.document", "")).startswith("tok_"),
+                     f"multipart POST with {name}: expected 200 with a kyc.document alias, got {r.status_code}: "
+                     f"{short(r.text, 300)}")
+            continue
+        body = r.json() if r.headers.get("Content-Type", "").startswith("application/json") else r.text
+        if name == "large.png" and r.status_code == 413:  # over the body's limit: refused before any part is read
+            print(f"    {name} ({len(content)} bytes): 413 {short(body, 200)}")
+            continue
+        server = find_key(body, "validationErrors")
+        server = server.get("kyc.document") if isinstance(server, dict) else server
+        c.expect(r.status_code == 422 and server == errors,
+                 f"multipart POST with {name}: expected 422 with validationErrors {{kyc.document: {errors}}}, "
+                 f"got {r.status_code}: {short(body, 400)}")
+    r = t.http.post(url, data={"kyc.holder": HOLDER}, files={"kyc.document": ("id.png", FILE_CASES["id.png"][0])},
+                    timeout=20)
+    c.expect(r.status_code == 400 and find_key(r.json(), "code") == 1002,
+             f"multipart without Cloak-Upload from a caller without a token: expected 400 (1002), got "
+             f"{r.status_code}: {short(r.text, 300)}")
+    r = t.http.post(url, json={"fields": {"kyc.holder": HOLDER, "kyc.document": {
+        "data": base64.b64encode(FILE_CASES["id.png"][0]).decode(), "fileName": "id.png", "mediaType": "image/png"}}},
+        timeout=20)
+    c.expect(r.status_code == 200 and str(r.json().get("kyc.document", "")).startswith("tok_"),
+             f"JSON with base64 kyc.document: expected 200 with an alias, got {r.status_code}: {short(r.text, 300)}")
+    c.done()
+
 
 TESTS = [test_mount, test_typing, test_one_release_per_number, test_one_validity_per_number, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_masks, test_styling,
          test_events, test_strict_mode, test_bad_input, test_unlisted_origin, test_postmessage_hostility,
-         test_headers, test_reveal, test_tab_order, test_timing]
+         test_headers, test_reveal, test_tab_order, test_file_state, test_file_submit, test_file_server,
+         test_timing]
 
 
 def main(argv):

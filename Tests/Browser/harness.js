@@ -69,7 +69,7 @@
   }
 
   var FIELD_EVENTS = ["ready", "change", "focus", "blur", "enter", "error"];
-  var FORM_EVENTS = ["ready", "change", "error"];
+  var FORM_EVENTS = ["ready", "change", "error", "progress"];
   var REVEAL_EVENTS = ["ready", "revealed", "error"];
 
   var h = {};
@@ -92,7 +92,7 @@
     }
   };
 
-  // form.field(target, options) (or form.card with method "card"); events recorded with src `src`.
+  // form.field(target, options) (or form.card / form.file with method "card" / "file"); events recorded with src `src`.
   h.field = function (key, src, target, options, method) {
     try {
       var form = window.__forms[key];

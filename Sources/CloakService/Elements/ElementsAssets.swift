@@ -33,10 +33,12 @@ package enum ElementsAssets {
         "frame-common.js": Asset(.script, PackageResources.frame_common_js),
         "rules.js": Asset(.script, PackageResources.rules_js),
         "field.js": Asset(.script, PackageResources.field_js),
+        "file.js": Asset(.script, PackageResources.file_js),
         "controller.js": Asset(.script, PackageResources.controller_js),
         "reveal.js": Asset(.script, PackageResources.reveal_js),
         "frame.css": Asset(.style, PackageResources.frame_css),
         "field.html": Asset(.document, PackageResources.field_html),
+        "file.html": Asset(.document, PackageResources.file_html),
         "controller.html": Asset(.document, PackageResources.controller_html),
         "reveal.html": Asset(.document, PackageResources.reveal_html),
     ]

@@ -15,8 +15,9 @@
   const KINDS = ["tokens", "send", "validate"];
   const TITLES = {
     cardNumber: "Card number", expDate: "Expiration date", cvc: "Security code",
-    cardHolderName: "Cardholder name", ssn: "Social Security number", date: "Date",
+    cardHolderName: "Cardholder name", ssn: "Social Security number", date: "Date", file: "Document",
   };
+  const ACCEPT = /^\s*[A-Za-z0-9.+/*_-]+(\s*,\s*[A-Za-z0-9.+/*_-]+)*\s*$/;
   const CSS_STATES = ["base", "focus", "invalid", "complete", "empty", "placeholder"];
   const CSS_PROPERTY = new RegExp("^(color|background-color|font-(family|size|weight|style)|letter-spacing|" +
     "line-height|padding|text-(align|transform)|caret-color|border(-(top|right|bottom|left))?(-(color|style|width))?|" +
@@ -132,7 +133,7 @@
     const origin = cloakOrigin((options && options.origin) || DEFAULT_ORIGIN);
     const id = randomId();
     const base = `${origin}/elements/v1/`;
-    const events = emitter(["change", "ready", "error"]);
+    const events = emitter(["change", "ready", "error", "progress"]);
     const handlers = new Map(); // frame window → its message handler
     const fields = []; // field records, waiting for the schema or mounted
     const submits = new Map(); // req → {resolve, reject}
@@ -172,8 +173,11 @@
         status = "live";
         fields.slice().forEach((rec) => {
           const unknown = rec.names.find((n) => !schema.has(n));
-          if (unknown === undefined) return mountFrame(rec);
-          const error = { code: "unknown_field", message: `form "${formName}" has no field "${unknown}"` };
+          const wrong = unknown === undefined ? wrongType(rec.names, rec.kind) : undefined;
+          if (unknown === undefined && wrong === undefined) return mountFrame(rec);
+          const error = unknown !== undefined
+            ? { code: "unknown_field", message: `form "${formName}" has no field "${unknown}"` }
+            : { code: "wrong_field_type", message: wrongMessage(wrong, rec.kind) };
           console.error(`Cloak: ${error.message}`);
           removeField(rec);
           rec.events.emit("error", error);
@@ -185,6 +189,9 @@
         else events.emit("error", { code: String(data.code), message: String(data.message || "") });
       } else if (data.type === "change") {
         events.emit("change", { isValid: data.isValid === true, fields: data.fields });
+      } else if (data.type === "progress" && submits.has(data.req)) {
+        const n = (v) => (typeof v === "number" && v >= 0 ? v : 0);
+        events.emit("progress", { loaded: n(data.loaded), total: n(data.total) });
       } else if ((data.type === "result" || data.type === "failed") && submits.has(data.req)) {
         const { resolve, reject } = submits.get(data.req);
         submits.delete(data.req);
@@ -224,10 +231,17 @@
 
     // --- fields ---
 
+    /** A name of `names` whose type does not fit `kind` (file() takes file fields, field() and card() the others). */
+    const wrongType = (names, kind) => names.find((n) => (schema.get(n) === "file") !== (kind === "file"));
+    const wrongMessage = (n, kind) => (kind === "file" ? `field "${n}" is not a file field`
+      : `field "${n}" is a file field (mount it with file())`);
+
     function mountField(target, names, kind, options) {
       if (status === "destroyed") throw new Error("Cloak: this form was destroyed");
       const unknown = schema ? names.find((n) => !schema.has(n)) : undefined;
       if (unknown !== undefined) throw new Error(`Cloak: form "${formName}" has no field "${unknown}"`);
+      const wrong = schema ? wrongType(names, kind) : undefined;
+      if (wrong !== undefined) throw new Error(`Cloak: ${wrongMessage(wrong, kind)}`);
       const previous = mounted.get(target);
       if (previous) previous.destroy(); // a second mount into one target replaces the first (React StrictMode)
       fields.slice().forEach((other) => {
@@ -239,7 +253,7 @@
       const rec = {
         key: `k${nextKey++}`, names, kind, options, target, frame: null, ready: false, failed: false, timer: 0,
         events: emitter(["change", "focus", "blur", "enter", "ready", "error"]),
-        css: cleanCss(options.css, kind === "card" ? "card()" : `field("${names[0]}")`),
+        css: cleanCss(options.css, kind === "card" ? "card()" : `${kind}("${names[0]}")`),
       };
       const toFrame = (type) => rec.frame && post(rec.frame.contentWindow, origin, type);
       rec.handle = {
@@ -263,7 +277,8 @@
       const o = rec.options;
       const title = o.ariaLabel || (rec.kind === "card" ? "Card details" : TITLES[schema.get(rec.names[0])] || o.placeholder || rec.names[0]);
       const frag = fragment({ form: enc(formName), id, origin: enc(PAGE), fields: rec.names.map(enc).join(","), key: rec.key });
-      rec.frame = makeFrame(`${base}field.html#${frag}`, `cloak-field-${id}-${rec.key}`, String(title));
+      const doc = rec.kind === "file" ? "file.html" : "field.html";
+      rec.frame = makeFrame(`${base}${doc}#${frag}`, `cloak-field-${id}-${rec.key}`, String(title));
       rec.target.appendChild(rec.frame);
       handlers.set(rec.frame.contentWindow, (data) => onField(rec, data));
       rec.timer = setTimeout(() => {
@@ -283,6 +298,12 @@
         const given = Object(o.placeholders);
         init.placeholders = {};
         Object.keys(given).forEach((k) => { if (typeof given[k] === "string") init.placeholders[roles[k] || k] = given[k]; });
+      } else if (rec.kind === "file") {
+        init.ariaLabel = typeof o.ariaLabel === "string" ? o.ariaLabel : "";
+        init.autoFocus = o.autoFocus === true;
+        if (typeof o.accept === "string" && ACCEPT.test(o.accept) && o.accept.length <= 512) init.accept = o.accept;
+        else if (o.accept !== undefined) console.warn("Cloak: file(): accept must list media types or extensions; ignored");
+        if (typeof o.multiple === "boolean") init.multiple = o.multiple;
       } else {
         init.placeholder = typeof o.placeholder === "string" ? o.placeholder : "";
         init.ariaLabel = typeof o.ariaLabel === "string" ? o.ariaLabel : "";
@@ -344,6 +365,11 @@
         const el = resolveTarget(target);
         options = Object(options);
         return mountField(el, [nameOf(options.name, "field()")], "field", options);
+      },
+      file(target, options) {
+        const el = resolveTarget(target);
+        options = Object(options);
+        return mountField(el, [nameOf(options.name, "file()")], "file", options);
       },
       card(target, options) {
         const el = resolveTarget(target);

@@ -1,9 +1,10 @@
 /*
  * Cloak Elements: the form's controller frame (controller.html, hidden). Tells the page the form's
  * schema (names and types only), keeps the latest state of every field frame and the form's
- * validity, links CVCs to their card field's brand, and submits: it collects the values from the
- * field frames (Cloak's origin to Cloak's origin) and posts them to Cloak's own API. The page gets
- * the HTTP status and answer, never a value.
+ * validity, links CVCs to their card field's brand, and submits: it collects the values (and the
+ * files of file fields) from the field frames (Cloak's origin to Cloak's origin) and posts them to
+ * Cloak's own API: JSON, or multipart/form-data for a form with a file field (with upload
+ * progress). The page gets the HTTP status and answer, and upload progress, never a value.
  *
  * Fragment: #form=<name>&id=<form instance>&origin=<page origin>
  */
@@ -12,6 +13,7 @@
   const R = window.CloakRules;
   const KINDS = ["tokens", "send", "validate"];
   const COLLECT_TIMEOUT_MS = 5000;
+  const FILE_REQUIRED = "FILE_REQUIRED_VALIDATION_ERROR";
 
   // --- who this frame serves (frame-common.js) ---------------------------------------------------
 
@@ -53,6 +55,10 @@
   const serverAbsent = new Map();
   const collects = new Map();
   let nextCollect = 1;
+  /** Uploads under way (XMLHttpRequest), aborted by `destroy`. */
+  const uploads = new Set();
+
+  const isFile = function (e) { return e.type === "file"; };
 
   /** The page's frame named for this key, or null (sibling frames are found by name). */
   function frameWindow(key) {
@@ -85,6 +91,12 @@
 
   /** A field's state when no frame holds it: the rules on "" (not dirty), as the server gives it. */
   function absentState(entry) {
+    if (isFile(entry)) {
+      // FileFieldState of no file (the file frame's rules, file.js).
+      const required = !!entry.file && entry.file.required === true;
+      return { isValid: !required, isEmpty: true, validationErrors: required ? [FILE_REQUIRED] : [], fileCount: 0,
+               bytes: 0, mediaType: null };
+    }
     const state = R.fieldState(entry, ctx, "", {
       dirty: false, cardBrand: entry.type === "cvc" ? brandOf(entry.cardField) : undefined,
     });
@@ -98,7 +110,17 @@
       const s = owner.has(e.name) ? states.get(e.name) : absentState(e);
       if (s) fields[e.name] = s;
     });
-    toPage("change", { isValid: R.formValidity(entries, fields).isValid, fields: fields });
+    toPage("change", { isValid: formValid(fields), fields: fields });
+  }
+
+  /**
+   * FormValidation.isValid, and no file field holding a file it refuses: such a form cannot be
+   * submitted (onValues), so it is never shown valid.
+   */
+  function formValid(fields) {
+    return R.formValidity(entries, fields).isValid && entries.every(function (e) {
+      return !isFile(e) || !fields[e.name] || fields[e.name].isValid === true;
+    });
   }
 
   /** Sends each mounted CVC linked to `cardField` its card's brand (unknown without one), when it changed. */
@@ -115,7 +137,7 @@
 
   /** Absent fields the engine cannot compute: asked once, as an empty submission. */
   function askAbsentStates() {
-    if (!entries.some(function (e) { return R.fieldState(e, ctx, "", {}) === R.SERVER; })) return;
+    if (!entries.some(function (e) { return !isFile(e) && R.fieldState(e, ctx, "", {}) === R.SERVER; })) return;
     fetch("/forms/" + encodeURIComponent(formName) + "/validate", {
       method: "POST", headers: { "Content-Type": "application/json" }, body: "{\"fields\":{}}",
       credentials: "omit", cache: "no-store",
@@ -167,9 +189,30 @@
       });
     }
     if (!data.values || typeof data.values !== "object") return;
+    const refused = [];
     f.names.forEach(function (n) {
-      if (owner.get(n) === f && typeof data.values[n] === "string") c.values[n] = data.values[n];
+      if (owner.get(n) !== f) return;
+      if (!isFile(entryByName.get(n))) {
+        if (typeof data.values[n] === "string") c.values[n] = data.values[n];
+        return;
+      }
+      // A file field: its File objects (structured clones, from a frame of Cloak's origin) and the
+      // state the frame judged them by. Files it refuses are never uploaded.
+      const files = data.files && Array.isArray(data.files[n]) ? data.files[n] : [];
+      const state = data.states && data.states[n];
+      if (!files.every(function (x) { return x instanceof File; })) return refused.push(n + " (not files)");
+      if (files.length === 0) return;
+      if (!state || state.isValid !== true || state.fileCount !== files.length) {
+        const errors = state && Array.isArray(state.validationErrors) ? state.validationErrors : [];
+        return refused.push(n + (errors.length ? ": " + errors.filter(function (x) { return typeof x === "string"; }).join(", ") : ""));
+      }
+      c.files[n] = files;
     });
+    if (refused.length) {
+      clearTimeout(c.timer);
+      collects.delete(c.id);
+      return toPage("failed", { req: c.req, message: "a file field holds a file it refuses (" + refused.join("; ") + "): choose another file" });
+    }
     c.waiting.delete(f);
     if (c.waiting.size === 0) send(c);
   }
@@ -204,7 +247,12 @@
       });
     }
     prune();
-    const c = { id: nextCollect++, req: req, path: path, data: data, values: {}, waiting: new Set(frames.values()) };
+    if (entries.some(isFile) && data.options !== undefined) {
+      return toPage("failed", { req: req, message: "options are not sent with files (multipart/form-data)" });
+    }
+    const c = {
+      id: nextCollect++, req: req, path: path, data: data, values: {}, files: {}, waiting: new Set(frames.values()),
+    };
     collects.set(c.id, c);
     c.timer = setTimeout(function () {
       collects.delete(c.id);
@@ -217,6 +265,7 @@
   function send(c) {
     clearTimeout(c.timer);
     collects.delete(c.id);
+    if (entries.some(isFile)) return upload(c);
     const fields = {};
     entries.forEach(function (e) { if (Object.prototype.hasOwnProperty.call(c.values, e.name)) fields[e.name] = c.values[e.name]; });
     const body = { fields: fields };
@@ -237,6 +286,100 @@
     });
   }
 
+  /** A quoted multipart parameter: `"`, CR, LF and other controls percent-encoded (as browsers write them). */
+  function quoted(text) {
+    return String(text).replace(/[\u0000-\u001f\u007f"]/g, function (c) {
+      return "%" + (c.charCodeAt(0) + 256).toString(16).slice(1).toUpperCase();
+    });
+  }
+
+  /** A file's name for its part: at most 200 characters, its end (the extension) kept. */
+  function fileName(file) {
+    const chars = Array.from(typeof file.name === "string" && file.name ? file.name : "file");
+    return chars.length <= 200 ? chars.join("") : chars.slice(0, 150).concat(chars.slice(-50)).join("");
+  }
+
+  /** A file's declared media type (a hint only: Cloak decides from the content). */
+  function declaredType(file) {
+    return /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+$/.test(file.type || "") ? file.type : "application/octet-stream";
+  }
+
+  /**
+   * The multipart/form-data body: text fields as parts, each file as a part named by its field
+   * (repeated for several), extraData as JSON. A Blob of strings and the File objects: the browser
+   * reads each file as it sends it, nothing here holds a file's bytes.
+   */
+  function multipart(c) {
+    const boundary = "CloakBoundary" + Array.from(crypto.getRandomValues(new Uint8Array(16)), function (b) {
+      return (b + 256).toString(16).slice(1);
+    }).join("");
+    const parts = [];
+    const head = function (lines) {
+      parts.push("--" + boundary + "\r\n" + lines.join("\r\n") + "\r\n\r\n");
+    };
+    entries.forEach(function (e) {
+      const n = e.name;
+      if (Object.prototype.hasOwnProperty.call(c.values, n)) {
+        head(["Content-Disposition: form-data; name=\"" + quoted(n) + "\""]);
+        parts.push(c.values[n], "\r\n");
+      }
+      (c.files[n] || []).forEach(function (file) {
+        head(["Content-Disposition: form-data; name=\"" + quoted(n) + "\"; filename=\"" + quoted(fileName(file)) + "\"",
+              "Content-Type: " + declaredType(file)]);
+        parts.push(file, "\r\n");
+      });
+    });
+    if (c.data.extraData !== undefined) {
+      head(["Content-Disposition: form-data; name=\"extraData\"", "Content-Type: application/json"]);
+      parts.push(JSON.stringify(c.data.extraData), "\r\n");
+    }
+    parts.push("--" + boundary + "--\r\n");
+    return { body: new Blob(parts), contentType: "multipart/form-data; boundary=" + boundary };
+  }
+
+  /**
+   * Posts a form with a file field as multipart/form-data, with XMLHttpRequest (fetch tells no
+   * upload progress): `progress {req, loaded, total}` to the page as the body goes. The frame's
+   * CSP (connect-src 'self') keeps the request, and any redirect of it, on Cloak's origin; an
+   * answer that came from elsewhere than the path asked is a failure.
+   */
+  function upload(c) {
+    const built = multipart(c);
+    const xhr = new XMLHttpRequest();
+    uploads.add(xhr);
+    const url = new URL(c.path, location.origin).href;
+    let lastLoaded = -1;
+    const progress = function (loaded, total) {
+      if (destroyed || loaded === lastLoaded) return;
+      lastLoaded = loaded;
+      toPage("progress", { req: c.req, loaded: loaded, total: total });
+    };
+    const failed = function () {
+      uploads.delete(xhr);
+      if (!destroyed) toPage("failed", { req: c.req, message: "the request to Cloak failed" });
+    };
+    xhr.open("POST", url);
+    xhr.setRequestHeader("Content-Type", built.contentType);
+    xhr.setRequestHeader("Cloak-Upload", "1");
+    xhr.responseType = "text";
+    xhr.upload.onprogress = function (event) {
+      progress(event.loaded, event.lengthComputable ? event.total : built.body.size);
+    };
+    xhr.upload.onload = function () { progress(built.body.size, built.body.size); };
+    xhr.onload = function () {
+      uploads.delete(xhr);
+      if (xhr.responseURL && xhr.responseURL !== url) return failed();
+      let parsed = null;
+      try { parsed = JSON.parse(xhr.responseText); } catch (e) { parsed = null; }
+      if (!destroyed) toPage("result", { req: c.req, status: xhr.status, body: parsed });
+    };
+    xhr.onerror = failed;
+    xhr.onabort = failed;
+    xhr.ontimeout = failed;
+    progress(0, built.body.size);
+    xhr.send(built.body);
+  }
+
   // --- messages ---------------------------------------------------------------------------------
 
   window.addEventListener("message", function (event) {
@@ -248,6 +391,8 @@
         destroyed = true;
         collects.forEach(function (c) { clearTimeout(c.timer); });
         collects.clear();
+        uploads.forEach(function (xhr) { xhr.abort(); });
+        uploads.clear();
       }
       return;
     }

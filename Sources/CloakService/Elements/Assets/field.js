@@ -440,6 +440,11 @@
       toPage("error", { code: "unknown_field", message: "form \"" + formName + "\" has no field \"" + unknown[0] + "\"" });
       return;
     }
+    const files = schema.fields.filter(function (e) { return e.type === "file" && names.indexOf(e.name) >= 0; });
+    if (files.length) {
+      toPage("error", { code: "wrong_field_type", message: "field \"" + files[0].name + "\" is a file field (file.html)" });
+      return;
+    }
     if (!Array.isArray(schema.fontOrigins)) schema.fontOrigins = [];
     ctx = R.context(schema);
     build();
