@@ -22,8 +22,14 @@ public struct MultipartWriter: Sendable {
 
     /// Ends the part before (if any) and starts a part: its head.
     public mutating func begin(name: String, fileName: String? = nil, contentType: String? = nil) -> [UInt8] {
-        var out: [UInt8] = open ? [13, 10] : []
-        open = true
+        defer { open = true }
+        return head(first: !open, name: name, fileName: fileName, contentType: contentType)
+    }
+
+    /// A part's head without the writer's state: `first` when no part comes before it (the
+    /// others start by ending the part before).
+    public func head(first: Bool, name: String, fileName: String? = nil, contentType: String? = nil) -> [UInt8] {
+        var out: [UInt8] = first ? [] : [13, 10]
         out += Array("--".utf8) + boundary + [13, 10]
         var disposition = "Content-Disposition: form-data; name=\"\(Self.quoted(name))\""
         if let fileName { disposition += "; filename=\"\(Self.quoted(fileName))\"" }
@@ -36,9 +42,13 @@ public struct MultipartWriter: Sendable {
 
     /// The closing boundary (after the last part's bytes).
     public mutating func finish() -> [UInt8] {
-        let out: [UInt8] = (open ? [13, 10] : []) + Array("--".utf8) + boundary + Array("--\r\n".utf8)
-        open = false
-        return out
+        defer { open = false }
+        return closing(afterParts: open)
+    }
+
+    /// The closing boundary without the writer's state (`afterParts`: it ends a part).
+    public func closing(afterParts: Bool) -> [UInt8] {
+        (afterParts ? [13, 10] : []) + Array("--".utf8) + boundary + Array("--\r\n".utf8)
     }
 
     /// A whole body of text parts and files, for small bodies and tests.

@@ -108,6 +108,7 @@ final class PlainTransport: UpstreamTransport {
         } else {
             pending = []
             pendingOffset = 0
+            owner.transportDrained()
         }
     }
 

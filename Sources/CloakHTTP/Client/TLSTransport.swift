@@ -111,7 +111,11 @@ final class TLSTransport: UpstreamTransport {
             handshake()
             return
         }
-        if isWriting { guard flush() else { return } }
+        if isWriting {
+            guard flush() else { return }
+            if !isWriting { owner.transportDrained() }
+            guard self.ssl != nil else { return }  // the owner closed it
+        }
         if readWantsWrite {
             readWantsWrite = false
             readable()
@@ -124,6 +128,8 @@ final class TLSTransport: UpstreamTransport {
         if writeWantsRead {
             writeWantsRead = false
             guard flush() else { return }
+            if !isWriting { owner.transportDrained() }
+            guard self.ssl != nil else { return }  // the owner closed it
         }
         while let ssl = self.ssl {
             // A stale entry on the thread's error queue (left by other OpenSSL use on this
@@ -162,7 +168,7 @@ final class TLSTransport: UpstreamTransport {
             handshakeDone = true
             owner.transportConnected()
             guard self.ssl != nil else { return }  // the owner closed it
-            if isWriting { flush() }
+            if isWriting, flush(), !isWriting { owner.transportDrained() }
             return
         }
         switch SSL_get_error(ssl, rc) {

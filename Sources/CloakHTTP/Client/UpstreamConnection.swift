@@ -35,6 +35,11 @@ final class UpstreamConnection: UpstreamTransportOwner {
         var exchangesStarted = 0
         /// Set until the first exchange's TCP connect (and TLS handshake) ends.
         var connectTimer: LoopEvent?
+        /// The current request's streamed body while some of it is unsent: its producer, the
+        /// bytes it still owes, and whether a piece is asked for.
+        var bodySource: StreamedBody?
+        var bodyRemaining = 0
+        var bodyPulling = false
     }
 
     @exclusivity(unchecked) var state: LoopBound<State>
@@ -97,6 +102,11 @@ final class UpstreamConnection: UpstreamTransportOwner {
         state.exchangesStarted += 1
         switch transport.write(exchange.wire, unlessInputWaiting: isReused) {
         case .accepted:
+            if let source = r.bodySource {
+                state.bodySource = source
+                state.bodyRemaining = r.streamedLength
+                if !transport.isWriting { pullBody(exchange) }
+            }
             return
         case .failed:
             carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
@@ -111,6 +121,60 @@ final class UpstreamConnection: UpstreamTransportOwner {
             pool.putBack(exchange)
             pool.release(self, reusable: false)
         }
+    }
+
+    // MARK: A streamed body
+
+    func transportDrained() {
+        guard let exchange = state.current, state.bodySource != nil else { return }
+        pullBody(exchange)
+    }
+
+    /// Asks the body's producer for its next piece; the piece is written as it comes, and the
+    /// next asked for once it has gone out. A producer that fails or breaks its length fails the
+    /// exchange and closes the connection: the upstream sees a cut request, never a whole one.
+    private func pullBody(_ exchange: Exchange) {
+        guard let source = state.bodySource, !state.bodyPulling else { return }
+        state.bodyPulling = true
+        // The piece comes back on this loop (the producer's promise): both are loop-bound.
+        let pulled = LoopBound(BodyPull(connection: self, exchange: exchange), loop: pool.thread)
+        source.next { piece in
+            let pull = pulled.value
+            guard let connection = pull.connection else { return }
+            connection.state.bodyPulling = false
+            guard connection.state.current === pull.exchange, connection.state.bodySource != nil else { return }
+            connection.bodyPiece(piece, pull.exchange)
+        }
+    }
+
+    private struct BodyPull {
+        weak var connection: UpstreamConnection?
+        let exchange: Exchange
+    }
+
+    private func bodyPiece(_ piece: StreamedBody.Piece, _ exchange: Exchange) {
+        let broken: String?
+        switch piece {
+        case .bytes(let bytes) where bytes.count <= state.bodyRemaining:
+            state.bodyRemaining -= bytes.count
+            guard let transport = state.transport, transport.write(bytes, unlessInputWaiting: false) == .accepted else {
+                return carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
+            }
+            if !transport.isWriting { pullBody(exchange) }
+            return
+        case .end where state.bodyRemaining == 0:
+            state.bodySource = nil
+            return
+        case .bytes, .end:
+            broken = "the request's body did not have its promised length"
+        case .failed:
+            broken = "the request's body could not be produced"
+        }
+        state.bodySource = nil
+        state.isClosed = true
+        state.transport?.close()
+        state.transport = nil
+        carryOut(exchange.handle(.failed(.unreachable(broken ?? ""))), exchange)
     }
 
     /// Bytes that came before the current request was written whole, on a reused connection:
@@ -154,7 +218,7 @@ final class UpstreamConnection: UpstreamTransportOwner {
     }
 
     func transportReceived(_ bytes: UnsafeRawBufferPointer, more: Bool) {
-        if isReused, let exchange = state.current, state.transport?.isWriting == true {
+        if isReused, let exchange = state.current, state.transport?.isWriting == true || state.bodySource != nil {
             return refuseEarlyBytes(exchange)
         }
         // The parser is used in place, through `withValue` (through the state's key paths, it
@@ -176,7 +240,9 @@ final class UpstreamConnection: UpstreamTransportOwner {
         // caller's, on a pooled connection). Nor while part of the request is still unsent (an
         // upstream that answered before reading a large body): the rest would go out ahead of
         // the next caller's request.
-        answer(exchange, reusable: used == bytes.count && !more && !(state.transport?.isWriting ?? false))
+        answer(
+            exchange,
+            reusable: used == bytes.count && !more && !(state.transport?.isWriting ?? false) && state.bodySource == nil)
     }
 
     func transportClosed(_ why: String?) {
@@ -243,6 +309,7 @@ final class UpstreamConnection: UpstreamTransportOwner {
     private func finish(
         _ exchange: Exchange, _ result: Result<HTTPResponse, UpstreamError>, reusable: Bool, failed: Bool
     ) {
+        state.bodySource = nil
         state.current = nil
         state.parser = nil
         exchange.state.connection = nil

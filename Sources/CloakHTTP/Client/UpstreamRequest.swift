@@ -24,6 +24,10 @@ public struct UpstreamRequest: Sendable {
     /// Sent as given; `Host` is set from ``host`` and `Content-Length` from the body.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// A body sent as it is produced instead of ``body``, of exactly ``streamedLength`` bytes
+    /// (its pieces given on the client's loop thread).
+    public var bodySource: StreamedBody?
+    public var streamedLength = 0
     /// How long the whole exchange may take, connection included.
     public var timeoutSeconds: Double
     /// How long opening a new connection may take (TCP connect).

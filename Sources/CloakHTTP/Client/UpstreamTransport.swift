@@ -38,4 +38,7 @@ protocol UpstreamTransportOwner: AnyObject {
     /// The peer closed cleanly (`error` nil: TCP's FIN, or TLS's close_notify) or the connection
     /// failed (a reset, TLS ended without close_notify); nothing is reported after it.
     func transportClosed(_ error: String?)
+    /// Everything written has gone out after waiting for the socket (a write that went out in
+    /// its own call is not reported: the writer sees ``UpstreamTransport/isWriting`` false).
+    func transportDrained()
 }

@@ -46,14 +46,16 @@ extension MessageWriter {
         }
         // Every body goes with its exact length (a GET body without one would be read by the
         // upstream as the next request); POST, PUT and PATCH say 0 when they have none.
-        if !request.body.isEmpty || request.method == .POST || request.method == .PUT || request.method == .PATCH {
+        // A streamed body (``UpstreamRequest/bodySource``) follows the head piece by piece.
+        let length = request.bodySource == nil ? request.body.count : request.streamedLength
+        if length > 0 || request.method == .POST || request.method == .PUT || request.method == .PATCH {
             out.append("Content-Length: ")
-            out.appendDecimal(request.body.count)
+            out.appendDecimal(length)
             out.append("\r\n")
         }
         if !request.reuseConnection { out.append("Connection: close\r\n") }
         out.append("\r\n")
-        out += request.body
+        if request.bodySource == nil { out += request.body }
         return out
     }
 }

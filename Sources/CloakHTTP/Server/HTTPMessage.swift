@@ -83,9 +83,9 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
-    /// A body sent as it is produced instead of ``body`` (``ResponseBodySource``), of exactly
+    /// A body sent as it is produced instead of ``body`` (``StreamedBody``), of exactly
     /// ``streamedLength`` bytes.
-    public var bodySource: ResponseBodySource?
+    public var bodySource: StreamedBody?
     public var streamedLength = 0
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {

@@ -66,7 +66,7 @@ final class ServerConnection: ServerTransportOwner {
     /// The request answered is a HEAD (its answer has no body) or an HTTP/1.0 one.
     private var answeringHead = false
     /// A streamed answer being sent: its producer, the bytes it still owes, whether a piece is asked for.
-    private var answerSource: ResponseBodySource?
+    private var answerSource: StreamedBody?
     private var answerRemaining = 0
     private var answerPulling = false
     private var answeringHTTP10 = false
@@ -369,7 +369,7 @@ final class ServerConnection: ServerTransportOwner {
 
     /// A piece of a streamed answer: sent, or the answer ends (closed mid-body when it broke
     /// its promised length or its producer failed).
-    private func answerPiece(_ piece: ResponseBodySource.Piece) {
+    private func answerPiece(_ piece: StreamedBody.Piece) {
         answerPulling = false
         guard !isClosed, answerSource != nil else { return }
         switch piece {

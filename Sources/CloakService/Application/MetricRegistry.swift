@@ -89,3 +89,11 @@ final class MetricRegistry: Sendable {
         return "{" + labels.map { "\($0.key)=\"\(RequestMetrics.label($0.value))\"" }.joined(separator: ",") + "}"
     }
 }
+
+extension MetricRegistry {
+    /// Counts a file revealed (`GET /files/{alias}`, or into a request upstream) and its bytes.
+    func fileRevealed(bytes: Int) {
+        increment("cloak_files_reveals_total", help: "Files revealed (downloaded, or sent upstream by a route)")
+        increment("cloak_files_revealed_bytes_total", help: "Bytes of files revealed", by: bytes)
+    }
+}

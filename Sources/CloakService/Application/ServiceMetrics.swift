@@ -42,10 +42,7 @@ final class ServiceMetrics: Sendable {
     }
 
     /// Counts a file revealed (`GET /files/{alias}`, a route's reveal) and its bytes.
-    func fileRevealed(bytes: Int) {
-        registry.increment("cloak_files_reveals_total", help: "Files revealed (downloaded or sent upstream)")
-        registry.increment("cloak_files_revealed_bytes_total", help: "Bytes of files revealed", by: bytes)
-    }
+    func fileRevealed(bytes: Int) { registry.fileRevealed(bytes: bytes) }
 
     /// Counts a reload (`result`: `applied` or `refused`).
     func configReloaded(_ result: String) {

@@ -23,6 +23,12 @@ extension Route {
         if path == nil { r.issue("\(p).path", "is required", node) }
         let form = r.string(m["form"], at: "\(p).form")
         if let form, forms[form] == nil { r.issue("\(p).form", "names no configured form", m["form"]) }
+        if let form, let schema = forms[form], schema.fields.contains(where: { $0.type == .file }) {
+            r.issue(
+                "\(p).form",
+                "names a form with a file field: files are uploaded through /forms/\(form)/tokens and revealed by a route's reveal",
+                m["form"])
+        }
         let upstream = r.string(m["upstream"], at: "\(p).upstream")
         if let upstream, upstream != "echo", UpstreamRequest.parse(url: upstream) == nil {
             r.issue("\(p).upstream", "expected an http:// or https:// URL, or echo", m["upstream"])
@@ -57,6 +63,10 @@ extension Route {
         if form != nil && (m["request"] != nil || m["response"] != nil) {
             r.issue("\(p).form", "a route has a form or request/response operations, not both")
         }
+        if upstream == "echo", let i = operations.firstIndex(where: \.revealsFiles) {
+            r.issue("\(p).request[\(i)]", "files are revealed on the way to an upstream, never echoed to the caller")
+        }
+        Route.Operation.refuseFileReveals(responseOperations, at: "\(p).response", r)
         guard let id, let path, let upstream else { return nil }
         var prefix = path
         while prefix.count > 1 && prefix.hasSuffix("/") { prefix.removeLast() }
@@ -108,6 +118,7 @@ extension Route {
         }
         let request = Route.Operation.readList(m["request"], at: "\(p).request", r)
         let response = Route.Operation.readList(m["response"], at: "\(p).response", r)
+        Route.Operation.refuseFileReveals(response, at: "\(p).response", r)
         let (caFile, client) = Route.readTrust(m, at: p, r)
         let allowPrivate = m["allow_private"].flatMap { r.bool($0, at: "\(p).allow_private") } ?? false
         if let upstream, !allowPrivate,

@@ -8,6 +8,13 @@ extension Route.Operation {
         return nodes.enumerated().compactMap { i, node in read(node, at: "\(p)[\(i)]", r) }
     }
 
+    /// Files are revealed on the way out only: an answer's operations cannot.
+    static func refuseFileReveals(_ operations: [Self], at p: String, _ r: ConfigReader) {
+        for (i, operation) in operations.enumerated() where operation.revealsFiles {
+            r.issue("\(p)[\(i)]", "files are revealed into requests only (multipart, encoding)")
+        }
+    }
+
     /// Reads `{redact: {json, form, header, format, storage}}` or `{reveal: {json, form, header}}`.
     static func read(_ node: ConfigNode, at p: String, _ r: ConfigReader) -> Self? {
         guard let m = r.mapping(node, at: p, allowed: ["redact", "reveal"]) else { return nil }
@@ -18,7 +25,8 @@ extension Route.Operation {
         let action: Action = key == "reveal" ? .reveal : .redact
         let q = "\(p).\(key)"
         let allowed: Set<String> =
-            action == .redact ? ["json", "form", "header", "format", "storage"] : ["json", "form", "header"]
+            action == .redact
+            ? ["json", "form", "header", "format", "storage"] : ["json", "form", "header", "multipart", "encoding"]
         guard let o = r.mapping(body, at: q, allowed: allowed) else { return nil }
         var json: [JSONPath] = []
         for (i, text) in (r.strings(o["json"], at: "\(q).json") ?? []).enumerated() {
@@ -35,7 +43,21 @@ extension Route.Operation {
         {
             r.issue("\(q).header[\(i)]", "\(name) describes the message or connection; it cannot carry a value")
         }
-        if json.isEmpty && form.isEmpty && header.isEmpty { r.issue(q, "selects nothing (json, form or header)") }
+        let multipart = r.strings(o["multipart"], at: "\(q).multipart") ?? []
+        var encoding: FileEncoding?
+        if let name = r.string(o["encoding"], at: "\(q).encoding") {
+            encoding = FileEncoding(rawValue: name)
+            if encoding == nil { r.issue("\(q).encoding", "expected base64 (a file's content in JSON)") }
+            if json.isEmpty || !form.isEmpty || !header.isEmpty || !multipart.isEmpty {
+                r.issue("\(q).encoding", "reveals files into JSON: it goes with json only")
+            }
+        }
+        if !multipart.isEmpty && (!json.isEmpty || !form.isEmpty || !header.isEmpty) {
+            r.issue("\(q).multipart", "reveals files into multipart parts: it goes alone")
+        }
+        if json.isEmpty && form.isEmpty && header.isEmpty && multipart.isEmpty {
+            r.issue(q, "selects nothing (json, form, header or multipart)")
+        }
         let format = r.aliasFormat(o["format"], at: "\(q).format") ?? .UUID
         var storage = TokenizationSettings.Storage.persistent
         if let name = r.string(o["storage"], at: "\(q).storage") {
@@ -45,6 +67,8 @@ extension Route.Operation {
                 r.issue("\(q).storage", "expected PERSISTENT or VOLATILE")
             }
         }
-        return Self(action: action, format: format, storage: storage, json: json, form: form, header: header)
+        return Self(
+            action: action, format: format, storage: storage, json: json, form: form, header: header,
+            multipart: multipart, encoding: encoding)
     }
 }

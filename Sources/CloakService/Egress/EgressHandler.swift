@@ -118,6 +118,8 @@ struct EgressHandler: Sendable {
             if route.responseOperations.contains(where: { $0.action == .reveal }) {
                 _ = try identity.require("aliases:reveal")
             }
+            // A file leaves the vault only for a caller that holds files:reveal as well.
+            if route.revealsFiles { _ = try identity.require("files:reveal") }
         } catch { return refuse(error, route: route.id) }
         // The provider's key goes upstream in Authorization; a Cloak token there is a client's
         // mistake that would hand the vault's credential to a third party: refused, never sent.
@@ -134,15 +136,20 @@ struct EgressHandler: Sendable {
         // card comes back as its stored alias), under the token's admission: per-value charge and
         // bucket limit.
         let caller = AliasCaller(mayReveal: false, anonymous: false)
+        let client = vault.map {
+            VaultClient(
+                vault: $0, loop: request.loop, admission: admission, lookupValuesPerHour: lookupValuesPerHour,
+                onUnavailable: CloakService.logUnavailable(context.logger), trace: trace)
+        }
         let call = RouteCall(
-            route: route,
-            vault: vault.map {
-                VaultClient(
-                    vault: $0, loop: request.loop, admission: admission, lookupValuesPerHour: lookupValuesPerHour,
-                    onUnavailable: CloakService.logUnavailable(context.logger), trace: trace)
-            },
-            requestCaller: caller, responseCaller: caller,
+            route: route, vault: client, requestCaller: caller, responseCaller: caller,
             limitName: "max_aliases of route \(route.id) (and vault.max_batch)", trace: trace,
+            files: route.revealsFiles
+                ? client.map { [metrics] in
+                    FileRevealing(
+                        vault: $0, operations: route.requestOperations.filter(\.revealsFiles),
+                        onRevealed: { metrics.fileRevealed(bytes: $0) })
+                } : nil,
             callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false)
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true, trustedContext: trustedContext)
         let tokenID = identity.token?.id ?? "-"

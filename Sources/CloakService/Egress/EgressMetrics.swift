@@ -19,6 +19,9 @@ final class EgressMetrics: Sendable {
         self.registry = registry
     }
 
+    /// Counts a file a route revealed upstream.
+    func fileRevealed(bytes: Int) { registry.fileRevealed(bytes: bytes) }
+
     func record(route: String, status: Int, revealed: Int) {
         let key = Key(route: route, status: status)
         let pair =

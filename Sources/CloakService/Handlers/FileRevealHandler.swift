@@ -54,7 +54,7 @@ struct FileRevealHandler: Sendable {
                             ("Content-Disposition", Self.disposition(metadata.fileName)),
                             ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"),
                         ])
-                    response.bodySource = ResponseBodySource { receive in source.next(receive) }
+                    response.bodySource = StreamedBody { receive in source.next(receive) }
                     response.streamedLength = metadata.bytes
                     finish(response)
                 }
@@ -116,7 +116,7 @@ final class FileContentSource: Sendable {
         state = Mutex(State(opener: try vault.vault.opener(for: file)))
     }
 
-    func next(_ receive: @escaping @Sendable (ResponseBodySource.Piece) -> Void) {
+    func next(_ receive: @escaping @Sendable (StreamedBody.Piece) -> Void) {
         enum Step { case give([UInt8]), end, fail, read(Int) }
         let step: Step = state.withLock { s in
             if s.ended { return .end }
@@ -140,7 +140,7 @@ final class FileContentSource: Sendable {
         }
     }
 
-    private func give(_ sealed: [UInt8], _ receive: @escaping @Sendable (ResponseBodySource.Piece) -> Void) {
+    private func give(_ sealed: [UInt8], _ receive: @escaping @Sendable (StreamedBody.Piece) -> Void) {
         let opened: [UInt8]? = state.withLock { s in
             guard let (bytes, isLast) = try? s.opener.open(sealed) else { return nil }
             if isLast {

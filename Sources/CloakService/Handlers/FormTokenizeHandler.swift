@@ -1,6 +1,7 @@
 import CloakCore
 import CloakHTTP
 import CloakVault
+import Synchronization
 
 /// `POST /forms/{form}/tokens` (Vault API v1), `POST /forms/{form}/aliases` (v2, scope
 /// `aliases:create`) and `POST /forms/{form}/send` (the redacted echo): validate, alias every
@@ -25,7 +26,14 @@ struct FormTokenizeHandler: Sendable {
         let caller = try identity.aliasCaller(
             openTokenize: context.configuration.openTokenize, requiresToken: requiresToken)
         if let stream = request.bodyStream {
-            return try upload(request, stream: stream, form: name, caller: caller, answer: answer)
+            return try upload(request, form: name, caller: caller, answer: answer) { stream.next($0) }
+        }
+        if let form = context.configuration.forms[name], form.fields.contains(where: { $0.type == .file }) {
+            // A whole body (a request made in process): read as one piece.
+            let pieces = Mutex<[RequestBodyStream.Piece]>([.bytes(request.body), .end])
+            return try upload(request, form: name, caller: caller, answer: answer) { receive in
+                receive(pieces.withLock { $0.count > 1 ? $0.removeFirst() : $0[0] })
+            }
         }
         let prepared = try PreparedSubmission(
             request, form: name, context: context, caller: caller,
@@ -47,7 +55,8 @@ struct FormTokenizeHandler: Sendable {
     /// token may send multipart only with `Cloak-Upload: 1`, a header a plain HTML form of
     /// another site cannot set (a JSON body is safe already: it needs a CORS preflight).
     private func upload(
-        _ request: HTTPRequest, stream: RequestBodyStream, form name: String, caller: AliasCaller, answer: Answer
+        _ request: HTTPRequest, form name: String, caller: AliasCaller, answer: Answer,
+        next: @escaping FormUpload.Pull
     ) throws(CloakError) -> Reply {
         guard let form = context.configuration.forms[name] else { throw .notFound("no such form") }
         let reader = try FormUploadReader(
@@ -58,7 +67,7 @@ struct FormTokenizeHandler: Sendable {
         }
         if !reader.isMultipart { try request.requireJSONContentType() }
         let upload = FormUpload(
-            stream: stream, reader: reader, vault: vault, caller: caller, today: context.today(), answer: answer,
+            next: next, reader: reader, vault: vault, caller: caller, today: context.today(), answer: answer,
             onOutcome: onFileOutcome)
         return .later { finish in upload.start(finish) }
     }

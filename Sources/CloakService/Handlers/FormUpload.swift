@@ -44,7 +44,10 @@ final class FormUpload: @unchecked Sendable {
         var bytes: Int
     }
 
-    private let stream: RequestBodyStream
+    /// Asks for the body's next piece (``RequestBodyStream/next(_:)``, or a whole body's one).
+    typealias Pull = @Sendable (@escaping @Sendable (RequestBodyStream.Piece) -> Void) -> Void
+
+    private let nextPiece: Pull
     private var reader: FormUploadReader
     private let form: FormSchema
     private let vault: VaultClient
@@ -71,10 +74,10 @@ final class FormUpload: @unchecked Sendable {
     }
 
     init(
-        stream: RequestBodyStream, reader: FormUploadReader, vault: VaultClient, caller: AliasCaller,
+        next: @escaping Pull, reader: FormUploadReader, vault: VaultClient, caller: AliasCaller,
         today: CalendarDate, answer: FormTokenizeHandler.Answer, onOutcome: @escaping @Sendable (FileOutcome) -> Void
     ) {
-        self.stream = stream
+        self.nextPiece = next
         self.reader = reader
         self.form = reader.form
         self.vault = vault
@@ -94,7 +97,7 @@ final class FormUpload: @unchecked Sendable {
 
     private func pull() {
         guard !done else { return }
-        stream.next { piece in self.received(piece) }
+        nextPiece { piece in self.received(piece) }
     }
 
     private func received(_ piece: RequestBodyStream.Piece) {

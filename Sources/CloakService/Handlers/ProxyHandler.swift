@@ -11,6 +11,8 @@ struct ProxyHandler: RequestHandler {
     let vault: VaultClient?
     let routes: [Route]
     let identity: Identity
+    /// Counts a file a route revealed upstream (metrics).
+    var onFileRevealed: @Sendable (Int) -> Void = { _ in }
     /// Tells a Cloak token in any form (`Authorization` goes upstream only when it holds none).
     let authenticator: Authenticator
     /// The request's span, when tracing is on.
@@ -79,13 +81,22 @@ struct ProxyHandler: RequestHandler {
     /// upstream on the caller's word.
     private func operationsCall(_ route: Route) throws(CloakError) -> RouteCall {
         if route.reveals { _ = try identity.require("aliases:reveal") }
+        // A file leaves the vault only for a caller that holds files:reveal as well.
+        if route.revealsFiles { _ = try identity.require("files:reveal") }
         let requestCaller =
             route.redactsRequest
             ? try identity.aliasCaller(openTokenize: context.configuration.openTokenize) : .anonymous
         return RouteCall(
             route: route, vault: vault, requestCaller: requestCaller,
             responseCaller: AliasCaller(mayReveal: false, anonymous: !identity.isCreator), limitName: "vault.max_batch",
-            trace: trace, callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false)
+            trace: trace,
+            files: route.revealsFiles
+                ? vault.map {
+                    FileRevealing(
+                        vault: $0, operations: route.requestOperations.filter(\.revealsFiles),
+                        onRevealed: onFileRevealed)
+                } : nil,
+            callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false)
     }
 
     /// What follows the route's path, still percent-encoded as the client sent it (checked by

@@ -63,6 +63,15 @@ package struct Route: Sendable {
         package var json: [JSONPath]
         package var form: [String]
         package var header: [String]
+        /// A reveal of files (issue 47): the multipart parts whose alias becomes the file part.
+        package var multipart: [String] = []
+        /// A reveal of files into JSON: how the content goes in place of the alias.
+        package var encoding: FileEncoding?
+
+        package enum FileEncoding: String, Sendable { case base64 }
+
+        /// Whether the operation puts files, not values, in place of aliases (``FileRevealing``).
+        var revealsFiles: Bool { !multipart.isEmpty || encoding != nil }
     }
 
     /// What a route is, in one box every copy shares: a request copies its route into the
@@ -136,6 +145,9 @@ package struct Route: Sendable {
     var reveals: Bool {
         requestOperations.contains { $0.action == .reveal } || responseOperations.contains { $0.action == .reveal }
     }
+
+    /// Whether an operation reveals files (so the caller needs `files:reveal` too).
+    var revealsFiles: Bool { requestOperations.contains { $0.revealsFiles } }
 
     /// Whether the request's operations store values (so the caller is an alias caller).
     var redactsRequest: Bool { requestOperations.contains { $0.action == .redact } }

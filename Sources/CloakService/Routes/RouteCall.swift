@@ -18,6 +18,8 @@ struct RouteCall: Sendable {
     /// The request's span, when tracing is on: each upstream exchange is a child span, and the
     /// upstream gets `traceparent` for it.
     var trace: RequestTrace? = nil
+    /// The route's file reveals (``FileRevealing``), when it has any.
+    var files: FileRevealing? = nil
     /// Whether the caller may see revealed values (it holds `aliases:reveal`): if not, an answer
     /// holding a value the request revealed is not passed on (``RevealedValues``).
     var callerMaySeeValues = false
@@ -47,18 +49,19 @@ struct RouteCall: Sendable {
             let trace = self.trace
             send = { body, headers, done in
                 var headers = route.sentHeaders(headers, contentType: contentType)
-                guard let trace else {
-                    return loop.call(
-                        Route.request(to: upstream, method: method, target: target, headers: headers, body: body),
-                        done: done)
-                }
+                var request = Route.request(
+                    to: upstream, method: method, target: target, headers: headers, body: body.bytes)
+                request.bodySource = body.stream
+                request.streamedLength = body.length
+                guard let trace else { return loop.call(request, done: done) }
                 let span = trace.child("upstream " + method.rawValue, kind: .client)
                 span.set("server.address", upstream.host)
                 span.set("server.port", upstream.port)
-                span.set("http.request.body.size", body.count)
+                span.set("http.request.body.size", body.length)
                 headers.removeAll { RequestTrace.isTraceHeader($0.name) }
                 headers += trace.headers(for: span)
-                loop.call(Route.request(to: upstream, method: method, target: target, headers: headers, body: body)) {
+                request.headers = headers
+                loop.call(request) {
                     result in
                     switch result {
                     case let .success(response):
@@ -79,14 +82,15 @@ struct RouteCall: Sendable {
                     .success(
                         HTTPResponse(
                             status: 200, headers: [("Content-Type", type ?? "application/octet-stream")],
-                            body: body)))
+                            body: body.bytes)))
             }
         }
         let exchange = TransformedExchange(
-            vault: vault, request: route.requestOperations, response: route.responseOperations,
+            vault: vault, request: route.requestOperations.filter { !$0.revealsFiles },
+            response: route.responseOperations,
             requestCaller: requestCaller, responseCaller: responseCaller,
             maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases), limitName: limitName,
-            callerMaySeeValues: callerMaySeeValues)
+            callerMaySeeValues: callerMaySeeValues, files: files)
         try exchange.start(body: body, headers: headers, loop: request.loop, send: send, finish: finish)
     }
 }

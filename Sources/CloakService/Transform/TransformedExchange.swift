@@ -16,13 +16,15 @@ struct TransformedExchange: Sendable {
     let limitName: String
     /// Whether the caller may see revealed values (``RouteExchange/Plan/callerMaySeeValues``).
     var callerMaySeeValues = false
+    /// The route's file reveals, run on the final body right before it is sent.
+    var files: FileRevealing?
 
     typealias Outcome = RouteExchange.Outcome
 
     /// The upstream call: the rewritten body and headers in, the answer (or its error) out.
     typealias Send =
         @Sendable (
-            _ body: [UInt8], _ headers: [(name: String, value: String)],
+            _ body: OutgoingBody, _ headers: [(name: String, value: String)],
             _ done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
         ) -> Void
 
@@ -77,11 +79,65 @@ struct TransformedExchange: Sendable {
                     : MessageTransformer(vault: vault.answering, caller: exchange.responseCaller)
                 transformer.run(selection) { [self] result in handle(.transformed(result)) }
             case let .send(body, headers):
-                send(body, headers) { [self] result in handle(.answered(result)) }
+                guard let files = exchange.files else {
+                    return send(OutgoingBody(bytes: body), headers) { [self] result in handle(.answered(result)) }
+                }
+                reveal(files, body, headers)
             case let .finish(response, outcome):
                 finish(response, outcome)
             }
         }
+
+        /// Puts the selected files in the body, then sends it streamed; an alias that is not a
+        /// file's, or a file that cannot be read, is answered instead (nothing is sent).
+        private func reveal(_ files: FileRevealing, _ body: [UInt8], _ headers: [(name: String, value: String)]) {
+            let plan: FileRevealing.Plan
+            do {
+                plan = try FileRevealing.plan(
+                    body, contentType: headers.first { $0.name.caseInsensitiveEquals("Content-Type") }?.value,
+                    operations: files.operations)
+            } catch {
+                return handle(.answered(.failure(error)))
+            }
+            guard !plan.aliases.isEmpty else {
+                return send(OutgoingBody(bytes: body), headers) { [self] result in handle(.answered(result)) }
+            }
+            files.resolve(plan) { [self] result in
+                switch result {
+                case .failure(let error):
+                    handle(.answered(.failure(error)))
+                case .success(let revealed):
+                    var headers = headers
+                    if let type = plan.contentType {
+                        headers.removeAll { $0.name.caseInsensitiveEquals("Content-Type") }
+                        headers.append(("Content-Type", type))
+                    }
+                    send(OutgoingBody(stream: revealed.body, length: revealed.length), headers) { [self] result in
+                        handle(.answered(result))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What goes upstream as a request's body: bytes, or a body produced as it is sent (files
+/// revealed into it) with its length.
+struct OutgoingBody: Sendable {
+    let bytes: [UInt8]
+    let stream: StreamedBody?
+    let length: Int
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+        stream = nil
+        length = bytes.count
+    }
+
+    init(stream: StreamedBody, length: Int) {
+        bytes = []
+        self.stream = stream
+        self.length = length
     }
 }
 

@@ -1,0 +1,285 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+import Foundation
+import Synchronization
+
+/// A route's file reveals (issue 47), the last step before a request goes upstream: each file
+/// alias the route's `reveal: {multipart: […]}` or `reveal: {json: […], encoding: base64}`
+/// selects is replaced by its file, streamed out of the vault as the request is sent
+/// (``RevealedBody``), never whole in memory.
+///
+/// - `multipart`: a text part with a selected name holds an alias; it becomes a file part of the
+///   same name, with the file's name and media type from its metadata. The body is written again
+///   with a boundary of Cloak's own (the file's bytes were never checked against the client's).
+/// - `json` with `encoding: base64`: a selected string holds an alias; it becomes the file's
+///   content in base64.
+///
+/// An alias that is not a file's is 404 (1404): nothing is sent.
+struct FileRevealing: Sendable {
+    let vault: VaultClient
+    let operations: [Route.Operation]
+    let onRevealed: @Sendable (_ bytes: Int) -> Void
+
+    /// A piece of the body before the files are looked up.
+    enum Planned: Sendable {
+        case bytes([UInt8])
+        /// A multipart file part: its name, the alias of its file, and whether it is the first part.
+        case part(name: String, alias: String, first: Bool)
+        /// A file in base64, where a JSON string was (its quotes stay in the bytes around).
+        case base64(alias: String)
+    }
+
+    /// What the body becomes: its pieces and, for multipart, the new `Content-Type`.
+    struct Plan: Sendable {
+        var pieces: [Planned]
+        var contentType: String?
+        /// Writes the heads of a multipart body's file parts.
+        var writer: MultipartWriter?
+        var aliases: [String] {
+            var seen = Set<String>()
+            return pieces.compactMap { piece -> String? in
+                switch piece {
+                case .bytes: return nil
+                case .part(_, let alias, _), .base64(let alias): return seen.insert(alias).inserted ? alias : nil
+                }
+            }
+        }
+    }
+
+    /// Finds the selected aliases in `body` (JSON or multipart, by `contentType`).
+    static func plan(_ body: [UInt8], contentType: String?, operations: [Route.Operation]) throws(CloakError) -> Plan {
+        let multipartNames = Set(operations.flatMap(\.multipart))
+        let paths = operations.filter { $0.encoding == .base64 }.flatMap(\.json)
+        if !multipartNames.isEmpty, let type = contentType, let boundary = MultipartParser.boundary(contentType: type) {
+            return try planMultipart(body, boundary: boundary, names: multipartNames)
+        }
+        guard !paths.isEmpty, let selection = try JSONSelection.select(paths, in: body) else {
+            return Plan(pieces: [.bytes(body)])
+        }
+        // Each alias becomes a marker no JSON text holds, found again in the written body.
+        var random = SystemRandomNumberGenerator()
+        let tag = "cloak-file-" + String(random.next(), radix: 36) + String(random.next(), radix: 36) + "-"
+        let rewritten = selection.rewrite(selection.matches.indices.map { tag + String($0) })
+        var pieces: [Planned] = []
+        var rest = rewritten[...]
+        let marker = Array(tag.utf8)
+        while let start = rest.firstRange(of: marker) {
+            pieces.append(.bytes(Array(rest[..<start.lowerBound])))
+            var end = start.upperBound
+            while end < rest.endIndex, rest[end] >= UInt8(ascii: "0"), rest[end] <= UInt8(ascii: "9") { end += 1 }
+            guard let index = Int(String(decoding: rest[start.upperBound..<end], as: UTF8.self)),
+                index < selection.matches.count
+            else { throw .malformed("the JSON body could not be rewritten") }
+            pieces.append(.base64(alias: selection.matches[index].text.value))
+            rest = rest[end...]
+        }
+        pieces.append(.bytes(Array(rest)))
+        return Plan(pieces: pieces)
+    }
+
+    private static func planMultipart(_ body: [UInt8], boundary: [UInt8], names: Set<String>) throws(CloakError)
+        -> Plan
+    {
+        var parser = MultipartParser(boundary: boundary)
+        var parts: [(head: MultipartParser.PartHead, bytes: [UInt8])] = []
+        var offset = 0
+        while true {
+            let (consumed, event) = body.withUnsafeBytes {
+                parser.parse(UnsafeRawBufferPointer(rebasing: $0[offset...]))
+            }
+            let base = offset
+            offset += consumed
+            switch event {
+            case .needMore:
+                guard consumed > 0 else {
+                    if let violation = parser.finish() { throw .malformed("multipart: \(violation)") }
+                    return finishPlan(parts, names: names)
+                }
+            case .partBegun(let head): parts.append((head, []))
+            case .bytes(let range):
+                parts[parts.count - 1].bytes += body[(base + range.lowerBound)..<(base + range.upperBound)]
+            case .partEnded, .end: continue
+            case .violation(let violation): throw .malformed("multipart: \(violation)")
+            }
+        }
+    }
+
+    private static func finishPlan(_ parts: [(head: MultipartParser.PartHead, bytes: [UInt8])], names: Set<String>)
+        -> Plan
+    {
+        var random = SystemRandomNumberGenerator()
+        let writer = MultipartWriter(
+            boundary: "----cloak" + (0..<4).map { _ in String(random.next(), radix: 36) }.joined())!
+        var pieces: [Planned] = []
+        var pending: [UInt8] = []
+        for (i, part) in parts.enumerated() {
+            if names.contains(part.head.name), part.head.fileName == nil,
+                let alias = String(validating: part.bytes, as: UTF8.self)
+            {
+                if !pending.isEmpty { pieces.append(.bytes(pending)) }
+                pending = []
+                // The part's head needs the file's metadata: written once it is known.
+                pieces.append(.part(name: part.head.name, alias: alias, first: i == 0))
+                continue
+            }
+            pending += writer.head(
+                first: i == 0, name: part.head.name, fileName: part.head.fileName, contentType: part.head.contentType)
+            pending += part.bytes
+        }
+        pending += writer.closing(afterParts: !parts.isEmpty)
+        pieces.append(.bytes(pending))
+        return Plan(pieces: pieces, contentType: writer.contentType, writer: writer)
+    }
+}
+
+extension FileRevealing {
+    /// Looks up the plan's files (each alias must be a file's) and answers the body to send,
+    /// streamed, with its length.
+    func resolve(
+        _ plan: Plan, completion: @escaping @Sendable (Result<(body: StreamedBody, length: Int), CloakError>) -> Void
+    ) {
+        let aliases = plan.aliases
+        vault.revealGuessing(aliases) { result in
+            let found: [String: RevealedRecord]
+            switch result {
+            case .failure(let error): return completion(.failure(error.cloakError { _ in "file alias" }))
+            case .success(let records): found = records
+            }
+            var metadata: [String: Vault.FileMetadata] = [:]
+            for alias in aliases {
+                guard let record = found[alias], record.classifiers.contains(Vault.fileClassifier),
+                    let file = Vault.FileMetadata(json: record.value)
+                else { return completion(.failure(.notFound("a selected alias is not a file's"))) }
+                metadata[alias] = file
+            }
+            let known = metadata
+            lookUp(aliases[...], files: [:]) { files in
+                let metadata = known
+                guard let files else {
+                    return completion(.failure(.storeUnavailable("a file's content could not be read")))
+                }
+                var segments: [RevealedBody.Segment] = []
+                var length = 0
+                for piece in plan.pieces {
+                    switch piece {
+                    case .bytes(let bytes):
+                        segments.append(.bytes(bytes))
+                        length += bytes.count
+                    case .part(let name, let alias, let first):
+                        let file = metadata[alias]!
+                        let head = plan.writer!.head(
+                            first: first, name: name, fileName: file.fileName ?? name,
+                            contentType: file.mediaType.rawValue)
+                        segments += [.bytes(head), .file(files[alias]!, base64: false)]
+                        length += head.count + file.bytes
+                    case .base64(let alias):
+                        segments.append(.file(files[alias]!, base64: true))
+                        length += (metadata[alias]!.bytes + 2) / 3 * 4
+                    }
+                }
+                for alias in aliases { onRevealed(metadata[alias]!.bytes) }
+                let body = RevealedBody(vault: vault, segments: segments)
+                completion(.success((StreamedBody { receive in body.next(receive) }, length)))
+            }
+        }
+    }
+
+    /// Each alias's stored file, one after the other (nil: one could not be read).
+    private func lookUp(
+        _ aliases: ArraySlice<String>, files: [String: StoredFile],
+        then: @escaping @Sendable ([String: StoredFile]?) -> Void
+    ) {
+        guard let alias = aliases.first else { return then(files) }
+        vault.file(alias: alias) { result in
+            guard case .success(let file?) = result else { return then(nil) }
+            var files = files
+            files[alias] = file
+            lookUp(aliases.dropFirst(), files: files, then: then)
+        }
+    }
+}
+
+/// A request body with files revealed into it, produced as it is sent: its bytes in pieces of
+/// 64 KiB, each file opened chunk by chunk (``FileContentSource``) and, where the route asks,
+/// encoded in base64 as it goes (a carry of up to two bytes between chunks).
+final class RevealedBody: Sendable {
+    enum Segment: Sendable {
+        case bytes([UInt8])
+        case file(StoredFile, base64: Bool)
+    }
+
+    private struct State {
+        var index = 0
+        var offset = 0
+        var current: FileContentSource?
+        var carry: [UInt8] = []
+    }
+
+    private enum Step {
+        case give([UInt8]), again, end, fail
+        case pull(FileContentSource, base64: Bool)
+    }
+
+    private let vault: VaultClient
+    private let segments: [Segment]
+    private let state = Mutex(State())
+
+    init(vault: VaultClient, segments: [Segment]) {
+        self.vault = vault
+        self.segments = segments
+    }
+
+    func next(_ receive: @escaping @Sendable (StreamedBody.Piece) -> Void) {
+        let step: Step = state.withLock { s in
+            guard s.index < segments.count else { return .end }
+            switch segments[s.index] {
+            case .bytes(let bytes):
+                guard s.offset < bytes.count else {
+                    s.index += 1
+                    s.offset = 0
+                    return .again
+                }
+                let end = min(bytes.count, s.offset + (64 << 10))
+                defer { s.offset = end }
+                return .give(Array(bytes[s.offset..<end]))
+            case .file(let file, let base64):
+                if s.current == nil {
+                    guard let source = try? FileContentSource(vault: vault, file: file) else { return .fail }
+                    s.current = source
+                }
+                return .pull(s.current!, base64: base64)
+            }
+        }
+        switch step {
+        case .give(let bytes): receive(.bytes(bytes))
+        case .again: next(receive)
+        case .end: receive(.end)
+        case .fail: receive(.failed)
+        case .pull(let source, let base64):
+            source.next { piece in
+                switch piece {
+                case .bytes(let plain):
+                    guard base64 else { return receive(.bytes(plain)) }
+                    let encoded: [UInt8] = self.state.withLock { s in
+                        let joined = s.carry + plain
+                        let whole = joined.count / 3 * 3
+                        s.carry = Array(joined[whole...])
+                        return Array(Data(joined[..<whole]).base64EncodedString().utf8)
+                    }
+                    if encoded.isEmpty { self.next(receive) } else { receive(.bytes(encoded)) }
+                case .end:
+                    let rest: [UInt8] = self.state.withLock { s in
+                        s.index += 1
+                        s.current = nil
+                        defer { s.carry = [] }
+                        return base64 && !s.carry.isEmpty ? Array(Data(s.carry).base64EncodedString().utf8) : []
+                    }
+                    if rest.isEmpty { self.next(receive) } else { receive(.bytes(rest)) }
+                case .failed:
+                    receive(.failed)
+                }
+            }
+        }
+    }
+}
