@@ -83,15 +83,16 @@ extension Vault {
     }
 
     /// Writes the last chunk and finishes the upload into a record with `metadata` as its value,
-    /// in one transaction: the answer is the record (its `UUID` alias), the one a file with the
+    /// in one transaction (`ttlSeconds`: the record, content included, expires then): the answer is the record (its `UUID` alias), the one a file with the
     /// same content already has if any. Nothing is kept when a chunk is missing.
     package func finishUpload(
         uploadID: String, last: (index: Int, sealed: [UInt8]), chunkCount: Int, fingerprint: [UInt8],
-        metadata: FileMetadata, caller: AliasCaller = .trusted,
+        metadata: FileMetadata, ttlSeconds: Int? = nil, caller: AliasCaller = .trusted,
         completion: @escaping @Sendable (Result<RevealedRecord, VaultError>) -> Void
     ) {
-        let request = AliasRequest(
+        var request = AliasRequest(
             value: metadata.json, format: .UUID, storage: .persistent, classifiers: [Self.fileClassifier])
+        request.ttlSeconds = ttlSeconds
         let prepared: [PreparedAlias]
         do {
             // As for values: a caller without a token never shares a record, so an upload cannot

@@ -5,7 +5,8 @@ import Testing
 /// Reference §1: field types, their default patterns, dividers, regexes and sensitivity.
 @Suite struct FieldTypeTests {
     @Test func casesFollowTheSDKDeclarationOrder() {
-        #expect(FieldType.allCases == [.none, .cardNumber, .expDate, .date, .cvc, .cardHolderName, .ssn])
+        // The SDK's text types in its order, then Cloak's file type (issue 47).
+        #expect(FieldType.allCases == [.none, .cardNumber, .expDate, .date, .cvc, .cardHolderName, .ssn, .file])
     }
 
     @Test(arguments: [

@@ -322,3 +322,26 @@ import Testing
         #expect(cut == nil || cut!.body != document)
     }
 }
+
+extension FileUploadTests {
+    @Test func aFileFieldsTTLBoundsItsRecord() throws {
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "max_files: 2\n        required: true",
+            with: "max_files: 2\n        required: true\n        ttl_s: 3600")
+        try #require(yaml != TestServer.configurationWithTokens)
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let answer = try Self.upload(
+            try server.client(),
+            Self.multipart([("kyc.full_name", nil, Array("Jane Doe".utf8)), ("kyc.document", "a.png", Self.png())]),
+            headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+        let alias = try #require(answer.json?["kyc.document[0]"] as? String)
+        let record = try server.client().request(
+            "GET", "/aliases/\(alias)", headers: [("Authorization", "Bearer \(TestServer.filesToken)")])
+        let data = try #require((record.json?["data"] as? [[String: Any]])?.first)
+        let formatter = ISO8601DateFormatter()
+        let created = try #require((data["created_at"] as? String).flatMap { formatter.date(from: $0) })
+        let expires = try #require((data["expires_at"] as? String).flatMap { formatter.date(from: $0) })
+        #expect(abs(expires.timeIntervalSince(created) - 3600) < 5)
+    }
+}

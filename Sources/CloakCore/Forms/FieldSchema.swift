@@ -23,6 +23,9 @@ public struct FieldSchema: Sendable {
     public var tokenization: TokenizationSettings?
     /// A `file` field's rules (nil for every other type).
     public var fileRules: FileRules?
+    /// A `file` field's `ttl_s`: its files' records expire (content included) this long after
+    /// the upload; nil keeps them until deleted (an anonymous upload is an intent all the same).
+    public var retentionSeconds: Int?
 
     public init(name: String, type: FieldType) {
         self.name = name

@@ -4,11 +4,11 @@ extension FieldSchema {
     static let keys: Set<String> = [
         "name", "type", "required", "required_valid_only", "format_pattern", "divider", "validation", "mask",
         "transform", "input_date_format", "output_date_format", "serializers", "card_field", "tokenization",
-        "max_bytes", "types", "max_files",
+        "max_bytes", "types", "max_files", "ttl_s",
     ]
 
     /// The keys of a `file` field: the rest shape text.
-    static let fileKeys: Set<String> = ["name", "type", "required", "max_bytes", "types", "max_files"]
+    static let fileKeys: Set<String> = ["name", "type", "required", "max_bytes", "types", "max_files", "ttl_s"]
 
     /// Reads one `fields[]` entry (SPEC §2).
     static func read(_ node: ConfigNode, at p: String, _ r: ConfigReader) -> FieldSchema? {
@@ -37,9 +37,10 @@ extension FieldSchema {
                     "does not apply to a file field (it takes \(fileKeys.sorted().joined(separator: ", ")))", m[key])
             }
             field.fileRules = readFileRules(m, at: p, isRequired: field.isRequired, r)
+            field.retentionSeconds = r.int(m["ttl_s"], at: "\(p).ttl_s", min: 60, max: 10 * 365 * 86_400)
             return field
         }
-        for key in ["max_bytes", "types", "max_files"] where m[key] != nil {
+        for key in ["max_bytes", "types", "max_files", "ttl_s"] where m[key] != nil {
             r.issue("\(p).\(key)", "applies to file fields only", m[key])
         }
         field.isRequiredValidOnly =

@@ -260,7 +260,7 @@ final class FormUpload: @unchecked Sendable {
         let metadata = Vault.FileMetadata(fileName: file.fileName, mediaType: mediaType, bytes: file.inspection.bytes)
         vault.finishUpload(
             uploadID: file.uploadID, last: file.last, chunkCount: file.chunkCount, fingerprint: file.fingerprint,
-            metadata: metadata, caller: caller
+            metadata: metadata, ttlSeconds: form.fields[file.field].retentionSeconds, caller: caller
         ) { result in
             switch result {
             case .failure(let error):

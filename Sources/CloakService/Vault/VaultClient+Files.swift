@@ -24,14 +24,14 @@ extension VaultClient {
     /// the first, as for values.
     func finishUpload(
         uploadID: String, last: (index: Int, sealed: [UInt8]), chunkCount: Int, fingerprint: [UInt8],
-        metadata: Vault.FileMetadata, caller: AliasCaller,
+        metadata: Vault.FileMetadata, ttlSeconds: Int?, caller: AliasCaller,
         completion: @escaping @Sendable (Result<RevealedRecord, VaultError>) -> Void
     ) {
         let (completion, call) = traced("create file", count: 1, completion)
         serving(call) {
             vault.finishUpload(
                 uploadID: uploadID, last: last, chunkCount: chunkCount, fingerprint: fingerprint, metadata: metadata,
-                caller: caller
+                ttlSeconds: ttlSeconds, caller: caller
             ) { result in onLoop { completion(result) } }
         }
     }
