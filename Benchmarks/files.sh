@@ -108,7 +108,7 @@ for i in $(seq 1 20); do
         "http://127.0.0.1:$PORT/forms/kyc/tokens" > "$DIR/c$i" &
 done
 wait $(jobs -p | grep -v "^$SINK$" | grep -v "^$SERVER$") 2>/dev/null || true
-OK=$(cat "$DIR"/c* | grep -c 200 || true)
+OK=$(cat "$DIR"/c[0-9]* | grep -c 200 || true)
 HWM=$(kb $SERVER VmHWM)
 echo "20 concurrent 5 MiB uploads: $OK of 20 stored, peak RSS +$(((HWM - IDLE) / 1024)) MiB (target ≤ 64)"
 

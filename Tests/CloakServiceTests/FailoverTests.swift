@@ -43,8 +43,20 @@ struct FailoverTests {
         let standbyHost = try #require(standby.split(separator: "@").last?.split(separator: "/").first)
         let prefix = try #require(primary.split(separator: "@").first)
         let url = "\(prefix)@\(primaryHost),\(standbyHost)/cloak?target_session_attrs=read-write"
-        let node = try CloakNode(store: url, directory: directory.path)
+        let node = try CloakNode(
+            store: url, directory: directory.path,
+            scopes: "aliases:create, aliases:reveal, aliases:lookup, aliases:update, aliases:delete, files:reveal")
         defer { node.stop() }
+        // A file acknowledged before the failover (issue 47): it reveals whole on the new primary.
+        let document = FileUploadTests.png(padding: 300_000)
+        let uploaded = try FileUploadTests.upload(
+            try node.client(),
+            FileUploadTests.multipart([
+                ("kyc.full_name", nil, Array("Jane Doe".utf8)), ("kyc.document", "id.png", document),
+            ]),
+            headers: Self.auth)
+        let fileAlias = try #require(
+            uploaded.json?["kyc.document[0]"] as? String, "\(uploaded.status) \(uploaded.text)")
 
         let acknowledged = Mutex<[(card: String, alias: String)]>([])
         let statuses = Mutex<[Int: Int]>([:])
@@ -116,6 +128,8 @@ struct FailoverTests {
             lost.append(alias)
         }
         #expect(lost.isEmpty, "\(lost.count) acknowledged aliases lost")
+        let file = try node.client().request("GET", "/files/\(fileAlias)", headers: Self.auth)
+        #expect(file.status == 200 && file.body == document, "the acknowledged file after the failover")
     }
 }
 
