@@ -7,37 +7,45 @@ import CloakCrypto
 /// finished twice gets the alias it has, and the second upload is left unfinished (and swept).
 extension Vault {
     /// What a finished file's record holds as its value (sealed like any value): never the content.
+    ///
+    /// It names the upload whose chunks are the content: the value is sealed with its record's
+    /// id, so a database writer who points the record at another upload's chunks (a document of
+    /// their own, padded to the same size) is found out when the file is read (``checkedFile``).
     package struct FileMetadata: Sendable, Equatable {
         package var fileName: String?
         package var mediaType: FileMediaType
         package var bytes: Int
+        package var uploadID: String
 
-        package init(fileName: String?, mediaType: FileMediaType, bytes: Int) {
+        package init(fileName: String?, mediaType: FileMediaType, bytes: Int, uploadID: String) {
             self.fileName = fileName
             self.mediaType = mediaType
             self.bytes = bytes
+            self.uploadID = uploadID
         }
 
         /// Read back from a record's value (nil: the record is not a file's).
         package init?(json: String) {
             guard case .object(let members)? = try? JSONParser().parse(Array(json.utf8)),
-                members.count == 3,
+                members.count == 4,
                 let type = members.first(where: { $0.key == "mediaType" })?.value.stringValue,
                 let mediaType = FileMediaType(rawValue: type),
-                case .number(let size)? = members.first(where: { $0.key == "bytes" })?.value, let bytes = Int(size)
+                case .number(let size)? = members.first(where: { $0.key == "bytes" })?.value, let bytes = Int(size),
+                let upload = members.first(where: { $0.key == "upload" })?.value.stringValue
             else { return nil }
             self.mediaType = mediaType
             self.bytes = bytes
+            self.uploadID = upload
             self.fileName = members.first(where: { $0.key == "fileName" })?.value.stringValue
         }
 
-        /// `{"fileName":…,"mediaType":…,"bytes":…}`.
+        /// `{"fileName":…,"mediaType":…,"bytes":…,"upload":…}`.
         var json: String {
             var writer = JSONWriter()
             writer.write(
                 .object([
                     ("fileName", fileName.map { .string($0) } ?? .null), ("mediaType", .string(mediaType.rawValue)),
-                    ("bytes", .int(bytes)),
+                    ("bytes", .int(bytes)), ("upload", .string(uploadID)),
                 ]))
             return String(decoding: writer.bytes, as: UTF8.self)
         }
@@ -86,7 +94,7 @@ extension Vault {
     /// in one transaction (`ttlSeconds`: the record, content included, expires then): the answer is the record (its `UUID` alias), the one a file with the
     /// same content already has if any. Nothing is kept when a chunk is missing.
     package func finishUpload(
-        uploadID: String, last: (index: Int, sealed: [UInt8]), chunkCount: Int, fingerprint: [UInt8],
+        uploadID: String, last: (index: Int, sealed: [UInt8])?, chunkCount: Int, fingerprint: [UInt8],
         metadata: FileMetadata, ttlSeconds: Int? = nil, caller: AliasCaller = .trusted,
         completion: @escaping @Sendable (Result<RevealedRecord, VaultError>) -> Void
     ) {
@@ -96,13 +104,15 @@ extension Vault {
         let prepared: [PreparedAlias]
         do {
             // As for values: a caller without a token never shares a record, so an upload cannot
-            // confirm a guessed document by the alias it gets back.
-            prepared = try prepare([request], fingerprints: [caller.deterministic ? fingerprint : nil], caller: caller)
+            // confirm a guessed document by the alias it gets back. Nor does a file with a ttl:
+            // it would take the other record's expiry (or give it its own).
+            let shared = caller.deterministic && ttlSeconds == nil
+            prepared = try prepare([request], fingerprints: [shared ? fingerprint : nil], caller: caller)
         } catch {
             return completion(.failure(error))
         }
         withStore(reads: false) { [self] store in
-            try store.appendFileChunk(uploadID: uploadID, index: last.index, sealed: last.sealed)
+            if let last { try store.appendFileChunk(uploadID: uploadID, index: last.index, sealed: last.sealed) }
             let created = try create(prepared, caller: caller, in: store)
             // The record (new, or the one the same content has) is found by the alias it gave.
             guard let answer = created.answers.first, let alias = answer.aliases.first,
@@ -117,6 +127,16 @@ extension Vault {
         } completion: {
             completion(Self.map($0))
         }
+    }
+
+    /// The stored file of `metadata`'s record, only when it is the upload the metadata names
+    /// (else a database writer moved the record onto other chunks: unavailable, never served).
+    package static func checkedFile(_ file: StoredFile?, _ metadata: FileMetadata) -> Result<StoredFile, VaultError> {
+        guard let file else { return .failure(.notFound) }
+        guard file.uploadID == metadata.uploadID else {
+            return .failure(.unavailable("a file's record names another upload than the store's (tampering)"))
+        }
+        return .success(file)
     }
 
     /// The stored file of an alias's record (its chunks are read with ``fileChunks(_:from:limit:completion:)``).

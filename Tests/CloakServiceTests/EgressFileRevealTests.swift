@@ -168,13 +168,7 @@ import Testing
         let server = try TestServer(yaml: Self.yaml(upstream.port))
         defer { server.stop() }
         let alias = try Self.upload(FileUploadTests.png(padding: 500_000), to: server)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "sqlite3", "\(server.directory.path)/cloak.db", "DELETE FROM file_chunks WHERE idx = 3",
-        ]
-        try process.run()
-        process.waitUntilExit()
+        try FileUploadTests.sqlite(server, "DELETE FROM file_chunks WHERE idx = 3")
         let r = try server.client(timeout: 30).request(
             "POST", "/proxy/raw", body: Array(#"{"doc":"\#(alias)"}"#.utf8),
             headers: Self.files + [("Content-Type", "application/json")])

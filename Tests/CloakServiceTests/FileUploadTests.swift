@@ -41,20 +41,24 @@ import Testing
         return ((info?["validationErrors"] as? [String: Any])?["kyc.document"] as? [String]) ?? []
     }
 
+    /// Runs `statement` on the server's SQLite file with the `sqlite3` tool (a database writer
+    /// with no key): what it prints.
+    @discardableResult
+    static func sqlite(_ server: TestServer, _ statement: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", "\(server.directory.path)/cloak.db", statement]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Rows of the store's file tables: uploads, finished ones, chunks.
     static func fileRows(_ server: TestServer) throws -> (uploads: Int, finished: Int, chunks: Int) {
-        let db = "\(server.directory.path)/cloak.db"
-        func count(_ sql: String) throws -> Int {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["sqlite3", db, sql]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            process.waitUntilExit()
-            let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
-        }
+        func count(_ sql: String) throws -> Int { Int(try sqlite(server, sql)) ?? -1 }
         return (
             try count("SELECT count(*) FROM files"),
             try count("SELECT count(*) FROM files WHERE record_id IS NOT NULL"),
@@ -301,23 +305,16 @@ import Testing
         let answer = try Self.upload(
             client, Self.multipart([("kyc.full_name", nil, Array("J D".utf8)), ("kyc.document", "a.png", document)]))
         let alias = try #require(answer.json?["kyc.document[0]"] as? String)
-        let db = "\(server.directory.path)/cloak.db"
-        func sql(_ statement: String) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["sqlite3", db, statement]
-            try process.run()
-            process.waitUntilExit()
-        }
         // Chunks 1 and 2 swapped: the answer is cut before its promised length.
-        try sql(
+        try Self.sqlite(
+            server,
             "UPDATE file_chunks SET idx = -1 WHERE idx = 1; UPDATE file_chunks SET idx = 1 WHERE idx = 2; "
                 + "UPDATE file_chunks SET idx = 2 WHERE idx = -1;")
         let files = [("Authorization", "Bearer \(TestServer.filesToken)")]
         let swapped = try? RawHTTPClient(port: server.port).request("GET", "/files/\(alias)", headers: files)
         #expect(swapped == nil || swapped!.body != document)
         // The last chunk gone: likewise.
-        try sql("DELETE FROM file_chunks WHERE idx = (SELECT max(idx) FROM file_chunks)")
+        try Self.sqlite(server, "DELETE FROM file_chunks WHERE idx = (SELECT max(idx) FROM file_chunks)")
         let cut = try? RawHTTPClient(port: server.port).request("GET", "/files/\(alias)", headers: files)
         #expect(cut == nil || cut!.body != document)
     }

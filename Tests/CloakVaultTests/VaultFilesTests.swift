@@ -32,7 +32,8 @@ import Testing
             offset += piece
         }
         let end = try upload.finish()
-        let metadata = Vault.FileMetadata(fileName: "passport.jpg", mediaType: .jpeg, bytes: content.count)
+        let metadata = Vault.FileMetadata(
+            fileName: "passport.jpg", mediaType: .jpeg, bytes: content.count, uploadID: upload.uploadID)
         let record = try Self.await {
             vault.finishUpload(
                 uploadID: upload.uploadID, last: end.last, chunkCount: end.chunkCount, fingerprint: end.fingerprint,
@@ -102,7 +103,9 @@ import Testing
             try Self.await {
                 vault.finishUpload(
                     uploadID: upload.uploadID, last: end.last, chunkCount: end.chunkCount, fingerprint: end.fingerprint,
-                    metadata: .init(fileName: nil, mediaType: .jpeg, bytes: 3 * FileSeal.chunkSize + 4), completion: $0)
+                    metadata: .init(
+                        fileName: nil, mediaType: .jpeg, bytes: 3 * FileSeal.chunkSize + 4, uploadID: upload.uploadID),
+                    completion: $0)
             }
         }
         // Nothing was kept: no record, and the upload is still unfinished (swept later).

@@ -64,11 +64,16 @@ public enum FileSniffer {
     /// signature: a PDF header in the first 1 KiB of what is not a PDF (readers look there), an
     /// archive's end of central directory or local file header in the tail (a JPEG that is also
     /// a ZIP), or an executable's header past the start.
-    static func isPolyglot(prefix: [UInt8], tail: [UInt8], as type: FileMediaType) -> Bool {
+    static func isPolyglot(prefix: [UInt8], tailHasArchive: Bool, as type: FileMediaType) -> Bool {
         if type != .pdf && contains(prefix, Array("%PDF-".utf8)) { return true }
-        if contains(tail, [0x50, 0x4B, 0x05, 0x06]) || contains(tail, [0x50, 0x4B, 0x03, 0x04]) { return true }
+        if tailHasArchive { return true }
         if contains(prefix.dropFirst(), [0x7F, 0x45, 0x4C, 0x46]) { return true }
         return false
+    }
+
+    /// Whether a file's last bytes hold a ZIP end of central directory or local file header.
+    static func hasArchiveSignature(_ tail: some Collection<UInt8>) -> Bool {
+        contains(tail, [0x50, 0x4B, 0x05, 0x06]) || contains(tail, [0x50, 0x4B, 0x03, 0x04])
     }
 
     private static func contains(_ bytes: some Collection<UInt8>, _ signature: [UInt8]) -> Bool {

@@ -46,9 +46,21 @@ public struct FileInspection: Sendable {
     private var prefix: [UInt8] = []
     /// At least the last ``FileSniffer/tailLength`` bytes (up to twice as many: trimmed in bulk).
     private var tail: [UInt8] = []
+    /// Set by ``finished()``: whether the tail held an archive's signature (the tail is gone).
+    private var tailHasArchive: Bool?
     public init() {}
 
+    /// The file ended: the same inspection without the tail it kept (its one finding kept),
+    /// for a server holding several files' inspections until their submission ends.
+    public func finished() -> FileInspection {
+        var copy = self
+        copy.tailHasArchive = tailHasArchive ?? FileSniffer.hasArchiveSignature(tail.suffix(FileSniffer.tailLength))
+        copy.tail = []
+        return copy
+    }
+
     public mutating func feed(_ chunk: some Collection<UInt8>) {
+        precondition(tailHasArchive == nil, "bytes after a file's end")
         bytes += chunk.count
         if prefix.count < FileSniffer.prefixLength {
             prefix += chunk.prefix(FileSniffer.prefixLength - prefix.count)
@@ -75,7 +87,8 @@ public struct FileInspection: Sendable {
             errors.append(FileValidationError.typeNotAllowed)
         case .media(let type):
             if !rules.types.contains(type) { errors.append(FileValidationError.typeNotAllowed) }
-            if FileSniffer.isPolyglot(prefix: prefix, tail: Array(tail.suffix(FileSniffer.tailLength)), as: type) {
+            let archive = tailHasArchive ?? FileSniffer.hasArchiveSignature(tail.suffix(FileSniffer.tailLength))
+            if FileSniffer.isPolyglot(prefix: prefix, tailHasArchive: archive, as: type) {
                 errors.append(FileValidationError.polyglot)
             }
         }

@@ -23,6 +23,9 @@ public struct FormUploadReader: Sendable {
         case none
         case text(name: String, bytes: [UInt8])
         case file
+        /// A file part with an empty `filename`: a browser's file input left empty sends one with
+        /// no bytes, which is no file at all. It becomes a file only if bytes come.
+        case unnamedFile(field: Int, declaredType: String?)
     }
 
     public let form: FormSchema
@@ -151,9 +154,12 @@ public struct FormUploadReader: Sendable {
             guard let fileName = head.fileName else {
                 throw .malformed("field \(name) is a file field: its part needs a filename")
             }
-            part = .file
-            try emit(
-                .fileBegin(field: index, fileName: fileName.isEmpty ? nil : fileName, declaredType: head.contentType))
+            if fileName.isEmpty {
+                part = .unnamedFile(field: index, declaredType: head.contentType)
+            } else {
+                part = .file
+                try emit(.fileBegin(field: index, fileName: fileName, declaredType: head.contentType))
+            }
         } else {
             guard head.fileName == nil else { throw .malformed("field \(name) takes text, not a file") }
             guard !fields.contains(where: { $0.key == head.name }) else {
@@ -167,6 +173,11 @@ public struct FormUploadReader: Sendable {
         switch part {
         case .none: return
         case .file: try emit(.fileBytes(bytes))
+        case .unnamedFile(let field, let declaredType):
+            guard !bytes.isEmpty else { return }
+            part = .file
+            try emit(.fileBegin(field: field, fileName: nil, declaredType: declaredType))
+            try emit(.fileBytes(bytes))
         case .text(let name, var text):
             textBytes += bytes.count
             guard textBytes <= maxTextBytes else {
@@ -181,7 +192,7 @@ public struct FormUploadReader: Sendable {
     private mutating func endPart(_ emit: (Event) throws(CloakError) -> Void) throws(CloakError) {
         defer { part = .none }
         switch part {
-        case .none: return
+        case .none, .unnamedFile: return
         case .file: try emit(.fileEnd(fileName: nil, declaredType: nil))
         case .text(let name, let bytes):
             let shown = Redaction.scrub(name, limit: 64)

@@ -54,6 +54,8 @@ final class ServerConnection: ServerTransportOwner {
     private var streamLimit: Int?
     /// The bytes of a streamed body handed out so far.
     private var streamedBytes = 0
+    /// When the streamed body's handler was dispatched (its deadline counts from there).
+    private var streamStart: UInt64 = 0
     /// The handler's pending ask for the next piece of a streamed body.
     private var pull: (@Sendable (RequestBodyStream.Piece) -> Void)?
     /// How a streamed body ended (given again to every later ask).
@@ -161,6 +163,7 @@ final class ServerConnection: ServerTransportOwner {
             if let limit = streamLimit {
                 streamedBytes += range.count
                 guard streamedBytes <= limit else { return refuseEarly(.bodyTooLarge(limit: limit)) }
+                readingDeadline = streamDeadline()
                 let piece = Array(input[(start + range.lowerBound)..<(start + range.upperBound)])
                 return deliver(.bytes(piece))
             }
@@ -241,10 +244,11 @@ final class ServerConnection: ServerTransportOwner {
 
     // MARK: Streamed bodies
 
-    /// A streamed body must arrive at 16 KiB a second on average, past the body timeout: a
-    /// client trickling a large upload cannot hold its connection for ever.
-    private func streamDeadline(_ limit: Int) -> UInt64 {
-        LoopWorker.now() &+ worker.bodyTimeout &+ UInt64(limit / (16 << 10)) &* 1_000_000_000
+    /// A streamed body must arrive at 16 KiB a second on average, past the body timeout: the
+    /// deadline moves on with the bytes that came, so a client trickling a large upload (a byte
+    /// every idle timeout) is cut at the body timeout, not at what its limit would allow.
+    private func streamDeadline() -> UInt64 {
+        streamStart &+ worker.bodyTimeout &+ UInt64(streamedBytes) &* 1_000_000_000 / UInt64(16 << 10)
     }
 
     /// The handler of request `serial` asks for the next piece of its body.
@@ -288,9 +292,10 @@ final class ServerConnection: ServerTransportOwner {
             guard let head else { return }
             if writeContinue && !hasUnparsedInput { transport.send(MessageWriter.continueLine) }
             // No deadline until the handler asks for the body, then the idle timeout while it
-            // waits for bytes, within a total that grows with the limit (``streamDeadline(_:)``):
+            // waits for bytes, within a total that grows with the bytes received (``streamDeadline()``):
             // a large upload on a slow link is not cut at the body timeout.
-            readingDeadline = streamDeadline(streamLimit ?? 0)
+            streamStart = LoopWorker.now()
+            readingDeadline = streamDeadline()
             deadline = .max
             dispatch(head, violation: nil, streamed: true)
         case .writeContinue:

@@ -163,10 +163,12 @@ package final class CloakService: Sendable {
     }
 
     /// The most bytes a submission of `form` may have: its text, plus every file its rules allow
-    /// base64-encoded (the larger of the two encodings), each with room for its part's head.
+    /// base64-encoded (the larger of the two encodings) with room for JSON's `\/` escapes (Apple's
+    /// JSONSerialization escapes every `/`), each with room for its part's head. The files' own
+    /// sizes are checked on their decoded bytes.
     static func uploadLimit(_ form: FormSchema, textBytes: Int) -> Int {
         form.fields.compactMap(\.fileRules).reduce(textBytes) { total, rules in
-            total + rules.maxFiles * ((rules.maxBytes + 2) / 3 * 4 + 4096)
+            total + rules.maxFiles * ((rules.maxBytes + 2) / 3 * 4 * 2 + 4096)
         }
     }
 

@@ -36,7 +36,9 @@ struct FileRevealHandler: Sendable {
                     return finish(.error(.notFound("the alias is not a file's")))
                 }
                 vault.file(alias: alias) { result in
-                    guard case .success(let file?) = result else {
+                    guard case .success(let stored) = result,
+                        case .success(let file) = Vault.checkedFile(stored, metadata)
+                    else {
                         audit(alias, "error")
                         return finish(.error(.storeUnavailable("the file's content could not be read")))
                     }

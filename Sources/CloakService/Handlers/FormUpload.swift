@@ -1,6 +1,7 @@
 import CloakCore
 import CloakHTTP
 import CloakVault
+import Dispatch
 
 /// One form submission with files (issue 47), read from the request's body stream as it arrives.
 ///
@@ -22,7 +23,7 @@ final class FormUpload: @unchecked Sendable {
     private struct Received {
         let field: Int
         let uploadID: String
-        let last: (index: Int, sealed: [UInt8])
+        /// Its size, type and verdict, without the bytes it read (``FileInspection/finished()``).
         let inspection: FileInspection
         let fingerprint: [UInt8]
         let chunkCount: Int
@@ -85,19 +86,29 @@ final class FormUpload: @unchecked Sendable {
         self.today = today
         self.answer = answer
         self.onOutcome = onOutcome
+        self.loop = vault.loop
     }
 
     /// Reads the body and answers through `finish`, once.
     func start(_ finish: Reply.Finish) {
         self.finish = finish
-        pull()
+        onThread { self.pull() }
+    }
+
+    /// Where every step runs: the request's loop (the body's pieces and the vault's completions
+    /// arrive there already); in process, without a loop, a serial queue of this upload's own.
+    private let loop: LoopHandle?
+    private let serial = DispatchQueue(label: "cloak.form-upload")
+
+    private func onThread(_ work: @escaping @Sendable () -> Void) {
+        if let loop { loop.execute(work) } else { serial.async(execute: work) }
     }
 
     // MARK: Reading
 
     private func pull() {
         guard !done else { return }
-        nextPiece { piece in self.received(piece) }
+        nextPiece { piece in self.onThread { self.received(piece) } }
     }
 
     private func received(_ piece: RequestBodyStream.Piece) {
@@ -160,10 +171,13 @@ final class FormUpload: @unchecked Sendable {
             do { end = try current.upload.finish() } catch {
                 throw VaultError.unavailable("the file could not be sealed").cloakError { _ in "file" }
             }
+            // The last chunk is written like the others; the upload is finished only at the end.
+            enqueue(
+                Write(start: nil, uploadID: current.upload.uploadID, chunks: [end.last], bytes: end.last.sealed.count))
             received.append(
                 Received(
-                    field: current.field, uploadID: current.upload.uploadID, last: end.last,
-                    inspection: end.inspection, fingerprint: end.fingerprint, chunkCount: end.chunkCount,
+                    field: current.field, uploadID: current.upload.uploadID, inspection: end.inspection.finished(),
+                    fingerprint: end.fingerprint, chunkCount: end.chunkCount,
                     fileName: Self.safeName(fileName ?? current.fileName)))
         }
     }
@@ -186,7 +200,7 @@ final class FormUpload: @unchecked Sendable {
     private func pump() {
         guard !writing, !done, let write = queue.first else { return }
         writing = true
-        let written: @Sendable (Result<Void, VaultError>) -> Void = { result in self.written(result) }
+        let written: @Sendable (Result<Void, VaultError>) -> Void = { result in self.onThread { self.written(result) } }
         if let start = write.start {
             vault.startUpload(start, chunks: write.chunks, completion: written)
         } else {
@@ -229,14 +243,22 @@ final class FormUpload: @unchecked Sendable {
         } catch {
             return fail(error)
         }
-        finishFiles(from: 0, aliases: []) { fileEntries in
-            submission.resolve(with: self.vault, caller: self.caller) { result in
+        // Every charge first (the files', then the values' as they are stored), so a refusal
+        // comes before any file is a record; the files last, once the values are stored.
+        if let refusal = vault.admitFiles(received.count, caller: caller) {
+            return fail(refusal.cloakError { _ in "file" })
+        }
+        submission.resolve(with: vault, caller: caller) { result in
+            self.onThread {
                 switch result {
                 case .failure(let error): self.fail(error)
                 case .success(let resolved):
-                    self.succeed(
-                        resolved.entries + fileEntries, submission: submission, collect: collect,
-                        intentExpiresAt: resolved.intentExpiresAt)
+                    self.finishFiles(from: 0, aliases: [], intentExpiresAt: resolved.intentExpiresAt) {
+                        fileEntries, intentExpiresAt in
+                        self.succeed(
+                            resolved.entries + fileEntries, submission: submission, collect: collect,
+                            intentExpiresAt: intentExpiresAt)
+                    }
                 }
             }
         }
@@ -245,10 +267,10 @@ final class FormUpload: @unchecked Sendable {
     /// Finishes the files one after the other; `then` gets each file's entry (its field's
     /// name, or `name[i]` for a field holding several).
     private func finishFiles(
-        from index: Int, aliases: [(key: String, value: String)],
-        then: @escaping @Sendable ([(key: String, value: String)]) -> Void
+        from index: Int, aliases: [(key: String, value: String)], intentExpiresAt: Int64?,
+        then: @escaping @Sendable ([(key: String, value: String)], Int64?) -> Void
     ) {
-        guard index < received.count else { return then(aliases) }
+        guard index < received.count else { return then(aliases, intentExpiresAt) }
         let file = received[index]
         let name = form.fields[file.field].name
         let several = (form.fields[file.field].fileRules?.maxFiles ?? 1) > 1
@@ -257,22 +279,38 @@ final class FormUpload: @unchecked Sendable {
         guard let mediaType = file.inspection.mediaType else {
             return fail(Self.refusal(name, [FileValidationError.typeNotAllowed]))
         }
-        let metadata = Vault.FileMetadata(fileName: file.fileName, mediaType: mediaType, bytes: file.inspection.bytes)
+        let metadata = Vault.FileMetadata(
+            fileName: file.fileName, mediaType: mediaType, bytes: file.inspection.bytes, uploadID: file.uploadID)
         vault.finishUpload(
-            uploadID: file.uploadID, last: file.last, chunkCount: file.chunkCount, fingerprint: file.fingerprint,
+            uploadID: file.uploadID, chunkCount: file.chunkCount, fingerprint: file.fingerprint,
             metadata: metadata, ttlSeconds: form.fields[file.field].retentionSeconds, caller: caller
         ) { result in
-            switch result {
-            case .failure(let error):
-                self.fail(error.cloakError { _ in "field \(name)" })
-            case .success(let record):
-                guard let alias = record.aliases.first?.alias else {
-                    return self.fail(.storeUnavailable("no alias was made for the file"))
-                }
-                self.onOutcome(.stored(alias: alias, bytes: file.inspection.bytes))
-                let key = several ? "\(name)[\(position)]" : name
-                self.finishFiles(from: index + 1, aliases: aliases + [(key, alias)], then: then)
+            self.onThread {
+                self.finished(
+                    result, index: index, key: several ? "\(name)[\(position)]" : name, aliases: aliases,
+                    intentExpiresAt: intentExpiresAt, then: then)
             }
+        }
+    }
+
+    /// File `index` finished into its record (or failed): the next one, or `then`.
+    private func finished(
+        _ result: Result<RevealedRecord, VaultError>, index: Int, key: String,
+        aliases: [(key: String, value: String)], intentExpiresAt: Int64?,
+        then: @escaping @Sendable ([(key: String, value: String)], Int64?) -> Void
+    ) {
+        let file = received[index]
+        switch result {
+        case .failure(let error):
+            fail(error.cloakError { _ in "field \(form.fields[file.field].name)" })
+        case .success(let record):
+            guard let alias = record.aliases.first?.alias else {
+                return fail(.storeUnavailable("no alias was made for the file"))
+            }
+            onOutcome(.stored(alias: alias, bytes: file.inspection.bytes))
+            // An anonymous caller's file is an intent: its expiry goes in the header too.
+            let expiry = record.intent ? [intentExpiresAt, record.expiresAt].compactMap { $0 }.min() : intentExpiresAt
+            finishFiles(from: index + 1, aliases: aliases + [(key, alias)], intentExpiresAt: expiry, then: then)
         }
     }
 

@@ -154,7 +154,7 @@ extension FileRevealing {
                 metadata[alias] = file
             }
             let known = metadata
-            lookUp(aliases[...], files: [:]) { files in
+            lookUp(aliases[...], metadata: known, files: [:]) { files in
                 let metadata = known
                 guard let files else {
                     return completion(.failure(.storeUnavailable("a file's content could not be read")))
@@ -187,15 +187,17 @@ extension FileRevealing {
 
     /// Each alias's stored file, one after the other (nil: one could not be read).
     private func lookUp(
-        _ aliases: ArraySlice<String>, files: [String: StoredFile],
+        _ aliases: ArraySlice<String>, metadata: [String: Vault.FileMetadata], files: [String: StoredFile],
         then: @escaping @Sendable ([String: StoredFile]?) -> Void
     ) {
         guard let alias = aliases.first else { return then(files) }
         vault.file(alias: alias) { result in
-            guard case .success(let file?) = result else { return then(nil) }
+            guard case .success(let stored) = result, let known = metadata[alias],
+                case .success(let file) = Vault.checkedFile(stored, known)
+            else { return then(nil) }
             var files = files
             files[alias] = file
-            lookUp(aliases.dropFirst(), files: files, then: then)
+            lookUp(aliases.dropFirst(), metadata: metadata, files: files, then: then)
         }
     }
 }

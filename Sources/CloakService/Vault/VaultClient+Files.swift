@@ -20,17 +20,29 @@ extension VaultClient {
         vault.storeChunks(uploadID: uploadID, chunks) { result in onLoop { completion(result) } }
     }
 
-    /// Finishes an upload into its record; an anonymous caller pays one request per file past
-    /// the first, as for values.
+    /// Charges one submission's files before any is finished, as values are charged: each file
+    /// one request of the caller's rate (an address's without a token, the token's with one).
+    func admitFiles(_ count: Int, caller: AliasCaller) -> VaultError? {
+        guard count > 0 else { return nil }
+        if caller.anonymous {
+            guard let wait = chargeAnonymous?(count) else { return nil }
+            return .refused(
+                retryAfter: wait, reason: "too many files for this address's rate (each file counts as a request)")
+        }
+        // `chargeExtra` lets the first value go free (the request paid for it); files pay all.
+        return admission?.chargeExtra(count + 1)
+    }
+
+    /// Finishes an upload into its record.
     func finishUpload(
-        uploadID: String, last: (index: Int, sealed: [UInt8]), chunkCount: Int, fingerprint: [UInt8],
-        metadata: Vault.FileMetadata, ttlSeconds: Int?, caller: AliasCaller,
+        uploadID: String, chunkCount: Int, fingerprint: [UInt8], metadata: Vault.FileMetadata, ttlSeconds: Int?,
+        caller: AliasCaller,
         completion: @escaping @Sendable (Result<RevealedRecord, VaultError>) -> Void
     ) {
         let (completion, call) = traced("create file", count: 1, completion)
         serving(call) {
             vault.finishUpload(
-                uploadID: uploadID, last: last, chunkCount: chunkCount, fingerprint: fingerprint, metadata: metadata,
+                uploadID: uploadID, last: nil, chunkCount: chunkCount, fingerprint: fingerprint, metadata: metadata,
                 ttlSeconds: ttlSeconds, caller: caller
             ) { result in onLoop { completion(result) } }
         }
