@@ -17,22 +17,18 @@
 
   // --- who this frame serves (frame-common.js) ---------------------------------------------------
 
-  const { fragmentParams, decode, isOrigin } = window.CloakFrame;
+  const { fragmentParams, decode, embeddedBy, pageSender } = window.CloakFrame;
 
   const params = fragmentParams();
   if (!params) return;
   const formName = decode(params.get("form"));
   const instance = params.get("id");
   const pageOrigin = decode(params.get("origin"));
-  const ancestors = location.ancestorOrigins;
-  if (!formName || formName === "." || formName === ".." || !/^[0-9a-f]{16}$/.test(instance || "") || !isOrigin(pageOrigin) ||
-      window.parent === window || (ancestors && ancestors[0] !== pageOrigin)) {
+  if (!formName || formName === "." || formName === ".." || !/^[0-9a-f]{16}$/.test(instance || "") || !embeddedBy(pageOrigin)) {
     return;
   }
 
-  function toPage(type, body) {
-    window.parent.postMessage(Object.assign({ cloak: 1, type: type }, body), pageOrigin);
-  }
+  const toPage = pageSender(pageOrigin);
 
   function toFrame(win, type, body) {
     win.postMessage(Object.assign({ cloak: 1, type: type }, body), location.origin);

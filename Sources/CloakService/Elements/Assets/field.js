@@ -9,48 +9,27 @@
 (function () {
   "use strict";
   const R = window.CloakRules;
+  const Frame = window.CloakFrame;
 
   const CSS_STATES = ["base", "focus", "invalid", "complete", "empty", "placeholder"];
-  const CSS_PROPERTY = new RegExp("^(color|background-color|font-(family|size|weight|style)|letter-spacing|" +
-    "line-height|padding|text-(align|transform)|caret-color|border(-(top|right|bottom|left))?(-(color|style|width))?|" +
-    "border-radius|border-(top|bottom)-(left|right)-radius)$");
-  const CSS_FORBIDDEN = /url\(|expression\(|[;{}\\]/i;
-  const REGISTER_EVERY_MS = 100;
-  const REGISTER_FOR_MS = 10000;
   const SERVER_DEBOUNCE_MS = 250;
 
-  // --- who this frame serves -------------------------------------------------------------------
+  // --- who this frame serves (frame-common.js) ---------------------------------------------------
 
-  const { fragmentParams, decode, isOrigin } = window.CloakFrame;
-
-  const params = fragmentParams();
-  if (!params) return;
-  const formName = decode(params.get("form"));
-  const instance = params.get("id");
-  const key = params.get("key");
-  const pageOrigin = decode(params.get("origin"));
-  const names = (params.get("fields") || "").split(",").map(decode);
-  const ancestors = location.ancestorOrigins;
-  if (!formName || formName === "." || formName === ".." || !/^[0-9a-f]{16}$/.test(instance || "") || !/^[A-Za-z0-9_-]{1,32}$/.test(key || "") ||
-      !isOrigin(pageOrigin) || names.some(function (n) { return !n; }) || new Set(names).size !== names.length ||
-      window.parent === window || (ancestors && ancestors[0] !== pageOrigin)) {
-    return; // not embedded as Cloak's loader embeds it: show nothing, say nothing
-  }
-
-  function toPage(type, body) {
-    window.parent.postMessage(Object.assign({ cloak: 1, type: type }, body), pageOrigin);
-  }
+  const fragment = Frame.fieldFragment();
+  if (!fragment) return; // not embedded as Cloak's loader embeds it: show nothing, say nothing
+  const formName = fragment.formName;
+  const names = fragment.names;
+  const toPage = Frame.pageSender(fragment.pageOrigin);
 
   // --- state ------------------------------------------------------------------------------------
 
   let schema = null;
   let ctx = null;
-  let css = {};
-  let cssProperties = [];
+  let styles = Frame.NO_STYLES;
   let initialized = false;
-  let registered = false;
   let readySent = false;
-  let controller = null;
+  const controller = Frame.controllerLink(fragment, toPage, onRegistered, onController);
   /**
    * One record per input: {name, entry, input, dirty, touched, focused, state, seq, timer, brand},
    * and for a masked input {shown, selection, composing}.
@@ -120,7 +99,7 @@
     f.state = state;
     paint(f);
     if (readySent) toPage("change", { name: f.name, state: pageState(f) });
-    if (registered) toController("state", { name: f.name, state: exposed(f, state) });
+    if (controller.registered()) controller.post("state", { name: f.name, state: exposed(f, state) });
     maybeReady();
   }
 
@@ -190,44 +169,9 @@
 
   // --- styling (CSSOM only: the frame's CSP has no 'unsafe-inline') -----------------------------
 
-  function cleanCss(given) {
-    const out = {};
-    if (!given || typeof given !== "object") return out;
-    Object.keys(given).forEach(function (state) {
-      const map = given[state];
-      if (CSS_STATES.indexOf(state) < 0 || !map || typeof map !== "object") {
-        console.warn("Cloak: css." + state + " is not a style state; dropped");
-        return;
-      }
-      out[state] = {};
-      Object.keys(map).forEach(function (prop) {
-        const name = prop.replace(/[A-Z]/g, function (c) { return "-" + c.toLowerCase(); });
-        const value = map[prop];
-        if (!CSS_PROPERTY.test(name)) console.warn("Cloak: css." + state + ": property \"" + prop + "\" is not allowed; dropped");
-        else if (typeof value !== "string" || CSS_FORBIDDEN.test(value)) console.warn("Cloak: css." + state + "." + prop + ": value not allowed; dropped");
-        else out[state][name] = value;
-      });
-    });
-    return out;
-  }
-
-  /** Base, then empty / invalid / complete, then focus: later layers win. */
+  /** The input's state and the page's styles on it (frame-common.js). */
   function paint(f) {
-    const s = f.state;
-    const invalid = showsInvalid(f);
-    const complete = !!s && s.isValid && !s.isEmpty;
-    const empty = !s || s.isEmpty;
-    f.input.setAttribute("aria-invalid", invalid ? "true" : "false");
-    f.input.classList.toggle("cloak-invalid", invalid);
-    f.input.classList.toggle("cloak-complete", complete);
-    f.input.classList.toggle("cloak-empty", empty);
-    const layers = [css.base, empty && css.empty, invalid && css.invalid, complete && css.complete, f.focused && css.focus];
-    const final = {};
-    layers.forEach(function (layer) { if (layer) Object.assign(final, layer); });
-    cssProperties.forEach(function (p) {
-      if (final[p] !== undefined) f.input.style.setProperty(p, final[p]);
-      else f.input.style.removeProperty(p);
-    });
+    Frame.paintInput(f.input, styles, f.state, showsInvalid(f), f.focused);
   }
 
   function stylePlaceholders(map) {
@@ -337,7 +281,7 @@
   }
 
   function maybeReady() {
-    if (readySent || !initialized || !registered || inputs.some(function (f) { return !f.state; })) return;
+    if (readySent || !initialized || !controller.registered() || inputs.some(function (f) { return !f.state; })) return;
     readySent = true;
     const states = {};
     inputs.forEach(function (f) { states[f.name] = pageState(f); });
@@ -348,12 +292,9 @@
 
   function onInit(data) {
     if (initialized) return;
-    css = cleanCss(data.css);
-    const seen = {};
-    Object.keys(css).forEach(function (state) {
-      if (state !== "placeholder") Object.keys(css[state]).forEach(function (p) { seen[p] = true; });
+    styles = Frame.pageStyles(data.css, CSS_STATES, function (state) {
+      console.warn("Cloak: css." + state + " is not a style state; dropped");
     });
-    cssProperties = Object.keys(seen);
     const placeholders = data.placeholders && typeof data.placeholders === "object" ? data.placeholders : {};
     inputs.forEach(function (f, i) {
       const text = inputs.length === 1 ? data.placeholder : placeholders[f.name];
@@ -362,7 +303,7 @@
       paint(f);
       if (i === 0 && data.autoFocus === true) f.input.focus();
     });
-    stylePlaceholders(css.placeholder);
+    stylePlaceholders(styles.css.placeholder);
     loadFonts(data.fonts);
     initialized = true;
     maybeReady();
@@ -375,41 +316,21 @@
     } else if (data.type === "focus" && inputs.length) inputs[0].input.focus();
   }
 
-  // --- the controller (same origin, found by name among the page's frames) ----------------------
+  // --- the controller (frame-common.js: controllerLink) ------------------------------------------
 
-  function findController() {
-    try { return window.parent.frames["cloak-controller-" + instance] || null; } catch (e) { return null; }
-  }
-
-  function toController(type, body) {
-    if (controller) controller.postMessage(Object.assign({ cloak: 1, type: type }, body), location.origin);
-  }
-
-  function register() {
-    const started = Date.now();
-    (function attempt() {
-      if (registered) return;
-      if (Date.now() - started > REGISTER_FOR_MS) {
-        toPage("error", { code: "controller_unreachable", message: "Cloak's form controller did not answer" });
-        return;
-      }
-      controller = findController();
-      toController("register", { key: key, form: formName, names: names });
-      setTimeout(attempt, REGISTER_EVERY_MS);
-    })();
+  /** The controller took this frame: it gets the states computed so far. */
+  function onRegistered() {
+    inputs.forEach(function (f) { if (f.state) controller.post("state", { name: f.name, state: exposed(f, f.state) }); });
+    maybeReady();
   }
 
   function onController(data) {
-    if (data.type === "registered" && data.key === key && data.form === formName && !registered) {
-      registered = true;
-      inputs.forEach(function (f) { if (f.state) toController("state", { name: f.name, state: exposed(f, f.state) }); });
-      maybeReady();
-    } else if (data.type === "collect" && registered) {
+    if (data.type === "collect" && controller.registered()) {
       const values = {};
       const refused = inputs.filter(changedAfterRelease).map(function (f) { return f.name; });
-      if (refused.length) return toController("values", { req: data.req, refused: refused });
+      if (refused.length) return controller.post("values", { req: data.req, refused: refused });
       inputs.forEach(function (f) { values[f.name] = f.input.value; release(f); });
-      toController("values", { req: data.req, values: values });
+      controller.post("values", { req: data.req, values: values });
     } else if (data.type === "linked") {
       const f = byName(data.name);
       if (!f || f.entry.type !== "cvc" || typeof f.entry.cardField !== "string") return;
@@ -419,21 +340,13 @@
     }
   }
 
-  window.addEventListener("message", function (event) {
-    const data = event.data;
-    if (!data || typeof data !== "object" || data.cloak !== 1 || typeof data.type !== "string") return;
-    if (event.source === window.parent && event.origin === pageOrigin) onPage(data);
-    else if (controller && event.source === controller && event.origin === location.origin) onController(data);
-  });
+  Frame.listen(fragment.pageOrigin, onPage, controller);
 
   // --- start ------------------------------------------------------------------------------------
 
-  fetch("/elements/v1/forms/" + encodeURIComponent(formName), { credentials: "omit" }).then(function (res) {
-    if (!res.ok) throw res.status;
-    return res.json();
-  }).then(function (body) {
+  Frame.fetchSchema(formName, toPage, function (body) {
     schema = body;
-    if (!Array.isArray(schema.allowedOrigins) || schema.allowedOrigins.indexOf(pageOrigin) < 0) return;
+    if (!Frame.allowsPage(schema, fragment.pageOrigin)) return;
     const known = schema.fields.map(function (e) { return e.name; });
     const unknown = names.filter(function (n) { return known.indexOf(n) < 0; });
     if (unknown.length) {
@@ -449,16 +362,6 @@
     ctx = R.context(schema);
     build();
     inputs.forEach(recompute);
-    toPage("hello");
-    let height = -1;
-    new ResizeObserver(function () {
-      const h = Math.ceil(document.documentElement.getBoundingClientRect().height);
-      if (h !== height) { height = h; toPage("resize", { height: h }); }
-    }).observe(document.documentElement);
-    register();
-  }).catch(function (status) {
-    toPage("error", status === 404
-      ? { code: "unknown_form", message: "Cloak has no form \"" + formName + "\"" }
-      : { code: "schema_unavailable", message: "Cloak's form schema could not be loaded" });
+    Frame.announce(toPage, controller);
   });
 })();

@@ -10,39 +10,20 @@
  */
 (function () {
   "use strict";
+  const Frame = window.CloakFrame;
 
-  const REGISTER_EVERY_MS = 100;
-  const REGISTER_FOR_MS = 10000;
   const CSS_STATES = ["base", "focus", "invalid", "complete", "empty"];
-  const CSS_PROPERTY = new RegExp("^(color|background-color|font-(family|size|weight|style)|letter-spacing|" +
-    "line-height|padding|text-(align|transform)|caret-color|border(-(top|right|bottom|left))?(-(color|style|width))?|" +
-    "border-radius|border-(top|bottom)-(left|right)-radius)$");
-  const CSS_FORBIDDEN = /url\(|expression\(|[;{}\\]/i;
   /** An `accept` attribute: media types (`image/*` too) and extensions, comma separated. */
   const ACCEPT = /^\s*[A-Za-z0-9.+/*_-]+(\s*,\s*[A-Za-z0-9.+/*_-]+)*\s*$/;
 
   // --- who this frame serves (frame-common.js) ---------------------------------------------------
 
-  const { fragmentParams, decode, isOrigin } = window.CloakFrame;
-
-  const params = fragmentParams();
-  if (!params) return;
-  const formName = decode(params.get("form"));
-  const instance = params.get("id");
-  const key = params.get("key");
-  const pageOrigin = decode(params.get("origin"));
-  const names = (params.get("fields") || "").split(",").map(decode);
-  const name = names[0];
-  const ancestors = location.ancestorOrigins;
-  if (!formName || formName === "." || formName === ".." || !/^[0-9a-f]{16}$/.test(instance || "") ||
-      !/^[A-Za-z0-9_-]{1,32}$/.test(key || "") || !isOrigin(pageOrigin) || names.length !== 1 || !name ||
-      window.parent === window || (ancestors && ancestors[0] !== pageOrigin)) {
-    return; // not embedded as Cloak's loader embeds it: show nothing, say nothing
-  }
-
-  function toPage(type, body) {
-    window.parent.postMessage(Object.assign({ cloak: 1, type: type }, body), pageOrigin);
-  }
+  const fragment = Frame.fieldFragment();
+  // Not embedded as Cloak's loader embeds it (one field): show nothing, say nothing.
+  if (!fragment || fragment.names.length !== 1) return;
+  const formName = fragment.formName;
+  const name = fragment.names[0];
+  const toPage = Frame.pageSender(fragment.pageOrigin);
 
   // --- FileSniffer, FileInspection.verdict and FileFieldState (CloakCore/Files), mirrored ---------
 
@@ -160,12 +141,10 @@
   let rules = null;
   let input = null;
   let label = null;
-  let css = {};
-  let cssProperties = [];
+  let styles = Frame.NO_STYLES;
   let initialized = false;
-  let registered = false;
   let readySent = false;
-  let controller = null;
+  const controller = Frame.controllerLink(fragment, toPage, onRegistered, onController);
   let dirty = false;
   let focused = false;
   /** The files the latest state is of, and that state: what a submission takes together. */
@@ -177,7 +156,7 @@
     chosen.state = state;
     paint();
     if (readySent) toPage("change", { name: name, state: state });
-    if (registered) toController("state", { name: name, state: state });
+    if (controller.registered()) controller.post("state", { name: name, state: state });
     maybeReady();
   }
 
@@ -203,44 +182,15 @@
 
   // --- styling (CSSOM only: the frame's CSP has no 'unsafe-inline') -----------------------------
 
-  function cleanCss(given) {
-    const out = {};
-    if (!given || typeof given !== "object") return out;
-    Object.keys(given).forEach(function (state) {
-      const map = given[state];
-      if (CSS_STATES.indexOf(state) < 0 || !map || typeof map !== "object") {
-        if (state !== "placeholder") console.warn("Cloak: css." + state + " is not a style state of a file field; dropped");
-        return;
-      }
-      out[state] = {};
-      Object.keys(map).forEach(function (prop) {
-        const property = prop.replace(/[A-Z]/g, function (c) { return "-" + c.toLowerCase(); });
-        const value = map[prop];
-        if (!CSS_PROPERTY.test(property)) console.warn("Cloak: css." + state + ": property \"" + prop + "\" is not allowed; dropped");
-        else if (typeof value !== "string" || CSS_FORBIDDEN.test(value)) console.warn("Cloak: css." + state + "." + prop + ": value not allowed; dropped");
-        else out[state][property] = value;
-      });
-    });
-    return out;
+  /** A file field has no placeholder: the page's `css.placeholder` (as for any field) is dropped silently. */
+  function warnStyleState(state) {
+    if (state !== "placeholder") console.warn("Cloak: css." + state + " is not a style state of a file field; dropped");
   }
 
-  /** Base, then empty / invalid / complete, then focus: later layers win. */
+  /** The state and the page's styles on the input (frame-common.js); invalid once files were chosen. */
   function paint() {
     const s = chosen.state;
-    const invalid = !!s && !s.isValid && dirty;
-    const complete = !!s && s.isValid && !s.isEmpty;
-    const empty = !s || s.isEmpty;
-    input.setAttribute("aria-invalid", invalid ? "true" : "false");
-    input.classList.toggle("cloak-invalid", invalid);
-    input.classList.toggle("cloak-complete", complete);
-    input.classList.toggle("cloak-empty", empty);
-    const final = {};
-    [css.base, empty && css.empty, invalid && css.invalid, complete && css.complete, focused && css.focus]
-      .forEach(function (layer) { if (layer) Object.assign(final, layer); });
-    cssProperties.forEach(function (p) {
-      if (final[p] !== undefined) input.style.setProperty(p, final[p]);
-      else input.style.removeProperty(p);
-    });
+    Frame.paintInput(input, styles, s, !!s && !s.isValid && dirty, focused);
   }
 
   // --- the input --------------------------------------------------------------------------------
@@ -282,7 +232,7 @@
   }
 
   function maybeReady() {
-    if (readySent || !initialized || !registered || !chosen.state) return;
+    if (readySent || !initialized || !controller.registered() || !chosen.state) return;
     readySent = true;
     const states = {};
     states[name] = chosen.state;
@@ -293,10 +243,7 @@
 
   function onInit(data) {
     if (initialized) return;
-    css = cleanCss(data.css);
-    const seen = {};
-    Object.keys(css).forEach(function (state) { Object.keys(css[state]).forEach(function (p) { seen[p] = true; }); });
-    cssProperties = Object.keys(seen);
+    styles = Frame.pageStyles(data.css, CSS_STATES, warnStyleState);
     if (typeof data.ariaLabel === "string" && data.ariaLabel) label.textContent = data.ariaLabel;
     if (typeof data.accept === "string" && data.accept) {
       if (data.accept.length <= 512 && ACCEPT.test(data.accept)) input.accept = data.accept;
@@ -320,36 +267,16 @@
     } else if (data.type === "focus") input.focus();
   }
 
-  // --- the controller (same origin, found by name among the page's frames) ----------------------
+  // --- the controller (frame-common.js: controllerLink) ------------------------------------------
 
-  function findController() {
-    try { return window.parent.frames["cloak-controller-" + instance] || null; } catch (e) { return null; }
-  }
-
-  function toController(type, body) {
-    if (controller) controller.postMessage(Object.assign({ cloak: 1, type: type }, body), location.origin);
-  }
-
-  function register() {
-    const started = Date.now();
-    (function attempt() {
-      if (registered) return;
-      if (Date.now() - started > REGISTER_FOR_MS) {
-        toPage("error", { code: "controller_unreachable", message: "Cloak's form controller did not answer" });
-        return;
-      }
-      controller = findController();
-      toController("register", { key: key, form: formName, names: names });
-      setTimeout(attempt, REGISTER_EVERY_MS);
-    })();
+  /** The controller took this frame: it gets the state, if the first judgement is done. */
+  function onRegistered() {
+    if (chosen.state) controller.post("state", { name: name, state: chosen.state });
+    maybeReady();
   }
 
   function onController(data) {
-    if (data.type === "registered" && data.key === key && data.form === formName && !registered) {
-      registered = true;
-      if (chosen.state) toController("state", { name: name, state: chosen.state });
-      maybeReady();
-    } else if (data.type === "collect" && registered) {
+    if (data.type === "collect" && controller.registered()) {
       const req = data.req;
       // The files and the state judged of them, together: the controller refuses invalid files.
       whenSettled(function () {
@@ -357,17 +284,12 @@
         const states = {};
         files[name] = chosen.files.slice();
         states[name] = chosen.state;
-        toController("values", { req: req, values: {}, files: files, states: states });
+        controller.post("values", { req: req, values: {}, files: files, states: states });
       });
     }
   }
 
-  window.addEventListener("message", function (event) {
-    const data = event.data;
-    if (!data || typeof data !== "object" || data.cloak !== 1 || typeof data.type !== "string") return;
-    if (event.source === window.parent && event.origin === pageOrigin) onPage(data);
-    else if (controller && event.source === controller && event.origin === location.origin) onController(data);
-  });
+  Frame.listen(fragment.pageOrigin, onPage, controller);
 
   // --- start ------------------------------------------------------------------------------------
 
@@ -382,11 +304,8 @@
              maxFiles: f.maxFiles, required: f.required === true };
   }
 
-  fetch("/elements/v1/forms/" + encodeURIComponent(formName), { credentials: "omit" }).then(function (res) {
-    if (!res.ok) throw res.status;
-    return res.json();
-  }).then(function (schema) {
-    if (!Array.isArray(schema.allowedOrigins) || schema.allowedOrigins.indexOf(pageOrigin) < 0) return;
+  Frame.fetchSchema(formName, toPage, function (schema) {
+    if (!Frame.allowsPage(schema, fragment.pageOrigin)) return;
     entry = (schema.fields || []).filter(function (e) { return e && e.name === name; })[0] || null;
     if (!entry) {
       toPage("error", { code: "unknown_field", message: "form \"" + formName + "\" has no field \"" + name + "\"" });
@@ -399,16 +318,6 @@
     }
     build();
     recompute();
-    toPage("hello");
-    let height = -1;
-    new ResizeObserver(function () {
-      const h = Math.ceil(document.documentElement.getBoundingClientRect().height);
-      if (h !== height) { height = h; toPage("resize", { height: h }); }
-    }).observe(document.documentElement);
-    register();
-  }).catch(function (status) {
-    toPage("error", status === 404
-      ? { code: "unknown_form", message: "Cloak has no form \"" + formName + "\"" }
-      : { code: "schema_unavailable", message: "Cloak's form schema could not be loaded" });
+    Frame.announce(toPage, controller);
   });
 })();

@@ -8,21 +8,17 @@
 (function () {
   "use strict";
 
-  const { fragmentParams, decode, isOrigin } = window.CloakFrame;
+  const { fragmentParams, decode, embeddedBy, pageSender } = window.CloakFrame;
 
   // Who may embed this frame is the CSP's frame-ancestors; the fragment says whom to talk to.
   const params = fragmentParams();
   if (!params) return;
   const pageOrigin = decode(params.get("origin"));
-  const ancestors = location.ancestorOrigins;
-  if (!isOrigin(pageOrigin) || !/^[0-9a-f]{16}$/.test(params.get("id") || "") || window.parent === window ||
-      (ancestors && ancestors[0] !== pageOrigin)) {
+  if (!/^[0-9a-f]{16}$/.test(params.get("id") || "") || !embeddedBy(pageOrigin)) {
     return;
   }
 
-  function toPage(type, body) {
-    window.parent.postMessage(Object.assign({ cloak: 1, type: type }, body), pageOrigin);
-  }
+  const toPage = pageSender(pageOrigin);
 
   /**
    * Each `#` shows the value's next character (the last ones when the mask has fewer `#` than
