@@ -211,3 +211,38 @@ import Testing
         #expect(Poll.until(seconds: 10) { failure.withLock { $0 } == .failed(nil) })
     }
 }
+
+extension StreamedBodyTests {
+    /// The deadline moves with the bytes received (16 KiB/s past the body timeout), not with
+    /// the limit: a client sending a byte now and then, each within the idle timeout, is cut soon
+    /// after the body timeout although its 8 MiB limit would have allowed minutes.
+    @Test func aTricklingBodyIsCutAtItsPace() throws {
+        var configuration = HTTPServerConfiguration(port: 0, threads: 1, maxBodyBytes: 64 << 10)
+        configuration.idleTimeoutSeconds = 5
+        configuration.bodyTimeoutSeconds = 1
+        let server = try HTTPServer(
+            configuration: configuration,
+            deferredHandler: { request, responder in
+                guard let stream = request.bodyStream else { return responder.respond(.json(200, [])) }
+                Self.drain(stream) { reading in responder.respond(.json(reading.end == .end ? 200 : 400, [])) }
+            },
+            bodyDelivery: { _, _ in .streamed(maxBytes: 8 << 20) })
+        server.start()
+        defer { server.shutdown() }
+        let client = try RawHTTPClient(port: server.port, timeout: 20)
+        try client.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+        let started = Date()
+        var cut = false
+        while Date().timeIntervalSince(started) < 15 {
+            do { try client.send("a") } catch {
+                cut = true
+                break
+            }
+            if client.waitForClose(timeout: 0.3) {
+                cut = true
+                break
+            }
+        }
+        #expect(cut, "a body at a byte per 0.3 s was still read after 15 s")
+    }
+}

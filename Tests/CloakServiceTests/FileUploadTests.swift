@@ -342,3 +342,78 @@ extension FileUploadTests {
         #expect(abs(expires.timeIntervalSince(created) - 3600) < 5)
     }
 }
+
+/// What the review of issue 47 found, each held by a test.
+@Suite struct FileUploadReviewTests {
+    @Test func aRecordPointedAtAnotherUploadsChunksNeverServesThem() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try server.client()
+        let victim = FileUploadTests.png(padding: 70_000)
+        let attacker = FileUploadTests.png(padding: 70_000)
+        func upload(_ content: [UInt8]) throws -> String {
+            let answer = try FileUploadTests.upload(
+                client,
+                FileUploadTests.multipart([
+                    ("kyc.full_name", nil, Array("J D".utf8)), ("kyc.document", "a.png", content),
+                ]))
+            return try #require(answer.json?["kyc.document[0]"] as? String)
+        }
+        let alias = try upload(victim)
+        _ = try upload(attacker)
+        // A database writer moves the victim's record onto the attacker's chunks.
+        try FileUploadTests.sqlite(
+            server,
+            """
+            CREATE TEMP TABLE t AS SELECT upload_id, record_id FROM files ORDER BY rowid;
+            UPDATE files SET record_id = NULL WHERE upload_id = (SELECT upload_id FROM t LIMIT 1);
+            UPDATE files SET record_id = (SELECT record_id FROM t LIMIT 1)
+              WHERE upload_id = (SELECT upload_id FROM t LIMIT 1 OFFSET 1);
+            """)
+        let answer = try client.request(
+            "GET", "/files/\(alias)", headers: [("Authorization", "Bearer \(TestServer.filesToken)")])
+        #expect(answer.status == 503, "\(answer.status)")
+        #expect(answer.body != attacker)
+    }
+
+    @Test func anAnonymousCallerPaysForEveryFile() throws {
+        // A burst of 2 at a request a minute: the upload (1) and its two files (2) leave the
+        // address in debt, so its next request is refused; uncharged files would leave one.
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "anonymous: {requests_per_minute: 10000000, burst: 1000000}",
+            with: "anonymous: {requests_per_minute: 1, burst: 2}")
+        try #require(yaml != TestServer.configurationWithTokens)
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let two = FileUploadTests.multipart([
+            ("kyc.full_name", nil, Array("J D".utf8)), ("kyc.document", "1.png", FileUploadTests.png()),
+            ("kyc.document", "2.png", FileUploadTests.png()),
+        ])
+        let first = try FileUploadTests.upload(try server.client(), two)
+        #expect(first.status == 200, "\(first.status) \(first.text)")
+        let next = try server.client().request("POST", "/forms/checkout/validate", json: #"{"fields":{}}"#)
+        #expect(next.status == 429, "\(next.status)")
+    }
+
+    @Test func anEmptyFileInputIsNoFile() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let answer = try FileUploadTests.upload(
+            try server.client(),
+            FileUploadTests.multipart([("kyc.full_name", nil, Array("J D".utf8)), ("kyc.document", "", [])]))
+        #expect(answer.status == 422)
+        #expect(FileUploadTests.fileErrors(answer) == ["FILE_REQUIRED_VALIDATION_ERROR"])
+    }
+
+    @Test func anAnonymousFileIsAnIntentWhoseExpiryIsAnswered() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let answer = try FileUploadTests.upload(
+            try server.client(),
+            FileUploadTests.multipart([
+                ("kyc.full_name", nil, Array("J D".utf8)), ("kyc.document", "a.png", FileUploadTests.png()),
+            ]))
+        #expect(answer.status == 200)
+        #expect(answer.header("Cloak-Intent-Expires") != nil)
+    }
+}
