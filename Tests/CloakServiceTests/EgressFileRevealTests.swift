@@ -81,6 +81,9 @@ import Testing
         #expect(parts[1].bytes == document)
         #expect(parts[0].bytes == Array("identity".utf8) && parts[2].bytes == Array("after".utf8))
         #expect(!f.server.logs.text.contains("passport.png"))
+        // The reveal is audited by the alias's keyed reference, with its route.
+        let audit = try #require(f.server.logs.lines.first { $0.contains(#""action":"file_reveal""#) })
+        #expect(audit.contains(#""route":"docs""#) && audit.contains(#""alias_ref":"ar_"#) && !audit.contains(alias))
     }
 
     @Test func aJSONStringBecomesTheFileInBase64() throws {

@@ -145,10 +145,13 @@ struct EgressHandler: Sendable {
             route: route, vault: client, requestCaller: caller, responseCaller: caller,
             limitName: "max_aliases of route \(route.id) (and vault.max_batch)", trace: trace,
             files: route.revealsFiles
-                ? client.map { [metrics] in
+                ? client.map {
                     FileRevealing(
                         vault: $0, operations: route.requestOperations.filter(\.revealsFiles),
-                        onRevealed: { metrics.fileRevealed(bytes: $0) })
+                        onRevealed: FileRevealing.recording(
+                            route: route.id, tokenID: identity.token?.id ?? "-", client: request.remoteAddress,
+                            vault: $0.vault, log: AuditLog(logger: context.logger),
+                            metrics: { [metrics = self.metrics] in metrics.fileRevealed(bytes: $0) }))
                 } : nil,
             callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false)
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true, trustedContext: trustedContext)

@@ -42,7 +42,7 @@ struct ProxyHandler: RequestHandler {
         let headers = route.forwardedHeaders(
             request.headers, keepAuthorization: keepAuthorization, trustedContext: c.trustsCallerContext)
         guard let formName = route.form else {
-            let call = try operationsCall(route)
+            let call = try operationsCall(route, client: request.remoteAddress)
             return .later { finish in
                 do throws(CloakError) {
                     try call.start(request, rest: rest, headers: headers, body: request.body) { response, outcome in
@@ -79,7 +79,7 @@ struct ProxyHandler: RequestHandler {
     /// or revealed, one vault job per kind and message. Reveal needs a token with
     /// `aliases:reveal`: an answer's revealed values reach the caller, and a request's reach the
     /// upstream on the caller's word.
-    private func operationsCall(_ route: Route) throws(CloakError) -> RouteCall {
+    private func operationsCall(_ route: Route, client: String) throws(CloakError) -> RouteCall {
         if route.reveals { _ = try identity.require("aliases:reveal") }
         // A file leaves the vault only for a caller that holds files:reveal as well.
         if route.revealsFiles { _ = try identity.require("files:reveal") }
@@ -94,7 +94,9 @@ struct ProxyHandler: RequestHandler {
                 ? vault.map {
                     FileRevealing(
                         vault: $0, operations: route.requestOperations.filter(\.revealsFiles),
-                        onRevealed: onFileRevealed)
+                        onRevealed: FileRevealing.recording(
+                            route: route.id, tokenID: identity.token?.id ?? "-", client: client,
+                            vault: $0.vault, log: AuditLog(logger: context.logger), metrics: onFileRevealed))
                 } : nil,
             callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false)
     }

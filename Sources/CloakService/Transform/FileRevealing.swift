@@ -19,7 +19,25 @@ import Synchronization
 struct FileRevealing: Sendable {
     let vault: VaultClient
     let operations: [Route.Operation]
-    let onRevealed: @Sendable (_ bytes: Int) -> Void
+    /// Told of each file revealed (metrics and the audit line: the alias goes to its keyed
+    /// reference there, never to a log as it is).
+    let onRevealed: @Sendable (_ alias: String, _ bytes: Int) -> Void
+
+    /// What a route's file reveal records: the `file_reveal` audit line (the route, the token,
+    /// the client and the alias's keyed reference) and the metrics.
+    static func recording(
+        route: String, tokenID: String, client: String, vault: Vault, log: AuditLog,
+        metrics: @escaping @Sendable (Int) -> Void
+    ) -> @Sendable (String, Int) -> Void {
+        { alias, bytes in
+            metrics(bytes)
+            log.record(
+                AuditEntry(
+                    action: "file_reveal", tokenID: tokenID, client: client,
+                    aliasReference: vault.auditReference(alias), result: "ok",
+                    facts: [("route", route), ("bytes", String(bytes))]))
+        }
+    }
 
     /// A piece of the body before the files are looked up.
     enum Planned: Sendable {
@@ -178,7 +196,7 @@ extension FileRevealing {
                         length += (metadata[alias]!.bytes + 2) / 3 * 4
                     }
                 }
-                for alias in aliases { onRevealed(metadata[alias]!.bytes) }
+                for alias in aliases { onRevealed(alias, metadata[alias]!.bytes) }
                 let body = RevealedBody(vault: vault, segments: segments)
                 completion(.success((StreamedBody { receive in body.next(receive) }, length)))
             }
