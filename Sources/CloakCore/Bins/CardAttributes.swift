@@ -1,0 +1,72 @@
+/// What a BIN table says about the cards of one account range (issue 48): the network's brand,
+/// how the card is funded, for whom, who issues it, where, in what currency, and its product.
+/// Every member is optional: a table says what it knows.
+public struct CardAttributes: Sendable, Hashable {
+    public enum Funding: String, Sendable, CaseIterable {
+        case credit, debit, prepaid, charge
+        case deferredDebit = "deferred_debit"
+    }
+
+    public enum Segment: String, Sendable, CaseIterable {
+        case consumer, commercial
+    }
+
+    public var brand: String?
+    public var funding: Funding?
+    public var segment: Segment?
+    public var issuer: String?
+    /// ISO 3166-1 alpha-2 (and `XK`).
+    public var country: String?
+    /// ISO 4217.
+    public var currency: String?
+    public var product: String?
+
+    public init(
+        brand: String? = nil, funding: Funding? = nil, segment: Segment? = nil, issuer: String? = nil,
+        country: String? = nil, currency: String? = nil, product: String? = nil
+    ) {
+        self.brand = brand
+        self.funding = funding
+        self.segment = segment
+        self.issuer = issuer
+        self.country = country
+        self.currency = currency
+        self.product = product
+    }
+
+    /// As the field states and endpoints show it: the members it has, in a fixed order.
+    public var json: JSONValue {
+        var members: [(key: String, value: JSONValue)] = []
+        if let brand { members.append(("brand", .string(brand))) }
+        if let funding { members.append(("funding", .string(funding.rawValue))) }
+        if let segment { members.append(("segment", .string(segment.rawValue))) }
+        if let issuer { members.append(("issuer", .string(issuer))) }
+        if let country { members.append(("country", .string(country))) }
+        if let currency { members.append(("currency", .string(currency))) }
+        if let product { members.append(("product", .string(product))) }
+        return .object(members)
+    }
+
+    /// Read back from ``json`` (nil for anything else).
+    public init?(json: JSONValue) {
+        guard case .object(let members) = json else { return nil }
+        self.init()
+        for (key, value) in members {
+            guard let text = value.stringValue else { return nil }
+            switch key {
+            case "brand": brand = text
+            case "funding":
+                guard let f = Funding(rawValue: text) else { return nil }
+                funding = f
+            case "segment":
+                guard let s = Segment(rawValue: text) else { return nil }
+                segment = s
+            case "issuer": issuer = text
+            case "country": country = text
+            case "currency": currency = text
+            case "product": product = text
+            default: return nil
+            }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Testing
+
+@testable import CloakCore
+
+/// BIN tables (issue 48): the most specific range answers, imports are refused whole with every
+/// problem's line, and the canonical form reads back to the same table.
+@Suite struct BinTableTests {
+    static let csv = """
+        low,high,brand,funding,segment,issuer,country,currency,product,unused
+        411111,411111,visa,credit,consumer,"Bank, of Tests",US,USD,Classic,x
+        41111100,41111199,visa,debit,,Other Bank,ca,cad,,y
+        4111110000,4111119999,visa,prepaid,commercial,Prepaid Co,GB,GBP,,z
+        520000,529999,mastercard,credit,,,DE,EUR,,
+        5200000000000000001,5200000000000000009,mastercard,charge,,,XK,EUR,,
+        """
+
+    static func table(_ text: String = csv, format: BinTableReader.Format = .csv) throws -> BinTable {
+        let rows = try BinTableReader(format: format).read(Array(text.utf8))
+        return BinTable(rows.map { ($0.low, $0.high, $0.attributes) })
+    }
+
+    @Test(
+        arguments: [
+            ("411111", "Bank, of Tests"), ("4111111", "Bank, of Tests"), ("41111111", "Other Bank"),
+            ("411111111", "Other Bank"), ("4111111111", "Prepaid Co"),
+            ("4111111111111111", "Prepaid Co"), ("5234567890", nil), ("5200000000000000005", nil),
+        ] as [(String, String?)])
+    func theMostSpecificRangeOfAtMostTheQuerysLengthAnswers(query: String, issuer: String?) throws {
+        let found = try Self.table().lookup(query)
+        #expect(found?.issuer == issuer, "\(query)")
+    }
+
+    @Test func aRangeLongerThanTheQueryNeverAnswers() throws {
+        let table = try Self.table()
+        // Eight digits: the 10-digit prepaid range cannot answer, however it would match.
+        #expect(table.lookup("41111111")?.funding == .debit)
+        #expect(table.lookup("4111111100")?.funding == .prepaid)
+        #expect(table.lookup("5200000000000000005")?.brand == "mastercard")
+        #expect(table.lookup("5200000000000000005")?.country == "XK")
+        #expect(table.lookup("52000") == nil)
+        #expect(table.lookup("52x000") == nil)
+        #expect(table.lookup("999999") == nil)
+        #expect(table.count == 5)
+        #expect(table.lookup("41111150")?.country == "CA" && table.lookup("41111150")?.currency == "CAD")
+    }
+
+    @Test func jsonLinesAndMappedColumnsReadTheSame() throws {
+        let jsonl = """
+            {"start":"411111","high":"411111","brand":"visa","type":"credit","bank":"Bank, of Tests","country":"US"}
+            {"start":"520000","high":"529999","brand":"mastercard","type":"debit","extra":{"a":1}}
+            """
+        let rows = try BinTableReader(
+            format: .jsonl, mapping: BinTableReader.mapping("start=low,type=funding,bank=issuer")!
+        )
+        .read(Array(jsonl.utf8))
+        #expect(
+            rows.count == 2 && rows[0].attributes.issuer == "Bank, of Tests" && rows[1].attributes.funding == .debit)
+        #expect(BinTableReader.mapping("a=nothing") == nil)
+    }
+
+    @Test func theCanonicalFormReadsBackToTheSameRows() throws {
+        let rows = try BinTableReader(format: .csv).read(Array(Self.csv.utf8))
+        let again = try BinTableReader(format: .csv).read(BinTableReader.canonicalCSV(rows))
+        #expect(again.map(\.attributes) == rows.map(\.attributes))
+        #expect(again.map(\.low) == rows.map(\.low) && again.map(\.high) == rows.map(\.high))
+    }
+
+    @Test(arguments: [
+        ("low,high\n411111,411112\n411112,411119\n", "lines 2 and 3: ranges of 6 digits overlap"),
+        ("low,high\n411111,41111\n", "line 2: low and high have different lengths (6 and 5)"),
+        ("low,high\n41111,41111\n", "line 2: a range has 6 to 19 digits, not 5"),
+        ("low,high\n411119,411111\n", "line 2: low is above high"),
+        ("low,high\n4111a1,411111\n", "line 2: low and high are digits only"),
+        ("low,high,country\n411111,411111,ZZ\n", "line 2: country is not an ISO 3166-1 alpha-2 code"),
+        ("low,high,currency\n411111,411111,XYZ\n", "line 2: currency is not an ISO 4217 code"),
+        (
+            "low,high,funding\n411111,411111,gift\n",
+            "line 2: funding is one of credit, debit, prepaid, charge, deferred_debit or empty"
+        ),
+        ("low,high,segment\n411111,411111,retail\n", "line 2: segment is consumer, commercial or empty"),
+        ("low,high,issuer\n411111,411111,\"open\n", "line 2: a quoted field is not closed"),
+        (
+            "start,end\n411111,411111\n",
+            "line 1: no column low (columns: low, high, brand, funding, segment, issuer, country, currency, product)"
+        ),
+        ("", "the table is empty (no header line)"),
+    ])
+    func hostileImportsAreRefusedNamingTheirLines(text: String, problem: String) {
+        let refusal = #expect(throws: BinTableReader.Refusal.self) {
+            try BinTableReader(format: .csv).read(Array(text.utf8))
+        }
+        #expect(refusal?.problems.contains(problem) == true, "\(refusal?.problems ?? [])")
+    }
+
+    @Test func wrongEncodingsAndHugeLinesAreRefused() {
+        let latin1: [UInt8] = Array("low,high,issuer\n411111,411111,Caf".utf8) + [0xE9] + [0x0A]
+        let a = #expect(throws: BinTableReader.Refusal.self) { try BinTableReader(format: .csv).read(latin1) }
+        #expect(a?.problems == ["line 2: not UTF-8"])
+        let huge = Array("low,high,issuer\n411111,411111,".utf8) + [UInt8](repeating: 0x41, count: 5000) + [0x0A]
+        let b = #expect(throws: BinTableReader.Refusal.self) { try BinTableReader(format: .csv).read(huge) }
+        #expect(b?.problems == ["line 2: longer than 4096 bytes"])
+        var many = "low,high\n"
+        for i in 0..<50 { many += "41111\(i % 10),x\n" }
+        let c = #expect(throws: BinTableReader.Refusal.self) { try BinTableReader(format: .csv).read(Array(many.utf8)) }
+        #expect(c?.problems.count == BinTableReader.maxProblems && c?.more == 30)
+    }
+
+    @Test func attributesRoundTripAsJSON() {
+        let a = CardAttributes(brand: "visa", funding: .deferredDebit, segment: .commercial, country: "US")
+        #expect(CardAttributes(json: a.json) == a)
+        #expect(
+            JSONWriter.encode(a.json)
+                == Array(#"{"brand":"visa","funding":"deferred_debit","segment":"commercial","country":"US"}"#.utf8))
+    }
+}
