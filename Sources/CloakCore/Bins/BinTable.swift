@@ -4,8 +4,8 @@
 /// digits of that length. Ranges of one length never overlap (``BinTableReader`` refuses it).
 ///
 /// Built for a few hundred thousand ranges: per length, the ranges' bounds as sorted integers
-/// and an index into the distinct attributes (about 20 bytes a range); a lookup is one binary
-/// search per length, longest first.
+/// and an index into the distinct attributes (20 bytes a range); a lookup is one binary search
+/// per length, longest first.
 public struct BinTable: Sendable {
     public static let shortestRange = 6
     public static let longestRange = 19
@@ -25,32 +25,18 @@ public struct BinTable: Sendable {
     /// The number of ranges.
     public var count: Int { byLength.reduce(0) { $0 + $1.lows.count } }
 
-    /// A table of `ranges` (each `low` and `high` of equal length, 6 to 19 digits; none of one
-    /// length overlapping). ``BinTableReader`` checks all this on import, with line numbers.
-    /// - Precondition: the ranges are valid.
-    public init(_ ranges: [(low: String, high: String, attributes: CardAttributes)]) {
-        var distinct: [CardAttributes: UInt32] = [:]
-        var attributes: [CardAttributes] = []
-        var rows = [[(low: UInt64, high: UInt64, attribute: UInt32)]](
-            repeating: [], count: Self.longestRange - Self.shortestRange + 1)
-        for range in ranges {
-            precondition(range.low.utf8.count == range.high.utf8.count, "a range's bounds have one length")
-            let index: UInt32
-            if let known = distinct[range.attributes] {
-                index = known
-            } else {
-                index = UInt32(attributes.count)
-                distinct[range.attributes] = index
-                attributes.append(range.attributes)
-            }
-            rows[range.low.utf8.count - Self.shortestRange].append(
-                (UInt64(range.low)!, UInt64(range.high)!, index))
+    /// The table of what ``BinTableReader`` read (it checked every range: digits of one length,
+    /// 6 to 19, none of one length overlapping).
+    public init(_ table: BinTableReader.Table) {
+        var byLength = [Ranges](repeating: Ranges(), count: Self.longestRange - Self.shortestRange + 1)
+        for row in table.rows.sorted(by: { $0.low < $1.low }) {
+            let i = Int(row.length) - Self.shortestRange
+            byLength[i].lows.append(row.low)
+            byLength[i].highs.append(row.high)
+            byLength[i].attributes.append(row.attributes)
         }
-        byLength = rows.map { rows in
-            let sorted = rows.sorted { $0.low < $1.low }
-            return Ranges(lows: sorted.map(\.low), highs: sorted.map(\.high), attributes: sorted.map(\.attribute))
-        }
-        self.attributes = attributes
+        self.byLength = byLength
+        attributes = table.attributes
     }
 
     /// The attributes of the most specific range that holds `digits` (the first digits of a card

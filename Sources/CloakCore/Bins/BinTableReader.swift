@@ -28,12 +28,28 @@ public struct BinTableReader: Sendable {
         }
     }
 
-    /// A row as read, with its line.
+    /// A row as read, compact (a table has hundreds of thousands): its line, its range's length
+    /// and bounds, and the index of its attributes in ``Table/attributes``.
     public struct Row: Sendable, Equatable {
-        public var line: Int
-        public var low: String
-        public var high: String
-        public var attributes: CardAttributes
+        public var line: Int32
+        public var length: UInt8
+        public var low: UInt64
+        public var high: UInt64
+        public var attributes: UInt32
+
+        /// A bound as digits, with its leading zeros.
+        public static func digits(_ value: UInt64, length: UInt8) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, Int(length) - text.utf8.count)) + text
+        }
+    }
+
+    /// What was read: the rows, and the distinct attributes they point into.
+    public struct Table: Sendable {
+        public var rows: [Row] = []
+        public var attributes: [CardAttributes] = []
+
+        public func attributes(of row: Row) -> CardAttributes { attributes[Int(row.attributes)] }
     }
 
     public var format: Format
@@ -57,16 +73,20 @@ public struct BinTableReader: Sendable {
     }
 
     /// Every row of `bytes`, or the refusal listing what is wrong.
-    public func read(_ bytes: [UInt8]) throws(Refusal) -> [Row] {
+    public func read(_ bytes: [UInt8]) throws(Refusal) -> Table {
         var problems: [String] = []
         var more = 0
         func problem(_ text: String) {
             if problems.count < Self.maxProblems { problems.append(text) } else { more += 1 }
         }
-        var rows: [Row] = []
-        var header: [String?]?
+        var table = Table()
+        table.rows.reserveCapacity(bytes.count / 48)
+        var interned: [CardAttributes: UInt32] = [:]
+        /// For each CSV column, the index of the Cloak column it is (nil: ignored).
+        var header: [Int?]?
         var lineNumber = 0
         var start = 0
+        var values = [String?](repeating: nil, count: Self.columns.count)
         while start < bytes.count {
             var end = start
             while end < bytes.count && bytes[end] != 0x0A { end += 1 }
@@ -78,61 +98,72 @@ public struct BinTableReader: Sendable {
                 problem("line \(lineNumber): longer than \(Self.maxLineBytes) bytes")
                 continue
             }
-            guard let text = UTF8Validation.string(line) else {
+            guard UTF8Validation.isValid(line) else {
                 problem("line \(lineNumber): not UTF-8")
                 continue
             }
-            if text.allSatisfy({ $0 == " " || $0 == "\t" }) { continue }
-            let values: [String: String]
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+            for i in values.indices { values[i] = nil }
             switch format {
             case .csv:
-                guard let fields = Self.csvFields(text) else {
+                guard let fields = Self.csvFields(line) else {
                     problem("line \(lineNumber): a quoted field is not closed")
                     continue
                 }
-                guard let names = header else {
+                guard let columns = header else {
                     header = fields.map { name in
                         let trimmed = name.trimmingSpaces()
-                        let renamed = mapping[trimmed] ?? trimmed
-                        return Self.columns.contains(renamed) ? renamed : nil
+                        return Self.columns.firstIndex(of: mapping[trimmed] ?? trimmed)
                     }
-                    for column in ["low", "high"] where !(header!.contains(column)) {
+                    for (i, column) in ["low", "high"].enumerated() where !(header!.contains(i)) {
                         problem("line 1: no column \(column) (columns: \(Self.columns.joined(separator: ", ")))")
                     }
                     continue
                 }
-                var row: [String: String] = [:]
-                for (name, value) in zip(names, fields) { if let name { row[name] = value } }
-                values = row
+                for (column, field) in zip(columns, fields) {
+                    if let column { values[column] = field }
+                }
             case .jsonl:
-                guard case .object(let members)? = try? JSONParser().parse(Array(text.utf8)) else {
+                guard case .object(let members)? = try? JSONParser().parse(Array(line)) else {
                     problem("line \(lineNumber): not a JSON object")
                     continue
                 }
-                var row: [String: String] = [:]
                 for (key, value) in members {
-                    let name = mapping[key] ?? key
-                    guard Self.columns.contains(name) else { continue }
+                    guard let column = Self.columns.firstIndex(of: mapping[key] ?? key) else { continue }
                     switch value {
-                    case .string(let s): row[name] = s
-                    case .number(let n): row[name] = n
+                    case .string(let s): values[column] = s
+                    case .number(let n): values[column] = n
                     case .null: continue
-                    default: problem("line \(lineNumber): \(name) is not a string")
+                    default: problem("line \(lineNumber): \(Self.columns[column]) is not a string")
                     }
                 }
-                values = row
             }
-            if let row = Self.row(values, line: lineNumber, problem: problem) { rows.append(row) }
+            if let (low, high, attributes) = Self.row(values, line: lineNumber, problem: problem) {
+                let index: UInt32
+                if let known = interned[attributes] {
+                    index = known
+                } else {
+                    index = UInt32(table.attributes.count)
+                    interned[attributes] = index
+                    table.attributes.append(attributes)
+                }
+                table.rows.append(
+                    Row(
+                        line: Int32(clamping: lineNumber), length: UInt8(low.utf8.count), low: UInt64(low)!,
+                        high: UInt64(high)!, attributes: index))
+            }
         }
         if format == .csv && header == nil { problem("the table is empty (no header line)") }
-        if problems.isEmpty { Self.overlaps(rows, problem: problem) }
+        if problems.isEmpty { Self.overlaps(table.rows, problem: problem) }
         guard problems.isEmpty else { throw Refusal(problems: problems, more: more) }
-        return rows
+        return table
     }
 
-    private static func row(_ values: [String: String], line: Int, problem: (String) -> Void) -> Row? {
+    private static func row(_ values: [String?], line: Int, problem: (String) -> Void) -> (
+        low: String, high: String, attributes: CardAttributes
+    )? {
         func value(_ name: String) -> String? {
-            guard let text = values[name]?.trimmingSpaces(), !text.isEmpty else { return nil }
+            guard let text = values[columns.firstIndex(of: name)!], !text.isEmpty else { return nil }
             return text
         }
         guard let low = value("low"), let high = value("high") else {
@@ -189,15 +220,13 @@ public struct BinTableReader: Sendable {
                 ok = false
             }
         }
-        return ok ? Row(line: line, low: low, high: high, attributes: attributes) : nil
+        return ok ? (low, high, attributes) : nil
     }
 
     /// Ranges of one length that overlap, each pair named by its lines.
     private static func overlaps(_ rows: [Row], problem: (String) -> Void) {
-        var byLength: [Int: [(low: UInt64, high: UInt64, line: Int)]] = [:]
-        for row in rows {
-            byLength[row.low.utf8.count, default: []].append((UInt64(row.low)!, UInt64(row.high)!, row.line))
-        }
+        var byLength: [UInt8: [Row]] = [:]
+        for row in rows { byLength[row.length, default: []].append(row) }
         for length in byLength.keys.sorted() {
             let sorted = byLength[length]!.sorted { ($0.low, $0.line) < ($1.low, $1.line) }
             var widest = sorted[0]
@@ -211,58 +240,72 @@ public struct BinTableReader: Sendable {
         }
     }
 
-    /// One CSV line's fields (RFC 4180 quoting: `"…"`, `""` for a quote); nil for an open quote.
-    static func csvFields(_ line: String) -> [String]? {
+    /// One CSV line's fields (RFC 4180 quoting: `"…"`, `""` for a quote), unquoted fields without
+    /// their outer spaces; nil for an open quote.
+    static func csvFields(_ line: some Collection<UInt8>) -> [String]? {
         var fields: [String] = []
-        var field = ""
+        var field: [UInt8] = []
         var quoted = false
-        var chars = line.makeIterator()
-        var atStart = true
-        while let c = chars.next() {
+        var wasQuoted = false
+        var afterQuote = false
+        var i = line.startIndex
+        func close() {
+            var bytes = field[...]
+            if !wasQuoted {
+                while bytes.first == 0x20 || bytes.first == 0x09 { bytes = bytes.dropFirst() }
+                while bytes.last == 0x20 || bytes.last == 0x09 { bytes = bytes.dropLast() }
+            }
+            fields.append(String(decoding: bytes, as: UTF8.self))
+            field.removeAll(keepingCapacity: true)
+            wasQuoted = false
+            afterQuote = false
+        }
+        while i < line.endIndex {
+            let c = line[i]
+            i = line.index(after: i)
             if quoted {
-                if c == "\"" {
-                    var lookahead = chars
-                    if lookahead.next() == "\"" {
-                        field.append("\"")
-                        chars = lookahead
+                if c == UInt8(ascii: "\"") {
+                    if i < line.endIndex && line[i] == UInt8(ascii: "\"") {
+                        field.append(c)
+                        i = line.index(after: i)
                     } else {
                         quoted = false
+                        afterQuote = true
                     }
                 } else {
                     field.append(c)
                 }
-            } else if c == "\"" && atStart {
+            } else if c == UInt8(ascii: ",") {
+                close()
+            } else if c == UInt8(ascii: "\"") && field.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) && !afterQuote {
+                field.removeAll(keepingCapacity: true)
                 quoted = true
-                atStart = false
-            } else if c == "," {
-                fields.append(field)
-                field = ""
-                atStart = true
-            } else {
+                wasQuoted = true
+            } else if !afterQuote || (c != 0x20 && c != 0x09) {
                 field.append(c)
-                atStart = false
             }
         }
         if quoted { return nil }
-        fields.append(field)
+        close()
         return fields
     }
 
-    /// The canonical CSV of `rows` (Cloak's columns, in order): what the store keeps, read again
+    /// The canonical CSV of `table` (Cloak's columns, in order): what the store keeps, read again
     /// by every node with a reader of format `.csv`.
-    public static func canonicalCSV(_ rows: [Row]) -> [UInt8] {
+    public static func canonicalCSV(_ table: Table) -> [UInt8] {
         var out = Array(columns.joined(separator: ",").utf8) + [0x0A]
-        out.reserveCapacity(rows.count * 64)
+        out.reserveCapacity(table.rows.count * 64)
         func quoted(_ text: String?) -> String {
             guard let text else { return "" }
             guard text.contains(where: { $0 == "," || $0 == "\"" }) else { return text }
             return "\"" + text.replacingAll("\"", with: "\"\"") + "\""
         }
-        for row in rows {
-            let a = row.attributes
+        for row in table.rows {
+            let a = table.attributes(of: row)
             let fields = [
-                row.low, row.high, quoted(a.brand), a.funding?.rawValue ?? "", a.segment?.rawValue ?? "",
-                quoted(a.issuer), a.country ?? "", a.currency ?? "", quoted(a.product),
+                Row.digits(row.low, length: row.length), Row.digits(row.high, length: row.length), quoted(a.brand),
+                a.funding?.rawValue ?? "", a.segment?.rawValue ?? "", quoted(a.issuer), a.country ?? "",
+                a.currency ?? "", quoted(a.product),
             ]
             out += Array(fields.joined(separator: ",").utf8)
             out.append(0x0A)
