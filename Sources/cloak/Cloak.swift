@@ -8,7 +8,7 @@ struct Cloak: ParsableCommand {
         commandName: "cloak",
         abstract: "A self-hosted secure-collect gateway: validate, alias and forward sensitive form fields.",
         subcommands: [
-            Serve.self, CheckConfig.self, Healthcheck.self, Keys.self, Tokens.self, Reload.self, Store.self,
+            Serve.self, CheckConfig.self, Healthcheck.self, Keys.self, Tokens.self, Bins.self, Reload.self, Store.self,
             Egress.self,
             Elements.self,
             FF1Command.self, Version.self,

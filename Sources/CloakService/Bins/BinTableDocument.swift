@@ -1,0 +1,165 @@
+import CloakCore
+import CloakCrypto
+import CloakVault
+import Foundation
+
+/// The BIN table in the store (issue 48): one versioned document every node reads, so all of
+/// them, on SQLite or PostgreSQL, swap to a new import within `bins.refresh_s`.
+///
+/// Two named values beside the records:
+/// - `bins.table.<version>`: the table's canonical CSV (``BinTableReader/canonicalCSV(_:)``);
+/// - `bins.current`: this header, naming the version, its row count, source, import time and
+///   the table's SHA-256, with a MAC under a key derived from the key ring (purpose `bin-table`).
+///
+/// An import writes the table under its new version first, then moves `bins.current` to it
+/// (compare-and-set), so a node reads either the old table or the new one, never a mix; a
+/// refused import leaves `bins.current` as it was. A database writer without the ring cannot
+/// make nodes adopt a table of its own (the MAC), nor a changed one (the digest).
+package struct BinTableDocument: Sendable, Equatable {
+    package var version: Int64
+    package var rows: Int
+    package var source: String
+    package var importedAt: Int64
+    package var digest: [UInt8]
+    package var mac: [UInt8] = []
+
+    package static let pointerName = "bins.current"
+    package static func tableName(_ version: Int64) -> String { "bins.table.\(version)" }
+    /// The purpose of the key the header's MAC is made with (``KeyRing/derivedMAC(purpose:)``).
+    package static let purpose = "bin-table"
+
+    /// What the MAC covers: every member but the MAC, in a fixed order.
+    var canonical: [UInt8] {
+        JSONWriter.encode(
+            .object([
+                ("version", .int(Int(version))), ("rows", .int(rows)), ("source", .string(source)),
+                ("imported_at", .int(Int(importedAt))), ("sha256", .string(Self.hex(digest))),
+            ]))
+    }
+
+    /// The header as stored.
+    var stored: [UInt8] {
+        JSONWriter.encode(
+            .object([
+                ("version", .int(Int(version))), ("rows", .int(rows)), ("source", .string(source)),
+                ("imported_at", .int(Int(importedAt))), ("sha256", .string(Self.hex(digest))),
+                ("mac", .string(Self.hex(mac))),
+            ]))
+    }
+
+    /// Reads a stored header; nil when it is not one.
+    init?(stored bytes: [UInt8]) {
+        guard case .object(let m)? = try? JSONParser().parse(bytes) else { return nil }
+        func int(_ key: String) -> Int? {
+            guard case .number(let n)? = m.first(where: { $0.key == key })?.value else { return nil }
+            return Int(n)
+        }
+        func text(_ key: String) -> String? { m.first(where: { $0.key == key })?.value.stringValue }
+        guard let version = int("version"), let rows = int("rows"), let source = text("source"),
+            let importedAt = int("imported_at"), let digest = text("sha256").flatMap(Self.bytes),
+            let mac = text("mac").flatMap(Self.bytes)
+        else { return nil }
+        self.init(
+            version: Int64(version), rows: rows, source: source, importedAt: Int64(importedAt), digest: digest,
+            mac: mac)
+    }
+
+    package init(version: Int64, rows: Int, source: String, importedAt: Int64, digest: [UInt8], mac: [UInt8] = []) {
+        self.version = version
+        self.rows = rows
+        self.source = source
+        self.importedAt = importedAt
+        self.digest = digest
+        self.mac = mac
+    }
+
+    /// Whether the MAC is the ring's for this header.
+    func verifies(_ key: HMACKey) -> Bool {
+        mac.count == 32 && constantTimeEquals(mac, key.authenticate(canonical))
+    }
+
+    /// `{"version","rows","source","imported_at"}`: what `cloak bins status` prints.
+    package var json: JSONValue {
+        .object([
+            ("version", .int(Int(version))), ("rows", .int(rows)), ("source", .string(source)),
+            ("imported_at", .string(RevealedRecord.iso8601(importedAt))),
+        ])
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    static func bytes(_ hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        for i in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+            out.append(byte)
+        }
+        return out
+    }
+}
+
+/// Imports a BIN table into the store and reports the one there (`cloak bins`).
+package struct BinTableAdministration {
+    package let store: any AliasStore
+    package let key: HMACKey
+
+    package init(store: any AliasStore, ring: KeyRing) {
+        self.store = store
+        self.key = ring.derivedMAC(purpose: BinTableDocument.purpose)
+    }
+
+    package enum Failure: Error, CustomStringConvertible {
+        case raced
+        case store(String)
+        package var description: String {
+            switch self {
+            case .raced: "another import changed the table meanwhile; nothing was changed: run it again"
+            case .store(let why): "the store failed: \(why)"
+            }
+        }
+    }
+
+    /// The header in the store, and whether it verifies (nil: no table was ever imported).
+    package func status() throws(Failure) -> (document: BinTableDocument, verified: Bool)? {
+        do {
+            guard let bytes = try store.metadata(BinTableDocument.pointerName), !bytes.isEmpty else { return nil }
+            guard let document = BinTableDocument(stored: bytes) else {
+                return (BinTableDocument(version: 0, rows: 0, source: "?", importedAt: 0, digest: []), false)
+            }
+            return (document, document.verifies(key))
+        } catch {
+            throw .store("\(error)")
+        }
+    }
+
+    /// Writes `table` (read and checked by ``BinTableReader``) as the next version; the header.
+    package func importTable(_ table: BinTableReader.Table, source: String, now: Int64) throws(Failure)
+        -> BinTableDocument
+    {
+        let content = BinTableReader.canonicalCSV(table)
+        do {
+            let old = try store.metadata(BinTableDocument.pointerName)
+            let previous = old.flatMap { BinTableDocument(stored: $0) }
+            var document = BinTableDocument(
+                version: (previous?.version ?? 0) + 1, rows: table.rows.count, source: source, importedAt: now,
+                digest: Digest.sha256(content))
+            document.mac = key.authenticate(document.canonical)
+            try store.setMetadata(BinTableDocument.tableName(document.version), content)
+            guard try store.replaceMetadata(BinTableDocument.pointerName, expected: old, with: document.stored) else {
+                try store.setMetadata(BinTableDocument.tableName(document.version), [])
+                throw Failure.raced
+            }
+            // The version before stays one refresh longer for nodes reading it now; older go.
+            if let previous, previous.version > 1 {
+                try store.setMetadata(BinTableDocument.tableName(previous.version - 1), [])
+            }
+            return document
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw .store("\(error)")
+        }
+    }
+}
