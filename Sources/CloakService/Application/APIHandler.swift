@@ -62,6 +62,9 @@ extension CloakService {
     func metricsExposition() -> HTTPResponse {
         metrics.logLinesDropped(LogQueue.standardOutput.dropped)
         metrics.clientAddressRefusals(ConnectionNotices.shared.counts)
+        let bins = binRefresh?.current?.document
+        metrics.binTable(
+            version: bins?.version, importedAt: bins?.importedAt, now: Int64(Date().timeIntervalSince1970))
         return HTTPResponse(
             status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: metrics.exposition())
     }
@@ -83,6 +86,10 @@ extension CloakService {
             }
         }
         return handler
+    }
+
+    func bins(_ c: RequestContext) -> BinsHandler {
+        BinsHandler(table: binRefresh?.current?.table, vault: vaultClient(c.request, c.identity, trace: c.trace))
     }
 
     func fileReveal(_ c: RequestContext) throws(CloakError) -> FileRevealHandler {

@@ -40,6 +40,7 @@ package final class CloakService: Sendable {
     var vault: Vault? { state.vault }
     /// Reads the store's API credentials every `auth.refresh_s` (nil without a vault).
     package var credentialRefresh: CredentialRefresh? { state.credentialRefresh }
+    package var binRefresh: BinTableRefresh? { state.binRefresh }
     var metrics: ServiceMetrics { state.metrics }
     var egressMetrics: EgressMetrics { state.egressMetrics }
     /// Distinct values per token and format-preserving bucket (`limits.bucket_values_per_hour`).

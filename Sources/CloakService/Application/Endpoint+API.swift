@@ -72,6 +72,14 @@ extension Endpoint {
             try s.fileReveal(c).reveal(alias: c.parameter("alias"))
         },
 
+        // Card attributes from the BIN table (issue 48).
+        Endpoint("bins", .GET, "/bins/{digits}", access: .scope("bins:read"), rate: .caller) {
+            s, c throws(CloakError) in try s.bins(c).lookup(c.parameter("digits"))
+        },
+        Endpoint("card-attributes", .POST, "/cards/attributes", access: .scope("bins:read"), rate: .caller) {
+            s, c throws(CloakError) in try s.bins(c).attributes(c.request)
+        },
+
         // Cloak Elements.
         Endpoint("elements-schema", .GET, "/elements/v1/forms/{form}", access: .open, rate: .caller) {
             s, c throws(CloakError) in

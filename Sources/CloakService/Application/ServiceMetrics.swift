@@ -78,6 +78,16 @@ final class ServiceMetrics: Sendable {
     }
 
     /// Publishes the client-address refusals by reason code (read when `/metrics` is served).
+    /// Publishes the BIN table a node serves: its version (0: none) and seconds since its import.
+    func binTable(version: Int64?, importedAt: Int64?, now: Int64) {
+        registry.set(
+            "cloak_bins_version", help: "The BIN table this node serves: its version (0: none imported)",
+            to: Int(version ?? 0))
+        registry.set(
+            "cloak_bins_age_seconds", help: "Seconds since the BIN table this node serves was imported (0: none)",
+            to: importedAt.map { Int(max(0, now - $0)) } ?? 0)
+    }
+
     func clientAddressRefusals(_ counts: [String: Int]) {
         for (reason, count) in counts.sorted(by: { $0.key < $1.key }) {
             registry.set(

@@ -39,6 +39,9 @@ package enum ServiceRunner {
         // The store's API credentials before the first request, then every auth.refresh_s.
         service.credentialRefresh?.refreshAndWait()
         service.credentialRefresh?.start()
+        // The BIN table before the first request, then every bins.refresh_s.
+        service.binRefresh?.refreshAndWait()
+        service.binRefresh?.start()
         server.start()
         egress?.start()
         let c = service.configuration.server
@@ -83,6 +86,7 @@ package enum ServiceRunner {
         egress?.shutdown()
         server.shutdown()
         service.credentialRefresh?.stop()
+        service.binRefresh?.stop()
         onStopped()
         service.logger.info("stopped")
         LogQueue.standardOutput.flush()

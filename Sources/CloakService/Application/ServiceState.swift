@@ -22,6 +22,8 @@ final class ServiceState: Sendable {
     /// The YAML's tokens (replaced by a reload) and the store's (``CredentialRefresh``).
     let directory: TokenDirectory
     let credentialRefresh: CredentialRefresh?
+    /// The BIN table this node serves (``BinTableRefresh``; nil without a vault).
+    let binRefresh: BinTableRefresh?
     let elementsSessionKey: HMACKey?
     let egressCA: CertificateAuthority?
     let logSink: LogSink
@@ -49,6 +51,9 @@ final class ServiceState: Sendable {
         self.credentialRefresh = vault.map {
             CredentialRefresh(
                 vault: $0, directory: directory, interval: configuration.authRefreshSeconds, logger: logger)
+        }
+        self.binRefresh = vault.map {
+            BinTableRefresh(vault: $0, interval: configuration.binsRefreshSeconds, logger: logger)
         }
     }
 }

@@ -97,6 +97,7 @@ extension ServiceConfiguration {
                 root, at: "",
                 allowed: [
                     "server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements", "telemetry",
+                    "bins",
                 ])
         else { return config }
 
@@ -276,6 +277,9 @@ extension ServiceConfiguration {
             }
         }
         config.egress = EgressSettings.read(top["egress"], r)
+        if let bins = r.mapping(top["bins"], at: "bins", allowed: ["refresh_s"]) {
+            r.int(bins["refresh_s"], at: "bins.refresh_s", min: 1, max: 3600, into: &config, \.binsRefreshSeconds)
+        }
         if let elements = r.mapping(
             top["elements"], at: "elements", allowed: ["allowed_origins", "font_origins", "native"])
         {

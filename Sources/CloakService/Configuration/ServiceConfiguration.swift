@@ -16,6 +16,8 @@ package struct ServiceConfiguration: Sendable {
     /// `auth.refresh_s`: how often a node reads the store's API credentials (a token created or
     /// revoked on another node, or by `cloak tokens`, takes effect within it).
     package var authRefreshSeconds = 5
+    /// How often a node reads the store's BIN table header (`bins.refresh_s`).
+    package var binsRefreshSeconds = 30
     /// `limits`: request rates per client address (no token) and per token.
     package var limits = RateLimits()
     /// `egress`: routes that reveal aliases on the way out, and the forward-proxy door.
@@ -156,6 +158,7 @@ package struct ServiceConfiguration: Sendable {
 
     package static let knownScopes: Set<String> = [
         "aliases:create", "aliases:reveal", "aliases:lookup", "aliases:update", "aliases:delete", "files:reveal",
+        "bins:read",
         "egress:*",
         "tokens:admin",
     ]

@@ -1,0 +1,114 @@
+import CloakCore
+import CloakCrypto
+import CloakVault
+import Dispatch
+import Logging
+import Synchronization
+
+/// Keeps a node's BIN table in step with the store's (``BinTableDocument``): every
+/// `bins.refresh_s` it reads the header on a vault thread, and when it names another version,
+/// reads that table too; the table is parsed and built on a queue of its own (a large one takes
+/// a second), then swapped in whole. A header that does not verify with the ring, or a table
+/// whose digest is not the header's, is refused (logged once) and the node keeps the table it
+/// has. Every adoption is an audit line (`bins_adopt`: version, rows, source).
+package final class BinTableRefresh: Sendable {
+    let vault: Vault
+    let key: HMACKey
+    let logger: Logger
+    private let timer: RepeatingTimer
+    private let building = DispatchQueue(label: "cloak.bins-build")
+    private let state = Mutex<State>(State())
+
+    private struct State: Sendable {
+        var document: BinTableDocument?
+        var table: BinTable?
+        /// The version last refused, so a refusal is logged once.
+        var refused: Int64?
+    }
+
+    package init(vault: Vault, interval: Int, logger: Logger) {
+        self.vault = vault
+        self.key = vault.derivedMAC(purpose: BinTableDocument.purpose)
+        self.logger = logger
+        self.timer = RepeatingTimer(label: "cloak.bins-refresh", interval: interval)
+    }
+
+    /// The table this node serves, and its header (nil: none imported, or none verified yet).
+    package var current: (table: BinTable, document: BinTableDocument)? {
+        state.withLock { s in s.table.flatMap { table in s.document.map { (table, $0) } } }
+    }
+
+    package func start() { timer.start { [weak self] in self?.refreshNow() } }
+    package func stop() { timer.stop() }
+    deinit { stop() }
+
+    /// Reads the store once and adopts a new table that verifies; `done` runs after.
+    package func refreshNow(done: (@Sendable () -> Void)? = nil) {
+        let held = state.withLock { $0.document?.version }
+        vault.withStore(reads: true) { store -> (BinTableDocument, [UInt8]?)? in
+            guard let bytes = try store.metadata(BinTableDocument.pointerName), !bytes.isEmpty,
+                let document = BinTableDocument(stored: bytes), document.version != held
+            else { return nil }
+            return (document, try store.metadata(BinTableDocument.tableName(document.version)))
+        } completion: { [self] result in
+            building.async { [self] in
+                switch result {
+                case .success(let found?): consider(found.0, found.1)
+                case .success(nil): break
+                case .failure(let error):
+                    logger.warning(
+                        "cannot read the store's BIN table; keeping the current one",
+                        metadata: ["reason": .string("\(error)")])
+                }
+                done?()
+            }
+        }
+    }
+
+    /// Refreshes and waits (at start, before listening).
+    package func refreshAndWait() {
+        let done = DispatchSemaphore(value: 0)
+        refreshNow { done.signal() }
+        done.wait()
+    }
+
+    private func consider(_ document: BinTableDocument, _ content: [UInt8]?) {
+        let refusal: String?
+        var built: BinTable?
+        if !document.verifies(key) {
+            refusal = "its header does not verify with the key ring (written without the ring, or by another)"
+        } else if let content, !content.isEmpty, constantTimeEquals(Digest.sha256(content), document.digest) {
+            do {
+                built = BinTable(try BinTableReader(format: .csv).read(content))
+                refusal = nil
+            } catch {
+                refusal = "it does not read: \(error.problems.first ?? "")"
+            }
+        } else {
+            refusal = "its content is missing or is not what its header names"
+        }
+        guard let built else {
+            let first = state.withLock { s in
+                defer { s.refused = document.version }
+                return s.refused != document.version
+            }
+            if first {
+                logger.error(
+                    "the store's BIN table is refused; keeping the current one (run cloak bins import again)",
+                    metadata: ["version": .stringConvertible(document.version), "reason": .string(refusal ?? "")])
+            }
+            return
+        }
+        state.withLock { s in
+            s.document = document
+            s.table = built
+            s.refused = nil
+        }
+        AuditLog(logger: logger).record(
+            AuditEntry(
+                action: "bins_adopt", tokenID: "-", client: "-", aliasReference: nil, result: "ok",
+                facts: [
+                    ("version", String(document.version)), ("rows", String(document.rows)), ("source", document.source),
+                ]))
+    }
+}

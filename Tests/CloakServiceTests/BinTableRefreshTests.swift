@@ -1,0 +1,106 @@
+import CloakCore
+import CloakCrypto
+import CloakTesting
+import Foundation
+import Testing
+
+/// The BIN table end to end (issue 48): `cloak bins import` beside two running nodes on one
+/// store, each swapping to the new table within `bins.refresh_s`; a refused import and a header
+/// forged by a database writer leave the served table as it was.
+@Suite(.serialized) struct BinTableRefreshTests {
+    static let auth = [("Authorization", "Bearer \(CloakNode.token)")]
+
+    static func nodes(in directory: TemporaryDirectory) throws -> (CloakNode, CloakNode) {
+        let store = "sqlite:\(directory.path)/cloak.db"
+        let configure: (String) -> String = { $0 + "\nbins: {refresh_s: 1}\n" }
+        let scopes = "aliases:create, aliases:reveal, bins:read"
+        let a = try CloakNode(store: store, directory: directory.path, scopes: scopes, configure: configure)
+        let b = try CloakNode(store: store, directory: directory.path, scopes: scopes, configure: configure)
+        return (a, b)
+    }
+
+    static func issuer(_ digits: String, on node: CloakNode) -> String? {
+        guard let r = try? node.client().request("GET", "/bins/\(digits)", headers: auth), r.status == 200 else {
+            return nil
+        }
+        return r.json?["issuer"] as? String
+    }
+
+    static func write(_ text: String, to directory: TemporaryDirectory, name: String) throws -> String {
+        let path = "\(directory.path)/\(name)"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func everyNodeSwapsToAnImportAndARefusedOneChangesNothing() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (a, b) = try Self.nodes(in: directory)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        #expect(try a.client().request("GET", "/bins/411111", headers: Self.auth).status == 404)
+        let first = try Self.write(
+            "low,high,issuer,country\n411111,411111,First Bank,US\n", to: directory, name: "one.csv")
+        let imported = try a.command(["bins", "import", first, "--source", "test"])
+        #expect(imported.status == 0, "\(imported.output)")
+        #expect(imported.output.contains(#""version":1"#) && imported.output.contains(#""rows":1"#))
+        #expect(
+            Poll.until {
+                Self.issuer("41111199", on: a) == "First Bank" && Self.issuer("411111", on: b) == "First Bank"
+            })
+
+        // A refused import: the table stays as it was, on every node.
+        let bad = try Self.write(
+            "low,high,issuer\n411111,411112,Second\n411112,411119,Overlap\n", to: directory, name: "bad.csv")
+        let refused = try a.command(["bins", "import", bad])
+        #expect(refused.status == 2 && refused.output.contains("lines 2 and 3: ranges of 6 digits overlap"))
+        let second = try Self.write("low,high,issuer\n411111,411111,Second Bank\n", to: directory, name: "two.csv")
+        #expect(try b.command(["bins", "import", second]).status == 0)
+        #expect(
+            Poll.until {
+                Self.issuer("411111", on: a) == "Second Bank" && Self.issuer("411111", on: b) == "Second Bank"
+            })
+        let status = try a.command(["bins", "status"])
+        #expect(status.output.contains(#""version":2"#) && status.output.contains(#""source":"two.csv""#))
+        let metrics = try a.client().request("GET", "/metrics")
+        #expect(metrics.text.contains("cloak_bins_version 2"))
+    }
+
+    @Test func aHeaderForgedWithoutTheRingIsRefused() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (a, b) = try Self.nodes(in: directory)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let table = try Self.write("low,high,issuer\n411111,411111,Real Bank\n", to: directory, name: "real.csv")
+        #expect(try a.command(["bins", "import", table]).status == 0)
+        #expect(
+            Poll.until { Self.issuer("411111", on: a) == "Real Bank" && Self.issuer("411111", on: b) == "Real Bank" })
+        // A database writer points the header at a table of its own, with a version above.
+        let forged = Array(
+            "low,high,brand,funding,segment,issuer,country,currency,product\n411111,411111,,,,Forged,,,\n".utf8)
+        let digest = CloakCrypto.Digest.sha256(forged).map { String(format: "%02x", $0) }.joined()
+        let header =
+            #"{"version":9,"rows":1,"source":"x","imported_at":1,"sha256":"\#(digest)","mac":"\#(String(repeating: "00", count: 32))"}"#
+        let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
+        let sql = """
+            INSERT OR REPLACE INTO meta (name, value) VALUES ('bins.table.9', x'\(hex(forged))');
+            UPDATE meta SET value = x'\(hex(Array(header.utf8)))' WHERE name = 'bins.current';
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", "\(directory.path)/cloak.db", sql]
+        try process.run()
+        process.waitUntilExit()
+        #expect(
+            Poll.until {
+                a.log.contains("the store's BIN table is refused") && b.log.contains("the store's BIN table is refused")
+            })
+        #expect(Self.issuer("411111", on: a) == "Real Bank")
+        #expect(Self.issuer("411111", on: b) == "Real Bank")
+    }
+}
