@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import CloakCore
@@ -114,5 +115,49 @@ import Testing
         #expect(
             JSONWriter.encode(a.json)
                 == Array(#"{"brand":"visa","funding":"deferred_debit","segment":"commercial","country":"US"}"#.utf8))
+    }
+}
+
+/// Card attributes in a card number's field state: from the digits the state shows as `bin`,
+/// never more, and only when it shows one.
+@Suite struct CardAttributesStateTests {
+    static let table = BinTable(
+        try! BinTableReader(format: .csv).read(
+            Array(
+                """
+                low,high,issuer,funding,country
+                411111,411111,Six Digit Bank,credit,US
+                4111111111,4111111111,Ten Digit Bank,debit,CA
+                378282,378282,Amex Bank,charge,US
+                """.utf8)))
+
+    static func state(_ number: String) throws -> [String: Any] {
+        var field = FieldSchema(name: "card", type: .cardNumber)
+        field.isRequired = true
+        let form = FormSchema(name: "f", fields: [field])
+        var context = ValidationContext(today: CalendarDate(year: 2026, month: 11, day: 26)!)
+        context.bins = table
+        let validation = FormValidation(form: form, values: [number], context: context)
+        let json = try JSONSerialization.jsonObject(with: Data(validation.stateJSON)) as? [String: Any]
+        return try #require((json?["fields"] as? [String: Any])?["card"] as? [String: Any])
+    }
+
+    @Test func theAttributesOfTheBinShownAndNoMore() throws {
+        // Visa, 16 digits: the state shows 8 digits, so the 10-digit range cannot answer.
+        let visa = try Self.state("4111 1111 1111 1111")
+        #expect(visa["bin"] as? String == "41111111")
+        let attributes = try #require(visa["cardAttributes"] as? [String: String])
+        #expect(attributes == ["issuer": "Six Digit Bank", "funding": "credit", "country": "US"])
+        // Amex: six digits shown.
+        let amex = try Self.state("378282246310005")
+        #expect((amex["cardAttributes"] as? [String: String])?["funding"] == "charge")
+    }
+
+    @Test func noBinShownNoAttributes() throws {
+        // Invalid (Luhn), and too short for an 8-digit BIN: no bin, no attributes.
+        #expect(try Self.state("4111 1111 1111 1112")["cardAttributes"] == nil)
+        #expect(try Self.state("4111 1111 1111")["cardAttributes"] == nil)
+        // Valid, but no range holds it.
+        #expect(try Self.state("5555 5555 5555 4444")["cardAttributes"] == nil)
     }
 }

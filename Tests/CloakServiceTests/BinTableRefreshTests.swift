@@ -1,6 +1,8 @@
 import CloakCore
 import CloakCrypto
+import CloakService
 import CloakTesting
+import CloakVault
 import Foundation
 import Testing
 
@@ -102,5 +104,30 @@ import Testing
             })
         #expect(Self.issuer("411111", on: a) == "Real Bank")
         #expect(Self.issuer("411111", on: b) == "Real Bank")
+    }
+}
+
+/// `/validate` on a node serving a BIN table: a card number's state carries the attributes of
+/// the digits it shows as `bin`.
+@Suite struct ValidateCardAttributesTests {
+    @Test func aValidCardsStateCarriesItsAttributes() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let table = try BinTableReader(format: .csv).read(
+            Array("low,high,issuer,funding,country\n411111,411111,Six Digit Bank,debit,US\n".utf8))
+        let key = server.vault.derivedMAC(purpose: BinTableDocument.purpose)
+        let done = DispatchSemaphore(value: 0)
+        server.vault.withStore(reads: false) { store in
+            try BinTableAdministration(store: store, key: key).importTable(table, source: "test", now: 1)
+        } completion: { _ in
+            done.signal()
+        }
+        done.wait()
+        server.service.binRefresh?.refreshAndWait()
+        let r = try server.client().request(
+            "POST", "/forms/checkout/validate", json: #"{"fields":{"card_data.card_number":"4111 1111 1111 1111"}}"#)
+        let fields = try #require(r.json?["fields"] as? [String: [String: Any]])
+        let attributes = try #require(fields["card_data.card_number"]?["cardAttributes"] as? [String: String])
+        #expect(attributes == ["issuer": "Six Digit Bank", "funding": "debit", "country": "US"])
     }
 }

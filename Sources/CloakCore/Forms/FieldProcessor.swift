@@ -72,9 +72,15 @@ enum FieldProcessor {
         case let (.date(from)?, .date(to)?): output = convertDate(output, from: from, to: to)
         default: break
         }
+        // The attributes of the digits the state shows as `bin`, and no more (issue 48).
+        var attributes: CardAttributes?
+        if let table = context.bins, let cardModel, errors.isEmpty {
+            let shown = FieldResult.binLength(cardModel, length: raw.utf8.count)
+            if shown >= BinTable.shortestRange { attributes = table.lookup(raw.utf8.prefix(shown)) }
+        }
         return FieldResult(
             definition: definition, isPresent: input != nil, rawText: raw, outputText: output, validationErrors: errors,
-            cardModel: cardModel)
+            cardModel: cardModel, cardAttributes: attributes)
     }
 
     static let cvcPattern = try! RegexPattern(FieldType.cvc.defaultRegex)

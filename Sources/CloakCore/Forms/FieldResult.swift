@@ -19,6 +19,9 @@ public final class FieldResult: Sendable, CustomStringConvertible {
     public let validationErrors: [String]
     /// The detected brand, for card numbers.
     public let cardModel: PaymentCardModel?
+    /// A card number's attributes from the BIN table, by the digits its state shows as `bin`
+    /// (never more): nil when the state shows none, or no range holds them.
+    public let cardAttributes: CardAttributes?
 
     public var isValid: Bool { validationErrors.isEmpty }
     public var isEmpty: Bool { rawText.isEmpty }
@@ -81,6 +84,12 @@ public final class FieldResult: Sendable, CustomStringConvertible {
         return Array(writer.bytes.dropFirst())  // without the brace
     }
 
+    /// How many of a card number's first digits its state shows as `bin` (when valid): 8 for a
+    /// brand with eight-digit BINs and 16 digits or more, else 6.
+    static func binLength(_ model: PaymentCardModel, length: Int) -> Int {
+        model.brand.hasEightDigitBIN ? (length >= 16 ? 8 : 0) : min(6, length)
+    }
+
     /// The state's members that depend on the submission, and its closing brace.
     private func writeStateRest(into writer: inout JSONWriter) {
         var raw = rawText
@@ -104,11 +113,15 @@ public final class FieldResult: Sendable, CustomStringConvertible {
             switch schema.type {
             case .cardNumber:
                 let model = cardModel ?? .unknown
-                let binLength = model.brand.hasEightDigitBIN ? (length >= 16 ? 8 : 0) : min(6, length)
+                let binLength = Self.binLength(model, length: length)
                 writer.member("cardBrand", model.brand.id)
                 writer.member("cardBrandName", model.name)
                 member("bin", 0..<binLength, shown: isValid)
                 member("last4", length - 4..<length, shown: isValid && length >= 12)
+                if let cardAttributes {
+                    writer.key("cardAttributes" as StaticString)
+                    writer.write(cardAttributes.json)
+                }
             case .ssn:
                 member("last4", length - 4..<length, shown: isValid && length == 9)
             default:
@@ -120,7 +133,7 @@ public final class FieldResult: Sendable, CustomStringConvertible {
 
     init(
         definition: FieldDefinition, isPresent: Bool, rawText: String, outputText: String, validationErrors: [String],
-        cardModel: PaymentCardModel?
+        cardModel: PaymentCardModel?, cardAttributes: CardAttributes? = nil
     ) {
         self.definition = definition
         self.isPresent = isPresent
@@ -128,5 +141,6 @@ public final class FieldResult: Sendable, CustomStringConvertible {
         self.sensitiveOutput = Sensitive(outputText)
         self.validationErrors = validationErrors
         self.cardModel = cardModel
+        self.cardAttributes = cardAttributes
     }
 }

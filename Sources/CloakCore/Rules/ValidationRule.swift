@@ -14,6 +14,8 @@ public struct ValidationContext: Sendable {
     public var today: CalendarDate
     /// The brands the form accepts, in detection order.
     public var brands: CardBrandTable
+    /// The BIN table a card number's state takes its attributes from (issue 48); nil: none.
+    public var bins: BinTable?
 
     /// The brand the field being validated was detected as, so its rules do not detect it again.
     var detectedCard: (number: String, model: PaymentCardModel)?

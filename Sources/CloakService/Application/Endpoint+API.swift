@@ -18,7 +18,7 @@ extension Endpoint {
         // Forms: validate, tokenize, send.
         Endpoint("validate", .POST, "/forms/{form}/validate", access: .open, rate: .creator) {
             s, c throws(CloakError) in
-            try ValidateHandler(context: s.context).reply(to: c)
+            try ValidateHandler(context: s.context, bins: s.binRefresh?.current?.table).reply(to: c)
         },
         Endpoint(
             "form-tokens", .POST, "/forms/{form}/tokens", access: .tokenize, rate: .creator, audit: "file_upload"

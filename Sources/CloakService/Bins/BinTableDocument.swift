@@ -106,8 +106,13 @@ package struct BinTableAdministration {
     package let key: HMACKey
 
     package init(store: any AliasStore, ring: KeyRing) {
+        self.init(store: store, key: ring.derivedMAC(purpose: BinTableDocument.purpose))
+    }
+
+    /// With the key already derived (a node's vault: ``Vault/derivedMAC(purpose:)``).
+    package init(store: any AliasStore, key: HMACKey) {
         self.store = store
-        self.key = ring.derivedMAC(purpose: BinTableDocument.purpose)
+        self.key = key
     }
 
     package enum Failure: Error, CustomStringConvertible {
