@@ -161,3 +161,42 @@ import Testing
         #expect(try Self.state("5555 5555 5555 4444")["cardAttributes"] == nil)
     }
 }
+
+/// A card field's `accept` rule: refused by what the table knows, the state still showing bin and
+/// attributes so the page can say why; a card the table does not know passes.
+@Suite struct CardAcceptRuleTests {
+    static func state(_ number: String, rule: CardAcceptRule) throws -> [String: Any] {
+        var field = FieldSchema(name: "card", type: .cardNumber)
+        field.accept = rule
+        let form = FormSchema(name: "f", fields: [field])
+        var context = ValidationContext(today: CalendarDate(year: 2026, month: 11, day: 26)!)
+        context.bins = CardAttributesStateTests.table
+        let json =
+            try JSONSerialization.jsonObject(
+                with: Data(FormValidation(form: form, values: [number], context: context).stateJSON)) as? [String: Any]
+        return try #require((json?["fields"] as? [String: Any])?["card"] as? [String: Any])
+    }
+
+    @Test func aRefusedCardStillShowsWhy() throws {
+        let rule = CardAcceptRule(funding: [.debit], countries: ["US"])
+        let refused = try Self.state("4111 1111 1111 1111", rule: rule)  // credit, US
+        #expect(refused["isValid"] as? Bool == false)
+        #expect(refused["validationErrors"] as? [String] == ["CARD_NOT_ACCEPTED"])
+        #expect(refused["bin"] as? String == "41111111" && refused["last4"] as? String == "1111")
+        #expect((refused["cardAttributes"] as? [String: String])?["funding"] == "credit")
+        let custom = try Self.state("378282246310005", rule: CardAcceptRule(countries: ["CA"], error: "AMEX_CA_ONLY"))
+        #expect(custom["validationErrors"] as? [String] == ["AMEX_CA_ONLY"])
+    }
+
+    @Test func anAcceptedOrUnknownCardPasses() throws {
+        #expect(
+            try Self.state("4111 1111 1111 1111", rule: CardAcceptRule(funding: [.credit]))["isValid"] as? Bool == true)
+        #expect(
+            try Self.state("5555 5555 5555 4444", rule: CardAcceptRule(funding: [.debit]))["isValid"] as? Bool == true)
+        // An invalid card shows neither bin nor attributes, and no accept error on top.
+        let invalid = try Self.state("4111 1111 1111 1112", rule: CardAcceptRule(funding: [.debit]))
+        #expect(
+            invalid["bin"] as? String == ""
+                && !(invalid["validationErrors"] as? [String] ?? []).contains("CARD_NOT_ACCEPTED"))
+    }
+}

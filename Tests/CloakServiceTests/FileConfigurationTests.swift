@@ -78,4 +78,22 @@ struct FileConfigurationTests {
             with: "routes: [{id: \"3d4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10\", path: /x, upstream: echo, form: kyc}]")
         #expect(Self.issues(yaml).contains("routes[0].form"))
     }
+
+    @Test(arguments: [
+        ("{name: c, type: cardNumber, accept: {funding: [gift]}}", "forms.docs.fields[0].accept.funding[0]"),
+        ("{name: c, type: cardNumber, accept: {countries: [ZZ]}}", "forms.docs.fields[0].accept.countries[0]"),
+        ("{name: c, type: cardNumber, accept: {error: X}}", "forms.docs.fields[0].accept"),
+        ("{name: c, type: ssn, accept: {funding: [credit]}}", "forms.docs.fields[0].accept"),
+    ])
+    func acceptRuleMistakesAreNamed(field: String, path: String) {
+        #expect(Self.issues(Self.form(field)).contains(path), "\(Self.issues(Self.form(field)))")
+    }
+
+    @Test func anAcceptRuleLoads() throws {
+        let c = try ServiceConfiguration.parse(
+            yaml: Self.form("{name: c, type: cardNumber, accept: {funding: [credit, debit], countries: [US, CA]}}"))
+        #expect(
+            c.forms["docs"]?.fields.first?.accept
+                == CardAcceptRule(funding: [.credit, .debit], countries: ["US", "CA"], error: "CARD_NOT_ACCEPTED"))
+    }
 }

@@ -70,3 +70,33 @@ public struct CardAttributes: Sendable, Hashable {
         }
     }
 }
+
+/// A card field's `accept` rule (issue 48): the card's attributes must be among these, or the
+/// field has `error`. Judged on the attributes of the BIN the state shows; a card the table says
+/// nothing about (or no table) passes: the rule refuses what it knows to be refused.
+public struct CardAcceptRule: Sendable, Equatable {
+    public var funding: Set<CardAttributes.Funding>?
+    /// ISO 3166-1 alpha-2 codes (and `XK`).
+    public var countries: Set<String>?
+    public var error: String
+
+    public static let defaultError = "CARD_NOT_ACCEPTED"
+
+    public init(
+        funding: Set<CardAttributes.Funding>? = nil, countries: Set<String>? = nil, error: String = defaultError
+    ) {
+        self.funding = funding
+        self.countries = countries
+        self.error = error
+    }
+
+    /// Whether `attributes` pass (an attribute the table does not give passes).
+    public func accepts(_ attributes: CardAttributes) -> Bool {
+        if let funding, let given = attributes.funding, !funding.contains(given) { return false }
+        if let countries, let given = attributes.country, !countries.contains(given) { return false }
+        return true
+    }
+
+    /// Whether `code` is a country a rule may name.
+    public static func isCountry(_ code: String) -> Bool { ISOCodes.countries.contains(code) }
+}

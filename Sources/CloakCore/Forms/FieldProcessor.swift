@@ -74,13 +74,16 @@ enum FieldProcessor {
         }
         // The attributes of the digits the state shows as `bin`, and no more (issue 48).
         var attributes: CardAttributes?
-        if let table = context.bins, let cardModel, errors.isEmpty {
+        let showsCard = errors.isEmpty
+        if let table = context.bins, let cardModel, showsCard {
             let shown = FieldResult.binLength(cardModel, length: raw.utf8.count)
             if shown >= BinTable.shortestRange { attributes = table.lookup(raw.utf8.prefix(shown)) }
         }
+        // A card its `accept` rule refuses still shows its bin and attributes: the page can say why.
+        if let rule = field.accept, let attributes, !rule.accepts(attributes) { errors.append(rule.error) }
         return FieldResult(
             definition: definition, isPresent: input != nil, rawText: raw, outputText: output, validationErrors: errors,
-            cardModel: cardModel, cardAttributes: attributes)
+            cardModel: cardModel, cardAttributes: attributes, showsCard: showsCard)
     }
 
     static let cvcPattern = try! RegexPattern(FieldType.cvc.defaultRegex)

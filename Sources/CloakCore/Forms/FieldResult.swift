@@ -22,6 +22,9 @@ public final class FieldResult: Sendable, CustomStringConvertible {
     /// A card number's attributes from the BIN table, by the digits its state shows as `bin`
     /// (never more): nil when the state shows none, or no range holds them.
     public let cardAttributes: CardAttributes?
+    /// Whether the state shows the card's `bin` and `last4`: when valid, or refused by its
+    /// `accept` rule alone.
+    let showsCard: Bool
 
     public var isValid: Bool { validationErrors.isEmpty }
     public var isEmpty: Bool { rawText.isEmpty }
@@ -116,8 +119,8 @@ public final class FieldResult: Sendable, CustomStringConvertible {
                 let binLength = Self.binLength(model, length: length)
                 writer.member("cardBrand", model.brand.id)
                 writer.member("cardBrandName", model.name)
-                member("bin", 0..<binLength, shown: isValid)
-                member("last4", length - 4..<length, shown: isValid && length >= 12)
+                member("bin", 0..<binLength, shown: showsCard)
+                member("last4", length - 4..<length, shown: showsCard && length >= 12)
                 if let cardAttributes {
                     writer.key("cardAttributes" as StaticString)
                     writer.write(cardAttributes.json)
@@ -133,7 +136,7 @@ public final class FieldResult: Sendable, CustomStringConvertible {
 
     init(
         definition: FieldDefinition, isPresent: Bool, rawText: String, outputText: String, validationErrors: [String],
-        cardModel: PaymentCardModel?, cardAttributes: CardAttributes? = nil
+        cardModel: PaymentCardModel?, cardAttributes: CardAttributes? = nil, showsCard: Bool? = nil
     ) {
         self.definition = definition
         self.isPresent = isPresent
@@ -142,5 +145,6 @@ public final class FieldResult: Sendable, CustomStringConvertible {
         self.validationErrors = validationErrors
         self.cardModel = cardModel
         self.cardAttributes = cardAttributes
+        self.showsCard = showsCard ?? validationErrors.isEmpty
     }
 }

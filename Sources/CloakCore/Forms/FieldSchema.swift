@@ -21,6 +21,8 @@ public struct FieldSchema: Sendable {
     /// For a CVC: the card-number field whose brand decides the CVC's lengths.
     public var cardField: String?
     public var tokenization: TokenizationSettings?
+    /// A card number's `accept` rule on its BIN table attributes (issue 48).
+    public var accept: CardAcceptRule?
     /// A `file` field's rules (nil for every other type).
     public var fileRules: FileRules?
     /// A `file` field's `ttl_s`: its files' records expire (content included) this long after

@@ -4,7 +4,7 @@ extension FieldSchema {
     static let keys: Set<String> = [
         "name", "type", "required", "required_valid_only", "format_pattern", "divider", "validation", "mask",
         "transform", "input_date_format", "output_date_format", "serializers", "card_field", "tokenization",
-        "max_bytes", "types", "max_files", "ttl_s",
+        "max_bytes", "types", "max_files", "ttl_s", "accept",
     ]
 
     /// The keys of a `file` field: the rest shape text.
@@ -98,6 +98,13 @@ extension FieldSchema {
                 r.issue("\(p).card_field", "applies to cvc fields only", m["card_field"])
             }
         }
+        if let accept = r.mapping(m["accept"], at: "\(p).accept", allowed: ["funding", "countries", "error"]) {
+            if type == .cardNumber {
+                field.accept = readAccept(accept, at: "\(p).accept", r)
+            } else {
+                r.issue("\(p).accept", "applies to cardNumber fields only", m["accept"])
+            }
+        }
         if let t = r.mapping(m["tokenization"], at: "\(p).tokenization", allowed: ["format", "storage", "luhn"]) {
             var settings = TokenizationSettings.defaults(for: type)
             if let format = r.aliasFormat(t["format"], at: "\(p).tokenization.format") { settings.format = format }
@@ -118,6 +125,37 @@ extension FieldSchema {
             field.tokenization = settings
         }
         return field
+    }
+
+    /// `accept: {funding: [credit, debit], countries: [US, CA], error: CARD_NOT_ACCEPTED}`.
+    private static func readAccept(_ m: [String: ConfigNode], at p: String, _ r: ConfigReader) -> CardAcceptRule {
+        var rule = CardAcceptRule()
+        if let names = r.strings(m["funding"], at: "\(p).funding") {
+            var funding = Set<CardAttributes.Funding>()
+            for (i, name) in names.enumerated() {
+                if let f = CardAttributes.Funding(rawValue: name) {
+                    funding.insert(f)
+                } else {
+                    r.issue(
+                        "\(p).funding[\(i)]",
+                        "expected one of \(CardAttributes.Funding.allCases.map(\.rawValue).joined(separator: ", "))",
+                        m["funding"])
+                }
+            }
+            rule.funding = funding
+        }
+        if let codes = r.strings(m["countries"], at: "\(p).countries") {
+            for (i, code) in codes.enumerated() where !CardAcceptRule.isCountry(code) {
+                r.issue("\(p).countries[\(i)]", "is not an ISO 3166-1 alpha-2 code (or XK)", m["countries"])
+            }
+            rule.countries = Set(codes)
+        }
+        if let error = r.string(m["error"], at: "\(p).error") {
+            if error.isEmpty { r.issue("\(p).error", "is an error string, not empty", m["error"]) }
+            rule.error = error
+        }
+        if rule.funding == nil && rule.countries == nil { r.issue(p, "accepts by funding, countries or both", nil) }
+        return rule
     }
 
     /// `max_bytes` (default 10 MiB, at most 64 MiB), `types` (media types; default all),
