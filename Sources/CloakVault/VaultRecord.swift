@@ -163,9 +163,25 @@ package struct RevealedRecord: Sendable, CustomStringConvertible {
         }
         if lifecycle {
             writer.key("metadata" as StaticString)
-            Self.writeMetadata(metadata, into: &writer)
+            Self.writeMetadata(metadata.filter { $0.key != Self.attributesKey }, into: &writer)
+        }
+        if let attributes {
+            writer.key("attributes" as StaticString)
+            writer.write(attributes.json)
         }
         writer.endObject()
+    }
+
+    /// The metadata key a card's attributes are kept under (issue 48): callers' metadata may not
+    /// use the `cloak:` namespace.
+    package static let attributesKey = "cloak:attributes"
+
+    /// The record's card attributes (nil: none kept, or not attributes as Cloak writes them).
+    package var attributes: CardAttributes? {
+        guard let text = metadata[Self.attributesKey],
+            let parsed = try? JSONParser().parse(Array(text.utf8))
+        else { return nil }
+        return CardAttributes(json: parsed)
     }
 
     /// `{"key":"value",…}` in key order.

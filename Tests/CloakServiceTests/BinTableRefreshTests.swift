@@ -3,6 +3,7 @@ import CloakCrypto
 import CloakService
 import CloakTesting
 import CloakVault
+import Dispatch
 import Foundation
 import Testing
 
@@ -129,5 +130,51 @@ import Testing
         let fields = try #require(r.json?["fields"] as? [String: [String: Any]])
         let attributes = try #require(fields["card_data.card_number"]?["cardAttributes"] as? [String: String])
         #expect(attributes == ["issuer": "Six Digit Bank", "funding": "debit", "country": "US"])
+    }
+}
+
+/// A card's attributes kept with its record: shown in reveal answers, and alone to a token with
+/// `bins:read` but not `aliases:reveal`; callers' metadata may not use Cloak's namespace.
+@Suite struct RecordAttributesTests {
+    static let binsToken = "bins-read-token"
+
+    @Test func aNewCardRecordKeepsItsAttributes() throws {
+        let hex = Digest.sha256(Array(Self.binsToken.utf8)).map { String(format: "%02x", $0) }.joined()
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "  tokens: [", with: "  tokens: [{id: bins, sha256: \"\(hex)\", scopes: [bins:read]}, ")
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let table = try BinTableReader(format: .csv).read(
+            Array("low,high,issuer,funding,country\n411111,411111,Six Digit Bank,debit,US\n".utf8))
+        let key = server.vault.derivedMAC(purpose: BinTableDocument.purpose)
+        let done = DispatchSemaphore(value: 0)
+        server.vault.withStore(reads: false) { store in
+            try BinTableAdministration(store: store, key: key).importTable(table, source: "test", now: 1)
+        } completion: { _ in
+            done.signal()
+        }
+        done.wait()
+        server.service.binRefresh?.refreshAndWait()
+        let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
+        let created = try server.client().request(
+            "POST", "/aliases", json: #"{"data":[{"value":"4111 1111 1111 1111","format":"UUID"}]}"#, headers: full)
+        let alias = try #require(
+            ((created.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"]
+                as? String)
+        let revealed = try server.client().request("GET", "/aliases/\(alias)", headers: full)
+        let record = try #require((revealed.json?["data"] as? [[String: Any]])?.first)
+        #expect((record["attributes"] as? [String: String])?["issuer"] == "Six Digit Bank")
+        #expect((record["metadata"] as? [String: String]) == [:])
+
+        let binsOnly = try server.client().request(
+            "GET", "/aliases/\(alias)", headers: [("Authorization", "Bearer \(Self.binsToken)")])
+        #expect(binsOnly.status == 200)
+        #expect((binsOnly.json?["attributes"] as? [String: String])?["funding"] == "debit")
+        #expect(!binsOnly.text.contains("4111"))
+
+        let reserved = try server.client().request(
+            "POST", "/aliases", json: #"{"data":[{"value":"x","format":"UUID","metadata":{"cloak:attributes":"{}"}}]}"#,
+            headers: full)
+        #expect(reserved.status == 400)
     }
 }

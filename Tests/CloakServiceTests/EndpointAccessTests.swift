@@ -74,6 +74,13 @@ import Testing
             #expect(Self.call(endpoint, token: "nothing") == (403, 1301))
             // Every other scope admits nothing more; the scope itself gets past the step.
             #expect(Self.call(endpoint, token: "lacks-aliases:create").status != 403 || scope == "aliases:create")
+        case let .anyScope(scopes):
+            #expect(Self.call(endpoint, token: nil) == (401, 1300))
+            #expect(Self.call(endpoint, token: "nothing") == (403, 1301))
+            // Each of the scopes gets past the step.
+            for scope in scopes {
+                #expect(Self.call(endpoint, token: "lacks-\(scope)").status != 403)
+            }
         case .tokenize:
             // With auth.open_tokenize off, as here.
             #expect(Self.call(endpoint, token: nil) == (401, 1300))

@@ -237,7 +237,7 @@ package final class CloakService: Sendable {
                     default: configuration.limits.bucketValuesPerHour),
                 onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) },
                 chargeAnonymous: { [rates, address = request.remoteAddress] n in rates.chargeAnonymous(address, n) },
-                onUnavailable: Self.logUnavailable(logger), trace: trace)
+                onUnavailable: Self.logUnavailable(logger), trace: trace, bins: binRefresh?.current?.table)
         }
     }
 

@@ -55,8 +55,10 @@ extension Endpoint {
         Endpoint(
             "lookup", .POST, "/aliases/lookup", access: .scope("aliases:lookup"), rate: .caller, audit: "lookup"
         ) { s, c throws(CloakError) in try s.vaultAPI(c).lookup(c.request) },
+        // aliases:reveal: the record; bins:read alone: its card attributes, never its value.
         Endpoint(
-            "reveal", .GET, "/aliases/{alias}", access: .scope("aliases:reveal"), rate: .caller, audit: "reveal"
+            "reveal", .GET, "/aliases/{alias}", access: .anyScope(["aliases:reveal", "bins:read"]), rate: .caller,
+            audit: "reveal"
         ) { s, c throws(CloakError) in try s.vaultAPI(c).reveal(c.request, alias: c.parameter("alias")) },
         Endpoint(
             "update", .PUT, "/aliases/{alias}", access: .scope("aliases:update"), rate: .caller, audit: "update"

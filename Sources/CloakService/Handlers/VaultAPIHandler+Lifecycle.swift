@@ -57,6 +57,7 @@ extension VaultAPIHandler {
         var out: [String: String] = [:]
         for (key, value) in members {
             guard !key.isEmpty, key.utf8.count <= 64 else { throw .malformed("\(at): each key is 1 to 64 bytes") }
+            guard !key.hasPrefix("cloak:") else { throw .malformed("\(at): keys starting cloak: are Cloak's own") }
             guard case let .string(text) = value, text.utf8.count <= 256 else {
                 throw .malformed("\(at): each value is a string of at most 256 bytes")
             }

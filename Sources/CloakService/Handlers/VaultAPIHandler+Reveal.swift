@@ -4,9 +4,13 @@ import CloakVault
 import Foundation
 
 extension VaultAPIHandler {
-    /// `GET /aliases/{alias}`.
+    /// `GET /aliases/{alias}`: the record for `aliases:reveal`; for a token with `bins:read`
+    /// alone, the card attributes the record keeps (issue 48), never its value.
     func reveal(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
         try Self.requirePlausible(alias, outcome)
+        if identity.token?.scopes.contains("aliases:reveal") != true {
+            return attributesOnly(alias)
+        }
         return .later { finish in
             // An alias that does not exist is a guess (an FPE alias keeps its card's BIN and last four).
             vault.revealGuessing([alias]) { result in
@@ -20,6 +24,29 @@ extension VaultAPIHandler {
                     } else {
                         finish(.error(.notFound("no such alias")))
                     }
+                case let .failure(error):
+                    audit(alias, "error")
+                    finish(.error(error.cloakError { _ in "alias" }))
+                }
+            }
+        }
+    }
+
+    /// `{"attributes": {…}}` of the record an alias names (404 when it keeps none).
+    private func attributesOnly(_ alias: String) -> Reply {
+        .later { finish in
+            vault.revealGuessing([alias]) { result in
+                switch result {
+                case let .success(found):
+                    guard let attributes = found[alias]?.attributes else {
+                        audit(alias, "not_found")
+                        return finish(.error(.notFound("no card attributes are kept for this alias")))
+                    }
+                    audit(alias, "attributes")
+                    finish(
+                        .json(
+                            200, JSONWriter.encode(.object([("attributes", attributes.json)])),
+                            headers: HTTPResponse.noStoreHeaders))
                 case let .failure(error):
                     audit(alias, "error")
                     finish(.error(error.cloakError { _ in "alias" }))

@@ -15,6 +15,8 @@ final class Endpoint: Sendable {
         case open
         /// A valid token that holds the scope.
         case scope(String)
+        /// A valid token that holds any of the scopes (the handler decides what each may see).
+        case anyScope([String])
         /// Anyone when `auth.open_tokenize` is on (the SDK's tokenize), else `aliases:create`.
         case tokenize
         /// `egress:<route>` (the path's `{route}`) or `egress:*`, from `Proxy-Authorization`;

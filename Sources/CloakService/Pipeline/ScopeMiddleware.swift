@@ -17,6 +17,10 @@ struct ScopeMiddleware: Middleware {
             break
         case let .scope(scope):
             _ = try identity.require(scope)
+        case let .anyScope(scopes):
+            if !scopes.contains(where: { identity.token?.scopes.contains($0) == true }) {
+                _ = try identity.require(scopes.joined(separator: " or "))
+            }
         case .tokenize:
             if !openTokenize { _ = try identity.require("aliases:create") }
         case .egressRoute:

@@ -27,6 +27,8 @@ struct VaultClient: Sendable {
     var onUnavailable: (@Sendable (String) -> Void)? = nil
     /// The request's span, when tracing is on: each vault call is a child span.
     var trace: RequestTrace? = nil
+    /// The node's BIN table: a card number's new record keeps its attributes (issue 48).
+    var bins: BinTable? = nil
 
     var settings: Vault.Settings { vault.settings }
 
@@ -42,6 +44,7 @@ struct VaultClient: Sendable {
         completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void
     ) {
         let (completion, call) = traced("create", count: requests.count, completion)
+        let requests = bins.map { table in requests.map { CardAttributes.stored(on: $0, from: table) } } ?? requests
         var caller = caller
         if !caller.anonymous, let admission {
             if let refusal = admission.admit(requests, vault: vault) { return completion(.failure(refusal)) }
