@@ -97,6 +97,39 @@ public struct CardAcceptRule: Sendable, Equatable {
         return true
     }
 
+    /// As the served schema carries it: `{"funding", "countries", "error"}` (absent lists: null).
+    public var json: JSONValue {
+        .object([
+            ("funding", funding.map { .strings($0.map(\.rawValue).sorted()) } ?? .null),
+            ("countries", countries.map { .strings($0.sorted()) } ?? .null),
+            ("error", .string(error)),
+        ])
+    }
+
+    /// Read back from ``json``; nil for anything else.
+    public init?(json: JSONValue) {
+        guard case .object = json, let error = json["error"]?.stringValue else { return nil }
+        func list(_ key: String) -> [String]?? {
+            switch json[key] {
+            case nil, .null?: return .some(nil)
+            case .array(let items)?:
+                let texts = items.compactMap(\.stringValue)
+                return texts.count == items.count ? .some(texts) : nil
+            default: return nil
+            }
+        }
+        guard let funding = list("funding"), let countries = list("countries") else { return nil }
+        var parsed: Set<CardAttributes.Funding>?
+        if let funding {
+            parsed = []
+            for name in funding {
+                guard let f = CardAttributes.Funding(rawValue: name) else { return nil }
+                parsed!.insert(f)
+            }
+        }
+        self.init(funding: parsed, countries: countries.map(Set.init), error: error)
+    }
+
     /// Whether `code` is a country a rule may name.
     public static func isCountry(_ code: String) -> Bool { ISOCodes.countries.contains(code) }
 }

@@ -181,6 +181,12 @@ private struct SchemaReader {
         } else if type == .file {
             throw .malformed("\(at).file: a file field without its rules")
         }
+        if let accept = v["accept"], accept != .null {
+            guard type == .cardNumber, let rule = CardAcceptRule(json: accept) else {
+                throw .malformed("\(at).accept: not a card number's accept rule")
+            }
+            field.accept = rule
+        }
         if let transform = v["transform"], transform != .null {
             field.transform = InputTransform(
                 matcher: try regex(transform["matcher"], "\(at).transform.matcher"),

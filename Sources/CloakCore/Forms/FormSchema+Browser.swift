@@ -69,6 +69,7 @@ extension FormSchema {
             ("inputmode", .string(Self.isNumeric(field) ? "numeric" : "text")),
             ("title", .string(Self.title(field))),
             ("file", field.fileRules.map(Self.browserFileRules) ?? .null),
+            ("accept", field.accept?.json ?? .null),
         ])
     }
 

@@ -87,6 +87,12 @@ extension Endpoint {
             s, c throws(CloakError) in
             .now(try ElementsHandler(context: s.context).schema(c.request, form: c.parameter("form")))
         },
+        Endpoint("elements-bins", .GET, "/elements/v1/bins/{bin}", access: .open, rate: .caller) {
+            s, c throws(CloakError) in
+            .now(
+                try ElementsHandler(context: s.context).bins(
+                    c.request, bin: c.parameter("bin"), table: s.binRefresh?.current?.table))
+        },
         Endpoint(
             "elements-reveal", .GET, "/elements/v1/reveal", access: .session, rate: .caller, audit: "reveal"
         ) { s, c throws(CloakError) in

@@ -80,6 +80,24 @@ struct ElementsHandler: Sendable {
             ])
     }
 
+    /// `GET /elements/v1/bins/{bin}`: the card attributes of the `bin` a card number's state
+    /// shows (6 or 8 digits, never more), for the frames and apps that compute states on their
+    /// own (issue 48): `{"cardAttributes": {…}}`, or `null` when no range holds it or no table
+    /// is loaded. Admitted as the schema is.
+    func bins(_ request: HTTPRequest, bin: String, table: BinTable?) throws(CloakError) -> HTTPResponse {
+        guard settings.admitsSchemaRequest(origin: request.header("Origin")) else {
+            throw .notFound("no such endpoint")
+        }
+        let digits = Array(bin.utf8)
+        guard digits.count == 6 || digits.count == 8,
+            digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { throw .malformed("give the bin a card's state shows: 6 or 8 digits") }
+        let attributes = table?.lookup(digits)
+        return .json(
+            200, JSONWriter.encode(.object([("cardAttributes", attributes?.json ?? .null)])),
+            headers: [("Cache-Control", "max-age=300"), ("Access-Control-Allow-Origin", "*")])
+    }
+
     /// Where the form's controller frame may send the values: the answer goes back to the page,
     /// so `tokens`, `send` and this form's routes only when no card number, CVC or SSN of the form
     /// can come back raw (each has `tokenization`, a CVC's not a last-four format); `validate`
