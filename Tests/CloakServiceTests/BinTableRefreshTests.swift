@@ -15,7 +15,9 @@ import Testing
 
     static func nodes(in directory: TemporaryDirectory) throws -> (CloakNode, CloakNode) {
         let store = "sqlite:\(directory.path)/cloak.db"
-        let configure: (String) -> String = { $0 + "\nbins: {refresh_s: 1}\n" }
+        let configure: (String) -> String = {
+            $0.replacingOccurrences(of: "bins:\n  refresh_s: 30", with: "bins:\n  refresh_s: 1")
+        }
         let scopes = "aliases:create, aliases:reveal, bins:read"
         let a = try CloakNode(store: store, directory: directory.path, scopes: scopes, configure: configure)
         let b = try CloakNode(store: store, directory: directory.path, scopes: scopes, configure: configure)
