@@ -1,5 +1,6 @@
 import CloakCore
 import CloakCrypto
+import CloakHTTP
 import CloakVault
 import Dispatch
 import Logging
@@ -24,6 +25,9 @@ package final class BinTableRefresh: Sendable {
         var table: BinTable?
         /// The version last refused, so a refusal is logged once.
         var refused: Int64?
+        /// A reading is under way (a large table takes a second to build): the next tick waits,
+        /// so two copies are never read and built at once.
+        var reading = false
     }
 
     package init(vault: Vault, interval: Int, logger: Logger) {
@@ -44,7 +48,14 @@ package final class BinTableRefresh: Sendable {
 
     /// Reads the store once and adopts a new table that verifies; `done` runs after.
     package func refreshNow(done: (@Sendable () -> Void)? = nil) {
-        let held = state.withLock { $0.document?.version }
+        let (held, busy) = state.withLock { s -> (Int64?, Bool) in
+            defer { s.reading = true }
+            return (s.document?.version, s.reading)
+        }
+        guard !busy else {
+            done?()
+            return
+        }
         vault.withStore(reads: true) { store -> (BinTableDocument, [UInt8]?)? in
             guard let bytes = try store.metadata(BinTableDocument.pointerName), !bytes.isEmpty,
                 let document = BinTableDocument(stored: bytes), document.version != held
@@ -60,6 +71,7 @@ package final class BinTableRefresh: Sendable {
                         "cannot read the store's BIN table; keeping the current one",
                         metadata: ["reason": .string("\(error)")])
                 }
+                state.withLock { $0.reading = false }
                 done?()
             }
         }
@@ -104,6 +116,8 @@ package final class BinTableRefresh: Sendable {
             s.table = built
             s.refused = nil
         }
+        // The read and the build freed several times the table's size: give it back.
+        ProcessMemory.releaseFreed()
         AuditLog(logger: logger).record(
             AuditEntry(
                 action: "bins_adopt", tokenID: "-", client: "-", aliasReference: nil, result: "ok",
