@@ -16,6 +16,10 @@ import Foundation
 /// A `file` field is a ``CloakFileField`` (``fileField(_:)``): a form holding files is submitted
 /// as `multipart/form-data`.
 ///
+/// A card number's state carries the attributes of the BIN it shows (issue 48): the client has no
+/// BIN table, so it asks the server for them (`GET /elements/v1/bins/{bin}`, the digits the state
+/// shows and no more), once per bin, and calls the field's observer again when they arrive.
+///
 /// Thread-safe: every field's state is behind one lock; observers are called after it is let go.
 public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, CustomReflectable {
     public let server: URL
@@ -33,6 +37,11 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
     /// The files of each file field, by field index.
     private var held: [Int: [HeldFile]] = [:]
     private var headers: [String: String] = [:]
+    /// What the server said of each bin a card number's state showed: its attributes, or nil
+    /// when it knows none (issue 48). A bin without an entry was never answered.
+    private var binAnswers: [String: CardAttributes?] = [:]
+    /// The bins whose attributes are being asked for (one request per bin at a time).
+    private var binsAsked: Set<String> = []
 
     public init(server: URL, form: String, transport: any CloakTransport = URLSessionTransport()) {
         self.server = server
@@ -76,6 +85,7 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
             fileFields = [:]
             fileObservers = [:]
             held = [:]
+            binAnswers = [:]
         }
     }
 
@@ -158,11 +168,14 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
             }
             // A file field has no text: the rule engine's check covers the text fields, the
             // files' own rules the file fields (an invalid file is refused, required or not).
+            // A card its `accept` rule refuses is invalid in its state only (the rule engine here
+            // has no table): a required-valid-only one is refused as the server refuses it.
             let fileNames = Set(files.keys)
             let isValid =
                 validation.requiredMissing.allSatisfy { fileNames.contains($0) }
                 && validation.requiredInvalid.allSatisfy { fileNames.contains($0) }
                 && files.values.allSatisfy { $0.isValid }
+                && !schema.form.fields.contains { $0.isRequiredValidOnly && states[$0.name]?.isValid == false }
             return CloakFormState(isValid: isValid, fields: states, files: files)
         }
     }
@@ -181,10 +194,11 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
     }
 
     func edit(_ index: Int, _ change: (inout FieldEditor) -> Void) {
-        let notify = locked { () -> [(CloakField, @Sendable (CloakField) -> Void)] in
-            guard editors.indices.contains(index), let schema else { return [] }
+        let (notify, bin) = locked { () -> ([(CloakField, @Sendable (CloakField) -> Void)], String?) in
+            guard editors.indices.contains(index), let schema else { return ([], nil) }
             change(&editors[index])
             var touched = [index]
+            var ask: String?
             // A card's brand decides the lengths of the CVCs linked to it.
             let field = schema.form.fields[index]
             if field.type == .cardNumber {
@@ -194,10 +208,13 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
                     editors[j].link(to: model)
                     touched.append(j)
                 }
+                ask = binToAskLocked(index, schema)
             }
-            return touched.compactMap { i in fields[i].flatMap { f in observers[i].map { (f, $0) } } }
+            let observed = touched.compactMap { i in fields[i].flatMap { f in observers[i].map { (f, $0) } } }
+            return (observed, ask)
         }
         for (field, observer) in notify { observer(field) }
+        if let bin { askCardAttributes(of: bin) }
     }
 
     func setFocused(_ index: Int, _ isFocused: Bool) {
@@ -285,7 +302,106 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
         {
             state.last4 = ""
         }
+        if result.schema.type == .cardNumber { addCardAttributesLocked(to: &state, accept: result.schema.accept) }
         return state
+    }
+
+    // MARK: Card attributes (issue 48)
+
+    /// What the server adds to a card number's state from its BIN table: the attributes of the
+    /// `bin` the state shows, once the server has said them; a card the field's `accept` rule
+    /// refuses gets the rule's error, and still shows its bin, last four and attributes (the
+    /// page can say why), as `FieldProcessor` does on the server.
+    private func addCardAttributesLocked(to state: inout CloakFieldState, accept: CardAcceptRule?) {
+        guard let bin = state.bin, !bin.isEmpty, let answer = binAnswers[bin], let attributes = answer else { return }
+        state.cardAttributes = attributes
+        if let accept, !accept.accepts(attributes) {
+            state.validationErrors.append(accept.error)
+            state.isValid = false
+        }
+    }
+
+    /// The bin the card field `index` shows, when the server has not said its attributes and is
+    /// not being asked (it is then marked as asked); nil otherwise, and when no bin shows.
+    private func binToAskLocked(_ index: Int, _ schema: BrowserSchema) -> String? {
+        guard let bin = stateLocked(index, validationLocked(schema)).bin, Self.isShownBin(bin),
+            binAnswers.index(forKey: bin) == nil, !binsAsked.contains(bin)
+        else { return nil }
+        binsAsked.insert(bin)
+        return bin
+    }
+
+    /// Whether `bin` is one the server looks up: 6 or 8 digits (a card number's state shows no
+    /// other, but for a card field whose own rules take fewer digits).
+    static func isShownBin(_ bin: String) -> Bool {
+        (bin.utf8.count == 6 || bin.utf8.count == 8)
+            && bin.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    }
+
+    /// Asks the server for the attributes of `bin` (`GET /elements/v1/bins/{bin}`: the digits the
+    /// state shows, never more), off the caller's thread.
+    private func askCardAttributes(of bin: String) {
+        let url: URL
+        do {
+            url = try endpoint("/elements/v1/bins/\(bin)")
+        } catch {
+            locked { _ = binsAsked.remove(bin) }
+            return
+        }
+        let transport = self.transport
+        Task { [weak self] in
+            let answer = try? await transport.send(CloakHTTPRequest(method: "GET", url: url))
+            self?.answered(bin, answer)
+        }
+    }
+
+    /// Keeps what the server said of `bin`, then calls the observers of the card fields whose
+    /// state shows that bin still and gains attributes (an answer for a bin no field shows any
+    /// more changes no state: it is kept for when one shows it again).
+    private func answered(_ bin: String, _ answer: CloakResponse?) {
+        let notify = locked { () -> [(CloakField, @Sendable (CloakField) -> Void)] in
+            binsAsked.remove(bin)
+            // Nothing to keep: the bin is asked again after a later edit.
+            guard let said = Self.cardAttributes(in: answer) else { return [] }
+            binAnswers.updateValue(said, forKey: bin)
+            guard said != nil, let schema else { return [] }
+            let cards = schema.form.fields.indices.filter { i in
+                schema.form.fields[i].type == .cardNumber && editors.indices.contains(i) && fields[i] != nil
+                    && observers[i] != nil
+            }
+            guard !cards.isEmpty else { return [] }
+            let validation = validationLocked(schema)
+            return cards.compactMap { (i: Int) -> (CloakField, @Sendable (CloakField) -> Void)? in
+                guard stateLocked(i, validation).bin == bin, let field = fields[i], let observer = observers[i] else {
+                    return nil
+                }
+                return (field, observer)
+            }
+        }
+        for (field, observer) in notify { observer(field) }
+    }
+
+    /// What an answer of `GET /elements/v1/bins/{bin}` says to keep: the attributes, or `.some(nil)`
+    /// when the server knows none (`{"cardAttributes": null}`; or a refusal other than 429, such as
+    /// a server without the endpoint); nil when there is nothing to keep (no answer, 429, 5xx, a
+    /// body that does not read).
+    static func cardAttributes(in answer: CloakResponse?) -> CardAttributes?? {
+        guard let answer else { return nil }
+        guard answer.status == 200 else {
+            // A refusal (but 429) will not change by asking again.
+            if (400..<500).contains(answer.status), answer.status != 429 { return .some(nil) }
+            return nil
+        }
+        guard let document = try? JSONParser().parse(Array(answer.body)) else { return nil }
+        switch document["cardAttributes"] {
+        case .null?:
+            return .some(nil)
+        case let value?:
+            guard let attributes = CardAttributes(json: value) else { return nil }
+            return .some(attributes)
+        case nil:
+            return nil
+        }
     }
 
     // MARK: Submitting

@@ -28,7 +28,9 @@ import Testing
         ssn.replace(0..<0, with: "123456789")
         // The submission carries them (to Cloak: the stub) ...
         _ = try await collect.submit(.tokens)
-        let sent = String(decoding: stub.requests.last?.body ?? Data(), as: UTF8.self)
+        // (The card's attributes are asked for beside it, by its bin alone: a GET.)
+        let submitted = stub.requests.last { $0.method == "POST" }
+        let sent = String(decoding: submitted?.body ?? Data(), as: UTF8.self)
         #expect(sent.contains("4111 1111 1111 1111") && sent.contains("987"))
         // ... and nothing else shows them.
         var errors: [Any] = []
