@@ -24,24 +24,24 @@ import Foundation
 public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, CustomReflectable {
     public let server: URL
     public let form: String
-    private let transport: any CloakTransport
-    private let lock = NSLock()
+    let transport: any CloakTransport
+    let lock = NSLock()
     // Guarded by `lock`:
-    private var schema: BrowserSchema?
-    private var editors: [FieldEditor] = []
-    private var focused: Set<Int> = []
-    private var fields: [Int: CloakField] = [:]
-    private var observers: [Int: @Sendable (CloakField) -> Void] = [:]
-    private var fileFields: [Int: CloakFileField] = [:]
-    private var fileObservers: [Int: @Sendable (CloakFileField) -> Void] = [:]
+    var schema: BrowserSchema?
+    var editors: [FieldEditor] = []
+    var focused: Set<Int> = []
+    var fields: [Int: CloakField] = [:]
+    var observers: [Int: @Sendable (CloakField) -> Void] = [:]
+    var fileFields: [Int: CloakFileField] = [:]
+    var fileObservers: [Int: @Sendable (CloakFileField) -> Void] = [:]
     /// The files of each file field, by field index.
-    private var held: [Int: [HeldFile]] = [:]
-    private var headers: [String: String] = [:]
+    var held: [Int: [HeldFile]] = [:]
+    var headers: [String: String] = [:]
     /// What the server said of each bin a card number's state showed: its attributes, or nil
     /// when it knows none (issue 48). A bin without an entry was never answered.
-    private var binAnswers: [String: CardAttributes?] = [:]
+    var binAnswers: [String: CardAttributes?] = [:]
     /// The bins whose attributes are being asked for (one request per bin at a time).
-    private var binsAsked: Set<String> = []
+    var binsAsked: Set<String> = []
 
     public init(server: URL, form: String, transport: any CloakTransport = URLSessionTransport()) {
         self.server = server
@@ -271,7 +271,7 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
     }
 
     /// A file field's state: CloakCore's, under the field's rules from the schema.
-    private func fileStateLocked(_ index: Int, _ schema: BrowserSchema) -> CloakFileFieldState {
+    func fileStateLocked(_ index: Int, _ schema: BrowserSchema) -> CloakFileFieldState {
         CloakFileFieldState(
             FileFieldState(
                 files: (held[index] ?? []).map(\.inspection), rules: Self.fileRules(schema.form.fields[index])))
@@ -284,13 +284,13 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
 
     /// The whole form validated as the server does: an edited field is sent (dirty), the others
     /// are absent.
-    private func validationLocked(_ schema: BrowserSchema) -> FormValidation {
+    func validationLocked(_ schema: BrowserSchema) -> FormValidation {
         FormValidation(
             form: schema.form, values: editors.map { $0.isDirty ? $0.text : nil },
             context: ValidationContext(today: schema.today))
     }
 
-    private func stateLocked(_ index: Int, _ validation: FormValidation) -> CloakFieldState {
+    func stateLocked(_ index: Int, _ validation: FormValidation) -> CloakFieldState {
         let result = validation.fields[index]
         var state =
             (try? JSONDecoder().decode(CloakFieldState.self, from: Data(JSONWriter.encode(result.state))))
@@ -304,217 +304,6 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
         }
         if result.schema.type == .cardNumber { addCardAttributesLocked(to: &state, accept: result.schema.accept) }
         return state
-    }
-
-    // MARK: Card attributes (issue 48)
-
-    /// What the server adds to a card number's state from its BIN table: the attributes of the
-    /// `bin` the state shows, once the server has said them; a card the field's `accept` rule
-    /// refuses gets the rule's error, and still shows its bin, last four and attributes (the
-    /// page can say why), as `FieldProcessor` does on the server.
-    private func addCardAttributesLocked(to state: inout CloakFieldState, accept: CardAcceptRule?) {
-        guard let bin = state.bin, !bin.isEmpty, let answer = binAnswers[bin], let attributes = answer else { return }
-        state.cardAttributes = attributes
-        if let accept, !accept.accepts(attributes) {
-            state.validationErrors.append(accept.error)
-            state.isValid = false
-        }
-    }
-
-    /// The bin the card field `index` shows, when the server has not said its attributes and is
-    /// not being asked (it is then marked as asked); nil otherwise, and when no bin shows.
-    private func binToAskLocked(_ index: Int, _ schema: BrowserSchema) -> String? {
-        guard let bin = stateLocked(index, validationLocked(schema)).bin, Self.isShownBin(bin),
-            binAnswers.index(forKey: bin) == nil, !binsAsked.contains(bin)
-        else { return nil }
-        binsAsked.insert(bin)
-        return bin
-    }
-
-    /// Whether `bin` is one the server looks up: 6 or 8 digits (a card number's state shows no
-    /// other, but for a card field whose own rules take fewer digits).
-    static func isShownBin(_ bin: String) -> Bool {
-        (bin.utf8.count == 6 || bin.utf8.count == 8)
-            && bin.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
-    }
-
-    /// Asks the server for the attributes of `bin` (`GET /elements/v1/bins/{bin}`: the digits the
-    /// state shows, never more), off the caller's thread.
-    private func askCardAttributes(of bin: String) {
-        let url: URL
-        do {
-            url = try endpoint("/elements/v1/bins/\(bin)")
-        } catch {
-            locked { _ = binsAsked.remove(bin) }
-            return
-        }
-        let transport = self.transport
-        Task { [weak self] in
-            let answer = try? await transport.send(CloakHTTPRequest(method: "GET", url: url))
-            self?.answered(bin, answer)
-        }
-    }
-
-    /// Keeps what the server said of `bin`, then calls the observers of the card fields whose
-    /// state shows that bin still and gains attributes (an answer for a bin no field shows any
-    /// more changes no state: it is kept for when one shows it again).
-    private func answered(_ bin: String, _ answer: CloakResponse?) {
-        let notify = locked { () -> [(CloakField, @Sendable (CloakField) -> Void)] in
-            binsAsked.remove(bin)
-            // Nothing to keep: the bin is asked again after a later edit.
-            guard let said = Self.cardAttributes(in: answer) else { return [] }
-            binAnswers.updateValue(said, forKey: bin)
-            guard said != nil, let schema else { return [] }
-            let cards = schema.form.fields.indices.filter { i in
-                schema.form.fields[i].type == .cardNumber && editors.indices.contains(i) && fields[i] != nil
-                    && observers[i] != nil
-            }
-            guard !cards.isEmpty else { return [] }
-            let validation = validationLocked(schema)
-            return cards.compactMap { (i: Int) -> (CloakField, @Sendable (CloakField) -> Void)? in
-                guard stateLocked(i, validation).bin == bin, let field = fields[i], let observer = observers[i] else {
-                    return nil
-                }
-                return (field, observer)
-            }
-        }
-        for (field, observer) in notify { observer(field) }
-    }
-
-    /// What an answer of `GET /elements/v1/bins/{bin}` says to keep: the attributes, or `.some(nil)`
-    /// when the server knows none (`{"cardAttributes": null}`; or a refusal other than 429, such as
-    /// a server without the endpoint); nil when there is nothing to keep (no answer, 429, 5xx, a
-    /// body that does not read).
-    static func cardAttributes(in answer: CloakResponse?) -> CardAttributes?? {
-        guard let answer else { return nil }
-        guard answer.status == 200 else {
-            // A refusal (but 429) will not change by asking again.
-            if (400..<500).contains(answer.status), answer.status != 429 { return .some(nil) }
-            return nil
-        }
-        guard let document = try? JSONParser().parse(Array(answer.body)) else { return nil }
-        switch document["cardAttributes"] {
-        case .null?:
-            return .some(nil)
-        case let value?:
-            guard let attributes = CardAttributes(json: value) else { return nil }
-            return .some(attributes)
-        case nil:
-            return nil
-        }
-    }
-
-    // MARK: Submitting
-
-    /// Posts the form (the VGS collect body: `{"fields": {name: text}, "extraData", "options"}`,
-    /// edited fields only) to its endpoint. A form whose file fields hold files is posted as
-    /// `multipart/form-data` instead, with `Cloak-Upload: 1`: each edited text field a part named
-    /// by the field, each file a file part named by its field (repeated for several files),
-    /// `extraData` a JSON part of that name, the mapping policy a JSON part named `options`
-    /// (`{"fieldNameMappingPolicy": …}`). Nothing is refused here: every HTTP answer resolves, a
-    /// 422 included (a file the field's rules refuse: 1001); only no answer throws (`no_answer`).
-    /// - Parameters:
-    ///   - extraData: merged into the outgoing JSON by the server (a JSON object's members).
-    ///   - mappingPolicy: how field names shape the outgoing JSON (the form's own by default).
-    ///   - progress: told how much of the body has gone out (from the transport: a transport of
-    ///     your own reports once, at the end, unless it implements `send(_:progress:)`).
-    public func submit(
-        _ kind: CloakSubmission, extraData: [String: any Sendable]? = nil, mappingPolicy: CloakMappingPolicy? = nil,
-        progress: (@Sendable (CloakUploadProgress) -> Void)? = nil
-    ) async throws -> CloakResponse {
-        let outgoing = try locked { () throws(CloakCollectError) -> Outgoing in
-            guard let schema else {
-                throw CloakCollectError(code: "schema_not_loaded", message: "call loadSchema() before submitting")
-            }
-            var outgoing = Outgoing(headers: self.headers)
-            for (i, field) in schema.form.fields.enumerated() {
-                if field.type == .file {
-                    if let files = held[i], !files.isEmpty { outgoing.files.append((name: field.name, files: files)) }
-                } else if editors[i].isDirty {
-                    outgoing.texts.append((name: field.name, text: editors[i].text))
-                }
-            }
-            return outgoing
-        }
-        if let extraData {
-            guard JSONSerialization.isValidJSONObject(extraData) else {
-                throw CloakCollectError(code: "invalid_extra_data", message: "extraData must be a JSON object")
-            }
-        }
-        let url = try endpoint(try kind.path(form: Self.pathComponent(form)))
-        var request: CloakHTTPRequest
-        if outgoing.files.isEmpty {
-            var values: [String: String] = [:]
-            for (name, text) in outgoing.texts { values[name] = text }
-            var body: [String: Any] = ["fields": values]
-            if let extraData { body["extraData"] = extraData }
-            if let mappingPolicy { body["options"] = ["fieldNameMappingPolicy": mappingPolicy.rawValue] }
-            request = CloakHTTPRequest(
-                method: "POST", url: url, headers: outgoing.headers,
-                body: try JSONSerialization.data(withJSONObject: body))
-            request.headers["Content-Type"] = "application/json"
-        } else {
-            let multipart = try Self.multipart(outgoing, extraData: extraData, mappingPolicy: mappingPolicy)
-            request = CloakHTTPRequest(method: "POST", url: url, headers: outgoing.headers, body: multipart.body)
-            request.headers["Content-Type"] = multipart.contentType
-            // What a plain HTML form cannot send: Cloak takes an upload without a token only with it.
-            request.headers["Cloak-Upload"] = "1"
-        }
-        if let progress { return try await transport.send(request, progress: progress) }
-        return try await transport.send(request)
-    }
-
-    /// What a submission sends, read under the lock: the edited text fields and the file fields
-    /// holding files, in the form's order.
-    private struct Outgoing {
-        var texts: [(name: String, text: String)] = []
-        var files: [(name: String, files: [HeldFile])] = []
-        var headers: [String: String]
-    }
-
-    /// The `multipart/form-data` body of a submission: text parts, file parts, then `extraData`
-    /// and `options` (JSON), under a random boundary none of the parts holds.
-    private static func multipart(
-        _ outgoing: Outgoing, extraData: [String: any Sendable]?, mappingPolicy: CloakMappingPolicy?
-    ) throws -> (contentType: String, body: Data) {
-        var parts: [(name: String, fileName: String?, contentType: String?, bytes: Data)] = []
-        for (name, text) in outgoing.texts {
-            parts.append((name: name, fileName: nil, contentType: nil, bytes: Data(text.utf8)))
-        }
-        for (name, files) in outgoing.files {
-            for file in files {
-                // The declared type is a hint only (Cloak judges the content).
-                let hint = file.info.declaredMediaType ?? file.info.mediaType ?? "application/octet-stream"
-                parts.append((name: name, fileName: file.info.fileName, contentType: hint, bytes: file.data.value))
-            }
-        }
-        if let extraData {
-            let json = try JSONSerialization.data(withJSONObject: extraData)
-            parts.append((name: "extraData", fileName: nil, contentType: "application/json", bytes: json))
-        }
-        if let mappingPolicy {
-            let options = try JSONSerialization.data(withJSONObject: ["fieldNameMappingPolicy": mappingPolicy.rawValue])
-            parts.append((name: "options", fileName: nil, contentType: "application/json", bytes: options))
-        }
-        var chosen: MultipartWriter?
-        for _ in 0..<4 where chosen == nil {
-            let boundary = "CloakCollect-" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
-            let delimiter = Data("--\(boundary)".utf8)
-            if parts.allSatisfy({ $0.bytes.range(of: delimiter) == nil }) {
-                chosen = MultipartWriter(boundary: boundary)
-            }
-        }
-        guard var writer = chosen else {
-            throw CloakCollectError(code: "invalid_body", message: "no multipart boundary could be chosen")
-        }
-        var body = Data()
-        for part in parts {
-            let head = writer.begin(name: part.name, fileName: part.fileName, contentType: part.contentType)
-            body.append(contentsOf: head)
-            body.append(part.bytes)
-        }
-        body.append(contentsOf: writer.finish())
-        return (writer.contentType, body)
     }
 
     // MARK: Helpers
@@ -549,7 +338,7 @@ public final class CloakCollect: @unchecked Sendable, CustomStringConvertible, C
             ?? ""
     }
 
-    private func locked<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
+    func locked<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body()
