@@ -2,8 +2,8 @@
 """Cloak Elements in a real browser (headless Chromium through Selenium), against the built binary.
 
 Starts its own `cloak serve` (CLOAK_BIN, default .build/debug/cloak; every CLOAK_* variable unset) on a
-free 127.0.0.1 port P1 with a temporary vault, one bearer token and its forms (`checkout`, `parity`, `masked`, `kyc`),
-and serves merchant test pages from two other origins: http://localhost:P2 (listed in
+free 127.0.0.1 port P1 with a temporary vault, one bearer token and its forms (`checkout`, `parity`, `masked`, `kyc`,
+`attributes`) and a small BIN table (`cloak bins import`, issue 48), and serves merchant test pages from two other origins: http://localhost:P2 (listed in
 elements.allowed_origins) and http://localhost:P3 (not listed). The pages load
 http://127.0.0.1:P1/elements/v1/cloak.js and record every event (Tests/Browser/harness.js).
 
@@ -62,7 +62,7 @@ STATE_KEYS_CARD = {"isRequired", "isRequiredValidOnly", "isValid", "isEmpty", "i
                    "validationErrors", "cardBrand", "cardBrandName", "bin", "last4", "isFocused"}
 PARITY_KINDS = ["card", "cvc", "exp", "ssn", "date", "name"]
 SLOTS = ["number", "exp", "cvc", "holder", "card", "shown", "shown2", "shown3", "bound_ok", "bound_other", "mask",
-         "kholder", "doc", "pages"] + \
+         "kholder", "doc", "pages", "a_card", "a_picky"] + \
     [f"p_{k}" for k in PARITY_KINDS + ["identity_name"]]
 
 PAGE = """<!doctype html>
@@ -182,6 +182,24 @@ FILE_CASES = {
 }
 
 
+# Issue 48: the BIN table the server gets (`cloak bins import`), and what it says of CARD's BIN.
+BIN_TABLE = ("low,high,brand,funding,issuer,country,currency\n"
+             "411111,411111,visa,credit,Test Bank,US,USD\n"
+             "510510,510510,mastercard,debit,Other Bank,CA,CAD\n")
+CARD_ATTRIBUTES = {"brand": "visa", "funding": "credit", "issuer": "Test Bank", "country": "US", "currency": "USD"}
+DEBIT_CARD = "5105105105105100"   # 510510: a debit card of the table
+NO_RANGE_CARD = "5555555555554444"  # no range of the table holds it
+BINS_PATH = "/elements/v1/bins/"
+
+
+def attributes_form():
+    """Issue 48: a card number, and one whose `accept` rule takes debit cards only."""
+    return {"fields": [
+        {"name": "card", "type": "cardNumber"},
+        {"name": "picky", "type": "cardNumber", "accept": {"funding": ["debit"]}},
+    ]}
+
+
 def server_config(port, directory, token, allowed_origins):
     config = {
         "server": {"listen": f"127.0.0.1:{port}"},
@@ -189,7 +207,9 @@ def server_config(port, directory, token, allowed_origins):
         "auth": {"tokens": [{"id": "browser-tests", "sha256": token_sha256(token),
                              "scopes": ["aliases:create", "aliases:reveal"]}]},
         "limits": {"anonymous": {"requests_per_minute": 6000, "burst": 1000}},
-        "forms": {"checkout": checkout_form(), "parity": parity_form(), "masked": masked_form(), "kyc": kyc_form()},
+        "forms": {"checkout": checkout_form(), "parity": parity_form(), "masked": masked_form(), "kyc": kyc_form(),
+                  "attributes": attributes_form()},
+        "bins": {"refresh_s": 1},  # the node adopts the table imported after its start within a second
     }
     if allowed_origins is not None:
         config["elements"] = {"allowed_origins": allowed_origins, "font_origins": []}
@@ -231,6 +251,7 @@ class Run:
         self.file_states = {}  # file name -> the state the file frame gave a kyc.document holding it
         self.timing = {}
         self.current_checks = None
+        self.bins_error = None  # why the BIN table could not be imported (the attribute tests say so)
 
     def checks(self):
         """The soft checks of the running test (the runner reports them even when the test stops early)."""
@@ -250,6 +271,10 @@ class Run:
         self.cloak = CloakServer(self.binary, vault, port, server_config(port, vault, self.token, [self.pages.origin]))
         self.cloak.wait_healthy()
         self.url = self.cloak.url
+        try:
+            self.import_bins()
+        except AssertionError as e:
+            self.bins_error = str(e)
         with open(os.path.join(HERE, "harness.js"), encoding="utf-8") as f:
             harness = f.read()
         with open(os.path.join(self.pagedir, "harness.js"), "w", encoding="utf-8") as f:
@@ -277,6 +302,27 @@ class Run:
         remove_dir(self.tmp)
 
     # ---- server
+
+    def import_bins(self):
+        """`cloak bins import` of BIN_TABLE into the running server's store (the store and key ring exist
+        once it started), then waits for the node to adopt it (bins.refresh_s is 1)."""
+        path = os.path.join(self.tmp, "bins.csv")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(BIN_TABLE)
+        p = subprocess.run([self.binary, "bins", "import", "--config", self.cloak.config_path, path,
+                            "--source", "browser tests"], capture_output=True, text=True, timeout=60,
+                           cwd=self.cloak.directory, env=hermetic_env())
+        if p.returncode != 0:
+            raise AssertionError(f"`cloak bins import` exited with {p.returncode}: {short(p.stdout + p.stderr, 600)}")
+
+        def adopted():
+            try:
+                r = self.http.get(f"{self.url}{BINS_PATH}411111", timeout=5)
+                return r.status_code == 200 and r.json().get("cardAttributes") == CARD_ATTRIBUTES
+            except (requests.RequestException, ValueError):
+                return False
+        wait_until(adopted, 15, f"GET {BINS_PATH}411111 to answer the imported attributes {CARD_ATTRIBUTES}",
+                   lambda: short(self.http.get(f"{self.url}{BINS_PATH}411111", timeout=5).text, 300))
 
     def auth(self):
         return {"Authorization": f"Bearer {self.token}"}
@@ -1294,7 +1340,7 @@ def test_headers(t):
     closed = CloakServer(t.binary, directory, port, server_config(port, directory, t.token, None))
     try:
         closed.wait_healthy()
-        for path in ["cloak.js", "field.html", "forms/checkout"]:
+        for path in ["cloak.js", "field.html", "forms/checkout", "bins/411111"]:
             c.equal(requests.get(f"{closed.url}/elements/v1/{path}", timeout=10).status_code, 404,
                     f"GET /elements/v1/{path} with no elements.allowed_origins")
     finally:
@@ -1684,10 +1730,237 @@ def test_file_server(t):
     c.done()
 
 
+# --- card attributes (issue 48) ----------------------------------------------------------------
+
+# In a field frame: the lookups it made, from its own resource timing (what it fetched, by URL).
+FRAME_BIN_REQUESTS = """
+var path = arguments[0];
+return performance.getEntriesByType('resource').map(function (e) { return e.name; })
+  .filter(function (n) { return n.indexOf(path) >= 0; })
+  .map(function (n) { return n.slice(n.indexOf(path) + path.length); });
+"""
+
+# In a field frame: its lookups go through a wrapper that records the bin asked, then answers
+# `delay` ms late, or fails (`fail`), as a slow or broken network would. Called again, it changes the mode.
+SLOW_BINS = """
+var path = arguments[0];
+window.__binsMode = {delay: arguments[1], fail: arguments[2]};
+window.__binsAsked = window.__binsAsked || [];
+if (!window.__binsWrapped) {
+  window.__binsWrapped = true;
+  var original = window.fetch;
+  window.fetch = function (url) {
+    var text = String(url), at = text.indexOf(path);
+    if (at < 0) return original.apply(this, arguments);
+    window.__binsAsked.push(text.slice(at + path.length));
+    var mode = window.__binsMode;
+    if (mode.fail) return Promise.reject(new TypeError('Failed to fetch'));
+    return original.apply(this, arguments).then(function (r) {
+      return new Promise(function (resolve) { setTimeout(function () { resolve(r); }, mode.delay); });
+    });
+  };
+}
+return window.__binsAsked.slice();
+"""
+
+
+def mount_attributes(t, key, slots=("a_card", "a_picky")):
+    """The attributes form: #a_card holds its field `card`, #a_picky its field `picky`."""
+    made = t.js("""
+        var key = arguments[0], out = [__h.form(key, 'attributes')];
+        arguments[1].forEach(function (s) { out.push(__h.field(key, s, '#' + s, {name: s.slice(2)})); });
+        return out;""", key, list(slots))
+    bad = [m for m in made if not m.get("ok")]
+    if bad:
+        raise AssertionError(f"mounting the attributes form failed: {bad}")
+    t.wait_ready(key, list(slots))
+
+
+def in_frame(t, slot, script, *args):
+    t.enter(slot)
+    try:
+        return t.js(script, *args)
+    finally:
+        t.d.switch_to.default_content()
+
+
+def frame_bins(t, slot):
+    return in_frame(t, slot, FRAME_BIN_REQUESTS, BINS_PATH)
+
+
+def expect_state(t, c, src, since, want, what):
+    """The frame's last change state (minus isFocused) settles on `want` (the server's state), whole."""
+    ok, got, _ = settle(t, src, since, canon(without_focus(want)), 1.0, hard=8.0)
+    c.expect(ok, f"{what}: the frame's state is not /validate's: {state_diff(without_focus(want), got)}")
+    return got
+
+
+def without_attributes(t, src):
+    s = t.js("return __h.lastChange(arguments[0])", src)["data"]
+    return isinstance(s, dict) and "cardAttributes" not in s
+
+
+def test_card_attributes(t):
+    """Issue 48: with a BIN table imported, a card number's state carries `cardAttributes` for the `bin` it
+    shows, exactly as POST /forms/{form}/validate gives it (whole states compared); a field's `accept`
+    rule refuses by them and its state still shows bin, last4 and the attributes; a number no range holds
+    has no `cardAttributes`. The frame asks GET /elements/v1/bins/<bin> for the bin its state shows (6 or 8
+    digits), once per bin, and nothing while the state shows none."""
+    if t.bins_error:
+        raise AssertionError(f"the BIN table could not be imported: {t.bins_error}")
+    c = t.checks()
+    want = {
+        "card": t.validate("attributes", {"card": CARD})["fields"]["card"],
+        "picky": t.validate("attributes", {"picky": CARD})["fields"]["picky"],
+        "debit": t.validate("attributes", {"picky": DEBIT_CARD})["fields"]["picky"],
+        "none": t.validate("attributes", {"card": NO_RANGE_CARD})["fields"]["card"],
+    }
+    c.equal(want["card"].get("cardAttributes"), CARD_ATTRIBUTES, f"/validate {CARD}: cardAttributes")
+    p = want["picky"]
+    c.equal((p.get("isValid"), p.get("validationErrors"), p.get("bin"), p.get("last4"), p.get("cardAttributes")),
+            (False, ["CARD_NOT_ACCEPTED"], "41111111", "1111", CARD_ATTRIBUTES),
+            f"/validate {CARD} where only debit cards are accepted: (isValid, validationErrors, bin, last4, "
+            "cardAttributes)")
+    c.equal((want["debit"].get("isValid"), (want["debit"].get("cardAttributes") or {}).get("funding")),
+            (True, "debit"), f"/validate {DEBIT_CARD} (debit) where only debit cards are accepted: (isValid, funding)")
+    c.expect("cardAttributes" not in want["none"], f"/validate {NO_RANGE_CARD} (no range): has cardAttributes "
+                                                    f"{want['none'].get('cardAttributes')!r}")
+    # The frames' endpoint: the bin a state shows (6 or 8 digits), and nothing else.
+    for bin_, status, body in [("41111111", 200, {"cardAttributes": CARD_ATTRIBUTES}),
+                               ("555555", 200, {"cardAttributes": None}),
+                               ("4111111", 400, None), ("411111111", 400, None), (CARD, 400, None)]:
+        r = t.http.get(f"{t.url}{BINS_PATH}{bin_}", timeout=10)
+        c.equal(r.status_code, status, f"GET {BINS_PATH}{bin_} status")
+        if status == 200:
+            c.equal(r.json(), body, f"GET {BINS_PATH}{bin_} body")
+            c.expect("max-age=300" in (r.headers.get("Cache-Control") or ""),
+                     f"GET {BINS_PATH}{bin_} Cache-Control: {r.headers.get('Cache-Control')!r}")
+
+    t.open_page()
+    mount_attributes(t, "at")
+    # Typed with focus, a Visa of 16 digits shows no bin yet (it can grow to 19): nothing is asked.
+    since = t.count()
+    t.type_in("a_card", CARD)
+    t.wait_event("a_card", "change", lambda s: isinstance(s, dict) and s.get("inputLength") == 16, since,
+                 what=f"the change event of the 16th digit of {CARD}")
+    time.sleep(0.5)
+    c.equal(frame_bins(t, "a_card"), [], "bins the frame asked about while the state showed none")
+    early = [e["data"] for e in t.events("a_card", "change", since) if "cardAttributes" in (e["data"] or {})]
+    c.equal(early, [], "change states with cardAttributes while typing (no bin shown)")
+
+    # Left, it shows its bin: the state, then the state with the attributes (whole: /validate's).
+    since = t.count()
+    t.blur("a_card")
+    expect_state(t, c, "a_card", since, want["card"], f"{CARD}, left")
+    told = [e["data"].get("cardAttributes") for e in t.events("a_card", "change", since)
+            if isinstance(e["data"], dict) and "cardAttributes" in e["data"]]
+    c.expect(told and told[-1] == CARD_ATTRIBUTES, f"a change event with cardAttributes {CARD_ATTRIBUTES}, got {told}")
+    c.equal(frame_bins(t, "a_card"), ["41111111"], "bins the frame asked about after the blur")
+    # Focused and left again: the frame knows the bin's attributes, the state comes with them, unasked.
+    since = t.count()
+    in_frame(t, "a_card", "document.querySelector('input').focus();")
+    t.blur("a_card")
+    again = t.wait_event("a_card", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False, since,
+                         what="the state after focusing and leaving the field again")["data"]
+    c.equal(canon(without_focus(again)), canon(without_focus(want["card"])),
+            "the first state after leaving the field again (its bin's attributes are known in the frame)")
+    c.equal(frame_bins(t, "a_card"), ["41111111"], "bins asked after leaving the same number twice (once per bin)")
+
+    # A number no range holds: no cardAttributes member, then or later.
+    since = t.count()
+    t.type_in("a_card", NO_RANGE_CARD, clear=True)
+    t.blur("a_card")
+    expect_state(t, c, "a_card", since, want["none"], f"{NO_RANGE_CARD} (no range), left")
+    try:
+        stays(lambda: without_attributes(t, "a_card"), 0.8, f"{NO_RANGE_CARD}: a later state has cardAttributes",
+              lambda: short(t.js("return __h.lastChange('a_card')")["data"]))
+    except AssertionError as e:
+        c.expect(False, str(e))
+
+    # accept: {funding: [debit]}: a credit card is refused (bin, last4 and attributes still shown).
+    since = t.count()
+    t.type_in("a_picky", CARD)
+    t.blur("a_picky")
+    got = expect_state(t, c, "a_picky", since, want["picky"], f"{CARD} in the debit-only field, left")
+    c.equal((got or {}).get("validationErrors"), ["CARD_NOT_ACCEPTED"], "validationErrors of the refused card")
+    t.wait_event("form:at", "change", lambda s: isinstance(s, dict) and isinstance(s.get("fields"), dict)
+                 and (s["fields"].get("picky") or {}).get("validationErrors") == ["CARD_NOT_ACCEPTED"], since,
+                 what="a form change event whose picky state is refused (the controller has the verdict)")
+    since = t.count()
+    t.type_in("a_picky", DEBIT_CARD, clear=True)
+    t.blur("a_picky")
+    expect_state(t, c, "a_picky", since, want["debit"], f"{DEBIT_CARD} (debit) in the debit-only field, left")
+    c.equal(frame_bins(t, "a_picky"), ["41111111", "51051051"], "bins the debit-only field's frame asked about")
+
+    asked = frame_bins(t, "a_card") + frame_bins(t, "a_picky")
+    c.expect(all(re.fullmatch(r"[0-9]{6}([0-9]{2})?", b) for b in asked),
+             f"every lookup names 6 or 8 digits, never more: {asked}")
+    check_no_leak(t, c, "after the lookups")
+    events, messages = t.seen_text()
+    for number in [NO_RANGE_CARD, DEBIT_CARD]:
+        c.expect(number[:9] not in events and number[:9] not in messages,
+                 f"an event or message carries more of {number} than its bin")
+    c.done()
+
+
+def test_card_attributes_late(t):
+    """Issue 48: the attributes come after the state, in a second change; an answer for a number the user
+    has since replaced is never applied (but kept: the bin asked again is answered at once), and a lookup
+    that fails leaves the state without attributes, with no error."""
+    if t.bins_error:
+        raise AssertionError(f"the BIN table could not be imported: {t.bins_error}")
+    c = t.checks()
+    t.open_page()
+    mount_attributes(t, "late", ("a_card",))
+    in_frame(t, "a_card", SLOW_BINS, BINS_PATH, 3000, False)
+    since = t.count()
+    t.type_in("a_card", CARD)
+    t.blur("a_card")
+    first = t.wait_event("a_card", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False
+                         and s.get("isValid") is True, since, what=f"the valid state of {CARD} after the blur")["data"]
+    c.expect("cardAttributes" not in first, f"the state computed at the blur has cardAttributes before the answer: "
+                                            f"{short(first)}")
+    c.equal((first.get("bin"), first.get("last4")), ("41111111", "1111"), "(bin, last4) before the answer")
+    # Replaced before the answer (3 s late) arrives.
+    replaced = t.count()
+    t.type_in("a_card", NO_RANGE_CARD, clear=True)
+    t.blur("a_card")
+    t.wait_event("a_card", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False
+                 and s.get("bin") == "55555555", replaced, what=f"the valid state of {NO_RANGE_CARD}")
+    time.sleep(4.0)  # both answers came
+    stale = [e["data"] for e in t.events("a_card", "change", replaced)
+             if isinstance(e["data"], dict) and "cardAttributes" in e["data"]]
+    c.equal(stale, [], f"states with cardAttributes after {CARD} was replaced (a stale answer applied)")
+    c.equal(in_frame(t, "a_card", SLOW_BINS, BINS_PATH, 0, False), ["41111111", "55555555"], "bins asked")
+    # The stale answer was kept: the same bin again has its attributes in the first state, unasked.
+    since = t.count()
+    t.type_in("a_card", CARD, clear=True)
+    t.blur("a_card")
+    back = t.wait_event("a_card", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False
+                        and s.get("isValid") is True, since, what=f"the valid state of {CARD} typed again")["data"]
+    c.equal(back.get("cardAttributes"), CARD_ATTRIBUTES, f"cardAttributes of the first state of {CARD} typed again")
+    # A lookup that fails: the state stays without attributes, and the page hears no error.
+    in_frame(t, "a_card", SLOW_BINS, BINS_PATH, 0, True)
+    since = t.count()
+    t.type_in("a_card", DEBIT_CARD, clear=True)
+    t.blur("a_card")
+    t.wait_event("a_card", "change", lambda s: isinstance(s, dict) and s.get("isFocused") is False
+                 and s.get("bin") == "51051051", since, what=f"the valid state of {DEBIT_CARD}")
+    try:
+        stays(lambda: without_attributes(t, "a_card"), 1.5, "a state has cardAttributes after a failed lookup",
+              lambda: short(t.js("return __h.lastChange('a_card')")["data"]))
+    except AssertionError as e:
+        c.expect(False, str(e))
+    c.equal(t.events("a_card", "error", since), [], "error events after a failed lookup")
+    c.equal(in_frame(t, "a_card", SLOW_BINS, BINS_PATH, 0, True), ["41111111", "55555555", "51051051"],
+            "bins asked, the failed one included")
+    c.done()
+
+
 TESTS = [test_mount, test_typing, test_one_release_per_number, test_one_validity_per_number, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_masks, test_styling,
          test_events, test_strict_mode, test_bad_input, test_unlisted_origin, test_postmessage_hostility,
          test_headers, test_reveal, test_tab_order, test_file_state, test_file_submit, test_file_server,
-         test_timing]
+         test_card_attributes, test_card_attributes_late, test_timing]
 
 
 def main(argv):

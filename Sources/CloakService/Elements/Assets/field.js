@@ -51,17 +51,26 @@
    */
   function exposed(f, state) {
     if (!state || f.entry.type !== "cardNumber") return state;
-    const related = changedAfterRelease(f); // also forgets the release once the field is emptied
-    // One state for valid and invalid alike while withheld: any difference (another error, or
-    // none) would tell whether the prefix passes its rules.
-    const withheld = Object.assign({}, state, { isValid: false, bin: "", last4: "", validationErrors: [cardError(f)] });
-    if (related) return withheld;
+    if (withholds(f, state)) {
+      // One state for valid and invalid alike while withheld: any difference (another error, or
+      // none, or the BIN's attributes) would tell whether the prefix passes its rules.
+      const withheld = Object.assign({}, state, { isValid: false, bin: "", last4: "", validationErrors: [cardError(f)] });
+      delete withheld.cardAttributes;
+      return withheld;
+    }
+    // A last four shows a number that passes its rules (its `accept` rule may still refuse it).
+    if (state.last4) release(f);
+    return state;
+  }
+
+  /** Whether a card number's state is withheld (exposed): changed after a release, or still growing. */
+  function withholds(f, state) {
+    if (changedAfterRelease(f)) return true; // also forgets the release once the field is emptied
     if (f.focused && state.inputLength > 0) {
       const brand = schema.brands.filter(function (b) { return b.id === state.cardBrand; })[0] || schema.unknownBrand;
-      if (state.inputLength < Math.max.apply(null, brand.lengths)) return withheld;
+      return state.inputLength < Math.max.apply(null, brand.lengths);
     }
-    if (state.isValid && state.last4) release(f);
-    return state;
+    return false;
   }
 
   /** The error a card number's withheld state names: its payment-card rule's. */
@@ -109,7 +118,10 @@
     const seq = ++f.seq;
     clearTimeout(f.timer);
     const state = R.fieldState(f.entry, ctx, value, { dirty: f.dirty, cardBrand: f.brand });
-    if (state !== R.SERVER) return setState(f, state);
+    if (state !== R.SERVER) {
+      setState(f, withKnownAttributes(f, state));
+      return lookUpAttributes(f);
+    }
     f.timer = setTimeout(function () { askServer(f, seq, value, 0); }, SERVER_DEBOUNCE_MS);
   }
 
@@ -136,6 +148,68 @@
         toPage("error", { name: f.name, code: "validation_unavailable", message: "Cloak could not check this field" });
       }
     });
+  }
+
+  // --- card attributes (issue 48) ---------------------------------------------------------------
+
+  /**
+   * What the server's BIN table says of each bin this frame asked about (GET
+   * /elements/v1/bins/<bin>): bin → {attributes: the object, or null, once answered; answer: a
+   * promise of them}. One request per bin, shared while in flight; a failed one is forgotten after
+   * RETRY_BIN_MS (a later state with that bin asks again).
+   */
+  const bins = new Map();
+  const RETRY_BIN_MS = 5000;
+
+  /** The bin a card number's state shows (6 or 8 digits; the server answers no other), else null. */
+  function binOf(f, state) {
+    return f.entry.type === "cardNumber" && state && typeof state.bin === "string" &&
+      /^[0-9]{6}([0-9]{2})?$/.test(state.bin) ? state.bin : null;
+  }
+
+  function askBin(bin) {
+    const known = { attributes: undefined, answer: null };
+    known.answer = fetch("/elements/v1/bins/" + bin, { credentials: "omit" }).then(function (res) {
+      if (!res.ok) throw new Error("status " + res.status);
+      return res.json();
+    }).then(function (body) {
+      const attributes = body ? body.cardAttributes : undefined;
+      if (attributes !== null && (!attributes || typeof attributes !== "object" || Array.isArray(attributes))) {
+        throw new Error("no cardAttributes");
+      }
+      known.attributes = attributes;
+      return attributes;
+    });
+    known.answer.catch(function () {
+      setTimeout(function () { if (bins.get(bin) === known) bins.delete(bin); }, RETRY_BIN_MS);
+    });
+    bins.set(bin, known);
+    return known;
+  }
+
+  /** A state computed here, with its bin's attributes (and its accept verdict) when already known. */
+  function withKnownAttributes(f, state) {
+    const bin = binOf(f, state);
+    const known = bin ? bins.get(bin) : null;
+    return known && known.attributes ? R.withCardAttributes(f.entry, state, known.attributes) : state;
+  }
+
+  /**
+   * The state computed here shows a bin (to the page and the controller: not while withheld) whose
+   * attributes are not known yet: they are asked, and when they come while the input still has
+   * that state, it is set again with them (a second change). An answer for a state the user has
+   * typed past is dropped; a failure leaves the state without attributes. Only the bin the state
+   * shows is sent, never more digits, and nothing when it shows none.
+   */
+  function lookUpAttributes(f) {
+    const state = f.state;
+    const bin = binOf(f, state);
+    if (!bin || state.cardAttributes !== undefined || withholds(f, state)) return;
+    const known = bins.get(bin) || askBin(bin);
+    if (known.attributes !== undefined) return; // answered: nothing known of this bin
+    known.answer.then(function (attributes) {
+      if (f.state === state && attributes) setState(f, R.withCardAttributes(f.entry, state, attributes));
+    }, function () { /* the state stays without attributes */ });
   }
 
   /** Lays the input out in its pattern ("4111 1111 …", "12/30") when that keeps its raw text. */

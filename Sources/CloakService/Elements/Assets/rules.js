@@ -626,6 +626,38 @@
     return state;
   }
 
+  // --- card attributes (CardAttributes.swift, FieldProcessor.process; issue 48) ----------------
+
+  const CARD_NOT_ACCEPTED = "CARD_NOT_ACCEPTED";
+
+  /**
+   * CardAcceptRule.accepts: a card is refused only by a funding or a country its attributes give
+   * and the rule's list (when it has one) lacks; what the table does not give passes.
+   */
+  function acceptsCard(rule, attributes) {
+    if (!rule || typeof rule !== "object" || !attributes || typeof attributes !== "object") return true;
+    const funding = attributes.funding;
+    const country = attributes.country;
+    if (Array.isArray(rule.funding) && typeof funding === "string" && rule.funding.indexOf(funding) < 0) return false;
+    if (Array.isArray(rule.countries) && typeof country === "string" && rule.countries.indexOf(country) < 0) return false;
+    return true;
+  }
+
+  /**
+   * A card number's state (fieldState's, showing `bin`) with the attributes of that `bin`, as the
+   * server writes it: `cardAttributes` after `last4`, and when the field's `accept` rule refuses
+   * them, its error after the others (isValid false) while `bin` and `last4` stay shown.
+   */
+  function withCardAttributes(entry, state, attributes) {
+    const out = Object.assign({}, state, { cardAttributes: attributes });
+    if (!acceptsCard(entry.accept, attributes)) {
+      const error = typeof entry.accept.error === "string" ? entry.accept.error : CARD_NOT_ACCEPTED;
+      out.isValid = false;
+      out.validationErrors = state.validationErrors.concat([error]);
+    }
+    return out;
+  }
+
   /** Types laid out as the user types (when they have no mask and no transform). */
   const FORMATTED_TYPES = { cardNumber: 1, expDate: 1, ssn: 1, cvc: 1 };
 
@@ -667,6 +699,8 @@
     fieldState: fieldState,
     format: format,
     formValidity: formValidity,
+    withCardAttributes: withCardAttributes,
+    acceptsCard: acceptsCard,
     /**
      * One edit of a masked field ({text, caret}), or null when the field has no mask or one the
      * browser cannot read as the server does (the text then stays as typed).
