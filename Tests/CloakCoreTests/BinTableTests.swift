@@ -200,3 +200,29 @@ import Testing
                 && !(invalid["validationErrors"] as? [String] ?? []).contains("CARD_NOT_ACCEPTED"))
     }
 }
+
+/// The table as the store keeps it: read back to the same lookups; anything damaged refused.
+@Suite struct BinTableEncodingTests {
+    @Test func theEncodedTableReadsBackTheSame() throws {
+        let table = try BinTableReader(format: .csv).read(Array(BinTableTests.csv.utf8))
+        let decoded = try #require(BinTableReader.Table(decoding: table.encoded()))
+        #expect(decoded.rows.map(\.low) == table.rows.map(\.low) && decoded.rows.map(\.high) == table.rows.map(\.high))
+        #expect(decoded.rows.map(decoded.attributes(of:)) == table.rows.map(table.attributes(of:)))
+        for query in ["411111", "41111150", "4111111111111111", "5200000000000000005", "999999"] {
+            #expect(BinTable(decoded).lookup(query) == BinTable(table).lookup(query), "\(query)")
+        }
+    }
+
+    @Test func aDamagedEncodingIsRefused() throws {
+        let bytes = try BinTableReader(format: .csv).read(Array(BinTableTests.csv.utf8)).encoded()
+        #expect(BinTableReader.Table(decoding: Array(bytes.dropLast())) == nil)
+        #expect(BinTableReader.Table(decoding: bytes + [0]) == nil)
+        #expect(BinTableReader.Table(decoding: Array(bytes.dropFirst())) == nil)
+        var badIndex = bytes
+        badIndex[badIndex.count - 1] = 0xFF  // the last row's attribute index, out of range
+        #expect(BinTableReader.Table(decoding: badIndex) == nil)
+        var badLength = bytes
+        badLength[badLength.count - 21] = 5  // the last row's length, under six digits
+        #expect(BinTableReader.Table(decoding: badLength) == nil)
+    }
+}

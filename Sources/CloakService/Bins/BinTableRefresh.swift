@@ -90,11 +90,11 @@ package final class BinTableRefresh: Sendable {
         if !document.verifies(key) {
             refusal = "its header does not verify with the key ring (written without the ring, or by another)"
         } else if let content, !content.isEmpty, constantTimeEquals(Digest.sha256(content), document.digest) {
-            do {
-                built = BinTable(try BinTableReader(format: .csv).read(content))
+            if let decoded = BinTableReader.Table(decoding: content) {
+                built = BinTable(decoded)
                 refusal = nil
-            } catch {
-                refusal = "it does not read: \(error.problems.first ?? "")"
+            } else {
+                refusal = "it does not read as a BIN table"
             }
         } else {
             refusal = "its content is missing or is not what its header names"
