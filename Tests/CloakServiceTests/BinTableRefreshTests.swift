@@ -13,8 +13,8 @@ import Testing
 @Suite(.serialized) struct BinTableRefreshTests {
     static let auth = [("Authorization", "Bearer \(CloakNode.token)")]
 
-    static func nodes(in directory: TemporaryDirectory) throws -> (CloakNode, CloakNode) {
-        let store = "sqlite:\(directory.path)/cloak.db"
+    static func nodes(in directory: TemporaryDirectory, store: String? = nil) throws -> (CloakNode, CloakNode) {
+        let store = store ?? "sqlite:\(directory.path)/cloak.db"
         let configure: (String) -> String = {
             $0.replacingOccurrences(of: "bins:\n  refresh_s: 30", with: "bins:\n  refresh_s: 1")
         }
@@ -71,6 +71,49 @@ import Testing
         #expect(status.output.contains(#""version":2"#) && status.output.contains(#""source":"two.csv""#))
         let metrics = try a.client().request("GET", "/metrics")
         #expect(metrics.text.contains("cloak_bins_version 2"))
+    }
+
+    /// A table imported while a node is still building the one before: the node ends on the
+    /// latest, whole, and never serves a mix of the two.
+    @Test func aTableSwappedDuringLoadEndsOnTheLatest() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (a, b) = try Self.nodes(in: directory)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        // 40,000 ranges: a second or so to build in a debug binary.
+        var big = "low,high,issuer\n"
+        for i in 0..<40_000 { big += "\(40_000_000 + i * 100),\(40_000_000 + i * 100 + 99),Old \(i % 7)\n" }
+        big += "411111,411111,Old Bank\n"
+        let first = try Self.write(big, to: directory, name: "big.csv")
+        let second = try Self.write(
+            "low,high,issuer\n411111,411111,New Bank\n40000000,40000099,New Range\n", to: directory, name: "new.csv")
+        #expect(try a.command(["bins", "import", first]).status == 0)
+        #expect(try b.command(["bins", "import", second]).status == 0)
+        #expect(Poll.until { Self.issuer("411111", on: a) == "New Bank" && Self.issuer("411111", on: b) == "New Bank" })
+        // Whole: a range only the old table had is gone, the new one's is there.
+        #expect(Self.issuer("40000150", on: a) == nil && Self.issuer("40000050", on: a) == "New Range")
+        #expect(!a.log.contains("is refused") && !b.log.contains("is refused"))
+    }
+
+    /// The same on PostgreSQL: two nodes on one database swap to each import.
+    @Test(.enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL"))
+    func nodesOnPostgreSQLSwapToEachImport() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try PostgresTestCluster.freshDatabase()
+        let (a, b) = try Self.nodes(in: directory, store: store)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        for (name, issuer) in [("one.csv", "First Bank"), ("two.csv", "Second Bank")] {
+            let file = try Self.write("low,high,issuer\n411111,411111,\(issuer)\n", to: directory, name: name)
+            #expect(try a.command(["bins", "import", file]).status == 0)
+            #expect(Poll.until { Self.issuer("411111", on: a) == issuer && Self.issuer("411111", on: b) == issuer })
+        }
     }
 
     @Test func aHeaderForgedWithoutTheRingIsRefused() throws {
