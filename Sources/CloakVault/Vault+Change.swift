@@ -24,7 +24,11 @@ extension Vault {
             of: alias,
             { store, record in
                 if let classifiers { try store.setClassifiers(classifiers, recordID: record.id) }
-                if let metadata { try store.setRecordMetadata(metadata, recordID: record.id) }
+                if var metadata {
+                    // A caller's metadata replaces its own, never Cloak's (a card's attributes).
+                    metadata[RevealedRecord.attributesKey] = record.metadata[RevealedRecord.attributesKey]
+                    try store.setRecordMetadata(metadata, recordID: record.id)
+                }
                 if let ttlSeconds {
                     // An intent never outlives its intent lifetime, nor a VOLATILE value vault.volatile_ttl_s.
                     var wanted = now + Int64(ttlSeconds)

@@ -223,3 +223,95 @@ import Testing
         #expect(reserved.status == 400)
     }
 }
+
+/// What the review of issue 48 found, each held by a test.
+@Suite struct BinTableReviewTests {
+    static let binsToken = "bins-review-token"
+
+    /// A server with a table: 411111 (6 digits, debit) and a 10-digit range under it that only
+    /// a lookup of more digits than a state shows would find.
+    static func server(accept: Bool = false) throws -> TestServer {
+        let hex = Digest.sha256(Array(Self.binsToken.utf8)).map { String(format: "%02x", $0) }.joined()
+        var yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "  tokens: [", with: "  tokens: [{id: bins, sha256: \"\(hex)\", scopes: [bins:read]}, ")
+        if accept {
+            yaml = yaml.replacingOccurrences(
+                of: "      - name: card_data.card_number\n",
+                with: "      - name: card_data.card_number\n        accept: {funding: [credit]}\n")
+        }
+        let server = try TestServer(yaml: yaml)
+        let table = try BinTableReader(format: .csv).read(
+            Array("low,high,issuer,funding\n411111,411111,Six,debit\n4111111111,4111111111,Ten,credit\n".utf8))
+        try Self.importTable(table, into: server)
+        return server
+    }
+
+    static func importTable(_ table: BinTableReader.Table, into server: TestServer) throws {
+        let key = server.vault.derivedMAC(purpose: BinTableDocument.purpose)
+        let done = DispatchSemaphore(value: 0)
+        server.vault.withStore(reads: false) { store in
+            try BinTableAdministration(store: store, key: key).importTable(table, source: "test", now: 1)
+        } completion: { _ in
+            done.signal()
+        }
+        done.wait()
+        server.service.binRefresh?.refreshAndWait()
+    }
+
+    @Test func theAcceptRuleHoldsOnSubmission() throws {
+        let server = try Self.server(accept: true)
+        defer { server.stop() }
+        let r = try server.client().request(
+            "POST", "/forms/checkout/tokens",
+            json: #"{"fields":{"card_data.card_number":"4111 1111 1111 1111","customer.ssn":"123-45-6789"}}"#)
+        #expect(r.status == 422, "\(r.status) \(r.text)")
+        #expect(r.text.contains("CARD_NOT_ACCEPTED"))
+    }
+
+    @Test func anAliasNeverDisclosesMoreThanItsBIN() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
+        let created = try server.client().request(
+            "POST", "/aliases",
+            json: #"{"data":[{"value":"4111111111111111","format":"UUID"},{"value":"123-45-6789","format":"UUID"}]}"#,
+            headers: full)
+        let data = try #require(created.json?["data"] as? [[String: Any]])
+        let aliases = data.compactMap { ($0["aliases"] as? [[String: Any]])?.first?["alias"] as? String }
+        try #require(aliases.count == 2)
+        let bins = [("Authorization", "Bearer \(Self.binsToken)")]
+        // The 8-digit BIN a state shows answers (the 6-digit range), never the 10-digit one.
+        let card = try server.client().request(
+            "POST", "/cards/attributes", json: #"{"alias":"\#(aliases[0])"}"#, headers: bins)
+        #expect((card.json?["issuer"] as? String) == "Six", "\(card.text)")
+        let stored = try server.client().request("GET", "/aliases/\(aliases[0])", headers: bins)
+        #expect(((stored.json?["attributes"] as? [String: String])?["issuer"]) == "Six")
+        // An SSN is no card: no prefix of it is looked up.
+        let ssn = try server.client().request(
+            "POST", "/cards/attributes", json: #"{"alias":"\#(aliases[1])"}"#, headers: bins)
+        #expect(ssn.status == 404)
+        #expect(server.logs.text.contains(#""action":"card_attributes""#))
+    }
+
+    @Test func anOlderTablePutBackIsRefusedAndRacingImportsKeepTheWinnersTable() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let newer = try BinTableReader(format: .csv).read(Array("low,high,issuer\n411111,411111,Newer\n".utf8))
+        // The first table's header, kept aside, then a newer import.
+        let oldHeader = try FileUploadTests.sqlite(server, "SELECT hex(value) FROM meta WHERE name = 'bins.current'")
+        try Self.importTable(newer, into: server)
+        let lookup = {
+            try server.client().request("GET", "/bins/411111", headers: [("Authorization", "Bearer \(Self.binsToken)")])
+        }
+        #expect(try lookup().json?["issuer"] as? String == "Newer")
+        // A database writer puts the older signed header back: it verifies, but goes backwards.
+        try FileUploadTests.sqlite(server, "UPDATE meta SET value = x'\(oldHeader)' WHERE name = 'bins.current'")
+        server.service.binRefresh?.refreshAndWait()
+        #expect(try lookup().json?["issuer"] as? String == "Newer")
+        // The newest table's blob is named by its version and digest, and is never cleared by
+        // an import that lost a race to the same version.
+        let names = try FileUploadTests.sqlite(
+            server, "SELECT name FROM meta WHERE name LIKE 'bins.table.%' AND length(value) > 0")
+        #expect(names.split(separator: "\n").allSatisfy { $0.split(separator: ".").count == 4 }, "\(names)")
+    }
+}

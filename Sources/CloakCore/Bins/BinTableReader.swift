@@ -85,7 +85,8 @@ public struct BinTableReader: Sendable {
         /// For each CSV column, the index of the Cloak column it is (nil: ignored).
         var header: [Int?]?
         var lineNumber = 0
-        var start = 0
+        // A UTF-8 byte order mark (spreadsheets write one) is not part of the first column's name.
+        var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         var values = [String?](repeating: nil, count: Self.columns.count)
         while start < bytes.count {
             var end = start

@@ -89,7 +89,9 @@ extension CloakService {
     }
 
     func bins(_ c: RequestContext) -> BinsHandler {
-        BinsHandler(table: binRefresh?.current?.table, vault: vaultClient(c.request, c.identity, trace: c.trace))
+        BinsHandler(
+            table: binRefresh?.current?.table, vault: vaultClient(c.request, c.identity, trace: c.trace),
+            outcome: c.outcome)
     }
 
     func fileReveal(_ c: RequestContext) throws(CloakError) -> FileRevealHandler {

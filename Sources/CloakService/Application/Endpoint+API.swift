@@ -78,7 +78,10 @@ extension Endpoint {
         Endpoint("bins", .GET, "/bins/{digits}", access: .scope("bins:read"), rate: .caller) {
             s, c throws(CloakError) in try s.bins(c).lookup(c.parameter("digits"))
         },
-        Endpoint("card-attributes", .POST, "/cards/attributes", access: .scope("bins:read"), rate: .caller) {
+        Endpoint(
+            "card-attributes", .POST, "/cards/attributes", access: .scope("bins:read"), rate: .caller,
+            audit: "card_attributes"
+        ) {
             s, c throws(CloakError) in try s.bins(c).attributes(c.request)
         },
 

@@ -23,9 +23,13 @@ package struct BinTableDocument: Sendable, Equatable {
     package var importedAt: Int64
     package var digest: [UInt8]
     package var mac: [UInt8] = []
+    /// The table of the header before (kept one import longer, then cleared): outside the MAC.
+    package var previousTable: String?
 
     package static let pointerName = "bins.current"
-    package static func tableName(_ version: Int64) -> String { "bins.table.\(version)" }
+    /// Where the table of a header is: its version and the start of its digest, so two imports
+    /// racing to one version never write (or clear) each other's table.
+    package var tableName: String { "bins.table.\(version).\(Self.hex(Array(digest.prefix(8))))" }
     /// The purpose of the key the header's MAC is made with (``KeyRing/derivedMAC(purpose:)``).
     package static let purpose = "bin-table"
 
@@ -44,7 +48,7 @@ package struct BinTableDocument: Sendable, Equatable {
             .object([
                 ("version", .int(Int(version))), ("rows", .int(rows)), ("source", .string(source)),
                 ("imported_at", .int(Int(importedAt))), ("sha256", .string(Self.hex(digest))),
-                ("mac", .string(Self.hex(mac))),
+                ("mac", .string(Self.hex(mac))), ("previous", previousTable.map { .string($0) } ?? .null),
             ]))
     }
 
@@ -63,6 +67,7 @@ package struct BinTableDocument: Sendable, Equatable {
         self.init(
             version: Int64(version), rows: rows, source: source, importedAt: Int64(importedAt), digest: digest,
             mac: mac)
+        previousTable = text("previous")
     }
 
     package init(version: Int64, rows: Int, source: String, importedAt: Int64, digest: [UInt8], mac: [UInt8] = []) {
@@ -148,18 +153,21 @@ package struct BinTableAdministration {
         do {
             let old = try store.metadata(BinTableDocument.pointerName)
             let previous = old.flatMap { BinTableDocument(stored: $0) }
+            let (next, overflow) = (previous?.version ?? 0).addingReportingOverflow(1)
+            guard !overflow else { throw Failure.store("the stored header's version is not one an import makes") }
             var document = BinTableDocument(
-                version: (previous?.version ?? 0) + 1, rows: table.rows.count, source: source, importedAt: now,
-                digest: Digest.sha256(content))
+                version: next, rows: table.rows.count, source: source, importedAt: now, digest: Digest.sha256(content))
             document.mac = key.authenticate(document.canonical)
-            try store.setMetadata(BinTableDocument.tableName(document.version), content)
+            document.previousTable = previous?.tableName
+            try store.setMetadata(document.tableName, content)
             guard try store.replaceMetadata(BinTableDocument.pointerName, expected: old, with: document.stored) else {
-                try store.setMetadata(BinTableDocument.tableName(document.version), [])
+                // Another import won this version: only this import's own table goes.
+                try store.setMetadata(document.tableName, [])
                 throw Failure.raced
             }
-            // The version before stays one refresh longer for nodes reading it now; older go.
-            if let previous, previous.version > 1 {
-                try store.setMetadata(BinTableDocument.tableName(previous.version - 1), [])
+            // The table before stays (nodes may be reading it); the one before that goes.
+            if let before = previous?.previousTable, before.hasPrefix("bins.table.") {
+                try store.setMetadata(before, [])
             }
             return document
         } catch let failure as Failure {

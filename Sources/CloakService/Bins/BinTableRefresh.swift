@@ -56,11 +56,18 @@ package final class BinTableRefresh: Sendable {
             done?()
             return
         }
+        let key = self.key
+        let refused = state.withLock { $0.refused }
         vault.withStore(reads: true) { store -> (BinTableDocument, [UInt8]?)? in
             guard let bytes = try store.metadata(BinTableDocument.pointerName), !bytes.isEmpty,
-                let document = BinTableDocument(stored: bytes), document.version != held
+                let document = BinTableDocument(stored: bytes), document.version != held,
+                document.version != refused
             else { return nil }
-            return (document, try store.metadata(BinTableDocument.tableName(document.version)))
+            // A header is checked before its table is read: a database writer without the ring
+            // cannot make nodes read a table of its choosing (of any size), nor go back to an
+            // older one (a version below the one held is a replay).
+            guard document.verifies(key), document.version > (held ?? 0) else { return (document, nil) }
+            return (document, try store.metadata(document.tableName))
         } completion: { [self] result in
             building.async { [self] in
                 switch result {
@@ -89,6 +96,8 @@ package final class BinTableRefresh: Sendable {
         var built: BinTable?
         if !document.verifies(key) {
             refusal = "its header does not verify with the key ring (written without the ring, or by another)"
+        } else if let held = state.withLock({ $0.document?.version }), document.version < held {
+            refusal = "its version is below the one this node serves (an older table put back)"
         } else if let content, !content.isEmpty, constantTimeEquals(Digest.sha256(content), document.digest) {
             if let decoded = BinTableReader.Table(decoding: content) {
                 built = BinTable(decoded)

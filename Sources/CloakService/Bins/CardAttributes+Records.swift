@@ -8,15 +8,25 @@ extension CardAttributes {
     /// `request` with its card's attributes in its metadata, when its value is a card number
     /// (12 to 19 digits, spaces and dashes aside, Luhn-valid) that a range of `table` holds.
     static func stored(on request: AliasRequest, from table: BinTable) -> AliasRequest {
-        let digits = request.value.utf8.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "-") }
-        guard (12...19).contains(digits.count),
-            digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-            Luhn.isValid(String(decoding: digits, as: UTF8.self)),
-            let attributes = table.lookup(digits)
-        else { return request }
+        guard let attributes = ofCard(request.value, in: table) else { return request }
         var request = request
         request.metadata[RevealedRecord.attributesKey] = String(
             decoding: JSONWriter.encode(attributes.json), as: UTF8.self)
         return request
+    }
+
+    /// The attributes of `value` when it is a card number (12 to 19 digits, spaces and dashes
+    /// aside, Luhn-valid), looked up by its BIN as a field state shows it (8 digits for a brand
+    /// with eight-digit BINs and 16 digits or more, else 6) and never more: whoever sees them
+    /// learns no more of the number than a state shows, however specific the table's ranges.
+    static func ofCard(_ value: String, in table: BinTable) -> CardAttributes? {
+        let digits = value.utf8.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "-") }
+        guard (12...19).contains(digits.count),
+            digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { return nil }
+        let number = String(decoding: digits, as: UTF8.self)
+        guard Luhn.isValid(number) else { return nil }
+        let eight = CardBrandTable.standard.detect(number).brand.hasEightDigitBIN && digits.count >= 16
+        return table.lookup(digits.prefix(eight ? 8 : 6))
     }
 }

@@ -10,7 +10,8 @@ extension CloakService {
         EgressHandler(
             context: context, vault: vault, settings: configuration.egress, identity: identity, metrics: egressMetrics,
             authenticator: auth, admission: admission(for: identity),
-            lookupValuesPerHour: identity.token?.lookupBucketLimit(default: configuration.limits.bucketValuesPerHour))
+            lookupValuesPerHour: identity.token?.lookupBucketLimit(default: configuration.limits.bucketValuesPerHour),
+            bins: binRefresh?.current?.table)
     }
 
     /// Decides a CONNECT on the forward-proxy door. The CONNECT passes the door's steps like any

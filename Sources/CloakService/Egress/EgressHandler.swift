@@ -26,6 +26,8 @@ struct EgressHandler: Sendable {
     let admission: CreateAdmission?
     /// The caller's guess limit for the aliases a route reveals (``VaultClient/revealGuessing(_:completion:)``).
     var lookupValuesPerHour: Int? = nil
+    /// The node's BIN table: a card a route redacts keeps its attributes.
+    var bins: BinTable? = nil
 
     /// The 407 every door answers without valid credentials: a 1300 error, answered with 407 and
     /// `Proxy-Authenticate` (its own status would be 401).
@@ -139,7 +141,7 @@ struct EgressHandler: Sendable {
         let client = vault.map {
             VaultClient(
                 vault: $0, loop: request.loop, admission: admission, lookupValuesPerHour: lookupValuesPerHour,
-                onUnavailable: CloakService.logUnavailable(context.logger), trace: trace)
+                onUnavailable: CloakService.logUnavailable(context.logger), trace: trace, bins: bins)
         }
         let call = RouteCall(
             route: route, vault: client, requestCaller: caller, responseCaller: caller,

@@ -11,6 +11,8 @@ import CloakVault
 struct BinsHandler: Sendable {
     let table: BinTable?
     let vault: VaultClient?
+    /// The audit of `POST /cards/attributes` (it decrypts a record, as a reveal does).
+    var outcome: Outcome? = nil
 
     static let shortestQuery = 6
     static let longestQuery = 11
@@ -39,9 +41,19 @@ struct BinsHandler: Sendable {
                 switch result {
                 case .failure(let error): finish(.error(error.cloakError { _ in "alias" }))
                 case .success(let found):
-                    guard let record = found[alias] else { return finish(.error(.notFound("no such alias"))) }
-                    let digits = record.value.utf8.filter { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
-                    do throws(CloakError) { finish(try answer(table, Array(digits))) } catch { finish(.error(error)) }
+                    guard let record = found[alias] else {
+                        outcome?.alias(nil, "not_found")
+                        return finish(.error(.notFound("no such alias")))
+                    }
+                    outcome?.alias(vault.vault.auditReference(alias), "ok")
+                    // Only a card's, by the BIN a state shows: never a prefix of another secret.
+                    guard let table else {
+                        return finish(.error(.notFound("no BIN table is loaded (cloak bins import)")))
+                    }
+                    guard let attributes = CardAttributes.ofCard(record.value, in: table) else {
+                        return finish(.error(.notFound("the alias is not a card's a range of the BIN table holds")))
+                    }
+                    finish(.json(200, JSONWriter.encode(attributes.json), headers: HTTPResponse.noStoreHeaders))
                 }
             }
         }

@@ -37,7 +37,7 @@ struct FormTokenizeHandler: Sendable {
         }
         let prepared = try PreparedSubmission(
             request, form: name, context: context, caller: caller,
-            keepSensitiveRaw: answer == .mappedBody)
+            keepSensitiveRaw: answer == .mappedBody, bins: vault.bins)
         return .later { finish in
             prepared.resolve(with: vault, failing: finish) { entries, intentExpiresAt in
                 // The SDK's flat answer has no room for it: an intent's expiry goes in a header.

@@ -231,10 +231,12 @@ final class FormUpload: @unchecked Sendable {
         let submission: FormSubmission
         do throws(CloakError) {
             collect = try reader.finish()
+            var rules = ValidationContext(today: today)
+            rules.bins = vault.bins  // a card field's accept rule holds here too
             var files: [Int: [FileInspection]] = [:]
             for file in received { files[file.field, default: []].append(file.inspection) }
             validation = FormValidation(
-                form: form, values: collect.values, files: files, context: ValidationContext(today: today))
+                form: form, values: collect.values, files: files, context: rules)
             if let error = validation.inputError { throw error }
             submission = FormSubmission(validation, keepSensitiveRaw: answer == .mappedBody)
             do { try Vault.check(submission.requests, caller: caller) } catch {

@@ -13,15 +13,17 @@ struct PreparedSubmission: Sendable {
     /// Validates a submission for `form` (1002, 1404, 1001) and plans its aliases.
     init(
         _ request: HTTPRequest, form name: String, context: ServiceContext, caller: AliasCaller,
-        keepSensitiveRaw: Bool
+        keepSensitiveRaw: Bool, bins: BinTable? = nil
     ) throws(CloakError) {
         guard let form = context.configuration.forms[name] else {
             throw .notFound("no such form")
         }
         try request.requireJSONContentType()
         let collect = try request.collectRequest(for: form)
-        let validation = FormValidation(
-            form: form, values: collect.values, context: ValidationContext(today: context.today()))
+        // With the node's BIN table: a card field's accept rule holds on submission too.
+        var rules = ValidationContext(today: context.today())
+        rules.bins = bins
+        let validation = FormValidation(form: form, values: collect.values, context: rules)
         if let error = validation.inputError { throw error }
         let submission = FormSubmission(validation, keepSensitiveRaw: keepSensitiveRaw)
         do { try Vault.check(submission.requests, caller: caller) } catch {

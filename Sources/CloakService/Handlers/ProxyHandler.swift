@@ -56,7 +56,7 @@ struct ProxyHandler: RequestHandler {
         guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
         let caller = try identity.aliasCaller(openTokenize: context.configuration.openTokenize)
         let prepared = try PreparedSubmission(
-            request, form: formName, context: context, caller: caller, keepSensitiveRaw: true)
+            request, form: formName, context: context, caller: caller, keepSensitiveRaw: true, bins: vault.bins)
         // The form's values are aliased before the exchange starts: the route has no operations.
         let call = RouteCall(
             route: route, vault: vault, requestCaller: caller, responseCaller: caller, limitName: "vault.max_batch",

@@ -38,7 +38,13 @@ extension VaultAPIHandler {
             vault.revealGuessing([alias]) { result in
                 switch result {
                 case let .success(found):
-                    guard let attributes = found[alias]?.attributes else {
+                    // Recomputed from the sealed value when a table is loaded (the metadata is not
+                    // sealed: a database writer could change it); else as stored.
+                    let record = found[alias]
+                    let attributes =
+                        vault.bins.flatMap { table in record.flatMap { CardAttributes.ofCard($0.value, in: table) } }
+                        ?? record?.attributes
+                    guard let attributes else {
                         audit(alias, "not_found")
                         return finish(.error(.notFound("no card attributes are kept for this alias")))
                     }
