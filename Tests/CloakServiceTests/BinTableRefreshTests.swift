@@ -161,15 +161,7 @@ import Testing
         defer { server.stop() }
         let table = try BinTableReader(format: .csv).read(
             Array("low,high,issuer,funding,country\n411111,411111,Six Digit Bank,debit,US\n".utf8))
-        let key = server.vault.derivedMAC(purpose: BinTableDocument.purpose)
-        let done = DispatchSemaphore(value: 0)
-        server.vault.withStore(reads: false) { store in
-            try BinTableAdministration(store: store, key: key).importTable(table, source: "test", now: 1)
-        } completion: { _ in
-            done.signal()
-        }
-        done.wait()
-        server.service.binRefresh?.refreshAndWait()
+        try BinTableReviewTests.importTable(table, into: server)
         let r = try server.client().request(
             "POST", "/forms/checkout/validate", json: #"{"fields":{"card_data.card_number":"4111 1111 1111 1111"}}"#)
         let fields = try #require(r.json?["fields"] as? [String: [String: Any]])
@@ -191,15 +183,7 @@ import Testing
         defer { server.stop() }
         let table = try BinTableReader(format: .csv).read(
             Array("low,high,issuer,funding,country\n411111,411111,Six Digit Bank,debit,US\n".utf8))
-        let key = server.vault.derivedMAC(purpose: BinTableDocument.purpose)
-        let done = DispatchSemaphore(value: 0)
-        server.vault.withStore(reads: false) { store in
-            try BinTableAdministration(store: store, key: key).importTable(table, source: "test", now: 1)
-        } completion: { _ in
-            done.signal()
-        }
-        done.wait()
-        server.service.binRefresh?.refreshAndWait()
+        try BinTableReviewTests.importTable(table, into: server)
         let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
         let created = try server.client().request(
             "POST", "/aliases", json: #"{"data":[{"value":"4111 1111 1111 1111","format":"UUID"}]}"#, headers: full)

@@ -18,20 +18,8 @@ struct Bins: ParsableCommand {
     /// The store and the ring's key; exit 2 when either cannot be opened or the ring is not the
     /// store's.
     static func administration(_ options: ConfigOption) throws -> BinTableAdministration {
-        let configuration = try options.load()
-        do {
-            let store = try VaultBootstrap.store(configuration.vault)
-            let ring = try VaultBootstrap.keys(
-                configuration.vault, environment: ProcessInfo.processInfo.environment, logger: nil, store: store,
-                firstRun: false
-            ).ring
-            if let check = try store.metadata("key_check"), !constantTimeEquals(check, ring.checkValue) {
-                Keys.fail("the key ring vault.keys names is not the store's: set it to the ring the nodes use")
-            }
-            return BinTableAdministration(store: store, ring: ring)
-        } catch {
-            Keys.fail("cannot open the store and its key ring: \(error)")
-        }
+        let (store, ring) = Tokens.storeAndRing(try options.load())
+        return BinTableAdministration(store: store, ring: ring)
     }
 
     struct Import: ParsableCommand {

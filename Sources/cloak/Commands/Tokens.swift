@@ -23,6 +23,16 @@ struct Tokens: ParsableCommand {
     /// (a document signed with it would be refused by every node).
     static func administration(_ options: ConfigOption) throws -> CredentialAdministration {
         let configuration = try options.load()
+        let (store, ring) = storeAndRing(configuration)
+        return CredentialAdministration(
+            store: store, yamlIDs: Set(configuration.auth.map(\.id)), seal: CredentialSeal(ring: ring))
+    }
+
+    /// The store and the key ring vault.keys names, as the nodes open them; exit 2 when either
+    /// cannot be opened, or the ring is not the one the store's records were sealed with (what
+    /// it signs would be refused by every node). For the commands that write signed documents
+    /// beside the records (`cloak tokens`, `cloak bins`).
+    static func storeAndRing(_ configuration: ServiceConfiguration) -> (any AliasStore, KeyRing) {
         do {
             let store = try VaultBootstrap.store(configuration.vault)
             let ring = try VaultBootstrap.keys(
@@ -32,8 +42,7 @@ struct Tokens: ParsableCommand {
             if let check = try store.metadata("key_check"), !constantTimeEquals(check, ring.checkValue) {
                 Keys.fail("the key ring vault.keys names is not the store's: set it to the ring the nodes use")
             }
-            return CredentialAdministration(
-                store: store, yamlIDs: Set(configuration.auth.map(\.id)), seal: CredentialSeal(ring: ring))
+            return (store, ring)
         } catch {
             Keys.fail("cannot open the store and its key ring: \(error)")
         }
