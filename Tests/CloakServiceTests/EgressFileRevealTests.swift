@@ -187,3 +187,43 @@ import Testing
         #expect((promised ?? 0) > seen.count - head.upperBound)
     }
 }
+
+/// A route's `digest` step (issue 49): the SHA-256 of the body as it goes upstream, after reveal,
+/// checked by Python's hashlib on what the upstream received.
+@Suite struct RouteDigestStepTests {
+    @Test(arguments: ["Content-Digest", "Digest"])
+    func theDigestIsOfTheRevealedBody(header: String) throws {
+        let route = """
+                - id: signed
+                  upstream: "https://127.0.0.1:PORT"
+                  paths: ["/v1/*"]
+                  methods: [POST]
+                  request:
+                    - {reveal: {json: ["$.card"]}}
+                    - {digest: {header: \(header)}}
+                  ca_file: "CA"
+                  allow_private: true
+            """
+        let f = try EgressServiceFixture(extraRoutes: route, scopes: #""egress:signed""#)
+        defer { f.stop() }
+        let alias = try f.alias()
+        let r = try f.server.client().request(
+            "POST", "/egress/signed/v1/pay", json: #"{"card":"\#(alias)"}"#,
+            headers: EgressFileRevealTests.proxy + [(header, "sha-256=:forged:")])
+        // The recording upstream echoes the body: its answer holds the revealed card, which the
+        // caller (no aliases:reveal) never gets (502). What matters here is what went upstream.
+        #expect(r.status == 502)
+        let seen = try #require(f.upstream.received.last)
+        #expect(seen.body.contains(EgressFixture.card))
+        let sent = try #require(seen.header(header))
+        let python = try EgressFixture.run(
+            "python3",
+            [
+                "-c",
+                "import hashlib,base64,sys; print(base64.b64encode(hashlib.sha256(sys.argv[1].encode('latin-1')).digest()).decode())",
+                seen.body,
+            ])
+        let expected = python.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(sent == (header == "Digest" ? "SHA-256=\(expected)" : "sha-256=:\(expected):"), "\(sent)")
+    }
+}

@@ -97,3 +97,15 @@ struct FileConfigurationTests {
                 == CardAcceptRule(funding: [.credit, .debit], countries: ["US", "CA"], error: "CARD_NOT_ACCEPTED"))
     }
 }
+
+extension FileConfigurationTests {
+    @Test(arguments: [
+        ("{digest: {header: X-Digest}}", "egress.routes[0].request[0].digest.header"),
+        ("{digest: {}}, {reveal: {json: [\"$.a\"]}}", "egress.routes[0].request[1]"),
+        ("{reveal: {multipart: [doc]}}, {digest: {header: Digest}}", "egress.routes[0].request[0]"),
+    ])
+    func stepMistakesAreNamed(list: String, path: String) {
+        let yaml = Self.egress(list)
+        #expect(Self.issues(yaml).contains(path), "\(Self.issues(yaml))")
+    }
+}

@@ -58,7 +58,7 @@ extension Route {
         } else if let caFile, let problem = TLSClientContext.problem(caFile: caFile) {
             r.issue("\(p).ca_file", "\(problem) from \(caFile)", m["ca_file"])
         }
-        let operations = Route.Operation.readList(m["request"], at: "\(p).request", r)
+        let (operations, steps) = Route.Operation.readRequestList(m["request"], at: "\(p).request", r)
         let responseOperations = Route.Operation.readList(m["response"], at: "\(p).response", r)
         if form != nil && (m["request"] != nil || m["response"] != nil) {
             r.issue("\(p).form", "a route has a form or request/response operations, not both")
@@ -81,7 +81,7 @@ extension Route {
         return Route(
             id: id, door: .inbound, matcher: .prefix("/proxy" + (prefix == "/" ? "" : prefix)), methods: methods,
             upstream: target, form: form, requestOperations: operations, responseOperations: responseOperations,
-            headers: headers, forwardAuthorization: forwardAuth, forwardBaggage: forwardBaggage)
+            headers: headers, forwardAuthorization: forwardAuth, forwardBaggage: forwardBaggage, requestSteps: steps)
     }
 
     /// Reads one `egress.routes[]` entry.
@@ -116,7 +116,7 @@ extension Route {
         for (i, method) in methods.enumerated() where !["GET", "POST", "PUT", "PATCH", "DELETE"].contains(method) {
             r.issue("\(p).methods[\(i)]", "expected GET, POST, PUT, PATCH or DELETE")
         }
-        let request = Route.Operation.readList(m["request"], at: "\(p).request", r)
+        let (request, steps) = Route.Operation.readRequestList(m["request"], at: "\(p).request", r)
         let response = Route.Operation.readList(m["response"], at: "\(p).response", r)
         Route.Operation.refuseFileReveals(response, at: "\(p).response", r)
         let (caFile, client) = Route.readTrust(m, at: p, r)
@@ -146,7 +146,7 @@ extension Route {
                 connectTimeoutSeconds: connect, responseTimeoutSeconds: timeout, reuse: reuse,
                 trustStamp: trustStamp(of: [caFile, client?.certificateChain, client?.privateKey])),
             requestOperations: request, responseOperations: response, forwardAuthorization: true,
-            forwardBaggage: forwardBaggage, maxAliases: maxAliases)
+            forwardBaggage: forwardBaggage, maxAliases: maxAliases, requestSteps: steps)
     }
 }
 

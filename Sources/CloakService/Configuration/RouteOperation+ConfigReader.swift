@@ -2,6 +2,38 @@ import CloakCore
 import CloakHTTP
 
 extension Route.Operation {
+    /// Reads a `request:` list: operations, then the steps that run after them (issue 49), in
+    /// the order written. A step before an operation is refused: steps see the final bytes.
+    static func readRequestList(_ node: ConfigNode?, at p: String, _ r: ConfigReader) -> ([Self], [Route.Step]) {
+        guard let nodes = r.sequence(node, at: p) else { return ([], []) }
+        var operations: [Self] = []
+        var steps: [Route.Step] = []
+        for (i, node) in nodes.enumerated() {
+            let at = "\(p)[\(i)]"
+            if case .mapping(let members, _) = node, members.count == 1, members[0].key == "digest" {
+                guard let m = r.mapping(members[0].value, at: "\(at).digest", allowed: ["header"]) else { continue }
+                let name = r.string(m["header"], at: "\(at).digest.header") ?? "Content-Digest"
+                guard let header = Route.Step.DigestHeader(rawValue: name) else {
+                    r.issue("\(at).digest.header", "expected Content-Digest or Digest", m["header"])
+                    continue
+                }
+                steps.append(.digest(header))
+            } else {
+                if !steps.isEmpty {
+                    r.issue(at, "steps (digest) run on the final bytes: put them after every redact and reveal", node)
+                }
+                if let operation = read(node, at: at, r) { operations.append(operation) }
+            }
+        }
+        if !steps.isEmpty, let i = operations.firstIndex(where: \.revealsFiles) {
+            r.issue(
+                "\(p)[\(i)]",
+                "a file revealed into the request streams it: a step over the whole body cannot run with it",
+                nil)
+        }
+        return (operations, steps)
+    }
+
     /// Reads a `request:` or `response:` list of an inbound or egress route.
     static func readList(_ node: ConfigNode?, at p: String, _ r: ConfigReader) -> [Self] {
         guard let nodes = r.sequence(node, at: p) else { return [] }

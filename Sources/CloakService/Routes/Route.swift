@@ -86,6 +86,7 @@ package struct Route: Sendable {
         var upstream: Upstream?
         var form: String?
         var requestOperations: [Operation]
+        var requestSteps: [Step]
         var responseOperations: [Operation]
         var headers: [(name: String, value: String)]
         var forwardAuthorization: Bool
@@ -104,12 +105,13 @@ package struct Route: Sendable {
         id: String, door: Door, matcher: Matcher, methods: [String], upstream: Upstream?, form: String? = nil,
         requestOperations: [Operation] = [], responseOperations: [Operation] = [],
         headers: [(name: String, value: String)] = [], forwardAuthorization: Bool = false,
-        forwardBaggage: Bool = false, maxAliases: Int = .max
+        forwardBaggage: Bool = false, maxAliases: Int = .max, requestSteps: [Step] = []
     ) {
         box = Box(
             Fields(
                 id: id, door: door, matcher: matcher, methods: methods, upstream: upstream, form: form,
-                requestOperations: requestOperations, responseOperations: responseOperations, headers: headers,
+                requestOperations: requestOperations, requestSteps: requestSteps,
+                responseOperations: responseOperations, headers: headers,
                 forwardAuthorization: forwardAuthorization, forwardBaggage: forwardBaggage, maxAliases: maxAliases))
     }
 
@@ -123,6 +125,28 @@ package struct Route: Sendable {
     /// An inbound route's form: validated, aliased and mapped before the body goes upstream.
     package var form: String? { box.fields.form }
     package var requestOperations: [Operation] { box.fields.requestOperations }
+    /// What runs on the request after its operations, in order, right before it is sent (issue 49).
+    package var requestSteps: [Step] { box.fields.requestSteps }
+
+    /// A step on the bytes that go upstream, after reveal (issue 49): each runs on what the one
+    /// before produced.
+    package enum Step: Sendable, Equatable {
+        /// `{digest: {header: Content-Digest}}` (RFC 9530, `sha-256=:…:`) or `Digest` (`SHA-256=…`):
+        /// the SHA-256 of the final body, replacing any such header the caller sent.
+        case digest(DigestHeader)
+
+        package enum DigestHeader: String, Sendable, CaseIterable {
+            case contentDigest = "Content-Digest"
+            case digest = "Digest"
+        }
+
+        /// The step's name, for the access log and the audit line.
+        package var name: String {
+            switch self {
+            case .digest: "digest"
+            }
+        }
+    }
     package var responseOperations: [Operation] { box.fields.responseOperations }
     /// Headers set on every request upstream (replacing the client's of that name).
     package var headers: [(name: String, value: String)] { box.fields.headers }

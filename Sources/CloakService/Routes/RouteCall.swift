@@ -90,7 +90,7 @@ struct RouteCall: Sendable {
             response: route.responseOperations,
             requestCaller: requestCaller, responseCaller: responseCaller,
             maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases), limitName: limitName,
-            callerMaySeeValues: callerMaySeeValues, files: files)
+            callerMaySeeValues: callerMaySeeValues, files: files, steps: route.requestSteps)
         try exchange.start(body: body, headers: headers, loop: request.loop, send: send, finish: finish)
     }
 }
