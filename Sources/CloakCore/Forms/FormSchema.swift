@@ -11,6 +11,8 @@ public struct FormSchema: Sendable {
     private let nameBytes: [[UInt8]]
     /// For each field: the index of its `card_field` when that names a field that is not a CVC.
     let cardFieldIndex: [Int?]
+    /// Whether a field is of type `file` (its submissions are uploads).
+    public let hasFileFields: Bool
 
     /// - Precondition: field names are unique (the configuration loader checks this first).
     public init(
@@ -26,6 +28,7 @@ public struct FormSchema: Sendable {
         self.nameBytes = fields.map { Array($0.name.utf8) }
         let indexByName = Dictionary(fields.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.indexByName = indexByName
+        self.hasFileFields = fields.contains { $0.type == .file }
         self.cardFieldIndex = fields.map { field in
             field.cardField.flatMap { indexByName[$0] }.flatMap { fields[$0].type == .cvc ? nil : $0 }
         }

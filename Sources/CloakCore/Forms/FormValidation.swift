@@ -4,8 +4,12 @@ public struct FormValidation: Sendable {
     /// In configured order; absent fields are included (not dirty, empty).
     public let fields: [FieldResult]
     /// Each `file` field's state, by field index (nil for every other field): a file field has
-    /// no text, and is judged by its files (``FileFieldState``).
+    /// no text, and is judged by its files (``FileFieldState``). Empty for a form without file
+    /// fields (the validate endpoint's hot path makes no array for it): read with ``file(_:)``.
     public let files: [FileFieldState?]
+
+    /// The state of field `index` when it is a file field.
+    public func file(_ index: Int) -> FileFieldState? { files.isEmpty ? nil : files[index] }
 
     /// Formats and validates every field of `form` against the submitted `values`.
     ///
@@ -17,9 +21,12 @@ public struct FormValidation: Sendable {
         form: FormSchema, values: [String?], files: [Int: [FileInspection]] = [:], context: ValidationContext
     ) {
         precondition(values.count == form.fields.count, "one value slot per field")
-        self.files = form.fields.enumerated().map { i, field in
-            field.fileRules.map { FileFieldState(files: files[i] ?? [], rules: $0) }
-        }
+        self.files =
+            !form.hasFileFields
+            ? []
+            : form.fields.enumerated().map { i, field in
+                field.fileRules.map { FileFieldState(files: files[i] ?? [], rules: $0) }
+            }
         var context = context
         context.brands = form.brands
         let definitions = form.definitions
@@ -43,7 +50,7 @@ public struct FormValidation: Sendable {
     /// Fields marked required whose raw text is empty (`VGSSDKErrorInputDataRequired`).
     public var requiredMissing: [String] {
         fields.indices.filter { i in
-            if let file = files[i] { return file.validationErrors.contains(FileValidationError.required) }
+            if let file = file(i) { return file.validationErrors.contains(FileValidationError.required) }
             return fields[i].schema.isRequired && fields[i].isEmpty
         }.map { fields[$0].schema.name }
     }
@@ -52,7 +59,7 @@ public struct FormValidation: Sendable {
     /// A file field is refused whenever a file it holds is (nothing invalid is ever stored).
     public var requiredInvalid: [String] {
         fields.indices.filter { i in
-            if let file = files[i] { return !file.isEmpty && !file.isValid }
+            if let file = file(i) { return !file.isEmpty && !file.isValid }
             return fields[i].schema.isRequiredValidOnly && !fields[i].isValid
         }.map { fields[$0].schema.name }
     }
@@ -74,7 +81,7 @@ public struct FormValidation: Sendable {
                 "validationErrors",
                 .object(
                     fields.indices.filter { failing.contains(fields[$0].schema.name) }.map {
-                        (fields[$0].schema.name, .strings(files[$0]?.validationErrors ?? fields[$0].validationErrors))
+                        (fields[$0].schema.name, .strings(file($0)?.validationErrors ?? fields[$0].validationErrors))
                     })
             ))
         return CloakError(.inputDataIsNotValid, "Input data is not valid", extraInfo: extra)

@@ -158,7 +158,7 @@ package final class CloakService: Sendable {
         guard method == .POST, path.hasPrefix("/forms/") else { return .whole }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 4, ["tokens", "aliases", "send"].contains(parts[3]),
-            let form = configuration.forms[String(parts[2])], form.fields.contains(where: { $0.type == .file })
+            let form = configuration.forms[String(parts[2])], form.hasFileFields
         else { return .whole }
         return .streamed(maxBytes: Self.uploadLimit(form, textBytes: configuration.server.maxBodyBytes))
     }

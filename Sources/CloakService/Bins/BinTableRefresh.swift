@@ -19,6 +19,9 @@ package final class BinTableRefresh: Sendable {
     private let timer: RepeatingTimer
     private let building = DispatchQueue(label: "cloak.bins-build")
     private let state = Mutex<State>(State())
+    /// Whether a table was ever adopted: read without the lock, so the requests of a node with
+    /// no table (most) take no lock to find that out.
+    private let loaded = Atomic<Bool>(false)
 
     private struct State: Sendable {
         var document: BinTableDocument?
@@ -39,7 +42,8 @@ package final class BinTableRefresh: Sendable {
 
     /// The table this node serves, and its header (nil: none imported, or none verified yet).
     package var current: (table: BinTable, document: BinTableDocument)? {
-        state.withLock { s in s.table.flatMap { table in s.document.map { (table, $0) } } }
+        guard loaded.load(ordering: .acquiring) else { return nil }
+        return state.withLock { s in s.table.flatMap { table in s.document.map { (table, $0) } } }
     }
 
     package func start() { timer.start { [weak self] in self?.refreshNow() } }
@@ -125,6 +129,7 @@ package final class BinTableRefresh: Sendable {
             s.table = built
             s.refused = nil
         }
+        loaded.store(true, ordering: .releasing)
         // The read and the build freed several times the table's size: give it back.
         ProcessMemory.releaseFreed()
         AuditLog(logger: logger).record(

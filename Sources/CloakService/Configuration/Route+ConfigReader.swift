@@ -23,7 +23,7 @@ extension Route {
         if path == nil { r.issue("\(p).path", "is required", node) }
         let form = r.string(m["form"], at: "\(p).form")
         if let form, forms[form] == nil { r.issue("\(p).form", "names no configured form", m["form"]) }
-        if let form, let schema = forms[form], schema.fields.contains(where: { $0.type == .file }) {
+        if let form, let schema = forms[form], schema.hasFileFields {
             r.issue(
                 "\(p).form",
                 "names a form with a file field: files are uploaded through /forms/\(form)/tokens and revealed by a route's reveal",

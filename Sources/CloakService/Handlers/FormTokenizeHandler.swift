@@ -28,7 +28,7 @@ struct FormTokenizeHandler: Sendable {
         if let stream = request.bodyStream {
             return try upload(request, form: name, caller: caller, answer: answer) { stream.next($0) }
         }
-        if let form = context.configuration.forms[name], form.fields.contains(where: { $0.type == .file }) {
+        if let form = context.configuration.forms[name], form.hasFileFields {
             // A whole body (a request made in process): read as one piece.
             let pieces = Mutex<[RequestBodyStream.Piece]>([.bytes(request.body), .end])
             return try upload(request, form: name, caller: caller, answer: answer) { receive in
