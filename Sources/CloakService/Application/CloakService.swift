@@ -155,12 +155,19 @@ package final class CloakService: Sendable {
     /// How a request's body is read: streamed for the form endpoints of a form with file
     /// fields, up to what its rules allow (``uploadLimit(_:)``); whole for everything else.
     package func bodyDelivery(_ method: HTTPMethod, _ path: String) -> RequestBodyDelivery {
-        guard method == .POST, path.hasPrefix("/forms/") else { return .whole }
+        guard Self.mayStream(method, path) else { return .whole }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 4, ["tokens", "aliases", "send"].contains(parts[3]),
             let form = configuration.forms[String(parts[2])], form.hasFileFields
         else { return .whole }
         return .streamed(maxBytes: Self.uploadLimit(form, textBytes: configuration.server.maxBodyBytes))
+    }
+
+    /// Whether a request may be a form upload (`POST /forms/…/tokens|aliases|send`): checked
+    /// without allocating or locking, since every request with a body asks.
+    static func mayStream(_ method: HTTPMethod, _ path: String) -> Bool {
+        method == .POST && path.hasPrefix("/forms/")
+            && (path.hasSuffix("/tokens") || path.hasSuffix("/aliases") || path.hasSuffix("/send"))
     }
 
     /// The most bytes a submission of `form` may have: its text, plus every file its rules allow

@@ -14,7 +14,9 @@ package final class ServiceHost: Sendable {
 
     /// How the current service reads a request's body (``CloakService/bodyDelivery(_:_:)``).
     package func bodyDelivery(_ method: HTTPMethod, _ path: String) -> RequestBodyDelivery {
-        service.bodyDelivery(method, path)
+        // Decided for every request with a body: only a form's upload endpoints ask the service.
+        guard CloakService.mayStream(method, path) else { return .whole }
+        return service.bodyDelivery(method, path)
     }
 
     /// The service requests start under now.

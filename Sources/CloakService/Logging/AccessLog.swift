@@ -26,7 +26,7 @@ struct AccessLog: Sendable {
         w.rawJSON(#"","level":"info","msg":"request","method":"#)
         w.writeString(method)
         w.rawJSON(#","path":"#)
-        w.writeString(route.contains("{alias}") ? route : Redaction.scrub(path))
+        w.writeString(route.hasSuffix("{alias}") ? route : Redaction.scrub(path))
         w.rawJSON(#","route":"#)
         w.writeString(route)
         w.rawJSON(#","status":"#)
