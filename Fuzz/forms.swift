@@ -143,7 +143,7 @@ private let context = ValidationContext(today: CalendarDate(year: 2026, month: 1
 
 /// Patterns with a native matcher and ICU fallback: the two must agree.
 private let differential: [RegexPattern] =
-    FieldType.allCases.filter { $0 != .none && $0 != .cardNumber }
+    FieldType.allCases.filter { !$0.defaultRegex.isEmpty && $0 != .cardNumber }
     .map { regex($0.defaultRegex) } + [
         regex(#"\d"#), regex("[0-9]"), regex("[a-zA-Z]"), regex(#"^\d{10}$"#), regex(#"^\d{4,17}$"#),
     ]
