@@ -9,4 +9,8 @@
 #include <openssl/crypto.h>
 #include <openssl/x509v3.h>
 #include <openssl/core_names.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/ec.h>
+#include <openssl/bn.h>
 #endif

@@ -10,6 +10,7 @@ import COpenSSL
 enum Algorithms {
     nonisolated(unsafe) static let sha256: OpaquePointer = fetchDigest("SHA256")
     nonisolated(unsafe) static let sha384: OpaquePointer = fetchDigest("SHA384")
+    nonisolated(unsafe) static let sha512: OpaquePointer = fetchDigest("SHA512")
     nonisolated(unsafe) static let aes256GCM: OpaquePointer = fetchCipher("AES-256-GCM")
 
     private static func fetchDigest(_ name: String) -> OpaquePointer {

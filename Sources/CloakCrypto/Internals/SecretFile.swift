@@ -44,13 +44,24 @@ enum SecretFile {
     /// (`mode & 0o077 != 0`). The mode is taken from the opened descriptor (`fstat`), so the file
     /// checked is the file read, whatever is renamed meanwhile.
     static func read(_ path: String) throws(ReadFailure) -> [UInt8] {
+        try read(path) { mode throws(ReadFailure) in
+            guard mode & 0o077 == 0 else { throw .looseMode(mode & 0o7777) }
+        }
+    }
+
+    /// Reads the whole file at `path` once `check` accepts its permission bits (taken from the
+    /// opened descriptor). At most `limit` bytes: a longer file is `cannotRead`.
+    static func read(_ path: String, limit: Int = 1 << 20, check: (mode_t) throws(ReadFailure) -> Void)
+        throws(ReadFailure) -> [UInt8]
+    {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .cannotOpen }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .cannotRead }
         guard info.st_mode & 0o170000 == 0o100000 else { throw .notARegularFile }
-        guard info.st_mode & 0o077 == 0 else { throw .looseMode(info.st_mode & 0o7777) }
+        try check(info.st_mode)
+        guard info.st_size <= limit else { throw .cannotRead }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {

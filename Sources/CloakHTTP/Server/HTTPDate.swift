@@ -4,7 +4,7 @@ import CloakCore
 ///
 /// Formatting one costs thousands of instructions (`gmtime_r`, `snprintf`); a loop keeps one
 /// ``HTTPDate`` and formats again only when the second changes.
-struct HTTPDate {
+package struct HTTPDate {
     /// The second the text was made for, or `nil` before the first answer.
     private(set) var second: Int?
     /// The text (29 bytes).
@@ -18,7 +18,7 @@ struct HTTPDate {
     }
 
     /// The 29 bytes of the IMF-fixdate of `seconds` since 1970 (UTC); years 1970 to 9999.
-    static func format(_ seconds: Int) -> [UInt8] {
+    package static func format(_ seconds: Int) -> [UInt8] {
         let clamped = min(max(seconds, 0), 253_402_300_799)  // 9999-12-31T23:59:59Z
         let days = clamped / 86_400, secondOfDay = clamped % 86_400
         let (year, month, day) = CalendarDate.civil(daysSince1970: days)

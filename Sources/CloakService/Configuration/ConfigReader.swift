@@ -3,6 +3,9 @@ import Foundation
 /// Walks a ``ConfigNode`` collecting every problem with its path instead of stopping at the first.
 final class ConfigReader {
     private(set) var issues: [ConfigIssue] = []
+    /// The process's environment, for what the configuration names by variable (route step keys
+    /// `env:NAME`, PINs).
+    var environment: [String: String] = [:]
 
     func issue(_ path: String, _ message: String, _ node: ConfigNode? = nil) {
         issues.append(ConfigIssue(path: path, message: message, line: node?.line))

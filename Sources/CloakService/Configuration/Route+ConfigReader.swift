@@ -59,12 +59,18 @@ extension Route {
             r.issue("\(p).ca_file", "\(problem) from \(caFile)", m["ca_file"])
         }
         let (operations, steps) = Route.Operation.readRequestList(m["request"], at: "\(p).request", r)
-        let responseOperations = Route.Operation.readList(m["response"], at: "\(p).response", r)
+        let (responseOperations, responseSteps) = Route.Operation.readResponseList(
+            m["response"], at: "\(p).response", r)
         if form != nil && (m["request"] != nil || m["response"] != nil) {
             r.issue("\(p).form", "a route has a form or request/response operations, not both")
         }
         if upstream == "echo", let i = operations.firstIndex(where: \.revealsFiles) {
             r.issue("\(p).request[\(i)]", "files are revealed on the way to an upstream, never echoed to the caller")
+        }
+        if upstream == "echo", !steps.isEmpty || !responseSteps.isEmpty {
+            r.issue(
+                "\(p).upstream",
+                "steps sign, encrypt and decrypt what goes to and comes from an upstream: echo has none")
         }
         Route.Operation.refuseFileReveals(responseOperations, at: "\(p).response", r)
         guard let id, let path, let upstream else { return nil }
@@ -81,7 +87,8 @@ extension Route {
         return Route(
             id: id, door: .inbound, matcher: .prefix("/proxy" + (prefix == "/" ? "" : prefix)), methods: methods,
             upstream: target, form: form, requestOperations: operations, responseOperations: responseOperations,
-            headers: headers, forwardAuthorization: forwardAuth, forwardBaggage: forwardBaggage, requestSteps: steps)
+            headers: headers, forwardAuthorization: forwardAuth, forwardBaggage: forwardBaggage, requestSteps: steps,
+            responseSteps: responseSteps)
     }
 
     /// Reads one `egress.routes[]` entry.
@@ -117,7 +124,7 @@ extension Route {
             r.issue("\(p).methods[\(i)]", "expected GET, POST, PUT, PATCH or DELETE")
         }
         let (request, steps) = Route.Operation.readRequestList(m["request"], at: "\(p).request", r)
-        let response = Route.Operation.readList(m["response"], at: "\(p).response", r)
+        let (response, responseSteps) = Route.Operation.readResponseList(m["response"], at: "\(p).response", r)
         Route.Operation.refuseFileReveals(response, at: "\(p).response", r)
         let (caFile, client) = Route.readTrust(m, at: p, r)
         let allowPrivate = m["allow_private"].flatMap { r.bool($0, at: "\(p).allow_private") } ?? false
@@ -146,7 +153,8 @@ extension Route {
                 connectTimeoutSeconds: connect, responseTimeoutSeconds: timeout, reuse: reuse,
                 trustStamp: trustStamp(of: [caFile, client?.certificateChain, client?.privateKey])),
             requestOperations: request, responseOperations: response, forwardAuthorization: true,
-            forwardBaggage: forwardBaggage, maxAliases: maxAliases, requestSteps: steps)
+            forwardBaggage: forwardBaggage, maxAliases: maxAliases, requestSteps: steps,
+            responseSteps: responseSteps)
     }
 }
 

@@ -8,29 +8,58 @@ extension Route.Operation {
         guard let nodes = r.sequence(node, at: p) else { return ([], []) }
         var operations: [Self] = []
         var steps: [Route.Step] = []
+        var firstStep: Int?
         for (i, node) in nodes.enumerated() {
             let at = "\(p)[\(i)]"
-            if case .mapping(let members, _) = node, members.count == 1, members[0].key == "digest" {
-                guard let m = r.mapping(members[0].value, at: "\(at).digest", allowed: ["header"]) else { continue }
-                let name = r.string(m["header"], at: "\(at).digest.header") ?? "Content-Digest"
-                guard let header = Route.Step.DigestHeader(rawValue: name) else {
-                    r.issue("\(at).digest.header", "expected Content-Digest or Digest", m["header"])
-                    continue
+            if case .mapping(let members, _) = node, members.count == 1,
+                Route.Step.names.contains(members[0].key)
+            {
+                firstStep = firstStep ?? i
+                if let step = Route.Step.read(members[0].key, members[0].value, at: "\(at).\(members[0].key)", r) {
+                    steps.append(step)
                 }
-                steps.append(.digest(header))
             } else {
-                if !steps.isEmpty {
-                    r.issue(at, "steps (digest) run on the final bytes: put them after every redact and reveal", node)
+                if firstStep != nil {
+                    r.issue(at, "steps run on the final bytes: put every redact and reveal before them", node)
                 }
                 if let operation = read(node, at: at, r) { operations.append(operation) }
             }
         }
-        if !steps.isEmpty, let i = operations.firstIndex(where: \.revealsFiles) {
+        if let firstStep, let i = operations.firstIndex(where: \.revealsFiles) {
             r.issue(
                 "\(p)[\(i)]",
-                "a file revealed into the request streams it: a step over the whole body cannot run with it",
+                "a file revealed into the request streams it: the steps from \(p)[\(firstStep)] on need the whole body",
                 nil)
         }
+        return (operations, steps)
+    }
+
+    /// Reads a `response:` list: `jwe_decrypt` first (it opens the answer as it came), then the
+    /// operations.
+    static func readResponseList(_ node: ConfigNode?, at p: String, _ r: ConfigReader)
+        -> ([Self], [Route.ResponseStep])
+    {
+        guard let nodes = r.sequence(node, at: p) else { return ([], []) }
+        var operations: [Self] = []
+        var steps: [Route.ResponseStep] = []
+        for (i, node) in nodes.enumerated() {
+            let at = "\(p)[\(i)]"
+            if case .mapping(let members, _) = node, members.count == 1, members[0].key == "jwe_decrypt" {
+                if !operations.isEmpty {
+                    r.issue(at, "jwe_decrypt opens the answer as it came: put it before every redact and reveal", node)
+                }
+                if let step = Route.ResponseStep.read(members[0].value, at: "\(at).jwe_decrypt", r) {
+                    steps.append(step)
+                }
+            } else if case .mapping(let members, _) = node, members.count == 1,
+                Route.Step.names.contains(members[0].key)
+            {
+                r.issue(at, "\(members[0].key) is a request step; an answer takes jwe_decrypt", node)
+            } else if let operation = read(node, at: at, r) {
+                operations.append(operation)
+            }
+        }
+        if steps.count > 1 { r.issue(p, "one jwe_decrypt is enough: an answer is opened once") }
         return (operations, steps)
     }
 

@@ -55,6 +55,7 @@ extension ServiceConfiguration {
             if let path = overridePath(name) { root = root.setting(path, to: value) }
         }
         let reader = ConfigReader()
+        reader.environment = environment
         var configuration = read(root, reader)
         configuration.server.refusalBody = JSONWriter.encode(
             CloakError(

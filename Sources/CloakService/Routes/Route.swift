@@ -88,10 +88,12 @@ package struct Route: Sendable {
         var requestOperations: [Operation]
         var requestSteps: [Step]
         var responseOperations: [Operation]
+        var responseSteps: [ResponseStep]
         var headers: [(name: String, value: String)]
         var forwardAuthorization: Bool
         var forwardBaggage: Bool
         var maxAliases: Int
+        var stepNames: String
     }
 
     private final class Box: Sendable {
@@ -105,14 +107,16 @@ package struct Route: Sendable {
         id: String, door: Door, matcher: Matcher, methods: [String], upstream: Upstream?, form: String? = nil,
         requestOperations: [Operation] = [], responseOperations: [Operation] = [],
         headers: [(name: String, value: String)] = [], forwardAuthorization: Bool = false,
-        forwardBaggage: Bool = false, maxAliases: Int = .max, requestSteps: [Step] = []
+        forwardBaggage: Bool = false, maxAliases: Int = .max, requestSteps: [Step] = [],
+        responseSteps: [ResponseStep] = []
     ) {
         box = Box(
             Fields(
                 id: id, door: door, matcher: matcher, methods: methods, upstream: upstream, form: form,
                 requestOperations: requestOperations, requestSteps: requestSteps,
-                responseOperations: responseOperations, headers: headers,
-                forwardAuthorization: forwardAuthorization, forwardBaggage: forwardBaggage, maxAliases: maxAliases))
+                responseOperations: responseOperations, responseSteps: responseSteps, headers: headers,
+                forwardAuthorization: forwardAuthorization, forwardBaggage: forwardBaggage, maxAliases: maxAliases,
+                stepNames: (requestSteps.map(\.name) + responseSteps.map(\.name)).joined(separator: ",")))
     }
 
     /// A UUID for inbound routes (`X-Route-Id` names one), `[a-z0-9_-]+` for egress routes.
@@ -127,27 +131,13 @@ package struct Route: Sendable {
     package var requestOperations: [Operation] { box.fields.requestOperations }
     /// What runs on the request after its operations, in order, right before it is sent (issue 49).
     package var requestSteps: [Step] { box.fields.requestSteps }
+    /// The request's and the answer's step names, comma-separated (the logs' and the span's
+    /// `steps`); empty when the route has none.
+    package var stepNames: String { box.fields.stepNames }
 
-    /// A step on the bytes that go upstream, after reveal (issue 49): each runs on what the one
-    /// before produced.
-    package enum Step: Sendable, Equatable {
-        /// `{digest: {header: Content-Digest}}` (RFC 9530, `sha-256=:…:`) or `Digest` (`SHA-256=…`):
-        /// the SHA-256 of the final body, replacing any such header the caller sent.
-        case digest(DigestHeader)
-
-        package enum DigestHeader: String, Sendable, CaseIterable {
-            case contentDigest = "Content-Digest"
-            case digest = "Digest"
-        }
-
-        /// The step's name, for the access log and the audit line.
-        package var name: String {
-            switch self {
-            case .digest: "digest"
-            }
-        }
-    }
     package var responseOperations: [Operation] { box.fields.responseOperations }
+    /// What runs on the answer as it came, before its operations (issue 49: `jwe_decrypt`).
+    package var responseSteps: [ResponseStep] { box.fields.responseSteps }
     /// Headers set on every request upstream (replacing the client's of that name).
     package var headers: [(name: String, value: String)] { box.fields.headers }
     /// Whether the client's `Authorization` goes upstream. Egress routes always forward it (the

@@ -23,6 +23,9 @@ struct RouteCall: Sendable {
     /// Whether the caller may see revealed values (it holds `aliases:reveal`): if not, an answer
     /// holding a value the request revealed is not passed on (``RevealedValues``).
     var callerMaySeeValues = false
+    /// Where the names of the route's steps go once they ran (the access log's and the audit
+    /// line's `steps`); nil when nobody asks.
+    var stepsRan: StepsRan? = nil
 
     typealias Finish = @Sendable (HTTPResponse, RouteExchange.Outcome) -> Void
 
@@ -47,33 +50,11 @@ struct RouteCall: Sendable {
             let method = request.method
             let route = self.route
             let trace = self.trace
+            let stepsRan = self.stepsRan
             send = { body, headers, done in
-                var headers = route.sentHeaders(headers, contentType: contentType)
-                var request = Route.request(
-                    to: upstream, method: method, target: target, headers: headers, body: body.bytes)
-                request.bodySource = body.stream
-                request.streamedLength = body.length
-                guard let trace else { return loop.call(request, done: done) }
-                let span = trace.child("upstream " + method.rawValue, kind: .client)
-                span.set("server.address", upstream.host)
-                span.set("server.port", upstream.port)
-                span.set("http.request.body.size", body.length)
-                headers.removeAll { RequestTrace.isTraceHeader($0.name) }
-                headers += trace.headers(for: span)
-                request.headers = headers
-                loop.call(request) {
-                    result in
-                    switch result {
-                    case let .success(response):
-                        span.set("http.response.status_code", response.status)
-                        span.set("http.response.body.size", response.body.count)
-                    case let .failure(error):
-                        span.set("cloak.error.code", error.code.rawValue)
-                        span.setStatus(SpanStatus(code: .error))
-                    }
-                    span.end()
-                    done(result)
-                }
+                Self.sendUpstream(
+                    body, headers, route: route, upstream: upstream, method: method, target: target,
+                    contentType: contentType, trace: trace, stepsRan: stepsRan, loop: loop, done: done)
             }
         } else {
             send = { body, headers, done in
@@ -90,7 +71,80 @@ struct RouteCall: Sendable {
             response: route.responseOperations,
             requestCaller: requestCaller, responseCaller: responseCaller,
             maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases), limitName: limitName,
-            callerMaySeeValues: callerMaySeeValues, files: files, steps: route.requestSteps)
+            callerMaySeeValues: callerMaySeeValues, files: files)
         try exchange.start(body: body, headers: headers, loop: request.loop, send: send, finish: finish)
     }
+
+    /// Sends the request upstream: the route's headers, the trace context, then its steps on
+    /// the final bytes; the answer's steps run on what comes back before `done` sees it.
+    private static func sendUpstream(
+        _ body: OutgoingBody, _ headers: [(name: String, value: String)], route: Route, upstream: Route.Upstream,
+        method: HTTPMethod, target: String, contentType: String?, trace: RequestTrace?, stepsRan: StepsRan?,
+        loop: LoopHandle, done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
+    ) {
+        var headers = route.sentHeaders(headers, contentType: contentType)
+        let span = trace?.child("upstream " + method.rawValue, kind: .client)
+        if let trace, let span {
+            headers.removeAll { RequestTrace.isTraceHeader($0.name) }
+            headers += trace.headers(for: span)
+        }
+        var request = Route.request(
+            to: upstream, method: method, target: target, headers: headers, body: body.bytes)
+        request.bodySource = body.stream
+        request.streamedLength = body.length
+        if !route.requestSteps.isEmpty {
+            // Steps run on the bytes as they go, Host and the trace headers included;
+            // configuration keeps them off routes that stream a body.
+            var message = OutgoingMessage(
+                method: method.rawValue, scheme: upstream.scheme, host: upstream.host, port: upstream.port,
+                target: target, headers: request.headers, body: request.body)
+            do throws(CloakError) {
+                try Route.Step.apply(route.requestSteps, to: &message)
+            } catch {
+                span?.set("cloak.error.code", error.code.rawValue)
+                span?.setStatus(SpanStatus(code: .error))
+                span?.end()
+                return done(.failure(error))
+            }
+            request.headers = message.headers
+            request.body = message.body
+            request.streamedLength = message.body.count
+            stepsRan?.names = route.stepNames
+        }
+        let steps = route.responseSteps
+        let answered: @Sendable (Result<HTTPResponse, CloakError>) -> Void = { result in
+            guard !steps.isEmpty, case .success(var response) = result else { return done(result) }
+            do throws(CloakError) {
+                try Route.ResponseStep.apply(steps, to: &response)
+            } catch {
+                return done(.failure(error))
+            }
+            done(.success(response))
+        }
+        guard let span else { return loop.call(request, done: answered) }
+        span.set("server.address", upstream.host)
+        span.set("server.port", upstream.port)
+        span.set("http.request.body.size", request.streamedLength)
+        if !route.stepNames.isEmpty { span.set("cloak.route.steps", route.stepNames) }
+        loop.call(request) {
+            result in
+            switch result {
+            case let .success(response):
+                span.set("http.response.status_code", response.status)
+                span.set("http.response.body.size", response.body.count)
+            case let .failure(error):
+                span.set("cloak.error.code", error.code.rawValue)
+                span.setStatus(SpanStatus(code: .error))
+            }
+            span.end()
+            answered(result)
+        }
+    }
+}
+
+/// The names of the steps a route ran on a request, for the lines written when it is answered.
+/// Written by the upstream send and read by the finish, both on the request's loop, one after
+/// the other (the answer comes after the send).
+final class StepsRan: @unchecked Sendable {
+    var names: String = ""
 }

@@ -18,8 +18,6 @@ struct TransformedExchange: Sendable {
     var callerMaySeeValues = false
     /// The route's file reveals, run on the final body right before it is sent.
     var files: FileRevealing?
-    /// The route's steps on the final bytes (issue 49), after every operation.
-    var steps: [Route.Step] = []
 
     typealias Outcome = RouteExchange.Outcome
 
@@ -82,7 +80,6 @@ struct TransformedExchange: Sendable {
                 transformer.run(selection) { [self] result in handle(.transformed(result)) }
             case let .send(body, headers):
                 guard let files = exchange.files else {
-                    let (body, headers) = Route.Step.apply(exchange.steps, body: body, headers: headers)
                     return send(OutgoingBody(bytes: body), headers) { [self] result in handle(.answered(result)) }
                 }
                 reveal(files, body, headers)

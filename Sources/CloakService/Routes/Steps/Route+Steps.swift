@@ -1,0 +1,230 @@
+import CloakCore
+import CloakCrypto
+import CloakHTTP
+import Foundation
+
+/// A request as it is about to go upstream, which a route's steps rewrite (issue 49): the
+/// target and the headers as sent, and the final body. `Host` and `Content-Length` are not among
+/// the headers (the client writes them, ``MessageWriter``): a step that covers them sees the
+/// values the client will write.
+struct OutgoingMessage: Sendable {
+    var method: String
+    var scheme: UpstreamRequest.Scheme
+    var host: String
+    var port: Int
+    /// The request-target: the path as sent (percent-encoded), and `?query` when there is one.
+    var target: String
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]
+
+    var path: String { String(target[..<(target.firstIndex(of: "?") ?? target.endIndex)]) }
+    /// Without `?`; empty when there is none.
+    var query: String {
+        guard let mark = target.firstIndex(of: "?") else { return "" }
+        return String(target[target.index(after: mark)...])
+    }
+
+    /// `Host` as the client writes it: an IPv6 literal bracketed, the port unless the scheme's.
+    var authority: String {
+        let name = host.contains(":") ? "[" + host + "]" : host
+        let isDefault = (scheme == .https && port == 443) || (scheme == .http && port == 80)
+        return (isDefault ? name : name + ":\(port)").lowercased()
+    }
+
+    /// The headers a signature may cover: those given, and `Host` and `Content-Length` as sent.
+    var coverableHeaders: [(name: String, value: String)] {
+        headers + [("host", authority), ("content-length", String(body.count))]
+    }
+
+    mutating func setHeader(_ name: String, _ value: String) {
+        headers.removeAll { $0.name.caseInsensitiveEquals(name) }
+        headers.append((name, value))
+    }
+}
+
+/// Why a step could not run: the request is not sent. `status` and `code` are what the caller
+/// is answered (a header the request lacks is the caller's to fix, 400; a key that fails at
+/// the token or OpenSSL is Cloak's, 502 1400, nothing sent).
+extension Route.Step {
+    /// Runs `steps` in order on `message`; `clock` gives the seconds since the epoch, `nonce`
+    /// fresh random bytes (the tests' to fix).
+    static func apply(
+        _ steps: [Route.Step], to message: inout OutgoingMessage, now: Int64 = Int64(Date().timeIntervalSince1970),
+        nonce: () -> [UInt8] = { SecureRandom.bytes(16) }
+    ) throws(CloakError) {
+        for (i, step) in steps.enumerated() {
+            do throws(StepFailure) {
+                try step.run(on: &message, now: now, nonce: nonce)
+            } catch {
+                switch error {
+                case .request(let why):
+                    throw .malformed("route step \(i) (\(step.name)): \(why)")
+                case .key(let why):
+                    throw CloakError(
+                        .unexpectedResponseType, "route step \(i) (\(step.name)) failed: \(why); nothing was sent")
+                }
+            }
+        }
+    }
+
+    enum StepFailure: Error {
+        /// The request cannot be signed as it is (a covered header it lacks, a body that is not JSON).
+        case request(String)
+        /// The key or the crypto failed.
+        case key(String)
+    }
+
+    private func run(on message: inout OutgoingMessage, now: Int64, nonce: () -> [UInt8]) throws(StepFailure) {
+        switch self {
+        case .digest(let header):
+            let sha256 = Digest.sha256(message.body)
+            message.setHeader(
+                header.rawValue,
+                header == .contentDigest
+                    ? ContentDigestHeader.contentDigest(sha256: sha256) : ContentDigestHeader.digest(sha256: sha256))
+
+        case .httpSignature(let signing):
+            let request = MessageSignatureBase.Request(
+                method: message.method,
+                targetURI: message.scheme.rawValue + "://" + message.authority + message.target,
+                authority: message.authority, path: message.path, query: "?" + message.query,
+                headers: message.coverableHeaders)
+            let base: MessageSignatureBase
+            do {
+                base = try MessageSignatureBase(
+                    covering: signing.components, of: request,
+                    parameters: .init(
+                        created: now, keyID: signing.keyID, algorithm: signing.algorithm.rawValue,
+                        nonce: signing.nonce ? Base64.encodeURL(nonce()) : nil))
+            } catch {
+                throw .request(error.description)
+            }
+            let signature = try Self.sign(Array(base.base.utf8), with: signing.key, signing.algorithm.signature)
+            let headers = base.headers(label: "sig1", signature: signature)
+            message.setHeader("Signature-Input", headers.signatureInput)
+            message.setHeader("Signature", headers.signature)
+
+        case .cavageSignature(let signing):
+            if signing.components.contains("date"),
+                !message.headers.contains(where: { $0.name.caseInsensitiveEquals("date") })
+            {
+                message.headers.append(("Date", String(decoding: HTTPDate.format(Int(now)), as: UTF8.self)))
+            }
+            let string: CavageSignature
+            do {
+                string = try CavageSignature(
+                    covering: signing.components, method: message.method, pathAndQuery: message.target,
+                    headers: message.coverableHeaders)
+            } catch {
+                throw .request(error.description)
+            }
+            let mac = try Self.sign(Array(string.signingString.utf8), with: signing.key, nil)
+            message.setHeader(
+                "Signature", string.header(keyID: signing.keyID, algorithm: "HmacSHA256", signature: mac))
+
+        case .oauth1BodyHash(let signing):
+            let oauth = OAuth1Signature(
+                method: message.method, scheme: message.scheme.rawValue, host: message.host, port: message.port,
+                path: message.path, query: message.query, consumerKey: signing.consumerKey,
+                nonce: Base64.encodeURL(nonce()), timestamp: now,
+                bodyHash: Base64.encode(Digest.sha256(message.body)))
+            let signature = try Self.sign(Array(oauth.baseString.utf8), with: signing.key, .rsaPKCS1SHA256)
+            message.setHeader("Authorization", oauth.authorization(signature: signature))
+
+        case .jwe(let encryption):
+            do {
+                if encryption.json.isEmpty {
+                    let type = message.headers.last { $0.name.caseInsensitiveEquals("content-type") }?.value
+                    message.body = Array(
+                        try CompactJOSE.encrypt(
+                            message.body, to: encryption.key, keyID: encryption.keyID, contentType: type
+                        ).utf8)
+                    message.setHeader("Content-Type", "application/jose")
+                } else {
+                    let selection: JSONSelection?
+                    do {
+                        selection = try JSONSelection.select(encryption.json, in: message.body)
+                    } catch {
+                        throw StepFailure.request(error.message)
+                    }
+                    guard let selection else { return }
+                    var replacements: [String] = []
+                    for match in selection.matches {
+                        replacements.append(
+                            try CompactJOSE.encrypt(
+                                Array(match.text.value.utf8), to: encryption.key, keyID: encryption.keyID,
+                                contentType: nil))
+                    }
+                    message.body = selection.rewrite(replacements)
+                }
+            } catch let error as StepFailure {
+                throw error
+            } catch {
+                throw .key(String(describing: error))
+            }
+
+        case .jws(let signing):
+            guard case .privateKey(let key) = signing.key else { throw .key("the JWS key is not private") }
+            do {
+                message.body = Array(
+                    try CompactJOSE.sign(message.body, algorithm: signing.algorithm, keyID: signing.keyID, key: key)
+                        .utf8)
+            } catch {
+                throw .key(error.description)
+            }
+            message.setHeader("Content-Type", "application/jose")
+
+        case .hmacHeader(let mac):
+            var covered: [UInt8] = []
+            for (i, part) in mac.parts.enumerated() {
+                if i > 0 { covered.append(UInt8(ascii: "\n")) }
+                switch part {
+                case .body: covered += message.body
+                case .method: covered += Array(message.method.utf8)
+                case .path: covered += Array(message.path.utf8)
+                case .header(let name):
+                    let values = message.coverableHeaders.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+                    guard !values.isEmpty else { throw .request("the request has no \(name) header to sign") }
+                    covered += Array(values.joined(separator: ", ").utf8)
+                }
+            }
+            let tag = mac.key.authenticate(covered)
+            message.setHeader(mac.header, mac.encoding == .hex ? Hex.string(tag) : Base64.encode(tag))
+        }
+    }
+
+    /// An HMAC-SHA256 when `algorithm` is nil (the key a secret), else the private key's signature.
+    private static func sign(_ input: [UInt8], with key: StepKey, _ algorithm: SignatureAlgorithm?) throws(StepFailure)
+        -> [UInt8]
+    {
+        switch (key, algorithm) {
+        case (.secret(let secret), nil):
+            return secret.authenticate(input)
+        case (.privateKey(let key), let algorithm?):
+            do { return try key.sign(input, algorithm) } catch { throw .key(error.description) }
+        default:
+            throw .key("the key does not fit the algorithm")  // refused when the configuration was read
+        }
+    }
+}
+
+extension Route.ResponseStep {
+    /// Runs the answer's steps on `response` as it came; a failure is Cloak's 502 1401 (an answer
+    /// it cannot use), and the caller never sees the sealed bytes.
+    static func apply(_ steps: [Route.ResponseStep], to response: inout HTTPResponse) throws(CloakError) {
+        for step in steps {
+            switch step {
+            case .jweDecrypt(let key):
+                guard CompactJOSE.looksLikeJWE(response.body) else { continue }
+                do {
+                    let (plaintext, type) = try CompactJOSE.decrypt(response.body, with: key)
+                    response.body = plaintext
+                    response.headers.removeAll { $0.name.caseInsensitiveEquals("content-type") }
+                    response.headers.append(("Content-Type", type ?? "application/json"))
+                } catch {
+                    throw CloakError(.unexpectedResponseDataFormat, error.description)
+                }
+            }
+        }
+    }
+}
