@@ -134,14 +134,14 @@ final class EgressServiceFixture {
     /// The parameters of ``EgressFixture/init(requireClientCertificate:clientCertificate:extraRoutes:scopes:)``.
     init(
         requireClientCertificate: Bool = false, clientCertificate: Bool = false, extraRoutes: String = "",
-        scopes: String = "\"egress:psp\""
+        scopes: String = "\"egress:psp\"", environment: [String: String] = [:]
     ) throws {
         certificates = try TestCertificates()
         upstream = try TLSUpstream(certificates: certificates, requireClientCertificate: requireClientCertificate)
         server = try TestService(
             yaml: EgressFixture.yaml(
                 upstream: upstream, certificates: certificates, clientCertificate: clientCertificate,
-                extraRoutes: extraRoutes, scopes: scopes))
+                extraRoutes: extraRoutes, scopes: scopes), environment: environment)
     }
 
     var basicCredentials: String { EgressFixture.egressBasicCredentials }

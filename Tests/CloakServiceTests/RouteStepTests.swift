@@ -1,0 +1,289 @@
+import CloakCore
+import CloakService
+import CloakTesting
+import Foundation
+import Testing
+
+/// Keys for the route-step tests, made once per test process by `openssl` (a PEM private key
+/// of each kind, mode 0600, and its public half), and HMAC secrets passed by environment.
+final class StepKeys: Sendable {
+    let directory = TemporaryDirectory()
+    static let shared: StepKeys = {
+        do { return try StepKeys() } catch { fatalError("cannot make the step keys: \(error)") }
+    }()
+    /// 32 bytes, base64, as CyberSource hands out shared secrets.
+    static let secretBase64 = "c2VjcmV0LWZvci10aGUtcm91dGUtc3RlcC10ZXN0cyE="
+    static let environment = ["STEP_SECRET": "base64:" + secretBase64]
+
+    private init() throws {
+        for (name, options) in [
+            ("rsa", ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]),
+            ("ec", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]),
+            ("ed25519", ["-algorithm", "ED25519"]),
+            ("rsa1024", ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024"]),
+        ] {
+            let r1 = try EgressFixture.run("openssl", ["genpkey"] + options + ["-out", privateKey(name)])
+            let r2 = try EgressFixture.run(
+                "openssl", ["pkey", "-in", privateKey(name), "-pubout", "-out", publicKey(name)])
+            guard r1.status == 0, r2.status == 0 else { throw CocoaError(.fileWriteUnknown) }
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: privateKey(name))
+        }
+    }
+
+    func privateKey(_ name: String) -> String { "\(directory.path)/\(name).key" }
+    func publicKey(_ name: String) -> String { "\(directory.path)/\(name).pub" }
+    func publicPEM(_ name: String) throws -> String { try String(contentsOfFile: publicKey(name), encoding: .utf8) }
+}
+
+/// Issue 49: every step, live through the egress door to the Python upstream, checked there by
+/// an independent implementation (``RouteStepVerifier``).
+@Suite(.enabled(if: TestPython.isAvailable, "needs CLOAK_TEST_PYTHON (scripts/test-python)"))
+struct RouteStepTests {
+    static let keys = StepKeys.shared
+
+    /// A fixture with one route `signed` whose request list is `steps` after a reveal of `$.card`.
+    static func fixture(_ steps: String, response: String = "") throws -> EgressServiceFixture {
+        let request =
+            steps.isEmpty
+            ? ""
+            : """
+                  request:
+                    - {reveal: {json: ["$.card"]}}
+            \(steps)
+            """
+        let route = """
+                - id: signed
+                  upstream: "https://127.0.0.1:PORT"
+                  paths: ["/v1/*"]
+                  methods: [POST]
+            \(request)
+            \(response)
+                  ca_file: "CA"
+                  allow_private: true
+            """
+        return try EgressServiceFixture(
+            extraRoutes: route, scopes: #""egress:signed""#, environment: StepKeys.environment)
+    }
+
+    /// Sends `{"card": alias, "amount": 100}` through the route; what the upstream received.
+    static func send(
+        _ f: EgressServiceFixture, path: String = "/v1/pay", headers: [(String, String)] = []
+    ) throws -> (response: RawHTTPClient.Response, seen: TLSUpstream.Received?) {
+        let alias = try f.alias()
+        let before = f.upstream.received.count
+        let r = try f.server.client().request(
+            "POST", "/egress/signed" + path, json: #"{"card":"\#(alias)","amount":100}"#,
+            headers: EgressFileRevealTests.proxy + headers)
+        let received = f.upstream.received
+        return (r, received.count > before ? received.last : nil)
+    }
+
+    static func url(_ f: EgressServiceFixture, _ seen: TLSUpstream.Received) -> String {
+        "https://127.0.0.1:\(f.upstream.port)\(seen.path)"
+    }
+
+    @Test(arguments: [
+        ("hmac-sha256", "env:STEP_SECRET"), ("rsa-pss-sha512", "file:rsa"), ("rsa-v1_5-sha256", "file:rsa"),
+        ("ecdsa-p256-sha256", "file:ec"), ("ed25519", "file:ed25519"),
+    ])
+    func anRFC9421SignatureVerifies(algorithm: String, key: String) throws {
+        let keyName = String(key.dropFirst(5))
+        let keyText = key.hasPrefix("file:") ? "file:" + Self.keys.privateKey(keyName) : key
+        let f = try Self.fixture(
+            """
+                    - {digest: {header: Content-Digest}}
+                    - http_signature:
+                        algorithm: \(algorithm)
+                        key: "\(keyText)"
+                        keyid: test-key-\(algorithm)
+                        components: ["@method", "@target-uri", "@authority", "@path", "@query", "content-digest", "content-type", "content-length"]
+                        nonce: true
+            """)
+        defer { f.stop() }
+        let (_, seen) = try Self.send(f, path: "/v1/pay?capture=true&x=%2F")
+        let request = try #require(seen)
+        #expect(request.body.contains(EgressFixture.card))
+        let verdict = try RouteStepVerifier.check(
+            "rfc9421", request, url: Self.url(f, request),
+            key: key.hasPrefix("env:") ? StepKeys.secretBase64 : try Self.keys.publicPEM(keyName),
+            extra: ["algorithm": algorithm, "keyid": "test-key-\(algorithm)"])
+        #expect(verdict["ok"] as? Bool == true, "\(verdict)")
+        #expect(verdict["label"] as? String == "sig1")
+        #expect((verdict["nonce"] as? String)?.count ?? 0 >= 16)
+        #expect((verdict["covered"] as? [String])?.contains("\"content-digest\"") == true, "\(verdict)")
+    }
+
+    @Test func aFreshNonceAndCreatedEveryRequest() throws {
+        let f = try Self.fixture(
+            """
+                    - http_signature: {algorithm: hmac-sha256, key: "env:STEP_SECRET", keyid: k, components: ["@method"], nonce: true}
+            """)
+        defer { f.stop() }
+        let first = try #require(try Self.send(f).seen?.header("Signature-Input"))
+        let second = try #require(try Self.send(f).seen?.header("Signature-Input"))
+        #expect(first != second)
+        #expect(first.hasPrefix("sig1=(\"@method\");created="))
+    }
+
+    @Test func aCyberSourceSignatureVerifiesAndDateIsAdded() throws {
+        let f = try Self.fixture(
+            """
+                    - {digest: {header: Digest}}
+                    - http_signature:
+                        scheme: draft-cavage
+                        algorithm: HmacSHA256
+                        key: "env:STEP_SECRET"
+                        keyid: 08c94330-f618-42a3-b09d-e1e43be5efda
+                        components: [host, date, "(request-target)", digest, v-c-merchant-id]
+            """)
+        defer { f.stop() }
+        let (_, seen) = try Self.send(f, path: "/v1/pts/v2/payments", headers: [("v-c-merchant-id", "testrest")])
+        let request = try #require(seen)
+        let verdict = try RouteStepVerifier.check(
+            "cavage", request, url: Self.url(f, request), key: StepKeys.secretBase64,
+            extra: ["keyid": "08c94330-f618-42a3-b09d-e1e43be5efda", "path": request.path])
+        #expect(verdict["ok"] as? Bool == true, "\(verdict)")
+        #expect(verdict["headers"] as? String == "host date (request-target) digest v-c-merchant-id")
+        #expect((verdict["date"] as? String)?.hasSuffix(" GMT") == true)
+    }
+
+    @Test func aComponentTheRequestLacksIsRefusedAndNothingIsSent() throws {
+        let f = try Self.fixture(
+            """
+                    - http_signature:
+                        scheme: draft-cavage
+                        key: "env:STEP_SECRET"
+                        keyid: k
+                        components: [host, "(request-target)", v-c-merchant-id]
+            """)
+        defer { f.stop() }
+        let (r, seen) = try Self.send(f)
+        #expect(r.status == 400)
+        #expect(r.errorCode == 1002)
+        #expect(r.text.contains("v-c-merchant-id"))
+        #expect(!r.text.contains(EgressFixture.card))
+        #expect(seen == nil)
+    }
+
+    @Test func aMastercardOAuthSignatureVerifies() throws {
+        let f = try Self.fixture(
+            """
+                    - oauth1_body_hash: {consumer_key: "consumer-key!abc", key: "file:\(Self.keys.privateKey("rsa"))"}
+            """)
+        defer { f.stop() }
+        let (_, seen) = try Self.send(f, path: "/v1/send?b=2&a=1+1&a=%7E")
+        let request = try #require(seen)
+        let verdict = try RouteStepVerifier.check(
+            "oauth1", request, url: Self.url(f, request), key: try Self.keys.publicPEM("rsa"),
+            extra: ["consumer_key": "consumer-key!abc"])
+        #expect(verdict["ok"] as? Bool == true, "\(verdict)")
+    }
+
+    @Test func aWholeBodyJWEDecryptsWithTheProvidersKey() throws {
+        let f = try Self.fixture(
+            """
+                    - jwe: {key: "file:\(Self.keys.publicKey("rsa"))", kid: provider-2026}
+            """)
+        defer { f.stop() }
+        let (r, seen) = try Self.send(f)
+        let request = try #require(seen)
+        #expect(!request.body.contains(EgressFixture.card))
+        let verdict = try RouteStepVerifier.check(
+            "jwe", request, url: Self.url(f, request),
+            key: try String(contentsOfFile: Self.keys.privateKey("rsa"), encoding: .utf8))
+        #expect(verdict["ok"] as? Bool == true, "\(verdict)")
+        let plaintext = try #require(verdict["plaintext"] as? String)
+        #expect(plaintext == #"{"card":"\#(EgressFixture.card)","amount":100}"#)
+        let header = verdict["header"] as? [String: Any]
+        #expect(header?["alg"] as? String == "RSA-OAEP-256")
+        #expect(header?["enc"] as? String == "A256GCM")
+        #expect(header?["kid"] as? String == "provider-2026")
+        // The echo is the sealed body: nothing of the card reaches the caller.
+        #expect(r.status == 200)
+        #expect(!r.text.contains(EgressFixture.card))
+    }
+
+    @Test func selectedValuesAreEachAJWEAndTheRestStays() throws {
+        let f = try Self.fixture(
+            """
+                    - jwe: {key: "file:\(Self.keys.publicKey("rsa"))", json: ["$.card"]}
+            """)
+        defer { f.stop() }
+        let (_, seen) = try Self.send(f)
+        let request = try #require(seen)
+        let verdict = try RouteStepVerifier.check(
+            "jwe", request, url: Self.url(f, request),
+            key: try String(contentsOfFile: Self.keys.privateKey("rsa"), encoding: .utf8), extra: ["json": ["card"]])
+        #expect(verdict["ok"] as? Bool == true, "\(verdict)")
+        #expect(verdict["values"] as? [String] == [EgressFixture.card])
+        #expect((verdict["document"] as? [String: Any])?["amount"] as? Int == 100)
+        #expect(request.header("Content-Type") == "application/json")
+    }
+
+    @Test(arguments: [("RS256", "rsa"), ("PS256", "rsa"), ("ES256", "ec")])
+    func aJWSVerifies(algorithm: String, key: String) throws {
+        let f = try Self.fixture(
+            """
+                    - jws: {algorithm: \(algorithm), key: "file:\(Self.keys.privateKey(key))", kid: merchant-1}
+            """)
+        defer { f.stop() }
+        let (_, seen) = try Self.send(f)
+        let request = try #require(seen)
+        let verdict = try RouteStepVerifier.check(
+            "jws", request, url: Self.url(f, request), key: try Self.keys.publicPEM(key),
+            extra: ["algorithm": algorithm])
+        #expect(verdict["ok"] as? Bool == true, "\(verdict)")
+        #expect(verdict["payload"] as? String == #"{"card":"\#(EgressFixture.card)","amount":100}"#)
+        #expect((verdict["header"] as? [String: Any])?["kid"] as? String == "merchant-1")
+    }
+
+    @Test func anHMACHeaderCoversMethodPathAndBody() throws {
+        let f = try Self.fixture(
+            """
+                    - hmac_header: {key: "env:STEP_SECRET", header: X-Signature, encoding: hex, parts: [method, path, body]}
+            """)
+        defer { f.stop() }
+        let (_, seen) = try Self.send(f, path: "/v1/pay?q=1")
+        let request = try #require(seen)
+        let verdict = try RouteStepVerifier.check(
+            "hmac_header", request, url: Self.url(f, request), key: StepKeys.secretBase64,
+            extra: ["header": "X-Signature", "path": "/v1/pay"])
+        #expect(verdict["ok"] as? Bool == true, "\(verdict)")
+    }
+
+    /// An answer sealed by jwcrypto to Cloak's key is opened before the answer's redaction, so the
+    /// card in it comes back as an alias.
+    @Test func anAnswerSealedToCloakIsOpenedBeforeItsRedaction() throws {
+        let f = try Self.fixture(
+            "",
+            response: """
+                      response:
+                        - jwe_decrypt: {key: "file:\(Self.keys.privateKey("rsa"))"}
+                        - {redact: {json: ["$.number"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
+                """)
+        defer { f.stop() }
+        let sealed = try RouteStepVerifier.jwe(
+            #"{"number":"\#(EgressFixture.card)","status":"ok"}"#, to: try Self.keys.publicPEM("rsa"))
+        #expect(sealed.split(separator: ".").count == 5)
+        // The upstream echoes what it gets: the sealed answer comes back as the provider's would.
+        let r = try f.server.client().request(
+            "POST", "/egress/signed/v1/pay", body: Array(sealed.utf8),
+            headers: EgressFileRevealTests.proxy + [("Content-Type", "application/jose")])
+        #expect(r.status == 200, "\(r.text)")
+        #expect(r.header("Content-Type") == "application/json")
+        let number = try #require(r.json?["number"] as? String)
+        #expect(number != EgressFixture.card)
+        #expect(number.hasPrefix("411111") && number.hasSuffix("1111"))
+        #expect(r.json?["status"] as? String == "ok")
+
+        // One byte of the tag changed: refused, and the sealed bytes never reach the caller.
+        var parts = sealed.split(separator: ".").map(String.init)
+        parts[4] = (parts[4].first == "A" ? "B" : "A") + parts[4].dropFirst()
+        let tampered = try f.server.client().request(
+            "POST", "/egress/signed/v1/pay", body: Array(parts.joined(separator: ".").utf8),
+            headers: EgressFileRevealTests.proxy + [("Content-Type", "application/jose")])
+        #expect(tampered.status == 502)
+        #expect(tampered.errorCode == 1401)
+        #expect(tampered.text.contains("does not decrypt"))
+    }
+}
