@@ -287,3 +287,137 @@ struct RouteStepTests {
         #expect(tampered.text.contains("does not decrypt"))
     }
 }
+
+/// Issue 49: the steps run the same on every door (the forward proxy, inbound routes, a key on
+/// a PKCS#11 token), and the logs name the steps that ran, never a key or a value.
+@Suite(.enabled(if: TestPython.isAvailable, "needs CLOAK_TEST_PYTHON (scripts/test-python)"))
+struct RouteStepDoorTests {
+    static let keys = StepKeys.shared
+
+    @Test func theForwardProxySignsWithCurlAndTheLogsNameTheSteps() throws {
+        let f = try EgressFixture(
+            extraRoutes: """
+                    - id: signed
+                      upstream: "https://127.0.0.1:PORT"
+                      paths: ["/v2/*"]
+                      methods: [POST]
+                      request:
+                        - {reveal: {json: ["$.card"]}}
+                        - {digest: {header: Content-Digest}}
+                        - http_signature:
+                            algorithm: ed25519
+                            key: "file:\(Self.keys.privateKey("ed25519"))"
+                            keyid: forward-key
+                            components: ["@method", "@authority", "@path", "content-digest"]
+                      ca_file: "CA"
+                      allow_private: true
+                """, scopes: #""egress:psp", "egress:signed""#)
+        defer { f.stop() }
+        let alias = try f.alias()
+        let r = try EgressFixture.run(
+            "curl",
+            [
+                "-sS", "-i", "-x", "http://127.0.0.1:\(f.egressPort)", "--proxy-user",
+                "egress:\(EgressFixture.egressToken)",
+                "--cacert", f.server.egressCAFile, "https://127.0.0.1:\(f.upstream.port)/v2/pay",
+                "-H", "Content-Type: application/json", "--data", #"{"card":"\#(alias)"}"#,
+            ])
+        #expect(r.status == 0, "\(r.err)")
+        let seen = try #require(f.upstream.received.last)
+        #expect(seen.body == #"{"card":"\#(EgressFixture.card)"}"#)
+        let verdict = try RouteStepVerifier.check(
+            "rfc9421", seen, url: "https://127.0.0.1:\(f.upstream.port)\(seen.path)",
+            key: try Self.keys.publicPEM("ed25519"), extra: ["algorithm": "ed25519", "keyid": "forward-key"])
+        #expect(verdict["ok"] as? Bool == true, "\(verdict)")
+        #expect(Poll.until { f.server.logs.lines.contains { $0.contains(#""msg":"egress""#) } })
+        let egress = try #require(
+            f.server.logs.lines.first { $0.contains(#""msg":"egress""#) && $0.contains("signed") })
+        #expect(egress.contains(#""steps":"digest,http_signature""#), "\(egress)")
+        let access = f.server.logs.lines.filter { $0.contains(#""msg":"request""#) && $0.contains("egress-proxy") }
+        #expect(access.contains { $0.contains(#""steps":"digest,http_signature""#) }, "\(access)")
+        let logs = f.server.logs.text
+        #expect(!logs.contains(EgressFixture.card) && !logs.contains(alias))
+        #expect(!logs.contains("PRIVATE KEY") && !logs.contains(StepKeys.secretBase64))
+        #expect(!logs.contains(seen.header("Signature") ?? "-"))
+    }
+
+    /// An inbound route redacts what the client sent, then signs the redacted body for the
+    /// operator's backend.
+    @Test func anInboundRouteSignsTheRedactedBody() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let upstream = try TLSUpstream(certificates: certificates)
+        defer { upstream.stop() }
+        let id = UUID().uuidString.lowercased()
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "routes: []",
+            with: """
+                routes:
+                  - id: "\(id)"
+                    path: /signed
+                    upstream: "https://localhost:\(upstream.port)/in"
+                    ca_file: "\(certificates.caFile)"
+                    methods: [POST]
+                    request:
+                      - {redact: {json: ["$.card"], format: UUID, storage: PERSISTENT}}
+                      - {digest: {}}
+                      - http_signature: {algorithm: hmac-sha256, key: "env:STEP_SECRET", keyid: backend, components: ["@method", "@path", "content-digest"]}
+                """)
+        let server = try TestService(yaml: yaml, environment: StepKeys.environment)
+        defer { server.stop() }
+        let r = try server.client().request(
+            "POST", "/proxy/signed/pay", json: #"{"card":"\#(EgressFixture.card)"}"#, headers: [])
+        #expect(r.status == 200, "\(r.text)")
+        let seen = try #require(upstream.received.last)
+        #expect(!seen.body.contains(EgressFixture.card))
+        let verdict = try RouteStepVerifier.check(
+            "rfc9421", seen, url: "https://localhost:\(upstream.port)\(seen.path)", key: StepKeys.secretBase64,
+            extra: ["algorithm": "hmac-sha256", "keyid": "backend"])
+        #expect(verdict["ok"] as? Bool == true, "\(verdict)")
+        #expect(
+            server.logs.lines.contains {
+                $0.contains(#""msg":"request""#) && $0.contains(#""steps":"digest,http_signature""#)
+            })
+    }
+
+    /// The key never leaves the token: SoftHSM signs each request (RSA-PSS-SHA512).
+    @Test(.enabled(if: SoftHSM.isAvailable, "needs softhsm2"))
+    func aKeyOnAPKCS11TokenSigns() throws {
+        let hsm = SoftHSM.shared
+        let token = SoftHSM.tokens[0]
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let label = "route-\(UUID().uuidString.prefix(8).lowercased())"
+        let id = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/softhsm2-util")
+        process.arguments = [
+            "--import", Self.keys.privateKey("rsa"), "--token", token.label, "--label", label, "--id", id, "--pin",
+            token.pin,
+        ]
+        process.environment = ProcessInfo.processInfo.environment.merging(hsm.environment) { _, new in new }
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0)
+        let pinFile = "\(directory.path)/pin"
+        try SoftHSM.writePIN(token.pin, to: pinFile)
+        let f = try RouteStepTests.fixture(
+            """
+                    - http_signature:
+                        algorithm: rsa-pss-sha512
+                        key: "\(hsm.uri(token: token.label, object: label, pinFile: pinFile))"
+                        keyid: hsm-key
+                        components: ["@method", "@target-uri", "content-type"]
+            """)
+        defer { f.stop() }
+        for _ in 0..<3 {
+            let (_, seen) = try RouteStepTests.send(f)
+            let request = try #require(seen)
+            let verdict = try RouteStepVerifier.check(
+                "rfc9421", request, url: RouteStepTests.url(f, request), key: try Self.keys.publicPEM("rsa"),
+                extra: ["algorithm": "rsa-pss-sha512", "keyid": "hsm-key"])
+            #expect(verdict["ok"] as? Bool == true, "\(verdict)")
+        }
+    }
+}

@@ -155,7 +155,8 @@ struct EgressHandler: Sendable {
                             vault: $0.vault, log: AuditLog(logger: context.logger),
                             metrics: { [metrics = self.metrics] in metrics.fileRevealed(bytes: $0) }))
                 } : nil,
-            callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false)
+            callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false,
+            stepsRan: route.stepNames.isEmpty ? nil : StepsRan())
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true, trustedContext: trustedContext)
         let tokenID = identity.token?.id ?? "-"
         let sink = context.logSink
@@ -172,11 +173,13 @@ struct EgressHandler: Sendable {
                     line.field("revealed", outcome.revealed)
                     line.field("route", route.id)
                     line.field("status", response.status)
+                    let steps = call.stepsRan?.names ?? ""
+                    if !steps.isEmpty { line.field("steps", steps) }
                     line.field("token_id", tokenID)
                     line.field("upstream_status", outcome.upstreamStatus.map(String.init) ?? "-")
                     line.write(to: sink)
                     metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
-                    finish(response, error: outcome.error)
+                    finish(response, error: outcome.error, steps: steps)
                 }
             } catch {
                 metrics.record(route: route.id, status: error.code.httpStatus, revealed: 0)

@@ -46,7 +46,7 @@ struct ProxyHandler: RequestHandler {
             return .later { finish in
                 do throws(CloakError) {
                     try call.start(request, rest: rest, headers: headers, body: request.body) { response, outcome in
-                        finish(response, error: outcome.error)
+                        finish(response, error: outcome.error, steps: call.stepsRan?.names ?? "")
                     }
                 } catch {
                     finish(.error(error))
@@ -98,7 +98,8 @@ struct ProxyHandler: RequestHandler {
                             route: route.id, tokenID: identity.token?.id ?? "-", client: client,
                             vault: $0.vault, log: AuditLog(logger: context.logger), metrics: onFileRevealed))
                 } : nil,
-            callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false)
+            callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false,
+            stepsRan: route.stepNames.isEmpty ? nil : StepsRan())
     }
 
     /// What follows the route's path, still percent-encoded as the client sent it (checked by

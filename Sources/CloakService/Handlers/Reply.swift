@@ -47,18 +47,21 @@ extension Reply {
     /// }
     /// ```
     struct Finish: Sendable {
-        let answer: @Sendable (HTTPResponse, CloakError?) -> Void
+        let answer: @Sendable (HTTPResponse, CloakError?, String) -> Void
 
         /// Answers with `response`, which is not an error of Cloak's.
         @_disfavoredOverload
-        func callAsFunction(_ response: HTTPResponse) { answer(response, nil) }
+        func callAsFunction(_ response: HTTPResponse) { answer(response, nil, "") }
 
         /// Answers with Cloak's error.
-        func callAsFunction(_ failure: Failure) { answer(failure.response, failure.error) }
+        func callAsFunction(_ failure: Failure) { answer(failure.response, failure.error, "") }
 
         /// Answers with `response`, which is `error`'s answer when `error` is not nil (a route's
-        /// exchange says which: ``RouteExchange/Outcome/error``).
-        func callAsFunction(_ response: HTTPResponse, error: CloakError?) { answer(response, error) }
+        /// exchange says which: ``RouteExchange/Outcome/error``); `steps` names the route's steps
+        /// that ran (``RouteCall/stepsRan``), for the access log.
+        func callAsFunction(_ response: HTTPResponse, error: CloakError?, steps: String = "") {
+            answer(response, error, steps)
+        }
     }
 }
 

@@ -5,7 +5,7 @@ import CloakCore
 /// Separate from the diagnostic ``JSONLogHandler`` (swift-log) for the same reason web servers
 /// keep an access log apart from the error log: it is written for every request, so it is built
 /// without a metadata dictionary, and its fields are fixed: `ts, level, msg, method, path, route,
-/// status, duration_us, request_id`. The path is scrubbed of digit runs, and a path that names
+/// status, duration_us, request_id`, and `steps` after a route ran some. The path is scrubbed of digit runs, and a path that names
 /// an alias (`/aliases/{alias}`, `/files/{alias}`) is logged as its route: an alias that was
 /// revealed stays out of the log as its value does. No body, header value
 /// or field value is ever among its fields. The fixed parts are written as they are; the values
@@ -15,7 +15,7 @@ struct AccessLog: Sendable {
 
     func record(
         method: String, path: String, route: String, status: Int, micros: Int, requestID: String, client: String = "",
-        trace: TraceContext? = nil
+        trace: TraceContext? = nil, steps: String = ""
     ) {
         var w = JSONWriter(reservingCapacity: 256)
         w.rawJSON(#"{"ts":""#)
@@ -37,6 +37,11 @@ struct AccessLog: Sendable {
         w.writeString(requestID)
         w.rawJSON(#","client":"#)
         w.writeString(client)
+        if !steps.isEmpty {
+            // The names of the route's steps that ran (issue 49): never a key or a value.
+            w.rawJSON(#","steps":"#)
+            w.writeString(steps)
+        }
         if let trace {
             // The ids' hex straight into the line (no strings made for them).
             w.rawJSON(#","trace_id":""#)

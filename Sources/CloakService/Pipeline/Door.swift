@@ -42,11 +42,12 @@ final class Door<Steps: Middleware>: Sendable {
             responder.respond(response)
         case let .later(work):
             work(
-                Reply.Finish { [self, context] answer, error in
+                Reply.Finish { [self, context] answer, error, routeSteps in
                     var response = answer
-                    if let error {  // the context is copied only to carry an error
+                    if error != nil || !routeSteps.isEmpty {  // the context is copied only to carry them
                         var answered = context
                         answered.error = error
+                        answered.routeSteps = routeSteps
                         self.steps.response(&response, answered)
                     } else {
                         self.steps.response(&response, context)

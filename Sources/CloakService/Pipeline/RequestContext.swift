@@ -30,6 +30,9 @@ struct RequestContext: Sendable {
     /// ``Door`` sets it from what was thrown or ``Reply/Failure``): the response phase reads the
     /// code here, never from the body, which may be an upstream's.
     var error: CloakError?
+    /// The names of the route steps that ran on the request (issue 49), comma-separated, for
+    /// the access log; empty for every other request.
+    var routeSteps = ""
 
     init(_ request: HTTPRequest, start: UInt64) {
         self.request = request

@@ -109,13 +109,15 @@ struct RouteCall: Sendable {
             request.headers = message.headers
             request.body = message.body
             request.streamedLength = message.body.count
-            stepsRan?.names = route.stepNames
+            stepsRan?.names = route.requestSteps.map(\.name).joined(separator: ",")
         }
         let steps = route.responseSteps
         let answered: @Sendable (Result<HTTPResponse, CloakError>) -> Void = { result in
             guard !steps.isEmpty, case .success(var response) = result else { return done(result) }
             do throws(CloakError) {
-                try Route.ResponseStep.apply(steps, to: &response)
+                for name in try Route.ResponseStep.apply(steps, to: &response) {
+                    stepsRan?.names += (stepsRan?.names.isEmpty ?? true ? "" : ",") + name
+                }
             } catch {
                 return done(.failure(error))
             }

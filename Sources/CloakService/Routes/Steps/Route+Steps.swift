@@ -42,12 +42,13 @@ struct OutgoingMessage: Sendable {
     }
 }
 
-/// Why a step could not run: the request is not sent. `status` and `code` are what the caller
-/// is answered (a header the request lacks is the caller's to fix, 400; a key that fails at
-/// the token or OpenSSL is Cloak's, 502 1400, nothing sent).
 extension Route.Step {
-    /// Runs `steps` in order on `message`; `clock` gives the seconds since the epoch, `nonce`
-    /// fresh random bytes (the tests' to fix).
+    /// Runs `steps` in order on `message` at `now` (seconds since the epoch); `nonce` gives
+    /// fresh random bytes.
+    ///
+    /// - Throws: why a step could not run, and then nothing is sent: 400 1002 for what the
+    ///   caller can fix (a covered header the request lacks, a body that is not JSON), 502 1400
+    ///   for a key that failed at the token or in OpenSSL.
     static func apply(
         _ steps: [Route.Step], to message: inout OutgoingMessage, now: Int64 = Int64(Date().timeIntervalSince1970),
         nonce: () -> [UInt8] = { SecureRandom.bytes(16) }
@@ -211,7 +212,10 @@ extension Route.Step {
 extension Route.ResponseStep {
     /// Runs the answer's steps on `response` as it came; a failure is Cloak's 502 1401 (an answer
     /// it cannot use), and the caller never sees the sealed bytes.
-    static func apply(_ steps: [Route.ResponseStep], to response: inout HTTPResponse) throws(CloakError) {
+    /// - Returns: the names of the steps that changed the answer.
+    @discardableResult
+    static func apply(_ steps: [Route.ResponseStep], to response: inout HTTPResponse) throws(CloakError) -> [String] {
+        var ran: [String] = []
         for step in steps {
             switch step {
             case .jweDecrypt(let key):
@@ -221,10 +225,12 @@ extension Route.ResponseStep {
                     response.body = plaintext
                     response.headers.removeAll { $0.name.caseInsensitiveEquals("content-type") }
                     response.headers.append(("Content-Type", type ?? "application/json"))
+                    ran.append(step.name)
                 } catch {
                     throw CloakError(.unexpectedResponseDataFormat, error.description)
                 }
             }
         }
+        return ran
     }
 }
