@@ -51,10 +51,12 @@ struct RouteCall: Sendable {
             let route = self.route
             let trace = self.trace
             let stepsRan = self.stepsRan
+            let callerMaySeeValues = self.callerMaySeeValues
             send = { body, headers, done in
                 Self.sendUpstream(
                     body, headers, route: route, upstream: upstream, method: method, target: target,
-                    contentType: contentType, trace: trace, stepsRan: stepsRan, loop: loop, done: done)
+                    contentType: contentType, trace: trace, stepsRan: stepsRan,
+                    callerMaySeeValues: callerMaySeeValues, loop: loop, done: done)
             }
         } else {
             send = { body, headers, done in
@@ -80,7 +82,7 @@ struct RouteCall: Sendable {
     private static func sendUpstream(
         _ body: OutgoingBody, _ headers: [(name: String, value: String)], route: Route, upstream: Route.Upstream,
         method: HTTPMethod, target: String, contentType: String?, trace: RequestTrace?, stepsRan: StepsRan?,
-        loop: LoopHandle, done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
+        callerMaySeeValues: Bool, loop: LoopHandle, done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
     ) {
         var headers = route.sentHeaders(headers, contentType: contentType)
         let span = trace?.child("upstream " + method.rawValue, kind: .client)
@@ -92,6 +94,7 @@ struct RouteCall: Sendable {
             to: upstream, method: method, target: target, headers: headers, body: body.bytes)
         request.bodySource = body.stream
         request.streamedLength = body.length
+        var readable: [[UInt8]] = []
         if !route.requestSteps.isEmpty {
             // Steps run on the bytes as they go, Host and the trace headers included;
             // configuration keeps them off routes that stream a body.
@@ -109,11 +112,24 @@ struct RouteCall: Sendable {
             request.headers = message.headers
             request.body = message.body
             request.streamedLength = message.body.count
+            if !callerMaySeeValues { readable = message.readableEncodings }
             stepsRan?.names = route.requestSteps.map(\.name).joined(separator: ",")
         }
         let steps = route.responseSteps
+        let echoed = readable
         let answered: @Sendable (Result<HTTPResponse, CloakError>) -> Void = { result in
-            guard !steps.isEmpty, case .success(var response) = result else { return done(result) }
+            guard case .success(var response) = result else { return done(result) }
+            // As RevealedValues refuses an answer echoing a revealed value to a caller who may
+            // not see it, so one echoing a step's readable encoding of the body (a JWS payload).
+            if echoed.contains(where: { encoding in response.body.withUnsafeBufferPointer { RevealedValues.contains($0, encoding) } }) {
+                return done(
+                    .failure(
+                        CloakError(
+                            .unexpectedResponseDataFormat,
+                            "the upstream answered \(response.status), but its answer: it holds the signed body, "
+                                + "revealed values in it, which is not passed on")))
+            }
+            guard !steps.isEmpty else { return done(result) }
             do throws(CloakError) {
                 for name in try Route.ResponseStep.apply(steps, to: &response) {
                     stepsRan?.names += (stepsRan?.names.isEmpty ?? true ? "" : ",") + name

@@ -35,7 +35,7 @@ struct RevealedValues: Sendable {
     }
 
     /// Whether `needle` (not empty) is in `haystack`: its first byte, then the rest compared.
-    private static func contains(_ h: UnsafeBufferPointer<UInt8>, _ needle: [UInt8]) -> Bool {
+    static func contains(_ h: UnsafeBufferPointer<UInt8>, _ needle: [UInt8]) -> Bool {
         guard let first = needle.first, h.count >= needle.count else { return false }
         return needle.withUnsafeBufferPointer { n in
             var i = 0

@@ -16,6 +16,10 @@ struct OutgoingMessage: Sendable {
     var target: String
     var headers: [(name: String, value: String)]
     var body: [UInt8]
+    /// What a step wrote that carries the body readably (a JWS's payload, base64url): an
+    /// answer that echoes it holds the revealed values as surely as one that echoes the body,
+    /// and is refused to a caller who may not see them (``RevealedValues``).
+    var readableEncodings: [[UInt8]] = []
 
     var path: String { String(target[..<(target.firstIndex(of: "?") ?? target.endIndex)]) }
     /// Without `?`; empty when there is none.
@@ -167,9 +171,11 @@ extension Route.Step {
         case .jws(let signing):
             guard case .privateKey(let key) = signing.key else { throw .key("the JWS key is not private") }
             do {
-                message.body = Array(
-                    try CompactJOSE.sign(message.body, algorithm: signing.algorithm, keyID: signing.keyID, key: key)
-                        .utf8)
+                let jws = try CompactJOSE.sign(
+                    message.body, algorithm: signing.algorithm, keyID: signing.keyID, key: key)
+                let payload = jws.split(separator: ".", omittingEmptySubsequences: false)[1]
+                if payload.utf8.count >= RevealedValues.minimumLength { message.readableEncodings.append(Array(payload.utf8)) }
+                message.body = Array(jws.utf8)
             } catch {
                 throw .key(error.description)
             }
