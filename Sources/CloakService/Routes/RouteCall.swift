@@ -121,7 +121,9 @@ struct RouteCall: Sendable {
             guard case .success(var response) = result else { return done(result) }
             // As RevealedValues refuses an answer echoing a revealed value to a caller who may
             // not see it, so one echoing a step's readable encoding of the body (a JWS payload).
-            if echoed.contains(where: { encoding in response.body.withUnsafeBufferPointer { RevealedValues.contains($0, encoding) } }) {
+            if echoed.contains(where: { encoding in
+                response.body.withUnsafeBufferPointer { RevealedValues.contains($0, encoding) }
+            }) {
                 return done(
                     .failure(
                         CloakError(

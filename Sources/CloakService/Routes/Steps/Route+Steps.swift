@@ -174,7 +174,9 @@ extension Route.Step {
                 let jws = try CompactJOSE.sign(
                     message.body, algorithm: signing.algorithm, keyID: signing.keyID, key: key)
                 let payload = jws.split(separator: ".", omittingEmptySubsequences: false)[1]
-                if payload.utf8.count >= RevealedValues.minimumLength { message.readableEncodings.append(Array(payload.utf8)) }
+                if payload.utf8.count >= RevealedValues.minimumLength {
+                    message.readableEncodings.append(Array(payload.utf8))
+                }
                 message.body = Array(jws.utf8)
             } catch {
                 throw .key(error.description)
