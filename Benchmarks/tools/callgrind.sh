@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Instructions a request of one case, from callgrind (user space, every thread).
 #
-# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|dedupe|egress|egress-plain|inbound
+# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|dedupe|egress|egress-plain|egress-signed|inbound
 #
 # egress: one stored card's alias revealed on the way to the C reference server (bench.sh's
 # egress case; the C server is built and started here); egress-plain: the same route with
-# nothing to reveal (the two HTTP exchanges alone); aliases: POST /aliases with a new value each
+# nothing to reveal (the two HTTP exchanges alone); egress-signed: egress, then a Content-Digest and
+# an RFC 9421 hmac-sha256 signature (issue 49's steps, Benchmarks/steps.sh's hmac route); aliases: POST /aliases with a new value each
 # time (a record created and committed per request); dedupe: the same card every time (found, not
 # written: bench.sh's dedupe case); tokens: the checkout form's six fields to
 # POST /forms/checkout/tokens, open tokenize without a token (every value stored anew); inbound:
@@ -39,7 +40,12 @@ if [[ $CASE == egress* || $CASE == inbound ]]; then
         -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}]}|" \
         -e "s/bucket_values_per_hour: [0-9]*/bucket_values_per_hour: 1000000/" -e "s/max_bucket_share: [0-9.]*/max_bucket_share: 1/" $W/c.yaml
     printf '\negress:\n  routes:\n    - {id: bench, upstream: "http://127.0.0.1:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}]}\n' $C_PORT >> $W/c.yaml
+    if [[ $CASE == egress-signed ]]; then
+        printf '    - {id: signed, upstream: "http://127.0.0.1:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}, {digest: {header: Content-Digest}}, {http_signature: {algorithm: hmac-sha256, key: "env:STEPS_SECRET", keyid: bench, components: ["@method", "@target-uri", "content-digest", "content-type"]}}]}\n' $C_PORT >> $W/c.yaml
+    fi
 fi
+ROUTE=bench; [[ $CASE == egress-signed ]] && ROUTE=signed
+export STEPS_SECRET="base64:$(head -c 32 /dev/urandom | base64)"
 SINK_PID=""
 if [[ -n ${TRACES:-} ]]; then  # TRACES=RATIO: telemetry.traces at that ratio, to otlp-sink.py
     SINK_PORT=$(free_port)
@@ -59,9 +65,9 @@ elif [[ $CASE == egress* ]]; then
         --data-binary '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}' http://127.0.0.1:$PORT/aliases \
         | sed -n 's/.*"alias":"\([^"]*\)".*/\1/p')
     [[ -n $ALIAS ]] || { echo "could not store the card" >&2; exit 1; }
-    if [[ $CASE == egress ]]; then printf '{"card":"%s","amount":1000}' "$ALIAS" > $W/body.json
+    if [[ $CASE != egress-plain ]]; then printf '{"card":"%s","amount":1000}' "$ALIAS" > $W/body.json
     else printf '{"card":"none","amount":1000}' > $W/body.json; fi
-    run() { BODY_FILE=$W/body.json METHOD=POST PROXY_AUTH="Bearer $TOKEN" TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/egress/bench/v1/charges; }
+    run() { BODY_FILE=$W/body.json METHOD=POST PROXY_AUTH="Bearer $TOKEN" TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/egress/$ROUTE/v1/charges; }
 elif [[ $CASE == dedupe ]]; then
     printf '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage":"PERSISTENT"}]}' > $W/body.json
     run() { BODY_FILE=$W/body.json METHOD=POST TOKEN=$TOKEN wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases; }

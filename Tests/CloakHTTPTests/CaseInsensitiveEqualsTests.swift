@@ -1,3 +1,4 @@
+import CloakCore
 import Testing
 
 @testable import CloakHTTP

@@ -69,23 +69,37 @@ public enum Base64 {
     }
 
     public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        let input = Array(bytes)
-        var out: [UInt8] = []
-        out.reserveCapacity((input.count + 2) / 3 * 4)
-        var i = 0
-        while i + 3 <= input.count {
-            let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
-            out += [18, 12, 6, 0].map { alphabet[Int(n >> $0 & 63)] }
-            i += 3
+        if let text = bytes.withContiguousStorageIfAvailable({ encodeStandard($0) }) { return text }
+        return Array(bytes).withUnsafeBufferPointer { encodeStandard($0) }
+    }
+
+    /// The text written straight into the string's storage: no array a call (callgrind counted
+    /// 7,000 instructions for a 32-byte digest when each group of three made one).
+    private static func encodeStandard(_ input: UnsafeBufferPointer<UInt8>) -> String {
+        let count = (input.count + 2) / 3 * 4
+        guard count > 0 else { return "" }
+        return String(unsafeUninitializedCapacity: count) { out in
+            alphabet.withUnsafeBufferPointer { table in
+                var i = 0, o = 0
+                while i + 3 <= input.count {
+                    let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
+                    out[o] = table[Int(n >> 18 & 63)]
+                    out[o + 1] = table[Int(n >> 12 & 63)]
+                    out[o + 2] = table[Int(n >> 6 & 63)]
+                    out[o + 3] = table[Int(n & 63)]
+                    i += 3
+                    o += 4
+                }
+                let rest = input.count - i
+                if rest > 0 {
+                    let n = UInt32(input[i]) << 16 | (rest == 2 ? UInt32(input[i + 1]) << 8 : 0)
+                    out[o] = table[Int(n >> 18 & 63)]
+                    out[o + 1] = table[Int(n >> 12 & 63)]
+                    out[o + 2] = rest == 2 ? table[Int(n >> 6 & 63)] : UInt8(ascii: "=")
+                    out[o + 3] = UInt8(ascii: "=")
+                }
+            }
+            return count
         }
-        let rest = input.count - i
-        if rest > 0 {
-            let n = UInt32(input[i]) << 16 | (rest == 2 ? UInt32(input[i + 1]) << 8 : 0)
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(rest == 2 ? alphabet[Int(n >> 6 & 63)] : UInt8(ascii: "="))
-            out.append(UInt8(ascii: "="))
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -20,10 +20,8 @@ public struct CavageSignature: Sendable, Equatable {
                 lines.append("(request-target): \(method.lowercased()) \(pathAndQuery)")
                 continue
             }
-            guard !component.isEmpty, component.unicodeScalars.allSatisfy({ Self.tokenLowercase.contains($0) }) else {
-                throw .unknownComponent(component)
-            }
-            let values = headers.filter { $0.name.lowercased() == component }
+            guard MessageSignatureBase.isLowercaseToken(component) else { throw .unknownComponent(component) }
+            let values = headers.filter { $0.name.caseInsensitiveEquals(component) }
                 .map { MessageSignatureBase.trimmed($0.value) }
             guard !values.isEmpty else { throw .missingHeader(component) }
             lines.append("\(component): \(values.joined(separator: ", "))")
@@ -36,8 +34,6 @@ public struct CavageSignature: Sendable, Equatable {
     public func header(keyID: String, algorithm: String, signature: [UInt8]) -> String {
         "keyid=\"\(Self.quoted(keyID))\", algorithm=\"\(algorithm)\", headers=\"\(components.joined(separator: " "))\", signature=\"\(Base64.encode(signature))\""
     }
-
-    private static let tokenLowercase = Set("abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~".unicodeScalars)
 
     private static func quoted(_ text: String) -> String { MessageSignatureBase.quoted(text) }
 }

@@ -65,32 +65,45 @@ public struct MessageSignatureBase: Sendable, Equatable {
     /// - Throws: a header the request lacks (repeated headers are joined with `, `, as HTTP
     ///   combines them), or a component that is not a lowercase header name or a derived one.
     public init(covering components: [String], of request: Request, parameters: Parameters) throws(Failure) {
-        var lines: [String] = []
-        for component in components {
-            let value: String
+        // Built in one string, header names compared in place: callgrind counted 49,000
+        // instructions a request for four components when each made lowercased copies.
+        var base = ""
+        base.reserveCapacity(256)
+        var params = "("
+        for (i, component) in components.enumerated() {
+            base += "\""
+            base += component
+            base += "\": "
             switch component {
-            case "@method": value = request.method
-            case "@target-uri": value = request.targetURI
-            case "@authority": value = request.authority
-            case "@path": value = request.path
-            case "@query": value = request.query
+            case "@method": base += request.method
+            case "@target-uri": base += request.targetURI
+            case "@authority": base += request.authority
+            case "@path": base += request.path
+            case "@query": base += request.query
             default:
-                guard !component.hasPrefix("@"), !component.isEmpty,
-                    component.unicodeScalars.allSatisfy({ Self.tokenLowercase.contains($0) })
-                else { throw .unknownComponent(component) }
-                let values = request.headers.filter { $0.name.lowercased() == component }.map { Self.trimmed($0.value) }
-                guard !values.isEmpty else { throw .missingHeader(component) }
-                value = values.joined(separator: ", ")
+                guard Self.isLowercaseToken(component) else { throw .unknownComponent(component) }
+                var found = false
+                for header in request.headers where header.name.caseInsensitiveEquals(component) {
+                    if found { base += ", " }
+                    base += Self.trimmed(header.value)
+                    found = true
+                }
+                guard found else { throw .missingHeader(component) }
             }
-            lines.append("\"\(component)\": \(value)")
+            base += "\n"
+            if i > 0 { params += " " }
+            params += "\""
+            params += component
+            params += "\""
         }
-        var params = "(" + components.map { "\"\($0)\"" }.joined(separator: " ") + ")"
-        params += ";created=\(parameters.created)"
-        if let keyID = parameters.keyID { params += ";keyid=\"\(Self.quoted(keyID))\"" }
-        if let algorithm = parameters.algorithm { params += ";alg=\"\(Self.quoted(algorithm))\"" }
-        if let nonce = parameters.nonce { params += ";nonce=\"\(Self.quoted(nonce))\"" }
-        lines.append("\"@signature-params\": \(params)")
-        base = lines.joined(separator: "\n")
+        params += ");created="
+        params += String(parameters.created)
+        if let keyID = parameters.keyID { params += ";keyid=\"" + Self.quoted(keyID) + "\"" }
+        if let algorithm = parameters.algorithm { params += ";alg=\"" + Self.quoted(algorithm) + "\"" }
+        if let nonce = parameters.nonce { params += ";nonce=\"" + Self.quoted(nonce) + "\"" }
+        base += "\"@signature-params\": "
+        base += params
+        self.base = base
         signatureParams = params
     }
 
@@ -99,10 +112,20 @@ public struct MessageSignatureBase: Sendable, Equatable {
         (label + "=" + signatureParams, label + "=:" + Base64.encode(signature) + ":")
     }
 
-    private static let tokenLowercase = Set("abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~".unicodeScalars)
+    /// Whether `name` is a token (RFC 9110 5.6.2) without uppercase letters, as covered header
+    /// names are written.
+    static func isLowercaseToken(_ name: String) -> Bool {
+        !name.isEmpty
+            && name.utf8.allSatisfy { b in
+                (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || "!#$%&'*+-.^_`|~".utf8.contains(b)
+            }
+    }
 
     /// A header value as covered: its outer spaces and tabs gone (RFC 9421 2.1).
     static func trimmed(_ value: String) -> String {
+        guard let first = value.utf8.first, let last = value.utf8.last,
+            first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09
+        else { return value }
         var scalars = Substring(value)
         while let first = scalars.first, first == " " || first == "\t" { scalars = scalars.dropFirst() }
         while let last = scalars.last, last == " " || last == "\t" { scalars = scalars.dropLast() }
@@ -111,6 +134,7 @@ public struct MessageSignatureBase: Sendable, Equatable {
 
     /// A structured-field string's contents: `\` and `"` escaped.
     static func quoted(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 == 0x5C || $0 == 0x22 }) else { return text }
         var out = ""
         for c in text {
             if c == "\\" || c == "\"" { out.append("\\") }

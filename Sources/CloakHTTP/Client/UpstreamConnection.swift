@@ -1,3 +1,4 @@
+import CloakCore
 import Foundation
 
 /// One connection to an upstream: a transport (plain or TLS), one exchange at a time, its answer

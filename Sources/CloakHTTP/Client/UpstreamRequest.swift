@@ -1,3 +1,4 @@
+import CloakCore
 import Foundation
 
 /// A request for an upstream service.

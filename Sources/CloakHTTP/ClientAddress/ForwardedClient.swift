@@ -1,3 +1,5 @@
+import CloakCore
+
 /// The client address of a request that came through trusted proxies, from the one header
 /// `server.forwarded_header` names: `X-Forwarded-For` (the default: what haproxy's
 /// `option forwardfor` and nginx append) or `Forwarded: for=` (RFC 7239). The other header is

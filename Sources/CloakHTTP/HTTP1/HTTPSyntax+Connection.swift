@@ -1,3 +1,5 @@
+import CloakCore
+
 extension HTTPSyntax {
     /// Whether a request asks the server to close after answering it (RFC 9112, 9.3): a
     /// `Connection: close` option, or HTTP/1.0 without `keep-alive`. Options are comma-separated

@@ -1,3 +1,5 @@
+import CloakCore
+
 extension MessageWriter {
     /// A client's request as it goes on the wire, head and body in one buffer: `Host` from the
     /// request's host and port, the headers as given (without `Host`, `Content-Length` and

@@ -1,3 +1,5 @@
+import CloakCore
+
 /// Writes HTTP/1.1 messages, both directions: a server's answers here, a client's requests in
 /// `MessageWriter+Request`, with the same byte helpers. A name or value that could end the head
 /// (an upstream's answer passed through, a revealed value) is never written.

@@ -1,3 +1,5 @@
+import CloakCore
+
 /// A request's head as ``RequestParser`` read it: the request line and the field lines, in order,
 /// names as sent (compare them case-insensitively), values without the whitespace around them.
 public struct RequestHead: Sendable, Equatable {

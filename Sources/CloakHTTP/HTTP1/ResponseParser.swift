@@ -1,3 +1,5 @@
+import CloakCore
+
 /// A strict HTTP/1.1 response parser: bytes in, one answer out, as a value type with no I/O (the
 /// connection feeds it what it reads; tests and the `response` fuzzer feed it bytes).
 ///

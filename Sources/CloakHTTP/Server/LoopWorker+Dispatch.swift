@@ -1,3 +1,5 @@
+import CloakCore
+
 /// A parsed request becomes an ``HTTPRequest`` for the handler; its answer comes back to the
 /// connection on this loop, by the connection's number (a connection closed meanwhile is gone,
 /// and the answer is dropped).

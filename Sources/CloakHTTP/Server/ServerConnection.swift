@@ -1,4 +1,5 @@
 import COpenSSL
+import CloakCore
 
 /// One accepted connection: its ``ServerTransport`` read by a ``RequestParser`` and steered by a
 /// ``ServerConnectionState``, which decide everything; this class carries out their actions.

@@ -1,3 +1,4 @@
+import CloakCore
 import CloakHTTP
 import Dispatch
 import Foundation

@@ -21,18 +21,32 @@ struct OutgoingMessage: Sendable {
     /// and is refused to a caller who may not see them (``RevealedValues``).
     var readableEncodings: [[UInt8]] = []
 
-    var path: String { String(target[..<(target.firstIndex(of: "?") ?? target.endIndex)]) }
-    /// Without `?`; empty when there is none.
-    var query: String {
-        guard let mark = target.firstIndex(of: "?") else { return "" }
-        return String(target[target.index(after: mark)...])
+    /// `Host` as the client writes it (``MessageWriter``): an IPv6 literal bracketed, the port
+    /// unless the scheme's; lowercased.
+    let authority: String
+
+    init(
+        method: String, scheme: UpstreamRequest.Scheme, host: String, port: Int, target: String,
+        headers: [(name: String, value: String)], body: [UInt8]
+    ) {
+        self.method = method
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.target = target
+        self.headers = headers
+        self.body = body
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[" + host + "]" : host
+        let isDefault = (scheme == .https && port == 443) || (scheme == .http && port == 80)
+        authority = (isDefault ? name : name + ":" + String(port)).lowercased()
     }
 
-    /// `Host` as the client writes it: an IPv6 literal bracketed, the port unless the scheme's.
-    var authority: String {
-        let name = host.contains(":") ? "[" + host + "]" : host
-        let isDefault = (scheme == .https && port == 443) || (scheme == .http && port == 80)
-        return (isDefault ? name : name + ":\(port)").lowercased()
+    private var queryMark: String.Index? { target.utf8.firstIndex(of: UInt8(ascii: "?")) }
+    var path: String { String(target[..<(queryMark ?? target.endIndex)]) }
+    /// Without `?`; empty when there is none.
+    var query: String {
+        guard let mark = queryMark else { return "" }
+        return String(target[target.index(after: mark)...])
     }
 
     /// The headers a signature may cover: those given, and `Host` and `Content-Length` as sent.
