@@ -104,6 +104,11 @@ struct RouteStepConfigurationTests {
             "- {http_signature: {algorithm: hmac-sha256, key: \"env:STEP_SECRET\", components: [\"@method\"]}}",
             "egress.routes[0].request[1].http_signature.keyid", "required"
         ),
+        // A key id that would break out of its quotes.
+        (
+            "- {http_signature: {scheme: draft-cavage, key: \"env:STEP_SECRET\", keyid: 'a\", x=\"1', components: [host]}}",
+            "egress.routes[0].request[1].http_signature.keyid", "printable ASCII"
+        ),
     ])
     func aStepThatCannotRunIsNamedByItsPath(step: String, path: String, message: String) throws {
         let k = Self.keys

@@ -57,7 +57,9 @@ public struct MessageSignatureBase: Sendable, Equatable {
     }
 
     /// The bytes to sign.
-    public let base: String
+    public let bytes: [UInt8]
+    /// ``bytes`` as text.
+    public var base: String { String(decoding: bytes, as: UTF8.self) }
     /// `Signature-Input`'s value for `label` (without the label): the list and its parameters.
     public let signatureParams: String
 
@@ -65,45 +67,43 @@ public struct MessageSignatureBase: Sendable, Equatable {
     /// - Throws: a header the request lacks (repeated headers are joined with `, `, as HTTP
     ///   combines them), or a component that is not a lowercase header name or a derived one.
     public init(covering components: [String], of request: Request, parameters: Parameters) throws(Failure) {
-        // Built in one string, header names compared in place: callgrind counted 49,000
-        // instructions a request for four components when each made lowercased copies.
-        var base = ""
-        base.reserveCapacity(256)
+        // Built as bytes in one buffer, header names compared in place: callgrind counted
+        // 49,000 instructions a request for four components when each made lowercased copies,
+        // 25,000 with string appends.
+        var base: [UInt8] = []
+        base.reserveCapacity(512)
         var params = "("
         for (i, component) in components.enumerated() {
-            base += "\""
-            base += component
-            base += "\": "
+            base.append(UInt8(ascii: "\""))
+            base.append(contentsOf: component.utf8)
+            base.append(contentsOf: "\": ".utf8)
             switch component {
-            case "@method": base += request.method
-            case "@target-uri": base += request.targetURI
-            case "@authority": base += request.authority
-            case "@path": base += request.path
-            case "@query": base += request.query
+            case "@method": base.append(contentsOf: request.method.utf8)
+            case "@target-uri": base.append(contentsOf: request.targetURI.utf8)
+            case "@authority": base.append(contentsOf: request.authority.utf8)
+            case "@path": base.append(contentsOf: request.path.utf8)
+            case "@query": base.append(contentsOf: request.query.utf8)
             default:
                 guard Self.isLowercaseToken(component) else { throw .unknownComponent(component) }
                 var found = false
                 for header in request.headers where header.name.caseInsensitiveEquals(component) {
-                    if found { base += ", " }
-                    base += Self.trimmed(header.value)
+                    if found { base.append(contentsOf: ", ".utf8) }
+                    base.append(contentsOf: Self.trimmed(header.value).utf8)
                     found = true
                 }
                 guard found else { throw .missingHeader(component) }
             }
-            base += "\n"
+            base.append(UInt8(ascii: "\n"))
             if i > 0 { params += " " }
-            params += "\""
-            params += component
-            params += "\""
+            params += "\"" + component + "\""
         }
-        params += ");created="
-        params += String(parameters.created)
+        params += ");created=" + String(parameters.created)
         if let keyID = parameters.keyID { params += ";keyid=\"" + Self.quoted(keyID) + "\"" }
         if let algorithm = parameters.algorithm { params += ";alg=\"" + Self.quoted(algorithm) + "\"" }
         if let nonce = parameters.nonce { params += ";nonce=\"" + Self.quoted(nonce) + "\"" }
-        base += "\"@signature-params\": "
-        base += params
-        self.base = base
+        base.append(contentsOf: "\"@signature-params\": ".utf8)
+        base.append(contentsOf: params.utf8)
+        bytes = base
         signatureParams = params
     }
 

@@ -30,15 +30,16 @@ public struct OAuth1Signature: Sendable, Equatable {
         ]
         let lowerScheme = scheme.lowercased()
         let defaultPort = lowerScheme == "https" ? 443 : 80
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[" + host.lowercased() + "]" : host.lowercased()
         let baseURI =
-            lowerScheme + "://" + host.lowercased() + (port == defaultPort ? "" : ":\(port)")
-            + (path.isEmpty ? "/" : path)
+            lowerScheme + "://" + name + (port == defaultPort ? "" : ":\(port)") + (path.isEmpty ? "/" : path)
         var parameters: [(String, String)] = protocolParameters.map { (Self.encode($0.name), Self.encode($0.value)) }
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            // Decoded to bytes and encoded from them: a byte that is not UTF-8 stays itself.
             let name = Self.formDecode(parts[0])
-            let value = parts.count > 1 ? Self.formDecode(parts[1]) : ""
-            parameters.append((Self.encode(name), Self.encode(value)))
+            let value = parts.count > 1 ? Self.formDecode(parts[1]) : []
+            parameters.append((Self.encode(bytes: name), Self.encode(bytes: value)))
         }
         parameters.sort { $0.0 == $1.0 ? $0.1 < $1.1 : $0.0 < $1.0 }
         let normalized = parameters.map { $0.0 + "=" + $0.1 }.joined(separator: "&")
@@ -52,9 +53,11 @@ public struct OAuth1Signature: Sendable, Equatable {
     }
 
     /// RFC 5849 3.6: every byte but the unreserved ones as `%XX`, uppercase.
-    public static func encode(_ text: String) -> String {
+    public static func encode(_ text: String) -> String { encode(bytes: text.utf8) }
+
+    static func encode(bytes: some Sequence<UInt8>) -> String {
         var out = ""
-        for byte in text.utf8 {
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
@@ -72,7 +75,7 @@ public struct OAuth1Signature: Sendable, Equatable {
 
     /// A query name or value as `application/x-www-form-urlencoded` reads it (`+` is a space);
     /// a malformed escape stays as written.
-    static func formDecode(_ text: Substring) -> String {
+    static func formDecode(_ text: Substring) -> [UInt8] {
         var bytes: [UInt8] = []
         var i = text.utf8.startIndex
         let utf8 = text.utf8
@@ -91,7 +94,7 @@ public struct OAuth1Signature: Sendable, Equatable {
             }
             i = utf8.index(after: i)
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return bytes
     }
 
     private static func hexValue(_ b: UInt8) -> UInt8? {

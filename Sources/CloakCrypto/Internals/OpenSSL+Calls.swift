@@ -27,3 +27,8 @@ package func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         b.withUnsafeBytes { pb in CRYPTO_memcmp(pa.baseAddress, pb.baseAddress, a.count) == 0 }
     }
 }
+
+/// Overwrites `bytes` with zeros in a way the compiler does not drop (key material once used).
+package func wipe(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) }
+}

@@ -51,7 +51,7 @@ enum SecretFile {
 
     /// Reads the whole file at `path` once `check` accepts its permission bits (taken from the
     /// opened descriptor). At most `limit` bytes: a longer file is `cannotRead`.
-    static func read(_ path: String, limit: Int = 1 << 20, check: (mode_t) throws(ReadFailure) -> Void)
+    static func read(_ path: String, limit: Int = 16 << 20, check: (mode_t) throws(ReadFailure) -> Void)
         throws(ReadFailure) -> [UInt8]
     {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -72,6 +72,7 @@ enum SecretFile {
             }
             if n == 0 { return bytes }
             bytes.append(contentsOf: chunk[..<n])
+            guard bytes.count <= limit else { throw .cannotRead }  // a file that grows as it is read
         }
     }
 

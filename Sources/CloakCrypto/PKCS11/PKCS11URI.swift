@@ -3,8 +3,8 @@ import Foundation
 /// A PKCS#11 key as `vault.keys` names it, an RFC 7512 URI in Cloak's spelling:
 ///
 /// `pkcs11:token=<label>;object=<label>?module-path=<path>&pin-source=file:<path>`
-/// (or `pin-source=env:<NAME>`). Attribute values are percent-decoded. `type`, when given, must
-/// be `secret-key`. The PIN never goes in the URI: `pin-value` is refused, so a URI is safe to
+/// (or `pin-source=env:<NAME>`). Attribute values are percent-decoded. `type`, when given, is
+/// `secret-key` (the vault's key) or `private` (a route step's signing key). The PIN never goes in the URI: `pin-value` is refused, so a URI is safe to
 /// print and log.
 package struct PKCS11URI: Sendable, Equatable, CustomStringConvertible {
     package enum PinSource: Sendable, Equatable {
@@ -16,6 +16,8 @@ package struct PKCS11URI: Sendable, Equatable, CustomStringConvertible {
 
     package let tokenLabel: String
     package let objectLabel: String
+    /// `type`, when the URI gives it.
+    package let objectType: String?
     package let modulePath: String
     package let pinSource: PinSource
     package let description: String
@@ -62,9 +64,10 @@ package struct PKCS11URI: Sendable, Equatable, CustomStringConvertible {
         guard let object = path["object"], !object.isEmpty else {
             throw PKCS11Error(.malformedURI, "the URI must name the key object (object=<label>)")
         }
-        if let type = path["type"], type != "secret-key" {
-            throw PKCS11Error(.malformedURI, "the key must be a secret key (type=secret-key)")
+        if let type = path["type"], type != "secret-key", type != "private" {
+            throw PKCS11Error(.malformedURI, "type must be secret-key (the vault's key) or private (a signing key)")
         }
+        objectType = path["type"]
         guard let module = query["module-path"], module.hasPrefix("/") else {
             throw PKCS11Error(.malformedURI, "the URI must give the module's absolute path (?module-path=/…)")
         }

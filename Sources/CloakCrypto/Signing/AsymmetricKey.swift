@@ -46,13 +46,17 @@ package final class AsymmetricKey: PrivateKeyOperations, @unchecked Sendable {
         let parsed: OpaquePointer? = pem.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
             defer { BIO_free(bio) }
-            if isPrivate { return PEM_read_bio_PrivateKey(bio, nil, nil, nil) }
+            // A passphrase callback that gives none: without one OpenSSL would ask the terminal.
+            let noPassphrase:
+                @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?)
+                    -> Int32 = { _, _, _, _ in 0 }
+            if isPrivate { return PEM_read_bio_PrivateKey(bio, nil, noPassphrase, nil) }
             if isCertificate {
-                guard let certificate = PEM_read_bio_X509(bio, nil, nil, nil) else { return nil }
+                guard let certificate = PEM_read_bio_X509(bio, nil, noPassphrase, nil) else { return nil }
                 defer { X509_free(certificate) }
                 return X509_get_pubkey(certificate)
             }
-            return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+            return PEM_read_bio_PUBKEY(bio, nil, noPassphrase, nil)
         }
         ERR_clear_error()
         guard let parsed else { throw CryptoError("the PEM does not hold a key OpenSSL can read") }
@@ -215,12 +219,13 @@ extension AsymmetricKey {
     /// others have any access to it (as ssh refuses one), judged on the descriptor read.
     package static func read(file path: String) throws(CryptoError) -> AsymmetricKey {
         var loose: mode_t?
-        let pem: [UInt8]
+        var pem: [UInt8]
         do {
             pem = try SecretFile.read(path) { mode in if mode & 0o077 != 0 { loose = mode & 0o7777 } }
         } catch {
             throw CryptoError(error.message(path: path))
         }
+        defer { wipe(&pem) }
         let key = try read(pem: pem)
         if key.isPrivate, let loose {
             throw CryptoError(SecretFile.ReadFailure.looseMode(loose).message(path: path))

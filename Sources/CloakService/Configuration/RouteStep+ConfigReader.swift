@@ -27,6 +27,7 @@ extension Route.Step {
             let scheme = r.string(m["scheme"], at: "\(p).scheme") ?? "rfc9421"
             let keyID = r.string(m["keyid"], at: "\(p).keyid")
             if keyID == nil { r.issue("\(p).keyid", "is required: the provider finds the key by it") }
+            if let keyID { checkQuotable(keyID, at: "\(p).keyid", r) }
             let components = r.strings(m["components"], at: "\(p).components") ?? []
             if components.isEmpty { r.issue("\(p).components", "lists what the signature covers: at least one") }
             if Set(components).count != components.count { r.issue("\(p).components", "names a component twice") }
@@ -78,6 +79,7 @@ extension Route.Step {
             guard let m = r.mapping(node, at: p, allowed: ["consumer_key", "key"]) else { return nil }
             let consumerKey = r.string(m["consumer_key"], at: "\(p).consumer_key")
             if consumerKey?.isEmpty ?? true { r.issue("\(p).consumer_key", "is required") }
+            if let consumerKey { checkQuotable(consumerKey, at: "\(p).consumer_key", r) }
             guard let key = readKey(m["key"], at: "\(p).key", for: .rsaPKCS1SHA256, r), let consumerKey,
                 !consumerKey.isEmpty
             else { return nil }
@@ -90,6 +92,7 @@ extension Route.Step {
                 do { json.append(try JSONPath(text)) } catch { r.issue("\(p).json[\(i)]", error.description) }
             }
             let kid = r.string(m["kid"], at: "\(p).kid")
+            if let kid { checkQuotable(kid, at: "\(p).kid", r) }
             guard let key = readKey(m["key"], at: "\(p).key", for: nil, public: true, r) else { return nil }
             guard case .publicKey(let publicKey) = key, publicKey.kind == .rsa, publicKey.bits >= 2048 else {
                 r.issue(
@@ -107,6 +110,7 @@ extension Route.Step {
                 return nil
             }
             let kid = r.string(m["kid"], at: "\(p).kid")
+            if let kid { checkQuotable(kid, at: "\(p).kid", r) }
             guard let key = readKey(m["key"], at: "\(p).key", for: algorithm.signature, r) else { return nil }
             return .jws(JWSSigning(algorithm: algorithm, key: key, keyID: kid))
 
@@ -151,6 +155,15 @@ extension Route.Step {
         }
     }
 
+    /// A name written into a quoted header parameter (`keyid="…"`): printable ASCII without `"`
+    /// or `\\`, which the forms it goes in escape differently or not at all.
+    private static func checkQuotable(_ text: String, at p: String, _ r: ConfigReader) {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) else {
+            r.issue(p, "expected printable ASCII without \" or \\ (it is written into a header)")
+            return
+        }
+    }
+
     /// The derived components Cloak signs (RFC 9421 2.2).
     static let rfc9421Components: Set<String> = ["@method", "@target-uri", "@authority", "@path", "@query"]
 
@@ -162,7 +175,7 @@ extension Route.Step {
     /// or with `public` a public key (`file:`); otherwise a private key that can do `algorithm`.
     static func readKey(
         _ node: ConfigNode?, at p: String, for algorithm: SignatureAlgorithm?, public wantsPublic: Bool = false,
-        _ r: ConfigReader
+        signs: Bool = true, _ r: ConfigReader
     ) -> StepKey? {
         guard let text = r.string(node, at: p) else {
             if node == nil { r.issue(p, "is required (file:PATH, pkcs11:URI or env:NAME)") }
@@ -183,6 +196,14 @@ extension Route.Step {
                 r.issue(p, refusal, node)
                 return nil
             }
+            // One signature now, so a key the token will not use this way (no CKA_SIGN, a
+            // mechanism it lacks) is refused here rather than on the first request.
+            if signs {
+                do { _ = try privateKey.sign(Array("cloak: does this key sign".utf8), algorithm) } catch {
+                    r.issue(p, "the key does not sign with this algorithm: \(error.description)", node)
+                    return nil
+                }
+            }
             return key
         default:
             let wanted =
@@ -200,7 +221,8 @@ extension Route.ResponseStep {
     /// Reads `{jwe_decrypt: {key}}`: Cloak's private RSA key (`file:` or `pkcs11:`).
     static func read(_ node: ConfigNode, at p: String, _ r: ConfigReader) -> Self? {
         guard let m = r.mapping(node, at: p, allowed: ["key"]) else { return nil }
-        guard let key = Route.Step.readKey(m["key"], at: "\(p).key", for: .rsaPKCS1SHA256, r),
+        // An RSA key of 2048 bits or more (the kind check of an RSA algorithm), never made to sign.
+        guard let key = Route.Step.readKey(m["key"], at: "\(p).key", for: .rsaPKCS1SHA256, signs: false, r),
             case .privateKey(let privateKey) = key
         else { return nil }
         return .jweDecrypt(privateKey)

@@ -174,7 +174,10 @@ struct EgressHandler: Sendable {
                     line.field("route", route.id)
                     line.field("status", response.status)
                     let steps = call.stepsRan?.names ?? ""
-                    if !steps.isEmpty { line.field("steps", steps) }
+                    if !steps.isEmpty {
+                        line.field("steps", steps)
+                        trace?.span.set("steps", steps)
+                    }
                     line.field("token_id", tokenID)
                     line.field("upstream_status", outcome.upstreamStatus.map(String.init) ?? "-")
                     line.write(to: sink)

@@ -46,7 +46,9 @@ struct ProxyHandler: RequestHandler {
             return .later { finish in
                 do throws(CloakError) {
                     try call.start(request, rest: rest, headers: headers, body: request.body) { response, outcome in
-                        finish(response, error: outcome.error, steps: call.stepsRan?.names ?? "")
+                        let steps = call.stepsRan?.names ?? ""
+                        if !steps.isEmpty { call.trace?.span.set("steps", steps) }
+                        finish(response, error: outcome.error, steps: steps)
                     }
                 } catch {
                     finish(.error(error))

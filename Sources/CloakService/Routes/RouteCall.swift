@@ -90,6 +90,11 @@ struct RouteCall: Sendable {
             headers.removeAll { RequestTrace.isTraceHeader($0.name) }
             headers += trace.headers(for: span)
         }
+        if !route.responseSteps.isEmpty {
+            // An answer to open is asked for unencoded: a compressed JWE would pass unopened.
+            headers.removeAll { $0.name.caseInsensitiveEquals("Accept-Encoding") }
+            headers.append(("Accept-Encoding", "identity"))
+        }
         var request = Route.request(
             to: upstream, method: method, target: target, headers: headers, body: body.bytes)
         request.bodySource = body.stream
@@ -102,7 +107,7 @@ struct RouteCall: Sendable {
                 method: method.rawValue, scheme: upstream.scheme, host: upstream.host, port: upstream.port,
                 target: target, headers: request.headers, body: request.body)
             do throws(CloakError) {
-                try Route.Step.apply(route.requestSteps, to: &message)
+                try Route.Step.apply(route.requestSteps, to: &message, firstIndex: route.requestOperations.count)
             } catch {
                 span?.set("cloak.error.code", error.code.rawValue)
                 span?.setStatus(SpanStatus(code: .error))
@@ -112,7 +117,18 @@ struct RouteCall: Sendable {
             request.headers = message.headers
             request.body = message.body
             request.streamedLength = message.body.count
-            if !callerMaySeeValues { readable = message.readableEncodings }
+            if !callerMaySeeValues {
+                // What the steps wrote that an echo would hand back: a JWS payload carries the
+                // body readably, and a digest or signature of it lets a caller test guesses of
+                // a revealed card offline.
+                readable = message.readableEncodings
+                for header in message.headers
+                where header.value.utf8.count >= RevealedValues.minimumLength
+                    && !request.headers.contains(where: { $0.name == header.name && $0.value == header.value })
+                {
+                    readable.append(Array(header.value.utf8))
+                }
+            }
             stepsRan?.names = route.requestSteps.map(\.name).joined(separator: ",")
         }
         let steps = route.responseSteps
@@ -120,18 +136,33 @@ struct RouteCall: Sendable {
         let answered: @Sendable (Result<HTTPResponse, CloakError>) -> Void = { result in
             guard case .success(var response) = result else { return done(result) }
             // As RevealedValues refuses an answer echoing a revealed value to a caller who may
-            // not see it, so one echoing a step's readable encoding of the body (a JWS payload).
-            if echoed.contains(where: { encoding in
-                response.body.withUnsafeBufferPointer { RevealedValues.contains($0, encoding) }
+            // not see it, so one echoing what the steps wrote over revealed values.
+            if echoed.contains(where: { needle in
+                response.body.withUnsafeBufferPointer { RevealedValues.contains($0, needle) }
+                    || response.headers.contains { header in
+                        var value = header.value
+                        return value.withUTF8 { RevealedValues.contains($0, needle) }
+                    }
             }) {
                 return done(
                     .failure(
                         CloakError(
                             .unexpectedResponseDataFormat,
-                            "the upstream answered \(response.status), but its answer: it holds the signed body, "
-                                + "revealed values in it, which is not passed on")))
+                            "the upstream answered \(response.status), but its answer: it holds what a step wrote "
+                                + "over revealed values (a signature, a digest, a signed body), which is not passed on")
+                    ))
             }
             guard !steps.isEmpty else { return done(result) }
+            if response.headers.contains(where: {
+                $0.name.caseInsensitiveEquals("Content-Encoding") && !$0.value.caseInsensitiveEquals("identity")
+            }) {
+                return done(
+                    .failure(
+                        CloakError(
+                            .unexpectedResponseDataFormat,
+                            "the upstream answered \(response.status), but its answer: it is encoded "
+                                + "(Content-Encoding), and this route opens answers")))
+            }
             do throws(CloakError) {
                 for name in try Route.ResponseStep.apply(steps, to: &response) {
                     stepsRan?.names += (stepsRan?.names.isEmpty ?? true ? "" : ",") + name
@@ -145,7 +176,6 @@ struct RouteCall: Sendable {
         span.set("server.address", upstream.host)
         span.set("server.port", upstream.port)
         span.set("http.request.body.size", request.streamedLength)
-        if !route.stepNames.isEmpty { span.set("cloak.route.steps", route.stepNames) }
         loop.call(request) {
             result in
             switch result {

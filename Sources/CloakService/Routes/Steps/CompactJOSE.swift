@@ -102,8 +102,10 @@ enum CompactJOSE {
         }
         var contentType: String?
         if let cty = header["cty"] {
-            guard case .string(let value) = cty, !value.isEmpty else {
-                throw DecryptionFailure(description: "the answer's JWE cty is not a string")
+            // A media type (RFC 9110 8.3.1), or its subtype alone: it becomes Content-Type.
+            guard case .string(let value) = cty, isMediaType(value.contains("/") ? value : "application/" + value)
+            else {
+                throw DecryptionFailure(description: "the answer's JWE cty is not a media type")
             }
             contentType = value.contains("/") ? value : "application/" + value
         }
@@ -111,9 +113,15 @@ enum CompactJOSE {
             let ciphertext = Base64.decode(text[3], url: true), let tag = Base64.decode(text[4], url: true),
             iv.count == 12, tag.count == 16
         else { throw DecryptionFailure(description: "the answer's JWE parts are not base64url of the right sizes") }
+        guard key.kind == .rsa, encryptedKey.count == (key.bits + 7) / 8 else {
+            throw DecryptionFailure(description: "the answer's JWE does not decrypt with the route's key")
+        }
+        // RFC 7516 11.5: a key that does not decrypt goes on as a random one, so the answer and
+        // the time taken do not tell a wrong key from an altered message.
+        var contentKey = (try? key.decryptOAEPSHA256(encryptedKey)) ?? []
+        if contentKey.count != 32 { contentKey = SecureRandom.bytes(32) }
+        defer { wipe(&contentKey) }
         do {
-            let contentKey = try key.decryptOAEPSHA256(encryptedKey)
-            guard contentKey.count == 32 else { throw CryptoError.authenticationFailed }
             let plaintext = try AESGCM.open(
                 AESGCM.SealedBox(nonce: iv, ciphertext: ciphertext, tag: tag), key: SymmetricKey(contentKey),
                 associatedData: Array(text[0].utf8))
@@ -122,6 +130,15 @@ enum CompactJOSE {
             // One answer for a wrong key and an altered message (no oracle on which it was).
             throw DecryptionFailure(description: "the answer's JWE does not decrypt with the route's key")
         }
+    }
+
+    /// `type/subtype` and parameters, of visible ASCII without a line break (it goes in a header).
+    private static func isMediaType(_ text: String) -> Bool {
+        let parts = text.split(separator: ";", maxSplits: 1)
+        guard let kind = parts.first, kind.split(separator: "/", omittingEmptySubsequences: false).count == 2 else {
+            return false
+        }
+        return text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F } && kind.utf8.allSatisfy { $0 != 0x20 }
     }
 
     private static func isBase64URL(_ b: UInt8) -> Bool {

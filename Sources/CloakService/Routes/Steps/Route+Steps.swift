@@ -49,9 +49,11 @@ struct OutgoingMessage: Sendable {
         return String(target[target.index(after: mark)...])
     }
 
-    /// The headers a signature may cover: those given, and `Host` and `Content-Length` as sent.
+    /// The headers a signature may cover: those given, and `Host` and `Content-Length` as the
+    /// client writes them (`Content-Length` only when it does: a body, or POST, PUT, PATCH).
     var coverableHeaders: [(name: String, value: String)] {
-        headers + [("host", authority), ("content-length", String(body.count))]
+        let sendsLength = !body.isEmpty || method == "POST" || method == "PUT" || method == "PATCH"
+        return headers + [("host", authority)] + (sendsLength ? [("content-length", String(body.count))] : [])
     }
 
     mutating func setHeader(_ name: String, _ value: String) {
@@ -67,20 +69,22 @@ extension Route.Step {
     /// - Throws: why a step could not run, and then nothing is sent: 400 1002 for what the
     ///   caller can fix (a covered header the request lacks, a body that is not JSON), 502 1400
     ///   for a key that failed at the token or in OpenSSL.
+    /// - Parameter firstIndex: the first step's index in the route's `request` list (after the
+    ///   operations), so an error names the step as the configuration does.
     static func apply(
-        _ steps: [Route.Step], to message: inout OutgoingMessage, now: Int64 = Int64(Date().timeIntervalSince1970),
-        nonce: () -> [UInt8] = { SecureRandom.bytes(16) }
+        _ steps: [Route.Step], to message: inout OutgoingMessage, firstIndex: Int = 0,
+        now: Int64 = Int64(Date().timeIntervalSince1970), nonce: () -> [UInt8] = { SecureRandom.bytes(16) }
     ) throws(CloakError) {
         for (i, step) in steps.enumerated() {
             do throws(StepFailure) {
                 try step.run(on: &message, now: now, nonce: nonce)
             } catch {
+                let named = "the route's request[\(firstIndex + i)] (\(step.name))"
                 switch error {
                 case .request(let why):
-                    throw .malformed("route step \(i) (\(step.name)): \(why)")
+                    throw .malformed("\(named): \(why)")
                 case .key(let why):
-                    throw CloakError(
-                        .unexpectedResponseType, "route step \(i) (\(step.name)) failed: \(why); nothing was sent")
+                    throw CloakError(.unexpectedResponseType, "\(named) failed: \(why); nothing was sent")
                 }
             }
         }
@@ -118,7 +122,7 @@ extension Route.Step {
             } catch {
                 throw .request(error.description)
             }
-            let signature = try Self.sign(Array(base.base.utf8), with: signing.key, signing.algorithm.signature)
+            let signature = try Self.sign(base.bytes, with: signing.key, signing.algorithm.signature)
             let headers = base.headers(label: "sig1", signature: signature)
             message.setHeader("Signature-Input", headers.signatureInput)
             message.setHeader("Signature", headers.signature)
@@ -167,6 +171,12 @@ extension Route.Step {
                         throw StepFailure.request(error.message)
                     }
                     guard let selection else { return }
+                    // Each value costs an RSA encryption: as many as a route may reveal at most.
+                    guard selection.matches.count <= Route.Step.JWEEncryption.maxValues else {
+                        throw StepFailure.request(
+                            "it selects \(selection.matches.count) values; a jwe step seals at most "
+                                + "\(Route.Step.JWEEncryption.maxValues)")
+                    }
                     var replacements: [String] = []
                     for match in selection.matches {
                         replacements.append(
@@ -245,7 +255,12 @@ extension Route.ResponseStep {
                 do {
                     let (plaintext, type) = try CompactJOSE.decrypt(response.body, with: key)
                     response.body = plaintext
-                    response.headers.removeAll { $0.name.caseInsensitiveEquals("content-type") }
+                    // What described the sealed bytes does not describe these.
+                    response.headers.removeAll {
+                        $0.name.caseInsensitiveEquals("content-type") || $0.name.caseInsensitiveEquals("content-digest")
+                            || $0.name.caseInsensitiveEquals("digest") || $0.name.caseInsensitiveEquals("signature")
+                            || $0.name.caseInsensitiveEquals("signature-input")
+                    }
                     response.headers.append(("Content-Type", type ?? "application/json"))
                     ran.append(step.name)
                 } catch {

@@ -68,6 +68,8 @@ extension Route {
 
         /// `RSA-OAEP-256` with `A256GCM`, to the provider's public key.
         package struct JWEEncryption: Sendable {
+            /// Most values one request's `json` selection seals (each is an RSA encryption).
+            package static let maxValues = 100
             package var key: AsymmetricKey
             package var keyID: String?
             /// Empty: the whole body; else each selected value's text.

@@ -9,8 +9,8 @@ import Foundation
 /// - `file:PATH`: a PEM private key (PKCS#8, or the traditional RSA and EC forms; refused
 ///   unless the file's mode is 0600 or stricter), a public key (SPKI), or an X.509 certificate
 ///   (a provider's public key);
-/// - `pkcs11:URI`: a private key on a token, which signs and decrypts there (the PIN as
-///   `vault.keys` takes it, from `pin-source` or `pin-value`);
+/// - `pkcs11:URI`: a private key on a token, which signs and decrypts there (the PIN from
+///   `pin-source`, as `vault.keys` takes it; `type=private` may say what the object is);
 /// - `env:NAME`: an HMAC secret, the variable's bytes, or the bytes of what follows `base64:`.
 ///
 /// Never logged, never described: a key's description names its kind only.
