@@ -32,7 +32,7 @@ package final class PKCS11Key: @unchecked Sendable {
 
     /// The key `uri` names; nil when the token has no secret key of that label.
     package static func open(_ uri: PKCS11URI, pin: [UInt8]) throws(PKCS11Error) -> PKCS11Key? {
-        let (module, session) = try login(uri, pin: pin)
+        let (module, session) = try PKCS11Module.login(uri, pin: pin, readWrite: true)
         do throws(PKCS11Error) {
             guard let handle = try find(module, session, label: uri.objectLabel) else {
                 _ = module.functions.pointee.C_CloseSession(session)
@@ -50,7 +50,7 @@ package final class PKCS11Key: @unchecked Sendable {
     /// extractable, for encryption and decryption only (Cloak seals the ring's keys with
     /// `C_Encrypt`; a key that may also `C_WrapKey` could export other keys of the token).
     package static func create(_ uri: PKCS11URI, pin: [UInt8]) throws(PKCS11Error) -> PKCS11Key {
-        let (module, session) = try login(uri, pin: pin)
+        let (module, session) = try PKCS11Module.login(uri, pin: pin, readWrite: true)
         var template = Template()
         template.add(CKA_CLASS, ulong: CKO_SECRET_KEY)
         template.add(CKA_KEY_TYPE, ulong: CKK_AES)
@@ -158,23 +158,6 @@ package final class PKCS11Key: @unchecked Sendable {
     }
 
     // MARK: Session
-
-    private static func login(_ uri: PKCS11URI, pin: [UInt8]) throws(PKCS11Error) -> (PKCS11Module, CK_SESSION_HANDLE) {
-        let module = try PKCS11Module.load(uri.modulePath)
-        let slot = try module.slot(tokenLabel: uri.tokenLabel)
-        var session: CK_SESSION_HANDLE = 0
-        var rv = module.functions.pointee.C_OpenSession(
-            slot, cloak_CKF_SERIAL_SESSION | cloak_CKF_RW_SESSION, nil, nil, &session)
-        guard rv == CKR_OK else { throw .call("C_OpenSession", rv) }
-        var pin = pin
-        rv = module.functions.pointee.C_Login(session, CK_USER_TYPE(CKU_USER), &pin, CK_ULONG(pin.count))
-        OPENSSL_cleanse(&pin, pin.count)
-        guard rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN else {
-            _ = module.functions.pointee.C_CloseSession(session)
-            throw .call("C_Login", rv)
-        }
-        return (module, session)
-    }
 
     private static func find(_ module: PKCS11Module, _ session: CK_SESSION_HANDLE, label: String)
         throws(PKCS11Error) -> CK_OBJECT_HANDLE?

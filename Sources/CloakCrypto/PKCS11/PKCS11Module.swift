@@ -62,4 +62,25 @@ final class PKCS11Module: @unchecked Sendable {
         }
         throw PKCS11Error(.tokenNotFound, "no token labelled \"\(label)\" in \(path)")
     }
+
+    /// A session on the token `uri` names, logged in as its user with `pin` (wiped here once
+    /// used). `readWrite` for a session that makes objects (the vault's key).
+    static func login(_ uri: PKCS11URI, pin: [UInt8], readWrite: Bool) throws(PKCS11Error)
+        -> (PKCS11Module, CK_SESSION_HANDLE)
+    {
+        let module = try PKCS11Module.load(uri.modulePath)
+        let slot = try module.slot(tokenLabel: uri.tokenLabel)
+        var session: CK_SESSION_HANDLE = 0
+        let flags = cloak_CKF_SERIAL_SESSION | (readWrite ? cloak_CKF_RW_SESSION : 0)
+        var rv = module.functions.pointee.C_OpenSession(slot, flags, nil, nil, &session)
+        guard rv == CKR_OK else { throw .call("C_OpenSession", rv) }
+        var pin = pin
+        rv = module.functions.pointee.C_Login(session, CK_USER_TYPE(CKU_USER), &pin, CK_ULONG(pin.count))
+        wipe(&pin)
+        guard rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN else {
+            _ = module.functions.pointee.C_CloseSession(session)
+            throw .call("C_Login", rv)
+        }
+        return (module, session)
+    }
 }

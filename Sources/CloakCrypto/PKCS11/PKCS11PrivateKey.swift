@@ -41,7 +41,8 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
     /// - Throws: ``PKCS11Error/Kind/ambiguousObject`` when more than one private key carries the
     ///   label; ``PKCS11Error/Kind/failed`` for a key that is neither RSA, EC P-256 nor Ed25519.
     package static func open(_ uri: PKCS11URI, pin: [UInt8]) throws(PKCS11Error) -> PKCS11PrivateKey? {
-        let (module, session) = try login(uri, pin: pin)
+        // Read-only: signing and decrypting make no objects.
+        let (module, session) = try PKCS11Module.login(uri, pin: pin, readWrite: false)
         do throws(PKCS11Error) {
             guard
                 let handle = try find(
@@ -174,23 +175,6 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
     }
 
     // MARK: Session
-
-    private static func login(_ uri: PKCS11URI, pin: [UInt8]) throws(PKCS11Error) -> (PKCS11Module, CK_SESSION_HANDLE) {
-        let module = try PKCS11Module.load(uri.modulePath)
-        let slot = try module.slot(tokenLabel: uri.tokenLabel)
-        var session: CK_SESSION_HANDLE = 0
-        // Read-only: signing and decrypting make no objects.
-        var rv = module.functions.pointee.C_OpenSession(slot, cloak_CKF_SERIAL_SESSION, nil, nil, &session)
-        guard rv == CKR_OK else { throw .call("C_OpenSession", rv) }
-        var pin = pin
-        rv = module.functions.pointee.C_Login(session, CK_USER_TYPE(CKU_USER), &pin, CK_ULONG(pin.count))
-        OPENSSL_cleanse(&pin, pin.count)
-        guard rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN else {
-            _ = module.functions.pointee.C_CloseSession(session)
-            throw .call("C_Login", rv)
-        }
-        return (module, session)
-    }
 
     /// The one object of `objectClass` labelled `label`; nil when there is none.
     private static func find(

@@ -132,18 +132,6 @@ struct TraceContext: Hashable, Sendable {
 
 /// Lowercase hex, as trace context writes ids.
 enum Hex {
-    /// `bytes` as lowercase hex, two digits each.
-    static func string(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// `value` as 16 hex digits.
     static func digits(_ value: UInt64) -> String {
         String(unsafeUninitializedCapacity: 16) { out in

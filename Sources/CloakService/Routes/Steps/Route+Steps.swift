@@ -222,7 +222,7 @@ extension Route.Step {
                 }
             }
             let tag = mac.key.authenticate(covered)
-            message.setHeader(mac.header, mac.encoding == .hex ? Hex.string(tag) : Base64.encode(tag))
+            message.setHeader(mac.header, mac.encoding == .hex ? APICredentials.hex(tag) : Base64.encode(tag))
         }
     }
 
