@@ -15,13 +15,19 @@ package enum KeySource: Sendable, Equatable {
         package let description: String
     }
 
-    package init(_ text: String) throws(Error) {
+    /// - Parameter secretKey: the key is the vault's (a `pkcs11:` URI may not name a private
+    ///   key); false for a route step's.
+    package init(_ text: String, secretKey: Bool = true) throws(Error) {
         if text.hasPrefix("file:"), text.count > 5 {
             self = .file(String(text.dropFirst(5)))
         } else if text.hasPrefix("env:"), text.count > 4 {
             self = .env(String(text.dropFirst(4)))
         } else if text.hasPrefix("pkcs11:") {
-            do { _ = try PKCS11URI(parsing: text) } catch { throw Error(description: error.description) }
+            let uri: PKCS11URI
+            do { uri = try PKCS11URI(parsing: text) } catch { throw Error(description: error.description) }
+            if secretKey, uri.objectType == "private" {
+                throw Error(description: "the vault's key must be a secret key (type=secret-key)")
+            }
             self = .pkcs11(text)
         } else {
             throw Error(description: "expected file:PATH, env:VARIABLE or a pkcs11: URI")

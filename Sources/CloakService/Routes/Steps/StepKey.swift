@@ -39,7 +39,7 @@ package enum StepKey: Sendable, CustomStringConvertible {
     /// Loads the key `text` names.
     package static func load(_ text: String, environment: [String: String]) throws(Failure) -> StepKey {
         let source: KeySource
-        do { source = try KeySource(text) } catch { throw Failure(error.description) }
+        do { source = try KeySource(text, secretKey: false) } catch { throw Failure(error.description) }
         switch source {
         case .env(let name):
             guard let value = environment[name], !value.isEmpty else {
