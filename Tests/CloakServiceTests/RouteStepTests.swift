@@ -384,13 +384,11 @@ struct RouteStepDoorTests {
             })
     }
 
-    /// The key never leaves the token: SoftHSM signs each request (RSA-PSS-SHA512).
-    @Test(.enabled(if: SoftHSM.isAvailable, "needs softhsm2"))
-    func aKeyOnAPKCS11TokenSigns() throws {
+    /// Imports `StepKeys`' RSA key onto SoftHSM's first token under a fresh label; the URI
+    /// naming it (with a PIN file in `directory`).
+    static func tokenKey(in directory: TemporaryDirectory) throws -> String {
         let hsm = SoftHSM.shared
         let token = SoftHSM.tokens[0]
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
         let label = "route-\(UUID().uuidString.prefix(8).lowercased())"
         let id = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         let process = Process()
@@ -404,13 +402,21 @@ struct RouteStepDoorTests {
         try process.run()
         process.waitUntilExit()
         try #require(process.terminationStatus == 0)
-        let pinFile = "\(directory.path)/pin"
+        let pinFile = "\(directory.path)/pin-\(label)"
         try SoftHSM.writePIN(token.pin, to: pinFile)
+        return hsm.uri(token: token.label, object: label + ";type=private", pinFile: pinFile)
+    }
+
+    /// The key never leaves the token: SoftHSM signs each request (RSA-PSS-SHA512).
+    @Test(.enabled(if: SoftHSM.isAvailable, "needs softhsm2"))
+    func aKeyOnAPKCS11TokenSigns() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
         let f = try RouteStepTests.fixture(
             """
                     - http_signature:
                         algorithm: rsa-pss-sha512
-                        key: "\(hsm.uri(token: token.label, object: label, pinFile: pinFile))"
+                        key: "\(try Self.tokenKey(in: directory))"
                         keyid: hsm-key
                         components: ["@method", "@target-uri", "content-type"]
             """)
@@ -423,5 +429,28 @@ struct RouteStepDoorTests {
                 extra: ["algorithm": "rsa-pss-sha512", "keyid": "hsm-key"])
             #expect(verdict["ok"] as? Bool == true, "\(verdict)")
         }
+    }
+
+    /// The answer's key on the token too: jwcrypto seals to its public half, the token opens it.
+    @Test(.enabled(if: SoftHSM.isAvailable, "needs softhsm2"))
+    func aKeyOnAPKCS11TokenOpensAnAnswer() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let f = try RouteStepTests.fixture(
+            "",
+            response: """
+                      response:
+                        - jwe_decrypt: {key: "\(try Self.tokenKey(in: directory))"}
+                        - {redact: {json: ["$.number"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
+                """)
+        defer { f.stop() }
+        let sealed = try RouteStepVerifier.jwe(
+            #"{"number":"\#(EgressFixture.card)"}"#, to: try Self.keys.publicPEM("rsa"))
+        let r = try f.server.client().request(
+            "POST", "/egress/signed/v1/pay", body: Array(sealed.utf8),
+            headers: EgressFileRevealTests.proxy + [("Content-Type", "application/jose")])
+        #expect(r.status == 200, "\(r.text)")
+        let number = try #require(r.json?["number"] as? String)
+        #expect(number != EgressFixture.card && number.hasSuffix("1111"))
     }
 }

@@ -96,9 +96,21 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
         let parameters = CK_RSA_PKCS_OAEP_PARAMS(
             hashAlg: CK_MECHANISM_TYPE(CKM_SHA256), mgf: CK_RSA_PKCS_MGF_TYPE(CKG_MGF1_SHA256),
             source: CK_RSA_PKCS_OAEP_SOURCE_TYPE(CKZ_DATA_SPECIFIED), pSourceData: nil, ulSourceDataLen: 0)
-        return try perform(
+        let size = (bits + 7) / 8
+        let (function, rv, plaintext) = call(
             sign: false, ciphertext, mechanism: CKM_RSA_PKCS_OAEP, .oaep(parameters),
-            capacity: max(1, ciphertext.count, (bits + 7) / 8))
+            capacity: max(1, ciphertext.count, size))
+        if rv == CKR_OK { return plaintext }
+        // A token that refuses OAEP with SHA-256 at C_DecryptInit (SoftHSM 2.6 takes SHA-1
+        // only): the RSA operation on the token, raw, and OAEP's padding checked here by
+        // OpenSSL's constant-time check. The key still never leaves the token.
+        guard function == "C_DecryptInit",
+            rv == CKR_ARGUMENTS_BAD || rv == CKR_MECHANISM_PARAM_INVALID || rv == CKR_MECHANISM_INVALID
+        else { throw Self.failure(sign: false, function, rv) }
+        guard ciphertext.count == size else { throw CryptoError("RSA-OAEP ciphertext of the wrong size") }
+        var encoded = try perform(sign: false, ciphertext, mechanism: CKM_RSA_X_509, .absent, capacity: size)
+        defer { wipe(&encoded) }
+        return try RSAOAEP.unpadSHA256(encoded, modulusBytes: size)
     }
 
     // MARK: Token calls
@@ -139,6 +151,21 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
     private func perform(
         sign: Bool, _ data: [UInt8], mechanism type: some BinaryInteger, _ parameter: Parameter, capacity: Int
     ) throws(CryptoError) -> [UInt8] {
+        let (function, rv, output) = call(sign: sign, data, mechanism: type, parameter, capacity: capacity)
+        guard rv == CKR_OK else { throw Self.failure(sign: sign, function, rv) }
+        return output
+    }
+
+    private static func failure(sign: Bool, _ function: String, _ rv: CK_RV) -> CryptoError {
+        let name = PKCS11Error.returnValueNames[rv] ?? "CKR 0x" + String(rv, radix: 16)
+        return CryptoError("PKCS#11 \(sign ? "signing" : "decryption") failed (\(function): \(name))")
+    }
+
+    /// The calls of ``perform(sign:_:mechanism:_:capacity:)``: which one answered last, its
+    /// return value, and the output (empty unless `CKR_OK`).
+    private func call(
+        sign: Bool, _ data: [UInt8], mechanism type: some BinaryInteger, _ parameter: Parameter, capacity: Int
+    ) -> (String, CK_RV, [UInt8]) {
         lock.lock()
         defer { lock.unlock() }
         // A token may refuse a null pointer even for no bytes: an empty message gets one byte of
@@ -165,13 +192,12 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
             }
             return (sign ? "C_Sign" : "C_Decrypt", result)
         }
-        OPENSSL_cleanse(&input, input.count)
+        wipe(&input)
         guard rv == CKR_OK else {
-            OPENSSL_cleanse(&output, output.count)
-            let name = PKCS11Error.returnValueNames[rv] ?? "CKR 0x" + String(rv, radix: 16)
-            throw CryptoError("PKCS#11 \(sign ? "signing" : "decryption") failed (\(function): \(name))")
+            wipe(&output)
+            return (function, rv, [])
         }
-        return output
+        return (function, rv, output)
     }
 
     // MARK: Session
