@@ -78,7 +78,8 @@ struct RouteCall: Sendable {
     }
 
     /// Sends the request upstream: the route's headers, the trace context, then its steps on
-    /// the final bytes; the answer's steps run on what comes back before `done` sees it.
+    /// the final bytes (``RouteStepRun``); the answer's steps run on what comes back before
+    /// `done` sees it.
     private static func sendUpstream(
         _ body: OutgoingBody, _ headers: [(name: String, value: String)], route: Route, upstream: Route.Upstream,
         method: HTTPMethod, target: String, contentType: String?, trace: RequestTrace?, stepsRan: StepsRan?,
@@ -99,102 +100,35 @@ struct RouteCall: Sendable {
             to: upstream, method: method, target: target, headers: headers, body: body.bytes)
         request.bodySource = body.stream
         request.streamedLength = body.length
-        var readable: [[UInt8]] = []
-        if !route.requestSteps.isEmpty {
-            // Steps run on the bytes as they go, Host and the trace headers included;
-            // configuration keeps them off routes that stream a body.
-            var message = OutgoingMessage(
-                method: method.rawValue, scheme: upstream.scheme, host: upstream.host, port: upstream.port,
-                target: target, headers: request.headers, body: request.body)
-            do throws(CloakError) {
-                try Route.Step.apply(route.requestSteps, to: &message, firstIndex: route.requestOperations.count)
-            } catch {
+        let run = RouteStepRun(route: route, loop: loop, stepsRan: stepsRan, callerMaySeeValues: callerMaySeeValues)
+        run.prepare(request) { prepared in
+            switch prepared {
+            case .failure(let error):
                 span?.set("cloak.error.code", error.code.rawValue)
                 span?.setStatus(SpanStatus(code: .error))
                 span?.end()
-                return done(.failure(error))
-            }
-            request.headers = message.headers
-            request.body = message.body
-            request.streamedLength = message.body.count
-            if !callerMaySeeValues {
-                // What the steps wrote that an echo would hand back: a JWS payload carries the
-                // body readably, and a digest or signature of it lets a caller test guesses of
-                // a revealed card offline.
-                readable = message.readableEncodings
-                for header in message.headers
-                where header.value.utf8.count >= RevealedValues.minimumLength
-                    && !request.headers.contains(where: { $0.name == header.name && $0.value == header.value })
-                {
-                    readable.append(Array(header.value.utf8))
+                done(.failure(error))
+            case .success(let (request, echoed)):
+                let answered: @Sendable (Result<HTTPResponse, CloakError>) -> Void = { result in
+                    run.answer(result, echoed: echoed, done: done)
                 }
-            }
-            stepsRan?.names = route.requestSteps.map(\.name).joined(separator: ",")
-        }
-        let steps = route.responseSteps
-        let echoed = readable
-        let answered: @Sendable (Result<HTTPResponse, CloakError>) -> Void = { result in
-            guard case .success(var response) = result else { return done(result) }
-            // As RevealedValues refuses an answer echoing a revealed value to a caller who may
-            // not see it, so one echoing what the steps wrote over revealed values.
-            if echoed.contains(where: { needle in
-                response.body.withUnsafeBufferPointer { RevealedValues.contains($0, needle) }
-                    || response.headers.contains { header in
-                        var value = header.value
-                        return value.withUTF8 { RevealedValues.contains($0, needle) }
+                guard let span else { return loop.call(request, done: answered) }
+                span.set("server.address", upstream.host)
+                span.set("server.port", upstream.port)
+                span.set("http.request.body.size", request.streamedLength)
+                loop.call(request) { result in
+                    switch result {
+                    case let .success(response):
+                        span.set("http.response.status_code", response.status)
+                        span.set("http.response.body.size", response.body.count)
+                    case let .failure(error):
+                        span.set("cloak.error.code", error.code.rawValue)
+                        span.setStatus(SpanStatus(code: .error))
                     }
-            }) {
-                return done(
-                    .failure(
-                        CloakError(
-                            .unexpectedResponseDataFormat,
-                            "the upstream answered \(response.status), but its answer: it holds what a step wrote "
-                                + "over revealed values (a signature, a digest, a signed body), which is not passed on")
-                    ))
-            }
-            guard !steps.isEmpty else { return done(result) }
-            if response.headers.contains(where: {
-                $0.name.caseInsensitiveEquals("Content-Encoding") && !$0.value.caseInsensitiveEquals("identity")
-            }) {
-                return done(
-                    .failure(
-                        CloakError(
-                            .unexpectedResponseDataFormat,
-                            "the upstream answered \(response.status), but its answer: it is encoded "
-                                + "(Content-Encoding), and this route opens answers")))
-            }
-            do throws(CloakError) {
-                for name in try Route.ResponseStep.apply(steps, to: &response) {
-                    stepsRan?.names += (stepsRan?.names.isEmpty ?? true ? "" : ",") + name
+                    span.end()
+                    answered(result)
                 }
-            } catch {
-                return done(.failure(error))
             }
-            done(.success(response))
-        }
-        guard let span else { return loop.call(request, done: answered) }
-        span.set("server.address", upstream.host)
-        span.set("server.port", upstream.port)
-        span.set("http.request.body.size", request.streamedLength)
-        loop.call(request) {
-            result in
-            switch result {
-            case let .success(response):
-                span.set("http.response.status_code", response.status)
-                span.set("http.response.body.size", response.body.count)
-            case let .failure(error):
-                span.set("cloak.error.code", error.code.rawValue)
-                span.setStatus(SpanStatus(code: .error))
-            }
-            span.end()
-            answered(result)
         }
     }
-}
-
-/// The names of the steps a route ran on a request, for the lines written when it is answered.
-/// Written by the upstream send and read by the finish, both on the request's loop, one after
-/// the other (the answer comes after the send).
-final class StepsRan: @unchecked Sendable {
-    var names: String = ""
 }

@@ -16,10 +16,11 @@ struct OutgoingMessage: Sendable {
     var target: String
     var headers: [(name: String, value: String)]
     var body: [UInt8]
-    /// What a step wrote that carries the body readably (a JWS's payload, base64url): an
-    /// answer that echoes it holds the revealed values as surely as one that echoes the body,
-    /// and is refused to a caller who may not see them (``RevealedValues``).
-    var readableEncodings: [[UInt8]] = []
+    /// What the steps wrote over the body: a JWS's payload (the body, base64url), a digest, a
+    /// signature or MAC. An answer that echoes one hands back revealed values readably, or lets
+    /// them be tested offline against guesses, and is refused to a caller who may not see them
+    /// (``RouteStepRun/answer(_:echoed:done:)``, as ``RevealedValues`` does for the values).
+    var written: [[UInt8]] = []
 
     /// `Host` as the client writes it (``MessageWriter``): an IPv6 literal bracketed, the port
     /// unless the scheme's; lowercased.
@@ -59,6 +60,12 @@ struct OutgoingMessage: Sendable {
     mutating func setHeader(_ name: String, _ value: String) {
         headers.removeAll { $0.name.caseInsensitiveEquals(name) }
         headers.append((name, value))
+    }
+
+    /// Sets a header whose value is computed over the body (``written``).
+    mutating func setDerivedHeader(_ name: String, _ value: String) {
+        setHeader(name, value)
+        if value.utf8.count >= RevealedValues.minimumLength { written.append(Array(value.utf8)) }
     }
 }
 
@@ -101,7 +108,7 @@ extension Route.Step {
         switch self {
         case .digest(let header):
             let sha256 = Digest.sha256(message.body)
-            message.setHeader(
+            message.setDerivedHeader(
                 header.rawValue,
                 header == .contentDigest
                     ? ContentDigestHeader.contentDigest(sha256: sha256) : ContentDigestHeader.digest(sha256: sha256))
@@ -125,7 +132,7 @@ extension Route.Step {
             let signature = try Self.sign(base.bytes, with: signing.key, signing.algorithm.signature)
             let headers = base.headers(label: "sig1", signature: signature)
             message.setHeader("Signature-Input", headers.signatureInput)
-            message.setHeader("Signature", headers.signature)
+            message.setDerivedHeader("Signature", headers.signature)
 
         case .cavageSignature(let signing):
             if signing.components.contains("date"),
@@ -142,7 +149,7 @@ extension Route.Step {
                 throw .request(error.description)
             }
             let mac = try Self.sign(Array(string.signingString.utf8), with: signing.key, nil)
-            message.setHeader(
+            message.setDerivedHeader(
                 "Signature", string.header(keyID: signing.keyID, algorithm: "HmacSHA256", signature: mac))
 
         case .oauth1BodyHash(let signing):
@@ -152,7 +159,7 @@ extension Route.Step {
                 nonce: Base64.encodeURL(nonce()), timestamp: now,
                 bodyHash: Base64.encode(Digest.sha256(message.body)))
             let signature = try Self.sign(Array(oauth.baseString.utf8), with: signing.key, .rsaPKCS1SHA256)
-            message.setHeader("Authorization", oauth.authorization(signature: signature))
+            message.setDerivedHeader("Authorization", oauth.authorization(signature: signature))
 
         case .jwe(let encryption):
             do {
@@ -199,7 +206,7 @@ extension Route.Step {
                     message.body, algorithm: signing.algorithm, keyID: signing.keyID, key: key)
                 let payload = jws.split(separator: ".", omittingEmptySubsequences: false)[1]
                 if payload.utf8.count >= RevealedValues.minimumLength {
-                    message.readableEncodings.append(Array(payload.utf8))
+                    message.written.append(Array(payload.utf8))
                 }
                 message.body = Array(jws.utf8)
             } catch {
@@ -222,7 +229,7 @@ extension Route.Step {
                 }
             }
             let tag = mac.key.authenticate(covered)
-            message.setHeader(mac.header, mac.encoding == .hex ? APICredentials.hex(tag) : Base64.encode(tag))
+            message.setDerivedHeader(mac.header, mac.encoding == .hex ? APICredentials.hex(tag) : Base64.encode(tag))
         }
     }
 

@@ -108,6 +108,17 @@ extension Route {
             package var parts: [Part]
         }
 
+        /// Whether the step would hold its thread long (a private key's signature, on a token
+        /// or not): such steps run off the loop (``RouteStepRun``).
+        var holdsThread: Bool {
+            switch self {
+            case .httpSignature(let signing): if case .privateKey = signing.key { return true }
+            case .oauth1BodyHash, .jws: return true
+            case .digest, .cavageSignature, .jwe, .hmacHeader: return false
+            }
+            return false
+        }
+
         /// The step's name, for the access log, the audit line and the span (never a key).
         package var name: String {
             switch self {

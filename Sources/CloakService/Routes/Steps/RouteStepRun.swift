@@ -1,0 +1,131 @@
+import CloakCore
+import CloakHTTP
+import Dispatch
+
+/// A route's steps for one request (issue 49): the request's on the bytes about to be sent, the
+/// answer's on what came back, and the check that an answer does not hand back what a step
+/// wrote over revealed values.
+///
+/// Steps that hold their thread — a private key's signature (an RSA-2048 one is about 0.7 ms),
+/// a token's (as long as the token takes), an answer's RSA decryption — run on ``workers``,
+/// and the request goes on on its loop; the others (digests, HMACs, JWE encryption to a public
+/// key) run on the loop, where a hop would cost more than they do. Every continuation runs on
+/// the request's loop, which is where the exchange's state lives.
+struct RouteStepRun: Sendable {
+    let route: Route
+    let loop: LoopHandle
+    let stepsRan: StepsRan?
+    let callerMaySeeValues: Bool
+
+    /// Threads for the steps that would hold a loop; concurrent, as many as GCD gives.
+    static let workers = DispatchQueue(label: "cloak.route-steps", qos: .userInitiated, attributes: .concurrent)
+
+    /// `request` rewritten by the route's request steps, and what they wrote over the body
+    /// (``OutgoingMessage/written``), looked for in the answer; `next` runs on the loop.
+    func prepare(
+        _ request: UpstreamRequest,
+        next: @escaping @Sendable (Result<(UpstreamRequest, [[UInt8]]), CloakError>) -> Void
+    ) {
+        let steps = route.requestSteps
+        guard !steps.isEmpty else { return next(.success((request, []))) }
+        let route = self.route, callerMaySeeValues = self.callerMaySeeValues, stepsRan = self.stepsRan
+        let run: @Sendable () -> Result<(UpstreamRequest, [[UInt8]]), CloakError> = {
+            // Configuration keeps steps off routes that stream a body.
+            var message = OutgoingMessage(
+                method: request.method.rawValue, scheme: request.scheme, host: request.host, port: request.port,
+                target: request.target, headers: request.headers, body: request.body)
+            do throws(CloakError) {
+                try Route.Step.apply(steps, to: &message, firstIndex: route.requestOperations.count)
+            } catch {
+                return .failure(error)
+            }
+            var sent = request
+            sent.headers = message.headers
+            sent.body = message.body
+            sent.streamedLength = message.body.count
+            let needles = callerMaySeeValues ? [] : message.written
+            return .success((sent, needles))
+        }
+        let finish: @Sendable (Result<(UpstreamRequest, [[UInt8]]), CloakError>) -> Void = { result in
+            if case .success = result { stepsRan?.names = steps.map(\.name).joined(separator: ",") }
+            next(result)
+        }
+        guard steps.contains(where: \.holdsThread) else { return finish(run()) }
+        let loop = self.loop
+        Self.workers.async {
+            let result = run()
+            loop.execute { finish(result) }
+        }
+    }
+
+    /// The answer as the exchange gets it: refused when it echoes a needle, opened by the
+    /// answer's steps. `done` runs on the loop.
+    func answer(
+        _ result: Result<HTTPResponse, CloakError>, echoed: [[UInt8]],
+        done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
+    ) {
+        guard case .success(let response) = result else { return done(result) }
+        // As RevealedValues refuses an answer echoing a revealed value to a caller who may not
+        // see it, so one echoing what the steps wrote over revealed values.
+        if Self.echoes(response, echoed) {
+            return done(
+                .failure(
+                    Self.unusable(
+                        response,
+                        "it holds what a step wrote over revealed values (a signature, a digest, a signed body), "
+                            + "which is not passed on")))
+        }
+        let steps = route.responseSteps
+        guard !steps.isEmpty else { return done(result) }
+        if response.headers.contains(where: {
+            $0.name.caseInsensitiveEquals("Content-Encoding") && !$0.value.caseInsensitiveEquals("identity")
+        }) {
+            return done(
+                .failure(Self.unusable(response, "it is encoded (Content-Encoding), and this route opens answers")))
+        }
+        let stepsRan = self.stepsRan
+        let run: @Sendable () -> (Result<HTTPResponse, CloakError>, [String]) = {
+            var opened = response
+            do throws(CloakError) {
+                let names = try Route.ResponseStep.apply(steps, to: &opened)
+                return (.success(opened), names)
+            } catch {
+                return (.failure(error), [])
+            }
+        }
+        let finish: @Sendable ((Result<HTTPResponse, CloakError>, [String])) -> Void = { outcome in
+            for name in outcome.1 { stepsRan?.names += (stepsRan?.names.isEmpty ?? true ? "" : ",") + name }
+            done(outcome.0)
+        }
+        // Only an answer that looks sealed costs a decryption; another one is passed on here.
+        guard CompactJOSE.looksLikeJWE(response.body) else { return finish(run()) }
+        let loop = self.loop
+        Self.workers.async {
+            let outcome = run()
+            loop.execute { finish(outcome) }
+        }
+    }
+
+    /// Whether `response`'s body or a header value holds one of `needles`.
+    static func echoes(_ response: HTTPResponse, _ needles: [[UInt8]]) -> Bool {
+        needles.contains { needle in
+            response.body.withUnsafeBufferPointer { RevealedValues.contains($0, needle) }
+                || response.headers.contains { header in
+                    var value = header.value
+                    return value.withUTF8 { RevealedValues.contains($0, needle) }
+                }
+        }
+    }
+
+    /// 502 1401 for an answer that cannot be passed on, naming its status (the upstream acted).
+    static func unusable(_ response: HTTPResponse, _ why: String) -> CloakError {
+        CloakError(.unexpectedResponseDataFormat, "the upstream answered \(response.status), but its answer: \(why)")
+    }
+}
+
+/// The names of the steps a route ran on a request, for the lines written when it is answered.
+/// Written and read on the request's loop only (a step on a worker hands its names back there),
+/// one continuation after the other.
+final class StepsRan: @unchecked Sendable {
+    var names: String = ""
+}
