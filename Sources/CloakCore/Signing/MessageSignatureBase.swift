@@ -72,7 +72,8 @@ public struct MessageSignatureBase: Sendable, Equatable {
         // 25,000 with string appends.
         var base: [UInt8] = []
         base.reserveCapacity(512)
-        var params = "("
+        var params: [UInt8] = [UInt8(ascii: "(")]
+        params.reserveCapacity(128)
         for (i, component) in components.enumerated() {
             base.append(UInt8(ascii: "\""))
             base.append(contentsOf: component.utf8)
@@ -94,17 +95,25 @@ public struct MessageSignatureBase: Sendable, Equatable {
                 guard found else { throw .missingHeader(component) }
             }
             base.append(UInt8(ascii: "\n"))
-            if i > 0 { params += " " }
-            params += "\"" + component + "\""
+            if i > 0 { params.append(UInt8(ascii: " ")) }
+            params.append(UInt8(ascii: "\""))
+            params.append(contentsOf: component.utf8)
+            params.append(UInt8(ascii: "\""))
         }
-        params += ");created=" + String(parameters.created)
-        if let keyID = parameters.keyID { params += ";keyid=\"" + Self.quoted(keyID) + "\"" }
-        if let algorithm = parameters.algorithm { params += ";alg=\"" + Self.quoted(algorithm) + "\"" }
-        if let nonce = parameters.nonce { params += ";nonce=\"" + Self.quoted(nonce) + "\"" }
+        params.append(contentsOf: ");created=".utf8)
+        params.append(contentsOf: String(parameters.created).utf8)
+        for (name, value) in [("keyid", parameters.keyID), ("alg", parameters.algorithm), ("nonce", parameters.nonce)] {
+            guard let value else { continue }
+            params.append(UInt8(ascii: ";"))
+            params.append(contentsOf: name.utf8)
+            params.append(contentsOf: "=\"".utf8)
+            params.append(contentsOf: Self.quoted(value).utf8)
+            params.append(UInt8(ascii: "\""))
+        }
         base.append(contentsOf: "\"@signature-params\": ".utf8)
-        base.append(contentsOf: params.utf8)
+        base.append(contentsOf: params)
         bytes = base
-        signatureParams = params
+        signatureParams = String(decoding: params, as: UTF8.self)
     }
 
     /// `Signature-Input` and `Signature` header values for `label` and the signature's bytes.
@@ -117,7 +126,11 @@ public struct MessageSignatureBase: Sendable, Equatable {
     static func isLowercaseToken(_ name: String) -> Bool {
         !name.isEmpty
             && name.utf8.allSatisfy { b in
-                (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || "!#$%&'*+-.^_`|~".utf8.contains(b)
+                switch b {
+                case 0x61...0x7A, 0x30...0x39, 0x21, 0x23...0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E:
+                    true
+                default: false
+                }
             }
     }
 

@@ -94,6 +94,7 @@ package struct Route: Sendable {
         var forwardBaggage: Bool
         var maxAliases: Int
         var stepNames: String
+        var requestStepNames: String
     }
 
     private final class Box: Sendable {
@@ -116,7 +117,8 @@ package struct Route: Sendable {
                 requestOperations: requestOperations, requestSteps: requestSteps,
                 responseOperations: responseOperations, responseSteps: responseSteps, headers: headers,
                 forwardAuthorization: forwardAuthorization, forwardBaggage: forwardBaggage, maxAliases: maxAliases,
-                stepNames: (requestSteps.map(\.name) + responseSteps.map(\.name)).joined(separator: ",")))
+                stepNames: (requestSteps.map(\.name) + responseSteps.map(\.name)).joined(separator: ","),
+                requestStepNames: requestSteps.map(\.name).joined(separator: ",")))
     }
 
     /// A UUID for inbound routes (`X-Route-Id` names one), `[a-z0-9_-]+` for egress routes.
@@ -134,6 +136,8 @@ package struct Route: Sendable {
     /// The request's and the answer's step names, comma-separated (the logs' and the span's
     /// `steps`); empty when the route has none.
     package var stepNames: String { box.fields.stepNames }
+    /// The request's step names alone, comma-separated.
+    var requestStepNames: String { box.fields.requestStepNames }
 
     package var responseOperations: [Operation] { box.fields.responseOperations }
     /// What runs on the answer as it came, before its operations (issue 49: `jwe_decrypt`).

@@ -28,34 +28,40 @@ struct RouteStepRun: Sendable {
     ) {
         let steps = route.requestSteps
         guard !steps.isEmpty else { return next(.success((request, []))) }
+        guard steps.contains(where: \.holdsThread) else {
+            let result = Self.run(steps, on: request, route: route, callerMaySeeValues: callerMaySeeValues)
+            if case .success = result { stepsRan?.names = route.requestStepNames }
+            return next(result)
+        }
         let route = self.route, callerMaySeeValues = self.callerMaySeeValues, stepsRan = self.stepsRan
-        let run: @Sendable () -> Result<(UpstreamRequest, [[UInt8]]), CloakError> = {
-            // Configuration keeps steps off routes that stream a body.
-            var message = OutgoingMessage(
-                method: request.method.rawValue, scheme: request.scheme, host: request.host, port: request.port,
-                target: request.target, headers: request.headers, body: request.body)
-            do throws(CloakError) {
-                try Route.Step.apply(steps, to: &message, firstIndex: route.requestOperations.count)
-            } catch {
-                return .failure(error)
-            }
-            var sent = request
-            sent.headers = message.headers
-            sent.body = message.body
-            sent.streamedLength = message.body.count
-            let needles = callerMaySeeValues ? [] : message.written
-            return .success((sent, needles))
-        }
-        let finish: @Sendable (Result<(UpstreamRequest, [[UInt8]]), CloakError>) -> Void = { result in
-            if case .success = result { stepsRan?.names = steps.map(\.name).joined(separator: ",") }
-            next(result)
-        }
-        guard steps.contains(where: \.holdsThread) else { return finish(run()) }
         let loop = self.loop
         Self.workers.async {
-            let result = run()
-            loop.execute { finish(result) }
+            let result = Self.run(steps, on: request, route: route, callerMaySeeValues: callerMaySeeValues)
+            loop.execute {
+                if case .success = result { stepsRan?.names = route.requestStepNames }
+                next(result)
+            }
         }
+    }
+
+    /// `request` rewritten by `steps` (configuration keeps them off routes that stream a body),
+    /// and what they wrote over the body when the caller may not see revealed values.
+    private static func run(
+        _ steps: [Route.Step], on request: UpstreamRequest, route: Route, callerMaySeeValues: Bool
+    ) -> Result<(UpstreamRequest, [[UInt8]]), CloakError> {
+        var message = OutgoingMessage(
+            method: request.method.rawValue, scheme: request.scheme, host: request.host, port: request.port,
+            target: request.target, headers: request.headers, body: request.body)
+        do throws(CloakError) {
+            try Route.Step.apply(steps, to: &message, firstIndex: route.requestOperations.count)
+        } catch {
+            return .failure(error)
+        }
+        var sent = request
+        sent.headers = message.headers
+        sent.body = message.body
+        sent.streamedLength = message.body.count
+        return .success((sent, callerMaySeeValues ? [] : message.written))
     }
 
     /// The answer as the exchange gets it: refused when it echoes a needle, opened by the
