@@ -384,6 +384,93 @@ struct RouteStepDoorTests {
             })
     }
 
+    /// The other steps on an inbound route: each redacted value sealed for the backend, then
+    /// Mastercard's OAuth header and an HMAC header over the sealed body.
+    @Test func anInboundRouteSealsAndSignsForTheBackend() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let upstream = try TLSUpstream(certificates: certificates)
+        defer { upstream.stop() }
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "routes: []",
+            with: """
+                routes:
+                  - id: "\(UUID().uuidString.lowercased())"
+                    path: /sealed
+                    upstream: "https://localhost:\(upstream.port)/in"
+                    ca_file: "\(certificates.caFile)"
+                    methods: [POST]
+                    request:
+                      - {redact: {json: ["$.card"], format: UUID, storage: PERSISTENT}}
+                      - {jwe: {key: "file:\(Self.keys.publicKey("rsa"))", json: ["$.card"]}}
+                      - {oauth1_body_hash: {consumer_key: backend-key, key: "file:\(Self.keys.privateKey("rsa"))"}}
+                      - {hmac_header: {key: "env:STEP_SECRET", header: X-Signature, parts: [method, path, body]}}
+                """)
+        let server = try TestService(yaml: yaml, environment: StepKeys.environment)
+        defer { server.stop() }
+        let r = try server.client().request(
+            "POST", "/proxy/sealed/pay", json: #"{"card":"\#(EgressFixture.card)"}"#, headers: [])
+        #expect(r.status == 200, "\(r.text)")
+        let seen = try #require(upstream.received.last)
+        let url = "https://localhost:\(upstream.port)\(seen.path)"
+        let sealed = try RouteStepVerifier.check(
+            "jwe", seen, url: url, key: try String(contentsOfFile: Self.keys.privateKey("rsa"), encoding: .utf8),
+            extra: ["json": ["card"]])
+        let alias = try #require((sealed["values"] as? [String])?.first)
+        #expect(alias != EgressFixture.card && alias.hasPrefix("tok_"), "\(sealed)")
+        let oauth = try RouteStepVerifier.check(
+            "oauth1", seen, url: url, key: try Self.keys.publicPEM("rsa"), extra: ["consumer_key": "backend-key"])
+        #expect(oauth["ok"] as? Bool == true, "\(oauth)")
+        let mac = try RouteStepVerifier.check(
+            "hmac_header", seen, url: url, key: StepKeys.secretBase64,
+            extra: ["header": "X-Signature", "path": "/in/pay"])
+        #expect(mac["ok"] as? Bool == true, "\(mac)")
+    }
+
+    /// A JWS through the forward proxy, then a digest of it and a signature over both.
+    @Test func theForwardProxyChainsAJWSADigestAndASignature() throws {
+        let f = try EgressFixture(
+            extraRoutes: """
+                    - id: chained
+                      upstream: "https://127.0.0.1:PORT"
+                      paths: ["/v3/*"]
+                      methods: [POST]
+                      request:
+                        - {reveal: {json: ["$.card"]}}
+                        - {jws: {algorithm: ES256, key: "file:\(Self.keys.privateKey("ec"))", kid: fwd}}
+                        - {digest: {header: Content-Digest}}
+                        - http_signature:
+                            algorithm: ecdsa-p256-sha256
+                            key: "file:\(Self.keys.privateKey("ec"))"
+                            keyid: fwd-sig
+                            components: ["@method", "@target-uri", "content-digest", "content-type"]
+                      ca_file: "CA"
+                      allow_private: true
+                """, scopes: #""egress:chained""#)
+        defer { f.stop() }
+        let alias = try f.alias()
+        let r = try EgressFixture.run(
+            "curl",
+            [
+                "-sS", "-i", "-x", "http://127.0.0.1:\(f.egressPort)", "--proxy-user",
+                "egress:\(EgressFixture.egressToken)",
+                "--cacert", f.server.egressCAFile, "https://127.0.0.1:\(f.upstream.port)/v3/pay",
+                "-H", "Content-Type: application/json", "--data", #"{"card":"\#(alias)"}"#,
+            ])
+        #expect(r.status == 0, "\(r.err)")
+        // The echo is the JWS, the card in it readable: not for this caller.
+        #expect(r.out.contains("HTTP/1.1 502") && !r.out.contains(EgressFixture.card), "\(r.out)")
+        let seen = try #require(f.upstream.received.last)
+        let url = "https://127.0.0.1:\(f.upstream.port)\(seen.path)"
+        let jws = try RouteStepVerifier.check(
+            "jws", seen, url: url, key: try Self.keys.publicPEM("ec"), extra: ["algorithm": "ES256"])
+        #expect(jws["payload"] as? String == #"{"card":"\#(EgressFixture.card)"}"#, "\(jws)")
+        let signature = try RouteStepVerifier.check(
+            "rfc9421", seen, url: url, key: try Self.keys.publicPEM("ec"),
+            extra: ["algorithm": "ecdsa-p256-sha256", "keyid": "fwd-sig"])
+        #expect(signature["ok"] as? Bool == true, "\(signature)")
+    }
+
     /// Imports `StepKeys`' RSA key onto SoftHSM's first token under a fresh label; the URI
     /// naming it (with a PIN file in `directory`).
     static func tokenKey(in directory: TemporaryDirectory) throws -> String {
