@@ -31,13 +31,22 @@ struct RouteStepEchoTests {
         let payload = String(decoding: message.body, as: UTF8.self).split(separator: ".")[1]
         #expect(message.written.map { String(decoding: $0, as: UTF8.self) } == [digest, mac, String(payload)])
 
-        // An upstream echoing a request header, or the signed body, is caught; a plain answer is not.
+        // An upstream echoing a request header, or the signed body, is caught; a plain answer is
+        // not. The exchange looks for them as it looks for the revealed values.
         let echoHeader = HTTPResponse(status: 200, headers: [("X-Request-Digest", digest)], body: [])
         let echoBody = HTTPResponse(status: 200, headers: [], body: Array("you sent \(payload)".utf8))
         let plain = HTTPResponse(status: 200, headers: [("Content-Type", "application/jose")], body: Array("ok".utf8))
-        #expect(RouteStepRun.echoes(echoHeader, message.written))
-        #expect(RouteStepRun.echoes(echoBody, message.written))
-        #expect(!RouteStepRun.echoes(plain, message.written))
+        #expect(Self.answer(echoHeader, written: message.written) == "finish 502 r1 d0 u200")
+        #expect(Self.answer(echoBody, written: message.written) == "finish 502 r1 d0 u200")
+        #expect(Self.answer(plain, written: message.written) == "finish 200 r1 d0 u200")
+    }
+
+    /// An exchange revealing one card for a caller who may not see it, answered with `answer`
+    /// after steps wrote `written`.
+    static func answer(_ answer: HTTPResponse, written: [[UInt8]]) -> String {
+        var (exchange, _) = RouteExchangeTests.revealed(
+            "4111111111111111", plan: RouteExchangeTests.plan(request: RouteExchangeTests.revealCard))
+        return RouteExchangeTests.name(exchange.event(.answered(.success(answer), written: written)))
     }
 
     @Test func onlySlowStepsLeaveTheLoop() throws {
@@ -55,5 +64,45 @@ struct RouteStepEchoTests {
                 )
             ).holdsThread)
         #expect(Route.Step.jws(.init(algorithm: .ps256, key: .privateKey(rsa), keyID: nil)).holdsThread)
+    }
+}
+
+/// What the caller sends that a step cannot run on: refused with 400 naming the step, nothing
+/// sent (the doors' tests check the "nothing sent"; here, the answers).
+struct RouteStepRefusalTests {
+    static let rsaPublic = try! AsymmetricKey.read(file: StepKeys.shared.publicKey("rsa"))
+
+    static func refusal(_ step: Route.Step, body: String) -> CloakError? {
+        var message = RouteStepEchoTests.message()
+        message.body = Array(body.utf8)
+        do throws(CloakError) {
+            try Route.Step.apply([step], to: &message, firstIndex: 2)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func aJWEOverJSONValuesRefusesABodyThatIsNotJSONOrHoldsTooMany() throws {
+        let step = Route.Step.jwe(.init(key: Self.rsaPublic, keyID: nil, json: [try JSONPath("$.cards[*]")]))
+        let notJSON = try #require(Self.refusal(step, body: "card=4111111111111111"))
+        #expect(notJSON.code == .malformedRequest)
+        #expect(notJSON.message.hasPrefix("the route's request[2] (jwe): "), "\(notJSON.message)")
+        #expect(!notJSON.message.contains("4111111111111111"))
+        let many = "{\"cards\":[" + Array(repeating: "\"4111111111111111\"", count: 101).joined(separator: ",") + "]}"
+        let tooMany = try #require(Self.refusal(step, body: many))
+        #expect(tooMany.code == .malformedRequest && tooMany.message.contains("at most 100"), "\(tooMany.message)")
+        let hundred =
+            "{\"cards\":[" + Array(repeating: "\"4111111111111111\"", count: 100).joined(separator: ",") + "]}"
+        #expect(Self.refusal(step, body: hundred) == nil)
+    }
+
+    @Test func anHMACHeaderOverAHeaderTheRequestLacksIsRefused() throws {
+        let step = Route.Step.hmacHeader(
+            .init(
+                key: HMACKey(SymmetricKey(Array(repeating: 3, count: 32))), header: "X-Mac", encoding: .base64,
+                parts: [.method, .header("x-merchant-id")]))
+        let missing = try #require(Self.refusal(step, body: "{}"))
+        #expect(missing.code == .malformedRequest && missing.message.contains("x-merchant-id"), "\(missing.message)")
     }
 }

@@ -298,6 +298,20 @@ struct RouteStepTests {
 struct RouteStepDoorTests {
     static let keys = StepKeys.shared
 
+    /// POSTs `json` with curl through the fixture's forward proxy, as the egress token, to
+    /// `path` on the upstream.
+    static func curl(_ f: EgressFixture, _ path: String, json: String) throws -> (
+        out: String, err: String, status: Int32
+    ) {
+        try EgressFixture.run(
+            "curl",
+            [
+                "-sS", "-i", "-x", "http://127.0.0.1:\(f.egressPort)", "--proxy-user",
+                "egress:\(EgressFixture.egressToken)", "--cacert", f.server.egressCAFile,
+                "https://127.0.0.1:\(f.upstream.port)\(path)", "-H", "Content-Type: application/json", "--data", json,
+            ])
+    }
+
     @Test func theForwardProxySignsWithCurlAndTheLogsNameTheSteps() throws {
         let f = try EgressFixture(
             extraRoutes: """
@@ -318,14 +332,7 @@ struct RouteStepDoorTests {
                 """, scopes: #""egress:psp", "egress:signed""#)
         defer { f.stop() }
         let alias = try f.alias()
-        let r = try EgressFixture.run(
-            "curl",
-            [
-                "-sS", "-i", "-x", "http://127.0.0.1:\(f.egressPort)", "--proxy-user",
-                "egress:\(EgressFixture.egressToken)",
-                "--cacert", f.server.egressCAFile, "https://127.0.0.1:\(f.upstream.port)/v2/pay",
-                "-H", "Content-Type: application/json", "--data", #"{"card":"\#(alias)"}"#,
-            ])
+        let r = try Self.curl(f, "/v2/pay", json: #"{"card":"\#(alias)"}"#)
         #expect(r.status == 0, "\(r.err)")
         let seen = try #require(f.upstream.received.last)
         #expect(seen.body == #"{"card":"\#(EgressFixture.card)"}"#)
@@ -348,27 +355,15 @@ struct RouteStepDoorTests {
     /// An inbound route redacts what the client sent, then signs the redacted body for the
     /// operator's backend.
     @Test func anInboundRouteSignsTheRedactedBody() throws {
-        let certificates = try TestCertificates()
-        defer { certificates.remove() }
-        let upstream = try TLSUpstream(certificates: certificates)
-        defer { upstream.stop() }
-        let id = UUID().uuidString.lowercased()
-        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
-            of: "routes: []",
-            with: """
-                routes:
-                  - id: "\(id)"
-                    path: /signed
-                    upstream: "https://localhost:\(upstream.port)/in"
-                    ca_file: "\(certificates.caFile)"
-                    methods: [POST]
-                    request:
-                      - {redact: {json: ["$.card"], format: UUID, storage: PERSISTENT}}
-                      - {digest: {}}
-                      - http_signature: {algorithm: hmac-sha256, key: "env:STEP_SECRET", keyid: backend, components: ["@method", "@path", "content-digest"]}
+        let f = try InboundStepFixture(
+            path: "/signed",
+            request: """
+                  - {redact: {json: ["$.card"], format: UUID, storage: PERSISTENT}}
+                  - {digest: {}}
+                  - http_signature: {algorithm: hmac-sha256, key: "env:STEP_SECRET", keyid: backend, components: ["@method", "@path", "content-digest"]}
                 """)
-        let server = try TestService(yaml: yaml, environment: StepKeys.environment)
-        defer { server.stop() }
+        defer { f.stop() }
+        let (upstream, server) = (f.upstream, f.server)
         let r = try server.client().request(
             "POST", "/proxy/signed/pay", json: #"{"card":"\#(EgressFixture.card)"}"#, headers: [])
         #expect(r.status == 200, "\(r.text)")
@@ -387,27 +382,16 @@ struct RouteStepDoorTests {
     /// The other steps on an inbound route: each redacted value sealed for the backend, then
     /// Mastercard's OAuth header and an HMAC header over the sealed body.
     @Test func anInboundRouteSealsAndSignsForTheBackend() throws {
-        let certificates = try TestCertificates()
-        defer { certificates.remove() }
-        let upstream = try TLSUpstream(certificates: certificates)
-        defer { upstream.stop() }
-        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
-            of: "routes: []",
-            with: """
-                routes:
-                  - id: "\(UUID().uuidString.lowercased())"
-                    path: /sealed
-                    upstream: "https://localhost:\(upstream.port)/in"
-                    ca_file: "\(certificates.caFile)"
-                    methods: [POST]
-                    request:
-                      - {redact: {json: ["$.card"], format: UUID, storage: PERSISTENT}}
-                      - {jwe: {key: "file:\(Self.keys.publicKey("rsa"))", json: ["$.card"]}}
-                      - {oauth1_body_hash: {consumer_key: backend-key, key: "file:\(Self.keys.privateKey("rsa"))"}}
-                      - {hmac_header: {key: "env:STEP_SECRET", header: X-Signature, parts: [method, path, body]}}
+        let f = try InboundStepFixture(
+            path: "/sealed",
+            request: """
+                  - {redact: {json: ["$.card"], format: UUID, storage: PERSISTENT}}
+                  - {jwe: {key: "file:\(Self.keys.publicKey("rsa"))", json: ["$.card"]}}
+                  - {oauth1_body_hash: {consumer_key: backend-key, key: "file:\(Self.keys.privateKey("rsa"))"}}
+                  - {hmac_header: {key: "env:STEP_SECRET", header: X-Signature, parts: [method, path, body]}}
                 """)
-        let server = try TestService(yaml: yaml, environment: StepKeys.environment)
-        defer { server.stop() }
+        defer { f.stop() }
+        let (upstream, server) = (f.upstream, f.server)
         let r = try server.client().request(
             "POST", "/proxy/sealed/pay", json: #"{"card":"\#(EgressFixture.card)"}"#, headers: [])
         #expect(r.status == 200, "\(r.text)")
@@ -449,14 +433,7 @@ struct RouteStepDoorTests {
                 """, scopes: #""egress:chained""#)
         defer { f.stop() }
         let alias = try f.alias()
-        let r = try EgressFixture.run(
-            "curl",
-            [
-                "-sS", "-i", "-x", "http://127.0.0.1:\(f.egressPort)", "--proxy-user",
-                "egress:\(EgressFixture.egressToken)",
-                "--cacert", f.server.egressCAFile, "https://127.0.0.1:\(f.upstream.port)/v3/pay",
-                "-H", "Content-Type: application/json", "--data", #"{"card":"\#(alias)"}"#,
-            ])
+        let r = try Self.curl(f, "/v3/pay", json: #"{"card":"\#(alias)"}"#)
         #expect(r.status == 0, "\(r.err)")
         // The echo is the JWS, the card in it readable: not for this caller.
         #expect(r.out.contains("HTTP/1.1 502") && !r.out.contains(EgressFixture.card), "\(r.out)")
@@ -539,5 +516,37 @@ struct RouteStepDoorTests {
         #expect(r.status == 200, "\(r.text)")
         let number = try #require(r.json?["number"] as? String)
         #expect(number != EgressFixture.card && number.hasSuffix("1111"))
+    }
+}
+
+/// An inbound route at `/proxy<path>` to a recording HTTPS upstream (`/in` there), with the
+/// `request` list given (its items as YAML lines), and the step keys' environment.
+final class InboundStepFixture {
+    let certificates: TestCertificates
+    let upstream: TLSUpstream
+    let server: TestService
+
+    init(path: String, request: String) throws {
+        certificates = try TestCertificates()
+        upstream = try TLSUpstream(certificates: certificates)
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "routes: []",
+            with: """
+                routes:
+                  - id: "\(UUID().uuidString.lowercased())"
+                    path: \(path)
+                    upstream: "https://localhost:\(upstream.port)/in"
+                    ca_file: "\(certificates.caFile)"
+                    methods: [POST]
+                    request:
+                \(request.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+                """)
+        server = try TestService(yaml: yaml, environment: StepKeys.environment)
+    }
+
+    func stop() {
+        server.stop()
+        upstream.stop()
+        certificates.remove()
     }
 }

@@ -51,12 +51,10 @@ struct RouteCall: Sendable {
             let route = self.route
             let trace = self.trace
             let stepsRan = self.stepsRan
-            let callerMaySeeValues = self.callerMaySeeValues
             send = { body, headers, done in
                 Self.sendUpstream(
                     body, headers, route: route, upstream: upstream, method: method, target: target,
-                    contentType: contentType, trace: trace, stepsRan: stepsRan,
-                    callerMaySeeValues: callerMaySeeValues, loop: loop, done: done)
+                    contentType: contentType, trace: trace, stepsRan: stepsRan, loop: loop, done: done)
             }
         } else {
             send = { body, headers, done in
@@ -65,7 +63,7 @@ struct RouteCall: Sendable {
                     .success(
                         HTTPResponse(
                             status: 200, headers: [("Content-Type", type ?? "application/octet-stream")],
-                            body: body.bytes)))
+                            body: body.bytes)), [])
             }
         }
         let exchange = TransformedExchange(
@@ -83,7 +81,7 @@ struct RouteCall: Sendable {
     private static func sendUpstream(
         _ body: OutgoingBody, _ headers: [(name: String, value: String)], route: Route, upstream: Route.Upstream,
         method: HTTPMethod, target: String, contentType: String?, trace: RequestTrace?, stepsRan: StepsRan?,
-        callerMaySeeValues: Bool, loop: LoopHandle, done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
+        loop: LoopHandle, done: @escaping @Sendable (Result<HTTPResponse, CloakError>, [[UInt8]]) -> Void
     ) {
         var headers = route.sentHeaders(headers, contentType: contentType)
         let span = trace?.child("upstream " + method.rawValue, kind: .client)
@@ -100,35 +98,45 @@ struct RouteCall: Sendable {
             to: upstream, method: method, target: target, headers: headers, body: body.bytes)
         request.bodySource = body.stream
         request.streamedLength = body.length
-        let run = RouteStepRun(route: route, loop: loop, stepsRan: stepsRan, callerMaySeeValues: callerMaySeeValues)
+        guard !route.requestSteps.isEmpty || !route.responseSteps.isEmpty else {
+            return exchange(request, upstream: upstream, span: span, loop: loop) { done($0, []) }
+        }
+        let run = RouteStepRun(route: route, loop: loop, stepsRan: stepsRan)
         run.prepare(request) { prepared in
             switch prepared {
             case .failure(let error):
                 span?.set("cloak.error.code", error.code.rawValue)
                 span?.setStatus(SpanStatus(code: .error))
                 span?.end()
-                done(.failure(error))
-            case .success(let (request, echoed)):
-                let answered: @Sendable (Result<HTTPResponse, CloakError>) -> Void = { result in
-                    run.answer(result, echoed: echoed, done: done)
-                }
-                guard let span else { return loop.call(request, done: answered) }
-                span.set("server.address", upstream.host)
-                span.set("server.port", upstream.port)
-                span.set("http.request.body.size", request.streamedLength)
-                loop.call(request) { result in
-                    switch result {
-                    case let .success(response):
-                        span.set("http.response.status_code", response.status)
-                        span.set("http.response.body.size", response.body.count)
-                    case let .failure(error):
-                        span.set("cloak.error.code", error.code.rawValue)
-                        span.setStatus(SpanStatus(code: .error))
-                    }
-                    span.end()
-                    answered(result)
+                done(.failure(error), [])
+            case .success(let (request, written)):
+                exchange(request, upstream: upstream, span: span, loop: loop) { result in
+                    run.answer(result) { done($0, written) }
                 }
             }
+        }
+    }
+
+    /// The upstream call, in the request's span when it has one.
+    private static func exchange(
+        _ request: UpstreamRequest, upstream: Route.Upstream, span: RecordedSpan?, loop: LoopHandle,
+        answered: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
+    ) {
+        guard let span else { return loop.call(request, done: answered) }
+        span.set("server.address", upstream.host)
+        span.set("server.port", upstream.port)
+        span.set("http.request.body.size", request.streamedLength)
+        loop.call(request) { result in
+            switch result {
+            case let .success(response):
+                span.set("http.response.status_code", response.status)
+                span.set("http.response.body.size", response.body.count)
+            case let .failure(error):
+                span.set("cloak.error.code", error.code.rawValue)
+                span.setStatus(SpanStatus(code: .error))
+            }
+            span.end()
+            answered(result)
         }
     }
 }

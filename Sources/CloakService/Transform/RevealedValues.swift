@@ -18,9 +18,14 @@ struct RevealedValues: Sendable {
 
     var isEmpty: Bool { values.isEmpty }
 
-    mutating func add(_ value: String) {
-        guard value.utf8.count >= Self.minimumLength else { return }
-        values.append(Sensitive(Array(value.utf8)))
+    mutating func add(_ value: String) { add(bytes: Array(value.utf8)) }
+
+    /// Bytes that stand for revealed values as surely as the values do: what a route step wrote
+    /// over them (a JWS payload is the body in base64url; a digest, a signature or a MAC lets a
+    /// card be tested offline against guesses).
+    mutating func add(bytes: [UInt8]) {
+        guard bytes.count >= Self.minimumLength else { return }
+        values.append(Sensitive(bytes))
     }
 
     /// Whether any of the values is in `answer`'s body or header values (read in place).

@@ -52,8 +52,9 @@ struct RouteExchange {
         case start(body: [UInt8], headers: [(name: String, value: String)])
         /// The vault's values for the last ``Action/transform(_:_:)``, in the selection's order.
         case transformed(Result<[String], CloakError>)
-        /// The upstream's answer to ``Action/send(body:headers:)``, or why there is none.
-        case answered(Result<HTTPResponse, CloakError>)
+        /// The upstream's answer to ``Action/send(body:headers:)``, or why there is none, and
+        /// what the route's steps wrote over the request's values (``RevealedValues/add(bytes:)``).
+        case answered(Result<HTTPResponse, CloakError>, written: [[UInt8]] = [])
     }
 
     enum Action {
@@ -103,15 +104,18 @@ struct RouteExchange {
                 state = .awaitingAnswer(outcome, revealed)
                 return .send(body: newBody, headers: readable(newHeaders, revealed))
             }
-        case let (.awaitingAnswer(outcome, revealed), .answered(result)):
+        case let (.awaitingAnswer(outcome, revealed), .answered(result, written)):
             switch result {
             case let .failure(error): return fail(error, outcome)
-            case let .success(upstream): return answer(upstream, outcome, revealed)
+            case let .success(upstream):
+                var revealed = revealed
+                if plan.looksForRevealedValues { for bytes in written { revealed.add(bytes: bytes) } }
+                return answer(upstream, outcome, revealed)
             }
         case let (.transformingAnswer(selection, upstream, outcome, revealed), .transformed(result)):
             switch result {
             case let .failure(error):
-                return fail(upstreamFailure(upstream, error.message), outcome)
+                return fail(Self.upstreamFailure(upstream, error.message), outcome)
             case let .success(replacements):
                 var answer = upstream
                 (answer.body, answer.headers) = selection.apply(
@@ -157,27 +161,25 @@ struct RouteExchange {
         guard !plan.response.isEmpty || !revealed.isEmpty else { return finish(upstream, outcome) }
         // Asked for unencoded (``readable(_:_:)``); an upstream that encodes anyway (in any of
         // its Content-Encoding headers) is not read.
-        if upstream.headers.contains(where: {
-            $0.name.caseInsensitiveEquals("Content-Encoding")
-                && !$0.value.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("identity")
-        }) {
+        if Self.isEncoded(upstream) {
             return fail(
-                upstreamFailure(upstream, "it is encoded (Content-Encoding), and this route reads answers"), outcome)
+                Self.upstreamFailure(upstream, "it is encoded (Content-Encoding), and this route reads answers"),
+                outcome)
         }
         guard !plan.response.isEmpty else { return finishAnswer(upstream, outcome, revealed) }
         let selection: MessageSelection
         do {
             selection = try MessageSelection(body: upstream.body, headers: upstream.headers, operations: plan.response)
         } catch {
-            return fail(upstreamFailure(upstream, error.message), outcome)
+            return fail(Self.upstreamFailure(upstream, error.message), outcome)
         }
         guard !selection.isEmpty else { return finishAnswer(upstream, outcome, revealed) }
         // The answer is bounded like the request: its values go to the vault in one job.
         if let tooMany = tooMany(selection) {
-            return fail(upstreamFailure(upstream, tooMany), outcome)
+            return fail(Self.upstreamFailure(upstream, tooMany), outcome)
         }
         guard plan.hasVault else {
-            return fail(upstreamFailure(upstream, "this server runs without a vault"), outcome)
+            return fail(Self.upstreamFailure(upstream, "this server runs without a vault"), outcome)
         }
         state = .transformingAnswer(selection, upstream: upstream, outcome, revealed)
         return .transform(selection, .answer)
@@ -189,12 +191,21 @@ struct RouteExchange {
     {
         guard revealed.appear(in: answer) else { return finish(answer, outcome) }
         return fail(
-            upstreamFailure(answer, "it holds a value revealed on the way to the upstream, which is not passed on"),
+            Self.upstreamFailure(
+                answer, "it holds a value revealed on the way to the upstream, which is not passed on"),
             outcome)
     }
 
+    /// Whether any of `answer`'s Content-Encoding headers names a coding other than `identity`.
+    static func isEncoded(_ answer: HTTPResponse) -> Bool {
+        answer.headers.contains {
+            $0.name.caseInsensitiveEquals("Content-Encoding")
+                && !$0.value.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("identity")
+        }
+    }
+
     /// 502 1401 for an answer that cannot be passed on, naming its status (the upstream acted).
-    private func upstreamFailure(_ upstream: HTTPResponse, _ why: String) -> CloakError {
+    static func upstreamFailure(_ upstream: HTTPResponse, _ why: String) -> CloakError {
         CloakError(.unexpectedResponseDataFormat, "the upstream answered \(upstream.status), but its answer: \(why)")
     }
 

@@ -21,11 +21,12 @@ struct TransformedExchange: Sendable {
 
     typealias Outcome = RouteExchange.Outcome
 
-    /// The upstream call: the rewritten body and headers in, the answer (or its error) out.
+    /// The upstream call: the rewritten body and headers in, the answer (or its error) out,
+    /// with what the route's steps wrote over the body (``RouteExchange/Event/answered(_:written:)``).
     typealias Send =
         @Sendable (
             _ body: OutgoingBody, _ headers: [(name: String, value: String)],
-            _ done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
+            _ done: @escaping @Sendable (Result<HTTPResponse, CloakError>, _ written: [[UInt8]]) -> Void
         ) -> Void
 
     /// Selects in the request now (a malformed one throws before anything is queued), then runs
@@ -80,7 +81,9 @@ struct TransformedExchange: Sendable {
                 transformer.run(selection) { [self] result in handle(.transformed(result)) }
             case let .send(body, headers):
                 guard let files = exchange.files else {
-                    return send(OutgoingBody(bytes: body), headers) { [self] result in handle(.answered(result)) }
+                    return send(OutgoingBody(bytes: body), headers) { [self] result, written in
+                        handle(.answered(result, written: written))
+                    }
                 }
                 reveal(files, body, headers)
             case let .finish(response, outcome):
@@ -100,7 +103,9 @@ struct TransformedExchange: Sendable {
                 return handle(.answered(.failure(error)))
             }
             guard !plan.aliases.isEmpty else {
-                return send(OutgoingBody(bytes: body), headers) { [self] result in handle(.answered(result)) }
+                return send(OutgoingBody(bytes: body), headers) { [self] result, written in
+                    handle(.answered(result, written: written))
+                }
             }
             files.resolve(plan) { [self] result in
                 switch result {
@@ -112,8 +117,9 @@ struct TransformedExchange: Sendable {
                         headers.removeAll { $0.name.caseInsensitiveEquals("Content-Type") }
                         headers.append(("Content-Type", type))
                     }
-                    send(OutgoingBody(stream: revealed.body, length: revealed.length), headers) { [self] result in
-                        handle(.answered(result))
+                    send(OutgoingBody(stream: revealed.body, length: revealed.length), headers) {
+                        [self] result, written in
+                        handle(.answered(result, written: written))
                     }
                 }
             }

@@ -162,42 +162,28 @@ extension Route.Step {
             message.setDerivedHeader("Authorization", oauth.authorization(signature: signature))
 
         case .jwe(let encryption):
-            do {
-                if encryption.json.isEmpty {
-                    let type = message.headers.last { $0.name.caseInsensitiveEquals("content-type") }?.value
-                    message.body = Array(
-                        try CompactJOSE.encrypt(
-                            message.body, to: encryption.key, keyID: encryption.keyID, contentType: type
-                        ).utf8)
-                    message.setHeader("Content-Type", "application/jose")
-                } else {
-                    let selection: JSONSelection?
-                    do {
-                        selection = try JSONSelection.select(encryption.json, in: message.body)
-                    } catch {
-                        throw StepFailure.request(error.message)
-                    }
-                    guard let selection else { return }
-                    // Each value costs an RSA encryption: as many as a route may reveal at most.
-                    guard selection.matches.count <= Route.Step.JWEEncryption.maxValues else {
-                        throw StepFailure.request(
-                            "it selects \(selection.matches.count) values; a jwe step seals at most "
-                                + "\(Route.Step.JWEEncryption.maxValues)")
-                    }
-                    var replacements: [String] = []
-                    for match in selection.matches {
-                        replacements.append(
-                            try CompactJOSE.encrypt(
-                                Array(match.text.value.utf8), to: encryption.key, keyID: encryption.keyID,
-                                contentType: nil))
-                    }
-                    message.body = selection.rewrite(replacements)
-                }
-            } catch let error as StepFailure {
-                throw error
-            } catch {
-                throw .key(String(describing: error))
+            guard !encryption.json.isEmpty else {
+                let type = message.headers.last { $0.name.caseInsensitiveEquals("content-type") }?.value
+                message.body = Array(try Self.seal(message.body, encryption, contentType: type).utf8)
+                message.setHeader("Content-Type", "application/jose")
+                return
             }
+            let selection: JSONSelection?
+            do { selection = try JSONSelection.select(encryption.json, in: message.body) } catch {
+                throw .request(error.message)
+            }
+            guard let selection else { return }
+            // Each value costs an RSA encryption: as many as a route may reveal at most.
+            guard selection.matches.count <= Route.Step.JWEEncryption.maxValues else {
+                throw .request(
+                    "it selects \(selection.matches.count) values; a jwe step seals at most "
+                        + "\(Route.Step.JWEEncryption.maxValues)")
+            }
+            var replacements: [String] = []
+            for match in selection.matches {
+                replacements.append(try Self.seal(Array(match.text.value.utf8), encryption, contentType: nil))
+            }
+            message.body = selection.rewrite(replacements)
 
         case .jws(let signing):
             guard case .privateKey(let key) = signing.key else { throw .key("the JWS key is not private") }
@@ -230,6 +216,17 @@ extension Route.Step {
             }
             let tag = mac.key.authenticate(covered)
             message.setDerivedHeader(mac.header, mac.encoding == .hex ? APICredentials.hex(tag) : Base64.encode(tag))
+        }
+    }
+
+    /// `plaintext` as a compact JWE to the step's key.
+    private static func seal(_ plaintext: [UInt8], _ step: Route.Step.JWEEncryption, contentType: String?)
+        throws(StepFailure) -> String
+    {
+        do {
+            return try CompactJOSE.encrypt(plaintext, to: step.key, keyID: step.keyID, contentType: contentType)
+        } catch {
+            throw .key(error.description)
         }
     }
 

@@ -112,11 +112,10 @@ extension Route {
         /// or not): such steps run off the loop (``RouteStepRun``).
         var holdsThread: Bool {
             switch self {
-            case .httpSignature(let signing): if case .privateKey = signing.key { return true }
-            case .oauth1BodyHash, .jws: return true
-            case .digest, .cavageSignature, .jwe, .hmacHeader: return false
+            case .httpSignature(let signing): if case .privateKey = signing.key { true } else { false }
+            case .oauth1BodyHash, .jws: true
+            case .digest, .cavageSignature, .jwe, .hmacHeader: false
             }
-            return false
         }
 
         /// The step's name, for the access log, the audit line and the span (never a key).

@@ -3,8 +3,7 @@ import CloakHTTP
 import Dispatch
 
 /// A route's steps for one request (issue 49): the request's on the bytes about to be sent, the
-/// answer's on what came back, and the check that an answer does not hand back what a step
-/// wrote over revealed values.
+/// answer's on what came back.
 ///
 /// Steps that hold their thread — a private key's signature (an RSA-2048 one is about 0.7 ms),
 /// a token's (as long as the token takes), an answer's RSA decryption — run on ``workers``,
@@ -15,7 +14,6 @@ struct RouteStepRun: Sendable {
     let route: Route
     let loop: LoopHandle
     let stepsRan: StepsRan?
-    let callerMaySeeValues: Bool
 
     /// Threads for the steps that would hold a loop; concurrent, as many as GCD gives.
     static let workers = DispatchQueue(label: "cloak.route-steps", qos: .userInitiated, attributes: .concurrent)
@@ -29,14 +27,14 @@ struct RouteStepRun: Sendable {
         let steps = route.requestSteps
         guard !steps.isEmpty else { return next(.success((request, []))) }
         guard steps.contains(where: \.holdsThread) else {
-            let result = Self.run(steps, on: request, route: route, callerMaySeeValues: callerMaySeeValues)
+            let result = Self.run(steps, on: request, route: route)
             if case .success = result { stepsRan?.names = route.requestStepNames }
             return next(result)
         }
-        let route = self.route, callerMaySeeValues = self.callerMaySeeValues, stepsRan = self.stepsRan
+        let route = self.route, stepsRan = self.stepsRan
         let loop = self.loop
         Self.workers.async {
-            let result = Self.run(steps, on: request, route: route, callerMaySeeValues: callerMaySeeValues)
+            let result = Self.run(steps, on: request, route: route)
             loop.execute {
                 if case .success = result { stepsRan?.names = route.requestStepNames }
                 next(result)
@@ -45,10 +43,10 @@ struct RouteStepRun: Sendable {
     }
 
     /// `request` rewritten by `steps` (configuration keeps them off routes that stream a body),
-    /// and what they wrote over the body when the caller may not see revealed values.
-    private static func run(
-        _ steps: [Route.Step], on request: UpstreamRequest, route: Route, callerMaySeeValues: Bool
-    ) -> Result<(UpstreamRequest, [[UInt8]]), CloakError> {
+    /// and what they wrote over the body (``OutgoingMessage/written``).
+    private static func run(_ steps: [Route.Step], on request: UpstreamRequest, route: Route)
+        -> Result<(UpstreamRequest, [[UInt8]]), CloakError>
+    {
         var message = OutgoingMessage(
             method: request.method.rawValue, scheme: request.scheme, host: request.host, port: request.port,
             target: request.target, headers: request.headers, body: request.body)
@@ -61,33 +59,23 @@ struct RouteStepRun: Sendable {
         sent.headers = message.headers
         sent.body = message.body
         sent.streamedLength = message.body.count
-        return .success((sent, callerMaySeeValues ? [] : message.written))
+        return .success((sent, message.written))
     }
 
-    /// The answer as the exchange gets it: refused when it echoes a needle, opened by the
-    /// answer's steps. `done` runs on the loop.
+    /// The answer as the exchange gets it: opened by the answer's steps. `done` runs on the
+    /// loop. (What the request's steps wrote is looked for in it by the exchange, with the
+    /// revealed values: ``RevealedValues/add(bytes:)``.)
     func answer(
-        _ result: Result<HTTPResponse, CloakError>, echoed: [[UInt8]],
-        done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
+        _ result: Result<HTTPResponse, CloakError>, done: @escaping @Sendable (Result<HTTPResponse, CloakError>) -> Void
     ) {
-        guard case .success(let response) = result else { return done(result) }
-        // As RevealedValues refuses an answer echoing a revealed value to a caller who may not
-        // see it, so one echoing what the steps wrote over revealed values.
-        if Self.echoes(response, echoed) {
+        let steps = route.responseSteps
+        guard !steps.isEmpty, case .success(let response) = result else { return done(result) }
+        if RouteExchange.isEncoded(response) {
             return done(
                 .failure(
-                    Self.unusable(
-                        response,
-                        "it holds what a step wrote over revealed values (a signature, a digest, a signed body), "
-                            + "which is not passed on")))
-        }
-        let steps = route.responseSteps
-        guard !steps.isEmpty else { return done(result) }
-        if response.headers.contains(where: {
-            $0.name.caseInsensitiveEquals("Content-Encoding") && !$0.value.caseInsensitiveEquals("identity")
-        }) {
-            return done(
-                .failure(Self.unusable(response, "it is encoded (Content-Encoding), and this route opens answers")))
+                    RouteExchange.upstreamFailure(
+                        response, "it is encoded (Content-Encoding), and this route opens answers")
+                ))
         }
         let stepsRan = self.stepsRan
         let run: @Sendable () -> (Result<HTTPResponse, CloakError>, [String]) = {
@@ -110,22 +98,6 @@ struct RouteStepRun: Sendable {
             let outcome = run()
             loop.execute { finish(outcome) }
         }
-    }
-
-    /// Whether `response`'s body or a header value holds one of `needles`.
-    static func echoes(_ response: HTTPResponse, _ needles: [[UInt8]]) -> Bool {
-        needles.contains { needle in
-            response.body.withUnsafeBufferPointer { RevealedValues.contains($0, needle) }
-                || response.headers.contains { header in
-                    var value = header.value
-                    return value.withUTF8 { RevealedValues.contains($0, needle) }
-                }
-        }
-    }
-
-    /// 502 1401 for an answer that cannot be passed on, naming its status (the upstream acted).
-    static func unusable(_ response: HTTPResponse, _ why: String) -> CloakError {
-        CloakError(.unexpectedResponseDataFormat, "the upstream answered \(response.status), but its answer: \(why)")
     }
 }
 
