@@ -13,8 +13,23 @@ package final class PipeliningFlood: @unchecked Sendable {
     ///   - tls: wrap the connection in TLS (no verification: a flood needs none).
     ///   - proxyHeader: send `PROXY TCP4 …` before anything else.
     ///   - request: the request sent again and again.
+    /// How the requests go out.
+    package enum Records: String, Sendable {
+        /// Many requests per write (one 16 KiB TLS record).
+        case large
+        /// One request per write: one small TLS record each (issue 55, item 1).
+        case small
+    }
+
+    /// - Parameters:
+    ///   - records: many requests per write, or one each.
+    ///   - reading: whether the client reads the answers as it goes (without blocking on them).
+    ///   - connect: a `CONNECT` request sent first, on the forward-proxy door; TLS starts after
+    ///     its 200.
+    ///   - seconds: sends stop after this long (done, "timed").
     package init(
         port: Int, tls: Bool, proxyHeader: Bool, request: String, capBytes: Int, stallSeconds: Double = 3,
+        records: Records = .large, reading: Bool = false, connect: String? = nil, seconds: Double = 3600,
         directory: String
     ) throws {
         progressFile = "\(directory)/flood-\(UUID().uuidString).txt"
@@ -25,7 +40,8 @@ package final class PipeliningFlood: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
             python, script, String(port), tls ? "tls" : "plain", proxyHeader ? "1" : "0", request, String(capBytes),
-            String(stallSeconds), progressFile,
+            String(stallSeconds), progressFile, records.rawValue, reading ? "1" : "0", connect ?? "-",
+            String(seconds),
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -48,27 +64,57 @@ package final class PipeliningFlood: @unchecked Sendable {
 
     static let script = #"""
         import socket, ssl, sys, time
-        port, mode, proxy, request, cap, stall, progress = sys.argv[1:8]
-        cap = int(cap); stall = float(stall)
+        port, mode, proxy, request, cap, stall, progress, records, reading, connect, seconds = sys.argv[1:12]
+        cap = int(cap); stall = float(stall); seconds = float(seconds)
         request = request.replace("\\r\\n", "\r\n").encode()
         raw = socket.create_connection(("127.0.0.1", int(port)))
-        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        if reading != "1":
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         if proxy == "1":
             raw.sendall(b"PROXY TCP4 198.51.100.7 127.0.0.1 40000 80\r\n")
+        if connect != "-":
+            raw.sendall(connect.replace("\\r\\n", "\r\n").encode())
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                more = raw.recv(4096)
+                if not more:
+                    break
+                answer += more
+            if not answer.startswith(b"HTTP/1.1 200"):
+                with open(progress, "a") as f:
+                    f.write("0 refused\n")
+                time.sleep(3600)
         conn = raw
         if mode == "tls":
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
             conn = context.wrap_socket(raw)
-        block = request * max(1, 16384 // len(request))
+        block = request * max(1, 16384 // len(request)) if records == "large" else request
         conn.settimeout(stall)
         sent = 0
+        received = 0
         done = "capped"
         last = 0
+        start = time.monotonic()
         def report(extra=""):
             with open(progress, "a") as f:
                 f.write("%d%s\n" % (sent, extra))
+        def drain():
+            # Whatever answers have arrived, without waiting for more.
+            global received
+            conn.setblocking(False)
+            try:
+                while True:
+                    got = conn.recv(65536)
+                    if not got:
+                        break
+                    received += len(got)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                pass
+            finally:
+                conn.settimeout(stall)
+        writes = 0
         while sent < cap:
             try:
                 conn.sendall(block)
@@ -79,9 +125,19 @@ package final class PipeliningFlood: @unchecked Sendable {
                 done = "closed"
                 break
             sent += len(block)
+            writes += 1
+            if reading == "1" and writes % 64 == 0:
+                try:
+                    drain()
+                except (ssl.SSLError, OSError):
+                    done = "closed"
+                    break
             if sent - last >= 262144:
                 report()
                 last = sent
+                if time.monotonic() - start > seconds:
+                    done = "timed"
+                    break
         report(" " + done)
         time.sleep(3600)
         """#

@@ -88,4 +88,83 @@ import Testing
             #expect(RawHTTPClient.waitUntil(port: node.port, path: "/healthz", answers: 200, attempts: 200))
         }
     }
+
+    /// The TLS paths a small-record flood reaches (issue 55, item 1).
+    enum TLSPath: String, CaseIterable, Sendable {
+        case tls, tlsProxy, tunnel
+    }
+
+    /// Growth of resident memory allowed over a small-record flood.
+    static let allowedSmallRecordGrowth = 16 << 20
+
+    /// One small TLS record per request, `GET /readyz` (exempt from rate limits), read or not:
+    /// OpenSSL's memory BIO once took 16 KiB more from the socket on every resume while one
+    /// request at a time was answered, and grew by a hundred megabytes in twenty seconds.
+    @Test(arguments: TLSPath.allCases, [false, true])
+    func smallRecordsCannotGrowATLSConnectionsMemory(path: TLSPath, reading: Bool) throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let doorPort = try CloakNode.freePort()
+        let node = try CloakNode(
+            store: "sqlite:\(directory.path)/flood.db", directory: directory.path, tokenID: "egress",
+            scopes: "egress:psp",
+            configure: { yaml in
+                var yaml = yaml
+                switch path {
+                case .tls, .tlsProxy:
+                    yaml = yaml.replacingOccurrences(
+                        of: "  # tls: {cert: /etc/cloak/chain.pem, key: /etc/cloak/key.pem}",
+                        with: "  tls: {cert: \"\(certificates.serverCertificate)\", key: \"\(certificates.serverKey)\"}"
+                    )
+                    if path == .tlsProxy {
+                        yaml = yaml.replacingOccurrences(
+                            of: "  trusted_proxies: []", with: "  trusted_proxies: [\"127.0.0.1/32\"]"
+                        )
+                        .replacingOccurrences(of: "  proxy_protocol: false", with: "  proxy_protocol: true")
+                    }
+                case .tunnel:
+                    yaml += """
+
+                        egress:
+                          listen: "127.0.0.1:\(doorPort)"
+                          ca: {cert: "\(directory.path)/egress-ca.pem", key: "\(directory.path)/egress-ca-key.pem"}
+                          routes:
+                            - {id: psp, upstream: "https://psp.example", paths: ["/v1/*"]}
+
+                        """
+                }
+                return yaml
+            },
+            ready: { LoopbackSocket.isListening(path == .tunnel ? doorPort : $0) })
+        defer { node.stop() }
+        let before = try #require(node.residentBytes)
+        let credentials = Data("egress:\(CloakNode.token)".utf8).base64EncodedString()
+        let flood = try PipeliningFlood(
+            port: path == .tunnel ? doorPort : node.port, tls: true, proxyHeader: path == .tlsProxy,
+            request: "GET /readyz HTTP/1.1\r\nHost: psp.example\r\n\r\n", capBytes: 64 << 20, records: .small,
+            reading: reading,
+            connect: path == .tunnel
+                ? "CONNECT psp.example:443 HTTP/1.1\r\nHost: psp.example:443\r\n"
+                    + "Proxy-Authorization: Basic \(credentials)\r\n\r\n" : nil,
+            seconds: 8, directory: directory.path)
+        defer { flood.stop() }
+        var peak = before
+        let finished = Poll.until(seconds: 120, every: 20_000) {
+            peak = max(peak, node.residentBytes ?? peak)
+            return flood.progress().done || peak - before > 4 * Self.allowedSmallRecordGrowth
+        }
+        for _ in 0..<50 {
+            usleep(20_000)
+            peak = max(peak, node.residentBytes ?? peak)
+        }
+        let sent = flood.progress().sent
+        #expect(finished, "\(path): the flood neither stalled nor ended")
+        #expect(sent > 1 << 20, "\(path): the flood sent only \(sent) bytes")
+        #expect(
+            peak - before <= Self.allowedSmallRecordGrowth,
+            "\(path) reading \(reading): resident memory grew \((peak - before) >> 20) MiB over \(sent >> 20) MiB"
+        )
+    }
 }

@@ -220,15 +220,15 @@ final class ServerTransport {
             reading?.cancel()
             return
         }
+        // Under TLS, what OpenSSL already holds goes first: the socket is read only once the
+        // memory BIO is down to less than one record. Reading on regardless would add 16 KiB of
+        // ciphertext per resume while a pipelining client's small records are answered one at a
+        // time (issue 55, item 1), and the BIO would grow without bound.
+        if let tls, !closing, tls.hasBuffered, deliverPlaintext(tls) != .wantsMore { return }
         let n = recv(fd, buffer.baseAddress, buffer.count, 0)
         if n == 0 { return fail() }
         if n < 0 {
-            if Sockets.wouldBlock || errno == EINTR {
-                // Made active by resumeReading with nothing waiting in the socket: OpenSSL may
-                // still hold plaintext.
-                if let tls, !closing { deliverPlaintext(tls) }
-                return
-            }
+            if Sockets.wouldBlock || errno == EINTR { return }
             return fail()
         }
         if closing { return }  // a lingering close drops what the client still sends
@@ -238,26 +238,43 @@ final class ServerTransport {
         deliverPlaintext(tls)
     }
 
+    /// Why ``deliverPlaintext(_:)`` stopped.
+    private enum Delivery {
+        /// OpenSSL holds less than one record: the socket may be read.
+        case wantsMore
+        /// The owner paused reading (or closed the connection); the rest waits in OpenSSL.
+        case paused
+        /// The session ended or failed: the connection is closed.
+        case ended
+    }
+
     /// Hands out the plaintext OpenSSL has, while the owner reads; sends the records OpenSSL
     /// wrote meanwhile (handshake, alerts, session tickets).
-    private func deliverPlaintext(_ tls: TLSSession) {
+    @discardableResult
+    private func deliverPlaintext(_ tls: TLSSession) -> Delivery {
         while readingEnabled && !isClosed {
             switch tls.decrypt(into: buffer) {
             case .bytes(let n):
                 owner.transportReceived(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
             case .wantMore:
                 tls.drainCiphertext(into: &pending, offset: &pendingOffset)
-                if !flush() { fail() }
-                return
+                if !flush() {
+                    fail()
+                    return .ended
+                }
+                return .wantsMore
             case .closed:
                 // close_notify: the client is done sending.
                 tls.drainCiphertext(into: &pending, offset: &pendingOffset)
                 _ = flush()
-                return fail()
+                fail()
+                return .ended
             case .failed:
-                return failTLS(tls)
+                failTLS(tls)
+                return .ended
             }
         }
+        return isClosed ? .ended : .paused
     }
 
     private func failTLS(_ tls: TLSSession) {
