@@ -211,13 +211,17 @@ import Testing
 /// What the review of issue 48 found, each held by a test.
 @Suite struct BinTableReviewTests {
     static let binsToken = "bins-review-token"
+    static let binsRevealToken = "bins-reveal-review-token"
 
     /// A server with a table: 411111 (6 digits, debit) and a 10-digit range under it that only
     /// a lookup of more digits than a state shows would find.
     static func server(accept: Bool = false) throws -> TestServer {
         let hex = Digest.sha256(Array(Self.binsToken.utf8)).map { String(format: "%02x", $0) }.joined()
+        let revealing = Digest.sha256(Array(Self.binsRevealToken.utf8)).map { String(format: "%02x", $0) }.joined()
         var yaml = TestServer.configurationWithTokens.replacingOccurrences(
-            of: "  tokens: [", with: "  tokens: [{id: bins, sha256: \"\(hex)\", scopes: [bins:read]}, ")
+            of: "  tokens: [",
+            with: "  tokens: [{id: bins, sha256: \"\(hex)\", scopes: [bins:read]}, "
+                + "{id: binsreveal, sha256: \"\(revealing)\", scopes: [bins:read, aliases:reveal]}, ")
         if accept {
             yaml = yaml.replacingOccurrences(
                 of: "      - name: card_data.card_number\n",
@@ -275,6 +279,35 @@ import Testing
             "POST", "/cards/attributes", json: #"{"alias":"\#(aliases[1])"}"#, headers: bins)
         #expect(ssn.status == 404)
         #expect(server.logs.text.contains(#""action":"card_attributes""#))
+    }
+
+    /// Issue 55, item 4: an `FPE_SIX_T_FOUR` alias shows six digits; an 8-digit range's issuer
+    /// names the two after them. A caller without `aliases:reveal` gets the six-digit range's
+    /// attributes; one who may reveal gets the eight digits a field state shows.
+    @Test func aCallerWhoMayNotRevealGetsTheAttributesOfTheDigitsAnAliasShows() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let table = try BinTableReader(format: .csv).read(
+            Array("low,high,issuer,funding\n411111,411111,Six,debit\n41111111,41111111,Eight,credit\n".utf8))
+        try Self.importTable(table, into: server)
+        let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
+        let created = try server.client().request(
+            "POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}"#,
+            headers: full)
+        let data = try #require(created.json?["data"] as? [[String: Any]])
+        let alias = try #require((data.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String)
+        #expect(alias.hasPrefix("411111") && !alias.hasPrefix("41111111"), "\(alias)")
+        let bins = [("Authorization", "Bearer \(Self.binsToken)")]
+        let card = try server.client().request(
+            "POST", "/cards/attributes", json: #"{"alias":"\#(alias)"}"#, headers: bins)
+        #expect((card.json?["issuer"] as? String) == "Six", "\(card.text)")
+        let record = try server.client().request("GET", "/aliases/\(alias)", headers: bins)
+        #expect(((record.json?["attributes"] as? [String: String])?["issuer"]) == "Six", "\(record.text)")
+        // A caller who may reveal the card learns nothing new from its eighth digit.
+        let revealer = try server.client().request(
+            "POST", "/cards/attributes", json: #"{"alias":"\#(alias)"}"#,
+            headers: [("Authorization", "Bearer \(Self.binsRevealToken)")])
+        #expect((revealer.json?["issuer"] as? String) == "Eight", "\(revealer.text)")
     }
 
     @Test func anOlderTablePutBackIsRefusedAndRacingImportsKeepTheWinnersTable() throws {

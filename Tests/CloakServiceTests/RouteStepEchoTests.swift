@@ -1,6 +1,7 @@
 import CloakCore
 import CloakCrypto
 import CloakHTTP
+import Foundation
 import Testing
 
 @testable import CloakService
@@ -29,7 +30,8 @@ struct RouteStepEchoTests {
         let digest = try #require(message.headers.first { $0.name == "Content-Digest" }?.value)
         let mac = try #require(message.headers.first { $0.name == "X-Mac" }?.value)
         let payload = String(decoding: message.body, as: UTF8.self).split(separator: ".")[1]
-        #expect(message.written.map { String(decoding: $0, as: UTF8.self) } == [digest, mac, String(payload)])
+        let written = message.written.map { String(decoding: $0, as: UTF8.self) }
+        #expect(written.contains(digest) && written.contains(mac) && written.contains(String(payload)))
 
         // An upstream echoing a request header, or the signed body, is caught; a plain answer is
         // not. The exchange looks for them as it looks for the revealed values.
@@ -39,6 +41,43 @@ struct RouteStepEchoTests {
         #expect(Self.answer(echoHeader, written: message.written) == "finish 502 r1 d0 u200")
         #expect(Self.answer(echoBody, written: message.written) == "finish 502 r1 d0 u200")
         #expect(Self.answer(plain, written: message.written) == "finish 200 r1 d0 u200")
+    }
+
+    /// Issue 55, item 3: an upstream that echoed the bare SHA-256 of the body (a "digest
+    /// mismatch" error does) let a caller with only `egress:<route>` recover the card from
+    /// guesses over its BIN and last four. Every encoding of what a step derived is held.
+    @Test(arguments: ["base64", "base64url", "hex", "HEX", "percent", "labelled", "json", "raw"])
+    func aDerivedValueIsFoundInEveryEncoding(encoding: String) throws {
+        var message = Self.message()
+        message.body = Array(#"{"card":"4111111111111111","pad":"?>?>?>"}"#.utf8)  // base64 with + and /
+        let key = HMACKey(SymmetricKey(Array(repeating: 7, count: 32)))
+        try Route.Step.apply(
+            [
+                .digest(.contentDigest),
+                .hmacHeader(.init(key: key, header: "X-Mac", encoding: .hex, parts: [.body])),
+            ], to: &message)
+        for raw in [Digest.sha256(message.body), key.authenticate(message.body)] {
+            let base64 = Base64.encode(raw)
+            let echoed: [UInt8] =
+                switch encoding {
+                case "base64": Array(base64.utf8)
+                case "base64url": Array(Base64.encodeURL(raw).utf8)
+                case "hex": Array(APICredentials.hex(raw).utf8)
+                case "HEX": Array(APICredentials.hex(raw).uppercased().utf8)
+                case "percent": Array(OAuth1Signature.encode(base64).utf8)
+                case "labelled": Array("expected sha-256=:\(base64):".utf8)
+                case "json": Array(base64.replacingOccurrences(of: "/", with: "\\/").utf8)
+                default: raw
+                }
+            let answer = HTTPResponse(
+                status: 400, headers: [], body: Array("digest mismatch: ".utf8) + echoed + Array(" given".utf8))
+            #expect(Self.answer(answer, written: message.written) == "finish 502 r1 d0 u400", "\(encoding)")
+            let inHeader = HTTPResponse(
+                status: 400, headers: [("X-Got", String(decoding: echoed, as: UTF8.self))], body: [])
+            if encoding != "raw" {
+                #expect(Self.answer(inHeader, written: message.written) == "finish 502 r1 d0 u400", "\(encoding)")
+            }
+        }
     }
 
     /// An exchange revealing one card for a caller who may not see it, answered with `answer`

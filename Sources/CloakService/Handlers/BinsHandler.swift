@@ -13,6 +13,9 @@ struct BinsHandler: Sendable {
     let vault: VaultClient?
     /// The audit of `POST /cards/attributes` (it decrypts a record, as a reveal does).
     var outcome: Outcome? = nil
+    /// Whether the caller may reveal aliases: one who may not gets a card's attributes by the
+    /// digits an alias shows (``CardAttributes/aliasShownDigits``), never by more.
+    var mayReveal = false
 
     static let shortestQuery = 6
     static let longestQuery = 11
@@ -35,6 +38,7 @@ struct BinsHandler: Sendable {
         guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
         guard VaultAPIHandler.isPlausibleAlias(alias) else { throw .notFound("no such alias") }
         let table = self.table
+        let shownDigits = mayReveal ? Int.max : CardAttributes.aliasShownDigits
         return .later { finish in
             // An alias that does not exist is a guess, as for a reveal.
             vault.revealGuessing([alias]) { result in
@@ -50,7 +54,8 @@ struct BinsHandler: Sendable {
                     guard let table else {
                         return finish(.error(.notFound("no BIN table is loaded (cloak bins import)")))
                     }
-                    guard let attributes = CardAttributes.ofCard(record.value, in: table) else {
+                    guard let attributes = CardAttributes.ofCard(record.value, in: table, shownDigits: shownDigits)
+                    else {
                         return finish(.error(.notFound("the alias is not a card's a range of the BIN table holds")))
                     }
                     finish(.json(200, JSONWriter.encode(attributes.json), headers: HTTPResponse.noStoreHeaders))

@@ -38,12 +38,15 @@ extension VaultAPIHandler {
             vault.revealGuessing([alias]) { result in
                 switch result {
                 case let .success(found):
-                    // Recomputed from the sealed value when a table is loaded (the metadata is not
-                    // sealed: a database writer could change it); else as stored.
+                    // Recomputed from the sealed value (the metadata is not sealed: a database
+                    // writer could change it), by the digits an alias shows: what is stored was
+                    // looked up by up to eight, and this caller may not reveal.
                     let record = found[alias]
-                    let attributes =
-                        vault.bins.flatMap { table in record.flatMap { CardAttributes.ofCard($0.value, in: table) } }
-                        ?? record?.attributes
+                    let attributes = vault.bins.flatMap { table in
+                        record.flatMap {
+                            CardAttributes.ofCard($0.value, in: table, shownDigits: CardAttributes.aliasShownDigits)
+                        }
+                    }
                     guard let attributes else {
                         audit(alias, "not_found")
                         return finish(.error(.notFound("no card attributes are kept for this alias")))

@@ -28,6 +28,38 @@ struct RevealedValues: Sendable {
         values.append(Sensitive(bytes))
     }
 
+    /// The forms in which an answer can carry `raw`, a value a step derived from revealed data
+    /// (a digest, a signature, a MAC): itself, base64 (with and without padding), base64url, hex
+    /// in either case, base64 percent-encoded in either case, and each run of base64 between the
+    /// characters an encoding may escape (`+`, `/`, `-`, `_`), so an echo with a label
+    /// (`sha-256=:…:`), quotes, JSON's `\/` or partial escaping is still found (issue 55, item
+    /// 3: an upstream echoing the bare SHA-256 of a body let a card be recovered in 0.35 s from
+    /// guesses over its BIN and last four). A run shorter than ``minimumLength`` is not looked
+    /// for; eight base64 characters stand for 48 bits, too many to turn up by chance.
+    static func encodings(of raw: [UInt8]) -> [[UInt8]] {
+        let padded = Base64.encode(raw)
+        let base64 = String(padded.reversed().drop { $0 == "=" }.reversed())
+        let url = Base64.encodeURL(raw)
+        let hex = APICredentials.hex(raw)
+        var forms: [String] = [base64, url, hex, hex.uppercased()]
+        for upper in [true, false] {
+            forms.append(
+                base64.map { c in
+                    switch c {
+                    case "+": upper ? "%2B" : "%2b"
+                    case "/": upper ? "%2F" : "%2f"
+                    default: String(c)
+                    }
+                }.joined())
+        }
+        for encoded in [base64, url] {
+            forms += encoded.split { "+/-_".contains($0) }.map(String.init)
+        }
+        var seen = Set<String>()
+        return [raw]
+            + forms.filter { $0.utf8.count >= minimumLength && seen.insert($0).inserted }.map { Array($0.utf8) }
+    }
+
     /// Whether any of the values is in `answer`'s body or header values (read in place).
     func appear(in answer: HTTPResponse) -> Bool {
         values.contains { value in

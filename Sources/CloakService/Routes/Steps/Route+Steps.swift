@@ -67,6 +67,12 @@ struct OutgoingMessage: Sendable {
         setHeader(name, value)
         if value.utf8.count >= RevealedValues.minimumLength { written.append(Array(value.utf8)) }
     }
+
+    /// Holds `raw` (a digest, signature or MAC of revealed data) in every form an answer could
+    /// echo it in (``RevealedValues/encodings(of:)``), beside the header that carries it.
+    mutating func derived(_ raw: [UInt8]) {
+        written += RevealedValues.encodings(of: raw)
+    }
 }
 
 extension Route.Step {
@@ -108,6 +114,7 @@ extension Route.Step {
         switch self {
         case .digest(let header):
             let sha256 = Digest.sha256(message.body)
+            message.derived(sha256)
             message.setDerivedHeader(
                 header.rawValue,
                 header == .contentDigest
@@ -131,6 +138,7 @@ extension Route.Step {
             }
             let signature = try Self.sign(base.bytes, with: signing.key, signing.algorithm.signature)
             let headers = base.headers(label: "sig1", signature: signature)
+            message.derived(signature)
             message.setHeader("Signature-Input", headers.signatureInput)
             message.setDerivedHeader("Signature", headers.signature)
 
@@ -149,16 +157,19 @@ extension Route.Step {
                 throw .request(error.description)
             }
             let mac = try Self.sign(Array(string.signingString.utf8), with: signing.key, nil)
+            message.derived(mac)
             message.setDerivedHeader(
                 "Signature", string.header(keyID: signing.keyID, algorithm: "HmacSHA256", signature: mac))
 
         case .oauth1BodyHash(let signing):
+            let bodyHash = Digest.sha256(message.body)
             let oauth = OAuth1Signature(
                 method: message.method, scheme: message.scheme.rawValue, host: message.host, port: message.port,
                 path: message.path, query: message.query, consumerKey: signing.consumerKey,
-                nonce: Base64.encodeURL(nonce()), timestamp: now,
-                bodyHash: Base64.encode(Digest.sha256(message.body)))
+                nonce: Base64.encodeURL(nonce()), timestamp: now, bodyHash: Base64.encode(bodyHash))
             let signature = try Self.sign(Array(oauth.baseString.utf8), with: signing.key, .rsaPKCS1SHA256)
+            message.derived(bodyHash)
+            message.derived(signature)
             message.setDerivedHeader("Authorization", oauth.authorization(signature: signature))
 
         case .jwe(let encryption):
@@ -190,10 +201,11 @@ extension Route.Step {
             do {
                 let jws = try CompactJOSE.sign(
                     message.body, algorithm: signing.algorithm, keyID: signing.keyID, key: key)
-                let payload = jws.split(separator: ".", omittingEmptySubsequences: false)[1]
-                if payload.utf8.count >= RevealedValues.minimumLength {
-                    message.written.append(Array(payload.utf8))
+                let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+                if parts[1].utf8.count >= RevealedValues.minimumLength {
+                    message.written.append(Array(parts[1].utf8))
                 }
+                if let signature = Base64.decode(parts[2], url: true) { message.derived(signature) }
                 message.body = Array(jws.utf8)
             } catch {
                 throw .key(error.description)
@@ -215,6 +227,7 @@ extension Route.Step {
                 }
             }
             let tag = mac.key.authenticate(covered)
+            message.derived(tag)
             message.setDerivedHeader(mac.header, mac.encoding == .hex ? APICredentials.hex(tag) : Base64.encode(tag))
         }
     }
