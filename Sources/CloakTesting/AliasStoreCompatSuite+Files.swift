@@ -68,7 +68,7 @@ extension AliasStoreCompatSuite {
         store.rollback()
         #expect(try store.fileChunks(uploadID: recent.uploadID, from: 0, limit: 10) == [[8, 8]])
         #expect(
-            try transaction(store) { try store.deleteAbandonedFiles(startedBefore: Self.now - 3600, limit: 100) } >= 1)
+            try transaction(store) { try store.deleteAbandonedFiles(idleBefore: Self.now - 3600, limit: 100) } >= 1)
         #expect(try store.fileChunks(uploadID: old.uploadID, from: 0, limit: 10) == [])
         #expect(try store.fileChunks(uploadID: recent.uploadID, from: 0, limit: 10) == [[8, 8]])
         // The swept upload cannot be finished into a record.
@@ -78,5 +78,45 @@ extension AliasStoreCompatSuite {
             return try store.finishFile(uploadID: old.uploadID, chunkCount: 1, recordID: record.id)
         }
         #expect(!finished)
+    }
+
+    /// Issue 55, items 2 and 8: an upload started two hours ago whose last chunk came a minute
+    /// ago is not swept; a swept one cannot be touched; a refused one is dropped at once, and a
+    /// finished one never is.
+    func uploadsAgeByTheirLastChunkAndDropAtOnce() throws {
+        let store = try makeStore()
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let slow = StoredFile(uploadID: "up_slow\(tag)", keyID: "k1", wrappedKey: [1], createdAt: Self.now - 7200)
+        let idle = StoredFile(uploadID: "up_idle\(tag)", keyID: "k1", wrappedKey: [2], createdAt: Self.now - 7200)
+        let refused = StoredFile(uploadID: "up_ref\(tag)", keyID: "k1", wrappedKey: [3], createdAt: Self.now)
+        try transaction(store) {
+            try store.startFile(slow)
+            try store.startFile(idle)
+            try store.startFile(refused)
+            try store.appendFileChunk(uploadID: refused.uploadID, index: 0, sealed: [5])
+        }
+        #expect(try transaction(store) { try store.touchFile(uploadID: slow.uploadID, at: Self.now - 60) })
+        // An older time never moves an upload's age back.
+        #expect(try transaction(store) { try store.touchFile(uploadID: slow.uploadID, at: Self.now - 7000) })
+        try transaction(store) { try store.appendFileChunk(uploadID: slow.uploadID, index: 0, sealed: [6]) }
+        #expect(
+            try transaction(store) { try store.deleteAbandonedFiles(idleBefore: Self.now - 3600, limit: 100) } >= 1)
+        #expect(try store.fileChunks(uploadID: slow.uploadID, from: 0, limit: 10) == [[6]])
+        #expect(try transaction(store) { try store.touchFile(uploadID: idle.uploadID, at: Self.now) } == false)
+        // Dropped at once, with its chunks; a second drop finds nothing.
+        #expect(try transaction(store) { try store.deleteUnfinishedFile(uploadID: refused.uploadID) })
+        #expect(try store.fileChunks(uploadID: refused.uploadID, from: 0, limit: 10) == [])
+        #expect(try transaction(store) { try store.deleteUnfinishedFile(uploadID: refused.uploadID) } == false)
+        // A finished upload is neither dropped, touched nor swept.
+        let record = Self.record("rec_a\(tag)", aliases: [Self.alias("tok_a\(tag)")])
+        #expect(
+            try transaction(store) {
+                try store.insert(record)
+                return try store.finishFile(uploadID: slow.uploadID, chunkCount: 1, recordID: record.id)
+            })
+        #expect(try transaction(store) { try store.deleteUnfinishedFile(uploadID: slow.uploadID) } == false)
+        #expect(try transaction(store) { try store.touchFile(uploadID: slow.uploadID, at: Self.now) } == false)
+        _ = try transaction(store) { try store.deleteAbandonedFiles(idleBefore: Self.now + 3600, limit: 100) }
+        #expect(try store.file(recordID: record.id)?.uploadID == slow.uploadID)
     }
 }

@@ -47,6 +47,7 @@ package struct AliasStoreCompatSuite {
         case severalAliasesAreReadAtOnce
         case filesAreStoredInChunksAndFinishedIntoARecord
         case unfinishedUploadsAreSweptAndUncommittedChunksLost
+        case uploadsAgeByTheirLastChunkAndDropAtOnce
 
         package var testDescription: String { rawValue }
     }
@@ -93,6 +94,7 @@ package struct AliasStoreCompatSuite {
         case .severalAliasesAreReadAtOnce: try severalAliasesAreReadAtOnce()
         case .filesAreStoredInChunksAndFinishedIntoARecord: try filesAreStoredInChunksAndFinishedIntoARecord()
         case .unfinishedUploadsAreSweptAndUncommittedChunksLost: try unfinishedUploadsAreSweptAndUncommittedChunksLost()
+        case .uploadsAgeByTheirLastChunkAndDropAtOnce: try uploadsAgeByTheirLastChunkAndDropAtOnce()
         }
     }
 }

@@ -43,9 +43,16 @@ package protocol FileStore: AnyObject {
     func file(recordID: String) throws(StoreError) -> StoredFile?
     /// Up to `limit` sealed chunks of an upload, from chunk `index` on, in order.
     func fileChunks(uploadID: String, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]]
-    /// Deletes up to `limit` uploads started before `startedBefore` and never finished, with
-    /// their chunks; how many.
-    func deleteAbandonedFiles(startedBefore: Int64, limit: Int) throws(StoreError) -> Int
+    /// Marks an unfinished upload as alive at `at` (a chunk was just stored): false when there
+    /// is no such upload any more (swept, dropped) or it was finished.
+    func touchFile(uploadID: String, at: Int64) throws(StoreError) -> Bool
+    /// Deletes an unfinished upload with its chunks (a refused or broken upload's, at once);
+    /// false when there is none (finished meanwhile, or gone).
+    func deleteUnfinishedFile(uploadID: String) throws(StoreError) -> Bool
+    /// Deletes up to `limit` uploads never finished whose last chunk (or start) was before
+    /// `idleBefore`, with their chunks; how many. The condition holds on each row as it is
+    /// deleted: an upload finished or touched while the delete waited on it stays.
+    func deleteAbandonedFiles(idleBefore: Int64, limit: Int) throws(StoreError) -> Int
     /// Up to `limit` finished files after upload `after`, in upload id order (store migration).
     func finishedFiles(after: String?, limit: Int) throws(StoreError) -> [StoredFile]
     /// Up to `limit` files (finished or not) whose key is sealed with data key `keyID`, after

@@ -4,7 +4,7 @@ import CloakCrypto
 /// Files (issue 47) through the vault's executor: an upload is started, its chunks written as
 /// they are sealed (each write its own short job), and finished into a record holding the file's
 /// metadata, with a `UUID` alias. Deduplicated by the content's keyed fingerprint: the same file
-/// finished twice gets the alias it has, and the second upload is left unfinished (and swept).
+/// finished twice gets the alias it has, and the second upload's chunks are deleted.
 extension Vault {
     /// What a finished file's record holds as its value (sealed like any value): never the content.
     ///
@@ -81,10 +81,25 @@ extension Vault {
         uploadID: String, _ chunks: [(index: Int, sealed: [UInt8])],
         completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
     ) {
+        let now = clock()
         withStore(reads: false) { store in
+            // An upload is aged by its last chunk; one swept meanwhile fails now, not at its end.
+            guard try store.touchFile(uploadID: uploadID, at: now) else {
+                throw VaultError.unavailable("the upload was idle too long and its chunks were deleted")
+            }
             for chunk in chunks {
                 try store.appendFileChunk(uploadID: uploadID, index: chunk.index, sealed: chunk.sealed)
             }
+        } completion: {
+            completion(Self.map($0))
+        }
+    }
+
+    /// Deletes an unfinished upload and its chunks (refused, or broken off by its client) at
+    /// once, rather than leaving them for the sweep.
+    package func dropUpload(uploadID: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
+        withStore(reads: false) { store in
+            _ = try store.deleteUnfinishedFile(uploadID: uploadID)
         } completion: {
             completion(Self.map($0))
         }
@@ -113,15 +128,30 @@ extension Vault {
         }
         withStore(reads: false) { [self] store in
             if let last { try store.appendFileChunk(uploadID: uploadID, index: last.index, sealed: last.sealed) }
-            let created = try create(prepared, caller: caller, in: store)
             // The record (new, or the one the same content has) is found by the alias it gave.
-            guard let answer = created.answers.first, let alias = answer.aliases.first,
-                let record = try store.record(alias: alias.alias)
-            else { throw VaultError.unavailable("no record was made for the file") }
-            if try store.file(recordID: record.id) == nil {
-                guard try store.finishFile(uploadID: uploadID, chunkCount: chunkCount, recordID: record.id) else {
-                    throw VaultError.unavailable("the file's chunks are not all stored")
+            func created() throws -> (RevealedRecord, StoredRecord) {
+                guard let answer = try create(prepared, caller: caller, in: store).answers.first,
+                    let alias = answer.aliases.first, let record = try store.record(alias: alias.alias)
+                else { throw VaultError.unavailable("no record was made for the file") }
+                return (answer, record)
+            }
+            var (answer, record) = try created()
+            if record.id != prepared[0].newRecord.id {
+                if try store.file(recordID: record.id) != nil {
+                    // The same content is stored: this upload's chunks are not needed.
+                    _ = try store.deleteUnfinishedFile(uploadID: uploadID)
+                    return answer
                 }
+                // A record whose content is gone (deleted under it, issue 55, item 7) is never
+                // handed out: it goes, and this upload is stored as a new record.
+                for issued in record.aliases { _ = try store.deleteAlias(issued.alias) }
+                (answer, record) = try created()
+                guard record.id == prepared[0].newRecord.id else {
+                    throw VaultError.unavailable("a file's record without content could not be replaced")
+                }
+            }
+            guard try store.finishFile(uploadID: uploadID, chunkCount: chunkCount, recordID: record.id) else {
+                throw VaultError.unavailable("the file's chunks are not all stored")
             }
             return answer
         } completion: {

@@ -86,10 +86,11 @@ package final class Vault: Sendable {
         let sweep: (any AliasStore) -> Void = { store in
             let now = clock()
             Self.sweepInBatches(store, rounds: 50) { try $0.deleteExpired(now: now, limit: 1000) == 1000 }
-            // Uploads never finished (the client left, the process was killed) an hour on, 10 per
-            // transaction (each with up to 1,024 chunks), at most 200 per run.
+            // Uploads never finished (the client left, the process was killed) an hour after
+            // their last chunk, 10 per transaction (each with up to 1,024 chunks), at most 200
+            // per run.
             Self.sweepInBatches(store, rounds: 20) {
-                try $0.deleteAbandonedFiles(startedBefore: now - Self.abandonedUploadSeconds, limit: 10) == 10
+                try $0.deleteAbandonedFiles(idleBefore: now - Self.abandonedUploadSeconds, limit: 10) == 10
             }
         }
         self.executors = stores.enumerated().map { index, store in
@@ -99,7 +100,7 @@ package final class Vault: Sendable {
         }
     }
 
-    /// How long an upload may stay unfinished before the sweep deletes it.
+    /// How long an upload may stay unfinished after its last chunk before the sweep deletes it.
     static let abandonedUploadSeconds: Int64 = 3600
 
     /// Runs `batch` in transactions of its own while it says more is left, at most `rounds` times.

@@ -323,6 +323,47 @@ final class ExecutorHold {
         gate.signal()
     }
 
+    /// Issue 55, item 7: node y finishes an upload (uncommitted: it holds the row) while node x
+    /// sweeps abandoned uploads. The sweep's subquery read the row as unfinished; its delete
+    /// waited on y and then deleted the acknowledged file (1 of 6,637 under load). The row is
+    /// re-checked in the delete itself, and a row being written is passed by.
+    @Test func theSweepNeverDeletesAnUploadFinishedWhileItRan() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let x = try PostgreSQLAliasStore(url: url)
+        let y = try PostgreSQLAliasStore(url: url)
+        defer { if y.isInTransaction { y.rollback() } }
+        let upload = StoredFile(uploadID: "up_race", keyID: "k1", wrappedKey: [1], createdAt: 1)
+        try y.begin()
+        try y.startFile(upload)
+        try y.appendFileChunk(uploadID: upload.uploadID, index: 0, sealed: [4, 2])
+        try y.insert(AliasStoreCompatSuite.record("rec_race", aliases: [AliasStoreCompatSuite.alias("tok_race")]))
+        try y.commit()
+        try y.begin()
+        #expect(try y.finishFile(uploadID: upload.uploadID, chunkCount: 1, recordID: "rec_race"))
+        let swept = Mutex<Result<Int, StoreError>?>(nil)
+        nonisolated(unsafe) let sweeping = x  // used by the sweeping thread alone until it reports
+        let sweeper = Thread {
+            let result = Result { () throws(StoreError) -> Int in
+                try sweeping.begin()
+                let gone = try sweeping.deleteAbandonedFiles(idleBefore: 3600, limit: 10)
+                try sweeping.commit()
+                return gone
+            }
+            swept.withLock { $0 = result }
+        }
+        sweeper.start()
+        // The sweep is waiting on y's row, or passed it by.
+        #expect(
+            Poll.until {
+                (try? PostgreSQLBatchTests.waitingOnALock(url)) == true || swept.withLock { $0 } != nil
+            })
+        try y.commit()  // y acknowledges the file
+        #expect(Poll.until { swept.withLock { $0 } != nil })
+        #expect(try swept.withLock { $0 }?.get() == 0)
+        #expect(try x.file(recordID: "rec_race")?.uploadID == "up_race", "the acknowledged file was deleted")
+        #expect(try x.fileChunks(uploadID: "up_race", from: 0, limit: 10) == [[4, 2]])
+    }
+
     /// Node x deletes a record's only alias while node y is giving the record an alias in
     /// another format (uncommitted: its foreign key check holds a key-share lock on the record).
     /// x waits for y, then must see y's alias and keep the record: the cascade of one

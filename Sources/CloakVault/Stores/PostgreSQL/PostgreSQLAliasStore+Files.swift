@@ -1,8 +1,11 @@
-/// Files (``FileStore``) on PostgreSQL: the same tables as SQLite's (migration 8).
+/// Files (``FileStore``) on PostgreSQL: the same tables as SQLite's (migrations 8 and 9).
 extension PostgreSQLAliasStore {
     package func startFile(_ file: StoredFile) throws(StoreError) {
         try db.query(
-            "INSERT INTO files (upload_id, key_id, wrapped_key, chunk_count, created_at) VALUES ($1, $2, $3, 0, $4)",
+            """
+            INSERT INTO files (upload_id, key_id, wrapped_key, chunk_count, created_at, updated_at)
+            VALUES ($1, $2, $3, 0, $4, $4)
+            """,
             [.text(file.uploadID), .text(file.keyID), .bytes(file.wrappedKey), .int(file.createdAt)])
     }
 
@@ -45,13 +48,31 @@ extension PostgreSQLAliasStore {
         ).map { $0.bytes(0) ?? [] }
     }
 
-    package func deleteAbandonedFiles(startedBefore: Int64, limit: Int) throws(StoreError) -> Int {
+    package func touchFile(uploadID: String, at: Int64) throws(StoreError) -> Bool {
+        try db.query(
+            "UPDATE files SET updated_at = greatest(updated_at, $2) WHERE upload_id = $1 AND record_id IS NULL RETURNING 1",
+            [.text(uploadID), .int(at)]
+        ).count == 1
+    }
+
+    package func deleteUnfinishedFile(uploadID: String) throws(StoreError) -> Bool {
+        try db.query(
+            "DELETE FROM files WHERE upload_id = $1 AND record_id IS NULL RETURNING 1", [.text(uploadID)]
+        ).count == 1
+    }
+
+    /// The outer `WHERE` repeats the inner one: under READ COMMITTED, a delete that waited on a
+    /// row being finished re-checks only its own conditions on the row's new version, and the
+    /// subquery's were read before (issue 55, item 7: an acknowledged file was deleted). Rows
+    /// another transaction holds are skipped, not waited on.
+    package func deleteAbandonedFiles(idleBefore: Int64, limit: Int) throws(StoreError) -> Int {
         try db.query(
             """
-            DELETE FROM files WHERE upload_id IN
-                (SELECT upload_id FROM files WHERE record_id IS NULL AND created_at < $1 LIMIT $2)
+            DELETE FROM files WHERE record_id IS NULL AND updated_at < $1 AND upload_id IN
+                (SELECT upload_id FROM files WHERE record_id IS NULL AND updated_at < $1 LIMIT $2
+                 FOR UPDATE SKIP LOCKED)
             RETURNING 1
-            """, [.int(startedBefore), .int(Int64(limit))]
+            """, [.int(idleBefore), .int(Int64(limit))]
         ).count
     }
 }

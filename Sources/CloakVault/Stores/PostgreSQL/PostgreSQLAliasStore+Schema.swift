@@ -96,6 +96,15 @@ extension PostgreSQLAliasStore {
             PRIMARY KEY (upload_id, idx)
         );
         """,
+        // An upload is aged by its last chunk, not its start (issue 55, item 8): a slow client
+        // streaming a large file is not swept while it sends.
+        """
+        ALTER TABLE files ADD COLUMN updated_at bigint;
+        UPDATE files SET updated_at = created_at;
+        ALTER TABLE files ALTER COLUMN updated_at SET NOT NULL;
+        DROP INDEX files_unfinished;
+        CREATE INDEX files_idle ON files (updated_at) WHERE record_id IS NULL;
+        """,
     ]
 
     func migrate() throws(StoreError) {

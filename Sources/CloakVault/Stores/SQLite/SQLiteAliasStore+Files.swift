@@ -10,7 +10,6 @@ extension SQLiteAliasStore {
             chunk_count INTEGER NOT NULL DEFAULT 0,
             created_at INTEGER NOT NULL
         );
-        CREATE INDEX IF NOT EXISTS files_unfinished ON files(created_at) WHERE record_id IS NULL;
         CREATE TABLE IF NOT EXISTS file_chunks (
             upload_id TEXT NOT NULL REFERENCES files(upload_id) ON DELETE CASCADE,
             idx INTEGER NOT NULL,
@@ -21,7 +20,8 @@ extension SQLiteAliasStore {
 
     package func startFile(_ file: StoredFile) throws(StoreError) {
         let s = try db.statement(
-            "INSERT INTO files (upload_id, key_id, wrapped_key, chunk_count, created_at) VALUES (?1, ?2, ?3, 0, ?4)")
+            "INSERT INTO files (upload_id, key_id, wrapped_key, chunk_count, created_at, updated_at) VALUES (?1, ?2, ?3, 0, ?4, ?4)"
+        )
         s.bind(1, file.uploadID)
         s.bind(2, file.keyID)
         s.bind(3, file.wrappedKey)
@@ -77,11 +77,29 @@ extension SQLiteAliasStore {
         return out
     }
 
-    package func deleteAbandonedFiles(startedBefore: Int64, limit: Int) throws(StoreError) -> Int {
+    package func touchFile(uploadID: String, at: Int64) throws(StoreError) -> Bool {
         let s = try db.statement(
-            "DELETE FROM files WHERE upload_id IN (SELECT upload_id FROM files WHERE record_id IS NULL AND created_at < ?1 LIMIT ?2)"
-        )
-        s.bind(1, startedBefore)
+            "UPDATE files SET updated_at = max(updated_at, ?2) WHERE upload_id = ?1 AND record_id IS NULL")
+        s.bind(1, uploadID)
+        s.bind(2, at)
+        try s.run()
+        return db.changes == 1
+    }
+
+    package func deleteUnfinishedFile(uploadID: String) throws(StoreError) -> Bool {
+        let s = try db.statement("DELETE FROM files WHERE upload_id = ?1 AND record_id IS NULL")
+        s.bind(1, uploadID)
+        try s.run()
+        return db.changes == 1
+    }
+
+    package func deleteAbandonedFiles(idleBefore: Int64, limit: Int) throws(StoreError) -> Int {
+        let s = try db.statement(
+            """
+            DELETE FROM files WHERE record_id IS NULL AND updated_at < ?1 AND upload_id IN
+                (SELECT upload_id FROM files WHERE record_id IS NULL AND updated_at < ?1 LIMIT ?2)
+            """)
+        s.bind(1, idleBefore)
         s.bind(2, Int64(limit))
         try s.run()
         return db.changes
