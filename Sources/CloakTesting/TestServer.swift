@@ -84,7 +84,9 @@ package final class TestServer: Sendable {
         )
         .replacingOccurrences(
             of: "token: {requests_per_minute: 6000, burst: 600}",
-            with: "token: {requests_per_minute: 10000000, burst: 1000000}")
+            with: "token: {requests_per_minute: 10000000, burst: 1000000}"
+        )
+        .replacingOccurrences(of: "upload_mib_per_minute: 120 ", with: "upload_mib_per_minute: 100000 ")
     }
 
     /// Starts a server. `environment` holds `CLOAK_*` overrides on top of the listen address and

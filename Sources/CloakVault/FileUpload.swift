@@ -11,7 +11,8 @@ package final class FileUpload {
     /// The store's row for the upload, to start it with (``FileStore/startFile(_:)``).
     package let started: StoredFile
     private var sealer: FileSealer
-    private var inspection = FileInspection()
+    /// What the bytes given so far show (size, type, executables past the start).
+    package private(set) var inspection = FileInspection()
     private let fingerprint: HMACStream
     private var pending: [UInt8] = []
     private var finished = false

@@ -79,6 +79,42 @@ import Testing
         }
     }
 
+    /// Issue 55, item 11: an ELF header anywhere past the start, however the pieces split it;
+    /// never the file's own first bytes (that is an executable, not a polyglot).
+    @Test func anExecutablesHeaderAnywherePastTheStartIsFound() {
+        let elf: [UInt8] = [0x7F, 0x45, 0x4C, 0x46]
+        for offset in [5, 1_023, 1_024, 5_008, 65_535, 150_000] {
+            var content = Self.jpeg + [UInt8](repeating: 0x11, count: 160_000)
+            content.replaceSubrange(offset..<(offset + 4), with: elf)
+            for pieces in [1, 2, 7, 1000] {
+                let file = Self.file(content, in: pieces)
+                #expect(file.hasExecutablePastStart, "at \(offset) in \(pieces)")
+                #expect(file.verdict(FileRules(maxBytes: 1 << 20)) == [FileValidationError.polyglot])
+                #expect(file.refusalSoFar(FileRules(maxBytes: 1 << 20)) == [FileValidationError.polyglot])
+            }
+        }
+        let plain = Self.file(Self.jpeg + [UInt8](repeating: 0x7F, count: 10_000), in: 3)
+        #expect(!plain.hasExecutablePastStart)
+        #expect(
+            Self.file(elf + [UInt8](repeating: 0, count: 64), in: 2).verdict(FileRules()) == [
+                FileValidationError.executable
+            ])
+    }
+
+    /// Issue 55, item 2: what the first KiB already settles, before the file ends.
+    @Test func theFirstKiBSettlesTypeAndExecutables() {
+        var inspection = FileInspection()
+        inspection.feed([UInt8](repeating: UInt8(ascii: "a"), count: 1_023))
+        #expect(inspection.refusalSoFar(FileRules()) == [])  // not yet a whole KiB
+        inspection.feed([UInt8(ascii: "a")])
+        #expect(inspection.refusalSoFar(FileRules()) == [FileValidationError.typeNotAllowed])
+        var png = FileInspection()
+        png.feed(Self.png + [UInt8](repeating: 0, count: 2_000))
+        #expect(png.refusalSoFar(FileRules(types: [.jpeg])) == [FileValidationError.typeNotAllowed])
+        #expect(png.refusalSoFar(FileRules(maxBytes: 100)) == [FileValidationError.tooLarge])
+        #expect(png.refusalSoFar(FileRules()) == [])
+    }
+
     @Test func aFieldsStateCountsItsFiles() {
         let rules = FileRules(maxFiles: 2, isRequired: true)
         let none = FileFieldState(files: [], rules: rules)

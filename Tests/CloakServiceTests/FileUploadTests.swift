@@ -170,7 +170,9 @@ import Testing
         #expect(answer.status == 422, "\(name)")
         #expect(answer.errorCode == 1001)
         #expect(Self.fileErrors(answer) == [error], "\(name): \(answer.text)")
-        #expect(try Self.fileRows(server).finished == 0)
+        // Nothing of it was stored (judged before any byte went to the vault).
+        let rows = try Self.fileRows(server)
+        #expect(rows.uploads == 0 && rows.chunks == 0, "\(name): \(rows)")
     }
 
     @Test func tooManyFilesAndAMissingFileAreRefused() throws {
@@ -264,8 +266,12 @@ import Testing
                 let metrics = try? server.client().request("GET", "/metrics")
                 return metrics?.text.contains("cloak_files_uploads_total{outcome=\"failed\"} 1") == true
             })
-        let rows = try Self.fileRows(server)
-        #expect(rows.uploads == 1 && rows.finished == 0)
+        // Nothing is kept of it: its chunks went at once (issue 55, item 2), not an hour on.
+        #expect(
+            Poll.until {
+                guard let rows = try? Self.fileRows(server) else { return false }
+                return rows.uploads == 0 && rows.chunks == 0
+            })
     }
 
     @Test func filesNeedTheFilesScopeAndGoWithTheirAlias() throws {

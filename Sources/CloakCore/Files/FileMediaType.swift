@@ -63,12 +63,13 @@ public enum FileSniffer {
     /// Whether `prefix` (a file's first bytes) or `tail` (its last) hold a second format's
     /// signature: a PDF header in the first 1 KiB of what is not a PDF (readers look there), an
     /// archive's end of central directory or local file header in the tail (a JPEG that is also
-    /// a ZIP), or an executable's header past the start.
-    static func isPolyglot(prefix: [UInt8], tailHasArchive: Bool, as type: FileMediaType) -> Bool {
+    /// a ZIP), or an executable's header anywhere past the start (found as the whole file
+    /// streams: ``FileInspection/hasExecutablePastStart``).
+    static func isPolyglot(
+        prefix: [UInt8], tailHasArchive: Bool, executablePastStart: Bool, as type: FileMediaType
+    ) -> Bool {
         if type != .pdf && contains(prefix, Array("%PDF-".utf8)) { return true }
-        if tailHasArchive { return true }
-        if contains(prefix.dropFirst(), [0x7F, 0x45, 0x4C, 0x46]) { return true }
-        return false
+        return tailHasArchive || executablePastStart
     }
 
     /// Whether a file's last bytes hold a ZIP end of central directory or local file header.

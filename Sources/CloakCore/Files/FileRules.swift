@@ -48,6 +48,11 @@ public struct FileInspection: Sendable {
     private var tail: [UInt8] = []
     /// Set by ``finished()``: whether the tail held an archive's signature (the tail is gone).
     private var tailHasArchive: Bool?
+    /// Whether an ELF header was found anywhere past the file's first byte (the whole file is
+    /// scanned as it streams: a document carrying an executable is a polyglot).
+    public private(set) var hasExecutablePastStart = false
+    /// The last bytes fed (up to 3), so a header split between two pieces is found.
+    private var carry: [UInt8] = []
     public init() {}
 
     /// The file ended: the same inspection without the tail it kept (its one finding kept),
@@ -67,6 +72,77 @@ public struct FileInspection: Sendable {
         }
         tail.append(contentsOf: chunk.suffix(FileSniffer.tailLength))
         if tail.count > 2 * FileSniffer.tailLength { tail.removeFirst(tail.count - FileSniffer.tailLength) }
+        if !hasExecutablePastStart { scanForExecutable(chunk) }
+    }
+
+    /// Looks for `7F 45 4C 46` in `carry + chunk`, past the file's first byte.
+    private mutating func scanForExecutable(_ chunk: some Collection<UInt8>) {
+        let signature: [UInt8] = [0x7F, 0x45, 0x4C, 0x46]
+        // The window's first byte is at file offset `bytes - chunk.count - carry.count`.
+        let start = bytes - chunk.count - carry.count
+        let found: Bool? = chunk.withContiguousStorageIfAvailable { piece in
+            Self.find(signature, in: carry, piece, skipping: start == 0 ? 1 : 0)
+        }
+        if let found {
+            hasExecutablePastStart = found
+        } else {
+            hasExecutablePastStart = Array(chunk).withUnsafeBufferPointer {
+                Self.find(signature, in: carry, $0, skipping: start == 0 ? 1 : 0)
+            }
+        }
+        carry = Array((carry + chunk.suffix(3)).suffix(3))
+    }
+
+    /// Whether `signature` (4 bytes) starts at any position of `head + body` from `skipping` on.
+    private static func find(
+        _ signature: [UInt8], in head: [UInt8], _ body: UnsafeBufferPointer<UInt8>, skipping: Int
+    ) -> Bool {
+        let count = head.count + body.count
+        func at(_ i: Int) -> UInt8 { i < head.count ? head[i] : body[i - head.count] }
+        var i = skipping
+        while i + 4 <= count {
+            if i >= head.count {
+                // The rest lies in `body`: on to its next first byte.
+                guard let hit = body[(i - head.count)...].firstIndex(of: signature[0]) else { return false }
+                i = head.count + hit
+                if i + 4 > count { return false }
+            }
+            if at(i) == signature[0] && at(i + 1) == signature[1] && at(i + 2) == signature[2]
+                && at(i + 3) == signature[3]
+            {
+                return true
+            }
+            i += 1
+        }
+        return false
+    }
+
+    /// What is already certain to be wrong with the file under `rules` from the bytes fed so
+    /// far, before it ends: too large; once its first KiB is in, an executable, an unknown type,
+    /// a type the field does not allow or a PDF header in a non-PDF; an executable's header
+    /// anywhere past its start. A server refuses on these before storing anything of it.
+    public func refusalSoFar(_ rules: FileRules) -> [String] {
+        var errors: [String] = []
+        if bytes > rules.maxBytes { errors.append(FileValidationError.tooLarge) }
+        if prefix.count >= FileSniffer.prefixLength {
+            switch FileSniffer.verdict(prefix) {
+            case .executable:
+                errors.append(FileValidationError.executable)
+            case .unknown:
+                errors.append(FileValidationError.typeNotAllowed)
+            case .media(let type):
+                if !rules.types.contains(type) { errors.append(FileValidationError.typeNotAllowed) }
+                if FileSniffer.isPolyglot(prefix: prefix, tailHasArchive: false, executablePastStart: false, as: type) {
+                    errors.append(FileValidationError.polyglot)
+                }
+            }
+        }
+        if hasExecutablePastStart && !errors.contains(FileValidationError.polyglot)
+            && !errors.contains(FileValidationError.executable)
+        {
+            errors.append(FileValidationError.polyglot)
+        }
+        return errors
     }
 
     /// The media type the content has.
@@ -88,7 +164,9 @@ public struct FileInspection: Sendable {
         case .media(let type):
             if !rules.types.contains(type) { errors.append(FileValidationError.typeNotAllowed) }
             let archive = tailHasArchive ?? FileSniffer.hasArchiveSignature(tail.suffix(FileSniffer.tailLength))
-            if FileSniffer.isPolyglot(prefix: prefix, tailHasArchive: archive, as: type) {
+            if FileSniffer.isPolyglot(
+                prefix: prefix, tailHasArchive: archive, executablePastStart: hasExecutablePastStart, as: type)
+            {
                 errors.append(FileValidationError.polyglot)
             }
         }

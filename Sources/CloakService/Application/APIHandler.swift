@@ -72,6 +72,14 @@ extension CloakService {
     func forms(_ c: RequestContext) throws(CloakError) -> FormTokenizeHandler {
         var handler = FormTokenizeHandler(
             context: context, vault: try requireVault(c.request, c.identity, trace: c.trace), identity: c.identity)
+        handler.admitUpload = {
+            [
+                uploads = state.uploads, limits = context.configuration.limits, metrics,
+                client = c.request.remoteAddress,
+                token = c.identity.token?.id
+            ] declared throws(CloakError) in
+            try uploads.admit(client: client, token: token, declaredBytes: declared, limits: limits, metrics: metrics)
+        }
         handler.onFileOutcome = { [metrics, outcome = c.outcome, vault = handler.vault] result in
             switch result {
             case .stored(let alias, let bytes):

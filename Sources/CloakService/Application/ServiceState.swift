@@ -17,6 +17,8 @@ final class ServiceState: Sendable {
     /// The request rates' buckets (each generation brings its own `limits`).
     let limiter = RateLimiter()
     let guessLimiter = BucketGuessLimiter()
+    /// Uploads' memory and MiB buckets (``UploadAdmission``).
+    let uploads = UploadAdmission()
     let watchdog = LoopWatchdog()
     let isDraining = Atomic<Bool>(false)
     /// The YAML's tokens (replaced by a reload) and the store's (``CredentialRefresh``).

@@ -70,9 +70,15 @@ extension ServiceConfiguration {
         }
     }
 
-    /// `limits.anonymous` and `limits.token`: `{requests_per_minute, burst}`.
+    /// `limits.anonymous` and `limits.token`: `{requests_per_minute, burst}`; the guess bucket's
+    /// `bucket_values_per_hour`; uploads' `upload_mib_per_minute` and `upload_memory_mib`.
     static func readLimits(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
-        guard let limits = r.mapping(node, at: "limits", allowed: ["anonymous", "token", "bucket_values_per_hour"])
+        guard
+            let limits = r.mapping(
+                node, at: "limits",
+                allowed: [
+                    "anonymous", "token", "bucket_values_per_hour", "upload_mib_per_minute", "upload_memory_mib",
+                ])
         else { return }
         func read(_ key: String, _ defaults: RateLimit) -> RateLimit {
             let p = "limits.\(key)"
@@ -91,5 +97,11 @@ extension ServiceConfiguration {
         r.int(
             limits["bucket_values_per_hour"], at: "limits.bucket_values_per_hour", min: 1, max: 1_000_000,
             into: &config, \.limits.bucketValuesPerHour)
+        r.int(
+            limits["upload_mib_per_minute"], at: "limits.upload_mib_per_minute", min: 1, max: 1 << 20,
+            into: &config, \.limits.uploadMiBPerMinute)
+        r.int(
+            limits["upload_memory_mib"], at: "limits.upload_memory_mib", min: 2, max: 1 << 20,
+            into: &config, \.limits.uploadMemoryMiB)
     }
 }

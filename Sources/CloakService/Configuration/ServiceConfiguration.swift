@@ -153,6 +153,12 @@ package struct ServiceConfiguration: Sendable {
         /// Distinct values of one format-preserving bucket (a card's BIN, last four and length)
         /// one token may alias in a sliding hour (``BucketGuessLimiter``).
         package var bucketValuesPerHour = 30
+        /// MiB of uploads (bodies of forms with files) per minute, per client address and per
+        /// token, charged when an upload begins (``UploadAdmission``).
+        package var uploadMiBPerMinute = 120
+        /// Memory all uploads in flight may hold on a node: past it a new upload is answered
+        /// 503 with `Retry-After` before its body is read.
+        package var uploadMemoryMiB = 256
         package init() {}
     }
 

@@ -19,6 +19,9 @@ struct FormTokenizeHandler: Sendable {
     let identity: Identity
     /// Told what became of each uploaded file (metrics, audit).
     var onFileOutcome: @Sendable (FormUpload.FileOutcome) -> Void = { _ in }
+    /// Admits an upload before its body is read (``UploadAdmission``): `Content-Length`, if
+    /// the request declares one. Nil: not limited (requests made in process).
+    var admitUpload: (@Sendable (Int?) throws(CloakError) -> UploadTicket)? = nil
 
     func handle(_ request: HTTPRequest, form name: String, requiresToken: Bool, answer: Answer) throws(CloakError)
         -> Reply
@@ -66,9 +69,10 @@ struct FormTokenizeHandler: Sendable {
             throw .malformed("a multipart upload without a token needs the header Cloak-Upload: 1")
         }
         if !reader.isMultipart { try request.requireJSONContentType() }
+        let ticket = try admitUpload?(request.header("Content-Length").flatMap { Int($0) })
         let upload = FormUpload(
             next: next, reader: reader, vault: vault, caller: caller, today: context.today(), answer: answer,
-            onOutcome: onFileOutcome)
+            ticket: ticket, onOutcome: onFileOutcome)
         return .later { finish in upload.start(finish) }
     }
 

@@ -8,10 +8,17 @@ import Dispatch
 /// Each file is sealed in chunks on the request's loop (``FileUpload``) and written by the vault
 /// as it goes, at most ``queueLimit`` bytes of sealed chunks waiting: while they wait, the body
 /// is not read, so a fast client is held back by TCP and a slow store bounds the memory, not the
-/// other way round. A file over its field's size, or one file too many, is refused at once. When
-/// the body has ended and every chunk is stored, the whole submission is validated (the text
-/// fields as for JSON, the files by ``FileFieldState``); only then are the files finished into
-/// records. A refused submission keeps no record: its uploads stay unfinished and are swept.
+/// other way round. A file over its field's size, or one file too many, is refused at once; so is
+/// one whose first KiB shows an executable or a type its field does not allow, and one with an
+/// executable's header anywhere past its start: nothing of a file is stored before its first KiB
+/// is judged (issue 55, item 2), and a file whose whole content fits there is judged whole
+/// first. When the body has ended and every chunk is stored, the whole submission is validated
+/// (the text fields as for JSON, the files by ``FileFieldState``); only then are the files
+/// finished into records. A refused or broken submission keeps nothing: its uploads' chunks are
+/// deleted at once (``VaultClient/dropUpload(uploadID:)``).
+///
+/// The upload was admitted before its body is read (``UploadTicket``: its size charged to the
+/// client's upload buckets, a share of the node's upload memory held until it is answered).
 ///
 /// Touched only on the request's loop: the body stream's pieces and the vault client's
 /// completions both arrive there.
@@ -35,6 +42,8 @@ final class FormUpload: @unchecked Sendable {
         let field: Int
         let upload: FileUpload
         var fileName: String?
+        /// Whether its start went to the vault (its first KiB was judged, or it ended smaller).
+        var stored = false
     }
 
     /// A write for the vault: an upload's start (with its first chunks), or more chunks.
@@ -57,6 +66,11 @@ final class FormUpload: @unchecked Sendable {
     private let answer: FormTokenizeHandler.Answer
     private let onOutcome: @Sendable (FileOutcome) -> Void
     private var finish: Reply.Finish?
+    private let ticket: UploadTicket?
+    /// Body bytes read so far (charged to the ticket as they pass what was declared).
+    private var bodyBytes = 0
+    /// Uploads whose start went to the vault: deleted if the submission fails.
+    private var startedUploads: [String] = []
 
     private var reading: Reading?
     private var received: [Received] = []
@@ -76,8 +90,10 @@ final class FormUpload: @unchecked Sendable {
 
     init(
         next: @escaping Pull, reader: FormUploadReader, vault: VaultClient, caller: AliasCaller,
-        today: CalendarDate, answer: FormTokenizeHandler.Answer, onOutcome: @escaping @Sendable (FileOutcome) -> Void
+        today: CalendarDate, answer: FormTokenizeHandler.Answer, ticket: UploadTicket? = nil,
+        onOutcome: @escaping @Sendable (FileOutcome) -> Void
     ) {
+        self.ticket = ticket
         self.nextPiece = next
         self.reader = reader
         self.form = reader.form
@@ -116,6 +132,8 @@ final class FormUpload: @unchecked Sendable {
         switch piece {
         case .bytes(let bytes):
             do {
+                bodyBytes += bytes.count
+                try ticket?.received(bodyBytes)
                 try reader.feed(bytes) { (event) throws(CloakError) in try self.handle(event) }
             } catch {
                 return fail(error)
@@ -145,23 +163,27 @@ final class FormUpload: @unchecked Sendable {
             }
             let upload: FileUpload
             do { upload = try vault.newUpload() } catch { throw error.cloakError { _ in "file" } }
+            // Nothing goes to the vault before the file's first KiB is judged.
             reading = Reading(field: field, upload: upload, fileName: fileName)
-            enqueue(Write(start: upload.started, uploadID: upload.uploadID, chunks: [], bytes: 0))
         case .fileBytes(let bytes):
-            guard let current = reading else { return }
+            guard var current = reading else { return }
             let chunks: [(index: Int, sealed: [UInt8])]
             do { chunks = try current.upload.feed(bytes) } catch {
                 throw VaultError.unavailable("the file could not be sealed").cloakError { _ in "file" }
             }
             let rules = form.fields[current.field].fileRules ?? FileRules()
-            if current.upload.bytes > rules.maxBytes {
-                throw Self.refusal(form.fields[current.field].name, [FileValidationError.tooLarge])
-            }
-            if !chunks.isEmpty {
+            let refused = current.upload.inspection.refusalSoFar(rules)
+            if !refused.isEmpty { throw Self.refusal(form.fields[current.field].name, refused) }
+            let bytes = chunks.reduce(0) { $0 + $1.sealed.count }
+            if !current.stored, current.upload.bytes >= FileSniffer.prefixLength {
+                current.stored = true
+                reading = current
+                startedUploads.append(current.upload.uploadID)
                 enqueue(
                     Write(
-                        start: nil, uploadID: current.upload.uploadID, chunks: chunks,
-                        bytes: chunks.reduce(0) { $0 + $1.sealed.count }))
+                        start: current.upload.started, uploadID: current.upload.uploadID, chunks: chunks, bytes: bytes))
+            } else if !chunks.isEmpty {
+                enqueue(Write(start: nil, uploadID: current.upload.uploadID, chunks: chunks, bytes: bytes))
             }
         case .fileEnd(let fileName, _):
             guard let current = reading else { return }
@@ -172,8 +194,20 @@ final class FormUpload: @unchecked Sendable {
                 throw VaultError.unavailable("the file could not be sealed").cloakError { _ in "file" }
             }
             // The last chunk is written like the others; the upload is finished only at the end.
-            enqueue(
-                Write(start: nil, uploadID: current.upload.uploadID, chunks: [end.last], bytes: end.last.sealed.count))
+            // A file smaller than the first KiB is judged whole first: refused, it is not stored
+            // (the submission's validation names it with the other fields' errors).
+            if current.stored {
+                enqueue(
+                    Write(
+                        start: nil, uploadID: current.upload.uploadID, chunks: [end.last],
+                        bytes: end.last.sealed.count))
+            } else if end.inspection.verdict(form.fields[current.field].fileRules ?? FileRules()).isEmpty {
+                startedUploads.append(current.upload.uploadID)
+                enqueue(
+                    Write(
+                        start: current.upload.started, uploadID: current.upload.uploadID, chunks: [end.last],
+                        bytes: end.last.sealed.count))
+            }
             received.append(
                 Received(
                     field: current.field, uploadID: current.upload.uploadID, inspection: end.inspection.finished(),
@@ -210,7 +244,7 @@ final class FormUpload: @unchecked Sendable {
 
     private func written(_ result: Result<Void, VaultError>) {
         writing = false
-        guard !done else { return }
+        guard !done else { return dropUploads() }
         if case .failure(let error) = result { return fail(error.cloakError { _ in "file" }) }
         queuedBytes -= queue.removeFirst().bytes
         pump()
@@ -322,6 +356,8 @@ final class FormUpload: @unchecked Sendable {
     ) {
         guard !done, let finish else { return }
         done = true
+        ticket?.release()
+        startedUploads = []
         let headers = intentExpiresAt.map { [("Cloak-Intent-Expires", RevealedRecord.iso8601($0))] } ?? []
         switch answer {
         case .flatResult:
@@ -339,9 +375,19 @@ final class FormUpload: @unchecked Sendable {
     private func fail(_ error: CloakError, outcome: FileOutcome? = nil) {
         guard !done, let finish else { return }
         done = true
+        ticket?.release()
         let clients: Set<CloakError.Code> = [.inputDataIsNotValid, .malformedRequest, .payloadTooLarge]
         onOutcome(outcome ?? (clients.contains(error.code) ? .refused : .failed))
         finish(.error(error))
+        if !writing { dropUploads() }
+    }
+
+    /// Deletes the chunks of every upload the failed submission started (a finished one is
+    /// not touched), once no write of its own is in flight: the drop then follows it.
+    private func dropUploads() {
+        let uploads = startedUploads
+        startedUploads = []
+        for uploadID in uploads { vault.dropUpload(uploadID: uploadID) }
     }
 
     /// A 1001 naming one file field and its errors, as ``FormValidation/inputError`` shapes it.

@@ -20,6 +20,12 @@ extension VaultClient {
         vault.storeChunks(uploadID: uploadID, chunks) { result in onLoop { completion(result) } }
     }
 
+    /// Deletes an unfinished upload's chunks (a refused or broken submission's), in the
+    /// background: a failure leaves them to the sweep.
+    func dropUpload(uploadID: String) {
+        vault.dropUpload(uploadID: uploadID) { _ in }
+    }
+
     /// Charges one submission's files before any is finished, as values are charged: each file
     /// one request of the caller's rate (an address's without a token, the token's with one).
     func admitFiles(_ count: Int, caller: AliasCaller) -> VaultError? {

@@ -29,6 +29,7 @@
 
   const PREFIX_LENGTH = 1024; // FileSniffer.prefixLength
   const TAIL_LENGTH = 22 + 65535; // FileSniffer.tailLength
+  const LARGEST_MAX_BYTES = 64 * 1024 * 1024; // FileRules.largestMaxBytes
   const ERROR = {
     empty: "FILE_EMPTY_VALIDATION_ERROR", tooLarge: "FILE_SIZE_VALIDATION_ERROR",
     typeNotAllowed: "FILE_TYPE_VALIDATION_ERROR", executable: "FILE_EXECUTABLE_VALIDATION_ERROR",
@@ -78,10 +79,10 @@
   }
 
   /** FileSniffer.isPolyglot. */
-  function isPolyglot(prefix, tail, type) {
+  function isPolyglot(prefix, tail, type, elfPastStart) {
     if (type !== "application/pdf" && contains(prefix, PDF)) return true;
     if (contains(tail, ZIP_END) || contains(tail, ZIP_LOCAL)) return true;
-    return contains(prefix, ELF, 1);
+    return elfPastStart === true;
   }
 
   /** FileInspection.verdict for one inspected file {bytes, prefix, tail} (prefix null: unreadable). */
@@ -96,7 +97,7 @@
       errors.push(ERROR.typeNotAllowed);
     } else {
       if (rules.types.indexOf(sniffed.media) < 0) errors.push(ERROR.typeNotAllowed);
-      if (isPolyglot(file.prefix, file.tail, sniffed.media)) errors.push(ERROR.polyglot);
+      if (isPolyglot(file.prefix, file.tail, sniffed.media, file.elfPastStart)) errors.push(ERROR.polyglot);
     }
     return errors;
   }
@@ -121,15 +122,24 @@
     };
   }
 
-  /** A file's size, first KiB and last 64 KiB + 22 bytes (FileInspection keeps nothing more). */
+  /**
+   * A file's size, first KiB, last 64 KiB + 22 bytes, and whether an ELF header sits anywhere
+   * past its start (FileInspection scans the whole file as it streams; a file larger than any
+   * field allows is too large whatever it holds, and is not read whole).
+   */
   function inspect(file) {
     const size = file.size;
     if (size === 0) return Promise.resolve({ bytes: 0, prefix: new Uint8Array(0), tail: new Uint8Array(0) });
+    const whole = size <= LARGEST_MAX_BYTES;
     return Promise.all([
-      file.slice(0, PREFIX_LENGTH).arrayBuffer(),
+      file.slice(0, whole ? size : PREFIX_LENGTH).arrayBuffer(),
       file.slice(Math.max(0, size - TAIL_LENGTH), size).arrayBuffer(),
     ]).then(function (read) {
-      return { bytes: size, prefix: new Uint8Array(read[0]), tail: new Uint8Array(read[1]) };
+      const head = new Uint8Array(read[0]);
+      return {
+        bytes: size, prefix: head.subarray(0, PREFIX_LENGTH), tail: new Uint8Array(read[1]),
+        elfPastStart: whole && contains(head, ELF, 1),
+      };
     }, function () {
       return { bytes: size, prefix: null, tail: null, unreadable: true };
     });

@@ -1,0 +1,114 @@
+import CloakCore
+import CloakHTTP
+import Dispatch
+import Synchronization
+
+/// What an upload (a form with files, issue 55, items 2 and 5) takes before its body is read:
+/// a share of the node's upload memory (`limits.upload_memory_mib`), and its size from the
+/// client address's and the token's upload buckets (`limits.upload_mib_per_minute`).
+///
+/// Charged when the upload begins, by the size it declares (`Content-Length`), a MiB at least; a
+/// body without a length pays each further MiB as it arrives (``UploadTicket/received(_:)``). A
+/// refused submission has paid for what it sent, so refusals cannot fill a disk for free.
+/// Shared by every generation of the configuration (``ServiceState``).
+final class UploadAdmission: Sendable {
+    /// What one streamed upload holds at most: sealed chunks waiting for the store
+    /// (``FormUpload/queueLimit``), a chunk of plaintext being sealed, the inspection's tail (up
+    /// to twice ``FileSniffer/tailLength``) and the reader's buffers.
+    static let bytesPerUpload = 3 << 19  // 1.5 MiB
+
+    private let limiter = RateLimiter()
+    private let reserved = Atomic<Int>(0)
+
+    /// Bytes reserved by uploads in flight (metrics, tests).
+    var reservedBytes: Int { reserved.load(ordering: .relaxed) }
+
+    /// Admits an upload, or refuses it: 503 with `Retry-After` past the node's upload memory,
+    /// 429 with `Retry-After` past the address's or the token's MiB a minute.
+    func admit(
+        client: String, token: String?, declaredBytes: Int?, limits: ServiceConfiguration.RateLimits,
+        metrics: ServiceMetrics
+    ) throws(CloakError) -> UploadTicket {
+        let budget = limits.uploadMemoryMiB << 20
+        let taken = reserved.wrappingAdd(Self.bytesPerUpload, ordering: .relaxed).newValue
+        if taken > budget {
+            reserved.wrappingSubtract(Self.bytesPerUpload, ordering: .relaxed)
+            throw CloakError(
+                .tooManyConnections, "too many uploads in progress (limits.upload_memory_mib); retry after 1 s",
+                extraInfo: [("retryAfterSeconds", .int(1))])
+        }
+        let ticket = UploadTicket(admission: self, client: client, token: token, limits: limits, metrics: metrics)
+        let mib = max(1, ((declaredBytes ?? 0) + (1 << 20) - 1) >> 20)
+        if let wait = ticket.charge(mib: mib) {
+            ticket.release()
+            throw UploadTicket.tooMuch(wait)
+        }
+        return ticket
+    }
+
+    fileprivate func take(_ key: RateLimiter.Key, mib: Int, limit: RateLimit) -> Int? {
+        limiter.take(key, limit: limit, now: DispatchTime.now().uptimeNanoseconds, cost: mib)
+    }
+
+    fileprivate func release() {
+        reserved.wrappingSubtract(Self.bytesPerUpload, ordering: .relaxed)
+    }
+}
+
+/// One admitted upload: what it has paid for, and its share of the upload memory until
+/// ``release()`` (once, whatever calls it again). Touched on the request's loop only.
+final class UploadTicket: @unchecked Sendable {
+    private let admission: UploadAdmission
+    private let client: String
+    private let token: String?
+    private let limit: RateLimit
+    private let metrics: ServiceMetrics
+    /// MiB paid for so far.
+    private var paid = 0
+    private var released = false
+
+    fileprivate init(
+        admission: UploadAdmission, client: String, token: String?, limits: ServiceConfiguration.RateLimits,
+        metrics: ServiceMetrics
+    ) {
+        self.admission = admission
+        self.client = client
+        self.token = token
+        let perMinute = limits.uploadMiBPerMinute
+        self.limit = RateLimit(requestsPerMinute: perMinute, burst: perMinute)
+        self.metrics = metrics
+    }
+
+    /// `mib` more from both buckets; nil when paid, else the seconds to wait.
+    fileprivate func charge(mib: Int) -> Int? {
+        paid += mib
+        var wait = admission.take(.client(client), mib: mib, limit: limit)
+        if let token, let tokenWait = admission.take(.token(token), mib: mib, limit: limit) {
+            wait = max(wait ?? 0, tokenWait)
+        }
+        if wait != nil { metrics.rateLimited("upload") }
+        return wait
+    }
+
+    /// The body has brought `total` bytes so far: each MiB past what was paid is paid now; a
+    /// 429 when the buckets refuse.
+    func received(_ total: Int) throws(CloakError) {
+        let needed = (total + (1 << 20) - 1) >> 20
+        guard needed > paid else { return }
+        if let wait = charge(mib: needed - paid) { throw Self.tooMuch(wait) }
+    }
+
+    func release() {
+        guard !released else { return }
+        released = true
+        admission.release()
+    }
+
+    deinit { release() }
+
+    fileprivate static func tooMuch(_ wait: Int) -> CloakError {
+        CloakError(
+            .tooManyRequests, "too many uploaded bytes (limits.upload_mib_per_minute); retry after \(wait) s",
+            extraInfo: [("retryAfterSeconds", .int(wait))])
+    }
+}
