@@ -421,7 +421,7 @@ private let connectTargets: [FramingCase] = [
                     ? alphabet.randomElement(using: &generator)! : UInt8.random(in: 0x20...0xFF, using: &generator)
             }
             let start = Int.random(in: 0...count, using: &generator)
-            let expected = input[start...].firstIndex(where: { $0 < 0x20 }) ?? count
+            let expected = input[start...].firstIndex(where: { $0 < 0x20 || $0 == 0x7F }) ?? count
             input.withUnsafeBytes { raw in
                 #expect(RequestFraming.firstControlByte(raw, from: start) == expected, "\(input) from \(start)")
             }

@@ -132,8 +132,10 @@ import Testing
         ("GET / http/1.1\r\nHost: a\r\n\r\n", .malformedRequestLine),
         ("GET  / HTTP/1.1\r\nHost: a\r\n\r\n", .malformedRequestLine),
         ("G(T / HTTP/1.1\r\nHost: a\r\n\r\n", .malformedRequestLine),
-        ("GET /\u{7f} HTTP/1.1\r\nHost: a\r\n\r\n", .malformedRequestLine),
-        ("GET / HTTP/1.1\r\nHost: a\r\nBad\u{7f}Name: 1\r\n\r\n", .invalidFieldName),
+        // A DEL is a control character wherever it is in a head (issue 55, item 12).
+        ("GET /\u{7f} HTTP/1.1\r\nHost: a\r\n\r\n", .framing(.controlCharacter)),
+        ("GET / HTTP/1.1\r\nHost: a\r\nBad\u{7f}Name: 1\r\n\r\n", .framing(.controlCharacter)),
+        ("GET / HTTP/1.1\r\nHost: a\r\nX-A: a\u{7f}\r\n\r\n", .framing(.controlCharacter)),
         ("GET / HTTP/1.1\r\nHost: a\r\nNa(me: 1\r\n\r\n", .invalidFieldName),
         ("GET /\r\nHost: a\r\n\r\n", .malformedRequestLine),
         ("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", .invalidHost),

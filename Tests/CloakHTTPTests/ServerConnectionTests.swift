@@ -38,8 +38,13 @@ import Testing
     }
 
     @Test(arguments: [
-        ("GET / HTTP/1.2\r\nHost: x\r\n\r\n", 505),
         ("GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+        ("GET / HTTP/1.x\r\nHost: x\r\n\r\n", 400),
+        // Issue 55, item 12: a trailer's field name is held to the head's rule.
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX T: 1\r\n\r\n", 400),
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX@T: 1\r\n\r\n", 400),
+        // A DEL is no field-vchar (RFC 9110 5.5).
+        ("GET / HTTP/1.1\r\nHost: x\r\nX-A: a\u{7f}b\r\n\r\n", 400),
         ("PROPFIND / HTTP/1.1\r\nHost: x\r\n\r\n", 501),
         ("get / HTTP/1.1\r\nHost: x\r\n\r\n", 501),
         ("GET / HTTP/1.1\r\n\r\n", 400),
@@ -62,6 +67,21 @@ import Testing
         #expect(r.status == status, "\(raw.debugDescription): \(r.status) \(r.text)")
         #expect(r.header("Connection") == "close")
         #expect(closed)
+    }
+
+    /// Issue 55, item 12: a later minor version of HTTP/1 is served as HTTP/1.1 (RFC 9112 2.3),
+    /// kept alive and chunked like it; a valid trailer still passes.
+    @Test func http12IsServedAsHTTP11() throws {
+        let server = try Self.start()
+        defer { server.shutdown() }
+        let client = try RawHTTPClient(port: server.port, timeout: 5)
+        try client.send(
+            "POST /a HTTP/1.2\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n")
+        let r = try client.readResponse()
+        #expect(r.status == 200, "\(r.text)")
+        #expect(r.text.contains(#""body":3"#))
+        try client.send("GET /b HTTP/1.9\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
     }
 
     @Test func anOversizeRequestLineIs414AndAHeadTooLargeIs431() throws {

@@ -326,5 +326,27 @@ import Testing
         let many = try server.client().request(
             "GET", "/aliases?q=\(alias)", headers: Self.bearer(TestServer.fullToken))
         #expect(many.status == 200 && many.header("Cache-Control") == "no-store", "\(many.text)")
+        // Issue 55, item 12: the token listing too; the node's health and metrics are never
+        // served from a cache without asking.
+        let listing = try server.client().request("GET", "/admin/tokens", headers: Self.bearer(Self.adminSecret))
+        #expect(listing.status == 200 && listing.header("Cache-Control") == "no-store", "\(listing.text)")
+        for path in ["/healthz", "/readyz", "/metrics"] {
+            let answer = try server.client().request("GET", path)
+            #expect(answer.header("Cache-Control") == "no-cache", "\(path): \(answer.status)")
+        }
+    }
+
+    /// Issue 55, item 12: a 401 says how to authenticate (RFC 9110 11.6.1, RFC 6750 3).
+    @Test func a401SaysBearerAndWhetherTheTokenWasInvalid() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let none = try server.client().request("GET", "/aliases/tok_x")
+        #expect(none.status == 401 && none.header("WWW-Authenticate") == "Bearer", "\(none.headers)")
+        let wrong = try server.client().request("GET", "/admin/tokens", headers: Self.bearer("not-a-token"))
+        #expect(wrong.status == 401)
+        #expect(wrong.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
+        // A 403 (a token without the scope) is no 401.
+        let narrow = try server.client().request("GET", "/admin/tokens", headers: Self.bearer(TestServer.fullToken))
+        #expect(narrow.status == 403 && narrow.header("WWW-Authenticate") == nil)
     }
 }

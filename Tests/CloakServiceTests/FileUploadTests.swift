@@ -88,6 +88,8 @@ import Testing
         #expect(file.header("Content-Disposition") == "attachment; filename=\"passport.png\"")
         #expect(file.header("X-Content-Type-Options") == "nosniff")
         #expect(file.header("Cache-Control") == "no-store")
+        // Issue 55, item 11: a file is content Cloak did not write, sandboxed as route answers are.
+        #expect(file.header("Content-Security-Policy") == "sandbox; default-src 'none'; frame-ancestors 'none'")
 
         // The alias reveals the metadata, never the content.
         let record = try client.request(

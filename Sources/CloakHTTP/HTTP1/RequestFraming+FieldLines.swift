@@ -11,8 +11,9 @@ extension RequestFraming {
         while colon < kept, line[colon] != Byte.colon { colon += 1 }
         guard colon < kept else {
             // A longer line has a longer name than the two looked for (the parser's name check
-            // applies to it).
-            if isWhole { stage = .violated(.malformedFieldLine) }
+            // applies to it in a head; a trailer's name is checked only here, so one too long
+            // to check is refused).
+            if isWhole || inTrailer { stage = .violated(.malformedFieldLine) }
             return
         }
         guard colon > 0 else {
@@ -21,6 +22,11 @@ extension RequestFraming {
         }
         if line[colon - 1] == Byte.space || line[colon - 1] == Byte.htab {
             stage = .violated(.whitespaceBeforeColon)
+            return
+        }
+        // A trailer is not parsed further: its name is held to the head's rule here (a token).
+        if inTrailer, (0..<colon).contains(where: { !HTTPSyntax.isTokenByte(line[$0]) }) {
+            stage = .violated(.invalidTrailerFieldName)
             return
         }
         let isLength = colon == 14 && line.hasLowercasedPrefix("content-length")

@@ -82,8 +82,11 @@ extension RequestFraming {
                 stage = .violated(refusal)
                 return
             }
-            // "HTTP/1.1" as the request line's last eight bytes.
-            isHTTP11 = lineLength >= 8 && lineTail == 0x4854_5450_2F31_2E31
+            // "HTTP/1.1" (or a later minor version, served as 1.1) as the line's last eight bytes.
+            let minor = UInt8(truncatingIfNeeded: lineTail)
+            isHTTP11 =
+                lineLength >= 8 && lineTail >> 8 == 0x48_5454_502F_312E && minor >= UInt8(ascii: "1")
+                && minor <= UInt8(ascii: "9")
         } else if lineLength == 0 {
             endHead()
         } else {
@@ -103,7 +106,8 @@ extension RequestFraming {
         for k in 0..<line.count { text.append(line[k]) }
         text += connectOverflow
         let parts = text.split(separator: Byte.space, omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[2].elementsEqual("HTTP/1.1".utf8) || parts[2].elementsEqual("HTTP/1.0".utf8)
+        guard parts.count == 3, parts[2].count == 8, parts[2].starts(with: "HTTP/1.".utf8),
+            let minor = parts[2].last, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(minor)
         else { return .invalidConnectTarget }
         return Self.isAuthority(Array(parts[1])) ? nil : .invalidConnectTarget
     }

@@ -19,6 +19,7 @@ extension RequestFraming {
         case chunkLineTooLong
         case missingChunkTerminator
         case framingFieldInTrailer
+        case invalidTrailerFieldName
         case connectNotServed
         case invalidConnectTarget
 
@@ -42,6 +43,7 @@ extension RequestFraming {
             case .chunkLineTooLong: "a chunk size line is too long"
             case .missingChunkTerminator: "chunk data is not followed by CRLF"
             case .framingFieldInTrailer: "Content-Length or Transfer-Encoding in a trailer"
+            case .invalidTrailerFieldName: "a trailer field name is not a token"
             case .connectNotServed: "CONNECT on a listener that opens no tunnels"
             case .invalidConnectTarget: "a CONNECT target that is not host:port"
             }

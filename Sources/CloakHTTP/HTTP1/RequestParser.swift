@@ -76,7 +76,7 @@ struct RequestParser: Sendable {
             case .framing(let violation): violation.description
             case .malformedRequestLine: "the request line is not method, target and version"
             case .invalidFieldName: "a field name that is not a token"
-            case .unsupportedVersion: "a version other than HTTP/1.0 or HTTP/1.1"
+            case .unsupportedVersion: "a major version other than HTTP/1"
             case .headTooLarge: "the request head or trailer section is too large"
             case .requestLineTooLong: "the request line is too long"
             case .malformedTarget: "the request target fits no form its method may use"
@@ -254,9 +254,11 @@ struct RequestParser: Sendable {
         guard version.count == 8, version.starts(with: "HTTP/".utf8), version[6] == UInt8(ascii: "."),
             version[5] != UInt8(ascii: " "), version[7] != UInt8(ascii: " ")
         else { return .failure(.malformedRequestLine) }
-        guard version[5] == UInt8(ascii: "1"), version[7] == UInt8(ascii: "1") || version[7] == UInt8(ascii: "0")
-        else { return .failure(.unsupportedVersion) }
-        let isHTTP11 = version[7] == UInt8(ascii: "1")
+        let digits = UInt8(ascii: "0")...UInt8(ascii: "9")
+        guard digits.contains(version[5]), digits.contains(version[7]) else { return .failure(.malformedRequestLine) }
+        // Any minor version of HTTP/1 is served as HTTP/1.1 (RFC 9112 2.3): HTTP/1.2 is 1.1's.
+        guard version[5] == UInt8(ascii: "1") else { return .failure(.unsupportedVersion) }
+        let isHTTP11 = version[7] != UInt8(ascii: "0")
         let method = String(decoding: methodBytes, as: UTF8.self)
         let targetText = String(decoding: targetBytes, as: UTF8.self)
         guard let target = RequestTarget.parse(targetText, bytes: targetBytes, method: method) else {

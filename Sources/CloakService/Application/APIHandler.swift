@@ -66,7 +66,8 @@ extension CloakService {
         metrics.binTable(
             version: bins?.version, importedAt: bins?.importedAt, now: Int64(Date().timeIntervalSince1970))
         return HTTPResponse(
-            status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: metrics.exposition())
+            status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")] + HTTPResponse.noCacheHeaders,
+            body: metrics.exposition())
     }
 
     func forms(_ c: RequestContext) throws(CloakError) -> FormTokenizeHandler {

@@ -133,7 +133,7 @@ struct AdminTokensHandler: Sendable {
                     let listing = CredentialAdministration.listing(
                         yaml: directory.yaml, stored: stored.tokens, used: seen, seal: seal
                     ) { token in token.scopes.allSatisfy { APICredentials.mayGrant($0, holding: held) } }
-                    finish(.json(200, JSONWriter.encode(listing)))
+                    finish(.json(200, JSONWriter.encode(listing), headers: HTTPResponse.noStoreHeaders))
                 case let .failure(error):
                     finish(.error(Self.cloakError(error)))
                 }

@@ -54,6 +54,8 @@ struct FileRevealHandler: Sendable {
                         headers: [
                             ("Content-Type", metadata.mediaType.rawValue),
                             ("Content-Disposition", Self.disposition(metadata.fileName)),
+                            // Content Cloak did not write: the sandbox of route answers, always.
+                            ("Content-Security-Policy", SandboxMiddleware.policy),
                             ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"),
                         ])
                     response.bodySource = StreamedBody { receive in source.next(receive) }

@@ -5,13 +5,14 @@ import CloakVault
 /// `GET /healthz` (the process answers) and `GET /readyz` (it takes traffic: not draining, every
 /// event loop turning, the store answering).
 struct HealthHandler: Sendable {
-    static let healthy = HTTPResponse.json(200, Array(#"{"status":"ok"}"#.utf8))
-    static let ready = HTTPResponse.json(200, Array(#"{"status":"ready"}"#.utf8))
-    static let draining = HTTPResponse.json(503, Array(#"{"status":"draining"}"#.utf8))
+    static let healthy = HTTPResponse.json(200, Array(#"{"status":"ok"}"#.utf8), headers: HTTPResponse.noCacheHeaders)
+    static let ready = HTTPResponse.json(200, Array(#"{"status":"ready"}"#.utf8), headers: HTTPResponse.noCacheHeaders)
+    static let draining = HTTPResponse.json(
+        503, Array(#"{"status":"draining"}"#.utf8), headers: HTTPResponse.noCacheHeaders)
     /// With `Retry-After` as every 503 the store causes (``CloakError/storeUnavailable(_:)``).
     static let storeDown = HTTPResponse.json(
         503, Array(#"{"status":"store unavailable"}"#.utf8),
-        headers: [("Retry-After", String(StoreError.retryAfterSeconds))])
+        headers: [("Retry-After", String(StoreError.retryAfterSeconds))] + HTTPResponse.noCacheHeaders)
 
     /// An event loop has stopped turning: the node must leave rotation. Names the loops (`main-0`,
     /// `egress-1`: their server and index, nothing from a request).
@@ -21,6 +22,6 @@ struct HealthHandler: Sendable {
         writer.member("status", "event loop stalled")
         writer.member("loops", loops)
         writer.endObject()
-        return .json(503, writer.takeBytes())
+        return .json(503, writer.takeBytes(), headers: HTTPResponse.noCacheHeaders)
     }
 }

@@ -35,4 +35,16 @@ struct AuthMiddleware: Middleware {
         }
         return nil
     }
+
+    /// A 401 says how to authenticate (RFC 9110 11.6.1): `Bearer`, with `error="invalid_token"`
+    /// when a token was sent and is not valid (RFC 6750 3). The forward-proxy door answers 407
+    /// with `Proxy-Authenticate` instead.
+    func response(_ response: inout HTTPResponse, _ context: RequestContext) {
+        guard response.status == 401, case .api = credentials,
+            context.endpoint?.credentials != .proxyAuthorization,
+            !response.headers.contains(where: { $0.name.caseInsensitiveEquals("WWW-Authenticate") })
+        else { return }
+        response.headers.append(
+            ("WWW-Authenticate", context.identity.rejected ? #"Bearer error="invalid_token""# : "Bearer"))
+    }
 }
