@@ -9,8 +9,12 @@
 #include <openssl/crypto.h>
 #include <openssl/x509v3.h>
 #include <openssl/core_names.h>
+#include <openssl/param_build.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <openssl/ec.h>
 #include <openssl/bn.h>
+
+/// EVP_PKEY_KEYPAIR, a macro of macros Swift does not import (EVP_PKEY_fromdata's selection).
+static inline int cloak_evp_pkey_keypair(void) { return EVP_PKEY_KEYPAIR; }
 #endif

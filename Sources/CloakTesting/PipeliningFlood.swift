@@ -35,7 +35,7 @@ package final class PipeliningFlood: @unchecked Sendable {
         progressFile = "\(directory)/flood-\(UUID().uuidString).txt"
         let script = "\(directory)/flood-\(UUID().uuidString).py"
         try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
-        FileManager.default.createFile(atPath: progressFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: progressFile, contents: nil)
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [

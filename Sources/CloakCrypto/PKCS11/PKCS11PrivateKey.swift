@@ -11,6 +11,8 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
     package let kind: AsymmetricKeyKind
     /// The RSA modulus's size in bits; 0 for EC P-256 and Ed25519 keys.
     package let bits: Int
+    /// The RSA modulus (big-endian), for OAEP unpadding of a block the token decrypted raw.
+    private let modulus: [UInt8]
     private let module: PKCS11Module
     private let session: CK_SESSION_HANDLE
     private let handle: CK_OBJECT_HANDLE
@@ -18,8 +20,9 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
 
     private init(
         module: PKCS11Module, session: CK_SESSION_HANDLE, handle: CK_OBJECT_HANDLE, uri: PKCS11URI,
-        kind: AsymmetricKeyKind, bits: Int
+        kind: AsymmetricKeyKind, bits: Int, modulus: [UInt8]
     ) {
+        self.modulus = modulus
         self.module = module
         self.session = session
         self.handle = handle
@@ -51,9 +54,9 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
                 _ = module.functions.pointee.C_CloseSession(session)
                 return nil
             }
-            let (kind, bits) = try describe(module, session, handle, label: uri.objectLabel)
+            let (kind, bits, modulus) = try describe(module, session, handle, label: uri.objectLabel)
             return PKCS11PrivateKey(
-                module: module, session: session, handle: handle, uri: uri, kind: kind, bits: bits)
+                module: module, session: session, handle: handle, uri: uri, kind: kind, bits: bits, modulus: modulus)
         } catch {
             _ = module.functions.pointee.C_CloseSession(session)
             throw error
@@ -110,7 +113,7 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
         guard ciphertext.count == size else { throw CryptoError("RSA-OAEP ciphertext of the wrong size") }
         var encoded = try perform(sign: false, ciphertext, mechanism: CKM_RSA_X_509, .absent, capacity: size)
         defer { wipe(&encoded) }
-        return try RSAOAEP.unpadSHA256(encoded, modulusBytes: size)
+        return try RSAOAEP.unpadSHA256(encoded, modulus: modulus)
     }
 
     // MARK: Token calls
@@ -246,11 +249,11 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
         [0x06, 0x03, 0x2B, 0x65, 0x70], [0x13, 0x0C] + Array("edwards25519".utf8),
     ]
 
-    /// What the key is, and its size in bits when RSA. The modulus or curve is read from the
+    /// What the key is, and its size in bits and modulus when RSA. The modulus or curve is read from the
     /// private key, or from the public key of the same label when the token does not show it there.
     private static func describe(
         _ module: PKCS11Module, _ session: CK_SESSION_HANDLE, _ handle: CK_OBJECT_HANDLE, label: String
-    ) throws(PKCS11Error) -> (AsymmetricKeyKind, Int) {
+    ) throws(PKCS11Error) -> (AsymmetricKeyKind, Int, modulus: [UInt8]) {
         let f = module.functions.pointee
         guard let keyType = ulongAttribute(f, session, handle, CKA_KEY_TYPE) else {
             throw PKCS11Error(.failed, "the token does not tell what kind of key its private key \"\(label)\" is")
@@ -269,13 +272,13 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
             guard let modulus = try attribute(CK_ATTRIBUTE_TYPE(CKA_MODULUS)), let bits = bitLength(modulus) else {
                 throw PKCS11Error(.failed, "the token shows the modulus of \(key) neither on it nor on its public key")
             }
-            return (.rsa, bits)
+            return (.rsa, bits, modulus)
         }
         if keyType == CK_KEY_TYPE(CKK_EC) {
             guard try attribute(CK_ATTRIBUTE_TYPE(CKA_EC_PARAMS)) == p256Parameters else {
                 throw PKCS11Error(.failed, "\(key) is an EC key on a curve other than P-256: \(supported)")
             }
-            return (.ecP256, 0)
+            return (.ecP256, 0, [])
         }
         if keyType == CK_KEY_TYPE(CKK_EC_EDWARDS) {
             // A token that does not show the curve is taken at its word; Ed448 is refused.
@@ -284,7 +287,7 @@ package final class PKCS11PrivateKey: PrivateKeyOperations, @unchecked Sendable 
             {
                 throw PKCS11Error(.failed, "\(key) is an Edwards-curve key other than Ed25519: \(supported)")
             }
-            return (.ed25519, 0)
+            return (.ed25519, 0, [])
         }
         let names: [CK_KEY_TYPE: String] = [1: "DSA", 2: "Diffie-Hellman", 0x41: "EC Montgomery (X25519 or X448)"]
         let name = names[keyType] ?? "CKK 0x" + String(keyType, radix: 16)

@@ -24,6 +24,28 @@ enum Sockets {
         return (storage, Int32(MemoryLayout<sockaddr_in>.size))
     }
 
+    /// Throws when another process listens on `host:port` already. Cloak's loops bind with
+    /// SO_REUSEPORT, so a second `cloak serve` of the same user on the same address would bind
+    /// too and silently take half the connections (issue 55, item 9). A socket with only
+    /// SO_REUSEADDR cannot bind a port any socket listens on (TIME_WAIT left by an earlier
+    /// process does not count), so the probe says whether someone serves it.
+    static func refuseIfServed(host: String, port: Int) throws(HTTPServerError) {
+        guard var address = socketAddress(host: host, port: port) else {
+            throw HTTPServerError("cannot parse listen address \(host)")
+        }
+        let fd = socket(Int32(address.storage.ss_family), Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HTTPServerError("cannot create a socket") }
+        defer { close(fd) }
+        var on: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        let rc = withUnsafeMutablePointer(to: &address.storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(address.length)) }
+        }
+        if rc != 0 && errno == EADDRINUSE {
+            throw HTTPServerError("\(host):\(port) is already served by another process (Address already in use)")
+        }
+    }
+
     /// A port nobody holds on `host`, found by binding port 0 without any reuse option.
     static func freePort(host: String) throws(HTTPServerError) -> Int {
         guard var address = socketAddress(host: host, port: 0) else {

@@ -70,6 +70,7 @@ public final class HTTPServer: Sendable {
         var workers: [LoopWorker] = []
         var hearts: [LoopWatchdog.Heartbeat] = []
         var port = configuration.port
+        if port != 0 { try Sockets.refuseIfServed(host: configuration.host, port: port) }
         // Port 0: take a free port with a plain socket first. Binding port 0 directly with
         // SO_REUSEPORT can hand out a port another reuseport group of the same user already
         // holds, and the two servers would then share each other's connections. Between the two,

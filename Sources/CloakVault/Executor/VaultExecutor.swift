@@ -65,6 +65,9 @@ final class VaultExecutor: @unchecked Sendable {
         case answered
         /// Rolled back whole on a conflict: no job is answered, and all may run again.
         case conflicted
+        /// The store abandoned a writing transaction by itself (a full disk, an I/O error): its
+        /// writes are failed, and its read-only jobs, unanswered, may run again on their own.
+        case abandoned(reads: [Job])
     }
 
     /// The answer of a job dropped past its deadline (the deadline's own answer, when it came first).
@@ -295,8 +298,15 @@ final class VaultExecutor: @unchecked Sendable {
             return
         }
         // Rolled back whole on a conflict: once more, without what went past its deadline meanwhile.
-        if runTransaction(jobs, reading: false, retryOnConflict: true) == .conflicted {
-            _ = runTransaction(droppingOverdue(jobs), reading: false, retryOnConflict: false)
+        var ending = runTransaction(jobs, reading: false, retryOnConflict: true)
+        if case .conflicted = ending {
+            ending = runTransaction(droppingOverdue(jobs), reading: false, retryOnConflict: false)
+        }
+        // A write the store could not make (a full disk) fails the writes, not the reveals
+        // queued with them (issue 55, item 9): they run again, in a reading transaction of their
+        // own (run afresh: what they read before may have been the rolled-back writes).
+        if case .abandoned(let reads) = ending {
+            _ = runTransaction(droppingOverdue(reads), reading: true, retryOnConflict: false)
         }
     }
 
@@ -315,7 +325,7 @@ final class VaultExecutor: @unchecked Sendable {
             for job in jobs { job.fail(error) }
             return .answered
         }
-        var committed: [(deliver: @Sendable () -> Void, fail: @Sendable (any Error) -> Void)] = []
+        var committed: [(job: Job, deliver: @Sendable () -> Void)] = []
         var failed: [(job: Job, error: any Error)] = []
         for (index, job) in jobs.enumerated() {
             if isOverdue(job) {
@@ -323,7 +333,7 @@ final class VaultExecutor: @unchecked Sendable {
                 continue
             }
             do {
-                committed.append((try run(job, reading: reading), job.fail))
+                committed.append((job, try run(job, reading: reading)))
             } catch {
                 if retryOnConflict && Self.isConflict(error) && store.isInTransaction {
                     store.rollback()
@@ -334,10 +344,8 @@ final class VaultExecutor: @unchecked Sendable {
                 if !store.isInTransaction {
                     // The store abandoned the whole transaction by itself (full disk, I/O error):
                     // nothing of this batch is written, and no later job may run outside it.
-                    for c in committed { c.fail(error) }
-                    for rest in jobs[(index + 1)...] { rest.fail(error) }
                     for f in failed { f.job.fail(f.error) }
-                    return .answered
+                    return abandon(committed.map(\.job) + jobs[(index + 1)...], error, reading: reading)
                 }
             }
         }
@@ -346,13 +354,23 @@ final class VaultExecutor: @unchecked Sendable {
         } catch {
             store.rollback()
             if retryOnConflict && Self.isConflict(error) { return .conflicted }
-            for c in committed { c.fail(error) }
             for f in failed { f.job.fail(f.error) }
-            return .answered
+            return abandon(committed.map(\.job), error, reading: reading)
         }
         for c in committed { c.deliver() }
         for f in failed { f.job.fail(f.error) }
         return .answered
+    }
+
+    /// A transaction the store gave up (or whose commit failed): `jobs` are unanswered; the
+    /// writes fail with `error`, and the reads of a writing transaction are handed back to run
+    /// again on their own.
+    private func abandon(_ jobs: [Job], _ error: any Error, reading: Bool) -> Ending {
+        var reads: [Job] = []
+        for job in jobs {
+            if job.reads && !reading { reads.append(job) } else { job.fail(error) }
+        }
+        return reads.isEmpty ? .answered : .abandoned(reads: reads)
     }
 
     /// Runs one job, in its savepoint unless the batch only reads (reads have nothing to undo).

@@ -106,9 +106,14 @@ package final class PostgreSQLAliasStore: AliasStore {
         try db.query("SELECT txid_current()")
     }
 
+    /// Answers, and takes writes: a hot standby (`pg_is_in_recovery()`) or a session that is
+    /// read-only (`default_transaction_read_only`, a database an operator froze) is not ready
+    /// (issue 55, item 9): every write would fail there.
     package func ping() throws(StoreError) {
         try connected()
-        try db.query("SELECT 1")
+        let row = try db.query("SELECT pg_is_in_recovery()::text, current_setting('transaction_read_only')").first
+        if row?.text(0) == "true" { throw .unavailable("the PostgreSQL server is a standby (read-only)") }
+        if row?.text(1) == "on" { throw .unavailable("the PostgreSQL session is read-only") }
     }
 }
 

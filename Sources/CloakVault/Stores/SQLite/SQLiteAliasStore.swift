@@ -6,6 +6,8 @@ import Foundation
 /// record survives a crash of the process or the machine.
 package final class SQLiteAliasStore: AliasStore {
     let db: SQLiteConnection
+    /// The database file (nil in memory): its file system is asked whether it still takes writes.
+    private let path: String?
 
     package var counters: StoreCounters { db.counters }
 
@@ -26,6 +28,7 @@ package final class SQLiteAliasStore: AliasStore {
                 close(fd)
             }
         }
+        self.path = path == ":memory:" ? nil : path
         db = try SQLiteConnection(path: path)
         try db.execute("PRAGMA journal_mode=WAL")
         try db.execute("PRAGMA synchronous=FULL")
@@ -132,10 +135,18 @@ package final class SQLiteAliasStore: AliasStore {
     static let durableCommitName = "durable_commit"
     private var durableCommits = UInt64.random(in: 0...UInt64.max)
 
+    /// Answers, and takes writes: a database SQLite opened read-only (the file was not
+    /// writable) or on a file system remounted read-only is not ready (issue 55, item 9), though
+    /// it still reads.
     package func ping() throws(StoreError) {
         let s = try db.statement("SELECT count(*) FROM sqlite_master")
         _ = try s.step()
         s.finish()
+        if db.isReadOnly { throw .unavailable("the SQLite database was opened read-only") }
+        var fs = statvfs()
+        if let path, statvfs(path, &fs) == 0, fs.f_flag & UInt(ST_RDONLY) != 0 {
+            throw .unavailable("the SQLite database's file system is read-only")
+        }
     }
 
     // Statement texts are made once: the statement cache is keyed by them.

@@ -25,6 +25,9 @@ final class SQLiteConnection {
         sqlite3_extended_result_codes(db, 1)
     }
 
+    /// Whether SQLite opened the database read-only (its file was not writable).
+    var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
     deinit {
         for s in statements { sqlite3_finalize(s.handle) }
         sqlite3_close(handle)
