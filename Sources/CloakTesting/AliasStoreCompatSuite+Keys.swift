@@ -76,6 +76,15 @@ extension AliasStoreCompatSuite {
         #expect(try !store.replaceMetadata(name, expected: [9], with: [3]), "a stale read loses")
         #expect(try store.replaceMetadata(name, expected: [1], with: [4]))
         #expect(try store.metadata(name) == [4])
+        // Named values are found by a prefix, taken literally (`_` and `%` are no patterns).
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        for suffix in ["1.aa", "12.bb", "_x"] { try store.setMetadata("t\(tag).table.\(suffix)", []) }
+        try store.setMetadata("t\(tag)xtable.3", [])
+        #expect(
+            Set(try store.metadataNames(prefix: "t\(tag).table.")) == [
+                "t\(tag).table.1.aa", "t\(tag).table.12.bb", "t\(tag).table._x",
+            ])
+        #expect(try store.metadataNames(prefix: "t\(tag).table._") == ["t\(tag).table._x"])
     }
 
     func theKeyAuditTrailKeepsLinesInOrder() throws {

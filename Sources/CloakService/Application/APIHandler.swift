@@ -64,7 +64,8 @@ extension CloakService {
         metrics.clientAddressRefusals(ConnectionNotices.shared.counts)
         let bins = binRefresh?.current?.document
         metrics.binTable(
-            version: bins?.version, importedAt: bins?.importedAt, now: Int64(Date().timeIntervalSince1970))
+            version: bins?.version, digest: bins?.shortDigest, importedAt: bins?.importedAt,
+            now: Int64(Date().timeIntervalSince1970))
         return HTTPResponse(
             status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")] + HTTPResponse.noCacheHeaders,
             body: metrics.exposition())

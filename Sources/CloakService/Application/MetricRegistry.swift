@@ -64,6 +64,23 @@ final class MetricRegistry: Sendable {
         series(name, help: help, kind: .gauge, labels: labels).set(value)
     }
 
+    /// Sets the gauge `name` to one series, `labels`, dropping any other it had (an info metric
+    /// whose labels change: the node's BIN table).
+    func replace(_ name: String, help: String, labels: KeyValuePairs<String, String>, to value: Int) {
+        let key = Self.render(labels)
+        state.withLock { state in
+            if state.families[name] == nil {
+                state.families[name] = Family(help: help, kind: .gauge)
+                state.order.append(name)
+            }
+            if state.families[name]!.order != [key] {
+                state.families[name]!.series = [:]
+                state.families[name]!.order = []
+            }
+        }
+        set(name, help: help, labels: labels, to: value)
+    }
+
     /// The value of one series (tests, and counts that other metrics derive from).
     func value(_ name: String, labels: KeyValuePairs<String, String> = [:]) -> Int? {
         let key = Self.render(labels)

@@ -79,10 +79,16 @@ final class ServiceMetrics: Sendable {
 
     /// Publishes the client-address refusals by reason code (read when `/metrics` is served).
     /// Publishes the BIN table a node serves: its version (0: none) and seconds since its import.
-    func binTable(version: Int64?, importedAt: Int64?, now: Int64) {
+    /// The table is named by version and digest too (`cloak_bins_table`, one series): after a
+    /// restore two tables can share a version, and nodes serving them must not look alike.
+    func binTable(version: Int64?, digest: String?, importedAt: Int64?, now: Int64) {
         registry.set(
             "cloak_bins_version", help: "The BIN table this node serves: its version (0: none imported)",
             to: Int(version ?? 0))
+        registry.replace(
+            "cloak_bins_table",
+            help: "The BIN table this node serves, named by its version and the start of its SHA-256 (1)",
+            labels: ["version": String(version ?? 0), "sha256": digest ?? ""], to: 1)
         registry.set(
             "cloak_bins_age_seconds", help: "Seconds since the BIN table this node serves was imported (0: none)",
             to: importedAt.map { Int(max(0, now - $0)) } ?? 0)

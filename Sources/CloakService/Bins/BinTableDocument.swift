@@ -27,9 +27,23 @@ package struct BinTableDocument: Sendable, Equatable {
     package var previousTable: String?
 
     package static let pointerName = "bins.current"
+    /// The names every table is kept under start so: the highest version among them is how far
+    /// this store's imports went (names stay when a table is cleared).
+    package static let tablePrefix = "bins.table."
+
+    /// The highest version a table of `names` (``tablePrefix`` + version + `.` + digest) has.
+    static func highestVersion(_ names: [String]) -> Int64 {
+        names.compactMap { name in
+            Int64(name.dropFirst(tablePrefix.count).prefix { $0 != "." })
+        }.max() ?? 0
+    }
+
+    /// The start of the digest, in hex: with the version, what names a table on every node
+    /// (the metric's label, `cloak bins status`).
+    package var shortDigest: String { Self.hex(Array(digest.prefix(8))) }
     /// Where the table of a header is: its version and the start of its digest, so two imports
     /// racing to one version never write (or clear) each other's table.
-    package var tableName: String { "bins.table.\(version).\(Self.hex(Array(digest.prefix(8))))" }
+    package var tableName: String { "\(Self.tablePrefix)\(version).\(shortDigest)" }
     /// The purpose of the key the header's MAC is made with (``KeyRing/derivedMAC(purpose:)``).
     package static let purpose = "bin-table"
 
@@ -84,11 +98,13 @@ package struct BinTableDocument: Sendable, Equatable {
         mac.count == 32 && constantTimeEquals(mac, key.authenticate(canonical))
     }
 
-    /// `{"version","rows","source","imported_at"}`: what `cloak bins status` prints.
+    /// `{"version","sha256","rows","source","imported_at"}`: what `cloak bins status` prints.
+    /// A table is named by its version and digest: after a restore, two tables may share a
+    /// version.
     package var json: JSONValue {
         .object([
-            ("version", .int(Int(version))), ("rows", .int(rows)), ("source", .string(source)),
-            ("imported_at", .string(RevealedRecord.iso8601(importedAt))),
+            ("version", .int(Int(version))), ("sha256", .string(Self.hex(digest))), ("rows", .int(rows)),
+            ("source", .string(source)), ("imported_at", .string(RevealedRecord.iso8601(importedAt))),
         ])
     }
 
@@ -153,7 +169,13 @@ package struct BinTableAdministration {
         do {
             let old = try store.metadata(BinTableDocument.pointerName)
             let previous = old.flatMap { BinTableDocument(stored: $0) }
-            let (next, overflow) = (previous?.version ?? 0).addingReportingOverflow(1)
+            // Above every table this store has held, not only the header's: after a restore
+            // put an older header back, an import numbered from it would reuse a version nodes
+            // already served with another table (issue 55, item 6).
+            let highest = max(
+                previous?.version ?? 0,
+                BinTableDocument.highestVersion(try store.metadataNames(prefix: BinTableDocument.tablePrefix)))
+            let (next, overflow) = highest.addingReportingOverflow(1)
             guard !overflow else { throw Failure.store("the stored header's version is not one an import makes") }
             var document = BinTableDocument(
                 version: next, rows: table.rows.count, source: source, importedAt: now, digest: Digest.sha256(content))

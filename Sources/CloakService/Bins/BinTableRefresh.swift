@@ -26,8 +26,9 @@ package final class BinTableRefresh: Sendable {
     private struct State: Sendable {
         var document: BinTableDocument?
         var table: BinTable?
-        /// The version last refused, so a refusal is logged once.
-        var refused: Int64?
+        /// The table last refused (``BinTableDocument/tableName``: version and digest), so a
+        /// refusal is logged once.
+        var refused: String?
         /// A reading is under way (a large table takes a second to build): the next tick waits,
         /// so two copies are never read and built at once.
         var reading = false
@@ -52,9 +53,9 @@ package final class BinTableRefresh: Sendable {
 
     /// Reads the store once and adopts a new table that verifies; `done` runs after.
     package func refreshNow(done: (@Sendable () -> Void)? = nil) {
-        let (held, busy) = state.withLock { s -> (Int64?, Bool) in
+        let (held, busy) = state.withLock { s -> (BinTableDocument?, Bool) in
             defer { s.reading = true }
-            return (s.document?.version, s.reading)
+            return (s.document, s.reading)
         }
         guard !busy else {
             done?()
@@ -63,14 +64,16 @@ package final class BinTableRefresh: Sendable {
         let key = self.key
         let refused = state.withLock { $0.refused }
         vault.withStore(reads: true) { store -> (BinTableDocument, [UInt8]?)? in
+            // A table is named by its version and digest: after a restore or a failover, an import
+            // may reuse a version this node serves with another table (issue 55, item 6).
             guard let bytes = try store.metadata(BinTableDocument.pointerName), !bytes.isEmpty,
-                let document = BinTableDocument(stored: bytes), document.version != held,
-                document.version != refused
+                let document = BinTableDocument(stored: bytes), document.tableName != held?.tableName,
+                document.tableName != refused
             else { return nil }
             // A header is checked before its table is read: a database writer without the ring
             // cannot make nodes read a table of its choosing (of any size), nor go back to an
             // older one (a version below the one held is a replay).
-            guard document.verifies(key), document.version > (held ?? 0) else { return (document, nil) }
+            guard document.verifies(key), document.version >= (held?.version ?? 0) else { return (document, nil) }
             return (document, try store.metadata(document.tableName))
         } completion: { [self] result in
             building.async { [self] in
@@ -114,15 +117,28 @@ package final class BinTableRefresh: Sendable {
         }
         guard let built else {
             let first = state.withLock { s in
-                defer { s.refused = document.version }
-                return s.refused != document.version
+                defer { s.refused = document.tableName }
+                return s.refused != document.tableName
             }
             if first {
                 logger.error(
                     "the store's BIN table is refused; keeping the current one (run cloak bins import again)",
-                    metadata: ["version": .stringConvertible(document.version), "reason": .string(refusal ?? "")])
+                    metadata: [
+                        "version": .stringConvertible(document.version), "sha256": .string(document.shortDigest),
+                        "reason": .string(refusal ?? ""),
+                    ])
             }
             return
+        }
+        if let held = state.withLock({ $0.document }), held.version == document.version {
+            // Signed with the ring, so an import's: one made after a restore or failover that
+            // numbered from an older header. The store's table is followed, and said so.
+            logger.warning(
+                "the store's BIN table has the version this node serves with another digest (an import after a restore or failover); adopting the store's",
+                metadata: [
+                    "version": .stringConvertible(document.version), "sha256": .string(document.shortDigest),
+                    "previous_sha256": .string(held.shortDigest),
+                ])
         }
         state.withLock { s in
             s.document = document
@@ -136,7 +152,8 @@ package final class BinTableRefresh: Sendable {
             AuditEntry(
                 action: "bins_adopt", tokenID: "-", client: "-", aliasReference: nil, result: "ok",
                 facts: [
-                    ("version", String(document.version)), ("rows", String(document.rows)), ("source", document.source),
+                    ("version", String(document.version)), ("sha256", document.shortDigest),
+                    ("rows", String(document.rows)), ("source", document.source),
                 ]))
     }
 }

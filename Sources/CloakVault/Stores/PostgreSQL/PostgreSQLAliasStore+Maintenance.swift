@@ -89,6 +89,12 @@ extension PostgreSQLAliasStore {
             [.text(name), .bytes(value)])
     }
 
+    package func metadataNames(prefix: String) throws(StoreError) -> [String] {
+        try db.query("SELECT name FROM meta WHERE left(name, length($1)) = $1", [.text(prefix)]).compactMap {
+            $0.text(0)
+        }
+    }
+
     package func signUnsignedAliases(_ sign: (IssuedAlias, String) -> [UInt8]) throws(StoreError) -> Int {
         var unsigned: [(IssuedAlias, String)] = []
         for row in try db.query("SELECT alias, record_id, format FROM aliases WHERE mac IS NULL") {

@@ -26,6 +26,15 @@ extension SQLiteAliasStore {
         try s.run()
     }
 
+    package func metadataNames(prefix: String) throws(StoreError) -> [String] {
+        let s = try db.statement("SELECT name FROM meta WHERE substr(name, 1, length(?1)) = ?1")
+        s.bind(1, prefix)
+        defer { s.finish() }
+        var names: [String] = []
+        while try s.step() { if let name = s.text(0) { names.append(name) } }
+        return names
+    }
+
     package func hasRecords() throws(StoreError) -> Bool {
         let s = try db.statement("SELECT EXISTS (SELECT 1 FROM records)")
         defer { s.finish() }
