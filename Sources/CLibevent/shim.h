@@ -10,6 +10,8 @@
 #include <netinet/tcp.h>
 #include <sys/prctl.h>
 #include <malloc.h>
+#include <string.h>
+#include <time.h>
 #include <event2/event.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -35,5 +37,41 @@ static inline int CLibevent_name_thread(const char *name) {
    BIN table's): glibc keeps freed small blocks otherwise, and the process's RSS stays at its peak. */
 static inline int CLibevent_release_free_memory(void) {
     return malloc_trim(0);
+}
+/* Asks the kernel to stamp every segment a socket receives with the time it arrived
+   (SO_TIMESTAMPNS, CLOCK_REALTIME), read back with CLibevent_first_arrival. */
+static inline int CLibevent_stamp_arrivals(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+}
+/* When the first byte waiting in a stamped socket arrived: peeks it (nothing is consumed) with
+   its SCM_TIMESTAMPNS. 1 with the time, 0 when nothing waits or no stamp came, -1 on an error.
+   The cmsg macros are not importable into Swift. */
+static inline int CLibevent_first_arrival(int fd, long long *seconds, long *nanoseconds) {
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        char buffer[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr align;
+    } control;
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof control.buffer;
+    ssize_t n = recvmsg(fd, &message, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0) return -1;
+    if (n == 0) return 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c != NULL; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec t;
+            memcpy(&t, CMSG_DATA(c), sizeof t);
+            *seconds = t.tv_sec;
+            *nanoseconds = t.tv_nsec;
+            return 1;
+        }
+    }
+    return 0;
 }
 #endif

@@ -160,6 +160,10 @@ import Testing
             peak = max(peak, node.residentBytes ?? peak)
         }
         let sent = flood.progress().sent
+        // The figures, for the record (Benchmarks/README.md quotes them).
+        print(
+            "small-record flood \(path) reading \(reading): RSS +\((peak - before) >> 10) KiB over \(sent >> 10) KiB sent"
+        )
         #expect(finished, "\(path): the flood neither stalled nor ended")
         #expect(sent > 1 << 20, "\(path): the flood sent only \(sent) bytes")
         #expect(

@@ -55,6 +55,9 @@ final class PlainTransport: UpstreamTransport {
         return true
     }
 
+    /// Whether what is read next arrived before the request was sent (``ArrivalCheck``).
+    private var arrival = ArrivalCheck()
+
     func write(_ bytes: [UInt8], unlessInputWaiting: Bool) -> UpstreamWriteOutcome {
         guard fd >= 0 else { return .failed }
         guard connected, pendingOffset == pending.count else {
@@ -65,8 +68,12 @@ final class PlainTransport: UpstreamTransport {
             return .accepted
         }
         if unlessInputWaiting && Sockets.hasInput(fd) { return .inputWaiting }
+        arrival.writing()
         let sent = bytes.withUnsafeBytes { Sockets.send(fd, $0) }
-        if sent == bytes.count { return .accepted }
+        if sent == bytes.count {
+            arrival.written()
+            return .accepted
+        }
         guard sent >= 0 || Sockets.wouldBlock else { return .failed }
         pending = bytes
         pendingOffset = max(sent, 0)
@@ -97,6 +104,7 @@ final class PlainTransport: UpstreamTransport {
             guard fd >= 0 else { return }  // the owner closed it
         }
         guard pendingOffset < pending.count else { return }
+        arrival.writing()
         let sent = pending.withUnsafeBytes { Sockets.send(fd, UnsafeRawBufferPointer(rebasing: $0[pendingOffset...])) }
         if sent < 0 {
             guard Sockets.wouldBlock else { return fail(String(cString: strerror(errno))) }
@@ -108,11 +116,16 @@ final class PlainTransport: UpstreamTransport {
         } else {
             pending = []
             pendingOffset = 0
+            arrival.written()
             owner.transportDrained()
         }
     }
 
     private func readable() {
+        if arrival.arrivedBeforeTheLastWrite(fd) {
+            owner.transportReceivedBeforeWrite()
+            guard fd >= 0 else { return }  // the owner closed it
+        }
         let n = recv(fd, buffer.baseAddress, buffer.count, 0)
         if n > 0 {
             owner.transportReceived(UnsafeRawBufferPointer(rebasing: buffer[..<n]), more: n == buffer.count)

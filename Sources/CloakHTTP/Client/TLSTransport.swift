@@ -26,6 +26,9 @@ final class TLSTransport: UpstreamTransport {
     private var pending: [UInt8] = []
     private var pendingOffset = 0
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 << 10, alignment: 16)
+    /// Whether the records read next arrived before the request was sent (``ArrivalCheck``):
+    /// the raw socket is looked at, OpenSSL reading one record at a time from it.
+    private var arrival = ArrivalCheck()
 
     /// nil when OpenSSL could not make the connection's objects.
     init?(base: EventBase, tls: TLSClientContext, host: String, owner: any UpstreamTransportOwner) {
@@ -131,6 +134,10 @@ final class TLSTransport: UpstreamTransport {
             if !isWriting { owner.transportDrained() }
             guard self.ssl != nil else { return }  // the owner closed it
         }
+        if let ssl, SSL_has_pending(ssl) == 0, arrival.arrivedBeforeTheLastWrite(fd) {
+            owner.transportReceivedBeforeWrite()
+            guard self.ssl != nil else { return }  // the owner closed it
+        }
         while let ssl = self.ssl {
             // A stale entry on the thread's error queue (left by other OpenSSL use on this
             // loop) would turn the next SSL_get_error into a failure.
@@ -189,6 +196,7 @@ final class TLSTransport: UpstreamTransport {
         guard let ssl else { return false }
         while pendingOffset < pending.count {
             ERR_clear_error()
+            arrival.writing()
             let n = pending.withUnsafeBytes { bytes in
                 Int(
                     SSL_write(
@@ -212,6 +220,7 @@ final class TLSTransport: UpstreamTransport {
                 return false
             }
         }
+        if !pending.isEmpty { arrival.written() }
         pending = []
         pendingOffset = 0
         return true

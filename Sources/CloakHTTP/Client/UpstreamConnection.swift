@@ -218,6 +218,13 @@ final class UpstreamConnection: UpstreamTransportOwner {
         state.connectTimer = nil
     }
 
+    /// Bytes waiting on a reused connection arrived before the request's last write began:
+    /// another request's answer, or none asked for; never this one's (502, 1401).
+    func transportReceivedBeforeWrite() {
+        guard isReused, let exchange = state.current else { return }
+        refuseEarlyBytes(exchange)
+    }
+
     func transportReceived(_ bytes: UnsafeRawBufferPointer, more: Bool) {
         if isReused, let exchange = state.current, state.transport?.isWriting == true || state.bodySource != nil {
             return refuseEarlyBytes(exchange)

@@ -41,4 +41,8 @@ protocol UpstreamTransportOwner: AnyObject {
     /// Everything written has gone out after waiting for the socket (a write that went out in
     /// its own call is not reported: the writer sees ``UpstreamTransport/isWriting`` false).
     func transportDrained()
+    /// The first bytes waiting after everything written arrived before the last write began
+    /// (``ArrivalCheck``): they cannot answer it. Reported before they are read; the owner may
+    /// close the transport.
+    func transportReceivedBeforeWrite()
 }

@@ -92,6 +92,8 @@ enum Sockets {
             family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         setNoDelay(fd)
+        // Upstream connections only: an answer must have arrived after its request was sent.
+        _ = CLibevent_stamp_arrivals(fd)
         let rc = withUnsafeMutablePointer(to: &socketAddress.storage) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(socketAddress.length)) }
         }
@@ -113,6 +115,23 @@ enum Sockets {
     /// Sends what the socket takes now, never raising SIGPIPE: the count, or -1 with `errno`.
     static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
         Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+    }
+
+    /// A moment on the clock the kernel stamps received segments with (CLOCK_REALTIME), in
+    /// nanoseconds.
+    static func now() -> Int64 {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
+    }
+
+    /// When the first byte waiting in `fd` arrived (``now()``'s clock; the socket stamped with
+    /// `SO_TIMESTAMPNS`); nil when nothing waits or the kernel gave no stamp. Nothing is consumed.
+    static func firstArrival(_ fd: Int32) -> Int64? {
+        var seconds: Int64 = 0
+        var nanoseconds = 0
+        guard CLibevent_first_arrival(fd, &seconds, &nanoseconds) == 1 else { return nil }
+        return seconds * 1_000_000_000 + Int64(nanoseconds)
     }
 
     /// Whether reading `fd` now would return something (bytes, the peer's end, an error)
