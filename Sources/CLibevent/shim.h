@@ -10,8 +10,6 @@
 #include <netinet/tcp.h>
 #include <sys/prctl.h>
 #include <malloc.h>
-#include <string.h>
-#include <time.h>
 #include <event2/event.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -51,11 +49,12 @@ static inline int CLibevent_first_arrival(int fd, long long *seconds, long *nano
     char byte;
     struct iovec iov = {&byte, 1};
     union {
-        char buffer[CMSG_SPACE(sizeof(struct timespec))];
+        char buffer[CMSG_SPACE(2 * sizeof(long))]; /* a struct timespec, not named here: the
+                                                     type belongs to Glibc's module */
         struct cmsghdr align;
     } control;
     struct msghdr message;
-    memset(&message, 0, sizeof message);
+    __builtin_memset(&message, 0, sizeof message);
     message.msg_iov = &iov;
     message.msg_iovlen = 1;
     message.msg_control = control.buffer;
@@ -65,10 +64,10 @@ static inline int CLibevent_first_arrival(int fd, long long *seconds, long *nano
     if (n == 0) return 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c != NULL; c = CMSG_NXTHDR(&message, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-            struct timespec t;
-            memcpy(&t, CMSG_DATA(c), sizeof t);
-            *seconds = t.tv_sec;
-            *nanoseconds = t.tv_nsec;
+            long t[2]; /* tv_sec, tv_nsec */
+            __builtin_memcpy(t, CMSG_DATA(c), sizeof t);
+            *seconds = t[0];
+            *nanoseconds = t[1];
             return 1;
         }
     }

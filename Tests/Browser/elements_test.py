@@ -179,6 +179,11 @@ FILE_CASES = {
     "empty.png": (b"", ["FILE_EMPTY_VALIDATION_ERROR"], None),
     "large.png": (png_bytes(pad=FILE_MAX_BYTES), ["FILE_SIZE_VALIDATION_ERROR"], "image/png"),
     "polyglot.png": (png_bytes() + zip_bytes(), ["FILE_POLYGLOT_VALIDATION_ERROR"], "image/png"),
+    # Issue 55, item 11: an ELF identification anywhere past the start, not only in the first KiB;
+    # the four magic bytes alone (as compressed data holds them by chance) are no ELF.
+    "elf-inside.png": (png_bytes() + b"\x00" * 5000 + b"\x7fELF\x02\x01\x01" + b"\x00" * 100,
+                       ["FILE_POLYGLOT_VALIDATION_ERROR"], "image/png"),
+    "magic-only.png": (png_bytes() + b"\x00" * 5000 + b"\x7fELF\x00\x00\x00" + b"\x00" * 100, [], "image/png"),
 }
 
 
@@ -206,7 +211,8 @@ def server_config(port, directory, token, allowed_origins):
         "vault": {"store": f"sqlite:{directory}/cloak.db", "keys": f"file:{directory}/keys.json"},
         "auth": {"tokens": [{"id": "browser-tests", "sha256": token_sha256(token),
                              "scopes": ["aliases:create", "aliases:reveal"]}]},
-        "limits": {"anonymous": {"requests_per_minute": 6000, "burst": 1000}},
+        # Every upload comes from 127.0.0.1: more MiB a minute than the default 120 (issue 55).
+        "limits": {"anonymous": {"requests_per_minute": 6000, "burst": 1000}, "upload_mib_per_minute": 4096},
         "forms": {"checkout": checkout_form(), "parity": parity_form(), "masked": masked_form(), "kyc": kyc_form(),
                   "attributes": attributes_form()},
         "bins": {"refresh_s": 1},  # the node adopts the table imported after its start within a second
@@ -1530,7 +1536,7 @@ def test_file_state(t):
              f"field() of a file field and file() of a text field should throw: {wrong}")
 
     order = ["id.png", "archive.zip", "scan.pdf", "program.elf", "note.txt", "anim.gif", "empty.png", "large.png",
-             "polyglot.png"]
+             "polyglot.png", "elf-inside.png", "magic-only.png"]
     for name in order:
         content, errors, media = FILE_CASES[name]
         since = t.count()

@@ -82,10 +82,10 @@ import Testing
     /// Issue 55, item 11: an ELF header anywhere past the start, however the pieces split it;
     /// never the file's own first bytes (that is an executable, not a polyglot).
     @Test func anExecutablesHeaderAnywherePastTheStartIsFound() {
-        let elf: [UInt8] = [0x7F, 0x45, 0x4C, 0x46]
-        for offset in [5, 1_023, 1_024, 5_008, 65_535, 150_000] {
+        let elf: [UInt8] = [0x7F, 0x45, 0x4C, 0x46, 2, 1, 1]
+        for offset in [5, 1_023, 1_024, 5_008, 65_533, 150_000] {
             var content = Self.jpeg + [UInt8](repeating: 0x11, count: 160_000)
-            content.replaceSubrange(offset..<(offset + 4), with: elf)
+            content.replaceSubrange(offset..<(offset + elf.count), with: elf)
             for pieces in [1, 2, 7, 1000] {
                 let file = Self.file(content, in: pieces)
                 #expect(file.hasExecutablePastStart, "at \(offset) in \(pieces)")
@@ -95,6 +95,11 @@ import Testing
         }
         let plain = Self.file(Self.jpeg + [UInt8](repeating: 0x7F, count: 10_000), in: 3)
         #expect(!plain.hasExecutablePastStart)
+        // The four magic bytes alone, as compressed data holds them by chance, are no ELF.
+        for chance: [UInt8] in [[0x7F, 0x45, 0x4C, 0x46, 0, 0, 0], [0x7F, 0x45, 0x4C, 0x46, 2, 1, 9]] {
+            let photo = Self.file(Self.jpeg + [UInt8](repeating: 0x33, count: 3_000) + chance + [1, 2, 3], in: 4)
+            #expect(!photo.hasExecutablePastStart && photo.verdict(FileRules()) == [], "\(chance)")
+        }
         #expect(
             Self.file(elf + [UInt8](repeating: 0, count: 64), in: 2).verdict(FileRules()) == [
                 FileValidationError.executable

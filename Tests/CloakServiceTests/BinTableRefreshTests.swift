@@ -234,11 +234,11 @@ import Testing
         return server
     }
 
-    static func importTable(_ table: BinTableReader.Table, into server: TestServer) throws {
+    static func importTable(_ table: BinTableReader.Table, into server: TestServer, now: Int64 = 1) throws {
         let key = server.vault.derivedMAC(purpose: BinTableDocument.purpose)
         let done = DispatchSemaphore(value: 0)
         server.vault.withStore(reads: false) { store in
-            try BinTableAdministration(store: store, key: key).importTable(table, source: "test", now: 1)
+            try BinTableAdministration(store: store, key: key).importTable(table, source: "test", now: now)
         } completion: { _ in
             done.signal()
         }
@@ -334,6 +334,9 @@ import Testing
         try Self.importTable(table("Two"), into: server)
         #expect(try lookup() == "Two")
         let two = try #require(server.service.binRefresh?.current?.document)
+        let twoHeader = try FileUploadTests.sqlite(server, "SELECT hex(value) FROM meta WHERE name = 'bins.current'")
+        let twoTable = try FileUploadTests.sqlite(
+            server, "SELECT hex(value) FROM meta WHERE name = '\(two.tableName)'")
         // A restore of the version-1 state whole (its header, and no newer table's name): the
         // next import is a 2 again, under the version this node serves. The node follows the
         // store's table, and the metric tells the two apart by digest.
@@ -341,12 +344,21 @@ import Testing
             server,
             "UPDATE meta SET value = x'\(first)' WHERE name = 'bins.current'; DELETE FROM meta WHERE name LIKE 'bins.table.2.%'"
         )
-        try Self.importTable(table("Again"), into: server)
+        try Self.importTable(table("Again"), into: server, now: 2)
         let again = try #require(server.service.binRefresh?.current?.document)
         #expect(again.version == 2 && again.digest != two.digest)
         #expect(try lookup() == "Again")
         #expect(try metric() == #"cloak_bins_table{version="2",sha256="\#(again.shortDigest)"} 1"#)
         #expect(String(decoding: JSONWriter.encode(again.json), as: UTF8.self).contains(again.shortDigest))
+        // A writer who kept the other version-2 table (imported earlier) cannot switch the node
+        // back to it: between two signed tables of one version, the later import holds.
+        try FileUploadTests.sqlite(
+            server,
+            "UPDATE meta SET value = x'\(twoHeader)' WHERE name = 'bins.current'; INSERT OR REPLACE INTO meta (name, value) VALUES ('\(two.tableName)', x'\(twoTable)')"
+        )
+        server.service.binRefresh?.refreshAndWait()
+        #expect(try lookup() == "Again")
+        #expect(server.service.binRefresh?.current?.document.digest == again.digest)
         // The version-1 header alone put back (the newer tables' names stay): the next import
         // is 3, not a second 2.
         try FileUploadTests.sqlite(server, "UPDATE meta SET value = x'\(first)' WHERE name = 'bins.current'")

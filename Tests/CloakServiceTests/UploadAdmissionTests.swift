@@ -58,12 +58,12 @@ import Testing
     /// Item 11: an ELF header past the first KiB (here at byte 5,008 of a PNG) was stored,
     /// though `docs/files.md` says any past the start refuses a file. The whole file is
     /// scanned as it streams.
-    @Test(arguments: [5_008, 70_000, 65_534])
+    @Test(arguments: [5_008, 70_000, 65_533])
     func anExecutablesHeaderAnywhereRefusesTheFile(at offset: Int) throws {
         let server = try TestServer()
         defer { server.stop() }
         var content = FileUploadTests.png(padding: 200_000)
-        for (i, byte) in [0x7F, 0x45, 0x4C, 0x46].enumerated() { content[offset + i] = UInt8(byte) }
+        for (i, byte) in [0x7F, 0x45, 0x4C, 0x46, 2, 1, 1].enumerated() { content[offset + i] = UInt8(byte) }
         let answer = try FileUploadTests.upload(try server.client(), Self.document(content))
         #expect(answer.status == 422, "\(answer.text)")
         #expect(FileUploadTests.fileErrors(answer) == ["FILE_POLYGLOT_VALIDATION_ERROR"])
@@ -118,5 +118,34 @@ import Testing
         }
         let again = try FileUploadTests.upload(try server.client(), body)
         #expect(again.status == 200, "\(again.text)")
+    }
+
+    /// Review of item 5: first come, first served, one address could take every slot with
+    /// uploads whose bodies it never sends. An anonymous address holds at most an eighth of the
+    /// budget (two slots at least); a token's uploads are not held to that.
+    @Test func oneAnonymousAddressHoldsAnEighthOfTheUploadMemory() throws {
+        let yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: "upload_memory_mib: 256 ", with: "upload_memory_mib: 24 ")
+        try #require(yaml != TestServer.configurationWithTokens)
+        let server = try TestServer(yaml: yaml)
+        defer { server.stop() }
+        let body = Self.document(FileUploadTests.png(padding: 200_000))
+        var holding: [RawHTTPClient] = []
+        for _ in 0..<2 {
+            let client = try server.client()
+            try client.send(Self.head(body) + body.prefix(50_000))
+            holding.append(client)
+        }
+        #expect(Poll.until { (try? FileUploadTests.fileRows(server).uploads) ?? 0 == 2 })
+        let third = try server.client()
+        try third.send(Self.head(body))
+        let refused = try third.readResponse()
+        #expect(refused.status == 503 && refused.header("Retry-After") == "1", "\(refused.text)")
+        // A backend's token is not an anonymous address.
+        let backend = try FileUploadTests.upload(
+            try server.client(), body, headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+        #expect(backend.status == 200, "\(backend.text)")
+        for client in holding { try client.send(Array(body.dropFirst(50_000))) }
+        for client in holding { #expect(try client.readResponse().status == 200) }
     }
 }

@@ -1,4 +1,5 @@
 import CLibevent
+import Foundation
 import Glibc
 
 /// Socket addresses and options the server and client need (Glibc only: libevent is called
@@ -119,10 +120,10 @@ enum Sockets {
 
     /// A moment on the clock the kernel stamps received segments with (CLOCK_REALTIME), in
     /// nanoseconds.
+    /// (Foundation's `Date` reads that clock: naming `timespec` here, in a file that imports
+    /// CLibevent, made its members CLibevent's for the whole module in a release build.)
     static func now() -> Int64 {
-        var t = timespec()
-        clock_gettime(CLOCK_REALTIME, &t)
-        return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
+        Int64(Date().timeIntervalSince1970 * 1e9)
     }
 
     /// When the first byte waiting in `fd` arrived (``now()``'s clock; the socket stamped with

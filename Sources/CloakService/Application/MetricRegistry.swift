@@ -73,12 +73,14 @@ final class MetricRegistry: Sendable {
                 state.families[name] = Family(help: help, kind: .gauge)
                 state.order.append(name)
             }
+            // One lock for the reset and the new series: two scrapes at once leave one series.
             if state.families[name]!.order != [key] {
-                state.families[name]!.series = [:]
-                state.families[name]!.order = []
+                let made = Series()
+                state.families[name]!.series = [key: made]
+                state.families[name]!.order = [key]
             }
+            state.families[name]!.series[key]!.set(value)
         }
-        set(name, help: help, labels: labels, to: value)
     }
 
     /// The value of one series (tests, and counts that other metrics derive from).

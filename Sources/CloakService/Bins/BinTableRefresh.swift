@@ -73,7 +73,9 @@ package final class BinTableRefresh: Sendable {
             // A header is checked before its table is read: a database writer without the ring
             // cannot make nodes read a table of its choosing (of any size), nor go back to an
             // older one (a version below the one held is a replay).
-            guard document.verifies(key), document.version >= (held?.version ?? 0) else { return (document, nil) }
+            guard document.verifies(key), document.version >= (held?.version ?? 0),
+                document.version != held?.version || document.importedAt > held?.importedAt ?? 0
+            else { return (document, nil) }
             return (document, try store.metadata(document.tableName))
         } completion: { [self] result in
             building.async { [self] in
@@ -103,8 +105,15 @@ package final class BinTableRefresh: Sendable {
         var built: BinTable?
         if !document.verifies(key) {
             refusal = "its header does not verify with the key ring (written without the ring, or by another)"
-        } else if let held = state.withLock({ $0.document?.version }), document.version < held {
+        } else if let held = state.withLock({ $0.document }), document.version < held.version {
             refusal = "its version is below the one this node serves (an older table put back)"
+        } else if let held = state.withLock({ $0.document }), document.version == held.version,
+            document.importedAt <= held.importedAt
+        {
+            // Two signed tables under one version exist only after a restore and an import: the
+            // later import is followed, never the other way, so a writer keeping both cannot
+            // switch nodes between them.
+            refusal = "another table under the version this node serves, imported no later than it"
         } else if let content, !content.isEmpty, constantTimeEquals(Digest.sha256(content), document.digest) {
             if let decoded = BinTableReader.Table(decoding: content) {
                 built = BinTable(decoded)

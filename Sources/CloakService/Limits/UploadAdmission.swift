@@ -19,6 +19,10 @@ final class UploadAdmission: Sendable {
 
     private let limiter = RateLimiter()
     private let reserved = Atomic<Int>(0)
+    /// Uploads in flight per anonymous client address (its /64 for IPv6): one address may hold
+    /// at most an eighth of the memory budget, so it cannot take every slot with bodies it
+    /// never sends (each would cost it only a MiB of its bucket).
+    private let inFlight = Mutex<[RateLimiter.Key: Int]>([:])
 
     /// Bytes reserved by uploads in flight (metrics, tests).
     var reservedBytes: Int { reserved.load(ordering: .relaxed) }
@@ -30,14 +34,29 @@ final class UploadAdmission: Sendable {
         metrics: ServiceMetrics
     ) throws(CloakError) -> UploadTicket {
         let budget = limits.uploadMemoryMiB << 20
+        let busy = CloakError(
+            .tooManyConnections, "too many uploads in progress (limits.upload_memory_mib); retry after 1 s",
+            extraInfo: [("retryAfterSeconds", .int(1))])
+        var address: RateLimiter.Key?
+        if token == nil {
+            let key = RateLimiter.Key.client(client)
+            let share = max(2, budget / Self.bytesPerUpload / 8)
+            let admitted = inFlight.withLock { counts in
+                guard counts[key, default: 0] < share else { return false }
+                counts[key, default: 0] += 1
+                return true
+            }
+            guard admitted else { throw busy }
+            address = key
+        }
         let taken = reserved.wrappingAdd(Self.bytesPerUpload, ordering: .relaxed).newValue
         if taken > budget {
             reserved.wrappingSubtract(Self.bytesPerUpload, ordering: .relaxed)
-            throw CloakError(
-                .tooManyConnections, "too many uploads in progress (limits.upload_memory_mib); retry after 1 s",
-                extraInfo: [("retryAfterSeconds", .int(1))])
+            if let address { leave(address) }
+            throw busy
         }
-        let ticket = UploadTicket(admission: self, client: client, token: token, limits: limits, metrics: metrics)
+        let ticket = UploadTicket(
+            admission: self, client: client, address: address, token: token, limits: limits, metrics: metrics)
         let mib = max(1, ((declaredBytes ?? 0) + (1 << 20) - 1) >> 20)
         if let wait = ticket.charge(mib: mib) {
             ticket.release()
@@ -50,8 +69,16 @@ final class UploadAdmission: Sendable {
         limiter.take(key, limit: limit, now: DispatchTime.now().uptimeNanoseconds, cost: mib)
     }
 
-    fileprivate func release() {
+    fileprivate func release(_ address: RateLimiter.Key?) {
         reserved.wrappingSubtract(Self.bytesPerUpload, ordering: .relaxed)
+        if let address { leave(address) }
+    }
+
+    private func leave(_ address: RateLimiter.Key) {
+        inFlight.withLock { counts in
+            let left = counts[address, default: 1] - 1
+            counts[address] = left > 0 ? left : nil
+        }
     }
 }
 
@@ -60,6 +87,8 @@ final class UploadAdmission: Sendable {
 final class UploadTicket: @unchecked Sendable {
     private let admission: UploadAdmission
     private let client: String
+    /// The anonymous address's in-flight slot (nil for a token's upload).
+    private let address: RateLimiter.Key?
     private let token: String?
     private let limit: RateLimit
     private let metrics: ServiceMetrics
@@ -68,11 +97,12 @@ final class UploadTicket: @unchecked Sendable {
     private var released = false
 
     fileprivate init(
-        admission: UploadAdmission, client: String, token: String?, limits: ServiceConfiguration.RateLimits,
-        metrics: ServiceMetrics
+        admission: UploadAdmission, client: String, address: RateLimiter.Key?, token: String?,
+        limits: ServiceConfiguration.RateLimits, metrics: ServiceMetrics
     ) {
         self.admission = admission
         self.client = client
+        self.address = address
         self.token = token
         let perMinute = limits.uploadMiBPerMinute
         self.limit = RateLimit(requestsPerMinute: perMinute, burst: perMinute)
@@ -101,7 +131,7 @@ final class UploadTicket: @unchecked Sendable {
     func release() {
         guard !released else { return }
         released = true
-        admission.release()
+        admission.release(address)
     }
 
     deinit { release() }

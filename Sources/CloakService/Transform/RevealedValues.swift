@@ -36,28 +36,72 @@ struct RevealedValues: Sendable {
     /// 3: an upstream echoing the bare SHA-256 of a body let a card be recovered in 0.35 s from
     /// guesses over its BIN and last four). A run shorter than ``minimumLength`` is not looked
     /// for; eight base64 characters stand for 48 bits, too many to turn up by chance.
+    ///
+    /// As few as cover those: the runs of base64 between `+` and `/` are those of base64url
+    /// between `-` and `_`, and every form of it holds them, so when one run is long enough the
+    /// runs stand for base64, base64url, percent-encoding and JSON's escapes alike (each needle
+    /// costs a search of every answer).
     static func encodings(of raw: [UInt8]) -> [[UInt8]] {
-        let padded = Base64.encode(raw)
-        let base64 = String(padded.reversed().drop { $0 == "=" }.reversed())
-        let url = Base64.encodeURL(raw)
-        let hex = APICredentials.hex(raw)
-        var forms: [String] = [base64, url, hex, hex.uppercased()]
-        for upper in [true, false] {
-            forms.append(
-                base64.map { c in
-                    switch c {
-                    case "+": upper ? "%2B" : "%2b"
-                    case "/": upper ? "%2F" : "%2f"
-                    default: String(c)
-                    }
-                }.joined())
+        var base64 = Array(Base64.encode(raw).utf8)
+        while base64.last == UInt8(ascii: "=") { base64.removeLast() }
+        var forms: [[UInt8]] = []
+        forms.reserveCapacity(8)
+        if raw.count >= minimumLength { forms.append(raw) }
+        forms.append(hex(raw, upper: false))
+        forms.append(hex(raw, upper: true))
+        // The runs between escapable characters, long enough to look for.
+        var start = 0
+        var escapes = false
+        var runs = 0
+        for index in 0...base64.count {
+            guard index == base64.count || Self.isEscapable(base64[index]) else { continue }
+            if index < base64.count { escapes = true }
+            if index - start >= minimumLength {
+                runs += 1
+                if escapes || index < base64.count { forms.append(Array(base64[start..<index])) }
+            }
+            start = index + 1
         }
-        for encoded in [base64, url] {
-            forms += encoded.split { "+/-_".contains($0) }.map(String.init)
+        if !escapes {
+            if base64.count >= minimumLength { forms.append(base64) }  // base64 and base64url are one
+        } else if runs == 0 {
+            forms.append(base64)
+            forms.append(Array(Base64.encodeURL(raw).utf8))
+            forms.append(percentEncoded(base64, upper: true))
+            forms.append(percentEncoded(base64, upper: false))
         }
-        var seen = Set<String>()
-        return [raw]
-            + forms.filter { $0.utf8.count >= minimumLength && seen.insert($0).inserted }.map { Array($0.utf8) }
+        return forms.filter { $0.count >= minimumLength }
+    }
+
+    private static func isEscapable(_ c: UInt8) -> Bool {
+        c == UInt8(ascii: "+") || c == UInt8(ascii: "/") || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
+    }
+
+    private static func hex(_ bytes: [UInt8], upper: Bool) -> [UInt8] {
+        let letters = upper ? UInt8(ascii: "A") - 10 : UInt8(ascii: "a") - 10
+        return [UInt8](unsafeUninitializedCapacity: bytes.count * 2) { out, count in
+            for (i, b) in bytes.enumerated() {
+                let high = b >> 4, low = b & 15
+                out[2 * i] = high < 10 ? UInt8(ascii: "0") + high : letters + high
+                out[2 * i + 1] = low < 10 ? UInt8(ascii: "0") + low : letters + low
+            }
+            count = bytes.count * 2
+        }
+    }
+
+    /// `+` and `/` as `%2B` and `%2F` (or `%2b`, `%2f`); every other base64 byte as it is.
+    private static func percentEncoded(_ base64: [UInt8], upper: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(base64.count * 3)
+        for c in base64 {
+            if c == UInt8(ascii: "+") || c == UInt8(ascii: "/") {
+                let low: Unicode.Scalar = c == UInt8(ascii: "+") ? (upper ? "B" : "b") : (upper ? "F" : "f")
+                out += [UInt8(ascii: "%"), UInt8(ascii: "2"), UInt8(ascii: low)]
+            } else {
+                out.append(c)
+            }
+        }
+        return out
     }
 
     /// Whether any of the values is in `answer`'s body or header values (read in place).

@@ -78,6 +78,16 @@
     return {};
   }
 
+  /** FileInspection.hasExecutablePastStart: 7F 45 4C 46, class 1|2, byte order 1|2, version 1, past byte 0. */
+  function hasELFIdent(b) {
+    for (let s = b.indexOf(0x7F, 1); s >= 0 && s + 7 <= b.length; s = b.indexOf(0x7F, s + 1)) {
+      if (startsWith(b, ELF, s) && (b[s + 4] === 1 || b[s + 4] === 2) && (b[s + 5] === 1 || b[s + 5] === 2) && b[s + 6] === 1) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** FileSniffer.isPolyglot. */
   function isPolyglot(prefix, tail, type, elfPastStart) {
     if (type !== "application/pdf" && contains(prefix, PDF)) return true;
@@ -138,7 +148,7 @@
       const head = new Uint8Array(read[0]);
       return {
         bytes: size, prefix: head.subarray(0, PREFIX_LENGTH), tail: new Uint8Array(read[1]),
-        elfPastStart: whole && contains(head, ELF, 1),
+        elfPastStart: whole && hasELFIdent(head),
       };
     }, function () {
       return { bytes: size, prefix: null, tail: null, unreadable: true };

@@ -68,9 +68,9 @@ extension PostgreSQLAliasStore {
     package func deleteAbandonedFiles(idleBefore: Int64, limit: Int) throws(StoreError) -> Int {
         try db.query(
             """
-            DELETE FROM files WHERE record_id IS NULL AND updated_at < $1 AND upload_id IN
-                (SELECT upload_id FROM files WHERE record_id IS NULL AND updated_at < $1 LIMIT $2
-                 FOR UPDATE SKIP LOCKED)
+            DELETE FROM files WHERE record_id IS NULL AND greatest(updated_at, created_at) < $1 AND upload_id IN
+                (SELECT upload_id FROM files WHERE record_id IS NULL AND greatest(updated_at, created_at) < $1
+                 LIMIT $2 FOR UPDATE SKIP LOCKED)
             RETURNING 1
             """, [.int(idleBefore), .int(Int64(limit))]
         ).count

@@ -97,13 +97,13 @@ extension PostgreSQLAliasStore {
         );
         """,
         // An upload is aged by its last chunk, not its start (issue 55, item 8): a slow client
-        // streaming a large file is not swept while it sends.
+        // streaming a large file is not swept while it sends. The column has a default (no
+        // table rewrite, and a node not yet upgraded still inserts), and an upload's age is the
+        // later of its start and its last chunk, so one such a node started is aged as before.
         """
-        ALTER TABLE files ADD COLUMN updated_at bigint;
-        UPDATE files SET updated_at = created_at;
-        ALTER TABLE files ALTER COLUMN updated_at SET NOT NULL;
+        ALTER TABLE files ADD COLUMN updated_at bigint NOT NULL DEFAULT 0;
         DROP INDEX files_unfinished;
-        CREATE INDEX files_idle ON files (updated_at) WHERE record_id IS NULL;
+        CREATE INDEX files_idle ON files (greatest(updated_at, created_at)) WHERE record_id IS NULL;
         """,
     ]
 

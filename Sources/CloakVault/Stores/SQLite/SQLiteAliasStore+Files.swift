@@ -96,8 +96,8 @@ extension SQLiteAliasStore {
     package func deleteAbandonedFiles(idleBefore: Int64, limit: Int) throws(StoreError) -> Int {
         let s = try db.statement(
             """
-            DELETE FROM files WHERE record_id IS NULL AND updated_at < ?1 AND upload_id IN
-                (SELECT upload_id FROM files WHERE record_id IS NULL AND updated_at < ?1 LIMIT ?2)
+            DELETE FROM files WHERE record_id IS NULL AND max(updated_at, created_at) < ?1 AND upload_id IN
+                (SELECT upload_id FROM files WHERE record_id IS NULL AND max(updated_at, created_at) < ?1 LIMIT ?2)
             """)
         s.bind(1, idleBefore)
         s.bind(2, Int64(limit))

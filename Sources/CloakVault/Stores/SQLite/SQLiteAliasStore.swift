@@ -90,16 +90,16 @@ package final class SQLiteAliasStore: AliasStore {
             """)
         // Files (schema 6, issue 47): uploads and their sealed chunks.
         try db.execute(Self.filesSchema)
-        // An upload is aged by its last chunk (schema 7, issue 55, item 8).
+        // An upload is aged by the later of its start and its last chunk (schema 7, issue 55,
+        // item 8); a row from before has 0 there, and is aged by its start as it was.
         if try !db.columnExists(table: "files", column: "updated_at") {
-            try db.execute(
-                """
-                ALTER TABLE files ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0;
-                UPDATE files SET updated_at = created_at;
-                DROP INDEX IF EXISTS files_unfinished;
-                """)
+            try db.execute("ALTER TABLE files ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0")
         }
-        try db.execute("CREATE INDEX IF NOT EXISTS files_idle ON files(updated_at) WHERE record_id IS NULL")
+        try db.execute(
+            """
+            DROP INDEX IF EXISTS files_unfinished;
+            CREATE INDEX IF NOT EXISTS files_idle ON files(max(updated_at, created_at)) WHERE record_id IS NULL;
+            """)
     }
 
     /// The file belongs to this process.
