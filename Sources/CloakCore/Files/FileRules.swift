@@ -120,26 +120,12 @@ public struct FileInspection: Sendable {
     /// a type the field does not allow or a PDF header in a non-PDF; an executable's header
     /// anywhere past its start. A server refuses on these before storing anything of it.
     public func refusalSoFar(_ rules: FileRules) -> [String] {
+        if prefix.count >= FileSniffer.prefixLength {
+            return errors(rules, tailHasArchive: false)
+        }
         var errors: [String] = []
         if bytes > rules.maxBytes { errors.append(FileValidationError.tooLarge) }
-        if prefix.count >= FileSniffer.prefixLength {
-            switch FileSniffer.verdict(prefix) {
-            case .executable:
-                errors.append(FileValidationError.executable)
-            case .unknown:
-                errors.append(FileValidationError.typeNotAllowed)
-            case .media(let type):
-                if !rules.types.contains(type) { errors.append(FileValidationError.typeNotAllowed) }
-                if FileSniffer.isPolyglot(prefix: prefix, tailHasArchive: false, executablePastStart: false, as: type) {
-                    errors.append(FileValidationError.polyglot)
-                }
-            }
-        }
-        if hasExecutablePastStart && !errors.contains(FileValidationError.polyglot)
-            && !errors.contains(FileValidationError.executable)
-        {
-            errors.append(FileValidationError.polyglot)
-        }
+        if hasExecutablePastStart { errors.append(FileValidationError.polyglot) }
         return errors
     }
 
@@ -152,6 +138,13 @@ public struct FileInspection: Sendable {
     /// What is wrong with the file under `rules` (empty: nothing).
     public func verdict(_ rules: FileRules) -> [String] {
         if bytes == 0 { return [FileValidationError.empty] }
+        return errors(
+            rules,
+            tailHasArchive: tailHasArchive ?? FileSniffer.hasArchiveSignature(tail.suffix(FileSniffer.tailLength)))
+    }
+
+    /// Size, type and polyglot errors, the tail's finding given.
+    private func errors(_ rules: FileRules, tailHasArchive: Bool) -> [String] {
         var errors: [String] = []
         if bytes > rules.maxBytes { errors.append(FileValidationError.tooLarge) }
         switch FileSniffer.verdict(prefix) {
@@ -161,9 +154,8 @@ public struct FileInspection: Sendable {
             errors.append(FileValidationError.typeNotAllowed)
         case .media(let type):
             if !rules.types.contains(type) { errors.append(FileValidationError.typeNotAllowed) }
-            let archive = tailHasArchive ?? FileSniffer.hasArchiveSignature(tail.suffix(FileSniffer.tailLength))
             if FileSniffer.isPolyglot(
-                prefix: prefix, tailHasArchive: archive, executablePastStart: hasExecutablePastStart, as: type)
+                prefix: prefix, tailHasArchive: tailHasArchive, executablePastStart: hasExecutablePastStart, as: type)
             {
                 errors.append(FileValidationError.polyglot)
             }
