@@ -80,7 +80,9 @@ extension CloakService {
                 client = c.request.remoteAddress,
                 token = c.identity.token?.id
             ] declared throws(CloakError) in
-            try uploads.admit(client: client, token: token, declaredBytes: declared, limits: limits, metrics: metrics)
+            try uploads.admit(client: client, token: token, declaredBytes: declared, limits: limits) {
+                metrics.rateLimited("upload")
+            }
         }
         handler.onFileOutcome = { [metrics, outcome = c.outcome, vault = handler.vault] result in
             switch result {

@@ -29,9 +29,10 @@ final class UploadAdmission: Sendable {
 
     /// Admits an upload, or refuses it: 503 with `Retry-After` past the node's upload memory,
     /// 429 with `Retry-After` past the address's or the token's MiB a minute.
+    /// - Parameter refused: told each time the MiB buckets refuse (the rate-limit metric).
     func admit(
         client: String, token: String?, declaredBytes: Int?, limits: ServiceConfiguration.RateLimits,
-        metrics: ServiceMetrics
+        refused: @escaping @Sendable () -> Void = {}
     ) throws(CloakError) -> UploadTicket {
         let budget = limits.uploadMemoryMiB << 20
         let busy = CloakError(
@@ -56,7 +57,7 @@ final class UploadAdmission: Sendable {
             throw busy
         }
         let ticket = UploadTicket(
-            admission: self, client: client, address: address, token: token, limits: limits, metrics: metrics)
+            admission: self, client: client, address: address, token: token, limits: limits, refused: refused)
         let mib = max(1, ((declaredBytes ?? 0) + (1 << 20) - 1) >> 20)
         if let wait = ticket.charge(mib: mib) {
             ticket.release()
@@ -91,14 +92,14 @@ final class UploadTicket: @unchecked Sendable {
     private let address: RateLimiter.Key?
     private let token: String?
     private let limit: RateLimit
-    private let metrics: ServiceMetrics
+    private let refused: @Sendable () -> Void
     /// MiB paid for so far.
     private var paid = 0
     private var released = false
 
     fileprivate init(
         admission: UploadAdmission, client: String, address: RateLimiter.Key?, token: String?,
-        limits: ServiceConfiguration.RateLimits, metrics: ServiceMetrics
+        limits: ServiceConfiguration.RateLimits, refused: @escaping @Sendable () -> Void
     ) {
         self.admission = admission
         self.client = client
@@ -106,7 +107,7 @@ final class UploadTicket: @unchecked Sendable {
         self.token = token
         let perMinute = limits.uploadMiBPerMinute
         self.limit = RateLimit(requestsPerMinute: perMinute, burst: perMinute)
-        self.metrics = metrics
+        self.refused = refused
     }
 
     /// `mib` more from both buckets; nil when paid, else the seconds to wait.
@@ -116,7 +117,7 @@ final class UploadTicket: @unchecked Sendable {
         if let token, let tokenWait = admission.take(.token(token), mib: mib, limit: limit) {
             wait = max(wait ?? 0, tokenWait)
         }
-        if wait != nil { metrics.rateLimited("upload") }
+        if wait != nil { refused() }
         return wait
     }
 
