@@ -28,10 +28,8 @@ struct FileConfigurationTests {
         do {
             _ = try ServiceConfiguration.parse(yaml: yaml)
             return []
-        } catch let error as ConfigurationError {
-            return error.issues.map(\.path)
         } catch {
-            return ["\(error)"]
+            return error.issues.map(\.path)
         }
     }
 

@@ -156,7 +156,7 @@ struct PostgreSQLBatchTests {
         DispatchQueue.concurrentPerform(iterations: 48) { i in
             let value = i.isMultiple(of: 2) ? "same-value" : "value-\(i)"
             let alias = try? vault.alias(value, .UUID)
-            aliases.withLock { $0[value, default: []].insert(alias ?? "failed") }
+            aliases.withLock { _ = $0[value, default: []].insert(alias ?? "failed") }
         }
         let seen = aliases.withLock { $0 }
         #expect(seen.count == 25)
