@@ -80,6 +80,34 @@ struct RouteStepEchoTests {
         }
     }
 
+    /// The needles for a derived value, whatever its base64 looks like: no escapable character
+    /// (one needle for base64 and base64url), runs between them, or none long enough (a value
+    /// whose base64 is all `+`: the whole forms). Every form of it is found, and an answer
+    /// without it is not.
+    @Test(arguments: [
+        ("no escapes", [UInt8](repeating: 0, count: 32)),
+        ("runs", Digest.sha256(Array("4111111111111111".utf8))),
+        ("only escapes", [UInt8]([0xFB, 0xEF, 0xBE, 0xFB, 0xEF, 0xBE, 0xFB, 0xEF, 0xBE, 0xFB, 0xEF, 0xBE])),
+    ])
+    func everyFormOfADerivedValueIsFound(_ shape: String, raw: [UInt8]) {
+        var revealed = RevealedValues()
+        for form in RevealedValues.encodings(of: raw) { revealed.add(bytes: form) }
+        let base64 = Base64.encode(raw)
+        let hex = APICredentials.hex(raw)
+        let echoes = [
+            base64, String(base64.reversed().drop { $0 == "=" }.reversed()), Base64.encodeURL(raw), hex,
+            hex.uppercased(), OAuth1Signature.encode(base64),
+            OAuth1Signature.encode(base64).replacingOccurrences(of: "%2B", with: "%2b")
+                .replacingOccurrences(of: "%2F", with: "%2f"),
+            base64.replacingOccurrences(of: "/", with: "\\/"), #"sha-256=:\#(base64):"#,
+        ]
+        for echo in echoes {
+            let answer = HTTPResponse(status: 400, headers: [], body: Array("{\"got\":\"\(echo)\"}".utf8))
+            #expect(revealed.appear(in: answer), "\(shape): \(echo)")
+        }
+        #expect(!revealed.appear(in: HTTPResponse(status: 200, headers: [], body: Array(#"{"ok":true}"#.utf8))))
+    }
+
     /// An exchange revealing one card for a caller who may not see it, answered with `answer`
     /// after steps wrote `written`.
     static func answer(_ answer: HTTPResponse, written: [[UInt8]]) -> String {

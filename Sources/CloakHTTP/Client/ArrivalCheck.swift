@@ -17,6 +17,12 @@ struct ArrivalCheck {
     private var lastWrite: Int64 = 0
     /// Everything written: the next read is checked.
     private var armed = false
+    /// The connection carries a second request or later (``watch()``): only then can bytes
+    /// that arrived before a write be another exchange's, and only then is the peek made.
+    private var watching = false
+
+    /// The connection is being reused: from now on, every read after a write is checked.
+    mutating func watch() { watching = true }
 
     /// A write is about to go into the socket.
     mutating func writing() {
@@ -25,7 +31,7 @@ struct ArrivalCheck {
     }
 
     /// Everything written so far has gone into the socket.
-    mutating func written() { armed = true }
+    mutating func written() { armed = watching }
 
     /// At a read event, once per ``written()``: whether the first byte waiting in `fd` arrived
     /// before the last write began. Nothing is consumed.

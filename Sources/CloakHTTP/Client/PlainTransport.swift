@@ -60,6 +60,7 @@ final class PlainTransport: UpstreamTransport {
 
     func write(_ bytes: [UInt8], unlessInputWaiting: Bool) -> UpstreamWriteOutcome {
         guard fd >= 0 else { return .failed }
+        if unlessInputWaiting { arrival.watch() }  // a reused connection
         guard connected, pendingOffset == pending.count else {
             if unlessInputWaiting && Sockets.hasInput(fd) { return .inputWaiting }
             pending.removeFirst(pendingOffset)

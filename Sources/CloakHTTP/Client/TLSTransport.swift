@@ -78,6 +78,7 @@ final class TLSTransport: UpstreamTransport {
 
     func write(_ bytes: [UInt8], unlessInputWaiting: Bool) -> UpstreamWriteOutcome {
         guard ssl != nil else { return .failed }
+        if unlessInputWaiting { arrival.watch() }  // a reused connection
         if unlessInputWaiting && hasInputWaiting { return .inputWaiting }
         pending.removeFirst(pendingOffset)
         pendingOffset = 0

@@ -38,7 +38,7 @@ struct BinsHandler: Sendable {
         guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
         guard VaultAPIHandler.isPlausibleAlias(alias) else { throw .notFound("no such alias") }
         let table = self.table
-        let shownDigits = mayReveal ? Int.max : CardAttributes.aliasShownDigits
+        let shownDigits = mayReveal ? 8 : CardAttributes.aliasShownDigits
         return .later { finish in
             // An alias that does not exist is a guess, as for a reveal.
             vault.revealGuessing([alias]) { result in

@@ -24,9 +24,6 @@ final class UploadAdmission: Sendable {
     /// never sends (each would cost it only a MiB of its bucket).
     private let inFlight = Mutex<[RateLimiter.Key: Int]>([:])
 
-    /// Bytes reserved by uploads in flight (metrics, tests).
-    var reservedBytes: Int { reserved.load(ordering: .relaxed) }
-
     /// Admits an upload, or refuses it: 503 with `Retry-After` past the node's upload memory,
     /// 429 with `Retry-After` past the address's or the token's MiB a minute.
     /// - Parameter refused: told each time the MiB buckets refuse (the rate-limit metric).

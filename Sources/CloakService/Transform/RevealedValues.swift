@@ -29,18 +29,16 @@ struct RevealedValues: Sendable {
     }
 
     /// The forms in which an answer can carry `raw`, a value a step derived from revealed data
-    /// (a digest, a signature, a MAC): itself, base64 (with and without padding), base64url, hex
-    /// in either case, base64 percent-encoded in either case, and each run of base64 between the
-    /// characters an encoding may escape (`+`, `/`, `-`, `_`), so an echo with a label
-    /// (`sha-256=:…:`), quotes, JSON's `\/` or partial escaping is still found (issue 55, item
-    /// 3: an upstream echoing the bare SHA-256 of a body let a card be recovered in 0.35 s from
-    /// guesses over its BIN and last four). A run shorter than ``minimumLength`` is not looked
-    /// for; eight base64 characters stand for 48 bits, too many to turn up by chance.
+    /// (a digest, a signature, a MAC), as needles for ``appear(in:)`` (issue 55, item 3: an
+    /// upstream echoing the bare SHA-256 of a body let a card be recovered in 0.35 s from
+    /// guesses over its BIN and last four): `raw` itself, hex in either case, and base64.
     ///
-    /// As few as cover those: the runs of base64 between `+` and `/` are those of base64url
-    /// between `-` and `_`, and every form of it holds them, so when one run is long enough the
-    /// runs stand for base64, base64url, percent-encoding and JSON's escapes alike (each needle
-    /// costs a search of every answer).
+    /// Base64 is looked for as its runs between the characters an encoding may escape (`+`,
+    /// `/`; base64url's `-`, `_` stand at the same places): every form of it holds them, so the
+    /// runs find base64 with or without padding, base64url, percent-encoding, JSON's `\/` and a
+    /// label or quotes around it alike, with few needles (each costs a search of every answer).
+    /// A run shorter than ``minimumLength`` is not looked for (eight base64 characters stand for
+    /// 48 bits, too many to turn up by chance); when no run is that long, the whole forms are.
     static func encodings(of raw: [UInt8]) -> [[UInt8]] {
         var base64 = Array(Base64.encode(raw).utf8)
         while base64.last == UInt8(ascii: "=") { base64.removeLast() }
@@ -49,22 +47,19 @@ struct RevealedValues: Sendable {
         if raw.count >= minimumLength { forms.append(raw) }
         forms.append(hex(raw, upper: false))
         forms.append(hex(raw, upper: true))
-        // The runs between escapable characters, long enough to look for.
-        var start = 0
+        var runs: [ArraySlice<UInt8>] = []
         var escapes = false
-        var runs = 0
-        for index in 0...base64.count {
-            guard index == base64.count || Self.isEscapable(base64[index]) else { continue }
+        var start = 0
+        for index in 0...base64.count where index == base64.count || Self.isEscapable(base64[index]) {
             if index < base64.count { escapes = true }
-            if index - start >= minimumLength {
-                runs += 1
-                if escapes || index < base64.count { forms.append(Array(base64[start..<index])) }
-            }
+            if index - start >= minimumLength { runs.append(base64[start..<index]) }
             start = index + 1
         }
         if !escapes {
-            if base64.count >= minimumLength { forms.append(base64) }  // base64 and base64url are one
-        } else if runs == 0 {
+            forms.append(base64)  // one run, the whole: base64 and base64url are the same text
+        } else if !runs.isEmpty {
+            forms += runs.map { Array($0) }
+        } else {
             forms.append(base64)
             forms.append(Array(Base64.encodeURL(raw).utf8))
             forms.append(percentEncoded(base64, upper: true))
