@@ -37,6 +37,8 @@ let package = Package(
         // Traces: the instrumentation API only. Spans are exported over OTLP/HTTP by Cloak's own
         // upstream client (CloakService/Tracing): no second event loop, HTTP stack or TLS library.
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.0"),
+        // Deque: the guess limiter's time-ordered expiry queues.
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     ],
     targets: [
         .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
@@ -61,6 +63,7 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             // Cloak Elements' browser files, compiled into the binary (ElementsAssets).
             resources: [.embedInCode("Elements/Assets")],

@@ -223,15 +223,17 @@ package final class CloakService: Sendable {
             valuesPerHour: token.createBucketLimit(default: configuration.limits.bucketValuesPerHour),
             guessLimit: token.lookupBucketLimit(default: configuration.limits.bucketValuesPerHour),
             charge: { [rates] n in rates.chargeToken(token, n) },
-            refused: { [metrics, audit = AuditLog(logger: logger)] format, enforced in
-                metrics.bucketLimited(format.rawValue)
+            refused: { [metrics, audit = AuditLog(logger: logger)] refusal, enforced in
+                metrics.bucketLimited(refusal.format.rawValue)
                 // An admission event, not an endpoint's outcome: written when it happens, at warning.
                 audit.record(
                     AuditEntry(
                         action: "bucket_limit", tokenID: token.id, client: client,
-                        result: enforced ? "refused" : "counted", facts: [("format", format.rawValue)]),
+                        result: enforced ? "refused" : "counted",
+                        facts: [("format", refusal.format.rawValue), ("limit", refusal.limit.name)]),
                     level: .warning)
-            })
+            },
+            memoryBudget: configuration.limits.guessMemoryMiB << 20)
     }
 
     /// The vault for one request's handlers: its completions run on the request's loop.

@@ -71,13 +71,14 @@ extension ServiceConfiguration {
     }
 
     /// `limits.anonymous` and `limits.token`: `{requests_per_minute, burst}`; the guess bucket's
-    /// `bucket_values_per_hour`; uploads' `upload_mib_per_minute` and `upload_memory_mib`.
+    /// `bucket_values_per_hour` and `guess_memory_mib`; uploads' `upload_mib_per_minute` and `upload_memory_mib`.
     static func readLimits(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
         guard
             let limits = r.mapping(
                 node, at: "limits",
                 allowed: [
-                    "anonymous", "token", "bucket_values_per_hour", "upload_mib_per_minute", "upload_memory_mib",
+                    "anonymous", "token", "bucket_values_per_hour", "guess_memory_mib", "upload_mib_per_minute",
+                    "upload_memory_mib",
                 ])
         else { return }
         func read(_ key: String, _ defaults: RateLimit) -> RateLimit {
@@ -97,6 +98,9 @@ extension ServiceConfiguration {
         r.int(
             limits["bucket_values_per_hour"], at: "limits.bucket_values_per_hour", min: 1, max: 1_000_000,
             into: &config, \.limits.bucketValuesPerHour)
+        r.int(
+            limits["guess_memory_mib"], at: "limits.guess_memory_mib", min: 1, max: 1 << 20,
+            into: &config, \.limits.guessMemoryMiB)
         r.int(
             limits["upload_mib_per_minute"], at: "limits.upload_mib_per_minute", min: 1, max: 1 << 20,
             into: &config, \.limits.uploadMiBPerMinute)

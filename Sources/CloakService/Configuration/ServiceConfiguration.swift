@@ -153,6 +153,9 @@ package struct ServiceConfiguration: Sendable {
         /// Distinct values of one format-preserving bucket (a card's BIN, last four and length)
         /// one token may alias in a sliding hour (``BucketGuessLimiter``).
         package var bucketValuesPerHour = 30
+        /// Memory all guess accounts' windows may hold on a node (``BucketGuessLimiter``): past
+        /// it a value that needs more is refused with the bucket cap's 429.
+        package var guessMemoryMiB = 512
         /// MiB of uploads (bodies of forms with files) per minute, per client address and per
         /// token, charged when an upload begins (``UploadAdmission``).
         package var uploadMiBPerMinute = 120

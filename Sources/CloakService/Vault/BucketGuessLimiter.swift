@@ -15,40 +15,42 @@ import Synchronization
 /// (the upstream has acted by then).
 ///
 /// Values are counted per guess account: a token's own id, or for a minted token the root that
-/// minted it (minting many tokens does not multiply the limit). State is per account, in shards
-/// (one lock per shard, never a global one), each account's windows in one reference changed in
-/// place. Memory is bounded per presenting token: a window is charged to the token whose request
-/// opened it, and one token may hold at most ``bucketCap`` windows (``maxBucketsPerToken``
-/// buckets, each at most `limit` tags of 32 bytes). Past it the account's expired windows are
-/// dropped, and if the token still has no room it is refused until its oldest expires: only
-/// that token, never the other tokens of its account (a minted token cannot lock out its minter).
-/// The tokens minted under an account share one more ceiling (``mintedCeiling``, twice the cap):
-/// without it, minting more children multiplied the memory one account could hold. The root
-/// is held only to its own cap, so an account holds at most three caps of windows.
+/// minted it (minting many tokens does not multiply the limit). State is per account
+/// (``GuessWindows``), in shards (one lock per shard, never a global one). A request's cost does
+/// not grow with what the account did before: values leave the hour from a time-ordered queue,
+/// and the counts the limits read are kept as windows change (issue 56: scanning every window
+/// on each request made a backend's 100,000th card cost 17 times its first).
+///
+/// Memory is bounded by refusing, never by forgetting: no window is evicted, shrunk or merged
+/// before its hour ends, so the promise above is exact. A window is charged to the token whose
+/// request opened it, and one token may hold at most ``bucketCap`` windows (a backend aliasing a
+/// million distinct cards an hour is never refused for volume); past it the token waits until
+/// its account's oldest value leaves the hour: only that token, never the other tokens of its
+/// account (a minted token cannot lock out its minter). The tokens minted under an account share
+/// one more ceiling (``mintedCeiling``, twice the cap): without it, minting more children
+/// multiplied the memory one account could hold. All accounts together are held to
+/// `limits.guess_memory_mib`: past it a value that needs more memory is refused the same way.
 final class BucketGuessLimiter: Sendable {
     static let window: UInt64 = 3_600 * 1_000_000_000
     /// The most buckets one presenting token may hold windows in (the default ``bucketCap``).
-    static let maxBucketsPerToken = 100_000
+    static let maxBucketsPerToken = 1_000_000
     static let shardCount = 16
+
+    /// What a window of one value is charged: its inline entry in the account's hash table
+    /// (16 bytes in a table at least 37.5 % full) and its queue entry (16 bytes in a ring at
+    /// least half full). `GuessLimiterMemoryTests` measures it.
+    static let windowBytes = 96
+    /// What each further value of a window is charged (its overflow entry, queue entry and hash).
+    static let valueBytes = 64
+    /// What a window's overflow (its second value on) is charged once.
+    static let overflowBytes = 160
+    /// `limits.guess_memory_mib`'s default, in bytes.
+    static let defaultMemoryBudget = 512 << 20
 
     /// The most windows one presenting token may hold open.
     let bucketCap: Int
     /// The most windows of an account the tokens minted under it may open, together.
     var mintedCeiling: Int { 2 * bucketCap }
-
-    /// One bucket's distinct values and when each was first seen, oldest first.
-    struct Window: Sendable {
-        /// The presenting token whose request opened the window: its ``bucketCap`` pays for it.
-        let opener: String
-        var seen: [(value: GuessTag, at: UInt64)] = []
-
-        mutating func expire(now: UInt64) {
-            guard let first = seen.first, now &- first.at >= BucketGuessLimiter.window else { return }
-            seen.removeAll { now &- $0.at >= BucketGuessLimiter.window }
-        }
-
-        func contains(_ value: GuessTag) -> Bool { seen.contains { $0.value == value } }
-    }
 
     struct Refusal: Sendable, Equatable {
         /// Which limit refused.
@@ -58,6 +60,17 @@ final class BucketGuessLimiter: Sendable {
             /// ``BucketGuessLimiter/bucketCap`` (the number): buckets the presenting token holds
             /// windows in.
             case buckets(Int)
+            /// `limits.guess_memory_mib` (the number): the memory all accounts' windows hold.
+            case memory(mib: Int)
+
+            /// How the audit line names it.
+            var name: String {
+                switch self {
+                case .valuesPerBucket: "bucket_values_per_hour"
+                case .buckets: "buckets_per_token"
+                case .memory: "guess_memory_mib"
+                }
+            }
         }
 
         let format: AliasFormatName
@@ -68,155 +81,155 @@ final class BucketGuessLimiter: Sendable {
     /// Whether values past the limit are refused or only reported.
     enum Mode: Sendable { case enforce, countOnly }
 
-    /// One guess account's windows.
-    private final class AccountWindows: @unchecked Sendable {  // guarded by its shard's lock
-        var windows: [GuessTag: Window] = [:]
-        /// How many of ``windows`` each presenting token opened (what its cap is held to).
-        var opened: [String: Int] = [:]
-        /// Values of requests under way on the unnamed path (``reserveUnnamed(token:count:limit:now:)``).
-        var inFlight = 0
-
-        var isIdle: Bool { windows.isEmpty && inFlight == 0 }
-
-        /// Records `value` in `bucket`, opening its window on `presenter`'s cap when it has none.
-        func record(_ value: GuessTag, in bucket: GuessTag, at now: UInt64, by presenter: String) {
-            if windows[bucket] == nil { opened[presenter, default: 0] += 1 }
-            windows[bucket, default: Window(opener: presenter)].seen.append((value, now))
-        }
-
-        /// Drops the window of `bucket`, giving its place back to the token that opened it.
-        func drop(_ bucket: GuessTag) {
-            guard let window = windows.removeValue(forKey: bucket) else { return }
-            let left = (opened[window.opener] ?? 1) - 1
-            opened[window.opener] = left > 0 ? left : nil
-        }
-
-        /// Drops the window of `bucket` when it holds nothing.
-        func dropIfEmpty(_ bucket: GuessTag) {
-            if windows[bucket]?.seen.isEmpty == true { drop(bucket) }
-        }
-
-        /// Drops every window whose values have all left the hour.
-        func dropExpired(now: UInt64) {
-            let stale = windows.filter { !$0.value.seen.contains { now &- $0.at < BucketGuessLimiter.window } }.keys
-            for bucket in Array(stale) { drop(bucket) }
-        }
-
-        /// When the oldest value of the windows `presenter` opened was seen.
-        func oldest(openedBy presenter: String) -> UInt64? {
-            windows.values.lazy.filter { $0.opener == presenter }.compactMap { $0.seen.first?.at }.min()
-        }
-    }
-
     private final class Shard: Sendable {
-        let tokens = Mutex<[String: AccountWindows]>([:])
+        /// Guess accounts' windows; an account without windows or requests under way is dropped
+        /// (but an unnamed path's, kept so that a lookup allocates nothing).
+        let accounts = Mutex<[String: GuessWindows]>([:])
     }
 
     private let shards: [Shard] = (0..<BucketGuessLimiter.shardCount).map { _ in Shard() }
+    /// What every account's windows are charged together (``GuessWindows/charge``).
+    private let used = Atomic<Int>(0)
+    /// When all shards were last swept for expired values (``sweep(now:)``), in seconds.
+    private let lastSweep = Atomic<UInt64>(0)
 
     /// - Parameter bucketCap: the most buckets one presenting token may hold windows in.
     init(bucketCap: Int = BucketGuessLimiter.maxBucketsPerToken) {
         self.bucketCap = bucketCap
     }
 
-    static func seconds(until expiry: UInt64, now: UInt64) -> Int {
-        let left = Self.window &- min(now &- expiry, Self.window)
-        return max(1, Int((left + 999_999_999) / 1_000_000_000))
+    /// What all accounts' windows are charged now, in bytes.
+    var memoryUsed: Int { used.load(ordering: .relaxed) }
+
+    /// What `token`'s windows hold (``GuessWindows/footprint``), for tests.
+    func footprint(of token: String) -> Int {
+        withAccount(token, now: nil, keep: true) { $0.footprint }
+    }
+
+    static func seconds(until second: UInt32, now: UInt64) -> Int {
+        let expiry = (UInt64(second) + UInt64(GuessWindows.hour)) * 1_000_000_000
+        guard expiry > now else { return 1 }
+        return max(1, Int((expiry - now + 999_999_999) / 1_000_000_000))
+    }
+
+    /// `now` (nanoseconds) as the whole second values leave the hour by, and as the second a
+    /// value seen now is recorded at (rounded up: it is counted for at least an hour).
+    static func seconds(_ now: UInt64) -> (elapsed: UInt32, record: UInt32) {
+        let limit = UInt64(UInt32.max - 2 * GuessWindows.hour)
+        return (UInt32(min(now / 1_000_000_000, limit)), UInt32(min((now + 999_999_999) / 1_000_000_000, limit)))
     }
 
     /// Admits the values of one request that `presenter` (nil: the account's own token) made for
     /// the guess account `token` (all or none): nil when every bucket stays within `limit`
-    /// distinct values and the presenter within ``bucketCap`` buckets, else the refusal (the
-    /// first bucket past the limit, or the cap). Admitted values are recorded; with
-    /// ``Mode/countOnly`` every value is recorded (up to the limit) and a bucket past it is still
-    /// returned, for the alert.
+    /// distinct values, the presenter within ``bucketCap`` buckets and all accounts within
+    /// `memoryBudget` bytes, else the refusal (the first bucket past the limit, or the cap).
+    /// Admitted values are recorded; with ``Mode/countOnly`` every value is recorded (up to the
+    /// limit) and a bucket past it is still returned, for the alert.
     func admit(
         token: String, presenter: String? = nil, _ buckets: [GuessBucket], limit: Int, now: UInt64,
-        mode: Mode = .enforce
+        mode: Mode = .enforce, memoryBudget: Int = BucketGuessLimiter.defaultMemoryBudget
     ) -> Refusal? {
-        admitRecording(token: token, presenter: presenter, buckets, limit: limit, now: now, mode: mode).refusal
+        admitRecording(
+            token: token, presenter: presenter, buckets, limit: limit, now: now, mode: mode, memoryBudget: memoryBudget
+        ).refusal
     }
 
-    /// ``admit(token:presenter:_:limit:now:mode:)``, also returning the values it recorded that
-    /// the window did not hold before (a reservation ``release(token:_:)`` can give back).
+    /// ``admit(token:presenter:_:limit:now:mode:memoryBudget:)``, also returning the values it
+    /// recorded that the window did not hold before (a reservation ``release(token:_:)`` can give
+    /// back).
     func admitRecording(
         token: String, presenter: String? = nil, _ buckets: [GuessBucket], limit: Int, now: UInt64,
-        mode: Mode = .enforce
+        mode: Mode = .enforce, memoryBudget: Int = BucketGuessLimiter.defaultMemoryBudget
     ) -> (refusal: Refusal?, recorded: [GuessBucket]) {
         guard !buckets.isEmpty else { return (nil, []) }
-        let presenter = presenter ?? token
+        let first = attempt(
+            token: token, presenter: presenter ?? token, buckets, limit: limit, now: now, mode: mode,
+            memoryBudget: memoryBudget)
+        // Past the budget, values other accounts no longer count may still be charged: sweep
+        // them (at most once a second) and try once more.
+        guard case .memory = first.refusal?.limit, sweep(now: now) else { return first }
+        return attempt(
+            token: token, presenter: presenter ?? token, buckets, limit: limit, now: now, mode: mode,
+            memoryBudget: memoryBudget)
+    }
+
+    private func attempt(
+        token: String, presenter: String, _ buckets: [GuessBucket], limit: Int, now: UInt64, mode: Mode,
+        memoryBudget: Int
+    ) -> (refusal: Refusal?, recorded: [GuessBucket]) {
         let cap = bucketCap, ceiling = mintedCeiling
-        return shard(token).tokens.withLock { tokens -> (refusal: Refusal?, recorded: [GuessBucket]) in
-            let state = Self.windows(of: token, in: &tokens)
+        let (elapsed, second) = Self.seconds(now)
+        return withAccount(token, now: elapsed) { state -> (refusal: Refusal?, recorded: [GuessBucket]) in
             // New values per bucket, in request order.
-            var fresh: [GuessTag: [GuessTag]] = [:]
+            var fresh: [UInt64: [UInt64]] = [:]
             var recorded: [GuessBucket] = []
             var refusal: Refusal?
             for b in buckets {
-                state.windows[b.bucket]?.expire(now: now)
-                let window = state.windows[b.bucket]
-                let known = window?.contains(b.value) == true || fresh[b.bucket]?.contains(b.value) == true
-                if known { continue }
+                let bucket = b.bucket.high, value = b.value.high
+                if state.contains(value, in: bucket) || fresh[bucket]?.contains(value) == true { continue }
                 // Enforcing, the values of the account's requests under way on the unnamed path
                 // count too: any of them may miss in this bucket (recorded when they end).
                 let underWay = mode == .enforce ? state.inFlight : 0
-                if (window?.seen.count ?? 0) + (fresh[b.bucket]?.count ?? 0) + underWay >= limit {
+                if state.count(in: bucket) + (fresh[bucket]?.count ?? 0) + underWay >= limit {
                     if refusal == nil {
                         refusal = Refusal(
                             format: b.format,
-                            retryAfter: window?.seen.first.map { Self.seconds(until: $0.at, now: now) } ?? 1)
+                            retryAfter: state.oldestSecond(in: bucket).map { Self.seconds(until: $0, now: now) } ?? 1)
                     }
                     if mode == .enforce { break }
                     continue
                 }
-                fresh[b.bucket, default: []].append(b.value)
+                fresh[bucket, default: []].append(value)
                 recorded.append(b)
             }
-            // Windows whose values have all left the hour go: a value in their bucket opens a new
-            // window, on its presenter's cap.
-            for b in buckets { state.dropIfEmpty(b.bucket) }
             if mode == .enforce, refusal != nil { return (refusal, []) }
-            let newBuckets = fresh.keys.filter { state.windows[$0] == nil }.count
             // Room for the new windows: on the presenting token's cap, and for a minted token
             // (its presenter is not the account's root) under the ceiling its account's minted
-            // tokens share (the windows the root did not open). Expired windows go first.
-            let overCap = { state.opened[presenter, default: 0] + newBuckets > cap }
-            let overCeiling = {
-                presenter != token && state.windows.count - state.opened[token, default: 0] + newBuckets > ceiling
+            // tokens share (the windows the root did not open).
+            var newBuckets = 0, charge = 0
+            for (bucket, values) in fresh {
+                let count = state.count(in: bucket)
+                if count == 0 { newBuckets += 1 }
+                charge += Self.charge(adding: values.count, toWindowOf: count)
             }
-            if newBuckets > 0, overCap() || overCeiling() {
-                state.dropExpired(now: now)
-                if let limit = overCap() ? cap : overCeiling() ? ceiling : nil {
-                    let oldest = state.oldest(openedBy: presenter) ?? now
-                    if state.isIdle { tokens[token] = nil }
-                    return (
-                        Refusal(
-                            format: buckets[0].format, retryAfter: Self.seconds(until: oldest, now: now),
-                            limit: .buckets(limit)),
-                        []
-                    )
+            let over: Refusal.Limit? =
+                if newBuckets > 0, state.opened(by: presenter) + newBuckets > cap {
+                    .buckets(cap)
+                } else if newBuckets > 0, presenter != token,
+                    state.windows.count - state.opened(by: token) + newBuckets > ceiling
+                {
+                    .buckets(ceiling)
+                } else if charge > 0, used.load(ordering: .relaxed) + charge > memoryBudget {
+                    .memory(mib: memoryBudget >> 20)
+                } else {
+                    nil
                 }
+            if let over {
+                let oldest = state.oldestSecond.map { Self.seconds(until: $0, now: now) } ?? 1
+                return (Refusal(format: buckets[0].format, retryAfter: oldest, limit: over), [])
             }
             for (bucket, values) in fresh {
-                for value in values { state.record(value, in: bucket, at: now, by: presenter) }
+                for value in values { state.record(value, in: bucket, at: second, by: presenter) }
             }
-            if state.isIdle { tokens[token] = nil }
             return (refusal, recorded)
         }
     }
 
-    /// Gives back values ``admitRecording(token:presenter:_:limit:now:mode:)`` recorded (a
-    /// lookup's hits: only a value not found counts as a guess).
+    /// The memory `adding` values costs in a window that holds `count`.
+    static func charge(adding n: Int, toWindowOf count: Int) -> Int {
+        guard n > 0 else { return 0 }
+        let opening = count == 0 ? 1 : 0
+        let further = n - opening
+        let overflowing = count <= 1 && count + n >= 2 ? overflowBytes : 0
+        return opening * windowBytes + further * valueBytes + overflowing
+    }
+
+    /// Gives back values ``admitRecording(token:presenter:_:limit:now:mode:memoryBudget:)``
+    /// recorded (a lookup's hits: only a value not found counts as a guess).
     func release(token: String, _ recorded: [GuessBucket]) {
         guard !recorded.isEmpty else { return }
-        shard(token).tokens.withLock { tokens in
-            guard let state = tokens[token] else { return }
-            for b in recorded {
-                guard let i = state.windows[b.bucket]?.seen.lastIndex(where: { $0.value == b.value }) else { continue }
-                state.windows[b.bucket]?.seen.remove(at: i)
-                state.dropIfEmpty(b.bucket)
-            }
-            if state.isIdle { tokens[token] = nil }
+        withAccount(token, now: nil) { state in
+            for b in recorded { state.release(b.value.high, in: b.bucket.high) }
         }
     }
 
@@ -226,23 +239,11 @@ final class BucketGuessLimiter: Sendable {
     /// buckets none can pass `limit` (nor, holding at most `limit` windows, any cap). A token
     /// that never misses (a backend paying with aliases it holds) stays here; one that guesses
     /// fills its windows and takes the per-bucket path
-    /// (``admitRecording(token:presenter:_:limit:now:mode:)``). End it with
+    /// (``admitRecording(token:presenter:_:limit:now:mode:memoryBudget:)``). End it with
     /// ``endUnnamed(token:count:)``, after recording the misses.
     func reserveUnnamed(token: String, count: Int, limit: Int, now: UInt64) -> Bool {
-        shard(token).tokens.withLock { tokens in
-            // Kept after its requests end (one per account that asks): no allocation a request.
-            let state = Self.windows(of: token, in: &tokens)
-            var held = state.inFlight + count
-            if !state.windows.isEmpty {
-                for key in Array(state.windows.keys) {
-                    state.windows[key]?.expire(now: now)
-                    let seen = state.windows[key]?.seen.count ?? 0
-                    if seen == 0 { state.drop(key) }
-                    held += seen
-                    if held > limit { break }
-                }
-            }
-            guard held <= limit else { return false }
+        withAccount(token, now: Self.seconds(now).elapsed, keep: true) { state in
+            guard state.held + state.inFlight + count <= limit else { return false }
             state.inFlight += count
             return true
         }
@@ -250,18 +251,53 @@ final class BucketGuessLimiter: Sendable {
 
     /// Ends a reservation of ``reserveUnnamed(token:count:limit:now:)``.
     func endUnnamed(token: String, count: Int) {
-        shard(token).tokens.withLock { tokens in tokens[token]?.inFlight -= count }
+        withAccount(token, now: nil, keep: true) { $0.inFlight -= count }
     }
 
-    private func shard(_ token: String) -> Shard {
-        shards[Int(UInt(bitPattern: token.hashValue) % UInt(Self.shardCount))]
+    /// Drops the values every account no longer counts, so that their memory is no longer
+    /// charged: false (nothing done) when the last sweep was less than a second ago. Each value
+    /// is dropped once, so the work is paid for by the requests that recorded it.
+    @discardableResult
+    func sweep(now: UInt64) -> Bool {
+        let (elapsed, _) = Self.seconds(now)
+        let last = lastSweep.load(ordering: .relaxed)
+        guard UInt64(elapsed) > last || last == 0,
+            lastSweep.compareExchange(expected: last, desired: max(UInt64(elapsed), 1), ordering: .relaxed).exchanged
+        else { return false }
+        for shard in shards {
+            shard.accounts.withLock { accounts in
+                for (token, state) in accounts {
+                    let before = state.charge
+                    state.expire(now: elapsed)
+                    used.add(state.charge - before, ordering: .relaxed)
+                    if state.windows.isEmpty && state.inFlight == 0 { accounts[token] = nil }
+                }
+            }
+        }
+        return true
     }
 
-    /// The account's windows, made (and kept in `tokens`) when it has none.
-    private static func windows(of token: String, in tokens: inout [String: AccountWindows]) -> AccountWindows {
-        if let found = tokens[token] { return found }
-        let made = AccountWindows()
-        tokens[token] = made
-        return made
+    /// Runs `body` on `token`'s windows under its shard's lock, after expiring what left the
+    /// hour by `now` (nil: leave them), and charges the change to ``used``. The account is made
+    /// when it has none, and dropped after when idle, unless `keep`.
+    private func withAccount<T>(
+        _ token: String, now: UInt32?, keep: Bool = false, _ body: (GuessWindows) -> T
+    ) -> T {
+        shards[Int(UInt(bitPattern: token.hashValue) % UInt(Self.shardCount))].accounts.withLock { accounts in
+            let state: GuessWindows
+            if let found = accounts[token] {
+                state = found
+            } else {
+                state = GuessWindows()
+                accounts[token] = state
+            }
+            let before = state.charge
+            if let now { state.expire(now: now) }
+            let result = body(state)
+            let change = state.charge - before
+            if change != 0 { used.add(change, ordering: .relaxed) }
+            if !keep, state.isIdle { accounts[token] = nil }
+            return result
+        }
     }
 }

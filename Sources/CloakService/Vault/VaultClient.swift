@@ -243,9 +243,11 @@ struct CreateAdmission: Sendable {
     var guessLimit: Int = 30
     /// Takes `n` more from the token's rate bucket: nil when it may go, else seconds to wait.
     let charge: @Sendable (_ n: Int) -> Int?
-    /// Told of a bucket past the limit (metric and audit line), with whether it was refused.
-    let refused: @Sendable (AliasFormatName, _ enforced: Bool) -> Void
+    /// Told of a refusal past a limit (metric and audit line), with whether it was enforced.
+    let refused: @Sendable (BucketGuessLimiter.Refusal, _ enforced: Bool) -> Void
     var mode = BucketGuessLimiter.Mode.enforce
+    /// `limits.guess_memory_mib`, in bytes: what all accounts' windows may hold.
+    var memoryBudget = BucketGuessLimiter.defaultMemoryBudget
 
     /// The same limits for values redacted from an upstream's answer: no charge, no refusal.
     var answering: CreateAdmission {
@@ -261,9 +263,10 @@ struct CreateAdmission: Sendable {
         let buckets = vault.guessBuckets(requests)
         guard
             let refusal = limiter.admit(
-                token: account, presenter: presenter, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode)
+                token: account, presenter: presenter, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode,
+                memoryBudget: memoryBudget)
         else { return nil }
-        refused(refusal.format, mode == .enforce)
+        refused(refusal, mode == .enforce)
         guard mode == .enforce else { return nil }
         return Self.guessRefusal(
             refusal,
@@ -284,6 +287,12 @@ struct CreateAdmission: Sendable {
                 reason:
                     "this token has counted values in \(cap) distinct buckets within an hour, the most one token "
                     + "may hold; a value in a new bucket waits until its oldest leaves the hour")
+        case let .memory(mib):
+            return .refused(
+                retryAfter: refusal.retryAfter,
+                reason:
+                    "the values this node counts against guessing hold \(mib) MiB (limits.guess_memory_mib); a value "
+                    + "that needs more waits until older ones leave the hour")
         }
     }
 
@@ -296,7 +305,7 @@ struct CreateAdmission: Sendable {
         guard valuesPerHour == nil, mode == .enforce else { return true }
         let over = limiter.admit(
             token: account, presenter: presenter, vault.guessBuckets(requests), limit: guessLimit,
-            now: LoopClock.now(), mode: .countOnly)
+            now: LoopClock.now(), mode: .countOnly, memoryBudget: memoryBudget)
         return over == nil
     }
 
@@ -337,9 +346,10 @@ struct LookupAdmission: Sendable {
         }
         let perValue = values.map { vault.guessBuckets([AliasRequest(value: $0, format: .UUID, storage: .persistent)]) }
         let (refusal, recorded) = create.limiter.admitRecording(
-            token: create.account, presenter: create.presenter, perValue.flatMap { $0 }, limit: valuesPerHour, now: now)
+            token: create.account, presenter: create.presenter, perValue.flatMap { $0 }, limit: valuesPerHour, now: now,
+            memoryBudget: create.memoryBudget)
         if let refusal {
-            create.refused(refusal.format, true)
+            create.refused(refusal, true)
             return .refused(
                 CreateAdmission.guessRefusal(
                     refusal,
@@ -368,7 +378,7 @@ struct LookupAdmission: Sendable {
                 // Within the limit by the reservation: recorded, never refused.
                 _ = create.limiter.admitRecording(
                     token: create.account, presenter: create.presenter, buckets, limit: valuesPerHour,
-                    now: LoopClock.now(), mode: .countOnly)
+                    now: LoopClock.now(), mode: .countOnly, memoryBudget: create.memoryBudget)
             }
             create.limiter.endUnnamed(token: create.account, count: values.count)
         case let .named(reservation):
