@@ -83,6 +83,10 @@ let package = Package(
         .executableTarget(
             name: "cloak-micro", dependencies: ["CloakCore", "CloakService", "CloakHTTP", "CloakCrypto", "CloakVault"],
             path: "Benchmarks/Micro"),
+        // Fills a store with card records in-process for `Benchmarks/scale.sh` (not a `cloak` command).
+        .executableTarget(
+            name: "cloak-scale-fill", dependencies: ["CloakCore", "CloakService", "CloakVault"],
+            path: "Benchmarks/ScaleFill", swiftSettings: optimized),
 
         // Test support (not a product): a raw-socket HTTP client and shared fixtures.
         .target(
