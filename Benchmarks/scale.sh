@@ -11,7 +11,7 @@
 #   new alias      POST /aliases, one card never sent before (a token with aliases:create only)
 #   dedupe         POST /aliases, a stored card at random (the same token)
 #   reveal         GET /aliases/{alias}, a stored card's alias at random (aliases:reveal)
-#   form tokens    POST /forms/checkout/tokens (anonymous)
+#   form tokens    POST /forms/checkout/tokens (anonymous), a new card each time
 #   egress         POST /egress/bench/v1/charges, a stored alias revealed on the way to the C server
 # Then, on the largest store, the same cases after the create-only token has aliased SCALE_CARDS
 # distinct cards (each in its own guess bucket) within the hour; these cards stay in the store.
@@ -142,7 +142,7 @@ wrk_run() {
     local before pg_before=0 after pg_after=0
     before=$(cpu_ticks "$SERVER_PID")
     [[ "$STORE" != postgres || "$name" == c ]] || pg_before=$(postgres_ticks)
-    CASE=$case TOKEN=${6:-} FILLED=$FILLED ALIASES=$ALIASES SERIES=$SERIES BODY_FILE=${7:-/dev/null} METHOD=POST \
+    CASE=$case TOKEN=${6:-} FILLED=$FILLED ALIASES=$ALIASES SERIES=$SERIES FORM_BODY="$SCRIPT_DIR/load/validate-body.json" \
         wrk "${args[@]}" "$url" >"$file" 2>&1 || { cat "$file" >&2; die "wrk failed: $name"; }
     after=$(cpu_ticks "$SERVER_PID")
     [[ "$STORE" != postgres || "$name" == c ]] || pg_after=$(postgres_ticks)
@@ -169,8 +169,7 @@ round() {
             "new alias") r=$(wrk_run "$name" new "$slug" "$BASE_URL/aliases" "$SCRIPT_DIR/load/scale.lua" "$CREATE_TOKEN") ;;
             dedupe) r=$(wrk_run "$name" dedupe "$slug" "$BASE_URL/aliases" "$SCRIPT_DIR/load/scale.lua" "$CREATE_TOKEN") ;;
             reveal) r=$(wrk_run "$name" reveal "$slug" "$BASE_URL/aliases" "$SCRIPT_DIR/load/scale.lua" "$REVEAL_TOKEN") ;;
-            "form tokens") r=$(wrk_run "$name" post "$slug" "$BASE_URL/forms/checkout/tokens" \
-                "$SCRIPT_DIR/load/post.lua" "" "$SCRIPT_DIR/load/validate-body.json") ;;
+            "form tokens") r=$(wrk_run "$name" form "$slug" "$BASE_URL/forms/checkout/tokens" "$SCRIPT_DIR/load/scale.lua") ;;
             egress) r=$(wrk_run "$name" egress "$slug" "$BASE_URL/egress/bench/v1/charges" "$SCRIPT_DIR/load/scale.lua" "$REVEAL_TOKEN") ;;
         esac
         echo "${name// /-} $r" >>"$out"

@@ -3,6 +3,9 @@
 --   dedupe  POST /aliases: a card of the filler series (stored by cloak-scale-fill), at random
 --   reveal  GET /aliases/{alias}: an alias from ALIASES (a sample of the filled records), at random
 --   egress  POST EGRESS_PATH {"card": alias}: an alias from ALIASES, revealed on the way out
+--   form    POST /forms/checkout/tokens with load/validate-body.json's fields and a new card each
+--           time (anonymous: a random alias a request; one card again and again would fill its
+--           bucket's aliases)
 -- TOKEN: the bearer token (Proxy-Authorization on the egress door); FILLED: records in the
 -- filler series; SERIES: the digit new cards start with (after 4), so runs never repeat a card.
 -- The card numbers are Benchmarks/ScaleFill's `ScaleCards.card`.
@@ -12,6 +15,7 @@ local filled = tonumber(os.getenv("FILLED") or "1") or 1
 local series = tonumber(os.getenv("SERIES") or "1") or 1
 local egress_path = os.getenv("EGRESS_PATH") or "/egress/bench/v1/charges"
 local aliases = {}
+local template = ""
 local counter = 0
 local offset = 0
 
@@ -46,6 +50,12 @@ function init(args)
    -- Middle digits from the clock and the thread: a run never makes a card an earlier run made.
    offset = ((os.time() % 1000) * 100 + (thread_id or 0)) * 100000000
    math.randomseed(os.time() + (thread_id or 0))
+   local form = os.getenv("FORM_BODY")
+   if form and case == "form" then
+      local f = assert(io.open(form, "rb"))
+      template = f:read("*a")
+      f:close()
+   end
    local path = os.getenv("ALIASES")
    if path and (case == "reveal" or case == "egress") then
       for line in io.lines(path) do aliases[#aliases + 1] = line end
@@ -64,6 +74,11 @@ function request()
    if case == "new" then
       counter = counter + 1
       return post("/aliases", '{"data":[' .. item(card(series, offset + counter)) .. ']}', "Authorization")
+   elseif case == "form" then
+      counter = counter + 1
+      local body = template:gsub('"card_data.card_number":"[^"]*"',
+         '"card_data.card_number":"' .. card(series, offset + counter) .. '"')
+      return wrk.format("POST", "/forms/checkout/tokens", {["Content-Type"] = "application/json"}, body)
    elseif case == "dedupe" then
       return post("/aliases", '{"data":[' .. item(card(0, math.random(0, filled - 1))) .. ']}', "Authorization")
    elseif case == "reveal" then

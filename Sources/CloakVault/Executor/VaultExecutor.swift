@@ -203,7 +203,8 @@ final class VaultExecutor: @unchecked Sendable {
     }
 
     private func loop() {
-        var lastMaintenance = Date.distantPast
+        // The monotonic clock: a wall clock set back would stop the sweep until it caught up.
+        var lastMaintenance: UInt64?
         while true {
             let (jobs, stopping) = queue.withLock { state -> ([Job], Bool) in
                 let jobs = state.jobs
@@ -218,8 +219,9 @@ final class VaultExecutor: @unchecked Sendable {
                 return
             }
             // Maintenance (the expiry sweep) runs on time whether the vault is idle or busy.
-            if Date().timeIntervalSince(lastMaintenance) >= maintenanceInterval {
-                lastMaintenance = Date()
+            let now = DispatchTime.now().uptimeNanoseconds
+            if lastMaintenance.map({ Double(now - $0) / 1e9 >= maintenanceInterval }) ?? true {
+                lastMaintenance = now
                 maintenance(store)
             }
             // After a batch, look again at once; idle, sleep until a submit or the next sweep.

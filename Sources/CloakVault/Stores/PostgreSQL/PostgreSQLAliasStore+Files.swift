@@ -66,14 +66,7 @@ extension PostgreSQLAliasStore {
     /// subquery's were read before (issue 55, item 7: an acknowledged file was deleted). Rows
     /// another transaction holds are skipped, not waited on.
     package func deleteAbandonedFiles(idleBefore: Int64, limit: Int) throws(StoreError) -> Int {
-        try db.query(
-            """
-            DELETE FROM files WHERE record_id IS NULL AND greatest(updated_at, created_at) < $1 AND upload_id IN
-                (SELECT upload_id FROM files WHERE record_id IS NULL AND greatest(updated_at, created_at) < $1
-                 LIMIT $2 FOR UPDATE SKIP LOCKED)
-            RETURNING 1
-            """, [.int(idleBefore), .int(Int64(limit))]
-        ).count
+        try db.query(Sweeps.abandonedFiles, [.int(idleBefore), .int(Int64(limit))]).count
     }
 }
 

@@ -15,7 +15,7 @@ extension PostgreSQLAliasStore {
     }
 
     package func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64? {
-        try db.query("SELECT min(expires_at) FROM records WHERE bucket = $1", [.bytes(bucket)]).first?.int(0)
+        try db.query(Sweeps.oldestIntent, [.bytes(bucket)]).first?.int(0)
     }
 
     /// Safe on every node at once: each takes the expired rows no other node has locked. Records
@@ -23,12 +23,7 @@ extension PostgreSQLAliasStore {
     /// were made go too, up to `limit` more (``deleteUnaliased(madeBefore:limit:)``): nothing can
     /// reveal or delete them.
     package func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
-        try db.query(
-            """
-            DELETE FROM records WHERE id IN
-              (SELECT id FROM records WHERE expires_at IS NOT NULL AND expires_at <= $1
-               ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-            """, [.int(now), .int(Int64(limit))])
+        try db.query(Sweeps.expiredRecords, [.int(now), .int(Int64(limit))])
         let expired = db.changes
         return try expired + deleteUnaliased(madeBefore: now - Self.unaliasedGraceSeconds, limit: limit)
     }
@@ -55,9 +50,7 @@ extension PostgreSQLAliasStore {
     /// are generic and made once: `id = ANY($1)` planned while `records` was small scanned the
     /// whole table). The notes are few, and almost always none: then this is one statement.
     func deleteUnaliased(madeBefore: Int64, limit: Int) throws(StoreError) -> Int {
-        let noted = try db.query(
-            "SELECT record_id FROM unaliased WHERE created_at <= $1 ORDER BY record_id LIMIT $2",
-            [.int(madeBefore), .int(Int64(limit))]
+        let noted = try db.query(Sweeps.unaliasedNotes, [.int(madeBefore), .int(Int64(limit))]
         ).compactMap { $0.text(0) }
         guard !noted.isEmpty else { return 0 }
         let locked = try db.query(

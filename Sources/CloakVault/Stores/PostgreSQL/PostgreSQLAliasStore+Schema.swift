@@ -105,6 +105,11 @@ extension PostgreSQLAliasStore {
         DROP INDEX files_unfinished;
         CREATE INDEX files_idle ON files (greatest(updated_at, created_at)) WHERE record_id IS NULL;
         """,
+        // The sweep finds unaliased records by age (issue 56): without it, the notes were read
+        // along the primary key and filtered, a scan of every note on each sweep.
+        """
+        CREATE INDEX unaliased_by_time ON unaliased (created_at);
+        """,
     ]
 
     func migrate() throws(StoreError) {

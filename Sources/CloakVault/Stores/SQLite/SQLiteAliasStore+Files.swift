@@ -94,11 +94,7 @@ extension SQLiteAliasStore {
     }
 
     package func deleteAbandonedFiles(idleBefore: Int64, limit: Int) throws(StoreError) -> Int {
-        let s = try db.statement(
-            """
-            DELETE FROM files WHERE record_id IS NULL AND max(updated_at, created_at) < ?1 AND upload_id IN
-                (SELECT upload_id FROM files WHERE record_id IS NULL AND max(updated_at, created_at) < ?1 LIMIT ?2)
-            """)
+        let s = try db.statement(Sweeps.abandonedFiles)
         s.bind(1, idleBefore)
         s.bind(2, Int64(limit))
         try s.run()

@@ -5,7 +5,7 @@ import Foundation
 /// Metadata, migrations and whole-store reads (`cloak store migrate`, key checks).
 extension SQLiteAliasStore {
     package func oldestIntentExpiry(bucket: [UInt8]) throws(StoreError) -> Int64? {
-        let s = try db.statement("SELECT min(expires_at) FROM records WHERE bucket = ?1")
+        let s = try db.statement(Sweeps.oldestIntent)
         s.bind(1, bucket)
         defer { s.finish() }
         return try s.step() ? s.int64(0) : nil

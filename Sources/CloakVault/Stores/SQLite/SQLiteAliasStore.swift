@@ -250,11 +250,7 @@ package final class SQLiteAliasStore: AliasStore {
     }
 
     package func deleteExpired(now: Int64, limit: Int) throws(StoreError) -> Int {
-        let s = try db.statement(
-            """
-            DELETE FROM records WHERE id IN
-              (SELECT id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?1 LIMIT ?2)
-            """)
+        let s = try db.statement(Sweeps.expiredRecords)
         s.bind(1, now)
         s.bind(2, Int64(limit))
         try s.run()
