@@ -90,6 +90,34 @@ import Testing
 
 /// `CredentialAdministration` against a real SQLite store: create, list, revoke, and what it refuses.
 @Suite struct CredentialAdministrationTests {
+    /// Issue 56: the document every node reads and indexes again on each change holds the tokens
+    /// that live, not every token ever minted. One expired within the week is still listed; one
+    /// expired longer goes with the next change, audited.
+    @Test func tokensLongExpiredLeaveTheDocumentWithTheNextChange() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = ServiceConfiguration.VaultSettings()
+        settings.store = "sqlite:\(directory.path)/cloak.db"
+        let admin = CredentialAdministration(
+            store: try VaultBootstrap.store(settings), yamlIDs: [], seal: CredentialSeal(ring: KeyRing.generate()))
+        for id in ["brief", "kept"] {
+            _ = try admin.create(
+                id: id, scopes: ["aliases:create"], ttlSeconds: id == "brief" ? 60 : nil, requestsPerMinute: nil,
+                now: 1_000, by: "tester")
+        }
+        let week = APICredentials.expiredKeptSeconds
+        _ = try admin.create(
+            id: "later", scopes: ["aliases:create"], ttlSeconds: nil, requestsPerMinute: nil, now: 1_060 + week - 1,
+            by: "tester")
+        #expect(try admin.list().tokens.map(\.id).sorted() == ["brief", "kept", "later"])
+        _ = try admin.create(
+            id: "last", scopes: ["aliases:create"], ttlSeconds: nil, requestsPerMinute: nil, now: 1_060 + week,
+            by: "tester")
+        #expect(try admin.list().tokens.map(\.id).sorted() == ["kept", "last", "later"])
+        let trail = try admin.store.keyAudit(limit: 10).joined(separator: "\n")
+        #expect(trail.contains("tokens.expire") && trail.contains("brief"))
+    }
+
     @Test func createListRevokeOnARealStore() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

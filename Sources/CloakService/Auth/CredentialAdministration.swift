@@ -119,7 +119,7 @@ package struct CredentialAdministration {
             token.mintedBy = minter.id
             token.minterTag = seal.minterTag(minter.sha256)
         }
-        let written = try change(now: now) { credentials throws(Error) in
+        let written = try change(now: now, by: actor) { credentials throws(Error) in
             guard !credentials.tokens.contains(where: { $0.id == id }) else {
                 throw Error("the id \(id) exists", .conflict)
             }
@@ -148,7 +148,7 @@ package struct CredentialAdministration {
     ) throws -> Revoked {
         var removed: ServiceConfiguration.AccessToken?
         var descendants: [String] = []
-        let written = try change(now: now) { credentials throws(Error) in
+        let written = try change(now: now, by: actor) { credentials throws(Error) in
             guard let index = credentials.tokens.firstIndex(where: { $0.id == id }) else {
                 if yamlIDs.contains(id) {
                     throw Error("the token is configured in auth.tokens: remove it there and reload", .forbidden)
@@ -202,7 +202,9 @@ package struct CredentialAdministration {
 
     /// Applies `body` to the store's verified document and writes it signed, with a serial past
     /// the one it read (and at least `now` in milliseconds); returns what was written.
-    private func change(now: Int64, _ body: (inout APICredentials) throws(Error) -> Void) throws -> APICredentials {
+    private func change(now: Int64, by actor: String, _ body: (inout APICredentials) throws(Error) -> Void) throws
+        -> APICredentials
+    {
         for _ in 0..<8 {
             let old = try store.metadata(APICredentials.storeName)
             var credentials: APICredentials
@@ -217,8 +219,15 @@ package struct CredentialAdministration {
             }
             let previous = credentials.serial
             try body(&credentials)
+            // Tokens expired more than a week go with any change (issue 56): the document, which
+            // every node reads, verifies and indexes again on each change, holds the tokens that
+            // live (and lately lived), not every token ever minted. A minted token expires no
+            // later than its minter, so none is left without the minter it names.
+            let gone = credentials.tokens.filter { APICredentials.isLongExpired($0, now: now) }.map(\.id)
+            credentials.tokens.removeAll { APICredentials.isLongExpired($0, now: now) }
             credentials.serial = max(previous < Int64.max ? previous + 1 : previous, max(now, 0) * 1000)
             if try store.replaceMetadata(APICredentials.storeName, expected: old, with: credentials.sealed(by: seal)) {
+                if !gone.isEmpty { try audit("tokens.expire", id: "-", by: actor, now: now, [("removed", .strings(gone))]) }
                 return credentials
             }
         }
