@@ -358,7 +358,7 @@ import Testing
         defer { server.stop() }
         let child = try Self.mint(server, #"{"id":"filler","scopes":["aliases:create"]}"#)
         #expect(child.status == 201, "\(child.text)")
-        // The child's windows in the minter's account, as 100,000 values of distinct buckets it
+        // The child's windows in the minter's account, as a million values of distinct buckets it
         // created or looked up would leave them (written straight into the service's counters:
         // 1,000 requests of 100 values each would make the test minutes long).
         let limiter = server.service.guessLimiter
@@ -376,7 +376,7 @@ import Testing
         let refused = try create("4111111111111111", Self.secret(child))
         #expect(refused.status == 429 && refused.errorCode == 1429, "\(refused.text)")
         #expect(
-            refused.text.contains("\(BucketGuessLimiter.maxBucketsPerToken) distinct buckets")
+            refused.text.contains("counted \(BucketGuessLimiter.maxBucketsPerToken) values")
                 && !refused.text.contains("bucket_values_per_hour"),
             "the 429 names the bucket cap: \(refused.text)")
         let minter = try create("5555555555554444", Self.minterSecret)

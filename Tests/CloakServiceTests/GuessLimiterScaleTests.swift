@@ -22,15 +22,17 @@ import Testing
 
     /// A backend aliasing a million distinct cards in the hour, one bucket each, is never
     /// refused; a guesser's values in one bucket among them are refused at the limit, and a
-    /// window past the million is refused by the cap. The windows hold what they are charged.
+    /// value past the million is refused by the cap. The windows hold less than they are charged,
+    /// and at most 96 bytes a window.
     @Test func aMillionFillerCardsDoNotHideGuessesInOneBucket() throws {
         let limiter = BucketGuessLimiter()
         let t0: UInt64 = 10_000 * Self.second
         let guessed: UInt64 = 1 << 40
         var fillersRefused = 0, guessesAdmitted = 0, guessesRefused: [BucketGuessLimiter.Refusal] = []
-        // 999,999 fillers and the guessed bucket: a million windows.
-        for i in 0..<UInt64(999_999) {
-            let now = t0 + i * 3_000_000  // 50 minutes for the lot
+        // 999,960 fillers and 50 guesses, one every 20,000 fillers (50 minutes for the lot).
+        let fillers: UInt64 = 999_960
+        for i in 0..<fillers {
+            let now = t0 + i * 3_000_000
             if limiter.admit(token: "backend", [Self.card(bucket: i + 1, value: i)], limit: 30, now: now) != nil {
                 fillersRefused += 1
             }
@@ -48,20 +50,21 @@ import Testing
         #expect(guessesRefused.allSatisfy { $0.limit == .valuesPerBucket })
         // The last, 2,940 s in: until the first guess leaves the hour.
         #expect(guessesRefused.last?.retryAfter == 660)
-        // Charged: a window a filler, and the guessed window's 29 further values.
-        let charge = 999_999 * BucketGuessLimiter.windowBytes + BucketGuessLimiter.charge(adding: 30, toWindowOf: 0)
-        #expect(limiter.memoryUsed == charge)
-        #expect(limiter.footprint(of: "backend") <= charge)
-        #expect(charge <= 96 << 20)
-        // A million and first window is past the cap; another account is not.
+        let windows = Int(fillers) + 1
+        #expect(limiter.memoryUsed == (Int(fillers) + 30) * BucketGuessLimiter.entryBytes)
+        #expect(limiter.footprint(of: "backend") <= limiter.memoryUsed)
+        #expect(limiter.footprint(of: "backend") <= 96 * windows)
+        // Ten more make the million; the next is past the cap. Another account is not.
         let late = t0 + 3_000 * Self.second
-        let capped = limiter.admit(token: "backend", [Self.card(bucket: 1 << 41, value: 1)], limit: 30, now: late)
+        let ten = (0..<UInt64(10)).map { Self.card(bucket: (1 << 41) + $0, value: 1) }
+        #expect(limiter.admit(token: "backend", ten, limit: 30, now: late) == nil)
+        let capped = limiter.admit(token: "backend", [Self.card(bucket: 1 << 42, value: 1)], limit: 30, now: late)
         #expect(capped?.limit == .buckets(1_000_000))
-        #expect(limiter.admit(token: "other", [Self.card(bucket: 1 << 41, value: 1)], limit: 30, now: late) == nil)
+        #expect(limiter.admit(token: "other", [Self.card(bucket: 1 << 42, value: 1)], limit: 30, now: late) == nil)
         // Once the hour has passed, the backend's windows are gone and their memory with them.
         let later = t0 + 3_600 * Self.second + 3_000_000 * 1_000_000
-        #expect(limiter.admit(token: "backend", [Self.card(bucket: 1 << 41, value: 1)], limit: 30, now: later) == nil)
-        #expect(limiter.memoryUsed == 2 * BucketGuessLimiter.windowBytes)
+        #expect(limiter.admit(token: "backend", [Self.card(bucket: 1 << 42, value: 1)], limit: 30, now: later) == nil)
+        #expect(limiter.memoryUsed == 2 * BucketGuessLimiter.entryBytes)
         #expect(limiter.footprint(of: "backend") < 1 << 20)
     }
 
@@ -78,7 +81,7 @@ import Testing
         {
             admitted += 1
         }
-        #expect(Int(admitted) == budget / BucketGuessLimiter.windowBytes)
+        #expect(Int(admitted) == budget / BucketGuessLimiter.entryBytes)
         let refused = limiter.admit(token: "b", [Self.card(bucket: 1, value: 0)], limit: 30, now: t0, memoryBudget: budget)
         #expect(refused?.limit == .memory(mib: 1))
         // A value the windows hold already needs nothing more: still answered.
@@ -87,7 +90,7 @@ import Testing
         let later = t0 + 3_600 * Self.second
         #expect(
             limiter.admit(token: "b", [Self.card(bucket: 1, value: 0)], limit: 30, now: later, memoryBudget: budget) == nil)
-        #expect(limiter.memoryUsed == BucketGuessLimiter.windowBytes)
+        #expect(limiter.memoryUsed == BucketGuessLimiter.entryBytes)
     }
 
     /// The windows against a plain list of every value recorded, through random records,
@@ -103,6 +106,8 @@ import Testing
         let windows = GuessWindows()
         var model: [(bucket: UInt64, value: UInt64, second: UInt32)] = []
         var latest: UInt32 = 0
+        // Entries stay charged until their hour ends, given back or not.
+        var entries: [UInt32] = []
         var now: UInt32 = 100
         for _ in 0..<3_000 {
             let bucket = next() % 5, value = next() % 12
@@ -114,6 +119,7 @@ import Testing
                 windows.record(value, in: bucket, at: second, by: "p\(bucket % 2)")
                 latest = max(second, latest)
                 model.append((bucket, value, latest))
+                entries.append(latest)
             case 6..<8:
                 windows.release(value, in: bucket)
                 model.removeAll { $0.bucket == bucket && $0.value == value }
@@ -121,6 +127,7 @@ import Testing
                 now += UInt32(next() % 900)
                 windows.expire(now: now)
                 model.removeAll { now >= $0.second + GuessWindows.hour }
+                entries.removeAll { now >= $0 + GuessWindows.hour }
             }
             #expect(windows.held == model.count)
             for b in 0..<UInt64(5) {
@@ -130,8 +137,8 @@ import Testing
                     #expect(windows.contains(v, in: b) == model.contains { $0.bucket == b && $0.value == v })
                 }
             }
-            #expect(
-                windows.opened(by: "p0") + windows.opened(by: "p1") == Set(model.map(\.bucket)).count)
+            #expect(windows.entries(by: "p0") + windows.entries(by: "p1") == entries.count)
+            #expect(windows.entries == entries.count)
         }
     }
 

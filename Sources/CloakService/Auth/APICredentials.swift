@@ -83,7 +83,6 @@ package struct APICredentials: Sendable, Equatable {
 
     // MARK: Rules
 
-    /// Token ids: 1 to 64 of `A-Z a-z 0-9 - _ .`.
     /// How long an expired token stays in the document (listed as it was) before a change
     /// removes it.
     package static let expiredKeptSeconds: Int64 = 7 * 86_400
@@ -93,6 +92,7 @@ package struct APICredentials: Sendable, Equatable {
         token.expiresAt.map { $0 <= now - expiredKeptSeconds } ?? false
     }
 
+    /// Token ids: 1 to 64 of `A-Z a-z 0-9 - _ .`.
     package static func isValidID(_ id: String) -> Bool {
         (1...64).contains(id.utf8.count)
             && id.utf8.allSatisfy {

@@ -22,34 +22,35 @@ import Synchronization
 /// on each request made a backend's 100,000th card cost 17 times its first).
 ///
 /// Memory is bounded by refusing, never by forgetting: no window is evicted, shrunk or merged
-/// before its hour ends, so the promise above is exact. A window is charged to the token whose
-/// request opened it, and one token may hold at most ``bucketCap`` windows (a backend aliasing a
-/// million distinct cards an hour is never refused for volume); past it the token waits until
-/// its account's oldest value leaves the hour: only that token, never the other tokens of its
-/// account (a minted token cannot lock out its minter). The tokens minted under an account share
-/// one more ceiling (``mintedCeiling``, twice the cap): without it, minting more children
-/// multiplied the memory one account could hold. All accounts together are held to
-/// `limits.guess_memory_mib`: past it a value that needs more memory is refused the same way.
+/// before its hour ends, so the promise above is exact. Each value recorded is charged to the
+/// token whose request recorded it until its hour ends (given back or not), and one token may
+/// hold at most ``bucketCap`` (a backend aliasing a million distinct cards an hour, one bucket
+/// each, is never refused for volume); past it the token waits until its account's oldest value
+/// leaves the hour: only that token, never the other tokens of its account (a minted token
+/// cannot lock out its minter). The tokens minted under an account share one more ceiling
+/// (``mintedCeiling``, twice the cap): without it, minting more children multiplied the memory
+/// one account could hold. All accounts together are held to `limits.guess_memory_mib` (an
+/// account holds at most three caps: 384 MiB): past it a value is refused the same way.
+/// Values only counted (``Mode/countOnly``: lookups' misses within their reservation, an
+/// upstream's answers) are always recorded: refusing to record them would let them go uncounted.
 final class BucketGuessLimiter: Sendable {
     static let window: UInt64 = 3_600 * 1_000_000_000
-    /// The most buckets one presenting token may hold windows in (the default ``bucketCap``).
+    /// The most values one presenting token may have counted in the hour (the default
+    /// ``bucketCap``): a million cards, one bucket each.
     static let maxBucketsPerToken = 1_000_000
     static let shardCount = 16
 
-    /// What a window of one value is charged: its inline entry in the account's hash table
-    /// (16 bytes in a table at least 37.5 % full) and its queue entry (16 bytes in a ring at
-    /// least half full). `GuessLimiterMemoryTests` measures it.
-    static let windowBytes = 96
-    /// What each further value of a window is charged (its overflow entry, queue entry and hash).
-    static let valueBytes = 64
-    /// What a window's overflow (its second value on) is charged once.
-    static let overflowBytes = 160
+    /// What each value recorded is charged until its hour ends. A window of one value holds at
+    /// most 96 bytes (its inline entry in a hash table at least 37.5 % full, its queue entry in a
+    /// ring at least two thirds full); a window of two, with its overflow, at most 256 for both.
+    /// `GuessLimiterScaleTests` checks the tables never hold more than they are charged.
+    static let entryBytes = 128
     /// `limits.guess_memory_mib`'s default, in bytes.
     static let defaultMemoryBudget = 512 << 20
 
-    /// The most windows one presenting token may hold open.
+    /// The most values one presenting token may have counted in the hour.
     let bucketCap: Int
-    /// The most windows of an account the tokens minted under it may open, together.
+    /// The most values of an account the tokens minted under it may have counted, together.
     var mintedCeiling: Int { 2 * bucketCap }
 
     struct Refusal: Sendable, Equatable {
@@ -57,8 +58,8 @@ final class BucketGuessLimiter: Sendable {
         enum Limit: Sendable, Equatable {
             /// `limits.bucket_values_per_hour`: distinct values of one bucket in the hour.
             case valuesPerBucket
-            /// ``BucketGuessLimiter/bucketCap`` (the number): buckets the presenting token holds
-            /// windows in.
+            /// ``BucketGuessLimiter/bucketCap`` or ``BucketGuessLimiter/mintedCeiling`` (the
+            /// number): values the presenting token (or its account's minted tokens) counted.
             case buckets(Int)
             /// `limits.guess_memory_mib` (the number): the memory all accounts' windows hold.
             case memory(mib: Int)
@@ -67,7 +68,7 @@ final class BucketGuessLimiter: Sendable {
             var name: String {
                 switch self {
                 case .valuesPerBucket: "bucket_values_per_hour"
-                case .buckets: "buckets_per_token"
+                case .buckets: "values_per_token"
                 case .memory: "guess_memory_mib"
                 }
             }
@@ -82,13 +83,13 @@ final class BucketGuessLimiter: Sendable {
     enum Mode: Sendable { case enforce, countOnly }
 
     private final class Shard: Sendable {
-        /// Guess accounts' windows; an account without windows or requests under way is dropped
+        /// Guess accounts' windows; an account without entries or requests under way is dropped
         /// (but an unnamed path's, kept so that a lookup allocates nothing).
         let accounts = Mutex<[String: GuessWindows]>([:])
     }
 
     private let shards: [Shard] = (0..<BucketGuessLimiter.shardCount).map { _ in Shard() }
-    /// What every account's windows are charged together (``GuessWindows/charge``).
+    /// What every account's windows are charged together (``entryBytes`` an entry).
     private let used = Atomic<Int>(0)
     /// When all shards were last swept for expired values (``sweep(now:)``), in seconds.
     private let lastSweep = Atomic<UInt64>(0)
@@ -121,7 +122,7 @@ final class BucketGuessLimiter: Sendable {
 
     /// Admits the values of one request that `presenter` (nil: the account's own token) made for
     /// the guess account `token` (all or none): nil when every bucket stays within `limit`
-    /// distinct values, the presenter within ``bucketCap`` buckets and all accounts within
+    /// distinct values, the presenter within ``bucketCap`` values and all accounts within
     /// `memoryBudget` bytes, else the refusal (the first bucket past the limit, or the cap).
     /// Admitted values are recorded; with ``Mode/countOnly`` every value is recorded (up to the
     /// limit) and a bucket past it is still returned, for the alert.
@@ -183,23 +184,19 @@ final class BucketGuessLimiter: Sendable {
                 recorded.append(b)
             }
             if mode == .enforce, refusal != nil { return (refusal, []) }
-            // Room for the new windows: on the presenting token's cap, and for a minted token
-            // (its presenter is not the account's root) under the ceiling its account's minted
-            // tokens share (the windows the root did not open).
-            var newBuckets = 0, charge = 0
-            for (bucket, values) in fresh {
-                let count = state.count(in: bucket)
-                if count == 0 { newBuckets += 1 }
-                charge += Self.charge(adding: values.count, toWindowOf: count)
-            }
+            // Room for the new values: on the presenting token's cap, for a minted token (its
+            // presenter is not the account's root) under the ceiling its account's minted tokens
+            // share (the values the root did not record), and in the budget. Only enforcing: a
+            // value only counted is recorded whatever it costs (within its reservation).
+            let adding = recorded.count
             let over: Refusal.Limit? =
-                if newBuckets > 0, state.opened(by: presenter) + newBuckets > cap {
+                if mode == .countOnly || adding == 0 {
+                    nil
+                } else if state.entries(by: presenter) + adding > cap {
                     .buckets(cap)
-                } else if newBuckets > 0, presenter != token,
-                    state.windows.count - state.opened(by: token) + newBuckets > ceiling
-                {
+                } else if presenter != token, state.entries - state.entries(by: token) + adding > ceiling {
                     .buckets(ceiling)
-                } else if charge > 0, used.load(ordering: .relaxed) + charge > memoryBudget {
+                } else if used.load(ordering: .relaxed) + adding * Self.entryBytes > memoryBudget {
                     .memory(mib: memoryBudget >> 20)
                 } else {
                     nil
@@ -213,15 +210,6 @@ final class BucketGuessLimiter: Sendable {
             }
             return (refusal, recorded)
         }
-    }
-
-    /// The memory `adding` values costs in a window that holds `count`.
-    static func charge(adding n: Int, toWindowOf count: Int) -> Int {
-        guard n > 0 else { return 0 }
-        let opening = count == 0 ? 1 : 0
-        let further = n - opening
-        let overflowing = count <= 1 && count + n >= 2 ? overflowBytes : 0
-        return opening * windowBytes + further * valueBytes + overflowing
     }
 
     /// Gives back values ``admitRecording(token:presenter:_:limit:now:mode:memoryBudget:)``
@@ -254,9 +242,12 @@ final class BucketGuessLimiter: Sendable {
         withAccount(token, now: nil, keep: true) { $0.inFlight -= count }
     }
 
-    /// Drops the values every account no longer counts, so that their memory is no longer
-    /// charged: false (nothing done) when the last sweep was less than a second ago. Each value
-    /// is dropped once, so the work is paid for by the requests that recorded it.
+    /// Drops values accounts no longer count (at most ``sweepEntries`` of them), so that their
+    /// memory is no longer charged: false (nothing done) when the last sweep was less than a
+    /// second ago. An account's values also leave whenever it is asked again; this reaches the
+    /// accounts no longer asked, without making one request pay for all of them.
+    static let sweepEntries = 100_000
+
     @discardableResult
     func sweep(now: UInt64) -> Bool {
         let (elapsed, _) = Self.seconds(now)
@@ -264,13 +255,14 @@ final class BucketGuessLimiter: Sendable {
         guard UInt64(elapsed) > last || last == 0,
             lastSweep.compareExchange(expected: last, desired: max(UInt64(elapsed), 1), ordering: .relaxed).exchanged
         else { return false }
-        for shard in shards {
+        var left = Self.sweepEntries
+        for shard in shards where left > 0 {
             shard.accounts.withLock { accounts in
-                for (token, state) in accounts {
-                    let before = state.charge
-                    state.expire(now: elapsed)
-                    used.add(state.charge - before, ordering: .relaxed)
-                    if state.windows.isEmpty && state.inFlight == 0 { accounts[token] = nil }
+                for (token, state) in accounts where left > 0 {
+                    let popped = state.expire(now: elapsed, limit: left)
+                    left -= popped
+                    used.subtract(popped * Self.entryBytes, ordering: .relaxed)
+                    if state.isIdle { accounts[token] = nil }
                 }
             }
         }
@@ -291,10 +283,10 @@ final class BucketGuessLimiter: Sendable {
                 state = GuessWindows()
                 accounts[token] = state
             }
-            let before = state.charge
+            let before = state.entries
             if let now { state.expire(now: now) }
             let result = body(state)
-            let change = state.charge - before
+            let change = (state.entries - before) * Self.entryBytes
             if change != 0 { used.add(change, ordering: .relaxed) }
             if !keep, state.isIdle { accounts[token] = nil }
             return result

@@ -5,15 +5,15 @@ import DequeModule
 /// passes the time, in seconds.
 ///
 /// Every operation costs O(1) amortised, whatever the account has done before:
-/// - values expire from a queue in the order they were recorded (each entry is popped once),
-///   never by scanning the windows;
-/// - the counts the limits read (values held, windows each presenter opened) are kept as the
-///   windows change.
+/// - every value recorded is an entry of a queue in the order recorded, popped once when its
+///   hour ends (removing its value, unless it was given back), never by scanning the windows;
+/// - the counts the limits read (values held, entries each presenter recorded) are kept as
+///   entries come and go.
 ///
 /// A window holds its oldest value inline: most hold one (a backend sees each card's bucket
 /// once an hour), so one costs about 16 bytes in ``windows``, 16 in ``queue`` and the hash
-/// table's free slots (see ``BucketGuessLimiter/windowBytes``). Tags are the first 64 bits of
-/// the vault's HMACs. Nothing is evicted, shrunk or merged before its hour ends.
+/// table's free slots: at most 96 bytes (`GuessLimiterScaleTests`). Tags are the first 64 bits
+/// of the vault's HMACs. Nothing is evicted, shrunk or merged before its hour ends.
 final class GuessWindows {
     /// A value's tag and the second it was first seen, rounded up (it leaves the hour no sooner
     /// than an hour after it was seen).
@@ -22,11 +22,12 @@ final class GuessWindows {
         var second: UInt32
     }
 
-    /// A bucket's window: its oldest value and the presenter whose request opened it.
-    struct Window {
-        var first: Seen
-        /// An index into ``presenters``: the token whose bucket cap pays for this window.
-        var opener: UInt32
+    /// A value recorded: its bucket, its second and the presenter it is charged to (an index
+    /// into ``presenters``), until its hour ends, given back or not.
+    struct Entry {
+        var bucket: UInt64
+        var second: UInt32
+        var payer: UInt32
     }
 
     /// A window's values after its first, oldest first; hashed once there are many.
@@ -66,12 +67,11 @@ final class GuessWindows {
     /// An hour, in seconds.
     static let hour: UInt32 = 3_600
 
-    private(set) var windows: [UInt64: Window] = [:]
+    /// Each bucket's oldest value.
+    private(set) var windows: [UInt64: Seen] = [:]
     private var overflow: [UInt64: Overflow] = [:]
-    /// Every value recorded, in the order recorded (so by ``Seen/second``): `(bucket, second)`.
-    /// An entry whose value was given back (``release(_:in:)``) stays until its hour ends and
-    /// then removes nothing.
-    private var queue = Deque<(bucket: UInt64, second: UInt32)>()
+    /// Every value recorded in the last hour, in the order recorded (so by second).
+    private var queue = Deque<Entry>()
     /// The latest second recorded: later records never take an earlier one, so the queue stays
     /// in order when requests' clocks were read out of order.
     private var latest: UInt32 = 0
@@ -79,29 +79,23 @@ final class GuessWindows {
     /// again when full and never shrinks by itself).
     private var queuePeak = 0
 
-    /// Presenters (token ids) with windows open, by index, and how many each opened.
+    /// Presenters (token ids) with entries in the queue, by index, and how many each has.
     private var presenterIndex: [String: UInt32] = [:]
-    private var presenters: [(name: String, opened: Int)] = []
+    private var presenters: [(name: String, entries: Int)] = []
     private var freeIndexes: [UInt32] = []
 
-    /// Values held in all windows.
+    /// Values held in all windows (given-back ones are not).
     private(set) var held = 0
     /// Values of requests under way on the unnamed path (``BucketGuessLimiter/reserveUnnamed``).
     var inFlight = 0
-    /// Windows with more than one value (each holds an ``Overflow``).
-    var overflowing: Int { overflow.count }
 
-    var isIdle: Bool { windows.isEmpty && inFlight == 0 }
+    var isIdle: Bool { queue.isEmpty && inFlight == 0 }
 
-    /// The memory these windows are charged (``BucketGuessLimiter/memoryBudget``).
-    var charge: Int {
-        windows.count * BucketGuessLimiter.windowBytes + (held - windows.count) * BucketGuessLimiter.valueBytes
-            + overflow.count * BucketGuessLimiter.overflowBytes
-    }
+    /// Entries in the queue: what the account is charged for (``BucketGuessLimiter/entryBytes``).
+    var entries: Int { queue.count }
 
     /// What the tables hold, in bytes, worked out from their capacities (a hash table has a power
-    /// of two slots, at most three quarters full, and a bit a slot): ``charge`` must cover it
-    /// (`GuessLimiterScaleTests`).
+    /// of two slots, at most three quarters full, and a bit a slot): the charge must cover it.
     var footprint: Int {
         func table(_ capacity: Int, _ stride: Int) -> Int {
             guard capacity > 0 else { return 0 }
@@ -109,27 +103,96 @@ final class GuessWindows {
             while slots * 3 / 4 < capacity { slots <<= 1 }
             return slots * stride + slots / 8
         }
-        let windowSlot = MemoryLayout<UInt64>.stride + MemoryLayout<Window>.stride
+        let windowSlot = MemoryLayout<UInt64>.stride + MemoryLayout<Seen>.stride
         let overflowSlot = MemoryLayout<UInt64>.stride + MemoryLayout<Overflow>.stride
         var bytes = table(windows.capacity, windowSlot) + table(overflow.capacity, overflowSlot)
-        bytes += (queuePeak * 3 / 2 + 1) * MemoryLayout<(bucket: UInt64, second: UInt32)>.stride
+        bytes += (queuePeak * 3 / 2 + 1) * MemoryLayout<Entry>.stride
         for o in overflow.values {
-            bytes += o.seen.count * MemoryLayout<Seen>.stride + 32
+            bytes += o.seen.count * 3 / 2 * MemoryLayout<Seen>.stride + 32
             if let members = o.members { bytes += table(members.capacity, MemoryLayout<UInt64>.stride) + 32 }
         }
         return bytes
     }
 
-    /// The second the oldest value still counted was seen (nil: none).
+    /// The second the oldest entry was recorded (nil: none).
     var oldestSecond: UInt32? { queue.first?.second }
 
-    /// Drops every value seen at least an hour before `now` (a whole second).
-    func expire(now: UInt32) {
-        while let entry = queue.first, now >= entry.second &+ Self.hour {
+    /// Drops every value seen at least an hour before `now` (a whole second), at most `limit`
+    /// entries (the rest stay for a later call): how many it popped.
+    @discardableResult
+    func expire(now: UInt32, limit: Int = .max) -> Int {
+        var popped = 0
+        while popped < limit, let entry = queue.first, now >= entry.second &+ Self.hour {
             queue.removeFirst()
+            popped += 1
             dropOldest(of: entry.bucket, seenBy: entry.second)
+            paid(entry.payer)
         }
         compactIfSparse()
+        return popped
+    }
+
+    func count(in bucket: UInt64) -> Int {
+        guard windows[bucket] != nil else { return 0 }
+        return 1 + (overflow[bucket]?.seen.count ?? 0)
+    }
+
+    func contains(_ value: UInt64, in bucket: UInt64) -> Bool {
+        guard let first = windows[bucket] else { return false }
+        return first.value == value || overflow[bucket]?.contains(value) == true
+    }
+
+    /// When the oldest value of `bucket` was seen.
+    func oldestSecond(in bucket: UInt64) -> UInt32? { windows[bucket]?.second }
+
+    /// How many entries of the queue `presenter` recorded.
+    func entries(by presenter: String) -> Int {
+        presenterIndex[presenter].map { presenters[Int($0)].entries } ?? 0
+    }
+
+    /// Records `value` (not held yet) in `bucket` at `second`, charged to `presenter`.
+    func record(_ value: UInt64, in bucket: UInt64, at second: UInt32, by presenter: String) {
+        latest = max(latest, second)
+        let seen = Seen(value: value, second: latest)
+        if windows[bucket] != nil {
+            overflow[bucket, default: Overflow()].append(seen)
+        } else {
+            windows[bucket] = seen
+        }
+        queue.append(Entry(bucket: bucket, second: latest, payer: index(of: presenter)))
+        queuePeak = max(queuePeak, queue.count)
+        held += 1
+    }
+
+    /// Gives back `value` of `bucket` (a lookup's hit): it no longer counts against the bucket.
+    /// Its entry stays, charged to its presenter, until its hour ends.
+    func release(_ value: UInt64, in bucket: UInt64) {
+        guard let first = windows[bucket] else { return }
+        if first.value == value {
+            promoteOrClose(bucket)
+        } else if overflow[bucket]?.remove(value) == true {
+            held -= 1
+            if overflow[bucket]?.seen.isEmpty == true { overflow[bucket] = nil }
+        }
+    }
+
+    /// Removes the window's oldest value when it was seen no later than `second` (an entry
+    /// whose own value was given back finds a later one, or none, and leaves it: values seen in
+    /// the same second leave the hour together, so which of them goes first does not matter).
+    private func dropOldest(of bucket: UInt64, seenBy second: UInt32) {
+        guard let first = windows[bucket], first.second <= second else { return }
+        promoteOrClose(bucket)
+    }
+
+    /// Removes a window's first value: its next takes its place, or the window closes.
+    private func promoteOrClose(_ bucket: UInt64) {
+        held -= 1
+        if overflow[bucket] != nil {
+            windows[bucket] = overflow[bucket]!.removeFirst()
+            if overflow[bucket]!.seen.isEmpty { overflow[bucket] = nil }
+        } else {
+            windows[bucket] = nil
+        }
     }
 
     /// Tables keep their size when entries leave: once one holds under an eighth of what it has
@@ -149,75 +212,9 @@ final class GuessWindows {
         }
     }
 
-    func count(in bucket: UInt64) -> Int {
-        guard windows[bucket] != nil else { return 0 }
-        return 1 + (overflow[bucket]?.seen.count ?? 0)
-    }
-
-    func contains(_ value: UInt64, in bucket: UInt64) -> Bool {
-        guard let window = windows[bucket] else { return false }
-        return window.first.value == value || overflow[bucket]?.contains(value) == true
-    }
-
-    /// When the oldest value of `bucket` was seen.
-    func oldestSecond(in bucket: UInt64) -> UInt32? { windows[bucket]?.first.second }
-
-    /// How many windows `presenter` opened.
-    func opened(by presenter: String) -> Int {
-        presenterIndex[presenter].map { presenters[Int($0)].opened } ?? 0
-    }
-
-    /// Records `value` (not held yet) in `bucket` at `second`, opening the window on
-    /// `presenter`'s count when the bucket has none.
-    func record(_ value: UInt64, in bucket: UInt64, at second: UInt32, by presenter: String) {
-        latest = max(latest, second)
-        let entry = Seen(value: value, second: latest)
-        if windows[bucket] != nil {
-            overflow[bucket, default: Overflow()].append(entry)
-        } else {
-            windows[bucket] = Window(first: entry, opener: index(of: presenter))
-        }
-        queue.append((bucket, latest))
-        queuePeak = max(queuePeak, queue.count)
-        held += 1
-    }
-
-    /// Gives back `value` of `bucket` (a lookup's hit). Its queue entry stays, harmless.
-    func release(_ value: UInt64, in bucket: UInt64) {
-        guard let window = windows[bucket] else { return }
-        if window.first.value == value {
-            promoteOrClose(bucket, window)
-        } else if overflow[bucket]?.remove(value) == true {
-            held -= 1
-            if overflow[bucket]?.seen.isEmpty == true { overflow[bucket] = nil }
-        }
-    }
-
-    /// Removes the window's oldest value when it was seen no later than `second` (an entry
-    /// whose own value was given back finds a later one, or none, and leaves it: values seen in
-    /// the same second leave the hour together, so which of them goes first does not matter).
-    private func dropOldest(of bucket: UInt64, seenBy second: UInt32) {
-        guard let window = windows[bucket], window.first.second <= second else { return }
-        promoteOrClose(bucket, window)
-    }
-
-    /// Removes `window`'s first value: its next takes its place, or the window closes.
-    private func promoteOrClose(_ bucket: UInt64, _ window: Window) {
-        held -= 1
-        if overflow[bucket] != nil {
-            var next = window
-            next.first = overflow[bucket]!.removeFirst()
-            if overflow[bucket]!.seen.isEmpty { overflow[bucket] = nil }
-            windows[bucket] = next
-        } else {
-            windows[bucket] = nil
-            closed(openedBy: window.opener)
-        }
-    }
-
     private func index(of presenter: String) -> UInt32 {
         if let i = presenterIndex[presenter] {
-            presenters[Int(i)].opened += 1
+            presenters[Int(i)].entries += 1
             return i
         }
         let i: UInt32
@@ -232,9 +229,9 @@ final class GuessWindows {
         return i
     }
 
-    private func closed(openedBy i: UInt32) {
-        presenters[Int(i)].opened -= 1
-        guard presenters[Int(i)].opened == 0 else { return }
+    private func paid(_ i: UInt32) {
+        presenters[Int(i)].entries -= 1
+        guard presenters[Int(i)].entries == 0 else { return }
         presenterIndex[presenters[Int(i)].name] = nil
         presenters[Int(i)].name = ""
         freeIndexes.append(i)

@@ -285,8 +285,8 @@ struct CreateAdmission: Sendable {
             return .refused(
                 retryAfter: refusal.retryAfter,
                 reason:
-                    "this token has counted values in \(cap) distinct buckets within an hour, the most one token "
-                    + "may hold; a value in a new bucket waits until its oldest leaves the hour")
+                    "this token has counted \(cap) values within an hour, the most one token may hold; a new "
+                    + "value waits until its oldest leaves the hour")
         case let .memory(mib):
             return .refused(
                 retryAfter: refusal.retryAfter,
