@@ -22,7 +22,7 @@
 #
 # Environment:
 #   SCALE_POINTS   record volumes (default "0 100000 1000000 10000000")
-#   SCALE_CARDS    distinct cards by one token (default "0 100000 1000000")
+#   SCALE_CARDS    distinct cards by one token (default "0 100000 1000000"; empty: none)
 #   SCALE_STORES   default "sqlite postgres"
 #   RUNS           rounds per point (default 3); DURATION seconds per wrk run (default 10)
 #   WRK_CONNECTIONS  wrk -c (default 32)
@@ -62,7 +62,7 @@ if (( SMOKE )); then
     SCALE_CACHE="$RESULTS_DIR/cache"
 fi
 SCALE_POINTS=${SCALE_POINTS:-"0 100000 1000000 10000000"}
-SCALE_CARDS=${SCALE_CARDS:-"0 100000 1000000"}
+SCALE_CARDS=${SCALE_CARDS-"0 100000 1000000"}
 SCALE_STORES=${SCALE_STORES:-"sqlite postgres"}
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-10}
@@ -289,6 +289,7 @@ for STORE in $SCALE_STORES; do
         measure "$point records" "$STORE-$point"
         stop_cloak
     done
+    [[ -n "$SCALE_CARDS" ]] || { stop_postgres; PG_DIR=""; continue; }
     # One token's distinct cards within the hour, on the largest store, in one process. The
     # token's own new-alias and dedupe runs add cards too (each a request): the pump tops the
     # token up to the point less what the runs will add (as many as the last point's runs
