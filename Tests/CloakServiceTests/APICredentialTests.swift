@@ -93,13 +93,20 @@ import Testing
     /// Issue 56: the document every node reads and indexes again on each change holds the tokens
     /// that live, not every token ever minted. One expired within the week is still listed; one
     /// expired longer goes with the next change, audited.
+    /// An administration over a new SQLite store in `directory`.
+    static func administration(in directory: TemporaryDirectory, yamlIDs: Set<String>) throws
+        -> CredentialAdministration
+    {
+        var settings = ServiceConfiguration.VaultSettings()
+        settings.store = "sqlite:\(directory.path)/cloak.db"
+        return CredentialAdministration(
+            store: try VaultBootstrap.store(settings), yamlIDs: yamlIDs, seal: CredentialSeal(ring: KeyRing.generate()))
+    }
+
     @Test func tokensLongExpiredLeaveTheDocumentWithTheNextChange() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        var settings = ServiceConfiguration.VaultSettings()
-        settings.store = "sqlite:\(directory.path)/cloak.db"
-        let admin = CredentialAdministration(
-            store: try VaultBootstrap.store(settings), yamlIDs: [], seal: CredentialSeal(ring: KeyRing.generate()))
+        let admin = try Self.administration(in: directory, yamlIDs: [])
         for id in ["brief", "kept"] {
             _ = try admin.create(
                 id: id, scopes: ["aliases:create"], ttlSeconds: id == "brief" ? 60 : nil, requestsPerMinute: nil,
@@ -121,11 +128,7 @@ import Testing
     @Test func createListRevokeOnARealStore() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        var settings = ServiceConfiguration.VaultSettings()
-        settings.store = "sqlite:\(directory.path)/cloak.db"
-        let admin = CredentialAdministration(
-            store: try VaultBootstrap.store(settings), yamlIDs: ["admin"],
-            seal: CredentialSeal(ring: KeyRing.generate()))
+        let admin = try Self.administration(in: directory, yamlIDs: ["admin"])
         let created = try admin.create(
             id: "backend", scopes: ["aliases:create"], ttlSeconds: 86_400, requestsPerMinute: 600, now: 1_000,
             by: "tester")

@@ -82,14 +82,17 @@ import Testing
             admitted += 1
         }
         #expect(Int(admitted) == budget / BucketGuessLimiter.entryBytes)
-        let refused = limiter.admit(token: "b", [Self.card(bucket: 1, value: 0)], limit: 30, now: t0, memoryBudget: budget)
+        let refused = limiter.admit(
+            token: "b", [Self.card(bucket: 1, value: 0)], limit: 30, now: t0, memoryBudget: budget)
         #expect(refused?.limit == .memory(mib: 1))
         // A value the windows hold already needs nothing more: still answered.
         #expect(
-            limiter.admit(token: "a", [Self.card(bucket: 1, value: 0)], limit: 30, now: t0, memoryBudget: budget) == nil)
+            limiter.admit(token: "a", [Self.card(bucket: 1, value: 0)], limit: 30, now: t0, memoryBudget: budget) == nil
+        )
         let later = t0 + 3_600 * Self.second
         #expect(
-            limiter.admit(token: "b", [Self.card(bucket: 1, value: 0)], limit: 30, now: later, memoryBudget: budget) == nil)
+            limiter.admit(token: "b", [Self.card(bucket: 1, value: 0)], limit: 30, now: later, memoryBudget: budget)
+                == nil)
         #expect(limiter.memoryUsed == BucketGuessLimiter.entryBytes)
     }
 

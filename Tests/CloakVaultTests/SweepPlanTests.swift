@@ -33,7 +33,8 @@ import Testing
             let plan = try store.queryPlan(sql)
             let indexes = try #require(Self.sqliteIndexes[name])
             #expect(
-                plan.contains { line in line.hasPrefix("SEARCH") && indexes.contains { line.contains("INDEX \($0) ") } },
+                plan.contains { line in line.hasPrefix("SEARCH") && indexes.contains { line.contains("INDEX \($0) ") }
+                },
                 "\(name): \(plan)")
             // A SCAN is a pass over a whole table (or a whole index): none is allowed.
             #expect(!plan.contains { $0.hasPrefix("SCAN") }, "\(name) scans: \(plan)")
@@ -44,15 +45,22 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+    @Test(
+        .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
     func postgresSweepsGoThroughTheirIndexes() throws {
         let store = try PostgreSQLAliasStore(url: PostgresURL(parsing: PostgresTestCluster.freshDatabase()))
         // An empty table is cheaper to read whole: forbid that, so that the plan says whether
         // the statement can be served by an index at all (a Seq Scan then means it cannot).
         try store.db.execute("SET enable_seqscan = off")
         let statements: [(String, String, [PostgreSQLConnection.Value], String)] = [
-            ("expired records", PostgreSQLAliasStore.Sweeps.expiredRecords, [.int(0), .int(1000)], "records_by_expiry"),
-            ("unaliased records", PostgreSQLAliasStore.Sweeps.unaliasedNotes, [.int(0), .int(1000)], "unaliased_by_time"),
+            (
+                "expired records", PostgreSQLAliasStore.Sweeps.expiredRecords, [.int(0), .int(1000)],
+                "records_by_expiry"
+            ),
+            (
+                "unaliased records", PostgreSQLAliasStore.Sweeps.unaliasedNotes, [.int(0), .int(1000)],
+                "unaliased_by_time"
+            ),
             ("abandoned uploads", PostgreSQLAliasStore.Sweeps.abandonedFiles, [.int(0), .int(10)], "files_idle"),
             ("oldest intent", PostgreSQLAliasStore.Sweeps.oldestIntent, [.bytes([1, 2, 3])], "records_by_bucket"),
         ]

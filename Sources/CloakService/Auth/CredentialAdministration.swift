@@ -227,7 +227,9 @@ package struct CredentialAdministration {
             credentials.tokens.removeAll { APICredentials.isLongExpired($0, now: now) }
             credentials.serial = max(previous < Int64.max ? previous + 1 : previous, max(now, 0) * 1000)
             if try store.replaceMetadata(APICredentials.storeName, expected: old, with: credentials.sealed(by: seal)) {
-                if !gone.isEmpty { try audit("tokens.expire", id: "-", by: actor, now: now, [("removed", .strings(gone))]) }
+                if !gone.isEmpty {
+                    try audit("tokens.expire", id: "-", by: actor, now: now, [("removed", .strings(gone))])
+                }
                 return credentials
             }
         }

@@ -50,7 +50,8 @@ extension PostgreSQLAliasStore {
     /// are generic and made once: `id = ANY($1)` planned while `records` was small scanned the
     /// whole table). The notes are few, and almost always none: then this is one statement.
     func deleteUnaliased(madeBefore: Int64, limit: Int) throws(StoreError) -> Int {
-        let noted = try db.query(Sweeps.unaliasedNotes, [.int(madeBefore), .int(Int64(limit))]
+        let noted = try db.query(
+            Sweeps.unaliasedNotes, [.int(madeBefore), .int(Int64(limit))]
         ).compactMap { $0.text(0) }
         guard !noted.isEmpty else { return 0 }
         let locked = try db.query(
