@@ -30,7 +30,7 @@ import Synchronization
 /// cannot lock out its minter). The tokens minted under an account share one more ceiling
 /// (``mintedCeiling``, twice the cap): without it, minting more children multiplied the memory
 /// one account could hold. All accounts together are held to `limits.guess_memory_mib` (an
-/// account holds at most three caps: 384 MiB): past it a value is refused the same way.
+/// account holds at most three caps: 366 MiB): past it a value is refused the same way.
 /// Values only counted (``Mode/countOnly``: lookups' misses within their reservation, an
 /// upstream's answers) are always recorded: refusing to record them would let them go uncounted.
 final class BucketGuessLimiter: Sendable {
