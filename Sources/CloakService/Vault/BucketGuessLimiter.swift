@@ -34,7 +34,6 @@ import Synchronization
 /// Values only counted (``Mode/countOnly``: lookups' misses within their reservation, an
 /// upstream's answers) are always recorded: refusing to record them would let them go uncounted.
 final class BucketGuessLimiter: Sendable {
-    static let window: UInt64 = 3_600 * 1_000_000_000
     /// The most values one presenting token may have counted in the hour (the default
     /// ``bucketCap``): a million cards, one bucket each.
     static let maxBucketsPerToken = 1_000_000
@@ -205,9 +204,7 @@ final class BucketGuessLimiter: Sendable {
                 let oldest = state.oldestSecond.map { Self.seconds(until: $0, now: now) } ?? 1
                 return (Refusal(format: buckets[0].format, retryAfter: oldest, limit: over), [])
             }
-            for (bucket, values) in fresh {
-                for value in values { state.record(value, in: bucket, at: second, by: presenter) }
-            }
+            for b in recorded { state.record(b.value.high, in: b.bucket.high, at: second, by: presenter) }
             return (refusal, recorded)
         }
     }

@@ -68,7 +68,7 @@ final class GuessWindows {
     static let hour: UInt32 = 3_600
 
     /// Each bucket's oldest value.
-    private(set) var windows: [UInt64: Seen] = [:]
+    private var windows: [UInt64: Seen] = [:]
     private var overflow: [UInt64: Overflow] = [:]
     /// Every value recorded in the last hour, in the order recorded (so by second).
     private var queue = Deque<Entry>()
