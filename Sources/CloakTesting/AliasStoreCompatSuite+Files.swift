@@ -51,6 +51,34 @@ extension AliasStoreCompatSuite {
         #expect(try store.fileChunks(uploadID: upload.uploadID, from: 0, limit: 10) == [])
     }
 
+    /// Issue 57: an intent kept under its canonical record gives it the file, which then goes
+    /// with that record and not with the intent.
+    func aKeptFileMovesToItsRecordAndOutlivesTheFirst() throws {
+        let store = try makeStore()
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let upload = StoredFile(uploadID: "up_k\(tag)", keyID: "k1", wrappedKey: [7], createdAt: Self.now)
+        let intent = Self.record("rec_ki\(tag)", aliases: [Self.alias("tok_ki\(tag)")])
+        let kept = Self.record("rec_kc\(tag)", aliases: [Self.alias("tok_kc\(tag)")])
+        try transaction(store) {
+            try store.startFile(upload)
+            try store.appendFileChunk(uploadID: upload.uploadID, index: 0, sealed: [1, 2, 3])
+            try store.insert(intent)
+            try store.insert(kept)
+            #expect(try store.finishFile(uploadID: upload.uploadID, chunkCount: 1, recordID: intent.id))
+        }
+        // Only from the record that holds it.
+        #expect(
+            try transaction(store) { try store.moveFile(uploadID: upload.uploadID, from: kept.id, to: intent.id) }
+                == false)
+        #expect(try transaction(store) { try store.moveFile(uploadID: upload.uploadID, from: intent.id, to: kept.id) })
+        #expect(try store.file(recordID: intent.id) == nil)
+        #expect(try store.file(recordID: kept.id)?.uploadID == upload.uploadID)
+        #expect(try transaction(store) { try store.deleteAlias("tok_ki\(tag)") })
+        #expect(try store.fileChunks(uploadID: upload.uploadID, from: 0, limit: 10) == [[1, 2, 3]])
+        #expect(try transaction(store) { try store.deleteAlias("tok_kc\(tag)") })
+        #expect(try store.fileChunks(uploadID: upload.uploadID, from: 0, limit: 10) == [])
+    }
+
     func unfinishedUploadsAreSweptAndUncommittedChunksLost() throws {
         let store = try makeStore()
         let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)

@@ -48,6 +48,7 @@ package struct AliasStoreCompatSuite {
         case filesAreStoredInChunksAndFinishedIntoARecord
         case unfinishedUploadsAreSweptAndUncommittedChunksLost
         case uploadsAgeByTheirLastChunkAndDropAtOnce
+        case aKeptFileMovesToItsRecordAndOutlivesTheFirst
 
         package var testDescription: String { rawValue }
     }
@@ -95,6 +96,7 @@ package struct AliasStoreCompatSuite {
         case .filesAreStoredInChunksAndFinishedIntoARecord: try filesAreStoredInChunksAndFinishedIntoARecord()
         case .unfinishedUploadsAreSweptAndUncommittedChunksLost: try unfinishedUploadsAreSweptAndUncommittedChunksLost()
         case .uploadsAgeByTheirLastChunkAndDropAtOnce: try uploadsAgeByTheirLastChunkAndDropAtOnce()
+        case .aKeptFileMovesToItsRecordAndOutlivesTheFirst: try aKeptFileMovesToItsRecordAndOutlivesTheFirst()
         }
     }
 }

@@ -169,6 +169,27 @@ extension Vault {
         return .success(file)
     }
 
+    /// Gives a kept intent's file to the record it was kept as (`POST /aliases/keep`): the
+    /// content then lasts with the canonical alias, and goes neither with the intent when it
+    /// expires nor when it is deleted. Keeping again finds it moved and does nothing; the intent's
+    /// own alias no longer reads the content. `.notFound` when neither record holds it.
+    package func keepFile(
+        intent: String, canonical: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
+    ) {
+        withStore(reads: false) { store -> Void in
+            guard let kept = try store.record(alias: canonical) else { throw VaultError.notFound }
+            if try store.file(recordID: kept.id) != nil { return }
+            guard let source = try store.record(alias: intent), let file = try store.file(recordID: source.id) else {
+                throw VaultError.notFound
+            }
+            guard try store.moveFile(uploadID: file.uploadID, from: source.id, to: kept.id) else {
+                throw VaultError.unavailable("a kept file could not be given to its record")
+            }
+        } completion: {
+            completion(Self.map($0))
+        }
+    }
+
     /// The stored file of an alias's record (its chunks are read with ``fileChunks(_:from:limit:completion:)``).
     package func file(
         alias: String, completion: @escaping @Sendable (Result<StoredFile?, VaultError>) -> Void

@@ -167,6 +167,16 @@ package final class Vault: Sendable {
     /// caller at the rate limit cannot fill the disk with 32 KiB records (about 20 MB a minute).
     package static let anonymousValueBytes = 1_024
 
+    /// Whether `format` can alias a value of `digits` digits (a card number or an SSN of that
+    /// length) for `caller`: `nil` when it can, else why not. Configuration checks ask it for
+    /// every length a form's brands accept, so a form never refuses a card it says it takes.
+    package static func refusal(_ format: AliasFormatName, digits: Int, caller: AliasCaller) -> String? {
+        let value = String(repeating: "4", count: digits)
+        do { try AliasGenerator.validate(value, format: format) } catch { return error.description }
+        guard caller.anonymous, let space = AliasGenerator.randomSpace(value, format) else { return nil }
+        return "its alias space (\(space) values) is too small to open to callers without a token"
+    }
+
     package static func check(_ requests: [AliasRequest], caller: AliasCaller = .trusted) throws(VaultError) {
         for (i, r) in requests.enumerated() {
             do { try AliasGenerator.validate(r.value, format: r.format) } catch {

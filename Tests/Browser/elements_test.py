@@ -97,7 +97,7 @@ def checkout_form():
         "mapping_policy": "nestedJSON",
         "fields": [
             {"name": "card_data.card_number", "type": "cardNumber", "required": True, "required_valid_only": True,
-             "tokenization": {"format": "FPE_SIX_T_FOUR", "storage": "PERSISTENT"}},
+             "tokenization": {"format": "FPE_T_FOUR", "storage": "PERSISTENT"}},
             {"name": "card_data.card_cvc", "type": "cvc", "card_field": "card_data.card_number", "required": True,
              "required_valid_only": True, "tokenization": {"format": "UUID", "storage": "VOLATILE"}},
             {"name": "card_data.exp_date", "type": "expDate", "required": True, "required_valid_only": True,

@@ -186,8 +186,8 @@ import Testing
             elements: {allowed_origins: ["https://shop.example"]}
             forms:
               raw: {fields: [{name: n, type: cardNumber}, {name: s, type: ssn, tokenization: {format: UUID, storage: PERSISTENT}}]}
-              safe: {fields: [{name: n, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}, {name: h, type: cardHolderName}]}
-              cvc: {fields: [{name: c, type: cvc, tokenization: {format: GENERIC_T_FOUR, storage: VOLATILE}}]}
+              safe: {fields: [{name: n, type: cardNumber, tokenization: {format: FPE_T_FOUR, storage: PERSISTENT}}, {name: h, type: cardHolderName}]}
+              cvc: {card_brands: {accepted: [amex]}, fields: [{name: c, type: cvc, tokenization: {format: GENERIC_T_FOUR, storage: VOLATILE}}]}
             routes:
               - {id: 00000000-0000-4000-8000-00000000000a, path: /pay/, form: safe, upstream: echo}
               - {id: 00000000-0000-4000-8000-00000000000b, path: /raw, form: raw, upstream: echo}

@@ -151,6 +151,13 @@
     }
   }
 
+  /** What the shopper is told when Cloak refuses a submission: never the server's text. */
+  function shopperMessage(status) {
+    if (status === 429) return "Too many attempts. Please wait a minute and try again.";
+    if (status >= 500) return "Payments are unavailable right now. Please try again shortly.";
+    return "This card could not be accepted. Please check it or use another card.";
+  }
+
   function pay() {
     attempted = true;
     Object.keys(FIELDS).forEach(render);
@@ -165,7 +172,10 @@
       } else if (body.error && body.error.code === 1001) {
         showInputErrors(body.error.extraInfo);
       } else {
-        showBanner("Cloak answered " + answer.status + (body.error ? ": " + body.error.description : "."));
+        // The shopper reads the shop's words; the server's sentence is for the shop's developers
+        // (it names configuration), so it goes to the console with its code.
+        if (window.console) console.warn("Cloak answered", answer.status, body.error ? body.error.code : "");
+        showBanner(shopperMessage(answer.status));
       }
     }, function (e) {
       showBanner("The payment could not be sent: " + (e && e.message ? e.message : e));

@@ -259,7 +259,10 @@ extension ServiceConfiguration {
         }
 
         for (name, node) in r.namedMapping(top["forms"], at: "forms") {
-            if let form = FormSchema.read(name: name, node, at: "forms.\(name)", r) { config.forms[name] = form }
+            if let form = FormSchema.read(name: name, node, at: "forms.\(name)", r) {
+                form.checkAliasCoverage(at: "forms.\(name)", openTokenize: config.openTokenize, r)
+                config.forms[name] = form
+            }
         }
 
         if let routes = r.sequence(top["routes"], at: "routes") {

@@ -36,11 +36,12 @@ struct FileRevealHandler: Sendable {
                     return finish(.error(.notFound("the alias is not a file's")))
                 }
                 vault.file(alias: alias) { result in
-                    guard case .success(let stored) = result,
-                        case .success(let file) = Vault.checkedFile(stored, metadata)
-                    else {
-                        audit(alias, "error")
-                        return finish(.error(.storeUnavailable("the file's content could not be read")))
+                    let file: StoredFile
+                    switch CloakError.fileContent(result, metadata) {
+                    case let .success(found): file = found
+                    case let .failure(error):
+                        audit(alias, error.code == .notFound ? "not_found" : "error")
+                        return finish(.error(error))
                     }
                     let source: FileContentSource
                     do throws(VaultError) { source = try FileContentSource(vault: vault, file: file) } catch {

@@ -99,4 +99,22 @@ extension CloakError {
     static func storeUnavailable(_ message: String) -> CloakError {
         CloakError(.vaultUnavailable, message, extraInfo: [("retryAfterSeconds", .int(StoreError.retryAfterSeconds))])
     }
+
+    /// A file's content for `metadata`'s record, or why it cannot be served: only a store that
+    /// failed is worth retrying (503 with `Retry-After`). Content that is gone is 404; content
+    /// that is not the record's (a database writer moved it) is 503 without `Retry-After`.
+    static func fileContent(_ lookup: Result<StoredFile?, VaultError>, _ metadata: Vault.FileMetadata)
+        -> Result<StoredFile, CloakError>
+    {
+        guard case let .success(stored) = lookup else {
+            return .failure(.storeUnavailable("the file's content could not be read"))
+        }
+        switch Vault.checkedFile(stored, metadata) {
+        case let .success(file): return .success(file)
+        case .failure(.notFound):
+            return .failure(
+                .notFound("the file's content is gone (deleted, expired, or kept: read it by its canonical alias)"))
+        case .failure: return .failure(CloakError(.vaultUnavailable, "the file's content is not its record's"))
+        }
+    }
 }

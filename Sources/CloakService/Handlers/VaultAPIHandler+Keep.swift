@@ -81,8 +81,19 @@ extension VaultAPIHandler {
                     finish(.json(200, Self.keepAnswer(items, outcomes, requests, records)))
                 }
                 guard !requests.isEmpty else { return answer([]) }
+                // A file's content goes with the record it is kept as (else the intent's expiry
+                // would take it with the intent).
+                let keepsFiles = requests.contains { $0.classifiers.contains(Vault.fileClassifier) }
                 vault.createAliases(requests, caller: caller) { result in
                     switch result {
+                    case let .success(records) where keepsFiles:
+                        Self.keepFiles(vault, items, outcomes, requests, records) { failed in
+                            if let failed {
+                                for item in items { audit(item.alias, "error") }
+                                return finish(.error(failed.cloakError { _ in "data" }))
+                            }
+                            answer(records)
+                        }
                     case let .success(records): answer(records)
                     case let .failure(error):
                         for item in items { audit(item.alias, "error") }
@@ -91,6 +102,33 @@ extension VaultAPIHandler {
                 }
             }
         }
+    }
+
+    /// Moves each kept file's content to its canonical record, one after another (a keep holds a
+    /// handful); `done(nil)` when all are, else with the first failure (keeping again repairs it:
+    /// a file already moved is left as it is).
+    static func keepFiles(
+        _ vault: VaultClient, _ items: [KeepItem], _ outcomes: [Result<Int, CloakError>], _ requests: [AliasRequest],
+        _ records: [RevealedRecord], done: @escaping @Sendable (VaultError?) -> Void
+    ) {
+        var moves: [(intent: String, canonical: String)] = []
+        for (item, outcome) in zip(items, outcomes) {
+            guard case let .success(index) = outcome, requests[index].classifiers.contains(Vault.fileClassifier),
+                let canonical = records[index].aliases.first(where: {
+                    $0.matches(requests[index].format, luhnValid: requests[index].luhnValid)
+                })
+            else { continue }
+            moves.append((item.alias, canonical.alias))
+        }
+        let list = moves
+        @Sendable func step(_ i: Int) {
+            guard i < list.count else { return done(nil) }
+            vault.keepFile(intent: list[i].intent, canonical: list[i].canonical) { result in
+                if case let .failure(error) = result { return done(error) }
+                step(i + 1)
+            }
+        }
+        step(0)
     }
 
     /// `{"data":[{"alias","canonical":{"alias","format"}} | {"alias","error":{…}}, …]}` in request order.

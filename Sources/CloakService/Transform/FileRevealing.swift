@@ -172,10 +172,12 @@ extension FileRevealing {
                 metadata[alias] = file
             }
             let known = metadata
-            lookUp(aliases[...], metadata: known, files: [:]) { files in
+            lookUp(aliases[...], metadata: known, files: [:]) { found in
                 let metadata = known
-                guard let files else {
-                    return completion(.failure(.storeUnavailable("a file's content could not be read")))
+                let files: [String: StoredFile]
+                switch found {
+                case let .success(all): files = all
+                case let .failure(error): return completion(.failure(error))
                 }
                 var segments: [RevealedBody.Segment] = []
                 var length = 0
@@ -203,16 +205,18 @@ extension FileRevealing {
         }
     }
 
-    /// Each alias's stored file, one after the other (nil: one could not be read).
+    /// Each alias's stored file, one after the other (or why one cannot be served).
     private func lookUp(
         _ aliases: ArraySlice<String>, metadata: [String: Vault.FileMetadata], files: [String: StoredFile],
-        then: @escaping @Sendable ([String: StoredFile]?) -> Void
+        then: @escaping @Sendable (Result<[String: StoredFile], CloakError>) -> Void
     ) {
-        guard let alias = aliases.first else { return then(files) }
+        guard let alias = aliases.first else { return then(.success(files)) }
         vault.file(alias: alias) { result in
-            guard case .success(let stored) = result, let known = metadata[alias],
-                case .success(let file) = Vault.checkedFile(stored, known)
-            else { return then(nil) }
+            let file: StoredFile
+            switch CloakError.fileContent(result, metadata[alias]!) {
+            case let .success(found): file = found
+            case let .failure(error): return then(.failure(error))
+            }
             var files = files
             files[alias] = file
             lookUp(aliases.dropFirst(), metadata: metadata, files: files, then: then)

@@ -29,6 +29,13 @@ extension PostgreSQLAliasStore {
         return updated.count == 1
     }
 
+    package func moveFile(uploadID: String, from: String, to: String) throws(StoreError) -> Bool {
+        try db.query(
+            "UPDATE files SET record_id = $3 WHERE upload_id = $1 AND record_id = $2 RETURNING 1",
+            [.text(uploadID), .text(from), .text(to)]
+        ).count == 1
+    }
+
     package func file(recordID: String) throws(StoreError) -> StoredFile? {
         guard
             let row = try db.query(

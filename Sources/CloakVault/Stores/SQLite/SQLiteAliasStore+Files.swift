@@ -54,6 +54,15 @@ extension SQLiteAliasStore {
         return db.changes == 1
     }
 
+    package func moveFile(uploadID: String, from: String, to: String) throws(StoreError) -> Bool {
+        let s = try db.statement("UPDATE files SET record_id = ?3 WHERE upload_id = ?1 AND record_id = ?2")
+        s.bind(1, uploadID)
+        s.bind(2, from)
+        s.bind(3, to)
+        try s.run()
+        return db.changes == 1
+    }
+
     package func file(recordID: String) throws(StoreError) -> StoredFile? {
         let s = try db.statement(
             "SELECT upload_id, key_id, wrapped_key, chunk_count, created_at FROM files WHERE record_id = ?1")
