@@ -28,6 +28,7 @@ import Testing
                         path: /orders
                         upstream: "https://127.0.0.1:\(upstream.port)/orders"
                         ca_file: "\(certificates.caFile)"
+                        unselected_cards: allow     # the client sends its backend cards here on purpose
                         response:
                           - {redact: {json: ["$..pan"], format: FPE_SIX_T_FOUR, storage: PERSISTENT}}
                       - id: "1c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"

@@ -35,6 +35,7 @@ import Testing
         switch action {
         case let .refuse(error): return "refuse \(error.code.rawValue)"
         case let .transform(selection, side): return "transform \(side) \(selection.items.count)"
+        case let .checkAliases(values): return "check \(values.count)"
         case let .send(body, _): return "send \(String(decoding: body, as: UTF8.self))"
         case let .finish(response, outcome):
             return
@@ -59,6 +60,42 @@ import Testing
         #expect(exchange.isDone)
         // Anything after the end is ignored.
         #expect(Self.name(exchange.event(.answered(.success(Self.answer(200, "{}"))))) == "none")
+    }
+
+    /// Issue 57: a required selector that takes nothing refuses the request (the client's fault
+    /// inbound, 422; the route's on the way to a provider, 502) or the answer (502).
+    @Test func aRequiredSelectorThatTakesNothingRefuses() {
+        var required = Self.operation(.reveal, json: ["$.token"])
+        required.required = ["$.token"]
+        for (clients, code) in [(true, 1001), (false, 1401)] {
+            var plan = Self.plan(request: [required])
+            plan.requestIsClients = clients
+            var machine = RouteExchange(plan: plan)
+            let action = machine.event(.start(body: Self.body(#"{"tokn":"x"}"#), headers: Self.json))
+            #expect(Self.name(action) == "refuse \(code)")
+        }
+        var machine = RouteExchange(plan: Self.plan(request: [], response: [required]))
+        #expect(Self.name(machine.event(.start(body: Self.body("{}"), headers: Self.json))) == "send {}")
+        let answer = HTTPResponse(status: 200, headers: Self.json, body: Self.body(#"{"other":1}"#))
+        #expect(Self.name(machine.event(.answered(.success(answer)))).hasPrefix("finish 502"))
+    }
+
+    /// Issue 57: what an inbound route forwards is looked at for cards once its selectors ran;
+    /// the vault says which card-shaped values are its aliases.
+    @Test func anUnselectedCardIsCheckedThenRefusedOrSent() {
+        var plan = Self.plan(request: [], hasVault: true)
+        plan.unselectedCards = .refuse
+        plan.routeID = "r1"
+        let body = Self.body(#"{"pan":"4111111111111111"}"#)
+        var refused = RouteExchange(plan: plan)
+        #expect(Self.name(refused.event(.start(body: body, headers: Self.json))) == "check 1")
+        #expect(Self.name(refused.event(.aliasesChecked(.success([])))) == "finish 422 r0 d0 u-")
+        var alias = RouteExchange(plan: plan)
+        _ = alias.event(.start(body: body, headers: Self.json))
+        #expect(Self.name(alias.event(.aliasesChecked(.success(["4111111111111111"])))).hasPrefix("send "))
+        plan.unselectedCards = .allow
+        var allowed = RouteExchange(plan: plan)
+        #expect(Self.name(allowed.event(.start(body: body, headers: Self.json))).hasPrefix("send "))
     }
 
     @Test func nothingSelectedIsSentByteIdenticalWithoutTheVault() {

@@ -13,6 +13,7 @@ extension Route {
                 allowed: [
                     "id", "path", "form", "upstream", "methods", "headers", "connect_timeout_s", "response_timeout_s",
                     "forward_authorization", "forward_baggage", "ca_file", "request", "response", "reuse",
+                    "unselected_cards",
                 ])
         else { return nil }
         let id = r.string(m["id"], at: "\(p).id")
@@ -58,6 +59,14 @@ extension Route {
         } else if let caFile, let problem = TLSClientContext.problem(caFile: caFile) {
             r.issue("\(p).ca_file", "\(problem) from \(caFile)", m["ca_file"])
         }
+        var unselected = Route.UnselectedCards.refuse
+        if let name = r.string(m["unselected_cards"], at: "\(p).unselected_cards") {
+            if let mode = Route.UnselectedCards(rawValue: name) {
+                unselected = mode
+            } else {
+                r.issue("\(p).unselected_cards", "expected refuse, redact or allow", m["unselected_cards"])
+            }
+        }
         let (operations, steps) = Route.Operation.readRequestList(m["request"], at: "\(p).request", r)
         let (responseOperations, responseSteps) = Route.Operation.readResponseList(
             m["response"], at: "\(p).response", r)
@@ -88,7 +97,7 @@ extension Route {
             id: id, door: .inbound, matcher: .prefix("/proxy" + (prefix == "/" ? "" : prefix)), methods: methods,
             upstream: target, form: form, requestOperations: operations, responseOperations: responseOperations,
             headers: headers, forwardAuthorization: forwardAuth, forwardBaggage: forwardBaggage, requestSteps: steps,
-            responseSteps: responseSteps)
+            responseSteps: responseSteps, unselectedCards: unselected)
     }
 
     /// Reads one `egress.routes[]` entry.

@@ -90,11 +90,16 @@ extension Route.Operation {
             ? ["json", "form", "header", "format", "storage"] : ["json", "form", "header", "multipart", "encoding"]
         guard let o = r.mapping(body, at: q, allowed: allowed) else { return nil }
         var json: [JSONPath] = []
-        for (i, text) in (r.strings(o["json"], at: "\(q).json") ?? []).enumerated() {
+        var required: [String] = []
+        for (i, (text, must)) in readSelectors(o["json"], at: "\(q).json", key: "path", r).enumerated() {
             do { json.append(try JSONPath(text)) } catch { r.issue("\(q).json[\(i)]", error.description) }
+            if must { required.append(text) }
         }
-        let form = r.strings(o["form"], at: "\(q).form") ?? []
-        let header = r.strings(o["header"], at: "\(q).header") ?? []
+        let forms = readSelectors(o["form"], at: "\(q).form", key: "name", r)
+        let headers = readSelectors(o["header"], at: "\(q).header", key: "name", r)
+        let form = forms.map(\.0)
+        let header = headers.map(\.0)
+        required += (forms + headers).filter(\.1).map(\.0)
         for (i, name) in header.enumerated() where !HTTPSyntax.isToken(name) {
             r.issue("\(q).header[\(i)]", "is not a header name")
         }
@@ -128,8 +133,35 @@ extension Route.Operation {
                 r.issue("\(q).storage", "expected PERSISTENT or VOLATILE")
             }
         }
-        return Self(
+        if !required.isEmpty && !multipart.isEmpty {
+            r.issue(q, "required selectors pick values, not files")
+        }
+        var operation = Self(
             action: action, format: format, storage: storage, json: json, form: form, header: header,
             multipart: multipart, encoding: encoding)
+        operation.required = required
+        return operation
+    }
+
+    /// A selector list: each item a selector, or `{<key>: selector, required: true}` (a message
+    /// where it takes nothing is refused: 422 from a client, 502 from an upstream).
+    private static func readSelectors(_ node: ConfigNode?, at p: String, key: String, _ r: ConfigReader)
+        -> [(String, Bool)]
+    {
+        guard let items = r.sequence(node, at: p) else { return [] }
+        var out: [(String, Bool)] = []
+        for (i, item) in items.enumerated() {
+            if case .scalar = item {
+                if let text = r.string(item, at: "\(p)[\(i)]") { out.append((text, false)) }
+                continue
+            }
+            guard let m = r.mapping(item, at: "\(p)[\(i)]", allowed: [key, "required"]) else { continue }
+            guard let text = r.string(m[key], at: "\(p)[\(i)].\(key)") else {
+                r.issue("\(p)[\(i)].\(key)", "is required", item)
+                continue
+            }
+            out.append((text, m["required"].flatMap { r.bool($0, at: "\(p)[\(i)].required") } ?? false))
+        }
+        return out
     }
 }

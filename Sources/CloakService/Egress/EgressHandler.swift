@@ -172,6 +172,10 @@ struct EgressHandler: Sendable {
                     line.field("redacted", outcome.redacted)
                     line.field("revealed", outcome.revealed)
                     line.field("route", route.id)
+                    // The request selectors as configured (issue 57): a reveal whose path
+                    // misses shows here, not only as "revealed":0.
+                    line.field("selectors_matched", outcome.matched.joined(separator: ","))
+                    line.field("selectors_missed", outcome.missed.joined(separator: ","))
                     line.field("status", response.status)
                     let steps = call.stepsRan?.names ?? ""
                     if !steps.isEmpty {
@@ -182,7 +186,9 @@ struct EgressHandler: Sendable {
                     line.field("upstream_status", outcome.upstreamStatus.map(String.init) ?? "-")
                     line.write(to: sink)
                     metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
-                    finish(response, error: outcome.error, steps: steps)
+                    finish(
+                        response, error: outcome.error,
+                        route: Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed))
                 }
             } catch {
                 metrics.record(route: route.id, status: error.code.httpStatus, revealed: 0)

@@ -48,7 +48,9 @@ struct ProxyHandler: RequestHandler {
                     try call.start(request, rest: rest, headers: headers, body: request.body) { response, outcome in
                         let steps = call.stepsRan?.names ?? ""
                         if !steps.isEmpty { call.trace?.span.set("steps", steps) }
-                        finish(response, error: outcome.error, steps: steps)
+                        finish(
+                            response, error: outcome.error,
+                            route: Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed))
                     }
                 } catch {
                     finish(.error(error))

@@ -47,21 +47,31 @@ extension Reply {
     /// }
     /// ```
     struct Finish: Sendable {
-        let answer: @Sendable (HTTPResponse, CloakError?, String) -> Void
+        let answer: @Sendable (HTTPResponse, CloakError?, RouteFacts) -> Void
 
         /// Answers with `response`, which is not an error of Cloak's.
         @_disfavoredOverload
-        func callAsFunction(_ response: HTTPResponse) { answer(response, nil, "") }
+        func callAsFunction(_ response: HTTPResponse) { answer(response, nil, RouteFacts()) }
 
         /// Answers with Cloak's error.
-        func callAsFunction(_ failure: Failure) { answer(failure.response, failure.error, "") }
+        func callAsFunction(_ failure: Failure) { answer(failure.response, failure.error, RouteFacts()) }
 
         /// Answers with `response`, which is `error`'s answer when `error` is not nil (a route's
         /// exchange says which: ``RouteExchange/Outcome/error``); `steps` names the route's steps
         /// that ran (``RouteCall/stepsRan``), for the access log.
-        func callAsFunction(_ response: HTTPResponse, error: CloakError?, steps: String = "") {
-            answer(response, error, steps)
+        func callAsFunction(_ response: HTTPResponse, error: CloakError?, route: RouteFacts = RouteFacts()) {
+            answer(response, error, route)
         }
+    }
+
+    /// What a route did, for the access log: the names of its steps that ran (comma-separated),
+    /// and its request selectors (as configured) that took a value and that took none.
+    struct RouteFacts: Sendable {
+        var steps = ""
+        var matched: [String] = []
+        var missed: [String] = []
+
+        var isEmpty: Bool { steps.isEmpty && matched.isEmpty && missed.isEmpty }
     }
 }
 

@@ -15,7 +15,7 @@ struct AccessLog: Sendable {
 
     func record(
         method: String, path: String, route: String, status: Int, micros: Int, requestID: String, client: String = "",
-        trace: TraceContext? = nil, steps: String = ""
+        trace: TraceContext? = nil, route facts: Reply.RouteFacts = Reply.RouteFacts()
     ) {
         var w = JSONWriter(reservingCapacity: 256)
         w.rawJSON(#"{"ts":""#)
@@ -37,10 +37,17 @@ struct AccessLog: Sendable {
         w.writeString(requestID)
         w.rawJSON(#","client":"#)
         w.writeString(client)
-        if !steps.isEmpty {
+        if !facts.steps.isEmpty {
             // The names of the route's steps that ran (issue 49): never a key or a value.
             w.rawJSON(#","steps":"#)
-            w.writeString(steps)
+            w.writeString(facts.steps)
+        }
+        if !facts.matched.isEmpty || !facts.missed.isEmpty {
+            // The request selectors as configured (issue 57): a typo shows as one that took nothing.
+            w.rawJSON(#","selectors_matched":"#)
+            w.writeString(facts.matched.joined(separator: ","))
+            w.rawJSON(#","selectors_missed":"#)
+            w.writeString(facts.missed.joined(separator: ","))
         }
         if let trace {
             // The ids' hex straight into the line (no strings made for them).

@@ -15,6 +15,6 @@ struct AccessLogMiddleware: Middleware {
             method: context.request.method.rawValue, path: door == nil ? context.request.path : "-",
             route: door ?? context.template, status: response.status, micros: Int(micros),
             requestID: context.request.requestID, client: context.request.remoteAddress,
-            trace: context.trace?.loggedContext, steps: context.routeSteps)
+            trace: context.trace?.loggedContext, route: context.routeFacts)
     }
 }

@@ -42,12 +42,12 @@ final class Door<Steps: Middleware>: Sendable {
             responder.respond(response)
         case let .later(work):
             work(
-                Reply.Finish { [self, context] answer, error, routeSteps in
+                Reply.Finish { [self, context] answer, error, route in
                     var response = answer
-                    if error != nil || !routeSteps.isEmpty {  // the context is copied only to carry them
+                    if error != nil || !route.isEmpty {  // the context is copied only to carry them
                         var answered = context
                         answered.error = error
-                        answered.routeSteps = routeSteps
+                        answered.routeFacts = route
                         self.steps.response(&response, answered)
                     } else {
                         self.steps.response(&response, context)

@@ -30,9 +30,9 @@ struct RequestContext: Sendable {
     /// ``Door`` sets it from what was thrown or ``Reply/Failure``): the response phase reads the
     /// code here, never from the body, which may be an upstream's.
     var error: CloakError?
-    /// The names of the route steps that ran on the request (issue 49), comma-separated, for
-    /// the access log; empty for every other request.
-    var routeSteps = ""
+    /// What a route did (the steps that ran, the selectors that took a value and those that took
+    /// none), for the access log; empty for every other request.
+    var routeFacts = Reply.RouteFacts()
 
     init(_ request: HTTPRequest, start: UInt64) {
         self.request = request

@@ -67,6 +67,9 @@ package struct Route: Sendable {
         package var multipart: [String] = []
         /// A reveal of files into JSON: how the content goes in place of the alias.
         package var encoding: FileEncoding?
+        /// The selectors (as configured: a JSON path, a form key, a header name) that must each
+        /// take a value of every message the operation reads (`required: true`).
+        package var required: [String] = []
 
         package enum FileEncoding: String, Sendable { case base64 }
 
@@ -95,6 +98,7 @@ package struct Route: Sendable {
         var maxAliases: Int
         var stepNames: String
         var requestStepNames: String
+        var unselectedCards: UnselectedCards
     }
 
     private final class Box: Sendable {
@@ -109,7 +113,7 @@ package struct Route: Sendable {
         requestOperations: [Operation] = [], responseOperations: [Operation] = [],
         headers: [(name: String, value: String)] = [], forwardAuthorization: Bool = false,
         forwardBaggage: Bool = false, maxAliases: Int = .max, requestSteps: [Step] = [],
-        responseSteps: [ResponseStep] = []
+        responseSteps: [ResponseStep] = [], unselectedCards: UnselectedCards = .refuse
     ) {
         box = Box(
             Fields(
@@ -118,8 +122,18 @@ package struct Route: Sendable {
                 responseOperations: responseOperations, responseSteps: responseSteps, headers: headers,
                 forwardAuthorization: forwardAuthorization, forwardBaggage: forwardBaggage, maxAliases: maxAliases,
                 stepNames: (requestSteps.map(\.name) + responseSteps.map(\.name)).joined(separator: ","),
-                requestStepNames: requestSteps.map(\.name).joined(separator: ",")))
+                requestStepNames: requestSteps.map(\.name).joined(separator: ","), unselectedCards: unselectedCards))
     }
+
+    /// `routes[].unselected_cards`: what an inbound route does with a card number (``CardScan``)
+    /// that is still in the request it is about to forward, where no selector took it (a typo, a
+    /// field nobody named): `refuse` (the default) answers 422 naming the route and the place;
+    /// `redact` aliases it (FPE_T_FOUR, PERSISTENT); `allow` forwards it. A card-shaped value the
+    /// route itself wrote (an alias, a revealed value) or that is one of the vault's aliases is
+    /// not a card. Egress routes carry the backend's own requests and do not look.
+    package enum UnselectedCards: String, Sendable { case refuse, redact, allow }
+
+    package var unselectedCards: UnselectedCards { box.fields.unselectedCards }
 
     /// A UUID for inbound routes (`X-Route-Id` names one), `[a-z0-9_-]+` for egress routes.
     package var id: String { box.fields.id }

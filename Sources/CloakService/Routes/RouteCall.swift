@@ -66,12 +66,16 @@ struct RouteCall: Sendable {
                             body: body.bytes)), [])
             }
         }
-        let exchange = TransformedExchange(
+        var exchange = TransformedExchange(
             vault: vault, request: route.requestOperations.filter { !$0.revealsFiles },
             response: route.responseOperations,
             requestCaller: requestCaller, responseCaller: responseCaller,
             maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases), limitName: limitName,
             callerMaySeeValues: callerMaySeeValues, files: files)
+        exchange.routeID = route.id
+        exchange.query = request.query ?? ""
+        exchange.requestIsClients = route.door == .inbound
+        if route.door == .inbound { exchange.unselectedCards = route.unselectedCards }
         try exchange.start(body: body, headers: headers, loop: request.loop, send: send, finish: finish)
     }
 

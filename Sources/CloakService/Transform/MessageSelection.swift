@@ -97,6 +97,31 @@ struct MessageSelection: Sendable {
         }
     }
 
+    /// The selectors of `operations` (as configured) that took a value here, and those that took
+    /// none, in configuration order (the logs name both; a required one that took none refuses).
+    func selectors(of operations: [Operation]) -> (matched: [String], missed: [String]) {
+        var matched: [String] = []
+        var missed: [String] = []
+        var seen = Set<String>()
+        for op in operations where !op.revealsFiles {
+            for (selector, isHeader) in op.json.map({ ($0.description, false) }) + op.form.map({ ($0, false) })
+                + op.header.map({ ($0, true) })
+            where seen.insert(selector).inserted {
+                let took = items.contains {
+                    isHeader ? ($0.isHeader && $0.selector.caseInsensitiveEquals(selector)) : $0.selector == selector
+                }
+                if took { matched.append(selector) } else { missed.append(selector) }
+            }
+        }
+        return (matched, missed)
+    }
+
+    /// The required selectors of `operations` that took nothing here.
+    func missedRequired(of operations: [Operation]) -> [String] {
+        let missed = Set(selectors(of: operations).missed)
+        return operations.flatMap(\.required).filter { missed.contains($0) }
+    }
+
     var isEmpty: Bool { items.isEmpty }
     var revealCount: Int { items.count { $0.operation.action == .reveal } }
     var redactCount: Int { items.count { $0.operation.action == .redact } }

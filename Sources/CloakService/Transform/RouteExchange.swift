@@ -27,6 +27,16 @@ struct RouteExchange {
         var hasVault: Bool
         /// Whether the caller may see revealed values (a token with `aliases:reveal`).
         var callerMaySeeValues = false
+        /// An inbound route's `unselected_cards`: what to do with a card still in the request
+        /// about to be forwarded (``CardScan``); nil: do not look (egress: the backend's own request).
+        var unselectedCards: Route.UnselectedCards?
+        /// The route's id, named by its refusals.
+        var routeID = ""
+        /// The request's query as sent: forwarded as it is, so looked at for cards too.
+        var query = ""
+        /// Whether the request comes from the client the route serves (inbound: its refusals are
+        /// 422) or from a backend on its way to a provider (egress: 502).
+        var requestIsClients = true
 
         /// Whether the request's revealed values are looked for in the answer: not when the
         /// caller may see them anyway (it holds `aliases:reveal`, as a route that reveals into
@@ -39,6 +49,9 @@ struct RouteExchange {
         var revealed = 0
         var redacted = 0
         var upstreamStatus: Int?
+        /// The request's selectors that took a value, and those that took none (the logs').
+        var matched: [String] = []
+        var missed: [String] = []
         /// The error the client is answered with, when the answer is Cloak's own (nil: the
         /// upstream's answer, whatever it holds).
         var error: CloakError?
@@ -55,6 +68,8 @@ struct RouteExchange {
         /// The upstream's answer to ``Action/send(body:headers:)``, or why there is none, and
         /// what the route's steps wrote over the request's values (``RevealedValues/add(bytes:)``).
         case answered(Result<HTTPResponse, CloakError>, written: [[UInt8]] = [])
+        /// Which of the card-shaped values of the last ``Action/checkAliases(_:)`` are the vault's aliases.
+        case aliasesChecked(Result<Set<String>, CloakError>)
     }
 
     enum Action {
@@ -62,6 +77,8 @@ struct RouteExchange {
         case refuse(CloakError)
         /// Run the selection's vault jobs (aliases, reveals) for `side`.
         case transform(MessageSelection, Side)
+        /// Ask the vault which of these card-shaped values are its own aliases.
+        case checkAliases([String])
         /// Send the (rewritten) request upstream.
         case send(body: [UInt8], headers: [(name: String, value: String)])
         /// Answer the client; the exchange is over.
@@ -73,6 +90,8 @@ struct RouteExchange {
     private enum State {
         case idle
         case transformingRequest(MessageSelection, body: [UInt8], headers: [(name: String, value: String)], Outcome)
+        case checkingCards(
+            body: [UInt8], headers: [(name: String, value: String)], Outcome, RevealedValues, [CardScan.Finding])
         case awaitingAnswer(Outcome, RevealedValues)
         case transformingAnswer(MessageSelection, upstream: HTTPResponse, Outcome, RevealedValues)
         case done
@@ -80,6 +99,10 @@ struct RouteExchange {
 
     let plan: Plan
     private var state = State.idle
+    /// What the route wrote into the request (aliases, revealed values): not cards it forwards.
+    private var produced: [String] = []
+    /// Whether the unselected cards were redacted already (`unselected_cards: redact`, once).
+    private var redactedUnselected = false
 
     init(plan: Plan) { self.plan = plan }
 
@@ -101,8 +124,14 @@ struct RouteExchange {
                         revealed.add(value)
                     }
                 }
-                state = .awaitingAnswer(outcome, revealed)
-                return .send(body: newBody, headers: readable(newHeaders, revealed))
+                produced += replacements
+                return forward(newBody, newHeaders, outcome, revealed)
+            }
+        case let (.checkingCards(body, headers, outcome, revealed, findings), .aliasesChecked(result)):
+            switch result {
+            case let .failure(error): return fail(error, outcome)
+            case let .success(aliases):
+                return decide(findings.filter { !aliases.contains($0.text.value) }, body, headers, outcome, revealed)
             }
         case let (.awaitingAnswer(outcome, revealed), .answered(result, written)):
             switch result {
@@ -142,17 +171,107 @@ struct RouteExchange {
             state = .done
             return .refuse(.malformed(tooMany))
         }
-        let outcome = Outcome(revealed: selection.revealCount, redacted: selection.redactCount)
-        guard !selection.isEmpty else {
-            state = .awaitingAnswer(outcome, RevealedValues())
-            return .send(body: body, headers: readable(headers, RevealedValues()))
+        var outcome = Outcome(revealed: selection.revealCount, redacted: selection.redactCount)
+        (outcome.matched, outcome.missed) = selection.selectors(of: plan.request)
+        let required = selection.missedRequired(of: plan.request)
+        if !required.isEmpty {
+            state = .done
+            let what =
+                "the required selector\(required.count == 1 ? "" : "s") \(required.joined(separator: ", ")) took nothing"
+            return .refuse(
+                plan.requestIsClients
+                    ? CloakError(
+                        .inputDataIsNotValid, "route \(plan.routeID): \(what) in the request; nothing was sent",
+                        extraInfo: [("route", .string(plan.routeID)), ("missed", .array(required.map { .string($0) }))])
+                    : CloakError(.unexpectedResponseDataFormat, "\(what) in the request; nothing was sent upstream"))
         }
+        guard !selection.isEmpty else { return forward(body, headers, outcome, RevealedValues()) }
         guard plan.hasVault else {
             state = .done
             return .refuse(CloakError(.vaultUnavailable, "this server runs without a vault"))
         }
         state = .transformingRequest(selection, body: body, headers: headers, outcome)
         return .transform(selection, .request)
+    }
+
+    /// Sends the request, once no card is left in it that no selector took (an inbound route's
+    /// `unselected_cards`): what is card-shaped and not the route's own writing is asked of the
+    /// vault first (its aliases are not cards).
+    private mutating func forward(
+        _ body: [UInt8], _ headers: [(name: String, value: String)], _ outcome: Outcome, _ revealed: RevealedValues
+    ) -> Action {
+        if let mode = plan.unselectedCards, mode != .allow {
+            let kind = SelectableBody.of(headers).kind
+            let findings =
+                (CardScan.body(body, kind: kind) + CardScan.headers(headers)
+                + CardScan.pairs(Array(plan.query.utf8), prefix: "query"))
+                .filter { finding in !produced.contains { $0.contains(finding.text.value) } }
+            if !findings.isEmpty {
+                guard plan.hasVault else { return decide(findings, body, headers, outcome, revealed) }
+                state = .checkingCards(body: body, headers: headers, outcome, revealed, findings)
+                var asked = Set<String>()
+                return .checkAliases(findings.map(\.text.value).filter { asked.insert($0).inserted })
+            }
+        }
+        state = .awaitingAnswer(outcome, revealed)
+        return .send(body: body, headers: readable(headers, revealed))
+    }
+
+    /// What becomes of the request once `cards` are known not to be aliases: sent when there are
+    /// none; redacted once where the route says so and every one can be selected; else refused.
+    private mutating func decide(
+        _ cards: [CardScan.Finding], _ body: [UInt8], _ headers: [(name: String, value: String)],
+        _ outcome: Outcome, _ revealed: RevealedValues
+    ) -> Action {
+        guard !cards.isEmpty else {
+            state = .awaitingAnswer(outcome, revealed)
+            return .send(body: body, headers: readable(headers, revealed))
+        }
+        if plan.unselectedCards == .redact, plan.hasVault, !redactedUnselected,
+            let operations = Self.redaction(of: cards)
+        {
+            redactedUnselected = true
+            let selection: MessageSelection
+            do { selection = try MessageSelection(body: body, headers: headers, operations: operations) } catch {
+                return fail(error, outcome)
+            }
+            var more = outcome
+            more.redacted += selection.redactCount
+            state = .transformingRequest(selection, body: body, headers: headers, more)
+            return .transform(selection, .request)
+        }
+        var places: [String] = []
+        for card in cards where !places.contains(card.place) { places.append(card.place) }
+        return fail(
+            CloakError(
+                .inputDataIsNotValid,
+                "route \(plan.routeID) would forward a card number that no selector took, at "
+                    + places.joined(separator: ", ")
+                    + " (routes[].unselected_cards: refuse; select it to redact it, or fix the selector)",
+                extraInfo: [("route", .string(plan.routeID)), ("paths", .array(places.map { .string($0) }))]),
+            outcome)
+    }
+
+    /// Operations that alias each of `cards` where it is (a card alone: FPE_T_FOUR, keeping its
+    /// length and last four; in a longer text: the text as a UUID alias); nil when one is where
+    /// no selector reaches (the query, a key, a body of another type).
+    static func redaction(of cards: [CardScan.Finding]) -> [Route.Operation]? {
+        var whole = Route.Operation(format: .FPE_T_FOUR, storage: .persistent, json: [], form: [], header: [])
+        var texts = Route.Operation(format: .UUID, storage: .persistent, json: [], form: [], header: [])
+        for card in cards {
+            if card.place.hasPrefix("$"), !card.place.contains("['<card>']"), let path = try? JSONPath(card.place) {
+                if card.whole { whole.json.append(path) } else { texts.json.append(path) }
+            } else if card.place.hasPrefix("form:"), !card.place.hasSuffix(":<card>") {
+                let key = String(card.place.dropFirst(5))
+                if card.whole { whole.form.append(key) } else { texts.form.append(key) }
+            } else if card.place.hasPrefix("header:") {
+                let name = String(card.place.dropFirst(7))
+                if card.whole { whole.header.append(name) } else { texts.header.append(name) }
+            } else {
+                return nil
+            }
+        }
+        return [whole, texts].filter { !$0.json.isEmpty || !$0.form.isEmpty || !$0.header.isEmpty }
     }
 
     private mutating func answer(_ upstream: HTTPResponse, _ before: Outcome, _ revealed: RevealedValues) -> Action {
@@ -172,6 +291,13 @@ struct RouteExchange {
             selection = try MessageSelection(body: upstream.body, headers: upstream.headers, operations: plan.response)
         } catch {
             return fail(Self.upstreamFailure(upstream, error.message), outcome)
+        }
+        let required = selection.missedRequired(of: plan.response)
+        if !required.isEmpty {
+            return fail(
+                Self.upstreamFailure(
+                    upstream, "the required selectors \(required.joined(separator: ", ")) took nothing"),
+                outcome)
         }
         guard !selection.isEmpty else { return finishAnswer(upstream, outcome, revealed) }
         // The answer is bounded like the request: its values go to the vault in one job.

@@ -18,6 +18,11 @@ struct TransformedExchange: Sendable {
     var callerMaySeeValues = false
     /// The route's file reveals, run on the final body right before it is sent.
     var files: FileRevealing?
+    /// An inbound route's `unselected_cards`, id and request query (``RouteExchange/Plan``).
+    var unselectedCards: Route.UnselectedCards?
+    var routeID = ""
+    var query = ""
+    var requestIsClients = true
 
     typealias Outcome = RouteExchange.Outcome
 
@@ -38,7 +43,8 @@ struct TransformedExchange: Sendable {
     ) throws(CloakError) {
         let plan = RouteExchange.Plan(
             request: request, response: response, maxSelected: maxSelected,
-            limitName: limitName, hasVault: vault != nil, callerMaySeeValues: callerMaySeeValues)
+            limitName: limitName, hasVault: vault != nil, callerMaySeeValues: callerMaySeeValues,
+            unselectedCards: unselectedCards, routeID: routeID, query: query, requestIsClients: requestIsClients)
         let driver = Driver(
             machine: LoopBound(RouteExchange(plan: plan), on: loop), exchange: self, send: send, finish: finish)
         let first = driver.machine.value.event(.start(body: body, headers: headers))
@@ -79,6 +85,15 @@ struct TransformedExchange: Sendable {
                     ? MessageTransformer(vault: vault, caller: exchange.requestCaller)
                     : MessageTransformer(vault: vault.answering, caller: exchange.responseCaller)
                 transformer.run(selection) { [self] result in handle(.transformed(result)) }
+            case let .checkAliases(values):
+                guard let vault = exchange.vault else { return handle(.aliasesChecked(.success([]))) }
+                // As a lookup: a card-shaped value that is no alias counts as a guess in its bucket.
+                vault.revealGuessing(values) { [self] result in
+                    switch result {
+                    case let .success(found): handle(.aliasesChecked(.success(Set(found.keys))))
+                    case let .failure(error): handle(.aliasesChecked(.failure(error.cloakError { _ in "request" })))
+                    }
+                }
             case let .send(body, headers):
                 guard let files = exchange.files else {
                     return send(OutgoingBody(bytes: body), headers) { [self] result, written in

@@ -1,0 +1,156 @@
+import CloakCore
+import CloakService
+import CloakTesting
+import Foundation
+import Testing
+
+/// Issue 57 item 3: an inbound route fails closed. A card number no selector took (a typo, a field
+/// nobody named) is never forwarded; a required selector that takes nothing refuses; the logs
+/// name the selectors that matched and those that did not.
+@Suite(.serialized) struct UnselectedCardTests {
+    static let route = "0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+
+    static func yaml(_ upstream: Int, mode: String? = nil, selector: String = #""$.payment.card_numbr""#) -> String {
+        TestServer.configurationWithTokens.replacingOccurrences(
+            of: "routes: []",
+            with: """
+                routes:
+                  - id: "\(route)"
+                    path: /orders
+                    upstream: "http://127.0.0.1:\(upstream)/orders"
+                    \(mode.map { "unselected_cards: \($0)" } ?? "")
+                    request:
+                      - {redact: {json: [\(selector)], format: FPE_T_FOUR, storage: PERSISTENT}}
+                  - id: "1c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                    path: /plain
+                    upstream: "http://127.0.0.1:\(upstream)/plain"
+
+                """)
+    }
+
+    static let card = "4111 1111 1111 1111"
+    static let body = #"{"order":"o-1","payment":{"card_number":"4111 1111 1111 1111","amount":10}}"#
+
+    @Test func aSelectorWithATypoRefusesTheRequestNamingThePathNeverTheCard() throws {
+        let upstream = RawUpstream()
+        defer { upstream.stop() }
+        let server = try TestService(yaml: Self.yaml(upstream.port))
+        defer { server.stop() }
+        let r = try server.client().request("POST", "/proxy/orders", json: Self.body)
+        #expect(r.status == 422 && r.errorCode == 1001, "\(r.text)")
+        #expect(r.text.contains(Self.route) && r.text.contains("$.payment.card_number"), "\(r.text)")
+        #expect(!r.text.contains("4111") && !server.logs.text.contains("4111 1111"))
+        #expect(upstream.bytes.isEmpty, "nothing was forwarded")
+        // The access line names the selector that took nothing.
+        #expect(server.logs.text.contains(#""selectors_missed":"$.payment.card_numbr""#), "\(server.logs.text)")
+    }
+
+    @Test func cardsInTheQueryAHeaderAFormAndAnyTextAreRefusedToo() throws {
+        let upstream = RawUpstream()
+        defer { upstream.stop() }
+        let server = try TestService(yaml: Self.yaml(upstream.port))
+        defer { server.stop() }
+        let client = try server.client()
+        let cases: [(String, [UInt8], [(String, String)], String)] = [
+            (
+                "/proxy/orders?pan=4111-1111-1111-1111", Array(#"{"a":1}"#.utf8),
+                [("Content-Type", "application/json")], "query:pan"
+            ),
+            (
+                "/proxy/orders", Array(#"{"a":1}"#.utf8),
+                [("Content-Type", "application/json"), ("X-Card", Self.card)], "header:X-Card"
+            ),
+            (
+                "/proxy/plain", Array("note=pay+with+378282246310005".utf8),
+                [("Content-Type", "application/x-www-form-urlencoded")], "form:note"
+            ),
+            ("/proxy/plain", Array("card 5555555555554444 exp 12/30".utf8), [("Content-Type", "text/plain")], "body"),
+            (
+                "/proxy/orders", Array(#"{"items":[{"pan":36227206271667}]}"#.utf8),
+                [("Content-Type", "application/json")], "$.items[0].pan"
+            ),
+        ]
+        for (path, body, headers, place) in cases {
+            let r = try client.request("POST", path, body: body, headers: headers)
+            #expect(r.status == 422 && r.text.contains(place), "\(place): \(r.status) \(r.text)")
+        }
+        #expect(upstream.bytes.isEmpty)
+    }
+
+    @Test func theRoutesOwnAliasesAndTheVaultsAreNotCards() throws {
+        let upstream = RawUpstream()
+        defer { upstream.stop() }
+        let server = try TestService(yaml: Self.yaml(upstream.port, selector: #""$.payment.card_number""#))
+        defer { server.stop() }
+        let client = try server.client()
+        // A card-shaped alias made earlier (Luhn-valid, a known brand's prefix) in a field no selector names.
+        let made = try client.request(
+            "POST", "/aliases",
+            json: #"{"data":[{"value":"5555555555554444","format":"FPE_T_FOUR","storage":"PERSISTENT"}]}"#,
+            headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+        let alias = try #require(
+            (((made.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"]
+                as? String), "\(made.text)")
+        let body = #"{"payment":{"card_number":"4111 1111 1111 1111"},"saved":"\#(alias)"}"#
+        let r = try client.request("POST", "/proxy/orders", json: body)
+        #expect(r.status == 204, "\(r.text)")
+        #expect(!upstream.text.contains("4111 1111 1111 1111") && upstream.text.contains(alias))
+        #expect(server.logs.text.contains(#""selectors_matched":"$.payment.card_number""#))
+    }
+
+    @Test func redactAliasesWhatNoSelectorTookAndAllowForwardsIt() throws {
+        let upstream = RawUpstream()
+        defer { upstream.stop() }
+        let server = try TestService(yaml: Self.yaml(upstream.port, mode: "redact"))
+        defer { server.stop() }
+        let r = try server.client().request("POST", "/proxy/orders", json: Self.body)
+        #expect(r.status == 204, "\(r.text)")
+        let sent = try #require(upstream.text.components(separatedBy: "\r\n\r\n").last)
+        let number = try #require(try JSONParser().parse(sent)["payment"]?["card_number"]?.stringValue)
+        #expect(number != Self.card && number.hasSuffix("1111") && number.count == Self.card.count, "\(sent)")
+
+        let open = RawUpstream()
+        defer { open.stop() }
+        let allowing = try TestService(yaml: Self.yaml(open.port, mode: "allow"))
+        defer { allowing.stop() }
+        #expect(try allowing.client().request("POST", "/proxy/orders", json: Self.body).status == 204)
+        #expect(open.text.contains(Self.card))
+    }
+
+    @Test func aRequiredSelectorThatTakesNothingRefuses() throws {
+        let upstream = RawUpstream()
+        defer { upstream.stop() }
+        let yaml = Self.yaml(upstream.port, mode: "allow", selector: #"{path: "$.payment.card_numbr", required: true}"#)
+        let server = try TestService(yaml: yaml)
+        defer { server.stop() }
+        let r = try server.client().request("POST", "/proxy/orders", json: Self.body)
+        #expect(r.status == 422 && r.text.contains("$.payment.card_numbr"), "\(r.text)")
+        #expect(upstream.bytes.isEmpty)
+        #expect(throws: ConfigurationError.self) {
+            try ServiceConfiguration.parse(yaml: Self.yaml(1, mode: "sometimes"))
+        }
+    }
+
+    /// What counts as a card (``CardScan``), as a table.
+    @Test(arguments: [
+        ("4111111111111111", ["4111111111111111"]),
+        ("4111 1111 1111 1111", ["4111 1111 1111 1111"]),
+        ("pay 4111-1111-1111-1111-12/30 now", ["4111-1111-1111-1111"]),
+        ("4111111111111111 5555555555554444", ["4111111111111111", "5555555555554444"]),
+        ("378282246310005", ["378282246310005"]),
+        ("4111111111111112", []),  // Luhn fails
+        ("1732636800000", []),  // a timestamp in ms: no brand starts 17
+        ("41111111111111111111111", []),  // 23 digits: an identifier
+        ("4111  1111 1111 1111", []),  // two spaces end a run
+        ("order 12345", []),
+    ])
+    func cardScanFindsCardsAndOnlyThem(text: String, cards: [String]) {
+        #expect(CardScan.cards(in: text).map(String.init) == cards)
+    }
+
+    @Test func jsonPlacesArePathsAndACardKeyIsNotRepeated() throws {
+        let found = try #require(CardScan.json(Array(#"{"a b":{"x":["4111111111111111"]},"4111111111111111":1}"#.utf8)))
+        #expect(found.map(\.place) == ["$['a b'].x[0]", "$['<card>']"])
+        #expect(found.map(\.whole) == [true, false])
+    }
+}
