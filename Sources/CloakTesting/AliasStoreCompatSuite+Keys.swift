@@ -94,5 +94,8 @@ extension AliasStoreCompatSuite {
         let lines = try store.keyAudit(limit: 2)
         #expect(lines == [#"{"msg":"audit","n":1}"#, #"{"msg":"audit","n":2}"#])
         #expect(try store.keyAudit(limit: 1000).count == before + 3)
+        let entries = try store.keyAuditEntries(offset: before + 1, limit: 5)
+        #expect(entries.map(\.line) == [#"{"msg":"audit","n":1}"#, #"{"msg":"audit","n":2}"#])
+        #expect(entries.map(\.at) == [Self.now + 1, Self.now + 2])
     }
 }

@@ -109,6 +109,9 @@ package protocol AliasStore: FileStore {
     func appendKeyAudit(_ line: String, at time: Int64) throws(StoreError)
     /// The last `limit` lines of the key audit trail, oldest first.
     func keyAudit(limit: Int) throws(StoreError) -> [String]
+    /// Up to `limit` lines of the key audit trail after its `offset` first, oldest first, with
+    /// their times (store migration).
+    func keyAuditEntries(offset: Int, limit: Int) throws(StoreError) -> [(at: Int64, line: String)]
 }
 
 extension AliasStore {

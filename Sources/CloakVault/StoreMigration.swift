@@ -1,18 +1,89 @@
-/// Copies every record of one store into another as it is: still sealed (never decrypted), with
-/// its fingerprint, aliases and their signatures, its file (wrapped key and chunks) if it has one,
-/// and the store's key-check value, so the same keys open the copy. Re-running it is safe: records already in the destination are skipped.
+/// Copies everything one store holds into another, as it is: records still sealed (never
+/// decrypted) with their fingerprints, aliases and signatures; each record's file (wrapped key and
+/// chunks) in the same transaction as its record, so no copy is ever a record without its content;
+/// the store's named values (the key-check value, the key ring, API credentials, BIN tables: see
+/// ``MetadataKind``); and the key audit trail. The same keys open the copy.
+///
+/// Re-running it is safe and resumes an interrupted run: what the destination has is counted as
+/// there, a record whose file did not arrive gets it, and audit lines continue where they stopped.
+/// ``verify()`` compares both stores.
 package struct StoreMigration {
-    package struct Report: Sendable, Equatable {
+    /// What was copied and what was there already, of one kind.
+    package struct Tally: Sendable, Equatable {
         package var copied = 0
-        package var skipped = 0
-        /// Files copied (each with all its chunks).
-        package var files = 0
+        package var already = 0
+
+        package init(copied: Int = 0, already: Int = 0) {
+            self.copied = copied
+            self.already = already
+        }
+    }
+
+    /// The kinds of what a store holds, in the order they are reported.
+    package enum Kind: String, Sendable, CaseIterable, Comparable {
+        case records, files, keys, credentials, bins = "BIN tables", other = "other values"
+        case audit = "key audit lines"
+
+        package static func < (a: Kind, b: Kind) -> Bool {
+            allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+        }
+    }
+
+    package struct Report: Sendable, Equatable {
+        package var tallies: [Kind: Tally] = [:]
+        /// Records with no alias (a batch's leftovers nothing can read): not copied.
+        package var unaliased = 0
         package var sourceRecords = 0
         package var destinationRecords = 0
+
+        package var copied: Int { tallies[.records]?.copied ?? 0 }
+        package var skipped: Int { tallies[.records]?.already ?? 0 }
+        package var files: Int { tallies[.files]?.copied ?? 0 }
+
+        /// One line per kind, e.g. `records: 21 copied, 0 already there`.
+        package var lines: [String] {
+            tallies.keys.sorted().map { kind in
+                let t = tallies[kind]!
+                return "\(kind.rawValue): \(t.copied) copied, \(t.already) already there"
+            }
+        }
+
+        mutating func count(_ kind: Kind, copied: Bool) {
+            if copied {
+                tallies[kind, default: Tally()].copied += 1
+            } else {
+                tallies[kind, default: Tally()].already += 1
+            }
+        }
+    }
+
+    /// Which named values (``AliasStore/metadata(_:)``) are of which kind, and what a
+    /// destination that holds another value under the name means.
+    package struct MetadataKind: Sendable {
+        package enum Difference: Sendable {
+            /// Refuse the whole migration (before any record is copied).
+            case refuse
+            /// Keep the destination's (a hint, not a grant).
+            case keepDestination
+        }
+
+        package var prefix: String
+        package var kind: Kind
+        package var difference: Difference = .refuse
+        /// Copied after every other value (a pointer to what the others hold).
+        package var last = false
+
+        package init(prefix: String, kind: Kind, difference: Difference = .refuse, last: Bool = false) {
+            self.prefix = prefix
+            self.kind = kind
+            self.difference = difference
+            self.last = last
+        }
     }
 
     package enum Error: Swift.Error, CustomStringConvertible {
         case differentKeys
+        case conflict(name: String, kind: Kind)
         case countMismatch(source: Int, destination: Int)
         case store(StoreError)
 
@@ -20,6 +91,10 @@ package struct StoreMigration {
             switch self {
             case .differentKeys:
                 return "the destination already holds records sealed with other keys; nothing was copied"
+            case let .conflict(name, kind):
+                return
+                    "the destination holds its own \(name) (\(kind.rawValue)), unlike the source's; nothing was copied "
+                    + "(migrate into an empty store)"
             case let .countMismatch(source, destination):
                 return
                     "the destination holds \(destination) records after the copy, the source \(source): check both stores"
@@ -30,8 +105,17 @@ package struct StoreMigration {
 
     package let source: any AliasStore
     package let destination: any AliasStore
-    /// Records per destination transaction.
+    /// Records per page (each page one destination transaction, or more when its files are large).
     package var batch = 500
+    /// Sealed file bytes after which a destination transaction is committed (between records).
+    package var transactionBytes = 64 << 20
+    /// The named values' kinds beyond the vault's own (the service adds credentials and BIN tables).
+    package var metadataKinds: [MetadataKind] = []
+    /// Tests: stop (as a crash would) after this many committed transactions of records.
+    package var interruptAfterTransactions: Int?
+
+    /// Named values that belong to one store and never move: SQLite's durable-commit counter.
+    static let storeOwnNames: Set<String> = ["durable_commit"]
 
     package init(from source: any AliasStore, to destination: any AliasStore) {
         self.source = source
@@ -41,108 +125,130 @@ package struct StoreMigration {
     /// Copies, then checks that the destination holds at least every source record.
     package func run(progress: (Report) -> Void = { _ in }) throws(Error) -> Report {
         var report = Report()
-        try copyMetadata()
+        try copyMetadata(&report)
         do throws(StoreError) {
-            var after: String?
-            while true {
-                let page = try source.records(after: after, limit: batch)
-                guard let last = page.last else { break }
-                try destination.begin()
-                do throws(StoreError) {
-                    for record in page {
-                        if let first = record.aliases.first, try destination.record(alias: first.alias)?.id == record.id
-                        {
-                            report.skipped += 1
-                        } else {
-                            // Intents' places are the source store's count: copied as they are,
-                            // they would be given back by the destination's trigger without ever
-                            // having been taken there. They hold no place there (for at most a
-                            // day: they expire).
-                            var record = record
-                            record.bucket = nil
-                            try destination.insert(record)
-                            report.copied += 1
-                        }
-                    }
-                    try destination.commit()
-                } catch {
-                    destination.rollback()
-                    throw error
-                }
-                after = last.id
-                progress(report)
-            }
-            try copyFiles(&report)
+            try copyRecords(&report, progress: progress)
+            try copyAudit(&report)
             report.sourceRecords = try source.recordCount()
             report.destinationRecords = try destination.recordCount()
         } catch {
             throw .store(error)
         }
-        guard report.destinationRecords >= report.sourceRecords else {
+        guard report.destinationRecords >= report.sourceRecords - report.unaliased else {
             throw .countMismatch(source: report.sourceRecords, destination: report.destinationRecords)
         }
         return report
     }
 
-    /// Finished files go along with their records, still sealed: the row (its wrapped key) and
-    /// every chunk, one file per destination transaction, finished into the same record id. A
-    /// file the destination has already is skipped.
-    private func copyFiles(_ report: inout Report) throws(StoreError) {
+    /// Records page by page; each record's file goes in the same destination transaction as the
+    /// record (a transaction is committed early, between records, past ``transactionBytes``).
+    private func copyRecords(_ report: inout Report, progress: (Report) -> Void) throws(StoreError) {
         var after: String?
+        var committed = 0
         while true {
-            let page = try source.finishedFiles(after: after, limit: 50)
-            guard let last = page.last else { return }
-            for file in page {
-                guard let recordID = file.recordID, try destination.file(recordID: recordID) == nil else { continue }
-                try destination.begin()
-                do throws(StoreError) {
-                    var started = file
-                    started.chunkCount = 0
-                    started.recordID = nil
-                    try destination.startFile(started)
-                    var index = 0
-                    while index < file.chunkCount {
-                        let chunks = try source.fileChunks(uploadID: file.uploadID, from: index, limit: 64)
-                        guard !chunks.isEmpty else { break }
-                        for chunk in chunks {
-                            try destination.appendFileChunk(uploadID: file.uploadID, index: index, sealed: chunk)
-                            index += 1
-                        }
+            let page = try source.records(after: after, limit: batch)
+            guard let last = page.last else { break }
+            try destination.begin()
+            var bytes = 0
+            do throws(StoreError) {
+                for record in page {
+                    guard let first = record.aliases.first else {
+                        report.unaliased += 1
+                        continue
                     }
-                    guard
-                        try destination.finishFile(
-                            uploadID: file.uploadID, chunkCount: file.chunkCount, recordID: recordID)
-                    else { throw StoreError.unavailable("a file's chunks did not all reach the destination") }
-                    try destination.commit()
-                    report.files += 1
-                } catch {
-                    destination.rollback()
-                    throw error
+                    if try destination.record(alias: first.alias)?.id == record.id {
+                        report.count(.records, copied: false)
+                    } else {
+                        // Intents' places are the source store's count: copied as they are,
+                        // they would be given back by the destination's trigger without ever
+                        // having been taken there. They hold no place there (for at most a
+                        // day: they expire).
+                        var record = record
+                        record.bucket = nil
+                        try destination.insert(record)
+                        report.count(.records, copied: true)
+                    }
+                    guard let file = try source.file(recordID: record.id) else { continue }
+                    if try destination.file(recordID: record.id) != nil {
+                        report.count(.files, copied: false)
+                        continue
+                    }
+                    bytes += try copyFile(file, recordID: record.id)
+                    report.count(.files, copied: true)
+                    if bytes >= transactionBytes {
+                        try destination.commit()
+                        try destination.begin()
+                        bytes = 0
+                    }
                 }
+                try destination.commit()
+            } catch {
+                destination.rollback()
+                throw error
             }
-            after = last.uploadID
+            committed += 1
+            after = last.id
+            progress(report)
+            if let stop = interruptAfterTransactions, committed >= stop {
+                throw StoreError.unavailable("interrupted (run it again to resume)")
+            }
         }
     }
 
-    /// The key-check value goes along (a destination with another one is refused), and so do the
-    /// mark that every alias row is signed and the wrapped key ring.
-    private func copyMetadata() throws(Error) {
-        var differentKeys = false
-        do throws(StoreError) {
-            try destination.begin()
-            for name in [Vault.keyCheckName, Vault.aliasesSignedName, Vault.keyRingName] {
-                guard let value = try source.metadata(name) else { continue }
-                if let existing = try destination.metadata(name) {
-                    if name == Vault.keyCheckName && existing != value { differentKeys = true }
-                } else {
-                    try destination.setMetadata(name, value)
-                }
+    /// One file, in the destination's open transaction: its row, every chunk, finished into
+    /// `recordID`. Returns its sealed bytes.
+    private func copyFile(_ file: StoredFile, recordID: String) throws(StoreError) -> Int {
+        var started = file
+        started.chunkCount = 0
+        started.recordID = nil
+        // A file started before and never finished (an earlier copy's, rolled back with its
+        // record, leaves none; a crashed writer's could): begin again.
+        _ = try destination.deleteUnfinishedFile(uploadID: file.uploadID)
+        try destination.startFile(started)
+        var index = 0
+        var bytes = 0
+        while index < file.chunkCount {
+            let chunks = try source.fileChunks(uploadID: file.uploadID, from: index, limit: 64)
+            guard !chunks.isEmpty else { break }
+            for chunk in chunks {
+                try destination.appendFileChunk(uploadID: file.uploadID, index: index, sealed: chunk)
+                bytes += chunk.count
+                index += 1
             }
-            if differentKeys { destination.rollback() } else { try destination.commit() }
-        } catch {
-            destination.rollback()
-            throw .store(error)
         }
-        if differentKeys { throw .differentKeys }
+        guard try destination.finishFile(uploadID: file.uploadID, chunkCount: file.chunkCount, recordID: recordID)
+        else { throw StoreError.unavailable("a file's chunks did not all reach the destination") }
+        return bytes
+    }
+
+    /// The key audit trail: the lines the destination does not have yet, when what it has is
+    /// the source's beginning (a resumed run); a destination with a trail of its own keeps it.
+    private func copyAudit(_ report: inout Report) throws(StoreError) {
+        let page = 1_000
+        var offset = 0
+        var have = try destination.keyAuditEntries(offset: 0, limit: page)
+        var mine = try source.keyAuditEntries(offset: 0, limit: page)
+        // How far the destination's trail is the source's.
+        while !have.isEmpty {
+            guard mine.count >= have.count, zip(have, mine).allSatisfy({ $0.line == $1.line && $0.at == $1.at })
+            else { return }
+            offset += have.count
+            report.tallies[.audit, default: Tally()].already += have.count
+            have = try destination.keyAuditEntries(offset: offset, limit: page)
+            mine = try source.keyAuditEntries(offset: offset, limit: page)
+        }
+        while !mine.isEmpty {
+            try destination.begin()
+            do throws(StoreError) {
+                for entry in mine { try destination.appendKeyAudit(entry.line, at: entry.at) }
+                try destination.commit()
+            } catch {
+                destination.rollback()
+                throw error
+            }
+            report.tallies[.audit, default: Tally()].copied += mine.count
+            offset += mine.count
+            mine = try source.keyAuditEntries(offset: offset, limit: page)
+        }
     }
 }

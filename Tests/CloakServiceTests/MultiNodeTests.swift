@@ -145,6 +145,7 @@ struct MultiNodeTests {
         defer { directory.remove() }
         let sqlite = "sqlite:\(directory.path)/cloak.db"
         var stored: [(alias: String, value: String)] = []
+        var secret = ""
         do {
             let node = try CloakNode(store: sqlite, directory: directory.path)
             defer { node.stop() }
@@ -160,6 +161,17 @@ struct MultiNodeTests {
                     stored.append((alias, value))
                 }
             }
+            // Issue 57: a run-time token and a BIN table go along.
+            let created = try node.command([
+                "tokens", "create", "--id", "moved", "--scopes", "aliases:create,bins:read",
+            ])
+            #expect(created.status == 0, "\(created.output)")
+            let answer = try #require(TokenCommandTests.lines(created.output).first { $0.contains(#""token":"#) })
+            secret = try #require(
+                (try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])?["token"] as? String)
+            let csv = try BinTableRefreshTests.write(
+                "low,high,issuer,country\n411111,411111,Moved Bank,US\n", to: directory, name: "bins.csv")
+            #expect(try node.command(["bins", "import", csv]).status == 0)
         }
         let postgres = try PostgresTestCluster.freshDatabase()
         let first = try ProcessTests.run(["store", "migrate", "--from", sqlite, "--to", postgres])
@@ -170,12 +182,22 @@ struct MultiNodeTests {
             "the password is not printed")
         // Again: nothing to copy, the counts still agree.
         let again = try ProcessTests.run(["store", "migrate", "--from", sqlite, "--to", postgres])
-        #expect(again.status == 0 && again.output.contains("0 copied"), "\(again.output)")
+        #expect(again.status == 0 && again.output.contains("records: 0 copied"), "\(again.output)")
+        for kind in [
+            "credentials: 0 copied, 1 already there", "BIN tables: 0 copied, 2 already there", "keys: 0 copied",
+        ] {
+            #expect(again.output.contains(kind), "\(again.output)")
+        }
+        let verified = try ProcessTests.run(["store", "migrate", "--from", sqlite, "--to", postgres, "--verify"])
+        #expect(verified.status == 0 && verified.output.contains("holds everything"), "\(verified.output)")
         let node = try CloakNode(store: postgres, directory: directory.path)
         defer { node.stop() }
         for (alias, value) in stored {
             #expect(Self.reveal(alias, on: node) == value, "\(alias)")
         }
+        #expect(Poll.until { TokenCommandTests.create("4111111111111111", on: node, bearer: secret) == 201 })
+        let bins = try node.client().request("GET", "/bins/411111", headers: [("Authorization", "Bearer \(secret)")])
+        #expect(bins.json?["issuer"] as? String == "Moved Bank", "\(bins.text)")
     }
 
     @Test func aNodeWithOtherKeysRefusesToStartOnTheSharedDatabase() throws {

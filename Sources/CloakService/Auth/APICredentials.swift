@@ -37,7 +37,7 @@ package struct APICredentials: Sendable, Equatable {
     package static let storeName = "api_credentials"
     /// When any node last saw each store token presented: `{id: unix seconds}`. A hint for the
     /// listing, never a grant: it is not signed.
-    static let usedName = "api_credentials_used"
+    package static let usedName = "api_credentials_used"
 
     /// Why a change was refused; `kind` decides the HTTP answer.
     package struct Error: Swift.Error, CustomStringConvertible, Equatable {

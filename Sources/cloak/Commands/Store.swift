@@ -9,11 +9,13 @@ struct Store: ParsableCommand {
 
     struct Migrate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Copy every record, still sealed, from one store to another, and check the counts.",
+            abstract: "Copy everything a store holds, still sealed, into another; --verify compares them.",
             discussion: """
-                Records are copied as they are (ciphertexts, fingerprints, aliases and their signatures, the
-                key-check value): nothing is decrypted, and the same keys open the copy. Re-running is safe:
-                records already copied are skipped. Stop the nodes writing to the source first.
+                Everything the store holds is copied as it is: records (ciphertexts, fingerprints, aliases and
+                their signatures), each with its file in the same transaction, the key-check value and key ring,
+                run-time API credentials, BIN tables and the key audit trail. Nothing is decrypted, and the same
+                keys open the copy. What was copied is printed by kind. Re-running is safe and resumes an
+                interrupted run; --verify then compares both stores. Stop the nodes writing to the source first.
 
                 A password on the command line is visible to every user of the machine (ps): give a
                 PostgreSQL URL through an environment variable with --from-env / --to-env, or leave the
@@ -50,20 +52,52 @@ struct Store: ParsableCommand {
             return value
         }
 
+        @Flag(
+            help:
+                "Only compare the two stores (every record, file, named value and audit line); exit 1 on a difference.")
+        var verify = false
+
+        /// The service's named values, by kind: run-time credentials (their use marks are a
+        /// hint each store keeps its own of), and BIN tables (the pointer after the tables).
+        static let metadataKinds = [
+            StoreMigration.MetadataKind(prefix: APICredentials.storeName, kind: .credentials),
+            StoreMigration.MetadataKind(
+                prefix: APICredentials.usedName, kind: .credentials, difference: .keepDestination),
+            StoreMigration.MetadataKind(prefix: BinTableDocument.tablePrefix, kind: .bins),
+            StoreMigration.MetadataKind(prefix: BinTableDocument.pointerName, kind: .bins, last: true),
+        ]
+
         func run() throws {
             let sourceURL = try Self.url(from, variable: fromEnv, option: "--from-env")
             let destinationURL = try Self.url(to, variable: toEnv, option: "--to-env")
+            let route = "\(Self.shown(sourceURL)) -> \(Self.shown(destinationURL))"
             do {
-                let source = try VaultBootstrap.store(url: sourceURL)
-                let destination = try VaultBootstrap.store(url: destinationURL)
-                let report = try StoreMigration(from: source, to: destination).run { report in
+                var migration = StoreMigration(
+                    from: try VaultBootstrap.store(url: sourceURL), to: try VaultBootstrap.store(url: destinationURL))
+                migration.metadataKinds = Self.metadataKinds
+                if verify {
+                    let differences = try migration.verify()
+                    guard differences.isEmpty else {
+                        print("\(route): the stores differ")
+                        for line in differences { print("  \(line)") }
+                        throw ExitCode(1)
+                    }
+                    print("\(route): the destination holds everything the source does")
+                    return
+                }
+                let report = try migration.run { report in
                     FileHandle.standardError.write(
-                        Data("copied \(report.copied), already there \(report.skipped)\n".utf8))
+                        Data("records: \(report.copied) copied, \(report.skipped) already there\n".utf8))
+                }
+                print("migrated \(route)")
+                for line in report.lines { print("  \(line)") }
+                if report.unaliased > 0 {
+                    print("  records without an alias (nothing reads them), not copied: \(report.unaliased)")
                 }
                 print(
-                    "migrated \(Self.shown(sourceURL)) -> \(Self.shown(destinationURL)): \(report.copied) copied, "
-                        + "\(report.skipped) already there; \(report.sourceRecords) records in the source, "
-                        + "\(report.destinationRecords) in the destination")
+                    "  \(report.sourceRecords) records in the source, \(report.destinationRecords) in the destination")
+            } catch let exit as ExitCode {
+                throw exit
             } catch {
                 FileHandle.standardError.write(Data("cloak: store migrate: \(error)\n".utf8))
                 throw ExitCode(1)

@@ -76,6 +76,12 @@ extension PostgreSQLAliasStore {
         try db.query("INSERT INTO key_audit (at, line) VALUES ($1, $2)", [.int(time), .text(line)])
     }
 
+    package func keyAuditEntries(offset: Int, limit: Int) throws(StoreError) -> [(at: Int64, line: String)] {
+        try db.query(
+            "SELECT at, line FROM key_audit ORDER BY seq LIMIT $1 OFFSET $2", [.int(Int64(limit)), .int(Int64(offset))]
+        ).compactMap { row in row.text(1).map { (row.int(0) ?? 0, $0) } }
+    }
+
     package func keyAudit(limit: Int) throws(StoreError) -> [String] {
         try db.query("SELECT line FROM key_audit ORDER BY seq DESC LIMIT $1", [.int(Int64(limit))])
             .compactMap { $0.text(0) }.reversed()

@@ -80,6 +80,16 @@ extension SQLiteAliasStore {
         try s.run()
     }
 
+    package func keyAuditEntries(offset: Int, limit: Int) throws(StoreError) -> [(at: Int64, line: String)] {
+        let s = try db.statement("SELECT at, line FROM key_audit ORDER BY seq LIMIT ?1 OFFSET ?2")
+        defer { s.finish() }
+        s.bind(1, Int64(limit))
+        s.bind(2, Int64(offset))
+        var out: [(at: Int64, line: String)] = []
+        while try s.step() { if let line = s.text(1) { out.append((s.int64(0) ?? 0, line)) } }
+        return out
+    }
+
     package func keyAudit(limit: Int) throws(StoreError) -> [String] {
         let s = try db.statement("SELECT line FROM key_audit ORDER BY seq DESC LIMIT ?1")
         defer { s.finish() }
