@@ -24,10 +24,11 @@ struct ConfigOption: ParsableArguments {
     @Option(name: .long, help: "Path of the YAML configuration.")
     var config: String = "config/cloak.yaml"
 
-    /// The configuration, or exit 2 with every problem on standard error.
-    func load() throws -> ServiceConfiguration {
+    /// The configuration (or the `sections` a command needs of it), or exit 2 with every problem
+    /// on standard error.
+    func load(_ sections: ServiceConfiguration.Sections = .all) throws -> ServiceConfiguration {
         do {
-            return try ServiceConfiguration.load(path: config)
+            return try ServiceConfiguration.load(path: config, sections: sections)
         } catch {
             FileHandle.standardError.write(Data("cloak: invalid configuration \(config):\n\(error)\n".utf8))
             throw ExitCode(2)

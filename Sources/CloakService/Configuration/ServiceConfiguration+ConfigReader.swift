@@ -27,7 +27,10 @@ extension ServiceConfiguration {
     /// upper case for every scalar key of `server` and `vault`.
     ///
     /// - Throws: ``ConfigurationError`` listing every problem with its YAML path.
-    package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+    package static func load(
+        path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        sections: Sections = .all
+    )
         throws(ConfigurationError) -> ServiceConfiguration
     {
         let text: String
@@ -36,11 +39,25 @@ extension ServiceConfiguration {
         } catch {
             throw ConfigurationError(issues: [ConfigIssue(path: "", message: "cannot read \(path)")])
         }
-        return try parse(yaml: text, environment: environment)
+        return try parse(yaml: text, environment: environment, sections: sections)
+    }
+
+    /// What a command reads of the configuration.
+    package enum Sections: Sendable {
+        /// Everything (`serve`, `check-config`): routes and their step keys, forms, TLS files.
+        case all
+        /// `vault`, `auth` and `bins` alone (`cloak tokens`, `bins`, `keys`): an operator who
+        /// mints a token or imports a BIN table needs the vault, not a provider's HMAC secret or
+        /// the HSM a route signs with. The other sections' keys are still checked by name only.
+        case administration
+
+        static let administrationKeys: Set<String> = ["vault", "auth", "bins"]
     }
 
     /// Parses and checks configuration text (see ``load(path:environment:)``).
-    package static func parse(yaml: String, environment: [String: String] = [:]) throws(ConfigurationError)
+    package static func parse(
+        yaml: String, environment: [String: String] = [:], sections: Sections = .all
+    ) throws(ConfigurationError)
         -> ServiceConfiguration
     {
         var root: ConfigNode
@@ -56,6 +73,12 @@ extension ServiceConfiguration {
         }
         let reader = ConfigReader()
         reader.environment = environment
+        if case .administration = sections, case let .mapping(members, line) = root {
+            // Unknown top-level keys are still refused by `read`; known ones it does not need go.
+            root = .mapping(
+                members.filter { Sections.administrationKeys.contains($0.key) || !knownKeys.contains($0.key) },
+                line: line)
+        }
         var configuration = read(root, reader)
         configuration.server.refusalBody = JSONWriter.encode(
             CloakError(
@@ -91,16 +114,14 @@ extension ServiceConfiguration {
         return nil
     }
 
+    /// The top-level keys of a configuration.
+    static let knownKeys: Set<String> = [
+        "server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements", "telemetry", "bins",
+    ]
+
     private static func read(_ root: ConfigNode, _ r: ConfigReader) -> ServiceConfiguration {
         var config = ServiceConfiguration()
-        guard
-            let top = r.mapping(
-                root, at: "",
-                allowed: [
-                    "server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements", "telemetry",
-                    "bins",
-                ])
-        else { return config }
+        guard let top = r.mapping(root, at: "", allowed: knownKeys) else { return config }
 
         if let server = r.mapping(
             top["server"], at: "server",

@@ -18,7 +18,7 @@ struct Bins: ParsableCommand {
     /// The store and the ring's key; exit 2 when either cannot be opened or the ring is not the
     /// store's.
     static func administration(_ options: ConfigOption) throws -> BinTableAdministration {
-        let (store, ring) = Tokens.storeAndRing(try options.load())
+        let (store, ring) = Tokens.storeAndRing(try options.load(.administration))
         return BinTableAdministration(store: store, ring: ring)
     }
 

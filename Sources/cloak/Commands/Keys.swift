@@ -16,7 +16,7 @@ struct Keys: ParsableCommand {
 
     /// The store and configuration a command works on; exit 2 when either cannot be opened.
     static func administration(_ options: ConfigOption) throws -> KeyAdministration {
-        let configuration = try options.load()
+        let configuration = try options.load(.administration)
         do {
             return KeyAdministration(
                 settings: configuration.vault, environment: ProcessInfo.processInfo.environment,
@@ -161,7 +161,7 @@ struct Keys: ParsableCommand {
         @OptionGroup var options: ConfigOption
 
         func run() throws {
-            let configuration = try options.load()
+            let configuration = try options.load(.administration)
             let ring = Keys.run {
                 try VaultBootstrap.keys(
                     configuration.vault, environment: ProcessInfo.processInfo.environment, logger: nil,

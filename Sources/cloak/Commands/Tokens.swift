@@ -22,7 +22,7 @@ struct Tokens: ParsableCommand {
     /// the ring cannot be opened, or the ring is not the one the store's records were sealed with
     /// (a document signed with it would be refused by every node).
     static func administration(_ options: ConfigOption) throws -> CredentialAdministration {
-        let configuration = try options.load()
+        let configuration = try options.load(.administration)
         let (store, ring) = storeAndRing(configuration)
         return CredentialAdministration(
             store: store, yamlIDs: Set(configuration.auth.map(\.id)), seal: CredentialSeal(ring: ring))
@@ -102,7 +102,7 @@ struct Tokens: ParsableCommand {
         @OptionGroup var options: ConfigOption
 
         func run() throws {
-            let configuration = try options.load()
+            let configuration = try options.load(.administration)
             let admin = try Tokens.administration(options)
             let (review, used) = Keys.run { (try admin.review(), try admin.lastUsed()) }
             let listing = CredentialAdministration.listing(
