@@ -1963,10 +1963,69 @@ def test_card_attributes_late(t):
     c.done()
 
 
+def doc_snippets(languages):
+    """Every fenced block of README.md and docs/*.md in one of `languages`: (file:line, text)."""
+    out = []
+    paths = [os.path.join(REPO, "README.md")] + sorted(
+        os.path.join(REPO, "docs", n) for n in os.listdir(os.path.join(REPO, "docs")) if n.endswith(".md"))
+    for path in paths:
+        lines = open(path, encoding="utf-8").read().split("\n")
+        i = 0
+        while i < len(lines):
+            m = re.match(r"^(\s*)```(\w+)\s*$", lines[i])
+            if m and m.group(2) in languages:
+                indent, start, body = len(m.group(1)), i + 1, []
+                i += 1
+                while i < len(lines) and lines[i].strip() != "```":
+                    body.append(lines[i][indent:])
+                    i += 1
+                out.append((f"{os.path.relpath(path, REPO)}:{start}", m.group(2), "\n".join(body)))
+            i += 1
+    return out
+
+
+def test_doc_snippets(t):
+    """Issue 57: every HTML snippet of the docs runs in Chromium as written (its Cloak origin and the
+    integrity placeholder made this server's; a fragment gets the cloak.js tag its page has), mounts
+    its frames and throws nothing; every JS snippet at least parses."""
+    c = t.checks()
+    script = t.http.get(f"{t.url}/elements/v1/cloak.js", timeout=10).content
+    integrity = "sha384-" + base64.b64encode(hashlib.sha384(script).digest()).decode()
+    snippets = doc_snippets({"html", "js"})
+    c.expect(len([s for s in snippets if s[1] == "html"]) >= 3, f"expected the docs' HTML snippets, found {snippets}")
+    for n, (where, language, text) in enumerate(snippets):
+        if language == "js":
+            t.d.switch_to.default_content()
+            t.d.get(f"{t.pages.origin}/index.html")
+            problem = t.js("""try { new (Object.getPrototypeOf(async function () {}).constructor)(arguments[0]); return null; }
+                              catch (e) { return String(e); }""", text)
+            c.expect(problem is None, f"{where}: the JS snippet does not parse: {problem}")
+            continue
+        page = text.replace("https://cloak.example", t.url).replace("http://127.0.0.1:8080", t.url)
+        page = page.replace('integrity="sha384-…"', f'integrity="{integrity}"')
+        if "/elements/v1/cloak.js" not in page:
+            page = f'<script src="{t.url}/elements/v1/cloak.js" crossorigin="anonymous"></script>\n' + page
+        page = ("<!doctype html><meta charset=utf-8><script>window.__errors = [];"
+                "addEventListener('error', function (e) { __errors.push(String(e.message)); });</script>\n" + page)
+        name = f"snippet-{n}.html"
+        with open(os.path.join(t.pagedir, name), "w", encoding="utf-8") as f:
+            f.write(page)
+        t.d.switch_to.default_content()
+        t.d.get(f"{t.pages.origin}/{name}")
+        try:
+            wait_until(lambda: t.js("return document.querySelectorAll('iframe').length") >= 2, 10,
+                       f"{where}: the snippet's frames to mount", lambda: t.js("return window.__errors"))
+        except AssertionError as e:
+            c.expect(False, str(e))
+        errors = t.js("return window.__errors")
+        c.expect(not errors, f"{where}: the snippet threw: {short(errors, 400)}")
+    c.done()
+
+
 TESTS = [test_mount, test_typing, test_one_release_per_number, test_one_validity_per_number, test_isolation, test_submit_tokens, test_card_frame, test_parity, test_masks, test_styling,
          test_events, test_strict_mode, test_bad_input, test_unlisted_origin, test_postmessage_hostility,
          test_headers, test_reveal, test_tab_order, test_file_state, test_file_submit, test_file_server,
-         test_card_attributes, test_card_attributes_late, test_timing]
+         test_card_attributes, test_card_attributes_late, test_doc_snippets, test_timing]
 
 
 def main(argv):
