@@ -73,6 +73,54 @@ import Testing
         #expect(metrics.text.contains("cloak_bins_version 2"))
     }
 
+    /// Issue 57 item 7: an unknown column is refused unless named; a rollback brings the table
+    /// before back on every node; status lists what each node serves, from its heartbeat.
+    @Test func unknownColumnsAreRefusedARollbackRestoresAndStatusListsEveryNode() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (a, b) = try Self.nodes(in: directory)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let good = try Self.write(
+            "low,high,issuer,country\n411111,411111,Good Bank,US\n", to: directory, name: "good.csv")
+        #expect(try a.command(["bins", "import", good]).status == 0)
+        #expect(
+            Poll.until { Self.issuer("411111", on: a) == "Good Bank" && Self.issuer("411111", on: b) == "Good Bank" })
+
+        // The vendor's file names the issuer "bank": forgetting --map is refused, not silent.
+        let vendor = try Self.write(
+            "low,high,bank,country\n411111,411111,Vendor Bank,US\n", to: directory, name: "v.csv")
+        let refused = try a.command(["bins", "import", vendor])
+        #expect(refused.status == 2 && refused.output.contains(#"unknown column "bank""#), "\(refused.output)")
+        #expect(refused.output.contains("--map bank=COLUMN") && refused.output.contains("--ignore-columns bank"))
+        let clash = try a.command(["bins", "import", vendor, "--ignore-columns", "country"])
+        #expect(clash.status != 0 && clash.output.contains("--ignore-columns names country"), "\(clash.output)")
+        let ignoring = try a.command(["bins", "import", vendor, "--ignore-columns", "bank"])
+        #expect(ignoring.status == 0, "\(ignoring.output)")
+        #expect(Poll.until { Self.issuer("411111", on: a) == nil && Self.issuer("411111", on: b) == nil })
+
+        // Back to the table before, as version 3, on every node.
+        let asked = try a.command(["bins", "rollback"])
+        #expect(asked.status == 0 && asked.output.contains("would restore") && asked.output.contains("--yes"))
+        let rolled = try a.command(["bins", "rollback", "--yes"])
+        #expect(rolled.status == 0 && rolled.output.contains(#""version":3"#), "\(rolled.output)")
+        #expect(
+            Poll.until { Self.issuer("411111", on: a) == "Good Bank" && Self.issuer("411111", on: b) == "Good Bank" })
+
+        // Each node's own heartbeat: both serve version 3.
+        #expect(
+            Poll.until {
+                let status = (try? a.command(["bins", "status"]).output) ?? ""
+                return [a.port, b.port].allSatisfy { port in
+                    status.contains(#":\#(port)","version":3,"#) && !status.contains(#""current":false"#)
+                }
+            })
+        let status = try a.command(["bins", "status"]).output
+        #expect(status.contains(#""stale":false"#) && status.contains(#""adopted_at":"20"#), "\(status)")
+    }
+
     /// A table imported while a node is still building the one before: the node ends on the
     /// latest, whole, and never serves a mix of the two.
     @Test func aTableSwappedDuringLoadEndsOnTheLatest() throws {

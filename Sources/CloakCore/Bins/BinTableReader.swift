@@ -2,8 +2,9 @@
 /// refuses it whole unless every row is sound: `low` and `high` digits of one length (6 to 19),
 /// `low` not above `high`, no two ranges of one length overlapping (both line numbers named),
 /// `funding` and `segment` among their values, `country` an ISO 3166-1 alpha-2 code (or `XK`),
-/// `currency` an ISO 4217 code, the text UTF-8, no line over 4 KiB. Unknown columns are ignored;
-/// ``Mapping`` renames the source's columns. Pure: the caller gives the bytes.
+/// `currency` an ISO 4217 code, the text UTF-8, no line over 4 KiB. A column Cloak does not read is
+/// refused (forgetting `--map bank=issuer` would replace a table with one without issuers) unless
+/// it is named in ``ignored``; ``mapping`` renames the source's columns. Pure: the caller gives the bytes.
 public struct BinTableReader: Sendable {
     public enum Format: String, Sendable, CaseIterable {
         case csv, jsonl
@@ -55,10 +56,19 @@ public struct BinTableReader: Sendable {
     public var format: Format
     /// Source column → Cloak column (`--map issuer_name=issuer,…`).
     public var mapping: [String: String]
+    /// Source columns read past on purpose (`--ignore-columns a,b`); any other unknown one is a problem.
+    public var ignored: Set<String>
 
-    public init(format: Format, mapping: [String: String] = [:]) {
+    public init(format: Format, mapping: [String: String] = [:], ignored: Set<String> = []) {
         self.format = format
         self.mapping = mapping
+        self.ignored = ignored
+    }
+
+    /// The problem of an unknown column, naming both ways out.
+    static func unknown(_ name: String, line: Int) -> String {
+        "line \(line): unknown column \"\(name)\" (rename it to one Cloak reads with --map \(name)=COLUMN, or "
+            + "read past it with --ignore-columns \(name); columns: \(columns.joined(separator: ", ")))"
     }
 
     /// Reads `--map a=b,c=d`; nil when a pair is not `source=column` with a known column.
@@ -82,6 +92,7 @@ public struct BinTableReader: Sendable {
         var table = Table()
         table.rows.reserveCapacity(bytes.count / 48)
         var interned: [CardAttributes: UInt32] = [:]
+        var unknownKeys = Set<String>()
         /// For each CSV column, the index of the Cloak column it is (nil: ignored).
         var header: [Int?]?
         var lineNumber = 0
@@ -114,7 +125,11 @@ public struct BinTableReader: Sendable {
                 guard let columns = header else {
                     header = fields.map { name in
                         let trimmed = name.trimmingSpaces()
-                        return Self.columns.firstIndex(of: mapping[trimmed] ?? trimmed)
+                        let column = Self.columns.firstIndex(of: mapping[trimmed] ?? trimmed)
+                        if column == nil, !ignored.contains(trimmed) {
+                            problem(Self.unknown(trimmed, line: lineNumber))
+                        }
+                        return column
                     }
                     for (i, column) in ["low", "high"].enumerated() where !(header!.contains(i)) {
                         problem("line 1: no column \(column) (columns: \(Self.columns.joined(separator: ", ")))")
@@ -130,7 +145,12 @@ public struct BinTableReader: Sendable {
                     continue
                 }
                 for (key, value) in members {
-                    guard let column = Self.columns.firstIndex(of: mapping[key] ?? key) else { continue }
+                    guard let column = Self.columns.firstIndex(of: mapping[key] ?? key) else {
+                        if !ignored.contains(key), unknownKeys.insert(key).inserted {
+                            problem(Self.unknown(key, line: lineNumber))
+                        }
+                        continue
+                    }
                     switch value {
                     case .string(let s): values[column] = s
                     case .number(let n): values[column] = n

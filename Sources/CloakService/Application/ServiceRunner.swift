@@ -39,7 +39,9 @@ package enum ServiceRunner {
         // The store's API credentials before the first request, then every auth.refresh_s.
         service.credentialRefresh?.refreshAndWait()
         service.credentialRefresh?.start()
-        // The BIN table before the first request, then every bins.refresh_s.
+        // The BIN table before the first request, then every bins.refresh_s, each reading
+        // followed by this node's heartbeat (host name and port: a restart keeps its row).
+        service.binRefresh?.announce(as: "\(ProcessInfo.processInfo.hostName):\(server.port)")
         service.binRefresh?.refreshAndWait()
         service.binRefresh?.start()
         server.start()

@@ -3,6 +3,7 @@ import CloakCrypto
 import CloakHTTP
 import CloakVault
 import Dispatch
+import Foundation
 import Logging
 import Synchronization
 
@@ -32,7 +33,15 @@ package final class BinTableRefresh: Sendable {
         /// A reading is under way (a large table takes a second to build): the next tick waits,
         /// so two copies are never read and built at once.
         var reading = false
+        /// When the table held was adopted (Unix seconds).
+        var adoptedAt: Int64?
+        /// The name this node's heartbeat goes under (``BinTableNode``); nil: none written.
+        var node: String?
     }
+
+    /// Writes this node's heartbeat under `node` from now on, after every reading
+    /// (`cloak bins status` lists what each node serves).
+    package func announce(as node: String) { state.withLock { $0.node = node } }
 
     package init(vault: Vault, interval: Int, logger: Logger) {
         self.vault = vault
@@ -87,8 +96,23 @@ package final class BinTableRefresh: Sendable {
                         "cannot read the store's BIN table; keeping the current one",
                         metadata: ["reason": .string("\(error)")])
                 }
-                state.withLock { $0.reading = false }
-                done?()
+                let beat = state.withLock { s -> BinTableNode? in
+                    s.reading = false
+                    return s.node.map {
+                        BinTableNode(
+                            node: $0, version: s.document?.version, sha256: s.document?.shortDigest,
+                            adoptedAt: s.adoptedAt, seenAt: Int64(Date().timeIntervalSince1970))
+                    }
+                }
+                guard let beat else {
+                    done?()
+                    return
+                }
+                vault.withStore(reads: false) { store in
+                    try store.setMetadata(BinTableNode.prefix + beat.node, beat.stored)
+                } completion: { _ in
+                    done?()
+                }
             }
         }
     }
@@ -153,6 +177,7 @@ package final class BinTableRefresh: Sendable {
             s.document = document
             s.table = built
             s.refused = nil
+            s.adoptedAt = Int64(Date().timeIntervalSince1970)
         }
         loaded.store(true, ordering: .releasing)
         // The read and the build freed several times the table's size: give it back.
