@@ -161,9 +161,22 @@ package enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .aliasTaken: return "alias already issued"
         case .fingerprintTaken: return "the value was stored meanwhile by another writer"
         case .full: return "the store's disk is full"
-        case let .transient(reason): return "store conflict: \(reason)"
-        case let .unavailable(reason): return "store unavailable: \(reason)"
+        case let .transient(reason): return "\(Self.conflictPrefix)\(reason)"
+        case let .unavailable(reason): return "\(Self.unavailablePrefix)\(reason)"
         }
+    }
+
+    static let conflictPrefix = "store conflict: "
+    static let unavailablePrefix = "store unavailable: "
+
+    /// What a client may read of a failure described by `text`: for a store's failure (a
+    /// ``description``) its kind alone, never the driver's words (`FATAL: terminating
+    /// connection…`, SQLSTATEs, file paths), which stay in the node's log; any other text (the
+    /// vault's own) as it is.
+    package static func forClients(_ text: String) -> String {
+        if text.hasPrefix(unavailablePrefix) { return "the store did not answer or failed" }
+        if text.hasPrefix(conflictPrefix) { return "the store's writers conflicted" }
+        return text
     }
 
     /// Whole seconds a caller refused because the store failed should wait before trying again

@@ -33,6 +33,9 @@ import Testing
         let r = try Self.post(f, "raw", alias, [("X-Echo-Content-Type", type)])
         #expect(r.status == 502 && r.errorCode == 1401, "\(type): \(r.status) \(r.text)")
         #expect(r.text.contains("the upstream answered 200"), "\(r.text)")
+        // Issue 57: the provider's status is a field, not only prose.
+        let info = (r.json?["error"] as? [String: Any])?["extraInfo"] as? [String: Any]
+        #expect(info?["upstreamStatus"] as? Int == 200, "\(r.text)")
         #expect(!r.text.contains(EgressFixture.card))
         // The provider did get it: the payment may have gone through, which the 502 says.
         #expect(f.upstream.received.last?.body.contains(EgressFixture.card) == true)

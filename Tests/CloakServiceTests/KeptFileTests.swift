@@ -61,3 +61,40 @@ import Testing
         #expect(gone.status == 404 && gone.header("Retry-After") == nil, "\(gone.status) \(gone.text)")
     }
 }
+
+/// Issue 57 item 9: a file refusal names the field's limits and what the file was found to be.
+@Suite struct FileRefusalFactsTests {
+    static func limits(_ r: RawHTTPClient.Response) -> [String: Any]? {
+        ((r.json?["error"] as? [String: Any])?["extraInfo"] as? [String: Any])?["fileLimits"] as? [String: Any]
+    }
+
+    @Test func aRefusedFileNamesTheLimitAndItsDetectedType() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try server.client()
+        // Judged at its first KiB, before the rest is read: the client sends only that much.
+        let gif = Array("GIF89a".utf8) + [UInt8](repeating: 0x20, count: 100_000)
+        let body = FileUploadTests.multipart([
+            ("kyc.full_name", nil, Array("J D".utf8)), ("kyc.document", "a.gif", gif),
+        ])
+        var head = "POST /forms/kyc/tokens HTTP/1.1\r\nHost: 127.0.0.1\r\nCloak-Upload: 1\r\n"
+        head += "Content-Type: multipart/form-data; boundary=\(FileUploadTests.boundary)\r\n"
+        head += "Content-Length: \(body.count)\r\n\r\n"
+        try client.send(Array(head.utf8) + body.prefix(4_096))
+        let refused = try client.readResponse()
+        #expect(refused.status == 422, "\(refused.text)")
+        let facts = try #require(Self.limits(refused)?["kyc.document"] as? [String: Any], "\(refused.text)")
+        #expect(facts["detectedTypes"] as? [String] == ["image/gif"])
+        #expect((facts["allowedTypes"] as? [String])?.contains("image/jpeg") == true)
+        #expect(facts["maxBytes"] as? Int == 10_485_760)
+        #expect(refused.text.contains("the content is image/gif"), "\(refused.text)")
+
+        // A small one, judged when the body ends, says the same.
+        let tiny = Array("GIF89a".utf8) + [UInt8](repeating: 0x20, count: 10)
+        let small = try FileUploadTests.upload(
+            try server.client(),
+            FileUploadTests.multipart([("kyc.full_name", nil, Array("J D".utf8)), ("kyc.document", "b.gif", tiny)]))
+        #expect(small.status == 422)
+        #expect((Self.limits(small)?["kyc.document"] as? [String: Any])?["detectedTypes"] as? [String] == ["image/gif"])
+    }
+}

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 import Synchronization
 import Testing
 
@@ -82,5 +83,21 @@ import Testing
         #expect(try Self.answer(routed).1 == ["1401"])
         let ok = Replying { .now(HTTPResponse(status: 204)) }
         #expect(try Self.answer(ok).1 == ["-"])
+    }
+}
+
+/// Issue 57 item 9: a store's failure reaches the client as its kind, never the driver's words.
+@Suite struct StoreErrorTextTests {
+    @Test func aStoreFailureNeverCarriesTheDriversText() {
+        let driver = "insert record: FATAL:  terminating connection due to administrator command (SQLSTATE 57P01)"
+        for failure in [StoreError.unavailable(driver), .transient("deadlock detected (SQLSTATE 40P01)")] {
+            let error = VaultError.unavailable(failure.description).cloakError { _ in "data" }
+            #expect(error.code == .vaultUnavailable)
+            #expect(!error.message.contains("FATAL") && !error.message.contains("SQLSTATE"), "\(error.message)")
+            #expect(error.message.contains("the store"), "\(error.message)")
+        }
+        // The vault's own reasons are its words, and stay.
+        let own = VaultError.unavailable("an alias row failed its integrity check").cloakError { _ in "data" }
+        #expect(own.message.contains("integrity check"))
     }
 }

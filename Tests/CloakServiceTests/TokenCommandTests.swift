@@ -97,3 +97,25 @@ import Testing
         #expect(try node.command(["tokens", "sign", "--yes"]).output.contains("nothing to sign"))
     }
 }
+
+/// Issue 57 item 9: a token made elsewhere works on a node at once: an unknown bearer token
+/// makes the node read the store's credentials once (at most once a second) before it refuses.
+@Suite(.serialized) struct UnknownTokenRefreshTests {
+    @Test func aTokenMadeElsewhereWorksAtOnceAndAMadeUpOneIsStill401() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        // The timer would take an hour: only the unknown token's own reading can find it.
+        let node = try CloakNode(
+            store: "sqlite:\(directory.path)/cloak.db", directory: directory.path,
+            environment: ["CLOAK_AUTH_REFRESH_S": "3600"])
+        defer { node.stop() }
+        let created = try node.command(["tokens", "create", "--id", "fresh", "--scopes", "aliases:create"])
+        #expect(created.status == 0, "\(created.output)")
+        let answer = try #require(TokenCommandTests.lines(created.output).first { $0.contains(#""token":"#) })
+        let secret = try #require(
+            (try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])?["token"] as? String)
+        #expect(TokenCommandTests.create("4111111111111111", on: node, bearer: secret) == 201)
+        #expect(TokenCommandTests.create("4111111111111111", on: node, bearer: "ck_made_up_token_0123456789") == 401)
+        #expect(TokenCommandTests.create("4111111111111111", on: node, bearer: "ck_another_made_up_token") == 401)
+    }
+}

@@ -129,6 +129,17 @@ public struct FileInspection: Sendable {
         return errors
     }
 
+    /// What the content was found to be, for refusals: its media type, `executable`, `unknown`
+    /// (no type Cloak knows), or nil before any byte.
+    public var detectedType: String? {
+        guard bytes > 0 else { return nil }
+        switch FileSniffer.verdict(prefix) {
+        case .executable: return "executable"
+        case .unknown: return "unknown"
+        case .media(let type): return type.rawValue
+        }
+    }
+
     /// The media type the content has.
     public var mediaType: FileMediaType? {
         if case .media(let type) = FileSniffer.verdict(prefix) { return type }
@@ -164,6 +175,18 @@ public struct FileInspection: Sendable {
     }
 }
 
+extension FileRules {
+    /// A refusal's facts (`extraInfo.fileLimits.<field>`): the field's limits, and what the
+    /// refused files were found to be, so a client can say "over 10 MiB" or "a GIF, not a JPEG".
+    public func refusalFacts(detected: [String]) -> JSONValue {
+        .object([
+            ("maxBytes", .int(maxBytes)), ("maxFiles", .int(maxFiles)),
+            ("allowedTypes", .array(types.map { .string($0.rawValue) })),
+            ("detectedTypes", .array(detected.map { .string($0) })),
+        ])
+    }
+}
+
 /// A file field's state, as the SDK's field state plus `fileCount`, `bytes` and `mediaType`
 /// (the first file's), computed by the same rules wherever it is shown.
 public struct FileFieldState: Sendable, Equatable {
@@ -173,13 +196,19 @@ public struct FileFieldState: Sendable, Equatable {
     public var fileCount: Int
     public var bytes: Int
     public var mediaType: FileMediaType?
+    /// What each refused file was found to be (``FileInspection/detectedType``), each once.
+    public var refusedTypes: [String] = []
 
     /// The state of a field holding `files` under `rules`: each file's errors (once each), then
     /// the field's own (too many files, or none when required).
     public init(files: [FileInspection], rules: FileRules) {
         var errors: [String] = []
         for file in files {
-            for error in file.verdict(rules) where !errors.contains(error) { errors.append(error) }
+            let verdict = file.verdict(rules)
+            for error in verdict where !errors.contains(error) { errors.append(error) }
+            if !verdict.isEmpty, let type = file.detectedType, !refusedTypes.contains(type) {
+                refusedTypes.append(type)
+            }
         }
         if files.count > rules.maxFiles { errors.append(FileValidationError.tooManyFiles) }
         if files.isEmpty && rules.isRequired { errors.append(FileValidationError.required) }

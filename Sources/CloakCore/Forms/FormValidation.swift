@@ -84,6 +84,13 @@ public struct FormValidation: Sendable {
                         (fields[$0].schema.name, .strings(file($0)?.validationErrors ?? fields[$0].validationErrors))
                     })
             ))
+        // A refused file field names its limits and what its files were found to be.
+        let refusedFiles: [(key: String, value: JSONValue)] = fields.indices.compactMap { i in
+            guard failing.contains(fields[i].schema.name), let state = file(i), let rules = fields[i].schema.fileRules
+            else { return nil }
+            return (fields[i].schema.name, rules.refusalFacts(detected: state.refusedTypes))
+        }
+        if !refusedFiles.isEmpty { extra.append(("fileLimits", .object(refusedFiles))) }
         return CloakError(.inputDataIsNotValid, "Input data is not valid", extraInfo: extra)
     }
 

@@ -123,7 +123,11 @@ package final class CloakService: Sendable {
             AuditMiddleware(log: auditLog)
             ScopeMiddleware(openTokenize: configuration.openTokenize)
         }
-        let apiDoor = Door(steps: api)
+        var unknownToken: UnknownTokenReading?
+        if let refresh = state.credentialRefresh {
+            unknownToken = { then in refresh.refreshForUnknown(then: then) }
+        }
+        let apiDoor = Door(steps: api, unknownToken: unknownToken)
         self.apiDoor = { request, responder, service in apiDoor.handle(request, responder, APIHandler(service: service))
         }
         let forward = MiddlewareChain.build {

@@ -10,6 +10,9 @@ struct Identity: Sendable {
     let token: ServiceConfiguration.AccessToken?
     /// An `Authorization` header was sent that is not a valid bearer token.
     let rejected: Bool
+    /// A bearer token was sent that no directory entry knows (yet: one made on another node
+    /// reaches this one within `auth.refresh_s`, or at once by ``Door``'s one refresh).
+    var unknownBearer = false
 
     static let anonymous = Identity(token: nil, rejected: false)
 
@@ -61,7 +64,7 @@ struct Authenticator: Sendable {
         return header.withUTF8 { bytes in
             guard Self.hasScheme(bytes, Self.bearer) else { return Identity(token: nil, rejected: true) }
             let match = token(presenting: UnsafeRawBufferPointer(Self.trimmingSpaces(bytes, from: Self.bearer.count)))
-            return Identity(token: match, rejected: match == nil)
+            return Identity(token: match, rejected: match == nil, unknownBearer: match == nil)
         }
     }
 

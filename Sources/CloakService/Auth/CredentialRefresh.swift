@@ -81,6 +81,50 @@ package final class CredentialRefresh: Sendable {
         }
     }
 
+    /// One reading for requests that presented an unknown bearer token (``Door``): they share a
+    /// reading under way; otherwise one starts, at most once a second (an attacker sending made-up
+    /// tokens gets one store read a second, not one a request). `then` runs after the reading;
+    /// false (and `then` never runs) when none will happen.
+    func refreshForUnknown(then: @escaping @Sendable () -> Void) -> Bool {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let start = unknown.withLock { u -> Bool? in
+            if u.reading {
+                guard u.waiting.count < Self.maxWaiting else { return nil }
+                u.waiting.append(then)
+                return false
+            }
+            if let last = u.lastStart, now &- last < Self.unknownGapNanoseconds { return nil }
+            u.reading = true
+            u.lastStart = now
+            u.waiting = [then]
+            return true
+        }
+        guard let start else { return false }
+        if start {
+            refreshNow { [self] in
+                let waiting = unknown.withLock { u in
+                    defer {
+                        u.reading = false
+                        u.waiting = []
+                    }
+                    return u.waiting
+                }
+                for then in waiting { then() }
+            }
+        }
+        return true
+    }
+
+    /// Readings for unknown tokens: whether one is under way, who waits for it, when the last began.
+    private struct UnknownReading: Sendable {
+        var reading = false
+        var waiting: [@Sendable () -> Void] = []
+        var lastStart: UInt64?
+    }
+    private let unknown = Mutex(UnknownReading())
+    static let unknownGapNanoseconds: UInt64 = 1_000_000_000
+    static let maxWaiting = 1_024
+
     /// Refreshes and waits (at start, before listening: a store token works from the first request).
     package func refreshAndWait() {
         let done = DispatchSemaphore(value: 0)

@@ -159,7 +159,8 @@ final class FormUpload: @unchecked Sendable {
             let rules = form.fields[field].fileRules ?? FileRules()
             let count = received.filter { $0.field == field }.count
             guard count < rules.maxFiles else {
-                throw Self.refusal(form.fields[field].name, [FileValidationError.tooManyFiles])
+                throw Self.refusal(
+                    form.fields[field].name, [FileValidationError.tooManyFiles], rules: rules, detected: [])
             }
             let upload: FileUpload
             do { upload = try vault.newUpload() } catch { throw error.cloakError { _ in "file" } }
@@ -173,7 +174,11 @@ final class FormUpload: @unchecked Sendable {
             }
             let rules = form.fields[current.field].fileRules ?? FileRules()
             let refused = current.upload.inspection.refusalSoFar(rules)
-            if !refused.isEmpty { throw Self.refusal(form.fields[current.field].name, refused) }
+            if !refused.isEmpty {
+                throw Self.refusal(
+                    form.fields[current.field].name, refused, rules: rules,
+                    detected: current.upload.inspection.detectedType.map { [$0] } ?? [])
+            }
             let bytes = chunks.reduce(0) { $0 + $1.sealed.count }
             if !current.stored, current.upload.bytes >= FileSniffer.prefixLength {
                 current.stored = true
@@ -313,7 +318,10 @@ final class FormUpload: @unchecked Sendable {
         let position = received[..<index].filter { $0.field == file.field }.count
         // Validation passed: the content's type is known and allowed.
         guard let mediaType = file.inspection.mediaType else {
-            return fail(Self.refusal(name, [FileValidationError.typeNotAllowed]))
+            return fail(
+                Self.refusal(
+                    name, [FileValidationError.typeNotAllowed], rules: form.fields[file.field].fileRules ?? FileRules(),
+                    detected: file.inspection.detectedType.map { [$0] } ?? []))
         }
         let metadata = Vault.FileMetadata(
             fileName: file.fileName, mediaType: mediaType, bytes: file.inspection.bytes, uploadID: file.uploadID)
@@ -390,13 +398,25 @@ final class FormUpload: @unchecked Sendable {
         for uploadID in uploads { vault.dropUpload(uploadID: uploadID) }
     }
 
-    /// A 1001 naming one file field and its errors, as ``FormValidation/inputError`` shapes it.
-    static func refusal(_ field: String, _ errors: [String]) -> CloakError {
-        CloakError(
-            .inputDataIsNotValid, "Input data is not valid",
+    /// A 1001 naming one file field and its errors, as ``FormValidation/inputError`` shapes it,
+    /// with the field's limits and what the file was found to be (`extraInfo.fileLimits`), in
+    /// the description too.
+    static func refusal(_ field: String, _ errors: [String], rules: FileRules, detected: [String]) -> CloakError {
+        var why: [String] = []
+        if errors.contains(FileValidationError.tooLarge) { why.append("a file is over max_bytes \(rules.maxBytes)") }
+        if errors.contains(FileValidationError.tooManyFiles) { why.append("more than max_files \(rules.maxFiles)") }
+        if errors.contains(FileValidationError.typeNotAllowed) || errors.contains(FileValidationError.executable) {
+            why.append(
+                "the content is \(detected.first ?? "of no known type"); the field takes "
+                    + rules.types.map(\.rawValue).joined(separator: ", "))
+        }
+        return CloakError(
+            .inputDataIsNotValid,
+            "Input data is not valid" + (why.isEmpty ? "" : " (\(field): \(why.joined(separator: "; ")))"),
             extraInfo: [
                 ("VGSSDKErrorInputDataRequiredValid", .strings([field])),
                 ("validationErrors", .object([(field, .strings(errors))])),
+                ("fileLimits", .object([(field, rules.refusalFacts(detected: detected))])),
             ])
     }
 

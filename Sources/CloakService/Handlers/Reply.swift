@@ -88,8 +88,8 @@ extension VaultError {
             // finds a PERSISTENT value stored (one record per value); nothing is left without an
             // alias for long (PostgreSQLAliasStore.deleteUnaliased).
             return .storeUnavailable(
-                "the vault is unavailable: \(reason); the outcome is unknown (values may have been stored): "
-                    + "retry with the same values")
+                "the vault is unavailable: \(StoreError.forClients(reason)); the outcome is unknown (values may "
+                    + "have been stored): retry with the same values")
         case let .bucketFull(_, retryAfter):
             return CloakError(
                 .tooManyRequests, "\(description); nothing was written; retry after \(retryAfter) s",

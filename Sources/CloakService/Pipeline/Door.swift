@@ -2,6 +2,11 @@ import CloakCore
 import CloakHTTP
 import Dispatch
 
+/// Asks for one reading of the store's credentials because a request presented a bearer token
+/// nobody knows (made on another node a moment ago); `then` runs once it is done. False when no
+/// reading will happen (one began within the last second): the 401 stands.
+typealias UnknownTokenReading = @Sendable (_ then: @escaping @Sendable () -> Void) -> Bool
+
 /// A listener's way from request to answer: its steps in order, then its handler, then the
 /// steps again in reverse with the answer. Doors differ only in the steps they list
 /// (``CloakService`` makes them: the API listener with the elements' assets, and the egress
@@ -17,17 +22,33 @@ import Dispatch
 /// with each request: it may refer to what owns the door.
 final class Door<Steps: Middleware>: Sendable {
     let steps: Steps
+    let unknownToken: UnknownTokenReading?
 
-    init(steps: Steps) { self.steps = steps }
+    init(steps: Steps, unknownToken: UnknownTokenReading? = nil) {
+        self.steps = steps
+        self.unknownToken = unknownToken
+    }
 
     /// Answers `request` through `responder`, now or later (a server's ``HTTPDeferredHandler``
     /// with the handler bound).
-    func handle<Handler: RequestHandler>(_ request: HTTPRequest, _ responder: HTTPResponder, _ handler: Handler) {
+    /// - Parameter retried: the request runs again after a credentials reading (once only).
+    func handle<Handler: RequestHandler>(
+        _ request: HTTPRequest, _ responder: HTTPResponder, _ handler: Handler, retried: Bool = false
+    ) {
         var context = RequestContext(request, start: DispatchTime.now().uptimeNanoseconds)
         let reply: Reply
         do {
             reply = try run(&context, handler)
         } catch {
+            // A token made on another node is refused here until this node reads the store: read
+            // it once now (at most once a second for all such requests), then run the request
+            // again, from the start, on its loop. A streamed body has begun to flow: not retried.
+            if error.code == .invalidAccessToken, context.identity.unknownBearer, !retried,
+                request.bodyStream == nil, let loop = request.loop, let unknownToken,
+                unknownToken({ [self] in loop.execute { self.handle(request, responder, handler, retried: true) } })
+            {
+                return
+            }
             context.error = error
             reply = .now(.error(error))
         }

@@ -331,8 +331,12 @@ struct RouteExchange {
     }
 
     /// 502 1401 for an answer that cannot be passed on, naming its status (the upstream acted).
+    /// The upstream's status is a field too (`extraInfo.upstreamStatus`): a client decides on it
+    /// (a provider's 402 declined, its 500 failed) without reading prose.
     static func upstreamFailure(_ upstream: HTTPResponse, _ why: String) -> CloakError {
-        CloakError(.unexpectedResponseDataFormat, "the upstream answered \(upstream.status), but its answer: \(why)")
+        CloakError(
+            .unexpectedResponseDataFormat, "the upstream answered \(upstream.status), but its answer: \(why)",
+            extraInfo: [("upstreamStatus", .int(upstream.status))])
     }
 
     /// `headers` as sent when the answer will be read: asking for it unencoded (the client's

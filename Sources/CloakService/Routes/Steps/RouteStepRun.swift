@@ -84,7 +84,8 @@ struct RouteStepRun: Sendable {
                 let names = try Route.ResponseStep.apply(steps, to: &opened)
                 return (.success(opened), names)
             } catch {
-                return (.failure(error), [])
+                // The provider answered: its status goes with the failure.
+                return (.failure(RouteExchange.upstreamFailure(response, error.message)), [])
             }
         }
         let finish: @Sendable ((Result<HTTPResponse, CloakError>, [String])) -> Void = { outcome in
