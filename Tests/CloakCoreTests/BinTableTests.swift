@@ -16,7 +16,7 @@ import Testing
         """
 
     static func table(_ text: String = csv, format: BinTableReader.Format = .csv) throws -> BinTable {
-        BinTable(try BinTableReader(format: format).read(Array(text.utf8)))
+        BinTable(try BinTableReader(format: format, ignored: ["unused"]).read(Array(text.utf8)))
     }
 
     @Test(
@@ -44,13 +44,25 @@ import Testing
         #expect(table.lookup("41111150")?.country == "CA" && table.lookup("41111150")?.currency == "CAD")
     }
 
+    /// Issue 57: a column Cloak does not read is refused unless named to be ignored (a vendor's
+    /// `bank` without `--map bank=issuer` would import a table without issuers).
+    @Test func anUnknownColumnIsRefusedUnlessIgnored() throws {
+        let csv = Array("low,high,bank\n411111,411111,A Bank\n".utf8)
+        let refusal = #expect(throws: BinTableReader.Refusal.self) { try BinTableReader(format: .csv).read(csv) }
+        #expect(refusal?.problems.first?.contains(#"line 1: unknown column "bank""#) == true)
+        #expect(try BinTableReader(format: .csv, ignored: ["bank"]).read(csv).rows.count == 1)
+        let jsonl = Array(#"{"low":"411111","high":"411111","bank":"A"}\#n{"low":"411112","high":"411112","bank":"B"}"#.utf8)
+        let once = #expect(throws: BinTableReader.Refusal.self) { try BinTableReader(format: .jsonl).read(jsonl) }
+        #expect(once?.problems.count == 1, "each unknown key is named once")
+    }
+
     @Test func jsonLinesAndMappedColumnsReadTheSame() throws {
         let jsonl = """
             {"start":"411111","high":"411111","brand":"visa","type":"credit","bank":"Bank, of Tests","country":"US"}
             {"start":"520000","high":"529999","brand":"mastercard","type":"debit","extra":{"a":1}}
             """
         let table = try BinTableReader(
-            format: .jsonl, mapping: BinTableReader.mapping("start=low,type=funding,bank=issuer")!
+            format: .jsonl, mapping: BinTableReader.mapping("start=low,type=funding,bank=issuer")!, ignored: ["extra"]
         )
         .read(Array(jsonl.utf8))
         #expect(table.rows.count == 2)
@@ -60,7 +72,7 @@ import Testing
     }
 
     @Test func theCanonicalFormReadsBackToTheSameRows() throws {
-        let table = try BinTableReader(format: .csv).read(Array(Self.csv.utf8))
+        let table = try BinTableReader(format: .csv, ignored: ["unused"]).read(Array(Self.csv.utf8))
         let again = try BinTableReader(format: .csv).read(BinTableReader.canonicalCSV(table))
         #expect(again.rows.map(again.attributes(of:)) == table.rows.map(table.attributes(of:)))
         #expect(again.rows.map(\.low) == table.rows.map(\.low) && again.rows.map(\.high) == table.rows.map(\.high))
@@ -204,7 +216,7 @@ import Testing
 /// The table as the store keeps it: read back to the same lookups; anything damaged refused.
 @Suite struct BinTableEncodingTests {
     @Test func theEncodedTableReadsBackTheSame() throws {
-        let table = try BinTableReader(format: .csv).read(Array(BinTableTests.csv.utf8))
+        let table = try BinTableReader(format: .csv, ignored: ["unused"]).read(Array(BinTableTests.csv.utf8))
         let decoded = try #require(BinTableReader.Table(decoding: table.encoded()))
         #expect(decoded.rows.map(\.low) == table.rows.map(\.low) && decoded.rows.map(\.high) == table.rows.map(\.high))
         #expect(decoded.rows.map(decoded.attributes(of:)) == table.rows.map(table.attributes(of:)))
@@ -214,7 +226,7 @@ import Testing
     }
 
     @Test func aDamagedEncodingIsRefused() throws {
-        let bytes = try BinTableReader(format: .csv).read(Array(BinTableTests.csv.utf8)).encoded()
+        let bytes = try BinTableReader(format: .csv, ignored: ["unused"]).read(Array(BinTableTests.csv.utf8)).encoded()
         #expect(BinTableReader.Table(decoding: Array(bytes.dropLast())) == nil)
         #expect(BinTableReader.Table(decoding: bytes + [0]) == nil)
         #expect(BinTableReader.Table(decoding: Array(bytes.dropFirst())) == nil)
