@@ -73,6 +73,11 @@ extension AliasStoreCompatSuite {
         #expect(try transaction(store) { try store.moveFile(uploadID: upload.uploadID, from: intent.id, to: kept.id) })
         #expect(try store.file(recordID: intent.id) == nil)
         #expect(try store.file(recordID: kept.id)?.uploadID == upload.uploadID)
+        // From whichever record holds it (a migration following a keep), and back.
+        #expect(try transaction(store) { try store.moveFile(uploadID: upload.uploadID, from: nil, to: intent.id) })
+        #expect(try store.file(recordID: intent.id)?.uploadID == upload.uploadID)
+        #expect(try transaction(store) { try store.moveFile(uploadID: upload.uploadID, from: nil, to: kept.id) })
+        #expect(try transaction(store) { try store.moveFile(uploadID: "up_none", from: nil, to: kept.id) } == false)
         #expect(try transaction(store) { try store.deleteAlias("tok_ki\(tag)") })
         #expect(try store.fileChunks(uploadID: upload.uploadID, from: 0, limit: 10) == [[1, 2, 3]])
         #expect(try transaction(store) { try store.deleteAlias("tok_kc\(tag)") })

@@ -85,6 +85,10 @@ extension AliasStoreCompatSuite {
                 "t\(tag).table.1.aa", "t\(tag).table.12.bb", "t\(tag).table._x",
             ])
         #expect(try store.metadataNames(prefix: "t\(tag).table._") == ["t\(tag).table._x"])
+        // A removed value is gone, name and all; removing it again finds nothing.
+        #expect(try store.deleteMetadata("t\(tag).table._x"))
+        #expect(try !store.deleteMetadata("t\(tag).table._x"))
+        #expect(try store.metadataNames(prefix: "t\(tag).table._").isEmpty && store.metadata("t\(tag).table._x") == nil)
     }
 
     func theKeyAuditTrailKeepsLinesInOrder() throws {

@@ -75,6 +75,8 @@ package protocol AliasStore: FileStore {
     /// A small named value kept beside the records (the key-check value); nil when never set.
     func metadata(_ name: String) throws(StoreError) -> [UInt8]?
     func setMetadata(_ name: String, _ value: [UInt8]) throws(StoreError)
+    /// Removes a named value; false when there was none.
+    func deleteMetadata(_ name: String) throws(StoreError) -> Bool
     /// The names of the named values that start with `prefix` (in no set order).
     func metadataNames(prefix: String) throws(StoreError) -> [String]
     /// Whether any record is stored.

@@ -20,7 +20,9 @@ extension StoreMigration {
     func copyMetadata(_ report: inout Report) throws(Error) {
         var refusal: Error?
         do throws(StoreError) {
-            let names = try source.metadataNames(prefix: "").filter { !Self.storeOwnNames.contains($0) }
+            let names = try source.metadataNames(prefix: "").filter {
+                !Self.storeOwnNames.contains($0) && kind(of: $0).difference != .skip
+            }
             let ordered = names.filter { !kind(of: $0).last }.sorted() + names.filter { kind(of: $0).last }.sorted()
             try destination.begin()
             for name in ordered {

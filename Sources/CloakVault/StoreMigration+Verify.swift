@@ -30,8 +30,17 @@ extension StoreMigration {
             }
             for name in try source.metadataNames(prefix: "") where !Self.storeOwnNames.contains(name) {
                 let kind = kind(of: name)
-                guard kind.difference == .refuse else { continue }
+                guard kind.difference == .refuse else { continue }  // hints and nodes' own
                 if try source.metadata(name) != destination.metadata(name) { note(kind.kind, name) }
+            }
+            // Records the destination holds beyond the source's (deleted from the source since
+            // an earlier copy): a deleted card must not live on in the copy.
+            let extra = try destination.recordCount() - source.recordCount()
+            if extra > 0 {
+                differ[.records] = (
+                    (differ[.records]?.count ?? 0) + extra,
+                    differ[.records]?.first ?? "the destination holds \(extra) more"
+                )
             }
             var offset = 0
             while true {

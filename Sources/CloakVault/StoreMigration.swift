@@ -33,6 +33,8 @@ package struct StoreMigration {
         package var tallies: [Kind: Tally] = [:]
         /// Records with no alias (a batch's leftovers nothing can read): not copied.
         package var unaliased = 0
+        /// The destination has a key audit trail of its own: the source's was not copied.
+        package var auditKept = false
         package var sourceRecords = 0
         package var destinationRecords = 0
 
@@ -65,6 +67,8 @@ package struct StoreMigration {
             case refuse
             /// Keep the destination's (a hint, not a grant).
             case keepDestination
+            /// Never copied, never compared: what one store's own nodes wrote of themselves.
+            case skip
         }
 
         package var prefix: String
@@ -204,6 +208,9 @@ package struct StoreMigration {
         // A file started before and never finished (an earlier copy's, rolled back with its
         // record, leaves none; a crashed writer's could): begin again.
         _ = try destination.deleteUnfinishedFile(uploadID: file.uploadID)
+        // Kept since an earlier copy (POST /aliases/keep moved it from the intent's record to
+        // this one): the destination's finished copy moves the same way.
+        if try destination.moveFile(uploadID: file.uploadID, from: nil, to: recordID) { return 0 }
         try destination.startFile(started)
         var index = 0
         var bytes = 0
@@ -231,7 +238,10 @@ package struct StoreMigration {
         // How far the destination's trail is the source's.
         while !have.isEmpty {
             guard mine.count >= have.count, zip(have, mine).allSatisfy({ $0.line == $1.line && $0.at == $1.at })
-            else { return }
+            else {
+                report.auditKept = true
+                return
+            }
             offset += have.count
             report.tallies[.audit, default: Tally()].already += have.count
             have = try destination.keyAuditEntries(offset: offset, limit: page)

@@ -39,10 +39,10 @@ package protocol FileStore: AnyObject {
     /// Gives a started upload whose `chunkCount` chunks are all stored to `recordID`; false when
     /// there is no such upload, it was finished already, or a chunk is missing.
     func finishFile(uploadID: String, chunkCount: Int, recordID: String) throws(StoreError) -> Bool
-    /// Gives upload `uploadID`'s finished file from record `from` to record `to` (an intent kept
-    /// under its canonical alias: the content goes with the record that lasts); false when the
-    /// upload is not `from`'s.
-    func moveFile(uploadID: String, from: String, to: String) throws(StoreError) -> Bool
+    /// Gives upload `uploadID`'s finished file from record `from` (nil: whichever record holds
+    /// it) to record `to` (an intent kept under its canonical alias: the content goes with the
+    /// record that lasts); false when the upload is not `from`'s, or not finished.
+    func moveFile(uploadID: String, from: String?, to: String) throws(StoreError) -> Bool
     /// The finished file of a record.
     func file(recordID: String) throws(StoreError) -> StoredFile?
     /// Up to `limit` sealed chunks of an upload, from chunk `index` on, in order.

@@ -169,20 +169,32 @@ extension Vault {
         return .success(file)
     }
 
-    /// Gives a kept intent's file to the record it was kept as (`POST /aliases/keep`): the
-    /// content then lasts with the canonical alias, and goes neither with the intent when it
-    /// expires nor when it is deleted. Keeping again finds it moved and does nothing; the intent's
-    /// own alias no longer reads the content. `.notFound` when neither record holds it.
+    /// Gives a kept intent's file (upload `uploadID`, as its metadata names it) to the record it
+    /// was kept as (`POST /aliases/keep`): the content then lasts with the canonical alias, and
+    /// goes neither with the intent when it expires nor when it is deleted. Keeping again (here or
+    /// on another node at the same moment) finds it moved and succeeds; the intent's own alias no
+    /// longer reads the content. `.notFound` when neither record holds it (the intent expired);
+    /// `.unavailable` when the canonical record holds another upload (a database writer's doing).
     package func keepFile(
-        intent: String, canonical: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
+        intent: String, canonical: String, uploadID: String,
+        completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
     ) {
         withStore(reads: false) { store -> Void in
             guard let kept = try store.record(alias: canonical) else { throw VaultError.notFound }
-            if try store.file(recordID: kept.id) != nil { return }
-            guard let source = try store.record(alias: intent), let file = try store.file(recordID: source.id) else {
-                throw VaultError.notFound
+            func keptAlready() throws -> Bool {
+                guard let held = try store.file(recordID: kept.id) else { return false }
+                guard held.uploadID == uploadID else {
+                    throw VaultError.unavailable("a kept file's record holds another upload")
+                }
+                return true
             }
-            guard try store.moveFile(uploadID: file.uploadID, from: source.id, to: kept.id) else {
+            if try keptAlready() { return }
+            guard let source = try store.record(alias: intent), let file = try store.file(recordID: source.id),
+                file.uploadID == uploadID
+            else { throw VaultError.notFound }
+            if try store.moveFile(uploadID: uploadID, from: source.id, to: kept.id) { return }
+            // Another keep moved it first.
+            guard try keptAlready() else {
                 throw VaultError.unavailable("a kept file could not be given to its record")
             }
         } completion: {

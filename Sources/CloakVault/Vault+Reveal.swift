@@ -21,6 +21,23 @@ extension Vault {
             }, completion: { completion(Self.map($0)) })
     }
 
+    /// Which of `aliases` are live aliases of this vault, read without opening any record: an
+    /// alias row must carry its MAC (a database writer cannot make a card pass for an alias).
+    /// For an inbound route's look for cards no selector took (issue 57).
+    package func liveAliases(
+        _ aliases: [String], completion: @escaping @Sendable (Result<Set<String>, VaultError>) -> Void
+    ) {
+        executor.submit(
+            reads: true,
+            { [self] store in
+                let found = try store.records(aliases: aliases)
+                return Set(
+                    aliases.filter { alias in
+                        ((try? live(found[alias], alias: alias)) ?? nil) != nil
+                    })
+            }, completion: { completion(Self.map($0)) })
+    }
+
     // MARK: On the executor thread
 
     /// The live record `alias` points to, with only its authentic aliases. An alias row whose MAC

@@ -51,7 +51,8 @@ import Testing
         let refusal = #expect(throws: BinTableReader.Refusal.self) { try BinTableReader(format: .csv).read(csv) }
         #expect(refusal?.problems.first?.contains(#"line 1: unknown column "bank""#) == true)
         #expect(try BinTableReader(format: .csv, ignored: ["bank"]).read(csv).rows.count == 1)
-        let jsonl = Array(#"{"low":"411111","high":"411111","bank":"A"}\#n{"low":"411112","high":"411112","bank":"B"}"#.utf8)
+        let jsonl = Array(
+            #"{"low":"411111","high":"411111","bank":"A"}\#n{"low":"411112","high":"411112","bank":"B"}"#.utf8)
         let once = #expect(throws: BinTableReader.Refusal.self) { try BinTableReader(format: .jsonl).read(jsonl) }
         #expect(once?.problems.count == 1, "each unknown key is named once")
     }

@@ -166,9 +166,7 @@ struct MultiNodeTests {
                 "tokens", "create", "--id", "moved", "--scopes", "aliases:create,bins:read",
             ])
             #expect(created.status == 0, "\(created.output)")
-            let answer = try #require(TokenCommandTests.lines(created.output).first { $0.contains(#""token":"#) })
-            secret = try #require(
-                (try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])?["token"] as? String)
+            secret = try #require(TokenCommandTests.secret(created.output), "\(created.output)")
             let csv = try BinTableRefreshTests.write(
                 "low,high,issuer,country\n411111,411111,Moved Bank,US\n", to: directory, name: "bins.csv")
             #expect(try node.command(["bins", "import", csv]).status == 0)

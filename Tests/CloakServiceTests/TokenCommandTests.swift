@@ -14,6 +14,13 @@ import Testing
 @Suite(.serialized) struct TokenCommandTests {
     static func lines(_ output: String) -> [String] { output.split(separator: "\n").map(String.init) }
 
+    /// The secret `cloak tokens create` printed (its one line with `"token"`).
+    static func secret(_ output: String) -> String? {
+        lines(output).lazy.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["token"] as? String
+        }.first
+    }
+
     static func create(_ card: String, on node: CloakNode, bearer: String) -> Int {
         let body = #"{"data":[{"value":"\#(card)","format":"UUID"}]}"#
         return
@@ -111,9 +118,7 @@ import Testing
         defer { node.stop() }
         let created = try node.command(["tokens", "create", "--id", "fresh", "--scopes", "aliases:create"])
         #expect(created.status == 0, "\(created.output)")
-        let answer = try #require(TokenCommandTests.lines(created.output).first { $0.contains(#""token":"#) })
-        let secret = try #require(
-            (try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])?["token"] as? String)
+        let secret = try #require(TokenCommandTests.secret(created.output), "\(created.output)")
         #expect(TokenCommandTests.create("4111111111111111", on: node, bearer: secret) == 201)
         #expect(TokenCommandTests.create("4111111111111111", on: node, bearer: "ck_made_up_token_0123456789") == 401)
         #expect(TokenCommandTests.create("4111111111111111", on: node, bearer: "ck_another_made_up_token") == 401)

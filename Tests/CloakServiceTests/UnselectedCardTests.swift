@@ -69,10 +69,34 @@ import Testing
                 "/proxy/orders", Array(#"{"items":[{"pan":36227206271667}]}"#.utf8),
                 [("Content-Type", "application/json")], "$.items[0].pan"
             ),
+            // What the review found could hide one: an exponent, a bad escape beside a good one,
+            // the path, a header's name, JSON escapes in a body that is not parsed as JSON.
+            (
+                "/proxy/orders", Array(#"{"n":4.111111111111111e15}"#.utf8), [("Content-Type", "application/json")],
+                "$.n"
+            ),
+            (
+                "/proxy/orders?pan=%34%31%31%31111111111111%FF", Array(#"{"a":1}"#.utf8),
+                [("Content-Type", "application/json")], "query:pan"
+            ),
+            ("/proxy/plain/cards/4111111111111111", [], [], "path"),
+            (
+                "/proxy/orders", Array(#"{"a":1}"#.utf8),
+                [("Content-Type", "application/json"), ("4111111111111111", "x")], "header:<card>"
+            ),
+            ("/proxy/plain", Array(#"{"a":"\u0034111111111111111"}"#.utf8), [("Content-Type", "text/plain")], "body"),
         ]
         for (path, body, headers, place) in cases {
             let r = try client.request("POST", path, body: body, headers: headers)
             #expect(r.status == 422 && r.text.contains(place), "\(place): \(r.status) \(r.text)")
+        }
+        #expect(upstream.bytes.isEmpty)
+        // Bodies that cannot be read for cards are refused rather than passed on unread.
+        for (header, value) in [("Content-Encoding", "gzip"), ("Content-Type", "text/plain; charset=utf-16")] {
+            let r = try client.request(
+                "POST", "/proxy/plain", body: Array("abc".utf8),
+                headers: [("Content-Type", "text/plain"), (header, value)])
+            #expect(r.status == 400, "\(header): \(r.status) \(r.text)")
         }
         #expect(upstream.bytes.isEmpty)
     }
@@ -141,11 +165,27 @@ import Testing
         ("4111111111111112", []),  // Luhn fails
         ("1732636800000", []),  // a timestamp in ms: no brand starts 17
         ("41111111111111111111111", []),  // 23 digits: an identifier
-        ("4111  1111 1111 1111", []),  // two spaces end a run
+        ("4111  1111 1111 1111", ["4111  1111 1111 1111"]),  // up to three separators in a row
+        ("4111    1111 1111 1111", []),  // four end the run
+        ("4111.1111.1111.1111", ["4111.1111.1111.1111"]),
+        ("4111_1111/1111\u{00A0}1111", ["4111_1111/1111\u{00A0}1111"]),
+        ("４１１１１１１１１１１１１１１１", ["４１１１１１１１１１１１１１１１"]),  // full-width
+        ("4111\u{200B}1111\u{200B}1111\u{200B}1111", ["4111\u{200B}1111\u{200B}1111\u{200B}1111"]),
         ("order 12345", []),
     ])
     func cardScanFindsCardsAndOnlyThem(text: String, cards: [String]) {
         #expect(CardScan.cards(in: text).map(String.init) == cards)
+    }
+
+    @Test func integersWrittenWithExponentsAreRead() {
+        #expect(CardScan.integerDigits("4.111111111111111e15") == "4111111111111111")
+        #expect(CardScan.integerDigits("4111111111111111.000") == "4111111111111111")
+        #expect(CardScan.integerDigits("1.5") == nil && CardScan.integerDigits("12") == nil)
+    }
+
+    /// Linear: a megabyte of one-digit groups is looked through in one pass.
+    @Test func aMegabyteOfShortGroupsIsScannedOnce() {
+        #expect(CardScan.cards(in: String(repeating: "1 ", count: 500_000)).isEmpty)
     }
 
     @Test func jsonPlacesArePathsAndACardKeyIsNotRepeated() throws {

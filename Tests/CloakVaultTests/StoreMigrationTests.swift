@@ -13,6 +13,7 @@ import Testing
         StoreMigration.MetadataKind(prefix: "api_credentials_used", kind: .credentials, difference: .keepDestination),
         StoreMigration.MetadataKind(prefix: "bins.table.", kind: .bins),
         StoreMigration.MetadataKind(prefix: "bins.current", kind: .bins, last: true),
+        StoreMigration.MetadataKind(prefix: "nodes.", kind: .other, difference: .skip),
     ]
 
     @Test func everythingIsCopiedAnInterruptedRunResumesAndVerifyCompares() throws {
@@ -67,6 +68,24 @@ import Testing
         #expect(try destination.metadata("api_credentials") == Array("signed credentials".utf8))
         #expect(try destination.keyAuditEntries(offset: 0, limit: 10).map(\.at) == [100, 101])
         #expect(try migration.verify() == [])
+        // A node's heartbeat is its own store's: never copied, never a difference.
+        try source.begin()
+        try source.setMetadata("nodes.a:8080", Array("source".utf8))
+        try source.commit()
+        try destination.begin()
+        try destination.setMetadata("nodes.b:8080", Array("destination".utf8))
+        try destination.commit()
+        #expect(try migration.verify() == [])
+        #expect(try migration.run().tallies[.records] == StoreMigration.Tally(copied: 0, already: 9))
+        #expect(try destination.metadata("nodes.a:8080") == nil)
+        // A record deleted from the source since the copy is a difference: it must not live on.
+        try source.begin()
+        #expect(try source.deleteAlias(aliases[0]))
+        try source.commit()
+        #expect(try migration.verify().first?.hasPrefix("records: 1 missing or different") == true)
+        try source.begin()
+        try source.insert(try #require(try destination.record(alias: aliases[0])))
+        try source.commit()
 
         // A copy that differs is named by kind and name, never by value; a migration into a
         // store whose credentials are its own is refused before anything is copied.

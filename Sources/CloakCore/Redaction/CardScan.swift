@@ -1,16 +1,21 @@
 /// Card numbers a message carries (issue 57): what an inbound route looks for in what it is about
 /// to forward, so that a selector with a typo, or a field nobody named, never sends a raw card.
 ///
-/// A card is a run of 13 to 19 digits, in groups that single spaces or dashes may separate, that
-/// passes Luhn and starts like a known brand (``CardBrandTable/standard``). Every span of whole
-/// groups is tried, so two cards written one after the other, or a card followed by its expiry
-/// (`4111…1111-12/30`), are found; a plain run of more than 19 digits is an identifier, not a card.
-/// The brand prefix keeps millisecond timestamps and most order numbers out.
+/// A card is a run of 13 to 19 decimal digits (any script's: full-width `４` counts) in groups
+/// that separators may split (spaces of any width, tabs, dashes and other hyphens, dots,
+/// underscores, slashes; at most three in a row), where invisible characters (zero-width spaces,
+/// combining marks) are skipped, that passes Luhn and starts like a known brand
+/// (``CardBrandTable/standard``). Every span of whole groups is tried, so two cards written one
+/// after the other, or a card followed by its expiry (`4111…1111-12/30`), are found; a plain run
+/// of more than 19 digits is an identifier, not a card. The brand prefix keeps millisecond
+/// timestamps and most order numbers out. Linear in the text: each span is checked with prefix
+/// sums, and a string is made only for a span that passes Luhn.
 public enum CardScan {
     public struct Finding: Sendable {
         /// Where the card is, never what it is: a JSON path (`$.payment.card_numbr`,
         /// `$.items[2]['pan']`; a key that holds a card is written `['<card>']`), `form:KEY`,
-        /// `query:KEY`, `header:NAME` or `body` (a body that is neither JSON nor a form).
+        /// `query:KEY`, `header:NAME` (`header:<card>` for a name that is one), `path` or `body`
+        /// (a body that is neither JSON nor a form).
         public let place: String
         /// The card as written (with its separators).
         public let text: Sensitive<String>
@@ -27,57 +32,131 @@ public enum CardScan {
     /// The card numbers in `text`, each as written.
     public static func cards<S: StringProtocol>(in text: S) -> [Substring] {
         let s = Substring(text)
+        let scalars = s.unicodeScalars
         var found: [Substring] = []
-        var groups: [(start: String.Index, end: String.Index, digits: Int)] = []
+        // The run being read: its digits, and each group's first digit and bounds in `scalars`.
+        var digits: [UInt8] = []
+        var groups: [(firstDigit: Int, start: String.Index, end: String.Index)] = []
+        var separators = 0
         func flush() {
+            defer {
+                digits.removeAll(keepingCapacity: true)
+                groups.removeAll(keepingCapacity: true)
+            }
+            guard digits.count >= 13 else { return }
+            let luhn = LuhnSums(digits)
             var i = 0
             while i < groups.count {
-                var digits = 0
                 var hit: Int?
                 var j = i
-                while j < groups.count, digits + groups[j].digits <= 19 {
-                    digits += groups[j].digits
-                    if digits >= 13, isCard(s[groups[i].start..<groups[j].end]) { hit = j }
+                while j < groups.count {
+                    let end = j + 1 < groups.count ? groups[j + 1].firstDigit : digits.count
+                    let count = end - groups[i].firstDigit
+                    if count > 19 { break }
+                    if count >= 13, luhn.isValid(from: groups[i].firstDigit, to: end),
+                        isBrand(digits[groups[i].firstDigit..<end])
+                    {
+                        hit = j
+                    }
                     j += 1
                 }
                 if let hit {
-                    found.append(s[groups[i].start..<groups[hit].end])
+                    found.append(Substring(scalars[groups[i].start..<groups[hit].end]))
                     i = hit + 1
                 } else {
                     i += 1
                 }
             }
-            groups.removeAll(keepingCapacity: true)
         }
-        var index = s.startIndex
-        while index < s.endIndex {
-            guard s[index].isASCII, s[index].isNumber else {
-                // One space or dash between two digits continues the run; anything else ends it.
-                let next = s.index(after: index)
-                let joins =
-                    (s[index] == " " || s[index] == "-") && !groups.isEmpty && groups.last!.end == index
-                    && next < s.endIndex && s[next].isASCII && s[next].isNumber
-                if !joins { flush() }
-                index = next
-                continue
+        var index = scalars.startIndex
+        while index < scalars.endIndex {
+            let scalar = scalars[index]
+            let next = scalars.index(after: index)
+            if let digit = decimalValue(scalar) {
+                if groups.isEmpty || separators > 0 {
+                    groups.append((digits.count, index, next))
+                } else {
+                    groups[groups.count - 1].end = next  // the group goes on (invisible characters skipped)
+                }
+                digits.append(digit)
+                separators = 0
+            } else if isIgnorable(scalar) {
+                // Invisible: neither ends a run nor separates groups.
+            } else if isSeparator(scalar), !groups.isEmpty, separators < 3 {
+                separators += 1
+            } else {
+                flush()
+                separators = 0
             }
-            let start = index
-            var digits = 0
-            while index < s.endIndex, s[index].isASCII, s[index].isNumber {
-                digits += 1
-                index = s.index(after: index)
-            }
-            groups.append((start, index, digits))
+            index = next
         }
         flush()
         return found
     }
 
-    /// Whether `text` (digits, spaces and dashes) is a card number.
-    static func isCard(_ text: Substring) -> Bool {
-        let digits = String(text.filter { $0 != " " && $0 != "-" })
-        guard (13...19).contains(digits.utf8.count), Luhn.isValid(digits) else { return false }
-        return CardBrandTable.standard.detect(digits).brand != .unknown
+    /// A decimal digit's value in any script (`4`, `４`, `٤`).
+    static func decimalValue(_ scalar: Unicode.Scalar) -> UInt8? {
+        if scalar.isASCII { return scalar.value >= 0x30 && scalar.value <= 0x39 ? UInt8(scalar.value - 0x30) : nil }
+        guard scalar.properties.numericType == .decimal, let value = scalar.properties.numericValue,
+            value >= 0, value <= 9
+        else { return nil }
+        return UInt8(value)
+    }
+
+    /// Characters that may sit between a card's groups.
+    static func isSeparator(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x20, 0x09, 0x2D, 0x2E, 0x5F, 0x2F, 0xA0, 0x2000...0x200A, 0x2010...0x2015, 0x202F, 0x205F, 0x2212,
+            0x3000, 0xFE63, 0xFF0D, 0xFF0E:
+            return true
+        default: return false
+        }
+    }
+
+    /// Characters nobody sees (zero-width spaces and joiners, byte order marks, soft hyphens,
+    /// combining marks): skipped inside a run.
+    static func isIgnorable(_ scalar: Unicode.Scalar) -> Bool {
+        guard !scalar.isASCII else { return false }
+        switch scalar.properties.generalCategory {
+        case .format, .nonspacingMark, .enclosingMark, .spacingMark: return true
+        default: return false
+        }
+    }
+
+    /// Whether digits start like a brand's card (a Luhn-valid span was found: this runs rarely).
+    static func isBrand(_ digits: ArraySlice<UInt8>) -> Bool {
+        let text = String(decoding: digits.map { $0 + 0x30 }, as: UTF8.self)
+        return CardBrandTable.standard.detect(text).brand != .unknown
+    }
+
+    /// Luhn sums of every span of a run in constant time: prefix sums of the digits as they are
+    /// and doubled, split by position parity (a digit is doubled when its distance from the
+    /// span's last digit is odd).
+    struct LuhnSums {
+        private var plain: [[Int]]
+        private var doubled: [[Int]]
+
+        init(_ digits: [UInt8]) {
+            plain = [[0], [0]]
+            doubled = [[0], [0]]
+            plain[0].reserveCapacity(digits.count + 1)
+            for (m, d) in digits.enumerated() {
+                let v = Int(d)
+                let dv = v == 9 ? 9 : (v * 2) % 9
+                for p in 0..<2 {
+                    plain[p].append(plain[p][m] + (m % 2 == p ? v : 0))
+                    doubled[p].append(doubled[p][m] + (m % 2 == p ? dv : 0))
+                }
+            }
+        }
+
+        /// Whether digits `from..<to` pass Luhn.
+        func isValid(from: Int, to: Int) -> Bool {
+            let last = (to - 1) % 2
+            let kept = plain[last][to] - plain[last][from]
+            let twice = doubled[1 - last][to] - doubled[1 - last][from]
+            return (kept + twice) % 10 == 0
+        }
     }
 
     /// The cards in a JSON document's strings, numbers and keys, by path; nil when `body` is not JSON.
@@ -90,10 +169,14 @@ public enum CardScan {
 
     private static func walk(_ value: JSONValue, path: String, into out: inout [Finding]) {
         switch value {
-        case let .string(text), let .number(text):
+        case let .string(text):
             for card in cards(in: text) {
                 out.append(Finding(place: path, text: String(card), whole: card == text[...]))
             }
+        case let .number(text):
+            // 4.111111111111111e15 is 4111111111111111.
+            let digits = integerDigits(text) ?? text
+            if !cards(in: digits).isEmpty { out.append(Finding(place: path, text: text, whole: true)) }
         case let .array(items):
             for (i, item) in items.enumerated() { walk(item, path: "\(path)[\(i)]", into: &out) }
         case let .object(members):
@@ -105,6 +188,31 @@ public enum CardScan {
             }
         case .null, .bool: return
         }
+    }
+
+    /// The digits of a JSON number that is an integer written with a fraction or an exponent
+    /// (`4.111111111111111e15`, `4111111111111111.0`); nil for one written plainly or too large.
+    public static func integerDigits(_ number: String) -> String? {
+        guard number.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) else { return nil }
+        var text = Substring(number)
+        if text.first == "-" { text = text.dropFirst() }
+        let parts = text.split(maxSplits: 1, whereSeparator: { $0 == "e" || $0 == "E" })
+        guard let mantissa = parts.first, let exponent = parts.count == 2 ? Int(parts[1]) : 0, abs(exponent) <= 40
+        else { return nil }
+        let halves = mantissa.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let whole = halves[0]
+        let fraction = halves.count == 2 ? halves[1] : ""
+        var digits = Array(whole + fraction)
+        var point = whole.count + exponent
+        guard point >= 0 else { return nil }
+        while digits.count < point { digits.append("0") }
+        // What lies past the point must be zeros: an integer.
+        guard digits[point...].allSatisfy({ $0 == "0" }) else { return nil }
+        while point > 1, digits.first == "0" {
+            digits.removeFirst()
+            point -= 1
+        }
+        return String(digits[..<point])
     }
 
     /// `.key` for a plain key (ASCII letters, digits, `_`, not starting with a digit), `['key']`
@@ -125,16 +233,15 @@ public enum CardScan {
     }
 
     /// The cards in the keys and values of `application/x-www-form-urlencoded` pairs (a query
-    /// string has the same shape), each as `<prefix>:KEY`.
+    /// string has the same shape), each as `<prefix>:KEY`. Decoding is lenient: a `%` that does
+    /// not start an escape stays as written, and bytes that are not UTF-8 become U+FFFD, so a
+    /// card cannot hide behind one bad escape.
     public static func pairs(_ bytes: [UInt8], prefix: String) -> [Finding] {
         var out: [Finding] = []
         for pair in bytes.split(separator: UInt8(ascii: "&")) {
             let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
-            let key =
-                PercentDecoding.decode(pair[..<equals], plusAsSpace: true)
-                ?? String(decoding: pair[..<equals], as: UTF8.self)
-            let rawValue = equals < pair.endIndex ? pair[(equals + 1)...] : []
-            let value = PercentDecoding.decode(rawValue, plusAsSpace: true) ?? String(decoding: rawValue, as: UTF8.self)
+            let key = lenientDecode(pair[..<equals])
+            let value = equals < pair.endIndex ? lenientDecode(pair[(equals + 1)...]) : ""
             let keyCards = cards(in: key)
             let name = keyCards.isEmpty ? key : "<card>"
             for card in keyCards {
@@ -147,22 +254,74 @@ public enum CardScan {
         return out
     }
 
-    /// The cards in header values, each as `header:NAME`.
+    /// Percent-decoding that never fails (see ``pairs(_:prefix:)``).
+    public static func lenientDecode(_ raw: ArraySlice<UInt8>) -> String {
+        func hex(_ b: UInt8) -> UInt8? {
+            switch b {
+            case 0x30...0x39: return b - 0x30
+            case 0x41...0x46: return b - 0x41 + 10
+            case 0x61...0x66: return b - 0x61 + 10
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(raw.count)
+        var i = raw.startIndex
+        while i < raw.endIndex {
+            let b = raw[i]
+            if b == UInt8(ascii: "%"), i + 2 < raw.endIndex, let h = hex(raw[i + 1]), let l = hex(raw[i + 2]) {
+                out.append(h << 4 | l)
+                i += 3
+                continue
+            }
+            out.append(b == UInt8(ascii: "+") ? 0x20 : b)
+            i += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The cards in header names and values, each as `header:NAME` (`header:<card>` when the
+    /// name holds one).
     public static func headers(_ headers: [(name: String, value: String)]) -> [Finding] {
         headers.flatMap { header in
-            cards(in: header.value).map {
-                Finding(place: "header:\(header.name)", text: String($0), whole: $0 == header.value[...])
-            }
+            let nameCards = cards(in: header.name)
+            let place = "header:" + (nameCards.isEmpty ? header.name : "<card>")
+            return nameCards.map { Finding(place: place, text: String($0), whole: false) }
+                + cards(in: header.value).map {
+                    Finding(place: place, text: String($0), whole: $0 == header.value[...])
+                }
         }
     }
 
-    /// The cards in a body: by path in JSON, by key in a form, else anywhere in its text.
+    /// The cards in a body: by path in JSON, by key in a form, else anywhere in its text (with
+    /// JSON's `\u` escapes read, for a JSON body that does not parse).
     public static func body(_ body: [UInt8], kind: SelectableBody) -> [Finding] {
         guard !body.isEmpty else { return [] }
         if kind == .json, let found = json(body) { return found }
         if kind == .form { return pairs(body, prefix: "form") }
-        return cards(in: String(decoding: body, as: UTF8.self)).map {
+        return cards(in: unescapingJSON(String(decoding: body, as: UTF8.self))).map {
             Finding(place: "body", text: String($0), whole: false)
         }
+    }
+
+    /// `text` with each `\uXXXX` escape replaced by its character (others left as written).
+    static func unescapingJSON(_ text: String) -> String {
+        guard text.contains("\\u") else { return text }
+        var out = String.UnicodeScalarView()
+        let scalars = Array(text.unicodeScalars)
+        var i = 0
+        while i < scalars.count {
+            if scalars[i] == "\\", i + 5 < scalars.count, scalars[i + 1] == "u",
+                let value = UInt32(String(String.UnicodeScalarView(scalars[(i + 2)...(i + 5)])), radix: 16),
+                let scalar = Unicode.Scalar(value)
+            {
+                out.append(scalar)
+                i += 6
+                continue
+            }
+            out.append(scalars[i])
+            i += 1
+        }
+        return String(out)
     }
 }

@@ -123,7 +123,7 @@ package final class CredentialRefresh: Sendable {
     }
     private let unknown = Mutex(UnknownReading())
     static let unknownGapNanoseconds: UInt64 = 1_000_000_000
-    static let maxWaiting = 1_024
+    static let maxWaiting = 256
 
     /// Refreshes and waits (at start, before listening: a store token works from the first request).
     package func refreshAndWait() {

@@ -23,8 +23,13 @@ package struct BinTableDocument: Sendable, Equatable {
     package var importedAt: Int64
     package var digest: [UInt8]
     package var mac: [UInt8] = []
-    /// The table of the header before (kept one import longer, then cleared): outside the MAC.
+    /// The table of the header before (kept one import longer, then cleared). Outside the MAC in
+    /// headers written before issue 57; under it, with ``previousDigest``, since.
     package var previousTable: String?
+    /// The SHA-256 of the table before, when its header verified at this import: what `cloak
+    /// bins rollback` checks the kept table against (a database writer cannot have it sign a
+    /// table of its own).
+    package var previousDigest: [UInt8]?
 
     package static let pointerName = "bins.current"
     /// The names every table is kept under start so: the highest version among them is how far
@@ -49,11 +54,15 @@ package struct BinTableDocument: Sendable, Equatable {
 
     /// What the MAC covers: every member but the MAC, in a fixed order.
     var canonical: [UInt8] {
-        JSONWriter.encode(
-            .object([
-                ("version", .int(Int(version))), ("rows", .int(rows)), ("source", .string(source)),
-                ("imported_at", .int(Int(importedAt))), ("sha256", .string(Self.hex(digest))),
-            ]))
+        var members: [(key: String, value: JSONValue)] = [
+            ("version", .int(Int(version))), ("rows", .int(rows)), ("source", .string(source)),
+            ("imported_at", .int(Int(importedAt))), ("sha256", .string(Self.hex(digest))),
+        ]
+        if let previousDigest {
+            members.append(("previous", previousTable.map { .string($0) } ?? .null))
+            members.append(("previous_sha256", .string(Self.hex(previousDigest))))
+        }
+        return JSONWriter.encode(.object(members))
     }
 
     /// The header as stored.
@@ -63,6 +72,7 @@ package struct BinTableDocument: Sendable, Equatable {
                 ("version", .int(Int(version))), ("rows", .int(rows)), ("source", .string(source)),
                 ("imported_at", .int(Int(importedAt))), ("sha256", .string(Self.hex(digest))),
                 ("mac", .string(Self.hex(mac))), ("previous", previousTable.map { .string($0) } ?? .null),
+                ("previous_sha256", previousDigest.map { .string(Self.hex($0)) } ?? .null),
             ]))
     }
 
@@ -82,6 +92,7 @@ package struct BinTableDocument: Sendable, Equatable {
             version: Int64(version), rows: rows, source: source, importedAt: Int64(importedAt), digest: digest,
             mac: mac)
         previousTable = text("previous")
+        previousDigest = text("previous_sha256").flatMap(Self.bytes)
     }
 
     package init(version: Int64, rows: Int, source: String, importedAt: Int64, digest: [UInt8], mac: [UInt8] = []) {
@@ -179,8 +190,10 @@ package struct BinTableAdministration {
             guard !overflow else { throw Failure.store("the stored header's version is not one an import makes") }
             var document = BinTableDocument(
                 version: next, rows: table.rows.count, source: source, importedAt: now, digest: Digest.sha256(content))
-            document.mac = key.authenticate(document.canonical)
             document.previousTable = previous?.tableName
+            // The table before, named under this header's MAC when its own header verifies.
+            if let previous, previous.verifies(key) { document.previousDigest = previous.digest }
+            document.mac = key.authenticate(document.canonical)
             try store.setMetadata(document.tableName, content)
             guard try store.replaceMetadata(BinTableDocument.pointerName, expected: old, with: document.stored) else {
                 // Another import won this version: only this import's own table goes.

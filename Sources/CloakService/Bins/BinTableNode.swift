@@ -1,4 +1,5 @@
 import CloakCore
+import CloakCrypto
 import CloakVault
 
 /// What one node says it serves (`cloak bins status`): a heartbeat each node writes to the store
@@ -15,6 +16,21 @@ package struct BinTableNode: Sendable, Equatable {
     package var seenAt: Int64
 
     package static let prefix = "nodes."
+    /// A heartbeat older than this is a node that is gone (a replaced pod): removed.
+    static let forgetAfterSeconds: Int64 = 7 * 86_400
+    static let pruneEverySeconds: Int64 = 3_600
+
+    /// Removes the heartbeats last written before `before` (bounded by the nodes that ran in a
+    /// week, plus those gone since the last pruning).
+    static func prune(_ store: any AliasStore, before: Int64) throws {
+        for name in try store.metadataNames(prefix: prefix) {
+            guard let bytes = try store.metadata(name), let node = BinTableNode(stored: bytes) else {
+                _ = try store.deleteMetadata(name)
+                continue
+            }
+            if node.seenAt < before { _ = try store.deleteMetadata(name) }
+        }
+    }
 
     package init(node: String, version: Int64?, sha256: String?, adoptedAt: Int64?, seenAt: Int64) {
         self.node = node
@@ -78,6 +94,13 @@ extension BinTableAdministration {
             guard let name = current.previousTable, name.hasPrefix(BinTableDocument.tablePrefix),
                 let content = try store.metadata(name), !content.isEmpty
             else { throw Failure.store("the store keeps no table before the current one (one import so far)") }
+            // Only a table the ring signed for: the pointer and its digest are under the
+            // current header's MAC, and the content must be what that digest says.
+            guard let digest = current.previousDigest, constantTimeEquals(Digest.sha256(content), digest) else {
+                throw Failure.store(
+                    "the table before (\(name)) is not one this key ring signed for (imported before rollback "
+                        + "existed, or changed in the store): import the table you want instead")
+            }
             guard let table = BinTableReader.Table(decoding: content) else {
                 throw Failure.store("the table before (\(name)) does not read as a BIN table")
             }

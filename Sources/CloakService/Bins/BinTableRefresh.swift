@@ -37,6 +37,8 @@ package final class BinTableRefresh: Sendable {
         var adoptedAt: Int64?
         /// The name this node's heartbeat goes under (``BinTableNode``); nil: none written.
         var node: String?
+        /// When this node last removed the heartbeats of nodes long gone.
+        var prunedAt: Int64?
     }
 
     /// Writes this node's heartbeat under `node` from now on, after every reading
@@ -108,8 +110,15 @@ package final class BinTableRefresh: Sendable {
                     done?()
                     return
                 }
+                let prune = state.withLock { s -> Bool in
+                    guard beat.seenAt - (s.prunedAt ?? 0) >= BinTableNode.pruneEverySeconds else { return false }
+                    s.prunedAt = beat.seenAt
+                    return true
+                }
                 vault.withStore(reads: false) { store in
                     try store.setMetadata(BinTableNode.prefix + beat.node, beat.stored)
+                    // Nodes gone for a week (a replaced pod's name) leave the listing, once an hour.
+                    if prune { try BinTableNode.prune(store, before: beat.seenAt - BinTableNode.forgetAfterSeconds) }
                 } completion: { _ in
                     done?()
                 }

@@ -70,7 +70,10 @@ extension VaultAPIHandler {
                     toCreate.append(keep)
                 }
                 let (outcomes, requests) = (planned, toCreate)  // fixed from here on
-                let answer: @Sendable ([RevealedRecord]) -> Void = { records in
+                // `refused`: items whose file could not be kept (its content gone meanwhile).
+                let answer: @Sendable ([RevealedRecord], [Int: CloakError]) -> Void = { records, refused in
+                    var outcomes = outcomes
+                    for (i, error) in refused { outcomes[i] = .failure(error) }
                     for (item, outcome) in zip(items, outcomes) {
                         if case .success = outcome {
                             audit(item.alias, "ok")
@@ -80,21 +83,22 @@ extension VaultAPIHandler {
                     }
                     finish(.json(200, Self.keepAnswer(items, outcomes, requests, records)))
                 }
-                guard !requests.isEmpty else { return answer([]) }
+                guard !requests.isEmpty else { return answer([], [:]) }
                 // A file's content goes with the record it is kept as (else the intent's expiry
                 // would take it with the intent).
-                let keepsFiles = requests.contains { $0.classifiers.contains(Vault.fileClassifier) }
+                let keepsFiles = requests.contains { Self.uploadID(of: $0) != nil }
                 vault.createAliases(requests, caller: caller) { result in
                     switch result {
                     case let .success(records) where keepsFiles:
-                        Self.keepFiles(vault, items, outcomes, requests, records) { failed in
-                            if let failed {
+                        Self.keepFiles(vault, items, outcomes, requests, records) { moved in
+                            switch moved {
+                            case let .success(refused): answer(records, refused)
+                            case let .failure(error):
                                 for item in items { audit(item.alias, "error") }
-                                return finish(.error(failed.cloakError { _ in "data" }))
+                                finish(.error(error.cloakError { _ in "data" }))
                             }
-                            answer(records)
                         }
-                    case let .success(records): answer(records)
+                    case let .success(records): answer(records, [:])
                     case let .failure(error):
                         for item in items { audit(item.alias, "error") }
                         finish(.error(error.cloakError { "data[\($0)]" }))
@@ -104,31 +108,45 @@ extension VaultAPIHandler {
         }
     }
 
+    /// The upload a kept value's file is, when the value is a file's (its classifier and its
+    /// metadata both say so).
+    static func uploadID(of request: AliasRequest) -> String? {
+        guard request.classifiers.contains(Vault.fileClassifier) else { return nil }
+        return Vault.FileMetadata(json: request.value)?.uploadID
+    }
+
     /// Moves each kept file's content to its canonical record, one after another (a keep holds a
-    /// handful); `done(nil)` when all are, else with the first failure (keeping again repairs it:
-    /// a file already moved is left as it is).
+    /// handful). Succeeds with the items whose content was gone (each answered 404 in its place);
+    /// fails when the store does (keeping again repairs it: a file already moved is left as it is).
     static func keepFiles(
         _ vault: VaultClient, _ items: [KeepItem], _ outcomes: [Result<Int, CloakError>], _ requests: [AliasRequest],
-        _ records: [RevealedRecord], done: @escaping @Sendable (VaultError?) -> Void
+        _ records: [RevealedRecord], done: @escaping @Sendable (Result<[Int: CloakError], VaultError>) -> Void
     ) {
-        var moves: [(intent: String, canonical: String)] = []
-        for (item, outcome) in zip(items, outcomes) {
-            guard case let .success(index) = outcome, requests[index].classifiers.contains(Vault.fileClassifier),
+        var moves: [(item: Int, intent: String, canonical: String, upload: String)] = []
+        for (i, (item, outcome)) in zip(items, outcomes).enumerated() {
+            guard case let .success(index) = outcome, let upload = uploadID(of: requests[index]),
                 let canonical = records[index].aliases.first(where: {
                     $0.matches(requests[index].format, luhnValid: requests[index].luhnValid)
                 })
             else { continue }
-            moves.append((item.alias, canonical.alias))
+            moves.append((i, item.alias, canonical.alias, upload))
         }
         let list = moves
-        @Sendable func step(_ i: Int) {
-            guard i < list.count else { return done(nil) }
-            vault.keepFile(intent: list[i].intent, canonical: list[i].canonical) { result in
-                if case let .failure(error) = result { return done(error) }
-                step(i + 1)
+        @Sendable func step(_ i: Int, _ refused: [Int: CloakError]) {
+            guard i < list.count else { return done(.success(refused)) }
+            let move = list[i]
+            vault.keepFile(intent: move.intent, canonical: move.canonical, uploadID: move.upload) { result in
+                switch result {
+                case .success: step(i + 1, refused)
+                case .failure(.notFound):
+                    var refused = refused
+                    refused[move.item] = .notFound("the file's content is gone (expired or deleted); nothing was kept")
+                    step(i + 1, refused)
+                case let .failure(error): done(.failure(error))
+                }
             }
         }
-        step(0)
+        step(0, [:])
     }
 
     /// `{"data":[{"alias","canonical":{"alias","format"}} | {"alias","error":{…}}, …]}` in request order.

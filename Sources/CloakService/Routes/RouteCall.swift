@@ -74,6 +74,7 @@ struct RouteCall: Sendable {
             callerMaySeeValues: callerMaySeeValues, files: files)
         exchange.routeID = route.id
         exchange.query = request.query ?? ""
+        exchange.path = rest
         exchange.requestIsClients = route.door == .inbound
         if route.door == .inbound { exchange.unselectedCards = route.unselectedCards }
         try exchange.start(body: body, headers: headers, loop: request.loop, send: send, finish: finish)

@@ -32,8 +32,10 @@ struct RouteExchange {
         var unselectedCards: Route.UnselectedCards?
         /// The route's id, named by its refusals.
         var routeID = ""
-        /// The request's query as sent: forwarded as it is, so looked at for cards too.
+        /// The request's query and the path after the route's prefix, as sent: forwarded as they
+        /// are, so looked at for cards too.
         var query = ""
+        var path = ""
         /// Whether the request comes from the client the route serves (inbound: its refusals are
         /// 422) or from a backend on its way to a provider (egress: 502).
         var requestIsClients = true
@@ -201,20 +203,56 @@ struct RouteExchange {
         _ body: [UInt8], _ headers: [(name: String, value: String)], _ outcome: Outcome, _ revealed: RevealedValues
     ) -> Action {
         if let mode = plan.unselectedCards, mode != .allow {
+            if let why = Self.unreadable(body, headers) {
+                return fail(
+                    .malformed(
+                        "route \(plan.routeID) looks for card numbers in what it forwards, and \(why) "
+                            + "(routes[].unselected_cards: \(mode.rawValue))"), outcome)
+            }
             let kind = SelectableBody.of(headers).kind
             let findings =
                 (CardScan.body(body, kind: kind) + CardScan.headers(headers)
-                + CardScan.pairs(Array(plan.query.utf8), prefix: "query"))
+                + CardScan.pairs(Array(plan.query.utf8), prefix: "query")
+                + CardScan.cards(in: CardScan.lenientDecode(Array(plan.path.utf8)[...])).map {
+                    CardScan.Finding(place: "path", text: String($0), whole: false)
+                })
                 .filter { finding in !produced.contains { $0.contains(finding.text.value) } }
             if !findings.isEmpty {
+                var asked = Set<String>()
+                let values = findings.map(\.text.value).filter { asked.insert($0).inserted }
+                guard values.count <= plan.maxSelected else {
+                    return fail(
+                        .malformed(
+                            "route \(plan.routeID) would forward \(values.count) card-shaped values no selector took; "
+                                + "at most \(plan.maxSelected) are looked up (\(plan.limitName))"), outcome)
+                }
                 guard plan.hasVault else { return decide(findings, body, headers, outcome, revealed) }
                 state = .checkingCards(body: body, headers: headers, outcome, revealed, findings)
-                var asked = Set<String>()
-                return .checkAliases(findings.map(\.text.value).filter { asked.insert($0).inserted })
+                return .checkAliases(values)
             }
         }
         state = .awaitingAnswer(outcome, revealed)
         return .send(body: body, headers: readable(headers, revealed))
+    }
+
+    /// Why a body cannot be looked at for cards, or nil: an encoding (gzip would hide them), two
+    /// `Content-Type` headers (the upstream may read either), or a charset other than UTF-8.
+    static func unreadable(_ body: [UInt8], _ headers: [(name: String, value: String)]) -> String? {
+        guard !body.isEmpty else { return nil }
+        if headers.contains(where: {
+            $0.name.caseInsensitiveEquals("Content-Encoding")
+                && !$0.value.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("identity")
+        }) {
+            return "an encoded body (Content-Encoding) cannot be read"
+        }
+        let types = headers.filter { $0.name.caseInsensitiveEquals("Content-Type") }
+        if types.count > 1 { return "the body has \(types.count) Content-Type headers" }
+        if let type = types.first?.value.lowercased(), let range = type.range(of: "charset=") {
+            let charset = type[range.upperBound...].prefix { $0 != ";" }.trimmingCharacters(
+                in: .init(charactersIn: " \""))
+            if !["utf-8", "utf8", "us-ascii"].contains(charset) { return "its charset is \(charset), not UTF-8" }
+        }
+        return nil
     }
 
     /// What becomes of the request once `cards` are known not to be aliases: sent when there are

@@ -22,6 +22,7 @@ struct TransformedExchange: Sendable {
     var unselectedCards: Route.UnselectedCards?
     var routeID = ""
     var query = ""
+    var path = ""
     var requestIsClients = true
 
     typealias Outcome = RouteExchange.Outcome
@@ -44,7 +45,8 @@ struct TransformedExchange: Sendable {
         let plan = RouteExchange.Plan(
             request: request, response: response, maxSelected: maxSelected,
             limitName: limitName, hasVault: vault != nil, callerMaySeeValues: callerMaySeeValues,
-            unselectedCards: unselectedCards, routeID: routeID, query: query, requestIsClients: requestIsClients)
+            unselectedCards: unselectedCards, routeID: routeID, query: query, path: path,
+            requestIsClients: requestIsClients)
         let driver = Driver(
             machine: LoopBound(RouteExchange(plan: plan), on: loop), exchange: self, send: send, finish: finish)
         let first = driver.machine.value.event(.start(body: body, headers: headers))
@@ -87,10 +89,10 @@ struct TransformedExchange: Sendable {
                 transformer.run(selection) { [self] result in handle(.transformed(result)) }
             case let .checkAliases(values):
                 guard let vault = exchange.vault else { return handle(.aliasesChecked(.success([]))) }
-                // As a lookup: a card-shaped value that is no alias counts as a guess in its bucket.
-                vault.revealGuessing(values) { [self] result in
+                // Existence only (nothing opened), at most maxSelected values (the machine's bound).
+                vault.liveAliases(values) { [self] result in
                     switch result {
-                    case let .success(found): handle(.aliasesChecked(.success(Set(found.keys))))
+                    case let .success(found): handle(.aliasesChecked(.success(found)))
                     case let .failure(error): handle(.aliasesChecked(.failure(error.cloakError { _ in "request" })))
                     }
                 }

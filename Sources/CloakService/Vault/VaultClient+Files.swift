@@ -63,11 +63,15 @@ extension VaultClient {
     }
 
     /// Gives a kept intent's file to its canonical record (``Vault/keepFile(intent:canonical:completion:)``).
-    func keepFile(intent: String, canonical: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void)
-    {
+    func keepFile(
+        intent: String, canonical: String, uploadID: String,
+        completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
+    ) {
         let (completion, call) = traced("keep file", count: 1, completion)
         serving(call) {
-            vault.keepFile(intent: intent, canonical: canonical) { result in onLoop { completion(result) } }
+            vault.keepFile(intent: intent, canonical: canonical, uploadID: uploadID) { result in
+                onLoop { completion(result) }
+            }
         }
     }
 

@@ -121,6 +121,17 @@ struct VaultClient: Sendable {
         }
     }
 
+    /// Which of `aliases` are live aliases (``Vault/liveAliases(_:completion:)``): nothing is opened.
+    func liveAliases(_ aliases: [String], completion: @escaping @Sendable (Result<Set<String>, VaultError>) -> Void) {
+        let (completion, call) = traced("alias check", count: aliases.count, completion)
+        serving(call) {
+            vault.liveAliases(aliases) { [onUnavailable] result in
+                if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
+                onLoop { completion(result) }
+            }
+        }
+    }
+
     func reveal(
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {

@@ -65,6 +65,7 @@ struct Store: ParsableCommand {
                 prefix: APICredentials.usedName, kind: .credentials, difference: .keepDestination),
             StoreMigration.MetadataKind(prefix: BinTableDocument.tablePrefix, kind: .bins),
             StoreMigration.MetadataKind(prefix: BinTableDocument.pointerName, kind: .bins, last: true),
+            StoreMigration.MetadataKind(prefix: BinTableNode.prefix, kind: .other, difference: .skip),
         ]
 
         func run() throws {
@@ -91,6 +92,9 @@ struct Store: ParsableCommand {
                 }
                 print("migrated \(route)")
                 for line in report.lines { print("  \(line)") }
+                if report.auditKept {
+                    print("  key audit lines: the destination has a trail of its own; the source's was not copied")
+                }
                 if report.unaliased > 0 {
                     print("  records without an alias (nothing reads them), not copied: \(report.unaliased)")
                 }

@@ -29,10 +29,13 @@ extension PostgreSQLAliasStore {
         return updated.count == 1
     }
 
-    package func moveFile(uploadID: String, from: String, to: String) throws(StoreError) -> Bool {
+    package func moveFile(uploadID: String, from: String?, to: String) throws(StoreError) -> Bool {
         try db.query(
-            "UPDATE files SET record_id = $3 WHERE upload_id = $1 AND record_id = $2 RETURNING 1",
-            [.text(uploadID), .text(from), .text(to)]
+            """
+            UPDATE files SET record_id = $3
+            WHERE upload_id = $1 AND record_id IS NOT NULL AND record_id = coalesce($2, record_id) RETURNING 1
+            """,
+            [.text(uploadID), from.map { .text($0) } ?? .null, .text(to)]
         ).count == 1
     }
 

@@ -83,6 +83,10 @@ extension PostgreSQLAliasStore {
             [.text(name), .bytes(value)])
     }
 
+    package func deleteMetadata(_ name: String) throws(StoreError) -> Bool {
+        try db.query("DELETE FROM meta WHERE name = $1 RETURNING 1", [.text(name)]).count == 1
+    }
+
     package func metadataNames(prefix: String) throws(StoreError) -> [String] {
         try db.query("SELECT name FROM meta WHERE left(name, length($1)) = $1", [.text(prefix)]).compactMap {
             $0.text(0)

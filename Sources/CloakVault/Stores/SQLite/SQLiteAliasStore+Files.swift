@@ -54,8 +54,10 @@ extension SQLiteAliasStore {
         return db.changes == 1
     }
 
-    package func moveFile(uploadID: String, from: String, to: String) throws(StoreError) -> Bool {
-        let s = try db.statement("UPDATE files SET record_id = ?3 WHERE upload_id = ?1 AND record_id = ?2")
+    package func moveFile(uploadID: String, from: String?, to: String) throws(StoreError) -> Bool {
+        let s = try db.statement(
+            "UPDATE files SET record_id = ?3 WHERE upload_id = ?1 AND record_id IS NOT NULL AND record_id = coalesce(?2, record_id)"
+        )
         s.bind(1, uploadID)
         s.bind(2, from)
         s.bind(3, to)

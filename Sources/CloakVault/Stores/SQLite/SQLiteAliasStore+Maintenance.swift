@@ -26,6 +26,13 @@ extension SQLiteAliasStore {
         try s.run()
     }
 
+    package func deleteMetadata(_ name: String) throws(StoreError) -> Bool {
+        let s = try db.statement("DELETE FROM meta WHERE name = ?1")
+        s.bind(1, name)
+        try s.run()
+        return db.changes == 1
+    }
+
     package func metadataNames(prefix: String) throws(StoreError) -> [String] {
         let s = try db.statement("SELECT name FROM meta WHERE substr(name, 1, length(?1)) = ?1")
         s.bind(1, prefix)
