@@ -36,6 +36,17 @@ import Testing
         #expect(b[0].space == 100_000)
     }
 
+    /// Issue 57: an alias that hides the BIN (the shipped checkout's FPE_T_FOUR) is counted in
+    /// the BIN + last-four bucket too, not only in its own bucket of 10^11 (never counted).
+    @Test func aCardFormatThatHidesTheBINIsCountedByBINAndLastFour() throws {
+        let hidden = try Self.buckets(
+            ["4111111111111111", "4111 1179 6077 1111", "4000000000061111"], format: .FPE_T_FOUR)
+        let shown = try Self.buckets(["4111111111111111"]).map { $0.first! }
+        #expect(hidden.allSatisfy { $0.count == 1 && $0[0].space == 100_000 }, "\(hidden.map { $0.map(\.space) })")
+        #expect(hidden[0][0].bucket == hidden[1][0].bucket && hidden[0][0].bucket != hidden[2][0].bucket)
+        #expect(hidden[0][0].bucket != shown[0].bucket, "the cross-format bucket, not FPE_SIX_T_FOUR's own")
+    }
+
     @Test func tokenFormatsAreTaggedByShapeAndByWhatAHolderKnowsFromElsewhere() throws {
         // GENERIC_T_FOUR shows the last four: its own bucket, and the digits' last-four bucket.
         let ssn = try Self.buckets(["123-45-6789", "987-65-6789", "123-45-0000"], format: .GENERIC_T_FOUR)
@@ -53,7 +64,7 @@ import Testing
         #expect(cvc[0].first?.bucket == cvc[1].first?.bucket && cvc[0].first?.space == 1_000)
         // Never deduplicated (VOLATILE in a token format), or too large to search.
         #expect(try Self.buckets(["123"], format: .UUID, storage: .volatile)[0].isEmpty)
-        #expect(try Self.buckets(["4111111111111111"], format: .FPE_T_FOUR)[0].isEmpty)
+        #expect(try Self.buckets(["00012345678901234"], format: .FPE_ACC_NUM_T_FOUR)[0].isEmpty)
     }
 
     @Test func aWindowCountsDistinctValuesForAnHourPerToken() throws {

@@ -87,8 +87,10 @@ struct ProxyHandler: RequestHandler {
         if route.reveals { _ = try identity.require("aliases:reveal") }
         // A file leaves the vault only for a caller that holds files:reveal as well.
         if route.revealsFiles { _ = try identity.require("files:reveal") }
+        // A route that may alias cards no selector took (`unselected_cards: redact`) aliases them
+        // as its redact operations would, for this caller.
         let requestCaller =
-            route.redactsRequest
+            route.redactsRequest || route.unselectedCards == .redact
             ? try identity.aliasCaller(openTokenize: context.configuration.openTokenize) : .anonymous
         return RouteCall(
             route: route, vault: vault, requestCaller: requestCaller,

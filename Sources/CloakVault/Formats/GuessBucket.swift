@@ -47,7 +47,8 @@ package struct GuessTag: Sendable, Hashable {
 
 extension Vault {
     /// Every bucket the requests' values are counted in (see ``GuessBucket``): a value's own, and
-    /// for a value in a token format that is all digits (separators aside) the buckets an alias
+    /// for a value in a token format (or a card format that hides the BIN) that is all digits
+    /// (separators aside) the buckets an alias
     /// holder could know it by from elsewhere: a card's BIN, last four and length (a receipt, an
     /// FPE alias of the same card), or an SSN's or account number's last four and length. Only
     /// buckets of at most ``GuessBucket/guessableSpace`` values are returned.
@@ -64,7 +65,12 @@ extension Vault {
                 out.append(
                     tag(request, label: "\(request.format.rawValue)\0\(request.luhnValid)", shape: shape, space: space))
             }
-            guard !kind.isPreserving else { continue }
+            // A card alias that hides the BIN (FPE_T_FOUR, PFPT) is counted in the BIN + last-four
+            // bucket too, as a token format's card is: the BIN is no secret (a receipt, the
+            // card's attributes), and without it guesses of one BIN's 10^5 cards would go
+            // uncounted in a bucket of 10^11 (issue 57: the shipped checkout's format).
+            let format = AliasFormat.of(request.format)
+            guard !kind.isPreserving || (format.isCard && format.keepFirst < 6) else { continue }
             let digits = request.value.utf8.filter { $0 >= 0x30 && $0 <= 0x39 }
             // Digits and the separators people and formats put between them (`+1 (555) 123-4567`).
             let separatorsOnly = request.value.utf8.allSatisfy {

@@ -130,9 +130,10 @@ struct Bins: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make the table before the current one the table again (as a new version).",
             discussion: """
-                The store keeps the table before the current one until the next import. Without \
-                --yes, prints what would be restored and changes nothing: the pointer to that table \
-                is not signed, so check its rows and digest before you confirm.
+                The store keeps the table before the current one until the next import; it is \
+                restored only when its SHA-256 is the one the current header names under its MAC \
+                (a table imported before this check existed cannot be rolled back). Without --yes, \
+                prints what would be restored and changes nothing.
                 """)
         @OptionGroup var options: ConfigOption
         @Flag(help: "Restore it.") var yes = false
