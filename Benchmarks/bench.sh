@@ -324,7 +324,7 @@ if (( ! C_ONLY )); then
         -e "s|^routes: \[\]|routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /bench, form: proxybench, upstream: \"http://$HOST:$C_PORT/\"}]|" \
         -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {requests_per_minute: 10000000, burst: 10000000}/" \
         -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" \
-        -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}]}|" \
+        -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_T_FOUR, storage: PERSISTENT}}]}|" \
         -e "s/scopes: \[aliases:create, aliases:reveal\]/scopes: [aliases:create, aliases:reveal, \"egress:*\"]/" \
         -e "s/max_connections: [0-9]*/max_connections: $(( IDLE_CONNECTIONS + 1000 ))/" \
         -e "s/bucket_values_per_hour: [0-9]*/bucket_values_per_hour: 1000000/" \

@@ -37,7 +37,7 @@ if [[ $CASE == egress* || $CASE == inbound ]]; then
     $W/ref $C_PORT 1 > $W/ref.log 2>&1 &
     C_PID=$!
     sed -i -e "s|^routes: \[\]|routes: [{id: \"5f0c4a52-2d7e-4a4e-9d51-6c0a7f1b2c3d\", path: /bench, form: proxybench, upstream: \"http://127.0.0.1:$C_PORT/\"}]|" \
-        -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_SIX_T_FOUR, storage: PERSISTENT}}]}|" \
+        -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_T_FOUR, storage: PERSISTENT}}]}|" \
         -e "s/bucket_values_per_hour: [0-9]*/bucket_values_per_hour: 1000000/" -e "s/max_bucket_share: [0-9.]*/max_bucket_share: 1/" $W/c.yaml
     printf '\negress:\n  routes:\n    - {id: bench, upstream: "http://127.0.0.1:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}]}\n' $C_PORT >> $W/c.yaml
     if [[ $CASE == egress-signed ]]; then

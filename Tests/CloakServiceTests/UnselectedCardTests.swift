@@ -194,3 +194,40 @@ import Testing
         #expect(found.map(\.whole) == [true, false])
     }
 }
+
+/// Issue 57 item 3 on form routes: the form's own aliases go on; a card field the form does not
+/// tokenize would forward the raw card, and is refused.
+@Suite struct UnselectedCardFormRouteTests {
+    @Test func aFormRouteForwardsItsAliasesAndRefusesARawCard() throws {
+        let upstream = RawUpstream()
+        defer { upstream.stop() }
+        let yaml = TestServer.configurationWithTokens
+            .replacingOccurrences(
+                of: "routes: []",
+                with: """
+                    routes:
+                      - {id: "0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10", path: /pay, form: safe, upstream: "http://127.0.0.1:\(upstream.port)/pay"}
+                      - {id: "1c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10", path: /raw, form: raw, upstream: "http://127.0.0.1:\(upstream.port)/raw"}
+
+                    """
+            )
+            .replacingOccurrences(
+                of: "forms:\n",
+                with: """
+                    forms:
+                      safe: {fields: [{name: n, type: cardNumber, tokenization: {format: FPE_T_FOUR, storage: PERSISTENT}}]}
+                      raw: {fields: [{name: n, type: cardNumber}]}
+
+                    """)
+        let server = try TestService(yaml: yaml)
+        defer { server.stop() }
+        let client = try server.client()
+        let body = #"{"fields":{"n":"4111 1111 1111 1111"}}"#
+        let safe = try client.request("POST", "/proxy/pay", json: body)
+        #expect(safe.status == 204, "\(safe.text)")
+        #expect(!upstream.text.contains("4111 1111 1111 1111") && !upstream.text.contains("4111111111111111"))
+        let raw = try client.request("POST", "/proxy/raw", json: body)
+        #expect(raw.status == 422 && raw.text.contains("$.n"), "\(raw.text)")
+        #expect(!upstream.text.contains("/raw"), "nothing of the raw card's request went upstream")
+    }
+}

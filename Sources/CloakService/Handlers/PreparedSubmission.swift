@@ -50,6 +50,15 @@ struct PreparedSubmission: Sendable {
         }
     }
 
+    /// The names of the entries that are aliases (the rest are values as submitted).
+    var aliasedKeys: Set<String> {
+        Set(
+            submission.entries.compactMap { entry in
+                if case .alias = entry.source { return entry.key }
+                return nil
+            })
+    }
+
     /// The body an upstream receives: entries mapped by the policy, merged with `extraData`.
     func body(_ entries: [(key: String, value: String)]) -> JSONValue {
         FieldNameMapper.body(

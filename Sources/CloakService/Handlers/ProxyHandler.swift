@@ -67,10 +67,14 @@ struct ProxyHandler: RequestHandler {
             trace: trace)
         return .later { finish in
             prepared.resolve(with: vault, failing: finish) { entries, _ in
+                // The form's own aliases are not cards the route would forward unselected; a
+                // value submitted as it is (a card field without tokenization) still is.
+                let aliased = prepared.aliasedKeys
                 do throws(CloakError) {
                     try call.start(
                         request, rest: rest, headers: headers, body: JSONWriter.encode(prepared.body(entries)),
-                        contentType: "application/json"
+                        contentType: "application/json",
+                        produced: entries.filter { aliased.contains($0.key) }.map(\.value)
                     ) { response, outcome in finish(response, error: outcome.error) }
                 } catch {
                     finish(.error(error))

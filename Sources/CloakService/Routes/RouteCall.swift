@@ -39,7 +39,7 @@ struct RouteCall: Sendable {
     ///   - contentType: the body's type when the body is Cloak's own (a form route's JSON).
     func start(
         _ request: HTTPRequest, rest: String, headers: [(name: String, value: String)], body: [UInt8],
-        contentType: String? = nil, finish: @escaping Finish
+        contentType: String? = nil, produced: [String] = [], finish: @escaping Finish
     ) throws(CloakError) {
         let send: TransformedExchange.Send
         if let upstream = route.upstream {
@@ -75,6 +75,7 @@ struct RouteCall: Sendable {
         exchange.routeID = route.id
         exchange.query = request.query ?? ""
         exchange.path = rest
+        exchange.produced = produced
         exchange.requestIsClients = route.door == .inbound
         if route.door == .inbound { exchange.unselectedCards = route.unselectedCards }
         try exchange.start(body: body, headers: headers, loop: request.loop, send: send, finish: finish)

@@ -36,6 +36,9 @@ struct RouteExchange {
         /// are, so looked at for cards too.
         var query = ""
         var path = ""
+        /// What Cloak wrote into the request before the exchange (a form route's aliases): not
+        /// cards, like the exchange's own.
+        var produced: [String] = []
         /// Whether the request comes from the client the route serves (inbound: its refusals are
         /// 422) or from a backend on its way to a provider (egress: 502).
         var requestIsClients = true
@@ -106,7 +109,10 @@ struct RouteExchange {
     /// Whether the unselected cards were redacted already (`unselected_cards: redact`, once).
     private var redactedUnselected = false
 
-    init(plan: Plan) { self.plan = plan }
+    init(plan: Plan) {
+        self.plan = plan
+        produced = plan.produced
+    }
 
     var isDone: Bool { if case .done = state { return true } else { return false } }
 

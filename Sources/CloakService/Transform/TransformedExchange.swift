@@ -23,6 +23,8 @@ struct TransformedExchange: Sendable {
     var routeID = ""
     var query = ""
     var path = ""
+    /// What Cloak wrote into the request before the exchange (a form route's aliases).
+    var produced: [String] = []
     var requestIsClients = true
 
     typealias Outcome = RouteExchange.Outcome
@@ -45,7 +47,7 @@ struct TransformedExchange: Sendable {
         let plan = RouteExchange.Plan(
             request: request, response: response, maxSelected: maxSelected,
             limitName: limitName, hasVault: vault != nil, callerMaySeeValues: callerMaySeeValues,
-            unselectedCards: unselectedCards, routeID: routeID, query: query, path: path,
+            unselectedCards: unselectedCards, routeID: routeID, query: query, path: path, produced: produced,
             requestIsClients: requestIsClients)
         let driver = Driver(
             machine: LoopBound(RouteExchange(plan: plan), on: loop), exchange: self, send: send, finish: finish)
