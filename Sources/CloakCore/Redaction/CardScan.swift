@@ -32,6 +32,14 @@ public enum CardScan {
     /// The card numbers in `text`, each as written.
     public static func cards<S: StringProtocol>(in text: S) -> [Substring] {
         let s = Substring(text)
+        // Most texts (a header, a name, an amount) cannot hold one: fewer than 13 ASCII digits and
+        // nothing else that could be a digit. One pass over the bytes, nothing made.
+        var asciiDigits = 0
+        var other = false
+        for b in s.utf8 {
+            if b >= 0x30 && b <= 0x39 { asciiDigits += 1 } else if b >= 0x80 { other = true }
+        }
+        if asciiDigits < 13 && !other { return [] }
         let scalars = s.unicodeScalars
         var found: [Substring] = []
         // The run being read: its digits, and each group's first digit and bounds in `scalars`.
@@ -44,7 +52,8 @@ public enum CardScan {
                 groups.removeAll(keepingCapacity: true)
             }
             guard digits.count >= 13 else { return }
-            let luhn = LuhnSums(digits)
+            // Prefix sums pay off on long runs; a short one (a card, an alias) is checked directly.
+            let luhn = digits.count > 64 ? LuhnSums(digits) : nil
             var i = 0
             while i < groups.count {
                 var hit: Int?
@@ -53,7 +62,9 @@ public enum CardScan {
                     let end = j + 1 < groups.count ? groups[j + 1].firstDigit : digits.count
                     let count = end - groups[i].firstDigit
                     if count > 19 { break }
-                    if count >= 13, luhn.isValid(from: groups[i].firstDigit, to: end),
+                    if count >= 13,
+                        luhn?.isValid(from: groups[i].firstDigit, to: end)
+                            ?? Luhn.isValid(numerals: Array(digits[groups[i].firstDigit..<end])),
                         isBrand(digits[groups[i].firstDigit..<end])
                     {
                         hit = j
@@ -159,16 +170,18 @@ public enum CardScan {
         }
     }
 
-    /// The cards in a JSON document's strings, numbers and keys, by path; nil when `body` is not JSON.
-    public static func json(_ body: [UInt8]) -> [Finding]? {
+    /// The cards in a JSON document's strings, numbers and keys, by path; nil when `body` is not
+    /// JSON. Strings in `skipping` (what the route wrote itself) are not looked at.
+    public static func json(_ body: [UInt8], skipping: Set<String> = []) -> [Finding]? {
         guard let value = try? JSONParser().parse(body) else { return nil }
         var out: [Finding] = []
-        walk(value, path: "$", into: &out)
+        walk(value, path: "$", skipping: skipping, into: &out)
         return out
     }
 
-    private static func walk(_ value: JSONValue, path: String, into out: inout [Finding]) {
+    private static func walk(_ value: JSONValue, path: String, skipping: Set<String>, into out: inout [Finding]) {
         switch value {
+        case let .string(text) where skipping.contains(text): return
         case let .string(text):
             for card in cards(in: text) {
                 out.append(Finding(place: path, text: String(card), whole: card == text[...]))
@@ -178,13 +191,15 @@ public enum CardScan {
             let digits = integerDigits(text) ?? text
             if !cards(in: digits).isEmpty { out.append(Finding(place: path, text: text, whole: true)) }
         case let .array(items):
-            for (i, item) in items.enumerated() { walk(item, path: "\(path)[\(i)]", into: &out) }
+            for (i, item) in items.enumerated() {
+                walk(item, path: "\(path)[\(i)]", skipping: skipping, into: &out)
+            }
         case let .object(members):
             for (key, item) in members {
                 let keyCards = cards(in: key)
                 let name = keyCards.isEmpty ? member(key) : "['<card>']"
                 for card in keyCards { out.append(Finding(place: path + name, text: String(card), whole: false)) }
-                walk(item, path: path + name, into: &out)
+                walk(item, path: path + name, skipping: skipping, into: &out)
             }
         case .null, .bool: return
         }
@@ -295,9 +310,9 @@ public enum CardScan {
 
     /// The cards in a body: by path in JSON, by key in a form, else anywhere in its text (with
     /// JSON's `\u` escapes read, for a JSON body that does not parse).
-    public static func body(_ body: [UInt8], kind: SelectableBody) -> [Finding] {
+    public static func body(_ body: [UInt8], kind: SelectableBody, skipping: Set<String> = []) -> [Finding] {
         guard !body.isEmpty else { return [] }
-        if kind == .json, let found = json(body) { return found }
+        if kind == .json, let found = json(body, skipping: skipping) { return found }
         if kind == .form { return pairs(body, prefix: "form") }
         return cards(in: unescapingJSON(String(decoding: body, as: UTF8.self))).map {
             Finding(place: "body", text: String($0), whole: false)

@@ -217,7 +217,7 @@ struct RouteExchange {
             }
             let kind = SelectableBody.of(headers).kind
             let findings =
-                (CardScan.body(body, kind: kind) + CardScan.headers(headers)
+                (CardScan.body(body, kind: kind, skipping: Set(produced)) + CardScan.headers(headers)
                 + CardScan.pairs(Array(plan.query.utf8), prefix: "query")
                 + CardScan.cards(in: CardScan.lenientDecode(Array(plan.path.utf8)[...])).map {
                     CardScan.Finding(place: "path", text: String($0), whole: false)
@@ -245,20 +245,32 @@ struct RouteExchange {
     /// `Content-Type` headers (the upstream may read either), or a charset other than UTF-8.
     static func unreadable(_ body: [UInt8], _ headers: [(name: String, value: String)]) -> String? {
         guard !body.isEmpty else { return nil }
-        if headers.contains(where: {
-            $0.name.caseInsensitiveEquals("Content-Encoding")
-                && !$0.value.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("identity")
-        }) {
-            return "an encoded body (Content-Encoding) cannot be read"
+        var types = 0
+        var charset: String?
+        for header in headers {
+            if header.name.caseInsensitiveEquals("Content-Encoding"), !Self.isIdentity(header.value) {
+                return "an encoded body (Content-Encoding) cannot be read"
+            }
+            guard header.name.caseInsensitiveEquals("Content-Type") else { continue }
+            types += 1
+            // `; charset=…` (rare): read without Foundation, on every forwarded request.
+            guard header.value.utf8.contains(UInt8(ascii: ";")) else { continue }
+            for parameter in header.value.split(separator: ";").dropFirst() {
+                let pair = parameter.split(separator: "=", maxSplits: 1)
+                guard pair.count == 2, pair[0].filter({ $0 != " " }).lowercased() == "charset" else { continue }
+                charset = pair[1].filter { $0 != " " && $0 != "\"" }.lowercased()
+            }
         }
-        let types = headers.filter { $0.name.caseInsensitiveEquals("Content-Type") }
-        if types.count > 1 { return "the body has \(types.count) Content-Type headers" }
-        if let type = types.first?.value.lowercased(), let range = type.range(of: "charset=") {
-            let charset = type[range.upperBound...].prefix { $0 != ";" }.trimmingCharacters(
-                in: .init(charactersIn: " \""))
-            if !["utf-8", "utf8", "us-ascii"].contains(charset) { return "its charset is \(charset), not UTF-8" }
+        if types > 1 { return "the body has \(types) Content-Type headers" }
+        if let charset, !["utf-8", "utf8", "us-ascii"].contains(charset) {
+            return "its charset is \(charset), not UTF-8"
         }
         return nil
+    }
+
+    /// Whether a `Content-Encoding` value is `identity` (spaces around it aside).
+    private static func isIdentity(_ value: String) -> Bool {
+        value.utf8.filter { $0 != 0x20 && $0 != 0x09 }.map { $0 | 0x20 }.elementsEqual("identity".utf8)
     }
 
     /// What becomes of the request once `cards` are known not to be aliases: sent when there are
