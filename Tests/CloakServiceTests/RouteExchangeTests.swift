@@ -69,7 +69,7 @@ import Testing
         required.required = ["$.token"]
         for (clients, code) in [(true, 1001), (false, 1401)] {
             var plan = Self.plan(request: [required])
-            plan.requestIsClients = clients
+            plan.inbound = clients ? RouteExchange.Inbound(routeID: "r1", unselectedCards: .allow) : nil
             var machine = RouteExchange(plan: plan)
             let action = machine.event(.start(body: Self.body(#"{"tokn":"x"}"#), headers: Self.json))
             #expect(Self.name(action) == "refuse \(code)")
@@ -84,8 +84,7 @@ import Testing
     /// the vault says which card-shaped values are its aliases.
     @Test func anUnselectedCardIsCheckedThenRefusedOrSent() {
         var plan = Self.plan(request: [], hasVault: true)
-        plan.unselectedCards = .refuse
-        plan.routeID = "r1"
+        plan.inbound = RouteExchange.Inbound(routeID: "r1", unselectedCards: .refuse)
         let body = Self.body(#"{"pan":"4111111111111111"}"#)
         var refused = RouteExchange(plan: plan)
         #expect(Self.name(refused.event(.start(body: body, headers: Self.json))) == "check 1")
@@ -93,7 +92,7 @@ import Testing
         var alias = RouteExchange(plan: plan)
         _ = alias.event(.start(body: body, headers: Self.json))
         #expect(Self.name(alias.event(.aliasesChecked(.success(["4111111111111111"])))).hasPrefix("send "))
-        plan.unselectedCards = .allow
+        plan.inbound?.unselectedCards = .allow
         var allowed = RouteExchange(plan: plan)
         #expect(Self.name(allowed.event(.start(body: body, headers: Self.json))).hasPrefix("send "))
     }

@@ -72,12 +72,11 @@ struct RouteCall: Sendable {
             requestCaller: requestCaller, responseCaller: responseCaller,
             maxSelected: min(route.maxAliases, vault?.settings.maxBatch ?? route.maxAliases), limitName: limitName,
             callerMaySeeValues: callerMaySeeValues, files: files)
-        exchange.routeID = route.id
-        exchange.query = request.query ?? ""
-        exchange.path = rest
-        exchange.produced = produced
-        exchange.requestIsClients = route.door == .inbound
-        if route.door == .inbound { exchange.unselectedCards = route.unselectedCards }
+        if route.door == .inbound {
+            exchange.inbound = RouteExchange.Inbound(
+                routeID: route.id, unselectedCards: route.unselectedCards, query: request.query ?? "", path: rest,
+                produced: produced)
+        }
         try exchange.start(body: body, headers: headers, loop: request.loop, send: send, finish: finish)
     }
 

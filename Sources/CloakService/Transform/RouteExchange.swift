@@ -27,26 +27,30 @@ struct RouteExchange {
         var hasVault: Bool
         /// Whether the caller may see revealed values (a token with `aliases:reveal`).
         var callerMaySeeValues = false
-        /// An inbound route's `unselected_cards`: what to do with a card still in the request
-        /// about to be forwarded (``CardScan``); nil: do not look (egress: the backend's own request).
-        var unselectedCards: Route.UnselectedCards?
-        /// The route's id, named by its refusals.
-        var routeID = ""
-        /// The request's query and the path after the route's prefix, as sent: forwarded as they
-        /// are, so looked at for cards too.
-        var query = ""
-        var path = ""
-        /// What Cloak wrote into the request before the exchange (a form route's aliases): not
-        /// cards, like the exchange's own.
-        var produced: [String] = []
-        /// Whether the request comes from the client the route serves (inbound: its refusals are
-        /// 422) or from a backend on its way to a provider (egress: 502).
-        var requestIsClients = true
+        /// An inbound route's request (its refusals are the client's: 422), looked at for cards
+        /// no selector took; nil on the way to a provider (egress: the backend's own request,
+        /// whose refusals are 502).
+        var inbound: Inbound?
 
         /// Whether the request's revealed values are looked for in the answer: not when the
         /// caller may see them anyway (it holds `aliases:reveal`, as a route that reveals into
         /// answers requires).
         var looksForRevealedValues: Bool { !callerMaySeeValues && !response.contains { $0.action == .reveal } }
+    }
+
+    /// What an inbound route's exchange needs to look for cards no selector took.
+    struct Inbound: Sendable {
+        /// The route's id, named by its refusals.
+        var routeID: String
+        /// `unselected_cards`: what to do with a card still in the request (``CardScan``).
+        var unselectedCards: Route.UnselectedCards
+        /// The request's query and the path after the route's prefix, as sent: forwarded as
+        /// they are, so looked at for cards too.
+        var query = ""
+        var path = ""
+        /// What Cloak wrote into the request before the exchange (a form route's aliases): not
+        /// cards, like the exchange's own.
+        var produced: [String] = []
     }
 
     /// What happened, for the audit line.
@@ -109,9 +113,12 @@ struct RouteExchange {
     /// Whether the unselected cards were redacted already (`unselected_cards: redact`, once).
     private var redactedUnselected = false
 
+    /// The route's id, for refusals (empty on the way to a provider).
+    private var routeID: String { plan.inbound?.routeID ?? "" }
+
     init(plan: Plan) {
         self.plan = plan
-        produced = plan.produced
+        produced = plan.inbound?.produced ?? []
     }
 
     var isDone: Bool { if case .done = state { return true } else { return false } }
@@ -187,10 +194,10 @@ struct RouteExchange {
             let what =
                 "the required selector\(required.count == 1 ? "" : "s") \(required.joined(separator: ", ")) took nothing"
             return .refuse(
-                plan.requestIsClients
+                plan.inbound != nil
                     ? CloakError(
-                        .inputDataIsNotValid, "route \(plan.routeID): \(what) in the request; nothing was sent",
-                        extraInfo: [("route", .string(plan.routeID)), ("missed", .array(required.map { .string($0) }))])
+                        .inputDataIsNotValid, "route \(routeID): \(what) in the request; nothing was sent",
+                        extraInfo: [("route", .string(routeID)), ("missed", .array(required.map { .string($0) }))])
                     : CloakError(.unexpectedResponseDataFormat, "\(what) in the request; nothing was sent upstream"))
         }
         guard !selection.isEmpty else { return forward(body, headers, outcome, RevealedValues()) }
@@ -208,18 +215,19 @@ struct RouteExchange {
     private mutating func forward(
         _ body: [UInt8], _ headers: [(name: String, value: String)], _ outcome: Outcome, _ revealed: RevealedValues
     ) -> Action {
-        if let mode = plan.unselectedCards, mode != .allow {
+        if let inbound = plan.inbound, inbound.unselectedCards != .allow {
+            let mode = inbound.unselectedCards
             if let why = Self.unreadable(body, headers) {
                 return fail(
                     .malformed(
-                        "route \(plan.routeID) looks for card numbers in what it forwards, and \(why) "
+                        "route \(routeID) looks for card numbers in what it forwards, and \(why) "
                             + "(routes[].unselected_cards: \(mode.rawValue))"), outcome)
             }
             let kind = SelectableBody.of(headers).kind
             let findings =
                 (CardScan.body(body, kind: kind, skipping: Set(produced)) + CardScan.headers(headers)
-                + CardScan.pairs(Array(plan.query.utf8), prefix: "query")
-                + CardScan.cards(in: CardScan.lenientDecode(Array(plan.path.utf8)[...])).map {
+                + CardScan.pairs(Array(inbound.query.utf8), prefix: "query")
+                + CardScan.cards(in: CardScan.lenientDecode(Array(inbound.path.utf8)[...])).map {
                     CardScan.Finding(place: "path", text: String($0), whole: false)
                 })
                 .filter { finding in !produced.contains { $0.contains(finding.text.value) } }
@@ -229,7 +237,7 @@ struct RouteExchange {
                 guard values.count <= plan.maxSelected else {
                     return fail(
                         .malformed(
-                            "route \(plan.routeID) would forward \(values.count) card-shaped values no selector took; "
+                            "route \(routeID) would forward \(values.count) card-shaped values no selector took; "
                                 + "at most \(plan.maxSelected) are looked up (\(plan.limitName))"), outcome)
                 }
                 guard plan.hasVault else { return decide(findings, body, headers, outcome, revealed) }
@@ -283,7 +291,7 @@ struct RouteExchange {
             state = .awaitingAnswer(outcome, revealed)
             return .send(body: body, headers: readable(headers, revealed))
         }
-        if plan.unselectedCards == .redact, plan.hasVault, !redactedUnselected,
+        if plan.inbound?.unselectedCards == .redact, plan.hasVault, !redactedUnselected,
             let operations = Self.redaction(of: cards)
         {
             redactedUnselected = true
@@ -301,10 +309,10 @@ struct RouteExchange {
         return fail(
             CloakError(
                 .inputDataIsNotValid,
-                "route \(plan.routeID) would forward a card number that no selector took, at "
+                "route \(routeID) would forward a card number that no selector took, at "
                     + places.joined(separator: ", ")
                     + " (routes[].unselected_cards: refuse; select it to redact it, or fix the selector)",
-                extraInfo: [("route", .string(plan.routeID)), ("paths", .array(places.map { .string($0) }))]),
+                extraInfo: [("route", .string(routeID)), ("paths", .array(places.map { .string($0) }))]),
             outcome)
     }
 

@@ -18,14 +18,8 @@ struct TransformedExchange: Sendable {
     var callerMaySeeValues = false
     /// The route's file reveals, run on the final body right before it is sent.
     var files: FileRevealing?
-    /// An inbound route's `unselected_cards`, id and request query (``RouteExchange/Plan``).
-    var unselectedCards: Route.UnselectedCards?
-    var routeID = ""
-    var query = ""
-    var path = ""
-    /// What Cloak wrote into the request before the exchange (a form route's aliases).
-    var produced: [String] = []
-    var requestIsClients = true
+    /// An inbound route's look for cards no selector took (``RouteExchange/Plan/inbound``).
+    var inbound: RouteExchange.Inbound?
 
     typealias Outcome = RouteExchange.Outcome
 
@@ -47,8 +41,7 @@ struct TransformedExchange: Sendable {
         let plan = RouteExchange.Plan(
             request: request, response: response, maxSelected: maxSelected,
             limitName: limitName, hasVault: vault != nil, callerMaySeeValues: callerMaySeeValues,
-            unselectedCards: unselectedCards, routeID: routeID, query: query, path: path, produced: produced,
-            requestIsClients: requestIsClients)
+            inbound: inbound)
         let driver = Driver(
             machine: LoopBound(RouteExchange(plan: plan), on: loop), exchange: self, send: send, finish: finish)
         let first = driver.machine.value.event(.start(body: body, headers: headers))
