@@ -5,7 +5,7 @@ import Testing
 
 @testable import CloakHTTP
 
-/// Answers whose body is produced as it is sent (``StreamedBody``): whole and in order,
+/// Answers whose body is produced as it is sent (``BodyStream``): whole and in order,
 /// pulled only as the client takes them, never passed off as whole when the producer fails or
 /// breaks its length, and the connection reused after a whole one.
 @Suite struct StreamedAnswerTests {
@@ -15,15 +15,15 @@ import Testing
         let asked = Atomic<Int>(0)
         let pieces: Int
         let size: Int
-        let ending: StreamedBody.Piece
-        init(pieces: Int, size: Int, ending: StreamedBody.Piece = .end) {
+        let ending: BodyStream.Piece
+        init(pieces: Int, size: Int, ending: BodyStream.Piece = .end) {
             self.pieces = pieces
             self.size = size
             self.ending = ending
         }
         var whole: [UInt8] { (0..<(pieces * size)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) } }
-        var source: StreamedBody {
-            StreamedBody { receive in
+        var source: BodyStream {
+            BodyStream { receive in
                 let n = self.asked.add(1, ordering: .relaxed).newValue - 1
                 guard n < self.pieces else { return receive(self.ending) }
                 let start = n * self.size
@@ -44,8 +44,7 @@ import Testing
             let serving =
                 first ? producer : Producer(pieces: producer.pieces, size: producer.size, ending: producer.ending)
             var response = HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")])
-            response.bodySource = serving.source
-            response.streamedLength = promised ?? producer.pieces * producer.size
+            response.content = .stream(serving.source, length: promised ?? producer.pieces * producer.size)
             return response
         }
         server.start()
@@ -86,11 +85,11 @@ import Testing
     }
 
     @Test(arguments: [
-        ("the producer fails", StreamedBody.Piece.failed, nil as Int?),
+        ("the producer fails", BodyStream.Piece.failed(nil), nil as Int?),
         ("fewer bytes than promised", .end, 10 * 1024 + 1),
         ("more bytes than promised", .end, 10 * 1024 - 1),
     ])
-    func aBrokenAnswerIsCutNeverPassedOffAsWhole(_ why: String, ending: StreamedBody.Piece, promised: Int?) throws {
+    func aBrokenAnswerIsCutNeverPassedOffAsWhole(_ why: String, ending: BodyStream.Piece, promised: Int?) throws {
         let producer = Producer(pieces: 10, size: 1024, ending: ending)
         let server = try Self.start(producer, promised: promised ?? 10 * 1024 + 5)
         defer { server.shutdown() }

@@ -13,12 +13,12 @@ import Testing
         var bytes = 0
         var sum: UInt32 = 0
         var largestPiece = 0
-        var end: RequestBodyStream.Piece?
+        var end: BodyStream.Piece?
     }
 
     /// Reads `stream` to its end (or failure), then calls `done`.
     static func drain(
-        _ stream: RequestBodyStream, into reading: Reading = Reading(), done: @escaping @Sendable (Reading) -> Void
+        _ stream: BodyStream, into reading: Reading = Reading(), done: @escaping @Sendable (Reading) -> Void
     ) {
         stream.next { piece in
             var reading = reading
@@ -111,7 +111,7 @@ import Testing
 
     @Test func aHandlerThatIsBehindHoldsTheClientBack() throws {
         let delivered = Atomic<Int>(0)
-        let held = Mutex<(RequestBodyStream, HTTPResponder)?>(nil)
+        let held = Mutex<(BodyStream, HTTPResponder)?>(nil)
         let server = try Self.start(limit: 256 << 20) { request, responder in
             guard let stream = request.bodyStream else { return responder.respond(HTTPResponse(status: 404)) }
             // One piece, then nothing asked until the test says so.
@@ -174,7 +174,7 @@ import Testing
     }
 
     @Test func aChunkedBodyPastTheLimitFailsItsStreamWith413() throws {
-        let failure = Mutex<RequestBodyStream.Piece?>(nil)
+        let failure = Mutex<BodyStream.Piece?>(nil)
         let server = try Self.start(limit: 1_000) { request, responder in
             guard let stream = request.bodyStream else { return responder.respond(HTTPResponse(status: 404)) }
             Self.drain(stream) { reading in
@@ -195,7 +195,7 @@ import Testing
     }
 
     @Test func aClientThatLeavesMidBodyFailsTheStream() throws {
-        let failure = Mutex<RequestBodyStream.Piece?>(nil)
+        let failure = Mutex<BodyStream.Piece?>(nil)
         let server = try Self.start { request, responder in
             guard let stream = request.bodyStream else { return responder.respond(HTTPResponse(status: 404)) }
             Self.drain(stream) { reading in

@@ -8,12 +8,17 @@
 ///   └──deadline──▶ finished(timedOut) ◀──deadline / connect timeout──┘
 /// ```
 /// Every event after `finished` is ignored: an exchange completes exactly once.
+///
+/// A streamed request body (issue 58) flows in `sending` as an ``OutgoingBody``: pulled from its
+/// producer as the socket takes it; a producer that fails or breaks its length fails the
+/// exchange and closes the connection, so the upstream sees a cut request, never a whole one.
 struct ExchangeState: Equatable {
     enum Phase: Equatable {
         /// Waiting for a connection of its pool.
         case queued
-        /// On a connection, its request sent or being sent, the answer not complete.
-        case sending
+        /// On a connection, its request sent or being sent, the answer not complete; a streamed
+        /// body's flow while any of it is unsent.
+        case sending(OutgoingBody?)
         case finished(Outcome)
     }
 
@@ -36,6 +41,10 @@ struct ExchangeState: Equatable {
         /// The connection it was given turned out unusable before any byte of the request was
         /// written (bytes were waiting on it): it waits for another.
         case returned
+        /// The transport holds `unsent` bytes of the request not in the socket yet.
+        case sent(unsent: Int)
+        /// The streamed body's producer answered ``Action/pullBody``.
+        case bodyPiece(BodyStream.Piece)
     }
 
     /// What the owner must do after an event.
@@ -49,9 +58,23 @@ struct ExchangeState: Equatable {
         case deliverFailure(UpstreamError, closeConnection: Bool)
         /// Deliver a timeout and close the connection (its request is abandoned mid-exchange).
         case cancelAndTimeOut
+        /// Ask the streamed body's producer for its next piece.
+        case pullBody
+        /// Give the body's next piece to the transport.
+        case sendBody([UInt8])
     }
 
     private(set) var phase: Phase = .queued
+    /// A streamed body's promised length (nil: the request goes whole).
+    let streamedLength: Int?
+
+    init(streamedLength: Int? = nil) { self.streamedLength = streamedLength }
+
+    /// Whether part of a streamed body is still to come from its producer.
+    var isSendingBody: Bool {
+        if case .sending(let body?) = phase { return !body.isDone }
+        return false
+    }
 
     var isFinished: Bool {
         if case .finished = phase { return true }
@@ -63,8 +86,25 @@ struct ExchangeState: Equatable {
         case (.finished, _):
             return .none
         case (.queued, .assigned):
-            phase = .sending
+            phase = .sending(streamedLength.map { OutgoingBody(length: $0) })
             return .send
+        case (.sending(var body?), .sent(let unsent)):
+            let action = body.sent(unsent: unsent)
+            phase = .sending(body)
+            return action == .pull ? .pullBody : .none
+        case (.sending(var body?), .bodyPiece(let piece)):
+            let action = body.received(piece)
+            phase = .sending(body)
+            switch action {
+            case .send(let bytes): return .sendBody(bytes)
+            case .broken(let why):
+                let error = UpstreamError.unreachable("the request's body \(why)")
+                phase = .finished(.failed(error))
+                return .deliverFailure(error, closeConnection: true)
+            case .none, .pull, .finished: return .none
+            }
+        case (_, .sent), (_, .bodyPiece):
+            return .none
         case (.queued, .deadline):
             phase = .finished(.timedOut)
             return .deliverFailure(.timeout, closeConnection: false)

@@ -83,6 +83,7 @@ final class PlainTransport: UpstreamTransport {
     }
 
     var isWriting: Bool { pendingOffset < pending.count }
+    var unsent: Int { pending.count - pendingOffset }
 
     func close() {
         reading?.free()

@@ -88,6 +88,7 @@ final class TLSTransport: UpstreamTransport {
     }
 
     var isWriting: Bool { pendingOffset < pending.count }
+    var unsent: Int { pending.count - pendingOffset }
 
     /// Whether reading now would return something (a record OpenSSL holds, bytes, the peer's
     /// end, an error) rather than wait; nothing is consumed.

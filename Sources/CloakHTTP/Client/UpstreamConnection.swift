@@ -36,11 +36,6 @@ final class UpstreamConnection: UpstreamTransportOwner {
         var exchangesStarted = 0
         /// Set until the first exchange's TCP connect (and TLS handshake) ends.
         var connectTimer: LoopEvent?
-        /// The current request's streamed body while some of it is unsent: its producer, the
-        /// bytes it still owes, and whether a piece is asked for.
-        var bodySource: StreamedBody?
-        var bodyRemaining = 0
-        var bodyPulling = false
     }
 
     @exclusivity(unchecked) var state: LoopBound<State>
@@ -103,12 +98,7 @@ final class UpstreamConnection: UpstreamTransportOwner {
         state.exchangesStarted += 1
         switch transport.write(exchange.wire, unlessInputWaiting: isReused) {
         case .accepted:
-            if let source = r.bodySource {
-                state.bodySource = source
-                state.bodyRemaining = r.streamedLength
-                if !transport.isWriting { pullBody(exchange) }
-            }
-            return
+            carryOut(exchange.handle(.sent(unsent: transport.unsent)), exchange)
         case .failed:
             carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
         case .inputWaiting:
@@ -127,24 +117,19 @@ final class UpstreamConnection: UpstreamTransportOwner {
     // MARK: A streamed body
 
     func transportDrained() {
-        guard let exchange = state.current, state.bodySource != nil else { return }
-        pullBody(exchange)
+        guard let exchange = state.current else { return }
+        carryOut(exchange.handle(.sent(unsent: state.transport?.unsent ?? 0)), exchange)
     }
 
-    /// Asks the body's producer for its next piece; the piece is written as it comes, and the
-    /// next asked for once it has gone out. A producer that fails or breaks its length fails the
-    /// exchange and closes the connection: the upstream sees a cut request, never a whole one.
+    /// Asks the body's producer for its next piece (its flow is the exchange's
+    /// ``ExchangeState``); the piece comes back on this loop (the producer's promise).
     private func pullBody(_ exchange: Exchange) {
-        guard let source = state.bodySource, !state.bodyPulling else { return }
-        state.bodyPulling = true
-        // The piece comes back on this loop (the producer's promise): both are loop-bound.
+        guard let source = exchange.request.content.stream else { return }
         let pulled = LoopBound(BodyPull(connection: self, exchange: exchange), loop: pool.thread)
         source.next { piece in
             let pull = pulled.value
-            guard let connection = pull.connection else { return }
-            connection.state.bodyPulling = false
-            guard connection.state.current === pull.exchange, connection.state.bodySource != nil else { return }
-            connection.bodyPiece(piece, pull.exchange)
+            guard let connection = pull.connection, connection.state.current === pull.exchange else { return }
+            connection.carryOut(pull.exchange.handle(.bodyPiece(piece)), pull.exchange)
         }
     }
 
@@ -153,29 +138,11 @@ final class UpstreamConnection: UpstreamTransportOwner {
         let exchange: Exchange
     }
 
-    private func bodyPiece(_ piece: StreamedBody.Piece, _ exchange: Exchange) {
-        let broken: String?
-        switch piece {
-        case .bytes(let bytes) where bytes.count <= state.bodyRemaining:
-            state.bodyRemaining -= bytes.count
-            guard let transport = state.transport, transport.write(bytes, unlessInputWaiting: false) == .accepted else {
-                return carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
-            }
-            if !transport.isWriting { pullBody(exchange) }
-            return
-        case .end where state.bodyRemaining == 0:
-            state.bodySource = nil
-            return
-        case .bytes, .end:
-            broken = "the request's body did not have its promised length"
-        case .failed:
-            broken = "the request's body could not be produced"
+    private func sendBody(_ bytes: [UInt8], _ exchange: Exchange) {
+        guard let transport = state.transport, transport.write(bytes, unlessInputWaiting: false) == .accepted else {
+            return carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
         }
-        state.bodySource = nil
-        state.isClosed = true
-        state.transport?.close()
-        state.transport = nil
-        carryOut(exchange.handle(.failed(.unreachable(broken ?? ""))), exchange)
+        carryOut(exchange.handle(.sent(unsent: transport.unsent)), exchange)
     }
 
     /// Bytes that came before the current request was written whole, on a reused connection:
@@ -226,7 +193,9 @@ final class UpstreamConnection: UpstreamTransportOwner {
     }
 
     func transportReceived(_ bytes: UnsafeRawBufferPointer, more: Bool) {
-        if isReused, let exchange = state.current, state.transport?.isWriting == true || state.bodySource != nil {
+        if isReused, let exchange = state.current,
+            state.transport?.isWriting == true || exchange.state.machine.isSendingBody
+        {
             return refuseEarlyBytes(exchange)
         }
         // The parser is used in place, through `withValue` (through the state's key paths, it
@@ -250,7 +219,8 @@ final class UpstreamConnection: UpstreamTransportOwner {
         // the next caller's request.
         answer(
             exchange,
-            reusable: used == bytes.count && !more && !(state.transport?.isWriting ?? false) && state.bodySource == nil)
+            reusable: used == bytes.count && !more && !(state.transport?.isWriting ?? false)
+                && !exchange.state.machine.isSendingBody)
     }
 
     func transportClosed(_ why: String?) {
@@ -301,6 +271,10 @@ final class UpstreamConnection: UpstreamTransportOwner {
         switch action {
         case .none, .send:
             return
+        case .pullBody:
+            pullBody(exchange)
+        case .sendBody(let bytes):
+            sendBody(bytes, exchange)
         case let .deliverAnswer(reuse):
             finish(
                 exchange, answer.map { .success($0) } ?? .failure(.badResponse("no answer")), reusable: reuse,
@@ -317,7 +291,6 @@ final class UpstreamConnection: UpstreamTransportOwner {
     private func finish(
         _ exchange: Exchange, _ result: Result<HTTPResponse, UpstreamError>, reusable: Bool, failed: Bool
     ) {
-        state.bodySource = nil
         state.current = nil
         state.parser = nil
         exchange.state.connection = nil

@@ -21,7 +21,8 @@ final class Exchange {
     ) {
         self.request = request
         self.wire = wire
-        self.state = LoopBound(State(completion: completion), loop: thread)
+        let machine = ExchangeState(streamedLength: request.content.streamedLength)
+        self.state = LoopBound(State(completion: completion, machine: machine), loop: thread)
     }
 
     var isDone: Bool { state.machine.isFinished }

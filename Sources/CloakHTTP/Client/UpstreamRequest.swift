@@ -24,11 +24,14 @@ public struct UpstreamRequest: Sendable {
     public var method: HTTPMethod
     /// Sent as given; `Host` is set from ``host`` and `Content-Length` from the body.
     public var headers: [(name: String, value: String)]
-    public var body: [UInt8]
-    /// A body sent as it is produced instead of ``body``, of exactly ``streamedLength`` bytes
-    /// (its pieces given on the client's loop thread).
-    public var bodySource: StreamedBody?
-    public var streamedLength = 0
+    /// The body: whole, or a stream sent as it is produced, of the length it promises (its
+    /// pieces given on the client's loop thread).
+    public var content: HTTPBody
+    /// A whole body's bytes (empty for a streamed one).
+    public var body: [UInt8] {
+        get { content.bytes }
+        set { content = .bytes(newValue) }
+    }
     /// How long the whole exchange may take, connection included.
     public var timeoutSeconds: Double
     /// How long opening a new connection may take (TCP connect).
@@ -57,7 +60,7 @@ public struct UpstreamRequest: Sendable {
         self.target = target
         self.method = method
         self.headers = headers
-        self.body = body
+        self.content = .bytes(body)
         self.timeoutSeconds = timeoutSeconds
         self.connectTimeoutSeconds = connectTimeoutSeconds
         self.caFile = caFile

@@ -14,6 +14,8 @@ protocol UpstreamTransport: AnyObject {
     func close()
     /// Whether part of what was written has not gone out yet.
     var isWriting: Bool { get }
+    /// How many bytes of what was written have not gone out yet.
+    var unsent: Int { get }
 }
 
 /// What became of a write.

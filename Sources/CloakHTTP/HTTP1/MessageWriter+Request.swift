@@ -48,8 +48,8 @@ extension MessageWriter {
         }
         // Every body goes with its exact length (a GET body without one would be read by the
         // upstream as the next request); POST, PUT and PATCH say 0 when they have none.
-        // A streamed body (``UpstreamRequest/bodySource``) follows the head piece by piece.
-        let length = request.bodySource == nil ? request.body.count : request.streamedLength
+        // A streamed body follows the head piece by piece, of the length it promises.
+        let length = request.content.length ?? 0
         if length > 0 || request.method == .POST || request.method == .PUT || request.method == .PATCH {
             out.append("Content-Length: ")
             out.appendDecimal(length)
@@ -57,7 +57,7 @@ extension MessageWriter {
         }
         if !request.reuseConnection { out.append("Connection: close\r\n") }
         out.append("\r\n")
-        if request.bodySource == nil { out += request.body }
+        if case .bytes(let bytes) = request.content { out += bytes }
         return out
     }
 }

@@ -57,9 +57,10 @@ enum MessageWriter {
         if bodyAllowed {
             // A HEAD answer says the length a GET would get: its body's, else the length its
             // handler gave (an upstream's HEAD answer has no body), else none (RFC 9110 8.6).
-            if response.bodySource != nil {
+            if case .stream(_, let length) = response.content {
+                // A stream promises its length (one without is broken at its first byte).
                 out.append("Content-Length: ")
-                out.appendDecimal(response.streamedLength)
+                out.appendDecimal(length ?? 0)
                 out.append("\r\n")
             } else if !headOnly || !response.body.isEmpty {
                 out.append("Content-Length: ")

@@ -18,6 +18,12 @@ public struct RequestHead: Sendable, Equatable {
         case none
         case length(UInt64)
         case chunked
+
+        /// The length announced, if any.
+        public var length: Int? {
+            if case .length(let length) = self { return Int(clamping: length) }
+            return nil
+        }
     }
 
     /// The first field of `name` (case-insensitive).

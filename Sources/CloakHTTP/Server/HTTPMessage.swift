@@ -19,11 +19,13 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     public var query: String?
     /// Header fields in arrival order, names as sent.
     public var headers: [(name: String, value: String)]
-    /// The body, wrapped: it may hold card data.
-    public var sensitiveBody: Sensitive<[UInt8]>
+    /// The body: whole, or (for an endpoint that streams it, ``RequestBodyDelivery``) a
+    /// stream read as the client sends it.
+    public var content: HTTPBody
+    /// A whole body's bytes (empty for a streamed one).
     public var body: [UInt8] {
-        get { sensitiveBody.value }
-        set { sensitiveBody.value = newValue }
+        get { content.bytes }
+        set { content = .bytes(newValue) }
     }
     /// The request id: the client's `X-Request-Id` when it is well formed, else a new one.
     public var requestID: String
@@ -41,7 +43,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     public var proxyTarget: ProxyTarget?
     /// The body, as it arrives, for a request whose endpoint streams it (``RequestBodyDelivery``);
     /// ``body`` is then empty.
-    public var bodyStream: RequestBodyStream?
+    public var bodyStream: BodyStream? { content.stream }
 
     public init(
         method: HTTPMethod, path: String, query: String? = nil, headers: [(name: String, value: String)] = [],
@@ -52,7 +54,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
         self.rawPath = path
         self.query = query
         self.headers = headers
-        self.sensitiveBody = Sensitive(body)
+        self.content = .bytes(body)
         self.requestID = requestID
     }
 
@@ -82,16 +84,24 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
 public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
-    public var body: [UInt8]
-    /// A body sent as it is produced instead of ``body`` (``StreamedBody``), of exactly
-    /// ``streamedLength`` bytes.
-    public var bodySource: StreamedBody?
-    public var streamedLength = 0
+    /// The body: whole, or a stream sent as it is produced, of the length it promises.
+    public var content: HTTPBody
+    /// A whole body's bytes (empty for a streamed one).
+    public var body: [UInt8] {
+        get { content.bytes }
+        set { content = .bytes(newValue) }
+    }
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
-        self.body = body
+        self.content = .bytes(body)
+    }
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], content: HTTPBody) {
+        self.status = status
+        self.headers = headers
+        self.content = content
     }
 
     /// A JSON response with `Content-Type: application/json`.

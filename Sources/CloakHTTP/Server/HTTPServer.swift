@@ -47,8 +47,9 @@ public final class HTTPServer: Sendable {
     ///   opened tunnel's requests reach `handler` with their ``HTTPRequest/proxyTarget``.
     /// - Parameter watchdog: where each loop's heartbeat is registered (as `name`-index), for
     ///   `/readyz`.
-    /// - Parameter bodyDelivery: which requests (by method and decoded path) have their body
-    ///   streamed to the handler (``RequestBodyStream``); nil: every body is read whole.
+    /// - Parameter bodyDelivery: which requests (by method and path as sent, still
+    ///   percent-encoded) have their body streamed to the handler (``HTTPRequest/bodyStream``),
+    ///   asked once on each head with a body; nil: every body is read whole.
     public init(
         configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler,
         tunnels: TunnelAuthorizer? = nil, watchdog: LoopWatchdog? = nil, name: String = "main",

@@ -29,7 +29,7 @@ extension LoopWorker {
         guard
             let connection = ServerConnection(
                 fd: fd, peer: peer, worker: self, afterConnect: tunnels != nil ? .keepScanning : .refuse,
-                proxyProtocol: configuration.proxyProtocol, tls: tls?.context, now: Self.now())
+                proxyProtocol: configuration.proxyProtocol, tls: tls)
         else {
             // No TLS session (or loop event) could be made: closed without a byte, serving it in
             // cleartext would fail open. The transport owned the socket and has closed it.

@@ -5,7 +5,7 @@ import CloakCore
 /// and the answer is dropped).
 extension LoopWorker {
     func dispatch(
-        _ head: RequestHead, body: [UInt8], stream: RequestBodyStream? = nil, violation: HTTPViolation?,
+        _ head: RequestHead, body: HTTPBody, violation: HTTPViolation?,
         on connection: ServerConnection, serial: UInt64
     ) {
         state.value.requestCounter &+= 1
@@ -20,9 +20,9 @@ extension LoopWorker {
         }
         let method = HTTPMethod(rawValue: head.method) ?? .GET
         var request = HTTPRequest(
-            method: method, path: target.path, query: target.query, headers: headers, body: body, requestID: requestID)
+            method: method, path: target.path, query: target.query, headers: headers, requestID: requestID)
+        request.content = body
         request.violation = violation
-        request.bodyStream = stream
         request.rawPath = target.rawPath
         request.remoteAddress = connection.clientAddress
         request.forwardingTrusted = !connection.namedNoClient

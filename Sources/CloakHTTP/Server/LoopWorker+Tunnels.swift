@@ -33,7 +33,7 @@ extension LoopWorker {
                 return answer(tunnels.malformed("send nothing after CONNECT before its answer"))
             }
             let tunnel = ProxyTarget(scheme: "https", host: host, port: target.port, tunnelGrant: grant)
-            connection.answer(HTTPResponse(status: 200), for: serial, tunnel: (tunnel, certificate.context))
+            connection.answer(HTTPResponse(status: 200), for: serial, tunnel: (tunnel, certificate))
         }
     }
 }

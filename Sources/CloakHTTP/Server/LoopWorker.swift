@@ -22,10 +22,8 @@ final class LoopWorker: @unchecked Sendable {
     let addressBudget: AddressBudget
     /// The thread the loop runs on, checked by ``state``.
     let thread = LoopThread()
-    /// The deadlines, in nanoseconds.
-    let headerTimeout: UInt64
-    let bodyTimeout: UInt64
-    let idleTimeout: UInt64
+    /// Every connection's limits and deadlines (nanoseconds), for its state machine.
+    let connectionLimits: ServerConnectionState<LoopClock>.Limits
 
     /// What the loop changes as it serves.
     struct State {
@@ -93,9 +91,11 @@ final class LoopWorker: @unchecked Sendable {
         self.tunnels = tunnels
         self.bodyDelivery = bodyDelivery
         self.heartbeat = heartbeat
-        headerTimeout = UInt64(max(configuration.headerTimeoutSeconds, 0)) * 1_000_000_000
-        bodyTimeout = UInt64(max(configuration.bodyTimeoutSeconds, 0)) * 1_000_000_000
-        idleTimeout = UInt64(max(configuration.idleTimeoutSeconds, 0)) * 1_000_000_000
+        connectionLimits = .init(
+            maxBodyBytes: configuration.maxBodyBytes,
+            headerTimeout: UInt64(max(configuration.headerTimeoutSeconds, 0)) * 1_000_000_000,
+            bodyTimeout: UInt64(max(configuration.bodyTimeoutSeconds, 0)) * 1_000_000_000,
+            idleTimeout: UInt64(max(configuration.idleTimeoutSeconds, 0)) * 1_000_000_000)
         self.idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 16) + "-\(index)-"
         makeEvents()
         handle = LoopHandle(worker: self)

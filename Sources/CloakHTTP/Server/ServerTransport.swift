@@ -109,8 +109,8 @@ final class ServerTransport {
     /// Starts TLS: the next bytes read are the client's handshake, and `initial` (bytes already
     /// read in plain text past what was consumed) comes first. False when no session could be
     /// made.
-    func startTLS(_ context: OpaquePointer, initial: UnsafeRawBufferPointer = .init(start: nil, count: 0)) -> Bool {
-        guard tls == nil, let session = TLSSession(context: context) else { return false }
+    func startTLS(_ context: TLSServerContext, initial: UnsafeRawBufferPointer = .init(start: nil, count: 0)) -> Bool {
+        guard tls == nil, let session = TLSSession(context: context.context) else { return false }
         tls = session
         if initial.count > 0 {
             guard session.feed(initial) else { return false }
@@ -144,6 +144,8 @@ final class ServerTransport {
 
     /// Whether part of what was sent has not left for the kernel yet.
     var isSending: Bool { pendingOffset < pending.count }
+    /// How many bytes of what was sent have not left for the kernel yet.
+    var unsent: Int { pending.count - pendingOffset }
 
     /// Ends the connection gracefully: what was sent leaves (a TLS close_notify after it), then
     /// the sending side is shut, and whatever the client still sends is read and dropped until it

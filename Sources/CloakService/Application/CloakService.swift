@@ -156,22 +156,21 @@ package final class CloakService: Sendable {
     package func beginDraining() { state.isDraining.store(true, ordering: .relaxed) }
 
     /// The ``HTTPDeferredHandler`` of the API listener: answers now, or later on the request's loop.
-    /// How a request's body is read: streamed for the form endpoints of a form with file
-    /// fields, up to what its rules allow (``uploadLimit(_:)``); whole for everything else.
-    package func bodyDelivery(_ method: HTTPMethod, _ path: String) -> RequestBodyDelivery {
-        guard Self.mayStream(method, path) else { return .whole }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 4, ["tokens", "aliases", "send"].contains(parts[3]),
-            let form = configuration.forms[String(parts[2])], form.hasFileFields
-        else { return .whole }
-        return .streamed(maxBytes: Self.uploadLimit(form, textBytes: configuration.server.maxBodyBytes))
+    /// How a request's body is read, as its endpoint declares (``Endpoint/BodyReading``);
+    /// `rawPath` as the client sent it (the router matches it so).
+    package func bodyDelivery(_ method: HTTPMethod, _ rawPath: String) -> RequestBodyDelivery {
+        Self.bodyDelivery(method, rawPath) { self }
     }
 
-    /// Whether a request may be a form upload (`POST /forms/…/tokens|aliases|send`): checked
-    /// without allocating or locking, since every request with a body asks.
-    static func mayStream(_ method: HTTPMethod, _ path: String) -> Bool {
-        method == .POST && path.hasPrefix("/forms/")
-            && (path.hasSuffix("/tokens") || path.hasSuffix("/aliases") || path.hasSuffix("/send"))
+    /// The endpoint is found without the service; `service` is asked only for an endpoint
+    /// that may stream (a form's upload), so that every other request takes no lock.
+    static func bodyDelivery(
+        _ method: HTTPMethod, _ rawPath: String, service: () -> CloakService
+    ) -> RequestBodyDelivery {
+        guard case .found(let endpoint, let parameters, _) = router.resolve(method: method, path: rawPath),
+            case .streamed(let limit) = endpoint.body, let most = limit(service(), parameters)
+        else { return .whole }
+        return .streamed(maxBytes: most)
     }
 
     /// The most bytes a submission of `form` may have: its text, plus every file its rules allow

@@ -21,19 +21,23 @@ extension Endpoint {
             try ValidateHandler(context: s.context, bins: s.binRefresh?.current?.table).reply(to: c)
         },
         Endpoint(
-            "form-tokens", .POST, "/forms/{form}/tokens", access: .tokenize, rate: .creator, audit: "file_upload"
+            "form-tokens", .POST, "/forms/{form}/tokens", access: .tokenize, rate: .creator, audit: "file_upload",
+            body: .formUpload
         ) {
             s, c throws(CloakError) in
             try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: false, answer: .flatResult)
         },
         Endpoint(
             "form-aliases", .POST, "/forms/{form}/aliases", access: .scope("aliases:create"), rate: .caller,
-            audit: "file_upload"
+            audit: "file_upload", body: .formUpload
         ) {
             s, c throws(CloakError) in
             try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: true, answer: .flatResult)
         },
-        Endpoint("form-send", .POST, "/forms/{form}/send", access: .tokenize, rate: .creator, audit: "file_upload") {
+        Endpoint(
+            "form-send", .POST, "/forms/{form}/send", access: .tokenize, rate: .creator, audit: "file_upload",
+            body: .formUpload
+        ) {
             s, c throws(CloakError) in
             try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: false, answer: .mappedBody)
         },

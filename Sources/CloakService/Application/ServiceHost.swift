@@ -12,11 +12,10 @@ package final class ServiceHost: Sendable {
 
     package init(_ service: CloakService) { current = Mutex(service) }
 
-    /// How the current service reads a request's body (``CloakService/bodyDelivery(_:_:)``).
-    package func bodyDelivery(_ method: HTTPMethod, _ path: String) -> RequestBodyDelivery {
-        // Decided for every request with a body: only a form's upload endpoints ask the service.
-        guard CloakService.mayStream(method, path) else { return .whole }
-        return service.bodyDelivery(method, path)
+    /// How the current service reads a request's body, as its endpoint declares
+    /// (``CloakService/bodyDelivery(_:_:)``); the service is looked up only for a form's upload.
+    package func bodyDelivery(_ method: HTTPMethod, _ rawPath: String) -> RequestBodyDelivery {
+        CloakService.bodyDelivery(method, rawPath) { service }
     }
 
     /// The service requests start under now.

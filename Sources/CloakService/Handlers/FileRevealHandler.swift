@@ -59,8 +59,7 @@ struct FileRevealHandler: Sendable {
                             ("Content-Security-Policy", SandboxMiddleware.policy),
                             ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"),
                         ])
-                    response.bodySource = StreamedBody { receive in source.next(receive) }
-                    response.streamedLength = metadata.bytes
+                    response.content = .stream(BodyStream { receive in source.next(receive) }, length: metadata.bytes)
                     finish(response)
                 }
             }
@@ -121,7 +120,7 @@ final class FileContentSource: Sendable {
         state = Mutex(State(opener: try vault.vault.opener(for: file)))
     }
 
-    func next(_ receive: @escaping @Sendable (StreamedBody.Piece) -> Void) {
+    func next(_ receive: @escaping @Sendable (BodyStream.Piece) -> Void) {
         enum Step { case give([UInt8]), end, fail, read(Int) }
         let step: Step = state.withLock { s in
             if s.ended { return .end }
@@ -131,10 +130,10 @@ final class FileContentSource: Sendable {
         switch step {
         case .give(let sealed): give(sealed, receive)
         case .end: receive(.end)
-        case .fail: receive(.failed)
+        case .fail: receive(.failed(nil))
         case .read(let from):
             vault.fileChunks(file, from: from, limit: Self.batch) { result in
-                guard case .success(let chunks) = result, !chunks.isEmpty else { return receive(.failed) }
+                guard case .success(let chunks) = result, !chunks.isEmpty else { return receive(.failed(nil)) }
                 let first: [UInt8] = self.state.withLock { s in
                     s.next += chunks.count
                     s.ready += chunks.dropFirst()
@@ -145,7 +144,7 @@ final class FileContentSource: Sendable {
         }
     }
 
-    private func give(_ sealed: [UInt8], _ receive: @escaping @Sendable (StreamedBody.Piece) -> Void) {
+    private func give(_ sealed: [UInt8], _ receive: @escaping @Sendable (BodyStream.Piece) -> Void) {
         let opened: [UInt8]? = state.withLock { s in
             guard let (bytes, isLast) = try? s.opener.open(sealed) else { return nil }
             if isLast {
@@ -154,7 +153,7 @@ final class FileContentSource: Sendable {
             }
             return bytes
         }
-        guard let opened else { return receive(.failed) }
+        guard let opened else { return receive(.failed(nil)) }
         // An empty piece (an empty last chunk) is the end itself.
         receive(opened.isEmpty ? .end : .bytes(opened))
     }

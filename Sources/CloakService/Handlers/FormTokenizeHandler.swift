@@ -33,7 +33,7 @@ struct FormTokenizeHandler: Sendable {
         }
         if let form = context.configuration.forms[name], form.hasFileFields {
             // A whole body (a request made in process): read as one piece.
-            let pieces = Mutex<[RequestBodyStream.Piece]>([.bytes(request.body), .end])
+            let pieces = Mutex<[BodyStream.Piece]>([.bytes(request.body), .end])
             return try upload(request, form: name, caller: caller, answer: answer) { receive in
                 receive(pieces.withLock { $0.count > 1 ? $0.removeFirst() : $0[0] })
             }

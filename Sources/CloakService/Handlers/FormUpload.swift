@@ -54,8 +54,8 @@ final class FormUpload: @unchecked Sendable {
         var bytes: Int
     }
 
-    /// Asks for the body's next piece (``RequestBodyStream/next(_:)``, or a whole body's one).
-    typealias Pull = @Sendable (@escaping @Sendable (RequestBodyStream.Piece) -> Void) -> Void
+    /// Asks for the body's next piece (``BodyStream/next(_:)``, or a whole body's one).
+    typealias Pull = @Sendable (@escaping @Sendable (BodyStream.Piece) -> Void) -> Void
 
     private let nextPiece: Pull
     private var reader: FormUploadReader
@@ -127,7 +127,7 @@ final class FormUpload: @unchecked Sendable {
         nextPiece { piece in self.onThread { self.received(piece) } }
     }
 
-    private func received(_ piece: RequestBodyStream.Piece) {
+    private func received(_ piece: BodyStream.Piece) {
         guard !done else { return }
         switch piece {
         case .bytes(let bytes):

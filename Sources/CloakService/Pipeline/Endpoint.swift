@@ -50,6 +50,24 @@ final class Endpoint: Sendable {
         case proxyAuthorization
     }
 
+    /// How the server reads an endpoint's body, asked once on a request's head (before any of
+    /// the body is read).
+    enum BodyReading: Sendable {
+        /// Whole, within `server.max_body_bytes` (every endpoint that does not say otherwise).
+        case whole
+        /// Streamed to the handler when `limit` gives a limit for the request's parameters
+        /// (nil: read whole); a body over the limit is refused 413.
+        case streamed(limit: @Sendable (CloakService, RouteParameters) -> Int?)
+
+        /// A form's submission: streamed when the form has file fields, up to what its rules
+        /// allow (``CloakService/uploadLimit(_:textBytes:)``).
+        static let formUpload = BodyReading.streamed { service, parameters in
+            guard let name = parameters["form"], let form = service.configuration.forms[name], form.hasFileFields
+            else { return nil }
+            return CloakService.uploadLimit(form, textBytes: service.configuration.server.maxBodyBytes)
+        }
+    }
+
     typealias Handler = @Sendable (CloakService, RequestContext) throws(CloakError) -> Reply
 
     /// A short stable name (tests, documentation).
@@ -61,6 +79,7 @@ final class Endpoint: Sendable {
     /// The audit action of the lines the handler's outcome becomes; nil: not audited.
     let audit: String?
     let credentials: Credentials
+    let body: BodyReading
     let handler: Handler
     /// `POST /aliases`: a traced request's span name, made once for an endpoint of one method
     /// and one template (nil otherwise: the span names its method and template itself).
@@ -68,7 +87,8 @@ final class Endpoint: Sendable {
 
     init(
         _ name: String, _ methods: [HTTPMethod], _ templates: [String], access: Access, rate: RateClass,
-        audit: String? = nil, credentials: Credentials = .authorization, handler: @escaping Handler
+        audit: String? = nil, credentials: Credentials = .authorization, body: BodyReading = .whole,
+        handler: @escaping Handler
     ) {
         self.name = name
         self.methods = methods
@@ -77,15 +97,16 @@ final class Endpoint: Sendable {
         self.rate = rate
         self.audit = audit
         self.credentials = credentials
+        self.body = body
         self.handler = handler
         self.spanName = methods.count == 1 && templates.count == 1 ? methods[0].rawValue + " " + templates[0] : nil
     }
 
     convenience init(
         _ name: String, _ method: HTTPMethod, _ template: String, access: Access, rate: RateClass,
-        audit: String? = nil, handler: @escaping Handler
+        audit: String? = nil, body: BodyReading = .whole, handler: @escaping Handler
     ) {
-        self.init(name, [method], [template], access: access, rate: rate, audit: audit, handler: handler)
+        self.init(name, [method], [template], access: access, rate: rate, audit: audit, body: body, handler: handler)
     }
 
     /// The scope a token needs, when ``access`` names one.

@@ -84,7 +84,7 @@ struct RouteCall: Sendable {
     /// the final bytes (``RouteStepRun``); the answer's steps run on what comes back before
     /// `done` sees it.
     private static func sendUpstream(
-        _ body: OutgoingBody, _ headers: [(name: String, value: String)], route: Route, upstream: Route.Upstream,
+        _ body: HTTPBody, _ headers: [(name: String, value: String)], route: Route, upstream: Route.Upstream,
         method: HTTPMethod, target: String, contentType: String?, trace: RequestTrace?, stepsRan: StepsRan?,
         loop: LoopHandle, done: @escaping @Sendable (Result<HTTPResponse, CloakError>, [[UInt8]]) -> Void
     ) {
@@ -100,9 +100,8 @@ struct RouteCall: Sendable {
             headers.append(("Accept-Encoding", "identity"))
         }
         var request = Route.request(
-            to: upstream, method: method, target: target, headers: headers, body: body.bytes)
-        request.bodySource = body.stream
-        request.streamedLength = body.length
+            to: upstream, method: method, target: target, headers: headers, body: [])
+        request.content = body
         guard !route.requestSteps.isEmpty || !route.responseSteps.isEmpty else {
             return exchange(request, upstream: upstream, span: span, loop: loop) { done($0, []) }
         }
@@ -130,7 +129,7 @@ struct RouteCall: Sendable {
         guard let span else { return loop.call(request, done: answered) }
         span.set("server.address", upstream.host)
         span.set("server.port", upstream.port)
-        span.set("http.request.body.size", request.streamedLength)
+        span.set("http.request.body.size", request.content.length ?? 0)
         loop.call(request) { result in
             switch result {
             case let .success(response):

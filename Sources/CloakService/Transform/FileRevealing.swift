@@ -155,7 +155,7 @@ extension FileRevealing {
     /// Looks up the plan's files (each alias must be a file's) and answers the body to send,
     /// streamed, with its length.
     func resolve(
-        _ plan: Plan, completion: @escaping @Sendable (Result<(body: StreamedBody, length: Int), CloakError>) -> Void
+        _ plan: Plan, completion: @escaping @Sendable (Result<(body: BodyStream, length: Int), CloakError>) -> Void
     ) {
         let aliases = plan.aliases
         vault.revealGuessing(aliases) { result in
@@ -200,7 +200,7 @@ extension FileRevealing {
                 }
                 for alias in aliases { onRevealed(alias, metadata[alias]!.bytes) }
                 let body = RevealedBody(vault: vault, segments: segments)
-                completion(.success((StreamedBody { receive in body.next(receive) }, length)))
+                completion(.success((BodyStream { receive in body.next(receive) }, length)))
             }
         }
     }
@@ -254,7 +254,7 @@ final class RevealedBody: Sendable {
         self.segments = segments
     }
 
-    func next(_ receive: @escaping @Sendable (StreamedBody.Piece) -> Void) {
+    func next(_ receive: @escaping @Sendable (BodyStream.Piece) -> Void) {
         let step: Step = state.withLock { s in
             guard s.index < segments.count else { return .end }
             switch segments[s.index] {
@@ -279,7 +279,7 @@ final class RevealedBody: Sendable {
         case .give(let bytes): receive(.bytes(bytes))
         case .again: next(receive)
         case .end: receive(.end)
-        case .fail: receive(.failed)
+        case .fail: receive(.failed(nil))
         case .pull(let source, let base64):
             source.next { piece in
                 switch piece {
@@ -301,7 +301,7 @@ final class RevealedBody: Sendable {
                     }
                     if rest.isEmpty { self.next(receive) } else { receive(.bytes(rest)) }
                 case .failed:
-                    receive(.failed)
+                    receive(.failed(nil))
                 }
             }
         }

@@ -27,7 +27,7 @@ struct TransformedExchange: Sendable {
     /// with what the route's steps wrote over the body (``RouteExchange/Event/answered(_:written:)``).
     typealias Send =
         @Sendable (
-            _ body: OutgoingBody, _ headers: [(name: String, value: String)],
+            _ body: HTTPBody, _ headers: [(name: String, value: String)],
             _ done: @escaping @Sendable (Result<HTTPResponse, CloakError>, _ written: [[UInt8]]) -> Void
         ) -> Void
 
@@ -93,7 +93,7 @@ struct TransformedExchange: Sendable {
                 }
             case let .send(body, headers):
                 guard let files = exchange.files else {
-                    return send(OutgoingBody(bytes: body), headers) { [self] result, written in
+                    return send(.bytes(body), headers) { [self] result, written in
                         handle(.answered(result, written: written))
                     }
                 }
@@ -115,7 +115,7 @@ struct TransformedExchange: Sendable {
                 return handle(.answered(.failure(error)))
             }
             guard !plan.aliases.isEmpty else {
-                return send(OutgoingBody(bytes: body), headers) { [self] result, written in
+                return send(.bytes(body), headers) { [self] result, written in
                     handle(.answered(result, written: written))
                 }
             }
@@ -129,33 +129,13 @@ struct TransformedExchange: Sendable {
                         headers.removeAll { $0.name.caseInsensitiveEquals("Content-Type") }
                         headers.append(("Content-Type", type))
                     }
-                    send(OutgoingBody(stream: revealed.body, length: revealed.length), headers) {
+                    send(.stream(revealed.body, length: revealed.length), headers) {
                         [self] result, written in
                         handle(.answered(result, written: written))
                     }
                 }
             }
         }
-    }
-}
-
-/// What goes upstream as a request's body: bytes, or a body produced as it is sent (files
-/// revealed into it) with its length.
-struct OutgoingBody: Sendable {
-    let bytes: [UInt8]
-    let stream: StreamedBody?
-    let length: Int
-
-    init(bytes: [UInt8]) {
-        self.bytes = bytes
-        stream = nil
-        length = bytes.count
-    }
-
-    init(stream: StreamedBody, length: Int) {
-        bytes = []
-        self.stream = stream
-        self.length = length
     }
 }
 

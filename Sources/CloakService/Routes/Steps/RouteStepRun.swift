@@ -58,7 +58,6 @@ struct RouteStepRun: Sendable {
         var sent = request
         sent.headers = message.headers
         sent.body = message.body
-        sent.streamedLength = message.body.count
         return .success((sent, message.written))
     }
 
