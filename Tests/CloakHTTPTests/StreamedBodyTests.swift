@@ -80,7 +80,7 @@ import Testing
         let json = try #require(r.json)
         #expect(json["bytes"] as? Int == bytes.count)
         #expect(json["sum"] as? Int == Int(sum))
-        #expect((json["piece"] as? Int ?? .max) <= ServerTransport.readSize)
+        #expect((json["piece"] as? Int ?? .max) <= ReadBuffer.size)
         // The same length elsewhere is over the whole-body limit.
         let whole = try RawHTTPClient(port: server.port).request("POST", "/other", body: Array(bytes.prefix(70_000)))
         #expect(whole.status == 413)
@@ -128,7 +128,7 @@ import Testing
         // What the kernel buffers on both sides, not the body: the server read one piece.
         #expect(sent < 64 << 20, "sent \(sent)")
         #expect(Poll.until(seconds: 10) { held.withLock { $0 != nil } })
-        #expect(delivered.load(ordering: .relaxed) <= ServerTransport.readSize)
+        #expect(delivered.load(ordering: .relaxed) <= ReadBuffer.size)
         // Answered before its end: the answer arrives, then the connection closes.
         held.withLock { $0?.1.respond(.json(202, Array("{}".utf8))) }
         let r = try client.readResponse()

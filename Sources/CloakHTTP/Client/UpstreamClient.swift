@@ -60,7 +60,11 @@ final class UpstreamClient {
 
     @exclusivity(unchecked) private var state: LoopBound<State>
 
-    init(base: EventBase, thread: LoopThread) {
+    /// The loop's one read buffer, shared by every connection of every pool.
+    private let readBuffer: ReadBuffer
+
+    init(base: EventBase, thread: LoopThread, readBuffer: ReadBuffer = ReadBuffer()) {
+        self.readBuffer = readBuffer
         self.state = LoopBound(State(), loop: thread)
         self.base = base
         self.thread = thread
@@ -106,7 +110,7 @@ final class UpstreamClient {
                     tls[tlsKey] = context
                 }
             }
-            pool = UpstreamPool(base: base, dns: dns, key: key, tls: context, thread: thread)
+            pool = UpstreamPool(base: base, dns: dns, key: key, tls: context, thread: thread, readBuffer: readBuffer)
             pools[key] = pool
             state.withValue { $0.lastPool = pool }
         }

@@ -1,7 +1,7 @@
 import CloakCore
 import Foundation
 
-/// One connection to an upstream: a transport (plain or TLS), one exchange at a time, its answer
+/// One connection to an upstream: a ``SocketStream`` (plain or TLS), one exchange at a time, its answer
 /// read by a ``ResponseParser``. Owned by its pool.
 ///
 /// The request goes out as one buffer (``MessageWriter/request(_:)``); reading stays on for
@@ -13,7 +13,7 @@ import Foundation
 /// answer. Anything waiting to be read when the connection is handed over, which the transport
 /// looks for right before the request's first byte goes into the socket (in the hand-over's
 /// own call), makes the connection unusable: it closes, and the exchange, nothing of it sent,
-/// goes to another connection (``UpstreamWriteOutcome/inputWaiting``). Bytes that
+/// goes to another connection (``SocketStream/SendOutcome/inputWaiting``). Bytes that
 /// arrive while part of the request is still unsent fail the exchange (502, 1401) and close
 /// the connection, since the request has gone and cannot be sent elsewhere. What an upstream
 /// sends after that look is, in HTTP/1.1, its answer as far as any client can tell (a thread
@@ -21,11 +21,14 @@ import Foundation
 /// never share a connection set `reuse: false` (docs/threat-model.md, "Upstream connections").
 /// A look after the write cannot tell those bytes from a fast upstream's answer: tried, it
 /// refused a fifth of the answers of an upstream on the same machine.
-final class UpstreamConnection: UpstreamTransportOwner {
-    private unowned let pool: UpstreamPool
+///
+/// By concern: the connection and its stream's reports here; carrying out what the exchange's
+/// machine decides (its streamed body, its answer or failure) in `+Actions`.
+final class UpstreamConnection: SocketStreamOwner {
+    unowned let pool: UpstreamPool
     /// What it changes, one ``LoopBound`` value: loop thread only, checked on every access.
     struct State {
-        var transport: (any UpstreamTransport)?
+        var transport: SocketStream?
         var current: Exchange?
         var parser: ResponseParser?
         var isClosed: Bool = false
@@ -43,17 +46,15 @@ final class UpstreamConnection: UpstreamTransportOwner {
     init?(pool: UpstreamPool, address: String) {
         self.state = LoopBound(State(), loop: pool.thread)
         self.pool = pool
-        let transport: any UpstreamTransport
+        var session: TLSSession?
         if let tls = pool.tls {
-            guard let made = TLSTransport(base: pool.base, tls: tls, host: pool.host, owner: self) else { return nil }
-            transport = made
-        } else {
-            transport = PlainTransport(base: pool.base, owner: self)
+            guard let made = TLSSession(client: tls, host: pool.host) else { return nil }
+            session = made
         }
-        guard transport.connect(to: address, port: pool.port) else {
-            transport.close()
-            return nil
-        }
+        guard
+            let transport = SocketStream.connect(
+                to: address, port: pool.port, base: pool.base, buffer: pool.readBuffer, tls: session, owner: self)
+        else { return nil }
         state.transport = transport
     }
 
@@ -96,7 +97,7 @@ final class UpstreamConnection: UpstreamTransportOwner {
         state.parser = ResponseParser(maxBodyBytes: UpstreamClient.maxResponseBytes, bodyless: r.method == .HEAD)
         if !state.connected && state.connectTimer == nil { startConnectTimer(seconds: r.connectTimeoutSeconds) }
         state.exchangesStarted += 1
-        switch transport.write(exchange.wire, unlessInputWaiting: isReused) {
+        switch transport.send(exchange.wire, unlessInputWaiting: isReused) {
         case .accepted:
             carryOut(exchange.handle(.sent(unsent: transport.unsent)), exchange)
         case .failed:
@@ -112,37 +113,6 @@ final class UpstreamConnection: UpstreamTransportOwner {
             pool.putBack(exchange)
             pool.release(self, reusable: false)
         }
-    }
-
-    // MARK: A streamed body
-
-    func transportDrained() {
-        guard let exchange = state.current else { return }
-        carryOut(exchange.handle(.sent(unsent: state.transport?.unsent ?? 0)), exchange)
-    }
-
-    /// Asks the body's producer for its next piece (its flow is the exchange's
-    /// ``ExchangeState``); the piece comes back on this loop (the producer's promise).
-    private func pullBody(_ exchange: Exchange) {
-        guard let source = exchange.request.content.stream else { return }
-        let pulled = LoopBound(BodyPull(connection: self, exchange: exchange), loop: pool.thread)
-        source.next { piece in
-            let pull = pulled.value
-            guard let connection = pull.connection, connection.state.current === pull.exchange else { return }
-            connection.carryOut(pull.exchange.handle(.bodyPiece(piece)), pull.exchange)
-        }
-    }
-
-    private struct BodyPull {
-        weak var connection: UpstreamConnection?
-        let exchange: Exchange
-    }
-
-    private func sendBody(_ bytes: [UInt8], _ exchange: Exchange) {
-        guard let transport = state.transport, transport.write(bytes, unlessInputWaiting: false) == .accepted else {
-            return carryOut(exchange.handle(.failed(.unreachable("cannot send the request"))), exchange)
-        }
-        carryOut(exchange.handle(.sent(unsent: transport.unsent)), exchange)
     }
 
     /// Bytes that came before the current request was written whole, on a reused connection:
@@ -179,7 +149,7 @@ final class UpstreamConnection: UpstreamTransportOwner {
 
     // MARK: The transport's reports
 
-    func transportConnected() {
+    func streamConnected() {
         state.connected = true
         state.connectTimer?.free()
         state.connectTimer = nil
@@ -187,14 +157,14 @@ final class UpstreamConnection: UpstreamTransportOwner {
 
     /// Bytes waiting on a reused connection arrived before the request's last write began:
     /// another request's answer, or none asked for; never this one's (502, 1401).
-    func transportReceivedBeforeWrite() {
+    func streamReceivedBeforeWrite() {
         guard isReused, let exchange = state.current else { return }
         refuseEarlyBytes(exchange)
     }
 
-    func transportReceived(_ bytes: UnsafeRawBufferPointer, more: Bool) {
+    func streamReceived(_ bytes: UnsafeRawBufferPointer, more: Bool) {
         if isReused, let exchange = state.current,
-            state.transport?.isWriting == true || exchange.state.machine.isSendingBody
+            (state.transport?.unsent ?? 0) > 0 || exchange.state.machine.isSendingBody
         {
             return refuseEarlyBytes(exchange)
         }
@@ -219,11 +189,11 @@ final class UpstreamConnection: UpstreamTransportOwner {
         // the next caller's request.
         answer(
             exchange,
-            reusable: used == bytes.count && !more && !(state.transport?.isWriting ?? false)
+            reusable: used == bytes.count && !more && (state.transport?.unsent ?? 0) == 0
                 && !exchange.state.machine.isSendingBody)
     }
 
-    func transportClosed(_ why: String?) {
+    func streamClosed(_ why: String?) {
         state.transport = nil
         state.isClosed = true
         guard let exchange = state.current, var parser = state.parser else { return closeWhileIdle() }
@@ -249,53 +219,5 @@ final class UpstreamConnection: UpstreamTransportOwner {
         state.transport?.close()
         state.transport = nil
         pool.forget(self)
-    }
-
-    // MARK: Outcomes
-
-    private func answer(_ exchange: Exchange, reusable: Bool) {
-        guard let parser = state.parser else { return }
-        state.parser = nil
-        var headers = withoutHopByHop(parser.headers)
-        headers.removeAll {
-            // Cloak sets its own (in place: the array is this function's alone).
-            $0.name.caseInsensitiveEquals("content-length") || $0.name.caseInsensitiveEquals("x-request-id")
-        }
-        carryOut(
-            exchange.handle(.answered(reusable: reusable && parser.reusable)), exchange,
-            answer: HTTPResponse(status: parser.status, headers: headers, body: parser.body))
-    }
-
-    /// Does what the exchange's state machine decided.
-    private func carryOut(_ action: ExchangeState.Action, _ exchange: Exchange, answer: HTTPResponse? = nil) {
-        switch action {
-        case .none, .send:
-            return
-        case .pullBody:
-            pullBody(exchange)
-        case .sendBody(let bytes):
-            sendBody(bytes, exchange)
-        case let .deliverAnswer(reuse):
-            finish(
-                exchange, answer.map { .success($0) } ?? .failure(.badResponse("no answer")), reusable: reuse,
-                failed: false)
-        case let .deliverFailure(error, _):
-            var unreachable = false
-            if case .unreachable = error { unreachable = true }
-            finish(exchange, .failure(error), reusable: false, failed: unreachable)
-        case .cancelAndTimeOut:
-            finish(exchange, .failure(.timeout), reusable: false, failed: false)
-        }
-    }
-
-    private func finish(
-        _ exchange: Exchange, _ result: Result<HTTPResponse, UpstreamError>, reusable: Bool, failed: Bool
-    ) {
-        state.current = nil
-        state.parser = nil
-        exchange.state.connection = nil
-        if !reusable { state.isClosed = true }
-        exchange.deliver(result)
-        pool.release(self, reusable: reusable, failed: failed)
     }
 }

@@ -6,6 +6,8 @@ final class UpstreamPool {
     let dns: DNSResolver?
     let key: UpstreamClient.PoolKey
     let tls: TLSClientContext?
+    /// The loop's read buffer, lent to every connection's stream for each read.
+    let readBuffer: ReadBuffer
     /// The loop this pool belongs to: every entry point checks it.
     let thread: LoopThread
     /// The resolved numeric address, once known; looked up again after `addressTTL` seconds or
@@ -37,8 +39,12 @@ final class UpstreamPool {
 
     @exclusivity(unchecked) var state: LoopBound<State>
 
-    init(base: EventBase, dns: DNSResolver?, key: UpstreamClient.PoolKey, tls: TLSClientContext?, thread: LoopThread) {
+    init(
+        base: EventBase, dns: DNSResolver?, key: UpstreamClient.PoolKey, tls: TLSClientContext?, thread: LoopThread,
+        readBuffer: ReadBuffer
+    ) {
         self.base = base
+        self.readBuffer = readBuffer
         self.dns = dns
         self.key = key
         self.tls = tls

@@ -180,7 +180,7 @@ final class LoopWorker: @unchecked Sendable {
     var upstream: UpstreamClient {
         precondition(isOnLoop, "the upstream client is used on its own loop thread only")
         if let client = state.value.upstreamClient { return client }
-        let client = UpstreamClient(base: base, thread: thread)
+        let client = UpstreamClient(base: base, thread: thread, readBuffer: readBuffer)
         state.value.upstreamClient = client
         return client
     }

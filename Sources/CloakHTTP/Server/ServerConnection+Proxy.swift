@@ -54,7 +54,7 @@ extension ServerConnection {
             // turn (the read event is on already, and nothing else would fire it).
             transport.readSoon()
         } else if !rest.isEmpty {
-            rest.withUnsafeBytes { transportReceived($0) }
+            rest.withUnsafeBytes { streamReceived($0, more: false) }
         }
     }
 

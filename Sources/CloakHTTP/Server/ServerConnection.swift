@@ -1,14 +1,14 @@
 import CloakCore
 
-/// One accepted connection: its ``ServerTransport`` read by a ``RequestParser`` and steered by a
+/// One accepted connection: its ``SocketStream`` read by a ``RequestParser`` and steered by a
 /// ``ServerConnectionState``, which decides everything, how bodies and answers flow and every
 /// deadline included; this class only carries out its actions (issue 58).
 ///
 /// ```
-///  socket ─▶ ServerTransport ─▶ [PROXY header] ─▶ RequestParser ─▶ ServerConnectionState
-///   (plain or TLS, pausable)      (once, first)   (heads, bodies)    (dispatch, write, close)
+///  socket ─▶ SocketStream ─▶ [PROXY header] ─▶ RequestParser ─▶ ServerConnectionState
+///   (plain or TLS, pausable)   (once, first)   (heads, bodies)    (dispatch, write, close)
 ///                                                                            │
-///  socket ◀─ ServerTransport ◀──────── MessageWriter ◀── answer ◀── LoopWorker.dispatch
+///  socket ◀─ SocketStream ◀─────────── MessageWriter ◀── answer ◀── LoopWorker.dispatch
 /// ```
 /// Reading pauses whenever the machine does not read (``ServerConnectionState/readsInput``), so
 /// pipelined requests wait in the socket: memory per connection is one read buffer, the
@@ -18,12 +18,15 @@ import CloakCore
 /// Loop thread only, and reached only from there: its transport's events, and the worker's
 /// ``LoopBound`` state (answers and body asks are looked up there, which checks the thread).
 /// So its hot fields skip the runtime's exclusivity checks (`@exclusivity(unchecked)`).
-final class ServerConnection: ServerTransportOwner {
+///
+/// By concern: reading and carrying out here; writing the answer and opening a granted tunnel
+/// in `+Handler`; the PROXY header in `+Proxy`. Fields are changed only by these files.
+final class ServerConnection: SocketStreamOwner {
     unowned let worker: LoopWorker
     /// The connection's number on its loop (set at accept), by which an answer finds it.
     var id: UInt64 = 0
-    private(set) var transport: ServerTransport!
-    @exclusivity(unchecked) private var parser: RequestParser
+    private(set) var transport: SocketStream!
+    @exclusivity(unchecked) var parser: RequestParser
     @exclusivity(unchecked) var machine: ServerConnectionState<LoopClock>
     /// The peer's numeric address (a balancer's, behind one).
     let peer: String
@@ -32,21 +35,21 @@ final class ServerConnection: ServerTransportOwner {
     /// The PROXY header while it is read, and what it said (``ServerConnection+Proxy``).
     var proxy: ProxyPrefix
     /// For a connection inside a CONNECT tunnel: where its requests go.
-    private(set) var tunnel: ProxyTarget?
+    var tunnel: ProxyTarget?
     /// A granted CONNECT whose answer is being written: TLS starts with this context once it has left.
-    private var grantedTunnel: (target: ProxyTarget, context: TLSServerContext)?
+    var grantedTunnel: (target: ProxyTarget, context: TLSServerContext)?
     /// Bytes read and not parsed yet; `inputStart` is the first of them.
-    @exclusivity(unchecked) private var input: [UInt8] = []
-    private var inputStart = 0
+    @exclusivity(unchecked) var input: [UInt8] = []
+    var inputStart = 0
     /// The request being read, and its whole body.
-    @exclusivity(unchecked) private var head: RequestHead?
-    @exclusivity(unchecked) private var body: [UInt8] = []
+    @exclusivity(unchecked) var head: RequestHead?
+    @exclusivity(unchecked) var body: [UInt8] = []
     /// The handler's ask for the next piece of its streamed body, while it waits.
-    private var waitingReader: (@Sendable (BodyStream.Piece) -> Void)?
+    var waitingReader: (@Sendable (BodyStream.Piece) -> Void)?
     /// The current answer's producer, for a streamed answer.
-    private var answerStream: BodyStream?
+    var answerStream: BodyStream?
     /// Numbers each dispatched request: an answer for another one is dropped.
-    private(set) var serial: UInt64 = 0
+    var serial: UInt64 = 0
     /// Inside ``process()``: an answer given synchronously is written, and the loop goes on.
     private var processing = false
     private(set) var isClosed = false
@@ -61,7 +64,7 @@ final class ServerConnection: ServerTransportOwner {
         parser = RequestParser(limits: limits, afterConnect: afterConnect)
         machine = ServerConnectionState(limits: worker.connectionLimits, clock: LoopClock())
         proxy = ProxyPrefix(expected: proxyProtocol, tlsAfter: proxyProtocol ? tls : nil)
-        guard let transport = ServerTransport(fd: fd, base: worker.base, buffer: worker.readBuffer, owner: self) else {
+        guard let transport = SocketStream(fd: fd, base: worker.base, buffer: worker.readBuffer, owner: self) else {
             return nil
         }
         self.transport = transport
@@ -76,7 +79,7 @@ final class ServerConnection: ServerTransportOwner {
 
     // MARK: Reading
 
-    func transportReceived(_ bytes: UnsafeRawBufferPointer) {
+    func streamReceived(_ bytes: UnsafeRawBufferPointer, more: Bool) {
         if proxy.isReading { return readProxyHeader(bytes) }
         let startsHead = inputStart == input.count
         act(machine.event(.received(startsHead: startsHead)))
@@ -144,13 +147,6 @@ final class ServerConnection: ServerTransportOwner {
             isKnownMethod: method != nil, body: head.body, delivery: delivery)
     }
 
-    /// The handler of request `serial` asks for the next piece of its body.
-    func askForBody(for serial: UInt64, _ receive: @escaping @Sendable (BodyStream.Piece) -> Void) {
-        guard serial == self.serial, !isClosed, waitingReader == nil else { return receive(.failed(nil)) }
-        waitingReader = receive
-        act(machine.event(.ask))
-    }
-
     // MARK: Carrying out
 
     func act(_ action: ServerConnectionState<LoopClock>.Action) {
@@ -202,99 +198,8 @@ final class ServerConnection: ServerTransportOwner {
         }
     }
 
-    private func dispatch(_ head: RequestHead, violation: HTTPViolation?, streamed: Bool = false) {
-        serial &+= 1
-        let requestBody = body
-        body = []
-        let content: HTTPBody
-        if streamed {
-            let stream = BodyStream { [worker, id, serial] receive in
-                worker.execute {
-                    guard let open = worker.state.value.connections[id] else { return receive(.failed(nil)) }
-                    open.askForBody(for: serial, receive)
-                }
-            }
-            content = .stream(stream, length: head.body.length)
-        } else {
-            content = .bytes(requestBody)
-        }
-        worker.dispatch(head, body: content, violation: violation, on: self, serial: serial)
-    }
-
-    /// A handler's ask that will get nothing more: the connection ends.
-    private func failWaitingReader() {
-        guard let receive = waitingReader else { return }
-        waitingReader = nil
-        receive(.failed(nil))
-    }
-
     /// Whether bytes past the current request were read already (a client that did not wait).
     var hasUnparsedInput: Bool { inputStart < input.count }
-
-    // MARK: Writing
-
-    /// The handler's answer to request `serial` (dropped when the connection has moved on).
-    func answer(_ response: HTTPResponse, for serial: UInt64, tunnel granted: (ProxyTarget, TLSServerContext)? = nil) {
-        guard !isClosed, serial == self.serial else { return }
-        let given = ServerConnectionState<LoopClock>.Answer(
-            close: MessageWriter.asksToClose(response) || worker.isDraining,
-            streamedLength: response.content.streamedLength,
-            grantsTunnel: granted != nil)
-        guard case .write(let write) = machine.event(.answer(given)) else { return }
-        var response = response
-        if let status = write.status {
-            response.status = status
-            response.content = .bytes(response.content.bytes)
-        }
-        grantedTunnel = granted.map { (target: $0.0, context: $0.1) }
-        answerStream = write.streams ? response.content.stream : nil
-        let bytes = MessageWriter.response(
-            response, persistence: write.persistence, headOnly: write.headOnly, tunnel: granted != nil,
-            date: worker.dateText())
-        send(bytes)
-    }
-
-    /// Gives bytes of the answer to the transport, and tells the machine what is left to send.
-    private func send(_ bytes: [UInt8]) {
-        guard transport.send(bytes) else { return transportClosed() }
-        act(machine.event(.sent(unsent: transport.unsent)))
-    }
-
-    func transportSent() {
-        act(machine.event(.sent(unsent: transport.unsent)))
-    }
-
-    /// Asks the streamed answer's producer for its next piece (answered on any thread).
-    private func pullAnswer() {
-        guard let source = answerStream else { return }
-        let id = self.id
-        let serial = self.serial
-        source.next { [worker] piece in
-            worker.execute {
-                guard let connection = worker.state.value.connections[id], connection.serial == serial else { return }
-                connection.answerPiece(piece)
-            }
-        }
-    }
-
-    private func answerPiece(_ piece: BodyStream.Piece) {
-        guard !isClosed else { return }
-        switch machine.event(.answerPiece(piece, unsent: transport.unsent)) {
-        case .send(let bytes): send(bytes)
-        case let other: act(other)
-        }
-    }
-
-    /// A granted CONNECT's answer has left: the client's next bytes are TLS, and the requests
-    /// inside are read afresh.
-    private func openTunnel(_ target: ProxyTarget, context: TLSServerContext) {
-        guard inputStart == input.count, transport.startTLS(context) else { return close() }
-        tunnel = target
-        machine = machine.restarted()
-        parser = RequestParser(limits: parser.limits, afterConnect: .keepScanning)
-        head = nil
-        transport.resumeReading()
-    }
 
     // MARK: Ending
 
@@ -304,7 +209,7 @@ final class ServerConnection: ServerTransportOwner {
     /// The server drains: an idle connection closes now, the others after their answer.
     func drain() { act(machine.event(.drain)) }
 
-    func transportClosed() {
+    func streamClosed(_ error: String?) {
         guard !isClosed else { return }
         _ = machine.event(.peerClosed)
         close()

@@ -96,7 +96,7 @@ struct RouteExchange {
         case none
     }
 
-    private enum State {
+    enum State {
         case idle
         case transformingRequest(MessageSelection, body: [UInt8], headers: [(name: String, value: String)], Outcome)
         case checkingCards(
@@ -107,14 +107,14 @@ struct RouteExchange {
     }
 
     let plan: Plan
-    private var state = State.idle
+    var state = State.idle
     /// What the route wrote into the request (aliases, revealed values): not cards it forwards.
-    private var produced: [String] = []
+    var produced: [String] = []
     /// Whether the unselected cards were redacted already (`unselected_cards: redact`, once).
-    private var redactedUnselected = false
+    var redactedUnselected = false
 
     /// The route's id, for refusals (empty on the way to a provider).
-    private var routeID: String { plan.inbound?.routeID ?? "" }
+    var routeID: String { plan.inbound?.routeID ?? "" }
 
     init(plan: Plan) {
         self.plan = plan
@@ -174,7 +174,7 @@ struct RouteExchange {
         }
     }
 
-    private mutating func start(body: [UInt8], headers: [(name: String, value: String)]) -> Action {
+    mutating func start(body: [UInt8], headers: [(name: String, value: String)]) -> Action {
         let selection: MessageSelection
         do {
             selection = try MessageSelection(body: body, headers: headers, operations: plan.request)
@@ -209,229 +209,4 @@ struct RouteExchange {
         return .transform(selection, .request)
     }
 
-    /// Sends the request, once no card is left in it that no selector took (an inbound route's
-    /// `unselected_cards`): what is card-shaped and not the route's own writing is asked of the
-    /// vault first (its aliases are not cards).
-    private mutating func forward(
-        _ body: [UInt8], _ headers: [(name: String, value: String)], _ outcome: Outcome, _ revealed: RevealedValues
-    ) -> Action {
-        if let inbound = plan.inbound, inbound.unselectedCards != .allow {
-            let mode = inbound.unselectedCards
-            if let why = Self.unreadable(body, headers) {
-                return fail(
-                    .malformed(
-                        "route \(routeID) looks for card numbers in what it forwards, and \(why) "
-                            + "(routes[].unselected_cards: \(mode.rawValue))"), outcome)
-            }
-            let kind = SelectableBody.of(headers).kind
-            let findings =
-                (CardScan.body(body, kind: kind, skipping: Set(produced)) + CardScan.headers(headers)
-                + CardScan.pairs(Array(inbound.query.utf8), prefix: "query")
-                + CardScan.cards(in: CardScan.lenientDecode(Array(inbound.path.utf8)[...])).map {
-                    CardScan.Finding(place: "path", text: String($0), whole: false)
-                })
-                .filter { finding in !produced.contains { $0.contains(finding.text.value) } }
-            if !findings.isEmpty {
-                var asked = Set<String>()
-                let values = findings.map(\.text.value).filter { asked.insert($0).inserted }
-                guard values.count <= plan.maxSelected else {
-                    return fail(
-                        .malformed(
-                            "route \(routeID) would forward \(values.count) card-shaped values no selector took; "
-                                + "at most \(plan.maxSelected) are looked up (\(plan.limitName))"), outcome)
-                }
-                guard plan.hasVault else { return decide(findings, body, headers, outcome, revealed) }
-                state = .checkingCards(body: body, headers: headers, outcome, revealed, findings)
-                return .checkAliases(values)
-            }
-        }
-        state = .awaitingAnswer(outcome, revealed)
-        return .send(body: body, headers: readable(headers, revealed))
-    }
-
-    /// Why a body cannot be looked at for cards, or nil: an encoding (gzip would hide them), two
-    /// `Content-Type` headers (the upstream may read either), or a charset other than UTF-8.
-    static func unreadable(_ body: [UInt8], _ headers: [(name: String, value: String)]) -> String? {
-        guard !body.isEmpty else { return nil }
-        var types = 0
-        var charset: String?
-        for header in headers {
-            if header.name.caseInsensitiveEquals("Content-Encoding"), !Self.isIdentity(header.value) {
-                return "an encoded body (Content-Encoding) cannot be read"
-            }
-            guard header.name.caseInsensitiveEquals("Content-Type") else { continue }
-            types += 1
-            // `; charset=…` (rare): read without Foundation, on every forwarded request.
-            guard header.value.utf8.contains(UInt8(ascii: ";")) else { continue }
-            for parameter in header.value.split(separator: ";").dropFirst() {
-                let pair = parameter.split(separator: "=", maxSplits: 1)
-                guard pair.count == 2, pair[0].filter({ $0 != " " }).lowercased() == "charset" else { continue }
-                charset = pair[1].filter { $0 != " " && $0 != "\"" }.lowercased()
-            }
-        }
-        if types > 1 { return "the body has \(types) Content-Type headers" }
-        if let charset, !["utf-8", "utf8", "us-ascii"].contains(charset) {
-            return "its charset is \(charset), not UTF-8"
-        }
-        return nil
-    }
-
-    /// Whether a `Content-Encoding` value is `identity` (spaces around it aside).
-    private static func isIdentity(_ value: String) -> Bool {
-        value.utf8.filter { $0 != 0x20 && $0 != 0x09 }.map { $0 | 0x20 }.elementsEqual("identity".utf8)
-    }
-
-    /// What becomes of the request once `cards` are known not to be aliases: sent when there are
-    /// none; redacted once where the route says so and every one can be selected; else refused.
-    private mutating func decide(
-        _ cards: [CardScan.Finding], _ body: [UInt8], _ headers: [(name: String, value: String)],
-        _ outcome: Outcome, _ revealed: RevealedValues
-    ) -> Action {
-        guard !cards.isEmpty else {
-            state = .awaitingAnswer(outcome, revealed)
-            return .send(body: body, headers: readable(headers, revealed))
-        }
-        if plan.inbound?.unselectedCards == .redact, plan.hasVault, !redactedUnselected,
-            let operations = Self.redaction(of: cards)
-        {
-            redactedUnselected = true
-            let selection: MessageSelection
-            do { selection = try MessageSelection(body: body, headers: headers, operations: operations) } catch {
-                return fail(error, outcome)
-            }
-            var more = outcome
-            more.redacted += selection.redactCount
-            state = .transformingRequest(selection, body: body, headers: headers, more)
-            return .transform(selection, .request)
-        }
-        var places: [String] = []
-        for card in cards where !places.contains(card.place) { places.append(card.place) }
-        return fail(
-            CloakError(
-                .inputDataIsNotValid,
-                "route \(routeID) would forward a card number that no selector took, at "
-                    + places.joined(separator: ", ")
-                    + " (routes[].unselected_cards: refuse; select it to redact it, or fix the selector)",
-                extraInfo: [("route", .string(routeID)), ("paths", .array(places.map { .string($0) }))]),
-            outcome)
-    }
-
-    /// Operations that alias each of `cards` where it is (a card alone: FPE_T_FOUR, keeping its
-    /// length and last four; in a longer text: the text as a UUID alias); nil when one is where
-    /// no selector reaches (the query, a key, a body of another type).
-    static func redaction(of cards: [CardScan.Finding]) -> [Route.Operation]? {
-        var whole = Route.Operation(format: .FPE_T_FOUR, storage: .persistent, json: [], form: [], header: [])
-        var texts = Route.Operation(format: .UUID, storage: .persistent, json: [], form: [], header: [])
-        for card in cards {
-            if card.place.hasPrefix("$"), !card.place.contains("['<card>']"), let path = try? JSONPath(card.place) {
-                if card.whole { whole.json.append(path) } else { texts.json.append(path) }
-            } else if card.place.hasPrefix("form:"), !card.place.hasSuffix(":<card>") {
-                let key = String(card.place.dropFirst(5))
-                if card.whole { whole.form.append(key) } else { texts.form.append(key) }
-            } else if card.place.hasPrefix("header:") {
-                let name = String(card.place.dropFirst(7))
-                if card.whole { whole.header.append(name) } else { texts.header.append(name) }
-            } else {
-                return nil
-            }
-        }
-        return [whole, texts].filter { !$0.json.isEmpty || !$0.form.isEmpty || !$0.header.isEmpty }
-    }
-
-    private mutating func answer(_ upstream: HTTPResponse, _ before: Outcome, _ revealed: RevealedValues) -> Action {
-        var outcome = before
-        outcome.upstreamStatus = upstream.status
-        guard !plan.response.isEmpty || !revealed.isEmpty else { return finish(upstream, outcome) }
-        // Asked for unencoded (``readable(_:_:)``); an upstream that encodes anyway (in any of
-        // its Content-Encoding headers) is not read.
-        if Self.isEncoded(upstream) {
-            return fail(
-                Self.upstreamFailure(upstream, "it is encoded (Content-Encoding), and this route reads answers"),
-                outcome)
-        }
-        guard !plan.response.isEmpty else { return finishAnswer(upstream, outcome, revealed) }
-        let selection: MessageSelection
-        do {
-            selection = try MessageSelection(body: upstream.body, headers: upstream.headers, operations: plan.response)
-        } catch {
-            return fail(Self.upstreamFailure(upstream, error.message), outcome)
-        }
-        let required = selection.missedRequired(of: plan.response)
-        if !required.isEmpty {
-            return fail(
-                Self.upstreamFailure(
-                    upstream, "the required selectors \(required.joined(separator: ", ")) took nothing"),
-                outcome)
-        }
-        guard !selection.isEmpty else { return finishAnswer(upstream, outcome, revealed) }
-        // The answer is bounded like the request: its values go to the vault in one job.
-        if let tooMany = tooMany(selection) {
-            return fail(Self.upstreamFailure(upstream, tooMany), outcome)
-        }
-        guard plan.hasVault else {
-            return fail(Self.upstreamFailure(upstream, "this server runs without a vault"), outcome)
-        }
-        state = .transformingAnswer(selection, upstream: upstream, outcome, revealed)
-        return .transform(selection, .answer)
-    }
-
-    /// The answer for the client, unless it holds a value revealed on the way to the upstream.
-    private mutating func finishAnswer(_ answer: HTTPResponse, _ outcome: Outcome, _ revealed: RevealedValues)
-        -> Action
-    {
-        guard revealed.appear(in: answer) else { return finish(answer, outcome) }
-        return fail(
-            Self.upstreamFailure(
-                answer, "it holds a value revealed on the way to the upstream, which is not passed on"),
-            outcome)
-    }
-
-    /// Whether any of `answer`'s Content-Encoding headers names a coding other than `identity`.
-    static func isEncoded(_ answer: HTTPResponse) -> Bool {
-        answer.headers.contains {
-            $0.name.caseInsensitiveEquals("Content-Encoding")
-                && !$0.value.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("identity")
-        }
-    }
-
-    /// 502 1401 for an answer that cannot be passed on, naming its status (the upstream acted).
-    /// The upstream's status is a field too (`extraInfo.upstreamStatus`): a client decides on it
-    /// (a provider's 402 declined, its 500 failed) without reading prose.
-    static func upstreamFailure(_ upstream: HTTPResponse, _ why: String) -> CloakError {
-        CloakError(
-            .unexpectedResponseDataFormat, "the upstream answered \(upstream.status), but its answer: \(why)",
-            extraInfo: [("upstreamStatus", .int(upstream.status))])
-    }
-
-    /// `headers` as sent when the answer will be read: asking for it unencoded (the client's
-    /// `Accept-Encoding` would let a compressed answer past the operations and the look for
-    /// revealed values).
-    private func readable(_ headers: [(name: String, value: String)], _ revealed: RevealedValues)
-        -> [(name: String, value: String)]
-    {
-        guard !plan.response.isEmpty || !revealed.isEmpty else { return headers }
-        var out = headers
-        out.removeAll { $0.name.caseInsensitiveEquals("Accept-Encoding") }
-        out.append(("Accept-Encoding", "identity"))
-        return out
-    }
-
-    private mutating func finish(_ response: HTTPResponse, _ outcome: Outcome) -> Action {
-        state = .done
-        return .finish(response, outcome)
-    }
-
-    /// Answers with Cloak's `error`, noted in the outcome (a span's code is read there).
-    private mutating func fail(_ error: CloakError, _ outcome: Outcome) -> Action {
-        var failed = outcome
-        failed.error = error
-        return finish(.error(error), failed)
-    }
-
-    /// Why `selection` holds more values than one message may send to the vault, or nil.
-    private func tooMany(_ selection: MessageSelection) -> String? {
-        guard selection.items.count > plan.maxSelected else { return nil }
-        return
-            "the route's selectors pick \(selection.items.count) values; at most \(plan.maxSelected) (\(plan.limitName))"
-    }
 }

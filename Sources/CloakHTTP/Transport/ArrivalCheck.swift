@@ -26,6 +26,7 @@ struct ArrivalCheck {
 
     /// A write is about to go into the socket.
     mutating func writing() {
+        guard watching else { return }  // a connection's first request (and every server's) pays nothing
         lastWrite = Sockets.now()
         armed = false
     }
