@@ -199,23 +199,23 @@ import Testing
     /// Against the real server, which has no table: the bin alone is asked, the answer is
     /// `{"cardAttributes": null}`, and the client's states are the server's.
     @Test func theLiveServerAnswersABinItHasNoTableFor() async throws {
-        let server = try LiveServer.start()
-        defer { server.stop() }
-        let tap = Tap()
-        let collect = CloakCollect(server: LiveServer.url(server), form: "checkout", transport: tap)
-        try await collect.loadSchema()
-        let number = try collect.field("card_data.card_number")
-        number.replace(0..<0, with: "4111111111111111")
-        let asked = await tap.answers.next()
-        let answer = try #require(asked, "no bin was asked")
-        #expect(answer.path == "/elements/v1/bins/41111111" && answer.response.status == 200)
-        let body = String(decoding: answer.response.body, as: UTF8.self)
-        let json = answer.response.json as? [String: Any]
-        #expect(json?.count == 1 && json?["cardAttributes"] is NSNull, "\(body)")
-        let validated = try LiveServer.states(try await collect.submit(.validate))
-        #expect(validated.isValid == collect.state.isValid && validated.fields == collect.state.fields)
-        #expect(collect.state.fields["card_data.card_number"]?.cardAttributes == nil)
-        #expect(collect.state.fields["card_data.card_number"]?.bin == "41111111")
+        try await withTestServer(LiveServer.start()) { server in
+            let tap = Tap()
+            let collect = CloakCollect(server: LiveServer.url(server), form: "checkout", transport: tap)
+            try await collect.loadSchema()
+            let number = try collect.field("card_data.card_number")
+            number.replace(0..<0, with: "4111111111111111")
+            let asked = await tap.answers.next()
+            let answer = try #require(asked, "no bin was asked")
+            #expect(answer.path == "/elements/v1/bins/41111111" && answer.response.status == 200)
+            let body = String(decoding: answer.response.body, as: UTF8.self)
+            let json = answer.response.json as? [String: Any]
+            #expect(json?.count == 1 && json?["cardAttributes"] is NSNull, "\(body)")
+            let validated = try LiveServer.states(try await collect.submit(.validate))
+            #expect(validated.isValid == collect.state.isValid && validated.fields == collect.state.fields)
+            #expect(collect.state.fields["card_data.card_number"]?.cardAttributes == nil)
+            #expect(collect.state.fields["card_data.card_number"]?.bin == "41111111")
+        }
     }
 }
 

@@ -278,44 +278,44 @@ import Testing
     /// Against the real server: a PNG uploads and gets a UUID alias; two files get one each; an
     /// executable is refused with 1001 and the client's own errors.
     @Test func aPNGUploadsAndGetsAUUIDAlias() async throws {
-        let server = try LiveServer.start()
-        defer { server.stop() }
-        let collect = CloakCollect(server: LiveServer.url(server), form: "documents")
-        try await collect.loadSchema()
-        try collect.field("kyc.full_name").replace(0..<0, with: "Jane Doe")
-        let document = try collect.fileField("kyc.document")
-        #expect(document.configuration.allowedMediaTypes == ["image/png", "application/pdf"])
-        document.add(data: Self.png, fileName: "id.png", mediaType: "image/png")
-        #expect(collect.state.isValid)
-        let reports = Recorded<CloakUploadProgress>()
-        let answer = try await collect.submit(.tokens, progress: { reports.append($0) })
-        #expect(answer.status == 200, "\(answer.status): \(String(decoding: answer.body, as: UTF8.self))")
-        let aliases = try #require(answer.json as? [String: Any])
-        // A field that may hold several files answers by position, however many were sent.
-        let alias = try #require(aliases["kyc.document[0]"] as? String)
-        #expect(alias.hasPrefix("tok_sandbox_"), "\(alias)")
-        #expect(aliases["kyc.full_name"] is String)
-        // URLSession's progress: the last report has the whole body.
-        let last = try #require(reports.all.last)
-        #expect(last.totalBytes > Int64(Self.png.count) && last.bytesSent == last.totalBytes)
-        #expect(zip(reports.all, reports.all.dropFirst()).allSatisfy { $0.bytesSent <= $1.bytesSent })
+        try await withTestServer(LiveServer.start()) { server in
+            let collect = CloakCollect(server: LiveServer.url(server), form: "documents")
+            try await collect.loadSchema()
+            try collect.field("kyc.full_name").replace(0..<0, with: "Jane Doe")
+            let document = try collect.fileField("kyc.document")
+            #expect(document.configuration.allowedMediaTypes == ["image/png", "application/pdf"])
+            document.add(data: Self.png, fileName: "id.png", mediaType: "image/png")
+            #expect(collect.state.isValid)
+            let reports = Recorded<CloakUploadProgress>()
+            let answer = try await collect.submit(.tokens, progress: { reports.append($0) })
+            #expect(answer.status == 200, "\(answer.status): \(String(decoding: answer.body, as: UTF8.self))")
+            let aliases = try #require(answer.json as? [String: Any])
+            // A field that may hold several files answers by position, however many were sent.
+            let alias = try #require(aliases["kyc.document[0]"] as? String)
+            #expect(alias.hasPrefix("tok_sandbox_"), "\(alias)")
+            #expect(aliases["kyc.full_name"] is String)
+            // URLSession's progress: the last report has the whole body.
+            let last = try #require(reports.all.last)
+            #expect(last.totalBytes > Int64(Self.png.count) && last.bytesSent == last.totalBytes)
+            #expect(zip(reports.all, reports.all.dropFirst()).allSatisfy { $0.bytesSent <= $1.bytesSent })
 
-        // Two files: one alias each, by position.
-        document.add(data: Self.pdf, fileName: "back.pdf", mediaType: "application/pdf")
-        let two = try await collect.submit(.tokens)
-        #expect(two.status == 200, "\(two.status): \(String(decoding: two.body, as: UTF8.self))")
-        let both = try #require(two.json as? [String: Any])
-        #expect(both["kyc.document[0]"] is String && both["kyc.document[1]"] is String)
+            // Two files: one alias each, by position.
+            document.add(data: Self.pdf, fileName: "back.pdf", mediaType: "application/pdf")
+            let two = try await collect.submit(.tokens)
+            #expect(two.status == 200, "\(two.status): \(String(decoding: two.body, as: UTF8.self))")
+            let both = try #require(two.json as? [String: Any])
+            #expect(both["kyc.document[0]"] is String && both["kyc.document[1]"] is String)
 
-        // An executable: refused by the server as by the client.
-        document.clear()
-        document.add(data: Self.elf, fileName: "id.png", mediaType: "image/png")
-        #expect(!collect.state.isValid && document.state.validationErrors == [FileValidationError.executable])
-        let refused = try await collect.submit(.tokens)
-        let text = String(decoding: refused.body, as: UTF8.self)
-        #expect(refused.status == 422 && refused.errorCode == 1001, "\(refused.status): \(text)")
-        #expect(text.contains(FileValidationError.executable))
-        #expect(!server.logs.text.contains("Jane Doe"))
+            // An executable: refused by the server as by the client.
+            document.clear()
+            document.add(data: Self.elf, fileName: "id.png", mediaType: "image/png")
+            #expect(!collect.state.isValid && document.state.validationErrors == [FileValidationError.executable])
+            let refused = try await collect.submit(.tokens)
+            let text = String(decoding: refused.body, as: UTF8.self)
+            #expect(refused.status == 422 && refused.errorCode == 1001, "\(refused.status): \(text)")
+            #expect(text.contains(FileValidationError.executable))
+            #expect(!server.logs.text.contains("Jane Doe"))
+        }
     }
 }
 

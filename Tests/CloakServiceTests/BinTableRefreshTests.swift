@@ -205,16 +205,17 @@ import Testing
 /// the digits it shows as `bin`.
 @Suite struct ValidateCardAttributesTests {
     @Test func aValidCardsStateCarriesItsAttributes() throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let table = try BinTableReader(format: .csv).read(
-            Array("low,high,issuer,funding,country\n411111,411111,Six Digit Bank,debit,US\n".utf8))
-        try BinTableReviewTests.importTable(table, into: server)
-        let r = try server.client().request(
-            "POST", "/forms/checkout/validate", json: #"{"fields":{"card_data.card_number":"4111 1111 1111 1111"}}"#)
-        let fields = try #require(r.json?["fields"] as? [String: [String: Any]])
-        let attributes = try #require(fields["card_data.card_number"]?["cardAttributes"] as? [String: String])
-        #expect(attributes == ["issuer": "Six Digit Bank", "funding": "debit", "country": "US"])
+        try withTestServer(TestServer()) { server throws in
+            let table = try BinTableReader(format: .csv).read(
+                Array("low,high,issuer,funding,country\n411111,411111,Six Digit Bank,debit,US\n".utf8))
+            try BinTableReviewTests.importTable(table, into: server)
+            let r = try server.client().request(
+                "POST", "/forms/checkout/validate", json: #"{"fields":{"card_data.card_number":"4111 1111 1111 1111"}}"#
+            )
+            let fields = try #require(r.json?["fields"] as? [String: [String: Any]])
+            let attributes = try #require(fields["card_data.card_number"]?["cardAttributes"] as? [String: String])
+            #expect(attributes == ["issuer": "Six Digit Bank", "funding": "debit", "country": "US"])
+        }
     }
 }
 
@@ -227,32 +228,33 @@ import Testing
         let hex = Digest.sha256(Array(Self.binsToken.utf8)).map { String(format: "%02x", $0) }.joined()
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(
             of: "  tokens: [", with: "  tokens: [{id: bins, sha256: \"\(hex)\", scopes: [bins:read]}, ")
-        let server = try TestServer(yaml: yaml)
-        defer { server.stop() }
-        let table = try BinTableReader(format: .csv).read(
-            Array("low,high,issuer,funding,country\n411111,411111,Six Digit Bank,debit,US\n".utf8))
-        try BinTableReviewTests.importTable(table, into: server)
-        let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
-        let created = try server.client().request(
-            "POST", "/aliases", json: #"{"data":[{"value":"4111 1111 1111 1111","format":"UUID"}]}"#, headers: full)
-        let alias = try #require(
-            ((created.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"]
-                as? String)
-        let revealed = try server.client().request("GET", "/aliases/\(alias)", headers: full)
-        let record = try #require((revealed.json?["data"] as? [[String: Any]])?.first)
-        #expect((record["attributes"] as? [String: String])?["issuer"] == "Six Digit Bank")
-        #expect((record["metadata"] as? [String: String]) == [:])
+        try withTestServer(TestServer(yaml: yaml)) { server throws in
+            let table = try BinTableReader(format: .csv).read(
+                Array("low,high,issuer,funding,country\n411111,411111,Six Digit Bank,debit,US\n".utf8))
+            try BinTableReviewTests.importTable(table, into: server)
+            let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
+            let created = try server.client().request(
+                "POST", "/aliases", json: #"{"data":[{"value":"4111 1111 1111 1111","format":"UUID"}]}"#, headers: full)
+            let alias = try #require(
+                ((created.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"]
+                    as? String)
+            let revealed = try server.client().request("GET", "/aliases/\(alias)", headers: full)
+            let record = try #require((revealed.json?["data"] as? [[String: Any]])?.first)
+            #expect((record["attributes"] as? [String: String])?["issuer"] == "Six Digit Bank")
+            #expect((record["metadata"] as? [String: String]) == [:])
 
-        let binsOnly = try server.client().request(
-            "GET", "/aliases/\(alias)", headers: [("Authorization", "Bearer \(Self.binsToken)")])
-        #expect(binsOnly.status == 200)
-        #expect((binsOnly.json?["attributes"] as? [String: String])?["funding"] == "debit")
-        #expect(!binsOnly.text.contains("4111"))
+            let binsOnly = try server.client().request(
+                "GET", "/aliases/\(alias)", headers: [("Authorization", "Bearer \(Self.binsToken)")])
+            #expect(binsOnly.status == 200)
+            #expect((binsOnly.json?["attributes"] as? [String: String])?["funding"] == "debit")
+            #expect(!binsOnly.text.contains("4111"))
 
-        let reserved = try server.client().request(
-            "POST", "/aliases", json: #"{"data":[{"value":"x","format":"UUID","metadata":{"cloak:attributes":"{}"}}]}"#,
-            headers: full)
-        #expect(reserved.status == 400)
+            let reserved = try server.client().request(
+                "POST", "/aliases",
+                json: #"{"data":[{"value":"x","format":"UUID","metadata":{"cloak:attributes":"{}"}}]}"#,
+                headers: full)
+            #expect(reserved.status == 400)
+        }
     }
 }
 
@@ -295,67 +297,68 @@ import Testing
     }
 
     @Test func theAcceptRuleHoldsOnSubmission() throws {
-        let server = try Self.server(accept: true)
-        defer { server.stop() }
-        let r = try server.client().request(
-            "POST", "/forms/checkout/tokens",
-            json: #"{"fields":{"card_data.card_number":"4111 1111 1111 1111","customer.ssn":"123-45-6789"}}"#)
-        #expect(r.status == 422, "\(r.status) \(r.text)")
-        #expect(r.text.contains("CARD_NOT_ACCEPTED"))
+        try withTestServer(Self.server(accept: true)) { server throws in
+            let r = try server.client().request(
+                "POST", "/forms/checkout/tokens",
+                json: #"{"fields":{"card_data.card_number":"4111 1111 1111 1111","customer.ssn":"123-45-6789"}}"#)
+            #expect(r.status == 422, "\(r.status) \(r.text)")
+            #expect(r.text.contains("CARD_NOT_ACCEPTED"))
+        }
     }
 
     @Test func anAliasNeverDisclosesMoreThanItsBIN() throws {
-        let server = try Self.server()
-        defer { server.stop() }
-        let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
-        let created = try server.client().request(
-            "POST", "/aliases",
-            json: #"{"data":[{"value":"4111111111111111","format":"UUID"},{"value":"123-45-6789","format":"UUID"}]}"#,
-            headers: full)
-        let data = try #require(created.json?["data"] as? [[String: Any]])
-        let aliases = data.compactMap { ($0["aliases"] as? [[String: Any]])?.first?["alias"] as? String }
-        try #require(aliases.count == 2)
-        let bins = [("Authorization", "Bearer \(Self.binsToken)")]
-        // The 8-digit BIN a state shows answers (the 6-digit range), never the 10-digit one.
-        let card = try server.client().request(
-            "POST", "/cards/attributes", json: #"{"alias":"\#(aliases[0])"}"#, headers: bins)
-        #expect((card.json?["issuer"] as? String) == "Six", "\(card.text)")
-        let stored = try server.client().request("GET", "/aliases/\(aliases[0])", headers: bins)
-        #expect(((stored.json?["attributes"] as? [String: String])?["issuer"]) == "Six")
-        // An SSN is no card: no prefix of it is looked up.
-        let ssn = try server.client().request(
-            "POST", "/cards/attributes", json: #"{"alias":"\#(aliases[1])"}"#, headers: bins)
-        #expect(ssn.status == 404)
-        #expect(server.logs.text.contains(#""action":"card_attributes""#))
+        try withTestServer(Self.server()) { server throws in
+            let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
+            let created = try server.client().request(
+                "POST", "/aliases",
+                json:
+                    #"{"data":[{"value":"4111111111111111","format":"UUID"},{"value":"123-45-6789","format":"UUID"}]}"#,
+                headers: full)
+            let data = try #require(created.json?["data"] as? [[String: Any]])
+            let aliases = data.compactMap { ($0["aliases"] as? [[String: Any]])?.first?["alias"] as? String }
+            try #require(aliases.count == 2)
+            let bins = [("Authorization", "Bearer \(Self.binsToken)")]
+            // The 8-digit BIN a state shows answers (the 6-digit range), never the 10-digit one.
+            let card = try server.client().request(
+                "POST", "/cards/attributes", json: #"{"alias":"\#(aliases[0])"}"#, headers: bins)
+            #expect((card.json?["issuer"] as? String) == "Six", "\(card.text)")
+            let stored = try server.client().request("GET", "/aliases/\(aliases[0])", headers: bins)
+            #expect(((stored.json?["attributes"] as? [String: String])?["issuer"]) == "Six")
+            // An SSN is no card: no prefix of it is looked up.
+            let ssn = try server.client().request(
+                "POST", "/cards/attributes", json: #"{"alias":"\#(aliases[1])"}"#, headers: bins)
+            #expect(ssn.status == 404)
+            #expect(server.logs.text.contains(#""action":"card_attributes""#))
+        }
     }
 
     /// Issue 55, item 4: an `FPE_SIX_T_FOUR` alias shows six digits; an 8-digit range's issuer
     /// names the two after them. A caller without `aliases:reveal` gets the six-digit range's
     /// attributes; one who may reveal gets the eight digits a field state shows.
     @Test func aCallerWhoMayNotRevealGetsTheAttributesOfTheDigitsAnAliasShows() throws {
-        let server = try Self.server()
-        defer { server.stop() }
-        let table = try BinTableReader(format: .csv).read(
-            Array("low,high,issuer,funding\n411111,411111,Six,debit\n41111111,41111111,Eight,credit\n".utf8))
-        try Self.importTable(table, into: server)
-        let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
-        let created = try server.client().request(
-            "POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}"#,
-            headers: full)
-        let data = try #require(created.json?["data"] as? [[String: Any]])
-        let alias = try #require((data.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String)
-        #expect(alias.hasPrefix("411111") && !alias.hasPrefix("41111111"), "\(alias)")
-        let bins = [("Authorization", "Bearer \(Self.binsToken)")]
-        let card = try server.client().request(
-            "POST", "/cards/attributes", json: #"{"alias":"\#(alias)"}"#, headers: bins)
-        #expect((card.json?["issuer"] as? String) == "Six", "\(card.text)")
-        let record = try server.client().request("GET", "/aliases/\(alias)", headers: bins)
-        #expect(((record.json?["attributes"] as? [String: String])?["issuer"]) == "Six", "\(record.text)")
-        // A caller who may reveal the card learns nothing new from its eighth digit.
-        let revealer = try server.client().request(
-            "POST", "/cards/attributes", json: #"{"alias":"\#(alias)"}"#,
-            headers: [("Authorization", "Bearer \(Self.binsRevealToken)")])
-        #expect((revealer.json?["issuer"] as? String) == "Eight", "\(revealer.text)")
+        try withTestServer(Self.server()) { server throws in
+            let table = try BinTableReader(format: .csv).read(
+                Array("low,high,issuer,funding\n411111,411111,Six,debit\n41111111,41111111,Eight,credit\n".utf8))
+            try Self.importTable(table, into: server)
+            let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
+            let created = try server.client().request(
+                "POST", "/aliases", json: #"{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}"#,
+                headers: full)
+            let data = try #require(created.json?["data"] as? [[String: Any]])
+            let alias = try #require((data.first?["aliases"] as? [[String: Any]])?.first?["alias"] as? String)
+            #expect(alias.hasPrefix("411111") && !alias.hasPrefix("41111111"), "\(alias)")
+            let bins = [("Authorization", "Bearer \(Self.binsToken)")]
+            let card = try server.client().request(
+                "POST", "/cards/attributes", json: #"{"alias":"\#(alias)"}"#, headers: bins)
+            #expect((card.json?["issuer"] as? String) == "Six", "\(card.text)")
+            let record = try server.client().request("GET", "/aliases/\(alias)", headers: bins)
+            #expect(((record.json?["attributes"] as? [String: String])?["issuer"]) == "Six", "\(record.text)")
+            // A caller who may reveal the card learns nothing new from its eighth digit.
+            let revealer = try server.client().request(
+                "POST", "/cards/attributes", json: #"{"alias":"\#(alias)"}"#,
+                headers: [("Authorization", "Bearer \(Self.binsRevealToken)")])
+            #expect((revealer.json?["issuer"] as? String) == "Eight", "\(revealer.text)")
+        }
     }
 
     /// Issue 55, item 6: after a restore put an older header back, an import numbered from it
@@ -365,77 +368,80 @@ import Testing
     /// table when one comes under the version it serves (a restore that took the newer
     /// tables' names too).
     @Test func aTableIsNamedByVersionAndDigestAndImportsNumberAboveEveryTable() throws {
-        let server = try Self.server()
-        defer { server.stop() }
-        let bins = [("Authorization", "Bearer \(Self.binsToken)")]
-        func lookup() throws -> String? {
-            try server.client().request("GET", "/bins/411111", headers: bins).json?["issuer"] as? String
+        try withTestServer(Self.server()) { server throws in
+            let bins = [("Authorization", "Bearer \(Self.binsToken)")]
+            func lookup() throws -> String? {
+                try server.client().request("GET", "/bins/411111", headers: bins).json?["issuer"] as? String
+            }
+            func table(_ issuer: String) throws -> BinTableReader.Table {
+                try BinTableReader(format: .csv).read(Array("low,high,issuer\n411111,411111,\(issuer)\n".utf8))
+            }
+            func metric() throws -> String {
+                try server.client().request("GET", "/metrics").text.split(separator: "\n")
+                    .filter { $0.hasPrefix("cloak_bins_table{") }.joined(separator: "\n")
+            }
+            let first = try FileUploadTests.sqlite(server, "SELECT hex(value) FROM meta WHERE name = 'bins.current'")
+            try Self.importTable(table("Two"), into: server)
+            #expect(try lookup() == "Two")
+            let two = try #require(server.service.binRefresh?.current?.document)
+            let twoHeader = try FileUploadTests.sqlite(
+                server, "SELECT hex(value) FROM meta WHERE name = 'bins.current'")
+            let twoTable = try FileUploadTests.sqlite(
+                server, "SELECT hex(value) FROM meta WHERE name = '\(two.tableName)'")
+            // A restore of the version-1 state whole (its header, and no newer table's name): the
+            // next import is a 2 again, under the version this node serves. The node follows the
+            // store's table, and the metric tells the two apart by digest.
+            try FileUploadTests.sqlite(
+                server,
+                "UPDATE meta SET value = x'\(first)' WHERE name = 'bins.current'; DELETE FROM meta WHERE name LIKE 'bins.table.2.%'"
+            )
+            try Self.importTable(table("Again"), into: server, now: 2)
+            let again = try #require(server.service.binRefresh?.current?.document)
+            #expect(again.version == 2 && again.digest != two.digest)
+            #expect(try lookup() == "Again")
+            #expect(try metric() == #"cloak_bins_table{version="2",sha256="\#(again.shortDigest)"} 1"#)
+            #expect(String(decoding: JSONWriter.encode(again.json), as: UTF8.self).contains(again.shortDigest))
+            // A writer who kept the other version-2 table (imported earlier) cannot switch the node
+            // back to it: between two signed tables of one version, the later import holds.
+            try FileUploadTests.sqlite(
+                server,
+                "UPDATE meta SET value = x'\(twoHeader)' WHERE name = 'bins.current'; INSERT OR REPLACE INTO meta (name, value) VALUES ('\(two.tableName)', x'\(twoTable)')"
+            )
+            server.service.binRefresh?.refreshAndWait()
+            #expect(try lookup() == "Again")
+            #expect(server.service.binRefresh?.current?.document.digest == again.digest)
+            // The version-1 header alone put back (the newer tables' names stay): the next import
+            // is 3, not a second 2.
+            try FileUploadTests.sqlite(server, "UPDATE meta SET value = x'\(first)' WHERE name = 'bins.current'")
+            try Self.importTable(table("Three"), into: server)
+            #expect(try lookup() == "Three")
+            let three = try #require(server.service.binRefresh?.current?.document)
+            #expect(three.version == 3)
+            #expect(try metric() == #"cloak_bins_table{version="3",sha256="\#(three.shortDigest)"} 1"#)
         }
-        func table(_ issuer: String) throws -> BinTableReader.Table {
-            try BinTableReader(format: .csv).read(Array("low,high,issuer\n411111,411111,\(issuer)\n".utf8))
-        }
-        func metric() throws -> String {
-            try server.client().request("GET", "/metrics").text.split(separator: "\n")
-                .filter { $0.hasPrefix("cloak_bins_table{") }.joined(separator: "\n")
-        }
-        let first = try FileUploadTests.sqlite(server, "SELECT hex(value) FROM meta WHERE name = 'bins.current'")
-        try Self.importTable(table("Two"), into: server)
-        #expect(try lookup() == "Two")
-        let two = try #require(server.service.binRefresh?.current?.document)
-        let twoHeader = try FileUploadTests.sqlite(server, "SELECT hex(value) FROM meta WHERE name = 'bins.current'")
-        let twoTable = try FileUploadTests.sqlite(
-            server, "SELECT hex(value) FROM meta WHERE name = '\(two.tableName)'")
-        // A restore of the version-1 state whole (its header, and no newer table's name): the
-        // next import is a 2 again, under the version this node serves. The node follows the
-        // store's table, and the metric tells the two apart by digest.
-        try FileUploadTests.sqlite(
-            server,
-            "UPDATE meta SET value = x'\(first)' WHERE name = 'bins.current'; DELETE FROM meta WHERE name LIKE 'bins.table.2.%'"
-        )
-        try Self.importTable(table("Again"), into: server, now: 2)
-        let again = try #require(server.service.binRefresh?.current?.document)
-        #expect(again.version == 2 && again.digest != two.digest)
-        #expect(try lookup() == "Again")
-        #expect(try metric() == #"cloak_bins_table{version="2",sha256="\#(again.shortDigest)"} 1"#)
-        #expect(String(decoding: JSONWriter.encode(again.json), as: UTF8.self).contains(again.shortDigest))
-        // A writer who kept the other version-2 table (imported earlier) cannot switch the node
-        // back to it: between two signed tables of one version, the later import holds.
-        try FileUploadTests.sqlite(
-            server,
-            "UPDATE meta SET value = x'\(twoHeader)' WHERE name = 'bins.current'; INSERT OR REPLACE INTO meta (name, value) VALUES ('\(two.tableName)', x'\(twoTable)')"
-        )
-        server.service.binRefresh?.refreshAndWait()
-        #expect(try lookup() == "Again")
-        #expect(server.service.binRefresh?.current?.document.digest == again.digest)
-        // The version-1 header alone put back (the newer tables' names stay): the next import
-        // is 3, not a second 2.
-        try FileUploadTests.sqlite(server, "UPDATE meta SET value = x'\(first)' WHERE name = 'bins.current'")
-        try Self.importTable(table("Three"), into: server)
-        #expect(try lookup() == "Three")
-        let three = try #require(server.service.binRefresh?.current?.document)
-        #expect(three.version == 3)
-        #expect(try metric() == #"cloak_bins_table{version="3",sha256="\#(three.shortDigest)"} 1"#)
     }
 
     @Test func anOlderTablePutBackIsRefusedAndRacingImportsKeepTheWinnersTable() throws {
-        let server = try Self.server()
-        defer { server.stop() }
-        let newer = try BinTableReader(format: .csv).read(Array("low,high,issuer\n411111,411111,Newer\n".utf8))
-        // The first table's header, kept aside, then a newer import.
-        let oldHeader = try FileUploadTests.sqlite(server, "SELECT hex(value) FROM meta WHERE name = 'bins.current'")
-        try Self.importTable(newer, into: server)
-        let lookup = {
-            try server.client().request("GET", "/bins/411111", headers: [("Authorization", "Bearer \(Self.binsToken)")])
+        try withTestServer(Self.server()) { server throws in
+            let newer = try BinTableReader(format: .csv).read(Array("low,high,issuer\n411111,411111,Newer\n".utf8))
+            // The first table's header, kept aside, then a newer import.
+            let oldHeader = try FileUploadTests.sqlite(
+                server, "SELECT hex(value) FROM meta WHERE name = 'bins.current'")
+            try Self.importTable(newer, into: server)
+            let lookup = {
+                try server.client().request(
+                    "GET", "/bins/411111", headers: [("Authorization", "Bearer \(Self.binsToken)")])
+            }
+            #expect(try lookup().json?["issuer"] as? String == "Newer")
+            // A database writer puts the older signed header back: it verifies, but goes backwards.
+            try FileUploadTests.sqlite(server, "UPDATE meta SET value = x'\(oldHeader)' WHERE name = 'bins.current'")
+            server.service.binRefresh?.refreshAndWait()
+            #expect(try lookup().json?["issuer"] as? String == "Newer")
+            // The newest table's blob is named by its version and digest, and is never cleared by
+            // an import that lost a race to the same version.
+            let names = try FileUploadTests.sqlite(
+                server, "SELECT name FROM meta WHERE name LIKE 'bins.table.%' AND length(value) > 0")
+            #expect(names.split(separator: "\n").allSatisfy { $0.split(separator: ".").count == 4 }, "\(names)")
         }
-        #expect(try lookup().json?["issuer"] as? String == "Newer")
-        // A database writer puts the older signed header back: it verifies, but goes backwards.
-        try FileUploadTests.sqlite(server, "UPDATE meta SET value = x'\(oldHeader)' WHERE name = 'bins.current'")
-        server.service.binRefresh?.refreshAndWait()
-        #expect(try lookup().json?["issuer"] as? String == "Newer")
-        // The newest table's blob is named by its version and digest, and is never cleared by
-        // an import that lost a race to the same version.
-        let names = try FileUploadTests.sqlite(
-            server, "SELECT name FROM meta WHERE name LIKE 'bins.table.%' AND length(value) > 0")
-        #expect(names.split(separator: "\n").allSatisfy { $0.split(separator: ".").count == 4 }, "\(names)")
     }
 }

@@ -5,35 +5,35 @@ import Testing
 
 @Suite struct ConcurrencyTests {
     @Test func manyConcurrentKeepAliveConnectionsAllGetCorrectAnswers() throws {
-        let server = try TestServer(threads: 2)
-        defer { server.stop() }
-        let connections = 64, requestsEach = 25
-        let failures = Mutex<[String]>([])
-        let port = server.port
-        DispatchQueue.concurrentPerform(iterations: connections) { i in
-            do {
-                let client = try RawHTTPClient(port: port)
-                for j in 0..<requestsEach {
-                    // Alternate visa and amex so answers cannot be mixed up between connections.
-                    let amex = (i + j) % 2 == 0
-                    let number = amex ? "378282246310005" : "4111111111111111"
-                    let r = try client.request(
-                        "POST", "/forms/checkout/validate",
-                        json:
-                            #"{"fields":{"card_data.card_number":"\#(number)"}}"#)
-                    let brand =
-                        ((r.json?["fields"] as? [String: Any])?["card_data.card_number"] as? [String: Any])?[
-                            "cardBrand"] as? String
-                    if r.status != 200 || brand != (amex ? "amex" : "visa") {
-                        failures.withLock { $0.append("connection \(i) request \(j): \(r.status) \(brand ?? "-")") }
+        try withTestServer(TestServer(threads: 2)) { server throws in
+            let connections = 64, requestsEach = 25
+            let failures = Mutex<[String]>([])
+            let port = server.port
+            DispatchQueue.concurrentPerform(iterations: connections) { i in
+                do {
+                    let client = try RawHTTPClient(port: port)
+                    for j in 0..<requestsEach {
+                        // Alternate visa and amex so answers cannot be mixed up between connections.
+                        let amex = (i + j) % 2 == 0
+                        let number = amex ? "378282246310005" : "4111111111111111"
+                        let r = try client.request(
+                            "POST", "/forms/checkout/validate",
+                            json:
+                                #"{"fields":{"card_data.card_number":"\#(number)"}}"#)
+                        let brand =
+                            ((r.json?["fields"] as? [String: Any])?["card_data.card_number"] as? [String: Any])?[
+                                "cardBrand"] as? String
+                        if r.status != 200 || brand != (amex ? "amex" : "visa") {
+                            failures.withLock { $0.append("connection \(i) request \(j): \(r.status) \(brand ?? "-")") }
+                        }
                     }
+                } catch {
+                    failures.withLock { $0.append("connection \(i): \(error)") }
                 }
-            } catch {
-                failures.withLock { $0.append("connection \(i): \(error)") }
             }
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(5) })")
+            #expect(server.logs.lines.filter { $0.contains(#""msg":"request""#) }.count == connections * requestsEach)
         }
-        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(5) })")
-        #expect(server.logs.lines.filter { $0.contains(#""msg":"request""#) }.count == connections * requestsEach)
     }
 
     @Test func shutdownDrainsWhileKeepAliveConnectionsAreOpen() throws {

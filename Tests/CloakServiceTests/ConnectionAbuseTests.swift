@@ -34,13 +34,13 @@ import Testing
     }
 
     @Test func pipeliningWithoutReadingTheAnswersIsBounded() throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let cap = 512 << 20
-        let taken = Self.bytesTakenWithoutReading(port: server.port, cap: cap)
-        #expect(taken > 0 && taken < 64 << 20, "the server took \(taken >> 20) MiB without the client reading")
-        // The server serves others meanwhile, and afterwards.
-        #expect(try server.client().request("GET", "/healthz").status == 200)
+        try withTestServer(TestServer()) { server throws in
+            let cap = 512 << 20
+            let taken = Self.bytesTakenWithoutReading(port: server.port, cap: cap)
+            #expect(taken > 0 && taken < 64 << 20, "the server took \(taken >> 20) MiB without the client reading")
+            // The server serves others meanwhile, and afterwards.
+            #expect(try server.client().request("GET", "/healthz").status == 200)
+        }
     }
 
     /// evhttp answers a CONNECT whose target it cannot parse with its own 400 and keeps the
@@ -53,32 +53,32 @@ import Testing
         "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n",
     ])
     func aConnectOnTheAPIListenerIsRefusedAndClosed(raw: String) throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let client = try RawHTTPClient(port: server.port, timeout: 5)
-        try client.send(raw)
-        var statuses: [Int] = []
-        while let r = try? client.readResponse() { statuses.append(r.status) }
-        #expect(!statuses.contains(200), "\(statuses)")
-        #expect(statuses.allSatisfy { $0 == 400 }, "\(statuses)")
-        #expect(client.waitForClose(timeout: 5))
-        let served = server.logs.text.split(separator: "\n").filter {
-            $0.contains(#""path":"/healthz""#) && $0.contains(#""status":200"#)
+        try withTestServer(TestServer()) { server throws in
+            let client = try RawHTTPClient(port: server.port, timeout: 5)
+            try client.send(raw)
+            var statuses: [Int] = []
+            while let r = try? client.readResponse() { statuses.append(r.status) }
+            #expect(!statuses.contains(200), "\(statuses)")
+            #expect(statuses.allSatisfy { $0 == 400 }, "\(statuses)")
+            #expect(client.waitForClose(timeout: 5))
+            let served = server.logs.text.split(separator: "\n").filter {
+                $0.contains(#""path":"/healthz""#) && $0.contains(#""status":200"#)
+            }
+            #expect(served.isEmpty, "a smuggled request reached its handler: \(served)")
         }
-        #expect(served.isEmpty, "a smuggled request reached its handler: \(served)")
     }
 
     /// Two HEADs pipelined: each answer is a head alone, so the second is read where it starts.
     @Test func aHeadAnswerHasNoBodyAndTheNextAnswerFollowsIt() throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let client = try RawHTTPClient(port: server.port, timeout: 5)
-        try client.send("HEAD /nope HTTP/1.1\r\nHost: x\r\n\r\nHEAD /nope HTTP/1.1\r\nHost: x\r\n\r\n")
-        let first = try client.readResponse(hasBody: false)
-        let second = try client.readResponse(hasBody: false)
-        #expect(first.status == 404 && second.status == 404)
-        #expect(Int(first.header("Content-Length") ?? "") ?? 0 > 0, "a HEAD gets the length a GET would")
-        try client.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(try client.readResponse().status == 200)
+        try withTestServer(TestServer()) { server throws in
+            let client = try RawHTTPClient(port: server.port, timeout: 5)
+            try client.send("HEAD /nope HTTP/1.1\r\nHost: x\r\n\r\nHEAD /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+            let first = try client.readResponse(hasBody: false)
+            let second = try client.readResponse(hasBody: false)
+            #expect(first.status == 404 && second.status == 404)
+            #expect(Int(first.header("Content-Length") ?? "") ?? 0 > 0, "a HEAD gets the length a GET would")
+            try client.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+        }
     }
 }

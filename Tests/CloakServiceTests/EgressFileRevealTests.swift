@@ -149,42 +149,44 @@ import Testing
     @Test func aSlowUpstreamGetsTheWholeFileOnce() throws {
         let upstream = RawUpstream(receiveBuffer: 4096)
         defer { upstream.stop() }
-        let server = try TestServer(yaml: Self.yaml(upstream.port))
-        defer { server.stop() }
-        let document = FileUploadTests.png(padding: 3 << 20)
-        let alias = try Self.upload(document, to: server)
-        let r = try server.client(timeout: 30).request(
-            "POST", "/proxy/raw", body: Array(#"{"doc":"\#(alias)"}"#.utf8),
-            headers: Self.files + [("Content-Type", "application/json")])
-        #expect(r.status == 204, "\(r.status) \(r.text)")
-        let seen = upstream.bytes
-        let head = try #require(seen.firstRange(of: Array("\r\n\r\n".utf8)))
-        let body = Array(seen[head.upperBound...])
-        let expected = Array(#"{"doc":""#.utf8) + Array(Data(document).base64EncodedString().utf8) + Array(#""}"#.utf8)
-        #expect(String(decoding: seen[..<head.lowerBound], as: UTF8.self).contains("Content-Length: \(expected.count)"))
-        #expect(body == expected)
+        try withTestServer(TestServer(yaml: Self.yaml(upstream.port))) { server throws in
+            let document = FileUploadTests.png(padding: 3 << 20)
+            let alias = try Self.upload(document, to: server)
+            let r = try server.client(timeout: 30).request(
+                "POST", "/proxy/raw", body: Array(#"{"doc":"\#(alias)"}"#.utf8),
+                headers: Self.files + [("Content-Type", "application/json")])
+            #expect(r.status == 204, "\(r.status) \(r.text)")
+            let seen = upstream.bytes
+            let head = try #require(seen.firstRange(of: Array("\r\n\r\n".utf8)))
+            let body = Array(seen[head.upperBound...])
+            let expected =
+                Array(#"{"doc":""#.utf8) + Array(Data(document).base64EncodedString().utf8) + Array(#""}"#.utf8)
+            #expect(
+                String(decoding: seen[..<head.lowerBound], as: UTF8.self).contains("Content-Length: \(expected.count)"))
+            #expect(body == expected)
+        }
     }
 
     @Test func aFileCutInTheStoreIsNeverSentWhole() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestServer(yaml: Self.yaml(upstream.port))
-        defer { server.stop() }
-        let alias = try Self.upload(FileUploadTests.png(padding: 500_000), to: server)
-        try FileUploadTests.sqlite(server, "DELETE FROM file_chunks WHERE idx = 3")
-        let r = try server.client(timeout: 30).request(
-            "POST", "/proxy/raw", body: Array(#"{"doc":"\#(alias)"}"#.utf8),
-            headers: Self.files + [("Content-Type", "application/json")])
-        #expect(r.status >= 500, "\(r.status) \(r.text)")
-        // The upstream saw a head promising more than it got, then the connection's end.
-        #expect(Poll.until { upstream.text.contains("Content-Length") })
-        let seen = upstream.bytes
-        let head = try #require(seen.firstRange(of: Array("\r\n\r\n".utf8)))
-        let text = String(decoding: seen[..<head.lowerBound], as: UTF8.self)
-        let promised = text.split(separator: "\r\n").first { $0.hasPrefix("Content-Length: ") }.flatMap {
-            Int($0.dropFirst(16))
+        try withTestServer(TestServer(yaml: Self.yaml(upstream.port))) { server throws in
+            let alias = try Self.upload(FileUploadTests.png(padding: 500_000), to: server)
+            try FileUploadTests.sqlite(server, "DELETE FROM file_chunks WHERE idx = 3")
+            let r = try server.client(timeout: 30).request(
+                "POST", "/proxy/raw", body: Array(#"{"doc":"\#(alias)"}"#.utf8),
+                headers: Self.files + [("Content-Type", "application/json")])
+            #expect(r.status >= 500, "\(r.status) \(r.text)")
+            // The upstream saw a head promising more than it got, then the connection's end.
+            #expect(Poll.until { upstream.text.contains("Content-Length") })
+            let seen = upstream.bytes
+            let head = try #require(seen.firstRange(of: Array("\r\n\r\n".utf8)))
+            let text = String(decoding: seen[..<head.lowerBound], as: UTF8.self)
+            let promised = text.split(separator: "\r\n").first { $0.hasPrefix("Content-Length: ") }.flatMap {
+                Int($0.dropFirst(16))
+            }
+            #expect((promised ?? 0) > seen.count - head.upperBound)
         }
-        #expect((promised ?? 0) > seen.count - head.upperBound)
     }
 }
 

@@ -27,10 +27,11 @@ import Testing
 
     @Test(arguments: ["/forms/\(card)/validate", "/forms/\(card)/tokens", "/elements/v1/forms/\(card)"])
     func unknownFormsAreNotNamed(path: String) throws {
-        let server = try TestService()
-        defer { server.stop() }
-        let r = try server.client().request(path.hasPrefix("/elements") ? "GET" : "POST", path, json: "{\"fields\":{}}")
-        #expect(r.status == 404 && r.errorCode == 1404, "\(r.text)")
-        #expect(!r.text.contains(Self.card) && !r.text.contains("556"), "\(r.text)")
+        try withTestServer(TestService()) { server throws in
+            let r = try server.client().request(
+                path.hasPrefix("/elements") ? "GET" : "POST", path, json: "{\"fields\":{}}")
+            #expect(r.status == 404 && r.errorCode == 1404, "\(r.text)")
+            #expect(!r.text.contains(Self.card) && !r.text.contains("556"), "\(r.text)")
+        }
     }
 }

@@ -73,38 +73,39 @@ import Testing
     ]
 
     @Test func everyHostileInputIsRefusedCleanlyAndLeavesNoTrace() throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        for (method, path, headers) in Self.endpoints {
-            for (name, body) in Self.bodies {
+        try withTestServer(TestServer()) { server throws in
+            for (method, path, headers) in Self.endpoints {
+                for (name, body) in Self.bodies {
+                    let r: RawHTTPClient.Response
+                    do { r = try server.client(timeout: 20).request(method, path, body: body, headers: headers) } catch
+                    {
+                        Issue.record("\(method) \(path) \(name): \(error)")
+                        continue
+                    }
+                    #expect((400...499).contains(r.status), "\(method) \(path) \(name): \(r.status)")
+                    if r.header("Content-Type") == "application/json" {
+                        #expect(r.errorCode != nil, "\(method) \(path) \(name): \(r.text.prefix(200))")
+                    }
+                    #expect(!r.text.contains(Self.secret), "\(method) \(path) \(name) echoed the value")
+                }
+            }
+            for (name, head) in Self.heads {
+                let client = try server.client(timeout: 20)
+                try client.send(head)
                 let r: RawHTTPClient.Response
-                do { r = try server.client(timeout: 20).request(method, path, body: body, headers: headers) } catch {
-                    Issue.record("\(method) \(path) \(name): \(error)")
+                do { r = try client.readResponse() } catch {
+                    Issue.record("\(name): \(error)")
                     continue
                 }
-                #expect((400...499).contains(r.status), "\(method) \(path) \(name): \(r.status)")
-                if r.header("Content-Type") == "application/json" {
-                    #expect(r.errorCode != nil, "\(method) \(path) \(name): \(r.text.prefix(200))")
-                }
-                #expect(!r.text.contains(Self.secret), "\(method) \(path) \(name) echoed the value")
+                #expect(r.status != 500 && r.status != 200 || name == "request id with a card", "\(name): \(r.status)")
+                #expect(!r.text.contains(Self.secret), "\(name) echoed the value")
+                #expect(r.header("X-Request-Id") != Self.secret)
             }
+            // Still serving, and nothing of the above in the logs.
+            #expect(try server.client().request("GET", "/healthz").status == 200)
+            let log = server.logs.text
+            for spelling in Self.secretSpellings { #expect(!log.contains(spelling), "the log holds \(spelling)") }
+            #expect(!log.contains(TestServer.fullToken))
         }
-        for (name, head) in Self.heads {
-            let client = try server.client(timeout: 20)
-            try client.send(head)
-            let r: RawHTTPClient.Response
-            do { r = try client.readResponse() } catch {
-                Issue.record("\(name): \(error)")
-                continue
-            }
-            #expect(r.status != 500 && r.status != 200 || name == "request id with a card", "\(name): \(r.status)")
-            #expect(!r.text.contains(Self.secret), "\(name) echoed the value")
-            #expect(r.header("X-Request-Id") != Self.secret)
-        }
-        // Still serving, and nothing of the above in the logs.
-        #expect(try server.client().request("GET", "/healthz").status == 200)
-        let log = server.logs.text
-        for spelling in Self.secretSpellings { #expect(!log.contains(spelling), "the log holds \(spelling)") }
-        #expect(!log.contains(TestServer.fullToken))
     }
 }

@@ -13,9 +13,9 @@ import Testing
         defer { certificates.remove() }
         let upstream = try TLSUpstream(certificates: certificates)
         defer { upstream.stop() }
-        let server = try Self.server(upstream, certificates)
-        defer { server.stop() }
-        try body(server, upstream)
+        try withTestServer(Self.server(upstream, certificates)) { server throws in
+            try body(server, upstream)
+        }
     }
 
     static func server(_ upstream: TLSUpstream, _ certificates: TestCertificates) throws -> TestService {

@@ -18,49 +18,49 @@ import Testing
             [("Content-Type", "application/json"), ("Content-Type", "text/plain")],
         ] as [[(String, String)]])
     func storingEndpointsTakeJSONOnly(headers: [(String, String)]) throws {
-        let server = try TestService()
-        defer { server.stop() }
-        let client = try server.client()
-        let origin = [("Origin", "https://evil.example")]
-        for (path, body) in [
-            ("/tokens", Self.card), ("/forms/checkout/tokens", Self.fields), ("/forms/checkout/send", Self.fields),
-        ] {
-            let r = try client.request("POST", path, body: Array(body.utf8), headers: origin + headers)
-            #expect(r.status == 400 && r.errorCode == 1002, "\(path) \(headers): \(r.status) \(r.text)")
+        try withTestServer(TestService()) { server throws in
+            let client = try server.client()
+            let origin = [("Origin", "https://evil.example")]
+            for (path, body) in [
+                ("/tokens", Self.card), ("/forms/checkout/tokens", Self.fields), ("/forms/checkout/send", Self.fields),
+            ] {
+                let r = try client.request("POST", path, body: Array(body.utf8), headers: origin + headers)
+                #expect(r.status == 400 && r.errorCode == 1002, "\(path) \(headers): \(r.status) \(r.text)")
+            }
+            let json = try client.request("POST", "/tokens", json: Self.card, headers: origin)
+            #expect(json.status == 201, "\(json.text)")
         }
-        let json = try client.request("POST", "/tokens", json: Self.card, headers: origin)
-        #expect(json.status == 201, "\(json.text)")
     }
 
     @Test func anAnonymousValueIsAtMostOneKilobyte() throws {
-        let server = try TestService()
-        defer { server.stop() }
-        let client = try server.client()
-        let big = String(repeating: "a", count: 1_025)
-        let body = #"{"data":[{"value":"\#(big)","format":"UUID"}]}"#
-        let anonymous = try client.request("POST", "/tokens", json: body)
-        #expect(
-            anonymous.status == 400 && [1001, 1002].contains(anonymous.errorCode ?? 0), "\(anonymous.text)")
-        #expect(!anonymous.text.contains(big))
-        let small = try client.request(
-            "POST", "/tokens", json: #"{"data":[{"value":"\#(String(big.dropLast()))","format":"UUID"}]}"#)
-        #expect(small.status == 201, "\(small.text)")
-        let creator = try client.request(
-            "POST", "/aliases", json: body, headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
-        #expect(creator.status == 201, "a token holder stores up to 32 KiB: \(creator.text)")
+        try withTestServer(TestService()) { server throws in
+            let client = try server.client()
+            let big = String(repeating: "a", count: 1_025)
+            let body = #"{"data":[{"value":"\#(big)","format":"UUID"}]}"#
+            let anonymous = try client.request("POST", "/tokens", json: body)
+            #expect(
+                anonymous.status == 400 && [1001, 1002].contains(anonymous.errorCode ?? 0), "\(anonymous.text)")
+            #expect(!anonymous.text.contains(big))
+            let small = try client.request(
+                "POST", "/tokens", json: #"{"data":[{"value":"\#(String(big.dropLast()))","format":"UUID"}]}"#)
+            #expect(small.status == 201, "\(small.text)")
+            let creator = try client.request(
+                "POST", "/aliases", json: body, headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+            #expect(creator.status == 201, "a token holder stores up to 32 KiB: \(creator.text)")
+        }
     }
 
     @Test(arguments: ["4111111111111111", "123-45-6789", "card:4111-1111-1111-1111"])
     func aClassifierHoldingACardNumberIsRefused(classifier: String) throws {
-        let server = try TestService()
-        defer { server.stop() }
-        let body = #"{"data":[{"value":"x-1","format":"UUID","classifiers":["\#(classifier)"]}]}"#
-        let r = try server.client().request("POST", "/tokens", json: body)
-        #expect(r.status == 400 && r.errorCode == 1002, "\(r.text)")
-        #expect(!r.text.contains(classifier))
-        let fine = try server.client().request(
-            "POST", "/tokens", json: #"{"data":[{"value":"x-1","format":"UUID","classifiers":["card","v2"]}]}"#)
-        #expect(fine.status == 201, "\(fine.text)")
+        try withTestServer(TestService()) { server throws in
+            let body = #"{"data":[{"value":"x-1","format":"UUID","classifiers":["\#(classifier)"]}]}"#
+            let r = try server.client().request("POST", "/tokens", json: body)
+            #expect(r.status == 400 && r.errorCode == 1002, "\(r.text)")
+            #expect(!r.text.contains(classifier))
+            let fine = try server.client().request(
+                "POST", "/tokens", json: #"{"data":[{"value":"x-1","format":"UUID","classifiers":["card","v2"]}]}"#)
+            #expect(fine.status == 201, "\(fine.text)")
+        }
     }
 
     /// Elements' assets name their readers (`*`); an origin listed in `cors.allowed_origins` too
@@ -70,14 +70,14 @@ import Testing
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(
             of: "  allowed_origins: []", with: "  allowed_origins: [\"\(origin)\"]")
         #expect(yaml != TestServer.configurationWithTokens)
-        let server = try TestService(yaml: yaml)
-        defer { server.stop() }
-        let r = try server.client().request("GET", "/elements/v1/cloak.js", headers: [("Origin", origin)])
-        #expect(r.status == 200)
-        let allow = r.headers.filter { $0.name.lowercased() == "access-control-allow-origin" }
-        #expect(allow.count == 1, "\(allow)")
-        // An answer without one of its own still names the listed origin.
-        let health = try server.client().request("GET", "/healthz", headers: [("Origin", origin)])
-        #expect(health.header("Access-Control-Allow-Origin") == origin)
+        try withTestServer(TestService(yaml: yaml)) { server throws in
+            let r = try server.client().request("GET", "/elements/v1/cloak.js", headers: [("Origin", origin)])
+            #expect(r.status == 200)
+            let allow = r.headers.filter { $0.name.lowercased() == "access-control-allow-origin" }
+            #expect(allow.count == 1, "\(allow)")
+            // An answer without one of its own still names the listed origin.
+            let health = try server.client().request("GET", "/healthz", headers: [("Origin", origin)])
+            #expect(health.header("Access-Control-Allow-Origin") == origin)
+        }
     }
 }

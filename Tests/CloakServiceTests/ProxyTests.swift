@@ -64,9 +64,11 @@ import Testing
         let upstream = try Upstream()
         let resetter = Resetter()
         defer { upstream.server.shutdown(); resetter.stop() }
-        let server = try TestService(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
-        defer { server.stop() }
-        try body(server, upstream)
+        try withTestServer(
+            TestService(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
+        ) { server throws in
+            try body(server, upstream)
+        }
     }
 
     /// The same on the real server, for what only the wire shows: clients that hang up or keep
@@ -75,9 +77,11 @@ import Testing
         let upstream = try Upstream()
         let resetter = Resetter()
         defer { upstream.server.shutdown(); resetter.stop() }
-        let server = try TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
-        defer { server.stop() }
-        try body(server, upstream)
+        try withTestServer(
+            TestServer(yaml: Self.configuration(upstream: upstream.server.port, resetter: resetter.port))
+        ) { server throws in
+            try body(server, upstream)
+        }
     }
 
     static func configuration(upstream: Int, resetter: Int, tls: (port: Int, ca: String, otherCA: String)? = nil)
@@ -213,12 +217,12 @@ import Testing
                   - {id: "\(UUID().uuidString)", path: /stuck, upstream: "http://127.0.0.1:\(port)/", methods: [GET], connect_timeout_s: 0.3, response_timeout_s: 10}
 
                 """)
-        let server = try TestService(yaml: yaml)
-        defer { server.stop() }
-        let started = Date()
-        let r = try server.client().request("GET", "/proxy/stuck")
-        #expect(r.status == 504 && r.errorCode == 1408, "\(r.text)")
-        #expect(Date().timeIntervalSince(started) < 3)
+        try withTestServer(TestService(yaml: yaml)) { server throws in
+            let started = Date()
+            let r = try server.client().request("GET", "/proxy/stuck")
+            #expect(r.status == 504 && r.errorCode == 1408, "\(r.text)")
+            #expect(Date().timeIntervalSince(started) < 3)
+        }
     }
 
     @Test(arguments: [
@@ -303,19 +307,21 @@ import Testing
         let upstream = try Upstream()
         let resetter = Resetter()
         defer { upstream.server.shutdown(); resetter.stop() }
-        let server = try TestService(
-            yaml: Self.configuration(
-                upstream: upstream.server.port, resetter: resetter.port,
-                tls: (tlsPort, "\(directory.path)/ca.pem", "\(directory.path)/other.pem")))
-        defer { server.stop() }
-        let client = try server.client()
-        let ok = try client.request("GET", "/proxy/tls-ok")
-        #expect(ok.status == 200, "\(ok.text.prefix(200))")
-        #expect(ok.text.contains("s_server") || ok.text.contains("HTML"))
-        let wrongHost = try client.request("GET", "/proxy/tls-wrong-host")
-        #expect(wrongHost.status == 502 && wrongHost.errorCode == 1400)
-        let untrusted = try client.request("GET", "/proxy/tls-untrusted")
-        #expect(untrusted.status == 502 && untrusted.errorCode == 1400)
+        try withTestServer(
+            TestService(
+                yaml: Self.configuration(
+                    upstream: upstream.server.port, resetter: resetter.port,
+                    tls: (tlsPort, "\(directory.path)/ca.pem", "\(directory.path)/other.pem")))
+        ) { server throws in
+            let client = try server.client()
+            let ok = try client.request("GET", "/proxy/tls-ok")
+            #expect(ok.status == 200, "\(ok.text.prefix(200))")
+            #expect(ok.text.contains("s_server") || ok.text.contains("HTML"))
+            let wrongHost = try client.request("GET", "/proxy/tls-wrong-host")
+            #expect(wrongHost.status == 502 && wrongHost.errorCode == 1400)
+            let untrusted = try client.request("GET", "/proxy/tls-untrusted")
+            #expect(untrusted.status == 502 && untrusted.errorCode == 1400)
+        }
     }
 }
 
@@ -326,28 +332,29 @@ import Testing
         let directory = certificates.directory
         defer { certificates.remove() }
         let d = directory.path
-        let server = try TestServer(environment: [:], tlsFiles: ("\(d)/server.pem", "\(d)/server.key"))
-        defer { server.stop() }
-        func curl(_ arguments: [String]) throws -> (Int32, String) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-            p.arguments = ["-sS", "--max-time", "5"] + arguments
-            let pipe = Pipe()
-            p.standardOutput = pipe
-            p.standardError = pipe
-            try p.run()
-            let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            p.waitUntilExit()
-            return (p.terminationStatus, out)
+        try withTestServer(TestServer(environment: [:], tlsFiles: ("\(d)/server.pem", "\(d)/server.key"))) {
+            server throws in
+            func curl(_ arguments: [String]) throws -> (Int32, String) {
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+                p.arguments = ["-sS", "--max-time", "5"] + arguments
+                let pipe = Pipe()
+                p.standardOutput = pipe
+                p.standardError = pipe
+                try p.run()
+                let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                p.waitUntilExit()
+                return (p.terminationStatus, out)
+            }
+            let url = "https://localhost:\(server.port)/healthz"
+            let trusted = try curl(["--cacert", "\(d)/ca.pem", url])
+            #expect(trusted.0 == 0 && trusted.1.contains(#""status":"ok""#), "\(trusted.1)")
+            let untrusted = try curl(["--cacert", "\(d)/other.pem", url])
+            #expect(untrusted.0 != 0)
+            let tooOld = try curl(["--cacert", "\(d)/ca.pem", "--tls-max", "1.1", url])
+            #expect(tooOld.0 != 0)
+            // Plain HTTP to the TLS port gets no answer.
+            #expect((try? RawHTTPClient(port: server.port, timeout: 1).request("GET", "/healthz")) == nil)
         }
-        let url = "https://localhost:\(server.port)/healthz"
-        let trusted = try curl(["--cacert", "\(d)/ca.pem", url])
-        #expect(trusted.0 == 0 && trusted.1.contains(#""status":"ok""#), "\(trusted.1)")
-        let untrusted = try curl(["--cacert", "\(d)/other.pem", url])
-        #expect(untrusted.0 != 0)
-        let tooOld = try curl(["--cacert", "\(d)/ca.pem", "--tls-max", "1.1", url])
-        #expect(tooOld.0 != 0)
-        // Plain HTTP to the TLS port gets no answer.
-        #expect((try? RawHTTPClient(port: server.port, timeout: 1).request("GET", "/healthz")) == nil)
     }
 }

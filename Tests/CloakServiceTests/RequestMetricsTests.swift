@@ -30,18 +30,18 @@ import Testing
     }
 
     @Test func everyLoopsAnswersAreSummed() throws {
-        let server = try TestServer(threads: 2)
-        defer { server.stop() }
-        // Separate connections spread over both loops (SO_REUSEPORT).
-        let connections = 8, each = 5
-        for _ in 0..<connections {
-            let client = try server.client()
-            for _ in 0..<each { #expect(try client.request("GET", "/healthz").status == 200) }
+        try withTestServer(TestServer(threads: 2)) { server throws in
+            // Separate connections spread over both loops (SO_REUSEPORT).
+            let connections = 8, each = 5
+            for _ in 0..<connections {
+                let client = try server.client()
+                for _ in 0..<each { #expect(try client.request("GET", "/healthz").status == 200) }
+            }
+            let text = try server.client().request("GET", "/metrics").text
+            let total = connections * each
+            #expect(text.contains(#"cloak_requests_total{route="/healthz",status="200"} \#(total)"#), "\(text)")
+            #expect(text.contains(#"cloak_request_duration_seconds_count{route="/healthz"} \#(total)"#))
+            #expect(text.contains(#"cloak_request_duration_seconds_bucket{route="/healthz",le="+Inf"} \#(total)"#))
         }
-        let text = try server.client().request("GET", "/metrics").text
-        let total = connections * each
-        #expect(text.contains(#"cloak_requests_total{route="/healthz",status="200"} \#(total)"#), "\(text)")
-        #expect(text.contains(#"cloak_request_duration_seconds_count{route="/healthz"} \#(total)"#))
-        #expect(text.contains(#"cloak_request_duration_seconds_bucket{route="/healthz",le="+Inf"} \#(total)"#))
     }
 }

@@ -67,130 +67,138 @@ import Testing
 
     @Test(arguments: [payToken, deleteToken])
     func aTokenWithoutAliasesCreateIsAnonymousOnOpenEndpoints(token: String) throws {
-        let server = try Self.server()
-        defer { server.stop() }
-        let client = try server.client()
-        let card = "4111111111111111"
-        let first = Self.aliases(
-            try client.request("POST", "/tokens", json: Self.body([card]), headers: Self.bearer(token)))
-        let second = Self.aliases(
-            try client.request("POST", "/tokens", json: Self.body([card]), headers: Self.bearer(token)))
-        #expect(first.count == 1 && second.count == 1)
-        #expect(first != second, "a token without aliases:create got a repeatable alias")
-        // A creator gets the one deterministic alias, which neither random draw is.
-        let creator = Self.aliases(
-            try client.request(
-                "POST", "/aliases", json: Self.body([card]),
-                headers: Self.bearer(TestServer.createOnlyToken)))
-        #expect(creator.count == 1 && !first.contains(creator[0]) && !second.contains(creator[0]))
-        // The small alias space an anonymous caller may not fill: a 15-digit Amex.
-        let amex = try client.request(
-            "POST", "/tokens", json: Self.body(["378282246310005"]), headers: Self.bearer(token))
-        #expect(amex.status == 400 && amex.errorCode == 1002, "\(amex.text)")
+        try withTestServer(Self.server()) { server throws in
+            let client = try server.client()
+            let card = "4111111111111111"
+            let first = Self.aliases(
+                try client.request("POST", "/tokens", json: Self.body([card]), headers: Self.bearer(token)))
+            let second = Self.aliases(
+                try client.request("POST", "/tokens", json: Self.body([card]), headers: Self.bearer(token)))
+            #expect(first.count == 1 && second.count == 1)
+            #expect(first != second, "a token without aliases:create got a repeatable alias")
+            // A creator gets the one deterministic alias, which neither random draw is.
+            let creator = Self.aliases(
+                try client.request(
+                    "POST", "/aliases", json: Self.body([card]),
+                    headers: Self.bearer(TestServer.createOnlyToken)))
+            #expect(creator.count == 1 && !first.contains(creator[0]) && !second.contains(creator[0]))
+            // The small alias space an anonymous caller may not fill: a 15-digit Amex.
+            let amex = try client.request(
+                "POST", "/tokens", json: Self.body(["378282246310005"]), headers: Self.bearer(token))
+            #expect(amex.status == 400 && amex.errorCode == 1002, "\(amex.text)")
+        }
     }
 
     @Test func aTokenWithoutAliasesCreateTakesFromItsAddresssAnonymousBucket() throws {
-        let server = try Self.server([
-            (
-                "anonymous: {requests_per_minute: 10000000, burst: 1000000}",
-                "anonymous: {requests_per_minute: 1, burst: 2}"
-            )
-        ])
-        defer { server.stop() }
-        let client = try server.client()
-        let statuses = try (0..<3).map { _ in
-            try client.request(
-                "POST", "/tokens", json: Self.body(["4111111111111111"], format: "UUID"),
-                headers: Self.bearer(Self.payToken)
-            ).status
+        try withTestServer(
+            Self.server([
+                (
+                    "anonymous: {requests_per_minute: 10000000, burst: 1000000}",
+                    "anonymous: {requests_per_minute: 1, burst: 2}"
+                )
+            ])
+        ) { server in
+            let client = try server.client()
+            let statuses = try (0..<3).map { _ in
+                try client.request(
+                    "POST", "/tokens", json: Self.body(["4111111111111111"], format: "UUID"),
+                    headers: Self.bearer(Self.payToken)
+                ).status
+            }
+            #expect(statuses == [201, 201, 429])
+            // The same address without a token shares that bucket; a creator has its own.
+            #expect(
+                try client.request("POST", "/tokens", json: Self.body(["4111111111111111"], format: "UUID")).status
+                    == 429)
+            #expect(
+                try client.request(
+                    "POST", "/tokens", json: Self.body(["4111111111111111"], format: "UUID"),
+                    headers: Self.bearer(TestServer.createOnlyToken)
+                ).status == 201)
         }
-        #expect(statuses == [201, 201, 429])
-        // The same address without a token shares that bucket; a creator has its own.
-        #expect(
-            try client.request("POST", "/tokens", json: Self.body(["4111111111111111"], format: "UUID")).status == 429)
-        #expect(
-            try client.request(
-                "POST", "/tokens", json: Self.body(["4111111111111111"], format: "UUID"),
-                headers: Self.bearer(TestServer.createOnlyToken)
-            ).status == 201)
     }
 
     // MARK: 3. A creator guessing a card from its alias
 
     @Test func aCreatorIsHeldToDistinctValuesPerBucketAndAudited() throws {
-        let server = try Self.server([("  bucket_values_per_hour: 30 ", "  bucket_values_per_hour: 5 ")])
-        defer { server.stop() }
-        let client = try server.client()
-        let creator = Self.bearer(TestServer.createOnlyToken)
-        let cards = Self.cards(7)
-        // Six distinct values of one bucket in one request: refused whole, nothing written.
-        let over = try client.request("POST", "/aliases", json: Self.body(Array(cards.prefix(6))), headers: creator)
-        #expect(over.status == 429 && over.errorCode == 1429, "\(over.text)")
-        #expect(Int(over.header("Retry-After") ?? "") ?? 0 >= 1)
-        #expect(!over.text.contains("411111"))
-        // Five pass, and the same five again (values already counted count once).
-        for _ in 0..<2 {
+        try withTestServer(Self.server([("  bucket_values_per_hour: 30 ", "  bucket_values_per_hour: 5 ")])) {
+            server throws in
+            let client = try server.client()
+            let creator = Self.bearer(TestServer.createOnlyToken)
+            let cards = Self.cards(7)
+            // Six distinct values of one bucket in one request: refused whole, nothing written.
+            let over = try client.request("POST", "/aliases", json: Self.body(Array(cards.prefix(6))), headers: creator)
+            #expect(over.status == 429 && over.errorCode == 1429, "\(over.text)")
+            #expect(Int(over.header("Retry-After") ?? "") ?? 0 >= 1)
+            #expect(!over.text.contains("411111"))
+            // Five pass, and the same five again (values already counted count once).
+            for _ in 0..<2 {
+                #expect(
+                    try client.request("POST", "/aliases", json: Self.body(Array(cards.prefix(5))), headers: creator)
+                        .status
+                        == 201)
+            }
+            // A sixth distinct value of that bucket is refused; one of another bucket is not.
+            #expect(try client.request("POST", "/aliases", json: Self.body([cards[6]]), headers: creator).status == 429)
             #expect(
-                try client.request("POST", "/aliases", json: Self.body(Array(cards.prefix(5))), headers: creator).status
+                try client.request("POST", "/aliases", json: Self.body(["5555555555554444"]), headers: creator).status
                     == 201)
+            // Another token has its own count.
+            #expect(
+                try client.request(
+                    "POST", "/aliases", json: Self.body([cards[6]]),
+                    headers: Self.bearer(TestServer.fullToken)
+                ).status == 201)
+            // The alert: an audit line naming the token and the format, and a metric.
+            let audit = server.logs.lines.filter { $0.contains(#""action":"bucket_limit""#) }
+            #expect(
+                audit.count == 2
+                    && audit.allSatisfy { $0.contains(#""token_id":"creator""#) && $0.contains("FPE_SIX_T_FOUR") })
+            #expect(!server.logs.text.contains("411111"))
+            let metrics = try client.request("GET", "/metrics").text
+            #expect(metrics.contains(#"cloak_bucket_value_limit_total{format="FPE_SIX_T_FOUR"} 2"#), "\(metrics)")
         }
-        // A sixth distinct value of that bucket is refused; one of another bucket is not.
-        #expect(try client.request("POST", "/aliases", json: Self.body([cards[6]]), headers: creator).status == 429)
-        #expect(
-            try client.request("POST", "/aliases", json: Self.body(["5555555555554444"]), headers: creator).status
-                == 201)
-        // Another token has its own count.
-        #expect(
-            try client.request(
-                "POST", "/aliases", json: Self.body([cards[6]]),
-                headers: Self.bearer(TestServer.fullToken)
-            ).status == 201)
-        // The alert: an audit line naming the token and the format, and a metric.
-        let audit = server.logs.lines.filter { $0.contains(#""action":"bucket_limit""#) }
-        #expect(
-            audit.count == 2
-                && audit.allSatisfy { $0.contains(#""token_id":"creator""#) && $0.contains("FPE_SIX_T_FOUR") })
-        #expect(!server.logs.text.contains("411111"))
-        let metrics = try client.request("GET", "/metrics").text
-        #expect(metrics.contains(#"cloak_bucket_value_limit_total{format="FPE_SIX_T_FOUR"} 2"#), "\(metrics)")
     }
 
     @Test func tokenFormatsAreHeldToTheBucketLimitToo() throws {
         // An SSN under GENERIC_T_FOUR shows its last four: 10^5 candidates share them.
-        let server = try Self.server([("  bucket_values_per_hour: 30 ", "  bucket_values_per_hour: 5 ")])
-        defer { server.stop() }
-        let ssns = (0..<6).map { String(format: "%03d-%02d-6789", 100 + $0, 10 + $0) }
-        let r = try server.client().request(
-            "POST", "/aliases", json: Self.body(ssns, format: "GENERIC_T_FOUR"),
-            headers: Self.bearer(TestServer.createOnlyToken))
-        #expect(r.status == 429 && r.errorCode == 1429, "\(r.text)")
-        #expect(
-            try server.client().request(
-                "POST", "/aliases", json: Self.body(Array(ssns.prefix(5)), format: "GENERIC_T_FOUR"),
-                headers: Self.bearer(TestServer.createOnlyToken)
-            ).status == 201)
+        try withTestServer(Self.server([("  bucket_values_per_hour: 30 ", "  bucket_values_per_hour: 5 ")])) {
+            server throws in
+            let ssns = (0..<6).map { String(format: "%03d-%02d-6789", 100 + $0, 10 + $0) }
+            let r = try server.client().request(
+                "POST", "/aliases", json: Self.body(ssns, format: "GENERIC_T_FOUR"),
+                headers: Self.bearer(TestServer.createOnlyToken))
+            #expect(r.status == 429 && r.errorCode == 1429, "\(r.text)")
+            #expect(
+                try server.client().request(
+                    "POST", "/aliases", json: Self.body(Array(ssns.prefix(5)), format: "GENERIC_T_FOUR"),
+                    headers: Self.bearer(TestServer.createOnlyToken)
+                ).status == 201)
+        }
     }
 
     @Test func aCreatorsRateBucketIsChargedPerValue() throws {
-        let server = try Self.server([
-            (
-                "token: {requests_per_minute: 10000000, burst: 1000000}",
-                "token: {requests_per_minute: 1, burst: 10}"
-            )
-        ])
-        defer { server.stop() }
-        let client = try server.client()
-        let values = (0..<10).map { "value-\($0)" }
-        #expect(
-            try client.request(
-                "POST", "/aliases", json: Self.body(values, format: "UUID"),
-                headers: Self.bearer(TestServer.createOnlyToken)
-            ).status == 201)
-        // Ten values spent the burst of ten: the next request waits, whatever its size.
-        let next = try client.request(
-            "POST", "/aliases", json: Self.body(["one"], format: "UUID"),
-            headers: Self.bearer(TestServer.createOnlyToken))
-        #expect(next.status == 429 && next.errorCode == 1429, "\(next.text)")
+        try withTestServer(
+            Self.server([
+                (
+                    "token: {requests_per_minute: 10000000, burst: 1000000}",
+                    "token: {requests_per_minute: 1, burst: 10}"
+                )
+            ])
+        ) { server in
+            let client = try server.client()
+            let values = (0..<10).map { "value-\($0)" }
+            #expect(
+                try client.request(
+                    "POST", "/aliases", json: Self.body(values, format: "UUID"),
+                    headers: Self.bearer(TestServer.createOnlyToken)
+                ).status == 201)
+            // Ten values spent the burst of ten: the next request waits, whatever its size.
+            let next = try client.request(
+                "POST", "/aliases", json: Self.body(["one"], format: "UUID"),
+                headers: Self.bearer(TestServer.createOnlyToken))
+            #expect(next.status == 429 && next.errorCode == 1429, "\(next.text)")
+        }
     }
 
     // MARK: 4. A Cloak token in Authorization on the egress doors
@@ -261,63 +269,66 @@ import Testing
                     - {id: psp, upstream: "https://127.0.0.1:9", allow_private: true}
 
                 """
-        let server = try TestServer(yaml: yaml, environment: ["CLOAK_SERVER_MAX_CONNECTIONS_PER_ADDRESS": "1"])
-        defer { server.stop() }
-        let port = try #require(server.egress?.port)
-        // Counted and known to be adopted (answered, and kept open: a 407 to a CONNECT may be retried).
-        let held = try RawHTTPClient(port: port)
-        try held.send("CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n")
-        #expect(try held.readResponse().status == 407)
-        func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0 }
-        let before = descriptors()
-        for _ in 0..<20 {
-            let refused = try RawHTTPClient(port: port, timeout: 5)
-            let answer = try refused.readResponse()
-            #expect(answer.status == 503, "\(answer.status) \(answer.text)")
-            #expect(refused.waitForClose(timeout: 5), "a refused connection stayed open")
+        try withTestServer(TestServer(yaml: yaml, environment: ["CLOAK_SERVER_MAX_CONNECTIONS_PER_ADDRESS": "1"])) {
+            server throws in
+            let port = try #require(server.egress?.port)
+            // Counted and known to be adopted (answered, and kept open: a 407 to a CONNECT may be retried).
+            let held = try RawHTTPClient(port: port)
+            try held.send("CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n")
+            #expect(try held.readResponse().status == 407)
+            func descriptors() -> Int {
+                (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+            }
+            let before = descriptors()
+            for _ in 0..<20 {
+                let refused = try RawHTTPClient(port: port, timeout: 5)
+                let answer = try refused.readResponse()
+                #expect(answer.status == 503, "\(answer.status) \(answer.text)")
+                #expect(refused.waitForClose(timeout: 5), "a refused connection stayed open")
+            }
+            // Every refused socket is closed on the server's side too (polled: closes are a loop turn late).
+            var settled = false
+            for _ in 0..<100 where !settled {
+                settled = descriptors() <= before + 2
+                if !settled { Thread.sleep(forTimeInterval: 0.05) }
+            }
+            #expect(settled, "descriptors grew from \(before) to \(descriptors())")
+            _ = held
         }
-        // Every refused socket is closed on the server's side too (polled: closes are a loop turn late).
-        var settled = false
-        for _ in 0..<100 where !settled {
-            settled = descriptors() <= before + 2
-            if !settled { Thread.sleep(forTimeInterval: 0.05) }
-        }
-        #expect(settled, "descriptors grew from \(before) to \(descriptors())")
-        _ = held
     }
 
     // MARK: 5. PUT /aliases/{alias}
 
     @Test func updatingNeedsAliasesUpdateAndTellsNothingWithoutIt() throws {
-        let server = try TestService()
-        defer { server.stop() }
-        let client = try server.client()
-        let created = try client.request(
-            "POST", "/aliases", json: Self.body(["4111111111111111"], format: "UUID"),
-            headers: Self.bearer(TestServer.createOnlyToken))
-        let alias = try #require(Self.aliases(created).first)
-        let body = #"{"data":{"classifiers":["x"]}}"#
-        // A creator: 403 for an alias that exists and for one that does not alike.
-        let known = try client.request(
-            "PUT", "/aliases/\(alias)", json: body, headers: Self.bearer(TestServer.createOnlyToken))
-        let unknown = try client.request(
-            "PUT", "/aliases/tok_sandbox_nope", json: body, headers: Self.bearer(TestServer.createOnlyToken))
-        #expect(known.status == 403 && known.errorCode == 1301)
-        #expect(known.text == unknown.text)
-        // With aliases:update: 204 or one 404 for whatever is not found, each audited.
-        let full = Self.bearer(TestServer.fullToken)
-        #expect(try client.request("PUT", "/aliases/\(alias)", json: body, headers: full).status == 204)
-        let missing = try client.request("PUT", "/aliases/tok_sandbox_nope", json: body, headers: full)
-        let malformed = try client.request("PUT", "/aliases/%00", json: body, headers: full)
-        #expect(missing.status == 404 && malformed.status == 404)
-        #expect(
-            missing.json?["error"] as? NSDictionary == malformed.json?["error"] as? NSDictionary,
-            "\(missing.text) \(malformed.text)")
-        let audit = server.logs.lines.filter { $0.contains(#""action":"update""#) }
-        #expect(audit.count == 3)
-        #expect(
-            audit.contains { $0.contains(#""result":"ok""#) }
-                && audit.filter { $0.contains(#""result":"not_found""#) }.count == 2)
+        try withTestServer(TestService()) { server throws in
+            let client = try server.client()
+            let created = try client.request(
+                "POST", "/aliases", json: Self.body(["4111111111111111"], format: "UUID"),
+                headers: Self.bearer(TestServer.createOnlyToken))
+            let alias = try #require(Self.aliases(created).first)
+            let body = #"{"data":{"classifiers":["x"]}}"#
+            // A creator: 403 for an alias that exists and for one that does not alike.
+            let known = try client.request(
+                "PUT", "/aliases/\(alias)", json: body, headers: Self.bearer(TestServer.createOnlyToken))
+            let unknown = try client.request(
+                "PUT", "/aliases/tok_sandbox_nope", json: body, headers: Self.bearer(TestServer.createOnlyToken))
+            #expect(known.status == 403 && known.errorCode == 1301)
+            #expect(known.text == unknown.text)
+            // With aliases:update: 204 or one 404 for whatever is not found, each audited.
+            let full = Self.bearer(TestServer.fullToken)
+            #expect(try client.request("PUT", "/aliases/\(alias)", json: body, headers: full).status == 204)
+            let missing = try client.request("PUT", "/aliases/tok_sandbox_nope", json: body, headers: full)
+            let malformed = try client.request("PUT", "/aliases/%00", json: body, headers: full)
+            #expect(missing.status == 404 && malformed.status == 404)
+            #expect(
+                missing.json?["error"] as? NSDictionary == malformed.json?["error"] as? NSDictionary,
+                "\(missing.text) \(malformed.text)")
+            let audit = server.logs.lines.filter { $0.contains(#""action":"update""#) }
+            #expect(audit.count == 3)
+            #expect(
+                audit.contains { $0.contains(#""result":"ok""#) }
+                    && audit.filter { $0.contains(#""result":"not_found""#) }.count == 2)
+        }
     }
 
     @Test func aliasesUpdateIsAKnownScope() throws {

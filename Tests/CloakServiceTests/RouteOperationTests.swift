@@ -25,38 +25,38 @@ import Testing
     @Test func selectedJSONValuesBecomeAliasesAndTheRestIsKept() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestService(yaml: Self.yaml(upstream.port))
-        defer { server.stop() }
-        let body =
-            #"{"order":"o-1","payment":{"card_number":"4111111111111111","amount":10},"items":[{"pan":"5555555555554444"}]}"#
-        let r = try server.client().request("POST", "/proxy/orders", json: body)
-        #expect(r.status == 204, "\(r.text)")
-        let seen = upstream.text
-        #expect(!seen.contains("4111111111111111") && !seen.contains("5555555555554444"), "\(seen)")
-        let sent = try #require(seen.components(separatedBy: "\r\n\r\n").last)
-        let json = try JSONParser().parse(sent)
-        #expect(json["order"] == .string("o-1"))
-        let card = try #require(json["payment"]?["card_number"]?.stringValue)
-        #expect(card.count == 16 && card.hasPrefix("411111") && card.hasSuffix("1111"))
-        #expect(json["payment"]?["amount"] == .number("10"))
+        try withTestServer(TestService(yaml: Self.yaml(upstream.port))) { server throws in
+            let body =
+                #"{"order":"o-1","payment":{"card_number":"4111111111111111","amount":10},"items":[{"pan":"5555555555554444"}]}"#
+            let r = try server.client().request("POST", "/proxy/orders", json: body)
+            #expect(r.status == 204, "\(r.text)")
+            let seen = upstream.text
+            #expect(!seen.contains("4111111111111111") && !seen.contains("5555555555554444"), "\(seen)")
+            let sent = try #require(seen.components(separatedBy: "\r\n\r\n").last)
+            let json = try JSONParser().parse(sent)
+            #expect(json["order"] == .string("o-1"))
+            let card = try #require(json["payment"]?["card_number"]?.stringValue)
+            #expect(card.count == 16 && card.hasPrefix("411111") && card.hasSuffix("1111"))
+            #expect(json["payment"]?["amount"] == .number("10"))
+        }
     }
 
     @Test func formsAndHeadersAreRedactedAndUnselectedPairsKeepTheirBytes() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestService(yaml: Self.yaml(upstream.port))
-        defer { server.stop() }
-        let body = "amount=100&card%5Bnumber%5D=4111111111111111&card[cvc]=123&note=a+b%21"
-        let r = try server.client().request(
-            "POST", "/proxy/orders", body: Array(body.utf8),
-            headers: [("Content-Type", "application/x-www-form-urlencoded"), ("X-Card-Cvc", "737")])
-        #expect(r.status == 204, "\(r.text)")
-        let seen = upstream.text
-        let sent = try #require(seen.components(separatedBy: "\r\n\r\n").last)
-        #expect(sent.hasPrefix("amount=100&card%5Bnumber%5D=411111") && sent.hasSuffix("&note=a+b%21"), "\(sent)")
-        #expect(sent.contains("card[cvc]=tok_sandbox_"))
-        #expect(!seen.contains("4111111111111111") && !seen.contains("X-Card-Cvc: 737"))
-        #expect(seen.contains("X-Card-Cvc: tok_sandbox_"))
+        try withTestServer(TestService(yaml: Self.yaml(upstream.port))) { server throws in
+            let body = "amount=100&card%5Bnumber%5D=4111111111111111&card[cvc]=123&note=a+b%21"
+            let r = try server.client().request(
+                "POST", "/proxy/orders", body: Array(body.utf8),
+                headers: [("Content-Type", "application/x-www-form-urlencoded"), ("X-Card-Cvc", "737")])
+            #expect(r.status == 204, "\(r.text)")
+            let seen = upstream.text
+            let sent = try #require(seen.components(separatedBy: "\r\n\r\n").last)
+            #expect(sent.hasPrefix("amount=100&card%5Bnumber%5D=411111") && sent.hasSuffix("&note=a+b%21"), "\(sent)")
+            #expect(sent.contains("card[cvc]=tok_sandbox_"))
+            #expect(!seen.contains("4111111111111111") && !seen.contains("X-Card-Cvc: 737"))
+            #expect(seen.contains("X-Card-Cvc: tok_sandbox_"))
+        }
     }
 
     /// A body with nothing selected goes on byte-identical; a body the route's selectors cannot
@@ -65,52 +65,55 @@ import Testing
     @Test func aBodyWithNothingSelectedGoesOnByteIdenticalAndOneOfAnotherKindIsRefused() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestService(yaml: Self.yaml(upstream.port))
-        defer { server.stop() }
-        let client = try server.client()
-        let json = #"{ "order" : "o-2",  "payment" : {} }"#
-        #expect(try client.request("POST", "/proxy/orders", json: json).status == 204)
-        let text = #"{"payment":{"card_number":"4111111111111111"}}"#
-        for headers in [
-            [("Content-Type", "text/plain")], [("Content-Type", "text/plain"), ("Content-Type", "application/json")],
-            [("Content-Type", "application/json"), ("Connection", "content-type")],
-        ] {
-            let r = try client.request("POST", "/proxy/orders", body: Array(text.utf8), headers: headers)
-            #expect(r.status == 400 && r.errorCode == 1002, "\(headers): \(r.status) \(r.text)")
-            #expect(!r.text.contains("4111111111111111"))
+        try withTestServer(TestService(yaml: Self.yaml(upstream.port))) { server throws in
+            let client = try server.client()
+            let json = #"{ "order" : "o-2",  "payment" : {} }"#
+            #expect(try client.request("POST", "/proxy/orders", json: json).status == 204)
+            let text = #"{"payment":{"card_number":"4111111111111111"}}"#
+            for headers in [
+                [("Content-Type", "text/plain")],
+                [("Content-Type", "text/plain"), ("Content-Type", "application/json")],
+                [("Content-Type", "application/json"), ("Connection", "content-type")],
+            ] {
+                let r = try client.request("POST", "/proxy/orders", body: Array(text.utf8), headers: headers)
+                #expect(r.status == 400 && r.errorCode == 1002, "\(headers): \(r.status) \(r.text)")
+                #expect(!r.text.contains("4111111111111111"))
+            }
+            let seen = upstream.text
+            #expect(seen.contains("\r\n\r\n" + json))
+            #expect(!seen.contains("4111111111111111"))
         }
-        let seen = upstream.text
-        #expect(seen.contains("\r\n\r\n" + json))
-        #expect(!seen.contains("4111111111111111"))
     }
 
     @Test func malformedBodiesAndNonScalarSelectionsAre1002AndNothingIsForwarded() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestService(yaml: Self.yaml(upstream.port))
-        defer { server.stop() }
-        let client = try server.client()
-        let broken = try client.request("POST", "/proxy/orders", json: #"{"payment":{"card_number":"4111111111111111""#)
-        #expect(broken.status == 400 && broken.errorCode == 1002 && !broken.text.contains("4111"))
-        let object = try client.request(
-            "POST", "/proxy/orders", json: #"{"payment":{"card_number":{"n":"4111111111111111"}}}"#)
-        #expect(object.status == 400 && object.text.contains("$.payment.card_number") && !object.text.contains("4111"))
-        let form = try client.request(
-            "POST", "/proxy/orders", body: Array("card%5Bnumber%5D=%zz".utf8),
-            headers: [("Content-Type", "application/x-www-form-urlencoded")])
-        #expect(form.status == 400 && form.errorCode == 1002)
-        #expect(upstream.text.isEmpty)
+        try withTestServer(TestService(yaml: Self.yaml(upstream.port))) { server throws in
+            let client = try server.client()
+            let broken = try client.request(
+                "POST", "/proxy/orders", json: #"{"payment":{"card_number":"4111111111111111""#)
+            #expect(broken.status == 400 && broken.errorCode == 1002 && !broken.text.contains("4111"))
+            let object = try client.request(
+                "POST", "/proxy/orders", json: #"{"payment":{"card_number":{"n":"4111111111111111"}}}"#)
+            #expect(
+                object.status == 400 && object.text.contains("$.payment.card_number") && !object.text.contains("4111"))
+            let form = try client.request(
+                "POST", "/proxy/orders", body: Array("card%5Bnumber%5D=%zz".utf8),
+                headers: [("Content-Type", "application/x-www-form-urlencoded")])
+            #expect(form.status == 400 && form.errorCode == 1002)
+            #expect(upstream.text.isEmpty)
+        }
     }
 
     @Test func aMessageSelectingMoreValuesThanABatchIsRefused() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestService(yaml: Self.yaml(upstream.port))
-        defer { server.stop() }
-        let items = (0..<101).map { _ in #"{"pan":"4111111111111111"}"# }.joined(separator: ",")
-        let r = try server.client().request("POST", "/proxy/orders", json: #"{"items":[\#(items)]}"#)
-        #expect(r.status == 400 && r.errorCode == 1002 && r.text.contains("max_batch"), "\(r.text)")
-        #expect(upstream.text.isEmpty)
+        try withTestServer(TestService(yaml: Self.yaml(upstream.port))) { server throws in
+            let items = (0..<101).map { _ in #"{"pan":"4111111111111111"}"# }.joined(separator: ",")
+            let r = try server.client().request("POST", "/proxy/orders", json: #"{"items":[\#(items)]}"#)
+            #expect(r.status == 400 && r.errorCode == 1002 && r.text.contains("max_batch"), "\(r.text)")
+            #expect(upstream.text.isEmpty)
+        }
     }
 
     @Test(arguments: [

@@ -189,23 +189,24 @@ struct RouteStepReloadTests {
     @Test func aReloadWithAMissingKeyKeepsTheOldKey() throws {
         let good = RouteStepConfigurationTests.yaml(
             "        - {hmac_header: {key: \"env:STEP_SECRET\", header: X-Mac}}")
-        let server = try TestService(yaml: good, environment: StepKeys.environment)
-        defer { server.stop() }
-        let host = ServiceHost(server.service)
-        let before = host.service
-        let outcome = host.reload {
-            try ServiceConfiguration.parse(
-                yaml: RouteStepConfigurationTests.yaml("        - {hmac_header: {key: \"env:GONE\", header: X-Mac}}"),
-                environment: StepKeys.environment)
+        try withTestServer(TestService(yaml: good, environment: StepKeys.environment)) { server throws in
+            let host = ServiceHost(server.service)
+            let before = host.service
+            let outcome = host.reload {
+                try ServiceConfiguration.parse(
+                    yaml: RouteStepConfigurationTests.yaml(
+                        "        - {hmac_header: {key: \"env:GONE\", header: X-Mac}}"),
+                    environment: StepKeys.environment)
+            }
+            guard case .refused(let problems) = outcome else {
+                Issue.record("the reload was applied")
+                return
+            }
+            #expect(problems.contains { $0.contains("egress.routes[0].request[1].hmac_header.key") }, "\(problems)")
+            #expect(host.service === before)
+            #expect(host.service.configuration.egress.routes.first?.requestSteps.map(\.name) == ["hmac_header"])
+            #expect(server.logs.text.contains("hmac_header.key"))
+            #expect(!server.logs.text.contains(StepKeys.secretBase64))
         }
-        guard case .refused(let problems) = outcome else {
-            Issue.record("the reload was applied")
-            return
-        }
-        #expect(problems.contains { $0.contains("egress.routes[0].request[1].hmac_header.key") }, "\(problems)")
-        #expect(host.service === before)
-        #expect(host.service.configuration.egress.routes.first?.requestSteps.map(\.name) == ["hmac_header"])
-        #expect(server.logs.text.contains("hmac_header.key"))
-        #expect(!server.logs.text.contains(StepKeys.secretBase64))
     }
 }

@@ -16,17 +16,17 @@ import Testing
     ]
 
     @Test func theShippedCheckoutAliasesEveryBrandForAnAnonymousCaller() throws {
-        let server = try TestService()
-        defer { server.stop() }
-        for (brand, number) in Self.cards {
-            let cvc = brand == "amex" ? "1234" : "123"
-            let fields =
-                #"{"fields":{"card_data.card_number":"\#(number)","card_data.card_cvc":"\#(cvc)","card_data.exp_date":"12/30","card_data.card_holder":"Jane Doe"}}"#
-            let answer = try server.client().request("POST", "/forms/checkout/tokens", json: fields)
-            #expect(answer.status == 200, "\(brand) \(number.count) digits: \(answer.text)")
-            let alias = try #require(answer.json?["card_data.card_number"] as? String, "\(brand): \(answer.text)")
-            let digits = alias.filter(\.isNumber)
-            #expect(digits.count == number.count && digits.suffix(4) == number.suffix(4) && digits != number)
+        try withTestServer(TestService()) { server throws in
+            for (brand, number) in Self.cards {
+                let cvc = brand == "amex" ? "1234" : "123"
+                let fields =
+                    #"{"fields":{"card_data.card_number":"\#(number)","card_data.card_cvc":"\#(cvc)","card_data.exp_date":"12/30","card_data.card_holder":"Jane Doe"}}"#
+                let answer = try server.client().request("POST", "/forms/checkout/tokens", json: fields)
+                #expect(answer.status == 200, "\(brand) \(number.count) digits: \(answer.text)")
+                let alias = try #require(answer.json?["card_data.card_number"] as? String, "\(brand): \(answer.text)")
+                let digits = alias.filter(\.isNumber)
+                #expect(digits.count == number.count && digits.suffix(4) == number.suffix(4) && digits != number)
+            }
         }
     }
 

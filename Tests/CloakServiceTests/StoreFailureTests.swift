@@ -85,30 +85,32 @@ import Testing
     /// The store goes away under a running service (its vault closed: every job is refused at
     /// once as `store unavailable`, as while PostgreSQL is unreachable).
     @Test func everyAnswerAStoreFailureCausesCarriesRetryAfter() throws {
-        let server = try TestService()
-        defer { server.stop() }
-        let client = try server.client()
-        let auth = [("Authorization", "Bearer \(TestServer.fullToken)")]
-        let stored = try client.request("POST", "/aliases", json: #"{"data":[{"value":"kept-before"}]}"#, headers: auth)
-        let alias = try #require(VaultAPITests.aliases(stored).first?["alias"] as? String, "\(stored.text)")
-        #expect(try client.request("GET", "/readyz").status == 200)
+        try withTestServer(TestService()) { server throws in
+            let client = try server.client()
+            let auth = [("Authorization", "Bearer \(TestServer.fullToken)")]
+            let stored = try client.request(
+                "POST", "/aliases", json: #"{"data":[{"value":"kept-before"}]}"#, headers: auth)
+            let alias = try #require(VaultAPITests.aliases(stored).first?["alias"] as? String, "\(stored.text)")
+            #expect(try client.request("GET", "/readyz").status == 200)
 
-        server.vault.close()
-        let answers = [
-            try client.request("POST", "/aliases", json: #"{"data":[{"value":"new-after"}]}"#, headers: auth),
-            try client.request("POST", "/tokens", json: #"{"data":[{"value":"anonymous-after"}]}"#),
-            try client.request("POST", "/aliases/lookup", json: #"{"data":[{"value":"new-after"}]}"#, headers: auth),
-            try client.request("PUT", "/aliases/\(alias)", json: #"{"data":{"classifiers":["x"]}}"#, headers: auth),
-            try client.request("DELETE", "/aliases/\(alias)", headers: auth),
-        ]
-        for answer in answers {
-            #expect(answer.status == 503 && answer.errorCode == 1500, "\(answer.text)")
-            #expect(answer.header("Retry-After") == String(StoreError.retryAfterSeconds), "\(answer.text)")
-            let extra = (answer.json?["error"] as? [String: Any])?["extraInfo"] as? [String: Any]
-            #expect(extra?["retryAfterSeconds"] as? Int == StoreError.retryAfterSeconds, "\(answer.text)")
+            server.vault.close()
+            let answers = [
+                try client.request("POST", "/aliases", json: #"{"data":[{"value":"new-after"}]}"#, headers: auth),
+                try client.request("POST", "/tokens", json: #"{"data":[{"value":"anonymous-after"}]}"#),
+                try client.request(
+                    "POST", "/aliases/lookup", json: #"{"data":[{"value":"new-after"}]}"#, headers: auth),
+                try client.request("PUT", "/aliases/\(alias)", json: #"{"data":{"classifiers":["x"]}}"#, headers: auth),
+                try client.request("DELETE", "/aliases/\(alias)", headers: auth),
+            ]
+            for answer in answers {
+                #expect(answer.status == 503 && answer.errorCode == 1500, "\(answer.text)")
+                #expect(answer.header("Retry-After") == String(StoreError.retryAfterSeconds), "\(answer.text)")
+                let extra = (answer.json?["error"] as? [String: Any])?["extraInfo"] as? [String: Any]
+                #expect(extra?["retryAfterSeconds"] as? Int == StoreError.retryAfterSeconds, "\(answer.text)")
+            }
+            let readiness = try client.request("GET", "/readyz")
+            #expect(readiness.status == 503 && readiness.text.contains("store unavailable"), "\(readiness.text)")
+            #expect(readiness.header("Retry-After") == String(StoreError.retryAfterSeconds))
         }
-        let readiness = try client.request("GET", "/readyz")
-        #expect(readiness.status == 503 && readiness.text.contains("store unavailable"), "\(readiness.text)")
-        #expect(readiness.header("Retry-After") == String(StoreError.retryAfterSeconds))
     }
 }

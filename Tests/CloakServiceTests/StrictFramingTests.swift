@@ -38,51 +38,51 @@ import Testing
 
     @Test(arguments: smuggling.map(\.0))
     func leniencyIsRefusedWith400AndAClose(_ name: String) throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let raw = try #require(Self.smuggling.first { $0.0 == name }?.1)
-        let client = try RawHTTPClient(port: server.port, timeout: 5)
-        try client.send(raw)
-        // The answer to a HEAD has no body (its length says what a GET would get).
-        let isHead = raw.hasPrefix("HEAD ")
-        let r = try client.readResponse(hasBody: !isHead)
-        #expect(r.status == 400 && (isHead || r.errorCode == 1002), "\(name): \(r.status) \(r.text)")
-        #expect(r.header("Connection")?.lowercased() == "close", "\(name)")
-        #expect(client.waitForClose(timeout: 5), "\(name): the connection stayed open")
-        // Nothing of the request is echoed.
-        #expect(!r.text.contains("123") && !r.text.contains("0x"), "\(r.text)")
+        try withTestServer(TestServer()) { server throws in
+            let raw = try #require(Self.smuggling.first { $0.0 == name }?.1)
+            let client = try RawHTTPClient(port: server.port, timeout: 5)
+            try client.send(raw)
+            // The answer to a HEAD has no body (its length says what a GET would get).
+            let isHead = raw.hasPrefix("HEAD ")
+            let r = try client.readResponse(hasBody: !isHead)
+            #expect(r.status == 400 && (isHead || r.errorCode == 1002), "\(name): \(r.status) \(r.text)")
+            #expect(r.header("Connection")?.lowercased() == "close", "\(name)")
+            #expect(client.waitForClose(timeout: 5), "\(name): the connection stayed open")
+            // Nothing of the request is echoed.
+            #expect(!r.text.contains("123") && !r.text.contains("0x"), "\(r.text)")
+        }
     }
 
     @Test func strictRequestsStillPassIncludingChunkedAndPipelined() throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let client = try RawHTTPClient(port: server.port, timeout: 5)
-        let n = Self.body.utf8.count
-        try client.send(
-            "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                + "\(String(n, radix: 16))\r\n\(Self.body)\r\n0\r\n\r\n"
-                + "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nContent-Length: \(n)\r\n\r\n\(Self.body)"
-                + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        let statuses = try (0..<3).map { _ in try client.readResponse().status }
-        #expect(statuses == [200, 200, 200])
+        try withTestServer(TestServer()) { server throws in
+            let client = try RawHTTPClient(port: server.port, timeout: 5)
+            let n = Self.body.utf8.count
+            try client.send(
+                "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "\(String(n, radix: 16))\r\n\(Self.body)\r\n0\r\n\r\n"
+                    + "POST /forms/checkout/validate HTTP/1.1\r\nHost: x\r\nContent-Length: \(n)\r\n\r\n\(Self.body)"
+                    + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let statuses = try (0..<3).map { _ in try client.readResponse().status }
+            #expect(statuses == [200, 200, 200])
+        }
     }
 
     /// A smuggled request sent while the one before it is with the handler (evhttp reads nothing
     /// then, and the input callback is off): judged when the answer goes out, then refused.
     @Test func aViolationSentDuringTheHandlingOfTheRequestBeforeIsRefused() throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let client = try RawHTTPClient(port: server.port, timeout: 5)
-        let tokenize = #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#
-        let json = "Content-Type: application/json\r\n"
-        try client.send(
-            "POST /tokens HTTP/1.1\r\nHost: x\r\n\(json)Content-Length: \(tokenize.utf8.count)\r\n\r\n\(tokenize)")
-        try client.send(
-            "POST /tokens HTTP/1.1\r\nHost: x\r\n\(json)Content-Length: +\(tokenize.utf8.count)\r\n\r\n\(tokenize)")
-        let first = try client.readResponse()
-        let second = try client.readResponse()
-        #expect(first.status == 201, "\(first.text)")
-        #expect(second.status == 400 && second.errorCode == 1002, "\(second.text)")
-        #expect(client.waitForClose(timeout: 5))
+        try withTestServer(TestServer()) { server throws in
+            let client = try RawHTTPClient(port: server.port, timeout: 5)
+            let tokenize = #"{"data":[{"value":"4111111111111111","format":"UUID"}]}"#
+            let json = "Content-Type: application/json\r\n"
+            try client.send(
+                "POST /tokens HTTP/1.1\r\nHost: x\r\n\(json)Content-Length: \(tokenize.utf8.count)\r\n\r\n\(tokenize)")
+            try client.send(
+                "POST /tokens HTTP/1.1\r\nHost: x\r\n\(json)Content-Length: +\(tokenize.utf8.count)\r\n\r\n\(tokenize)")
+            let first = try client.readResponse()
+            let second = try client.readResponse()
+            #expect(first.status == 201, "\(first.text)")
+            #expect(second.status == 400 && second.errorCode == 1002, "\(second.text)")
+            #expect(client.waitForClose(timeout: 5))
+        }
     }
 }

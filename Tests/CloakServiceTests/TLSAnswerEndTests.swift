@@ -27,19 +27,21 @@ import Testing
         defer { certificates.remove() }
         let upstream = try TLSCannedUpstream(certificates: certificates, records: records, end: end)
         defer { upstream.stop() }
-        let server = try TestServer(
-            yaml: TestServer.configurationWithTokens.replacingOccurrences(
-                of: "routes: []",
-                with: """
-                    routes:
-                      - id: "3d4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
-                        path: /tls
-                        upstream: "https://127.0.0.1:\(upstream.port)/tls"
-                        ca_file: "\(certificates.caFile)"
+        try withTestServer(
+            TestServer(
+                yaml: TestServer.configurationWithTokens.replacingOccurrences(
+                    of: "routes: []",
+                    with: """
+                        routes:
+                          - id: "3d4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                            path: /tls
+                            upstream: "https://127.0.0.1:\(upstream.port)/tls"
+                            ca_file: "\(certificates.caFile)"
 
-                    """), threads: threads)
-        defer { server.stop() }
-        try body(server)
+                        """), threads: threads)
+        ) { server throws in
+            try body(server)
+        }
     }
 
     @Test func anAnswerEndedByCloseNotifyIsWhole() throws {

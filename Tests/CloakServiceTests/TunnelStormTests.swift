@@ -146,17 +146,18 @@ import Testing
 /// `/readyz` takes the node out of rotation when any loop has stopped turning.
 @Suite struct ReadinessWatchdogTests {
     @Test func readyzIs503WhileALoopIsStalledAndNamesIt() throws {
-        let server = try TestService(yaml: TestServer.configurationWithTokens + "\n", environment: [:])
-        defer { server.stop() }
-        #expect(try server.client().request("GET", "/readyz").status == 200)
-        // A loop that registered and never turned (as a loop spinning inside libevent would not).
-        let stuck = server.service.watchdog.register(name: "egress-7", now: 1)
-        let r = try server.client().request("GET", "/readyz")
-        #expect(r.status == 503)
-        #expect(r.text == #"{"status":"event loop stalled","loops":["egress-7"]}"#, "\(r.text)")
-        #expect(try server.client().request("GET", "/healthz").status == 200)
-        server.service.watchdog.unregister([stuck])
-        #expect(try server.client().request("GET", "/readyz").status == 200)
+        try withTestServer(TestService(yaml: TestServer.configurationWithTokens + "\n", environment: [:])) {
+            server throws in
+            #expect(try server.client().request("GET", "/readyz").status == 200)
+            // A loop that registered and never turned (as a loop spinning inside libevent would not).
+            let stuck = server.service.watchdog.register(name: "egress-7", now: 1)
+            let r = try server.client().request("GET", "/readyz")
+            #expect(r.status == 503)
+            #expect(r.text == #"{"status":"event loop stalled","loops":["egress-7"]}"#, "\(r.text)")
+            #expect(try server.client().request("GET", "/healthz").status == 200)
+            server.service.watchdog.unregister([stuck])
+            #expect(try server.client().request("GET", "/readyz").status == 200)
+        }
     }
 
     @Test func loopStallIsConfigurable() throws {

@@ -34,124 +34,131 @@ import Testing
     @Test func aSelectorWithATypoRefusesTheRequestNamingThePathNeverTheCard() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestService(yaml: Self.yaml(upstream.port))
-        defer { server.stop() }
-        let r = try server.client().request("POST", "/proxy/orders", json: Self.body)
-        #expect(r.status == 422 && r.errorCode == 1001, "\(r.text)")
-        #expect(r.text.contains(Self.route) && r.text.contains("$.payment.card_number"), "\(r.text)")
-        #expect(!r.text.contains("4111") && !server.logs.text.contains("4111 1111"))
-        #expect(upstream.bytes.isEmpty, "nothing was forwarded")
-        // The access line names the selector that took nothing.
-        #expect(server.logs.text.contains(#""selectors_missed":"$.payment.card_numbr""#), "\(server.logs.text)")
+        try withTestServer(TestService(yaml: Self.yaml(upstream.port))) { server throws in
+            let r = try server.client().request("POST", "/proxy/orders", json: Self.body)
+            #expect(r.status == 422 && r.errorCode == 1001, "\(r.text)")
+            #expect(r.text.contains(Self.route) && r.text.contains("$.payment.card_number"), "\(r.text)")
+            #expect(!r.text.contains("4111") && !server.logs.text.contains("4111 1111"))
+            #expect(upstream.bytes.isEmpty, "nothing was forwarded")
+            // The access line names the selector that took nothing.
+            #expect(server.logs.text.contains(#""selectors_missed":"$.payment.card_numbr""#), "\(server.logs.text)")
+        }
     }
 
     @Test func cardsInTheQueryAHeaderAFormAndAnyTextAreRefusedToo() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestService(yaml: Self.yaml(upstream.port))
-        defer { server.stop() }
-        let client = try server.client()
-        let cases: [(String, [UInt8], [(String, String)], String)] = [
-            (
-                "/proxy/orders?pan=4111-1111-1111-1111", Array(#"{"a":1}"#.utf8),
-                [("Content-Type", "application/json")], "query:pan"
-            ),
-            (
-                "/proxy/orders", Array(#"{"a":1}"#.utf8),
-                [("Content-Type", "application/json"), ("X-Card", Self.card)], "header:X-Card"
-            ),
-            (
-                "/proxy/plain", Array("note=pay+with+378282246310005".utf8),
-                [("Content-Type", "application/x-www-form-urlencoded")], "form:note"
-            ),
-            ("/proxy/plain", Array("card 5555555555554444 exp 12/30".utf8), [("Content-Type", "text/plain")], "body"),
-            (
-                "/proxy/orders", Array(#"{"items":[{"pan":36227206271667}]}"#.utf8),
-                [("Content-Type", "application/json")], "$.items[0].pan"
-            ),
-            // What the review found could hide one: an exponent, a bad escape beside a good one,
-            // the path, a header's name, JSON escapes in a body that is not parsed as JSON.
-            (
-                "/proxy/orders", Array(#"{"n":4.111111111111111e15}"#.utf8), [("Content-Type", "application/json")],
-                "$.n"
-            ),
-            (
-                "/proxy/orders?pan=%34%31%31%31111111111111%FF", Array(#"{"a":1}"#.utf8),
-                [("Content-Type", "application/json")], "query:pan"
-            ),
-            ("/proxy/plain/cards/4111111111111111", [], [], "path"),
-            (
-                "/proxy/orders", Array(#"{"a":1}"#.utf8),
-                [("Content-Type", "application/json"), ("4111111111111111", "x")], "header:<card>"
-            ),
-            ("/proxy/plain", Array(#"{"a":"\u0034111111111111111"}"#.utf8), [("Content-Type", "text/plain")], "body"),
-        ]
-        for (path, body, headers, place) in cases {
-            let r = try client.request("POST", path, body: body, headers: headers)
-            #expect(r.status == 422 && r.text.contains(place), "\(place): \(r.status) \(r.text)")
+        try withTestServer(TestService(yaml: Self.yaml(upstream.port))) { server throws in
+            let client = try server.client()
+            let cases: [(String, [UInt8], [(String, String)], String)] = [
+                (
+                    "/proxy/orders?pan=4111-1111-1111-1111", Array(#"{"a":1}"#.utf8),
+                    [("Content-Type", "application/json")], "query:pan"
+                ),
+                (
+                    "/proxy/orders", Array(#"{"a":1}"#.utf8),
+                    [("Content-Type", "application/json"), ("X-Card", Self.card)], "header:X-Card"
+                ),
+                (
+                    "/proxy/plain", Array("note=pay+with+378282246310005".utf8),
+                    [("Content-Type", "application/x-www-form-urlencoded")], "form:note"
+                ),
+                (
+                    "/proxy/plain", Array("card 5555555555554444 exp 12/30".utf8), [("Content-Type", "text/plain")],
+                    "body"
+                ),
+                (
+                    "/proxy/orders", Array(#"{"items":[{"pan":36227206271667}]}"#.utf8),
+                    [("Content-Type", "application/json")], "$.items[0].pan"
+                ),
+                // What the review found could hide one: an exponent, a bad escape beside a good one,
+                // the path, a header's name, JSON escapes in a body that is not parsed as JSON.
+                (
+                    "/proxy/orders", Array(#"{"n":4.111111111111111e15}"#.utf8), [("Content-Type", "application/json")],
+                    "$.n"
+                ),
+                (
+                    "/proxy/orders?pan=%34%31%31%31111111111111%FF", Array(#"{"a":1}"#.utf8),
+                    [("Content-Type", "application/json")], "query:pan"
+                ),
+                ("/proxy/plain/cards/4111111111111111", [], [], "path"),
+                (
+                    "/proxy/orders", Array(#"{"a":1}"#.utf8),
+                    [("Content-Type", "application/json"), ("4111111111111111", "x")], "header:<card>"
+                ),
+                (
+                    "/proxy/plain", Array(#"{"a":"\u0034111111111111111"}"#.utf8), [("Content-Type", "text/plain")],
+                    "body"
+                ),
+            ]
+            for (path, body, headers, place) in cases {
+                let r = try client.request("POST", path, body: body, headers: headers)
+                #expect(r.status == 422 && r.text.contains(place), "\(place): \(r.status) \(r.text)")
+            }
+            #expect(upstream.bytes.isEmpty)
+            // Bodies that cannot be read for cards are refused rather than passed on unread.
+            for (header, value) in [("Content-Encoding", "gzip"), ("Content-Type", "text/plain; charset=utf-16")] {
+                let r = try client.request(
+                    "POST", "/proxy/plain", body: Array("abc".utf8),
+                    headers: [("Content-Type", "text/plain"), (header, value)])
+                #expect(r.status == 400, "\(header): \(r.status) \(r.text)")
+            }
+            #expect(upstream.bytes.isEmpty)
         }
-        #expect(upstream.bytes.isEmpty)
-        // Bodies that cannot be read for cards are refused rather than passed on unread.
-        for (header, value) in [("Content-Encoding", "gzip"), ("Content-Type", "text/plain; charset=utf-16")] {
-            let r = try client.request(
-                "POST", "/proxy/plain", body: Array("abc".utf8),
-                headers: [("Content-Type", "text/plain"), (header, value)])
-            #expect(r.status == 400, "\(header): \(r.status) \(r.text)")
-        }
-        #expect(upstream.bytes.isEmpty)
     }
 
     @Test func theRoutesOwnAliasesAndTheVaultsAreNotCards() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestService(yaml: Self.yaml(upstream.port, selector: #""$.payment.card_number""#))
-        defer { server.stop() }
-        let client = try server.client()
-        // A card-shaped alias made earlier (Luhn-valid, a known brand's prefix) in a field no selector names.
-        let made = try client.request(
-            "POST", "/aliases",
-            json: #"{"data":[{"value":"5555555555554444","format":"FPE_T_FOUR","storage":"PERSISTENT"}]}"#,
-            headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
-        let alias = try #require(
-            (((made.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"]
-                as? String), "\(made.text)")
-        let body = #"{"payment":{"card_number":"4111 1111 1111 1111"},"saved":"\#(alias)"}"#
-        let r = try client.request("POST", "/proxy/orders", json: body)
-        #expect(r.status == 204, "\(r.text)")
-        #expect(!upstream.text.contains("4111 1111 1111 1111") && upstream.text.contains(alias))
-        #expect(server.logs.text.contains(#""selectors_matched":"$.payment.card_number""#))
+        try withTestServer(TestService(yaml: Self.yaml(upstream.port, selector: #""$.payment.card_number""#))) {
+            server throws in
+            let client = try server.client()
+            // A card-shaped alias made earlier (Luhn-valid, a known brand's prefix) in a field no selector names.
+            let made = try client.request(
+                "POST", "/aliases",
+                json: #"{"data":[{"value":"5555555555554444","format":"FPE_T_FOUR","storage":"PERSISTENT"}]}"#,
+                headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+            let alias = try #require(
+                (((made.json?["data"] as? [[String: Any]])?.first?["aliases"] as? [[String: Any]])?.first?["alias"]
+                    as? String), "\(made.text)")
+            let body = #"{"payment":{"card_number":"4111 1111 1111 1111"},"saved":"\#(alias)"}"#
+            let r = try client.request("POST", "/proxy/orders", json: body)
+            #expect(r.status == 204, "\(r.text)")
+            #expect(!upstream.text.contains("4111 1111 1111 1111") && upstream.text.contains(alias))
+            #expect(server.logs.text.contains(#""selectors_matched":"$.payment.card_number""#))
+        }
     }
 
     @Test func redactAliasesWhatNoSelectorTookAndAllowForwardsIt() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestService(yaml: Self.yaml(upstream.port, mode: "redact"))
-        defer { server.stop() }
-        let r = try server.client().request("POST", "/proxy/orders", json: Self.body)
-        #expect(r.status == 204, "\(r.text)")
-        let sent = try #require(upstream.text.components(separatedBy: "\r\n\r\n").last)
-        let number = try #require(try JSONParser().parse(sent)["payment"]?["card_number"]?.stringValue)
-        #expect(number != Self.card && number.hasSuffix("1111") && number.count == Self.card.count, "\(sent)")
+        try withTestServer(TestService(yaml: Self.yaml(upstream.port, mode: "redact"))) { server throws in
+            let r = try server.client().request("POST", "/proxy/orders", json: Self.body)
+            #expect(r.status == 204, "\(r.text)")
+            let sent = try #require(upstream.text.components(separatedBy: "\r\n\r\n").last)
+            let number = try #require(try JSONParser().parse(sent)["payment"]?["card_number"]?.stringValue)
+            #expect(number != Self.card && number.hasSuffix("1111") && number.count == Self.card.count, "\(sent)")
 
-        let open = RawUpstream()
-        defer { open.stop() }
-        let allowing = try TestService(yaml: Self.yaml(open.port, mode: "allow"))
-        defer { allowing.stop() }
-        #expect(try allowing.client().request("POST", "/proxy/orders", json: Self.body).status == 204)
-        #expect(open.text.contains(Self.card))
+            let open = RawUpstream()
+            defer { open.stop() }
+            let allowing = try TestService(yaml: Self.yaml(open.port, mode: "allow"))
+            defer { allowing.stop() }
+            #expect(try allowing.client().request("POST", "/proxy/orders", json: Self.body).status == 204)
+            #expect(open.text.contains(Self.card))
+        }
     }
 
     @Test func aRequiredSelectorThatTakesNothingRefuses() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
         let yaml = Self.yaml(upstream.port, mode: "allow", selector: #"{path: "$.payment.card_numbr", required: true}"#)
-        let server = try TestService(yaml: yaml)
-        defer { server.stop() }
-        let r = try server.client().request("POST", "/proxy/orders", json: Self.body)
-        #expect(r.status == 422 && r.text.contains("$.payment.card_numbr"), "\(r.text)")
-        #expect(upstream.bytes.isEmpty)
-        #expect(throws: ConfigurationError.self) {
-            try ServiceConfiguration.parse(yaml: Self.yaml(1, mode: "sometimes"))
+        try withTestServer(TestService(yaml: yaml)) { server throws in
+            let r = try server.client().request("POST", "/proxy/orders", json: Self.body)
+            #expect(r.status == 422 && r.text.contains("$.payment.card_numbr"), "\(r.text)")
+            #expect(upstream.bytes.isEmpty)
+            #expect(throws: ConfigurationError.self) {
+                try ServiceConfiguration.parse(yaml: Self.yaml(1, mode: "sometimes"))
+            }
         }
     }
 
@@ -219,15 +226,15 @@ import Testing
                       raw: {fields: [{name: n, type: cardNumber}]}
 
                     """)
-        let server = try TestService(yaml: yaml)
-        defer { server.stop() }
-        let client = try server.client()
-        let body = #"{"fields":{"n":"4111 1111 1111 1111"}}"#
-        let safe = try client.request("POST", "/proxy/pay", json: body)
-        #expect(safe.status == 204, "\(safe.text)")
-        #expect(!upstream.text.contains("4111 1111 1111 1111") && !upstream.text.contains("4111111111111111"))
-        let raw = try client.request("POST", "/proxy/raw", json: body)
-        #expect(raw.status == 422 && raw.text.contains("$.n"), "\(raw.text)")
-        #expect(!upstream.text.contains("/raw"), "nothing of the raw card's request went upstream")
+        try withTestServer(TestService(yaml: yaml)) { server throws in
+            let client = try server.client()
+            let body = #"{"fields":{"n":"4111 1111 1111 1111"}}"#
+            let safe = try client.request("POST", "/proxy/pay", json: body)
+            #expect(safe.status == 204, "\(safe.text)")
+            #expect(!upstream.text.contains("4111 1111 1111 1111") && !upstream.text.contains("4111111111111111"))
+            let raw = try client.request("POST", "/proxy/raw", json: body)
+            #expect(raw.status == 422 && raw.text.contains("$.n"), "\(raw.text)")
+            #expect(!upstream.text.contains("/raw"), "nothing of the raw card's request went upstream")
+        }
     }
 }

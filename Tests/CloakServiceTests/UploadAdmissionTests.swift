@@ -31,28 +31,28 @@ import Testing
     /// Item 2: the type was judged at the body's end and the chunks stored as they came (630 MB
     /// of refused uploads in 10 s). Judged from the first KiB now: nothing is stored.
     @Test func aFileOfATypeNotAllowedIsRefusedBeforeAnyOfItIsStored() throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let body = Self.document([UInt8](repeating: UInt8(ascii: "a"), count: 2 << 20))
-        let client = try server.client()
-        try client.send(Self.head(body) + body.prefix(512 << 10))
-        let answer = try client.readResponse()
-        #expect(answer.status == 422, "\(answer.text)")
-        #expect(FileUploadTests.fileErrors(answer) == ["FILE_TYPE_VALIDATION_ERROR"])
-        #expect(Self.leavesNothing(server), "\((try? FileUploadTests.fileRows(server)).debugDescription)")
+        try withTestServer(TestServer()) { server throws in
+            let body = Self.document([UInt8](repeating: UInt8(ascii: "a"), count: 2 << 20))
+            let client = try server.client()
+            try client.send(Self.head(body) + body.prefix(512 << 10))
+            let answer = try client.readResponse()
+            #expect(answer.status == 422, "\(answer.text)")
+            #expect(FileUploadTests.fileErrors(answer) == ["FILE_TYPE_VALIDATION_ERROR"])
+            #expect(Self.leavesNothing(server), "\((try? FileUploadTests.fileRows(server)).debugDescription)")
+        }
     }
 
     /// Item 2: a broken upload's chunks go at once, not an hour later.
     @Test func aBrokenUploadsChunksAreDeletedAtOnce() throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let body = Self.document(FileUploadTests.png(padding: 1 << 20))
-        do {
-            let client = try server.client()
-            try client.send(Self.head(body) + body.prefix(body.count / 2))
-            #expect(Poll.until { (try? FileUploadTests.fileRows(server).chunks) ?? 0 > 4 })
-        }  // the client leaves
-        #expect(Self.leavesNothing(server))
+        try withTestServer(TestServer()) { server throws in
+            let body = Self.document(FileUploadTests.png(padding: 1 << 20))
+            do {
+                let client = try server.client()
+                try client.send(Self.head(body) + body.prefix(body.count / 2))
+                #expect(Poll.until { (try? FileUploadTests.fileRows(server).chunks) ?? 0 > 4 })
+            }  // the client leaves
+            #expect(Self.leavesNothing(server))
+        }
     }
 
     /// Item 11: an ELF header past the first KiB (here at byte 5,008 of a PNG) was stored,
@@ -60,14 +60,14 @@ import Testing
     /// scanned as it streams.
     @Test(arguments: [5_008, 70_000, 65_533])
     func anExecutablesHeaderAnywhereRefusesTheFile(at offset: Int) throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        var content = FileUploadTests.png(padding: 200_000)
-        for (i, byte) in [0x7F, 0x45, 0x4C, 0x46, 2, 1, 1].enumerated() { content[offset + i] = UInt8(byte) }
-        let answer = try FileUploadTests.upload(try server.client(), Self.document(content))
-        #expect(answer.status == 422, "\(answer.text)")
-        #expect(FileUploadTests.fileErrors(answer) == ["FILE_POLYGLOT_VALIDATION_ERROR"])
-        #expect(Self.leavesNothing(server))
+        try withTestServer(TestServer()) { server throws in
+            var content = FileUploadTests.png(padding: 200_000)
+            for (i, byte) in [0x7F, 0x45, 0x4C, 0x46, 2, 1, 1].enumerated() { content[offset + i] = UInt8(byte) }
+            let answer = try FileUploadTests.upload(try server.client(), Self.document(content))
+            #expect(answer.status == 422, "\(answer.text)")
+            #expect(FileUploadTests.fileErrors(answer) == ["FILE_POLYGLOT_VALIDATION_ERROR"])
+            #expect(Self.leavesNothing(server))
+        }
     }
 
     /// Item 2: a refused submission was charged one request whatever its size. An upload pays
@@ -76,21 +76,21 @@ import Testing
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(
             of: "upload_mib_per_minute: 100000 ", with: "upload_mib_per_minute: 3 ")
         try #require(yaml != TestServer.configurationWithTokens)
-        let server = try TestServer(yaml: yaml)
-        defer { server.stop() }
-        // 2.5 MiB of a type not allowed: refused at its first KiB, but three MiB are paid.
-        let big = Self.document([UInt8](repeating: UInt8(ascii: "a"), count: (5 << 20) / 2))
-        let client = try server.client()
-        try client.send(Self.head(big) + big.prefix(64 << 10))
-        #expect(try client.readResponse().status == 422)
-        let next = try FileUploadTests.upload(try server.client(), Self.document(FileUploadTests.png()))
-        #expect(next.status == 429, "\(next.status) \(next.text)")
-        #expect(Int(next.header("Retry-After") ?? "") ?? 0 >= 1)
-        #expect(next.text.contains("upload_mib_per_minute"))
-        // A form without files is not an upload.
-        let text = try server.client().request(
-            "POST", "/forms/checkout/validate", json: #"{"fields":{"customer.ssn":"123-45-6789"}}"#)
-        #expect(text.status == 200, "\(text.text)")
+        try withTestServer(TestServer(yaml: yaml)) { server throws in
+            // 2.5 MiB of a type not allowed: refused at its first KiB, but three MiB are paid.
+            let big = Self.document([UInt8](repeating: UInt8(ascii: "a"), count: (5 << 20) / 2))
+            let client = try server.client()
+            try client.send(Self.head(big) + big.prefix(64 << 10))
+            #expect(try client.readResponse().status == 422)
+            let next = try FileUploadTests.upload(try server.client(), Self.document(FileUploadTests.png()))
+            #expect(next.status == 429, "\(next.status) \(next.text)")
+            #expect(Int(next.header("Retry-After") ?? "") ?? 0 >= 1)
+            #expect(next.text.contains("upload_mib_per_minute"))
+            // A form without files is not an upload.
+            let text = try server.client().request(
+                "POST", "/forms/checkout/validate", json: #"{"fields":{"customer.ssn":"123-45-6789"}}"#)
+            #expect(text.status == 200, "\(text.text)")
+        }
     }
 
     /// Item 5: each streamed upload holds about 1.5 MiB and nothing bounded how many ran. Past
@@ -100,24 +100,24 @@ import Testing
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(
             of: "upload_memory_mib: 256 ", with: "upload_memory_mib: 2 ")
         try #require(yaml != TestServer.configurationWithTokens)
-        let server = try TestServer(yaml: yaml)
-        defer { server.stop() }
-        let body = Self.document(FileUploadTests.png(padding: 200_000))
-        do {
-            let holding = try server.client()
-            try holding.send(Self.head(body) + body.prefix(100_000))
-            #expect(Poll.until { (try? FileUploadTests.fileRows(server).uploads) ?? 0 == 1 })
-            let refused = try server.client()
-            try refused.send(Self.head(body))  // the head only: answered before any body is sent
-            let answer = try refused.readResponse()
-            #expect(answer.status == 503, "\(answer.text)")
-            #expect(answer.header("Retry-After") == "1")
-            #expect(answer.text.contains("upload_memory_mib"))
-            try holding.send(Array(body.dropFirst(100_000)))
-            #expect(try holding.readResponse().status == 200)
+        try withTestServer(TestServer(yaml: yaml)) { server throws in
+            let body = Self.document(FileUploadTests.png(padding: 200_000))
+            do {
+                let holding = try server.client()
+                try holding.send(Self.head(body) + body.prefix(100_000))
+                #expect(Poll.until { (try? FileUploadTests.fileRows(server).uploads) ?? 0 == 1 })
+                let refused = try server.client()
+                try refused.send(Self.head(body))  // the head only: answered before any body is sent
+                let answer = try refused.readResponse()
+                #expect(answer.status == 503, "\(answer.text)")
+                #expect(answer.header("Retry-After") == "1")
+                #expect(answer.text.contains("upload_memory_mib"))
+                try holding.send(Array(body.dropFirst(100_000)))
+                #expect(try holding.readResponse().status == 200)
+            }
+            let again = try FileUploadTests.upload(try server.client(), body)
+            #expect(again.status == 200, "\(again.text)")
         }
-        let again = try FileUploadTests.upload(try server.client(), body)
-        #expect(again.status == 200, "\(again.text)")
     }
 
     /// Review of item 5: first come, first served, one address could take every slot with
@@ -127,25 +127,25 @@ import Testing
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(
             of: "upload_memory_mib: 256 ", with: "upload_memory_mib: 24 ")
         try #require(yaml != TestServer.configurationWithTokens)
-        let server = try TestServer(yaml: yaml)
-        defer { server.stop() }
-        let body = Self.document(FileUploadTests.png(padding: 200_000))
-        var holding: [RawHTTPClient] = []
-        for _ in 0..<2 {
-            let client = try server.client()
-            try client.send(Self.head(body) + body.prefix(50_000))
-            holding.append(client)
+        try withTestServer(TestServer(yaml: yaml)) { server throws in
+            let body = Self.document(FileUploadTests.png(padding: 200_000))
+            var holding: [RawHTTPClient] = []
+            for _ in 0..<2 {
+                let client = try server.client()
+                try client.send(Self.head(body) + body.prefix(50_000))
+                holding.append(client)
+            }
+            #expect(Poll.until { (try? FileUploadTests.fileRows(server).uploads) ?? 0 == 2 })
+            let third = try server.client()
+            try third.send(Self.head(body))
+            let refused = try third.readResponse()
+            #expect(refused.status == 503 && refused.header("Retry-After") == "1", "\(refused.text)")
+            // A backend's token is not an anonymous address.
+            let backend = try FileUploadTests.upload(
+                try server.client(), body, headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
+            #expect(backend.status == 200, "\(backend.text)")
+            for client in holding { try client.send(Array(body.dropFirst(50_000))) }
+            for client in holding { #expect(try client.readResponse().status == 200) }
         }
-        #expect(Poll.until { (try? FileUploadTests.fileRows(server).uploads) ?? 0 == 2 })
-        let third = try server.client()
-        try third.send(Self.head(body))
-        let refused = try third.readResponse()
-        #expect(refused.status == 503 && refused.header("Retry-After") == "1", "\(refused.text)")
-        // A backend's token is not an anonymous address.
-        let backend = try FileUploadTests.upload(
-            try server.client(), body, headers: [("Authorization", "Bearer \(TestServer.createOnlyToken)")])
-        #expect(backend.status == 200, "\(backend.text)")
-        for client in holding { try client.send(Array(body.dropFirst(50_000))) }
-        for client in holding { #expect(try client.readResponse().status == 200) }
     }
 }

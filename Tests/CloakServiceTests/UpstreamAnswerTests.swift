@@ -12,9 +12,10 @@ import Testing
     ) throws {
         let upstream = CannedUpstream(answer: Array(answer.utf8), closeAfter: closeAfter)
         defer { upstream.stop() }
-        let server = try TestServer(yaml: HostileInputTests.routeYAML(upstream.port), threads: threads)
-        defer { server.stop() }
-        try body(server, upstream)
+        try withTestServer(TestServer(yaml: HostileInputTests.routeYAML(upstream.port), threads: threads)) {
+            server throws in
+            try body(server, upstream)
+        }
     }
 
     @Test(arguments: [
@@ -47,11 +48,11 @@ import Testing
     @Test func aResetEndsNoAnswerReadUntilTheClose() throws {
         let upstream = CannedUpstream(answer: Array("HTTP/1.1 200 OK\r\n\r\n{\"status\":\"appro".utf8), reset: true)
         defer { upstream.stop() }
-        let server = try TestServer(yaml: HostileInputTests.routeYAML(upstream.port))
-        defer { server.stop() }
-        let r = try server.client().request("POST", "/proxy/raw", body: Array("{}".utf8))
-        #expect(r.status == 502 && (r.errorCode == 1401 || r.errorCode == 1400), "\(r.status) \(r.text)")
-        #expect(!r.text.contains("appro"))
+        try withTestServer(TestServer(yaml: HostileInputTests.routeYAML(upstream.port))) { server throws in
+            let r = try server.client().request("POST", "/proxy/raw", body: Array("{}".utf8))
+            #expect(r.status == 502 && (r.errorCode == 1401 || r.errorCode == 1400), "\(r.status) \(r.text)")
+            #expect(!r.text.contains("appro"))
+        }
     }
 
     /// A forwarded header that could not be a field is the caller's error, found before the
@@ -59,16 +60,16 @@ import Testing
     @Test func aRequestThatCannotBeSentIs400AndTakesNoConnection() throws {
         let upstream = RawUpstream()
         defer { upstream.stop() }
-        let server = try TestServer(yaml: HostileInputTests.routeYAML(upstream.port))
-        defer { server.stop() }
-        let client = try server.client()
-        #expect(try client.request("GET", "/proxy/raw").status == 204)
-        try client.send("GET /proxy/raw HTTP/1.1\r\nHost: x\r\nX-Note: a\u{01}b\r\n\r\n")
-        let r = try client.readResponse()
-        #expect(r.status == 400 && r.errorCode == 1002, "\(r.status) \(r.text)")
-        #expect(!upstream.text.contains("X-Note"))
-        #expect(try server.client().request("GET", "/proxy/raw").status == 204)
-        #expect(upstream.text.components(separatedBy: "GET /raw").count == 3)
+        try withTestServer(TestServer(yaml: HostileInputTests.routeYAML(upstream.port))) { server throws in
+            let client = try server.client()
+            #expect(try client.request("GET", "/proxy/raw").status == 204)
+            try client.send("GET /proxy/raw HTTP/1.1\r\nHost: x\r\nX-Note: a\u{01}b\r\n\r\n")
+            let r = try client.readResponse()
+            #expect(r.status == 400 && r.errorCode == 1002, "\(r.status) \(r.text)")
+            #expect(!upstream.text.contains("X-Note"))
+            #expect(try server.client().request("GET", "/proxy/raw").status == 204)
+            #expect(upstream.text.components(separatedBy: "GET /raw").count == 3)
+        }
     }
 
     @Test func noAnswerAtAllIsAnUnreachableUpstream() throws {

@@ -22,20 +22,22 @@ import Testing
         defer { upstream.stop() }
         let scheme = transport == .tls ? "https" : "http"
         let trust = transport == .tls ? "ca_file: \"\(certificates.caFile)\"" : ""
-        let server = try TestServer(
-            yaml: TestServer.configurationWithTokens.replacingOccurrences(
-                of: "routes: []",
-                with: """
-                    routes:
-                      - id: "3d4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
-                        path: /pooled
-                        upstream: "\(scheme)://127.0.0.1:\(upstream.port)/pooled"
-                        reuse: \(reuse)
-                        \(trust)
+        try withTestServer(
+            TestServer(
+                yaml: TestServer.configurationWithTokens.replacingOccurrences(
+                    of: "routes: []",
+                    with: """
+                        routes:
+                          - id: "3d4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                            path: /pooled
+                            upstream: "\(scheme)://127.0.0.1:\(upstream.port)/pooled"
+                            reuse: \(reuse)
+                            \(trust)
 
-                    """), threads: 1)
-        defer { server.stop() }
-        try body(server, upstream)
+                        """), threads: 1)
+        ) { server throws in
+            try body(server, upstream)
+        }
     }
 
     /// Every caller's answer, all at once.

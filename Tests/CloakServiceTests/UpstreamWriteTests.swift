@@ -29,19 +29,19 @@ import Testing
         let yaml = HostileInputTests.routeYAML(upstream.port)
         let larger = yaml.replacingOccurrences(of: "max_body_bytes: 1048576", with: "max_body_bytes: 16777216")
         try #require(larger != yaml)
-        let server = try TestServer(yaml: larger)
-        defer { server.stop() }
-        let client = try server.client(timeout: 30)
-        let r = try client.request("POST", "/proxy/raw", body: Self.body)
-        #expect(r.status == 204, "\(r.status) \(r.text)")
-        let seen = upstream.bytes
-        let head = try #require(seen.firstRange(of: Array("\r\n\r\n".utf8)))
-        #expect(String(decoding: seen[..<head.lowerBound], as: UTF8.self).contains("Content-Length: 8000000"))
-        #expect(seen.count - head.upperBound == Self.body.count)
-        #expect(Array(seen[head.upperBound...]) == Self.body)
-        // The connection the long write used is whole: the next request on it is framed as one.
-        let next = try client.request("POST", "/proxy/raw", body: Array("{}".utf8))
-        #expect(next.status == 204)
-        #expect(upstream.text.components(separatedBy: "POST /raw HTTP/1.1").count == 3)
+        try withTestServer(TestServer(yaml: larger)) { server throws in
+            let client = try server.client(timeout: 30)
+            let r = try client.request("POST", "/proxy/raw", body: Self.body)
+            #expect(r.status == 204, "\(r.status) \(r.text)")
+            let seen = upstream.bytes
+            let head = try #require(seen.firstRange(of: Array("\r\n\r\n".utf8)))
+            #expect(String(decoding: seen[..<head.lowerBound], as: UTF8.self).contains("Content-Length: 8000000"))
+            #expect(seen.count - head.upperBound == Self.body.count)
+            #expect(Array(seen[head.upperBound...]) == Self.body)
+            // The connection the long write used is whole: the next request on it is framed as one.
+            let next = try client.request("POST", "/proxy/raw", body: Array("{}".utf8))
+            #expect(next.status == 204)
+            #expect(upstream.text.components(separatedBy: "POST /raw HTTP/1.1").count == 3)
+        }
     }
 }
