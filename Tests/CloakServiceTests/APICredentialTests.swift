@@ -24,7 +24,7 @@ import Testing
     }
 
     @Test func aCallerGrantsOnlyWhatItHolds() {
-        let held: Set<String> = ["aliases:create", "egress:*", "tokens:admin"]
+        let held: Set<Scope> = ["aliases:create", "egress:*", "tokens:admin"]
         #expect(APICredentials.mayGrant("aliases:create", holding: held))
         #expect(APICredentials.mayGrant("egress:psp", holding: held))
         #expect(!APICredentials.mayGrant("aliases:reveal", holding: held))

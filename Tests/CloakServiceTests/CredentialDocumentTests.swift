@@ -13,7 +13,7 @@ import Testing
 /// (item 10). Without a server: the document, a node's judgement, the directory, the store.
 @Suite struct CredentialDocumentTests {
     static func token(
-        _ id: String, secret: String, scopes: Set<String> = ["aliases:create"], mintedBy minter: String? = nil,
+        _ id: String, secret: String, scopes: Set<Scope> = ["aliases:create"], mintedBy minter: String? = nil,
         minterSecret: String? = nil, seal: CredentialSeal? = nil
     ) -> ServiceConfiguration.AccessToken {
         var token = ServiceConfiguration.AccessToken(id: id, sha256: Digest.sha256(Array(secret.utf8)), scopes: scopes)
@@ -26,7 +26,7 @@ import Testing
         return token
     }
 
-    static func yaml(_ id: String, secret: String, scopes: Set<String>) -> ServiceConfiguration.AccessToken {
+    static func yaml(_ id: String, secret: String, scopes: Set<Scope>) -> ServiceConfiguration.AccessToken {
         ServiceConfiguration.AccessToken(id: id, sha256: Digest.sha256(Array(secret.utf8)), scopes: scopes)
     }
 
@@ -184,7 +184,7 @@ import Testing
             store: try Self.store(directory), yamlIDs: ["admin"], seal: CredentialSeal(ring: KeyRing.generate()))
         let yamlAdmin = CredentialDocumentTests.yaml(
             "admin", secret: "admin-secret", scopes: ["tokens:admin", "aliases:create"])
-        let scopes: Set<String> = ["tokens:admin", "aliases:create"]
+        let scopes: Set<Scope> = ["tokens:admin", "aliases:create"]
         let root = try admin.create(
             id: "root", scopes: scopes, ttlSeconds: nil, requestsPerMinute: nil, now: 10, by: "t", minter: yamlAdmin)
         let child = try admin.create(

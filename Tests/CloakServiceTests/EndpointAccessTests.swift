@@ -14,7 +14,7 @@ import Testing
     typealias F = MiddlewareFixture
 
     /// Every fixed scope, and one egress route's.
-    static let allScopes = ServiceConfiguration.knownScopes.subtracting(["egress:*"]).union(["egress:psp"])
+    static let allScopes = Set(Scope.known).subtracting([.egressAll]).union([.egress("psp")])
 
     /// One token per scope holding every other scope (`lacks-<scope>`), and one holding nothing.
     static let service: CloakService = {

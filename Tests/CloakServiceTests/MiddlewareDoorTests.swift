@@ -15,7 +15,7 @@ enum MiddlewareFixture {
     static func secret(_ id: String) -> String { "secret-\(id)" }
 
     /// A configured token whose bearer text is `secret-<id>`.
-    static func token(_ id: String, _ scopes: Set<String>) -> ServiceConfiguration.AccessToken {
+    static func token(_ id: String, _ scopes: Set<Scope>) -> ServiceConfiguration.AccessToken {
         ServiceConfiguration.AccessToken(id: id, sha256: Digest.sha256(Array(secret(id).utf8)), scopes: scopes)
     }
 

@@ -103,7 +103,7 @@ extension CloakService {
     func bins(_ c: RequestContext) -> BinsHandler {
         BinsHandler(
             table: binRefresh?.current?.table, vault: vaultClient(c.request, c.identity, trace: c.trace),
-            outcome: c.outcome, mayReveal: c.identity.token?.scopes.contains("aliases:reveal") ?? false)
+            outcome: c.outcome, mayReveal: c.identity.token?.scopes.contains(.aliasesReveal) ?? false)
     }
 
     func fileReveal(_ c: RequestContext) throws(CloakError) -> FileRevealHandler {

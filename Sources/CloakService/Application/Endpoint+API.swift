@@ -28,7 +28,7 @@ extension Endpoint {
             try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: false, answer: .flatResult)
         },
         Endpoint(
-            "form-aliases", .POST, "/forms/{form}/aliases", access: .scope("aliases:create"), rate: .caller,
+            "form-aliases", .POST, "/forms/{form}/aliases", access: .scope(.aliasesCreate), rate: .caller,
             audit: "file_upload", body: .formUpload
         ) {
             s, c throws(CloakError) in
@@ -46,44 +46,44 @@ extension Endpoint {
         Endpoint("create-tokens", .POST, "/tokens", access: .tokenize, rate: .creator) { s, c throws(CloakError) in
             try s.vaultAPI(c).create(c.request, requiresToken: false)
         },
-        Endpoint("create-aliases", .POST, "/aliases", access: .scope("aliases:create"), rate: .caller) {
+        Endpoint("create-aliases", .POST, "/aliases", access: .scope(.aliasesCreate), rate: .caller) {
             s, c throws(CloakError) in
             try s.vaultAPI(c).create(c.request, requiresToken: true)
         },
         Endpoint(
-            "reveal-many", .GET, "/aliases", access: .scope("aliases:reveal"), rate: .caller, audit: "reveal"
+            "reveal-many", .GET, "/aliases", access: .scope(.aliasesReveal), rate: .caller, audit: "reveal"
         ) { s, c throws(CloakError) in try s.vaultAPI(c).revealMany(c.request) },
-        Endpoint("keep", .POST, "/aliases/keep", access: .scope("aliases:create"), rate: .caller, audit: "keep") {
+        Endpoint("keep", .POST, "/aliases/keep", access: .scope(.aliasesCreate), rate: .caller, audit: "keep") {
             s, c throws(CloakError) in try s.vaultAPI(c).keep(c.request)
         },
         Endpoint(
-            "lookup", .POST, "/aliases/lookup", access: .scope("aliases:lookup"), rate: .caller, audit: "lookup"
+            "lookup", .POST, "/aliases/lookup", access: .scope(.aliasesLookup), rate: .caller, audit: "lookup"
         ) { s, c throws(CloakError) in try s.vaultAPI(c).lookup(c.request) },
         // aliases:reveal: the record; bins:read alone: its card attributes, never its value.
         Endpoint(
-            "reveal", .GET, "/aliases/{alias}", access: .anyScope(["aliases:reveal", "bins:read"]), rate: .caller,
+            "reveal", .GET, "/aliases/{alias}", access: .anyScope([.aliasesReveal, .binsRead]), rate: .caller,
             audit: "reveal"
         ) { s, c throws(CloakError) in try s.vaultAPI(c).reveal(c.request, alias: c.parameter("alias")) },
         Endpoint(
-            "update", .PUT, "/aliases/{alias}", access: .scope("aliases:update"), rate: .caller, audit: "update"
+            "update", .PUT, "/aliases/{alias}", access: .scope(.aliasesUpdate), rate: .caller, audit: "update"
         ) { s, c throws(CloakError) in try s.vaultAPI(c).update(c.request, alias: c.parameter("alias")) },
         Endpoint(
-            "delete", .DELETE, "/aliases/{alias}", access: .scope("aliases:delete"), rate: .caller, audit: "delete"
+            "delete", .DELETE, "/aliases/{alias}", access: .scope(.aliasesDelete), rate: .caller, audit: "delete"
         ) { s, c throws(CloakError) in try s.vaultAPI(c).delete(c.request, alias: c.parameter("alias")) },
 
         // Files (issue 47): the content of a file alias, as an attachment.
         Endpoint(
-            "file-reveal", .GET, "/files/{alias}", access: .scope("files:reveal"), rate: .caller, audit: "file_reveal"
+            "file-reveal", .GET, "/files/{alias}", access: .scope(.filesReveal), rate: .caller, audit: "file_reveal"
         ) { s, c throws(CloakError) in
             try s.fileReveal(c).reveal(alias: c.parameter("alias"))
         },
 
         // Card attributes from the BIN table (issue 48).
-        Endpoint("bins", .GET, "/bins/{digits}", access: .scope("bins:read"), rate: .caller) {
+        Endpoint("bins", .GET, "/bins/{digits}", access: .scope(.binsRead), rate: .caller) {
             s, c throws(CloakError) in try s.bins(c).lookup(c.parameter("digits"))
         },
         Endpoint(
-            "card-attributes", .POST, "/cards/attributes", access: .scope("bins:read"), rate: .caller,
+            "card-attributes", .POST, "/cards/attributes", access: .scope(.binsRead), rate: .caller,
             audit: "card_attributes"
         ) {
             s, c throws(CloakError) in try s.bins(c).attributes(c.request)
@@ -110,7 +110,7 @@ extension Endpoint {
             .now(try ElementsHandler(context: s.context).asset(c.request, name: c.parameter("asset")))
         },
         Endpoint(
-            "elements-session", .POST, "/elements/sessions", access: .scope("aliases:reveal"), rate: .caller,
+            "elements-session", .POST, "/elements/sessions", access: .scope(.aliasesReveal), rate: .caller,
             audit: "elements_session"
         ) { s, c throws(CloakError) in
             .now(try s.elementsReveal(c).createSession(c.request, now: Int64(Date().timeIntervalSince1970)))
@@ -124,14 +124,14 @@ extension Endpoint {
 
         // API credentials at run time.
         Endpoint(
-            "tokens-create", .POST, "/admin/tokens", access: .scope("tokens:admin"), rate: .caller,
+            "tokens-create", .POST, "/admin/tokens", access: .scope(.tokensAdmin), rate: .caller,
             audit: "tokens_create"
         ) { s, c throws(CloakError) in try s.adminTokens(c).create(c.request) },
-        Endpoint("tokens-list", .GET, "/admin/tokens", access: .scope("tokens:admin"), rate: .caller) {
+        Endpoint("tokens-list", .GET, "/admin/tokens", access: .scope(.tokensAdmin), rate: .caller) {
             s, c throws(CloakError) in try s.adminTokens(c).list()
         },
         Endpoint(
-            "tokens-revoke", .DELETE, "/admin/tokens/{id}", access: .scope("tokens:admin"), rate: .caller,
+            "tokens-revoke", .DELETE, "/admin/tokens/{id}", access: .scope(.tokensAdmin), rate: .caller,
             audit: "tokens_revoke"
         ) { s, c throws(CloakError) in try s.adminTokens(c).revoke(id: c.parameter("id")) },
 

@@ -102,8 +102,8 @@ package struct APICredentials: Sendable, Equatable {
 
     /// Whether a caller holding `held` may grant `scope`: it holds it (`egress:*` covers every
     /// egress route's scope).
-    package static func mayGrant(_ scope: String, holding held: Set<String>) -> Bool {
-        held.contains(scope) || (scope.hasPrefix("egress:") && held.contains("egress:*"))
+    package static func mayGrant(_ scope: Scope, holding held: Set<Scope>) -> Bool {
+        held.contains(scope) || (scope.isEgressRoute && held.contains(.egressAll))
     }
 
     /// `90d`, `12h`, `30m`, `45s` or plain seconds, at least a minute and at most ten years.
@@ -163,7 +163,7 @@ package struct APICredentials: Sendable, Equatable {
         for token in self.tokens {
             var members: [(key: String, value: JSONValue)] = [
                 ("id", .string(token.id)), ("sha256", .string(Self.hex(token.sha256))),
-                ("scopes", .strings(token.scopes.sorted())), ("created_at", .int(Int(token.createdAt ?? 0))),
+                ("scopes", .strings(token.scopes.texts)), ("created_at", .int(Int(token.createdAt ?? 0))),
             ]
             if let expiresAt = token.expiresAt { members.append(("expires_at", .int(Int(expiresAt)))) }
             if let perMinute = token.requestsPerMinute { members.append(("requests_per_minute", .int(perMinute))) }
@@ -202,7 +202,7 @@ package struct APICredentials: Sendable, Equatable {
                 case let .array(scopeValues)? = item["scopes"]
             else { throw Error("the store's api_credentials document has a damaged token", .store) }
             var token = ServiceConfiguration.AccessToken(
-                id: id, sha256: digest, scopes: Set(scopeValues.compactMap(\.stringValue)),
+                id: id, sha256: digest, scopes: Set(scopeValues.compactMap(\.stringValue).map(Scope.init(stored:))),
                 requestsPerMinute: item["requests_per_minute"].flatMap(int).map(Int.init))
             token.source = .store
             token.createdAt = item["created_at"].flatMap(int)

@@ -18,7 +18,11 @@ struct Identity: Sendable {
 
     /// The token's id, when it has `scope`.
     /// - Throws: 1300 when no valid token was presented, 1301 when the token lacks the scope.
-    func require(_ scope: String) throws(CloakError) -> String {
+    func require(_ scope: Scope) throws(CloakError) -> String { try requireAny([scope]) }
+
+    /// The token's id, when it has any of `scopes`.
+    /// - Throws: 1300 when no valid token was presented, 1301 when the token lacks them all.
+    func requireAny(_ scopes: [Scope]) throws(CloakError) -> String {
         guard let token else {
             throw CloakError(
                 .invalidAccessToken,
@@ -26,15 +30,16 @@ struct Identity: Sendable {
                     ? "the bearer token is not valid"
                     : "a bearer token is required (Authorization: Bearer <token>)")
         }
-        guard token.scopes.contains(scope) else {
-            throw CloakError(.forbidden, "the token \(token.id) lacks the scope \(scope)")
+        guard scopes.contains(where: token.scopes.contains) else {
+            let named = scopes.map(\.text).joined(separator: " or ")
+            throw CloakError(.forbidden, "the token \(token.id) lacks the scope \(named)")
         }
         return token.id
     }
 
     /// Whether the caller holds a token with `aliases:create`: the only caller that gets
     /// deterministic, deduplicated aliases and a token's rate bucket on an open endpoint.
-    var isCreator: Bool { token?.scopes.contains("aliases:create") ?? false }
+    var isCreator: Bool { token?.scopes.contains(.aliasesCreate) ?? false }
 
     /// The caller of an endpoint that stores values: a token with `aliases:create` when
     /// `openTokenize` is off; anyone otherwise. On an open endpoint every caller without
@@ -42,9 +47,9 @@ struct Identity: Sendable {
     /// whatever else its token may do: a deterministic alias for a token that may only pay
     /// (`egress:psp`) or delete would let it find a card from its alias by trying candidates.
     func aliasCaller(openTokenize: Bool, requiresToken: Bool = false) throws(CloakError) -> AliasCaller {
-        if requiresToken || !openTokenize { _ = try require("aliases:create") }
+        if requiresToken || !openTokenize { _ = try require(.aliasesCreate) }
         guard isCreator else { return .anonymous }
-        return AliasCaller(mayReveal: token?.scopes.contains("aliases:reveal") ?? false, anonymous: false)
+        return AliasCaller(mayReveal: token?.scopes.contains(.aliasesReveal) ?? false, anonymous: false)
     }
 }
 
@@ -148,7 +153,7 @@ extension Identity {
     /// Whether the token may use egress route `id` (`egress:<id>` or `egress:*`).
     func mayUseEgress(_ id: String) -> Bool {
         guard let token else { return false }
-        return token.scopes.contains("egress:*") || token.scopes.contains("egress:\(id)")
+        return token.scopes.contains(.egressAll) || token.scopes.contains(.egress(id))
     }
 }
 

@@ -43,7 +43,7 @@ extension CredentialAdministration {
         let items = (yaml + stored).filter(visible).map { token -> JSONValue in
             let state = token.source == .yaml ? APICredentials.Standing.active : standings[token.id] ?? .orphaned
             return .object([
-                ("id", .string(token.id)), ("scopes", .strings(token.scopes.sorted())),
+                ("id", .string(token.id)), ("scopes", .strings(token.scopes.texts)),
                 ("source", .string(token.source.rawValue)), ("state", .string(state.rawValue)),
                 ("minted_by", token.mintedBy.map { .string($0) } ?? .null),
                 ("created_at", token.createdAt.map { .string(RevealedRecord.iso8601($0)) } ?? .null),

@@ -92,15 +92,25 @@ package struct CredentialAdministration {
     ///   - bucketValuesPerHour: its guess limit when below the configuration's (its minter's).
     ///   - minter: the token that mints it (`/admin/tokens`); nil: an operator (`cloak tokens`).
     ///     A store minter must still be in the document with the same secret.
+    /// Scopes as an operator typed them (`cloak tokens create --scopes`).
+    package static func scopes(_ texts: some Sequence<String>) throws(Error) -> Set<Scope> {
+        var scopes: Set<Scope> = []
+        for text in texts {
+            guard let scope = Scope(parsing: text) else {
+                throw Error("unknown scope \(Redaction.scrub(text, limit: 40))")
+            }
+            scopes.insert(scope)
+        }
+        return scopes
+    }
+
     package func create(
-        id: String, scopes: Set<String>, ttlSeconds: Int64?, requestsPerMinute: Int?, now: Int64, by actor: String,
+        id: String, scopes: Set<Scope>, ttlSeconds: Int64?, requestsPerMinute: Int?, now: Int64, by actor: String,
         guessAccount: String? = nil, bucketValuesPerHour: Int? = nil, minter: ServiceConfiguration.AccessToken? = nil
     ) throws -> Created {
         guard APICredentials.isValidID(id) else { throw Error("the id must be 1 to 64 of A-Z a-z 0-9 - _ .") }
         guard !scopes.isEmpty else { throw Error("give at least one scope") }
-        for scope in scopes.sorted() where !ServiceConfiguration.isKnownScope(scope) {
-            throw Error("unknown scope \(Redaction.scrub(scope, limit: 40))")
-        }
+        _ = try Self.scopes(scopes.texts)  // none this version does not know
         if let requestsPerMinute, !(1...RateLimit.maxPerMinute).contains(requestsPerMinute) {
             throw Error("requests_per_minute must be 1 to \(RateLimit.maxPerMinute)")
         }
@@ -130,7 +140,7 @@ package struct CredentialAdministration {
             }
             credentials.tokens.append(token)
         }
-        var fields: [(String, JSONValue)] = [("scopes", .strings(scopes.sorted()))]
+        var fields: [(String, JSONValue)] = [("scopes", .strings(scopes.texts))]
         if let minter { fields.append(("minted_by", .string(minter.id))) }
         try audit("tokens.create", id: id, by: actor, now: now, fields)
         return Created(token: token, secret: secret, serial: written.serial)

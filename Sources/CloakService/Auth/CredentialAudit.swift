@@ -36,7 +36,7 @@ package struct CredentialAudit: Sendable {
         record(
             "tokens_create", "ok",
             [
-                ("subject", created.token.id), ("scopes", created.token.scopes.sorted().joined(separator: ",")),
+                ("subject", created.token.id), ("scopes", created.token.scopes.texts.joined(separator: ",")),
                 ("serial", String(created.serial)),
             ])
     }

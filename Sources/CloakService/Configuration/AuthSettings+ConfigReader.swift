@@ -50,12 +50,14 @@ extension ServiceConfiguration {
             } else {
                 r.issue("\(p).sha256", "is required", node)
             }
-            let scopes = r.strings(t["scopes"], at: "\(p).scopes") ?? []
-            for (j, s) in scopes.enumerated() where !isKnownScope(s) {
-                r.issue(
-                    "\(p).scopes[\(j)]",
-                    "unknown scope (expected one of: \(knownScopes.sorted().joined(separator: ", ")) or egress:<route id>)"
-                )
+            var scopes: Set<Scope> = []
+            for (j, text) in (r.strings(t["scopes"], at: "\(p).scopes") ?? []).enumerated() {
+                guard let scope = Scope(parsing: text) else {
+                    let known = Scope.known.map(\.text).sorted().joined(separator: ", ")
+                    r.issue("\(p).scopes[\(j)]", "unknown scope (expected one of: \(known) or egress:<route id>)")
+                    continue
+                }
+                scopes.insert(scope)
             }
             let perMinute = r.int(
                 t["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute)
@@ -64,7 +66,7 @@ extension ServiceConfiguration {
             if let id, let digest, digest.count == 32 {
                 config.auth.append(
                     AccessToken(
-                        id: id, sha256: digest, scopes: Set(scopes), requestsPerMinute: perMinute,
+                        id: id, sha256: digest, scopes: scopes, requestsPerMinute: perMinute,
                         bucketValuesPerHour: bucketLimit))
             }
         }

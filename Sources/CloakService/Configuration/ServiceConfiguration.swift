@@ -90,7 +90,7 @@ package struct ServiceConfiguration: Sendable {
     package struct AccessToken: Sendable {
         package var id: String
         package var sha256: [UInt8]
-        package var scopes: Set<String>
+        package var scopes: Set<Scope>
         /// Overrides `limits.token.requests_per_minute` for this token.
         package var requestsPerMinute: Int?
         /// Overrides `limits.bucket_values_per_hour` for this token (a migration that imports
@@ -120,7 +120,7 @@ package struct ServiceConfiguration: Sendable {
         package enum Source: String, Sendable { case yaml, store }
 
         package init(
-            id: String, sha256: [UInt8], scopes: Set<String>, requestsPerMinute: Int? = nil,
+            id: String, sha256: [UInt8], scopes: Set<Scope>, requestsPerMinute: Int? = nil,
             bucketValuesPerHour: Int? = nil
         ) {
             self.id = id
@@ -137,7 +137,7 @@ package struct ServiceConfiguration: Sendable {
         /// limit. A token that may reveal gains nothing by aliasing candidates (it can reveal
         /// the alias it holds), so only its own override limits its creates.
         package func createBucketLimit(default limit: Int) -> Int? {
-            bucketValuesPerHour ?? (scopes.contains("aliases:reveal") ? nil : limit)
+            bucketValuesPerHour ?? (scopes.contains(.aliasesReveal) ? nil : limit)
         }
 
         /// The distinct values of one guess bucket this token may look up, not finding them, in
@@ -163,18 +163,5 @@ package struct ServiceConfiguration: Sendable {
         /// 503 with `Retry-After` before its body is read.
         package var uploadMemoryMiB = 256
         package init() {}
-    }
-
-    package static let knownScopes: Set<String> = [
-        "aliases:create", "aliases:reveal", "aliases:lookup", "aliases:update", "aliases:delete", "files:reveal",
-        "bins:read",
-        "egress:*",
-        "tokens:admin",
-    ]
-
-    /// Whether `scope` is one Cloak knows: a fixed one or `egress:<route id>`.
-    static func isKnownScope(_ scope: String) -> Bool {
-        knownScopes.contains(scope)
-            || (scope.hasPrefix("egress:") && EgressSettings.isRouteID(String(scope.dropFirst(7))))
     }
 }

@@ -118,10 +118,10 @@ struct EgressHandler: Sendable {
             // Values revealed into the answer reach the caller: that needs aliases:reveal, as on
             // inbound routes (egress:<id> alone grants revealing to the route's upstream).
             if route.responseOperations.contains(where: { $0.action == .reveal }) {
-                _ = try identity.require("aliases:reveal")
+                _ = try identity.require(.aliasesReveal)
             }
             // A file leaves the vault only for a caller that holds files:reveal as well.
-            if route.revealsFiles { _ = try identity.require("files:reveal") }
+            if route.revealsFiles { _ = try identity.require(.filesReveal) }
         } catch { return refuse(error, route: route.id) }
         // The provider's key goes upstream in Authorization; a Cloak token there is a client's
         // mistake that would hand the vault's credential to a third party: refused, never sent.
@@ -155,7 +155,7 @@ struct EgressHandler: Sendable {
                             vault: $0.vault, log: AuditLog(logger: context.logger),
                             metrics: { [metrics = self.metrics] in metrics.fileRevealed(bytes: $0) }))
                 } : nil,
-            callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false,
+            callerMaySeeValues: identity.token?.scopes.contains(.aliasesReveal) ?? false,
             stepsRan: route.stepNames.isEmpty ? nil : StepsRan())
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true, trustedContext: trustedContext)
         let tokenID = identity.token?.id ?? "-"

@@ -25,7 +25,7 @@ struct ElementsRevealHandler: Sendable {
     /// `POST /elements/sessions` (scope `aliases:reveal`): `{"aliases": [...], "ttl_s": 300,
     /// "client"?, "audience"?: "web" | "native"}` → 201 `{"session", "expires_at"}`.
     func createSession(_ request: HTTPRequest, now: Int64) throws(CloakError) -> HTTPResponse {
-        let tokenID = try identity.require("aliases:reveal")
+        let tokenID = try identity.require(.aliasesReveal)
         guard case let .object(members) = try request.jsonBody() else {
             throw .malformed("the body must be a JSON object")
         }
@@ -203,7 +203,7 @@ struct ElementsRevealHandler: Sendable {
     /// holds `aliases:reveal`.
     func mintingToken(_ session: RevealSession) -> ServiceConfiguration.AccessToken? {
         tokens.token(id: session.tokenID).flatMap {
-            $0.scopes.contains("aliases:reveal")
+            $0.scopes.contains(.aliasesReveal)
                 && constantTimeEquals(RevealSession.tokenDigest($0.sha256), session.tokenDigest) ? $0 : nil
         }
     }

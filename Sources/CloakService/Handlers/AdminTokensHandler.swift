@@ -22,7 +22,7 @@ struct AdminTokensHandler: Sendable {
     /// `limits.bucket_values_per_hour`: a token's guess limit when its entry sets none.
     var defaultBucketValuesPerHour = Int.max
 
-    private var held: Set<String> { identity.token?.scopes ?? [] }
+    private var held: Set<Scope> { identity.token?.scopes ?? [] }
     private var actor: String { "token:" + (identity.token?.id ?? "-") }
 
     /// The key of the store's credentials (the directory's; a node with a vault always has one).
@@ -84,11 +84,16 @@ struct AdminTokensHandler: Sendable {
             }
             ttl = ttl ?? left
         }
-        for scope in scopes where !APICredentials.mayGrant(scope, holding: held) {
-            guard ServiceConfiguration.isKnownScope(scope) else {
-                throw .malformed("unknown scope \"\(Redaction.scrub(scope, limit: 40))\"")
+        var granted: Set<Scope> = []
+        for text in scopes {
+            guard let scope = Scope(parsing: text) else {
+                throw .malformed("unknown scope \"\(Redaction.scrub(text, limit: 40))\"")
             }
-            outcome?.alias(nil, "refused", facts: [("subject", id), ("scope", scope)])
+            granted.insert(scope)
+        }
+        let asked = granted
+        for scope in asked.sorted() where !APICredentials.mayGrant(scope, holding: held) {
+            outcome?.alias(nil, "refused", facts: [("subject", id), ("scope", scope.text)])
             throw CloakError(.forbidden, "a token cannot grant the scope \(scope): the caller does not hold it")
         }
         let (now, actor, outcome, ttlSeconds, requestsPerMinute) = (self.now, self.actor, self.outcome, ttl, perMinute)
@@ -98,13 +103,13 @@ struct AdminTokensHandler: Sendable {
         return .later { [self] finish in
             vault.vault.withStore(reads: false) { store in
                 try administration(store).create(
-                    id: id, scopes: Set(scopes), ttlSeconds: ttlSeconds, requestsPerMinute: requestsPerMinute, now: now,
+                    id: id, scopes: asked, ttlSeconds: ttlSeconds, requestsPerMinute: requestsPerMinute, now: now,
                     by: actor, guessAccount: guessAccount, bucketValuesPerHour: bucketLimit, minter: minter)
             } completion: { result in
                 switch result {
                 case let .success(created):
                     outcome?.alias(
-                        nil, "ok", facts: [("subject", id), ("scopes", scopes.sorted().joined(separator: ","))])
+                        nil, "ok", facts: [("subject", id), ("scopes", asked.texts.joined(separator: ","))])
                     adoptThen(own: created.serial) {
                         finish(.json(201, JSONWriter.encode(created.json), headers: HTTPResponse.noStoreHeaders))
                     }

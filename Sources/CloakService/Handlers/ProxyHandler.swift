@@ -88,9 +88,9 @@ struct ProxyHandler: RequestHandler {
     /// `aliases:reveal`: an answer's revealed values reach the caller, and a request's reach the
     /// upstream on the caller's word.
     private func operationsCall(_ route: Route, client: String) throws(CloakError) -> RouteCall {
-        if route.reveals { _ = try identity.require("aliases:reveal") }
+        if route.reveals { _ = try identity.require(.aliasesReveal) }
         // A file leaves the vault only for a caller that holds files:reveal as well.
-        if route.revealsFiles { _ = try identity.require("files:reveal") }
+        if route.revealsFiles { _ = try identity.require(.filesReveal) }
         // A route that may alias cards no selector took (`unselected_cards: redact`) aliases them
         // as its redact operations would, for this caller.
         let requestCaller =
@@ -108,7 +108,7 @@ struct ProxyHandler: RequestHandler {
                             route: route.id, tokenID: identity.token?.id ?? "-", client: client,
                             vault: $0.vault, log: AuditLog(logger: context.logger), metrics: onFileRevealed))
                 } : nil,
-            callerMaySeeValues: identity.token?.scopes.contains("aliases:reveal") ?? false,
+            callerMaySeeValues: identity.token?.scopes.contains(.aliasesReveal) ?? false,
             stepsRan: route.stepNames.isEmpty ? nil : StepsRan())
     }
 

@@ -8,7 +8,7 @@ extension VaultAPIHandler {
     /// alone, the card attributes the record keeps (issue 48), never its value.
     func reveal(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
         try Self.requirePlausible(alias, outcome)
-        if identity.token?.scopes.contains("aliases:reveal") != true {
+        if identity.token?.scopes.contains(.aliasesReveal) != true {
             return attributesOnly(alias)
         }
         return .later { finish in

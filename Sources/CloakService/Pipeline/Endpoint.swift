@@ -14,9 +14,9 @@ final class Endpoint: Sendable {
         /// Anyone (health, scripts, validation).
         case open
         /// A valid token that holds the scope.
-        case scope(String)
+        case scope(Scope)
         /// A valid token that holds any of the scopes (the handler decides what each may see).
-        case anyScope([String])
+        case anyScope([Scope])
         /// Anyone when `auth.open_tokenize` is on (the SDK's tokenize), else `aliases:create`.
         case tokenize
         /// `egress:<route>` (the path's `{route}`) or `egress:*`, from `Proxy-Authorization`;
@@ -110,7 +110,7 @@ final class Endpoint: Sendable {
     }
 
     /// The scope a token needs, when ``access`` names one.
-    var scope: String? {
+    var scope: Scope? {
         if case let .scope(scope) = access { return scope }
         return nil
     }

@@ -15,7 +15,7 @@ struct RateLimitMiddleware: Middleware {
         case .exempt, .caller: break
         case .creator: anonymous = !identity.isCreator
         case .creatorOrRevealer:
-            anonymous = !identity.isCreator && identity.token?.scopes.contains("aliases:reveal") != true
+            anonymous = !identity.isCreator && identity.token?.scopes.contains(.aliasesReveal) != true
         }
         // Decided by the routed endpoint, never by the decoded path (`/healthz%00x` decodes to
         // `/healthz` and matches nothing: it is counted).

@@ -18,11 +18,9 @@ struct ScopeMiddleware: Middleware {
         case let .scope(scope):
             _ = try identity.require(scope)
         case let .anyScope(scopes):
-            if !scopes.contains(where: { identity.token?.scopes.contains($0) == true }) {
-                _ = try identity.require(scopes.joined(separator: " or "))
-            }
+            _ = try identity.requireAny(scopes)
         case .tokenize:
-            if !openTokenize { _ = try identity.require("aliases:create") }
+            if !openTokenize { _ = try identity.require(.aliasesCreate) }
         case .egressRoute:
             guard identity.token != nil else {
                 let refusal = EgressHandler.proxyAuthenticationRequired(identity)

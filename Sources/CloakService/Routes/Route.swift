@@ -171,7 +171,7 @@ package struct Route: Sendable {
 
     /// The scope a token needs to use the route at all: `egress:<id>` (or `egress:*`) for an
     /// egress route; an inbound route is open to the client it serves.
-    package var scope: String? { door == .egress ? "egress:" + id : nil }
+    package var scope: Scope? { door == .egress ? .egress(id) : nil }
 
     /// Whether an operation puts values back (so the caller needs `aliases:reveal`).
     var reveals: Bool {

@@ -75,10 +75,11 @@ struct Tokens: ParsableCommand {
 
         func run() throws {
             let admin = try Tokens.administration(options)
-            let scopes = Set(scopes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            let texts = scopes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             let audit = Tokens.audit
             let created: CredentialAdministration.Created
             do {
+                let scopes = try CredentialAdministration.scopes(texts)
                 created = try admin.create(
                     id: id, scopes: scopes, ttlSeconds: ttl.flatMap(APICredentials.parseTTL),
                     requestsPerMinute: requestsPerMinute, now: Tokens.now, by: Tokens.actor)
