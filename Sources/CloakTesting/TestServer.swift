@@ -101,7 +101,7 @@ package final class TestServer: Sendable {
         (service, vault) = try Self.service(configuration, today: today, logs: logs)
         server = try HTTPServer(
             configuration: configuration.server, deferredHandler: service.handle,
-            watchdog: service.watchdog, bodyDelivery: { [service] in service.bodyDelivery($0, $1) })
+            watchdog: service.watchdog, route: { [service] in service.route($0, $1) })
         egress = try ServiceRunner.egressServer(service, host: ServiceHost(service))
         server.start()
         egress?.start()

@@ -59,8 +59,8 @@ import Testing
                         ))
                 }
             },
-            bodyDelivery: { method, path in
-                method == .POST && path == "/upload" ? .streamed(maxBytes: limit) : .whole
+            route: { method, path in
+                HeadRoute(body: method == .POST && path == "/upload" ? .streamed(maxBytes: limit) : .whole)
             })
         server.start()
         return server
@@ -226,7 +226,7 @@ extension StreamedBodyTests {
                 guard let stream = request.bodyStream else { return responder.respond(.json(200, [])) }
                 Self.drain(stream) { reading in responder.respond(.json(reading.end == .end ? 200 : 400, [])) }
             },
-            bodyDelivery: { _, _ in .streamed(maxBytes: 8 << 20) })
+            route: { _, _ in HeadRoute(body: .streamed(maxBytes: 8 << 20)) })
         server.start()
         defer { server.shutdown() }
         let client = try RawHTTPClient(port: server.port, timeout: 20)

@@ -44,6 +44,9 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     /// The body, as it arrives, for a request whose endpoint streams it (``RequestBodyDelivery``);
     /// ``body`` is then empty.
     public var bodyStream: BodyStream? { content.stream }
+    /// What the service's router found on the head (``HeadRoute``), when the server asked it:
+    /// the handler takes it rather than route the request again.
+    public var route: (any Sendable)?
 
     public init(
         method: HTTPMethod, path: String, query: String? = nil, headers: [(name: String, value: String)] = [],

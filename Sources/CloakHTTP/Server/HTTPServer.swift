@@ -47,13 +47,14 @@ public final class HTTPServer: Sendable {
     ///   opened tunnel's requests reach `handler` with their ``HTTPRequest/proxyTarget``.
     /// - Parameter watchdog: where each loop's heartbeat is registered (as `name`-index), for
     ///   `/readyz`.
-    /// - Parameter bodyDelivery: which requests (by method and path as sent, still
-    ///   percent-encoded) have their body streamed to the handler (``HTTPRequest/bodyStream``),
-    ///   asked once on each head with a body; nil: every body is read whole.
+    /// - Parameter route: asked once on each head with a body (by method and path as sent,
+    ///   still percent-encoded): whether the body is streamed to the handler
+    ///   (``HTTPRequest/bodyStream``), and what the router found (``HTTPRequest/route``); nil:
+    ///   every body is read whole.
     public init(
         configuration: HTTPServerConfiguration, deferredHandler handler: @escaping HTTPDeferredHandler,
         tunnels: TunnelAuthorizer? = nil, watchdog: LoopWatchdog? = nil, name: String = "main",
-        bodyDelivery: (@Sendable (HTTPMethod, String) -> RequestBodyDelivery)? = nil
+        route: (@Sendable (HTTPMethod, String) -> HeadRoute)? = nil
     )
         throws(HTTPServerError)
     {
@@ -89,7 +90,7 @@ public final class HTTPServer: Sendable {
                     let worker = try LoopWorker(
                         configuration: configuration, handler: handler, budget: budget,
                         addressBudget: addressBudget, index: index, tls: tls, tunnels: tunnels,
-                        heartbeat: heart, bodyDelivery: bodyDelivery)
+                        heartbeat: heart, route: route)
                     try worker.bind(port: port)
                     port = worker.port  // with port 0, every later loop binds the port the first one got
                     workers.append(worker)

@@ -5,7 +5,7 @@ import CloakCore
 /// and the answer is dropped).
 extension LoopWorker {
     func dispatch(
-        _ head: RequestHead, body: HTTPBody, violation: HTTPViolation?,
+        _ head: RequestHead, body: HTTPBody, route: (any Sendable)? = nil, violation: HTTPViolation?,
         on connection: ServerConnection, serial: UInt64
     ) {
         state.value.requestCounter &+= 1
@@ -22,6 +22,7 @@ extension LoopWorker {
         var request = HTTPRequest(
             method: method, path: target.path, query: target.query, headers: headers, requestID: requestID)
         request.content = body
+        request.route = route
         request.violation = violation
         request.rawPath = target.rawPath
         request.remoteAddress = connection.clientAddress

@@ -69,15 +69,15 @@ final class LoopWorker: @unchecked Sendable {
     let tunnels: TunnelAuthorizer?
     /// The loop's one read buffer, lent to every connection's transport for each read.
     let readBuffer = ReadBuffer()
-    /// Which requests' bodies are streamed to their handler (nil: none).
-    let bodyDelivery: (@Sendable (HTTPMethod, String) -> RequestBodyDelivery)?
+    /// Asked on each head with a body: how it is read and what the router found (nil: whole).
+    let route: (@Sendable (HTTPMethod, String) -> HeadRoute)?
 
     init(
         configuration: HTTPServerConfiguration, handler: @escaping HTTPDeferredHandler, budget: ConnectionBudget,
         addressBudget: AddressBudget,
         index: Int, tls: TLSServerContext? = nil, tunnels: TunnelAuthorizer? = nil,
         heartbeat: LoopWatchdog.Heartbeat? = nil,
-        bodyDelivery: (@Sendable (HTTPMethod, String) -> RequestBodyDelivery)? = nil
+        route: (@Sendable (HTTPMethod, String) -> HeadRoute)? = nil
     ) throws(HTTPServerError) {
         precondition(Libevent.threadingReady, "evthread_use_pthreads failed")
         guard let base = EventBase.make() else { throw .init("event_base_new failed") }
@@ -89,7 +89,7 @@ final class LoopWorker: @unchecked Sendable {
         self.addressBudget = addressBudget
         self.tls = tls
         self.tunnels = tunnels
-        self.bodyDelivery = bodyDelivery
+        self.route = route
         self.heartbeat = heartbeat
         connectionLimits = .init(
             maxBodyBytes: configuration.maxBodyBytes,

@@ -19,7 +19,8 @@ extension ServerConnection {
         } else {
             content = .bytes(requestBody)
         }
-        worker.dispatch(head, body: content, violation: violation, on: self, serial: serial)
+        worker.dispatch(
+            head, body: content, route: violation == nil ? routed : nil, violation: violation, on: self, serial: serial)
     }
 
     /// A handler's ask that will get nothing more: the connection ends.
@@ -49,7 +50,7 @@ extension ServerConnection {
             response.status = status
             response.content = .bytes(response.content.bytes)
         }
-        grantedTunnel = granted.map { (target: $0.0, context: $0.1) }
+        if let granted { grantedTunnel = (target: granted.0, context: granted.1) }
         answerStream = write.streams ? response.content.stream : nil
         let bytes = MessageWriter.response(
             response, persistence: write.persistence, headOnly: write.headOnly, tunnel: granted != nil,

@@ -25,7 +25,7 @@ final class ServerConnection: SocketStreamOwner {
     unowned let worker: LoopWorker
     /// The connection's number on its loop (set at accept), by which an answer finds it.
     var id: UInt64 = 0
-    private(set) var transport: SocketStream!
+    @exclusivity(unchecked) private(set) var transport: SocketStream!
     @exclusivity(unchecked) var parser: RequestParser
     @exclusivity(unchecked) var machine: ServerConnectionState<LoopClock>
     /// The peer's numeric address (a balancer's, behind one).
@@ -37,22 +37,24 @@ final class ServerConnection: SocketStreamOwner {
     /// For a connection inside a CONNECT tunnel: where its requests go.
     var tunnel: ProxyTarget?
     /// A granted CONNECT whose answer is being written: TLS starts with this context once it has left.
-    var grantedTunnel: (target: ProxyTarget, context: TLSServerContext)?
+    @exclusivity(unchecked) var grantedTunnel: (target: ProxyTarget, context: TLSServerContext)?
     /// Bytes read and not parsed yet; `inputStart` is the first of them.
     @exclusivity(unchecked) var input: [UInt8] = []
-    var inputStart = 0
+    @exclusivity(unchecked) var inputStart = 0
     /// The request being read, and its whole body.
     @exclusivity(unchecked) var head: RequestHead?
     @exclusivity(unchecked) var body: [UInt8] = []
+    /// What the service's router found on the current head (``HeadRoute``), for its handler.
+    @exclusivity(unchecked) var routed: (any Sendable)?
     /// The handler's ask for the next piece of its streamed body, while it waits.
-    var waitingReader: (@Sendable (BodyStream.Piece) -> Void)?
+    @exclusivity(unchecked) var waitingReader: (@Sendable (BodyStream.Piece) -> Void)?
     /// The current answer's producer, for a streamed answer.
-    var answerStream: BodyStream?
+    @exclusivity(unchecked) var answerStream: BodyStream?
     /// Numbers each dispatched request: an answer for another one is dropped.
-    var serial: UInt64 = 0
+    @exclusivity(unchecked) var serial: UInt64 = 0
     /// Inside ``process()``: an answer given synchronously is written, and the loop goes on.
-    private var processing = false
-    private(set) var isClosed = false
+    @exclusivity(unchecked) private var processing = false
+    @exclusivity(unchecked) private(set) var isClosed = false
 
     init?(
         fd: Int32, peer: String, worker: LoopWorker, afterConnect: RequestFraming.AfterConnect,
@@ -137,8 +139,11 @@ final class ServerConnection: SocketStreamOwner {
     private func facts(of head: RequestHead) -> ServerConnectionState<LoopClock>.Head {
         let method = HTTPMethod(rawValue: head.method)
         var delivery = RequestBodyDelivery.whole
-        if head.body != .none, let method, let declared = worker.bodyDelivery {
-            delivery = declared(method, head.requestTarget.rawPath)
+        routed = nil
+        if head.body != .none, let method, let route = worker.route {
+            let found = route(method, head.requestTarget.rawPath)
+            delivery = found.body
+            routed = found.found
         }
         return .init(
             keepAlive: !HTTPSyntax.asksToClose(head.headers, isHTTP10: !head.isHTTP11),

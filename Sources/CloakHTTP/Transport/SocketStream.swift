@@ -17,30 +17,33 @@ import Glibc
 ///   anything waits to be read and notes bytes that arrived before its last write
 ///   (``ArrivalCheck``).
 ///
+/// Loop thread only, and reached only from its own events and its owner's calls there: its
+/// fields skip the runtime's exclusivity checks (`@exclusivity(unchecked)`).
+///
 /// It reports to its ``SocketStreamOwner`` from its own events only, never from inside one of
 /// the owner's calls. The TLS half of reading (handshake, plaintext handed out) is in
 /// `SocketStream+TLS`; fields are changed only by these two files.
 final class SocketStream {
     unowned let owner: any SocketStreamOwner
-    private var fd: Int32
-    private var reading: LoopEvent?
-    private var writing: LoopEvent?
-    var readingEnabled = false
-    private var readRegistered = false
-    var tls: TLSSession?
+    @exclusivity(unchecked) private var fd: Int32
+    @exclusivity(unchecked) private var reading: LoopEvent?
+    @exclusivity(unchecked) private var writing: LoopEvent?
+    @exclusivity(unchecked) var readingEnabled = false
+    @exclusivity(unchecked) private var readRegistered = false
+    @exclusivity(unchecked) var tls: TLSSession?
     /// Bytes the socket has not taken yet (ciphertext under TLS).
     @exclusivity(unchecked) var pending: [UInt8] = []
-    var pendingOffset = 0
+    @exclusivity(unchecked) var pendingOffset = 0
     /// A client's plaintext written before its handshake ended.
-    var beforeHandshake: [UInt8] = []
+    @exclusivity(unchecked) var beforeHandshake: [UInt8] = []
     /// A client's connect is under way (reported from the write event).
-    var connecting = false
-    private var arrival = ArrivalCheck()
+    @exclusivity(unchecked) var connecting = false
+    @exclusivity(unchecked) private var arrival = ArrivalCheck()
     /// After ``closeWhenSent()``: the sending side ends once `pending` is empty, then input is
     /// read and dropped until the peer closes.
-    private(set) var isClosing = false
-    private var sendingShutDown = false
-    private(set) var isClosed = false
+    @exclusivity(unchecked) private(set) var isClosing = false
+    @exclusivity(unchecked) private var sendingShutDown = false
+    @exclusivity(unchecked) private(set) var isClosed = false
     /// The loop's read buffer, lent for each read: what the owner keeps it copies in the call.
     let buffer: UnsafeMutableRawBufferPointer
     private let readBuffer: ReadBuffer

@@ -156,21 +156,21 @@ package final class CloakService: Sendable {
     package func beginDraining() { state.isDraining.store(true, ordering: .relaxed) }
 
     /// The ``HTTPDeferredHandler`` of the API listener: answers now, or later on the request's loop.
-    /// How a request's body is read, as its endpoint declares (``Endpoint/BodyReading``);
-    /// `rawPath` as the client sent it (the router matches it so).
-    package func bodyDelivery(_ method: HTTPMethod, _ rawPath: String) -> RequestBodyDelivery {
-        Self.bodyDelivery(method, rawPath) { self }
+    /// A request's endpoint (handed on to ``RoutingMiddleware``) and how its body is read, as
+    /// the endpoint declares (``Endpoint/BodyReading``); `rawPath` as the client sent it (the
+    /// router matches it so).
+    package func route(_ method: HTTPMethod, _ rawPath: String) -> HeadRoute {
+        Self.route(method, rawPath) { self }
     }
 
     /// The endpoint is found without the service; `service` is asked only for an endpoint
     /// that may stream (a form's upload), so that every other request takes no lock.
-    static func bodyDelivery(
-        _ method: HTTPMethod, _ rawPath: String, service: () -> CloakService
-    ) -> RequestBodyDelivery {
-        guard case .found(let endpoint, let parameters, _) = router.resolve(method: method, path: rawPath),
-            case .streamed(let limit) = endpoint.body, let most = limit(service(), parameters)
-        else { return .whole }
-        return .streamed(maxBytes: most)
+    static func route(_ method: HTTPMethod, _ rawPath: String, service: () -> CloakService) -> HeadRoute {
+        let found = router.resolve(method: method, path: rawPath)
+        guard case .found(let endpoint, let parameters, _) = found, case .streamed(let limit) = endpoint.body,
+            let most = limit(service(), parameters)
+        else { return HeadRoute(body: .whole, found: found) }
+        return HeadRoute(body: .streamed(maxBytes: most), found: found)
     }
 
     /// The most bytes a submission of `form` may have: its text, plus every file its rules allow

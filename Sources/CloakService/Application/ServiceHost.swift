@@ -12,10 +12,10 @@ package final class ServiceHost: Sendable {
 
     package init(_ service: CloakService) { current = Mutex(service) }
 
-    /// How the current service reads a request's body, as its endpoint declares
-    /// (``CloakService/bodyDelivery(_:_:)``); the service is looked up only for a form's upload.
-    package func bodyDelivery(_ method: HTTPMethod, _ rawPath: String) -> RequestBodyDelivery {
-        CloakService.bodyDelivery(method, rawPath) { service }
+    /// A request's endpoint, and how its body is read (``CloakService/route(_:_:)``); the
+    /// service is looked up only for a form's upload.
+    package func route(_ method: HTTPMethod, _ rawPath: String) -> HeadRoute {
+        CloakService.route(method, rawPath) { service }
     }
 
     /// The service requests start under now.

@@ -34,7 +34,7 @@ package enum ServiceRunner {
         let host = ServiceHost(service)
         let server = try HTTPServer(
             configuration: service.configuration.server, deferredHandler: host.handle,
-            watchdog: service.watchdog, bodyDelivery: { host.bodyDelivery($0, $1) })
+            watchdog: service.watchdog, route: { host.route($0, $1) })
         let egress = try egressServer(service, host: host)
         // The store's API credentials before the first request, then every auth.refresh_s.
         service.credentialRefresh?.refreshAndWait()

@@ -14,6 +14,11 @@ struct RoutingMiddleware: Middleware {
             context.isPreflight = true
             return nil
         }
+        // The server asked the router on the head already (a request with a body): not again.
+        if let found = context.request.route as? Router<Endpoint>.Resolution {
+            context.route = found
+            return nil
+        }
         context.route = router.resolve(method: context.request.method, path: context.request.rawPath)
         return nil
     }
