@@ -27,7 +27,7 @@ final class FormUpload: @unchecked Sendable {
     static let queueLimit = 1 << 20
 
     /// A file whose body part has ended.
-    private struct Received {
+    struct Received {
         let field: Int
         let uploadID: String
         /// Its size, type and verdict, without the bytes it read (``FileInspection/finished()``).
@@ -38,7 +38,7 @@ final class FormUpload: @unchecked Sendable {
     }
 
     /// A file being read.
-    private struct Reading {
+    struct Reading {
         let field: Int
         let upload: FileUpload
         var fileName: String?
@@ -46,40 +46,27 @@ final class FormUpload: @unchecked Sendable {
         var stored = false
     }
 
-    /// A write for the vault: an upload's start (with its first chunks), or more chunks.
-    private struct Write {
-        var start: StoredFile?
-        let uploadID: String
-        var chunks: [(index: Int, sealed: [UInt8])]
-        var bytes: Int
-    }
+    typealias Write = FormUploadState.Write
 
     /// Asks for the body's next piece (``BodyStream/next(_:)``, or a whole body's one).
     typealias Pull = @Sendable (@escaping @Sendable (BodyStream.Piece) -> Void) -> Void
 
-    private let nextPiece: Pull
-    private var reader: FormUploadReader
-    private let form: FormSchema
-    private let vault: VaultClient
-    private let caller: AliasCaller
-    private let today: CalendarDate
-    private let answer: FormTokenizeHandler.Answer
-    private let onOutcome: @Sendable (FileOutcome) -> Void
-    private var finish: Reply.Finish?
-    private let ticket: UploadTicket?
+    let nextPiece: Pull
+    var reader: FormUploadReader
+    let form: FormSchema
+    let vault: VaultClient
+    let caller: AliasCaller
+    let today: CalendarDate
+    let answer: FormTokenizeHandler.Answer
+    let onOutcome: @Sendable (FileOutcome) -> Void
+    var finish: Reply.Finish?
+    let ticket: UploadTicket?
     /// Body bytes read so far (charged to the ticket as they pass what was declared).
-    private var bodyBytes = 0
-    /// Uploads whose start went to the vault: deleted if the submission fails.
-    private var startedUploads: [String] = []
-
-    private var reading: Reading?
-    private var received: [Received] = []
-    private var queue: [Write] = []
-    private var queuedBytes = 0
-    private var writing = false
-    private var waitingForVault = false
-    private var bodyEnded = false
-    private var done = false
+    var bodyBytes = 0
+    /// The flow between the body and the vault (the queue, one write at a time, the body's end).
+    var state = FormUploadState(limit: FormUpload.queueLimit)
+    var reading: Reading?
+    var received: [Received] = []
 
     /// What became of an upload, for metrics and the audit line.
     enum FileOutcome: Sendable {
@@ -108,27 +95,33 @@ final class FormUpload: @unchecked Sendable {
     /// Reads the body and answers through `finish`, once.
     func start(_ finish: Reply.Finish) {
         self.finish = finish
-        onThread { self.pull() }
+        onThread { self.carry(self.state.start()) }
     }
 
     /// Where every step runs: the request's loop (the body's pieces and the vault's completions
     /// arrive there already); in process, without a loop, a serial queue of this upload's own.
-    private let loop: LoopHandle?
-    private let serial = DispatchQueue(label: "cloak.form-upload")
+    let loop: LoopHandle?
+    let serial = DispatchQueue(label: "cloak.form-upload")
 
-    private func onThread(_ work: @escaping @Sendable () -> Void) {
+    func onThread(_ work: @escaping @Sendable () -> Void) {
         if let loop { loop.execute(work) } else { serial.async(execute: work) }
     }
 
     // MARK: Reading
 
-    private func pull() {
-        guard !done else { return }
+    func pull() {
         nextPiece { piece in self.onThread { self.received(piece) } }
     }
 
-    private func received(_ piece: BodyStream.Piece) {
-        guard !done else { return }
+    /// Does what the state says: a write for the vault, the body's next piece, the end.
+    func carry(_ steps: FormUploadState.Steps) {
+        if let write = steps.write { store(write) }
+        if steps.pull { pull() }
+        if steps.complete { complete() }
+    }
+
+    func received(_ piece: BodyStream.Piece) {
+        guard !state.isDone else { return }
         switch piece {
         case .bytes(let bytes):
             do {
@@ -138,11 +131,9 @@ final class FormUpload: @unchecked Sendable {
             } catch {
                 return fail(error)
             }
-            pump()
-            if queuedBytes < Self.queueLimit { pull() } else { waitingForVault = true }
+            carry(state.pieceRead())
         case .end:
-            bodyEnded = true
-            complete()
+            carry(state.bodyEnd())
         case .failed(let violation):
             if violation?.status == 413 {
                 fail(CloakError(.payloadTooLarge, "the body is larger than the form's files allow"))
@@ -153,7 +144,7 @@ final class FormUpload: @unchecked Sendable {
         }
     }
 
-    private func handle(_ event: FormUploadReader.Event) throws(CloakError) {
+    func handle(_ event: FormUploadReader.Event) throws(CloakError) {
         switch event {
         case .fileBegin(let field, let fileName, _):
             let rules = form.fields[field].fileRules ?? FileRules()
@@ -183,12 +174,11 @@ final class FormUpload: @unchecked Sendable {
             if !current.stored, current.upload.bytes >= FileSniffer.prefixLength {
                 current.stored = true
                 reading = current
-                startedUploads.append(current.upload.uploadID)
-                enqueue(
+                state.enqueue(
                     Write(
                         start: current.upload.started, uploadID: current.upload.uploadID, chunks: chunks, bytes: bytes))
             } else if !chunks.isEmpty {
-                enqueue(Write(start: nil, uploadID: current.upload.uploadID, chunks: chunks, bytes: bytes))
+                state.enqueue(Write(start: nil, uploadID: current.upload.uploadID, chunks: chunks, bytes: bytes))
             }
         case .fileEnd(let fileName, _):
             guard let current = reading else { return }
@@ -202,13 +192,12 @@ final class FormUpload: @unchecked Sendable {
             // A file smaller than the first KiB is judged whole first: refused, it is not stored
             // (the submission's validation names it with the other fields' errors).
             if current.stored {
-                enqueue(
+                state.enqueue(
                     Write(
                         start: nil, uploadID: current.upload.uploadID, chunks: [end.last],
                         bytes: end.last.sealed.count))
             } else if end.inspection.verdict(form.fields[current.field].fileRules ?? FileRules()).isEmpty {
-                startedUploads.append(current.upload.uploadID)
-                enqueue(
+                state.enqueue(
                     Write(
                         start: current.upload.started, uploadID: current.upload.uploadID, chunks: [end.last],
                         bytes: end.last.sealed.count))
@@ -223,22 +212,7 @@ final class FormUpload: @unchecked Sendable {
 
     // MARK: Writing
 
-    private func enqueue(_ write: Write) {
-        queuedBytes += write.bytes
-        // Chunks join the upload's write still waiting, when there is one.
-        if write.start == nil, let lastIndex = queue.indices.last, queue[lastIndex].uploadID == write.uploadID,
-            !(writing && lastIndex == 0)
-        {
-            queue[lastIndex].chunks += write.chunks
-            queue[lastIndex].bytes += write.bytes
-            return
-        }
-        queue.append(write)
-    }
-
-    private func pump() {
-        guard !writing, !done, let write = queue.first else { return }
-        writing = true
+    func store(_ write: Write) {
         let written: @Sendable (Result<Void, VaultError>) -> Void = { result in self.onThread { self.written(result) } }
         if let start = write.start {
             vault.startUpload(start, chunks: write.chunks, completion: written)
@@ -247,186 +221,13 @@ final class FormUpload: @unchecked Sendable {
         }
     }
 
-    private func written(_ result: Result<Void, VaultError>) {
-        writing = false
-        guard !done else { return dropUploads() }
-        if case .failure(let error) = result { return fail(error.cloakError { _ in "file" }) }
-        queuedBytes -= queue.removeFirst().bytes
-        pump()
-        if waitingForVault && queuedBytes < Self.queueLimit {
-            waitingForVault = false
-            pull()
+    func written(_ result: Result<Void, VaultError>) {
+        guard !state.isDone else { return drop(state.writeEndedAfterFinish()) }
+        if case .failure(let error) = result {
+            state.writeFailed()
+            return fail(error.cloakError { _ in "file" })
         }
-        complete()
+        carry(state.written())
     }
 
-    // MARK: Finishing
-
-    /// Once the body has ended and every chunk is stored: validates, then finishes the files.
-    private func complete() {
-        guard bodyEnded, queue.isEmpty, !writing, !done else { return }
-        let collect: CollectRequest
-        let validation: FormValidation
-        let submission: FormSubmission
-        do throws(CloakError) {
-            collect = try reader.finish()
-            var rules = ValidationContext(today: today)
-            rules.bins = vault.bins  // a card field's accept rule holds here too
-            var files: [Int: [FileInspection]] = [:]
-            for file in received { files[file.field, default: []].append(file.inspection) }
-            validation = FormValidation(
-                form: form, values: collect.values, files: files, context: rules)
-            if let error = validation.inputError { throw error }
-            submission = FormSubmission(validation, keepSensitiveRaw: answer == .mappedBody)
-            do { try Vault.check(submission.requests, caller: caller) } catch {
-                throw error.cloakError { "field \(submission.key(ofRequest: $0))" }
-            }
-        } catch {
-            return fail(error)
-        }
-        // Every charge first (the files', then the values' as they are stored), so a refusal
-        // comes before any file is a record; the files last, once the values are stored.
-        if let refusal = vault.admitFiles(received.count, caller: caller) {
-            return fail(refusal.cloakError { _ in "file" })
-        }
-        submission.resolve(with: vault, caller: caller) { result in
-            self.onThread {
-                switch result {
-                case .failure(let error): self.fail(error)
-                case .success(let resolved):
-                    self.finishFiles(from: 0, aliases: [], intentExpiresAt: resolved.intentExpiresAt) {
-                        fileEntries, intentExpiresAt in
-                        self.succeed(
-                            resolved.entries + fileEntries, submission: submission, collect: collect,
-                            intentExpiresAt: intentExpiresAt)
-                    }
-                }
-            }
-        }
-    }
-
-    /// Finishes the files one after the other; `then` gets each file's entry (its field's
-    /// name, or `name[i]` for a field holding several).
-    private func finishFiles(
-        from index: Int, aliases: [(key: String, value: String)], intentExpiresAt: Int64?,
-        then: @escaping @Sendable ([(key: String, value: String)], Int64?) -> Void
-    ) {
-        guard index < received.count else { return then(aliases, intentExpiresAt) }
-        let file = received[index]
-        let name = form.fields[file.field].name
-        let several = (form.fields[file.field].fileRules?.maxFiles ?? 1) > 1
-        let position = received[..<index].filter { $0.field == file.field }.count
-        // Validation passed: the content's type is known and allowed.
-        guard let mediaType = file.inspection.mediaType else {
-            return fail(
-                Self.refusal(
-                    name, [FileValidationError.typeNotAllowed], rules: form.fields[file.field].fileRules ?? FileRules(),
-                    detected: file.inspection.detectedType.map { [$0] } ?? []))
-        }
-        let metadata = Vault.FileMetadata(
-            fileName: file.fileName, mediaType: mediaType, bytes: file.inspection.bytes, uploadID: file.uploadID)
-        vault.finishUpload(
-            uploadID: file.uploadID, chunkCount: file.chunkCount, fingerprint: file.fingerprint,
-            metadata: metadata, ttlSeconds: form.fields[file.field].retentionSeconds, caller: caller
-        ) { result in
-            self.onThread {
-                self.finished(
-                    result, index: index, key: several ? "\(name)[\(position)]" : name, aliases: aliases,
-                    intentExpiresAt: intentExpiresAt, then: then)
-            }
-        }
-    }
-
-    /// File `index` finished into its record (or failed): the next one, or `then`.
-    private func finished(
-        _ result: Result<RevealedRecord, VaultError>, index: Int, key: String,
-        aliases: [(key: String, value: String)], intentExpiresAt: Int64?,
-        then: @escaping @Sendable ([(key: String, value: String)], Int64?) -> Void
-    ) {
-        let file = received[index]
-        switch result {
-        case .failure(let error):
-            fail(error.cloakError { _ in "field \(form.fields[file.field].name)" })
-        case .success(let record):
-            guard let alias = record.aliases.first?.alias else {
-                return fail(.storeUnavailable("no alias was made for the file"))
-            }
-            onOutcome(.stored(alias: alias, bytes: file.inspection.bytes))
-            // An anonymous caller's file is an intent: its expiry goes in the header too.
-            let expiry = record.intent ? [intentExpiresAt, record.expiresAt].compactMap { $0 }.min() : intentExpiresAt
-            finishFiles(from: index + 1, aliases: aliases + [(key, alias)], intentExpiresAt: expiry, then: then)
-        }
-    }
-
-    private func succeed(
-        _ entries: [(key: String, value: String)], submission: FormSubmission, collect: CollectRequest,
-        intentExpiresAt: Int64?
-    ) {
-        guard !done, let finish else { return }
-        done = true
-        ticket?.release()
-        startedUploads = []
-        let headers = intentExpiresAt.map { [("Cloak-Intent-Expires", RevealedRecord.iso8601($0))] } ?? []
-        switch answer {
-        case .flatResult:
-            finish(.json(200, .object(FormTokenizeHandler.flat(entries, aliasKeys: submission)), headers: headers))
-        case .mappedBody:
-            let body = FieldNameMapper.body(
-                entries.map { (name: $0.key, value: JSONValue.string($0.value)) }, extraData: collect.extraData,
-                policy: collect.mappingPolicy ?? form.mappingPolicy)
-            finish(.json(200, body, headers: headers))
-        }
-    }
-
-    /// Answers `error`; every file of the submission counts as `outcome` (by default refused
-    /// for the client's mistakes, failed for Cloak's).
-    private func fail(_ error: CloakError, outcome: FileOutcome? = nil) {
-        guard !done, let finish else { return }
-        done = true
-        ticket?.release()
-        let clients: Set<CloakError.Code> = [.inputDataIsNotValid, .malformedRequest, .payloadTooLarge]
-        onOutcome(outcome ?? (clients.contains(error.code) ? .refused : .failed))
-        finish(.error(error))
-        if !writing { dropUploads() }
-    }
-
-    /// Deletes the chunks of every upload the failed submission started (a finished one is
-    /// not touched), once no write of its own is in flight: the drop then follows it.
-    private func dropUploads() {
-        let uploads = startedUploads
-        startedUploads = []
-        for uploadID in uploads { vault.dropUpload(uploadID: uploadID) }
-    }
-
-    /// A 1001 naming one file field and its errors, as ``FormValidation/inputError`` shapes it,
-    /// with the field's limits and what the file was found to be (`extraInfo.fileLimits`), in
-    /// the description too.
-    static func refusal(_ field: String, _ errors: [String], rules: FileRules, detected: [String]) -> CloakError {
-        var why: [String] = []
-        if errors.contains(FileValidationError.tooLarge) { why.append("a file is over max_bytes \(rules.maxBytes)") }
-        if errors.contains(FileValidationError.tooManyFiles) { why.append("more than max_files \(rules.maxFiles)") }
-        if errors.contains(FileValidationError.typeNotAllowed) || errors.contains(FileValidationError.executable) {
-            why.append(
-                "the content is \(detected.first ?? "of no known type"); the field takes "
-                    + rules.types.map(\.rawValue).joined(separator: ", "))
-        }
-        return CloakError(
-            .inputDataIsNotValid,
-            "Input data is not valid" + (why.isEmpty ? "" : " (\(field): \(why.joined(separator: "; ")))"),
-            extraInfo: [
-                ("VGSSDKErrorInputDataRequiredValid", .strings([field])),
-                ("validationErrors", .object([(field, .strings(errors))])),
-                ("fileLimits", .object([(field, rules.refusalFacts(detected: detected))])),
-            ])
-    }
-
-    /// A client's file name as kept in the record: its last path component, without control
-    /// characters, at most 255 bytes (nil when nothing is left).
-    static func safeName(_ name: String?) -> String? {
-        guard let name else { return nil }
-        let last = name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        var kept = String(String.UnicodeScalarView(last.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }))
-        while kept.utf8.count > 255 { kept.removeLast() }
-        return kept.isEmpty ? nil : kept
-    }
 }
