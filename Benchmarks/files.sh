@@ -32,6 +32,9 @@ server: {listen: "127.0.0.1:$PORT", threads: 1}
 vault: {store: "sqlite:$DIR/cloak.db", keys: "file:$DIR/keys.json"}
 auth:
   tokens: [{id: bench, sha256: "$SHA", scopes: [files:reveal, aliases:reveal, aliases:create]}]
+# Memory and throughput are measured here, not the per-address upload budget (120 MiB a minute
+# by default would refuse the 20 concurrent uploads' last and every upload after them).
+limits: {upload_mib_per_minute: 100000}
 forms:
   kyc:
     fields:

@@ -4,18 +4,18 @@ import Testing
 
 /// One client pipelining requests without reading the answers (issue 44, defect 1), on every
 /// kind of connection a `cloak serve` process takes: plain, TLS, PROXY protocol, TLS behind
-/// PROXY protocol, the forward-proxy door. Reading stops while answers wait to leave, so TCP
+/// PROXY protocol, the forward-proxy door, a CONNECT tunnel through it. Reading stops while answers wait to leave, so TCP
 /// pushes back: the client cannot send its whole flood, and the process's resident memory
 /// stays within a bound (before the fix, everything but the plain listener read on while its
 /// answers piled up in user space: a gigabyte in twenty seconds behind PROXY protocol).
 @Suite(.serialized) struct PipeliningFloodTests {
     enum Kind: String, CaseIterable, Sendable {
-        case plain, tls, proxy, tlsProxy, door
+        case plain, tls, proxy, tlsProxy, door, tunnel
     }
 
-    /// Growth of resident memory allowed over the flood (the answers a socket holds, evhttp's
-    /// buffers, allocator slack); the defect grew by hundreds of megabytes.
-    static let allowedGrowth = 48 << 20
+    /// Growth of resident memory allowed over the flood (the answers a socket holds, allocator
+    /// slack): issue 58's bound; the defect grew by hundreds of megabytes.
+    static let allowedGrowth = 16 << 20
     /// What the client may send at most: far beyond the kernel's buffers on loopback.
     static let flood = 48 << 20
 
@@ -26,7 +26,8 @@ import Testing
         let directory = TemporaryDirectory()
         let doorPort = try CloakNode.freePort()
         let node = try CloakNode(
-            store: "sqlite:\(directory.path)/flood.db", directory: directory.path,
+            store: "sqlite:\(directory.path)/flood.db", directory: directory.path, tokenID: "egress",
+            scopes: "egress:psp",
             configure: { yaml in
                 var yaml = yaml
                 if kind == .tls || kind == .tlsProxy {
@@ -41,11 +42,12 @@ import Testing
                     )
                     .replacingOccurrences(of: "  proxy_protocol: false", with: "  proxy_protocol: true")
                 }
-                if kind == .door {
+                if kind == .door || kind == .tunnel {
                     yaml += """
 
                         egress:
                           listen: "127.0.0.1:\(doorPort)"
+                          ca: {cert: "\(directory.path)/egress-ca.pem", key: "\(directory.path)/egress-ca-key.pem"}
                           routes:
                             - {id: psp, upstream: "https://psp.example", paths: ["/v1/*"]}
 
@@ -53,16 +55,24 @@ import Testing
                 }
                 return yaml
             },
-            ready: kind == .plain ? nil : { LoopbackSocket.isListening(kind == .door ? doorPort : $0) })
+            ready: kind == .plain
+                ? nil : { LoopbackSocket.isListening(kind == .door || kind == .tunnel ? doorPort : $0) })
         defer { node.stop() }
         let before = try #require(node.residentBytes)
         let request =
-            kind == .door
-            ? "GET http://psp.example/v1/x HTTP/1.1\r\nHost: psp.example\r\n\r\n"
-            : "GET /elements/v1/cloak.js HTTP/1.1\r\nHost: x\r\n\r\n"
+            switch kind {
+            case .door: "GET http://psp.example/v1/x HTTP/1.1\r\nHost: psp.example\r\n\r\n"
+            case .tunnel: "GET /readyz HTTP/1.1\r\nHost: psp.example\r\n\r\n"
+            default: "GET /elements/v1/cloak.js HTTP/1.1\r\nHost: x\r\n\r\n"
+            }
+        let credentials = Data("egress:\(CloakNode.token)".utf8).base64EncodedString()
         let flood = try PipeliningFlood(
-            port: kind == .door ? doorPort : node.port, tls: kind == .tls || kind == .tlsProxy,
+            port: kind == .door || kind == .tunnel ? doorPort : node.port,
+            tls: kind == .tls || kind == .tlsProxy || kind == .tunnel,
             proxyHeader: kind == .proxy || kind == .tlsProxy, request: request, capBytes: Self.flood,
+            connect: kind == .tunnel
+                ? "CONNECT psp.example:443 HTTP/1.1\r\nHost: psp.example:443\r\n"
+                    + "Proxy-Authorization: Basic \(credentials)\r\n\r\n" : nil,
             directory: directory.path)
         defer { flood.stop() }
         var peak = before
@@ -78,6 +88,8 @@ import Testing
             usleep(20_000)
             peak = max(peak, node.residentBytes ?? peak)
         }
+        // The figures, for the record (Benchmarks/README.md quotes them).
+        print("flood \(kind): RSS +\((peak - before) >> 10) KiB over \(settled >> 10) KiB sent")
         #expect(finished, "\(kind): the flood neither stalled nor ended")
         #expect(
             peak - before <= Self.allowedGrowth,

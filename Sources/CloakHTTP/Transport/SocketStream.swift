@@ -136,17 +136,6 @@ final class SocketStream {
         tls = session
         return session.feed(initial)
     }
-
-    /// What became of a ``send(_:unlessInputWaiting:)``.
-    enum SendOutcome: Equatable {
-        /// Sent, or queued behind the connect, the handshake or the socket's room.
-        case accepted
-        /// The connection is known to be broken.
-        case failed
-        /// Nothing was written: bytes (or the peer's end) were waiting to be read.
-        case inputWaiting
-    }
-
     /// Sends `bytes` (plain text; encrypted under TLS). With `unlessInputWaiting` (a client's
     /// request on a reused connection), looks right before the first byte goes out, with no
     /// loop turn between, and writes nothing when anything waits to be read.

@@ -31,3 +31,15 @@ extension SocketStreamOwner {
     func streamConnected() {}
     func streamReceivedBeforeWrite() {}
 }
+
+extension SocketStream {
+    /// What became of a ``send(_:unlessInputWaiting:)``.
+    enum SendOutcome: Equatable {
+        /// Sent, or queued behind the connect, the handshake or the socket's room.
+        case accepted
+        /// The connection is known to be broken.
+        case failed
+        /// Nothing was written: bytes (or the peer's end) were waiting to be read.
+        case inputWaiting
+    }
+}
