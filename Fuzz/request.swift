@@ -21,7 +21,7 @@ public func fuzzRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var framing = RequestFraming()
     bytes.withUnsafeBytes { _ = framing.consume($0) }
     if case .violated(let violation) = framing.verdict, !whole.contains("own:") {
-        if !whole.hasSuffix("refused \(RequestParser.Violation.framing(violation))") {
+        if !whole.hasSuffix("refused \(RequestParser.BrokenRule.framing(violation))") {
             fatalError("the framing refused what the parser did not: \(violation)")
         }
     }

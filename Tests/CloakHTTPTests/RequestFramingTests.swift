@@ -28,7 +28,7 @@ struct FramingCase: Sendable, CustomTestStringConvertible {
         FramingCase(name: name, input: bytes(text), verdict: .scanning, requests: requests)
     }
 
-    static func refused(_ name: String, _ text: String, _ violation: RequestFraming.Violation, after requests: Int = 0)
+    static func refused(_ name: String, _ text: String, _ violation: RequestFraming.BrokenRule, after requests: Int = 0)
         -> FramingCase
     {
         FramingCase(name: name, input: bytes(text), verdict: .violated(violation), requests: requests)

@@ -11,7 +11,7 @@ import Testing
         var heads: [RequestHead] = []
         var bodies: [[UInt8]] = []
         var ends = 0
-        var violation: RequestParser.Violation?
+        var violation: RequestParser.BrokenRule?
         var tunnel = false
         var description: String {
             "\(heads.map { "\($0.method) \($0.target)" }) bodies \(bodies.map(\.count)) ends \(ends) \(violation.map { "\($0)" } ?? "") \(tunnel ? "tunnel" : "")"
@@ -66,7 +66,7 @@ import Testing
 
     /// The corpus's valid inputs the parser refuses by its own rule: an HTTP/1.1 request without
     /// `Host` is 400 (RFC 9112 3.2; evhttp serves it).
-    static let stricter: [String: RequestParser.Violation] = [
+    static let stricter: [String: RequestParser.BrokenRule] = [
         "a lowercase method without a body": .missingHost,
         "a long header line with HTAB and obs-text": .missingHost,
         "HEAD with Content-Length 0": .missingHost,
@@ -125,7 +125,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("GET / HTTP/1.1\r\n\r\n", RequestParser.Violation.missingHost),
+        ("GET / HTTP/1.1\r\n\r\n", RequestParser.BrokenRule.missingHost),
         ("GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", .repeatedHost),
         ("GET / HTTP/2.0\r\nHost: a\r\n\r\n", .unsupportedVersion),
         ("GET / HTTP/1.10\r\nHost: a\r\n\r\n", .malformedRequestLine),
@@ -142,7 +142,7 @@ import Testing
         ("GET a HTTP/1.1\r\nHost: a\r\n\r\n", .malformedTarget),
         ("CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", .framing(.invalidConnectTarget)),
     ])
-    func theRequestLineAndHostAreChecked(text: String, violation: RequestParser.Violation) {
+    func theRequestLineAndHostAreChecked(text: String, violation: RequestParser.BrokenRule) {
         #expect(Self.read(Array(text.utf8)).violation == violation)
         #expect(Self.read(Array(text.utf8), piece: 1).violation == violation)
     }
@@ -153,7 +153,7 @@ import Testing
         let many = "GET / HTTP/1.1\r\nHost: a\r\n" + (1...4).map { "X-\($0): 1\r\n" }.joined() + "\r\n"
         for text in [long, many] {
             let reading = Self.read(Array(text.utf8), piece: 9, limits: limits)
-            #expect(reading.violation == .headTooLarge && reading.violation?.status == 431, "\(reading)")
+            #expect(reading.violation == .headTooLarge && reading.violation.map(HTTPViolation.init)?.status == 431, "\(reading)")
         }
         // A head that never ends is refused once it passes the limit, not when it ends.
         let endless = Array(("GET / HTTP/1.1\r\n" + String(repeating: "X: 1\r\n", count: 100)).utf8)
@@ -166,7 +166,7 @@ import Testing
         let limits = RequestParser.Limits(maxHeadBytes: 512, maxFields: 8, maxRequestLineBytes: 64)
         let line = Array("GET /\(String(repeating: "a", count: 80)) HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
         let reading = Self.read(line, piece: piece, limits: limits)
-        #expect(reading.violation == .requestLineTooLong && reading.violation?.status == 414)
+        #expect(reading.violation == .requestLineTooLong && reading.violation.map(HTTPViolation.init)?.status == 414)
         // A line of exactly the limit (64 bytes) is read; one byte more is not.
         let fits = Array("GET /\(String(repeating: "a", count: 50)) HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
         #expect(Self.read(fits, piece: piece, limits: limits).violation == nil)

@@ -98,7 +98,7 @@ extension RequestFraming {
     /// CONNECT; elsewhere one that is not exactly `CONNECT host:port HTTP/1.x` (or `[v6]:port`).
     /// A lenient server (evhttp was one) takes the target up to the line's last space, so one
     /// space more, or a word between target and version, is refused here.
-    private func connectRefusal() -> Violation? {
+    private func connectRefusal() -> BrokenRule? {
         if afterConnect == .refuse { return .connectNotServed }
         guard lineLength <= Self.connectLineLimit else { return .invalidConnectTarget }
         var text: [UInt8] = []

@@ -59,7 +59,7 @@ struct RequestFraming: Sendable, Equatable {
         /// ``AfterConnect/passThrough``.
         case passThrough
         /// Refuse the connection (sticky).
-        case violated(Violation)
+        case violated(BrokenRule)
     }
 
     /// Bytes kept of each head or trailer line: a `Transfer-Encoding` or `Content-Length` line
@@ -81,7 +81,7 @@ struct RequestFraming: Sendable, Equatable {
         /// Trailer lines after the last chunk.
         case trailer
         case passThrough
-        case violated(Violation)
+        case violated(BrokenRule)
     }
 
     /// What is done with a body, by the request's method.
@@ -140,7 +140,7 @@ struct RequestFraming: Sendable, Equatable {
 
     var isViolated: Bool { violation != nil }
 
-    var violation: Violation? {
+    var violation: BrokenRule? {
         if case let .violated(violation) = stage { return violation }
         return nil
     }

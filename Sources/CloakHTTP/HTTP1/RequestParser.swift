@@ -41,13 +41,14 @@ struct RequestParser: Sendable {
         /// A CONNECT head was read on a parser made with ``RequestFraming/AfterConnect/passThrough``:
         /// the bytes from here on are the tunnel's (every later call says so again, consuming none).
         case tunnel
-        /// The stream is refused (sticky): answer with ``Violation/status`` and close.
-        case violation(Violation)
+        /// The stream is refused (sticky): answered with its ``HTTPViolation``'s status, then closed.
+        case violation(BrokenRule)
     }
 
-    /// Why a request was refused. The descriptions name the rule, never a byte of the request.
-    enum Violation: Error, Sendable, Equatable, CustomStringConvertible {
-        case framing(RequestFraming.Violation)
+    /// The rule a request broke (the layer's error is the ``HTTPViolation`` it becomes, which
+    /// holds the status). The descriptions name the rule, never a byte of the request.
+    enum BrokenRule: Error, Sendable, Equatable, CustomStringConvertible {
+        case framing(RequestFraming.BrokenRule)
         case malformedRequestLine
         /// A field name that is not a token (the framing scan leaves names to the parser).
         case invalidFieldName
@@ -59,17 +60,6 @@ struct RequestParser: Sendable {
         case missingHost
         case repeatedHost
         case invalidHost
-
-        /// The status the answer has: 431 for a head (or trailer section) too large, 414 for a
-        /// request line, 505 for a version, else 400.
-        var status: Int {
-            switch self {
-            case .headTooLarge: 431
-            case .requestLineTooLong: 414
-            case .unsupportedVersion: 505
-            default: 400
-            }
-        }
 
         var description: String {
             switch self {
@@ -93,7 +83,7 @@ struct RequestParser: Sendable {
     private var headBytes: [UInt8] = []
     /// A message ended with the last event given; its end is the next event.
     private var endPending = false
-    private var refused: Violation?
+    private var refused: BrokenRule?
     /// The current head's request line has ended (its LF is in ``headBytes``).
     private var requestLineEnded = false
     /// Bytes of the current message's trailer section so far (counted against the head limit).
@@ -203,7 +193,7 @@ struct RequestParser: Sendable {
     /// was whole (a refused HEAD is answered without a body).
     private(set) var refusedMethod: String?
 
-    private mutating func refuse(_ violation: Violation, count: Int) -> (consumed: Int, event: Event) {
+    private mutating func refuse(_ violation: BrokenRule, count: Int) -> (consumed: Int, event: Event) {
         refused = violation
         if requestLineEnded || framing.sawRequestLine, let space = headBytes.firstIndex(of: UInt8(ascii: " ")) {
             refusedMethod = String(decoding: headBytes[..<space], as: UTF8.self)
@@ -223,14 +213,14 @@ struct RequestParser: Sendable {
 
     /// The collected head (request line, field lines, empty line; every line ending in CRLF and
     /// checked by the framing) as a ``RequestHead``.
-    private func readHead() -> Result<RequestHead, Violation> {
+    private func readHead() -> Result<RequestHead, BrokenRule> {
         headBytes.withUnsafeBufferPointer { Self.readHead($0, limits: limits, framing: framing) }
     }
 
     /// Reads a whole head: one pass over its lines, each field a name and a value string.
     private static func readHead(
         _ bytes: UnsafeBufferPointer<UInt8>, limits: Limits, framing: RequestFraming
-    ) -> Result<RequestHead, Violation> {
+    ) -> Result<RequestHead, BrokenRule> {
         // Every line ends in CRLF (the framing saw to it); the last line is the empty one.
         var lineStart = 0
         func nextLine() -> Range<Int>? {

@@ -37,7 +37,7 @@ public enum HTTPViolation: Sendable, Equatable {
     }
 
     /// The violation a parser refusal is reported as.
-    init(_ violation: RequestParser.Violation) {
+    init(_ violation: RequestParser.BrokenRule) {
         switch violation {
         case .headTooLarge: self = .headTooLarge
         case .requestLineTooLong: self = .requestLineTooLong

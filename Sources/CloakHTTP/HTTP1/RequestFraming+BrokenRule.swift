@@ -1,6 +1,6 @@
 extension RequestFraming {
     /// Why a stream was refused. The descriptions name the rule, never a byte of the request.
-    enum Violation: Sendable, Equatable, CustomStringConvertible {
+    enum BrokenRule: Sendable, Equatable, CustomStringConvertible {
         case bareLineFeed
         case bareCarriageReturn
         case controlCharacter
