@@ -153,7 +153,9 @@ import Testing
         let many = "GET / HTTP/1.1\r\nHost: a\r\n" + (1...4).map { "X-\($0): 1\r\n" }.joined() + "\r\n"
         for text in [long, many] {
             let reading = Self.read(Array(text.utf8), piece: 9, limits: limits)
-            #expect(reading.violation == .headTooLarge && reading.violation.map(HTTPViolation.init)?.status == 431, "\(reading)")
+            #expect(
+                reading.violation == .headTooLarge && reading.violation.map(HTTPViolation.init)?.status == 431,
+                "\(reading)")
         }
         // A head that never ends is refused once it passes the limit, not when it ends.
         let endless = Array(("GET / HTTP/1.1\r\n" + String(repeating: "X: 1\r\n", count: 100)).utf8)

@@ -26,13 +26,10 @@ struct StreamFlowTests {
                 [E.head(.init(expectsContinue: true, body: .length(5), delivery: .streamed(maxBytes: 9)))],
                 [A.dispatchStreaming(writeContinue: true)]
             ),
-            // Read ahead of the handler, then handed out in order.
+            // Read ahead of the handler (one merged run), then handed out whole.
             (
-                "read ahead", [upload, .bodyPiece([1]), .bodyPiece([2]), .ask, .ask, .ask],
-                [
-                    A.dispatchStreaming(writeContinue: false), .none, .none, .deliver(.bytes([1])),
-                    .deliver(.bytes([2])), .read,
-                ]
+                "read ahead, merged", [upload, .bodyPiece([1]), .bodyPiece([2]), .ask, .ask],
+                [A.dispatchStreaming(writeContinue: false), .none, .none, .deliver(.bytes([1, 2])), .read]
             ),
             // The end after the bytes before it, and to every later ask.
             (
@@ -171,8 +168,8 @@ struct StreamFlowTests {
         #expect(machine.readsInput)
         _ = machine.event(.bodyPiece(Self.kb16))
         #expect(!machine.readsInput)  // 32 KiB waiting: the socket waits
-        #expect(machine.event(.ask) == .deliver(.bytes(Self.kb16)))
-        #expect(machine.readsInput)  // down to 16 KiB
+        #expect(machine.event(.ask) == .deliver(.bytes(Self.kb16 + Self.kb16)))  // all that waited
+        #expect(machine.readsInput)  // nothing waits now
     }
 
     /// A streamed body's deadline: none while the handler works; the idle timeout while it
@@ -225,5 +222,49 @@ struct StreamFlowTests {
         var machine = ExchangeState(streamedLength: length)
         #expect(machine.handle(.assigned) == .send)
         #expect(events.map { machine.handle($0) } == actions, "\(name)")
+    }
+
+    /// Tiny reads (one-byte chunks, one-byte TLS records) merge into one buffered run, and an
+    /// ask takes all of it: thousands of pieces can neither pile up nor be handed out one by one
+    /// down a recursive chain of asks.
+    @Test func tinyPiecesMergeAndOneAskTakesThemAll() {
+        var machine = Machine.make()
+        _ = machine.event(Self.upload)
+        for byte in 0..<5_000 { _ = machine.event(.bodyPiece([UInt8(truncatingIfNeeded: byte)])) }
+        #expect(machine.readsInput)  // 5,000 bytes: under the high watermark
+        guard case .deliver(.bytes(let all)) = machine.event(.ask) else {
+            Issue.record("the ask got no bytes")
+            return
+        }
+        #expect(all.count == 5_000)
+        #expect(machine.event(.ask) == .read)  // nothing left: the client must send
+    }
+
+    /// A refusal with no request of its own (bytes after an answered HEAD) is written as an
+    /// answer to itself, not with the previous request's HEAD or HTTP/1.0 facts.
+    @Test func aRefusalDoesNotInheritThePreviousHead() {
+        var machine = Machine.make()
+        _ = machine.event(.head(.init(isHeadMethod: true, isHTTP10: true)))
+        _ = machine.event(.answer(.init()))
+        _ = machine.event(.sent(unsent: 0))
+        #expect(machine.event(.violation(.headTooLarge)) == .dispatchRefusal(.headTooLarge))
+        #expect(
+            machine.event(.answer(.init()))
+                == .write(.init(status: 431, persistence: .close, headOnly: false, streams: false)))
+    }
+
+    /// A stream that promises no length is never framed (an upstream request is refused before
+    /// it is sent), and no status without a body streams one.
+    @Test func aStreamWithoutALengthIsNeverWritten() {
+        let stream = BodyStream { $0(.end) }
+        var request = UpstreamRequest(scheme: .http, host: "example.com", port: 80, target: "/", method: .POST)
+        request.content = .stream(stream, length: nil)
+        #expect(MessageWriter.request(request) == nil)
+        request.content = .stream(stream, length: 3)
+        #expect(
+            MessageWriter.request(request).map { String(decoding: $0, as: UTF8.self) }?.contains("Content-Length: 3")
+                == true)
+        #expect(!MessageWriter.allowsBody(204) && !MessageWriter.allowsBody(304) && !MessageWriter.allowsBody(101))
+        #expect(MessageWriter.allowsBody(200))
     }
 }

@@ -22,8 +22,9 @@ public enum HTTPBody: Sendable {
         return nil
     }
 
-    /// For a stream, the length it promises (one that promised none is held to 0: its first
-    /// byte breaks it); nil for bytes. Answers and upstream requests are written with it.
+    /// For a stream, the length it promises; nil for bytes. Answers and upstream requests are
+    /// written with it; one that promised none is never written (an answer's connection closes,
+    /// an upstream request is refused before it is sent: a head cannot frame it).
     var streamedLength: Int? {
         if case .stream(_, let length) = self { return length ?? 0 }
         return nil

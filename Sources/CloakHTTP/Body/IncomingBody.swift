@@ -6,16 +6,17 @@
 ///   waits with nothing buffered; it stops at the high mark and resumes once the consumer took
 ///   the buffer down to the low one.
 /// - One ask at a time: a second ask while one waits is answered `.failed(nil)`.
+/// - What is buffered is one run of bytes (reads merge into it, however small each was: a client
+///   sending one-byte chunks cannot make thousands of pieces), and an ask takes all of it.
 /// - The end or a failure is given after the bytes before it, and to every later ask.
 struct IncomingBody: Equatable {
     let limit: Int
     let watermarks: Watermarks
     /// The body's bytes received so far (whether handed out or buffered).
     private(set) var received = 0
-    /// Buffered pieces, oldest first, from `head` on.
-    private var queue: [BodyStream.Piece] = []
-    private var head = 0
-    private(set) var bufferedBytes = 0
+    /// The bytes read and not handed out yet.
+    private var buffered: [UInt8] = []
+    var bufferedBytes: Int { buffered.count }
     /// The consumer asked and waits for a piece.
     private(set) var isAsked = false
     /// Over the high watermark: reading stopped until the consumer takes the buffer to the low one.
@@ -57,14 +58,14 @@ struct IncomingBody: Equatable {
     }
 
     private mutating func offer(_ piece: BodyStream.Piece) -> Offered {
-        if isAsked && head == queue.count {
+        if isAsked && buffered.isEmpty {
             isAsked = false
             return .deliver(piece)
         }
-        queue.append(piece)
+        // A final piece waits in ``final`` behind the buffered bytes.
         if case .bytes(let bytes) = piece {
-            bufferedBytes += bytes.count
-            if bufferedBytes >= watermarks.high { isHeldBack = true }
+            buffered += bytes
+            if buffered.count >= watermarks.high { isHeldBack = true }
         }
         return .kept
     }
@@ -73,18 +74,11 @@ struct IncomingBody: Equatable {
     /// delivered through ``append(_:)`` or ``finish(_:)``).
     mutating func ask() -> BodyStream.Piece? {
         if isAsked { return .failed(nil) }  // one ask at a time
-        if head < queue.count {
-            let piece = queue[head]
-            head += 1
-            if head == queue.count {
-                queue.removeAll(keepingCapacity: true)
-                head = 0
-            }
-            if case .bytes(let bytes) = piece {
-                bufferedBytes -= bytes.count
-                if bufferedBytes <= watermarks.low { isHeldBack = false }
-            }
-            return piece
+        if !buffered.isEmpty {
+            let bytes = buffered
+            buffered = []
+            isHeldBack = false  // nothing is buffered now: under the low watermark
+            return .bytes(bytes)
         }
         if let final { return final }
         isAsked = true

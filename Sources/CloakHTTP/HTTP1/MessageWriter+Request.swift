@@ -8,6 +8,8 @@ extension MessageWriter {
     /// (request smuggling).
     static func request(_ request: UpstreamRequest) -> [UInt8]? {
         guard !request.target.isEmpty, request.target.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else { return nil }
+        // A stream must promise its length: without one, the head would frame an empty body.
+        if case .stream(_, nil) = request.content { return nil }
         // The host (from configuration or DNS) is a name or an address: nothing that ends a line.
         guard !request.host.isEmpty,
             request.host.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "/") })

@@ -24,7 +24,7 @@ enum MessageWriter {
         _ response: HTTPResponse, persistence: Persistence, headOnly: Bool, tunnel: Bool = false, date: [UInt8]
     ) -> [UInt8] {
         let status = response.status
-        let bodyAllowed = !(100..<200).contains(status) && status != 204 && status != 304 && !tunnel
+        let bodyAllowed = allowsBody(status) && !tunnel
         let writesBody = bodyAllowed && !headOnly
         // The body read once: a whole one's bytes, or a stream's promised length.
         var bytes: [UInt8] = []
@@ -93,6 +93,9 @@ enum MessageWriter {
             if writesBody { out.write(bytes) }
         }
     }
+
+    /// Whether an answer of `status` may have a body (none on 1xx, 204 and 304).
+    static func allowsBody(_ status: Int) -> Bool { !(100..<200).contains(status) && status != 204 && status != 304 }
 
     /// Whether an answer's own headers ask to close (`Connection: close`).
     static func asksToClose(_ response: HTTPResponse) -> Bool {

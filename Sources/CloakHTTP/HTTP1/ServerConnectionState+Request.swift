@@ -147,6 +147,7 @@ extension ServerConnectionState {
                 return .none
             }
             body = .none
+            if phase != .body { request = Head() }  // not the previous request's facts
             phase = .refusing(status: violation.status)
             deadline = clock.now() &+ limits.idleTimeout
             return .dispatchRefusal(violation)

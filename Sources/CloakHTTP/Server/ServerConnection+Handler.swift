@@ -40,9 +40,12 @@ extension ServerConnection {
     /// The handler's answer to request `serial` (dropped when the connection has moved on).
     func answer(_ response: HTTPResponse, for serial: UInt64, tunnel granted: (ProxyTarget, TLSServerContext)? = nil) {
         guard !isClosed, serial == self.serial else { return }
+        // A stream that promises no length could only be written as a whole empty message
+        // followed by bytes: the connection closes instead (the client sees no answer at all).
+        if case .stream(_, nil) = response.content { return close() }
         let given = ServerConnectionState<LoopClock>.Answer(
             close: MessageWriter.asksToClose(response) || worker.isDraining,
-            streamedLength: response.content.streamedLength,
+            streamedLength: MessageWriter.allowsBody(response.status) ? response.content.streamedLength : nil,
             grantsTunnel: granted != nil)
         guard case .write(let write) = machine.event(.answer(given)) else { return }
         var response = response

@@ -181,6 +181,8 @@ final class ServerConnection: SocketStreamOwner {
             guard let receive = waitingReader else { return }
             waitingReader = nil
             receive(piece)
+            // The buffer was handed out: reading ahead may go on (nothing when parsing already).
+            if !processing && !isClosed && machine.readsInput { process() }
         case .write, .send:
             preconditionFailure("answers are written in answer(_:for:)")
         case .pullAnswer:

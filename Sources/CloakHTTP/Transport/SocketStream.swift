@@ -219,6 +219,7 @@ final class SocketStream {
             guard !isClosed else { return }  // the owner closed it
         }
         guard flush() else { return fail(Self.brokenText) }
+        if readingEnabled && !readRegistered && unsent <= Self.maxUnsentWhileReading { register() }
         guard unsent == 0 else { return }
         if isClosing { shutDownSending() } else { owner.streamDrained() }
     }
@@ -260,6 +261,14 @@ final class SocketStream {
             reading?.cancel()
             return
         }
+        if tls != nil && unsent > Self.maxUnsentWhileReading {
+            // A TLS peer that sends without reading (records OpenSSL answers, such as key
+            // updates) would grow what waits to be sent: the socket is read again once the
+            // write event has sent it down.
+            readRegistered = false
+            reading?.cancel()
+            return
+        }
         if tls?.hasBuffered != true, arrival.arrivedBeforeTheLastWrite(fd) {
             owner.streamReceivedBeforeWrite()
             guard !isClosed else { return }  // the owner closed it
@@ -281,8 +290,6 @@ final class SocketStream {
         }
         deliverPlaintext(tls)
     }
-
-    static let brokenText = "connection failed (refused, reset or TLS)"
 
     func fail(_ error: String?) {
         close()

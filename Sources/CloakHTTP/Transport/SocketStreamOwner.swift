@@ -33,6 +33,13 @@ extension SocketStreamOwner {
 }
 
 extension SocketStream {
+    /// Why a stream failed, for every broken connection (refused, reset, a TLS error).
+    static let brokenText = "connection failed (refused, reset or TLS)"
+
+    /// Under TLS, past this many unsent bytes the socket is not read until the write event
+    /// has sent them down (a peer sending records OpenSSL answers, and never reading).
+    static let maxUnsentWhileReading = 256 << 10
+
     /// What became of a ``send(_:unlessInputWaiting:)``.
     enum SendOutcome: Equatable {
         /// Sent, or queued behind the connect, the handshake or the socket's room.

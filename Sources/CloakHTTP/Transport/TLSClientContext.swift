@@ -55,16 +55,23 @@ package final class TLSClientContext {
     /// A new `SSL` for one connection to `host`: SNI and hostname verification set.
     func makeSSL(host: String) -> OpaquePointer? {
         guard let ssl = SSL_new(context) else { return nil }
+        // The name (or address) the certificate must match: a session that could not be told
+        // is not made (it would accept any certificate a trusted CA signed).
+        let checked: Bool
         if !AddressPolicy.isLiteral(host) {
             _ = host.withCString {
                 SSL_ctrl(
                     ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name),
                     UnsafeMutableRawPointer(mutating: $0))
             }
-            _ = SSL_set1_host(ssl, host)
+            checked = SSL_set1_host(ssl, host) == 1
         } else {
-            let param = SSL_get0_param(ssl)
-            _ = X509_VERIFY_PARAM_set1_ip_asc(param, host)
+            checked = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1
+        }
+        guard checked else {
+            ERR_clear_error()
+            SSL_free(ssl)
+            return nil
         }
         return ssl
     }
