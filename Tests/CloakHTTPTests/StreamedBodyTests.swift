@@ -137,6 +137,30 @@ import Testing
         #expect(client.waitForClose(timeout: 10))
     }
 
+    /// Thousands of one-byte chunks read ahead while the handler does not ask (issue 58 review):
+    /// they are kept as one run of bytes, not one piece each, and the body arrives whole.
+    @Test func oneByteChunksReadAheadArriveWhole() throws {
+        let held = Mutex<(BodyStream, HTTPResponder)?>(nil)
+        let server = try Self.start { request, responder in
+            guard let stream = request.bodyStream else { return responder.respond(HTTPResponse(status: 404)) }
+            held.withLock { $0 = (stream, responder) }  // nothing asked until the test drains it
+        }
+        defer { server.shutdown() }
+        let (bytes, sum) = Self.body(4_000)
+        var wire = Array("POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        for byte in bytes { wire += Array("1\r\n".utf8) + [byte] + [13, 10] }
+        wire += Array("0\r\n\r\n".utf8)
+        let client = try RawHTTPClient(port: server.port)
+        #expect(client.sendUntilHeldBack(wire) == wire.count)
+        #expect(Poll.until(seconds: 10) { held.withLock { $0 != nil } })
+        let (stream, responder) = try #require(held.withLock { $0 })
+        Self.drain(stream) { reading in
+            let ok = reading.end == .end && reading.bytes == bytes.count && reading.sum == sum
+            responder.respond(HTTPResponse(status: ok ? 200 : 400))
+        }
+        #expect(try client.readResponse().status == 200)
+    }
+
     @Test(arguments: [false, true])
     func anAnswerBeforeTheEndArrivesWholeAndCloses(chunked: Bool) throws {
         let server = try Self.start { request, responder in
