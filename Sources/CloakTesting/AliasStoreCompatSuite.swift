@@ -49,6 +49,8 @@ package struct AliasStoreCompatSuite {
         case unfinishedUploadsAreSweptAndUncommittedChunksLost
         case uploadsAgeByTheirLastChunkAndDropAtOnce
         case aKeptFileMovesToItsRecordAndOutlivesTheFirst
+        case auditEventsAreReadNewestFirstByEveryFilter
+        case auditChainsAreReadInPlaceOrderAndTrimmedByTime
 
         package var testDescription: String { rawValue }
     }
@@ -97,6 +99,8 @@ package struct AliasStoreCompatSuite {
         case .unfinishedUploadsAreSweptAndUncommittedChunksLost: try unfinishedUploadsAreSweptAndUncommittedChunksLost()
         case .uploadsAgeByTheirLastChunkAndDropAtOnce: try uploadsAgeByTheirLastChunkAndDropAtOnce()
         case .aKeptFileMovesToItsRecordAndOutlivesTheFirst: try aKeptFileMovesToItsRecordAndOutlivesTheFirst()
+        case .auditEventsAreReadNewestFirstByEveryFilter: try auditEventsAreReadNewestFirstByEveryFilter()
+        case .auditChainsAreReadInPlaceOrderAndTrimmedByTime: try auditChainsAreReadInPlaceOrderAndTrimmedByTime()
         }
     }
 }

@@ -130,7 +130,9 @@ package final class TestServer: Sendable {
     static func service(_ configuration: ServiceConfiguration, today: CalendarDate?, logs: LogCapture) throws
         -> (CloakService, Vault)
     {
-        let vault = try VaultBootstrap.open(configuration.vault, environment: [:], logger: nil)
+        let vault = try VaultBootstrap.open(
+            configuration.vault, environment: [:], logger: nil,
+            audit: VaultBootstrap.auditSettings(configuration, node: "test", logger: nil))
         var clock: (@Sendable () -> CalendarDate)?
         if let today { clock = { today } }
         let ca =

@@ -114,6 +114,21 @@ package protocol AliasStore: FileStore {
     /// Up to `limit` lines of the key audit trail after its `offset` first, oldest first, with
     /// their times (store migration).
     func keyAuditEntries(offset: Int, limit: Int) throws(StoreError) -> [(at: Int64, line: String)]
+
+    // MARK: Audit events (issue 59: ``AuditEvent``, ``AuditChain``)
+
+    /// Appends sealed events, in the transaction under way (a change's, or a batch's).
+    func appendAuditEvents(_ events: [AuditEvent]) throws(StoreError)
+    /// Up to `query.limit` events that match, newest first (time, then chain, then place).
+    func auditEvents(_ query: AuditQuery) throws(StoreError) -> [AuditEvent]
+    /// Every chain that has an event, by name.
+    func auditChains() throws(StoreError) -> [String]
+    /// Up to `limit` events of `chain` after place `seq`, in place order.
+    func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [AuditEvent]
+    /// Deletes up to `limit` of the oldest events before `at` (milliseconds), through the time
+    /// index; answers, for each chain it deleted from, the place of its first event left (nil:
+    /// none is left).
+    func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: Int64?]
 }
 
 extension AliasStore {

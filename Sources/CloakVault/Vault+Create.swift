@@ -159,6 +159,9 @@ extension Vault {
                 }
             }
             if cache != nil { records.append(record) }
+            // Audited with the write, in its transaction; the same word whether the value was
+            // new or already stored.
+            VaultAuditing.note(auditReference(alias.alias), "ok")
             out.append(answer(item, record: record, alias: alias, caller: caller))
         }
         return Created(answers: out, records: records)

@@ -17,6 +17,8 @@ extension Vault {
         /// A store call not answered within it fails as unavailable (`vault.store_timeout_ms`);
         /// nil: no limit.
         package var storeTimeoutMilliseconds: Int? = nil
+        /// Where audit events are kept (issue 59); nil: the vault keeps none (tests, commands).
+        package var audit: AuditSettings? = nil
         package init(
             environment: String = "sandbox", volatileTTLSeconds: Int = 3600, maxBatch: Int = 100,
             dedupeCacheEntries: Int = 0, intentTTLSeconds: Int = 86_400, maxBucketShare: Double = 0.25

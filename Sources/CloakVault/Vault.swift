@@ -84,6 +84,12 @@ package final class Vault: Sendable {
         self.executors = stores.enumerated().map { index, store in
             VaultExecutor(
                 store: store, timeoutMilliseconds: settings.storeTimeoutMilliseconds,
+                trail: settings.audit.map { audit in
+                    AuditTrail(
+                        chain: AuditChain(
+                            id: audit.chainID(index), key: keys.derivedMAC(purpose: AuditChain.keyPurpose)),
+                        settings: audit, sweeps: index == 0)
+                },
                 maintenance: index == 0 ? { Self.sweep($0, now: clock()) } : { _ in })
         }
     }
@@ -224,6 +230,7 @@ package final class Vault: Sendable {
                 }
                 ?? Array(repeating: nil, count: requests.count)
             missing = answers.indices.filter { answers[$0] == nil }
+            noteCached(answers, requests)
             if missing.isEmpty { return completion(.success(answers.map { $0! })) }
             prepared = try prepare(
                 missing.map { requests[$0] }, fingerprints: missing.map { fingerprints[$0] }, caller: caller)
@@ -256,6 +263,19 @@ package final class Vault: Sendable {
                     prepared, caller: caller, in: store,
                     stored: outcomes.map { Self.storedRecords(writes, $0) } ?? [:])
             }, completion: finished)
+    }
+
+    /// The audit events of values answered from the dedupe cache (no job, so none written with
+    /// one): handed to the call's subject to store before its answer leaves.
+    private func noteCached(_ answers: [RevealedRecord?], _ requests: [AliasRequest]) {
+        guard let subject = VaultAuditing.current.get() else { return }
+        let now = VaultAuditing.nowMilliseconds()
+        let drafts = answers.indices.compactMap { index -> AuditEvent.Draft? in
+            guard let alias = answers[index]?.aliases.first(where: { $0.format == requests[index].format })?.alias
+            else { return nil }
+            return subject.draft(aliasReference: auditReference(alias), result: "ok", at: now)
+        }
+        if !drafts.isEmpty { subject.noted(drafts, stored: false) }
     }
 
     /// Answers when the store does.

@@ -114,7 +114,7 @@ extension CloakService {
 
     func vaultAPI(_ c: RequestContext) throws(CloakError) -> VaultAPIHandler {
         VaultAPIHandler(
-            vault: try requireVault(c.request, c.identity, trace: c.trace), identity: c.identity,
+            vault: try requireVault(c.request, c.identity, trace: c.trace, audit: c.outcome), identity: c.identity,
             openTokenize: configuration.openTokenize, outcome: c.outcome)
     }
 

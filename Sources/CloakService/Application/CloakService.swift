@@ -127,7 +127,7 @@ package final class CloakService: Sendable {
         if let refresh = state.credentialRefresh {
             unknownToken = { then in refresh.refreshForUnknown(then: then) }
         }
-        let apiDoor = Door(steps: api, unknownToken: unknownToken)
+        let apiDoor = Door(steps: api, unknownToken: unknownToken, keepAudit: Self.auditKeeping(state.vault))
         self.apiDoor = { request, responder, service in apiDoor.handle(request, responder, APIHandler(service: service))
         }
         let forward = MiddlewareChain.build {
@@ -140,7 +140,7 @@ package final class CloakService: Sendable {
                 tracer: state.tracer, sampleRatio: configuration.traces?.sampleRatio ?? 1,
                 trust: configuration.traces?.trustIncomingContext ?? .authenticated)
         }
-        let forwardDoor = Door(steps: forward)
+        let forwardDoor = Door(steps: forward, keepAudit: Self.auditKeeping(state.vault))
         self.forwardDoor = { request, responder, service in
             forwardDoor.handle(request, responder, ForwardDoorHandler(service: service))
         }
@@ -240,7 +240,9 @@ package final class CloakService: Sendable {
     }
 
     /// The vault for one request's handlers: its completions run on the request's loop.
-    func vaultClient(_ request: HTTPRequest, _ identity: Identity? = nil, trace: RequestTrace? = nil) -> VaultClient? {
+    func vaultClient(
+        _ request: HTTPRequest, _ identity: Identity? = nil, trace: RequestTrace? = nil, audit: Outcome? = nil
+    ) -> VaultClient? {
         vault.map {
             VaultClient(
                 vault: $0, loop: request.loop,
@@ -249,7 +251,8 @@ package final class CloakService: Sendable {
                     default: configuration.limits.bucketValuesPerHour),
                 onBucketFull: { [metrics] format in metrics.bucketFull(format.rawValue) },
                 chargeAnonymous: { [rates, address = request.remoteAddress] n in rates.chargeAnonymous(address, n) },
-                onUnavailable: Self.logUnavailable(logger), trace: trace, bins: binRefresh?.current?.table)
+                onUnavailable: Self.logUnavailable(logger), trace: trace, bins: binRefresh?.current?.table,
+                audit: audit)
         }
     }
 
@@ -259,12 +262,22 @@ package final class CloakService: Sendable {
         { reason in logger.error("vault unavailable", metadata: ["reason": .string(reason)]) }
     }
 
+    /// Stores a request's audit entries with the vault's next commit (nil without a vault).
+    static func auditKeeping(_ vault: Vault?) -> AuditKeeping? {
+        guard let vault else { return nil }
+        return { entries, done in
+            vault.recordAudit(entries.map(\.draft)) { result in
+                guard case .failure = result else { return done(nil) }
+                done(.storeUnavailable("the audit trail could not be written; the answer was withheld"))
+            }
+        }
+    }
+
     /// The request's vault client, or 1500 when this server runs without a vault.
-    func requireVault(_ request: HTTPRequest, _ identity: Identity? = nil, trace: RequestTrace? = nil)
-        throws(CloakError)
-        -> VaultClient
-    {
-        guard let client = vaultClient(request, identity, trace: trace) else {
+    func requireVault(
+        _ request: HTTPRequest, _ identity: Identity? = nil, trace: RequestTrace? = nil, audit: Outcome? = nil
+    ) throws(CloakError) -> VaultClient {
+        guard let client = vaultClient(request, identity, trace: trace, audit: audit) else {
             throw CloakError(.vaultUnavailable, "this server runs without a vault")
         }
         return client

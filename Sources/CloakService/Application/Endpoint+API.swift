@@ -46,7 +46,9 @@ extension Endpoint {
         Endpoint("create-tokens", .POST, "/tokens", access: .tokenize, rate: .creator) { s, c throws(CloakError) in
             try s.vaultAPI(c).create(c.request, requiresToken: false)
         },
-        Endpoint("create-aliases", .POST, "/aliases", access: .scope(.aliasesCreate), rate: .caller) {
+        Endpoint(
+            "create-aliases", .POST, "/aliases", access: .scope(.aliasesCreate), rate: .caller, audit: "create"
+        ) {
             s, c throws(CloakError) in
             try s.vaultAPI(c).create(c.request, requiresToken: true)
         },
@@ -127,6 +129,11 @@ extension Endpoint {
             "tokens-create", .POST, "/admin/tokens", access: .scope(.tokensAdmin), rate: .caller,
             audit: "tokens_create"
         ) { s, c throws(CloakError) in try s.adminTokens(c).create(c.request) },
+        Endpoint("audit-search", .GET, "/admin/audit", access: .scope(.auditRead), rate: .caller) {
+            s, c throws(CloakError) in
+            guard let vault = s.vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+            return try AdminAuditHandler(vault: vault).search(c.request)
+        },
         Endpoint("tokens-list", .GET, "/admin/tokens", access: .scope(.tokensAdmin), rate: .caller) {
             s, c throws(CloakError) in try s.adminTokens(c).list()
         },

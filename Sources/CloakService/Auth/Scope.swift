@@ -18,6 +18,8 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     package static let filesReveal = Scope("files:reveal")
     package static let binsRead = Scope("bins:read")
     package static let tokensAdmin = Scope("tokens:admin")
+    /// The audit events (`GET /admin/audit`, issue 59).
+    package static let auditRead = Scope("audit:read")
     /// Every egress route's scope at once.
     package static let egressAll = Scope("egress:*")
 
@@ -29,7 +31,7 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Every fixed scope (without the per-route `egress:<id>`).
     package static let known: [Scope] = [
         .aliasesCreate, .aliasesReveal, .aliasesLookup, .aliasesUpdate, .aliasesDelete, .filesReveal, .binsRead,
-        .egressAll, .tokensAdmin,
+        .egressAll, .tokensAdmin, .auditRead,
     ]
 
     /// `text` as a scope: a known one, or `egress:<route id>` (an id ``EgressSettings`` would

@@ -117,6 +117,7 @@ extension ServiceConfiguration {
     /// The top-level keys of a configuration.
     static let knownKeys: Set<String> = [
         "server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements", "telemetry", "bins",
+        "audit",
     ]
 
     private static func read(_ root: ConfigNode, _ r: ConfigReader) -> ServiceConfiguration {
@@ -302,6 +303,12 @@ extension ServiceConfiguration {
             }
         }
         config.egress = EgressSettings.read(top["egress"], r)
+        if let audit = r.mapping(top["audit"], at: "audit", allowed: ["retention_days"]) {
+            // At least a year: PCI DSS 10.5.1 keeps audit history for twelve months.
+            r.int(
+                audit["retention_days"], at: "audit.retention_days", min: 365, max: 36_500, into: &config,
+                \.auditRetentionDays)
+        }
         if let bins = r.mapping(top["bins"], at: "bins", allowed: ["refresh_s"]) {
             r.int(bins["refresh_s"], at: "bins.refresh_s", min: 1, max: 3600, into: &config, \.binsRefreshSeconds)
         }

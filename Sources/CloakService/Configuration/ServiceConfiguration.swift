@@ -18,6 +18,8 @@ package struct ServiceConfiguration: Sendable {
     package var authRefreshSeconds = 5
     /// How often a node reads the store's BIN table header (`bins.refresh_s`).
     package var binsRefreshSeconds = 30
+    /// `audit.retention_days`: audit events older than this are swept (at least 365).
+    package var auditRetentionDays = 400
     /// `limits`: request rates per client address (no token) and per token.
     package var limits = RateLimits()
     /// `egress`: routes that reveal aliases on the way out, and the forward-proxy door.

@@ -74,12 +74,10 @@ extension VaultAPIHandler {
                 let answer: @Sendable ([RevealedRecord], [Int: CloakError]) -> Void = { records, refused in
                     var outcomes = outcomes
                     for (i, error) in refused { outcomes[i] = .failure(error) }
+                    // A kept item's event is its canonical record's create, committed with it.
                     for (item, outcome) in zip(items, outcomes) {
-                        if case .success = outcome {
-                            audit(item.alias, "ok")
-                        } else {
-                            audit(item.alias, "not_found")
-                        }
+                        if case .success = outcome { continue }
+                        audit(item.alias, "not_found")
                     }
                     finish(.json(200, Self.keepAnswer(items, outcomes, requests, records)))
                 }

@@ -70,7 +70,7 @@ struct VaultAPIHandler: Sendable {
             vault.delete(alias) { result in
                 switch result {
                 case .success:
-                    audit(alias, "ok")
+                    // Its event committed with the change (``VaultAuditing``).
                     finish(HTTPResponse(status: 204))
                 case let .failure(error):
                     audit(alias, error == .notFound ? "not_found" : "error")
@@ -94,7 +94,7 @@ struct VaultAPIHandler: Sendable {
             ) { result in
                 switch result {
                 case .success:
-                    audit(alias, "ok")
+                    // Its event committed with the change (``VaultAuditing``).
                     finish(HTTPResponse(status: 204))
                 case let .failure(error):
                     audit(alias, error == .notFound ? "not_found" : "error")

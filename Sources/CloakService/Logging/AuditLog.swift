@@ -1,4 +1,5 @@
 import CloakCore
+import CloakVault
 import Logging
 import Synchronization
 
@@ -13,6 +14,37 @@ struct AuditEntry: Sendable {
     var aliasReference: String?
     var result: String
     var facts: [(key: String, value: String)] = []
+    /// Milliseconds since the epoch.
+    var at: Int64 = VaultAuditing.nowMilliseconds()
+    /// Already in the store (the vault wrote it with the change it records).
+    var stored = false
+
+    /// The event the store keeps: the line's fields.
+    var draft: AuditEvent.Draft {
+        AuditEvent.Draft(
+            at: at, action: action, tokenID: tokenID, client: client, aliasReference: aliasReference, result: result,
+            facts: facts.map { AuditEvent.Fact($0.key, $0.value) })
+    }
+
+    init(
+        action: String, tokenID: String, client: String, aliasReference: String? = nil, result: String,
+        facts: [(key: String, value: String)] = []
+    ) {
+        self.action = action
+        self.tokenID = tokenID
+        self.client = client
+        self.aliasReference = aliasReference
+        self.result = result
+        self.facts = facts
+    }
+
+    init(_ draft: AuditEvent.Draft, stored: Bool) {
+        self.init(
+            action: draft.action, tokenID: draft.tokenID, client: draft.client, aliasReference: draft.aliasReference,
+            result: draft.result, facts: draft.facts.map { (key: $0.key, value: $0.value) })
+        self.at = draft.at
+        self.stored = stored
+    }
 }
 
 /// Where audit lines go: the service's logger at `info`, message `audit`.
@@ -34,7 +66,11 @@ struct AuditLog: Sendable {
 /// read by ``AuditMiddleware`` once the answer is made. Made per request only for endpoints that
 /// declare an audit action (``Endpoint/audit``); the handler's vault completions may add to it
 /// from the request's loop after the handler returned.
-final class Outcome: Sendable {
+///
+/// It is also the vault's audit subject (``VaultAuditSubject``): a change the request makes
+/// (create, update, delete) notes its own entries in the change's transaction, and they arrive
+/// here already stored. The door stores the rest before the answer leaves (``Door``).
+final class Outcome: VaultAuditSubject {
     private let entries = Mutex<[AuditEntry]>([])
     /// The endpoint's action, the caller's token id and address: each entry's defaults.
     let action: String
@@ -57,4 +93,26 @@ final class Outcome: Sendable {
 
     /// Everything noted so far, in order.
     var recorded: [AuditEntry] { entries.withLock { $0 } }
+
+    /// The entries not yet in the store, marked stored from now on (the caller stores them).
+    func takeUnstored() -> [AuditEntry] {
+        entries.withLock { entries in
+            var out: [AuditEntry] = []
+            for index in entries.indices where !entries[index].stored {
+                out.append(entries[index])
+                entries[index].stored = true
+            }
+            return out
+        }
+    }
+
+    func draft(aliasReference: String?, result: String, at: Int64) -> AuditEvent.Draft {
+        AuditEvent.Draft(
+            at: at, action: action, tokenID: tokenID, client: client, aliasReference: aliasReference, result: result)
+    }
+
+    func noted(_ drafts: [AuditEvent.Draft], stored: Bool) {
+        let noted = drafts.map { AuditEntry($0, stored: stored) }
+        entries.withLock { $0 += noted }
+    }
 }

@@ -7,6 +7,10 @@ import Dispatch
 /// reading will happen (one began within the last second): the 401 stands.
 typealias UnknownTokenReading = @Sendable (_ then: @escaping @Sendable () -> Void) -> Bool
 
+/// Stores a request's audit entries that no vault change stored with it (``Outcome``); `done`
+/// is called with nil once they are durable, or the error to answer instead (from any thread).
+typealias AuditKeeping = @Sendable (_ entries: [AuditEntry], _ done: @escaping @Sendable (CloakError?) -> Void) -> Void
+
 /// A listener's way from request to answer: its steps in order, then its handler, then the
 /// steps again in reverse with the answer. Doors differ only in the steps they list
 /// (``CloakService`` makes them: the API listener with the elements' assets, and the egress
@@ -23,10 +27,13 @@ typealias UnknownTokenReading = @Sendable (_ then: @escaping @Sendable () -> Voi
 final class Door<Steps: Middleware>: Sendable {
     let steps: Steps
     let unknownToken: UnknownTokenReading?
+    /// Where audit entries are stored before their answer leaves (nil: only logged).
+    let keepAudit: AuditKeeping?
 
-    init(steps: Steps, unknownToken: UnknownTokenReading? = nil) {
+    init(steps: Steps, unknownToken: UnknownTokenReading? = nil, keepAudit: AuditKeeping? = nil) {
         self.steps = steps
         self.unknownToken = unknownToken
+        self.keepAudit = keepAudit
     }
 
     /// Answers `request` through `responder`, now or later (a server's ``HTTPDeferredHandler``
@@ -53,29 +60,52 @@ final class Door<Steps: Middleware>: Sendable {
             reply = .now(.error(error))
         }
         switch reply {
-        case var .now(response):
-            steps.response(&response, context)
-            responder.respond(response)
+        case let .now(response):
+            answer(response, context, responder)
         case let .failed(failure):
             context.error = failure.error
-            var response = failure.response
-            steps.response(&response, context)
-            responder.respond(response)
+            answer(failure.response, context, responder)
         case let .later(work):
             work(
                 Reply.Finish { [self, context] answer, error, route in
-                    var response = answer
                     if error != nil || !route.isEmpty {  // the context is copied only to carry them
                         var answered = context
                         answered.error = error
                         answered.routeFacts = route
-                        self.steps.response(&response, answered)
+                        self.answer(answer, answered, responder)
                     } else {
-                        self.steps.response(&response, context)
+                        self.answer(answer, context, responder)
                     }
-                    responder.respond(response)
                 })
         }
+    }
+
+    /// Passes `response` back through the steps and sends it, once the request's audit entries
+    /// are durable ("audit must succeed", as HashiCorp Vault's audit devices): those a vault
+    /// change did not store with itself go with the vault's next commit first. When they cannot
+    /// be stored the answer is withheld and a 1500 sent instead (with the store's `Retry-After`).
+    private func answer(_ response: HTTPResponse, _ context: RequestContext, _ responder: HTTPResponder) {
+        guard let keepAudit, let outcome = context.outcome else { return respond(response, context, responder) }
+        let entries = outcome.takeUnstored()
+        guard !entries.isEmpty else { return respond(response, context, responder) }
+        let loop = context.request.loop
+        keepAudit(entries) { [self] failure in
+            let send: @Sendable () -> Void = {
+                if let error = failure {
+                    var failed = context
+                    failed.error = error
+                    return self.respond(.error(error), failed, responder)
+                }
+                self.respond(response, context, responder)
+            }
+            if let loop { loop.execute(send) } else { send() }
+        }
+    }
+
+    private func respond(_ response: HTTPResponse, _ context: RequestContext, _ responder: HTTPResponder) {
+        var response = response
+        steps.response(&response, context)
+        responder.respond(response)
     }
 
     /// A CONNECT on the forward-proxy door: the same steps as any request (identified, counted,

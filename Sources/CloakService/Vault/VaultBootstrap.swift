@@ -51,16 +51,34 @@ package enum VaultBootstrap {
     }
 
     package static func open(
-        _ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?
+        _ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?,
+        audit: AuditSettings? = nil
     )
         throws -> Vault
     {
-        try openWithKeys(settings, environment: environment, logger: logger).vault
+        try openWithKeys(settings, environment: environment, logger: logger, audit: audit).vault
+    }
+
+    /// How a serving node keeps audit events: chains named after `node`, `audit.retention_days`,
+    /// each chain's head logged (`audit head`: chain, seq, mac) every minute it moved and at stop,
+    /// for `cloak audit verify --heads`.
+    package static func auditSettings(
+        _ configuration: ServiceConfiguration, node: String, logger: Logger?
+    ) -> AuditSettings {
+        AuditSettings(node: node, retentionDays: configuration.auditRetentionDays) { head in
+            logger?.info(
+                "audit head",
+                metadata: [
+                    "chain": .string(head.chain), "seq": .stringConvertible(head.seq),
+                    "mac": .string(head.mac.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()),
+                ])
+        }
     }
 
     /// Opens the vault, and what refreshes its ring from the store (start it with the service).
     package static func openWithKeys(
-        _ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?
+        _ settings: ServiceConfiguration.VaultSettings, environment: [String: String], logger: Logger?,
+        audit: AuditSettings? = nil
     )
         throws -> (vault: Vault, refresh: KeyRefresh)
     {
@@ -83,6 +101,7 @@ package enum VaultBootstrap {
         // A shared store is a server that can go away (a failover): a call it does not answer in
         // time is a 503, never a hung request. An embedded file store has no such wait.
         if !store.isSoleWriter { vaultSettings.storeTimeoutMilliseconds = settings.storeTimeoutMilliseconds }
+        vaultSettings.audit = audit
         let vault = try Vault(stores: stores, keys: keys, settings: vaultSettings)
         return (
             vault,

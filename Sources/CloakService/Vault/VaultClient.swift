@@ -29,6 +29,8 @@ struct VaultClient: Sendable {
     var trace: RequestTrace? = nil
     /// The node's BIN table: a card number's new record keeps its attributes (issue 48).
     var bins: BinTable? = nil
+    /// The request's audited outcome: a change's events commit with the change (``VaultAuditing``).
+    var audit: Outcome? = nil
 
     var settings: Vault.Settings { vault.settings }
 
@@ -63,7 +65,7 @@ struct VaultClient: Sendable {
                         reason:
                             "too many values for this address's rate (each value counts as a request)")))
         }
-        serving(call) {
+        serving(call, audited: true) {
             vault.createAliases(requests, caller: caller) { [onBucketFull] result in
                 if case let .failure(.bucketFull(format, _)) = result { onBucketFull?(format) }
                 onLoop { completion(result) }
@@ -147,7 +149,7 @@ struct VaultClient: Sendable {
     /// Deletes an alias (`DELETE /aliases/{alias}`): held like a reveal (``changingGuessed(_:completion:change:)``).
     func delete(_ alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
         let (completion, call) = traced("delete", count: 1, completion)
-        serving(call) {
+        serving(call, audited: true) {
             changingGuessed(alias, completion: completion) { done in vault.delete(alias, completion: done) }
         }
     }
@@ -159,7 +161,7 @@ struct VaultClient: Sendable {
         completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
     ) {
         let (completion, call) = traced("update", count: 1, completion)
-        serving(call) {
+        serving(call, audited: true) {
             changingGuessed(alias, completion: completion) { done in
                 vault.update(
                     alias, classifiers: classifiers, metadata: metadata, ttlSeconds: ttlSeconds, completion: done)
@@ -197,7 +199,9 @@ struct VaultClient: Sendable {
     func setClassifiers(
         _ classifiers: [String], alias: String, completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
     ) {
-        vault.setClassifiers(classifiers, alias: alias) { result in onLoop { completion(result) } }
+        serving(nil, audited: true) {
+            vault.setClassifiers(classifiers, alias: alias) { result in onLoop { completion(result) } }
+        }
     }
 
     func ping(completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
@@ -225,9 +229,19 @@ struct VaultClient: Sendable {
     /// Makes the vault call `call` with `trace` as the trace of every job it queues
     /// (``VaultTracing/current``, read on this thread while `call` runs): the executor batch that
     /// serves them gets its span (``VaultCallTrace``). Without a trace, `call` alone.
-    func serving(_ trace: VaultCallTrace?, _ call: () -> Void) {
-        guard let trace else { return call() }
-        VaultTracing.current.withValue(trace, operation: call)
+    ///
+    /// - Parameter audited: the call changes the store: its jobs carry the request's ``audit``
+    ///   outcome, and the events they note commit with them (``VaultAuditing/current``).
+    func serving(_ trace: VaultCallTrace?, audited: Bool = false, _ call: () -> Void) {
+        if audited, let audit {
+            VaultAuditing.current.withValue(audit) {
+                if let trace { VaultTracing.current.withValue(trace, operation: call) } else { call() }
+            }
+        } else if let trace {
+            VaultTracing.current.withValue(trace, operation: call)
+        } else {
+            call()
+        }
     }
 
     func onLoop(_ work: @escaping @Sendable () -> Void) {

@@ -43,6 +43,9 @@ final class VaultExecutor: @unchecked Sendable {
         /// the job is made: in `enqueue`, on the submitting thread. Nil for untraced calls and
         /// for jobs the executor makes itself.
         var trace: (any VaultJobTrace)? = VaultTracing.current.get()
+        /// Whom the call acts for (``VaultAuditing/current``, read where the job is made): what
+        /// the body notes is chained and written in the batch's transaction.
+        var audit: (any VaultAuditSubject)? = VaultAuditing.current.get()
     }
 
     /// A job's new records, for a store that ``AliasStore/batchesNewRecords``.
@@ -85,6 +88,10 @@ final class VaultExecutor: @unchecked Sendable {
     private let maintenanceInterval: TimeInterval
     /// `vault.store_timeout_ms`: nil, no limit (an embedded store on local disk).
     private let deadlines: JobDeadlines?
+    /// This thread's audit trail (nil: events are not kept). Touched on the executor thread only.
+    private var trail: AuditTrail?
+    /// What the jobs of the transaction under way noted and kept (their savepoints released).
+    private var noted: [(subject: any VaultAuditSubject, drafts: [AuditEvent.Draft])] = []
 
     /// - Parameters:
     ///   - maintenance: run in its own transaction when idle, at most every `maintenanceInterval`.
@@ -92,9 +99,10 @@ final class VaultExecutor: @unchecked Sendable {
     ///     a store that can wait on other writers' locks waits at most a third of it.
     init(
         store: any AliasStore, maintenanceInterval: TimeInterval = 5, timeoutMilliseconds: Int? = nil,
-        maintenance: @escaping (any AliasStore) -> Void
+        trail: AuditTrail? = nil, maintenance: @escaping (any AliasStore) -> Void
     ) {
         self.store = store
+        self.trail = trail
         self.deadlines = timeoutMilliseconds.map { JobDeadlines(timeoutMilliseconds: $0) }
         self.maintenance = maintenance
         self.maintenanceInterval = maintenanceInterval
@@ -126,7 +134,8 @@ final class VaultExecutor: @unchecked Sendable {
         _ rest: @escaping (any AliasStore, [NewRecordOutcome]?) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        guard store.batchesNewRecords, !writes.isEmpty else {
+        // An audited create commits its records and its events in one transaction: not batched.
+        guard store.batchesNewRecords, !writes.isEmpty, VaultAuditing.current.get() == nil else {
             return submit({ store in try rest(store, nil) }, completion: completion)
         }
         enqueue({ store in try rest(store, nil) }, completion: completion) { completion in
@@ -191,6 +200,27 @@ final class VaultExecutor: @unchecked Sendable {
         }
     }
 
+    /// Queues audit events made without a vault job of their own (a reveal's, a refusal's, a
+    /// token's creation): chained and committed with the next batch; `completion` after.
+    func submit(audit drafts: [AuditEvent.Draft], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let subject = Recorded()
+        VaultAuditing.current.withValue(subject) {
+            enqueue(
+                { _ in
+                    guard let notes = VaultAuditing.running.get() else { return }
+                    for draft in drafts { notes.add(draft) }
+                }, completion: completion)
+        }
+    }
+
+    /// The subject of events made elsewhere: nothing to draft, nothing to hear.
+    private struct Recorded: VaultAuditSubject {
+        func draft(aliasReference: String?, result: String, at: Int64) -> AuditEvent.Draft {
+            AuditEvent.Draft(at: at, action: "-", tokenID: "-", client: "-", result: result)
+        }
+        func noted(_ drafts: [AuditEvent.Draft], stored: Bool) {}
+    }
+
     /// Finishes everything queued (dropping what is past its deadline), then stops the thread.
     func close() {
         let first = queue.withLock { state -> Bool in
@@ -215,6 +245,7 @@ final class VaultExecutor: @unchecked Sendable {
             }
             if !jobs.isEmpty { runTraced(jobs, store: store, runBatch) }
             if stopping && jobs.isEmpty {
+                trail?.reportHead()
                 stopped.signal()
                 return
             }
@@ -223,6 +254,7 @@ final class VaultExecutor: @unchecked Sendable {
             if lastMaintenance.map({ Double(now - $0) / 1e9 >= maintenanceInterval }) ?? true {
                 lastMaintenance = now
                 maintenance(store)
+                trail?.maintain(store)
             }
             // After a batch, look again at once; idle, sleep until a submit or the next sweep.
             if jobs.isEmpty { _ = wake.wait(timeout: .now() + .milliseconds(500)) }
@@ -327,6 +359,7 @@ final class VaultExecutor: @unchecked Sendable {
             for job in jobs { job.fail(error) }
             return .answered
         }
+        noted.removeAll(keepingCapacity: true)
         var committed: [(job: Job, deliver: @Sendable () -> Void)] = []
         var failed: [(job: Job, error: any Error)] = []
         for (index, job) in jobs.enumerated() {
@@ -351,14 +384,20 @@ final class VaultExecutor: @unchecked Sendable {
                 }
             }
         }
+        let chainMark = trail?.chain.mark
         do {
+            // The kept notes, chained, in the same transaction as what they record.
+            if !noted.isEmpty, trail != nil { try store.appendAuditEvents(trail!.chain.seal(noted.flatMap(\.drafts))) }
             try store.commit()
         } catch {
             store.rollback()
+            if let chainMark { trail?.chain.restore(chainMark) }
             if retryOnConflict && Self.isConflict(error) { return .conflicted }
             for f in failed { f.job.fail(f.error) }
             return abandon(committed.map(\.job), error, reading: reading)
         }
+        for note in noted { note.subject.noted(note.drafts, stored: trail != nil) }
+        noted.removeAll(keepingCapacity: true)
         for c in committed { c.deliver() }
         for f in failed { f.job.fail(f.error) }
         return .answered
@@ -379,8 +418,15 @@ final class VaultExecutor: @unchecked Sendable {
     private func run(_ job: Job, reading: Bool) throws -> @Sendable () -> Void {
         if reading { return try job.body(store) }
         try store.savepoint()
-        let deliver = try job.body(store)
+        guard let subject = job.audit else {
+            let deliver = try job.body(store)
+            try store.releaseSavepoint()
+            return deliver
+        }
+        let notes = JobNotes(subject: subject)
+        let deliver = try VaultAuditing.running.withValue(notes) { try job.body(store) }
         try store.releaseSavepoint()
+        if !notes.drafts.isEmpty { noted.append((subject, notes.drafts)) }
         return deliver
     }
 }

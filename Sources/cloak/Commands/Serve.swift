@@ -1,5 +1,6 @@
 import ArgumentParser
 import CloakCrypto
+import CloakHTTP
 import CloakService
 import CloakVault
 import Foundation
@@ -22,7 +23,10 @@ struct Serve: ParsableCommand {
         do {
             (vault, keyRefresh) = try VaultBootstrap.openWithKeys(
                 configuration.vault, environment: ProcessInfo.processInfo.environment,
-                logger: bootLogger)
+                logger: bootLogger,
+                audit: VaultBootstrap.auditSettings(
+                    configuration, node: "\(ProcessInfo.processInfo.hostName):\(configuration.server.port)",
+                    logger: bootLogger))
         } catch let error as VaultOpenError {
             // The keys do not match the store: a configuration problem, not a transient one.
             FileHandle.standardError.write(Data("cloak: cannot open the vault: \(error)\n".utf8))

@@ -110,6 +110,8 @@ extension PostgreSQLAliasStore {
         """
         CREATE INDEX unaliased_by_time ON unaliased (created_at);
         """,
+        // Audit events (issue 59): ``PostgreSQLAliasStore/auditSchema``.
+        auditSchema,
     ]
 
     func migrate() throws(StoreError) {

@@ -100,6 +100,8 @@ package final class SQLiteAliasStore: AliasStore {
             DROP INDEX IF EXISTS files_unfinished;
             CREATE INDEX IF NOT EXISTS files_idle ON files(max(updated_at, created_at)) WHERE record_id IS NULL;
             """)
+        // Audit events (schema 8, issue 59).
+        try db.execute(Self.auditSchema)
     }
 
     /// The file belongs to this process.

@@ -1,0 +1,135 @@
+import CloakCore
+import CloakHTTP
+import CloakVault
+import Foundation
+
+/// `GET /admin/audit` (scope `audit:read`): the store's audit events, newest first, filtered by
+/// time range (`from`, `until`: RFC 3339 or milliseconds since the epoch), `action`, `token`,
+/// `result` and `alias_ref`, `limit` (1 to 500, default 100) a page; `next` in the answer is the
+/// `cursor` of the page after. An unknown parameter, or one given twice, is refused: a typo must
+/// not widen a search into "everything".
+struct AdminAuditHandler {
+    let vault: Vault
+
+    static let parameters: Set<String> = ["from", "until", "action", "token", "result", "alias_ref", "cursor", "limit"]
+    static let maxLimit = 500
+
+    func search(_ request: HTTPRequest) throws(CloakError) -> Reply {
+        let query = try Self.parse(request.query)
+        return .later { [vault] finish in
+            vault.auditEvents(
+                AuditQuery(
+                    from: query.from, until: query.until, action: query.action, tokenID: query.tokenID,
+                    result: query.result, aliasReference: query.aliasReference, cursor: query.cursor,
+                    limit: query.limit + 1)
+            ) { result in
+                switch result {
+                case let .success(events):
+                    let page = Array(events.prefix(query.limit))
+                    let next =
+                        events.count > query.limit
+                        ? page.last.map { Self.cursorText(AuditQuery.Cursor(after: $0)) } : nil
+                    let body: JSONValue = .object([
+                        (key: "data", value: .array(page.map(Self.document))),
+                        (key: "next", value: next.map(JSONValue.string) ?? .null),
+                    ])
+                    finish(.json(200, JSONWriter.encode(body), headers: HTTPResponse.noStoreHeaders))
+                case let .failure(error):
+                    finish(.error(error.cloakError { _ in "audit" }))
+                }
+            }
+        }
+    }
+
+    /// An event as the API shows it: the audit line's fields, its time in RFC 3339 (UTC,
+    /// milliseconds) and its place in its chain.
+    static func document(_ event: AuditEvent) -> JSONValue {
+        let d = event.draft
+        return .object([
+            (key: "at", value: .string(timestamp(d.at))),
+            (key: "action", value: .string(d.action)),
+            (key: "token_id", value: .string(d.tokenID)),
+            (key: "client", value: .string(d.client)),
+            (key: "alias_ref", value: d.aliasReference.map(JSONValue.string) ?? .null),
+            (key: "result", value: .string(d.result)),
+            (key: "facts", value: .object(d.facts.map { (key: $0.key, value: .string($0.value)) })),
+            (key: "chain", value: .string(event.chain)),
+            (key: "seq", value: .int(Int(event.seq))),
+        ])
+    }
+
+    static func timestamp(_ milliseconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    /// The query, checked whole before the store is asked anything.
+    static func parse(_ query: String?) throws(CloakError) -> AuditQuery {
+        var out = AuditQuery(limit: 100)
+        var seen = Set<String>()
+        for pair in (query ?? "").split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0])
+            guard parameters.contains(name) else {
+                throw .malformed(
+                    "unknown parameter \"\(Redaction.scrub(name, limit: 32))\" (known: \(parameters.sorted().joined(separator: ", ")))"
+                )
+            }
+            guard seen.insert(name).inserted else { throw .malformed("\(name) is given twice") }
+            guard parts.count == 2, let value = VaultAPIHandler.decodeQueryComponent(parts[1]), !value.isEmpty,
+                value.utf8.count <= 256
+            else { throw .malformed("\(name) needs a value of 1 to 256 bytes") }
+            switch name {
+            case "from": out.from = try time(value, name)
+            case "until": out.until = try time(value, name)
+            case "action": out.action = value
+            case "token": out.tokenID = value
+            case "result": out.result = value
+            case "alias_ref":
+                guard value.hasPrefix("ar_") else { throw .malformed("alias_ref is an alias's keyed reference (ar_…)") }
+                out.aliasReference = value
+            case "cursor": out.cursor = try cursor(value)
+            default:
+                guard let limit = Int(value), (1...maxLimit).contains(limit) else {
+                    throw .malformed("limit must be 1 to \(maxLimit)")
+                }
+                out.limit = limit
+            }
+        }
+        if let from = out.from, let until = out.until, from >= until { throw .malformed("from must be before until") }
+        return out
+    }
+
+    /// RFC 3339 (`2026-11-26T10:00:00Z`, fractions allowed) or milliseconds since the epoch.
+    static func time(_ text: String, _ name: String) throws(CloakError) -> Int64 {
+        if let milliseconds = Int64(text), milliseconds >= 0 { return milliseconds }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let plain = ISO8601DateFormatter()
+        guard let date = formatter.date(from: text) ?? plain.date(from: text) else {
+            throw .malformed("\(name) must be an RFC 3339 time (2026-11-26T10:00:00Z) or milliseconds since 1970")
+        }
+        return Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    /// A cursor is `at.seq.chain`, base64url: opaque to clients, checked here.
+    static func cursorText(_ cursor: AuditQuery.Cursor) -> String {
+        Data("\(cursor.at).\(cursor.seq).\(cursor.chain)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func cursor(_ text: String) throws(CloakError) -> AuditQuery.Cursor {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let plain = String(data: data, encoding: .utf8) else {
+            throw .malformed("cursor is not one this server gave")
+        }
+        let parts = plain.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, let at = Int64(parts[0]), let seq = Int64(parts[1]), !parts[2].isEmpty else {
+            throw .malformed("cursor is not one this server gave")
+        }
+        return AuditQuery.Cursor(at: at, chain: String(parts[2]), seq: seq)
+    }
+}

@@ -1,0 +1,91 @@
+import CloakCrypto
+import Dispatch
+
+/// How a vault keeps its audit events (issue 59): the node's name for its chains, how long
+/// events are kept, and where each chain's head is told (the service logs it: `audit head`).
+package struct AuditSettings: Sendable {
+    /// The node (`host:port`): each vault thread's chain is named `node/boot/n`.
+    package var node: String
+    /// `audit.retention_days`: older events are swept, a trim event recording what went.
+    package var retentionDays: Int
+    /// Told each chain's head every minute while it moves, and at stop (on the vault thread).
+    package var reportHead: @Sendable (AuditVerifier.Head) -> Void
+
+    package init(node: String, retentionDays: Int, reportHead: @escaping @Sendable (AuditVerifier.Head) -> Void) {
+        self.node = node
+        self.retentionDays = retentionDays
+        self.reportHead = reportHead
+    }
+
+    /// This process's start, in a chain's name: a restarted node begins new chains, so two
+    /// processes never append to one.
+    static let boot: String = {
+        SecureRandom.bytes(4).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }()
+
+    /// The chain of vault thread `index`.
+    func chainID(_ index: Int) -> String { "\(node)/\(Self.boot)/\(index)" }
+}
+
+/// One vault thread's audit chain and its upkeep: the head told every minute it moved and at
+/// stop, and (the first thread only) the retention sweep. Touched on that thread only.
+final class AuditTrail {
+    var chain: AuditChain
+    private let settings: AuditSettings
+    private let sweeps: Bool
+    private var reported: Int64 = 0
+    private var lastUpkeep: UInt64 = 0
+
+    init(chain: AuditChain, settings: AuditSettings, sweeps: Bool) {
+        self.chain = chain
+        self.settings = settings
+        self.sweeps = sweeps
+    }
+
+    /// Events older than this (milliseconds since the epoch) are swept.
+    var cutoff: Int64 { VaultAuditing.nowMilliseconds() - Int64(settings.retentionDays) * 86_400_000 }
+
+    /// Tells the head when it moved since last told.
+    func reportHead() {
+        guard chain.seq != reported else { return }
+        reported = chain.seq
+        settings.reportHead(AuditVerifier.Head(chain: chain.id, seq: chain.seq, mac: chain.head))
+    }
+
+    /// Once a minute: the head, and the retention sweep on the first thread.
+    func maintain(_ store: any AliasStore) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard lastUpkeep == 0 || now - lastUpkeep >= 60_000_000_000 else { return }
+        lastUpkeep = now
+        reportHead()
+        if sweeps { _ = try? trim(store, before: cutoff) }
+    }
+
+    /// Deletes up to `limit` events from before `before` through the time index, and records
+    /// the trim (what each chain now starts at) as an event of this chain, in one transaction.
+    /// Returns whether anything was deleted.
+    @discardableResult
+    func trim(_ store: any AliasStore, before: Int64, limit: Int = 5000) throws -> Bool {
+        let mark = chain.mark
+        do {
+            try store.begin()
+            var starts = try store.deleteAuditEvents(before: before, limit: limit)
+            guard !starts.isEmpty else {
+                try store.commit()
+                return false
+            }
+            // This chain emptied: it goes on with the trim's own event.
+            if let own = starts[chain.id], own == nil { starts[chain.id] = chain.seq + 1 }
+            let draft = AuditEvent.Draft(
+                at: VaultAuditing.nowMilliseconds(), action: AuditTrim.action, tokenID: "-", client: "-",
+                result: "ok", facts: [AuditEvent.Fact("before", String(before))] + AuditTrim(starts: starts).facts)
+            try store.appendAuditEvents(chain.seal([draft]))
+            try store.commit()
+            return true
+        } catch {
+            store.rollback()
+            chain.restore(mark)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import CloakCrypto
+
+/// Checks audit chains as `cloak audit verify` reads them: every event authentic
+/// (``AuditChain/isAuthentic(_:key:)``), each chain without a gap from its start, each start
+/// either the chain's first event or where the retention sweep's last trim said it would be
+/// (``AuditTrim``), and each head a writer logged still there with its MAC. The first break
+/// found is the answer, named by chain and place; nothing of an event's content is quoted.
+///
+/// Pure: events come in chain by chain, in place order (``add(_:)``), then ``finish()``.
+package struct AuditVerifier {
+    /// A head a writer logged (`audit head`): the chain held at least `seq` events, the last
+    /// with `mac`.
+    package struct Head: Sendable, Equatable {
+        package var chain: String
+        package var seq: Int64
+        package var mac: [UInt8]
+
+        package init(chain: String, seq: Int64, mac: [UInt8]) {
+            self.chain = chain
+            self.seq = seq
+            self.mac = mac
+        }
+    }
+
+    /// The first thing wrong.
+    package struct Break: Error, Sendable, Equatable, CustomStringConvertible {
+        package var chain: String
+        package var seq: Int64
+        package var reason: String
+        package var description: String { "chain \(chain), event \(seq): \(reason)" }
+    }
+
+    private struct Span {
+        var first: Int64
+        var last: Int64
+        var lastMAC: [UInt8]
+        var firstPrevious: [UInt8]
+    }
+
+    private let key: HMACKey
+    private let heads: [String: [Head]]
+    private var spans: [String: Span] = [:]
+    private var current: String?
+    /// The latest trim's word on each chain's start (place order of trims across chains is by time).
+    private var trims: [(at: Int64, chain: String, seq: Int64, starts: [String: Int64?])] = []
+    package private(set) var events = 0
+
+    package init(key: HMACKey, heads: [Head] = []) {
+        self.key = key
+        self.heads = Dictionary(grouping: heads, by: \.chain)
+    }
+
+    /// The next event (chain by chain, each in place order).
+    package mutating func add(_ event: AuditEvent) throws(Break) {
+        events += 1
+        guard AuditChain.isAuthentic(event, key: key) else {
+            throw Break(chain: event.chain, seq: event.seq, reason: "its MAC does not match (altered or forged)")
+        }
+        if var span = spans[event.chain] {
+            guard current == event.chain else {
+                throw Break(chain: event.chain, seq: event.seq, reason: "the chain was read out of order")
+            }
+            guard event.seq == span.last + 1 else {
+                throw Break(
+                    chain: event.chain, seq: span.last + 1,
+                    reason: "missing (the chain jumps from \(span.last) to \(event.seq))")
+            }
+            guard event.previousMAC == span.lastMAC else {
+                throw Break(chain: event.chain, seq: event.seq, reason: "it does not follow the event before it")
+            }
+            span.last = event.seq
+            span.lastMAC = event.mac
+            spans[event.chain] = span
+        } else {
+            spans[event.chain] = Span(
+                first: event.seq, last: event.seq, lastMAC: event.mac, firstPrevious: event.previousMAC)
+            current = event.chain
+        }
+        for head in heads[event.chain] ?? [] where head.seq == event.seq && head.mac != event.mac {
+            throw Break(chain: event.chain, seq: event.seq, reason: "it is not the event the logged head names")
+        }
+        if let trim = AuditTrim(event.draft) { trims.append((event.draft.at, event.chain, event.seq, trim.starts)) }
+    }
+
+    /// Checks each chain's start and every logged head, once all events are in.
+    package func finish() throws(Break) {
+        var start: [String: Int64?] = [:]
+        for trim in trims.sorted(by: { ($0.at, $0.chain, $0.seq) < ($1.at, $1.chain, $1.seq) }) {
+            for (chain, first) in trim.starts { start[chain] = first }
+        }
+        for chain in spans.keys.sorted() {
+            let span = spans[chain]!
+            if span.first == 1 {
+                guard span.firstPrevious == AuditChain.origin else {
+                    throw Break(chain: chain, seq: 1, reason: "the first event does not start a chain")
+                }
+                continue
+            }
+            guard let said = start[chain], let first = said else {
+                throw Break(
+                    chain: chain, seq: span.first - 1,
+                    reason: "missing (the chain starts at \(span.first) and no trim removed what came before)")
+            }
+            guard first == span.first else {
+                throw Break(
+                    chain: chain, seq: min(first, span.first),
+                    reason: "the chain starts at \(span.first), the last trim left it starting at \(first)")
+            }
+        }
+        for (chain, said) in start.sorted(by: { $0.key < $1.key }) where spans[chain] == nil {
+            if let first = said {
+                throw Break(
+                    chain: chain, seq: first, reason: "missing (a trim kept this chain from here; none is left)")
+            }
+        }
+        for (chain, logged) in heads.sorted(by: { $0.key < $1.key }) {
+            for head in logged {
+                guard let span = spans[chain], span.last >= head.seq else {
+                    throw Break(
+                        chain: chain, seq: head.seq,
+                        reason: "missing (a logged head names it; the chain was cut off before it)")
+                }
+                if head.seq < span.first, start[chain] == nil {
+                    throw Break(chain: chain, seq: head.seq, reason: "missing (a logged head names it)")
+                }
+            }
+        }
+    }
+}
+
+/// What the retention sweep's event says (action ``action``): for each chain it removed events
+/// from, the place of its first event left (`chain:ID` → the place, or `gone`).
+package struct AuditTrim: Sendable, Equatable {
+    package static let action = "audit.trim"
+    static let prefix = "chain:"
+
+    package var starts: [String: Int64?]
+
+    package init(starts: [String: Int64?]) { self.starts = starts }
+
+    init?(_ draft: AuditEvent.Draft) {
+        guard draft.action == Self.action else { return nil }
+        var starts: [String: Int64?] = [:]
+        for fact in draft.facts where fact.key.hasPrefix(Self.prefix) {
+            starts[String(fact.key.dropFirst(Self.prefix.count))] =
+                fact.value == "gone" ? .some(nil) : Int64(fact.value)
+        }
+        self.starts = starts
+    }
+
+    /// The facts of the trim's event, chains in name order.
+    package var facts: [AuditEvent.Fact] {
+        starts.sorted { $0.key < $1.key }.map { chain, first in
+            AuditEvent.Fact(Self.prefix + chain, first.map(String.init) ?? "gone")
+        }
+    }
+}

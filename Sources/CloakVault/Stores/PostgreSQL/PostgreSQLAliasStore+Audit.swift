@@ -1,0 +1,113 @@
+/// The audit events (issue 59), as ``SQLiteAliasStore`` keeps them: keyed by chain and place, read
+/// newest first through the time index or a token's or an alias reference's own.
+extension PostgreSQLAliasStore {
+    static let auditSchema = """
+        CREATE TABLE audit_events (
+            chain text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL,
+            at bigint NOT NULL,
+            action text NOT NULL,
+            token_id text NOT NULL,
+            client text NOT NULL,
+            alias_ref text,
+            result text NOT NULL,
+            facts text NOT NULL,
+            prev bytea NOT NULL,
+            mac bytea NOT NULL,
+            PRIMARY KEY (chain, seq)
+        );
+        CREATE INDEX audit_by_time ON audit_events (at, chain, seq);
+        CREATE INDEX audit_by_token ON audit_events (token_id, at, chain, seq);
+        CREATE INDEX audit_by_alias ON audit_events (alias_ref, at, chain, seq) WHERE alias_ref IS NOT NULL;
+        """
+
+    static let auditColumns = "chain, seq, at, action, token_id, client, alias_ref, result, facts, prev, mac"
+
+    package func appendAuditEvents(_ events: [AuditEvent]) throws(StoreError) {
+        guard !events.isEmpty else { return }
+        // One statement for the batch's events: arrays, unnested.
+        try db.query(
+            """
+            INSERT INTO audit_events (\(Self.auditColumns))
+            SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[],
+                                 $8::text[], $9::text[], $10::bytea[], $11::bytea[])
+            """,
+            [
+                .texts(events.map(\.chain)), .ints(events.map(\.seq)), .ints(events.map(\.draft.at)),
+                .texts(events.map(\.draft.action)), .texts(events.map(\.draft.tokenID)),
+                .texts(events.map(\.draft.client)), .texts(events.map(\.draft.aliasReference)),
+                .texts(events.map(\.draft.result)), .texts(events.map { AuditEvent.encodeFacts($0.draft.facts) }),
+                .byteStrings(events.map(\.previousMAC)), .byteStrings(events.map(\.mac)),
+            ])
+    }
+
+    package func auditEvents(_ query: AuditQuery) throws(StoreError) -> [AuditEvent] {
+        var conditions: [String] = []
+        var values: [PostgreSQLConnection.Value] = []
+        func add(_ condition: (Int) -> String, _ value: PostgreSQLConnection.Value?) {
+            guard let value else { return }
+            values.append(value)
+            conditions.append(condition(values.count))
+        }
+        add({ "action = $\($0)" }, query.action.map { .text($0) })
+        add({ "token_id = $\($0)" }, query.tokenID.map { .text($0) })
+        add({ "result = $\($0)" }, query.result.map { .text($0) })
+        add({ "alias_ref = $\($0)" }, query.aliasReference.map { .text($0) })
+        add({ "at >= $\($0)" }, query.from.map { .int($0) })
+        add({ "at < $\($0)" }, query.until.map { .int($0) })
+        if let cursor = query.cursor {
+            values += [.int(cursor.at), .text(cursor.chain), .int(cursor.seq)]
+            let n = values.count
+            conditions.append("(at, chain, seq) < ($\(n - 2), $\(n - 1), $\(n))")
+        }
+        values.append(.int(Int64(query.limit)))
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        return try readAuditEvents(
+            db.query(
+                "SELECT \(Self.auditColumns) FROM audit_events \(filter) ORDER BY at DESC, chain DESC, seq DESC LIMIT $\(values.count)",
+                values))
+    }
+
+    package func auditChains() throws(StoreError) -> [String] {
+        try db.query("SELECT DISTINCT chain FROM audit_events ORDER BY chain").compactMap { $0.text(0) }
+    }
+
+    package func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [AuditEvent] {
+        try readAuditEvents(
+            db.query(
+                "SELECT \(Self.auditColumns) FROM audit_events WHERE chain = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                [.text(chain), .int(seq), .int(Int64(limit))]))
+    }
+
+    package func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: Int64?] {
+        let touched = try db.query(
+            """
+            WITH doomed AS (SELECT chain, seq FROM audit_events WHERE at < $1 ORDER BY at LIMIT $2)
+            DELETE FROM audit_events e USING doomed d WHERE e.chain = d.chain AND e.seq = d.seq RETURNING e.chain
+            """, [.int(at), .int(Int64(limit))]
+        ).compactMap { $0.text(0) }
+        var starts: [String: Int64?] = [:]
+        for chain in Set(touched) {
+            starts[chain] = .some(
+                try db.query("SELECT min(seq) FROM audit_events WHERE chain = $1", [.text(chain)]).first?.int(0))
+        }
+        return starts
+    }
+
+    private func readAuditEvents(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> [AuditEvent] {
+        var out: [AuditEvent] = []
+        out.reserveCapacity(rows.count)
+        for row in rows {
+            guard let chain = row.text(0), let seq = row.int(1), let at = row.int(2), let action = row.text(3),
+                let tokenID = row.text(4), let client = row.text(5), let result = row.text(7), let facts = row.text(8)
+            else { throw StoreError.unavailable("an audit event row is incomplete") }
+            let draft = AuditEvent.Draft(
+                at: at, action: action, tokenID: tokenID, client: client, aliasReference: row.text(6), result: result,
+                facts: AuditEvent.decodeFacts(facts))
+            out.append(
+                AuditEvent(
+                    chain: chain, seq: seq, draft: draft, previousMAC: row.bytes(9) ?? [], mac: row.bytes(10) ?? []))
+        }
+        return out
+    }
+}

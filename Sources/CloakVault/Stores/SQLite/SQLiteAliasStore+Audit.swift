@@ -1,0 +1,146 @@
+/// The audit events (issue 59): one row per event, keyed by its chain and place; read newest
+/// first through the time index, or a token's or an alias reference's own index (each ends in
+/// the key, so a page of one token's events is a range of one index and never a sort).
+extension SQLiteAliasStore {
+    static let auditSchema = """
+        CREATE TABLE IF NOT EXISTS audit_events (
+            chain TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            at INTEGER NOT NULL,
+            action TEXT NOT NULL,
+            token_id TEXT NOT NULL,
+            client TEXT NOT NULL,
+            alias_ref TEXT,
+            result TEXT NOT NULL,
+            facts TEXT NOT NULL,
+            prev BLOB NOT NULL,
+            mac BLOB NOT NULL,
+            PRIMARY KEY (chain, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS audit_by_time ON audit_events(at);
+        CREATE INDEX IF NOT EXISTS audit_by_token ON audit_events(token_id, at);
+        CREATE INDEX IF NOT EXISTS audit_by_alias ON audit_events(alias_ref, at) WHERE alias_ref IS NOT NULL;
+        """
+
+    static let auditColumns = "chain, seq, at, action, token_id, client, alias_ref, result, facts, prev, mac"
+
+    package func appendAuditEvents(_ events: [AuditEvent]) throws(StoreError) {
+        for event in events {
+            let s = try db.statement(
+                "INSERT INTO audit_events (\(Self.auditColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")
+            s.bind(1, event.chain)
+            s.bind(2, event.seq)
+            s.bind(3, event.draft.at)
+            s.bind(4, event.draft.action)
+            s.bind(5, event.draft.tokenID)
+            s.bind(6, event.draft.client)
+            s.bind(7, event.draft.aliasReference)
+            s.bind(8, event.draft.result)
+            s.bind(9, AuditEvent.encodeFacts(event.draft.facts))
+            s.bind(10, event.previousMAC)
+            s.bind(11, event.mac)
+            try s.run()
+        }
+    }
+
+    package func auditEvents(_ query: AuditQuery) throws(StoreError) -> [AuditEvent] {
+        var conditions: [String] = []
+        var texts: [(Int32, String)] = []
+        var integers: [(Int32, Int64)] = []
+        var next: Int32 = 1
+        func text(_ column: String, _ value: String?) {
+            guard let value else { return }
+            conditions.append("\(column) = ?\(next)")
+            texts.append((next, value))
+            next += 1
+        }
+        func integer(_ condition: (Int32) -> String, _ value: Int64?) {
+            guard let value else { return }
+            conditions.append(condition(next))
+            integers.append((next, value))
+            next += 1
+        }
+        text("action", query.action)
+        text("token_id", query.tokenID)
+        text("result", query.result)
+        text("alias_ref", query.aliasReference)
+        integer({ "at >= ?\($0)" }, query.from)
+        integer({ "at < ?\($0)" }, query.until)
+        if let cursor = query.cursor {
+            conditions.append("(at, chain, seq) < (?\(next), ?\(next + 1), ?\(next + 2))")
+            integers.append((next, cursor.at))
+            texts.append((next + 1, cursor.chain))
+            integers.append((next + 2, cursor.seq))
+            next += 3
+        }
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let s = try db.statement(
+            "SELECT \(Self.auditColumns) FROM audit_events \(filter) ORDER BY at DESC, chain DESC, seq DESC LIMIT ?\(next)"
+        )
+        defer { s.finish() }
+        for (index, value) in texts { s.bind(index, value) }
+        for (index, value) in integers { s.bind(index, value) }
+        s.bind(next, Int64(query.limit))
+        return try readAuditEvents(s)
+    }
+
+    package func auditChains() throws(StoreError) -> [String] {
+        let s = try db.statement("SELECT DISTINCT chain FROM audit_events ORDER BY chain")
+        defer { s.finish() }
+        var out: [String] = []
+        while try s.step() { if let chain = s.text(0) { out.append(chain) } }
+        return out
+    }
+
+    package func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [AuditEvent] {
+        let s = try db.statement(
+            "SELECT \(Self.auditColumns) FROM audit_events WHERE chain = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
+        defer { s.finish() }
+        s.bind(1, chain)
+        s.bind(2, seq)
+        s.bind(3, Int64(limit))
+        return try readAuditEvents(s)
+    }
+
+    package func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: Int64?] {
+        let pick = try db.statement("SELECT chain, seq FROM audit_events WHERE at < ?1 ORDER BY at LIMIT ?2")
+        pick.bind(1, at)
+        pick.bind(2, Int64(limit))
+        var doomed: [(String, Int64)] = []
+        do {
+            defer { pick.finish() }
+            while try pick.step() {
+                if let chain = pick.text(0), let seq = pick.int64(1) { doomed.append((chain, seq)) }
+            }
+        }
+        for (chain, seq) in doomed {
+            let s = try db.statement("DELETE FROM audit_events WHERE chain = ?1 AND seq = ?2")
+            s.bind(1, chain)
+            s.bind(2, seq)
+            try s.run()
+        }
+        var starts: [String: Int64?] = [:]
+        for chain in Set(doomed.map(\.0)) {
+            let s = try db.statement("SELECT min(seq) FROM audit_events WHERE chain = ?1")
+            defer { s.finish() }
+            s.bind(1, chain)
+            starts[chain] = try s.step() ? .some(s.int64(0)) : .some(nil)
+        }
+        return starts
+    }
+
+    private func readAuditEvents(_ s: Statement) throws(StoreError) -> [AuditEvent] {
+        var out: [AuditEvent] = []
+        while try s.step() {
+            guard let chain = s.text(0), let seq = s.int64(1), let at = s.int64(2), let action = s.text(3),
+                let tokenID = s.text(4), let client = s.text(5), let result = s.text(7), let facts = s.text(8)
+            else { throw StoreError.unavailable("an audit event row is incomplete") }
+            let draft = AuditEvent.Draft(
+                at: at, action: action, tokenID: tokenID, client: client, aliasReference: s.text(6), result: result,
+                facts: AuditEvent.decodeFacts(facts))
+            out.append(
+                AuditEvent(chain: chain, seq: seq, draft: draft, previousMAC: s.blob(9) ?? [], mac: s.blob(10) ?? []))
+        }
+        return out
+    }
+}

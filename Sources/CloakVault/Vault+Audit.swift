@@ -1,0 +1,41 @@
+import CloakCrypto
+
+extension Vault {
+    /// Keeps audit events made without a vault job of their own (a reveal's, a refusal's, a
+    /// token's): chained and committed with the vault's next batch; `completion` once durable.
+    /// Without ``Settings/audit`` nothing is kept and `completion` runs at once.
+    package func recordAudit(
+        _ drafts: [AuditEvent.Draft], completion: @escaping @Sendable (Result<Void, VaultError>) -> Void
+    ) {
+        guard settings.audit != nil, !drafts.isEmpty else { return completion(.success(())) }
+        executor.submit(audit: drafts) { completion(Self.map($0)) }
+    }
+
+    /// Audit events that match `query`, newest first.
+    package func auditEvents(
+        _ query: AuditQuery, completion: @escaping @Sendable (Result<[AuditEvent], VaultError>) -> Void
+    ) {
+        executor.submit(
+            reads: true, { store in try store.auditEvents(query) }, completion: { completion(Self.map($0)) })
+    }
+
+    /// Checks every chain in `store` with the ring's audit key (``AuditVerifier``): the number
+    /// of events and chains read, or the first break. Pages of 1,000 events a chain.
+    package static func verifyAudit(
+        _ store: any AliasStore, keys: KeyRing, heads: [AuditVerifier.Head] = []
+    ) throws -> (events: Int, chains: Int) {
+        var verifier = AuditVerifier(key: keys.derivedMAC(purpose: AuditChain.keyPurpose), heads: heads)
+        let chains = try store.auditChains()
+        for chain in chains {
+            var after: Int64 = 0
+            while true {
+                let page = try store.auditChain(chain, after: after, limit: 1000)
+                for event in page { try verifier.add(event) }
+                guard let last = page.last, page.count == 1000 else { break }
+                after = last.seq
+            }
+        }
+        try verifier.finish()
+        return (verifier.events, chains.count)
+    }
+}

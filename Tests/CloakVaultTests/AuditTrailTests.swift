@@ -1,0 +1,186 @@
+import CloakCore
+import CloakCrypto
+import CloakTesting
+import Foundation
+import Synchronization
+import Testing
+
+@testable import CloakVault
+
+/// A subject that remembers what the vault noted for it, as the service's `Outcome` does.
+private final class Notebook: VaultAuditSubject {
+    let notes = Mutex<[(AuditEvent.Draft, Bool)]>([])
+
+    func draft(aliasReference: String?, result: String, at: Int64) -> AuditEvent.Draft {
+        AuditEvent.Draft(
+            at: at, action: "delete", tokenID: "tok-1", client: "198.51.100.7", aliasReference: aliasReference,
+            result: result)
+    }
+
+    func noted(_ drafts: [AuditEvent.Draft], stored: Bool) { notes.withLock { $0 += drafts.map { ($0, stored) } } }
+    var stored: [AuditEvent.Draft] { notes.withLock { $0.filter(\.1).map(\.0) } }
+}
+
+/// The heads a vault told, in order.
+private final class HeadLog: Sendable {
+    private let heads = Mutex<[AuditVerifier.Head]>([])
+    func add(_ head: AuditVerifier.Head) { heads.withLock { $0.append(head) } }
+    var last: AuditVerifier.Head? { heads.withLock { $0.last } }
+}
+
+/// Audit events in the store (issue 59): a change's event commits with the change, a chain
+/// verifies whole and names the first event someone without the key deleted, altered or cut.
+@Suite struct AuditTrailTests {
+    private static func auditing(_ heads: HeadLog? = nil) -> Vault.Settings {
+        var settings = Vault.Settings(volatileTTLSeconds: 60)
+        settings.audit = AuditSettings(node: "node-1:8080", retentionDays: 400) { head in heads?.add(head) }
+        return settings
+    }
+
+    @Test func aChangeCommitsItsEventAndAFailedOneLeavesNone() throws {
+        try withVaultHarness { h in
+            let vault = try h.openVault(settings: Self.auditing())
+            let alias = try vault.alias("4111111111111111", .FPE_SIX_T_FOUR)
+            let notebook = Notebook()
+            let deleted = try VaultAuditing.current.withValue(notebook) { try vault.deleteSync(alias) }
+            #expect((try? deleted.get()) != nil)
+            // The event is in the store once the delete is answered, and was told as stored.
+            let events = try h.inspector().auditEvents(AuditQuery())
+            #expect(events.count == 1)
+            #expect(events.first?.draft == notebook.stored.first)
+            #expect(events.first?.draft.aliasReference == vault.auditReference(alias))
+            #expect(events.first?.draft.result == "ok")
+            // Deleting again fails (not found): its savepoint is rolled back with its note.
+            let again = try VaultAuditing.current.withValue(notebook) { try vault.deleteSync(alias) }
+            #expect((try? again.get()) == nil)
+            #expect(try h.inspector().auditEvents(AuditQuery()).count == 1)
+            #expect(notebook.stored.count == 1)
+            // Nothing of the value or the alias is in the row.
+            let row = try #require(events.first)
+            let text = "\(row.draft)"
+            #expect(!text.contains("4111111111111111") && !text.contains(alias))
+        }
+    }
+
+    @Test func recordedEventsChainAndVerify() throws {
+        try withVaultHarness { h in
+            let heads = HeadLog()
+            let vault = try h.openVault(settings: Self.auditing(heads))
+            let drafts = (0..<25).map {
+                AuditEvent.Draft(
+                    at: 1_800_000_000_000 + Int64($0), action: "reveal", tokenID: "tok-\($0 % 3)", client: "-",
+                    result: "ok")
+            }
+            for chunk in stride(from: 0, to: drafts.count, by: 5) {
+                let done: Result<Void, VaultError> = try waitForCompletion("recordAudit") { done in
+                    vault.recordAudit(Array(drafts[chunk..<chunk + 5]), completion: done)
+                }
+                try done.get()
+            }
+            vault.close()
+            // At stop the head is told.
+            let head = try #require(heads.last)
+            #expect(head.seq == 25)
+            let verified = try Vault.verifyAudit(try h.inspector(), keys: h.keys, heads: [head])
+            #expect(verified.events == 25 && verified.chains == 1)
+            // Another ring's key cannot verify them (nor have made them).
+            #expect(throws: AuditVerifier.Break.self) {
+                try Vault.verifyAudit(try h.inspector(), keys: KeyRing.generate())
+            }
+        }
+    }
+
+    @Test(arguments: Tampering.allCases)
+    func tamperingIsNamed(_ tampering: Tampering) throws {
+        try withVaultHarness { h in
+            let heads = HeadLog()
+            let vault = try h.openVault(settings: Self.auditing(heads))
+            let drafts = (1...10).map {
+                AuditEvent.Draft(
+                    at: 1_800_000_000_000 + Int64($0), action: "create", tokenID: "tok", client: "-", result: "ok")
+            }
+            let done: Result<Void, VaultError> = try waitForCompletion("recordAudit") { done in
+                vault.recordAudit(drafts, completion: done)
+            }
+            try done.get()
+            vault.close()
+            let head = try #require(heads.last)
+            try h.execute(tampering.sql)
+            do {
+                _ = try Vault.verifyAudit(try h.inspector(), keys: h.keys, heads: [head])
+                Issue.record("\(tampering) was not seen")
+            } catch let broken as AuditVerifier.Break {
+                #expect(broken.seq == tampering.named, "\(broken)")
+            }
+        }
+    }
+
+    enum Tampering: String, CaseIterable, Sendable {
+        case altered, deletedInTheMiddle, deletedAtTheStart, cutOff, swapped
+
+        var sql: String {
+            switch self {
+            case .altered: return "UPDATE audit_events SET result = 'refused' WHERE seq = 4"
+            case .deletedInTheMiddle: return "DELETE FROM audit_events WHERE seq = 6"
+            case .deletedAtTheStart: return "DELETE FROM audit_events WHERE seq <= 2"
+            case .cutOff: return "DELETE FROM audit_events WHERE seq >= 9"
+            case .swapped:
+                return """
+                    UPDATE audit_events SET seq = 100 WHERE seq = 3; UPDATE audit_events SET seq = 3 WHERE seq = 5;
+                    UPDATE audit_events SET seq = 5 WHERE seq = 100;
+                    """
+            }
+        }
+
+        /// The event verify names first.
+        var named: Int64 {
+            switch self {
+            case .altered: return 4
+            case .deletedInTheMiddle: return 6
+            case .deletedAtTheStart: return 2
+            case .cutOff: return 10
+            case .swapped: return 3
+            }
+        }
+    }
+
+    @Test func theSweepTrimsOldEventsAndTheChainStillVerifies() throws {
+        try withVaultHarness { h in
+            let store = try SQLiteAliasStore(path: h.storePath)
+            let key = h.keys.derivedMAC(purpose: AuditChain.keyPurpose)
+            var old = AuditChain(id: "old-node/1/0", key: key)
+            let events = old.seal(
+                (1...6).map {
+                    AuditEvent.Draft(at: Int64($0) * 1000, action: "create", tokenID: "tok", client: "-", result: "ok")
+                })
+            try store.begin()
+            try store.appendAuditEvents(events)
+            try store.commit()
+            let settings = AuditSettings(node: "node", retentionDays: 400) { _ in }
+            let trail = AuditTrail(chain: AuditChain(id: "node/2/0", key: key), settings: settings, sweeps: true)
+            // Two rounds of three: each records what the chain now starts at.
+            #expect(try trail.trim(store, before: 5_000, limit: 3))
+            #expect(try Vault.verifyAudit(store, keys: h.keys).events == 4)
+            #expect(try trail.trim(store, before: 100_000, limit: 3))
+            #expect(try !trail.trim(store, before: 100_000, limit: 3))
+            let verified = try Vault.verifyAudit(store, keys: h.keys)
+            #expect(verified.events == 2 && verified.chains == 1)  // the two trims' own events
+            let trims = try store.auditEvents(AuditQuery(action: AuditTrim.action))
+            #expect(trims.first?.draft.fact("chain:old-node/1/0") == "gone")
+            // Deleting more of a trimmed chain than the trim did is seen.
+            var again = AuditChain(id: "old-node/3/0", key: key)
+            try store.begin()
+            try store.appendAuditEvents(
+                again.seal(
+                    (1...4).map {
+                        AuditEvent.Draft(
+                            at: Int64($0) * 1000, action: "create", tokenID: "tok", client: "-", result: "ok")
+                    }))
+            try store.commit()
+            #expect(try trail.trim(store, before: 2_500, limit: 10))
+            _ = try Vault.verifyAudit(store, keys: h.keys)
+            try h.execute("DELETE FROM audit_events WHERE chain = 'old-node/3/0' AND seq = 3")
+            #expect(throws: AuditVerifier.Break.self) { try Vault.verifyAudit(store, keys: h.keys) }
+        }
+    }
+}
