@@ -362,6 +362,11 @@ if (( ! C_ONLY )); then
     PROXY_AUTH="Bearer $BENCH_TOKEN"
     run_case "POST /egress reveal -> C" POST /egress/bench/v1/charges "$RESULTS_DIR/egress-body.json"
     PROXY_AUTH=""
+    # A reveal by the Vault API: the same card's alias, by a token holder, audited each time.
+    REVEAL_ALIAS=$(sed -n 's/.*"card":"\([^"]*\)".*/\1/p' "$RESULTS_DIR/egress-body.json")
+    BODY_TOKEN=$BENCH_TOKEN
+    run_case "GET /aliases/{alias} reveal" GET "/aliases/$REVEAL_ALIAS" /dev/null
+    BODY_TOKEN=""
 
     CLOAK_RSS=$(peak_rss_mb "$CLOAK_PID")
     [[ -z "${BENCH_CASES:-}" ]] || IDLE_CONNECTIONS=0

@@ -184,3 +184,35 @@ private final class HeadLog: Sendable {
         }
     }
 }
+
+/// A commit whose outcome was not known (a connection broken after COMMIT, a failover): the
+/// chain reads what the store holds before its next write, so it never reuses a place.
+@Suite struct AuditTrailSettleTests {
+    @Test func aChainGoesOnAfterWhatTheStoreHolds() throws {
+        try withVaultHarness { h in
+            let store = try SQLiteAliasStore(path: h.storePath)
+            let key = h.keys.derivedMAC(purpose: AuditChain.keyPurpose)
+            let settings = AuditSettings(node: "node", retentionDays: 400) { _ in }
+            let trail = AuditTrail(chain: AuditChain(id: "node/9/0", key: key), settings: settings, sweeps: false)
+            let draft = AuditEvent.Draft(at: 1, action: "create", tokenID: "t", client: "-", result: "ok")
+            // Committed, though the writer was told it failed.
+            let before = trail.chain.mark
+            try store.begin()
+            try store.appendAuditEvents(trail.chain.seal([draft, draft]))
+            try store.commit()
+            trail.unsure = before
+            try trail.settle(store)
+            #expect(trail.chain.seq == 2)
+            // Not committed: the chain goes back to the mark.
+            let again = trail.chain.mark
+            _ = trail.chain.seal([draft])
+            trail.unsure = again
+            try trail.settle(store)
+            #expect(trail.chain.mark == again)
+            try store.begin()
+            try store.appendAuditEvents(trail.chain.seal([draft]))
+            try store.commit()
+            #expect(try Vault.verifyAudit(store, keys: h.keys).events == 3)
+        }
+    }
+}

@@ -120,7 +120,7 @@ package final class CloakService: Sendable {
                 tracer: state.tracer, sampleRatio: configuration.traces?.sampleRatio ?? 1,
                 trust: configuration.traces?.trustIncomingContext ?? .authenticated)
             CORSMiddleware(allowedOrigins: configuration.corsAllowedOrigins)
-            AuditMiddleware(log: auditLog)
+            AuditMiddleware(log: auditLog, refusals: state.refusals)
             ScopeMiddleware(openTokenize: configuration.openTokenize)
         }
         var unknownToken: UnknownTokenReading?
@@ -226,7 +226,7 @@ package final class CloakService: Sendable {
             valuesPerHour: token.createBucketLimit(default: configuration.limits.bucketValuesPerHour),
             guessLimit: token.lookupBucketLimit(default: configuration.limits.bucketValuesPerHour),
             charge: { [rates] n in rates.chargeToken(token, n) },
-            refused: { [metrics, audit = AuditLog(logger: logger)] refusal, enforced in
+            refused: { [metrics, audit = AuditLog(logger: logger, vault: vault)] refusal, enforced in
                 metrics.bucketLimited(refusal.format.rawValue)
                 // An admission event, not an endpoint's outcome: written when it happens, at warning.
                 audit.record(

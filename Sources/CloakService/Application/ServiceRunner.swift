@@ -39,6 +39,7 @@ package enum ServiceRunner {
         // The store's API credentials before the first request, then every auth.refresh_s.
         service.credentialRefresh?.refreshAndWait()
         service.credentialRefresh?.start()
+        service.state.refusals.start()
         // The BIN table before the first request, then every bins.refresh_s, each reading
         // followed by this node's heartbeat (host name and port: a restart keeps its row).
         service.binRefresh?.announce(as: "\(ProcessInfo.processInfo.hostName):\(server.port)")
@@ -89,6 +90,7 @@ package enum ServiceRunner {
         server.shutdown()
         service.credentialRefresh?.stop()
         service.binRefresh?.stop()
+        service.state.refusals.stop()
         onStopped()
         service.logger.info("stopped")
         LogQueue.standardOutput.flush()

@@ -26,6 +26,8 @@ final class ServiceState: Sendable {
     let credentialRefresh: CredentialRefresh?
     /// The BIN table this node serves (``BinTableRefresh``; nil without a vault).
     let binRefresh: BinTableRefresh?
+    /// Refused credentials, audited as counts a minute (``RefusalTally``).
+    let refusals: RefusalTally
     let elementsSessionKey: HMACKey?
     let egressCA: CertificateAuthority?
     let logSink: LogSink
@@ -54,6 +56,7 @@ final class ServiceState: Sendable {
             CredentialRefresh(
                 vault: $0, directory: directory, interval: configuration.authRefreshSeconds, logger: logger)
         }
+        self.refusals = RefusalTally(log: AuditLog(logger: logger, vault: vault))
         self.binRefresh = vault.map {
             BinTableRefresh(vault: $0, interval: configuration.binsRefreshSeconds, logger: logger)
         }

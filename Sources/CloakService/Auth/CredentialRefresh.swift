@@ -44,7 +44,7 @@ package final class CredentialRefresh: Sendable {
         self.seal = directory.seal ?? CredentialSeal(vault: vault)
         self.interval = interval
         self.logger = logger
-        self.audit = AuditLog(logger: logger)
+        self.audit = AuditLog(logger: logger, vault: vault)
         self.timer = RepeatingTimer(label: "cloak.credential-refresh", interval: interval)
     }
 

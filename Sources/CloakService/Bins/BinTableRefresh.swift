@@ -191,7 +191,7 @@ package final class BinTableRefresh: Sendable {
         loaded.store(true, ordering: .releasing)
         // The read and the build freed several times the table's size: give it back.
         ProcessMemory.releaseFreed()
-        AuditLog(logger: logger).record(
+        AuditLog(logger: logger, vault: vault).record(
             AuditEntry(
                 action: "bins_adopt", tokenID: "-", client: "-", aliasReference: nil, result: "ok",
                 facts: [

@@ -152,13 +152,14 @@ struct EgressHandler: Sendable {
                         vault: $0, operations: route.requestOperations.filter(\.revealsFiles),
                         onRevealed: FileRevealing.recording(
                             route: route.id, tokenID: identity.token?.id ?? "-", client: request.remoteAddress,
-                            vault: $0.vault, log: AuditLog(logger: context.logger),
+                            vault: $0.vault, log: AuditLog(logger: context.logger, vault: $0.vault),
                             metrics: { [metrics = self.metrics] in metrics.fileRevealed(bytes: $0) }))
                 } : nil,
             callerMaySeeValues: identity.token?.scopes.contains(.aliasesReveal) ?? false,
             stepsRan: route.stepNames.isEmpty ? nil : StepsRan())
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true, trustedContext: trustedContext)
         let tokenID = identity.token?.id ?? "-"
+        let audit = AuditLog(logger: context.logger, vault: vault)
         let sink = context.logSink
         let metrics = self.metrics
         return .later { finish in
@@ -186,9 +187,18 @@ struct EgressHandler: Sendable {
                     line.field("upstream_status", outcome.upstreamStatus.map(String.init) ?? "-")
                     line.write(to: sink)
                     metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
-                    finish(
-                        response, error: outcome.error,
-                        route: Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed))
+                    let facts = Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed)
+                    guard outcome.revealed > 0 else { return finish(response, error: outcome.error, route: facts) }
+                    // Revealed values left for the provider: audited before the answer leaves.
+                    audit.recordDurably(
+                        AuditEntry(
+                            action: "reveal", tokenID: tokenID, client: request.remoteAddress, result: "ok",
+                            facts: [("via", "egress"), ("route", route.id), ("count", String(outcome.revealed))]),
+                        loop: request.loop
+                    ) { failure in
+                        if let failure { return finish(.error(failure)) }
+                        finish(response, error: outcome.error, route: facts)
+                    }
                 }
             } catch {
                 metrics.record(route: route.id, status: error.code.httpStatus, revealed: 0)

@@ -43,14 +43,25 @@ struct ProxyHandler: RequestHandler {
             request.headers, keepAuthorization: keepAuthorization, trustedContext: c.trustsCallerContext)
         guard let formName = route.form else {
             let call = try operationsCall(route, client: request.remoteAddress)
+            let audit = AuditLog(logger: context.logger, vault: vault?.vault)
+            let tokenID = identity.token?.id ?? "-"
             return .later { finish in
                 do throws(CloakError) {
                     try call.start(request, rest: rest, headers: headers, body: request.body) { response, outcome in
                         let steps = call.stepsRan?.names ?? ""
                         if !steps.isEmpty { call.trace?.span.set("steps", steps) }
-                        finish(
-                            response, error: outcome.error,
-                            route: Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed))
+                        let facts = Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed)
+                        guard outcome.revealed > 0 else { return finish(response, error: outcome.error, route: facts) }
+                        // Values revealed to the backend: audited before the answer leaves.
+                        audit.recordDurably(
+                            AuditEntry(
+                                action: "reveal", tokenID: tokenID, client: request.remoteAddress, result: "ok",
+                                facts: [("via", "route"), ("route", route.id), ("count", String(outcome.revealed))]),
+                            loop: request.loop
+                        ) { failure in
+                            if let failure { return finish(.error(failure)) }
+                            finish(response, error: outcome.error, route: facts)
+                        }
                     }
                 } catch {
                     finish(.error(error))
@@ -106,7 +117,8 @@ struct ProxyHandler: RequestHandler {
                         vault: $0, operations: route.requestOperations.filter(\.revealsFiles),
                         onRevealed: FileRevealing.recording(
                             route: route.id, tokenID: identity.token?.id ?? "-", client: client,
-                            vault: $0.vault, log: AuditLog(logger: context.logger), metrics: onFileRevealed))
+                            vault: $0.vault, log: AuditLog(logger: context.logger, vault: $0.vault),
+                            metrics: onFileRevealed))
                 } : nil,
             callerMaySeeValues: identity.token?.scopes.contains(.aliasesReveal) ?? false,
             stepsRan: route.stepNames.isEmpty ? nil : StepsRan())

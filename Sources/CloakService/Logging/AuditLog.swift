@@ -1,4 +1,5 @@
 import CloakCore
+import CloakHTTP
 import CloakVault
 import Logging
 import Synchronization
@@ -47,11 +48,16 @@ struct AuditEntry: Sendable {
     }
 }
 
-/// Where audit lines go: the service's logger at `info`, message `audit`.
+/// Where audit lines go: the service's logger at `info`, message `audit`; and, given the vault,
+/// the store's audit events (an entry not yet ``AuditEntry/stored`` is kept with the vault's next
+/// commit). Events made outside a request (a node adopting tokens or a BIN table, a guess
+/// limit's refusal, a route's file reveal) are kept this way: nothing waits on them.
 struct AuditLog: Sendable {
     let logger: Logger
+    var vault: Vault? = nil
 
     func record(_ entry: AuditEntry, level: Logger.Level = .info) {
+        defer { if !entry.stored, let vault { keep(entry, in: vault) } }
         var metadata: Logger.Metadata = [
             "action": .string(entry.action), "token_id": .string(entry.tokenID), "client": .string(entry.client),
             "result": .string(entry.result),
@@ -59,6 +65,34 @@ struct AuditLog: Sendable {
         if let reference = entry.aliasReference { metadata["alias_ref"] = .string(reference) }
         for (key, value) in entry.facts { metadata[key] = .string(value) }
         logger.log(level: level, "audit", metadata: metadata)
+    }
+
+    /// Logs `entry` and calls `then` on `loop` once it is in the store, or with the error to
+    /// answer instead of the answer it records ("audit must succeed"): for what a handler
+    /// records outside its request's ``Outcome`` (a route's reveals). Without a vault, at once.
+    func recordDurably(
+        _ entry: AuditEntry, loop: LoopHandle?, then: @escaping @Sendable (CloakError?) -> Void
+    ) {
+        var logged = entry
+        logged.stored = true
+        record(logged)
+        guard let vault else { return then(nil) }
+        vault.recordAudit([entry.draft]) { result in
+            let failure: CloakError? =
+                if case .failure = result {
+                    .storeUnavailable("the audit trail could not be written; the answer was withheld")
+                } else { nil }
+            if let loop { loop.execute { then(failure) } } else { then(failure) }
+        }
+    }
+
+    private func keep(_ entry: AuditEntry, in vault: Vault) {
+        vault.recordAudit([entry.draft]) { [logger] result in
+            guard case let .failure(error) = result else { return }
+            logger.error(
+                "an audit event could not be stored",
+                metadata: ["action": .string(entry.action), "error": .string(StoreError.forClients("\(error)"))])
+        }
     }
 }
 

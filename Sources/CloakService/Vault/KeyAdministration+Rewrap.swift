@@ -46,7 +46,7 @@ extension KeyAdministration {
             }
         }
         report.audit = try record(
-            "keys.rewrap",
+            "keys.rewrap", ring: opened.ring,
             [
                 ("current", .string(report.current)),
                 (

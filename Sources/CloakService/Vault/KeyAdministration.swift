@@ -91,7 +91,7 @@ package struct KeyAdministration {
             throw Failure("another process changed the key ring meanwhile; run the command again")
         }
         let audit = try record(
-            "keys.rotate",
+            "keys.rotate", ring: opened.ring,
             [
                 ("from", .string(opened.ring.currentID)), ("to", .string(next.currentID)),
                 ("versions", .string(next.keys.map(\.id).joined(separator: ","))),
@@ -138,14 +138,16 @@ package struct KeyAdministration {
             throw Failure("another process changed the key ring meanwhile; run the command again")
         }
         return try record(
-            "keys.retire",
+            "keys.retire", ring: opened.ring,
             [("version", .string(version)), ("versions", .string(next.keys.map(\.id).joined(separator: ",")))])
     }
 
     // MARK: Audit
 
-    /// Prints nothing: returns the line and keeps it in the store.
-    func record(_ action: String, _ fields: [(String, JSONValue)]) throws -> String {
+    /// Prints nothing: returns the line and keeps it in the store: in the key audit trail, and as
+    /// an audit event of this command's chain (``CommandAudit``; `client` is `cli`, the token the
+    /// operator's user name).
+    func record(_ action: String, ring: KeyRing, _ fields: [(String, JSONValue)]) throws -> String {
         let now = UTCTimestamp.now()
         var members: [(key: String, value: JSONValue)] = [
             ("ts", .string(UTCTimestamp.string(seconds: now.seconds, milliseconds: now.milliseconds))),
@@ -156,6 +158,13 @@ package struct KeyAdministration {
         members.append(("user", .string(user)))
         let line = String(decoding: JSONWriter.encode(.object(members)), as: UTF8.self)
         try store.appendKeyAudit(line, at: Int64(now.seconds))
+        let facts = fields.compactMap { key, value in value.stringValue.map { AuditEvent.Fact(key, $0) } }
+        try CommandAudit.append(
+            [
+                AuditEvent.Draft(
+                    at: Int64(now.seconds) * 1000 + Int64(now.milliseconds), action: action, tokenID: "cli:" + user,
+                    client: "cli", result: "ok", facts: facts)
+            ], keys: ring, to: store)
         return line
     }
 }

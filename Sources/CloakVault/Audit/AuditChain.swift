@@ -40,6 +40,13 @@ package struct AuditChain: Sendable {
         head = mark.head
     }
 
+    /// Goes on after `event`, the chain's last in the store (read back after a commit whose
+    /// outcome was not known).
+    package mutating func resume(after event: AuditEvent) {
+        seq = event.seq
+        head = event.mac
+    }
+
     /// The next links of the chain, one per draft, in order.
     package mutating func seal(_ drafts: [AuditEvent.Draft]) -> [AuditEvent] {
         drafts.map { draft in

@@ -31,6 +31,10 @@ package struct AuditSettings: Sendable {
 /// stop, and (the first thread only) the retention sweep. Touched on that thread only.
 final class AuditTrail {
     var chain: AuditChain
+    /// Where the chain stood before a write whose commit failed: a connection can break after
+    /// the server committed (a failover), so what the store holds is read before the next
+    /// write (``settle(_:)``), else that write would reuse a place and fail for good.
+    var unsure: AuditChain.Mark?
     private let settings: AuditSettings
     private let sweeps: Bool
     private var reported: Int64 = 0
@@ -44,6 +48,18 @@ final class AuditTrail {
 
     /// Events older than this (milliseconds since the epoch) are swept.
     var cutoff: Int64 { VaultAuditing.nowMilliseconds() - Int64(settings.retentionDays) * 86_400_000 }
+
+    /// Makes the chain agree with the store after a failed commit: it goes on after the last
+    /// event of it the store holds past the mark, or from the mark when there is none.
+    func settle(_ store: any AliasStore) throws {
+        guard let mark = unsure else { return }
+        if let last = try store.auditChain(chain.id, after: mark.seq, limit: 1_000_000).last {
+            chain.resume(after: last)
+        } else {
+            chain.restore(mark)
+        }
+        unsure = nil
+    }
 
     /// Tells the head when it moved since last told.
     func reportHead() {
@@ -66,9 +82,11 @@ final class AuditTrail {
     /// Returns whether anything was deleted.
     @discardableResult
     func trim(_ store: any AliasStore, before: Int64, limit: Int = 5000) throws -> Bool {
-        let mark = chain.mark
+        var mark: AuditChain.Mark?
         do {
             try store.begin()
+            try settle(store)
+            mark = chain.mark
             var starts = try store.deleteAuditEvents(before: before, limit: limit)
             guard !starts.isEmpty else {
                 try store.commit()
@@ -84,7 +102,7 @@ final class AuditTrail {
             return true
         } catch {
             store.rollback()
-            chain.restore(mark)
+            if let mark { unsure = mark }
             throw error
         }
     }

@@ -384,14 +384,19 @@ final class VaultExecutor: @unchecked Sendable {
                 }
             }
         }
-        let chainMark = trail?.chain.mark
+        var chainMark: AuditChain.Mark?
         do {
             // The kept notes, chained, in the same transaction as what they record.
-            if !noted.isEmpty, trail != nil { try store.appendAuditEvents(trail!.chain.seal(noted.flatMap(\.drafts))) }
+            if !noted.isEmpty, let trail {
+                try trail.settle(store)
+                chainMark = trail.chain.mark
+                try store.appendAuditEvents(trail.chain.seal(noted.flatMap(\.drafts)))
+            }
             try store.commit()
         } catch {
             store.rollback()
-            if let chainMark { trail?.chain.restore(chainMark) }
+            // Committed or not, the store says which at the next write.
+            if let chainMark { trail?.unsure = chainMark }
             if retryOnConflict && Self.isConflict(error) { return .conflicted }
             for f in failed { f.job.fail(f.error) }
             return abandon(committed.map(\.job), error, reading: reading)
