@@ -63,6 +63,33 @@ package final class AsymmetricKey: PrivateKeyOperations, @unchecked Sendable {
         return try AsymmetricKey(key: parsed, isPrivate: isPrivate)
     }
 
+    /// A new private key of `kind` (RSA of `bits`), made for one use and thrown away: the route
+    /// inspector signs with one of the configured key's kind, never with that key.
+    package static func generate(_ kind: AsymmetricKeyKind, bits: Int = 2048) throws(CryptoError) -> AsymmetricKey {
+        let name =
+            switch kind {
+            case .rsa: "RSA"
+            case .ecP256: "EC"
+            case .ed25519: "ED25519"
+            }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, name, nil) else {
+            throw CryptoError("OpenSSL cannot make \(kind.rawValue) keys")
+        }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        var ok = EVP_PKEY_keygen_init(ctx) == 1
+        switch kind {
+        case .rsa: ok = ok && EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(max(bits, 2048))) == 1
+        case .ecP256: ok = ok && EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1
+        case .ed25519: break
+        }
+        var key: OpaquePointer?
+        guard ok, EVP_PKEY_generate(ctx, &key) == 1, let key else {
+            ERR_clear_error()
+            throw CryptoError("OpenSSL could not make a \(kind.rawValue) key")
+        }
+        return try AsymmetricKey(key: key, isPrivate: true)
+    }
+
     // MARK: Signatures
 
     package func sign(_ message: [UInt8], _ algorithm: SignatureAlgorithm) throws(CryptoError) -> [UInt8] {

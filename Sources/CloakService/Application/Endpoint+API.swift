@@ -134,6 +134,15 @@ extension Endpoint {
             guard let vault = s.vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
             return try AdminAuditHandler(vault: vault).search(c.request)
         },
+        Endpoint(
+            "routes-test", .POST, "/admin/routes/{id}/test", access: .scope(.routesTest), rate: .caller,
+            audit: "routes_test"
+        ) { s, c throws(CloakError) in
+            try AdminRoutesHandler(
+                routes: s.configuration.routes + s.configuration.egress.routes,
+                maxBatch: s.configuration.vault.maxBatch, outcome: c.outcome
+            ).test(c.request, id: c.parameter("id"))
+        },
         Endpoint("tokens-list", .GET, "/admin/tokens", access: .scope(.tokensAdmin), rate: .caller) {
             s, c throws(CloakError) in try s.adminTokens(c).list()
         },

@@ -20,6 +20,8 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     package static let tokensAdmin = Scope("tokens:admin")
     /// The audit events (`GET /admin/audit`, issue 59).
     package static let auditRead = Scope("audit:read")
+    /// The route inspector (`POST /admin/routes/{id}/test`, issue 59).
+    package static let routesTest = Scope("routes:test")
     /// Every egress route's scope at once.
     package static let egressAll = Scope("egress:*")
 
@@ -31,7 +33,7 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Every fixed scope (without the per-route `egress:<id>`).
     package static let known: [Scope] = [
         .aliasesCreate, .aliasesReveal, .aliasesLookup, .aliasesUpdate, .aliasesDelete, .filesReveal, .binsRead,
-        .egressAll, .tokensAdmin, .auditRead,
+        .egressAll, .tokensAdmin, .auditRead, .routesTest,
     ]
 
     /// `text` as a scope: a known one, or `egress:<route id>` (an id ``EgressSettings`` would
