@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Instructions a request of one case, from callgrind (user space, every thread).
 #
-# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|dedupe|egress|egress-plain|egress-signed|inbound
+# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|dedupe|reveal|egress|egress-plain|egress-signed|inbound
 #
 # egress: one stored card's alias revealed on the way to the C reference server (bench.sh's
 # egress case; the C server is built and started here); egress-plain: the same route with
 # nothing to reveal (the two HTTP exchanges alone); egress-signed: egress, then a Content-Digest and
 # an RFC 9421 hmac-sha256 signature (issue 49's steps, Benchmarks/steps.sh's hmac route); aliases: POST /aliases with a new value each
 # time (a record created and committed per request); dedupe: the same card every time (found, not
-# written: bench.sh's dedupe case); tokens: the checkout form's six fields to
+# written: bench.sh's dedupe case); reveal: GET /aliases/{alias} of one stored card by a token
+# holder (bench.sh's reveal case, an audited reveal); tokens: the checkout form's six fields to
 # POST /forms/checkout/tokens, open tokenize without a token (every value stored anew); inbound:
 # bench.sh's inbound route (a card field aliased, one record written, forwarded to the C server).
 # The binary is copied without DWARF (valgrind 3.19 cannot read Swift's DWARF 5; STRIP=0 keeps a
@@ -26,7 +27,7 @@ sed -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {re
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 C_PID=""
-if [[ $CASE == egress* || $CASE == aliases || $CASE == dedupe ]]; then
+if [[ $CASE == egress* || $CASE == aliases || $CASE == dedupe || $CASE == reveal ]]; then
     TOKEN="cg-$RANDOM$RANDOM"
     HASH=$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)
     sed -i "s/^  tokens: \[\].*/  tokens: [{id: cg, sha256: \"$HASH\", scopes: [aliases:create, aliases:reveal, \"egress:*\"]}]/" $W/c.yaml
@@ -60,7 +61,7 @@ for i in $(seq 200); do curl -fs -o /dev/null http://127.0.0.1:$PORT/healthz && 
 if [[ $CASE == healthz ]]; then run() { wrk -t1 -c8 -d"$1"s http://127.0.0.1:$PORT/healthz; }
 elif [[ $CASE == aliases ]]; then
     run() { TOKEN=$TOKEN wrk -t1 -c8 -d"$1"s -s Benchmarks/load/aliases.lua http://127.0.0.1:$PORT/aliases; }
-elif [[ $CASE == egress* ]]; then
+elif [[ $CASE == egress* || $CASE == reveal ]]; then
     ALIAS=$(curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $TOKEN" \
         --data-binary '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}' http://127.0.0.1:$PORT/aliases \
         | sed -n 's/.*"alias":"\([^"]*\)".*/\1/p')
@@ -68,6 +69,9 @@ elif [[ $CASE == egress* ]]; then
     if [[ $CASE != egress-plain ]]; then printf '{"card":"%s","amount":1000}' "$ALIAS" > $W/body.json
     else printf '{"card":"none","amount":1000}' > $W/body.json; fi
     run() { BODY_FILE=$W/body.json METHOD=POST PROXY_AUTH="Bearer $TOKEN" TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/egress/$ROUTE/v1/charges; }
+    if [[ $CASE == reveal ]]; then
+        run() { BODY_FILE=/dev/null METHOD=GET TOKEN=$TOKEN wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases/$ALIAS; }
+    fi
 elif [[ $CASE == dedupe ]]; then
     printf '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage":"PERSISTENT"}]}' > $W/body.json
     run() { BODY_FILE=$W/body.json METHOD=POST TOKEN=$TOKEN wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases; }

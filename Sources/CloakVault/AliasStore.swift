@@ -125,10 +125,11 @@ package protocol AliasStore: FileStore {
     func auditChains() throws(StoreError) -> [String]
     /// Up to `limit` events of `chain` after place `seq`, in place order.
     func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [AuditEvent]
-    /// Deletes up to `limit` of the oldest events before `at` (milliseconds), through the time
-    /// index; answers, for each chain it deleted from, the place of its first event left (nil:
-    /// none is left).
-    func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: Int64?]
+    /// Deletes up to `limit` events from before `at` (milliseconds), each chain's from its start
+    /// and never past its first event from `at` on (a chain keeps no hole); answers, for each
+    /// chain it deleted from, where it starts now. A store that several nodes share lets one
+    /// sweeper at a time do it (the others answer none).
+    func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start]
 }
 
 extension AliasStore {

@@ -161,7 +161,7 @@ extension Vault {
             if cache != nil { records.append(record) }
             // Audited with the write, in its transaction; the same word whether the value was
             // new or already stored.
-            VaultAuditing.note(auditReference(alias.alias), "ok")
+            VaultAuditing.note(auditReference(alias.alias), "ok", .create)
             out.append(answer(item, record: record, alias: alias, caller: caller))
         }
         return Created(answers: out, records: records)

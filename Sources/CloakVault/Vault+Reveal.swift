@@ -4,18 +4,22 @@ import Foundation
 import Synchronization
 
 extension Vault {
-    /// Reveals each alias found (expired ones are not found).
+    /// Reveals each alias found (expired ones are not found). An audited reveal
+    /// (``VaultAuditing/current``) notes each alias found or not and writes the notes in its own
+    /// transaction: it is a write job then, and the values reach the caller only once their
+    /// events are committed.
     package func reveal(
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
         executor.submit(
-            reads: true,
+            reads: VaultAuditing.current.get() == nil,
             { [self] store in
                 // One statement for all of them where the store is a server.
                 let found = try store.records(aliases: aliases)
                 var out: [String: RevealedRecord] = [:]
                 for alias in aliases {
                     if let record = try live(found[alias], alias: alias) { out[alias] = try open(record, in: store) }
+                    VaultAuditing.note(auditReference(alias), out[alias] == nil ? "not_found" : "ok", .reveal)
                 }
                 return out
             }, completion: { completion(Self.map($0)) })

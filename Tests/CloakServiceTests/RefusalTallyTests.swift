@@ -57,3 +57,12 @@ import Testing
         #expect(written.contains { $0["client"] as? String == "*" && $0["count"] as? String == "500" })
     }
 }
+
+extension RefusalTallyTests {
+    @Test func anIPv6AddressCountsAsItsSlash64() {
+        #expect(RefusalTally.counted("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64")
+        #expect(RefusalTally.counted("2001:db8:1:2::1") == RefusalTally.counted("2001:db8:1:2:ffff::9"))
+        #expect(RefusalTally.counted("203.0.113.5") == "203.0.113.5")
+        #expect(RefusalTally.counted("not an address") == "not an address")
+    }
+}

@@ -11,7 +11,7 @@ import Testing
 private final class Notebook: VaultAuditSubject {
     let notes = Mutex<[(AuditEvent.Draft, Bool)]>([])
 
-    func draft(aliasReference: String?, result: String, at: Int64) -> AuditEvent.Draft {
+    func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft? {
         AuditEvent.Draft(
             at: at, action: "delete", tokenID: "tok-1", client: "198.51.100.7", aliasReference: aliasReference,
             result: result)
@@ -166,7 +166,7 @@ private final class HeadLog: Sendable {
             let verified = try Vault.verifyAudit(store, keys: h.keys)
             #expect(verified.events == 2 && verified.chains == 1)  // the two trims' own events
             let trims = try store.auditEvents(AuditQuery(action: AuditTrim.action))
-            #expect(trims.first?.draft.fact("chain:old-node/1/0") == "gone")
+            #expect(trims.first?.draft.fact("chain:old-node/1/0") == "gone 7")
             // Deleting more of a trimmed chain than the trim did is seen.
             var again = AuditChain(id: "old-node/3/0", key: key)
             try store.begin()

@@ -105,7 +105,7 @@ package final class CloakService: Sendable {
 
         // The order is the order of the way in; answers pass back in reverse (``Door``).
         let metrics = state.metrics
-        let auditLog = AuditLog(logger: logger)
+        let auditLog = AuditLog(logger: logger, sink: state.logSink)
         let api = MiddlewareChain.build {
             AccessLogMiddleware(log: accessLog)
             MetricsMiddleware(metrics: metrics)

@@ -129,10 +129,12 @@ extension Endpoint {
             "tokens-create", .POST, "/admin/tokens", access: .scope(.tokensAdmin), rate: .caller,
             audit: "tokens_create"
         ) { s, c throws(CloakError) in try s.adminTokens(c).create(c.request) },
-        Endpoint("audit-search", .GET, "/admin/audit", access: .scope(.auditRead), rate: .caller) {
+        Endpoint(
+            "audit-search", .GET, "/admin/audit", access: .scope(.auditRead), rate: .caller, audit: "audit_read"
+        ) {
             s, c throws(CloakError) in
             guard let vault = s.vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
-            return try AdminAuditHandler(vault: vault).search(c.request)
+            return try AdminAuditHandler(vault: vault, outcome: c.outcome).search(c.request)
         },
         Endpoint(
             "routes-test", .POST, "/admin/routes/{id}/test", access: .scope(.routesTest), rate: .caller,

@@ -138,10 +138,16 @@ struct EgressHandler: Sendable {
         // card comes back as its stored alias), under the token's admission: per-value charge and
         // bucket limit.
         let caller = AliasCaller(mayReveal: false, anonymous: false)
+        // Each alias revealed for the provider is audited in the reveal's own transaction: its
+        // event is durable before the value leaves (``VaultAuditing``).
+        let revealed = Outcome(
+            action: "reveal", tokenID: identity.token?.id ?? "-", client: request.remoteAddress,
+            facts: [("via", "egress"), ("route", route.id)], only: .reveal)
         let client = vault.map {
             VaultClient(
                 vault: $0, loop: request.loop, admission: admission, lookupValuesPerHour: lookupValuesPerHour,
-                onUnavailable: CloakService.logUnavailable(context.logger), trace: trace, bins: bins)
+                onUnavailable: CloakService.logUnavailable(context.logger), trace: trace, bins: bins,
+                audit: revealed)
         }
         let call = RouteCall(
             route: route, vault: client, requestCaller: caller, responseCaller: caller,
@@ -159,7 +165,7 @@ struct EgressHandler: Sendable {
             stepsRan: route.stepNames.isEmpty ? nil : StepsRan())
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true, trustedContext: trustedContext)
         let tokenID = identity.token?.id ?? "-"
-        let audit = AuditLog(logger: context.logger, vault: vault)
+        let audit = AuditLog(logger: context.logger, sink: context.logSink)
         let sink = context.logSink
         let metrics = self.metrics
         return .later { finish in
@@ -187,18 +193,10 @@ struct EgressHandler: Sendable {
                     line.field("upstream_status", outcome.upstreamStatus.map(String.init) ?? "-")
                     line.write(to: sink)
                     metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
-                    let facts = Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed)
-                    guard outcome.revealed > 0 else { return finish(response, error: outcome.error, route: facts) }
-                    // Revealed values left for the provider: audited before the answer leaves.
-                    audit.recordDurably(
-                        AuditEntry(
-                            action: "reveal", tokenID: tokenID, client: request.remoteAddress, result: "ok",
-                            facts: [("via", "egress"), ("route", route.id), ("count", String(outcome.revealed))]),
-                        loop: request.loop
-                    ) { failure in
-                        if let failure { return finish(.error(failure)) }
-                        finish(response, error: outcome.error, route: facts)
-                    }
+                    for entry in revealed.recorded { audit.record(entry) }
+                    finish(
+                        response, error: outcome.error,
+                        route: Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed))
                 }
             } catch {
                 metrics.record(route: route.id, status: error.code.httpStatus, revealed: 0)

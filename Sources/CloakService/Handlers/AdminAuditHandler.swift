@@ -7,16 +7,27 @@ import Foundation
 /// time range (`from`, `until`: RFC 3339 or milliseconds since the epoch), `action`, `token`,
 /// `result` and `alias_ref`, `limit` (1 to 500, default 100) a page; `next` in the answer is the
 /// `cursor` of the page after. An unknown parameter, or one given twice, is refused: a typo must
-/// not widen a search into "everything".
+/// not widen a search into "everything". Without `from`, a search covers the ``defaultWindowDays``
+/// before `until` (or now): only the time and alias indexes serve a search, and the vault's
+/// thread must not scan a year of events for one token.
 struct AdminAuditHandler {
     let vault: Vault
+    /// The search is audited too (`audit_read`: its filters, never its answer).
+    var outcome: Outcome? = nil
 
     static let parameters: Set<String> = ["from", "until", "action", "token", "result", "alias_ref", "cursor", "limit"]
     static let maxLimit = 500
+    static let defaultWindowDays: Int64 = 31
 
     func search(_ request: HTTPRequest) throws(CloakError) -> Reply {
-        let query = try Self.parse(request.query)
-        return .later { [vault] finish in
+        let query = try Self.parse(request.query, now: VaultAuditing.nowMilliseconds())
+        let outcome = self.outcome
+        var facts: [(String, String)] = []
+        if let action = query.action { facts.append(("action", action)) }
+        if let token = query.tokenID { facts.append(("token", token)) }
+        if let result = query.result { facts.append(("result", result)) }
+        if let reference = query.aliasReference { facts.append(("alias_ref", reference)) }
+        return .later { [vault, facts] finish in
             vault.auditEvents(
                 AuditQuery(
                     from: query.from, until: query.until, action: query.action, tokenID: query.tokenID,
@@ -26,6 +37,7 @@ struct AdminAuditHandler {
                 switch result {
                 case let .success(events):
                     let page = Array(events.prefix(query.limit))
+                    outcome?.alias(nil, "ok", facts: facts + [("count", String(page.count))])
                     let next =
                         events.count > query.limit
                         ? page.last.map { Self.cursorText(AuditQuery.Cursor(after: $0)) } : nil
@@ -65,7 +77,7 @@ struct AdminAuditHandler {
     }
 
     /// The query, checked whole before the store is asked anything.
-    static func parse(_ query: String?) throws(CloakError) -> AuditQuery {
+    static func parse(_ query: String?, now: Int64) throws(CloakError) -> AuditQuery {
         var out = AuditQuery(limit: 100)
         var seen = Set<String>()
         for pair in (query ?? "").split(separator: "&", omittingEmptySubsequences: true) {
@@ -98,6 +110,7 @@ struct AdminAuditHandler {
             }
         }
         if let from = out.from, let until = out.until, from >= until { throw .malformed("from must be before until") }
+        if out.from == nil { out.from = max(0, (out.until ?? now) - defaultWindowDays * 86_400_000) }
         return out
     }
 

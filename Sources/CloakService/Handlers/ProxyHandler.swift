@@ -42,26 +42,21 @@ struct ProxyHandler: RequestHandler {
         let headers = route.forwardedHeaders(
             request.headers, keepAuthorization: keepAuthorization, trustedContext: c.trustsCallerContext)
         guard let formName = route.form else {
-            let call = try operationsCall(route, client: request.remoteAddress)
-            let audit = AuditLog(logger: context.logger, vault: vault?.vault)
-            let tokenID = identity.token?.id ?? "-"
+            // Each alias revealed for the backend is audited in the reveal's own transaction.
+            let revealed = Outcome(
+                action: "reveal", tokenID: identity.token?.id ?? "-", client: request.remoteAddress,
+                facts: [("via", "route"), ("route", route.id)], only: .reveal)
+            let call = try operationsCall(route, client: request.remoteAddress, audit: revealed)
+            let audit = AuditLog(logger: context.logger, sink: context.logSink)
             return .later { finish in
                 do throws(CloakError) {
                     try call.start(request, rest: rest, headers: headers, body: request.body) { response, outcome in
                         let steps = call.stepsRan?.names ?? ""
                         if !steps.isEmpty { call.trace?.span.set("steps", steps) }
-                        let facts = Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed)
-                        guard outcome.revealed > 0 else { return finish(response, error: outcome.error, route: facts) }
-                        // Values revealed to the backend: audited before the answer leaves.
-                        audit.recordDurably(
-                            AuditEntry(
-                                action: "reveal", tokenID: tokenID, client: request.remoteAddress, result: "ok",
-                                facts: [("via", "route"), ("route", route.id), ("count", String(outcome.revealed))]),
-                            loop: request.loop
-                        ) { failure in
-                            if let failure { return finish(.error(failure)) }
-                            finish(response, error: outcome.error, route: facts)
-                        }
+                        for entry in revealed.recorded { audit.record(entry) }
+                        finish(
+                            response, error: outcome.error,
+                            route: Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed))
                     }
                 } catch {
                     finish(.error(error))
@@ -98,7 +93,7 @@ struct ProxyHandler: RequestHandler {
     /// or revealed, one vault job per kind and message. Reveal needs a token with
     /// `aliases:reveal`: an answer's revealed values reach the caller, and a request's reach the
     /// upstream on the caller's word.
-    private func operationsCall(_ route: Route, client: String) throws(CloakError) -> RouteCall {
+    private func operationsCall(_ route: Route, client: String, audit: Outcome) throws(CloakError) -> RouteCall {
         if route.reveals { _ = try identity.require(.aliasesReveal) }
         // A file leaves the vault only for a caller that holds files:reveal as well.
         if route.revealsFiles { _ = try identity.require(.filesReveal) }
@@ -107,8 +102,10 @@ struct ProxyHandler: RequestHandler {
         let requestCaller =
             route.redactsRequest || route.unselectedCards == .redact
             ? try identity.aliasCaller(openTokenize: context.configuration.openTokenize) : .anonymous
+        var audited = vault
+        audited?.audit = audit
         return RouteCall(
-            route: route, vault: vault, requestCaller: requestCaller,
+            route: route, vault: audited, requestCaller: requestCaller,
             responseCaller: AliasCaller(mayReveal: false, anonymous: !identity.isCreator), limitName: "vault.max_batch",
             trace: trace,
             files: route.revealsFiles

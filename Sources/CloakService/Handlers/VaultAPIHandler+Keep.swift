@@ -27,11 +27,16 @@ extension VaultAPIHandler {
         let caller = try identity.aliasCaller(openTokenize: false, requiresToken: true)
         let items = try Self.parseKeep(try request.jsonBody(), maxBatch: vault.settings.maxBatch)
         let wanted = Array(Set(items.map(\.alias).filter(Self.isPlausibleAlias)))
+        // The intents are read unaudited: a kept item's event is its canonical create's, a
+        // refused one's the handler's (one event an item).
+        var unaudited = vault
+        unaudited.audit = nil
+        let reader = unaudited
         return .later { finish in
             // As a lookup: each alias costs one request of the token's rate, and aliases that are
             // not found count as guesses in their buckets (keep answers whether an alias is a
             // live intent, and its canonical alias: a scan of candidates would find cards).
-            vault.revealGuessing(wanted) { result in
+            reader.revealGuessing(wanted) { result in
                 guard case let .success(found) = result else {
                     if case let .failure(error) = result { finish(.error(error.cloakError { _ in "data" })) }
                     return

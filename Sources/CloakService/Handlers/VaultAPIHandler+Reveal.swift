@@ -16,7 +16,7 @@ extension VaultAPIHandler {
             vault.revealGuessing([alias]) { result in
                 switch result {
                 case let .success(found):
-                    audit(alias, found[alias] == nil ? "not_found" : "ok")
+                    // Each alias's event committed with the reveal (``VaultAuditing``).
                     if let record = found[alias] {
                         finish(
                             .json(
@@ -34,7 +34,11 @@ extension VaultAPIHandler {
 
     /// `{"attributes": {…}}` of the record an alias names (404 when it keeps none).
     private func attributesOnly(_ alias: String) -> Reply {
-        .later { finish in
+        // Noted here, with what was shown (attributes or nothing), not as a reveal.
+        var unaudited = self.vault
+        unaudited.audit = nil
+        let vault = unaudited
+        return .later { finish in
             vault.revealGuessing([alias]) { result in
                 switch result {
                 case let .success(found):
@@ -83,7 +87,8 @@ extension VaultAPIHandler {
             vault.revealGuessing(plausible) { result in
                 switch result {
                 case let .success(found):
-                    for alias in aliases { audit(alias, found[alias] == nil ? "not_found" : "ok") }
+                    // The vault noted those it was asked; an alias that cannot name one was not asked.
+                    for alias in aliases where !Self.isPlausibleAlias(alias) { audit(alias, "not_found") }
                     guard !found.isEmpty else { return finish(.error(.notFound("none of the aliases exists"))) }
                     var answer = JSONWriter(reservingCapacity: 192 * found.count + 16)
                     answer.beginObject()

@@ -1,5 +1,4 @@
 import CloakCore
-import CloakHTTP
 import CloakVault
 import Logging
 import Synchronization
@@ -55,9 +54,31 @@ struct AuditEntry: Sendable {
 struct AuditLog: Sendable {
     let logger: Logger
     var vault: Vault? = nil
+    /// Where the service's lines go: a request's audit lines are written there directly, in the
+    /// handler's format (``LogLine``), without swift-log's metadata dictionary.
+    var sink: LogSink? = nil
 
     func record(_ entry: AuditEntry, level: Logger.Level = .info) {
         defer { if !entry.stored, let vault { keep(entry, in: vault) } }
+        if let sink, level == .info {
+            var fields: [(key: String, value: String)] = [
+                ("action", entry.action), ("token_id", entry.tokenID), ("client", entry.client),
+                ("result", entry.result),
+            ]
+            if let reference = entry.aliasReference { fields.append(("alias_ref", reference)) }
+            // As the handler: a later fact of the same name wins; keys sorted.
+            for fact in entry.facts {
+                if let index = fields.firstIndex(where: { $0.key == fact.key }) {
+                    fields[index].value = fact.value
+                } else {
+                    fields.append(fact)
+                }
+            }
+            fields.sort { $0.key < $1.key }
+            var line = LogLine("audit")
+            for field in fields { line.field(named: field.key, field.value) }
+            return line.write(to: sink)
+        }
         var metadata: Logger.Metadata = [
             "action": .string(entry.action), "token_id": .string(entry.tokenID), "client": .string(entry.client),
             "result": .string(entry.result),
@@ -67,22 +88,20 @@ struct AuditLog: Sendable {
         logger.log(level: level, "audit", metadata: metadata)
     }
 
-    /// Logs `entry` and calls `then` on `loop` once it is in the store, or with the error to
-    /// answer instead of the answer it records ("audit must succeed"): for what a handler
-    /// records outside its request's ``Outcome`` (a route's reveals). Without a vault, at once.
-    func recordDurably(
-        _ entry: AuditEntry, loop: LoopHandle?, then: @escaping @Sendable (CloakError?) -> Void
-    ) {
-        var logged = entry
-        logged.stored = true
-        record(logged)
-        guard let vault else { return then(nil) }
-        vault.recordAudit([entry.draft]) { result in
-            let failure: CloakError? =
-                if case .failure = result {
-                    .storeUnavailable("the audit trail could not be written; the answer was withheld")
-                } else { nil }
-            if let loop { loop.execute { then(failure) } } else { then(failure) }
+    /// Several entries: each line written, those not yet stored kept in one vault job.
+    func record(_ entries: [AuditEntry], level: Logger.Level = .info) {
+        var unlogged = self
+        unlogged.vault = nil
+        for entry in entries { unlogged.record(entry, level: level) }
+        let unstored = entries.filter { !$0.stored }
+        guard let vault, !unstored.isEmpty else { return }
+        vault.recordAudit(unstored.map(\.draft)) { [logger] result in
+            guard case let .failure(error) = result else { return }
+            logger.error(
+                "audit events could not be stored",
+                metadata: [
+                    "count": .stringConvertible(unstored.count), "error": .string(StoreError.forClients("\(error)")),
+                ])
         }
     }
 
@@ -111,10 +130,20 @@ final class Outcome: VaultAuditSubject {
     let tokenID: String
     let client: String
 
-    init(action: String, tokenID: String, client: String) {
+    /// Facts every entry of this outcome carries (a route's `via` and id).
+    let facts: [(String, String)]
+    /// The one vault operation this outcome audits (a route's reveals, not its redactions);
+    /// nil: every operation its calls make.
+    let only: VaultOperation?
+
+    init(
+        action: String, tokenID: String, client: String, facts: [(String, String)] = [], only: VaultOperation? = nil
+    ) {
         self.action = action
         self.tokenID = tokenID
         self.client = client
+        self.facts = facts
+        self.only = only
     }
 
     /// Notes one alias acted on (by its keyed reference) and the result.
@@ -140,9 +169,11 @@ final class Outcome: VaultAuditSubject {
         }
     }
 
-    func draft(aliasReference: String?, result: String, at: Int64) -> AuditEvent.Draft {
-        AuditEvent.Draft(
-            at: at, action: action, tokenID: tokenID, client: client, aliasReference: aliasReference, result: result)
+    func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft? {
+        if let only, operation != only { return nil }
+        return AuditEvent.Draft(
+            at: at, action: action, tokenID: tokenID, client: client, aliasReference: aliasReference, result: result,
+            facts: facts.map { AuditEvent.Fact($0.0, $0.1) })
     }
 
     func noted(_ drafts: [AuditEvent.Draft], stored: Bool) {

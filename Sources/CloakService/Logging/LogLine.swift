@@ -33,6 +33,14 @@ struct LogLine {
         writer.writeString(value)
     }
 
+    /// A text member whose name is known only at run time (an audit line's facts): both escaped.
+    mutating func field(named name: String, _ value: String) {
+        writer.rawJSON(",")
+        writer.writeString(name)
+        writer.rawJSON(":")
+        writer.writeString(value)
+    }
+
     /// A number member.
     mutating func field(_ name: StaticString, _ value: Int) {
         writer.rawMemberName(name)

@@ -1,20 +1,22 @@
 import CloakVault
 import Foundation
+import Glibc
 import Logging
 import Synchronization
 
 /// Refused credentials (401s), audited as counts: one event a client address, endpoint and
 /// minute (`auth_refused`, fact `count`), since anyone can make them and a line each would let
-/// anyone fill the store. The minute's counts are written when the next minute's first refusal
-/// comes, every minute by the timer, and at stop; at most ``maxKeys`` pairs a minute are told
-/// apart, the rest counted under the address `*`.
+/// anyone fill the store. An IPv6 address counts as its /64 (one host holds billions). The
+/// minute's counts are written when the next minute's first refusal comes, every minute by the
+/// timer, and at stop, in one vault job; at most ``maxKeys`` pairs a minute are told apart, the
+/// rest counted under the address `*`.
 final class RefusalTally: Sendable {
     struct Key: Hashable {
         let address: String
         let endpoint: String
     }
 
-    static let maxKeys = 10_000
+    static let maxKeys = 1_000
     static let overflowAddress = "*"
 
     private let state = Mutex<(minute: Int64, counts: [Key: Int])>((0, [:]))
@@ -32,7 +34,7 @@ final class RefusalTally: Sendable {
                 if !state.counts.isEmpty { due = (state.minute, state.counts) }
                 state = (minute, [:])
             }
-            var key = Key(address: address, endpoint: endpoint)
+            var key = Key(address: Self.counted(address), endpoint: endpoint)
             if state.counts[key] == nil, state.counts.count >= Self.maxKeys {
                 key = Key(address: Self.overflowAddress, endpoint: endpoint)
             }
@@ -61,13 +63,27 @@ final class RefusalTally: Sendable {
     }
 
     private func write(_ minute: Int64, _ counts: [Key: Int]) {
-        for (key, count) in counts.sorted(by: { ($0.key.address, $0.key.endpoint) < ($1.key.address, $1.key.endpoint) })
-        {
-            var entry = AuditEntry(
-                action: "auth_refused", tokenID: "-", client: key.address, result: "refused",
-                facts: [("endpoint", key.endpoint), ("count", String(count))])
-            entry.at = minute * 60_000
-            log.record(entry, level: .warning)
+        let entries = counts.sorted(by: { ($0.key.address, $0.key.endpoint) < ($1.key.address, $1.key.endpoint) })
+            .map { key, count in
+                var entry = AuditEntry(
+                    action: "auth_refused", tokenID: "-", client: key.address, result: "refused",
+                    facts: [("endpoint", key.endpoint), ("count", String(count))])
+                entry.at = minute * 60_000
+                return entry
+            }
+        log.record(entries, level: .warning)
+    }
+
+    /// The address a refusal counts under: an IPv4 address as it is, an IPv6 one as its /64.
+    static func counted(_ address: String) -> String {
+        guard address.contains(":") else { return address }
+        var bytes = in6_addr()
+        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
+        withUnsafeMutableBytes(of: &bytes) { raw in
+            for i in 8..<16 { raw[i] = 0 }
         }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        guard inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else { return address }
+        return String(cString: text) + "/64"
     }
 }

@@ -159,12 +159,20 @@ package struct KeyAdministration {
         let line = String(decoding: JSONWriter.encode(.object(members)), as: UTF8.self)
         try store.appendKeyAudit(line, at: Int64(now.seconds))
         let facts = fields.compactMap { key, value in value.stringValue.map { AuditEvent.Fact(key, $0) } }
-        try CommandAudit.append(
+        let head = try CommandAudit.append(
             [
                 AuditEvent.Draft(
                     at: Int64(now.seconds) * 1000 + Int64(now.milliseconds), action: action, tokenID: "cli:" + user,
                     client: "cli", result: "ok", facts: facts)
             ], keys: ring, to: store)
-        return line
+        guard let head else { return line }
+        // The command's chain head, as a node logs its own: keep it for `cloak audit verify --heads`.
+        let headLine: JSONValue = .object([
+            ("ts", .string(UTCTimestamp.string(seconds: now.seconds, milliseconds: now.milliseconds))),
+            ("level", .string("info")), ("msg", .string("audit head")), ("chain", .string(head.chain)),
+            ("mac", .string(head.mac.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())),
+            ("seq", .string(String(head.seq))),
+        ])
+        return line + "\n" + JSONWriter.string(headLine)
     }
 }

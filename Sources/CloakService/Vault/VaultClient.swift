@@ -91,7 +91,7 @@ struct VaultClient: Sendable {
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
         let (completion, call) = traced("reveal", count: aliases.count, completion)
-        serving(call) {
+        serving(call, audited: true) {
             guessing(aliases, completion: completion, found: { found in aliases.map { found[$0] != nil } }) { done in
                 vault.reveal(aliases) { [onUnavailable] result in
                     if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
@@ -138,7 +138,7 @@ struct VaultClient: Sendable {
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
         let (completion, call) = traced("reveal", count: aliases.count, completion)
-        serving(call) {
+        serving(call, audited: true) {
             vault.reveal(aliases) { [onUnavailable] result in
                 if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
                 onLoop { completion(result) }

@@ -62,30 +62,52 @@ package struct AuditChain: Sendable {
     package static func mac(key: HMACKey, chain: String, seq: Int64, draft: AuditEvent.Draft, previous: [UInt8])
         -> [UInt8]
     {
-        var message: [UInt8] = Array("cloak/v1/audit-event\0".utf8)
-        message.reserveCapacity(256)
-        func field(_ text: String?) {
-            guard let text else { return integer(-1) }
-            integer(Int64(text.utf8.count))
-            message += text.utf8
-        }
-        func integer(_ value: Int64) { withUnsafeBytes(of: value.bigEndian) { message += $0 } }
-        field(chain)
-        integer(seq)
-        integer(draft.at)
-        field(draft.action)
-        field(draft.tokenID)
-        field(draft.client)
-        field(draft.aliasReference)
-        field(draft.result)
-        integer(Int64(draft.facts.count))
+        var message = MessageBytes(capacity: 160 + chain.utf8.count + draft.facts.count * 24)
+        message.append(Self.domain)
+        message.field(chain)
+        message.integer(seq)
+        message.integer(draft.at)
+        message.field(draft.action)
+        message.field(draft.tokenID)
+        message.field(draft.client)
+        message.field(draft.aliasReference)
+        message.field(draft.result)
+        message.integer(Int64(draft.facts.count))
         for fact in draft.facts {
-            field(fact.key)
-            field(fact.value)
+            message.field(fact.key)
+            message.field(fact.value)
         }
-        message += previous
-        return key.authenticate(message)
+        message.append(previous)
+        return key.authenticate(message.bytes)
     }
+
+    private static let domain = Array("cloak/v1/audit-event\0".utf8)
+
+    /// The MAC's input, written field by field into one buffer.
+    private struct MessageBytes {
+        var bytes: [UInt8]
+
+        init(capacity: Int) {
+            bytes = []
+            bytes.reserveCapacity(capacity)
+        }
+
+        mutating func append(_ more: [UInt8]) { bytes.append(contentsOf: more) }
+
+        mutating func integer(_ value: Int64) {
+            var big = value.bigEndian
+            withUnsafeBytes(of: &big) { bytes.append(contentsOf: $0) }
+        }
+
+        mutating func field(_ text: String?) {
+            guard var text else { return integer(-1) }
+            integer(Int64(text.utf8.count))
+            text.withUTF8 { bytes.append(contentsOf: $0) }
+        }
+    }
+
+    /// Whether `event` is authentic under this chain's key.
+    package func isAuthentic(_ event: AuditEvent) -> Bool { Self.isAuthentic(event, key: key) }
 
     /// Whether `event` is what its chain's key would have written after `previous`.
     package static func isAuthentic(_ event: AuditEvent, key: HMACKey) -> Bool {

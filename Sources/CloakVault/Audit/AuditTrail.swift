@@ -53,17 +53,20 @@ final class AuditTrail {
     /// event of it the store holds past the mark, or from the mark when there is none.
     func settle(_ store: any AliasStore) throws {
         guard let mark = unsure else { return }
-        if let last = try store.auditChain(chain.id, after: mark.seq, limit: 1_000_000).last {
-            chain.resume(after: last)
-        } else {
-            chain.restore(mark)
+        chain.restore(mark)
+        // Only this chain's own links, one after the other from the mark: a row someone wrote
+        // into the table is not followed (nor a place far past the mark).
+        for event in try store.auditChain(chain.id, after: mark.seq, limit: 100_000) {
+            guard event.seq == chain.seq + 1, event.previousMAC == chain.head, chain.isAuthentic(event) else { break }
+            chain.resume(after: event)
         }
         unsure = nil
     }
 
     /// Tells the head when it moved since last told.
     func reportHead() {
-        guard chain.seq != reported else { return }
+        // A head not known to be in the store is never told (verify would take it as cut off).
+        guard unsure == nil, chain.seq != reported else { return }
         reported = chain.seq
         settings.reportHead(AuditVerifier.Head(chain: chain.id, seq: chain.seq, mac: chain.head))
     }
@@ -74,7 +77,10 @@ final class AuditTrail {
         guard lastUpkeep == 0 || now - lastUpkeep >= 60_000_000_000 else { return }
         lastUpkeep = now
         reportHead()
-        if sweeps { _ = try? trim(store, before: cutoff) }
+        // Up to 20 rounds a minute (100,000 events), each its own transaction and trim event.
+        if sweeps {
+            for _ in 0..<20 { guard (try? trim(store, before: cutoff)) == true else { break } }
+        }
     }
 
     /// Deletes up to `limit` events from before `before` through the time index, and records
@@ -93,7 +99,9 @@ final class AuditTrail {
                 return false
             }
             // This chain emptied: it goes on with the trim's own event.
-            if let own = starts[chain.id], own == nil { starts[chain.id] = chain.seq + 1 }
+            if let own = starts[chain.id], own.gone {
+                starts[chain.id] = AuditTrim.Start(first: chain.seq + 1, gone: false)
+            }
             let draft = AuditEvent.Draft(
                 at: VaultAuditing.nowMilliseconds(), action: AuditTrim.action, tokenID: "-", client: "-",
                 result: "ok", facts: [AuditEvent.Fact("before", String(before))] + AuditTrim(starts: starts).facts)

@@ -41,8 +41,8 @@ package struct AuditVerifier {
     private let heads: [String: [Head]]
     private var spans: [String: Span] = [:]
     private var current: String?
-    /// The latest trim's word on each chain's start (place order of trims across chains is by time).
-    private var trims: [(at: Int64, chain: String, seq: Int64, starts: [String: Int64?])] = []
+    /// Each chain's start as the trims recorded it: the largest place (starts only grow).
+    private var starts: [String: AuditTrim.Start] = [:]
     package private(set) var events = 0
 
     package init(key: HMACKey, heads: [Head] = []) {
@@ -79,15 +79,19 @@ package struct AuditVerifier {
         for head in heads[event.chain] ?? [] where head.seq == event.seq && head.mac != event.mac {
             throw Break(chain: event.chain, seq: event.seq, reason: "it is not the event the logged head names")
         }
-        if let trim = AuditTrim(event.draft) { trims.append((event.draft.at, event.chain, event.seq, trim.starts)) }
+        if let trim = AuditTrim(event.draft) {
+            for (chain, start) in trim.starts {
+                guard let known = starts[chain], known.first >= start.first else {
+                    starts[chain] = start
+                    continue
+                }
+                if known.first == start.first && start.gone { starts[chain]?.gone = true }
+            }
+        }
     }
 
     /// Checks each chain's start and every logged head, once all events are in.
     package func finish() throws(Break) {
-        var start: [String: Int64?] = [:]
-        for trim in trims.sorted(by: { ($0.at, $0.chain, $0.seq) < ($1.at, $1.chain, $1.seq) }) {
-            for (chain, first) in trim.starts { start[chain] = first }
-        }
         for chain in spans.keys.sorted() {
             let span = spans[chain]!
             if span.first == 1 {
@@ -96,31 +100,35 @@ package struct AuditVerifier {
                 }
                 continue
             }
-            guard let said = start[chain], let first = said else {
+            guard let start = starts[chain] else {
                 throw Break(
                     chain: chain, seq: span.first - 1,
                     reason: "missing (the chain starts at \(span.first) and no trim removed what came before)")
             }
-            guard first == span.first else {
+            guard start.first == span.first else {
                 throw Break(
-                    chain: chain, seq: min(first, span.first),
-                    reason: "the chain starts at \(span.first), the last trim left it starting at \(first)")
+                    chain: chain, seq: min(start.first, span.first),
+                    reason: "the chain starts at \(span.first), the last trim left it starting at \(start.first)")
             }
         }
-        for (chain, said) in start.sorted(by: { $0.key < $1.key }) where spans[chain] == nil {
-            if let first = said {
-                throw Break(
-                    chain: chain, seq: first, reason: "missing (a trim kept this chain from here; none is left)")
-            }
+        for (chain, start) in starts.sorted(by: { $0.key < $1.key }) where spans[chain] == nil && !start.gone {
+            throw Break(
+                chain: chain, seq: start.first, reason: "missing (a trim kept this chain from here; none is left)")
         }
         for (chain, logged) in heads.sorted(by: { $0.key < $1.key }) {
             for head in logged {
-                guard let span = spans[chain], span.last >= head.seq else {
+                guard let span = spans[chain] else {
+                    // A chain the sweep emptied past its logged head is gone, not cut off.
+                    if let start = starts[chain], start.gone, head.seq < start.first { continue }
+                    throw Break(
+                        chain: chain, seq: head.seq, reason: "missing (a logged head names it; the chain is gone)")
+                }
+                guard span.last >= head.seq else {
                     throw Break(
                         chain: chain, seq: head.seq,
                         reason: "missing (a logged head names it; the chain was cut off before it)")
                 }
-                if head.seq < span.first, start[chain] == nil {
+                if head.seq < span.first, starts[chain] == nil {
                     throw Break(chain: chain, seq: head.seq, reason: "missing (a logged head names it)")
                 }
             }
@@ -129,29 +137,42 @@ package struct AuditVerifier {
 }
 
 /// What the retention sweep's event says (action ``action``): for each chain it removed events
-/// from, the place of its first event left (`chain:ID` → the place, or `gone`).
+/// from, the place of its first event left (`chain:ID` → `N`), or, when none is left, the place
+/// its next one would take (`gone N`). A sweep only ever removes a chain's oldest events, so a
+/// chain's start only grows: the largest any trim recorded is where it starts now.
 package struct AuditTrim: Sendable, Equatable {
     package static let action = "audit.trim"
     static let prefix = "chain:"
 
-    package var starts: [String: Int64?]
+    package struct Start: Sendable, Equatable {
+        package var first: Int64
+        package var gone: Bool
 
-    package init(starts: [String: Int64?]) { self.starts = starts }
+        package init(first: Int64, gone: Bool) {
+            self.first = first
+            self.gone = gone
+        }
+    }
+
+    package var starts: [String: Start]
+
+    package init(starts: [String: Start]) { self.starts = starts }
 
     init?(_ draft: AuditEvent.Draft) {
         guard draft.action == Self.action else { return nil }
-        var starts: [String: Int64?] = [:]
+        var starts: [String: Start] = [:]
         for fact in draft.facts where fact.key.hasPrefix(Self.prefix) {
-            starts[String(fact.key.dropFirst(Self.prefix.count))] =
-                fact.value == "gone" ? .some(nil) : Int64(fact.value)
+            let gone = fact.value.hasPrefix("gone ")
+            guard let first = Int64(gone ? String(fact.value.dropFirst(5)) : fact.value) else { continue }
+            starts[String(fact.key.dropFirst(Self.prefix.count))] = Start(first: first, gone: gone)
         }
         self.starts = starts
     }
 
     /// The facts of the trim's event, chains in name order.
     package var facts: [AuditEvent.Fact] {
-        starts.sorted { $0.key < $1.key }.map { chain, first in
-            AuditEvent.Fact(Self.prefix + chain, first.map(String.init) ?? "gone")
+        starts.sorted { $0.key < $1.key }.map { chain, start in
+            AuditEvent.Fact(Self.prefix + chain, (start.gone ? "gone " : "") + String(start.first))
         }
     }
 }

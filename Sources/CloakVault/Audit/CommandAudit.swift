@@ -4,13 +4,16 @@ import Synchronization
 
 /// The audit chain of a command (`cloak keys`): one per process, named `cli:HOST/BOOT/0`, its
 /// events written on the command's own store connection. A command runs one change and exits,
-/// so a failed write ends its chain where it was (no later event follows a gap).
+/// so a failed write ends its chain where it was (no later event follows a gap). Its head is
+/// printed with the command's audit line (`audit head`), for `cloak audit verify --heads`.
 package enum CommandAudit {
     private static let chain = Mutex<AuditChain?>(nil)
 
     /// Seals `drafts` as this process's next links and writes them (in the caller's transaction,
-    /// when one is open).
-    package static func append(_ drafts: [AuditEvent.Draft], keys: KeyRing, to store: any AliasStore) throws(StoreError)
+    /// when one is open); the chain's head after them.
+    @discardableResult
+    package static func append(_ drafts: [AuditEvent.Draft], keys: KeyRing, to store: any AliasStore)
+        throws(StoreError) -> AuditVerifier.Head?
     {
         let events = chain.withLock { chain -> [AuditEvent] in
             if chain == nil {
@@ -21,5 +24,6 @@ package enum CommandAudit {
             return chain!.seal(drafts)
         }
         try store.appendAuditEvents(events)
+        return events.last.map { AuditVerifier.Head(chain: $0.chain, seq: $0.seq, mac: $0.mac) }
     }
 }

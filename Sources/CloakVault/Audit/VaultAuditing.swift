@@ -5,8 +5,9 @@ import Synchronization
 /// (action, token, client), opaque to the vault. Bound around a call like a trace
 /// (``VaultAuditing/current``); each job the call queues carries it.
 package protocol VaultAuditSubject: Sendable {
-    /// The event of one alias acted on (its keyed reference, or nil) with `result`.
-    func draft(aliasReference: String?, result: String, at: Int64) -> AuditEvent.Draft
+    /// The event of one alias `operation` acted on (its keyed reference, or nil) with `result`;
+    /// nil when this subject does not audit that operation.
+    func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft?
     /// Drafts made for this subject: `stored` when the vault committed them with the change
     /// (after the commit, before the call's completion), else still to be stored by the caller
     /// (an answer that needed no job, such as a value the dedupe cache knew).
@@ -24,6 +25,11 @@ package protocol VaultAuditSubject: Sendable {
 ///     vault.delete(alias, completion: done)  // its job's event commits with the delete
 /// }
 /// ```
+/// What a vault job did, for a subject that audits some operations only (a route's reveals).
+package enum VaultOperation: Sendable {
+    case create, reveal, change
+}
+
 package enum VaultAuditing {
     /// The subject of the vault call under way on this thread (a task local bound by a
     /// synchronous `withValue`), read where a job is made.
@@ -35,9 +41,12 @@ package enum VaultAuditing {
 
     /// Notes, for the running job's subject, one alias acted on; nothing when the job has no
     /// subject or is not a vault job.
-    static func note(_ aliasReference: @autoclosure () -> String?, _ result: String) {
-        guard let notes = running.get() else { return }
-        notes.add(notes.subject.draft(aliasReference: aliasReference(), result: result, at: nowMilliseconds()))
+    static func note(_ aliasReference: @autoclosure () -> String?, _ result: String, _ operation: VaultOperation) {
+        guard let notes = running.get(),
+            let draft = notes.subject.draft(
+                aliasReference: aliasReference(), result: result, at: nowMilliseconds(), operation: operation)
+        else { return }
+        notes.add(draft)
     }
 
     /// Milliseconds since the epoch: an event's time.

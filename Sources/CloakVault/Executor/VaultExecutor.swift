@@ -215,8 +215,8 @@ final class VaultExecutor: @unchecked Sendable {
 
     /// The subject of events made elsewhere: nothing to draft, nothing to hear.
     private struct Recorded: VaultAuditSubject {
-        func draft(aliasReference: String?, result: String, at: Int64) -> AuditEvent.Draft {
-            AuditEvent.Draft(at: at, action: "-", tokenID: "-", client: "-", result: result)
+        func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft? {
+            nil
         }
         func noted(_ drafts: [AuditEvent.Draft], stored: Bool) {}
     }

@@ -1,6 +1,7 @@
 import CloakCore
 import CloakCrypto
 import CloakHTTP
+import Synchronization
 
 /// Runs a sample request through a route's selectors and steps without sending it (issue 59,
 /// item 2): `cloak routes test` and `POST /admin/routes/{id}/test`. The route's own state
@@ -130,6 +131,10 @@ package struct RouteInspector {
         report.sent = RouteInspection.Sent(
             method: sample.method.rawValue, url: url,
             headers: message.headers.map { header in
+                // The route's own headers (a provider's API key) show as their size only.
+                if route.headers.contains(where: { $0.name.caseInsensitiveEquals(header.name) }) {
+                    return (header.name, "<configured: \(header.value.utf8.count) bytes>")
+                }
                 let step = report.steps.first { $0.headers.contains { $0.name == header.name } }
                 return (header.name, step?.headers.first { $0.name == header.name }?.value ?? header.value)
             },
@@ -167,7 +172,7 @@ package struct RouteInspector {
             return (.jws(signing), text)
         case var .jwe(encryption):
             let kind = encryption.key.kind, bits = encryption.key.bits
-            encryption.key = try AsymmetricKey.generate(kind, bits: bits)
+            encryption.key = try ThrowawayKeys.key(kind, bits: bits)
             return (
                 .jwe(encryption),
                 "a throwaway \(Self.describe(kind, bits)) public key (the route's is \(Self.describe(kind, bits)))"
@@ -183,11 +188,11 @@ package struct RouteInspector {
         case .secret:
             return (.secret(HMACKey(SymmetricKey(SecureRandom.bytes(32)))), "a throwaway 32-byte HMAC secret")
         case let .privateKey(real):
-            let made = try AsymmetricKey.generate(real.kind, bits: real.bits)
+            let made = try ThrowawayKeys.key(real.kind, bits: real.bits)
             let kind = describe(real.kind, real.bits)
             return (.privateKey(made), "a throwaway \(kind) private key (the route's is \(kind))")
         case let .publicKey(real):
-            let made = try AsymmetricKey.generate(real.kind, bits: real.bits)
+            let made = try ThrowawayKeys.key(real.kind, bits: real.bits)
             let kind = describe(real.kind, real.bits)
             return (.publicKey(made), "a throwaway \(kind) public key (the route's is \(kind))")
         }
@@ -215,5 +220,23 @@ extension RouteInspector {
         let report = RouteInspector(route: route, maxSelected: configuration.vault.maxBatch)
             .inspect(try RouteSample(json: document))
         return (report.document, report.refusal == nil && report.sent != nil)
+    }
+}
+
+/// The inspector's throwaway keys: one per kind and size for the process's life, made on first
+/// use. Never a configured key, and an inspection costs no key generation after the first (an
+/// RSA key takes tens of milliseconds: a `routes:test` token cannot keep the step workers busy).
+enum ThrowawayKeys {
+    private static let made = Mutex<[String: AsymmetricKey]>([:])
+
+    static func key(_ kind: AsymmetricKeyKind, bits: Int) throws -> AsymmetricKey {
+        let name = "\(kind.rawValue)/\(bits)"
+        if let key = made.withLock({ $0[name] }) { return key }
+        let key = try AsymmetricKey.generate(kind, bits: bits)
+        return made.withLock { made in
+            if let first = made[name] { return first }
+            made[name] = key
+            return key
+        }
     }
 }

@@ -1,5 +1,5 @@
 /// The audit events (issue 59), as ``SQLiteAliasStore`` keeps them: keyed by chain and place, read
-/// newest first through the time index or a token's or an alias reference's own.
+/// newest first through the time index or an alias reference's own.
 extension PostgreSQLAliasStore {
     static let auditSchema = """
         CREATE TABLE audit_events (
@@ -17,7 +17,6 @@ extension PostgreSQLAliasStore {
             PRIMARY KEY (chain, seq)
         );
         CREATE INDEX audit_by_time ON audit_events (at, chain, seq);
-        CREATE INDEX audit_by_token ON audit_events (token_id, at, chain, seq);
         CREATE INDEX audit_by_alias ON audit_events (alias_ref, at, chain, seq) WHERE alias_ref IS NOT NULL;
         """
 
@@ -79,17 +78,34 @@ extension PostgreSQLAliasStore {
                 [.text(chain), .int(seq), .int(Int64(limit))]))
     }
 
-    package func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: Int64?] {
-        let touched = try db.query(
-            """
-            WITH doomed AS (SELECT chain, seq FROM audit_events WHERE at < $1 ORDER BY at LIMIT $2)
-            DELETE FROM audit_events e USING doomed d WHERE e.chain = d.chain AND e.seq = d.seq RETURNING e.chain
-            """, [.int(at), .int(Int64(limit))]
+    /// The advisory lock of the audit sweep: one node at a time ("cloak" and 1).
+    static let auditSweepLock: Int64 = 0x636C_6F61_6B01
+
+    package func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start] {
+        guard
+            try db.query("SELECT pg_try_advisory_xact_lock($1)::int::int8", [.int(Self.auditSweepLock)]).first?.int(0)
+                == 1
+        else { return [:] }
+        let chains = try db.query(
+            "SELECT DISTINCT chain FROM (SELECT chain FROM audit_events WHERE at < $1 ORDER BY at LIMIT $2) c",
+            [.int(at), .int(Int64(limit))]
         ).compactMap { $0.text(0) }
-        var starts: [String: Int64?] = [:]
-        for chain in Set(touched) {
-            starts[chain] = .some(
-                try db.query("SELECT min(seq) FROM audit_events WHERE chain = $1", [.text(chain)]).first?.int(0))
+        var budget = limit
+        var starts: [String: AuditTrim.Start] = [:]
+        for chain in chains.sorted() where budget > 0 {
+            var last: Int64?
+            for row in try db.query(
+                "SELECT seq, at FROM audit_events WHERE chain = $1 ORDER BY seq LIMIT $2",
+                [.text(chain), .int(Int64(budget))])
+            {
+                guard let seq = row.int(0), let time = row.int(1), time < at else { break }
+                last = seq
+                budget -= 1
+            }
+            guard let last else { continue }
+            try db.query("DELETE FROM audit_events WHERE chain = $1 AND seq <= $2", [.text(chain), .int(last)])
+            let left = try db.query("SELECT min(seq) FROM audit_events WHERE chain = $1", [.text(chain)]).first?.int(0)
+            starts[chain] = AuditTrim.Start(first: left ?? last + 1, gone: left == nil)
         }
         return starts
     }

@@ -1,9 +1,12 @@
-/// The audit events (issue 59): one row per event, keyed by its chain and place; read newest
-/// first through the time index, or a token's or an alias reference's own index (each ends in
-/// the key, so a page of one token's events is a range of one index and never a sort).
+/// The audit events (issue 59): one row per event in insertion order (the table's own integer
+/// key, appended to), its place in its chain unique; read newest first through the time index,
+/// or an alias reference's own. Every index costs every audited request its insert (about 8k
+/// instructions each, callgrind): a token's events are found through the time index, within
+/// the search's window.
 extension SQLiteAliasStore {
     static let auditSchema = """
         CREATE TABLE IF NOT EXISTS audit_events (
+            id INTEGER PRIMARY KEY,
             chain TEXT NOT NULL,
             seq INTEGER NOT NULL,
             at INTEGER NOT NULL,
@@ -15,10 +18,9 @@ extension SQLiteAliasStore {
             facts TEXT NOT NULL,
             prev BLOB NOT NULL,
             mac BLOB NOT NULL,
-            PRIMARY KEY (chain, seq)
-        ) WITHOUT ROWID;
+            UNIQUE (chain, seq)
+        );
         CREATE INDEX IF NOT EXISTS audit_by_time ON audit_events(at);
-        CREATE INDEX IF NOT EXISTS audit_by_token ON audit_events(token_id, at);
         CREATE INDEX IF NOT EXISTS audit_by_alias ON audit_events(alias_ref, at) WHERE alias_ref IS NOT NULL;
         """
 
@@ -102,29 +104,43 @@ extension SQLiteAliasStore {
         return try readAuditEvents(s)
     }
 
-    package func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: Int64?] {
-        let pick = try db.statement("SELECT chain, seq FROM audit_events WHERE at < ?1 ORDER BY at LIMIT ?2")
+    package func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start] {
+        // The chains with an old event, through the time index.
+        let pick = try db.statement(
+            "SELECT DISTINCT chain FROM (SELECT chain FROM audit_events WHERE at < ?1 ORDER BY at LIMIT ?2)")
         pick.bind(1, at)
         pick.bind(2, Int64(limit))
-        var doomed: [(String, Int64)] = []
+        var chains: [String] = []
         do {
             defer { pick.finish() }
-            while try pick.step() {
-                if let chain = pick.text(0), let seq = pick.int64(1) { doomed.append((chain, seq)) }
+            while try pick.step() { if let chain = pick.text(0) { chains.append(chain) } }
+        }
+        var budget = limit
+        var starts: [String: AuditTrim.Start] = [:]
+        for chain in chains.sorted() where budget > 0 {
+            // Along the chain from its start, up to its first young event.
+            let walk = try db.statement("SELECT seq, at FROM audit_events WHERE chain = ?1 ORDER BY seq LIMIT ?2")
+            walk.bind(1, chain)
+            walk.bind(2, Int64(budget))
+            var last: Int64?
+            do {
+                defer { walk.finish() }
+                while try walk.step() {
+                    guard let seq = walk.int64(0), let time = walk.int64(1), time < at else { break }
+                    last = seq
+                    budget -= 1
+                }
             }
-        }
-        for (chain, seq) in doomed {
-            let s = try db.statement("DELETE FROM audit_events WHERE chain = ?1 AND seq = ?2")
-            s.bind(1, chain)
-            s.bind(2, seq)
-            try s.run()
-        }
-        var starts: [String: Int64?] = [:]
-        for chain in Set(doomed.map(\.0)) {
-            let s = try db.statement("SELECT min(seq) FROM audit_events WHERE chain = ?1")
-            defer { s.finish() }
-            s.bind(1, chain)
-            starts[chain] = try s.step() ? .some(s.int64(0)) : .some(nil)
+            guard let last else { continue }
+            let delete = try db.statement("DELETE FROM audit_events WHERE chain = ?1 AND seq <= ?2")
+            delete.bind(1, chain)
+            delete.bind(2, last)
+            try delete.run()
+            let first = try db.statement("SELECT min(seq) FROM audit_events WHERE chain = ?1")
+            defer { first.finish() }
+            first.bind(1, chain)
+            let left = try first.step() ? first.int64(0) : nil
+            starts[chain] = AuditTrim.Start(first: left ?? last + 1, gone: left == nil)
         }
         return starts
     }
