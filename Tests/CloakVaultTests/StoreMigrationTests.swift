@@ -1,4 +1,5 @@
 import CloakCore
+import CloakCrypto
 import CloakTesting
 import CloakVault
 import Foundation
@@ -35,6 +36,12 @@ import Testing
         try source.setMetadata("durable_commit", [9, 9, 9])
         try source.appendKeyAudit(#"{"msg":"audit","n":1}"#, at: 100)
         try source.appendKeyAudit(#"{"msg":"audit","n":2}"#, at: 101)
+        var chain = AuditChain(id: "node/1/0", key: harness.keys.derivedMAC(purpose: AuditChain.keyPurpose))
+        try source.appendAuditEvents(
+            chain.seal(
+                (1...3).map {
+                    AuditEvent.Draft(at: Int64($0), action: "create", tokenID: "t", client: "-", result: "ok")
+                }))
         try source.commit()
 
         let destinationPath = harness.directory.path + "/copy.db"
@@ -67,6 +74,9 @@ import Testing
         #expect(try destination.metadata("durable_commit") != [9, 9, 9], "a store's own counter stays its own")
         #expect(try destination.metadata("api_credentials") == Array("signed credentials".utf8))
         #expect(try destination.keyAuditEntries(offset: 0, limit: 10).map(\.at) == [100, 101])
+        // The audit events as they were: they verify on the new store with the same ring.
+        #expect(report.tallies[.auditEvents]?.copied == 3)
+        #expect(try Vault.verifyAudit(destination, keys: harness.keys).events == 3)
         #expect(try migration.verify() == [])
         // A node's heartbeat is its own store's: never copied, never a difference.
         try source.begin()

@@ -43,3 +43,21 @@ extension IssuedAlias {
         self.init(alias: alias, format: format.format, luhnValid: format.luhnValid, mac: row.bytes(at: 2) ?? [])
     }
 }
+
+extension AuditEvent {
+    /// The audit events table's columns, in the order ``init(row:)`` reads them (both stores).
+    static let columns = "chain, seq, at, action, token_id, client, alias_ref, result, facts, prev, mac"
+
+    /// The event in a row of ``columns``.
+    init(row: some RecordRow) throws(StoreError) {
+        guard let chain = row.text(at: 0), let seq = row.integer(at: 1), let at = row.integer(at: 2),
+            let action = row.text(at: 3), let tokenID = row.text(at: 4), let client = row.text(at: 5),
+            let result = row.text(at: 7), let facts = row.text(at: 8)
+        else { throw .unavailable("an audit event row is incomplete") }
+        let draft = AuditEvent.Draft(
+            at: at, action: action, tokenID: tokenID, client: client, aliasReference: row.text(at: 6), result: result,
+            facts: AuditEvent.decodeFacts(facts))
+        self.init(
+            chain: chain, seq: seq, draft: draft, previousMAC: row.bytes(at: 9) ?? [], mac: row.bytes(at: 10) ?? [])
+    }
+}

@@ -20,7 +20,7 @@ extension PostgreSQLAliasStore {
         CREATE INDEX audit_by_alias ON audit_events (alias_ref, at, chain, seq) WHERE alias_ref IS NOT NULL;
         """
 
-    static let auditColumns = "chain, seq, at, action, token_id, client, alias_ref, result, facts, prev, mac"
+    static let auditColumns = AuditEvent.columns
 
     package func appendAuditEvents(_ events: [AuditEvent]) throws(StoreError) {
         guard !events.isEmpty else { return }
@@ -113,17 +113,7 @@ extension PostgreSQLAliasStore {
     private func readAuditEvents(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> [AuditEvent] {
         var out: [AuditEvent] = []
         out.reserveCapacity(rows.count)
-        for row in rows {
-            guard let chain = row.text(0), let seq = row.int(1), let at = row.int(2), let action = row.text(3),
-                let tokenID = row.text(4), let client = row.text(5), let result = row.text(7), let facts = row.text(8)
-            else { throw StoreError.unavailable("an audit event row is incomplete") }
-            let draft = AuditEvent.Draft(
-                at: at, action: action, tokenID: tokenID, client: client, aliasReference: row.text(6), result: result,
-                facts: AuditEvent.decodeFacts(facts))
-            out.append(
-                AuditEvent(
-                    chain: chain, seq: seq, draft: draft, previousMAC: row.bytes(9) ?? [], mac: row.bytes(10) ?? []))
-        }
+        for row in rows { out.append(try AuditEvent(row: row)) }
         return out
     }
 }

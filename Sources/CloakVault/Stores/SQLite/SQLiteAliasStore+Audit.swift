@@ -24,7 +24,7 @@ extension SQLiteAliasStore {
         CREATE INDEX IF NOT EXISTS audit_by_alias ON audit_events(alias_ref, at) WHERE alias_ref IS NOT NULL;
         """
 
-    static let auditColumns = "chain, seq, at, action, token_id, client, alias_ref, result, facts, prev, mac"
+    static let auditColumns = AuditEvent.columns
 
     package func appendAuditEvents(_ events: [AuditEvent]) throws(StoreError) {
         for event in events {
@@ -147,16 +147,7 @@ extension SQLiteAliasStore {
 
     private func readAuditEvents(_ s: Statement) throws(StoreError) -> [AuditEvent] {
         var out: [AuditEvent] = []
-        while try s.step() {
-            guard let chain = s.text(0), let seq = s.int64(1), let at = s.int64(2), let action = s.text(3),
-                let tokenID = s.text(4), let client = s.text(5), let result = s.text(7), let facts = s.text(8)
-            else { throw StoreError.unavailable("an audit event row is incomplete") }
-            let draft = AuditEvent.Draft(
-                at: at, action: action, tokenID: tokenID, client: client, aliasReference: s.text(6), result: result,
-                facts: AuditEvent.decodeFacts(facts))
-            out.append(
-                AuditEvent(chain: chain, seq: seq, draft: draft, previousMAC: s.blob(9) ?? [], mac: s.blob(10) ?? []))
-        }
+        while try s.step() { out.append(try AuditEvent(row: s)) }
         return out
     }
 }
