@@ -84,6 +84,7 @@ final class RefusalTally: Sendable {
         }
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         guard inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else { return address }
-        return String(cString: text) + "/64"
+        let end = text.firstIndex(of: 0) ?? text.endIndex
+        return String(decoding: text[..<end].map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/64"
     }
 }
