@@ -15,7 +15,7 @@ extension Vault {
     package func auditEvents(
         _ query: AuditQuery, completion: @escaping @Sendable (Result<[AuditEvent], VaultError>) -> Void
     ) {
-        executor.submit(
+        (auditReader ?? executor).submit(
             reads: true, { store in try store.auditEvents(query) }, completion: { completion(Self.map($0)) })
     }
 

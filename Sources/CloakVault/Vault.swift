@@ -28,6 +28,10 @@ package final class Vault: Sendable {
     /// several, each a thread with its own connection, racing one another exactly as separate
     /// nodes do (unique constraints decide).
     private let executors: [VaultExecutor]
+    /// A connection of its own for the audit search (`GET /admin/audit`): a search that reads a
+    /// month of events never holds up the threads that reveal and store. Nil: the searches
+    /// share the executors (tests, commands).
+    let auditReader: VaultExecutor?
     private let nextExecutor = Atomic<Int>(0)
     /// Set when the vault is its store's one writer (one connection) and the settings ask for it.
     let cache: DedupeCache?
@@ -64,7 +68,8 @@ package final class Vault: Sendable {
     /// thread each; requests are spread over them.
     package init(
         stores: [any AliasStore], keys: KeyRing, settings: Settings,
-        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        auditReader: (any AliasStore)? = nil
     ) throws {
         precondition(!stores.isEmpty, "a vault needs a store")
         self.settings = settings
@@ -80,6 +85,9 @@ package final class Vault: Sendable {
             stores.count == 1 && stores[0].isSoleWriter && settings.dedupeCacheEntries > 0
             ? DedupeCache(capacity: settings.dedupeCacheEntries) : nil
         self.batchesNewRecords = stores[0].batchesNewRecords
+        self.auditReader = auditReader.map { reader in
+            VaultExecutor(store: reader, timeoutMilliseconds: settings.storeTimeoutMilliseconds, maintenance: { _ in })
+        }
         // One executor sweeps: the others share its store.
         self.executors = stores.enumerated().map { index, store in
             VaultExecutor(
@@ -165,7 +173,10 @@ package final class Vault: Sendable {
     }
 
     /// Finishes queued work and stops the executor.
-    package func close() { for executor in executors { executor.close() } }
+    package func close() {
+        for executor in executors { executor.close() }
+        auditReader?.close()
+    }
 
     /// Checks every request can be represented, before anything is queued.
     /// The largest value a caller without `aliases:create` may store. The open endpoints'

@@ -102,7 +102,9 @@ package enum VaultBootstrap {
         // time is a 503, never a hung request. An embedded file store has no such wait.
         if !store.isSoleWriter { vaultSettings.storeTimeoutMilliseconds = settings.storeTimeoutMilliseconds }
         vaultSettings.audit = audit
-        let vault = try Vault(stores: stores, keys: keys, settings: vaultSettings)
+        // A serving node searches its audit events on a connection of its own.
+        let reader = audit == nil ? nil : try self.store(settings)
+        let vault = try Vault(stores: stores, keys: keys, settings: vaultSettings, auditReader: reader)
         return (
             vault,
             KeyRefresh(

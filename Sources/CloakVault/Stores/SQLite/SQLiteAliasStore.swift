@@ -21,12 +21,15 @@ package final class SQLiteAliasStore: AliasStore {
                     atPath: directory, withIntermediateDirectories: true,
                     attributes: [.posixPermissions: 0o700])
             }
-            // The database holds ciphertexts and fingerprints: readable by this user only.
-            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            if fd >= 0 {
-                fchmod(fd, 0o600)
-                close(fd)
+            // The database holds ciphertexts and fingerprints: readable by this user only. Made
+            // here only when it is not there yet: closing a descriptor of a file drops every POSIX
+            // lock this process holds on it, and another connection of this process (the audit
+            // search's, a command's) may hold SQLite's locks on it right now.
+            if !FileManager.default.fileExists(atPath: path) {
+                let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+                if fd >= 0 { close(fd) }
             }
+            chmod(path, 0o600)
         }
         self.path = path == ":memory:" ? nil : path
         db = try SQLiteConnection(path: path)
