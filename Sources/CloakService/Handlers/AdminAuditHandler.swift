@@ -70,10 +70,9 @@ struct AdminAuditHandler {
         ])
     }
 
+    /// As the log lines write theirs (``UTCTimestamp``), not a formatter made per event.
     static func timestamp(_ milliseconds: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        UTCTimestamp.string(seconds: Int(milliseconds / 1000), milliseconds: Int(milliseconds % 1000))
     }
 
     /// The query, checked whole before the store is asked anything.
