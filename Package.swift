@@ -65,8 +65,9 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
-            // Cloak Elements' browser files, compiled into the binary (ElementsAssets).
-            resources: [.embedInCode("Elements/Assets")],
+            // Cloak Elements' browser files and the operator console's, compiled into the binary
+            // (ElementsAssets, ConsoleAssets).
+            resources: [.embedInCode("Elements/Assets"), .embedInCode("Console/Assets")],
             swiftSettings: optimized
         ),
         .executableTarget(

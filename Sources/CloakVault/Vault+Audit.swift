@@ -19,6 +19,15 @@ extension Vault {
             reads: true, { store in try store.auditEvents(query) }, completion: { completion(Self.map($0)) })
     }
 
+    /// Runs a long read (an audit search, a count over every record) on the reader connection
+    /// when the vault has one, so that it never holds up the vault thread's commits; on the
+    /// vault thread otherwise.
+    package func withReader<T: Sendable>(
+        _ body: @escaping (any AliasStore) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        (auditReader ?? executor).submit(reads: true, body, completion: completion)
+    }
+
     /// Checks every chain in `store` with the ring's audit key (``AuditVerifier``): the number
     /// of events and chains read, or the first break. Pages of 1,000 events a chain.
     package static func verifyAudit(

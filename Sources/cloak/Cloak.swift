@@ -19,7 +19,7 @@ struct Cloak: ParsableCommand {
 }
 
 /// The version printed by `cloak version` and logged at start.
-let cloakVersion = "0.1.0"
+let cloakVersion = CloakService.version
 
 struct ConfigOption: ParsableArguments {
     @Option(name: .long, help: "Path of the YAML configuration.")

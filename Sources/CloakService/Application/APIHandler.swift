@@ -126,6 +126,13 @@ extension CloakService {
             defaultBucketValuesPerHour: configuration.limits.bucketValuesPerHour)
     }
 
+    func adminBins(_ c: RequestContext) throws(CloakError) -> AdminBinsHandler {
+        guard let vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+        return AdminBinsHandler(
+            vault: vault, refreshSeconds: configuration.binsRefreshSeconds, outcome: c.outcome,
+            now: Int64(Date().timeIntervalSince1970))
+    }
+
     func elementsReveal(_ c: RequestContext) throws(CloakError) -> ElementsRevealHandler {
         let elements = ElementsHandler(context: context)
         // Each path checks its own switch (web frames, apps, minting) before anything else.

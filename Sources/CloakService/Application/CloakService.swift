@@ -20,6 +20,8 @@ import Tracing
 /// server.start()
 /// ```
 package final class CloakService: Sendable {
+    /// This build's version (`cloak version`, the console's overview, the nodes' heartbeats).
+    package static let version = "0.1.0"
     package let configuration: ServiceConfiguration
     let context: ServiceContext
     /// What outlives a reload (the vault, limits' counts, metrics, the token directory).
@@ -33,6 +35,8 @@ package final class CloakService: Sendable {
     /// with its steps specialized; the handler is given per request (it refers to the service).
     private let apiDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
     private let forwardDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
+    /// The console's door (`console.listen`): its page, sessions and the admin endpoints it uses.
+    private let consoleDoor: @Sendable (HTTPRequest, HTTPResponder, CloakService) -> Void
     /// The forward-proxy door's steps for a CONNECT, before ``decideTunnel(_:host:port:)``.
     private let tunnelDoor:
         @Sendable (HTTPRequest, (inout RequestContext) throws(CloakError) -> TunnelDecision) -> TunnelDecision
@@ -109,6 +113,7 @@ package final class CloakService: Sendable {
         let api = MiddlewareChain.build {
             AccessLogMiddleware(log: accessLog)
             MetricsMiddleware(metrics: metrics)
+            ConsoleCookieMiddleware()
             ClientAddressMiddleware(
                 trusted: configuration.server.trustedProxies, header: configuration.server.forwardedHeader)
             SandboxMiddleware(enabled: configuration.elements.isEnabled)
@@ -133,6 +138,7 @@ package final class CloakService: Sendable {
         let forward = MiddlewareChain.build {
             AccessLogMiddleware(log: accessLog, door: "egress-proxy")
             MetricsMiddleware(metrics: metrics, route: "egress-proxy")
+            ConsoleCookieMiddleware()
             ViolationMiddleware()
             AuthMiddleware(authenticator: auth, credentials: .forwardProxy)
             RateLimitMiddleware(rates: rates)
@@ -145,6 +151,21 @@ package final class CloakService: Sendable {
             forwardDoor.handle(request, responder, ForwardDoorHandler(service: service))
         }
         self.tunnelDoor = { request, decide in forwardDoor.decide(request, decide) }
+        let console = MiddlewareChain.build {
+            AccessLogMiddleware(log: accessLog, door: nil)
+            MetricsMiddleware(metrics: metrics)
+            ViolationMiddleware()
+            RoutingMiddleware(router: ConsoleEndpoints.router)
+            ConsoleGuardMiddleware(
+                sessions: state.consoleSessions, directory: state.directory, tls: configuration.server.tls != nil)
+            RateLimitMiddleware(rates: rates)
+            AuditMiddleware(log: auditLog, refusals: state.refusals)
+            ScopeMiddleware(openTokenize: false)
+        }
+        let consoleDoor = Door(steps: console, keepAudit: Self.auditKeeping(state.vault))
+        self.consoleDoor = { request, responder, service in
+            consoleDoor.handle(request, responder, APIHandler(service: service))
+        }
     }
 
     /// Every endpoint of the API listener (``Endpoint/api``).
@@ -191,6 +212,18 @@ package final class CloakService: Sendable {
     /// CONNECT tunnels and absolute-form requests.
     package func handleEgress(_ request: HTTPRequest, _ responder: HTTPResponder) {
         forwardDoor(request, responder, self)
+    }
+
+    /// The ``HTTPDeferredHandler`` of the console's listener (`console.listen`).
+    package func handleConsole(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        consoleDoor(request, responder, self)
+    }
+
+    /// The console's page and sessions (``ConsoleEndpoints``).
+    var console: ConsoleHandler {
+        ConsoleHandler(
+            sessions: state.consoleSessions, authenticator: auth, settings: configuration.console,
+            tls: configuration.server.tls != nil)
     }
 
     /// Passes a CONNECT through the forward-proxy door's steps, then decides it.

@@ -145,6 +145,31 @@ extension Endpoint {
                 maxBatch: s.configuration.vault.maxBatch, outcome: c.outcome
             ).test(c.request, id: c.parameter("id"))
         },
+        // What the console shows (issue 59), each also an API endpoint.
+        Endpoint("overview", .GET, "/admin/overview", access: .anyScope(consoleScopes), rate: .caller) {
+            s, _ throws(CloakError) in AdminNodeHandler(service: s, now: Int64(Date().timeIntervalSince1970)).overview()
+        },
+        Endpoint("files-summary", .GET, "/admin/files", access: .anyScope(consoleScopes), rate: .caller) {
+            s, _ throws(CloakError) in AdminNodeHandler(service: s, now: Int64(Date().timeIntervalSince1970)).files()
+        },
+        Endpoint("forms-list", .GET, "/admin/forms", access: .anyScope(consoleScopes), rate: .caller) {
+            s, _ throws(CloakError) in AdminInventoryHandler(configuration: s.configuration, today: s.context.today()).forms()
+        },
+        Endpoint("routes-list", .GET, "/admin/routes", access: .scope(.routesTest), rate: .caller) {
+            s, _ throws(CloakError) in AdminInventoryHandler(configuration: s.configuration, today: s.context.today()).routes()
+        },
+        Endpoint("bins-status", .GET, "/admin/bins", access: .scope(.binsAdmin), rate: .caller) {
+            s, c throws(CloakError) in try s.adminBins(c).status()
+        },
+        Endpoint(
+            "bins-rollback", .POST, "/admin/bins/rollback", access: .scope(.binsAdmin), rate: .caller,
+            audit: "bins_rollback"
+        ) { s, c throws(CloakError) in try s.adminBins(c).rollback(c.request) },
+        Endpoint("keys-status", .GET, "/admin/keys", access: .scope(.keysRead), rate: .caller) {
+            s, c throws(CloakError) in
+            guard let vault = s.vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
+            return AdminKeysHandler(vault: vault, counts: s.state.keyCounts).status()
+        },
         Endpoint("tokens-list", .GET, "/admin/tokens", access: .scope(.tokensAdmin), rate: .caller) {
             s, c throws(CloakError) in try s.adminTokens(c).list()
         },
@@ -170,6 +195,9 @@ extension Endpoint {
                 c.request, routeID: c.parameter("route"), trace: c.trace, trustedContext: c.trustsCallerContext)
         },
     ]
+
+    /// Any of these admits a caller to the console's shared pages (overview, forms, files).
+    static let consoleScopes = Scope.console.sorted()
 
     /// The methods a proxied path takes: all but `OPTIONS` (CORS), `CONNECT` and `TRACE`.
     static let proxied = HTTPMethod.allCases.filter { $0 != .OPTIONS && $0 != .CONNECT && $0 != .TRACE }

@@ -116,3 +116,14 @@ extension MetricRegistry {
         increment("cloak_files_revealed_bytes_total", help: "Bytes of files revealed", by: bytes)
     }
 }
+
+extension MetricRegistry {
+    /// The series of `name` by rendered label set (`{outcome="stored"}`, or empty): the
+    /// console's overview reads this node's own counts.
+    func values(_ name: String) -> [String: Int] {
+        state.withLock { state in
+            guard let family = state.families[name] else { return [:] }
+            return family.series.mapValues(\.current)
+        }
+    }
+}

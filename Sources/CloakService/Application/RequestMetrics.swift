@@ -89,6 +89,18 @@ final class RequestMetrics: Sendable {
         cell.record(nanoseconds: nanoseconds)
     }
 
+    /// Answered requests since start, and those answered 4xx and 5xx (the console's overview).
+    func totals() -> (requests: Int, clientErrors: Int, serverErrors: Int) {
+        var out = (requests: 0, clientErrors: 0, serverErrors: 0)
+        for cell in all.withLock({ $0 }) {
+            let count = cell.count.load(ordering: .relaxed)
+            out.requests += count
+            if (400..<500).contains(cell.key.status) { out.clientErrors += count }
+            if cell.key.status >= 500 { out.serverErrors += count }
+        }
+        return out
+    }
+
     /// The Prometheus text of both metrics, routes in order.
     func exposition() -> String {
         struct Totals {

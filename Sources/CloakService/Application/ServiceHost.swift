@@ -32,7 +32,7 @@ package final class ServiceHost: Sendable {
 
     /// Loads the configuration again and, when it is valid, serves it from the next request on.
     /// Settings that only a restart can change (listen address, threads, TLS, store, keys, the
-    /// egress door's listener and CA, `auth.refresh_s`) keep their running values and are
+    /// egress door's listener and CA, `console`, `auth.refresh_s`) keep their running values and are
     /// logged as ignored.
     @discardableResult
     package func reload(_ load: () throws -> ServiceConfiguration) -> Outcome {
@@ -54,6 +54,7 @@ package final class ServiceHost: Sendable {
         next.server = running.configuration.server
         next.vault = running.configuration.vault
         next.egress.listen = running.configuration.egress.listen
+        next.console = running.configuration.console
         next.egress.caCertificate = running.configuration.egress.caCertificate
         next.egress.caKey = running.configuration.egress.caKey
         next.authRefreshSeconds = running.configuration.authRefreshSeconds
@@ -99,6 +100,7 @@ package final class ServiceHost: Sendable {
         if running.egress.caCertificate != next.egress.caCertificate || running.egress.caKey != next.egress.caKey {
             changed.append("egress.ca")
         }
+        if running.console != next.console { changed.append("console") }
         if running.authRefreshSeconds != next.authRefreshSeconds { changed.append("auth.refresh_s") }
         if running.pidFile != next.pidFile { changed.append("server.pid_file") }
         if running.traces != next.traces { changed.append("telemetry") }
@@ -111,6 +113,10 @@ package final class ServiceHost: Sendable {
 
     package func handleEgress(_ request: HTTPRequest, _ responder: HTTPResponder) {
         service.handleEgress(request, responder)
+    }
+
+    package func handleConsole(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        service.handleConsole(request, responder)
     }
 
     package func authorizeTunnel(_ connect: HTTPRequest, host: String, port: Int) -> TunnelDecision {

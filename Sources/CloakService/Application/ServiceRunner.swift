@@ -36,17 +36,21 @@ package enum ServiceRunner {
             configuration: service.configuration.server, deferredHandler: host.handle,
             watchdog: service.watchdog, route: { host.route($0, $1) })
         let egress = try egressServer(service, host: host)
+        let console = try consoleServer(service, host: host)
         // The store's API credentials before the first request, then every auth.refresh_s.
         service.credentialRefresh?.refreshAndWait()
         service.credentialRefresh?.start()
         service.state.refusals.start()
         // The BIN table before the first request, then every bins.refresh_s, each reading
         // followed by this node's heartbeat (host name and port: a restart keeps its row).
-        service.binRefresh?.announce(as: "\(ProcessInfo.processInfo.hostName):\(server.port)")
+        service.binRefresh?.announce(as: "\(ProcessInfo.processInfo.hostName):\(server.port)") {
+            [weak host] in host?.service.nodeStatus() ?? .null
+        }
         service.binRefresh?.refreshAndWait()
         service.binRefresh?.start()
         server.start()
         egress?.start()
+        console?.start()
         let c = service.configuration.server
         service.logger.info(
             "listening",
@@ -61,6 +65,14 @@ package enum ServiceRunner {
                 metadata: [
                     "address": .string("\(listen.host):\(egress.port)"),
                     "routes": .string(service.configuration.egress.routes.map(\.id).joined(separator: ",")),
+                ])
+        }
+        if let console, let listen = service.configuration.console.listen {
+            service.logger.info(
+                "console listening",
+                metadata: [
+                    "address": .string("\(listen.host):\(console.port)"),
+                    "tls": .stringConvertible(service.configuration.server.tls != nil),
                 ])
         }
         let pidFile = service.configuration.pidFile
@@ -86,6 +98,7 @@ package enum ServiceRunner {
         }
         service.logger.info("draining", metadata: ["signal": .stringConvertible(Int(received))])
         service.beginDraining()
+        console?.shutdown()
         egress?.shutdown()
         server.shutdown()
         service.credentialRefresh?.stop()
@@ -94,6 +107,20 @@ package enum ServiceRunner {
         onStopped()
         service.logger.info("stopped")
         LogQueue.standardOutput.flush()
+    }
+
+    /// The console's listener on `console.listen` (nil: no console), with the main listener's
+    /// limits and TLS; never behind a balancer's PROXY header.
+    package static func consoleServer(_ service: CloakService, host: ServiceHost) throws -> HTTPServer? {
+        guard let listen = service.configuration.console.listen else { return nil }
+        var configuration = service.configuration.server
+        configuration.host = listen.host
+        configuration.port = listen.port
+        configuration.proxyProtocol = false
+        configuration.threads = 1
+        return try HTTPServer(
+            configuration: configuration, deferredHandler: host.handleConsole, watchdog: service.watchdog,
+            name: "console")
     }
 
     /// The forward-proxy door on `egress.listen`, with the main listener's limits (never its TLS:

@@ -2,6 +2,7 @@ import CloakCore
 import CloakCrypto
 import CloakHTTP
 import CloakVault
+import Foundation
 import Logging
 import Synchronization
 import Tracing
@@ -21,6 +22,8 @@ final class ServiceState: Sendable {
     let uploads = UploadAdmission()
     let watchdog = LoopWatchdog()
     let isDraining = Atomic<Bool>(false)
+    /// Unix seconds of the start (the console's overview: uptime).
+    let startedAt = Int64(Date().timeIntervalSince1970)
     /// The YAML's tokens (replaced by a reload) and the store's (``CredentialRefresh``).
     let directory: TokenDirectory
     let credentialRefresh: CredentialRefresh?
@@ -29,6 +32,10 @@ final class ServiceState: Sendable {
     /// Refused credentials, audited as counts a minute (``RefusalTally``).
     let refusals: RefusalTally
     let elementsSessionKey: HMACKey?
+    /// The key page's record counts, at most a minute old (``AdminKeysHandler``).
+    let keyCounts = AdminKeysHandler.Counts()
+    /// The console's signed-in sessions (``ConsoleSessions``; `console.*` needs a restart).
+    let consoleSessions: ConsoleSessions
     let egressCA: CertificateAuthority?
     let logSink: LogSink
     let logger: Logger
@@ -52,6 +59,8 @@ final class ServiceState: Sendable {
         self.today = today
         self.egressCA = egressCA
         self.elementsSessionKey = vault?.derivedMAC(purpose: "elements-session")
+        self.consoleSessions = ConsoleSessions(
+            idleSeconds: configuration.console.sessionIdleSeconds, maxSeconds: configuration.console.sessionMaxSeconds)
         self.credentialRefresh = vault.map {
             CredentialRefresh(
                 vault: $0, directory: directory, interval: configuration.authRefreshSeconds, logger: logger)

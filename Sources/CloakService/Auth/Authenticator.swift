@@ -13,6 +13,9 @@ struct Identity: Sendable {
     /// A bearer token was sent that no directory entry knows (yet: one made on another node
     /// reaches this one within `auth.refresh_s`, or at once by ``Door``'s one refresh).
     var unknownBearer = false
+    /// What a token this caller creates may hold, when it is not `token.scopes`: a console
+    /// session carries only the console's scopes but grants what its signed-in token holds.
+    var grantable: Set<Scope>?
 
     static let anonymous = Identity(token: nil, rejected: false)
 

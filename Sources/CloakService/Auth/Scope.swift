@@ -22,6 +22,10 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     package static let auditRead = Scope("audit:read")
     /// The route inspector (`POST /admin/routes/{id}/test`, issue 59).
     package static let routesTest = Scope("routes:test")
+    /// The BIN table's status, history and rollback over the API and the console (issue 59).
+    package static let binsAdmin = Scope("bins:admin")
+    /// The key ring's versions and what each still seals, read-only (issue 59).
+    package static let keysRead = Scope("keys:read")
     /// Every egress route's scope at once.
     package static let egressAll = Scope("egress:*")
 
@@ -33,8 +37,14 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Every fixed scope (without the per-route `egress:<id>`).
     package static let known: [Scope] = [
         .aliasesCreate, .aliasesReveal, .aliasesLookup, .aliasesUpdate, .aliasesDelete, .filesReveal, .binsRead,
-        .egressAll, .tokensAdmin, .auditRead, .routesTest,
+        .egressAll, .tokensAdmin, .auditRead, .routesTest, .binsAdmin, .keysRead,
     ]
+
+    /// What a console session may carry (issue 59): administration and reading, never a scope
+    /// that reveals, looks up or pays (`aliases:reveal`, `aliases:lookup`, `files:reveal`,
+    /// `egress:*`). A session holds these of its signed-in token's scopes; a token with none of
+    /// them cannot sign in.
+    package static let console: Set<Scope> = [.tokensAdmin, .auditRead, .routesTest, .binsAdmin, .keysRead]
 
     /// `text` as a scope: a known one, or `egress:<route id>` (an id ``EgressSettings`` would
     /// accept); nil otherwise.

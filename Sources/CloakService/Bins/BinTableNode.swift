@@ -14,6 +14,9 @@ package struct BinTableNode: Sendable, Equatable {
     /// When it adopted that table, and when it last wrote this (Unix seconds).
     package var adoptedAt: Int64?
     package var seenAt: Int64
+    /// What the node says of itself besides its table (version, uptime, readiness, keys, store,
+    /// request counts: ``CloakService/nodeStatus()``); nil from a node that writes none.
+    package var status: JSONValue?
 
     package static let prefix = "nodes."
     /// A heartbeat older than this is a node that is gone (a replaced pod): removed.
@@ -32,7 +35,10 @@ package struct BinTableNode: Sendable, Equatable {
         }
     }
 
-    package init(node: String, version: Int64?, sha256: String?, adoptedAt: Int64?, seenAt: Int64) {
+    package init(
+        node: String, version: Int64?, sha256: String?, adoptedAt: Int64?, seenAt: Int64, status: JSONValue? = nil
+    ) {
+        self.status = status
         self.node = node
         self.version = version
         self.sha256 = sha256
@@ -45,6 +51,7 @@ package struct BinTableNode: Sendable, Equatable {
         if let version { members.append(("version", .int(Int(version)))) }
         if let sha256 { members.append(("sha256", .string(sha256))) }
         if let adoptedAt { members.append(("adopted_at", .int(Int(adoptedAt)))) }
+        if let status { members.append(("status", status)) }
         return JSONWriter.encode(.object(members))
     }
 
@@ -57,6 +64,7 @@ package struct BinTableNode: Sendable, Equatable {
         if case let .number(v)? = value["version"] { version = Int64(v) }
         if case let .string(d)? = value["sha256"] { sha256 = d }
         if case let .number(a)? = value["adopted_at"] { adoptedAt = Int64(a) }
+        if case .object? = value["status"] { status = value["status"] }
     }
 
     /// The listing's entry: whether it serves the store's table, and whether it was seen lately.
@@ -69,6 +77,7 @@ package struct BinTableNode: Sendable, Equatable {
         members.append(
             ("current", .bool(current.map { $0.version == version && $0.shortDigest == sha256 } ?? (version == nil))))
         members.append(("stale", .bool(now - seenAt > staleAfter)))
+        if let status { members.append(("status", status)) }
         return .object(members)
     }
 }

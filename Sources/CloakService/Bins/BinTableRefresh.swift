@@ -37,13 +37,23 @@ package final class BinTableRefresh: Sendable {
         var adoptedAt: Int64?
         /// The name this node's heartbeat goes under (``BinTableNode``); nil: none written.
         var node: String?
+        var status: (@Sendable () -> JSONValue)?
         /// When this node last removed the heartbeats of nodes long gone.
         var prunedAt: Int64?
     }
 
     /// Writes this node's heartbeat under `node` from now on, after every reading
     /// (`cloak bins status` lists what each node serves).
-    package func announce(as node: String) { state.withLock { $0.node = node } }
+    /// `status` says what else the heartbeat carries (``BinTableNode/status``).
+    package func announce(as node: String, status: (@Sendable () -> JSONValue)? = nil) {
+        state.withLock {
+            $0.node = node
+            $0.status = status
+        }
+    }
+
+    /// The name this node's heartbeat goes under (nil until ``announce(as:status:)``).
+    package var node: String? { state.withLock { $0.node } }
 
     package init(vault: Vault, interval: Int, logger: Logger) {
         self.vault = vault
@@ -98,15 +108,19 @@ package final class BinTableRefresh: Sendable {
                         "cannot read the store's BIN table; keeping the current one",
                         metadata: ["reason": .string("\(error)")])
                 }
-                let beat = state.withLock { s -> BinTableNode? in
+                let (beat, status) = state.withLock { s -> (BinTableNode?, (@Sendable () -> JSONValue)?) in
                     s.reading = false
-                    return s.node.map {
+                    let beat = s.node.map {
                         BinTableNode(
                             node: $0, version: s.document?.version, sha256: s.document?.shortDigest,
                             adoptedAt: s.adoptedAt, seenAt: Int64(Date().timeIntervalSince1970))
                     }
+                    return (beat, s.status)
                 }
-                guard let beat else {
+                // Outside the lock: the status reads the service's own counters.
+                var beatWithStatus = beat
+                beatWithStatus?.status = status?()
+                guard let beat = beatWithStatus else {
                     done?()
                     return
                 }

@@ -117,7 +117,7 @@ extension ServiceConfiguration {
     /// The top-level keys of a configuration.
     static let knownKeys: Set<String> = [
         "server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements", "telemetry", "bins",
-        "audit",
+        "audit", "console",
     ]
 
     private static func read(_ root: ConfigNode, _ r: ConfigReader) -> ServiceConfiguration {
@@ -309,6 +309,7 @@ extension ServiceConfiguration {
                 audit["retention_days"], at: "audit.retention_days", min: 365, max: 36_500, into: &config,
                 \.auditRetentionDays)
         }
+        config.console = ConsoleSettings.read(top["console"], hasTLS: config.server.tls != nil, r)
         if let bins = r.mapping(top["bins"], at: "bins", allowed: ["refresh_s"]) {
             r.int(bins["refresh_s"], at: "bins.refresh_s", min: 1, max: 3600, into: &config, \.binsRefreshSeconds)
         }

@@ -33,6 +33,8 @@ package struct ServiceConfiguration: Sendable {
     package var traces: TraceSettings?
     /// `elements`: the pages that may embed Cloak Elements (none by default).
     package var elements = ElementsSettings()
+    /// `console`: the operator console's listener and sessions (off by default).
+    package var console = ConsoleSettings()
 
     /// Settings that are valid but that an operator should know the price of (`check-config`
     /// prints them).

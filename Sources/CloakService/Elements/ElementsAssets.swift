@@ -7,7 +7,7 @@ import Foundation
 /// with the binary.
 package enum ElementsAssets {
     struct Asset: Sendable {
-        enum Kind: Sendable { case script, style, document }
+        enum Kind: Sendable { case script, style, document, image }
         let kind: Kind
         let bytes: [UInt8]
         let etag: String
@@ -23,6 +23,7 @@ package enum ElementsAssets {
             case .script: return "text/javascript; charset=utf-8"
             case .style: return "text/css; charset=utf-8"
             case .document: return "text/html; charset=utf-8"
+            case .image: return "image/svg+xml"
             }
         }
     }

@@ -22,7 +22,7 @@ struct ElementsHandler: Sendable {
             ("ETag", asset.etag), ("X-Content-Type-Options", "nosniff"),
         ]
         switch asset.kind {
-        case .script, .style:
+        case .script, .style, .image:
             // No secret in them: any page may load them, with `<script integrity crossorigin>`.
             headers += [
                 ("Cache-Control", "public, max-age=300"), ("Access-Control-Allow-Origin", "*"),

@@ -22,7 +22,7 @@ struct AdminTokensHandler: Sendable {
     /// `limits.bucket_values_per_hour`: a token's guess limit when its entry sets none.
     var defaultBucketValuesPerHour = Int.max
 
-    private var held: Set<Scope> { identity.token?.scopes ?? [] }
+    private var held: Set<Scope> { identity.grantable ?? identity.token?.scopes ?? [] }
     private var actor: String { "token:" + (identity.token?.id ?? "-") }
 
     /// The key of the store's credentials (the directory's; a node with a vault always has one).

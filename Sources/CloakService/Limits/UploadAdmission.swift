@@ -63,6 +63,9 @@ final class UploadAdmission: Sendable {
         return ticket
     }
 
+    /// Uploads admitted and not yet finished or dropped on this node.
+    var inProgress: Int { reserved.load(ordering: .relaxed) / Self.bytesPerUpload }
+
     fileprivate func take(_ key: RateLimiter.Key, mib: Int, limit: RateLimit) -> Int? {
         limiter.take(key, limit: limit, now: DispatchTime.now().uptimeNanoseconds, cost: mib)
     }

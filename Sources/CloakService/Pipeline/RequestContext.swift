@@ -33,6 +33,9 @@ struct RequestContext: Sendable {
     /// What a route did (the steps that ran, the selectors that took a value and those that took
     /// none), for the access log; empty for every other request.
     var routeFacts = Reply.RouteFacts()
+    /// The console's session and its cookie value, on the console's listener when one was
+    /// presented and holds (``ConsoleGuardMiddleware``).
+    var console: (cookie: String, session: ConsoleSessions.Session)?
 
     init(_ request: HTTPRequest, start: UInt64) {
         self.request = request

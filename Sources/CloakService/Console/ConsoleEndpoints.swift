@@ -1,0 +1,57 @@
+import CloakCore
+import CloakHTTP
+
+/// The console listener's endpoints (`console.listen`): the page, its sessions, and the admin
+/// API's endpoints the pages use, each the API's own declaration (handler, access, audit) under
+/// `/console/api` (`/console/api/admin/tokens` is `/admin/tokens`). Nothing else of the API
+/// answers here: no alias, reveal, lookup, file or egress endpoint.
+enum ConsoleEndpoints {
+    static let signIn = "console-sign-in"
+
+    /// The API endpoints the console's pages call, by name.
+    static let admin: Set<String> = [
+        "overview", "files-summary", "forms-list", "routes-list", "routes-test", "bins-status", "bins-rollback",
+        "keys-status", "audit-search", "tokens-create", "tokens-list", "tokens-revoke",
+    ]
+
+    static let prefix = "/console/api"
+
+    static let all: [Endpoint] = {
+        var out: [Endpoint] = [
+            Endpoint("console-page", [.GET], ["/console", "/console/"], access: .open, rate: .exempt) {
+                s, c throws(CloakError) in .now(try s.console.asset(c.request, name: nil))
+            },
+            Endpoint("console-asset", .GET, "/console/{asset}", access: .open, rate: .exempt) {
+                s, c throws(CloakError) in .now(try s.console.asset(c.request, name: c.parameter("asset")))
+            },
+            Endpoint("console-session", .GET, "/console/session", access: .anyScope(Endpoint.consoleScopes), rate: .caller) {
+                s, c throws(CloakError) in .now(try s.console.current(c))
+            },
+            Endpoint(signIn, .POST, "/console/session", access: .open, rate: .caller, audit: "console_sign_in") {
+                s, c throws(CloakError) in try s.console.signIn(c)
+            },
+            Endpoint(
+                "console-sign-out", .DELETE, "/console/session", access: .anyScope(Endpoint.consoleScopes),
+                rate: .caller, audit: "console_sign_out"
+            ) { s, c throws(CloakError) in .now(s.console.signOut(c)) },
+        ]
+        for endpoint in Endpoint.api where admin.contains(endpoint.name) {
+            out.append(
+                Endpoint(
+                    endpoint.name, endpoint.methods, endpoint.templates.map { prefix + $0 }, access: endpoint.access,
+                    rate: endpoint.rate, audit: endpoint.audit, credentials: endpoint.credentials, body: endpoint.body,
+                    handler: endpoint.handler))
+        }
+        return out
+    }()
+
+    static let router: Router<Endpoint> = {
+        var router = Router<Endpoint>()
+        for endpoint in all {
+            for template in endpoint.templates {
+                for method in endpoint.methods { router.add(method, template, endpoint) }
+            }
+        }
+        return router
+    }()
+}

@@ -1,0 +1,76 @@
+import CloakCore
+import CloakCrypto
+import CloakHTTP
+
+/// The console listener's gate (docs/console.md). A caller is identified by its session cookie
+/// only (an `Authorization` header is not read here): a session that holds becomes an
+/// ``Identity`` with the console's scopes of its token, which is looked up again on every
+/// request, so a revoked or expired token ends its sessions at once. Every request but a read
+/// (GET, HEAD) must come from the console's own page: its `Origin` must be the console's, and,
+/// but for the sign-in itself, its `X-Cloak-CSRF` the session's token. On the way back, every
+/// answer gets the console's security headers.
+struct ConsoleGuardMiddleware: Middleware {
+    let sessions: ConsoleSessions
+    let directory: TokenDirectory
+    /// Whether the listener speaks TLS (its origin's scheme, the cookie's name).
+    let tls: Bool
+
+    static let csrfHeader = "X-Cloak-CSRF"
+
+    func request(_ context: inout RequestContext) throws(CloakError) -> HTTPResponse? {
+        let request = context.request
+        let changes = request.method != .GET && request.method != .HEAD
+        if changes {
+            // A browser always sends Origin on a cross-origin request and on every POST,
+            // PUT and DELETE; a page of another site cannot make it the console's.
+            guard let origin = request.header("Origin"), origin == ownOrigin(request) else {
+                throw CloakError(.forbidden, "refused: the request does not come from the console's own page (Origin)")
+            }
+        }
+        if let cookie = ConsoleCookie.value(in: request.headers, named: ConsoleCookie.name(tls: tls)),
+            let session = sessions.use(cookie)
+        {
+            guard var token = directory.token(digest: session.tokenDigest) else {
+                // Revoked, expired or re-issued since the sign-in: the session ends with it.
+                sessions.end(cookie)
+                return nil
+            }
+            token.scopes = token.scopes.intersection(Scope.console)
+            context.identity = Identity(token: token, rejected: false, grantable: session.held)
+            context.console = (cookie, session)
+        }
+        if changes, context.endpoint?.name != ConsoleEndpoints.signIn {
+            guard let session = context.console?.session,
+                let sent = request.header(Self.csrfHeader),
+                constantTimeEquals(Array(sent.utf8), Array(session.csrf.utf8))
+            else {
+                throw CloakError(.forbidden, "refused: the request lacks the session's CSRF token (\(Self.csrfHeader))")
+            }
+        }
+        return nil
+    }
+
+    func response(_ response: inout HTTPResponse, _ context: RequestContext) {
+        response.headers += Self.securityHeaders
+        if !response.headers.contains(where: { $0.name.caseInsensitiveEquals("Cache-Control") }) {
+            response.headers.append(("Cache-Control", "no-store"))
+        }
+    }
+
+    /// The origin the console's page has: its scheme and the `Host` it was asked for.
+    func ownOrigin(_ request: HTTPRequest) -> String {
+        (tls ? "https://" : "http://") + (request.header("Host") ?? "-")
+    }
+
+    /// No script but the console's own files, no inline script or style, never in a frame.
+    static let contentSecurityPolicy = [
+        "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "connect-src 'self'",
+        "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
+    ].joined(separator: "; ")
+
+    static let securityHeaders: [(name: String, value: String)] = [
+        ("Content-Security-Policy", contentSecurityPolicy), ("X-Frame-Options", "DENY"),
+        ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
+        ("Cross-Origin-Opener-Policy", "same-origin"), ("Cross-Origin-Resource-Policy", "same-origin"),
+    ]
+}
