@@ -30,6 +30,8 @@
 # Benchmarks/results/<timestamp>/. Every process the script starts is killed
 # by PID on exit.
 set -euo pipefail
+# The shipped config's console listens on 8082; this script's servers take any free port.
+export CLOAK_CONSOLE_LISTEN=${CLOAK_CONSOLE_LISTEN:-127.0.0.1:0}
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)

@@ -34,6 +34,8 @@
 #
 # Results: Benchmarks/results/scale-<timestamp>/ (wrk output, logs, summary.txt).
 set -euo pipefail
+# The shipped config's console listens on 8082; this script's servers take any free port.
+export CLOAK_CONSOLE_LISTEN=${CLOAK_CONSOLE_LISTEN:-127.0.0.1:0}
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)

@@ -18,6 +18,8 @@
 # and the dump's total divided by the requests wrk counted. Needs valgrind and wrk. TRACES=RATIO
 # turns telemetry.traces on at that sample ratio, to Benchmarks/tools/otlp-sink.py.
 set -euo pipefail
+# The shipped config's console listens on 8082; this script's servers take any free port.
+export CLOAK_CONSOLE_LISTEN=${CLOAK_CONSOLE_LISTEN:-127.0.0.1:0}
 BIN=$1; CASE=$2
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 W=$(mktemp -d /tmp/cg.XXXX)

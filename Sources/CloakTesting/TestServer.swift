@@ -39,6 +39,8 @@ package final class TestServer: Sendable {
     /// The forward-proxy door, when the configuration has `egress.listen` (its CA is made in
     /// ``directory``).
     package let egress: HTTPServer?
+    /// The console's listener, when started with `console: true` (`console.listen`, any port).
+    package let console: HTTPServer?
     package let vault: Vault
     package let logs = LogCapture()
     package let directory = TemporaryDirectory()
@@ -56,9 +58,12 @@ package final class TestServer: Sendable {
     package static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The shipped `config/cloak.yaml`, so tests exercise what users run.
+    /// The shipped `config/cloak.yaml`, so tests exercise what users run; its console listens on a
+    /// port the kernel picks (tests that serve run side by side; the shipped 8082 is one port).
     package static var shippedConfiguration: String {
-        (try? String(contentsOf: repositoryRoot.appendingPathComponent("config/cloak.yaml"), encoding: .utf8)) ?? ""
+        let text =
+            (try? String(contentsOf: repositoryRoot.appendingPathComponent("config/cloak.yaml"), encoding: .utf8)) ?? ""
+        return text.replacingOccurrences(of: #"listen: "127.0.0.1:8082""#, with: #"listen: "127.0.0.1:0""#)
     }
 
     /// The shipped configuration with four test tokens in `auth.tokens`.
@@ -93,7 +98,7 @@ package final class TestServer: Sendable {
     /// the vault paths.
     package init(
         yaml: String = TestServer.configurationWithTokens, environment: [String: String] = [:], threads: Int = 2,
-        today: CalendarDate? = nil, tlsFiles: (certificate: String, key: String)? = nil
+        today: CalendarDate? = nil, tlsFiles: (certificate: String, key: String)? = nil, console: Bool = false
     ) throws {
         var configuration = try Self.configuration(
             yaml: yaml, environment: environment, threads: threads, in: directory)
@@ -103,8 +108,15 @@ package final class TestServer: Sendable {
             configuration: configuration.server, deferredHandler: service.handle,
             watchdog: service.watchdog, route: { [service] in service.route($0, $1) })
         egress = try ServiceRunner.egressServer(service, host: ServiceHost(service))
+        self.console = console ? try ServiceRunner.consoleServer(service, host: ServiceHost(service)) : nil
         server.start()
         egress?.start()
+        self.console?.start()
+    }
+
+    /// A client of the console's listener (``console``).
+    package func consoleClient(timeout: TimeInterval = 10) throws -> RawHTTPClient {
+        try RawHTTPClient(port: console!.port, timeout: timeout)
     }
 
     /// The test configuration: `yaml` with the listen address, the vault's paths in `directory`
@@ -155,6 +167,7 @@ package final class TestServer: Sendable {
 
     package func stop() {
         service.beginDraining()
+        console?.shutdown()
         egress?.shutdown()
         server.shutdown()
         vault.close()

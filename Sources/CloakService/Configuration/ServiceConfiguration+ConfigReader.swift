@@ -99,6 +99,7 @@ extension ServiceConfiguration {
             "trusted_proxies", "proxy_protocol", "forwarded_header", "pid_file",
         ],
         "auth": ["refresh_s"],
+        "console": ["listen", "session_idle_s", "session_max_s"],
         "vault": [
             "environment", "store", "keys", "volatile_ttl_s", "max_batch", "connections", "key_refresh_s",
             "store_timeout_ms",

@@ -8,11 +8,16 @@ struct AdminInventoryHandler: Sendable {
     let configuration: ServiceConfiguration
     let today: CalendarDate
 
-    /// 200 `{"data": [{"name", "schema": {…the frames' schema: fields, rules, masks…}}]}`, by name.
+    /// 200 `{"data": [{"name", "schema": {…the frames' schema: fields, rules, masks…},
+    /// "stored_as": {field: format}}]}`, by name.
     func forms() -> Reply {
         let data = configuration.forms.keys.sorted().map { name in
-            JSONValue.object([
-                ("name", .string(name)), ("schema", configuration.forms[name]!.browserSchema(today: today)),
+            let form = configuration.forms[name]!
+            let stored = form.fields.compactMap { field in
+                field.tokenization.map { (key: field.name, value: JSONValue.string($0.format.rawValue)) }
+            }
+            return JSONValue.object([
+                ("name", .string(name)), ("schema", form.browserSchema(today: today)), ("stored_as", .object(stored)),
             ])
         }
         return .now(.json(200, .object([("data", .array(data))]), headers: HTTPResponse.noStoreHeaders))

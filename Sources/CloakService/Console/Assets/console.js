@@ -1,0 +1,544 @@
+// Cloak's operator console (docs/console.md): one page, a client of the admin API under
+// /console/api on the console's own listener. Every value shown comes from an answer of that
+// API and is put in the page as text (never as HTML). The API token typed at sign-in is sent
+// once and dropped; the session lives in an HttpOnly cookie, and every change carries the
+// session's CSRF token.
+'use strict';
+
+(function () {
+  const state = { session: null, page: null, samples: {}, lastOverview: null };
+
+  // ---- DOM helpers -------------------------------------------------------------------------
+
+  /** An element with attributes (`on*` are listeners) and children (strings become text). */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else if (key === 'class') node.className = value;
+      else if (value === true) node.setAttribute(key, '');
+      else node.setAttribute(key, String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function text(value) {
+    if (value === null || value === undefined) return '—';
+    if (Array.isArray(value)) return value.length ? value.join(', ') : '—';
+    if (typeof value === 'object') return JSON.stringify(value);
+    return String(value);
+  }
+
+  /** A table with a caption, column headings and rows of cells (strings or nodes). */
+  function table(caption, headings, rows, empty) {
+    if (!rows.length) return el('p', { class: 'empty' }, empty || 'Nothing to show.');
+    return el('table', {},
+      el('caption', {}, caption),
+      el('thead', {}, el('tr', {}, headings.map((h) => el('th', { scope: 'col' }, h)))),
+      el('tbody', {}, rows.map((row) => el('tr', {}, row.map((cell, i) =>
+        i === 0 ? el('th', { scope: 'row' }, cell) : el('td', {}, cell instanceof Node ? cell : text(cell)))))));
+  }
+
+  /** A definition list of [term, value] pairs. */
+  function facts(pairs) {
+    return el('dl', { class: 'facts' }, pairs.flatMap(([term, value]) =>
+      [el('dt', {}, term), el('dd', {}, value instanceof Node ? value : text(value))]));
+  }
+
+  function say(message, kind) {
+    const status = document.getElementById('status');
+    status.textContent = message || '';
+    status.className = 'status' + (kind ? ' ' + kind : '');
+  }
+
+  function page(title, ...children) {
+    const root = document.getElementById('page');
+    const parts = children.flat().filter((c) => c !== null && c !== undefined && c !== '' && c !== false);
+    root.replaceChildren(el('h1', { id: 'page-title' }, title), ...parts);
+    document.title = title + ' · Cloak console';
+    const main = document.getElementById('main');
+    main.setAttribute('aria-labelledby', 'page-title');
+    return root;
+  }
+
+  /** Asks `question` in a modal dialog; resolves true when `action` is chosen. */
+  function confirmAction(question, action) {
+    return new Promise((resolve) => {
+      const dialog = el('dialog', { class: 'confirm', 'aria-labelledby': 'confirm-question' });
+      const finish = (answer) => { dialog.close(); dialog.remove(); resolve(answer); };
+      dialog.append(
+        el('p', { id: 'confirm-question' }, question),
+        el('div', { class: 'actions' },
+          el('button', { type: 'button', class: 'danger', id: 'confirm-yes', onclick: () => finish(true) }, action),
+          el('button', { type: 'button', id: 'confirm-no', onclick: () => finish(false) }, 'Cancel')));
+      dialog.addEventListener('cancel', (e) => { e.preventDefault(); finish(false); });
+      document.body.append(dialog);
+      dialog.showModal();
+      document.getElementById('confirm-no').focus();
+    });
+  }
+
+  // ---- The API -----------------------------------------------------------------------------
+
+  class APIError extends Error {
+    constructor(status, body) {
+      const first = body && body.error;
+      super(first && first.description ? first.description : 'error ' + status);
+      this.status = status;
+      this.code = first ? first.code : null;
+    }
+  }
+
+  async function call(method, path, body) {
+    const headers = { Accept: 'application/json' };
+    if (method !== 'GET') {
+      headers['X-Cloak-CSRF'] = state.session ? state.session.csrf : '';
+      if (body !== undefined) headers['Content-Type'] = 'application/json';
+    }
+    const response = await fetch(path, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'same-origin', cache: 'no-store', redirect: 'error',
+    });
+    if (response.status === 204) return null;
+    let answer = null;
+    try { answer = await response.json(); } catch (_) { answer = null; }
+    if (!response.ok) {
+      if (response.status === 401 && path !== '/console/session') signedOut('Your session ended. Sign in again.');
+      throw new APIError(response.status, answer);
+    }
+    return answer;
+  }
+
+  const api = (method, path, body) => call(method, '/console/api' + path, body);
+
+  function may(scope) { return !!state.session && state.session.scopes.includes(scope); }
+
+  // ---- Sessions ----------------------------------------------------------------------------
+
+  function signedOut(message) {
+    state.session = null;
+    document.getElementById('pages').hidden = true;
+    document.getElementById('sign-out').hidden = true;
+    document.getElementById('who').textContent = '';
+    document.getElementById('page').replaceChildren();
+    document.getElementById('sign-in').hidden = false;
+    document.title = 'Sign in · Cloak console';
+    say(message || '', message ? 'warn' : '');
+    // Focus moves to the field only after something happened (a sign-out, an ended session);
+    // a fresh page starts at the top, where the skip link is.
+    if (message) document.getElementById('token').focus();
+  }
+
+  function signedIn(session) {
+    state.session = session;
+    document.getElementById('sign-in').hidden = true;
+    document.getElementById('pages').hidden = false;
+    document.getElementById('sign-out').hidden = false;
+    document.getElementById('who').textContent = 'Signed in as ' + session.token_id + ' (' + session.scopes.join(', ') + ')';
+    for (const link of document.querySelectorAll('#pages a[data-scope]')) {
+      link.parentElement.hidden = !may(link.dataset.scope);
+    }
+    route();
+  }
+
+  async function signIn(event) {
+    event.preventDefault();
+    const input = document.getElementById('token');
+    const token = input.value.trim();
+    input.value = '';
+    if (!token) return;
+    try {
+      const session = await call('POST', '/console/session', { token });
+      say('');
+      signedIn(session);
+    } catch (error) {
+      say(error.status === 401 ? 'That token is not valid.' : error.message, 'error');
+      input.focus();
+    }
+  }
+
+  async function signOut() {
+    try { await call('DELETE', '/console/session'); } catch (_) { /* ended already */ }
+    signedOut('Signed out.');
+  }
+
+  // ---- Pages -------------------------------------------------------------------------------
+
+  const pages = {
+    overview: { title: 'Overview', render: overview },
+    tokens: { title: 'Tokens', scope: 'tokens:admin', render: tokens },
+    routes: { title: 'Routes', scope: 'routes:test', render: routes },
+    forms: { title: 'Forms', render: forms },
+    files: { title: 'Files', render: files },
+    bins: { title: 'BIN table', scope: 'bins:admin', render: bins },
+    keys: { title: 'Keys', scope: 'keys:read', render: keys },
+    audit: { title: 'Audit', scope: 'audit:read', render: audit },
+  };
+
+  async function route() {
+    if (!state.session) return;
+    const name = (location.hash.match(/^#\/([a-z]+)/) || [])[1] || 'overview';
+    const found = pages[name];
+    for (const link of document.querySelectorAll('#pages a')) {
+      if (link.dataset.page === name) link.setAttribute('aria-current', 'page');
+      else link.removeAttribute('aria-current');
+    }
+    if (!found) { page('Not found', el('p', {}, 'There is no such page.')); return; }
+    if (found.scope && !may(found.scope)) {
+      page(found.title, el('p', { class: 'refused', role: 'alert' },
+        'Your token does not hold ' + found.scope + ': this page is not yours to see.'));
+      return;
+    }
+    state.page = name;
+    page(found.title, el('p', { class: 'loading' }, 'Loading…'));
+    try {
+      await found.render();
+    } catch (error) {
+      if (state.session) page(found.title, el('p', { class: 'refused', role: 'alert' }, error.message));
+    }
+    const heading = document.getElementById('page-title');
+    if (heading && document.activeElement === document.body) document.getElementById('main').focus();
+  }
+
+  async function overview() {
+    const answer = await api('GET', '/admin/overview');
+    const node = answer.node;
+    const now = Date.now();
+    let rates = '—';
+    const last = state.lastOverview;
+    if (last && last.name === node.name && now > last.at) {
+      const minutes = (now - last.at) / 60000;
+      const perMinute = (n) => Math.max(0, (n / minutes)).toFixed(1);
+      rates = perMinute(node.requests - last.requests) + ' requests/min, ' +
+        perMinute(node.client_errors - last.client_errors) + ' 4xx/min, ' +
+        perMinute(node.server_errors - last.server_errors) + ' 5xx/min (since the last look)';
+    }
+    state.lastOverview = { name: node.name, at: now, requests: node.requests,
+      client_errors: node.client_errors, server_errors: node.server_errors };
+    page('Overview',
+      el('h2', {}, 'This node'),
+      facts([
+        ['Node', node.name], ['Version', node.version], ['Up for', duration(node.uptime_s)],
+        ['Ready', node.ready ? 'yes' : 'no'], ['Store', node.store],
+        ['Key versions', node.keys ? node.keys.versions.join(', ') + ' (current ' + node.keys.current + ')' : '—'],
+        ['BIN table', node.bins ? 'version ' + node.bins.version + ' (' + node.bins.sha256 + ')' : 'none'],
+        ['Answers since start', node.requests + ' (' + node.client_errors + ' 4xx, ' + node.server_errors + ' 5xx)'],
+        ['Rates', rates],
+      ]),
+      el('h2', {}, 'Nodes'),
+      el('p', {}, 'From each node\'s heartbeat in the store (written every bins.refresh_s).'),
+      table('Nodes by heartbeat', ['Node', 'Version', 'Ready', 'Up for', 'Keys', 'BIN table', 'Answers', 'Seen'],
+        answer.nodes.map((n) => {
+          const s = n.status || {};
+          return [n.node, s.version, s.ready === undefined ? '—' : (s.ready ? 'yes' : 'no'), duration(s.uptime_s),
+            s.keys ? s.keys.current : '—', n.version === null ? 'none' : 'v' + n.version + (n.current ? '' : ' (not current)'),
+            s.requests === undefined ? '—' : s.requests + ' (' + s.server_errors + ' 5xx)',
+            n.seen_s_ago + ' s ago' + (n.stale ? ' (stale)' : '')];
+        }), 'No node has written a heartbeat yet.'),
+      el('h2', {}, 'Configuration'),
+      facts([['Forms', answer.configuration.forms], ['Routes', answer.configuration.routes],
+        ['Egress routes', answer.configuration.egress_routes]]));
+  }
+
+  function duration(seconds) {
+    if (seconds === undefined || seconds === null) return '—';
+    const d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600), m = Math.floor(seconds % 3600 / 60);
+    return (d ? d + 'd ' : '') + (d || h ? h + 'h ' : '') + m + 'm';
+  }
+
+  // Tokens: a tree by minted_by; create with a scope picker; revoke names what goes with it.
+  async function tokens() {
+    const answer = await api('GET', '/admin/tokens');
+    const all = answer.data;
+    const children = new Map();
+    const ids = new Set(all.map((t) => t.id));
+    for (const t of all) {
+      const parent = t.minted_by && ids.has(t.minted_by) ? t.minted_by : '';
+      if (!children.has(parent)) children.set(parent, []);
+      children.get(parent).push(t);
+    }
+    const descendants = (id) => (children.get(id) || []).flatMap((c) => [c.id, ...descendants(c.id)]);
+    const rows = [];
+    const walk = (parent, depth) => {
+      for (const t of (children.get(parent) || [])) {
+        const name = el('span', { class: 'depth-' + Math.min(depth, 6) }, (depth ? '↳ ' : '') + t.id);
+        const revoke = t.source === 'store' && t.state === 'active'
+          ? el('button', { type: 'button', class: 'danger', onclick: () => revokeToken(t.id, descendants(t.id)) },
+            'Revoke', el('span', { class: 'visually-hidden' }, ' ' + t.id))
+          : '';
+        rows.push([name, t.scopes, t.source, t.state, t.minted_by, t.expires_at, t.last_used_at, revoke]);
+        walk(t.id, depth + 1);
+      }
+    };
+    walk('', 0);
+    const grantable = state.session.grants;
+    const picker = el('fieldset', {}, el('legend', {}, 'Scopes'),
+      grantable.map((scope) => el('label', { class: 'check' },
+        el('input', { type: 'checkbox', name: 'scope', value: scope }), ' ' + scope)));
+    const form = el('form', { id: 'create-token', onsubmit: createToken },
+      el('label', { for: 'new-id' }, 'Id'),
+      el('input', { id: 'new-id', name: 'id', required: true, pattern: '[A-Za-z0-9._-]{1,64}', autocomplete: 'off' }),
+      picker,
+      el('label', { for: 'new-ttl' }, 'Lifetime (seconds, optional)'),
+      el('input', { id: 'new-ttl', name: 'ttl', type: 'number', min: 60, max: 315360000 }),
+      el('label', { for: 'new-rate' }, 'Requests a minute (optional)'),
+      el('input', { id: 'new-rate', name: 'rate', type: 'number', min: 1 }),
+      el('button', { type: 'submit' }, 'Create token'));
+    page('Tokens',
+      table('API tokens (minted ones under their minter)',
+        ['Id', 'Scopes', 'Source', 'State', 'Minted by', 'Expires', 'Last used', 'Action'], rows, 'No tokens.'),
+      el('h2', {}, 'Create a token'),
+      el('p', {}, 'A new token may hold only what your signed-in token holds. Its secret is shown once.'),
+      form, el('div', { id: 'new-token' }));
+  }
+
+  async function createToken(event) {
+    event.preventDefault();
+    const form = event.target;
+    const scopes = [...form.querySelectorAll('input[name=scope]:checked')].map((i) => i.value);
+    const body = { id: form.elements.id.value, scopes };
+    if (form.elements.ttl.value) body.ttl_s = Number(form.elements.ttl.value);
+    if (form.elements.rate.value) body.requests_per_minute = Number(form.elements.rate.value);
+    try {
+      const made = await api('POST', '/admin/tokens', body);
+      await tokens();
+      document.getElementById('new-token').replaceChildren(
+        el('div', { class: 'once', role: 'alert' },
+          el('p', {}, 'Token ' + made.id + ' was created. Copy its secret now: it is not shown again.'),
+          el('label', { for: 'secret' }, 'Secret of ' + made.id),
+          el('input', { id: 'secret', readonly: true, value: made.token, autocomplete: 'off', spellcheck: 'false' })));
+      document.getElementById('secret').select();
+      say('Token ' + made.id + ' created.', 'ok');
+    } catch (error) {
+      say(error.message, 'error');
+    }
+  }
+
+  async function revokeToken(id, also) {
+    const question = 'Revoke ' + id + '?' + (also.length ? ' This also revokes the tokens it minted: ' + also.join(', ') + '.' : '');
+    if (!await confirmAction(question, 'Revoke')) return;
+    try {
+      await api('DELETE', '/admin/tokens/' + encodeURIComponent(id));
+      await tokens();
+      say('Revoked ' + [id, ...also].join(', ') + '.', 'ok');
+    } catch (error) {
+      say(error.message, 'error');
+    }
+  }
+
+  // Routes: what each does, and the inspector on a sample.
+  async function routes() {
+    const answer = await api('GET', '/admin/routes');
+    const list = answer.data;
+    const selected = (location.hash.match(/^#\/routes\/(.+)$/) || [])[1];
+    const route = list.find((r) => r.id === decodeURIComponent(selected || '')) || list[0];
+    const summary = table('Routes', ['Id', 'Door', 'Matches', 'Form', 'Operations', 'Steps'],
+      list.map((r) => [el('a', { href: '#/routes/' + encodeURIComponent(r.id) }, r.id), r.door,
+        r.match.prefix || (r.match.paths || []).join(', '), r.form,
+        r.request.concat(r.response).map((o) => o.action + ' ' + o.format).join('; ') || '—', r.steps]),
+      'No routes are configured.');
+    if (!route) { page('Routes', summary); return; }
+    const operations = (ops, side) => ops.map((o, i) => facts([
+      [side + ' operation ' + (i + 1), o.action + ' as ' + o.format],
+      ['Selectors', o.selectors.map((s) => Object.entries(s)[0].join(': '))],
+      ['Required', o.required]]));
+    const sample = state.samples[route.id] || JSON.stringify({
+      method: route.methods[0] || 'POST', path: '/',
+      headers: { 'Content-Type': 'application/json' },
+      body: { card_number: '4111111111111111', card_cvc: '123' },
+    }, null, 2);
+    const editor = el('textarea', { id: 'sample', rows: 12, spellcheck: 'false',
+      oninput: (e) => { state.samples[route.id] = e.target.value; } }, sample);
+    page('Routes', summary,
+      el('h2', {}, 'Route ' + route.id),
+      facts([['Door', route.door], ['Upstream', route.upstream], ['Methods', route.methods],
+        ['Form', route.form], ['Steps', route.steps], ['Unselected cards', route.unselected_cards],
+        ['Configured headers', route.headers]]),
+      operations(route.request, 'Request'), operations(route.response, 'Answer'),
+      el('h2', {}, 'Try it'),
+      el('p', {}, 'The inspector runs a sample through the route without sending it or touching the vault. ' +
+        'Use test card numbers only.'),
+      el('form', { id: 'inspect', onsubmit: (e) => inspect(e, route.id) },
+        el('label', { for: 'sample' }, 'Sample request (JSON: method, path, headers, body)'), editor,
+        el('button', { type: 'submit' }, 'Run the inspector')),
+      el('div', { id: 'inspection', 'aria-live': 'polite' }));
+  }
+
+  async function inspect(event, id) {
+    event.preventDefault();
+    const out = document.getElementById('inspection');
+    let sample;
+    try { sample = JSON.parse(document.getElementById('sample').value); } catch (error) {
+      out.replaceChildren(el('p', { class: 'refused', role: 'alert' }, 'The sample is not JSON: ' + error.message));
+      return;
+    }
+    try {
+      const r = await api('POST', '/admin/routes/' + encodeURIComponent(id) + '/test', sample);
+      const parts = [
+        el('p', { class: r.would_send ? 'verdict ok' : 'verdict refused', role: 'status' },
+          r.would_send ? 'Would send.' : 'Would refuse' + (r.refusal ? ': ' + r.refusal.description : '.')),
+        facts([['Matched selectors', r.selectors.matched], ['Missed selectors', r.selectors.missed],
+          ['Revealed', r.selectors.revealed], ['Redacted', r.selectors.redacted],
+          ['Cards no selector took', r.unselected_cards_found]]),
+      ];
+      if (r.selectors.missed.length) {
+        parts.push(el('p', { class: 'warn', role: 'alert' },
+          'No value was found at ' + r.selectors.missed.join(', ') + ': check these selectors.'));
+      }
+      if (r.request) {
+        parts.push(el('h3', {}, 'What would be sent'),
+          el('pre', { class: 'sent' }, r.request.method + ' ' + r.request.url + '\n' +
+            r.request.headers.map(([n, v]) => n + ': ' + v).join('\n') + '\n\n' + r.request.body));
+      }
+      for (const step of r.steps) {
+        parts.push(el('h3', {}, 'Step ' + step.name + (step.key ? ' (' + step.key + ')' : '')),
+          el('pre', {}, step.headers.map(([n, v]) => n + ': ' + v).join('\n') + (step.error ? '\nerror: ' + step.error : '')));
+      }
+      out.replaceChildren(...parts);
+    } catch (error) {
+      out.replaceChildren(el('p', { class: 'refused', role: 'alert' }, error.message));
+    }
+  }
+
+  async function forms() {
+    const answer = await api('GET', '/admin/forms');
+    const sections = answer.data.map((form) => {
+      const fields = form.schema.fields || [];
+      return el('section', { 'aria-labelledby': 'form-' + form.name },
+        el('h2', { id: 'form-' + form.name }, form.name),
+        table('Fields of ' + form.name, ['Field', 'Type', 'Required', 'Rules', 'Stored as'],
+          fields.map((f) => [f.name, f.type, f.required ? 'yes' : 'no',
+            (f.rules || []).map(rule).join('; ') || (f.file ? 'up to ' + f.file.maxFiles + ' files of ' + f.file.maxBytes + ' bytes' : '—'),
+            (form.stored_as || {})[f.name] || '—']), 'No fields.'));
+    });
+    page('Forms', sections.length ? sections : el('p', { class: 'empty' }, 'No forms are configured.'));
+  }
+
+  function rule(r) {
+    switch (r.kind) {
+      case 'length': return 'length ' + r.min + (r.max === null ? '+' : '–' + r.max);
+      case 'pattern': return 'pattern ' + r.regex;
+      default: return r.kind || text(r);
+    }
+  }
+
+  async function files() {
+    const f = await api('GET', '/admin/files');
+    page('Files',
+      el('p', {}, 'What node ' + f.node + ' has received since it started (each node counts its own).'),
+      facts([['Uploads stored', f.uploads.stored], ['Uploads refused', f.uploads.refused],
+        ['Uploads failed', f.uploads.failed], ['Bytes stored', f.stored_bytes], ['Files revealed', f.reveals],
+        ['Bytes revealed', f.revealed_bytes], ['Uploads in progress now', f.unfinished],
+        ['Forms that take files', f.forms_with_files]]));
+  }
+
+  async function bins() {
+    const b = await api('GET', '/admin/bins');
+    const parts = [];
+    if (b.table) {
+      parts.push(facts([['Version', b.table.version], ['Rows', b.table.rows], ['Source', b.table.source],
+        ['Imported', b.table.imported_at], ['SHA-256', b.table.sha256], ['Verified', b.verified ? 'yes' : 'NO']]));
+    } else {
+      parts.push(el('p', { class: 'empty' }, 'No BIN table was imported (cloak bins import).'));
+    }
+    parts.push(el('h2', {}, 'History'));
+    if (b.previous && b.table) {
+      parts.push(el('p', {}, 'Before it: ' + b.previous.name + ' (' + b.previous.rows + ' rows).'),
+        el('button', { type: 'button', class: 'danger', onclick: () => rollback(b.table.version, b.previous.name) },
+          'Roll back to ' + b.previous.name));
+    } else {
+      parts.push(el('p', { class: 'empty' }, 'The store keeps no table before this one.'));
+    }
+    parts.push(el('h2', {}, 'What each node serves'),
+      table('Nodes', ['Node', 'Version', 'Current', 'Seen'], b.nodes.map((n) =>
+        [n.node, n.version, n.current ? 'yes' : 'no', n.seen_s_ago + ' s ago' + (n.stale ? ' (stale)' : '')]),
+      'No node has written a heartbeat yet.'));
+    page('BIN table', ...parts);
+  }
+
+  async function rollback(version, name) {
+    if (!await confirmAction('Make ' + name + ' the BIN table again, replacing version ' + version + '?',
+      'Roll back')) return;
+    try {
+      const made = await api('POST', '/admin/bins/rollback', { current_version: version });
+      await bins();
+      say('The BIN table is now version ' + made.version + ' (' + made.source + ').', 'ok');
+    } catch (error) {
+      say(error.message, 'error');
+    }
+  }
+
+  async function keys() {
+    const k = await api('GET', '/admin/keys');
+    page('Keys',
+      el('p', {}, 'Read-only. Rotate, rewrap and retire with the cloak keys commands.'),
+      table('Key versions', ['Version', 'Records and files it seals', 'Current'],
+        k.versions.map((v) => [v.id, v.records, v.current ? 'yes' : 'no'])),
+      k.orphans.length ? table('Versions records name that the ring does not hold', ['Version', 'Records'],
+        k.orphans.map((v) => [v.id, v.records])) : '');
+  }
+
+  // Audit: the search, newest first, a page at a time; what was loaded exports as JSONL.
+  async function audit() {
+    const fields = [['from', 'From (RFC 3339 or ms)'], ['until', 'Until'], ['action', 'Action'],
+      ['token', 'Token id'], ['result', 'Result'], ['alias_ref', 'Alias reference (ar_…)']];
+    const form = el('form', { id: 'audit-search', onsubmit: (e) => { e.preventDefault(); searchAudit(null); } },
+      fields.map(([name, label]) => el('span', { class: 'field' },
+        el('label', { for: 'audit-' + name }, label),
+        el('input', { id: 'audit-' + name, name, autocomplete: 'off', spellcheck: 'false' }))),
+      el('button', { type: 'submit' }, 'Search'));
+    page('Audit', form, el('div', { id: 'audit-results', 'aria-live': 'polite' }));
+    await searchAudit(null);
+  }
+
+  async function searchAudit(cursor) {
+    const form = document.getElementById('audit-search');
+    const query = new URLSearchParams();
+    for (const input of form.querySelectorAll('input')) if (input.value.trim()) query.set(input.name, input.value.trim());
+    query.set('limit', '100');
+    if (cursor) query.set('cursor', cursor);
+    const out = document.getElementById('audit-results');
+    try {
+      const answer = await api('GET', '/admin/audit?' + query.toString());
+      const loaded = cursor ? (state.audit || []).concat(answer.data) : answer.data;
+      state.audit = loaded;
+      const exportLink = el('button', { type: 'button', onclick: () => exportAudit(loaded) },
+        'Export ' + loaded.length + ' events as JSONL');
+      out.replaceChildren(
+        table('Audit events, newest first', ['When', 'Action', 'Token', 'Client', 'Result', 'Alias reference', 'Facts'],
+          loaded.map((e) => [e.at, e.action, e.token_id, e.client, e.result, e.alias_ref,
+            Object.entries(e.facts).map(([k, v]) => k + '=' + v).join(' ')]), 'No event matches.'),
+        answer.next ? el('button', { type: 'button', onclick: () => searchAudit(answer.next) }, 'Older events') : '',
+        loaded.length ? exportLink : '');
+    } catch (error) {
+      out.replaceChildren(el('p', { class: 'refused', role: 'alert' }, error.message));
+    }
+  }
+
+  function exportAudit(events) {
+    const blob = new Blob(events.map((e) => JSON.stringify(e) + '\n'), { type: 'application/x-ndjson' });
+    const link = el('a', { href: URL.createObjectURL(blob), download: 'cloak-audit.jsonl' });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 0);
+  }
+
+  // ---- Start -------------------------------------------------------------------------------
+
+  document.addEventListener('DOMContentLoaded', async () => {
+    document.getElementById('sign-in-form').addEventListener('submit', signIn);
+    document.getElementById('sign-out').addEventListener('click', signOut);
+    window.addEventListener('hashchange', route);
+    try {
+      signedIn(await call('GET', '/console/session'));
+    } catch (_) {
+      signedOut();
+    }
+  });
+})();

@@ -1,0 +1,463 @@
+"""The operator console in headless Chromium, as an operator uses it (docs/console.md).
+
+Starts the built binary on free loopback ports with a temporary SQLite vault, three tokens in
+its YAML, two BIN tables imported, a route with a mistyped selector and a stored card; then
+signs in, walks every page (a screenshot of each under .build/console-shots/), creates and
+revokes a token, runs the inspector, rolls the BIN table back, searches the audit for what it
+did, and checks refusals (scopes, CSRF, cross-site posts), session ends (sign-out, idle),
+keyboard use and labels (Chromium's accessibility tree), sizes, and that no stored value,
+secret or key ever reaches the page, the network answers or the console.
+
+Run through scripts/browser-tests (which pins selenium); prints one ok/FAIL line per test.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+import requests
+
+from browser_support import (REPO, Browser, Checks, CloakServer, PageServer, SetupError, free_port,
+                             hermetic_env, make_temp_dir, random_token, remove_dir, resolve_binary,
+                             short, token_sha256, wait_until, write_config)
+
+SHOTS = os.path.join(REPO, ".build", "console-shots")
+STORED_CARD = "5555555555554444"   # stored through the API: never on a console page
+SAMPLE_CARD = "4111111111111111"   # the inspector's test card, typed by the operator
+CONSOLE_SCOPES = ["tokens:admin", "audit:read", "routes:test", "bins:admin", "keys:read"]
+PAGES = ["overview", "tokens", "routes", "forms", "files", "bins", "keys", "audit"]
+
+
+class Run:
+    def __init__(self):
+        self.binary = resolve_binary()
+        self.dir = make_temp_dir("cloak-console-")
+        self.cloak = None
+        self.idle_cloak = None
+        self.browser = None
+        self.pages = None
+        self.tokens = {name: random_token() for name in ["ops", "auditor", "payer", "idle"]}
+        self.secrets = []
+
+    def config(self, port, console_port, idle=900):
+        t = self.tokens
+        return {
+            "server": {"listen": f"127.0.0.1:{port}", "threads": 1},
+            "vault": {"store": "sqlite:" + os.path.join(self.dir, f"cloak-{port}.db"),
+                      "keys": "file:" + os.path.join(self.dir, "keys.json")},
+            "auth": {"open_tokenize": True, "refresh_s": 1, "tokens": [
+                {"id": "ops", "sha256": token_sha256(t["ops"]),
+                 "scopes": CONSOLE_SCOPES + ["aliases:create", "aliases:reveal"]},
+                {"id": "auditor", "sha256": token_sha256(t["auditor"]), "scopes": ["audit:read"]},
+                {"id": "payer", "sha256": token_sha256(t["payer"]), "scopes": ["aliases:reveal", "egress:*"]},
+                {"id": "idle", "sha256": token_sha256(t["idle"]), "scopes": ["audit:read"]},
+            ]},
+            "bins": {"refresh_s": 1},
+            "console": {"listen": f"127.0.0.1:{console_port}", "session_idle_s": idle,
+                        "session_max_s": max(idle, 3600)},
+            "forms": {"checkout": {"fields": [
+                {"name": "card_number", "type": "cardNumber", "tokenization": {"format": "FPE_T_FOUR"}},
+                {"name": "card_cvc", "type": "cvc", "tokenization": {"format": "UUID", "storage": "VOLATILE"}},
+            ]}},
+            "routes": [{
+                "id": "0c4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10", "path": "/orders",
+                "upstream": "http://127.0.0.1:9/orders",
+                "request": [{"redact": {"json": ["$.card_numbr"], "format": "FPE_SIX_T_FOUR", "storage": "PERSISTENT"}}],
+            }],
+        }
+
+    def cli(self, config_path, *args):
+        done = subprocess.run([self.binary, *args, "--config", config_path], cwd=self.dir, env=hermetic_env(),
+                              capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise SetupError(f"cloak {' '.join(args)} failed ({done.returncode}): {done.stderr[-800:]}")
+        return done.stdout
+
+    def start(self):
+        os.makedirs(SHOTS, exist_ok=True)
+        port, console_port = free_port(), free_port()
+        config = self.config(port, console_port)
+        config_path = os.path.join(self.dir, "setup.yaml")
+        write_config(config_path, config)
+        self.cli(config_path, "keys", "init")
+        for i, issuer in enumerate(["First Bank", "Second Bank"]):
+            table = os.path.join(self.dir, f"bins{i}.csv")
+            with open(table, "w") as f:
+                f.write(f"low,high,issuer,funding\n555555,555555,{issuer},credit\n")
+            self.cli(config_path, "bins", "import", table)
+        with open(os.path.join(self.dir, "keys.json"), encoding="utf-8") as f:
+            self.secrets.append(json.load(f)["wrapping_key"])
+        self.cloak = CloakServer(self.binary, self.dir, port, config)
+        self.cloak.wait_healthy()
+        self.console = f"http://127.0.0.1:{console_port}"
+        wait_until(lambda: self._answers(self.console + "/console/"), 20, "the console listener")
+        stored = requests.post(self.cloak.url + "/aliases", timeout=10,
+                               headers={"Authorization": "Bearer " + self.tokens["ops"]},
+                               json={"data": [{"value": STORED_CARD, "format": "FPE_SIX_T_FOUR"}]}).json()
+        self.stored_alias = stored["data"][0]["aliases"][0]["alias"]
+        self.secrets += [STORED_CARD, self.stored_alias] + list(self.tokens.values())
+        self.evil_dir = os.path.join(self.dir, "evil")
+        os.makedirs(self.evil_dir, exist_ok=True)
+        self.pages = PageServer(self.evil_dir)
+        self.browser = Browser()
+        self.d = self.browser.driver
+
+    @staticmethod
+    def _answers(url):
+        try:
+            return requests.get(url, timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def close(self):
+        if self.browser:
+            self.browser.quit()
+        for server in [self.cloak, self.idle_cloak]:
+            if server:
+                server.stop()
+        if self.pages:
+            self.pages.stop()
+        remove_dir(self.dir)
+
+    # --- the page -------------------------------------------------------------------------------
+
+    def open(self, hash_=""):
+        self.d.get(self.console + "/console/" + hash_)
+
+    def find(self, css):
+        from selenium.webdriver.common.by import By
+        return self.d.find_element(By.CSS_SELECTOR, css)
+
+    def finds(self, css):
+        from selenium.webdriver.common.by import By
+        return self.d.find_elements(By.CSS_SELECTOR, css)
+
+    def visible(self, css):
+        found = self.finds(css)
+        return found[0] if found and found[0].is_displayed() else None
+
+    def text(self):
+        return self.d.execute_script("return document.body.innerText")
+
+    def sign_in(self, name, console=None):
+        self.d.get((console or self.console) + "/console/")
+        wait_until(lambda: self.visible("#token") or self.visible("#sign-out"), 10, "the page")
+        self.sign_out()
+        field = wait_until(lambda: self.visible("#token"), 10, "the sign-in form")
+        field.send_keys(self.tokens[name] if name in self.tokens else name)
+        self.find("#sign-in-form button").click()
+
+    def signed_in(self, name):
+        self.sign_in(name)
+        wait_until(lambda: f"Signed in as {name}" in self.find("#who").text, 10, f"{name} signed in",
+                   lambda: self.find("#status").text)
+
+    def sign_out(self):
+        if self.visible("#sign-out"):
+            self.find("#sign-out").click()
+            wait_until(lambda: self.visible("#token"), 10, "the sign-in form after sign-out")
+
+    def go(self, page):
+        self.d.execute_script("location.hash = arguments[0]", "#/" + page)
+        wait_until(lambda: not self.finds("#page .loading") and self.finds("#page h1"), 10, f"the {page} page",
+                   lambda: self.text()[-600:])
+
+    def session_cookie(self):
+        return {c["name"]: c["value"] for c in self.d.get_cookies()}
+
+    def shot(self, name):
+        self.d.save_screenshot(os.path.join(SHOTS, name + ".png"))
+
+    def leaks(self, text):
+        return [s[:8] + "…" for s in self.secrets if s and s in text]
+
+
+# ---- tests ----------------------------------------------------------------------------------------
+
+
+def test_sign_in_refusals(run):
+    run.sign_out()
+    run.sign_in("not-a-token")
+    wait_until(lambda: "That token is not valid." in run.find("#status").text, 10, "the refusal of a bad token")
+    run.sign_in("payer")
+    wait_until(lambda: "holds none of the console's scopes" in run.find("#status").text, 10,
+               "the refusal of a token without a console scope", lambda: run.find("#status").text)
+    assert run.visible("#token"), "still at the sign-in form"
+    run.shot("sign-in")
+
+
+def test_walk_every_page(run):
+    run.signed_in("ops")
+    checks = Checks()
+    for page in PAGES:
+        run.go(page)
+        if page == "routes":
+            wait_until(lambda: run.finds("#sample"), 10, "the inspector's editor")
+        if page == "audit":
+            wait_until(lambda: run.finds("#audit-results table, #audit-results .empty"), 10, "the audit results")
+        checks.expect(not run.finds("#page .refused"), f"{page}: {short(run.text()[-300:])}")
+        checks.equal(run.leaks(run.d.page_source), [], f"secrets in the {page} page")
+        run.shot(page)
+    checks.expect("0.1.0" in (run.go("overview") or run.text()), "the overview names the version")
+    checks.expect("Second Bank" not in run.text(), "no BIN row on the overview")
+    checks.done()
+
+
+def test_answers_hold_no_secret(run):
+    run.signed_in("ops")
+    cookies = run.session_cookie()
+    checks = Checks()
+    for path in ["/console/", "/console/console.js", "/console/console.css", "/console/favicon.svg",
+                 "/console/session", "/console/api/admin/overview", "/console/api/admin/files",
+                 "/console/api/admin/forms", "/console/api/admin/routes", "/console/api/admin/bins",
+                 "/console/api/admin/keys", "/console/api/admin/tokens", "/console/api/admin/audit?limit=500"]:
+        answer = requests.get(run.console + path, cookies=cookies, timeout=10)
+        checks.equal(answer.status_code, 200, path)
+        checks.expect(len(answer.content) <= 200_000, f"{path} is {len(answer.content)} bytes (over 200 KB)")
+        checks.equal(run.leaks(answer.text), [], f"secrets in {path}")
+    checks.equal(run.leaks("\n".join(run.browser.console_lines())), [], "secrets in the browser console")
+    checks.done()
+
+
+def test_create_and_revoke_a_token(run):
+    run.signed_in("ops")
+    run.go("tokens")
+    run.find("#new-id").send_keys("console-made")
+    for box in run.finds("input[name=scope]"):
+        if box.get_attribute("value") in ("audit:read", "aliases:create"):
+            box.click()
+    run.find("#create-token button[type=submit]").click()
+    secret = wait_until(lambda: run.visible("#secret"), 10, "the new token's secret", lambda: run.find("#status").text)
+    value = secret.get_attribute("value")
+    assert value.startswith("ck_"), value
+    run.secrets.append(value)
+    run.shot("tokens-created")
+    # It works as an API token, with what it was given.
+    made = requests.post(run.cloak.url + "/aliases", headers={"Authorization": "Bearer " + value}, timeout=10,
+                         json={"data": [{"value": "hello", "format": "UUID"}]})
+    assert made.status_code == 201, (made.status_code, made.text[:300])
+    row = wait_until(lambda: [r for r in run.finds("tbody tr") if "console-made" in r.text[:20]], 10, "its row")
+    row[0].find_element("css selector", "button.danger").click()
+    question = wait_until(lambda: run.visible("dialog.confirm"), 10, "the confirmation")
+    assert "Revoke console-made?" in question.text, question.text
+    run.find("#confirm-yes").click()
+    wait_until(lambda: "Revoked console-made" in run.find("#status").text, 10, "the revocation")
+    wait_until(lambda: requests.post(run.cloak.url + "/aliases", headers={"Authorization": "Bearer " + value},
+                                     timeout=10, json={"data": [{"value": "x", "format": "UUID"}]}).status_code == 401,
+               10, "the revoked token refused")
+
+
+def test_inspector_names_a_mistyped_selector(run):
+    run.signed_in("ops")
+    run.go("routes")
+    editor = wait_until(lambda: run.visible("#sample"), 10, "the sample editor")
+    editor.clear()
+    editor.send_keys(json.dumps({"method": "POST", "path": "/", "headers": {"Content-Type": "application/json"},
+                                 "body": {"card_number": SAMPLE_CARD, "amount": 1000}}))
+    run.find("#inspect button[type=submit]").click()
+    wait_until(lambda: "No value was found at $.card_numbr" in run.find("#inspection").text, 10,
+               "the missed selector named", lambda: run.find("#inspection").text)
+    assert "Would refuse" in run.find("#inspection").text, run.find("#inspection").text
+    run.shot("routes-inspector")
+
+
+def test_bin_rollback(run):
+    run.signed_in("ops")
+    run.go("bins")
+    wait_until(lambda: "Roll back to" in run.text(), 10, "the rollback button")
+    version = requests.get(run.console + "/console/api/admin/bins", cookies=run.session_cookie(),
+                           timeout=10).json()["table"]["version"]
+    [b for b in run.finds("button.danger") if b.text.startswith("Roll back")][0].click()
+    question = wait_until(lambda: run.visible("dialog.confirm"), 10, "the confirmation")
+    assert f"replacing version {version}" in question.text, question.text
+    run.find("#confirm-yes").click()
+    wait_until(lambda: f"now version {version + 1}" in run.find("#status").text, 10, "the new version",
+               lambda: run.find("#status").text)
+    answer = requests.get(run.console + "/console/api/admin/bins", cookies=run.session_cookie(), timeout=10).json()
+    assert answer["table"]["source"].startswith("rollback to"), answer["table"]
+
+
+def test_audit_finds_what_was_done(run):
+    run.signed_in("ops")
+    run.go("audit")
+    for action in ["console_sign_in", "tokens_create", "tokens_revoke", "routes_test", "bins_rollback"]:
+        field = run.find("#audit-action")
+        field.clear()
+        field.send_keys(action)
+        run.find("#audit-search button[type=submit]").click()
+        results = lambda: run.d.execute_script("return document.getElementById('audit-results').innerText")
+        wait_until(lambda: "Export" in results() and action in results() and "No event" not in results(), 10,
+                   f"an audit event {action}", lambda: results()[:400])
+    run.shot("audit-search")
+
+
+def test_a_token_without_the_scope_is_refused(run):
+    run.sign_out()
+    run.signed_in("auditor")
+    hidden = [a.get_attribute("data-page") for a in run.finds("#pages a") if not a.is_displayed()]
+    assert set(hidden) == {"tokens", "routes", "bins", "keys"}, hidden
+    run.go("tokens")
+    assert "does not hold tokens:admin" in run.find("#page").text, run.find("#page").text
+    answer = requests.get(run.console + "/console/api/admin/tokens", cookies=run.session_cookie(), timeout=10)
+    assert answer.status_code == 403, answer.status_code
+    run.sign_out()
+
+
+def test_changes_need_the_console_origin_and_csrf(run):
+    run.signed_in("ops")
+    cookies = run.session_cookie()
+    csrf = requests.get(run.console + "/console/session", cookies=cookies, timeout=10).json()["csrf"]
+    body = {"id": "forged", "scopes": ["audit:read"]}
+    url = run.console + "/console/api/admin/tokens"
+    checks = Checks()
+    no_csrf = requests.post(url, json=body, cookies=cookies, headers={"Origin": run.console}, timeout=10)
+    checks.equal(no_csrf.status_code, 403, "a change without the CSRF token")
+    wrong = requests.post(url, json=body, cookies=cookies, headers={"Origin": run.console, "X-Cloak-CSRF": "x" * 32},
+                          timeout=10)
+    checks.equal(wrong.status_code, 403, "a change with a wrong CSRF token")
+    cross = requests.post(url, json=body, cookies=cookies,
+                          headers={"Origin": run.pages.origin, "X-Cloak-CSRF": csrf}, timeout=10)
+    checks.equal(cross.status_code, 403, "a change from another origin")
+    # A page of another site posts a form to the console in the signed-in browser.
+    with open(os.path.join(run.evil_dir, "forge.html"), "w") as f:
+        f.write(f'<!doctype html><form id="f" method="POST" action="{url}" enctype="text/plain">'
+                f'<input name=\'{{"id":"forged","scopes":["audit:read"],"x":"\' value=\'"}}\'></form>'
+                '<script>document.getElementById("f").submit()</script>')
+    run.d.get(run.pages.origin + "/forge.html")
+    wait_until(lambda: run.d.current_url.startswith(run.console), 10, "the forged post to land")
+    listed = requests.get(url, cookies=cookies, timeout=10).json()["data"]
+    checks.equal([t["id"] for t in listed if t["id"] == "forged"], [], "a token made by a cross-site post")
+    checks.done()
+
+
+def test_sign_out_ends_the_session(run):
+    run.signed_in("ops")
+    cookies = run.session_cookie()
+    run.sign_out()
+    answer = requests.get(run.console + "/console/session", cookies=cookies, timeout=10)
+    assert answer.status_code == 401, answer.status_code
+
+
+def test_idle_session_ends(run):
+    port, console_port = free_port(), free_port()
+    config = run.config(port, console_port, idle=5)
+    config["vault"]["store"] = "sqlite:" + os.path.join(run.dir, "idle.db")
+    run.idle_cloak = CloakServer(run.binary, run.dir, port, config)
+    run.idle_cloak.wait_healthy()
+    console = f"http://127.0.0.1:{console_port}"
+    wait_until(lambda: run._answers(console + "/console/"), 20, "the second console")
+    run.sign_in("idle", console=console)
+    wait_until(lambda: "Signed in as idle" in run.find("#who").text, 10, "signed in")
+    cookies = run.session_cookie()
+    # Polled without the cookie (a use would keep it alive), then asked once with it.
+    started = time.monotonic()
+    wait_until(lambda: time.monotonic() - started > 5.5, 10, "the idle time to pass")
+    answer = requests.get(console + "/console/session", cookies=cookies, timeout=10)
+    assert answer.status_code == 401, answer.status_code
+    run.d.refresh()
+    wait_until(lambda: run.visible("#token"), 10, "the sign-in form after the idle end")
+    run.idle_cloak.stop()
+    run.idle_cloak = None
+
+
+def test_keyboard_and_labels(run):
+    from selenium.webdriver.common.keys import Keys
+    run.sign_out()
+    run.open()
+    wait_until(lambda: run.visible("#token"), 10, "the sign-in form")
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(run.d).send_keys(Keys.TAB).perform()
+    first = run.d.switch_to.active_element
+    assert first.get_attribute("class") == "skip", first.get_attribute("outerHTML")[:200]
+    # Sign in with the keyboard alone: the field, then Enter.
+    run.find("#token").send_keys(run.tokens["ops"] + Keys.ENTER)
+    wait_until(lambda: "Signed in as ops" in run.find("#who").text, 10, "a keyboard sign-in")
+    run.go("tokens")
+    tree = run.d.execute_cdp_cmd("Accessibility.getFullAXTree", {})["nodes"]
+    unnamed = []
+    roles = set()
+    for node in tree:
+        role = node.get("role", {}).get("value")
+        roles.add(role)
+        name = node.get("name", {}).get("value", "")
+        if role in ("textbox", "checkbox", "button", "link", "spinbutton", "combobox") and not str(name).strip():
+            unnamed.append(role)
+    assert not unnamed, f"controls without an accessible name: {unnamed}"
+    for landmark in ("navigation", "main", "banner"):
+        assert landmark in roles, f"no {landmark} landmark: {sorted(r for r in roles if r)}"
+    # Every page is reachable from the navigation by keyboard: Tab lands on its links.
+    links = []
+    for _ in range(40):
+        ActionChains(run.d).send_keys(Keys.TAB).perform()
+        active = run.d.switch_to.active_element
+        if active.get_attribute("data-page"):
+            links.append(active.get_attribute("data-page"))
+        if "audit" in links:
+            break
+    assert links[:len(PAGES)] == PAGES, links
+
+
+TESTS = [test_sign_in_refusals, test_walk_every_page, test_answers_hold_no_secret, test_create_and_revoke_a_token,
+         test_inspector_names_a_mistyped_selector, test_bin_rollback, test_audit_finds_what_was_done,
+         test_a_token_without_the_scope_is_refused, test_changes_need_the_console_origin_and_csrf,
+         test_sign_out_ends_the_session, test_idle_session_ends, test_keyboard_and_labels]
+
+
+def main(argv):
+    wanted = set(argv[1:])
+    known = {f.__name__[5:] for f in TESTS}
+    if wanted - known:
+        print(f"console_test: no test named {', '.join(sorted(wanted - known))}; tests: {' '.join(sorted(known))}",
+              file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    run = Run()
+    try:
+        run.start()
+    except SetupError as e:
+        print(f"console_test: {e}", file=sys.stderr)
+        run.close()
+        return 2
+    except BaseException:
+        run.close()
+        raise
+    passed = failed = 0
+    try:
+        print(f"console {run.console}; cloak {run.cloak.url}; screenshots in {SHOTS}")
+        for test in TESTS:
+            name = test.__name__[5:]
+            if wanted and name not in wanted:
+                continue
+            t0 = time.monotonic()
+            try:
+                test(run)
+                passed += 1
+                print(f"ok   console.{name} ({time.monotonic() - t0:.1f}s)")
+            except Exception as e:
+                failed += 1
+                print(f"FAIL console.{name} ({time.monotonic() - t0:.1f}s): {type(e).__name__}: {short(str(e), 800)}")
+                for line in traceback.format_exc().splitlines()[-6:]:
+                    print(f"       {line}")
+                try:
+                    run.shot("FAILED-" + name)
+                except Exception:
+                    pass
+        if failed:
+            lines = [l for l in run.cloak.log_tail(200).splitlines() if '"msg":"request"' not in l]
+            for line in lines[-12:]:
+                print(f"  {short(line, 400)}")
+        if run.browser.js_errors:
+            print(f"JavaScript errors heard in the browser ({len(run.browser.js_errors)}):")
+            for err in run.browser.js_errors[:15]:
+                print(f"  {short(err, 300)}")
+    finally:
+        run.close()
+    print(f"({time.monotonic() - started:.0f}s)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

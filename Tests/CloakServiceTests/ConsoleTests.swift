@@ -1,0 +1,312 @@
+import CloakCore
+import CloakCrypto
+import CloakHTTP
+import CloakTesting
+import Foundation
+import Synchronization
+import Testing
+
+@testable import CloakService
+
+/// Issue 59, item 3: the console's sessions, cookie and listener, without a browser (the browser
+/// walks it in Tests/Browser/console_test.py).
+@Suite struct ConsoleSessionTests {
+    final class Clock: Sendable {
+        let now = Mutex(1_000.0)
+        func advance(_ seconds: Double) { now.withLock { $0 += seconds } }
+        var read: @Sendable () -> Double { { self.now.withLock { $0 } } }
+    }
+
+    static func token(_ id: String, _ scopes: Set<Scope>) -> ServiceConfiguration.AccessToken {
+        ServiceConfiguration.AccessToken(
+            id: id, sha256: Digest.sha256(Array(id.utf8)), scopes: scopes)
+    }
+
+    @Test func aSessionEndsWhenIdleOrPastItsLifeAndEachUseKeepsItAlive() {
+        let clock = Clock()
+        let sessions = ConsoleSessions(idleSeconds: 900, maxSeconds: 3_600, clock: clock.read)
+        let (cookie, session) = sessions.signIn(Self.token("ops", [.tokensAdmin, .aliasesReveal, .auditRead]))
+        // Only the console's scopes ride the session; what it may grant is the token's.
+        #expect(session.scopes == [.tokensAdmin, .auditRead])
+        #expect(session.held.contains(.aliasesReveal))
+        for _ in 0..<4 {
+            clock.advance(899)
+            #expect(sessions.use(cookie) != nil)
+        }
+        clock.advance(3_600 - 4 * 899)
+        #expect(sessions.use(cookie) == nil, "past session_max_s, used or not")
+        let (idle, _) = sessions.signIn(Self.token("ops", [.tokensAdmin]))
+        clock.advance(900)
+        #expect(sessions.use(idle) == nil, "unused for session_idle_s")
+        #expect(sessions.count == 0, "ended sessions are forgotten")
+    }
+
+    @Test func signOutEndsOnlyThatSessionAndCookiesAreUnguessable() {
+        let sessions = ConsoleSessions(idleSeconds: 900, maxSeconds: 3_600)
+        let (a, first) = sessions.signIn(Self.token("a", [.auditRead]))
+        let (b, second) = sessions.signIn(Self.token("b", [.auditRead]))
+        #expect(a != b && first.csrf != second.csrf)
+        #expect(Data(base64Encoded: a.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "=")?.count == 32)
+        sessions.end(a)
+        #expect(sessions.use(a) == nil)
+        #expect(sessions.use(b)?.tokenID == "b")
+        #expect(sessions.use(b + "x") == nil && sessions.use("") == nil)
+    }
+
+    @Test func theTableHoldsAtMostItsCapacityEndingTheLeastRecentlyUsed() {
+        let clock = Clock()
+        let sessions = ConsoleSessions(idleSeconds: 900, maxSeconds: 3_600, clock: clock.read)
+        let (oldest, _) = sessions.signIn(Self.token("first", [.auditRead]))
+        clock.advance(1)
+        for i in 0..<ConsoleSessions.capacity { _ = sessions.signIn(Self.token("t\(i)", [.auditRead])) }
+        #expect(sessions.count == ConsoleSessions.capacity)
+        #expect(sessions.use(oldest) == nil)
+    }
+
+    @Test(arguments: [
+        ("a=1; cloak_console=s; b=2", "a=1; b=2"),
+        ("cloak_console=s", nil),
+        ("__Host-cloak_console=s;a=1", "a=1"),
+        ("a=cloak_console; b=2", "a=cloak_console; b=2"),
+        ("xcloak_console=1", "xcloak_console=1"),
+    ] as [(String, String?)])
+    func otherDoorsDropTheConsolesCookieAndKeepTheRest(cookie: String, kept: String?) {
+        var headers: [(name: String, value: String)] = [("Host", "x"), ("Cookie", cookie)]
+        ConsoleCookie.strip(&headers)
+        #expect(headers.first { $0.name == "Cookie" }?.value == kept)
+        #expect(headers.first?.name == "Host")
+    }
+
+    @Test func theCookieIsHttpOnlyStrictAndSecureOnTLS() {
+        let plain = ConsoleCookie.setting("v", tls: false, maxAge: 60)
+        let secure = ConsoleCookie.setting("v", tls: true, maxAge: 60)
+        #expect(plain == "cloak_console=v; Path=/; Max-Age=60; HttpOnly; SameSite=Strict")
+        #expect(secure == "__Host-cloak_console=v; Path=/; Max-Age=60; HttpOnly; SameSite=Strict; Secure")
+        #expect(ConsoleCookie.value(in: [("cookie", " a=1; cloak_console=v2")], named: "cloak_console") == "v2")
+    }
+}
+
+@Suite struct ConsoleConfigurationTests {
+    static func issues(_ console: String, tls: TestCertificates? = nil) -> [String] {
+        var yaml = TestServer.configurationWithTokens.replacingOccurrences(
+            of: #"  listen: "127.0.0.1:0""#, with: "  " + console)
+        if let tls {
+            yaml = yaml.replacingOccurrences(
+                of: "  # tls: {cert: /etc/cloak/chain.pem, key: /etc/cloak/key.pem}",
+                with: "  tls: {cert: \(tls.serverCertificate), key: \(tls.serverKey)}")
+        }
+        do {
+            _ = try ServiceConfiguration.parse(yaml: yaml, environment: [:])
+            return []
+        } catch {
+            return error.issues.map(\.description)
+        }
+    }
+
+    @Test func offLoopbackTheConsoleNeedsTLS() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        #expect(Self.issues(#"listen: "0.0.0.0:8082""#).contains { $0.hasPrefix("console.listen") })
+        #expect(Self.issues(#"listen: "10.1.2.3:8082""#).contains { $0.contains("needs TLS") })
+        #expect(Self.issues(#"listen: "[::]:8082""#).contains { $0.hasPrefix("console.listen") })
+        #expect(Self.issues(#"listen: "0.0.0.0:8082""#, tls: certificates).isEmpty)
+        for loopback in ["127.0.0.1:8082", "127.9.9.9:1", "localhost:8082", "[::1]:8082"] {
+            #expect(Self.issues(#"listen: "\#(loopback)""#).isEmpty, "\(loopback)")
+        }
+    }
+
+    @Test func malformedSessionSettingsAreIssues() {
+        #expect(Self.issues(#"listen: "nowhere""#).contains { $0.hasPrefix("console.listen") })
+        let yaml = { (from: String, to: String) in
+            TestServer.configurationWithTokens.replacingOccurrences(of: from, with: to)
+        }
+        for (from, to, path) in [
+            ("  session_idle_s: 900", "  session_idle_s: 1", "console.session_idle_s"),
+            ("  session_max_s: 28800", "  session_max_s: 100", "console.session_idle_s"),  // idle past max
+            ("  session_max_s: 28800", "  session_max_s: 28800\n  theme: dark", "console.theme"),
+        ] {
+            let text = yaml(from, to)
+            #expect(text != TestServer.configurationWithTokens, "\(from)")
+            do {
+                _ = try ServiceConfiguration.parse(yaml: text, environment: [:])
+                Issue.record("\(to) was taken")
+            } catch {
+                #expect(error.issues.map(\.description).contains { $0.hasPrefix(path) }, "\(error.issues)")
+            }
+        }
+    }
+
+    @Test func theConsoleNeedsARestartToChange() throws {
+        let running = try ServiceConfiguration.parse(yaml: TestServer.configurationWithTokens, environment: [:])
+        var next = running
+        next.console.sessionIdleSeconds = 60
+        #expect(ServiceHost.needsRestart(running, next).contains("console"))
+    }
+}
+
+/// The console's listener on the real server: sessions, CSRF and Origin, scopes, and what the
+/// other doors do with its cookie.
+@Suite struct ConsoleEndToEndTests {
+    static let ops = "console-ops-token"
+    static let narrow = "console-audit-token"
+    static let payer = "console-payer-token"
+
+    static var yaml: String {
+        func entry(_ id: String, _ token: String, _ scopes: String) -> String {
+            let hex = Digest.sha256(Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
+            return "{id: \(id), sha256: \"\(hex)\", scopes: [\(scopes)]}"
+        }
+        return TestServer.configurationWithTokens.replacingOccurrences(
+            of: "  tokens: [",
+            with: "  tokens: [\(entry("ops", ops, "tokens:admin, audit:read, aliases:create")), "
+                + "\(entry("auditor", narrow, "audit:read")), \(entry("payer", payer, "aliases:reveal, egress:*")), ")
+    }
+
+    static let origin = ("Origin", "http://127.0.0.1")
+
+    /// Signs in with `token`; the cookie pair for `Cookie:` and the CSRF token.
+    static func signIn(_ server: TestServer, _ token: String) throws -> (cookie: String, csrf: String) {
+        let answer = try server.consoleClient().request(
+            "POST", "/console/session", json: #"{"token":"\#(token)"}"#, headers: [origin])
+        #expect(answer.status == 201, "\(answer.text)")
+        let setCookie = try #require(answer.header("Set-Cookie"))
+        #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict"))
+        let pair = String(setCookie.prefix { $0 != ";" })
+        return (pair, try #require(answer.json?["csrf"] as? String))
+    }
+
+    @Test func aSessionCarriesOnlyTheConsolesScopesAndOnlyOnItsListener() throws {
+        try withTestServer(TestServer(yaml: Self.yaml, console: true)) { server in
+            let (cookie, csrf) = try Self.signIn(server, Self.ops)
+            let console = try server.consoleClient()
+            let listed = try console.request("GET", "/console/api/admin/tokens", headers: [("Cookie", cookie)])
+            #expect(listed.status == 200, "\(listed.text)")
+            #expect(listed.header("Content-Security-Policy")?.contains("frame-ancestors 'none'") == true)
+            #expect(listed.header("Cache-Control") == "no-store")
+            // The API listener takes no session, and the console no bearer token.
+            let api = try server.client().request("GET", "/admin/tokens", headers: [("Cookie", cookie)])
+            #expect(api.status == 401)
+            let bearer = try console.request(
+                "GET", "/console/api/admin/tokens", headers: [("Authorization", "Bearer \(Self.ops)")])
+            #expect(bearer.status == 401)
+            // Nothing that reveals or stores answers on the console's listener.
+            for path in ["/console/api/aliases", "/console/api/admin/../aliases", "/aliases", "/console/api/files/x"] {
+                let answer = try console.request("GET", path, headers: [("Cookie", cookie)])
+                #expect(answer.status == 404 || answer.status == 400, "\(path): \(answer.status)")
+            }
+            #expect(try server.client().request("GET", "/console/").status == 404)
+            // A token it creates may hold what the signed-in token holds, beyond the console's scopes.
+            let made = try console.request(
+                "POST", "/console/api/admin/tokens", json: #"{"id":"minted","scopes":["aliases:create"]}"#,
+                headers: [("Cookie", cookie), ("X-Cloak-CSRF", csrf), Self.origin])
+            #expect(made.status == 201, "\(made.text)")
+            let wider = try console.request(
+                "POST", "/console/api/admin/tokens", json: #"{"id":"wider","scopes":["aliases:reveal"]}"#,
+                headers: [("Cookie", cookie), ("X-Cloak-CSRF", csrf), Self.origin])
+            #expect(wider.status == 403, "\(wider.text)")
+        }
+    }
+
+    @Test func everyChangeNeedsTheConsolesOriginAndTheSessionsCSRFToken() throws {
+        try withTestServer(TestServer(yaml: Self.yaml, console: true)) { server in
+            let (cookie, csrf) = try Self.signIn(server, Self.ops)
+            let body = #"{"id":"forged","scopes":["audit:read"]}"#
+            for (headers, why) in [
+                ([("Cookie", cookie), ("X-Cloak-CSRF", csrf)], "no Origin"),
+                ([("Cookie", cookie), ("X-Cloak-CSRF", csrf), ("Origin", "http://evil.example")], "another origin"),
+                ([("Cookie", cookie), ("X-Cloak-CSRF", csrf), ("Origin", "null")], "an opaque origin"),
+                ([("Cookie", cookie), Self.origin], "no CSRF token"),
+                ([("Cookie", cookie), ("X-Cloak-CSRF", String(csrf.dropLast()) + "A"), Self.origin], "a wrong one"),
+                ([("X-Cloak-CSRF", csrf), Self.origin], "no session"),
+            ] {
+                let answer = try server.consoleClient().request(
+                    "POST", "/console/api/admin/tokens", json: body, headers: headers)
+                #expect(answer.status == 403 || answer.status == 401, "\(why): \(answer.status) \(answer.text)")
+            }
+            // A sign-in from another origin is refused too (login CSRF).
+            let signIn = try server.consoleClient().request(
+                "POST", "/console/session", json: #"{"token":"\#(Self.ops)"}"#,
+                headers: [("Origin", "http://evil.example")])
+            #expect(signIn.status == 403)
+            let listed = try server.consoleClient().request(
+                "GET", "/console/api/admin/tokens", headers: [("Cookie", cookie)])
+            #expect(!listed.text.contains("forged"))
+        }
+    }
+
+    @Test func signInRefusalsAreCountedAndAudited() throws {
+        try withTestServer(TestServer(yaml: Self.yaml, console: true)) { server in
+            let console = try server.consoleClient()
+            let wrong = try console.request(
+                "POST", "/console/session", json: #"{"token":"not-a-token"}"#, headers: [Self.origin])
+            #expect(wrong.status == 401)
+            let payer = try console.request(
+                "POST", "/console/session", json: #"{"token":"\#(Self.payer)"}"#, headers: [Self.origin])
+            #expect(payer.status == 403 && payer.text.contains("none of the console's scopes"), "\(payer.text)")
+            for body in [#"{"token":1}"#, #"{"token":"x","more":1}"#, "[]", #"{"token":""}"#] {
+                let answer = try console.request("POST", "/console/session", json: body, headers: [Self.origin])
+                #expect(answer.status == 400, "\(body): \(answer.status)")
+            }
+            let (cookie, _) = try Self.signIn(server, Self.ops)
+            #expect(server.logs.text.contains(#""action":"console_sign_in""#))
+            #expect(!server.logs.text.contains(Self.ops) && !server.logs.text.contains(Self.payer))
+            #expect(!server.logs.text.contains(String(cookie.split(separator: "=")[1])))
+            // A token with audit:read only sees its own pages.
+            let (narrow, _) = try Self.signIn(server, Self.narrow)
+            let tokens = try console.request("GET", "/console/api/admin/tokens", headers: [("Cookie", narrow)])
+            #expect(tokens.status == 403)
+            let overview = try console.request("GET", "/console/api/admin/overview", headers: [("Cookie", narrow)])
+            #expect(overview.status == 200)
+        }
+    }
+
+    @Test func revokingTheTokenEndsItsSessionsAtOnce() throws {
+        try withTestServer(TestServer(yaml: Self.yaml, console: true)) { server in
+            let made = try server.client().request(
+                "POST", "/admin/tokens", json: #"{"id":"shortlived","scopes":["audit:read"]}"#,
+                headers: [("Authorization", "Bearer \(Self.ops)")])
+            let secret = try #require(made.json?["token"] as? String)
+            let (cookie, _) = try Self.signIn(server, secret)
+            let console = try server.consoleClient()
+            #expect(try console.request("GET", "/console/session", headers: [("Cookie", cookie)]).status == 200)
+            let revoked = try server.client().request(
+                "DELETE", "/admin/tokens/shortlived", headers: [("Authorization", "Bearer \(Self.ops)")])
+            #expect(revoked.status == 204)
+            #expect(try console.request("GET", "/console/session", headers: [("Cookie", cookie)]).status == 401)
+            #expect(server.service.state.consoleSessions.count <= 1)
+        }
+    }
+
+    @Test func signOutEndsTheSessionAndClearsTheCookie() throws {
+        try withTestServer(TestServer(yaml: Self.yaml, console: true)) { server in
+            let (cookie, csrf) = try Self.signIn(server, Self.ops)
+            let console = try server.consoleClient()
+            let out = try console.request(
+                "DELETE", "/console/session", headers: [("Cookie", cookie), ("X-Cloak-CSRF", csrf), Self.origin])
+            #expect(out.status == 204)
+            #expect(out.header("Set-Cookie")?.contains("Max-Age=0") == true)
+            #expect(try console.request("GET", "/console/session", headers: [("Cookie", cookie)]).status == 401)
+        }
+    }
+
+    /// A browser sends the console's cookie to every port of the host: a route must never pass it on.
+    @Test func aRouteNeverForwardsTheConsolesCookie() throws {
+        let upstream = RawUpstream()
+        defer { upstream.stop() }
+        let yaml = Self.yaml.replacingOccurrences(
+            of: "\nroutes: []",
+            with: "\nroutes:\n  - {id: \"6b1e2c1a-8c1f-4d0e-9d7a-1f0a2b3c4d5e\", path: /up, "
+                + "upstream: \"http://127.0.0.1:\(upstream.port)/in\"}")
+        try withTestServer(TestServer(yaml: yaml, console: true)) { server in
+            let (cookie, _) = try Self.signIn(server, Self.ops)
+            let value = String(cookie.split(separator: "=")[1])
+            let sent = try server.client().request(
+                "POST", "/proxy/up", json: #"{"a":1}"#,
+                headers: [("Cookie", "shop=1; \(cookie); other=2"), ("Cookie", "__Host-cloak_console=\(value)")])
+            #expect(sent.status == 204, "\(sent.text)")
+            let wire = String(decoding: upstream.bytes, as: UTF8.self)
+            #expect(wire.contains("shop=1; other=2"), "\(wire)")
+            #expect(!wire.contains(value) && !wire.contains("cloak_console"), "\(wire)")
+        }
+    }
+}
