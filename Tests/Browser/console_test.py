@@ -399,7 +399,27 @@ def test_keyboard_and_labels(run):
     assert links[:len(PAGES)] == PAGES, links
 
 
-TESTS = [test_sign_in_refusals, test_walk_every_page, test_answers_hold_no_secret, test_create_and_revoke_a_token,
+def test_docs(run):
+    """docs/console.md as written: its configuration is the shipped one's, its command works, and
+    every page it shows has its screenshot."""
+    import re
+    text = open(os.path.join(REPO, "docs", "console.md"), encoding="utf-8").read()
+    yaml_block = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    shipped = open(os.path.join(REPO, "config", "cloak.yaml"), encoding="utf-8").read()
+    assert yaml_block in shipped, "docs/console.md's console section is not config/cloak.yaml's"
+    command = re.search(r"```sh\n(.*?)```", text, re.S).group(1).strip()
+    assert command.startswith("cloak "), command
+    args = command.split()[1:]
+    made = json.loads(run.cli(os.path.join(run.dir, "setup.yaml"), *args))
+    assert made["id"] == "ops-console" and made["expires_at"], made
+    images = re.findall(r"!\[[^\]]*\]\((console/[^)]+)\)", text)
+    missing = [i for i in images if not os.path.isfile(os.path.join(REPO, "docs", i))]
+    assert not missing, f"docs/console.md shows missing screenshots: {missing}"
+    shown = {os.path.basename(i).split(".")[0].split("-")[0] for i in images}
+    assert set(PAGES) <= shown, f"pages without a screenshot in docs/console.md: {sorted(set(PAGES) - shown)}"
+
+
+TESTS = [test_docs, test_sign_in_refusals, test_walk_every_page, test_answers_hold_no_secret, test_create_and_revoke_a_token,
          test_inspector_names_a_mistyped_selector, test_bin_rollback, test_audit_finds_what_was_done,
          test_a_token_without_the_scope_is_refused, test_changes_need_the_console_origin_and_csrf,
          test_sign_out_ends_the_session, test_idle_session_ends, test_keyboard_and_labels]

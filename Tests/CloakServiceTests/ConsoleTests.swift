@@ -46,7 +46,10 @@ import Testing
         let (a, first) = sessions.signIn(Self.token("a", [.auditRead]))
         let (b, second) = sessions.signIn(Self.token("b", [.auditRead]))
         #expect(a != b && first.csrf != second.csrf)
-        #expect(Data(base64Encoded: a.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "=")?.count == 32)
+        #expect(
+            Data(
+                base64Encoded: a.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "="
+            )?.count == 32)
         sessions.end(a)
         #expect(sessions.use(a) == nil)
         #expect(sessions.use(b)?.tokenID == "b")
@@ -63,13 +66,14 @@ import Testing
         #expect(sessions.use(oldest) == nil)
     }
 
-    @Test(arguments: [
-        ("a=1; cloak_console=s; b=2", "a=1; b=2"),
-        ("cloak_console=s", nil),
-        ("__Host-cloak_console=s;a=1", "a=1"),
-        ("a=cloak_console; b=2", "a=cloak_console; b=2"),
-        ("xcloak_console=1", "xcloak_console=1"),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("a=1; cloak_console=s; b=2", "a=1; b=2"),
+            ("cloak_console=s", nil),
+            ("__Host-cloak_console=s;a=1", "a=1"),
+            ("a=cloak_console; b=2", "a=cloak_console; b=2"),
+            ("xcloak_console=1", "xcloak_console=1"),
+        ] as [(String, String?)])
     func otherDoorsDropTheConsolesCookieAndKeepTheRest(cookie: String, kept: String?) {
         var headers: [(name: String, value: String)] = [("Host", "x"), ("Cookie", cookie)]
         ConsoleCookie.strip(&headers)
@@ -286,6 +290,37 @@ import Testing
             #expect(out.status == 204)
             #expect(out.header("Set-Cookie")?.contains("Max-Age=0") == true)
             #expect(try console.request("GET", "/console/session", headers: [("Cookie", cookie)]).status == 401)
+        }
+    }
+
+    /// The console lists tokens a page at a time: ten thousand would not fit one answer.
+    @Test func theTokenListComesInPagesById() throws {
+        try withTestServer(TestServer(yaml: Self.yaml)) { server in
+            let bearer = [("Authorization", "Bearer \(Self.ops)")]
+            for id in ["c-token", "a-token", "b-token"] {
+                let made = try server.client().request(
+                    "POST", "/admin/tokens", json: #"{"id":"\#(id)","scopes":["audit:read"]}"#, headers: bearer)
+                #expect(made.status == 201)
+            }
+            var seen: [String] = []
+            var after: String?
+            for _ in 0..<10 {
+                let query = "limit=2" + (after.map { "&after=\($0)" } ?? "")
+                let page = try server.client().request("GET", "/admin/tokens?\(query)", headers: bearer)
+                let items = try #require(page.json?["data"] as? [[String: Any]])
+                #expect(items.count <= 2)
+                seen += items.compactMap { $0["id"] as? String }
+                after = page.json?["next"] as? String
+                if after == nil { break }
+            }
+            #expect(seen == seen.sorted() && Set(seen).isSuperset(of: ["a-token", "b-token", "c-token", "ops"]))
+            #expect(seen.count == Set(seen).count)
+            let whole = try server.client().request("GET", "/admin/tokens", headers: bearer)
+            #expect((whole.json?["data"] as? [Any])?.count == seen.count)
+            for bad in ["limit=0", "limit=1001", "limit=x", "after=", "page=2", "limit=1&limit=2"] {
+                #expect(
+                    try server.client().request("GET", "/admin/tokens?\(bad)", headers: bearer).status == 400, "\(bad)")
+            }
         }
     }
 

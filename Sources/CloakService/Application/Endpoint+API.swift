@@ -153,10 +153,12 @@ extension Endpoint {
             s, _ throws(CloakError) in AdminNodeHandler(service: s, now: Int64(Date().timeIntervalSince1970)).files()
         },
         Endpoint("forms-list", .GET, "/admin/forms", access: .anyScope(consoleScopes), rate: .caller) {
-            s, _ throws(CloakError) in AdminInventoryHandler(configuration: s.configuration, today: s.context.today()).forms()
+            s, _ throws(CloakError) in
+            AdminInventoryHandler(configuration: s.configuration, today: s.context.today()).forms()
         },
         Endpoint("routes-list", .GET, "/admin/routes", access: .scope(.routesTest), rate: .caller) {
-            s, _ throws(CloakError) in AdminInventoryHandler(configuration: s.configuration, today: s.context.today()).routes()
+            s, _ throws(CloakError) in
+            AdminInventoryHandler(configuration: s.configuration, today: s.context.today()).routes()
         },
         Endpoint("bins-status", .GET, "/admin/bins", access: .scope(.binsAdmin), rate: .caller) {
             s, c throws(CloakError) in try s.adminBins(c).status()
@@ -171,7 +173,7 @@ extension Endpoint {
             return AdminKeysHandler(vault: vault, counts: s.state.keyCounts).status()
         },
         Endpoint("tokens-list", .GET, "/admin/tokens", access: .scope(.tokensAdmin), rate: .caller) {
-            s, c throws(CloakError) in try s.adminTokens(c).list()
+            s, c throws(CloakError) in try s.adminTokens(c).list(c.request)
         },
         Endpoint(
             "tokens-revoke", .DELETE, "/admin/tokens/{id}", access: .scope(.tokensAdmin), rate: .caller,

@@ -54,8 +54,12 @@ package struct ConsoleSettings: Sendable, Equatable {
                 r.issue("console.listen", "expected HOST:PORT, e.g. 127.0.0.1:8082", m["listen"])
             }
         }
-        r.int(m["session_idle_s"], at: "console.session_idle_s", min: 5, max: 86_400, into: &settings, \.sessionIdleSeconds)
-        r.int(m["session_max_s"], at: "console.session_max_s", min: 60, max: 604_800, into: &settings, \.sessionMaxSeconds)
+        r.int(
+            m["session_idle_s"], at: "console.session_idle_s", min: 5, max: 86_400, into: &settings,
+            \.sessionIdleSeconds)
+        r.int(
+            m["session_max_s"], at: "console.session_max_s", min: 60, max: 604_800, into: &settings, \.sessionMaxSeconds
+        )
         if settings.sessionIdleSeconds > settings.sessionMaxSeconds {
             r.issue("console.session_idle_s", "must not exceed console.session_max_s")
         }

@@ -35,7 +35,8 @@ final class ConsoleSessions: Sendable {
     let maxSeconds: Double
     let clock: @Sendable () -> Double
 
-    init(idleSeconds: Int, maxSeconds: Int, clock: @escaping @Sendable () -> Double = ConsoleSessions.monotonicSeconds) {
+    init(idleSeconds: Int, maxSeconds: Int, clock: @escaping @Sendable () -> Double = ConsoleSessions.monotonicSeconds)
+    {
         self.idleSeconds = Double(idleSeconds)
         self.maxSeconds = Double(maxSeconds)
         self.clock = clock

@@ -78,19 +78,7 @@ struct AdminAuditHandler {
     /// The query, checked whole before the store is asked anything.
     static func parse(_ query: String?, now: Int64) throws(CloakError) -> AuditQuery {
         var out = AuditQuery(limit: 100)
-        var seen = Set<String>()
-        for pair in (query ?? "").split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = String(parts[0])
-            guard parameters.contains(name) else {
-                throw .malformed(
-                    "unknown parameter \"\(Redaction.scrub(name, limit: 32))\" (known: \(parameters.sorted().joined(separator: ", ")))"
-                )
-            }
-            guard seen.insert(name).inserted else { throw .malformed("\(name) is given twice") }
-            guard parts.count == 2, let value = VaultAPIHandler.decodeQueryComponent(parts[1]), !value.isEmpty,
-                value.utf8.count <= 256
-            else { throw .malformed("\(name) needs a value of 1 to 256 bytes") }
+        for (name, value) in try StrictQuery.pairs(query, known: parameters) {
             switch name {
             case "from": out.from = try time(value, name)
             case "until": out.until = try time(value, name)

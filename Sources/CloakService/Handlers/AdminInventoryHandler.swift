@@ -38,9 +38,10 @@ struct AdminInventoryHandler: Sendable {
         case let .prefix(prefix): match = .object([("prefix", .string(prefix))])
         case let .paths(globs): match = .object([("paths", .strings(globs.map(\.description)))])
         }
-        let upstream: JSONValue = route.upstream.map { u in
-            .string("\(u.scheme.rawValue)://\(u.host):\(u.port)\(u.path)")
-        } ?? .null
+        let upstream: JSONValue =
+            route.upstream.map { u in
+                .string("\(u.scheme.rawValue)://\(u.host):\(u.port)\(u.path)")
+            } ?? .null
         let steps = route.stepNames.split(separator: ",").map { String($0) }
         return .object([
             ("id", .string(route.id)), ("door", .string(route.door == .inbound ? "inbound" : "egress")),

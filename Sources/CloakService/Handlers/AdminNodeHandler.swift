@@ -62,12 +62,21 @@ struct AdminNodeHandler: Sendable {
                 200,
                 .object([
                     ("node", .string(service.binRefresh?.node ?? "-")),
-                    ("uploads", .object([("stored", outcome("stored")), ("refused", outcome("refused")), ("failed", outcome("failed"))])),
+                    (
+                        "uploads",
+                        .object([
+                            ("stored", outcome("stored")), ("refused", outcome("refused")),
+                            ("failed", outcome("failed")),
+                        ])
+                    ),
                     ("stored_bytes", total("cloak_files_stored_bytes_total")),
                     ("reveals", total("cloak_files_reveals_total")),
                     ("revealed_bytes", total("cloak_files_revealed_bytes_total")),
                     ("unfinished", .int(service.state.uploads.inProgress)),
-                    ("forms_with_files", .strings(service.configuration.forms.values.filter(\.hasFileFields).map(\.name).sorted())),
+                    (
+                        "forms_with_files",
+                        .strings(service.configuration.forms.values.filter(\.hasFileFields).map(\.name).sorted())
+                    ),
                 ]),
                 headers: HTTPResponse.noStoreHeaders))
     }

@@ -122,10 +122,23 @@ struct AdminTokensHandler: Sendable {
     }
 
     /// 200 `{"data": [{id, scopes, source, state, minted_by, created_at, expires_at, last_used_at,
-    /// requests_per_minute}]}`: only the tokens whose every scope the caller could grant (a narrow
-    /// `tokens:admin` token does not learn what wider tokens may do).
-    func list() -> Reply {
+    /// requests_per_minute}], "next"}`: only the tokens whose every scope the caller could grant
+    /// (a narrow `tokens:admin` token does not learn what wider tokens may do). `?limit=N` (1 to
+    /// 1,000) answers a page, `next` the `after` of the following one (null on the last);
+    /// without `limit`, every token.
+    func list(_ request: HTTPRequest) throws(CloakError) -> Reply {
+        var limit: Int?
+        var after: String?
+        for (name, value) in try StrictQuery.pairs(request.query, known: ["limit", "after"]) {
+            if name == "after" {
+                after = value
+            } else {
+                guard let n = Int(value), (1...1_000).contains(n) else { throw .malformed("limit must be 1 to 1000") }
+                limit = n
+            }
+        }
         let held = self.held
+        let (pageAfter, pageLimit) = (after, limit)
         return .later { [self] finish in
             vault.vault.withStore(reads: true) { store in
                 let admin = administration(store)
@@ -138,12 +151,28 @@ struct AdminTokensHandler: Sendable {
                     let listing = CredentialAdministration.listing(
                         yaml: directory.yaml, stored: stored.tokens, used: seen, seal: seal
                     ) { token in token.scopes.allSatisfy { APICredentials.mayGrant($0, holding: held) } }
-                    finish(.json(200, JSONWriter.encode(listing), headers: HTTPResponse.noStoreHeaders))
+                    finish(
+                        .json(
+                            200, Self.page(listing, after: pageAfter, limit: pageLimit),
+                            headers: HTTPResponse.noStoreHeaders))
                 case let .failure(error):
                     finish(.error(Self.cloakError(error)))
                 }
             }
         }
+    }
+
+    /// A page of the listing: without `limit` or `after`, every token in the listing's order;
+    /// with them, the tokens whose id sorts after `after`, by id, at most `limit`, and the next
+    /// page's `after` (an id cursor: a token revoked meanwhile moves no page).
+    static func page(_ listing: JSONValue, after: String?, limit: Int?) -> JSONValue {
+        guard case let .array(all)? = listing["data"] else { return listing }
+        guard limit != nil || after != nil else { return .object([("data", .array(all)), ("next", .null)]) }
+        let id = { (item: JSONValue) in item["id"]?.stringValue ?? "" }
+        let sorted = all.sorted { id($0) < id($1) }.filter { after == nil || id($0) > after! }
+        let items = Array(sorted.prefix(limit ?? sorted.count))
+        let next: JSONValue = items.count < sorted.count ? .string(id(items[items.count - 1])) : .null
+        return .object([("data", .array(items)), ("next", next)])
     }
 
     /// 204 once the token, and every token minted under it, is gone from the store (and from

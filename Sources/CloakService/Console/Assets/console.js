@@ -252,9 +252,12 @@
   }
 
   // Tokens: a tree by minted_by; create with a scope picker; revoke names what goes with it.
-  async function tokens() {
-    const answer = await api('GET', '/admin/tokens');
-    const all = answer.data;
+  async function tokens(more) {
+    const query = 'limit=200' + (more && state.tokensNext ? '&after=' + encodeURIComponent(state.tokensNext) : '');
+    const answer = await api('GET', '/admin/tokens?' + query);
+    const all = more ? (state.tokens || []).concat(answer.data) : answer.data;
+    state.tokens = all;
+    state.tokensNext = answer.next;
     const children = new Map();
     const ids = new Set(all.map((t) => t.id));
     for (const t of all) {
@@ -292,6 +295,8 @@
     page('Tokens',
       table('API tokens (minted ones under their minter)',
         ['Id', 'Scopes', 'Source', 'State', 'Minted by', 'Expires', 'Last used', 'Action'], rows, 'No tokens.'),
+      answer.next ? el('button', { type: 'button', onclick: () => tokens(true) },
+        'More tokens (' + all.length + ' shown, by id)') : '',
       el('h2', {}, 'Create a token'),
       el('p', {}, 'A new token may hold only what your signed-in token holds. Its secret is shown once.'),
       form, el('div', { id: 'new-token' }));
