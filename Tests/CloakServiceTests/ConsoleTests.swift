@@ -56,6 +56,21 @@ import Testing
         #expect(sessions.use(b + "x") == nil && sessions.use("") == nil)
     }
 
+    @Test func oneTokenHoldsAtMostItsShareOfSessions() {
+        let clock = Clock()
+        let sessions = ConsoleSessions(idleSeconds: 900, maxSeconds: 3_600, clock: clock.read)
+        let (admin, _) = sessions.signIn(Self.token("admin", [.tokensAdmin]))
+        var first: String?
+        for _ in 0..<(ConsoleSessions.perToken + 5) {
+            clock.advance(1)
+            let (cookie, _) = sessions.signIn(Self.token("integration", [.auditRead]))
+            first = first ?? cookie
+        }
+        #expect(sessions.count == ConsoleSessions.perToken + 1)
+        #expect(sessions.use(admin) != nil, "another token's sign-ins end none of the admin's sessions")
+        #expect(sessions.use(first!) == nil)
+    }
+
     @Test func theTableHoldsAtMostItsCapacityEndingTheLeastRecentlyUsed() {
         let clock = Clock()
         let sessions = ConsoleSessions(idleSeconds: 900, maxSeconds: 3_600, clock: clock.read)
@@ -86,7 +101,11 @@ import Testing
         let secure = ConsoleCookie.setting("v", tls: true, maxAge: 60)
         #expect(plain == "cloak_console=v; Path=/; Max-Age=60; HttpOnly; SameSite=Strict")
         #expect(secure == "__Host-cloak_console=v; Path=/; Max-Age=60; HttpOnly; SameSite=Strict; Secure")
-        #expect(ConsoleCookie.value(in: [("cookie", " a=1; cloak_console=v2")], named: "cloak_console") == "v2")
+        #expect(ConsoleCookie.only(in: [("cookie", " a=1; cloak_console=v2")], named: "cloak_console") == "v2")
+        // Two of them (one planted from another port of the host) are no session at all.
+        #expect(
+            ConsoleCookie.only(in: [("Cookie", "cloak_console=a"), ("Cookie", "cloak_console=b")], named: "cloak_console")
+                == nil)
     }
 }
 
@@ -276,8 +295,9 @@ import Testing
             let revoked = try server.client().request(
                 "DELETE", "/admin/tokens/shortlived", headers: [("Authorization", "Bearer \(Self.ops)")])
             #expect(revoked.status == 204)
-            #expect(try console.request("GET", "/console/session", headers: [("Cookie", cookie)]).status == 401)
-            #expect(server.service.state.consoleSessions.count <= 1)
+            let after = try console.request("GET", "/console/session", headers: [("Cookie", cookie)])
+            #expect(after.json?["signed_in"] as? Bool == false, "\(after.text)")
+            #expect(try console.request("GET", "/console/api/admin/audit", headers: [("Cookie", cookie)]).status == 401)
         }
     }
 
@@ -289,7 +309,9 @@ import Testing
                 "DELETE", "/console/session", headers: [("Cookie", cookie), ("X-Cloak-CSRF", csrf), Self.origin])
             #expect(out.status == 204)
             #expect(out.header("Set-Cookie")?.contains("Max-Age=0") == true)
-            #expect(try console.request("GET", "/console/session", headers: [("Cookie", cookie)]).status == 401)
+            let after = try console.request("GET", "/console/session", headers: [("Cookie", cookie)])
+            #expect(after.json?["signed_in"] as? Bool == false)
+            #expect(!server.logs.text.contains(#""endpoint":"console-session""#), "a signed-out page is no refusal")
         }
     }
 
@@ -314,6 +336,7 @@ import Testing
                 if after == nil { break }
             }
             #expect(seen == seen.sorted() && Set(seen).isSuperset(of: ["a-token", "b-token", "c-token", "ops"]))
+            #expect(after == nil)
             #expect(seen.count == Set(seen).count)
             let whole = try server.client().request("GET", "/admin/tokens", headers: bearer)
             #expect((whole.json?["data"] as? [Any])?.count == seen.count)
@@ -344,4 +367,65 @@ import Testing
             #expect(!wire.contains(value) && !wire.contains("cloak_console"), "\(wire)")
         }
     }
+
+    /// Nor may an upstream plant one: its `Set-Cookie` for the console's name never reaches the browser.
+    @Test func anUpstreamCannotSetTheConsolesCookie() throws {
+        let answer = Array(
+            ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nSet-Cookie: cloak_console=planted; Path=/\r\n"
+                + "Set-Cookie: __Host-cloak_console=planted; Path=/; Secure\r\nSet-Cookie: shop=1\r\n\r\nok").utf8)
+        let upstream = CannedUpstream(answer: answer)
+        defer { upstream.stop() }
+        let yaml = Self.yaml.replacingOccurrences(
+            of: "\nroutes: []",
+            with: "\nroutes:\n  - {id: \"6b1e2c1a-8c1f-4d0e-9d7a-1f0a2b3c4d5e\", path: /up, "
+                + "upstream: \"http://127.0.0.1:\(upstream.port)/in\"}")
+        try withTestServer(TestServer(yaml: yaml)) { server in
+            let got = try server.client().request("POST", "/proxy/up", json: #"{"a":1}"#)
+            #expect(got.status == 200, "\(got.text)")
+            let cookies = got.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)
+            #expect(cookies == ["shop=1"], "\(cookies)")
+        }
+    }
 }
+
+@Suite struct ConsoleReadsTests {
+    /// The key page's count: one at a time, the last one while a new one runs, never a scan a caller.
+    @Test func keyCountsRunOneAtATimeAndServeTheLastMeanwhile() {
+        let counts = AdminKeysHandler.Counts()
+        let started = Mutex(0)
+        let pending = Mutex<[@Sendable (Result<[String: Int], any Error>) -> Void]>([])
+        let count: (@escaping @Sendable (Result<[String: Int], any Error>) -> Void) -> Void = { done in
+            started.withLock { $0 += 1 }
+            pending.withLock { $0.append(done) }
+        }
+        let answers = Mutex<[[String: Int]]>([])
+        let answer: @Sendable (Result<[String: Int], any Error>) -> Void = { result in
+            if case let .success(c) = result { answers.withLock { $0.append(c) } }
+        }
+        let clock: @Sendable () -> Double = { 100 }
+        for _ in 0..<5 { counts.read(now: 100, count: count, clock: clock, answer) }
+        #expect(started.withLock { $0 } == 1 && answers.withLock { $0.isEmpty })
+        for done in pending.withLock({ $0 }) { done(.success(["k1": 7])) }
+        #expect(answers.withLock { $0.count } == 5)
+        counts.read(now: 150, count: count, clock: clock, answer)
+        #expect(started.withLock { $0 } == 1, "fresh: no count")
+        counts.read(now: 170, count: count, clock: clock, answer)
+        counts.read(now: 171, count: count, clock: clock, answer)
+        #expect(started.withLock { $0 } == 2, "stale: one count, and the last answers meanwhile")
+        #expect(answers.withLock { $0.count } == 8)
+    }
+
+    /// A heartbeat is the database's, not the node's: only known, small members are shown.
+    @Test func aHeartbeatsStatusKeepsOnlyKnownSmallMembers() throws {
+        let big = String(repeating: "x", count: 10_000)
+        let status = try JSONParser().parse(
+            Array(
+                #"{"version":"0.1.0","ready":true,"keys":{"current":"k1","versions":["k1"]},"evil":"\#(big)","store":"\#(big)"}"#
+                    .utf8))
+        let kept = BinTableNode.status(status)
+        #expect(kept?["version"]?.stringValue == "0.1.0")
+        #expect(kept?["keys"] != nil && kept?["evil"] == nil && kept?["store"] == nil)
+        #expect(BinTableNode.status(.string("x")) == nil)
+    }
+}
+

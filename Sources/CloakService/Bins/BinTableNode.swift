@@ -64,7 +64,30 @@ package struct BinTableNode: Sendable, Equatable {
         if case let .number(v)? = value["version"] { version = Int64(v) }
         if case let .string(d)? = value["sha256"] { sha256 = d }
         if case let .number(a)? = value["adopted_at"] { adoptedAt = Int64(a) }
-        if case .object? = value["status"] { status = value["status"] }
+        status = Self.status(value["status"])
+    }
+
+    /// What a heartbeat's `status` may hold, as the node wrote it (unchecked: anyone who can
+    /// write to the database can write it, so only these members, as scalars or short lists of
+    /// short strings, are kept; anything else is dropped).
+    static let statusMembers: Set<String> = [
+        "version", "started_at", "uptime_s", "ready", "draining", "store", "keys", "bins", "requests",
+        "client_errors", "server_errors",
+    ]
+
+    static func status(_ value: JSONValue?) -> JSONValue? {
+        guard case let .object(members)? = value else { return nil }
+        func small(_ v: JSONValue, depth: Int = 0) -> Bool {
+            switch v {
+            case let .string(s): return s.utf8.count <= 128
+            case .number, .bool, .null: return true
+            case let .array(items): return depth < 2 && items.count <= 16 && items.allSatisfy { small($0, depth: depth + 1) }
+            case let .object(inner):
+                return depth < 1 && inner.count <= 4 && inner.allSatisfy { $0.key.utf8.count <= 32 && small($0.value, depth: depth + 1) }
+            }
+        }
+        let kept = members.filter { statusMembers.contains($0.key) && small($0.value) }
+        return kept.isEmpty ? nil : .object(Array(kept.prefix(statusMembers.count)))
     }
 
     /// The listing's entry: whether it serves the store's table, and whether it was seen lately.

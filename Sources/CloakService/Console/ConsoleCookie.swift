@@ -21,16 +21,20 @@ enum ConsoleCookie {
         "\(name(tls: tls))=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict" + (tls ? "; Secure" : "")
     }
 
-    /// The value of the cookie `name` in the request's `Cookie` headers (the first one).
-    static func value(in headers: [(name: String, value: String)], named name: String) -> String? {
+    /// The value of the cookie `name` when the request carries exactly one: two (one planted
+    /// by a page of another port of the host, say) are no session at all, never a guess at
+    /// which is the browser's own.
+    static func only(in headers: [(name: String, value: String)], named name: String) -> String? {
+        var found: String?
         for header in headers where header.name.caseInsensitiveEquals("Cookie") {
             for pair in header.value.split(separator: ";") {
                 let trimmed = pair.drop { $0 == " " || $0 == "\t" }
                 guard let equals = trimmed.firstIndex(of: "="), trimmed[..<equals] == name else { continue }
-                return String(trimmed[trimmed.index(after: equals)...])
+                guard found == nil else { return nil }
+                found = String(trimmed[trimmed.index(after: equals)...])
             }
         }
-        return nil
+        return found
     }
 
     /// `headers` without the console's cookies: each `Cookie` header keeps its other pairs, and
@@ -67,5 +71,20 @@ struct ConsoleCookieMiddleware: Middleware {
     func request(_ context: inout RequestContext) throws(CloakError) -> HTTPResponse? {
         ConsoleCookie.strip(&context.request.headers)
         return nil
+    }
+
+    /// Nor may an upstream's answer set it: a route passes `Set-Cookie` back to the browser, and
+    /// a planted console cookie would sign the operator into a session of the upstream's choice.
+    func response(_ response: inout HTTPResponse, _ context: RequestContext) {
+        guard
+            response.headers.contains(where: {
+                $0.name.caseInsensitiveEquals("Set-Cookie") && $0.value.contains(ConsoleCookie.plainName)
+            })
+        else { return }
+        response.headers.removeAll { header in
+            guard header.name.caseInsensitiveEquals("Set-Cookie") else { return false }
+            let name = header.value.drop { $0 == " " }.prefix { $0 != "=" }
+            return name == ConsoleCookie.plainName || name == ConsoleCookie.secureName
+        }
     }
 }

@@ -27,7 +27,7 @@ struct ConsoleGuardMiddleware: Middleware {
                 throw CloakError(.forbidden, "refused: the request does not come from the console's own page (Origin)")
             }
         }
-        if let cookie = ConsoleCookie.value(in: request.headers, named: ConsoleCookie.name(tls: tls)),
+        if let cookie = ConsoleCookie.only(in: request.headers, named: ConsoleCookie.name(tls: tls)),
             let session = sessions.use(cookie)
         {
             guard var token = directory.token(digest: session.tokenDigest) else {
@@ -35,8 +35,11 @@ struct ConsoleGuardMiddleware: Middleware {
                 sessions.end(cookie)
                 return nil
             }
-            token.scopes = token.scopes.intersection(Scope.console)
-            context.identity = Identity(token: token, rejected: false, grantable: session.held)
+            // What the token holds now (a reload may have narrowed it), never what it held at
+            // the sign-in: the session's scopes, and what a token it creates may hold.
+            let holds = token.scopes
+            token.scopes = holds.intersection(Scope.console)
+            context.identity = Identity(token: token, rejected: false, grantable: holds)
             context.console = (cookie, session)
         }
         if changes, context.endpoint?.name != ConsoleEndpoints.signIn {

@@ -57,12 +57,13 @@ struct ConsoleHandler: Sendable {
                 ]))
     }
 
-    /// `GET /console/session`: the signed-in session (its CSRF token for the page's changes).
-    func current(_ context: RequestContext) throws(CloakError) -> HTTPResponse {
+    /// `GET /console/session`: the signed-in session (its CSRF token for the page's changes), or
+    /// `{"signed_in": false}`.
+    func current(_ context: RequestContext) -> HTTPResponse {
         guard let session = context.console?.session else {
-            throw CloakError(.invalidAccessToken, "not signed in")
+            return .json(200, .object([("signed_in", .bool(false))]), headers: [("Cache-Control", "no-store")])
         }
-        return .json(200, describe(session), headers: [("Cache-Control", "no-store")])
+        return .json(200, describe(session, context), headers: [("Cache-Control", "no-store")])
     }
 
     /// `DELETE /console/session`: signs out (204, the cookie cleared).
@@ -73,10 +74,11 @@ struct ConsoleHandler: Sendable {
             status: 204, headers: [("Set-Cookie", ConsoleCookie.clearing(tls: tls)), ("Cache-Control", "no-store")])
     }
 
-    func describe(_ session: ConsoleSessions.Session) -> JSONValue {
+    /// The session as the page reads it; `grants` what a token it creates may hold now.
+    func describe(_ session: ConsoleSessions.Session, _ context: RequestContext? = nil) -> JSONValue {
         .object([
-            ("token_id", .string(session.tokenID)), ("scopes", .strings(session.scopes.texts)),
-            ("grants", .strings(session.held.texts)), ("csrf", .string(session.csrf)),
+            ("signed_in", .bool(true)), ("token_id", .string(session.tokenID)), ("scopes", .strings(session.scopes.texts)),
+            ("grants", .strings((context?.identity.grantable ?? session.held).texts)), ("csrf", .string(session.csrf)),
             ("idle_s", .int(settings.sessionIdleSeconds)), ("ends_in_s", .int(sessions.remaining(session))),
         ])
     }

@@ -30,6 +30,9 @@ final class ConsoleSessions: Sendable {
     private let table = Mutex<[[UInt8]: Session]>([:])
     /// The most sessions at once; a sign-in past it ends the least recently used.
     static let capacity = 1_000
+    /// The most sessions one token holds; its sign-in past it ends that token's least recently
+    /// used, so one token (an integration's, say) cannot push everyone else's sessions out.
+    static let perToken = 16
 
     let idleSeconds: Double
     let maxSeconds: Double
@@ -53,7 +56,12 @@ final class ConsoleSessions: Sendable {
             held: token.scopes, csrf: Self.base64url(SecureRandom.bytes(24)), signedInAt: now, lastUsedAt: now)
         table.withLock { table in
             Self.dropEnded(&table, now: now, idle: idleSeconds, max: maxSeconds)
-            if table.count >= Self.capacity, let oldest = table.min(by: { $0.value.lastUsedAt < $1.value.lastUsedAt }) {
+            let own = table.filter { $0.value.tokenID == token.id }
+            if own.count >= Self.perToken, let oldest = own.min(by: { $0.value.lastUsedAt < $1.value.lastUsedAt }) {
+                table[oldest.key] = nil
+            } else if table.count >= Self.capacity,
+                let oldest = table.min(by: { $0.value.lastUsedAt < $1.value.lastUsedAt })
+            {
                 table[oldest.key] = nil
             }
             table[Digest.sha256(Array(cookie.utf8))] = session

@@ -68,11 +68,13 @@ struct AdminBinsHandler: Sendable {
                     return .failure(
                         .malformed("the current table is version \(found.document.version), not \(seen): look again"))
                 }
-                do {
-                    return .success(try admin.rollback(to: try admin.previousTable(), now: now))
-                } catch {
-                    return .failure(.malformed("\(error)"))
+                // Its explanations are the operator's to read; a store failure below is not.
+                guard let previous = try? admin.previousTable() else {
+                    return .failure(
+                        .malformed(
+                            "the store keeps no table before this one that this key ring signed for: import the one you want"))
                 }
+                return .success(try admin.rollback(to: previous, now: now))
             } completion: { result in
                 switch result {
                 case let .success(.success(document)):

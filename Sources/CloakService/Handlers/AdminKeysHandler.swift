@@ -13,16 +13,55 @@ struct AdminKeysHandler: Sendable {
     let vault: Vault
     let counts: Counts
 
-    /// The last count and when it was made (monotonic seconds), shared by a service's requests.
+    /// The last count and when it was made (monotonic seconds), shared by a service's requests:
+    /// one count runs at a time; while it runs, callers get the last one (or, before the first,
+    /// wait for it).
     final class Counts: Sendable {
-        private let last = Mutex<(at: Double, counts: [String: Int])?>(nil)
+        private struct State {
+            var last: (at: Double, counts: [String: Int])?
+            var running = false
+            var waiting: [@Sendable (Result<[String: Int], any Error>) -> Void] = []
+        }
+        private let state = Mutex(State())
         static let maxAge = 60.0
 
-        func fresh(now: Double) -> [String: Int]? {
-            last.withLock { last in last.flatMap { now - $0.at < Self.maxAge ? $0.counts : nil } }
+        /// Answers with a count at most ``maxAge`` old, or the last one while a new one runs.
+        func read(
+            now: Double, count: (@escaping @Sendable (Result<[String: Int], any Error>) -> Void) -> Void,
+            clock: @escaping @Sendable () -> Double = ConsoleSessions.monotonicSeconds,
+            _ answer: @escaping @Sendable (Result<[String: Int], any Error>) -> Void
+        ) {
+            let (immediate, start) = state.withLock { s -> ([String: Int]?, Bool) in
+                if let last = s.last {
+                    // Fresh, or stale while a count runs or starts now: the last one answers.
+                    guard now - last.at >= Self.maxAge, !s.running else { return (last.counts, false) }
+                    s.running = true
+                    return (last.counts, true)
+                }
+                // None yet: wait for the first, started by the first caller.
+                s.waiting.append(answer)
+                guard !s.running else { return (nil, false) }
+                s.running = true
+                return (nil, true)
+            }
+            if let immediate { answer(.success(immediate)) }
+            if start { refresh(count, clock) }
         }
 
-        func keep(_ counts: [String: Int], now: Double) { last.withLock { $0 = (now, counts) } }
+        private func refresh(
+            _ count: (@escaping @Sendable (Result<[String: Int], any Error>) -> Void) -> Void,
+            _ clock: @escaping @Sendable () -> Double
+        ) {
+            count { [self] result in
+                let waiting = state.withLock { s in
+                    s.running = false
+                    if case let .success(counts) = result { s.last = (clock(), counts) }
+                    defer { s.waiting = [] }
+                    return s.waiting
+                }
+                for answer in waiting { answer(result) }
+            }
+        }
     }
 
     /// 200 `{"current", "versions": [{"id", "records", "current"}], "orphans": [{"id", "records"}]}`:
@@ -30,6 +69,7 @@ struct AdminKeysHandler: Sendable {
     func status() -> Reply {
         let ring = vault.keyVersions
         let cache = self.counts
+        let vault = self.vault
         let now = ConsoleSessions.monotonicSeconds()
         return .later { finish in
             let answer: @Sendable (Result<[String: Int], any Error>) -> Void = { result in
@@ -53,11 +93,7 @@ struct AdminKeysHandler: Sendable {
                             ("orphans", .array(orphans)),
                         ]), headers: HTTPResponse.noStoreHeaders))
             }
-            if let counts = cache.fresh(now: now) { return answer(.success(counts)) }
-            vault.withReader({ store in try store.recordCounts() }) { result in
-                if case let .success(counts) = result { cache.keep(counts, now: now) }
-                answer(result)
-            }
+            cache.read(now: now, count: { done in vault.withReader({ store in try store.recordCounts() }, completion: done) }, answer)
         }
     }
 }

@@ -163,16 +163,29 @@ struct AdminTokensHandler: Sendable {
     }
 
     /// A page of the listing: without `limit` or `after`, every token in the listing's order;
-    /// with them, the tokens whose id sorts after `after`, by id, at most `limit`, and the next
-    /// page's `after` (an id cursor: a token revoked meanwhile moves no page).
+    /// with them, the tokens after `after`, by id and then source (the YAML's and a shadowed
+    /// store token may share an id), at most `limit`, and the next page's `after`
+    /// (`id:source`; a bare id starts past every token of that id). A cursor, not an offset: a
+    /// token revoked meanwhile moves no page.
     static func page(_ listing: JSONValue, after: String?, limit: Int?) -> JSONValue {
         guard case let .array(all)? = listing["data"] else { return listing }
         guard limit != nil || after != nil else { return .object([("data", .array(all)), ("next", .null)]) }
-        let id = { (item: JSONValue) in item["id"]?.stringValue ?? "" }
-        let sorted = all.sorted { id($0) < id($1) }.filter { after == nil || id($0) > after! }
+        func key(_ item: JSONValue) -> (String, String) {
+            (item["id"]?.stringValue ?? "", item["source"]?.stringValue ?? "")
+        }
+        var cursor: (String, String)?
+        if let after {
+            let parts = after.split(separator: ":", maxSplits: 1)
+            // A bare id sorts after every source of that id ("~" is above the sources' letters).
+            cursor = (String(parts.first ?? ""), parts.count > 1 ? String(parts[1]) : "~")
+        }
+        let sorted = all.sorted { key($0) < key($1) }.filter { item in cursor.map { key(item) > $0 } ?? true }
         let items = Array(sorted.prefix(limit ?? sorted.count))
-        let next: JSONValue = items.count < sorted.count ? .string(id(items[items.count - 1])) : .null
-        return .object([("data", .array(items)), ("next", next)])
+        guard items.count < sorted.count, let last = items.last else {
+            return .object([("data", .array(items)), ("next", .null)])
+        }
+        let (id, source) = key(last)
+        return .object([("data", .array(items)), ("next", .string("\(id):\(source)"))])
     }
 
     /// 204 once the token, and every token minted under it, is gone from the store (and from

@@ -325,7 +325,8 @@
   }
 
   async function revokeToken(id, also) {
-    const question = 'Revoke ' + id + '?' + (also.length ? ' This also revokes the tokens it minted: ' + also.join(', ') + '.' : '');
+    const question = 'Revoke ' + id + '? This also revokes every token minted under it' +
+      (also.length ? ' (of those listed here: ' + also.join(', ') + ').' : ' (none is listed here).');
     if (!await confirmAction(question, 'Revoke')) return;
     try {
       await api('DELETE', '/admin/tokens/' + encodeURIComponent(id));
@@ -541,7 +542,8 @@
     document.getElementById('sign-out').addEventListener('click', signOut);
     window.addEventListener('hashchange', route);
     try {
-      signedIn(await call('GET', '/console/session'));
+      const session = await call('GET', '/console/session');
+      if (session.signed_in) signedIn(session); else signedOut();
     } catch (_) {
       signedOut();
     }
