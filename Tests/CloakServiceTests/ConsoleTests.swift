@@ -104,7 +104,8 @@ import Testing
         #expect(ConsoleCookie.only(in: [("cookie", " a=1; cloak_console=v2")], named: "cloak_console") == "v2")
         // Two of them (one planted from another port of the host) are no session at all.
         #expect(
-            ConsoleCookie.only(in: [("Cookie", "cloak_console=a"), ("Cookie", "cloak_console=b")], named: "cloak_console")
+            ConsoleCookie.only(
+                in: [("Cookie", "cloak_console=a"), ("Cookie", "cloak_console=b")], named: "cloak_console")
                 == nil)
     }
 }
@@ -428,4 +429,3 @@ import Testing
         #expect(BinTableNode.status(.string("x")) == nil)
     }
 }
-

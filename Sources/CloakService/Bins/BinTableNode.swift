@@ -81,9 +81,11 @@ package struct BinTableNode: Sendable, Equatable {
             switch v {
             case let .string(s): return s.utf8.count <= 128
             case .number, .bool, .null: return true
-            case let .array(items): return depth < 2 && items.count <= 16 && items.allSatisfy { small($0, depth: depth + 1) }
+            case let .array(items):
+                return depth < 2 && items.count <= 16 && items.allSatisfy { small($0, depth: depth + 1) }
             case let .object(inner):
-                return depth < 1 && inner.count <= 4 && inner.allSatisfy { $0.key.utf8.count <= 32 && small($0.value, depth: depth + 1) }
+                return depth < 1 && inner.count <= 4
+                    && inner.allSatisfy { $0.key.utf8.count <= 32 && small($0.value, depth: depth + 1) }
             }
         }
         let kept = members.filter { statusMembers.contains($0.key) && small($0.value) }

@@ -77,7 +77,8 @@ struct ConsoleHandler: Sendable {
     /// The session as the page reads it; `grants` what a token it creates may hold now.
     func describe(_ session: ConsoleSessions.Session, _ context: RequestContext? = nil) -> JSONValue {
         .object([
-            ("signed_in", .bool(true)), ("token_id", .string(session.tokenID)), ("scopes", .strings(session.scopes.texts)),
+            ("signed_in", .bool(true)), ("token_id", .string(session.tokenID)),
+            ("scopes", .strings(session.scopes.texts)),
             ("grants", .strings((context?.identity.grantable ?? session.held).texts)), ("csrf", .string(session.csrf)),
             ("idle_s", .int(settings.sessionIdleSeconds)), ("ends_in_s", .int(sessions.remaining(session))),
         ])

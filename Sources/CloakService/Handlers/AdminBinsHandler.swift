@@ -72,7 +72,8 @@ struct AdminBinsHandler: Sendable {
                 guard let previous = try? admin.previousTable() else {
                     return .failure(
                         .malformed(
-                            "the store keeps no table before this one that this key ring signed for: import the one you want"))
+                            "the store keeps no table before this one that this key ring signed for: import the one you want"
+                        ))
                 }
                 return .success(try admin.rollback(to: previous, now: now))
             } completion: { result in

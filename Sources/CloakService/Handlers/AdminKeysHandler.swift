@@ -93,7 +93,9 @@ struct AdminKeysHandler: Sendable {
                             ("orphans", .array(orphans)),
                         ]), headers: HTTPResponse.noStoreHeaders))
             }
-            cache.read(now: now, count: { done in vault.withReader({ store in try store.recordCounts() }, completion: done) }, answer)
+            cache.read(
+                now: now, count: { done in vault.withReader({ store in try store.recordCounts() }, completion: done) },
+                answer)
         }
     }
 }
