@@ -286,3 +286,89 @@ def remove_dir(path):
 
 def random_token():
     return "browser-" + secrets.token_hex(24)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a suite
+
+
+def run_suite(label, tests, make_run, argv, banner, prefix="", before_each=None, earlier_failures=None,
+              describe=None, after_each=None):
+    """Runs the `test_*` functions of `tests` named in argv (all without names) on one `make_run()`
+    (its `start()`, `close()`, `cloak` and `browser`); prints one ok/FAIL line each (`prefix` before
+    the name), then "N passed, M failed". Hooks: `before_each(run)`; `earlier_failures(run)`, the
+    checks that failed before an assertion stopped the test; `describe(run)`, what the page shows
+    after an unexpected error; `after_each(run, name, failed)`. Exit status: 0, 1 a test failed, 2
+    the environment could not be made."""
+    import traceback
+    wanted = set(argv[1:])
+    known = {f.__name__[5:] for f in tests}
+    if wanted - known:
+        print(f"{label}: no test named {', '.join(sorted(wanted - known))}; tests: "
+              + " ".join(f.__name__[5:] for f in tests), file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    run = make_run()
+    try:
+        run.start()
+    except SetupError as e:
+        print(f"{label}: {e}", file=sys.stderr)
+        run.close()
+        return 2
+    except BaseException:
+        run.close()
+        raise
+    passed = failed = 0
+    earlier = earlier_failures or (lambda run: [])
+    try:
+        print(banner(run))
+        for test in tests:
+            name = test.__name__[5:]
+            if wanted and name not in wanted:
+                continue
+            t0 = time.monotonic()
+            if before_each:
+                before_each(run)
+            ok = False
+            try:
+                test(run)
+                ok = True
+                passed += 1
+                print(f"ok   {prefix}{name} ({time.monotonic() - t0:.1f}s)")
+            except AssertionError as e:
+                failed += 1
+                print(f"FAIL {prefix}{name} ({time.monotonic() - t0:.1f}s)")
+                text = str(e)
+                for line in [f for f in earlier(run) if f not in text] + text.splitlines():
+                    print(f"       {line}")
+            except Exception as e:  # a WebDriver or HTTP failure: report it with where it happened
+                failed += 1
+                print(f"FAIL {prefix}{name} ({time.monotonic() - t0:.1f}s): {type(e).__name__}: {short(str(e), 800)}")
+                for line in earlier(run):
+                    print(f"       {line}")
+                for line in traceback.format_exc().splitlines()[-8:]:
+                    print(f"       {line}")
+                if describe:
+                    try:
+                        print("       " + describe(run).replace("\n", "\n       "))
+                    except Exception:
+                        pass
+            finally:
+                if after_each:
+                    with contextlib.suppress(Exception):
+                        after_each(run, name, not ok)
+        if failed:
+            lines = [l for l in run.cloak.log_tail(400).splitlines() if '"msg":"request"' not in l]
+            if lines:
+                print("cloak's last log lines (request lines left out):")
+                for line in lines[-15:]:
+                    print(f"  {short(line, 400)}")
+        if run.browser and run.browser.js_errors:
+            print(f"JavaScript errors heard in the browser ({len(run.browser.js_errors)}):")
+            for err in run.browser.js_errors[:15]:
+                print(f"  {short(err, 300)}")
+    finally:
+        run.close()
+    print(f"({time.monotonic() - started:.0f}s)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0

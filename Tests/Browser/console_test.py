@@ -15,13 +15,12 @@ import os
 import subprocess
 import sys
 import time
-import traceback
 
 import requests
 
 from browser_support import (REPO, Browser, Checks, CloakServer, PageServer, SetupError, free_port,
                              hermetic_env, make_temp_dir, random_token, remove_dir, resolve_binary,
-                             short, token_sha256, wait_until, write_config)
+                             run_suite, short, token_sha256, wait_until, write_config)
 
 SHOTS = os.path.join(REPO, ".build", "console-shots")
 STORED_CARD = "5555555555554444"   # stored through the API: never on a console page
@@ -426,57 +425,14 @@ TESTS = [test_docs, test_sign_in_refusals, test_walk_every_page, test_answers_ho
 
 
 def main(argv):
-    wanted = set(argv[1:])
-    known = {f.__name__[5:] for f in TESTS}
-    if wanted - known:
-        print(f"console_test: no test named {', '.join(sorted(wanted - known))}; tests: {' '.join(sorted(known))}",
-              file=sys.stderr)
-        return 2
-    started = time.monotonic()
-    run = Run()
-    try:
-        run.start()
-    except SetupError as e:
-        print(f"console_test: {e}", file=sys.stderr)
-        run.close()
-        return 2
-    except BaseException:
-        run.close()
-        raise
-    passed = failed = 0
-    try:
-        print(f"console {run.console}; cloak {run.cloak.url}; screenshots in {SHOTS}")
-        for test in TESTS:
-            name = test.__name__[5:]
-            if wanted and name not in wanted:
-                continue
-            t0 = time.monotonic()
-            try:
-                test(run)
-                passed += 1
-                print(f"ok   console.{name} ({time.monotonic() - t0:.1f}s)")
-            except Exception as e:
-                failed += 1
-                print(f"FAIL console.{name} ({time.monotonic() - t0:.1f}s): {type(e).__name__}: {short(str(e), 800)}")
-                for line in traceback.format_exc().splitlines()[-6:]:
-                    print(f"       {line}")
-                try:
-                    run.shot("FAILED-" + name)
-                except Exception:
-                    pass
+    def shoot_failure(run, name, failed):
         if failed:
-            lines = [l for l in run.cloak.log_tail(200).splitlines() if '"msg":"request"' not in l]
-            for line in lines[-12:]:
-                print(f"  {short(line, 400)}")
-        if run.browser.js_errors:
-            print(f"JavaScript errors heard in the browser ({len(run.browser.js_errors)}):")
-            for err in run.browser.js_errors[:15]:
-                print(f"  {short(err, 300)}")
-    finally:
-        run.close()
-    print(f"({time.monotonic() - started:.0f}s)")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+            run.shot("FAILED-" + name)
+
+    return run_suite(
+        "console_test", TESTS, Run, argv, prefix="console.",
+        banner=lambda run: f"console {run.console}; cloak {run.cloak.url}; screenshots in {SHOTS}",
+        after_each=shoot_failure)
 
 
 if __name__ == "__main__":

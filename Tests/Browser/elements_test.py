@@ -21,7 +21,6 @@ import re
 import subprocess
 import sys
 import time
-import traceback
 import base64
 import hashlib
 import io
@@ -36,7 +35,7 @@ import requests
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from browser_support import (  # noqa: E402
     HERE, REPO, Browser, Checks, CloakServer, PageServer, SetupError, canon, free_port, make_temp_dir,
-    hermetic_env, random_token, remove_dir, resolve_binary, short, stays, token_sha256, wait_until)
+    hermetic_env, random_token, remove_dir, resolve_binary, run_suite, short, stays, token_sha256, wait_until)
 
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -2029,75 +2028,14 @@ TESTS = [test_mount, test_typing, test_one_release_per_number, test_one_validity
 
 
 def main(argv):
-    wanted = set(argv[1:])
-    unknown = wanted - {f.__name__[5:] for f in TESTS}
-    if unknown:
-        print(f"elements_test: no test named {', '.join(sorted(unknown))}; tests: "
-              + " ".join(f.__name__[5:] for f in TESTS), file=sys.stderr)
-        return 2
-    started = time.monotonic()
-    run = Run()
-    try:
-        run.start()
-    except SetupError as e:
-        print(f"elements_test: {e}", file=sys.stderr)
-        run.close()
-        return 2
-    except BaseException:
-        run.close()
-        raise
-    passed = failed = 0
-    try:
-        print(f"cloak {run.url}; pages {run.pages.origin} (allowed) and {run.other.origin} (not allowed); "
-              f"BiDi console {'on' if run.browser.bidi else 'off'}")
-        for test in TESTS:
-            name = test.__name__[5:]
-            if wanted and name not in wanted:
-                continue
-            t0 = time.monotonic()
-            run.current_checks = None
-            try:
-                test(run)
-                passed += 1
-                print(f"ok   {name} ({time.monotonic() - t0:.1f}s)")
-            except AssertionError as e:
-                failed += 1
-                print(f"FAIL {name} ({time.monotonic() - t0:.1f}s)")
-                earlier = run.current_checks.failures if run.current_checks else []
-                text = str(e)
-                for line in [f for f in earlier if f not in text] + text.splitlines():
-                    print(f"       {line}")
-            except Exception as e:  # a WebDriver or HTTP failure: report it with where it happened
-                failed += 1
-                print(f"FAIL {name} ({time.monotonic() - t0:.1f}s): {type(e).__name__}: {short(str(e), 800)}")
-                for line in (run.current_checks.failures if run.current_checks else []):
-                    print(f"       {line}")
-                for line in traceback.format_exc().splitlines()[-8:]:
-                    print(f"       {line}")
-                try:
-                    print("       " + run.describe().replace("\n", "\n       "))
-                except Exception:
-                    pass
-            finally:
-                try:
-                    run.d.switch_to.default_content()
-                except Exception:
-                    pass
-        if failed:
-            lines = [l for l in run.cloak.log_tail(400).splitlines() if '"msg":"request"' not in l]
-            if lines:
-                print("cloak's last log lines (request lines left out):")
-                for line in lines[-15:]:
-                    print(f"  {short(line, 400)}")
-        if run.browser.js_errors:
-            print(f"JavaScript errors heard in the browser ({len(run.browser.js_errors)}):")
-            for err in run.browser.js_errors[:15]:
-                print(f"  {short(err, 300)}")
-    finally:
-        run.close()
-    print(f"({time.monotonic() - started:.0f}s)")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_suite(
+        "elements_test", TESTS, Run, argv,
+        banner=lambda run: (f"cloak {run.url}; pages {run.pages.origin} (allowed) and {run.other.origin} "
+                            f"(not allowed); BiDi console {'on' if run.browser.bidi else 'off'}"),
+        before_each=lambda run: setattr(run, "current_checks", None),
+        earlier_failures=lambda run: run.current_checks.failures if run.current_checks else [],
+        describe=lambda run: run.describe(),
+        after_each=lambda run, name, failed: run.d.switch_to.default_content())
 
 
 if __name__ == "__main__":

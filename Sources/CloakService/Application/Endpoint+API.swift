@@ -205,13 +205,16 @@ extension Endpoint {
     static let proxied = HTTPMethod.allCases.filter { $0 != .OPTIONS && $0 != .CONNECT && $0 != .TRACE }
 
     /// The router of ``api``: every method and template of every declaration.
-    static let apiRouter: Router<Endpoint> = {
+    static let apiRouter = router(api)
+
+    /// A router of `endpoints`: every method and template of every declaration.
+    static func router(_ endpoints: [Endpoint]) -> Router<Endpoint> {
         var router = Router<Endpoint>()
-        for endpoint in api {
+        for endpoint in endpoints {
             for template in endpoint.templates {
                 for method in endpoint.methods { router.add(method, template, endpoint) }
             }
         }
         return router
-    }()
+    }
 }

@@ -46,13 +46,5 @@ enum ConsoleEndpoints {
         return out
     }()
 
-    static let router: Router<Endpoint> = {
-        var router = Router<Endpoint>()
-        for endpoint in all {
-            for template in endpoint.templates {
-                for method in endpoint.methods { router.add(method, template, endpoint) }
-            }
-        }
-        return router
-    }()
+    static let router = Endpoint.router(all)
 }
