@@ -55,7 +55,8 @@ class Run:
             ]},
             "bins": {"refresh_s": 1},
             "console": {"listen": f"127.0.0.1:{console_port}", "session_idle_s": idle,
-                        "session_max_s": max(idle, 3600)},
+                        "session_max_s": max(idle, 3600), "elements_origin": f"http://127.0.0.1:{port}"},
+            "elements": {"allowed_origins": [f"http://127.0.0.1:{console_port}"]},
             "forms": {"checkout": {"fields": [
                 {"name": "card_number", "type": "cardNumber", "tokenization": {"format": "FPE_T_FOUR"}},
                 {"name": "card_cvc", "type": "cvc", "tokenization": {"format": "UUID", "storage": "VOLATILE"}},
@@ -262,6 +263,25 @@ def test_inspector_names_a_mistyped_selector(run):
     run.shot("routes-inspector")
 
 
+def test_forms_preview_their_elements_fields(run):
+    from selenium.webdriver.common.by import By
+    run.signed_in("ops")
+    run.go("forms")
+    [b for b in run.finds("#page button") if b.text.startswith("Preview checkout")][0].click()
+    frame = wait_until(lambda: run.finds("#preview-checkout .preview-frame iframe"), 15, "the preview's frames",
+                       lambda: run.find("#preview-checkout").text)[0]
+    run.d.switch_to.frame(frame)
+    field = wait_until(lambda: run.d.find_elements(By.CSS_SELECTOR, "input"), 15, "the card number's input")[0]
+    field.send_keys(SAMPLE_CARD)
+    field.send_keys("\t")
+    run.d.switch_to.default_content()
+    wait_until(lambda: "valid, visa" in run.find("#preview-state-checkout-card_number").text, 15,
+               "the number's state in the console", lambda: run.find("#preview-checkout").text)
+    run.shot("forms-preview")
+    top = run.d.execute_script("return document.documentElement.outerHTML")
+    assert SAMPLE_CARD not in top and SAMPLE_CARD[-4:] + "<" not in top, "the typed number reached the console's DOM"
+
+
 def test_bin_rollback(run):
     run.signed_in("ops")
     run.go("bins")
@@ -419,7 +439,7 @@ def test_docs(run):
 
 
 TESTS = [test_docs, test_sign_in_refusals, test_walk_every_page, test_answers_hold_no_secret, test_create_and_revoke_a_token,
-         test_inspector_names_a_mistyped_selector, test_bin_rollback, test_audit_finds_what_was_done,
+         test_inspector_names_a_mistyped_selector, test_forms_preview_their_elements_fields, test_bin_rollback, test_audit_finds_what_was_done,
          test_a_token_without_the_scope_is_refused, test_changes_need_the_console_origin_and_csrf,
          test_sign_out_ends_the_session, test_idle_session_ends, test_keyboard_and_labels]
 

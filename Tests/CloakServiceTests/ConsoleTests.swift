@@ -160,6 +160,23 @@ import Testing
         }
     }
 
+    @Test func thePreviewsElementsOriginIsAnOriginAndTheConsoleMustBeAllowedThere() throws {
+        let base = TestServer.configurationWithTokens
+        let bad = base.replacingOccurrences(
+            of: "  session_max_s: 28800", with: "  session_max_s: 28800\n  elements_origin: \"http://127.0.0.1:8080/\"")
+        #expect(bad != base)
+        #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: bad, environment: [:]) }
+        let good = base.replacingOccurrences(
+            of: "  session_max_s: 28800", with: "  session_max_s: 28800\n  elements_origin: \"http://127.0.0.1:8080\"")
+        let configuration = try ServiceConfiguration.parse(yaml: good, environment: [:])
+        #expect(configuration.console.elementsOrigin == "http://127.0.0.1:8080")
+        #expect(configuration.warnings.contains { $0.hasPrefix("console.elements_origin") })
+        let csp = ConsoleGuardMiddleware.contentSecurityPolicy(elementsOrigin: "http://127.0.0.1:8080")
+        #expect(
+            csp.contains("script-src 'self' http://127.0.0.1:8080") && csp.contains("frame-src http://127.0.0.1:8080"))
+        #expect(ConsoleGuardMiddleware.contentSecurityPolicy(elementsOrigin: nil).contains("frame-src 'none'"))
+    }
+
     @Test func theConsoleNeedsARestartToChange() throws {
         let running = try ServiceConfiguration.parse(yaml: TestServer.configurationWithTokens, environment: [:])
         var next = running

@@ -157,7 +157,8 @@ package final class CloakService: Sendable {
             ViolationMiddleware()
             RoutingMiddleware(router: ConsoleEndpoints.router)
             ConsoleGuardMiddleware(
-                sessions: state.consoleSessions, directory: state.directory, tls: configuration.server.tls != nil)
+                sessions: state.consoleSessions, directory: state.directory, tls: configuration.server.tls != nil,
+                elementsOrigin: configuration.console.elementsOrigin)
             RateLimitMiddleware(rates: rates)
             AuditMiddleware(log: auditLog, refusals: state.refusals)
             ScopeMiddleware(openTokenize: false)

@@ -10,6 +10,11 @@ package struct ConsoleSettings: Sendable, Equatable {
     package var sessionIdleSeconds = 900
     /// `console.session_max_s`: a session ends this long after its sign-in, used or not (8 h).
     package var sessionMaxSeconds = 28_800
+    /// `console.elements_origin`: where the operator's browser reaches Cloak Elements (the API
+    /// listener's origin, `http://127.0.0.1:8080`), for the forms page's live preview of each
+    /// form's fields; nil: no preview. The console's page may then load `cloak.js` and frames
+    /// from there (its CSP names it), and `elements.allowed_origins` must name the console.
+    package var elementsOrigin: String?
 
     package struct Listen: Sendable, Equatable {
         package var host: String
@@ -37,7 +42,8 @@ package struct ConsoleSettings: Sendable, Equatable {
     static func read(_ node: ConfigNode?, hasTLS: Bool, _ r: ConfigReader) -> ConsoleSettings {
         var settings = ConsoleSettings()
         guard
-            let m = r.mapping(node, at: "console", allowed: ["listen", "session_idle_s", "session_max_s"])
+            let m = r.mapping(
+                node, at: "console", allowed: ["listen", "session_idle_s", "session_max_s", "elements_origin"])
         else { return settings }
         if let text = r.string(m["listen"], at: "console.listen") {
             if let (host, port) = ServiceConfiguration.parseListen(text) {
@@ -60,6 +66,13 @@ package struct ConsoleSettings: Sendable, Equatable {
         r.int(
             m["session_max_s"], at: "console.session_max_s", min: 60, max: 604_800, into: &settings, \.sessionMaxSeconds
         )
+        if let origin = r.string(m["elements_origin"], at: "console.elements_origin") {
+            if let problem = ElementsSettings.originProblem(origin) {
+                r.issue("console.elements_origin", problem, m["elements_origin"])
+            } else {
+                settings.elementsOrigin = origin
+            }
+        }
         if settings.sessionIdleSeconds > settings.sessionMaxSeconds {
             r.issue("console.session_idle_s", "must not exceed console.session_max_s")
         }

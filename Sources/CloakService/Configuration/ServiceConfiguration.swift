@@ -45,6 +45,14 @@ package struct ServiceConfiguration: Sendable {
                 "auth.anonymous.intent_ttl_s is 0: what anonymous callers store is kept for good (the store grows, "
                     + "and anonymous requests can fill a card's alias bucket)")
         }
+        if let listen = console.listen, console.elementsOrigin != nil {
+            let own = (server.tls != nil ? "https://" : "http://") + "\(listen.host):\(listen.port)"
+            if !elements.allowedOrigins.contains(own) {
+                out.append(
+                    "console.elements_origin is set but elements.allowed_origins does not name the console (\(own)): "
+                        + "the forms page's preview frames will not load there")
+            }
+        }
         return out
     }
 

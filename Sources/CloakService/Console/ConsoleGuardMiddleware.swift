@@ -54,6 +54,7 @@ struct ConsoleGuardMiddleware: Middleware {
     }
 
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
+        response.headers.append(("Content-Security-Policy", contentSecurityPolicy))
         response.headers += Self.securityHeaders
         if !response.headers.contains(where: { $0.name.caseInsensitiveEquals("Cache-Control") }) {
             response.headers.append(("Cache-Control", "no-store"))
@@ -65,14 +66,24 @@ struct ConsoleGuardMiddleware: Middleware {
         (tls ? "https://" : "http://") + (request.header("Host") ?? "-")
     }
 
-    /// No script but the console's own files, no inline script or style, never in a frame.
-    static let contentSecurityPolicy = [
-        "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "connect-src 'self'",
-        "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
-    ].joined(separator: "; ")
+    /// Where the forms page's preview loads Cloak Elements from (`console.elements_origin`).
+    let elementsOrigin: String?
+
+    /// No script but the console's own files (and Elements' loader, for the preview), no inline
+    /// script or style, never in a frame; frames only Elements' own.
+    var contentSecurityPolicy: String { Self.contentSecurityPolicy(elementsOrigin: elementsOrigin) }
+
+    static func contentSecurityPolicy(elementsOrigin: String?) -> String {
+        let elements = elementsOrigin.map { " " + $0 } ?? ""
+        return [
+            "default-src 'none'", "script-src 'self'" + elements, "style-src 'self'", "img-src 'self'",
+            "connect-src 'self'", elementsOrigin.map { "frame-src " + $0 } ?? "frame-src 'none'",
+            "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
+        ].joined(separator: "; ")
+    }
 
     static let securityHeaders: [(name: String, value: String)] = [
-        ("Content-Security-Policy", contentSecurityPolicy), ("X-Frame-Options", "DENY"),
+        ("X-Frame-Options", "DENY"),
         ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
         ("Cross-Origin-Opener-Policy", "same-origin"), ("Cross-Origin-Resource-Policy", "same-origin"),
     ]

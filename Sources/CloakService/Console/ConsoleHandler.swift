@@ -81,6 +81,7 @@ struct ConsoleHandler: Sendable {
             ("scopes", .strings(session.scopes.texts)),
             ("grants", .strings((context?.identity.grantable ?? session.held).texts)), ("csrf", .string(session.csrf)),
             ("idle_s", .int(settings.sessionIdleSeconds)), ("ends_in_s", .int(sessions.remaining(session))),
+            ("elements_origin", settings.elementsOrigin.map { .string($0) } ?? .null),
         ])
     }
 }

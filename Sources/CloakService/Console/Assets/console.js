@@ -194,6 +194,7 @@
         'Your token does not hold ' + found.scope + ': this page is not yours to see.'));
       return;
     }
+    if (state.preview && name !== 'forms') { state.preview.destroy(); state.preview = null; }
     state.page = name;
     page(found.title, el('p', { class: 'loading' }, 'Loading…'));
     try {
@@ -413,16 +414,80 @@
 
   async function forms() {
     const answer = await api('GET', '/admin/forms');
+    const origin = state.session.elements_origin;
     const sections = answer.data.map((form) => {
       const fields = form.schema.fields || [];
+      const preview = origin
+        ? el('button', { type: 'button', onclick: () => previewForm(form, origin) }, 'Preview ' + form.name + "'s fields")
+        : '';
       return el('section', { 'aria-labelledby': 'form-' + form.name },
         el('h2', { id: 'form-' + form.name }, form.name),
         table('Fields of ' + form.name, ['Field', 'Type', 'Required', 'Rules', 'Stored as'],
           fields.map((f) => [f.name, f.type, f.required ? 'yes' : 'no',
             (f.rules || []).map(rule).join('; ') || (f.file ? 'up to ' + f.file.maxFiles + ' files of ' + f.file.maxBytes + ' bytes' : '—'),
-            (form.stored_as || {})[f.name] || '—']), 'No fields.'));
+            (form.stored_as || {})[f.name] || '—']), 'No fields.'),
+        preview, el('div', { id: 'preview-' + form.name, class: 'preview' }));
     });
-    page('Forms', sections.length ? sections : el('p', { class: 'empty' }, 'No forms are configured.'));
+    page('Forms',
+      origin ? el('p', {}, 'A preview mounts the form\'s Cloak Elements fields, served from ' + origin +
+        ': type test values only. What you type stays in Elements\' frames; this page sees each field\'s state.')
+        : el('p', { class: 'empty' }, 'Set console.elements_origin (and add this console\'s origin to ' +
+          'elements.allowed_origins) to preview each form\'s Cloak Elements fields here.'),
+      sections.length ? sections : el('p', { class: 'empty' }, 'No forms are configured.'));
+  }
+
+  /** Loads Elements' loader from `origin` once (the page's CSP names that origin). */
+  function loadElements(origin) {
+    if (window.Cloak) return Promise.resolve(window.Cloak);
+    if (!state.elementsLoading) {
+      state.elementsLoading = new Promise((resolve, reject) => {
+        const script = el('script', { src: origin + '/elements/v1/cloak.js' });
+        script.addEventListener('load', () => resolve(window.Cloak));
+        script.addEventListener('error', () => { state.elementsLoading = null; reject(new Error('Cloak Elements did not load from ' + origin)); });
+        document.head.append(script);
+      });
+    }
+    return state.elementsLoading;
+  }
+
+  async function previewForm(form, origin) {
+    const out = document.getElementById('preview-' + form.name);
+    try {
+      const Cloak = await loadElements(origin);
+      if (state.preview) state.preview.destroy();
+      const mounted = Cloak.form(form.name, { origin });
+      state.preview = mounted;
+      const rows = [];
+      const fields = (form.schema.fields || []);
+      out.replaceChildren(...fields.map((f) => {
+        const stateCell = el('output', { id: 'preview-state-' + form.name + '-' + f.name, 'aria-live': 'polite' }, 'empty');
+        rows.push([f, stateCell]);
+        return el('div', { class: 'preview-field' },
+          el('span', { class: 'preview-label', id: 'preview-label-' + f.name }, f.name),
+          el('div', { class: 'preview-frame', id: 'preview-frame-' + form.name + '-' + cssName(f.name) }), stateCell);
+      }));
+      for (const [f, stateCell] of rows) {
+        const target = '#preview-frame-' + form.name + '-' + cssName(f.name);
+        const field = f.type === 'file'
+          ? mounted.file(target, { name: f.name, ariaLabel: f.name })
+          : mounted.field(target, { name: f.name, ariaLabel: f.name, placeholder: f.title || f.name });
+        field.on('change', (s) => { stateCell.textContent = describeState(s); });
+        field.on('error', (e) => { stateCell.textContent = 'error: ' + e.message; });
+      }
+      mounted.on('error', (e) => say('Preview: ' + e.message, 'error'));
+    } catch (error) {
+      out.replaceChildren(el('p', { class: 'refused', role: 'alert' }, error.message));
+    }
+  }
+
+  function cssName(name) { return name.replace(/[^A-Za-z0-9_-]/g, '_'); }
+
+  /** A field's state as words: never its digits (no bin or last four on this page). */
+  function describeState(s) {
+    const parts = [s.isEmpty ? 'empty' : (s.isValid ? 'valid' : 'not valid')];
+    if (s.cardBrand) parts.push(s.cardBrand);
+    if (s.isRequired) parts.push('required');
+    return parts.join(', ');
   }
 
   function rule(r) {
