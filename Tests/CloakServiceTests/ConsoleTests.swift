@@ -446,3 +446,29 @@ import Testing
         #expect(BinTableNode.status(.string("x")) == nil)
     }
 }
+
+/// The console of a real `cloak serve` process, as docs/console.md has an operator use it.
+@Suite(.serialized) struct ConsoleProcessTests {
+    /// `cloak tokens create`, then at once the sign-in: the node reads the store for a token it
+    /// does not know yet (its timer would take an hour here).
+    @Test func aTokenTheCommandJustMadeSignsInAtOnce() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let consolePort = try CloakNode.freePort()
+        let node = try CloakNode(
+            store: "sqlite:\(directory.path)/cloak.db", directory: directory.path,
+            environment: ["CLOAK_AUTH_REFRESH_S": "3600", "CLOAK_CONSOLE_LISTEN": "127.0.0.1:\(consolePort)"])
+        defer { node.stop() }
+        #expect(RawHTTPClient.waitUntil(port: consolePort, path: "/console/", answers: 200))
+        let created = try node.command(["tokens", "create", "--id", "operator", "--scopes", "audit:read", "--ttl", "1h"])
+        #expect(created.status == 0, "\(created.output)")
+        let secret = try #require(TokenCommandTests.secret(created.output), "\(created.output)")
+        let signIn = try RawHTTPClient(port: consolePort).request(
+            "POST", "/console/session", json: #"{"token":"\#(secret)"}"#, headers: [("Origin", "http://127.0.0.1")])
+        #expect(signIn.status == 201, "\(signIn.text)")
+        let madeUp = try RawHTTPClient(port: consolePort).request(
+            "POST", "/console/session", json: #"{"token":"ck_made_up_token_0123456789"}"#,
+            headers: [("Origin", "http://127.0.0.1")])
+        #expect(madeUp.status == 401)
+    }
+}

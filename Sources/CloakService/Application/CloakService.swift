@@ -163,7 +163,7 @@ package final class CloakService: Sendable {
             AuditMiddleware(log: auditLog, refusals: state.refusals)
             ScopeMiddleware(openTokenize: false)
         }
-        let consoleDoor = Door(steps: console, keepAudit: Self.auditKeeping(state.vault))
+        let consoleDoor = Door(steps: console, unknownToken: unknownToken, keepAudit: Self.auditKeeping(state.vault))
         self.consoleDoor = { request, responder, service in
             consoleDoor.handle(request, responder, APIHandler(service: service))
         }
