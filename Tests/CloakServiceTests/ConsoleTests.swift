@@ -460,7 +460,9 @@ import Testing
             environment: ["CLOAK_AUTH_REFRESH_S": "3600", "CLOAK_CONSOLE_LISTEN": "127.0.0.1:\(consolePort)"])
         defer { node.stop() }
         #expect(RawHTTPClient.waitUntil(port: consolePort, path: "/console/", answers: 200))
-        let created = try node.command(["tokens", "create", "--id", "operator", "--scopes", "audit:read", "--ttl", "1h"])
+        let created = try node.command([
+            "tokens", "create", "--id", "operator", "--scopes", "audit:read", "--ttl", "1h",
+        ])
         #expect(created.status == 0, "\(created.output)")
         let secret = try #require(TokenCommandTests.secret(created.output), "\(created.output)")
         let signIn = try RawHTTPClient(port: consolePort).request(
