@@ -254,6 +254,10 @@
 
   // Tokens: a tree by minted_by; create with a scope picker; revoke names what goes with it.
   async function tokens(more) {
+    // What a new token may hold is what the signed-in token holds now (a reload may narrow it).
+    const now = await call('GET', '/console/session');
+    if (!now.signed_in) { signedOut('Your session ended. Sign in again.'); return; }
+    state.session = now;
     const query = 'limit=200' + (more && state.tokensNext ? '&after=' + encodeURIComponent(state.tokensNext) : '');
     const answer = await api('GET', '/admin/tokens?' + query);
     const all = more ? (state.tokens || []).concat(answer.data) : answer.data;
