@@ -284,7 +284,8 @@ import Testing
             let payer = try console.request(
                 "POST", "/console/session", json: #"{"token":"\#(Self.payer)"}"#, headers: [Self.origin])
             #expect(payer.status == 403 && payer.text.contains("none of the console's scopes"), "\(payer.text)")
-            for body in [#"{"token":1}"#, #"{"token":"x","more":1}"#, "[]", #"{"token":""}"#] {
+            let huge = #"{"token":""# + String(repeating: "A", count: 5_000) + #""}"#
+            for body in [#"{"token":1}"#, #"{"token":"x","more":1}"#, "[]", #"{"token":""}"#, huge, "{", "\u{0}"] {
                 let answer = try console.request("POST", "/console/session", json: body, headers: [Self.origin])
                 #expect(answer.status == 400, "\(body): \(answer.status)")
             }

@@ -109,14 +109,22 @@ package enum ServiceRunner {
         LogQueue.standardOutput.flush()
     }
 
+    /// A listener beside the main one (the console's, the egress door's): the main listener's
+    /// limits on its own address, and no PROXY header (each is reached directly, by an operator
+    /// or a backend next to it, never through the balancer).
+    static func sideListener(_ service: CloakService, host: String, port: Int) -> HTTPServerConfiguration {
+        var configuration = service.configuration.server
+        configuration.host = host
+        configuration.port = port
+        configuration.proxyProtocol = false
+        return configuration
+    }
+
     /// The console's listener on `console.listen` (nil: no console), with the main listener's
     /// limits and TLS; never behind a balancer's PROXY header.
     package static func consoleServer(_ service: CloakService, host: ServiceHost) throws -> HTTPServer? {
         guard let listen = service.configuration.console.listen else { return nil }
-        var configuration = service.configuration.server
-        configuration.host = listen.host
-        configuration.port = listen.port
-        configuration.proxyProtocol = false
+        var configuration = sideListener(service, host: listen.host, port: listen.port)
         configuration.threads = 1
         return try HTTPServer(
             configuration: configuration, deferredHandler: host.handleConsole, watchdog: service.watchdog,
@@ -127,12 +135,8 @@ package enum ServiceRunner {
     /// the door speaks plain HTTP until a tunnel's own TLS).
     package static func egressServer(_ service: CloakService, host: ServiceHost) throws -> HTTPServer? {
         guard let listen = service.configuration.egress.listen else { return nil }
-        var configuration = service.configuration.server
-        configuration.host = listen.host
-        configuration.port = listen.port
+        var configuration = sideListener(service, host: listen.host, port: listen.port)
         configuration.tls = nil
-        // The door is the backend's, next to it: no balancer's PROXY header in front.
-        configuration.proxyProtocol = false
         return try HTTPServer(
             configuration: configuration, deferredHandler: host.handleEgress,
             tunnels: TunnelAuthorizer(

@@ -16,7 +16,8 @@ final class ConsoleSessions: Sendable {
         let tokenDigest: [UInt8]
         /// What the session may do: ``Scope/console`` of the token's scopes.
         let scopes: Set<Scope>
-        /// The token's own scopes: what a token the session creates may hold.
+        /// The token's scopes at the sign-in (what the sign-in's answer says it may grant; each
+        /// request after reads the token's scopes as they are then: ``ConsoleGuardMiddleware``).
         let held: Set<Scope>
         /// Sent back in `X-Cloak-CSRF` on every change (``ConsoleGuardMiddleware``).
         let csrf: String
@@ -49,11 +50,11 @@ final class ConsoleSessions: Sendable {
 
     /// Opens a session for `token`; its cookie value and the session.
     func signIn(_ token: ServiceConfiguration.AccessToken) -> (cookie: String, session: Session) {
-        let cookie = Self.base64url(SecureRandom.bytes(32))
+        let cookie = RevealSession.base64url(SecureRandom.bytes(32))
         let now = clock()
         let session = Session(
             tokenID: token.id, tokenDigest: token.sha256, scopes: token.scopes.intersection(Scope.console),
-            held: token.scopes, csrf: Self.base64url(SecureRandom.bytes(24)), signedInAt: now, lastUsedAt: now)
+            held: token.scopes, csrf: RevealSession.base64url(SecureRandom.bytes(24)), signedInAt: now, lastUsedAt: now)
         table.withLock { table in
             Self.dropEnded(&table, now: now, idle: idleSeconds, max: maxSeconds)
             let own = table.filter { $0.value.tokenID == token.id }
@@ -107,10 +108,5 @@ final class ConsoleSessions: Sendable {
 
     private static func dropEnded(_ table: inout [[UInt8]: Session], now: Double, idle: Double, max: Double) {
         table = table.filter { !hasEnded($0.value, now: now, idle: idle, max: max) }
-    }
-
-    static func base64url(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 }

@@ -115,15 +115,13 @@ struct AdminAuditHandler {
 
     /// A cursor is `at.seq.chain`, base64url: opaque to clients, checked here.
     static func cursorText(_ cursor: AuditQuery.Cursor) -> String {
-        Data("\(cursor.at).\(cursor.seq).\(cursor.chain)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        RevealSession.base64url(Array("\(cursor.at).\(cursor.seq).\(cursor.chain)".utf8))
     }
 
     static func cursor(_ text: String) throws(CloakError) -> AuditQuery.Cursor {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), let plain = String(data: data, encoding: .utf8) else {
+        guard let bytes = RevealSession.decodeBase64url(Substring(text)),
+            let plain = String(validating: bytes, as: UTF8.self)
+        else {
             throw .malformed("cursor is not one this server gave")
         }
         let parts = plain.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
