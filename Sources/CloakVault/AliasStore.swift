@@ -115,21 +115,30 @@ package protocol AliasStore: FileStore {
     /// their times (store migration).
     func keyAuditEntries(offset: Int, limit: Int) throws(StoreError) -> [(at: Int64, line: String)]
 
-    // MARK: Audit events (issue 59: ``AuditEvent``, ``AuditChain``)
+    // MARK: Audit events (issue 59: ``AuditBlock``, ``AuditChain``, ``AuditSearch``)
 
-    /// Appends sealed events, in the transaction under way (a change's, or a batch's).
-    func appendAuditEvents(_ events: [AuditEvent]) throws(StoreError)
-    /// Up to `query.limit` events that match, newest first (time, then chain, then place).
-    func auditEvents(_ query: AuditQuery) throws(StoreError) -> [AuditEvent]
-    /// Every chain that has an event, by name.
+    /// Appends sealed blocks, in the transaction under way (a change's, or a batch's).
+    func appendAuditBlocks(_ blocks: [AuditBlock]) throws(StoreError)
+    /// Up to `limit` blocks, newest first (latest event time, then row key): those ordered after
+    /// `before` (nil: from the newest) whose latest event is at or after `from` (nil: any).
+    /// With `aliasReference`: only blocks indexed as naming it, and every block not indexed yet
+    /// (``indexAuditAliases(limit:)``; the caller reads their events). One statement: a block
+    /// indexed meanwhile is read once, either way.
+    func auditBlocks(before: AuditBlockPosition?, from: Int64?, aliasReference: String?, limit: Int)
+        throws(StoreError) -> [StoredAuditBlock]
+    /// Every chain that has a block, by name.
     func auditChains() throws(StoreError) -> [String]
-    /// Up to `limit` events of `chain` after place `seq`, in place order.
-    func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [AuditEvent]
-    /// Deletes up to `limit` events from before `at` (milliseconds), each chain's from its start
-    /// and never past its first event from `at` on (a chain keeps no hole); answers, for each
-    /// chain it deleted from, where it starts now. A store that several nodes share lets one
-    /// sweeper at a time do it (the others answer none).
-    func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start]
+    /// Up to `limit` blocks of `chain` that hold an event after place `seq`, in place order.
+    func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [StoredAuditBlock]
+    /// Deletes up to `limit` whole blocks whose latest event is before `at` (milliseconds),
+    /// each chain's from its start and never past its first block with an event from `at` on (a
+    /// chain keeps no hole), with their alias index rows; answers, for each chain it deleted
+    /// from, where it starts now. A store that several nodes share lets one sweeper at a time
+    /// do it (the others answer none).
+    func deleteAuditBlocks(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start]
+    /// Indexes the alias references of up to `limit` blocks not indexed yet, oldest first, off
+    /// the requests' path (the audit trail's upkeep); answers how many blocks it took.
+    func indexAuditAliases(limit: Int) throws(StoreError) -> Int
 }
 
 extension AliasStore {

@@ -11,9 +11,9 @@ extension Vault {
         executor.submit(audit: drafts) { completion(Self.map($0)) }
     }
 
-    /// Audit events that match `query`, newest first.
+    /// A page of the audit events that match `query`, newest first (``AuditSearch``).
     package func auditEvents(
-        _ query: AuditQuery, completion: @escaping @Sendable (Result<[AuditEvent], VaultError>) -> Void
+        _ query: AuditQuery, completion: @escaping @Sendable (Result<AuditPage, VaultError>) -> Void
     ) {
         (auditReader ?? executor).submit(
             reads: true, { store in try store.auditEvents(query) }, completion: { completion(Self.map($0)) })
@@ -29,7 +29,7 @@ extension Vault {
     }
 
     /// Checks every chain in `store` with the ring's audit key (``AuditVerifier``): the number
-    /// of events and chains read, or the first break. Pages of 1,000 events a chain.
+    /// of events and chains read, or the first break. Pages of 1,000 blocks a chain.
     package static func verifyAudit(
         _ store: any AliasStore, keys: KeyRing, heads: [AuditVerifier.Head] = []
     ) throws -> (events: Int, chains: Int) {
@@ -39,9 +39,9 @@ extension Vault {
             var after: Int64 = 0
             while true {
                 let page = try store.auditChain(chain, after: after, limit: 1000)
-                for event in page { try verifier.add(event) }
-                guard let last = page.last, page.count == 1000 else { break }
-                after = last.seq
+                for block in page { try verifier.add(block) }
+                guard let last = page.last?.block.summary?.last, page.count == 1000 else { break }
+                after = last
             }
         }
         try verifier.finish()

@@ -75,7 +75,7 @@ import Testing
 
         node.stop()
         let store = try SQLiteAliasStore(path: database)
-        let refusals = try store.auditEvents(AuditQuery(action: "auth_refused"))
+        let refusals = try store.auditEvents(AuditQuery(action: "auth_refused")).events
         #expect(refusals.count == 1 && refusals.first?.draft.fact("count") == "2")
         #expect(refusals.first?.draft.client == "127.0.0.1")
         // The node logged each chain's head at stop: verify finds them all.
@@ -86,17 +86,18 @@ import Testing
 
         // Someone who can write the database, without the key: an event of their own is named.
         let chain = try #require(store.auditChains().first)
-        let last = try #require(store.auditChain(chain, after: 0, limit: 1000).last)
-        let forged = AuditEvent(
-            chain: last.chain, seq: last.seq + 1,
-            draft: AuditEvent.Draft(
-                at: last.draft.at + 1, action: "create", tokenID: "nodes", client: "-", result: "ok"),
-            previousMAC: last.mac, mac: [UInt8](repeating: 1, count: 32))
+        let last = try #require(store.auditChain(chain, after: 0, limit: 1000).last?.block)
+        let next = try #require(last.summary).last + 1
+        let body = AuditBlockBody.encode([
+            AuditEvent.Draft(at: 1, action: "create", tokenID: "nodes", client: "-", result: "ok")
+        ])
+        let forged = AuditBlock(
+            chain: last.chain, first: next, body: body, previousMAC: last.mac, mac: [UInt8](repeating: 1, count: 32))
         try store.begin()
-        try store.appendAuditEvents([forged])
+        try store.appendAuditBlocks([forged])
         try store.commit()
         let broken = try node.command(["audit", "verify"])
         #expect(broken.status == 1)
-        #expect(broken.output.contains("event \(last.seq + 1)"), "\(broken.output)")
+        #expect(broken.output.contains("event \(next)"), "\(broken.output)")
     }
 }

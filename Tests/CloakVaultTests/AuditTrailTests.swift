@@ -45,7 +45,7 @@ private final class HeadLog: Sendable {
             let deleted = try VaultAuditing.current.withValue(notebook) { try vault.deleteSync(alias) }
             #expect((try? deleted.get()) != nil)
             // The event is in the store once the delete is answered, and was told as stored.
-            let events = try h.inspector().auditEvents(AuditQuery())
+            let events = try h.inspector().auditEvents(AuditQuery()).events
             #expect(events.count == 1)
             #expect(events.first?.draft == notebook.stored.first)
             #expect(events.first?.draft.aliasReference == vault.auditReference(alias))
@@ -53,7 +53,7 @@ private final class HeadLog: Sendable {
             // Deleting again fails (not found): its savepoint is rolled back with its note.
             let again = try VaultAuditing.current.withValue(notebook) { try vault.deleteSync(alias) }
             #expect((try? again.get()) == nil)
-            #expect(try h.inspector().auditEvents(AuditQuery()).count == 1)
+            #expect(try h.inspector().auditEvents(AuditQuery()).events.count == 1)
             #expect(notebook.stored.count == 1)
             // Nothing of the value or the alias is in the row.
             let row = try #require(events.first)
@@ -99,10 +99,13 @@ private final class HeadLog: Sendable {
                 AuditEvent.Draft(
                     at: 1_800_000_000_000 + Int64($0), action: "create", tokenID: "tok", client: "-", result: "ok")
             }
-            let done: Result<Void, VaultError> = try waitForCompletion("recordAudit") { done in
-                vault.recordAudit(drafts, completion: done)
+            // Five commits of two: blocks starting at 1, 3, 5, 7 and 9.
+            for pair in stride(from: 0, to: 10, by: 2) {
+                let done: Result<Void, VaultError> = try waitForCompletion("recordAudit") { done in
+                    vault.recordAudit(Array(drafts[pair..<pair + 2]), completion: done)
+                }
+                try done.get()
             }
-            try done.get()
             vault.close()
             let head = try #require(heads.last)
             try h.execute(tampering.sql)
@@ -116,28 +119,35 @@ private final class HeadLog: Sendable {
     }
 
     enum Tampering: String, CaseIterable, Sendable {
-        case altered, deletedInTheMiddle, deletedAtTheStart, cutOff, swapped
+        case altered, unreadable, hiddenFromSearches, deletedInTheMiddle, deletedAtTheStart, cutOff, swapped
 
         var sql: String {
             switch self {
-            case .altered: return "UPDATE audit_events SET result = 'refused' WHERE seq = 4"
-            case .deletedInTheMiddle: return "DELETE FROM audit_events WHERE seq = 6"
-            case .deletedAtTheStart: return "DELETE FROM audit_events WHERE seq <= 2"
-            case .cutOff: return "DELETE FROM audit_events WHERE seq >= 9"
+            case .altered:
+                return
+                    "UPDATE audit_blocks SET body = CAST(replace(CAST(body AS TEXT), 'create', 'delete') AS BLOB) WHERE first_seq = 3"
+            case .unreadable: return "UPDATE audit_blocks SET body = x'00000001' WHERE first_seq = 5"
+            case .hiddenFromSearches: return "UPDATE audit_blocks SET last_at = 0 WHERE first_seq = 7"
+            case .deletedInTheMiddle: return "DELETE FROM audit_blocks WHERE first_seq = 5"
+            case .deletedAtTheStart: return "DELETE FROM audit_blocks WHERE first_seq <= 3"
+            case .cutOff: return "DELETE FROM audit_blocks WHERE first_seq >= 9"
             case .swapped:
                 return """
-                    UPDATE audit_events SET seq = 100 WHERE seq = 3; UPDATE audit_events SET seq = 3 WHERE seq = 5;
-                    UPDATE audit_events SET seq = 5 WHERE seq = 100;
+                    UPDATE audit_blocks SET first_seq = 100 WHERE first_seq = 3;
+                    UPDATE audit_blocks SET first_seq = 3, last_seq = 4 WHERE first_seq = 5;
+                    UPDATE audit_blocks SET first_seq = 5, last_seq = 6 WHERE first_seq = 100;
                     """
             }
         }
 
-        /// The event verify names first.
+        /// The event verify names first (a block's first, or the first one missing).
         var named: Int64 {
             switch self {
-            case .altered: return 4
-            case .deletedInTheMiddle: return 6
-            case .deletedAtTheStart: return 2
+            case .altered: return 3
+            case .unreadable: return 5
+            case .hiddenFromSearches: return 7
+            case .deletedInTheMiddle: return 5
+            case .deletedAtTheStart: return 4
             case .cutOff: return 10
             case .swapped: return 3
             }
@@ -149,12 +159,14 @@ private final class HeadLog: Sendable {
             let store = try SQLiteAliasStore(path: h.storePath)
             let key = h.keys.derivedMAC(purpose: AuditChain.keyPurpose)
             var old = AuditChain(id: "old-node/1/0", key: key)
-            let events = old.seal(
-                (1...6).map {
+            // Six commits of one event: six blocks.
+            let blocks = (1...6).flatMap {
+                old.seal([
                     AuditEvent.Draft(at: Int64($0) * 1000, action: "create", tokenID: "tok", client: "-", result: "ok")
-                })
+                ])
+            }
             try store.begin()
-            try store.appendAuditEvents(events)
+            try store.appendAuditBlocks(blocks)
             try store.commit()
             let settings = AuditSettings(node: "node", retentionDays: 400) { _ in }
             let trail = AuditTrail(chain: AuditChain(id: "node/2/0", key: key), settings: settings, sweeps: true)
@@ -165,21 +177,22 @@ private final class HeadLog: Sendable {
             #expect(try !trail.trim(store, before: 100_000, limit: 3))
             let verified = try Vault.verifyAudit(store, keys: h.keys)
             #expect(verified.events == 2 && verified.chains == 1)  // the two trims' own events
-            let trims = try store.auditEvents(AuditQuery(action: AuditTrim.action))
+            let trims = try store.auditEvents(AuditQuery(action: AuditTrim.action)).events
             #expect(trims.first?.draft.fact("chain:old-node/1/0") == "gone 7")
             // Deleting more of a trimmed chain than the trim did is seen.
             var again = AuditChain(id: "old-node/3/0", key: key)
             try store.begin()
-            try store.appendAuditEvents(
-                again.seal(
-                    (1...4).map {
+            for at in 1...4 {
+                try store.appendAuditBlocks(
+                    again.seal([
                         AuditEvent.Draft(
-                            at: Int64($0) * 1000, action: "create", tokenID: "tok", client: "-", result: "ok")
-                    }))
+                            at: Int64(at) * 1000, action: "create", tokenID: "tok", client: "-", result: "ok")
+                    ]))
+            }
             try store.commit()
             #expect(try trail.trim(store, before: 2_500, limit: 10))
             _ = try Vault.verifyAudit(store, keys: h.keys)
-            try h.execute("DELETE FROM audit_events WHERE chain = 'old-node/3/0' AND seq = 3")
+            try h.execute("DELETE FROM audit_blocks WHERE chain = 'old-node/3/0' AND first_seq = 3")
             #expect(throws: AuditVerifier.Break.self) { try Vault.verifyAudit(store, keys: h.keys) }
         }
     }
@@ -198,7 +211,7 @@ private final class HeadLog: Sendable {
             // Committed, though the writer was told it failed.
             let before = trail.chain.mark
             try store.begin()
-            try store.appendAuditEvents(trail.chain.seal([draft, draft]))
+            try store.appendAuditBlocks(trail.chain.seal([draft, draft]))
             try store.commit()
             trail.unsure = before
             try trail.settle(store)
@@ -210,7 +223,7 @@ private final class HeadLog: Sendable {
             try trail.settle(store)
             #expect(trail.chain.mark == again)
             try store.begin()
-            try store.appendAuditEvents(trail.chain.seal([draft]))
+            try store.appendAuditBlocks(trail.chain.seal([draft]))
             try store.commit()
             #expect(try Vault.verifyAudit(store, keys: h.keys).events == 3)
         }

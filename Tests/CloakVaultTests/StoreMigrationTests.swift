@@ -37,11 +37,14 @@ import Testing
         try source.appendKeyAudit(#"{"msg":"audit","n":1}"#, at: 100)
         try source.appendKeyAudit(#"{"msg":"audit","n":2}"#, at: 101)
         var chain = AuditChain(id: "node/1/0", key: harness.keys.derivedMAC(purpose: AuditChain.keyPurpose))
-        try source.appendAuditEvents(
+        // Two commits: a block of two events, then one of one.
+        try source.appendAuditBlocks(
             chain.seal(
-                (1...3).map {
+                (1...2).map {
                     AuditEvent.Draft(at: Int64($0), action: "create", tokenID: "t", client: "-", result: "ok")
                 }))
+        try source.appendAuditBlocks(
+            chain.seal([AuditEvent.Draft(at: 3, action: "create", tokenID: "t", client: "-", result: "ok")]))
         try source.commit()
 
         let destinationPath = harness.directory.path + "/copy.db"

@@ -6,7 +6,8 @@ import Foundation
 /// `GET /admin/audit` (scope `audit:read`): the store's audit events, newest first, filtered by
 /// time range (`from`, `until`: RFC 3339 or milliseconds since the epoch), `action`, `token`,
 /// `result` and `alias_ref`, `limit` (1 to 500, default 100) a page; `next` in the answer is the
-/// `cursor` of the page after. An unknown parameter, or one given twice, is refused: a typo must
+/// `cursor` of the page after (a page may hold fewer events than `limit`, even none, and still
+/// have one: a page reads at most ``AuditSearch/scanLimit`` events; null when nothing is left). An unknown parameter, or one given twice, is refused: a typo must
 /// not widen a search into "everything". Without `from`, a search covers the ``defaultWindowDays``
 /// before `until` (or now): only the time and alias indexes serve a search, and the vault's
 /// thread must not scan a year of events for one token.
@@ -32,17 +33,14 @@ struct AdminAuditHandler {
                 AuditQuery(
                     from: query.from, until: query.until, action: query.action, tokenID: query.tokenID,
                     result: query.result, aliasReference: query.aliasReference, cursor: query.cursor,
-                    limit: query.limit + 1)
+                    limit: query.limit)
             ) { result in
                 switch result {
-                case let .success(events):
-                    let page = Array(events.prefix(query.limit))
-                    outcome?.alias(nil, "ok", facts: facts + [("count", String(page.count))])
-                    let next =
-                        events.count > query.limit
-                        ? page.last.map { Self.cursorText(AuditQuery.Cursor(after: $0)) } : nil
+                case let .success(page):
+                    outcome?.alias(nil, "ok", facts: facts + [("count", String(page.events.count))])
+                    let next = page.next.map(Self.cursorText)
                     let body: JSONValue = .object([
-                        (key: "data", value: .array(page.map(Self.document))),
+                        (key: "data", value: .array(page.events.map(Self.document))),
                         (key: "next", value: next.map(JSONValue.string) ?? .null),
                     ])
                     finish(.json(200, JSONWriter.encode(body), headers: HTTPResponse.noStoreHeaders))
@@ -125,7 +123,7 @@ struct AdminAuditHandler {
             throw .malformed("cursor is not one this server gave")
         }
         let parts = plain.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, let at = Int64(parts[0]), let seq = Int64(parts[1]), !parts[2].isEmpty else {
+        guard parts.count == 3, let at = Int64(parts[0]), let seq = Int64(parts[1]) else {
             throw .malformed("cursor is not one this server gave")
         }
         return AuditQuery.Cursor(at: at, chain: String(parts[2]), seq: seq)

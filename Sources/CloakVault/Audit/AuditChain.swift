@@ -1,8 +1,9 @@
 import CloakCrypto
 
-/// One writer's chain of audit events: each event's MAC covers the one before, under a key
+/// One writer's chain of audit events, sealed a block at a time (``AuditBlock``: the events one
+/// commit appends): each block's MAC covers the one before, under a key
 /// derived from the key ring (``keyPurpose``), so that someone who can write the database but has
-/// no key can delete, alter, reorder or forge no event without `cloak audit verify` naming it.
+/// no key can delete, alter, reorder or forge no event (nor block) without `cloak audit verify` naming it.
 /// A cut-off tail is seen against the head each writer logs (every minute and at stop:
 /// `audit head`), which verify takes as `--heads`.
 ///
@@ -12,12 +13,12 @@ import CloakCrypto
 package struct AuditChain: Sendable {
     /// The derived key's purpose (``CloakCrypto/KeyRing/derivedMAC(purpose:)``).
     package static let keyPurpose = "audit-chain"
-    /// The MAC before a chain's first event.
+    /// The MAC before a chain's first block.
     package static let origin = [UInt8](repeating: 0, count: 32)
 
     /// The chain's name: the node, this process's start, the writer (`host:port/boot/n`).
     package let id: String
-    /// The last event's place (0: none yet) and MAC.
+    /// The last event's place (0: none yet) and the last block's MAC.
     package private(set) var seq: Int64 = 0
     package private(set) var head: [UInt8] = AuditChain.origin
     private let key: HMACKey
@@ -40,79 +41,65 @@ package struct AuditChain: Sendable {
         head = mark.head
     }
 
-    /// Goes on after `event`, the chain's last in the store (read back after a commit whose
+    /// Goes on after `block`, the chain's last in the store (read back after a commit whose
     /// outcome was not known).
-    package mutating func resume(after event: AuditEvent) {
-        seq = event.seq
-        head = event.mac
+    package mutating func resume(after block: AuditBlock, last: Int64) {
+        seq = last
+        head = block.mac
     }
 
-    /// The next links of the chain, one per draft, in order.
-    package mutating func seal(_ drafts: [AuditEvent.Draft]) -> [AuditEvent] {
-        drafts.map { draft in
-            seq += 1
-            let mac = Self.mac(key: key, chain: id, seq: seq, draft: draft, previous: head)
-            defer { head = mac }
-            return AuditEvent(chain: id, seq: seq, draft: draft, previousMAC: head, mac: mac)
+    /// The next links of the chain: the drafts, in order, in as few blocks as the limits allow
+    /// (``AuditBlockBody/maxEvents`` events, ``AuditBlock/maxSpanMilliseconds`` between the
+    /// earliest and the latest event of a block); usually one.
+    package mutating func seal(_ drafts: [AuditEvent.Draft]) -> [AuditBlock] {
+        var blocks: [AuditBlock] = []
+        var start = drafts.startIndex
+        while start < drafts.endIndex {
+            var end = start + 1
+            var low = drafts[start].at, high = drafts[start].at
+            while end < drafts.endIndex, end - start < AuditBlockBody.maxEvents {
+                let at = drafts[end].at
+                guard max(high, at) - min(low, at) <= AuditBlock.maxSpanMilliseconds else { break }
+                low = min(low, at)
+                high = max(high, at)
+                end += 1
+            }
+            let body = AuditBlockBody.encode(drafts[start..<end])
+            let first = seq + 1
+            let mac = Self.mac(key: key, chain: id, first: first, body: body, previous: head)
+            blocks.append(AuditBlock(chain: id, first: first, body: body, previousMAC: head, mac: mac))
+            seq += Int64(end - start)
+            head = mac
+            start = end
         }
+        return blocks
     }
 
-    /// The MAC of an event: its chain, place, every field of its draft, length-prefixed (a field
-    /// cannot run into the next), and the MAC before it.
-    package static func mac(key: HMACKey, chain: String, seq: Int64, draft: AuditEvent.Draft, previous: [UInt8])
-        -> [UInt8]
-    {
-        var message = MessageBytes(capacity: 160 + chain.utf8.count + draft.facts.count * 24)
-        message.append(Self.domain)
-        message.field(chain)
-        message.integer(seq)
-        message.integer(draft.at)
-        message.field(draft.action)
-        message.field(draft.tokenID)
-        message.field(draft.client)
-        message.field(draft.aliasReference)
-        message.field(draft.result)
-        message.integer(Int64(draft.facts.count))
-        for fact in draft.facts {
-            message.field(fact.key)
-            message.field(fact.value)
-        }
-        message.append(previous)
-        return key.authenticate(message.bytes)
+    /// The MAC of a block: its chain (length-prefixed), its first place, its body (which is
+    /// length-prefixed throughout, ``AuditBlockBody``) and the MAC before it.
+    package static func mac(key: HMACKey, chain: String, first: Int64, body: [UInt8], previous: [UInt8]) -> [UInt8] {
+        var message: [UInt8] = []
+        message.reserveCapacity(domain.count + 12 + chain.utf8.count + body.count + previous.count)
+        message.append(contentsOf: domain)
+        var chain = chain
+        let length = UInt32(chain.utf8.count).bigEndian
+        withUnsafeBytes(of: length) { message.append(contentsOf: $0) }
+        chain.withUTF8 { message.append(contentsOf: $0) }
+        withUnsafeBytes(of: first.bigEndian) { message.append(contentsOf: $0) }
+        message.append(contentsOf: body)
+        message.append(contentsOf: previous)
+        return key.authenticate(message)
     }
 
-    private static let domain = Array("cloak/v1/audit-event\0".utf8)
+    private static let domain = Array("cloak/v2/audit-block\0".utf8)
 
-    /// The MAC's input, written field by field into one buffer.
-    private struct MessageBytes {
-        var bytes: [UInt8]
+    /// Whether `block` is authentic under this chain's key.
+    package func isAuthentic(_ block: AuditBlock) -> Bool { Self.isAuthentic(block, key: key) }
 
-        init(capacity: Int) {
-            bytes = []
-            bytes.reserveCapacity(capacity)
-        }
-
-        mutating func append(_ more: [UInt8]) { bytes.append(contentsOf: more) }
-
-        mutating func integer(_ value: Int64) {
-            var big = value.bigEndian
-            withUnsafeBytes(of: &big) { bytes.append(contentsOf: $0) }
-        }
-
-        mutating func field(_ text: String?) {
-            guard var text else { return integer(-1) }
-            integer(Int64(text.utf8.count))
-            text.withUTF8 { bytes.append(contentsOf: $0) }
-        }
-    }
-
-    /// Whether `event` is authentic under this chain's key.
-    package func isAuthentic(_ event: AuditEvent) -> Bool { Self.isAuthentic(event, key: key) }
-
-    /// Whether `event` is what its chain's key would have written after `previous`.
-    package static func isAuthentic(_ event: AuditEvent, key: HMACKey) -> Bool {
+    /// Whether `block` is what its chain's key would have written after its `previousMAC`.
+    package static func isAuthentic(_ block: AuditBlock, key: HMACKey) -> Bool {
         let expected = mac(
-            key: key, chain: event.chain, seq: event.seq, draft: event.draft, previous: event.previousMAC)
-        return constantTimeEquals(expected, event.mac)
+            key: key, chain: block.chain, first: block.first, body: block.body, previous: block.previousMAC)
+        return constantTimeEquals(expected, block.mac)
     }
 }

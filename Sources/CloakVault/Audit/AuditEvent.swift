@@ -1,11 +1,9 @@
-import CloakCore
-
 /// One audited action, as the store keeps it: who (token id, client address), what (the action),
 /// on which alias (its keyed reference, ``Vault/auditReference(_:)``: never the alias, never the
 /// value), the result and a few named facts: the fields of the `audit` log line, and nothing
-/// else. Each event is a link of its writer's chain (``AuditChain``): its place (`chain`, `seq`),
-/// the previous link's MAC and its own, so that a deleted, altered or reordered event is seen by
-/// `cloak audit verify`.
+/// else. Each event has a place in its writer's chain (`chain`, `seq`) and is sealed with the
+/// others its commit wrote (``AuditBlock``), so that a deleted, altered or reordered event is
+/// seen by `cloak audit verify`.
 package struct AuditEvent: Sendable, Equatable {
     /// What the event says, before it is chained: made by whoever audits, sealed by the writer.
     package struct Draft: Sendable, Equatable {
@@ -47,33 +45,15 @@ package struct AuditEvent: Sendable, Equatable {
         }
     }
 
-    /// The writer's chain: one per vault thread of one process (``AuditChain/Identity``).
+    /// The writer's chain: one per vault thread of one process (``AuditChain``).
     package var chain: String
     /// The event's place in its chain, from 1, without gaps.
     package var seq: Int64
     package var draft: Draft
-    /// The MAC of the event before it in its chain (32 zero bytes for the first).
-    package var previousMAC: [UInt8]
-    /// HMAC-SHA-256 over the chain, the place, the draft and `previousMAC` (``AuditChain``).
-    package var mac: [UInt8]
 
-    package init(chain: String, seq: Int64, draft: Draft, previousMAC: [UInt8], mac: [UInt8]) {
+    package init(chain: String, seq: Int64, draft: Draft) {
         self.chain = chain
         self.seq = seq
         self.draft = draft
-        self.previousMAC = previousMAC
-        self.mac = mac
-    }
-
-    /// The facts as the store keeps them: one JSON object of strings, in order.
-    package static func encodeFacts(_ facts: [Fact]) -> String {
-        JSONWriter.string(.object(facts.map { (key: $0.key, value: .string($0.value)) }))
-    }
-
-    /// Facts read back from the store; a column that is not an object of strings reads as none
-    /// (the event's MAC then fails, which is how verify learns of it).
-    package static func decodeFacts(_ text: String) -> [Fact] {
-        guard let members = (try? JSONParser().parse(text))?.objectMembers else { return [] }
-        return members.compactMap { member in member.value.stringValue.map { Fact(member.key, $0) } }
     }
 }

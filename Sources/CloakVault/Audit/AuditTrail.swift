@@ -56,9 +56,12 @@ final class AuditTrail {
         chain.restore(mark)
         // Only this chain's own links, one after the other from the mark: a row someone wrote
         // into the table is not followed (nor a place far past the mark).
-        for event in try store.auditChain(chain.id, after: mark.seq, limit: 100_000) {
-            guard event.seq == chain.seq + 1, event.previousMAC == chain.head, chain.isAuthentic(event) else { break }
-            chain.resume(after: event)
+        for stored in try store.auditChain(chain.id, after: mark.seq, limit: 10_000) {
+            let block = stored.block
+            guard block.first == chain.seq + 1, block.previousMAC == chain.head, chain.isAuthentic(block),
+                let last = block.summary?.last
+            else { break }
+            chain.resume(after: block, last: last)
         }
         unsure = nil
     }
@@ -71,19 +74,43 @@ final class AuditTrail {
         settings.reportHead(AuditVerifier.Head(chain: chain.id, seq: chain.seq, mac: chain.head))
     }
 
-    /// Once a minute: the head, and the retention sweep on the first thread.
+    /// On each of the vault's upkeep rounds (every few seconds), on the first thread: the alias
+    /// index of the blocks written since (``AliasStore/indexAuditAliases(limit:)``), up to
+    /// 10,000 blocks a round in transactions of 500. Once a minute: the head, and the retention
+    /// sweep on the first thread.
     func maintain(_ store: any AliasStore) {
+        if sweeps { indexAliases(store) }
         let now = DispatchTime.now().uptimeNanoseconds
         guard lastUpkeep == 0 || now - lastUpkeep >= 60_000_000_000 else { return }
         lastUpkeep = now
         reportHead()
-        // Up to 20 rounds a minute (100,000 events), each its own transaction and trim event.
+        // Up to 20 rounds a minute (100,000 blocks), each its own transaction and trim event.
         if sweeps {
             for _ in 0..<20 { guard (try? trim(store, before: cutoff)) == true else { break } }
         }
     }
 
-    /// Deletes up to `limit` events from before `before` through the time index, and records
+    /// Indexes the alias references of blocks not indexed yet, a transaction of `batch` at a
+    /// time, at most `rounds` of them; answers how many blocks it indexed.
+    @discardableResult
+    func indexAliases(_ store: any AliasStore, batch: Int = 500, rounds: Int = 20) -> Int {
+        var total = 0
+        for _ in 0..<rounds {
+            do {
+                try store.begin()
+                let done = try store.indexAuditAliases(limit: batch)
+                try store.commit()
+                total += done
+                if done < batch { break }
+            } catch {
+                store.rollback()
+                break
+            }
+        }
+        return total
+    }
+
+    /// Deletes up to `limit` blocks from before `before` through the time index, and records
     /// the trim (what each chain now starts at) as an event of this chain, in one transaction.
     /// Returns whether anything was deleted.
     @discardableResult
@@ -93,7 +120,7 @@ final class AuditTrail {
             try store.begin()
             try settle(store)
             mark = chain.mark
-            var starts = try store.deleteAuditEvents(before: before, limit: limit)
+            var starts = try store.deleteAuditBlocks(before: before, limit: limit)
             guard !starts.isEmpty else {
                 try store.commit()
                 return false
@@ -105,7 +132,7 @@ final class AuditTrail {
             let draft = AuditEvent.Draft(
                 at: VaultAuditing.nowMilliseconds(), action: AuditTrim.action, tokenID: "-", client: "-",
                 result: "ok", facts: [AuditEvent.Fact("before", String(before))] + AuditTrim(starts: starts).facts)
-            try store.appendAuditEvents(chain.seal([draft]))
+            try store.appendAuditBlocks(chain.seal([draft]))
             try store.commit()
             return true
         } catch {

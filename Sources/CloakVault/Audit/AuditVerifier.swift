@@ -1,12 +1,13 @@
 import CloakCrypto
 
-/// Checks audit chains as `cloak audit verify` reads them: every event authentic
-/// (``AuditChain/isAuthentic(_:key:)``), each chain without a gap from its start, each start
+/// Checks audit chains as `cloak audit verify` reads them: every block authentic
+/// (``AuditChain/isAuthentic(_:key:)``) and readable, each chain without a gap from its start, each start
 /// either the chain's first event or where the retention sweep's last trim said it would be
 /// (``AuditTrim``), and each head a writer logged still there with its MAC. The first break
-/// found is the answer, named by chain and place; nothing of an event's content is quoted.
+/// found is the answer, named by chain and place (a block's first event); nothing of an event's
+/// content is quoted.
 ///
-/// Pure: events come in chain by chain, in place order (``add(_:)``), then ``finish()``.
+/// Pure: blocks come in chain by chain, in place order (``add(_:)``), then ``finish()``.
 package struct AuditVerifier {
     /// A head a writer logged (`audit head`): the chain held at least `seq` events, the last
     /// with `mac`.
@@ -50,36 +51,48 @@ package struct AuditVerifier {
         self.heads = Dictionary(grouping: heads, by: \.chain)
     }
 
-    /// The next event (chain by chain, each in place order).
-    package mutating func add(_ event: AuditEvent) throws(Break) {
-        events += 1
-        guard AuditChain.isAuthentic(event, key: key) else {
-            throw Break(chain: event.chain, seq: event.seq, reason: "its MAC does not match (altered or forged)")
+    /// The next block (chain by chain, each in place order), as the store keeps it: its
+    /// stored latest time must be its events' (a search finds blocks by it).
+    package mutating func add(_ stored: StoredAuditBlock) throws(Break) {
+        let block = stored.block
+        guard AuditChain.isAuthentic(block, key: key) else {
+            throw Break(chain: block.chain, seq: block.first, reason: "its MAC does not match (altered or forged)")
         }
-        if var span = spans[event.chain] {
-            guard current == event.chain else {
-                throw Break(chain: event.chain, seq: event.seq, reason: "the chain was read out of order")
+        guard let drafts = block.drafts, let summary = block.summary else {
+            throw Break(chain: block.chain, seq: block.first, reason: "its events cannot be read")
+        }
+        guard summary.lastAt == stored.lastAt else {
+            throw Break(
+                chain: block.chain, seq: block.first, reason: "the time it is found by is not its events' (altered)")
+        }
+        events += drafts.count
+        if var span = spans[block.chain] {
+            guard current == block.chain else {
+                throw Break(chain: block.chain, seq: block.first, reason: "the chain was read out of order")
             }
-            guard event.seq == span.last + 1 else {
+            guard block.first == span.last + 1 else {
                 throw Break(
-                    chain: event.chain, seq: span.last + 1,
-                    reason: "missing (the chain jumps from \(span.last) to \(event.seq))")
+                    chain: block.chain, seq: span.last + 1,
+                    reason: "missing (the chain jumps from \(span.last) to \(block.first))")
             }
-            guard event.previousMAC == span.lastMAC else {
-                throw Break(chain: event.chain, seq: event.seq, reason: "it does not follow the event before it")
+            guard block.previousMAC == span.lastMAC else {
+                throw Break(chain: block.chain, seq: block.first, reason: "it does not follow the event before it")
             }
-            span.last = event.seq
-            span.lastMAC = event.mac
-            spans[event.chain] = span
+            span.last = summary.last
+            span.lastMAC = block.mac
+            spans[block.chain] = span
         } else {
-            spans[event.chain] = Span(
-                first: event.seq, last: event.seq, lastMAC: event.mac, firstPrevious: event.previousMAC)
-            current = event.chain
+            spans[block.chain] = Span(
+                first: block.first, last: summary.last, lastMAC: block.mac, firstPrevious: block.previousMAC)
+            current = block.chain
         }
-        for head in heads[event.chain] ?? [] where head.seq == event.seq && head.mac != event.mac {
-            throw Break(chain: event.chain, seq: event.seq, reason: "it is not the event the logged head names")
+        for head in heads[block.chain] ?? [] where (block.first...summary.last).contains(head.seq) {
+            guard head.seq == summary.last, head.mac == block.mac else {
+                throw Break(chain: block.chain, seq: head.seq, reason: "it is not the event the logged head names")
+            }
         }
-        if let trim = AuditTrim(event.draft) {
+        for draft in drafts {
+            guard let trim = AuditTrim(draft) else { continue }
             for (chain, start) in trim.starts {
                 guard let known = starts[chain], known.first >= start.first else {
                     starts[chain] = start

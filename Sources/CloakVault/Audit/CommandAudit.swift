@@ -15,15 +15,15 @@ package enum CommandAudit {
     package static func append(_ drafts: [AuditEvent.Draft], keys: KeyRing, to store: any AliasStore)
         throws(StoreError) -> AuditVerifier.Head?
     {
-        let events = chain.withLock { chain -> [AuditEvent] in
+        let (blocks, last) = chain.withLock { chain -> ([AuditBlock], Int64) in
             if chain == nil {
                 chain = AuditChain(
                     id: "cli:\(ProcessInfo.processInfo.hostName)/\(AuditSettings.boot)/0",
                     key: keys.derivedMAC(purpose: AuditChain.keyPurpose))
             }
-            return chain!.seal(drafts)
+            return (chain!.seal(drafts), chain!.seq)
         }
-        try store.appendAuditEvents(events)
-        return events.last.map { AuditVerifier.Head(chain: $0.chain, seq: $0.seq, mac: $0.mac) }
+        try store.appendAuditBlocks(blocks)
+        return blocks.last.map { AuditVerifier.Head(chain: $0.chain, seq: last, mac: $0.mac) }
     }
 }

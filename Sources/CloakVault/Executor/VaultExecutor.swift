@@ -390,7 +390,7 @@ final class VaultExecutor: @unchecked Sendable {
             if !noted.isEmpty, let trail {
                 try trail.settle(store)
                 chainMark = trail.chain.mark
-                try store.appendAuditEvents(trail.chain.seal(noted.flatMap(\.drafts)))
+                try store.appendAuditBlocks(trail.chain.seal(noted.flatMap(\.drafts)))
             }
             try store.commit()
         } catch {

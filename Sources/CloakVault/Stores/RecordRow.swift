@@ -44,20 +44,19 @@ extension IssuedAlias {
     }
 }
 
-extension AuditEvent {
-    /// The audit events table's columns, in the order ``init(row:)`` reads them (both stores).
-    static let columns = "chain, seq, at, action, token_id, client, alias_ref, result, facts, prev, mac"
+extension StoredAuditBlock {
+    /// The audit blocks table's columns, in the order ``init(row:)`` reads them (both stores).
+    static let columns = "id, last_at, chain, first_seq, body, prev, mac"
 
-    /// The event in a row of ``columns``.
+    /// The block in a row of ``columns``.
     init(row: some RecordRow) throws(StoreError) {
-        guard let chain = row.text(at: 0), let seq = row.integer(at: 1), let at = row.integer(at: 2),
-            let action = row.text(at: 3), let tokenID = row.text(at: 4), let client = row.text(at: 5),
-            let result = row.text(at: 7), let facts = row.text(at: 8)
-        else { throw .unavailable("an audit event row is incomplete") }
-        let draft = AuditEvent.Draft(
-            at: at, action: action, tokenID: tokenID, client: client, aliasReference: row.text(at: 6), result: result,
-            facts: AuditEvent.decodeFacts(facts))
+        guard let id = row.integer(at: 0), let lastAt = row.integer(at: 1), let chain = row.text(at: 2),
+            let first = row.integer(at: 3), let body = row.bytes(at: 4)
+        else { throw .unavailable("an audit block row is incomplete") }
         self.init(
-            chain: chain, seq: seq, draft: draft, previousMAC: row.bytes(at: 9) ?? [], mac: row.bytes(at: 10) ?? [])
+            id: id, lastAt: lastAt,
+            block: AuditBlock(
+                chain: chain, first: first, body: body, previousMAC: row.bytes(at: 5) ?? [], mac: row.bytes(at: 6) ?? []
+            ))
     }
 }

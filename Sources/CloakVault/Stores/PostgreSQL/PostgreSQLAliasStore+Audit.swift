@@ -1,119 +1,164 @@
-/// The audit events (issue 59), as ``SQLiteAliasStore`` keeps them: keyed by chain and place, read
-/// newest first through the time index or an alias reference's own.
+/// The audit blocks (issue 59), as ``SQLiteAliasStore`` keeps them: a row a block keyed by an
+/// identity, its place in its chain unique, found newest first through the time of its latest
+/// event, an alias reference's blocks through `audit_aliases`, filled by the trail's upkeep.
 extension PostgreSQLAliasStore {
     static let auditSchema = """
-        CREATE TABLE audit_events (
+        CREATE TABLE IF NOT EXISTS audit_blocks (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             chain text COLLATE "C" NOT NULL,
-            seq bigint NOT NULL,
-            at bigint NOT NULL,
-            action text NOT NULL,
-            token_id text NOT NULL,
-            client text NOT NULL,
-            alias_ref text,
-            result text NOT NULL,
-            facts text NOT NULL,
+            first_seq bigint NOT NULL,
+            last_seq bigint NOT NULL,
+            last_at bigint NOT NULL,
+            body bytea NOT NULL,
             prev bytea NOT NULL,
             mac bytea NOT NULL,
-            PRIMARY KEY (chain, seq)
+            indexed boolean NOT NULL DEFAULT false,
+            UNIQUE (chain, first_seq)
         );
-        CREATE INDEX audit_by_time ON audit_events (at, chain, seq);
-        CREATE INDEX audit_by_alias ON audit_events (alias_ref, at, chain, seq) WHERE alias_ref IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS audit_blocks_by_time ON audit_blocks (last_at, id);
+        CREATE INDEX IF NOT EXISTS audit_blocks_unindexed ON audit_blocks (id) WHERE NOT indexed;
+        CREATE TABLE IF NOT EXISTS audit_aliases (
+            alias_ref text COLLATE "C" NOT NULL,
+            block bigint NOT NULL,
+            PRIMARY KEY (alias_ref, block)
+        );
         """
 
-    static let auditColumns = AuditEvent.columns
+    static let auditColumns = StoredAuditBlock.columns
 
-    package func appendAuditEvents(_ events: [AuditEvent]) throws(StoreError) {
-        guard !events.isEmpty else { return }
-        // One statement for the batch's events: arrays, unnested.
+    package func appendAuditBlocks(_ blocks: [AuditBlock]) throws(StoreError) {
+        guard !blocks.isEmpty else { return }
+        var summaries: [AuditBlock.Summary] = []
+        for block in blocks {
+            guard let summary = block.summary else { throw .unavailable("an audit block holds no event") }
+            summaries.append(summary)
+        }
         try db.query(
             """
-            INSERT INTO audit_events (\(Self.auditColumns))
-            SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[],
-                                 $8::text[], $9::text[], $10::bytea[], $11::bytea[])
+            INSERT INTO audit_blocks (chain, first_seq, last_seq, last_at, body, prev, mac)
+            SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::bytea[], $6::bytea[], $7::bytea[])
             """,
             [
-                .texts(events.map(\.chain)), .ints(events.map(\.seq)), .ints(events.map(\.draft.at)),
-                .texts(events.map(\.draft.action)), .texts(events.map(\.draft.tokenID)),
-                .texts(events.map(\.draft.client)), .texts(events.map(\.draft.aliasReference)),
-                .texts(events.map(\.draft.result)), .texts(events.map { AuditEvent.encodeFacts($0.draft.facts) }),
-                .byteStrings(events.map(\.previousMAC)), .byteStrings(events.map(\.mac)),
+                .texts(blocks.map(\.chain)), .ints(blocks.map(\.first)), .ints(summaries.map(\.last)),
+                .ints(summaries.map(\.lastAt)), .byteStrings(blocks.map(\.body)),
+                .byteStrings(blocks.map(\.previousMAC)), .byteStrings(blocks.map(\.mac)),
             ])
     }
 
-    package func auditEvents(_ query: AuditQuery) throws(StoreError) -> [AuditEvent] {
+    package func auditBlocks(before: AuditBlockPosition?, from: Int64?, aliasReference: String?, limit: Int)
+        throws(StoreError) -> [StoredAuditBlock]
+    {
         var conditions: [String] = []
         var values: [PostgreSQLConnection.Value] = []
-        func add(_ condition: (Int) -> String, _ value: PostgreSQLConnection.Value?) {
-            guard let value else { return }
-            values.append(value)
-            conditions.append(condition(values.count))
+        if let before {
+            values += [.int(before.lastAt), .int(before.id)]
+            conditions.append("(last_at, id) < ($\(values.count - 1), $\(values.count))")
         }
-        add({ "action = $\($0)" }, query.action.map { .text($0) })
-        add({ "token_id = $\($0)" }, query.tokenID.map { .text($0) })
-        add({ "result = $\($0)" }, query.result.map { .text($0) })
-        add({ "alias_ref = $\($0)" }, query.aliasReference.map { .text($0) })
-        add({ "at >= $\($0)" }, query.from.map { .int($0) })
-        add({ "at < $\($0)" }, query.until.map { .int($0) })
-        if let cursor = query.cursor {
-            values += [.int(cursor.at), .text(cursor.chain), .int(cursor.seq)]
-            let n = values.count
-            conditions.append("(at, chain, seq) < ($\(n - 2), $\(n - 1), $\(n))")
+        if let from {
+            values.append(.int(from))
+            conditions.append("last_at >= $\(values.count)")
         }
-        values.append(.int(Int64(query.limit)))
+        if let aliasReference {
+            values.append(.text(aliasReference))
+            conditions.append(
+                "id IN (SELECT block FROM audit_aliases WHERE alias_ref = $\(values.count) UNION ALL SELECT id FROM audit_blocks WHERE NOT indexed)"
+            )
+        }
+        values.append(.int(Int64(limit)))
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        return try readAuditEvents(
+        return try readAuditBlocks(
             db.query(
-                "SELECT \(Self.auditColumns) FROM audit_events \(filter) ORDER BY at DESC, chain DESC, seq DESC LIMIT $\(values.count)",
+                "SELECT \(Self.auditColumns) FROM audit_blocks \(filter) ORDER BY last_at DESC, id DESC LIMIT $\(values.count)",
                 values))
     }
 
     package func auditChains() throws(StoreError) -> [String] {
-        try db.query("SELECT DISTINCT chain FROM audit_events ORDER BY chain").compactMap { $0.text(0) }
+        try db.query("SELECT DISTINCT chain FROM audit_blocks ORDER BY chain").compactMap { $0.text(0) }
     }
 
-    package func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [AuditEvent] {
-        try readAuditEvents(
+    package func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [StoredAuditBlock] {
+        try readAuditBlocks(
             db.query(
-                "SELECT \(Self.auditColumns) FROM audit_events WHERE chain = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                "SELECT \(Self.auditColumns) FROM audit_blocks WHERE chain = $1 AND last_seq > $2 ORDER BY first_seq LIMIT $3",
                 [.text(chain), .int(seq), .int(Int64(limit))]))
     }
 
     /// The advisory lock of the audit sweep: one node at a time ("cloak" and 1).
     static let auditSweepLock: Int64 = 0x636C_6F61_6B01
 
-    package func deleteAuditEvents(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start] {
+    package func deleteAuditBlocks(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start] {
         guard
             try db.query("SELECT pg_try_advisory_xact_lock($1)::int::int8", [.int(Self.auditSweepLock)]).first?.int(0)
                 == 1
         else { return [:] }
         let chains = try db.query(
-            "SELECT DISTINCT chain FROM (SELECT chain FROM audit_events WHERE at < $1 ORDER BY at LIMIT $2) c",
+            "SELECT DISTINCT chain FROM (SELECT chain FROM audit_blocks WHERE last_at < $1 ORDER BY last_at LIMIT $2) c",
             [.int(at), .int(Int64(limit))]
         ).compactMap { $0.text(0) }
         var budget = limit
         var starts: [String: AuditTrim.Start] = [:]
         for chain in chains.sorted() where budget > 0 {
+            var old: [StoredAuditBlock] = []
             var last: Int64?
-            for row in try db.query(
-                "SELECT seq, at FROM audit_events WHERE chain = $1 ORDER BY seq LIMIT $2",
-                [.text(chain), .int(Int64(budget))])
-            {
-                guard let seq = row.int(0), let time = row.int(1), time < at else { break }
-                last = seq
-                budget -= 1
+            for stored in try auditChain(chain, after: 0, limit: budget) {
+                guard stored.lastAt < at, let summary = stored.block.summary else { break }
+                old.append(stored)
+                last = summary.last
             }
-            guard let last else { continue }
-            try db.query("DELETE FROM audit_events WHERE chain = $1 AND seq <= $2", [.text(chain), .int(last)])
-            let left = try db.query("SELECT min(seq) FROM audit_events WHERE chain = $1", [.text(chain)]).first?.int(0)
+            guard let last, let end = old.last?.block.first else { continue }
+            budget -= old.count
+            var references: [String?] = []
+            var ids: [Int64?] = []
+            for stored in old {
+                for reference in stored.block.summary?.aliasReferences ?? [] {
+                    references.append(reference)
+                    ids.append(stored.id)
+                }
+            }
+            if !references.isEmpty {
+                try db.query(
+                    """
+                    DELETE FROM audit_aliases a USING unnest($1::text[], $2::int8[]) AS gone(alias_ref, block)
+                    WHERE a.alias_ref = gone.alias_ref AND a.block = gone.block
+                    """, [.texts(references), .ints(ids)])
+            }
+            try db.query("DELETE FROM audit_blocks WHERE chain = $1 AND first_seq <= $2", [.text(chain), .int(end)])
+            let left = try db.query("SELECT min(first_seq) FROM audit_blocks WHERE chain = $1", [.text(chain)]).first?
+                .int(0)
             starts[chain] = AuditTrim.Start(first: left ?? last + 1, gone: left == nil)
         }
         return starts
     }
 
-    private func readAuditEvents(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> [AuditEvent] {
-        var out: [AuditEvent] = []
+    package func indexAuditAliases(limit: Int) throws(StoreError) -> Int {
+        // Several nodes may index at once: each takes blocks no other holds.
+        let blocks = try readAuditBlocks(
+            db.query(
+                "SELECT \(Self.auditColumns) FROM audit_blocks WHERE NOT indexed ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+                [.int(Int64(limit))]))
+        guard !blocks.isEmpty else { return 0 }
+        var references: [String?] = []
+        var ids: [Int64?] = []
+        for stored in blocks {
+            for reference in stored.block.summary?.aliasReferences ?? [] {
+                references.append(reference)
+                ids.append(stored.id)
+            }
+        }
+        if !references.isEmpty {
+            try db.query(
+                "INSERT INTO audit_aliases (alias_ref, block) SELECT * FROM unnest($1::text[], $2::int8[]) ON CONFLICT DO NOTHING",
+                [.texts(references), .ints(ids)])
+        }
+        try db.query(
+            "UPDATE audit_blocks SET indexed = true WHERE id = ANY($1::int8[])", [.ints(blocks.map { $0.id })])
+        return blocks.count
+    }
+
+    private func readAuditBlocks(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> [StoredAuditBlock] {
+        var out: [StoredAuditBlock] = []
         out.reserveCapacity(rows.count)
-        for row in rows { out.append(try AuditEvent(row: row)) }
+        for row in rows { out.append(try StoredAuditBlock(row: ShiftedRow(row: row, by: 0))) }
         return out
     }
 }

@@ -110,7 +110,11 @@ extension PostgreSQLAliasStore {
         """
         CREATE INDEX unaliased_by_time ON unaliased (created_at);
         """,
-        // Audit events (issue 59): ``PostgreSQLAliasStore/auditSchema``.
+        // Audit events (issue 59): ``PostgreSQLAliasStore/auditSchema``. Builds before the
+        // events were sealed a block a commit applied a schema of one row an event here
+        // (`audit_events`); such a database keeps that table, no longer read, and gets the
+        // blocks from the next version. Both are `IF NOT EXISTS`: a new database runs both.
+        auditSchema,
         auditSchema,
     ]
 

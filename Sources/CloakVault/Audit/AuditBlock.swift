@@ -1,0 +1,209 @@
+/// The events one commit appended to one chain, as the store keeps them: one row and one MAC
+/// for the lot (``AuditChain/seal(_:)``), where one row and one MAC an event cost a create a
+/// third of its CPU (Benchmarks/README.md, issue 59). The events are packed into ``body``
+/// (``AuditBlockBody``), which is what the MAC covers; the other columns a store keeps beside
+/// it (places, times) only find blocks and are checked against the body when read.
+package struct AuditBlock: Sendable, Equatable {
+    /// The writer's chain (``AuditChain/id``).
+    package var chain: String
+    /// The place of the block's first event in its chain (from 1).
+    package var first: Int64
+    /// The events, packed (``AuditBlockBody``).
+    package var body: [UInt8]
+    /// The MAC of the block before it in its chain (32 zero bytes for the first).
+    package var previousMAC: [UInt8]
+    /// HMAC-SHA-256 over the chain, ``first``, ``body`` and ``previousMAC`` (``AuditChain``).
+    package var mac: [UInt8]
+
+    package init(chain: String, first: Int64, body: [UInt8], previousMAC: [UInt8], mac: [UInt8]) {
+        self.chain = chain
+        self.first = first
+        self.body = body
+        self.previousMAC = previousMAC
+        self.mac = mac
+    }
+
+    /// The events, or nil when the body does not decode (altered: its MAC fails too).
+    package var drafts: [AuditEvent.Draft]? { AuditBlockBody.decode(body) }
+
+    /// The events with their places; none when the body does not decode.
+    package var events: [AuditEvent] {
+        (drafts ?? []).enumerated().map { AuditEvent(chain: chain, seq: first + Int64($0.offset), draft: $0.element) }
+    }
+
+    /// What a store keeps beside the body to find the block: its last place, its earliest and
+    /// latest event times (events are stamped when made, so times need not rise along a
+    /// block), and the alias references it names.
+    package struct Summary: Sendable, Equatable {
+        package var last: Int64
+        package var firstAt: Int64
+        package var lastAt: Int64
+        package var aliasReferences: [String]
+    }
+
+    /// The summary, from the events; nil for a body that does not decode or holds none.
+    package var summary: Summary? {
+        guard let drafts, !drafts.isEmpty else { return nil }
+        var firstAt = Int64.max, lastAt = Int64.min
+        var references: [String] = []
+        for draft in drafts {
+            firstAt = min(firstAt, draft.at)
+            lastAt = max(lastAt, draft.at)
+            if let reference = draft.aliasReference, !references.contains(reference) { references.append(reference) }
+        }
+        return Summary(
+            last: first + Int64(drafts.count) - 1, firstAt: firstAt, lastAt: lastAt, aliasReferences: references)
+    }
+
+    /// The longest a block's events may span in time (milliseconds): a search seeks blocks by
+    /// their latest event and must know how far back from it their earliest can be, and a page
+    /// after the first reads again the blocks of one span above where it starts. A commit's
+    /// events are stamped within its batch, well inside it; after a stall, a batch is sealed as
+    /// several blocks.
+    package static let maxSpanMilliseconds: Int64 = 2_000
+}
+
+/// A block read back with the store's own key for it: the order blocks are searched in
+/// (latest event time, then ``id``, newest first) and how a page of blocks goes on.
+package struct StoredAuditBlock: Sendable, Equatable {
+    /// The store's row key: unique, rising in insertion order.
+    package var id: Int64
+    /// The latest event time the store keeps for it (``AuditBlock/Summary/lastAt``).
+    package var lastAt: Int64
+    package var block: AuditBlock
+
+    package init(id: Int64, lastAt: Int64, block: AuditBlock) {
+        self.id = id
+        self.lastAt = lastAt
+        self.block = block
+    }
+
+    /// Where a newest-first read of blocks goes on: blocks ordered before this one.
+    package var position: AuditBlockPosition { AuditBlockPosition(lastAt: lastAt, id: id) }
+}
+
+/// A place in the newest-first order of blocks: (latest event time, row key), descending.
+package struct AuditBlockPosition: Sendable, Equatable {
+    package var lastAt: Int64
+    package var id: Int64
+
+    package init(lastAt: Int64, id: Int64) {
+        self.lastAt = lastAt
+        self.id = id
+    }
+}
+
+/// The packed form of a block's events: a count, then each event's time, action, token,
+/// client, alias reference (or none), result and facts, integers big-endian, texts
+/// length-prefixed, so that no field can run into the next and one set of bytes has one
+/// reading. It is also the MAC's input (``AuditChain``).
+package enum AuditBlockBody {
+    /// The most events one block holds (a batch of more is sealed as several blocks).
+    package static let maxEvents = 4096
+
+    package static func encode(_ drafts: some Collection<AuditEvent.Draft>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(8 + drafts.count * 160)
+        put(UInt32(drafts.count), into: &out)
+        for draft in drafts {
+            put(UInt64(bitPattern: draft.at), into: &out)
+            put(draft.action, into: &out)
+            put(draft.tokenID, into: &out)
+            put(draft.client, into: &out)
+            put(draft.aliasReference, into: &out)
+            put(draft.result, into: &out)
+            put(UInt32(draft.facts.count), into: &out)
+            for fact in draft.facts {
+                put(fact.key, into: &out)
+                put(fact.value, into: &out)
+            }
+        }
+        return out
+    }
+
+    /// The events; nil unless `bytes` is exactly one encoding (no trailing byte, no text that
+    /// is not UTF-8, no length past the end).
+    package static func decode(_ bytes: [UInt8]) -> [AuditEvent.Draft]? {
+        bytes.withUnsafeBufferPointer { buffer in
+            var reader = Reader(bytes: buffer)
+            guard let count = reader.u32(), count <= maxEvents else { return nil }
+            var drafts: [AuditEvent.Draft] = []
+            drafts.reserveCapacity(Int(count))
+            for _ in 0..<count {
+                guard let at = reader.u64(), let action = reader.text(), let token = reader.text(),
+                    let client = reader.text(), let reference = reader.optionalText(), let result = reader.text(),
+                    let factCount = reader.u32(), factCount <= 256
+                else { return nil }
+                var facts: [AuditEvent.Fact] = []
+                for _ in 0..<factCount {
+                    guard let key = reader.text(), let value = reader.text() else { return nil }
+                    facts.append(AuditEvent.Fact(key, value))
+                }
+                drafts.append(
+                    AuditEvent.Draft(
+                        at: Int64(bitPattern: at), action: action, tokenID: token, client: client,
+                        aliasReference: reference, result: result, facts: facts))
+            }
+            return reader.atEnd ? drafts : nil
+        }
+    }
+
+    /// A text's length that stands for "none" (an event without an alias reference).
+    private static let none = UInt32.max
+
+    private static func put(_ value: UInt32, into out: inout [UInt8]) {
+        out.append(UInt8(truncatingIfNeeded: value >> 24))
+        out.append(UInt8(truncatingIfNeeded: value >> 16))
+        out.append(UInt8(truncatingIfNeeded: value >> 8))
+        out.append(UInt8(truncatingIfNeeded: value))
+    }
+
+    private static func put(_ value: UInt64, into out: inout [UInt8]) {
+        put(UInt32(truncatingIfNeeded: value >> 32), into: &out)
+        put(UInt32(truncatingIfNeeded: value), into: &out)
+    }
+
+    private static func put(_ text: String?, into out: inout [UInt8]) {
+        guard var text else { return put(none, into: &out) }
+        put(UInt32(text.utf8.count), into: &out)
+        text.withUTF8 { out.append(contentsOf: $0) }
+    }
+
+    private struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var at = 0
+
+        var atEnd: Bool { at == bytes.count }
+
+        mutating func u32() -> UInt32? {
+            guard bytes.count - at >= 4 else { return nil }
+            defer { at += 4 }
+            return UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8
+                | UInt32(bytes[at + 3])
+        }
+
+        mutating func u64() -> UInt64? {
+            guard let high = u32(), let low = u32() else { return nil }
+            return UInt64(high) << 32 | UInt64(low)
+        }
+
+        mutating func optionalText() -> String?? {
+            guard bytes.count - at >= 4 else { return nil }
+            if u32Peek() == AuditBlockBody.none {
+                at += 4
+                return .some(nil)
+            }
+            return text().map { .some($0) }
+        }
+
+        mutating func text() -> String? {
+            guard let length = u32(), length != AuditBlockBody.none, Int(length) <= bytes.count - at else { return nil }
+            defer { at += Int(length) }
+            return String(validating: UnsafeBufferPointer(rebasing: bytes[at..<(at + Int(length))]), as: UTF8.self)
+        }
+
+        private func u32Peek() -> UInt32 {
+            UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
+        }
+    }
+}
