@@ -13,6 +13,11 @@ extension AliasStoreCompatSuite {
             key: HMACKey(SymmetricKey([UInt8](repeating: 7, count: 32))))
     }
 
+    /// An alias reference no other run has: `ar_` and 16 hex digits.
+    private static func reference() -> String {
+        "ar_" + String(UInt64.random(in: 0...UInt64.max), radix: 16).leftPadded(to: 16)
+    }
+
     private static func draft(
         _ at: Int64, _ action: String, token: String = "t1", result: String = "ok", ref: String? = nil
     ) -> AuditEvent.Draft {
@@ -25,7 +30,7 @@ extension AliasStoreCompatSuite {
         let store = try makeStore()
         // Far in the future: events other cases (or runs) left on a shared database sort before.
         let base: Int64 = 9_000_000_000_000 + Int64.random(in: 0..<1_000_000) * 1000
-        let one = "ar_" + UUID().uuidString, two = "ar_" + UUID().uuidString
+        let one = Self.reference(), two = Self.reference()
         var a = Self.chain("node-a"), b = Self.chain("node-b")
         let first = a.seal([
             Self.draft(base + 1, "create", ref: one), Self.draft(base + 3, "reveal", token: "t2", ref: one),
@@ -87,7 +92,7 @@ extension AliasStoreCompatSuite {
     func auditChainsAreReadInPlaceOrderAndTrimmedByTime() throws {
         let store = try makeStore()
         var a = Self.chain("trim")
-        let reference = "ar_" + UUID().uuidString
+        let reference = Self.reference()
         // Five commits, one block each; two events in the last.
         var blocks: [AuditBlock] = []
         for at in 1...4 { blocks += a.seal([Self.draft(Int64(at), "create", ref: reference)]) }
@@ -122,5 +127,11 @@ extension AliasStoreCompatSuite {
         let cut = try transaction(store) { try store.deleteAuditBlocks(before: 10, limit: 1000) }
         #expect(cut[b.id] == AuditTrim.Start(first: 2, gone: false))
         #expect(try store.auditChain(b.id, after: 0, limit: 10).map(\.block.first) == [2, 3, 4])
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String {
+        String(repeating: "0", count: max(0, length - count)) + self
     }
 }

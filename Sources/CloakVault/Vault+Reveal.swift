@@ -5,15 +5,14 @@ import Synchronization
 
 extension Vault {
     /// Reveals each alias found (expired ones are not found). An audited reveal
-    /// (``VaultAuditing/current``) notes each alias found or not and writes the notes in its own
-    /// transaction: it is a write job then, and the values reach the caller only once their
-    /// events are committed.
+    /// (``VaultAuditing/current``) notes each alias found or not, and its notes are written with
+    /// its batch (``VaultExecutor/submit(notingReads:completion:)``): the values reach the
+    /// caller only once their events are committed.
     package func reveal(
         _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
         executor.submit(
-            reads: VaultAuditing.current.get() == nil,
-            { [self] store in
+            notingReads: { [self] store in
                 // One statement for all of them where the store is a server.
                 let found = try store.records(aliases: aliases)
                 var out: [String: RevealedRecord] = [:]

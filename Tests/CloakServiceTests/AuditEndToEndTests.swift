@@ -74,6 +74,9 @@ import Testing
         }
 
         node.stop()
+        // A create is in the store only; the other actions are audit lines too.
+        #expect(!node.log.contains(#""action":"create""#))
+        #expect(node.log.contains(#""action":"delete""#) && node.log.contains(#""action":"reveal""#))
         let store = try SQLiteAliasStore(path: database)
         let refusals = try store.auditEvents(AuditQuery(action: "auth_refused")).events
         #expect(refusals.count == 1 && refusals.first?.draft.fact("count") == "2")

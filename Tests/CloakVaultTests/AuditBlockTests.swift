@@ -19,12 +19,23 @@ import Testing
         let drafts = [Self.draft(1, ref: "ar_1"), Self.draft(-5, "reveal"), Self.draft(.max, "")]
         let body = AuditBlockBody.encode(drafts)
         #expect(AuditBlockBody.decode(body) == drafts)
+        // Index keys: a reference's 64 bits; one that is not a reference has none.
+        #expect(AuditBlockBody.aliasReferenceKeys(body) == [])
+        let twice = AuditBlockBody.encode([
+            Self.draft(1, ref: "ar_00000000000000ff"), Self.draft(2, ref: "ar_ffffffffffffffff"),
+            Self.draft(3, ref: "ar_00000000000000ff"), Self.draft(4, ref: "ar_00000000000000fg"),
+        ])
+        #expect(AuditBlockBody.aliasReferenceKeys(twice) == [255, -1])
+        #expect(AuditReferenceKey.key("ar_0123456789abcdef") == 0x0123_4567_89ab_cdef)
+        #expect(AuditReferenceKey.key("ar_0123456789ABCDEF") == nil && AuditReferenceKey.key("ar_0123") == nil)
         #expect(AuditBlockBody.decode(AuditBlockBody.encode([AuditEvent.Draft]())) == [])
     }
 
     @Test func aBodyThatIsNotExactlyOneEncodingReadsAsNothing() {
         let body = AuditBlockBody.encode([Self.draft(1, ref: "ar_1")])
         #expect(AuditBlockBody.decode(body + [0]) == nil)  // a trailing byte
+        #expect(AuditBlockBody.aliasReferenceKeys(body + [0]) == nil)
+        #expect(AuditBlockBody.aliasReferenceKeys(Array(body.dropLast())) == nil)
         #expect(AuditBlockBody.decode(Array(body.dropLast())) == nil)  // cut short
         #expect(AuditBlockBody.decode([]) == nil)
         #expect(AuditBlockBody.decode([0xFF, 0xFF, 0xFF, 0xFF]) == nil)  // four billion events

@@ -16,7 +16,7 @@ struct AuditMiddleware: Middleware {
             if case let .found(found, _, _) = context.route { endpoint = found.name } else { endpoint = "-" }
             refusals.count(address: context.request.remoteAddress, endpoint: endpoint)
         }
-        guard let outcome = context.outcome else { return }
+        guard let outcome = context.outcome, outcome.logged else { return }
         let ids = context.trace?.ids
         for var entry in outcome.recorded {
             if let ids { entry.facts += [("trace_id", ids.traceID), ("span_id", ids.spanID)] }

@@ -15,12 +15,29 @@ package struct AuditBlock: Sendable, Equatable {
     /// HMAC-SHA-256 over the chain, ``first``, ``body`` and ``previousMAC`` (``AuditChain``).
     package var mac: [UInt8]
 
+    /// The summary, when the block was sealed here (its events known, not decoded again).
+    private var sealed: Summary?
+
     package init(chain: String, first: Int64, body: [UInt8], previousMAC: [UInt8], mac: [UInt8]) {
         self.chain = chain
         self.first = first
         self.body = body
         self.previousMAC = previousMAC
         self.mac = mac
+    }
+
+    /// A block just sealed from `drafts` (``AuditChain/seal(_:)``).
+    init(
+        chain: String, first: Int64, drafts: ArraySlice<AuditEvent.Draft>, previousMAC: [UInt8], mac: [UInt8],
+        body: [UInt8]
+    ) {
+        self.init(chain: chain, first: first, body: body, previousMAC: previousMAC, mac: mac)
+        sealed = Self.summarize(first: first, drafts)
+    }
+
+    /// Equal when the stored parts are (a block read back equals the one written).
+    package static func == (a: AuditBlock, b: AuditBlock) -> Bool {
+        a.chain == b.chain && a.first == b.first && a.body == b.body && a.previousMAC == b.previousMAC && a.mac == b.mac
     }
 
     /// The events, or nil when the body does not decode (altered: its MAC fails too).
@@ -43,7 +60,12 @@ package struct AuditBlock: Sendable, Equatable {
 
     /// The summary, from the events; nil for a body that does not decode or holds none.
     package var summary: Summary? {
-        guard let drafts, !drafts.isEmpty else { return nil }
+        if let sealed { return sealed }
+        return drafts.flatMap { Self.summarize(first: first, $0[...]) }
+    }
+
+    private static func summarize(first: Int64, _ drafts: ArraySlice<AuditEvent.Draft>) -> Summary? {
+        guard !drafts.isEmpty else { return nil }
         var firstAt = Int64.max, lastAt = Int64.min
         var references: [String] = []
         for draft in drafts {
@@ -148,6 +170,26 @@ package enum AuditBlockBody {
         }
     }
 
+    /// The alias references a body names, as index keys (``AuditReferenceKey``), each once,
+    /// read without making its events (the alias index's upkeep); nil when the body does not
+    /// decode. A reference that is not `ar_` and 16 hex digits has no key and is not indexed (an
+    /// alias search reads such a block only while it is not indexed yet).
+    package static func aliasReferenceKeys(_ bytes: [UInt8]) -> [Int64]? {
+        bytes.withUnsafeBufferPointer { buffer in
+            var reader = Reader(bytes: buffer)
+            guard let count = reader.u32(), count <= maxEvents else { return nil }
+            var keys: [Int64] = []
+            for _ in 0..<count {
+                guard reader.skip(8), reader.skipText(), reader.skipText(), reader.skipText(),
+                    let key = reader.referenceKey(), reader.skipText(), let facts = reader.u32(), facts <= 256
+                else { return nil }
+                for _ in 0..<(facts * 2) { guard reader.skipText() else { return nil } }
+                if let key, !keys.contains(key) { keys.append(key) }
+            }
+            return reader.atEnd ? keys : nil
+        }
+    }
+
     /// A text's length that stands for "none" (an event without an alias reference).
     private static let none = UInt32.max
 
@@ -182,6 +224,31 @@ package enum AuditBlockBody {
                 | UInt32(bytes[at + 3])
         }
 
+        mutating func skip(_ count: Int) -> Bool {
+            guard bytes.count - at >= count else { return false }
+            at += count
+            return true
+        }
+
+        /// Past a text, without reading it (nor checking it is UTF-8: only ``decode(_:)``
+        /// makes events, and a MAC covers the bytes either way).
+        mutating func skipText() -> Bool {
+            guard let length = u32(), length != AuditBlockBody.none else { return false }
+            return skip(Int(length))
+        }
+
+        /// An optional text read as an alias reference's key: `.some(nil)` for none or a text
+        /// that is not a reference; nil when the bytes end.
+        mutating func referenceKey() -> Int64?? {
+            guard bytes.count - at >= 4 else { return nil }
+            let length = u32Peek()
+            at += 4
+            if length == AuditBlockBody.none { return .some(nil) }
+            guard Int(length) <= bytes.count - at else { return nil }
+            defer { at += Int(length) }
+            return .some(AuditReferenceKey.key(UnsafeBufferPointer(rebasing: bytes[at..<(at + Int(length))])))
+        }
+
         mutating func u64() -> UInt64? {
             guard let high = u32(), let low = u32() else { return nil }
             return UInt64(high) << 32 | UInt64(low)
@@ -205,5 +272,32 @@ package enum AuditBlockBody {
         private func u32Peek() -> UInt32 {
             UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
         }
+    }
+}
+
+/// An alias reference (`ar_` and 16 hex digits: 64 bits of a MAC, ``Vault/auditReference(_:)``)
+/// as the alias index keeps it: the 64 bits as an integer, which a B-tree compares and stores
+/// in a third of the text's room.
+package enum AuditReferenceKey {
+    package static func key(_ reference: String) -> Int64? {
+        var reference = reference
+        return reference.withUTF8 { key($0) }
+    }
+
+    static func key(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard bytes.count == 19, bytes[0] == UInt8(ascii: "a"), bytes[1] == UInt8(ascii: "r"),
+            bytes[2] == UInt8(ascii: "_")
+        else { return nil }
+        var value: UInt64 = 0
+        for byte in bytes[3...] {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            value = value << 4 | UInt64(digit)
+        }
+        return Int64(bitPattern: value)
     }
 }

@@ -67,7 +67,9 @@ package struct AuditChain: Sendable {
             let body = AuditBlockBody.encode(drafts[start..<end])
             let first = seq + 1
             let mac = Self.mac(key: key, chain: id, first: first, body: body, previous: head)
-            blocks.append(AuditBlock(chain: id, first: first, body: body, previousMAC: head, mac: mac))
+            blocks.append(
+                AuditBlock(
+                    chain: id, first: first, drafts: drafts[start..<end], previousMAC: head, mac: mac, body: body))
             seq += Int64(end - start)
             head = mac
             start = end

@@ -74,10 +74,33 @@ final class AuditTrail {
         settings.reportHead(AuditVerifier.Head(chain: chain.id, seq: chain.seq, mac: chain.head))
     }
 
+    /// Blocks this thread wrote that the alias index may not hold yet, and when it was last
+    /// brought up to date (uptime nanoseconds).
+    private var unindexed = 0
+    private var lastIndexRound: UInt64 = 0
+    /// Blocks one round of the alias index takes, in a transaction of its own: its statements'
+    /// cost shared by that many blocks, and short enough not to hold up the batches behind it.
+    static let indexRound = 200
+
+    /// After a committed batch: `count` more blocks to index.
+    func wrote(_ count: Int) { unindexed += count }
+
+    /// Between batches, on the first thread: one round of the alias index once a round's worth
+    /// of blocks is waiting, or a second after the first of fewer, so that the index is seconds
+    /// behind at most and never costs a request its own statement.
+    func indexIfDue(_ store: any AliasStore) {
+        guard sweeps, unindexed > 0 else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard unindexed >= Self.indexRound || now - lastIndexRound >= 1_000_000_000 else { return }
+        lastIndexRound = now
+        let done = indexAliases(store, batch: Self.indexRound, rounds: 1)
+        unindexed = done < Self.indexRound ? 0 : max(0, unindexed - done)
+    }
+
     /// On each of the vault's upkeep rounds (every few seconds), on the first thread: the alias
-    /// index of the blocks written since (``AliasStore/indexAuditAliases(limit:)``), up to
-    /// 10,000 blocks a round in transactions of 500. Once a minute: the head, and the retention
-    /// sweep on the first thread.
+    /// index of blocks still not indexed (others' blocks: a `cloak keys` command's, another
+    /// thread's; this thread's are indexed between batches, ``indexIfDue(_:)``), at most 20
+    /// rounds. Once a minute: the head, and the retention sweep on the first thread.
     func maintain(_ store: any AliasStore) {
         if sweeps { indexAliases(store) }
         let now = DispatchTime.now().uptimeNanoseconds
@@ -93,7 +116,7 @@ final class AuditTrail {
     /// Indexes the alias references of blocks not indexed yet, a transaction of `batch` at a
     /// time, at most `rounds` of them; answers how many blocks it indexed.
     @discardableResult
-    func indexAliases(_ store: any AliasStore, batch: Int = 500, rounds: Int = 20) -> Int {
+    func indexAliases(_ store: any AliasStore, batch: Int = AuditTrail.indexRound, rounds: Int = 20) -> Int {
         var total = 0
         for _ in 0..<rounds {
             do {

@@ -33,6 +33,9 @@ final class VaultExecutor: @unchecked Sendable {
         var fail: @Sendable (any Error) -> Void
         /// Only reads: see ``VaultExecutor/submit(reads:_:completion:)``.
         var reads = false
+        /// Writes nothing but its audit notes (an audited reveal): it runs in a writing
+        /// transaction, for its events, without a savepoint of its own (``submit(notingReads:completion:)``).
+        var notesOnly = false
         /// New records the job writes first, batched with other jobs': see
         /// ``VaultExecutor/submit(newRecords:durable:finish:_:completion:)``.
         var newRecords: NewRecords?
@@ -163,10 +166,23 @@ final class VaultExecutor: @unchecked Sendable {
         enqueue(body, reads: reads, completion: completion)
     }
 
+    /// Queues `body`, which reads and notes audit events for the subject bound around the call
+    /// (``VaultAuditing/current``; an audited reveal): its events are written with its batch's
+    /// and committed before `completion`, so it runs in a writing transaction; but it writes
+    /// nothing itself, so without a savepoint (a job that fails leaves no note). Unaudited, it
+    /// is a read (``submit(reads:_:completion:)``).
+    func submit<T: Sendable>(
+        notingReads body: @escaping (any AliasStore) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        let audited = VaultAuditing.current.get() != nil
+        enqueue(body, reads: !audited, notesOnly: audited, completion: completion)
+    }
+
     /// Queues a job: its completion bound to the store's time limit, then `newRecords` (given
     /// that completion) when it has some.
     private func enqueue<T: Sendable>(
-        _ body: @escaping (any AliasStore) throws -> T, reads: Bool = false,
+        _ body: @escaping (any AliasStore) throws -> T, reads: Bool = false, notesOnly: Bool = false,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void,
         newRecords: ((@escaping @Sendable (Result<T, any Error>) -> Void) -> NewRecords)? = nil
     ) {
@@ -185,8 +201,8 @@ final class VaultExecutor: @unchecked Sendable {
                 let value = try body(store)
                 return { completion(.success(value)) }
             },
-            fail: { error in completion(.failure(error)) }, reads: reads, newRecords: newRecords?(completion),
-            deadline: deadline)
+            fail: { error in completion(.failure(error)) }, reads: reads, notesOnly: notesOnly,
+            newRecords: newRecords?(completion), deadline: deadline)
         let (accepted, wasIdle) = queue.withLock { state -> (Bool, Bool) in
             guard !state.stopping else { return (false, false) }
             state.jobs.append(job)
@@ -209,7 +225,7 @@ final class VaultExecutor: @unchecked Sendable {
                 { _ in
                     guard let notes = VaultAuditing.running.get() else { return }
                     for draft in drafts { notes.add(draft) }
-                }, completion: completion)
+                }, notesOnly: true, completion: completion)
         }
     }
 
@@ -243,7 +259,10 @@ final class VaultExecutor: @unchecked Sendable {
                 state.idle = jobs.isEmpty
                 return (jobs, state.stopping)
             }
-            if !jobs.isEmpty { runTraced(jobs, store: store, runBatch) }
+            if !jobs.isEmpty {
+                runTraced(jobs, store: store, runBatch)
+                trail?.indexIfDue(store)
+            }
             if stopping && jobs.isEmpty {
                 trail?.reportHead()
                 stopped.signal()
@@ -374,7 +393,7 @@ final class VaultExecutor: @unchecked Sendable {
                     store.rollback()
                     return .conflicted
                 }
-                if !reading { store.rollbackToSavepoint() }
+                if !reading && !job.notesOnly { store.rollbackToSavepoint() }
                 failed.append((job, error))
                 if !store.isInTransaction {
                     // The store abandoned the whole transaction by itself (full disk, I/O error):
@@ -385,12 +404,15 @@ final class VaultExecutor: @unchecked Sendable {
             }
         }
         var chainMark: AuditChain.Mark?
+        var written = 0
         do {
             // The kept notes, chained, in the same transaction as what they record.
             if !noted.isEmpty, let trail {
                 try trail.settle(store)
                 chainMark = trail.chain.mark
-                try store.appendAuditBlocks(trail.chain.seal(noted.flatMap(\.drafts)))
+                let blocks = trail.chain.seal(noted.flatMap(\.drafts))
+                try store.appendAuditBlocks(blocks)
+                written = blocks.count
             }
             try store.commit()
         } catch {
@@ -401,6 +423,7 @@ final class VaultExecutor: @unchecked Sendable {
             for f in failed { f.job.fail(f.error) }
             return abandon(committed.map(\.job), error, reading: reading)
         }
+        trail?.wrote(written)
         for note in noted { note.subject.noted(note.drafts, stored: trail != nil) }
         noted.removeAll(keepingCapacity: true)
         for c in committed { c.deliver() }
@@ -419,18 +442,20 @@ final class VaultExecutor: @unchecked Sendable {
         return reads.isEmpty ? .answered : .abandoned(reads: reads)
     }
 
-    /// Runs one job, in its savepoint unless the batch only reads (reads have nothing to undo).
+    /// Runs one job, in its savepoint unless the batch only reads or the job writes nothing but
+    /// its notes (neither has anything to undo).
     private func run(_ job: Job, reading: Bool) throws -> @Sendable () -> Void {
         if reading { return try job.body(store) }
-        try store.savepoint()
+        let undoable = !job.notesOnly
+        if undoable { try store.savepoint() }
         guard let subject = job.audit else {
             let deliver = try job.body(store)
-            try store.releaseSavepoint()
+            if undoable { try store.releaseSavepoint() }
             return deliver
         }
         let notes = JobNotes(subject: subject)
         let deliver = try VaultAuditing.running.withValue(notes) { try job.body(store) }
-        try store.releaseSavepoint()
+        if undoable { try store.releaseSavepoint() }
         if !notes.drafts.isEmpty { noted.append((subject, notes.drafts)) }
         return deliver
     }

@@ -18,9 +18,9 @@ extension PostgreSQLAliasStore {
         CREATE INDEX IF NOT EXISTS audit_blocks_by_time ON audit_blocks (last_at, id);
         CREATE INDEX IF NOT EXISTS audit_blocks_unindexed ON audit_blocks (id) WHERE NOT indexed;
         CREATE TABLE IF NOT EXISTS audit_aliases (
-            alias_ref text COLLATE "C" NOT NULL,
+            ref bigint NOT NULL,
             block bigint NOT NULL,
-            PRIMARY KEY (alias_ref, block)
+            PRIMARY KEY (ref, block)
         );
         """
 
@@ -59,9 +59,9 @@ extension PostgreSQLAliasStore {
             conditions.append("last_at >= $\(values.count)")
         }
         if let aliasReference {
-            values.append(.text(aliasReference))
+            values.append(.int(AuditReferenceKey.key(aliasReference) ?? 0))
             conditions.append(
-                "id IN (SELECT block FROM audit_aliases WHERE alias_ref = $\(values.count) UNION ALL SELECT id FROM audit_blocks WHERE NOT indexed)"
+                "id IN (SELECT block FROM audit_aliases WHERE ref = $\(values.count) UNION ALL SELECT id FROM audit_blocks WHERE NOT indexed)"
             )
         }
         values.append(.int(Int64(limit)))
@@ -107,20 +107,20 @@ extension PostgreSQLAliasStore {
             }
             guard let last, let end = old.last?.block.first else { continue }
             budget -= old.count
-            var references: [String?] = []
+            var keys: [Int64?] = []
             var ids: [Int64?] = []
             for stored in old {
-                for reference in stored.block.summary?.aliasReferences ?? [] {
-                    references.append(reference)
+                for key in AuditBlockBody.aliasReferenceKeys(stored.block.body) ?? [] {
+                    keys.append(key)
                     ids.append(stored.id)
                 }
             }
-            if !references.isEmpty {
+            if !keys.isEmpty {
                 try db.query(
                     """
-                    DELETE FROM audit_aliases a USING unnest($1::text[], $2::int8[]) AS gone(alias_ref, block)
-                    WHERE a.alias_ref = gone.alias_ref AND a.block = gone.block
-                    """, [.texts(references), .ints(ids)])
+                    DELETE FROM audit_aliases a USING unnest($1::int8[], $2::int8[]) AS gone(ref, block)
+                    WHERE a.ref = gone.ref AND a.block = gone.block
+                    """, [.ints(keys), .ints(ids)])
             }
             try db.query("DELETE FROM audit_blocks WHERE chain = $1 AND first_seq <= $2", [.text(chain), .int(end)])
             let left = try db.query("SELECT min(first_seq) FROM audit_blocks WHERE chain = $1", [.text(chain)]).first?
@@ -137,18 +137,18 @@ extension PostgreSQLAliasStore {
                 "SELECT \(Self.auditColumns) FROM audit_blocks WHERE NOT indexed ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
                 [.int(Int64(limit))]))
         guard !blocks.isEmpty else { return 0 }
-        var references: [String?] = []
+        var keys: [Int64?] = []
         var ids: [Int64?] = []
         for stored in blocks {
-            for reference in stored.block.summary?.aliasReferences ?? [] {
-                references.append(reference)
+            for key in AuditBlockBody.aliasReferenceKeys(stored.block.body) ?? [] {
+                keys.append(key)
                 ids.append(stored.id)
             }
         }
-        if !references.isEmpty {
+        if !keys.isEmpty {
             try db.query(
-                "INSERT INTO audit_aliases (alias_ref, block) SELECT * FROM unnest($1::text[], $2::int8[]) ON CONFLICT DO NOTHING",
-                [.texts(references), .ints(ids)])
+                "INSERT INTO audit_aliases (ref, block) SELECT * FROM unnest($1::int8[], $2::int8[]) ON CONFLICT DO NOTHING",
+                [.ints(keys), .ints(ids)])
         }
         try db.query(
             "UPDATE audit_blocks SET indexed = true WHERE id = ANY($1::int8[])", [.ints(blocks.map { $0.id })])

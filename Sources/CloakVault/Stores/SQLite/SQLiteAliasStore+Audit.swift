@@ -1,11 +1,14 @@
 /// The audit events (issue 59), a block a commit (``AuditBlock``): one row each, in insertion
-/// order (the table's own integer key), its place in its chain unique, found newest first
-/// through the time of its latest event. An alias reference's blocks are found through
-/// `audit_aliases`, which the trail's upkeep fills off the requests' path
-/// (``indexAuditAliases(limit:)``; blocks not indexed yet sit in a small partial index until
-/// then): a random key inserted per event was the largest part of what auditing cost a create.
-/// (The table `audit_events`, one row an event, is what builds before the blocks wrote; it is
-/// left as it was and no longer read.)
+/// order (the table's own integer key: one more than the largest, so above the mark below
+/// unless the newest blocks are swept, and then the sweep lowers the mark), its place in its
+/// chain unique, found
+/// newest first through the time of its latest event. An alias reference's blocks are found
+/// through `audit_aliases`, which the trail's upkeep fills off the requests' path
+/// (``indexAuditAliases(limit:)``) up to the mark it keeps in `audit_alias_mark`: SQLite has one
+/// writer at a time, so the blocks not indexed yet are exactly those after the mark. A random
+/// key inserted per event was the largest part of what auditing cost a create. (The table
+/// `audit_events`, one row an event, is what builds before the blocks wrote; it is left as it
+/// was and no longer read.)
 extension SQLiteAliasStore {
     static let auditSchema = """
         CREATE TABLE IF NOT EXISTS audit_blocks (
@@ -17,17 +20,23 @@ extension SQLiteAliasStore {
             body BLOB NOT NULL,
             prev BLOB NOT NULL,
             mac BLOB NOT NULL,
-            indexed INTEGER NOT NULL DEFAULT 0,
             UNIQUE (chain, first_seq)
         );
         CREATE INDEX IF NOT EXISTS audit_blocks_by_time ON audit_blocks(last_at);
-        CREATE INDEX IF NOT EXISTS audit_blocks_unindexed ON audit_blocks(id) WHERE indexed = 0;
         CREATE TABLE IF NOT EXISTS audit_aliases (
-            alias_ref TEXT NOT NULL,
+            ref INTEGER NOT NULL,
             block INTEGER NOT NULL,
-            PRIMARY KEY (alias_ref, block)
+            PRIMARY KEY (ref, block)
         ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS audit_alias_mark (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            upto INTEGER NOT NULL
+        );
         """
+
+    /// The blocks not indexed yet, as a subquery.
+    private static let unindexed =
+        "SELECT id FROM audit_blocks WHERE id > (SELECT coalesce(max(upto), 0) FROM audit_alias_mark)"
 
     static let auditColumns = StoredAuditBlock.columns
 
@@ -56,7 +65,7 @@ extension SQLiteAliasStore {
         if from != nil { conditions.append("last_at >= ?3") }
         if aliasReference != nil {
             conditions.append(
-                "id IN (SELECT block FROM audit_aliases WHERE alias_ref = ?4 UNION ALL SELECT id FROM audit_blocks WHERE indexed = 0)"
+                "id IN (SELECT block FROM audit_aliases WHERE ref = ?4 UNION ALL \(Self.unindexed))"
             )
         }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
@@ -69,7 +78,7 @@ extension SQLiteAliasStore {
         s.bind(1, before?.lastAt)
         s.bind(2, before?.id)
         s.bind(3, from)
-        s.bind(4, aliasReference)
+        s.bind(4, aliasReference.map { AuditReferenceKey.key($0) ?? 0 })
         s.bind(5, Int64(limit))
         return try readAuditBlocks(s)
     }
@@ -122,6 +131,9 @@ extension SQLiteAliasStore {
             delete.bind(1, chain)
             delete.bind(2, end)
             try delete.run()
+            // A key freed at the top is given again: the mark must not stand above it.
+            try db.run(
+                "UPDATE audit_alias_mark SET upto = min(upto, (SELECT coalesce(max(id), 0) FROM audit_blocks))")
             let first = try db.statement("SELECT min(first_seq) FROM audit_blocks WHERE chain = ?1")
             defer { first.finish() }
             first.bind(1, chain)
@@ -133,32 +145,36 @@ extension SQLiteAliasStore {
 
     package func indexAuditAliases(limit: Int) throws(StoreError) -> Int {
         let pick = try db.statement(
-            "SELECT \(Self.auditColumns) FROM audit_blocks WHERE indexed = 0 ORDER BY id LIMIT ?1")
+            "SELECT \(Self.auditColumns) FROM audit_blocks WHERE id IN (\(Self.unindexed) ORDER BY id LIMIT ?1) ORDER BY id"
+        )
         pick.bind(1, Int64(limit))
         let blocks: [StoredAuditBlock]
         do {
             defer { pick.finish() }
             blocks = try readAuditBlocks(pick)
         }
+        guard let last = blocks.last?.id else { return 0 }
         for stored in blocks {
-            for reference in stored.block.summary?.aliasReferences ?? [] {
-                let add = try db.statement("INSERT OR IGNORE INTO audit_aliases (alias_ref, block) VALUES (?1, ?2)")
-                add.bind(1, reference)
+            for key in AuditBlockBody.aliasReferenceKeys(stored.block.body) ?? [] {
+                let add = try db.statement("INSERT OR IGNORE INTO audit_aliases (ref, block) VALUES (?1, ?2)")
+                add.bind(1, key)
                 add.bind(2, stored.id)
                 try add.run()
             }
-            let mark = try db.statement("UPDATE audit_blocks SET indexed = 1 WHERE id = ?1")
-            mark.bind(1, stored.id)
-            try mark.run()
         }
+        let mark = try db.statement(
+            "INSERT INTO audit_alias_mark (id, upto) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET upto = excluded.upto"
+        )
+        mark.bind(1, last)
+        try mark.run()
         return blocks.count
     }
 
     /// Removes what the alias index holds for a block (its references, read from its body).
     private func deleteAliasRows(of stored: StoredAuditBlock) throws(StoreError) {
-        for reference in stored.block.summary?.aliasReferences ?? [] {
-            let s = try db.statement("DELETE FROM audit_aliases WHERE alias_ref = ?1 AND block = ?2")
-            s.bind(1, reference)
+        for key in AuditBlockBody.aliasReferenceKeys(stored.block.body) ?? [] {
+            let s = try db.statement("DELETE FROM audit_aliases WHERE ref = ?1 AND block = ?2")
+            s.bind(1, key)
             s.bind(2, stored.id)
             try s.run()
         }
