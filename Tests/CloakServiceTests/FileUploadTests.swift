@@ -47,12 +47,18 @@ import Testing
     static func sqlite(_ server: TestServer, _ statement: String) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["sqlite3", "\(server.directory.path)/cloak.db", statement]
+        // Waiting out the node's own writes (a batch's commit, the audit index's rounds): without
+        // a busy timeout the command fails at once on a lock, and a tampering never happens.
+        process.arguments = [
+            "sqlite3", "-bail", "-cmd", ".timeout 10000", "\(server.directory.path)/cloak.db", statement,
+        ]
         let pipe = Pipe()
         process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
         try process.run()
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
         return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 

@@ -110,3 +110,21 @@ extension AliasStore {
         }
     }
 }
+
+extension AliasStore {
+    /// What the retention sweep may delete of `chain`: its blocks from its start up to (not
+    /// with) its first whose latest event is from `at` on or that does not read (kept for verify
+    /// to name), at most `limit`; and the place of the last event among them. Nil: none.
+    func sweepableAuditBlocks(of chain: String, before at: Int64, limit: Int) throws(StoreError)
+        -> (blocks: [StoredAuditBlock], last: Int64)?
+    {
+        var old: [StoredAuditBlock] = []
+        var last: Int64?
+        for stored in try auditChain(chain, after: 0, limit: limit) {
+            guard stored.lastAt < at, let summary = stored.block.summary else { break }
+            old.append(stored)
+            last = summary.last
+        }
+        return last.map { (old, $0) }
+    }
+}

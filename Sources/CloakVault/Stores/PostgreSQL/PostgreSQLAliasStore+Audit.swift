@@ -98,14 +98,9 @@ extension PostgreSQLAliasStore {
         var budget = limit
         var starts: [String: AuditTrim.Start] = [:]
         for chain in chains.sorted() where budget > 0 {
-            var old: [StoredAuditBlock] = []
-            var last: Int64?
-            for stored in try auditChain(chain, after: 0, limit: budget) {
-                guard stored.lastAt < at, let summary = stored.block.summary else { break }
-                old.append(stored)
-                last = summary.last
-            }
-            guard let last, let end = old.last?.block.first else { continue }
+            guard let (old, last) = try sweepableAuditBlocks(of: chain, before: at, limit: budget),
+                let end = old.last?.block.first
+            else { continue }
             budget -= old.count
             var keys: [Int64?] = []
             var ids: [Int64?] = []

@@ -57,23 +57,43 @@ extension SQLiteAliasStore {
         }
     }
 
-    package func auditBlocks(before: AuditBlockPosition?, from: Int64?, aliasReference: String?, limit: Int)
-        throws(StoreError) -> [StoredAuditBlock]
-    {
+    /// A page of a search's blocks (``auditBlocks(before:from:aliasReference:limit:)``), with or
+    /// without each filter: its parameters are always ?1 … ?5.
+    static func auditSearch(before: Bool, from: Bool, alias: Bool) -> String {
         var conditions: [String] = []
-        if before != nil { conditions.append("(last_at, id) < (?1, ?2)") }
-        if from != nil { conditions.append("last_at >= ?3") }
-        if aliasReference != nil {
-            conditions.append(
-                "id IN (SELECT block FROM audit_aliases WHERE ref = ?4 UNION ALL \(Self.unindexed))"
-            )
+        if before { conditions.append("(last_at, id) < (?1, ?2)") }
+        if from { conditions.append("last_at >= ?3") }
+        if alias {
+            conditions.append("id IN (SELECT block FROM audit_aliases WHERE ref = ?4 UNION ALL \(unindexed))")
         }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         // With an alias, its few blocks are found by key and sorted (`+last_at`: not the
         // time index, which would walk every block in the window).
-        let order = aliasReference == nil ? "last_at DESC, id DESC" : "+last_at DESC, id DESC"
+        let order = alias ? "+last_at DESC, id DESC" : "last_at DESC, id DESC"
+        return "SELECT \(auditColumns) FROM audit_blocks \(filter) ORDER BY \(order) LIMIT ?5"
+    }
+
+    static let auditChainBlocks =
+        "SELECT \(auditColumns) FROM audit_blocks WHERE chain = ?1 AND last_seq > ?2 ORDER BY first_seq LIMIT ?3"
+    static let auditOldChains =
+        "SELECT DISTINCT chain FROM (SELECT chain FROM audit_blocks WHERE last_at < ?1 ORDER BY last_at LIMIT ?2)"
+    static let auditToIndex =
+        "SELECT \(auditColumns) FROM audit_blocks WHERE id IN (\(unindexed) ORDER BY id LIMIT ?1) ORDER BY id"
+
+    /// The statements that find audit blocks, by name: each goes through an index (the plan
+    /// tests, `SweepPlanTests`).
+    static let auditFinders: [(String, String)] = [
+        ("search by time", auditSearch(before: true, from: true, alias: false)),
+        ("search by alias", auditSearch(before: true, from: true, alias: true)),
+        ("a chain's blocks", auditChainBlocks), ("the sweep's chains", auditOldChains),
+        ("blocks to index", auditToIndex),
+    ]
+
+    package func auditBlocks(before: AuditBlockPosition?, from: Int64?, aliasReference: String?, limit: Int)
+        throws(StoreError) -> [StoredAuditBlock]
+    {
         let s = try db.statement(
-            "SELECT \(Self.auditColumns) FROM audit_blocks \(filter) ORDER BY \(order) LIMIT ?5")
+            Self.auditSearch(before: before != nil, from: from != nil, alias: aliasReference != nil))
         defer { s.finish() }
         s.bind(1, before?.lastAt)
         s.bind(2, before?.id)
@@ -92,9 +112,7 @@ extension SQLiteAliasStore {
     }
 
     package func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [StoredAuditBlock] {
-        let s = try db.statement(
-            "SELECT \(Self.auditColumns) FROM audit_blocks WHERE chain = ?1 AND last_seq > ?2 ORDER BY first_seq LIMIT ?3"
-        )
+        let s = try db.statement(Self.auditChainBlocks)
         defer { s.finish() }
         s.bind(1, chain)
         s.bind(2, seq)
@@ -104,8 +122,7 @@ extension SQLiteAliasStore {
 
     package func deleteAuditBlocks(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start] {
         // The chains with an old block, through the time index.
-        let pick = try db.statement(
-            "SELECT DISTINCT chain FROM (SELECT chain FROM audit_blocks WHERE last_at < ?1 ORDER BY last_at LIMIT ?2)")
+        let pick = try db.statement(Self.auditOldChains)
         pick.bind(1, at)
         pick.bind(2, Int64(limit))
         var chains: [String] = []
@@ -116,15 +133,9 @@ extension SQLiteAliasStore {
         var budget = limit
         var starts: [String: AuditTrim.Start] = [:]
         for chain in chains.sorted() where budget > 0 {
-            // Along the chain from its start, up to its first young block.
-            var old: [StoredAuditBlock] = []
-            var last: Int64?
-            for stored in try auditChain(chain, after: 0, limit: budget) {
-                guard stored.lastAt < at, let summary = stored.block.summary else { break }
-                old.append(stored)
-                last = summary.last
-            }
-            guard let last, let end = old.last?.block.first else { continue }
+            guard let (old, last) = try sweepableAuditBlocks(of: chain, before: at, limit: budget),
+                let end = old.last?.block.first
+            else { continue }
             budget -= old.count
             for stored in old { try deleteAliasRows(of: stored) }
             let delete = try db.statement("DELETE FROM audit_blocks WHERE chain = ?1 AND first_seq <= ?2")
@@ -144,9 +155,7 @@ extension SQLiteAliasStore {
     }
 
     package func indexAuditAliases(limit: Int) throws(StoreError) -> Int {
-        let pick = try db.statement(
-            "SELECT \(Self.auditColumns) FROM audit_blocks WHERE id IN (\(Self.unindexed) ORDER BY id LIMIT ?1) ORDER BY id"
-        )
+        let pick = try db.statement(Self.auditToIndex)
         pick.bind(1, Int64(limit))
         let blocks: [StoredAuditBlock]
         do {
