@@ -13,6 +13,11 @@ extension AliasStoreCompatSuite {
             key: HMACKey(SymmetricKey([UInt8](repeating: 7, count: 32))))
     }
 
+    /// Whether a block is sealed under the suite's key.
+    private static func authentic(_ block: AuditBlock) -> Bool {
+        AuditChain.isAuthentic(block, key: HMACKey(SymmetricKey([UInt8](repeating: 7, count: 32))))
+    }
+
     /// An alias reference no other run has: `ar_` and 16 hex digits.
     private static func reference() -> String {
         "ar_" + String(UInt64.random(in: 0...UInt64.max), radix: 16).leftPadded(to: 16)
@@ -102,19 +107,26 @@ extension AliasStoreCompatSuite {
         #expect(try store.auditChains().contains(a.id))
         #expect(try store.auditChain(a.id, after: 0, limit: 2).map(\.block) == Array(blocks[0..<2]))
         #expect(try store.auditChain(a.id, after: 2, limit: 10).map(\.block) == Array(blocks[2...]))
-        // A place inside a block: that block is read whole.
-        #expect(try store.auditChain(a.id, after: 5, limit: 10).map(\.block) == [blocks[4]])
-        #expect(try store.auditChain(a.id, after: 6, limit: 10).isEmpty)
+        // Rows are found by the place they start at.
+        #expect(try store.auditChain(a.id, after: 4, limit: 10).map(\.block) == [blocks[4]])
+        #expect(try store.auditChain(a.id, after: 5, limit: 10).isEmpty)
+        #expect(try store.auditChain(a.id, after: .min, limit: 10).map(\.lastSeq) == [1, 2, 3, 4, 6])
         // Only what is older than the cut, up to the limit, from the chain's start; its new start.
-        let starts = try transaction(store) { try store.deleteAuditBlocks(before: 4, limit: 2) }
+        let starts = try transaction(store) {
+            try store.deleteAuditBlocks(before: 4, limit: 2, authentic: Self.authentic)
+        }
         #expect(starts[a.id] == AuditTrim.Start(first: 3, gone: false))
         #expect(try store.auditChain(a.id, after: 0, limit: 10).map(\.block.first) == [3, 4, 5])
         let byAlias = AuditQuery(from: 0, aliasReference: reference)
         #expect(try store.auditEvents(byAlias).events.map(\.seq) == [4, 3])
         // A block goes only whole: the last one's second event is young.
-        let rest = try transaction(store) { try store.deleteAuditBlocks(before: 6, limit: 1000) }
+        let rest = try transaction(store) {
+            try store.deleteAuditBlocks(before: 6, limit: 1000, authentic: Self.authentic)
+        }
         #expect(rest[a.id] == AuditTrim.Start(first: 5, gone: false))
-        let all = try transaction(store) { try store.deleteAuditBlocks(before: 100, limit: 1000) }
+        let all = try transaction(store) {
+            try store.deleteAuditBlocks(before: 100, limit: 1000, authentic: Self.authentic)
+        }
         #expect(all[a.id] == AuditTrim.Start(first: 7, gone: true))
         #expect(try store.auditChain(a.id, after: 0, limit: 10).isEmpty)
         #expect(try store.auditEvents(byAlias).events.isEmpty)
@@ -124,7 +136,9 @@ extension AliasStoreCompatSuite {
         var mixed: [AuditBlock] = []
         for at in [1, 50, 2, 60] { mixed += b.seal([Self.draft(Int64(at), "create")]) }
         try transaction(store) { try store.appendAuditBlocks(mixed) }
-        let cut = try transaction(store) { try store.deleteAuditBlocks(before: 10, limit: 1000) }
+        let cut = try transaction(store) {
+            try store.deleteAuditBlocks(before: 10, limit: 1000, authentic: Self.authentic)
+        }
         #expect(cut[b.id] == AuditTrim.Start(first: 2, gone: false))
         #expect(try store.auditChain(b.id, after: 0, limit: 10).map(\.block.first) == [2, 3, 4])
     }

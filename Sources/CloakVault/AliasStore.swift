@@ -128,21 +128,34 @@ package protocol AliasStore: FileStore {
         throws(StoreError) -> [StoredAuditBlock]
     /// Every chain that has a block, by name.
     func auditChains() throws(StoreError) -> [String]
-    /// Up to `limit` blocks of `chain` that hold an event after place `seq`, in place order.
+    /// Up to `limit` rows of `chain` whose stored first place is after `seq`, in that order:
+    /// every row, whatever its other columns say (verify reads them all from `Int64.min`).
     func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [StoredAuditBlock]
     /// Deletes up to `limit` whole blocks whose latest event is before `at` (milliseconds),
-    /// each chain's from its start and never past its first block with an event from `at` on (a
-    /// chain keeps no hole), with their alias index rows; answers, for each chain it deleted
-    /// from, where it starts now. A store that several nodes share lets one sweeper at a time
-    /// do it (the others answer none).
-    func deleteAuditBlocks(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start]
+    /// each chain's from its start and never past its first block with an event from `at` on,
+    /// nor past one that is not `authentic` (a chain keeps no hole, and a row someone altered is
+    /// kept for verify to name: the times come from the sealed events, not the row's column),
+    /// with their alias index rows; answers, for each chain it deleted from, where it starts
+    /// now. A store that several nodes share lets one sweeper at a time do it (the others
+    /// answer none).
+    func deleteAuditBlocks(before at: Int64, limit: Int, authentic: (AuditBlock) -> Bool) throws(StoreError)
+        -> [String: AuditTrim.Start]
     /// Indexes the alias references of up to `limit` blocks not indexed yet, oldest first, off
     /// the requests' path (the audit trail's upkeep); answers how many blocks it took.
     func indexAuditAliases(limit: Int) throws(StoreError) -> Int
+    /// Whether an alias search finds `stored` by each of its references' `keys`: it is not
+    /// indexed yet (read whole), or the index holds every one (verify: someone who can write
+    /// the database could otherwise hide a block from alias searches by marking it indexed).
+    func auditAliasIndexHolds(_ stored: StoredAuditBlock, keys: [Int64]) throws(StoreError) -> Bool
 }
 
 extension AliasStore {
     package var counters: StoreCounters { StoreCounters() }
+
+    /// Whether a statement that fails leaves the transaction unusable until a rollback (a
+    /// database server: PostgreSQL). There, every job runs in a savepoint, even one that writes
+    /// nothing itself (an audited reveal), so that its failure stays its own.
+    package var failedStatementAbortsTransaction: Bool { false }
 
     /// ``records(aliases:)`` as one ``record(alias:)`` per alias: for a store whose statements
     /// cost a function call.

@@ -273,13 +273,19 @@ package struct StoreMigration {
             blocks.reduce(0) { $0 + Int(($1.block.summary?.last ?? $1.block.first) - $1.block.first + 1) }
         }
         for chain in try source.auditChains() {
-            var last: Int64 = 0
-            while let held = try destination.auditChain(chain, after: last, limit: page).last?.block.summary?.last {
-                report.tallies[.auditEvents, default: Tally()].already += Int(held - last)
-                last = held
+            var last = Int64.min
+            while let held = try destination.auditChain(chain, after: last, limit: page).last {
+                report.tallies[.auditEvents, default: Tally()].already += events([held])
+                last = held.block.first
             }
             var blocks = try source.auditChain(chain, after: last, limit: page)
-            while let end = blocks.last?.block.summary?.last {
+            while let end = blocks.last?.block.first {
+                // A block that does not read is evidence: stop rather than copy around it.
+                if let broken = blocks.first(where: { $0.block.summary == nil }) {
+                    throw StoreError.unavailable(
+                        "the audit block of chain \(chain) at \(broken.block.first) does not read (cloak audit verify names it); nothing of it or after it was copied"
+                    )
+                }
                 try destination.begin()
                 do throws(StoreError) {
                     try destination.appendAuditBlocks(blocks.map(\.block))

@@ -36,11 +36,20 @@ extension Vault {
         var verifier = AuditVerifier(key: keys.derivedMAC(purpose: AuditChain.keyPurpose), heads: heads)
         let chains = try store.auditChains()
         for chain in chains {
-            var after: Int64 = 0
+            // Every row of the chain, by the place it is stored at (not by what it says it ends at).
+            var after = Int64.min
             while true {
                 let page = try store.auditChain(chain, after: after, limit: 1000)
-                for block in page { try verifier.add(block) }
-                guard let last = page.last?.block.summary?.last, page.count == 1000 else { break }
+                for block in page {
+                    try verifier.add(block)
+                    let keys = AuditBlockBody.aliasReferenceKeys(block.block.body) ?? []
+                    guard try store.auditAliasIndexHolds(block, keys: keys) else {
+                        throw AuditVerifier.Break(
+                            chain: chain, seq: block.block.first,
+                            reason: "the alias index does not find it by its references (hidden from alias searches)")
+                    }
+                }
+                guard let last = page.last?.block.first, page.count == 1000 else { break }
                 after = last
             }
         }

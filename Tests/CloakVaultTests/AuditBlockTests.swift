@@ -70,7 +70,9 @@ import Testing
     /// Blocks of two chains that overlap in time, served newest first by their latest event.
     private static func store(_ blocks: [AuditBlock]) -> [StoredAuditBlock] {
         blocks.enumerated().map {
-            StoredAuditBlock(id: Int64($0.offset + 1), lastAt: $0.element.summary!.lastAt, block: $0.element)
+            StoredAuditBlock(
+                id: Int64($0.offset + 1), lastAt: $0.element.summary!.lastAt, lastSeq: $0.element.summary!.last,
+                block: $0.element)
         }
         .sorted { ($0.lastAt, $0.id) > ($1.lastAt, $1.id) }
     }

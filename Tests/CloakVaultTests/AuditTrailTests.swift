@@ -109,6 +109,13 @@ private final class HeadLog: Sendable {
             vault.close()
             let head = try #require(heads.last)
             try h.execute(tampering.sql)
+            // Whatever a row says, a search and the sweep read past it without trapping.
+            _ = try h.inspector().auditEvents(AuditQuery(limit: 500))
+            let settings = AuditSettings(node: "node", retentionDays: 400) { _ in }
+            let sweeper = AuditTrail(
+                chain: AuditChain(id: "sweeper/1/0", key: h.keys.derivedMAC(purpose: AuditChain.keyPurpose)),
+                settings: settings, sweeps: true)
+            #expect(try !sweeper.trim(h.inspector(), before: 1_000_000, limit: 100))
             do {
                 _ = try Vault.verifyAudit(try h.inspector(), keys: h.keys, heads: [head])
                 Issue.record("\(tampering) was not seen")
@@ -119,7 +126,8 @@ private final class HeadLog: Sendable {
     }
 
     enum Tampering: String, CaseIterable, Sendable {
-        case altered, unreadable, hiddenFromSearches, deletedInTheMiddle, deletedAtTheStart, cutOff, swapped
+        case altered, unreadable, hiddenFromSearches, placeColumnAltered, forgedBeforeTheStart, placeOverflow
+        case hiddenFromAliasSearches, deletedInTheMiddle, deletedAtTheStart, cutOff, swapped
 
         var sql: String {
             switch self {
@@ -128,6 +136,21 @@ private final class HeadLog: Sendable {
                     "UPDATE audit_blocks SET body = CAST(replace(CAST(body AS TEXT), 'create', 'delete') AS BLOB) WHERE first_seq = 3"
             case .unreadable: return "UPDATE audit_blocks SET body = x'00000001' WHERE first_seq = 5"
             case .hiddenFromSearches: return "UPDATE audit_blocks SET last_at = 0 WHERE first_seq = 7"
+            case .placeColumnAltered: return "UPDATE audit_blocks SET last_seq = 0 WHERE first_seq = 5"
+            case .forgedBeforeTheStart:
+                // A row verify would not have read from place 1 on (it ends "before" it starts).
+                return """
+                    INSERT INTO audit_blocks (chain, first_seq, last_seq, last_at, body, prev, mac)
+                    SELECT chain, 0, -1, last_at, body, prev, mac FROM audit_blocks WHERE first_seq = 1
+                    """
+            case .placeOverflow:
+                return """
+                    INSERT INTO audit_blocks (chain, first_seq, last_seq, last_at, body, prev, mac)
+                    SELECT chain, 9223372036854775807, 9223372036854775807, 0, body, prev, mac FROM audit_blocks
+                    WHERE first_seq = 9
+                    """
+            case .hiddenFromAliasSearches:
+                return "INSERT OR REPLACE INTO audit_alias_mark (id, upto) VALUES (1, 1000000)"
             case .deletedInTheMiddle: return "DELETE FROM audit_blocks WHERE first_seq = 5"
             case .deletedAtTheStart: return "DELETE FROM audit_blocks WHERE first_seq <= 3"
             case .cutOff: return "DELETE FROM audit_blocks WHERE first_seq >= 9"
@@ -146,6 +169,10 @@ private final class HeadLog: Sendable {
             case .altered: return 3
             case .unreadable: return 5
             case .hiddenFromSearches: return 7
+            case .placeColumnAltered: return 5
+            case .forgedBeforeTheStart: return 0
+            case .placeOverflow: return .max
+            case .hiddenFromAliasSearches: return 1
             case .deletedInTheMiddle: return 5
             case .deletedAtTheStart: return 4
             case .cutOff: return 10
@@ -194,6 +221,48 @@ private final class HeadLog: Sendable {
             _ = try Vault.verifyAudit(store, keys: h.keys)
             try h.execute("DELETE FROM audit_blocks WHERE chain = 'old-node/3/0' AND first_seq = 3")
             #expect(throws: AuditVerifier.Break.self) { try Vault.verifyAudit(store, keys: h.keys) }
+        }
+    }
+}
+
+/// Someone who can write the database but holds no key cannot have the sweep delete events for
+/// them: it goes by the sealed events' times and stops at a row that is not authentic.
+@Suite struct AuditSweepTamperingTests {
+    @Test func theSweepGoesByTheSealedTimesNotTheColumn() throws {
+        try withVaultHarness { h in
+            let store = try SQLiteAliasStore(path: h.storePath)
+            let key = h.keys.derivedMAC(purpose: AuditChain.keyPurpose)
+            var young = AuditChain(id: "young/1/0", key: key)
+            let now = VaultAuditing.nowMilliseconds()
+            try store.begin()
+            for offset in 0..<3 {
+                try store.appendAuditBlocks(
+                    young.seal([
+                        AuditEvent.Draft(
+                            at: now + Int64(offset), action: "reveal", tokenID: "t", client: "-", result: "ok")
+                    ]))
+            }
+            try store.commit()
+            // Made to look a year old.
+            try h.execute("UPDATE audit_blocks SET last_at = 1000 WHERE chain = 'young/1/0'")
+            let settings = AuditSettings(node: "node", retentionDays: 400) { _ in }
+            let trail = AuditTrail(chain: AuditChain(id: "node/3/0", key: key), settings: settings, sweeps: true)
+            #expect(try !trail.trim(store, before: now - 1000, limit: 100))
+            #expect(try store.auditChain("young/1/0", after: .min, limit: 10).count == 3)
+            #expect(throws: AuditVerifier.Break.self) { try Vault.verifyAudit(store, keys: h.keys) }
+            // A row written without the key, its events old: never swept (verify names it).
+            let old = AuditBlockBody.encode([
+                AuditEvent.Draft(at: 1000, action: "reveal", tokenID: "t", client: "-", result: "ok")
+            ])
+            try store.begin()
+            try store.appendAuditBlocks([
+                AuditBlock(
+                    chain: "old/1/0", first: 1, body: old, previousMAC: AuditChain.origin,
+                    mac: [UInt8](repeating: 0, count: 32))
+            ])
+            try store.commit()
+            #expect(try !trail.trim(store, before: now - 1000, limit: 100))
+            #expect(try store.auditChain("old/1/0", after: .min, limit: 10).count == 1)
         }
     }
 }

@@ -101,15 +101,23 @@ struct AdminAuditHandler {
 
     /// RFC 3339 (`2026-11-26T10:00:00Z`, fractions allowed) or milliseconds since the epoch.
     static func time(_ text: String, _ name: String) throws(CloakError) -> Int64 {
-        if let milliseconds = Int64(text), milliseconds >= 0 { return milliseconds }
+        if let milliseconds = Int64(text), (0...maxTime).contains(milliseconds) { return milliseconds }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let plain = ISO8601DateFormatter()
-        guard let date = formatter.date(from: text) ?? plain.date(from: text) else {
-            throw .malformed("\(name) must be an RFC 3339 time (2026-11-26T10:00:00Z) or milliseconds since 1970")
+        guard let date = formatter.date(from: text) ?? plain.date(from: text),
+            case let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down),
+            milliseconds >= 0, milliseconds <= Double(maxTime)
+        else {
+            throw .malformed(
+                "\(name) must be an RFC 3339 time (2026-11-26T10:00:00Z) or milliseconds since 1970, up to the year 9999"
+            )
         }
-        return Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        return Int64(milliseconds)
     }
+
+    /// The last millisecond of the year 9999: no time or cursor past it is taken.
+    static let maxTime: Int64 = 253_402_300_799_999
 
     /// A cursor is `at.seq.chain`, base64url: opaque to clients, checked here.
     static func cursorText(_ cursor: AuditQuery.Cursor) -> String {
@@ -123,7 +131,8 @@ struct AdminAuditHandler {
             throw .malformed("cursor is not one this server gave")
         }
         let parts = plain.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, let at = Int64(parts[0]), let seq = Int64(parts[1]) else {
+        guard parts.count == 3, let at = Int64(parts[0]), (0...maxTime + 1).contains(at), let seq = Int64(parts[1])
+        else {
             throw .malformed("cursor is not one this server gave")
         }
         return AuditQuery.Cursor(at: at, chain: String(parts[2]), seq: seq)

@@ -40,8 +40,16 @@ package struct AuditBlock: Sendable, Equatable {
         a.chain == b.chain && a.first == b.first && a.body == b.body && a.previousMAC == b.previousMAC && a.mac == b.mac
     }
 
-    /// The events, or nil when the body does not decode (altered: its MAC fails too).
-    package var drafts: [AuditEvent.Draft]? { AuditBlockBody.decode(body) }
+    /// The events, or nil when the body does not decode or their places would not fit (a row
+    /// someone wrote: its MAC fails too).
+    package var drafts: [AuditEvent.Draft]? {
+        guard let drafts = AuditBlockBody.decode(body), Self.fits(first: first, count: drafts.count) else { return nil }
+        return drafts
+    }
+
+    /// Whether `count` events from place `first` are places of a chain (from 1, within Int64):
+    /// a row's `first_seq` is not trusted before its MAC is checked.
+    static func fits(first: Int64, count: Int) -> Bool { first >= 1 && first <= Int64.max - Int64(count) }
 
     /// The events with their places; none when the body does not decode.
     package var events: [AuditEvent] {
@@ -65,7 +73,7 @@ package struct AuditBlock: Sendable, Equatable {
     }
 
     private static func summarize(first: Int64, _ drafts: ArraySlice<AuditEvent.Draft>) -> Summary? {
-        guard !drafts.isEmpty else { return nil }
+        guard !drafts.isEmpty, fits(first: first, count: drafts.count) else { return nil }
         var firstAt = Int64.max, lastAt = Int64.min
         var references: [String] = []
         for draft in drafts {
@@ -85,18 +93,22 @@ package struct AuditBlock: Sendable, Equatable {
     package static let maxSpanMilliseconds: Int64 = 2_000
 }
 
-/// A block read back with the store's own key for it: the order blocks are searched in
-/// (latest event time, then ``id``, newest first) and how a page of blocks goes on.
+/// A block read back with the store's own columns for it: the order blocks are searched in
+/// (latest event time, then ``id``, newest first) and how a page of blocks goes on. None of them
+/// is under the MAC: verify checks each against the events (``AuditVerifier``).
 package struct StoredAuditBlock: Sendable, Equatable {
     /// The store's row key: unique, rising in insertion order.
     package var id: Int64
     /// The latest event time the store keeps for it (``AuditBlock/Summary/lastAt``).
     package var lastAt: Int64
+    /// The last event's place the store keeps for it (``AuditBlock/Summary/last``).
+    package var lastSeq: Int64
     package var block: AuditBlock
 
-    package init(id: Int64, lastAt: Int64, block: AuditBlock) {
+    package init(id: Int64, lastAt: Int64, lastSeq: Int64, block: AuditBlock) {
         self.id = id
         self.lastAt = lastAt
+        self.lastSeq = lastSeq
         self.block = block
     }
 

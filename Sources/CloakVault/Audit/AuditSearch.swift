@@ -21,8 +21,8 @@ package struct AuditPage: Sendable, Equatable {
 package struct AuditSearch {
     /// The most events one page decodes before it answers with what it has.
     package static let scanLimit = 20_000
-    /// Blocks read at a time.
-    static let blocksPerRead = 128
+    /// Blocks read at a time (the budget is checked after each).
+    static let blocksPerRead = 32
 
     package typealias Fetch = (_ before: AuditBlockPosition?, _ limit: Int) throws(StoreError) -> [StoredAuditBlock]
 
@@ -35,25 +35,37 @@ package struct AuditSearch {
         let limit = max(1, query.limit)
         // No event of this page is later than this (the cursor's time, or `until`), and so (a
         // block's events span at most ``AuditBlock/maxSpanMilliseconds``) no block later than
-        // that and a span can hold one.
+        // that and a span can hold one. (Times near Int64's end: from the newest block.)
         let ceiling: Int64? = [query.cursor?.at, query.until].compactMap { $0 }.min()
-        var position = ceiling.map { AuditBlockPosition(lastAt: $0 + AuditBlock.maxSpanMilliseconds + 1, id: .min) }
+        let span = AuditBlock.maxSpanMilliseconds
+        var position = ceiling.flatMap {
+            $0 < .max - span - 1 ? AuditBlockPosition(lastAt: $0 + span + 1, id: .min) : nil
+        }
         var pending: [AuditEvent] = []
         var out: [AuditEvent] = []
         var scanned = 0
         while true {
             let blocks = try fetch(position, Self.blocksPerRead)
-            for stored in blocks {
+            let done = blocks.count < Self.blocksPerRead
+            // Where the page stops for its budget: after a block, once enough was read, and only
+            // below where the page began (blocks within a span above it are read again by the
+            // page after), so that each page gets further than the one before.
+            var stopped: Int64?
+            for (index, stored) in blocks.enumerated() {
                 for event in stored.block.events {
                     // What lies above this page (read again within a block's span) is not counted.
                     if let ceiling, event.draft.at > ceiling { continue }
                     scanned += 1
                     if query.matches(event) { pending.append(event) }
                 }
+                let lastRead = done && index == blocks.count - 1
+                if scanned >= scanLimit, !lastRead, stored.lastAt < (ceiling ?? .max) - 1 {
+                    stopped = stored.lastAt
+                    break
+                }
             }
-            let done = blocks.count < Self.blocksPerRead
-            // Every block still unread ends at or before this one: events after it are final.
-            let bound = done ? nil : blocks.last?.lastAt
+            // Every block still unread ends at or before the last one read: events after it are final.
+            let bound = stopped ?? (done ? nil : blocks.last?.lastAt)
             pending.sort { Self.isNewer($0, than: $1) }
             var taken = 0
             for event in pending {
@@ -61,17 +73,16 @@ package struct AuditSearch {
                 out.append(event)
                 taken += 1
                 if out.count == limit {
-                    return AuditPage(events: out, next: done && taken == pending.count ? nil : .init(after: event))
+                    let last = done && stopped == nil && taken == pending.count
+                    return AuditPage(events: out, next: last ? nil : .init(after: event))
                 }
             }
             pending.removeFirst(taken)
-            guard let bound, let last = blocks.last else { return AuditPage(events: out, next: nil) }
-            // Only below where this page began (blocks within a span above it are read again by
-            // the page after), so that each page gets further than the one before.
-            if scanned >= scanLimit, bound + 1 < (ceiling ?? .max) {
-                // Everything after `bound` is answered; the next page goes on from it.
-                return AuditPage(events: out, next: AuditQuery.Cursor(at: bound + 1, chain: "", seq: 0))
+            // Everything after `stopped` is answered; the next page goes on from it.
+            if let stopped {
+                return AuditPage(events: out, next: AuditQuery.Cursor(at: stopped + 1, chain: "", seq: 0))
             }
+            guard bound != nil, let last = blocks.last else { return AuditPage(events: out, next: nil) }
             position = last.position
         }
     }
@@ -112,16 +123,17 @@ extension AliasStore {
 }
 
 extension AliasStore {
-    /// What the retention sweep may delete of `chain`: its blocks from its start up to (not
-    /// with) its first whose latest event is from `at` on or that does not read (kept for verify
-    /// to name), at most `limit`; and the place of the last event among them. Nil: none.
-    func sweepableAuditBlocks(of chain: String, before at: Int64, limit: Int) throws(StoreError)
-        -> (blocks: [StoredAuditBlock], last: Int64)?
+    /// What the retention sweep may delete of `chain`: its rows from its start up to (not with)
+    /// the first that is not `authentic`, does not read, or holds an event from `at` on (by the
+    /// sealed events' times, not the row's column), at most `limit`; and the place of the last
+    /// event among them. Nil: none.
+    func sweepableAuditBlocks(of chain: String, before at: Int64, limit: Int, authentic: (AuditBlock) -> Bool)
+        throws(StoreError) -> (blocks: [StoredAuditBlock], last: Int64)?
     {
         var old: [StoredAuditBlock] = []
         var last: Int64?
-        for stored in try auditChain(chain, after: 0, limit: limit) {
-            guard stored.lastAt < at, let summary = stored.block.summary else { break }
+        for stored in try auditChain(chain, after: .min, limit: limit) {
+            guard let summary = stored.block.summary, summary.lastAt < at, authentic(stored.block) else { break }
             old.append(stored)
             last = summary.last
         }

@@ -143,7 +143,7 @@ final class AuditTrail {
             try store.begin()
             try settle(store)
             mark = chain.mark
-            var starts = try store.deleteAuditBlocks(before: before, limit: limit)
+            var starts = try store.deleteAuditBlocks(before: before, limit: limit) { [chain] in chain.isAuthentic($0) }
             guard !starts.isEmpty else {
                 try store.commit()
                 return false

@@ -61,9 +61,10 @@ package struct AuditVerifier {
         guard let drafts = block.drafts, let summary = block.summary else {
             throw Break(chain: block.chain, seq: block.first, reason: "its events cannot be read")
         }
-        guard summary.lastAt == stored.lastAt else {
+        guard summary.lastAt == stored.lastAt, summary.last == stored.lastSeq else {
             throw Break(
-                chain: block.chain, seq: block.first, reason: "the time it is found by is not its events' (altered)")
+                chain: block.chain, seq: block.first,
+                reason: "the time or place it is found by is not its events' (altered)")
         }
         events += drafts.count
         if var span = spans[block.chain] {

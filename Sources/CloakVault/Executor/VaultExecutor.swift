@@ -393,7 +393,7 @@ final class VaultExecutor: @unchecked Sendable {
                     store.rollback()
                     return .conflicted
                 }
-                if !reading && !job.notesOnly { store.rollbackToSavepoint() }
+                if !reading && needsSavepoint(job) { store.rollbackToSavepoint() }
                 failed.append((job, error))
                 if !store.isInTransaction {
                     // The store abandoned the whole transaction by itself (full disk, I/O error):
@@ -442,11 +442,16 @@ final class VaultExecutor: @unchecked Sendable {
         return reads.isEmpty ? .answered : .abandoned(reads: reads)
     }
 
+    /// Whether a job of a writing transaction runs in a savepoint: unless it writes nothing but
+    /// its notes (nothing to undo), on a store where a failed statement leaves the transaction
+    /// usable.
+    private func needsSavepoint(_ job: Job) -> Bool { !job.notesOnly || store.failedStatementAbortsTransaction }
+
     /// Runs one job, in its savepoint unless the batch only reads or the job writes nothing but
     /// its notes (neither has anything to undo).
     private func run(_ job: Job, reading: Bool) throws -> @Sendable () -> Void {
         if reading { return try job.body(store) }
-        let undoable = !job.notesOnly
+        let undoable = needsSavepoint(job)
         if undoable { try store.savepoint() }
         guard let subject = job.audit else {
             let deliver = try job.body(store)

@@ -46,15 +46,15 @@ extension IssuedAlias {
 
 extension StoredAuditBlock {
     /// The audit blocks table's columns, in the order ``init(row:)`` reads them (both stores).
-    static let columns = "id, last_at, chain, first_seq, body, prev, mac"
+    static let columns = "id, last_at, chain, first_seq, body, prev, mac, last_seq"
 
     /// The block in a row of ``columns``.
     init(row: some RecordRow) throws(StoreError) {
         guard let id = row.integer(at: 0), let lastAt = row.integer(at: 1), let chain = row.text(at: 2),
-            let first = row.integer(at: 3), let body = row.bytes(at: 4)
+            let first = row.integer(at: 3), let body = row.bytes(at: 4), let lastSeq = row.integer(at: 7)
         else { throw .unavailable("an audit block row is incomplete") }
         self.init(
-            id: id, lastAt: lastAt,
+            id: id, lastAt: lastAt, lastSeq: lastSeq,
             block: AuditBlock(
                 chain: chain, first: first, body: body, previousMAC: row.bytes(at: 5) ?? [], mac: row.bytes(at: 6) ?? []
             ))

@@ -79,14 +79,16 @@ extension PostgreSQLAliasStore {
     package func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [StoredAuditBlock] {
         try readAuditBlocks(
             db.query(
-                "SELECT \(Self.auditColumns) FROM audit_blocks WHERE chain = $1 AND last_seq > $2 ORDER BY first_seq LIMIT $3",
+                "SELECT \(Self.auditColumns) FROM audit_blocks WHERE chain = $1 AND first_seq > $2 ORDER BY first_seq LIMIT $3",
                 [.text(chain), .int(seq), .int(Int64(limit))]))
     }
 
     /// The advisory lock of the audit sweep: one node at a time ("cloak" and 1).
     static let auditSweepLock: Int64 = 0x636C_6F61_6B01
 
-    package func deleteAuditBlocks(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start] {
+    package func deleteAuditBlocks(before at: Int64, limit: Int, authentic: (AuditBlock) -> Bool) throws(StoreError)
+        -> [String: AuditTrim.Start]
+    {
         guard
             try db.query("SELECT pg_try_advisory_xact_lock($1)::int::int8", [.int(Self.auditSweepLock)]).first?.int(0)
                 == 1
@@ -98,7 +100,8 @@ extension PostgreSQLAliasStore {
         var budget = limit
         var starts: [String: AuditTrim.Start] = [:]
         for chain in chains.sorted() where budget > 0 {
-            guard let (old, last) = try sweepableAuditBlocks(of: chain, before: at, limit: budget),
+            guard
+                let (old, last) = try sweepableAuditBlocks(of: chain, before: at, limit: budget, authentic: authentic),
                 let end = old.last?.block.first
             else { continue }
             budget -= old.count
@@ -148,6 +151,18 @@ extension PostgreSQLAliasStore {
         try db.query(
             "UPDATE audit_blocks SET indexed = true WHERE id = ANY($1::int8[])", [.ints(blocks.map { $0.id })])
         return blocks.count
+    }
+
+    package func auditAliasIndexHolds(_ stored: StoredAuditBlock, keys: [Int64]) throws(StoreError) -> Bool {
+        guard
+            try db.query("SELECT indexed::int::int8 FROM audit_blocks WHERE id = $1", [.int(stored.id)]).first?.int(0)
+                == 1, !keys.isEmpty
+        else { return true }
+        let found = try db.query(
+            "SELECT count(*)::int8 FROM audit_aliases WHERE block = $1 AND ref = ANY($2::int8[])",
+            [.int(stored.id), .ints(keys.map { $0 })]
+        ).first?.int(0)
+        return found == Int64(keys.count)
     }
 
     private func readAuditBlocks(_ rows: [PostgreSQLConnection.Row]) throws(StoreError) -> [StoredAuditBlock] {

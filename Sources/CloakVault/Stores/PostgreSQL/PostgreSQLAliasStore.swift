@@ -76,12 +76,15 @@ package final class PostgreSQLAliasStore: AliasStore {
         try connected()
         db.readsOnly = true
     }
+    package var failedStatementAbortsTransaction: Bool { true }
+
     package func commit() throws(StoreError) {
         if db.readsOnly {
             db.readsOnly = false
             return
         }
-        try db.execute("COMMIT")
+        // A transaction a failed statement aborted answers COMMIT with ROLLBACK, and no error.
+        try db.execute("COMMIT", expecting: "COMMIT")
     }
     package func rollback() {
         if db.readsOnly {

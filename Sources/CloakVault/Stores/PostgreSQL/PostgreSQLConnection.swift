@@ -173,13 +173,20 @@ final class PostgreSQLConnection {
     }
 
     /// Runs statements without parameters or results (schema, transactions).
-    func execute(_ sql: String) throws(StoreError) {
+    func execute(_ sql: String) throws(StoreError) { try execute(sql, expecting: nil) }
+
+    /// Runs `sql`; with `tag`, its command status must be that (else a transient error: the
+    /// work was not done).
+    func execute(_ sql: String, expecting tag: String?) throws(StoreError) {
         guard let conn else { throw .unavailable("not connected to PostgreSQL") }
         try admit(sql)
         let result = PQexec(conn, sql)
         defer { PQclear(result) }
         counters.statements += 1
         try check(result, "execute")
+        if let tag, let status = PQcmdStatus(result).map({ String(cString: $0) }), status != tag {
+            throw .transient("PostgreSQL answered \(sql) with \(status)")
+        }
     }
 
     /// Runs one statement with binary parameters; returns its rows.

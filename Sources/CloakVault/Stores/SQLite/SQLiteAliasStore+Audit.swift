@@ -74,7 +74,7 @@ extension SQLiteAliasStore {
     }
 
     static let auditChainBlocks =
-        "SELECT \(auditColumns) FROM audit_blocks WHERE chain = ?1 AND last_seq > ?2 ORDER BY first_seq LIMIT ?3"
+        "SELECT \(auditColumns) FROM audit_blocks WHERE chain = ?1 AND first_seq > ?2 ORDER BY first_seq LIMIT ?3"
     static let auditOldChains =
         "SELECT DISTINCT chain FROM (SELECT chain FROM audit_blocks WHERE last_at < ?1 ORDER BY last_at LIMIT ?2)"
     static let auditToIndex =
@@ -120,7 +120,9 @@ extension SQLiteAliasStore {
         return try readAuditBlocks(s)
     }
 
-    package func deleteAuditBlocks(before at: Int64, limit: Int) throws(StoreError) -> [String: AuditTrim.Start] {
+    package func deleteAuditBlocks(before at: Int64, limit: Int, authentic: (AuditBlock) -> Bool) throws(StoreError)
+        -> [String: AuditTrim.Start]
+    {
         // The chains with an old block, through the time index.
         let pick = try db.statement(Self.auditOldChains)
         pick.bind(1, at)
@@ -133,7 +135,8 @@ extension SQLiteAliasStore {
         var budget = limit
         var starts: [String: AuditTrim.Start] = [:]
         for chain in chains.sorted() where budget > 0 {
-            guard let (old, last) = try sweepableAuditBlocks(of: chain, before: at, limit: budget),
+            guard
+                let (old, last) = try sweepableAuditBlocks(of: chain, before: at, limit: budget, authentic: authentic),
                 let end = old.last?.block.first
             else { continue }
             budget -= old.count
@@ -177,6 +180,29 @@ extension SQLiteAliasStore {
         mark.bind(1, last)
         try mark.run()
         return blocks.count
+    }
+
+    package func auditAliasIndexHolds(_ stored: StoredAuditBlock, keys: [Int64]) throws(StoreError) -> Bool {
+        // Indexed: at or below the mark (a mark past every block would hide the next ones: the
+        // sweep is the only one to lower it, and never raises it past the last block).
+        let mark = try db.statement(
+            "SELECT coalesce(max(upto), 0), (SELECT coalesce(max(id), 0) FROM audit_blocks) FROM audit_alias_mark")
+        let (upto, top): (Int64, Int64)
+        do {
+            defer { mark.finish() }
+            guard try mark.step() else { return true }
+            (upto, top) = (mark.int64(0) ?? 0, mark.int64(1) ?? 0)
+        }
+        guard upto <= top else { return false }
+        guard stored.id <= upto else { return true }
+        for key in keys {
+            let s = try db.statement("SELECT 1 FROM audit_aliases WHERE ref = ?1 AND block = ?2")
+            defer { s.finish() }
+            s.bind(1, key)
+            s.bind(2, stored.id)
+            guard try s.step() else { return false }
+        }
+        return true
     }
 
     /// Removes what the alias index holds for a block (its references, read from its body).
