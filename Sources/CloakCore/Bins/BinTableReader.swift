@@ -72,15 +72,7 @@ public struct BinTableReader: Sendable {
     }
 
     /// Reads `--map a=b,c=d`; nil when a pair is not `source=column` with a known column.
-    public static func mapping(_ text: String) -> [String: String]? {
-        var out: [String: String] = [:]
-        for pair in text.split(separator: ",") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).trimmingSpaces() }
-            guard parts.count == 2, !parts[0].isEmpty, columns.contains(parts[1]) else { return nil }
-            out[parts[0]] = parts[1]
-        }
-        return out
-    }
+    public static func mapping(_ text: String) -> [String: String]? { try? ColumnMap.mapping(text, reads: columns) }
 
     /// Every row of `bytes`, or the refusal listing what is wrong.
     public func read(_ bytes: [UInt8]) throws(Refusal) -> Table {
