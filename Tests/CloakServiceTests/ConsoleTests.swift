@@ -205,6 +205,11 @@ import Testing
 
     static let origin = ("Origin", "http://127.0.0.1")
 
+    /// `token` with its last character changed (to one it certainly is not).
+    static func altered(_ token: String) -> String {
+        String(token.dropLast()) + (token.hasSuffix("A") ? "B" : "A")
+    }
+
     /// Signs in with `token`; the cookie pair for `Cookie:` and the CSRF token.
     static func signIn(_ server: TestServer, _ token: String) throws -> (cookie: String, csrf: String) {
         let answer = try server.consoleClient().request(
@@ -257,7 +262,7 @@ import Testing
                 ([("Cookie", cookie), ("X-Cloak-CSRF", csrf), ("Origin", "http://evil.example")], "another origin"),
                 ([("Cookie", cookie), ("X-Cloak-CSRF", csrf), ("Origin", "null")], "an opaque origin"),
                 ([("Cookie", cookie), Self.origin], "no CSRF token"),
-                ([("Cookie", cookie), ("X-Cloak-CSRF", String(csrf.dropLast()) + "A"), Self.origin], "a wrong one"),
+                ([("Cookie", cookie), ("X-Cloak-CSRF", Self.altered(csrf)), Self.origin], "a wrong one"),
                 ([("X-Cloak-CSRF", csrf), Self.origin], "no session"),
             ] {
                 let answer = try server.consoleClient().request(
