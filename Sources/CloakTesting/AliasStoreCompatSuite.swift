@@ -51,6 +51,7 @@ package struct AliasStoreCompatSuite {
         case aKeptFileMovesToItsRecordAndOutlivesTheFirst
         case auditEventsAreReadNewestFirstByEveryFilter
         case auditChainsAreReadInPlaceOrderAndTrimmedByTime
+        case jobsAreTakenByOneHolderAdvancedOnlyByItAndExpire
 
         package var testDescription: String { rawValue }
     }
@@ -101,6 +102,11 @@ package struct AliasStoreCompatSuite {
         case .aKeptFileMovesToItsRecordAndOutlivesTheFirst: try aKeptFileMovesToItsRecordAndOutlivesTheFirst()
         case .auditEventsAreReadNewestFirstByEveryFilter: try auditEventsAreReadNewestFirstByEveryFilter()
         case .auditChainsAreReadInPlaceOrderAndTrimmedByTime: try auditChainsAreReadInPlaceOrderAndTrimmedByTime()
+        case .jobsAreTakenByOneHolderAdvancedOnlyByItAndExpire:
+            // One case: jobs are taken from the whole table, so two cases at once on a shared
+            // database would take each other's.
+            try jobsAreTakenByOneHolderAndAdvancedOnlyByIt()
+            try jobsAreListedNewestFirstAndExpireWithTheirChunks()
         }
     }
 }

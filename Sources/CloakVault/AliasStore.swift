@@ -6,7 +6,7 @@ import CloakCrypto
 /// thread-safe. All writes of one executor batch happen between ``begin()`` and ``commit()``;
 /// each request's writes between a savepoint and its release, so one failing request leaves
 /// the others intact and nothing half-written.
-package protocol AliasStore: FileStore {
+package protocol AliasStore: FileStore, JobStore {
     /// Whether this process is the store's only writer (an embedded file): only then may a vault
     /// keep what it read in memory (``DedupeCache``), since no one else can delete behind it.
     /// False for a server other nodes share.

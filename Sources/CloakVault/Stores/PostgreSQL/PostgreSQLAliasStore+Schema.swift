@@ -116,6 +116,8 @@ extension PostgreSQLAliasStore {
         // blocks from the next version. Both are `IF NOT EXISTS`: a new database runs both.
         auditSchema,
         auditSchema,
+        // Bulk jobs (issue 60): ``PostgreSQLAliasStore/jobsSchema``.
+        jobsSchema,
     ]
 
     func migrate() throws(StoreError) {

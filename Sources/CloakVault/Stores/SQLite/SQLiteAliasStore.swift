@@ -105,6 +105,8 @@ package final class SQLiteAliasStore: AliasStore {
             """)
         // Audit events (schema 8, issue 59).
         try db.execute(Self.auditSchema)
+        // Bulk jobs (schema 9, issue 60).
+        try db.execute(Self.jobsSchema)
     }
 
     /// The file belongs to this process.

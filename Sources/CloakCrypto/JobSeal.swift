@@ -1,0 +1,70 @@
+/// A bulk job's chunks (issue 60): its input as stored and its outputs as written, each chunk
+/// AES-256-GCM under a key of the job's own, that key sealed under the ring's current data key
+/// (as a file's: ``FileSeal``). A chunk's associated data names the job, the stream, its place
+/// and whether it is the stream's last, so a chunk moved to another job, stream or place, or a
+/// stream cut short, does not open as whole.
+///
+/// Unlike a file's sealer, which seals in one pass, a job's streams are written by whichever
+/// node holds the job, batch by batch: a chunk is sealed at the place the store says is next.
+package struct JobSeal: Sendable {
+    private let jobID: [UInt8]
+    private let key: SymmetricKey
+    package let wrappedKey: FileSeal.WrappedKey
+
+    /// A new key for job `jobID`, under the ring's current data key.
+    package init(newJob jobID: String, ring: KeyRing) throws(CryptoError) {
+        self.jobID = Array(jobID.utf8)
+        key = SymmetricKey(SecureRandom.bytes(32))
+        let current = ring.current
+        let box = try AESGCM.seal(key.rawBytes, key: current.encryptionKey, associatedData: Self.keyContext(self.jobID))
+        wrappedKey = FileSeal.WrappedKey(keyID: current.id, sealed: FileSeal.pack(box))
+    }
+
+    /// The key of job `jobID` as stored.
+    /// - Throws: ``CryptoError/authenticationFailed`` when it does not open for this job, or a
+    ///   ``CryptoError`` when its data key is not in the ring.
+    package init(job jobID: String, wrappedKey: FileSeal.WrappedKey, ring: KeyRing) throws(CryptoError) {
+        guard let dataKey = ring.key(id: wrappedKey.keyID) else {
+            throw CryptoError("the job's data key is not in the key ring")
+        }
+        guard let box = FileSeal.unpack(wrappedKey.sealed) else { throw CryptoError.authenticationFailed }
+        let id = Array(jobID.utf8)
+        let raw = try AESGCM.open(box, key: dataKey.encryptionKey, associatedData: Self.keyContext(id))
+        guard raw.count == 32 else { throw CryptoError.authenticationFailed }
+        self.jobID = id
+        key = SymmetricKey(raw)
+        self.wrappedKey = wrappedKey
+    }
+
+    /// Seals chunk `index` of stream `part` (at most ``FileSeal/chunkSize`` bytes).
+    package func seal(_ plain: [UInt8], part: Int, index: Int, isLast: Bool) throws(CryptoError) -> [UInt8] {
+        guard plain.count <= FileSeal.chunkSize else { throw CryptoError("a job chunk over the chunk size") }
+        let box = try AESGCM.seal(plain, key: key, associatedData: context(part: part, index: index, isLast: isLast))
+        return FileSeal.pack(box)
+    }
+
+    /// Opens chunk `index` of stream `part`, and says whether it was sealed as the last.
+    /// - Throws: ``CryptoError/authenticationFailed`` for a chunk out of its place or altered.
+    package func open(_ sealed: [UInt8], part: Int, index: Int) throws(CryptoError) -> (bytes: [UInt8], isLast: Bool) {
+        guard let box = FileSeal.unpack(sealed) else { throw CryptoError.authenticationFailed }
+        for isLast in [false, true] {
+            if let plain = try? AESGCM.open(
+                box, key: key, associatedData: context(part: part, index: index, isLast: isLast))
+            {
+                return (plain, isLast)
+            }
+        }
+        throw CryptoError.authenticationFailed
+    }
+
+    static func keyContext(_ jobID: [UInt8]) -> [UInt8] { Array("cloak/v1/job-key\0".utf8) + jobID }
+
+    private func context(part: Int, index: Int, isLast: Bool) -> [UInt8] {
+        var out = Array("cloak/v1/job-chunk\0".utf8) + jobID
+        out.append(0)
+        out.append(UInt8(truncatingIfNeeded: part))
+        withUnsafeBytes(of: UInt64(truncatingIfNeeded: index).bigEndian) { out.append(contentsOf: $0) }
+        out.append(isLast ? 1 : 0)
+        return out
+    }
+}

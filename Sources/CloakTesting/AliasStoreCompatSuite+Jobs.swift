@@ -1,0 +1,184 @@
+import CloakCore
+import CloakCrypto
+import CloakVault
+import Testing
+
+extension AliasStoreCompatSuite {
+    // MARK: Bulk jobs (issue 60)
+
+    private func job(_ tag: String, state: JobState, owner: String = "importer") -> StoredJob {
+        StoredJob(
+            id: JobID("job_\(tag)")!, kind: .import, state: state, spec: Array(#"{"form":"card"}"#.utf8),
+            owner: owner, keyID: "k1", wrappedKey: SecureRandom.bytes(60), createdAt: Self.now)
+    }
+
+    /// Leaves no job another case (or a later run on the same database) could take.
+    private func settleLeftoverJobs(_ store: any AliasStore) throws {
+        while let left = try transaction(store, { try store.claimJob(holder: "sweeper", now: Int64.max - 1, until: 0) })
+        {
+            _ = try transaction(store) {
+                try store.setJobState(
+                    left.id, from: [.running], to: .cancelled, holder: "sweeper", now: Self.now, expiresAt: Self.now,
+                    failure: nil)
+            }
+        }
+    }
+
+    func jobsAreTakenByOneHolderAndAdvancedOnlyByIt() throws {
+        let store = try makeStore()
+        try settleLeftoverJobs(store)
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let made = job("a\(tag)", state: .receiving)
+        try transaction(store) { try store.createJob(made) }
+        // Input arrives in order, only while the job receives; nothing takes a receiving job.
+        let input = (0..<3).map { _ in SecureRandom.bytes(80) }
+        for (index, chunk) in input.enumerated() {
+            #expect(
+                try transaction(store) { try store.appendJobInput(made.id, index: index, sealed: chunk, now: Self.now) }
+            )
+        }
+        #expect(
+            try transaction(store) { try store.appendJobInput(made.id, index: 5, sealed: [1], now: Self.now) } == false)
+        #expect(try transaction(store) { try store.claimJob(holder: "a", now: Self.now, until: Self.now + 30) } == nil)
+        #expect(
+            try transaction(store) {
+                try store.setJobState(
+                    made.id, from: [.receiving], to: .queued, holder: nil, now: Self.now, expiresAt: nil, failure: nil)
+            })
+        #expect(
+            try transaction(store) { try store.appendJobInput(made.id, index: 3, sealed: [1], now: Self.now) } == false)
+        #expect(try store.jobChunks(made.id, part: .input, from: 0, limit: 10) == input)
+        #expect(try store.jobChunks(made.id, part: .input, from: 2, limit: 10) == [input[2]])
+
+        // One holder at a time, until its lease lapses.
+        let taken = try #require(
+            try transaction(store) { try store.claimJob(holder: "a", now: Self.now, until: Self.now + 30) })
+        #expect(
+            taken.id == made.id && taken.state == .running && taken.lease == JobLease(holder: "a", until: Self.now + 30)
+        )
+        #expect(taken.inputChunks == 3 && taken.spec == made.spec && taken.wrappedKey == made.wrappedKey)
+        #expect(
+            try transaction(store) { try store.claimJob(holder: "b", now: Self.now + 10, until: Self.now + 40) } == nil)
+
+        // A step is taken by the holder from the cursor it read, with its outputs, or not at all.
+        let first = JobProgress(cursor: 500, imported: 498, refused: 2, outputChunks: 1)
+        let outputs = [
+            JobOutputChunk(part: .mapping, index: 0, sealed: SecureRandom.bytes(40)),
+            JobOutputChunk(part: .advice, index: 0, sealed: SecureRandom.bytes(50)),
+        ]
+        #expect(
+            try transaction(store) {
+                try store.advanceJob(
+                    made.id, holder: "b", from: 0, to: first, leaseUntil: Self.now + 60, outputs: outputs, now: Self.now
+                )
+            } == false)
+        #expect(
+            try transaction(store) {
+                try store.advanceJob(
+                    made.id, holder: "a", from: 0, to: first, leaseUntil: Self.now + 60, outputs: outputs, now: Self.now
+                )
+            })
+        #expect(
+            try transaction(store) {
+                try store.advanceJob(
+                    made.id, holder: "a", from: 0, to: first, leaseUntil: Self.now + 60, outputs: [], now: Self.now)
+            } == false)
+        #expect(try store.job(made.id)?.progress == first)
+        #expect(try store.jobChunks(made.id, part: .mapping, from: 0, limit: 10) == [outputs[0].sealed])
+        #expect(try store.jobChunks(made.id, part: .advice, from: 0, limit: 10) == [outputs[1].sealed])
+
+        // A step rolled back with its batch leaves the job where it was.
+        store.rollback()
+        try store.begin()
+        let second = JobProgress(cursor: 900, imported: 898, refused: 2, outputChunks: 2)
+        #expect(
+            try store.advanceJob(
+                made.id, holder: "a", from: 500, to: second, leaseUntil: Self.now + 60,
+                outputs: [JobOutputChunk(part: .mapping, index: 1, sealed: [9])], now: Self.now))
+        store.rollback()
+        #expect(try store.job(made.id)?.progress == first)
+        #expect(try store.jobChunks(made.id, part: .mapping, from: 0, limit: 10).count == 1)
+
+        // The lease renewed by the step lapses; another node takes the job where it is.
+        #expect(
+            try transaction(store) { try store.claimJob(holder: "b", now: Self.now + 59, until: Self.now + 90) } == nil)
+        let retaken = try #require(
+            try transaction(store) { try store.claimJob(holder: "b", now: Self.now + 61, until: Self.now + 90) })
+        #expect(retaken.lease?.holder == "b" && retaken.progress == first)
+        #expect(
+            try transaction(store) {
+                try store.advanceJob(
+                    made.id, holder: "a", from: 500, to: second, leaseUntil: Self.now + 99, outputs: [], now: Self.now)
+            } == false)
+        // Only the holder ends its job; a cancel from outside needs no holder.
+        #expect(
+            try transaction(store) {
+                try store.setJobState(
+                    made.id, from: [.running], to: .done, holder: "a", now: Self.now, expiresAt: nil, failure: nil)
+            } == false)
+        #expect(
+            try transaction(store) {
+                try store.setJobState(
+                    made.id, from: [.queued, .running], to: .cancelled, holder: nil, now: Self.now + 62,
+                    expiresAt: Self.now + 1000, failure: nil)
+            })
+        let cancelled = try #require(try store.job(made.id))
+        #expect(cancelled.state == .cancelled && cancelled.lease == nil && cancelled.expiresAt == Self.now + 1000)
+        #expect(
+            try transaction(store) {
+                try store.advanceJob(
+                    made.id, holder: "b", from: 500, to: second, leaseUntil: Self.now + 99, outputs: [], now: Self.now)
+            } == false)
+        #expect(
+            try transaction(store) { try store.claimJob(holder: "c", now: Self.now + 500, until: Self.now + 530) }
+                == nil)
+        try transaction(store) { try store.deleteJobInput(made.id) }
+        #expect(try store.jobChunks(made.id, part: .input, from: 0, limit: 10) == [])
+        #expect(try store.jobChunks(made.id, part: .mapping, from: 0, limit: 10).count == 1)
+    }
+
+    func jobsAreListedNewestFirstAndExpireWithTheirChunks() throws {
+        let store = try makeStore()
+        try settleLeftoverJobs(store)
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        // Ids sort by creation (``JobID/make(now:)``): these three in this order.
+        let made = ["1", "2", "3"].map {
+            job("b\(tag)_\($0)", state: .receiving, owner: $0 == "2" ? "other" : "importer")
+        }
+        for job in made { try transaction(store) { try store.createJob(job) } }
+        let page = try store.jobs(before: nil, owner: nil, limit: 1000).filter { $0.id.text.hasPrefix("job_b\(tag)") }
+        #expect(page.map(\.id) == made.reversed().map(\.id))
+        let mine = try store.jobs(before: made[2].id, owner: "importer", limit: 1000)
+            .filter { $0.id.text.hasPrefix("job_b\(tag)") }
+        #expect(mine.map(\.id) == [made[0].id])
+        for job in made {
+            #expect(
+                try transaction(store) { try store.appendJobInput(job.id, index: 0, sealed: [1, 2], now: Self.now) })
+        }
+        // Ended jobs expire at their time; a receiving job once it has been idle too long.
+        #expect(
+            try transaction(store) {
+                try store.setJobState(
+                    made[0].id, from: [.receiving], to: .failed, holder: nil, now: Self.now, expiresAt: Self.now + 100,
+                    failure: "the input is not CSV")
+            })
+        #expect(try store.job(made[0].id)?.failure == "the input is not CSV")
+        #expect(
+            try transaction(store) {
+                try store.appendJobInput(made[1].id, index: 1, sealed: [3], now: Self.now + 50)
+            })
+        _ = try transaction(store) {
+            try store.deleteExpiredJobs(now: Self.now + 99, idleBefore: Self.now + 10, limit: 100)
+        }
+        #expect(try store.job(made[0].id) != nil)
+        #expect(try store.job(made[1].id) != nil)
+        #expect(try store.job(made[2].id) == nil)
+        #expect(try store.jobChunks(made[2].id, part: .input, from: 0, limit: 10) == [])
+        _ = try transaction(store) {
+            try store.deleteExpiredJobs(now: Self.now + 100, idleBefore: Self.now + 51, limit: 100)
+        }
+        #expect(try store.job(made[0].id) == nil)
+        #expect(try store.job(made[1].id) == nil)
+        #expect(try store.jobChunks(made[1].id, part: .input, from: 0, limit: 10) == [])
+    }
+}

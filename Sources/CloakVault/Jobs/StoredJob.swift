@@ -1,0 +1,184 @@
+/// A bulk job's row in the store (issue 60): what it is (``spec``, written and read by the
+/// service, opaque here), where it is (``progress``), and who runs it (``lease``). Everything a
+/// node needs to go on with a job is here and in its chunks (``JobPart``), so a job survives
+/// the node that ran it: another node takes it over once the lease has lapsed.
+package struct StoredJob: Sendable, Equatable {
+    package var id: JobID
+    package var kind: JobKind
+    package var state: JobState
+    /// The job's description (form or format, column map, file name), JSON the service writes.
+    package var spec: [UInt8]
+    /// The token that created the job: its limits apply to every row, and only it (or a token
+    /// allowed to read jobs) sees it.
+    package var owner: String
+    /// The key the job's chunks are sealed under (``JobSeal``), itself sealed under data key
+    /// ``keyID``.
+    package var keyID: String
+    package var wrappedKey: [UInt8]
+    /// Chunks of input stored so far (all of them once the job is queued).
+    package var inputChunks: Int
+    package var progress: JobProgress
+    package var lease: JobLease?
+    package var createdAt: Int64
+    package var updatedAt: Int64
+    /// When the job and its outputs are deleted (set when it ends; nil while it can still run).
+    package var expiresAt: Int64?
+    /// Why a failed job failed: words of Cloak's, never a value.
+    package var failure: String?
+
+    package init(
+        id: JobID, kind: JobKind, state: JobState, spec: [UInt8], owner: String, keyID: String,
+        wrappedKey: [UInt8], inputChunks: Int = 0, progress: JobProgress = JobProgress(), lease: JobLease? = nil,
+        createdAt: Int64, updatedAt: Int64? = nil, expiresAt: Int64? = nil, failure: String? = nil
+    ) {
+        self.id = id
+        self.kind = kind
+        self.state = state
+        self.spec = spec
+        self.owner = owner
+        self.keyID = keyID
+        self.wrappedKey = wrappedKey
+        self.inputChunks = inputChunks
+        self.progress = progress
+        self.lease = lease
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt ?? createdAt
+        self.expiresAt = expiresAt
+        self.failure = failure
+    }
+}
+
+/// A job's id: `job_` and the time-ordered id records get (``RecordID``).
+package struct JobID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    package let text: String
+
+    /// A well-formed id, else nil (what a client sends is checked before it reaches a store).
+    package init?(_ text: String) {
+        guard text.hasPrefix("job_"), (5...64).contains(text.utf8.count),
+            text.utf8.allSatisfy({
+                $0 == 0x5F || $0 == 0x2D || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0)
+                    || (0x61...0x7A).contains($0)
+            })
+        else { return nil }
+        self.text = text
+    }
+
+    package static func make(now: Int64) -> JobID { JobID("job_" + RecordID.make(now: now))! }
+
+    package var description: String { text }
+    package static func < (a: JobID, b: JobID) -> Bool { a.text < b.text }
+}
+
+package enum JobKind: String, Sendable, CaseIterable {
+    case `import`
+}
+
+/// Where a job is in its life. A job is `receiving` while its input is stored, `queued` until a
+/// node takes it, `running` under a lease, and ends `done`, `failed` or `cancelled` (a cancelled
+/// job can be queued again until it expires: ``JobStore/setJobState(_:from:to:now:expiresAt:failure:)``).
+package enum JobState: String, Sendable, CaseIterable {
+    case receiving, queued, running, done, failed, cancelled
+
+    /// The job will not change again by itself.
+    package var isFinal: Bool { self == .done || self == .failed || self == .cancelled }
+}
+
+/// The streams a job keeps in its chunks: what it reads, and what it writes.
+package enum JobPart: Int, Sendable, CaseIterable {
+    case input = 0
+    /// The row's own id and its aliases, a JSON line a row imported.
+    case mapping = 1
+    /// A JSON line a row: its number, its id, `ok` or the refusal's code and reason.
+    case advice = 2
+
+    package var name: String {
+        switch self {
+        case .input: "input"
+        case .mapping: "mapping"
+        case .advice: "advice"
+        }
+    }
+}
+
+/// How far a job is: rows read (the cursor: the next batch starts after them), how they ended,
+/// and how many output chunks each output stream has.
+package struct JobProgress: Sendable, Equatable {
+    /// Rows read from the input (header excluded), each one either imported or refused.
+    package var cursor: Int64 = 0
+    package var imported: Int64 = 0
+    package var refused: Int64 = 0
+    /// Chunks of each output stream (mapping and advice have one a batch: the same count).
+    package var outputChunks: Int = 0
+
+    package init(cursor: Int64 = 0, imported: Int64 = 0, refused: Int64 = 0, outputChunks: Int = 0) {
+        self.cursor = cursor
+        self.imported = imported
+        self.refused = refused
+        self.outputChunks = outputChunks
+    }
+}
+
+/// The node that runs a job, until when: a node that stops renewing it (killed, cut off from
+/// the store) loses the job to the next node that asks once `until` has passed.
+package struct JobLease: Sendable, Equatable {
+    package var holder: String
+    package var until: Int64
+
+    package init(holder: String, until: Int64) {
+        self.holder = holder
+        self.until = until
+    }
+}
+
+/// One batch's step, committed with the batch's records or not at all
+/// (``JobStore/advanceJob(_:holder:from:to:leaseUntil:outputs:now:)``).
+package struct JobOutputChunk: Sendable, Equatable {
+    package var part: JobPart
+    package var index: Int
+    package var sealed: [UInt8]
+
+    package init(part: JobPart, index: Int, sealed: [UInt8]) {
+        self.part = part
+        self.index = index
+        self.sealed = sealed
+    }
+}
+
+/// What a store does with jobs (every ``AliasStore`` does it; the compatibility suite holds each
+/// to it). Each call runs in the transaction under way.
+package protocol JobStore: AnyObject {
+    /// Adds a job (state `receiving` or `queued`). Throws ``StoreError/aliasTaken`` for an id
+    /// in use.
+    func createJob(_ job: StoredJob) throws(StoreError)
+    /// Stores input chunk `index` of a `receiving` job and counts it; false when the job is not
+    /// receiving any more (cancelled, swept) or the index is not the next one.
+    func appendJobInput(_ id: JobID, index: Int, sealed: [UInt8], now: Int64) throws(StoreError) -> Bool
+    func job(_ id: JobID) throws(StoreError) -> StoredJob?
+    /// Up to `limit` jobs, newest first, created before `before` (nil: from the newest); only
+    /// `owner`'s when given.
+    func jobs(before: JobID?, owner: String?, limit: Int) throws(StoreError) -> [StoredJob]
+    /// Up to `limit` chunks of one of a job's streams, from `index` on, in order.
+    func jobChunks(_ id: JobID, part: JobPart, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]]
+    /// Gives `holder` the oldest job that is queued, or running under a lease that lapsed before
+    /// `now`, leased until `until`: nil when there is none. Atomic against other nodes: one job,
+    /// one holder.
+    func claimJob(holder: String, now: Int64, until: Int64) throws(StoreError) -> StoredJob?
+    /// One batch's step: the job moves from cursor `from` to `progress`, its lease is renewed,
+    /// and `outputs` are stored, only while it is still `running`, held by `holder`, at `from`.
+    /// False (nothing written) otherwise: the batch's records must then be rolled back with it.
+    func advanceJob(
+        _ id: JobID, holder: String, from cursor: Int64, to progress: JobProgress, leaseUntil: Int64,
+        outputs: [JobOutputChunk], now: Int64
+    ) throws(StoreError) -> Bool
+    /// Moves a job in one of `from` to `to` (dropping its lease), with its expiry and failure;
+    /// false when it was in none of them. A holder ending its own job passes `holder` too.
+    func setJobState(
+        _ id: JobID, from: Set<JobState>, to: JobState, holder: String?, now: Int64, expiresAt: Int64?,
+        failure: String?
+    ) throws(StoreError) -> Bool
+    /// Drops a job's input chunks (it ended: the input is never needed again).
+    func deleteJobInput(_ id: JobID) throws(StoreError)
+    /// Deletes up to `limit` jobs that expired at or before `now`, and `receiving` jobs idle
+    /// since before `idleBefore` (a client that never finished sending), with their chunks.
+    func deleteExpiredJobs(now: Int64, idleBefore: Int64, limit: Int) throws(StoreError) -> Int
+}
