@@ -36,9 +36,13 @@ package struct JobSeal: Sendable {
         self.wrappedKey = wrappedKey
     }
 
-    /// Seals chunk `index` of stream `part` (at most ``FileSeal/chunkSize`` bytes).
+    /// The most plaintext one chunk holds: an input chunk is ``FileSeal/chunkSize``, an output
+    /// chunk one batch's lines (bounded by the batch's rows and each line's limits).
+    package static let chunkLimit = 1 << 20
+
+    /// Seals chunk `index` of stream `part` (at most ``chunkLimit`` bytes).
     package func seal(_ plain: [UInt8], part: Int, index: Int, isLast: Bool) throws(CryptoError) -> [UInt8] {
-        guard plain.count <= FileSeal.chunkSize else { throw CryptoError("a job chunk over the chunk size") }
+        guard plain.count <= Self.chunkLimit else { throw CryptoError("a job chunk over the chunk limit") }
         let box = try AESGCM.seal(plain, key: key, associatedData: context(part: part, index: index, isLast: isLast))
         return FileSeal.pack(box)
     }

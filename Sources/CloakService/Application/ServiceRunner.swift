@@ -48,6 +48,9 @@ package enum ServiceRunner {
         }
         service.binRefresh?.refreshAndWait()
         service.binRefresh?.start()
+        // Import jobs the store holds, one at a time (issue 60).
+        let jobs = service.jobRunner()
+        jobs?.start()
         server.start()
         egress?.start()
         console?.start()
@@ -101,6 +104,7 @@ package enum ServiceRunner {
         console?.shutdown()
         egress?.shutdown()
         server.shutdown()
+        jobs?.stop()
         service.credentialRefresh?.stop()
         service.binRefresh?.stop()
         service.state.refusals.stop()

@@ -26,6 +26,8 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     package static let binsAdmin = Scope("bins:admin")
     /// The key ring's versions and what each still seals, read-only (issue 59).
     package static let keysRead = Scope("keys:read")
+    /// Import jobs: start one, follow it, read its mapping and advice (issue 60).
+    package static let jobsImport = Scope("jobs:import")
     /// Every egress route's scope at once.
     package static let egressAll = Scope("egress:*")
 
@@ -37,7 +39,7 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Every fixed scope (without the per-route `egress:<id>`).
     package static let known: [Scope] = [
         .aliasesCreate, .aliasesReveal, .aliasesLookup, .aliasesUpdate, .aliasesDelete, .filesReveal, .binsRead,
-        .egressAll, .tokensAdmin, .auditRead, .routesTest, .binsAdmin, .keysRead,
+        .egressAll, .tokensAdmin, .auditRead, .routesTest, .binsAdmin, .keysRead, .jobsImport,
     ]
 
     /// What a console session may carry (issue 59): administration and reading, never a scope

@@ -80,7 +80,7 @@ extension ServiceConfiguration {
                 node, at: "limits",
                 allowed: [
                     "anonymous", "token", "bucket_values_per_hour", "guess_memory_mib", "upload_mib_per_minute",
-                    "upload_memory_mib",
+                    "upload_memory_mib", "import_rows_per_hour",
                 ])
         else { return }
         func read(_ key: String, _ defaults: RateLimit) -> RateLimit {
@@ -100,6 +100,9 @@ extension ServiceConfiguration {
         r.int(
             limits["bucket_values_per_hour"], at: "limits.bucket_values_per_hour", min: 1, max: 1_000_000,
             into: &config, \.limits.bucketValuesPerHour)
+        r.int(
+            limits["import_rows_per_hour"], at: "limits.import_rows_per_hour", min: 3_600, max: 1_000_000_000,
+            into: &config, \.limits.importRowsPerHour)
         r.int(
             limits["guess_memory_mib"], at: "limits.guess_memory_mib", min: 1, max: 1 << 20,
             into: &config, \.limits.guessMemoryMiB)

@@ -118,7 +118,7 @@ extension ServiceConfiguration {
     /// The top-level keys of a configuration.
     static let knownKeys: Set<String> = [
         "server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements", "telemetry", "bins",
-        "audit", "console",
+        "audit", "console", "jobs",
     ]
 
     private static func read(_ root: ConfigNode, _ r: ConfigReader) -> ServiceConfiguration {
@@ -311,6 +311,12 @@ extension ServiceConfiguration {
                 \.auditRetentionDays)
         }
         config.console = ConsoleSettings.read(top["console"], hasTLS: config.server.tls != nil, r)
+        if let jobs = r.mapping(top["jobs"], at: "jobs", allowed: ["output_ttl_s", "lease_s"]) {
+            r.int(
+                jobs["output_ttl_s"], at: "jobs.output_ttl_s", min: 60, max: 90 * 86_400, into: &config,
+                \.jobs.outputTTLSeconds)
+            r.int(jobs["lease_s"], at: "jobs.lease_s", min: 5, max: 3_600, into: &config, \.jobs.leaseSeconds)
+        }
         if let bins = r.mapping(top["bins"], at: "bins", allowed: ["refresh_s"]) {
             r.int(bins["refresh_s"], at: "bins.refresh_s", min: 1, max: 3600, into: &config, \.binsRefreshSeconds)
         }

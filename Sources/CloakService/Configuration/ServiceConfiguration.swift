@@ -18,6 +18,9 @@ package struct ServiceConfiguration: Sendable {
     package var authRefreshSeconds = 5
     /// How often a node reads the store's BIN table header (`bins.refresh_s`).
     package var binsRefreshSeconds = 30
+    /// Bulk jobs (issue 60): how long a finished job's outputs are kept, and the lease a node
+    /// running a job renews with each batch (another node takes the job once it lapses).
+    package var jobs = JobSettings()
     /// `audit.retention_days`: audit events older than this are swept (at least 365).
     package var auditRetentionDays = 400
     /// `limits`: request rates per client address (no token) and per token.
@@ -168,6 +171,10 @@ package struct ServiceConfiguration: Sendable {
         /// Memory all guess accounts' windows may hold on a node (``BucketGuessLimiter``): past
         /// it a value that needs more is refused with the bucket cap's 429.
         package var guessMemoryMiB = 512
+        /// Rows an import job takes an hour on a node (issue 60): a rate, so that a migration
+        /// leaves the node room to serve. At least one a second (a job's lease is renewed by
+        /// each batch it commits).
+        package var importRowsPerHour = 36_000_000
         /// MiB of uploads (bodies of forms with files) per minute, per client address and per
         /// token, charged when an upload begins (``UploadAdmission``).
         package var uploadMiBPerMinute = 120

@@ -63,7 +63,10 @@ package struct JobID: Hashable, Sendable, Comparable, CustomStringConvertible {
         self.text = text
     }
 
-    package static func make(now: Int64) -> JobID { JobID("job_" + RecordID.make(now: now))! }
+    package static func make(now: Int64) -> JobID {
+        let record = RecordID.make(now: now)
+        return JobID("job_" + (record.hasPrefix("rec_") ? String(record.dropFirst(4)) : record))!
+    }
 
     package var description: String { text }
     package static func < (a: JobID, b: JobID) -> Bool { a.text < b.text }

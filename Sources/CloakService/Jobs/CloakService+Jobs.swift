@@ -1,0 +1,37 @@
+import CloakCore
+import CloakVault
+import Logging
+
+extension CloakService {
+    /// This node's runner of import jobs (nil without a vault).
+    func jobRunner() -> JobRunner? {
+        guard let vault else { return nil }
+        let directory = state.directory
+        return JobRunner(
+            JobRunner.Dependencies(
+                vault: vault, configuration: configuration, token: { directory.token(id: $0) },
+                admission: { [self] token in importAdmission(for: token) }, today: context.today,
+                logger: logger))
+    }
+
+    /// A token's guess limits for the rows of its imports: its `bucket_values_per_hour`, as its
+    /// creates are held to, without its request rate (an import's rate is
+    /// `limits.import_rows_per_hour`). Nil for a token without a bucket limit.
+    func importAdmission(for token: ServiceConfiguration.AccessToken) -> CreateAdmission? {
+        guard let limit = token.createBucketLimit(default: configuration.limits.bucketValuesPerHour) else { return nil }
+        return CreateAdmission(
+            account: token.guessKey, presenter: token.id, limiter: guessLimiter, valuesPerHour: limit,
+            guessLimit: token.lookupBucketLimit(default: configuration.limits.bucketValuesPerHour),
+            charge: { _ in nil },
+            refused: { [metrics, audit = AuditLog(logger: logger, vault: vault)] refusal, enforced in
+                metrics.bucketLimited(refusal.format.rawValue)
+                audit.record(
+                    AuditEntry(
+                        action: "bucket_limit", tokenID: token.id, client: "job",
+                        result: enforced ? "refused" : "counted",
+                        facts: [("format", refusal.format.rawValue), ("limit", refusal.limit.name)]),
+                    level: .warning)
+            },
+            memoryBudget: configuration.limits.guessMemoryMiB << 20)
+    }
+}

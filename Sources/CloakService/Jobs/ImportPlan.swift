@@ -1,0 +1,135 @@
+import CloakCore
+import CloakVault
+
+/// How an import's rows become alias requests (issue 60): the columns it reads, which it must
+/// have and which it refuses, and each row checked with the form's (or the format's) rules,
+/// exactly as the form endpoints and `POST /aliases` check a submission. Pure: made once per
+/// job (``init(_:configuration:)`` refuses a job that could import nothing right), then asked
+/// row by row on the runner's thread.
+struct ImportPlan: Sendable {
+    let spec: ImportSpec
+    /// Every column read, and those a file must have.
+    let reads: [String]
+    let required: [String]
+    /// Columns refused whatever the map (a security code: never stored, PCI DSS 3.2.2).
+    let forbidden: [String: String]
+    let mapping: [String: String]
+    private let form: FormSchema?
+
+    /// The row's own id: echoed in the mapping and advice files, never aliased.
+    static let idColumn = "id"
+
+    init(_ spec: ImportSpec, configuration: ServiceConfiguration) throws(CloakError) {
+        self.spec = spec
+        var forbidden: [String: String] = [
+            "cvc": "a card's security code is never imported (it may not be stored)",
+            "cvv": "a card's security code is never imported (it may not be stored)",
+            "cvv2": "a card's security code is never imported (it may not be stored)",
+            "csc": "a card's security code is never imported (it may not be stored)",
+        ]
+        switch spec.source {
+        case let .form(name):
+            guard let form = configuration.forms[name] else { throw .malformed("no form \(name)") }
+            guard !form.hasFileFields else {
+                throw .malformed("form \(name) takes files: an import reads text columns")
+            }
+            var reads = [Self.idColumn]
+            var required = [Self.idColumn]
+            for field in form.fields {
+                if field.type == .cvc || field.tokenization?.storage == .volatile {
+                    guard !field.isRequired else {
+                        throw .malformed(
+                            "form \(name) requires \(field.name), a value that is only ever kept VOLATILE: "
+                                + "an import stores PERSISTENT values only")
+                    }
+                    forbidden[field.name.lowercased()] = "a VOLATILE value (\(field.name)) is never imported"
+                    continue
+                }
+                reads.append(field.name)
+                if field.isRequired { required.append(field.name) }
+            }
+            guard form.fields.contains(where: { $0.tokenization != nil && $0.tokenization?.storage != .volatile })
+            else { throw .malformed("form \(name) aliases no field: an import would store nothing") }
+            self.form = form
+            self.reads = reads
+            self.required = required
+        case .format:
+            form = nil
+            reads = [Self.idColumn, "value"]
+            required = reads
+        }
+        self.forbidden = forbidden
+        let reads = self.reads
+        if let map = spec.map {
+            do { mapping = try ColumnMap.mapping(map, reads: reads) } catch { throw .malformed("\(error)") }
+        } else {
+            mapping = [:]
+        }
+        if let both = Set(spec.ignored).intersection(Set(mapping.keys).union(reads)).sorted().first {
+            throw .malformed("ignore_columns names \(both), which is read (a column, or mapped)")
+        }
+    }
+
+    /// The columns of a file whose header (or first object's keys) is `header`.
+    func columns(_ header: [String]) throws(ColumnMap.Problem) -> ColumnMap {
+        try ColumnMap(
+            header: header, reads: reads, required: required, mapping: mapping, ignored: Set(spec.ignored),
+            forbidden: forbidden)
+    }
+
+    /// A row's values (by column) as the vault's requests, or why the row is refused.
+    func row(_ values: [String: String], line: Int, today: CalendarDate) -> ImportRow {
+        let id = values[Self.idColumn]
+        guard let id, !id.isEmpty else {
+            return ImportRow(line: line, id: nil, outcome: .failure(Self.refused(.malformed("the row has no id"))))
+        }
+        guard id.utf8.count <= ImportLines.maxIDBytes else {
+            return ImportRow(
+                line: line, id: nil,
+                outcome: .failure(Self.refused(.malformed("an id longer than \(ImportLines.maxIDBytes) bytes"))))
+        }
+        return ImportRow(line: line, id: id, outcome: requests(values, today: today))
+    }
+
+    private func requests(_ values: [String: String], today: CalendarDate) -> Result<[ImportValue], ImportRefusal> {
+        let found: [ImportValue]
+        switch spec.source {
+        case let .format(format):
+            let value = values["value"] ?? ""
+            guard !value.isEmpty else { return .failure(Self.refused(.malformed("the row has no value"))) }
+            found = [
+                ImportValue(key: "value", request: AliasRequest(value: value, format: format, storage: .persistent))
+            ]
+        case .form:
+            guard let form else { return .failure(Self.refused(.malformed("no form"))) }
+            let validation = FormValidation(
+                form: form, values: form.fields.map { values[$0.name] }, context: ValidationContext(today: today))
+            if let error = validation.inputError {
+                // The fields and the rules they broke (the SDK's words), never their values.
+                let missing = Set(validation.requiredMissing)
+                let broken = validation.fields.compactMap { field -> String? in
+                    let name = field.schema.name
+                    if missing.contains(name) { return "\(name): missing" }
+                    guard validation.requiredInvalid.contains(name) else { return nil }
+                    return "\(name): \(field.validationErrors.joined(separator: ", "))"
+                }
+                return .failure(
+                    ImportRefusal(
+                        code: error.code.rawValue, reason: "\(error.message): \(broken.joined(separator: "; "))"))
+            }
+            let submission = FormSubmission(validation, keepSensitiveRaw: false)
+            found = submission.requests.indices.map {
+                ImportValue(key: submission.key(ofRequest: $0), request: submission.requests[$0])
+            }
+            guard !found.isEmpty else { return .failure(Self.refused(.malformed("the row has no value to alias"))) }
+        }
+        do { try Vault.check(found.map(\.request)) } catch {
+            return .failure(Self.refused(error.cloakError { "field \(found[$0].key)" }))
+        }
+        return .success(found)
+    }
+
+    static func refused(_ error: CloakError) -> ImportRefusal {
+        ImportRefusal(code: error.code.rawValue, reason: error.message)
+    }
+}

@@ -1,0 +1,285 @@
+import CloakCore
+import CloakCrypto
+import CloakVault
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// Runs the store's import jobs on this node (issue 60), one at a time, on a queue of its own
+/// (never a loop, never the vault thread): every second it asks the store for a job no live
+/// node holds (``JobStore/claimJob(holder:now:until:)``), then reads the job's input from its
+/// cursor, checks each row with the job's ``ImportPlan`` and the importing token's guess
+/// limits, and hands batches to the vault (``Vault/importBatch(_:now:completion:)``), each
+/// committing its records, outputs and the new cursor together and renewing the lease.
+///
+/// A node killed mid-job leaves the lease to lapse; one that stops is told to, and gives the
+/// job back at once. A batch that finds the job no longer its own (cancelled, taken over after
+/// a stall) wrote nothing, and the runner lets the job go.
+final class JobRunner: Sendable {
+    struct Dependencies: Sendable {
+        let vault: Vault
+        let configuration: ServiceConfiguration
+        /// The token a job runs for, by id (nil: gone, revoked or expired).
+        let token: @Sendable (String) -> ServiceConfiguration.AccessToken?
+        /// The guess limits of a job's token (``CreateAdmission``, without the request rate:
+        /// `limits.import_rows_per_hour` is an import's rate).
+        let admission: @Sendable (ServiceConfiguration.AccessToken) -> CreateAdmission?
+        let today: @Sendable () -> CalendarDate
+        let logger: Logger
+    }
+
+    private let dependencies: Dependencies
+    /// This process's name for its leases.
+    let holder: String
+    private let timer = RepeatingTimer(label: "cloak-jobs", interval: 1)
+    private let stopping = Atomic<Bool>(false)
+    /// Held while a job runs: ``stop()`` waits on it.
+    private let running = Mutex<Void>(())
+
+    init(_ dependencies: Dependencies) {
+        self.dependencies = dependencies
+        holder = "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.prefix(8))"
+    }
+
+    func start() {
+        timer.start { [self] in
+            guard !stopping.load(ordering: .relaxed) else { return }
+            running.withLock { _ in
+                while !stopping.load(ordering: .relaxed), let job = claim() { run(job) }
+            }
+        }
+    }
+
+    /// Stops taking jobs, lets the batch under way finish, and gives its job back.
+    func stop() {
+        stopping.store(true, ordering: .relaxed)
+        timer.stop()
+        running.withLock { _ in }
+    }
+
+    private static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+
+    /// Runs `body` with the store on the vault's thread, and waits for it.
+    private func withStore<T: Sendable>(reads: Bool = false, _ body: @escaping (any AliasStore) throws -> T) -> Result<
+        T, any Error
+    > {
+        let box = Mutex<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        dependencies.vault.withStore(reads: reads, body) { result in
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return box.withLock { $0! }
+    }
+
+    private func claim() -> StoredJob? {
+        let now = Self.now
+        let until = now + Int64(dependencies.configuration.jobs.leaseSeconds)
+        let holder = self.holder
+        switch withStore({ store in try store.claimJob(holder: holder, now: now, until: until) }) {
+        case let .success(job): return job
+        case let .failure(error):
+            dependencies.logger.warning("jobs: cannot ask the store for a job", metadata: ["reason": "\(error)"])
+            return nil
+        }
+    }
+
+    private func end(_ job: StoredJob, _ state: JobState, failure: String?) {
+        let now = Self.now
+        let expires = now + Int64(dependencies.configuration.jobs.outputTTLSeconds)
+        let holder = self.holder
+        let result = withStore { store -> Bool in
+            let ended = try store.setJobState(
+                job.id, from: [.running], to: state, holder: holder, now: now,
+                expiresAt: state == .queued ? nil : expires,
+                failure: failure)
+            if ended && state.isFinal { try store.deleteJobInput(job.id) }
+            return ended
+        }
+        var metadata: Logger.Metadata = ["job": "\(job.id)", "state": "\(state.rawValue)"]
+        if let failure { metadata["reason"] = "\(failure)" }
+        if case .failure(let error) = result { metadata["store"] = "\(error)" }
+        dependencies.logger.info("jobs: job ended", metadata: metadata)
+    }
+
+    private func run(_ job: StoredJob) {
+        dependencies.logger.info(
+            "jobs: running", metadata: ["job": "\(job.id)", "cursor": "\(job.progress.cursor)"])
+        guard let spec = ImportSpec(stored: job.spec) else {
+            return end(job, .failed, failure: "the job's description does not read (written by another version?)")
+        }
+        let plan: ImportPlan
+        do { plan = try ImportPlan(spec, configuration: dependencies.configuration) } catch {
+            return end(job, .failed, failure: "the job cannot run with this configuration: \(error.message)")
+        }
+        guard let token = dependencies.token(job.owner), token.scopes.contains(.jobsImport) else {
+            return end(
+                job, .failed, failure: "the job's token no longer holds jobs:import (revoked, expired or changed)")
+        }
+        let seal: JobSeal
+        do { seal = try dependencies.vault.jobSeal(job) } catch {
+            return end(job, .failed, failure: "\(error)")
+        }
+        var input = InputCursor(job: job, seal: seal, plan: plan)
+        let admission = dependencies.admission(token)
+        var rate = RowRate(perHour: dependencies.configuration.limits.importRowsPerHour)
+        var progress = job.progress
+        while true {
+            if stopping.load(ordering: .relaxed) { return end(job, .queued, failure: nil) }
+            let items: [ImportReader.Item]
+            let isLast: Bool
+            do {
+                (items, isLast) = try input.next(ImportBatch.maxRows) { [self] id, from in
+                    withStore(reads: true) { store in try store.jobChunks(id, part: .input, from: from, limit: 4) }
+                }
+            } catch let fatal as ImportReader.Fatal {
+                return end(job, .failed, failure: fatal.description)
+            } catch {
+                dependencies.logger.warning(
+                    "jobs: cannot read the input", metadata: ["job": "\(job.id)", "reason": "\(error)"])
+                Thread.sleep(forTimeInterval: 1)
+                continue
+            }
+            rate.take(items.count) { stopping.load(ordering: .relaxed) }
+            if stopping.load(ordering: .relaxed) { return end(job, .queued, failure: nil) }
+            let today = dependencies.today()
+            let rows = items.map { item -> ImportRow in
+                var row: ImportRow
+                switch item.values {
+                case let .failure(refusal):
+                    let id = item.id.flatMap { $0.utf8.count <= ImportLines.maxIDBytes ? $0 : nil }
+                    row = ImportRow(line: item.line, id: id, outcome: .failure(refusal))
+                case let .success(values): row = plan.row(values, line: item.line, today: today)
+                }
+                // The token's guess limits, as its creates pass them.
+                if case let .success(values) = row.outcome, let admission,
+                    let refusal = admission.admit(values.map(\.request), vault: dependencies.vault)
+                {
+                    row.outcome = .failure(
+                        ImportRefusal(code: CloakError.Code.tooManyRequests.rawValue, reason: refusal.description))
+                }
+                return row
+            }
+            let now = Self.now
+            let batch = ImportBatch(
+                job: job.id, holder: holder, from: progress, rows: rows, isLast: isLast,
+                leaseUntil: now + Int64(dependencies.configuration.jobs.leaseSeconds),
+                expiresAt: now + Int64(dependencies.configuration.jobs.outputTTLSeconds), seal: seal)
+            let box = Mutex<Result<JobProgress, VaultError>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            dependencies.vault.importBatch(batch, now: { Self.now }) { result in
+                box.withLock { $0 = result }
+                done.signal()
+            }
+            done.wait()
+            switch box.withLock({ $0! }) {
+            case let .success(next):
+                progress = next
+                input.committed(items.count)
+                if isLast {
+                    dependencies.logger.info(
+                        "jobs: job ended",
+                        metadata: [
+                            "job": "\(job.id)", "state": "done", "imported": "\(next.imported)",
+                            "refused": "\(next.refused)",
+                        ])
+                    return
+                }
+            case .failure(.notFound):
+                dependencies.logger.info(
+                    "jobs: the job is no longer this node's (cancelled or taken over)", metadata: ["job": "\(job.id)"])
+                return
+            case let .failure(error):
+                // The batch wrote nothing: the same rows again, from the same cursor.
+                dependencies.logger.warning(
+                    "jobs: a batch failed", metadata: ["job": "\(job.id)", "reason": "\(error)"])
+                Thread.sleep(forTimeInterval: 1)
+            }
+        }
+    }
+}
+
+/// Where a running job is in its input: the chunks read, the rows not yet committed, and the
+/// rows to skip (those before the job's cursor, committed by whoever ran it before).
+struct InputCursor {
+    private let job: StoredJob
+    private let seal: JobSeal
+    private var reader: ImportReader
+    private var skip: Int64
+    private var chunk = 0
+    private var ended = false
+    private var pending: [ImportReader.Item] = []
+
+    init(job: StoredJob, seal: JobSeal, plan: ImportPlan) {
+        self.job = job
+        self.seal = seal
+        reader = ImportReader(plan: plan)
+        skip = job.progress.cursor
+    }
+
+    /// Up to `limit` rows, and whether they are the input's last.
+    mutating func next(
+        _ limit: Int, read: (JobID, Int) -> Result<[[UInt8]], any Error>
+    ) throws -> (items: [ImportReader.Item], isLast: Bool) {
+        while pending.count < limit && !ended {
+            let chunks = try read(job.id, chunk).get()
+            guard !chunks.isEmpty else {
+                throw ImportReader.Fatal(
+                    description: "the job's input ends before its last part (cut short in the store)")
+            }
+            for sealed in chunks where !ended {
+                let opened: (bytes: [UInt8], isLast: Bool)
+                do { opened = try seal.open(sealed, part: JobPart.input.rawValue, index: chunk) } catch {
+                    throw ImportReader.Fatal(
+                        description: "the job's input does not open with its key (altered in the store)")
+                }
+                chunk += 1
+                var items = try reader.feed(opened.bytes)
+                if opened.isLast {
+                    items += try reader.finish()
+                    ended = true
+                }
+                for item in items {
+                    if skip > 0 {
+                        skip -= 1
+                    } else {
+                        pending.append(item)
+                    }
+                }
+            }
+        }
+        let take = Array(pending.prefix(limit))
+        return (take, ended && take.count == pending.count)
+    }
+
+    /// The first `count` rows given are committed (rows not committed are given again).
+    mutating func committed(_ count: Int) { pending.removeFirst(count) }
+}
+
+/// `limits.import_rows_per_hour` as a token bucket of one batch.
+struct RowRate {
+    private let perSecond: Double
+    private var tokens: Double
+    private var last = DispatchTime.now().uptimeNanoseconds
+
+    init(perHour: Int) {
+        perSecond = Double(perHour) / 3600
+        tokens = Double(ImportBatch.maxRows)
+    }
+
+    /// Waits until `count` rows may go (in steps, so a stop is seen within a tenth of a second).
+    mutating func take(_ count: Int, stop: () -> Bool) {
+        while !stop() {
+            let now = DispatchTime.now().uptimeNanoseconds
+            tokens = min(Double(ImportBatch.maxRows), tokens + Double(now - last) / 1e9 * perSecond)
+            last = now
+            if tokens >= Double(count) {
+                tokens -= Double(count)
+                return
+            }
+            Thread.sleep(forTimeInterval: min(0.1, (Double(count) - tokens) / perSecond))
+        }
+    }
+}

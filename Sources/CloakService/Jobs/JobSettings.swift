@@ -1,0 +1,12 @@
+/// `jobs:` (issue 60).
+package struct JobSettings: Sendable, Equatable {
+    /// How long a finished job and its mapping and advice files are kept (`jobs.output_ttl_s`).
+    package var outputTTLSeconds = 86_400
+    /// How long a node holds a job without committing a batch (`jobs.lease_s`): a node killed
+    /// mid-job loses it to the next node that looks once this has passed.
+    package var leaseSeconds = 30
+    /// How long a job may wait for the rest of its input (`receiving`) before it is swept.
+    package var receivingIdleSeconds = 3_600
+
+    package init() {}
+}

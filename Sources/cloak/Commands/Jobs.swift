@@ -1,0 +1,226 @@
+import ArgumentParser
+import CloakCore
+import CloakCrypto
+import CloakService
+import CloakVault
+import Foundation
+
+/// `cloak import`: a file of cards into the vault, as a job the nodes run (issue 60).
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Import a CSV or JSON Lines file of values as a job; follows it to its end.",
+        discussion: """
+            Each row is checked with the form's rules (--form) or aliased in one format (--format, \
+            columns id and value) exactly as POST /aliases would, under the limits of the token \
+            --token names (it must hold jobs:import). The file is checked (its header, every row \
+            counted), sealed into the store under a key of the job's own, and queued: the nodes \
+            serving this store run it, a batch at a time, at limits.import_rows_per_hour; a node \
+            killed mid-job leaves it to another after jobs.lease_s. Prints the job's id, then \
+            progress on standard error, then the job's status (exit 0: done; 1: failed or \
+            cancelled). cloak jobs mapping ID and cloak jobs advice ID write its outputs.
+            """)
+    @OptionGroup var options: ConfigOption
+    @Option(help: "Check each row as a submission of this form (its fields are the columns, with id).") var form:
+        String?
+    @Option(help: "Alias each row's value column in this format (columns id and value).") var format: String?
+    @Option(help: "The token the job runs for: its bucket_values_per_hour apply (must hold jobs:import).")
+    var token: String
+    @Option(help: "csv or jsonl (default: by the file's extension, else csv).") var layout: String?
+    @Option(help: "Renames the file's columns: source=column,… (e.g. pan=card_number,customer=id).") var map: String?
+    @Option(help: "Columns of the file to read past: NAME,… (any other unknown column is refused).")
+    var ignoreColumns: String?
+    @Flag(help: "Print the job's id and return without following it.") var detach = false
+    @Argument(help: "The file.") var file: String
+
+    func validate() throws {
+        guard (form == nil) != (format == nil) else { throw ValidationError("give one of --form and --format") }
+        if let format, AliasFormatName(rawValue: format) == nil { throw ValidationError("no alias format \(format)") }
+        if let layout, ImportSpec.Layout(rawValue: layout) == nil { throw ValidationError("--layout is csv or jsonl") }
+    }
+
+    func run() throws {
+        let configuration = try options.load(.administration)
+        let (store, ring) = Tokens.storeAndRing(configuration)
+        let spec = ImportSpec(
+            source: form.map { .form($0) } ?? .format(AliasFormatName(rawValue: format!)!),
+            layout: layout.flatMap(ImportSpec.Layout.init(rawValue:)) ?? (file.hasSuffix(".jsonl") ? .jsonl : .csv),
+            map: map,
+            ignored: (ignoreColumns ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty },
+            fileName: URL(fileURLWithPath: file).lastPathComponent)
+        // The whole configuration: the form's rules are checked before anything is stored.
+        let full = try options.load(.all)
+        let job: StoredJob
+        do {
+            job = try ImportIntake(store: store, ring: ring, configuration: full).start(
+                spec: spec, owner: token, path: file, now: Tokens.now)
+        } catch {
+            Keys.fail("the import is refused; nothing was stored: \(error)")
+        }
+        FileHandle.standardOutput.write(Data("\(job.id.text)\n".utf8))
+        if detach { return }
+        try Jobs.follow(job.id, store: store)
+    }
+}
+
+struct Jobs: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List, follow, cancel and resume bulk jobs, and write their outputs.",
+        subcommands: [List.self, Status.self, Cancel.self, Resume.self, Mapping.self, Advice.self])
+
+    static func store(_ options: ConfigOption) throws -> (any AliasStore, KeyRing) {
+        Tokens.storeAndRing(try options.load(.administration))
+    }
+
+    static func job(_ id: String, _ store: any AliasStore) -> StoredJob {
+        guard let jobID = JobID(id) else { Keys.fail("not a job id: \(id)") }
+        do {
+            guard let job = try store.job(jobID) else {
+                Keys.fail("no job \(id) (finished jobs go after jobs.output_ttl_s)")
+            }
+            return job
+        } catch {
+            Keys.fail("cannot read the store: \(error)")
+        }
+    }
+
+    static func printJSON(_ value: JSONValue) {
+        FileHandle.standardOutput.write(Data(JSONWriter.encode(value) + [0x0A]))
+    }
+
+    /// Shows the job's progress on standard error until it ends; exit 1 unless it is done.
+    static func follow(_ id: JobID, store: any AliasStore) throws {
+        let terminal = isatty(2) == 1
+        let started = Date()
+        var last = Date.distantPast
+        while true {
+            let job = Self.job(id.text, store)
+            let rows = ImportSpec(stored: job.spec)?.rows
+            let elapsed = max(Date().timeIntervalSince(started), 0.001)
+            let rate = Double(job.progress.cursor) / elapsed
+            var line = "\(job.state.rawValue): \(job.progress.cursor)"
+            if let rows { line += "/\(rows) rows" } else { line += " rows" }
+            line += String(format: ", %.0f rows/s", rate)
+            if let rows, rate > 0, rows > job.progress.cursor {
+                line += String(format: ", %.0f s left", Double(rows - job.progress.cursor) / rate)
+            }
+            line += ", \(job.progress.refused) refused"
+            if terminal {
+                FileHandle.standardError.write(Data("\r\(line)\u{1B}[K".utf8))
+            } else if Date().timeIntervalSince(last) >= 5 || job.state.isFinal {
+                FileHandle.standardError.write(Data("\(line)\n".utf8))
+                last = Date()
+            }
+            if job.state.isFinal {
+                if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
+                printJSON(JobReport.json(job))
+                if job.state != .done { throw ExitCode(1) }
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The store's jobs, newest first, one JSON line each.")
+        @OptionGroup var options: ConfigOption
+        @Option(help: "At most this many.") var limit = 100
+
+        func run() throws {
+            let (store, _) = try Jobs.store(options)
+            do {
+                for job in try store.jobs(before: nil, owner: nil, limit: max(1, min(limit, 10_000))) {
+                    Jobs.printJSON(JobReport.json(job))
+                }
+            } catch {
+                Keys.fail("cannot read the store: \(error)")
+            }
+        }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A job's state and counts (with --follow, its progress until it ends).")
+        @OptionGroup var options: ConfigOption
+        @Flag(help: "Follow the job to its end (exit 1 unless done).") var follow = false
+        @Argument var id: String
+
+        func run() throws {
+            let (store, _) = try Jobs.store(options)
+            let job = Jobs.job(id, store)
+            if follow { return try Jobs.follow(job.id, store: store) }
+            Jobs.printJSON(JobReport.json(job))
+        }
+    }
+
+    struct Cancel: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stops a job after its batch under way; what it imported stays (resume goes on).")
+        @OptionGroup var options: ConfigOption
+        @Argument var id: String
+
+        func run() throws {
+            let (store, _) = try Jobs.store(options)
+            let job = Jobs.job(id, store)
+            let ttl = Int64(try options.load(.all).jobs.outputTTLSeconds)
+            try Jobs.change(
+                store, job, from: [.receiving, .queued, .running], to: .cancelled, expiresAt: Tokens.now + ttl)
+        }
+    }
+
+    struct Resume: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Queues a cancelled job again: it goes on from its cursor.")
+        @OptionGroup var options: ConfigOption
+        @Argument var id: String
+
+        func run() throws {
+            let (store, _) = try Jobs.store(options)
+            let job = Jobs.job(id, store)
+            try Jobs.change(store, job, from: [.cancelled], to: .queued, expiresAt: nil)
+        }
+    }
+
+    static func change(_ store: any AliasStore, _ job: StoredJob, from: Set<JobState>, to: JobState, expiresAt: Int64?)
+        throws
+    {
+        do {
+            try store.begin()
+            let changed = try store.setJobState(
+                job.id, from: from, to: to, holder: nil, now: Tokens.now, expiresAt: expiresAt, failure: nil)
+            try store.commit()
+            guard changed else { Keys.fail("job \(job.id) is \(job.state.rawValue): not changed") }
+        } catch {
+            store.rollback()
+            Keys.fail("cannot change the job: \(error)")
+        }
+        printJSON(JobReport.json(Self.job(job.id.text, store)))
+    }
+
+    struct Mapping: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Writes a done job's mapping file (a JSON line a row imported: row, id, aliases).")
+        @OptionGroup var options: ConfigOption
+        @Argument var id: String
+        func run() throws { try Jobs.output(options, id, .mapping) }
+    }
+
+    struct Advice: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Writes a done job's advice file (a JSON line a row: row, id, ok or refused with code and reason).")
+        @OptionGroup var options: ConfigOption
+        @Argument var id: String
+        func run() throws { try Jobs.output(options, id, .advice) }
+    }
+
+    static func output(_ options: ConfigOption, _ id: String, _ part: JobPart) throws {
+        let (store, ring) = try Jobs.store(options)
+        let job = Jobs.job(id, store)
+        do {
+            try JobReport.output(job, part, store: store, ring: ring) { FileHandle.standardOutput.write(Data($0)) }
+        } catch {
+            Keys.fail("\(error)")
+        }
+    }
+}

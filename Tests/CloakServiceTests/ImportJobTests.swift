@@ -1,0 +1,237 @@
+import CloakCore
+import CloakTesting
+import Foundation
+import Testing
+
+/// Issue 60: import jobs as an operator runs them: `cloak import` beside real `cloak serve`
+/// nodes on a real store, the outputs read back with `cloak jobs`, every alias revealed.
+@Suite(.serialized)
+struct ImportJobTests {
+    static let auth = [("Authorization", "Bearer \(CloakNode.token)")]
+    static let scopes = "aliases:create, aliases:reveal, jobs:import"
+
+    /// A node whose jobs renew a short lease, at `rowsPerHour`.
+    static func node(store: String, _ directory: TemporaryDirectory, rowsPerHour: Int = 36_000_000) throws -> CloakNode
+    {
+        try CloakNode(
+            store: store, directory: directory.path, scopes: scopes,
+            configure: {
+                $0.replacingOccurrences(of: "  lease_s: 30", with: "  lease_s: 5")
+                    .replacingOccurrences(
+                        of: "  import_rows_per_hour: 36000000", with: "  import_rows_per_hour: \(rowsPerHour)")
+            })
+    }
+
+    /// `count` valid card numbers, distinct for each seed.
+    static func cards(_ count: Int, seed: Int) -> [String] { MultiNodeTests.cards(count, seed: seed) }
+
+    static func write(_ text: String, _ directory: TemporaryDirectory, _ name: String) -> String {
+        let path = "\(directory.path)/\(name)"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        return path
+    }
+
+    static func lines(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+    }
+
+    /// The job's id from `cloak import`'s first line.
+    static func jobID(_ output: String) -> String? {
+        output.split(separator: "\n").first { $0.hasPrefix("job_") }.map(String.init)
+    }
+
+    static func status(_ node: CloakNode, _ id: String) throws -> [String: Any] {
+        let run = try node.command(["jobs", "status", id])
+        return lines(run.output).first ?? [:]
+    }
+
+    @Test func aCardFileIsImportedWithItsMappingAndAdvice() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let node = try Self.node(store: "sqlite:\(directory.path)/cloak.db", directory)
+        defer { node.stop() }
+        let cards = Self.cards(6, seed: 61)
+        // A byte order mark, CRLF, quotes, a blank line, a duplicate value under another id, a
+        // row short of a field, an invalid card, an expiry that is no date, and a quoted comma.
+        let csv =
+            "\u{FEFF}id,card_number,exp_date\r\n"
+            + "a1,\(cards[0]),12/29\r\n"
+            + "\"a2\",\"\(cards[1])\",\"12/29\"\r\n"
+            + "\r\n"
+            + "a3,\(cards[0]),12/29\r\n"
+            + "a4,\(cards[2])\r\n"
+            + "a5,4111111111111112,12/29\r\n"
+            + "a6,\(cards[3]),13/29\r\n"
+            + "\"a,7\",\(cards[4]),01/30\r\n"
+        let file = Self.write(csv, directory, "cards.csv")
+        let run = try node.command(["import", "--form", "card_import", "--token", "nodes", file])
+        #expect(run.status == 0, "\(run.output)")
+        let id = try #require(Self.jobID(run.output))
+        let status = try Self.status(node, id)
+        #expect(status["state"] as? String == "done")
+        #expect(status["rows_read"] as? Int == 7 && status["imported"] as? Int == 4 && status["refused"] as? Int == 3)
+
+        let advice = Self.lines(try node.command(["jobs", "advice", id]).output)
+        #expect(advice.map { $0["row"] as? Int } == [2, 3, 5, 6, 7, 8, 9])
+        #expect(advice.map { $0["id"] as? String } == ["a1", "a2", "a3", "a4", "a5", "a6", "a,7"])
+        #expect(advice.map { $0["result"] as? String } == ["ok", "ok", "ok", "refused", "refused", "refused", "ok"])
+        #expect(advice.map { $0["code"] as? Int } == [nil, nil, nil, 1002, 1001, 1001, nil])
+        // The advice file names the rule, never the value (nor whether it was stored before).
+        let adviceText = try node.command(["jobs", "advice", id]).output
+        for card in cards + ["4111111111111112"] { #expect(!adviceText.contains(card)) }
+        #expect(adviceText.contains("card_number"))
+
+        let mapping = Self.lines(try node.command(["jobs", "mapping", id]).output)
+        #expect(mapping.map { $0["id"] as? String } == ["a1", "a2", "a3", "a,7"])
+        let aliases = mapping.compactMap { ($0["aliases"] as? [String: String])?["card_number"] }
+        #expect(aliases.count == 4)
+        // The same value under two ids: one record, one alias, as POST /aliases dedupes.
+        #expect(aliases[0] == aliases[2])
+        for (alias, card) in zip(aliases, [cards[0], cards[1], cards[0], cards[4]]) {
+            let revealed = try node.client().request("GET", "/aliases/\(alias)", headers: Self.auth)
+            #expect(revealed.status == 200 && revealed.text.contains(card), "\(revealed.status)")
+        }
+        // The same file again: the same aliases (deduplicated, not stored twice).
+        let again = try node.command(["import", "--form", "card_import", "--token", "nodes", file])
+        let second = Self.lines(try node.command(["jobs", "mapping", try #require(Self.jobID(again.output))]).output)
+        #expect(second.compactMap { ($0["aliases"] as? [String: String])?["card_number"] } == aliases)
+        let listed = Self.lines(try node.command(["jobs", "list"]).output)
+        #expect(listed.count == 2 && listed.allSatisfy { $0["state"] as? String == "done" })
+    }
+
+    @Test(arguments: [
+        ("id,card_number,exp_date,cvc\nx,4111111111111111,12/29,123\n", "card_import", "security code"),
+        ("id,card_number,exp_date,extra\nx,4111111111111111,12/29,1\n", "card_import", "unknown column \"extra\""),
+        ("id,card_number\nx,4111111111111111\n", "card_import", "no column exp_date"),
+        ("", "card_import", "empty"),
+        ("id,\"card_number\nx,4111111111111111,12/29\n", "card_import", "never closed"),
+        ("id,card_number,exp_date\n", "checkout", "VOLATILE"),
+        ("id,card_number,exp_date\n", "nosuchform", "no form"),
+    ])
+    func aFileThatCannotBeImportedIsRefusedWhole(csv: String, form: String, reason: String) throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let node = try Self.node(store: "sqlite:\(directory.path)/cloak.db", directory)
+        defer { node.stop() }
+        let file = Self.write(csv, directory, "refused.csv")
+        let run = try node.command(["import", "--form", form, "--token", "nodes", file])
+        #expect(run.status == 2 && run.output.contains(reason), "\(run.status) \(run.output)")
+        #expect(!run.output.contains("4111111111111111"))
+        #expect(try node.command(["jobs", "list"]).output.isEmpty)
+    }
+
+    @Test func aJSONLinesFileWithAFormatImportsEachValue() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let node = try Self.node(store: "sqlite:\(directory.path)/cloak.db", directory)
+        defer { node.stop() }
+        let lines = [
+            #"{"customer":"c1","ssn":"123-45-6789"}"#, #"{"customer":"c2","ssn":123456789}"#, "not json",
+            #"{"customer":"c3","ssn":"987-65-4321","other":"x"}"#, #"{"customer":"c4","ssn":"987-65-4329"}"#,
+        ]
+        let file = Self.write(lines.joined(separator: "\n") + "\n", directory, "people.jsonl")
+        let run = try node.command([
+            "import", "--format", "UUID", "--token", "nodes", "--map", "customer=id,ssn=value", file,
+        ])
+        #expect(run.status == 0, "\(run.output)")
+        let id = try #require(Self.jobID(run.output))
+        let advice = Self.lines(try node.command(["jobs", "advice", id]).output)
+        #expect(advice.map { $0["result"] as? String } == ["ok", "refused", "refused", "refused", "ok"])
+        let mapping = Self.lines(try node.command(["jobs", "mapping", id]).output)
+        let alias = try #require((mapping.first?["aliases"] as? [String: String])?["value"])
+        let revealed = try node.client().request("GET", "/aliases/\(alias)", headers: Self.auth)
+        #expect(revealed.text.contains("123-45-6789"))
+    }
+
+    @Test func aCancelledJobStopsAndResumesWhereItWas() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        // 3,600 rows an hour: one a second, so the job is certainly under way when cancelled.
+        let node = try Self.node(store: "sqlite:\(directory.path)/cloak.db", directory, rowsPerHour: 360_000)
+        defer { node.stop() }
+        let cards = Self.cards(400, seed: 62)
+        let csv =
+            "id,card_number,exp_date\n"
+            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
+            .joined(separator: "\n")
+        let file = Self.write(csv, directory, "slow.csv")
+        let run = try node.command(["import", "--form", "card_import", "--token", "nodes", "--detach", file])
+        let id = try #require(Self.jobID(run.output), "\(run.output)")
+        try poll { (try Self.status(node, id)["rows_read"] as? Int ?? 0) > 0 }
+        #expect(try node.command(["jobs", "cancel", id]).status == 0)
+        let cancelled = try Self.status(node, id)
+        #expect(cancelled["state"] as? String == "cancelled")
+        // The batch under way may still commit: after it, nothing moves.
+        let stopped = cancelled["rows_read"] as? Int ?? 0
+        #expect(stopped < 400)
+        #expect(try node.command(["jobs", "resume", id]).status == 0)
+        let done = try node.command(["jobs", "status", "--follow", id])
+        #expect(done.status == 0, "\(done.output)")
+        let advice = Self.lines(try node.command(["jobs", "advice", id]).output)
+        #expect(advice.map { $0["id"] as? String } == (0..<400).map { "r\($0)" })
+    }
+
+    /// Kill -9 at several points of one import: every row exactly once in the advice file, and
+    /// each value stored once.
+    @Test func killingTheNodeMidJobLosesAndRepeatsNoRow() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store = "sqlite:\(directory.path)/cloak.db"
+        let count = 20_000
+        let cards = Self.cards(count, seed: 63)
+        let csv =
+            "id,card_number,exp_date\n"
+            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
+            .joined(separator: "\n") + "\n"
+        let file = Self.write(csv, directory, "big.csv")
+        var node = try Self.node(store: store, directory, rowsPerHour: 18_000_000)
+        let run = try node.command(["import", "--form", "card_import", "--token", "nodes", "--detach", file])
+        let id = try #require(Self.jobID(run.output), "\(run.output)")
+        var kills = 0
+        for target in [2_000, 9_000, 15_000] {
+            try poll(timeout: 120) { (try Self.status(node, id)["rows_read"] as? Int ?? 0) >= target }
+            usleep(UInt32.random(in: 0...200_000))
+            node.kill9()
+            kills += 1
+            node = try Self.node(store: store, directory, rowsPerHour: 18_000_000)
+        }
+        defer { node.stop() }
+        let done = try node.command(["jobs", "status", "--follow", id])
+        #expect(done.status == 0, "\(done.output)")
+        #expect(kills == 3)
+        let advice = Self.lines(try node.command(["jobs", "advice", id]).output)
+        #expect(advice.count == count)
+        #expect(advice.map { $0["id"] as? String } == (0..<count).map { "r\($0)" })
+        #expect(advice.allSatisfy { $0["result"] as? String == "ok" })
+        let mapping = Self.lines(try node.command(["jobs", "mapping", id]).output)
+        #expect(mapping.count == count)
+        #expect(Set(mapping.compactMap { ($0["aliases"] as? [String: String])?["card_number"] }).count == count)
+        // One record a value: nothing stored twice by a batch that ran again.
+        let records = try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM records"])
+        #expect(records.trimmingCharacters(in: .whitespacesAndNewlines) == "\(count)")
+    }
+
+    func sqlite(_ arguments: [String]) throws -> String {
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        run.arguments = ["-cmd", ".timeout 10000"] + arguments
+        let pipe = Pipe()
+        run.standardOutput = pipe
+        try run.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        run.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Polls `condition` until it holds (or fails the test after `timeout` seconds).
+    func poll(timeout: Double = 60, _ condition: () throws -> Bool) throws {
+        let end = Date().addingTimeInterval(timeout)
+        while Date() < end {
+            if try condition() { return }
+            usleep(50_000)
+        }
+        Issue.record("the condition did not hold within \(timeout) s")
+    }
+}
