@@ -61,7 +61,8 @@ extension AliasStoreCompatSuite {
             try transaction(store) { try store.claimJob(holder: "b", now: Self.now + 10, until: Self.now + 40) } == nil)
 
         // A step is taken by the holder from the cursor it read, with its outputs, or not at all.
-        let first = JobProgress(cursor: 500, imported: 498, refused: 2, outputChunks: 1)
+        let first = JobProgress(
+            cursor: 500, imported: 498, refused: 2, outputChunks: 1, mappingBytes: 40_000, adviceBytes: 30_000)
         let outputs = [
             JobOutputChunk(part: .mapping, index: 0, sealed: SecureRandom.bytes(40)),
             JobOutputChunk(part: .advice, index: 0, sealed: SecureRandom.bytes(50)),

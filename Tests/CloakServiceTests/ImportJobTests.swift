@@ -1,4 +1,5 @@
 import CloakCore
+import CloakCrypto
 import CloakTesting
 import Foundation
 import Testing
@@ -211,6 +212,74 @@ struct ImportJobTests {
         // One record a value: nothing stored twice by a batch that ran again.
         let records = try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM records"])
         #expect(records.trimmingCharacters(in: .whitespacesAndNewlines) == "\(count)")
+    }
+
+    @Test func theAPITakesAFileAndGivesItsOutputsOnlyToItsToken() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let other = "other-import-token"
+        let hex = Digest.sha256(Array(other.utf8)).map { String(format: "%02x", $0) }.joined()
+        let node = try CloakNode(
+            store: "sqlite:\(directory.path)/cloak.db", directory: directory.path, scopes: Self.scopes,
+            configure: {
+                $0.replacingOccurrences(of: "  max_input_mib: 4096", with: "  max_input_mib: 1")
+                    .replacingOccurrences(
+                        of: "scopes: [\(Self.scopes)]}]",
+                        with: "scopes: [\(Self.scopes)]}, {id: other, sha256: \"\(hex)\", scopes: [jobs:import]}]")
+            })
+        defer { node.stop() }
+        let cards = Self.cards(300, seed: 64)
+        let csv =
+            "id,card_number,exp_date\n"
+            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
+            .joined(separator: "\n")
+        let started = try node.client().request(
+            "POST", "/admin/jobs/imports?form=card_import&file=cards.csv", body: Array(csv.utf8),
+            headers: Self.auth + [("Content-Type", "text/csv")])
+        #expect(started.status == 202, "\(started.text)")
+        #expect(started.json?["rows"] as? Int == 300 && started.json?["state"] as? String == "queued")
+        let id = try #require(started.json?["id"] as? String)
+        try poll {
+            try node.client().request("GET", "/admin/jobs/\(id)", headers: Self.auth).json?["state"] as? String
+                == "done"
+        }
+        let mapping = try node.client().request("GET", "/admin/jobs/\(id)/mapping", headers: Self.auth)
+        #expect(mapping.status == 200 && mapping.header("Cache-Control") == "no-store")
+        #expect(Self.lines(mapping.text).count == 300)
+        let advice = try node.client().request("GET", "/admin/jobs/\(id)/advice", headers: Self.auth)
+        #expect(Self.lines(advice.text).map { $0["id"] as? String } == (0..<300).map { "r\($0)" })
+        // Another token with jobs:import: neither the job nor its files, as if there were none.
+        let otherAuth = [("Authorization", "Bearer \(other)")]
+        for path in ["/admin/jobs/\(id)", "/admin/jobs/\(id)/mapping", "/admin/jobs/\(id)/advice"] {
+            #expect(try node.client().request("GET", path, headers: otherAuth).status == 404, "\(path)")
+        }
+        #expect(try node.client().request("POST", "/admin/jobs/\(id)/cancel", headers: otherAuth).status == 404)
+        let listed = try node.client().request("GET", "/admin/jobs", headers: otherAuth)
+        #expect((listed.json?["data"] as? [Any])?.isEmpty == true, "\(listed.text)")
+        #expect(try node.client().request("GET", "/admin/jobs", headers: []).status == 401)
+
+        // Refused on the way: too large, a header that cannot be imported, a bad query. Each
+        // leaves no input behind.
+        let huge = "id,card_number,exp_date\n" + String(repeating: "r1,\(cards[0]),12/29\n", count: 60_000)
+        let tooLarge = try node.client().request(
+            "POST", "/admin/jobs/imports?form=card_import", body: Array(huge.utf8), headers: Self.auth)
+        #expect(tooLarge.status == 413, "\(tooLarge.text)")
+        let badHeader = try node.client().request(
+            "POST", "/admin/jobs/imports?form=card_import", body: Array("id,card_number,cvc\nx,1,2\n".utf8),
+            headers: Self.auth)
+        #expect(badHeader.status == 400 && badHeader.text.contains("security code"), "\(badHeader.text)")
+        for query in ["", "?form=card_import&format=UUID", "?form=nosuch", "?format=NOPE", "?form=card_import&x=1"] {
+            let answer = try node.client().request(
+                "POST", "/admin/jobs/imports\(query)", body: Array(csv.utf8), headers: Self.auth)
+            #expect(answer.status == 400, "\(query): \(answer.status) \(answer.text)")
+        }
+        try poll {
+            try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM job_chunks WHERE part = 0"])
+                .trimmingCharacters(in: .whitespacesAndNewlines) == "0"
+        }
+        let states = Self.lines(try node.command(["jobs", "list"]).output).compactMap { $0["state"] as? String }
+        // A body declared too large is refused before a job exists; the bad header's job failed.
+        #expect(states.sorted() == ["done", "failed"], "\(states)")
     }
 
     func sqlite(_ arguments: [String]) throws -> String {

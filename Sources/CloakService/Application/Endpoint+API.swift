@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 import Foundation
 
 /// The API listener's endpoints: each one declaration (where, who, how counted, what audited)
@@ -179,6 +180,34 @@ extension Endpoint {
             "tokens-revoke", .DELETE, "/admin/tokens/{id}", access: .scope(.tokensAdmin), rate: .caller,
             audit: "tokens_revoke"
         ) { s, c throws(CloakError) in try s.adminTokens(c).revoke(id: c.parameter("id")) },
+
+        // Bulk jobs (issue 60): a token sees the jobs it started.
+        Endpoint(
+            "jobs-import", .POST, "/admin/jobs/imports", access: .scope(.jobsImport), rate: .caller,
+            audit: "job_import", body: .jobInput
+        ) { s, c throws(CloakError) in try s.adminJobs(c).start(c.request) },
+        Endpoint("jobs-list", .GET, "/admin/jobs", access: .scope(.jobsImport), rate: .caller) {
+            s, c throws(CloakError) in try s.adminJobs(c).list(c.request)
+        },
+        Endpoint("jobs-status", .GET, "/admin/jobs/{id}", access: .scope(.jobsImport), rate: .caller) {
+            s, c throws(CloakError) in try s.adminJobs(c).status(c.parameter("id"))
+        },
+        Endpoint(
+            "jobs-cancel", .POST, "/admin/jobs/{id}/cancel", access: .scope(.jobsImport), rate: .caller,
+            audit: "job_cancel"
+        ) { s, c throws(CloakError) in try s.adminJobs(c).change(c.parameter("id"), to: .cancelled) },
+        Endpoint(
+            "jobs-resume", .POST, "/admin/jobs/{id}/resume", access: .scope(.jobsImport), rate: .caller,
+            audit: "job_resume"
+        ) { s, c throws(CloakError) in try s.adminJobs(c).change(c.parameter("id"), to: .queued) },
+        Endpoint(
+            "jobs-mapping", .GET, "/admin/jobs/{id}/mapping", access: .scope(.jobsImport), rate: .caller,
+            audit: "job_download"
+        ) { s, c throws(CloakError) in try s.adminJobs(c).output(c.parameter("id"), .mapping) },
+        Endpoint(
+            "jobs-advice", .GET, "/admin/jobs/{id}/advice", access: .scope(.jobsImport), rate: .caller,
+            audit: "job_download"
+        ) { s, c throws(CloakError) in try s.adminJobs(c).output(c.parameter("id"), .advice) },
 
         // The doors.
         Endpoint("proxy", proxied, ["/proxy/{path...}"], access: .tokenize, rate: .creatorOrRevealer) {

@@ -311,7 +311,10 @@ extension ServiceConfiguration {
                 \.auditRetentionDays)
         }
         config.console = ConsoleSettings.read(top["console"], hasTLS: config.server.tls != nil, r)
-        if let jobs = r.mapping(top["jobs"], at: "jobs", allowed: ["output_ttl_s", "lease_s"]) {
+        if let jobs = r.mapping(top["jobs"], at: "jobs", allowed: ["output_ttl_s", "lease_s", "max_input_mib"]) {
+            r.int(
+                jobs["max_input_mib"], at: "jobs.max_input_mib", min: 1, max: 1 << 20, into: &config, \.jobs.maxInputMiB
+            )
             r.int(
                 jobs["output_ttl_s"], at: "jobs.output_ttl_s", min: 60, max: 90 * 86_400, into: &config,
                 \.jobs.outputTTLSeconds)

@@ -1,8 +1,16 @@
 import CloakCore
 import CloakVault
+import Foundation
 import Logging
 
 extension CloakService {
+    func adminJobs(_ c: RequestContext) throws(CloakError) -> AdminJobsHandler {
+        guard let owner = c.identity.token?.id else { throw CloakError(.forbidden, "a job belongs to a token") }
+        return AdminJobsHandler(
+            vault: try requireVault(c.request, c.identity), configuration: configuration, owner: owner,
+            outcome: c.outcome, now: Int64(Date().timeIntervalSince1970))
+    }
+
     /// This node's runner of import jobs (nil without a vault).
     func jobRunner() -> JobRunner? {
         guard let vault else { return nil }

@@ -40,11 +40,11 @@ package struct ImportIntake {
             id: id, kind: .import, state: .receiving, spec: spec.encoded, owner: owner, keyID: seal.wrappedKey.keyID,
             wrappedKey: seal.wrappedKey.sealed, createdAt: now)
         try transaction { try store.createJob(job) }
-        let chunks = try read(path) { index, bytes, isLast in
-            let sealed = try seal.seal(bytes, part: JobPart.input.rawValue, index: index, isLast: isLast)
-            guard try transaction({ try store.appendJobInput(id, index: index, sealed: sealed, now: now) }) else {
-                throw Refused(description: "the job stopped receiving (cancelled, or swept) before its file was stored")
-            }
+        var input = JobInput(id: id, seal: seal, plan: plan)
+        let chunks = try read(path) { _, bytes, isLast in
+            var ready = try input.feed(bytes)
+            if isLast { ready.append(try input.finish()) }
+            for chunk in ready { try append(id, chunk, now: now) }
         }
         guard
             try transaction({
@@ -55,6 +55,13 @@ package struct ImportIntake {
         job.state = .queued
         job.inputChunks = chunks
         return job
+    }
+
+    private func append(_ id: JobID, _ chunk: (index: Int, sealed: [UInt8]), now: Int64) throws {
+        guard try transaction({ try store.appendJobInput(id, index: chunk.index, sealed: chunk.sealed, now: now) })
+        else {
+            throw Refused(description: "the job stopped receiving (cancelled, or swept) before its file was stored")
+        }
     }
 
     /// The rows of the file, read as a node will read them (a header problem refuses it).

@@ -5,6 +5,8 @@ package struct JobSettings: Sendable, Equatable {
     /// How long a node holds a job without committing a batch (`jobs.lease_s`): a node killed
     /// mid-job loses it to the next node that looks once this has passed.
     package var leaseSeconds = 30
+    /// The largest file `POST /admin/jobs/imports` takes (`jobs.max_input_mib`), in MiB.
+    package var maxInputMiB = 4_096
     /// How long a job may wait for the rest of its input (`receiving`) before it is swept.
     package var receivingIdleSeconds = 3_600
 

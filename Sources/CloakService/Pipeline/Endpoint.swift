@@ -59,6 +59,9 @@ final class Endpoint: Sendable {
         /// (nil: read whole); a body over the limit is refused 413.
         case streamed(limit: @Sendable (CloakService, RouteParameters) -> Int?)
 
+        /// An import's file (issue 60): always streamed, up to `jobs.max_input_mib`.
+        static let jobInput = BodyReading.streamed { service, _ in service.configuration.jobs.maxInputMiB << 20 }
+
         /// A form's submission: streamed when the form has file fields, up to what its rules
         /// allow (``CloakService/uploadLimit(_:textBytes:)``).
         static let formUpload = BodyReading.streamed { service, parameters in

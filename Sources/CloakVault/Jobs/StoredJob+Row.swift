@@ -2,7 +2,8 @@ extension StoredJob {
     /// The jobs table's columns, in the order ``init(row:)`` reads them (both stores).
     static let columns = """
         id, kind, state, spec, owner, key_id, wrapped_key, input_chunks, cursor, imported, refused, \
-        output_chunks, lease_holder, lease_until, created_at, updated_at, expires_at, failure
+        output_chunks, lease_holder, lease_until, created_at, updated_at, expires_at, failure, mapping_bytes, \
+        advice_bytes
         """
 
     /// The job in a row of ``columns``.
@@ -18,7 +19,8 @@ extension StoredJob {
             inputChunks: Int(row.integer(at: 7) ?? 0),
             progress: JobProgress(
                 cursor: row.integer(at: 8) ?? 0, imported: row.integer(at: 9) ?? 0, refused: row.integer(at: 10) ?? 0,
-                outputChunks: Int(row.integer(at: 11) ?? 0)),
+                outputChunks: Int(row.integer(at: 11) ?? 0), mappingBytes: row.integer(at: 18) ?? 0,
+                adviceBytes: row.integer(at: 19) ?? 0),
             lease: lease, createdAt: createdAt, updatedAt: row.integer(at: 15) ?? createdAt,
             expiresAt: row.integer(at: 16), failure: row.text(at: 17))
     }

@@ -112,13 +112,24 @@ package struct JobProgress: Sendable, Equatable {
     package var refused: Int64 = 0
     /// Chunks of each output stream (mapping and advice have one a batch: the same count).
     package var outputChunks: Int = 0
+    /// Plaintext bytes of the mapping and advice streams so far (a download's length).
+    package var mappingBytes: Int64 = 0
+    package var adviceBytes: Int64 = 0
 
-    package init(cursor: Int64 = 0, imported: Int64 = 0, refused: Int64 = 0, outputChunks: Int = 0) {
+    package init(
+        cursor: Int64 = 0, imported: Int64 = 0, refused: Int64 = 0, outputChunks: Int = 0, mappingBytes: Int64 = 0,
+        adviceBytes: Int64 = 0
+    ) {
         self.cursor = cursor
         self.imported = imported
         self.refused = refused
         self.outputChunks = outputChunks
+        self.mappingBytes = mappingBytes
+        self.adviceBytes = adviceBytes
     }
+
+    /// The bytes of an output stream.
+    package func bytes(_ part: JobPart) -> Int64 { part == .mapping ? mappingBytes : part == .advice ? adviceBytes : 0 }
 }
 
 /// The node that runs a job, until when: a node that stops renewing it (killed, cut off from

@@ -90,15 +90,18 @@ extension Vault {
         }
         let index = batch.from.outputChunks
         progress.outputChunks = index + 1
+        let (mappingLines, adviceLines) = (mapping.takeBytes(), advice.takeBytes())
+        progress.mappingBytes += Int64(mappingLines.count)
+        progress.adviceBytes += Int64(adviceLines.count)
         let outputs = [
             JobOutputChunk(
                 part: .mapping, index: index,
                 sealed: try batch.seal.seal(
-                    mapping.bytes, part: JobPart.mapping.rawValue, index: index, isLast: batch.isLast)),
+                    mappingLines, part: JobPart.mapping.rawValue, index: index, isLast: batch.isLast)),
             JobOutputChunk(
                 part: .advice, index: index,
                 sealed: try batch.seal.seal(
-                    advice.bytes, part: JobPart.advice.rawValue, index: index, isLast: batch.isLast)),
+                    adviceLines, part: JobPart.advice.rawValue, index: index, isLast: batch.isLast)),
         ]
         guard
             try store.advanceJob(

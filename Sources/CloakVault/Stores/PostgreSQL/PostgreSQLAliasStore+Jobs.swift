@@ -21,7 +21,9 @@ extension PostgreSQLAliasStore {
             created_at bigint NOT NULL,
             updated_at bigint NOT NULL,
             expires_at bigint,
-            failure text
+            failure text,
+            mapping_bytes bigint NOT NULL DEFAULT 0,
+            advice_bytes bigint NOT NULL DEFAULT 0
         );
         CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs (id) WHERE state IN ('queued', 'running');
         CREATE INDEX IF NOT EXISTS jobs_by_expiry ON jobs (expires_at) WHERE expires_at IS NOT NULL;
@@ -113,12 +115,14 @@ extension PostgreSQLAliasStore {
     ) throws(StoreError) -> Bool {
         let moved = try db.query(
             """
-            UPDATE jobs SET cursor = $4, imported = $5, refused = $6, output_chunks = $7, lease_until = $8, updated_at = $9
+            UPDATE jobs SET cursor = $4, imported = $5, refused = $6, output_chunks = $7, lease_until = $8, updated_at = $9,
+                mapping_bytes = $10, advice_bytes = $11
             WHERE id = $1 AND state = 'running' AND lease_holder = $2 AND cursor = $3 RETURNING 1
             """,
             [
                 .text(id.text), .text(holder), .int(cursor), .int(progress.cursor), .int(progress.imported),
                 .int(progress.refused), .int(Int64(progress.outputChunks)), .int(leaseUntil), .int(now),
+                .int(progress.mappingBytes), .int(progress.adviceBytes),
             ])
         guard moved.count == 1 else { return false }
         guard !outputs.isEmpty else { return true }

@@ -20,7 +20,9 @@ extension SQLiteAliasStore {
             created_at INTEGER NOT NULL,
             updated_at INTEGER NOT NULL,
             expires_at INTEGER,
-            failure TEXT
+            failure TEXT,
+            mapping_bytes INTEGER NOT NULL DEFAULT 0,
+            advice_bytes INTEGER NOT NULL DEFAULT 0
         );
         CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs(state, id) WHERE state IN ('queued', 'running');
         CREATE INDEX IF NOT EXISTS jobs_by_expiry ON jobs(expires_at) WHERE expires_at IS NOT NULL;
@@ -138,7 +140,8 @@ extension SQLiteAliasStore {
     ) throws(StoreError) -> Bool {
         let s = try db.statement(
             """
-            UPDATE jobs SET cursor = ?4, imported = ?5, refused = ?6, output_chunks = ?7, lease_until = ?8, updated_at = ?9
+            UPDATE jobs SET cursor = ?4, imported = ?5, refused = ?6, output_chunks = ?7, lease_until = ?8, updated_at = ?9,
+                mapping_bytes = ?10, advice_bytes = ?11
             WHERE id = ?1 AND state = 'running' AND lease_holder = ?2 AND cursor = ?3
             """)
         s.bind(1, id.text)
@@ -150,6 +153,8 @@ extension SQLiteAliasStore {
         s.bind(7, Int64(progress.outputChunks))
         s.bind(8, leaseUntil)
         s.bind(9, now)
+        s.bind(10, progress.mappingBytes)
+        s.bind(11, progress.adviceBytes)
         try s.run()
         guard db.changes == 1 else { return false }
         for chunk in outputs {

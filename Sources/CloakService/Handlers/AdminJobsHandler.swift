@@ -1,0 +1,260 @@
+import CloakCore
+import CloakCrypto
+import CloakHTTP
+import CloakVault
+import Foundation
+import Synchronization
+
+/// The jobs API (issue 60), scope `jobs:import`: start an import with the file as the body,
+/// list and follow one's own jobs, cancel and resume them, and download a done job's mapping
+/// and advice files. A token sees only the jobs it started (another's answers 404, as one that
+/// does not exist).
+struct AdminJobsHandler: Sendable {
+    let vault: VaultClient
+    let configuration: ServiceConfiguration
+    let owner: String
+    let outcome: Outcome?
+    let now: Int64
+
+    static let importParameters: Set<String> = ["form", "format", "layout", "map", "ignore_columns", "file"]
+
+    /// `POST /admin/jobs/imports?form=NAME|format=FMT[&layout=csv|jsonl][&map=…][&ignore_columns=…][&file=NAME]`
+    /// with the file as the body → 202 with the queued job.
+    func start(_ request: HTTPRequest) throws(CloakError) -> Reply {
+        var form: String?
+        var format: String?
+        var layout = ImportSpec.Layout.csv
+        var map: String?
+        var ignored: [String] = []
+        var file: String?
+        for (name, value) in try StrictQuery.pairs(request.query, known: Self.importParameters) {
+            switch name {
+            case "form": form = value
+            case "format":
+                guard AliasFormatName(rawValue: value) != nil else { throw .malformed("no alias format \(value)") }
+                format = value
+            case "layout":
+                guard let chosen = ImportSpec.Layout(rawValue: value) else {
+                    throw .malformed("layout is csv or jsonl")
+                }
+                layout = chosen
+            case "map": map = value
+            case "ignore_columns": ignored = value.split(separator: ",").map(String.init)
+            default:
+                guard value.utf8.count <= 255 else { throw .malformed("file names at most 255 bytes") }
+                file = value
+            }
+        }
+        guard (form == nil) != (format == nil) else { throw .malformed("give one of form and format") }
+        let spec = ImportSpec(
+            source: form.map { .form($0) } ?? .format(AliasFormatName(rawValue: format!)!), layout: layout, map: map,
+            ignored: ignored, fileName: file)
+        let plan = try ImportPlan(spec, configuration: configuration)
+        let id = JobID.make(now: now)
+        let seal: JobSeal
+        do { seal = try vault.vault.newJobSeal(id) } catch { throw error.cloakError { _ in "job" } }
+        let job = StoredJob(
+            id: id, kind: .import, state: .receiving, spec: spec.encoded, owner: owner, keyID: seal.wrappedKey.keyID,
+            wrappedKey: seal.wrappedKey.sealed, createdAt: now)
+        let input = JobInput(id: id, seal: seal, plan: plan)
+        let pull: JobUpload.Pull
+        if let stream = request.bodyStream {
+            pull = { stream.next($0) }
+        } else {
+            // A whole body (a request made in process): one piece.
+            let pieces = Mutex<[BodyStream.Piece]>([.bytes(request.body), .end])
+            pull = { receive in receive(pieces.withLock { $0.count > 1 ? $0.removeFirst() : $0[0] }) }
+        }
+        let upload = JobUpload(
+            vault: vault, job: job, input: input, maxBytes: configuration.jobs.maxInputMiB << 20, outcome: outcome,
+            next: pull)
+        return .later { finish in upload.start(finish) }
+    }
+
+    /// `GET /admin/jobs[?before=ID][&limit=N]` → 200 `{"data": [job…], "next": ID | null}`, newest first.
+    func list(_ request: HTTPRequest) throws(CloakError) -> Reply {
+        var before: JobID?
+        var limit = 100
+        for (name, value) in try StrictQuery.pairs(request.query, known: ["before", "limit"]) {
+            if name == "before" {
+                guard let id = JobID(value) else { throw .malformed("before is a job id") }
+                before = id
+            } else {
+                guard let n = Int(value), (1...1000).contains(n) else { throw .malformed("limit is 1 to 1000") }
+                limit = n
+            }
+        }
+        let (owner, after, count) = (self.owner, before, limit)
+        return .later { finish in
+            vault.vault.withStore(reads: true) { store in
+                try store.jobs(before: after, owner: owner, limit: count)
+            } completion: { result in
+                guard case let .success(jobs) = result else {
+                    return finish(.error(.storeUnavailable("the store could not be read")))
+                }
+                let next: JSONValue = jobs.count == count ? .string(jobs.last!.id.text) : .null
+                finish(
+                    .json(
+                        200, .object([("data", .array(jobs.map(JobReport.json))), ("next", next)]),
+                        headers: HTTPResponse.noStoreHeaders))
+            }
+        }
+    }
+
+    /// `GET /admin/jobs/{id}`.
+    func status(_ id: String) throws(CloakError) -> Reply {
+        let id = try Self.jobID(id)
+        return find(id) { job, finish in finish(.json(200, JobReport.json(job), headers: HTTPResponse.noStoreHeaders)) }
+    }
+
+    /// `POST /admin/jobs/{id}/cancel` (the batch under way may still commit) and `/resume` (a
+    /// cancelled job goes on from its cursor) → 200 with the job.
+    func change(_ id: String, to state: JobState) throws(CloakError) -> Reply {
+        let id = try Self.jobID(id)
+        let from: Set<JobState> = state == .cancelled ? [.receiving, .queued, .running] : [.cancelled]
+        let expires = state == .cancelled ? now + Int64(configuration.jobs.outputTTLSeconds) : nil
+        let (owner, now, outcome) = (self.owner, self.now, self.outcome)
+        return .later { finish in
+            vault.vault.withStore(reads: false) { store -> StoredJob? in
+                guard let job = try store.job(id), job.owner == owner else { return nil }
+                guard
+                    try store.setJobState(
+                        id, from: from, to: state, holder: nil, now: now, expiresAt: expires, failure: nil)
+                else { return job }
+                return try store.job(id)
+            } completion: { result in
+                switch result {
+                case .failure: finish(.error(.storeUnavailable("the store could not be read")))
+                case .success(nil): finish(.error(.notFound("no such job")))
+                case let .success(job?):
+                    guard job.state == state else {
+                        outcome?.alias(nil, "refused", facts: [("job", id.text)])
+                        return finish(.error(.malformed("the job is \(job.state.rawValue): not changed")))
+                    }
+                    outcome?.alias(nil, "ok", facts: [("job", id.text)])
+                    finish(.json(200, JobReport.json(job), headers: HTTPResponse.noStoreHeaders))
+                }
+            }
+        }
+    }
+
+    /// `GET /admin/jobs/{id}/mapping` and `/advice`: a done job's file, JSON Lines, opened chunk
+    /// by chunk as it is sent; 409 until the job is done.
+    func output(_ id: String, _ part: JobPart) throws(CloakError) -> Reply {
+        let id = try Self.jobID(id)
+        let (vault, outcome) = (self.vault, self.outcome)
+        return find(id) { job, finish in
+            guard job.state == .done else {
+                return finish(
+                    .error(
+                        .malformed("the job is \(job.state.rawValue): its \(part.name) file is whole once it is done")))
+            }
+            let seal: JobSeal
+            do throws(VaultError) { seal = try vault.vault.jobSeal(job) } catch {
+                return finish(.error(error.cloakError { _ in "job" }))
+            }
+            outcome?.alias(nil, "ok", facts: [("job", id.text), ("file", part.name)])
+            var response = HTTPResponse(
+                status: 200,
+                headers: [
+                    ("Content-Type", "application/x-ndjson"),
+                    ("Content-Disposition", "attachment; filename=\"\(id.text)-\(part.name).jsonl\""),
+                    ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"),
+                ])
+            let source = JobOutputSource(vault: vault, job: id, part: part, seal: seal)
+            // Its length is known: the job counted each batch's lines as it committed them.
+            response.content = .stream(
+                BodyStream { receive in source.next(receive) }, length: Int(job.progress.bytes(part)))
+            finish(response)
+        }
+    }
+
+    private func find(_ id: JobID, _ found: @escaping @Sendable (StoredJob, Reply.Finish) -> Void) -> Reply {
+        let owner = self.owner
+        return .later { finish in
+            vault.vault.withStore(reads: true) { store in
+                try store.job(id)
+            } completion: { result in
+                vault.loop.map { loop in loop.execute { Self.answer(result, owner: owner, finish, found) } }
+                    ?? Self.answer(result, owner: owner, finish, found)
+            }
+        }
+    }
+
+    private static func answer(
+        _ result: Result<StoredJob?, any Error>, owner: String, _ finish: Reply.Finish,
+        _ found: @Sendable (StoredJob, Reply.Finish) -> Void
+    ) {
+        switch result {
+        case .failure: finish(.error(.storeUnavailable("the store could not be read")))
+        case let .success(job?) where job.owner == owner: found(job, finish)
+        case .success: finish(.error(.notFound("no such job")))
+        }
+    }
+
+    static func jobID(_ text: String) throws(CloakError) -> JobID {
+        guard let id = JobID(text) else { throw .notFound("no such job") }
+        return id
+    }
+}
+
+/// A done job's output as an answer's body: chunks read a few at a time and opened in their
+/// places; the end only once the last chunk has opened (a stream cut short in the store fails,
+/// and the chunked answer ends without its last chunk).
+final class JobOutputSource: Sendable {
+    private struct State {
+        var next = 0
+        var ready: [[UInt8]] = []
+        var ended = false
+    }
+
+    private let vault: VaultClient
+    private let job: JobID
+    private let part: JobPart
+    private let seal: JobSeal
+    private let state = Mutex(State())
+
+    init(vault: VaultClient, job: JobID, part: JobPart, seal: JobSeal) {
+        self.vault = vault
+        self.job = job
+        self.part = part
+        self.seal = seal
+    }
+
+    func next(_ receive: @escaping @Sendable (BodyStream.Piece) -> Void) {
+        enum Step { case give([UInt8], Int), end, read(Int) }
+        let step: Step = state.withLock { s in
+            if s.ended { return .end }
+            if !s.ready.isEmpty {
+                s.next += 1
+                return .give(s.ready.removeFirst(), s.next - 1)
+            }
+            return .read(s.next)
+        }
+        switch step {
+        case let .give(sealed, index): give(sealed, index, receive)
+        case .end: receive(.end)
+        case let .read(from):
+            let (job, part) = (self.job, self.part)
+            vault.vault.withStore(reads: true) { store in
+                try store.jobChunks(job, part: part, from: from, limit: 4)
+            } completion: { result in
+                let deliver: @Sendable () -> Void = {
+                    guard case let .success(chunks) = result, !chunks.isEmpty else { return receive(.failed(nil)) }
+                    self.state.withLock { $0.ready += chunks }
+                    self.next(receive)
+                }
+                if let loop = self.vault.loop { loop.execute(deliver) } else { deliver() }
+            }
+        }
+    }
+
+    private func give(_ sealed: [UInt8], _ index: Int, _ receive: @escaping @Sendable (BodyStream.Piece) -> Void) {
+        guard let opened = try? seal.open(sealed, part: part.rawValue, index: index) else {
+            return receive(.failed(nil))
+        }
+        if opened.isLast { state.withLock { $0.ended = true } }
+        if opened.bytes.isEmpty { return opened.isLast ? receive(.end) : next(receive) }
+        receive(.bytes(opened.bytes))
+    }
+}
