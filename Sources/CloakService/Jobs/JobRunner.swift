@@ -6,12 +6,14 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Runs the store's import jobs on this node (issue 60), one at a time, on a queue of its own
-/// (never a loop, never the vault thread): every second it asks the store for a job no live
-/// node holds (``JobStore/claimJob(holder:now:until:)``), then reads the job's input from its
-/// cursor, checks each row with the job's ``ImportPlan`` and the importing token's guess
-/// limits, and hands batches to the vault (``Vault/importBatch(_:now:completion:)``), each
-/// committing its records, outputs and the new cursor together and renewing the lease.
+/// Runs the store's import jobs on this node (issue 60), one at a time, on a thread of its own
+/// at a lower priority than the loops (never a loop, never the vault thread: a node importing
+/// keeps answering first): every second it asks the store for a job no live node holds
+/// (``JobStore/claimJob(holder:now:until:)``), then reads the job's input from its cursor,
+/// checks each row with the job's ``ImportPlan`` and the importing token's guess limits, and
+/// hands batches to the vault (``Vault/importBatch(_:step:now:completion:)``), each committing
+/// its records, outputs and the new cursor together and renewing the lease. The next batch is
+/// read and sealed while the vault commits the one before.
 ///
 /// A node killed mid-job leaves the lease to lapse; one that stops is told to, and gives the
 /// job back at once. A batch that finds the job no longer its own (cancelled, taken over after
@@ -32,10 +34,11 @@ final class JobRunner: Sendable {
     private let dependencies: Dependencies
     /// This process's name for its leases.
     let holder: String
-    private let timer = RepeatingTimer(label: "cloak-jobs", interval: 1)
     private let stopping = Atomic<Bool>(false)
-    /// Held while a job runs: ``stop()`` waits on it.
-    private let running = Mutex<Void>(())
+    /// Signalled by ``stop()`` (wakes the idle wait) and by the thread when it has ended.
+    private let wake = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
+    private let started = Atomic<Bool>(false)
 
     init(_ dependencies: Dependencies) {
         self.dependencies = dependencies
@@ -43,19 +46,28 @@ final class JobRunner: Sendable {
     }
 
     func start() {
-        timer.start { [self] in
-            guard !stopping.load(ordering: .relaxed) else { return }
-            running.withLock { _ in
-                while !stopping.load(ordering: .relaxed), let job = claim() { run(job) }
+        guard !started.exchange(true, ordering: .relaxed) else { return }
+        let thread = Thread { [self] in
+            ThreadNiceness.lower()
+            while !stopping.load(ordering: .relaxed) {
+                if let job = claim() {
+                    run(job)
+                } else {
+                    _ = wake.wait(timeout: .now() + 1)
+                }
             }
+            ended.signal()
         }
+        thread.name = "cloak-jobs"
+        thread.start()
     }
 
     /// Stops taking jobs, lets the batch under way finish, and gives its job back.
     func stop() {
         stopping.store(true, ordering: .relaxed)
-        timer.stop()
-        running.withLock { _ in }
+        guard started.load(ordering: .relaxed) else { return }
+        wake.signal()
+        ended.wait()
     }
 
     private static var now: Int64 { Int64(Date().timeIntervalSince1970) }
@@ -126,64 +138,58 @@ final class JobRunner: Sendable {
         let admission = dependencies.admission(token)
         var rate = RowRate(perHour: dependencies.configuration.limits.importRowsPerHour)
         var progress = job.progress
+        let vault = dependencies.vault
+        // The batch the vault commits now, and the one made meanwhile.
+        var next: (batch: ImportBatch, rows: Int)?
         while true {
             if stopping.load(ordering: .relaxed) { return end(job, .queued, failure: nil) }
-            let items: [ImportReader.Item]
-            let isLast: Bool
-            do {
-                (items, isLast) = try input.next(ImportBatch.maxRows) { [self] id, from in
-                    withStore(reads: true) { store in try store.jobChunks(id, part: .input, from: from, limit: 4) }
+            let current: (batch: ImportBatch, rows: Int)
+            if let made = next {
+                current = made
+                next = nil
+            } else {
+                switch make(&input, plan: plan, admission: admission, rate: &rate) {
+                case let .made(batch, rows): current = (batch, rows)
+                case .stopped: return end(job, .queued, failure: nil)
+                case let .failed(reason): return end(job, .failed, failure: reason)
+                case .retry:
+                    Thread.sleep(forTimeInterval: 1)
+                    continue
                 }
-            } catch let fatal as ImportReader.Fatal {
-                return end(job, .failed, failure: fatal.description)
-            } catch {
-                dependencies.logger.warning(
-                    "jobs: cannot read the input", metadata: ["job": "\(job.id)", "reason": "\(error)"])
-                Thread.sleep(forTimeInterval: 1)
-                continue
-            }
-            rate.take(items.count) { stopping.load(ordering: .relaxed) }
-            if stopping.load(ordering: .relaxed) { return end(job, .queued, failure: nil) }
-            let today = dependencies.today()
-            let rows = items.map { item -> ImportRow in
-                var row: ImportRow
-                switch item.values {
-                case let .failure(refusal):
-                    let id = item.id.flatMap { $0.utf8.count <= ImportLines.maxIDBytes ? $0 : nil }
-                    row = ImportRow(line: item.line, id: id, outcome: .failure(refusal))
-                case let .success(values): row = plan.row(values, line: item.line, today: today)
-                }
-                // The token's guess limits, as its creates pass them.
-                if case let .success(values) = row.outcome, let admission,
-                    let refusal = admission.admit(values.map(\.request), vault: dependencies.vault)
-                {
-                    row.outcome = .failure(
-                        ImportRefusal(code: CloakError.Code.tooManyRequests.rawValue, reason: refusal.description))
-                }
-                return row
             }
             let now = Self.now
-            let batch = ImportBatch(
-                job: job.id, holder: holder, from: progress, rows: rows, isLast: isLast,
+            let step = ImportStep(
+                job: job.id, holder: holder, from: progress,
                 leaseUntil: now + Int64(dependencies.configuration.jobs.leaseSeconds),
                 expiresAt: now + Int64(dependencies.configuration.jobs.outputTTLSeconds), seal: seal)
             let box = Mutex<Result<JobProgress, VaultError>?>(nil)
             let done = DispatchSemaphore(value: 0)
-            dependencies.vault.importBatch(batch, now: { Self.now }) { result in
+            vault.importBatch(current.batch, step: step, now: { Self.now }) { result in
                 box.withLock { $0 = result }
                 done.signal()
             }
+            // The next batch is read, checked and sealed while this one commits.
+            var aheadFailure: String?
+            if !current.batch.isLast, !stopping.load(ordering: .relaxed) {
+                switch make(&input, plan: plan, admission: admission, rate: &rate) {
+                case let .made(batch, rows): next = (batch, rows)
+                case let .failed(reason): aheadFailure = reason
+                case .stopped, .retry: break
+                }
+            }
             done.wait()
             switch box.withLock({ $0! }) {
-            case let .success(next):
-                progress = next
-                input.committed(items.count)
-                if isLast {
+            case let .success(moved):
+                progress = moved
+                input.committed(current.rows)
+                // What the input holds after this batch cannot be read: the job ends here.
+                if let aheadFailure { return end(job, .failed, failure: aheadFailure) }
+                if current.batch.isLast {
                     dependencies.logger.info(
                         "jobs: job ended",
                         metadata: [
-                            "job": "\(job.id)", "state": "done", "imported": "\(next.imported)",
-                            "refused": "\(next.refused)",
+                            "job": "\(job.id)", "state": "done", "imported": "\(moved.imported)",
+                            "refused": "\(moved.refused)",
                         ])
                     return
                 }
@@ -192,11 +198,68 @@ final class JobRunner: Sendable {
                     "jobs: the job is no longer this node's (cancelled or taken over)", metadata: ["job": "\(job.id)"])
                 return
             case let .failure(error):
-                // The batch wrote nothing: the same rows again, from the same cursor.
+                // The batch wrote nothing: the same rows again, from the same cursor (and the
+                // one made ahead after them).
                 dependencies.logger.warning(
                     "jobs: a batch failed", metadata: ["job": "\(job.id)", "reason": "\(error)"])
+                if let ahead = next {
+                    next = nil
+                    input.unread(ahead.rows)
+                }
+                input.unread(current.rows)
                 Thread.sleep(forTimeInterval: 1)
             }
+        }
+    }
+
+    private enum Made {
+        case made(ImportBatch, rows: Int)
+        case stopped
+        case failed(String)
+        case retry
+    }
+
+    /// The next batch: up to ``ImportBatch/maxRows`` rows read from `input`, checked, admitted
+    /// under the token's guess limits, at the import's rate, and prepared for the vault.
+    private func make(
+        _ input: inout InputCursor, plan: ImportPlan, admission: CreateAdmission?, rate: inout RowRate
+    ) -> Made {
+        let items: [ImportReader.Item]
+        let isLast: Bool
+        do {
+            (items, isLast) = try input.next(ImportBatch.maxRows) { [self] id, from in
+                withStore(reads: true) { store in try store.jobChunks(id, part: .input, from: from, limit: 4) }
+            }
+        } catch let fatal as ImportReader.Fatal {
+            return .failed(fatal.description)
+        } catch {
+            dependencies.logger.warning("jobs: cannot read the input", metadata: ["reason": "\(error)"])
+            return .retry
+        }
+        rate.take(items.count) { stopping.load(ordering: .relaxed) }
+        if stopping.load(ordering: .relaxed) { return .stopped }
+        let today = dependencies.today()
+        let vault = dependencies.vault
+        let rows = items.map { item -> ImportRow in
+            var row: ImportRow
+            switch item.values {
+            case let .failure(refusal):
+                let id = item.id.flatMap { $0.utf8.count <= ImportLines.maxIDBytes ? $0 : nil }
+                row = ImportRow(line: item.line, id: id, outcome: .failure(refusal))
+            case let .success(values): row = plan.row(values, line: item.line, today: today)
+            }
+            // The token's guess limits, as its creates pass them.
+            if case let .success(values) = row.outcome, let admission,
+                let refusal = admission.admit(values.map(\.request), vault: vault)
+            {
+                row.outcome = .failure(
+                    ImportRefusal(code: CloakError.Code.tooManyRequests.rawValue, reason: refusal.description))
+            }
+            return row
+        }
+        do { return .made(try vault.prepareImport(rows, isLast: isLast), rows: items.count) } catch {
+            dependencies.logger.warning("jobs: cannot seal a batch", metadata: ["reason": "\(error)"])
+            return .retry
         }
     }
 }
@@ -211,6 +274,8 @@ struct InputCursor {
     private var chunk = 0
     private var ended = false
     private var pending: [ImportReader.Item] = []
+    /// Rows of `pending` given out and not yet committed.
+    private var given = 0
 
     init(job: StoredJob, seal: JobSeal, plan: ImportPlan) {
         self.job = job
@@ -219,11 +284,11 @@ struct InputCursor {
         skip = job.progress.cursor
     }
 
-    /// Up to `limit` rows, and whether they are the input's last.
+    /// Up to `limit` rows not given yet, and whether they are the input's last.
     mutating func next(
         _ limit: Int, read: (JobID, Int) -> Result<[[UInt8]], any Error>
     ) throws -> (items: [ImportReader.Item], isLast: Bool) {
-        while pending.count < limit && !ended {
+        while pending.count - given < limit && !ended {
             let chunks = try read(job.id, chunk).get()
             guard !chunks.isEmpty else {
                 throw ImportReader.Fatal(
@@ -250,12 +315,19 @@ struct InputCursor {
                 }
             }
         }
-        let take = Array(pending.prefix(limit))
-        return (take, ended && take.count == pending.count)
+        let take = Array(pending[given...].prefix(limit))
+        given += take.count
+        return (take, ended && given == pending.count)
     }
 
-    /// The first `count` rows given are committed (rows not committed are given again).
-    mutating func committed(_ count: Int) { pending.removeFirst(count) }
+    /// The first `count` rows given are committed: they are not kept any more.
+    mutating func committed(_ count: Int) {
+        pending.removeFirst(count)
+        given -= count
+    }
+
+    /// The last `count` rows given are to be given again (their batch did not commit).
+    mutating func unread(_ count: Int) { given -= count }
 }
 
 /// `limits.import_rows_per_hour` as a token bucket of one batch.

@@ -42,37 +42,41 @@ package struct ImportRefusal: Error, Sendable, Equatable {
 
 /// A batch of an import's rows, taken by the vault as one job: their records, the batch's
 /// mapping and advice lines and the job's new cursor commit together, or none of them does.
+/// Its values are sealed, fingerprinted and given their first candidates when it is made
+/// (``Vault/prepareImport(_:isLast:)``, on the runner's thread), so the runner can make the
+/// next batch while the vault commits this one.
 package struct ImportBatch: Sendable {
-    package var job: JobID
-    package var holder: String
-    /// Where the job is: the batch is taken only from there (``JobStore/advanceJob(_:holder:from:to:leaseUntil:outputs:now:)``).
-    package var from: JobProgress
     package var rows: [ImportRow]
     /// The input has no row after these: the job ends with this batch.
     package var isLast: Bool
-    package var leaseUntil: Int64
-    /// When a finished job and its outputs are deleted.
-    package var expiresAt: Int64
-    package var seal: JobSeal
-
-    package init(
-        job: JobID, holder: String, from: JobProgress, rows: [ImportRow], isLast: Bool, leaseUntil: Int64,
-        expiresAt: Int64, seal: JobSeal
-    ) {
-        self.job = job
-        self.holder = holder
-        self.from = from
-        self.rows = rows
-        self.isLast = isLast
-        self.leaseUntil = leaseUntil
-        self.expiresAt = expiresAt
-        self.seal = seal
-    }
+    let prepared: [PreparedAlias]
 
     /// The most rows a batch takes: its output chunks stay far under ``JobSeal/chunkLimit``
     /// (a row's lines are bounded by ``ImportLines``), and the vault thread is held for a few
     /// milliseconds at a time.
     package static let maxRows = 256
+}
+
+/// Where a batch goes: the job, its holder and where the job is (the batch is taken only from
+/// there: ``JobStore/advanceJob(_:holder:from:to:leaseUntil:outputs:now:)``), and the lease
+/// and expiry it sets.
+package struct ImportStep: Sendable {
+    package var job: JobID
+    package var holder: String
+    package var from: JobProgress
+    package var leaseUntil: Int64
+    /// When a finished job and its outputs are deleted.
+    package var expiresAt: Int64
+    package var seal: JobSeal
+
+    package init(job: JobID, holder: String, from: JobProgress, leaseUntil: Int64, expiresAt: Int64, seal: JobSeal) {
+        self.job = job
+        self.holder = holder
+        self.from = from
+        self.leaseUntil = leaseUntil
+        self.expiresAt = expiresAt
+        self.seal = seal
+    }
 }
 
 /// The job's lease or cursor moved under the batch (another node took the job over, or it was

@@ -27,23 +27,26 @@ extension Vault {
     /// alias asked for, the same whether the value was new; ``AliasCaller/mayReveal``).
     static let importer = AliasCaller(mayReveal: false, anonymous: false)
 
-    /// Aliases a batch's rows and moves the job on, in one job of the executor: each row in a
-    /// savepoint of its own (a row the vault refuses is one refusal), then the batch's output
-    /// chunks and the new cursor, only while the job is still the holder's at `from`
-    /// (``ImportBatchLost`` otherwise, and nothing of the batch is kept). The values are sealed
-    /// and fingerprinted on the calling thread first, as a create's are.
-    package func importBatch(
-        _ batch: ImportBatch, now: @escaping @Sendable () -> Int64,
-        completion: @escaping @Sendable (Result<JobProgress, VaultError>) -> Void
-    ) {
+    /// Makes a batch of `rows`: their values sealed, fingerprinted and given their first
+    /// candidates here, on the calling thread, as a create's are.
+    package func prepareImport(_ rows: [ImportRow], isLast: Bool) throws(VaultError) -> ImportBatch {
         var requests: [AliasRequest] = []
-        for row in batch.rows {
+        for row in rows {
             if case let .success(values) = row.outcome { requests += values.map(\.request) }
         }
-        let prepared: [PreparedAlias]
-        do { prepared = try prepare(requests, caller: Self.importer) } catch { return completion(.failure(error)) }
+        return ImportBatch(rows: rows, isLast: isLast, prepared: try prepare(requests, caller: Self.importer))
+    }
+
+    /// Aliases a batch's rows and moves the job on, in one job of the executor: each row in a
+    /// savepoint of its own (a row the vault refuses is one refusal), then the batch's output
+    /// chunks and the new cursor, only while the job is still the holder's at `step.from`
+    /// (``VaultError/notFound`` otherwise, and nothing of the batch is kept).
+    package func importBatch(
+        _ batch: ImportBatch, step: ImportStep, now: @escaping @Sendable () -> Int64,
+        completion: @escaping @Sendable (Result<JobProgress, VaultError>) -> Void
+    ) {
         executor.submit(
-            { [self] store in try runImport(batch, prepared: prepared, now: now(), in: store) },
+            { [self] store in try runImport(batch, step: step, now: now(), in: store) },
             completion: { result in
                 if case .failure(let error) = result, error is ImportBatchLost {
                     return completion(.failure(.notFound))
@@ -52,12 +55,61 @@ extension Vault {
             })
     }
 
-    private func runImport(_ batch: ImportBatch, prepared: [PreparedAlias], now: Int64, in store: any AliasStore)
+    private func runImport(_ batch: ImportBatch, step: ImportStep, now: Int64, in store: any AliasStore)
         throws -> JobProgress
     {
+        var progress = step.from
         var mapping = JSONWriter(reservingCapacity: batch.rows.count * 96)
         var advice = JSONWriter(reservingCapacity: batch.rows.count * 64)
-        var progress = batch.from
+        // Every row at once first, in one savepoint (a savepoint a row costs two statements a
+        // row, two round trips on a server); when the vault refuses any row, again with a
+        // savepoint a row, so that row alone is refused.
+        try store.savepoint()
+        do {
+            try aliasRows(batch, perRow: false, progress: &progress, mapping: &mapping, advice: &advice, in: store)
+            try store.releaseSavepoint()
+        } catch is VaultError {
+            store.rollbackToSavepoint()
+            (progress, mapping, advice) = (step.from, JSONWriter(), JSONWriter())
+            try aliasRows(batch, perRow: true, progress: &progress, mapping: &mapping, advice: &advice, in: store)
+        }
+        let index = step.from.outputChunks
+        progress.outputChunks = index + 1
+        let (mappingLines, adviceLines) = (mapping.takeBytes(), advice.takeBytes())
+        progress.mappingBytes += Int64(mappingLines.count)
+        progress.adviceBytes += Int64(adviceLines.count)
+        let outputs = [
+            JobOutputChunk(
+                part: .mapping, index: index,
+                sealed: try step.seal.seal(
+                    mappingLines, part: JobPart.mapping.rawValue, index: index, isLast: batch.isLast)),
+            JobOutputChunk(
+                part: .advice, index: index,
+                sealed: try step.seal.seal(
+                    adviceLines, part: JobPart.advice.rawValue, index: index, isLast: batch.isLast)),
+        ]
+        guard
+            try store.advanceJob(
+                step.job, holder: step.holder, from: step.from.cursor, to: progress, leaseUntil: step.leaseUntil,
+                outputs: outputs, now: now)
+        else { throw ImportBatchLost() }
+        if batch.isLast {
+            guard
+                try store.setJobState(
+                    step.job, from: [.running], to: .done, holder: step.holder, now: now, expiresAt: step.expiresAt,
+                    failure: nil)
+            else { throw ImportBatchLost() }
+            try store.deleteJobInput(step.job)
+        }
+        return progress
+    }
+
+    /// Each row's records and aliases, and its lines; with `perRow`, each in a savepoint of its
+    /// own (a row the vault refuses is one refusal), else the first refusal is thrown.
+    private func aliasRows(
+        _ batch: ImportBatch, perRow: Bool, progress: inout JobProgress, mapping: inout JSONWriter,
+        advice: inout JSONWriter, in store: any AliasStore
+    ) throws {
         var next = 0
         for row in batch.rows {
             progress.cursor += 1
@@ -69,54 +121,25 @@ extension Vault {
                 continue
             case let .success(found): values = found
             }
-            let mine = Array(prepared[next..<(next + values.count)])
+            let mine = Array(batch.prepared[next..<(next + values.count)])
             next += values.count
-            try store.savepoint()
+            if perRow { try store.savepoint() }
             do {
                 let created = try create(mine, caller: Self.importer, in: store)
-                try store.releaseSavepoint()
+                if perRow { try store.releaseSavepoint() }
                 let aliases = zip(values, created.answers).map { value, answer in
                     (key: value.key, alias: answer.aliases.first?.alias ?? "")
                 }
                 progress.imported += 1
                 ImportLines.mapping(line: row.line, id: row.id, aliases: aliases, into: &mapping)
                 ImportLines.advice(line: row.line, id: row.id, refusal: nil, into: &advice)
-            } catch let error as VaultError {
+            } catch let error as VaultError where perRow {
                 // This row only: what it wrote goes, the batch goes on.
                 store.rollbackToSavepoint()
                 progress.refused += 1
                 ImportLines.advice(line: row.line, id: row.id, refusal: Self.refusal(error), into: &advice)
             }
         }
-        let index = batch.from.outputChunks
-        progress.outputChunks = index + 1
-        let (mappingLines, adviceLines) = (mapping.takeBytes(), advice.takeBytes())
-        progress.mappingBytes += Int64(mappingLines.count)
-        progress.adviceBytes += Int64(adviceLines.count)
-        let outputs = [
-            JobOutputChunk(
-                part: .mapping, index: index,
-                sealed: try batch.seal.seal(
-                    mappingLines, part: JobPart.mapping.rawValue, index: index, isLast: batch.isLast)),
-            JobOutputChunk(
-                part: .advice, index: index,
-                sealed: try batch.seal.seal(
-                    adviceLines, part: JobPart.advice.rawValue, index: index, isLast: batch.isLast)),
-        ]
-        guard
-            try store.advanceJob(
-                batch.job, holder: batch.holder, from: batch.from.cursor, to: progress, leaseUntil: batch.leaseUntil,
-                outputs: outputs, now: now)
-        else { throw ImportBatchLost() }
-        if batch.isLast {
-            guard
-                try store.setJobState(
-                    batch.job, from: [.running], to: .done, holder: batch.holder, now: now, expiresAt: batch.expiresAt,
-                    failure: nil)
-            else { throw ImportBatchLost() }
-            try store.deleteJobInput(batch.job)
-        }
-        return progress
     }
 
     /// A row the vault refused, in the advice file's words (the same codes `/aliases` answers).

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Import jobs at volume (issue 60): `cloak import` of a CSV of card numbers with expiry into a
+# node serving that store, on SQLite then PostgreSQL, while a paced client asks the node's
+# POST /forms/checkout/validate all along.
+#
+# Usage: Benchmarks/import.sh [--smoke]
+#
+# For each store: a fresh store, Cloak started (release build) with a token that holds
+# jobs:import and aliases:create and a bucket_values_per_hour raised for a migration; its
+# /validate p99 measured idle (Benchmarks/tools/paced.py: IMPORT_RATE requests a second on one
+# connection, an ordinary load rather than saturation, which on two cores would take one of
+# them); then the import run (`cloak import --form card_import`, which follows the job to its
+# end) with the same load on /validate beside it.
+# Reported: the import's wall time and rows a second, the node's RSS before and its peak during
+# the job (VmHWM) and their difference, /validate's p99 idle and during the job and their ratio,
+# and the counts the job reports. The issue's targets: 1,000,000 rows in at most 120 s on
+# SQLite and at most 2x that on PostgreSQL, RSS at most 64 MiB above idle, p99 at most 2x idle.
+#
+# Environment:
+#   IMPORT_ROWS         rows of the file (default 1000000)
+#   IMPORT_STORES       default "sqlite postgres"
+#   IMPORT_RATE         /validate requests a second beside the job, and idle (default 200)
+#   IMPORT_PACED_SECONDS  the idle /validate run (default 10)
+#   CLOAK_BIN           use this binary instead of building a release one
+#   --smoke             2,000 rows, SQLite, 2 s idle: checks the script end to end
+#
+# Results: Benchmarks/results/import-<timestamp>/ (logs, latencies, summary.txt).
+set -euo pipefail
+export CLOAK_CONSOLE_LISTEN=${CLOAK_CONSOLE_LISTEN:-127.0.0.1:0}
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+cd "$REPO_ROOT"
+HOST=127.0.0.1
+log() { printf '[import] %s\n' "$*" >&2; }
+die() { printf '[import] error: %s\n' "$*" >&2; exit 1; }
+. "$SCRIPT_DIR/lib.sh"
+trap cleanup EXIT
+
+SMOKE=0
+for arg in "$@"; do
+    case "$arg" in
+        --smoke) SMOKE=1 ;;
+        -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) die "unknown argument: $arg" ;;
+    esac
+done
+if (( SMOKE )); then
+    IMPORT_ROWS=${IMPORT_ROWS:-2000}
+    IMPORT_STORES=${IMPORT_STORES:-sqlite}
+    IMPORT_PACED_SECONDS=${IMPORT_PACED_SECONDS:-2}
+fi
+IMPORT_ROWS=${IMPORT_ROWS:-1000000}
+IMPORT_STORES=${IMPORT_STORES:-"sqlite postgres"}
+IMPORT_PACED_SECONDS=${IMPORT_PACED_SECONDS:-10}
+IMPORT_RATE=${IMPORT_RATE:-200}
+require curl
+require python3
+
+RESULTS_DIR="$SCRIPT_DIR/results/import-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$RESULTS_DIR"
+WORK=$(mktemp -d /tmp/cloak-import-bench.XXXXXX)
+chmod 755 "$WORK"
+trap 'cleanup; [[ -n "${PG_DIR:-}" ]] && scripts/postgres stop "$PG_DIR" >/dev/null 2>&1; rm -rf "$WORK"' EXIT
+
+if [[ -z "${CLOAK_BIN:-}" ]]; then
+    log "building the release binary"
+    swift build -c release --product cloak >&2
+    CLOAK_BIN="$(swift build -c release --show-bin-path)/cloak"
+fi
+
+# The file: distinct Visa-shaped numbers passing Luhn, each with its row's id and an expiry.
+CSV="$WORK/cards.csv"
+python3 - "$IMPORT_ROWS" "$CSV" <<'PY'
+import sys
+rows, path = int(sys.argv[1]), sys.argv[2]
+def check_digit(body):
+    total = 0
+    for i, c in enumerate(reversed(body)):
+        n = int(c)
+        if i % 2 == 0:
+            n *= 2
+            if n > 9: n -= 9
+        total += n
+    return str((10 - total % 10) % 10)
+with open(path, "w") as out:
+    out.write("id,card_number,exp_date\n")
+    for i in range(rows):
+        body = "4" + str(17_000_000_000_000 + i * 7919)[-14:]
+        out.write(f"cust-{i},{body}{check_digit(body)},{1 + i % 12:02d}/{30 + i % 5}\n")
+PY
+log "$IMPORT_ROWS rows: $(du -h "$CSV" | cut -f1)"
+
+TOKEN=import-bench-token
+HEX=$(printf '%s' "$TOKEN" | sha256sum | cut -d' ' -f1)
+CONFIG="$WORK/cloak.yaml"
+sed -e "s/^  tokens: \[\]/  tokens: [{id: importer, sha256: \"$HEX\", scopes: [jobs:import, aliases:create], bucket_values_per_hour: 1000000}]/" \
+    -e 's/^  token: {requests_per_minute: 6000, burst: 600}/  token: {requests_per_minute: 10000000, burst: 1000000}/' \
+    -e 's/^  anonymous: {requests_per_minute: 600, burst: 60}/  anonymous: {requests_per_minute: 10000000, burst: 1000000}/' \
+    config/cloak.yaml >"$CONFIG"
+"$CLOAK_BIN" check-config --config "$CONFIG" >&2
+
+VALIDATE_BODY="$SCRIPT_DIR/load/validate-body.json"
+
+SUMMARY="$RESULTS_DIR/summary.txt"
+: >"$SUMMARY"
+for STORE in $IMPORT_STORES; do
+    mkdir -p "$WORK/$STORE"
+    if [[ "$STORE" == sqlite ]]; then
+        STORE_URL="sqlite:$WORK/$STORE/cloak.db"
+    else
+        PG_DIR="$WORK/$STORE/cluster"
+        mkdir -p "$PG_DIR"
+        chmod 755 "$PG_DIR"
+        STORE_URL=$(scripts/postgres start "$PG_DIR")
+    fi
+    export CLOAK_VAULT_STORE="$STORE_URL" CLOAK_VAULT_KEYS="file:$WORK/$STORE/keys.json"
+    "$CLOAK_BIN" keys init --config "$CONFIG" >/dev/null
+    port=$(free_port)
+    CLOAK_SERVER_LISTEN="$HOST:$port" "$CLOAK_BIN" serve --config "$CONFIG" >"$RESULTS_DIR/cloak-$STORE.log" 2>&1 &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    BASE_URL="http://$HOST:$port"
+    wait_http "$SERVER_PID" "$BASE_URL/healthz" 120 || { tail -n 30 "$RESULTS_DIR/cloak-$STORE.log" >&2; die "cloak did not start"; }
+    # /validate idle, at IMPORT_RATE requests a second (after a second's warm-up).
+    python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 1 >/dev/null
+    python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" \
+        "$IMPORT_PACED_SECONDS" >"$RESULTS_DIR/validate-idle-$STORE.txt"
+    idle_rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status")
+    # Start the peak from here: VmHWM is reset by writing 5 to clear_refs.
+    echo 5 >"/proc/$SERVER_PID/clear_refs" 2>/dev/null || true
+    # The same load for as long as the import runs (stopped when it ends).
+    python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 0 \
+        >"$RESULTS_DIR/validate-busy-$STORE.txt" &
+    PACED_PID=$!
+    PIDS+=("$PACED_PID")
+    start=$(date +%s.%N)
+    CLOAK_SERVER_LISTEN="$HOST:$port" "$CLOAK_BIN" import --config "$CONFIG" --form card_import --token importer "$CSV" \
+        >"$RESULTS_DIR/import-$STORE.json" 2>"$RESULTS_DIR/import-$STORE.progress" \
+        || die "the import failed ($RESULTS_DIR/import-$STORE.progress)"
+    end=$(date +%s.%N)
+    kill -INT "$PACED_PID" 2>/dev/null || true
+    wait "$PACED_PID" 2>/dev/null || true
+    forget_pid "$PACED_PID"
+    peak_rss=$(peak_rss_mb "$SERVER_PID")
+    seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+    status=$(tail -n 1 "$RESULTS_DIR/import-$STORE.json")
+    idle_p99=$(cut -d' ' -f2 "$RESULTS_DIR/validate-idle-$STORE.txt")
+    busy_p99=$(cut -d' ' -f2 "$RESULTS_DIR/validate-busy-$STORE.txt")
+    {
+        echo "$STORE: $IMPORT_ROWS rows in $seconds s ($(awk -v r="$IMPORT_ROWS" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }') rows/s)"
+        echo "  RSS idle $idle_rss MiB, peak during the job $peak_rss MiB (+$(awk -v a="$idle_rss" -v b="$peak_rss" 'BEGIN { printf "%.1f", b - a }') MiB)"
+        echo "  /validate p99 idle $idle_p99 ms, during the job $busy_p99 ms (x$(awk -v a="$idle_p99" -v b="$busy_p99" 'BEGIN { printf "%.2f", b / a }'))"
+        echo "  job: $status"
+    } | tee -a "$SUMMARY" >&2
+    stop_pid "$SERVER_PID"
+    forget_pid "$SERVER_PID"
+    if [[ "$STORE" == postgres ]]; then scripts/postgres stop "$PG_DIR" >/dev/null; PG_DIR=; fi
+done
+log "summary: $SUMMARY"
