@@ -138,6 +138,27 @@ extension AliasStoreCompatSuite {
         #expect(try store.jobChunks(made.id, part: .mapping, from: 0, limit: 10).count == 1)
     }
 
+    /// An import's batch writes its new records in the transaction under way: rolled back with
+    /// it, or committed with it.
+    func newRecordsAreInsertedInTheTransactionUnderWay() throws {
+        let store = try makeStore()
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        var record = Self.record("rec_n\(tag)", aliases: [])
+        record.fingerprint = SecureRandom.bytes(32)
+        let write = NewRecordWrite(record: record, alias: Self.alias("tok_n\(tag)"))
+        try store.begin()
+        #expect(try store.insertNewRecords([write]) == [.stored])
+        store.rollback()
+        #expect(try store.record(alias: "tok_n\(tag)") == nil)
+        let outcomes = try transaction(store) { try store.insertNewRecords([write, write]) }
+        #expect(outcomes.first == .stored)
+        #expect(try store.record(alias: "tok_n\(tag)")?.id == record.id)
+        #expect(
+            try transaction(store) { try store.insertNewRecords([write]) }.first.map {
+                if case .found(let found) = $0 { return found.id == record.id } else { return false }
+            } == true)
+    }
+
     func jobsAreListedNewestFirstAndExpireWithTheirChunks() throws {
         let store = try makeStore()
         try settleLeftoverJobs(store)

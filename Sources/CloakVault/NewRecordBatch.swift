@@ -37,44 +37,13 @@ extension NewRecordOutcome {
 extension AliasStore {
     /// ``AliasStore/commitNewRecords(_:durable:)`` with one statement per step: what a store
     /// whose statements cost a function call (SQLite) does, and the meaning any faster version
-    /// must keep. Every fingerprint is looked up before anything is written, as a single
-    /// statement sees the store: a second write of one value in a batch is ``NewRecordOutcome/notStored``.
+    /// must keep.
     package func commitNewRecordsOneByOne(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError)
         -> [NewRecordOutcome]
     {
         try begin()
         do throws(StoreError) {
-            var found: [StoredRecord?] = []
-            for write in writes {
-                if let fingerprint = write.record.fingerprint {
-                    found.append(try record(fingerprint: fingerprint))
-                } else {
-                    found.append(nil)
-                }
-            }
-            var outcomes: [NewRecordOutcome] = []
-            for (write, existing) in zip(writes, found) {
-                if let existing {
-                    outcomes.append(.found(existing))
-                    continue
-                }
-                try savepoint()
-                do throws(StoreError) {
-                    try insert(write.record)
-                } catch .fingerprintTaken, .aliasTaken {
-                    // A unique key of the record's stands in the way (SQLite names none of them).
-                    rollbackToSavepoint()
-                    outcomes.append(.notStored)
-                    continue
-                }
-                do throws(StoreError) {
-                    try addAlias(write.alias, toRecord: write.record.id)
-                    outcomes.append(.stored)
-                } catch .aliasTaken {
-                    outcomes.append(.storedWithoutAlias)
-                }
-                try releaseSavepoint()
-            }
+            let outcomes = try insertNewRecordsOneByOne(writes)
             if durable { try forceDurableCommit() }
             try commit()
             return outcomes
@@ -82,5 +51,43 @@ extension AliasStore {
             rollback()
             throw error
         }
+    }
+
+    /// ``AliasStore/insertNewRecords(_:)`` one statement per step, in the transaction under way.
+    /// Every fingerprint is looked up before anything is written, as a single statement sees the
+    /// store: a second write of one value in a batch is ``NewRecordOutcome/notStored``.
+    package func insertNewRecordsOneByOne(_ writes: [NewRecordWrite]) throws(StoreError) -> [NewRecordOutcome] {
+        var found: [StoredRecord?] = []
+        for write in writes {
+            if let fingerprint = write.record.fingerprint {
+                found.append(try record(fingerprint: fingerprint))
+            } else {
+                found.append(nil)
+            }
+        }
+        var outcomes: [NewRecordOutcome] = []
+        for (write, existing) in zip(writes, found) {
+            if let existing {
+                outcomes.append(.found(existing))
+                continue
+            }
+            try savepoint()
+            do throws(StoreError) {
+                try insert(write.record)
+            } catch .fingerprintTaken, .aliasTaken {
+                // A unique key of the record's stands in the way (SQLite names none of them).
+                rollbackToSavepoint()
+                outcomes.append(.notStored)
+                continue
+            }
+            do throws(StoreError) {
+                try addAlias(write.alias, toRecord: write.record.id)
+                outcomes.append(.stored)
+            } catch .aliasTaken {
+                outcomes.append(.storedWithoutAlias)
+            }
+            try releaseSavepoint()
+        }
+        return outcomes
     }
 }

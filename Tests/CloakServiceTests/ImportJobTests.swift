@@ -282,6 +282,133 @@ struct ImportJobTests {
         #expect(states.sorted() == ["done", "failed"], "\(states)")
     }
 
+    /// Two nodes on one PostgreSQL database: the node holding the job is killed, the other takes
+    /// the job over once the lease lapses and finishes it; every row once, one record a value.
+    @Test(.enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL"))
+    func anotherNodeTakesOverAJobOnPostgreSQL() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try PostgresTestCluster.freshDatabase()
+        let count = 6_000
+        let cards = Self.cards(count, seed: 65)
+        let csv =
+            "id,card_number,exp_date\n"
+            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
+            .joined(separator: "\n") + "\n"
+        let file = Self.write(csv, directory, "big.csv")
+        var nodes = [
+            try Self.node(store: store, directory, rowsPerHour: 3_600_000),
+            try Self.node(store: store, directory, rowsPerHour: 3_600_000),
+        ]
+        defer { for node in nodes { node.stop() } }
+        let run = try nodes[0].command(["import", "--form", "card_import", "--token", "nodes", "--detach", file])
+        let id = try #require(Self.jobID(run.output), "\(run.output)")
+        try poll(timeout: 120) { (try Self.status(nodes[0], id)["rows_read"] as? Int ?? 0) >= 1_000 }
+        // The holder's process id is in its lease: that node goes.
+        let holder = try #require(try Self.status(nodes[0], id)["lease_holder"] as? String)
+        let victim = try #require(nodes.firstIndex { holder.contains(":\($0.pid):") }, "\(holder)")
+        nodes[victim].kill9()
+        let survivor = nodes[1 - victim]
+        nodes.remove(at: victim)
+        let done = try survivor.command(["jobs", "status", "--follow", id])
+        #expect(done.status == 0, "\(done.output)")
+        let finished = try Self.status(survivor, id)
+        #expect(finished["imported"] as? Int == count)
+        let advice = Self.lines(try survivor.command(["jobs", "advice", id]).output)
+        #expect(advice.map { $0["id"] as? String } == (0..<count).map { "r\($0)" })
+        let mapping = Self.lines(try survivor.command(["jobs", "mapping", id]).output)
+        #expect(Set(mapping.compactMap { ($0["aliases"] as? [String: String])?["card_number"] }).count == count)
+        #expect(survivor.log.contains("jobs: running"))
+    }
+
+    /// docs/jobs.md's worked example, every `sh` block in order, as an operator would type them
+    /// beside a node (its address rewritten to the node's), and the files it shows compared.
+    @Test func theDocsWorkedExampleRunsAsWritten() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let node = try CloakNode(
+            store: "sqlite:\(directory.path)/cloak.db", directory: directory.path, tokenID: "importer",
+            scopes: "jobs:import, aliases:create")
+        defer { node.stop() }
+        let doc = try String(
+            contentsOf: TestServer.repositoryRoot.appendingPathComponent("docs/jobs.md"), encoding: .utf8)
+        let blocks = Self.fenced(doc, language: "sh")
+        #expect(blocks.count >= 6)
+        let work = "\(directory.path)/work"
+        try FileManager.default.createDirectory(atPath: "\(work)/config", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: node.configPath, toPath: "\(work)/config/cloak.yaml")
+        let bin = "\(directory.path)/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let binary = [".build/debug/cloak", ".build/release/cloak"].map {
+            TestServer.repositoryRoot.appendingPathComponent($0).path
+        }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        try FileManager.default.createSymbolicLink(atPath: "\(bin)/cloak", withDestinationPath: try #require(binary))
+        let script =
+            "set -euo pipefail\n"
+            + blocks.joined(separator: "\n").replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(node.port)")
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: "/bin/bash")
+        run.arguments = ["-c", script]
+        run.currentDirectoryURL = URL(fileURLWithPath: work)
+        var environment = node.variables
+        environment["PATH"] = bin + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        environment["TOKEN"] = CloakNode.token
+        run.environment = environment
+        let pipe = Pipe()
+        run.standardOutput = pipe
+        run.standardError = pipe
+        try run.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        run.waitUntilExit()
+        #expect(run.terminationStatus == 0, "\(output)")
+        #expect(output.contains("refused: exit 2"))
+        // The advice the page shows is the advice the job wrote (values elided with …).
+        let shown = Self.fenced(doc, language: "").first { $0.contains(#""row":2"#) && $0.contains("result") } ?? ""
+        let expected = Self.lines(shown.replacingOccurrences(of: ": …\"", with: "\""))
+        let advice = Self.lines(output)
+            .filter { $0["result"] != nil }
+        func brief(_ line: [String: Any]) -> String {
+            "\(line["row"] ?? "") \(line["id"] ?? "") \(line["result"] ?? "") \(line["code"] ?? "")"
+        }
+        #expect(advice.map(brief) == expected.map(brief), "\(output)")
+        let mapping = Self.lines(try String(contentsOfFile: "\(work)/mapping.jsonl", encoding: .utf8))
+        let byID = Dictionary(
+            uniqueKeysWithValues: mapping.compactMap { line in
+                (line["id"] as? String).map { ($0, (line["aliases"] as? [String: String])?["card_number"]) }
+            })
+        #expect(byID.count == 4 && byID["cus_001"] != nil && byID["cus_001"] == byID["cus_006"])
+        #expect(byID["cus_001"]??.hasSuffix("4242") == true)
+        // The API's run of the same file: the same advice, the same aliases.
+        let apiAdvice = Self.lines(try String(contentsOfFile: "\(work)/api-advice.jsonl", encoding: .utf8))
+        #expect(apiAdvice.map(brief) == expected.map(brief))
+        let apiMapping = Self.lines(try String(contentsOfFile: "\(work)/api-mapping.jsonl", encoding: .utf8))
+        #expect(
+            apiMapping.compactMap { ($0["aliases"] as? [String: String])?["card_number"] }
+                == mapping.compactMap { ($0["aliases"] as? [String: String])?["card_number"] })
+    }
+
+    /// The fenced blocks of `markdown` in `language` ("" for blocks without one).
+    static func fenced(_ markdown: String, language: String) -> [String] {
+        var blocks: [String] = []
+        // Inside a block: its lines, or nil for a block of another language.
+        var inside: [Substring]??
+        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+            switch inside {
+            case .none:
+                if line.hasPrefix("```") { inside = .some(line == "```" + language ? [] : nil) }
+            case .some(let lines):
+                if line == "```" {
+                    if let lines { blocks.append(lines.joined(separator: "\n")) }
+                    inside = .none
+                } else if var lines {
+                    lines.append(line)
+                    inside = .some(lines)
+                }
+            }
+        }
+        return blocks
+    }
+
     func sqlite(_ arguments: [String]) throws -> String {
         let run = Process()
         run.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")

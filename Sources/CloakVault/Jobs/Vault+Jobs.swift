@@ -66,12 +66,21 @@ extension Vault {
         // savepoint a row, so that row alone is refused.
         try store.savepoint()
         do {
-            try aliasRows(batch, perRow: false, progress: &progress, mapping: &mapping, advice: &advice, in: store)
+            // On a database server, the batch's new records and first aliases in one statement
+            // (as a create batch's, but in this transaction), then only what is left row by row.
+            var stored: [Int: StoredRecord] = [:]
+            if store.batchesNewRecords, let writes = newRecordWrites(batch.prepared) {
+                stored = Self.storedRecords(writes, try store.insertNewRecords(writes))
+            }
+            try aliasRows(
+                batch, perRow: false, stored: stored, progress: &progress, mapping: &mapping, advice: &advice,
+                in: store)
             try store.releaseSavepoint()
         } catch is VaultError {
             store.rollbackToSavepoint()
             (progress, mapping, advice) = (step.from, JSONWriter(), JSONWriter())
-            try aliasRows(batch, perRow: true, progress: &progress, mapping: &mapping, advice: &advice, in: store)
+            try aliasRows(
+                batch, perRow: true, stored: [:], progress: &progress, mapping: &mapping, advice: &advice, in: store)
         }
         let index = step.from.outputChunks
         progress.outputChunks = index + 1
@@ -107,8 +116,8 @@ extension Vault {
     /// Each row's records and aliases, and its lines; with `perRow`, each in a savepoint of its
     /// own (a row the vault refuses is one refusal), else the first refusal is thrown.
     private func aliasRows(
-        _ batch: ImportBatch, perRow: Bool, progress: inout JobProgress, mapping: inout JSONWriter,
-        advice: inout JSONWriter, in store: any AliasStore
+        _ batch: ImportBatch, perRow: Bool, stored: [Int: StoredRecord], progress: inout JobProgress,
+        mapping: inout JSONWriter, advice: inout JSONWriter, in store: any AliasStore
     ) throws {
         var next = 0
         for row in batch.rows {
@@ -122,10 +131,12 @@ extension Vault {
             case let .success(found): values = found
             }
             let mine = Array(batch.prepared[next..<(next + values.count)])
+            var committed: [Int: StoredRecord] = [:]
+            for index in 0..<values.count { committed[index] = stored[next + index] }
             next += values.count
             if perRow { try store.savepoint() }
             do {
-                let created = try create(mine, caller: Self.importer, in: store)
+                let created = try create(mine, caller: Self.importer, in: store, stored: committed)
                 if perRow { try store.releaseSavepoint() }
                 let aliases = zip(values, created.answers).map { value, answer in
                     (key: value.key, alias: answer.aliases.first?.alias ?? "")

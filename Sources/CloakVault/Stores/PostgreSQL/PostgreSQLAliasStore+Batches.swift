@@ -66,6 +66,16 @@ extension PostgreSQLAliasStore {
     package func commitNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome] {
         guard !writes.isEmpty else { return [] }
         try connected()
+        return try runInsertBatch(writes, durable: durable)
+    }
+
+    /// ``insertBatch`` in the transaction under way: one round trip, committed with it.
+    package func insertNewRecords(_ writes: [NewRecordWrite]) throws(StoreError) -> [NewRecordOutcome] {
+        guard !writes.isEmpty else { return [] }
+        return try runInsertBatch(writes, durable: false)
+    }
+
+    private func runInsertBatch(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome] {
         // In fingerprint order (see insertBatch); `order[i]` is the write sent i-th.
         let order = writes.indices.sorted { a, b in
             Self.precedes(writes[a].record.fingerprint, writes[b].record.fingerprint)

@@ -117,6 +117,9 @@ package final class SQLiteAliasStore: AliasStore {
     package func commitNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome] {
         try commitNewRecordsOneByOne(writes, durable: durable)
     }
+    package func insertNewRecords(_ writes: [NewRecordWrite]) throws(StoreError) -> [NewRecordOutcome] {
+        try insertNewRecordsOneByOne(writes)
+    }
 
     package func begin() throws(StoreError) { try db.run("BEGIN IMMEDIATE") }
     /// Deferred: the read lock at the first read, never the write lock (WAL: no wait for a writer).
