@@ -101,6 +101,10 @@ sed -e "s/^  tokens: \[\]/  tokens: [{id: importer, sha256: \"$HEX\", scopes: [j
 "$CLOAK_BIN" check-config --config "$CONFIG" >&2
 
 VALIDATE_BODY="$SCRIPT_DIR/load/validate-body.json"
+# The client above the node's threads where it may be (root): on two cores its own waits for a
+# core would otherwise be counted as the node's.
+PACED_NICE=
+if [[ $(id -u) == 0 ]]; then PACED_NICE="nice -n -5"; fi
 
 SUMMARY="$RESULTS_DIR/summary.txt"
 : >"$SUMMARY"
@@ -123,14 +127,14 @@ for STORE in $IMPORT_STORES; do
     BASE_URL="http://$HOST:$port"
     wait_http "$SERVER_PID" "$BASE_URL/healthz" 120 || { tail -n 30 "$RESULTS_DIR/cloak-$STORE.log" >&2; die "cloak did not start"; }
     # /validate idle, at IMPORT_RATE requests a second (after a second's warm-up).
-    python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 1 >/dev/null
-    python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" \
+    $PACED_NICE python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 1 >/dev/null
+    $PACED_NICE python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" \
         "$IMPORT_PACED_SECONDS" >"$RESULTS_DIR/validate-idle-$STORE.txt"
     idle_rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status")
     # Start the peak from here: VmHWM is reset by writing 5 to clear_refs.
     echo 5 >"/proc/$SERVER_PID/clear_refs" 2>/dev/null || true
     # The same load for as long as the import runs (stopped when it ends).
-    python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 0 \
+    $PACED_NICE python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 0 \
         >"$RESULTS_DIR/validate-busy-$STORE.txt" &
     PACED_PID=$!
     PIDS+=("$PACED_PID")

@@ -11,25 +11,30 @@ package struct JobSeal: Sendable {
     private let key: SymmetricKey
     package let wrappedKey: FileSeal.WrappedKey
 
-    /// A new key for job `jobID`, under the ring's current data key.
-    package init(newJob jobID: String, ring: KeyRing) throws(CryptoError) {
+    /// A new key for job `jobID`, under the ring's current data key, bound to `binding` (what
+    /// the job is and whose: a database writer who changes either finds the key no longer opens).
+    package init(newJob jobID: String, binding: [UInt8], ring: KeyRing) throws(CryptoError) {
         self.jobID = Array(jobID.utf8)
         key = SymmetricKey(SecureRandom.bytes(32))
         let current = ring.current
-        let box = try AESGCM.seal(key.rawBytes, key: current.encryptionKey, associatedData: Self.keyContext(self.jobID))
+        let box = try AESGCM.seal(
+            key.rawBytes, key: current.encryptionKey, associatedData: Self.keyContext(self.jobID, binding: binding))
         wrappedKey = FileSeal.WrappedKey(keyID: current.id, sealed: FileSeal.pack(box))
     }
 
     /// The key of job `jobID` as stored.
-    /// - Throws: ``CryptoError/authenticationFailed`` when it does not open for this job, or a
-    ///   ``CryptoError`` when its data key is not in the ring.
-    package init(job jobID: String, wrappedKey: FileSeal.WrappedKey, ring: KeyRing) throws(CryptoError) {
+    /// - Throws: ``CryptoError/authenticationFailed`` when it does not open for this job and
+    ///   `binding`, or a ``CryptoError`` when its data key is not in the ring.
+    package init(job jobID: String, binding: [UInt8], wrappedKey: FileSeal.WrappedKey, ring: KeyRing)
+        throws(CryptoError)
+    {
         guard let dataKey = ring.key(id: wrappedKey.keyID) else {
             throw CryptoError("the job's data key is not in the key ring")
         }
         guard let box = FileSeal.unpack(wrappedKey.sealed) else { throw CryptoError.authenticationFailed }
         let id = Array(jobID.utf8)
-        let raw = try AESGCM.open(box, key: dataKey.encryptionKey, associatedData: Self.keyContext(id))
+        let raw = try AESGCM.open(
+            box, key: dataKey.encryptionKey, associatedData: Self.keyContext(id, binding: binding))
         guard raw.count == 32 else { throw CryptoError.authenticationFailed }
         self.jobID = id
         key = SymmetricKey(raw)
@@ -61,7 +66,9 @@ package struct JobSeal: Sendable {
         throw CryptoError.authenticationFailed
     }
 
-    static func keyContext(_ jobID: [UInt8]) -> [UInt8] { Array("cloak/v1/job-key\0".utf8) + jobID }
+    static func keyContext(_ jobID: [UInt8], binding: [UInt8]) -> [UInt8] {
+        Array("cloak/v1/job-key\0".utf8) + jobID + [0] + Digest.sha256(binding)
+    }
 
     private func context(part: Int, index: Int, isLast: Bool) -> [UInt8] {
         var out = Array("cloak/v1/job-chunk\0".utf8) + jobID

@@ -189,9 +189,22 @@ extension AliasStoreCompatSuite {
             try transaction(store) {
                 try store.appendJobInput(made[1].id, index: 1, sealed: [3], now: Self.now + 50)
             })
+        // Cancelling a job that still receives fails it and drops its input; a queued one is
+        // cancelled with its input kept (it can resume).
+        let receiving = job("b\(tag)_4", state: .receiving)
+        try transaction(store) { try store.createJob(receiving) }
+        #expect(try transaction(store) { try store.appendJobInput(receiving.id, index: 0, sealed: [7], now: Self.now) })
+        #expect(
+            try transaction(store) { try store.cancelJob(receiving.id, now: Self.now, expiresAt: Self.now + 50) }
+                == .failed)
+        #expect(try store.jobChunks(receiving.id, part: .input, from: 0, limit: 10) == [])
+        #expect(
+            try transaction(store) { try store.cancelJob(receiving.id, now: Self.now, expiresAt: Self.now + 50) }
+                == nil)
         _ = try transaction(store) {
             try store.deleteExpiredJobs(now: Self.now + 99, idleBefore: Self.now + 10, limit: 100)
         }
+        #expect(try store.job(receiving.id) == nil)
         #expect(try store.job(made[0].id) != nil)
         #expect(try store.job(made[1].id) != nil)
         #expect(try store.job(made[2].id) == nil)

@@ -13,6 +13,8 @@ struct AdminJobsHandler: Sendable {
     let vault: VaultClient
     let configuration: ServiceConfiguration
     let owner: String
+    /// The caller holds `aliases:create` too (an import needs it).
+    let mayCreate: Bool
     let outcome: Outcome?
     let now: Int64
 
@@ -46,13 +48,21 @@ struct AdminJobsHandler: Sendable {
             }
         }
         guard (form == nil) != (format == nil) else { throw .malformed("give one of form and format") }
+        guard mayCreate else {
+            throw CloakError(.forbidden, "an import creates aliases: its token needs aliases:create beside jobs:import")
+        }
         let spec = ImportSpec(
             source: form.map { .form($0) } ?? .format(AliasFormatName(rawValue: format!)!), layout: layout, map: map,
             ignored: ignored, fileName: file)
         let plan = try ImportPlan(spec, configuration: configuration)
         let id = JobID.make(now: now)
         let seal: JobSeal
-        do { seal = try vault.vault.newJobSeal(id) } catch { throw error.cloakError { _ in "job" } }
+        do {
+            seal = try vault.vault.newJobSeal(
+                id, binding: StoredJob.sealBinding(kind: .import, owner: owner, spec: spec.encoded))
+        } catch {
+            throw error.cloakError { _ in "job" }
+        }
         let job = StoredJob(
             id: id, kind: .import, state: .receiving, spec: spec.encoded, owner: owner, keyID: seal.wrappedKey.keyID,
             wrappedKey: seal.wrappedKey.sealed, createdAt: now)
@@ -115,19 +125,23 @@ struct AdminJobsHandler: Sendable {
         let expires = state == .cancelled ? now + Int64(configuration.jobs.outputTTLSeconds) : nil
         let (owner, now, outcome) = (self.owner, self.now, self.outcome)
         return .later { finish in
-            vault.vault.withStore(reads: false) { store -> StoredJob? in
+            vault.vault.withStore(reads: false) { store -> (job: StoredJob, changed: Bool)? in
                 guard let job = try store.job(id), job.owner == owner else { return nil }
-                guard
-                    try store.setJobState(
+                let changed: Bool
+                if state == .cancelled {
+                    changed = try store.cancelJob(id, now: now, expiresAt: expires ?? now) != nil
+                } else {
+                    changed = try store.setJobState(
                         id, from: from, to: state, holder: nil, now: now, expiresAt: expires, failure: nil)
-                else { return job }
-                return try store.job(id)
+                }
+                return (try store.job(id) ?? job, changed)
             } completion: { result in
                 switch result {
                 case .failure: finish(.error(.storeUnavailable("the store could not be read")))
                 case .success(nil): finish(.error(.notFound("no such job")))
-                case let .success(job?):
-                    guard job.state == state else {
+                case let .success(found?):
+                    let job = found.job
+                    guard found.changed else {
                         outcome?.alias(nil, "refused", facts: [("job", id.text)])
                         return finish(.error(.malformed("the job is \(job.state.rawValue): not changed")))
                     }
@@ -149,6 +163,12 @@ struct AdminJobsHandler: Sendable {
                     .error(
                         .malformed("the job is \(job.state.rawValue): its \(part.name) file is whole once it is done")))
             }
+            // The length the job counted, where a row a database writer altered cannot make it
+            // promise what no chunk could hold.
+            let length = job.progress.bytes(part)
+            guard length >= 0, length <= Int64(job.progress.outputChunks) * Int64(JobSeal.chunkLimit) else {
+                return finish(.error(.storeUnavailable("the job's row does not hold a plausible length")))
+            }
             let seal: JobSeal
             do throws(VaultError) { seal = try vault.vault.jobSeal(job) } catch {
                 return finish(.error(error.cloakError { _ in "job" }))
@@ -164,7 +184,7 @@ struct AdminJobsHandler: Sendable {
             let source = JobOutputSource(vault: vault, job: id, part: part, seal: seal)
             // Its length is known: the job counted each batch's lines as it committed them.
             response.content = .stream(
-                BodyStream { receive in source.next(receive) }, length: Int(job.progress.bytes(part)))
+                BodyStream { receive in source.next(receive) }, length: Int(length))
             finish(response)
         }
     }

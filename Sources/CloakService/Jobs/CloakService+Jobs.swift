@@ -8,7 +8,8 @@ extension CloakService {
         guard let owner = c.identity.token?.id else { throw CloakError(.forbidden, "a job belongs to a token") }
         return AdminJobsHandler(
             vault: try requireVault(c.request, c.identity), configuration: configuration, owner: owner,
-            outcome: c.outcome, now: Int64(Date().timeIntervalSince1970))
+            mayCreate: c.identity.token?.scopes.contains(.aliasesCreate) == true, outcome: c.outcome,
+            now: Int64(Date().timeIntervalSince1970))
     }
 
     /// This node's runner of import jobs (nil without a vault).

@@ -35,7 +35,9 @@ package struct ImportIntake {
         }
         spec.rows = Int64(try count(path, plan: plan))
         let id = JobID.make(now: now)
-        let seal = try JobSeal(newJob: id.text, ring: ring)
+        let seal = try JobSeal(
+            newJob: id.text, binding: StoredJob.sealBinding(kind: .import, owner: owner, spec: spec.encoded), ring: ring
+        )
         var job = StoredJob(
             id: id, kind: .import, state: .receiving, spec: spec.encoded, owner: owner, keyID: seal.wrappedKey.keyID,
             wrappedKey: seal.wrappedKey.sealed, createdAt: now)
@@ -44,7 +46,8 @@ package struct ImportIntake {
         let chunks = try read(path) { _, bytes, isLast in
             var ready = try input.feed(bytes)
             if isLast { ready.append(try input.finish()) }
-            for chunk in ready { try append(id, chunk, now: now) }
+            // Each chunk's own time: a long upload is not taken for an abandoned one.
+            for chunk in ready { try append(id, chunk, now: Int64(Date().timeIntervalSince1970)) }
         }
         guard
             try transaction({

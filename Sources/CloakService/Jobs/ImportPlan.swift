@@ -29,16 +29,16 @@ struct ImportPlan: Sendable {
         ]
         switch spec.source {
         case let .form(name):
-            guard let form = configuration.forms[name] else { throw .malformed("no form \(name)") }
+            guard let form = configuration.forms[name] else { throw Self.refusal("no form \(name)") }
             guard !form.hasFileFields else {
-                throw .malformed("form \(name) takes files: an import reads text columns")
+                throw Self.refusal("form \(name) takes files: an import reads text columns")
             }
             var reads = [Self.idColumn]
             var required = [Self.idColumn]
             for field in form.fields {
                 if field.type == .cvc || field.tokenization?.storage == .volatile {
                     guard !field.isRequired else {
-                        throw .malformed(
+                        throw Self.refusal(
                             "form \(name) requires \(field.name), a value that is only ever kept VOLATILE: "
                                 + "an import stores PERSISTENT values only")
                     }
@@ -49,7 +49,7 @@ struct ImportPlan: Sendable {
                 if field.isRequired { required.append(field.name) }
             }
             guard form.fields.contains(where: { $0.tokenization != nil && $0.tokenization?.storage != .volatile })
-            else { throw .malformed("form \(name) aliases no field: an import would store nothing") }
+            else { throw Self.refusal("form \(name) aliases no field: an import would store nothing") }
             self.form = form
             self.reads = reads
             self.required = required
@@ -61,12 +61,12 @@ struct ImportPlan: Sendable {
         self.forbidden = forbidden
         let reads = self.reads
         if let map = spec.map {
-            do { mapping = try ColumnMap.mapping(map, reads: reads) } catch { throw .malformed("\(error)") }
+            do { mapping = try ColumnMap.mapping(map, reads: reads) } catch { throw Self.refusal("\(error)") }
         } else {
             mapping = [:]
         }
         if let both = Set(spec.ignored).intersection(Set(mapping.keys).union(reads)).sorted().first {
-            throw .malformed("ignore_columns names \(both), which is read (a column, or mapped)")
+            throw Self.refusal("ignore_columns names \(both), which is read (a column, or mapped)")
         }
     }
 
@@ -87,6 +87,14 @@ struct ImportPlan: Sendable {
             return ImportRow(
                 line: line, id: nil,
                 outcome: .failure(Self.refused(.malformed("an id longer than \(ImportLines.maxIDBytes) bytes"))))
+        }
+        // The id is echoed in both outputs: one that holds a card number (a column mapped the
+        // wrong way round) is refused, never echoed.
+        guard CardScan.cards(in: id).isEmpty else {
+            return ImportRow(
+                line: line, id: nil,
+                outcome: .failure(
+                    Self.refused(.malformed("the id holds a card number (is a column mapped the wrong way?)"))))
         }
         return ImportRow(line: line, id: id, outcome: requests(values, today: today))
     }
@@ -128,6 +136,10 @@ struct ImportPlan: Sendable {
         }
         return .success(found)
     }
+
+    /// A job refused before it starts: its words may hold what the caller sent (a form's name, a
+    /// map), so long digit runs are scrubbed (``Redaction/scrub(_:limit:)``).
+    static func refusal(_ text: String) -> CloakError { .malformed(Redaction.scrub(text, limit: 400)) }
 
     static func refused(_ error: CloakError) -> ImportRefusal {
         ImportRefusal(code: error.code.rawValue, reason: error.message)

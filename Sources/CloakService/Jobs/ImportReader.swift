@@ -13,6 +13,11 @@ struct ImportReader {
     /// Nothing after this can be read: the job fails.
     struct Fatal: Error, CustomStringConvertible {
         let description: String
+
+        /// `text` with every long digit run replaced (``Redaction/scrub(_:limit:)``): a header
+        /// that is really a row of data names its "columns", and a card number must not reach
+        /// an error body or the job's failure.
+        init(description text: String) { description = Redaction.scrub(text, limit: 400) }
     }
 
     private let plan: ImportPlan
@@ -98,7 +103,8 @@ struct ImportReader {
         return "a row"
     }
 
+    /// A row's refusal, its reason scrubbed as ``Fatal``'s (a JSON line's keys are the file's).
     static func malformed(_ reason: String) -> ImportRefusal {
-        ImportRefusal(code: CloakError.Code.malformedRequest.rawValue, reason: reason)
+        ImportRefusal(code: CloakError.Code.malformedRequest.rawValue, reason: Redaction.scrub(reason, limit: 400))
     }
 }

@@ -43,7 +43,8 @@ package enum JobReport {
         _ job: StoredJob, _ part: JobPart, store: any AliasStore, ring: KeyRing, write: ([UInt8]) throws -> Void
     ) throws {
         let seal = try JobSeal(
-            job: job.id.text, wrappedKey: FileSeal.WrappedKey(keyID: job.keyID, sealed: job.wrappedKey), ring: ring)
+            job: job.id.text, binding: job.sealBinding,
+            wrappedKey: FileSeal.WrappedKey(keyID: job.keyID, sealed: job.wrappedKey), ring: ring)
         var index = 0
         var sawLast = false
         while !sawLast {

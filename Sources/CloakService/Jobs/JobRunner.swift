@@ -49,10 +49,16 @@ final class JobRunner: Sendable {
         guard !started.exchange(true, ordering: .relaxed) else { return }
         let thread = Thread { [self] in
             ThreadNiceness.lower()
+            var swept = 0.0
             while !stopping.load(ordering: .relaxed) {
                 if let job = claim() {
                     run(job)
                 } else {
+                    // Ended jobs past jobs.output_ttl_s, and inputs nobody finished sending.
+                    if Date().timeIntervalSince1970 - swept >= Self.sweepSeconds {
+                        sweep()
+                        swept = Date().timeIntervalSince1970
+                    }
                     _ = wake.wait(timeout: .now() + 1)
                 }
             }
@@ -71,6 +77,28 @@ final class JobRunner: Sendable {
     }
 
     private static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+
+    /// How often an idle runner deletes expired jobs.
+    static let sweepSeconds = 60.0
+
+    /// Deletes jobs that ended more than `jobs.output_ttl_s` ago and jobs still receiving their
+    /// input after `jobs`' receiving limit (a client or node that went away mid-file), with their
+    /// chunks, up to a thousand a sweep.
+    private func sweep() {
+        let now = Self.now
+        let idleBefore = now - Int64(dependencies.configuration.jobs.receivingIdleSeconds)
+        // A few jobs a statement: each takes its chunks with it, and the vault thread serves
+        // requests between them.
+        for _ in 0..<200 {
+            let result = withStore { store in try store.deleteExpiredJobs(now: now, idleBefore: idleBefore, limit: 5) }
+            guard case let .success(deleted) = result, deleted == 5 else {
+                if case let .success(deleted) = result, deleted > 0 {
+                    dependencies.logger.info("jobs: expired jobs deleted", metadata: ["jobs": "\(deleted)"])
+                }
+                return
+            }
+        }
+    }
 
     /// Runs `body` with the store on the vault's thread, and waits for it.
     private func withStore<T: Sendable>(reads: Bool = false, _ body: @escaping (any AliasStore) throws -> T) -> Result<
@@ -126,9 +154,10 @@ final class JobRunner: Sendable {
         do { plan = try ImportPlan(spec, configuration: dependencies.configuration) } catch {
             return end(job, .failed, failure: "the job cannot run with this configuration: \(error.message)")
         }
-        guard let token = dependencies.token(job.owner), token.scopes.contains(.jobsImport) else {
+        guard let token = mayImport(job) else {
             return end(
-                job, .failed, failure: "the job's token no longer holds jobs:import (revoked, expired or changed)")
+                job, .failed,
+                failure: "the job's token no longer holds jobs:import and aliases:create (revoked, expired or changed)")
         }
         let seal: JobSeal
         do { seal = try dependencies.vault.jobSeal(job) } catch {
@@ -136,8 +165,14 @@ final class JobRunner: Sendable {
         }
         var input = InputCursor(job: job, seal: seal, plan: plan)
         let admission = dependencies.admission(token)
-        var rate = RowRate(perHour: dependencies.configuration.limits.importRowsPerHour)
+        // A batch at most half of what the rate allows in a lease: the lease, renewed by each
+        // commit, never lapses while the runner waits for the rate.
+        let perHour = dependencies.configuration.limits.importRowsPerHour
+        let batchRows = max(
+            1, min(ImportBatch.maxRows, perHour / 3600 * dependencies.configuration.jobs.leaseSeconds / 2))
+        var rate = RowRate(perHour: perHour, burst: batchRows)
         var progress = job.progress
+        var failures = 0
         let vault = dependencies.vault
         // The batch the vault commits now, and the one made meanwhile.
         var next: (batch: ImportBatch, rows: Int)?
@@ -148,7 +183,7 @@ final class JobRunner: Sendable {
                 current = made
                 next = nil
             } else {
-                switch make(&input, plan: plan, admission: admission, rate: &rate) {
+                switch make(&input, rows: batchRows, plan: plan, admission: admission, rate: &rate) {
                 case let .made(batch, rows): current = (batch, rows)
                 case .stopped: return end(job, .queued, failure: nil)
                 case let .failed(reason): return end(job, .failed, failure: reason)
@@ -156,6 +191,10 @@ final class JobRunner: Sendable {
                     Thread.sleep(forTimeInterval: 1)
                     continue
                 }
+            }
+            // The token is asked again for every batch: one revoked meanwhile stops its job.
+            guard mayImport(job) != nil else {
+                return end(job, .failed, failure: "the job's token was revoked or changed while the job ran")
             }
             let now = Self.now
             let step = ImportStep(
@@ -171,15 +210,22 @@ final class JobRunner: Sendable {
             // The next batch is read, checked and sealed while this one commits.
             var aheadFailure: String?
             if !current.batch.isLast, !stopping.load(ordering: .relaxed) {
-                switch make(&input, plan: plan, admission: admission, rate: &rate) {
+                switch make(&input, rows: batchRows, plan: plan, admission: admission, rate: &rate) {
                 case let .made(batch, rows): next = (batch, rows)
                 case let .failed(reason): aheadFailure = reason
                 case .stopped, .retry: break
                 }
             }
             done.wait()
-            switch box.withLock({ $0! }) {
+            var result = box.withLock { $0! }
+            if case .failure = result {
+                // A batch answered past vault.store_timeout_ms may still have committed, and a
+                // retry of it then finds the cursor moved: the job's row says which it was.
+                result = settled(job.id, from: progress, rows: current.rows) ?? result
+            }
+            switch result {
             case let .success(moved):
+                failures = 0
                 progress = moved
                 input.committed(current.rows)
                 // What the input holds after this batch cannot be read: the job ends here.
@@ -199,9 +245,15 @@ final class JobRunner: Sendable {
                 return
             case let .failure(error):
                 // The batch wrote nothing: the same rows again, from the same cursor (and the
-                // one made ahead after them).
+                // one made ahead after them), a few times; a batch that fails each time (a store
+                // that refuses its rows, a row altered under it) fails the job, not the node.
+                failures += 1
                 dependencies.logger.warning(
-                    "jobs: a batch failed", metadata: ["job": "\(job.id)", "reason": "\(error)"])
+                    "jobs: a batch failed",
+                    metadata: ["job": "\(job.id)", "reason": "\(error)", "attempt": "\(failures)"])
+                if failures >= Self.attempts {
+                    return end(job, .failed, failure: "a batch failed \(failures) times; the last time: \(error)")
+                }
                 if let ahead = next {
                     next = nil
                     input.unread(ahead.rows)
@@ -210,6 +262,31 @@ final class JobRunner: Sendable {
                 Thread.sleep(forTimeInterval: 1)
             }
         }
+    }
+
+    /// Times one batch is tried before its job fails.
+    static let attempts = 10
+
+    /// The token `job` runs for, while it may still import (both scopes: an import creates
+    /// aliases); nil otherwise.
+    private func mayImport(_ job: StoredJob) -> ServiceConfiguration.AccessToken? {
+        guard let token = dependencies.token(job.owner), token.scopes.contains(.jobsImport),
+            token.scopes.contains(.aliasesCreate)
+        else { return nil }
+        return token
+    }
+
+    /// What became of a batch whose answer was a failure, from the job's row: committed (the
+    /// holder is still this node and the cursor moved by the batch's rows), or not (nil: the
+    /// failure stands; a job taken over or cancelled is then found so by the retry).
+    private func settled(_ id: JobID, from: JobProgress, rows: Int) -> Result<JobProgress, VaultError>? {
+        let holder = self.holder
+        guard case let .success(job?) = withStore(reads: true, { store in try store.job(id) }) else { return nil }
+        let moved = job.progress.cursor == from.cursor + Int64(rows)
+        // The last batch ends the job and drops its lease with it.
+        if job.state == .done { return moved ? .success(job.progress) : .failure(.notFound) }
+        guard job.state == .running, job.lease?.holder == holder else { return .failure(.notFound) }
+        return moved ? .success(job.progress) : nil
     }
 
     private enum Made {
@@ -222,12 +299,13 @@ final class JobRunner: Sendable {
     /// The next batch: up to ``ImportBatch/maxRows`` rows read from `input`, checked, admitted
     /// under the token's guess limits, at the import's rate, and prepared for the vault.
     private func make(
-        _ input: inout InputCursor, plan: ImportPlan, admission: CreateAdmission?, rate: inout RowRate
+        _ input: inout InputCursor, rows limit: Int, plan: ImportPlan, admission: CreateAdmission?,
+        rate: inout RowRate
     ) -> Made {
         let items: [ImportReader.Item]
         let isLast: Bool
         do {
-            (items, isLast) = try input.next(ImportBatch.maxRows) { [self] id, from in
+            (items, isLast) = try input.next(limit) { [self] id, from in
                 withStore(reads: true) { store in try store.jobChunks(id, part: .input, from: from, limit: 4) }
             }
         } catch let fatal as ImportReader.Fatal {
@@ -237,7 +315,10 @@ final class JobRunner: Sendable {
             return .retry
         }
         rate.take(items.count) { stopping.load(ordering: .relaxed) }
-        if stopping.load(ordering: .relaxed) { return .stopped }
+        if stopping.load(ordering: .relaxed) {
+            input.unread(items.count)
+            return .stopped
+        }
         let today = dependencies.today()
         let vault = dependencies.vault
         let rows = items.map { item -> ImportRow in
@@ -258,6 +339,8 @@ final class JobRunner: Sendable {
             return row
         }
         do { return .made(try vault.prepareImport(rows, isLast: isLast), rows: items.count) } catch {
+            // Given back: the next batch starts with them again.
+            input.unread(items.count)
             dependencies.logger.warning("jobs: cannot seal a batch", metadata: ["reason": "\(error)"])
             return .retry
         }
@@ -330,22 +413,26 @@ struct InputCursor {
     mutating func unread(_ count: Int) { given -= count }
 }
 
-/// `limits.import_rows_per_hour` as a token bucket of one batch.
+/// `limits.import_rows_per_hour` as a token bucket of one batch (a node that takes a job over
+/// starts with one batch's worth, not more).
 struct RowRate {
     private let perSecond: Double
     private var tokens: Double
     private var last = DispatchTime.now().uptimeNanoseconds
 
-    init(perHour: Int) {
+    private let burst: Double
+
+    init(perHour: Int, burst: Int) {
         perSecond = Double(perHour) / 3600
-        tokens = Double(ImportBatch.maxRows)
+        self.burst = Double(burst)
+        tokens = Double(burst)
     }
 
     /// Waits until `count` rows may go (in steps, so a stop is seen within a tenth of a second).
     mutating func take(_ count: Int, stop: () -> Bool) {
         while !stop() {
             let now = DispatchTime.now().uptimeNanoseconds
-            tokens = min(Double(ImportBatch.maxRows), tokens + Double(now - last) / 1e9 * perSecond)
+            tokens = min(burst, tokens + Double(now - last) / 1e9 * perSecond)
             last = now
             if tokens >= Double(count) {
                 tokens -= Double(count)

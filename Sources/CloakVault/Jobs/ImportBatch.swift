@@ -90,11 +90,19 @@ package enum ImportLines {
     /// Reasons are cut to this many bytes in the advice file.
     package static let maxReasonBytes = 300
 
+    /// The id as the outputs echo it: nil for one over ``maxIDBytes`` or one that holds a card
+    /// number (a column mapped the wrong way round). Every id passes here, whatever refused its
+    /// row, so no path can echo a card number.
+    static func echoed(_ id: String?) -> String? {
+        guard let id, id.utf8.count <= maxIDBytes, CardScan.cards(in: id).isEmpty else { return nil }
+        return id
+    }
+
     /// `{"row":…,"id":…,"aliases":{…}}`
     static func mapping(line: Int, id: String?, aliases: [(key: String, alias: String)], into out: inout JSONWriter) {
         out.write(
             .object([
-                ("row", .int(line)), ("id", id.map { .string($0) } ?? .null),
+                ("row", .int(line)), ("id", echoed(id).map { .string($0) } ?? .null),
                 ("aliases", .object(aliases.map { ($0.key, JSONValue.string($0.alias)) })),
             ]))
         out.rawJSON("\n")
@@ -102,7 +110,7 @@ package enum ImportLines {
 
     /// `{"row":…,"id":…,"result":"ok"}`, or with `"refused"`, the code and the reason.
     static func advice(line: Int, id: String?, refusal: ImportRefusal?, into out: inout JSONWriter) {
-        var members: [(String, JSONValue)] = [("row", .int(line)), ("id", id.map { .string($0) } ?? .null)]
+        var members: [(String, JSONValue)] = [("row", .int(line)), ("id", echoed(id).map { .string($0) } ?? .null)]
         if let refusal {
             var reason = refusal.reason
             if reason.utf8.count > maxReasonBytes {

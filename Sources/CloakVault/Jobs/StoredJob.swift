@@ -26,6 +26,19 @@ package struct StoredJob: Sendable, Equatable {
     /// Why a failed job failed: words of Cloak's, never a value.
     package var failure: String?
 
+    /// What the job's key is bound to (``JobSeal``): its kind, its owner and its description, so
+    /// a row altered to hand a job to another token, or to read its input another way, no
+    /// longer opens.
+    package var sealBinding: [UInt8] {
+        StoredJob.sealBinding(kind: kind, owner: owner, spec: spec)
+    }
+
+    package static func sealBinding(kind: JobKind, owner: String, spec: [UInt8]) -> [UInt8] {
+        var out = Array(kind.rawValue.utf8) + [0]
+        out += Array(owner.utf8) + [0]
+        return out + spec
+    }
+
     package init(
         id: JobID, kind: JobKind, state: JobState, spec: [UInt8], owner: String, keyID: String,
         wrappedKey: [UInt8], inputChunks: Int = 0, progress: JobProgress = JobProgress(), lease: JobLease? = nil,
@@ -195,4 +208,26 @@ package protocol JobStore: AnyObject {
     /// Deletes up to `limit` jobs that expired at or before `now`, and `receiving` jobs idle
     /// since before `idleBefore` (a client that never finished sending), with their chunks.
     func deleteExpiredJobs(now: Int64, idleBefore: Int64, limit: Int) throws(StoreError) -> Int
+}
+
+extension JobStore {
+    /// Cancels a job: one still receiving its input fails and its input goes at once (it could
+    /// only ever import a prefix); a queued or running one is cancelled after the batch under way,
+    /// its input kept so that it can resume. Nil when the job was in neither case, else its new
+    /// state.
+    package func cancelJob(_ id: JobID, now: Int64, expiresAt: Int64) throws(StoreError) -> JobState? {
+        if try setJobState(
+            id, from: [.receiving], to: .failed, holder: nil, now: now, expiresAt: expiresAt,
+            failure: "cancelled while its input arrived")
+        {
+            try deleteJobInput(id)
+            return .failed
+        }
+        guard
+            try setJobState(
+                id, from: [.queued, .running], to: .cancelled, holder: nil, now: now, expiresAt: expiresAt, failure: nil
+            )
+        else { return nil }
+        return .cancelled
+    }
 }

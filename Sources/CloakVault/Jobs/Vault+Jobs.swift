@@ -5,9 +5,10 @@ import CloakCrypto
 /// import's batches, each of which aliases its rows exactly as `POST /aliases` does (the same
 /// fingerprints, deduplication, formats and records) in the transaction that moves the job on.
 extension Vault {
-    /// A key for a new job, under the ring's current data key.
-    package func newJobSeal(_ id: JobID) throws(VaultError) -> JobSeal {
-        do { return try JobSeal(newJob: id.text, ring: keys) } catch {
+    /// A key for a new job, under the ring's current data key, bound to what it is and whose
+    /// (``StoredJob/sealBinding``).
+    package func newJobSeal(_ id: JobID, binding: [UInt8]) throws(VaultError) -> JobSeal {
+        do { return try JobSeal(newJob: id.text, binding: binding, ring: keys) } catch {
             throw .unavailable("the job could not be sealed: \(error)")
         }
     }
@@ -16,7 +17,8 @@ extension Vault {
     package func jobSeal(_ job: StoredJob) throws(VaultError) -> JobSeal {
         do {
             return try JobSeal(
-                job: job.id.text, wrappedKey: FileSeal.WrappedKey(keyID: job.keyID, sealed: job.wrappedKey), ring: keys)
+                job: job.id.text, binding: job.sealBinding,
+                wrappedKey: FileSeal.WrappedKey(keyID: job.keyID, sealed: job.wrappedKey), ring: keys)
         } catch {
             throw .unavailable("the job's key does not open with the key ring: \(error)")
         }

@@ -155,7 +155,8 @@ struct Jobs: ParsableCommand {
 
     struct Cancel: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Stops a job after its batch under way; what it imported stays (resume goes on).")
+            abstract: "Stops a job after its batch under way; what it imported stays (resume goes on).",
+            discussion: "A job still receiving its file fails instead, its input deleted: it could only import a part.")
         @OptionGroup var options: ConfigOption
         @Argument var id: String
 
@@ -163,8 +164,16 @@ struct Jobs: ParsableCommand {
             let (store, _) = try Jobs.store(options)
             let job = Jobs.job(id, store)
             let ttl = Int64(try options.load(.all).jobs.outputTTLSeconds)
-            try Jobs.change(
-                store, job, from: [.receiving, .queued, .running], to: .cancelled, expiresAt: Tokens.now + ttl)
+            do {
+                try store.begin()
+                let changed = try store.cancelJob(job.id, now: Tokens.now, expiresAt: Tokens.now + ttl)
+                try store.commit()
+                guard changed != nil else { Keys.fail("job \(job.id) is \(job.state.rawValue): not changed") }
+            } catch {
+                store.rollback()
+                Keys.fail("cannot change the job: \(error)")
+            }
+            Jobs.printJSON(JobReport.json(Jobs.job(job.id.text, store)))
         }
     }
 
