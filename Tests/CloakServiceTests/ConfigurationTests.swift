@@ -6,7 +6,7 @@ import Testing
 @Suite struct ConfigurationTests {
     @Test func shippedConfigurationIsValid() throws {
         let c = try ServiceConfiguration.parse(yaml: TestServer.shippedConfiguration)
-        #expect(c.forms.keys.sorted() == ["checkout", "identity", "kyc"])
+        #expect(c.forms.keys.sorted() == ["card_import", "checkout", "identity", "kyc"])
         #expect(c.server.port == 8080)
         #expect(c.server.maxBodyBytes == 1_048_576)
     }
