@@ -1,7 +1,7 @@
 # Build: Swift on Debian bookworm, with the C libraries Cloak links.
 FROM swift:6.3-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      libevent-dev libssl-dev libsqlite3-dev libpq-dev libp11-kit-dev pkg-config \
+      libevent-dev libssl-dev libsqlite3-dev libpq-dev libp11-kit-dev libgpgme-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Resolve dependencies in their own layer so source edits do not refetch them.
@@ -19,7 +19,7 @@ RUN swift build -c release --product cloak --static-swift-stdlib \
 # Run: slim Debian with only the runtime libraries, as uid/gid 10001 (runAsNonRoot can verify it).
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      libevent-2.1-7 libevent-openssl-2.1-7 libevent-pthreads-2.1-7 libssl3 libsqlite3-0 libpq5 \
+      libevent-2.1-7 libevent-openssl-2.1-7 libevent-pthreads-2.1-7 libssl3 libsqlite3-0 libpq5 libgpgme11 gnupg \
       ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 cloak \

@@ -47,11 +47,13 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // PKCS#11's header only (libp11-kit-dev); modules are loaded at run time (dlopen).
         .systemLibrary(name: "CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
+        // GPGME: OpenPGP-encrypted import files (issue 60), decrypted with the operator's key.
+        .systemLibrary(name: "CGPGME", pkgConfig: "gpgme", providers: [.apt(["libgpgme-dev"])]),
 
         .target(name: "CloakCore", swiftSettings: optimized),
         .target(name: "CloakCollect", dependencies: ["CloakCore"]),
         .target(name: "CloakCollectUI", dependencies: ["CloakCollect"]),
-        .target(name: "CloakCrypto", dependencies: ["COpenSSL", "CPKCS11"], swiftSettings: optimized),
+        .target(name: "CloakCrypto", dependencies: ["COpenSSL", "CPKCS11", "CGPGME"], swiftSettings: optimized),
         .target(
             name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite", "CLibPQ"],
             swiftSettings: optimized),

@@ -321,6 +321,104 @@ struct ImportJobTests {
         #expect(survivor.log.contains("jobs: running"))
     }
 
+    /// An OpenPGP file (issue 60, item 4): encrypted by gpg and by PGPy (a second
+    /// implementation) to a key in the node's GnuPG home, it imports; without integrity
+    /// protection, altered, cut short, for another key, or with no home configured, it is refused
+    /// with nothing stored.
+    @Test(.enabled(if: TestPython.isAvailable, "needs CLOAK_TEST_PYTHON (PGPy)"))
+    func anOpenPGPFileImportsOnlyWholeAndProtected() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let home = "\(directory.path)/gnupg"
+        let other = "\(directory.path)/other-gnupg"
+        for dir in [home, other] {
+            try FileManager.default.createDirectory(
+                atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try Self.gpg(dir, ["--quick-gen-key", "Cloak Import <import@example.com>", "rsa2048", "encrypt", "never"])
+        }
+        let cards = Self.cards(50, seed: 66)
+        let csv =
+            "id,card_number,exp_date\n"
+            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
+            .joined(separator: "\n") + "\n"
+        let plain = Self.write(csv, directory, "cards.csv")
+        let encrypt = ["--trust-model", "always", "-r", "import@example.com"]
+        try Self.gpg(home, encrypt + ["-o", "\(directory.path)/cards.gpg", "-e", plain])
+        try Self.gpg(home, encrypt + ["--rfc2440", "-o", "\(directory.path)/nomdc.gpg", "-e", plain])
+        try Self.gpg(other, encrypt + ["-o", "\(directory.path)/other.gpg", "-e", plain])
+        try Self.gpg(home, ["--armor", "-o", "\(directory.path)/public.asc", "--export", "import@example.com"])
+        var sealed = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(directory.path)/cards.gpg")))
+        _ = FileManager.default.createFile(
+            atPath: "\(directory.path)/cut.gpg", contents: Data(sealed.prefix(sealed.count - 40)))
+        sealed[sealed.count / 2] ^= 0x01
+        _ = FileManager.default.createFile(atPath: "\(directory.path)/altered.gpg", contents: Data(sealed))
+        // PGPy, an independent implementation, armored.
+        let pgpy = try TestPython.run(
+            """
+            import json, sys, warnings
+            warnings.filterwarnings("ignore")
+            import pgpy
+            key, _ = pgpy.PGPKey.from_file(sys.argv[1])
+            message = pgpy.PGPMessage.new(open(sys.argv[2], "rb").read(), file=True)
+            # The encryption key: a subkey, or the primary key itself (gpg's quick key here).
+            target = next(iter(key.subkeys.values()), key)
+            print(json.dumps({"message": str(target.encrypt(message))}))
+            """,
+            inputs: [
+                Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory.path)/public.asc"))), Array(csv.utf8),
+            ])
+        let armored = try #require((pgpy as? [String: Any])?["message"] as? String)
+        #expect(armored.hasPrefix("-----BEGIN PGP MESSAGE-----"))
+        _ = Self.write(armored, directory, "pgpy.asc")
+
+        let node = try CloakNode(
+            store: "sqlite:\(directory.path)/cloak.db", directory: directory.path, scopes: Self.scopes,
+            configure: { $0.replacingOccurrences(of: "  lease_s: 30", with: "  lease_s: 30\n  gnupg_home: \(home)") })
+        defer { node.stop() }
+        for refused in ["nomdc.gpg", "altered.gpg", "cut.gpg", "other.gpg"] {
+            let run = try node.command([
+                "import", "--form", "card_import", "--token", "nodes", "\(directory.path)/\(refused)",
+            ])
+            #expect(run.status == 2 && run.output.contains("nothing of it was imported"), "\(refused): \(run.output)")
+        }
+        #expect(try node.command(["jobs", "list"]).output.isEmpty)
+        #expect(try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM records"]).hasPrefix("0"))
+        for file in ["cards.gpg", "pgpy.asc"] {
+            let run = try node.command([
+                "import", "--form", "card_import", "--token", "nodes", "\(directory.path)/\(file)",
+            ])
+            #expect(run.status == 0, "\(file): \(run.output)")
+            let mapping = Self.lines(
+                try node.command(["jobs", "mapping", try #require(Self.jobID(run.output))]).output)
+            #expect(mapping.map { $0["id"] as? String } == (0..<50).map { "r\($0)" })
+        }
+        // Without a GnuPG home, an encrypted file is refused by name.
+        let bare = try CloakNode(
+            store: "sqlite:\(directory.path)/bare.db", directory: directory.path, scopes: Self.scopes)
+        defer { bare.stop() }
+        let run = try bare.command([
+            "import", "--form", "card_import", "--token", "nodes", "\(directory.path)/cards.gpg",
+        ])
+        #expect(run.status == 2 && run.output.contains("jobs.gnupg_home"), "\(run.output)")
+    }
+
+    /// Runs gpg on `home`, without a prompt; fails the test when it fails.
+    @discardableResult
+    static func gpg(_ home: String, _ arguments: [String]) throws -> String {
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: "/usr/bin/gpg")
+        run.arguments =
+            ["--homedir", home, "--batch", "--yes", "--pinentry-mode", "loopback", "--passphrase", ""] + arguments
+        let pipe = Pipe()
+        run.standardOutput = pipe
+        run.standardError = pipe
+        try run.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        run.waitUntilExit()
+        #expect(run.terminationStatus == 0, "gpg \(arguments): \(output)")
+        return output
+    }
+
     /// docs/jobs.md's worked example, every `sh` block in order, as an operator would type them
     /// beside a node (its address rewritten to the node's), and the files it shows compared.
     @Test func theDocsWorkedExampleRunsAsWritten() throws {

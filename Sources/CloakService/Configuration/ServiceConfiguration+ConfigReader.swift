@@ -311,7 +311,10 @@ extension ServiceConfiguration {
                 \.auditRetentionDays)
         }
         config.console = ConsoleSettings.read(top["console"], hasTLS: config.server.tls != nil, r)
-        if let jobs = r.mapping(top["jobs"], at: "jobs", allowed: ["output_ttl_s", "lease_s", "max_input_mib"]) {
+        if let jobs = r.mapping(
+            top["jobs"], at: "jobs", allowed: ["output_ttl_s", "lease_s", "max_input_mib", "gnupg_home"])
+        {
+            if let home = r.string(jobs["gnupg_home"], at: "jobs.gnupg_home") { config.jobs.gnupgHome = home }
             r.int(
                 jobs["max_input_mib"], at: "jobs.max_input_mib", min: 1, max: 1 << 20, into: &config, \.jobs.maxInputMiB
             )

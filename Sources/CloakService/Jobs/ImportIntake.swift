@@ -26,14 +26,19 @@ package struct ImportIntake {
     }
 
     /// Checks `spec` and the file at `path` (header and rows counted), stores it, and queues
-    /// the job for `owner`.
+    /// the job for `owner`. An OpenPGP-encrypted file is decrypted with the key in
+    /// `jobs.gnupg_home` twice: once whole, counted and its integrity checked by GnuPG before
+    /// anything is stored (a file altered, cut short or without integrity protection stores
+    /// nothing), then again as it is sealed into the store, checked again before the job is
+    /// queued. The plaintext never touches the disk.
     package func start(spec: ImportSpec, owner: String, path: String, now: Int64) throws -> StoredJob {
         var spec = spec
         let plan: ImportPlan
         do { plan = try ImportPlan(spec, configuration: configuration) } catch {
             throw Refused(description: error.message)
         }
-        spec.rows = Int64(try count(path, plan: plan))
+        let source = try Source(path: path, home: configuration.jobs.gnupgHome)
+        spec.rows = Int64(try count(source, plan: plan))
         let id = JobID.make(now: now)
         let seal = try JobSeal(
             newJob: id.text, binding: StoredJob.sealBinding(kind: .import, owner: owner, spec: spec.encoded), ring: ring
@@ -43,11 +48,21 @@ package struct ImportIntake {
             wrappedKey: seal.wrappedKey.sealed, createdAt: now)
         try transaction { try store.createJob(job) }
         var input = JobInput(id: id, seal: seal, plan: plan)
-        let chunks = try read(path) { _, bytes, isLast in
-            var ready = try input.feed(bytes)
-            if isLast { ready.append(try input.finish()) }
-            // Each chunk's own time: a long upload is not taken for an abandoned one.
-            for chunk in ready { try append(id, chunk, now: Int64(Date().timeIntervalSince1970)) }
+        var chunks = 0
+        do {
+            try source.pieces { bytes in
+                // Each chunk's own time: a long upload is not taken for an abandoned one.
+                for chunk in try input.feed(bytes) {
+                    try append(id, chunk, now: Int64(Date().timeIntervalSince1970))
+                    chunks += 1
+                }
+            }
+            try append(id, try input.finish(), now: Int64(Date().timeIntervalSince1970))
+            chunks += 1
+        } catch {
+            // What was stored goes at once: the job fails with nothing left of its input.
+            _ = try? transaction { try store.cancelJob(id, now: now, expiresAt: now + 86_400) }
+            throw error
         }
         guard
             try transaction({
@@ -68,32 +83,58 @@ package struct ImportIntake {
     }
 
     /// The rows of the file, read as a node will read them (a header problem refuses it).
-    private func count(_ path: String, plan: ImportPlan) throws -> Int {
+    private func count(_ source: Source, plan: ImportPlan) throws -> Int {
         var reader = ImportReader(plan: plan)
         var rows = 0
         do {
-            _ = try read(path) { _, bytes, isLast in
-                rows += try reader.feed(bytes).count
-                if isLast { rows += try reader.finish().count }
-            }
+            try source.pieces { bytes in rows += try reader.feed(bytes).count }
+            rows += try reader.finish().count
         } catch let fatal as ImportReader.Fatal {
             throw Refused(description: "the file cannot be imported: \(fatal.description)")
         }
         return rows
     }
 
-    /// Calls `body` with each 64 KiB piece of the file, saying which is the last; how many.
-    private func read(_ path: String, _ body: (Int, [UInt8], Bool) throws -> Void) throws -> Int {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw Refused(description: "cannot read \(path)") }
-        defer { try? handle.close() }
-        var index = 0
-        var current = [UInt8](try handle.read(upToCount: FileSeal.chunkSize) ?? Data())
-        while true {
-            let next = [UInt8](try handle.read(upToCount: FileSeal.chunkSize) ?? Data())
-            try body(index, current, next.isEmpty)
-            index += 1
-            if next.isEmpty { return index }
-            current = next
+    /// The file as its plaintext, in pieces: read in 64 KiB pieces, or decrypted by GnuPG.
+    struct Source {
+        let path: String
+        /// The GnuPG home when the file is an OpenPGP message.
+        let home: String?
+
+        init(path: String, home: String?) throws {
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw Refused(description: "cannot read \(path)")
+            }
+            let start = [UInt8](try handle.read(upToCount: 64) ?? Data())
+            try? handle.close()
+            self.path = path
+            guard OpenPGPDecryption.looksEncrypted(start) else {
+                self.home = nil
+                return
+            }
+            guard let home else {
+                throw Refused(
+                    description: "the file is OpenPGP-encrypted: set jobs.gnupg_home to the GnuPG home with its key")
+            }
+            self.home = home
+        }
+
+        func pieces(_ body: @escaping ([UInt8]) throws -> Void) throws {
+            if let home {
+                do { try OpenPGPDecryption(home: home).decrypt(file: path, output: body) } catch let failure
+                    as OpenPGPDecryption.Failure
+                {
+                    throw Refused(description: "\(failure.description); nothing of it was imported")
+                }
+                return
+            }
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw Refused(description: "cannot read \(path)")
+            }
+            defer { try? handle.close() }
+            while let piece = try handle.read(upToCount: FileSeal.chunkSize), !piece.isEmpty {
+                try body([UInt8](piece))
+            }
         }
     }
 

@@ -7,6 +7,9 @@ package struct JobSettings: Sendable, Equatable {
     package var leaseSeconds = 30
     /// The largest file `POST /admin/jobs/imports` takes (`jobs.max_input_mib`), in MiB.
     package var maxInputMiB = 4_096
+    /// The GnuPG home holding the private key OpenPGP-encrypted import files are decrypted with
+    /// (`jobs.gnupg_home`); nil: such files are refused.
+    package var gnupgHome: String?
     /// How long a job may wait for the rest of its input (`receiving`) before it is swept.
     package var receivingIdleSeconds = 3_600
 

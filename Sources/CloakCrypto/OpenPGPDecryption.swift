@@ -1,0 +1,103 @@
+import CGPGME
+import Glibc
+
+/// An OpenPGP message decrypted with GnuPG through GPGME (issue 60: import files encrypted to
+/// the operator's key). The private key stays in the GnuPG home the configuration names; the
+/// plaintext goes to `output` as GnuPG produces it, in pieces, and is never held whole.
+///
+/// What a caller must know: GnuPG checks the message's integrity (its MDC, or its AEAD tags)
+/// only at the end, so every piece `output` took is untrusted until ``decrypt(file:output:)``
+/// returns. It throws for a message without integrity protection, one altered or cut short,
+/// one for no key in the home, and a message that is no OpenPGP at all; the caller then drops
+/// what it was given.
+///
+/// One owner of one GPGME context, released in `deinit`.
+package final class OpenPGPDecryption {
+    package struct Failure: Error, CustomStringConvertible, Equatable {
+        package let description: String
+    }
+
+    private let context: gpgme_ctx_t
+
+    /// A context on the GnuPG home `home` (a directory holding the private key).
+    package init(home: String) throws(Failure) {
+        // GPGME's own initialisation: once a process, idempotent.
+        _ = gpgme_check_version(nil)
+        var made: gpgme_ctx_t?
+        guard Self.ok(gpgme_new(&made)), let made else { throw Failure(description: "GPGME could not start") }
+        context = made
+        guard Self.ok(gpgme_set_protocol(context, GPGME_PROTOCOL_OpenPGP)),
+            Self.ok(gpgme_ctx_set_engine_info(context, GPGME_PROTOCOL_OpenPGP, nil, home))
+        else { throw Failure(description: "GnuPG could not use the home \(home)") }
+        // Never a prompt: a key that needs a passphrase cannot decrypt here.
+        _ = gpgme_set_pinentry_mode(context, GPGME_PINENTRY_MODE_CANCEL)
+    }
+
+    deinit { gpgme_release(context) }
+
+    /// Whether `bytes` (a file's first bytes) start like an OpenPGP message: ASCII armor, or a
+    /// binary packet whose tag is one an encrypted message starts with (a public-key or a
+    /// symmetric-key encrypted session key).
+    package static func looksEncrypted(_ bytes: [UInt8]) -> Bool {
+        if bytes.starts(with: Array("-----BEGIN PGP MESSAGE-----".utf8)) { return true }
+        guard let first = bytes.first, first & 0x80 != 0 else { return false }
+        // New format: the tag's low six bits; old format: bits 5 to 2.
+        let tag = first & 0x40 != 0 ? first & 0x3F : (first >> 2) & 0x0F
+        return tag == 1 || tag == 3
+    }
+
+    /// Decrypts the message in the file at `path`, handing the plaintext to `output` piece by
+    /// piece; returns once GnuPG has checked the whole message.
+    package func decrypt(file path: String, output: @escaping ([UInt8]) throws -> Void) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(description: "cannot read \(path)") }
+        defer { close(fd) }
+        var input: gpgme_data_t?
+        guard Self.ok(gpgme_data_new_from_fd(&input, fd)), let input else {
+            throw Failure(description: "GPGME could not read the file")
+        }
+        defer { gpgme_data_release(input) }
+        let sink = Sink(output)
+        var callbacks = gpgme_data_cbs(
+            read: nil,
+            write: { handle, buffer, size in
+                guard let handle, let buffer else { return -1 }
+                let sink = Unmanaged<Sink>.fromOpaque(handle).takeUnretainedValue()
+                let bytes = Array(UnsafeRawBufferPointer(start: buffer, count: size))
+                do { try sink.output(bytes) } catch {
+                    sink.failure = error
+                    errno = EIO
+                    return -1
+                }
+                return size
+            },
+            seek: nil, release: nil)
+        var plaintext: gpgme_data_t?
+        let handle = Unmanaged.passUnretained(sink).toOpaque()
+        guard Self.ok(gpgme_data_new_from_cbs(&plaintext, &callbacks, handle)), let plaintext else {
+            throw Failure(description: "GPGME could not take the plaintext")
+        }
+        defer { gpgme_data_release(plaintext) }
+        let error = withExtendedLifetime(sink) { gpgme_op_decrypt(context, input, plaintext) }
+        if let failure = sink.failure { throw failure }
+        guard Self.ok(error) else { throw Failure(description: "the file does not decrypt: \(Self.describe(error))") }
+        // GnuPG 2.2 refuses such a message itself; checked here all the same.
+        guard cloak_gpgme_result_has_no_mdc(gpgme_op_decrypt_result(context)) == 0 else {
+            throw Failure(description: "the file has no integrity protection (no MDC, no AEAD): refused")
+        }
+    }
+
+    /// Carries `output` and the first error it threw through GPGME's C callback.
+    private final class Sink {
+        let output: ([UInt8]) throws -> Void
+        var failure: (any Error)?
+        init(_ output: @escaping ([UInt8]) throws -> Void) { self.output = output }
+    }
+
+    private static func ok(_ error: gpgme_error_t) -> Bool { gpgme_err_code(error) == GPG_ERR_NO_ERROR }
+
+    private static func describe(_ error: gpgme_error_t) -> String {
+        guard let text = gpgme_strerror(error) else { return "GPGME error \(error)" }
+        return String(cString: text)
+    }
+}
