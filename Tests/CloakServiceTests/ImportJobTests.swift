@@ -26,6 +26,13 @@ struct ImportJobTests {
     /// `count` valid card numbers, distinct for each seed.
     static func cards(_ count: Int, seed: Int) -> [String] { MultiNodeTests.cards(count, seed: seed) }
 
+    /// A card file: a header, then `r<n>,<card>,12/29` a row.
+    static func csv(_ cards: [String]) -> String {
+        "id,card_number,exp_date\n"
+            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
+            .joined(separator: "\n") + "\n"
+    }
+
     static func write(_ text: String, _ directory: TemporaryDirectory, _ name: String) -> String {
         let path = "\(directory.path)/\(name)"
         _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
@@ -153,10 +160,7 @@ struct ImportJobTests {
         let node = try Self.node(store: "sqlite:\(directory.path)/cloak.db", directory, rowsPerHour: 360_000)
         defer { node.stop() }
         let cards = Self.cards(400, seed: 62)
-        let csv =
-            "id,card_number,exp_date\n"
-            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
-            .joined(separator: "\n")
+        let csv = Self.csv(cards)
         let file = Self.write(csv, directory, "slow.csv")
         let run = try node.command(["import", "--form", "card_import", "--token", "nodes", "--detach", file])
         let id = try #require(Self.jobID(run.output), "\(run.output)")
@@ -182,12 +186,11 @@ struct ImportJobTests {
         let store = "sqlite:\(directory.path)/cloak.db"
         let count = 20_000
         let cards = Self.cards(count, seed: 63)
-        let csv =
-            "id,card_number,exp_date\n"
-            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
-            .joined(separator: "\n") + "\n"
+        let csv = Self.csv(cards)
         let file = Self.write(csv, directory, "big.csv")
         var node = try Self.node(store: store, directory, rowsPerHour: 18_000_000)
+        // Whichever node runs last is stopped, however the test ends.
+        defer { node.stop() }
         let run = try node.command(["import", "--form", "card_import", "--token", "nodes", "--detach", file])
         let id = try #require(Self.jobID(run.output), "\(run.output)")
         var kills = 0
@@ -198,7 +201,6 @@ struct ImportJobTests {
             kills += 1
             node = try Self.node(store: store, directory, rowsPerHour: 18_000_000)
         }
-        defer { node.stop() }
         let done = try node.command(["jobs", "status", "--follow", id])
         #expect(done.status == 0, "\(done.output)")
         #expect(kills == 3)
@@ -229,10 +231,7 @@ struct ImportJobTests {
             })
         defer { node.stop() }
         let cards = Self.cards(300, seed: 64)
-        let csv =
-            "id,card_number,exp_date\n"
-            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
-            .joined(separator: "\n")
+        let csv = Self.csv(cards)
         let started = try node.client().request(
             "POST", "/admin/jobs/imports?form=card_import&file=cards.csv", body: Array(csv.utf8),
             headers: Self.auth + [("Content-Type", "text/csv")])
@@ -291,10 +290,7 @@ struct ImportJobTests {
         let store = try PostgresTestCluster.freshDatabase()
         let count = 6_000
         let cards = Self.cards(count, seed: 65)
-        let csv =
-            "id,card_number,exp_date\n"
-            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
-            .joined(separator: "\n") + "\n"
+        let csv = Self.csv(cards)
         let file = Self.write(csv, directory, "big.csv")
         var nodes = [
             try Self.node(store: store, directory, rowsPerHour: 3_600_000),
@@ -337,10 +333,7 @@ struct ImportJobTests {
             try Self.gpg(dir, ["--quick-gen-key", "Cloak Import <import@example.com>", "rsa2048", "encrypt", "never"])
         }
         let cards = Self.cards(50, seed: 66)
-        let csv =
-            "id,card_number,exp_date\n"
-            + cards.enumerated().map { "r\($0.offset),\($0.element),12/29" }
-            .joined(separator: "\n") + "\n"
+        let csv = Self.csv(cards)
         let plain = Self.write(csv, directory, "cards.csv")
         let encrypt = ["--trust-model", "always", "-r", "import@example.com"]
         try Self.gpg(home, encrypt + ["-o", "\(directory.path)/cards.gpg", "-e", plain])
