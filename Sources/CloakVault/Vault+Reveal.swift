@@ -64,7 +64,7 @@ extension Vault {
         return record
     }
 
-    private func open(_ record: StoredRecord, in store: any AliasStore) throws -> RevealedRecord {
+    func open(_ record: StoredRecord, in store: any AliasStore) throws -> RevealedRecord {
         // A version this node has not picked up yet (a rotation and rewrap elsewhere): the
         // store's ring is read at once (MissingKeyRead), not at the next key_refresh_s.
         guard

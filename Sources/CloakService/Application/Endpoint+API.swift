@@ -186,20 +186,32 @@ extension Endpoint {
             "jobs-import", .POST, "/admin/jobs/imports", access: .scope(.jobsImport), rate: .caller,
             audit: "job_import", body: .jobInput
         ) { s, c throws(CloakError) in try s.adminJobs(c).start(c.request) },
-        Endpoint("jobs-list", .GET, "/admin/jobs", access: .scope(.jobsImport), rate: .caller) {
+        Endpoint(
+            "jobs-export", .POST, "/admin/jobs/exports", access: .scope(.jobsExport), rate: .caller,
+            audit: "job_export"
+        ) { s, c throws(CloakError) in try s.adminJobs(c).export(c.request) },
+        Endpoint("jobs-list", .GET, "/admin/jobs", access: .anyScope(jobScopes), rate: .caller) {
             s, c throws(CloakError) in try s.adminJobs(c).list(c.request)
         },
-        Endpoint("jobs-status", .GET, "/admin/jobs/{id}", access: .scope(.jobsImport), rate: .caller) {
+        Endpoint("jobs-status", .GET, "/admin/jobs/{id}", access: .anyScope(jobScopes), rate: .caller) {
             s, c throws(CloakError) in try s.adminJobs(c).status(c.parameter("id"))
         },
         Endpoint(
-            "jobs-cancel", .POST, "/admin/jobs/{id}/cancel", access: .scope(.jobsImport), rate: .caller,
+            "jobs-cancel", .POST, "/admin/jobs/{id}/cancel", access: .anyScope(ownJobScopes), rate: .caller,
             audit: "job_cancel"
         ) { s, c throws(CloakError) in try s.adminJobs(c).change(c.parameter("id"), to: .cancelled) },
         Endpoint(
-            "jobs-resume", .POST, "/admin/jobs/{id}/resume", access: .scope(.jobsImport), rate: .caller,
+            "jobs-resume", .POST, "/admin/jobs/{id}/resume", access: .anyScope(ownJobScopes), rate: .caller,
             audit: "job_resume"
         ) { s, c throws(CloakError) in try s.adminJobs(c).change(c.parameter("id"), to: .queued) },
+        Endpoint(
+            "jobs-approve", .POST, "/admin/jobs/{id}/approve", access: .scope(.jobsApprove), rate: .caller,
+            audit: "job_approve"
+        ) { s, c throws(CloakError) in try s.adminJobs(c).approve(c.parameter("id"), c.request) },
+        Endpoint(
+            "jobs-export-file", .GET, "/admin/jobs/{id}/export", access: .scope(.jobsExport), rate: .caller,
+            audit: "job_download"
+        ) { s, c throws(CloakError) in try s.adminJobs(c).output(c.parameter("id"), .export) },
         Endpoint(
             "jobs-mapping", .GET, "/admin/jobs/{id}/mapping", access: .scope(.jobsImport), rate: .caller,
             audit: "job_download"
@@ -226,6 +238,11 @@ extension Endpoint {
                 c.request, routeID: c.parameter("route"), trace: c.trace, trustedContext: c.trustsCallerContext)
         },
     ]
+
+    /// Who may list and follow jobs (each sees its own; an approver every export).
+    static let jobScopes: [Scope] = [.jobsImport, .jobsExport, .jobsApprove]
+    /// Who may start jobs, and so cancel and resume its own.
+    static let ownJobScopes: [Scope] = [.jobsImport, .jobsExport]
 
     /// Any of these admits a caller to the console's shared pages (overview, forms, files).
     static let consoleScopes = Scope.console.sorted()

@@ -171,6 +171,7 @@ package struct APICredentials: Sendable, Equatable {
             if let limit = token.bucketValuesPerHour { members.append(("bucket_values_per_hour", .int(limit))) }
             if let minter = token.mintedBy { members.append(("minted_by", .string(minter))) }
             if let tag = token.minterTag { members.append(("minter_tag", .string(Self.hex(tag)))) }
+            if let person = token.person { members.append(("person", .string(person))) }
             tokens.append(.object(members))
         }
         return [("version", .int(2)), ("serial", .int(Int(serial))), ("tokens", .array(tokens))]
@@ -209,6 +210,12 @@ package struct APICredentials: Sendable, Equatable {
             token.expiresAt = item["expires_at"].flatMap(int)
             token.guessAccount = item["guess_account"]?.stringValue
             token.bucketValuesPerHour = item["bucket_values_per_hour"].flatMap(int).map(Int.init)
+            if let person = item["person"] {
+                guard let name = person.stringValue, ExportDuties.isValidPerson(name) else {
+                    throw Error("the store's api_credentials document has a damaged token", .store)
+                }
+                token.person = name
+            }
             if let minter = item["minted_by"] {
                 guard let minterID = minter.stringValue, isValidID(minterID),
                     let tag = item["minter_tag"]?.stringValue.flatMap(decodeHex), tag.count == 16

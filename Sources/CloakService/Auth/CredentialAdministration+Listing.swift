@@ -46,6 +46,7 @@ extension CredentialAdministration {
                 ("id", .string(token.id)), ("scopes", .strings(token.scopes.texts)),
                 ("source", .string(token.source.rawValue)), ("state", .string(state.rawValue)),
                 ("minted_by", token.mintedBy.map { .string($0) } ?? .null),
+                ("person", token.person.map { .string($0) } ?? .null),
                 ("created_at", token.createdAt.map { .string(RevealedRecord.iso8601($0)) } ?? .null),
                 ("expires_at", token.expiresAt.map { .string(RevealedRecord.iso8601($0)) } ?? .null),
                 ("last_used_at", used[token.id].map { .string(RevealedRecord.iso8601($0)) } ?? .null),

@@ -86,6 +86,18 @@ package struct CredentialAdministration {
         }
     }
 
+    /// The token whose secret is `secret`, as a node honours it at `now` (the YAML's tokens and
+    /// the store's signed ones, a minted one only while its minter stands): for a command that
+    /// acts for a token and must know whose it is (`cloak export`, `cloak jobs approve`).
+    package func presented(secret: String, yaml: [ServiceConfiguration.AccessToken], now: Int64) throws
+        -> ServiceConfiguration.AccessToken?
+    {
+        let review = try review()
+        let directory = TokenDirectory(yaml: yaml, seal: seal, now: { now })
+        if review.refusal == nil { directory.adopt(review.credentials.tokens) }
+        return directory.token(digest: Digest.sha256(Array(secret.utf8)))
+    }
+
     /// A new token with `scopes`, expiring `ttlSeconds` after `now` (nil: never).
     /// - Parameters:
     ///   - guessAccount: whose guess windows the token shares (its minter's root); nil: its own.
@@ -106,10 +118,21 @@ package struct CredentialAdministration {
 
     package func create(
         id: String, scopes: Set<Scope>, ttlSeconds: Int64?, requestsPerMinute: Int?, now: Int64, by actor: String,
-        guessAccount: String? = nil, bucketValuesPerHour: Int? = nil, minter: ServiceConfiguration.AccessToken? = nil
+        guessAccount: String? = nil, bucketValuesPerHour: Int? = nil, minter: ServiceConfiguration.AccessToken? = nil,
+        person asked: String? = nil
     ) throws -> Created {
         guard APICredentials.isValidID(id) else { throw Error("the id must be 1 to 64 of A-Z a-z 0-9 - _ .") }
         guard !scopes.isEmpty else { throw Error("give at least one scope") }
+        if let asked, !ExportDuties.isValidPerson(asked) {
+            throw Error("the person must be 1 to 64 of A-Z a-z 0-9 . _ - @ +")
+        }
+        // A minted token is its minter's person: naming another would let one person mint the
+        // second person an export needs.
+        let person = minter.map(\.person) ?? asked
+        if let minter, let asked, asked != minter.person {
+            throw Error("a minted token is its minter's person; it cannot name another", .forbidden)
+        }
+        if let violation = ExportDuties.violation(scopes: scopes, person: person) { throw Error(violation, .forbidden) }
         _ = try Self.scopes(scopes.texts)  // none this version does not know
         if let requestsPerMinute, !(1...RateLimit.maxPerMinute).contains(requestsPerMinute) {
             throw Error("requests_per_minute must be 1 to \(RateLimit.maxPerMinute)")
@@ -125,6 +148,7 @@ package struct CredentialAdministration {
         token.expiresAt = ttlSeconds.map { now + $0 }
         token.guessAccount = guessAccount
         token.bucketValuesPerHour = bucketValuesPerHour
+        token.person = person
         if let minter {
             token.mintedBy = minter.id
             token.minterTag = seal.minterTag(minter.sha256)
@@ -142,6 +166,7 @@ package struct CredentialAdministration {
         }
         var fields: [(String, JSONValue)] = [("scopes", .strings(scopes.texts))]
         if let minter { fields.append(("minted_by", .string(minter.id))) }
+        if let person { fields.append(("person", .string(person))) }
         try audit("tokens.create", id: id, by: actor, now: now, fields)
         return Created(token: token, secret: secret, serial: written.serial)
     }

@@ -28,6 +28,13 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     package static let keysRead = Scope("keys:read")
     /// Import jobs: start one, follow it, read its mapping and advice (issue 60).
     package static let jobsImport = Scope("jobs:import")
+    /// Export jobs: ask for one, follow it, download the encrypted file once another person
+    /// approved it (issue 60). Granted only beside ``aliasesReveal`` and never beside
+    /// ``jobsApprove`` (``ExportDuties``).
+    package static let jobsExport = Scope("jobs:export")
+    /// Approving another person's export job, after reading its selection, row count and
+    /// recipient (issue 60).
+    package static let jobsApprove = Scope("jobs:approve")
     /// Every egress route's scope at once.
     package static let egressAll = Scope("egress:*")
 
@@ -40,6 +47,7 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     package static let known: [Scope] = [
         .aliasesCreate, .aliasesReveal, .aliasesLookup, .aliasesUpdate, .aliasesDelete, .filesReveal, .binsRead,
         .egressAll, .tokensAdmin, .auditRead, .routesTest, .binsAdmin, .keysRead, .jobsImport,
+        .jobsExport, .jobsApprove,
     ]
 
     /// What a console session may carry (issue 59): administration and reading, never a scope

@@ -2,7 +2,7 @@ import CloakCrypto
 
 extension ServiceConfiguration {
     /// `auth`: `open_tokenize`, `refresh_s` and `tokens[]` (`id`, `sha256`, `scopes`, `requests_per_minute`,
-    /// `bucket_values_per_hour`).
+    /// `bucket_values_per_hour`, `person`).
     static func readAuth(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
         guard let auth = r.mapping(node, at: "auth", allowed: ["tokens", "open_tokenize", "anonymous", "refresh_s"])
         else { return }
@@ -27,7 +27,7 @@ extension ServiceConfiguration {
             let p = "auth.tokens[\(i)]"
             guard
                 let t = r.mapping(
-                    node, at: p, allowed: ["id", "sha256", "scopes", "requests_per_minute", "bucket_values_per_hour"])
+                    node, at: p, allowed: ["id", "sha256", "scopes", "requests_per_minute", "bucket_values_per_hour", "person"])
             else {
                 continue
             }
@@ -63,11 +63,19 @@ extension ServiceConfiguration {
                 t["requests_per_minute"], at: "\(p).requests_per_minute", min: 1, max: RateLimit.maxPerMinute)
             let bucketLimit = r.int(
                 t["bucket_values_per_hour"], at: "\(p).bucket_values_per_hour", min: 1, max: 1_000_000)
+            let person = r.string(t["person"], at: "\(p).person")
+            if let person, !ExportDuties.isValidPerson(person) {
+                r.issue("\(p).person", "expected 1 to 64 of A-Z a-z 0-9 . _ - @ +", t["person"])
+            }
+            if let violation = ExportDuties.violation(scopes: scopes, person: person) {
+                r.issue("\(p).scopes", violation, t["scopes"])
+            }
             if let id, let digest, digest.count == 32 {
-                config.auth.append(
-                    AccessToken(
-                        id: id, sha256: digest, scopes: scopes, requestsPerMinute: perMinute,
-                        bucketValuesPerHour: bucketLimit))
+                var token = AccessToken(
+                    id: id, sha256: digest, scopes: scopes, requestsPerMinute: perMinute,
+                    bucketValuesPerHour: bucketLimit)
+                token.person = person
+                config.auth.append(token)
             }
         }
     }

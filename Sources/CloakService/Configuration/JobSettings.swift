@@ -10,6 +10,9 @@ package struct JobSettings: Sendable, Equatable {
     /// The GnuPG home holding the private key OpenPGP-encrypted import files are decrypted with
     /// (`jobs.gnupg_home`); nil: such files are refused.
     package var gnupgHome: String?
+    /// How long an export waits for another person's approval once counted
+    /// (`jobs.approval_ttl_s`): past it the job is deleted, nothing written.
+    package var approvalTTLSeconds = 86_400
     /// How long a job may wait for the rest of its input (`receiving`) before it is swept.
     package var receivingIdleSeconds = 3_600
 

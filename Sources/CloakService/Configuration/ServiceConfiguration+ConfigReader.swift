@@ -312,7 +312,8 @@ extension ServiceConfiguration {
         }
         config.console = ConsoleSettings.read(top["console"], hasTLS: config.server.tls != nil, r)
         if let jobs = r.mapping(
-            top["jobs"], at: "jobs", allowed: ["output_ttl_s", "lease_s", "max_input_mib", "gnupg_home"])
+            top["jobs"], at: "jobs",
+            allowed: ["output_ttl_s", "lease_s", "max_input_mib", "gnupg_home", "approval_ttl_s"])
         {
             if let home = r.string(jobs["gnupg_home"], at: "jobs.gnupg_home") { config.jobs.gnupgHome = home }
             r.int(
@@ -322,6 +323,9 @@ extension ServiceConfiguration {
                 jobs["output_ttl_s"], at: "jobs.output_ttl_s", min: 60, max: 90 * 86_400, into: &config,
                 \.jobs.outputTTLSeconds)
             r.int(jobs["lease_s"], at: "jobs.lease_s", min: 5, max: 3_600, into: &config, \.jobs.leaseSeconds)
+            r.int(
+                jobs["approval_ttl_s"], at: "jobs.approval_ttl_s", min: 60, max: 30 * 86_400, into: &config,
+                \.jobs.approvalTTLSeconds)
         }
         if let bins = r.mapping(top["bins"], at: "bins", allowed: ["refresh_s"]) {
             r.int(bins["refresh_s"], at: "bins.refresh_s", min: 1, max: 3600, into: &config, \.binsRefreshSeconds)

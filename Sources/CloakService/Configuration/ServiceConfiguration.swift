@@ -128,6 +128,10 @@ package struct ServiceConfiguration: Sendable {
         package var mintedBy: String?
         /// ``CredentialSeal/minterTag(_:)`` of the minter's SHA-256 when it minted this token.
         package var minterTag: [UInt8]?
+        /// The person the token acts for (`auth.tokens[].person`, `cloak tokens create --person`;
+        /// a minted token is its minter's): export jobs are approved by another person than the
+        /// one who asked (``ExportDuties``).
+        package var person: String?
 
         /// Who this token's guesses count as.
         package var guessKey: String { guessAccount ?? id }

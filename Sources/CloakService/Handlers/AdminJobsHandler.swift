@@ -5,14 +5,18 @@ import CloakVault
 import Foundation
 import Synchronization
 
-/// The jobs API (issue 60), scope `jobs:import`: start an import with the file as the body,
-/// list and follow one's own jobs, cancel and resume them, and download a done job's mapping
-/// and advice files. A token sees only the jobs it started (another's answers 404, as one that
-/// does not exist).
+/// The jobs API (issue 60): with `jobs:import`, start an import with the file as the body and
+/// download a done import's mapping and advice files; with `jobs:export`, ask for an export and
+/// download it once approved and written (``AdminJobsHandler+Export``); with either, list and
+/// follow one's own jobs, cancel and resume them. A token sees only the jobs it started
+/// (another's answers 404, as one that does not exist), except that a `jobs:approve` token sees
+/// every export, to approve another person's.
 struct AdminJobsHandler: Sendable {
     let vault: VaultClient
     let configuration: ServiceConfiguration
     let owner: String
+    /// The calling token.
+    let caller: ServiceConfiguration.AccessToken
     /// The caller holds `aliases:create` too (an import needs it).
     let mayCreate: Bool
     let outcome: Outcome?
@@ -94,34 +98,53 @@ struct AdminJobsHandler: Sendable {
                 limit = n
             }
         }
-        let (owner, after, count) = (self.owner, before, limit)
+        let (owner, after, count, approves) = (self.owner, before, limit, caller.scopes.contains(.jobsApprove))
         return .later { finish in
             vault.vault.withStore(reads: true) { store in
-                try store.jobs(before: after, owner: owner, limit: count)
+                try store.jobs(before: after, owner: approves ? nil : owner, limit: count)
             } completion: { result in
                 guard case let .success(jobs) = result else {
                     return finish(.error(.storeUnavailable("the store could not be read")))
                 }
                 let next: JSONValue = jobs.count == count ? .string(jobs.last!.id.text) : .null
+                let visible = jobs.filter { Self.sees($0, owner: owner, approves: approves) }
                 finish(
                     .json(
-                        200, .object([("data", .array(jobs.map(JobReport.json))), ("next", next)]),
+                        200, .object([("data", .array(visible.map { JobReport.json($0) })), ("next", next)]),
                         headers: HTTPResponse.noStoreHeaders))
             }
         }
     }
 
-    /// `GET /admin/jobs/{id}`.
+    /// `GET /admin/jobs/{id}`: an export's with its counted selection and its approval.
     func status(_ id: String) throws(CloakError) -> Reply {
         let id = try Self.jobID(id)
-        return find(id) { job, finish in finish(.json(200, JobReport.json(job), headers: HTTPResponse.noStoreHeaders)) }
+        let vault = self.vault
+        return find(id, approver: caller.scopes.contains(.jobsApprove)) { job, finish in
+            guard job.kind == .export else {
+                return finish(.json(200, JobReport.json(job), headers: HTTPResponse.noStoreHeaders))
+            }
+            vault.vault.withStore(reads: true) { store in
+                try JobReport.exportDetails(job, store: store, seal: try vault.vault.jobSeal(job))
+            } completion: { result in
+                guard case let .success(details) = result else {
+                    return finish(.error(.storeUnavailable("the job's selection could not be read")))
+                }
+                finish(.json(200, JobReport.json(job, details: details), headers: HTTPResponse.noStoreHeaders))
+            }
+        }
+    }
+
+    /// Whether a token (`owner`) sees `job`: its own, and, approving, every export.
+    static func sees(_ job: StoredJob, owner: String, approves: Bool) -> Bool {
+        job.owner == owner || (approves && job.kind == .export)
     }
 
     /// `POST /admin/jobs/{id}/cancel` (the batch under way may still commit) and `/resume` (a
     /// cancelled job goes on from its cursor) → 200 with the job.
     func change(_ id: String, to state: JobState) throws(CloakError) -> Reply {
         let id = try Self.jobID(id)
-        let from: Set<JobState> = state == .cancelled ? [.receiving, .queued, .running] : [.cancelled]
+        let from: Set<JobState> = state == .cancelled ? [.receiving, .queued, .running, .awaitingApproval] : [.cancelled]
         let expires = state == .cancelled ? now + Int64(configuration.jobs.outputTTLSeconds) : nil
         let (owner, now, outcome) = (self.owner, self.now, self.outcome)
         return .later { finish in
@@ -158,6 +181,8 @@ struct AdminJobsHandler: Sendable {
         let id = try Self.jobID(id)
         let (vault, outcome) = (self.vault, self.outcome)
         return find(id) { job, finish in
+            // An import's files for jobs:import, an export's for jobs:export (routes name the scope).
+            guard (job.kind == .export) == (part == .export) else { return finish(.error(.notFound("no such job"))) }
             guard job.state == .done else {
                 return finish(
                     .error(
@@ -174,11 +199,15 @@ struct AdminJobsHandler: Sendable {
                 return finish(.error(error.cloakError { _ in "job" }))
             }
             outcome?.alias(nil, "ok", facts: [("job", id.text), ("file", part.name)])
+            // An export is the OpenPGP message as GnuPG wrote it (binary); the rest JSON Lines.
+            let (type, name) =
+                part == .export
+                ? ("application/pgp-encrypted", "\(id.text).\(ExportSpec(stored: job.spec)?.layout.rawValue ?? "out").gpg")
+                : ("application/x-ndjson", "\(id.text)-\(part.name).jsonl")
             var response = HTTPResponse(
                 status: 200,
                 headers: [
-                    ("Content-Type", "application/x-ndjson"),
-                    ("Content-Disposition", "attachment; filename=\"\(id.text)-\(part.name).jsonl\""),
+                    ("Content-Type", type), ("Content-Disposition", "attachment; filename=\"\(name)\""),
                     ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"),
                 ])
             let source = JobOutputSource(vault: vault, job: id, part: part, seal: seal)
@@ -189,25 +218,28 @@ struct AdminJobsHandler: Sendable {
         }
     }
 
-    private func find(_ id: JobID, _ found: @escaping @Sendable (StoredJob, Reply.Finish) -> Void) -> Reply {
+    /// The job `id` when the caller sees it (its own; with `approver`, any export).
+    func find(_ id: JobID, approver: Bool = false, _ found: @escaping @Sendable (StoredJob, Reply.Finish) -> Void)
+        -> Reply
+    {
         let owner = self.owner
         return .later { finish in
             vault.vault.withStore(reads: true) { store in
                 try store.job(id)
             } completion: { result in
-                vault.loop.map { loop in loop.execute { Self.answer(result, owner: owner, finish, found) } }
-                    ?? Self.answer(result, owner: owner, finish, found)
+                let answer: @Sendable () -> Void = { Self.answer(result, owner: owner, approver: approver, finish, found) }
+                vault.loop.map { loop in loop.execute(answer) } ?? answer()
             }
         }
     }
 
     private static func answer(
-        _ result: Result<StoredJob?, any Error>, owner: String, _ finish: Reply.Finish,
+        _ result: Result<StoredJob?, any Error>, owner: String, approver: Bool, _ finish: Reply.Finish,
         _ found: @Sendable (StoredJob, Reply.Finish) -> Void
     ) {
         switch result {
         case .failure: finish(.error(.storeUnavailable("the store could not be read")))
-        case let .success(job?) where job.owner == owner: found(job, finish)
+        case let .success(job?) where sees(job, owner: owner, approves: approver): found(job, finish)
         case .success: finish(.error(.notFound("no such job")))
         }
     }

@@ -5,9 +5,10 @@ import Logging
 
 extension CloakService {
     func adminJobs(_ c: RequestContext) throws(CloakError) -> AdminJobsHandler {
-        guard let owner = c.identity.token?.id else { throw CloakError(.forbidden, "a job belongs to a token") }
+        guard let caller = c.identity.token else { throw CloakError(.forbidden, "a job belongs to a token") }
         return AdminJobsHandler(
-            vault: try requireVault(c.request, c.identity), configuration: configuration, owner: owner,
+            vault: try requireVault(c.request, c.identity), configuration: configuration, owner: caller.id,
+            caller: caller,
             mayCreate: c.identity.token?.scopes.contains(.aliasesCreate) == true, outcome: c.outcome,
             now: Int64(Date().timeIntervalSince1970))
     }

@@ -6,12 +6,25 @@ import Foundation
 /// What a job is, for `cloak jobs` (and the admin API): its state, its counts and its
 /// description: names of columns, forms and formats, never a value or a row id.
 package enum JobReport {
-    package static func json(_ job: StoredJob) -> JSONValue {
-        let spec = ImportSpec(stored: job.spec)
+    /// An export's counted selection and approval, opened with the job's key (nil: not yet).
+    package struct ExportDetails: Sendable {
+        package var summary: ExportSummary?
+        package var approval: ExportApproval?
+    }
+
+    package static func exportDetails(_ job: StoredJob, store: any AliasStore, seal: JobSeal) throws -> ExportDetails {
+        ExportDetails(
+            summary: try ExportSummary.read(job, seal: seal, store: store),
+            approval: try ExportApproval.read(job, seal: seal, store: store))
+    }
+
+    package static func json(_ job: StoredJob, details: ExportDetails? = nil) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("id", .string(job.id.text)), ("kind", .string(job.kind.rawValue)), ("state", .string(job.state.rawValue)),
             ("owner", .string(job.owner)),
         ]
+        if job.kind == .export { return exportJSON(job, members, details) }
+        let spec = ImportSpec(stored: job.spec)
         switch spec?.source {
         case let .form(name)?: members.append(("form", .string(name)))
         case let .format(format)?: members.append(("format", .string(format.rawValue)))
@@ -24,6 +37,54 @@ package enum JobReport {
             ("refused", .int(Int(job.progress.refused))),
         ]
         if let rows = spec?.rows { members.append(("rows", .int(Int(rows)))) }
+        members += [
+            ("created_at", .string(UTCTimestamp.string(seconds: Int(job.createdAt), milliseconds: 0))),
+            ("updated_at", .string(UTCTimestamp.string(seconds: Int(job.updatedAt), milliseconds: 0))),
+            (
+                "expires_at",
+                job.expiresAt.map { .string(UTCTimestamp.string(seconds: Int($0), milliseconds: 0)) } ?? .null
+            ),
+            ("failure", job.failure.map { .string($0) } ?? .null),
+            ("lease_holder", job.lease.map { .string($0.holder) } ?? .null),
+        ]
+        return .object(members)
+    }
+
+    /// An export: its selection, layout, recipient and requester; the rows counted (the
+    /// approver's figure), listed aliases found missing, rows written; with `details`, the
+    /// selection's digest and the approval.
+    private static func exportJSON(
+        _ job: StoredJob, _ head: [(String, JSONValue)], _ details: ExportDetails?
+    ) -> JSONValue {
+        var members = head
+        let spec = ExportSpec(stored: job.spec)
+        members += [
+            ("selection", spec?.selectionJSON ?? .null), ("layout", spec.map { .string($0.layout.rawValue) } ?? .null),
+            ("recipient_fingerprint", spec.map { .string($0.fingerprint) } ?? .null),
+            ("requester_person", spec.map { .string($0.person) } ?? .null),
+            ("rows", .int(Int(job.progress.imported))), ("missing", .int(Int(job.progress.refused))),
+            ("exported", .int(Int(job.progress.cursor))),
+        ]
+        if let details {
+            members.append(("selection_digest", details.summary.map { .string($0.digest) } ?? .null))
+            members.append(
+                (
+                    "counted_at",
+                    details.summary.map { .string(UTCTimestamp.string(seconds: Int($0.asOf), milliseconds: 0)) }
+                        ?? .null
+                ))
+            if let summary = details.summary { members[members.firstIndex { $0.0 == "rows" }!].1 = .int(Int(summary.rows)) }
+            members.append(
+                (
+                    "approval",
+                    details.approval.map { approval in
+                        .object([
+                            ("token", .string(approval.token)), ("person", .string(approval.person)),
+                            ("at", .string(UTCTimestamp.string(seconds: Int(approval.at), milliseconds: 0))),
+                        ])
+                    } ?? .null
+                ))
+        }
         members += [
             ("created_at", .string(UTCTimestamp.string(seconds: Int(job.createdAt), milliseconds: 0))),
             ("updated_at", .string(UTCTimestamp.string(seconds: Int(job.updatedAt), milliseconds: 0))),

@@ -31,10 +31,10 @@ final class JobRunner: Sendable {
         let logger: Logger
     }
 
-    private let dependencies: Dependencies
+    let dependencies: Dependencies
     /// This process's name for its leases.
     let holder: String
-    private let stopping = Atomic<Bool>(false)
+    let stopping = Atomic<Bool>(false)
     /// Signalled by ``stop()`` (wakes the idle wait) and by the thread when it has ended.
     private let wake = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
@@ -76,7 +76,7 @@ final class JobRunner: Sendable {
         ended.wait()
     }
 
-    private static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+    static var now: Int64 { Int64(Date().timeIntervalSince1970) }
 
     /// How often an idle runner deletes expired jobs.
     static let sweepSeconds = 60.0
@@ -101,7 +101,7 @@ final class JobRunner: Sendable {
     }
 
     /// Runs `body` with the store on the vault's thread, and waits for it.
-    private func withStore<T: Sendable>(reads: Bool = false, _ body: @escaping (any AliasStore) throws -> T) -> Result<
+    func withStore<T: Sendable>(reads: Bool = false, _ body: @escaping (any AliasStore) throws -> T) -> Result<
         T, any Error
     > {
         let box = Mutex<Result<T, any Error>?>(nil)
@@ -126,7 +126,7 @@ final class JobRunner: Sendable {
         }
     }
 
-    private func end(_ job: StoredJob, _ state: JobState, failure: String?) {
+    func end(_ job: StoredJob, _ state: JobState, failure: String?) {
         let now = Self.now
         let expires = now + Int64(dependencies.configuration.jobs.outputTTLSeconds)
         let holder = self.holder
@@ -146,7 +146,9 @@ final class JobRunner: Sendable {
 
     private func run(_ job: StoredJob) {
         dependencies.logger.info(
-            "jobs: running", metadata: ["job": "\(job.id)", "cursor": "\(job.progress.cursor)"])
+            "jobs: running",
+            metadata: ["job": "\(job.id)", "kind": "\(job.kind.rawValue)", "cursor": "\(job.progress.cursor)"])
+        if job.kind == .export { return runExport(job) }
         guard let spec = ImportSpec(stored: job.spec) else {
             return end(job, .failed, failure: "the job's description does not read (written by another version?)")
         }

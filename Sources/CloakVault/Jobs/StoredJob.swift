@@ -87,13 +87,19 @@ package struct JobID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
 package enum JobKind: String, Sendable, CaseIterable {
     case `import`
+    /// Records revealed into a file encrypted to a recipient's OpenPGP key, once another
+    /// person approved it.
+    case export
 }
 
 /// Where a job is in its life. A job is `receiving` while its input is stored, `queued` until a
 /// node takes it, `running` under a lease, and ends `done`, `failed` or `cancelled` (a cancelled
 /// job can be queued again until it expires: ``JobStore/setJobState(_:from:to:now:expiresAt:failure:)``).
+/// An export is first counted (queued, running), then `awaiting_approval` until another person
+/// approves it (queued again, with its approval) or it expires.
 package enum JobState: String, Sendable, CaseIterable {
     case receiving, queued, running, done, failed, cancelled
+    case awaitingApproval = "awaiting_approval"
 
     /// The job will not change again by itself.
     package var isFinal: Bool { self == .done || self == .failed || self == .cancelled }
@@ -106,12 +112,22 @@ package enum JobPart: Int, Sendable, CaseIterable {
     case mapping = 1
     /// A JSON line a row: its number, its id, `ok` or the refusal's code and reason.
     case advice = 2
+    /// An export's file: OpenPGP, encrypted to the job's recipient (its bytes counted as
+    /// ``JobProgress/mappingBytes``: a job has one output stream or the other).
+    case export = 3
+    /// An export's selection as counted (``ExportSelectionSummary``): one chunk.
+    case selection = 4
+    /// An export's approval (``ExportApproval``): one chunk, written by the approver.
+    case approval = 5
 
     package var name: String {
         switch self {
         case .input: "input"
         case .mapping: "mapping"
         case .advice: "advice"
+        case .export: "export"
+        case .selection: "selection"
+        case .approval: "approval"
         }
     }
 }
@@ -142,7 +158,13 @@ package struct JobProgress: Sendable, Equatable {
     }
 
     /// The bytes of an output stream.
-    package func bytes(_ part: JobPart) -> Int64 { part == .mapping ? mappingBytes : part == .advice ? adviceBytes : 0 }
+    package func bytes(_ part: JobPart) -> Int64 {
+        switch part {
+        case .mapping, .export: mappingBytes
+        case .advice: adviceBytes
+        default: 0
+        }
+    }
 }
 
 /// The node that runs a job, until when: a node that stops renewing it (killed, cut off from
@@ -205,6 +227,10 @@ package protocol JobStore: AnyObject {
     ) throws(StoreError) -> Bool
     /// Drops a job's input chunks (it ended: the input is never needed again).
     func deleteJobInput(_ id: JobID) throws(StoreError)
+    /// An export's approval: the job moves from `awaiting_approval` to `queued`, no longer
+    /// expiring, with `sealed` as its ``JobPart/approval`` chunk; false (nothing written) when it
+    /// was not awaiting approval or had expired by `now`.
+    func approveJob(_ id: JobID, approval sealed: [UInt8], now: Int64) throws(StoreError) -> Bool
     /// Deletes up to `limit` jobs that expired at or before `now`, and `receiving` jobs idle
     /// since before `idleBefore` (a client that never finished sending), with their chunks.
     func deleteExpiredJobs(now: Int64, idleBefore: Int64, limit: Int) throws(StoreError) -> Int
@@ -212,7 +238,7 @@ package protocol JobStore: AnyObject {
 
 extension JobStore {
     /// Cancels a job: one still receiving its input fails and its input goes at once (it could
-    /// only ever import a prefix); a queued or running one is cancelled after the batch under way,
+    /// only ever import a prefix); a queued, running or unapproved one is cancelled after the batch under way,
     /// its input kept so that it can resume. Nil when the job was in neither case, else its new
     /// state.
     package func cancelJob(_ id: JobID, now: Int64, expiresAt: Int64) throws(StoreError) -> JobState? {
@@ -225,7 +251,7 @@ extension JobStore {
         }
         guard
             try setJobState(
-                id, from: [.queued, .running], to: .cancelled, holder: nil, now: now, expiresAt: expiresAt, failure: nil
+                id, from: [.queued, .running, .awaitingApproval], to: .cancelled, holder: nil, now: now, expiresAt: expiresAt, failure: nil
             )
         else { return nil }
         return .cancelled

@@ -66,6 +66,8 @@ struct Tokens: ParsableCommand {
         @Option(help: "Lifetime: 90d, 12h, 30m or seconds (at least a minute; none: never expires).")
         var ttl: String?
         @Option(help: "This token's own request rate.") var requestsPerMinute: Int?
+        @Option(help: "The person the token acts for (required with jobs:export or jobs:approve).") var person:
+            String?
 
         func validate() throws {
             if let ttl, APICredentials.parseTTL(ttl) == nil {
@@ -82,7 +84,7 @@ struct Tokens: ParsableCommand {
                 let scopes = try CredentialAdministration.scopes(texts)
                 created = try admin.create(
                     id: id, scopes: scopes, ttlSeconds: ttl.flatMap(APICredentials.parseTTL),
-                    requestsPerMinute: requestsPerMinute, now: Tokens.now, by: Tokens.actor)
+                    requestsPerMinute: requestsPerMinute, now: Tokens.now, by: Tokens.actor, person: person)
             } catch {
                 audit.refused("tokens_create", subject: id, reason: "\(error)")
                 Keys.fail("\(error)")

@@ -130,6 +130,7 @@ extension PostgreSQLAliasStore {
             """
             INSERT INTO job_chunks (job, part, idx, sealed)
             SELECT $1, * FROM unnest($2::int8[]::int[], $3::int8[], $4::bytea[])
+            ON CONFLICT (job, part, idx) DO UPDATE SET sealed = excluded.sealed
             """,
             [
                 .text(id.text), .ints(outputs.map { Int64($0.part.rawValue) }), .ints(outputs.map { Int64($0.index) }),
@@ -158,6 +159,21 @@ extension PostgreSQLAliasStore {
 
     package func deleteJobInput(_ id: JobID) throws(StoreError) {
         try db.query("DELETE FROM job_chunks WHERE job = $1 AND part = 0", [.text(id.text)])
+    }
+
+    package func approveJob(_ id: JobID, approval sealed: [UInt8], now: Int64) throws(StoreError) -> Bool {
+        let moved = try db.query(
+            """
+            UPDATE jobs SET state = 'queued', expires_at = NULL, updated_at = $2
+            WHERE id = $1 AND state = 'awaiting_approval' AND coalesce(expires_at, 0) > $2 RETURNING 1
+            """, [.text(id.text), .int(now)])
+        guard moved.count == 1 else { return false }
+        try db.query(
+            """
+            INSERT INTO job_chunks (job, part, idx, sealed) VALUES ($1, \(JobPart.approval.rawValue), 0, $2)
+            ON CONFLICT (job, part, idx) DO UPDATE SET sealed = excluded.sealed
+            """, [.text(id.text), .bytes(sealed)])
+        return true
     }
 
     package func deleteExpiredJobs(now: Int64, idleBefore: Int64, limit: Int) throws(StoreError) -> Int {

@@ -159,7 +159,9 @@ extension SQLiteAliasStore {
         guard db.changes == 1 else { return false }
         for chunk in outputs {
             // Taken again each time: a cached statement comes back reset, ready for new values.
-            let insert = try db.statement("INSERT INTO job_chunks (job, part, idx, sealed) VALUES (?1, ?2, ?3, ?4)")
+            // An export started again by another node writes its chunks over the first run's.
+            let insert = try db.statement(
+                "INSERT OR REPLACE INTO job_chunks (job, part, idx, sealed) VALUES (?1, ?2, ?3, ?4)")
             insert.bind(1, id.text)
             insert.bind(2, Int64(chunk.part.rawValue))
             insert.bind(3, Int64(chunk.index))
@@ -196,6 +198,24 @@ extension SQLiteAliasStore {
         let s = try db.statement("DELETE FROM job_chunks WHERE job = ?1 AND part = 0")
         s.bind(1, id.text)
         try s.run()
+    }
+
+    package func approveJob(_ id: JobID, approval sealed: [UInt8], now: Int64) throws(StoreError) -> Bool {
+        let s = try db.statement(
+            """
+            UPDATE jobs SET state = 'queued', expires_at = NULL, updated_at = ?2
+            WHERE id = ?1 AND state = 'awaiting_approval' AND coalesce(expires_at, 0) > ?2
+            """)
+        s.bind(1, id.text)
+        s.bind(2, now)
+        try s.run()
+        guard db.changes == 1 else { return false }
+        let insert = try db.statement(
+            "INSERT OR REPLACE INTO job_chunks (job, part, idx, sealed) VALUES (?1, \(JobPart.approval.rawValue), 0, ?2)")
+        insert.bind(1, id.text)
+        insert.bind(2, sealed)
+        try insert.run()
+        return true
     }
 
     package func deleteExpiredJobs(now: Int64, idleBefore: Int64, limit: Int) throws(StoreError) -> Int {

@@ -1,0 +1,234 @@
+import CloakCore
+import CloakCrypto
+import CloakVault
+
+/// What an export job takes and for whom (issue 60), as `cloak export` and `POST
+/// /admin/jobs/exports` are asked for it: kept in the job's row (``StoredJob/spec``), to which
+/// the job's key is bound, so a database writer who changes the selection or the recipient
+/// finds the job no longer opens. Names a selection and a key, never a value.
+package struct ExportSpec: Sendable, Equatable {
+    package enum Selection: Sendable, Equatable {
+        case everything
+        /// Records whose metadata holds every pair.
+        case metadata([String: String])
+        case classifier(String)
+        /// The aliases listed in the job's input, one a line (this many).
+        case aliases(Int64)
+    }
+
+    package enum Layout: String, Sendable, CaseIterable {
+        /// RFC 4180 with a header line: `id,value,format,created_at`.
+        case csv
+        /// A JSON object of strings a line: `id`, `value`, `format`, `created_at`.
+        case jsonl
+    }
+
+    package var selection: Selection
+    package var layout: Layout
+    /// The recipient's public key, ASCII-armored.
+    package var recipient: String
+    /// Its primary key's fingerprint, read when the job was asked for.
+    package var fingerprint: String
+    /// The person who asked (their token's): an approval by the same person is refused.
+    package var person: String
+
+    package init(selection: Selection, layout: Layout, recipient: String, fingerprint: String, person: String) {
+        self.selection = selection
+        self.layout = layout
+        self.recipient = recipient
+        self.fingerprint = fingerprint
+        self.person = person
+    }
+
+    /// The filter of this selection, counted at `asOf`.
+    package func filter(asOf: Int64) -> ExportFilter {
+        switch selection {
+        case .everything: ExportFilter(match: .everything, asOf: asOf)
+        case let .metadata(pairs): ExportFilter(match: .metadata(pairs), asOf: asOf)
+        case let .classifier(name): ExportFilter(match: .classifier(name), asOf: asOf)
+        case .aliases: ExportFilter(match: .listed, asOf: asOf)
+        }
+    }
+
+    /// The selection as status shows it and as its digest covers it.
+    package var selectionJSON: JSONValue {
+        switch selection {
+        case .everything: .object([("everything", .bool(true))])
+        case let .metadata(pairs):
+            .object([("metadata", .object(pairs.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))])
+        case let .classifier(name): .object([("classifier", .string(name))])
+        case let .aliases(count): .object([("aliases", .int(Int(count)))])
+        }
+    }
+
+    /// The selection in an audit event or a log line (long digit runs scrubbed: a metadata value
+    /// is the caller's words).
+    package var selectionText: String {
+        Redaction.scrub(String(decoding: JSONWriter.encode(selectionJSON), as: UTF8.self), limit: 200)
+    }
+
+    var json: JSONValue {
+        .object([
+            ("selection", selectionJSON), ("layout", .string(layout.rawValue)), ("recipient", .string(recipient)),
+            ("fingerprint", .string(fingerprint)), ("person", .string(person)),
+        ])
+    }
+
+    package var encoded: [UInt8] { JSONWriter.encode(json) }
+
+    /// The spec stored with a job; nil when it does not read.
+    package init?(stored bytes: [UInt8]) {
+        guard let document = try? JSONParser().parse(bytes), case .object = document,
+            let layout = document["layout"]?.stringValue.flatMap(Layout.init(rawValue:)),
+            let recipient = document["recipient"]?.stringValue, let fingerprint = document["fingerprint"]?.stringValue,
+            let person = document["person"]?.stringValue, let selection = document["selection"].flatMap(Self.selection)
+        else { return nil }
+        self.init(selection: selection, layout: layout, recipient: recipient, fingerprint: fingerprint, person: person)
+    }
+
+    /// A selection as status shows it (and as `POST /admin/jobs/exports` takes it, with
+    /// `aliases` an array there).
+    static func selection(_ value: JSONValue) -> Selection? {
+        guard case let .object(members) = value, members.count == 1, let (key, inner) = members.first else {
+            return nil
+        }
+        switch (key, inner) {
+        case ("everything", .bool(true)): return .everything
+        case ("classifier", .string(let name)): return .classifier(name)
+        case ("metadata", .object(let pairs)):
+            var out: [String: String] = [:]
+            for (k, v) in pairs {
+                guard let text = v.stringValue else { return nil }
+                out[k] = text
+            }
+            return out.isEmpty ? nil : .metadata(out)
+        case ("aliases", .number(let text)): return Int64(text).map { .aliases($0) }
+        default: return nil
+        }
+    }
+
+    /// The lines a row becomes in this layout (the CSV's header is ``header``).
+    func line(_ row: ExportRow, into out: inout [UInt8]) {
+        let created = RevealedRecord.iso8601(row.createdAt)
+        switch layout {
+        case .jsonl:
+            out += JSONWriter.encode(
+                .object([
+                    ("id", .string(row.alias)), ("value", .string(row.value)), ("format", .string(row.format.rawValue)),
+                    ("created_at", .string(created)),
+                ]))
+            out.append(0x0A)
+        case .csv:
+            for (i, field) in [row.alias, row.value, row.format.rawValue, created].enumerated() {
+                if i > 0 { out.append(0x2C) }
+                Self.csvField(field, into: &out)
+            }
+            out += [0x0D, 0x0A]
+        }
+    }
+
+    var header: [UInt8] { layout == .csv ? Array("id,value,format,created_at\r\n".utf8) : [] }
+
+    /// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+    static func csvField(_ text: String, into out: inout [UInt8]) {
+        let bytes = Array(text.utf8)
+        guard bytes.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0D || $0 == 0x0A }) else {
+            out += bytes
+            return
+        }
+        out.append(0x22)
+        for b in bytes {
+            if b == 0x22 { out.append(0x22) }
+            out.append(b)
+        }
+        out.append(0x22)
+    }
+}
+
+/// An export's selection as the runner counted it (its ``JobPart/selection`` chunk, sealed
+/// under the job's key): what an approver approves.
+package struct ExportSummary: Sendable, Equatable {
+    /// Records selected.
+    package var rows: Int64
+    /// Listed aliases that found no record the export may take.
+    package var missing: Int64
+    /// SHA-256 (hexadecimal) of the selection, the time it was counted at and, for a list, the
+    /// aliases listed.
+    package var digest: String
+    package var asOf: Int64
+
+    package init(rows: Int64, missing: Int64, digest: String, asOf: Int64) {
+        self.rows = rows
+        self.missing = missing
+        self.digest = digest
+        self.asOf = asOf
+    }
+
+    var encoded: [UInt8] {
+        JSONWriter.encode(
+            .object([
+                ("rows", .int(Int(rows))), ("missing", .int(Int(missing))), ("digest", .string(digest)),
+                ("as_of", .int(Int(asOf))),
+            ]))
+    }
+
+    init?(decoding bytes: [UInt8]) {
+        guard let d = try? JSONParser().parse(bytes), let rows = d["rows"].flatMap(APICredentials.int),
+            let missing = d["missing"].flatMap(APICredentials.int), let digest = d["digest"]?.stringValue,
+            let asOf = d["as_of"].flatMap(APICredentials.int)
+        else { return nil }
+        self.init(rows: rows, missing: missing, digest: digest, asOf: asOf)
+    }
+
+    /// The job's summary, opened with its key; nil while it is not counted.
+    static func read(_ job: StoredJob, seal: JobSeal, store: any AliasStore) throws -> ExportSummary? {
+        guard let sealed = try store.jobChunks(job.id, part: .selection, from: 0, limit: 1).first else { return nil }
+        guard let summary = ExportSummary(decoding: try seal.open(sealed, part: JobPart.selection.rawValue, index: 0).bytes)
+        else { throw ImportIntake.Refused(description: "the job's selection does not read") }
+        return summary
+    }
+}
+
+/// An export's approval (its ``JobPart/approval`` chunk, sealed under the job's key, so one a
+/// database writer made does not open): who approved, when, and what they saw.
+package struct ExportApproval: Sendable, Equatable {
+    package var token: String
+    package var person: String
+    package var at: Int64
+    package var rows: Int64
+    package var digest: String
+    package var fingerprint: String
+
+    var encoded: [UInt8] {
+        JSONWriter.encode(
+            .object([
+                ("token", .string(token)), ("person", .string(person)), ("at", .int(Int(at))), ("rows", .int(Int(rows))),
+                ("digest", .string(digest)), ("fingerprint", .string(fingerprint)),
+            ]))
+    }
+
+    init(token: String, person: String, at: Int64, rows: Int64, digest: String, fingerprint: String) {
+        self.token = token
+        self.person = person
+        self.at = at
+        self.rows = rows
+        self.digest = digest
+        self.fingerprint = fingerprint
+    }
+
+    init?(decoding bytes: [UInt8]) {
+        guard let d = try? JSONParser().parse(bytes), let token = d["token"]?.stringValue,
+            let person = d["person"]?.stringValue, let at = d["at"].flatMap(APICredentials.int),
+            let rows = d["rows"].flatMap(APICredentials.int), let digest = d["digest"]?.stringValue,
+            let fingerprint = d["fingerprint"]?.stringValue
+        else { return nil }
+        self.init(token: token, person: person, at: at, rows: rows, digest: digest, fingerprint: fingerprint)
+    }
+
+    static func read(_ job: StoredJob, seal: JobSeal, store: any AliasStore) throws -> ExportApproval? {
+        guard let sealed = try store.jobChunks(job.id, part: .approval, from: 0, limit: 1).first else { return nil }
+        guard let approval = ExportApproval(decoding: try seal.open(sealed, part: JobPart.approval.rawValue, index: 0).bytes)
+        else { throw ImportIntake.Refused(description: "the job's approval does not read") }
+        return approval
+    }
+}

@@ -1,0 +1,437 @@
+import CloakCore
+import CloakCrypto
+import CloakVault
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// Export jobs on the runner's thread (issue 60). An export runs twice: once to count its
+/// selection (the count and its digest sealed as the job's ``JobPart/selection`` chunk; the job
+/// then awaits approval for `jobs.approval_ttl_s`), and, once another person approved it, to
+/// write it: records read a page at a time, each page's values opened on the vault's thread and
+/// handed to GnuPG as lines, GnuPG's message sealed into the job's ``JobPart/export`` chunks as
+/// it comes, each chunk committed with the lease. The plaintext is in memory a page at a time
+/// and in GnuPG's pipe, never in a file.
+///
+/// An OpenPGP message cannot be resumed midway: a node that takes over a running export writes
+/// it again from its first chunk, over what the node before wrote.
+extension JobRunner {
+    /// Records a page (aliases a page of a list).
+    static let exportPage = 500
+
+    func runExport(_ job: StoredJob) {
+        guard let spec = ExportSpec(stored: job.spec) else {
+            return end(job, .failed, failure: "the job's description does not read (written by another version?)")
+        }
+        guard mayExport(job, spec) else {
+            return end(
+                job, .failed,
+                failure: "the job's token no longer holds jobs:export and aliases:reveal as the same person")
+        }
+        let seal: JobSeal
+        do { seal = try dependencies.vault.jobSeal(job) } catch {
+            return end(job, .failed, failure: "\(error)")
+        }
+        let read = withStore(reads: true) { store -> (ExportSummary?, ExportApproval?) in
+            (try ExportSummary.read(job, seal: seal, store: store), try ExportApproval.read(job, seal: seal, store: store))
+        }
+        let summary: ExportSummary?
+        let approval: ExportApproval?
+        switch read {
+        case let .success(found): (summary, approval) = found
+        case let .failure(error):
+            if error is ImportIntake.Refused || error is CryptoError {
+                return end(job, .failed, failure: "the job's selection or approval does not open (altered in the store)")
+            }
+            dependencies.logger.warning("jobs: cannot read the store", metadata: ["reason": "\(error)"])
+            return end(job, .queued, failure: nil)
+        }
+        guard let approval, let summary else { return count(job, spec, seal: seal) }
+        // What was approved is what was counted, to this recipient, by another person.
+        guard approval.rows == summary.rows, approval.digest == summary.digest,
+            approval.fingerprint == spec.fingerprint, approval.person != spec.person
+        else {
+            return end(job, .failed, failure: "the job's approval is not for its selection and recipient")
+        }
+        write(job, spec, seal: seal, summary: summary, approval: approval)
+    }
+
+    /// The token `job` runs for still holds `jobs:export` and `aliases:reveal`, as the person who
+    /// asked.
+    private func mayExport(_ job: StoredJob, _ spec: ExportSpec) -> Bool {
+        guard let token = dependencies.token(job.owner) else { return false }
+        return token.scopes.contains(.jobsExport) && token.scopes.contains(.aliasesReveal) && token.person == spec.person
+    }
+
+    /// Renews the job's lease (a commit of no progress) when it is due; false once the job is
+    /// no longer this node's.
+    private func renew(_ job: StoredJob, _ progress: JobProgress, last: inout Date) -> Bool {
+        guard Date().timeIntervalSince(last) >= Double(dependencies.configuration.jobs.leaseSeconds) / 3 else {
+            return true
+        }
+        last = Date()
+        let (holder, until) = (self.holder, Self.now + Int64(dependencies.configuration.jobs.leaseSeconds))
+        let result = withStore { store in
+            try store.advanceJob(
+                job.id, holder: holder, from: progress.cursor, to: progress, leaseUntil: until, outputs: [],
+                now: Self.now)
+        }
+        return (try? result.get()) == true
+    }
+
+    /// Why a walk over the selection stopped.
+    enum Walk: Error {
+        case stopped
+        case lost
+        case failed(String)
+    }
+
+    /// Each page of the selection, in order, to `page` (values opened when `open`); the digest
+    /// of what was walked.
+    private func walk(
+        _ job: StoredJob, _ spec: ExportSpec, seal: JobSeal, filter: ExportFilter, open: Bool, renews: Bool,
+        page: (ExportPage) throws -> Void
+    ) throws -> String {
+        var digest = Digest.sha256(JSONWriter.encode(spec.selectionJSON) + Array("\n\(filter.asOf)".utf8))
+        var lease = Date()
+        let vault = dependencies.vault
+        func check() throws {
+            if stopping.load(ordering: .relaxed) { throw Walk.stopped }
+            guard !renews || renew(job, job.progress, last: &lease) else { throw Walk.lost }
+        }
+        if case .aliases = spec.selection {
+            var index = 0
+            var carry: [[UInt8]] = []
+            var ended = false
+            while !ended || !carry.isEmpty {
+                try check()
+                if !ended && carry.count < Self.exportPage {
+                    let at = index
+                    guard
+                        case let .success(chunks) = withStore(
+                            reads: true, { store in try store.jobChunks(job.id, part: .input, from: at, limit: 1) })
+                    else { throw Walk.failed("the job's list could not be read") }
+                    guard let sealed = chunks.first,
+                        let opened = try? seal.open(sealed, part: JobPart.input.rawValue, index: at)
+                    else { throw Walk.failed("the job's list is cut short or altered in the store") }
+                    index += 1
+                    ended = opened.isLast
+                    carry += opened.bytes.split(separator: 0x0A).map(Array.init)
+                    continue
+                }
+                let aliases = carry.prefix(Self.exportPage).map { String(decoding: $0, as: UTF8.self) }
+                carry.removeFirst(aliases.count)
+                digest = Digest.sha256(digest + Array(aliases.joined(separator: "\n").utf8))
+                let result = withStore(reads: true) { store in
+                    try vault.exportListed(aliases, filter: filter, open: open, in: store)
+                }
+                guard case let .success(found) = result else { throw Walk.failed("the store could not be read") }
+                try page(found)
+            }
+        } else {
+            var after: String?
+            repeat {
+                try check()
+                let from = after
+                let result = withStore(reads: true) { store in
+                    try vault.exportPage(after: from, limit: Self.exportPage, filter: filter, open: open, in: store)
+                }
+                guard case let .success(found) = result else { throw Walk.failed("the store could not be read") }
+                try page(found)
+                after = found.next
+            } while after != nil
+        }
+        return APICredentials.hex(digest)
+    }
+
+    /// Counts the selection, seals the count, and leaves the job awaiting approval.
+    private func count(_ job: StoredJob, _ spec: ExportSpec, seal: JobSeal) {
+        let asOf = Self.now
+        var rows: Int64 = 0
+        var missing: Int64 = 0
+        let start = job.progress
+        let digest: String
+        do {
+            digest = try walk(job, spec, seal: seal, filter: spec.filter(asOf: asOf), open: false, renews: true) { page in
+                rows += Int64(page.rows.count)
+                missing += Int64(page.missing)
+            }
+        } catch let walk as Walk {
+            return ended(job, walk)
+        } catch {
+            return end(job, .failed, failure: "\(error)")
+        }
+        let summary = ExportSummary(rows: rows, missing: missing, digest: digest, asOf: asOf)
+        let (holder, now) = (self.holder, Self.now)
+        let expires = now + Int64(dependencies.configuration.jobs.approvalTTLSeconds)
+        let leaseUntil = now + Int64(dependencies.configuration.jobs.leaseSeconds)
+        let result = withStore { store -> Bool in
+            let sealed = try seal.seal(summary.encoded, part: JobPart.selection.rawValue, index: 0, isLast: true)
+            var progress = JobProgress()
+            progress.imported = rows
+            progress.refused = missing
+            guard
+                try store.advanceJob(
+                    job.id, holder: holder, from: start.cursor, to: progress,
+                    leaseUntil: leaseUntil, outputs: [JobOutputChunk(part: .selection, index: 0, sealed: sealed)], now: now),
+                try store.setJobState(
+                    job.id, from: [.running], to: .awaitingApproval, holder: holder, now: now, expiresAt: expires,
+                    failure: nil)
+            else { throw Walk.lost }
+            return true
+        }
+        switch result {
+        case .success:
+            dependencies.logger.info(
+                "jobs: export counted; awaiting approval",
+                metadata: ["job": "\(job.id)", "rows": "\(rows)", "missing": "\(missing)"])
+            audit(job, spec, "job_export_counted", summary: summary, approval: nil)
+        case .failure(Walk.lost):
+            dependencies.logger.info("jobs: the job is no longer this node's", metadata: ["job": "\(job.id)"])
+        case let .failure(error):
+            dependencies.logger.warning("jobs: cannot store the count", metadata: ["reason": "\(error)"])
+            end(job, .queued, failure: nil)
+        }
+    }
+
+    private func ended(_ job: StoredJob, _ walk: Walk) {
+        switch walk {
+        case .stopped: end(job, .queued, failure: nil)
+        case .lost: dependencies.logger.info("jobs: the job is no longer this node's", metadata: ["job": "\(job.id)"])
+        case let .failed(reason): end(job, .failed, failure: reason)
+        }
+    }
+
+    /// Writes the approved export: lines to GnuPG, GnuPG's message to sealed chunks.
+    private func write(_ job: StoredJob, _ spec: ExportSpec, seal: JobSeal, summary: ExportSummary, approval: ExportApproval)
+    {
+        let encryption: OpenPGPEncryption
+        do {
+            encryption = try OpenPGPEncryption(publicKey: Array(spec.recipient.utf8))
+        } catch {
+            return end(job, .failed, failure: "the recipient's key: \(error.description)")
+        }
+        guard encryption.fingerprint == spec.fingerprint else {
+            return end(job, .failed, failure: "the recipient's key is not the one approved")
+        }
+        let writer = ExportWriter(runner: self, job: job, seal: seal, rows: summary.rows)
+        let filter = spec.filter(asOf: summary.asOf)
+        // Pages are read on a thread of their own, a page ahead of GnuPG; GnuPG's callbacks (the
+        // lines it reads, the message it writes, the lease) all run here, on this thread.
+        let queue = ExportPages()
+        let read = DispatchSemaphore(value: 0)
+        let reader = Thread { [self] in
+            do {
+                _ = try walk(job, spec, seal: seal, filter: filter, open: true, renews: false) { page in
+                    try queue.put(page)
+                }
+                queue.finish(nil)
+            } catch {
+                queue.finish(error)
+            }
+            read.signal()
+        }
+        reader.name = "cloak-jobs-export"
+        reader.start()
+        var pending: [UInt8] = spec.header
+        var rows: Int64 = 0
+        do {
+            try encryption.encrypt(
+                input: {
+                    while pending.isEmpty {
+                        try writer.renewIfDue()
+                        guard let page = try queue.take() else { return nil }
+                        rows += Int64(page.rows.count)
+                        guard rows <= summary.rows else { throw Walk.failed("the selection grew past what was approved") }
+                        for row in page.rows { spec.line(row, into: &pending) }
+                        writer.rowsRead = rows
+                    }
+                    defer { pending = [] }
+                    return pending
+                },
+                output: { bytes in try writer.append(bytes) })
+            try writer.finish()
+        } catch {
+            queue.cancel()
+            read.wait()
+            switch error {
+            case let walk as Walk: return ended(job, walk)
+            case is JobRunnerLost: return ended(job, .lost)
+            default:
+                if let walk = queue.failure as? Walk { return ended(job, walk) }
+                return end(job, .failed, failure: "the export could not be written: \(error)")
+            }
+        }
+        read.wait()
+        dependencies.logger.info(
+            "jobs: job ended", metadata: ["job": "\(job.id)", "state": "done", "exported": "\(rows)"])
+        audit(job, spec, "job_export_written", summary: summary, approval: approval, exported: rows)
+    }
+
+    /// The audit event of a step the runner took.
+    func audit(
+        _ job: StoredJob, _ spec: ExportSpec, _ action: String, summary: ExportSummary, approval: ExportApproval?,
+        exported: Int64? = nil
+    ) {
+        var facts: [(key: String, value: String)] = [
+            ("job", job.id.text), ("requester", job.owner), ("requester_person", spec.person),
+            ("selection_digest", summary.digest), ("rows", "\(summary.rows)"), ("recipient", spec.fingerprint),
+        ]
+        if let approval {
+            facts += [("approver", approval.token), ("approver_person", approval.person)]
+        }
+        if let exported { facts.append(("exported", "\(exported)")) }
+        AuditLog(logger: dependencies.logger, vault: dependencies.vault).record(
+            AuditEntry(action: action, tokenID: job.owner, client: "job", result: "ok", facts: facts), level: .info)
+    }
+}
+
+/// Pages handed from the thread that reads them to GnuPG's read callback: at most two waiting,
+/// so the reader stays a page ahead and no further.
+final class ExportPages: @unchecked Sendable {
+    private let lock = NSCondition()
+    private var pages: [ExportPage] = []
+    private var done = false
+    private var cancelled = false
+    private var failed: (any Error)?
+
+    /// The reader's error, once it ended with one.
+    var failure: (any Error)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return failed
+    }
+
+    func put(_ page: ExportPage) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        while pages.count >= 2 && !cancelled { lock.wait() }
+        if cancelled { throw CancellationError() }
+        pages.append(page)
+        lock.broadcast()
+    }
+
+    func finish(_ error: (any Error)?) {
+        lock.lock()
+        done = true
+        failed = error
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    func cancel() {
+        lock.lock()
+        cancelled = true
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    /// The next page; nil at the end; the reader's error when it failed.
+    func take() throws -> ExportPage? {
+        lock.lock()
+        defer { lock.unlock() }
+        while pages.isEmpty && !done { lock.wait() }
+        if !pages.isEmpty {
+            let page = pages.removeFirst()
+            lock.broadcast()
+            return page
+        }
+        if let failed { throw failed }
+        return nil
+    }
+}
+
+/// GnuPG's message into the job's sealed chunks, each committed as it fills, with the lease.
+/// Used on the runner's thread only (GnuPG's callbacks run there).
+final class ExportWriter {
+    private let runner: JobRunner
+    private let job: StoredJob
+    private let seal: JobSeal
+    private var buffer: [UInt8] = []
+    /// What the store holds (the first commit moves the cursor on from the last run's).
+    private var committed: JobProgress
+    private var storedCursor: Int64
+    private var renewed = Date()
+    /// Rows handed to GnuPG so far.
+    var rowsRead: Int64 = 0
+
+    init(runner: JobRunner, job: StoredJob, seal: JobSeal, rows: Int64) {
+        self.runner = runner
+        self.job = job
+        self.seal = seal
+        storedCursor = job.progress.cursor
+        committed = JobProgress(imported: rows)
+    }
+
+    func append(_ bytes: [UInt8]) throws {
+        buffer += bytes
+        while buffer.count >= JobSeal.chunkLimit {
+            let chunk = Array(buffer.prefix(JobSeal.chunkLimit))
+            buffer.removeFirst(chunk.count)
+            try commit(chunk, isLast: false)
+        }
+    }
+
+    func finish() throws {
+        try commit(buffer, isLast: true)
+        buffer = []
+    }
+
+    /// A commit of no output when none renewed the lease for a third of it.
+    func renewIfDue() throws {
+        let lease = runner.dependencies.configuration.jobs.leaseSeconds
+        guard Date().timeIntervalSince(renewed) >= Double(lease) / 3 else { return }
+        let (job, holder, from, progress) = (self.job, runner.holder, storedCursor, committed)
+        let now = JobRunner.now
+        let result = runner.withStore { store in
+            try store.advanceJob(
+                job.id, holder: holder, from: from, to: progress, leaseUntil: now + Int64(lease), outputs: [], now: now)
+        }
+        guard case .success(true) = result else {
+            if case .success(false) = result { throw JobRunnerLost() }
+            return
+        }
+        storedCursor = progress.cursor
+        renewed = Date()
+    }
+
+    private func commit(_ bytes: [UInt8], isLast: Bool) throws {
+        var next = committed
+        let index = next.outputChunks
+        next.cursor = rowsRead
+        next.outputChunks = index + 1
+        next.mappingBytes += Int64(bytes.count)
+        let sealed = try seal.seal(bytes, part: JobPart.export.rawValue, index: index, isLast: isLast)
+        let (job, holder, jobs, from, moving) = (
+            self.job, runner.holder, runner.dependencies.configuration.jobs, storedCursor, next
+        )
+        let now = JobRunner.now
+        let result = runner.withStore { store -> Bool in
+            guard
+                try store.advanceJob(
+                    job.id, holder: holder, from: from, to: moving, leaseUntil: now + Int64(jobs.leaseSeconds),
+                    outputs: [JobOutputChunk(part: .export, index: index, sealed: sealed)], now: now)
+            else { return false }
+            if isLast {
+                guard
+                    try store.setJobState(
+                        job.id, from: [.running], to: .done, holder: holder, now: now,
+                        expiresAt: now + Int64(jobs.outputTTLSeconds), failure: nil)
+                else { return false }
+                try store.deleteJobInput(job.id)
+            }
+            return true
+        }
+        guard case .success(true) = result else {
+            if case .success(false) = result { throw JobRunnerLost() }
+            throw ImportIntake.Refused(description: "a chunk of the export could not be stored")
+        }
+        committed = moving
+        storedCursor = moving.cursor
+        renewed = Date()
+    }
+}
+
+/// The job is no longer this node's (cancelled, or taken over after a stall).
+struct JobRunnerLost: Error {}
