@@ -81,12 +81,14 @@ package final class CloakNode: @unchecked Sendable {
     }
 
     /// Runs `cloak <arguments> --config <this node's>` as an operator would beside it, with the
-    /// node's variables: its exit status and everything it printed.
-    package func command(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    /// node's variables (and `environment`): its exit status and everything it printed.
+    package func command(_ arguments: [String], environment: [String: String] = [:]) throws -> (
+        status: Int32, output: String
+    ) {
         let run = Process()
         run.executableURL = binary
         run.arguments = arguments + ["--config", configPath]
-        run.environment = variables
+        run.environment = variables.merging(environment) { _, new in new }
         let pipe = Pipe()
         run.standardOutput = pipe
         run.standardError = pipe

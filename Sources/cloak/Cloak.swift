@@ -9,7 +9,7 @@ struct Cloak: ParsableCommand {
         abstract: "A self-hosted secure-collect gateway: validate, alias and forward sensitive form fields.",
         subcommands: [
             Serve.self, CheckConfig.self, Healthcheck.self, Keys.self, Tokens.self, Bins.self, Reload.self, Store.self,
-            Audit.self, Routes.self, Import.self, Jobs.self,
+            Audit.self, Routes.self, Import.self, Export.self, Jobs.self,
             Egress.self,
             Elements.self,
             FF1Command.self, Version.self,

@@ -25,12 +25,20 @@ struct Import: ParsableCommand {
     @Option(help: "Alias each row's value column in this format (columns id and value).") var format: String?
     @Option(help: "The token the job runs for: its bucket_values_per_hour apply (must hold jobs:import).")
     var token: String
-    @Option(help: "csv or jsonl (default: by the file's extension, else csv).") var layout: String?
+    @Option(help: "csv or jsonl (default: jsonl for .jsonl and .jsonl.gpg files, else csv).") var layout: String?
     @Option(help: "Renames the file's columns: source=column,… (e.g. pan=card_number,customer=id).") var map: String?
     @Option(help: "Columns of the file to read past: NAME,… (any other unknown column is refused).")
     var ignoreColumns: String?
     @Flag(help: "Print the job's id and return without following it.") var detach = false
     @Argument(help: "The file.") var file: String
+
+    /// JSON Lines for a `.jsonl` file, encrypted or not (`.jsonl.gpg`, `.jsonl.pgp`,
+    /// `.jsonl.asc`, as `cloak jobs file` names an export); CSV otherwise.
+    static func layout(of file: String) -> ImportSpec.Layout {
+        var name = file
+        for suffix in [".gpg", ".pgp", ".asc"] where name.hasSuffix(suffix) { name.removeLast(suffix.count) }
+        return name.hasSuffix(".jsonl") ? .jsonl : .csv
+    }
 
     func validate() throws {
         guard (form == nil) != (format == nil) else { throw ValidationError("give one of --form and --format") }
@@ -43,7 +51,7 @@ struct Import: ParsableCommand {
         let (store, ring) = Tokens.storeAndRing(configuration)
         let spec = ImportSpec(
             source: form.map { .form($0) } ?? .format(AliasFormatName(rawValue: format!)!),
-            layout: layout.flatMap(ImportSpec.Layout.init(rawValue:)) ?? (file.hasSuffix(".jsonl") ? .jsonl : .csv),
+            layout: layout.flatMap(ImportSpec.Layout.init(rawValue:)) ?? Import.layout(of: file),
             map: map,
             ignored: (ignoreColumns ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty },
@@ -66,7 +74,9 @@ struct Import: ParsableCommand {
 struct Jobs: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, follow, cancel and resume bulk jobs, and write their outputs.",
-        subcommands: [List.self, Status.self, Cancel.self, Resume.self, Mapping.self, Advice.self])
+        subcommands: [
+            List.self, Status.self, Cancel.self, Resume.self, Approve.self, Mapping.self, Advice.self, File.self,
+        ])
 
     static func store(_ options: ConfigOption) throws -> (any AliasStore, KeyRing) {
         Tokens.storeAndRing(try options.load(.administration))
@@ -95,7 +105,7 @@ struct Jobs: ParsableCommand {
         var last = Date.distantPast
         while true {
             let job = Self.job(id.text, store)
-            let rows = ImportSpec(stored: job.spec)?.rows
+            let rows = job.kind == .export ? job.progress.imported : ImportSpec(stored: job.spec)?.rows
             let elapsed = max(Date().timeIntervalSince(started), 0.001)
             let rate = Double(job.progress.cursor) / elapsed
             var line = "\(job.state.rawValue): \(job.progress.cursor)"
@@ -146,10 +156,10 @@ struct Jobs: ParsableCommand {
         @Argument var id: String
 
         func run() throws {
-            let (store, _) = try Jobs.store(options)
+            let (store, ring) = try Jobs.store(options)
             let job = Jobs.job(id, store)
             if follow { return try Jobs.follow(job.id, store: store) }
-            Jobs.printJSON(JobReport.json(job))
+            Jobs.printJSON(Jobs.report(job, store: store, ring: ring))
         }
     }
 
