@@ -185,5 +185,150 @@ struct ExportJobTests {
         }
     }
 
+    static func post(_ node: CloakNode, _ path: String, _ body: [String: Any], as secret: String) throws
+        -> RawHTTPClient.Response
+    {
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
+        return try node.client().request("POST", path, json: json, headers: bearer(secret))
+    }
+
+    static func get(_ node: CloakNode, _ path: String, as secret: String) throws -> RawHTTPClient.Response {
+        try node.client().request("GET", path, headers: bearer(secret))
+    }
+
+    /// The API's flow, with a metadata selection written as CSV and decrypted by PGPy (an
+    /// OpenPGP implementation of its own); every hostile body refused with a VGSError; what
+    /// each token sees.
+    @Test(.enabled(if: TestPython.isAvailable, "needs CLOAK_TEST_PYTHON (PGPy)"))
+    func theAPIAsksApprovesAndGivesTheFileOnlyToItsRequester() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let recipient = try Self.keypair(directory, "recipient", email: "recipient@example.com")
+        let key = try String(contentsOfFile: recipient.publicKey, encoding: .utf8)
+        let node = try Self.node(directory, database: "cloak.db")
+        defer { node.stop() }
+        let cards = ImportJobTests.cards(20, seed: 71)
+        let aliases = try Self.store(node, cards: cards, cvcs: ["321"])
+        let cvcAlias = try #require(
+            ImportJobTests.lines(try Self.sqliteText(directory, "SELECT json_object('a', alias) FROM aliases"))
+                .compactMap { $0["a"] as? String }.first { !aliases.contains($0) })
+
+        // Hostile and malformed bodies: a clear 400 each, and no job.
+        let signOnly = "\(directory.path)/sign-only"
+        try FileManager.default.createDirectory(
+            atPath: signOnly, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try ImportJobTests.gpg(signOnly, ["--quick-gen-key", "Signer <signer@example.com>", "ed25519", "sign", "never"])
+        let signing = try ImportJobTests.gpg(signOnly, ["--armor", "--export", "signer@example.com"])
+        let secret = try ImportJobTests.gpg(recipient.home, ["--armor", "--export-secret-keys", "recipient@example.com"])
+        let refused: [([String: Any], String)] = [
+            (["selection": ["everything": true]], "needs selection and recipient"),
+            (["selection": ["everything": true], "recipient": "hello"], "ASCII-armored OpenPGP public key"),
+            (["selection": ["everything": true], "recipient": secret], "ASCII-armored OpenPGP public key"),
+            (["selection": ["everything": true], "recipient": signing], "cannot be encrypted to"),
+            (["selection": ["everything": true], "recipient": key + "\n" + signing], "exactly one public key"),
+            (["selection": ["everything": false], "recipient": key], "selection must be one of"),
+            (["selection": ["metadata": [:] as [String: String]], "recipient": key], "selection must be one of"),
+            (["selection": ["everything": true, "classifier": "x"], "recipient": key], "selection must be one of"),
+            (["selection": ["aliases": 3], "recipient": key], "array"),
+            (["selection": ["aliases": Array(repeating: "tok_x", count: 10_001)], "recipient": key], "at most"),
+            (["selection": ["aliases": ["a b"]], "recipient": key], "not an alias"),
+            (["selection": ["everything": true], "recipient": key, "layout": "xml"], "layout is jsonl or csv"),
+            (["selection": ["everything": true], "recipient": key, "to": "me"], "unknown member"),
+        ]
+        for (body, reason) in refused {
+            let answer = try Self.post(node, "/admin/jobs/exports", body, as: Self.alice)
+            #expect(answer.status == 400 && answer.text.contains(reason), "\(reason): \(answer.status) \(answer.text)")
+            #expect(answer.json?["error"] != nil || answer.text.contains("description"), "\(answer.text)")
+        }
+        #expect((try Self.get(node, "/admin/jobs", as: Self.alice).json?["data"] as? [Any])?.isEmpty == true)
+        // Only jobs:export asks.
+        for secret in [Self.bob, CloakNode.token] {
+            let answer = try Self.post(
+                node, "/admin/jobs/exports", ["selection": ["everything": true], "recipient": key], as: secret)
+            #expect(answer.status == 403, "\(answer.text)")
+        }
+
+        let asked = try Self.post(
+            node, "/admin/jobs/exports",
+            ["selection": ["metadata": ["batch": "a"]], "layout": "csv", "recipient": key], as: Self.alice)
+        #expect(asked.status == 202, "\(asked.text)")
+        let id = try #require(asked.json?["id"] as? String)
+        try ImportJobTests().poll {
+            try Self.get(node, "/admin/jobs/\(id)", as: Self.alice).json?["state"] as? String == "awaiting_approval"
+        }
+        // Bob sees it (and lists it); the importing token does not.
+        let seen = try #require(try Self.get(node, "/admin/jobs/\(id)", as: Self.bob).json)
+        #expect(seen["rows"] as? Int == 10 && seen["layout"] as? String == "csv", "\(seen)")
+        #expect((seen["selection"] as? [String: Any])?["metadata"] as? [String: String] == ["batch": "a"])
+        let fingerprint = try #require(seen["recipient_fingerprint"] as? String)
+        let listed = try Self.get(node, "/admin/jobs", as: Self.bob).json?["data"] as? [[String: Any]]
+        #expect(listed?.map { $0["id"] as? String } == [id])
+        #expect(try Self.get(node, "/admin/jobs/\(id)", as: CloakNode.token).status == 404)
+
+        let approval = ["rows": 10, "fingerprint": fingerprint] as [String: Any]
+        #expect(try Self.post(node, "/admin/jobs/\(id)/approve", approval, as: Self.alice).status == 403)
+        #expect(try Self.post(node, "/admin/jobs/\(id)/approve", approval, as: Self.aliceApprover).status == 403)
+        let wrong = try Self.post(
+            node, "/admin/jobs/\(id)/approve", ["rows": 10, "fingerprint": "AB" + fingerprint.dropFirst(2)],
+            as: Self.bob)
+        #expect(wrong.status == 400 && wrong.text.contains("read its status first"), "\(wrong.text)")
+        // Nothing written while it waits.
+        #expect(try Self.get(node, "/admin/jobs/\(id)/export", as: Self.alice).status == 400)
+        #expect(try Self.sqliteText(directory, "SELECT count(*) FROM job_chunks WHERE part = 3").hasPrefix("0"))
+        let approved = try Self.post(node, "/admin/jobs/\(id)/approve", approval, as: Self.bob)
+        #expect(approved.status == 200, "\(approved.text)")
+        #expect(try Self.post(node, "/admin/jobs/\(id)/approve", approval, as: Self.bob).status == 400)
+        try ImportJobTests().poll {
+            try Self.get(node, "/admin/jobs/\(id)", as: Self.alice).json?["state"] as? String == "done"
+        }
+        #expect(try Self.get(node, "/admin/jobs/\(id)/export", as: Self.bob).status == 403)
+        let file = try Self.get(node, "/admin/jobs/\(id)/export", as: Self.alice)
+        #expect(file.status == 200, "\(file.text)")
+        #expect(file.header("Content-Disposition")?.contains("\(id).csv.gpg") == true)
+
+        // PGPy decrypts it with the recipient's private key.
+        let decrypted = try TestPython.run(
+            """
+            import json, sys, warnings
+            warnings.filterwarnings("ignore")
+            import pgpy
+            key, _ = pgpy.PGPKey.from_file(sys.argv[1])
+            message = pgpy.PGPMessage.from_blob(open(sys.argv[2], "rb").read())
+            text = key.decrypt(message).message
+            if isinstance(text, (bytes, bytearray)):
+                text = bytes(text).decode()
+            print(json.dumps({"text": text}))
+            """, inputs: [Array(secret.utf8), file.body])
+        let csv = try #require((decrypted as? [String: Any])?["text"] as? String)
+        let rows = csv.split(separator: "\r\n").map { $0.split(separator: ",").map(String.init) }
+        #expect(rows.first == ["id", "value", "format", "created_at"])
+        #expect(Set(rows.dropFirst().map { $0[1] }) == Set(cards.prefix(10)))
+        #expect(Set(rows.dropFirst().map { $0[0] }) == Set(aliases.prefix(10)))
+
+        // A list: the aliases found, the rest (unknown, a CVC's) counted missing.
+        let list = try Self.post(
+            node, "/admin/jobs/exports",
+            ["selection": ["aliases": [aliases[0], aliases[19], "tok_nope", cvcAlias]], "recipient": key],
+            as: Self.alice)
+        #expect(list.status == 202, "\(list.text)")
+        let listID = try #require(list.json?["id"] as? String)
+        try ImportJobTests().poll {
+            try Self.get(node, "/admin/jobs/\(listID)", as: Self.alice).json?["state"] as? String
+                == "awaiting_approval"
+        }
+        let listStatus = try #require(try Self.get(node, "/admin/jobs/\(listID)", as: Self.bob).json)
+        #expect(listStatus["rows"] as? Int == 2 && listStatus["missing"] as? Int == 2, "\(listStatus)")
+        // Cancelled by its requester, it can no longer be approved.
+        #expect(try Self.post(node, "/admin/jobs/\(listID)/cancel", [:], as: Self.alice).status == 200)
+        let late = try Self.post(node, "/admin/jobs/\(listID)/approve", ["rows": 2, "fingerprint": fingerprint], as: Self.bob)
+        #expect(late.status == 400 && late.text.contains("cancelled"), "\(late.text)")
+    }
+
+    static func sqliteText(_ directory: TemporaryDirectory, _ sql: String, database: String = "cloak.db") throws
+        -> String
+    {
+        try ImportJobTests().sqlite(["\(directory.path)/\(database)", sql])
+    }
+
     func sqlite(_ arguments: [String]) throws -> String { try ImportJobTests().sqlite(arguments) }
 }
