@@ -324,6 +324,85 @@ struct ExportJobTests {
         #expect(late.status == 400 && late.text.contains("cancelled"), "\(late.text)")
     }
 
+    /// A database writer without the key ring cannot make an export run: a job pushed past its
+    /// approval is counted again and waits; a forged approval, or a recipient changed in the
+    /// row, fails the job; nothing is ever written. An export nobody approves expires and is
+    /// deleted with everything it held.
+    @Test func anExportNobodyApprovesWritesNothing() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let recipient = try Self.keypair(directory, "recipient", email: "recipient@example.com")
+        var node = try Self.node(directory, database: "cloak.db")
+        defer { node.stop() }
+        _ = try Self.store(node, cards: ImportJobTests.cards(6, seed: 72), cvcs: [])
+        func ask() throws -> (id: String, status: [String: Any]) {
+            let run = try node.command(
+                ["export", "--everything", "--recipient", recipient.publicKey], environment: Self.as_(Self.alice))
+            #expect(run.status == 0, "\(run.output)")
+            return (try #require(ImportJobTests.jobID(run.output)), Self.json(run.output))
+        }
+        func state(_ id: String) throws -> String {
+            try Self.sqliteText(directory, "SELECT state FROM jobs WHERE id = '\(id)'")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        func written() throws -> String {
+            try Self.sqliteText(directory, "SELECT count(*) FROM job_chunks WHERE part = 3")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        // Pushed to queued without an approval: counted again, and waiting again (with an
+        // expiry: the update took it away).
+        let pushed = try ask()
+        _ = try Self.sqliteText(directory, "UPDATE jobs SET state = 'queued', expires_at = NULL WHERE id = '\(pushed.id)'")
+        try ImportJobTests().poll {
+            try state(pushed.id) == "awaiting_approval"
+                && !Self.sqliteText(directory, "SELECT expires_at IS NULL FROM jobs WHERE id = '\(pushed.id)'")
+                    .hasPrefix("1")
+        }
+        #expect(try written() == "0")
+
+        // A forged approval: the job fails, nothing written.
+        let forged = try ask()
+        _ = try Self.sqliteText(
+            directory,
+            """
+            INSERT OR REPLACE INTO job_chunks (job, part, idx, sealed) VALUES ('\(forged.id)', 5, 0, randomblob(80));
+            UPDATE jobs SET state = 'queued', expires_at = NULL WHERE id = '\(forged.id)';
+            """)
+        try ImportJobTests().poll { try state(forged.id) == "failed" }
+        #expect(try written() == "0")
+
+        // Another recipient's fingerprint written into the row: the job's key no longer opens.
+        let redirected = try ask()
+        let fingerprint = try #require(redirected.status["recipient_fingerprint"] as? String)
+        _ = try Self.sqliteText(
+            directory,
+            """
+            UPDATE jobs SET spec = CAST(replace(CAST(spec AS TEXT), '\(fingerprint)', '\(String(repeating: "A", count: 40))') AS BLOB)
+            WHERE id = '\(redirected.id)'
+            """)
+        let refused = try node.command(
+            ["jobs", "approve", redirected.id, "--rows", "6", "--fingerprint", String(repeating: "A", count: 40)],
+            environment: Self.as_(Self.bob))
+        #expect(refused.status == 2 && refused.output.contains("altered"), "\(refused.output)")
+
+        // Past jobs.approval_ttl_s: refused, then deleted with its chunks by the next sweep
+        // (a node sweeps as it starts).
+        let expired = try ask()
+        _ = try Self.sqliteText(directory, "UPDATE jobs SET expires_at = 1 WHERE id = '\(expired.id)'")
+        let late = try node.command(
+            ["jobs", "approve", expired.id, "--rows", "6", "--fingerprint", fingerprint], environment: Self.as_(Self.bob))
+        #expect(late.status == 2 && late.output.contains("approval_ttl_s"), "\(late.output)")
+        node.stop()
+        node = try Self.node(directory, database: "cloak.db")
+        try ImportJobTests().poll {
+            try Self.sqliteText(directory, "SELECT count(*) FROM jobs WHERE id = '\(expired.id)'").hasPrefix("0")
+                && Self.sqliteText(directory, "SELECT count(*) FROM job_chunks WHERE job = '\(expired.id)'")
+                    .hasPrefix("0")
+        }
+        #expect(try written() == "0")
+    }
+
     static func sqliteText(_ directory: TemporaryDirectory, _ sql: String, database: String = "cloak.db") throws
         -> String
     {

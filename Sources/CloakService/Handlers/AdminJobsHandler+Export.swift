@@ -182,7 +182,11 @@ package struct ExportApprovalStep: Sendable {
             let state = job.state == .awaitingApproval ? "past jobs.approval_ttl_s" : job.state.rawValue
             return .failure(CloakError(.malformedRequest, "the job is \(state): it is not awaiting approval"))
         }
-        let key = try seal(job)
+        let key: JobSeal
+        do { key = try seal(job) } catch {
+            // The row was altered (its spec, owner or key): the job can never be approved.
+            return .failure(CloakError(.vaultUnavailable, "the job's key does not open: its row was altered"))
+        }
         guard let summary = try ExportSummary.read(job, seal: key, store: store) else {
             return .failure(CloakError(.malformedRequest, "the job's selection is not counted yet"))
         }
