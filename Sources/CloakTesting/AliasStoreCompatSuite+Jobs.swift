@@ -159,6 +159,52 @@ extension AliasStoreCompatSuite {
             } == true)
     }
 
+    /// An export's approval moves it on once, only before its expiry; a node that writes an
+    /// export again writes over the chunks written before.
+    func exportsAreApprovedOnceAndRewrittenInPlace() throws {
+        let store = try makeStore()
+        try settleLeftoverJobs(store)
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let waiting = job("x\(tag)", state: .receiving)
+        let lapsed = job("y\(tag)", state: .receiving)
+        for (made, expiry) in [(waiting, Self.now + 100), (lapsed, Self.now - 1)] {
+            try transaction(store) {
+                try store.createJob(made)
+                _ = try store.setJobState(
+                    made.id, from: [.receiving], to: .awaitingApproval, holder: nil, now: Self.now, expiresAt: expiry,
+                    failure: nil)
+            }
+        }
+        #expect(try store.job(waiting.id)?.state == .awaitingApproval)
+        #expect(try transaction(store) { try store.claimJob(holder: "a", now: Self.now, until: Self.now + 30) } == nil)
+        let approval = SecureRandom.bytes(70)
+        #expect(try transaction(store) { try store.approveJob(waiting.id, approval: approval, now: Self.now) })
+        #expect(try transaction(store) { try store.approveJob(waiting.id, approval: [1], now: Self.now) } == false)
+        #expect(try transaction(store) { try store.approveJob(lapsed.id, approval: [1], now: Self.now) } == false)
+        let approved = try #require(try store.job(waiting.id))
+        #expect(approved.state == .queued && approved.expiresAt == nil)
+        #expect(try store.job(lapsed.id)?.state == .awaitingApproval)
+        #expect(try store.jobChunks(waiting.id, part: .approval, from: 0, limit: 5) == [approval])
+        #expect(try store.jobChunks(lapsed.id, part: .approval, from: 0, limit: 5).isEmpty)
+
+        let taken = try #require(
+            try transaction(store) { try store.claimJob(holder: "a", now: Self.now, until: Self.now + 30) })
+        #expect(taken.id == waiting.id)
+        let (first, second) = (SecureRandom.bytes(40), SecureRandom.bytes(41))
+        for (cursor, sealed) in [(Int64(0), first), (Int64(7), second)] {
+            #expect(
+                try transaction(store) {
+                    try store.advanceJob(
+                        waiting.id, holder: "a", from: cursor, to: JobProgress(cursor: 7, outputChunks: 1),
+                        leaseUntil: Self.now + 30, outputs: [JobOutputChunk(part: .export, index: 0, sealed: sealed)],
+                        now: Self.now)
+                })
+        }
+        #expect(try store.jobChunks(waiting.id, part: .export, from: 0, limit: 5) == [second])
+        try settleLeftoverJobs(store)
+        _ = try transaction(store) { try store.deleteExpiredJobs(now: Int64.max - 1, idleBefore: 0, limit: 100) }
+    }
+
     func jobsAreListedNewestFirstAndExpireWithTheirChunks() throws {
         let store = try makeStore()
         try settleLeftoverJobs(store)

@@ -44,6 +44,13 @@ package struct ExportRow: Sendable, Equatable {
     package var format: AliasFormatName
     package var value: String
     package var createdAt: Int64
+
+    package init(alias: String, format: AliasFormatName, value: String, createdAt: Int64) {
+        self.alias = alias
+        self.format = format
+        self.value = value
+        self.createdAt = createdAt
+    }
 }
 
 /// A page of an export's records: those selected, how many listed aliases found nothing, and
