@@ -54,7 +54,8 @@ package final class OpenPGPEncryption {
         var data: gpgme_data_t?
         let bytes = Array(text.utf8)
         let imported = bytes.withUnsafeBufferPointer { buffer in
-            gpgme_data_new_from_mem(&data, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), buffer.count, 1)
+            gpgme_data_new_from_mem(
+                &data, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), buffer.count, 1)
         }
         guard Self.ok(imported), let data else {
             fingerprint = ""
@@ -78,13 +79,16 @@ package final class OpenPGPEncryption {
         guard keys.count == 1, let only = keys.first, let fpr = only.pointee.fpr else {
             keys.forEach { gpgme_key_unref($0) }
             fingerprint = ""
-            throw Failure(description: "the recipient's key block must hold exactly one public key (it holds \(keys.count))")
+            throw Failure(
+                description: "the recipient's key block must hold exactly one public key (it holds \(keys.count))")
         }
         key = only
         fingerprint = String(cString: fpr)
         guard cloak_gpgme_key_can_encrypt(only) != 0 else {
             throw Failure(
-                description: "the recipient's key \(fingerprint) cannot be encrypted to (no encryption subkey, or revoked or expired)")
+                description:
+                    "the recipient's key \(fingerprint) cannot be encrypted to (no encryption subkey, or revoked or expired)"
+            )
         }
     }
 

@@ -77,21 +77,23 @@ struct ExportDutiesTests {
         let made = try node.command(["tokens", "create", "--id", "bob", "--scopes", "jobs:approve", "--person", "bob"])
         #expect(made.status == 0, "\(made.output)")
         let listed = try node.command(["tokens", "list"])
-        #expect(listed.output.contains(#""id":"bob""#) && listed.output.contains(#""person":"bob""#), "\(listed.output)")
+        #expect(
+            listed.output.contains(#""id":"bob""#) && listed.output.contains(#""person":"bob""#), "\(listed.output)")
     }
 
     @Test func csvAndJSONLinesRowsAreQuotedAsTheirReadersExpect() {
-        let row = ExportRow(alias: "tok_1", format: .UUID, value: "a,\"b\"\r\nc", createdAt: 0)
+        let row = ExportRow(record: "rec_1", alias: "tok_1", format: .UUID, value: "a,\"b\"\r\nc", createdAt: 0)
         var csv: [UInt8] = []
         let spec = ExportSpec(selection: .everything, layout: .csv, recipient: "", fingerprint: "F", person: "p")
         spec.line(row, into: &csv)
-        #expect(String(decoding: csv, as: UTF8.self) == "tok_1,\"a,\"\"b\"\"\r\nc\",UUID,1970-01-01T00:00:00Z\r\n")
+        #expect(
+            String(decoding: csv, as: UTF8.self) == "rec_1,tok_1,\"a,\"\"b\"\"\r\nc\",UUID,1970-01-01T00:00:00Z\r\n")
         var jsonl: [UInt8] = []
         var lines = spec
         lines.layout = .jsonl
         lines.line(row, into: &jsonl)
         let object = try? JSONSerialization.jsonObject(with: Data(jsonl)) as? [String: String]
-        #expect(object?["value"] == "a,\"b\"\r\nc" && object?["id"] == "tok_1")
+        #expect(object?["value"] == "a,\"b\"\r\nc" && object?["id"] == "rec_1" && object?["alias"] == "tok_1")
         #expect(ExportSpec(stored: spec.encoded) == spec)
         let listed = ExportSpec(
             selection: .aliases(3), layout: .jsonl, recipient: "k", fingerprint: "F", person: "p")
@@ -103,8 +105,9 @@ struct ExportDutiesTests {
     }
 
     @Test func anAliasListIsReadLineByLine() throws {
-        #expect(try ExportIntake.aliases(Array(" tok_a \r\n\n tok_b\n".utf8)).map { String(decoding: $0, as: UTF8.self) }
-            == ["tok_a", "tok_b"])
+        #expect(
+            try ExportIntake.aliases(Array(" tok_a \r\n\n tok_b\n".utf8)).map { String(decoding: $0, as: UTF8.self) }
+                == ["tok_a", "tok_b"])
         for bad in ["", "\n \n", "tok a", String(repeating: "x", count: 129), "tok_\u{7F}"] {
             #expect(throws: CloakError.self, "\(bad)") { try ExportIntake.aliases(Array(bad.utf8)) }
         }

@@ -17,7 +17,9 @@ struct ExportJobTests {
     static let nodes = [("Authorization", "Bearer \(CloakNode.token)")]
     static let scopes = "aliases:create, aliases:reveal, jobs:import, audit:read"
 
-    static func hex(_ secret: String) -> String { Digest.sha256(Array(secret.utf8)).map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ secret: String) -> String {
+        Digest.sha256(Array(secret.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
 
     /// A node whose configuration lists the three people's tokens beside `nodes`.
     static func node(
@@ -114,7 +116,8 @@ struct ExportJobTests {
         let fingerprint = try #require(counted["recipient_fingerprint"] as? String)
         #expect((counted["selection_digest"] as? String)?.count == 64)
         // Nothing is written before an approval.
-        #expect(try sqlite(["\(directory.path)/a.db", "SELECT count(*) FROM job_chunks WHERE part = 3"]).hasPrefix("0"))
+        #expect(
+            try sqlite(["\(directory.path)/a.db", "SELECT count(*) FROM job_chunks WHERE part = 3"]).hasPrefix("0"))
 
         let approve = ["jobs", "approve", id, "--rows", "40", "--fingerprint", fingerprint]
         let own = try nodeA.command(approve, environment: Self.as_(Self.aliceApprover))
@@ -150,12 +153,16 @@ struct ExportJobTests {
         let lines = ImportJobTests.lines(try String(contentsOfFile: plain, encoding: .utf8))
         #expect(lines.count == 40)
         #expect(Set(lines.compactMap { $0["value"] as? String }) == Set(cards))
-        #expect(Set(lines.compactMap { $0["id"] as? String }) == Set(aliases))
+        #expect(Set(lines.compactMap { $0["alias"] as? String }) == Set(aliases))
+        #expect(lines.allSatisfy { ($0["id"] as? String)?.hasPrefix("rec_") == true })
         #expect(lines.allSatisfy { $0["format"] as? String == "UUID" && $0["created_at"] is String })
+        // The record an export's row names, and the alias it had here.
+        var oldAlias: [String: String] = [:]
+        for line in lines { oldAlias[line["id"] as? String ?? ""] = line["alias"] as? String }
 
         // B imports the encrypted file as it is (its GnuPG home decrypts it).
         let imported = try nodeB.command([
-            "import", "--format", "UUID", "--token", "nodes", "--ignore-columns", "format,created_at", encrypted,
+            "import", "--format", "UUID", "--token", "nodes", "--ignore-columns", "alias,format,created_at", encrypted,
         ])
         #expect(imported.status == 0, "\(imported.output)")
         let mapping = ImportJobTests.lines(
@@ -163,7 +170,7 @@ struct ExportJobTests {
         #expect(mapping.count == 40)
         var renamed: [String: String] = [:]
         for line in mapping {
-            let old = try #require(line["id"] as? String)
+            let old = try #require(oldAlias[line["id"] as? String ?? ""])
             let new = try #require((line["aliases"] as? [String: Any])?["value"] as? String, "\(line)")
             renamed[old] = new
         }
@@ -217,9 +224,11 @@ struct ExportJobTests {
         let signOnly = "\(directory.path)/sign-only"
         try FileManager.default.createDirectory(
             atPath: signOnly, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try ImportJobTests.gpg(signOnly, ["--quick-gen-key", "Signer <signer@example.com>", "ed25519", "sign", "never"])
+        try ImportJobTests.gpg(
+            signOnly, ["--quick-gen-key", "Signer <signer@example.com>", "ed25519", "sign", "never"])
         let signing = try ImportJobTests.gpg(signOnly, ["--armor", "--export", "signer@example.com"])
-        let secret = try ImportJobTests.gpg(recipient.home, ["--armor", "--export-secret-keys", "recipient@example.com"])
+        let secret = try ImportJobTests.gpg(
+            recipient.home, ["--armor", "--export-secret-keys", "recipient@example.com"])
         let refused: [([String: Any], String)] = [
             (["selection": ["everything": true]], "needs selection and recipient"),
             (["selection": ["everything": true], "recipient": "hello"], "ASCII-armored OpenPGP public key"),
@@ -301,9 +310,9 @@ struct ExportJobTests {
             """, inputs: [Array(secret.utf8), file.body])
         let csv = try #require((decrypted as? [String: Any])?["text"] as? String)
         let rows = csv.split(separator: "\r\n").map { $0.split(separator: ",").map(String.init) }
-        #expect(rows.first == ["id", "value", "format", "created_at"])
-        #expect(Set(rows.dropFirst().map { $0[1] }) == Set(cards.prefix(10)))
-        #expect(Set(rows.dropFirst().map { $0[0] }) == Set(aliases.prefix(10)))
+        #expect(rows.first == ["id", "alias", "value", "format", "created_at"])
+        #expect(Set(rows.dropFirst().map { $0[2] }) == Set(cards.prefix(10)))
+        #expect(Set(rows.dropFirst().map { $0[1] }) == Set(aliases.prefix(10)))
 
         // A list: the aliases found, the rest (unknown, a CVC's) counted missing.
         let list = try Self.post(
@@ -320,7 +329,8 @@ struct ExportJobTests {
         #expect(listStatus["rows"] as? Int == 2 && listStatus["missing"] as? Int == 2, "\(listStatus)")
         // Cancelled by its requester, it can no longer be approved.
         #expect(try Self.post(node, "/admin/jobs/\(listID)/cancel", [:], as: Self.alice).status == 200)
-        let late = try Self.post(node, "/admin/jobs/\(listID)/approve", ["rows": 2, "fingerprint": fingerprint], as: Self.bob)
+        let late = try Self.post(
+            node, "/admin/jobs/\(listID)/approve", ["rows": 2, "fingerprint": fingerprint], as: Self.bob)
         #expect(late.status == 400 && late.text.contains("cancelled"), "\(late.text)")
     }
 
@@ -353,7 +363,8 @@ struct ExportJobTests {
         // Pushed to queued without an approval: counted again, and waiting again (with an
         // expiry: the update took it away).
         let pushed = try ask()
-        _ = try Self.sqliteText(directory, "UPDATE jobs SET state = 'queued', expires_at = NULL WHERE id = '\(pushed.id)'")
+        _ = try Self.sqliteText(
+            directory, "UPDATE jobs SET state = 'queued', expires_at = NULL WHERE id = '\(pushed.id)'")
         try ImportJobTests().poll {
             try state(pushed.id) == "awaiting_approval"
                 && !Self.sqliteText(directory, "SELECT expires_at IS NULL FROM jobs WHERE id = '\(pushed.id)'")
@@ -391,7 +402,8 @@ struct ExportJobTests {
         let expired = try ask()
         _ = try Self.sqliteText(directory, "UPDATE jobs SET expires_at = 1 WHERE id = '\(expired.id)'")
         let late = try node.command(
-            ["jobs", "approve", expired.id, "--rows", "6", "--fingerprint", fingerprint], environment: Self.as_(Self.bob))
+            ["jobs", "approve", expired.id, "--rows", "6", "--fingerprint", fingerprint],
+            environment: Self.as_(Self.bob))
         #expect(late.status == 2 && late.output.contains("approval_ttl_s"), "\(late.output)")
         node.stop()
         node = try Self.node(directory, database: "cloak.db")

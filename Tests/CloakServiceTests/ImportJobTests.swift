@@ -414,20 +414,58 @@ struct ImportJobTests {
 
     /// docs/jobs.md's worked example, every `sh` block in order, as an operator would type them
     /// beside a node (its address rewritten to the node's), and the files it shows compared.
+    ///
+    /// Then the export example: Alice asks, Bob approves, and a second Cloak (another key ring,
+    /// its GnuPG home the one the example makes) imports the file; each moved alias reveals there
+    /// the value its old alias reveals here.
     @Test func theDocsWorkedExampleRunsAsWritten() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
+        let (alice, bob) = ("docs-alice-secret", "docs-bob-secret")
+        func hex(_ secret: String) -> String {
+            Digest.sha256(Array(secret.utf8)).map { String(format: "%02x", $0) }.joined()
+        }
         let node = try CloakNode(
             store: "sqlite:\(directory.path)/cloak.db", directory: directory.path, tokenID: "importer",
-            scopes: "jobs:import, aliases:create")
+            scopes: "jobs:import, aliases:create",
+            configure: {
+                $0.replacingOccurrences(
+                    of: "scopes: [jobs:import, aliases:create]}]",
+                    with: """
+                        scopes: [jobs:import, aliases:create]}, \
+                        {id: alice, sha256: "\(hex(alice))", scopes: [aliases:reveal, jobs:export], person: alice@example.com}, \
+                        {id: bob, sha256: "\(hex(bob))", scopes: [jobs:approve], person: bob@example.com}]
+                        """)
+            })
         defer { node.stop() }
+        let other = try CloakNode(
+            store: "sqlite:\(directory.path)/other.db", directory: directory.path,
+            environment: ["CLOAK_MASTER_KEY": String(repeating: "0c", count: 32)], tokenID: "importer",
+            scopes: "jobs:import, aliases:create, aliases:reveal",
+            configure: {
+                $0.replacingOccurrences(of: "  lease_s: 30", with: "  lease_s: 30\n  gnupg_home: other-vault")
+            })
+        defer { other.stop() }
         let doc = try String(
             contentsOf: TestServer.repositoryRoot.appendingPathComponent("docs/jobs.md"), encoding: .utf8)
         let blocks = Self.fenced(doc, language: "sh")
         #expect(blocks.count >= 6)
         let work = "\(directory.path)/work"
         try FileManager.default.createDirectory(atPath: "\(work)/config", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: node.configPath, toPath: "\(work)/config/cloak.yaml")
+        // Each vault's configuration names its own store and key ring (the commands run without
+        // the nodes' CLOAK_VAULT_* variables, which would name one store for both).
+        try FileManager.default.createDirectory(atPath: "\(work)/other", withIntermediateDirectories: true)
+        for (source, database, key, target) in [
+            (node.configPath, "cloak.db", "CLOAK_MASTER_KEY", "config"),
+            (other.configPath, "other.db", "OTHER_MASTER_KEY", "other"),
+        ] {
+            try String(contentsOfFile: source, encoding: .utf8)
+                .replacingOccurrences(
+                    of: #"store: "sqlite:data/cloak.db""#, with: #"store: "sqlite:\#(directory.path)/\#(database)""#
+                )
+                .replacingOccurrences(of: #"keys: "file:data/keys.json""#, with: #"keys: "env:\#(key)""#)
+                .write(toFile: "\(work)/\(target)/cloak.yaml", atomically: true, encoding: .utf8)
+        }
         let bin = "\(directory.path)/bin"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         let binary = [".build/debug/cloak", ".build/release/cloak"].map {
@@ -444,6 +482,10 @@ struct ImportJobTests {
         var environment = node.variables
         environment["PATH"] = bin + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
         environment["TOKEN"] = CloakNode.token
+        for name in ["CLOAK_VAULT_STORE", "CLOAK_VAULT_KEYS"] { environment[name] = nil }
+        environment["OTHER_MASTER_KEY"] = String(repeating: "0c", count: 32)
+        environment["ALICE_TOKEN"] = alice
+        environment["BOB_TOKEN"] = bob
         run.environment = environment
         let pipe = Pipe()
         run.standardOutput = pipe
@@ -476,6 +518,22 @@ struct ImportJobTests {
         #expect(
             apiMapping.compactMap { ($0["aliases"] as? [String: String])?["card_number"] }
                 == mapping.compactMap { ($0["aliases"] as? [String: String])?["card_number"] })
+
+        // The export: Alice's own approval refused; three records moved, each old alias's new
+        // one revealing the same value.
+        #expect(output.components(separatedBy: "refused: exit 2").count == 3, "\(output)")
+        let renamed = Self.lines(try String(contentsOfFile: "\(work)/renamed.jsonl", encoding: .utf8))
+        #expect(renamed.count == 3, "\(output)")
+        for line in renamed {
+            let old = try #require(line["old"] as? String)
+            let new = try #require(line["new"] as? String)
+            let here = try node.client().request(
+                "GET", "/aliases?q=\(old)", headers: [("Authorization", "Bearer \(alice)")])
+            let there = try other.client().request("GET", "/aliases?q=\(new)", headers: Self.auth)
+            let value = ((here.json?["data"] as? [String: Any])?[old] as? [String: Any])?["value"] as? String
+            #expect(value != nil, "\(here.text)")
+            #expect(((there.json?["data"] as? [String: Any])?[new] as? [String: Any])?["value"] as? String == value)
+        }
     }
 
     /// The fenced blocks of `markdown` in `language` ("" for blocks without one).

@@ -9,7 +9,8 @@ package enum ExportDuties {
     /// Why a token holding `scopes`, of `person`, may not exist; nil when it may.
     package static func violation(scopes: Set<Scope>, person: String?) -> String? {
         if scopes.contains(.jobsExport) && scopes.contains(.jobsApprove) {
-            return "no token holds both jobs:export and jobs:approve: one person asks for an export, another approves it"
+            return
+                "no token holds both jobs:export and jobs:approve: one person asks for an export, another approves it"
         }
         if scopes.contains(.jobsExport) && !scopes.contains(.aliasesReveal) {
             return "jobs:export is granted only beside aliases:reveal: an export reveals every value it selects"

@@ -27,7 +27,8 @@ extension ServiceConfiguration {
             let p = "auth.tokens[\(i)]"
             guard
                 let t = r.mapping(
-                    node, at: p, allowed: ["id", "sha256", "scopes", "requests_per_minute", "bucket_values_per_hour", "person"])
+                    node, at: p,
+                    allowed: ["id", "sha256", "scopes", "requests_per_minute", "bucket_values_per_hour", "person"])
             else {
                 continue
             }

@@ -29,7 +29,8 @@ extension AdminJobsHandler {
             case "selection":
                 if case let .object(inner) = value, inner.count == 1, inner[0].key == "aliases" {
                     guard case let .array(items) = inner[0].value, items.count <= Self.maxListedInRequest else {
-                        throw .malformed("selection.aliases must be an array of at most \(Self.maxListedInRequest) aliases")
+                        throw .malformed(
+                            "selection.aliases must be an array of at most \(Self.maxListedInRequest) aliases")
                     }
                     let texts = items.compactMap(\.stringValue)
                     guard texts.count == items.count else { throw .malformed("selection.aliases must be strings") }
@@ -62,7 +63,9 @@ extension AdminJobsHandler {
         guard caller.scopes.contains(.aliasesReveal), let person = caller.person else {
             throw CloakError(.forbidden, "an export reveals: its token needs aliases:reveal and a person")
         }
-        let (vault, owner, now, outcome, chosen, aliases) = (self.vault, self.owner, self.now, self.outcome, layout, listed)
+        let (vault, owner, now, outcome, chosen, aliases) = (
+            self.vault, self.owner, self.now, self.outcome, layout, listed
+        )
         return .later { finish in
             // GnuPG reads the key in a process of its own: never on a loop.
             DispatchQueue.global().async {
@@ -72,7 +75,8 @@ extension AdminJobsHandler {
                     return finish(.error(error))
                 }
                 let spec = ExportSpec(
-                    selection: selection, layout: chosen, recipient: recipient, fingerprint: fingerprint, person: person)
+                    selection: selection, layout: chosen, recipient: recipient, fingerprint: fingerprint, person: person
+                )
                 let id = JobID.make(now: now)
                 let seal: JobSeal
                 do throws(VaultError) {
@@ -127,10 +131,13 @@ extension AdminJobsHandler {
             }
         }
         guard let rows, let fingerprint else { throw .malformed("the body needs rows and fingerprint") }
-        guard let person = caller.person else { throw CloakError(.forbidden, "an approval is a person's: the token names none") }
+        guard let person = caller.person else {
+            throw CloakError(.forbidden, "an approval is a person's: the token names none")
+        }
         let (vault, token, now, outcome) = (self.vault, caller.id, self.now, self.outcome)
         return .later { finish in
-            vault.vault.withStore(reads: false) { store -> Result<(StoredJob, ExportSpec, ExportApproval), CloakError> in
+            vault.vault.withStore(reads: false) {
+                store -> Result<(StoredJob, ExportSpec, ExportApproval), CloakError> in
                 try ExportApprovalStep(
                     id: id, token: token, person: person, rows: rows, fingerprint: fingerprint, now: now
                 ).run(in: store, seal: { try vault.vault.jobSeal($0) })

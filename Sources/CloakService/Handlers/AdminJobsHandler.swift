@@ -144,7 +144,8 @@ struct AdminJobsHandler: Sendable {
     /// cancelled job goes on from its cursor) → 200 with the job.
     func change(_ id: String, to state: JobState) throws(CloakError) -> Reply {
         let id = try Self.jobID(id)
-        let from: Set<JobState> = state == .cancelled ? [.receiving, .queued, .running, .awaitingApproval] : [.cancelled]
+        let from: Set<JobState> =
+            state == .cancelled ? [.receiving, .queued, .running, .awaitingApproval] : [.cancelled]
         let expires = state == .cancelled ? now + Int64(configuration.jobs.outputTTLSeconds) : nil
         let (owner, now, outcome) = (self.owner, self.now, self.outcome)
         return .later { finish in
@@ -202,7 +203,10 @@ struct AdminJobsHandler: Sendable {
             // An export is the OpenPGP message as GnuPG wrote it (binary); the rest JSON Lines.
             let (type, name) =
                 part == .export
-                ? ("application/pgp-encrypted", "\(id.text).\(ExportSpec(stored: job.spec)?.layout.rawValue ?? "out").gpg")
+                ? (
+                    "application/pgp-encrypted",
+                    "\(id.text).\(ExportSpec(stored: job.spec)?.layout.rawValue ?? "out").gpg"
+                )
                 : ("application/x-ndjson", "\(id.text)-\(part.name).jsonl")
             var response = HTTPResponse(
                 status: 200,
@@ -227,7 +231,9 @@ struct AdminJobsHandler: Sendable {
             vault.vault.withStore(reads: true) { store in
                 try store.job(id)
             } completion: { result in
-                let answer: @Sendable () -> Void = { Self.answer(result, owner: owner, approver: approver, finish, found) }
+                let answer: @Sendable () -> Void = {
+                    Self.answer(result, owner: owner, approver: approver, finish, found)
+                }
                 vault.loop.map { loop in loop.execute(answer) } ?? answer()
             }
         }

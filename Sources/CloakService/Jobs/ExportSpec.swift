@@ -17,9 +17,9 @@ package struct ExportSpec: Sendable, Equatable {
     }
 
     package enum Layout: String, Sendable, CaseIterable {
-        /// RFC 4180 with a header line: `id,value,format,created_at`.
+        /// RFC 4180 with a header line: `id,alias,value,format,created_at`.
         case csv
-        /// A JSON object of strings a line: `id`, `value`, `format`, `created_at`.
+        /// A JSON object of strings a line: `id`, `alias`, `value`, `format`, `created_at`.
         case jsonl
     }
 
@@ -114,12 +114,12 @@ package struct ExportSpec: Sendable, Equatable {
         case .jsonl:
             out += JSONWriter.encode(
                 .object([
-                    ("id", .string(row.alias)), ("value", .string(row.value)), ("format", .string(row.format.rawValue)),
-                    ("created_at", .string(created)),
+                    ("id", .string(row.record)), ("alias", .string(row.alias)), ("value", .string(row.value)),
+                    ("format", .string(row.format.rawValue)), ("created_at", .string(created)),
                 ]))
             out.append(0x0A)
         case .csv:
-            for (i, field) in [row.alias, row.value, row.format.rawValue, created].enumerated() {
+            for (i, field) in [row.record, row.alias, row.value, row.format.rawValue, created].enumerated() {
                 if i > 0 { out.append(0x2C) }
                 Self.csvField(field, into: &out)
             }
@@ -127,7 +127,7 @@ package struct ExportSpec: Sendable, Equatable {
         }
     }
 
-    var header: [UInt8] { layout == .csv ? Array("id,value,format,created_at\r\n".utf8) : [] }
+    var header: [UInt8] { layout == .csv ? Array("id,alias,value,format,created_at\r\n".utf8) : [] }
 
     /// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
     static func csvField(_ text: String, into out: inout [UInt8]) {
@@ -183,7 +183,9 @@ package struct ExportSummary: Sendable, Equatable {
     /// The job's summary, opened with its key; nil while it is not counted.
     static func read(_ job: StoredJob, seal: JobSeal, store: any AliasStore) throws -> ExportSummary? {
         guard let sealed = try store.jobChunks(job.id, part: .selection, from: 0, limit: 1).first else { return nil }
-        guard let summary = ExportSummary(decoding: try seal.open(sealed, part: JobPart.selection.rawValue, index: 0).bytes)
+        guard
+            let summary = ExportSummary(
+                decoding: try seal.open(sealed, part: JobPart.selection.rawValue, index: 0).bytes)
         else { throw ImportIntake.Refused(description: "the job's selection does not read") }
         return summary
     }
@@ -202,7 +204,8 @@ package struct ExportApproval: Sendable, Equatable {
     var encoded: [UInt8] {
         JSONWriter.encode(
             .object([
-                ("token", .string(token)), ("person", .string(person)), ("at", .int(Int(at))), ("rows", .int(Int(rows))),
+                ("token", .string(token)), ("person", .string(person)), ("at", .int(Int(at))),
+                ("rows", .int(Int(rows))),
                 ("digest", .string(digest)), ("fingerprint", .string(fingerprint)),
             ]))
     }
@@ -227,7 +230,9 @@ package struct ExportApproval: Sendable, Equatable {
 
     static func read(_ job: StoredJob, seal: JobSeal, store: any AliasStore) throws -> ExportApproval? {
         guard let sealed = try store.jobChunks(job.id, part: .approval, from: 0, limit: 1).first else { return nil }
-        guard let approval = ExportApproval(decoding: try seal.open(sealed, part: JobPart.approval.rawValue, index: 0).bytes)
+        guard
+            let approval = ExportApproval(
+                decoding: try seal.open(sealed, part: JobPart.approval.rawValue, index: 0).bytes)
         else { throw ImportIntake.Refused(description: "the job's approval does not read") }
         return approval
     }

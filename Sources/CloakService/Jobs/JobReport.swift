@@ -73,7 +73,9 @@ package enum JobReport {
                     details.summary.map { .string(UTCTimestamp.string(seconds: Int($0.asOf), milliseconds: 0)) }
                         ?? .null
                 ))
-            if let summary = details.summary { members[members.firstIndex { $0.0 == "rows" }!].1 = .int(Int(summary.rows)) }
+            if let summary = details.summary {
+                members[members.firstIndex { $0.0 == "rows" }!].1 = .int(Int(summary.rows))
+            }
             members.append(
                 (
                     "approval",

@@ -34,7 +34,10 @@ extension JobRunner {
             return end(job, .failed, failure: "\(error)")
         }
         let read = withStore(reads: true) { store -> (ExportSummary?, ExportApproval?) in
-            (try ExportSummary.read(job, seal: seal, store: store), try ExportApproval.read(job, seal: seal, store: store))
+            (
+                try ExportSummary.read(job, seal: seal, store: store),
+                try ExportApproval.read(job, seal: seal, store: store)
+            )
         }
         let summary: ExportSummary?
         let approval: ExportApproval?
@@ -42,7 +45,8 @@ extension JobRunner {
         case let .success(found): (summary, approval) = found
         case let .failure(error):
             if error is ImportIntake.Refused || error is CryptoError {
-                return end(job, .failed, failure: "the job's selection or approval does not open (altered in the store)")
+                return end(
+                    job, .failed, failure: "the job's selection or approval does not open (altered in the store)")
             }
             dependencies.logger.warning("jobs: cannot read the store", metadata: ["reason": "\(error)"])
             return end(job, .queued, failure: nil)
@@ -61,7 +65,8 @@ extension JobRunner {
     /// asked.
     private func mayExport(_ job: StoredJob, _ spec: ExportSpec) -> Bool {
         guard let token = dependencies.token(job.owner) else { return false }
-        return token.scopes.contains(.jobsExport) && token.scopes.contains(.aliasesReveal) && token.person == spec.person
+        return token.scopes.contains(.jobsExport) && token.scopes.contains(.aliasesReveal)
+            && token.person == spec.person
     }
 
     /// Renews the job's lease (a commit of no progress) when it is due; false once the job is
@@ -153,7 +158,8 @@ extension JobRunner {
         let start = job.progress
         let digest: String
         do {
-            digest = try walk(job, spec, seal: seal, filter: spec.filter(asOf: asOf), open: false, renews: true) { page in
+            digest = try walk(job, spec, seal: seal, filter: spec.filter(asOf: asOf), open: false, renews: true) {
+                page in
                 rows += Int64(page.rows.count)
                 missing += Int64(page.missing)
             }
@@ -174,7 +180,8 @@ extension JobRunner {
             guard
                 try store.advanceJob(
                     job.id, holder: holder, from: start.cursor, to: progress,
-                    leaseUntil: leaseUntil, outputs: [JobOutputChunk(part: .selection, index: 0, sealed: sealed)], now: now),
+                    leaseUntil: leaseUntil, outputs: [JobOutputChunk(part: .selection, index: 0, sealed: sealed)],
+                    now: now),
                 try store.setJobState(
                     job.id, from: [.running], to: .awaitingApproval, holder: holder, now: now, expiresAt: expires,
                     failure: nil)
@@ -204,8 +211,9 @@ extension JobRunner {
     }
 
     /// Writes the approved export: lines to GnuPG, GnuPG's message to sealed chunks.
-    private func write(_ job: StoredJob, _ spec: ExportSpec, seal: JobSeal, summary: ExportSummary, approval: ExportApproval)
-    {
+    private func write(
+        _ job: StoredJob, _ spec: ExportSpec, seal: JobSeal, summary: ExportSummary, approval: ExportApproval
+    ) {
         let encryption: OpenPGPEncryption
         do {
             encryption = try OpenPGPEncryption(publicKey: Array(spec.recipient.utf8))
@@ -243,7 +251,9 @@ extension JobRunner {
                         try writer.renewIfDue()
                         guard let page = try queue.take() else { return nil }
                         rows += Int64(page.rows.count)
-                        guard rows <= summary.rows else { throw Walk.failed("the selection grew past what was approved") }
+                        guard rows <= summary.rows else {
+                            throw Walk.failed("the selection grew past what was approved")
+                        }
                         for row in page.rows { spec.line(row, into: &pending) }
                         writer.rowsRead = rows
                     }

@@ -251,7 +251,8 @@ extension JobStore {
         }
         guard
             try setJobState(
-                id, from: [.queued, .running, .awaitingApproval], to: .cancelled, holder: nil, now: now, expiresAt: expiresAt, failure: nil
+                id, from: [.queued, .running, .awaitingApproval], to: .cancelled, holder: nil, now: now,
+                expiresAt: expiresAt, failure: nil
             )
         else { return nil }
         return .cancelled

@@ -37,15 +37,20 @@ package struct ExportFilter: Sendable, Equatable {
     }
 }
 
-/// One record of an export: the alias it is known by (the listed one, else the record's
-/// first), that alias's format, and the value (empty while the selection is only counted).
+/// One record of an export: its id, the alias it is known by (the listed one, else the
+/// record's first), that alias's format, and the value (empty while the selection is only
+/// counted).
 package struct ExportRow: Sendable, Equatable {
+    /// The record's id (`rec_…`): a row's id in the file, since an alias that keeps a card's
+    /// shape would be refused as an id by an import (it looks like a card number).
+    package var record: String
     package var alias: String
     package var format: AliasFormatName
     package var value: String
     package var createdAt: Int64
 
-    package init(alias: String, format: AliasFormatName, value: String, createdAt: Int64) {
+    package init(record: String, alias: String, format: AliasFormatName, value: String, createdAt: Int64) {
+        self.record = record
         self.alias = alias
         self.format = format
         self.value = value
@@ -76,7 +81,8 @@ extension Vault {
             guard let alias = record.aliases.first(where: { isAuthentic($0, recordID: record.id) }) else { continue }
             page.rows.append(
                 ExportRow(
-                    alias: alias.alias, format: alias.format, value: open ? try self.open(record, in: store).value : "",
+                    record: record.id, alias: alias.alias, format: alias.format,
+                    value: open ? try self.open(record, in: store).value : "",
                     createdAt: record.createdAt))
         }
         return page
@@ -99,7 +105,8 @@ extension Vault {
             }
             page.rows.append(
                 ExportRow(
-                    alias: alias, format: issued.format, value: open ? try self.open(record, in: store).value : "",
+                    record: record.id, alias: alias, format: issued.format,
+                    value: open ? try self.open(record, in: store).value : "",
                     createdAt: record.createdAt))
         }
         return page

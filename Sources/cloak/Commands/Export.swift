@@ -27,7 +27,8 @@ struct Export: ParsableCommand {
     @Option(help: "Records with this classifier.") var classifier: String?
     @Option(help: "A file of aliases, one a line.") var aliases: String?
     @Option(help: "The recipient's ASCII-armored OpenPGP public key (a file).") var recipient: String
-    @Option(help: "jsonl (default) or csv: columns id, value, format, created_at.") var layout = "jsonl"
+    @Option(help: "jsonl (default) or csv: columns id (the record), alias, value, format, created_at.") var layout =
+        "jsonl"
     @Flag(help: "Print the job's id and return without waiting for the count.") var detach = false
 
     func validate() throws {

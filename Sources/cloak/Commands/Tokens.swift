@@ -66,8 +66,7 @@ struct Tokens: ParsableCommand {
         @Option(help: "Lifetime: 90d, 12h, 30m or seconds (at least a minute; none: never expires).")
         var ttl: String?
         @Option(help: "This token's own request rate.") var requestsPerMinute: Int?
-        @Option(help: "The person the token acts for (required with jobs:export or jobs:approve).") var person:
-            String?
+        @Option(help: "The person the token acts for (required with jobs:export or jobs:approve).") var person: String?
 
         func validate() throws {
             if let ttl, APICredentials.parseTTL(ttl) == nil {

@@ -211,7 +211,8 @@ extension SQLiteAliasStore {
         try s.run()
         guard db.changes == 1 else { return false }
         let insert = try db.statement(
-            "INSERT OR REPLACE INTO job_chunks (job, part, idx, sealed) VALUES (?1, \(JobPart.approval.rawValue), 0, ?2)")
+            "INSERT OR REPLACE INTO job_chunks (job, part, idx, sealed) VALUES (?1, \(JobPart.approval.rawValue), 0, ?2)"
+        )
         insert.bind(1, id.text)
         insert.bind(2, sealed)
         try insert.run()
