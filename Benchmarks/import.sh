@@ -11,10 +11,14 @@
 # connection, an ordinary load rather than saturation, which on two cores would take one of
 # them); then the import run (`cloak import --form card_import`, which follows the job to its
 # end) with the same load on /validate beside it.
-# Reported: the import's wall time and rows a second, the node's RSS before and its peak during
-# the job (VmHWM) and their difference, /validate's p99 idle and during the job and their ratio,
-# and the counts the job reports. The issue's targets: 1,000,000 rows in at most 120 s on
-# SQLite and at most 2x that on PostgreSQL, RSS at most 64 MiB above idle, p99 at most 2x idle.
+# Then the export of everything the import stored (`cloak export --everything` by one person's
+# token, `cloak jobs approve` by another's, followed to its end), the same load beside it, and
+# the file decrypted with gpg and its lines counted.
+# Reported, for each direction: the wall time and rows a second, the node's RSS before and its
+# peak during the job (VmHWM) and their difference, /validate's p99 idle and during the job and
+# their ratio, and the counts the job reports. The issue's targets: 1,000,000 rows in at most
+# 120 s on SQLite and at most 2x that on PostgreSQL, RSS at most 64 MiB above idle, p99 at most
+# 2x idle; an export of 1,000,000 aliases within the same bounds.
 #
 # Environment:
 #   IMPORT_ROWS         rows of the file (default 1000000)
@@ -56,6 +60,7 @@ IMPORT_PACED_SECONDS=${IMPORT_PACED_SECONDS:-10}
 IMPORT_RATE=${IMPORT_RATE:-200}
 require curl
 require python3
+require gpg
 
 RESULTS_DIR="$SCRIPT_DIR/results/import-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$RESULTS_DIR"
@@ -93,8 +98,20 @@ log "$IMPORT_ROWS rows: $(du -h "$CSV" | cut -f1)"
 
 TOKEN=import-bench-token
 HEX=$(printf '%s' "$TOKEN" | sha256sum | cut -d' ' -f1)
+EXPORTER=export-bench-exporter
+APPROVER=export-bench-approver
+EXPORTER_HEX=$(printf '%s' "$EXPORTER" | sha256sum | cut -d' ' -f1)
+APPROVER_HEX=$(printf '%s' "$APPROVER" | sha256sum | cut -d' ' -f1)
+TOKENS="{id: importer, sha256: \"$HEX\", scopes: [jobs:import, aliases:create], bucket_values_per_hour: 1000000}"
+TOKENS+=", {id: exporter, sha256: \"$EXPORTER_HEX\", scopes: [aliases:reveal, jobs:export], person: alice}"
+TOKENS+=", {id: approver, sha256: \"$APPROVER_HEX\", scopes: [jobs:approve], person: bob}"
+# The export's recipient: a key pair in a GnuPG home of the benchmark's own.
+GNUPG="$WORK/gnupg"
+mkdir -m 700 "$GNUPG"
+gpg --homedir "$GNUPG" --batch --passphrase '' --quick-gen-key "Bench <bench@example.com>" rsa3072 encrypt never 2>/dev/null
+gpg --homedir "$GNUPG" --armor --export bench@example.com >"$WORK/recipient.asc"
 CONFIG="$WORK/cloak.yaml"
-sed -e "s/^  tokens: \[\]/  tokens: [{id: importer, sha256: \"$HEX\", scopes: [jobs:import, aliases:create], bucket_values_per_hour: 1000000}]/" \
+sed -e "s/^  tokens: \[\]/  tokens: [$TOKENS]/" \
     -e 's/^  token: {requests_per_minute: 6000, burst: 600}/  token: {requests_per_minute: 10000000, burst: 1000000}/' \
     -e 's/^  anonymous: {requests_per_minute: 600, burst: 60}/  anonymous: {requests_per_minute: 10000000, burst: 1000000}/' \
     config/cloak.yaml >"$CONFIG"
@@ -152,11 +169,47 @@ for STORE in $IMPORT_STORES; do
     idle_p99=$(cut -d' ' -f2 "$RESULTS_DIR/validate-idle-$STORE.txt")
     busy_p99=$(cut -d' ' -f2 "$RESULTS_DIR/validate-busy-$STORE.txt")
     {
-        echo "$STORE: $IMPORT_ROWS rows in $seconds s ($(awk -v r="$IMPORT_ROWS" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }') rows/s)"
+        echo "$STORE import: $IMPORT_ROWS rows in $seconds s ($(awk -v r="$IMPORT_ROWS" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }') rows/s)"
         echo "  RSS idle $idle_rss MiB, peak during the job $peak_rss MiB (+$(awk -v a="$idle_rss" -v b="$peak_rss" 'BEGIN { printf "%.1f", b - a }') MiB)"
         echo "  /validate p99 idle $idle_p99 ms, during the job $busy_p99 ms (x$(awk -v a="$idle_p99" -v b="$busy_p99" 'BEGIN { printf "%.2f", b / a }'))"
         echo "  job: $status"
     } | tee -a "$SUMMARY" >&2
+
+    # The export of everything imported: asked, counted, approved by the other person, written.
+    idle_rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status")
+    echo 5 >"/proc/$SERVER_PID/clear_refs" 2>/dev/null || true
+    $PACED_NICE python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 0 \
+        >"$RESULTS_DIR/validate-export-$STORE.txt" &
+    PACED_PID=$!
+    PIDS+=("$PACED_PID")
+    start=$(date +%s.%N)
+    CLOAK_TOKEN=$EXPORTER "$CLOAK_BIN" export --config "$CONFIG" --everything --recipient "$WORK/recipient.asc" \
+        >"$RESULTS_DIR/export-$STORE.json" 2>&1 || die "the export was not counted ($RESULTS_DIR/export-$STORE.json)"
+    counted=$(date +%s.%N)
+    job=$(head -n 1 "$RESULTS_DIR/export-$STORE.json")
+    read -r rows fingerprint < <(tail -n 1 "$RESULTS_DIR/export-$STORE.json" \
+        | python3 -c 'import json, sys; j = json.load(sys.stdin); print(j["rows"], j["recipient_fingerprint"])')
+    CLOAK_TOKEN=$APPROVER "$CLOAK_BIN" jobs approve --config "$CONFIG" --rows "$rows" --fingerprint "$fingerprint" "$job" \
+        >/dev/null || die "the export was not approved"
+    "$CLOAK_BIN" jobs status --config "$CONFIG" --follow "$job" >"$RESULTS_DIR/export-$STORE-done.json" \
+        2>"$RESULTS_DIR/export-$STORE.progress" || die "the export failed ($RESULTS_DIR/export-$STORE-done.json)"
+    end=$(date +%s.%N)
+    kill -INT "$PACED_PID" 2>/dev/null || true
+    wait "$PACED_PID" 2>/dev/null || true
+    forget_pid "$PACED_PID"
+    peak_rss=$(peak_rss_mb "$SERVER_PID")
+    "$CLOAK_BIN" jobs file --config "$CONFIG" "$job" >"$WORK/export.jsonl.gpg"
+    lines=$(gpg --homedir "$GNUPG" --batch -d "$WORK/export.jsonl.gpg" 2>/dev/null | wc -l)
+    [[ "$lines" == "$rows" && "$rows" == "$IMPORT_ROWS" ]] || die "the export holds $lines lines for $rows rows counted"
+    seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+    counting=$(awk -v a="$start" -v b="$counted" 'BEGIN { printf "%.1f", b - a }')
+    busy_p99=$(cut -d' ' -f2 "$RESULTS_DIR/validate-export-$STORE.txt")
+    {
+        echo "$STORE export: $rows rows in $seconds s, counting $counting s ($(awk -v r="$rows" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }') rows/s), $(du -h "$WORK/export.jsonl.gpg" | cut -f1) encrypted; gpg decrypts $lines lines"
+        echo "  RSS idle $idle_rss MiB, peak during the job $peak_rss MiB (+$(awk -v a="$idle_rss" -v b="$peak_rss" 'BEGIN { printf "%.1f", b - a }') MiB)"
+        echo "  /validate p99 idle $idle_p99 ms, during the job $busy_p99 ms (x$(awk -v a="$idle_p99" -v b="$busy_p99" 'BEGIN { printf "%.2f", b / a }'))"
+    } | tee -a "$SUMMARY" >&2
+    rm -f "$WORK/export.jsonl.gpg"
     stop_pid "$SERVER_PID"
     forget_pid "$SERVER_PID"
     if [[ "$STORE" == postgres ]]; then scripts/postgres stop "$PG_DIR" >/dev/null; PG_DIR=; fi
