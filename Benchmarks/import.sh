@@ -187,9 +187,10 @@ for STORE in $IMPORT_STORES; do
         >"$RESULTS_DIR/export-$STORE.json" 2>&1 || die "the export was not counted ($RESULTS_DIR/export-$STORE.json)"
     counted=$(date +%s.%N)
     job=$(head -n 1 "$RESULTS_DIR/export-$STORE.json")
-    read -r rows fingerprint < <(tail -n 1 "$RESULTS_DIR/export-$STORE.json" \
-        | python3 -c 'import json, sys; j = json.load(sys.stdin); print(j["rows"], j["recipient_fingerprint"])')
-    CLOAK_TOKEN=$APPROVER "$CLOAK_BIN" jobs approve --config "$CONFIG" --rows "$rows" --fingerprint "$fingerprint" "$job" \
+    read -r rows fingerprint digest < <(tail -n 1 "$RESULTS_DIR/export-$STORE.json" \
+        | python3 -c 'import json, sys; j = json.load(sys.stdin); print(j["rows"], j["recipient_fingerprint"], j["selection_digest"])')
+    CLOAK_TOKEN=$APPROVER "$CLOAK_BIN" jobs approve --config "$CONFIG" --rows "$rows" --fingerprint "$fingerprint" \
+        --digest "$digest" "$job" \
         >/dev/null || die "the export was not approved"
     "$CLOAK_BIN" jobs status --config "$CONFIG" --follow "$job" >"$RESULTS_DIR/export-$STORE-done.json" \
         2>"$RESULTS_DIR/export-$STORE.progress" || die "the export failed ($RESULTS_DIR/export-$STORE-done.json)"

@@ -21,8 +21,7 @@ package final class OpenPGPDecryption {
 
     /// A context on the GnuPG home `home` (a directory holding the private key).
     package init(home: String) throws(Failure) {
-        // GPGME's own initialisation: once a process, idempotent.
-        _ = gpgme_check_version(nil)
+        Self.initialise()
         var made: gpgme_ctx_t?
         guard Self.ok(gpgme_new(&made)), let made else { throw Failure(description: "GPGME could not start") }
         context = made
@@ -34,6 +33,15 @@ package final class OpenPGPDecryption {
     }
 
     deinit { gpgme_release(context) }
+
+    /// GPGME's own initialisation, once a process before any context is made (GPGME asks that
+    /// its first `gpgme_check_version` not race with other threads' use of it).
+    private static let initialised: Bool = {
+        _ = gpgme_check_version(nil)
+        return true
+    }()
+
+    static func initialise() { _ = initialised }
 
     /// Whether `bytes` (a file's first bytes) start like an OpenPGP message: ASCII armor, or a
     /// binary packet whose tag is one an encrypted message starts with (a public-key or a
@@ -58,23 +66,28 @@ package final class OpenPGPDecryption {
         }
         defer { gpgme_data_release(input) }
         let sink = Sink(output)
-        var callbacks = gpgme_data_cbs(
-            read: nil,
-            write: { handle, buffer, size in
-                guard let handle, let buffer else { return -1 }
-                let sink = Unmanaged<Sink>.fromOpaque(handle).takeUnretainedValue()
-                let bytes = Array(UnsafeRawBufferPointer(start: buffer, count: size))
-                do { try sink.output(bytes) } catch {
-                    sink.failure = error
-                    errno = EIO
-                    return -1
-                }
-                return size
-            },
-            seek: nil, release: nil)
+        // GPGME keeps the callbacks' address for the data object's life (through the whole
+        // operation), so they live on the heap until the object is released.
+        let callbacks = UnsafeMutablePointer<gpgme_data_cbs>.allocate(capacity: 1)
+        defer { callbacks.deallocate() }
+        callbacks.initialize(
+            to: gpgme_data_cbs(
+                read: nil,
+                write: { handle, buffer, size in
+                    guard let handle, let buffer else { return -1 }
+                    let sink = Unmanaged<Sink>.fromOpaque(handle).takeUnretainedValue()
+                    let bytes = Array(UnsafeRawBufferPointer(start: buffer, count: size))
+                    do { try sink.output(bytes) } catch {
+                        sink.failure = error
+                        errno = EIO
+                        return -1
+                    }
+                    return size
+                },
+                seek: nil, release: nil))
         var plaintext: gpgme_data_t?
         let handle = Unmanaged.passUnretained(sink).toOpaque()
-        guard Self.ok(gpgme_data_new_from_cbs(&plaintext, &callbacks, handle)), let plaintext else {
+        guard Self.ok(gpgme_data_new_from_cbs(&plaintext, callbacks, handle)), let plaintext else {
             throw Failure(description: "GPGME could not take the plaintext")
         }
         defer { gpgme_data_release(plaintext) }

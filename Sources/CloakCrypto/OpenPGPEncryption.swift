@@ -28,15 +28,23 @@ package final class OpenPGPEncryption {
             throw Failure(description: "the recipient's key is over \(Self.maxKeyBytes >> 10) KiB")
         }
         let text = String(decoding: armored, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.hasPrefix("-----BEGIN PGP PUBLIC KEY BLOCK-----") else {
-            throw Failure(description: "the recipient must be an ASCII-armored OpenPGP public key")
+        // One armored block, a public key's: GnuPG imports every block it is given, and a
+        // private key's would start an agent for this home.
+        guard text.hasPrefix("-----BEGIN PGP PUBLIC KEY BLOCK-----"),
+            text.components(separatedBy: "-----BEGIN PGP").count == 2
+        else {
+            throw Failure(description: "the recipient must be one ASCII-armored OpenPGP public key block")
         }
         var template = Array((NSTemporaryDirectory() + "/cloak-export-gpg-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw Failure(description: "cannot make a GnuPG home for the recipient's key")
         }
         home = String(cString: made)
-        _ = gpgme_check_version(nil)
+        // No daemon for this home: gpg needs neither an agent nor keyboxd to encrypt to a
+        // public key (an empty common.conf keeps a newer GnuPG from writing `use-keyboxd`).
+        _ = FileManager.default.createFile(atPath: home + "/common.conf", contents: Data())
+        _ = FileManager.default.createFile(atPath: home + "/gpg.conf", contents: Data("no-autostart\n".utf8))
+        OpenPGPDecryption.initialise()
         var ctx: gpgme_ctx_t?
         guard Self.ok(gpgme_new(&ctx)), let ctx else {
             try? FileManager.default.removeItem(atPath: home)
@@ -103,47 +111,56 @@ package final class OpenPGPEncryption {
     /// `output` throws ends it and is thrown here.
     package func encrypt(input: @escaping () throws -> [UInt8]?, output: @escaping ([UInt8]) throws -> Void) throws {
         let pipe = Pipe(input: input, output: output)
-        var readCallbacks = gpgme_data_cbs(
-            read: { handle, buffer, size in
-                guard let handle, let buffer else { return -1 }
-                let pipe = Unmanaged<Pipe>.fromOpaque(handle).takeUnretainedValue()
-                do {
-                    while pipe.offset == pipe.pending.count {
-                        guard let more = try pipe.input() else { return 0 }
-                        (pipe.pending, pipe.offset) = (more, 0)
+        // GPGME keeps the callbacks' addresses for the data objects' life (the whole operation).
+        let readCallbacks = UnsafeMutablePointer<gpgme_data_cbs>.allocate(capacity: 1)
+        let writeCallbacks = UnsafeMutablePointer<gpgme_data_cbs>.allocate(capacity: 1)
+        defer {
+            readCallbacks.deallocate()
+            writeCallbacks.deallocate()
+        }
+        readCallbacks.initialize(
+            to: gpgme_data_cbs(
+                read: { handle, buffer, size in
+                    guard let handle, let buffer else { return -1 }
+                    let pipe = Unmanaged<Pipe>.fromOpaque(handle).takeUnretainedValue()
+                    do {
+                        while pipe.offset == pipe.pending.count {
+                            guard let more = try pipe.input() else { return 0 }
+                            (pipe.pending, pipe.offset) = (more, 0)
+                        }
+                    } catch {
+                        pipe.failure = error
+                        errno = EIO
+                        return -1
                     }
-                } catch {
-                    pipe.failure = error
-                    errno = EIO
-                    return -1
-                }
-                let count = min(size, pipe.pending.count - pipe.offset)
-                pipe.pending.withUnsafeBytes { source in
-                    buffer.copyMemory(from: source.baseAddress! + pipe.offset, byteCount: count)
-                }
-                pipe.offset += count
-                return count
-            }, write: nil, seek: nil, release: nil)
-        var writeCallbacks = gpgme_data_cbs(
-            read: nil,
-            write: { handle, buffer, size in
-                guard let handle, let buffer else { return -1 }
-                let pipe = Unmanaged<Pipe>.fromOpaque(handle).takeUnretainedValue()
-                do { try pipe.output(Array(UnsafeRawBufferPointer(start: buffer, count: size))) } catch {
-                    pipe.failure = error
-                    errno = EIO
-                    return -1
-                }
-                return size
-            }, seek: nil, release: nil)
+                    let count = min(size, pipe.pending.count - pipe.offset)
+                    pipe.pending.withUnsafeBytes { source in
+                        buffer.copyMemory(from: source.baseAddress! + pipe.offset, byteCount: count)
+                    }
+                    pipe.offset += count
+                    return count
+                }, write: nil, seek: nil, release: nil))
+        writeCallbacks.initialize(
+            to: gpgme_data_cbs(
+                read: nil,
+                write: { handle, buffer, size in
+                    guard let handle, let buffer else { return -1 }
+                    let pipe = Unmanaged<Pipe>.fromOpaque(handle).takeUnretainedValue()
+                    do { try pipe.output(Array(UnsafeRawBufferPointer(start: buffer, count: size))) } catch {
+                        pipe.failure = error
+                        errno = EIO
+                        return -1
+                    }
+                    return size
+                }, seek: nil, release: nil))
         let handle = Unmanaged.passUnretained(pipe).toOpaque()
         var plain: gpgme_data_t?
         var cipher: gpgme_data_t?
-        guard Self.ok(gpgme_data_new_from_cbs(&plain, &readCallbacks, handle)), let plain else {
+        guard Self.ok(gpgme_data_new_from_cbs(&plain, readCallbacks, handle)), let plain else {
             throw Failure(description: "GPGME could not take the plaintext")
         }
         defer { gpgme_data_release(plain) }
-        guard Self.ok(gpgme_data_new_from_cbs(&cipher, &writeCallbacks, handle)), let cipher else {
+        guard Self.ok(gpgme_data_new_from_cbs(&cipher, writeCallbacks, handle)), let cipher else {
             throw Failure(description: "GPGME could not take the message")
         }
         defer { gpgme_data_release(cipher) }

@@ -176,6 +176,8 @@ extension AliasStoreCompatSuite {
             }
         }
         #expect(try store.job(waiting.id)?.state == .awaitingApproval)
+        // A job's key keeps its data key in use (`cloak keys retire` refuses it meanwhile).
+        #expect((try store.recordCounts()["k1"] ?? 0) >= 2)
         #expect(try transaction(store) { try store.claimJob(holder: "a", now: Self.now, until: Self.now + 30) } == nil)
         let approval = SecureRandom.bytes(70)
         #expect(try transaction(store) { try store.approveJob(waiting.id, approval: approval, now: Self.now) })

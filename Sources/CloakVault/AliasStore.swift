@@ -98,7 +98,8 @@ package protocol AliasStore: FileStore, JobStore {
 
     // MARK: Keys (`cloak keys`: rotation, re-encryption, retirement)
 
-    /// How many stored records each key version sealed (versions sealing none are absent).
+    /// How many stored records, files' keys and jobs' keys each key version sealed (versions
+    /// sealing none are absent): a version is in use while any is.
     func recordCounts() throws(StoreError) -> [String: Int]
     /// Up to `limit` records sealed with `keyID` whose ids sort after `id` (nil: from the start),
     /// in id order: their ids and sealed values only.

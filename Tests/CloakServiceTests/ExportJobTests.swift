@@ -15,7 +15,7 @@ struct ExportJobTests {
     static let bob = "bob-approve-secret"
     static let aliceApprover = "alice-approve-secret"
     static let nodes = [("Authorization", "Bearer \(CloakNode.token)")]
-    static let scopes = "aliases:create, aliases:reveal, jobs:import, audit:read"
+    static let scopes = "aliases:create, aliases:reveal, aliases:update, jobs:import, audit:read"
 
     static func hex(_ secret: String) -> String {
         Digest.sha256(Array(secret.utf8)).map { String(format: "%02x", $0) }.joined()
@@ -23,13 +23,15 @@ struct ExportJobTests {
 
     /// A node whose configuration lists the three people's tokens beside `nodes`.
     static func node(
-        _ directory: TemporaryDirectory, database: String, masterKey: String = CloakNode.masterKey, extra: String = ""
+        _ directory: TemporaryDirectory, database: String, masterKey: String = CloakNode.masterKey, extra: String = "",
+        edits: [(String, String)] = []
     ) throws -> CloakNode {
         try CloakNode(
             store: "sqlite:\(directory.path)/\(database)", directory: directory.path,
             environment: ["CLOAK_MASTER_KEY": masterKey], scopes: scopes,
-            configure: {
-                $0.replacingOccurrences(of: "  lease_s: 30", with: "  lease_s: 5\(extra)")
+            configure: { yaml in
+                edits.reduce(yaml) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+                    .replacingOccurrences(of: "  lease_s: 30", with: "  lease_s: 5\(extra)")
                     .replacingOccurrences(
                         of: "scopes: [\(scopes)]}]",
                         with: """
@@ -114,19 +116,23 @@ struct ExportJobTests {
         #expect(counted["state"] as? String == "awaiting_approval", "\(asked.output)")
         #expect(counted["rows"] as? Int == 40 && counted["requester_person"] as? String == "alice")
         let fingerprint = try #require(counted["recipient_fingerprint"] as? String)
-        #expect((counted["selection_digest"] as? String)?.count == 64)
+        let digest = try #require(counted["selection_digest"] as? String)
+        #expect(digest.count == 64)
         // Nothing is written before an approval.
         #expect(
             try sqlite(["\(directory.path)/a.db", "SELECT count(*) FROM job_chunks WHERE part = 3"]).hasPrefix("0"))
 
-        let approve = ["jobs", "approve", id, "--rows", "40", "--fingerprint", fingerprint]
+        let approve = ["jobs", "approve", id, "--rows", "40", "--fingerprint", fingerprint, "--digest", digest]
         let own = try nodeA.command(approve, environment: Self.as_(Self.aliceApprover))
         #expect(own.status == 2 && own.output.contains("another person approves it"), "\(own.output)")
         let exporter = try nodeA.command(approve, environment: Self.as_(Self.alice))
         #expect(exporter.status == 2 && exporter.output.contains("jobs:approve"), "\(exporter.output)")
-        let unseen = try nodeA.command(
-            ["jobs", "approve", id, "--rows", "41", "--fingerprint", fingerprint], environment: Self.as_(Self.bob))
-        #expect(unseen.status == 2 && unseen.output.contains("read its status first"), "\(unseen.output)")
+        for (rows, shown) in [("41", digest), ("40", String(repeating: "0", count: 64))] {
+            let unseen = try nodeA.command(
+                ["jobs", "approve", id, "--rows", rows, "--fingerprint", fingerprint, "--digest", shown],
+                environment: Self.as_(Self.bob))
+            #expect(unseen.status == 2 && unseen.output.contains("read its status first"), "\(unseen.output)")
+        }
         let nobody = try nodeA.command(approve, environment: Self.as_("not-a-token"))
         #expect(nobody.status == 2, "\(nobody.output)")
         let approved = try nodeA.command(approve, environment: Self.as_(Self.bob))
@@ -234,7 +240,10 @@ struct ExportJobTests {
             (["selection": ["everything": true], "recipient": "hello"], "ASCII-armored OpenPGP public key"),
             (["selection": ["everything": true], "recipient": secret], "ASCII-armored OpenPGP public key"),
             (["selection": ["everything": true], "recipient": signing], "cannot be encrypted to"),
-            (["selection": ["everything": true], "recipient": key + "\n" + signing], "exactly one public key"),
+            (
+                ["selection": ["everything": true], "recipient": key + "\n" + signing],
+                "one ASCII-armored OpenPGP public key block"
+            ),
             (["selection": ["everything": false], "recipient": key], "selection must be one of"),
             (["selection": ["metadata": [:] as [String: String]], "recipient": key], "selection must be one of"),
             (["selection": ["everything": true, "classifier": "x"], "recipient": key], "selection must be one of"),
@@ -270,15 +279,17 @@ struct ExportJobTests {
         #expect(seen["rows"] as? Int == 10 && seen["layout"] as? String == "csv", "\(seen)")
         #expect((seen["selection"] as? [String: Any])?["metadata"] as? [String: String] == ["batch": "a"])
         let fingerprint = try #require(seen["recipient_fingerprint"] as? String)
+        let digest = try #require(seen["selection_digest"] as? String)
         let listed = try Self.get(node, "/admin/jobs", as: Self.bob).json?["data"] as? [[String: Any]]
         #expect(listed?.map { $0["id"] as? String } == [id])
         #expect(try Self.get(node, "/admin/jobs/\(id)", as: CloakNode.token).status == 404)
 
-        let approval = ["rows": 10, "fingerprint": fingerprint] as [String: Any]
+        let approval = ["rows": 10, "fingerprint": fingerprint, "selection_digest": digest] as [String: Any]
         #expect(try Self.post(node, "/admin/jobs/\(id)/approve", approval, as: Self.alice).status == 403)
         #expect(try Self.post(node, "/admin/jobs/\(id)/approve", approval, as: Self.aliceApprover).status == 403)
         let wrong = try Self.post(
-            node, "/admin/jobs/\(id)/approve", ["rows": 10, "fingerprint": "AB" + fingerprint.dropFirst(2)],
+            node, "/admin/jobs/\(id)/approve",
+            ["rows": 10, "fingerprint": "AB" + fingerprint.dropFirst(2), "selection_digest": digest],
             as: Self.bob)
         #expect(wrong.status == 400 && wrong.text.contains("read its status first"), "\(wrong.text)")
         // Nothing written while it waits.
@@ -327,10 +338,37 @@ struct ExportJobTests {
         }
         let listStatus = try #require(try Self.get(node, "/admin/jobs/\(listID)", as: Self.bob).json)
         #expect(listStatus["rows"] as? Int == 2 && listStatus["missing"] as? Int == 2, "\(listStatus)")
+        // A record that leaves the selection between the count and the write: the job fails
+        // before its file is whole (nothing to download), however the approval read.
+        let moving = try Self.post(
+            node, "/admin/jobs/exports", ["selection": ["metadata": ["batch": "b"]], "recipient": key], as: Self.alice)
+        let movingID = try #require(moving.json?["id"] as? String)
+        try ImportJobTests().poll {
+            try Self.get(node, "/admin/jobs/\(movingID)", as: Self.alice).json?["state"] as? String
+                == "awaiting_approval"
+        }
+        let counted = try #require(try Self.get(node, "/admin/jobs/\(movingID)", as: Self.bob).json)
+        #expect(counted["rows"] as? Int == 10, "\(counted)")
+        let changed = try node.client().request(
+            "PUT", "/aliases/\(aliases[19])", json: #"{"data":{"metadata":{"batch":"c"}}}"#, headers: Self.nodes)
+        #expect(changed.status == 204, "\(changed.text)")
+        let stale = try Self.post(
+            node, "/admin/jobs/\(movingID)/approve",
+            ["rows": 10, "fingerprint": fingerprint, "selection_digest": try #require(counted["selection_digest"])],
+            as: Self.bob)
+        #expect(stale.status == 200, "\(stale.text)")
+        try ImportJobTests().poll {
+            try Self.get(node, "/admin/jobs/\(movingID)", as: Self.alice).json?["state"] as? String == "failed"
+        }
+        let failed = try Self.get(node, "/admin/jobs/\(movingID)", as: Self.alice)
+        #expect(failed.text.contains("the selection changed since it was counted and approved"), "\(failed.text)")
+        #expect(try Self.get(node, "/admin/jobs/\(movingID)/export", as: Self.alice).status == 400)
+
         // Cancelled by its requester, it can no longer be approved.
         #expect(try Self.post(node, "/admin/jobs/\(listID)/cancel", [:], as: Self.alice).status == 200)
         let late = try Self.post(
-            node, "/admin/jobs/\(listID)/approve", ["rows": 2, "fingerprint": fingerprint], as: Self.bob)
+            node, "/admin/jobs/\(listID)/approve", ["rows": 2, "fingerprint": fingerprint, "selection_digest": digest],
+            as: Self.bob)
         #expect(late.status == 400 && late.text.contains("cancelled"), "\(late.text)")
     }
 
@@ -393,7 +431,10 @@ struct ExportJobTests {
             WHERE id = '\(redirected.id)'
             """)
         let refused = try node.command(
-            ["jobs", "approve", redirected.id, "--rows", "6", "--fingerprint", String(repeating: "A", count: 40)],
+            [
+                "jobs", "approve", redirected.id, "--rows", "6", "--fingerprint", String(repeating: "A", count: 40),
+                "--digest", try #require(redirected.status["selection_digest"] as? String),
+            ],
             environment: Self.as_(Self.bob))
         #expect(refused.status == 2 && refused.output.contains("altered"), "\(refused.output)")
 
@@ -402,7 +443,10 @@ struct ExportJobTests {
         let expired = try ask()
         _ = try Self.sqliteText(directory, "UPDATE jobs SET expires_at = 1 WHERE id = '\(expired.id)'")
         let late = try node.command(
-            ["jobs", "approve", expired.id, "--rows", "6", "--fingerprint", fingerprint],
+            [
+                "jobs", "approve", expired.id, "--rows", "6", "--fingerprint", fingerprint, "--digest",
+                try #require(expired.status["selection_digest"] as? String),
+            ],
             environment: Self.as_(Self.bob))
         #expect(late.status == 2 && late.output.contains("approval_ttl_s"), "\(late.output)")
         node.stop()
@@ -413,6 +457,29 @@ struct ExportJobTests {
                     .hasPrefix("0")
         }
         #expect(try written() == "0")
+    }
+
+    /// `jobs.max_open_per_token`: a token with that many jobs not ended is refused another
+    /// (429, over the API and on the command line) until one ends.
+    @Test func aTokenHoldsAtMostItsQuotaOfOpenJobs() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let recipient = try Self.keypair(directory, "recipient", email: "recipient@example.com")
+        let key = try String(contentsOfFile: recipient.publicKey, encoding: .utf8)
+        let node = try Self.node(
+            directory, database: "cloak.db", edits: [("max_open_per_token: 8", "max_open_per_token: 1")])
+        defer { node.stop() }
+        let body: [String: Any] = ["selection": ["everything": true], "recipient": key]
+        let first = try Self.post(node, "/admin/jobs/exports", body, as: Self.alice)
+        #expect(first.status == 202, "\(first.text)")
+        let second = try Self.post(node, "/admin/jobs/exports", body, as: Self.alice)
+        #expect(second.status == 429 && second.text.contains("max_open_per_token"), "\(second.text)")
+        let command = try node.command(
+            ["export", "--everything", "--recipient", recipient.publicKey], environment: Self.as_(Self.alice))
+        #expect(command.status == 2 && command.output.contains("max_open_per_token"), "\(command.output)")
+        let id = try #require(first.json?["id"] as? String)
+        #expect(try Self.post(node, "/admin/jobs/\(id)/cancel", [:], as: Self.alice).status == 200)
+        #expect(try Self.post(node, "/admin/jobs/exports", body, as: Self.alice).status == 202)
     }
 
     static func sqliteText(_ directory: TemporaryDirectory, _ sql: String, database: String = "cloak.db") throws

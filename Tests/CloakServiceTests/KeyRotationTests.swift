@@ -138,7 +138,7 @@ import Testing
         vault.close()
         _ = try Self.admin(settings).rotate()
         let refusal = #expect(throws: KeyAdministration.RetireRefusal.self) { try Self.admin(settings).retire("k1") }
-        #expect(refusal?.description.hasPrefix("7 records are still sealed with k1") == true)
+        #expect(refusal?.description.hasPrefix("7 records, files or jobs are still sealed with k1") == true)
         var batches: [(String, Int, Int)] = []
         let report = try Self.admin(settings).rewrap(batch: 3) { batches.append(($0, $1, $2)) }
         #expect(batches.map(\.1) == [3, 6, 7] && batches.allSatisfy { $0.0 == "k1" && $0.2 == 7 })

@@ -136,6 +136,12 @@ final class TokenDirectory: Sendable {
         for token in yaml { insert(token, into: &snapshot) }
         let standings = APICredentials.standings(yaml: yaml, stored: stored, seal: seal)
         for token in stored {
+            // A store token that breaks the two-person rule (written into the document and
+            // signed as it was) is not honoured, whatever its standing.
+            if ExportDuties.violation(scopes: token.scopes, person: token.person) != nil {
+                snapshot.orphans.append(token.id)
+                continue
+            }
             guard snapshot.byID[token.id] == nil, standings[token.id] != .shadowed else {
                 conflicts.append(token.id)
                 continue

@@ -13,6 +13,9 @@ package struct JobSettings: Sendable, Equatable {
     /// How long an export waits for another person's approval once counted
     /// (`jobs.approval_ttl_s`): past it the job is deleted, nothing written.
     package var approvalTTLSeconds = 86_400
+    /// Jobs one token may have that have not ended (`jobs.max_open_per_token`): one more is
+    /// refused (429) until one ends.
+    package var maxOpenPerToken = 8
     /// How long a job may wait for the rest of its input (`receiving`) before it is swept.
     package var receivingIdleSeconds = 3_600
 

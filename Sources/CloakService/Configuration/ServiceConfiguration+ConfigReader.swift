@@ -313,7 +313,7 @@ extension ServiceConfiguration {
         config.console = ConsoleSettings.read(top["console"], hasTLS: config.server.tls != nil, r)
         if let jobs = r.mapping(
             top["jobs"], at: "jobs",
-            allowed: ["output_ttl_s", "lease_s", "max_input_mib", "gnupg_home", "approval_ttl_s"])
+            allowed: ["output_ttl_s", "lease_s", "max_input_mib", "gnupg_home", "approval_ttl_s", "max_open_per_token"])
         {
             if let home = r.string(jobs["gnupg_home"], at: "jobs.gnupg_home") { config.jobs.gnupgHome = home }
             r.int(
@@ -326,6 +326,9 @@ extension ServiceConfiguration {
             r.int(
                 jobs["approval_ttl_s"], at: "jobs.approval_ttl_s", min: 60, max: 30 * 86_400, into: &config,
                 \.jobs.approvalTTLSeconds)
+            r.int(
+                jobs["max_open_per_token"], at: "jobs.max_open_per_token", min: 1, max: 1_000, into: &config,
+                \.jobs.maxOpenPerToken)
         }
         if let bins = r.mapping(top["bins"], at: "bins", allowed: ["refresh_s"]) {
             r.int(bins["refresh_s"], at: "bins.refresh_s", min: 1, max: 3600, into: &config, \.binsRefreshSeconds)

@@ -66,9 +66,10 @@ extension AdminJobsHandler {
         let (vault, owner, now, outcome, chosen, aliases) = (
             self.vault, self.owner, self.now, self.outcome, layout, listed
         )
+        let openLimit = configuration.jobs.maxOpenPerToken
         return .later { finish in
             // GnuPG reads the key in a process of its own: never on a loop.
-            DispatchQueue.global().async {
+            ExportIntake.keyQueue.async {
                 let fingerprint: String
                 do throws(CloakError) { fingerprint = try ExportIntake.fingerprint(of: Array(recipient.utf8)) } catch {
                     outcome?.alias(nil, "refused", facts: [("reason", "recipient")])
@@ -87,10 +88,14 @@ extension AdminJobsHandler {
                 }
                 vault.vault.withStore(reads: false) { store in
                     try ExportIntake.store(
-                        id: id, spec: spec, listed: aliases, owner: owner, seal: seal, now: now, in: store)
+                        id: id, spec: spec, listed: aliases, owner: owner, seal: seal, now: now, openLimit: openLimit,
+                        in: store)
                 } completion: { result in
-                    guard case let .success(job) = result else {
-                        return finish(.error(.storeUnavailable("the job could not be stored")))
+                    let job: StoredJob
+                    switch result {
+                    case let .success(stored): job = stored
+                    case let .failure(refusal as CloakError): return finish(.error(refusal))
+                    case .failure: return finish(.error(.storeUnavailable("the job could not be stored")))
                     }
                     outcome?.alias(
                         nil, "ok",
@@ -104,8 +109,9 @@ extension AdminJobsHandler {
         }
     }
 
-    /// `POST /admin/jobs/{id}/approve` with `{"rows": N, "fingerprint": "…"}`, the row count and
-    /// recipient the job's status showed: 200 with the job, queued to be written. Refused for
+    /// `POST /admin/jobs/{id}/approve` with `{"rows": N, "fingerprint": "…", "selection_digest":
+    /// "…"}`, the row count, recipient and digest the job's status showed: 200 with the job,
+    /// queued to be written. Refused for
     /// the requester's own person (403), a job not awaiting approval or past its
     /// `jobs.approval_ttl_s` (400), and a count or fingerprint that is not the job's (400: the
     /// approver did not see what they approve).
@@ -116,6 +122,7 @@ extension AdminJobsHandler {
         }
         var rows: Int64?
         var fingerprint: String?
+        var digest: String?
         for (key, value) in members {
             switch key {
             case "rows":
@@ -126,20 +133,29 @@ extension AdminJobsHandler {
             case "fingerprint":
                 guard let text = value.stringValue else { throw .malformed("fingerprint must be a string") }
                 fingerprint = text.replacingOccurrences(of: " ", with: "").uppercased()
+            case "selection_digest":
+                guard let text = value.stringValue else { throw .malformed("selection_digest must be a string") }
+                digest = text.lowercased()
             default:
-                throw .malformed("unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected rows, fingerprint")
+                throw .malformed(
+                    "unknown member \"\(Redaction.scrub(key, limit: 64))\"; expected rows, fingerprint, selection_digest"
+                )
             }
         }
-        guard let rows, let fingerprint else { throw .malformed("the body needs rows and fingerprint") }
+        guard let rows, let fingerprint, let digest else {
+            throw .malformed("the body needs rows, fingerprint and selection_digest")
+        }
         guard let person = caller.person else {
             throw CloakError(.forbidden, "an approval is a person's: the token names none")
         }
         let (vault, token, now, outcome) = (self.vault, caller.id, self.now, self.outcome)
+        let ttl = Int64(configuration.jobs.approvalTTLSeconds)
         return .later { finish in
             vault.vault.withStore(reads: false) {
                 store -> Result<(StoredJob, ExportSpec, ExportApproval), CloakError> in
                 try ExportApprovalStep(
-                    id: id, token: token, person: person, rows: rows, fingerprint: fingerprint, now: now
+                    id: id, token: token, person: person, rows: rows, fingerprint: fingerprint, digest: digest,
+                    approvalTTL: ttl, now: now
                 ).run(in: store, seal: { try vault.vault.jobSeal($0) })
             } completion: { result in
                 switch result {
@@ -164,14 +180,23 @@ package struct ExportApprovalStep: Sendable {
     let person: String
     let rows: Int64
     let fingerprint: String
+    let digest: String
+    /// `jobs.approval_ttl_s`: how long after its count a selection may be approved, by the
+    /// sealed count's own time (a database writer who moves the row's expiry moves nothing).
+    let approvalTTL: Int64
     let now: Int64
 
-    package init(id: JobID, token: String, person: String, rows: Int64, fingerprint: String, now: Int64) {
+    package init(
+        id: JobID, token: String, person: String, rows: Int64, fingerprint: String, digest: String,
+        approvalTTL: Int64, now: Int64
+    ) {
         self.id = id
         self.token = token
         self.person = person
         self.rows = rows
         self.fingerprint = fingerprint
+        self.digest = digest
+        self.approvalTTL = approvalTTL
         self.now = now
     }
 
@@ -197,11 +222,15 @@ package struct ExportApprovalStep: Sendable {
         guard let summary = try ExportSummary.read(job, seal: key, store: store) else {
             return .failure(CloakError(.malformedRequest, "the job's selection is not counted yet"))
         }
-        guard summary.rows == rows, spec.fingerprint == fingerprint else {
+        guard summary.asOf + approvalTTL > now else {
+            return .failure(
+                CloakError(.malformedRequest, "the job is past jobs.approval_ttl_s: it is not awaiting approval"))
+        }
+        guard summary.rows == rows, spec.fingerprint == fingerprint, summary.digest == digest else {
             return .failure(
                 CloakError(
                     .malformedRequest,
-                    "rows and fingerprint must be the job's (\(summary.rows) rows to \(spec.fingerprint)): read its status first"
+                    "rows, fingerprint and selection_digest must be the job's (\(summary.rows) rows to \(spec.fingerprint)): read its status first"
                 ))
         }
         let approval = ExportApproval(

@@ -80,8 +80,8 @@ struct AdminJobsHandler: Sendable {
             pull = { receive in receive(pieces.withLock { $0.count > 1 ? $0.removeFirst() : $0[0] }) }
         }
         let upload = JobUpload(
-            vault: vault, job: job, input: input, maxBytes: configuration.jobs.maxInputMiB << 20, outcome: outcome,
-            next: pull)
+            vault: vault, job: job, input: input, maxBytes: configuration.jobs.maxInputMiB << 20,
+            openLimit: configuration.jobs.maxOpenPerToken, outcome: outcome, next: pull)
         return .later { finish in upload.start(finish) }
     }
 
@@ -98,16 +98,21 @@ struct AdminJobsHandler: Sendable {
                 limit = n
             }
         }
-        let (owner, after, count, approves) = (self.owner, before, limit, caller.scopes.contains(.jobsApprove))
+        let (caller, after, count, approves) = (self.caller, before, limit, caller.scopes.contains(.jobsApprove))
         return .later { finish in
             vault.vault.withStore(reads: true) { store in
-                try store.jobs(before: after, owner: approves ? nil : owner, limit: count)
+                // An approver's page is filtered here, from every job (a table that ends and
+                // expires its rows: bounded), so `next` names only a job it sees.
+                try store.jobs(before: after, owner: approves ? nil : caller.id, limit: approves ? 10_000 : count)
             } completion: { result in
                 guard case let .success(jobs) = result else {
                     return finish(.error(.storeUnavailable("the store could not be read")))
                 }
-                let next: JSONValue = jobs.count == count ? .string(jobs.last!.id.text) : .null
-                let visible = jobs.filter { Self.sees($0, owner: owner, approves: approves) }
+                let seen = jobs.filter { Self.sees($0, caller: caller) }
+                let visible = Array(seen.prefix(count))
+                let next: JSONValue =
+                    seen.count > count || (!approves && jobs.count == count)
+                    ? .string(visible.last!.id.text) : .null
                 finish(
                     .json(
                         200, .object([("data", .array(visible.map { JobReport.json($0) })), ("next", next)]),
@@ -120,7 +125,7 @@ struct AdminJobsHandler: Sendable {
     func status(_ id: String) throws(CloakError) -> Reply {
         let id = try Self.jobID(id)
         let vault = self.vault
-        return find(id, approver: caller.scopes.contains(.jobsApprove)) { job, finish in
+        return find(id) { job, finish in
             guard job.kind == .export else {
                 return finish(.json(200, JobReport.json(job), headers: HTTPResponse.noStoreHeaders))
             }
@@ -135,9 +140,13 @@ struct AdminJobsHandler: Sendable {
         }
     }
 
-    /// Whether a token (`owner`) sees `job`: its own, and, approving, every export.
-    static func sees(_ job: StoredJob, owner: String, approves: Bool) -> Bool {
-        job.owner == owner || (approves && job.kind == .export)
+    /// Whether `caller` sees `job`: its own (an export only while the token is still the person
+    /// who asked: an id given again to another person's token does not inherit it), and, with
+    /// `jobs:approve`, every export.
+    static func sees(_ job: StoredJob, caller: ServiceConfiguration.AccessToken) -> Bool {
+        guard job.kind == .export else { return job.owner == caller.id }
+        if caller.scopes.contains(.jobsApprove) { return true }
+        return job.owner == caller.id && ExportSpec(stored: job.spec)?.person == caller.person
     }
 
     /// `POST /admin/jobs/{id}/cancel` (the batch under way may still commit) and `/resume` (a
@@ -147,10 +156,12 @@ struct AdminJobsHandler: Sendable {
         let from: Set<JobState> =
             state == .cancelled ? [.receiving, .queued, .running, .awaitingApproval] : [.cancelled]
         let expires = state == .cancelled ? now + Int64(configuration.jobs.outputTTLSeconds) : nil
-        let (owner, now, outcome) = (self.owner, self.now, self.outcome)
+        let (caller, now, outcome) = (self.caller, self.now, self.outcome)
         return .later { finish in
             vault.vault.withStore(reads: false) { store -> (job: StoredJob, changed: Bool)? in
-                guard let job = try store.job(id), job.owner == owner else { return nil }
+                guard let job = try store.job(id), job.owner == caller.id, Self.sees(job, caller: caller) else {
+                    return nil
+                }
                 let changed: Bool
                 if state == .cancelled {
                     changed = try store.cancelJob(id, now: now, expiresAt: expires ?? now) != nil
@@ -222,30 +233,26 @@ struct AdminJobsHandler: Sendable {
         }
     }
 
-    /// The job `id` when the caller sees it (its own; with `approver`, any export).
-    func find(_ id: JobID, approver: Bool = false, _ found: @escaping @Sendable (StoredJob, Reply.Finish) -> Void)
-        -> Reply
-    {
-        let owner = self.owner
+    /// The job `id` when the caller sees it (``sees(_:caller:)``).
+    func find(_ id: JobID, _ found: @escaping @Sendable (StoredJob, Reply.Finish) -> Void) -> Reply {
+        let caller = self.caller
         return .later { finish in
             vault.vault.withStore(reads: true) { store in
                 try store.job(id)
             } completion: { result in
-                let answer: @Sendable () -> Void = {
-                    Self.answer(result, owner: owner, approver: approver, finish, found)
-                }
+                let answer: @Sendable () -> Void = { Self.answer(result, caller: caller, finish, found) }
                 vault.loop.map { loop in loop.execute(answer) } ?? answer()
             }
         }
     }
 
     private static func answer(
-        _ result: Result<StoredJob?, any Error>, owner: String, approver: Bool, _ finish: Reply.Finish,
+        _ result: Result<StoredJob?, any Error>, caller: ServiceConfiguration.AccessToken, _ finish: Reply.Finish,
         _ found: @Sendable (StoredJob, Reply.Finish) -> Void
     ) {
         switch result {
         case .failure: finish(.error(.storeUnavailable("the store could not be read")))
-        case let .success(job?) where sees(job, owner: owner, approves: approver): found(job, finish)
+        case let .success(job?) where sees(job, caller: caller): found(job, finish)
         case .success: finish(.error(.notFound("no such job")))
         }
     }

@@ -1,6 +1,7 @@
 import CloakCore
 import CloakCrypto
 import CloakVault
+import Dispatch
 
 /// How an export job is asked for (issue 60), the same from `cloak export` and from `POST
 /// /admin/jobs/exports`: the recipient's key read with GnuPG (one public key that may be
@@ -12,12 +13,17 @@ package enum ExportIntake {
     /// The longest alias a list may name.
     static let maxAliasBytes = 128
 
-    /// The fingerprint of the recipient's key, or why it cannot be encrypted to.
+    /// The fingerprint of the recipient's key, or why it cannot be encrypted to. One key at a
+    /// time on a node (``keyQueue``): each is a GnuPG process.
     package static func fingerprint(of armored: [UInt8]) throws(CloakError) -> String {
         do { return try OpenPGPEncryption(publicKey: armored).fingerprint } catch {
             throw .malformed("recipient: \(error.description)")
         }
     }
+
+    /// Where the API reads recipients' keys: serially, so that requests at once start one GnuPG
+    /// process, not one each.
+    static let keyQueue = DispatchQueue(label: "cloak.export-keys")
 
     /// A list's aliases: one a line (blank lines and surrounding spaces skipped), each 1 to 128
     /// printable ASCII characters without spaces, at most ``maxListed``.
@@ -42,15 +48,16 @@ package enum ExportIntake {
 
     /// The job `spec` describes for `owner`, its key made by `seal` (for `id`), stored with
     /// `listed` (the aliases of an ``ExportSpec/Selection/aliases(_:)`` selection) as its input,
-    /// and queued. In the transaction under way.
+    /// and queued; refused past `openLimit` jobs of the owner's that have not ended. In the
+    /// transaction under way.
     package static func store(
-        id: JobID, spec: ExportSpec, listed: [[UInt8]], owner: String, seal: JobSeal, now: Int64,
+        id: JobID, spec: ExportSpec, listed: [[UInt8]], owner: String, seal: JobSeal, now: Int64, openLimit: Int,
         in store: any AliasStore
     ) throws -> StoredJob {
         let job = StoredJob(
             id: id, kind: .export, state: .receiving, spec: spec.encoded, owner: owner, keyID: seal.wrappedKey.keyID,
             wrappedKey: seal.wrappedKey.sealed, createdAt: now)
-        try store.createJob(job)
+        guard try store.createJob(job, openLimit: openLimit) else { throw JobQuota.reached(openLimit) }
         var chunks: [[UInt8]] = []
         var chunk: [UInt8] = []
         for alias in listed {

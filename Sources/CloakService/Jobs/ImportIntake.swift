@@ -46,7 +46,10 @@ package struct ImportIntake {
         var job = StoredJob(
             id: id, kind: .import, state: .receiving, spec: spec.encoded, owner: owner, keyID: seal.wrappedKey.keyID,
             wrappedKey: seal.wrappedKey.sealed, createdAt: now)
-        try transaction { try store.createJob(job) }
+        let limit = configuration.jobs.maxOpenPerToken
+        guard try transaction({ try store.createJob(job, openLimit: limit) }) else {
+            throw Refused(description: JobQuota.reached(limit).message)
+        }
         var input = JobInput(id: id, seal: seal, plan: plan)
         var chunks = 0
         do {

@@ -49,16 +49,27 @@ extension JobRunner {
                     job, .failed, failure: "the job's selection or approval does not open (altered in the store)")
             }
             dependencies.logger.warning("jobs: cannot read the store", metadata: ["reason": "\(error)"])
-            return end(job, .queued, failure: nil)
+            return requeue(job)
         }
         guard let approval, let summary else { return count(job, spec, seal: seal) }
-        // What was approved is what was counted, to this recipient, by another person.
+        // What was approved is what was counted, to this recipient, by another person, lately.
         guard approval.rows == summary.rows, approval.digest == summary.digest,
             approval.fingerprint == spec.fingerprint, approval.person != spec.person
         else {
             return end(job, .failed, failure: "the job's approval is not for its selection and recipient")
         }
+        guard Self.now - approval.at <= Int64(dependencies.configuration.jobs.approvalTTLSeconds) else {
+            return end(
+                job, .failed, failure: "the job's approval is older than jobs.approval_ttl_s: ask for the export again")
+        }
         write(job, spec, seal: seal, summary: summary, approval: approval)
+    }
+
+    /// Gives the job back after a store error, a second later (the runner would take it again
+    /// at once otherwise, and read the store in a loop).
+    private func requeue(_ job: StoredJob) {
+        Thread.sleep(forTimeInterval: 1)
+        end(job, .queued, failure: nil)
     }
 
     /// The token `job` runs for still holds `jobs:export` and `aliases:reveal`, as the person who
@@ -132,6 +143,7 @@ extension JobRunner {
                     try vault.exportListed(aliases, filter: filter, open: open, in: store)
                 }
                 guard case let .success(found) = result else { throw Walk.failed("the store could not be read") }
+                digest = Self.digest(digest, found)
                 try page(found)
             }
         } else {
@@ -143,11 +155,24 @@ extension JobRunner {
                     try vault.exportPage(after: from, limit: Self.exportPage, filter: filter, open: open, in: store)
                 }
                 guard case let .success(found) = result else { throw Walk.failed("the store could not be read") }
+                digest = Self.digest(digest, found)
                 try page(found)
                 after = found.next
             } while after != nil
         }
         return APICredentials.hex(digest)
+    }
+
+    /// The digest so far and a page's rows: which records (by id) under which alias, in order.
+    /// Counting and writing walk the same pages, so the write knows whether it is writing the
+    /// rows that were counted and approved (a record changed, added or gone since is not).
+    static func digest(_ digest: [UInt8], _ page: ExportPage) -> [UInt8] {
+        var bytes = digest
+        for row in page.rows {
+            bytes += Array(row.record.utf8) + [0x09] + Array(row.alias.utf8) + [0x0A]
+        }
+        bytes += Array("missing \(page.missing)\n".utf8)
+        return Digest.sha256(bytes)
     }
 
     /// Counts the selection, seals the count, and leaves the job awaiting approval.
@@ -198,7 +223,7 @@ extension JobRunner {
             dependencies.logger.info("jobs: the job is no longer this node's", metadata: ["job": "\(job.id)"])
         case let .failure(error):
             dependencies.logger.warning("jobs: cannot store the count", metadata: ["reason": "\(error)"])
-            end(job, .queued, failure: nil)
+            requeue(job)
         }
     }
 
@@ -223,7 +248,7 @@ extension JobRunner {
         guard encryption.fingerprint == spec.fingerprint else {
             return end(job, .failed, failure: "the recipient's key is not the one approved")
         }
-        let writer = ExportWriter(runner: self, job: job, seal: seal, rows: summary.rows)
+        let writer = ExportWriter(runner: self, job: job, seal: seal, summary: summary)
         let filter = spec.filter(asOf: summary.asOf)
         // Pages are read on a thread of their own, a page ahead of GnuPG; GnuPG's callbacks (the
         // lines it reads, the message it writes, the lease) all run here, on this thread.
@@ -231,12 +256,12 @@ extension JobRunner {
         let read = DispatchSemaphore(value: 0)
         let reader = Thread { [self] in
             do {
-                _ = try walk(job, spec, seal: seal, filter: filter, open: true, renews: false) { page in
+                let digest = try walk(job, spec, seal: seal, filter: filter, open: true, renews: false) { page in
                     try queue.put(page)
                 }
-                queue.finish(nil)
+                queue.finish(nil, digest: digest)
             } catch {
-                queue.finish(error)
+                queue.finish(error, digest: nil)
             }
             read.signal()
         }
@@ -246,10 +271,20 @@ extension JobRunner {
         var rows: Int64 = 0
         do {
             try encryption.encrypt(
-                input: {
+                input: { [self] in
                     while pending.isEmpty {
-                        try writer.renewIfDue()
-                        guard let page = try queue.take() else { return nil }
+                        // The requester's token is asked again for every page: one revoked, or
+                        // given to another person, meanwhile stops the export.
+                        guard mayExport(job, spec) else {
+                            throw Walk.failed("the job's token was revoked or changed while the export ran")
+                        }
+                        guard let page = try queue.take(tick: { try writer.renewIfDue() }) else {
+                            // The rows written must be the rows counted and approved.
+                            guard queue.digest == summary.digest else {
+                                throw Walk.failed("the selection changed since it was counted and approved")
+                            }
+                            return nil
+                        }
                         rows += Int64(page.rows.count)
                         guard rows <= summary.rows else {
                             throw Walk.failed("the selection grew past what was approved")
@@ -305,6 +340,7 @@ final class ExportPages: @unchecked Sendable {
     private var done = false
     private var cancelled = false
     private var failed: (any Error)?
+    private var walked: String?
 
     /// The reader's error, once it ended with one.
     var failure: (any Error)? {
@@ -322,10 +358,18 @@ final class ExportPages: @unchecked Sendable {
         lock.broadcast()
     }
 
-    func finish(_ error: (any Error)?) {
+    /// The digest of the rows the reader read, once it ended without an error.
+    var digest: String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return walked
+    }
+
+    func finish(_ error: (any Error)?, digest: String?) {
         lock.lock()
         done = true
         failed = error
+        walked = digest
         lock.broadcast()
         lock.unlock()
     }
@@ -337,11 +381,18 @@ final class ExportPages: @unchecked Sendable {
         lock.unlock()
     }
 
-    /// The next page; nil at the end; the reader's error when it failed.
-    func take() throws -> ExportPage? {
+    /// The next page; nil at the end; the reader's error when it failed. `tick` runs every
+    /// second while it waits (the lease is renewed however slow a page is).
+    func take(tick: () throws -> Void) throws -> ExportPage? {
         lock.lock()
         defer { lock.unlock() }
-        while pages.isEmpty && !done { lock.wait() }
+        while pages.isEmpty && !done {
+            if !lock.wait(until: Date().addingTimeInterval(1)) {
+                lock.unlock()
+                defer { lock.lock() }
+                try tick()
+            }
+        }
         if !pages.isEmpty {
             let page = pages.removeFirst()
             lock.broadcast()
@@ -366,12 +417,12 @@ final class ExportWriter {
     /// Rows handed to GnuPG so far.
     var rowsRead: Int64 = 0
 
-    init(runner: JobRunner, job: StoredJob, seal: JobSeal, rows: Int64) {
+    init(runner: JobRunner, job: StoredJob, seal: JobSeal, summary: ExportSummary) {
         self.runner = runner
         self.job = job
         self.seal = seal
         storedCursor = job.progress.cursor
-        committed = JobProgress(imported: rows)
+        committed = JobProgress(imported: summary.rows, refused: summary.missing)
     }
 
     func append(_ bytes: [UInt8]) throws {

@@ -24,8 +24,14 @@ final class JobUpload: @unchecked Sendable {
     private var finish: Reply.Finish?
     private var done = false
 
-    init(vault: VaultClient, job: StoredJob, input: JobInput, maxBytes: Int, outcome: Outcome?, next: @escaping Pull) {
+    private let openLimit: Int
+
+    init(
+        vault: VaultClient, job: StoredJob, input: JobInput, maxBytes: Int, openLimit: Int, outcome: Outcome?,
+        next: @escaping Pull
+    ) {
         self.vault = vault
+        self.openLimit = openLimit
         self.job = job
         self.input = input
         self.maxBytes = maxBytes
@@ -36,8 +42,11 @@ final class JobUpload: @unchecked Sendable {
     /// Creates the job, then reads the body; answers through `finish`, once.
     func start(_ finish: Reply.Finish) {
         self.finish = finish
-        let job = self.job
-        call({ store in try store.createJob(job) }) { self.pull() }
+        let (job, limit) = (self.job, openLimit)
+        call({ store in try store.createJob(job, openLimit: limit) }) { created in
+            guard created else { return self.fail(JobQuota.reached(limit)) }
+            self.pull()
+        }
     }
 
     private func onLoop(_ work: @escaping @Sendable () -> Void) {
@@ -144,5 +153,14 @@ final class JobUpload: @unchecked Sendable {
         } completion: { _ in
         }
         finish?(.error(error))
+    }
+}
+
+/// `jobs.max_open_per_token`: how a job past it is refused.
+enum JobQuota {
+    static func reached(_ limit: Int) -> CloakError {
+        CloakError(
+            .tooManyRequests,
+            "the token has \(limit) jobs that have not ended (jobs.max_open_per_token): wait for one, or cancel one")
     }
 }

@@ -111,7 +111,9 @@ package struct KeyAdministration {
             case let .current(id): return "\(id) is the current key; rotate first"
             case let .unknown(id): return "the key ring has no key \(id)"
             case let .inUse(id, records):
-                return "\(records) records are still sealed with \(id): run `cloak keys rewrap` first"
+                return
+                    "\(records) records, files or jobs are still sealed with \(id): run `cloak keys rewrap` first "
+                    + "(a job's key is sealed until the job expires, jobs.output_ttl_s after it ends)"
             case let .recent(id, seconds):
                 return
                     "\(id) was current until \(seconds) s ago; nodes that have not picked up the rotation yet may "

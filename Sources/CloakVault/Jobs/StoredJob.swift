@@ -237,6 +237,17 @@ package protocol JobStore: AnyObject {
 }
 
 extension JobStore {
+    /// Adds `job` unless its owner already has `limit` jobs that have not ended (receiving,
+    /// queued, running or awaiting approval): false then, nothing written. In the transaction
+    /// under way, so two requests at once cannot both pass the count on a store that serialises
+    /// writers (SQLite); on a server, the count is a bound to within a few concurrent requests.
+    package func createJob(_ job: StoredJob, openLimit limit: Int) throws(StoreError) -> Bool {
+        let open = try jobs(before: nil, owner: job.owner, limit: 10_000).filter { !$0.state.isFinal }.count
+        guard open < limit else { return false }
+        try createJob(job)
+        return true
+    }
+
     /// Cancels a job: one still receiving its input fails and its input goes at once (it could
     /// only ever import a prefix); a queued, running or unapproved one is cancelled after the batch under way,
     /// its input kept so that it can resume. Nil when the job was in neither case, else its new

@@ -58,6 +58,7 @@ struct Export: ParsableCommand {
                     guard parts.count == 2, !parts[0].isEmpty else { Keys.fail("--metadata is key=value,…") }
                     pairs[parts[0]] = parts[1]
                 }
+                guard !pairs.isEmpty else { Keys.fail("--metadata is key=value,…") }
                 selection = .metadata(pairs)
             } else if let classifier {
                 selection = .classifier(classifier)
@@ -87,7 +88,8 @@ struct Export: ParsableCommand {
                 ring: ring)
             try store.begin()
             job = try ExportIntake.store(
-                id: id, spec: spec, listed: listed, owner: token.id, seal: seal, now: now, in: store)
+                id: id, spec: spec, listed: listed, owner: token.id, seal: seal, now: now,
+                openLimit: try options.load(.all).jobs.maxOpenPerToken, in: store)
             try CommandAudit.append(
                 [
                     Export.event(
@@ -123,6 +125,8 @@ struct Export: ParsableCommand {
         guard let secret = ProcessInfo.processInfo.environment["CLOAK_TOKEN"], !secret.isEmpty else {
             Keys.fail("set CLOAK_TOKEN to the secret of the token this command acts for")
         }
+        // Read once; not handed on to the processes this one starts (GnuPG).
+        unsetenv("CLOAK_TOKEN")
         let token: ServiceConfiguration.AccessToken?
         do {
             token = try Tokens.administration(options).presented(
@@ -155,15 +159,17 @@ extension Jobs {
 
     struct Approve: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Approves another person's export, confirming the rows and fingerprint its status shows.",
+            abstract: "Approves another person's export, confirming the rows, fingerprint and digest its status shows.",
             discussion: """
                 Acts for the token whose secret is in CLOAK_TOKEN: it must hold jobs:approve and be \
                 of another person than the one who asked. --rows and --fingerprint must be the \
-                job's (cloak jobs status ID shows them): an approval is of what was seen.
+                job's, and so must --digest (its selection_digest; cloak jobs status ID shows them \
+                all): an approval is of what was seen.
                 """)
         @OptionGroup var options: ConfigOption
         @Option(help: "The job's counted rows, as its status shows them.") var rows: Int64
         @Option(help: "The recipient's fingerprint, as the job's status shows it.") var fingerprint: String
+        @Option(help: "The selection's digest (selection_digest), as the job's status shows it.") var digest: String
         @Argument var id: String
 
         func run() throws {
@@ -176,7 +182,9 @@ extension Jobs {
             guard let jobID = JobID(id) else { Keys.fail("not a job id: \(id)") }
             let step = ExportApprovalStep(
                 id: jobID, token: token.id, person: person, rows: rows,
-                fingerprint: fingerprint.replacingOccurrences(of: " ", with: "").uppercased(), now: Tokens.now)
+                fingerprint: fingerprint.replacingOccurrences(of: " ", with: "").uppercased(),
+                digest: digest.lowercased(), approvalTTL: Int64(try options.load(.all).jobs.approvalTTLSeconds),
+                now: Tokens.now)
             do {
                 try store.begin()
                 let result = try step.run(in: store) { job in

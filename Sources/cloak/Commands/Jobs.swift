@@ -65,6 +65,9 @@ struct Import: ParsableCommand {
         } catch {
             Keys.fail("the import is refused; nothing was stored: \(error)")
         }
+        Jobs.audit(
+            "job_import", token: token, store: store, ring: ring,
+            [("job", job.id.text), ("source", form.map { "form \($0)" } ?? "format \(format ?? "")")])
         FileHandle.standardOutput.write(Data("\(job.id.text)\n".utf8))
         if detach { return }
         try Jobs.follow(job.id, store: store)
@@ -80,6 +83,22 @@ struct Jobs: ParsableCommand {
 
     static func store(_ options: ConfigOption) throws -> (any AliasStore, KeyRing) {
         Tokens.storeAndRing(try options.load(.administration))
+    }
+
+    /// A job's change made here, as an audit event of this command's chain in the store (the
+    /// token the event names is the job's; the operator's user name is in `by`).
+    static func audit(
+        _ action: String, token: String, store: any AliasStore, ring: KeyRing, _ facts: [(String, String)]
+    ) {
+        do {
+            try store.begin()
+            try CommandAudit.append(
+                [Export.event(action, token: token, facts + [("by", Tokens.actor)])], keys: ring, to: store)
+            try store.commit()
+        } catch {
+            store.rollback()
+            Tokens.warn("the audit event \(action) could not be written: \(error)")
+        }
     }
 
     static func job(_ id: String, _ store: any AliasStore) -> StoredJob {
@@ -171,7 +190,7 @@ struct Jobs: ParsableCommand {
         @Argument var id: String
 
         func run() throws {
-            let (store, _) = try Jobs.store(options)
+            let (store, ring) = try Jobs.store(options)
             let job = Jobs.job(id, store)
             let ttl = Int64(try options.load(.all).jobs.outputTTLSeconds)
             do {
@@ -183,6 +202,7 @@ struct Jobs: ParsableCommand {
                 store.rollback()
                 Keys.fail("cannot change the job: \(error)")
             }
+            Jobs.audit("job_cancel", token: job.owner, store: store, ring: ring, [("job", job.id.text)])
             Jobs.printJSON(JobReport.json(Jobs.job(job.id.text, store)))
         }
     }
@@ -194,9 +214,10 @@ struct Jobs: ParsableCommand {
         @Argument var id: String
 
         func run() throws {
-            let (store, _) = try Jobs.store(options)
+            let (store, ring) = try Jobs.store(options)
             let job = Jobs.job(id, store)
             try Jobs.change(store, job, from: [.cancelled], to: .queued, expiresAt: nil)
+            Jobs.audit("job_resume", token: job.owner, store: store, ring: ring, [("job", job.id.text)])
         }
     }
 

@@ -6,9 +6,14 @@ import CloakCrypto
 extension PostgreSQLAliasStore {
     package func recordCounts() throws(StoreError) -> [String: Int] {
         var out: [String: Int] = [:]
-        // Files' wrapped keys count too: a version is in use while a file's key is sealed with it.
+        // Files' and jobs' wrapped keys count too: a version is in use while a file's or a job's
+        // key is sealed with it (a job's until it expires).
         for row in try db.query(
-            "SELECT key_id, count(*) FROM (SELECT key_id FROM records UNION ALL SELECT key_id FROM files) f GROUP BY key_id"
+            """
+            SELECT key_id, count(*) FROM (
+                SELECT key_id FROM records UNION ALL SELECT key_id FROM files UNION ALL SELECT key_id FROM jobs
+            ) f GROUP BY key_id
+            """
         ) {
             if let id = row.text(0) { out[id] = Int(row.int(1) ?? 0) }
         }

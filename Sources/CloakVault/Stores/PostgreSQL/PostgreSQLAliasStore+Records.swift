@@ -16,7 +16,6 @@ extension PostgreSQLAliasStore {
         JOIN LATERAL (SELECT * FROM records WHERE id = x.record_id LIMIT 1) r ON true
         JOIN LATERAL (SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id LIMIT 1000) a ON true
         """
-    private static let recordByID = "SELECT \(StoredRecord.columns) FROM records WHERE id = $1"
     private static let insertRecord = """
         INSERT INTO records (\(StoredRecord.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
         ON CONFLICT DO NOTHING RETURNING 1
@@ -127,18 +126,23 @@ extension PostgreSQLAliasStore {
             [.text(classifiers.joined(separator: ",")), .text(recordID)])
     }
 
+    /// One statement a page (a page of a million records' export or migration was two round
+    /// trips a record).
     package func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
-        var out: [StoredRecord] = []
-        for row in try db.query(
-            "SELECT id FROM records WHERE id > $1 ORDER BY id LIMIT $2", [.text(id ?? ""), .int(Int64(limit))])
-        {
-            guard let id = row.text(0) else { continue }
-            if let record = try readRecord(db.query(Self.recordByID, [.text(id)])) {
-                out.append(record)
-            }
+        var found = AliasedRecords()
+        for row in try db.query(Self.recordsAfter, [.text(id ?? ""), .int(Int64(limit))]) {
+            guard let recordID = row.text(0) else { continue }
+            try found.add(row, key: recordID, recordAt: 1, aliasAt: 14)
         }
-        return out
+        return found.records.values.sorted { $0.id < $1.id }
     }
+
+    private static let recordsAfter = """
+        SELECT r.id, \(StoredRecord.columns.split(separator: ", ").map { "r.\($0)" }.joined(separator: ", ")),
+            a.alias, a.format, a.mac, a.seq
+        FROM (SELECT * FROM records WHERE id > $1 ORDER BY id LIMIT $2) r
+        LEFT JOIN LATERAL (SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id LIMIT 1000) a ON true
+        """
 
     package func recordCount() throws(StoreError) -> Int {
         Int(try db.query("SELECT count(*) FROM records").first?.int(0) ?? 0)

@@ -6,10 +6,14 @@ import CloakCrypto
 /// connection; WAL lets it write between the server's commits.
 extension SQLiteAliasStore {
     package func recordCounts() throws(StoreError) -> [String: Int] {
-        // Files' wrapped keys count too: a version is in use while a file's key is sealed with it.
+        // Files' and jobs' wrapped keys count too: a version is in use while a file's or a job's
+        // key is sealed with it (a job's until it expires).
         let s = try db.statement(
-            "SELECT key_id, count(*) FROM (SELECT key_id FROM records UNION ALL SELECT key_id FROM files) GROUP BY key_id"
-        )
+            """
+            SELECT key_id, count(*) FROM (
+                SELECT key_id FROM records UNION ALL SELECT key_id FROM files UNION ALL SELECT key_id FROM jobs
+            ) GROUP BY key_id
+            """)
         defer { s.finish() }
         var out: [String: Int] = [:]
         while try s.step() {
