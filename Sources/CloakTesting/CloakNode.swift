@@ -41,10 +41,6 @@ package final class CloakNode: @unchecked Sendable {
             of: "token: {requests_per_minute: 6000, burst: 600}",
             with: "token: {requests_per_minute: 10000000, burst: 1000000}")
         try configure(yaml).write(toFile: config, atomically: true, encoding: .utf8)
-        port = try Self.freePort()
-        output = "\(directory)/node-\(port).log"
-        _ = FileManager.default.createFile(atPath: output, contents: nil)
-        process = Process()
         let binary = [".build/debug/cloak", ".build/release/cloak"].map {
             TestServer.repositoryRoot.appendingPathComponent($0)
         }
@@ -52,31 +48,80 @@ package final class CloakNode: @unchecked Sendable {
         guard let binary else { throw CocoaError(.fileNoSuchFile) }
         self.binary = binary
         configPath = config
-        variables = ProcessInfo.processInfo.environment.merging(
-            [
-                "CLOAK_SERVER_LISTEN": "127.0.0.1:\(port)", "CLOAK_SERVER_THREADS": "2", "CLOAK_VAULT_STORE": store,
-                "CLOAK_VAULT_KEYS": "env:CLOAK_MASTER_KEY", "CLOAK_MASTER_KEY": Self.masterKey,
-            ].merging(environment) { _, new in new }
-        ) { _, new in new }
-        process.executableURL = binary
-        process.arguments = ["serve", "--config", config]
-        process.environment = variables
-        guard let log = FileHandle(forWritingAtPath: output) else { throw CocoaError(.fileNoSuchFile) }
-        logHandle = log
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        // Ready when /readyz answers 200; a process that exits (a refused configuration or key
-        // ring) fails at once.
-        let deadline = Date().addingTimeInterval(30)
         // A listener that speaks TLS or PROXY protocol says so with `ready` (it cannot answer a
         // plain request).
         let isReady = ready ?? { RawHTTPClient.waitUntil(port: $0, path: "/readyz", answers: 200, attempts: 1) }
-        while !isReady(port) {
-            guard process.isRunning, Date() < deadline else {
-                stop()
+        // Another test's server may take the port between `freePort()` and this node's bind (and
+        // answer its readiness): the node is ready only once its own process holds the port,
+        // and one that could not bind it starts again on another.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let port = try Self.freePort()
+            let output = "\(directory)/node-\(port).log"
+            _ = FileManager.default.createFile(atPath: output, contents: nil)
+            let process = Process()
+            let variables = ProcessInfo.processInfo.environment.merging(
+                [
+                    "CLOAK_SERVER_LISTEN": "127.0.0.1:\(port)", "CLOAK_SERVER_THREADS": "2",
+                    "CLOAK_VAULT_STORE": store, "CLOAK_VAULT_KEYS": "env:CLOAK_MASTER_KEY",
+                    "CLOAK_MASTER_KEY": Self.masterKey,
+                ].merging(environment) { _, new in new }
+            ) { _, new in new }
+            process.executableURL = binary
+            process.arguments = ["serve", "--config", config]
+            process.environment = variables
+            guard let log = FileHandle(forWritingAtPath: output) else { throw CocoaError(.fileNoSuchFile) }
+            process.standardOutput = log
+            process.standardError = log
+            try process.run()
+            // Ready when /readyz answers 200 from this process; a process that exits (a refused
+            // configuration or key ring) fails at once.
+            let deadline = Date().addingTimeInterval(30)
+            var started = false
+            while process.isRunning, Date() < deadline {
+                if isReady(port) && Self.holds(pid: process.processIdentifier, port: port) {
+                    started = true
+                    break
+                }
+            }
+            if started {
+                (self.port, self.output, self.process, self.variables, self.logHandle) = (
+                    port, output, process, variables, log
+                )
+                return
+            }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGTERM)
+            }
+            process.waitUntilExit()
+            try? log.close()
+            let said = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            guard attempt < 3, said.contains("already served by another process") else {
                 throw CocoaError(.executableLoad)
             }
+        }
+    }
+
+    /// Whether process `pid` holds a listening TCP socket on `port` (`/proc/net/tcp`, and the
+    /// process's descriptors); true where there is no `/proc` to ask.
+    static func holds(pid: Int32, port: Int) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return true }
+        let suffix = ":" + String(format: "%04X", port)
+        var inodes = Set<String>()
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            // local_address, …, st (0A: LISTEN), …, inode
+            guard fields.count > 9, fields[1].hasSuffix(suffix), fields[3] == "0A" else { continue }
+            inodes.insert(String(fields[9]))
+        }
+        guard !inodes.isEmpty else { return false }
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        return fds.contains { fd in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
+                target.hasPrefix("socket:[")
+            else { return false }
+            return inodes.contains(String(target.dropFirst(8).dropLast()))
         }
     }
 

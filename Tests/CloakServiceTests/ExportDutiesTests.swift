@@ -101,6 +101,9 @@ struct ExportDutiesTests {
         let matched = ExportSpec(
             selection: .metadata(["b": "2", "a": "1"]), layout: .jsonl, recipient: "k", fingerprint: "F", person: "p")
         #expect(ExportSpec(stored: matched.encoded) == matched)
+        let form = ExportSpec(selection: .form("checkout"), layout: .csv, recipient: "k", fingerprint: "F", person: "p")
+        #expect(ExportSpec(stored: form.encoded) == form)
+        #expect(form.filter(asOf: 1).match == .classifier("form:checkout"))
         #expect(ExportSpec(stored: Array("{}".utf8)) == nil && ExportSpec(stored: [0xFF]) == nil)
     }
 

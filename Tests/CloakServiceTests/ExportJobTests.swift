@@ -251,6 +251,7 @@ struct ExportJobTests {
             (["selection": ["aliases": Array(repeating: "tok_x", count: 10_001)], "recipient": key], "at most"),
             (["selection": ["aliases": ["a b"]], "recipient": key], "not an alias"),
             (["selection": ["everything": true], "recipient": key, "layout": "xml"], "layout is jsonl or csv"),
+            (["selection": ["form": "nosuch"], "recipient": key], "no form nosuch"),
             (["selection": ["everything": true], "recipient": key, "to": "me"], "unknown member"),
         ]
         for (body, reason) in refused {

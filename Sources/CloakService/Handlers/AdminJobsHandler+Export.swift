@@ -13,7 +13,7 @@ extension AdminJobsHandler {
     /// The most aliases a request's list may name (a longer list: `cloak export --aliases`).
     static let maxListedInRequest = 10_000
 
-    /// `{"selection": {"everything": true} | {"metadata": {…}} | {"classifier": "…"} |
+    /// `{"selection": {"everything": true} | {"form": "…"} | {"metadata": {…}} | {"classifier": "…"} |
     /// {"aliases": ["…"]}, "layout"?: "jsonl" | "csv", "recipient": "<armored public key>"}`
     /// → 202 with the queued job (counted next, then awaiting approval).
     func export(_ request: HTTPRequest) throws(CloakError) -> Reply {
@@ -40,10 +40,14 @@ extension AdminJobsHandler {
                 } else {
                     guard let chosen = ExportSpec.selection(value) else {
                         throw .malformed(
-                            #"selection must be one of {"everything":true}, {"metadata":{…}}, {"classifier":"…"}, {"aliases":[…]}"#
+                            #"selection must be one of {"everything":true}, {"form":"…"}, {"metadata":{…}}, {"classifier":"…"}, {"aliases":[…]}"#
                         )
                     }
                     if case .aliases = chosen { throw .malformed("selection.aliases must be an array of aliases") }
+                    if case let .form(name) = chosen, configuration.forms[name] == nil {
+                        throw .malformed(
+                            "selection.form: no form \(Redaction.scrub(name, limit: 64)) in the configuration")
+                    }
                     selection = chosen
                 }
             case "layout":

@@ -30,13 +30,18 @@ struct FormSubmission: Sendable {
                     requests.append(
                         AliasRequest(
                             value: c.value, format: settings.format, storage: settings.storage,
-                            luhnValid: settings.luhnValid))
+                            classifiers: [Self.classifier(form: validation.form.name)], luhnValid: settings.luhnValid))
                 }
             } else if keepSensitiveRaw || !field.schema.type.isSensitive {
                 entries += components.map { ($0.key, .raw(Sensitive($0.value))) }
             }
         }
     }
+
+    /// The classifier a record stored through form `name` carries (its submissions, and `cloak
+    /// import --form`): an export selects a form's records by it (issue 60). A record stored
+    /// first elsewhere keeps the classifiers it was stored with.
+    static func classifier(form name: String) -> String { "form:" + name }
 
     /// The entry key of each alias request, for error messages ("field card_data.card_number: …").
     func key(ofRequest index: Int) -> String {

@@ -12,6 +12,8 @@ package struct ExportSpec: Sendable, Equatable {
         /// Records whose metadata holds every pair.
         case metadata([String: String])
         case classifier(String)
+        /// Records stored through this form (``FormSubmission/classifier(form:)``).
+        case form(String)
         /// The aliases listed in the job's input, one a line (this many).
         case aliases(Int64)
     }
@@ -46,6 +48,7 @@ package struct ExportSpec: Sendable, Equatable {
         case .everything: ExportFilter(match: .everything, asOf: asOf)
         case let .metadata(pairs): ExportFilter(match: .metadata(pairs), asOf: asOf)
         case let .classifier(name): ExportFilter(match: .classifier(name), asOf: asOf)
+        case let .form(name): ExportFilter(match: .classifier(FormSubmission.classifier(form: name)), asOf: asOf)
         case .aliases: ExportFilter(match: .listed, asOf: asOf)
         }
     }
@@ -57,6 +60,7 @@ package struct ExportSpec: Sendable, Equatable {
         case let .metadata(pairs):
             .object([("metadata", .object(pairs.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))])
         case let .classifier(name): .object([("classifier", .string(name))])
+        case let .form(name): .object([("form", .string(name))])
         case let .aliases(count): .object([("aliases", .int(Int(count)))])
         }
     }
@@ -95,6 +99,7 @@ package struct ExportSpec: Sendable, Equatable {
         switch (key, inner) {
         case ("everything", .bool(true)): return .everything
         case ("classifier", .string(let name)): return .classifier(name)
+        case ("form", .string(let name)): return .form(name)
         case ("metadata", .object(let pairs)):
             var out: [String: String] = [:]
             for (k, v) in pairs {

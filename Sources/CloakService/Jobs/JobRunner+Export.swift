@@ -112,6 +112,7 @@ extension JobRunner {
         var digest = Digest.sha256(JSONWriter.encode(spec.selectionJSON) + Array("\n\(filter.asOf)".utf8))
         var lease = Date()
         let vault = dependencies.vault
+        let reads = ExportReads(self)
         func check() throws {
             if stopping.load(ordering: .relaxed) { throw Walk.stopped }
             guard !renews || renew(job, job.progress, last: &lease) else { throw Walk.lost }
@@ -125,8 +126,9 @@ extension JobRunner {
                 if !ended && carry.count < Self.exportPage {
                     let at = index
                     guard
-                        case let .success(chunks) = withStore(
-                            reads: true, { store in try store.jobChunks(job.id, part: .input, from: at, limit: 1) })
+                        case let .success(chunks) = reads.read({ store in
+                            try store.jobChunks(job.id, part: .input, from: at, limit: 1)
+                        })
                     else { throw Walk.failed("the job's list could not be read") }
                     guard let sealed = chunks.first,
                         let opened = try? seal.open(sealed, part: JobPart.input.rawValue, index: at)
@@ -139,7 +141,7 @@ extension JobRunner {
                 let aliases = carry.prefix(Self.exportPage).map { String(decoding: $0, as: UTF8.self) }
                 carry.removeFirst(aliases.count)
                 digest = Digest.sha256(digest + Array(aliases.joined(separator: "\n").utf8))
-                let result = withStore(reads: true) { store in
+                let result = reads.read { store in
                     try vault.exportListed(aliases, filter: filter, open: open, in: store)
                 }
                 guard case let .success(found) = result else { throw Walk.failed("the store could not be read") }
@@ -151,7 +153,7 @@ extension JobRunner {
             repeat {
                 try check()
                 let from = after
-                let result = withStore(reads: true) { store in
+                let result = reads.read { store in
                     try vault.exportPage(after: from, limit: Self.exportPage, filter: filter, open: open, in: store)
                 }
                 guard case let .success(found) = result else { throw Walk.failed("the store could not be read") }
@@ -255,6 +257,8 @@ extension JobRunner {
         let queue = ExportPages()
         let read = DispatchSemaphore(value: 0)
         let reader = Thread { [self] in
+            // As the runner: a page read and opened here waits for the loops, not they for it.
+            ThreadNiceness.lower()
             do {
                 let digest = try walk(job, spec, seal: seal, filter: filter, open: true, renews: false) { page in
                     try queue.put(page)
@@ -496,3 +500,30 @@ final class ExportWriter {
 
 /// The job is no longer this node's (cancelled, or taken over after a stall).
 struct JobRunnerLost: Error {}
+
+/// An export's reads, on a store connection of the walking thread's own (a thread at nice 10):
+/// a million records' pages read and opened there, not on the vault's threads, which answer
+/// requests at nice 0 (a SQLite file or a PostgreSQL server, like the audit search's own
+/// connection). Where the store cannot be opened twice (an in-memory database), or the second
+/// connection fails, the reads go through the vault's executor as any other.
+final class ExportReads {
+    private let runner: JobRunner
+    private var own: (any AliasStore)?
+
+    init(_ runner: JobRunner) {
+        self.runner = runner
+        let url = runner.dependencies.configuration.vault.store
+        if !url.hasSuffix(":memory:") {
+            do { own = try VaultBootstrap.store(url: url) } catch {
+                runner.dependencies.logger.warning(
+                    "jobs: an export reads through the vault (no connection of its own)",
+                    metadata: ["reason": "\(error)"])
+            }
+        }
+    }
+
+    func read<T: Sendable>(_ body: @escaping (any AliasStore) throws -> T) -> Result<T, any Error> {
+        guard let own else { return runner.withStore(reads: true, body) }
+        return Result { try body(own) }
+    }
+}

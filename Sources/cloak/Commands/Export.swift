@@ -12,8 +12,9 @@ struct Export: ParsableCommand {
         abstract: "Ask for an export of records, encrypted to a recipient's OpenPGP public key.",
         discussion: """
             Acts for the token whose secret is in the environment variable CLOAK_TOKEN (it must \
-            hold jobs:export and aliases:reveal). Selects --everything, records whose metadata \
-            holds every --metadata pair, records with a --classifier, or the aliases listed one a \
+            hold jobs:export and aliases:reveal). Selects --everything, records stored through a \
+            --form, records whose metadata holds every --metadata pair, records with a \
+            --classifier, or the aliases listed one a \
             line in --aliases FILE; never a VOLATILE record, an anonymous intent or a file. A node \
             serving this store counts the selection; the job then waits, for at most \
             jobs.approval_ttl_s, until a token of another person approves it (cloak jobs approve), \
@@ -23,6 +24,7 @@ struct Export: ParsableCommand {
             """)
     @OptionGroup var options: ConfigOption
     @Flag(help: "Every record the export may take.") var everything = false
+    @Option(help: "Records stored through this form (its submissions and cloak import --form).") var form: String?
     @Option(help: "Records whose metadata holds each pair: key=value,…") var metadata: String?
     @Option(help: "Records with this classifier.") var classifier: String?
     @Option(help: "A file of aliases, one a line.") var aliases: String?
@@ -32,9 +34,9 @@ struct Export: ParsableCommand {
     @Flag(help: "Print the job's id and return without waiting for the count.") var detach = false
 
     func validate() throws {
-        let chosen = [everything, metadata != nil, classifier != nil, aliases != nil].filter { $0 }.count
+        let chosen = [everything, form != nil, metadata != nil, classifier != nil, aliases != nil].filter { $0 }.count
         guard chosen == 1 else {
-            throw ValidationError("give one of --everything, --metadata, --classifier and --aliases")
+            throw ValidationError("give one of --everything, --form, --metadata, --classifier and --aliases")
         }
         guard ExportSpec.Layout(rawValue: layout) != nil else { throw ValidationError("--layout is jsonl or csv") }
     }
@@ -62,6 +64,11 @@ struct Export: ParsableCommand {
                 selection = .metadata(pairs)
             } else if let classifier {
                 selection = .classifier(classifier)
+            } else if let form {
+                guard try options.load(.all).forms[form] != nil else {
+                    Keys.fail("no form \(form) in the configuration")
+                }
+                selection = .form(form)
             } else {
                 selection = .everything
             }
