@@ -187,12 +187,12 @@ package struct ExportSummary: Sendable, Equatable {
 
     /// The job's summary, opened with its key; nil while it is not counted.
     static func read(_ job: StoredJob, seal: JobSeal, store: any AliasStore) throws -> ExportSummary? {
-        guard let sealed = try store.jobChunks(job.id, part: .selection, from: 0, limit: 1).first else { return nil }
-        guard
-            let summary = ExportSummary(
-                decoding: try seal.open(sealed, part: JobPart.selection.rawValue, index: 0).bytes)
-        else { throw ImportIntake.Refused(description: "the job's selection does not read") }
-        return summary
+        try sealedDocument(job, .selection, seal: seal, store: store).map { bytes in
+            guard let summary = ExportSummary(decoding: bytes) else {
+                throw ImportIntake.Refused(description: "the job's selection does not read")
+            }
+            return summary
+        }
     }
 }
 
@@ -234,11 +234,20 @@ package struct ExportApproval: Sendable, Equatable {
     }
 
     static func read(_ job: StoredJob, seal: JobSeal, store: any AliasStore) throws -> ExportApproval? {
-        guard let sealed = try store.jobChunks(job.id, part: .approval, from: 0, limit: 1).first else { return nil }
-        guard
-            let approval = ExportApproval(
-                decoding: try seal.open(sealed, part: JobPart.approval.rawValue, index: 0).bytes)
-        else { throw ImportIntake.Refused(description: "the job's approval does not read") }
-        return approval
+        try sealedDocument(job, .approval, seal: seal, store: store).map { bytes in
+            guard let approval = ExportApproval(decoding: bytes) else {
+                throw ImportIntake.Refused(description: "the job's approval does not read")
+            }
+            return approval
+        }
     }
+}
+
+/// A job's one-chunk part (its selection, its approval), opened with the job's key; nil when
+/// the job has none.
+private func sealedDocument(_ job: StoredJob, _ part: JobPart, seal: JobSeal, store: any AliasStore) throws
+    -> [UInt8]?
+{
+    guard let sealed = try store.jobChunks(job.id, part: part, from: 0, limit: 1).first else { return nil }
+    return try seal.open(sealed, part: part.rawValue, index: 0).bytes
 }

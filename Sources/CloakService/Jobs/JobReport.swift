@@ -37,17 +37,7 @@ package enum JobReport {
             ("refused", .int(Int(job.progress.refused))),
         ]
         if let rows = spec?.rows { members.append(("rows", .int(Int(rows)))) }
-        members += [
-            ("created_at", .string(UTCTimestamp.string(seconds: Int(job.createdAt), milliseconds: 0))),
-            ("updated_at", .string(UTCTimestamp.string(seconds: Int(job.updatedAt), milliseconds: 0))),
-            (
-                "expires_at",
-                job.expiresAt.map { .string(UTCTimestamp.string(seconds: Int($0), milliseconds: 0)) } ?? .null
-            ),
-            ("failure", job.failure.map { .string($0) } ?? .null),
-            ("lease_holder", job.lease.map { .string($0.holder) } ?? .null),
-        ]
-        return .object(members)
+        return .object(members + times(job))
     }
 
     /// An export: its selection, layout, recipient and requester; the rows counted (the
@@ -87,17 +77,19 @@ package enum JobReport {
                     } ?? .null
                 ))
         }
-        members += [
-            ("created_at", .string(UTCTimestamp.string(seconds: Int(job.createdAt), milliseconds: 0))),
-            ("updated_at", .string(UTCTimestamp.string(seconds: Int(job.updatedAt), milliseconds: 0))),
-            (
-                "expires_at",
-                job.expiresAt.map { .string(UTCTimestamp.string(seconds: Int($0), milliseconds: 0)) } ?? .null
-            ),
-            ("failure", job.failure.map { .string($0) } ?? .null),
+        return .object(members + times(job))
+    }
+
+    /// What every job's report ends with: its times, why it failed, who holds it.
+    private static func times(_ job: StoredJob) -> [(String, JSONValue)] {
+        func time(_ seconds: Int64) -> JSONValue {
+            .string(UTCTimestamp.string(seconds: Int(seconds), milliseconds: 0))
+        }
+        return [
+            ("created_at", time(job.createdAt)), ("updated_at", time(job.updatedAt)),
+            ("expires_at", job.expiresAt.map(time) ?? .null), ("failure", job.failure.map { .string($0) } ?? .null),
             ("lease_holder", job.lease.map { .string($0.holder) } ?? .null),
         ]
-        return .object(members)
     }
 
     /// Writes a job's mapping or advice file: each chunk opened in its place, and the last one
