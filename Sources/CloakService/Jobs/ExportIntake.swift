@@ -37,12 +37,12 @@ package enum ExportIntake {
             while let b = line.last, b == 0x20 || b == 0x09 || b == 0x0D { line = line.dropLast() }
             if line.isEmpty { continue }
             guard line.count <= maxAliasBytes, line.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                throw .malformed("aliases: line \(number) is not an alias")
+                throw .malformed("the alias list's line \(number) is not an alias")
             }
             out.append(Array(line))
-            guard out.count <= maxListed else { throw .malformed("aliases: more than \(maxListed) listed") }
+            guard out.count <= maxListed else { throw .malformed("the alias list names more than \(maxListed)") }
         }
-        guard !out.isEmpty else { throw .malformed("aliases: the list names none") }
+        guard !out.isEmpty else { throw .malformed("the alias list names none") }
         return out
     }
 
