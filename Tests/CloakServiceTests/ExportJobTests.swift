@@ -286,6 +286,27 @@ struct ExportJobTests {
         #expect(try Self.get(node, "/admin/jobs/\(id)", as: CloakNode.token).status == 404)
 
         let approval = ["rows": 10, "fingerprint": fingerprint, "selection_digest": digest] as [String: Any]
+        // Malformed approvals: a 400 each (a job that is none, or not an export, a 404), and the
+        // job still waits.
+        let malformed: [([String: Any], String)] = [
+            ([:], "needs rows, fingerprint and selection_digest"),
+            (["rows": -1, "fingerprint": fingerprint, "selection_digest": digest], "row count"),
+            (["rows": "10", "fingerprint": fingerprint, "selection_digest": digest], "row count"),
+            (["rows": 10, "fingerprint": 7, "selection_digest": digest], "fingerprint must be a string"),
+            (approval.merging(["by": "me"]) { $1 }, "unknown member"),
+        ]
+        for (body, reason) in malformed {
+            let answer = try Self.post(node, "/admin/jobs/\(id)/approve", body, as: Self.bob)
+            #expect(answer.status == 400 && answer.text.contains(reason), "\(reason): \(answer.text)")
+        }
+        let notObject = try node.client().request(
+            "POST", "/admin/jobs/\(id)/approve", json: "[1]", headers: Self.bearer(Self.bob))
+        #expect(notObject.status == 400, "\(notObject.text)")
+        for path in ["/admin/jobs/job_nosuch/approve", "/admin/jobs/not-a-job/approve"] {
+            #expect(try Self.post(node, path, approval, as: Self.bob).status == 404, "\(path)")
+        }
+        #expect(
+            try Self.get(node, "/admin/jobs/\(id)", as: Self.alice).json?["state"] as? String == "awaiting_approval")
         #expect(try Self.post(node, "/admin/jobs/\(id)/approve", approval, as: Self.alice).status == 403)
         #expect(try Self.post(node, "/admin/jobs/\(id)/approve", approval, as: Self.aliceApprover).status == 403)
         let wrong = try Self.post(
