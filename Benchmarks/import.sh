@@ -28,7 +28,8 @@
 #   CLOAK_BIN           use this binary instead of building a release one
 #   --smoke             2,000 rows, SQLite, 2 s idle: checks the script end to end
 #
-# Results: Benchmarks/results/import-<timestamp>/ (logs, latencies, summary.txt).
+# Results: Benchmarks/results/import-<timestamp>/ (logs, latencies, summary.txt; timeline-*.txt:
+# /validate's latencies second by second during each job).
 set -euo pipefail
 export CLOAK_CONSOLE_LISTEN=${CLOAK_CONSOLE_LISTEN:-127.0.0.1:0}
 
@@ -151,7 +152,8 @@ for STORE in $IMPORT_STORES; do
     # Start the peak from here: VmHWM is reset by writing 5 to clear_refs.
     echo 5 >"/proc/$SERVER_PID/clear_refs" 2>/dev/null || true
     # The same load for as long as the import runs (stopped when it ends).
-    $PACED_NICE python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 0 \
+    PACED_TIMELINE="$RESULTS_DIR/timeline-import-$STORE.txt" \
+        $PACED_NICE python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 0 \
         >"$RESULTS_DIR/validate-busy-$STORE.txt" &
     PACED_PID=$!
     PIDS+=("$PACED_PID")
@@ -178,7 +180,8 @@ for STORE in $IMPORT_STORES; do
     # The export of everything imported: asked, counted, approved by the other person, written.
     idle_rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status")
     echo 5 >"/proc/$SERVER_PID/clear_refs" 2>/dev/null || true
-    $PACED_NICE python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 0 \
+    PACED_TIMELINE="$RESULTS_DIR/timeline-export-$STORE.txt" \
+        $PACED_NICE python3 "$SCRIPT_DIR/tools/paced.py" "$BASE_URL/forms/checkout/validate" "$VALIDATE_BODY" "$IMPORT_RATE" 0 \
         >"$RESULTS_DIR/validate-export-$STORE.txt" &
     PACED_PID=$!
     PIDS+=("$PACED_PID")

@@ -9,6 +9,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 #include <malloc.h>
 #include <event2/event.h>
 #include <event2/buffer.h>
@@ -30,6 +34,36 @@ static inline struct event *CLibevent_persistent_timer_new(struct event_base *ba
    cloak-egress-1 in top -H and /proc/PID/task/TID/comm. prctl is variadic, which Swift cannot call. */
 static inline int CLibevent_name_thread(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
+/* Asks the scheduler for a short time slice for the calling thread: sched_setattr's
+   sched_runtime for SCHED_OTHER (Linux 6.12 and later, EEVDF). A thread that wakes with a shorter
+   slice than the running one's takes the core at once rather than after the running thread's
+   slice (1.4 ms on two cores); the thread's share of the CPU is unchanged. Needs no privilege. The
+   thread's policy and nice value are kept (read first). An older kernel ignores the field: 0 is
+   returned either way, -1 only when the call itself fails. glibc 2.36 has no wrapper. */
+struct CLibevent_sched_attr {
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+};
+static inline int CLibevent_request_slice(uint64_t nanoseconds) {
+#if defined(SYS_sched_getattr) && defined(SYS_sched_setattr)
+    struct CLibevent_sched_attr attr;
+    memset(&attr, 0, sizeof attr);
+    if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0) return -1;
+    if (attr.sched_policy != 0) return 0; /* not SCHED_OTHER: nothing to ask */
+    attr.size = sizeof attr;
+    attr.sched_flags = 0;
+    attr.sched_runtime = nanoseconds;
+    attr.sched_deadline = 0;
+    attr.sched_period = 0;
+    return syscall(SYS_sched_setattr, 0, &attr, 0) == 0 ? 0 : -1;
+#else
+    (void)nanoseconds;
+    return 0;
+#endif
 }
 /* Gives the heap's free memory back to the system (after a large, short-lived build such as a
    BIN table's): glibc keeps freed small blocks otherwise, and the process's RSS stays at its peak. */

@@ -162,6 +162,14 @@ enum Libevent {
 
     /// Names the calling thread (at most 15 bytes are kept): `cloak-main-0` in `top -H`.
     static func nameThread(_ name: String) { _ = CLibevent_name_thread(name) }
+
+    /// The time slice a loop thread asks the scheduler for (the kernel's floor): a loop that
+    /// wakes for a request takes its core from a background thread at once, not after that
+    /// thread's slice (issue 60: `/validate` beside an import).
+    static let loopSliceNanoseconds: UInt64 = 100_000
+
+    /// Asks for ``loopSliceNanoseconds`` for the calling thread (see `CLibevent_request_slice`).
+    static func requestShortSlice() { _ = CLibevent_request_slice(loopSliceNanoseconds) }
 }
 
 extension timeval {

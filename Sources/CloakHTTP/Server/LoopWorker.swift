@@ -149,6 +149,7 @@ final class LoopWorker: @unchecked Sendable {
         thread.enter()
         // `cloak-main-0`, `cloak-egress-1`: the loop's server and index, for top -H and /proc.
         Libevent.nameThread("cloak-" + (heartbeat?.name ?? "loop"))
+        Libevent.requestShortSlice()
         heartbeat?.beat(now: Self.now())
         base.run()
         thread.leave()
