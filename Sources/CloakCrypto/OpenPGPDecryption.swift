@@ -60,51 +60,33 @@ package final class OpenPGPDecryption {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(description: "cannot read \(path)") }
         defer { close(fd) }
-        var input: gpgme_data_t?
-        guard Self.ok(gpgme_data_new_from_fd(&input, fd)), let input else {
-            throw Failure(description: "GPGME could not read the file")
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        try decrypt(
+            input: {
+                var count: Int
+                repeat {
+                    count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                } while count < 0 && errno == EINTR
+                guard count >= 0 else { throw Failure(description: "cannot read \(path)") }
+                return count == 0 ? nil : Array(buffer[..<count])
+            }, output: output)
+    }
+
+    /// Decrypts the message `input` gives piece by piece (nil: its end), handing the plaintext
+    /// to `output` piece by piece; returns once GnuPG has checked the whole message. An error
+    /// `input` or `output` throws ends it and is thrown here.
+    package func decrypt(input: @escaping () throws -> [UInt8]?, output: @escaping ([UInt8]) throws -> Void) throws {
+        let pipe: GPGMEPipe
+        do { pipe = try GPGMEPipe(input: input, output: output) } catch {
+            throw Failure(description: "GPGME could not take the file or its plaintext")
         }
-        defer { gpgme_data_release(input) }
-        let sink = Sink(output)
-        // GPGME keeps the callbacks' address for the data object's life (through the whole
-        // operation), so they live on the heap until the object is released.
-        let callbacks = UnsafeMutablePointer<gpgme_data_cbs>.allocate(capacity: 1)
-        defer { callbacks.deallocate() }
-        callbacks.initialize(
-            to: gpgme_data_cbs(
-                read: nil,
-                write: { handle, buffer, size in
-                    guard let handle, let buffer else { return -1 }
-                    let sink = Unmanaged<Sink>.fromOpaque(handle).takeUnretainedValue()
-                    let bytes = Array(UnsafeRawBufferPointer(start: buffer, count: size))
-                    do { try sink.output(bytes) } catch {
-                        sink.failure = error
-                        errno = EIO
-                        return -1
-                    }
-                    return size
-                },
-                seek: nil, release: nil))
-        var plaintext: gpgme_data_t?
-        let handle = Unmanaged.passUnretained(sink).toOpaque()
-        guard Self.ok(gpgme_data_new_from_cbs(&plaintext, callbacks, handle)), let plaintext else {
-            throw Failure(description: "GPGME could not take the plaintext")
-        }
-        defer { gpgme_data_release(plaintext) }
-        let error = withExtendedLifetime(sink) { gpgme_op_decrypt(context, input, plaintext) }
-        if let failure = sink.failure { throw failure }
+        let error = withExtendedLifetime(pipe) { gpgme_op_decrypt(context, pipe.readable, pipe.writable) }
+        if let failure = pipe.failure { throw failure }
         guard Self.ok(error) else { throw Failure(description: "the file does not decrypt: \(Self.describe(error))") }
         // GnuPG 2.2 refuses such a message itself; checked here all the same.
         guard cloak_gpgme_result_has_no_mdc(gpgme_op_decrypt_result(context)) == 0 else {
             throw Failure(description: "the file has no integrity protection (no MDC, no AEAD): refused")
         }
-    }
-
-    /// Carries `output` and the first error it threw through GPGME's C callback.
-    private final class Sink {
-        let output: ([UInt8]) throws -> Void
-        var failure: (any Error)?
-        init(_ output: @escaping ([UInt8]) throws -> Void) { self.output = output }
     }
 
     private static func ok(_ error: gpgme_error_t) -> Bool { gpgme_err_code(error) == GPG_ERR_NO_ERROR }

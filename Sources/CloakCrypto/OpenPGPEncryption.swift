@@ -110,81 +110,18 @@ package final class OpenPGPEncryption {
     /// `output` piece by piece; returns once GnuPG has written all of it. An error `input` or
     /// `output` throws ends it and is thrown here.
     package func encrypt(input: @escaping () throws -> [UInt8]?, output: @escaping ([UInt8]) throws -> Void) throws {
-        let pipe = Pipe(input: input, output: output)
-        // GPGME keeps the callbacks' addresses for the data objects' life (the whole operation).
-        let readCallbacks = UnsafeMutablePointer<gpgme_data_cbs>.allocate(capacity: 1)
-        let writeCallbacks = UnsafeMutablePointer<gpgme_data_cbs>.allocate(capacity: 1)
-        defer {
-            readCallbacks.deallocate()
-            writeCallbacks.deallocate()
+        let pipe: GPGMEPipe
+        do { pipe = try GPGMEPipe(input: input, output: output) } catch {
+            throw Failure(description: "GPGME could not take the plaintext or the message")
         }
-        readCallbacks.initialize(
-            to: gpgme_data_cbs(
-                read: { handle, buffer, size in
-                    guard let handle, let buffer else { return -1 }
-                    let pipe = Unmanaged<Pipe>.fromOpaque(handle).takeUnretainedValue()
-                    do {
-                        while pipe.offset == pipe.pending.count {
-                            guard let more = try pipe.input() else { return 0 }
-                            (pipe.pending, pipe.offset) = (more, 0)
-                        }
-                    } catch {
-                        pipe.failure = error
-                        errno = EIO
-                        return -1
-                    }
-                    let count = min(size, pipe.pending.count - pipe.offset)
-                    pipe.pending.withUnsafeBytes { source in
-                        buffer.copyMemory(from: source.baseAddress! + pipe.offset, byteCount: count)
-                    }
-                    pipe.offset += count
-                    return count
-                }, write: nil, seek: nil, release: nil))
-        writeCallbacks.initialize(
-            to: gpgme_data_cbs(
-                read: nil,
-                write: { handle, buffer, size in
-                    guard let handle, let buffer else { return -1 }
-                    let pipe = Unmanaged<Pipe>.fromOpaque(handle).takeUnretainedValue()
-                    do { try pipe.output(Array(UnsafeRawBufferPointer(start: buffer, count: size))) } catch {
-                        pipe.failure = error
-                        errno = EIO
-                        return -1
-                    }
-                    return size
-                }, seek: nil, release: nil))
-        let handle = Unmanaged.passUnretained(pipe).toOpaque()
-        var plain: gpgme_data_t?
-        var cipher: gpgme_data_t?
-        guard Self.ok(gpgme_data_new_from_cbs(&plain, readCallbacks, handle)), let plain else {
-            throw Failure(description: "GPGME could not take the plaintext")
-        }
-        defer { gpgme_data_release(plain) }
-        guard Self.ok(gpgme_data_new_from_cbs(&cipher, writeCallbacks, handle)), let cipher else {
-            throw Failure(description: "GPGME could not take the message")
-        }
-        defer { gpgme_data_release(cipher) }
         var recipients: [gpgme_key_t?] = [key, nil]
         // The key was given with the job and its fingerprint approved by a second person: it
         // is trusted for this message, with no web of trust to consult.
         let error = withExtendedLifetime(pipe) {
-            gpgme_op_encrypt(context, &recipients, GPGME_ENCRYPT_ALWAYS_TRUST, plain, cipher)
+            gpgme_op_encrypt(context, &recipients, GPGME_ENCRYPT_ALWAYS_TRUST, pipe.readable, pipe.writable)
         }
         if let failure = pipe.failure { throw failure }
         guard Self.ok(error) else { throw Failure(description: "GnuPG could not encrypt: \(Self.describe(error))") }
-    }
-
-    /// Carries the callbacks' state through GPGME's C callbacks.
-    private final class Pipe {
-        let input: () throws -> [UInt8]?
-        let output: ([UInt8]) throws -> Void
-        var pending: [UInt8] = []
-        var offset = 0
-        var failure: (any Error)?
-        init(input: @escaping () throws -> [UInt8]?, output: @escaping ([UInt8]) throws -> Void) {
-            self.input = input
-            self.output = output
-        }
     }
 
     private static func ok(_ error: gpgme_error_t) -> Bool { gpgme_err_code(error) == GPG_ERR_NO_ERROR }

@@ -4,6 +4,8 @@ import CloakTesting
 import Foundation
 import Testing
 
+@testable import CloakService
+
 /// Issue 60: import jobs as an operator runs them: `cloak import` beside real `cloak serve`
 /// nodes on a real store, the outputs read back with `cloak jobs`, every alias revealed.
 @Suite(.serialized)
@@ -364,18 +366,73 @@ struct ImportJobTests {
         #expect(armored.hasPrefix("-----BEGIN PGP MESSAGE-----"))
         _ = Self.write(armored, directory, "pgpy.asc")
 
+        // A message far smaller than its plaintext (gpg compresses): 2 MiB of rows, over the
+        // node's 1 MiB jobs.max_input_mib.
+        let inflating = "id,card_number,exp_date\n" + String(repeating: "r1,\(cards[0]),12/29\n", count: 80_000)
+        let inflatingPlain = Self.write(inflating, directory, "inflating.csv")
+        try Self.gpg(home, encrypt + ["-o", "\(directory.path)/inflating.gpg", "-e", inflatingPlain])
+
         let node = try CloakNode(
             store: "sqlite:\(directory.path)/cloak.db", directory: directory.path, scopes: Self.scopes,
-            configure: { $0.replacingOccurrences(of: "  lease_s: 30", with: "  lease_s: 30\n  gnupg_home: \(home)") })
+            configure: {
+                $0.replacingOccurrences(of: "  lease_s: 30", with: "  lease_s: 30\n  gnupg_home: \(home)")
+                    .replacingOccurrences(of: "  max_input_mib: 4096", with: "  max_input_mib: 1")
+            })
         defer { node.stop() }
+        func file(_ name: String) throws -> [UInt8] {
+            [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(directory.path)/\(name)")))
+        }
+        // Over the API first: the node decrypts the body as it arrives, and refuses it whole.
+        for refused in ["nomdc.gpg", "altered.gpg", "cut.gpg", "other.gpg", "inflating.gpg"] {
+            let answer = try node.client().request(
+                "POST", "/admin/jobs/imports?form=card_import", body: try file(refused), headers: Self.auth)
+            let (status, words) =
+                refused == "inflating.gpg" ? (413, "plaintext is larger") : (400, "nothing was imported")
+            #expect(
+                answer.status == status && answer.text.contains(words), "\(refused): \(answer.status) \(answer.text)")
+            #expect(!answer.text.contains(cards[0]))
+        }
+        // Bodies broken off mid-message, more of them than the node decrypts at once: each
+        // decryption ends with its connection, and the next file is taken.
+        let message = try file("cards.gpg")
+        for _ in 0...UploadDecryption.maxAtOnce {
+            let client = try node.client()
+            try client.send(
+                "POST /admin/jobs/imports?form=card_import HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(CloakNode.token)\r\n"
+                    + "Content-Length: \(message.count)\r\n\r\n")
+            try client.send(Array(message.prefix(message.count / 2)))
+        }
+        try poll {
+            let states = Self.lines(try node.command(["jobs", "list"]).output).compactMap { $0["state"] as? String }
+            return states.count == 5 + UploadDecryption.maxAtOnce + 1 && Set(states) == ["failed"]
+        }
+        #expect(try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM records"]).hasPrefix("0"))
+        #expect(
+            try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM job_chunks WHERE part = 0"]).hasPrefix("0"))
+        for accepted in ["cards.gpg", "pgpy.asc"] {
+            let started = try node.client().request(
+                "POST", "/admin/jobs/imports?form=card_import&file=\(accepted)", body: try file(accepted),
+                headers: Self.auth)
+            #expect(started.status == 202 && started.json?["rows"] as? Int == 50, "\(accepted): \(started.text)")
+            let id = try #require(started.json?["id"] as? String)
+            try poll {
+                try node.client().request("GET", "/admin/jobs/\(id)", headers: Self.auth).json?["state"] as? String
+                    == "done"
+            }
+            let mapping = try node.client().request("GET", "/admin/jobs/\(id)/mapping", headers: Self.auth)
+            #expect(Self.lines(mapping.text).map { $0["id"] as? String } == (0..<50).map { "r\($0)" })
+        }
+        try node.command(["jobs", "list"]).output.split(separator: "\n").forEach { line in
+            #expect(!line.contains(cards[0]))
+        }
+        // Then the same files through `cloak import`, which decrypts them itself.
         for refused in ["nomdc.gpg", "altered.gpg", "cut.gpg", "other.gpg"] {
             let run = try node.command([
                 "import", "--form", "card_import", "--token", "nodes", "\(directory.path)/\(refused)",
             ])
             #expect(run.status == 2 && run.output.contains("nothing of it was imported"), "\(refused): \(run.output)")
         }
-        #expect(try node.command(["jobs", "list"]).output.isEmpty)
-        #expect(try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM records"]).hasPrefix("0"))
+        #expect(try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM records"]).hasPrefix("50"))
         for file in ["cards.gpg", "pgpy.asc"] {
             let run = try node.command([
                 "import", "--form", "card_import", "--token", "nodes", "\(directory.path)/\(file)",
@@ -393,6 +450,9 @@ struct ImportJobTests {
             "import", "--form", "card_import", "--token", "nodes", "\(directory.path)/cards.gpg",
         ])
         #expect(run.status == 2 && run.output.contains("jobs.gnupg_home"), "\(run.output)")
+        let answer = try bare.client().request(
+            "POST", "/admin/jobs/imports?form=card_import", body: try file("cards.gpg"), headers: Self.auth)
+        #expect(answer.status == 400 && answer.text.contains("jobs.gnupg_home"), "\(answer.text)")
     }
 
     /// Runs gpg on `home`, without a prompt; fails the test when it fails.

@@ -1,8 +1,10 @@
 import CloakCore
+import CloakCrypto
 import CloakHTTP
 import CloakVault
 import Dispatch
 import Foundation
+import Synchronization
 
 /// `POST /admin/jobs/imports`: a new import's input read from the request's body as it arrives
 /// (``JobInput``: checked as a node will read it, sealed in chunks), each chunk written by the
@@ -25,13 +27,22 @@ final class JobUpload: @unchecked Sendable {
     private var done = false
 
     private let openLimit: Int
+    /// `jobs.gnupg_home`: where the key of an encrypted body is (nil: such bodies are refused).
+    private let gnupgHome: String?
+    /// The body's first bytes, until there are enough to tell an OpenPGP message (nil once told).
+    private var head: [UInt8]? = []
+    /// Bytes of the body received (an encrypted one's are not the input's).
+    private var received = 0
+    /// An encrypted body's decryption, under way.
+    private var decryption: UploadDecryption?
 
     init(
-        vault: VaultClient, job: StoredJob, input: JobInput, maxBytes: Int, openLimit: Int, outcome: Outcome?,
-        next: @escaping Pull
+        vault: VaultClient, job: StoredJob, input: JobInput, maxBytes: Int, openLimit: Int, gnupgHome: String?,
+        outcome: Outcome?, next: @escaping Pull
     ) {
         self.vault = vault
         self.openLimit = openLimit
+        self.gnupgHome = gnupgHome
         self.job = job
         self.input = input
         self.maxBytes = maxBytes
@@ -76,17 +87,28 @@ final class JobUpload: @unchecked Sendable {
         guard !done else { return }
         switch piece {
         case let .bytes(bytes):
-            guard input.bytes + bytes.count <= maxBytes else {
+            received += bytes.count
+            guard received <= maxBytes else {
                 return fail(CloakError(.payloadTooLarge, "the file is larger than jobs.max_input_mib allows"))
             }
-            let chunks: [(index: Int, sealed: [UInt8])]
-            do { chunks = try input.feed(bytes) } catch { return fail(Self.refusal(error)) }
-            store(chunks) { self.pull() }
+            if let decryption { return decryption.give(bytes) }
+            guard var head else { return plain(bytes) }
+            // Enough of the body to tell an OpenPGP message (its armor line, or its first packet).
+            head += bytes
+            self.head = head
+            if head.count >= Self.headBytes { start(head, ended: false) } else { pull() }
         case .end:
+            if let decryption { return decryption.end(broken: false) }
+            if let head {
+                start(head, ended: true)
+                if let decryption { return decryption.end(broken: false) }
+                if done { return }
+            }
             let last: (index: Int, sealed: [UInt8])
             do { last = try input.finish() } catch { return fail(Self.refusal(error)) }
-            store([last]) { self.queue() }
+            store([last]) { self.queue(rows: self.input.rows) }
         case let .failed(violation):
+            decryption?.end(broken: true)
             if violation?.status == 413 {
                 fail(CloakError(.payloadTooLarge, "the file is larger than jobs.max_input_mib allows"))
             } else {
@@ -95,25 +117,94 @@ final class JobUpload: @unchecked Sendable {
         }
     }
 
+    /// Bytes read before a body is told plain or encrypted.
+    static let headBytes = 64
+
+    /// The body's first bytes have come (or all of it, `ended`): a plain file is read on here,
+    /// an OpenPGP message handed to GnuPG (``UploadDecryption``), which asks for the rest.
+    private func start(_ first: [UInt8], ended: Bool) {
+        head = nil
+        guard OpenPGPDecryption.looksEncrypted(first) else {
+            guard !first.isEmpty else { return }
+            return plain(first, pullOn: !ended)
+        }
+        guard let home = gnupgHome else {
+            return fail(
+                .malformed(
+                    "the file is OpenPGP-encrypted and this node has no jobs.gnupg_home to decrypt it with; nothing was imported"
+                ))
+        }
+        let (vault, id) = (self.vault, job.id)
+        let started = UploadDecryption.start(
+            home: home, input: input, first: first, maxPlaintextBytes: maxBytes,
+            want: { self.onLoop { self.pull() } },
+            store: { chunks in
+                let stored = Mutex<Result<Bool, any Error>?>(nil)
+                let answered = DispatchSemaphore(value: 0)
+                let now = Self.now  // each chunk's own time: a long upload is not an abandoned one
+                vault.vault.withStore(reads: false) { store in
+                    try Self.append(chunks, to: id, now: now, in: store)
+                } completion: { result in
+                    stored.withLock { $0 = result }
+                    answered.signal()
+                }
+                answered.wait()
+                guard try stored.withLock({ $0! }).get() else { throw Cancelled() }
+            },
+            done: { result in
+                self.onLoop {
+                    switch result {
+                    case let .success(rows): self.queue(rows: rows)
+                    case let .failure(error): self.fail(Self.refusal(error))
+                    }
+                }
+            })
+        guard let started else {
+            return fail(
+                CloakError(
+                    .tooManyRequests,
+                    "this node is decrypting \(UploadDecryption.maxAtOnce) files already: send this one again shortly"))
+        }
+        decryption = started
+    }
+
+    /// Plain bytes of the body: checked, sealed, stored, and then the next piece asked for.
+    private func plain(_ bytes: [UInt8], pullOn: Bool = true) {
+        let chunks: [(index: Int, sealed: [UInt8])]
+        do { chunks = try input.feed(bytes) } catch { return fail(Self.refusal(error)) }
+        store(chunks) { if pullOn { self.pull() } }
+    }
+
+    /// The job was cancelled (or failed) while its file arrived.
+    private struct Cancelled: Error {}
+
     private func store(_ chunks: [(index: Int, sealed: [UInt8])], then: @escaping @Sendable () -> Void) {
         guard !chunks.isEmpty else { return then() }
-        let id = job.id
-        let now = Self.now
-        call({ store -> Bool in
-            for chunk in chunks {
-                guard try store.appendJobInput(id, index: chunk.index, sealed: chunk.sealed, now: now) else {
-                    return false
-                }
-            }
-            return true
-        }) { stored in
+        let (id, now) = (job.id, Self.now)
+        call({ store in try Self.append(chunks, to: id, now: now, in: store) }) { stored in
             guard stored else { return self.fail(.malformed("the job was cancelled while its file arrived")) }
             then()
         }
     }
 
-    private func queue() {
-        let (id, rows) = (job.id, input.rows)
+    /// Stores `chunks` of the job's input while it is still receiving (false: it is not).
+    private static func append(
+        _ chunks: [(index: Int, sealed: [UInt8])], to id: JobID, now: Int64, in store: any AliasStore
+    )
+        throws -> Bool
+    {
+        for chunk in chunks {
+            guard try store.appendJobInput(id, index: chunk.index, sealed: chunk.sealed, now: now) else {
+                return false
+            }
+        }
+        return true
+    }
+
+    private func queue(rows: Int64) {
+        guard !done else { return }
+        decryption = nil
+        let id = job.id
         call({ store in
             try store.setJobState(
                 id, from: [.receiving], to: .queued, holder: nil, now: Self.now, expiresAt: nil, failure: nil)
@@ -133,16 +224,23 @@ final class JobUpload: @unchecked Sendable {
     private static var now: Int64 { Int64(Date().timeIntervalSince1970) }
 
     private static func refusal(_ error: any Error) -> CloakError {
-        if let fatal = error as? ImportReader.Fatal {
-            return .malformed("the file cannot be imported: \(fatal.description)")
+        switch error {
+        case let fatal as ImportReader.Fatal: return .malformed("the file cannot be imported: \(fatal.description)")
+        case let refused as CloakError: return refused
+        case let failure as OpenPGPDecryption.Failure:
+            return .malformed("the file: \(failure.description); nothing was imported")
+        case is Cancelled: return .malformed("the job was cancelled while its file arrived")
+        case is UploadDecryption.BodyBroken: return .malformed("the body could not be read whole; nothing was imported")
+        default: return .storeUnavailable("the file could not be sealed or stored; nothing was imported")
         }
-        return .storeUnavailable("the file could not be sealed")
     }
 
     /// Answers `error` and leaves the job failed, its input deleted.
     private func fail(_ error: CloakError) {
         guard !done else { return }
         done = true
+        decryption?.end(broken: true)
+        decryption = nil
         outcome?.alias(nil, "refused", facts: [("job", job.id.text)])
         let (id, reason) = (job.id, error.message)
         vault.vault.withStore(reads: false) { store in
