@@ -55,7 +55,10 @@ final class GPGMEPipe {
     private static let read: gpgme_data_read_cb_t = { handle, buffer, size in
         guard let handle, let buffer else { return -1 }
         let pipe = Unmanaged<GPGMEPipe>.fromOpaque(handle).takeUnretainedValue()
-        guard let input = pipe.input, pipe.failure == nil else { return -1 }
+        guard let input = pipe.input, pipe.failure == nil else {
+            errno = EIO
+            return -1
+        }
         do {
             while pipe.offset == pipe.pending.count {
                 guard let more = try input() else { return 0 }
@@ -77,7 +80,10 @@ final class GPGMEPipe {
     private static let write: gpgme_data_write_cb_t = { handle, buffer, size in
         guard let handle, let buffer else { return -1 }
         let pipe = Unmanaged<GPGMEPipe>.fromOpaque(handle).takeUnretainedValue()
-        guard let output = pipe.output, pipe.failure == nil else { return -1 }
+        guard let output = pipe.output, pipe.failure == nil else {
+            errno = EIO
+            return -1
+        }
         do { try output(Array(UnsafeRawBufferPointer(start: buffer, count: size))) } catch {
             pipe.failure = error
             errno = EIO

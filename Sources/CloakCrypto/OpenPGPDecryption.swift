@@ -15,6 +15,13 @@ import Glibc
 package final class OpenPGPDecryption {
     package struct Failure: Error, CustomStringConvertible, Equatable {
         package let description: String
+        /// GnuPG or GPGME could not be set up here (the home, the engine): not the file's fault.
+        package var isSetup = false
+
+        package init(description: String, isSetup: Bool = false) {
+            self.description = description
+            self.isSetup = isSetup
+        }
     }
 
     private let context: gpgme_ctx_t
@@ -23,11 +30,13 @@ package final class OpenPGPDecryption {
     package init(home: String) throws(Failure) {
         Self.initialise()
         var made: gpgme_ctx_t?
-        guard Self.ok(gpgme_new(&made)), let made else { throw Failure(description: "GPGME could not start") }
+        guard Self.ok(gpgme_new(&made)), let made else {
+            throw Failure(description: "GPGME could not start", isSetup: true)
+        }
         context = made
         guard Self.ok(gpgme_set_protocol(context, GPGME_PROTOCOL_OpenPGP)),
             Self.ok(gpgme_ctx_set_engine_info(context, GPGME_PROTOCOL_OpenPGP, nil, home))
-        else { throw Failure(description: "GnuPG could not use the home \(home)") }
+        else { throw Failure(description: "GnuPG could not use the home \(home)", isSetup: true) }
         // Never a prompt: a key that needs a passphrase cannot decrypt here.
         _ = gpgme_set_pinentry_mode(context, GPGME_PINENTRY_MODE_CANCEL)
     }
@@ -43,15 +52,47 @@ package final class OpenPGPDecryption {
 
     static func initialise() { _ = initialised }
 
-    /// Whether `bytes` (a file's first bytes) start like an OpenPGP message: ASCII armor, or a
-    /// binary packet whose tag is one an encrypted message starts with (a public-key or a
-    /// symmetric-key encrypted session key).
+    /// Whether `bytes` (a file's first bytes, 64 or all of a shorter file) start like an
+    /// encrypted OpenPGP message (RFC 9580): ASCII armor, or a first packet that is a session
+    /// key's, public-key (tag 1, version 3 or 6) or symmetric-key (tag 3, version 4, 5 or 6),
+    /// with a definite length a session key can have. The tag alone is not enough: 0xC3 is also
+    /// how UTF-8 starts `À` to `ÿ`, so a CSV whose header begins `Über` would pass for one.
     package static func looksEncrypted(_ bytes: [UInt8]) -> Bool {
         if bytes.starts(with: Array("-----BEGIN PGP MESSAGE-----".utf8)) { return true }
         guard let first = bytes.first, first & 0x80 != 0 else { return false }
-        // New format: the tag's low six bits; old format: bits 5 to 2.
-        let tag = first & 0x40 != 0 ? first & 0x3F : (first >> 2) & 0x0F
-        return tag == 1 || tag == 3
+        func number(_ range: Range<Int>) -> Int? {
+            guard range.upperBound <= bytes.count else { return nil }
+            return bytes[range].reduce(0) { $0 << 8 | Int($1) }
+        }
+        let tag: UInt8
+        let header: Int
+        let length: Int?
+        if first & 0x40 != 0 {
+            // New format: the tag's low six bits; a one-, two- or five-octet length (a partial
+            // length is not allowed for these packets).
+            tag = first & 0x3F
+            switch number(1..<2) {
+            case let octet? where octet < 192: (header, length) = (2, octet)
+            case let octet? where octet < 224:
+                (header, length) = (3, number(2..<3).map { (octet - 192) << 8 + $0 + 192 })
+            case 255?: (header, length) = (6, number(2..<6))
+            default: return false
+            }
+        } else {
+            // Old format: bits 5 to 2, then a one-, two- or four-octet length (not indeterminate).
+            tag = (first >> 2) & 0x0F
+            switch first & 0x03 {
+            case 0: (header, length) = (2, number(1..<2))
+            case 1: (header, length) = (3, number(1..<3))
+            case 2: (header, length) = (5, number(1..<5))
+            default: return false
+            }
+        }
+        guard tag == 1 || tag == 3, let length, header < bytes.count else { return false }
+        let version = bytes[header]
+        let known = tag == 1 ? version == 3 || version == 6 : (4...6).contains(version)
+        // At least a version, an algorithm and a key id or S2K; at most a 16384-bit RSA key's.
+        return known && (4...4_096).contains(length)
     }
 
     /// Decrypts the message in the file at `path`, handing the plaintext to `output` piece by
@@ -78,7 +119,7 @@ package final class OpenPGPDecryption {
     package func decrypt(input: @escaping () throws -> [UInt8]?, output: @escaping ([UInt8]) throws -> Void) throws {
         let pipe: GPGMEPipe
         do { pipe = try GPGMEPipe(input: input, output: output) } catch {
-            throw Failure(description: "GPGME could not take the file or its plaintext")
+            throw Failure(description: "GPGME could not take the file or its plaintext", isSetup: true)
         }
         let error = withExtendedLifetime(pipe) { gpgme_op_decrypt(context, pipe.readable, pipe.writable) }
         if let failure = pipe.failure { throw failure }

@@ -81,7 +81,10 @@ import Testing
         let legacy =
             #"{"version":1,"tokens":[{"id":"legacy","sha256":""#
             + APICredentials.hex(Digest.sha256(Array(legacySecret.utf8)))
-            + #"","scopes":["aliases:create"],"created_at":1}]}"#
+            + #"","scopes":["aliases:create"],"created_at":1},"#
+            // One that breaks the two-person rule: signing it would not make nodes honour it.
+            + #"{"id":"both-duties","sha256":""# + APICredentials.hex(Digest.sha256(Array("both".utf8)))
+            + #"","scopes":["aliases:reveal","jobs:export","jobs:approve"],"person":"eve","created_at":1}]}"#
         try SQLiteAliasStore(path: "\(directory.path)/cloak.db").setMetadata(
             APICredentials.storeName, Array(legacy.utf8))
         #expect(Poll.until { node.log.contains(#""reason":"unsigned""#) })
@@ -97,9 +100,10 @@ import Testing
         // Without --yes it only says what it would sign.
         let asked = try node.command(["tokens", "sign"])
         #expect(asked.status == 1 && asked.output.contains("legacy"), "\(asked.output)")
+        #expect(asked.output.contains("token both-duties will not be honoured even once signed"), "\(asked.output)")
         let signed = try node.command(["tokens", "sign", "--yes"])
         #expect(signed.status == 0 && signed.output.contains(#""action":"tokens_sign""#), "\(signed.output)")
-        #expect(signed.output.contains(#""signed":"legacy""#))
+        #expect(signed.output.contains(#""signed":"legacy,both-duties""#), "\(signed.output)")
         #expect(Poll.until { Self.create("4111111111111111", on: node, bearer: legacySecret) == 201 })
         #expect(try node.command(["tokens", "sign", "--yes"]).output.contains("nothing to sign"))
     }

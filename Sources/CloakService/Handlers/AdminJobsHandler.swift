@@ -81,8 +81,8 @@ struct AdminJobsHandler: Sendable {
         }
         let upload = JobUpload(
             vault: vault, job: job, input: input, maxBytes: configuration.jobs.maxInputMiB << 20,
-            openLimit: configuration.jobs.maxOpenPerToken, gnupgHome: configuration.jobs.gnupgHome, outcome: outcome,
-            next: pull)
+            openLimit: configuration.jobs.maxOpenPerToken, gnupgHome: configuration.jobs.gnupgHome,
+            receivingSeconds: configuration.jobs.receivingIdleSeconds, outcome: outcome, next: pull)
         return .later { finish in upload.start(finish) }
     }
 

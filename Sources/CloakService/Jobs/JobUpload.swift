@@ -29,6 +29,8 @@ final class JobUpload: @unchecked Sendable {
     private let openLimit: Int
     /// `jobs.gnupg_home`: where the key of an encrypted body is (nil: such bodies are refused).
     private let gnupgHome: String?
+    /// The most an encrypted body may take to arrive, in seconds (a job's receiving limit).
+    private let receivingSeconds: Int
     /// The body's first bytes, until there are enough to tell an OpenPGP message (nil once told).
     private var head: [UInt8]? = []
     /// Bytes of the body received (an encrypted one's are not the input's).
@@ -38,11 +40,12 @@ final class JobUpload: @unchecked Sendable {
 
     init(
         vault: VaultClient, job: StoredJob, input: JobInput, maxBytes: Int, openLimit: Int, gnupgHome: String?,
-        outcome: Outcome?, next: @escaping Pull
+        receivingSeconds: Int, outcome: Outcome?, next: @escaping Pull
     ) {
         self.vault = vault
         self.openLimit = openLimit
         self.gnupgHome = gnupgHome
+        self.receivingSeconds = receivingSeconds
         self.job = job
         self.input = input
         self.maxBytes = maxBytes
@@ -135,35 +138,47 @@ final class JobUpload: @unchecked Sendable {
                 ))
         }
         let (vault, id) = (self.vault, job.id)
-        let started = UploadDecryption.start(
-            home: home, input: input, first: first, maxPlaintextBytes: maxBytes,
-            want: { self.onLoop { self.pull() } },
-            store: { chunks in
-                let stored = Mutex<Result<Bool, any Error>?>(nil)
-                let answered = DispatchSemaphore(value: 0)
-                let now = Self.now  // each chunk's own time: a long upload is not an abandoned one
-                vault.vault.withStore(reads: false) { store in
-                    try Self.append(chunks, to: id, now: now, in: store)
-                } completion: { result in
-                    stored.withLock { $0 = result }
-                    answered.signal()
-                }
-                answered.wait()
-                guard try stored.withLock({ $0! }).get() else { throw Cancelled() }
-            },
-            done: { result in
-                self.onLoop {
-                    switch result {
-                    case let .success(rows): self.queue(rows: rows)
-                    case let .failure(error): self.fail(Self.refusal(error))
+        let started: UploadDecryption
+        do {
+            started = try UploadDecryption.start(
+                owner: job.owner, home: home, input: input, first: first, maxPlaintextBytes: maxBytes,
+                seconds: receivingSeconds,
+                want: { self.onLoop { self.pull() } },
+                store: { chunks in
+                    let stored = Mutex<Result<Bool, any Error>?>(nil)
+                    let answered = DispatchSemaphore(value: 0)
+                    let now = Self.now  // each chunk's own time: a long upload is not an abandoned one
+                    vault.vault.withStore(reads: false) { store in
+                        try Self.append(chunks, to: id, now: now, in: store)
+                    } completion: { result in
+                        stored.withLock { $0 = result }
+                        answered.signal()
                     }
-                }
-            })
-        guard let started else {
-            return fail(
-                CloakError(
-                    .tooManyRequests,
-                    "this node is decrypting \(UploadDecryption.maxAtOnce) files already: send this one again shortly"))
+                    answered.wait()
+                    guard try stored.withLock({ $0! }).get() else { throw Cancelled() }
+                },
+                done: { result in
+                    self.onLoop {
+                        switch result {
+                        case let .success(rows): self.queue(rows: rows)
+                        case let .failure(error): self.fail(Self.refusal(error))
+                        }
+                    }
+                })
+        } catch {
+            switch error {
+            case .node:
+                return fail(
+                    CloakError(
+                        .tooManyRequests,
+                        "this node is decrypting \(UploadDecryption.maxAtOnce) files already: send this one again shortly"
+                    ))
+            case .owner:
+                return fail(
+                    CloakError(
+                        .tooManyRequests,
+                        "this node is decrypting another file of this token: send this one once that one is queued"))
+            }
         }
         decryption = started
     }
@@ -227,8 +242,13 @@ final class JobUpload: @unchecked Sendable {
         switch error {
         case let fatal as ImportReader.Fatal: return .malformed("the file cannot be imported: \(fatal.description)")
         case let refused as CloakError: return refused
+        case let failure as OpenPGPDecryption.Failure where failure.isSetup:
+            // The node's own GnuPG (its home, GPGME): not the file's fault, and not for the client.
+            return CloakError(.vaultUnavailable, "the node could not start GnuPG; nothing was imported")
         case let failure as OpenPGPDecryption.Failure:
             return .malformed("the file: \(failure.description); nothing was imported")
+        case is UploadDecryption.TooSlow:
+            return .malformed("the file did not arrive within jobs' receiving limit; nothing was imported")
         case is Cancelled: return .malformed("the job was cancelled while its file arrived")
         case is UploadDecryption.BodyBroken: return .malformed("the body could not be read whole; nothing was imported")
         default: return .storeUnavailable("the file could not be sealed or stored; nothing was imported")

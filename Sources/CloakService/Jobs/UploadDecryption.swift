@@ -17,10 +17,17 @@ import Synchronization
 /// Compressed messages are bounded by their plaintext too (`jobs.max_input_mib`): a small
 /// message that inflates past it is refused as it grows.
 final class UploadDecryption: Sendable {
-    /// Encrypted bodies a node decrypts at once (each a thread and a GnuPG process); one more
-    /// is refused (429) until one ends.
+    /// Encrypted bodies a node decrypts at once (each a thread and a GnuPG process), and one
+    /// token at a time: one more is refused (429) until one ends, so a token sending slowly
+    /// cannot hold every slot.
     static let maxAtOnce = 4
-    private static let running = Atomic<Int>(0)
+    private static let running = Mutex<(total: Int, owners: Set<String>)>((0, []))
+
+    /// Why a decryption may not start now.
+    enum Busy: Error {
+        case node
+        case owner
+    }
 
     /// What the thread hands the loop when GnuPG has checked the whole message: the rows
     /// read, or why nothing may be imported.
@@ -42,48 +49,66 @@ final class UploadDecryption: Sendable {
     /// The ciphertext broke off (the body could not be read whole): the thread stops.
     struct BodyBroken: Error {}
 
-    /// Starts decrypting, unless ``maxAtOnce`` bodies are decrypted already (nil).
+    /// The ciphertext did not all come within the time allowed: the thread stops.
+    struct TooSlow: Error {}
+
+    /// Starts decrypting `owner`'s body, unless ``maxAtOnce`` bodies, or one of `owner`'s, are
+    /// decrypted already (``Busy``).
     ///
     /// - Parameters:
+    ///   - seconds: the most the whole body may take to arrive (`jobs`' receiving limit).
     ///   - want: asks the loop for the body's next piece, handed back with ``give(_:)``.
     ///   - store: stores sealed input chunks; called on the thread, which waits for it.
-    ///   - done: called once, on the thread, when the decryption has ended either way.
+    ///   - done: called once, on the thread, when the decryption has ended either way (its
+    ///     slot is free by then).
     static func start(
-        home: String, input: JobInput, first: [UInt8], maxPlaintextBytes: Int,
+        owner: String, home: String, input: JobInput, first: [UInt8], maxPlaintextBytes: Int, seconds: Int,
         want: @escaping @Sendable () -> Void,
         store: @escaping @Sendable ([(index: Int, sealed: [UInt8])]) throws -> Void,
         done: @escaping Done
-    ) -> UploadDecryption? {
-        guard
-            running.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue <= maxAtOnce
-        else {
-            running.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+    ) throws(Busy) -> UploadDecryption {
+        let refusal = running.withLock { r -> Busy? in
+            if r.total >= maxAtOnce { return .node }
+            if r.owners.contains(owner) { return .owner }
+            r.total += 1
+            r.owners.insert(owner)
             return nil
         }
+        if let refusal { throw refusal }
         let decryption = UploadDecryption()
         decryption.pieces.withLock { $0.queue.append(first) }
         let box = SendableInput(input)
+        let deadline = DispatchTime.now() + .seconds(seconds)
         let thread = Thread {
             // Job work: a loop answering a request takes the core first.
             ThreadNiceness.lower()
-            defer { running.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
             var input = box.input
+            let result: Result<Int64, any Error>
             do {
                 try OpenPGPDecryption(home: home).decrypt(
-                    input: { try decryption.next(want: want) },
+                    input: { try decryption.next(want: want, deadline: deadline) },
                     output: { plaintext in
                         guard input.bytes + plaintext.count <= maxPlaintextBytes else {
                             throw CloakError(
                                 .payloadTooLarge, "the file's plaintext is larger than jobs.max_input_mib allows")
                         }
-                        try store(try input.feed(plaintext))
+                        // GnuPG hands over a few KiB at a time: the store is asked only for
+                        // whole chunks.
+                        let chunks = try input.feed(plaintext)
+                        if !chunks.isEmpty { try store(chunks) }
                     })
                 // Checked whole by GnuPG: the last chunk may go, and the job be queued.
                 try store([try input.finish()])
-                done(.success(input.rows))
+                result = .success(input.rows)
             } catch {
-                done(.failure(error))
+                result = .failure(error)
             }
+            // The slot is free before the answer goes: a client told may send again at once.
+            running.withLock {
+                $0.total -= 1
+                $0.owners.remove(owner)
+            }
+            done(result)
         }
         thread.name = "cloak-jobs-decrypt"
         thread.start()
@@ -110,7 +135,7 @@ final class UploadDecryption: Sendable {
     }
 
     /// On the thread: the next piece of ciphertext, nil at the body's end.
-    private func next(want: @Sendable () -> Void) throws -> [UInt8]? {
+    private func next(want: @Sendable () -> Void, deadline: DispatchTime) throws -> [UInt8]? {
         while true {
             let (piece, ended, broken, ask) = pieces.withLock { p -> ([UInt8]?, Bool, Bool, Bool) in
                 if p.broken { return (nil, true, true, false) }
@@ -124,7 +149,7 @@ final class UploadDecryption: Sendable {
             if let piece { return piece }
             if ended { return nil }
             if ask { want() }
-            arrived.wait()
+            if arrived.wait(timeout: deadline) == .timedOut { throw TooSlow() }
         }
     }
 

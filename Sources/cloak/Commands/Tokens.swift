@@ -165,6 +165,12 @@ struct Tokens: ParsableCommand {
                 return
             }
             let ids = review.credentials.tokens.map(\.id)
+            // Signed or not, a token that breaks the two-person rule is never honoured by a node.
+            for token in review.credentials.tokens {
+                if let violation = ExportDuties.violation(scopes: token.scopes, person: token.person) {
+                    Tokens.warn("token \(token.id) will not be honoured even once signed (\(violation)): revoke it")
+                }
+            }
             guard yes else {
                 Tokens.warn(refusal.description)
                 print(
