@@ -124,7 +124,7 @@ VALIDATE_BODY="$SCRIPT_DIR/load/validate-body.json"
 # were: /validate p99 x3.27 beside a 200,000-row import, x1.07 with the client at SCHED_FIFO,
 # the same node). Otherwise it asks for a short slice (tools/paced.py), as the node's loops do.
 PACED_NICE=
-if [[ $(id -u) == 0 ]] && command -v chrt >/dev/null; then PACED_NICE="chrt -f 1"; fi
+if [[ $(id -u) == 0 ]] && chrt -f 1 true 2>/dev/null; then PACED_NICE="chrt -f 1"; fi
 
 SUMMARY="$RESULTS_DIR/summary.txt"
 : >"$SUMMARY"
