@@ -121,13 +121,14 @@ sed -e "s/^  tokens: \[\]/  tokens: [$TOKENS]/" \
 VALIDATE_BODY="$SCRIPT_DIR/load/validate-body.json"
 # The client stands for one on another machine: where it may (root), it runs at SCHED_FIFO,
 # so its own waits for a core beside the job are not counted as the node's (at nice -5 they
-# were: /validate p99 x3.27 beside a 200,000-row import, x1.07 with the client at SCHED_FIFO,
-# the same node). Otherwise it asks for a short slice (tools/paced.py), as the node's loops do.
+# were: /validate p99 x1.44 and x4.74 in two runs beside a 200,000-row import, x1.07 with the
+# client at SCHED_FIFO, the same node). Otherwise it asks for a short slice (tools/paced.py),
+# as the node's loops do. The summary says which.
 PACED_NICE=
 if [[ $(id -u) == 0 ]] && chrt -f 1 true 2>/dev/null; then PACED_NICE="chrt -f 1"; fi
 
 SUMMARY="$RESULTS_DIR/summary.txt"
-: >"$SUMMARY"
+echo "client: ${PACED_NICE:-a short slice, no priority}; kernel $(uname -r)" >"$SUMMARY"
 for STORE in $IMPORT_STORES; do
     mkdir -p "$WORK/$STORE"
     if [[ "$STORE" == sqlite ]]; then
