@@ -283,6 +283,46 @@ struct ImportJobTests {
         #expect(states.sorted() == ["done", "failed"], "\(states)")
     }
 
+    /// A migration past what the guess windows may hold (the token's million values an hour, or
+    /// here the node's `limits.guess_memory_mib` of 1 MiB: 8,192 values) waits for room with its
+    /// lease kept, rather than refusing every row past it for the rest of the hour; it can be
+    /// cancelled meanwhile, and what it imported stays with its advice.
+    @Test func aJobAtTheGuessBudgetWaitsAndRefusesNothing() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let node = try CloakNode(
+            store: "sqlite:\(directory.path)/cloak.db", directory: directory.path, tokenID: "importer",
+            scopes: "jobs:import, aliases:create",
+            configure: {
+                $0.replacingOccurrences(of: "  guess_memory_mib: 512", with: "  guess_memory_mib: 1")
+                    .replacingOccurrences(of: "  lease_s: 30", with: "  lease_s: 5")
+                    .replacingOccurrences(
+                        of: "scopes: [jobs:import, aliases:create]}]",
+                        with: "scopes: [jobs:import, aliases:create], bucket_values_per_hour: 1000000}]")
+            })
+        defer { node.stop() }
+        let budget = (1 << 20) / 128
+        let count = budget + 1_000
+        let file = Self.write(Self.csv(Self.cards(count, seed: 67)), directory, "cards.csv")
+        let run = try node.command(["import", "--form", "card_import", "--token", "importer", "--detach", file])
+        let id = try #require(Self.jobID(run.output), "\(run.output)")
+        try poll(timeout: 120) { node.log.contains("jobs: waiting for room in the token's guess windows") }
+        // Still running, its lease renewed past several lease times, nothing refused.
+        let first = try Self.status(node, id)
+        let imported = try #require(first["imported"] as? Int)
+        #expect(first["state"] as? String == "running" && first["refused"] as? Int == 0, "\(first)")
+        #expect(imported > 0 && imported <= budget, "\(first)")
+        let leaseEnds = Date().addingTimeInterval(12)
+        try poll { Date() > leaseEnds }
+        let later = try Self.status(node, id)
+        #expect(later["state"] as? String == "running" && later["refused"] as? Int == 0, "\(later)")
+        #expect(later["imported"] as? Int == imported, "\(later)")
+        #expect(try node.command(["jobs", "cancel", id]).status == 0)
+        try poll { try Self.status(node, id)["state"] as? String == "cancelled" }
+        let advice = Self.lines(try node.command(["jobs", "advice", id]).output)
+        #expect(advice.count == imported && advice.allSatisfy { $0["result"] as? String == "ok" })
+    }
+
     /// Two nodes on one PostgreSQL database: the node holding the job is killed, the other takes
     /// the job over once the lease lapses and finishes it; every row once, one record a value.
     @Test(.enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL"))

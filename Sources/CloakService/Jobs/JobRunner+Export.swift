@@ -82,7 +82,7 @@ extension JobRunner {
 
     /// Renews the job's lease (a commit of no progress) when it is due; false once the job is
     /// no longer this node's.
-    private func renew(_ job: StoredJob, _ progress: JobProgress, last: inout Date) -> Bool {
+    func renew(_ job: StoredJob, _ progress: JobProgress, last: inout Date) -> Bool {
         guard Date().timeIntervalSince(last) >= Double(dependencies.configuration.jobs.leaseSeconds) / 3 else {
             return true
         }

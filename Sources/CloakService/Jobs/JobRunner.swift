@@ -192,6 +192,9 @@ final class JobRunner: Sendable {
                 case .retry:
                     Thread.sleep(forTimeInterval: 1)
                     continue
+                case let .full(seconds):
+                    guard wait(job, progress, seconds: seconds) else { return }
+                    continue
                 }
             }
             // The token is asked again for every batch: one revoked meanwhile stops its job.
@@ -215,7 +218,7 @@ final class JobRunner: Sendable {
                 switch make(&input, rows: batchRows, plan: plan, admission: admission, rate: &rate) {
                 case let .made(batch, rows): next = (batch, rows)
                 case let .failed(reason): aheadFailure = reason
-                case .stopped, .retry: break
+                case .stopped, .retry, .full: break
                 }
             }
             done.wait()
@@ -269,6 +272,31 @@ final class JobRunner: Sendable {
     /// Times one batch is tried before its job fails.
     static let attempts = 10
 
+    /// The token's guess windows (or the node's budget for them) have no room for the next row:
+    /// waits up to `seconds` (at most a minute at a time, then the row is tried again), keeping
+    /// the lease. False when the job is no longer this node's or the node stops (the job is
+    /// then given back).
+    private func wait(_ job: StoredJob, _ progress: JobProgress, seconds: Int) -> Bool {
+        dependencies.logger.info(
+            "jobs: waiting for room in the token's guess windows (a million distinct values an hour, or limits.guess_memory_mib)",
+            metadata: ["job": "\(job.id)", "seconds": "\(seconds)"])
+        var renewed = Date()
+        let until = Date().addingTimeInterval(Double(min(max(seconds, 1), 60)))
+        while Date() < until {
+            if stopping.load(ordering: .relaxed) {
+                end(job, .queued, failure: nil)
+                return false
+            }
+            guard renew(job, progress, last: &renewed) else {
+                dependencies.logger.info(
+                    "jobs: the job is no longer this node's (cancelled or taken over)", metadata: ["job": "\(job.id)"])
+                return false
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        return true
+    }
+
     /// The token `job` runs for, while it may still import (both scopes: an import creates
     /// aliases); nil otherwise.
     private func mayImport(_ job: StoredJob) -> ServiceConfiguration.AccessToken? {
@@ -296,6 +324,8 @@ final class JobRunner: Sendable {
         case stopped
         case failed(String)
         case retry
+        /// The first row found no room in the token's guess windows: wait this many seconds.
+        case full(Int)
     }
 
     /// The next batch: up to ``ImportBatch/maxRows`` rows read from `input`, checked, admitted
@@ -323,7 +353,9 @@ final class JobRunner: Sendable {
         }
         let today = dependencies.today()
         let vault = dependencies.vault
-        let rows = items.map { item -> ImportRow in
+        var rows: [ImportRow] = []
+        rows.reserveCapacity(items.count)
+        for item in items {
             var row: ImportRow
             switch item.values {
             case let .failure(refusal):
@@ -331,18 +363,31 @@ final class JobRunner: Sendable {
                 row = ImportRow(line: item.line, id: id, outcome: .failure(refusal))
             case let .success(values): row = plan.row(values, line: item.line, today: today)
             }
-            // The token's guess limits, as its creates pass them.
-            if case let .success(values) = row.outcome, let admission,
-                let refusal = admission.admit(values.map(\.request), vault: vault)
-            {
-                row.outcome = .failure(
-                    ImportRefusal(code: CloakError.Code.tooManyRequests.rawValue, reason: refusal.description))
+            // The token's guess limits, as its creates pass them; no room for the row's values
+            // (the token's cap, the node's budget) ends the batch before it: the job waits.
+            if case let .success(values) = row.outcome, let admission {
+                switch admission.admitRow(values.map(\.request), vault: vault) {
+                case .admitted: break
+                case let .refused(refusal):
+                    row.outcome = .failure(
+                        ImportRefusal(code: CloakError.Code.tooManyRequests.rawValue, reason: refusal.description))
+                case let .full(seconds):
+                    input.unread(items.count - rows.count)
+                    if rows.isEmpty { return .full(seconds) }
+                    return made(rows, isLast: false, input: &input)
+                }
             }
-            return row
+            rows.append(row)
         }
-        do { return .made(try vault.prepareImport(rows, isLast: isLast), rows: items.count) } catch {
+        return made(rows, isLast: isLast, input: &input)
+    }
+
+    /// `rows` prepared as a batch (given back to `input` when they cannot be sealed).
+    private func made(_ rows: [ImportRow], isLast: Bool, input: inout InputCursor) -> Made {
+        let vault = dependencies.vault
+        do { return .made(try vault.prepareImport(rows, isLast: isLast), rows: rows.count) } catch {
             // Given back: the next batch starts with them again.
-            input.unread(items.count)
+            input.unread(rows.count)
             dependencies.logger.warning("jobs: cannot seal a batch", metadata: ["reason": "\(error)"])
             return .retry
         }

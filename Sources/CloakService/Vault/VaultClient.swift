@@ -321,6 +321,37 @@ struct CreateAdmission: Sendable {
         }
     }
 
+    /// What an import job's row meets (``admit(_:vault:)`` for a row of a file): where the
+    /// refusal is the token's cap or the node's memory for guesses, which a value does not
+    /// earn by its bucket, the job waits for room rather than refusing the row (the rows of a
+    /// migration past a million would otherwise all be refused within the hour).
+    enum RowAdmission {
+        case admitted
+        case refused(VaultError)
+        /// No room now, in the token's cap or the node's budget: try again in `retryAfter` seconds.
+        case full(retryAfter: Int)
+    }
+
+    func admitRow(_ requests: [AliasRequest], vault: Vault) -> RowAdmission {
+        guard let valuesPerHour else { return .admitted }
+        let buckets = vault.guessBuckets(requests)
+        guard
+            let refusal = limiter.admit(
+                token: account, presenter: presenter, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode,
+                memoryBudget: memoryBudget)
+        else { return .admitted }
+        if case .valuesPerBucket = refusal.limit {
+            refused(refusal, true)
+            return .refused(
+                Self.guessRefusal(
+                    refusal,
+                    valuesPastLimit:
+                        "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values of one bucket (kept "
+                        + "characters and shape) within an hour (limits.bucket_values_per_hour)"))
+        }
+        return .full(retryAfter: refusal.retryAfter)
+    }
+
     /// Whether an exempt token's create (one that may reveal, with no limit of its own) may be
     /// answered with the stored record's facts. Such a create is never refused, but its answer
     /// says whether each value was stored before, which is a lookup: past ``guessLimit`` distinct
