@@ -82,18 +82,22 @@ extension JobRunner {
 
     /// Renews the job's lease (a commit of no progress) when it is due; false once the job is
     /// no longer this node's.
-    func renew(_ job: StoredJob, _ progress: JobProgress, last: inout Date) -> Bool {
+    /// Renews the job's lease when a third of it has passed since `last`: true when renewed
+    /// (or not due), false when the job is no longer this node's, nil when the store did not
+    /// answer (asked again next time; the lease has two more thirds).
+    func renew(_ job: StoredJob, _ progress: JobProgress, last: inout Date) -> Bool? {
         guard Date().timeIntervalSince(last) >= Double(dependencies.configuration.jobs.leaseSeconds) / 3 else {
             return true
         }
-        last = Date()
         let (holder, until) = (self.holder, Self.now + Int64(dependencies.configuration.jobs.leaseSeconds))
         let result = withStore { store in
             try store.advanceJob(
                 job.id, holder: holder, from: progress.cursor, to: progress, leaseUntil: until, outputs: [],
                 now: Self.now)
         }
-        return (try? result.get()) == true
+        guard case let .success(renewed) = result else { return nil }
+        last = Date()
+        return renewed
     }
 
     /// Why a walk over the selection stopped.
@@ -115,7 +119,7 @@ extension JobRunner {
         let reads = ExportReads(self)
         func check() throws {
             if stopping.load(ordering: .relaxed) { throw Walk.stopped }
-            guard !renews || renew(job, job.progress, last: &lease) else { throw Walk.lost }
+            guard !renews || renew(job, job.progress, last: &lease) != false else { throw Walk.lost }
         }
         if case .aliases = spec.selection {
             var index = 0

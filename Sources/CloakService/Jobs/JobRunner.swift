@@ -175,6 +175,8 @@ final class JobRunner: Sendable {
         var rate = RowRate(perHour: perHour, burst: batchRows)
         var progress = job.progress
         var failures = 0
+        // Waiting for room in the guess windows since the last commit (logged once a stretch).
+        var waiting = false
         let vault = dependencies.vault
         // The batch the vault commits now, and the one made meanwhile.
         var next: (batch: ImportBatch, rows: Int)?
@@ -193,7 +195,8 @@ final class JobRunner: Sendable {
                     Thread.sleep(forTimeInterval: 1)
                     continue
                 case let .full(seconds):
-                    guard wait(job, progress, seconds: seconds) else { return }
+                    guard wait(job, progress, seconds: seconds, first: !waiting) else { return }
+                    waiting = true
                     continue
                 }
             }
@@ -231,6 +234,7 @@ final class JobRunner: Sendable {
             switch result {
             case let .success(moved):
                 failures = 0
+                waiting = false
                 progress = moved
                 input.committed(current.rows)
                 // What the input holds after this batch cannot be read: the job ends here.
@@ -276,26 +280,40 @@ final class JobRunner: Sendable {
     /// waits up to `seconds` (at most a minute at a time, then the row is tried again), keeping
     /// the lease. False when the job is no longer this node's or the node stops (the job is
     /// then given back).
-    private func wait(_ job: StoredJob, _ progress: JobProgress, seconds: Int) -> Bool {
-        dependencies.logger.info(
-            "jobs: waiting for room in the token's guess windows (a million distinct values an hour, or limits.guess_memory_mib)",
-            metadata: ["job": "\(job.id)", "seconds": "\(seconds)"])
-        var renewed = Date()
-        let until = Date().addingTimeInterval(Double(min(max(seconds, 1), 60)))
-        while Date() < until {
+    private func wait(_ job: StoredJob, _ progress: JobProgress, seconds: Int, first: Bool) -> Bool {
+        if first {
+            dependencies.logger.info(
+                "jobs: waiting for room in the token's guess windows (a million distinct values an hour, or limits.guess_memory_mib)",
+                metadata: ["job": "\(job.id)", "seconds": "\(seconds)"])
+        }
+        // Renewed at once, then every third of a lease: the lease is kept however short or
+        // long the waits (a wait of a second, over and over, never renewed it otherwise).
+        var renewed = Date.distantPast
+        let until = Date().addingTimeInterval(Double(min(max(seconds, Self.shortestWait), 60)))
+        while true {
             if stopping.load(ordering: .relaxed) {
                 end(job, .queued, failure: nil)
                 return false
             }
-            guard renew(job, progress, last: &renewed) else {
+            // The token is asked again as for every batch: one revoked meanwhile stops its job.
+            guard mayImport(job) != nil else {
+                end(job, .failed, failure: "the job's token was revoked or changed while the job ran")
+                return false
+            }
+            // A store that did not answer is asked again at the next turn; only a job that is
+            // no longer this node's ends the wait.
+            if renew(job, progress, last: &renewed) == false {
                 dependencies.logger.info(
                     "jobs: the job is no longer this node's (cancelled or taken over)", metadata: ["job": "\(job.id)"])
                 return false
             }
+            if Date() >= until { return true }
             Thread.sleep(forTimeInterval: 0.2)
         }
-        return true
     }
+
+    /// The shortest wait for room, in seconds (the limiter's estimate may be a second).
+    static let shortestWait = 5
 
     /// The token `job` runs for, while it may still import (both scopes: an import creates
     /// aliases); nil otherwise.
