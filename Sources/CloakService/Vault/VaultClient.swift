@@ -293,11 +293,13 @@ struct CreateAdmission: Sendable {
         else { return nil }
         refused(refusal, mode == .enforce)
         guard mode == .enforce else { return nil }
-        return Self.guessRefusal(
-            refusal,
-            valuesPastLimit:
-                "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values of one bucket (kept characters "
-                + "and shape) within an hour (limits.bucket_values_per_hour)")
+        return Self.guessRefusal(refusal, valuesPastLimit: pastLimit(refusal, valuesPerHour))
+    }
+
+    /// Why a value past `limits.bucket_values_per_hour` is refused.
+    private func pastLimit(_ refusal: BucketGuessLimiter.Refusal, _ valuesPerHour: Int) -> String {
+        "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values of one bucket (kept characters "
+            + "and shape) within an hour (limits.bucket_values_per_hour)"
     }
 
     /// The 429 for a refusal of the ``BucketGuessLimiter``, naming the limit that refused:
@@ -342,12 +344,7 @@ struct CreateAdmission: Sendable {
         else { return .admitted }
         if case .valuesPerBucket = refusal.limit {
             refused(refusal, true)
-            return .refused(
-                Self.guessRefusal(
-                    refusal,
-                    valuesPastLimit:
-                        "this token aliased \(valuesPerHour) distinct \(refusal.format.rawValue) values of one bucket (kept "
-                        + "characters and shape) within an hour (limits.bucket_values_per_hour)"))
+            return .refused(Self.guessRefusal(refusal, valuesPastLimit: pastLimit(refusal, valuesPerHour)))
         }
         return .full(retryAfter: refusal.retryAfter)
     }
