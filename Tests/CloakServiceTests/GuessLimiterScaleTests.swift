@@ -23,7 +23,7 @@ import Testing
     /// A backend aliasing a million distinct cards in the hour, one bucket each, is never
     /// refused; a guesser's values in one bucket among them are refused at the limit, and a
     /// value past the million is refused by the cap. The windows hold less than they are charged,
-    /// and at most 96 bytes a window.
+    /// and at most 32 bytes a window (issue 60: a migration's million cards).
     @Test func aMillionFillerCardsDoNotHideGuessesInOneBucket() throws {
         let limiter = BucketGuessLimiter()
         let t0: UInt64 = 10_000 * Self.second
@@ -53,7 +53,7 @@ import Testing
         let windows = Int(fillers) + 1
         #expect(limiter.memoryUsed == (Int(fillers) + 30) * BucketGuessLimiter.entryBytes)
         #expect(limiter.footprint(of: "backend") <= limiter.memoryUsed)
-        #expect(limiter.footprint(of: "backend") <= 96 * windows)
+        #expect(limiter.footprint(of: "backend") <= 32 * windows)
         // Ten more make the million; the next is past the cap. Another account is not.
         let late = t0 + 3_000 * Self.second
         let ten = (0..<UInt64(10)).map { Self.card(bucket: (1 << 41) + $0, value: 1) }
@@ -162,5 +162,69 @@ import Testing
         #expect(BucketGuessLimiter.seconds(1) == (0, 1))
         #expect(BucketGuessLimiter.seconds(2 * Self.second) == (2, 2))
         #expect(BucketGuessLimiter.seconds(2 * Self.second + 1) == (2, 3))
+    }
+}
+
+/// The windows' own structures (``GuessRecordQueue``, ``GuessWindowTable``) at the sizes where
+/// they change shape: records across blocks, tables growing and shrinking, numbers wrapping.
+@Suite struct GuessWindowsStructureTests {
+    /// Thousands of buckets against a dictionary of every value held, through records,
+    /// give-backs and expiries of whole stretches: the table grows past thousands of windows and
+    /// shrinks back, the queue fills many blocks and empties, the numbers pass 2^32 (the first
+    /// starts 5,000 before it).
+    @Test(arguments: [(1, UInt32.max - 5_000), (2, 0), (3, UInt32.max)] as [(UInt64, UInt32)])
+    func theWindowsAgreeWithAModelAtScale(seed: UInt64, firstNumber: UInt32) {
+        var state = seed
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 33
+        }
+        let windows = GuessWindows(firstNumber: firstNumber)
+        // Per bucket, its values held in the order recorded and the second each was recorded.
+        var model: [UInt64: [(value: UInt64, second: UInt32)]] = [:]
+        var entries: [UInt32] = []
+        var now: UInt32 = 100
+        func check(_ bucket: UInt64) {
+            let held = model[bucket] ?? []
+            #expect(windows.count(in: bucket) == held.count)
+            #expect(windows.oldestSecond(in: bucket) == held.first?.second)
+            for v in 0..<UInt64(4) {
+                #expect(windows.contains(v, in: bucket) == held.contains { $0.value == v })
+            }
+        }
+        for step in 0..<40_000 {
+            // Busy stretches over many buckets, then quiet ones over few.
+            let spread: UInt64 = (step / 5_000) % 2 == 0 ? 6_000 : 40
+            let bucket = next() % spread, value = next() % 4
+            switch next() % 20 {
+            case 0..<15:
+                guard model[bucket]?.contains(where: { $0.value == value }) != true else { break }
+                windows.record(value, in: bucket, at: now, by: "p\(bucket % 3)")
+                model[bucket, default: []].append((value, now))
+                entries.append(now)
+            case 15..<18:
+                windows.release(value, in: bucket)
+                model[bucket]?.removeAll { $0.value == value }
+                if model[bucket]?.isEmpty == true { model[bucket] = nil }
+            default:
+                now += UInt32(next() % 40)
+                windows.expire(now: now)
+                for (b, held) in model {
+                    let left = held.filter { now < $0.second + GuessWindows.hour }
+                    model[b] = left.isEmpty ? nil : left
+                }
+                entries.removeAll { now >= $0 + GuessWindows.hour }
+            }
+            check(bucket)
+            #expect(windows.held == model.values.reduce(0) { $0 + $1.count })
+            #expect(windows.entries == entries.count)
+            if step % 4_000 == 0 {
+                for b in 0..<UInt64(6_000) { check(b) }
+            }
+        }
+        windows.expire(now: now + GuessWindows.hour)
+        #expect(windows.isIdle && windows.held == 0)
+        #expect(windows.footprint < 64 << 10)
+        for b in 0..<UInt64(6_000) { #expect(windows.count(in: b) == 0) }
     }
 }

@@ -5,59 +5,48 @@ import DequeModule
 /// passes the time, in seconds.
 ///
 /// Every operation costs O(1) amortised, whatever the account has done before:
-/// - every value recorded is an entry of a queue in the order recorded, popped once when its
-///   hour ends (removing its value, unless it was given back), never by scanning the windows;
-/// - the counts the limits read (values held, entries each presenter recorded) are kept as
-///   entries come and go.
+/// - every value recorded is a record of a queue in the order recorded (``GuessRecordQueue``),
+///   popped once when its hour ends (closing its window's oldest value, unless it was given
+///   back), never by scanning the windows;
+/// - the counts the limits read (values held, records each presenter made) are kept as records
+///   come and go.
 ///
-/// A window holds its oldest value inline: most hold one (a backend sees each card's bucket
-/// once an hour), so one costs about 16 bytes in ``windows``, 16 in ``queue`` and the hash
-/// table's free slots: at most 96 bytes (`GuessLimiterScaleTests`). Tags are the first 64 bits
-/// of the vault's HMACs. Nothing is evicted, shrunk or merged before its hour ends.
+/// A window is a slot of ``GuessWindowTable`` naming its oldest value's record; most hold one (a
+/// backend sees each card's bucket once an hour), and one costs its 16-byte record and at most
+/// 11 bytes of table: a million cards take about 25 MiB (issue 60: a migration's import ran at
+/// 77 bytes a value, over 100 MiB at its peak). A window's later values are an ``Overflow``.
+/// Tags are the first 64 bits of the vault's HMACs. Nothing is evicted, shrunk or merged before
+/// its hour ends.
 final class GuessWindows {
-    /// A value's tag and the second it was first seen, rounded up (it leaves the hour no sooner
-    /// than an hour after it was seen).
-    struct Seen {
-        var value: UInt64
-        var second: UInt32
-    }
-
-    /// A value recorded: its bucket, its second and the presenter it is charged to (an index
-    /// into ``presenters``), until its hour ends, given back or not.
-    struct Entry {
-        var bucket: UInt64
-        var second: UInt32
-        var payer: UInt32
-    }
-
-    /// A window's values after its first, oldest first; hashed once there are many.
+    /// A window's values after its first, oldest first (their records' numbers); hashed once
+    /// there are many.
     struct Overflow {
         static let hashedFrom = 16
-        var seen: Deque<Seen> = []
+        var seen: Deque<UInt32> = []
         var members: Set<UInt64>?
 
-        func contains(_ value: UInt64) -> Bool {
+        func contains(_ value: UInt64, in queue: GuessRecordQueue) -> Bool {
             if let members { return members.contains(value) }
-            return seen.contains { $0.value == value }
+            return seen.contains { queue[$0].value == value }
         }
 
-        mutating func append(_ entry: Seen) {
-            seen.append(entry)
+        mutating func append(_ number: UInt32, in queue: GuessRecordQueue) {
+            seen.append(number)
             if members != nil {
-                members!.insert(entry.value)
+                members!.insert(queue[number].value)
             } else if seen.count >= Self.hashedFrom {
-                members = Set(seen.lazy.map(\.value))
+                members = Set(seen.lazy.map { queue[$0].value })
             }
         }
 
-        mutating func removeFirst() -> Seen {
-            let entry = seen.removeFirst()
-            members?.remove(entry.value)
-            return entry
+        mutating func removeFirst(in queue: GuessRecordQueue) -> UInt32 {
+            let number = seen.removeFirst()
+            members?.remove(queue[number].value)
+            return number
         }
 
-        mutating func remove(_ value: UInt64) -> Bool {
-            guard let i = seen.firstIndex(where: { $0.value == value }) else { return false }
+        mutating func remove(_ value: UInt64, in queue: GuessRecordQueue) -> Bool {
+            guard let i = seen.firstIndex(where: { queue[$0].value == value }) else { return false }
             seen.remove(at: i)
             members?.remove(value)
             return true
@@ -67,19 +56,16 @@ final class GuessWindows {
     /// An hour, in seconds.
     static let hour: UInt32 = 3_600
 
-    /// Each bucket's oldest value.
-    private var windows: [UInt64: Seen] = [:]
-    private var overflow: [UInt64: Overflow] = [:]
     /// Every value recorded in the last hour, in the order recorded (so by second).
-    private var queue = Deque<Entry>()
+    private var queue: GuessRecordQueue
+    /// Each open window's oldest value.
+    private var windows = GuessWindowTable()
+    private var overflow: [UInt64: Overflow] = [:]
     /// The latest second recorded: later records never take an earlier one, so the queue stays
     /// in order when requests' clocks were read out of order.
     private var latest: UInt32 = 0
-    /// The most entries ``queue`` held since it was last made anew (its ring grows by half
-    /// again when full and never shrinks by itself).
-    private var queuePeak = 0
 
-    /// Presenters (token ids) with entries in the queue, by index, and how many each has.
+    /// Presenters (token ids) with records in the queue, by index, and how many each has.
     private var presenterIndex: [String: UInt32] = [:]
     private var presenters: [(name: String, entries: Int)] = []
     private var freeIndexes: [UInt32] = []
@@ -89,9 +75,14 @@ final class GuessWindows {
     /// Values of requests under way on the unnamed path (``BucketGuessLimiter/reserveUnnamed``).
     var inFlight = 0
 
+    /// - Parameter firstNumber: the first record's number (tests start near the wrap).
+    init(firstNumber: UInt32 = 0) {
+        queue = GuessRecordQueue(firstNumber: firstNumber)
+    }
+
     var isIdle: Bool { queue.isEmpty && inFlight == 0 }
 
-    /// Entries in the queue: what the account is charged for (``BucketGuessLimiter/entryBytes``).
+    /// Records in the queue: what the account is charged for (``BucketGuessLimiter/entryBytes``).
     var entries: Int { queue.count }
 
     /// What the tables hold, in bytes, worked out from their capacities (a hash table has a power
@@ -103,49 +94,55 @@ final class GuessWindows {
             while slots * 3 / 4 < capacity { slots <<= 1 }
             return slots * stride + slots / 8
         }
-        let windowSlot = MemoryLayout<UInt64>.stride + MemoryLayout<Seen>.stride
         let overflowSlot = MemoryLayout<UInt64>.stride + MemoryLayout<Overflow>.stride
-        var bytes = table(windows.capacity, windowSlot) + table(overflow.capacity, overflowSlot)
-        bytes += (queuePeak * 3 / 2 + 1) * MemoryLayout<Entry>.stride
+        var bytes = queue.footprint + windows.footprint + table(overflow.capacity, overflowSlot)
         for o in overflow.values {
-            bytes += o.seen.count * 3 / 2 * MemoryLayout<Seen>.stride + 32
+            bytes += o.seen.count * 3 / 2 * MemoryLayout<UInt32>.stride + 32
             if let members = o.members { bytes += table(members.capacity, MemoryLayout<UInt64>.stride) + 32 }
         }
         return bytes
     }
 
-    /// The second the oldest entry was recorded (nil: none).
+    /// The second the oldest record was made (nil: none).
     var oldestSecond: UInt32? { queue.first?.second }
 
     /// Drops every value seen at least an hour before `now` (a whole second), at most `limit`
-    /// entries (the rest stay for a later call): how many it popped.
+    /// records (the rest stay for a later call): how many it popped.
     @discardableResult
     func expire(now: UInt32, limit: Int = .max) -> Int {
         var popped = 0
-        while popped < limit, let entry = queue.first, now >= entry.second &+ Self.hour {
+        while popped < limit, let (record, second, payer) = queue.first, now >= second &+ Self.hour {
+            // Held, the oldest record is its window's oldest value; given back, it is not. (The
+            // window is found while the record is still there: the table reads buckets from it.)
+            let number = queue.oldest
+            let slot = windows.slot(of: record.bucket, in: queue).flatMap { windows[$0] == number ? $0 : nil }
             queue.removeFirst()
             popped += 1
-            dropOldest(of: entry.bucket, seenBy: entry.second)
-            paid(entry.payer)
+            if let slot { promoteOrClose(record.bucket, slot: slot) }
+            paid(payer)
         }
-        compactIfSparse()
+        if overflow.capacity > 4_096, overflow.count * 8 < overflow.capacity {
+            overflow = Dictionary(uniqueKeysWithValues: overflow.lazy.map { ($0.key, $0.value) })
+        }
         return popped
     }
 
     func count(in bucket: UInt64) -> Int {
-        guard windows[bucket] != nil else { return 0 }
+        guard windows.slot(of: bucket, in: queue) != nil else { return 0 }
         return 1 + (overflow[bucket]?.seen.count ?? 0)
     }
 
     func contains(_ value: UInt64, in bucket: UInt64) -> Bool {
-        guard let first = windows[bucket] else { return false }
-        return first.value == value || overflow[bucket]?.contains(value) == true
+        guard let slot = windows.slot(of: bucket, in: queue) else { return false }
+        return queue[windows[slot]].value == value || overflow[bucket]?.contains(value, in: queue) == true
     }
 
     /// When the oldest value of `bucket` was seen.
-    func oldestSecond(in bucket: UInt64) -> UInt32? { windows[bucket]?.second }
+    func oldestSecond(in bucket: UInt64) -> UInt32? {
+        windows.slot(of: bucket, in: queue).map { queue.second(of: windows[$0]) }
+    }
 
-    /// How many entries of the queue `presenter` recorded.
+    /// How many records of the queue `presenter` made.
     func entries(by presenter: String) -> Int {
         presenterIndex[presenter].map { presenters[Int($0)].entries } ?? 0
     }
@@ -153,62 +150,36 @@ final class GuessWindows {
     /// Records `value` (not held yet) in `bucket` at `second`, charged to `presenter`.
     func record(_ value: UInt64, in bucket: UInt64, at second: UInt32, by presenter: String) {
         latest = max(latest, second)
-        let seen = Seen(value: value, second: latest)
-        if windows[bucket] != nil {
-            overflow[bucket, default: Overflow()].append(seen)
+        let open = windows.slot(of: bucket, in: queue)
+        let number = queue.append(bucket: bucket, value: value, second: latest, payer: index(of: presenter))
+        if open != nil {
+            overflow[bucket, default: Overflow()].append(number, in: queue)
         } else {
-            windows[bucket] = seen
+            windows.insert(bucket, number: number, in: queue)
         }
-        queue.append(Entry(bucket: bucket, second: latest, payer: index(of: presenter)))
-        queuePeak = max(queuePeak, queue.count)
         held += 1
     }
 
     /// Gives back `value` of `bucket` (a lookup's hit): it no longer counts against the bucket.
-    /// Its entry stays, charged to its presenter, until its hour ends.
+    /// Its record stays, charged to its presenter, until its hour ends.
     func release(_ value: UInt64, in bucket: UInt64) {
-        guard let first = windows[bucket] else { return }
-        if first.value == value {
-            promoteOrClose(bucket)
-        } else if overflow[bucket]?.remove(value) == true {
+        guard let slot = windows.slot(of: bucket, in: queue) else { return }
+        if queue[windows[slot]].value == value {
+            promoteOrClose(bucket, slot: slot)
+        } else if overflow[bucket]?.remove(value, in: queue) == true {
             held -= 1
             if overflow[bucket]?.seen.isEmpty == true { overflow[bucket] = nil }
         }
     }
 
-    /// Removes the window's oldest value when it was seen no later than `second` (an entry
-    /// whose own value was given back finds a later one, or none, and leaves it: values seen in
-    /// the same second leave the hour together, so which of them goes first does not matter).
-    private func dropOldest(of bucket: UInt64, seenBy second: UInt32) {
-        guard let first = windows[bucket], first.second <= second else { return }
-        promoteOrClose(bucket)
-    }
-
-    /// Removes a window's first value: its next takes its place, or the window closes.
-    private func promoteOrClose(_ bucket: UInt64) {
+    /// Removes the window's first value: its next takes its place, or the window closes.
+    private func promoteOrClose(_ bucket: UInt64, slot: Int) {
         held -= 1
         if overflow[bucket] != nil {
-            windows[bucket] = overflow[bucket]!.removeFirst()
+            windows[slot] = overflow[bucket]!.removeFirst(in: queue)
             if overflow[bucket]!.seen.isEmpty { overflow[bucket] = nil }
         } else {
-            windows[bucket] = nil
-        }
-    }
-
-    /// Tables keep their size when entries leave: once one holds under an eighth of what it has
-    /// room for, it is made anew at its size (paid for by the removals since it was full), so an
-    /// account holds memory for what it counts now, not for the most it ever counted.
-    private func compactIfSparse() {
-        let floor = 4_096
-        if windows.capacity > floor, windows.count * 8 < windows.capacity {
-            windows = Dictionary(uniqueKeysWithValues: windows.lazy.map { ($0.key, $0.value) })
-        }
-        if overflow.capacity > floor, overflow.count * 8 < overflow.capacity {
-            overflow = Dictionary(uniqueKeysWithValues: overflow.lazy.map { ($0.key, $0.value) })
-        }
-        if queuePeak > floor, queue.count * 8 < queuePeak {
-            queue = Deque(queue)
-            queuePeak = queue.count
+            windows.remove(at: slot, in: queue)
         }
     }
 
