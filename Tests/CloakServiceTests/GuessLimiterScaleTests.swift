@@ -228,3 +228,24 @@ import Testing
         for b in 0..<UInt64(6_000) { #expect(windows.count(in: b) == 0) }
     }
 }
+
+extension GuessWindowsStructureTests {
+    /// A migration's million cards fall a hundred and more into a bucket (a few BINs, a
+    /// thousand last fours: `Benchmarks/import.sh`'s file): still at most 32 bytes a value, as
+    /// one a bucket; and every value is found.
+    @Test(arguments: [8_000, 1_000_000] as [UInt64])
+    func aMillionValuesHoldAtMost32BytesEachHoweverTheyFall(buckets: UInt64) {
+        let windows = GuessWindows()
+        let values: UInt64 = 1_000_000
+        for i in 0..<values {
+            windows.record(
+                i &* 0x9E37_79B9_7F4A_7C15, in: (i % buckets) &* 0xC2B2_AE3D_27D4_EB4F, at: 100, by: "importer")
+        }
+        #expect(windows.held == Int(values))
+        #expect(windows.footprint <= 32 * Int(values))
+        for i in stride(from: 0, to: values, by: 997) {
+            #expect(windows.contains(i &* 0x9E37_79B9_7F4A_7C15, in: (i % buckets) &* 0xC2B2_AE3D_27D4_EB4F))
+        }
+        #expect(windows.count(in: 0) == Int(values / buckets))
+    }
+}

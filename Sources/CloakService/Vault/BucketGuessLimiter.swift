@@ -39,10 +39,10 @@ final class BucketGuessLimiter: Sendable {
     static let maxBucketsPerToken = 1_000_000
     static let shardCount = 16
 
-    /// What each value recorded is charged until its hour ends. A window of one value holds
-    /// about 27 bytes (its 16-byte record, a 4-byte slot of a table at least 37.5 % full) and at
-    /// most 40 when presenters alternate (a run each); a window of two, with its overflow, at
-    /// most 256 for both. Besides, an account holds at most two blocks of records partly.
+    /// What each value recorded is charged until its hour ends. A value holds about 28 bytes
+    /// (its 20-byte record, a 4-byte slot of a table at least 37.5 % full), at most 44 when
+    /// presenters alternate (a run each), and a window of two or more a chain's 24 bytes more in
+    /// a dictionary. Besides, an account holds at most two blocks of records partly.
     /// `GuessLimiterScaleTests` checks the tables never hold more than they are charged.
     static let entryBytes = 128
     /// `limits.guess_memory_mib`'s default, in bytes.

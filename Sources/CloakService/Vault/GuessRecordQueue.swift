@@ -4,8 +4,9 @@ import DequeModule
 ///
 /// Each record is numbered (a `UInt32` that wraps: a number is only compared as an offset from
 /// the oldest, and fewer than 2^32 records are ever held). A record keeps its bucket and value
-/// tags, 16 bytes; its second and its presenter are kept as runs, since records come in order of
-/// their second (at most 3,601 runs an hour) and mostly a presenter at a time.
+/// tags, 16 bytes, and a link to the next record of its window, 4; its second and its presenter
+/// are kept as runs, since records come in order of their second (at most 3,601 runs an hour)
+/// and mostly a presenter at a time.
 ///
 /// Records sit in blocks of ``blockSize``: the queue never copies itself to grow (no moment
 /// holding the old ring and the new), and a block is freed once its last record leaves.
@@ -24,7 +25,13 @@ struct GuessRecordQueue {
     static let blockShift = 12
     static let blockSize = 1 << blockShift
 
-    private var blocks: Deque<ContiguousArray<Record>> = []
+    /// Records, and the number of the next record of the same window (set once one follows).
+    private struct Block {
+        var records = ContiguousArray<Record>()
+        var links = ContiguousArray<UInt32>()
+    }
+
+    private var blocks: Deque<Block> = []
     /// The oldest record's place in the first block.
     private var offset = 0
     private var seconds = RunColumn()
@@ -44,14 +51,16 @@ struct GuessRecordQueue {
     @discardableResult
     mutating func append(bucket: UInt64, value: UInt64, second: UInt32, payer: UInt32) -> UInt32 {
         let number = next
-        if blocks.isEmpty || blocks[blocks.count - 1].count == Self.blockSize {
+        if blocks.isEmpty || blocks[blocks.count - 1].records.count == Self.blockSize {
             // A queue's first block starts small and doubles (an account of a few values holds
             // a few hundred bytes); later ones are made whole.
-            var block = ContiguousArray<Record>()
-            block.reserveCapacity(count < Self.blockSize ? 16 : Self.blockSize)
+            var block = Block()
+            block.records.reserveCapacity(count < Self.blockSize ? 16 : Self.blockSize)
+            block.links.reserveCapacity(count < Self.blockSize ? 16 : Self.blockSize)
             blocks.append(block)
         }
-        blocks[blocks.count - 1].append(Record(bucket: bucket, value: value))
+        blocks[blocks.count - 1].records.append(Record(bucket: bucket, value: value))
+        blocks[blocks.count - 1].links.append(number)
         seconds.append(second, at: number)
         payers.append(payer, at: number)
         count += 1
@@ -61,13 +70,24 @@ struct GuessRecordQueue {
     /// Record `number` (one held: `oldest` up to `next`).
     subscript(number: UInt32) -> Record {
         let at = offset + Int(number &- oldest)
-        return blocks[at >> Self.blockShift][at & (Self.blockSize - 1)]
+        return blocks[at >> Self.blockShift].records[at & (Self.blockSize - 1)]
+    }
+
+    /// The record of the same window that followed record `number` (`number` itself: none yet).
+    func link(of number: UInt32) -> UInt32 {
+        let at = offset + Int(number &- oldest)
+        return blocks[at >> Self.blockShift].links[at & (Self.blockSize - 1)]
+    }
+
+    mutating func setLink(of number: UInt32, to next: UInt32) {
+        let at = offset + Int(number &- oldest)
+        blocks[at >> Self.blockShift].links[at & (Self.blockSize - 1)] = next
     }
 
     /// The oldest record, its second and its presenter (nil: none).
     var first: (record: Record, second: UInt32, payer: UInt32)? {
         guard count > 0 else { return nil }
-        return (blocks[0][offset], seconds.first, payers.first)
+        return (blocks[0].records[offset], seconds.first, payers.first)
     }
 
     /// The second record `number` was made at.
@@ -89,8 +109,8 @@ struct GuessRecordQueue {
     /// Bytes held: the blocks as allocated, the runs' rings at their peak (a ring grows by half
     /// again when full and is made anew once it holds under an eighth of its peak).
     var footprint: Int {
-        blocks.reduce(0) { $0 + $1.capacity * MemoryLayout<Record>.stride + 32 }
-            + (blocks.count * 3 / 2 + 1) * MemoryLayout<ContiguousArray<Record>>.stride
+        blocks.reduce(0) { $0 + $1.records.capacity * MemoryLayout<Record>.stride + $1.links.capacity * 4 + 64 }
+            + (blocks.count * 3 / 2 + 1) * MemoryLayout<Block>.stride
             + seconds.footprint + payers.footprint
     }
 }

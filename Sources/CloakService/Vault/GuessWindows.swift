@@ -11,46 +11,20 @@ import DequeModule
 /// - the counts the limits read (values held, records each presenter made) are kept as records
 ///   come and go.
 ///
-/// A window is a slot of ``GuessWindowTable`` naming its oldest value's record; most hold one (a
-/// backend sees each card's bucket once an hour), and one costs its 16-byte record and at most
-/// 11 bytes of table: a million cards take about 25 MiB (issue 60: a migration's import ran at
-/// 77 bytes a value, over 100 MiB at its peak). A window's later values are an ``Overflow``.
-/// Tags are the first 64 bits of the vault's HMACs. Nothing is evicted, shrunk or merged before
-/// its hour ends.
+/// A window is a slot of ``windows`` naming its oldest value's record. Its later values are
+/// linked from it, record to record, and found by ``values`` (bucket and value); its count is a
+/// ``Chain``. A value costs its 20-byte record and a 4-byte slot of a table at least 37.5 % full:
+/// about 28 bytes, however the values fall into buckets (issue 60: a migration's million cards,
+/// a hundred a bucket, took 77 bytes a value in dictionaries, sets and rings, over 100 MiB at
+/// the peak). Tags are the first 64 bits of the vault's HMACs. Nothing is evicted, shrunk or
+/// merged before its hour ends.
 final class GuessWindows {
-    /// A window's values after its first, oldest first (their records' numbers); hashed once
-    /// there are many.
-    struct Overflow {
-        static let hashedFrom = 16
-        var seen: Deque<UInt32> = []
-        var members: Set<UInt64>?
-
-        func contains(_ value: UInt64, in queue: GuessRecordQueue) -> Bool {
-            if let members { return members.contains(value) }
-            return seen.contains { queue[$0].value == value }
-        }
-
-        mutating func append(_ number: UInt32, in queue: GuessRecordQueue) {
-            seen.append(number)
-            if members != nil {
-                members!.insert(queue[number].value)
-            } else if seen.count >= Self.hashedFrom {
-                members = Set(seen.lazy.map { queue[$0].value })
-            }
-        }
-
-        mutating func removeFirst(in queue: GuessRecordQueue) -> UInt32 {
-            let number = seen.removeFirst()
-            members?.remove(queue[number].value)
-            return number
-        }
-
-        mutating func remove(_ value: UInt64, in queue: GuessRecordQueue) -> Bool {
-            guard let i = seen.firstIndex(where: { queue[$0].value == value }) else { return false }
-            seen.remove(at: i)
-            members?.remove(value)
-            return true
-        }
+    /// A window's values after its oldest: how many it holds, and its last record (the next
+    /// value is linked from it). Records linked between may have been given back: they are no
+    /// longer in ``values``.
+    struct Chain {
+        var count: Int
+        var last: UInt32
     }
 
     /// An hour, in seconds.
@@ -59,8 +33,11 @@ final class GuessWindows {
     /// Every value recorded in the last hour, in the order recorded (so by second).
     private var queue: GuessRecordQueue
     /// Each open window's oldest value.
-    private var windows = GuessWindowTable()
-    private var overflow: [UInt64: Overflow] = [:]
+    private var windows = GuessRecordTable<GuessBucketKey>()
+    /// Each open window's later values.
+    private var values = GuessRecordTable<GuessValueKey>()
+    /// The windows holding more than one value.
+    private var chains: [UInt64: Chain] = [:]
     /// The latest second recorded: later records never take an earlier one, so the queue stays
     /// in order when requests' clocks were read out of order.
     private var latest: UInt32 = 0
@@ -88,19 +65,10 @@ final class GuessWindows {
     /// What the tables hold, in bytes, worked out from their capacities (a hash table has a power
     /// of two slots, at most three quarters full, and a bit a slot): the charge must cover it.
     var footprint: Int {
-        func table(_ capacity: Int, _ stride: Int) -> Int {
-            guard capacity > 0 else { return 0 }
-            var slots = 1
-            while slots * 3 / 4 < capacity { slots <<= 1 }
-            return slots * stride + slots / 8
-        }
-        let overflowSlot = MemoryLayout<UInt64>.stride + MemoryLayout<Overflow>.stride
-        var bytes = queue.footprint + windows.footprint + table(overflow.capacity, overflowSlot)
-        for o in overflow.values {
-            bytes += o.seen.count * 3 / 2 * MemoryLayout<UInt32>.stride + 32
-            if let members = o.members { bytes += table(members.capacity, MemoryLayout<UInt64>.stride) + 32 }
-        }
-        return bytes
+        var slots = 1
+        while slots * 3 / 4 < chains.capacity { slots <<= 1 }
+        let chainSlot = MemoryLayout<UInt64>.stride + MemoryLayout<Chain>.stride
+        return queue.footprint + windows.footprint + values.footprint + slots * chainSlot + slots / 8
     }
 
     /// The second the oldest record was made (nil: none).
@@ -112,34 +80,40 @@ final class GuessWindows {
     func expire(now: UInt32, limit: Int = .max) -> Int {
         var popped = 0
         while popped < limit, let (record, second, payer) = queue.first, now >= second &+ Self.hour {
-            // Held, the oldest record is its window's oldest value; given back, it is not. (The
-            // window is found while the record is still there: the table reads buckets from it.)
+            // Held, the oldest record is its window's oldest value; given back, it is not. (Its
+            // window moves on while the record is still there: the tables read keys from it.)
             let number = queue.oldest
-            let slot = windows.slot(of: record.bucket, in: queue).flatMap { windows[$0] == number ? $0 : nil }
+            if let slot = windows.slot(of: record, in: queue), windows[slot] == number {
+                promoteOrClose(record.bucket, slot: slot)
+            }
             queue.removeFirst()
             popped += 1
-            if let slot { promoteOrClose(record.bucket, slot: slot) }
             paid(payer)
         }
-        if overflow.capacity > 4_096, overflow.count * 8 < overflow.capacity {
-            overflow = Dictionary(uniqueKeysWithValues: overflow.lazy.map { ($0.key, $0.value) })
+        if chains.capacity > 4_096, chains.count * 8 < chains.capacity {
+            chains = Dictionary(uniqueKeysWithValues: chains.lazy.map { ($0.key, $0.value) })
         }
         return popped
     }
 
     func count(in bucket: UInt64) -> Int {
-        guard windows.slot(of: bucket, in: queue) != nil else { return 0 }
-        return 1 + (overflow[bucket]?.seen.count ?? 0)
+        guard windows.slot(of: Self.key(bucket), in: queue) != nil else { return 0 }
+        return 1 + (chains[bucket]?.count ?? 0)
     }
 
     func contains(_ value: UInt64, in bucket: UInt64) -> Bool {
-        guard let slot = windows.slot(of: bucket, in: queue) else { return false }
-        return queue[windows[slot]].value == value || overflow[bucket]?.contains(value, in: queue) == true
+        guard let slot = windows.slot(of: Self.key(bucket), in: queue) else { return false }
+        if queue[windows[slot]].value == value { return true }
+        return chains[bucket] != nil && values.slot(of: Self.key(bucket, value), in: queue) != nil
     }
 
     /// When the oldest value of `bucket` was seen.
     func oldestSecond(in bucket: UInt64) -> UInt32? {
-        windows.slot(of: bucket, in: queue).map { queue.second(of: windows[$0]) }
+        windows.slot(of: Self.key(bucket), in: queue).map { queue.second(of: windows[$0]) }
+    }
+
+    private static func key(_ bucket: UInt64, _ value: UInt64 = 0) -> GuessRecordQueue.Record {
+        GuessRecordQueue.Record(bucket: bucket, value: value)
     }
 
     /// How many records of the queue `presenter` made.
@@ -150,12 +124,17 @@ final class GuessWindows {
     /// Records `value` (not held yet) in `bucket` at `second`, charged to `presenter`.
     func record(_ value: UInt64, in bucket: UInt64, at second: UInt32, by presenter: String) {
         latest = max(latest, second)
-        let open = windows.slot(of: bucket, in: queue)
+        let open = windows.slot(of: Self.key(bucket), in: queue)
         let number = queue.append(bucket: bucket, value: value, second: latest, payer: index(of: presenter))
-        if open != nil {
-            overflow[bucket, default: Overflow()].append(number, in: queue)
+        if let open {
+            var chain = chains[bucket] ?? Chain(count: 0, last: windows[open])
+            queue.setLink(of: chain.last, to: number)
+            chain.last = number
+            chain.count += 1
+            chains[bucket] = chain
+            values.insert(number, in: queue)
         } else {
-            windows.insert(bucket, number: number, in: queue)
+            windows.insert(number, in: queue)
         }
         held += 1
     }
@@ -163,24 +142,36 @@ final class GuessWindows {
     /// Gives back `value` of `bucket` (a lookup's hit): it no longer counts against the bucket.
     /// Its record stays, charged to its presenter, until its hour ends.
     func release(_ value: UInt64, in bucket: UInt64) {
-        guard let slot = windows.slot(of: bucket, in: queue) else { return }
+        guard let slot = windows.slot(of: Self.key(bucket), in: queue) else { return }
         if queue[windows[slot]].value == value {
             promoteOrClose(bucket, slot: slot)
-        } else if overflow[bucket]?.remove(value, in: queue) == true {
+        } else if chains[bucket] != nil, let at = values.slot(of: Self.key(bucket, value), in: queue) {
+            values.remove(at: at, in: queue)
             held -= 1
-            if overflow[bucket]?.seen.isEmpty == true { overflow[bucket] = nil }
+            chains[bucket]!.count -= 1
+            if chains[bucket]!.count == 0 { chains[bucket] = nil }
         }
     }
 
-    /// Removes the window's first value: its next takes its place, or the window closes.
+    /// Removes a window's oldest value: its next held value takes its place (following the
+    /// links past values given back, each passed once), or the window closes.
     private func promoteOrClose(_ bucket: UInt64, slot: Int) {
         held -= 1
-        if overflow[bucket] != nil {
-            windows[slot] = overflow[bucket]!.removeFirst(in: queue)
-            if overflow[bucket]!.seen.isEmpty { overflow[bucket] = nil }
-        } else {
+        guard var chain = chains[bucket] else {
             windows.remove(at: slot, in: queue)
+            return
         }
+        var next = queue.link(of: windows[slot])
+        while true {
+            if let at = values.slot(of: queue[next], in: queue), values[at] == next {
+                values.remove(at: at, in: queue)
+                break
+            }
+            next = queue.link(of: next)
+        }
+        windows[slot] = next
+        chain.count -= 1
+        chains[bucket] = chain.count == 0 ? nil : chain
     }
 
     private func index(of presenter: String) -> UInt32 {
