@@ -133,7 +133,7 @@ extension AliasStoreCompatSuite {
         #expect(
             try transaction(store) { try store.claimJob(holder: "c", now: Self.now + 500, until: Self.now + 530) }
                 == nil)
-        try transaction(store) { try store.deleteJobInput(made.id) }
+        _ = try transaction(store) { try store.deleteJobInput(made.id, limit: jobChunksPerDelete) }
         #expect(try store.jobChunks(made.id, part: .input, from: 0, limit: 10) == [])
         #expect(try store.jobChunks(made.id, part: .mapping, from: 0, limit: 10).count == 1)
     }
@@ -207,6 +207,43 @@ extension AliasStoreCompatSuite {
         _ = try transaction(store) { try store.deleteExpiredJobs(now: Int64.max - 1, idleBefore: 0, limit: 100) }
     }
 
+    /// A large input or an expired job's many chunks go a slice at a time: each call deletes at
+    /// most its limit, and says so until nothing is left.
+    func jobChunksAreDeletedASliceAtATime() throws {
+        let store = try makeStore()
+        try settleLeftoverJobs(store)
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let made = job("s\(tag)", state: .receiving)
+        try transaction(store) { try store.createJob(made) }
+        for index in 0..<40 {
+            #expect(
+                try transaction(store) { try store.appendJobInput(made.id, index: index, sealed: [1], now: Self.now) })
+        }
+        #expect(try transaction(store) { try store.deleteJobInput(made.id, limit: 16) } == 16)
+        // The first ones first: the input is read from its start, never with a hole.
+        #expect(try store.jobChunks(made.id, part: .input, from: 0, limit: 100).count == 24)
+        #expect(try store.jobChunks(made.id, part: .input, from: 16, limit: 1).count == 1)
+        #expect(try store.jobChunks(made.id, part: .input, from: 15, limit: 100).count == 24)
+        #expect(
+            try transaction(store) {
+                try store.setJobState(
+                    made.id, from: [.receiving], to: .failed, holder: nil, now: Self.now, expiresAt: Self.now + 10,
+                    failure: "cut short")
+            })
+        var calls: [Int] = []
+        while calls.count < 10 {
+            let deleted = try transaction(store) {
+                try store.deleteExpiredJobs(now: Self.now + 10, idleBefore: 0, limit: 10)
+            }
+            calls.append(deleted)
+            if deleted < 10 { break }
+        }
+        // 24 chunks, then the job: 10, 10, then 4 and the job (more when another suite's jobs
+        // expire in a shared database, never more than the limit a call).
+        #expect(calls.count >= 3 && calls.allSatisfy { $0 <= 10 } && calls.last! < 10)
+        #expect(try store.job(made.id) == nil)
+    }
+
     func jobsAreListedNewestFirstAndExpireWithTheirChunks() throws {
         let store = try makeStore()
         try settleLeftoverJobs(store)
@@ -254,6 +291,8 @@ extension AliasStoreCompatSuite {
         }
         #expect(try store.job(receiving.id) == nil)
         #expect(try store.job(made[0].id) != nil)
+        // The failed job stays until it expires; its input does not.
+        #expect(try store.jobChunks(made[0].id, part: .input, from: 0, limit: 10) == [])
         #expect(try store.job(made[1].id) != nil)
         #expect(try store.job(made[2].id) == nil)
         #expect(try store.jobChunks(made[2].id, part: .input, from: 0, limit: 10) == [])

@@ -107,6 +107,7 @@ package struct AliasStoreCompatSuite {
             // database would take each other's.
             try jobsAreTakenByOneHolderAndAdvancedOnlyByIt()
             try jobsAreListedNewestFirstAndExpireWithTheirChunks()
+            try jobChunksAreDeletedASliceAtATime()
             try exportsAreApprovedOnceAndRewrittenInPlace()
             try newRecordsAreInsertedInTheTransactionUnderWay()
         }

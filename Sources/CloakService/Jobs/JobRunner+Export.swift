@@ -488,7 +488,6 @@ final class ExportWriter {
                         job.id, from: [.running], to: .done, holder: holder, now: now,
                         expiresAt: now + Int64(jobs.outputTTLSeconds), failure: nil)
                 else { return false }
-                try store.deleteJobInput(job.id)
             }
             return true
         }
@@ -499,6 +498,7 @@ final class ExportWriter {
         committed = moving
         storedCursor = moving.cursor
         renewed = Date()
+        if isLast { runner.dropInput(job.id) }
     }
 }
 

@@ -83,21 +83,33 @@ final class JobRunner: Sendable {
 
     /// Deletes jobs that ended more than `jobs.output_ttl_s` ago and jobs still receiving their
     /// input after `jobs`' receiving limit (a client or node that went away mid-file), with their
-    /// chunks, up to a thousand a sweep.
+    /// chunks, and the inputs jobs done or failed left behind.
     private func sweep() {
         let now = Self.now
         let idleBefore = now - Int64(dependencies.configuration.jobs.receivingIdleSeconds)
-        // A few jobs a statement: each takes its chunks with it, and the vault thread serves
-        // requests between them.
-        for _ in 0..<200 {
-            let result = withStore { store in try store.deleteExpiredJobs(now: now, idleBefore: idleBefore, limit: 5) }
-            guard case let .success(deleted) = result, deleted == 5 else {
-                if case let .success(deleted) = result, deleted > 0 {
-                    dependencies.logger.info("jobs: expired jobs deleted", metadata: ["jobs": "\(deleted)"])
-                }
-                return
+        // A slice of chunks a transaction (the vault thread serves requests between them), at
+        // most 2 GiB of them a sweep.
+        var total = 0
+        for _ in 0..<2_048 {
+            let result = withStore { store in
+                try store.deleteExpiredJobs(now: now, idleBefore: idleBefore, limit: jobChunksPerDelete)
             }
+            guard case let .success(deleted) = result else { break }
+            total += deleted
+            if deleted < jobChunksPerDelete { break }
         }
+        if total > 0 {
+            dependencies.logger.info("jobs: expired jobs and ended inputs deleted", metadata: ["rows": "\(total)"])
+        }
+    }
+
+    /// Drops an ended job's input, a slice a transaction (``jobChunksPerDelete``), so that the
+    /// vault thread serves requests between slices and SQLite never holds a whole input's pages.
+    /// What a failure leaves, the sweep deletes (``JobStore/deleteExpiredJobs``).
+    func dropInput(_ id: JobID) {
+        while case .success(jobChunksPerDelete) = withStore({ store in
+            try store.deleteJobInput(id, limit: jobChunksPerDelete)
+        }) {}
     }
 
     /// Runs `body` with the store on the vault's thread, and waits for it.
@@ -135,9 +147,9 @@ final class JobRunner: Sendable {
                 job.id, from: [.running], to: state, holder: holder, now: now,
                 expiresAt: state == .queued ? nil : expires,
                 failure: failure)
-            if ended && state.isFinal { try store.deleteJobInput(job.id) }
             return ended
         }
+        if case .success(true) = result, state.isFinal { dropInput(job.id) }
         var metadata: Logger.Metadata = ["job": "\(job.id)", "state": "\(state.rawValue)"]
         if let failure { metadata["reason"] = "\(failure)" }
         if case .failure(let error) = result { metadata["store"] = "\(error)" }
@@ -240,6 +252,7 @@ final class JobRunner: Sendable {
                 // What the input holds after this batch cannot be read: the job ends here.
                 if let aheadFailure { return end(job, .failed, failure: aheadFailure) }
                 if current.batch.isLast {
+                    dropInput(job.id)
                     dependencies.logger.info(
                         "jobs: job ended",
                         metadata: [

@@ -267,7 +267,8 @@ final class JobUpload: @unchecked Sendable {
             _ = try store.setJobState(
                 id, from: [.receiving, .queued], to: .failed, holder: nil, now: Self.now, expiresAt: Self.now + 86_400,
                 failure: reason)
-            try store.deleteJobInput(id)
+            // The first slice at once; the rest by the runners' sweep (a failed job's input).
+            _ = try store.deleteJobInput(id, limit: jobChunksPerDelete)
         } completion: { _ in
         }
         finish?(.error(error))

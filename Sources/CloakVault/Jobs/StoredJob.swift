@@ -225,16 +225,26 @@ package protocol JobStore: AnyObject {
         _ id: JobID, from: Set<JobState>, to: JobState, holder: String?, now: Int64, expiresAt: Int64?,
         failure: String?
     ) throws(StoreError) -> Bool
-    /// Drops a job's input chunks (it ended: the input is never needed again).
-    func deleteJobInput(_ id: JobID) throws(StoreError)
+    /// Drops up to `limit` of a job's input chunks, first ones first (it ended: the input is
+    /// never needed again): how many it dropped. Callers drop a large input a slice at a time,
+    /// each slice a transaction of its own (``jobChunksPerDelete``): SQLite held memory in
+    /// proportion to the chunks one transaction deleted (30 MiB for a 34 MiB input), and a writer
+    /// waited as long.
+    func deleteJobInput(_ id: JobID, limit: Int) throws(StoreError) -> Int
     /// An export's approval: the job moves from `awaiting_approval` to `queued`, no longer
     /// expiring, with `sealed` as its ``JobPart/approval`` chunk; false (nothing written) when it
     /// was not awaiting approval or had expired by `now`.
     func approveJob(_ id: JobID, approval sealed: [UInt8], now: Int64) throws(StoreError) -> Bool
-    /// Deletes up to `limit` jobs that expired at or before `now`, and `receiving` jobs idle
-    /// since before `idleBefore` (a client that never finished sending), with their chunks.
+    /// Deletes jobs that expired at or before `now`, and `receiving` jobs idle since before
+    /// `idleBefore` (a client that never finished sending): up to `limit` of their chunks and of
+    /// the inputs of jobs done or failed (left by a node stopped before it dropped them), then up
+    /// to `limit` of those jobs left without chunks. How many rows it deleted, chunks and jobs:
+    /// under `limit`, nothing is left (as ``deleteJobInput(_:limit:)``, a slice a transaction).
     func deleteExpiredJobs(now: Int64, idleBefore: Int64, limit: Int) throws(StoreError) -> Int
 }
+
+/// The chunks one transaction deletes (1 MiB of 64 KiB chunks).
+package let jobChunksPerDelete = 16
 
 extension JobStore {
     /// Adds `job` unless its owner already has `limit` jobs that have not ended (receiving,
@@ -257,7 +267,8 @@ extension JobStore {
             id, from: [.receiving], to: .failed, holder: nil, now: now, expiresAt: expiresAt,
             failure: "cancelled while its input arrived")
         {
-            try deleteJobInput(id)
+            // The first slice here; the rest by the runners' sweep (a job failed keeps no input).
+            _ = try deleteJobInput(id, limit: jobChunksPerDelete)
             return .failed
         }
         guard

@@ -157,8 +157,14 @@ extension PostgreSQLAliasStore {
         ).count == 1
     }
 
-    package func deleteJobInput(_ id: JobID) throws(StoreError) {
-        try db.query("DELETE FROM job_chunks WHERE job = $1 AND part = 0", [.text(id.text)])
+    package func deleteJobInput(_ id: JobID, limit: Int) throws(StoreError) -> Int {
+        try db.query(
+            """
+            DELETE FROM job_chunks WHERE job = $1 AND part = 0 AND idx IN (
+                SELECT idx FROM job_chunks WHERE job = $1 AND part = 0 ORDER BY idx LIMIT $2)
+            RETURNING 1
+            """, [.text(id.text), .int(Int64(limit))]
+        ).count
     }
 
     package func approveJob(_ id: JobID, approval sealed: [UInt8], now: Int64) throws(StoreError) -> Bool {
@@ -177,14 +183,27 @@ extension PostgreSQLAliasStore {
     }
 
     package func deleteExpiredJobs(now: Int64, idleBefore: Int64, limit: Int) throws(StoreError) -> Int {
-        try db.query(
+        let chunks = try db.query(
             """
-            DELETE FROM jobs WHERE id IN (
-                (SELECT id FROM jobs WHERE expires_at <= $1 LIMIT $3)
-                UNION (SELECT id FROM jobs WHERE state = 'receiving' AND updated_at < $2 LIMIT $3)
+            DELETE FROM job_chunks WHERE (job, part, idx) IN (
+                (SELECT job, part, idx FROM job_chunks WHERE job IN (
+                    SELECT id FROM jobs WHERE expires_at <= $1
+                    UNION SELECT id FROM jobs WHERE state = 'receiving' AND updated_at < $2) LIMIT $3)
+                UNION ALL (SELECT job, part, idx FROM job_chunks WHERE part = 0 AND job IN (
+                    SELECT id FROM jobs WHERE state IN ('done', 'failed')) LIMIT $3)
                 LIMIT $3)
             RETURNING 1
             """, [.int(now), .int(idleBefore), .int(Int64(limit))]
         ).count
+        let jobs = try db.query(
+            """
+            DELETE FROM jobs WHERE id IN (
+                SELECT id FROM jobs WHERE (expires_at <= $1 OR (state = 'receiving' AND updated_at < $2))
+                AND NOT EXISTS (SELECT 1 FROM job_chunks WHERE job_chunks.job = jobs.id)
+                LIMIT $3)
+            RETURNING 1
+            """, [.int(now), .int(idleBefore), .int(Int64(limit))]
+        ).count
+        return chunks + jobs
     }
 }

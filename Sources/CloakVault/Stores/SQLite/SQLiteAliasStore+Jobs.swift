@@ -194,10 +194,16 @@ extension SQLiteAliasStore {
         return db.changes == 1
     }
 
-    package func deleteJobInput(_ id: JobID) throws(StoreError) {
-        let s = try db.statement("DELETE FROM job_chunks WHERE job = ?1 AND part = 0")
+    package func deleteJobInput(_ id: JobID, limit: Int) throws(StoreError) -> Int {
+        let s = try db.statement(
+            """
+            DELETE FROM job_chunks WHERE job = ?1 AND part = 0 AND idx IN (
+                SELECT idx FROM job_chunks WHERE job = ?1 AND part = 0 ORDER BY idx LIMIT ?2)
+            """)
         s.bind(1, id.text)
+        s.bind(2, Int64(limit))
         try s.run()
+        return db.changes
     }
 
     package func approveJob(_ id: JobID, approval sealed: [UInt8], now: Int64) throws(StoreError) -> Bool {
@@ -220,17 +226,32 @@ extension SQLiteAliasStore {
     }
 
     package func deleteExpiredJobs(now: Int64, idleBefore: Int64, limit: Int) throws(StoreError) -> Int {
-        let s = try db.statement(
+        let chunks = try db.statement(
             """
-            DELETE FROM jobs WHERE id IN (
-                SELECT id FROM jobs WHERE expires_at <= ?1
-                UNION SELECT id FROM jobs WHERE state = 'receiving' AND updated_at < ?2
+            DELETE FROM job_chunks WHERE (job, part, idx) IN (
+                SELECT job, part, idx FROM job_chunks WHERE job IN (
+                    SELECT id FROM jobs WHERE expires_at <= ?1
+                    UNION SELECT id FROM jobs WHERE state = 'receiving' AND updated_at < ?2)
+                UNION ALL SELECT job, part, idx FROM job_chunks WHERE part = 0 AND job IN (
+                    SELECT id FROM jobs WHERE state IN ('done', 'failed'))
                 LIMIT ?3)
             """)
-        s.bind(1, now)
-        s.bind(2, idleBefore)
-        s.bind(3, Int64(limit))
-        try s.run()
-        return db.changes
+        chunks.bind(1, now)
+        chunks.bind(2, idleBefore)
+        chunks.bind(3, Int64(limit))
+        try chunks.run()
+        let deleted = db.changes
+        let jobs = try db.statement(
+            """
+            DELETE FROM jobs WHERE id IN (
+                SELECT id FROM jobs WHERE (expires_at <= ?1 OR (state = 'receiving' AND updated_at < ?2))
+                AND NOT EXISTS (SELECT 1 FROM job_chunks WHERE job = jobs.id)
+                LIMIT ?3)
+            """)
+        jobs.bind(1, now)
+        jobs.bind(2, idleBefore)
+        jobs.bind(3, Int64(limit))
+        try jobs.run()
+        return deleted + db.changes
     }
 }
