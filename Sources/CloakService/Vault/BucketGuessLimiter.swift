@@ -40,9 +40,12 @@ final class BucketGuessLimiter: Sendable {
     static let shardCount = 16
 
     /// What each value recorded is charged until its hour ends. A value holds about 28 bytes
-    /// (its 20-byte record, a 4-byte slot of a table at least 37.5 % full), at most 44 when
-    /// presenters alternate (a run each), and a window of two or more a chain's 24 bytes more in
-    /// a dictionary. Besides, an account holds at most two blocks of records partly.
+    /// (its 20-byte record, a 4-byte slot of a table at least 37.5 % full as it grows), a run's
+    /// 8 bytes more when presenters alternate, and a window of two or more a chain in a
+    /// dictionary. Tables, rings and the dictionary shrink once under a quarter full: after a
+    /// burst leaves the hour, the values left may hold more than their charge (at worst, two-value
+    /// windows of alternating presenters, about half as much again) until they leave too; an
+    /// account also holds at most two blocks of records partly.
     /// `GuessLimiterScaleTests` checks the tables never hold more than they are charged.
     static let entryBytes = 128
     /// `limits.guess_memory_mib`'s default, in bytes.

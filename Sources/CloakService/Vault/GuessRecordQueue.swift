@@ -107,7 +107,7 @@ struct GuessRecordQueue {
     }
 
     /// Bytes held: the blocks as allocated, the runs' rings at their peak (a ring grows by half
-    /// again when full and is made anew once it holds under an eighth of its peak).
+    /// again when full and is made anew once it holds under a quarter of its peak).
     var footprint: Int {
         blocks.reduce(0) { $0 + $1.records.capacity * MemoryLayout<Record>.stride + $1.links.capacity * 4 + 64 }
             + (blocks.count * 3 / 2 + 1) * MemoryLayout<Block>.stride
@@ -149,7 +149,7 @@ struct RunColumn {
         } else {
             while runs.count > 1, runs[1].start == oldest { runs.removeFirst() }
         }
-        if peak > 4_096, runs.count * 8 < peak {
+        if peak > 1_024, runs.count * 4 < peak {
             runs = Deque(runs)
             peak = runs.count
         }

@@ -1,7 +1,8 @@
 /// Records of a guess account's ``GuessRecordQueue``, found by their key (``GuessWindows``):
 /// by bucket, each open window's oldest value; by bucket and value, the window's later values.
 ///
-/// Open addressing with linear probing, a power of two slots at most three quarters full. A slot
+/// Open addressing with linear probing, a power of two slots at most three quarters full, halved
+/// once under a quarter full (past 1,024 slots). A slot
 /// holds only the record's number (4 bytes): the key is read from the record, which the queue
 /// keeps as long as the table names it. Removal shifts the cluster back (no tombstones), so a
 /// table that has seen a million records come and go probes as one that holds what it holds now.
@@ -73,7 +74,7 @@ struct GuessRecordTable<Key: GuessRecordKey> {
         }
         setTaken(hole, false)
         count -= 1
-        if slots.count > 4_096, count * 8 < slots.count { resize(to: slots.count / 4, in: queue) }
+        if slots.count > 1_024, count * 4 < slots.count { resize(to: slots.count / 2, in: queue) }
     }
 
     private mutating func resize(to size: Int, in queue: GuessRecordQueue) {

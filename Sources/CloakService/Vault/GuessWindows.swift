@@ -90,7 +90,7 @@ final class GuessWindows {
             popped += 1
             paid(payer)
         }
-        if chains.capacity > 4_096, chains.count * 8 < chains.capacity {
+        if chains.capacity > 1_024, chains.count * 4 < chains.capacity {
             chains = Dictionary(uniqueKeysWithValues: chains.lazy.map { ($0.key, $0.value) })
         }
         return popped

@@ -189,7 +189,7 @@ extension PostgreSQLAliasStore {
                 (SELECT job, part, idx FROM job_chunks WHERE job IN (
                     SELECT id FROM jobs WHERE expires_at <= $1
                     UNION SELECT id FROM jobs WHERE state = 'receiving' AND updated_at < $2) LIMIT $3)
-                UNION ALL (SELECT job, part, idx FROM job_chunks WHERE part = 0 AND job IN (
+                UNION (SELECT job, part, idx FROM job_chunks WHERE part = 0 AND job IN (
                     SELECT id FROM jobs WHERE state IN ('done', 'failed')) LIMIT $3)
                 LIMIT $3)
             RETURNING 1

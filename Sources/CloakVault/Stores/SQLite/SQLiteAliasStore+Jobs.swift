@@ -232,7 +232,7 @@ extension SQLiteAliasStore {
                 SELECT job, part, idx FROM job_chunks WHERE job IN (
                     SELECT id FROM jobs WHERE expires_at <= ?1
                     UNION SELECT id FROM jobs WHERE state = 'receiving' AND updated_at < ?2)
-                UNION ALL SELECT job, part, idx FROM job_chunks WHERE part = 0 AND job IN (
+                UNION SELECT job, part, idx FROM job_chunks WHERE part = 0 AND job IN (
                     SELECT id FROM jobs WHERE state IN ('done', 'failed'))
                 LIMIT ?3)
             """)
