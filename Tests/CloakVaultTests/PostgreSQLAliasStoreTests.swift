@@ -30,6 +30,22 @@ struct PostgreSQLAliasStoreTests {
         #expect(!FileManager.default.fileExists(atPath: ":memory:"))
     }
 
+    /// A store's session keeps each statement's generic plan, builds no Memoize tables and
+    /// compiles nothing with JIT: a page of an export over tables not yet analysed (just filled
+    /// by an import) was costed past jit_above_cost, and each page then spent 70 to 300 ms of
+    /// the server's CPU compiling a read of 2 ms. A URL cannot turn these back (its `options`
+    /// are refused, ``PostgresURLTests``).
+    @Test func aStoreSessionPlansOnceAndCompilesNothing() throws {
+        let store = try PostgreSQLAliasStore(url: PostgresTestCluster.freshDatabase())
+        let row = try #require(
+            try store.db.query(
+                "SELECT current_setting('jit'), current_setting('plan_cache_mode'), current_setting('enable_memoize')"
+            ).first)
+        #expect(row.text(0) == "off")
+        #expect(row.text(1) == "force_generic_plan")
+        #expect(row.text(2) == "off")
+    }
+
     /// Schema 2 makes record ids and aliases compare bytewise; a database at schema 1 with records
     /// is upgraded in place and keeps them.
     @Test func aVersionOneDatabaseIsUpgradedToBytewiseIds() throws {

@@ -86,8 +86,8 @@ extension PostgreSQLAliasStore {
             try db.query(
                 """
                 SELECT upload_id, key_id, wrapped_key, chunk_count::int8, created_at, record_id FROM files
-                WHERE key_id = $1 AND upload_id > $2 ORDER BY upload_id LIMIT $3
-                """, [.text(keyID), .text(after ?? ""), .int(Int64(limit))]))
+                WHERE key_id = $1 AND upload_id > $2 ORDER BY upload_id \(Self.pageLimit(limit))
+                """, [.text(keyID), .text(after ?? "")]))
     }
 
     package func finishedFiles(after: String?, limit: Int) throws(StoreError) -> [StoredFile] {
@@ -95,8 +95,8 @@ extension PostgreSQLAliasStore {
             try db.query(
                 """
                 SELECT upload_id, key_id, wrapped_key, chunk_count::int8, created_at, record_id FROM files
-                WHERE record_id IS NOT NULL AND upload_id > $1 ORDER BY upload_id LIMIT $2
-                """, [.text(after ?? ""), .int(Int64(limit))]))
+                WHERE record_id IS NOT NULL AND upload_id > $1 ORDER BY upload_id \(Self.pageLimit(limit))
+                """, [.text(after ?? "")]))
     }
 
     private static func files(_ rows: [PostgreSQLConnection.Row]) -> [StoredFile] {

@@ -22,13 +22,17 @@ extension PostgreSQLAliasStore {
 
     package func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
         try db.query(
-            "SELECT id, nonce, ciphertext, tag FROM records WHERE key_id = $1 AND id > $2 ORDER BY id LIMIT $3",
-            [.text(keyID), .text(id ?? ""), .int(Int64(limit))]
+            Self.sealedRecordsAfter(limit: limit), [.text(keyID), .text(id ?? "")]
         ).compactMap { row in
             guard let id = row.text(0), let nonce = row.bytes(1), let ciphertext = row.bytes(2), let tag = row.bytes(3)
             else { return nil }
             return SealedRecord(id: id, keyID: keyID, sealed: .init(nonce: nonce, ciphertext: ciphertext, tag: tag))
         }
+    }
+
+    /// A page of a key's records, its size written in (``pageLimit(_:)``).
+    static func sealedRecordsAfter(limit: Int) -> String {
+        "SELECT id, nonce, ciphertext, tag FROM records WHERE key_id = $1 AND id > $2 ORDER BY id \(pageLimit(limit))"
     }
 
     /// One statement per 200 records (a round trip each, not one per record).
