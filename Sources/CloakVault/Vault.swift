@@ -37,6 +37,10 @@ package final class Vault: Sendable {
     let cache: DedupeCache?
     /// The store takes a batch's new records in one commit (``Vault+NewRecords``).
     let batchesNewRecords: Bool
+    /// The store is an embedded file (``AliasStore/isSoleWriter``): its work runs on this
+    /// process's threads, at their priorities. False for a database server, whose backends
+    /// work at the server's priority, not Cloak's (``JobRunner``'s batches overlap only here).
+    package let storeIsEmbedded: Bool
     /// Reads the store's ring when a record names a version this node has not picked up yet.
     let missingKey = MissingKeyRead()
     let clock: @Sendable () -> Int64
@@ -85,6 +89,7 @@ package final class Vault: Sendable {
             stores.count == 1 && stores[0].isSoleWriter && settings.dedupeCacheEntries > 0
             ? DedupeCache(capacity: settings.dedupeCacheEntries) : nil
         self.batchesNewRecords = stores[0].batchesNewRecords
+        self.storeIsEmbedded = stores.allSatisfy(\.isSoleWriter)
         self.auditReader = auditReader.map { reader in
             VaultExecutor(store: reader, timeoutMilliseconds: settings.storeTimeoutMilliseconds, maintenance: { _ in })
         }

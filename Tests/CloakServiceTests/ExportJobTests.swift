@@ -24,10 +24,10 @@ struct ExportJobTests {
     /// A node whose configuration lists the three people's tokens beside `nodes`.
     static func node(
         _ directory: TemporaryDirectory, database: String, masterKey: String = CloakNode.masterKey, extra: String = "",
-        edits: [(String, String)] = []
+        edits: [(String, String)] = [], store: String? = nil
     ) throws -> CloakNode {
         try CloakNode(
-            store: "sqlite:\(directory.path)/\(database)", directory: directory.path,
+            store: store ?? "sqlite:\(directory.path)/\(database)", directory: directory.path,
             environment: ["CLOAK_MASTER_KEY": masterKey], scopes: scopes,
             configure: { yaml in
                 edits.reduce(yaml) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
@@ -197,6 +197,51 @@ struct ExportJobTests {
             // A CVC as a JSON string: three digits alone also turn up inside the hex digest.
             for value in cards + cvcs.map({ "\"\($0)\"" }) { #expect(!found.text.contains(value)) }
         }
+    }
+
+    /// On PostgreSQL the reader reads a page only when GnuPG asks for it (``ExportPages``,
+    /// ``JobRunner/preparesAhead``): an export of several pages is whole and in order.
+    @Test(.enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL"))
+    func anExportOfSeveralPagesOnPostgreSQLIsWhole() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let b = try Self.keypair(directory, "b-gnupg", email: "vault-b@example.com")
+        let node = try Self.node(directory, database: "", store: try PostgresTestCluster.freshDatabase())
+        defer { node.stop() }
+        // Three pages of 500 and a part of a fourth.
+        let cards = ImportJobTests.cards(1_600, seed: 71)
+        var aliases: [String] = []
+        for part in stride(from: 0, to: cards.count, by: 100) {
+            aliases += try Self.store(node, cards: Array(cards[part..<(part + 100)]), cvcs: [])
+        }
+        let asked = try node.command(
+            ["export", "--everything", "--recipient", b.publicKey], environment: Self.as_(Self.alice))
+        #expect(asked.status == 0, "\(asked.output)")
+        let id = try #require(ImportJobTests.jobID(asked.output))
+        let counted = Self.json(asked.output)
+        #expect(counted["rows"] as? Int == cards.count, "\(asked.output)")
+        let approved = try node.command(
+            [
+                "jobs", "approve", id, "--rows", "\(cards.count)", "--fingerprint",
+                try #require(counted["recipient_fingerprint"] as? String), "--digest",
+                try #require(counted["selection_digest"] as? String),
+            ], environment: Self.as_(Self.bob))
+        #expect(approved.status == 0, "\(approved.output)")
+        let done = try node.command(["jobs", "status", "--follow", id])
+        #expect(done.status == 0 && Self.json(done.output)["exported"] as? Int == cards.count, "\(done.output)")
+        let file = try node.client().request("GET", "/admin/jobs/\(id)/export", headers: Self.bearer(Self.alice))
+        #expect(file.status == 200, "\(file.text)")
+        let encrypted = "\(directory.path)/export.jsonl.gpg"
+        _ = FileManager.default.createFile(atPath: encrypted, contents: Data(file.body))
+        let plain = "\(directory.path)/export.jsonl"
+        try ImportJobTests.gpg(b.home, ["-o", plain, "-d", encrypted])
+        let lines = ImportJobTests.lines(try String(contentsOfFile: plain, encoding: .utf8))
+        #expect(lines.count == cards.count)
+        #expect(Set(lines.compactMap { $0["value"] as? String }) == Set(cards))
+        #expect(Set(lines.compactMap { $0["alias"] as? String }) == Set(aliases))
+        // In record order, each once.
+        let ids = lines.compactMap { $0["id"] as? String }
+        #expect(ids == ids.sorted() && Set(ids).count == ids.count)
     }
 
     static func post(_ node: CloakNode, _ path: String, _ body: [String: Any], as secret: String) throws

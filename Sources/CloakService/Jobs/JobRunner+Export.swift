@@ -256,9 +256,10 @@ extension JobRunner {
         }
         let writer = ExportWriter(runner: self, job: job, seal: seal, summary: summary)
         let filter = spec.filter(asOf: summary.asOf)
-        // Pages are read on a thread of their own, a page ahead of GnuPG; GnuPG's callbacks (the
-        // lines it reads, the message it writes, the lease) all run here, on this thread.
-        let queue = ExportPages()
+        // Pages are read on a thread of their own, a page ahead of GnuPG on an embedded store,
+        // when GnuPG asks on a server (``preparesAhead``); GnuPG's callbacks (the lines it
+        // reads, the message it writes, the lease) all run here, on this thread.
+        let queue = ExportPages(ahead: preparesAhead)
         let read = DispatchSemaphore(value: 0)
         let reader = Thread { [self] in
             // As the runner: a page read and opened here waits for the loops, not they for it.
@@ -340,11 +341,15 @@ extension JobRunner {
     }
 }
 
-/// Pages handed from the thread that reads them to GnuPG's read callback: at most two waiting,
-/// so the reader stays a page ahead and no further.
+/// Pages handed from the thread that reads them to GnuPG's read callback. `ahead`: at most two
+/// waiting, so the reader stays a page ahead and no further. Otherwise the reader reads a page
+/// only once the callback asks for one (``put(_:)`` returns then), and the two never overlap.
 final class ExportPages: @unchecked Sendable {
     private let lock = NSCondition()
+    private let ahead: Bool
     private var pages: [ExportPage] = []
+    /// The callback waits for a page the reader has not read yet (only without `ahead`).
+    private var asked = false
     private var done = false
     private var cancelled = false
     private var failed: (any Error)?
@@ -357,13 +362,21 @@ final class ExportPages: @unchecked Sendable {
         return failed
     }
 
+    init(ahead: Bool) {
+        self.ahead = ahead
+    }
+
     func put(_ page: ExportPage) throws {
         lock.lock()
         defer { lock.unlock() }
-        while pages.count >= 2 && !cancelled { lock.wait() }
+        while ahead && pages.count >= 2 && !cancelled { lock.wait() }
         if cancelled { throw CancellationError() }
         pages.append(page)
+        asked = false
         lock.broadcast()
+        // Not ahead: the next page is read when the callback, done with this one, asks.
+        while !ahead && !asked && !cancelled { lock.wait() }
+        if cancelled { throw CancellationError() }
     }
 
     /// The digest of the rows the reader read, once it ended without an error.
@@ -395,6 +408,10 @@ final class ExportPages: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         while pages.isEmpty && !done {
+            if !asked {
+                asked = true
+                lock.broadcast()
+            }
             if !lock.wait(until: Date().addingTimeInterval(1)) {
                 lock.unlock()
                 defer { lock.lock() }

@@ -12,8 +12,9 @@ import Synchronization
 /// (``JobStore/claimJob(holder:now:until:)``), then reads the job's input from its cursor,
 /// checks each row with the job's ``ImportPlan`` and the importing token's guess limits, and
 /// hands batches to the vault (``Vault/importBatch(_:step:now:completion:)``), each committing
-/// its records, outputs and the new cursor together and renewing the lease. The next batch is
-/// read and sealed while the vault commits the one before.
+/// its records, outputs and the new cursor together and renewing the lease. On an embedded
+/// store the next batch is read and sealed while the vault commits the one before; on a
+/// database server, after it (``preparesAhead``).
 ///
 /// A node killed mid-job leaves the lease to lapse; one that stops is told to, and gives the
 /// job back at once. A batch that finds the job no longer its own (cancelled, taken over after
@@ -227,9 +228,10 @@ final class JobRunner: Sendable {
                 box.withLock { $0 = result }
                 done.signal()
             }
-            // The next batch is read, checked and sealed while this one commits.
+            // The next batch is read, checked and sealed while this one commits (on an
+            // embedded store; on a server, once it has).
             var aheadFailure: String?
-            if !current.batch.isLast, !stopping.load(ordering: .relaxed) {
+            if preparesAhead, !current.batch.isLast, !stopping.load(ordering: .relaxed) {
                 switch make(&input, rows: batchRows, plan: plan, admission: admission, rate: &rate) {
                 case let .made(batch, rows): next = (batch, rows)
                 case let .failed(reason): aheadFailure = reason
@@ -288,6 +290,18 @@ final class JobRunner: Sendable {
 
     /// Times one batch is tried before its job fails.
     static let attempts = 10
+
+    /// Whether a job's work overlaps itself: the next import batch prepared while the vault
+    /// commits the one before, an export's next page read while GnuPG encrypts the one before.
+    /// Only on an embedded store. There a batch's commit is the vault thread's work, and a
+    /// loop thread woken for a request takes the core from it at once (the loops ask for a
+    /// short slice). On a database server the commit is the server's backends' work, in a
+    /// scheduling group of their own at the server's priority, which Cloak cannot lower; with
+    /// a server on the node's own cores, the overlap kept both cores busy and a request woken
+    /// beside it waited for the backend's slice or a whole 4 ms tick. Without it the job takes
+    /// about one core (`Benchmarks/import.sh`, 300,000 rows on PostgreSQL: `/validate` p99 x0.91
+    /// and x0.97 of idle against x1.25 to x5.50 in seven runs with it; 34.7 s against 32.5 s).
+    var preparesAhead: Bool { dependencies.vault.storeIsEmbedded }
 
     /// The token's guess windows (or the node's budget for them) have no room for the next row:
     /// waits up to `seconds` (at most a minute at a time, then the row is tried again), keeping

@@ -64,6 +64,10 @@ package struct ExportPage: Sendable {
     package var rows: [ExportRow] = []
     package var missing = 0
     package var next: String?
+
+    package init(rows: [ExportRow] = [], missing: Int = 0, next: String? = nil) {
+        (self.rows, self.missing, self.next) = (rows, missing, next)
+    }
 }
 
 extension Vault {
