@@ -56,7 +56,8 @@ struct ExportPagesTests {
         let queue = ExportPages(ahead: true)
         let returned = Counter()
         let ended = Self.reader(queue, count: 4, returned: returned)
-        // Two puts come back without a take; the third waits for room.
+        // Two puts come back without a take (the third waits for room: a reader that did not
+        // would run on to four, and the poll would time out).
         try ImportJobTests().poll { returned.count == 2 }
         var taken: [Int] = []
         while let page = try queue.take(tick: {}) { taken.append(page.missing) }

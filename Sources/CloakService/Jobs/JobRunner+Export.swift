@@ -343,7 +343,9 @@ extension JobRunner {
 
 /// Pages handed from the thread that reads them to GnuPG's read callback. `ahead`: at most two
 /// waiting, so the reader stays a page ahead and no further. Otherwise the reader reads a page
-/// only once the callback asks for one (``put(_:)`` returns then), and the two never overlap.
+/// only once the callback asks for one (``put(_:)`` returns then): the reader and the callback
+/// take turns (the first page is read before any ask, and the `gpg` process may still be
+/// working through what it was given).
 final class ExportPages: @unchecked Sendable {
     private let lock = NSCondition()
     private let ahead: Bool

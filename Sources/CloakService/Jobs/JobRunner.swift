@@ -510,7 +510,8 @@ struct InputCursor {
 /// A bucket of one batch lost what a stall left unused: a slow commit, a checkpoint, the nice-10
 /// thread's sleep overrunning by more than a batch's time (25.6 ms at the default rate). A
 /// million rows at the default ten thousand a second took 120 s rather than the rate's 100;
-/// a second's worth is made up within the second, and the rate still holds over any second.
+/// a bucket of a second's rows makes a stall up. Over any span, at most a second's rows more
+/// than the rate go (so up to twice the rate in the one second after a stall of a second).
 struct RowRate {
     private let perSecond: Double
     private var tokens: Double
