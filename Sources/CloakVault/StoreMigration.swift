@@ -36,6 +36,8 @@ package struct StoreMigration {
         package var unaliased = 0
         /// The destination has a key audit trail of its own: the source's was not copied.
         package var auditKept = false
+        /// Jobs that had ended on the source: not copied (their files stay there until they expire).
+        package var jobsLeft = 0
         package var sourceRecords = 0
         package var destinationRecords = 0
 
@@ -90,6 +92,8 @@ package struct StoreMigration {
         case differentKeys
         case conflict(name: String, kind: Kind)
         case countMismatch(source: Int, destination: Int)
+        /// The source holds jobs that have not ended (at most the first few named).
+        case unfinishedJobs(count: Int, first: [JobID])
         case store(StoreError)
 
         package var description: String {
@@ -103,6 +107,11 @@ package struct StoreMigration {
             case let .countMismatch(source, destination):
                 return
                     "the destination holds \(destination) records after the copy, the source \(source): check both stores"
+            case let .unfinishedJobs(count, first):
+                let named = first.map(\.text).joined(separator: ", ") + (count > first.count ? ", …" : "")
+                return
+                    "the source holds \(count) job\(count == 1 ? "" : "s") not ended (\(named)): let them end or "
+                    + "cancel them (cloak jobs list, cloak jobs cancel ID), then migrate; nothing was copied"
             case let .store(error): return error.description
             }
         }
@@ -130,6 +139,7 @@ package struct StoreMigration {
     /// Copies, then checks that the destination holds at least every source record.
     package func run(progress: (Report) -> Void = { _ in }) throws(Error) -> Report {
         var report = Report()
+        try checkJobs(&report)
         try copyMetadata(&report)
         do throws(StoreError) {
             try copyRecords(&report, progress: progress)

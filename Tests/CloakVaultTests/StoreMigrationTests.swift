@@ -124,4 +124,50 @@ import Testing
             #expect(try VaultFilesTests.read(file, from: copy) == VaultFilesTests.content(UInt8(seed + 1), 40_000))
         }
     }
+
+    /// A job that has not ended would be lost with its cursor: the migration is refused before
+    /// anything is copied, naming it; jobs that ended are counted as not copied.
+    @Test func aJobNotEndedRefusesTheMigrationBeforeAnythingIsCopied() throws {
+        let harness = VaultHarness()
+        defer { harness.tearDown() }
+        let vault = try harness.openVault()
+        _ = try vault.alias("value", .UUID)
+        vault.close()
+        let source = try harness.inspector()
+        func job(_ tag: String) -> StoredJob {
+            StoredJob(
+                id: JobID("job_\(tag)")!, kind: .import, state: .queued, spec: Array(#"{"form":"card"}"#.utf8),
+                owner: "importer", keyID: "k1", wrappedKey: SecureRandom.bytes(60), createdAt: 1_000)
+        }
+        try source.begin()
+        try source.createJob(job("Queued1"))
+        try source.createJob(job("Running2"))
+        try source.commit()
+        try source.begin()
+        let running = try #require(try source.claimJob(holder: "node-a", now: 1_000, until: 2_000))
+        try source.commit()
+
+        let destination = try SQLiteAliasStore(path: harness.directory.path + "/copy.db")
+        let migration = StoreMigration(from: source, to: destination)
+        do {
+            _ = try migration.run()
+            Issue.record("a migration with jobs under way ran")
+        } catch let error {
+            guard case let .unfinishedJobs(count, first) = error else { throw error }
+            #expect(count == 2 && Set(first.map(\.text)) == ["job_Queued1", "job_Running2"])
+            #expect(error.description.contains("cloak jobs cancel") && error.description.contains("nothing was copied"))
+        }
+        #expect(try destination.recordCount() == 0)
+
+        // Once both have ended (one done, one cancelled), the records move and the jobs are counted.
+        try source.begin()
+        #expect(
+            try source.setJobState(
+                running.id, from: [.running], to: .done, holder: "node-a", now: 1_500, expiresAt: 9_000, failure: nil))
+        let other = running.id.text == "job_Queued1" ? "job_Running2" : "job_Queued1"
+        #expect(try source.cancelJob(JobID(other)!, now: 1_500, expiresAt: 9_000) == .cancelled)
+        try source.commit()
+        let report = try migration.run()
+        #expect(report.jobsLeft == 2 && report.copied == 1)
+    }
 }

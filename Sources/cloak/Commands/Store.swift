@@ -95,6 +95,11 @@ struct Store: ParsableCommand {
                 if report.auditKept {
                     print("  key audit lines: the destination has a trail of its own; the source's was not copied")
                 }
+                if report.jobsLeft > 0 {
+                    print(
+                        "  jobs: \(report.jobsLeft) ended, not copied (their files stay on the source until they expire)"
+                    )
+                }
                 if report.unaliased > 0 {
                     print("  records without an alias (nothing reads them), not copied: \(report.unaliased)")
                 }
