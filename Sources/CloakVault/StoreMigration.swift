@@ -23,6 +23,8 @@ package struct StoreMigration {
     package enum Kind: String, Sendable, CaseIterable, Comparable {
         case records, files, keys, credentials, bins = "BIN tables", other = "other values"
         case audit = "key audit lines"
+        /// Jobs are never copied: only ``StoreMigration/verify()`` names them (those not ended).
+        case jobs = "jobs not ended"
         case auditEvents = "audit events"
 
         package static func < (a: Kind, b: Kind) -> Bool {
@@ -36,8 +38,10 @@ package struct StoreMigration {
         package var unaliased = 0
         /// The destination has a key audit trail of its own: the source's was not copied.
         package var auditKept = false
-        /// Jobs that had ended on the source: not copied (their files stay there until they expire).
-        package var jobsLeft = 0
+        /// Jobs done or failed on the source: not copied (their files stay there).
+        package var jobsEnded = 0
+        /// Jobs cancelled on the source: not copied, so never resumable on the destination.
+        package var jobsCancelled: [JobID] = []
         package var sourceRecords = 0
         package var destinationRecords = 0
 
@@ -92,8 +96,9 @@ package struct StoreMigration {
         case differentKeys
         case conflict(name: String, kind: Kind)
         case countMismatch(source: Int, destination: Int)
-        /// The source holds jobs that have not ended (at most the first few named).
-        case unfinishedJobs(count: Int, first: [JobID])
+        /// The source holds jobs that have not ended (at most the first few named): found
+        /// before anything was copied, or after the copy (`copied`: a node took one meanwhile).
+        case unfinishedJobs(count: Int, first: [JobID], copied: Bool)
         case store(StoreError)
 
         package var description: String {
@@ -107,11 +112,16 @@ package struct StoreMigration {
             case let .countMismatch(source, destination):
                 return
                     "the destination holds \(destination) records after the copy, the source \(source): check both stores"
-            case let .unfinishedJobs(count, first):
+            case let .unfinishedJobs(count, first, copied):
                 let named = first.map(\.text).joined(separator: ", ") + (count > first.count ? ", …" : "")
-                return
-                    "the source holds \(count) job\(count == 1 ? "" : "s") not ended (\(named)): let them end or "
-                    + "cancel them (cloak jobs list, cloak jobs cancel ID), then migrate; nothing was copied"
+                let jobs = "\(count) job\(count == 1 ? "" : "s") not ended (\(named))"
+                let end =
+                    "let them end, or cancel them (cloak jobs cancel ID; a cancelled job cannot resume on the "
+                    + "destination)"
+                return copied
+                    ? "the source took \(jobs) while it was copied: stop the nodes serving it, \(end), and run the "
+                        + "migration again (it resumes)"
+                    : "the source holds \(jobs): \(end), then migrate; nothing was copied"
             case let .store(error): return error.description
             }
         }
@@ -121,6 +131,8 @@ package struct StoreMigration {
     package let destination: any AliasStore
     /// Records per page (each page one destination transaction, or more when its files are large).
     package var batch = 500
+    /// Jobs per page when the source's jobs are listed.
+    package var jobPage = 500
     /// Sealed file bytes after which a destination transaction is committed (between records).
     package var transactionBytes = 64 << 20
     /// The named values' kinds beyond the vault's own (the service adds credentials and BIN tables).
@@ -150,6 +162,7 @@ package struct StoreMigration {
         } catch {
             throw .store(error)
         }
+        try recheckJobs()
         guard report.destinationRecords >= report.sourceRecords - report.unaliased else {
             throw .countMismatch(source: report.sourceRecords, destination: report.destinationRecords)
         }

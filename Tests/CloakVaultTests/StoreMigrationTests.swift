@@ -126,7 +126,8 @@ import Testing
     }
 
     /// A job that has not ended would be lost with its cursor: the migration is refused before
-    /// anything is copied, naming it; jobs that ended are counted as not copied.
+    /// anything is copied, naming it, wherever it is in the source's list; `--verify` names it
+    /// too. Ended jobs are counted, cancelled ones by id (they cannot resume on the destination).
     @Test func aJobNotEndedRefusesTheMigrationBeforeAnythingIsCopied() throws {
         let harness = VaultHarness()
         defer { harness.tearDown() }
@@ -134,40 +135,89 @@ import Testing
         _ = try vault.alias("value", .UUID)
         vault.close()
         let source = try harness.inspector()
-        func job(_ tag: String) -> StoredJob {
+        func job(_ tag: String, _ state: JobState = .queued) -> StoredJob {
             StoredJob(
-                id: JobID("job_\(tag)")!, kind: .import, state: .queued, spec: Array(#"{"form":"card"}"#.utf8),
-                owner: "importer", keyID: "k1", wrappedKey: SecureRandom.bytes(60), createdAt: 1_000)
+                id: JobID("job_\(tag)")!, kind: .export, state: state, spec: Array(#"{"form":"card"}"#.utf8),
+                owner: "exporter", keyID: "k1", wrappedKey: SecureRandom.bytes(60), createdAt: 1_000)
         }
+        /// Creates a queued job, has a node take it, and moves it to `state`.
+        func run(_ tag: String, to state: JobState) throws {
+            try source.begin()
+            try source.createJob(job(tag))
+            let taken = try #require(try source.claimJob(holder: "node-a", now: 1_000, until: 2_000))
+            #expect(taken.id.text == "job_\(tag)")
+            #expect(
+                try source.setJobState(
+                    taken.id, from: [.running], to: state, holder: "node-a", now: 1_000, expiresAt: 9_000,
+                    failure: nil))
+            try source.commit()
+        }
+        // Newest first, a page a job: open, ended, then open again on the last page.
+        try run("a1", to: .awaitingApproval)
+        try run("b2", to: .done)
         try source.begin()
-        try source.createJob(job("Queued1"))
-        try source.createJob(job("Running2"))
-        try source.commit()
-        try source.begin()
-        let running = try #require(try source.claimJob(holder: "node-a", now: 1_000, until: 2_000))
+        try source.createJob(job("c3", .receiving))
         try source.commit()
 
         let destination = try SQLiteAliasStore(path: harness.directory.path + "/copy.db")
-        let migration = StoreMigration(from: source, to: destination)
+        var migration = StoreMigration(from: source, to: destination)
+        migration.jobPage = 1
         do {
             _ = try migration.run()
             Issue.record("a migration with jobs under way ran")
         } catch let error {
-            guard case let .unfinishedJobs(count, first) = error else { throw error }
-            #expect(count == 2 && Set(first.map(\.text)) == ["job_Queued1", "job_Running2"])
-            #expect(error.description.contains("cloak jobs cancel") && error.description.contains("nothing was copied"))
+            guard case let .unfinishedJobs(count, first, copied) = error else { throw error }
+            #expect(count == 2)
+            #expect(Set(first.map(\.text)) == ["job_a1", "job_c3"])
+            #expect(!copied)
+            #expect(error.description.contains("cloak jobs cancel"))
+            #expect(error.description.contains("nothing was copied"))
         }
         #expect(try destination.recordCount() == 0)
+        let names = Set(try source.metadataNames(prefix: "")).subtracting(["durable_commit"])
+        #expect(names.intersection(try destination.metadataNames(prefix: "")).isEmpty, "a named value was copied")
+        #expect(try migration.verify().contains { $0.hasPrefix("jobs not ended: 2 ") })
 
-        // Once both have ended (one done, one cancelled), the records move and the jobs are counted.
+        // Once both have ended (one cancelled, one failed), the records move and the jobs are counted.
         try source.begin()
-        #expect(
-            try source.setJobState(
-                running.id, from: [.running], to: .done, holder: "node-a", now: 1_500, expiresAt: 9_000, failure: nil))
-        let other = running.id.text == "job_Queued1" ? "job_Running2" : "job_Queued1"
-        #expect(try source.cancelJob(JobID(other)!, now: 1_500, expiresAt: 9_000) == .cancelled)
+        #expect(try source.cancelJob(JobID("job_a1")!, now: 1_500, expiresAt: 9_000) == .cancelled)
+        #expect(try source.cancelJob(JobID("job_c3")!, now: 1_500, expiresAt: 9_000) == .failed)
         try source.commit()
         let report = try migration.run()
-        #expect(report.jobsLeft == 2 && report.copied == 1)
+        #expect(report.copied == 1)
+        #expect(report.jobsEnded == 2)
+        #expect(report.jobsCancelled.map(\.text) == ["job_a1"])
+        #expect(!(try migration.verify().contains { $0.hasPrefix("jobs") }))
+    }
+
+    /// A node that takes a job on the source while it is copied fails the run, after the copy:
+    /// the job is named, and a later run resumes.
+    @Test func aJobTakenDuringTheCopyFailsTheRunAfterIt() throws {
+        let harness = VaultHarness()
+        defer { harness.tearDown() }
+        let vault = try harness.openVault()
+        for i in 0..<3 { _ = try vault.alias("value \(i)", .UUID) }
+        vault.close()
+        let source = try harness.inspector()
+        let destination = try SQLiteAliasStore(path: harness.directory.path + "/copy.db")
+        var migration = StoreMigration(from: source, to: destination)
+        migration.batch = 1
+        var created = false
+        do {
+            _ = try migration.run { _ in
+                guard !created else { return }
+                created = true
+                try? source.createJob(
+                    StoredJob(
+                        id: JobID("job_late")!, kind: .import, state: .queued, spec: Array("{}".utf8),
+                        owner: "importer", keyID: "k1", wrappedKey: SecureRandom.bytes(60), createdAt: 1_000))
+            }
+            Issue.record("a migration the source took a job during ran to its end")
+        } catch let error {
+            guard case let .unfinishedJobs(count, first, copied) = error else { throw error }
+            #expect(count == 1 && first.map(\.text) == ["job_late"] && copied)
+            #expect(error.description.contains("run the migration again"))
+        }
+        #expect(try destination.recordCount() == 3, "what was copied stays")
     }
 }

@@ -95,10 +95,16 @@ struct Store: ParsableCommand {
                 if report.auditKept {
                     print("  key audit lines: the destination has a trail of its own; the source's was not copied")
                 }
-                if report.jobsLeft > 0 {
+                if report.jobsEnded > 0 {
                     print(
-                        "  jobs: \(report.jobsLeft) ended, not copied (their files stay on the source until they expire)"
-                    )
+                        "  jobs: \(report.jobsEnded) done or failed, not copied (their files stay on the source: "
+                            + "cloak jobs mapping|advice|file, with the configuration pointing at it)")
+                }
+                if !report.jobsCancelled.isEmpty {
+                    let named = report.jobsCancelled.prefix(3).map(\.text).joined(separator: ", ")
+                    print(
+                        "  jobs: \(report.jobsCancelled.count) cancelled, not copied: they cannot resume on the "
+                            + "destination (\(named)\(report.jobsCancelled.count > 3 ? ", …" : ""))")
                 }
                 if report.unaliased > 0 {
                     print("  records without an alias (nothing reads them), not copied: \(report.unaliased)")
