@@ -6,8 +6,9 @@ saturation (wrk on the same two cores would take one of them).
     paced.py URL BODY_FILE RATE SECONDS   ->  "p50_ms p99_ms max_ms count errors" on stdout
     (SECONDS 0: until SIGINT or SIGTERM)
 
-With PACED_TIMELINE=FILE, also each second's "second p50_ms p99_ms max_ms count" in FILE: when
-in a long run the slow answers came.
+With PACED_TIMELINE=FILE, also each second's "second p50_ms p99_ms max_ms count steal_ms" in
+FILE: when in a long run the slow answers came, and how long the machine's host gave its cores to
+other guests in that second (steal, from /proc/stat; 0 where there is none to read).
 """
 import ctypes
 import http.client
@@ -40,6 +41,16 @@ def short_slice():
     libc.syscall(number[1], 0, attr, 0)
 
 
+def steal_ms():
+    """The machine's steal time so far, in milliseconds (0 where /proc/stat has none)."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+        return int(fields[8]) * 1000 // os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 short_slice()
 url, body_file, rate, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 body = open(body_file, "rb").read()
@@ -57,6 +68,7 @@ signal.signal(signal.SIGTERM, halt)
 connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
 latencies, errors = [], 0
 timeline = []  # (seconds since the start, latency) of every answer
+steal_at = {0: steal_ms()}  # second -> steal so far, read as the second began
 start = time.monotonic()
 interval = 1.0 / rate
 sent = 0
@@ -80,6 +92,8 @@ while not stop and (seconds == 0 or time.monotonic() - start < seconds):
         continue
     latencies.append((time.perf_counter() - began) * 1000)
     timeline.append((time.monotonic() - start, latencies[-1]))
+    if int(timeline[-1][0]) not in steal_at:
+        steal_at[int(timeline[-1][0])] = steal_ms()
 if os.environ.get("PACED_TIMELINE"):
     by_second = {}
     for at, latency in timeline:
@@ -88,7 +102,8 @@ if os.environ.get("PACED_TIMELINE"):
         for second in sorted(by_second):
             values = sorted(by_second[second])
             p99 = values[min(len(values) - 1, int(0.99 * len(values)))]
-            out.write(f"{second} {values[len(values) // 2]:.3f} {p99:.3f} {values[-1]:.3f} {len(values)}\n")
+            steal = steal_at.get(second + 1, steal_ms()) - steal_at.get(second, 0)
+            out.write(f"{second} {values[len(values) // 2]:.3f} {p99:.3f} {values[-1]:.3f} {len(values)} {steal}\n")
 latencies.sort()
 if not latencies:
     print("n/a n/a n/a 0", errors)
