@@ -159,12 +159,13 @@ for STORE in $IMPORT_STORES; do
         chmod 755 "$PG_DIR"
         STORE_URL=$(scripts/postgres start "$PG_DIR")
         if [[ -n "$IMPORT_DB_CORE" ]]; then
-            ON_NODE=(taskset -c "$(seq -s, 0 $((CORES - 1)) | sed -E "s/(^|,)$IMPORT_DB_CORE(,|$)/\1/; s/,$//")")
+            node_cores=$(for core in $(seq 0 $((CORES - 1))); do [[ $core == "$IMPORT_DB_CORE" ]] || echo "$core"; done | paste -sd,)
+            ON_NODE=(taskset -c "$node_cores")
             ON_SIDE=(taskset -c "$IMPORT_DB_CORE")
             postmaster=$(head -n 1 "$PG_DIR/data/postmaster.pid")
             # The postmaster and the processes it started already; what it starts later inherits.
             for pid in "$postmaster" $(pgrep -P "$postmaster"); do taskset -a -p -c "$IMPORT_DB_CORE" "$pid" >/dev/null; done
-            echo "postgres: the server and the commands on core $IMPORT_DB_CORE, the node on ${ON_NODE[2]}" >>"$SUMMARY"
+            echo "postgres: the server and the commands on core $IMPORT_DB_CORE, the node on $node_cores" >>"$SUMMARY"
         else
             echo "postgres: the server, the commands and the node share every core" >>"$SUMMARY"
         fi

@@ -102,7 +102,9 @@ if os.environ.get("PACED_TIMELINE"):
         for second in sorted(by_second):
             values = sorted(by_second[second])
             p99 = values[min(len(values) - 1, int(0.99 * len(values)))]
-            steal = steal_at.get(second + 1, steal_ms()) - steal_at.get(second, 0)
+            # Up to the next second an answer came in (a stall may leave seconds without one).
+            later = [s for s in steal_at if s > second]
+            steal = (steal_at[min(later)] if later else steal_ms()) - steal_at[second]
             out.write(f"{second} {values[len(values) // 2]:.3f} {p99:.3f} {values[-1]:.3f} {len(values)} {steal}\n")
 latencies.sort()
 if not latencies:

@@ -28,24 +28,21 @@ extension StoreMigration {
         }
     }
 
-    /// Before anything is copied: refuses a source holding a job that has not ended.
-    func checkJobs(_ report: inout Report) throws(Error) {
+    /// The source's jobs, refused when one has not ended: checked before anything is copied,
+    /// and again after the copy (`copied`), since a node still serving the source may have
+    /// taken one meanwhile (what was copied stays then; a later run resumes).
+    func endedJobs(copied: Bool) throws(Error) -> SourceJobs {
         let jobs: SourceJobs
         do { jobs = try sourceJobs() } catch { throw .store(error) }
         guard jobs.open.isEmpty else {
-            throw .unfinishedJobs(count: jobs.open.count, first: Array(jobs.open.prefix(3)), copied: false)
+            throw .unfinishedJobs(count: jobs.open.count, first: Array(jobs.open.prefix(3)), copied: copied)
         }
-        report.jobsEnded = jobs.ended
-        report.jobsCancelled = jobs.cancelled
+        return jobs
     }
 
-    /// After the copy: a job the source took meanwhile (a node still serving it) is named, and
-    /// the run fails; what was copied is there, and a later run resumes.
-    func recheckJobs() throws(Error) {
-        let jobs: SourceJobs
-        do { jobs = try sourceJobs() } catch { throw .store(error) }
-        guard jobs.open.isEmpty else {
-            throw .unfinishedJobs(count: jobs.open.count, first: Array(jobs.open.prefix(3)), copied: true)
-        }
+    /// Up to the first three of `ids`, and "…" when there are more: how jobs are named to an
+    /// operator.
+    package static func named(_ ids: [JobID], of count: Int) -> String {
+        ids.prefix(3).map(\.text).joined(separator: ", ") + (count > min(ids.count, 3) ? ", …" : "")
     }
 }

@@ -113,8 +113,7 @@ package struct StoreMigration {
                 return
                     "the destination holds \(destination) records after the copy, the source \(source): check both stores"
             case let .unfinishedJobs(count, first, copied):
-                let named = first.map(\.text).joined(separator: ", ") + (count > first.count ? ", …" : "")
-                let jobs = "\(count) job\(count == 1 ? "" : "s") not ended (\(named))"
+                let jobs = "\(count) job\(count == 1 ? "" : "s") not ended (\(StoreMigration.named(first, of: count)))"
                 let end =
                     "let them end, or cancel them (cloak jobs cancel ID; a cancelled job cannot resume on the "
                     + "destination)"
@@ -151,7 +150,8 @@ package struct StoreMigration {
     /// Copies, then checks that the destination holds at least every source record.
     package func run(progress: (Report) -> Void = { _ in }) throws(Error) -> Report {
         var report = Report()
-        try checkJobs(&report)
+        let jobs = try endedJobs(copied: false)
+        (report.jobsEnded, report.jobsCancelled) = (jobs.ended, jobs.cancelled)
         try copyMetadata(&report)
         do throws(StoreError) {
             try copyRecords(&report, progress: progress)
@@ -162,7 +162,7 @@ package struct StoreMigration {
         } catch {
             throw .store(error)
         }
-        try recheckJobs()
+        _ = try endedJobs(copied: true)
         guard report.destinationRecords >= report.sourceRecords - report.unaliased else {
             throw .countMismatch(source: report.sourceRecords, destination: report.destinationRecords)
         }

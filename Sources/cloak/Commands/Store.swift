@@ -101,10 +101,10 @@ struct Store: ParsableCommand {
                             + "cloak jobs mapping|advice|file, with the configuration pointing at it)")
                 }
                 if !report.jobsCancelled.isEmpty {
-                    let named = report.jobsCancelled.prefix(3).map(\.text).joined(separator: ", ")
+                    let cancelled = report.jobsCancelled
                     print(
-                        "  jobs: \(report.jobsCancelled.count) cancelled, not copied: they cannot resume on the "
-                            + "destination (\(named)\(report.jobsCancelled.count > 3 ? ", …" : ""))")
+                        "  jobs: \(cancelled.count) cancelled, not copied: they cannot resume on the destination "
+                            + "(\(StoreMigration.named(cancelled, of: cancelled.count)))")
                 }
                 if report.unaliased > 0 {
                     print("  records without an alias (nothing reads them), not copied: \(report.unaliased)")
