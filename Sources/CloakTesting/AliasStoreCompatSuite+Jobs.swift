@@ -133,7 +133,7 @@ extension AliasStoreCompatSuite {
         #expect(
             try transaction(store) { try store.claimJob(holder: "c", now: Self.now + 500, until: Self.now + 530) }
                 == nil)
-        _ = try transaction(store) { try store.deleteJobInput(made.id, limit: jobChunksPerDelete) }
+        _ = try transaction(store) { try store.deleteJobChunks(made.id, part: .input, limit: jobChunksPerDelete) }
         #expect(try store.jobChunks(made.id, part: .input, from: 0, limit: 10) == [])
         #expect(try store.jobChunks(made.id, part: .mapping, from: 0, limit: 10).count == 1)
     }
@@ -219,7 +219,7 @@ extension AliasStoreCompatSuite {
             #expect(
                 try transaction(store) { try store.appendJobInput(made.id, index: index, sealed: [1], now: Self.now) })
         }
-        #expect(try transaction(store) { try store.deleteJobInput(made.id, limit: 16) } == 16)
+        #expect(try transaction(store) { try store.deleteJobChunks(made.id, part: .input, limit: 16) } == 16)
         // The first ones first: the input is read from its start, never with a hole.
         #expect(try store.jobChunks(made.id, part: .input, from: 0, limit: 100).count == 24)
         #expect(try store.jobChunks(made.id, part: .input, from: 16, limit: 1).count == 1)

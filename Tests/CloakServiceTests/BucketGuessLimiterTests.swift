@@ -93,7 +93,7 @@ import Testing
         #expect(!limiter.reserveUnnamed(token: "a", count: 1, limit: 3, now: t0), "three values under way")
         #expect(limiter.reserveUnnamed(token: "b", count: 3, limit: 3, now: t0), "another token")
         // The first request's two values missed: recorded, then its reservation ends.
-        #expect(limiter.admit(token: "a", Array(cards.prefix(2)), limit: 3, now: t0, mode: .countOnly) == nil)
+        #expect(limiter.admit(token: "a", Array(cards.prefix(2)), limit: 3, now: t0, mode: .reserved) == nil)
         limiter.endUnnamed(token: "a", count: 2)
         limiter.endUnnamed(token: "a", count: 1)
         #expect(limiter.reserveUnnamed(token: "a", count: 1, limit: 3, now: t0 + Self.second))
@@ -169,11 +169,37 @@ import Testing
         #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: 2) == nil)
     }
 
-    @Test func countOnlyRecordsUpToTheLimitAndReportsWithoutRefusing() throws {
+    @Test(arguments: [BucketGuessLimiter.Mode.report, .reserved])
+    func reportingRecordsUpToTheLimitAndReportsWithoutRefusing(mode: BucketGuessLimiter.Mode) throws {
         let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
         let limiter = BucketGuessLimiter()
-        let report = limiter.admit(token: "a", cards, limit: 3, now: 1, mode: .countOnly)
-        #expect(report?.format == .FPE_SIX_T_FOUR)
+        let report = limiter.admit(token: "a", cards, limit: 3, now: 1, mode: mode)
+        #expect(report?.format == .FPE_SIX_T_FOUR && report?.limit == .valuesPerBucket)
         #expect(limiter.admit(token: "a", [cards[3]], limit: 3, now: 2) != nil)  // the three were recorded
+    }
+
+    /// Review V, item 1: values only reported (an upstream's answer) are charged to the
+    /// presenting token's cap and the node's budget like any other, and past either nothing is
+    /// recorded, so one token's answers cannot take the room every other token's values need.
+    /// Only a reservation's values, whose room was held before, pass both.
+    @Test(arguments: [
+        (BucketGuessLimiter.Mode.report, true), (.enforce, true), (.reserved, false),
+    ])
+    func reportedValuesMeetTheCapAndTheBudget(mode: BucketGuessLimiter.Mode, refused: Bool) throws {
+        let cards = try (0..<6).map { try Self.buckets(MultiNodeTests.cards(1, seed: 800 + $0)).first!.first! }
+        // The cap: two values a presenting token.
+        let capped = BucketGuessLimiter(bucketCap: 2)
+        #expect(capped.admit(token: "egress", Array(cards.prefix(2)), limit: 30, now: 1, mode: mode) == nil)
+        let pastCap = capped.admit(token: "egress", [cards[2]], limit: 30, now: 2, mode: mode)
+        #expect((pastCap?.limit == .buckets(2)) == refused)
+        #expect(capped.memoryUsed == (refused ? 2 : 3) * BucketGuessLimiter.entryBytes)
+        // The budget: three values' bytes for every account together.
+        let budget = 3 * BucketGuessLimiter.entryBytes
+        let shared = BucketGuessLimiter()
+        #expect(shared.admit(token: "egress", Array(cards.prefix(3)), limit: 30, now: 1, memoryBudget: budget) == nil)
+        let pastBudget = shared.admit(
+            token: "egress", [cards[3]], limit: 30, now: 2, mode: mode, memoryBudget: budget)
+        #expect((pastBudget?.limit == .memory(mib: 0)) == refused)
+        #expect(shared.memoryUsed == (refused ? 3 : 4) * BucketGuessLimiter.entryBytes)
     }
 }

@@ -15,7 +15,7 @@ struct ExportJobTests {
     static let bob = "bob-approve-secret"
     static let aliceApprover = "alice-approve-secret"
     static let nodes = [("Authorization", "Bearer \(CloakNode.token)")]
-    static let scopes = "aliases:create, aliases:reveal, aliases:update, jobs:import, audit:read"
+    static let scopes = "aliases:create, aliases:reveal, aliases:update, aliases:delete, jobs:import, audit:read"
 
     static func hex(_ secret: String) -> String {
         Digest.sha256(Array(secret.utf8)).map { String(format: "%02x", $0) }.joined()

@@ -92,11 +92,26 @@ package enum JobReport {
         ]
     }
 
-    /// Writes a job's mapping or advice file: each chunk opened in its place, and the last one
-    /// required (a stream cut short in the store is an error, not a shorter file).
+    /// Why `job`'s `part` file may not be handed out (nil: it may): only a done job's file is
+    /// whole, and an export's is never anything but its export's (as the API answers).
+    package static func outputRefusal(_ job: StoredJob, _ part: JobPart) -> String? {
+        guard (job.kind == .export) == (part == .export) else {
+            return "the job is an \(job.kind.rawValue): it has no \(part.name) file"
+        }
+        guard job.state == .done else {
+            return "the job is \(job.state.rawValue): its \(part.name) file is whole once it is done"
+        }
+        return nil
+    }
+
+    /// Writes a done job's mapping, advice or export file: each chunk opened in its place, and
+    /// the last one required (a stream cut short in the store is an error, not a shorter file).
+    /// A job that is not done is refused before a byte is written: a failed export's chunks
+    /// hold a part of its rows (review V, item 3).
     package static func output(
         _ job: StoredJob, _ part: JobPart, store: any AliasStore, ring: KeyRing, write: ([UInt8]) throws -> Void
     ) throws {
+        if let refusal = outputRefusal(job, part) { throw ImportIntake.Refused(description: refusal) }
         let seal = try JobSeal(
             job: job.id.text, binding: job.sealBinding,
             wrappedKey: FileSeal.WrappedKey(keyID: job.keyID, sealed: job.wrappedKey), ring: ring)
@@ -113,10 +128,7 @@ package enum JobReport {
             }
         }
         guard sawLast else {
-            throw ImportIntake.Refused(
-                description: job.state == .done
-                    ? "the job's \(part.name) file is cut short in the store"
-                    : "the job is \(job.state.rawValue): its \(part.name) file is whole once it is done")
+            throw ImportIntake.Refused(description: "the job's \(part.name) file is cut short in the store")
         }
     }
 }

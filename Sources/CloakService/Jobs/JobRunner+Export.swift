@@ -149,7 +149,7 @@ extension JobRunner {
                     try vault.exportListed(aliases, filter: filter, open: open, in: store)
                 }
                 guard case let .success(found) = result else { throw Walk.failed("the store could not be read") }
-                digest = Self.digest(digest, found)
+                digest = Self.digest(digest, found, missing: true)
                 try page(found)
             }
         } else {
@@ -161,7 +161,7 @@ extension JobRunner {
                     try vault.exportPage(after: from, limit: Self.exportPage, filter: filter, open: open, in: store)
                 }
                 guard case let .success(found) = result else { throw Walk.failed("the store could not be read") }
-                digest = Self.digest(digest, found)
+                digest = Self.digest(digest, found, missing: false)
                 try page(found)
                 after = found.next
             } while after != nil
@@ -170,25 +170,45 @@ extension JobRunner {
     }
 
     /// The digest so far and a page's rows: which records (by id) under which alias, in order.
-    /// Counting and writing walk the same pages, so the write knows whether it is writing the
-    /// rows that were counted and approved (a record changed, added or gone since is not).
-    static func digest(_ digest: [UInt8], _ page: ExportPage) -> [UInt8] {
+    /// Counting and writing fold the same rows, so the write knows whether it is writing the
+    /// rows that were counted and approved (a selected record changed or gone since is not).
+    /// Only selected rows count, never where a page of the store ends: records stored after the
+    /// count, or swept, move the store's page bounds but select nothing (review V, item 2). A
+    /// listed selection's pages are the list's own, so their `missing` counts are folded too.
+    static func digest(_ digest: [UInt8], _ page: ExportPage, missing: Bool) -> [UInt8] {
+        guard !page.rows.isEmpty || (missing && page.missing > 0) else { return digest }
         var bytes = digest
         for row in page.rows {
             bytes += Array(row.record.utf8) + [0x09] + Array(row.alias.utf8) + [0x0A]
         }
-        bytes += Array("missing \(page.missing)\n".utf8)
+        if missing { bytes += Array("missing \(page.missing)\n".utf8) }
         return Digest.sha256(bytes)
+    }
+
+    /// The second an export's selection is bounded by: the second it was asked for. The count
+    /// begins only once every record stamped in or before it is committed: on this node, once
+    /// a batch submitted two seconds later has committed (the vault commits in order); another
+    /// node's record is missed only if its commit took over a second, and then the write fails
+    /// closed (the digest differs) rather than write rows nobody approved.
+    private func settle(_ job: StoredJob) throws -> Int64 {
+        let asOf = job.createdAt
+        while Self.now < asOf + 2 {
+            if stopping.load(ordering: .relaxed) { throw Walk.stopped }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        guard case .success = withStore({ _ in }) else { throw Walk.failed("the store could not be written") }
+        return asOf
     }
 
     /// Counts the selection, seals the count, and leaves the job awaiting approval.
     private func count(_ job: StoredJob, _ spec: ExportSpec, seal: JobSeal) {
-        let asOf = Self.now
         var rows: Int64 = 0
         var missing: Int64 = 0
         let start = job.progress
         let digest: String
+        let asOf: Int64
         do {
+            asOf = try settle(job)
             digest = try walk(job, spec, seal: seal, filter: spec.filter(asOf: asOf), open: false, renews: true) {
                 page in
                 rows += Int64(page.rows.count)
@@ -517,7 +537,7 @@ final class ExportWriter {
         committed = moving
         storedCursor = moving.cursor
         renewed = Date()
-        if isLast { runner.dropInput(job.id) }
+        if isLast { runner.drop(job.id) }
     }
 }
 

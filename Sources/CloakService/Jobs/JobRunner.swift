@@ -104,12 +104,13 @@ final class JobRunner: Sendable {
         }
     }
 
-    /// Drops an ended job's input, a slice a transaction (``jobChunksPerDelete``), so that the
-    /// vault thread serves requests between slices and SQLite never holds a whole input's pages.
-    /// What a failure leaves, the sweep deletes (``JobStore/deleteExpiredJobs``).
-    func dropInput(_ id: JobID) {
+    /// Drops an ended job's `part` chunks (its input; a failed export's partial file), a slice
+    /// a transaction (``jobChunksPerDelete``), so that the vault thread serves requests between
+    /// slices and SQLite never holds a whole input's pages. What a failure leaves, the sweep
+    /// deletes (``JobStore/deleteExpiredJobs``).
+    func drop(_ id: JobID, _ part: JobPart = .input) {
         while case .success(jobChunksPerDelete) = withStore({ store in
-            try store.deleteJobInput(id, limit: jobChunksPerDelete)
+            try store.deleteJobChunks(id, part: part, limit: jobChunksPerDelete)
         }) {}
     }
 
@@ -150,7 +151,12 @@ final class JobRunner: Sendable {
                 failure: failure)
             return ended
         }
-        if case .success(true) = result, state.isFinal { dropInput(job.id) }
+        if case .success(true) = result, state.isFinal {
+            drop(job.id)
+            // A failed export's chunks hold a part of its rows, decryptable by its recipient:
+            // they go at once (review V, item 3), never handed out by the API or the CLI.
+            if job.kind == .export && state == .failed { drop(job.id, .export) }
+        }
         var metadata: Logger.Metadata = ["job": "\(job.id)", "state": "\(state.rawValue)"]
         if let failure { metadata["reason"] = "\(failure)" }
         if case .failure(let error) = result { metadata["store"] = "\(error)" }
@@ -254,7 +260,7 @@ final class JobRunner: Sendable {
                 // What the input holds after this batch cannot be read: the job ends here.
                 if let aheadFailure { return end(job, .failed, failure: aheadFailure) }
                 if current.batch.isLast {
-                    dropInput(job.id)
+                    drop(job.id)
                     dependencies.logger.info(
                         "jobs: job ended",
                         metadata: [

@@ -268,7 +268,7 @@ final class JobUpload: @unchecked Sendable {
                 id, from: [.receiving, .queued], to: .failed, holder: nil, now: Self.now, expiresAt: Self.now + 86_400,
                 failure: reason)
             // The first slice at once; the rest by the runners' sweep (a failed job's input).
-            _ = try store.deleteJobInput(id, limit: jobChunksPerDelete)
+            _ = try store.deleteJobChunks(id, part: .input, limit: jobChunksPerDelete)
         } completion: { _ in
         }
         finish?(.error(error))

@@ -11,8 +11,10 @@ import Synchronization
 /// real backend aliases a few distinct cards of one bucket an hour; past the limit the request is
 /// refused whole (429, 1429), audited and counted, so guessing one card at the default 30 an hour
 /// takes about 1,700 hours on average (10^5 / 2 / 30). Values aliased before in the window count
-/// once. Values redacted from an upstream's answer are counted and alerted on but never refused
-/// (the upstream has acted by then).
+/// once. Values redacted from an upstream's answer are counted and alerted on past the limit
+/// (``Mode/report``: the upstream has acted by then), but like every value they are charged to
+/// the presenting token's cap and the node's budget, and refused past those (review V, item 1:
+/// an egress token's answers, counted without either, filled the budget every token shares).
 ///
 /// Values are counted per guess account: a token's own id, or for a minted token the root that
 /// minted it (minting many tokens does not multiply the limit). State is per account
@@ -31,8 +33,9 @@ import Synchronization
 /// (``mintedCeiling``, twice the cap): without it, minting more children multiplied the memory
 /// one account could hold. All accounts together are held to `limits.guess_memory_mib` (an
 /// account holds at most three caps: 366 MiB): past it a value is refused the same way.
-/// Values only counted (``Mode/countOnly``: lookups' misses within their reservation, an
-/// upstream's answers) are always recorded: refusing to record them would let them go uncounted.
+/// Values within a reservation (``Mode/reserved``: a lookup's misses, on the unnamed path whose
+/// reservation already held their room) are always recorded: refusing to record them would let
+/// them go uncounted.
 final class BucketGuessLimiter: Sendable {
     /// The most values one presenting token may have counted in the hour (the default
     /// ``bucketCap``): a million cards, one bucket each.
@@ -82,8 +85,19 @@ final class BucketGuessLimiter: Sendable {
         var limit: Limit = .valuesPerBucket
     }
 
-    /// Whether values past the limit are refused or only reported.
-    enum Mode: Sendable { case enforce, countOnly }
+    /// What a value past a limit meets.
+    enum Mode: Sendable {
+        /// Past any limit the request is refused whole, and nothing is recorded.
+        case enforce
+        /// Past the bucket limit the values are recorded up to it and the bucket is returned,
+        /// for the alert, never refused (an upstream's answer; a reveal holder's create, whose
+        /// answer then omits the stored facts); past the presenting token's cap or the node's
+        /// budget nothing is recorded and the refusal is returned, as with ``enforce``.
+        case report
+        /// Recorded up to the bucket limit whatever the cap and the budget: values whose room a
+        /// reservation (``reserveUnnamed(token:count:limit:now:)``) already held.
+        case reserved
+    }
 
     private final class Shard: Sendable {
         /// Guess accounts' windows; an account without entries or requests under way is dropped
@@ -127,8 +141,8 @@ final class BucketGuessLimiter: Sendable {
     /// the guess account `token` (all or none): nil when every bucket stays within `limit`
     /// distinct values, the presenter within ``bucketCap`` values and all accounts within
     /// `memoryBudget` bytes, else the refusal (the first bucket past the limit, or the cap).
-    /// Admitted values are recorded; with ``Mode/countOnly`` every value is recorded (up to the
-    /// limit) and a bucket past it is still returned, for the alert.
+    /// Admitted values are recorded; with ``Mode/report`` or ``Mode/reserved`` every value is
+    /// recorded up to the limit and a bucket past it is still returned, for the alert.
     func admit(
         token: String, presenter: String? = nil, _ buckets: [GuessBucket], limit: Int, now: UInt64,
         mode: Mode = .enforce, memoryBudget: Int = BucketGuessLimiter.defaultMemoryBudget
@@ -189,11 +203,11 @@ final class BucketGuessLimiter: Sendable {
             if mode == .enforce, refusal != nil { return (refusal, []) }
             // Room for the new values: on the presenting token's cap, for a minted token (its
             // presenter is not the account's root) under the ceiling its account's minted tokens
-            // share (the values the root did not record), and in the budget. Only enforcing: a
-            // value only counted is recorded whatever it costs (within its reservation).
+            // share (the values the root did not record), and in the budget. Every mode but a
+            // reservation's, whose room was held when it was made.
             let adding = recorded.count
             let over: Refusal.Limit? =
-                if mode == .countOnly || adding == 0 {
+                if mode == .reserved || adding == 0 {
                     nil
                 } else if state.entries(by: presenter) + adding > cap {
                     .buckets(cap)

@@ -274,16 +274,25 @@ struct CreateAdmission: Sendable {
     /// `limits.guess_memory_mib`, in bytes: what all accounts' windows may hold.
     var memoryBudget = BucketGuessLimiter.defaultMemoryBudget
 
-    /// The same limits for values redacted from an upstream's answer: no charge, no refusal.
+    /// The same limits for values redacted from an upstream's answer, charged to the token
+    /// that presented the request: each value a unit of its rate (the request paid for none of
+    /// them), each new one on its cap and the node's budget. Past the bucket limit a value is
+    /// only reported (the upstream has acted); past the rate, the cap or the budget the answer
+    /// is refused (the door fails closed: 502, nothing of the answer sent), so that no token
+    /// spends the room every other token's new values need (review V, item 1).
     var answering: CreateAdmission {
         var copy = self
-        copy.mode = .countOnly
+        copy.mode = .report
         return copy
     }
 
     /// nil when the request may go on, else the refusal to answer (nothing is written).
     func admit(_ requests: [AliasRequest], vault: Vault) -> VaultError? {
-        if mode == .enforce, let refusal = chargeExtra(requests.count) { return refusal }
+        switch mode {
+        case .enforce: if let refusal = chargeExtra(requests.count) { return refusal }
+        case .report: if let refusal = charge(values: requests.count) { return refusal }
+        case .reserved: break
+        }
         guard let valuesPerHour else { return nil }
         let buckets = vault.guessBuckets(requests)
         guard
@@ -291,8 +300,12 @@ struct CreateAdmission: Sendable {
                 token: account, presenter: presenter, buckets, limit: valuesPerHour, now: LoopClock.now(), mode: mode,
                 memoryBudget: memoryBudget)
         else { return nil }
-        refused(refusal, mode == .enforce)
-        guard mode == .enforce else { return nil }
+        // Reported past the bucket limit; refused past it when enforcing, and past the cap or
+        // the budget in every mode (nothing was recorded then).
+        let enforced: Bool =
+            if case .valuesPerBucket = refusal.limit { mode == .enforce } else { true }
+        refused(refusal, enforced)
+        guard enforced else { return nil }
         return Self.guessRefusal(refusal, valuesPastLimit: pastLimit(refusal, valuesPerHour))
     }
 
@@ -356,15 +369,22 @@ struct CreateAdmission: Sendable {
     /// gets (the aliases asked for, the same whether the value was stored before or not).
     func answersStoredFacts(_ requests: [AliasRequest], vault: Vault) -> Bool {
         guard valuesPerHour == nil, mode == .enforce else { return true }
+        // Reported, never refused; past the token's cap or the node's budget nothing is recorded
+        // (review V, item 1) and the answer omits the facts as past the limit.
         let over = limiter.admit(
             token: account, presenter: presenter, vault.guessBuckets(requests), limit: guessLimit,
-            now: LoopClock.now(), mode: .countOnly, memoryBudget: memoryBudget)
+            now: LoopClock.now(), mode: .report, memoryBudget: memoryBudget)
         return over == nil
     }
 
     /// Charges the token's rate for every value after the first (the request paid for it).
     func chargeExtra(_ count: Int) -> VaultError? {
-        guard count > 1, let wait = charge(count - 1) else { return nil }
+        charge(values: count - 1)
+    }
+
+    /// Charges the token's rate for `count` values: nil when it may go on, else the refusal.
+    func charge(values count: Int) -> VaultError? {
+        guard count > 0, let wait = charge(count) else { return nil }
         return .refused(
             retryAfter: wait, reason: "too many values for this token's rate (each value counts as a request)")
     }
@@ -431,7 +451,7 @@ struct LookupAdmission: Sendable {
                 // Within the limit by the reservation: recorded, never refused.
                 _ = create.limiter.admitRecording(
                     token: create.account, presenter: create.presenter, buckets, limit: valuesPerHour,
-                    now: LoopClock.now(), mode: .countOnly, memoryBudget: create.memoryBudget)
+                    now: LoopClock.now(), mode: .reserved, memoryBudget: create.memoryBudget)
             }
             create.limiter.endUnnamed(token: create.account, count: values.count)
         case let .named(reservation):

@@ -225,21 +225,23 @@ package protocol JobStore: AnyObject {
         _ id: JobID, from: Set<JobState>, to: JobState, holder: String?, now: Int64, expiresAt: Int64?,
         failure: String?
     ) throws(StoreError) -> Bool
-    /// Drops up to `limit` of a job's input chunks, first ones first (it ended: the input is
-    /// never needed again): how many it dropped. Callers drop a large input a slice at a time,
+    /// Drops up to `limit` of a job's `part` chunks, first ones first: an ended job's input
+    /// (never needed again), a failed export's partial file (never handed out): how many it
+    /// dropped. Callers drop a large input a slice at a time,
     /// each slice a transaction of its own (``jobChunksPerDelete``): SQLite held memory in
     /// proportion to the chunks one transaction deleted (30 MiB for a 34 MiB input), and a writer
     /// waited as long.
-    func deleteJobInput(_ id: JobID, limit: Int) throws(StoreError) -> Int
+    func deleteJobChunks(_ id: JobID, part: JobPart, limit: Int) throws(StoreError) -> Int
     /// An export's approval: the job moves from `awaiting_approval` to `queued`, no longer
     /// expiring, with `sealed` as its ``JobPart/approval`` chunk; false (nothing written) when it
     /// was not awaiting approval or had expired by `now`.
     func approveJob(_ id: JobID, approval sealed: [UInt8], now: Int64) throws(StoreError) -> Bool
     /// Deletes jobs that expired at or before `now`, and `receiving` jobs idle since before
     /// `idleBefore` (a client that never finished sending): up to `limit` of their chunks and of
-    /// the inputs of jobs done or failed (left by a node stopped before it dropped them), then up
+    /// the inputs of jobs done or failed and the files of exports failed (left by a node stopped
+    /// before it dropped them), then up
     /// to `limit` of those jobs left without chunks. How many rows it deleted, chunks and jobs:
-    /// under `limit`, nothing is left (as ``deleteJobInput(_:limit:)``, a slice a transaction).
+    /// under `limit`, nothing is left (as ``deleteJobChunks(_:part:limit:)``, a slice a transaction).
     func deleteExpiredJobs(now: Int64, idleBefore: Int64, limit: Int) throws(StoreError) -> Int
 }
 
@@ -268,7 +270,7 @@ extension JobStore {
             failure: "cancelled while its input arrived")
         {
             // The first slice here; the rest by the runners' sweep (a job failed keeps no input).
-            _ = try deleteJobInput(id, limit: jobChunksPerDelete)
+            _ = try deleteJobChunks(id, part: .input, limit: jobChunksPerDelete)
             return .failed
         }
         guard

@@ -110,7 +110,7 @@ extension Vault {
                     step.job, from: [.running], to: .done, holder: step.holder, now: now, expiresAt: step.expiresAt,
                     failure: nil)
             else { throw ImportBatchLost() }
-            // Its input is dropped after, a slice a transaction (``JobStore/deleteJobInput``).
+            // Its input is dropped after, a slice a transaction (``JobStore/deleteJobChunks(_:part:limit:)``).
         }
         return progress
     }

@@ -257,6 +257,19 @@ struct Jobs: ParsableCommand {
     static func output(_ options: ConfigOption, _ id: String, _ part: JobPart) throws {
         let (store, ring) = try Jobs.store(options)
         let job = Jobs.job(id, store)
+        // Refused before anything is written, and audited before the first byte, as the API's
+        // download is (review V, items 3 and 6).
+        if let refusal = JobReport.outputRefusal(job, part) { Keys.fail(refusal) }
+        do {
+            try store.begin()
+            try CommandAudit.append(
+                [Export.event("job_download", token: job.owner, [("job", job.id.text), ("file", part.name), ("by", Tokens.actor)])],
+                keys: ring, to: store)
+            try store.commit()
+        } catch {
+            store.rollback()
+            Keys.fail("the download's audit event could not be written, so nothing was: \(error)")
+        }
         do {
             try JobReport.output(job, part, store: store, ring: ring) { FileHandle.standardOutput.write(Data($0)) }
         } catch {

@@ -157,13 +157,13 @@ extension PostgreSQLAliasStore {
         ).count == 1
     }
 
-    package func deleteJobInput(_ id: JobID, limit: Int) throws(StoreError) -> Int {
+    package func deleteJobChunks(_ id: JobID, part: JobPart, limit: Int) throws(StoreError) -> Int {
         try db.query(
             """
-            DELETE FROM job_chunks WHERE job = $1 AND part = 0 AND idx IN (
-                SELECT idx FROM job_chunks WHERE job = $1 AND part = 0 ORDER BY idx LIMIT $2)
+            DELETE FROM job_chunks WHERE job = $1 AND part = $3 AND idx IN (
+                SELECT idx FROM job_chunks WHERE job = $1 AND part = $3 ORDER BY idx LIMIT $2)
             RETURNING 1
-            """, [.text(id.text), .int(Int64(limit))]
+            """, [.text(id.text), .int(Int64(limit)), .int(Int64(part.rawValue))]
         ).count
     }
 
@@ -191,6 +191,8 @@ extension PostgreSQLAliasStore {
                     UNION SELECT id FROM jobs WHERE state = 'receiving' AND updated_at < $2) LIMIT $3)
                 UNION (SELECT job, part, idx FROM job_chunks WHERE part = 0 AND job IN (
                     SELECT id FROM jobs WHERE state IN ('done', 'failed')) LIMIT $3)
+                UNION (SELECT job, part, idx FROM job_chunks WHERE part = 3 AND job IN (
+                    SELECT id FROM jobs WHERE state = 'failed') LIMIT $3)
                 LIMIT $3)
             RETURNING 1
             """, [.int(now), .int(idleBefore), .int(Int64(limit))]

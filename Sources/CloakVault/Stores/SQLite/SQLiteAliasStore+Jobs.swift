@@ -194,14 +194,15 @@ extension SQLiteAliasStore {
         return db.changes == 1
     }
 
-    package func deleteJobInput(_ id: JobID, limit: Int) throws(StoreError) -> Int {
+    package func deleteJobChunks(_ id: JobID, part: JobPart, limit: Int) throws(StoreError) -> Int {
         let s = try db.statement(
             """
-            DELETE FROM job_chunks WHERE job = ?1 AND part = 0 AND idx IN (
-                SELECT idx FROM job_chunks WHERE job = ?1 AND part = 0 ORDER BY idx LIMIT ?2)
+            DELETE FROM job_chunks WHERE job = ?1 AND part = ?3 AND idx IN (
+                SELECT idx FROM job_chunks WHERE job = ?1 AND part = ?3 ORDER BY idx LIMIT ?2)
             """)
         s.bind(1, id.text)
         s.bind(2, Int64(limit))
+        s.bind(3, Int64(part.rawValue))
         try s.run()
         return db.changes
     }
@@ -234,6 +235,8 @@ extension SQLiteAliasStore {
                     UNION SELECT id FROM jobs WHERE state = 'receiving' AND updated_at < ?2)
                 UNION SELECT job, part, idx FROM job_chunks WHERE part = 0 AND job IN (
                     SELECT id FROM jobs WHERE state IN ('done', 'failed'))
+                UNION SELECT job, part, idx FROM job_chunks WHERE part = 3 AND job IN (
+                    SELECT id FROM jobs WHERE state = 'failed')
                 LIMIT ?3)
             """)
         chunks.bind(1, now)
