@@ -2,7 +2,8 @@ import Foundation
 
 /// An upstream (plain or TLS) that answers every request with `200 ok` and then, while the
 /// connection's next request has not arrived, sends a second answer nobody asked for:
-/// `200 s000001`, numbered. It records, per number, whether the next request was still absent
+/// `200 s000001-TAG`, numbered, tagged with the letters and digits of the body of the request
+/// it trails (no tag for an empty body). It records, per number, whether the next request was still absent
 /// once the bytes were sent (`early`: they reached the client before its next request was
 /// written, and a client must never give them to that request's caller) or had arrived by then
 /// (`late`: the two crossed, and in HTTP/1.1 bytes sent after a request was written are its
@@ -51,6 +52,25 @@ package final class TrailingBytesUpstream: @unchecked Sendable {
                 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
                 context.load_cert_chain(cert, key)
             listener = socket.create_server(("127.0.0.1", 0))
+            def read_body(conn, data):
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return None
+                    data += chunk
+                head, _, rest = data.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value.strip())
+                while len(rest) < length:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return None
+                    rest += chunk
+                tag = "".join(c for c in rest[:length].decode("latin-1") if c.isalnum())[:12]
+                return rest[length:], tag
             def arrived(conn, data):
                 if data:
                     return True
@@ -67,15 +87,19 @@ package final class TrailingBytesUpstream: @unchecked Sendable {
                     conn.settimeout(10)
                     data = b""
                     while True:
-                        data = read_request(conn, data)
-                        if data is None:
+                        body = read_body(conn, data)
+                        if body is None:
                             return
+                        data, tag = body
                         conn.sendall(answer)
                         if not arrived(conn, data):
                             with lock:
                                 counter[0] += 1
                                 n = "s%06d" % counter[0]
-                            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 7\r\n\r\n" + n.encode())
+                            # The stray names the request it trails (its body, letters and
+                            # digits only): whoever gets it can tell whose connection it was.
+                            stray = (n + ("-" + tag if tag else "")).encode()
+                            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(stray) + stray)
                             log.write("%s %s\n" % (n, "late" if arrived(conn, data) else "early"))
                 except Exception:
                     pass

@@ -47,4 +47,22 @@ struct IdleConnectionsTests {
         #expect(idle.entries.map(\.connection) == ["a", "c"])
         #expect(idle.removeAll() == ["a", "c"] && idle.isEmpty)
     }
+
+    /// Review V, item 8: a connection is reused only for the caller it was opened for, so what
+    /// an upstream sends behind one caller's answer can never reach another; when the pool is
+    /// full of other callers' idle connections, the oldest is closed for a new one.
+    @Test func anotherCallersConnectionIsNeverTaken() {
+        var idle = IdleConnections<String>(limit: 45)
+        idle.put("alice-1", caller: "token alice", now: 1)
+        idle.put("bob-1", caller: "address 10.0.0.2", now: 2)
+        idle.put("alice-2", caller: "token alice", now: 3)
+        #expect(idle.take(now: 4, caller: "token mallory").connection == nil)
+        #expect(idle.take(now: 4, caller: "token alice").connection == "alice-2")
+        #expect(idle.take(now: 4, caller: "address 10.0.0.2").connection == "bob-1")
+        #expect(idle.count == 1 && idle.removeOldest() == "alice-1" && idle.removeOldest() == nil)
+        // Expiry still closes every caller's old connections, whoever asks.
+        idle.put("old", caller: "token alice", now: 0)
+        let (taken, expired) = idle.take(now: 100, caller: "token bob")
+        #expect(taken == nil && expired == ["old"] && idle.isEmpty)
+    }
 }

@@ -39,6 +39,8 @@ final class UpstreamConnection: SocketStreamOwner {
         var exchangesStarted = 0
         /// Set until the first exchange's TCP connect (and TLS handshake) ends.
         var connectTimer: LoopEvent?
+        /// Whom it was opened for (``UpstreamRequest/caller``): the only caller it carries.
+        var caller = ""
     }
 
     @exclusivity(unchecked) var state: LoopBound<State>

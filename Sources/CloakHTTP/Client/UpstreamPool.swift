@@ -90,7 +90,7 @@ final class UpstreamPool {
                 continue
             }
             let connection: UpstreamConnection
-            let (idle, expired) = state.idle.take(now: Self.now())
+            let (idle, expired) = state.idle.take(now: Self.now(), caller: exchange.request.caller)
             for old in expired { old.scheduleFree() }
             if let reused = idle {
                 // The peer may have closed it since (an HTTP/1.0 answer, an idle timeout). Bytes
@@ -102,11 +102,19 @@ final class UpstreamPool {
                 }
                 connection = reused
             } else if state.active.count < UpstreamClient.maxConnectionsPerUpstream {
+                // Idle connections are other callers' (never this one's to reuse): past the
+                // bound the one idle longest is closed, so the pool keeps its size.
+                if state.active.count + state.idle.count >= UpstreamClient.maxConnectionsPerUpstream,
+                    let other = state.idle.removeOldest()
+                {
+                    other.scheduleFree()
+                }
                 guard let opened = UpstreamConnection(pool: self, address: address) else {
                     state.waiting.removeFirst()
                     fail(exchange, "cannot open a connection")
                     continue
                 }
+                opened.state.caller = exchange.request.caller
                 connection = opened
             } else {
                 return  // every connection is busy: wait for one
@@ -122,7 +130,7 @@ final class UpstreamPool {
         state.active[ObjectIdentifier(connection)] = nil
         if failed && !isNumericHost { address = nil }  // resolve again before the next connection
         if reusable && key.reuse && !connection.state.isClosed {
-            state.idle.put(connection, now: Self.now())
+            state.idle.put(connection, caller: connection.state.caller, now: Self.now())
         } else {
             connection.scheduleFree()
         }

@@ -45,6 +45,10 @@ public struct UpstreamRequest: Sendable {
     /// Whether the connection may carry other requests after this one (a route's `reuse`): false
     /// sends `Connection: close` and closes the connection after the answer.
     public var reuseConnection = true
+    /// Whom the request is made for (the door's caller: a token, or a client address): a
+    /// pooled connection carries only the exchanges of the caller it was opened for, so bytes
+    /// an upstream sends behind an answer can reach nobody else (``IdleConnections``).
+    public var caller = ""
     /// Identifies the contents of ``caFile`` and ``clientCertificate``'s files as they were read
     /// with the configuration: a reload that changed them gets a new TLS context, not the cached one.
     public var trustStamp = 0

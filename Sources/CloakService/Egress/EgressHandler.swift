@@ -149,7 +149,7 @@ struct EgressHandler: Sendable {
                 onUnavailable: CloakService.logUnavailable(context.logger), trace: trace, bins: bins,
                 audit: revealed)
         }
-        let call = RouteCall(
+        var made = RouteCall(
             route: route, vault: client, requestCaller: caller, responseCaller: caller,
             limitName: "max_aliases of route \(route.id) (and vault.max_batch)", trace: trace,
             files: route.revealsFiles
@@ -163,6 +163,8 @@ struct EgressHandler: Sendable {
                 } : nil,
             callerMaySeeValues: identity.token?.scopes.contains(.aliasesReveal) ?? false,
             stepsRan: route.stepNames.isEmpty ? nil : StepsRan())
+        made.upstreamCaller = RouteCall.caller(identity, request)
+        let call = made
         let headers = route.forwardedHeaders(request.headers, keepAuthorization: true, trustedContext: trustedContext)
         let tokenID = identity.token?.id ?? "-"
         let audit = AuditLog(logger: context.logger, sink: context.logSink)

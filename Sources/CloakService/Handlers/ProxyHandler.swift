@@ -46,7 +46,9 @@ struct ProxyHandler: RequestHandler {
             let revealed = Outcome(
                 action: "reveal", tokenID: identity.token?.id ?? "-", client: request.remoteAddress,
                 facts: [("via", "route"), ("route", route.id)], only: .reveal)
-            let call = try operationsCall(route, client: request.remoteAddress, audit: revealed)
+            var made = try operationsCall(route, client: request.remoteAddress, audit: revealed)
+            made.upstreamCaller = RouteCall.caller(identity, request)
+            let call = made
             let audit = AuditLog(logger: context.logger, sink: context.logSink)
             return .later { finish in
                 do throws(CloakError) {
@@ -68,9 +70,11 @@ struct ProxyHandler: RequestHandler {
         let prepared = try PreparedSubmission(
             request, form: formName, context: context, caller: caller, keepSensitiveRaw: true, bins: vault.bins)
         // The form's values are aliased before the exchange starts: the route has no operations.
-        let call = RouteCall(
+        var made = RouteCall(
             route: route, vault: vault, requestCaller: caller, responseCaller: caller, limitName: "vault.max_batch",
             trace: trace)
+        made.upstreamCaller = RouteCall.caller(identity, request)
+        let call = made
         return .later { finish in
             prepared.resolve(with: vault, failing: finish) { entries, _ in
                 // The form's own aliases are not cards the route would forward unselected; a

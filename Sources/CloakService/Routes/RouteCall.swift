@@ -23,11 +23,20 @@ struct RouteCall: Sendable {
     /// Whether the caller may see revealed values (it holds `aliases:reveal`): if not, an answer
     /// holding a value the request revealed is not passed on (``RevealedValues``).
     var callerMaySeeValues = false
+    /// Whom the upstream exchange is for (``RouteCall/caller(_:_:)``): pooled connections are
+    /// reused only for the same one.
+    var upstreamCaller = ""
     /// Where the names of the route's steps go once they ran (the access log's and the audit
     /// line's `steps`); nil when nobody asks.
     var stepsRan: StepsRan? = nil
 
     typealias Finish = @Sendable (HTTPResponse, RouteExchange.Outcome) -> Void
+
+    /// Who a door's caller is, for the upstream pool: its token when it presented one (one
+    /// principal wherever it calls from), else its client address (after trusted proxies).
+    static func caller(_ identity: Identity, _ request: HTTPRequest) -> String {
+        identity.token.map { "token " + $0.id } ?? "address " + request.remoteAddress
+    }
 
     /// Starts the exchange: a request whose selections fail (1002, 1422) throws before anything
     /// is queued or sent; otherwise `finish` gets the client's answer and what was done.
@@ -51,10 +60,11 @@ struct RouteCall: Sendable {
             let route = self.route
             let trace = self.trace
             let stepsRan = self.stepsRan
+            let caller = self.upstreamCaller
             send = { body, headers, done in
                 Self.sendUpstream(
                     body, headers, route: route, upstream: upstream, method: method, target: target,
-                    contentType: contentType, trace: trace, stepsRan: stepsRan, loop: loop, done: done)
+                    contentType: contentType, trace: trace, stepsRan: stepsRan, caller: caller, loop: loop, done: done)
             }
         } else {
             send = { body, headers, done in
@@ -86,7 +96,7 @@ struct RouteCall: Sendable {
     private static func sendUpstream(
         _ body: HTTPBody, _ headers: [(name: String, value: String)], route: Route, upstream: Route.Upstream,
         method: HTTPMethod, target: String, contentType: String?, trace: RequestTrace?, stepsRan: StepsRan?,
-        loop: LoopHandle, done: @escaping @Sendable (Result<HTTPResponse, CloakError>, [[UInt8]]) -> Void
+        caller: String, loop: LoopHandle, done: @escaping @Sendable (Result<HTTPResponse, CloakError>, [[UInt8]]) -> Void
     ) {
         var headers = route.sentHeaders(headers, contentType: contentType)
         let span = trace?.child("upstream " + method.rawValue, kind: .client)
@@ -102,6 +112,7 @@ struct RouteCall: Sendable {
         var request = Route.request(
             to: upstream, method: method, target: target, headers: headers, body: [])
         request.content = body
+        request.caller = caller
         guard !route.requestSteps.isEmpty || !route.responseSteps.isEmpty else {
             return exchange(request, upstream: upstream, span: span, loop: loop) { done($0, []) }
         }
