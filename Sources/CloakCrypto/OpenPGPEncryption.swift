@@ -23,6 +23,33 @@ package final class OpenPGPEncryption {
 
     /// Imports `armored`, which must be one OpenPGP public key (`-----BEGIN PGP PUBLIC KEY
     /// BLOCK-----`) that may be encrypted to now.
+    /// How the homes this type makes are named in the temporary directory: the prefix, the
+    /// maker's process id, a dash and mkdtemp's letters.
+    static let homePrefix = "cloak-export-gpg-"
+
+    /// Removes the GnuPG homes a process left behind when it was killed mid-export (review V,
+    /// item 9): those named for a process that no longer runs, and those of older versions
+    /// (no process id in the name) untouched for an hour. Never a running process's: another
+    /// node of this host, or a `cloak export` under way. The homes removed.
+    @discardableResult
+    package static func removeStaleHomes(in directory: String = NSTemporaryDirectory()) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var removed: [String] = []
+        for name in names where name.hasPrefix(homePrefix) {
+            let path = (directory as NSString).appendingPathComponent(name)
+            let rest = name.dropFirst(homePrefix.count)
+            let stale: Bool
+            if let dash = rest.firstIndex(of: "-"), let pid = Int32(rest[..<dash]), pid > 0 {
+                stale = kill(pid, 0) == -1 && errno == ESRCH
+            } else {
+                let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+                stale = modified.map { Date().timeIntervalSince($0) > 3_600 } ?? false
+            }
+            if stale, (try? FileManager.default.removeItem(atPath: path)) != nil { removed.append(name) }
+        }
+        return removed
+    }
+
     package init(publicKey armored: [UInt8]) throws(Failure) {
         guard armored.count <= Self.maxKeyBytes else {
             throw Failure(description: "the recipient's key is over \(Self.maxKeyBytes >> 10) KiB")
@@ -35,7 +62,10 @@ package final class OpenPGPEncryption {
         else {
             throw Failure(description: "the recipient must be one ASCII-armored OpenPGP public key block")
         }
-        var template = Array((NSTemporaryDirectory() + "/cloak-export-gpg-XXXXXX").utf8CString)
+        // The process's id in the name: a home whose process is gone (killed mid-export) is
+        // found and removed at the next start (``removeStaleHomes()``).
+        var template = Array(
+            (NSTemporaryDirectory() + "/\(Self.homePrefix)\(getpid())-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw Failure(description: "cannot make a GnuPG home for the recipient's key")
         }

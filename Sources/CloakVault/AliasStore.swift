@@ -151,6 +151,9 @@ package protocol AliasStore: FileStore, JobStore {
     /// indexed yet (read whole), or the index holds every one (verify: someone who can write
     /// the database could otherwise hide a block from alias searches by marking it indexed).
     func auditAliasIndexHolds(_ stored: StoredAuditBlock, keys: [Int64]) throws(StoreError) -> Bool
+    /// What is wrong with the alias index as a whole, seen once every chain was read (nil:
+    /// nothing): a mark past the last block (SQLite), which hides the blocks written next.
+    func auditIndexProblem() throws(StoreError) -> String?
 }
 
 extension AliasStore {

@@ -53,7 +53,12 @@ extension Vault {
                 after = last
             }
         }
+        // The logged heads first: a chain cut off at its end is named by its own head, never
+        // by what its deletion did to the store's index (review V, item 6).
         try verifier.finish()
+        if let problem = try store.auditIndexProblem() {
+            throw AuditVerifier.Break(chain: "(the alias index)", seq: 0, reason: problem)
+        }
         return (verifier.events, chains.count)
     }
 }

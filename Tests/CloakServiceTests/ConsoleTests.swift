@@ -410,6 +410,19 @@ import Testing
             #expect(cookies == ["shop=1"], "\(cookies)")
         }
     }
+
+    /// Review V, item 9: names compared as a browser reads them (RFC 6265 §5.2: trimmed), so a
+    /// space before `=`, a tab, or a nameless cookie whose value the browser sends back as
+    /// `cloak_console=…` does not pass; other cookies do.
+    @Test(arguments: [
+        ("cloak_console =x", true), ("\tcloak_console\t=x", true), (" __Host-cloak_console = x; Secure", true),
+        ("=cloak_console=x", true), (" = cloak_console =x", true), ("cloak_console", true),
+        ("CLOAK_CONSOLE=x", true), ("cloak_console_x=1", false), ("shop=cloak_console", false),
+        ("x=1; cloak_console=2", false), ("=shop=1", false),
+    ])
+    func aSetCookieIsTheConsolesAsABrowserReadsIt(header: String, consoles: Bool) {
+        #expect(ConsoleCookie.sets(header) == consoles, "\(header)")
+    }
 }
 
 @Suite struct ConsoleReadsTests {

@@ -81,6 +81,19 @@ struct ExportDutiesTests {
             listed.output.contains(#""id":"bob""#) && listed.output.contains(#""person":"bob""#), "\(listed.output)")
     }
 
+    /// Review V, item 9 (OWASP CSV injection): a cell a spreadsheet would run as a formula is
+    /// written quoted behind a `'`; any other is as it was.
+    @Test(arguments: [
+        ("=HYPERLINK(\"x\")", "\"'=HYPERLINK(\"\"x\"\")\""), ("+1 555 0100", "\"'+1 555 0100\""),
+        ("-2+3", "\"'-2+3\""), ("@SUM(A1)", "\"'@SUM(A1)\""), ("\tx", "\"'\tx\""), ("\rx", "\"'\rx\""),
+        ("4111111111111111", "4111111111111111"), ("a=b", "a=b"), ("", ""),
+    ])
+    func aCSVCellThatWouldRunAsAFormulaIsWrittenAsText(value: String, written: String) {
+        var csv: [UInt8] = []
+        ExportSpec.csvField(value, into: &csv)
+        #expect(String(decoding: csv, as: UTF8.self) == written)
+    }
+
     @Test func csvAndJSONLinesRowsAreQuotedAsTheirReadersExpect() {
         let row = ExportRow(record: "rec_1", alias: "tok_1", format: .UUID, value: "a,\"b\"\r\nc", createdAt: 0)
         var csv: [UInt8] = []

@@ -167,14 +167,20 @@ import Testing
         #expect(Poll.until { Self.reloads(node, "applied") == 1 })
     }
 
-    @Test func reloadWithoutAPIDFileTellsTheOperatorHow() throws {
+    /// Review V, item 10: the shipped configuration sets no `server.pid_file`; reload then
+    /// finds the one `cloak serve` of the same file on this machine, and says how to signal it
+    /// when there is none.
+    @Test func reloadWithoutAPIDFileFindsTheNodeOfItsConfiguration() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let node = try CloakNode(store: "sqlite:\(directory.path)/cloak.db", directory: directory.path)
-        defer { node.stop() }
-        let answer = try node.command(["reload"])
-        #expect(answer.status == 2)
-        #expect(answer.output.contains("kill -HUP"))
+        let sent = try node.command(["reload"])
+        #expect(sent.status == 0 && sent.output.contains("pid \(node.pid)"), "\(sent.output)")
+        #expect(Poll.until { Self.reloads(node, "applied") == 1 })
+        node.stop()
+        let answer = try ProcessTests.run(["reload", "--config", node.configPath])
+        #expect(answer.status == 2, "\(answer.output)")
+        #expect(answer.output.contains("no cloak serve of") && answer.output.contains("kill -HUP"), "\(answer.output)")
     }
 
     @Test func whatNeedsARestartIsNamed() throws {

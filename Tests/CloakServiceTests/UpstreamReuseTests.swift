@@ -28,16 +28,16 @@ import Testing
                 yaml: TestServer.configurationWithTokens
                     .replacingOccurrences(of: "  trusted_proxies: [] ", with: "  trusted_proxies: [\"127.0.0.1/32\"] ")
                     .replacingOccurrences(
-                    of: "routes: []",
-                    with: """
-                        routes:
-                          - id: "3d4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
-                            path: /pooled
-                            upstream: "\(scheme)://127.0.0.1:\(upstream.port)/pooled"
-                            reuse: \(reuse)
-                            \(trust)
+                        of: "routes: []",
+                        with: """
+                            routes:
+                              - id: "3d4f2f1e-6a8e-4a55-9a41-5d2b1c7e9f10"
+                                path: /pooled
+                                upstream: "\(scheme)://127.0.0.1:\(upstream.port)/pooled"
+                                reuse: \(reuse)
+                                \(trust)
 
-                        """), threads: 1)
+                            """), threads: 1)
         ) { server throws in
             try body(server, upstream)
         }
@@ -65,13 +65,15 @@ import Testing
             let requests = 192  // one loop: its pool has 64 connections
             let all = Self.answers(server, requests: requests, callers: 48)
             #expect(all.count == requests)
-            // A stray is tagged with the caller whose request it trailed: only that caller may get it.
-            let crossed = all.filter { $0.answer.hasPrefix("200 s") && !$0.answer.hasSuffix("-c\($0.caller)x") }
+            // A stray is tagged with the body of the request it trailed (`{"c":"c7x"}` → `cc7x`):
+            // only that caller may get it.
+            let crossed = all.filter { $0.answer.hasPrefix("200 s") && !$0.answer.hasSuffix("-cc\($0.caller)x") }
             #expect(crossed.isEmpty, "\(transport): \(crossed.count) callers got another caller's bytes: \(crossed)")
             #expect(
                 all.allSatisfy { $0.answer == "200 ok" || $0.answer.hasPrefix("200 s") || $0.answer == "502 1401" },
                 "\(transport): \(Set(all.map(\.answer)))")
-            #expect(all.filter { $0.answer == "200 ok" }.count >= requests / 2, "\(transport): \(Set(all.map(\.answer)))")
+            #expect(
+                all.filter { $0.answer == "200 ok" }.count >= requests / 2, "\(transport): \(Set(all.map(\.answer)))")
         }
     }
 
@@ -150,7 +152,8 @@ import Testing
     ) throws {
         try Self.withRoute(transport, reuse: false) { server, _ in
             let all = Self.answers(server, requests: 96, callers: 96)
-            #expect(all.count == 96 && all.allSatisfy { $0.answer == "200 ok" }, "\(transport): \(Set(all.map(\.answer)))")
+            #expect(
+                all.count == 96 && all.allSatisfy { $0.answer == "200 ok" }, "\(transport): \(Set(all.map(\.answer)))")
         }
     }
 }

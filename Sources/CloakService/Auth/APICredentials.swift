@@ -100,6 +100,14 @@ package struct APICredentials: Sendable, Equatable {
             }
     }
 
+    /// Whether a new token's id could be a value (review V, item 7): all digits, or nine or more
+    /// digits in a row whatever the separators (what ``Redaction/scrub(_:limit:)`` takes out).
+    /// Ids are logged, audited and searched as they are, so such an id is refused when it is
+    /// made (at run time and in `auth.tokens`); ids already in the store stay readable.
+    package static func looksLikeAValue(_ id: String) -> Bool {
+        id.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } || Redaction.scrub(id, limit: 64) != id
+    }
+
     /// Whether a caller holding `held` may grant `scope`: it holds it (`egress:*` covers every
     /// egress route's scope).
     package static func mayGrant(_ scope: Scope, holding held: Set<Scope>) -> Bool {

@@ -122,6 +122,10 @@ package struct CredentialAdministration {
         person asked: String? = nil
     ) throws -> Created {
         guard APICredentials.isValidID(id) else { throw Error("the id must be 1 to 64 of A-Z a-z 0-9 - _ .") }
+        guard !APICredentials.looksLikeAValue(id) else {
+            throw Error(
+                "the id must not be all digits nor hold nine digits in a row (it is logged and audited as it is)")
+        }
         guard !scopes.isEmpty else { throw Error("give at least one scope") }
         if let asked, !ExportDuties.isValidPerson(asked) {
             throw Error("the person must be 1 to 64 of A-Z a-z 0-9 . _ - @ +")

@@ -35,6 +35,11 @@ extension ServiceConfiguration {
             let id = r.string(t["id"], at: "\(p).id")
             if id == nil { r.issue("\(p).id", "is required", node) }
             if let id, !ids.insert(id).inserted { r.issue("\(p).id", "duplicate token id", node) }
+            if let id, APICredentials.looksLikeAValue(id) {
+                r.issue(
+                    "\(p).id", "must not be all digits nor hold nine digits in a row (ids are logged as they are)", node
+                )
+            }
             var digest: [UInt8]?
             if let hex = r.string(t["sha256"], at: "\(p).sha256") {
                 digest = decodeHex(hex)

@@ -50,8 +50,21 @@ extension ServiceConfiguration {
         /// mints a token or imports a BIN table needs the vault, not a provider's HMAC secret or
         /// the HSM a route signs with. The other sections' keys are still checked by name only.
         case administration
+        /// What a job command needs (`cloak import`, `export`, `jobs`): the administration's
+        /// sections, the forms an import or export names, `limits` and `jobs`. Never a route's
+        /// step key: an export needs no provider's secret (review V, item 10).
+        case jobs
 
         static let administrationKeys: Set<String> = ["vault", "auth", "bins"]
+
+        /// The top-level sections read (nil: all).
+        var keys: Set<String>? {
+            switch self {
+            case .all: nil
+            case .administration: Self.administrationKeys
+            case .jobs: Self.administrationKeys.union(["forms", "limits", "jobs"])
+            }
+        }
     }
 
     /// Parses and checks configuration text (see ``load(path:environment:)``).
@@ -73,11 +86,9 @@ extension ServiceConfiguration {
         }
         let reader = ConfigReader()
         reader.environment = environment
-        if case .administration = sections, case let .mapping(members, line) = root {
+        if let keys = sections.keys, case let .mapping(members, line) = root {
             // Unknown top-level keys are still refused by `read`; known ones it does not need go.
-            root = .mapping(
-                members.filter { Sections.administrationKeys.contains($0.key) || !knownKeys.contains($0.key) },
-                line: line)
+            root = .mapping(members.filter { keys.contains($0.key) || !knownKeys.contains($0.key) }, line: line)
         }
         var configuration = read(root, reader)
         configuration.server.refusalBody = JSONWriter.encode(

@@ -37,12 +37,37 @@ enum ConsoleCookie {
         return found
     }
 
+    /// Whether `name`, as a browser reads a cookie's name (RFC 6265 §5.2: space and tab around
+    /// it trimmed), is one of the console's; case aside, which no browser relies on.
+    static func isConsoles(_ name: Substring) -> Bool {
+        let trimmed = name.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
+        let text = String(trimmed)
+        return text.caseInsensitiveEquals(plainName) || text.caseInsensitiveEquals(secureName)
+    }
+
+    /// Whether a `Set-Cookie` value would set one of the console's cookies in a browser: its
+    /// name-value pair (up to the first `;`) with its name trimmed (`cloak_console =x` sets
+    /// `cloak_console`), or a pair without a name (`=cloak_console=x`, or no `=` at all) whose
+    /// value a browser sends back as `cloak_console=x` (RFC 6265bis §5.6, as Chromium does).
+    static func sets(_ setCookie: String) -> Bool {
+        let pair = setCookie.prefix { $0 != ";" }
+        guard let equals = pair.firstIndex(of: "=") else {
+            return isConsoles(pair.prefix { $0 != "=" })
+        }
+        let name = pair[..<equals]
+        if isConsoles(name) { return true }
+        // A nameless cookie: its value is what the browser sends, read as `name=value`.
+        guard name.allSatisfy({ $0 == " " || $0 == "\t" }) else { return false }
+        let value = pair[pair.index(after: equals)...]
+        return isConsoles(value.prefix { $0 != "=" })
+    }
+
     /// `headers` without the console's cookies: each `Cookie` header keeps its other pairs, and
     /// one left empty goes. Unchanged (no copy) when no `Cookie` header names them.
     static func strip(_ headers: inout [(name: String, value: String)]) {
         guard
             headers.contains(where: {
-                $0.name.caseInsensitiveEquals("Cookie") && ($0.value.contains(plainName))
+                $0.name.caseInsensitiveEquals("Cookie") && $0.value.lowercased().contains(plainName)
             })
         else { return }
         var kept: [(name: String, value: String)] = []
@@ -52,9 +77,7 @@ enum ConsoleCookie {
                 continue
             }
             let pairs = header.value.split(separator: ";").filter { pair in
-                let trimmed = pair.drop { $0 == " " || $0 == "\t" }
-                let cookieName = trimmed.prefix { $0 != "=" }
-                return cookieName != secureName && cookieName != plainName
+                !isConsoles(pair.prefix { $0 != "=" })
             }
             if !pairs.isEmpty {
                 kept.append((header.name, pairs.map { $0.drop { $0 == " " || $0 == "\t" } }.joined(separator: "; ")))
@@ -78,13 +101,9 @@ struct ConsoleCookieMiddleware: Middleware {
     func response(_ response: inout HTTPResponse, _ context: RequestContext) {
         guard
             response.headers.contains(where: {
-                $0.name.caseInsensitiveEquals("Set-Cookie") && $0.value.contains(ConsoleCookie.plainName)
+                $0.name.caseInsensitiveEquals("Set-Cookie") && $0.value.lowercased().contains(ConsoleCookie.plainName)
             })
         else { return }
-        response.headers.removeAll { header in
-            guard header.name.caseInsensitiveEquals("Set-Cookie") else { return false }
-            let name = header.value.drop { $0 == " " }.prefix { $0 != "=" }
-            return name == ConsoleCookie.plainName || name == ConsoleCookie.secureName
-        }
+        response.headers.removeAll { $0.name.caseInsensitiveEquals("Set-Cookie") && ConsoleCookie.sets($0.value) }
     }
 }

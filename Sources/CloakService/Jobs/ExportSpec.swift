@@ -134,10 +134,15 @@ package struct ExportSpec: Sendable, Equatable {
 
     var header: [UInt8] { layout == .csv ? Array("id,alias,value,format,created_at\r\n".utf8) : [] }
 
-    /// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+    /// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180). A field
+    /// that starts with `=`, `+`, `-`, `@`, a tab or a carriage return, which a spreadsheet would
+    /// run as a formula, is written quoted behind a `'` so that it is taken as text (OWASP's CSV
+    /// injection advice; review V, item 9): the value read back then starts with that `'`.
     static func csvField(_ text: String, into out: inout [UInt8]) {
-        let bytes = Array(text.utf8)
-        guard bytes.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0D || $0 == 0x0A }) else {
+        var bytes = Array(text.utf8)
+        let formula = bytes.first.map { [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains($0) } ?? false
+        if formula { bytes.insert(0x27, at: 0) }
+        guard formula || bytes.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0D || $0 == 0x0A }) else {
             out += bytes
             return
         }

@@ -35,7 +35,8 @@ package struct ImportSpec: Sendable, Equatable {
         self.layout = layout
         self.map = map
         self.ignored = ignored
-        self.fileName = fileName
+        // Caller text kept with the job and shown in its status: scrubbed (review V, item 7).
+        self.fileName = fileName.map { Redaction.scrub($0, limit: 255) }
     }
 
     var json: JSONValue {

@@ -30,7 +30,8 @@ package enum JobReport {
         case let .format(format)?: members.append(("format", .string(format.rawValue)))
         case nil: break
         }
-        if let file = spec?.fileName { members.append(("file", .string(file))) }
+        // Scrubbed again for a job an older version stored.
+        if let file = spec?.fileName { members.append(("file", .string(Redaction.scrub(file, limit: 255)))) }
         if let layout = spec?.layout { members.append(("layout", .string(layout.rawValue))) }
         members += [
             ("rows_read", .int(Int(job.progress.cursor))), ("imported", .int(Int(job.progress.imported))),

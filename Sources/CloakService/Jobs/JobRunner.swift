@@ -48,6 +48,11 @@ final class JobRunner: Sendable {
 
     func start() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
+        // GnuPG homes of exports a kill cut short (their process is gone).
+        for home in OpenPGPEncryption.removeStaleHomes() {
+            dependencies.logger.info(
+                "jobs: removed a GnuPG home left by a stopped export", metadata: ["home": "\(home)"])
+        }
         let thread = Thread { [self] in
             ThreadNiceness.lower()
             var swept = 0.0

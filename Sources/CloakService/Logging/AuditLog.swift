@@ -35,7 +35,7 @@ struct AuditEntry: Sendable {
         self.client = client
         self.aliasReference = aliasReference
         self.result = result
-        self.facts = facts
+        self.facts = facts.map { (key: $0.key, value: AuditEvent.Fact.scrubbed($0.key, $0.value)) }
     }
 
     init(_ draft: AuditEvent.Draft, stored: Bool) {
@@ -182,7 +182,7 @@ final class Outcome: VaultAuditSubject {
         if let only, operation != only { return nil }
         return AuditEvent.Draft(
             at: at, action: action, tokenID: tokenID, client: client, aliasReference: aliasReference, result: result,
-            facts: facts.map { AuditEvent.Fact($0.0, $0.1) })
+            facts: facts.map { AuditEvent.Fact.made($0.0, $0.1) })
     }
 
     func noted(_ drafts: [AuditEvent.Draft], stored: Bool) {

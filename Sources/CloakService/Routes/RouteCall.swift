@@ -96,7 +96,8 @@ struct RouteCall: Sendable {
     private static func sendUpstream(
         _ body: HTTPBody, _ headers: [(name: String, value: String)], route: Route, upstream: Route.Upstream,
         method: HTTPMethod, target: String, contentType: String?, trace: RequestTrace?, stepsRan: StepsRan?,
-        caller: String, loop: LoopHandle, done: @escaping @Sendable (Result<HTTPResponse, CloakError>, [[UInt8]]) -> Void
+        caller: String, loop: LoopHandle,
+        done: @escaping @Sendable (Result<HTTPResponse, CloakError>, [[UInt8]]) -> Void
     ) {
         var headers = route.sentHeaders(headers, contentType: contentType)
         let span = trace?.child("upstream " + method.rawValue, kind: .client)

@@ -160,7 +160,7 @@ package struct KeyAdministration {
         members.append(("user", .string(user)))
         let line = String(decoding: JSONWriter.encode(.object(members)), as: UTF8.self)
         try store.appendKeyAudit(line, at: Int64(now.seconds))
-        let facts = fields.compactMap { key, value in value.stringValue.map { AuditEvent.Fact(key, $0) } }
+        let facts = fields.compactMap { key, value in value.stringValue.map { AuditEvent.Fact.made(key, $0) } }
         let head = try CommandAudit.append(
             [
                 AuditEvent.Draft(

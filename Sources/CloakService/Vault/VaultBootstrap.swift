@@ -60,7 +60,7 @@ package enum VaultBootstrap {
     }
 
     /// How a serving node keeps audit events: chains named after `node`, `audit.retention_days`,
-    /// each chain's head logged (`audit head`: chain, seq, mac) every minute it moved and at stop,
+    /// each chain's head logged (`audit head`: chain, seq, mac) each second it moved and at stop,
     /// for `cloak audit verify --heads`.
     package static func auditSettings(
         _ configuration: ServiceConfiguration, node: String, logger: Logger?

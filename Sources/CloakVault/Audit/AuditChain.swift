@@ -4,7 +4,7 @@ import CloakCrypto
 /// commit appends): each block's MAC covers the one before, under a key
 /// derived from the key ring (``keyPurpose``), so that someone who can write the database but has
 /// no key can delete, alter, reorder or forge no event (nor block) without `cloak audit verify` naming it.
-/// A cut-off tail is seen against the head each writer logs (every minute and at stop:
+/// A cut-off tail is seen against the head each writer logs (each second it moved and at stop:
 /// `audit head`), which verify takes as `--heads`.
 ///
 /// A chain is one vault thread of one process (its ``Identity``): only that thread appends to

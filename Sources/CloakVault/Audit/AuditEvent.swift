@@ -1,3 +1,5 @@
+import CloakCore
+
 /// One audited action, as the store keeps it: who (token id, client address), what (the action),
 /// on which alias (its keyed reference, ``Vault/auditReference(_:)``: never the alias, never the
 /// value), the result and a few named facts: the fields of the `audit` log line, and nothing
@@ -42,6 +44,28 @@ package struct AuditEvent: Sendable, Equatable {
         package init(_ key: String, _ value: String) {
             self.key = key
             self.value = value
+        }
+
+        /// Facts whose values are caller text (an id a request named, a search's filter, a
+        /// file's name, a person, a failure's reason): scrubbed as an event is made (review V,
+        /// item 7: a Luhn-valid card number given as a token id was kept in `tokens_create`,
+        /// `tokens_adopt` and `audit_read` events). Never every fact: a digest or fingerprint in
+        /// hex holds nine digits in a row more often than not.
+        package static let callerText: Set<String> = [
+            "subject", "added", "removed", "replaced", "descendants", "signed", "token", "action", "result",
+            "alias_ref", "file", "reason", "person", "requester_person", "approver", "approver_person", "owner", "by",
+            "map", "ignore_columns",
+        ]
+
+        /// `value` as an event being made keeps it: scrubbed (``Redaction/scrub(_:limit:)``) when
+        /// `key` is one of ``callerText``. Stored events are read back with ``init(_:_:)``.
+        package static func scrubbed(_ key: String, _ value: String) -> String {
+            callerText.contains(key) ? Redaction.scrub(value, limit: 256) : value
+        }
+
+        /// A fact of an event being made, its value scrubbed when it is caller text.
+        package static func made(_ key: String, _ value: String) -> Fact {
+            Fact(key, scrubbed(key, value))
         }
     }
 

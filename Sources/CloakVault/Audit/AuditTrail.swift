@@ -8,7 +8,7 @@ package struct AuditSettings: Sendable {
     package var node: String
     /// `audit.retention_days`: older events are swept, a trim event recording what went.
     package var retentionDays: Int
-    /// Told each chain's head every minute while it moves, and at stop (on the vault thread).
+    /// Told each chain's head each second it moved, and at stop (on the vault thread).
     package var reportHead: @Sendable (AuditVerifier.Head) -> Void
 
     package init(node: String, retentionDays: Int, reportHead: @escaping @Sendable (AuditVerifier.Head) -> Void) {
@@ -27,7 +27,7 @@ package struct AuditSettings: Sendable {
     func chainID(_ index: Int) -> String { "\(node)/\(Self.boot)/\(index)" }
 }
 
-/// One vault thread's audit chain and its upkeep: the head told every minute it moved and at
+/// One vault thread's audit chain and its upkeep: the head told each second it moved and at
 /// stop, and (the first thread only) the retention sweep. Touched on that thread only.
 final class AuditTrail {
     var chain: AuditChain
@@ -66,6 +66,20 @@ final class AuditTrail {
         unsure = nil
     }
 
+    /// When the head was last looked at by ``reportHeadIfDue()`` (uptime nanoseconds).
+    private var lastHeadLook: UInt64 = 0
+
+    /// Between batches and when idle: the head, at most once a second and only when it moved,
+    /// so that a crash can cut off at most a second of events unseen by the log (review V,
+    /// item 6: a head logged once a minute let the newest blocks of a node that crashed be
+    /// deleted without a trace until its next write).
+    func reportHeadIfDue() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now - lastHeadLook >= 1_000_000_000 else { return }
+        lastHeadLook = now
+        reportHead()
+    }
+
     /// Tells the head when it moved since last told.
     func reportHead() {
         // A head not known to be in the store is never told (verify would take it as cut off).
@@ -100,13 +114,13 @@ final class AuditTrail {
     /// On each of the vault's upkeep rounds (every few seconds), on the first thread: the alias
     /// index of blocks still not indexed (others' blocks: a `cloak keys` command's, another
     /// thread's; this thread's are indexed between batches, ``indexIfDue(_:)``), at most 20
-    /// rounds. Once a minute: the head, and the retention sweep on the first thread.
+    /// rounds. Once a minute: the retention sweep on the first thread (the head is told each
+    /// second it moved, ``reportHeadIfDue()``).
     func maintain(_ store: any AliasStore) {
         if sweeps { indexAliases(store) }
         let now = DispatchTime.now().uptimeNanoseconds
         guard lastUpkeep == 0 || now - lastUpkeep >= 60_000_000_000 else { return }
         lastUpkeep = now
-        reportHead()
         // Up to 20 rounds a minute (100,000 blocks), each its own transaction and trim event.
         if sweeps {
             for _ in 0..<20 { guard (try? trim(store, before: cutoff)) == true else { break } }

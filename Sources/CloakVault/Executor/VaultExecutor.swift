@@ -263,6 +263,7 @@ final class VaultExecutor: @unchecked Sendable {
                 runTraced(jobs, store: store, runBatch)
                 trail?.indexIfDue(store)
             }
+            trail?.reportHeadIfDue()
             if stopping && jobs.isEmpty {
                 trail?.reportHead()
                 stopped.signal()

@@ -42,7 +42,8 @@ struct Export: ParsableCommand {
     }
 
     func run() throws {
-        let configuration = try options.load(.administration)
+        // Only what an export needs: no route's step secret (review V, item 10).
+        let configuration = try options.load(.jobs)
         let (store, ring) = Tokens.storeAndRing(configuration)
         let token = Export.presented(options, configuration: configuration)
         guard token.scopes.contains(.jobsExport), token.scopes.contains(.aliasesReveal), let person = token.person
@@ -65,7 +66,7 @@ struct Export: ParsableCommand {
             } else if let classifier {
                 selection = .classifier(classifier)
             } else if let form {
-                guard try options.load(.all).forms[form] != nil else {
+                guard configuration.forms[form] != nil else {
                     Keys.fail("no form \(form) in the configuration")
                 }
                 selection = .form(form)
@@ -96,7 +97,7 @@ struct Export: ParsableCommand {
             try store.begin()
             job = try ExportIntake.store(
                 id: id, spec: spec, listed: listed, owner: token.id, seal: seal, now: now,
-                openLimit: try options.load(.all).jobs.maxOpenPerToken, in: store)
+                openLimit: configuration.jobs.maxOpenPerToken, in: store)
             try CommandAudit.append(
                 [
                     Export.event(
@@ -148,7 +149,7 @@ struct Export: ParsableCommand {
     static func event(_ action: String, token: String, _ facts: [(String, String)]) -> AuditEvent.Draft {
         AuditEvent.Draft(
             at: Int64(Date().timeIntervalSince1970 * 1000), action: action, tokenID: token, client: "cli",
-            result: "ok", facts: facts.map { AuditEvent.Fact($0.0, $0.1) })
+            result: "ok", facts: facts.map { AuditEvent.Fact.made($0.0, $0.1) })
     }
 }
 
@@ -180,7 +181,7 @@ extension Jobs {
         @Argument var id: String
 
         func run() throws {
-            let configuration = try options.load(.administration)
+            let configuration = try options.load(.jobs)
             let (store, ring) = Tokens.storeAndRing(configuration)
             let token = Export.presented(options, configuration: configuration)
             guard token.scopes.contains(.jobsApprove), let person = token.person else {
@@ -190,7 +191,7 @@ extension Jobs {
             let step = ExportApprovalStep(
                 id: jobID, token: token.id, person: person, rows: rows,
                 fingerprint: fingerprint.replacingOccurrences(of: " ", with: "").uppercased(),
-                digest: digest.lowercased(), approvalTTL: Int64(try options.load(.all).jobs.approvalTTLSeconds),
+                digest: digest.lowercased(), approvalTTL: Int64(configuration.jobs.approvalTTLSeconds),
                 now: Tokens.now)
             do {
                 try store.begin()

@@ -47,7 +47,9 @@ struct Import: ParsableCommand {
     }
 
     func run() throws {
-        let configuration = try options.load(.administration)
+        // The forms, limits and jobs with the vault (the form's rules are checked before
+        // anything is stored); never a route's step secret (review V, item 10).
+        let configuration = try options.load(.jobs)
         let (store, ring) = Tokens.storeAndRing(configuration)
         let spec = ImportSpec(
             source: form.map { .form($0) } ?? .format(AliasFormatName(rawValue: format!)!),
@@ -56,8 +58,7 @@ struct Import: ParsableCommand {
             ignored: (ignoreColumns ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty },
             fileName: URL(fileURLWithPath: file).lastPathComponent)
-        // The whole configuration: the form's rules are checked before anything is stored.
-        let full = try options.load(.all)
+        let full = configuration
         let job: StoredJob
         do {
             job = try ImportIntake(store: store, ring: ring, configuration: full).start(
@@ -192,7 +193,7 @@ struct Jobs: ParsableCommand {
         func run() throws {
             let (store, ring) = try Jobs.store(options)
             let job = Jobs.job(id, store)
-            let ttl = Int64(try options.load(.all).jobs.outputTTLSeconds)
+            let ttl = Int64(try options.load(.jobs).jobs.outputTTLSeconds)
             do {
                 try store.begin()
                 let changed = try store.cancelJob(job.id, now: Tokens.now, expiresAt: Tokens.now + ttl)
@@ -263,7 +264,11 @@ struct Jobs: ParsableCommand {
         do {
             try store.begin()
             try CommandAudit.append(
-                [Export.event("job_download", token: job.owner, [("job", job.id.text), ("file", part.name), ("by", Tokens.actor)])],
+                [
+                    Export.event(
+                        "job_download", token: job.owner,
+                        [("job", job.id.text), ("file", part.name), ("by", Tokens.actor)])
+                ],
                 keys: ring, to: store)
             try store.commit()
         } catch {

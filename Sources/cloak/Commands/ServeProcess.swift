@@ -34,4 +34,15 @@ enum ServeProcess {
         guard theirs == ours else { return "process \(pid) is a cloak serve of another configuration (\(theirs))" }
         return nil
     }
+
+    /// The `cloak serve` processes of `configPath` running now, by their `/proc` entries (a node
+    /// without `server.pid_file`; `scripts/serve` runs one so).
+    static func running(configPath: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        let me = getpid()
+        return entries.compactMap { Int32($0) }.filter {
+            $0 > 1 && $0 != me && mismatch(pid: $0, configPath: configPath) == nil
+        }
+        .sorted()
+    }
 }

@@ -182,18 +182,21 @@ extension SQLiteAliasStore {
         return blocks.count
     }
 
-    package func auditAliasIndexHolds(_ stored: StoredAuditBlock, keys: [Int64]) throws(StoreError) -> Bool {
-        // Indexed: at or below the mark (a mark past every block would hide the next ones: the
-        // sweep is the only one to lower it, and never raises it past the last block).
+    /// The alias index's mark and the last block's row: (upto, top).
+    private func auditAliasMark() throws(StoreError) -> (upto: Int64, top: Int64)? {
         let mark = try db.statement(
             "SELECT coalesce(max(upto), 0), (SELECT coalesce(max(id), 0) FROM audit_blocks) FROM audit_alias_mark")
-        let (upto, top): (Int64, Int64)
-        do {
-            defer { mark.finish() }
-            guard try mark.step() else { return true }
-            (upto, top) = (mark.int64(0) ?? 0, mark.int64(1) ?? 0)
-        }
-        guard upto <= top else { return false }
+        defer { mark.finish() }
+        guard try mark.step() else { return nil }
+        return (mark.int64(0) ?? 0, mark.int64(1) ?? 0)
+    }
+
+    package func auditAliasIndexHolds(_ stored: StoredAuditBlock, keys: [Int64]) throws(StoreError) -> Bool {
+        // Indexed: at or below the mark. Judged for this block alone: a mark past every block
+        // (the newest blocks deleted, or the mark raised) is the store's fact, named by
+        // ``auditIndexProblem()`` once the chains are checked (review V, item 6: judging every
+        // block by it named the first block of the first chain, untouched).
+        guard let (upto, _) = try auditAliasMark() else { return true }
         guard stored.id <= upto else { return true }
         for key in keys {
             let s = try db.statement("SELECT 1 FROM audit_aliases WHERE ref = ?1 AND block = ?2")
@@ -203,6 +206,14 @@ extension SQLiteAliasStore {
             guard try s.step() else { return false }
         }
         return true
+    }
+
+    package func auditIndexProblem() throws(StoreError) -> String? {
+        // The sweep is the only one to lower the mark, and never raises it past the last block:
+        // a mark past it would hide the blocks written next from alias searches.
+        guard let (upto, top) = try auditAliasMark(), upto > top else { return nil }
+        return "the alias index's mark (row \(upto)) is past the last block (row \(top)): the newest blocks were "
+            + "deleted, or the mark raised; the heads each node logs (--heads) name the chain cut off"
     }
 
     /// Removes what the alias index holds for a block (its references, read from its body).
