@@ -202,6 +202,7 @@ def test_walk_every_page(run):
         run.shot(page)
     checks.expect("0.1.0" in (run.go("overview") or run.text()), "the overview names the version")
     checks.expect("Second Bank" not in run.text(), "no BIN row on the overview")
+    checks.expect("MiB free" in run.text(), "the overview shows the store's free disk (review V, item 4)")
     checks.done()
 
 

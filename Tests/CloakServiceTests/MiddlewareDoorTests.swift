@@ -293,6 +293,7 @@ struct RecordingHandler: RequestHandler {
         (.upstreamTimeout, 504),
         (.tooManyRequests, 429),
         (.vaultUnavailable, 503), (.tooManyConnections, 503),
+        (.insufficientStorage, 507),
     ]
 
     @Test(arguments: statuses)

@@ -21,6 +21,8 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidConfigurationURL = 1480
         case vaultUnavailable = 1500
         case tooManyConnections = 1503
+        /// The store's disk is below `limits.disk_reserve_mib`: what would grow it waits (507).
+        case insufficientStorage = 1507
 
         /// The `VGSErrorType` case name.
         public var typeName: String {
@@ -40,6 +42,7 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
             case .invalidConfigurationURL: return "invalidConfigurationURL"
             case .vaultUnavailable: return "vaultUnavailable"
             case .tooManyConnections: return "tooManyConnections"
+            case .insufficientStorage: return "insufficientStorage"
             }
         }
 
@@ -61,6 +64,7 @@ public struct CloakError: Error, Sendable, Equatable, CustomStringConvertible {
             case .invalidConfigurationURL: return "VGSSDKErrorWrongConfiguration"
             case .vaultUnavailable: return "VGSSDKErrorVaultUnavailable"
             case .tooManyConnections: return "VGSSDKErrorTooManyConnections"
+            case .insufficientStorage: return "VGSSDKErrorInsufficientStorage"
             }
         }
     }

@@ -150,6 +150,7 @@ func reasonPhrase(_ status: Int) -> StaticString {
     case 501: return "Not Implemented"
     case 502: return "Bad Gateway"
     case 503: return "Service Unavailable"
+    case 507: return "Insufficient Storage"
     case 504: return "Gateway Timeout"
     case 505: return "HTTP Version Not Supported"
     default: return "Status"

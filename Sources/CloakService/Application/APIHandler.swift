@@ -50,10 +50,13 @@ extension CloakService {
             metrics.loopStalled()
             return .now(HealthHandler.loopStalled(stalled))
         }
-        guard let client = vaultClient(c.request) else { return .now(HealthHandler.ready) }
+        let ready =
+            state.diskReserve.isBelow(configuration.limits.diskReserveMiB)
+            ? HealthHandler.readyBelowReserve : HealthHandler.ready
+        guard let client = vaultClient(c.request) else { return .now(ready) }
         return .later { finish in
             client.ping { result in
-                if case .success = result { finish(HealthHandler.ready) } else { finish(HealthHandler.storeDown) }
+                if case .success = result { finish(ready) } else { finish(HealthHandler.storeDown) }
             }
         }
     }
@@ -62,6 +65,9 @@ extension CloakService {
     func metricsExposition() -> HTTPResponse {
         metrics.logLinesDropped(LogQueue.standardOutput.dropped)
         metrics.clientAddressRefusals(ConnectionNotices.shared.counts)
+        metrics.diskReserve(
+            freeBytes: state.diskReserve.current.freeBytes,
+            below: state.diskReserve.isBelow(configuration.limits.diskReserveMiB))
         let bins = binRefresh?.current?.document
         metrics.binTable(
             version: bins?.version, digest: bins?.shortDigest, importedAt: bins?.importedAt,

@@ -21,6 +21,18 @@ extension CloakService {
             ("draining", .bool(draining)),
             ("store", .string(Self.storeKind(configuration.vault.store))),
         ]
+        // The store's disk against limits.disk_reserve_mib (review V, item 4): free MiB when the
+        // node sees it (null otherwise), and whether what grows the store is being refused.
+        let disk = state.diskReserve.current
+        members.append(
+            (
+                "disk",
+                .object([
+                    ("free_mib", disk.freeBytes.map { .int(Int($0 >> 20)) } ?? .null),
+                    ("reserve_mib", .int(configuration.limits.diskReserveMiB)),
+                    ("below_reserve", .bool(state.diskReserve.isBelow(configuration.limits.diskReserveMiB))),
+                ])
+            ))
         if let vault {
             let keys = vault.keyVersions
             members.append(("keys", .object([("current", .string(keys.current)), ("versions", .strings(keys.ids))])))

@@ -127,6 +127,7 @@ package final class CloakService: Sendable {
             CORSMiddleware(allowedOrigins: configuration.corsAllowedOrigins)
             AuditMiddleware(log: auditLog, refusals: state.refusals)
             ScopeMiddleware(openTokenize: configuration.openTokenize)
+            DiskReserveMiddleware(reserve: state.diskReserve, reserveMiB: configuration.limits.diskReserveMiB)
         }
         var unknownToken: UnknownTokenReading?
         if let refresh = state.credentialRefresh {

@@ -94,6 +94,17 @@ final class ServiceMetrics: Sendable {
             to: importedAt.map { Int(max(0, now - $0)) } ?? 0)
     }
 
+    /// The store's disk against `limits.disk_reserve_mib` (``DiskReserve``).
+    func diskReserve(freeBytes: Int64?, below: Bool) {
+        registry.set(
+            "cloak_disk_free_bytes", help: "Free bytes on the store's disk (-1: not visible from this node)",
+            to: freeBytes.map { Int($0) } ?? -1)
+        registry.set(
+            "cloak_disk_below_reserve",
+            help: "1 while the store's disk is below limits.disk_reserve_mib (what grows the store gets 507)",
+            to: below ? 1 : 0)
+    }
+
     func clientAddressRefusals(_ counts: [String: Int]) {
         for (reason, count) in counts.sorted(by: { $0.key < $1.key }) {
             registry.set(

@@ -48,6 +48,10 @@ package enum ServiceRunner {
         }
         service.binRefresh?.refreshAndWait()
         service.binRefresh?.start()
+        // The store's free space against limits.disk_reserve_mib, once a second (review V,
+        // item 4); a PostgreSQL server's data directory when it is on this machine.
+        service.state.diskReserve.start()
+        service.watchServerDataDirectory()
         // Import jobs the store holds, one at a time (issue 60).
         let jobs = service.jobRunner()
         jobs?.start()
@@ -105,6 +109,7 @@ package enum ServiceRunner {
         egress?.shutdown()
         server.shutdown()
         jobs?.stop()
+        service.state.diskReserve.stop()
         service.credentialRefresh?.stop()
         service.binRefresh?.stop()
         service.state.refusals.stop()

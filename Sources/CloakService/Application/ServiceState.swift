@@ -20,6 +20,8 @@ final class ServiceState: Sendable {
     let guessLimiter = BucketGuessLimiter()
     /// Uploads' memory and MiB buckets (``UploadAdmission``).
     let uploads = UploadAdmission()
+    /// The store's free space against `limits.disk_reserve_mib` (``DiskReserve``).
+    let diskReserve: DiskReserve
     let watchdog = LoopWatchdog()
     let isDraining = Atomic<Bool>(false)
     /// Unix seconds of the start (the console's overview: uptime).
@@ -48,6 +50,7 @@ final class ServiceState: Sendable {
         today: @escaping @Sendable () -> CalendarDate, egressCA: CertificateAuthority?, traces: TraceExport?
     ) {
         self.tracer = traces?.tracer
+        self.diskReserve = DiskReserve(directory: DiskReserve.directory(ofStore: configuration.vault.store))
         self.metrics = ServiceMetrics(traces: traces)
         self.vault = vault
         self.egressMetrics = EgressMetrics(registry: metrics.registry)

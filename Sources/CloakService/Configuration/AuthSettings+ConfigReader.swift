@@ -94,7 +94,7 @@ extension ServiceConfiguration {
                 node, at: "limits",
                 allowed: [
                     "anonymous", "token", "bucket_values_per_hour", "guess_memory_mib", "upload_mib_per_minute",
-                    "upload_memory_mib", "import_rows_per_hour",
+                    "upload_memory_mib", "import_rows_per_hour", "disk_reserve_mib",
                 ])
         else { return }
         func read(_ key: String, _ defaults: RateLimit) -> RateLimit {
@@ -126,5 +126,8 @@ extension ServiceConfiguration {
         r.int(
             limits["upload_memory_mib"], at: "limits.upload_memory_mib", min: 2, max: 1 << 20,
             into: &config, \.limits.uploadMemoryMiB)
+        r.int(
+            limits["disk_reserve_mib"], at: "limits.disk_reserve_mib", min: 0, max: 1 << 20,
+            into: &config, \.limits.diskReserveMiB)
     }
 }

@@ -185,6 +185,9 @@ package struct ServiceConfiguration: Sendable {
         /// Memory all uploads in flight may hold on a node: past it a new upload is answered
         /// 503 with `Retry-After` before its body is read.
         package var uploadMemoryMiB = 256
+        /// Free space the store's disk keeps for reveals, deletes and their audit events: below
+        /// it, what grows the store is refused with 507 (``DiskReserve``); 0 keeps none.
+        package var diskReserveMiB = 256
         package init() {}
     }
 }

@@ -7,6 +7,10 @@ import CloakVault
 struct HealthHandler: Sendable {
     static let healthy = HTTPResponse.json(200, Array(#"{"status":"ok"}"#.utf8), headers: HTTPResponse.noCacheHeaders)
     static let ready = HTTPResponse.json(200, Array(#"{"status":"ready"}"#.utf8), headers: HTTPResponse.noCacheHeaders)
+    /// Ready, with the store's disk below `limits.disk_reserve_mib` (``DiskReserve``): reveals
+    /// and deletes are served, so the node stays in rotation; what grows the store gets 507.
+    static let readyBelowReserve = HTTPResponse.json(
+        200, Array(#"{"status":"ready","disk":"below_reserve"}"#.utf8), headers: HTTPResponse.noCacheHeaders)
     static let draining = HTTPResponse.json(
         503, Array(#"{"status":"draining"}"#.utf8), headers: HTTPResponse.noCacheHeaders)
     /// With `Retry-After` as every 503 the store causes (``CloakError/storeUnavailable(_:)``).

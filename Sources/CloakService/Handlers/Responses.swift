@@ -3,12 +3,12 @@ import CloakHTTP
 
 extension HTTPResponse {
     /// The VGSError-style body for `error`, with its HTTP status.
-    /// A 429 or 503 carries `Retry-After` when its `extraInfo` has `retryAfterSeconds` (every 429,
-    /// and a 503 the store caused: ``CloakError/storeUnavailable(_:)``).
+    /// A 429, 503 or 507 carries `Retry-After` when its `extraInfo` has `retryAfterSeconds` (every
+    /// 429, a 503 the store caused: ``CloakError/storeUnavailable(_:)``, and the disk reserve's 507).
     static func error(_ error: CloakError, headers: [(name: String, value: String)] = []) -> HTTPResponse {
         var headers = headers
         let status = error.code.httpStatus
-        if status == 429 || status == 503,
+        if status == 429 || status == 503 || status == 507,
             case let .number(seconds)? = error.extraInfo.first(where: { $0.key == "retryAfterSeconds" })?.value
         {
             headers.append(("Retry-After", seconds))

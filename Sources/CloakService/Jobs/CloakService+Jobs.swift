@@ -17,11 +17,14 @@ extension CloakService {
     func jobRunner() -> JobRunner? {
         guard let vault else { return nil }
         let directory = state.directory
-        return JobRunner(
-            JobRunner.Dependencies(
-                vault: vault, configuration: configuration, token: { directory.token(id: $0) },
-                admission: { [self] token in importAdmission(for: token) }, today: context.today,
-                logger: logger))
+        var dependencies = JobRunner.Dependencies(
+            vault: vault, configuration: configuration, token: { directory.token(id: $0) },
+            admission: { [self] token in importAdmission(for: token) }, today: context.today,
+            logger: logger)
+        dependencies.belowDiskReserve = { [reserve = state.diskReserve, mib = configuration.limits.diskReserveMiB] in
+            reserve.isBelow(mib)
+        }
+        return JobRunner(dependencies)
     }
 
     /// A token's guess limits for the rows of its imports: its `bucket_values_per_hour`, as its

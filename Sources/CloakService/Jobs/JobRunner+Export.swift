@@ -62,6 +62,8 @@ extension JobRunner {
             return end(
                 job, .failed, failure: "the job's approval is older than jobs.approval_ttl_s: ask for the export again")
         }
+        // An export's file is written into the store: below the disk reserve it waits, queued.
+        guard !dependencies.belowDiskReserve() else { return requeue(job) }
         write(job, spec, seal: seal, summary: summary, approval: approval)
     }
 

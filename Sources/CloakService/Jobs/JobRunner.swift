@@ -30,6 +30,9 @@ final class JobRunner: Sendable {
         let admission: @Sendable (ServiceConfiguration.AccessToken) -> CreateAdmission?
         let today: @Sendable () -> CalendarDate
         let logger: Logger
+        /// Whether the store's disk is below `limits.disk_reserve_mib` (``DiskReserve``): jobs
+        /// then wait rather than take the room kept for reveals and their audit.
+        var belowDiskReserve: @Sendable () -> Bool = { false }
     }
 
     let dependencies: Dependencies
@@ -204,8 +207,21 @@ final class JobRunner: Sendable {
         let vault = dependencies.vault
         // The batch the vault commits now, and the one made meanwhile.
         var next: (batch: ImportBatch, rows: Int)?
+        var waitingForDisk = false
         while true {
             if stopping.load(ordering: .relaxed) { return end(job, .queued, failure: nil) }
+            // Below the disk reserve the job waits, its lease kept (review V, item 4).
+            if dependencies.belowDiskReserve() {
+                guard
+                    wait(
+                        job, progress, seconds: 5,
+                        first: waitingForDisk
+                            ? nil : "jobs: waiting for the store's disk to rise above limits.disk_reserve_mib")
+                else { return }
+                waitingForDisk = true
+                continue
+            }
+            waitingForDisk = false
             let current: (batch: ImportBatch, rows: Int)
             if let made = next {
                 current = made
@@ -219,7 +235,14 @@ final class JobRunner: Sendable {
                     Thread.sleep(forTimeInterval: 1)
                     continue
                 case let .full(seconds):
-                    guard wait(job, progress, seconds: seconds, first: !waiting) else { return }
+                    guard
+                        wait(
+                            job, progress, seconds: seconds,
+                            first: waiting
+                                ? nil
+                                : "jobs: waiting for room in the token's guess windows (a million distinct values an hour, or limits.guess_memory_mib)"
+                        )
+                    else { return }
                     waiting = true
                     continue
                 }
@@ -318,11 +341,11 @@ final class JobRunner: Sendable {
     /// waits up to `seconds` (at most a minute at a time, then the row is tried again), keeping
     /// the lease. False when the job is no longer this node's or the node stops (the job is
     /// then given back).
-    private func wait(_ job: StoredJob, _ progress: JobProgress, seconds: Int, first: Bool) -> Bool {
-        if first {
-            dependencies.logger.info(
-                "jobs: waiting for room in the token's guess windows (a million distinct values an hour, or limits.guess_memory_mib)",
-                metadata: ["job": "\(job.id)", "seconds": "\(seconds)"])
+    /// Waits up to `seconds` with the job's lease kept, logging `first` (the first wait of a
+    /// stretch); false when the job ended meanwhile (stopped, revoked, no longer this node's).
+    private func wait(_ job: StoredJob, _ progress: JobProgress, seconds: Int, first: Logger.Message?) -> Bool {
+        if let first {
+            dependencies.logger.info(first, metadata: ["job": "\(job.id)", "seconds": "\(seconds)"])
         }
         // Renewed at once, then every third of a lease: the lease is kept however short or
         // long the waits (a wait of a second, over and over, never renewed it otherwise).

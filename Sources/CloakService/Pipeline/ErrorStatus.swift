@@ -16,6 +16,7 @@ extension CloakError.Code {
         case .upstreamTimeout: return 504
         case .tooManyRequests: return 429
         case .vaultUnavailable, .tooManyConnections: return 503
+        case .insufficientStorage: return 507
         }
     }
 }

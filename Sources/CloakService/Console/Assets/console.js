@@ -226,6 +226,10 @@
       facts([
         ['Node', node.name], ['Version', node.version], ['Up for', duration(node.uptime_s)],
         ['Ready', node.ready ? 'yes' : 'no'], ['Store', node.store],
+        ['Store disk', !node.disk ? '—' : (node.disk.free_mib === null ? 'not visible from this node'
+          : node.disk.free_mib + ' MiB free') + (node.disk.below_reserve
+          ? ' — below limits.disk_reserve_mib (' + node.disk.reserve_mib + ' MiB): new values, uploads, imports and exports get 507'
+          : '')],
         ['Key versions', node.keys ? node.keys.versions.join(', ') + ' (current ' + node.keys.current + ')' : '—'],
         ['BIN table', node.bins ? 'version ' + node.bins.version + ' (' + node.bins.sha256 + ')' : 'none'],
         ['Answers since start', node.requests + ' (' + node.client_errors + ' 4xx, ' + node.server_errors + ' 5xx)'],

@@ -112,6 +112,13 @@ package final class PostgreSQLAliasStore: AliasStore {
     /// Answers, and takes writes: a hot standby (`pg_is_in_recovery()`) or a session that is
     /// read-only (`default_transaction_read_only`, a database an operator froze) is not ready
     /// (issue 55, item 9): every write would fail there.
+    /// The server's data directory (`SHOW data_directory`: a superuser or a member of
+    /// `pg_read_all_settings` may read it), nil when the session may not.
+    package func dataDirectory() -> String? {
+        guard (try? connected()) != nil else { return nil }
+        return (try? db.query("SELECT current_setting('data_directory', true)"))?.first?.text(0)
+    }
+
     package func ping() throws(StoreError) {
         try connected()
         let row = try db.query("SELECT pg_is_in_recovery()::text, current_setting('transaction_read_only')").first
