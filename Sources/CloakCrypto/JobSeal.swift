@@ -79,3 +79,25 @@ package struct JobSeal: Sendable {
         return out
     }
 }
+
+extension JobSeal {
+    /// A job's key sealed again under the ring's current data key (`cloak keys rewrap`): opened
+    /// with the data key it names, which the ring must still hold. The job's chunks stay as they
+    /// are: only its own key is sealed by the ring (review V, item 10: finished jobs' keys kept
+    /// `cloak keys retire` from retiring a version rewrap had otherwise emptied).
+    /// - Throws: ``CryptoError/authenticationFailed`` when it does not open for this job.
+    package static func rewrapped(
+        _ wrapped: FileSeal.WrappedKey, job jobID: String, binding: [UInt8], ring: KeyRing
+    ) throws(CryptoError) -> FileSeal.WrappedKey {
+        guard let old = ring.key(id: wrapped.keyID) else {
+            throw CryptoError("the job's data key is not in the key ring")
+        }
+        guard let box = FileSeal.unpack(wrapped.sealed) else { throw CryptoError.authenticationFailed }
+        let context = keyContext(Array(jobID.utf8), binding: binding)
+        var raw = try AESGCM.open(box, key: old.encryptionKey, associatedData: context)
+        defer { for i in raw.indices { raw[i] = 0 } }
+        let current = ring.current
+        let sealed = try AESGCM.seal(raw, key: current.encryptionKey, associatedData: context)
+        return FileSeal.WrappedKey(keyID: current.id, sealed: FileSeal.pack(sealed))
+    }
+}

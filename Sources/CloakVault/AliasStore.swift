@@ -101,6 +101,8 @@ package protocol AliasStore: FileStore, JobStore {
     /// How many stored records, files' keys and jobs' keys each key version sealed (versions
     /// sealing none are absent): a version is in use while any is.
     func recordCounts() throws(StoreError) -> [String: Int]
+    /// ``recordCounts()`` by what each version seals: records' values, files' keys, jobs' keys.
+    func keyUseCounts() throws(StoreError) -> [String: [KeyUse: Int]]
     /// Up to `limit` records sealed with `keyID` whose ids sort after `id` (nil: from the start),
     /// in id order: their ids and sealed values only.
     func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord]
@@ -231,4 +233,16 @@ package enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// (``PostgreSQLAliasStore`` retries 0.25 s after losing its server, doubling up to this), so by
     /// then the store has been tried again, on a promoted standby too.
     package static let retryAfterSeconds = 2
+}
+
+/// What a key version seals: records' values, files' own keys, jobs' own keys (`cloak keys
+/// status` names each; `rewrap` re-seals all three).
+package enum KeyUse: String, Sendable, CaseIterable {
+    case records, files, jobs
+
+    /// "3 records", "1 file", "2 jobs".
+    package func counted(_ n: Int) -> String {
+        let word = n == 1 ? String(rawValue.dropLast()) : rawValue
+        return "\(n) \(word)"
+    }
 }

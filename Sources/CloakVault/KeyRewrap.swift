@@ -86,6 +86,35 @@ package struct KeyRewrap {
         }
     }
 
+    /// Seals again, under the current version, the keys of up to `limit` jobs whose key is
+    /// sealed with `version`, after job `cursor` (their chunks stay as they are). A job a node
+    /// changed meanwhile (its state, its lease: the key columns are compared, not the row) is
+    /// skipped only if its key changed; a job deleted meanwhile is skipped.
+    package func jobBatch(version: String, after cursor: String?, limit: Int) throws -> Batch {
+        guard keys.key(id: version) != nil else {
+            throw VaultError.unavailable("the key ring has no key \(version): its jobs cannot be opened")
+        }
+        return try transaction(limit: limit) {
+            let jobs = try store.wrappedJobKeys(keyID: version, after: cursor.flatMap(JobID.init), limit: limit)
+            var changes: [(old: StoredJob, new: StoredJob)] = []
+            for job in jobs {
+                let wrapped: FileSeal.WrappedKey
+                do {
+                    wrapped = try JobSeal.rewrapped(
+                        FileSeal.WrappedKey(keyID: job.keyID, sealed: job.wrappedKey), job: job.id.text,
+                        binding: job.sealBinding, ring: keys)
+                } catch {
+                    throw VaultError.unavailable("a job key sealed with \(version) failed authentication")
+                }
+                var new = job
+                new.keyID = wrapped.keyID
+                new.wrappedKey = wrapped.sealed
+                changes.append((job, new))
+            }
+            return (jobs.count, try store.rewrapJobKeys(changes).count, jobs.last?.id.text)
+        }
+    }
+
     /// One batch in a transaction of its own: `work` says how many rows it read, how many it
     /// changed, and the last one read (where the next batch starts, unless it read fewer than
     /// `limit`: the version is done). Rolled back when it throws.

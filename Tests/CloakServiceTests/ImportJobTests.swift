@@ -132,6 +132,70 @@ struct ImportJobTests {
         #expect(try node.command(["jobs", "list"]).output.isEmpty)
     }
 
+    /// Review V, item 10: the shipped `card_import` form takes an expiry as providers write it
+    /// (`MM/YYYY`, `M/YY`, `MMYY`) and as a month and a year in columns of their own; an import
+    /// that refused every row exits 1 naming its commonest reason.
+    @Test func expiriesInTheLayoutsProvidersWriteAreTaken() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let node = try Self.node(store: "sqlite:\(directory.path)/cloak.db", directory)
+        defer { node.stop() }
+        let cards = Self.cards(6, seed: 62)
+        let csv =
+            "id,card_number,exp_date\n" + "a1,\(cards[0]),12/2030\n" + "a2,\(cards[1]),1/30\n" + "a3,\(cards[2]),0130\n"
+            + "a4,\(cards[3]),2031-07\n"
+        let run = try node.command(
+            ["import", "--form", "card_import", "--token", "nodes", Self.write(csv, directory, "layouts.csv")])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(Self.lines(run.output).last?["imported"] as? Int == 4, "\(run.output)")
+        let split = "id,card_number,exp_month,exp_year\n" + "b1,\(cards[4]),7,2031\n" + "b2,\(cards[5]),07,31\n"
+        let apart = try node.command(
+            ["import", "--form", "card_import", "--token", "nodes", Self.write(split, directory, "apart.csv")])
+        #expect(apart.status == 0 && Self.lines(apart.output).last?["imported"] as? Int == 2, "\(apart.output)")
+
+        // Every row refused: the job is done, but the command says it imported nothing.
+        let past = "id,card_number,exp_date\n" + "c1,\(cards[0]),12/19\n" + "c2,\(cards[1]),01/2001\n"
+        let refused = try node.command(
+            ["import", "--form", "card_import", "--token", "nodes", Self.write(past, directory, "past.csv")])
+        #expect(refused.status == 1, "\(refused.output)")
+        #expect(
+            refused.output.contains("every row (2) was refused; the commonest reason (2 rows): 1001"),
+            "\(refused.output)")
+        #expect(refused.output.contains("exp_date"), "\(refused.output)")
+        for card in cards { #expect(!refused.output.contains(card)) }
+    }
+
+    /// Review V, item 10: a job reads the forms the node serves now. A form added to the file
+    /// but not yet reloaded leaves the job cancelled with its input kept and how to go on; once
+    /// the node reloads (SIGHUP, `cloak reload`), `cloak jobs resume` finishes it.
+    @Test func aJobReadsTheFormsTheNodeServesNow() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let node = try Self.node(store: "sqlite:\(directory.path)/cloak.db", directory)
+        defer { node.stop() }
+        let yaml = try String(contentsOfFile: node.configPath, encoding: .utf8)
+        let added = yaml.replacingOccurrences(
+            of: "\n  card_import:\n",
+            with: "\n  provider_import:\n    fields:\n      - {name: card_number, type: cardNumber, required: true, "
+                + "tokenization: {format: UUID, storage: PERSISTENT}}\n\n  card_import:\n")
+        #expect(added != yaml)
+        try added.write(toFile: node.configPath, atomically: true, encoding: .utf8)
+        let cards = Self.cards(2, seed: 63)
+        let file = Self.write("id,card_number\nr1,\(cards[0])\nr2,\(cards[1])\n", directory, "provider.csv")
+        let run = try node.command(["import", "--form", "provider_import", "--token", "nodes", file])
+        #expect(run.status == 1, "\(run.output)")
+        let waiting = Self.lines(run.output).last ?? [:]
+        #expect(waiting["state"] as? String == "cancelled", "\(run.output)")
+        #expect((waiting["failure"] as? String)?.contains("cloak jobs resume") == true, "\(run.output)")
+        let id = try #require(Self.jobID(run.output))
+
+        #expect(try node.command(["reload"]).status == 0)
+        try poll { ReloadTests.reloads(node, "applied") == 1 }
+        #expect(try node.command(["jobs", "resume", id]).status == 0)
+        let done = try node.command(["jobs", "status", "--follow", id])
+        #expect(done.status == 0 && Self.lines(done.output).last?["imported"] as? Int == 2, "\(done.output)")
+    }
+
     @Test func aJSONLinesFileWithAFormatImportsEachValue() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

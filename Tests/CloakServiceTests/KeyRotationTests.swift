@@ -138,7 +138,7 @@ import Testing
         vault.close()
         _ = try Self.admin(settings).rotate()
         let refusal = #expect(throws: KeyAdministration.RetireRefusal.self) { try Self.admin(settings).retire("k1") }
-        #expect(refusal?.description.hasPrefix("7 records, files or jobs are still sealed with k1") == true)
+        #expect(refusal?.description.hasPrefix("7 records, files' keys or jobs' keys are still sealed with k1") == true)
         var batches: [(String, Int, Int)] = []
         let report = try Self.admin(settings).rewrap(batch: 3) { batches.append(($0, $1, $2)) }
         #expect(batches.map(\.1) == [3, 6, 7] && batches.allSatisfy { $0.0 == "k1" && $0.2 == 7 })
@@ -160,6 +160,47 @@ import Testing
         #expect(
             audit.map { $0.contains("keys.rotate") || $0.contains("keys.rewrap") || $0.contains("keys.retire") }
                 == [true, true, true, true])
+    }
+
+    /// Review V, item 10: a finished job's key sealed with an old version kept `retire` from
+    /// retiring it, and `rewrap` did not reseal it. Now rewrap reseals jobs' keys too (the job
+    /// still opens under the new version), `status` names jobs as jobs, and retire goes through.
+    @Test(arguments: [false, true])
+    func rewrapResealsJobsKeysAndStatusNamesThem(postgres: Bool) throws {
+        if postgres && !PostgresTestCluster.isAvailable { return }
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let settings = Self.settings(directory, store: postgres ? try PostgresTestCluster.freshDatabase() : nil)
+        let vault = try VaultBootstrap.open(settings, environment: [:], logger: nil)
+        _ = try Self.store(vault, count: 2)
+        // A done job, its key sealed with k1 (as the runner leaves one until it expires).
+        let spec = Array(#"{"format":"UUID","layout":"csv"}"#.utf8)
+        let id = JobID.make(now: 1_800_000_000)
+        let binding = StoredJob.sealBinding(kind: .import, owner: "nodes", spec: spec)
+        let seal = try vault.newJobSeal(id, binding: binding)
+        let store = try VaultBootstrap.store(settings)
+        try store.begin()
+        try store.createJob(
+            StoredJob(
+                id: id, kind: .import, state: .done, spec: spec, owner: "nodes", keyID: seal.wrappedKey.keyID,
+                wrappedKey: seal.wrappedKey.sealed, createdAt: 1_800_000_000))
+        try store.commit()
+        vault.close()
+        _ = try Self.admin(settings).rotate()
+        let before = try Self.admin(settings).status()
+        #expect(before.described("k1") == "2 records, 1 job", "\(before.described("k1"))")
+        #expect(before.json.contains(#"{"id":"k1","records":3,"jobs":1}"#), "\(before.json)")
+        let report = try Self.admin(settings).rewrap(batch: 10) { _, _, _ in }
+        #expect(report.resealed == ["k1": 3] && report.skipped == 0)
+        try Self.retireWhenAllowed("k1", settings)
+        let after = try Self.admin(settings).status()
+        #expect(after.described("k2") == "2 records, 1 job", "\(after.described("k2"))")
+        // The job's key opens under k2 with the ring that holds k2 only.
+        let job = try #require(try VaultBootstrap.store(settings).job(id))
+        #expect(job.keyID == "k2")
+        let reopened = try VaultBootstrap.open(settings, environment: [:], logger: nil)
+        defer { reopened.close() }
+        _ = try reopened.jobSeal(job)
     }
 
     @Test func aRecordUnderARetiredVersionIsUnavailableNotGarbage() throws {

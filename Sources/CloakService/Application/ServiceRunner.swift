@@ -53,7 +53,7 @@ package enum ServiceRunner {
         service.state.diskReserve.start()
         service.watchServerDataDirectory()
         // Import jobs the store holds, one at a time (issue 60).
-        let jobs = service.jobRunner()
+        let jobs = service.jobRunner(serving: { [host] in host.service })
         jobs?.start()
         server.start()
         egress?.start()

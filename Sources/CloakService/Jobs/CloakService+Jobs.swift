@@ -14,15 +14,20 @@ extension CloakService {
     }
 
     /// This node's runner of import jobs (nil without a vault).
-    func jobRunner() -> JobRunner? {
+    /// The node's job runner. `serving` is the service the node answers with now (``ServiceHost``):
+    /// each job, and each of its batches, reads its forms, limits and guess admission there, so
+    /// a reload applies to jobs as it does to requests.
+    func jobRunner(serving: (@Sendable () -> CloakService)? = nil) -> JobRunner? {
         guard let vault else { return nil }
         let directory = state.directory
+        let current: @Sendable () -> CloakService = serving ?? { [self] in self }
         var dependencies = JobRunner.Dependencies(
-            vault: vault, configuration: configuration, token: { directory.token(id: $0) },
-            admission: { [self] token in importAdmission(for: token) }, today: context.today,
+            vault: vault, started: configuration, token: { directory.token(id: $0) },
+            admission: { token in current().importAdmission(for: token) }, today: context.today,
             logger: logger)
-        dependencies.belowDiskReserve = { [reserve = state.diskReserve, mib = configuration.limits.diskReserveMiB] in
-            reserve.isBelow(mib)
+        dependencies.serving = { current().configuration }
+        dependencies.belowDiskReserve = { [reserve = state.diskReserve] in
+            reserve.isBelow(current().configuration.limits.diskReserveMiB)
         }
         return JobRunner(dependencies)
     }

@@ -15,6 +15,16 @@ struct ImportPlan: Sendable {
     let forbidden: [String: String]
     let mapping: [String: String]
     private let form: FormSchema?
+    /// A form's expiry fields, each with the format it takes and the columns that may hold its
+    /// month and year apart (``ExpiryLayouts``).
+    private let expiries: [Expiry]
+
+    struct Expiry: Sendable {
+        let field: String
+        let format: ExpDateFormat
+        /// Column pairs (month, year), the field's own first.
+        let parts: [(month: String, year: String)]
+    }
 
     /// The row's own id: echoed in the mapping and advice files, never aliased.
     static let idColumn = "id"
@@ -35,6 +45,9 @@ struct ImportPlan: Sendable {
             }
             var reads = [Self.idColumn]
             var required = [Self.idColumn]
+            var expiries: [Expiry] = []
+            let expiryFields = form.fields.filter { $0.type == .expDate }
+            let names = Set(form.fields.map(\.name))
             for field in form.fields {
                 if field.type == .cvc || field.tokenization?.storage == .volatile {
                     guard !field.isRequired else {
@@ -46,8 +59,22 @@ struct ImportPlan: Sendable {
                     continue
                 }
                 reads.append(field.name)
+                if field.type == .expDate {
+                    // The expiry may come as one column or as a month and a year: a missing
+                    // one is the row's refusal (the form's `required`), not the file's.
+                    var parts = [(month: "\(field.name)_month", year: "\(field.name)_year")]
+                    if expiryFields.count == 1, !names.contains("exp_month"), !names.contains("exp_year") {
+                        parts.append((month: "exp_month", year: "exp_year"))
+                    }
+                    for pair in parts { reads += [pair.month, pair.year] }
+                    var format = ExpDateFormat.shortYear
+                    if case let .expDate(given)? = field.inputDateFormat { format = given }
+                    expiries.append(Expiry(field: field.name, format: format, parts: parts))
+                    continue
+                }
                 if field.isRequired { required.append(field.name) }
             }
+            self.expiries = expiries
             guard form.fields.contains(where: { $0.tokenization != nil && $0.tokenization?.storage != .volatile })
             else { throw Self.refusal("form \(name) aliases no field: an import would store nothing") }
             self.form = form
@@ -55,6 +82,7 @@ struct ImportPlan: Sendable {
             self.required = required
         case .format:
             form = nil
+            expiries = []
             reads = [Self.idColumn, "value"]
             required = reads
         }
@@ -72,9 +100,18 @@ struct ImportPlan: Sendable {
 
     /// The columns of a file whose header (or first object's keys) is `header`.
     func columns(_ header: [String]) throws(ColumnMap.Problem) -> ColumnMap {
-        try ColumnMap(
+        let map = try ColumnMap(
             header: header, reads: reads, required: required, mapping: mapping, ignored: Set(spec.ignored),
             forbidden: forbidden)
+        // A required expiry: its own column, or a month and a year in columns of their own.
+        let present = Set(map.columns.map(\.name))
+        for expiry in expiries where form?.fields.first(where: { $0.name == expiry.field })?.isRequired == true {
+            guard
+                present.contains(expiry.field)
+                    || expiry.parts.contains(where: { present.contains($0.month) && present.contains($0.year) })
+            else { throw .missing(expiry.field) }
+        }
+        return map
     }
 
     /// A row's values (by column) as the vault's requests, or why the row is refused.
@@ -110,6 +147,7 @@ struct ImportPlan: Sendable {
             ]
         case .form:
             guard let form else { return .failure(Self.refused(.malformed("no form"))) }
+            let values = expiriesRead(values)
             let validation = FormValidation(
                 form: form, values: form.fields.map { values[$0.name] }, context: ValidationContext(today: today))
             if let error = validation.inputError {
@@ -135,6 +173,28 @@ struct ImportPlan: Sendable {
             return .failure(Self.refused(error.cloakError { "field \(found[$0].key)" }))
         }
         return .success(found)
+    }
+
+    /// `values` with each expiry in the layout its field takes: one column in any layout
+    /// ``ExpiryLayouts`` reads, or a month and a year apart. One it cannot read is left as it
+    /// was, for the field's rules to refuse with the SDK's words.
+    private func expiriesRead(_ values: [String: String]) -> [String: String] {
+        guard !expiries.isEmpty else { return values }
+        var values = values
+        for expiry in expiries {
+            if let given = values[expiry.field], !given.isEmpty {
+                if let read = ExpiryLayouts.normalize(given, to: expiry.format) { values[expiry.field] = read }
+                continue
+            }
+            for pair in expiry.parts {
+                guard let month = values[pair.month], let year = values[pair.year], !month.isEmpty || !year.isEmpty
+                else { continue }
+                values[expiry.field] =
+                    ExpiryLayouts.combine(month: month, year: year, to: expiry.format) ?? "\(month)/\(year)"
+                break
+            }
+        }
+        return values
     }
 
     /// A job refused before it starts: its words may hold what the caller sent (a form's name, a

@@ -132,4 +132,30 @@ package enum JobReport {
             throw ImportIntake.Refused(description: "the job's \(part.name) file is cut short in the store")
         }
     }
+
+    /// The refusal a done import's advice names most often: its code, its reason (the fields
+    /// and the rules they broke, never a value) and how many rows it refused.
+    package static func commonestRefusal(_ job: StoredJob, store: any AliasStore, ring: KeyRing) throws -> (
+        code: Int, reason: String, rows: Int
+    )? {
+        var counts: [String: (code: Int, reason: String, rows: Int)] = [:]
+        var carry: [UInt8] = []
+        func tally(_ line: ArraySlice<UInt8>) {
+            guard let advice = try? JSONParser().parse(Array(line)), advice["result"]?.stringValue == "refused",
+                let reason = advice["reason"]?.stringValue
+            else { return }
+            var code = 0
+            if case let .number(text)? = advice["code"] { code = Int(text) ?? 0 }
+            counts["\(code) \(reason)", default: (code, reason, 0)].rows += 1
+        }
+        try output(job, .advice, store: store, ring: ring) { bytes in
+            carry += bytes
+            while let end = carry.firstIndex(of: 0x0A) {
+                tally(carry[..<end])
+                carry.removeSubrange(...end)
+            }
+        }
+        if !carry.isEmpty { tally(carry[...]) }
+        return counts.values.max { $0.rows < $1.rows || ($0.rows == $1.rows && $0.reason > $1.reason) }
+    }
 }

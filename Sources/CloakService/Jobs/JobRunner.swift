@@ -22,7 +22,13 @@ import Synchronization
 final class JobRunner: Sendable {
     struct Dependencies: Sendable {
         let vault: Vault
-        let configuration: ServiceConfiguration
+        /// The configuration the node started with; ``configuration`` is the one it serves now.
+        let started: ServiceConfiguration
+        /// The configuration the node serves now (a reload's, review V, item 10: a form reloaded
+        /// by SIGHUP was served over HTTP while the runner still failed its import for "no
+        /// form"); nil: the one it started with.
+        var serving: (@Sendable () -> ServiceConfiguration)? = nil
+        var configuration: ServiceConfiguration { serving?() ?? started }
         /// The token a job runs for, by id (nil: gone, revoked or expired).
         let token: @Sendable (String) -> ServiceConfiguration.AccessToken?
         /// The guess limits of a job's token (``CreateAdmission``, without the request rate:
@@ -160,7 +166,8 @@ final class JobRunner: Sendable {
             return ended
         }
         if case .success(true) = result, state.isFinal {
-            drop(job.id)
+            // A cancelled job keeps its input: it can be resumed.
+            if state != .cancelled { drop(job.id) }
             // A failed export's chunks hold a part of its rows, decryptable by its recipient:
             // they go at once (review V, item 3), never handed out by the API or the CLI.
             if job.kind == .export && state == .failed { drop(job.id, .export) }
@@ -181,7 +188,12 @@ final class JobRunner: Sendable {
         }
         let plan: ImportPlan
         do { plan = try ImportPlan(spec, configuration: dependencies.configuration) } catch {
-            return end(job, .failed, failure: "the job cannot run with this configuration: \(error.message)")
+            // Not the job's fault: it waits, cancelled with its input kept, for a configuration
+            // that takes it (review V, item 10), and `cloak jobs resume` goes on from its cursor.
+            return end(
+                job, .cancelled,
+                failure: "the job cannot run with this configuration: \(error.message); fix it (cloak reload), "
+                    + "then cloak jobs resume \(job.id.text)")
         }
         guard let token = mayImport(job) else {
             return end(

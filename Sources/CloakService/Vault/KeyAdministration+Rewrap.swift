@@ -28,19 +28,22 @@ extension KeyAdministration {
                         + "(restored from an old backup?): restore that key's ring to re-seal them")
             }
             var done = 0
-            // Records, then the files whose own key is sealed with the version.
-            for files in [false, true] {
+            // Records, then the files and the jobs whose own key is sealed with the version
+            // (a finished job's key counts until the job expires: review V, item 10).
+            for kind in KeyUse.allCases {
                 var cursor: String?
                 repeat {
                     let result =
-                        try files
-                        ? rewrap.fileBatch(version: version, after: cursor, limit: batch)
-                        : rewrap.batch(version: version, after: cursor, limit: batch)
+                        switch kind {
+                        case .records: try rewrap.batch(version: version, after: cursor, limit: batch)
+                        case .files: try rewrap.fileBatch(version: version, after: cursor, limit: batch)
+                        case .jobs: try rewrap.jobBatch(version: version, after: cursor, limit: batch)
+                        }
                     let handled = result.resealed + result.skipped
                     done += handled
                     report.resealed[version, default: 0] += result.resealed
                     report.skipped += result.skipped
-                    if handled > 0 || !files { progress(version, done, total) }
+                    if handled > 0 || kind == .records { progress(version, done, total) }
                     cursor = result.next
                 } while cursor != nil
             }

@@ -50,8 +50,18 @@ package struct KeyAdministration {
         package var wrapping: String
         /// Where: a path, a variable's name, a token's and an object's labels.
         package var location: String
-        /// Every version of the ring, oldest first, with the records it seals.
+        /// Every version of the ring, oldest first, with everything it seals (records' values,
+        /// files' and jobs' keys).
         package var versions: [(id: String, records: Int)]
+        /// What each version seals, by kind (``KeyUse``): `status` names jobs as jobs.
+        package var uses: [String: [KeyUse: Int]] = [:]
+
+        /// "3 records, 2 jobs" for `version` ("0 records" when it seals nothing).
+        package func described(_ version: String) -> String {
+            let counts = uses[version] ?? [:]
+            let named = KeyUse.allCases.compactMap { use in counts[use].flatMap { $0 > 0 ? use.counted($0) : nil } }
+            return named.isEmpty ? "0 records" : named.joined(separator: ", ")
+        }
         /// Records sealed with versions the ring no longer holds (restored from an old backup).
         package var orphans: [(id: String, records: Int)]
 
@@ -60,10 +70,20 @@ package struct KeyAdministration {
                 && a.versions.map(\.records) == b.versions.map(\.records)
         }
 
-        /// `{"current": …, "wrapping": …, "versions": [{"id": …, "records": N}]}`, exactly.
+        /// `{"current": …, "wrapping": …, "versions": [{"id": …, "records": N}]}`, exactly; `records`
+        /// counts everything the version seals, and a version that seals files' or jobs' keys
+        /// also says how many (`"files": N`, `"jobs": N`).
         package var json: String {
             let versions = JSONValue.array(
-                versions.map { .object([("id", .string($0.id)), ("records", .number(String($0.records)))]) })
+                versions.map { version in
+                    var members: [(String, JSONValue)] = [
+                        ("id", .string(version.id)), ("records", .number(String(version.records))),
+                    ]
+                    for use in [KeyUse.files, .jobs] {
+                        if let n = uses[version.id]?[use], n > 0 { members.append((use.rawValue, .number(String(n)))) }
+                    }
+                    return .object(members)
+                })
             return String(
                 decoding: JSONWriter.encode(
                     .object([("current", .string(current)), ("wrapping", .string(wrapping)), ("versions", versions)])),
@@ -73,11 +93,12 @@ package struct KeyAdministration {
 
     package func status() throws -> Status {
         let opened = try open()
-        let counts = try store.recordCounts()
+        let uses = try store.keyUseCounts()
+        let counts = uses.mapValues { $0.values.reduce(0, +) }
         let ids = Set(opened.ring.keys.map(\.id))
         return Status(
             current: opened.ring.currentID, wrapping: opened.wrapping.kind, location: opened.wrapping.location,
-            versions: opened.ring.keys.map { ($0.id, counts[$0.id] ?? 0) },
+            versions: opened.ring.keys.map { ($0.id, counts[$0.id] ?? 0) }, uses: uses,
             orphans: counts.filter { !ids.contains($0.key) }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
     }
 
@@ -112,8 +133,8 @@ package struct KeyAdministration {
             case let .unknown(id): return "the key ring has no key \(id)"
             case let .inUse(id, records):
                 return
-                    "\(records) records, files or jobs are still sealed with \(id): run `cloak keys rewrap` first "
-                    + "(a job's key is sealed until the job expires, jobs.output_ttl_s after it ends)"
+                    "\(records) records, files' keys or jobs' keys are still sealed with \(id): run `cloak keys rewrap` "
+                    + "first (it re-seals all three)"
             case let .recent(id, seconds):
                 return
                     "\(id) was current until \(seconds) s ago; nodes that have not picked up the rotation yet may "

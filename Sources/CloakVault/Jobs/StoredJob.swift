@@ -243,6 +243,12 @@ package protocol JobStore: AnyObject {
     /// to `limit` of those jobs left without chunks. How many rows it deleted, chunks and jobs:
     /// under `limit`, nothing is left (as ``deleteJobChunks(_:part:limit:)``, a slice a transaction).
     func deleteExpiredJobs(now: Int64, idleBefore: Int64, limit: Int) throws(StoreError) -> Int
+    /// Up to `limit` jobs whose key is sealed with `keyID`, after job `after` (nil: from the
+    /// first), in id order (``KeyRewrap/jobBatch(version:after:limit:)``).
+    func wrappedJobKeys(keyID: String, after: JobID?, limit: Int) throws(StoreError) -> [StoredJob]
+    /// Writes each job's key sealed again (`new`'s `keyID` and `wrappedKey`), only where the row
+    /// still holds `old`'s: the ids it changed.
+    func rewrapJobKeys(_ changes: [(old: StoredJob, new: StoredJob)]) throws(StoreError) -> Set<String>
 }
 
 /// The chunks one transaction deletes (1 MiB of 64 KiB chunks).

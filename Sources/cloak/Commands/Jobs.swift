@@ -71,7 +71,7 @@ struct Import: ParsableCommand {
             [("job", job.id.text), ("source", form.map { "form \($0)" } ?? "format \(format ?? "")")])
         FileHandle.standardOutput.write(Data("\(job.id.text)\n".utf8))
         if detach { return }
-        try Jobs.follow(job.id, store: store)
+        try Jobs.follow(job.id, store: store, ring: ring)
     }
 }
 
@@ -119,7 +119,7 @@ struct Jobs: ParsableCommand {
     }
 
     /// Shows the job's progress on standard error until it ends; exit 1 unless it is done.
-    static func follow(_ id: JobID, store: any AliasStore) throws {
+    static func follow(_ id: JobID, store: any AliasStore, ring: KeyRing) throws {
         let terminal = isatty(2) == 1
         let started = Date()
         var last = Date.distantPast
@@ -145,6 +145,16 @@ struct Jobs: ParsableCommand {
                 if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
                 printJSON(JobReport.json(job))
                 if job.state != .done { throw ExitCode(1) }
+                // An import that refused every row imported nothing: it did not do its work
+                // (review V, item 10), whatever its state says; the commonest reason is told.
+                if job.kind == .import, job.progress.imported == 0, job.progress.refused > 0 {
+                    var line = "cloak: every row (\(job.progress.refused)) was refused"
+                    if let commonest = try? JobReport.commonestRefusal(job, store: store, ring: ring) {
+                        line += "; the commonest reason (\(commonest.rows) rows): \(commonest.code) \(commonest.reason)"
+                    }
+                    FileHandle.standardError.write(Data((line + "\n").utf8))
+                    throw ExitCode(1)
+                }
                 return
             }
             Thread.sleep(forTimeInterval: 0.5)
@@ -178,7 +188,7 @@ struct Jobs: ParsableCommand {
         func run() throws {
             let (store, ring) = try Jobs.store(options)
             let job = Jobs.job(id, store)
-            if follow { return try Jobs.follow(job.id, store: store) }
+            if follow { return try Jobs.follow(job.id, store: store, ring: ring) }
             Jobs.printJSON(Jobs.report(job, store: store, ring: ring))
         }
     }

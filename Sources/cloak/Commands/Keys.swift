@@ -132,7 +132,8 @@ struct Keys: ParsableCommand {
             }
             print("wrapping key: \(status.wrapping) (\(status.location))")
             for version in status.versions {
-                print("\(version.id)\(version.id == status.current ? " (current)" : ""): \(version.records) records")
+                print(
+                    "\(version.id)\(version.id == status.current ? " (current)" : ""): \(status.described(version.id))")
             }
             for orphan in status.orphans {
                 print("\(orphan.id) (not in the ring): \(orphan.records) records that cannot be opened")

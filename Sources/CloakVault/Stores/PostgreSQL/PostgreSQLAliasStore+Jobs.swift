@@ -208,4 +208,28 @@ extension PostgreSQLAliasStore {
         ).count
         return chunks + jobs
     }
+
+    package func wrappedJobKeys(keyID: String, after: JobID?, limit: Int) throws(StoreError) -> [StoredJob] {
+        try db.query(
+            "SELECT \(Self.jobColumns) FROM jobs WHERE key_id = $1 AND id > $2 ORDER BY id LIMIT \(max(limit, 1))",
+            [.text(keyID), .text(after?.text ?? "")]
+        ).map { row throws(StoreError) in try StoredJob(row: ShiftedRow(row: row, by: 0)) }
+    }
+
+    package func rewrapJobKeys(_ changes: [(old: StoredJob, new: StoredJob)]) throws(StoreError) -> Set<String> {
+        var done: Set<String> = []
+        for (old, new) in changes {
+            let changed = try db.query(
+                """
+                UPDATE jobs SET key_id = $1, wrapped_key = $2 WHERE id = $3 AND key_id = $4 AND wrapped_key = $5
+                RETURNING 1
+                """,
+                [
+                    .text(new.keyID), .bytes(new.wrappedKey), .text(old.id.text), .text(old.keyID),
+                    .bytes(old.wrappedKey),
+                ])
+            if !changed.isEmpty { done.insert(old.id.text) }
+        }
+        return done
+    }
 }

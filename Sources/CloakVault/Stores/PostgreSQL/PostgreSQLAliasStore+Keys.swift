@@ -20,6 +20,22 @@ extension PostgreSQLAliasStore {
         return out
     }
 
+    package func keyUseCounts() throws(StoreError) -> [String: [KeyUse: Int]] {
+        var out: [String: [KeyUse: Int]] = [:]
+        for row in try db.query(
+            """
+            SELECT key_id, 'records', count(*) FROM records GROUP BY key_id
+            UNION ALL SELECT key_id, 'files', count(*) FROM files GROUP BY key_id
+            UNION ALL SELECT key_id, 'jobs', count(*) FROM jobs GROUP BY key_id
+            """
+        ) {
+            if let id = row.text(0), let use = row.text(1).flatMap(KeyUse.init(rawValue:)) {
+                out[id, default: [:]][use] = Int(row.int(2) ?? 0)
+            }
+        }
+        return out
+    }
+
     package func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
         try db.query(
             Self.sealedRecordsAfter(limit: limit), [.text(keyID), .text(id ?? "")]

@@ -257,4 +257,32 @@ extension SQLiteAliasStore {
         try jobs.run()
         return deleted + db.changes
     }
+
+    package func wrappedJobKeys(keyID: String, after: JobID?, limit: Int) throws(StoreError) -> [StoredJob] {
+        let s = try db.statement(
+            "SELECT \(StoredJob.columns) FROM jobs WHERE key_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
+        defer { s.finish() }
+        s.bind(1, keyID)
+        s.bind(2, after?.text ?? "")
+        s.bind(3, Int64(limit))
+        var out: [StoredJob] = []
+        while try s.step() { out.append(try StoredJob(row: s)) }
+        return out
+    }
+
+    package func rewrapJobKeys(_ changes: [(old: StoredJob, new: StoredJob)]) throws(StoreError) -> Set<String> {
+        var done: Set<String> = []
+        for (old, new) in changes {
+            let s = try db.statement(
+                "UPDATE jobs SET key_id = ?1, wrapped_key = ?2 WHERE id = ?3 AND key_id = ?4 AND wrapped_key = ?5")
+            s.bind(1, new.keyID)
+            s.bind(2, new.wrappedKey)
+            s.bind(3, old.id.text)
+            s.bind(4, old.keyID)
+            s.bind(5, old.wrappedKey)
+            try s.run()
+            if db.changes == 1 { done.insert(old.id.text) }
+        }
+        return done
+    }
 }

@@ -22,6 +22,23 @@ extension SQLiteAliasStore {
         return out
     }
 
+    package func keyUseCounts() throws(StoreError) -> [String: [KeyUse: Int]] {
+        let s = try db.statement(
+            """
+            SELECT key_id, 'records', count(*) FROM records GROUP BY key_id
+            UNION ALL SELECT key_id, 'files', count(*) FROM files GROUP BY key_id
+            UNION ALL SELECT key_id, 'jobs', count(*) FROM jobs GROUP BY key_id
+            """)
+        defer { s.finish() }
+        var out: [String: [KeyUse: Int]] = [:]
+        while try s.step() {
+            if let id = s.text(0), let use = s.text(1).flatMap(KeyUse.init(rawValue:)) {
+                out[id, default: [:]][use] = Int(s.int64(2) ?? 0)
+            }
+        }
+        return out
+    }
+
     package func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
         let s = try db.statement(
             "SELECT id, nonce, ciphertext, tag FROM records WHERE key_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
