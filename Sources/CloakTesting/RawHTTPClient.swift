@@ -97,7 +97,9 @@ package final class RawHTTPClient {
     package func request(
         _ method: String, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = []
     ) throws -> Response {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        // `Host: 127.0.0.1` unless the test names its own.
+        let named = headers.contains { $0.0.lowercased() == "host" }
+        var head = "\(method) \(path) HTTP/1.1\r\n" + (named ? "" : "Host: 127.0.0.1\r\n")
         for (n, v) in headers { head += "\(n): \(v)\r\n" }
         if let body { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"

@@ -133,7 +133,16 @@ import Testing
         #expect(Self.issues(#"listen: "0.0.0.0:8082""#).contains { $0.hasPrefix("console.listen") })
         #expect(Self.issues(#"listen: "10.1.2.3:8082""#).contains { $0.contains("needs TLS") })
         #expect(Self.issues(#"listen: "[::]:8082""#).contains { $0.hasPrefix("console.listen") })
-        #expect(Self.issues(#"listen: "0.0.0.0:8082""#, tls: certificates).isEmpty)
+        // A wildcard listener names no host to check requests by: it needs console.origin.
+        #expect(
+            Self.issues(#"listen: "0.0.0.0:8082""#, tls: certificates).allSatisfy { $0.hasPrefix("console.origin") })
+        #expect(
+            Self.issues("listen: \"0.0.0.0:8082\"\n  origin: \"https://console.example:8082\"", tls: certificates)
+                .isEmpty)
+        #expect(
+            Self.issues("listen: \"127.0.0.1:8082\"\n  origin: \"https://console.example/path\"").contains {
+                $0.hasPrefix("console.origin")
+            })
         for loopback in ["127.0.0.1:8082", "127.9.9.9:1", "localhost:8082", "[::1]:8082"] {
             #expect(Self.issues(#"listen: "\#(loopback)""#).isEmpty, "\(loopback)")
         }
@@ -278,6 +287,80 @@ import Testing
                 "GET", "/console/api/admin/tokens", headers: [("Cookie", cookie)])
             #expect(!listed.text.contains("forged"))
         }
+    }
+
+    /// Review V, item 9: the console answers only requests for its own host (its listen
+    /// address and bound port here): a page whose name was rebound to 127.0.0.1 sends its own
+    /// name as `Host` and is refused, reads included, and its `Origin` is no longer compared
+    /// with a `Host` it chose.
+    @Test func aRequestForAnotherHostIsRefusedEvenWithAMatchingOrigin() throws {
+        try withTestServer(TestServer(yaml: Self.yaml, console: true)) { server in
+            let port = try #require(server.console?.port)
+            let (cookie, csrf) = try Self.signIn(server, Self.ops)
+            let own = try server.consoleClient().request(
+                "GET", "/console/api/admin/tokens", headers: [("Cookie", cookie), ("Host", "127.0.0.1:\(port)")])
+            #expect(own.status == 200, "\(own.text)")
+            for host in ["rebound.example:\(port)", "rebound.example", "127.0.0.1:\(port + 1)", "127.0.0.2:\(port)"] {
+                let read = try server.consoleClient().request(
+                    "GET", "/console/api/admin/tokens", headers: [("Cookie", cookie), ("Host", host)])
+                #expect(read.status == 403 && read.text.contains("console's host"), "\(host): \(read.text)")
+                let change = try server.consoleClient().request(
+                    "POST", "/console/api/admin/tokens", json: #"{"id":"rebound","scopes":["audit:read"]}"#,
+                    headers: [("Cookie", cookie), ("X-Cloak-CSRF", csrf), ("Host", host), ("Origin", "http://\(host)")])
+                #expect(change.status == 403, "\(host): \(change.text)")
+            }
+            let page = try server.consoleClient().request("GET", "/console/", headers: [("Host", "rebound.example")])
+            #expect(page.status == 403)
+        }
+    }
+
+    @Test(
+        arguments: [
+            // (console.origin, listen, Host, Origin, host admitted, origin admitted)
+            (nil, "127.0.0.1", "127.0.0.1:8082", "http://127.0.0.1:8082", true, true),
+            (nil, "127.0.0.1", "localhost:8082", "http://localhost:8082", true, true),
+            (nil, "127.0.0.1", "127.0.0.1", "http://127.0.0.1", true, true),
+            (nil, "127.0.0.1", "evil.example:8082", "http://evil.example:8082", false, false),
+            (nil, "127.0.0.1", "127.0.0.1:9999", "https://127.0.0.1:8082", false, false),
+            (
+                "https://console.example:8443", "127.0.0.1", "console.example:8443", "https://console.example:8443",
+                true, true
+            ),
+            ("https://console.example:8443", "127.0.0.1", "127.0.0.1:8082", "https://console.example", false, false),
+            ("https://console.example", "127.0.0.1", "CONSOLE.example", "https://console.example", true, true),
+            ("https://console.example", "127.0.0.1", "console.example:443", "https://console.example:444", true, false),
+        ] as [(String?, String, String, String, Bool, Bool)])
+    func theConsolesHostsAreItsOriginOrItsListenAddress(
+        origin: String?, listen: String, host: String, sent: String, hostOK: Bool, originOK: Bool
+    ) throws {
+        var settings = ConsoleSettings()
+        settings.listen = .init(host: listen, port: 8082)
+        settings.origin = origin
+        let hosts = try #require(settings.hosts(tls: false, boundPort: 8082))
+        #expect(hosts.admits(host) == hostOK, "\(host)")
+        #expect(hosts.admitsOrigin(sent) == originOK, "\(sent)")
+    }
+
+    @Test func aWildcardListenerNeedsTheConsolesOrigin() throws {
+        let wildcard = TestServer.shippedConfiguration.replacingOccurrences(
+            of: "console:\n  listen: \"127.0.0.1:0\"", with: "console:\n  listen: \"0.0.0.0:8082\"")
+        #expect(wildcard != TestServer.shippedConfiguration)
+        #expect(throws: ConfigurationError.self) { try ServiceConfiguration.parse(yaml: wildcard) }
+        do {
+            _ = try ServiceConfiguration.parse(yaml: wildcard)
+        } catch {
+            #expect("\(error)".contains("console.origin"), "\(error)")
+        }
+        let named = wildcard.replacingOccurrences(
+            of: "  session_idle_s: 900", with: "  origin: \"https://console.example:8443\"\n  session_idle_s: 900")
+        do {
+            _ = try ServiceConfiguration.parse(yaml: named)
+        } catch {
+            #expect(!"\(error)".contains("console.origin"), "\(error)")
+        }
+        var settings = ConsoleSettings()
+        settings.listen = .init(host: "0.0.0.0", port: 8082)
+        #expect(settings.hosts(tls: true, boundPort: 8082) == nil)
     }
 
     @Test func signInRefusalsAreCountedAndAudited() throws {

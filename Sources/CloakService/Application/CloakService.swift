@@ -159,6 +159,9 @@ package final class CloakService: Sendable {
             RoutingMiddleware(router: ConsoleEndpoints.router)
             ConsoleGuardMiddleware(
                 sessions: state.consoleSessions, directory: state.directory, tls: configuration.server.tls != nil,
+                hosts: { [console = configuration.console, tls = configuration.server.tls != nil, state] in
+                    console.hosts(tls: tls, boundPort: state.consolePort.load(ordering: .relaxed))
+                },
                 elementsOrigin: configuration.console.elementsOrigin)
             RateLimitMiddleware(rates: rates)
             AuditMiddleware(log: auditLog, refusals: state.refusals)

@@ -2,6 +2,7 @@ import CloakCore
 import CloakHTTP
 import Foundation
 import Logging
+import Synchronization
 
 /// Runs the service until SIGTERM or SIGINT, then drains and returns; SIGHUP reloads.
 package enum ServiceRunner {
@@ -135,9 +136,13 @@ package enum ServiceRunner {
         guard let listen = service.configuration.console.listen else { return nil }
         var configuration = sideListener(service, host: listen.host, port: listen.port)
         configuration.threads = 1
-        return try HTTPServer(
+        let server = try HTTPServer(
             configuration: configuration, deferredHandler: host.handleConsole, watchdog: service.watchdog,
             name: "console")
+        // The console checks each request's Host against the port it is bound to (port 0 in
+        // the configuration: the kernel's choice).
+        service.state.consolePort.store(server.port, ordering: .relaxed)
+        return server
     }
 
     /// The forward-proxy door on `egress.listen`, with the main listener's limits (never its TLS:

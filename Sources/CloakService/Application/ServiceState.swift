@@ -24,6 +24,8 @@ final class ServiceState: Sendable {
     let diskReserve: DiskReserve
     let watchdog = LoopWatchdog()
     let isDraining = Atomic<Bool>(false)
+    /// The port the console's listener is bound to (0 until it is): its `Host` check's.
+    let consolePort = Atomic<Int>(0)
     /// Unix seconds of the start (the console's overview: uptime).
     let startedAt = Int64(Date().timeIntervalSince1970)
     /// The YAML's tokens (replaced by a reload) and the store's (``CredentialRefresh``).

@@ -20,10 +20,16 @@ struct ConsoleGuardMiddleware: Middleware {
     func request(_ context: inout RequestContext) throws(CloakError) -> HTTPResponse? {
         let request = context.request
         let changes = request.method != .GET && request.method != .HEAD
+        // Every request names the console's own host (`console.origin`, or its listen address
+        // and bound port): a page whose name was rebound to this address (DNS rebinding) sends
+        // its own name, and is refused before anything is read (review V, item 9).
+        guard let hosts = hosts(), hosts.admits(request.header("Host")) else {
+            throw CloakError(.forbidden, "refused: the request is not for the console's host (Host; console.origin)")
+        }
         if changes {
             // A browser always sends Origin on a cross-origin request and on every POST,
             // PUT and DELETE; a page of another site cannot make it the console's.
-            guard let origin = request.header("Origin"), origin == ownOrigin(request) else {
+            guard hosts.admitsOrigin(request.header("Origin")) else {
                 throw CloakError(.forbidden, "refused: the request does not come from the console's own page (Origin)")
             }
         }
@@ -69,10 +75,9 @@ struct ConsoleGuardMiddleware: Middleware {
         }
     }
 
-    /// The origin the console's page has: its scheme and the `Host` it was asked for.
-    func ownOrigin(_ request: HTTPRequest) -> String {
-        (tls ? "https://" : "http://") + (request.header("Host") ?? "-")
-    }
+    /// The hosts the console answers to, once its listener is bound (nil: not yet, or a
+    /// wildcard listener without `console.origin`, which check-config refuses).
+    let hosts: @Sendable () -> ConsoleSettings.Hosts?
 
     /// Where the forms page's preview loads Cloak Elements from (`console.elements_origin`).
     let elementsOrigin: String?
