@@ -34,9 +34,9 @@ package enum FileSeal {
         return out
     }
 
-    static func pack(_ box: AESGCM.SealedBox) -> [UInt8] { box.nonce + box.ciphertext + box.tag }
+    package static func pack(_ box: AESGCM.SealedBox) -> [UInt8] { box.nonce + box.ciphertext + box.tag }
 
-    static func unpack(_ bytes: [UInt8]) -> AESGCM.SealedBox? {
+    package static func unpack(_ bytes: [UInt8]) -> AESGCM.SealedBox? {
         guard bytes.count >= overhead else { return nil }
         return AESGCM.SealedBox(
             nonce: Array(bytes[0..<12]), ciphertext: Array(bytes[12..<(bytes.count - 16)]),

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 import Foundation
 import Logging
 import Synchronization
@@ -49,6 +50,16 @@ package enum ServiceRunner {
         }
         service.binRefresh?.refreshAndWait()
         service.binRefresh?.start()
+        // This node's guess windows as it left them (review V, item 5), before the first
+        // request; then kept every 10 s they change, and at stop.
+        let guesses = service.vault.map { vault in
+            GuessWindowsKeeper(
+                vault: vault, limiter: service.state.guessLimiter,
+                node: vault.storeIsEmbedded ? "local" : "\(ProcessInfo.processInfo.hostName):\(server.port)",
+                logger: service.logger)
+        }
+        guesses?.restoreAndWait()
+        guesses?.start()
         // The store's free space against limits.disk_reserve_mib, once a second (review V,
         // item 4); a PostgreSQL server's data directory when it is on this machine.
         service.state.diskReserve.start()
@@ -110,6 +121,7 @@ package enum ServiceRunner {
         egress?.shutdown()
         server.shutdown()
         jobs?.stop()
+        guesses?.stop()
         service.state.diskReserve.stop()
         service.credentialRefresh?.stop()
         service.binRefresh?.stop()

@@ -24,7 +24,8 @@ import Synchronization
 /// on each request made a backend's 100,000th card cost 17 times its first).
 ///
 /// Memory is bounded by refusing, never by forgetting: no window is evicted, shrunk or merged
-/// before its hour ends, so the promise above is exact. Each value recorded is charged to the
+/// before its hour ends, so the promise above is exact, across restarts but for the last 10 s
+/// a kill -9 can lose (``GuessWindowsKeeper`` keeps a sealed snapshot in the store). Each value recorded is charged to the
 /// token whose request recorded it until its hour ends (given back or not), and one token may
 /// hold at most ``bucketCap`` (a backend aliasing a million distinct cards an hour, one bucket
 /// each, is never refused for volume); past it the token waits until its account's oldest value
@@ -110,6 +111,9 @@ final class BucketGuessLimiter: Sendable {
     private let used = Atomic<Int>(0)
     /// When all shards were last swept for expired values (``sweep(now:)``), in seconds.
     private let lastSweep = Atomic<UInt64>(0)
+    /// Bumped by every change to any account's windows: a snapshot is written only when it moved
+    /// (``GuessWindowsKeeper``).
+    let generation = Atomic<Int>(0)
 
     /// - Parameter bucketCap: the most buckets one presenting token may hold windows in.
     init(bucketCap: Int = BucketGuessLimiter.maxBucketsPerToken) {
@@ -231,6 +235,7 @@ final class BucketGuessLimiter: Sendable {
     /// recorded (a lookup's hits: only a value not found counts as a guess).
     func release(token: String, _ recorded: [GuessBucket]) {
         guard !recorded.isEmpty else { return }
+        generation.add(1, ordering: .relaxed)
         withAccount(token, now: nil) { state in
             for b in recorded { state.release(b.value.high, in: b.bucket.high) }
         }
@@ -302,9 +307,47 @@ final class BucketGuessLimiter: Sendable {
             if let now { state.expire(now: now) }
             let result = body(state)
             let change = (state.entries - before) * Self.entryBytes
-            if change != 0 { used.add(change, ordering: .relaxed) }
+            if change != 0 {
+                used.add(change, ordering: .relaxed)
+                generation.add(1, ordering: .relaxed)
+            }
             if !keep, state.isIdle { accounts[token] = nil }
             return result
         }
+    }
+
+    // MARK: Snapshots (review V, item 5)
+
+    /// Every account's records, oldest first, one shard's lock at a time (each account is
+    /// whole; accounts are read one after the other, as requests go on).
+    func kept() -> [(account: String, records: [GuessWindows.Kept])] {
+        var out: [(account: String, records: [GuessWindows.Kept])] = []
+        for shard in shards {
+            shard.accounts.withLock { accounts in
+                for (account, state) in accounts where state.entries > 0 { out.append((account, state.kept())) }
+            }
+        }
+        return out
+    }
+
+    /// Replays a snapshot's records into the windows, at their own seconds (``seconds(_:)``'s
+    /// clock), oldest first: each recorded (and given back when it was not held), charged to the
+    /// budget whatever it holds: a restart must not forget counts to save memory. Records of a
+    /// value already held (counted since the start) are skipped. How many it took.
+    @discardableResult
+    func restore(_ accounts: [(account: String, records: [GuessWindows.Kept])], now: UInt64) -> Int {
+        var taken = 0
+        let (elapsed, _) = Self.seconds(now)
+        for (account, records) in accounts {
+            withAccount(account, now: elapsed) { state in
+                for kept in records where elapsed < kept.second &+ GuessWindows.hour {
+                    guard !state.contains(kept.value, in: kept.bucket) else { continue }
+                    state.record(kept.value, in: kept.bucket, at: kept.second, by: kept.presenter)
+                    if !kept.held { state.release(kept.value, in: kept.bucket) }
+                    taken += 1
+                }
+            }
+        }
+        return taken
     }
 }

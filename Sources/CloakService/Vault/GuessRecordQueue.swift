@@ -93,6 +93,9 @@ struct GuessRecordQueue {
     /// The second record `number` was made at.
     func second(of number: UInt32) -> UInt32 { seconds.value(at: number &- oldest, oldest: oldest) }
 
+    /// The presenter (its index) record `number` is charged to.
+    func payer(of number: UInt32) -> UInt32 { payers.value(at: number &- oldest, oldest: oldest) }
+
     mutating func removeFirst() {
         precondition(count > 0)
         count -= 1

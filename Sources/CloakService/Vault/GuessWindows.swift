@@ -198,4 +198,36 @@ final class GuessWindows {
         presenters[Int(i)].name = ""
         freeIndexes.append(i)
     }
+
+    /// One record of the queue as a snapshot keeps it (``GuessWindowsSnapshot``).
+    struct Kept: Equatable {
+        var bucket: UInt64
+        var value: UInt64
+        var second: UInt32
+        var presenter: String
+        /// Still counted in its window (not given back).
+        var held: Bool
+    }
+
+    /// Every record of the queue, oldest first: replayed in order by ``record(_:in:at:by:)``
+    /// (and ``release(_:in:)`` for one not held), they give back the same windows and counts.
+    func kept() -> [Kept] {
+        var out: [Kept] = []
+        out.reserveCapacity(queue.count)
+        for i in 0..<queue.count {
+            let number = queue.oldest &+ UInt32(truncatingIfNeeded: i)
+            let record = queue[number]
+            var held = false
+            if let slot = windows.slot(of: Self.key(record.bucket), in: queue), windows[slot] == number {
+                held = true
+            } else if chains[record.bucket] != nil, let at = values.slot(of: record, in: queue), values[at] == number {
+                held = true
+            }
+            out.append(
+                Kept(
+                    bucket: record.bucket, value: record.value, second: queue.second(of: number),
+                    presenter: presenters[Int(queue.payer(of: number))].name, held: held))
+        }
+        return out
+    }
 }

@@ -66,6 +66,8 @@ struct Store: ParsableCommand {
             StoreMigration.MetadataKind(prefix: BinTableDocument.tablePrefix, kind: .bins),
             StoreMigration.MetadataKind(prefix: BinTableDocument.pointerName, kind: .bins, last: true),
             StoreMigration.MetadataKind(prefix: BinTableNode.prefix, kind: .other, difference: .skip),
+            // A node's guess windows are its own, sealed for its name: not moved.
+            StoreMigration.MetadataKind(prefix: GuessWindowsKeeper.prefix, kind: .other, difference: .skip),
         ]
 
         func run() throws {
