@@ -134,6 +134,9 @@ package protocol AliasStore: FileStore, JobStore {
         throws(StoreError) -> [StoredAuditBlock]
     /// Every chain that has a block, by name.
     func auditChains() throws(StoreError) -> [String]
+    /// The newest block of each chain whose name starts with `prefix` (a node's chains: `node/`),
+    /// by name: one index look a chain, never a read of a chain's history (a node's start).
+    func newestAuditBlocks(chainPrefix prefix: String) throws(StoreError) -> [StoredAuditBlock]
     /// Up to `limit` rows of `chain` whose stored first place is after `seq`, in that order:
     /// every row, whatever its other columns say (verify reads them all from `Int64.min`).
     func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [StoredAuditBlock]

@@ -84,6 +84,8 @@ package final class Vault: Sendable {
         self.clock = clock
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
         try Self.adopt(stores[0], keys: keys)
+        // The heads this node's earlier chains left, logged before its new chains begin.
+        settings.audit?.reportFoundHeads(in: stores[0], key: keys.derivedMAC(purpose: AuditChain.keyPurpose))
         // Only a vault that is its store's one writer may remember (see DedupeCache).
         self.cache =
             stores.count == 1 && stores[0].isSoleWriter && settings.dedupeCacheEntries > 0

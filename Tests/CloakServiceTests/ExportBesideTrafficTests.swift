@@ -92,5 +92,19 @@ struct ExportBesideTrafficTests {
         // Nor a mapping of an export, nor of a job not done.
         let mapping = try node.command(["jobs", "mapping", first.id])
         #expect(mapping.status != 0 && mapping.output.contains("no mapping file"), "\(mapping.output)")
+
+        // Review V, item 6: each job's end is an event with its counts, and what the command
+        // line handed out is audited like the API's downloads.
+        let bearer = [("Authorization", "Bearer \(CloakNode.token)")]
+        try ImportJobTests().poll {
+            let ends = try node.client().request("GET", "/admin/audit?action=job_end", headers: bearer)
+            return ((ends.json?["data"] as? [[String: Any]]) ?? []).count >= 2
+        }
+        let ends = try node.client().request("GET", "/admin/audit?action=job_end", headers: bearer).text
+        #expect(ends.contains(first.id) && ends.contains(second.id), "\(ends)")
+        #expect(ends.contains(#""exported":"600""#) && ends.contains("selection changed"), "\(ends)")
+        let downloads = try node.client().request("GET", "/admin/audit?action=job_download", headers: bearer).text
+        #expect(downloads.contains(first.id) && downloads.contains("cli"), "\(downloads)")
+        #expect(!downloads.contains(second.id), "a refused download hands out nothing and records no download")
     }
 }

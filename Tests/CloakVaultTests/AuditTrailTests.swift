@@ -130,6 +130,31 @@ private final class HeadLog: Sendable {
         }
     }
 
+    /// Review V, item 6: a node that starts logs the head of each chain it left before (a
+    /// crash can keep the last head from being logged), so a later cut is seen against it.
+    @Test func aStartingNodeLogsTheHeadsItsEarlierChainsLeft() throws {
+        try withVaultHarness { h in
+            let before = HeadLog()
+            var settings = Self.auditing(before)
+            let vault = try h.openVault(settings: settings)
+            for n in 0..<3 {
+                let draft = AuditEvent.Draft(
+                    at: 1_800_000_000_000 + Int64(n), action: "reveal", tokenID: "tok", client: "-", result: "ok")
+                let done: Result<Void, VaultError> = try waitForCompletion("recordAudit") { done in
+                    vault.recordAudit([draft], completion: done)
+                }
+                try done.get()
+            }
+            vault.close()
+            let left = try #require(before.last)
+            let after = HeadLog()
+            settings = Self.auditing(after)
+            let again = try h.openVault(settings: settings)
+            defer { again.close() }
+            #expect(after.last == left, "\(String(describing: after.last)) \(left)")
+        }
+    }
+
     /// Review V, item 6: the newest blocks of one chain deleted once indexed (what a database
     /// writer would do to hide a crashed node's last events). Verify names that chain and its
     /// first missing event from the node's logged head, never the first block of another chain;

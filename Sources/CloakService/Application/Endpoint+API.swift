@@ -224,11 +224,13 @@ extension Endpoint {
         // The doors.
         Endpoint("proxy", proxied, ["/proxy/{path...}"], access: .tokenize, rate: .creatorOrRevealer) {
             s, c throws(CloakError) in
-            try ProxyHandler(
+            var handler = ProxyHandler(
                 context: s.context, vault: s.vaultClient(c.request, c.identity, trace: c.trace),
                 routes: s.configuration.routes,
-                identity: c.identity, authenticator: s.auth, trace: c.trace
-            ).reply(to: c)
+                identity: c.identity, authenticator: s.auth, trace: c.trace)
+            handler.belowDiskReserve = s.state.diskReserve.isBelow(s.configuration.limits.diskReserveMiB)
+            handler.diskReserveMiB = s.configuration.limits.diskReserveMiB
+            return try handler.reply(to: c)
         },
         Endpoint(
             "egress", proxied, ["/egress/{route}", "/egress/{route}/{path...}"], access: .egressRoute, rate: .caller,

@@ -17,10 +17,17 @@ struct ProxyHandler: RequestHandler {
     let authenticator: Authenticator
     /// The request's span, when tracing is on.
     var trace: RequestTrace? = nil
+    /// Whether the store's disk is below `limits.disk_reserve_mib` (``DiskReserve``): a route
+    /// that would alias the request's values then waits, before anything is sent upstream.
+    var belowDiskReserve = false
+    var diskReserveMiB = 0
 
     func reply(to c: RequestContext) throws(CloakError) -> Reply {
         let request = c.request
         let route = try pick(request)
+        if belowDiskReserve, route.redactsRequest || route.unselectedCards == .redact || route.form != nil {
+            throw DiskReserve.refusal(reserveMiB: diskReserveMiB)
+        }
         guard route.methods.contains(request.method.rawValue) else {
             let allowed = route.methods.joined(separator: ", ")
             return .failed(

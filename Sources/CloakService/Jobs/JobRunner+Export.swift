@@ -178,13 +178,16 @@ extension JobRunner {
     /// count, or swept, move the store's page bounds but select nothing (review V, item 2). A
     /// listed selection's pages are the list's own, so their `missing` counts are folded too.
     static func digest(_ digest: [UInt8], _ page: ExportPage, missing: Bool) -> [UInt8] {
-        guard !page.rows.isEmpty || (missing && page.missing > 0) else { return digest }
-        var bytes = digest
+        // Folded a row at a time: the same rows give the same digest however the store's pages
+        // group them (a record swept, or stored with an earlier id, moves every bound after it).
+        var folded = digest
         for row in page.rows {
-            bytes += Array(row.record.utf8) + [0x09] + Array(row.alias.utf8) + [0x0A]
+            folded = Digest.sha256(folded + Array(row.record.utf8) + [0x09] + Array(row.alias.utf8) + [0x0A])
         }
-        if missing { bytes += Array("missing \(page.missing)\n".utf8) }
-        return Digest.sha256(bytes)
+        if missing, page.missing > 0 || !page.rows.isEmpty {
+            folded = Digest.sha256(folded + Array("missing \(page.missing)\n".utf8))
+        }
+        return folded
     }
 
     /// The second an export's selection is bounded by: the second it was asked for. The count
@@ -193,7 +196,8 @@ extension JobRunner {
     /// node's record is missed only if its commit took over a second, and then the write fails
     /// closed (the digest differs) rather than write rows nobody approved.
     private func settle(_ job: StoredJob) throws -> Int64 {
-        let asOf = job.createdAt
+        // Never a second to come (a wrong clock, or a row a database writer changed).
+        let asOf = min(job.createdAt, Self.now)
         while Self.now < asOf + 2 {
             if stopping.load(ordering: .relaxed) { throw Walk.stopped }
             Thread.sleep(forTimeInterval: 0.05)
@@ -342,6 +346,7 @@ extension JobRunner {
         read.wait()
         dependencies.logger.info(
             "jobs: job ended", metadata: ["job": "\(job.id)", "state": "done", "exported": "\(rows)"])
+        recordEnd(job, .done)
         audit(job, spec, "job_export_written", summary: summary, approval: approval, exported: rows)
     }
 

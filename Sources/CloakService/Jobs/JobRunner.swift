@@ -154,6 +154,37 @@ final class JobRunner: Sendable {
         }
     }
 
+    /// A job's end as an audit event (`job_end`, review V, item 6): its kind and state, what it
+    /// read, imported or exported and refused, and why it failed (scrubbed: caller text). The
+    /// counts are the store's (nil `progress`: read them again), never a value.
+    func recordEnd(_ job: StoredJob, _ state: JobState, progress: JobProgress? = nil, failure: String? = nil) {
+        let counts =
+            progress
+            ?? {
+                if case let .success(found?) = withStore(reads: true, { store in try store.job(job.id) }) {
+                    return found.progress
+                }
+                return job.progress
+            }()
+        var facts: [(key: String, value: String)] = [
+            ("job", job.id.text), ("kind", job.kind.rawValue), ("state", state.rawValue),
+        ]
+        if job.kind == .export {
+            facts += [
+                ("rows", "\(counts.imported)"), ("missing", "\(counts.refused)"), ("exported", "\(counts.cursor)"),
+            ]
+        } else {
+            facts += [
+                ("rows_read", "\(counts.cursor)"), ("imported", "\(counts.imported)"), ("refused", "\(counts.refused)"),
+            ]
+        }
+        if let failure { facts.append(("reason", failure)) }
+        AuditLog(logger: dependencies.logger, vault: dependencies.vault).record(
+            AuditEntry(
+                action: "job_end", tokenID: job.owner, client: "job", result: state == .done ? "ok" : state.rawValue,
+                facts: facts), level: .info)
+    }
+
     func end(_ job: StoredJob, _ state: JobState, failure: String?) {
         let now = Self.now
         let expires = now + Int64(dependencies.configuration.jobs.outputTTLSeconds)
@@ -166,6 +197,7 @@ final class JobRunner: Sendable {
             return ended
         }
         if case .success(true) = result, state.isFinal {
+            recordEnd(job, state, failure: failure)
             // A cancelled job keeps its input: it can be resumed.
             if state != .cancelled { drop(job.id) }
             // A failed export's chunks hold a part of its rows, decryptable by its recipient:
@@ -300,6 +332,7 @@ final class JobRunner: Sendable {
                 // What the input holds after this batch cannot be read: the job ends here.
                 if let aheadFailure { return end(job, .failed, failure: aheadFailure) }
                 if current.batch.isLast {
+                    recordEnd(job, .done, progress: moved)
                     drop(job.id)
                     dependencies.logger.info(
                         "jobs: job ended",

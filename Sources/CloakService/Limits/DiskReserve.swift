@@ -19,8 +19,8 @@ final class DiskReserve: Sendable {
     /// The endpoints refused below the reserve: those that add values, files, imports or
     /// exports to the store. Reveals, lookups, updates, deletes and reads are not.
     static let growsStore: Set<String> = [
-        "form-tokens", "form-aliases", "form-send", "create-tokens", "create-aliases", "keep", "jobs-import",
-        "jobs-export",
+        "form-tokens", "form-aliases", "form-send", "create-tokens", "create-aliases", "keep", "update",
+        "tokens-create", "jobs-import", "jobs-export",
     ]
     /// The `Retry-After` of a refusal: a reserve is freed by an operator, not by waiting a second.
     static let retryAfterSeconds = 30

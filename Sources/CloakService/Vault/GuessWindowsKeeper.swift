@@ -48,7 +48,11 @@ package final class GuessWindowsKeeper: Sendable {
             done.signal()
         }
         done.wait()
-        guard case let .success(sealed?) = outcome.withLock({ $0 }) else { return }
+        let read = outcome.withLock { $0 }
+        if case .failure = read {
+            logger.error("guess windows: the store could not be read; counting starts afresh")
+        }
+        guard case let .success(sealed?) = read else { return }
         guard let plain = vault.openNodeState(sealed, name: name),
             let snapshot = GuessWindowsSnapshot.decode(plain, clock: .now())
         else {
@@ -171,10 +175,13 @@ enum GuessWindowsSnapshot {
                 guard let bucket = reader.u64(), let value = reader.u64(), let unix = reader.u64(),
                     let presenter = reader.u32(), Int(presenter) < names.count, let held = reader.take(1)?.first
                 else { return nil }
-                let uptime = Int64(bitPattern: unix) - clock.unix + Int64(clock.uptime)
+                // Never later than now: a wall clock stepped back since the write must not put
+                // values in the future (held longer, and past the limiter's headroom).
+                let uptime = Int64(bitPattern: unix) &- clock.unix &+ Int64(clock.uptime)
                 records.append(
                     GuessWindows.Kept(
-                        bucket: bucket, value: value, second: UInt32(clamping: max(0, uptime)),
+                        bucket: bucket, value: value,
+                        second: UInt32(clamping: min(max(0, uptime), Int64(clock.uptime))),
                         presenter: names[Int(presenter)], held: held == 1))
             }
             accounts.append((account, records))

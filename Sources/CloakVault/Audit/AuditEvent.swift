@@ -53,7 +53,8 @@ package struct AuditEvent: Sendable, Equatable {
         /// hex holds nine digits in a row more often than not.
         package static let callerText: Set<String> = [
             "subject", "added", "removed", "replaced", "descendants", "signed", "token", "action", "result",
-            "alias_ref", "file", "reason", "person", "requester_person", "approver", "approver_person", "owner", "by",
+            "alias_ref", "file", "reason", "person", "requester", "requester_person", "approver", "approver_person",
+            "owner", "by",
             "map", "ignore_columns",
         ]
 

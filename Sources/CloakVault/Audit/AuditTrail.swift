@@ -25,6 +25,28 @@ package struct AuditSettings: Sendable {
 
     /// The chain of vault thread `index`.
     func chainID(_ index: Int) -> String { "\(node)/\(Self.boot)/\(index)" }
+
+    /// Tells the head of each of this node's chains that `store` holds (those of its earlier
+    /// starts), as the node starts (review V, item 6): a crash can have cut off the newest
+    /// blocks of a chain whose last head was never logged; the head found is logged now, so a
+    /// later cut is seen against it. A block that is not authentic is not told (verify names it).
+    package func reportFoundHeads(in store: any AliasStore, key: HMACKey) {
+        guard let found = try? store.newestAuditBlocks(chainPrefix: node + "/") else { return }
+        for stored in found where AuditChain.isAuthentic(stored.block, key: key) {
+            guard let last = stored.block.summary?.last else { continue }
+            reportHead(AuditVerifier.Head(chain: stored.block.chain, seq: last, mac: stored.block.mac))
+        }
+    }
+}
+
+/// Chain names by prefix: the first name past every name that starts with a prefix.
+enum AuditChainNames {
+    static func end(of prefix: String) -> String {
+        guard let last = prefix.unicodeScalars.last, let next = Unicode.Scalar(last.value + 1) else {
+            return prefix + "\u{10FFFF}"
+        }
+        return String(prefix.unicodeScalars.dropLast()) + String(next)
+    }
 }
 
 /// One vault thread's audit chain and its upkeep: the head told each second it moved and at

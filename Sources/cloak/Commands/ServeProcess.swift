@@ -12,10 +12,12 @@ enum ServeProcess {
         let arguments = raw.split(separator: 0, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)
         }
-        guard let program = arguments.first,
-            URL(fileURLWithPath: program).lastPathComponent.hasPrefix("cloak"),
-            let serve = arguments.firstIndex(of: "serve")
+        // The program is `cloak` and its subcommand `serve` (not "serve" anywhere: `cloak tokens
+        // create --id serve` is no node, nor is a `cloakroom`).
+        guard let program = arguments.first, URL(fileURLWithPath: program).lastPathComponent == "cloak",
+            arguments.count > 1, arguments[1] == "serve"
         else { return "process \(pid) is not cloak serve" }
+        let serve = 1
         // The configuration it was started with: --config PATH or --config=PATH, relative to its
         // working directory; the default otherwise.
         var given = "config/cloak.yaml"

@@ -76,6 +76,23 @@ extension PostgreSQLAliasStore {
         try db.query("SELECT DISTINCT chain FROM audit_blocks ORDER BY chain").compactMap { $0.text(0) }
     }
 
+    package func newestAuditBlocks(chainPrefix prefix: String) throws(StoreError) -> [StoredAuditBlock] {
+        let end = AuditChainNames.end(of: prefix)
+        var out: [StoredAuditBlock] = []
+        var after = prefix
+        while let chain = try db.query(
+            "SELECT chain FROM audit_blocks WHERE chain > $1 AND chain < $2 ORDER BY chain LIMIT 1",
+            [.text(after), .text(end)]
+        ).first?.text(0), chain.hasPrefix(prefix) {
+            out += try readAuditBlocks(
+                db.query(
+                    "SELECT \(Self.auditColumns) FROM audit_blocks WHERE chain = $1 ORDER BY first_seq DESC LIMIT 1",
+                    [.text(chain)]))
+            after = chain
+        }
+        return out
+    }
+
     package func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [StoredAuditBlock] {
         try readAuditBlocks(
             db.query(

@@ -111,6 +111,30 @@ extension SQLiteAliasStore {
         return out
     }
 
+    package func newestAuditBlocks(chainPrefix prefix: String) throws(StoreError) -> [StoredAuditBlock] {
+        let end = AuditChainNames.end(of: prefix)
+        var out: [StoredAuditBlock] = []
+        var after = prefix
+        while true {
+            // The next chain name of the prefix, through the (chain, first_seq) index.
+            let next = try db.statement(
+                "SELECT chain FROM audit_blocks WHERE chain > ?1 AND chain < ?2 ORDER BY chain LIMIT 1")
+            let chain: String?
+            do {
+                defer { next.finish() }
+                next.bind(1, after)
+                next.bind(2, end)
+                chain = try next.step() ? next.text(0) : nil
+            }
+            guard let chain, chain.hasPrefix(prefix) else { return out }
+            let s = try db.statement(
+                "SELECT \(Self.auditColumns) FROM audit_blocks WHERE chain = ?1 ORDER BY first_seq DESC LIMIT 1")
+            s.bind(1, chain)
+            out += try readAuditBlocks(s)
+            after = chain
+        }
+    }
+
     package func auditChain(_ chain: String, after seq: Int64, limit: Int) throws(StoreError) -> [StoredAuditBlock] {
         let s = try db.statement(Self.auditChainBlocks)
         defer { s.finish() }
