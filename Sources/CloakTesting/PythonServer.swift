@@ -34,11 +34,11 @@ package struct PythonServer: Sendable {
         waitpid(pid, &status, 0)
     }
 
-    /// Python that both canned upstreams use: `read_request(conn, data)` reads one request (its
-    /// head, then a body of its `Content-Length`) and returns the bytes after it, or None when
-    /// the peer closed first.
+    /// Python that the canned upstreams use: `read_body(conn, data)` reads one request (its head,
+    /// then a body of its `Content-Length`) and returns the bytes after it and its body, or None
+    /// when the peer closed first; `read_request` the bytes after it alone.
     package static let readRequest = #"""
-        def read_request(conn, data):
+        def read_body(conn, data):
             while b"\r\n\r\n" not in data:
                 chunk = conn.recv(65536)
                 if not chunk:
@@ -55,6 +55,9 @@ package struct PythonServer: Sendable {
                 if not chunk:
                     return None
                 data += chunk
-            return data[length:]
+            return data[length:], data[:length]
+        def read_request(conn, data):
+            read = read_body(conn, data)
+            return None if read is None else read[0]
         """#
 }

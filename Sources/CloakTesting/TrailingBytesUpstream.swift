@@ -52,25 +52,6 @@ package final class TrailingBytesUpstream: @unchecked Sendable {
                 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
                 context.load_cert_chain(cert, key)
             listener = socket.create_server(("127.0.0.1", 0))
-            def read_body(conn, data):
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return None
-                    data += chunk
-                head, _, rest = data.partition(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value.strip())
-                while len(rest) < length:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return None
-                    rest += chunk
-                tag = "".join(c for c in rest[:length].decode("latin-1") if c.isalnum())[:12]
-                return rest[length:], tag
             def arrived(conn, data):
                 if data:
                     return True
@@ -90,7 +71,8 @@ package final class TrailingBytesUpstream: @unchecked Sendable {
                         body = read_body(conn, data)
                         if body is None:
                             return
-                        data, tag = body
+                        data = body[0]
+                        tag = "".join(c for c in body[1].decode("latin-1") if c.isalnum())[:12]
                         conn.sendall(answer)
                         if not arrived(conn, data):
                             with lock:

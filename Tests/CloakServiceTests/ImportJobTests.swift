@@ -196,6 +196,44 @@ struct ImportJobTests {
         #expect(done.status == 0 && Self.lines(done.output).last?["imported"] as? Int == 2, "\(done.output)")
     }
 
+    /// Review V, item 9: an OpenPGP-compressed file that inflates past 100 times its size (a
+    /// compression bomb: 20 MiB of one row in a few KiB) is refused as it is decrypted, over
+    /// the API and on the command line, well within `jobs.max_input_mib`; nothing is stored.
+    @Test func aCompressionBombIsRefusedAsItInflates() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let home = "\(directory.path)/gnupg"
+        try FileManager.default.createDirectory(
+            atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try Self.gpg(home, ["--quick-gen-key", "Cloak Import <import@example.com>", "rsa2048", "encrypt", "never"])
+        let card = Self.cards(1, seed: 64)[0]
+        let bomb = "id,card_number,exp_date\n" + String(repeating: "r1,\(card),12/29\n", count: 800_000)
+        let plain = Self.write(bomb, directory, "bomb.csv")
+        try Self.gpg(
+            home,
+            [
+                "--trust-model", "always", "-r", "import@example.com", "-z", "9", "-o", "\(directory.path)/bomb.gpg",
+                "-e", plain,
+            ])
+        let sealed = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(directory.path)/bomb.gpg")))
+        #expect(sealed.count * InflationBound.ratio < bomb.utf8.count, "\(sealed.count) bytes do not make a bomb")
+        let node = try CloakNode(
+            store: "sqlite:\(directory.path)/cloak.db", directory: directory.path, scopes: Self.scopes,
+            configure: { $0.replacingOccurrences(of: "  lease_s: 30", with: "  lease_s: 30\n  gnupg_home: \(home)") })
+        defer { node.stop() }
+        let answer = try node.client().request(
+            "POST", "/admin/jobs/imports?form=card_import", body: sealed, headers: Self.auth)
+        #expect(
+            answer.status == 413 && answer.text.contains("inflates past 100 times"), "\(answer.status) \(answer.text)")
+        let command = try node.command(
+            ["import", "--form", "card_import", "--token", "nodes", "\(directory.path)/bomb.gpg"])
+        #expect(command.status == 2 && command.output.contains("inflates past 100 times"), "\(command.output)")
+        // No job of it goes on: each refused one failed, its input dropped.
+        #expect(
+            try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM jobs WHERE state <> 'failed'"]).hasPrefix(
+                "0"))
+    }
+
     @Test func aJSONLinesFileWithAFormatImportsEachValue() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

@@ -124,9 +124,18 @@ package struct ImportIntake {
 
         func pieces(_ body: @escaping ([UInt8]) throws -> Void) throws {
             if let home {
-                do { try OpenPGPDecryption(home: home).decrypt(file: path, output: body) } catch let failure
-                    as OpenPGPDecryption.Failure
-                {
+                // The whole file is the ciphertext: its plaintext may be 100 times it at most.
+                var inflation = InflationBound()
+                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                inflation.read(size)
+                do {
+                    try OpenPGPDecryption(home: home).decrypt(file: path) { plaintext in
+                        do throws(CloakError) { try inflation.wrote(plaintext.count) } catch {
+                            throw Refused(description: error.message)
+                        }
+                        try body(plaintext)
+                    }
+                } catch let failure as OpenPGPDecryption.Failure {
                     throw Refused(description: "\(failure.description); nothing of it was imported")
                 }
                 return

@@ -83,15 +83,22 @@ final class UploadDecryption: Sendable {
             // Job work: a loop answering a request takes the core first.
             ThreadNiceness.lower()
             var input = box.input
+            // Both of GPGME's callbacks run here, on this thread, one after the other.
+            var inflation = InflationBound()
             let result: Result<Int64, any Error>
             do {
                 try OpenPGPDecryption(home: home).decrypt(
-                    input: { try decryption.next(want: want, deadline: deadline) },
+                    input: {
+                        let piece = try decryption.next(want: want, deadline: deadline)
+                        inflation.read(piece?.count ?? 0)
+                        return piece
+                    },
                     output: { plaintext in
                         guard input.bytes + plaintext.count <= maxPlaintextBytes else {
                             throw CloakError(
                                 .payloadTooLarge, "the file's plaintext is larger than jobs.max_input_mib allows")
                         }
+                        try inflation.wrote(plaintext.count)
                         // GnuPG hands over a few KiB at a time: the store is asked only for
                         // whole chunks.
                         let chunks = try input.feed(plaintext)
