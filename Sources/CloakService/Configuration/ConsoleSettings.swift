@@ -164,7 +164,10 @@ package struct ConsoleSettings: Sendable, Equatable {
             }
         }
         if let origin = r.string(m["origin"], at: "console.origin") {
-            if URLParts(origin) == nil {
+            // An origin as a browser serializes it (the rule elements_origin has), then its parts.
+            if let problem = ElementsSettings.originProblem(origin) {
+                r.issue("console.origin", problem, m["origin"])
+            } else if URLParts(origin) == nil {
                 r.issue(
                     "console.origin", "expected the URL operators reach the console at: http(s)://HOST[:PORT], no path",
                     m["origin"])
