@@ -127,9 +127,14 @@ struct PostgreSQLConflictTests {
     /// statement (the vault waited first). The vault rolls its whole transaction back, which lets
     /// the other node finish, and runs the jobs again: every job succeeds, and so does the other
     /// node. (Retried inside the transaction, b waited on row b again while a still held row a:
-    /// the other node was failed, or b was, a second detection later.)
+    /// the other node was failed, or b was, a second detection later. Run again in the old
+    /// order, a took row a back before the other node woke, 2 runs in 5: b goes first now.)
     @Test func aDeadlockInsideAGroupCommitRollsTheWholeTransactionBackAndRunsItAgain() throws {
         let url = try PostgresTestCluster.freshDatabase()
+        // The vault waits first, so its backend looks for the cycle first: a deadlock_timeout of
+        // 3 s (not 1 s) leaves the other node 3 s, not 1 s, to start waiting on a busy machine.
+        let database = try #require(url.split(separator: "/").last)
+        try PostgresTestCluster.psql(url, "ALTER DATABASE \(database) SET deadlock_timeout = '3s'")
         let vault = try Vault(
             store: PostgreSQLAliasStore(url: url), keys: .generate(), settings: .init(volatileTTLSeconds: 60))
         defer { vault.close() }
@@ -398,5 +403,21 @@ final class ExecutorHold {
         #expect(try deleted.withLock { $0 }?.get() == true)
         #expect(try x.record(alias: "4111110000001111")?.id == "rec_shared", "the acknowledged alias was lost")
         #expect(try x.recordCount() == 1)
+    }
+}
+
+/// The order a batch rolled back on a conflict runs again in (``VaultExecutor/leading(_:_:)``).
+@Suite struct ConflictRerunOrderTests {
+    @Test(
+        arguments: [
+            (nil, ["a", "b", "c"], ["a", "b", "c"]),  // the commit met it: the same order
+            (0, ["a", "b", "c"], ["a", "b", "c"]),
+            (1, ["a", "b", "c"], ["b", "a", "c"]),
+            (2, ["a", "b", "c"], ["c", "a", "b"]),
+            (5, ["a", "b"], ["a", "b"]),  // not a job of the batch: unchanged
+            (0, [], []),
+        ] as [(Int?, [String], [String])])
+    func theJobThatMetTheConflictRunsFirst(at: Int?, jobs: [String], rerun: [String]) {
+        #expect(VaultExecutor.leading(at, jobs) == rerun)
     }
 }
