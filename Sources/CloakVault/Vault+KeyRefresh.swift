@@ -63,4 +63,17 @@ extension Vault {
     ) {
         executor.submit(reads: reads, body, completion: completion)
     }
+
+    /// Runs a writing `body` on the vault thread with the audit events of the change it makes,
+    /// `drafts`: they commit in its transaction or not at all (without an audit trail, nothing
+    /// is stored but the change).
+    package func withStore<T: Sendable>(
+        recording drafts: [AuditEvent.Draft], _ body: @escaping (any AliasStore) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        guard settings.audit != nil, !drafts.isEmpty else {
+            return executor.submit(reads: false, body, completion: completion)
+        }
+        executor.submit(body, recording: drafts, completion: completion)
+    }
 }

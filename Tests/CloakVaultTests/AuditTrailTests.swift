@@ -62,6 +62,37 @@ private final class HeadLog: Sendable {
         }
     }
 
+    /// A job's step and the event that records it (review V, item 6: an export's count and its
+    /// last chunk): both commit, or neither does.
+    @Test func aStepsEventCommitsWithTheStepOrNotAtAll() throws {
+        try withVaultHarness { h in
+            let vault = try h.openVault(settings: Self.auditing())
+            let counted = AuditEvent.Draft(
+                at: 1_000, action: "job_export_counted", tokenID: "tok-1", client: "job", aliasReference: nil,
+                result: "ok")
+            struct Lost: Error {}
+            let failed: Result<Void, any Error> = try waitForCompletion("withStore") { done in
+                vault.withStore(
+                    recording: [counted],
+                    { store in
+                        try store.setMetadata("test_step", [1])
+                        throw Lost()
+                    }, completion: done)
+            }
+            #expect((try? failed.get()) == nil)
+            #expect(try h.inspector().metadata("test_step") == nil)
+            #expect(try h.inspector().auditEvents(AuditQuery()).events.isEmpty)
+            let stepped: Result<Void, any Error> = try waitForCompletion("withStore") { done in
+                vault.withStore(
+                    recording: [counted], { store in try store.setMetadata("test_step", [2]) }, completion: done)
+            }
+            #expect((try? stepped.get()) != nil)
+            // Both are in the store once the step is answered.
+            #expect(try h.inspector().metadata("test_step") == [2])
+            #expect(try h.inspector().auditEvents(AuditQuery()).events.map(\.draft) == [counted])
+        }
+    }
+
     @Test func recordedEventsChainAndVerify() throws {
         try withVaultHarness { h in
             let heads = HeadLog()

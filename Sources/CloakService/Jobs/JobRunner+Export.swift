@@ -229,7 +229,9 @@ extension JobRunner {
         let (holder, now) = (self.holder, Self.now)
         let expires = now + Int64(dependencies.configuration.jobs.approvalTTLSeconds)
         let leaseUntil = now + Int64(dependencies.configuration.jobs.leaseSeconds)
-        let result = withStore { store -> Bool in
+        // The event commits with the count it records (review V, item 6).
+        let counted = entry(job, spec, "job_export_counted", summary: summary, approval: nil)
+        let result = withStore(recording: [counted]) { store -> Bool in
             let sealed = try seal.seal(summary.encoded, part: JobPart.selection.rawValue, index: 0, isLast: true)
             var progress = JobProgress()
             progress.imported = rows
@@ -250,7 +252,6 @@ extension JobRunner {
             dependencies.logger.info(
                 "jobs: export counted; awaiting approval",
                 metadata: ["job": "\(job.id)", "rows": "\(rows)", "missing": "\(missing)"])
-            audit(job, spec, "job_export_counted", summary: summary, approval: nil)
         case .failure(Walk.lost):
             dependencies.logger.info("jobs: the job is no longer this node's", metadata: ["job": "\(job.id)"])
         case let .failure(error):
@@ -331,7 +332,9 @@ extension JobRunner {
                     return pending
                 },
                 output: { bytes in try writer.append(bytes) })
-            try writer.finish()
+            // The event commits with the last chunk and the state `done` (review V, item 6).
+            try writer.finish(
+                recording: entry(job, spec, "job_export_written", summary: summary, approval: approval, exported: rows))
         } catch {
             queue.cancel()
             read.wait()
@@ -347,14 +350,13 @@ extension JobRunner {
         dependencies.logger.info(
             "jobs: job ended", metadata: ["job": "\(job.id)", "state": "done", "exported": "\(rows)"])
         recordEnd(job, .done)
-        audit(job, spec, "job_export_written", summary: summary, approval: approval, exported: rows)
     }
 
-    /// The audit event of a step the runner took.
-    func audit(
+    /// The audit event of a step the runner took, stored with the step's own commit.
+    func entry(
         _ job: StoredJob, _ spec: ExportSpec, _ action: String, summary: ExportSummary, approval: ExportApproval?,
         exported: Int64? = nil
-    ) {
+    ) -> AuditEntry {
         var facts: [(key: String, value: String)] = [
             ("job", job.id.text), ("requester", job.owner), ("requester_person", spec.person),
             ("selection_digest", summary.digest), ("rows", "\(summary.rows)"), ("recipient", spec.fingerprint),
@@ -363,8 +365,7 @@ extension JobRunner {
             facts += [("approver", approval.token), ("approver_person", approval.person)]
         }
         if let exported { facts.append(("exported", "\(exported)")) }
-        AuditLog(logger: dependencies.logger, vault: dependencies.vault).record(
-            AuditEntry(action: action, tokenID: job.owner, client: "job", result: "ok", facts: facts), level: .info)
+        return AuditEntry(action: action, tokenID: job.owner, client: "job", result: "ok", facts: facts)
     }
 }
 
@@ -488,8 +489,9 @@ final class ExportWriter {
         }
     }
 
-    func finish() throws {
-        try commit(buffer, isLast: true)
+    /// The last chunk, the state `done` and `event`, in one commit.
+    func finish(recording event: AuditEntry) throws {
+        try commit(buffer, isLast: true, recording: [event])
         buffer = []
     }
 
@@ -511,7 +513,7 @@ final class ExportWriter {
         renewed = Date()
     }
 
-    private func commit(_ bytes: [UInt8], isLast: Bool) throws {
+    private func commit(_ bytes: [UInt8], isLast: Bool, recording events: [AuditEntry] = []) throws {
         var next = committed
         let index = next.outputChunks
         next.cursor = rowsRead
@@ -522,24 +524,26 @@ final class ExportWriter {
             self.job, runner.holder, runner.dependencies.configuration.jobs, storedCursor, next
         )
         let now = JobRunner.now
-        let result = runner.withStore { store -> Bool in
+        // Thrown, not returned: the job no longer this node's, nothing of the commit (the chunk,
+        // the event) is kept.
+        let result = runner.withStore(recording: events) { store in
             guard
                 try store.advanceJob(
                     job.id, holder: holder, from: from, to: moving, leaseUntil: now + Int64(jobs.leaseSeconds),
                     outputs: [JobOutputChunk(part: .export, index: index, sealed: sealed)], now: now)
-            else { return false }
+            else { throw JobRunnerLost() }
             if isLast {
                 guard
                     try store.setJobState(
                         job.id, from: [.running], to: .done, holder: holder, now: now,
                         expiresAt: now + Int64(jobs.outputTTLSeconds), failure: nil)
-                else { return false }
+                else { throw JobRunnerLost() }
             }
-            return true
         }
-        guard case .success(true) = result else {
-            if case .success(false) = result { throw JobRunnerLost() }
-            throw ImportIntake.Refused(description: "a chunk of the export could not be stored")
+        switch result {
+        case .success: break
+        case .failure(let error as JobRunnerLost): throw error
+        case .failure: throw ImportIntake.Refused(description: "a chunk of the export could not be stored")
         }
         committed = moving
         storedCursor = moving.cursor

@@ -129,17 +129,27 @@ final class JobRunner: Sendable {
     }
 
     /// Runs `body` with the store on the vault's thread, and waits for it.
-    func withStore<T: Sendable>(reads: Bool = false, _ body: @escaping (any AliasStore) throws -> T) -> Result<
-        T, any Error
-    > {
+    func withStore<T: Sendable>(
+        reads: Bool = false, recording entries: [AuditEntry] = [], _ body: @escaping (any AliasStore) throws -> T
+    ) -> Result<T, any Error> {
         let box = Mutex<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        dependencies.vault.withStore(reads: reads, body) { result in
+        let completion: @Sendable (Result<T, any Error>) -> Void = { result in
             box.withLock { $0 = result }
             done.signal()
         }
+        if entries.isEmpty {
+            dependencies.vault.withStore(reads: reads, body, completion: completion)
+        } else {
+            dependencies.vault.withStore(recording: entries.map(\.draft), body, completion: completion)
+        }
         done.wait()
-        return box.withLock { $0! }
+        let result = box.withLock { $0! }
+        if case .success = result, !entries.isEmpty {
+            // Stored with the change: the lines only.
+            AuditLog(logger: dependencies.logger).record(entries, level: .info)
+        }
+        return result
     }
 
     private func claim() -> StoredJob? {

@@ -230,6 +230,23 @@ final class VaultExecutor: @unchecked Sendable {
         }
     }
 
+    /// Queues a writing `body` whose audit events, `drafts`, were made by the caller for the
+    /// change it makes (a job's count or its last chunk: review V, item 6): chained and
+    /// committed in body's transaction, or dropped with its savepoint when it fails.
+    func submit<T: Sendable>(
+        _ body: @escaping (any AliasStore) throws -> T, recording drafts: [AuditEvent.Draft],
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        VaultAuditing.current.withValue(Recorded()) {
+            enqueue(
+                { store in
+                    let value = try body(store)
+                    if let notes = VaultAuditing.running.get() { for draft in drafts { notes.add(draft) } }
+                    return value
+                }, completion: completion)
+        }
+    }
+
     /// The subject of events made elsewhere: nothing to draft, nothing to hear.
     private struct Recorded: VaultAuditSubject {
         func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft? {
