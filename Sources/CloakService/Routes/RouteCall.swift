@@ -73,7 +73,7 @@ struct RouteCall: Sendable {
                     .success(
                         HTTPResponse(
                             status: 200, headers: [("Content-Type", type ?? "application/octet-stream")],
-                            body: body.bytes)), [])
+                            body: body.bytes)), StepWrites())
             }
         }
         var exchange = TransformedExchange(
@@ -97,7 +97,7 @@ struct RouteCall: Sendable {
         _ body: HTTPBody, _ headers: [(name: String, value: String)], route: Route, upstream: Route.Upstream,
         method: HTTPMethod, target: String, contentType: String?, trace: RequestTrace?, stepsRan: StepsRan?,
         caller: String, loop: LoopHandle,
-        done: @escaping @Sendable (Result<HTTPResponse, CloakError>, [[UInt8]]) -> Void
+        done: @escaping @Sendable (Result<HTTPResponse, CloakError>, StepWrites) -> Void
     ) {
         var headers = route.sentHeaders(headers, contentType: contentType)
         let span = trace?.child("upstream " + method.rawValue, kind: .client)
@@ -115,7 +115,7 @@ struct RouteCall: Sendable {
         request.content = body
         request.caller = caller
         guard !route.requestSteps.isEmpty || !route.responseSteps.isEmpty else {
-            return exchange(request, upstream: upstream, span: span, loop: loop) { done($0, []) }
+            return exchange(request, upstream: upstream, span: span, loop: loop) { done($0, StepWrites()) }
         }
         let run = RouteStepRun(route: route, loop: loop, stepsRan: stepsRan)
         run.prepare(request) { prepared in
@@ -124,7 +124,7 @@ struct RouteCall: Sendable {
                 span?.set("cloak.error.code", error.code.rawValue)
                 span?.setStatus(SpanStatus(code: .error))
                 span?.end()
-                done(.failure(error), [])
+                done(.failure(error), StepWrites())
             case .success(let (request, written)):
                 exchange(request, upstream: upstream, span: span, loop: loop) { result in
                     run.answer(result) { done($0, written) }

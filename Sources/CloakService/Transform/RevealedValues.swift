@@ -15,8 +15,10 @@ struct RevealedValues: Sendable {
     static let minimumLength = 8
 
     private var values: [Sensitive<[UInt8]>] = []
+    /// What steps computed from the values, looked for by its runs.
+    private var runs = EncodedRuns()
 
-    var isEmpty: Bool { values.isEmpty }
+    var isEmpty: Bool { values.isEmpty && runs.isEmpty }
 
     mutating func add(_ value: String) { add(bytes: Array(value.utf8)) }
 
@@ -26,6 +28,13 @@ struct RevealedValues: Sendable {
     mutating func add(bytes: [UInt8]) {
         guard bytes.count >= Self.minimumLength else { return }
         values.append(Sensitive(bytes))
+    }
+
+    /// What a route's steps wrote over the request: each exact form, and the runs of what
+    /// they computed (``EncodedRuns``).
+    mutating func add(_ writes: StepWrites) {
+        for bytes in writes.exact { add(bytes: bytes) }
+        for raw in writes.computed { runs.add(raw) }
     }
 
     /// The forms in which an answer can carry `raw`, a value a step derived from revealed data
@@ -101,13 +110,14 @@ struct RevealedValues: Sendable {
 
     /// Whether any of the values is in `answer`'s body or header values (read in place).
     func appear(in answer: HTTPResponse) -> Bool {
-        values.contains { value in
-            answer.body.withUnsafeBufferPointer { Self.contains($0, value.value) }
-                || answer.headers.contains { header in
-                    var text = header.value
-                    return text.withUTF8 { Self.contains($0, value.value) }
-                }
-        }
+        runs.appear(in: answer)
+            || values.contains { value in
+                answer.body.withUnsafeBufferPointer { Self.contains($0, value.value) }
+                    || answer.headers.contains { header in
+                        var text = header.value
+                        return text.withUTF8 { Self.contains($0, value.value) }
+                    }
+            }
     }
 
     /// Whether `needle` (not empty) is in `haystack`: its first byte, then the rest compared.

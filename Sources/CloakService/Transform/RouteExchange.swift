@@ -76,7 +76,7 @@ struct RouteExchange {
         case transformed(Result<[String], CloakError>)
         /// The upstream's answer to ``Action/send(body:headers:)``, or why there is none, and
         /// what the route's steps wrote over the request's values (``RevealedValues/add(bytes:)``).
-        case answered(Result<HTTPResponse, CloakError>, written: [[UInt8]] = [])
+        case answered(Result<HTTPResponse, CloakError>, written: StepWrites = StepWrites())
         /// Which of the card-shaped values of the last ``Action/checkAliases(_:)`` are the vault's aliases.
         case aliasesChecked(Result<Set<String>, CloakError>)
     }
@@ -153,7 +153,7 @@ struct RouteExchange {
             case let .failure(error): return fail(error, outcome)
             case let .success(upstream):
                 var revealed = revealed
-                if plan.looksForRevealedValues { for bytes in written { revealed.add(bytes: bytes) } }
+                if plan.looksForRevealedValues { revealed.add(written) }
                 return answer(upstream, outcome, revealed)
             }
         case let (.transformingAnswer(selection, upstream, outcome, revealed), .transformed(result)):

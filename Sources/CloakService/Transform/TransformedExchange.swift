@@ -28,7 +28,7 @@ struct TransformedExchange: Sendable {
     typealias Send =
         @Sendable (
             _ body: HTTPBody, _ headers: [(name: String, value: String)],
-            _ done: @escaping @Sendable (Result<HTTPResponse, CloakError>, _ written: [[UInt8]]) -> Void
+            _ done: @escaping @Sendable (Result<HTTPResponse, CloakError>, _ written: StepWrites) -> Void
         ) -> Void
 
     /// Selects in the request now (a malformed one throws before anything is queued), then runs

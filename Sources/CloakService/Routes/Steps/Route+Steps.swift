@@ -17,10 +17,9 @@ struct OutgoingMessage: Sendable {
     var headers: [(name: String, value: String)]
     var body: [UInt8]
     /// What the steps wrote over the body: a JWS's payload (the body, base64url), a digest, a
-    /// signature or MAC. An answer that echoes one hands back revealed values readably, or lets
-    /// them be tested offline against guesses, and is refused to a caller who may not see them
-    /// (``RouteStepRun/answer(_:echoed:done:)``, as ``RevealedValues`` does for the values).
-    var written: [[UInt8]] = []
+    /// signature or MAC. An answer that echoes one is refused to a caller who may not see the
+    /// values (``RevealedValues/add(_:)``).
+    var written = StepWrites()
 
     /// `Host` as the client writes it (``MessageWriter``): an IPv6 literal bracketed, the port
     /// unless the scheme's; lowercased.
@@ -65,13 +64,15 @@ struct OutgoingMessage: Sendable {
     /// Sets a header whose value is computed over the body (``written``).
     mutating func setDerivedHeader(_ name: String, _ value: String) {
         setHeader(name, value)
-        if value.utf8.count >= RevealedValues.minimumLength { written.append(Array(value.utf8)) }
+        if value.utf8.count >= RevealedValues.minimumLength { written.exact.append(Array(value.utf8)) }
     }
 
     /// Holds `raw` (a digest, signature or MAC of revealed data) in every form an answer could
-    /// echo it in (``RevealedValues/encodings(of:)``), beside the header that carries it.
+    /// echo it in (``RevealedValues/encodings(of:)``), beside the header that carries it, and
+    /// for its runs (``EncodedRuns``).
     mutating func derived(_ raw: [UInt8]) {
-        written += RevealedValues.encodings(of: raw)
+        written.exact += RevealedValues.encodings(of: raw)
+        written.computed.append(raw)
     }
 }
 
@@ -203,7 +204,7 @@ extension Route.Step {
                     message.body, algorithm: signing.algorithm, keyID: signing.keyID, key: key)
                 let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
                 if parts[1].utf8.count >= RevealedValues.minimumLength {
-                    message.written.append(Array(parts[1].utf8))
+                    message.written.exact.append(Array(parts[1].utf8))
                 }
                 if let signature = Base64.decode(parts[2], url: true) { message.derived(signature) }
                 message.body = Array(jws.utf8)

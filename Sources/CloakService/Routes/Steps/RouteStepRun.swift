@@ -22,10 +22,10 @@ struct RouteStepRun: Sendable {
     /// (``OutgoingMessage/written``), looked for in the answer; `next` runs on the loop.
     func prepare(
         _ request: UpstreamRequest,
-        next: @escaping @Sendable (Result<(UpstreamRequest, [[UInt8]]), CloakError>) -> Void
+        next: @escaping @Sendable (Result<(UpstreamRequest, StepWrites), CloakError>) -> Void
     ) {
         let steps = route.requestSteps
-        guard !steps.isEmpty else { return next(.success((request, []))) }
+        guard !steps.isEmpty else { return next(.success((request, StepWrites()))) }
         guard steps.contains(where: \.holdsThread) else {
             let result = Self.run(steps, on: request, route: route)
             if case .success = result { stepsRan?.names = route.requestStepNames }
@@ -45,7 +45,7 @@ struct RouteStepRun: Sendable {
     /// `request` rewritten by `steps` (configuration keeps them off routes that stream a body),
     /// and what they wrote over the body (``OutgoingMessage/written``).
     private static func run(_ steps: [Route.Step], on request: UpstreamRequest, route: Route)
-        -> Result<(UpstreamRequest, [[UInt8]]), CloakError>
+        -> Result<(UpstreamRequest, StepWrites), CloakError>
     {
         var message = OutgoingMessage(
             method: request.method.rawValue, scheme: request.scheme, host: request.host, port: request.port,
