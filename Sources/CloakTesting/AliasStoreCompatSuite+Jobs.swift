@@ -209,6 +209,40 @@ extension AliasStoreCompatSuite {
 
     /// A large input or an expired job's many chunks go a slice at a time: each call deletes at
     /// most its limit, and says so until nothing is left.
+    /// What a token's imports hold in all (review V, item 9): receiving, queued, running and
+    /// cancelled ones count; ended ones, exports, another token's and the one asking do not.
+    func aTokensHeldInputIsCountedAcrossItsImports() throws {
+        let store = try makeStore()
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let owner = "holder-\(tag)"
+        var chunks: [JobState: Int] = [:]
+        for (i, state) in [JobState.receiving, .queued, .running, .cancelled, .done, .failed].enumerated() {
+            let made = job("h\(i)\(tag)", state: .receiving, owner: owner)
+            try transaction(store) { try store.createJob(made) }
+            for index in 0...i {
+                _ = try transaction(store) {
+                    try store.appendJobInput(made.id, index: index, sealed: [1], now: Self.now)
+                }
+            }
+            chunks[state] = i + 1
+            if state != .receiving {
+                _ = try transaction(store) {
+                    try store.setJobState(
+                        made.id, from: [.receiving], to: state, holder: nil, now: Self.now, expiresAt: nil, failure: nil
+                    )
+                }
+            }
+        }
+        let other = job("ho\(tag)", state: .receiving, owner: "another-\(tag)")
+        try transaction(store) { try store.createJob(other) }
+        _ = try transaction(store) { try store.appendJobInput(other.id, index: 0, sealed: [1], now: Self.now) }
+        let asking = JobID("job_ask\(tag)")!
+        #expect(try store.jobInputChunks(owner: owner, except: asking) == 1 + 2 + 3 + 4)
+        #expect(try store.jobInputChunks(owner: owner, except: JobID("job_h0\(tag)")!) == 2 + 3 + 4)
+        #expect(try store.jobInputChunks(owner: "nobody-\(tag)", except: asking) == 0)
+        try settleLeftoverJobs(store)
+    }
+
     func jobChunksAreDeletedASliceAtATime() throws {
         let store = try makeStore()
         try settleLeftoverJobs(store)

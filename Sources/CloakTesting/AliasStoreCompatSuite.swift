@@ -110,6 +110,7 @@ package struct AliasStoreCompatSuite {
             try jobChunksAreDeletedASliceAtATime()
             try exportsAreApprovedOnceAndRewrittenInPlace()
             try newRecordsAreInsertedInTheTransactionUnderWay()
+            try aTokensHeldInputIsCountedAcrossItsImports()
         }
     }
 }

@@ -56,11 +56,11 @@ package struct ImportIntake {
             try source.pieces { bytes in
                 // Each chunk's own time: a long upload is not taken for an abandoned one.
                 for chunk in try input.feed(bytes) {
-                    try append(id, chunk, now: Int64(Date().timeIntervalSince1970))
+                    try append(job, chunk, now: Int64(Date().timeIntervalSince1970))
                     chunks += 1
                 }
             }
-            try append(id, try input.finish(), now: Int64(Date().timeIntervalSince1970))
+            try append(job, try input.finish(), now: Int64(Date().timeIntervalSince1970))
             chunks += 1
         } catch {
             // What was stored goes at once: the job fails with nothing left of its input.
@@ -78,9 +78,17 @@ package struct ImportIntake {
         return job
     }
 
-    private func append(_ id: JobID, _ chunk: (index: Int, sealed: [UInt8]), now: Int64) throws {
-        guard try transaction({ try store.appendJobInput(id, index: chunk.index, sealed: chunk.sealed, now: now) })
-        else {
+    private func append(_ job: StoredJob, _ chunk: (index: Int, sealed: [UInt8]), now: Int64) throws {
+        let maxBytes = configuration.jobs.maxInputMiB << 20
+        let stored = try transaction { () throws -> Bool in
+            do {
+                try JobQuota.checkHeld(store, owner: job.owner, job: job.id, chunk: chunk, maxBytes: maxBytes)
+            } catch let refused as CloakError {
+                throw Refused(description: refused.message)
+            }
+            return try store.appendJobInput(job.id, index: chunk.index, sealed: chunk.sealed, now: now)
+        }
+        guard stored else {
             throw Refused(description: "the job stopped receiving (cancelled, or swept) before its file was stored")
         }
     }

@@ -75,6 +75,7 @@ final class JobUpload: @unchecked Sendable {
             self.onLoop {
                 switch result {
                 case let .success(value): then(value)
+                case let .failure(refused as CloakError): self.fail(refused)
                 case .failure:
                     self.fail(.storeUnavailable("the store could not keep the job's input; nothing was imported"))
                 }
@@ -137,7 +138,7 @@ final class JobUpload: @unchecked Sendable {
                     "the file is OpenPGP-encrypted and this node has no jobs.gnupg_home to decrypt it with; nothing was imported"
                 ))
         }
-        let (vault, id) = (self.vault, job.id)
+        let (vault, job, maxBytes) = (self.vault, self.job, self.maxBytes)
         let started: UploadDecryption
         do {
             started = try UploadDecryption.start(
@@ -149,7 +150,7 @@ final class JobUpload: @unchecked Sendable {
                     let answered = DispatchSemaphore(value: 0)
                     let now = Self.now  // each chunk's own time: a long upload is not an abandoned one
                     vault.vault.withStore(reads: false) { store in
-                        try Self.append(chunks, to: id, now: now, in: store)
+                        try Self.append(chunks, to: job, maxBytes: maxBytes, now: now, in: store)
                     } completion: { result in
                         stored.withLock { $0 = result }
                         answered.signal()
@@ -195,8 +196,8 @@ final class JobUpload: @unchecked Sendable {
 
     private func store(_ chunks: [(index: Int, sealed: [UInt8])], then: @escaping @Sendable () -> Void) {
         guard !chunks.isEmpty else { return then() }
-        let (id, now) = (job.id, Self.now)
-        call({ store in try Self.append(chunks, to: id, now: now, in: store) }) { stored in
+        let (job, maxBytes, now) = (self.job, self.maxBytes, Self.now)
+        call({ store in try Self.append(chunks, to: job, maxBytes: maxBytes, now: now, in: store) }) { stored in
             guard stored else { return self.fail(.malformed("the job was cancelled while its file arrived")) }
             then()
         }
@@ -204,12 +205,14 @@ final class JobUpload: @unchecked Sendable {
 
     /// Stores `chunks` of the job's input while it is still receiving (false: it is not).
     private static func append(
-        _ chunks: [(index: Int, sealed: [UInt8])], to id: JobID, now: Int64, in store: any AliasStore
+        _ chunks: [(index: Int, sealed: [UInt8])], to job: StoredJob, maxBytes: Int, now: Int64,
+        in store: any AliasStore
     )
         throws -> Bool
     {
         for chunk in chunks {
-            guard try store.appendJobInput(id, index: chunk.index, sealed: chunk.sealed, now: now) else {
+            try JobQuota.checkHeld(store, owner: job.owner, job: job.id, chunk: chunk, maxBytes: maxBytes)
+            guard try store.appendJobInput(job.id, index: chunk.index, sealed: chunk.sealed, now: now) else {
                 return false
             }
         }
@@ -275,11 +278,32 @@ final class JobUpload: @unchecked Sendable {
     }
 }
 
-/// `jobs.max_open_per_token`: how a job past it is refused.
+/// What one token's jobs may take: `jobs.max_open_per_token` jobs that have not ended, and
+/// `jobs.max_input_mib` of input in all its imports.
 enum JobQuota {
     static func reached(_ limit: Int) -> CloakError {
         CloakError(
             .tooManyRequests,
             "the token has \(limit) jobs that have not ended (jobs.max_open_per_token): wait for one, or cancel one")
+    }
+
+    /// Checks, in the transaction that stores `chunk` of `owner`'s import `job`, that the input
+    /// of the token's imports stays within `maxBytes` (`jobs.max_input_mib`) in all (review V,
+    /// item 9: eight imports of a token held eight times the limit): the chunks its other
+    /// imports hold (``AliasStore/jobInputChunks(owner:except:)``, each a full chunk but a
+    /// job's last, so counted whole) and this one's up to `chunk`.
+    static func checkHeld(
+        _ store: any AliasStore, owner: String, job: JobID, chunk: (index: Int, sealed: [UInt8]), maxBytes: Int
+    ) throws {
+        let mine = chunk.index * FileSeal.chunkSize + min(chunk.sealed.count, FileSeal.chunkSize)
+        let others = try store.jobInputChunks(owner: owner, except: job)
+        guard others * FileSeal.chunkSize + mine <= maxBytes else { throw held(maxBytes) }
+    }
+
+    static func held(_ maxBytes: Int) -> CloakError {
+        CloakError(
+            .payloadTooLarge,
+            "the token's imports would hold more than jobs.max_input_mib (\(maxBytes >> 20) MiB) of input in all: "
+                + "wait for one to end, or let a cancelled one expire; nothing was imported")
     }
 }

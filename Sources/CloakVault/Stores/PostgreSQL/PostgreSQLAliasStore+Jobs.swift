@@ -65,6 +65,15 @@ extension PostgreSQLAliasStore {
         return true
     }
 
+    package func jobInputChunks(owner: String, except: JobID) throws(StoreError) -> Int {
+        let rows = try db.query(
+            """
+            SELECT COALESCE(SUM(input_chunks), 0)::int8 FROM jobs
+            WHERE owner = $1 AND id <> $2 AND kind = 'import' AND state IN ('receiving', 'queued', 'running', 'cancelled')
+            """, [.text(owner), .text(except.text)])
+        return Int(rows.first?.int(0) ?? 0)
+    }
+
     package func job(_ id: JobID) throws(StoreError) -> StoredJob? {
         guard let row = try db.query("SELECT \(Self.jobColumns) FROM jobs WHERE id = $1", [.text(id.text)]).first
         else { return nil }

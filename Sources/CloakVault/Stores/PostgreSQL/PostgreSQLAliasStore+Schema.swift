@@ -118,6 +118,8 @@ extension PostgreSQLAliasStore {
         auditSchema,
         // Bulk jobs (issue 60): ``PostgreSQLAliasStore/jobsSchema``.
         jobsSchema,
+        // What a token's imports hold is summed for each chunk stored (review V, item 9).
+        "CREATE INDEX IF NOT EXISTS jobs_by_owner ON jobs (owner)",
     ]
 
     func migrate() throws(StoreError) {

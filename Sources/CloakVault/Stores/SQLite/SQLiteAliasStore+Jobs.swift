@@ -27,6 +27,7 @@ extension SQLiteAliasStore {
         CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs(state, id) WHERE state IN ('queued', 'running');
         CREATE INDEX IF NOT EXISTS jobs_by_expiry ON jobs(expires_at) WHERE expires_at IS NOT NULL;
         CREATE INDEX IF NOT EXISTS jobs_receiving ON jobs(updated_at) WHERE state = 'receiving';
+        CREATE INDEX IF NOT EXISTS jobs_by_owner ON jobs(owner);
         CREATE TABLE IF NOT EXISTS job_chunks (
             job TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
             part INTEGER NOT NULL,
@@ -71,6 +72,19 @@ extension SQLiteAliasStore {
         s.bind(3, sealed)
         try s.run()
         return true
+    }
+
+    package func jobInputChunks(owner: String, except: JobID) throws(StoreError) -> Int {
+        let s = try db.statement(
+            """
+            SELECT COALESCE(SUM(input_chunks), 0) FROM jobs
+            WHERE owner = ?1 AND id <> ?2 AND kind = 'import' AND state IN ('receiving', 'queued', 'running', 'cancelled')
+            """)
+        defer { s.finish() }
+        s.bind(1, owner)
+        s.bind(2, except.text)
+        guard try s.step() else { return 0 }
+        return Int(s.int64(0) ?? 0)
     }
 
     package func job(_ id: JobID) throws(StoreError) -> StoredJob? {
