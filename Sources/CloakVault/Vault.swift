@@ -28,6 +28,12 @@ package final class Vault: Sendable {
     /// several, each a thread with its own connection, racing one another exactly as separate
     /// nodes do (unique constraints decide).
     private let executors: [VaultExecutor]
+
+    /// When a store connection last said the disk is full (`DispatchTime` uptime nanoseconds;
+    /// 0: never): what the service keeps its disk reserve by where it cannot see the disk.
+    package var storeReportedFullAt: UInt64 {
+        executors.map { $0.reportedFull.load(ordering: .relaxed) }.max() ?? 0
+    }
     /// A connection of its own for the audit search (`GET /admin/audit`): a search that reads a
     /// month of events never holds up the threads that reveal and store. Nil: the searches
     /// share the executors (tests, commands).

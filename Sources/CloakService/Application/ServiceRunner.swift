@@ -61,7 +61,9 @@ package enum ServiceRunner {
         guesses?.restoreAndWait()
         guesses?.start()
         // The store's free space against limits.disk_reserve_mib, once a second (review V,
-        // item 4); a PostgreSQL server's data directory when it is on this machine.
+        // item 4); a PostgreSQL server's data directory when it is on this machine, and the
+        // store's own reports of a full disk.
+        if let vault = service.vault { service.state.diskReserve.listen(to: vault) }
         service.state.diskReserve.start()
         service.watchServerDataDirectory()
         // Import jobs the store holds, one at a time (issue 60).

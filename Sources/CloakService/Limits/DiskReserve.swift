@@ -13,8 +13,10 @@ import Synchronization
 /// The free space is read (`statvfs`) once a second off the requests' path, from the directory
 /// that holds the store: the SQLite file's, or a PostgreSQL server's data directory when it is
 /// on this machine and the node may read its path. Elsewhere the node cannot see the server's
-/// disk and keeps no reserve (`/readyz` and the overview say `free_mib: null`): the server's
-/// own full disk is then a 503 with `Retry-After` (PostgreSQL's 53100), as before.
+/// disk (`/readyz` and the overview say `free_mib: null`) and learns it from the store's
+/// errors instead: for ``reportedFullSeconds`` after the store said its disk is full
+/// (PostgreSQL's 53100, SQLite's `SQLITE_FULL`), the node is below the reserve, so what grows
+/// the store waits while what it frees (autovacuum, an operator) goes to reveals and deletes.
 final class DiskReserve: Sendable {
     /// The endpoints refused below the reserve: those that add values, files, imports or
     /// exports to the store. Reveals, lookups, updates, deletes and reads are not.
@@ -28,6 +30,18 @@ final class DiskReserve: Sendable {
     struct Reading: Sendable, Equatable {
         /// Bytes free to the node (`f_bavail`), when the store's directory is visible.
         var freeBytes: Int64?
+        /// The store said its disk is full within the last ``reportedFullSeconds``.
+        var storeSaidFull = false
+    }
+
+    /// How long a full disk the store reported counts as below the reserve.
+    static let reportedFullSeconds: UInt64 = 30
+    /// When the store last said its disk is full (uptime nanoseconds, 0: never): the vault's.
+    private let storeFull = Mutex<(@Sendable () -> UInt64)?>(nil)
+
+    /// Takes the store's own reports of a full disk from `vault` (``Vault/storeReportedFullAt``).
+    func listen(to vault: Vault) {
+        storeFull.withLock { $0 = { vault.storeReportedFullAt } }
     }
 
     /// The directory whose file system holds the store (nil: not visible from here).
@@ -72,16 +86,22 @@ final class DiskReserve: Sendable {
     func stop() { timer.stop() }
 
     func sample() {
-        guard let directory else { return }
-        let free = Self.freeBytes(directory)
-        reading.withLock { $0.freeBytes = free }
+        let free = directory.flatMap { Self.freeBytes($0) }
+        let reported = storeFull.withLock { $0 }?() ?? 0
+        let saidFull =
+            reported != 0
+            && DispatchTime.now().uptimeNanoseconds - reported < Self.reportedFullSeconds * 1_000_000_000
+        reading.withLock { $0 = Reading(freeBytes: free, storeSaidFull: saidFull) }
     }
 
     var current: Reading { reading.withLock { $0 } }
 
     /// Whether the store's disk is below `reserveMiB` (0: no reserve).
     func isBelow(_ reserveMiB: Int) -> Bool {
-        guard reserveMiB > 0, let free = current.freeBytes else { return false }
+        guard reserveMiB > 0 else { return false }
+        let now = current
+        if now.storeSaidFull { return true }
+        guard let free = now.freeBytes else { return false }
         return free < Int64(reserveMiB) << 20
     }
 

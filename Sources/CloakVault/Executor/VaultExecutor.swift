@@ -96,6 +96,10 @@ final class VaultExecutor: @unchecked Sendable {
     private var trail: AuditTrail?
     /// What the jobs of the transaction under way noted and kept (their savepoints released).
     private var noted: [(subject: any VaultAuditSubject, drafts: [AuditEvent.Draft])] = []
+    /// When the store last said its disk is full (``StoreError/full``: SQLite's `SQLITE_FULL`,
+    /// PostgreSQL's 53100), `DispatchTime` uptime nanoseconds; 0: never. Read by the service to
+    /// keep its disk reserve where it cannot see the store's disk (review V, item 4).
+    let reportedFull = Atomic<UInt64>(0)
 
     /// - Parameters:
     ///   - maintenance: run in its own transaction when idle, at most every `maintenanceInterval`.
@@ -334,6 +338,12 @@ final class VaultExecutor: @unchecked Sendable {
         return reordered
     }
 
+    /// Marks the time when `error` is the store's full disk (``reportedFull``).
+    private func noteFull(_ error: any Error) {
+        guard let error = error as? StoreError, case .full = error else { return }
+        reportedFull.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+    }
+
     /// Whether the server failed a statement to break a conflict with another writer
     /// (``StoreError/transient(_:)``): running the transaction again can succeed.
     private static func isConflict(_ error: any Error) -> Bool {
@@ -360,6 +370,7 @@ final class VaultExecutor: @unchecked Sendable {
                 return job
             }
         } catch {
+            noteFull(error)
             for (job, _) in batched { job.fail(error) }
             return remaining
         }
@@ -422,6 +433,7 @@ final class VaultExecutor: @unchecked Sendable {
             do {
                 committed.append((job, try run(job, reading: reading)))
             } catch {
+                noteFull(error)
                 if retryOnConflict && Self.isConflict(error) && store.isInTransaction {
                     store.rollback()
                     return .conflicted(at: index)
@@ -449,6 +461,7 @@ final class VaultExecutor: @unchecked Sendable {
             }
             try store.commit()
         } catch {
+            noteFull(error)
             store.rollback()
             // Committed or not, the store says which at the next write.
             if let chainMark { trail?.unsure = chainMark }
