@@ -16,8 +16,11 @@
 # binary built with `-Xswiftc -dwarf-version=4`, for files-crossed.sh), served with one
 # loop thread under valgrind, warmed for 2 s with wrk -t1 -c8, zeroed, measured for 5 s, dumped,
 # and the dump's total divided by the requests wrk counted. Needs valgrind and wrk. TRACES=RATIO
-# turns telemetry.traces on at that sample ratio, to Benchmarks/tools/otlp-sink.py.
+# turns telemetry.traces on at that sample ratio, to Benchmarks/tools/otlp-sink.py. CONNECTIONS
+# (default 8) is wrk's -c: Benchmarks/guard.sh takes 1, so no batch of the vault's group commit
+# is shared and a request's count does not depend on the machine's speed.
 set -euo pipefail
+CONNECTIONS=${CONNECTIONS:-8}
 # The shipped config's console listens on 8082; this script's servers take any free port.
 export CLOAK_CONSOLE_LISTEN=${CLOAK_CONSOLE_LISTEN:-127.0.0.1:0}
 BIN=$1; CASE=$2
@@ -60,9 +63,9 @@ CLOAK_SERVER_LISTEN=127.0.0.1:$PORT CLOAK_SERVER_THREADS=1 CLOAK_VAULT_STORE=sql
   valgrind --tool=callgrind --callgrind-out-file=$W/cg.out $W/cloak serve --config $W/c.yaml > $W/log 2>&1 &
 VP=$!
 for i in $(seq 200); do curl -fs -o /dev/null http://127.0.0.1:$PORT/healthz && break; sleep 0.2; done
-if [[ $CASE == healthz ]]; then run() { wrk -t1 -c8 -d"$1"s http://127.0.0.1:$PORT/healthz; }
+if [[ $CASE == healthz ]]; then run() { wrk -t1 -c"$CONNECTIONS" -d"$1"s http://127.0.0.1:$PORT/healthz; }
 elif [[ $CASE == aliases ]]; then
-    run() { TOKEN=$TOKEN wrk -t1 -c8 -d"$1"s -s Benchmarks/load/aliases.lua http://127.0.0.1:$PORT/aliases; }
+    run() { TOKEN=$TOKEN wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/aliases.lua http://127.0.0.1:$PORT/aliases; }
 elif [[ $CASE == egress* || $CASE == reveal ]]; then
     ALIAS=$(curl -sS -H 'Content-Type: application/json' -H "Authorization: Bearer $TOKEN" \
         --data-binary '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}]}' http://127.0.0.1:$PORT/aliases \
@@ -70,18 +73,18 @@ elif [[ $CASE == egress* || $CASE == reveal ]]; then
     [[ -n $ALIAS ]] || { echo "could not store the card" >&2; exit 1; }
     if [[ $CASE != egress-plain ]]; then printf '{"card":"%s","amount":1000}' "$ALIAS" > $W/body.json
     else printf '{"card":"none","amount":1000}' > $W/body.json; fi
-    run() { BODY_FILE=$W/body.json METHOD=POST PROXY_AUTH="Bearer $TOKEN" TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/egress/$ROUTE/v1/charges; }
+    run() { BODY_FILE=$W/body.json METHOD=POST PROXY_AUTH="Bearer $TOKEN" TOKEN= wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/egress/$ROUTE/v1/charges; }
     if [[ $CASE == reveal ]]; then
-        run() { BODY_FILE=/dev/null METHOD=GET TOKEN=$TOKEN wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases/$ALIAS; }
+        run() { BODY_FILE=/dev/null METHOD=GET TOKEN=$TOKEN wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases/$ALIAS; }
     fi
 elif [[ $CASE == dedupe ]]; then
     printf '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage":"PERSISTENT"}]}' > $W/body.json
-    run() { BODY_FILE=$W/body.json METHOD=POST TOKEN=$TOKEN wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases; }
+    run() { BODY_FILE=$W/body.json METHOD=POST TOKEN=$TOKEN wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases; }
 elif [[ $CASE == inbound ]]; then
-    run() { wrk -t1 -c8 -d"$1"s -s Benchmarks/load/proxy.lua http://127.0.0.1:$PORT/proxy/bench; }
+    run() { wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/proxy.lua http://127.0.0.1:$PORT/proxy/bench; }
 elif [[ $CASE == tokens ]]; then
-    run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/tokens; }
-else run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c8 -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/validate; }; fi
+    run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/tokens; }
+else run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/validate; }; fi
 run 2 >/dev/null
 callgrind_control -z $VP >/dev/null 2>&1
 out=$(run 5)

@@ -145,6 +145,12 @@ package final class CloakNode: @unchecked Sendable {
 
     package func client() throws -> RawHTTPClient { try RawHTTPClient(port: port, timeout: 20) }
 
+    /// A client whose reads wait up to `timeout` seconds: for an answer the node works long
+    /// for (a debug build decrypting and reading megabytes beside a loaded machine's tests).
+    package func client(timeout: TimeInterval) throws -> RawHTTPClient {
+        try RawHTTPClient(port: port, timeout: timeout)
+    }
+
     /// The process id (to read `/proc/PID/…`).
     package var pid: Int32 { process.processIdentifier }
 

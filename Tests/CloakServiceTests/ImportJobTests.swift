@@ -221,7 +221,9 @@ struct ImportJobTests {
             store: "sqlite:\(directory.path)/cloak.db", directory: directory.path, scopes: Self.scopes,
             configure: { $0.replacingOccurrences(of: "  lease_s: 30", with: "  lease_s: 30\n  gnupg_home: \(home)") })
         defer { node.stop() }
-        let answer = try node.client().request(
+        // The node decrypts and reads megabytes before the bound: beside the stress pass, a debug
+        // build took over 20 s to answer.
+        let answer = try node.client(timeout: 120).request(
             "POST", "/admin/jobs/imports?form=card_import", body: sealed, headers: Self.auth)
         #expect(
             answer.status == 413 && answer.text.contains("inflates past 100 times"), "\(answer.status) \(answer.text)")
