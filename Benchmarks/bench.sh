@@ -270,26 +270,7 @@ HAPROXY_BIN=$(command -v haproxy || echo /usr/sbin/haproxy)
 HAPROXY_PID=""
 if [[ -x "$HAPROXY_BIN" ]]; then
     HAPROXY_PORT=$(free_port)
-    cat >"$RESULTS_DIR/haproxy.cfg" <<HAPROXY
-global
-    nbthread $THREADS
-    maxconn 4096
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 30s
-    timeout server 30s
-frontend bench
-    bind $HOST:$HAPROXY_PORT
-    default_backend c
-backend c
-    server c $HOST:$C_PORT
-HAPROXY
-    "$HAPROXY_BIN" -db -f "$RESULTS_DIR/haproxy.cfg" >"$RESULTS_DIR/haproxy.log" 2>&1 &
-    HAPROXY_PID=$!
-    PIDS+=("$HAPROXY_PID")
-    wait_http "$HAPROXY_PID" "http://$HOST:$HAPROXY_PORT/" 10 \
-        || { cat "$RESULTS_DIR/haproxy.log" >&2; die "haproxy did not come up"; }
+    start_haproxy "$RESULTS_DIR" "$HAPROXY_PORT" "$C_PORT" "$THREADS" || die "haproxy did not come up"
     BASE_URL="http://$HOST:$HAPROXY_PORT"
     SERVER_LABEL="haproxy"
     SERVER_PID=$HAPROXY_PID

@@ -13,7 +13,7 @@
 #
 # Environment: ROUNDS (default 3), DURATION seconds a wrk run (default 4), CASES (an extended
 # regex over the case names, default all), RESULTS (default Benchmarks/results/compare-TIME).
-# One loop thread a server, SQLite on disk, wrk -t1 -c32 (c1 where the case says so). Why side by
+# One loop thread a server, SQLite on disk, wrk -t1 -c32 (reveal-c1 at c1, upload at c16). Why side by
 # side: this machine's speed drifts 10-30 % over minutes, so figures taken minutes apart do not
 # compare; a round measures both sides of a case within seconds, the order swapped each round.
 set -euo pipefail
@@ -79,25 +79,8 @@ C_PID=$!
 PIDS+=("$C_PID")
 wait_http "$C_PID" "http://$HOST:$C_PORT/" 10 || die "the C server did not come up"
 HAPROXY_PORT=$(free_port)
-cat >"$RESULTS/haproxy.cfg" <<HAPROXY
-global
-    nbthread 1
-    maxconn 4096
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 30s
-    timeout server 30s
-frontend compare
-    bind $HOST:$HAPROXY_PORT
-    default_backend c
-backend c
-    server c $HOST:$C_PORT
-HAPROXY
-"$(command -v haproxy || echo /usr/sbin/haproxy)" -db -f "$RESULTS/haproxy.cfg" >"$RESULTS/haproxy.log" 2>&1 &
-H_PID=$!
-PIDS+=("$H_PID")
-wait_http "$H_PID" "http://$HOST:$HAPROXY_PORT/" 10 || die "haproxy did not come up"
+start_haproxy "$RESULTS" "$HAPROXY_PORT" "$C_PORT" 1 || die "haproxy did not come up"
+H_PID=$HAPROXY_PID
 
 # A file upload's body: the kyc form's name and a 16 KiB PNG (the same bytes every request).
 python3 - "$RESULTS/upload-body.bin" <<'PY'
@@ -117,7 +100,8 @@ printf '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage"
     >"$RESULTS/dedupe-body.json"
 
 # Each side: its own configuration (limits raised past what wrk sends, as bench.sh does; the
-# buckets are still taken), store, keys and port; one stored card for the reveals and the door.
+# buckets are still taken; a build that has no such limit ignores the line), store, keys and
+# port; one stored card for the reveals and the door.
 for side in old new; do
     mkdir -p "$RESULTS/$side"
     TOKEN[$side]="compare-$RANDOM$RANDOM"
@@ -129,6 +113,7 @@ for side in old new; do
         -e "s|^forms:|forms:\n  proxybench: {fields: [{name: card, type: cardNumber, tokenization: {format: FPE_T_FOUR, storage: PERSISTENT}}]}|" \
         -e "s/bucket_values_per_hour: [0-9]*/bucket_values_per_hour: 1000000/" \
         -e "s/max_bucket_share: [0-9.]*/max_bucket_share: 1/" \
+        -e "s/upload_mib_per_minute: [0-9]*/upload_mib_per_minute: 1048576/" \
         "${CONFIG[$side]}" >"$RESULTS/$side/cloak.yaml"
     printf '\negress:\n  routes:\n    - {id: bench, upstream: "http://%s:%s", allow_private: true, request: [{reveal: {json: ["$.card"]}}]}\n' \
         "$HOST" "$C_PORT" >>"$RESULTS/$side/cloak.yaml"
@@ -187,7 +172,8 @@ run_case() {
             BODY_FILE="$RESULTS/$side/egress-body.json" PROXY_AUTH="Bearer $token" -- -s $post ;;
         inbound) measure "$case $side" "$pid" "$base/proxy/bench" 32 BODY_FILE=Benchmarks/load/proxy-body.json \
             -- -s Benchmarks/load/proxy.lua ;;
-        upload) measure "$case $side" "$pid" "$base/forms/kyc/tokens" 32 BODY_FILE="$RESULTS/upload-body.bin" \
+        # c16: one anonymous address may hold an eighth of limits.upload_memory_mib in flight (21 uploads).
+        upload) measure "$case $side" "$pid" "$base/forms/kyc/tokens" 16 BODY_FILE="$RESULTS/upload-body.bin" \
             -- -s Benchmarks/load/upload.lua ;;
         *) die "unknown case $case" ;;
     esac

@@ -103,3 +103,31 @@ to_ms() {
     }'
 }
 
+
+# ---------------------------------------------------------------- haproxy
+
+# start_haproxy DIR PORT UPSTREAM_PORT THREADS: haproxy (THREADS threads, keep-alive to the
+# upstream) on HOST:PORT in front of HOST:UPSTREAM_PORT, its configuration and log in DIR;
+# HAPROXY_PID is its process (also in PIDS). Returns 1 when it does not come up.
+start_haproxy() {
+    local dir=$1 port=$2 upstream=$3 threads=$4
+    cat >"$dir/haproxy.cfg" <<HAPROXY
+global
+    nbthread $threads
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend bench
+    bind $HOST:$port
+    default_backend c
+backend c
+    server c $HOST:$upstream
+HAPROXY
+    "$(command -v haproxy || echo /usr/sbin/haproxy)" -db -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
+    HAPROXY_PID=$!
+    PIDS+=("$HAPROXY_PID")
+    wait_http "$HAPROXY_PID" "http://$HOST:$port/" 10 || { cat "$dir/haproxy.log" >&2; return 1; }
+}
