@@ -14,7 +14,7 @@ import Testing
 /// answers for the same text. (No test here imports a table into a live server: that needs the
 /// vault's store, CloakVault, which this test target does not depend on; the live test checks
 /// the endpoint without a table.)
-@Suite struct CardAttributesTests {
+@Suite(.tags(.sockets)) struct CardAttributesTests {
     static let form = "cards"
     static let forms = """
         forms:

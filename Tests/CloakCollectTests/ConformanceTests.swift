@@ -6,7 +6,7 @@ import Testing
 /// Issue 35: for every field of the shipped forms and the parity form, and the inputs the
 /// browser parity test types, the client's state equals the live server's `/validate` state for
 /// the same text, member by member (the client posts exactly what it holds: `submit(.validate)`).
-@Suite(.serialized) struct ConformanceTests {
+@Suite(.serialized, .tags(.sockets)) struct ConformanceTests {
     /// Which fixture inputs each field type is typed with.
     static let kinds: [String: String] = [
         "cardNumber": "card", "cvc": "cvc", "expDate": "exp", "ssn": "ssn", "date": "date",

@@ -6,7 +6,7 @@ import Testing
 /// Issue 35, end to end against the real server: an app loads the schema, types a card, matches
 /// `/validate`, tokenizes (intent aliases), its backend keeps the card and mints a native
 /// session, and the app reveals it; then every refusal.
-@Suite(.serialized) struct EndToEndTests {
+@Suite(.serialized, .tags(.sockets)) struct EndToEndTests {
     static let card = "4111111111111111"
 
     static func bearer(_ token: String) -> [(String, String)] { [("Authorization", "Bearer \(token)")] }

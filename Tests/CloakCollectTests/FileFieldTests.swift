@@ -8,7 +8,7 @@ import Testing
 /// field's rules from the served schema (the test forms' `kyc.document`: PNG or PDF, at most
 /// 1 MiB a file, at most two files); a form holding files is sent as `multipart/form-data`
 /// with `Cloak-Upload: 1`; nothing prints a file's bytes or its name.
-@Suite(.serialized) struct FileFieldTests {
+@Suite(.serialized, .tags(.sockets)) struct FileFieldTests {
     /// A 1×1 PNG.
     static let png = Data(
         base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC")!

@@ -113,7 +113,7 @@ import Testing
 /// The chunk format opened by pyca/cryptography (`scripts/test-python`): the wrapped key under
 /// the data key, then each chunk under the file key, with the associated data documented in
 /// `FileSeal`. Another implementation reading the same bytes is what keeps the format honest.
-@Suite(.enabled(if: TestPython.isAvailable, "needs CLOAK_TEST_PYTHON (scripts/test sets it)"))
+@Suite(.enabled(if: TestPython.isAvailable, "needs CLOAK_TEST_PYTHON (scripts/test sets it)"), .tags(.python))
 struct FileSealInteropTests {
     static let script = #"""
         import json, sys

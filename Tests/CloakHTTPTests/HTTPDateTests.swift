@@ -5,7 +5,7 @@ import Testing
 @testable import CloakHTTP
 
 /// The loop's own `Date` header text, against Foundation's formatter and on the wire.
-@Suite struct HTTPDateTests {
+@Suite(.tags(.sockets)) struct HTTPDateTests {
     static let reference: DateFormatter = {
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")

@@ -6,7 +6,7 @@ import Testing
 @testable import CloakHTTP
 
 /// The bare server with a trivial handler: what reaches a handler, and what never does.
-@Suite struct HTTPServerTests {
+@Suite(.tags(.sockets)) struct HTTPServerTests {
     static func start(
         _ configuration: HTTPServerConfiguration = .init(port: 0, threads: 2),
         handler: @escaping HTTPHandler

@@ -7,7 +7,7 @@ import Testing
 
 /// Connections an attacker holds open without a token: slow heads, slow bodies, silent sockets,
 /// malformed header names, resets mid-answer. Each test polls for the state it expects.
-@Suite struct HostileConnectionTests {
+@Suite(.tags(.sockets)) struct HostileConnectionTests {
     static func start(
         _ tweak: (inout HTTPServerConfiguration) -> Void = { _ in },
         handler: @escaping HTTPHandler = { _ in .json(200, Array("{}".utf8)) }

@@ -7,7 +7,7 @@ import Testing
 
 /// Review defect 1: a stuck loop must be visible to a balancer, not only to the loop's own
 /// clients. Every loop beats a ``LoopWatchdog`` from its sweep timer.
-@Suite struct LoopWatchdogTests {
+@Suite(.tags(.sockets)) struct LoopWatchdogTests {
     @Test func aLoopIsStalledOnlyPastTheLimitSinceItsLastBeat() {
         let watchdog = LoopWatchdog()
         let a = watchdog.register(name: "main-0", now: 1_000)

@@ -7,7 +7,7 @@ import Testing
 
 /// Cloak's own HTTP/1.1 server on the wire (issue 46): the answers RFC 9110, 9112 and 6585 give
 /// where evhttp gave others, deadlines, pipelining, `100 Continue` and the lingering close.
-@Suite struct ServerConnectionTests {
+@Suite(.tags(.racy, .sockets)) struct ServerConnectionTests {
     static func start(
         _ configure: (inout HTTPServerConfiguration) -> Void = { _ in }, handler: HTTPHandler? = nil
     ) throws -> HTTPServer {

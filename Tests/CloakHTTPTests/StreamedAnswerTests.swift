@@ -8,7 +8,7 @@ import Testing
 /// Answers whose body is produced as it is sent (``BodyStream``): whole and in order,
 /// pulled only as the client takes them, never passed off as whole when the producer fails or
 /// breaks its length, and the connection reused after a whole one.
-@Suite struct StreamedAnswerTests {
+@Suite(.tags(.racy, .sockets)) struct StreamedAnswerTests {
     /// A producer of `pieces` pieces of `size` bytes (byte i of the whole is `i * 7 + 3`), then
     /// `ending` (or nothing more when `stopAfter` pieces were given); counts what it was asked.
     final class Producer: Sendable {

@@ -7,7 +7,7 @@ import Testing
 
 /// Request bodies streamed to the handlers that declare it (``RequestBodyDelivery``): larger
 /// than the whole-body limit, read only as the handler asks, refused past their own limit.
-@Suite struct StreamedBodyTests {
+@Suite(.tags(.racy, .sockets)) struct StreamedBodyTests {
     /// What a handler read of a streamed body.
     struct Reading: Sendable {
         var bytes = 0

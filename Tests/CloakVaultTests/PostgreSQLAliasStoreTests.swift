@@ -9,7 +9,9 @@ import Testing
 
 /// The PostgreSQL store against a real server: the cluster `scripts/test` starts
 /// (`CLOAK_TEST_POSTGRES_URL`), a fresh database per test.
-@Suite(.enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+@Suite(
+    .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"),
+    .tags(.postgres))
 struct PostgreSQLAliasStoreTests {
     @Test(arguments: AliasStoreCompatSuite.Case.allCases)
     func postgresStoreMeetsTheContract(_ c: AliasStoreCompatSuite.Case) throws {

@@ -10,7 +10,9 @@ import Testing
 /// New records in one round trip (``PostgreSQLAliasStore/commitNewRecords(_:durable:)``) against
 /// a real server: the races and failures a one-statement commit has to come through, and the
 /// vault's path for what a batch leaves undone.
-@Suite(.enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+@Suite(
+    .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"),
+    .tags(.postgres))
 struct PostgreSQLBatchTests {
     typealias Suite = AliasStoreCompatSuite
 

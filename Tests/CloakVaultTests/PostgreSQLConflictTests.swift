@@ -10,7 +10,9 @@ import Testing
 /// Nodes on one PostgreSQL database meeting on the same rows (issue 44, item 11): a record a
 /// batch committed without an alias that another node aliases first, a deadlock inside a group
 /// commit, jobs past their time limit, lock waits, and records nothing gave an alias.
-@Suite(.enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+@Suite(
+    .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"),
+    .tags(.racy, .postgres))
 struct PostgreSQLConflictTests {
     typealias Suite = AliasStoreCompatSuite
 

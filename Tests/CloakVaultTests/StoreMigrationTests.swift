@@ -7,7 +7,7 @@ import Testing
 
 /// Issue 57 item 4: `cloak store migrate` carries everything a store holds, says what by kind,
 /// resumes after an interruption without a record that lacks its content, and verifies.
-@Suite struct StoreMigrationTests {
+@Suite(.tags(.racy)) struct StoreMigrationTests {
     /// The service's names, as `cloak store migrate` classifies them.
     static let kinds = [
         StoreMigration.MetadataKind(prefix: "api_credentials", kind: .credentials),

@@ -60,7 +60,8 @@ import Testing
     }
 
     @Test(
-        .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+        .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"),
+        .tags(.postgres))
     func postgresSweepsGoThroughTheirIndexes() throws {
         let store = try PostgreSQLAliasStore(url: PostgresURL(parsing: PostgresTestCluster.freshDatabase()))
         // An empty table is cheaper to read whole: forbid that, so that the plan says whether
@@ -99,7 +100,8 @@ import Testing
     /// generic plan for 300,000 such records (``Benchmarks/import.sh``) was a parallel Seq Scan
     /// and a Sort of the whole table for each page of 500, and counting them took 42 s.
     @Test(
-        .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"))
+        .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"),
+        .tags(.postgres))
     func postgresPagesFollowTheKeyBeforeAnyAnalyze() throws {
         let store = try PostgreSQLAliasStore(url: PostgresURL(parsing: PostgresTestCluster.freshDatabase()))
         // Nothing analyses the table behind the test's back (the cluster runs autovacuum).

@@ -10,7 +10,7 @@ import Testing
 /// A file through the vault (issue 47): started, chunks written as sealed, finished into a
 /// record with a UUID alias, read back whole; the same content twice is one record; a file
 /// whose chunks are not all stored, or an unfinished upload, never gets an alias.
-@Suite(.serialized) struct VaultFilesTests {
+@Suite(.serialized, .tags(.racy)) struct VaultFilesTests {
     static func await<T: Sendable>(_ body: (@escaping @Sendable (Result<T, VaultError>) -> Void) -> Void) throws -> T {
         let box = Mutex<Result<T, VaultError>?>(nil)
         body { result in box.withLock { $0 = result } }

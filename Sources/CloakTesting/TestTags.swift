@@ -1,0 +1,20 @@
+import Testing
+
+/// What a test needs or is for (issue 75), as Swift Testing tags. A suite says it once,
+/// `@Suite(.tags(.racy))`; `scripts/tagged TAG` turns a tag into the `--filter` that runs its
+/// suites, so no script keeps a list of names.
+extension Tag {
+    /// Meant to run again with both cores busy (`.ci/run`'s stress pass, beside `stress-ng --cpu
+    /// 2`): races, deadlines and pooled connections, where timing hides a defect.
+    @Tag package static var racy: Self
+    /// Needs the PostgreSQL cluster `scripts/test` starts (`CLOAK_TEST_POSTGRES_URL`); skipped
+    /// with its reason without it.
+    @Tag package static var postgres: Self
+    /// Needs the pinned Python tools (`CLOAK_TEST_PYTHON`, `scripts/test-python`); skipped with
+    /// its reason without them.
+    @Tag package static var python: Self
+    /// Starts the `cloak` executable (`CloakNode`, a command).
+    @Tag package static var processes: Self
+    /// Opens loopback sockets: a live server and a raw client.
+    @Tag package static var sockets: Self
+}
