@@ -210,7 +210,8 @@ extension AliasStoreCompatSuite {
     /// A large input or an expired job's many chunks go a slice at a time: each call deletes at
     /// most its limit, and says so until nothing is left.
     /// What a token's imports hold in all (review V, item 9): receiving, queued, running and
-    /// cancelled ones count; ended ones, exports, another token's and the one asking do not.
+    /// cancelled ones count whole; done and failed ones by what is left of their input (the
+    /// sweep deletes it a slice at a time); another token's and the one asking do not.
     func aTokensHeldInputIsCountedAcrossItsImports() throws {
         let store = try makeStore()
         let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
@@ -237,9 +238,13 @@ extension AliasStoreCompatSuite {
         try transaction(store) { try store.createJob(other) }
         _ = try transaction(store) { try store.appendJobInput(other.id, index: 0, sealed: [1], now: Self.now) }
         let asking = JobID("job_ask\(tag)")!
-        #expect(try store.jobInputChunks(owner: owner, except: asking) == 1 + 2 + 3 + 4)
-        #expect(try store.jobInputChunks(owner: owner, except: JobID("job_h0\(tag)")!) == 2 + 3 + 4)
+        #expect(try store.jobInputChunks(owner: owner, except: asking) == 1 + 2 + 3 + 4 + 5 + 6)
+        #expect(try store.jobInputChunks(owner: owner, except: JobID("job_h0\(tag)")!) == 2 + 3 + 4 + 5 + 6)
         #expect(try store.jobInputChunks(owner: "nobody-\(tag)", except: asking) == 0)
+        // The failed job's input deleted in part, the done job's whole: what is left counts.
+        _ = try transaction(store) { try store.deleteJobChunks(JobID("job_h5\(tag)")!, part: .input, limit: 4) }
+        _ = try transaction(store) { try store.deleteJobChunks(JobID("job_h4\(tag)")!, part: .input, limit: 100) }
+        #expect(try store.jobInputChunks(owner: owner, except: asking) == 1 + 2 + 3 + 4 + 2)
         try settleLeftoverJobs(store)
     }
 

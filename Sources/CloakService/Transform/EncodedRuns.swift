@@ -38,13 +38,15 @@ struct EncodedRuns: Sendable {
         }
     }
 
-    /// Whether a run of any form is in `answer`'s body or one of its header values.
+    /// Whether a run of any form is in `answer`'s body or one of its headers' names or values
+    /// (a name may hold hex, base32 or base64url: `X-3f2a9c0b1d7e: 1`).
     func appear(in answer: HTTPResponse) -> Bool {
         guard !keys.isEmpty else { return false }
         return answer.body.withUnsafeBufferPointer { found(in: $0) }
             || answer.headers.contains { header in
+                var name = header.name
                 var value = header.value
-                return value.withUTF8 { found(in: $0) }
+                return name.withUTF8 { found(in: $0) } || value.withUTF8 { found(in: $0) }
             }
     }
 

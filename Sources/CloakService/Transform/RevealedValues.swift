@@ -108,14 +108,17 @@ struct RevealedValues: Sendable {
         return out
     }
 
-    /// Whether any of the values is in `answer`'s body or header values (read in place).
+    /// Whether any of the values is in `answer`'s body or its headers' names or values (read
+    /// in place: a header name may be digits, `X-4111111111111111: 1`).
     func appear(in answer: HTTPResponse) -> Bool {
         runs.appear(in: answer)
             || values.contains { value in
                 answer.body.withUnsafeBufferPointer { Self.contains($0, value.value) }
                     || answer.headers.contains { header in
+                        var name = header.name
                         var text = header.value
-                        return text.withUTF8 { Self.contains($0, value.value) }
+                        return name.withUTF8 { Self.contains($0, value.value) }
+                            || text.withUTF8 { Self.contains($0, value.value) }
                     }
             }
     }

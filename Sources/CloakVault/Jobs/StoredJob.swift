@@ -202,9 +202,12 @@ package protocol JobStore: AnyObject {
     /// Stores input chunk `index` of a `receiving` job and counts it; false when the job is not
     /// receiving any more (cancelled, swept) or the index is not the next one.
     func appendJobInput(_ id: JobID, index: Int, sealed: [UInt8], now: Int64) throws(StoreError) -> Bool
-    /// The input chunks `owner`'s imports hold, but `except`'s: those receiving, queued,
-    /// running or cancelled (kept to resume). Each is ``FileSeal/chunkSize`` bytes but a job's
-    /// last: what a token's inputs take in all (`jobs.max_input_mib`, review V, item 9).
+    /// The input chunks `owner`'s imports hold, but `except`'s: all of those receiving,
+    /// queued, running or cancelled (kept to resume), and what is still stored of those done or
+    /// failed (a failed upload's input is deleted a slice at a time, by the sweep: a token that
+    /// broke off uploads one after another must not leave their input uncounted). Each is
+    /// ``FileSeal/chunkSize`` bytes but a job's last: what a token's inputs take in all
+    /// (`jobs.max_input_mib`, review V, item 9).
     func jobInputChunks(owner: String, except: JobID) throws(StoreError) -> Int
     func job(_ id: JobID) throws(StoreError) -> StoredJob?
     /// Up to `limit` jobs, newest first, created before `before` (nil: from the newest); only

@@ -114,6 +114,8 @@ struct RouteStepEchoTests {
                 #expect(Self.answer(body, written: message.written) == "finish 502 r1 d0 u400", "\(form) \(run)")
                 let header = HTTPResponse(status: 400, headers: [("X-Got", run)], body: [])
                 #expect(Self.answer(header, written: message.written) == "finish 502 r1 d0 u400", "\(form) \(run)")
+                let name = HTTPResponse(status: 400, headers: [("X-" + run, "1")], body: [])
+                #expect(Self.answer(name, written: message.written) == "finish 502 r1 d0 u400", "\(form) \(run)")
             }
             // Ten cut by a character no form has pass, and so do nine (in base64, nine between
             // a `+` or `/` and another are a whole run of the older needles, issue 55's).

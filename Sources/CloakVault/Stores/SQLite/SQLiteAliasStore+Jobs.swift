@@ -77,8 +77,12 @@ extension SQLiteAliasStore {
     package func jobInputChunks(owner: String, except: JobID) throws(StoreError) -> Int {
         let s = try db.statement(
             """
-            SELECT COALESCE(SUM(input_chunks), 0) FROM jobs
-            WHERE owner = ?1 AND id <> ?2 AND kind = 'import' AND state IN ('receiving', 'queued', 'running', 'cancelled')
+            SELECT COALESCE((
+                SELECT SUM(input_chunks) FROM jobs
+                WHERE owner = ?1 AND id <> ?2 AND kind = 'import'
+                    AND state IN ('receiving', 'queued', 'running', 'cancelled')), 0)
+            + (SELECT count(*) FROM jobs j JOIN job_chunks c ON c.job = j.id AND c.part = 0
+                WHERE j.owner = ?1 AND j.id <> ?2 AND j.kind = 'import' AND j.state IN ('done', 'failed'))
             """)
         defer { s.finish() }
         s.bind(1, owner)
