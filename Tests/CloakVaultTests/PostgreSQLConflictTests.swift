@@ -180,6 +180,39 @@ struct PostgreSQLConflictTests {
         #expect(try other.value.metadata("test_c1") == [1])
     }
 
+    /// Review V, item 9: two nodes checking one token's import input at once. The first check
+    /// holds the owner's advisory lock to the end of its transaction (which stores the chunk
+    /// checked), so the second waits for it and then counts that chunk: neither can see room
+    /// the other is taking. Another owner's check does not wait.
+    @Test func oneOwnersInputChecksTakeTurnsAcrossNodes() throws {
+        let url = try PostgresTestCluster.freshDatabase()
+        let a = try PostgreSQLAliasStore(url: url), b = try PostgreSQLAliasStore(url: url)
+        let asking = JobID("job_asking")!
+        try a.begin()
+        #expect(try a.jobInputChunks(owner: "importer", except: asking) == 0)
+        let other = try PostgreSQLAliasStore(url: url)
+        try other.begin()
+        #expect(try other.jobInputChunks(owner: "someone-else", except: asking) == 0)
+        other.rollback()
+        let counted = Mutex<Int?>(nil)
+        let bStore = Unchecked(b)
+        Thread {
+            let n = try? bStore.value.jobInputChunks(owner: "importer", except: asking)
+            counted.withLock { $0 = n ?? -1 }
+        }.start()
+        #expect(Poll.until { (try? PostgreSQLBatchTests.waitingOnALock(url)) == true })
+        #expect(counted.withLock { $0 } == nil)
+        // a stores a job of the owner with a chunk, and commits: b's count then includes it.
+        let job = StoredJob(
+            id: JobID("job_held")!, kind: .import, state: .receiving, spec: Array(#"{"form":"card"}"#.utf8),
+            owner: "importer", keyID: "k1", wrappedKey: [1, 2, 3], createdAt: 1_700_000_000)
+        try a.createJob(job)
+        #expect(try a.appendJobInput(job.id, index: 0, sealed: [1], now: 1_700_000_000))
+        try a.commit()
+        #expect(Poll.until { counted.withLock { $0 } != nil })
+        #expect(counted.withLock { $0 } == 1)
+    }
+
     /// A job still queued when `vault.store_timeout_ms` answered it 503 is dropped, not run: its
     /// write would otherwise commit after the caller was told it failed.
     @Test func aJobPastItsTimeLimitIsNeverRun() throws {

@@ -65,7 +65,16 @@ extension PostgreSQLAliasStore {
         return true
     }
 
+    /// The class of the advisory locks that serialize one owner's input checks (`cjob`): two
+    /// 32-bit keys, a space apart from the migration's single 64-bit one.
+    static let jobInputLockClass: Int64 = 0x636A_6F62
+
     package func jobInputChunks(owner: String, except: JobID) throws(StoreError) -> Int {
+        // Held to the end of the transaction, which stores the chunk checked: another node's
+        // check of the same owner waits for it, so two nodes cannot each see room for one
+        // chunk and both store theirs (READ COMMITTED alone would let them).
+        try db.query(
+            "SELECT pg_advisory_xact_lock($1::int4, hashtext($2))", [.int(Self.jobInputLockClass), .text(owner)])
         let rows = try db.query(
             """
             SELECT (COALESCE((
