@@ -60,7 +60,24 @@ let sealKey = SymmetricKey(Array(repeating: 3, count: 32))
 let sealedSample = try AESGCM.seal(Array(repeating: 1, count: 16), key: sealKey, associatedData: [1, 2])
 var sink = 0
 
+// An egress answer's check for what a digest step and an HMAC step computed (review V, item 9):
+// the runs kept for one request, then a 4 KiB JSON answer read once.
+let computed = [Digest.sha256(body), HMACKey(sealKey).authenticate(body)]
+let answer4K = HTTPResponse(
+    status: 200, headers: [("Content-Type", "application/json")],
+    body: Array(String(repeating: #"{"id":"ch_3Nq8xY2eZvKYlo2C","status":"succeeded"},"#, count: 80).utf8))
+
 var cases: [Case] = [
+    Case(name: "encoded runs: keep SHA-256 + HMAC") {
+        var runs = EncodedRuns()
+        for raw in computed { runs.add(raw) }
+        sink &+= runs.isEmpty ? 0 : 1
+    },
+    Case(name: "encoded runs: keep both, read a 4 KiB answer") {
+        var runs = EncodedRuns()
+        for raw in computed { runs.add(raw) }
+        sink &+= runs.appear(in: answer4K) ? 1 : 0
+    },
     Case(name: "json parse (validate body)") { sink &+= (try? JSONParser().parse(body)) == nil ? 0 : 1 },
     Case(name: "collect request (fields lookup)") {
         sink &+= (try? CollectRequest(parsed, form: form))?.values.count ?? 0
