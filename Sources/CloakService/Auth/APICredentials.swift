@@ -92,22 +92,6 @@ package struct APICredentials: Sendable, Equatable {
         token.expiresAt.map { $0 <= now - expiredKeptSeconds } ?? false
     }
 
-    /// Token ids: 1 to 64 of `A-Z a-z 0-9 - _ .`.
-    package static func isValidID(_ id: String) -> Bool {
-        (1...64).contains(id.utf8.count)
-            && id.utf8.allSatisfy {
-                ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || $0 == 45 || $0 == 95 || $0 == 46
-            }
-    }
-
-    /// Whether a new token's id could be a value (review V, item 7): all digits, or nine or more
-    /// digits in a row whatever the separators (what ``Redaction/scrub(_:limit:)`` takes out).
-    /// Ids are logged, audited and searched as they are, so such an id is refused when it is
-    /// made (at run time and in `auth.tokens`); ids already in the store stay readable.
-    package static func looksLikeAValue(_ id: String) -> Bool {
-        id.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } || Redaction.scrub(id, limit: 64) != id
-    }
-
     /// Whether a caller holding `held` may grant `scope`: it holds it (`egress:*` covers every
     /// egress route's scope).
     package static func mayGrant(_ scope: Scope, holding held: Set<Scope>) -> Bool {
@@ -206,7 +190,7 @@ package struct APICredentials: Sendable, Equatable {
         }
         var tokens: [ServiceConfiguration.AccessToken] = []
         for item in items {
-            guard let id = item["id"]?.stringValue, isValidID(id),
+            guard let id = item["id"]?.stringValue, TokenID.isValid(id),
                 let digest = item["sha256"]?.stringValue.flatMap(decodeHex), digest.count == 32,
                 case let .array(scopeValues)? = item["scopes"]
             else { throw Error("the store's api_credentials document has a damaged token", .store) }
@@ -225,7 +209,7 @@ package struct APICredentials: Sendable, Equatable {
                 token.person = name
             }
             if let minter = item["minted_by"] {
-                guard let minterID = minter.stringValue, isValidID(minterID),
+                guard let minterID = minter.stringValue, TokenID.isValid(minterID),
                     let tag = item["minter_tag"]?.stringValue.flatMap(decodeHex), tag.count == 16
                 else { throw Error("the store's api_credentials document has a damaged token", .store) }
                 token.mintedBy = minterID

@@ -121,8 +121,8 @@ package struct CredentialAdministration {
         guessAccount: String? = nil, bucketValuesPerHour: Int? = nil, minter: ServiceConfiguration.AccessToken? = nil,
         person asked: String? = nil
     ) throws -> Created {
-        guard APICredentials.isValidID(id) else { throw Error("the id must be 1 to 64 of A-Z a-z 0-9 - _ .") }
-        guard !APICredentials.looksLikeAValue(id) else {
+        guard TokenID.isValid(id) else { throw Error("the id must be 1 to 64 of A-Z a-z 0-9 - _ .") }
+        guard !TokenID.looksLikeAValue(id) else {
             throw Error(
                 "the id must not be all digits nor hold nine digits in a row (it is logged and audited as it is)")
         }

@@ -35,7 +35,7 @@ extension ServiceConfiguration {
             let id = r.string(t["id"], at: "\(p).id")
             if id == nil { r.issue("\(p).id", "is required", node) }
             if let id, !ids.insert(id).inserted { r.issue("\(p).id", "duplicate token id", node) }
-            if let id, APICredentials.looksLikeAValue(id) {
+            if let id, TokenID.looksLikeAValue(id) {
                 r.issue(
                     "\(p).id", "must not be all digits nor hold nine digits in a row (ids are logged as they are)", node
                 )

@@ -191,7 +191,7 @@ struct AdminTokensHandler: Sendable {
     /// 204 once the token, and every token minted under it, is gone from the store (and from
     /// this node). A store token whose id the YAML took since is removed too (the YAML's stays).
     func revoke(id: String) throws(CloakError) -> Reply {
-        guard APICredentials.isValidID(id) else { throw .notFound("no such token") }
+        guard TokenID.isValid(id) else { throw .notFound("no such token") }
         let held = self.held
         let (now, actor, outcome) = (self.now, self.actor, self.outcome)
         return .later { [self] finish in
