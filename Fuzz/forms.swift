@@ -11,6 +11,8 @@
 //  - no run of 9+ digits in the validate answer, the 1001 error or any result's description;
 //  - isValid agrees with inputError; native and ICU matchers agree on the first value.
 
+import CloakCore
+
 private func regex(_ s: String) -> RegexPattern { try! RegexPattern(s) }
 
 private func field(_ name: String, _ type: FieldType, _ configure: (inout FieldSchema) -> Void = { _ in })

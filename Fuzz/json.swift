@@ -1,9 +1,11 @@
 // libFuzzer target: the JSON parser and writer (Sources/CloakCore/JSON).
 //
-// Built by scripts/fuzz with CloakCore's sources compiled into the same module.
+// Built by scripts/fuzz against CloakCore, compiled once for every target.
 // Property: any bytes either fail to parse, or parse to a value whose written form parses back
 // to an equal value, and writing that value again gives the same bytes. Parse errors of any
 // type are accepted, so rejecting duplicate keys (1002) or not both pass.
+
+import CloakCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -14,6 +14,8 @@
 //    FieldNameSubscript.maxIndex, so `x[85555555].y` cannot pad an array to 85 million nulls.
 //    (The target feeds such names unbounded; without the cap they would end in an OOM.)
 
+import CloakCore
+
 private func hasDuplicateKeys(_ v: JSONValue) -> Bool {
     switch v {
     case let .array(a): return a.contains(where: hasDuplicateKeys)

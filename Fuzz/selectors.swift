@@ -1,10 +1,12 @@
 // libFuzzer target: the route selectors' body parsers (Sources/CloakCore/Selectors): JSON paths,
 // JSON and form selection and their rewrites, content types, egress path globs.
 //
-// Built by scripts/fuzz with CloakCore's sources compiled into the same module. The first byte
+// Built by scripts/fuzz against CloakCore, compiled once for every target. The first byte
 // picks the kind of input; the rest is the path text or the body. Properties: nothing crashes;
 // rewriting every match with its own text gives a body that selects the same texts again; a
 // form rewrite keeps every unselected pair's bytes.
+
+import CloakCore
 
 let paths = ["$.a", "$..pan", "$.items[*].n", "$['card[number]']", "$.a[0].b", "$.*"].map { try! JSONPath($0) }
 

@@ -17,4 +17,8 @@ extension Tag {
     @Tag package static var processes: Self
     /// Opens loopback sockets: a live server and a raw client.
     @Tag package static var sockets: Self
+    /// The server's side of what a browser drives (Cloak Elements' files, schemas and reveal
+    /// sessions; the console's pages, cookies and CSRF), whose browser side
+    /// `scripts/browser-tests` runs in headless Chromium: after a change to one, run both.
+    @Tag package static var browser: Self
 }

@@ -294,19 +294,26 @@ def random_token():
 
 def run_suite(label, tests, make_run, argv, banner, prefix="", before_each=None, earlier_failures=None,
               describe=None, after_each=None):
-    """Runs the `test_*` functions of `tests` named in argv (all without names) on one `make_run()`
+    """Runs the `test_*` functions of `tests` named in argv (all without names; `--except NAME...`
+    all but those) on one `make_run()`
     (its `start()`, `close()`, `cloak` and `browser`); prints one ok/FAIL line each (`prefix` before
     the name), then "N passed, M failed". Hooks: `before_each(run)`; `earlier_failures(run)`, the
     checks that failed before an assertion stopped the test; `describe(run)`, what the page shows
     after an unexpected error; `after_each(run, name, failed)`. Exit status: 0, 1 a test failed, 2
     the environment could not be made."""
     import traceback
-    wanted = set(argv[1:])
+    names = argv[1:]
+    excluding = bool(names) and names[0] == "--except"
+    if excluding:
+        names = names[1:]
+    wanted = set(names)
     known = {f.__name__[5:] for f in tests}
     if wanted - known:
         print(f"{label}: no test named {', '.join(sorted(wanted - known))}; tests: "
               + " ".join(f.__name__[5:] for f in tests), file=sys.stderr)
         return 2
+    if excluding:  # `--except NAME...`: every test but those
+        wanted = known - wanted
     started = time.monotonic()
     run = make_run()
     try:

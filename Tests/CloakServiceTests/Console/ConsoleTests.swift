@@ -10,7 +10,7 @@ import Testing
 
 /// Issue 59, item 3: the console's sessions, cookie and listener, without a browser (the browser
 /// walks it in Tests/Browser/console_test.py).
-@Suite(.tags(.racy)) struct ConsoleSessionTests {
+@Suite(.tags(.racy, .browser)) struct ConsoleSessionTests {
     final class Clock: Sendable {
         let now = Mutex(1_000.0)
         func advance(_ seconds: Double) { now.withLock { $0 += seconds } }
@@ -110,7 +110,7 @@ import Testing
     }
 }
 
-@Suite struct ConsoleConfigurationTests {
+@Suite(.tags(.browser)) struct ConsoleConfigurationTests {
     static func issues(_ console: String, tls: TestCertificates? = nil) -> [String] {
         var yaml = TestServer.configurationWithTokens.replacingOccurrences(
             of: #"  listen: "127.0.0.1:0""#, with: "  " + console)
@@ -196,7 +196,7 @@ import Testing
 
 /// The console's listener on the real server: sessions, CSRF and Origin, scopes, and what the
 /// other doors do with its cookie.
-@Suite(.tags(.racy, .sockets)) struct ConsoleEndToEndTests {
+@Suite(.tags(.racy, .sockets, .browser)) struct ConsoleEndToEndTests {
     static let ops = "console-ops-token"
     static let narrow = "console-audit-token"
     static let payer = "console-payer-token"
@@ -508,7 +508,7 @@ import Testing
     }
 }
 
-@Suite(.tags(.racy)) struct ConsoleReadsTests {
+@Suite(.tags(.racy, .browser)) struct ConsoleReadsTests {
     /// The key page's count: one at a time, the last one while a new one runs, never a scan a caller.
     @Test func keyCountsRunOneAtATimeAndServeTheLastMeanwhile() {
         let counts = AdminKeysHandler.Counts()
@@ -550,7 +550,7 @@ import Testing
 }
 
 /// The console of a real `cloak serve` process, as docs/console.md has an operator use it.
-@Suite(.serialized, .tags(.processes, .sockets)) struct ConsoleProcessTests {
+@Suite(.serialized, .tags(.processes, .sockets, .browser)) struct ConsoleProcessTests {
     /// `cloak tokens create`, then at once the sign-in: the node reads the store for a token it
     /// does not know yet (its timer would take an hour here).
     @Test func aTokenTheCommandJustMadeSignsInAtOnce() throws {

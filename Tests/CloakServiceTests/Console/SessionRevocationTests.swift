@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 34, defect 4: a reveal session is worth no more than the token that minted it. Against
 /// `cloak serve` processes restarted on one SQLite vault with the token removed or narrowed.
-@Suite(.serialized, .tags(.processes, .sockets)) struct SessionRevocationTests {
+@Suite(.serialized, .tags(.processes, .sockets, .browser)) struct SessionRevocationTests {
     static let auth = [("Authorization", "Bearer \(CloakNode.token)")]
 
     static func reveal(_ node: CloakNode, session: String, alias: String) throws -> RawHTTPClient.Response {

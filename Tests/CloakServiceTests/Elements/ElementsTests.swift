@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 23: Cloak Elements' server side: files, schemas, reveal sessions (docs/elements.md).
 /// The browser side is tested in headless Chromium by Tests/Browser/elements_test.py.
-@Suite(.serialized, .tags(.sockets)) struct ElementsTests {
+@Suite(.serialized, .tags(.sockets, .browser)) struct ElementsTests {
     static let page = "http://localhost:8000"
 
     @Test func everyElementsPathIs404UntilAnOriginIsAllowed() throws {
