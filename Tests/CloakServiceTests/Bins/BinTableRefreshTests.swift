@@ -210,7 +210,7 @@ import Testing
         try withTestServer(TestServer()) { server throws in
             let table = try BinTableReader(format: .csv).read(
                 Array("low,high,issuer,funding,country\n411111,411111,Six Digit Bank,debit,US\n".utf8))
-            try BinTableReviewTests.importTable(table, into: server)
+            try BinTableHardeningTests.importTable(table, into: server)
             let r = try server.client().request(
                 "POST", "/forms/checkout/validate", json: #"{"fields":{"card_data.card_number":"4111 1111 1111 1111"}}"#
             )
@@ -233,7 +233,7 @@ import Testing
         try withTestServer(TestServer(yaml: yaml)) { server throws in
             let table = try BinTableReader(format: .csv).read(
                 Array("low,high,issuer,funding,country\n411111,411111,Six Digit Bank,debit,US\n".utf8))
-            try BinTableReviewTests.importTable(table, into: server)
+            try BinTableHardeningTests.importTable(table, into: server)
             let full = [("Authorization", "Bearer \(TestServer.fullToken)")]
             let created = try server.client().request(
                 "POST", "/aliases", json: #"{"data":[{"value":"4111 1111 1111 1111","format":"UUID"}]}"#, headers: full)
@@ -260,8 +260,9 @@ import Testing
     }
 }
 
-/// What the review of issue 48 found, each held by a test.
-@Suite(.tags(.racy, .sockets)) struct BinTableReviewTests {
+/// What a BIN table may not do: refuse on submission what the accept rule refuses, disclose more
+/// of a card than the digits an alias shows, or come back as an older table (issue 48's review).
+@Suite(.tags(.racy, .sockets)) struct BinTableHardeningTests {
     static let binsToken = "bins-review-token"
     static let binsRevealToken = "bins-reveal-review-token"
 

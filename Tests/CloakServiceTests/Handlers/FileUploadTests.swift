@@ -363,8 +363,9 @@ extension FileUploadTests {
     }
 }
 
-/// What the review of issue 47 found, each held by a test.
-@Suite(.tags(.sockets)) struct FileUploadReviewTests {
+/// Uploads against hostile callers and writers: chunks never served under another record, every
+/// anonymous file paid for, an empty input no file, an anonymous file's expiry answered (issue 47's review).
+@Suite(.tags(.sockets)) struct FileUploadHardeningTests {
     @Test func aRecordPointedAtAnotherUploadsChunksNeverServesThem() throws {
         try withTestServer(TestServer()) { server throws in
             let client = try server.client()

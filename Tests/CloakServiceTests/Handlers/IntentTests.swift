@@ -170,7 +170,7 @@ import Testing
             #expect(refused.errorCode == 1429 && Int(refused.header("Retry-After") ?? "") ?? 0 >= 1, "\(refused.text)")
             // Token holders still alias new cards of that bucket; other buckets are untouched.
             #expect(
-                try Self.tokenize(server, ReviewDefectTests.cards(1, from: 500)[0], token: TestServer.createOnlyToken)
+                try Self.tokenize(server, TestCards.cards(1, from: 500)[0], token: TestServer.createOnlyToken)
                     .status == 201)
             #expect(try Self.tokenize(server, "5555555555554444").status == 201)
             let metrics = try server.client().request("GET", "/metrics").text
@@ -255,7 +255,7 @@ import Testing
         let yaml = TestServer.configurationWithTokens.replacingOccurrences(
             of: "  bucket_values_per_hour: 30 ", with: "  bucket_values_per_hour: 5 ")
         try withTestServer(TestService(yaml: yaml)) { server throws in
-            let six = ReviewDefectTests.body(ReviewDefectTests.cards(6), format: "UUID")
+            let six = TestCards.body(TestCards.cards(6), format: "UUID")
             let r = try server.client().request(
                 "POST", "/aliases", json: six, headers: IntentTests.bearer(TestServer.createOnlyToken))
             #expect(r.status == 429 && r.errorCode == 1429, "\(r.text)")

@@ -101,12 +101,12 @@ import Testing
         }
     }
 
-    @Test func healthAndReadinessAnswer() throws {
-        try withTestServer(TestService()) { server throws in
-            let client = try server.client()
-            #expect(try client.request("GET", "/healthz").status == 200)
-            #expect(try client.request("GET", "/readyz").status == 200)
-            #expect(try client.request("HEAD", "/healthz").status == 200)
+    @Test(arguments: TestMode.allCases) func healthAndReadinessAnswer(mode: TestMode) throws {
+        try withTestService(mode) { server throws in
+            let client = try server.testClient()
+            #expect(try client.request("GET", "/healthz", body: nil, headers: []).status == 200)
+            #expect(try client.request("GET", "/readyz", body: nil, headers: []).status == 200)
+            #expect(try client.request("HEAD", "/healthz", body: nil, headers: []).status == 200)
         }
     }
 

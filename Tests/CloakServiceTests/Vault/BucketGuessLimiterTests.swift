@@ -68,7 +68,7 @@ import Testing
     }
 
     @Test func aWindowCountsDistinctValuesForAnHourPerToken() throws {
-        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
+        let cards = try Self.buckets(TestCards.cards(4)).map { $0.first! }
         let limiter = BucketGuessLimiter()
         let t0: UInt64 = 1_000 * Self.second
         #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: t0) == nil)
@@ -85,7 +85,7 @@ import Testing
     /// together, and its requests under way leave room for every value to miss; then no bucket
     /// can pass the limit however the misses fall.
     @Test func theUnnamedPathIsOpenOnlyWhileEveryValueCouldMiss() throws {
-        let cards = try Self.buckets(ReviewDefectTests.cards(3)).map { $0.first! }
+        let cards = try Self.buckets(TestCards.cards(3)).map { $0.first! }
         let limiter = BucketGuessLimiter()
         let t0: UInt64 = 1_000 * Self.second
         #expect(limiter.reserveUnnamed(token: "a", count: 2, limit: 3, now: t0))
@@ -115,7 +115,7 @@ import Testing
     /// is what memory holds; windows before). A token at its cap
     /// is refused, and the refusal names the cap; the account's other tokens are not.
     @Test func valuesCountPerAccountButTheBucketCapIsEachPresentingTokensOwn() throws {
-        let oneBucket = try Self.buckets(ReviewDefectTests.cards(3)).map { $0.first! }  // 411111 ... 1111
+        let oneBucket = try Self.buckets(TestCards.cards(3)).map { $0.first! }  // 411111 ... 1111
         let others = try Self.buckets(["5555555555554444", "6011111111111117", "4012888888881881", "5105105105105100"])
             .map { $0.first! }
         let limiter = BucketGuessLimiter(bucketCap: 2)
@@ -163,7 +163,7 @@ import Testing
     }
 
     @Test func aRequestPastTheLimitIsRefusedWholeAndRecordsNothing() throws {
-        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
+        let cards = try Self.buckets(TestCards.cards(4)).map { $0.first! }
         let limiter = BucketGuessLimiter()
         #expect(limiter.admit(token: "a", cards, limit: 3, now: 1) != nil)
         #expect(limiter.admit(token: "a", Array(cards.prefix(3)), limit: 3, now: 2) == nil)
@@ -171,7 +171,7 @@ import Testing
 
     @Test(arguments: [BucketGuessLimiter.Mode.report, .reserved])
     func reportingRecordsUpToTheLimitAndReportsWithoutRefusing(mode: BucketGuessLimiter.Mode) throws {
-        let cards = try Self.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
+        let cards = try Self.buckets(TestCards.cards(4)).map { $0.first! }
         let limiter = BucketGuessLimiter()
         let report = limiter.admit(token: "a", cards, limit: 3, now: 1, mode: mode)
         #expect(report?.format == .FPE_SIX_T_FOUR && report?.limit == .valuesPerBucket)

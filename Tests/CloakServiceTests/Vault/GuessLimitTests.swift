@@ -15,7 +15,7 @@ import Testing
     /// Limit 5 an hour; a create-only token whose entry raises it to 50 (a migration).
     static func server(extra: [(String, String)] = []) throws -> TestService {
         let hex = Digest.sha256(Array(migratorToken.utf8)).map { String(format: "%02x", $0) }.joined()
-        return try ReviewDefectTests.server(
+        return try CreatorLimitTests.server(
             [
                 ("  bucket_values_per_hour: 30 ", "  bucket_values_per_hour: 5 "),
                 (
@@ -31,20 +31,20 @@ import Testing
 
     @Test func aRevealHolderAndATokenWithItsOwnLimitAliasManyValuesOfOneBucket() throws {
         try withTestServer(Self.server()) { server throws in
-            let cards = ReviewDefectTests.cards(40)
+            let cards = TestCards.cards(40)
             // Was 429 (1429): a token that may reveal gains nothing from aliasing candidates.
             let full = try server.client().request(
-                "POST", "/aliases", json: ReviewDefectTests.body(cards),
-                headers: ReviewDefectTests.bearer(TestServer.fullToken))
+                "POST", "/aliases", json: TestCards.body(cards),
+                headers: TestCards.bearer(TestServer.fullToken))
             #expect(full.status == 201, "\(full.text)")
             let migrator = try server.client().request(
-                "POST", "/aliases", json: ReviewDefectTests.body(cards),
-                headers: ReviewDefectTests.bearer(Self.migratorToken))
+                "POST", "/aliases", json: TestCards.body(cards),
+                headers: TestCards.bearer(Self.migratorToken))
             #expect(migrator.status == 201, "\(migrator.text)")
             // A create-only token without an override is still held to 5.
             let creator = try server.client().request(
-                "POST", "/aliases", json: ReviewDefectTests.body(Array(cards.prefix(6))),
-                headers: ReviewDefectTests.bearer(TestServer.createOnlyToken))
+                "POST", "/aliases", json: TestCards.body(Array(cards.prefix(6))),
+                headers: TestCards.bearer(TestServer.createOnlyToken))
             #expect(creator.status == 429 && creator.errorCode == 1429, "\(creator.text)")
         }
     }
@@ -52,12 +52,12 @@ import Testing
     @Test func lookupMissesOfOneBucketAreHeldToTheLimitForRevealHoldersToo() throws {
         try withTestServer(Self.server()) { server throws in
             let client = try server.client()
-            let cards = ReviewDefectTests.cards(12)
-            let full = ReviewDefectTests.bearer(TestServer.fullToken)
+            let cards = TestCards.cards(12)
+            let full = TestCards.bearer(TestServer.fullToken)
             // One card of the bucket is stored; a lookup of it and four unknown ones passes (found
             // values are given back: four misses counted).
             #expect(
-                try client.request("POST", "/aliases", json: ReviewDefectTests.body([cards[0]]), headers: full).status
+                try client.request("POST", "/aliases", json: TestCards.body([cards[0]]), headers: full).status
                     == 201)
             let first = try client.request(
                 "POST", "/aliases/lookup", json: Self.lookupBody(Array(cards[0...4])), headers: full)
@@ -82,8 +82,8 @@ import Testing
                 .status == 200)
             // 20,000 candidates of one bucket (the attack): refused before the vault is asked.
             let attack = try client.request(
-                "POST", "/aliases/lookup", json: Self.lookupBody(Array(ReviewDefectTests.cards(100, from: 500))),
-                headers: ReviewDefectTests.bearer(Self.migratorToken))
+                "POST", "/aliases/lookup", json: Self.lookupBody(Array(TestCards.cards(100, from: 500))),
+                headers: TestCards.bearer(Self.migratorToken))
             #expect(attack.status == 403, "the migrator has no aliases:lookup: \(attack.text)")
         }
     }
@@ -95,7 +95,7 @@ import Testing
             ])
         ) { server in
             let client = try server.client()
-            let full = ReviewDefectTests.bearer(TestServer.fullToken)
+            let full = TestCards.bearer(TestServer.fullToken)
             // Eleven values cost eleven, more than the burst of ten: the request goes (a bucket may go
             // into debt once), and the next one waits, whatever its size.
             let values = (0..<11).map { "value-\($0)" }
@@ -104,7 +104,7 @@ import Testing
             let next = try client.request("POST", "/aliases/lookup", json: Self.lookupBody(["one"]), headers: full)
             #expect(next.status == 429 && next.errorCode == 1429, "\(next.text)")
             // The same for eleven aliases asked at once (another token: its own bucket).
-            let revealer = ReviewDefectTests.bearer(TestServer.revealOnlyToken)
+            let revealer = TestCards.bearer(TestServer.revealOnlyToken)
             let aliases = (0..<11).map { "tok_sandbox_\($0)" }.joined(separator: ",")
             #expect(try client.request("GET", "/aliases?q=\(aliases)", headers: revealer).status == 404)
             let after = try client.request("GET", "/aliases?q=tok_sandbox_x", headers: revealer)
@@ -115,8 +115,8 @@ import Testing
     @Test func revealManyCountsUnknownAliasesAsGuessesInTheirBucket() throws {
         try withTestServer(Self.server()) { server throws in
             // Guessed FPE aliases of one BIN and last four: misses count like lookups.
-            let guesses = ReviewDefectTests.cards(6, from: 300)
-            let full = ReviewDefectTests.bearer(TestServer.fullToken)
+            let guesses = TestCards.cards(6, from: 300)
+            let full = TestCards.bearer(TestServer.fullToken)
             let five = try server.client().request(
                 "GET", "/aliases?q=\(guesses.prefix(5).joined(separator: ","))", headers: full)
             #expect(five.status == 404, "\(five.text)")
@@ -129,14 +129,14 @@ import Testing
 /// The attacker review of issue 34's fixes: every way a token could test guesses against the
 /// vault is held to the same per-bucket limit.
 @Suite(.serialized, .tags(.sockets)) struct GuessPathTests {
-    static let full = ReviewDefectTests.bearer(TestServer.fullToken)
+    static let full = TestCards.bearer(TestServer.fullToken)
 
     /// Keep answers whether an alias is a live intent (and its canonical alias): a scan of
     /// candidate aliases through it is held like lookups, per value and per bucket.
     @Test func keepCountsUnknownAliasesAsGuessesInTheirBucket() throws {
         try withTestServer(GuessLimitTests.server()) { server throws in
-            let guesses = ReviewDefectTests.cards(6, from: 900)
-            let creator = ReviewDefectTests.bearer(TestServer.createOnlyToken)
+            let guesses = TestCards.cards(6, from: 900)
+            let creator = TestCards.bearer(TestServer.createOnlyToken)
             let body = { (aliases: ArraySlice<String>) in
                 #"{"data":["# + aliases.map { #"{"alias":"\#($0)"}"# }.joined(separator: ",") + "]}"
             }
@@ -160,7 +160,7 @@ import Testing
                 )
             ])
         ) { server in
-            let guesses = ReviewDefectTests.cards(6, from: 1_100)
+            let guesses = TestCards.cards(6, from: 1_100)
             for guess in guesses.prefix(5) {
                 let r = try server.client().request(
                     "POST", "/proxy/charge", json: #"{"card":"\#(guess)"}"#, headers: Self.full)
@@ -174,7 +174,7 @@ import Testing
 
     @Test func singleRevealsOfGuessedAliasesAreCounted() throws {
         try withTestServer(GuessLimitTests.server()) { server throws in
-            let guesses = ReviewDefectTests.cards(6, from: 700)
+            let guesses = TestCards.cards(6, from: 700)
             for guess in guesses.prefix(5) {
                 #expect(try server.client().request("GET", "/aliases/\(guess)", headers: Self.full).status == 404)
             }
@@ -192,12 +192,12 @@ import Testing
         try withTestServer(GuessLimitTests.server()) { server throws in
             let client = try server.client()
             let stored = try client.request(
-                "POST", "/aliases", json: ReviewDefectTests.body(["4111111111111111"]), headers: Self.full)
-            let live = try #require(ReviewDefectTests.aliases(stored).first, "\(stored.text)")
+                "POST", "/aliases", json: TestCards.body(["4111111111111111"]), headers: Self.full)
+            let live = try #require(TestCards.aliases(stored).first, "\(stored.text)")
             #expect(
                 live.hasPrefix("411111") && live.hasSuffix("1111"), "the FPE alias keeps BIN and last four: \(live)")
             // Candidate aliases of the live alias's bucket (BIN 411111, last four 1111, 16 digits).
-            let guesses = ReviewDefectTests.cards(6, from: 2_000).filter { $0 != live }.prefix(5)
+            let guesses = TestCards.cards(6, from: 2_000).filter { $0 != live }.prefix(5)
             func change(_ alias: String) throws -> RawHTTPClient.Response {
                 if method == "PUT" {
                     return try client.request(
@@ -211,7 +211,7 @@ import Testing
             #expect(Int(found.header("Retry-After") ?? "") ?? 0 >= 1)
             // Nothing changed: another token still reveals the record as it was.
             let record = try client.request(
-                "GET", "/aliases/\(live)", headers: ReviewDefectTests.bearer(TestServer.revealOnlyToken))
+                "GET", "/aliases/\(live)", headers: TestCards.bearer(TestServer.revealOnlyToken))
             #expect(record.status == 200 && !record.text.contains("guessed"), "\(record.text)")
         }
     }
@@ -221,14 +221,14 @@ import Testing
         try withTestServer(GuessLimitTests.server()) { server throws in
             let client = try server.client()
             let stored = try client.request(
-                "POST", "/aliases", json: ReviewDefectTests.body(["4111111111111111"]), headers: Self.full)
-            let live = try #require(ReviewDefectTests.aliases(stored).first, "\(stored.text)")
+                "POST", "/aliases", json: TestCards.body(["4111111111111111"]), headers: Self.full)
+            let live = try #require(TestCards.aliases(stored).first, "\(stored.text)")
             let body = #"{"data":{"classifiers":["kept"]}}"#
             for _ in 0..<3 {
                 #expect(try client.request("PUT", "/aliases/\(live)", json: body, headers: Self.full).status == 204)
             }
             // Five misses still fit the bucket's five.
-            for guess in ReviewDefectTests.cards(6, from: 2_100).filter({ $0 != live }).prefix(5) {
+            for guess in TestCards.cards(6, from: 2_100).filter({ $0 != live }).prefix(5) {
                 #expect(try client.request("PUT", "/aliases/\(guess)", json: body, headers: Self.full).status == 404)
             }
         }
@@ -238,11 +238,11 @@ import Testing
         try withTestServer(GuessLimitTests.server()) { server throws in
             // FPE aliases made with luhnValid false: 411111 ...... 1111, the checksum wrong.
             let guesses = (0..<6).map { i -> String in
-                let card = ReviewDefectTests.cards(1, from: 800 + i)[0]
+                let card = TestCards.cards(1, from: 800 + i)[0]
                 let last = Int(String(card.dropFirst(11).prefix(1)))!
                 return String(card.prefix(11)) + String((last + 1) % 10) + "1111"
             }
-            #expect(guesses.allSatisfy { !ReviewDefectTests.luhn($0) })
+            #expect(guesses.allSatisfy { !TestCards.luhn($0) })
             let five = try server.client().request(
                 "GET", "/aliases?q=\(guesses.prefix(5).joined(separator: ","))", headers: Self.full)
             #expect(five.status == 404)
@@ -253,7 +253,7 @@ import Testing
 
     @Test func sessionRevealsCountAsTheMintingTokensGuesses() throws {
         try withTestServer(GuessLimitTests.server()) { server throws in
-            let guesses = ReviewDefectTests.cards(6, from: 900)
+            let guesses = TestCards.cards(6, from: 900)
             let list = guesses.map { "\"\($0)\"" }.joined(separator: ",")
             let minted = try server.client().request(
                 "POST", "/elements/sessions", json: #"{"aliases":[\#(list)]}"#, headers: Self.full)
@@ -273,26 +273,26 @@ import Testing
     /// whether a value was stored before (a create answered with the stored record is a lookup).
     @Test func anExemptCreatePastTheLimitAnswersWithoutTheStoredRecord() throws {
         try withTestServer(GuessLimitTests.server()) { server throws in
-            let cards = ReviewDefectTests.cards(7, from: 1000)
+            let cards = TestCards.cards(7, from: 1000)
             for card in [cards[5], cards[6]] {
                 let stored =
                     #"{"data":[{"value":"\#(card)","format":"FPE_SIX_T_FOUR","classifiers":["stored-before"]}]}"#
                 #expect(
                     try server.client().request(
-                        "POST", "/aliases", json: stored, headers: ReviewDefectTests.bearer(TestServer.createOnlyToken)
+                        "POST", "/aliases", json: stored, headers: TestCards.bearer(TestServer.createOnlyToken)
                     ).status == 201)
             }
             // Within the limit, the stored record's facts come back (a reveal holder may know them).
             let known = try server.client().request(
-                "POST", "/aliases", json: ReviewDefectTests.body([cards[5]]), headers: Self.full)
+                "POST", "/aliases", json: TestCards.body([cards[5]]), headers: Self.full)
             #expect(known.status == 201 && known.text.contains("stored-before"), "\(known.text)")
             // Four more values fill the bucket's five; the sixth is still created, but answered as
             // for a token without aliases:reveal.
             let many = try server.client().request(
-                "POST", "/aliases", json: ReviewDefectTests.body(Array(cards[0...3])), headers: Self.full)
+                "POST", "/aliases", json: TestCards.body(Array(cards[0...3])), headers: Self.full)
             #expect(many.status == 201, "\(many.text)")
             let past = try server.client().request(
-                "POST", "/aliases", json: ReviewDefectTests.body([cards[6]]), headers: Self.full)
+                "POST", "/aliases", json: TestCards.body([cards[6]]), headers: Self.full)
             #expect(past.status == 201 && !past.text.contains("stored-before"), "\(past.text)")
         }
     }
@@ -321,11 +321,11 @@ import Testing
         try withTestServer(Self.server()) { server throws in
             let child = try Self.mint(server, #"{"id":"c","scopes":["aliases:create"]}"#, as: Self.strictSecret)
             #expect(child.status == 201, "\(child.text)")
-            let cards = ReviewDefectTests.cards(3, from: 1_500)
+            let cards = TestCards.cards(3, from: 1_500)
             let statuses = try cards.map { card in
                 try server.client().request(
                     "POST", "/aliases", json: #"{"data":[{"value":"\#(card)","format":"FPE_SIX_T_FOUR"}]}"#,
-                    headers: ReviewDefectTests.bearer(Self.secret(child))
+                    headers: TestCards.bearer(Self.secret(child))
                 ).status
             }
             #expect(statuses == [201, 201, 429], "\(statuses)")
@@ -335,7 +335,7 @@ import Testing
     static func mint(_ server: TestService, _ body: String, as secret: String = minterSecret) throws
         -> RawHTTPClient.Response
     {
-        try server.client().request("POST", "/admin/tokens", json: body, headers: ReviewDefectTests.bearer(secret))
+        try server.client().request("POST", "/admin/tokens", json: body, headers: TestCards.bearer(secret))
     }
 
     static func secret(_ r: RawHTTPClient.Response) -> String { (r.json?["token"] as? String) ?? "" }
@@ -345,11 +345,11 @@ import Testing
             let first = try Self.mint(server, #"{"id":"m1","scopes":["aliases:create"]}"#)
             let second = try Self.mint(server, #"{"id":"m2","scopes":["aliases:create"]}"#)
             #expect(first.status == 201 && second.status == 201, "\(first.text) \(second.text)")
-            let cards = ReviewDefectTests.cards(6, from: 1_300)
+            let cards = TestCards.cards(6, from: 1_300)
             func create(_ card: String, _ secret: String) throws -> Int {
                 try server.client().request(
                     "POST", "/aliases", json: #"{"data":[{"value":"\#(card)","format":"FPE_SIX_T_FOUR"}]}"#,
-                    headers: ReviewDefectTests.bearer(secret)
+                    headers: TestCards.bearer(secret)
                 ).status
             }
             for card in cards.prefix(3) { #expect(try create(card, Self.secret(first)) == 201) }
@@ -379,7 +379,7 @@ import Testing
             func create(_ card: String, _ secret: String) throws -> RawHTTPClient.Response {
                 try server.client().request(
                     "POST", "/aliases", json: #"{"data":[{"value":"\#(card)","format":"FPE_SIX_T_FOUR"}]}"#,
-                    headers: ReviewDefectTests.bearer(secret))
+                    headers: TestCards.bearer(secret))
             }
             let refused = try create("4111111111111111", Self.secret(child))
             #expect(refused.status == 429 && refused.errorCode == 1429, "\(refused.text)")

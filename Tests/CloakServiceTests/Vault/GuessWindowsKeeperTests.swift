@@ -13,7 +13,7 @@ struct GuessWindowsKeeperTests {
     /// A snapshot replayed into a new limiter gives the same windows: the counts, the values held,
     /// one given back (a lookup's hit) not held, the presenters' caps, and the hour kept.
     @Test func aSnapshotReplaysTheSameWindows() throws {
-        let cards = try BucketGuessLimiterTests.buckets(ReviewDefectTests.cards(4)).map { $0.first! }
+        let cards = try BucketGuessLimiterTests.buckets(TestCards.cards(4)).map { $0.first! }
         let t0: UInt64 = 5_000 * BucketGuessLimiterTests.second
         let before = BucketGuessLimiter(bucketCap: 3)
         #expect(before.admit(token: "a", presenter: "a-child", Array(cards.prefix(2)), limit: 3, now: t0) == nil)
@@ -63,7 +63,7 @@ struct GuessWindowsKeeperTests {
                 headers: [("Authorization", "Bearer \(CloakNode.token)")]
             ).status
         }
-        let cards = ReviewDefectTests.cards(6)
+        let cards = TestCards.cards(6)
         var first = try node()
         for card in cards.prefix(3) { #expect(try create(first, card) == 201) }
         #expect(try create(first, cards[3]) == 429)
