@@ -1,11 +1,12 @@
 import Testing
 
 /// What a test needs or is for (issue 75), as Swift Testing tags. A suite says it once,
-/// `@Suite(.tags(.racy))`; `scripts/tagged TAG` turns a tag into the `--filter` that runs its
-/// suites, so no script keeps a list of names.
+/// `@Suite(.tags(.racy))` (or on the one `@Test` that alone needs it); `scripts/tagged TAG` turns a
+/// tag into the `--filter` that runs its suites and tests, so no script keeps a list of names.
 extension Tag {
-    /// Meant to run again with both cores busy (`.ci/run`'s stress pass, beside `stress-ng --cpu
-    /// 2`): races, deadlines and pooled connections, where timing hides a defect.
+    /// Meant to run with both cores busy (`.ci/run`'s stress pass: stress-ng and the fuzzers as
+    /// the load; README "Tests"): races, deadlines and pooled connections, where timing hides a
+    /// defect.
     @Tag package static var racy: Self
     /// Needs the PostgreSQL cluster `scripts/test` starts (`CLOAK_TEST_POSTGRES_URL`); skipped
     /// with its reason without it.

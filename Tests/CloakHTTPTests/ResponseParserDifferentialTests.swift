@@ -11,7 +11,8 @@ import Testing
 @Suite(
     .enabled(
         if: ProcessInfo.processInfo.environment["CLOAK_TEST_PYTHON"] != nil,
-        "needs CLOAK_TEST_PYTHON (scripts/test sets it from scripts/test-python)"))
+        "needs CLOAK_TEST_PYTHON (scripts/test sets it from scripts/test-python)"),
+    .tags(.python))
 struct ResponseParserDifferentialTests {
     struct Reading: Equatable, CustomStringConvertible {
         var status: Int

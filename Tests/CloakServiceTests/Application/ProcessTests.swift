@@ -5,8 +5,8 @@ import Foundation
 import Testing
 
 /// The `cloak` executable as operators run it.
-@Suite(.tags(.sockets)) struct ProcessTests {
-    /// The executable under test: `CLOAK_TEST_BINARY` when set (CI's AddressSanitizer build), else
+@Suite(.tags(.sockets, .processes)) struct ProcessTests {
+    /// The executable under test: `CLOAK_TEST_BINARY` when set (an AddressSanitizer build), else
     /// the debug or release build.
     static var binary: URL {
         get throws {

@@ -9,9 +9,9 @@ import Testing
 /// and reset with SO_LINGER 0, answers abandoned half read, absolute-form closes, idle timeouts,
 /// cut handshakes) once freed a filter bufferevent that libevent's timer heap still held: the
 /// process died with SIGSEGV or its egress loops spun at 100 % CPU. The storm is
-/// `scripts/tunnel-storm`, run against the `cloak` executable (CI runs this suite once more on an
-/// AddressSanitizer build, `CLOAK_TEST_BINARY`).
-@Suite(.serialized, .tags(.racy, .sockets)) struct TunnelStormTests {
+/// `scripts/tunnel-storm`, run against the `cloak` executable (`CLOAK_TEST_BINARY` names another,
+/// such as the AddressSanitizer build of README "Tests").
+@Suite(.serialized, .tags(.racy, .sockets, .processes)) struct TunnelStormTests {
     static let token = "storm-egress-token"
 
     @Test func hostileTunnelTrafficNeitherCrashesNorSpinsTheEgressLoops() throws {

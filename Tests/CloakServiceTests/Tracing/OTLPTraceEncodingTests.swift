@@ -12,7 +12,8 @@ import Tracing
 @Suite(
     .enabled(
         if: ProcessInfo.processInfo.environment["CLOAK_TEST_PYTHON"] != nil,
-        "needs CLOAK_TEST_PYTHON (scripts/test sets it from scripts/test-python)"))
+        "needs CLOAK_TEST_PYTHON (scripts/test sets it from scripts/test-python)"),
+    .tags(.python))
 struct OTLPTraceEncodingTests {
     static let script = #"""
         import base64, json, sys
