@@ -23,14 +23,15 @@ package protocol TestHost: TestStoppable {
 }
 
 extension TestServer: TestHost {
-    package func testClient(timeout: TimeInterval = 10) throws -> any HTTPTestClient { try client(timeout: timeout) }
+    package func testClient(timeout: TimeInterval) throws -> any HTTPTestClient { try client(timeout: timeout) }
 }
 
 extension TestService: TestHost {
-    package func testClient(timeout: TimeInterval = 10) throws -> any HTTPTestClient { try client(timeout: timeout) }
+    package func testClient(timeout: TimeInterval) throws -> any HTTPTestClient { try client(timeout: timeout) }
 }
 
 extension TestHost {
+    /// A client with the test clients' 10 s timeout.
     package func testClient() throws -> any HTTPTestClient { try testClient(timeout: 10) }
 }
 
