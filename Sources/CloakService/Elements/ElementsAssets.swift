@@ -1,10 +1,10 @@
 import CloakCrypto
 import Foundation
 
-/// The files of Cloak Elements, compiled into the binary (`Elements/Assets`, SwiftPM
-/// `embedInCode`): the page's loader, the frames' documents, scripts and style. Nothing is read
-/// from disk at run time, so what a binary serves, and the loader's integrity value, change only
-/// with the binary.
+/// The files of Cloak Elements, compiled into the binary (`Elements/Assets`, through
+/// `EmbeddedAssets`): the page's loader, the frames' documents, scripts and style. Nothing is
+/// read from disk at run time, so what a binary serves, and the loader's integrity value, change
+/// only with the binary.
 package enum ElementsAssets {
     struct Asset: Sendable {
         enum Kind: Sendable { case script, style, document, image }
@@ -29,20 +29,7 @@ package enum ElementsAssets {
     }
 
     /// By the name they are served under: `/elements/v1/<name>`.
-    static let byName: [String: Asset] = [
-        "cloak.js": Asset(.script, PackageResources.cloak_js),
-        "frame-common.js": Asset(.script, PackageResources.frame_common_js),
-        "rules.js": Asset(.script, PackageResources.rules_js),
-        "field.js": Asset(.script, PackageResources.field_js),
-        "file.js": Asset(.script, PackageResources.file_js),
-        "controller.js": Asset(.script, PackageResources.controller_js),
-        "reveal.js": Asset(.script, PackageResources.reveal_js),
-        "frame.css": Asset(.style, PackageResources.frame_css),
-        "field.html": Asset(.document, PackageResources.field_html),
-        "file.html": Asset(.document, PackageResources.file_html),
-        "controller.html": Asset(.document, PackageResources.controller_html),
-        "reveal.html": Asset(.document, PackageResources.reveal_html),
-    ]
+    static let byName: [String: Asset] = EmbeddedAssets.elements()
 
     /// A strong validator for `bytes`: the first 128 bits of their SHA-256, quoted.
     static func etag(for bytes: [UInt8]) -> String {
@@ -50,7 +37,7 @@ package enum ElementsAssets {
     }
 
     /// The loader's bytes, as `GET /elements/v1/cloak.js` serves them.
-    package static var loader: [UInt8] { PackageResources.cloak_js }
+    package static var loader: [UInt8] { byName["cloak.js"]?.bytes ?? [] }
 
     /// The loader's Subresource Integrity value, for `<script integrity="…">`
     /// (`cloak elements integrity`).
