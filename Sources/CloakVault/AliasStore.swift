@@ -11,6 +11,10 @@ package protocol AliasStore: FileStore, JobStore {
     /// keep what it read in memory (``DedupeCache``), since no one else can delete behind it.
     /// False for a server other nodes share.
     var isSoleWriter: Bool { get }
+    /// The database file beside which serving vaults append their reads' audit events before
+    /// they are copied in (``AuditSegment``: an embedded store's); nil: reads' events are
+    /// written into the store itself.
+    var auditSegmentBase: String? { get }
 
     func begin() throws(StoreError)
     /// Opens a transaction that only reads (ended by ``commit()``): it takes no write lock, and
@@ -163,6 +167,8 @@ package protocol AliasStore: FileStore, JobStore {
 
 extension AliasStore {
     package var counters: StoreCounters { StoreCounters() }
+
+    package var auditSegmentBase: String? { nil }
 
     /// Whether a statement that fails leaves the transaction unusable until a rollback (a
     /// database server: PostgreSQL). There, every job runs in a savepoint, even one that writes

@@ -321,5 +321,23 @@ package struct StoreMigration {
                 blocks = try source.auditChain(chain, after: end, limit: page)
             }
         }
+        // Reads' blocks nodes left in the source's segments (they stopped before copying them in:
+        // AuditSegment), those the destination does not hold yet.
+        var pending: [AuditBlock] = []
+        for path in source.auditSegmentBase.map(AuditSegment.paths(beside:)) ?? [] {
+            pending += try AuditSegment.read(path: path).blocks
+        }
+        guard !pending.isEmpty else { return }
+        try destination.begin()
+        do throws(StoreError) {
+            try destination.appendAuditBlocksNotStored(pending)
+            try destination.commit()
+        } catch {
+            destination.rollback()
+            throw error
+        }
+        report.tallies[.auditEvents, default: Tally()].copied += pending.reduce(0) {
+            $0 + Int(($1.summary?.last ?? $1.first) - $1.first + 1)
+        }
     }
 }

@@ -15,8 +15,15 @@ extension Vault {
     package func auditEvents(
         _ query: AuditQuery, completion: @escaping @Sendable (Result<AuditPage, VaultError>) -> Void
     ) {
-        (auditReader ?? executor).submit(
-            reads: true, { store in try store.auditEvents(query) }, completion: { completion(Self.map($0)) })
+        let reader = auditReader ?? executor
+        let search: @Sendable () -> Void = {
+            reader.submit(
+                reads: true, { store in try store.auditEvents(query) }, completion: { completion(Self.map($0)) })
+        }
+        guard hasAuditSegment else { return search() }
+        // Reads' newest events are in the segment (AuditSegment): into the store first, for the
+        // search's connection to find. Should that fail, they are still durable and searched later.
+        executors[0].drainAudit { _ in search() }
     }
 
     /// Runs a long read (an audit search, a count over every record) on the reader connection
@@ -34,13 +41,34 @@ extension Vault {
         _ store: any AliasStore, keys: KeyRing, heads: [AuditVerifier.Head] = []
     ) throws -> (events: Int, chains: Int) {
         var verifier = AuditVerifier(key: keys.derivedMAC(purpose: AuditChain.keyPurpose), heads: heads)
-        let chains = try store.auditChains()
+        // Serving nodes' reads not copied into the store yet (AuditSegment), in their places.
+        var inSegments: [AuditBlock] = []
+        for path in store.auditSegmentBase.map(AuditSegment.paths(beside:)) ?? [] {
+            inSegments += try AuditSegment.read(path: path).blocks
+        }
+        var pending = Dictionary(grouping: inSegments, by: \.chain).mapValues {
+            $0.sorted { $0.first < $1.first }[...]
+        }
+        let chains = Set(try store.auditChains()).union(pending.keys).sorted()
+        func addPending(_ chain: String, before first: Int64?) throws {
+            while let next = pending[chain]?.first, first.map({ next.first <= $0 }) ?? true {
+                pending[chain]?.removeFirst()
+                // Copied already: the store's row is the one read.
+                if next.first == first { continue }
+                guard let summary = next.summary else {
+                    throw AuditVerifier.Break(
+                        chain: chain, seq: next.first, reason: "a block in the audit segment does not decode (altered)")
+                }
+                try verifier.add(StoredAuditBlock(id: 0, lastAt: summary.lastAt, lastSeq: summary.last, block: next))
+            }
+        }
         for chain in chains {
             // Every row of the chain, by the place it is stored at (not by what it says it ends at).
             var after = Int64.min
             while true {
                 let page = try store.auditChain(chain, after: after, limit: 1000)
                 for block in page {
+                    try addPending(chain, before: block.block.first)
                     try verifier.add(block)
                     let keys = AuditBlockBody.aliasReferenceKeys(block.block.body) ?? []
                     guard try store.auditAliasIndexHolds(block, keys: keys) else {
@@ -52,6 +80,7 @@ extension Vault {
                 guard let last = page.last?.block.first, page.count == 1000 else { break }
                 after = last
             }
+            try addPending(chain, before: nil)
         }
         // The logged heads first: a chain cut off at its end is named by its own head, never
         // by what its deletion did to the store's index (review V, item 6).

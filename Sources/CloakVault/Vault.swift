@@ -27,7 +27,7 @@ package final class Vault: Sendable {
     /// One executor per store connection: SQLite has one (one writer); a PostgreSQL vault has
     /// several, each a thread with its own connection, racing one another exactly as separate
     /// nodes do (unique constraints decide).
-    private let executors: [VaultExecutor]
+    let executors: [VaultExecutor]
 
     /// When a store connection last said the disk is full (`DispatchTime` uptime nanoseconds;
     /// 0: never): what the service keeps its disk reserve by where it cannot see the disk.
@@ -38,6 +38,8 @@ package final class Vault: Sendable {
     /// month of events never holds up the threads that reveal and store. Nil: the searches
     /// share the executors (tests, commands).
     let auditReader: VaultExecutor?
+    /// Reads' audit events go to a segment beside the store first (``AuditSegment``).
+    let hasAuditSegment: Bool
     private let nextExecutor = Atomic<Int>(0)
     /// Set when the vault is its store's one writer (one connection) and the settings ask for it.
     let cache: DedupeCache?
@@ -90,6 +92,22 @@ package final class Vault: Sendable {
         self.clock = clock
         self.generator = try AliasGenerator(environment: settings.environment, ff1Key: keys.current.ff1Key)
         try Self.adopt(stores[0], keys: keys)
+        // An embedded store's reads keep their events in a segment beside it (AuditSegment):
+        // what stopped nodes left there goes into the store first, so the heads told below are
+        // the newest.
+        let segment: AuditSegment?
+        do {
+            segment = try settings.audit.flatMap { audit throws(StoreError) in
+                try stores[0].auditSegmentBase.map { base throws(StoreError) in
+                    try AuditSegment.recoverAbandoned(beside: base, into: stores[0], log: audit.log)
+                    return try AuditSegment(
+                        path: AuditSegment.path(beside: base, chain: audit.chainID(0)), calls: audit.segmentCalls)
+                }
+            }
+        } catch {
+            throw VaultOpenError(description: error.description)
+        }
+        self.hasAuditSegment = segment != nil
         // The heads this node's earlier chains left, logged before its new chains begin.
         settings.audit?.reportFoundHeads(in: stores[0], key: keys.derivedMAC(purpose: AuditChain.keyPurpose))
         // Only a vault that is its store's one writer may remember (see DedupeCache).
@@ -109,10 +127,21 @@ package final class Vault: Sendable {
                     AuditTrail(
                         chain: AuditChain(
                             id: audit.chainID(index), key: keys.derivedMAC(purpose: AuditChain.keyPurpose)),
-                        settings: audit, sweeps: index == 0)
+                        settings: audit, sweeps: index == 0,
+                        // Reads' events: the segment beside an embedded file; a statement of
+                        // their own on a server; in memory (tests), the batch's transaction.
+                        readEvents: Self.readEvents(index == 0 ? segment : nil, store))
                 },
                 maintenance: index == 0 ? { Self.sweep($0, now: clock()) } : { _ in })
         }
+    }
+
+    /// Where a vault thread keeps its reads' audit events (``AuditTrail/ReadEvents``): the
+    /// segment beside an embedded file; a statement of their own on a database server; in the
+    /// batch's transaction for an embedded store in memory (tests).
+    private static func readEvents(_ segment: AuditSegment?, _ store: any AliasStore) -> AuditTrail.ReadEvents {
+        if let segment { return .segment(segment) }
+        return store.isSoleWriter ? .transaction : .statement
     }
 
     /// What the first executor runs every ``sweepSeconds``: expired records (VOLATILE values,
@@ -304,6 +333,9 @@ package final class Vault: Sendable {
 
     /// Answers when the store does.
     package func ping(completion: @escaping @Sendable (Result<Void, VaultError>) -> Void) {
+        if executors.contains(where: { $0.auditFailed.load(ordering: .relaxed) }) {
+            return completion(.failure(.unavailable(AuditSegment.Failure.failedBefore.description)))
+        }
         executor.submit(reads: true, { store in try store.ping() }, completion: { completion(Self.map($0)) })
     }
 

@@ -65,7 +65,7 @@ package enum VaultBootstrap {
     package static func auditSettings(
         _ configuration: ServiceConfiguration, node: String, logger: Logger?
     ) -> AuditSettings {
-        AuditSettings(node: node, retentionDays: configuration.auditRetentionDays) { head in
+        var settings = AuditSettings(node: node, retentionDays: configuration.auditRetentionDays) { head in
             logger?.info(
                 "audit head",
                 metadata: [
@@ -73,6 +73,9 @@ package enum VaultBootstrap {
                     "mac": .string(head.mac.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()),
                 ])
         }
+        // What the start found in the reads' segment: blocks a stop left, a torn record cut.
+        settings.log = { message in logger?.warning("\(message)") }
+        return settings
     }
 
     /// Opens the vault, and what refreshes its ring from the store (start it with the service).

@@ -10,6 +10,10 @@ package struct AuditSettings: Sendable {
     package var retentionDays: Int
     /// Told each chain's head each second it moved, and at stop (on the vault thread).
     package var reportHead: @Sendable (AuditVerifier.Head) -> Void
+    /// Told what the start found in a read segment (``AuditSegment``): blocks copied, bytes cut.
+    package var log: @Sendable (String) -> Void = { _ in }
+    /// The segment's system calls (tests fail and order them).
+    var segmentCalls = AuditSegment.FileCalls()
 
     package init(node: String, retentionDays: Int, reportHead: @escaping @Sendable (AuditVerifier.Head) -> Void) {
         self.node = node
@@ -53,6 +57,28 @@ enum AuditChainNames {
 /// stop, and (the first thread only) the retention sweep. Touched on that thread only.
 final class AuditTrail {
     var chain: AuditChain
+    /// Where the events of a batch that only reads go (issue 74): a read must not pay for a
+    /// writing transaction of its own.
+    enum ReadEvents {
+        /// In a writing transaction of the batch, as a change's events (an in-memory store).
+        case transaction
+        /// Appended to a file beside an embedded store and flushed (``AuditSegment``).
+        case segment(AuditSegment)
+        /// One statement of their own after the batch's reads, committed by itself (a database
+        /// server: every event lives in the database, durable under its `synchronous_commit`).
+        case statement
+    }
+
+    let readEvents: ReadEvents
+    var segment: AuditSegment? {
+        if case let .segment(segment) = readEvents { return segment }
+        return nil
+    }
+    /// Whether a batch of reads keeps its events apart from a writing transaction.
+    var keepsReadsApart: Bool {
+        if case .transaction = readEvents { return false }
+        return true
+    }
     /// Where the chain stood before a write whose commit failed: a connection can break after
     /// the server committed (a failover), so what the store holds is read before the next
     /// write (``settle(_:)``), else that write would reuse a place and fail for good.
@@ -62,10 +88,64 @@ final class AuditTrail {
     private var reported: Int64 = 0
     private var lastUpkeep: UInt64 = 0
 
-    init(chain: AuditChain, settings: AuditSettings, sweeps: Bool) {
+    init(chain: AuditChain, settings: AuditSettings, sweeps: Bool, readEvents: ReadEvents = .transaction) {
         self.chain = chain
         self.settings = settings
         self.sweeps = sweeps
+        self.readEvents = readEvents
+    }
+
+    /// Whether audited answers stop: the segment failed to flush (``AuditSegment/failed``).
+    var hasFailed: Bool { segment?.failed ?? false }
+
+    /// Seals a reading batch's `drafts` (its transaction over) and keeps them apart from any
+    /// writing transaction (``readEvents``): durable when this returns. A failed append leaves
+    /// the chain where it was (nothing of it was kept, or the segment has failed for good); a
+    /// failed statement leaves it `unsure` (committed or not, the store says which).
+    func appendReads(_ drafts: [AuditEvent.Draft], store: any AliasStore) throws {
+        try settle(store)
+        let mark = chain.mark
+        let blocks = chain.seal(drafts)
+        switch readEvents {
+        case .transaction:
+            preconditionFailure("a batch whose reads' events ride its transaction is a writing one")
+        case let .segment(segment):
+            do {
+                try segment.append(blocks, now: DispatchTime.now().uptimeNanoseconds)
+            } catch {
+                chain.restore(mark)
+                throw StoreError.unavailable(error.description)
+            }
+        case .statement:
+            do {
+                try store.appendAuditBlocks(blocks)
+            } catch {
+                unsure = mark
+                throw error
+            }
+            wrote(blocks.count)
+        }
+    }
+
+    /// Between batches and when idle: the segment's blocks into the store once a round's worth
+    /// waits or the oldest is a second old (at once with `force`: before a search, at stop), in
+    /// a transaction of their own; the file then starts over. A failed copy is tried again at
+    /// the next call (the blocks stay in the file, durable).
+    func drainIfDue(_ store: any AliasStore, force: Bool = false) {
+        guard let segment, !segment.pending.isEmpty else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard force || segment.pending.count >= Self.indexRound || now - segment.pendingSince >= 1_000_000_000
+        else { return }
+        do {
+            try store.begin()
+            try store.appendAuditBlocksNotStored(segment.pending)
+            try store.commit()
+        } catch {
+            store.rollback()
+            return
+        }
+        wrote(segment.pending.count)
+        segment.drained()
     }
 
     /// Events older than this (milliseconds since the epoch) are swept.

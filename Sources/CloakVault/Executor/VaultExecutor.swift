@@ -36,6 +36,8 @@ final class VaultExecutor: @unchecked Sendable {
         /// Writes nothing but its audit notes (an audited reveal): it runs in a writing
         /// transaction, for its events, without a savepoint of its own (``submit(notingReads:completion:)``).
         var notesOnly = false
+        /// Copies the audit segment's blocks into the store before the batch runs (a search).
+        var drainsAudit = false
         /// New records the job writes first, batched with other jobs': see
         /// ``VaultExecutor/submit(newRecords:durable:finish:_:completion:)``.
         var newRecords: NewRecords?
@@ -100,6 +102,9 @@ final class VaultExecutor: @unchecked Sendable {
     /// PostgreSQL's 53100), `DispatchTime` uptime nanoseconds; 0: never. Read by the service to
     /// keep its disk reserve where it cannot see the store's disk (review V, item 4).
     let reportedFull = Atomic<UInt64>(0)
+    /// Set when the audit segment failed to flush (``AuditSegment``): audited answers stop, and
+    /// the node says it is not ready, until it restarts.
+    let auditFailed = Atomic<Bool>(false)
 
     /// - Parameters:
     ///   - maintenance: run in its own transaction when idle, at most every `maintenanceInterval`.
@@ -188,7 +193,7 @@ final class VaultExecutor: @unchecked Sendable {
     /// that completion) when it has some.
     private func enqueue<T: Sendable>(
         _ body: @escaping (any AliasStore) throws -> T, reads: Bool = false, notesOnly: Bool = false,
-        completion: @escaping @Sendable (Result<T, any Error>) -> Void,
+        drainsAudit: Bool = false, completion: @escaping @Sendable (Result<T, any Error>) -> Void,
         newRecords: ((@escaping @Sendable (Result<T, any Error>) -> Void) -> NewRecords)? = nil
     ) {
         let deadline = deadlines.map { DispatchTime.now().uptimeNanoseconds + $0.timeoutNanoseconds }
@@ -207,7 +212,7 @@ final class VaultExecutor: @unchecked Sendable {
                 return { completion(.success(value)) }
             },
             fail: { error in completion(.failure(error)) }, reads: reads, notesOnly: notesOnly,
-            newRecords: newRecords?(completion), deadline: deadline)
+            drainsAudit: drainsAudit, newRecords: newRecords?(completion), deadline: deadline)
         let (accepted, wasIdle) = queue.withLock { state -> (Bool, Bool) in
             guard !state.stopping else { return (false, false) }
             state.jobs.append(job)
@@ -232,6 +237,13 @@ final class VaultExecutor: @unchecked Sendable {
                     for draft in drafts { notes.add(draft) }
                 }, notesOnly: true, completion: completion)
         }
+    }
+
+    /// Copies the blocks of the audit segment into the store (``AuditSegment``): `completion`
+    /// once every event answered before this call is in the store, for a search on another
+    /// connection to find.
+    func drainAudit(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        enqueue({ _ in }, reads: true, drainsAudit: true, completion: completion)
     }
 
     /// Queues a writing `body` whose audit events, `drafts`, were made by the caller for the
@@ -283,11 +295,14 @@ final class VaultExecutor: @unchecked Sendable {
             }
             if !jobs.isEmpty {
                 runTraced(jobs, store: store, runBatch)
-                trail?.indexIfDue(store)
             }
+            trail?.drainIfDue(store, force: stopping && jobs.isEmpty)
+            if trail?.hasFailed == true { auditFailed.store(true, ordering: .relaxed) }
+            if !jobs.isEmpty { trail?.indexIfDue(store) }
             trail?.reportHeadIfDue()
             if stopping && jobs.isEmpty {
                 trail?.reportHead()
+                trail?.segment?.release()
                 stopped.signal()
                 return
             }
@@ -388,9 +403,13 @@ final class VaultExecutor: @unchecked Sendable {
 
     private func runBatch(_ queued: [Job]) {
         var jobs = droppingOverdue(queued)
+        if jobs.contains(where: \.drainsAudit) { trail?.drainIfDue(store, force: true) }
+        if let trail, trail.hasFailed { jobs = failingAudited(jobs) }
         if store.batchesNewRecords { jobs = commitNewRecords(jobs) }
         guard !jobs.isEmpty else { return }
-        if jobs.allSatisfy(\.reads) {
+        // Audited reads whose events are kept apart (a segment, a statement of their own) read
+        // in a reading transaction, as unaudited ones do.
+        if jobs.allSatisfy({ $0.reads || ($0.notesOnly && trail?.keepsReadsApart == true) }) {
             _ = runTransaction(jobs, reading: true, retryOnConflict: false)
             return
         }
@@ -404,6 +423,16 @@ final class VaultExecutor: @unchecked Sendable {
         // own (run afresh: what they read before may have been the rolled-back writes).
         if case .abandoned(let reads) = ending {
             _ = runTransaction(droppingOverdue(reads), reading: true, retryOnConflict: false)
+        }
+    }
+
+    /// `jobs` without those that act for an audited subject, failed instead: the segment failed
+    /// to flush, and nothing audited is answered until the node restarts (``AuditSegment``).
+    private func failingAudited(_ jobs: [Job]) -> [Job] {
+        jobs.filter { job in
+            guard job.audit != nil else { return true }
+            job.fail(StoreError.unavailable(AuditSegment.Failure.failedBefore.description))
+            return false
         }
     }
 
@@ -451,8 +480,9 @@ final class VaultExecutor: @unchecked Sendable {
         var chainMark: AuditChain.Mark?
         var written = 0
         do {
-            // The kept notes, chained, in the same transaction as what they record.
-            if !noted.isEmpty, let trail {
+            // The kept notes, chained, in the same transaction as what they record; a reading
+            // batch's kept apart after it (``AuditTrail/appendReads(_:store:)``).
+            if !noted.isEmpty, let trail, !reading {
                 try trail.settle(store)
                 chainMark = trail.chain.mark
                 let blocks = trail.chain.seal(noted.flatMap(\.drafts))
@@ -460,6 +490,7 @@ final class VaultExecutor: @unchecked Sendable {
                 written = blocks.count
             }
             try store.commit()
+            if !noted.isEmpty, let trail, reading { try trail.appendReads(noted.flatMap(\.drafts), store: store) }
         } catch {
             noteFull(error)
             store.rollback()
@@ -496,7 +527,14 @@ final class VaultExecutor: @unchecked Sendable {
     /// Runs one job, in its savepoint unless the batch only reads or the job writes nothing but
     /// its notes (neither has anything to undo).
     private func run(_ job: Job, reading: Bool) throws -> @Sendable () -> Void {
-        if reading { return try job.body(store) }
+        if reading {
+            // An audited read's notes, for the segment (only such a batch reads with notes).
+            guard job.notesOnly, let subject = job.audit else { return try job.body(store) }
+            let notes = JobNotes(subject: subject)
+            let deliver = try VaultAuditing.running.withValue(notes) { try job.body(store) }
+            if !notes.drafts.isEmpty { noted.append((subject, notes.drafts)) }
+            return deliver
+        }
         let undoable = needsSavepoint(job)
         if undoable { try store.savepoint() }
         guard let subject = job.audit else {

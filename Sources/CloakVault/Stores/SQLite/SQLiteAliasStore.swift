@@ -111,6 +111,7 @@ package final class SQLiteAliasStore: AliasStore {
 
     /// The file belongs to this process.
     package var isSoleWriter: Bool { true }
+    package var auditSegmentBase: String? { path }
 
     /// A statement here is a function call: batching saves nothing.
     package var batchesNewRecords: Bool { false }

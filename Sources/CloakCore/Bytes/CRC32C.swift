@@ -1,0 +1,17 @@
+/// CRC-32C (Castagnoli, the polynomial iSCSI, ext4 and PostgreSQL's WAL use): the check that
+/// finds a record torn by a crash mid-write. Not a MAC: anyone can recompute it.
+package enum CRC32C {
+    /// The checksum of `bytes` (reflected, initial and final value 0xFFFFFFFF: `"123456789"`
+    /// gives 0xE3069283).
+    package static func checksum(_ bytes: some Collection<UInt8>) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        return crc ^ 0xFFFF_FFFF
+    }
+
+    private static let table: [UInt32] = (0..<256).map { index in
+        var crc = UInt32(index)
+        for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+        return crc
+    }
+}
