@@ -137,8 +137,10 @@ final class AuditTrail {
         guard force || segment.pending.count >= Self.indexRound || now - segment.pendingSince >= 1_000_000_000
         else { return }
         do {
+            // None of them is stored yet: only this thread copies them, and the file is cut
+            // once they are (a start copies what a crash left with the check of each).
             try store.begin()
-            try store.appendAuditBlocksNotStored(segment.pending)
+            try store.appendAuditBlocks(segment.pending)
             try store.commit()
         } catch {
             store.rollback()
