@@ -198,6 +198,26 @@ private final class CallLog: Sendable {
         }
     }
 
+    /// After a failed flush the file is left as it is (the next start copies it), and blocks
+    /// already copied into the store are no longer pending: the drain does not copy them twice.
+    @Test func aFailedSegmentIsLeftAsItIsOnceDrained() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/segment"
+        let segment = try AuditSegment(path: path, calls: CallLog(failFlushAfter: 1).calls)
+        let blocks = Self.blocks(KeyRing.generate(), count: 2)
+        try segment.append([blocks[0]], now: 1)
+        #expect(throws: AuditSegment.Failure.self) { try segment.append([blocks[1]], now: 2) }
+        #expect(segment.failed && segment.pending == [blocks[0]])
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
+        segment.drained()
+        #expect(segment.pending.isEmpty)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == size)
+        #expect(try AuditSegment.read(path: path).blocks.first == blocks[0])
+        segment.release()
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+
     /// What a crash left in the segment goes into the store before the vault serves: whole
     /// records copied, a torn tail cut and logged; copied twice, stored once.
     @Test func aStartCopiesWhatACrashLeftAndCutsATornTail() throws {

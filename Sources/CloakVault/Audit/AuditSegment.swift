@@ -87,6 +87,8 @@ final class AuditSegment {
     /// A flush failed (or a failed write could not be undone): nothing more is appended.
     private(set) var failed = false
     private var released = false
+    /// The records of the batch being appended (reused: see ``append(_:now:)``).
+    private var scratch: [UInt8] = []
 
     /// Makes the segment at `path` for the one vault thread that appends to it, locked while
     /// it lives (``recoverAbandoned(beside:into:log:)`` leaves a locked segment alone). Made
@@ -148,8 +150,10 @@ final class AuditSegment {
     func append(_ blocks: [AuditBlock], now: UInt64) throws(Failure) {
         guard !failed else { throw .failedBefore }
         guard !blocks.isEmpty else { return }
-        var bytes: [UInt8] = []
-        for block in blocks { Self.encode(block, into: &bytes) }
+        // One buffer for every batch: its capacity stays, so an append allocates nothing.
+        scratch.removeAll(keepingCapacity: true)
+        for block in blocks { Self.encode(block, into: &scratch) }
+        let bytes = scratch
         var written = 0
         while written < bytes.count {
             let n = bytes.withUnsafeBytes { all in
@@ -176,7 +180,9 @@ final class AuditSegment {
     /// After the pending blocks were committed to the store: the file starts over. Not flushed:
     /// a crash that loses the cut copies them again (the copy skips blocks already stored).
     func drained() {
-        guard !failed else { return }
+        // A failed segment is not touched again (what a failed flush left in it is unknown; the
+        // next start copies it): only its blocks, now stored, are no longer pending.
+        guard !failed else { return pending.removeAll() }
         if calls.truncate(fd, 0) != 0 {
             // The next record would follow stale bytes; they are stored, so nothing is lost.
             failed = true
@@ -189,20 +195,24 @@ final class AuditSegment {
     // MARK: - Records
 
     static func encode(_ block: AuditBlock, into out: inout [UInt8]) {
-        var payload: [UInt8] = []
-        payload.reserveCapacity(block.body.count + block.chain.utf8.count + 96)
-        put(UInt32(block.chain.utf8.count), into: &payload)
-        payload += block.chain.utf8
-        put(UInt64(bitPattern: block.first), into: &payload)
-        put(UInt32(block.body.count), into: &payload)
-        payload += block.body
-        put(UInt32(block.previousMAC.count), into: &payload)
-        payload += block.previousMAC
-        put(UInt32(block.mac.count), into: &payload)
-        payload += block.mac
-        put(UInt32(payload.count), into: &out)
-        put(CRC32C.checksum(payload), into: &out)
-        out += payload
+        // The header's place first; the payload written straight after it, then measured.
+        let header = out.count
+        out.append(contentsOf: repeatElement(0, count: 8))
+        put(UInt32(block.chain.utf8.count), into: &out)
+        out += block.chain.utf8
+        put(UInt64(bitPattern: block.first), into: &out)
+        put(UInt32(block.body.count), into: &out)
+        out += block.body
+        put(UInt32(block.previousMAC.count), into: &out)
+        out += block.previousMAC
+        put(UInt32(block.mac.count), into: &out)
+        out += block.mac
+        let length = UInt32(out.count - header - 8)
+        let sum = CRC32C.checksum(out[(header + 8)...])
+        for index in 0..<4 {
+            out[header + index] = UInt8(length >> (24 - 8 * index) & 0xFF)
+            out[header + 4 + index] = UInt8(sum >> (24 - 8 * index) & 0xFF)
+        }
     }
 
     /// What a segment's bytes hold: the blocks of its whole records, and where they end.

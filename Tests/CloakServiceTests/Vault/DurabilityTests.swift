@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 
 /// A 2xx answer means committed: every alias answered before a `kill -9` reveals after restart.
-@Suite(.tags(.sockets)) struct DurabilityTests {
+@Suite(.tags(.sockets, .processes)) struct DurabilityTests {
     final class Process_ {
         let process = Process()
         let port: Int
@@ -23,6 +23,13 @@ import Testing
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
+        }
+
+        /// Sends `signal` (SIGKILL: a crash, nothing flushed or drained; SIGTERM: a stop) and
+        /// waits for the process to end.
+        func end(_ signal: Int32) {
+            kill(process.processIdentifier, signal)
+            process.waitUntilExit()
         }
 
         func waitUntilHealthy() -> Bool {
@@ -68,8 +75,7 @@ import Testing
         }
         // Let the load run, then kill the server without warning while requests are in flight.
         usleep(1_200_000)
-        kill(first.process.processIdentifier, SIGKILL)
-        first.process.waitUntilExit()
+        first.end(SIGKILL)
         stop.store(true, ordering: .relaxed)
         group.wait()
 
@@ -77,10 +83,7 @@ import Testing
         #expect(acknowledged.count > 50, "the load produced only \(acknowledged.count) answers")
 
         let second = try Process_(directory: directory.path, port: port)
-        defer {
-            kill(second.process.processIdentifier, SIGTERM)
-            second.process.waitUntilExit()
-        }
+        defer { second.end(SIGTERM) }
         #expect(second.waitUntilHealthy())
         let client = try RawHTTPClient(port: port)
         var lost: [String] = []
@@ -137,18 +140,14 @@ import Testing
         }
         // Reveals answered, then the server killed without warning while more are in flight.
         for _ in 0..<2_000 where answered.load(ordering: .relaxed) < 200 { usleep(5_000) }
-        kill(first.process.processIdentifier, SIGKILL)
-        first.process.waitUntilExit()
+        first.end(SIGKILL)
         stop.store(true, ordering: .relaxed)
         group.wait()
         let acknowledged = answered.load(ordering: .relaxed)
         #expect(acknowledged >= 200, "the load produced only \(acknowledged) reveals")
 
         let second = try Process_(directory: directory.path, port: port)
-        defer {
-            kill(second.process.processIdentifier, SIGTERM)
-            second.process.waitUntilExit()
-        }
+        defer { second.end(SIGTERM) }
         #expect(second.waitUntilHealthy())
         // Every reveal event of the revealer's token, page by page (an answer in flight when the
         // process died may have its event too: at least as many, never fewer).
