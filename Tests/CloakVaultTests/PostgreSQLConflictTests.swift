@@ -362,7 +362,12 @@ final class ExecutorHold {
         isOpen = true
         gate.signal()
     }
+}
 
+/// Two more meetings of nodes on one row, in the suite above (its PostgreSQL gate and tags):
+/// they stood inside `ExecutorHold` by mistake, a suite of their own that ran, and failed, without
+/// a database.
+extension PostgreSQLConflictTests {
     /// Issue 55, item 7: node y finishes an upload (uncommitted: it holds the row) while node x
     /// sweeps abandoned uploads. The sweep's subquery read the row as unfinished; its delete
     /// waited on y and then deleted the acknowledged file (1 of 6,637 under load). The row is
