@@ -147,14 +147,14 @@ extension AliasStoreCompatSuite {
         record.fingerprint = SecureRandom.bytes(32)
         let write = NewRecordWrite(record: record, alias: Self.alias("tok_n\(tag)"))
         try store.begin()
-        #expect(try store.insertNewRecords([write]) == [.stored])
+        #expect(try store.insertNewRecords([write], durable: false) == [.stored])
         store.rollback()
         #expect(try store.record(alias: "tok_n\(tag)") == nil)
-        let outcomes = try transaction(store) { try store.insertNewRecords([write, write]) }
+        let outcomes = try transaction(store) { try store.insertNewRecords([write, write], durable: false) }
         #expect(outcomes.first == .stored)
         #expect(try store.record(alias: "tok_n\(tag)")?.id == record.id)
         #expect(
-            try transaction(store) { try store.insertNewRecords([write]) }.first.map {
+            try transaction(store) { try store.insertNewRecords([write], durable: false) }.first.map {
                 if case .found(let found) = $0 { return found.id == record.id } else { return false }
             } == true)
     }

@@ -67,8 +67,9 @@ package protocol AliasStore: FileStore, JobStore {
     /// broke after COMMIT was sent). `durable`: as ``forceDurableCommit()``.
     func commitNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome]
     /// The same writes and outcomes as ``commitNewRecords(_:durable:)``, in the transaction
-    /// under way (an import's batch: its records commit with its cursor).
-    func insertNewRecords(_ writes: [NewRecordWrite]) throws(StoreError) -> [NewRecordOutcome]
+    /// under way (an import's batch: its records commit with its cursor; an audited create's,
+    /// with its events). `durable`: as ``forceDurableCommit()``, in the same round trip.
+    func insertNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome]
     /// Checks that the store answers.
     func ping() throws(StoreError)
     /// Statements sent and rows read or changed since the store opened (a batch's span reports

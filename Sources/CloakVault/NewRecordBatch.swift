@@ -53,7 +53,7 @@ extension AliasStore {
         }
     }
 
-    /// ``AliasStore/insertNewRecords(_:)`` one statement per step, in the transaction under way.
+    /// ``AliasStore/insertNewRecords(_:durable:)`` one statement per step, in the transaction under way.
     /// Every fingerprint is looked up before anything is written, as a single statement sees the
     /// store: a second write of one value in a batch is ``NewRecordOutcome/notStored``.
     package func insertNewRecordsOneByOne(_ writes: [NewRecordWrite]) throws(StoreError) -> [NewRecordOutcome] {

@@ -23,8 +23,9 @@ extension Vault {
         return writes
     }
 
-    /// The request's answer from its writes' committed outcomes, when they settle every value: each
-    /// stored, or found live with an alias in its format. Nil: ``create(_:caller:in:stored:)`` does the rest.
+    /// The request's answer from its writes' outcomes (committed, or in the transaction under
+    /// way for an audited create), when they settle every value: each stored, or found live with
+    /// an alias in its format. Nil: ``create(_:caller:in:stored:)`` does the rest.
     func created(
         _ prepared: [PreparedAlias], writes: [NewRecordWrite], outcomes: [NewRecordOutcome], caller: AliasCaller
     ) -> Created? {
@@ -52,6 +53,9 @@ extension Vault {
                 return nil
             }
             if cache != nil { created.records.append(record) }
+            // An audited create's event, as ``create(_:caller:in:stored:)`` notes it (the
+            // executor keeps this call's notes only when it answers the request).
+            VaultAuditing.note(auditReference(alias.alias), "ok", .create)
             created.answers.append(answer(item, record: record, alias: alias, caller: caller))
         }
         return created

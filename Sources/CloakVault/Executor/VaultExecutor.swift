@@ -28,7 +28,7 @@ final class VaultExecutor: @unchecked Sendable {
     struct Job: @unchecked Sendable {
         /// Runs on the executor thread inside a savepoint; returns what to do once committed.
         /// It may run twice: a transaction rolled back on a conflict runs all its jobs again.
-        let body: (any AliasStore) throws -> (@Sendable () -> Void)
+        var body: (any AliasStore) throws -> (@Sendable () -> Void)
         /// A `var` only so that a batch's span can count failures (``runTraced(_:store:_:)``).
         var fail: @Sendable (any Error) -> Void
         /// Only reads: see ``VaultExecutor/submit(reads:_:completion:)``.
@@ -38,6 +38,8 @@ final class VaultExecutor: @unchecked Sendable {
         var notesOnly = false
         /// Copies the audit segment's blocks into the store before the batch runs (a search).
         var drainsAudit = false
+        /// Sends no statement (it only notes events made elsewhere): no savepoint, whatever the store.
+        var sendsNothing = false
         /// New records the job writes first, batched with other jobs': see
         /// ``VaultExecutor/submit(newRecords:durable:finish:_:completion:)``.
         var newRecords: NewRecords?
@@ -147,8 +149,9 @@ final class VaultExecutor: @unchecked Sendable {
         _ rest: @escaping (any AliasStore, [NewRecordOutcome]?) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        // An audited create commits its records and its events in one transaction: not batched.
-        guard store.batchesNewRecords, !writes.isEmpty, VaultAuditing.current.get() == nil else {
+        // An audited create's records commit with its events: its writes then go first in the
+        // batch's transaction (``insertingNewRecords(_:)``), not in a commit of their own.
+        guard store.batchesNewRecords, !writes.isEmpty else {
             return submit({ store in try rest(store, nil) }, completion: completion)
         }
         enqueue({ store in try rest(store, nil) }, completion: completion) { completion in
@@ -193,7 +196,8 @@ final class VaultExecutor: @unchecked Sendable {
     /// that completion) when it has some.
     private func enqueue<T: Sendable>(
         _ body: @escaping (any AliasStore) throws -> T, reads: Bool = false, notesOnly: Bool = false,
-        drainsAudit: Bool = false, completion: @escaping @Sendable (Result<T, any Error>) -> Void,
+        sendsNothing: Bool = false, drainsAudit: Bool = false,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void,
         newRecords: ((@escaping @Sendable (Result<T, any Error>) -> Void) -> NewRecords)? = nil
     ) {
         let deadline = deadlines.map { DispatchTime.now().uptimeNanoseconds + $0.timeoutNanoseconds }
@@ -212,7 +216,8 @@ final class VaultExecutor: @unchecked Sendable {
                 return { completion(.success(value)) }
             },
             fail: { error in completion(.failure(error)) }, reads: reads, notesOnly: notesOnly,
-            drainsAudit: drainsAudit, newRecords: newRecords?(completion), deadline: deadline)
+            drainsAudit: drainsAudit, sendsNothing: sendsNothing, newRecords: newRecords?(completion),
+            deadline: deadline)
         let (accepted, wasIdle) = queue.withLock { state -> (Bool, Bool) in
             guard !state.stopping else { return (false, false) }
             state.jobs.append(job)
@@ -235,7 +240,7 @@ final class VaultExecutor: @unchecked Sendable {
                 { _ in
                     guard let notes = VaultAuditing.running.get() else { return }
                     for draft in drafts { notes.add(draft) }
-                }, notesOnly: true, completion: completion)
+                }, notesOnly: true, sendsNothing: true, completion: completion)
         }
     }
 
@@ -366,24 +371,21 @@ final class VaultExecutor: @unchecked Sendable {
         return true
     }
 
-    /// Commits the new records of every job that has some, in one
+    /// Commits the new records of every unaudited job that has some, in one
     /// ``AliasStore/commitNewRecords(_:durable:)``, and answers the jobs that needs nothing more;
-    /// returns the jobs left for the batch's transaction.
+    /// returns the jobs left for the batch's transaction (with the audited jobs' new records:
+    /// ``insertingNewRecords(_:)``).
     private func commitNewRecords(_ jobs: [Job]) -> [Job] {
-        let batched = jobs.compactMap { job in job.newRecords.map { (job, $0) } }
+        let batched = jobs.compactMap { job in job.audit == nil ? job.newRecords.map { (job, $0) } : nil }
         guard !batched.isEmpty else { return jobs }
-        var remaining = jobs.filter { $0.newRecords == nil }
+        var remaining = jobs.filter { $0.newRecords == nil || $0.audit != nil }
         let outcomes: [NewRecordOutcome]
         do {
             outcomes = try store.commitNewRecords(
                 batched.flatMap(\.1.writes), durable: batched.contains { $0.1.durable })
         } catch StoreError.transient {
             // Nothing was written: each job runs whole, in its savepoint.
-            return jobs.map { job in
-                var job = job
-                job.newRecords = nil
-                return job
-            }
+            return jobs.map(Self.whole)
         } catch {
             noteFull(error)
             for (job, _) in batched { job.fail(error) }
@@ -399,6 +401,52 @@ final class VaultExecutor: @unchecked Sendable {
             }
         }
         return remaining
+    }
+
+    /// `job` without its batched new records: it runs whole (`rest(store, nil)`), in its savepoint.
+    private static func whole(_ job: Job) -> Job {
+        var job = job
+        job.newRecords = nil
+        return job
+    }
+
+    /// Stores the new records of every job in `jobs` that has some (audited creates: see
+    /// ``commitNewRecords(_:)`` for the others) with one ``AliasStore/insertNewRecords(_:durable:)``,
+    /// in the transaction under way, and returns `jobs` with each such job turned into what is
+    /// left of it: its answer, with the events its values' outcomes noted and nothing to send
+    /// (no savepoint), or the rest of its work. One statement for a group commit's records and
+    /// aliases, one for its events, as unaudited creates cost.
+    private func insertingNewRecords(_ jobs: [Job]) throws -> [Job] {
+        let batched = jobs.indices.filter { jobs[$0].newRecords != nil }
+        guard !batched.isEmpty else { return jobs }
+        let parts = batched.map { jobs[$0].newRecords! }
+        // A caller who may not reveal waits for a durable commit whatever was found (as
+        // `commitNewRecords(_:durable:)` makes it).
+        let outcomes = try store.insertNewRecords(parts.flatMap(\.writes), durable: parts.contains(where: \.durable))
+        var out = jobs
+        var offset = 0
+        for (index, part) in zip(batched, parts) {
+            let mine = Array(outcomes[offset..<offset + part.writes.count])
+            offset += part.writes.count
+            var job = Self.whole(jobs[index])
+            // `finish` reads nothing: its notes are taken here, and replayed when the job runs.
+            let notes = job.audit.map { JobNotes(subject: $0) }
+            let next = VaultAuditing.running.withValue(notes) { part.finish(mine) }
+            switch next {
+            case let .answer(deliver):
+                let drafts = notes?.drafts ?? []
+                job.body = { _ in
+                    if let running = VaultAuditing.running.get() { for draft in drafts { running.add(draft) } }
+                    return deliver
+                }
+                job.notesOnly = true
+                job.sendsNothing = true
+            case let .rest(body):
+                job.body = body
+            }
+            out[index] = job
+        }
+        return out
     }
 
     private func runBatch(_ queued: [Job]) {
@@ -452,6 +500,18 @@ final class VaultExecutor: @unchecked Sendable {
             return .answered
         }
         noted.removeAll(keepingCapacity: true)
+        var jobs = jobs
+        if !reading && jobs.contains(where: { $0.newRecords != nil }) {
+            do {
+                jobs = try insertingNewRecords(jobs)
+            } catch {
+                noteFull(error)
+                store.rollback()
+                if retryOnConflict && Self.isConflict(error) { return .conflicted(at: nil) }
+                // Nothing was written: each job runs whole, in its savepoint.
+                return runTransaction(jobs.map(Self.whole), reading: false, retryOnConflict: retryOnConflict)
+            }
+        }
         var committed: [(job: Job, deliver: @Sendable () -> Void)] = []
         var failed: [(job: Job, error: any Error)] = []
         for (index, job) in jobs.enumerated() {
@@ -522,7 +582,9 @@ final class VaultExecutor: @unchecked Sendable {
     /// Whether a job of a writing transaction runs in a savepoint: unless it writes nothing but
     /// its notes (nothing to undo), on a store where a failed statement leaves the transaction
     /// usable.
-    private func needsSavepoint(_ job: Job) -> Bool { !job.notesOnly || store.failedStatementAbortsTransaction }
+    private func needsSavepoint(_ job: Job) -> Bool {
+        !job.sendsNothing && (!job.notesOnly || store.failedStatementAbortsTransaction)
+    }
 
     /// Runs one job, in its savepoint unless the batch only reads or the job writes nothing but
     /// its notes (neither has anything to undo).

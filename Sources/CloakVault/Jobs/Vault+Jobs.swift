@@ -72,7 +72,7 @@ extension Vault {
             // (as a create batch's, but in this transaction), then only what is left row by row.
             var stored: [Int: StoredRecord] = [:]
             if store.batchesNewRecords, let writes = newRecordWrites(batch.prepared) {
-                stored = Self.storedRecords(writes, try store.insertNewRecords(writes))
+                stored = Self.storedRecords(writes, try store.insertNewRecords(writes, durable: false))
             }
             try aliasRows(
                 batch, perRow: false, stored: stored, progress: &progress, mapping: &mapping, advice: &advice,

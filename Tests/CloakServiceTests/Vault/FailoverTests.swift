@@ -11,7 +11,9 @@ import Testing
 /// `target_session_attrs=read-write`, clients creating aliases, the primary killed with SIGKILL,
 /// the standby promoted. Writes resume within 10 s of the promotion; every alias acknowledged
 /// before, during and after reveals its value on the new primary; no request hangs past
-/// `vault.store_timeout_ms`; `/readyz` says 503 while no primary answers.
+/// `vault.store_timeout_ms`; `/readyz` says 503 while no primary answers. Issue 74: reveals run
+/// through it too, and every reveal answered 200 (before the kill, while the connection broke,
+/// after the promotion) has its audit event on the new primary.
 @Suite(
     .serialized,
     .enabled(if: PostgresTestCluster.isAvailable, "needs CLOAK_TEST_POSTGRES_URL (scripts/test starts a cluster)"),
@@ -30,6 +32,26 @@ struct FailoverTests {
         return (r.status, alias as? String, Date().timeIntervalSince(start))
     }
 
+    /// The number of audit events of `action` with result `ok`, page by page. A page answered
+    /// 503 is asked again: the first statement on a connection to the old primary fails with
+    /// the connection (the search's own reader connection included), and the next reconnects.
+    static func events(action: String, on node: CloakNode) throws -> Int {
+        var events = 0
+        var cursor: String?
+        repeat {
+            let query = "action=\(action)&result=ok&limit=500" + (cursor.map { "&cursor=\($0)" } ?? "")
+            var r = try node.client().request("GET", "/admin/audit?\(query)", headers: auth)
+            for _ in 0..<20 where r.status == 503 {
+                r = try node.client().request("GET", "/admin/audit?\(query)", headers: auth)
+            }
+            #expect(r.status == 200, "\(r.status) \(r.text)")
+            guard r.status == 200 else { return events }
+            events += (r.json?["data"] as? [[String: Any]])?.count ?? 0
+            cursor = r.json?["next"] as? String
+        } while cursor != nil
+        return events
+    }
+
     @Test func killingThePrimaryLosesNoAcknowledgedAlias() throws {
         let directory = TemporaryDirectory()
         defer {
@@ -46,7 +68,9 @@ struct FailoverTests {
         let url = "\(prefix)@\(primaryHost),\(standbyHost)/cloak?target_session_attrs=read-write"
         let node = try CloakNode(
             store: url, directory: directory.path,
-            scopes: "aliases:create, aliases:reveal, aliases:lookup, aliases:update, aliases:delete, files:reveal")
+            scopes:
+                "aliases:create, aliases:reveal, aliases:lookup, aliases:update, aliases:delete, files:reveal, audit:read"
+        )
         defer { node.stop() }
         // A file acknowledged before the failover (issue 47): it reveals whole on the new primary.
         let document = FileUploadTests.png(padding: 300_000)
@@ -65,12 +89,21 @@ struct FailoverTests {
         let readyz = Mutex<Set<Int>>([])
         let stop = Atomic<Bool>(false)
         let serial = Atomic<Int>(0)
+        let revealed = Atomic<Int>(0)
         // One thread each (concurrentPerform would run only as many as there are cores).
-        let running = Atomic<Int>(5)
-        for worker in 0..<5 {
+        let running = Atomic<Int>(6)
+        for worker in 0..<6 {
             Thread {
                 defer { running.subtract(1, ordering: .relaxed) }
                 while !stop.load(ordering: .relaxed) {
+                    if worker == 5 {
+                        // Audited reads: an acknowledged alias, revealed; the 200s are counted.
+                        let known = acknowledged.withLock { $0.randomElement()?.alias }
+                        if let known, MultiNodeTests.reveal(known, on: node) != nil {
+                            revealed.add(1, ordering: .relaxed)
+                        }
+                        continue
+                    }
                     if worker == 4 {
                         let status = (try? node.client().request("GET", "/readyz").status) ?? 0
                         readyz.withLock { _ = $0.insert(status) }
@@ -113,10 +146,18 @@ struct FailoverTests {
         stop.store(true, ordering: .relaxed)
         while running.load(ordering: .relaxed) > 0 { usleep(10_000) }
 
+        // Every reveal answered has its event on the promoted standby (counted before the checks
+        // below reveal again; an answer lost with the connection may have one too: never fewer).
+        let answeredReveals = revealed.load(ordering: .relaxed)
+        let revealEvents = try Self.events(action: "reveal", on: node)
+        #expect(
+            answeredReveals > 0 && revealEvents >= answeredReveals, "\(answeredReveals) reveals, \(revealEvents) events"
+        )
+
         let counted = statuses.withLock { $0 }
         let unavailable = counted[503, default: 0]
         print(
-            "failover: \(acks()) acknowledged, \(unavailable) answered 503 during the outage, writes resumed \(String(format: "%.2f", resumed)) s after promotion, slowest answer \(String(format: "%.2f", slowest.withLock { $0 })) s; statuses \(counted.sorted { $0.key < $1.key })"
+            "failover: \(acks()) acknowledged, \(unavailable) answered 503 during the outage, writes resumed \(String(format: "%.2f", resumed)) s after promotion, slowest answer \(String(format: "%.2f", slowest.withLock { $0 })) s; \(answeredReveals) reveals answered, \(revealEvents) reveal events; statuses \(counted.sorted { $0.key < $1.key })"
         )
         #expect(unavailable > 0, "the outage was seen")
         #expect(Set(counted.keys).isSubset(of: [201, 503]), "every answer was a 201 or a 503: \(counted)")

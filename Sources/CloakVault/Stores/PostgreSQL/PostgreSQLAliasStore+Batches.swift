@@ -70,9 +70,9 @@ extension PostgreSQLAliasStore {
     }
 
     /// ``insertBatch`` in the transaction under way: one round trip, committed with it.
-    package func insertNewRecords(_ writes: [NewRecordWrite]) throws(StoreError) -> [NewRecordOutcome] {
+    package func insertNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome] {
         guard !writes.isEmpty else { return [] }
-        return try runInsertBatch(writes, durable: false)
+        return try runInsertBatch(writes, durable: durable)
     }
 
     private func runInsertBatch(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome] {

@@ -118,8 +118,10 @@ package final class SQLiteAliasStore: AliasStore {
     package func commitNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome] {
         try commitNewRecordsOneByOne(writes, durable: durable)
     }
-    package func insertNewRecords(_ writes: [NewRecordWrite]) throws(StoreError) -> [NewRecordOutcome] {
-        try insertNewRecordsOneByOne(writes)
+    package func insertNewRecords(_ writes: [NewRecordWrite], durable: Bool) throws(StoreError) -> [NewRecordOutcome] {
+        let outcomes = try insertNewRecordsOneByOne(writes)
+        if durable { try forceDurableCommit() }
+        return outcomes
     }
 
     package func begin() throws(StoreError) { try db.run("BEGIN IMMEDIATE") }
