@@ -31,10 +31,11 @@ struct PostgreSQLAuditedCreateTests {
     }
 
     /// A vault on a fresh database, auditing; its keys and the database's URL.
-    static func auditingVault() throws -> (Vault, KeyRing, String) {
+    static func auditingVault(storeTimeoutMilliseconds: Int? = nil) throws -> (Vault, KeyRing, String) {
         let url = try PostgresTestCluster.freshDatabase()
         let keys = KeyRing.generate()
         var settings = Vault.Settings(volatileTTLSeconds: 60)
+        settings.storeTimeoutMilliseconds = storeTimeoutMilliseconds
         settings.audit = AuditSettings(node: "node-pg:8080", retentionDays: 400) { _ in }
         let store = try PostgreSQLAliasStore(url: url)
         return (try Vault(stores: [store], keys: keys, settings: settings), keys, url)
@@ -160,5 +161,103 @@ struct PostgreSQLAuditedCreateTests {
         try store.commit()
         let found = try store.auditEvents(AuditQuery(aliasReference: references[0])).events
         #expect(found.count == 2)
+    }
+
+    /// One create queued straight on the executor: its record and alias (`tok_<name>`) through
+    /// the batch's statement, then its answer from the outcome (`rest` nil), or `rest`, which
+    /// also does it all when the job runs whole (no outcomes). Each notes its event.
+    struct PlannedCreate {
+        let name: String
+        var rest: (@Sendable () throws -> Void)? = nil
+
+        var write: NewRecordWrite {
+            NewRecordWrite(
+                record: AliasStoreCompatSuite.record("rec_\(name)"), alias: AliasStoreCompatSuite.alias("tok_\(name)"))
+        }
+        var reference: String { "ar_\(name)" }
+    }
+
+    /// Queues `plans` as one batch of audited creates (the executor held meanwhile); each
+    /// result once all are answered.
+    static func oneBatch(_ plans: [PlannedCreate], on vault: Vault, subject: Creator) throws
+        -> [String: Result<String, any Error>]
+    {
+        let jobs = QueuedJobs()
+        let hold = jobs.holdExecutor(of: vault)
+        defer { hold.open() }
+        #expect(hold.entered.wait(timeout: .now() + 10) == .success)
+        let results = Mutex<[String: Result<String, any Error>]>([:])
+        let done = DispatchGroup()
+        for plan in plans {
+            done.enter()
+            let write = plan.write
+            VaultAuditing.current.withValue(subject) {
+                vault.executor.submit(
+                    newRecords: [write], durable: false,
+                    finish: { _ -> String? in
+                        guard plan.rest == nil else { return nil }
+                        VaultAuditing.note(plan.reference, "ok", .create)
+                        return plan.name
+                    },
+                    { store, outcomes in
+                        if outcomes == nil { _ = try store.insertNewRecords([write], durable: false) }
+                        try plan.rest?()
+                        VaultAuditing.note(plan.reference, "ok", .create)
+                        return plan.name
+                    },
+                    completion: { result in
+                        results.withLock { $0[plan.name] = result }
+                        done.leave()
+                    })
+            }
+        }
+        hold.open()
+        #expect(done.wait(timeout: .now() + 15) == .success)
+        return results.withLock { $0 }
+    }
+
+    /// A create whose rest fails after the batch's statement wrote its record: the whole
+    /// transaction runs again, each create whole in its savepoint. The failing one leaves
+    /// neither record nor event; the others commit both. (Before, its record and alias
+    /// committed without an event, its savepoint only covering the rest.)
+    @Test func aCreateThatFailsAfterItsBatchedRecordLeavesNeitherRecordNorEvent() throws {
+        let (vault, keys, url) = try Self.auditingVault()
+        defer { vault.close() }
+        let inspector = try PostgreSQLAliasStore(url: url)
+        let subject = Creator()
+        let failing = PlannedCreate(name: "b") { throw VaultError.unavailable("the rest failed") }
+        let results = try Self.oneBatch(
+            [PlannedCreate(name: "a"), failing, PlannedCreate(name: "c")], on: vault, subject: subject)
+
+        #expect(try results["a"]?.get() == "a" && results["c"]?.get() == "c")
+        #expect(throws: VaultError.self) { try results["b"]?.get() }
+        #expect(try inspector.record(alias: "tok_a") != nil && inspector.record(alias: "tok_c") != nil)
+        #expect(try inspector.record(alias: "tok_b") == nil)
+        #expect(try inspector.recordCount() == 2)
+        let stored = try inspector.auditEvents(AuditQuery(action: "create", limit: 100)).events
+        #expect(Set(stored.compactMap(\.draft.aliasReference)) == ["ar_a", "ar_c"])
+        #expect(try Vault.verifyAudit(inspector, keys: keys).events == 2)
+    }
+
+    /// A create whose turn comes past its deadline, its record already written by the batch's
+    /// statement, still runs: its answer is the deadline's 503 ("values may have been stored"),
+    /// and its event commits with its record. (Before, it was skipped, and its record committed
+    /// without an event.)
+    @Test func aCreatePastItsDeadlineAfterItsBatchedRecordStillCommitsItsEvent() throws {
+        let (vault, keys, url) = try Self.auditingVault(storeTimeoutMilliseconds: 600)
+        defer { vault.close() }
+        let inspector = try PostgreSQLAliasStore(url: url)
+        let subject = Creator()
+        // The first create's rest outlasts the limit: the second's turn comes after it.
+        let slow = PlannedCreate(name: "slow") { usleep(900_000) }
+        let results = try Self.oneBatch([slow, PlannedCreate(name: "late")], on: vault, subject: subject)
+
+        #expect(throws: StoreError.self) { try results["late"]?.get() }
+        // The deadline answered first; the batch commits once the slow rest is done.
+        #expect(Poll.until(seconds: 10) { (try? inspector.recordCount()) == 2 })
+        #expect(try inspector.record(alias: "tok_late") != nil)
+        let stored = try inspector.auditEvents(AuditQuery(action: "create", limit: 100)).events
+        #expect(Set(stored.compactMap(\.draft.aliasReference)) == ["ar_slow", "ar_late"])
+        #expect(try Vault.verifyAudit(inspector, keys: keys).events == 2)
     }
 }

@@ -40,6 +40,11 @@ final class VaultExecutor: @unchecked Sendable {
         var drainsAudit = false
         /// Sends no statement (it only notes events made elsewhere): no savepoint, whatever the store.
         var sendsNothing = false
+        /// What is left of an audited create whose records the batch's statement already wrote
+        /// (``VaultExecutor/insertingNewRecords(_:)``): it always runs, past its deadline too, so
+        /// that those records never commit without its events; failing, it rolls the whole
+        /// transaction back, for every job to run again whole (`Ending.failedAfterItsRecords`).
+        var followsItsRecords = false
         /// New records the job writes first, batched with other jobs': see
         /// ``VaultExecutor/submit(newRecords:durable:finish:_:completion:)``.
         var newRecords: NewRecords?
@@ -79,6 +84,10 @@ final class VaultExecutor: @unchecked Sendable {
         /// The store abandoned a writing transaction by itself (a full disk, an I/O error): its
         /// writes are failed, and its read-only jobs, unanswered, may run again on their own.
         case abandoned(reads: [Job])
+        /// Rolled back whole: a job failed after the batch's statement had written its records
+        /// (``Job/followsItsRecords``). No job is answered; all run again, each whole in its
+        /// savepoint, so that the failing one fails alone and leaves nothing behind.
+        case failedAfterItsRecords
     }
 
     /// The answer of a job dropped past its deadline (the deadline's own answer, when it came first).
@@ -417,7 +426,9 @@ final class VaultExecutor: @unchecked Sendable {
     /// (no savepoint), or the rest of its work. One statement for a group commit's records and
     /// aliases, one for its events, as unaudited creates cost.
     private func insertingNewRecords(_ jobs: [Job]) throws -> [Job] {
-        let batched = jobs.indices.filter { jobs[$0].newRecords != nil }
+        // One already past its deadline is left out (and dropped unrun): once its records are
+        // written, a job runs whatever the time (``Job/followsItsRecords``).
+        let batched = jobs.indices.filter { jobs[$0].newRecords != nil && !isOverdue(jobs[$0]) }
         guard !batched.isEmpty else { return jobs }
         let parts = batched.map { jobs[$0].newRecords! }
         // A caller who may not reveal waits for a durable commit whatever was found (as
@@ -435,6 +446,7 @@ final class VaultExecutor: @unchecked Sendable {
             switch next {
             case let .answer(deliver):
                 let drafts = notes?.drafts ?? []
+                job.followsItsRecords = true
                 job.body = { _ in
                     if let running = VaultAuditing.running.get() { for draft in drafts { running.add(draft) } }
                     return deliver
@@ -443,6 +455,7 @@ final class VaultExecutor: @unchecked Sendable {
                 job.sendsNothing = true
             case let .rest(body):
                 job.body = body
+                job.followsItsRecords = true
             }
             out[index] = job
         }
@@ -462,9 +475,20 @@ final class VaultExecutor: @unchecked Sendable {
             return
         }
         // Rolled back whole on a conflict: once more, without what went past its deadline meanwhile.
+        // Rolled back for a create that failed after its batched records: again, each job whole
+        // (once: a job run whole is never batched again).
+        var retry = true
         var ending = runTransaction(jobs, reading: false, retryOnConflict: true)
-        if case let .conflicted(at) = ending {
-            ending = runTransaction(droppingOverdue(Self.leading(at, jobs)), reading: false, retryOnConflict: false)
+        while true {
+            if case let .conflicted(at) = ending, retry {
+                retry = false
+                jobs = droppingOverdue(Self.leading(at, jobs))
+            } else if case .failedAfterItsRecords = ending {
+                jobs = droppingOverdue(jobs.map(Self.whole))
+            } else {
+                break
+            }
+            ending = runTransaction(jobs, reading: false, retryOnConflict: retry)
         }
         // A write the store could not make (a full disk) fails the writes, not the reveals
         // queued with them (issue 55, item 9): they run again, in a reading transaction of their
@@ -515,7 +539,9 @@ final class VaultExecutor: @unchecked Sendable {
         var committed: [(job: Job, deliver: @Sendable () -> Void)] = []
         var failed: [(job: Job, error: any Error)] = []
         for (index, job) in jobs.enumerated() {
-            if isOverdue(job) {
+            // A job that follows its batched records runs whatever the time: its answer is the
+            // deadline's already, but its events commit with its records.
+            if isOverdue(job) && !job.followsItsRecords {
                 job.fail(Self.overdue)
                 continue
             }
@@ -526,6 +552,10 @@ final class VaultExecutor: @unchecked Sendable {
                 if retryOnConflict && Self.isConflict(error) && store.isInTransaction {
                     store.rollback()
                     return .conflicted(at: index)
+                }
+                if job.followsItsRecords && store.isInTransaction {
+                    store.rollback()
+                    return .failedAfterItsRecords
                 }
                 if !reading && needsSavepoint(job) { store.rollbackToSavepoint() }
                 failed.append((job, error))

@@ -1,6 +1,7 @@
 /// The audit blocks (issue 59), as ``SQLiteAliasStore`` keeps them: a row a block keyed by an
 /// identity, its place in its chain unique, found newest first through the time of its latest
-/// event, an alias reference's blocks through `audit_aliases`, filled by the trail's upkeep.
+/// event, an alias reference's blocks through `audit_aliases`, written with each block (the
+/// trail's upkeep indexes blocks an older node wrote without it, `WHERE NOT indexed`).
 extension PostgreSQLAliasStore {
     static let auditSchema = """
         CREATE TABLE IF NOT EXISTS audit_blocks (
