@@ -157,6 +157,9 @@ package protocol AliasStore: FileStore, JobStore {
     /// Indexes the alias references of up to `limit` blocks not indexed yet, oldest first, off
     /// the requests' path (the audit trail's upkeep); answers how many blocks it took.
     func indexAuditAliases(limit: Int) throws(StoreError) -> Int
+    /// Whether ``appendAuditBlocks(_:)`` writes the blocks' alias index with them: the trail then
+    /// indexes nothing between batches, only, on its upkeep, blocks an older node wrote without.
+    var indexesAuditBlocksAsWritten: Bool { get }
     /// Whether an alias search finds `stored` by each of its references' `keys`: it is not
     /// indexed yet (read whole), or the index holds every one (verify: someone who can write
     /// the database could otherwise hide a block from alias searches by marking it indexed).

@@ -207,7 +207,7 @@ final class AuditTrail {
     /// of blocks is waiting, or a second after the first of fewer, so that the index is seconds
     /// behind at most and never costs a request its own statement.
     func indexIfDue(_ store: any AliasStore) {
-        guard sweeps, unindexed > 0 else { return }
+        guard sweeps, unindexed > 0, !store.indexesAuditBlocksAsWritten else { return }
         let now = DispatchTime.now().uptimeNanoseconds
         guard unindexed >= Self.indexRound || now - lastIndexRound >= 1_000_000_000 else { return }
         lastIndexRound = now

@@ -32,6 +32,8 @@ extension PostgreSQLAliasStore {
     /// never reads it back to index it, nor rewrites its row (a block's body is most of a
     /// commit's WAL: issue 74 measured 0.4 KiB a create saved). Blocks written without their
     /// index (by an older node) are still found by the upkeep, `WHERE NOT indexed`.
+    package var indexesAuditBlocksAsWritten: Bool { true }
+
     package func appendAuditBlocks(_ blocks: [AuditBlock]) throws(StoreError) {
         guard !blocks.isEmpty else { return }
         var summaries: [AuditBlock.Summary] = []

@@ -40,6 +40,9 @@ extension SQLiteAliasStore {
 
     static let auditColumns = StoredAuditBlock.columns
 
+    /// Blocks are indexed by the trail's upkeep, up to a mark (``indexAuditAliases(limit:)``).
+    package var indexesAuditBlocksAsWritten: Bool { false }
+
     package func appendAuditBlocks(_ blocks: [AuditBlock]) throws(StoreError) {
         for block in blocks {
             guard let summary = block.summary else { throw .unavailable("an audit block holds no event") }
