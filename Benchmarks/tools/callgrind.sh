@@ -18,7 +18,8 @@
 # and the dump's total divided by the requests wrk counted. Needs valgrind and wrk. TRACES=RATIO
 # turns telemetry.traces on at that sample ratio, to Benchmarks/tools/otlp-sink.py. CONNECTIONS
 # (default 8) is wrk's -c: Benchmarks/guard.sh takes 1, so no batch of the vault's group commit
-# is shared and a request's count does not depend on the machine's speed.
+# is shared and a request's count does not depend on the machine's speed. CONFIG (default
+# config/cloak.yaml) is the configuration the case is built on: an older build's own, to count it.
 set -euo pipefail
 CONNECTIONS=${CONNECTIONS:-8}
 # The shipped config's console listens on 8082; this script's servers take any free port.
@@ -28,7 +29,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 W=$(mktemp -d /tmp/cg.XXXX)
 cp "$BIN" $W/cloak; [[ ${STRIP:-1} == 0 ]] || objcopy --strip-debug $W/cloak
 sed -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {requests_per_minute: 10000000, burst: 10000000}/" \
-    -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" config/cloak.yaml > $W/c.yaml
+    -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" "${CONFIG:-config/cloak.yaml}" > $W/c.yaml
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 C_PID=""

@@ -3,9 +3,12 @@
 /// unless the newest blocks are swept, and then the sweep lowers the mark), its place in its
 /// chain unique, found
 /// newest first through the time of its latest event. An alias reference's blocks are found
-/// through `audit_aliases`, which the trail's upkeep fills off the requests' path
-/// (``indexAuditAliases(limit:)``) up to the mark it keeps in `audit_alias_mark`: SQLite has one
-/// writer at a time, so the blocks not indexed yet are exactly those after the mark. A random
+/// through `audit_aliases`, filled up to the mark kept in `audit_alias_mark`: SQLite has one
+/// writer at a time, so the blocks not indexed yet are exactly those after the mark. Blocks are
+/// indexed as they are written while the mark stands at the last row (issue 74: the upkeep read
+/// each block back a second time); behind it (blocks a command or an older node wrote without),
+/// the trail's upkeep catches up in order (``indexAuditAliases(limit:)``) and new blocks wait
+/// their turn. A random
 /// key inserted per event was the largest part of what auditing cost a create. (The table
 /// `audit_events`, one row an event, is what builds before the blocks wrote; it is left as it
 /// was and no longer read.)
@@ -40,14 +43,20 @@ extension SQLiteAliasStore {
 
     static let auditColumns = StoredAuditBlock.columns
 
-    /// Blocks are indexed by the trail's upkeep, up to a mark (``indexAuditAliases(limit:)``).
-    package var indexesAuditBlocksAsWritten: Bool { false }
+    /// Blocks are indexed as written while every block before them is (the mark at the last
+    /// row); the upkeep indexes the rest, in order (``indexAuditAliases(limit:)``).
+    package var indexesAuditBlocksAsWritten: Bool { true }
 
     package func appendAuditBlocks(_ blocks: [AuditBlock]) throws(StoreError) {
+        guard !blocks.isEmpty else { return }
+        // In the writer's transaction (BEGIN IMMEDIATE): nobody writes a row between this look
+        // and the inserts, so the mark can follow them.
+        let indexing = try auditAliasMark().map { $0.upto == $0.top } ?? false
+        var last: Int64 = 0
         for block in blocks {
             guard let summary = block.summary else { throw .unavailable("an audit block holds no event") }
             let s = try db.statement(
-                "INSERT INTO audit_blocks (chain, first_seq, last_seq, last_at, body, prev, mac) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                "INSERT INTO audit_blocks (chain, first_seq, last_seq, last_at, body, prev, mac) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id"
             )
             s.bind(1, block.chain)
             s.bind(2, block.first)
@@ -56,8 +65,15 @@ extension SQLiteAliasStore {
             s.bind(5, block.body)
             s.bind(6, block.previousMAC)
             s.bind(7, block.mac)
-            try s.run()
+            guard try s.step(), let id = s.int64(0) else {
+                s.finish()
+                throw .unavailable("an audit block was written without its row")
+            }
+            s.finish()
+            last = id
+            if indexing { try addAliasRows(AuditBlockBody.aliasReferenceKeys(block.body) ?? [], block: id) }
         }
+        if indexing { try moveAliasMark(to: last) }
     }
 
     /// A page of a search's blocks (``auditBlocks(before:from:aliasReference:limit:)``), with or
@@ -194,20 +210,31 @@ extension SQLiteAliasStore {
         }
         guard let last = blocks.last?.id else { return 0 }
         for stored in blocks {
-            for key in AuditBlockBody.aliasReferenceKeys(stored.block.body) ?? [] {
-                let add = try db.statement("INSERT OR IGNORE INTO audit_aliases (ref, block) VALUES (?1, ?2)")
-                add.bind(1, key)
-                add.bind(2, stored.id)
-                try add.run()
-            }
+            try addAliasRows(AuditBlockBody.aliasReferenceKeys(stored.block.body) ?? [], block: stored.id)
         }
+        try moveAliasMark(to: last)
+        return blocks.count
+    }
+
+    private func addAliasRows(_ keys: [Int64], block: Int64) throws(StoreError) {
+        for key in keys {
+            let add = try db.statement("INSERT OR IGNORE INTO audit_aliases (ref, block) VALUES (?1, ?2)")
+            add.bind(1, key)
+            add.bind(2, block)
+            try add.run()
+        }
+    }
+
+    private func moveAliasMark(to last: Int64) throws(StoreError) {
         let mark = try db.statement(
             "INSERT INTO audit_alias_mark (id, upto) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET upto = excluded.upto"
         )
         mark.bind(1, last)
         try mark.run()
-        return blocks.count
     }
+
+    /// Where the alias index stands: the last block row it covers (tests).
+    package func auditIndexMark() throws(StoreError) -> Int64? { try auditAliasMark()?.upto }
 
     /// The alias index's mark and the last block's row: (upto, top).
     private func auditAliasMark() throws(StoreError) -> (upto: Int64, top: Int64)? {
