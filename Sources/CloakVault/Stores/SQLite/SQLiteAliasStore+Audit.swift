@@ -56,7 +56,7 @@ extension SQLiteAliasStore {
         for block in blocks {
             guard let summary = block.summary else { throw .unavailable("an audit block holds no event") }
             let s = try db.statement(
-                "INSERT INTO audit_blocks (chain, first_seq, last_seq, last_at, body, prev, mac) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id"
+                "INSERT INTO audit_blocks (chain, first_seq, last_seq, last_at, body, prev, mac) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
             )
             s.bind(1, block.chain)
             s.bind(2, block.first)
@@ -65,13 +65,9 @@ extension SQLiteAliasStore {
             s.bind(5, block.body)
             s.bind(6, block.previousMAC)
             s.bind(7, block.mac)
-            guard try s.step(), let id = s.int64(0) else {
-                s.finish()
-                throw .unavailable("an audit block was written without its row")
-            }
-            s.finish()
-            last = id
-            if indexing { try addAliasRows(AuditBlockBody.aliasReferenceKeys(block.body) ?? [], block: id) }
+            try s.run()
+            last = db.lastInsertedRow
+            if indexing { try addAliasRows(AuditBlockBody.aliasReferenceKeys(block.body) ?? [], block: last) }
         }
         if indexing { try moveAliasMark(to: last) }
     }

@@ -274,11 +274,12 @@ package final class SQLiteAliasStore: AliasStore {
         let s = try db.statement(
             """
             INSERT INTO bucket_intents (bucket, count) VALUES (?1, 1)
-            ON CONFLICT(bucket) DO UPDATE SET count = count + 1 WHERE count < ?2 RETURNING count
+            ON CONFLICT(bucket) DO UPDATE SET count = count + 1 WHERE count < ?2
             """)
         s.bind(1, bucket)
         s.bind(2, Int64(limit))
-        defer { s.finish() }
-        return try s.step()
+        try s.run()
+        // A row inserted or counted (not `RETURNING`: its rows go through a table of their own).
+        return db.changes > 0
     }
 }

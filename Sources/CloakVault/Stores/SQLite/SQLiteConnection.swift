@@ -79,6 +79,9 @@ final class SQLiteConnection {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+    /// The row the last insert on this connection wrote (not `RETURNING`: SQLite keeps a
+    /// statement's returned rows in a table of its own, opened and closed each time).
+    var lastInsertedRow: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// Statements run (each use of a prepared one, each ``execute(_:)``), and rows read or
     /// changed (SQLite's count of rows its writes changed, triggers' included), since the
