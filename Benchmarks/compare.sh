@@ -83,19 +83,7 @@ start_haproxy "$RESULTS" "$HAPROXY_PORT" "$C_PORT" 1 || die "haproxy did not com
 H_PID=$HAPROXY_PID
 
 # A file upload's body: the kyc form's name and a 16 KiB PNG (the same bytes every request).
-python3 - "$RESULTS/upload-body.bin" <<'PY'
-import struct, sys, zlib
-def chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-rows = b"".join(b"\x00" + bytes((x * 7 + y * 13) % 256 for x in range(3 * 64)) for y in range(85))
-png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 64, 85, 8, 2, 0, 0, 0)) \
-    + chunk(b"IDAT", zlib.compress(rows, 0)) + chunk(b"IEND", b"")
-b = b"cloakcompareboundary"
-body = (b"--" + b + b'\r\nContent-Disposition: form-data; name="kyc.full_name"\r\n\r\nJane Doe\r\n'
-        + b"--" + b + b'\r\nContent-Disposition: form-data; name="kyc.document"; filename="d.png"\r\n'
-        + b"Content-Type: image/png\r\n\r\n" + png + b"\r\n--" + b + b"--\r\n")
-open(sys.argv[1], "wb").write(body)
-PY
+python3 Benchmarks/load/upload-body.py "$RESULTS/upload-body.bin"
 printf '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage":"PERSISTENT"}]}' \
     >"$RESULTS/dedupe-body.json"
 

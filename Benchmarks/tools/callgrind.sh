@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions a request of one case, from callgrind (user space, every thread).
 #
-# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|dedupe|reveal|egress|egress-plain|egress-signed|inbound
+# Usage: Benchmarks/tools/callgrind.sh CLOAK_BIN healthz|validate|tokens|aliases|dedupe|reveal|egress|egress-plain|egress-signed|inbound|upload
 #
 # egress: one stored card's alias revealed on the way to the C reference server (bench.sh's
 # egress case; the C server is built and started here); egress-plain: the same route with
@@ -11,7 +11,8 @@
 # written: bench.sh's dedupe case); reveal: GET /aliases/{alias} of one stored card by a token
 # holder (bench.sh's reveal case, an audited reveal); tokens: the checkout form's six fields to
 # POST /forms/checkout/tokens, open tokenize without a token (every value stored anew); inbound:
-# bench.sh's inbound route (a card field aliased, one record written, forwarded to the C server).
+# bench.sh's inbound route (a card field aliased, one record written, forwarded to the C server);
+# upload: compare.sh's upload case (the kyc form's name and a 16 KiB PNG, stored anew each time).
 # The binary is copied without DWARF (valgrind 3.19 cannot read Swift's DWARF 5; STRIP=0 keeps a
 # binary built with `-Xswiftc -dwarf-version=4`, for files-crossed.sh), served with one
 # loop thread under valgrind, warmed for 2 s with wrk -t1 -c8, zeroed, measured for 5 s, dumped,
@@ -29,7 +30,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 W=$(mktemp -d /tmp/cg.XXXX)
 cp "$BIN" $W/cloak; [[ ${STRIP:-1} == 0 ]] || objcopy --strip-debug $W/cloak
 sed -e "s/anonymous: {requests_per_minute: [0-9]*, burst: [0-9]*}/anonymous: {requests_per_minute: 10000000, burst: 10000000}/" \
-    -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" "${CONFIG:-config/cloak.yaml}" > $W/c.yaml
+    -e "s/token: {requests_per_minute: [0-9]*, burst: [0-9]*}/token: {requests_per_minute: 10000000, burst: 10000000}/" \
+    -e "s/upload_mib_per_minute: [0-9]*/upload_mib_per_minute: 1048576/" "${CONFIG:-config/cloak.yaml}" > $W/c.yaml
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 C_PID=""
@@ -83,6 +85,9 @@ elif [[ $CASE == dedupe ]]; then
     run() { BODY_FILE=$W/body.json METHOD=POST TOKEN=$TOKEN wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases; }
 elif [[ $CASE == inbound ]]; then
     run() { wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/proxy.lua http://127.0.0.1:$PORT/proxy/bench; }
+elif [[ $CASE == upload ]]; then
+    python3 Benchmarks/load/upload-body.py $W/upload.bin
+    run() { BODY_FILE=$W/upload.bin wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/upload.lua http://127.0.0.1:$PORT/forms/kyc/tokens; }
 elif [[ $CASE == tokens ]]; then
     run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/tokens; }
 else run() { BODY_FILE=Benchmarks/load/validate-body.json METHOD=POST TOKEN= wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/forms/checkout/validate; }; fi

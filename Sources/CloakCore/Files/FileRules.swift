@@ -66,6 +66,14 @@ public struct FileInspection: Sendable {
     }
 
     public mutating func feed(_ chunk: some Collection<UInt8>) {
+        // On the chunk's own storage: through the generic parameter, `carry + chunk.suffix(6)`
+        // chose `Sequence.suffix`, a walk of every byte through witness calls (4x an upload's
+        // instructions under callgrind, Benchmarks/README.md "issue 74 part 4").
+        let fed: Void? = chunk.withContiguousStorageIfAvailable { feed(buffer: $0) }
+        if fed == nil { Array(chunk).withUnsafeBufferPointer { feed(buffer: $0) } }
+    }
+
+    private mutating func feed(buffer chunk: UnsafeBufferPointer<UInt8>) {
         precondition(tailHasArchive == nil, "bytes after a file's end")
         bytes += chunk.count
         if prefix.count < FileSniffer.prefixLength {
@@ -77,15 +85,13 @@ public struct FileInspection: Sendable {
     }
 
     /// Looks for an ELF identification in `carry + chunk`, past the file's first byte.
-    private mutating func scanForExecutable(_ chunk: some Collection<UInt8>) {
+    private mutating func scanForExecutable(_ chunk: UnsafeBufferPointer<UInt8>) {
         // The window's first byte is at file offset `bytes - chunk.count - carry.count`.
         let skipping = bytes - chunk.count - carry.count == 0 ? 1 : 0
-        let found: Bool? = chunk.withContiguousStorageIfAvailable { piece in
-            Self.findELF(in: carry, piece, skipping: skipping)
-        }
-        hasExecutablePastStart =
-            found ?? Array(chunk).withUnsafeBufferPointer { Self.findELF(in: carry, $0, skipping: skipping) }
-        carry = Array((carry + chunk.suffix(Self.elfIdentLength - 1)).suffix(Self.elfIdentLength - 1))
+        hasExecutablePastStart = Self.findELF(in: carry, chunk, skipping: skipping)
+        let keep = Self.elfIdentLength - 1
+        carry.append(contentsOf: chunk.suffix(keep))
+        if carry.count > keep { carry.removeFirst(carry.count - keep) }
     }
 
     /// What every ELF loader reads first: `7F 45 4C 46`, a class (1: 32-bit, 2: 64-bit), a byte
