@@ -163,4 +163,35 @@ extension AliasStoreCompatSuite {
         #expect(seen == ids.sorted())
         #expect(try store.recordCount() == 23)
     }
+
+    /// An export's count reads listings (issue 76): the same pages as ``AliasStore/records(after:limit:)``,
+    /// each record's selection fields and aliases (in issue order, MACs kept), a record without
+    /// aliases included, and nothing of the value.
+    func listingsArePagesOfRecordsWithoutTheirValues() throws {
+        let store = try makeStore()
+        var records = (0..<11).map { i in
+            var record = Self.record(
+                String(format: "rec_%02d", i), fingerprint: Self.fingerprint(UInt8(i)),
+                aliases: [IssuedAlias(alias: "tok_\(i)", format: .UUID, mac: [UInt8(i), 1])],
+                storage: i % 3 == 0 ? .volatile : .persistent, classifiers: i % 2 == 0 ? ["pci", "card"] : [],
+                expiresAt: i == 4 ? Self.now + 60 : nil, intent: i == 5)
+            record.metadata = i == 6 ? ["order": "A-6", "note": "é \n"] : [:]
+            return record
+        }
+        records[7].aliases.append(IssuedAlias(alias: "4111110000007777", format: .FPE_SIX_T_FOUR, mac: [7, 2]))
+        records[7].aliases.append(IssuedAlias(alias: "tok_7_b", format: .RAW_UUID, mac: [7, 3]))
+        records[8].aliases = []
+        try transaction(store) { for record in records.shuffled() { try store.insert(record) } }
+        var listed: [RecordListing] = []
+        var after: String?
+        while true {
+            let page = try store.recordListings(after: after, limit: 4)
+            #expect(page.count <= 4)
+            #expect(page.map(\.id) == (try store.records(after: after, limit: 4)).map(\.id))
+            guard let last = page.last else { break }
+            listed += page
+            after = last.id
+        }
+        #expect(listed == records.map(\.listing))
+    }
 }

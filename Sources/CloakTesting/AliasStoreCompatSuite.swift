@@ -33,6 +33,7 @@ package struct AliasStoreCompatSuite {
         case uncommittedDataDoesNotSurviveReopening
         case pingAnswers
         case pagesListEveryRecordOnceInIdOrder
+        case listingsArePagesOfRecordsWithoutTheirValues
         case aForcedDurableCommitChangesNoRecord
         case intentsAreStoredAsIntentsAndExpireLikeAnyRecord
         case bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete
@@ -82,6 +83,7 @@ package struct AliasStoreCompatSuite {
         case .uncommittedDataDoesNotSurviveReopening: try uncommittedDataDoesNotSurviveReopening()
         case .pingAnswers: try makeStore().ping()
         case .pagesListEveryRecordOnceInIdOrder: try pagesListEveryRecordOnceInIdOrder()
+        case .listingsArePagesOfRecordsWithoutTheirValues: try listingsArePagesOfRecordsWithoutTheirValues()
         case .aForcedDurableCommitChangesNoRecord: try aForcedDurableCommitChangesNoRecord()
         case .intentsAreStoredAsIntentsAndExpireLikeAnyRecord: try intentsAreStoredAsIntentsAndExpireLikeAnyRecord()
         case .bucketPlacesAreTakenUpToTheLimitAndGivenBackOnDelete:

@@ -98,6 +98,9 @@ package protocol AliasStore: FileStore, JobStore {
     /// Up to `limit` records (with their aliases) whose ids sort after `id` (nil: from the start),
     /// in id order: pages for `cloak store migrate`, sealed as they are.
     func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord]
+    /// The same pages as ``records(after:limit:)``, as an export's count reads them: each
+    /// record's listing (what a selection looks at, its aliases), never its value.
+    func recordListings(after id: String?, limit: Int) throws(StoreError) -> [RecordListing]
     /// How many records are stored.
     func recordCount() throws(StoreError) -> Int
 

@@ -24,7 +24,7 @@ package struct ExportFilter: Sendable, Equatable {
         self.asOf = asOf
     }
 
-    package func selects(_ record: StoredRecord, now: Int64) -> Bool {
+    package func selects(_ record: RecordListing, now: Int64) -> Bool {
         guard record.storage == .persistent, !record.intent, record.createdAt <= asOf,
             !record.classifiers.contains(Vault.fileClassifier)
         else { return false }
@@ -72,22 +72,25 @@ package struct ExportPage: Sendable {
 
 extension Vault {
     /// Up to `limit` of the store's records after record `after` (in id order), those `filter`
-    /// selects, their values opened when `open` (a count opens none). On the executor.
+    /// selects, their values opened when `open`. A count opens none and reads only listings
+    /// (``RecordListing``); both pass the same records through the same filter, so the write
+    /// folds the rows the count folded. On the executor.
     package func exportPage(
         after: String?, limit: Int, filter: ExportFilter, open: Bool, in store: any AliasStore
     ) throws -> ExportPage {
-        let records = try store.records(after: after, limit: limit)
-        var page = ExportPage(next: records.count == limit ? records.last?.id : nil)
+        let records = open ? try store.records(after: after, limit: limit) : nil
+        let listings = try records.map { $0.map(\.listing) } ?? store.recordListings(after: after, limit: limit)
+        var page = ExportPage(next: listings.count == limit ? listings.last?.id : nil)
         let now = clock()
-        for record in records where filter.selects(record, now: now) {
+        for (index, listing) in listings.enumerated() where filter.selects(listing, now: now) {
             // Only an alias whose MAC binds it to the record names it (a row a database writer
             // pointed here does not).
-            guard let alias = record.aliases.first(where: { isAuthentic($0, recordID: record.id) }) else { continue }
+            guard let alias = listing.aliases.first(where: { isAuthentic($0, recordID: listing.id) }) else { continue }
             page.rows.append(
                 ExportRow(
-                    record: record.id, alias: alias.alias, format: alias.format,
-                    value: open ? try self.open(record, in: store).value : "",
-                    createdAt: record.createdAt))
+                    record: listing.id, alias: alias.alias, format: alias.format,
+                    value: try records.map { try self.open($0[index], in: store).value } ?? "",
+                    createdAt: listing.createdAt))
         }
         return page
     }
@@ -101,7 +104,7 @@ extension Vault {
         var page = ExportPage()
         let now = clock()
         for alias in aliases {
-            guard let record = (try? live(found[alias], alias: alias)) ?? nil, filter.selects(record, now: now),
+            guard let record = (try? live(found[alias], alias: alias)) ?? nil, filter.selects(record.listing, now: now),
                 let issued = record.aliases.first(where: { $0.alias == alias })
             else {
                 page.missing += 1

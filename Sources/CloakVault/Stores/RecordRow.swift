@@ -11,6 +11,15 @@ protocol RecordRow {
     func integer(at column: Int) -> Int64?
 }
 
+/// A row's columns from `by` on, as ``RecordRow``: a record (or alias) among other columns.
+struct ShiftedRow<Row: RecordRow>: RecordRow {
+    let row: Row
+    let by: Int
+    func text(at column: Int) -> String? { row.text(at: by + column) }
+    func bytes(at column: Int) -> [UInt8]? { row.bytes(at: by + column) }
+    func integer(at column: Int) -> Int64? { row.integer(at: by + column) }
+}
+
 extension StoredRecord {
     /// The records table's columns, in the order ``init(row:)`` reads them.
     static let columns =

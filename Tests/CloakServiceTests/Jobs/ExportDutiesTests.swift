@@ -131,10 +131,9 @@ struct ExportDutiesTests {
     }
 
     @Test func theFilterTakesOnlyWhatAnExportMay() {
-        let base = StoredRecord(
-            id: "rec_1", fingerprint: nil, keyID: "k", sealed: AESGCM.SealedBox(nonce: [], ciphertext: [], tag: []),
-            storage: .persistent, classifiers: ["card"], createdAt: 100, expiresAt: nil, aliases: [],
-            metadata: ["batch": "a"])
+        let base = RecordListing(
+            id: "rec_1", storage: .persistent, classifiers: ["card"], createdAt: 100, expiresAt: nil, intent: false,
+            metadata: ["batch": "a"], aliases: [])
         let filter = ExportFilter(match: .everything, asOf: 100)
         #expect(filter.selects(base, now: 200))
         var volatile = base

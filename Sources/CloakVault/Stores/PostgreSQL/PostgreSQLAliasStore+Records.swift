@@ -137,6 +137,37 @@ extension PostgreSQLAliasStore {
         return found.records.values.sorted { $0.id < $1.id }
     }
 
+    package func recordListings(after id: String?, limit: Int) throws(StoreError) -> [RecordListing] {
+        var out: [RecordListing] = []
+        var aliases: [(seq: Int64, alias: IssuedAlias)] = []
+        func close() {
+            guard !out.isEmpty else { return }
+            out[out.count - 1].aliases = aliases.sorted { $0.seq < $1.seq }.map(\.alias)
+            aliases = []
+        }
+        // Ordered by id (the page's own order); each record's aliases sorted by issue here.
+        for row in try db.query(Self.listingsAfter(limit: limit), [.text(id ?? "")]) {
+            if out.last?.id != row.text(0) {
+                close()
+                out.append(try RecordListing(row: row))
+            }
+            if let alias = IssuedAlias(row: ShiftedRow(row: row, by: 7)) { aliases.append((row.int(10) ?? 0, alias)) }
+        }
+        close()
+        return out
+    }
+
+    /// A page of listings' statement (``recordListings(after:limit:)``), its size written in.
+    static func listingsAfter(limit: Int) -> String {
+        """
+        SELECT r.id, r.storage, r.classifiers, r.created_at, r.expires_at, r.intent, r.metadata,
+            a.alias, a.format, a.mac, a.seq
+        FROM (SELECT \(RecordListing.columns) FROM records WHERE id > $1 ORDER BY id \(pageLimit(limit))) r
+        LEFT JOIN LATERAL (SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id LIMIT 1000) a ON true
+        ORDER BY r.id
+        """
+    }
+
     /// A page's statement, its size written in (``pageLimit(_:)``).
     static func recordsAfter(limit: Int) -> String {
         """

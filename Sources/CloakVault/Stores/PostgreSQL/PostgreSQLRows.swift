@@ -1,14 +1,5 @@
 import CloakCore
 
-/// A row's columns from `by` on, as ``RecordRow``: a record (or alias) among other columns.
-struct ShiftedRow: RecordRow {
-    let row: PostgreSQLConnection.Row
-    let by: Int
-    func text(at column: Int) -> String? { row.text(by + column) }
-    func bytes(at column: Int) -> [UInt8]? { row.bytes(by + column) }
-    func integer(at column: Int) -> Int64? { row.int(by + column) }
-}
-
 /// Records read with their aliases, one row per alias (`alias, format, mac, seq` at `aliasAt`,
 /// the record's columns at `recordAt`), gathered by a key; each record's aliases in `seq` order
 /// (issue order) once read, so no statement needs a Sort.

@@ -84,6 +84,27 @@ extension SQLiteAliasStore {
         return out
     }
 
+    package func recordListings(after id: String?, limit: Int) throws(StoreError) -> [RecordListing] {
+        let s = try db.statement(Self.listingsAfter)
+        defer { s.finish() }
+        s.bind(1, id ?? "")
+        s.bind(2, Int64(limit))
+        var out: [RecordListing] = []
+        while try s.step() {
+            if out.last?.id != s.text(0) { out.append(try RecordListing(row: s)) }
+            if let alias = IssuedAlias(row: ShiftedRow(row: s, by: 7)) { out[out.count - 1].aliases.append(alias) }
+        }
+        return out
+    }
+
+    /// A page of listings, one row per alias (a record without any: one row, its alias null).
+    static let listingsAfter = """
+        SELECT r.id, r.storage, r.classifiers, r.created_at, r.expires_at, r.intent, r.metadata, a.alias, a.format, a.mac
+        FROM (SELECT \(RecordListing.columns) FROM records WHERE id > ?1 ORDER BY id LIMIT ?2) r
+        LEFT JOIN aliases a ON a.record_id = r.id
+        ORDER BY r.id, a.rowid
+        """
+
     package func recordCount() throws(StoreError) -> Int {
         let s = try db.statement("SELECT count(*) FROM records")
         defer { s.finish() }
