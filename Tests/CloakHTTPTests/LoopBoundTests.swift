@@ -26,6 +26,16 @@ struct LoopBoundTests {
         #expect(onAnotherThread { bound.value } == 7)
     }
 
+    @Test func aThreadIsAnEventLoopsFromEnterToLeave() {
+        let thread = LoopThread()
+        #expect(!EventLoopThread.isCurrent)
+        thread.enter()
+        #expect(EventLoopThread.isCurrent)
+        #expect(!onAnotherThread { EventLoopThread.isCurrent })
+        thread.leave()
+        #expect(!EventLoopThread.isCurrent)
+    }
+
     @Test func stateWithoutALoopIsNotChecked() {
         // In process, outside a server: no loop, one caller at a time.
         let bound = LoopBound("in process", on: nil)

@@ -17,10 +17,16 @@ final class LoopThread: Sendable {
     static let unconfined = LoopThread()
 
     /// The calling thread runs the loop from now on.
-    func enter() { thread.store(pthread_self(), ordering: .releasing) }
+    func enter() {
+        thread.store(pthread_self(), ordering: .releasing)
+        EventLoopThread.mark(true)
+    }
 
     /// The loop stopped.
-    func leave() { thread.store(0, ordering: .releasing) }
+    func leave() {
+        thread.store(0, ordering: .releasing)
+        EventLoopThread.mark(false)
+    }
 
     /// Whether the caller is the loop's thread (false while the loop is not running).
     var isCurrent: Bool {
@@ -116,4 +122,22 @@ public struct LoopBound<Value>: @unchecked Sendable {
             yield &storage
         }
     }
+}
+
+/// Whether the calling thread runs an event loop (from ``LoopThread/enter()`` to
+/// ``LoopThread/leave()``): a thread that must never block, since every connection and timer of
+/// its loop would wait with it. What a blocking wait asserts it is not on.
+public enum EventLoopThread {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+        return key
+    }()
+
+    static func mark(_ running: Bool) {
+        pthread_setspecific(key, running ? UnsafeRawPointer(bitPattern: 1) : nil)
+    }
+
+    /// Whether the caller is a running loop's thread.
+    public static var isCurrent: Bool { pthread_getspecific(key) != nil }
 }

@@ -241,16 +241,7 @@ package final class CloakService: Sendable {
     /// Handles a request on the API listener's door and waits for its answer (benchmarks and
     /// in-process callers).
     package func handle(_ request: HTTPRequest) -> HTTPResponse {
-        let box = Mutex<HTTPResponse?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        handle(
-            request,
-            .collecting { response in
-                box.withLock { $0 = response }
-                done.signal()
-            })
-        done.wait()
-        return box.withLock { $0! }
+        ThreadWait<HTTPResponse>.answer { done in handle(request, .collecting(done)) }
     }
 
     /// The limits a token holder's creates pass before the vault (see ``CreateAdmission``); nil

@@ -127,9 +127,7 @@ package final class CredentialRefresh: Sendable {
 
     /// Refreshes and waits (at start, before listening: a store token works from the first request).
     package func refreshAndWait() {
-        let done = DispatchSemaphore(value: 0)
-        refreshNow { done.signal() }
-        done.wait()
+        ThreadWait<Void>.answer { done in refreshNow { done(()) } }
     }
 
     /// What one reading of the store came to.

@@ -142,9 +142,7 @@ package final class BinTableRefresh: Sendable {
 
     /// Refreshes and waits (at start, before listening).
     package func refreshAndWait() {
-        let done = DispatchSemaphore(value: 0)
-        refreshNow { done.signal() }
-        done.wait()
+        ThreadWait<Void>.answer { done in refreshNow { done(()) } }
     }
 
     private func consider(_ document: BinTableDocument, _ content: [UInt8]?) {

@@ -132,19 +132,13 @@ final class JobRunner: Sendable {
     func withStore<T: Sendable>(
         reads: Bool = false, recording entries: [AuditEntry] = [], _ body: @escaping (any AliasStore) throws -> T
     ) -> Result<T, any Error> {
-        let box = Mutex<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let completion: @Sendable (Result<T, any Error>) -> Void = { result in
-            box.withLock { $0 = result }
-            done.signal()
+        let result = ThreadWait<Result<T, any Error>>.answer { completion in
+            if entries.isEmpty {
+                dependencies.vault.withStore(reads: reads, body, completion: completion)
+            } else {
+                dependencies.vault.withStore(recording: entries.map(\.draft), body, completion: completion)
+            }
         }
-        if entries.isEmpty {
-            dependencies.vault.withStore(reads: reads, body, completion: completion)
-        } else {
-            dependencies.vault.withStore(recording: entries.map(\.draft), body, completion: completion)
-        }
-        done.wait()
-        let result = box.withLock { $0! }
         if case .success = result, !entries.isEmpty {
             // Stored with the change: the lines only.
             AuditLog(logger: dependencies.logger).record(entries, level: .info)
@@ -310,11 +304,8 @@ final class JobRunner: Sendable {
                 job: job.id, holder: holder, from: progress,
                 leaseUntil: now + Int64(dependencies.configuration.jobs.leaseSeconds),
                 expiresAt: now + Int64(dependencies.configuration.jobs.outputTTLSeconds), seal: seal)
-            let box = Mutex<Result<JobProgress, VaultError>?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            vault.importBatch(current.batch, step: step, now: { Self.now }) { result in
-                box.withLock { $0 = result }
-                done.signal()
+            let committed = ThreadWait<Result<JobProgress, VaultError>> { done in
+                vault.importBatch(current.batch, step: step, now: { Self.now }, completion: done)
             }
             // The next batch is read, checked and sealed while this one commits (on an
             // embedded store; on a server, once it has).
@@ -326,8 +317,7 @@ final class JobRunner: Sendable {
                 case .stopped, .retry, .full: break
                 }
             }
-            done.wait()
-            var result = box.withLock { $0! }
+            var result = committed.wait()
             if case .failure = result {
                 // A batch answered past vault.store_timeout_ms may still have committed, and a
                 // retry of it then finds the cursor moved: the job's row says which it was.

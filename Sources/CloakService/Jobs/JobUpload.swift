@@ -146,17 +146,15 @@ final class JobUpload: @unchecked Sendable {
                 seconds: receivingSeconds,
                 want: { self.onLoop { self.pull() } },
                 store: { chunks in
-                    let stored = Mutex<Result<Bool, any Error>?>(nil)
-                    let answered = DispatchSemaphore(value: 0)
                     let now = Self.now  // each chunk's own time: a long upload is not an abandoned one
-                    vault.vault.withStore(reads: false) { store in
-                        try Self.append(chunks, to: job, maxBytes: maxBytes, now: now, in: store)
-                    } completion: { result in
-                        stored.withLock { $0 = result }
-                        answered.signal()
+                    let stored = ThreadWait<Result<Bool, any Error>>.answer { done in
+                        vault.vault.withStore(
+                            reads: false,
+                            { store in
+                                try Self.append(chunks, to: job, maxBytes: maxBytes, now: now, in: store)
+                            }, completion: done)
                     }
-                    answered.wait()
-                    guard try stored.withLock({ $0! }).get() else { throw Cancelled() }
+                    guard try stored.get() else { throw Cancelled() }
                 },
                 done: { result in
                     self.onLoop {

@@ -38,17 +38,10 @@ package final class GuessWindowsKeeper: Sendable {
 
     /// Replays the snapshot this node left, waiting for it (the node serves after).
     func restoreAndWait() {
-        let done = DispatchSemaphore(value: 0)
         let name = self.name
-        let outcome = Mutex<Result<[UInt8]?, any Error>?>(nil)
-        vault.withStore(reads: true) { store in
-            try store.metadata(name)
-        } completion: { result in
-            outcome.withLock { $0 = result }
-            done.signal()
+        let read = ThreadWait<Result<[UInt8]?, any Error>>.answer { done in
+            vault.withStore(reads: true, { store in try store.metadata(name) }, completion: done)
         }
-        done.wait()
-        let read = outcome.withLock { $0 }
         if case .failure = read {
             logger.error("guess windows: the store could not be read; counting starts afresh")
         }
@@ -88,20 +81,21 @@ package final class GuessWindowsKeeper: Sendable {
             writing.store(false, ordering: .relaxed)
             return
         }
-        let done = DispatchSemaphore(value: 0)
         let name = self.name
-        vault.withStore(reads: false) { store in
-            try store.setMetadata(name, sealed)
-        } completion: { [self] result in
-            if case .success = result {
-                written.store(generation, ordering: .relaxed)
-            } else {
-                logger.warning("guess windows: the snapshot could not be written; the next one tries again")
+        let stored = ThreadWait<Void> { done in
+            vault.withStore(reads: false) { store in
+                try store.setMetadata(name, sealed)
+            } completion: { [self] result in
+                if case .success = result {
+                    written.store(generation, ordering: .relaxed)
+                } else {
+                    logger.warning("guess windows: the snapshot could not be written; the next one tries again")
+                }
+                writing.store(false, ordering: .relaxed)
+                done(())
             }
-            writing.store(false, ordering: .relaxed)
-            done.signal()
         }
-        if wait { done.wait() }
+        if wait { stored.wait() }
     }
 }
 
