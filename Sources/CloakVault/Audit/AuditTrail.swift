@@ -216,9 +216,9 @@ final class AuditTrail {
     }
 
     /// On each of the vault's upkeep rounds (every few seconds), on the first thread: the alias
-    /// index of blocks still not indexed (others' blocks: a `cloak keys` command's, another
-    /// thread's; this thread's are indexed between batches, ``indexIfDue(_:)``), at most 20
-    /// rounds. Once a minute: the retention sweep on the first thread (the head is told each
+    /// index of blocks still not indexed (an older node's, or, where a store does not index
+    /// blocks as it writes them, this thread's, also indexed between batches by
+    /// ``indexIfDue(_:)``), at most 20 rounds. Once a minute: the retention sweep on the first thread (the head is told each
     /// second it moved, ``reportHeadIfDue()``).
     func maintain(_ store: any AliasStore) {
         if sweeps { indexAliases(store) }

@@ -49,9 +49,30 @@ extension SQLiteAliasStore {
 
     package func appendAuditBlocks(_ blocks: [AuditBlock]) throws(StoreError) {
         guard !blocks.isEmpty else { return }
-        // In the writer's transaction (BEGIN IMMEDIATE): nobody writes a row between this look
-        // and the inserts, so the mark can follow them.
-        let indexing = try auditAliasMark().map { $0.upto == $0.top } ?? false
+        // In a writer's transaction (BEGIN IMMEDIATE): nobody writes a row between the look at
+        // the mark and the inserts, so the mark can follow them. A caller without one (a `cloak
+        // keys` command's events) gets one of its own: two commands' statements interleaved
+        // would leave a block under the mark without its rows (review, issue 74 part 4).
+        guard isInTransaction else {
+            try begin()
+            do {
+                try appendAuditBlocks(blocks)
+                try commit()
+            } catch {
+                rollback()
+                throw error
+            }
+            return
+        }
+        var mark = try auditAliasMark()
+        if let behind = mark, behind.upto < behind.top {
+            // Blocks written without their index (a command's before this change, an older
+            // node's): a round of them first, so the mark catches up under any load, not only
+            // at the upkeep's pace. Bounded: at most a round a call, and only while behind.
+            _ = try indexAuditAliases(limit: AuditTrail.indexRound)
+            mark = try auditAliasMark()
+        }
+        let indexing = mark.map { $0.upto == $0.top } ?? false
         var last: Int64 = 0
         for block in blocks {
             guard let summary = block.summary else { throw .unavailable("an audit block holds no event") }

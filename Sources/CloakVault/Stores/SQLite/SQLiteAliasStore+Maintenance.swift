@@ -69,6 +69,14 @@ extension SQLiteAliasStore {
     }
 
     package func records(after id: String?, limit: Int) throws(StoreError) -> [StoredRecord] {
+        // One snapshot for the page (a caller outside a transaction: an export's reads): a record
+        // swept between the ids and its own read would shorten the page, and a page shorter than
+        // `limit` ends a walk (review, issue 76 item 4).
+        guard isInTransaction else {
+            try beginReading()
+            defer { rollback() }
+            return try records(after: id, limit: limit)
+        }
         let s = try db.statement("SELECT id FROM records WHERE id > ?1 ORDER BY id LIMIT ?2")
         s.bind(1, id ?? "")
         s.bind(2, Int64(limit))
