@@ -19,6 +19,10 @@ package struct RecordListing: Sendable, Equatable {
 
     /// The records table's columns a listing reads, in the order ``init(row:)`` reads them.
     static let columns = "id, storage, classifiers, created_at, expires_at, intent, metadata"
+    /// ``columns`` of the records table named `table` in a statement (`r.id, r.storage, …`).
+    static func columns(of table: String) -> String {
+        columns.split(separator: ", ").map { "\(table).\($0)" }.joined(separator: ", ")
+    }
 
     /// The listing in a row of ``columns``, without its aliases.
     init(row: some RecordRow) throws(StoreError) {

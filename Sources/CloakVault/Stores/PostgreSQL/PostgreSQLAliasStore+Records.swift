@@ -160,8 +160,7 @@ extension PostgreSQLAliasStore {
     /// A page of listings' statement (``recordListings(after:limit:)``), its size written in.
     static func listingsAfter(limit: Int) -> String {
         """
-        SELECT r.id, r.storage, r.classifiers, r.created_at, r.expires_at, r.intent, r.metadata,
-            a.alias, a.format, a.mac, a.seq
+        SELECT \(RecordListing.columns(of: "r")), a.alias, a.format, a.mac, a.seq
         FROM (SELECT \(RecordListing.columns) FROM records WHERE id > $1 ORDER BY id \(pageLimit(limit))) r
         LEFT JOIN LATERAL (SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id LIMIT 1000) a ON true
         ORDER BY r.id

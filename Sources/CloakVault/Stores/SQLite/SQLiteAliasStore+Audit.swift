@@ -6,9 +6,9 @@
 /// through `audit_aliases`, filled up to the mark kept in `audit_alias_mark`: SQLite has one
 /// writer at a time, so the blocks not indexed yet are exactly those after the mark. Blocks are
 /// indexed as they are written while the mark stands at the last row (issue 74: the upkeep read
-/// each block back a second time); behind it (blocks a command or an older node wrote without),
-/// the trail's upkeep catches up in order (``indexAuditAliases(limit:)``) and new blocks wait
-/// their turn. A random
+/// each block back a second time); behind it (blocks an older node wrote without), each append
+/// first indexes a round of those in order (``indexAuditAliases(limit:)``), as the trail's upkeep
+/// does, until the mark is at the last row again. A random
 /// key inserted per event was the largest part of what auditing cost a create. (The table
 /// `audit_events`, one row an event, is what builds before the blocks wrote; it is left as it
 /// was and no longer read.)
@@ -44,7 +44,7 @@ extension SQLiteAliasStore {
     static let auditColumns = StoredAuditBlock.columns
 
     /// Blocks are indexed as written while every block before them is (the mark at the last
-    /// row); the upkeep indexes the rest, in order (``indexAuditAliases(limit:)``).
+    /// row); behind it, an append and the upkeep index the rest first, in order.
     package var indexesAuditBlocksAsWritten: Bool { true }
 
     package func appendAuditBlocks(_ blocks: [AuditBlock]) throws(StoreError) {

@@ -107,7 +107,7 @@ extension SQLiteAliasStore {
 
     /// A page of listings, one row per alias (a record without any: one row, its alias null).
     static let listingsAfter = """
-        SELECT r.id, r.storage, r.classifiers, r.created_at, r.expires_at, r.intent, r.metadata, a.alias, a.format, a.mac
+        SELECT \(RecordListing.columns(of: "r")), a.alias, a.format, a.mac
         FROM (SELECT \(RecordListing.columns) FROM records WHERE id > ?1 ORDER BY id LIMIT ?2) r
         LEFT JOIN aliases a ON a.record_id = r.id
         ORDER BY r.id, a.rowid
