@@ -53,6 +53,8 @@ package struct AliasStoreCompatSuite {
         case auditEventsAreReadNewestFirstByEveryFilter
         case auditChainsAreReadInPlaceOrderAndTrimmedByTime
         case jobsAreTakenByOneHolderAdvancedOnlyByItAndExpire
+        case groupsAreStoredWithTheirMembersAndGoWithTheirRecords
+        case groupsAreCountedByKeyVersionAndResealedAsRead
 
         package var testDescription: String { rawValue }
     }
@@ -104,6 +106,9 @@ package struct AliasStoreCompatSuite {
         case .aKeptFileMovesToItsRecordAndOutlivesTheFirst: try aKeptFileMovesToItsRecordAndOutlivesTheFirst()
         case .auditEventsAreReadNewestFirstByEveryFilter: try auditEventsAreReadNewestFirstByEveryFilter()
         case .auditChainsAreReadInPlaceOrderAndTrimmedByTime: try auditChainsAreReadInPlaceOrderAndTrimmedByTime()
+        case .groupsAreStoredWithTheirMembersAndGoWithTheirRecords:
+            try groupsAreStoredWithTheirMembersAndGoWithTheirRecords()
+        case .groupsAreCountedByKeyVersionAndResealedAsRead: try groupsAreCountedByKeyVersionAndResealedAsRead()
         case .jobsAreTakenByOneHolderAdvancedOnlyByItAndExpire:
             // One case: jobs are taken from the whole table, so two cases at once on a shared
             // database would take each other's.

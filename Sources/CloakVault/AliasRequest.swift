@@ -14,6 +14,10 @@ package struct AliasRequest: Sendable, CustomStringConvertible {
     package var ttlSeconds: Int?
     /// Kept in clear beside the record (the Vault API refuses digit runs of nine or more).
     package var metadata: [String: String] = [:]
+    /// The name the value has in the group the create's values form (issue 76: a form's field,
+    /// an import's column, a `POST /aliases` item's `field`); nil: it joins none (a card's
+    /// security code never does). See ``Vault/createAliases(_:caller:completion:)``.
+    package var groupField: String?
 
     package var value: String {
         get { sensitiveValue.value }

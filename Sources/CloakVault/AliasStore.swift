@@ -6,7 +6,7 @@ import CloakCrypto
 /// thread-safe. All writes of one executor batch happen between ``begin()`` and ``commit()``;
 /// each request's writes between a savepoint and its release, so one failing request leaves
 /// the others intact and nothing half-written.
-package protocol AliasStore: FileStore, JobStore {
+package protocol AliasStore: FileStore, JobStore, GroupStore {
     /// Whether this process is the store's only writer (an embedded file): only then may a vault
     /// keep what it read in memory (``DedupeCache``), since no one else can delete behind it.
     /// False for a server other nodes share.
@@ -251,10 +251,10 @@ package enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     package static let retryAfterSeconds = 2
 }
 
-/// What a key version seals: records' values, files' own keys, jobs' own keys (`cloak keys
-/// status` names each; `rewrap` re-seals all three).
+/// What a key version seals: records' values, files' own keys, jobs' own keys, groups' bodies
+/// (`cloak keys status` names each; `rewrap` re-seals all four).
 package enum KeyUse: String, Sendable, CaseIterable {
-    case records, files, jobs
+    case records, files, jobs, groups
 
     /// "3 records", "1 file", "2 jobs".
     package func counted(_ n: Int) -> String {

@@ -57,6 +57,33 @@ package struct KeyRewrap {
         }
     }
 
+    /// Re-seals up to `limit` groups' bodies sealed with `version`, after group `cursor`, as
+    /// ``batch(version:after:limit:)`` does records (each bound to its id and the new version).
+    package func groupBatch(version: String, after cursor: String?, limit: Int) throws -> Batch {
+        guard let old = keys.key(id: version) else {
+            throw VaultError.unavailable("the key ring has no key \(version): its groups cannot be opened")
+        }
+        let current = keys.current
+        return try transaction(limit: limit) {
+            let groups = try store.sealedGroups(keyID: version, after: cursor, limit: limit)
+            var resealed: [(old: SealedRecord, new: SealedRecord)] = []
+            for group in groups {
+                let plain: [UInt8]
+                do {
+                    plain = try AESGCM.open(
+                        group.sealed, key: old.encryptionKey,
+                        associatedData: RecordGroup.associatedData(group.id, version))
+                } catch {
+                    throw VaultError.unavailable("a group sealed with \(version) failed authentication")
+                }
+                let sealed = try AESGCM.seal(
+                    plain, key: current.encryptionKey, associatedData: RecordGroup.associatedData(group.id, current.id))
+                resealed.append((group, SealedRecord(id: group.id, keyID: current.id, sealed: sealed)))
+            }
+            return (groups.count, try store.resealGroups(resealed).count, groups.last?.id)
+        }
+    }
+
     /// Seals again, under the current version, the keys of up to `limit` files whose key is
     /// sealed with `version`, after upload `cursor` (the chunks stay as they are: only the file's
     /// own key is sealed by the ring). A file a node changed or deleted meanwhile is skipped.

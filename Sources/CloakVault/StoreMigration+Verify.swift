@@ -28,6 +28,13 @@ extension StoreMigration {
                 }
                 after = last.id
             }
+            after = nil
+            while true {
+                let page = try source.groups(after: after, limit: batch)
+                guard let last = page.last else { break }
+                for group in page where try destination.group(id: group.id) != group { note(.groups, group.id) }
+                after = last.id
+            }
             for name in try source.metadataNames(prefix: "") where !Self.storeOwnNames.contains(name) {
                 let kind = kind(of: name)
                 guard kind.difference == .refuse else { continue }  // hints and nodes' own

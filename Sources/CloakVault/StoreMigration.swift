@@ -2,7 +2,8 @@
 /// decrypted) with their fingerprints, aliases and signatures; each record's file (wrapped key and
 /// chunks) in the same transaction as its record, so no copy is ever a record without its content;
 /// the store's named values (the key-check value, the key ring, API credentials, BIN tables: see
-/// ``MetadataKind``); and the key audit trail. The same keys open the copy.
+/// ``MetadataKind``); groups, still sealed, once their records are there; and the key audit
+/// trail. The same keys open the copy.
 ///
 /// Re-running it is safe and resumes an interrupted run: what the destination has is counted as
 /// there, a record whose file did not arrive gets it, and audit lines continue where they stopped.
@@ -21,7 +22,7 @@ package struct StoreMigration {
 
     /// The kinds of what a store holds, in the order they are reported.
     package enum Kind: String, Sendable, CaseIterable, Comparable {
-        case records, files, keys, credentials, bins = "BIN tables", other = "other values"
+        case records, files, groups, keys, credentials, bins = "BIN tables", other = "other values"
         case audit = "key audit lines"
         /// Jobs are never copied: only ``StoreMigration/verify()`` names them (those not ended).
         case jobs = "jobs not ended"
@@ -155,6 +156,7 @@ package struct StoreMigration {
         try copyMetadata(&report)
         do throws(StoreError) {
             try copyRecords(&report, progress: progress)
+            try copyGroups(&report)
             try copyAudit(&report)
             try copyAuditEvents(&report)
             report.sourceRecords = try source.recordCount()
@@ -221,6 +223,29 @@ package struct StoreMigration {
             if let stop = interruptAfterTransactions, committed >= stop {
                 throw StoreError.unavailable("interrupted (run it again to resume)")
             }
+        }
+    }
+
+    /// Groups page by page, sealed as they are, after every record they name is there (a group
+    /// names only records, and a member's row needs its record).
+    private func copyGroups(_ report: inout Report) throws(StoreError) {
+        var after: String?
+        while true {
+            let page = try source.groups(after: after, limit: batch)
+            guard let last = page.last else { break }
+            try destination.begin()
+            do throws(StoreError) {
+                for group in page {
+                    let there = try destination.group(id: group.id) != nil
+                    if !there { try destination.insertGroup(group) }
+                    report.count(.groups, copied: !there)
+                }
+                try destination.commit()
+            } catch {
+                destination.rollback()
+                throw error
+            }
+            after = last.id
         }
     }
 

@@ -122,6 +122,8 @@ extension Vault {
     struct Created: Sendable {
         var answers: [RevealedRecord] = []
         var records: [StoredRecord] = []
+        /// Each value's record and the alias it answered with (what a group names).
+        var stored: [(recordID: String, alias: IssuedAlias)] = []
     }
 
     /// On the executor thread: finds or inserts each record and gives it the alias asked for.
@@ -133,6 +135,8 @@ extension Vault {
         var out: [RevealedRecord] = []
         out.reserveCapacity(prepared.count)
         var records: [StoredRecord] = []
+        var members: [(recordID: String, alias: IssuedAlias)] = []
+        members.reserveCapacity(prepared.count)
         for (index, item) in prepared.enumerated() {
             var record: StoredRecord
             var alias: IssuedAlias
@@ -159,12 +163,13 @@ extension Vault {
                 }
             }
             if cache != nil { records.append(record) }
+            members.append((record.id, alias))
             // Audited with the write, in its transaction; the same word whether the value was
             // new or already stored.
             VaultAuditing.note(auditReference(alias.alias), "ok", .create)
             out.append(answer(item, record: record, alias: alias, caller: caller))
         }
-        return Created(answers: out, records: records)
+        return Created(answers: out, records: records, stored: members)
     }
 
     /// What the caller is told of `item`, now in `record` under `alias`.

@@ -53,6 +53,7 @@ extension Vault {
                 return nil
             }
             if cache != nil { created.records.append(record) }
+            created.stored.append((record.id, alias))
             // An audited create's event, as ``create(_:caller:in:stored:)`` notes it (the
             // executor keeps this call's notes only when it answers the request).
             VaultAuditing.note(auditReference(alias.alias), "ok", .create)

@@ -264,10 +264,17 @@ package final class Vault: Sendable {
     /// Values the ``DedupeCache`` knows are answered from it; the rest go to the vault thread.
     /// When every value is known, `completion` runs at once on the calling thread; otherwise on
     /// the vault thread after the commit.
+    ///
+    /// The values with a ``AliasRequest/groupField`` form a group (``RecordGroup``) written in the
+    /// same commit, when there are at least ``minimumGroupMembers`` of them and the caller has a
+    /// token; such a create is never answered from the cache, since the group is a write of its own.
     package func createAliases(
         _ requests: [AliasRequest], caller: AliasCaller = .trusted,
         completion: @escaping @Sendable (Result<[RevealedRecord], VaultError>) -> Void
     ) {
+        let grouped =
+            !caller.anonymous && requests.lazy.filter { $0.groupField != nil }.count >= Self.minimumGroupMembers
+        let names = grouped ? requests.map(\.groupField) : nil
         let answers: [RevealedRecord?]
         let missing: [Int]
         let prepared: [PreparedAlias]
@@ -278,7 +285,7 @@ package final class Vault: Sendable {
             // the commit a new value waits for, would tell anyone else by its timing that the value
             // was stored.
             answers =
-                (caller.mayReveal ? cache : nil).map {
+                (caller.mayReveal && !grouped ? cache : nil).map {
                     cachedAnswers(requests, fingerprints: fingerprints, caller: caller, cache: $0)
                 }
                 ?? Array(repeating: nil, count: requests.count)
@@ -304,9 +311,15 @@ package final class Vault: Sendable {
                 completion(.failure(error))
             }
         }
-        guard batchesNewRecords, let writes = newRecordWrites(prepared) else {
+        // A group goes with its values in the batch's transaction: not through a commit of new
+        // records of their own first.
+        guard !grouped, batchesNewRecords, let writes = newRecordWrites(prepared) else {
             return executor.submit(
-                { [self] store in try create(prepared, caller: caller, in: store) }, completion: finished)
+                { [self] store in
+                    var created = try create(prepared, caller: caller, in: store)
+                    try group(&created, names: names, caller: caller, in: store)
+                    return created
+                }, completion: finished)
         }
         executor.submit(
             newRecords: writes, durable: !caller.mayReveal,

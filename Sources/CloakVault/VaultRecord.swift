@@ -116,6 +116,9 @@ package struct RevealedRecord: Sendable, CustomStringConvertible {
     /// The record is an anonymous caller's intent (see ``StoredRecord/intent``).
     package var intent: Bool
     package var metadata: [String: String]
+    /// The group this create stored the value in with the request's others (issue 76): set for
+    /// callers who may reveal, and only in a create's answer.
+    package var group: String?
 
     package init(
         value: String, aliases: [IssuedAlias], storage: StorageKind, classifiers: [String], createdAt: Int64,

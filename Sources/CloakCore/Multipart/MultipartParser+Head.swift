@@ -106,7 +106,8 @@ extension MultipartParser {
 }
 
 extension StringProtocol {
-    func trimmingSpaces() -> String {
+    /// The text without its leading and trailing spaces and tabs.
+    public func trimmingSpaces() -> String {
         String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

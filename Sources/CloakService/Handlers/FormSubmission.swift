@@ -25,12 +25,16 @@ struct FormSubmission: Sendable {
         for field in validation.fields where field.isPresent && field.schema.type != .file {
             let components = field.outputComponents.filter { !$0.value.isEmpty }
             if let settings = field.schema.tokenization {
+                // A submission's aliased values form a group (issue 76), a card's security code
+                // never among them, whether typed as one or only named like one.
+                let securityCode = field.schema.type == .cvc || SecurityCodeName.matches(field.schema.name)
                 for c in components {
                     entries.append((c.key, .alias(requests.count)))
-                    requests.append(
-                        AliasRequest(
-                            value: c.value, format: settings.format, storage: settings.storage,
-                            classifiers: [Self.classifier(form: validation.form.name)], luhnValid: settings.luhnValid))
+                    var request = AliasRequest(
+                        value: c.value, format: settings.format, storage: settings.storage,
+                        classifiers: [Self.classifier(form: validation.form.name)], luhnValid: settings.luhnValid)
+                    request.groupField = securityCode || SecurityCodeName.matches(c.key) ? nil : c.key
+                    requests.append(request)
                 }
             } else if keepSensitiveRaw || !field.schema.type.isSensitive {
                 entries += components.map { ($0.key, .raw(Sensitive($0.value))) }

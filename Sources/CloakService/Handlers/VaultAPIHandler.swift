@@ -39,7 +39,7 @@ struct VaultAPIHandler: Sendable {
             vault.createAliases(items, caller: caller) { result in
                 switch result {
                 case let .success(records):
-                    finish(.json(201, Self.dataArray(records)))
+                    finish(.json(201, Self.dataArray(records, group: records.lazy.compactMap(\.group).first)))
                 case let .failure(error):
                     finish(.error(error.cloakError { "data[\($0)]" }))
                 }
@@ -47,8 +47,9 @@ struct VaultAPIHandler: Sendable {
         }
     }
 
-    /// `{"data":[record, …]}`, each record written straight into the answer.
-    static func dataArray(_ records: [RevealedRecord], lifecycle: Bool = false) -> [UInt8] {
+    /// `{"data":[record, …]}`, each record written straight into the answer, and `"group"` when
+    /// the values formed one (shown only to callers who may reveal: the vault sets it for them).
+    static func dataArray(_ records: [RevealedRecord], lifecycle: Bool = false, group: String? = nil) -> [UInt8] {
         var answer = JSONWriter(reservingCapacity: 192 * records.count + 16)
         answer.beginObject()
         answer.key("data" as StaticString)
@@ -58,6 +59,7 @@ struct VaultAPIHandler: Sendable {
             record.write(into: &answer, lifecycle: lifecycle)
         }
         answer.endArray()
+        if let group { answer.member("group", group) }
         answer.endObject()
         return answer.takeBytes()
     }
@@ -132,8 +134,11 @@ struct VaultAPIHandler: Sendable {
             var classifiers: [String] = []
             var ttl: Int?
             var metadata: [String: String] = [:]
+            var field = at
             for (key, v) in members {
                 switch key {
+                case "field":
+                    field = try parseField(v, at: "\(at).field")
                 case "value":
                     guard case let .string(s) = v else {
                         throw .malformed("\(at).value must be a string, not \(v.typeName)")
@@ -163,9 +168,28 @@ struct VaultAPIHandler: Sendable {
             var request = AliasRequest(value: value, format: format, storage: storage, classifiers: classifiers)
             request.ttlSeconds = ttl
             request.metadata = metadata
+            // Every value of the call joins its group (issue 76) by its field, or its place,
+            // except one named like a card's security code.
+            guard !out.contains(where: { $0.groupField == field }) else {
+                throw .malformed("\(at).field: \"\(field)\" names another item of the call")
+            }
+            request.groupField = SecurityCodeName.matches(field) ? nil : field
             out.append(request)
         }
         return out
+    }
+
+    /// An item's `field`: the name its value has in the call's group (and in an export's rows).
+    static func parseField(_ v: JSONValue, at: String) throws(CloakError) -> String {
+        guard let s = v.stringValue, !s.isEmpty, s.utf8.count <= 64,
+            s.utf8.allSatisfy({
+                ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || $0 == 45 || $0 == 95 || $0 == 46
+            })
+        else { throw .malformed("\(at) must be 1 to 64 of A-Z a-z 0-9 - _ .") }
+        guard !holdsLongDigitRun(s) else {
+            throw .malformed("\(at) may not hold a run of nine or more digits (field names are stored with the rows)")
+        }
+        return s
     }
 
     static func parseClassifiers(_ v: JSONValue, at: String) throws(CloakError) -> [String] {

@@ -26,17 +26,14 @@ struct ImportPlan: Sendable {
         let parts: [(month: String, year: String)]
     }
 
-    /// The row's own id: echoed in the mapping and advice files, never aliased.
+    /// The row's own id: echoed in the mapping and advice files, and stored as a value of the
+    /// row's group (issue 76).
     static let idColumn = "id"
+    static let securityCode = "a card's security code is never imported (it may not be stored)"
 
     init(_ spec: ImportSpec, configuration: ServiceConfiguration) throws(CloakError) {
         self.spec = spec
-        var forbidden: [String: String] = [
-            "cvc": "a card's security code is never imported (it may not be stored)",
-            "cvv": "a card's security code is never imported (it may not be stored)",
-            "cvv2": "a card's security code is never imported (it may not be stored)",
-            "csc": "a card's security code is never imported (it may not be stored)",
-        ]
+        var forbidden: [String: String] = [:]
         switch spec.source {
         case let .form(name):
             guard let form = configuration.forms[name] else { throw Self.refusal("no form \(name)") }
@@ -49,7 +46,9 @@ struct ImportPlan: Sendable {
             let expiryFields = form.fields.filter { $0.type == .expDate }
             let names = Set(form.fields.map(\.name))
             for field in form.fields {
-                if field.type == .cvc || field.tokenization?.storage == .volatile {
+                if field.type == .cvc || field.tokenization?.storage == .volatile
+                    || SecurityCodeName.matches(field.name)
+                {
                     guard !field.isRequired else {
                         throw Self.refusal(
                             "form \(name) requires \(field.name), a value that is only ever kept VOLATILE: "
@@ -100,6 +99,13 @@ struct ImportPlan: Sendable {
 
     /// The columns of a file whose header (or first object's keys) is `header`.
     func columns(_ header: [String]) throws(ColumnMap.Problem) -> ColumnMap {
+        // A column named like a card's security code, as written or as mapped (``SecurityCodeName``).
+        for raw in header {
+            let source = raw.trimmingSpaces()
+            if SecurityCodeName.matches(source) || SecurityCodeName.matches(mapping[source] ?? source) {
+                throw .forbidden(source, reason: Self.securityCode)
+            }
+        }
         let map = try ColumnMap(
             header: header, reads: reads, required: required, mapping: mapping, ignored: Set(spec.ignored),
             forbidden: forbidden)
@@ -143,7 +149,8 @@ struct ImportPlan: Sendable {
             let value = values["value"] ?? ""
             guard !value.isEmpty else { return .failure(Self.refused(.malformed("the row has no value"))) }
             found = [
-                ImportValue(key: "value", request: AliasRequest(value: value, format: format, storage: .persistent))
+                Self.rowID(values[Self.idColumn] ?? ""),
+                ImportValue(key: "value", request: AliasRequest(value: value, format: format, storage: .persistent)),
             ]
         case .form:
             guard let form else { return .failure(Self.refused(.malformed("no form"))) }
@@ -164,15 +171,33 @@ struct ImportPlan: Sendable {
                         code: error.code.rawValue, reason: "\(error.message): \(broken.joined(separator: "; "))"))
             }
             let submission = FormSubmission(validation, keepSensitiveRaw: false)
-            found = submission.requests.indices.map {
+            let aliased = submission.requests.indices.map {
                 ImportValue(key: submission.key(ofRequest: $0), request: submission.requests[$0])
             }
-            guard !found.isEmpty else { return .failure(Self.refused(.malformed("the row has no value to alias"))) }
+            guard !aliased.isEmpty else {
+                return .failure(Self.refused(.malformed("the row has no value to alias")))
+            }
+            // The rest of the row goes into its group as values of their own (an expiry as the
+            // form reads it, a name), never as metadata; the mapping names the aliased ones.
+            let kept = validation.fields.filter { $0.isPresent && !$0.isEmpty && $0.schema.tokenization == nil }.map {
+                ImportValue(
+                    key: $0.schema.name,
+                    request: AliasRequest(value: $0.outputText, format: .UUID, storage: .persistent),
+                    inMapping: false)
+            }
+            found = [Self.rowID(values[Self.idColumn] ?? "")] + aliased + kept
         }
         do { try Vault.check(found.map(\.request)) } catch {
             return .failure(Self.refused(error.cloakError { "field \(found[$0].key)" }))
         }
         return .success(found)
+    }
+
+    /// The row's id as a value of its group: stored, deduplicated, never in the mapping's aliases
+    /// (the mapping echoes the id itself).
+    static func rowID(_ id: String) -> ImportValue {
+        ImportValue(
+            key: idColumn, request: AliasRequest(value: id, format: .UUID, storage: .persistent), inMapping: false)
     }
 
     /// `values` with each expiry in the layout its field takes: one column in any layout

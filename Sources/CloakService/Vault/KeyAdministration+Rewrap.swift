@@ -29,7 +29,8 @@ extension KeyAdministration {
             }
             var done = 0
             // Records, then the files and the jobs whose own key is sealed with the version
-            // (a finished job's key counts until the job expires: review V, item 10).
+            // (a finished job's key counts until the job expires: review V, item 10), then
+            // the groups sealed with it.
             for kind in KeyUse.allCases {
                 var cursor: String?
                 repeat {
@@ -38,6 +39,7 @@ extension KeyAdministration {
                         case .records: try rewrap.batch(version: version, after: cursor, limit: batch)
                         case .files: try rewrap.fileBatch(version: version, after: cursor, limit: batch)
                         case .jobs: try rewrap.jobBatch(version: version, after: cursor, limit: batch)
+                        case .groups: try rewrap.groupBatch(version: version, after: cursor, limit: batch)
                         }
                     let handled = result.resealed + result.skipped
                     done += handled

@@ -71,15 +71,15 @@ package struct KeyAdministration {
         }
 
         /// `{"current": …, "wrapping": …, "versions": [{"id": …, "records": N}]}`, exactly; `records`
-        /// counts everything the version seals, and a version that seals files' or jobs' keys
-        /// also says how many (`"files": N`, `"jobs": N`).
+        /// counts everything the version seals, and a version that seals files' or jobs' keys,
+        /// or groups, also says how many (`"files": N`, `"jobs": N`, `"groups": N`).
         package var json: String {
             let versions = JSONValue.array(
                 versions.map { version in
                     var members: [(String, JSONValue)] = [
                         ("id", .string(version.id)), ("records", .number(String(version.records))),
                     ]
-                    for use in [KeyUse.files, .jobs] {
+                    for use in [KeyUse.files, .jobs, .groups] {
                         if let n = uses[version.id]?[use], n > 0 { members.append((use.rawValue, .number(String(n)))) }
                     }
                     return .object(members)

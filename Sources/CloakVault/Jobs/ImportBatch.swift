@@ -18,14 +18,19 @@ package struct ImportRow: Sendable {
     }
 }
 
-/// A value of a row and the name its alias has in the mapping file.
+/// A value of a row: its field's name, in the row's group and (for the form's aliased fields)
+/// in the mapping file.
 package struct ImportValue: Sendable {
     package var key: String
     package var request: AliasRequest
+    /// Whether the mapping file names its alias: false for what is stored only as a part of the
+    /// row's group (its id, a name or an expiry the form checks but does not alias).
+    package var inMapping: Bool
 
-    package init(key: String, request: AliasRequest) {
+    package init(key: String, request: AliasRequest, inMapping: Bool = true) {
         self.key = key
         self.request = request
+        self.inMapping = inMapping
     }
 }
 
@@ -98,13 +103,16 @@ package enum ImportLines {
         return id
     }
 
-    /// `{"row":…,"id":…,"aliases":{…}}`
-    static func mapping(line: Int, id: String?, aliases: [(key: String, alias: String)], into out: inout JSONWriter) {
-        out.write(
-            .object([
-                ("row", .int(line)), ("id", echoed(id).map { .string($0) } ?? .null),
-                ("aliases", .object(aliases.map { ($0.key, JSONValue.string($0.alias)) })),
-            ]))
+    /// `{"row":…,"id":…,"aliases":{…}}`, and `"group"` when the row's values form one.
+    static func mapping(
+        line: Int, id: String?, aliases: [(key: String, alias: String)], group: String?, into out: inout JSONWriter
+    ) {
+        var members: [(String, JSONValue)] = [
+            ("row", .int(line)), ("id", echoed(id).map { .string($0) } ?? .null),
+            ("aliases", .object(aliases.map { ($0.key, JSONValue.string($0.alias)) })),
+        ]
+        if let group { members.append(("group", .string(group))) }
+        out.write(.object(members))
         out.rawJSON("\n")
     }
 

@@ -25,15 +25,22 @@ package struct ExportFilter: Sendable, Equatable {
     }
 
     package func selects(_ record: RecordListing, now: Int64) -> Bool {
-        guard record.storage == .persistent, !record.intent, record.createdAt <= asOf,
-            !record.classifiers.contains(Vault.fileClassifier)
-        else { return false }
-        if let expires = record.expiresAt, expires <= now { return false }
+        guard mayTake(record, now: now) else { return false }
         switch match {
         case .everything, .listed: return true
         case let .metadata(pairs): return pairs.allSatisfy { record.metadata[$0.key] == $0.value }
         case let .classifier(name): return record.classifiers.contains(name)
         }
+    }
+
+    /// Whether an export may take the record at all, whatever the match: what a rows export
+    /// asks of each part of a group it selected (issue 76).
+    package func mayTake(_ record: RecordListing, now: Int64) -> Bool {
+        guard record.storage == .persistent, !record.intent, record.createdAt <= asOf,
+            !record.classifiers.contains(Vault.fileClassifier)
+        else { return false }
+        if let expires = record.expiresAt, expires <= now { return false }
+        return true
     }
 }
 

@@ -138,13 +138,15 @@ extension Vault {
             next += values.count
             if perRow { try store.savepoint() }
             do {
-                let created = try create(mine, caller: Self.importer, in: store, stored: committed)
+                var created = try create(mine, caller: Self.importer, in: store, stored: committed)
+                // The row's values stay together: its group, in the same commit (issue 76).
+                let group = try self.group(&created, names: values.map(\.key), caller: Self.importer, in: store)
                 if perRow { try store.releaseSavepoint() }
-                let aliases = zip(values, created.answers).map { value, answer in
+                let aliases = zip(values, created.answers).filter { $0.0.inMapping }.map { value, answer in
                     (key: value.key, alias: answer.aliases.first?.alias ?? "")
                 }
                 progress.imported += 1
-                ImportLines.mapping(line: row.line, id: row.id, aliases: aliases, into: &mapping)
+                ImportLines.mapping(line: row.line, id: row.id, aliases: aliases, group: group, into: &mapping)
                 ImportLines.advice(line: row.line, id: row.id, refusal: nil, into: &advice)
             } catch let error as VaultError where perRow {
                 // This row only: what it wrote goes, the batch goes on.

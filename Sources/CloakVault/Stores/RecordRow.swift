@@ -69,3 +69,17 @@ extension StoredAuditBlock {
             ))
     }
 }
+
+extension StoredGroup {
+    /// A group in a row of `id, key_id, nonce, ciphertext, tag, created_at, members` (members a
+    /// comma list, or null for none): both stores' group reads.
+    init(row: some RecordRow) throws(StoreError) {
+        guard let id = row.text(at: 0), let keyID = row.text(at: 1), let nonce = row.bytes(at: 2),
+            let ciphertext = row.bytes(at: 3), let tag = row.bytes(at: 4), let createdAt = row.integer(at: 5)
+        else { throw .unavailable("a group row is incomplete") }
+        let members = row.text(at: 6).map { $0.split(separator: ",").map(String.init) } ?? []
+        self.init(
+            id: id, keyID: keyID, sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag),
+            createdAt: createdAt, members: members)
+    }
+}

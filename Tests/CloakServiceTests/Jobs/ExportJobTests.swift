@@ -182,9 +182,13 @@ struct ExportJobTests {
         }
         let valuesB = try Self.reveal(nodeB, Array(renamed.values))
         for (old, new) in renamed { #expect(valuesB[new] == valuesA[old] && valuesB[new] != nil) }
-        // B's records are sealed under its own ring: A's key does not open them.
+        // B's records are sealed under its own ring: A's key does not open them. Each row's
+        // value and its id (A's record id) are B's records, a group a row.
         #expect(
             try sqlite(["\(directory.path)/b.db", "SELECT count(*) FROM records"]).trimmingCharacters(
+                in: .whitespacesAndNewlines) == "80")
+        #expect(
+            try sqlite(["\(directory.path)/b.db", "SELECT count(*) FROM record_groups"]).trimmingCharacters(
                 in: .whitespacesAndNewlines) == "40")
 
         // The steps are audited with who asked, who approved, the digest, the rows and the key.

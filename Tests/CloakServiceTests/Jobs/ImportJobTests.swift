@@ -320,9 +320,13 @@ struct ImportJobTests {
         let mapping = Self.lines(try node.command(["jobs", "mapping", id]).output)
         #expect(mapping.count == count)
         #expect(Set(mapping.compactMap { ($0["aliases"] as? [String: String])?["card_number"] }).count == count)
-        // One record a value: nothing stored twice by a batch that ran again.
+        // One record a value (each row's card and id, the one expiry all share) and one group a
+        // row: nothing stored twice by a batch that ran again.
         let records = try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM records"])
-        #expect(records.trimmingCharacters(in: .whitespacesAndNewlines) == "\(count)")
+        #expect(records.trimmingCharacters(in: .whitespacesAndNewlines) == "\(2 * count + 1)")
+        let groups = try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM record_groups"])
+        #expect(groups.trimmingCharacters(in: .whitespacesAndNewlines) == "\(count)")
+        #expect(Set(mapping.compactMap { $0["group"] as? String }).count == count)
     }
 
     @Test func theAPITakesAFileAndGivesItsOutputsOnlyToItsToken() throws {
@@ -594,7 +598,8 @@ struct ImportJobTests {
             ])
             #expect(run.status == 2 && run.output.contains("nothing of it was imported"), "\(refused): \(run.output)")
         }
-        #expect(try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM records"]).hasPrefix("50"))
+        // 50 cards, 50 row ids, one expiry.
+        #expect(try sqlite(["\(directory.path)/cloak.db", "SELECT count(*) FROM records"]).hasPrefix("101"))
         for file in ["cards.gpg", "pgpy.asc"] {
             let run = try node.command([
                 "import", "--form", "card_import", "--token", "nodes", "\(directory.path)/\(file)",

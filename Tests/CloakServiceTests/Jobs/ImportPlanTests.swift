@@ -110,8 +110,13 @@ struct ImportPlanTests {
             Issue.record("a good row was refused")
             return
         }
-        #expect(values.map(\.key) == ["card_number"])
-        #expect(values[0].request.storage == .persistent && values[0].request.format == .FPE_T_FOUR)
+        // The aliased card in the mapping; the row's id and its expiry (as the form reads it)
+        // stored only as values of the row's group.
+        #expect(values.map(\.key) == ["id", "card_number", "exp_date"])
+        #expect(values.map(\.inMapping) == [false, true, false])
+        #expect(values[1].request.storage == .persistent && values[1].request.format == .FPE_T_FOUR)
+        #expect(values[0].request.value == "d" && values[2].request.value == "12/29", "\(values[2].request.value)")
+        #expect(values.allSatisfy { $0.request.storage == .persistent })
     }
 
     @Test func jsonLinesPassTheSameColumnRulesLineByLine() throws {

@@ -6,12 +6,13 @@ import CloakCrypto
 extension PostgreSQLAliasStore {
     package func recordCounts() throws(StoreError) -> [String: Int] {
         var out: [String: Int] = [:]
-        // Files' and jobs' wrapped keys count too: a version is in use while a file's or a job's
-        // key is sealed with it (a job's until it expires).
+        // Files' and jobs' wrapped keys and groups count too: a version is in use while a file's or
+        // a job's key, or a group, is sealed with it (a job's until it expires).
         for row in try db.query(
             """
             SELECT key_id, count(*) FROM (
                 SELECT key_id FROM records UNION ALL SELECT key_id FROM files UNION ALL SELECT key_id FROM jobs
+                UNION ALL SELECT key_id FROM record_groups
             ) f GROUP BY key_id
             """
         ) {
@@ -27,6 +28,7 @@ extension PostgreSQLAliasStore {
             SELECT key_id, 'records', count(*) FROM records GROUP BY key_id
             UNION ALL SELECT key_id, 'files', count(*) FROM files GROUP BY key_id
             UNION ALL SELECT key_id, 'jobs', count(*) FROM jobs GROUP BY key_id
+            UNION ALL SELECT key_id, 'groups', count(*) FROM record_groups GROUP BY key_id
             """
         ) {
             if let id = row.text(0), let use = row.text(1).flatMap(KeyUse.init(rawValue:)) {

@@ -120,6 +120,8 @@ extension PostgreSQLAliasStore {
         jobsSchema,
         // What a token's imports hold is summed for each chunk stored (review V, item 9).
         "CREATE INDEX IF NOT EXISTS jobs_by_owner ON jobs (owner)",
+        // Groups of values stored together (issue 76): ``PostgreSQLAliasStore/groupsSchema``.
+        groupsSchema,
     ]
 
     func migrate() throws(StoreError) {

@@ -6,12 +6,13 @@ import CloakCrypto
 /// connection; WAL lets it write between the server's commits.
 extension SQLiteAliasStore {
     package func recordCounts() throws(StoreError) -> [String: Int] {
-        // Files' and jobs' wrapped keys count too: a version is in use while a file's or a job's
-        // key is sealed with it (a job's until it expires).
+        // Files' and jobs' wrapped keys and groups count too: a version is in use while a file's or
+        // a job's key, or a group, is sealed with it (a job's until it expires).
         let s = try db.statement(
             """
             SELECT key_id, count(*) FROM (
                 SELECT key_id FROM records UNION ALL SELECT key_id FROM files UNION ALL SELECT key_id FROM jobs
+                UNION ALL SELECT key_id FROM record_groups
             ) GROUP BY key_id
             """)
         defer { s.finish() }
@@ -28,6 +29,7 @@ extension SQLiteAliasStore {
             SELECT key_id, 'records', count(*) FROM records GROUP BY key_id
             UNION ALL SELECT key_id, 'files', count(*) FROM files GROUP BY key_id
             UNION ALL SELECT key_id, 'jobs', count(*) FROM jobs GROUP BY key_id
+            UNION ALL SELECT key_id, 'groups', count(*) FROM record_groups GROUP BY key_id
             """)
         defer { s.finish() }
         var out: [String: [KeyUse: Int]] = [:]

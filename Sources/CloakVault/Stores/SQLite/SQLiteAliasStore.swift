@@ -107,6 +107,8 @@ package final class SQLiteAliasStore: AliasStore {
         try db.execute(Self.auditSchema)
         // Bulk jobs (schema 9, issue 60).
         try db.execute(Self.jobsSchema)
+        // Groups of values stored together (schema 10, issue 76).
+        try db.execute(Self.groupsSchema)
     }
 
     /// The file belongs to this process.

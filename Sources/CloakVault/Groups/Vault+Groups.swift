@@ -1,0 +1,45 @@
+import CloakCore
+
+/// Groups on the vault's side (issue 76): made in the transaction that stores their values,
+/// opened where they are read.
+extension Vault {
+    /// The fewest members a group has: a single value forms none.
+    package static let minimumGroupMembers = 2
+
+    /// Seals the group of `fields` under the current key and writes it, with its members'
+    /// index rows, in the transaction under way; its id. On the executor thread.
+    func writeGroup(_ fields: [RecordGroup.Field], in store: any AliasStore) throws -> String {
+        let now = clock()
+        let id = GroupID.make(now: now)
+        try store.insertGroup(try RecordGroup(fields: fields).sealed(id: id, key: currentKey, createdAt: now))
+        return id
+    }
+
+    /// The group a create's values form, by `names` (a member's field name, nil for a value that
+    /// is none), written in the transaction under way; the answers of its members carry its id
+    /// for a caller who may reveal. Nothing when fewer than ``minimumGroupMembers`` are members,
+    /// or the caller is anonymous (its values are intents, kept one by one). Returns its id.
+    @discardableResult
+    func group(_ created: inout Created, names: [String?]?, caller: AliasCaller, in store: any AliasStore) throws
+        -> String?
+    {
+        guard let names, !caller.anonymous else { return nil }
+        let members = names.indices.filter { names[$0] != nil && $0 < created.stored.count }
+        guard members.count >= Self.minimumGroupMembers else { return nil }
+        let id = try writeGroup(
+            members.map {
+                RecordGroup.Field(
+                    name: names[$0]!, recordID: created.stored[$0].recordID, alias: created.stored[$0].alias)
+            },
+            in: store)
+        if caller.mayReveal { for index in members { created.answers[index].group = id } }
+        return id
+    }
+
+    /// The body of `group`; nil when its key version is not in the ring or it does not open as
+    /// this group's (a database writer altered or moved it).
+    package func open(_ group: StoredGroup) -> RecordGroup? {
+        guard let key = dataKey(group.keyID) else { return nil }
+        return RecordGroup.open(group, key: key)
+    }
+}

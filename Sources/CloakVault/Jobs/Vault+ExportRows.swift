@@ -1,0 +1,119 @@
+import CloakCore
+
+/// One line of a rows export (issue 76): a group's parts by field name, or a record that is in
+/// no group (stored before groups, or alone) as a group of one, its part named `value`.
+package struct ExportGroupRow: Sendable, Equatable {
+    package struct Part: Sendable, Equatable {
+        package var name: String
+        package var record: String
+        package var alias: String
+        /// Empty while the selection is only counted.
+        package var value: String
+
+        package init(name: String, record: String, alias: String, value: String) {
+            (self.name, self.record, self.alias, self.value) = (name, record, alias, value)
+        }
+    }
+
+    /// nil: a group of one.
+    package var group: String?
+    package var parts: [Part]
+    /// The parts' metadata, each key once (the first part's that holds it), Cloak's own aside.
+    package var metadata: [String: String]
+    /// Parts of the group an export may not take (a VOLATILE value, an expired or deleted one):
+    /// left out of the line, and counted in the job's status.
+    package var leftOut: Int
+
+    package init(group: String?, parts: [Part], metadata: [String: String], leftOut: Int) {
+        (self.group, self.parts, self.metadata, self.leftOut) = (group, parts, metadata, leftOut)
+    }
+
+    /// The name of a group of one's part.
+    package static let singleField = "value"
+}
+
+/// A page of a rows export: its rows and where the next page starts (nil: the last).
+package struct ExportGroupPage: Sendable {
+    package var rows: [ExportGroupRow] = []
+    package var next: String?
+
+    package init(rows: [ExportGroupRow] = [], next: String? = nil) {
+        self.rows = rows
+        self.next = next
+    }
+}
+
+extension Vault {
+    /// Up to `limit` groups after group `after` (in id order), those `filter` selects, each
+    /// whole: a group is selected when one of its parts is, and every part an export may take
+    /// is in its row (values opened when `open`). A group made after the selection's second is
+    /// not. A group whose body does not open fails the page (a database writer altered it).
+    package func exportGroups(
+        after: String?, limit: Int, filter: ExportFilter, open: Bool, in store: any AliasStore
+    ) throws -> ExportGroupPage {
+        let groups = try store.groups(after: after, limit: limit)
+        var page = ExportGroupPage(next: groups.count == limit ? groups.last?.id : nil)
+        var bodies: [(StoredGroup, RecordGroup)] = []
+        for group in groups where group.createdAt <= filter.asOf {
+            guard let body = self.open(group) else {
+                throw VaultError.unavailable("group \(group.id) does not open (altered in the store)")
+            }
+            bodies.append((group, body))
+        }
+        let found = try store.records(aliases: bodies.flatMap { $0.1.fields.map(\.alias.alias) })
+        let now = clock()
+        for (group, body) in bodies {
+            var row = ExportGroupRow(group: group.id, parts: [], metadata: [:], leftOut: 0)
+            var selected = false
+            for field in body.fields {
+                // The record the body names, still under the alias it names.
+                guard let record = found[field.alias.alias], record.id == field.recordID,
+                    filter.mayTake(record.listing, now: now)
+                else {
+                    row.leftOut += 1
+                    continue
+                }
+                selected = selected || filter.selects(record.listing, now: now)
+                row.parts.append(
+                    ExportGroupRow.Part(
+                        name: field.name, record: record.id, alias: field.alias.alias,
+                        value: open ? try self.open(record, in: store).value : ""))
+                Self.merge(record.metadata, into: &row.metadata)
+            }
+            if selected { page.rows.append(row) }
+        }
+        return page
+    }
+
+    /// Up to `limit` records after record `after` that are in no group made by the selection's
+    /// second, those `filter` selects, each a group of one.
+    package func exportUngrouped(
+        after: String?, limit: Int, filter: ExportFilter, open: Bool, in store: any AliasStore
+    ) throws -> ExportGroupPage {
+        let records = open ? try store.records(after: after, limit: limit) : nil
+        let listings = try records.map { $0.map(\.listing) } ?? store.recordListings(after: after, limit: limit)
+        var page = ExportGroupPage(next: listings.count == limit ? listings.last?.id : nil)
+        let grouped = try store.groupedRecords(listings.map(\.id), asOf: filter.asOf)
+        let now = clock()
+        for (index, listing) in listings.enumerated()
+        where !grouped.contains(listing.id) && filter.selects(listing, now: now) {
+            guard let alias = listing.aliases.first(where: { isAuthentic($0, recordID: listing.id) }) else { continue }
+            var metadata: [String: String] = [:]
+            Self.merge(listing.metadata, into: &metadata)
+            page.rows.append(
+                ExportGroupRow(
+                    group: nil,
+                    parts: [
+                        ExportGroupRow.Part(
+                            name: ExportGroupRow.singleField, record: listing.id, alias: alias.alias,
+                            value: try records.map { try self.open($0[index], in: store).value } ?? "")
+                    ], metadata: metadata, leftOut: 0))
+        }
+        return page
+    }
+
+    /// A part's metadata into its row's: keys not there yet, Cloak's own (`cloak:`) aside.
+    private static func merge(_ metadata: [String: String], into row: inout [String: String]) {
+        for (key, value) in metadata where !key.hasPrefix("cloak:") && row[key] == nil { row[key] = value }
+    }
+}

@@ -1,0 +1,142 @@
+import CloakCrypto
+
+/// Groups (``GroupStore``, issue 76): `record_groups` rows, and `group_members` rows indexing
+/// which records each holds (by record first: an export that starts from records finds their
+/// groups, and a record's delete takes its index rows with it through the foreign key).
+extension SQLiteAliasStore {
+    static let groupsSchema = """
+        CREATE TABLE IF NOT EXISTS record_groups (
+            id TEXT PRIMARY KEY,
+            key_id TEXT NOT NULL,
+            nonce BLOB NOT NULL,
+            ciphertext BLOB NOT NULL,
+            tag BLOB NOT NULL,
+            created_at INTEGER NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS group_members (
+            record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+            group_id TEXT NOT NULL REFERENCES record_groups(id) ON DELETE CASCADE,
+            PRIMARY KEY (record_id, group_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS group_members_by_group ON group_members(group_id);
+        """
+
+    /// The columns ``group(_:)`` reads, members last (a comma list: ids hold no comma).
+    private static let groupColumns =
+        "g.id, g.key_id, g.nonce, g.ciphertext, g.tag, g.created_at, (SELECT group_concat(record_id) FROM group_members WHERE group_id = g.id)"
+
+    package func insertGroup(_ group: StoredGroup) throws(StoreError) {
+        let s = try db.statement(
+            "INSERT INTO record_groups (id, key_id, nonce, ciphertext, tag, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        )
+        s.bind(1, group.id)
+        s.bind(2, group.keyID)
+        s.bind(3, group.sealed.nonce)
+        s.bind(4, group.sealed.ciphertext)
+        s.bind(5, group.sealed.tag)
+        s.bind(6, group.createdAt)
+        try s.run()
+        for member in Set(group.members) {
+            let m = try db.statement("INSERT INTO group_members (record_id, group_id) VALUES (?1, ?2)")
+            m.bind(1, member)
+            m.bind(2, group.id)
+            try m.run()
+        }
+    }
+
+    package func groups(after id: String?, limit: Int) throws(StoreError) -> [StoredGroup] {
+        let s = try db.statement(
+            "SELECT \(Self.groupColumns) FROM record_groups g WHERE g.id > ?1 ORDER BY g.id LIMIT ?2")
+        defer { s.finish() }
+        s.bind(1, id ?? "")
+        s.bind(2, Int64(limit))
+        return try readGroups(s)
+    }
+
+    package func group(id: String) throws(StoreError) -> StoredGroup? {
+        let s = try db.statement("SELECT \(Self.groupColumns) FROM record_groups g WHERE g.id = ?1")
+        defer { s.finish() }
+        s.bind(1, id)
+        return try readGroups(s).first
+    }
+
+    package func groups(ofRecord recordID: String) throws(StoreError) -> [StoredGroup] {
+        let s = try db.statement(
+            """
+            SELECT \(Self.groupColumns) FROM group_members m JOIN record_groups g ON g.id = m.group_id
+            WHERE m.record_id = ?1 ORDER BY g.id
+            """)
+        defer { s.finish() }
+        s.bind(1, recordID)
+        return try readGroups(s)
+    }
+
+    package func groupedRecords(_ recordIDs: [String], asOf: Int64) throws(StoreError) -> Set<String> {
+        var out = Set<String>()
+        for id in recordIDs {
+            let s = try db.statement(
+                """
+                SELECT 1 FROM group_members m JOIN record_groups g ON g.id = m.group_id
+                WHERE m.record_id = ?1 AND g.created_at <= ?2 LIMIT 1
+                """)
+            defer { s.finish() }
+            s.bind(1, id)
+            s.bind(2, asOf)
+            if try s.step() { out.insert(id) }
+        }
+        return out
+    }
+
+    package func groupCount() throws(StoreError) -> Int {
+        let s = try db.statement("SELECT count(*) FROM record_groups")
+        defer { s.finish() }
+        guard try s.step() else { return 0 }
+        return Int(s.int64(0) ?? 0)
+    }
+
+    package func sealedGroups(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
+        let s = try db.statement(
+            "SELECT id, nonce, ciphertext, tag FROM record_groups WHERE key_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
+        defer { s.finish() }
+        s.bind(1, keyID)
+        s.bind(2, id ?? "")
+        s.bind(3, Int64(limit))
+        var out: [SealedRecord] = []
+        while try s.step() {
+            guard let id = s.text(0), let nonce = s.blob(1), let ciphertext = s.blob(2), let tag = s.blob(3) else {
+                throw .unavailable("a group row is incomplete")
+            }
+            out.append(
+                SealedRecord(
+                    id: id, keyID: keyID, sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)))
+        }
+        return out
+    }
+
+    package func resealGroups(_ groups: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
+        var done = Set<String>()
+        for (old, new) in groups {
+            let s = try db.statement(
+                """
+                UPDATE record_groups SET key_id = ?1, nonce = ?2, ciphertext = ?3, tag = ?4
+                WHERE id = ?5 AND key_id = ?6 AND nonce = ?7
+                """)
+            s.bind(1, new.keyID)
+            s.bind(2, new.sealed.nonce)
+            s.bind(3, new.sealed.ciphertext)
+            s.bind(4, new.sealed.tag)
+            s.bind(5, old.id)
+            s.bind(6, old.keyID)
+            s.bind(7, old.sealed.nonce)
+            try s.run()
+            if db.changes == 1 { done.insert(old.id) }
+        }
+        return done
+    }
+
+    private func readGroups(_ s: Statement) throws(StoreError) -> [StoredGroup] {
+        var out: [StoredGroup] = []
+        while try s.step() { out.append(try StoredGroup(row: s)) }
+        return out
+    }
+}
