@@ -14,7 +14,7 @@ extension AdminJobsHandler {
     static let maxListedInRequest = 10_000
 
     /// `{"selection": {"everything": true} | {"form": "…"} | {"metadata": {…}} | {"classifier": "…"} |
-    /// {"aliases": ["…"]}, "layout"?: "jsonl" | "csv", "recipient": "<armored public key>"}`
+    /// {"aliases": ["…"]}, "layout"?: "jsonl" | "csv" | "rows" | "rows_csv", "recipient": "<armored public key>"}`
     /// → 202 with the queued job (counted next, then awaiting approval).
     func export(_ request: HTTPRequest) throws(CloakError) -> Reply {
         guard case let .object(members) = try request.jsonBody() else {
@@ -52,7 +52,7 @@ extension AdminJobsHandler {
                 }
             case "layout":
                 guard let chosen = value.stringValue.flatMap(ExportSpec.Layout.init(rawValue:)) else {
-                    throw .malformed("layout is jsonl or csv")
+                    throw .malformed("layout is one of \(ExportSpec.Layout.names)")
                 }
                 layout = chosen
             case "recipient":
@@ -64,6 +64,7 @@ extension AdminJobsHandler {
             }
         }
         guard let selection, let recipient else { throw .malformed("the body needs selection and recipient") }
+        try ExportSpec.check(selection, layout: layout)
         guard caller.scopes.contains(.aliasesReveal), let person = caller.person else {
             throw CloakError(.forbidden, "an export reveals: its token needs aliases:reveal and a person")
         }

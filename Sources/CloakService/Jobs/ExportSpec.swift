@@ -23,6 +23,18 @@ package struct ExportSpec: Sendable, Equatable {
         case csv
         /// A JSON object of strings a line: `id`, `alias`, `value`, `format`, `created_at`.
         case jsonl
+        /// A group a line (issue 76), JSON Lines: each field by its name, `cloak:group` and
+        /// `cloak:metadata` (``ExportSpec/rowLine(_:fields:into:)``).
+        case rows
+        /// The same rows as RFC 4180 with a header line.
+        case rowsCSV = "rows_csv"
+
+        /// A group a line rather than a value a line.
+        package var isRows: Bool { self == .rows || self == .rowsCSV }
+        /// Written as CSV.
+        var isCSV: Bool { self == .csv || self == .rowsCSV }
+        /// The layouts, as an error names them.
+        package static let names = allCases.map(\.rawValue).joined(separator: ", ")
     }
 
     package var selection: Selection
@@ -123,7 +135,7 @@ package struct ExportSpec: Sendable, Equatable {
                     ("format", .string(row.format.rawValue)), ("created_at", .string(created)),
                 ]))
             out.append(0x0A)
-        case .csv:
+        case .csv, .rows, .rowsCSV:
             for (i, field) in [row.record, row.alias, row.value, row.format.rawValue, created].enumerated() {
                 if i > 0 { out.append(0x2C) }
                 Self.csvField(field, into: &out)
@@ -132,6 +144,7 @@ package struct ExportSpec: Sendable, Equatable {
         }
     }
 
+    /// A value layout's CSV header (a rows layout's is ``rowsHeader(fields:)``).
     var header: [UInt8] { layout == .csv ? Array("id,alias,value,format,created_at\r\n".utf8) : [] }
 
     /// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180). A field
@@ -166,20 +179,39 @@ package struct ExportSummary: Sendable, Equatable {
     /// aliases listed.
     package var digest: String
     package var asOf: Int64
+    /// A rows export's (issue 76; nil for a value layout): the field names, in the order the
+    /// file's columns take, which the digest covers.
+    package var groups: GroupCounts?
 
-    package init(rows: Int64, missing: Int64, digest: String, asOf: Int64) {
+    /// What a rows export's count found beyond its rows.
+    package struct GroupCounts: Sendable, Equatable {
+        package var fields: [String]
+        /// Rows that are records in no group (stored before groups, or alone).
+        package var single: Int64
+        /// Rows that leave a part of their group out (VOLATILE, expired, deleted).
+        package var partial: Int64
+    }
+
+    package init(rows: Int64, missing: Int64, digest: String, asOf: Int64, groups: GroupCounts? = nil) {
         self.rows = rows
         self.missing = missing
         self.digest = digest
         self.asOf = asOf
+        self.groups = groups
     }
 
     var encoded: [UInt8] {
-        JSONWriter.encode(
-            .object([
-                ("rows", .int(Int(rows))), ("missing", .int(Int(missing))), ("digest", .string(digest)),
-                ("as_of", .int(Int(asOf))),
-            ]))
+        var members: [(String, JSONValue)] = [
+            ("rows", .int(Int(rows))), ("missing", .int(Int(missing))), ("digest", .string(digest)),
+            ("as_of", .int(Int(asOf))),
+        ]
+        if let groups {
+            members += [
+                ("fields", .array(groups.fields.map { .string($0) })), ("single", .int(Int(groups.single))),
+                ("partial", .int(Int(groups.partial))),
+            ]
+        }
+        return JSONWriter.encode(.object(members))
     }
 
     init?(decoding bytes: [UInt8]) {
@@ -187,7 +219,14 @@ package struct ExportSummary: Sendable, Equatable {
             let missing = d["missing"].flatMap(APICredentials.int), let digest = d["digest"]?.stringValue,
             let asOf = d["as_of"].flatMap(APICredentials.int)
         else { return nil }
-        self.init(rows: rows, missing: missing, digest: digest, asOf: asOf)
+        var groups: GroupCounts?
+        if case let .array(names)? = d["fields"] {
+            guard let single = d["single"].flatMap(APICredentials.int),
+                let partial = d["partial"].flatMap(APICredentials.int)
+            else { return nil }
+            groups = GroupCounts(fields: names.compactMap(\.stringValue), single: single, partial: partial)
+        }
+        self.init(rows: rows, missing: missing, digest: digest, asOf: asOf, groups: groups)
     }
 
     /// The job's summary, opened with its key; nil while it is not counted.

@@ -66,6 +66,14 @@ package enum JobReport {
                 ))
             if let summary = details.summary {
                 members[members.firstIndex { $0.0 == "rows" }!].1 = .int(Int(summary.rows))
+                // A rows export's approver sees its columns, its rows that are records in no
+                // group, and those that leave a part of their group out (issue 76).
+                if let groups = summary.groups {
+                    members += [
+                        ("fields", .array(groups.fields.map { .string($0) })),
+                        ("groups_of_one", .int(Int(groups.single))), ("partial_groups", .int(Int(groups.partial))),
+                    ]
+                }
             }
             members.append(
                 (

@@ -213,19 +213,27 @@ extension JobRunner {
         let start = job.progress
         let digest: String
         let asOf: Int64
+        var groups: ExportSummary.GroupCounts?
         do {
             asOf = try settle(job)
-            digest = try walk(job, spec, seal: seal, filter: spec.filter(asOf: asOf), open: false, renews: true) {
-                page in
-                rows += Int64(page.rows.count)
-                missing += Int64(page.missing)
+            if spec.layout.isRows {
+                let walked = try walkRows(job, spec, filter: spec.filter(asOf: asOf), open: false, renews: true) {
+                    page in rows += Int64(page.rows.count)
+                }
+                (digest, groups) = (walked.digest, walked.counts)
+            } else {
+                digest = try walk(job, spec, seal: seal, filter: spec.filter(asOf: asOf), open: false, renews: true) {
+                    page in
+                    rows += Int64(page.rows.count)
+                    missing += Int64(page.missing)
+                }
             }
         } catch let walk as Walk {
             return ended(job, walk)
         } catch {
             return end(job, .failed, failure: "\(error)")
         }
-        let summary = ExportSummary(rows: rows, missing: missing, digest: digest, asOf: asOf)
+        let summary = ExportSummary(rows: rows, missing: missing, digest: digest, asOf: asOf, groups: groups)
         let (holder, now) = (self.holder, Self.now)
         let expires = now + Int64(dependencies.configuration.jobs.approvalTTLSeconds)
         let leaseUntil = now + Int64(dependencies.configuration.jobs.leaseSeconds)
@@ -292,9 +300,14 @@ extension JobRunner {
             // As the runner: a page read and opened here waits for the loops, not they for it.
             ThreadNiceness.lower()
             do {
-                let digest = try walk(job, spec, seal: seal, filter: filter, open: true, renews: false) { page in
-                    try queue.put(page)
-                }
+                let digest =
+                    spec.layout.isRows
+                    ? try walkRows(job, spec, filter: filter, open: true, renews: false) { page in
+                        try queue.put(.rows(page))
+                    }.digest
+                    : try walk(job, spec, seal: seal, filter: filter, open: true, renews: false) { page in
+                        try queue.put(.values(page))
+                    }
                 queue.finish(nil, digest: digest)
             } catch {
                 queue.finish(error, digest: nil)
@@ -303,7 +316,8 @@ extension JobRunner {
         }
         reader.name = "cloak-jobs-export"
         reader.start()
-        var pending: [UInt8] = spec.header
+        let fields = summary.groups?.fields ?? []
+        var pending: [UInt8] = spec.layout.isRows ? spec.rowsHeader(fields: fields) : spec.header
         var rows: Int64 = 0
         do {
             try encryption.encrypt(
@@ -314,18 +328,21 @@ extension JobRunner {
                         guard mayExport(job, spec) else {
                             throw Walk.failed("the job's token was revoked or changed while the export ran")
                         }
-                        guard let page = try queue.take(tick: { try writer.renewIfDue() }) else {
+                        guard let chunk = try queue.take(tick: { try writer.renewIfDue() }) else {
                             // The rows written must be the rows counted and approved.
                             guard queue.digest == summary.digest else {
                                 throw Walk.failed("the selection changed since it was counted and approved")
                             }
                             return nil
                         }
-                        rows += Int64(page.rows.count)
+                        rows += Int64(chunk.count)
                         guard rows <= summary.rows else {
                             throw Walk.failed("the selection grew past what was approved")
                         }
-                        for row in page.rows { spec.line(row, into: &pending) }
+                        switch chunk {
+                        case let .values(page): for row in page.rows { spec.line(row, into: &pending) }
+                        case let .rows(page): for row in page.rows { spec.rowLine(row, fields: fields, into: &pending) }
+                        }
                         writer.rowsRead = rows
                     }
                     defer { pending = [] }
@@ -375,9 +392,28 @@ extension JobRunner {
 /// take turns (the first page is read before any ask, and the `gpg` process may still be
 /// working through what it was given).
 final class ExportPages: @unchecked Sendable {
+    /// A page of either layout.
+    enum Chunk {
+        case values(ExportPage)
+        case rows(ExportGroupPage)
+
+        var count: Int {
+            switch self {
+            case let .values(page): page.rows.count
+            case let .rows(page): page.rows.count
+            }
+        }
+
+        /// Listed aliases that found nothing (a value layout's).
+        var missing: Int {
+            if case let .values(page) = self { return page.missing }
+            return 0
+        }
+    }
+
     private let lock = NSCondition()
     private let ahead: Bool
-    private var pages: [ExportPage] = []
+    private var pages: [Chunk] = []
     /// The callback waits for a page the reader has not read yet (only without `ahead`).
     private var asked = false
     private var done = false
@@ -396,7 +432,7 @@ final class ExportPages: @unchecked Sendable {
         self.ahead = ahead
     }
 
-    func put(_ page: ExportPage) throws {
+    func put(_ page: Chunk) throws {
         lock.lock()
         defer { lock.unlock() }
         while ahead && pages.count >= 2 && !cancelled { lock.wait() }
@@ -434,7 +470,7 @@ final class ExportPages: @unchecked Sendable {
 
     /// The next page; nil at the end; the reader's error when it failed. `tick` runs every
     /// second while it waits (the lease is renewed however slow a page is).
-    func take(tick: () throws -> Void) throws -> ExportPage? {
+    func take(tick: () throws -> Void) throws -> Chunk? {
         lock.lock()
         defer { lock.unlock() }
         while pages.isEmpty && !done {

@@ -29,8 +29,11 @@ struct Export: ParsableCommand {
     @Option(help: "Records with this classifier.") var classifier: String?
     @Option(help: "A file of aliases, one a line.") var aliases: String?
     @Option(help: "The recipient's ASCII-armored OpenPGP public key (a file).") var recipient: String
-    @Option(help: "jsonl (default) or csv: columns id (the record), alias, value, format, created_at.") var layout =
-        "jsonl"
+    @Option(
+        help: ArgumentHelp(
+            "jsonl (default) or csv: a value a line, id (the record), alias, value, format, created_at; rows or "
+                + "rows_csv: a group a line, each field by its name, cloak:group, cloak:metadata."))
+    var layout = "jsonl"
     @Flag(help: "Print the job's id and return without waiting for the count.") var detach = false
 
     func validate() throws {
@@ -38,7 +41,12 @@ struct Export: ParsableCommand {
         guard chosen == 1 else {
             throw ValidationError("give one of --everything, --form, --metadata, --classifier and --aliases")
         }
-        guard ExportSpec.Layout(rawValue: layout) != nil else { throw ValidationError("--layout is jsonl or csv") }
+        guard let chosen = ExportSpec.Layout(rawValue: layout) else {
+            throw ValidationError("--layout is one of \(ExportSpec.Layout.names)")
+        }
+        if chosen.isRows, aliases != nil {
+            throw ValidationError("a rows export takes --everything, --form, --metadata or --classifier, not --aliases")
+        }
     }
 
     func run() throws {

@@ -300,8 +300,12 @@ struct ExportJobTests {
             (["selection": ["aliases": 3], "recipient": key], "array"),
             (["selection": ["aliases": Array(repeating: "tok_x", count: 10_001)], "recipient": key], "at most"),
             (["selection": ["aliases": ["a b"]], "recipient": key], "not an alias"),
-            (["selection": ["everything": true], "recipient": key, "layout": "xml"], "layout is jsonl or csv"),
+            (["selection": ["everything": true], "recipient": key, "layout": "xml"], "layout is one of"),
             (["selection": ["form": "nosuch"], "recipient": key], "no form nosuch"),
+            (
+                ["selection": ["aliases": ["tok_x"]], "recipient": key, "layout": "rows"],
+                "not a list of aliases"
+            ),
             (["selection": ["everything": true], "recipient": key, "to": "me"], "unknown member"),
         ]
         for (body, reason) in refused {

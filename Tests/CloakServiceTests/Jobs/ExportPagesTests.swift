@@ -8,7 +8,7 @@ import Testing
 /// The hand-over between an export's reader and GnuPG's read callback (``ExportPages``): a page
 /// ahead on an embedded store; on a database server, a page only when the callback asks.
 struct ExportPagesTests {
-    static func page(_ number: Int) -> ExportPage { ExportPage(missing: number) }
+    static func page(_ number: Int) -> ExportPages.Chunk { .values(ExportPage(missing: number)) }
 
     final class Counter: Sendable {
         private let value = Atomic<Int>(0)

@@ -1,0 +1,69 @@
+import CloakCore
+import CloakCrypto
+import CloakVault
+import Foundation
+import Synchronization
+
+/// A rows export's walk (issue 76): the groups in id order, then the records that are in no
+/// group, each a group of one; every row's parts through the selection's filter, as the value
+/// layouts' walk does records. Counting and writing walk alike and fold the same digest.
+extension JobRunner {
+    /// What a rows walk found besides its pages.
+    struct RowsWalked {
+        var digest: String
+        var counts: ExportSummary.GroupCounts
+    }
+
+    /// Each page of the selection's rows, in order, to `page` (values opened when `open`). The
+    /// digest covers the selection, its second and the layout, then each row's group and parts
+    /// (field name, record, alias) in order, then the field names in column order.
+    func walkRows(
+        _ job: StoredJob, _ spec: ExportSpec, filter: ExportFilter, open: Bool, renews: Bool,
+        page: (ExportGroupPage) throws -> Void
+    ) throws -> RowsWalked {
+        var digest = Digest.sha256(
+            JSONWriter.encode(spec.selectionJSON) + Array("\n\(filter.asOf)\nlayout \(spec.layout.rawValue)".utf8))
+        var counts = ExportSummary.GroupCounts(fields: [], single: 0, partial: 0)
+        var known = Set<String>()
+        var lease = Date()
+        let vault = dependencies.vault
+        let reads = ExportReads(self)
+        for ungrouped in [false, true] {
+            var after: String?
+            repeat {
+                if stopping.load(ordering: .relaxed) { throw Walk.stopped }
+                guard !renews || renew(job, job.progress, last: &lease) != false else { throw Walk.lost }
+                let from = after
+                let result = reads.read { store in
+                    ungrouped
+                        ? try vault.exportUngrouped(
+                            after: from, limit: Self.exportPage, filter: filter, open: open, in: store)
+                        : try vault.exportGroups(
+                            after: from, limit: Self.exportPage, filter: filter, open: open, in: store)
+                }
+                guard case let .success(found) = result else {
+                    if case let .failure(error as VaultError) = result, case let .unavailable(reason) = error,
+                        reason.hasPrefix("group ")
+                    {
+                        throw Walk.failed(reason)
+                    }
+                    throw Walk.failed("the store could not be read")
+                }
+                for row in found.rows {
+                    var line = Array("\(row.group ?? "-")".utf8)
+                    for part in row.parts {
+                        line += [0x09] + Array("\(part.name)=\(part.record):\(part.alias)".utf8)
+                        if known.insert(part.name).inserted { counts.fields.append(part.name) }
+                    }
+                    digest = Digest.sha256(digest + line + [0x0A])
+                    if row.group == nil { counts.single += 1 }
+                    if row.leftOut > 0 { counts.partial += 1 }
+                }
+                try page(found)
+                after = found.next
+            } while after != nil
+        }
+        digest = Digest.sha256(digest + Array("fields\t\(counts.fields.joined(separator: "\t"))".utf8))
+        return RowsWalked(digest: APICredentials.hex(digest), counts: counts)
+    }
+}
