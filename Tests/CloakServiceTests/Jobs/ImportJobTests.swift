@@ -726,6 +726,9 @@ struct ImportJobTests {
         #expect(run.terminationStatus == 0, "\(output)")
         #expect(output.contains("refused: exit 2"))
         #expect(output.contains("queued 6"), "\(output)")
+        // The rows example: the new provider's rows are the provider's file, byte for byte.
+        #expect(output.contains("['id', 'card_number', 'exp_date', 'name'] 0 0"), "\(output)")
+        #expect(output.contains("the same rows"), "\(output)")
         // The advice the page shows is the advice the job wrote (values elided with …).
         let shown = Self.fenced(doc, language: "").first { $0.contains(#""row":2"#) && $0.contains("result") } ?? ""
         let expected = Self.lines(shown.replacingOccurrences(of: ": …\"", with: "\""))
