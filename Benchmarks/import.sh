@@ -11,7 +11,7 @@
 # connection, an ordinary load rather than saturation, which on two cores would take one of
 # them); then the import run (`cloak import --form card_import`, which follows the job to its
 # end) with the same load on /validate beside it.
-# Then the export of everything the import stored (`cloak export --everything` by one person's
+# Then the export of the cards the import stored (`cloak export --form card_import` by one person's
 # token, `cloak jobs approve` by another's, followed to its end), the same load beside it, and
 # the file decrypted with gpg and its lines counted.
 # Reported, for each direction: the wall time and rows a second, the node's RSS before and its
@@ -28,6 +28,8 @@
 #   IMPORT_DB_CORE      the core PostgreSQL and the benchmark's commands run on, the node on the
 #                       others (default the last core; empty: all share every core)
 #   CLOAK_BIN           use this binary instead of building a release one
+#   EXPORT_LAYOUT       the export's layout (default jsonl, a card a line; rows: a row a line,
+#                       its id, card and expiry, issue 76)
 #   --smoke             2,000 rows, SQLite, 2 s idle: checks the script end to end
 #
 # Results: Benchmarks/results/import-<timestamp>/ (logs, latencies, summary.txt; timeline-*.txt:
@@ -58,6 +60,7 @@ if (( SMOKE )); then
     IMPORT_PACED_SECONDS=${IMPORT_PACED_SECONDS:-2}
 fi
 IMPORT_ROWS=${IMPORT_ROWS:-1000000}
+EXPORT_LAYOUT=${EXPORT_LAYOUT:-jsonl}
 IMPORT_STORES=${IMPORT_STORES:-"sqlite postgres"}
 IMPORT_PACED_SECONDS=${IMPORT_PACED_SECONDS:-10}
 IMPORT_RATE=${IMPORT_RATE:-200}
@@ -225,7 +228,8 @@ for STORE in $IMPORT_STORES; do
     PIDS+=("$PACED_PID")
     start=$(date +%s.%N)
     job_steal=$(steal_ms)
-    CLOAK_TOKEN=$EXPORTER "${ON_SIDE[@]}" "$CLOAK_BIN" export --config "$CONFIG" --everything --recipient "$WORK/recipient.asc" \
+    CLOAK_TOKEN=$EXPORTER "${ON_SIDE[@]}" "$CLOAK_BIN" export --config "$CONFIG" --form card_import --layout "$EXPORT_LAYOUT" \
+        --recipient "$WORK/recipient.asc" \
         >"$RESULTS_DIR/export-$STORE.json" 2>&1 || die "the export was not counted ($RESULTS_DIR/export-$STORE.json)"
     counted=$(date +%s.%N)
     job=$(head -n 1 "$RESULTS_DIR/export-$STORE.json")
@@ -249,7 +253,7 @@ for STORE in $IMPORT_STORES; do
     counting=$(awk -v a="$start" -v b="$counted" 'BEGIN { printf "%.1f", b - a }')
     busy_p99=$(cut -d' ' -f2 "$RESULTS_DIR/validate-export-$STORE.txt")
     {
-        echo "$STORE export: $rows rows in $seconds s, counting $counting s ($(awk -v r="$rows" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }') rows/s), $(du -h "$WORK/export.jsonl.gpg" | cut -f1) encrypted; gpg decrypts $lines lines"
+        echo "$STORE export ($EXPORT_LAYOUT): $rows rows in $seconds s, counting $counting s ($(awk -v r="$rows" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }') rows/s), $(du -h "$WORK/export.jsonl.gpg" | cut -f1) encrypted; gpg decrypts $lines lines"
         echo "  RSS idle $idle_rss MiB, peak during the job $peak_rss MiB (+$(awk -v a="$idle_rss" -v b="$peak_rss" 'BEGIN { printf "%.1f", b - a }') MiB)"
         echo "  /validate p99 idle $idle_p99 ms, during the job $busy_p99 ms (x$(awk -v a="$idle_p99" -v b="$busy_p99" 'BEGIN { printf "%.2f", b / a }')); steal: idle $idle_steal ms, job $job_steal ms"
     } | tee -a "$SUMMARY" >&2

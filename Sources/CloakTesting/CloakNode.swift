@@ -25,15 +25,20 @@ package final class CloakNode: @unchecked Sendable {
     ///   - scopes: the scopes it gives it.
     ///   - secret: the token's secret the configuration lists (its SHA-256).
     ///   - configure: changes the YAML before the node reads it (routes, telemetry).
+    ///   - release: another build's checkout (a previous release's worktree, its release binary
+    ///     built): the node runs that binary on that checkout's shipped configuration.
     package init(
         store: String, directory: String, environment: [String: String] = [:], tokenID: String = "nodes",
         scopes: String = "aliases:create, aliases:reveal, aliases:lookup, aliases:update, aliases:delete",
         secret: String = CloakNode.token, configure: (String) -> String = { $0 },
-        ready: ((Int) -> Bool)? = nil
+        ready: ((Int) -> Bool)? = nil, release: URL? = nil
     ) throws {
         let hex = Digest.sha256(Array(secret.utf8)).map { String(format: "%02x", $0) }.joined()
         let config = "\(directory)/node-\(UUID().uuidString).yaml"
-        let yaml = TestServer.shippedConfiguration.replacingOccurrences(
+        let shipped = try release.map {
+            try String(contentsOf: $0.appendingPathComponent("config/cloak.yaml"), encoding: .utf8)
+        }
+        let yaml = (shipped ?? TestServer.shippedConfiguration).replacingOccurrences(
             of: "  tokens: []",
             with: "  tokens: [{id: \(tokenID), sha256: \"\(hex)\", scopes: [\(scopes)]}]\n  # tokens: []"
         )
@@ -41,10 +46,12 @@ package final class CloakNode: @unchecked Sendable {
             of: "token: {requests_per_minute: 6000, burst: 600}",
             with: "token: {requests_per_minute: 10000000, burst: 1000000}")
         try configure(yaml).write(toFile: config, atomically: true, encoding: .utf8)
-        let binary = [".build/debug/cloak", ".build/release/cloak"].map {
-            TestServer.repositoryRoot.appendingPathComponent($0)
-        }
-        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        let binary =
+            (release.map { [$0.appendingPathComponent(".build/release/cloak")] }
+            ?? [".build/debug/cloak", ".build/release/cloak"].map {
+                TestServer.repositoryRoot.appendingPathComponent($0)
+            })
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
         guard let binary else { throw CocoaError(.fileNoSuchFile) }
         self.binary = binary
         configPath = config
