@@ -39,6 +39,14 @@ extension AliasStoreCompatSuite {
         #expect(try store.groups(ofRecord: records[1].id) == [first, second])
         #expect(try store.groups(ofRecord: records[0].id) == [first])
         #expect(try store.groupCount() >= 2)
+        // A page's members in one read, with their aliases; which records are grouped, by when.
+        let members = try store.groupMembers([first.id, second.id])
+        #expect(Set(members.keys) == Set(records.map(\.id)))
+        #expect(members[records[2].id]?.aliases == records[2].aliases)
+        #expect(try store.groupMembers([first.id])[records[2].id] == nil)
+        let ids = records.map(\.id) + ["rec_g\(run)none"]
+        #expect(try store.groupedRecords(ids, asOf: Self.now) == Set(records.map(\.id)))
+        #expect(try store.groupedRecords(ids, asOf: Self.now - 1).isEmpty)
 
         // Rolled back with the transaction that wrote it.
         let undone = Self.group("grp_\(run)c", members: [records[0].id])

@@ -39,7 +39,8 @@ struct VaultAPIHandler: Sendable {
             vault.createAliases(items, caller: caller) { result in
                 switch result {
                 case let .success(records):
-                    finish(.json(201, Self.dataArray(records, group: records.lazy.compactMap(\.group).first)))
+                    let group = records.count > 1 ? records.first(where: { $0.group != nil })?.group : nil
+                    finish(.json(201, Self.dataArray(records, group: group)))
                 case let .failure(error):
                     finish(.error(error.cloakError { "data[\($0)]" }))
                 }
@@ -123,6 +124,7 @@ struct VaultAPIHandler: Sendable {
         }
         var out: [AliasRequest] = []
         out.reserveCapacity(items.count)
+        var fields = Set<String>()
         for (i, item) in items.enumerated() {
             let at = "data[\(i)]"
             guard case let .object(members) = item else {
@@ -134,7 +136,7 @@ struct VaultAPIHandler: Sendable {
             var classifiers: [String] = []
             var ttl: Int?
             var metadata: [String: String] = [:]
-            var field = at
+            var field: String?
             for (key, v) in members {
                 switch key {
                 case "field":
@@ -170,10 +172,14 @@ struct VaultAPIHandler: Sendable {
             request.metadata = metadata
             // Every value of the call joins its group (issue 76) by its field, or its place,
             // except one named like a card's security code.
-            guard !out.contains(where: { $0.groupField == field }) else {
-                throw .malformed("\(at).field: \"\(field)\" names another item of the call")
+            if let field {
+                guard fields.insert(field).inserted else {
+                    throw .malformed("\(at).field: \"\(field)\" names another item of the call")
+                }
+                request.groupField = SecurityCodeName.matches(field) ? nil : field
+            } else {
+                request.groupField = at
             }
-            request.groupField = SecurityCodeName.matches(field) ? nil : field
             out.append(request)
         }
         return out

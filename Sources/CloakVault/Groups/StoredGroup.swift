@@ -46,6 +46,9 @@ package protocol GroupStore: AnyObject {
     func group(id: String) throws(StoreError) -> StoredGroup?
     /// The groups that hold record `recordID`, in id order.
     func groups(ofRecord recordID: String) throws(StoreError) -> [StoredGroup]
+    /// The records the groups `groupIDs` hold as the index says, with their aliases, by id: one
+    /// statement for a page of a rows export (the bodies say which of them each group names).
+    func groupMembers(_ groupIDs: [String]) throws(StoreError) -> [String: StoredRecord]
     /// Which of `recordIDs` are in a group made at or before `asOf` (a rows export takes the
     /// others as groups of one). One statement on a server.
     func groupedRecords(_ recordIDs: [String], asOf: Int64) throws(StoreError) -> Set<String>

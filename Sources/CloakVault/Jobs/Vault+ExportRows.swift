@@ -60,14 +60,15 @@ extension Vault {
             }
             bodies.append((group, body))
         }
-        let found = try store.records(aliases: bodies.flatMap { $0.1.fields.map(\.alias.alias) })
+        let found = try store.groupMembers(bodies.map(\.0.id))
         let now = clock()
         for (group, body) in bodies {
             var row = ExportGroupRow(group: group.id, parts: [], metadata: [:], leftOut: 0)
             var selected = false
             for field in body.fields {
-                // The record the body names, still under the alias it names.
-                guard let record = found[field.alias.alias], record.id == field.recordID,
+                // The record the body names, still holding the alias it names.
+                guard let record = found[field.recordID],
+                    record.aliases.contains(where: { $0.alias == field.alias.alias }),
                     filter.mayTake(record.listing, now: now)
                 else {
                     row.leftOut += 1

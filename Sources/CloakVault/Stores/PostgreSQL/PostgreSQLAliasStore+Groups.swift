@@ -63,6 +63,26 @@ extension PostgreSQLAliasStore {
         ).map { row throws(StoreError) in try StoredGroup(row: row) }
     }
 
+    /// One statement: the members of a page of groups, through the index.
+    package func groupMembers(_ groupIDs: [String]) throws(StoreError) -> [String: StoredRecord] {
+        guard !groupIDs.isEmpty else { return [:] }
+        var found = AliasedRecords()
+        for row in try db.query(
+            """
+            SELECT r.id, \(StoredRecord.columns.split(separator: ", ").map { "r.\($0)" }.joined(separator: ", ")),
+                a.alias, a.format, a.mac, a.seq
+            FROM records r
+            LEFT JOIN LATERAL (SELECT alias, format, mac, seq FROM aliases WHERE record_id = r.id LIMIT 1000) a ON true
+            WHERE r.id IN (
+                SELECT m.record_id FROM group_members m WHERE m.group_id = ANY (string_to_array($1, ',')))
+            """, [.text(groupIDs.joined(separator: ","))])
+        {
+            guard let recordID = row.text(0) else { continue }
+            try found.add(row, key: recordID, recordAt: 1, aliasAt: 14)
+        }
+        return found.records
+    }
+
     package func groupedRecords(_ recordIDs: [String], asOf: Int64) throws(StoreError) -> Set<String> {
         guard !recordIDs.isEmpty else { return [] }
         return Set(

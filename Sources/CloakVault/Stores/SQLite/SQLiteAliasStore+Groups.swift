@@ -1,3 +1,4 @@
+import CloakCore
 import CloakCrypto
 
 /// Groups (``GroupStore``, issue 76): `record_groups` rows, and `group_members` rows indexing
@@ -71,20 +72,52 @@ extension SQLiteAliasStore {
         return try readGroups(s)
     }
 
-    package func groupedRecords(_ recordIDs: [String], asOf: Int64) throws(StoreError) -> Set<String> {
-        var out = Set<String>()
-        for id in recordIDs {
-            let s = try db.statement(
-                """
-                SELECT 1 FROM group_members m JOIN record_groups g ON g.id = m.group_id
-                WHERE m.record_id = ?1 AND g.created_at <= ?2 LIMIT 1
-                """)
-            defer { s.finish() }
-            s.bind(1, id)
-            s.bind(2, asOf)
-            if try s.step() { out.insert(id) }
+    /// One statement: the members of a page of groups, through the index (ids as a JSON array).
+    package func groupMembers(_ groupIDs: [String]) throws(StoreError) -> [String: StoredRecord] {
+        guard !groupIDs.isEmpty else { return [:] }
+        let s = try db.statement(
+            """
+            SELECT \(StoredRecord.columns.split(separator: ", ").map { "r.\($0)" }.joined(separator: ", ")),
+                a.alias, a.format, a.mac
+            FROM records r LEFT JOIN aliases a ON a.record_id = r.id
+            WHERE r.id IN (
+                SELECT m.record_id FROM group_members m WHERE m.group_id IN (SELECT value FROM json_each(?1)))
+            ORDER BY r.id, a.rowid
+            """)
+        defer { s.finish() }
+        s.bind(1, Self.jsonArray(groupIDs))
+        var out: [String: StoredRecord] = [:]
+        var last: String?
+        while try s.step() {
+            let record = try StoredRecord(row: s)
+            if last != record.id {
+                out[record.id] = record
+                last = record.id
+            }
+            if let alias = IssuedAlias(row: ShiftedRow(row: s, by: 13)) { out[record.id]?.aliases.append(alias) }
         }
         return out
+    }
+
+    package func groupedRecords(_ recordIDs: [String], asOf: Int64) throws(StoreError) -> Set<String> {
+        guard !recordIDs.isEmpty else { return [] }
+        let s = try db.statement(
+            """
+            SELECT DISTINCT m.record_id FROM group_members m JOIN record_groups g ON g.id = m.group_id
+            WHERE m.record_id IN (SELECT value FROM json_each(?1)) AND g.created_at <= ?2
+            """)
+        defer { s.finish() }
+        s.bind(1, Self.jsonArray(recordIDs))
+        s.bind(2, asOf)
+        var out = Set<String>()
+        while try s.step() { if let id = s.text(0) { out.insert(id) } }
+        return out
+    }
+
+    /// Ids as a JSON array of strings, for `json_each` (record and group ids need no escaping,
+    /// but they are escaped all the same).
+    static func jsonArray(_ ids: [String]) -> String {
+        String(decoding: JSONWriter.encode(.array(ids.map { .string($0) })), as: UTF8.self)
     }
 
     package func groupCount() throws(StoreError) -> Int {
