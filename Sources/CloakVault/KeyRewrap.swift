@@ -31,56 +31,51 @@ package struct KeyRewrap {
     /// - Throws: ``VaultError/unavailable(_:)`` when the ring has no key `version` (retired), or a
     ///   record fails to open (its ciphertext was altered); the batch is rolled back.
     package func batch(version: String, after cursor: String?, limit: Int) throws -> Batch {
-        guard let old = keys.key(id: version) else {
-            throw VaultError.unavailable("the key ring has no key \(version): its records cannot be opened")
-        }
-        let current = keys.current
-        return try transaction(limit: limit) {
-            let records = try store.sealedRecords(keyID: version, after: cursor, limit: limit)
-            var resealed: [(old: SealedRecord, new: SealedRecord)] = []
-            resealed.reserveCapacity(records.count)
-            for record in records {
-                var plain: [UInt8]
-                do {
-                    plain = try AESGCM.open(
-                        record.sealed, key: old.encryptionKey,
-                        associatedData: Vault.associatedData(record.id, version))
-                } catch {
-                    throw VaultError.unavailable("a record sealed with \(version) failed authentication")
-                }
-                defer { for i in plain.indices { plain[i] = 0 } }
-                let sealed = try AESGCM.seal(
-                    plain, key: current.encryptionKey, associatedData: Vault.associatedData(record.id, current.id))
-                resealed.append((record, SealedRecord(id: record.id, keyID: current.id, sealed: sealed)))
-            }
-            return (records.count, try store.reseal(resealed).count, records.last?.id)
-        }
+        try resealBatch(
+            "records", version: version, limit: limit,
+            read: { try store.sealedRecords(keyID: version, after: cursor, limit: limit) },
+            associatedData: Vault.associatedData, write: { try store.reseal($0) })
     }
 
     /// Re-seals up to `limit` groups' bodies sealed with `version`, after group `cursor`, as
     /// ``batch(version:after:limit:)`` does records (each bound to its id and the new version).
     package func groupBatch(version: String, after cursor: String?, limit: Int) throws -> Batch {
+        try resealBatch(
+            "groups", version: version, limit: limit,
+            read: { try store.sealedGroups(keyID: version, after: cursor, limit: limit) },
+            associatedData: RecordGroup.associatedData, write: { try store.resealGroups($0) })
+    }
+
+    /// One batch of what `read` gives (sealed under `version`, each bound by `associatedData` to
+    /// its id and key version) opened and sealed again under the current version, written by
+    /// `write` where the row is still as read.
+    private func resealBatch(
+        _ kind: String, version: String, limit: Int, read: () throws -> [SealedRecord],
+        associatedData: (String, String) -> [UInt8],
+        write: ([(old: SealedRecord, new: SealedRecord)]) throws -> Set<String>
+    ) throws -> Batch {
         guard let old = keys.key(id: version) else {
-            throw VaultError.unavailable("the key ring has no key \(version): its groups cannot be opened")
+            throw VaultError.unavailable("the key ring has no key \(version): its \(kind) cannot be opened")
         }
         let current = keys.current
         return try transaction(limit: limit) {
-            let groups = try store.sealedGroups(keyID: version, after: cursor, limit: limit)
+            let rows = try read()
             var resealed: [(old: SealedRecord, new: SealedRecord)] = []
-            for group in groups {
-                let plain: [UInt8]
+            resealed.reserveCapacity(rows.count)
+            for row in rows {
+                var plain: [UInt8]
                 do {
                     plain = try AESGCM.open(
-                        group.sealed, key: old.encryptionKey,
-                        associatedData: RecordGroup.associatedData(group.id, version))
+                        row.sealed, key: old.encryptionKey, associatedData: associatedData(row.id, version))
                 } catch {
-                    throw VaultError.unavailable("a group sealed with \(version) failed authentication")
+                    throw VaultError.unavailable("a row of \(kind) sealed with \(version) failed authentication")
                 }
+                defer { for i in plain.indices { plain[i] = 0 } }
                 let sealed = try AESGCM.seal(
-                    plain, key: current.encryptionKey, associatedData: RecordGroup.associatedData(group.id, current.id))
-                resealed.append((group, SealedRecord(id: group.id, keyID: current.id, sealed: sealed)))
+                    plain, key: current.encryptionKey, associatedData: associatedData(row.id, current.id))
+                resealed.append((row, SealedRecord(id: row.id, keyID: current.id, sealed: sealed)))
             }
-            return (groups.count, try store.resealGroups(resealed).count, groups.last?.id)
+            return (rows.count, try write(resealed).count, rows.last?.id)
         }
     }
 

@@ -30,7 +30,7 @@ package struct RecordListing: Sendable, Equatable {
             let classifiers = row.text(at: 2), let createdAt = row.integer(at: 3)
         else { throw .unavailable("a record row is incomplete") }
         self.init(
-            id: id, storage: storage, classifiers: classifiers.isEmpty ? [] : classifiers.components(separatedBy: ","),
+            id: id, storage: storage, classifiers: commaList(classifiers),
             createdAt: createdAt, expiresAt: row.integer(at: 4), intent: (row.integer(at: 5) ?? 0) != 0,
             metadata: RevealedRecord.decodeMetadata(row.text(at: 6)), aliases: [])
     }

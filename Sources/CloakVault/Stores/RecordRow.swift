@@ -20,6 +20,16 @@ struct ShiftedRow<Row: RecordRow>: RecordRow {
     func integer(at column: Int) -> Int64? { row.integer(at: by + column) }
 }
 
+/// The items of a comma list as stores keep them (classifiers, a group's members): split on its
+/// bytes, not its Characters (Foundation's `components(separatedBy:)` and `String.split` were
+/// a tenth of a rows export's count, issue 76). Empty: none.
+func commaList(_ text: String) -> [String] {
+    guard !text.isEmpty else { return [] }
+    return text.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false).map {
+        String(decoding: $0, as: UTF8.self)
+    }
+}
+
 extension StoredRecord {
     /// The records table's columns, in the order ``init(row:)`` reads them.
     static let columns =
@@ -35,7 +45,7 @@ extension StoredRecord {
         self.init(
             id: id, fingerprint: row.bytes(at: 1), keyID: keyID,
             sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag), storage: storage,
-            classifiers: classifiers.isEmpty ? [] : classifiers.components(separatedBy: ","), createdAt: createdAt,
+            classifiers: commaList(classifiers), createdAt: createdAt,
             expiresAt: row.integer(at: 9), aliases: [], intent: (row.integer(at: 10) ?? 0) != 0,
             bucket: row.bytes(at: 11),
             metadata: RevealedRecord.decodeMetadata(row.text(at: 12)))
@@ -77,7 +87,7 @@ extension StoredGroup {
         guard let id = row.text(at: 0), let keyID = row.text(at: 1), let nonce = row.bytes(at: 2),
             let ciphertext = row.bytes(at: 3), let tag = row.bytes(at: 4), let createdAt = row.integer(at: 5)
         else { throw .unavailable("a group row is incomplete") }
-        let members = row.text(at: 6).map { $0.split(separator: ",").map(String.init) } ?? []
+        let members = row.text(at: 6).map(commaList) ?? []
         self.init(
             id: id, keyID: keyID, sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag),
             createdAt: createdAt, members: members)

@@ -111,19 +111,6 @@ extension PostgreSQLAliasStore {
     }
 
     package func resealGroups(_ groups: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
-        var done = Set<String>()
-        for (old, new) in groups {
-            let updated = try db.query(
-                """
-                UPDATE record_groups SET key_id = $1, nonce = $2, ciphertext = $3, tag = $4
-                WHERE id = $5 AND key_id = $6 AND nonce = $7 RETURNING 1
-                """,
-                [
-                    .text(new.keyID), .bytes(new.sealed.nonce), .bytes(new.sealed.ciphertext), .bytes(new.sealed.tag),
-                    .text(old.id), .text(old.keyID), .bytes(old.sealed.nonce),
-                ])
-            if updated.count == 1 { done.insert(old.id) }
-        }
-        return done
+        try reseal(groups, in: "record_groups")
     }
 }

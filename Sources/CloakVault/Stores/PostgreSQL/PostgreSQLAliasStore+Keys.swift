@@ -55,6 +55,13 @@ extension PostgreSQLAliasStore {
 
     /// One statement per 200 records (a round trip each, not one per record).
     package func reseal(_ records: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
+        try reseal(records, in: "records")
+    }
+
+    /// ``reseal(_:)`` of the rows of `table` (`records`, `record_groups`: the same sealed columns).
+    func reseal(_ records: [(old: SealedRecord, new: SealedRecord)], in table: String) throws(StoreError)
+        -> Set<String>
+    {
         var done = Set<String>()
         var start = 0
         while start < records.count {
@@ -73,7 +80,7 @@ extension PostgreSQLAliasStore {
             }
             let updated = try db.query(
                 """
-                UPDATE records AS r SET key_id = v.new_key, nonce = v.new_nonce, ciphertext = v.new_ciphertext,
+                UPDATE \(table) AS r SET key_id = v.new_key, nonce = v.new_nonce, ciphertext = v.new_ciphertext,
                     tag = v.new_tag
                 FROM (VALUES \(rows.joined(separator: ", ")))
                     AS v (id, old_key, old_nonce, new_key, new_nonce, new_ciphertext, new_tag)

@@ -147,24 +147,7 @@ extension SQLiteAliasStore {
     }
 
     package func resealGroups(_ groups: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
-        var done = Set<String>()
-        for (old, new) in groups {
-            let s = try db.statement(
-                """
-                UPDATE record_groups SET key_id = ?1, nonce = ?2, ciphertext = ?3, tag = ?4
-                WHERE id = ?5 AND key_id = ?6 AND nonce = ?7
-                """)
-            s.bind(1, new.keyID)
-            s.bind(2, new.sealed.nonce)
-            s.bind(3, new.sealed.ciphertext)
-            s.bind(4, new.sealed.tag)
-            s.bind(5, old.id)
-            s.bind(6, old.keyID)
-            s.bind(7, old.sealed.nonce)
-            try s.run()
-            if db.changes == 1 { done.insert(old.id) }
-        }
-        return done
+        try reseal(groups, in: "record_groups")
     }
 
     private func readGroups(_ s: Statement) throws(StoreError) -> [StoredGroup] {

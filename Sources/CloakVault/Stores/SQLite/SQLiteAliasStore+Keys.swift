@@ -60,11 +60,18 @@ extension SQLiteAliasStore {
     }
 
     package func reseal(_ records: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {
+        try reseal(records, in: "records")
+    }
+
+    /// ``reseal(_:)`` of the rows of `table` (`records`, `record_groups`: the same sealed columns).
+    func reseal(_ records: [(old: SealedRecord, new: SealedRecord)], in table: String) throws(StoreError)
+        -> Set<String>
+    {
         var done = Set<String>()
         for (old, new) in records {
             let s = try db.statement(
                 """
-                UPDATE records SET key_id = ?1, nonce = ?2, ciphertext = ?3, tag = ?4
+                UPDATE \(table) SET key_id = ?1, nonce = ?2, ciphertext = ?3, tag = ?4
                 WHERE id = ?5 AND key_id = ?6 AND nonce = ?7
                 """)
             s.bind(1, new.keyID)
