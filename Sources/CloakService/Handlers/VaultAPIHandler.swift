@@ -170,14 +170,15 @@ struct VaultAPIHandler: Sendable {
             var request = AliasRequest(value: value, format: format, storage: storage, classifiers: classifiers)
             request.ttlSeconds = ttl
             request.metadata = metadata
-            // Every value of the call joins its group (issue 76) by its field, or its place,
-            // except one named like a card's security code.
+            // Every value of the call joins its group (issue 76) by its field, or its place
+            // (PERSISTENT ones), except one named like a card's security code.
             if let field {
                 guard fields.insert(field).inserted else {
                     throw .malformed("\(at).field: \"\(field)\" names another item of the call")
                 }
                 request.groupField = SecurityCodeName.matches(field) ? nil : field
-            } else {
+            } else if storage == .persistent {
+                // An unnamed VOLATILE value (a CVC, as callers store one) joins no group.
                 request.groupField = at
             }
             out.append(request)
@@ -213,6 +214,11 @@ struct VaultAPIHandler: Sendable {
             // Stored in clear, like metadata: no card number or SSN.
             guard !holdsLongDigitRun(s) else {
                 throw .malformed("\(at) may not hold a run of nine or more digits (classifiers are stored in clear)")
+            }
+            // `form:NAME` says a form stored the record (an export selects a form's records, and
+            // rows, by it): only its submissions and imports set it.
+            guard !s.hasPrefix(FormSubmission.classifier(form: "")) else {
+                throw .malformed("\(at): classifiers starting form: are the forms' own")
             }
             out.append(s)
         }

@@ -8,6 +8,10 @@ import Synchronization
 /// group, each a group of one; every row's parts through the selection's filter, as the value
 /// layouts' walk does records. Counting and writing walk alike and fold the same digest.
 extension JobRunner {
+    /// The most field names (the file's columns) a rows export takes: a column a name, on every
+    /// line of a CSV, and callers of `POST /aliases` name their own fields.
+    static let maxRowsFields = 256
+
     /// What a rows walk found besides its pages.
     struct RowsWalked {
         var digest: String
@@ -15,8 +19,8 @@ extension JobRunner {
     }
 
     /// Each page of the selection's rows, in order, to `page` (values opened when `open`). The
-    /// digest covers the selection, its second and the layout, then each row's group and parts
-    /// (field name, record, alias) in order, then the field names in column order.
+    /// digest covers the selection, its second and the layout, then each row's group, parts
+    /// (field name, record, alias) and metadata in order, then the field names in column order.
     func walkRows(
         _ job: StoredJob, _ spec: ExportSpec, filter: ExportFilter, open: Bool, renews: Bool,
         page: (ExportGroupPage) throws -> Void
@@ -50,12 +54,21 @@ extension JobRunner {
                     throw Walk.failed("the store could not be read")
                 }
                 for row in found.rows {
-                    var line = Array("\(row.group ?? "-")".utf8)
+                    // Each row folded as a JSON array (its group, each part's name, record and
+                    // alias, its metadata): a form's field name or an alias may hold any byte,
+                    // and no two different rows encode alike.
+                    var members: [JSONValue] = [row.group.map { .string($0) } ?? .null]
                     for part in row.parts {
-                        line += [0x09] + Array("\(part.name)=\(part.record):\(part.alias)".utf8)
+                        members.append(.array([.string(part.name), .string(part.record), .string(part.alias)]))
                         if known.insert(part.name).inserted { counts.fields.append(part.name) }
                     }
-                    digest = Digest.sha256(digest + line + [0x0A])
+                    members.append(.object(row.metadata.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))
+                    digest = Digest.sha256(digest + JSONWriter.encode(.array(members)))
+                    guard counts.fields.count <= Self.maxRowsFields else {
+                        throw Walk.failed(
+                            "the selection's rows have more than \(Self.maxRowsFields) field names: select fewer rows "
+                                + "(a form, metadata, a classifier)")
+                    }
                     if row.group == nil { counts.single += 1 }
                     if row.leftOut > 0 { counts.partial += 1 }
                 }
@@ -63,7 +76,7 @@ extension JobRunner {
                 after = found.next
             } while after != nil
         }
-        digest = Digest.sha256(digest + Array("fields\t\(counts.fields.joined(separator: "\t"))".utf8))
+        digest = Digest.sha256(digest + JSONWriter.encode(.array(counts.fields.map { .string($0) })))
         return RowsWalked(digest: APICredentials.hex(digest), counts: counts)
     }
 }

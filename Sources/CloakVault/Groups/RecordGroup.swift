@@ -23,8 +23,14 @@ package struct RecordGroup: Sendable, Equatable {
     }
 
     package var fields: [Field]
+    /// When the group was made (seconds since 1970), sealed with it: a row's `created_at` that a
+    /// database writer moved (to hide the group from an export counted before it) does not open.
+    package var createdAt: Int64
 
-    package init(fields: [Field]) { self.fields = fields }
+    package init(fields: [Field], createdAt: Int64) {
+        self.fields = fields
+        self.createdAt = createdAt
+    }
 
     /// The records the group holds, once each (two fields may hold one value: one record).
     package var recordIDs: [String] {
@@ -32,7 +38,7 @@ package struct RecordGroup: Sendable, Equatable {
         return fields.map(\.recordID).filter { seen.insert($0).inserted }
     }
 
-    /// The body's bytes, as sealed.
+    /// The body's bytes, as sealed: `{"fields":[…],"created_at":N}`.
     package var encoded: [UInt8] {
         var writer = JSONWriter()
         writer.beginObject()
@@ -48,6 +54,7 @@ package struct RecordGroup: Sendable, Equatable {
             writer.endObject()
         }
         writer.endArray()
+        writer.member("created_at", Int(createdAt))
         writer.endObject()
         return writer.takeBytes()
     }
@@ -55,8 +62,11 @@ package struct RecordGroup: Sendable, Equatable {
     /// The body in `bytes`; nil when they are not one this version wrote.
     package init?(encoded bytes: [UInt8]) {
         guard case let .object(members)? = try? JSONParser().parse(bytes),
-            case let .array(items)? = members.first(where: { $0.key == "fields" })?.value
+            case let .array(items)? = members.first(where: { $0.key == "fields" })?.value,
+            case let .number(created)? = members.first(where: { $0.key == "created_at" })?.value,
+            let createdAt = Int64(created)
         else { return nil }
+        self.createdAt = createdAt
         var fields: [Field] = []
         for item in items {
             guard case let .object(parts) = item else { return nil }
@@ -97,9 +107,10 @@ package struct RecordGroup: Sendable, Equatable {
     static func open(_ group: StoredGroup, key: KeyRing.DataKey) -> RecordGroup? {
         guard
             let plain = try? AESGCM.open(
-                group.sealed, key: key.encryptionKey, associatedData: associatedData(group.id, group.keyID))
+                group.sealed, key: key.encryptionKey, associatedData: associatedData(group.id, group.keyID)),
+            let body = RecordGroup(encoded: plain), body.createdAt == group.createdAt
         else { return nil }
-        return RecordGroup(encoded: plain)
+        return body
     }
 }
 

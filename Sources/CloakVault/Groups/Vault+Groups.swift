@@ -11,7 +11,8 @@ extension Vault {
     func writeGroup(_ fields: [RecordGroup.Field], in store: any AliasStore) throws -> String {
         let now = clock()
         let id = GroupID.make(now: now)
-        try store.insertGroup(try RecordGroup(fields: fields).sealed(id: id, key: currentKey, createdAt: now))
+        try store.insertGroup(
+            try RecordGroup(fields: fields, createdAt: now).sealed(id: id, key: currentKey, createdAt: now))
         return id
     }
 

@@ -49,6 +49,20 @@ import Testing
         }
     }
 
+    @Test func anUnnamedVolatileValueJoinsNoGroupAndFormClassifiersAreTheForms() throws {
+        try withTestServer(TestService()) { server throws in
+            let card = #"{"value":"4111111111111111","format":"FPE_SIX_T_FOUR"}"#
+            let r = try Self.create(
+                card + #",{"value":"123","storage":"VOLATILE"}"#, token: TestServer.fullToken, on: server)
+            #expect(r.status == 201 && r.json?["group"] == nil, "\(r.text)")
+            // A value an export of a form would take as the form's: only its submissions set it.
+            let forged = try Self.create(
+                #"{"value":"4111111111111111","classifiers":["form:card_import"]}"#, token: TestServer.fullToken,
+                on: server)
+            #expect(forged.status == 400 && forged.errorCode == 1002, "\(forged.text)")
+        }
+    }
+
     static let malformedFields: [(String, String)] = [
         ("a number", #"{"value":"x","field":7}"#),
         ("empty", #"{"value":"x","field":""}"#),

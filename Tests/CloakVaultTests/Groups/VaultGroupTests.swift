@@ -121,6 +121,11 @@ import Testing
             let inspector = try harness.inspector()
             let moved = try #require(try inspector.group(id: adaGroup))
             #expect(vault.open(moved) == nil)
+            // Its time moved past an export's second (to hide it from one): it no longer opens.
+            #expect(vault.open(try #require(try inspector.group(id: graceGroup))) != nil)
+            try harness.execute("UPDATE record_groups SET created_at = created_at + 60 WHERE id = '\(graceGroup)'")
+            #expect(vault.open(try #require(try inspector.group(id: graceGroup))) == nil)
+            try harness.execute("UPDATE record_groups SET created_at = created_at - 60 WHERE id = '\(graceGroup)'")
             // An index row the body does not name: the body is what is read.
             let graceCard = try #require(try inspector.record(alias: grace[0].aliases[0].alias))
             let intact = try #require(try inspector.group(id: graceGroup))
