@@ -46,19 +46,22 @@ package struct ExportGroupPage: Sendable {
 extension Vault {
     /// Up to `limit` groups after group `after` (in id order), those `filter` selects, each
     /// whole: a group is selected when one of its parts is, and every part an export may take
-    /// is in its row (values opened when `open`). A group made after the selection's second is
-    /// not. A group whose body does not open fails the page (a database writer altered it).
+    /// is in its row (values opened when `open`). A group made after the selection's second (its
+    /// sealed time) is not. A group whose body does not open fails the page (a database writer
+    /// altered it, or moved its time).
     package func exportGroups(
         after: String?, limit: Int, filter: ExportFilter, open: Bool, in store: any AliasStore
     ) throws -> ExportGroupPage {
         let groups = try store.groups(after: after, limit: limit)
         var page = ExportGroupPage(next: groups.count == limit ? groups.last?.id : nil)
         var bodies: [(StoredGroup, RecordGroup)] = []
-        for group in groups where group.createdAt <= filter.asOf {
+        for group in groups {
+            // Every group is opened, then its sealed time read: one whose row a database writer
+            // moved past the counted second fails the page rather than leaving the export.
             guard let body = self.open(group) else {
                 throw VaultError.unavailable("group \(group.id) does not open (altered in the store)")
             }
-            bodies.append((group, body))
+            if body.createdAt <= filter.asOf { bodies.append((group, body)) }
         }
         let found = try store.groupMembers(bodies.map(\.0.id))
         let now = clock()

@@ -92,6 +92,14 @@ import Testing
             let rows = try Self.walk(vault, store, filter)
             #expect(rows.map { $0.parts.map(\.name) } == [["card"]] && rows.first?.leftOut == 1)
             let id = try #require(made[0].group)
+            // Its time moved past the counted second: the page fails rather than lose the group.
+            try harness.execute("UPDATE record_groups SET created_at = created_at + 60 WHERE id = '\(id)'")
+            #expect(throws: VaultError.self) {
+                try vault.exportGroups(after: nil, limit: 10, filter: filter, open: false, in: store)
+            }
+            try harness.execute("UPDATE record_groups SET created_at = created_at - 60 WHERE id = '\(id)'")
+            #expect(
+                try vault.exportGroups(after: nil, limit: 10, filter: filter, open: false, in: store).rows.count == 1)
             try harness.execute("UPDATE record_groups SET tag = zeroblob(16) WHERE id = '\(id)'")
             #expect(throws: VaultError.self) {
                 try vault.exportGroups(after: nil, limit: 10, filter: filter, open: false, in: store)
