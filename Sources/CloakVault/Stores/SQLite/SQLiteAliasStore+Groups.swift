@@ -128,22 +128,7 @@ extension SQLiteAliasStore {
     }
 
     package func sealedGroups(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
-        let s = try db.statement(
-            "SELECT id, nonce, ciphertext, tag FROM record_groups WHERE key_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
-        defer { s.finish() }
-        s.bind(1, keyID)
-        s.bind(2, id ?? "")
-        s.bind(3, Int64(limit))
-        var out: [SealedRecord] = []
-        while try s.step() {
-            guard let id = s.text(0), let nonce = s.blob(1), let ciphertext = s.blob(2), let tag = s.blob(3) else {
-                throw .unavailable("a group row is incomplete")
-            }
-            out.append(
-                SealedRecord(
-                    id: id, keyID: keyID, sealed: AESGCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)))
-        }
-        return out
+        try sealedRows(in: "record_groups", keyID: keyID, after: id, limit: limit)
     }
 
     package func resealGroups(_ groups: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String> {

@@ -42,8 +42,16 @@ extension SQLiteAliasStore {
     }
 
     package func sealedRecords(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord] {
+        try sealedRows(in: "records", keyID: keyID, after: id, limit: limit)
+    }
+
+    /// ``sealedRecords(keyID:after:limit:)`` of the rows of `table` (`records`, `record_groups`:
+    /// the same sealed columns); a row missing one is left where it is (its version stays in use).
+    func sealedRows(in table: String, keyID: String, after id: String?, limit: Int) throws(StoreError)
+        -> [SealedRecord]
+    {
         let s = try db.statement(
-            "SELECT id, nonce, ciphertext, tag FROM records WHERE key_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
+            "SELECT id, nonce, ciphertext, tag FROM \(table) WHERE key_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
         defer { s.finish() }
         s.bind(1, keyID)
         s.bind(2, id ?? "")
