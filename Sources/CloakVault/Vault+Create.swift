@@ -128,9 +128,11 @@ extension Vault {
 
     /// On the executor thread: finds or inserts each record and gives it the alias asked for.
     /// `stored`: records already committed for some items (by ``AliasStore/commitNewRecords(_:durable:)``),
-    /// by index, with the aliases they got.
+    /// by index, with the aliases they got. `writes`: the transaction writes whatever is found
+    /// (a group's row, an import's progress), so its commit is already durable.
     func create(
-        _ prepared: [PreparedAlias], caller: AliasCaller, in store: any AliasStore, stored: [Int: StoredRecord] = [:]
+        _ prepared: [PreparedAlias], caller: AliasCaller, in store: any AliasStore, stored: [Int: StoredRecord] = [:],
+        writes: Bool = false
     ) throws -> Created {
         var out: [RevealedRecord] = []
         out.reserveCapacity(prepared.count)
@@ -150,7 +152,7 @@ extension Vault {
                     (record, alias, wrote) = try findOrCreate(item, index: index, stored: committed, in: store)
                     // Found as it was: for a caller who may not reveal, the commit must still
                     // cost what storing it would have (an existence oracle by timing otherwise).
-                    if !wrote && !caller.mayReveal { try store.forceDurableCommit() }
+                    if !wrote && !writes && !caller.mayReveal { try store.forceDurableCommit() }
                     break
                 } catch StoreError.fingerprintTaken where round < 2 {
                     round += 1

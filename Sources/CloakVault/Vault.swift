@@ -320,7 +320,8 @@ package final class Vault: Sendable {
         guard !grouped, batchesNewRecords, let writes = newRecordWrites(prepared) else {
             return executor.submit(
                 { [self] store in
-                    var created = try create(prepared, caller: caller, in: store)
+                    // A group's row is a write: a found value's commit is durable with it.
+                    var created = try create(prepared, caller: caller, in: store, writes: grouped)
                     try group(&created, names: names, caller: caller, in: store)
                     return created
                 }, completion: finished)

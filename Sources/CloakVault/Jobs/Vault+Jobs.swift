@@ -138,7 +138,8 @@ extension Vault {
             next += values.count
             if perRow { try store.savepoint() }
             do {
-                var created = try create(mine, caller: Self.importer, in: store, stored: committed)
+                // The batch's transaction always writes (the job's cursor, at least).
+                var created = try create(mine, caller: Self.importer, in: store, stored: committed, writes: true)
                 // The row's values stay together: its group, in the same commit (issue 76).
                 let group = try self.group(&created, names: values.map(\.key), caller: Self.importer, in: store)
                 if perRow { try store.releaseSavepoint() }

@@ -33,6 +33,25 @@ import Testing
         return try inspector.groups(ofRecord: record.id).map { ($0, vault.open($0)) }
     }
 
+    /// A group's row is a write, so a create of values all stored before still commits one for
+    /// a caller who may not reveal (its timing says nothing): no second write is forced for it.
+    @Test func aGroupOfStoredValuesCommitsItsOwnWriteAndNoOther() throws {
+        try withVaultHarness { harness in
+            let vault = try harness.openVault()
+            let createOnly = AliasCaller(mayReveal: false, anonymous: false)
+            _ = try vault.createSync(Self.row(), caller: createOnly).get()
+            let inspector = try harness.inspector()
+            let before = try inspector.metadata(SQLiteAliasStore.durableCommitName)
+            let again = try vault.createSync(Self.row(), caller: createOnly).get()  // every value found
+            #expect(again.allSatisfy { $0.group == nil })  // a caller who may not reveal sees no group
+            #expect(try harness.rowCount("record_groups") == 2)
+            #expect(try inspector.metadata(SQLiteAliasStore.durableCommitName) == before)
+            // One value found alone forms no group: its commit is made to write.
+            _ = try vault.createSync([Self.row()[0]], caller: createOnly).get()
+            #expect(try inspector.metadata(SQLiteAliasStore.durableCommitName) != before)
+        }
+    }
+
     @Test func valuesNamedTogetherFormOneSealedGroupInTheirOrder() throws {
         try withVaultHarness { harness in
             let vault = try harness.openVault()

