@@ -25,8 +25,11 @@ from browser_support import (REPO, Browser, Checks, CloakServer, PageServer, Set
 SHOTS = os.path.join(REPO, ".build", "console-shots")
 STORED_CARD = "5555555555554444"   # stored through the API: never on a console page
 SAMPLE_CARD = "4111111111111111"   # the inspector's test card, typed by the operator
-CONSOLE_SCOPES = ["tokens:admin", "audit:read", "routes:test", "bins:admin", "keys:read"]
-PAGES = ["overview", "tokens", "routes", "forms", "files", "bins", "keys", "audit"]
+CONSOLE_SCOPES = ["tokens:admin", "audit:read", "routes:test", "bins:admin", "keys:read", "jobs:read"]
+PAGES = ["overview", "tokens", "routes", "forms", "files", "bins", "keys", "audit", "jobs"]
+# An import's rows: two the form refuses (a number that fails Luhn, one too short).
+IMPORT_CSV = ("id,card_number\nrow-1,6011111111111117\nrow-2,card\nrow-3,1234\n"
+              f"row-4,{STORED_CARD}\n")
 
 
 class Run:
@@ -37,7 +40,8 @@ class Run:
         self.idle_cloak = None
         self.browser = None
         self.pages = None
-        self.tokens = {name: random_token() for name in ["ops", "auditor", "payer", "idle"]}
+        self.tokens = {name: random_token() for name in ["ops", "auditor", "payer", "idle", "importer", "alice",
+                                                          "bob"]}
         self.secrets = []
 
     def config(self, port, console_port, idle=900):
@@ -52,6 +56,12 @@ class Run:
                 {"id": "auditor", "sha256": token_sha256(t["auditor"]), "scopes": ["audit:read"]},
                 {"id": "payer", "sha256": token_sha256(t["payer"]), "scopes": ["aliases:reveal", "egress:*"]},
                 {"id": "idle", "sha256": token_sha256(t["idle"]), "scopes": ["audit:read"]},
+                {"id": "importer", "sha256": token_sha256(t["importer"]), "scopes": ["jobs:import", "aliases:create"]},
+                # One person asks for an export, another approves it on the Jobs page.
+                {"id": "alice", "sha256": token_sha256(t["alice"]), "scopes": ["jobs:export", "aliases:reveal"],
+                 "person": "alice@example.com"},
+                {"id": "bob", "sha256": token_sha256(t["bob"]), "scopes": ["jobs:approve", "jobs:read"],
+                 "person": "bob@example.com"},
             ]},
             "bins": {"refresh_s": 1},
             "console": {"listen": f"127.0.0.1:{console_port}", "session_idle_s": idle,
@@ -97,7 +107,8 @@ class Run:
                                headers={"Authorization": "Bearer " + self.tokens["ops"]},
                                json={"data": [{"value": STORED_CARD, "format": "FPE_SIX_T_FOUR"}]}).json()
         self.stored_alias = stored["data"][0]["aliases"][0]["alias"]
-        self.secrets += [STORED_CARD, self.stored_alias] + list(self.tokens.values())
+        self.secrets += [STORED_CARD, "6011111111111117", self.stored_alias]
+        self.secrets += list(self.tokens.values())
         self.evil_dir = os.path.join(self.dir, "evil")
         os.makedirs(self.evil_dir, exist_ok=True)
         self.pages = PageServer(self.evil_dir)
@@ -197,6 +208,8 @@ def test_walk_every_page(run):
             wait_until(lambda: run.finds("#sample"), 10, "the inspector's editor")
         if page == "audit":
             wait_until(lambda: run.finds("#audit-results table, #audit-results .empty"), 10, "the audit results")
+        if page == "jobs":
+            wait_until(lambda: run.finds("#jobs-list table, #jobs-list .empty"), 10, "the jobs")
         checks.expect(not run.finds("#page .refused"), f"{page}: {short(run.text()[-300:])}")
         checks.equal(run.leaks(run.d.page_source), [], f"secrets in the {page} page")
         run.shot(page)
@@ -213,7 +226,8 @@ def test_answers_hold_no_secret(run):
     for path in ["/console/", "/console/console.js", "/console/console.css", "/console/favicon.svg",
                  "/console/session", "/console/api/admin/overview", "/console/api/admin/files",
                  "/console/api/admin/forms", "/console/api/admin/routes", "/console/api/admin/bins",
-                 "/console/api/admin/keys", "/console/api/admin/tokens", "/console/api/admin/audit?limit=500"]:
+                 "/console/api/admin/keys", "/console/api/admin/tokens", "/console/api/admin/audit?limit=500",
+                 "/console/api/admin/jobs"]:
         answer = requests.get(run.console + path, cookies=cookies, timeout=10)
         checks.equal(answer.status_code, 200, path)
         checks.expect(len(answer.content) <= 200_000, f"{path} is {len(answer.content)} bytes (over 200 KB)")
@@ -317,7 +331,7 @@ def test_a_token_without_the_scope_is_refused(run):
     run.sign_out()
     run.signed_in("auditor")
     hidden = [a.get_attribute("data-page") for a in run.finds("#pages a") if not a.is_displayed()]
-    assert set(hidden) == {"tokens", "routes", "bins", "keys"}, hidden
+    assert set(hidden) == {"tokens", "routes", "bins", "keys", "jobs"}, hidden
     run.go("tokens")
     assert "does not hold tokens:admin" in run.find("#page").text, run.find("#page").text
     answer = requests.get(run.console + "/console/api/admin/tokens", cookies=run.session_cookie(), timeout=10)
@@ -414,7 +428,7 @@ def test_keyboard_and_labels(run):
         active = run.d.switch_to.active_element
         if active.get_attribute("data-page"):
             links.append(active.get_attribute("data-page"))
-        if "audit" in links:
+        if PAGES[-1] in links:
             break
     assert links[:len(PAGES)] == PAGES, links
 
@@ -427,11 +441,14 @@ def test_docs(run):
     yaml_block = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
     shipped = open(os.path.join(REPO, "config", "cloak.yaml"), encoding="utf-8").read()
     assert yaml_block in shipped, "docs/console.md's console section is not config/cloak.yaml's"
-    command = re.search(r"```sh\n(.*?)```", text, re.S).group(1).strip()
-    assert command.startswith("cloak "), command
-    args = command.split()[1:]
-    made = json.loads(run.cli(os.path.join(run.dir, "setup.yaml"), *args))
-    assert made["id"] == "ops-console" and made["expires_at"], made
+    commands = [c.strip() for c in re.findall(r"```sh\n(.*?)```", text, re.S)]
+    made_ids = []
+    for command in commands:
+        assert command.startswith("cloak "), command
+        made = json.loads(run.cli(os.path.join(run.dir, "setup.yaml"), *command.split()[1:]))
+        assert made["expires_at"], made
+        made_ids.append(made["id"])
+    assert made_ids == ["ops-console", "approver-console"], made_ids
     images = re.findall(r"!\[[^\]]*\]\((console/[^)]+)\)", text)
     missing = [i for i in images if not os.path.isfile(os.path.join(REPO, "docs", i))]
     assert not missing, f"docs/console.md shows missing screenshots: {missing}"
@@ -439,10 +456,132 @@ def test_docs(run):
     assert set(PAGES) <= shown, f"pages without a screenshot in docs/console.md: {sorted(set(PAGES) - shown)}"
 
 
+def test_jobs_page_shows_progress_refusals_and_approves(run):
+    """Issue 76: an import and an export on the Jobs page of a jobs:approve + jobs:read token;
+    the export approved there after typing its row count, and never a value on the page."""
+    checks = Checks()
+    importer = {"Authorization": "Bearer " + run.tokens["importer"]}
+    started = requests.post(run.cloak.url + "/admin/jobs/imports?form=checkout&file=cards.csv", headers=importer,
+                            data=IMPORT_CSV.encode(), timeout=30)
+    assert started.status_code == 202, (started.status_code, started.text[:300])
+    job = started.json()["id"]
+    done = wait_until(lambda: (lambda j: j if j["state"] == "done" else None)(
+        requests.get(run.cloak.url + "/admin/jobs/" + job, headers=importer, timeout=10).json()), 30, "the import")
+    checks.equal((done["imported"], done["refused"]), (2, 2), "the import's counts")
+    # Alice asks for the form's cards, to a key made here.
+    home = os.path.join(run.dir, "gnupg")
+    os.makedirs(home, mode=0o700, exist_ok=True)
+    subprocess.run(["gpg", "--homedir", home, "--batch", "--passphrase", "", "--quick-gen-key",
+                    "Provider <ops@provider.example>", "future-default", "default", "never"],
+                   check=True, capture_output=True, timeout=60)
+    key = subprocess.run(["gpg", "--homedir", home, "--armor", "--export", "ops@provider.example"],
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    alice = {"Authorization": "Bearer " + run.tokens["alice"]}
+    asked = requests.post(run.cloak.url + "/admin/jobs/exports", headers=alice, timeout=30,
+                          json={"selection": {"form": "checkout"}, "recipient": key})
+    assert asked.status_code in (201, 202), (asked.status_code, asked.text[:300])
+    export = asked.json()["id"]
+    counted = wait_until(lambda: (lambda j: j if j["state"] == "awaiting_approval" else None)(
+        requests.get(run.cloak.url + "/admin/jobs/" + export, headers=alice, timeout=10).json()), 30,
+        "the export's count")
+
+    run.signed_in("bob")
+    run.go("jobs")
+    listed = wait_until(lambda: run.finds("#jobs-list tbody tr"), 10, "the jobs' rows")
+    checks.equal(len(listed), 2, "both jobs listed")
+    imported_row = [r for r in listed if job in r.text][0].text
+    checks.expect("4 rows read" in imported_row, f"the import's progress: {imported_row}")
+    # The import: its refusals by reason (the advice, without a row id or value).
+    run.d.execute_script("location.hash = arguments[0]", "#/jobs/" + job)
+    refusals = wait_until(lambda: run.visible("#job-detail table"), 10, "the import's refusals",
+                          lambda: run.find("#job-detail").text)
+    counts = [int(row.find_elements("css selector", "td")[-1].text) for row in refusals.find_elements(
+        "css selector", "tbody tr")]
+    checks.equal(sum(counts), 2, "refused rows by reason")
+    checks.expect("row-2" not in run.find("#job-detail").text, "no row id among the reasons")
+    run.shot("jobs")
+    # The export: what the approver signs, then the approval after typing the count.
+    run.d.execute_script("location.hash = arguments[0]", "#/jobs/" + export)
+    wait_until(lambda: run.visible("#approve-rows"), 10, "the approval form", lambda: run.find("#job-detail").text)
+    shown = run.find("#job-detail").text
+    for fact in [counted["recipient_fingerprint"], counted["selection_digest"], "alice@example.com"]:
+        checks.expect(fact in shown, f"the approval shows {fact[:12]}")
+    run.find("#approve-rows").send_keys(str(counted["rows"] + 1))
+    run.find("#approve button[type=submit]").click()
+    wait_until(lambda: "nothing was approved" in run.find("#status").text, 10, "a wrong count refused")
+    checks.equal(requests.get(run.cloak.url + "/admin/jobs/" + export, headers=alice, timeout=10).json()["approval"],
+                 None, "no approval after a wrong count")
+    run.shot("jobs-approval")
+    field = run.find("#approve-rows")
+    field.clear()
+    field.send_keys(str(counted["rows"]))
+    run.find("#approve button[type=submit]").click()
+    wait_until(lambda: "Approved " + export in run.find("#status").text, 10, "the approval",
+               lambda: run.find("#status").text)
+    approved = requests.get(run.cloak.url + "/admin/jobs/" + export, headers=alice, timeout=10).json()
+    checks.equal((approved["approval"] or {}).get("person"), "bob@example.com", "approved by bob")
+    checks.equal(run.leaks(run.d.page_source), [], "secrets on the Jobs page")
+    # The files stay with their owners: bob's session reads no advice, mapping or export file.
+    for path in [f"/admin/jobs/{job}/advice", f"/admin/jobs/{job}/mapping", f"/admin/jobs/{export}/export"]:
+        answer = requests.get(run.console + "/console/api" + path, cookies=run.session_cookie(), timeout=10)
+        checks.equal(answer.status_code, 404, f"{path} from the console")
+    checks.done()
+
+
+def test_pages_fit_at_common_widths(run):
+    """Issue 76's console fixes, at 1366 and 1920 px: no page is wider than the window, opening a
+    page keeps its header in view, and a message never covers what the page shows."""
+    checks = Checks()
+    run.signed_in("ops")
+    try:
+        for width in (1366, 1920):
+            run.d.set_window_size(width, 900)
+            for page in PAGES:
+                run.go(page)
+                if page == "audit":
+                    wait_until(lambda: run.finds("#audit-results table, #audit-results .empty"), 10, "the audit")
+                    run.shot(f"audit-{width}")
+                overflow = run.d.execute_script(
+                    "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+                checks.expect(overflow <= 0, f"{page} at {width} px is {overflow} px too wide")
+                top = run.d.execute_script("return document.querySelector('header.bar').getBoundingClientRect().top")
+                checks.expect(top >= 0, f"{page} at {width} px scrolled its header out of view ({top})")
+        # A new token's secret and the message about it, side by side.
+        run.go("tokens")
+        run.find("#new-id").send_keys("width-check")
+        [b for b in run.finds("input[name=scope]") if b.get_attribute("value") == "audit:read"][0].click()
+        run.find("#create-token button[type=submit]").click()
+        secret = wait_until(lambda: run.visible("#secret"), 10, "the secret", lambda: run.find("#status").text)
+        run.secrets.append(secret.get_attribute("value"))
+        run.d.execute_script("arguments[0].scrollIntoView({block: 'end'})", secret)
+        overlap = run.d.execute_script("""
+            const a = document.getElementById('status').getBoundingClientRect();
+            const b = arguments[0].getBoundingClientRect();
+            return a.height > 0 && a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;""",
+                                       secret)
+        checks.expect(not overlap, "the status message covers the new token's secret")
+        checks.expect(run.d.execute_script("return document.getElementById('new-id').checkValidity()") is True
+                      or run.find("#new-id").get_attribute("value") == "", "the id field's pattern compiles")
+        field = run.find("#new-id")
+        field.clear()
+        field.send_keys("a-valid_id.1")
+        checks.expect(run.d.execute_script("return document.getElementById('new-id').checkValidity()"),
+                      "a valid id matches the field's pattern")
+        run.go("overview")
+        checks.equal(run.find("#status").text, "", "a message stays with the page it was said on")
+    finally:
+        run.d.set_window_size(1280, 1400)
+    # Routes: a reveal names no format.
+    run.go("routes")
+    checks.expect("reveal UUID" not in run.text(), "a reveal named with a format")
+    checks.done()
+
+
 TESTS = [test_docs, test_sign_in_refusals, test_walk_every_page, test_answers_hold_no_secret, test_create_and_revoke_a_token,
          test_inspector_names_a_mistyped_selector, test_forms_preview_their_elements_fields, test_bin_rollback, test_audit_finds_what_was_done,
          test_a_token_without_the_scope_is_refused, test_changes_need_the_console_origin_and_csrf,
-         test_sign_out_ends_the_session, test_idle_session_ends, test_keyboard_and_labels]
+         test_sign_out_ends_the_session, test_idle_session_ends, test_keyboard_and_labels,
+         test_jobs_page_shows_progress_refusals_and_approves, test_pages_fit_at_common_widths]
 
 
 def main(argv):

@@ -197,6 +197,10 @@ extension Endpoint {
             s, c throws(CloakError) in try s.adminJobs(c).status(c.parameter("id"))
         },
         Endpoint(
+            "jobs-refusals", .GET, "/admin/jobs/{id}/refusals", access: .anyScope([.jobsImport, .jobsRead]),
+            rate: .caller
+        ) { s, c throws(CloakError) in try s.adminJobs(c).refusals(c.parameter("id")) },
+        Endpoint(
             "jobs-cancel", .POST, "/admin/jobs/{id}/cancel", access: .anyScope(ownJobScopes), rate: .caller,
             audit: "job_cancel"
         ) { s, c throws(CloakError) in try s.adminJobs(c).change(c.parameter("id"), to: .cancelled) },
@@ -242,7 +246,7 @@ extension Endpoint {
     ]
 
     /// Who may list and follow jobs (each sees its own; an approver every export).
-    static let jobScopes: [Scope] = [.jobsImport, .jobsExport, .jobsApprove]
+    static let jobScopes: [Scope] = [.jobsImport, .jobsExport, .jobsApprove, .jobsRead]
     /// Who may start jobs, and so cancel and resume its own.
     static let ownJobScopes: [Scope] = [.jobsImport, .jobsExport]
 

@@ -35,6 +35,9 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Approving another person's export job, after reading its selection, row count and
     /// recipient (issue 60).
     package static let jobsApprove = Scope("jobs:approve")
+    /// Every job's state, progress and refusals by reason, read-only: the console's Jobs page
+    /// (issue 76). Never a mapping, advice or export file: those stay with the job's owner.
+    package static let jobsRead = Scope("jobs:read")
     /// Every egress route's scope at once.
     package static let egressAll = Scope("egress:*")
 
@@ -47,14 +50,17 @@ package struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     package static let known: [Scope] = [
         .aliasesCreate, .aliasesReveal, .aliasesLookup, .aliasesUpdate, .aliasesDelete, .filesReveal, .binsRead,
         .egressAll, .tokensAdmin, .auditRead, .routesTest, .binsAdmin, .keysRead, .jobsImport,
-        .jobsExport, .jobsApprove,
+        .jobsExport, .jobsApprove, .jobsRead,
     ]
 
     /// What a console session may carry (issue 59): administration and reading, never a scope
     /// that reveals, looks up or pays (`aliases:reveal`, `aliases:lookup`, `files:reveal`,
-    /// `egress:*`). A session holds these of its signed-in token's scopes; a token with none of
-    /// them cannot sign in.
-    package static let console: Set<Scope> = [.tokensAdmin, .auditRead, .routesTest, .binsAdmin, .keysRead]
+    /// `egress:*`), nor one that starts a job or downloads its files (`jobs:import`,
+    /// `jobs:export`). A session holds these of its signed-in token's scopes; a token with none
+    /// of them cannot sign in. `jobs:approve` approves another person's export on the Jobs page.
+    package static let console: Set<Scope> = [
+        .tokensAdmin, .auditRead, .routesTest, .binsAdmin, .keysRead, .jobsRead, .jobsApprove,
+    ]
 
     /// `text` as a scope: a known one, or `egress:<route id>` (an id ``EgressSettings`` would
     /// accept); nil otherwise.

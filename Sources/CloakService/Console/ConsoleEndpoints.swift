@@ -11,7 +11,8 @@ enum ConsoleEndpoints {
     /// The API endpoints the console's pages call, by name.
     static let admin: Set<String> = [
         "overview", "files-summary", "forms-list", "routes-list", "routes-test", "bins-status", "bins-rollback",
-        "keys-status", "audit-search", "tokens-create", "tokens-list", "tokens-revoke",
+        "keys-status", "audit-search", "tokens-create", "tokens-list", "tokens-revoke", "jobs-list", "jobs-status",
+        "jobs-refusals", "jobs-approve",
     ]
 
     static let prefix = "/console/api"

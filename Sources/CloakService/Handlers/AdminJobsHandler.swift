@@ -99,10 +99,11 @@ struct AdminJobsHandler: Sendable {
                 limit = n
             }
         }
-        let (caller, after, count, approves) = (self.caller, before, limit, caller.scopes.contains(.jobsApprove))
+        let (caller, after, count) = (self.caller, before, limit)
+        let approves = caller.scopes.contains(.jobsApprove) || caller.scopes.contains(.jobsRead)
         return .later { finish in
             vault.vault.withStore(reads: true) { store in
-                // An approver's page is filtered here, from every job (a table that ends and
+                // An approver's (or a reader's) page is filtered here, from every job (a table that ends and
                 // expires its rows: bounded), so `next` names only a job it sees.
                 try store.jobs(before: after, owner: approves ? nil : caller.id, limit: approves ? 10_000 : count)
             } completion: { result in
@@ -141,13 +142,43 @@ struct AdminJobsHandler: Sendable {
         }
     }
 
-    /// Whether `caller` sees `job`: its own (an export only while the token is still the person
-    /// who asked: an id given again to another person's token does not inherit it), and, with
-    /// `jobs:approve`, every export.
+    /// `GET /admin/jobs/{id}/refusals` → 200 `{"data": [{"code", "reason", "rows"}…], "other_rows": N}`:
+    /// an import's refusals by reason as far as it went, the commonest first (the Jobs page's
+    /// advice; never a value or a row id, which stay in the owner's advice file). An export: 404.
+    func refusals(_ id: String) throws(CloakError) -> Reply {
+        let id = try Self.jobID(id)
+        let vault = self.vault
+        return find(id) { job, finish in
+            guard job.kind == .import else {
+                return finish(.error(.notFound("the job is an export: it refuses no rows")))
+            }
+            vault.vault.withStore(reads: true) { store in
+                try JobReport.refusals(job, store: store, seal: try vault.vault.jobSeal(job))
+            } completion: { result in
+                guard case let .success(found) = result else {
+                    return finish(.error(.storeUnavailable("the job's advice could not be read")))
+                }
+                finish(
+                    .json(
+                        200, JobReport.refusalsJSON(found.reasons, otherRows: found.otherRows),
+                        headers: HTTPResponse.noStoreHeaders))
+            }
+        }
+    }
+
+    /// Whether `caller` sees `job`'s report: its own (``owns(_:caller:)``), with `jobs:approve`
+    /// every export, and with `jobs:read` every job.
     static func sees(_ job: StoredJob, caller: ServiceConfiguration.AccessToken) -> Bool {
-        guard job.kind == .export else { return job.owner == caller.id }
-        if caller.scopes.contains(.jobsApprove) { return true }
-        return job.owner == caller.id && ExportSpec(stored: job.spec)?.person == caller.person
+        owns(job, caller: caller) || caller.scopes.contains(.jobsRead)
+            || (job.kind == .export && caller.scopes.contains(.jobsApprove))
+    }
+
+    /// Whether `job` is `caller`'s: it started it (an export only while the token is still the
+    /// person who asked: an id given again to another person's token does not inherit it). Only
+    /// the owner cancels, resumes or downloads a job's files, whatever else it may read.
+    static func owns(_ job: StoredJob, caller: ServiceConfiguration.AccessToken) -> Bool {
+        guard job.owner == caller.id else { return false }
+        return job.kind != .export || ExportSpec(stored: job.spec)?.person == caller.person
     }
 
     /// `POST /admin/jobs/{id}/cancel` (the batch under way may still commit) and `/resume` (a
@@ -160,7 +191,7 @@ struct AdminJobsHandler: Sendable {
         let (caller, now, outcome) = (self.caller, self.now, self.outcome)
         return .later { finish in
             vault.vault.withStore(reads: false) { store -> (job: StoredJob, changed: Bool)? in
-                guard let job = try store.job(id), job.owner == caller.id, Self.sees(job, caller: caller) else {
+                guard let job = try store.job(id), Self.owns(job, caller: caller) else {
                     return nil
                 }
                 let changed: Bool
@@ -193,7 +224,7 @@ struct AdminJobsHandler: Sendable {
     func output(_ id: String, _ part: JobPart) throws(CloakError) -> Reply {
         let id = try Self.jobID(id)
         let (vault, outcome) = (self.vault, self.outcome)
-        return find(id) { job, finish in
+        return find(id, owned: true) { job, finish in
             // An import's files for jobs:import, an export's for jobs:export (routes name the scope).
             guard (job.kind == .export) == (part == .export) else { return finish(.error(.notFound("no such job"))) }
             guard job.state == .done else {
@@ -235,25 +266,29 @@ struct AdminJobsHandler: Sendable {
     }
 
     /// The job `id` when the caller sees it (``sees(_:caller:)``).
-    func find(_ id: JobID, _ found: @escaping @Sendable (StoredJob, Reply.Finish) -> Void) -> Reply {
+    /// `id`'s job for `found`, when the caller sees it (`owned`: when it is the caller's); else
+    /// 404, the same as for no job.
+    func find(_ id: JobID, owned: Bool = false, _ found: @escaping @Sendable (StoredJob, Reply.Finish) -> Void)
+        -> Reply
+    {
         let caller = self.caller
         return .later { finish in
             vault.vault.withStore(reads: true) { store in
                 try store.job(id)
             } completion: { result in
-                let answer: @Sendable () -> Void = { Self.answer(result, caller: caller, finish, found) }
+                let answer: @Sendable () -> Void = { Self.answer(result, caller: caller, owned: owned, finish, found) }
                 vault.loop.map { loop in loop.execute(answer) } ?? answer()
             }
         }
     }
 
     private static func answer(
-        _ result: Result<StoredJob?, any Error>, caller: ServiceConfiguration.AccessToken, _ finish: Reply.Finish,
-        _ found: @Sendable (StoredJob, Reply.Finish) -> Void
+        _ result: Result<StoredJob?, any Error>, caller: ServiceConfiguration.AccessToken, owned: Bool,
+        _ finish: Reply.Finish, _ found: @Sendable (StoredJob, Reply.Finish) -> Void
     ) {
         switch result {
         case .failure: finish(.error(.storeUnavailable("the store could not be read")))
-        case let .success(job?) where sees(job, caller: caller): found(job, finish)
+        case let .success(job?) where owned ? owns(job, caller: caller) : sees(job, caller: caller): found(job, finish)
         case .success: finish(.error(.notFound("no such job")))
         }
     }

@@ -141,12 +141,25 @@ package enum JobReport {
         }
     }
 
-    /// The refusal a done import's advice names most often: its code, its reason (the fields
-    /// and the rules they broke, never a value) and how many rows it refused.
-    package static func commonestRefusal(_ job: StoredJob, store: any AliasStore, ring: KeyRing) throws -> (
-        code: Int, reason: String, rows: Int
-    )? {
-        var counts: [String: (code: Int, reason: String, rows: Int)] = [:]
+    /// One reason an import refused rows for: its code, its reason (the fields and the rules
+    /// they broke, never a value or a row id) and how many rows it refused.
+    package struct Refusal: Sendable, Equatable {
+        package var code: Int
+        package var reason: String
+        package var rows: Int
+    }
+
+    /// The most reasons ``refusals(_:store:seal:limit:)`` keeps apart; the rest are counted as one.
+    static let maxReasons = 1_000
+
+    /// An import's refusals by reason, as far as its committed advice goes (a running job's so
+    /// far, a done one's whole): the `limit` commonest first, and the rows refused for others.
+    package static func refusals(_ job: StoredJob, store: any AliasStore, seal: JobSeal, limit: Int = 20) throws
+        -> (reasons: [Refusal], otherRows: Int)
+    {
+        guard job.kind == .import else { return ([], 0) }
+        var counts: [String: Refusal] = [:]
+        var other = 0
         var carry: [UInt8] = []
         func tally(_ line: ArraySlice<UInt8>) {
             guard let advice = try? JSONParser().parse(Array(line)), advice["result"]?.stringValue == "refused",
@@ -154,16 +167,44 @@ package enum JobReport {
             else { return }
             var code = 0
             if case let .number(text)? = advice["code"] { code = Int(text) ?? 0 }
-            counts["\(code) \(reason)", default: (code, reason, 0)].rows += 1
+            let key = "\(code) \(reason)"
+            if counts[key] == nil, counts.count >= maxReasons {
+                other += 1
+            } else {
+                counts[key, default: Refusal(code: code, reason: reason, rows: 0)].rows += 1
+            }
         }
-        try output(job, .advice, store: store, ring: ring) { bytes in
-            carry += bytes
-            while let end = carry.firstIndex(of: 0x0A) {
-                tally(carry[..<end])
-                carry.removeSubrange(...end)
+        var index = 0
+        read: while true {
+            let chunks = try store.jobChunks(job.id, part: .advice, from: index, limit: 16)
+            guard !chunks.isEmpty else { break }
+            for sealed in chunks {
+                let opened = try seal.open(sealed, part: JobPart.advice.rawValue, index: index)
+                index += 1
+                carry += opened.bytes
+                while let end = carry.firstIndex(of: 0x0A) {
+                    tally(carry[..<end])
+                    carry.removeSubrange(...end)
+                }
+                if opened.isLast { break read }
             }
         }
         if !carry.isEmpty { tally(carry[...]) }
-        return counts.values.max { $0.rows < $1.rows || ($0.rows == $1.rows && $0.reason > $1.reason) }
+        let sorted = counts.values.sorted { $0.rows > $1.rows || ($0.rows == $1.rows && $0.reason < $1.reason) }
+        return (Array(sorted.prefix(limit)), other + sorted.dropFirst(limit).reduce(0) { $0 + $1.rows })
+    }
+
+    /// A job's refusals as the API answers them.
+    package static func refusalsJSON(_ reasons: [Refusal], otherRows: Int) -> JSONValue {
+        .object([
+            (
+                "data",
+                .array(
+                    reasons.map {
+                        .object([("code", .int($0.code)), ("reason", .string($0.reason)), ("rows", .int($0.rows))])
+                    })
+            ),
+            ("other_rows", .int(otherRows)),
+        ])
     }
 }

@@ -149,7 +149,12 @@ struct Jobs: ParsableCommand {
                 // (review V, item 10), whatever its state says; the commonest reason is told.
                 if job.kind == .import, job.progress.imported == 0, job.progress.refused > 0 {
                     var line = "cloak: every row (\(job.progress.refused)) was refused"
-                    if let commonest = try? JobReport.commonestRefusal(job, store: store, ring: ring) {
+                    let seal = try? JobSeal(
+                        job: job.id.text, binding: job.sealBinding,
+                        wrappedKey: FileSeal.WrappedKey(keyID: job.keyID, sealed: job.wrappedKey), ring: ring)
+                    if let seal,
+                        let commonest = try? JobReport.refusals(job, store: store, seal: seal, limit: 1).reasons.first
+                    {
                         line += "; the commonest reason (\(commonest.rows) rows): \(commonest.code) \(commonest.reason)"
                     }
                     FileHandle.standardError.write(Data((line + "\n").utf8))

@@ -40,8 +40,12 @@
     return el('table', {},
       el('caption', {}, caption),
       el('thead', {}, el('tr', {}, headings.map((h) => el('th', { scope: 'col' }, h)))),
-      el('tbody', {}, rows.map((row) => el('tr', {}, row.map((cell, i) =>
-        i === 0 ? el('th', { scope: 'row' }, cell) : el('td', {}, cell instanceof Node ? cell : text(cell)))))));
+      el('tbody', {}, rows.map((row) => el('tr', {}, row.map((cell, i) => {
+        const shown = cell instanceof Node ? cell : text(cell);
+        // An id, a digest or a list of facts without spaces may break anywhere; words never do.
+        const long = /\S{25,}/.test(cell instanceof Node ? cell.textContent : shown) ? 'long' : null;
+        return i === 0 ? el('th', { scope: 'row', class: long }, shown) : el('td', { class: long }, shown);
+      })))));
   }
 
   /** A definition list of [term, value] pairs. */
@@ -141,7 +145,7 @@
     document.getElementById('sign-out').hidden = false;
     document.getElementById('who').textContent = 'Signed in as ' + session.token_id + ' (' + session.scopes.join(', ') + ')';
     for (const link of document.querySelectorAll('#pages a[data-scope]')) {
-      link.parentElement.hidden = !may(link.dataset.scope);
+      link.parentElement.hidden = !mayAny(link.dataset.scope);
     }
     route();
   }
@@ -178,7 +182,11 @@
     bins: { title: 'BIN table', scope: 'bins:admin', render: bins },
     keys: { title: 'Keys', scope: 'keys:read', render: keys },
     audit: { title: 'Audit', scope: 'audit:read', render: audit },
+    jobs: { title: 'Jobs', scope: 'jobs:read jobs:approve', render: jobs },
   };
+
+  /** Whether the session holds any of `scopes` (a space-separated list). */
+  function mayAny(scopes) { return scopes.split(' ').some(may); }
 
   async function route() {
     if (!state.session) return;
@@ -189,12 +197,15 @@
       else link.removeAttribute('aria-current');
     }
     if (!found) { page('Not found', el('p', {}, 'There is no such page.')); return; }
-    if (found.scope && !may(found.scope)) {
+    if (found.scope && !mayAny(found.scope)) {
       page(found.title, el('p', { class: 'refused', role: 'alert' },
-        'Your token does not hold ' + found.scope + ': this page is not yours to see.'));
+        'Your token does not hold ' + found.scope.split(' ').join(' or ') + ': this page is not yours to see.'));
       return;
     }
     if (state.preview && name !== 'forms') { state.preview.destroy(); state.preview = null; }
+    clearTimeout(state.jobsTimer);
+    // A message belongs to the page it was said on.
+    if (state.page !== null) say('');
     state.page = name;
     page(found.title, el('p', { class: 'loading' }, 'Loading…'));
     try {
@@ -203,7 +214,9 @@
       if (state.session) page(found.title, el('p', { class: 'refused', role: 'alert' }, error.message));
     }
     const heading = document.getElementById('page-title');
-    if (heading && document.activeElement === document.body) document.getElementById('main').focus();
+    // Focus moves to the page (for screen readers) without scrolling the header out of view.
+    if (heading && document.activeElement === document.body) document.getElementById('main').focus({ preventScroll: true });
+    window.scrollTo(0, 0);
   }
 
   async function overview() {
@@ -294,7 +307,7 @@
         el('input', { type: 'checkbox', name: 'scope', value: scope }), ' ' + scope)));
     const form = el('form', { id: 'create-token', onsubmit: createToken },
       el('label', { for: 'new-id' }, 'Id'),
-      el('input', { id: 'new-id', name: 'id', required: true, pattern: '[A-Za-z0-9._-]{1,64}', autocomplete: 'off' }),
+      el('input', { id: 'new-id', name: 'id', required: true, pattern: '[A-Za-z0-9._\\-]{1,64}', title: 'Letters, digits, dot, underscore and hyphen; at most 64', autocomplete: 'off' }),
       picker,
       el('label', { for: 'new-ttl' }, 'Lifetime (seconds, optional)'),
       el('input', { id: 'new-ttl', name: 'ttl', type: 'number', min: 60, max: 315360000 }),
@@ -346,6 +359,10 @@
     }
   }
 
+  /** An operation in words: a redaction names the format it stores as; a reveal gives back
+   * whatever alias it finds, so it names none. */
+  function operation(o) { return o.action === 'reveal' ? 'reveal' : o.action + ' as ' + o.format; }
+
   // Routes: what each does, and the inspector on a sample.
   async function routes() {
     const answer = await api('GET', '/admin/routes');
@@ -355,11 +372,11 @@
     const summary = table('Routes', ['Id', 'Door', 'Matches', 'Form', 'Operations', 'Steps'],
       list.map((r) => [el('a', { href: '#/routes/' + encodeURIComponent(r.id) }, r.id), r.door,
         r.match.prefix || (r.match.paths || []).join(', '), r.form,
-        r.request.concat(r.response).map((o) => o.action + ' ' + o.format).join('; ') || '—', r.steps]),
+        r.request.concat(r.response).map(operation).join('; ') || '—', r.steps]),
       'No routes are configured.');
     if (!route) { page('Routes', summary); return; }
     const operations = (ops, side) => ops.map((o, i) => facts([
-      [side + ' operation ' + (i + 1), o.action + ' as ' + o.format],
+      [side + ' operation ' + (i + 1), operation(o)],
       ['Selectors', o.selectors.map((s) => Object.entries(s)[0].join(': '))],
       ['Required', o.required]]));
     const sample = state.samples[route.id] || JSON.stringify({
@@ -606,6 +623,121 @@
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(link.href), 0);
+  }
+
+  // Jobs: imports and exports with their progress, an import's refusals by reason, and an
+  // export's approval (what the approver signs: rows, recipient, digest). Files stay with
+  // each job's owner (the API and the CLI); nothing here is a value.
+  async function jobs() {
+    const answer = await api('GET', '/admin/jobs?limit=100');
+    const selected = decodeURIComponent((location.hash.match(/^#\/jobs\/(.+)$/) || [])[1] || '');
+    const seen = state.jobsSeen || (state.jobsSeen = new Map());
+    const now = Date.now();
+    const rows = answer.data.map((j) => {
+      const p = jobProgress(j, seen.get(j.id), now);
+      seen.set(j.id, { at: now, done: p.done });
+      return [el('a', { href: '#/jobs/' + encodeURIComponent(j.id) }, j.id), j.kind, j.state.replace('_', ' '),
+        j.owner, p.text, p.rate, p.left, j.kind === 'import' ? j.refused : j.missing, j.updated_at];
+    });
+    const list = table('Jobs, newest first', ['Id', 'Kind', 'State', 'Owner', 'Progress', 'Rate', 'Time left',
+      'Refused or missing', 'Updated'], rows, 'No jobs.');
+    const active = answer.data.some((j) => !['done', 'failed', 'cancelled', 'awaiting_approval'].includes(j.state));
+    if (document.getElementById('jobs-list') && state.page === 'jobs' && state.jobsShown === selected) {
+      document.getElementById('jobs-list').replaceChildren(list);
+    } else {
+      state.jobsShown = selected;
+      page('Jobs',
+        el('p', {}, 'Imports and exports of every owner. Start them, and download their files, with the cloak ' +
+          'import and cloak export commands or the API.'),
+        el('div', { id: 'jobs-list' }, list),
+        el('div', { id: 'job-detail', 'aria-live': 'polite' }));
+      const job = answer.data.find((j) => j.id === selected);
+      if (job) await jobDetail(job.id);
+    }
+    clearTimeout(state.jobsTimer);
+    if (active) state.jobsTimer = setTimeout(() => { if (state.page === 'jobs') jobs().catch(() => {}); }, 2000);
+  }
+
+  /** A job's rows done of its total, its rate and time left: from the last look when there was
+   * one, else averaged since it was made. */
+  function jobProgress(j, last, now) {
+    const done = j.kind === 'import' ? j.rows_read : j.exported;
+    const total = j.rows;
+    // An import sent through the API is counted as it arrives, and its total is not kept.
+    const known = total !== undefined && total !== null;
+    const out = { done, rate: '—', left: '—',
+      text: known ? done + ' of ' + total + (total ? ' (' + Math.floor(100 * done / total) + ' %)' : '') : done + ' rows read' };
+    if (['done', 'failed', 'cancelled', 'awaiting_approval'].includes(j.state)) return out;
+    let perSecond = null;
+    if (last && now > last.at && done >= last.done) perSecond = (done - last.done) * 1000 / (now - last.at);
+    else {
+      const seconds = (Date.parse(j.updated_at) - Date.parse(j.created_at)) / 1000;
+      if (seconds > 0) perSecond = done / seconds;
+    }
+    if (perSecond !== null) {
+      out.rate = Math.round(perSecond) + ' rows/s';
+      if (total && perSecond > 0) out.left = duration(Math.ceil((total - done) / perSecond)) || '—';
+    }
+    return out;
+  }
+
+  async function jobDetail(id) {
+    const out = document.getElementById('job-detail');
+    const j = await api('GET', '/admin/jobs/' + encodeURIComponent(id));
+    const parts = [el('h2', { id: 'job-title' }, (j.kind === 'import' ? 'Import ' : 'Export ') + j.id)];
+    if (j.kind === 'import') {
+      parts.push(facts([['State', j.state], ['Owner', j.owner], ['Form or format', j.form || j.format],
+        ['File', j.file], ['Layout', j.layout], ['Rows read', j.rows_read + (j.rows ? ' of ' + j.rows : '')],
+        ['Imported', j.imported], ['Refused', j.refused], ['Failure', j.failure], ['Made', j.created_at],
+        ['Updated', j.updated_at], ['Files kept until', j.expires_at]]));
+      const r = await api('GET', '/admin/jobs/' + encodeURIComponent(id) + '/refusals');
+      parts.push(table('Refused rows by reason, the commonest first', ['Reason', 'Code', 'Rows'],
+          r.data.map((x) => [x.reason, x.code, x.rows]), 'No row was refused.'),
+        r.other_rows ? el('p', {}, r.other_rows + ' more rows were refused for other reasons.') : '',
+        el('p', {}, 'Which rows: the job\'s advice file, for its owner (cloak jobs advice ' + j.id + ').'));
+    } else {
+      parts.push(facts([['State', j.state], ['Requested by', j.owner + ' (' + j.requester_person + ')'],
+        ['Selection', j.selection], ['Layout', j.layout], ['Rows', j.rows], ['Fields', j.fields],
+        ['Groups of one', j.groups_of_one], ['Partial groups', j.partial_groups],
+        ['Recipient fingerprint', j.recipient_fingerprint], ['Selection digest', j.selection_digest],
+        ['Counted at', j.counted_at], ['Exported', j.exported], ['Missing', j.missing],
+        ['Approved', j.approval ? j.approval.person + ' (' + j.approval.token + ') at ' + j.approval.at : null],
+        ['Failure', j.failure]]));
+      if (j.state === 'awaiting_approval' && j.selection_digest) parts.push(approval(j));
+    }
+    out.replaceChildren(...parts);
+  }
+
+  /** The approval of `j`, for a jobs:approve session: it signs what this page shows, once the
+   * row count is typed. */
+  function approval(j) {
+    if (!may('jobs:approve')) {
+      return el('p', { class: 'empty' }, 'Awaiting another person\'s approval (a token with jobs:approve).');
+    }
+    const form = el('form', { id: 'approve', onsubmit: (e) => approve(e, j) },
+      el('p', {}, 'Approving sends ' + j.rows + ' rows to the key ' + j.recipient_fingerprint +
+        ' (selection digest ' + j.selection_digest + '). The requester then downloads the file.'),
+      el('label', { for: 'approve-rows' }, 'Type the row count (' + j.rows + ') to approve'),
+      el('input', { id: 'approve-rows', name: 'rows', inputmode: 'numeric', autocomplete: 'off', required: true }),
+      el('button', { type: 'submit', class: 'danger' }, 'Approve the export'));
+    return form;
+  }
+
+  async function approve(event, j) {
+    event.preventDefault();
+    const typed = event.target.elements.rows.value.trim();
+    if (typed !== String(j.rows)) {
+      say('The row count typed is not the job\'s (' + j.rows + '): nothing was approved.', 'error');
+      return;
+    }
+    try {
+      await api('POST', '/admin/jobs/' + encodeURIComponent(j.id) + '/approve',
+        { rows: j.rows, fingerprint: j.recipient_fingerprint, selection_digest: j.selection_digest });
+      await jobDetail(j.id);
+      say('Approved ' + j.id + ': ' + j.rows + ' rows to ' + j.recipient_fingerprint + '.', 'ok');
+    } catch (error) {
+      say(error.message, 'error');
+    }
   }
 
   // ---- Start -------------------------------------------------------------------------------
