@@ -141,15 +141,8 @@ package struct KeyRewrap {
     /// changed, and the last one read (where the next batch starts, unless it read fewer than
     /// `limit`: the version is done). Rolled back when it throws.
     private func transaction(limit: Int, _ work: () throws -> (read: Int, done: Int, last: String?)) throws -> Batch {
-        try store.begin()
-        do {
-            let (read, done, last) = try work()
-            try store.commit()
-            return Batch(resealed: done, skipped: read - done, next: read < limit ? nil : last)
-        } catch {
-            store.rollback()
-            throw error
-        }
+        let (read, done, last) = try store.transaction(work)
+        return Batch(resealed: done, skipped: read - done, next: read < limit ? nil : last)
     }
 
     /// The versions other than the current one that still seal records or files' keys, with their counts.

@@ -233,17 +233,12 @@ package struct StoreMigration {
         while true {
             let page = try source.groups(after: after, limit: batch)
             guard let last = page.last else { break }
-            try destination.begin()
-            do throws(StoreError) {
+            try destination.transaction { () throws(StoreError) in
                 for group in page {
                     let there = try destination.group(id: group.id) != nil
                     if !there { try destination.insertGroup(group) }
                     report.count(.groups, copied: !there)
                 }
-                try destination.commit()
-            } catch {
-                destination.rollback()
-                throw error
             }
             after = last.id
         }
@@ -298,13 +293,8 @@ package struct StoreMigration {
             mine = try source.keyAuditEntries(offset: offset, limit: page)
         }
         while !mine.isEmpty {
-            try destination.begin()
-            do throws(StoreError) {
+            try destination.transaction { () throws(StoreError) in
                 for entry in mine { try destination.appendKeyAudit(entry.line, at: entry.at) }
-                try destination.commit()
-            } catch {
-                destination.rollback()
-                throw error
             }
             report.tallies[.audit, default: Tally()].copied += mine.count
             offset += mine.count
@@ -334,13 +324,8 @@ package struct StoreMigration {
                         "the audit block of chain \(chain) at \(broken.block.first) does not read (cloak audit verify names it); nothing of it or after it was copied"
                     )
                 }
-                try destination.begin()
-                do throws(StoreError) {
+                try destination.transaction { () throws(StoreError) in
                     try destination.appendAuditBlocks(blocks.map(\.block))
-                    try destination.commit()
-                } catch {
-                    destination.rollback()
-                    throw error
                 }
                 report.tallies[.auditEvents, default: Tally()].copied += events(blocks)
                 blocks = try source.auditChain(chain, after: end, limit: page)
@@ -353,14 +338,7 @@ package struct StoreMigration {
             pending += try AuditSegment.read(path: path).blocks
         }
         guard !pending.isEmpty else { return }
-        try destination.begin()
-        do throws(StoreError) {
-            try destination.appendAuditBlocksNotStored(pending)
-            try destination.commit()
-        } catch {
-            destination.rollback()
-            throw error
-        }
+        try destination.transaction { () throws(StoreError) in try destination.appendAuditBlocksNotStored(pending) }
         report.tallies[.auditEvents, default: Tally()].copied += pending.reduce(0) {
             $0 + Int(($1.summary?.last ?? $1.first) - $1.first + 1)
         }

@@ -165,15 +165,7 @@ package final class Vault: Sendable {
     /// Runs `batch` in transactions of its own while it says more is left, at most `rounds` times.
     static func sweepInBatches(_ store: any AliasStore, rounds: Int, _ batch: (any AliasStore) throws -> Bool) {
         for _ in 0..<rounds {
-            do {
-                try store.begin()
-                let more = try batch(store)
-                try store.commit()
-                if !more { return }
-            } catch {
-                store.rollback()
-                return
-            }
+            guard (try? store.transaction({ try batch(store) })) == true else { return }
         }
     }
 
@@ -188,10 +180,17 @@ package final class Vault: Sendable {
     /// rows written before aliases were signed. Runs before the executor thread exists.
     private static func adopt(_ store: any AliasStore, keys: KeyRing) throws {
         do {
-            try store.begin()
+            try store.transaction { try adopting(store, keys: keys) }
+        } catch let error as StoreError {
+            throw VaultOpenError(description: error.description)
+        }
+    }
+
+    /// ``adopt(_:keys:)``'s transaction.
+    private static func adopting(_ store: any AliasStore, keys: KeyRing) throws {
+        do {
             if let stored = try store.metadata(keyCheckName) {
                 guard constantTimeEquals(stored, keys.checkValue) else {
-                    store.rollback()
                     throw VaultOpenError(
                         description:
                             "the key ring does not match the store: its records were sealed with other keys "
@@ -207,10 +206,6 @@ package final class Vault: Sendable {
                 _ = try store.signUnsignedAliases { alias, recordID in sign(alias, recordID: recordID, key: macKey) }
                 try store.setMetadata(aliasesSignedName, [1])
             }
-            try store.commit()
-        } catch let error as StoreError {
-            store.rollback()
-            throw VaultOpenError(description: error.description)
         }
     }
 

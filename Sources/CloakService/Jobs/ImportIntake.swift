@@ -159,15 +159,5 @@ package struct ImportIntake {
     }
 
     @discardableResult
-    private func transaction<T>(_ body: () throws -> T) throws -> T {
-        try store.begin()
-        do {
-            let result = try body()
-            try store.commit()
-            return result
-        } catch {
-            store.rollback()
-            throw error
-        }
-    }
+    private func transaction<T>(_ body: () throws -> T) throws -> T { try store.transaction(body) }
 }

@@ -296,14 +296,7 @@ final class AuditSegment {
         let bytes = try contents(of: fd, path: path)
         let found = decode(bytes)
         if !found.blocks.isEmpty {
-            do {
-                try store.begin()
-                try store.appendAuditBlocksNotStored(found.blocks)
-                try store.commit()
-            } catch {
-                store.rollback()
-                throw error
-            }
+            try store.transaction { () throws(StoreError) in try store.appendAuditBlocksNotStored(found.blocks) }
             log("audit segment: copied \(found.blocks.count) block(s) a stop left into the store")
         }
         let cut = bytes.count - found.validLength

@@ -136,16 +136,9 @@ final class AuditTrail {
         let now = DispatchTime.now().uptimeNanoseconds
         guard force || segment.pending.count >= Self.indexRound || now - segment.pendingSince >= 1_000_000_000
         else { return }
-        do {
-            // None of them is stored yet: only this thread copies them, and the file is cut
-            // once they are (a start copies what a crash left with the check of each).
-            try store.begin()
-            try store.appendAuditBlocks(segment.pending)
-            try store.commit()
-        } catch {
-            store.rollback()
-            return
-        }
+        // None of them is stored yet: only this thread copies them, and the file is cut once
+        // they are (a start copies what a crash left with the check of each).
+        guard (try? store.transaction({ try store.appendAuditBlocks(segment.pending) })) != nil else { return }
         wrote(segment.pending.count)
         segment.drained()
     }
@@ -237,16 +230,9 @@ final class AuditTrail {
     func indexAliases(_ store: any AliasStore, batch: Int = AuditTrail.indexRound, rounds: Int = 20) -> Int {
         var total = 0
         for _ in 0..<rounds {
-            do {
-                try store.begin()
-                let done = try store.indexAuditAliases(limit: batch)
-                try store.commit()
-                total += done
-                if done < batch { break }
-            } catch {
-                store.rollback()
-                break
-            }
+            guard let done = try? store.transaction({ try store.indexAuditAliases(limit: batch) }) else { break }
+            total += done
+            if done < batch { break }
         }
         return total
     }
@@ -258,14 +244,22 @@ final class AuditTrail {
     func trim(_ store: any AliasStore, before: Int64, limit: Int = 5000) throws -> Bool {
         var mark: AuditChain.Mark?
         do {
-            try store.begin()
-            try settle(store)
-            mark = chain.mark
-            var starts = try store.deleteAuditBlocks(before: before, limit: limit) { [chain] in chain.isAuthentic($0) }
-            guard !starts.isEmpty else {
-                try store.commit()
-                return false
+            return try store.transaction {
+                try settle(store)
+                mark = chain.mark
+                return try trimmed(store, before: before, limit: limit)
             }
+        } catch {
+            if let mark { unsure = mark }
+            throw error
+        }
+    }
+
+    /// ``trim(_:before:limit:)``'s work in its transaction: whether it deleted anything.
+    private func trimmed(_ store: any AliasStore, before: Int64, limit: Int) throws -> Bool {
+        do {
+            var starts = try store.deleteAuditBlocks(before: before, limit: limit) { [chain] in chain.isAuthentic($0) }
+            guard !starts.isEmpty else { return false }
             // This chain emptied: it goes on with the trim's own event.
             if let own = starts[chain.id], own.gone {
                 starts[chain.id] = AuditTrim.Start(first: chain.seq + 1, gone: false)
@@ -274,12 +268,7 @@ final class AuditTrail {
                 at: VaultAuditing.nowMilliseconds(), action: AuditTrim.action, tokenID: "-", client: "-",
                 result: "ok", facts: [AuditEvent.Fact("before", String(before))] + AuditTrim(starts: starts).facts)
             try store.appendAuditBlocks(chain.seal([draft]))
-            try store.commit()
             return true
-        } catch {
-            store.rollback()
-            if let mark { unsure = mark }
-            throw error
         }
     }
 }

@@ -102,22 +102,22 @@ struct Export: ParsableCommand {
             let seal = try JobSeal(
                 newJob: id.text, binding: StoredJob.sealBinding(kind: .export, owner: token.id, spec: spec.encoded),
                 ring: ring)
-            try store.begin()
-            job = try ExportIntake.store(
-                id: id, spec: spec, listed: listed, owner: token.id, seal: seal, now: now,
-                openLimit: configuration.jobs.maxOpenPerToken, in: store)
-            try CommandAudit.append(
-                [
-                    Export.event(
-                        "job_export", token: token.id,
-                        [
-                            ("job", id.text), ("requester_person", person), ("selection", spec.selectionText),
-                            ("recipient", fingerprint),
-                        ])
-                ], keys: ring, to: store)
-            try store.commit()
+            job = try store.transaction {
+                let job = try ExportIntake.store(
+                    id: id, spec: spec, listed: listed, owner: token.id, seal: seal, now: now,
+                    openLimit: configuration.jobs.maxOpenPerToken, in: store)
+                try CommandAudit.append(
+                    [
+                        Export.event(
+                            "job_export", token: token.id,
+                            [
+                                ("job", id.text), ("requester_person", person), ("selection", spec.selectionText),
+                                ("recipient", fingerprint),
+                            ])
+                    ], keys: ring, to: store)
+                return job
+            }
         } catch {
-            store.rollback()
             Keys.fail("the export is refused; nothing was stored: \(error)")
         }
         FileHandle.standardOutput.write(Data("\(job.id.text)\n".utf8))
@@ -202,24 +202,26 @@ extension Jobs {
                 digest: digest.lowercased(), approvalTTL: Int64(configuration.jobs.approvalTTLSeconds),
                 now: Tokens.now)
             do {
-                try store.begin()
-                let result = try step.run(in: store) { job in
-                    try JobSeal(
-                        job: job.id.text, binding: job.sealBinding,
-                        wrappedKey: FileSeal.WrappedKey(keyID: job.keyID, sealed: job.wrappedKey), ring: ring)
+                try store.transaction {
+                    let result = try step.run(in: store) { job in
+                        try JobSeal(
+                            job: job.id.text, binding: job.sealBinding,
+                            wrappedKey: FileSeal.WrappedKey(keyID: job.keyID, sealed: job.wrappedKey), ring: ring)
+                    }
+                    switch result {
+                    case let .failure(refusal): throw refusal  // rolled back
+                    case let .success((job, spec, approval)):
+                        try CommandAudit.append(
+                            [
+                                Export.event(
+                                    "job_approve", token: token.id, ExportApprovalStep.facts(job, spec, approval))
+                            ],
+                            keys: ring, to: store)
+                    }
                 }
-                switch result {
-                case let .failure(refusal):
-                    store.rollback()
-                    Keys.fail(refusal.message)
-                case let .success((job, spec, approval)):
-                    try CommandAudit.append(
-                        [Export.event("job_approve", token: token.id, ExportApprovalStep.facts(job, spec, approval))],
-                        keys: ring, to: store)
-                    try store.commit()
-                }
+            } catch let refusal as CloakError {
+                Keys.fail(refusal.message)
             } catch {
-                store.rollback()
                 Keys.fail("cannot approve the job: \(error)")
             }
             Jobs.printJSON(Jobs.report(Jobs.job(id, store), store: store, ring: ring))

@@ -92,12 +92,11 @@ struct Jobs: ParsableCommand {
         _ action: String, token: String, store: any AliasStore, ring: KeyRing, _ facts: [(String, String)]
     ) {
         do {
-            try store.begin()
-            try CommandAudit.append(
-                [Export.event(action, token: token, facts + [("by", Tokens.actor)])], keys: ring, to: store)
-            try store.commit()
+            try store.transaction {
+                try CommandAudit.append(
+                    [Export.event(action, token: token, facts + [("by", Tokens.actor)])], keys: ring, to: store)
+            }
         } catch {
-            store.rollback()
             Tokens.warn("the audit event \(action) could not be written: \(error)")
         }
     }
@@ -210,12 +209,11 @@ struct Jobs: ParsableCommand {
             let job = Jobs.job(id, store)
             let ttl = Int64(try options.load(.jobs).jobs.outputTTLSeconds)
             do {
-                try store.begin()
-                let changed = try store.cancelJob(job.id, now: Tokens.now, expiresAt: Tokens.now + ttl)
-                try store.commit()
+                let changed = try store.transaction {
+                    try store.cancelJob(job.id, now: Tokens.now, expiresAt: Tokens.now + ttl)
+                }
                 guard changed != nil else { Keys.fail("job \(job.id) is \(job.state.rawValue): not changed") }
             } catch {
-                store.rollback()
                 Keys.fail("cannot change the job: \(error)")
             }
             Jobs.audit("job_cancel", token: job.owner, store: store, ring: ring, [("job", job.id.text)])
@@ -241,13 +239,12 @@ struct Jobs: ParsableCommand {
         throws
     {
         do {
-            try store.begin()
-            let changed = try store.setJobState(
-                job.id, from: from, to: to, holder: nil, now: Tokens.now, expiresAt: expiresAt, failure: nil)
-            try store.commit()
+            let changed = try store.transaction {
+                try store.setJobState(
+                    job.id, from: from, to: to, holder: nil, now: Tokens.now, expiresAt: expiresAt, failure: nil)
+            }
             guard changed else { Keys.fail("job \(job.id) is \(job.state.rawValue): not changed") }
         } catch {
-            store.rollback()
             Keys.fail("cannot change the job: \(error)")
         }
         printJSON(JobReport.json(Self.job(job.id.text, store)))
@@ -277,17 +274,16 @@ struct Jobs: ParsableCommand {
         // download is (review V, items 3 and 6).
         if let refusal = JobReport.outputRefusal(job, part) { Keys.fail(refusal) }
         do {
-            try store.begin()
-            try CommandAudit.append(
-                [
-                    Export.event(
-                        "job_download", token: job.owner,
-                        [("job", job.id.text), ("file", part.name), ("by", Tokens.actor)])
-                ],
-                keys: ring, to: store)
-            try store.commit()
+            try store.transaction {
+                try CommandAudit.append(
+                    [
+                        Export.event(
+                            "job_download", token: job.owner,
+                            [("job", job.id.text), ("file", part.name), ("by", Tokens.actor)])
+                    ],
+                    keys: ring, to: store)
+            }
         } catch {
-            store.rollback()
             Keys.fail("the download's audit event could not be written, so nothing was: \(error)")
         }
         do {
