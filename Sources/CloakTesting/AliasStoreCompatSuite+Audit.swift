@@ -27,7 +27,8 @@ extension AliasStoreCompatSuite {
         _ at: Int64, _ action: String, token: String = "t1", result: String = "ok", ref: String? = nil
     ) -> AuditEvent.Draft {
         AuditEvent.Draft(
-            at: at, action: action, tokenID: token, client: "203.0.113.9", aliasReference: ref, result: result,
+            at: at, action: AuditAction(stored: action), tokenID: token, client: "203.0.113.9", aliasReference: ref,
+            result: AuditResult(stored: result),
             facts: [AuditEvent.Fact("via", "api"), AuditEvent.Fact("note", "quotes \" and \\ survive")])
     }
 
@@ -64,9 +65,9 @@ extension AliasStoreCompatSuite {
         #expect(try store.auditEvents(AuditQuery(from: base + 2, until: base + 3)).events == [events[2]])
         // By alias: found before the index has the blocks (read whole) and after.
         let byAlias = AuditQuery(from: base, aliasReference: one)
-        #expect(try store.auditEvents(byAlias).events.map(\.draft.action) == ["reveal", "create"])
+        #expect(try store.auditEvents(byAlias).events.map(\.draft.action.text) == ["reveal", "create"])
         while try transaction(store, { try store.indexAuditAliases(limit: 500) }) > 0 {}
-        #expect(try store.auditEvents(byAlias).events.map(\.draft.action) == ["reveal", "create"])
+        #expect(try store.auditEvents(byAlias).events.map(\.draft.action.text) == ["reveal", "create"])
         #expect(try store.auditEvents(AuditQuery(from: base, aliasReference: two)).events == [events[3]])
         // Pages of one: each event once, in order.
         var paged: [AuditEvent] = []

@@ -63,7 +63,7 @@ extension Vault {
                 guard let record = try liveRecord(alias, in: store) else { throw VaultError.notFound }
                 if let cache, changing.mark(record.fingerprint) { cache.changing(record.fingerprint) }
                 try change(store, record)
-                VaultAuditing.note(auditReference(alias), "ok", .change)
+                VaultAuditing.note(auditReference(alias), .ok, .change)
             },
             completion: { [cache] result in
                 cache?.changed(changing.fingerprint)

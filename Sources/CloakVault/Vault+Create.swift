@@ -168,7 +168,7 @@ extension Vault {
             members.append((record.id, alias))
             // Audited with the write, in its transaction; the same word whether the value was
             // new or already stored.
-            VaultAuditing.note(auditReference(alias.alias), "ok", .create)
+            VaultAuditing.note(auditReference(alias.alias), .ok, .create)
             out.append(answer(item, record: record, alias: alias, caller: caller))
         }
         return Created(answers: out, records: records, stored: members)

@@ -56,7 +56,7 @@ extension Vault {
             created.stored.append((record.id, alias))
             // An audited create's event, as ``create(_:caller:in:stored:)`` notes it (the
             // executor keeps this call's notes only when it answers the request).
-            VaultAuditing.note(auditReference(alias.alias), "ok", .create)
+            VaultAuditing.note(auditReference(alias.alias), .ok, .create)
             created.answers.append(answer(item, record: record, alias: alias, caller: caller))
         }
         return created

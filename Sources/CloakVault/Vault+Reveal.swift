@@ -18,7 +18,7 @@ extension Vault {
                 var out: [String: RevealedRecord] = [:]
                 for alias in aliases {
                     if let record = try live(found[alias], alias: alias) { out[alias] = try open(record, in: store) }
-                    VaultAuditing.note(auditReference(alias), out[alias] == nil ? "not_found" : "ok", .reveal)
+                    VaultAuditing.note(auditReference(alias), out[alias] == nil ? .notFound : .ok, .reveal)
                 }
                 return out
             }, completion: { completion(Self.map($0)) })

@@ -339,7 +339,7 @@ package final class Vault: Sendable {
         let drafts = answers.indices.compactMap { index -> AuditEvent.Draft? in
             guard let alias = answers[index]?.aliases.first(where: { $0.format == requests[index].format })?.alias
             else { return nil }
-            return subject.draft(aliasReference: auditReference(alias), result: "ok", at: now, operation: .create)
+            return subject.draft(aliasReference: auditReference(alias), result: .ok, at: now, operation: .create)
         }
         if !drafts.isEmpty { subject.noted(drafts, stored: false) }
     }

@@ -20,9 +20,11 @@ struct PostgreSQLAuditedCreateTests {
     final class Creator: VaultAuditSubject {
         let notes = Mutex<[(AuditEvent.Draft, Bool)]>([])
 
-        func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft? {
+        func draft(aliasReference: String?, result: AuditResult, at: Int64, operation: VaultOperation) -> AuditEvent
+            .Draft?
+        {
             AuditEvent.Draft(
-                at: at, action: "create", tokenID: "tok-creator", client: "198.51.100.7",
+                at: at, action: .create, tokenID: "tok-creator", client: "198.51.100.7",
                 aliasReference: aliasReference, result: result)
         }
 
@@ -148,7 +150,7 @@ struct PostgreSQLAuditedCreateTests {
         let references = ["ar_00000000000000a1", "ar_00000000000000b2"]
         let drafts = references.map {
             AuditEvent.Draft(
-                at: 1_800_000_000_000, action: "create", tokenID: "tok", client: "-", aliasReference: $0, result: "ok")
+                at: 1_800_000_000_000, action: .create, tokenID: "tok", client: "-", aliasReference: $0, result: .ok)
         }
         try store.begin()
         try store.appendAuditBlocks(chain.seal(drafts) + chain.seal([drafts[0]]))
@@ -196,13 +198,13 @@ struct PostgreSQLAuditedCreateTests {
                     newRecords: [write], durable: false,
                     finish: { _ -> String? in
                         guard plan.rest == nil else { return nil }
-                        VaultAuditing.note(plan.reference, "ok", .create)
+                        VaultAuditing.note(plan.reference, .ok, .create)
                         return plan.name
                     },
                     { store, outcomes in
                         if outcomes == nil { _ = try store.insertNewRecords([write], durable: false) }
                         try plan.rest?()
-                        VaultAuditing.note(plan.reference, "ok", .create)
+                        VaultAuditing.note(plan.reference, .ok, .create)
                         return plan.name
                     },
                     completion: { result in

@@ -41,10 +41,10 @@ import Testing
         try source.appendAuditBlocks(
             chain.seal(
                 (1...2).map {
-                    AuditEvent.Draft(at: Int64($0), action: "create", tokenID: "t", client: "-", result: "ok")
+                    AuditEvent.Draft(at: Int64($0), action: .create, tokenID: "t", client: "-", result: .ok)
                 }))
         try source.appendAuditBlocks(
-            chain.seal([AuditEvent.Draft(at: 3, action: "create", tokenID: "t", client: "-", result: "ok")]))
+            chain.seal([AuditEvent.Draft(at: 3, action: .create, tokenID: "t", client: "-", result: .ok)]))
         try source.commit()
 
         let destinationPath = harness.directory.path + "/copy.db"

@@ -94,13 +94,13 @@ extension CloakService {
             switch result {
             case .stored(let alias, let bytes):
                 metrics.fileUploaded("stored", bytes: bytes)
-                outcome?.alias(vault.vault.auditReference(alias), "ok", facts: [("bytes", String(bytes))])
+                outcome?.alias(vault.vault.auditReference(alias), .ok, facts: [("bytes", String(bytes))])
             case .refused:
                 metrics.fileUploaded("refused")
-                outcome?.alias(nil, "refused")
+                outcome?.alias(nil, .refused)
             case .failed:
                 metrics.fileUploaded("failed")
-                outcome?.alias(nil, "error")
+                outcome?.alias(nil, .error)
             }
         }
         return handler

@@ -259,9 +259,9 @@ package final class CloakService: Sendable {
                 metrics.bucketLimited(refusal.format.rawValue)
                 // An admission event, not an endpoint's outcome: written when it happens, at warning.
                 audit.record(
-                    AuditEntry(
-                        action: "bucket_limit", tokenID: token.id, client: client,
-                        result: enforced ? "refused" : "counted",
+                    AuditEvent.Draft(
+                        made: .bucketLimit, tokenID: token.id, client: client,
+                        result: enforced ? .refused : .counted,
                         facts: [("format", refusal.format.rawValue), ("limit", refusal.limit.name)]),
                     level: .warning)
             },
@@ -295,7 +295,7 @@ package final class CloakService: Sendable {
     static func auditKeeping(_ vault: Vault?) -> AuditKeeping? {
         guard let vault else { return nil }
         return { entries, done in
-            vault.recordAudit(entries.map(\.draft)) { result in
+            vault.recordAudit(entries) { result in
                 guard case .failure = result else { return done(nil) }
                 done(.storeUnavailable("the audit trail could not be written; the answer was withheld"))
             }

@@ -22,7 +22,7 @@ extension Endpoint {
             try ValidateHandler(context: s.context, bins: s.binRefresh?.current?.table).reply(to: c)
         },
         Endpoint(
-            "form-tokens", .POST, "/forms/{form}/tokens", access: .tokenize, rate: .creator, audit: "file_upload",
+            "form-tokens", .POST, "/forms/{form}/tokens", access: .tokenize, rate: .creator, audit: .fileUpload,
             body: .formUpload
         ) {
             s, c throws(CloakError) in
@@ -30,13 +30,13 @@ extension Endpoint {
         },
         Endpoint(
             "form-aliases", .POST, "/forms/{form}/aliases", access: .scope(.aliasesCreate), rate: .caller,
-            audit: "file_upload", body: .formUpload
+            audit: .fileUpload, body: .formUpload
         ) {
             s, c throws(CloakError) in
             try s.forms(c).handle(c.request, form: c.parameter("form"), requiresToken: true, answer: .flatResult)
         },
         Endpoint(
-            "form-send", .POST, "/forms/{form}/send", access: .tokenize, rate: .creator, audit: "file_upload",
+            "form-send", .POST, "/forms/{form}/send", access: .tokenize, rate: .creator, audit: .fileUpload,
             body: .formUpload
         ) {
             s, c throws(CloakError) in
@@ -48,35 +48,35 @@ extension Endpoint {
             try s.vaultAPI(c).create(c.request, requiresToken: false)
         },
         Endpoint(
-            "create-aliases", .POST, "/aliases", access: .scope(.aliasesCreate), rate: .caller, audit: "create"
+            "create-aliases", .POST, "/aliases", access: .scope(.aliasesCreate), rate: .caller, audit: .create
         ) {
             s, c throws(CloakError) in
             try s.vaultAPI(c).create(c.request, requiresToken: true)
         },
         Endpoint(
-            "reveal-many", .GET, "/aliases", access: .scope(.aliasesReveal), rate: .caller, audit: "reveal"
+            "reveal-many", .GET, "/aliases", access: .scope(.aliasesReveal), rate: .caller, audit: .reveal
         ) { s, c throws(CloakError) in try s.vaultAPI(c).revealMany(c.request) },
-        Endpoint("keep", .POST, "/aliases/keep", access: .scope(.aliasesCreate), rate: .caller, audit: "keep") {
+        Endpoint("keep", .POST, "/aliases/keep", access: .scope(.aliasesCreate), rate: .caller, audit: .keep) {
             s, c throws(CloakError) in try s.vaultAPI(c).keep(c.request)
         },
         Endpoint(
-            "lookup", .POST, "/aliases/lookup", access: .scope(.aliasesLookup), rate: .caller, audit: "lookup"
+            "lookup", .POST, "/aliases/lookup", access: .scope(.aliasesLookup), rate: .caller, audit: .lookup
         ) { s, c throws(CloakError) in try s.vaultAPI(c).lookup(c.request) },
         // aliases:reveal: the record; bins:read alone: its card attributes, never its value.
         Endpoint(
             "reveal", .GET, "/aliases/{alias}", access: .anyScope([.aliasesReveal, .binsRead]), rate: .caller,
-            audit: "reveal"
+            audit: .reveal
         ) { s, c throws(CloakError) in try s.vaultAPI(c).reveal(c.request, alias: c.parameter("alias")) },
         Endpoint(
-            "update", .PUT, "/aliases/{alias}", access: .scope(.aliasesUpdate), rate: .caller, audit: "update"
+            "update", .PUT, "/aliases/{alias}", access: .scope(.aliasesUpdate), rate: .caller, audit: .update
         ) { s, c throws(CloakError) in try s.vaultAPI(c).update(c.request, alias: c.parameter("alias")) },
         Endpoint(
-            "delete", .DELETE, "/aliases/{alias}", access: .scope(.aliasesDelete), rate: .caller, audit: "delete"
+            "delete", .DELETE, "/aliases/{alias}", access: .scope(.aliasesDelete), rate: .caller, audit: .delete
         ) { s, c throws(CloakError) in try s.vaultAPI(c).delete(c.request, alias: c.parameter("alias")) },
 
         // Files (issue 47): the content of a file alias, as an attachment.
         Endpoint(
-            "file-reveal", .GET, "/files/{alias}", access: .scope(.filesReveal), rate: .caller, audit: "file_reveal"
+            "file-reveal", .GET, "/files/{alias}", access: .scope(.filesReveal), rate: .caller, audit: .fileReveal
         ) { s, c throws(CloakError) in
             try s.fileReveal(c).reveal(alias: c.parameter("alias"))
         },
@@ -87,7 +87,7 @@ extension Endpoint {
         },
         Endpoint(
             "card-attributes", .POST, "/cards/attributes", access: .scope(.binsRead), rate: .caller,
-            audit: "card_attributes"
+            audit: .cardAttributes
         ) {
             s, c throws(CloakError) in try s.bins(c).attributes(c.request)
         },
@@ -104,7 +104,7 @@ extension Endpoint {
                     c.request, bin: c.parameter("bin"), table: s.binRefresh?.current?.table))
         },
         Endpoint(
-            "elements-reveal", .GET, "/elements/v1/reveal", access: .session, rate: .caller, audit: "reveal"
+            "elements-reveal", .GET, "/elements/v1/reveal", access: .session, rate: .caller, audit: .reveal
         ) { s, c throws(CloakError) in
             try s.elementsReveal(c).reveal(c.request, now: Int64(Date().timeIntervalSince1970))
         },
@@ -114,13 +114,13 @@ extension Endpoint {
         },
         Endpoint(
             "elements-session", .POST, "/elements/sessions", access: .scope(.aliasesReveal), rate: .caller,
-            audit: "elements_session"
+            audit: .elementsSession
         ) { s, c throws(CloakError) in
             .now(try s.elementsReveal(c).createSession(c.request, now: Int64(Date().timeIntervalSince1970)))
         },
         Endpoint(
             "elements-native-reveal", .POST, "/elements/v1/native/reveal", access: .session, rate: .caller,
-            audit: "reveal"
+            audit: .reveal
         ) { s, c throws(CloakError) in
             try s.elementsReveal(c).nativeReveal(c.request, now: Int64(Date().timeIntervalSince1970))
         },
@@ -128,10 +128,10 @@ extension Endpoint {
         // API credentials at run time.
         Endpoint(
             "tokens-create", .POST, "/admin/tokens", access: .scope(.tokensAdmin), rate: .caller,
-            audit: "tokens_create"
+            audit: .tokensCreate
         ) { s, c throws(CloakError) in try s.adminTokens(c).create(c.request) },
         Endpoint(
-            "audit-search", .GET, "/admin/audit", access: .scope(.auditRead), rate: .caller, audit: "audit_read"
+            "audit-search", .GET, "/admin/audit", access: .scope(.auditRead), rate: .caller, audit: .auditRead
         ) {
             s, c throws(CloakError) in
             guard let vault = s.vault else { throw CloakError(.vaultUnavailable, "this server runs without a vault") }
@@ -139,7 +139,7 @@ extension Endpoint {
         },
         Endpoint(
             "routes-test", .POST, "/admin/routes/{id}/test", access: .scope(.routesTest), rate: .caller,
-            audit: "routes_test"
+            audit: .routesTest
         ) { s, c throws(CloakError) in
             try AdminRoutesHandler(
                 routes: s.configuration.routes + s.configuration.egress.routes,
@@ -166,7 +166,7 @@ extension Endpoint {
         },
         Endpoint(
             "bins-rollback", .POST, "/admin/bins/rollback", access: .scope(.binsAdmin), rate: .caller,
-            audit: "bins_rollback"
+            audit: .binsRollback
         ) { s, c throws(CloakError) in try s.adminBins(c).rollback(c.request) },
         Endpoint("keys-status", .GET, "/admin/keys", access: .scope(.keysRead), rate: .caller) {
             s, c throws(CloakError) in
@@ -178,17 +178,17 @@ extension Endpoint {
         },
         Endpoint(
             "tokens-revoke", .DELETE, "/admin/tokens/{id}", access: .scope(.tokensAdmin), rate: .caller,
-            audit: "tokens_revoke"
+            audit: .tokensRevoke
         ) { s, c throws(CloakError) in try s.adminTokens(c).revoke(id: c.parameter("id")) },
 
         // Bulk jobs (issue 60): a token sees the jobs it started.
         Endpoint(
             "jobs-import", .POST, "/admin/jobs/imports", access: .scope(.jobsImport), rate: .caller,
-            audit: "job_import", body: .jobInput
+            audit: .jobImport, body: .jobInput
         ) { s, c throws(CloakError) in try s.adminJobs(c).start(c.request) },
         Endpoint(
             "jobs-export", .POST, "/admin/jobs/exports", access: .scope(.jobsExport), rate: .caller,
-            audit: "job_export"
+            audit: .jobExport
         ) { s, c throws(CloakError) in try s.adminJobs(c).export(c.request) },
         Endpoint("jobs-list", .GET, "/admin/jobs", access: .anyScope(jobScopes), rate: .caller) {
             s, c throws(CloakError) in try s.adminJobs(c).list(c.request)
@@ -202,27 +202,27 @@ extension Endpoint {
         ) { s, c throws(CloakError) in try s.adminJobs(c).refusals(c.parameter("id")) },
         Endpoint(
             "jobs-cancel", .POST, "/admin/jobs/{id}/cancel", access: .anyScope(ownJobScopes), rate: .caller,
-            audit: "job_cancel"
+            audit: .jobCancel
         ) { s, c throws(CloakError) in try s.adminJobs(c).change(c.parameter("id"), to: .cancelled) },
         Endpoint(
             "jobs-resume", .POST, "/admin/jobs/{id}/resume", access: .anyScope(ownJobScopes), rate: .caller,
-            audit: "job_resume"
+            audit: .jobResume
         ) { s, c throws(CloakError) in try s.adminJobs(c).change(c.parameter("id"), to: .queued) },
         Endpoint(
             "jobs-approve", .POST, "/admin/jobs/{id}/approve", access: .scope(.jobsApprove), rate: .caller,
-            audit: "job_approve"
+            audit: .jobApprove
         ) { s, c throws(CloakError) in try s.adminJobs(c).approve(c.parameter("id"), c.request) },
         Endpoint(
             "jobs-export-file", .GET, "/admin/jobs/{id}/export", access: .scope(.jobsExport), rate: .caller,
-            audit: "job_download"
+            audit: .jobDownload
         ) { s, c throws(CloakError) in try s.adminJobs(c).output(c.parameter("id"), .export) },
         Endpoint(
             "jobs-mapping", .GET, "/admin/jobs/{id}/mapping", access: .scope(.jobsImport), rate: .caller,
-            audit: "job_download"
+            audit: .jobDownload
         ) { s, c throws(CloakError) in try s.adminJobs(c).output(c.parameter("id"), .mapping) },
         Endpoint(
             "jobs-advice", .GET, "/admin/jobs/{id}/advice", access: .scope(.jobsImport), rate: .caller,
-            audit: "job_download"
+            audit: .jobDownload
         ) { s, c throws(CloakError) in try s.adminJobs(c).output(c.parameter("id"), .advice) },
 
         // The doors.

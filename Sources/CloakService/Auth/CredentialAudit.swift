@@ -1,4 +1,5 @@
 import CloakCore
+import CloakVault
 import Foundation
 import Logging
 
@@ -34,7 +35,7 @@ package struct CredentialAudit: Sendable {
 
     package func created(_ created: CredentialAdministration.Created) {
         record(
-            "tokens_create", "ok",
+            .tokensCreate, .ok,
             [
                 ("subject", created.token.id), ("scopes", created.token.scopes.texts.joined(separator: ",")),
                 ("serial", String(created.serial)),
@@ -45,24 +46,24 @@ package struct CredentialAudit: Sendable {
         var facts = [("subject", revoked.token.id), ("serial", String(revoked.serial))]
         if !revoked.descendants.isEmpty { facts.append(("descendants", revoked.descendants.joined(separator: ","))) }
         if revoked.shadowed { facts.append(("yaml_token_stays", "true")) }
-        record("tokens_revoke", "ok", facts)
+        record(.tokensRevoke, .ok, facts)
     }
 
     package func signed(_ signed: CredentialAdministration.Signed) {
-        record("tokens_sign", "ok", [("signed", signed.ids.joined(separator: ",")), ("serial", String(signed.serial))])
+        record(.tokensSign, .ok, [("signed", signed.ids.joined(separator: ",")), ("serial", String(signed.serial))])
     }
 
     /// A change refused (nothing changed): the action, the id it named, and why.
-    package func refused(_ action: String, subject: String?, reason: String) {
+    package func refused(_ action: AuditAction, subject: String?, reason: String) {
         var facts = [("reason", reason)]
         if let subject { facts.append(("subject", subject)) }
-        record(action, "refused", facts)
+        record(action, .refused, facts)
     }
 
-    private func record(_ action: String, _ result: String, _ facts: [(String, String)]) {
+    private func record(_ action: AuditAction, _ result: AuditResult, _ facts: [(String, String)]) {
         log.record(
-            AuditEntry(
-                action: action, tokenID: actor, client: "cli", aliasReference: nil, result: result,
-                facts: facts.map { (key: $0.0, value: $0.1) }))
+            AuditEvent.Draft(
+                made: action, tokenID: actor, client: "cli", aliasReference: nil, result: result,
+                facts: facts))
     }
 }

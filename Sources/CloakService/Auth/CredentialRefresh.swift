@@ -218,8 +218,8 @@ package final class CredentialRefresh: Sendable {
             before[token.id].map { APICredentials(tokens: [$0]) != APICredentials(tokens: [token]) } ?? false
         }.map(\.id)
         audit.record(
-            AuditEntry(
-                action: "tokens_adopt", tokenID: "-", client: "-", aliasReference: nil, result: "ok",
+            AuditEvent.Draft(
+                made: .tokensAdopt, tokenID: "-", client: "-", aliasReference: nil, result: .ok,
                 facts: [
                     ("added", added.joined(separator: ",")), ("removed", removed.joined(separator: ",")),
                     ("replaced", replaced.joined(separator: ",")), ("serial", String(adopted.serial)),
@@ -236,8 +236,8 @@ package final class CredentialRefresh: Sendable {
         for (key, value) in facts { metadata[key] = .string(value) }
         logger.error("\(Self.explanation(refusal, holding: held))", metadata: metadata)
         audit.record(
-            AuditEntry(
-                action: "tokens_adopt", tokenID: "-", client: "-", aliasReference: nil, result: "refused",
+            AuditEvent.Draft(
+                made: .tokensAdopt, tokenID: "-", client: "-", aliasReference: nil, result: .refused,
                 facts: facts),
             level: .error)
     }

@@ -204,8 +204,8 @@ package final class BinTableRefresh: Sendable {
         // The read and the build freed several times the table's size: give it back.
         ProcessMemory.releaseFreed()
         AuditLog(logger: logger, vault: vault).record(
-            AuditEntry(
-                action: "bins_adopt", tokenID: "-", client: "-", aliasReference: nil, result: "ok",
+            AuditEvent.Draft(
+                made: .binsAdopt, tokenID: "-", client: "-", aliasReference: nil, result: .ok,
                 facts: [
                     ("version", String(document.version)), ("sha256", document.shortDigest),
                     ("rows", String(document.rows)), ("source", document.source),

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 
 /// The console listener's endpoints (`console.listen`): the page, its sessions, and the admin
 /// API's endpoints the pages use, each the API's own declaration (handler, access, audit) under
@@ -29,12 +30,12 @@ enum ConsoleEndpoints {
             Endpoint("console-session", .GET, "/console/session", access: .open, rate: .caller) {
                 s, c throws(CloakError) in .now(s.console.current(c))
             },
-            Endpoint(signIn, .POST, "/console/session", access: .open, rate: .caller, audit: "console_sign_in") {
+            Endpoint(signIn, .POST, "/console/session", access: .open, rate: .caller, audit: .consoleSignIn) {
                 s, c throws(CloakError) in try s.console.signIn(c)
             },
             Endpoint(
                 "console-sign-out", .DELETE, "/console/session", access: .anyScope(Endpoint.consoleScopes),
-                rate: .caller, audit: "console_sign_out"
+                rate: .caller, audit: .consoleSignOut
             ) { s, c throws(CloakError) in .now(s.console.signOut(c)) },
         ]
         for endpoint in Endpoint.api where admin.contains(endpoint.name) {

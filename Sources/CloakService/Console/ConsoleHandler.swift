@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 import Foundation
 
 /// The console's own endpoints (docs/console.md): its page and files, and its sessions. Every
@@ -39,7 +40,7 @@ struct ConsoleHandler: Sendable {
             throw CloakError(.invalidAccessToken, "the token is not valid")
         }
         guard !token.scopes.isDisjoint(with: Scope.console) else {
-            context.outcome?.alias(nil, "refused", tokenID: token.id, facts: [("reason", "no console scope")])
+            context.outcome?.alias(nil, .refused, tokenID: token.id, facts: [("reason", "no console scope")])
             throw CloakError(
                 .forbidden,
                 "the token \(token.id) holds none of the console's scopes: "
@@ -47,7 +48,7 @@ struct ConsoleHandler: Sendable {
         }
         let (cookie, session) = sessions.signIn(token)
         context.outcome?.alias(
-            nil, "ok", tokenID: token.id, facts: [("scopes", session.scopes.texts.joined(separator: ","))])
+            nil, .ok, tokenID: token.id, facts: [("scopes", session.scopes.texts.joined(separator: ","))])
         return .now(
             .json(
                 201, describe(session),
@@ -69,7 +70,7 @@ struct ConsoleHandler: Sendable {
     /// `DELETE /console/session`: signs out (204, the cookie cleared).
     func signOut(_ context: RequestContext) -> HTTPResponse {
         if let cookie = context.console?.cookie { sessions.end(cookie) }
-        context.outcome?.alias(nil, "ok")
+        context.outcome?.alias(nil, .ok)
         return HTTPResponse(
             status: 204, headers: [("Set-Cookie", ConsoleCookie.clearing(tls: tls)), ("Cache-Control", "no-store")])
     }

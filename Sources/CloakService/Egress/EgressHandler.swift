@@ -141,7 +141,7 @@ struct EgressHandler: Sendable {
         // Each alias revealed for the provider is audited in the reveal's own transaction: its
         // event is durable before the value leaves (``VaultAuditing``).
         let revealed = Outcome(
-            action: "reveal", tokenID: identity.token?.id ?? "-", client: request.remoteAddress,
+            action: .reveal, tokenID: identity.token?.id ?? "-", client: request.remoteAddress,
             facts: [("via", "egress"), ("route", route.id)], only: .reveal)
         let client = vault.map {
             VaultClient(
@@ -195,7 +195,7 @@ struct EgressHandler: Sendable {
                     line.field("upstream_status", outcome.upstreamStatus.map(String.init) ?? "-")
                     line.write(to: sink)
                     metrics.record(route: route.id, status: response.status, revealed: outcome.revealed)
-                    for entry in revealed.recorded { audit.record(entry) }
+                    for entry in revealed.recorded { audit.record(entry.event, stored: entry.stored) }
                     finish(
                         response, error: outcome.error,
                         route: Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed))

@@ -78,7 +78,7 @@ struct ElementsRevealHandler: Sendable {
             tokenID: tokenID, aliases: Array(Set(aliases)).sorted(), expiresAt: now + Int64(ttl),
             client: boundTo, audience: audience, tokenDigest: RevealSession.tokenDigest(identity.token?.sha256 ?? []))
         outcome?.alias(
-            nil, "ok",
+            nil, .ok,
             facts: [
                 ("aliases", String(session.aliases.count)), ("ttl_s", String(ttl)), ("audience", audience.rawValue),
             ])
@@ -146,7 +146,7 @@ struct ElementsRevealHandler: Sendable {
         }
         let via = audience == .web ? "elements" : "native"
         guard session.audience == audience else {
-            audit(session.tokenID, alias, "wrong_audience", via: via)
+            audit(session.tokenID, alias, .wrongAudience, via: via)
             throw CloakError(
                 .forbidden,
                 audience == .web
@@ -158,19 +158,19 @@ struct ElementsRevealHandler: Sendable {
         // configuration, given another secret, or no longer holding aliases:reveal, ends its
         // sessions at once.
         guard let minter = mintingToken(session) else {
-            audit(session.tokenID, alias, "token_revoked", via: via)
+            audit(session.tokenID, alias, .tokenRevoked, via: via)
             throw CloakError(
                 .forbidden, "the token that minted this session may no longer reveal",
                 extraInfo: [("reason", .string("token_revoked"))])
         }
         if let bound = session.client, IPAddress(request.remoteAddress)?.description != bound {
-            audit(session.tokenID, alias, "other_client", via: via)
+            audit(session.tokenID, alias, .otherClient, via: via)
             throw CloakError(
                 .forbidden, "the session is bound to another client address",
                 extraInfo: [("reason", .string("other_client"))])
         }
         guard session.aliases.contains(alias) else {
-            audit(session.tokenID, alias, "not_in_session", via: via)
+            audit(session.tokenID, alias, .notInSession, via: via)
             throw CloakError(
                 .forbidden, "the session does not name this alias", extraInfo: [("reason", .string("not_in_session"))])
         }
@@ -180,11 +180,11 @@ struct ElementsRevealHandler: Sendable {
                 switch result {
                 case let .success(found):
                     guard let record = found[alias] else {
-                        audit(session.tokenID, alias, "not_found", via: via)
+                        audit(session.tokenID, alias, .notFound, via: via)
                         finish(.error(.notFound("no such alias")))
                         return
                     }
-                    audit(session.tokenID, alias, "ok", via: via)
+                    audit(session.tokenID, alias, .ok, via: via)
                     finish(
                         .json(
                             200, .object([("value", .string(record.value))]),
@@ -192,7 +192,7 @@ struct ElementsRevealHandler: Sendable {
                                 ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
                             ]))
                 case let .failure(error):
-                    audit(session.tokenID, alias, "error", via: via)
+                    audit(session.tokenID, alias, .error, via: via)
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -210,7 +210,7 @@ struct ElementsRevealHandler: Sendable {
 
     /// Notes one reveal through a session for the endpoint's audit line: the token that minted
     /// it, the alias's keyed reference (never the alias), the outcome.
-    private func audit(_ tokenID: String, _ alias: String, _ result: String, via: String) {
+    private func audit(_ tokenID: String, _ alias: String, _ result: AuditResult, via: String) {
         outcome?.alias(vault.vault.auditReference(alias), result, tokenID: tokenID, facts: [("via", via)])
     }
 }

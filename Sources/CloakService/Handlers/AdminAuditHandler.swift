@@ -37,7 +37,7 @@ struct AdminAuditHandler {
             ) { result in
                 switch result {
                 case let .success(page):
-                    outcome?.alias(nil, "ok", facts: facts + [("count", String(page.events.count))])
+                    outcome?.alias(nil, .ok, facts: facts + [("count", String(page.events.count))])
                     let next = page.next.map(Self.cursorText)
                     let body: JSONValue = .object([
                         (key: "data", value: .array(page.events.map(Self.document))),
@@ -57,11 +57,11 @@ struct AdminAuditHandler {
         let d = event.draft
         return .object([
             (key: "at", value: .string(timestamp(d.at))),
-            (key: "action", value: .string(d.action)),
+            (key: "action", value: .string(d.action.text)),
             (key: "token_id", value: .string(d.tokenID)),
             (key: "client", value: .string(d.client)),
             (key: "alias_ref", value: d.aliasReference.map(JSONValue.string) ?? .null),
-            (key: "result", value: .string(d.result)),
+            (key: "result", value: .string(d.result.text)),
             (key: "facts", value: .object(d.facts.map { (key: $0.key, value: .string($0.value)) })),
             (key: "chain", value: .string(event.chain)),
             (key: "seq", value: .int(Int(event.seq))),

@@ -80,13 +80,13 @@ struct AdminBinsHandler: Sendable {
                 switch result {
                 case let .success(.success(document)):
                     outcome?.alias(
-                        nil as String?, "ok", facts: [("from", String(seen)), ("version", String(document.version))])
+                        nil as String?, .ok, facts: [("from", String(seen)), ("version", String(document.version))])
                     finish(.json(200, document.json, headers: HTTPResponse.noStoreHeaders))
                 case let .success(.failure(error)):
-                    outcome?.alias(nil as String?, "refused", facts: [("from", String(seen))])
+                    outcome?.alias(nil as String?, .refused, facts: [("from", String(seen))])
                     finish(.error(error))
                 case .failure:
-                    outcome?.alias(nil as String?, "failed", facts: [("from", String(seen))])
+                    outcome?.alias(nil as String?, .failed, facts: [("from", String(seen))])
                     finish(.error(.storeUnavailable("the store failed; nothing was changed")))
                 }
             }

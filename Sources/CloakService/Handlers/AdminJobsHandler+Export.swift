@@ -77,7 +77,7 @@ extension AdminJobsHandler {
             ExportIntake.keyQueue.async {
                 let fingerprint: String
                 do throws(CloakError) { fingerprint = try ExportIntake.fingerprint(of: Array(recipient.utf8)) } catch {
-                    outcome?.alias(nil, "refused", facts: [("reason", "recipient")])
+                    outcome?.alias(nil, .refused, facts: [("reason", "recipient")])
                     return finish(.error(error))
                 }
                 let spec = ExportSpec(
@@ -103,7 +103,7 @@ extension AdminJobsHandler {
                     case .failure: return finish(.error(.storeUnavailable("the job could not be stored")))
                     }
                     outcome?.alias(
-                        nil, "ok",
+                        nil, .ok,
                         facts: [
                             ("job", id.text), ("requester_person", person), ("selection", spec.selectionText),
                             ("recipient", fingerprint),
@@ -166,10 +166,10 @@ extension AdminJobsHandler {
                 switch result {
                 case .failure: finish(.error(.storeUnavailable("the store could not be read")))
                 case let .success(.failure(refusal)):
-                    outcome?.alias(nil, "refused", facts: [("job", id.text)])
+                    outcome?.alias(nil, .refused, facts: [("job", id.text)])
                     finish(.error(refusal))
                 case let .success(.success((job, spec, approval))):
-                    outcome?.alias(nil, "ok", facts: ExportApprovalStep.facts(job, spec, approval))
+                    outcome?.alias(nil, .ok, facts: ExportApprovalStep.facts(job, spec, approval))
                     finish(.json(200, JobReport.json(job), headers: HTTPResponse.noStoreHeaders))
                 }
             }

@@ -209,10 +209,10 @@ struct AdminJobsHandler: Sendable {
                 case let .success(found?):
                     let job = found.job
                     guard found.changed else {
-                        outcome?.alias(nil, "refused", facts: [("job", id.text)])
+                        outcome?.alias(nil, .refused, facts: [("job", id.text)])
                         return finish(.error(.malformed("the job is \(job.state.rawValue): not changed")))
                     }
-                    outcome?.alias(nil, "ok", facts: [("job", id.text)])
+                    outcome?.alias(nil, .ok, facts: [("job", id.text)])
                     finish(.json(200, JobReport.json(job), headers: HTTPResponse.noStoreHeaders))
                 }
             }
@@ -242,7 +242,7 @@ struct AdminJobsHandler: Sendable {
             do throws(VaultError) { seal = try vault.vault.jobSeal(job) } catch {
                 return finish(.error(error.cloakError { _ in "job" }))
             }
-            outcome?.alias(nil, "ok", facts: [("job", id.text), ("file", part.name)])
+            outcome?.alias(nil, .ok, facts: [("job", id.text), ("file", part.name)])
             // An export is the OpenPGP message as GnuPG wrote it (binary); the rest JSON Lines.
             let (type, name) =
                 part == .export

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 import Dispatch
 
 /// `POST /admin/routes/{id}/test` (scope `routes:test`): the route inspector over the API
@@ -21,7 +22,7 @@ struct AdminRoutesHandler {
                 let report = inspector.inspect(sample)
                 let answer: @Sendable () -> Void = {
                     outcome?.alias(
-                        nil, report.refusal == nil ? "would_send" : "would_refuse", facts: [("route", route.id)])
+                        nil, report.refusal == nil ? .wouldSend : .wouldRefuse, facts: [("route", route.id)])
                     finish(.json(200, JSONWriter.encode(report.document), headers: HTTPResponse.noStoreHeaders))
                 }
                 if let loop { loop.execute(answer) } else { answer() }

@@ -93,7 +93,7 @@ struct AdminTokensHandler: Sendable {
         }
         let asked = granted
         for scope in asked.sorted() where !APICredentials.mayGrant(scope, holding: held) {
-            outcome?.alias(nil, "refused", facts: [("subject", id), ("scope", scope.text)])
+            outcome?.alias(nil, .refused, facts: [("subject", id), ("scope", scope.text)])
             throw CloakError(.forbidden, "a token cannot grant the scope \(scope): the caller does not hold it")
         }
         let (now, actor, outcome, ttlSeconds, requestsPerMinute) = (self.now, self.actor, self.outcome, ttl, perMinute)
@@ -109,12 +109,12 @@ struct AdminTokensHandler: Sendable {
                 switch result {
                 case let .success(created):
                     outcome?.alias(
-                        nil, "ok", facts: [("subject", id), ("scopes", asked.texts.joined(separator: ","))])
+                        nil, .ok, facts: [("subject", id), ("scopes", asked.texts.joined(separator: ","))])
                     adoptThen(own: created.serial) {
                         finish(.json(201, JSONWriter.encode(created.json), headers: HTTPResponse.noStoreHeaders))
                     }
                 case let .failure(error):
-                    outcome?.alias(nil, "refused", facts: [("subject", id)])
+                    outcome?.alias(nil, .refused, facts: [("subject", id)])
                     finish(.error(Self.cloakError(error)))
                 }
             }
@@ -206,10 +206,10 @@ struct AdminTokensHandler: Sendable {
                     if !revoked.descendants.isEmpty {
                         facts.append(("descendants", revoked.descendants.joined(separator: ",")))
                     }
-                    outcome?.alias(nil, "ok", facts: facts)
+                    outcome?.alias(nil, .ok, facts: facts)
                     adoptThen(own: revoked.serial) { finish(HTTPResponse(status: 204)) }
                 case let .failure(error):
-                    outcome?.alias(nil, "refused", facts: [("subject", id)])
+                    outcome?.alias(nil, .refused, facts: [("subject", id)])
                     finish(.error(Self.cloakError(error)))
                 }
             }

@@ -46,10 +46,10 @@ struct BinsHandler: Sendable {
                 case .failure(let error): finish(.error(error.cloakError { _ in "alias" }))
                 case .success(let found):
                     guard let record = found[alias] else {
-                        outcome?.alias(nil, "not_found")
+                        outcome?.alias(nil, .notFound)
                         return finish(.error(.notFound("no such alias")))
                     }
-                    outcome?.alias(vault.vault.auditReference(alias), "ok")
+                    outcome?.alias(vault.vault.auditReference(alias), .ok)
                     // Only a card's, by the BIN a state shows: never a prefix of another secret.
                     guard let table else {
                         return finish(.error(.notFound("no BIN table is loaded (cloak bins import)")))

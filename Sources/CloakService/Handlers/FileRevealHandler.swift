@@ -20,11 +20,11 @@ struct FileRevealHandler: Sendable {
                 let record: RevealedRecord
                 switch result {
                 case .failure(let error):
-                    audit(alias, "error")
+                    audit(alias, .error)
                     return finish(.error(error.cloakError { _ in "alias" }))
                 case .success(let found):
                     guard let found = found[alias] else {
-                        audit(alias, "not_found")
+                        audit(alias, .notFound)
                         return finish(.error(.notFound("no such alias")))
                     }
                     record = found
@@ -32,7 +32,7 @@ struct FileRevealHandler: Sendable {
                 guard record.classifiers.contains(Vault.fileClassifier),
                     let metadata = Vault.FileMetadata(json: record.value)
                 else {
-                    audit(alias, "not_a_file")
+                    audit(alias, .notAFile)
                     return finish(.error(.notFound("the alias is not a file's")))
                 }
                 vault.file(alias: alias) { result in
@@ -40,15 +40,15 @@ struct FileRevealHandler: Sendable {
                     switch CloakError.fileContent(result, metadata) {
                     case let .success(found): file = found
                     case let .failure(error):
-                        audit(alias, error.code == .notFound ? "not_found" : "error")
+                        audit(alias, error.code == .notFound ? .notFound : .error)
                         return finish(.error(error))
                     }
                     let source: FileContentSource
                     do throws(VaultError) { source = try FileContentSource(vault: vault, file: file) } catch {
-                        audit(alias, "error")
+                        audit(alias, .error)
                         return finish(.error(error.cloakError { _ in "alias" }))
                     }
-                    audit(alias, "ok")
+                    audit(alias, .ok)
                     onRevealed(metadata.bytes)
                     var response = HTTPResponse(
                         status: 200,
@@ -66,7 +66,7 @@ struct FileRevealHandler: Sendable {
         }
     }
 
-    private func audit(_ alias: String, _ result: String) {
+    private func audit(_ alias: String, _ result: AuditResult) {
         outcome?.alias(vault.vault.auditReference(alias), result)
     }
 

@@ -51,7 +51,7 @@ struct ProxyHandler: RequestHandler {
         guard let formName = route.form else {
             // Each alias revealed for the backend is audited in the reveal's own transaction.
             let revealed = Outcome(
-                action: "reveal", tokenID: identity.token?.id ?? "-", client: request.remoteAddress,
+                action: .reveal, tokenID: identity.token?.id ?? "-", client: request.remoteAddress,
                 facts: [("via", "route"), ("route", route.id)], only: .reveal)
             var made = try operationsCall(route, client: request.remoteAddress, audit: revealed)
             made.upstreamCaller = RouteCall.caller(identity, request)
@@ -62,7 +62,7 @@ struct ProxyHandler: RequestHandler {
                     try call.start(request, rest: rest, headers: headers, body: request.body) { response, outcome in
                         let steps = call.stepsRan?.names ?? ""
                         if !steps.isEmpty { call.trace?.span.set("steps", steps) }
-                        for entry in revealed.recorded { audit.record(entry) }
+                        for entry in revealed.recorded { audit.record(entry.event, stored: entry.stored) }
                         finish(
                             response, error: outcome.error,
                             route: Reply.RouteFacts(steps: steps, matched: outcome.matched, missed: outcome.missed))

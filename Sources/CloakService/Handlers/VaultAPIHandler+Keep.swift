@@ -82,7 +82,7 @@ extension VaultAPIHandler {
                     // A kept item's event is its canonical record's create, committed with it.
                     for (item, outcome) in zip(items, outcomes) {
                         if case .success = outcome { continue }
-                        audit(item.alias, "not_found")
+                        audit(item.alias, .notFound)
                     }
                     finish(.json(200, Self.keepAnswer(items, outcomes, requests, records)))
                 }
@@ -97,13 +97,13 @@ extension VaultAPIHandler {
                             switch moved {
                             case let .success(refused): answer(records, refused)
                             case let .failure(error):
-                                for item in items { audit(item.alias, "error") }
+                                for item in items { audit(item.alias, .error) }
                                 finish(.error(error.cloakError { _ in "data" }))
                             }
                         }
                     case let .success(records): answer(records, [:])
                     case let .failure(error):
-                        for item in items { audit(item.alias, "error") }
+                        for item in items { audit(item.alias, .error) }
                         finish(.error(error.cloakError { "data[\($0)]" }))
                     }
                 }

@@ -17,7 +17,7 @@ extension VaultAPIHandler {
                 case let .success(records):
                     for record in records {
                         // One line per value, by the first alias found (never the value).
-                        audit(record?.aliases.first?.alias ?? "-", record == nil ? "not_found" : "ok")
+                        audit(record?.aliases.first?.alias ?? "-", record == nil ? .notFound : .ok)
                     }
                     finish(.json(200, Self.lookupAnswer(records)))
                 case let .failure(error):

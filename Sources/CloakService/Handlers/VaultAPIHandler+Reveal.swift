@@ -25,7 +25,7 @@ extension VaultAPIHandler {
                         finish(.error(.notFound("no such alias")))
                     }
                 case let .failure(error):
-                    audit(alias, "error")
+                    audit(alias, .error)
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -52,16 +52,16 @@ extension VaultAPIHandler {
                         }
                     }
                     guard let attributes else {
-                        audit(alias, "not_found")
+                        audit(alias, .notFound)
                         return finish(.error(.notFound("no card attributes are kept for this alias")))
                     }
-                    audit(alias, "attributes")
+                    audit(alias, .attributes)
                     finish(
                         .json(
                             200, JSONWriter.encode(.object([("attributes", attributes.json)])),
                             headers: HTTPResponse.noStoreHeaders))
                 case let .failure(error):
-                    audit(alias, "error")
+                    audit(alias, .error)
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -88,7 +88,7 @@ extension VaultAPIHandler {
                 switch result {
                 case let .success(found):
                     // The vault noted those it was asked; an alias that cannot name one was not asked.
-                    for alias in aliases where !Self.isPlausibleAlias(alias) { audit(alias, "not_found") }
+                    for alias in aliases where !Self.isPlausibleAlias(alias) { audit(alias, .notFound) }
                     guard !found.isEmpty else { return finish(.error(.notFound("none of the aliases exists"))) }
                     var answer = JSONWriter(reservingCapacity: 192 * found.count + 16)
                     answer.beginObject()

@@ -76,7 +76,7 @@ struct VaultAPIHandler: Sendable {
                     // Its event committed with the change (``VaultAuditing``).
                     finish(HTTPResponse(status: 204))
                 case let .failure(error):
-                    audit(alias, error == .notFound ? "not_found" : "error")
+                    audit(alias, error == .notFound ? .notFound : .error)
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -100,7 +100,7 @@ struct VaultAPIHandler: Sendable {
                     // Its event committed with the change (``VaultAuditing``).
                     finish(HTTPResponse(status: 204))
                 case let .failure(error):
-                    audit(alias, error == .notFound ? "not_found" : "error")
+                    audit(alias, error == .notFound ? .notFound : .error)
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
@@ -229,7 +229,7 @@ struct VaultAPIHandler: Sendable {
     /// without a look-up.
     static func requirePlausible(_ alias: String, _ outcome: Outcome?) throws(CloakError) {
         guard isPlausibleAlias(alias) else {
-            outcome?.alias(nil, "not_found")
+            outcome?.alias(nil, .notFound)
             throw .notFound("no such alias")
         }
     }
@@ -242,7 +242,7 @@ struct VaultAPIHandler: Sendable {
 
     /// Notes one alias acted on for the endpoint's audit line (``AuditMiddleware`` writes it):
     /// its keyed reference (``Vault/auditReference(_:)``), never the alias, and the result.
-    func audit(_ alias: String, _ result: String) {
+    func audit(_ alias: String, _ result: AuditResult) {
         outcome?.alias(vault.vault.auditReference(alias), result)
     }
 }

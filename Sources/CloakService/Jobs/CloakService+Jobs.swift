@@ -44,9 +44,9 @@ extension CloakService {
             refused: { [metrics, audit = AuditLog(logger: logger, vault: vault)] refusal, enforced in
                 metrics.bucketLimited(refusal.format.rawValue)
                 audit.record(
-                    AuditEntry(
-                        action: "bucket_limit", tokenID: token.id, client: "job",
-                        result: enforced ? "refused" : "counted",
+                    AuditEvent.Draft(
+                        made: .bucketLimit, tokenID: token.id, client: "job",
+                        result: enforced ? .refused : .counted,
                         facts: [("format", refusal.format.rawValue), ("limit", refusal.limit.name)]),
                     level: .warning)
             },

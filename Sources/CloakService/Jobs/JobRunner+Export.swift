@@ -238,7 +238,7 @@ extension JobRunner {
         let expires = now + Int64(dependencies.configuration.jobs.approvalTTLSeconds)
         let leaseUntil = now + Int64(dependencies.configuration.jobs.leaseSeconds)
         // The event commits with the count it records (review V, item 6).
-        let counted = entry(job, spec, "job_export_counted", summary: summary, approval: nil)
+        let counted = entry(job, spec, .jobExportCounted, summary: summary, approval: nil)
         let result = withStore(recording: [counted]) { store -> Bool in
             let sealed = try seal.seal(summary.encoded, part: JobPart.selection.rawValue, index: 0, isLast: true)
             var progress = JobProgress()
@@ -351,7 +351,7 @@ extension JobRunner {
                 output: { bytes in try writer.append(bytes) })
             // The event commits with the last chunk and the state `done` (review V, item 6).
             try writer.finish(
-                recording: entry(job, spec, "job_export_written", summary: summary, approval: approval, exported: rows))
+                recording: entry(job, spec, .jobExportWritten, summary: summary, approval: approval, exported: rows))
         } catch {
             queue.cancel()
             read.wait()
@@ -371,9 +371,9 @@ extension JobRunner {
 
     /// The audit event of a step the runner took, stored with the step's own commit.
     func entry(
-        _ job: StoredJob, _ spec: ExportSpec, _ action: String, summary: ExportSummary, approval: ExportApproval?,
+        _ job: StoredJob, _ spec: ExportSpec, _ action: AuditAction, summary: ExportSummary, approval: ExportApproval?,
         exported: Int64? = nil
-    ) -> AuditEntry {
+    ) -> AuditEvent.Draft {
         var facts: [(key: String, value: String)] = [
             ("job", job.id.text), ("requester", job.owner), ("requester_person", spec.person),
             ("selection_digest", summary.digest), ("rows", "\(summary.rows)"), ("recipient", spec.fingerprint),
@@ -382,7 +382,7 @@ extension JobRunner {
             facts += [("approver", approval.token), ("approver_person", approval.person)]
         }
         if let exported { facts.append(("exported", "\(exported)")) }
-        return AuditEntry(action: action, tokenID: job.owner, client: "job", result: "ok", facts: facts)
+        return AuditEvent.Draft(made: action, tokenID: job.owner, client: "job", result: .ok, facts: facts)
     }
 }
 
@@ -526,7 +526,7 @@ final class ExportWriter {
     }
 
     /// The last chunk, the state `done` and `event`, in one commit.
-    func finish(recording event: AuditEntry) throws {
+    func finish(recording event: AuditEvent.Draft) throws {
         try commit(buffer, isLast: true, recording: [event])
         buffer = []
     }
@@ -549,7 +549,7 @@ final class ExportWriter {
         renewed = Date()
     }
 
-    private func commit(_ bytes: [UInt8], isLast: Bool, recording events: [AuditEntry] = []) throws {
+    private func commit(_ bytes: [UInt8], isLast: Bool, recording events: [AuditEvent.Draft] = []) throws {
         var next = committed
         let index = next.outputChunks
         next.cursor = rowsRead

@@ -130,13 +130,13 @@ final class JobRunner: Sendable {
 
     /// Runs `body` with the store on the vault's thread, and waits for it.
     func withStore<T: Sendable>(
-        reads: Bool = false, recording entries: [AuditEntry] = [], _ body: @escaping (any AliasStore) throws -> T
+        reads: Bool = false, recording entries: [AuditEvent.Draft] = [], _ body: @escaping (any AliasStore) throws -> T
     ) -> Result<T, any Error> {
         let result = ThreadWait<Result<T, any Error>>.answer { completion in
             if entries.isEmpty {
                 dependencies.vault.withStore(reads: reads, body, completion: completion)
             } else {
-                dependencies.vault.withStore(recording: entries.map(\.draft), body, completion: completion)
+                dependencies.vault.withStore(recording: entries, body, completion: completion)
             }
         }
         if case .success = result, !entries.isEmpty {
@@ -155,6 +155,16 @@ final class JobRunner: Sendable {
         case let .failure(error):
             dependencies.logger.warning("jobs: cannot ask the store for a job", metadata: ["reason": "\(error)"])
             return nil
+        }
+    }
+
+    /// A job's end as its audit event's result: done is `ok`, a cancel `cancelled`, and any
+    /// other end `failed`.
+    static func auditResult(_ state: JobState) -> AuditResult {
+        switch state {
+        case .done: .ok
+        case .cancelled: .cancelled
+        default: .failed
         }
     }
 
@@ -184,8 +194,8 @@ final class JobRunner: Sendable {
         }
         if let failure { facts.append(("reason", failure)) }
         AuditLog(logger: dependencies.logger, vault: dependencies.vault).record(
-            AuditEntry(
-                action: "job_end", tokenID: job.owner, client: "job", result: state == .done ? "ok" : state.rawValue,
+            AuditEvent.Draft(
+                made: .jobEnd, tokenID: job.owner, client: "job", result: Self.auditResult(state),
                 facts: facts), level: .info)
     }
 

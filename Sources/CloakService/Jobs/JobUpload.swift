@@ -229,7 +229,7 @@ final class JobUpload: @unchecked Sendable {
             self.done = true
             var queuedJob = self.job
             queuedJob.state = .queued
-            self.outcome?.alias(nil, "ok", facts: [("job", id.text), ("rows", "\(rows)")])
+            self.outcome?.alias(nil, .ok, facts: [("job", id.text), ("rows", "\(rows)")])
             var members: [(String, JSONValue)] = []
             if case let .object(report) = JobReport.json(queuedJob) { members = report }
             members.append(("rows", .int(Int(rows))))
@@ -262,7 +262,7 @@ final class JobUpload: @unchecked Sendable {
         done = true
         decryption?.end(broken: true)
         decryption = nil
-        outcome?.alias(nil, "refused", facts: [("job", job.id.text)])
+        outcome?.alias(nil, .refused, facts: [("job", job.id.text)])
         let (id, reason) = (job.id, error.message)
         vault.vault.withStore(reads: false) { store in
             _ = try store.setJobState(

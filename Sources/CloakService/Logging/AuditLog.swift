@@ -3,53 +3,12 @@ import CloakVault
 import Logging
 import Synchronization
 
-/// One audit line: who (token id, client address), what (the action), on which alias (its keyed
-/// reference, ``CloakVault/Vault/auditReference(_:)``: never the alias, never the value), the
-/// result, and a few named facts (`via`, `ttl_s`, …). Every audit line of a request is written
-/// through ``AuditLog`` by ``AuditMiddleware``, in the response phase.
-struct AuditEntry: Sendable {
-    var action: String
-    var tokenID: String
-    var client: String
-    var aliasReference: String?
-    var result: String
-    var facts: [(key: String, value: String)] = []
-    /// Milliseconds since the epoch.
-    var at: Int64 = VaultAuditing.nowMilliseconds()
-    /// Already in the store (the vault wrote it with the change it records).
-    var stored = false
-
-    /// The event the store keeps: the line's fields.
-    var draft: AuditEvent.Draft {
-        AuditEvent.Draft(
-            at: at, action: action, tokenID: tokenID, client: client, aliasReference: aliasReference, result: result,
-            facts: facts.map { AuditEvent.Fact($0.key, $0.value) })
-    }
-
-    init(
-        action: String, tokenID: String, client: String, aliasReference: String? = nil, result: String,
-        facts: [(key: String, value: String)] = []
-    ) {
-        self.action = action
-        self.tokenID = tokenID
-        self.client = client
-        self.aliasReference = aliasReference
-        self.result = result
-        self.facts = facts.map { (key: $0.key, value: AuditEvent.Fact.scrubbed($0.key, $0.value)) }
-    }
-
-    init(_ draft: AuditEvent.Draft, stored: Bool) {
-        self.init(
-            action: draft.action, tokenID: draft.tokenID, client: draft.client, aliasReference: draft.aliasReference,
-            result: draft.result, facts: draft.facts.map { (key: $0.key, value: $0.value) })
-        self.at = draft.at
-        self.stored = stored
-    }
-}
-
 /// Where audit lines go: the service's logger at `info`, message `audit`; and, given the vault,
-/// the store's audit events (an entry not yet ``AuditEntry/stored`` is kept with the vault's next
-/// commit). Events made outside a request (a node adopting tokens or a BIN table, a guess
+/// the store's audit events (an event not yet `stored` is kept with the vault's next commit). An
+/// event is an ``AuditEvent/Draft`` from the moment it is made to its seal in the store: who
+/// (token id, client address), what (the action), on which alias (its keyed reference,
+/// ``CloakVault/Vault/auditReference(_:)``: never the alias, never the value), the result, and a
+/// few named facts (`via`, `ttl_s`, …). Events made outside a request (a node adopting tokens or a BIN table, a guess
 /// limit's refusal, a route's file reveal) are kept this way: nothing waits on them.
 struct AuditLog: Sendable {
     let logger: Logger
@@ -58,12 +17,14 @@ struct AuditLog: Sendable {
     /// handler's format (``LogLine``), without swift-log's metadata dictionary.
     var sink: LogSink? = nil
 
-    func record(_ entry: AuditEntry, level: Logger.Level = .info) {
-        defer { if !entry.stored, let vault { keep(entry, in: vault) } }
+    /// Writes `entry`'s line, and keeps it in the store unless it is there (`stored`: the vault
+    /// wrote it with the change it records).
+    func record(_ entry: AuditEvent.Draft, stored: Bool = false, level: Logger.Level = .info) {
+        defer { if !stored, let vault { keep(entry, in: vault) } }
         if let sink, level == .info {
             var fields: [(key: String, value: String)] = [
-                ("action", entry.action), ("token_id", entry.tokenID), ("client", entry.client),
-                ("result", entry.result),
+                ("action", entry.action.text), ("token_id", entry.tokenID), ("client", entry.client),
+                ("result", entry.result.text),
             ]
             if let reference = entry.aliasReference { fields.append(("alias_ref", reference)) }
             // As the handler: a later fact of the same name wins; keys sorted.
@@ -71,7 +32,7 @@ struct AuditLog: Sendable {
                 if let index = fields.firstIndex(where: { $0.key == fact.key }) {
                     fields[index].value = fact.value
                 } else {
-                    fields.append(fact)
+                    fields.append((fact.key, fact.value))
                 }
             }
             fields.sort { $0.key < $1.key }
@@ -80,22 +41,22 @@ struct AuditLog: Sendable {
             return line.write(to: sink)
         }
         var metadata: Logger.Metadata = [
-            "action": .string(entry.action), "token_id": .string(entry.tokenID), "client": .string(entry.client),
-            "result": .string(entry.result),
+            "action": .string(entry.action.text), "token_id": .string(entry.tokenID), "client": .string(entry.client),
+            "result": .string(entry.result.text),
         ]
         if let reference = entry.aliasReference { metadata["alias_ref"] = .string(reference) }
-        for (key, value) in entry.facts { metadata[key] = .string(value) }
+        for fact in entry.facts { metadata[fact.key] = .string(fact.value) }
         logger.log(level: level, "audit", metadata: metadata)
     }
 
-    /// Several entries: each line written, those not yet stored kept in one vault job.
-    func record(_ entries: [AuditEntry], level: Logger.Level = .info) {
+    /// Several events, none in the store yet: each line written, all kept in one vault job.
+    func record(_ entries: [AuditEvent.Draft], level: Logger.Level = .info) {
         var unlogged = self
         unlogged.vault = nil
-        for entry in entries { unlogged.record(entry, level: level) }
-        let unstored = entries.filter { !$0.stored }
+        for entry in entries { unlogged.record(entry, stored: true, level: level) }
+        let unstored = entries
         guard let vault, !unstored.isEmpty else { return }
-        vault.recordAudit(unstored.map(\.draft)) { [logger] result in
+        vault.recordAudit(unstored) { [logger] result in
             guard case let .failure(error) = result else { return }
             logger.error(
                 "audit events could not be stored",
@@ -105,12 +66,12 @@ struct AuditLog: Sendable {
         }
     }
 
-    private func keep(_ entry: AuditEntry, in vault: Vault) {
-        vault.recordAudit([entry.draft]) { [logger] result in
+    private func keep(_ entry: AuditEvent.Draft, in vault: Vault) {
+        vault.recordAudit([entry]) { [logger] result in
             guard case let .failure(error) = result else { return }
             logger.error(
                 "an audit event could not be stored",
-                metadata: ["action": .string(entry.action), "error": .string(StoreError.forClients("\(error)"))])
+                metadata: ["action": .string(entry.action.text), "error": .string(StoreError.forClients("\(error)"))])
         }
     }
 }
@@ -124,9 +85,10 @@ struct AuditLog: Sendable {
 /// (create, update, delete) notes its own entries in the change's transaction, and they arrive
 /// here already stored. The door stores the rest before the answer leaves (``Door``).
 final class Outcome: VaultAuditSubject {
-    private let entries = Mutex<[AuditEntry]>([])
+    /// Each event, and whether it is in the store already.
+    private let entries = Mutex<[(event: AuditEvent.Draft, stored: Bool)]>([])
     /// The endpoint's action, the caller's token id and address: each entry's defaults.
-    let action: String
+    let action: AuditAction
     let tokenID: String
     let client: String
 
@@ -142,10 +104,11 @@ final class Outcome: VaultAuditSubject {
     /// frequent audited action by far, its line doubled a tokenizing service's log and cost a
     /// create 8k instructions (callgrind), and its event is in the store, searchable and
     /// exportable (docs/audit.md). Before the trail, creates had no audit line either.
-    static let storeOnly: Set<String> = ["create"]
+    static let storeOnly: Set<AuditAction> = [.create]
 
     init(
-        action: String, tokenID: String, client: String, facts: [(String, String)] = [], only: VaultOperation? = nil
+        action: AuditAction, tokenID: String, client: String, facts: [(String, String)] = [],
+        only: VaultOperation? = nil
     ) {
         self.action = action
         self.tokenID = tokenID
@@ -156,39 +119,40 @@ final class Outcome: VaultAuditSubject {
     }
 
     /// Notes one alias acted on (by its keyed reference) and the result.
-    func alias(_ reference: String?, _ result: String, tokenID: String? = nil, facts: [(String, String)] = []) {
-        let entry = AuditEntry(
-            action: action, tokenID: tokenID ?? self.tokenID, client: client, aliasReference: reference,
-            result: result, facts: facts.map { (key: $0.0, value: $0.1) })
-        entries.withLock { $0.append(entry) }
+    func alias(_ reference: String?, _ result: AuditResult, tokenID: String? = nil, facts: [(String, String)] = []) {
+        let entry = AuditEvent.Draft(
+            made: action, tokenID: tokenID ?? self.tokenID, client: client, aliasReference: reference,
+            result: result, facts: facts)
+        entries.withLock { $0.append((entry, false)) }
     }
 
-    /// Everything noted so far, in order.
-    var recorded: [AuditEntry] { entries.withLock { $0 } }
+    /// Everything noted so far, in order, and whether each is in the store.
+    var recorded: [(event: AuditEvent.Draft, stored: Bool)] { entries.withLock { $0 } }
 
-    /// The entries not yet in the store, marked stored from now on (the caller stores them).
-    func takeUnstored() -> [AuditEntry] {
+    /// The events not yet in the store, marked stored from now on (the caller stores them).
+    func takeUnstored() -> [AuditEvent.Draft] {
         entries.withLock { entries in
-            var out: [AuditEntry] = []
+            var out: [AuditEvent.Draft] = []
             for index in entries.indices where !entries[index].stored {
-                out.append(entries[index])
+                out.append(entries[index].event)
                 entries[index].stored = true
             }
             return out
         }
     }
 
-    func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft? {
+    func draft(aliasReference: String?, result: AuditResult, at: Int64, operation: VaultOperation)
+        -> AuditEvent.Draft?
+    {
         if let only, operation != only { return nil }
         return AuditEvent.Draft(
-            at: at, action: action, tokenID: tokenID, client: client, aliasReference: aliasReference, result: result,
-            facts: facts.map { AuditEvent.Fact.made($0.0, $0.1) })
+            made: action, tokenID: tokenID, client: client, aliasReference: aliasReference, result: result,
+            facts: facts, at: at)
     }
 
     func noted(_ drafts: [AuditEvent.Draft], stored: Bool) {
         // Stored and never a line: nothing is left to do with it.
         if stored && !logged { return }
-        let noted = drafts.map { AuditEntry($0, stored: stored) }
-        entries.withLock { $0 += noted }
+        entries.withLock { $0 += drafts.map { ($0, stored) } }
     }
 }

@@ -65,8 +65,8 @@ final class RefusalTally: Sendable {
     private func write(_ minute: Int64, _ counts: [Key: Int]) {
         let entries = counts.sorted(by: { ($0.key.address, $0.key.endpoint) < ($1.key.address, $1.key.endpoint) })
             .map { key, count in
-                var entry = AuditEntry(
-                    action: "auth_refused", tokenID: "-", client: key.address, result: "refused",
+                var entry = AuditEvent.Draft(
+                    made: .authRefused, tokenID: "-", client: key.address, result: .refused,
                     facts: [("endpoint", key.endpoint), ("count", String(count))])
                 entry.at = minute * 60_000
                 return entry

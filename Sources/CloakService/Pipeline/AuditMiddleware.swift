@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 
 /// Writes the audit lines of what the handler did (its ``Outcome``), once the answer is made:
 /// handlers note, this step writes (the door stored them before). A request refused before its
@@ -18,9 +19,11 @@ struct AuditMiddleware: Middleware {
         }
         guard let outcome = context.outcome, outcome.logged else { return }
         let ids = context.trace?.ids
-        for var entry in outcome.recorded {
-            if let ids { entry.facts += [("trace_id", ids.traceID), ("span_id", ids.spanID)] }
-            log.record(entry)
+        for (var event, stored) in outcome.recorded {
+            if let ids {
+                event.facts += [AuditEvent.Fact("trace_id", ids.traceID), AuditEvent.Fact("span_id", ids.spanID)]
+            }
+            log.record(event, stored: stored)
         }
     }
 }

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 import Dispatch
 
 /// Asks for one reading of the store's credentials because a request presented a bearer token
@@ -9,7 +10,8 @@ typealias UnknownTokenReading = @Sendable (_ then: @escaping @Sendable () -> Voi
 
 /// Stores a request's audit entries that no vault change stored with it (``Outcome``); `done`
 /// is called with nil once they are durable, or the error to answer instead (from any thread).
-typealias AuditKeeping = @Sendable (_ entries: [AuditEntry], _ done: @escaping @Sendable (CloakError?) -> Void) -> Void
+typealias AuditKeeping =
+    @Sendable (_ entries: [AuditEvent.Draft], _ done: @escaping @Sendable (CloakError?) -> Void) -> Void
 
 /// A listener's way from request to answer: its steps in order, then its handler, then the
 /// steps again in reverse with the answer. Doors differ only in the steps they list

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakVault
 
 /// One endpoint of the API listener, declared once (``Endpoint/api``): where it is, who may
 /// call it, how its caller is counted, what it audits, and its handler. The steps read the
@@ -80,7 +81,7 @@ final class Endpoint: Sendable {
     let access: Access
     let rate: RateClass
     /// The audit action of the lines the handler's outcome becomes; nil: not audited.
-    let audit: String?
+    let audit: AuditAction?
     let credentials: Credentials
     let body: BodyReading
     let handler: Handler
@@ -90,7 +91,7 @@ final class Endpoint: Sendable {
 
     init(
         _ name: String, _ methods: [HTTPMethod], _ templates: [String], access: Access, rate: RateClass,
-        audit: String? = nil, credentials: Credentials = .authorization, body: BodyReading = .whole,
+        audit: AuditAction? = nil, credentials: Credentials = .authorization, body: BodyReading = .whole,
         handler: @escaping Handler
     ) {
         self.name = name
@@ -107,7 +108,7 @@ final class Endpoint: Sendable {
 
     convenience init(
         _ name: String, _ method: HTTPMethod, _ template: String, access: Access, rate: RateClass,
-        audit: String? = nil, body: BodyReading = .whole, handler: @escaping Handler
+        audit: AuditAction? = nil, body: BodyReading = .whole, handler: @escaping Handler
     ) {
         self.init(name, [method], [template], access: access, rate: rate, audit: audit, body: body, handler: handler)
     }

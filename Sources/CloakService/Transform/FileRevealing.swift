@@ -32,9 +32,9 @@ struct FileRevealing: Sendable {
         { alias, bytes in
             metrics(bytes)
             log.record(
-                AuditEntry(
-                    action: "file_reveal", tokenID: tokenID, client: client,
-                    aliasReference: vault.auditReference(alias), result: "ok",
+                AuditEvent.Draft(
+                    made: .fileReveal, tokenID: tokenID, client: client,
+                    aliasReference: vault.auditReference(alias), result: .ok,
                     facts: [("route", route), ("bytes", String(bytes))]))
         }
     }

@@ -92,7 +92,7 @@ extension KeyAdministration {
             throw Failure("another process changed the key ring meanwhile; nothing changed; run the command again")
         }
         let audit = try record(
-            "keys.migrate", ring: opened.ring,
+            .keysMigrate, ring: opened.ring,
             [
                 ("from", .string(opened.wrapping.kind)), ("to", .string("pkcs11")),
                 ("location", .string(hsm.key.location)),

@@ -51,7 +51,7 @@ extension KeyAdministration {
             }
         }
         report.audit = try record(
-            "keys.rewrap", ring: opened.ring,
+            .keysRewrap, ring: opened.ring,
             [
                 ("current", .string(report.current)),
                 (

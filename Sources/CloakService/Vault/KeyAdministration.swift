@@ -112,7 +112,7 @@ package struct KeyAdministration {
             throw Failure("another process changed the key ring meanwhile; run the command again")
         }
         let audit = try record(
-            "keys.rotate", ring: opened.ring,
+            .keysRotate, ring: opened.ring,
             [
                 ("from", .string(opened.ring.currentID)), ("to", .string(next.currentID)),
                 ("versions", .string(next.keys.map(\.id).joined(separator: ","))),
@@ -161,7 +161,7 @@ package struct KeyAdministration {
             throw Failure("another process changed the key ring meanwhile; run the command again")
         }
         return try record(
-            "keys.retire", ring: opened.ring,
+            .keysRetire, ring: opened.ring,
             [("version", .string(version)), ("versions", .string(next.keys.map(\.id).joined(separator: ",")))])
     }
 
@@ -170,12 +170,12 @@ package struct KeyAdministration {
     /// Prints nothing: returns the line and keeps it in the store: in the key audit trail, and as
     /// an audit event of this command's chain (``CommandAudit``; `client` is `cli`, the token the
     /// operator's user name).
-    func record(_ action: String, ring: KeyRing, _ fields: [(String, JSONValue)]) throws -> String {
+    func record(_ action: AuditAction, ring: KeyRing, _ fields: [(String, JSONValue)]) throws -> String {
         let now = UTCTimestamp.now()
         var members: [(key: String, value: JSONValue)] = [
             ("ts", .string(UTCTimestamp.string(seconds: now.seconds, milliseconds: now.milliseconds))),
             ("level", .string("info")), ("msg", .string("audit")),
-            ("action", .string(action)),
+            ("action", .string(action.text)),
         ]
         for (key, value) in fields { members.append((key, value)) }
         members.append(("user", .string(user)))
@@ -186,7 +186,7 @@ package struct KeyAdministration {
             [
                 AuditEvent.Draft(
                     at: Int64(now.seconds) * 1000 + Int64(now.milliseconds), action: action, tokenID: "cli:" + user,
-                    client: "cli", result: "ok", facts: facts)
+                    client: "cli", result: .ok, facts: facts)
             ], keys: ring, to: store)
         guard let head else { return line }
         // The command's chain head, as a node logs its own: keep it for `cloak audit verify --heads`.

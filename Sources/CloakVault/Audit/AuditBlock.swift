@@ -141,11 +141,11 @@ package enum AuditBlockBody {
         put(UInt32(drafts.count), into: &out)
         for draft in drafts {
             put(UInt64(bitPattern: draft.at), into: &out)
-            put(draft.action, into: &out)
+            put(draft.action.text, into: &out)
             put(draft.tokenID, into: &out)
             put(draft.client, into: &out)
             put(draft.aliasReference, into: &out)
-            put(draft.result, into: &out)
+            put(draft.result.text, into: &out)
             put(UInt32(draft.facts.count), into: &out)
             for fact in draft.facts {
                 put(fact.key, into: &out)
@@ -175,8 +175,8 @@ package enum AuditBlockBody {
                 }
                 drafts.append(
                     AuditEvent.Draft(
-                        at: Int64(bitPattern: at), action: action, tokenID: token, client: client,
-                        aliasReference: reference, result: result, facts: facts))
+                        at: Int64(bitPattern: at), action: AuditAction(stored: action), tokenID: token,
+                        client: client, aliasReference: reference, result: AuditResult(stored: result), facts: facts))
             }
             return reader.atEnd ? drafts : nil
         }

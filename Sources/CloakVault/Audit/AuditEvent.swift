@@ -7,22 +7,24 @@ import CloakCore
 /// others its commit wrote (``AuditBlock``), so that a deleted, altered or reordered event is
 /// seen by `cloak audit verify`.
 package struct AuditEvent: Sendable, Equatable {
-    /// What the event says, before it is chained: made by whoever audits, sealed by the writer.
+    /// What the event says, before it is chained: made by whoever audits (a request's
+    /// ``Outcome``, a job, a command, the vault), written as the `audit` log line and sealed by
+    /// the store's writer. The one type of an audit event on its way (issue 76).
     package struct Draft: Sendable, Equatable {
         /// Milliseconds since the epoch.
         package var at: Int64
-        package var action: String
+        package var action: AuditAction
         package var tokenID: String
         package var client: String
         package var aliasReference: String?
-        package var result: String
+        package var result: AuditResult
         /// Named facts in the order given (`via`, `subject`, `count`, …): short texts, never a
         /// value, an alias of a revealed value or a secret.
         package var facts: [Fact]
 
         package init(
-            at: Int64, action: String, tokenID: String, client: String, aliasReference: String? = nil,
-            result: String, facts: [Fact] = []
+            at: Int64, action: AuditAction, tokenID: String, client: String, aliasReference: String? = nil,
+            result: AuditResult, facts: [Fact] = []
         ) {
             self.at = at
             self.action = action
@@ -31,6 +33,17 @@ package struct AuditEvent: Sendable, Equatable {
             self.aliasReference = aliasReference
             self.result = result
             self.facts = facts
+        }
+
+        /// An event being made now (or at `at`): its facts given as pairs and scrubbed where they
+        /// are caller text (``Fact/made(_:_:)``).
+        package init(
+            made action: AuditAction, tokenID: String, client: String, aliasReference: String? = nil,
+            result: AuditResult, facts: [(String, String)] = [], at: Int64 = VaultAuditing.nowMilliseconds()
+        ) {
+            self.init(
+                at: at, action: action, tokenID: tokenID, client: client, aliasReference: aliasReference,
+                result: result, facts: facts.map { Fact.made($0.0, $0.1) })
         }
 
         /// The fact named `key`, when the event has one.

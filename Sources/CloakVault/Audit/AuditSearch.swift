@@ -99,9 +99,9 @@ extension AuditQuery {
         let d = event.draft
         if let from, d.at < from { return false }
         if let until, d.at >= until { return false }
-        if let action, d.action != action { return false }
+        if let action, d.action.text != action { return false }
         if let tokenID, d.tokenID != tokenID { return false }
-        if let result, d.result != result { return false }
+        if let result, d.result.text != result { return false }
         if let aliasReference, d.aliasReference != aliasReference { return false }
         if let cursor, (d.at, event.chain, event.seq) >= (cursor.at, cursor.chain, cursor.seq) { return false }
         return true

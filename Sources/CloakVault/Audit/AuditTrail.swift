@@ -266,7 +266,7 @@ final class AuditTrail {
             }
             let draft = AuditEvent.Draft(
                 at: VaultAuditing.nowMilliseconds(), action: AuditTrim.action, tokenID: "-", client: "-",
-                result: "ok", facts: [AuditEvent.Fact("before", String(before))] + AuditTrim(starts: starts).facts)
+                result: .ok, facts: [AuditEvent.Fact("before", String(before))] + AuditTrim(starts: starts).facts)
             try store.appendAuditBlocks(chain.seal([draft]))
             return true
         }

@@ -155,7 +155,7 @@ package struct AuditVerifier {
 /// its next one would take (`gone N`). A sweep only ever removes a chain's oldest events, so a
 /// chain's start only grows: the largest any trim recorded is where it starts now.
 package struct AuditTrim: Sendable, Equatable {
-    package static let action = "audit.trim"
+    package static let action = AuditAction.auditTrim
     static let prefix = "chain:"
 
     package struct Start: Sendable, Equatable {

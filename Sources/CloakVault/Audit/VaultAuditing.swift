@@ -7,7 +7,7 @@ import Synchronization
 package protocol VaultAuditSubject: Sendable {
     /// The event of one alias `operation` acted on (its keyed reference, or nil) with `result`;
     /// nil when this subject does not audit that operation.
-    func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft?
+    func draft(aliasReference: String?, result: AuditResult, at: Int64, operation: VaultOperation) -> AuditEvent.Draft?
     /// Drafts made for this subject: `stored` when the vault committed them with the change
     /// (after the commit, before the call's completion), else still to be stored by the caller
     /// (an answer that needed no job, such as a value the dedupe cache knew).
@@ -41,7 +41,7 @@ package enum VaultAuditing {
 
     /// Notes, for the running job's subject, one alias acted on; nothing when the job has no
     /// subject or is not a vault job.
-    static func note(_ aliasReference: @autoclosure () -> String?, _ result: String, _ operation: VaultOperation) {
+    static func note(_ aliasReference: @autoclosure () -> String?, _ result: AuditResult, _ operation: VaultOperation) {
         guard let notes = running.get(),
             let draft = notes.subject.draft(
                 aliasReference: aliasReference(), result: result, at: nowMilliseconds(), operation: operation)

@@ -279,7 +279,9 @@ final class VaultExecutor: @unchecked Sendable {
 
     /// The subject of events made elsewhere: nothing to draft, nothing to hear.
     private struct Recorded: VaultAuditSubject {
-        func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft? {
+        func draft(aliasReference: String?, result: AuditResult, at: Int64, operation: VaultOperation) -> AuditEvent
+            .Draft?
+        {
             nil
         }
         func noted(_ drafts: [AuditEvent.Draft], stored: Bool) {}

@@ -109,7 +109,7 @@ struct Export: ParsableCommand {
                 try CommandAudit.append(
                     [
                         Export.event(
-                            "job_export", token: token.id,
+                            .jobExport, token: token.id,
                             [
                                 ("job", id.text), ("requester_person", person), ("selection", spec.selectionText),
                                 ("recipient", fingerprint),
@@ -154,10 +154,10 @@ struct Export: ParsableCommand {
         return token
     }
 
-    static func event(_ action: String, token: String, _ facts: [(String, String)]) -> AuditEvent.Draft {
+    static func event(_ action: AuditAction, token: String, _ facts: [(String, String)]) -> AuditEvent.Draft {
         AuditEvent.Draft(
             at: Int64(Date().timeIntervalSince1970 * 1000), action: action, tokenID: token, client: "cli",
-            result: "ok", facts: facts.map { AuditEvent.Fact.made($0.0, $0.1) })
+            result: .ok, facts: facts.map { AuditEvent.Fact.made($0.0, $0.1) })
     }
 }
 
@@ -214,7 +214,7 @@ extension Jobs {
                         try CommandAudit.append(
                             [
                                 Export.event(
-                                    "job_approve", token: token.id, ExportApprovalStep.facts(job, spec, approval))
+                                    .jobApprove, token: token.id, ExportApprovalStep.facts(job, spec, approval))
                             ],
                             keys: ring, to: store)
                     }

@@ -67,7 +67,7 @@ struct Import: ParsableCommand {
             Keys.fail("the import is refused; nothing was stored: \(error)")
         }
         Jobs.audit(
-            "job_import", token: token, store: store, ring: ring,
+            .jobImport, token: token, store: store, ring: ring,
             [("job", job.id.text), ("source", form.map { "form \($0)" } ?? "format \(format ?? "")")])
         FileHandle.standardOutput.write(Data("\(job.id.text)\n".utf8))
         if detach { return }
@@ -89,7 +89,7 @@ struct Jobs: ParsableCommand {
     /// A job's change made here, as an audit event of this command's chain in the store (the
     /// token the event names is the job's; the operator's user name is in `by`).
     static func audit(
-        _ action: String, token: String, store: any AliasStore, ring: KeyRing, _ facts: [(String, String)]
+        _ action: AuditAction, token: String, store: any AliasStore, ring: KeyRing, _ facts: [(String, String)]
     ) {
         do {
             try store.transaction {
@@ -216,7 +216,7 @@ struct Jobs: ParsableCommand {
             } catch {
                 Keys.fail("cannot change the job: \(error)")
             }
-            Jobs.audit("job_cancel", token: job.owner, store: store, ring: ring, [("job", job.id.text)])
+            Jobs.audit(.jobCancel, token: job.owner, store: store, ring: ring, [("job", job.id.text)])
             Jobs.printJSON(JobReport.json(Jobs.job(job.id.text, store)))
         }
     }
@@ -231,7 +231,7 @@ struct Jobs: ParsableCommand {
             let (store, ring) = try Jobs.store(options)
             let job = Jobs.job(id, store)
             try Jobs.change(store, job, from: [.cancelled], to: .queued, expiresAt: nil)
-            Jobs.audit("job_resume", token: job.owner, store: store, ring: ring, [("job", job.id.text)])
+            Jobs.audit(.jobResume, token: job.owner, store: store, ring: ring, [("job", job.id.text)])
         }
     }
 
@@ -278,7 +278,7 @@ struct Jobs: ParsableCommand {
                 try CommandAudit.append(
                     [
                         Export.event(
-                            "job_download", token: job.owner,
+                            .jobDownload, token: job.owner,
                             [("job", job.id.text), ("file", part.name), ("by", Tokens.actor)])
                     ],
                     keys: ring, to: store)

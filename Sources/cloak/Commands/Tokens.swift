@@ -85,7 +85,7 @@ struct Tokens: ParsableCommand {
                     id: id, scopes: scopes, ttlSeconds: ttl.flatMap(APICredentials.parseTTL),
                     requestsPerMinute: requestsPerMinute, now: Tokens.now, by: Tokens.actor, person: person)
             } catch {
-                audit.refused("tokens_create", subject: id, reason: "\(error)")
+                audit.refused(.tokensCreate, subject: id, reason: "\(error)")
                 Keys.fail("\(error)")
             }
             audit.created(created)
@@ -130,7 +130,7 @@ struct Tokens: ParsableCommand {
             do {
                 revoked = try admin.revoke(id: id, now: Tokens.now, by: Tokens.actor)
             } catch {
-                audit.refused("tokens_revoke", subject: id, reason: "\(error)")
+                audit.refused(.tokensRevoke, subject: id, reason: "\(error)")
                 Keys.fail("\(error)")
             }
             audit.revoked(revoked)
@@ -184,7 +184,7 @@ struct Tokens: ParsableCommand {
             do {
                 signed = try admin.sign(now: Tokens.now, by: Tokens.actor)
             } catch {
-                audit.refused("tokens_sign", subject: nil, reason: "\(error)")
+                audit.refused(.tokensSign, subject: nil, reason: "\(error)")
                 Keys.fail("\(error)")
             }
             guard let signed else {

@@ -108,7 +108,7 @@ import Testing
         let last = try #require(store.auditChain(chain, after: 0, limit: 1000).last?.block)
         let next = try #require(last.summary).last + 1
         let body = AuditBlockBody.encode([
-            AuditEvent.Draft(at: 1, action: "create", tokenID: "nodes", client: "-", result: "ok")
+            AuditEvent.Draft(at: 1, action: .create, tokenID: "nodes", client: "-", result: .ok)
         ])
         let forged = AuditBlock(
             chain: last.chain, first: next, body: body, previousMAC: last.mac, mac: [UInt8](repeating: 1, count: 32))

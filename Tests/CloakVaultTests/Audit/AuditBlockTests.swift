@@ -9,14 +9,14 @@ import Testing
 @Suite struct AuditBlockTests {
     static let key = HMACKey(SymmetricKey([UInt8](repeating: 3, count: 32)))
 
-    static func draft(_ at: Int64, _ action: String = "create", ref: String? = nil) -> AuditEvent.Draft {
+    static func draft(_ at: Int64, _ action: AuditAction = .create, ref: String? = nil) -> AuditEvent.Draft {
         AuditEvent.Draft(
-            at: at, action: action, tokenID: "tok", client: "192.0.2.1", aliasReference: ref, result: "ok",
+            at: at, action: action, tokenID: "tok", client: "192.0.2.1", aliasReference: ref, result: .ok,
             facts: [AuditEvent.Fact("via", "api"), AuditEvent.Fact("ünïcode", "\"quoted\"\n")])
     }
 
     @Test func aBodyReadsBackAsWritten() throws {
-        let drafts = [Self.draft(1, ref: "ar_1"), Self.draft(-5, "reveal"), Self.draft(.max, "")]
+        let drafts = [Self.draft(1, ref: "ar_1"), Self.draft(-5, .reveal), Self.draft(.max, AuditAction(stored: ""))]
         let body = AuditBlockBody.encode(drafts)
         #expect(AuditBlockBody.decode(body) == drafts)
         // Index keys: a reference's 64 bits; one that is not a reference has none.
@@ -43,7 +43,7 @@ import Testing
         var long = body
         long[15] = 0x7F
         #expect(AuditBlockBody.decode(long) == nil)
-        let bad = AuditBlockBody.encode([Self.draft(1, "x")])
+        let bad = AuditBlockBody.encode([Self.draft(1, AuditAction(stored: "x"))])
         var invalid = bad
         let at = try! #require(invalid.firstIndex(of: UInt8(ascii: "x")))
         invalid[at] = 0xC3

@@ -11,9 +11,10 @@ import Testing
 private final class Reader: VaultAuditSubject {
     let kept = Mutex<Int>(0)
 
-    func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft? {
+    func draft(aliasReference: String?, result: AuditResult, at: Int64, operation: VaultOperation) -> AuditEvent.Draft?
+    {
         AuditEvent.Draft(
-            at: at, action: "reveal", tokenID: "tok-1", client: "198.51.100.7", aliasReference: aliasReference,
+            at: at, action: .reveal, tokenID: "tok-1", client: "198.51.100.7", aliasReference: aliasReference,
             result: result)
     }
 
@@ -75,8 +76,8 @@ private final class CallLog: Sendable {
         return (0..<count).flatMap { index in
             chain.seal([
                 AuditEvent.Draft(
-                    at: 1_800_000_000_000 + Int64(index), action: "reveal", tokenID: "tok", client: "-",
-                    aliasReference: "ar_\(index)", result: "ok")
+                    at: 1_800_000_000_000 + Int64(index), action: .reveal, tokenID: "tok", client: "-",
+                    aliasReference: "ar_\(index)", result: .ok)
             ])
         }
     }

@@ -11,9 +11,10 @@ import Testing
 private final class Notebook: VaultAuditSubject {
     let notes = Mutex<[(AuditEvent.Draft, Bool)]>([])
 
-    func draft(aliasReference: String?, result: String, at: Int64, operation: VaultOperation) -> AuditEvent.Draft? {
+    func draft(aliasReference: String?, result: AuditResult, at: Int64, operation: VaultOperation) -> AuditEvent.Draft?
+    {
         AuditEvent.Draft(
-            at: at, action: "delete", tokenID: "tok-1", client: "198.51.100.7", aliasReference: aliasReference,
+            at: at, action: .delete, tokenID: "tok-1", client: "198.51.100.7", aliasReference: aliasReference,
             result: result)
     }
 
@@ -49,7 +50,7 @@ private final class HeadLog: Sendable {
             #expect(events.count == 1)
             #expect(events.first?.draft == notebook.stored.first)
             #expect(events.first?.draft.aliasReference == vault.auditReference(alias))
-            #expect(events.first?.draft.result == "ok")
+            #expect(events.first?.draft.result == .ok)
             // Deleting again fails (not found): its savepoint is rolled back with its note.
             let again = try VaultAuditing.current.withValue(notebook) { try vault.deleteSync(alias) }
             #expect((try? again.get()) == nil)
@@ -68,8 +69,8 @@ private final class HeadLog: Sendable {
         try withVaultHarness { h in
             let vault = try h.openVault(settings: Self.auditing())
             let counted = AuditEvent.Draft(
-                at: 1_000, action: "job_export_counted", tokenID: "tok-1", client: "job", aliasReference: nil,
-                result: "ok")
+                at: 1_000, action: .jobExportCounted, tokenID: "tok-1", client: "job", aliasReference: nil,
+                result: .ok)
             struct Lost: Error {}
             let failed: Result<Void, any Error> = try waitForCompletion("withStore") { done in
                 vault.withStore(
@@ -99,8 +100,8 @@ private final class HeadLog: Sendable {
             let vault = try h.openVault(settings: Self.auditing(heads))
             let drafts = (0..<25).map {
                 AuditEvent.Draft(
-                    at: 1_800_000_000_000 + Int64($0), action: "reveal", tokenID: "tok-\($0 % 3)", client: "-",
-                    result: "ok")
+                    at: 1_800_000_000_000 + Int64($0), action: .reveal, tokenID: "tok-\($0 % 3)", client: "-",
+                    result: .ok)
             }
             for chunk in stride(from: 0, to: drafts.count, by: 5) {
                 let done: Result<Void, VaultError> = try waitForCompletion("recordAudit") { done in
@@ -128,7 +129,7 @@ private final class HeadLog: Sendable {
             let vault = try h.openVault(settings: Self.auditing(heads))
             let drafts = (1...10).map {
                 AuditEvent.Draft(
-                    at: 1_800_000_000_000 + Int64($0), action: "create", tokenID: "tok", client: "-", result: "ok")
+                    at: 1_800_000_000_000 + Int64($0), action: .create, tokenID: "tok", client: "-", result: .ok)
             }
             // Five commits of two: blocks starting at 1, 3, 5, 7 and 9.
             for pair in stride(from: 0, to: 10, by: 2) {
@@ -170,7 +171,7 @@ private final class HeadLog: Sendable {
             let vault = try h.openVault(settings: settings)
             for n in 0..<3 {
                 let draft = AuditEvent.Draft(
-                    at: 1_800_000_000_000 + Int64(n), action: "reveal", tokenID: "tok", client: "-", result: "ok")
+                    at: 1_800_000_000_000 + Int64(n), action: .reveal, tokenID: "tok", client: "-", result: .ok)
                 let done: Result<Void, VaultError> = try waitForCompletion("recordAudit") { done in
                     vault.recordAudit([draft], completion: done)
                 }
@@ -202,8 +203,8 @@ private final class HeadLog: Sendable {
                 for pair in stride(from: 0, to: 10, by: 2) {
                     let drafts = (pair..<pair + 2).map {
                         AuditEvent.Draft(
-                            at: 1_800_000_000_000 + Int64($0), action: "reveal", tokenID: "tok", client: "-",
-                            aliasReference: "ar_\($0)", result: "ok")
+                            at: 1_800_000_000_000 + Int64($0), action: .reveal, tokenID: "tok", client: "-",
+                            aliasReference: "ar_\($0)", result: .ok)
                     }
                     let done: Result<Void, VaultError> = try waitForCompletion("recordAudit") { done in
                         vault.recordAudit(drafts, completion: done)
@@ -299,7 +300,7 @@ private final class HeadLog: Sendable {
             // Six commits of one event: six blocks.
             let blocks = (1...6).flatMap {
                 old.seal([
-                    AuditEvent.Draft(at: Int64($0) * 1000, action: "create", tokenID: "tok", client: "-", result: "ok")
+                    AuditEvent.Draft(at: Int64($0) * 1000, action: .create, tokenID: "tok", client: "-", result: .ok)
                 ])
             }
             try store.begin()
@@ -314,7 +315,7 @@ private final class HeadLog: Sendable {
             #expect(try !trail.trim(store, before: 100_000, limit: 3))
             let verified = try Vault.verifyAudit(store, keys: h.keys)
             #expect(verified.events == 2 && verified.chains == 1)  // the two trims' own events
-            let trims = try store.auditEvents(AuditQuery(action: AuditTrim.action)).events
+            let trims = try store.auditEvents(AuditQuery(action: AuditTrim.action.text)).events
             #expect(trims.first?.draft.fact("chain:old-node/1/0") == "gone 7")
             // Deleting more of a trimmed chain than the trim did is seen.
             var again = AuditChain(id: "old-node/3/0", key: key)
@@ -323,7 +324,7 @@ private final class HeadLog: Sendable {
                 try store.appendAuditBlocks(
                     again.seal([
                         AuditEvent.Draft(
-                            at: Int64(at) * 1000, action: "create", tokenID: "tok", client: "-", result: "ok")
+                            at: Int64(at) * 1000, action: .create, tokenID: "tok", client: "-", result: .ok)
                     ]))
             }
             try store.commit()
@@ -348,8 +349,8 @@ private final class HeadLog: Sendable {
             func blocks(_ reference: String) -> [AuditBlock] {
                 chain.seal([
                     AuditEvent.Draft(
-                        at: 1_800_000_000_000, action: "reveal", tokenID: "tok", client: "-",
-                        aliasReference: reference, result: "ok")
+                        at: 1_800_000_000_000, action: .reveal, tokenID: "tok", client: "-",
+                        aliasReference: reference, result: .ok)
                 ])
             }
             func append(_ reference: String) throws {
@@ -401,7 +402,7 @@ private final class HeadLog: Sendable {
                 try store.appendAuditBlocks(
                     young.seal([
                         AuditEvent.Draft(
-                            at: now + Int64(offset), action: "reveal", tokenID: "t", client: "-", result: "ok")
+                            at: now + Int64(offset), action: .reveal, tokenID: "t", client: "-", result: .ok)
                     ]))
             }
             try store.commit()
@@ -414,7 +415,7 @@ private final class HeadLog: Sendable {
             #expect(throws: AuditVerifier.Break.self) { try Vault.verifyAudit(store, keys: h.keys) }
             // A row written without the key, its events old: never swept (verify names it).
             let old = AuditBlockBody.encode([
-                AuditEvent.Draft(at: 1000, action: "reveal", tokenID: "t", client: "-", result: "ok")
+                AuditEvent.Draft(at: 1000, action: .reveal, tokenID: "t", client: "-", result: .ok)
             ])
             try store.begin()
             try store.appendAuditBlocks([
@@ -438,7 +439,7 @@ private final class HeadLog: Sendable {
             let key = h.keys.derivedMAC(purpose: AuditChain.keyPurpose)
             let settings = AuditSettings(node: "node", retentionDays: 400) { _ in }
             let trail = AuditTrail(chain: AuditChain(id: "node/9/0", key: key), settings: settings, sweeps: false)
-            let draft = AuditEvent.Draft(at: 1, action: "create", tokenID: "t", client: "-", result: "ok")
+            let draft = AuditEvent.Draft(at: 1, action: .create, tokenID: "t", client: "-", result: .ok)
             // Committed, though the writer was told it failed.
             let before = trail.chain.mark
             try store.begin()
