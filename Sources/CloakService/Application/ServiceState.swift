@@ -23,6 +23,8 @@ final class ServiceState: Sendable {
     /// The store's free space against `limits.disk_reserve_mib` (``DiskReserve``).
     let diskReserve: DiskReserve
     let watchdog = LoopWatchdog()
+    /// Imports' refusals by reason, counted off the vault's thread (``JobRefusals``).
+    let refusalTallies = JobRefusals()
     let isDraining = Atomic<Bool>(false)
     /// The port the console's listener is bound to (0 until it is): its `Host` check's.
     let consolePort = Atomic<Int>(0)

@@ -21,6 +21,8 @@ struct AdminJobsHandler: Sendable {
     let mayCreate: Bool
     let outcome: Outcome?
     let now: Int64
+    /// The node's tallies of imports' refusals.
+    var refusalTallies = JobRefusals()
 
     static let importParameters: Set<String> = ["form", "format", "layout", "map", "ignore_columns", "file"]
 
@@ -147,21 +149,24 @@ struct AdminJobsHandler: Sendable {
     /// advice; never a value or a row id, which stay in the owner's advice file). An export: 404.
     func refusals(_ id: String) throws(CloakError) -> Reply {
         let id = try Self.jobID(id)
-        let vault = self.vault
+        let (vault, tallies) = (self.vault, self.refusalTallies)
         return find(id) { job, finish in
             guard job.kind == .import else {
                 return finish(.error(.notFound("the job is an export: it refuses no rows")))
             }
-            vault.vault.withStore(reads: true) { store in
-                try JobReport.refusals(job, store: store, seal: try vault.vault.jobSeal(job))
-            } completion: { result in
-                guard case let .success(found) = result else {
-                    return finish(.error(.storeUnavailable("the job's advice could not be read")))
+            let seal: JobSeal
+            do throws(VaultError) { seal = try vault.vault.jobSeal(job) } catch {
+                return finish(.error(error.cloakError { _ in "job" }))
+            }
+            tallies.count(job, seal: seal, vault: vault) { result in
+                switch result {
+                case let .failure(error): finish(.error(error))
+                case let .success(found):
+                    finish(
+                        .json(
+                            200, JobReport.refusalsJSON(found.reasons, otherRows: found.otherRows),
+                            headers: HTTPResponse.noStoreHeaders))
                 }
-                finish(
-                    .json(
-                        200, JobReport.refusalsJSON(found.reasons, otherRows: found.otherRows),
-                        headers: HTTPResponse.noStoreHeaders))
             }
         }
     }

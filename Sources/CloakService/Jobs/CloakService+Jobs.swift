@@ -10,7 +10,7 @@ extension CloakService {
             vault: try requireVault(c.request, c.identity), configuration: configuration, owner: caller.id,
             caller: caller,
             mayCreate: c.identity.token?.scopes.contains(.aliasesCreate) == true, outcome: c.outcome,
-            now: Int64(Date().timeIntervalSince1970))
+            now: Int64(Date().timeIntervalSince1970), refusalTallies: state.refusalTallies)
     }
 
     /// This node's runner of import jobs (nil without a vault).

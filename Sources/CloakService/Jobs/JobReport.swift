@@ -141,39 +141,12 @@ package enum JobReport {
         }
     }
 
-    /// One reason an import refused rows for: its code, its reason (the fields and the rules
-    /// they broke, never a value or a row id) and how many rows it refused.
-    package struct Refusal: Sendable, Equatable {
-        package var code: Int
-        package var reason: String
-        package var rows: Int
-    }
-
-    /// The most reasons ``refusals(_:store:seal:limit:)`` keeps apart; the rest are counted as one.
-    static let maxReasons = 1_000
-
-    /// An import's refusals by reason, as far as its committed advice goes (a running job's so
-    /// far, a done one's whole): the `limit` commonest first, and the rows refused for others.
+    /// An import's refusals by reason as far as its committed advice goes, read from `store`
+    /// here (the CLI; the API reads them off the vault's thread, ``JobRefusals``).
     package static func refusals(_ job: StoredJob, store: any AliasStore, seal: JobSeal, limit: Int = 20) throws
-        -> (reasons: [Refusal], otherRows: Int)
+        -> (reasons: [RefusalCount.Refusal], otherRows: Int)
     {
-        guard job.kind == .import else { return ([], 0) }
-        var counts: [String: Refusal] = [:]
-        var other = 0
-        var carry: [UInt8] = []
-        func tally(_ line: ArraySlice<UInt8>) {
-            guard let advice = try? JSONParser().parse(Array(line)), advice["result"]?.stringValue == "refused",
-                let reason = advice["reason"]?.stringValue
-            else { return }
-            var code = 0
-            if case let .number(text)? = advice["code"] { code = Int(text) ?? 0 }
-            let key = "\(code) \(reason)"
-            if counts[key] == nil, counts.count >= maxReasons {
-                other += 1
-            } else {
-                counts[key, default: Refusal(code: code, reason: reason, rows: 0)].rows += 1
-            }
-        }
+        var count = RefusalCount()
         var index = 0
         read: while true {
             let chunks = try store.jobChunks(job.id, part: .advice, from: index, limit: 16)
@@ -181,21 +154,18 @@ package enum JobReport {
             for sealed in chunks {
                 let opened = try seal.open(sealed, part: JobPart.advice.rawValue, index: index)
                 index += 1
-                carry += opened.bytes
-                while let end = carry.firstIndex(of: 0x0A) {
-                    tally(carry[..<end])
-                    carry.removeSubrange(...end)
+                count.add(opened.bytes)
+                if opened.isLast {
+                    count.ended = true
+                    break read
                 }
-                if opened.isLast { break read }
             }
         }
-        if !carry.isEmpty { tally(carry[...]) }
-        let sorted = counts.values.sorted { $0.rows > $1.rows || ($0.rows == $1.rows && $0.reason < $1.reason) }
-        return (Array(sorted.prefix(limit)), other + sorted.dropFirst(limit).reduce(0) { $0 + $1.rows })
+        return count.result(limit: limit)
     }
 
     /// A job's refusals as the API answers them.
-    package static func refusalsJSON(_ reasons: [Refusal], otherRows: Int) -> JSONValue {
+    package static func refusalsJSON(_ reasons: [RefusalCount.Refusal], otherRows: Int) -> JSONValue {
         .object([
             (
                 "data",

@@ -33,6 +33,13 @@ package struct StoredGroup: Sendable, Equatable {
     }
 }
 
+extension GroupStore {
+    /// ``groups(after:limit:withMembers:)`` with their members.
+    package func groups(after id: String?, limit: Int) throws(StoreError) -> [StoredGroup] {
+        try groups(after: id, limit: limit, withMembers: true)
+    }
+}
+
 /// What a store does with groups (every ``AliasStore`` does it, and the compatibility suite holds
 /// each to it).
 package protocol GroupStore: AnyObject {
@@ -40,8 +47,9 @@ package protocol GroupStore: AnyObject {
     /// stores its values). A member that is no record fails the write.
     func insertGroup(_ group: StoredGroup) throws(StoreError)
     /// Up to `limit` groups whose ids sort after `id` (nil: from the start), in id order, with
-    /// their members: pages for exports and `cloak store migrate`.
-    func groups(after id: String?, limit: Int) throws(StoreError) -> [StoredGroup]
+    /// their members (`withMembers`; else ``StoredGroup/members`` is empty and the index is not
+    /// read: a rows export believes the bodies): pages for exports and `cloak store migrate`.
+    func groups(after id: String?, limit: Int, withMembers: Bool) throws(StoreError) -> [StoredGroup]
     /// The group with this id, with its members (nil: none).
     func group(id: String) throws(StoreError) -> StoredGroup?
     /// The groups that hold record `recordID`, in id order.

@@ -52,7 +52,7 @@ extension Vault {
     package func exportGroups(
         after: String?, limit: Int, filter: ExportFilter, open: Bool, in store: any AliasStore
     ) throws -> ExportGroupPage {
-        let groups = try store.groups(after: after, limit: limit)
+        let groups = try store.groups(after: after, limit: limit, withMembers: false)
         var page = ExportGroupPage(next: groups.count == limit ? groups.last?.id : nil)
         var bodies: [(StoredGroup, RecordGroup)] = []
         for group in groups {
@@ -94,14 +94,39 @@ extension Vault {
     package func exportUngrouped(
         after: String?, limit: Int, filter: ExportFilter, open: Bool, in store: any AliasStore
     ) throws -> ExportGroupPage {
-        let records = open ? try store.records(after: after, limit: limit) : nil
-        let listings = try records.map { $0.map(\.listing) } ?? store.recordListings(after: after, limit: limit)
+        // Listings first (no sealed value), then the whole records of the rows taken: by their
+        // aliases when they are few (most records written since groups are in one), else the
+        // page again in one statement (a store written before groups: every record is a row).
+        let listings = try store.recordListings(after: after, limit: limit)
         var page = ExportGroupPage(next: listings.count == limit ? listings.last?.id : nil)
         let grouped = try store.groupedRecords(listings.map(\.id), asOf: filter.asOf)
         let now = clock()
-        for (index, listing) in listings.enumerated()
-        where !grouped.contains(listing.id) && filter.selects(listing, now: now) {
+        var taken: [(listing: RecordListing, alias: String)] = []
+        for listing in listings where !grouped.contains(listing.id) && filter.selects(listing, now: now) {
             guard let alias = listing.aliases.first(where: { isAuthentic($0, recordID: listing.id) }) else { continue }
+            taken.append((listing, alias.alias))
+        }
+        var records: [String: StoredRecord] = [:]
+        if open && !taken.isEmpty {
+            if taken.count * 4 < listings.count {
+                records = try store.records(aliases: taken.map(\.alias))
+            } else {
+                let wanted = Dictionary(taken.map { ($0.listing.id, $0.alias) }, uniquingKeysWith: { a, _ in a })
+                for record in try store.records(after: after, limit: limit) {
+                    if let alias = wanted[record.id] { records[alias] = record }
+                }
+            }
+        }
+        for (listing, alias) in taken {
+            var value = ""
+            if open {
+                // Read as listed: the same record still holding the alias (a delete in between fails
+                // the page rather than writing another value).
+                guard let record = records[alias], record.id == listing.id else {
+                    throw VaultError.unavailable("record \(listing.id) changed while its page was read")
+                }
+                value = try self.open(record, in: store).value
+            }
             var metadata: [String: String] = [:]
             Self.merge(listing.metadata, into: &metadata)
             page.rows.append(
@@ -109,8 +134,7 @@ extension Vault {
                     group: nil,
                     parts: [
                         ExportGroupRow.Part(
-                            name: ExportGroupRow.singleField, record: listing.id, alias: alias.alias,
-                            value: try records.map { try self.open($0[index], in: store).value } ?? "")
+                            name: ExportGroupRow.singleField, record: listing.id, alias: alias, value: value)
                     ], metadata: metadata, leftOut: 0))
         }
         return page

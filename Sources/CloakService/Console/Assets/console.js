@@ -204,6 +204,7 @@
     }
     if (state.preview && name !== 'forms') { state.preview.destroy(); state.preview = null; }
     clearTimeout(state.jobsTimer);
+    state.jobsSince = null;
     // A message belongs to the page it was said on.
     if (state.page !== null) say('');
     state.page = name;
@@ -655,7 +656,18 @@
       if (job) await jobDetail(job.id);
     }
     clearTimeout(state.jobsTimer);
-    if (active) state.jobsTimer = setTimeout(() => { if (state.page === 'jobs') jobs().catch(() => {}); }, 2000);
+    // Read again while a job moves, the page is in view, and someone used it in the last 15
+    // minutes: a poll keeps the session alive, and an unattended one must still end.
+    if (state.page === 'jobs' && !state.jobsSince) state.jobsSince = Date.now();
+    const attended = Date.now() - Math.max(state.jobsSince || 0, state.lastInput || 0) < 15 * 60 * 1000;
+    if (active && attended) {
+      const tick = () => {
+        if (state.page !== 'jobs') return;
+        if (document.hidden) { state.jobsTimer = setTimeout(tick, 2000); return; }
+        jobs().catch(() => {});
+      };
+      state.jobsTimer = setTimeout(tick, 2000);
+    }
   }
 
   /** A job's rows done of its total, its rate and time left: from the last look when there was
@@ -745,6 +757,9 @@
   document.addEventListener('DOMContentLoaded', async () => {
     document.getElementById('sign-in-form').addEventListener('submit', signIn);
     document.getElementById('sign-out').addEventListener('click', signOut);
+    for (const kind of ['keydown', 'pointerdown']) {
+      document.addEventListener(kind, () => { state.lastInput = Date.now(); }, { passive: true });
+    }
     window.addEventListener('hashchange', route);
     try {
       const session = await call('GET', '/console/session');

@@ -21,6 +21,8 @@ extension PostgreSQLAliasStore {
         """
 
     /// The columns ``StoredGroup/init(row:)`` reads, members last (a comma list).
+    /// ``groupColumns`` without the members (an empty list).
+    private static let bodyColumns = "g.id, g.key_id, g.nonce, g.ciphertext, g.tag, g.created_at, NULL::text"
     private static let groupColumns =
         "g.id, g.key_id, g.nonce, g.ciphertext, g.tag, g.created_at, (SELECT string_agg(record_id, ',') FROM group_members WHERE group_id = g.id)"
 
@@ -41,9 +43,9 @@ extension PostgreSQLAliasStore {
             ])
     }
 
-    package func groups(after id: String?, limit: Int) throws(StoreError) -> [StoredGroup] {
+    package func groups(after id: String?, limit: Int, withMembers: Bool) throws(StoreError) -> [StoredGroup] {
         try db.query(
-            "SELECT \(Self.groupColumns) FROM record_groups g WHERE g.id > $1 ORDER BY g.id LIMIT $2",
+            "SELECT \(withMembers ? Self.groupColumns : Self.bodyColumns) FROM record_groups g WHERE g.id > $1 ORDER BY g.id LIMIT $2",
             [.text(id ?? ""), .int(Int64(limit))]
         ).map { row throws(StoreError) in try StoredGroup(row: row) }
     }

@@ -23,6 +23,8 @@ extension SQLiteAliasStore {
         """
 
     /// The columns ``group(_:)`` reads, members last (a comma list: ids hold no comma).
+    /// ``groupColumns`` without the members (an empty list).
+    private static let bodyColumns = "g.id, g.key_id, g.nonce, g.ciphertext, g.tag, g.created_at, NULL"
     private static let groupColumns =
         "g.id, g.key_id, g.nonce, g.ciphertext, g.tag, g.created_at, (SELECT group_concat(record_id) FROM group_members WHERE group_id = g.id)"
 
@@ -48,9 +50,10 @@ extension SQLiteAliasStore {
         }
     }
 
-    package func groups(after id: String?, limit: Int) throws(StoreError) -> [StoredGroup] {
+    package func groups(after id: String?, limit: Int, withMembers: Bool) throws(StoreError) -> [StoredGroup] {
         let s = try db.statement(
-            "SELECT \(Self.groupColumns) FROM record_groups g WHERE g.id > ?1 ORDER BY g.id LIMIT ?2")
+            "SELECT \(withMembers ? Self.groupColumns : Self.bodyColumns) FROM record_groups g WHERE g.id > ?1 ORDER BY g.id LIMIT ?2"
+        )
         defer { s.finish() }
         s.bind(1, id ?? "")
         s.bind(2, Int64(limit))
