@@ -25,20 +25,9 @@ struct ScopeTests {
     /// No scope is spelled as text in the service's or the CLI's sources outside `Scope.swift`
     /// (doc comments aside): a typo there would be a scope nobody holds, or one everybody does.
     @Test func noScopeLiteralOutsideItsTable() throws {
-        let root = TestServer.repositoryRoot
-        let pattern = try Regex(#""(aliases|files|bins|tokens|egress):[^"]*""#)
-        var found: [String] = []
-        for folder in ["Sources/CloakService", "Sources/cloak"] {
-            let base = root.appendingPathComponent(folder)
-            let files = FileManager.default.enumerator(atPath: base.path)?.compactMap { $0 as? String } ?? []
-            for file in files where file.hasSuffix(".swift") && !file.hasSuffix("Auth/Scope.swift") {
-                let text = try String(contentsOf: base.appendingPathComponent(file), encoding: .utf8)
-                for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-                where !line.trimmingCharacters(in: .whitespaces).hasPrefix("///") && line.contains(pattern) {
-                    found.append("\(folder)/\(file):\(n + 1)")
-                }
-            }
-        }
+        let found = try SourceScan.matches(
+            Regex(#""(aliases|files|bins|tokens|egress):[^"]*""#), in: ["Sources/CloakService", "Sources/cloak"],
+            excluding: ["Auth/Scope.swift"])
         #expect(found.isEmpty, "scope literals: \(found)")
     }
 }

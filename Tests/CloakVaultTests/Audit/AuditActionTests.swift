@@ -1,5 +1,4 @@
 import CloakTesting
-import Foundation
 import Testing
 
 @testable import CloakVault
@@ -38,20 +37,9 @@ struct AuditActionTests {
     /// No action or result is spelled as text in the sources outside `AuditAction.swift` (doc
     /// comments aside): a typo there would be an action no search finds.
     @Test func noActionOrResultLiteralOutsideItsTable() throws {
-        let root = TestServer.repositoryRoot
-        let pattern = try Regex(#"\b(action|audit|result): "[a-z_.]+"|\b(alias|note|audit)\([^"\n]*, "[a-z_]+"[,)]"#)
-        var found: [String] = []
-        for folder in ["Sources/CloakService", "Sources/cloak", "Sources/CloakVault"] {
-            let base = root.appendingPathComponent(folder)
-            let files = FileManager.default.enumerator(atPath: base.path)?.compactMap { $0 as? String } ?? []
-            for file in files where file.hasSuffix(".swift") && !file.hasSuffix("Audit/AuditAction.swift") {
-                let text = try String(contentsOf: base.appendingPathComponent(file), encoding: .utf8)
-                for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-                where !line.trimmingCharacters(in: .whitespaces).hasPrefix("///") && line.contains(pattern) {
-                    found.append("\(folder)/\(file):\(n + 1)")
-                }
-            }
-        }
+        let found = try SourceScan.matches(
+            try Regex(#"\b(action|audit|result): "[a-z_.]+"|\b(alias|note|audit)\([^"\n]*, "[a-z_]+"[,)]"#),
+            in: ["Sources/CloakService", "Sources/cloak", "Sources/CloakVault"], excluding: ["Audit/AuditAction.swift"])
         #expect(found.isEmpty, "audit literals: \(found)")
     }
 }
