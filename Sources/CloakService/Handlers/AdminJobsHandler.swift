@@ -119,7 +119,11 @@ struct AdminJobsHandler: Sendable {
                     ? .string(visible.last!.id.text) : .null
                 finish(
                     .json(
-                        200, .object([("data", .array(visible.map { JobReport.json($0) })), ("next", next)]),
+                        200,
+                        .object([
+                            ("data", .array(visible.map { JobReport.json($0, forReader: Self.onlyReads($0, caller)) })),
+                            ("next", next),
+                        ]),
                         headers: HTTPResponse.noStoreHeaders))
             }
         }
@@ -128,10 +132,13 @@ struct AdminJobsHandler: Sendable {
     /// `GET /admin/jobs/{id}`: an export's with its counted selection and its approval.
     func status(_ id: String) throws(CloakError) -> Reply {
         let id = try Self.jobID(id)
-        let vault = self.vault
+        let (vault, caller) = (self.vault, self.caller)
         return find(id) { job, finish in
             guard job.kind == .export else {
-                return finish(.json(200, JobReport.json(job), headers: HTTPResponse.noStoreHeaders))
+                return finish(
+                    .json(
+                        200, JobReport.json(job, forReader: Self.onlyReads(job, caller)),
+                        headers: HTTPResponse.noStoreHeaders))
             }
             vault.vault.withStore(reads: true) { store in
                 try JobReport.exportDetails(job, store: store, seal: try vault.vault.jobSeal(job))
@@ -139,7 +146,10 @@ struct AdminJobsHandler: Sendable {
                 guard case let .success(details) = result else {
                     return finish(.error(.storeUnavailable("the job's selection could not be read")))
                 }
-                finish(.json(200, JobReport.json(job, details: details), headers: HTTPResponse.noStoreHeaders))
+                finish(
+                    .json(
+                        200, JobReport.json(job, details: details, forReader: Self.onlyReads(job, caller)),
+                        headers: HTTPResponse.noStoreHeaders))
             }
         }
     }
@@ -149,7 +159,7 @@ struct AdminJobsHandler: Sendable {
     /// advice; never a value or a row id, which stay in the owner's advice file). An export: 404.
     func refusals(_ id: String) throws(CloakError) -> Reply {
         let id = try Self.jobID(id)
-        let (vault, tallies) = (self.vault, self.refusalTallies)
+        let (vault, tallies, caller) = (self.vault, self.refusalTallies, self.caller)
         return find(id) { job, finish in
             guard job.kind == .import else {
                 return finish(.error(.notFound("the job is an export: it refuses no rows")))
@@ -161,7 +171,9 @@ struct AdminJobsHandler: Sendable {
             tallies.count(job, seal: seal, vault: vault) { result in
                 switch result {
                 case let .failure(error): finish(.error(error))
-                case let .success(found):
+                case var .success(found):
+                    // A reason may quote the file (a column's name): a reader is not told it.
+                    if Self.onlyReads(job, caller) { found.reasons = JobReport.forReaders(found.reasons) }
                     finish(
                         .json(
                             200, JobReport.refusalsJSON(found.reasons, otherRows: found.otherRows),
@@ -176,6 +188,12 @@ struct AdminJobsHandler: Sendable {
     static func sees(_ job: StoredJob, caller: ServiceConfiguration.AccessToken) -> Bool {
         owns(job, caller: caller) || caller.scopes.contains(.jobsRead)
             || (job.kind == .export && caller.scopes.contains(.jobsApprove))
+    }
+
+    /// Whether `caller` sees `job` only through `jobs:read`: neither its owner nor, for an
+    /// export, its approver. Such a reader is not told the caller text a job carries.
+    static func onlyReads(_ job: StoredJob, _ caller: ServiceConfiguration.AccessToken) -> Bool {
+        !owns(job, caller: caller) && !(job.kind == .export && caller.scopes.contains(.jobsApprove))
     }
 
     /// Whether `job` is `caller`'s: it started it (an export only while the token is still the

@@ -18,7 +18,54 @@ package enum JobReport {
             approval: try ExportApproval.read(job, seal: seal, store: store))
     }
 
-    package static func json(_ job: StoredJob, details: ExportDetails? = nil) -> JSONValue {
+    /// `forReader`: for a token that reads the job without owning or approving it (`jobs:read`):
+    /// caller text it carries (an export's metadata selection, a failure naming a file's column)
+    /// is told only as ``forReaders(_:)`` tells it.
+    package static func json(_ job: StoredJob, details: ExportDetails? = nil, forReader: Bool = false) -> JSONValue {
+        let report = json(job, details: details)
+        guard forReader, case var .object(members) = report else { return report }
+        for index in members.indices {
+            switch (members[index].0, members[index].1) {
+            case let ("failure", .string(text)): members[index].1 = .string(forReaders(text))
+            case ("selection", .object):
+                members[index].1 = ExportSpec(stored: job.spec).map { .string(forReaders($0.selectionText)) } ?? .null
+            default: break
+            }
+        }
+        return .object(members)
+    }
+
+    /// Caller text as a reader who neither owns nor approves a job sees it: what it quoted (a
+    /// column's name, a cell, a metadata value) left out, and the rest scrubbed of digit runs.
+    package static func forReaders(_ text: String) -> String {
+        var out = ""
+        var quoted = false
+        for character in text {
+            if character == "\"" {
+                if !quoted { out += "\"…" }
+                quoted.toggle()
+                if !quoted { out += "\"" }
+            } else if !quoted {
+                out.append(character)
+            }
+        }
+        if quoted { out += "\"" }
+        return Redaction.scrub(out, limit: 300)
+    }
+
+    /// Refusals as a reader sees them: each reason told as ``forReaders(_:)`` tells it, those
+    /// that become the same counted together, most rows first.
+    package static func forReaders(_ reasons: [RefusalCount.Refusal]) -> [RefusalCount.Refusal] {
+        var merged: [String: RefusalCount.Refusal] = [:]
+        for refusal in reasons {
+            let reason = forReaders(refusal.reason)
+            merged["\(refusal.code) \(reason)", default: .init(code: refusal.code, reason: reason, rows: 0)].rows +=
+                refusal.rows
+        }
+        return merged.values.sorted { $0.rows > $1.rows || ($0.rows == $1.rows && $0.reason < $1.reason) }
+    }
+
+    private static func json(_ job: StoredJob, details: ExportDetails?) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("id", .string(job.id.text)), ("kind", .string(job.kind.rawValue)), ("state", .string(job.state.rawValue)),
             ("owner", .string(job.owner)),

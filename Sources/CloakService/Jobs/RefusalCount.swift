@@ -11,6 +11,12 @@ package struct RefusalCount: Sendable {
         package var code: Int
         package var reason: String
         package var rows: Int
+
+        package init(code: Int, reason: String, rows: Int) {
+            self.code = code
+            self.reason = reason
+            self.rows = rows
+        }
     }
 
     static let maxReasons = 1_000

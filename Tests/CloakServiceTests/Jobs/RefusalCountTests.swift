@@ -51,3 +51,30 @@ struct RefusalCountTests {
         #expect(long.result(limit: 1).reasons.first?.reason.utf8.count ?? 0 <= RefusalCount.maxReasonBytes + 3)
     }
 }
+
+/// What a `jobs:read` token that neither owns nor approves a job is told of its caller text.
+struct JobReaderTextTests {
+    @Test(arguments: [
+        (#"unknown column "Ada Lovelace""#, #"unknown column "…""#),
+        (#"field "exp" and "cvv""#, #"field "…" and "…""#),
+        (#"cut "4111 1111 1111 1111"#, #"cut "…""#),
+        ("no quote, card 4111 1111 1111 1111 here", "no quote, card [redacted] here"),
+        ("", ""),
+    ])
+    func quotedTextIsLeftOut(text: String, told: String) {
+        #expect(JobReport.forReaders(text) == told)
+    }
+
+    @Test func reasonsThatBecomeTheSameAreCountedTogether() {
+        let reasons = [
+            RefusalCount.Refusal(code: 1002, reason: #"unknown key "a""#, rows: 2),
+            RefusalCount.Refusal(code: 1002, reason: #"unknown key "b""#, rows: 3),
+            RefusalCount.Refusal(code: 1002, reason: "the row has no value to alias", rows: 4),
+        ]
+        #expect(
+            JobReport.forReaders(reasons) == [
+                RefusalCount.Refusal(code: 1002, reason: #"unknown key "…""#, rows: 5),
+                RefusalCount.Refusal(code: 1002, reason: "the row has no value to alias", rows: 4),
+            ])
+    }
+}
