@@ -22,7 +22,7 @@ struct AdminJobsHandler: Sendable {
     let outcome: Outcome?
     let now: Int64
     /// The node's tallies of imports' refusals.
-    var refusalTallies = JobRefusals()
+    let refusalTallies: JobRefusals
 
     static let importParameters: Set<String> = ["form", "format", "layout", "map", "ignore_columns", "file"]
 

@@ -41,34 +41,24 @@ final class JobRefusals: Sendable {
     }
 
     private static func tally(_ job: StoredJob, seal: JobSeal, vault: Vault) -> Answer {
-        var count = RefusalCount()
-        var index = 0
-        while !count.ended {
-            let from = index
-            let read = ThreadWait<Result<[[UInt8]], any Error>>.answer { done in
-                vault.withStore(reads: true) { store in
-                    try store.jobChunks(job.id, part: .advice, from: from, limit: chunksAStep)
-                } completion: {
-                    done($0)
+        do {
+            let count = try RefusalCount.read(job, seal: seal) { from in
+                let read = ThreadWait<Result<[[UInt8]], any Error>>.answer { done in
+                    vault.withStore(reads: true) { store in
+                        try store.jobChunks(job.id, part: .advice, from: from, limit: chunksAStep)
+                    } completion: {
+                        done($0)
+                    }
                 }
+                return try read.get()
             }
-            guard case let .success(chunks) = read else {
-                return .failure(.storeUnavailable("the job's advice could not be read"))
-            }
-            if chunks.isEmpty { break }
-            for sealed in chunks where !count.ended {
-                guard let opened = try? seal.open(sealed, part: JobPart.advice.rawValue, index: index) else {
-                    return .failure(.storeUnavailable("the job's advice does not open: altered in the store"))
-                }
-                index += 1
-                count.add(opened.bytes)
-                count.ended = opened.isLast
-            }
+            return .success(count.result(limit: 20))
+        } catch let cut as RefusalCount.CutShort {
+            return .failure(.storeUnavailable(cut.description))
+        } catch is CryptoError {
+            return .failure(.storeUnavailable("the job's advice does not open: altered in the store"))
+        } catch {
+            return .failure(.storeUnavailable("the job's advice could not be read"))
         }
-        // A done job's advice is whole: one cut short in the store is an error, not a smaller tally.
-        if job.state == .done && !count.ended {
-            return .failure(.storeUnavailable("the job's advice is cut short in the store"))
-        }
-        return .success(count.result(limit: 20))
     }
 }

@@ -193,22 +193,9 @@ package enum JobReport {
     package static func refusals(_ job: StoredJob, store: any AliasStore, seal: JobSeal, limit: Int = 20) throws
         -> (reasons: [RefusalCount.Refusal], otherRows: Int)
     {
-        var count = RefusalCount()
-        var index = 0
-        read: while true {
-            let chunks = try store.jobChunks(job.id, part: .advice, from: index, limit: 16)
-            guard !chunks.isEmpty else { break }
-            for sealed in chunks {
-                let opened = try seal.open(sealed, part: JobPart.advice.rawValue, index: index)
-                index += 1
-                count.add(opened.bytes)
-                if opened.isLast {
-                    count.ended = true
-                    break read
-                }
-            }
-        }
-        return count.result(limit: limit)
+        try RefusalCount.read(job, seal: seal) { from in
+            try store.jobChunks(job.id, part: .advice, from: from, limit: 16)
+        }.result(limit: limit)
     }
 
     /// A job's refusals as the API answers them.

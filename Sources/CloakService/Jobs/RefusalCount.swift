@@ -1,4 +1,6 @@
 import CloakCore
+import CloakCrypto
+import CloakVault
 
 /// An import's refused rows counted by reason from its advice file's lines (issue 76: the
 /// console's Jobs page, `cloak import`'s commonest reason). Pure: fed the opened chunks in order.
@@ -49,6 +51,33 @@ package struct RefusalCount: Sendable {
             index += 1
         }
         if start < bytes.count { carry += bytes[start...] }
+    }
+
+    /// `job`'s advice counted as far as it goes: `chunks(from)` gives the sealed chunks from that
+    /// place on (none: no more), each opened in its place. A done job's advice is whole: one cut
+    /// short in the store is an error, not a smaller count.
+    package static func read(_ job: StoredJob, seal: JobSeal, chunks: (Int) throws -> [[UInt8]]) throws
+        -> RefusalCount
+    {
+        var count = RefusalCount()
+        var index = 0
+        while !count.ended {
+            let read = try chunks(index)
+            if read.isEmpty { break }
+            for sealed in read where !count.ended {
+                let opened = try seal.open(sealed, part: JobPart.advice.rawValue, index: index)
+                index += 1
+                count.add(opened.bytes)
+                count.ended = opened.isLast
+            }
+        }
+        if job.state == .done && !count.ended { throw CutShort() }
+        return count
+    }
+
+    /// A done job's advice without its last chunk.
+    package struct CutShort: Error, CustomStringConvertible {
+        package var description: String { "the job's advice is cut short in the store" }
     }
 
     /// The `limit` commonest reasons, most rows first, and the rows refused for any other.
