@@ -76,30 +76,10 @@ extension JobRunner {
 
     /// The token `job` runs for still holds `jobs:export` and `aliases:reveal`, as the person who
     /// asked.
-    private func mayExport(_ job: StoredJob, _ spec: ExportSpec) -> Bool {
+    func mayExport(_ job: StoredJob, _ spec: ExportSpec) -> Bool {
         guard let token = dependencies.token(job.owner) else { return false }
         return token.scopes.contains(.jobsExport) && token.scopes.contains(.aliasesReveal)
             && token.person == spec.person
-    }
-
-    /// Renews the job's lease (a commit of no progress) when it is due; false once the job is
-    /// no longer this node's.
-    /// Renews the job's lease when a third of it has passed since `last`: true when renewed
-    /// (or not due), false when the job is no longer this node's, nil when the store did not
-    /// answer (asked again next time; the lease has two more thirds).
-    func renew(_ job: StoredJob, _ progress: JobProgress, last: inout Date) -> Bool? {
-        guard Date().timeIntervalSince(last) >= Double(dependencies.configuration.jobs.leaseSeconds) / 3 else {
-            return true
-        }
-        let (holder, until) = (self.holder, Self.now + Int64(dependencies.configuration.jobs.leaseSeconds))
-        let result = withStore { store in
-            try store.advanceJob(
-                job.id, holder: holder, from: progress.cursor, to: progress, leaseUntil: until, outputs: [],
-                now: Self.now)
-        }
-        guard case let .success(renewed) = result else { return nil }
-        last = Date()
-        return renewed
     }
 
     /// Why a walk over the selection stopped.
@@ -111,17 +91,17 @@ extension JobRunner {
 
     /// Each page of the selection, in order, to `page` (values opened when `open`); the digest
     /// of what was walked.
-    private func walk(
+    func walk(
         _ job: StoredJob, _ spec: ExportSpec, seal: JobSeal, filter: ExportFilter, open: Bool, renews: Bool,
         page: (ExportPage) throws -> Void
     ) throws -> String {
         var digest = Digest.sha256(JSONWriter.encode(spec.selectionJSON) + Array("\n\(filter.asOf)".utf8))
-        var lease = Date()
+        var lease = freshLease()
         let vault = dependencies.vault
         let reads = ExportReads(self)
         func check() throws {
             if stopping.load(ordering: .relaxed) { throw Walk.stopped }
-            guard !renews || renew(job, job.progress, last: &lease) != false else { throw Walk.lost }
+            guard !renews || renew(job, job.progress, lease: &lease) != false else { throw Walk.lost }
         }
         if case .aliases = spec.selection {
             var index = 0
@@ -268,352 +248,11 @@ extension JobRunner {
         }
     }
 
-    private func ended(_ job: StoredJob, _ walk: Walk) {
+    func ended(_ job: StoredJob, _ walk: Walk) {
         switch walk {
         case .stopped: end(job, .queued, failure: nil)
         case .lost: dependencies.logger.info("jobs: the job is no longer this node's", metadata: ["job": "\(job.id)"])
         case let .failed(reason): end(job, .failed, failure: reason)
         }
-    }
-
-    /// Writes the approved export: lines to GnuPG, GnuPG's message to sealed chunks.
-    private func write(
-        _ job: StoredJob, _ spec: ExportSpec, seal: JobSeal, summary: ExportSummary, approval: ExportApproval
-    ) {
-        let encryption: OpenPGPEncryption
-        do {
-            encryption = try OpenPGPEncryption(publicKey: Array(spec.recipient.utf8))
-        } catch {
-            return end(job, .failed, failure: "the recipient's key: \(error.description)")
-        }
-        guard encryption.fingerprint == spec.fingerprint else {
-            return end(job, .failed, failure: "the recipient's key is not the one approved")
-        }
-        let writer = ExportWriter(runner: self, job: job, seal: seal, summary: summary)
-        let filter = spec.filter(asOf: summary.asOf)
-        // Pages are read on a thread of their own, a page ahead of GnuPG on an embedded store,
-        // when GnuPG asks on a server (``preparesAhead``); GnuPG's callbacks (the lines it
-        // reads, the message it writes, the lease) all run here, on this thread.
-        let queue = ExportPages(ahead: preparesAhead)
-        let read = DispatchSemaphore(value: 0)
-        let reader = Thread { [self] in
-            // As the runner: a page read and opened here waits for the loops, not they for it.
-            ThreadNiceness.lower()
-            do {
-                let digest =
-                    spec.layout.isRows
-                    ? try walkRows(job, spec, filter: filter, open: true, renews: false) { page in
-                        try queue.put(.rows(page))
-                    }.digest
-                    : try walk(job, spec, seal: seal, filter: filter, open: true, renews: false) { page in
-                        try queue.put(.values(page))
-                    }
-                queue.finish(nil, digest: digest)
-            } catch {
-                queue.finish(error, digest: nil)
-            }
-            read.signal()
-        }
-        reader.name = "cloak-jobs-export"
-        reader.start()
-        let fields = summary.groups?.fields ?? []
-        var pending: [UInt8] = spec.layout.isRows ? spec.rowsHeader(fields: fields) : spec.header
-        var rows: Int64 = 0
-        do {
-            try encryption.encrypt(
-                input: { [self] in
-                    while pending.isEmpty {
-                        // The requester's token is asked again for every page: one revoked, or
-                        // given to another person, meanwhile stops the export.
-                        guard mayExport(job, spec) else {
-                            throw Walk.failed("the job's token was revoked or changed while the export ran")
-                        }
-                        guard let chunk = try queue.take(tick: { try writer.renewIfDue() }) else {
-                            // The rows written must be the rows counted and approved.
-                            guard queue.digest == summary.digest else {
-                                throw Walk.failed("the selection changed since it was counted and approved")
-                            }
-                            return nil
-                        }
-                        rows += Int64(chunk.count)
-                        guard rows <= summary.rows else {
-                            throw Walk.failed("the selection grew past what was approved")
-                        }
-                        switch chunk {
-                        case let .values(page): for row in page.rows { spec.line(row, into: &pending) }
-                        case let .rows(page): for row in page.rows { spec.rowLine(row, fields: fields, into: &pending) }
-                        }
-                        writer.rowsRead = rows
-                    }
-                    defer { pending = [] }
-                    return pending
-                },
-                output: { bytes in try writer.append(bytes) })
-            // The event commits with the last chunk and the state `done` (review V, item 6).
-            try writer.finish(
-                recording: entry(job, spec, .jobExportWritten, summary: summary, approval: approval, exported: rows))
-        } catch {
-            queue.cancel()
-            read.wait()
-            switch error {
-            case let walk as Walk: return ended(job, walk)
-            case is JobRunnerLost: return ended(job, .lost)
-            default:
-                if let walk = queue.failure as? Walk { return ended(job, walk) }
-                return end(job, .failed, failure: "the export could not be written: \(error)")
-            }
-        }
-        read.wait()
-        dependencies.logger.info(
-            "jobs: job ended", metadata: ["job": "\(job.id)", "state": "done", "exported": "\(rows)"])
-        recordEnd(job, .done)
-    }
-
-    /// The audit event of a step the runner took, stored with the step's own commit.
-    func entry(
-        _ job: StoredJob, _ spec: ExportSpec, _ action: AuditAction, summary: ExportSummary, approval: ExportApproval?,
-        exported: Int64? = nil
-    ) -> AuditEvent.Draft {
-        var facts: [(key: String, value: String)] = [
-            ("job", job.id.text), ("requester", job.owner), ("requester_person", spec.person),
-            ("selection_digest", summary.digest), ("rows", "\(summary.rows)"), ("recipient", spec.fingerprint),
-        ]
-        if let approval {
-            facts += [("approver", approval.token), ("approver_person", approval.person)]
-        }
-        if let exported { facts.append(("exported", "\(exported)")) }
-        return AuditEvent.Draft(made: action, tokenID: job.owner, client: "job", result: .ok, facts: facts)
-    }
-}
-
-/// Pages handed from the thread that reads them to GnuPG's read callback. `ahead`: at most two
-/// waiting, so the reader stays a page ahead and no further. Otherwise the reader reads a page
-/// only once the callback asks for one (``put(_:)`` returns then): the reader and the callback
-/// take turns (the first page is read before any ask, and the `gpg` process may still be
-/// working through what it was given).
-final class ExportPages: @unchecked Sendable {
-    /// A page of either layout.
-    enum Chunk {
-        case values(ExportPage)
-        case rows(ExportGroupPage)
-
-        var count: Int {
-            switch self {
-            case let .values(page): page.rows.count
-            case let .rows(page): page.rows.count
-            }
-        }
-
-        /// Listed aliases that found nothing (a value layout's).
-        var missing: Int {
-            if case let .values(page) = self { return page.missing }
-            return 0
-        }
-    }
-
-    private let lock = NSCondition()
-    private let ahead: Bool
-    private var pages: [Chunk] = []
-    /// The callback waits for a page the reader has not read yet (only without `ahead`).
-    private var asked = false
-    private var done = false
-    private var cancelled = false
-    private var failed: (any Error)?
-    private var walked: String?
-
-    /// The reader's error, once it ended with one.
-    var failure: (any Error)? {
-        lock.lock()
-        defer { lock.unlock() }
-        return failed
-    }
-
-    init(ahead: Bool) {
-        self.ahead = ahead
-    }
-
-    func put(_ page: Chunk) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        while ahead && pages.count >= 2 && !cancelled { lock.wait() }
-        if cancelled { throw CancellationError() }
-        pages.append(page)
-        asked = false
-        lock.broadcast()
-        // Not ahead: the next page is read when the callback, done with this one, asks.
-        while !ahead && !asked && !cancelled { lock.wait() }
-        if cancelled { throw CancellationError() }
-    }
-
-    /// The digest of the rows the reader read, once it ended without an error.
-    var digest: String? {
-        lock.lock()
-        defer { lock.unlock() }
-        return walked
-    }
-
-    func finish(_ error: (any Error)?, digest: String?) {
-        lock.lock()
-        done = true
-        failed = error
-        walked = digest
-        lock.broadcast()
-        lock.unlock()
-    }
-
-    func cancel() {
-        lock.lock()
-        cancelled = true
-        lock.broadcast()
-        lock.unlock()
-    }
-
-    /// The next page; nil at the end; the reader's error when it failed. `tick` runs every
-    /// second while it waits (the lease is renewed however slow a page is).
-    func take(tick: () throws -> Void) throws -> Chunk? {
-        lock.lock()
-        defer { lock.unlock() }
-        while pages.isEmpty && !done {
-            if !asked {
-                asked = true
-                lock.broadcast()
-            }
-            if !lock.wait(until: Date().addingTimeInterval(1)) {
-                lock.unlock()
-                defer { lock.lock() }
-                try tick()
-            }
-        }
-        if !pages.isEmpty {
-            let page = pages.removeFirst()
-            lock.broadcast()
-            return page
-        }
-        if let failed { throw failed }
-        return nil
-    }
-}
-
-/// GnuPG's message into the job's sealed chunks, each committed as it fills, with the lease.
-/// Used on the runner's thread only (GnuPG's callbacks run there).
-final class ExportWriter {
-    private let runner: JobRunner
-    private let job: StoredJob
-    private let seal: JobSeal
-    private var buffer: [UInt8] = []
-    /// What the store holds (the first commit moves the cursor on from the last run's).
-    private var committed: JobProgress
-    private var storedCursor: Int64
-    private var renewed = Date()
-    /// Rows handed to GnuPG so far.
-    var rowsRead: Int64 = 0
-
-    init(runner: JobRunner, job: StoredJob, seal: JobSeal, summary: ExportSummary) {
-        self.runner = runner
-        self.job = job
-        self.seal = seal
-        storedCursor = job.progress.cursor
-        committed = JobProgress(imported: summary.rows, refused: summary.missing)
-    }
-
-    func append(_ bytes: [UInt8]) throws {
-        buffer += bytes
-        while buffer.count >= JobSeal.chunkLimit {
-            let chunk = Array(buffer.prefix(JobSeal.chunkLimit))
-            buffer.removeFirst(chunk.count)
-            try commit(chunk, isLast: false)
-        }
-    }
-
-    /// The last chunk, the state `done` and `event`, in one commit.
-    func finish(recording event: AuditEvent.Draft) throws {
-        try commit(buffer, isLast: true, recording: [event])
-        buffer = []
-    }
-
-    /// A commit of no output when none renewed the lease for a third of it.
-    func renewIfDue() throws {
-        let lease = runner.dependencies.configuration.jobs.leaseSeconds
-        guard Date().timeIntervalSince(renewed) >= Double(lease) / 3 else { return }
-        let (job, holder, from, progress) = (self.job, runner.holder, storedCursor, committed)
-        let now = JobRunner.now
-        let result = runner.withStore { store in
-            try store.advanceJob(
-                job.id, holder: holder, from: from, to: progress, leaseUntil: now + Int64(lease), outputs: [], now: now)
-        }
-        guard case .success(true) = result else {
-            if case .success(false) = result { throw JobRunnerLost() }
-            return
-        }
-        storedCursor = progress.cursor
-        renewed = Date()
-    }
-
-    private func commit(_ bytes: [UInt8], isLast: Bool, recording events: [AuditEvent.Draft] = []) throws {
-        var next = committed
-        let index = next.outputChunks
-        next.cursor = rowsRead
-        next.outputChunks = index + 1
-        next.mappingBytes += Int64(bytes.count)
-        let sealed = try seal.seal(bytes, part: JobPart.export.rawValue, index: index, isLast: isLast)
-        let (job, holder, jobs, from, moving) = (
-            self.job, runner.holder, runner.dependencies.configuration.jobs, storedCursor, next
-        )
-        let now = JobRunner.now
-        // Thrown, not returned: the job no longer this node's, nothing of the commit (the chunk,
-        // the event) is kept.
-        let result = runner.withStore(recording: events) { store in
-            guard
-                try store.advanceJob(
-                    job.id, holder: holder, from: from, to: moving, leaseUntil: now + Int64(jobs.leaseSeconds),
-                    outputs: [JobOutputChunk(part: .export, index: index, sealed: sealed)], now: now)
-            else { throw JobRunnerLost() }
-            if isLast {
-                guard
-                    try store.setJobState(
-                        job.id, from: [.running], to: .done, holder: holder, now: now,
-                        expiresAt: now + Int64(jobs.outputTTLSeconds), failure: nil)
-                else { throw JobRunnerLost() }
-            }
-        }
-        switch result {
-        case .success: break
-        case .failure(let error as JobRunnerLost): throw error
-        case .failure: throw ImportIntake.Refused(description: "a chunk of the export could not be stored")
-        }
-        committed = moving
-        storedCursor = moving.cursor
-        renewed = Date()
-        if isLast { runner.drop(job.id) }
-    }
-}
-
-/// The job is no longer this node's (cancelled, or taken over after a stall).
-struct JobRunnerLost: Error {}
-
-/// An export's reads, on a store connection of the walking thread's own (a thread at nice 10):
-/// a million records' pages read and opened there, not on the vault's threads, which answer
-/// requests at nice 0 (a SQLite file or a PostgreSQL server, like the audit search's own
-/// connection). Where the store cannot be opened twice (an in-memory database), or the second
-/// connection fails, the reads go through the vault's executor as any other.
-final class ExportReads {
-    private let runner: JobRunner
-    private var own: (any AliasStore)?
-
-    init(_ runner: JobRunner) {
-        self.runner = runner
-        let url = runner.dependencies.configuration.vault.store
-        if !url.hasSuffix(":memory:") {
-            do { own = try VaultBootstrap.store(url: url) } catch {
-                runner.dependencies.logger.warning(
-                    "jobs: an export reads through the vault (no connection of its own)",
-                    metadata: ["reason": "\(error)"])
-            }
-        }
-    }
-
-    func read<T: Sendable>(_ body: @escaping (any AliasStore) throws -> T) -> Result<T, any Error> {
-        guard let own else { return runner.withStore(reads: true, body) }
-        return Result { try body(own) }
     }
 }

@@ -29,14 +29,14 @@ extension JobRunner {
             JSONWriter.encode(spec.selectionJSON) + Array("\n\(filter.asOf)\nlayout \(spec.layout.rawValue)".utf8))
         var counts = ExportSummary.GroupCounts(fields: [], single: 0, partial: 0)
         var known = Set<String>()
-        var lease = Date()
+        var lease = freshLease()
         let vault = dependencies.vault
         let reads = ExportReads(self)
         for ungrouped in [false, true] {
             var after: String?
             repeat {
                 if stopping.load(ordering: .relaxed) { throw Walk.stopped }
-                guard !renews || renew(job, job.progress, last: &lease) != false else { throw Walk.lost }
+                guard !renews || renew(job, job.progress, lease: &lease) != false else { throw Walk.lost }
                 let from = after
                 let result = reads.read { store in
                     ungrouped
