@@ -24,11 +24,6 @@ extension JobRunner {
         guard let spec = ExportSpec(stored: job.spec) else {
             return end(job, .failed, failure: "the job's description does not read (written by another version?)")
         }
-        guard mayExport(job, spec) else {
-            return end(
-                job, .failed,
-                failure: "the job's token no longer holds jobs:export and aliases:reveal as the same person")
-        }
         let seal: JobSeal
         do { seal = try dependencies.vault.jobSeal(job) } catch {
             return end(job, .failed, failure: "\(error)")
@@ -39,32 +34,27 @@ extension JobRunner {
                 try ExportApproval.read(job, seal: seal, store: store)
             )
         }
-        let summary: ExportSummary?
-        let approval: ExportApproval?
+        let opened: ExportSteps.Opened
         switch read {
-        case let .success(found): (summary, approval) = found
+        case let .success((summary, approval)): opened = .found(summary, approval)
         case let .failure(error):
             if error is ImportIntake.Refused || error is CryptoError {
-                return end(
-                    job, .failed, failure: "the job's selection or approval does not open (altered in the store)")
+                opened = .altered
+            } else {
+                dependencies.logger.warning("jobs: cannot read the store", metadata: ["reason": "\(error)"])
+                opened = .unavailable
             }
-            dependencies.logger.warning("jobs: cannot read the store", metadata: ["reason": "\(error)"])
-            return requeue(job)
         }
-        guard let approval, let summary else { return count(job, spec, seal: seal) }
-        // What was approved is what was counted, to this recipient, by another person, lately.
-        guard approval.rows == summary.rows, approval.digest == summary.digest,
-            approval.fingerprint == spec.fingerprint, approval.person != spec.person
-        else {
-            return end(job, .failed, failure: "the job's approval is not for its selection and recipient")
+        var steps = ExportSteps(spec: spec, approvalTTLSeconds: dependencies.configuration.jobs.approvalTTLSeconds)
+        let checks = ExportSteps.Checks(
+            mayExport: mayExport(job, spec), belowDiskReserve: dependencies.belowDiskReserve())
+        switch steps.opened(opened, checks, now: Self.now) {
+        case .count: count(job, spec, seal: seal)
+        case let .write(summary, approval): write(job, spec, seal: seal, summary: summary, approval: approval, steps)
+        case .requeue: requeue(job)
+        case let .end(state, failure): end(job, state, failure: failure)
+        case .goOn, .finish: end(job, .failed, failure: "the job's runner lost its place (opened)")
         }
-        guard Self.now - approval.at <= Int64(dependencies.configuration.jobs.approvalTTLSeconds) else {
-            return end(
-                job, .failed, failure: "the job's approval is older than jobs.approval_ttl_s: ask for the export again")
-        }
-        // An export's file is written into the store: below the disk reserve it waits, queued.
-        guard !dependencies.belowDiskReserve() else { return requeue(job) }
-        write(job, spec, seal: seal, summary: summary, approval: approval)
     }
 
     /// Gives the job back after a store error, a second later (the runner would take it again

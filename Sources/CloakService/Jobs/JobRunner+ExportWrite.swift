@@ -10,8 +10,10 @@ import Synchronization
 extension JobRunner {
     /// Writes the approved export: lines to GnuPG, GnuPG's message to sealed chunks.
     func write(
-        _ job: StoredJob, _ spec: ExportSpec, seal: JobSeal, summary: ExportSummary, approval: ExportApproval
+        _ job: StoredJob, _ spec: ExportSpec, seal: JobSeal, summary: ExportSummary, approval: ExportApproval,
+        _ steps: ExportSteps
     ) {
+        var steps = steps
         let encryption: OpenPGPEncryption
         do {
             encryption = try OpenPGPEncryption(publicKey: Array(spec.recipient.utf8))
@@ -51,32 +53,28 @@ extension JobRunner {
         }
         let fields = summary.groups?.fields ?? []
         var pending: [UInt8] = spec.layout.isRows ? spec.rowsHeader(fields: fields) : spec.header
-        var rows: Int64 = 0
         do {
             try encryption.encrypt(
                 input: { [self] in
                     while pending.isEmpty {
                         // The requester's token is asked again for every page: one revoked, or
                         // given to another person, meanwhile stops the export.
-                        guard mayExport(job, spec) else {
-                            throw Walk.failed("the job's token was revoked or changed while the export ran")
-                        }
+                        let checks = ExportSteps.Checks(mayExport: mayExport(job, spec))
                         guard let chunk = try queue.take(tick: { try writer.renewIfDue() }) else {
                             // The rows written must be the rows counted and approved.
-                            guard queue.digest == summary.digest else {
-                                throw Walk.failed("the selection changed since it was counted and approved")
+                            if case let .end(_, failure) = steps.walked(digest: queue.digest, checks) {
+                                throw Walk.failed(failure ?? "")
                             }
                             return nil
                         }
-                        rows += Int64(chunk.count)
-                        guard rows <= summary.rows else {
-                            throw Walk.failed("the selection grew past what was approved")
+                        if case let .end(_, failure) = steps.page(rows: chunk.count, checks) {
+                            throw Walk.failed(failure ?? "")
                         }
                         switch chunk {
                         case let .values(page): for row in page.rows { spec.line(row, into: &pending) }
                         case let .rows(page): for row in page.rows { spec.rowLine(row, fields: fields, into: &pending) }
                         }
-                        writer.rowsRead = rows
+                        writer.rowsRead = steps.written
                     }
                     defer { pending = [] }
                     return pending
@@ -84,7 +82,8 @@ extension JobRunner {
                 output: { bytes in try writer.append(bytes) })
             // The event commits with the last chunk and the state `done` (review V, item 6).
             try writer.finish(
-                recording: entry(job, spec, .jobExportWritten, summary: summary, approval: approval, exported: rows))
+                recording: entry(
+                    job, spec, .jobExportWritten, summary: summary, approval: approval, exported: steps.written))
         } catch {
             queue.cancel()
             read.wait()
@@ -98,7 +97,7 @@ extension JobRunner {
         }
         read.wait()
         dependencies.logger.info(
-            "jobs: job ended", metadata: ["job": "\(job.id)", "state": "done", "exported": "\(rows)"])
+            "jobs: job ended", metadata: ["job": "\(job.id)", "state": "done", "exported": "\(steps.written)"])
         recordEnd(job, .done)
     }
 
