@@ -27,13 +27,6 @@ package enum FileSeal {
 
     static func keyContext(_ fileID: [UInt8]) -> [UInt8] { Array("cloak/v1/file-key".utf8) + fileID }
 
-    static func chunkContext(_ fileID: [UInt8], index: UInt32, isLast: Bool) -> [UInt8] {
-        var out = Array("cloak/v1/file-chunk".utf8) + fileID
-        out += [UInt8(index >> 24), UInt8(truncatingIfNeeded: index >> 16), UInt8(truncatingIfNeeded: index >> 8)]
-        out += [UInt8(truncatingIfNeeded: index), isLast ? 1 : 0]
-        return out
-    }
-
     package static func pack(_ box: AESGCM.SealedBox) -> [UInt8] { box.nonce + box.ciphertext + box.tag }
 
     package static func unpack(_ bytes: [UInt8]) -> AESGCM.SealedBox? {
@@ -47,7 +40,7 @@ package enum FileSeal {
 /// Seals one file's chunks in order.
 package struct FileSealer: Sendable {
     let fileID: [UInt8]
-    private let key: SymmetricKey
+    private let chunks: ChunkSeal
     package let wrappedKey: FileSeal.WrappedKey
     private var next: UInt32 = 0
     private var finished = false
@@ -56,7 +49,8 @@ package struct FileSealer: Sendable {
     /// as another's), sealed under the ring's current data key.
     package init(fileID: [UInt8], ring: KeyRing) throws(CryptoError) {
         self.fileID = fileID
-        key = SymmetricKey(SecureRandom.bytes(32))
+        let key = SymmetricKey(SecureRandom.bytes(32))
+        chunks = ChunkSeal(key: key, binding: .file(id: fileID))
         let current = ring.current
         let box = try AESGCM.seal(key.rawBytes, key: current.encryptionKey, associatedData: FileSeal.keyContext(fileID))
         wrappedKey = FileSeal.WrappedKey(keyID: current.id, sealed: FileSeal.pack(box))
@@ -70,18 +64,18 @@ package struct FileSealer: Sendable {
         guard !finished else { throw CryptoError("the file's last chunk was sealed already") }
         guard chunk.count <= FileSeal.chunkSize else { throw CryptoError("a file chunk over the chunk size") }
         guard next < UInt32.max else { throw CryptoError("too many chunks in one file") }
-        let box = try AESGCM.seal(
-            chunk, key: key, associatedData: FileSeal.chunkContext(fileID, index: next, isLast: isLast))
+        let sealed = try chunks.seal(chunk, place: Int(next), isLast: isLast)
         next += 1
         finished = isLast
-        return FileSeal.pack(box)
+        return sealed
     }
 }
 
 /// Opens one file's chunks in the order they were sealed.
 package struct FileOpener: Sendable {
     let fileID: [UInt8]
-    private let key: SymmetricKey
+    /// The file's chunks, each opened in its place (a reader that keeps its own place).
+    package let chunks: ChunkSeal
     private var next: UInt32 = 0
     private var sawLast = false
 
@@ -95,26 +89,18 @@ package struct FileOpener: Sendable {
         let raw = try AESGCM.open(box, key: dataKey.encryptionKey, associatedData: FileSeal.keyContext(fileID))
         guard raw.count == 32 else { throw CryptoError.authenticationFailed }
         self.fileID = fileID
-        key = SymmetricKey(raw)
+        chunks = ChunkSeal(key: SymmetricKey(raw), binding: .file(id: fileID))
     }
 
     /// The plaintext of the next chunk, and whether it was sealed as the last.
     /// - Throws: ``CryptoError/authenticationFailed`` for a chunk out of its place, altered, cut,
     ///   or any chunk after the last.
     package mutating func open(_ sealed: [UInt8]) throws(CryptoError) -> (bytes: [UInt8], isLast: Bool) {
-        guard !sawLast, let box = FileSeal.unpack(sealed) else { throw CryptoError.authenticationFailed }
-        // The sealer said whether this chunk is the last: both readings are tried, and only the
-        // one it was sealed with opens.
-        for isLast in [false, true] {
-            if let plain = try? AESGCM.open(
-                box, key: key, associatedData: FileSeal.chunkContext(fileID, index: next, isLast: isLast))
-            {
-                next += 1
-                sawLast = isLast
-                return (plain, isLast)
-            }
-        }
-        throw CryptoError.authenticationFailed
+        guard !sawLast else { throw CryptoError.authenticationFailed }
+        let opened = try chunks.open(sealed, place: Int(next))
+        next += 1
+        sawLast = opened.isLast
+        return opened
     }
 
     /// Checks that the file's last chunk was read: a file cut after any chunk is refused here.

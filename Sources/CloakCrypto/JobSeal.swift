@@ -1,8 +1,8 @@
 /// A bulk job's chunks (issue 60): its input as stored and its outputs as written, each chunk
 /// AES-256-GCM under a key of the job's own, that key sealed under the ring's current data key
-/// (as a file's: ``FileSeal``). A chunk's associated data names the job, the stream, its place
-/// and whether it is the stream's last, so a chunk moved to another job, stream or place, or a
-/// stream cut short, does not open as whole.
+/// (as a file's: ``FileSeal``). Its streams are ``ChunkSeal``s: a chunk's associated data names
+/// the job, the stream, its place and whether it is the stream's last, so a chunk moved to
+/// another job, stream or place, or a stream cut short, does not open as whole.
 ///
 /// Unlike a file's sealer, which seals in one pass, a job's streams are written by whichever
 /// node holds the job, batch by batch: a chunk is sealed at the place the store says is next.
@@ -45,38 +45,24 @@ package struct JobSeal: Sendable {
     /// chunk one batch's lines (bounded by the batch's rows and each line's limits).
     package static let chunkLimit = 1 << 20
 
+    /// The job's stream `part` (``ChunkSeal``: each chunk bound to this job, the stream, its
+    /// place and whether it is the last).
+    package func chunks(_ part: Int) -> ChunkSeal { ChunkSeal(key: key, binding: .job(id: jobID, stream: part)) }
+
     /// Seals chunk `index` of stream `part` (at most ``chunkLimit`` bytes).
     package func seal(_ plain: [UInt8], part: Int, index: Int, isLast: Bool) throws(CryptoError) -> [UInt8] {
         guard plain.count <= Self.chunkLimit else { throw CryptoError("a job chunk over the chunk limit") }
-        let box = try AESGCM.seal(plain, key: key, associatedData: context(part: part, index: index, isLast: isLast))
-        return FileSeal.pack(box)
+        return try chunks(part).seal(plain, place: index, isLast: isLast)
     }
 
     /// Opens chunk `index` of stream `part`, and says whether it was sealed as the last.
     /// - Throws: ``CryptoError/authenticationFailed`` for a chunk out of its place or altered.
     package func open(_ sealed: [UInt8], part: Int, index: Int) throws(CryptoError) -> (bytes: [UInt8], isLast: Bool) {
-        guard let box = FileSeal.unpack(sealed) else { throw CryptoError.authenticationFailed }
-        for isLast in [false, true] {
-            if let plain = try? AESGCM.open(
-                box, key: key, associatedData: context(part: part, index: index, isLast: isLast))
-            {
-                return (plain, isLast)
-            }
-        }
-        throw CryptoError.authenticationFailed
+        try chunks(part).open(sealed, place: index)
     }
 
     static func keyContext(_ jobID: [UInt8], binding: [UInt8]) -> [UInt8] {
         Array("cloak/v1/job-key\0".utf8) + jobID + [0] + Digest.sha256(binding)
-    }
-
-    private func context(part: Int, index: Int, isLast: Bool) -> [UInt8] {
-        var out = Array("cloak/v1/job-chunk\0".utf8) + jobID
-        out.append(0)
-        out.append(UInt8(truncatingIfNeeded: part))
-        withUnsafeBytes(of: UInt64(truncatingIfNeeded: index).bigEndian) { out.append(contentsOf: $0) }
-        out.append(isLast ? 1 : 0)
-        return out
     }
 }
 

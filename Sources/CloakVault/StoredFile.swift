@@ -31,7 +31,7 @@ package struct StoredFile: Sendable, Equatable {
 
 /// What a store does with files (every ``AliasStore`` does it, and the compatibility suite holds
 /// each to it).
-package protocol FileStore: AnyObject {
+package protocol FileStore: ChunkStore {
     /// Starts an upload (no record, no chunk yet).
     func startFile(_ file: StoredFile) throws(StoreError)
     /// Stores chunk `index` of an upload (chunks arrive in order, from 0).
@@ -45,8 +45,6 @@ package protocol FileStore: AnyObject {
     func moveFile(uploadID: String, from: String?, to: String) throws(StoreError) -> Bool
     /// The finished file of a record.
     func file(recordID: String) throws(StoreError) -> StoredFile?
-    /// Up to `limit` sealed chunks of an upload, from chunk `index` on, in order.
-    func fileChunks(uploadID: String, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]]
     /// Marks an unfinished upload as alive at `at` (a chunk was just stored): false when there
     /// is no such upload any more (swept, dropped) or it was finished.
     func touchFile(uploadID: String, at: Int64) throws(StoreError) -> Bool

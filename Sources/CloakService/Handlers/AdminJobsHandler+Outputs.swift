@@ -45,7 +45,7 @@ extension AdminJobsHandler {
                     ("Content-Type", type), ("Content-Disposition", "attachment; filename=\"\(name)\""),
                     ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"),
                 ])
-            let source = JobOutputSource(vault: vault, job: id, part: part, seal: seal)
+            let source = SealedChunkSource.job(id, part: part, seal: seal, vault: vault)
             // Its length is known: the job counted each batch's lines as it committed them.
             response.content = .stream(
                 BodyStream { receive in source.next(receive) }, length: Int(length))

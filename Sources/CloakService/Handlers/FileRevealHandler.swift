@@ -5,7 +5,7 @@ import CloakVault
 import Synchronization
 
 /// `GET /files/{alias}` (scope `files:reveal`): a stored file's content, opened chunk by chunk
-/// as it is sent (``FileContentSource``), as an attachment that no browser renders in place or
+/// as it is sent (``SealedChunkSource``), as an attachment that no browser renders in place or
 /// caches: `Content-Disposition: attachment`, `X-Content-Type-Options: nosniff`,
 /// `Cache-Control: no-store`.
 struct FileRevealHandler: Sendable {
@@ -43,8 +43,8 @@ struct FileRevealHandler: Sendable {
                         audit(alias, error.code == .notFound ? .notFound : .error)
                         return finish(.error(error))
                     }
-                    let source: FileContentSource
-                    do throws(VaultError) { source = try FileContentSource(vault: vault, file: file) } catch {
+                    let source: SealedChunkSource
+                    do throws(VaultError) { source = try SealedChunkSource.file(file, vault: vault) } catch {
                         audit(alias, .error)
                         return finish(.error(error.cloakError { _ in "alias" }))
                     }
@@ -93,69 +93,6 @@ struct FileRevealHandler: Sendable {
             value += "; filename*=UTF-8''" + encoded
         }
         return value
-    }
-}
-
-/// A stored file's content as an answer's body: chunks read a few at a time and opened in
-/// order; the end only once the last chunk has opened (a file cut short in the store fails, and
-/// the connection closes before the promised length).
-final class FileContentSource: Sendable {
-    /// Chunks read from the store at once (256 KiB of sealed bytes).
-    static let batch = 4
-
-    private struct State {
-        var opener: FileOpener
-        var next = 0
-        var ready: [[UInt8]] = []
-        var ended = false
-    }
-
-    private let vault: VaultClient
-    private let file: StoredFile
-    private let state: Mutex<State>
-
-    init(vault: VaultClient, file: StoredFile) throws(VaultError) {
-        self.vault = vault
-        self.file = file
-        state = Mutex(State(opener: try vault.vault.opener(for: file)))
-    }
-
-    func next(_ receive: @escaping @Sendable (BodyStream.Piece) -> Void) {
-        enum Step { case give([UInt8]), end, fail, read(Int) }
-        let step: Step = state.withLock { s in
-            if s.ended { return .end }
-            if !s.ready.isEmpty { return .give(s.ready.removeFirst()) }
-            return s.next < file.chunkCount ? .read(s.next) : .fail
-        }
-        switch step {
-        case .give(let sealed): give(sealed, receive)
-        case .end: receive(.end)
-        case .fail: receive(.failed(nil))
-        case .read(let from):
-            vault.fileChunks(file, from: from, limit: Self.batch) { result in
-                guard case .success(let chunks) = result, !chunks.isEmpty else { return receive(.failed(nil)) }
-                let first: [UInt8] = self.state.withLock { s in
-                    s.next += chunks.count
-                    s.ready += chunks.dropFirst()
-                    return chunks[0]
-                }
-                self.give(first, receive)
-            }
-        }
-    }
-
-    private func give(_ sealed: [UInt8], _ receive: @escaping @Sendable (BodyStream.Piece) -> Void) {
-        let opened: [UInt8]? = state.withLock { s in
-            guard let (bytes, isLast) = try? s.opener.open(sealed) else { return nil }
-            if isLast {
-                guard (try? s.opener.finish()) != nil else { return nil }
-                s.ended = true
-            }
-            return bytes
-        }
-        guard let opened else { return receive(.failed(nil)) }
-        // An empty piece (an empty last chunk) is the end itself.
-        receive(opened.isEmpty ? .end : .bytes(opened))
     }
 }
 

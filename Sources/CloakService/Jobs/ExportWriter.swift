@@ -44,8 +44,8 @@ final class ExportWriter {
 
     /// A commit of no output when none renewed the lease for a third of it.
     func renewIfDue() throws {
-        guard lease.isDue(at: Date().timeIntervalSince1970) else { return }
-        let seconds = lease.leaseSeconds
+        let seconds = runner.dependencies.configuration.jobs.leaseSeconds
+        guard lease.isDue(at: Date().timeIntervalSince1970, leaseSeconds: seconds) else { return }
         let (job, holder, from, progress) = (self.job, runner.holder, storedCursor, committed)
         let now = JobRunner.now
         let result = runner.withStore { store in

@@ -31,7 +31,10 @@ struct InputCursor {
     mutating func next(
         from row: Int64, limit: Int, read: (JobID, Int) -> Result<[[UInt8]], any Error>
     ) throws -> (items: [ImportReader.Item], isLast: Bool) {
-        precondition(row >= base, "rows before the last commit were asked for again")
+        // Never in a release build's trap: a runner that asks for rows it committed fails its job.
+        guard row >= base else {
+            throw ImportReader.Fatal(description: "the job's runner asked again for rows it had committed")
+        }
         let offset = Int(row - base)
         while pending.count - offset < limit && !ended {
             let chunks = try read(job.id, chunk).get()

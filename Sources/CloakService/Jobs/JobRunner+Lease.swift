@@ -10,8 +10,9 @@ extension JobRunner {
     /// true when renewed or not due, false when the job is no longer this node's, nil when the
     /// store did not answer (asked again next time; the lease has two more thirds).
     func renew(_ job: StoredJob, _ progress: JobProgress, lease: inout LeaseRenewal) -> Bool? {
-        guard lease.isDue(at: Date().timeIntervalSince1970) else { return true }
-        let (holder, until) = (self.holder, Self.now + Int64(lease.leaseSeconds))
+        let seconds = dependencies.configuration.jobs.leaseSeconds
+        guard lease.isDue(at: Date().timeIntervalSince1970, leaseSeconds: seconds) else { return true }
+        let (holder, until) = (self.holder, Self.now + Int64(seconds))
         let result = withStore { store in
             try store.advanceJob(
                 job.id, holder: holder, from: progress.cursor, to: progress, leaseUntil: until, outputs: [],
@@ -23,16 +24,13 @@ extension JobRunner {
     }
 
     /// A lease renewed now, as a job's first commit renews it.
-    func freshLease() -> LeaseRenewal {
-        LeaseRenewal(
-            leaseSeconds: dependencies.configuration.jobs.leaseSeconds, renewedAt: Date().timeIntervalSince1970)
-    }
+    func freshLease() -> LeaseRenewal { LeaseRenewal(renewedAt: Date().timeIntervalSince1970) }
 
     /// Waits `seconds` with the import's lease kept (renewed at once, then every third of a
     /// lease, however short or long the waits), the node's stop and the token looked at every
     /// fifth of a second.
     func wait(_ job: StoredJob, _ progress: JobProgress, seconds: Int) -> ImportSteps<MadeBatch>.Waited {
-        var lease = LeaseRenewal.due(leaseSeconds: dependencies.configuration.jobs.leaseSeconds)
+        var lease = LeaseRenewal.due
         let until = Date().addingTimeInterval(Double(seconds))
         while true {
             if stopping.load(ordering: .relaxed) { return .stopping }

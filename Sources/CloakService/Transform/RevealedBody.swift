@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 
 /// A request body with files revealed into it, produced as it is sent: its bytes in pieces of
-/// 64 KiB, each file opened chunk by chunk (``FileContentSource``) and, where the route asks,
+/// 64 KiB, each file opened chunk by chunk (``SealedChunkSource``) and, where the route asks,
 /// encoded in base64 as it goes (a carry of up to two bytes between chunks).
 final class RevealedBody: Sendable {
     enum Segment: Sendable {
@@ -16,13 +16,13 @@ final class RevealedBody: Sendable {
     private struct State {
         var index = 0
         var offset = 0
-        var current: FileContentSource?
+        var current: SealedChunkSource?
         var carry: [UInt8] = []
     }
 
     private enum Step {
         case give([UInt8]), again, end, fail
-        case pull(FileContentSource, base64: Bool)
+        case pull(SealedChunkSource, base64: Bool)
     }
 
     private let vault: VaultClient
@@ -49,7 +49,7 @@ final class RevealedBody: Sendable {
                 return .give(Array(bytes[s.offset..<end]))
             case .file(let file, let base64):
                 if s.current == nil {
-                    guard let source = try? FileContentSource(vault: vault, file: file) else { return .fail }
+                    guard let source = try? SealedChunkSource.file(file, vault: vault) else { return .fail }
                     s.current = source
                 }
                 return .pull(s.current!, base64: base64)

@@ -94,7 +94,7 @@ package enum JobKind: String, Sendable, CaseIterable {
 
 /// What a store does with jobs (every ``AliasStore`` does it; the compatibility suite holds each
 /// to it). Each call runs in the transaction under way.
-package protocol JobStore: AnyObject {
+package protocol JobStore: ChunkStore {
     /// Adds a job (state `receiving` or `queued`). Throws ``StoreError/aliasTaken`` for an id
     /// in use.
     func createJob(_ job: StoredJob) throws(StoreError)
@@ -112,8 +112,6 @@ package protocol JobStore: AnyObject {
     /// Up to `limit` jobs, newest first, created before `before` (nil: from the newest); only
     /// `owner`'s when given.
     func jobs(before: JobID?, owner: String?, limit: Int) throws(StoreError) -> [StoredJob]
-    /// Up to `limit` chunks of one of a job's streams, from `index` on, in order.
-    func jobChunks(_ id: JobID, part: JobPart, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]]
     /// Gives `holder` the oldest job that is queued, or running under a lease that lapsed before
     /// `now`, leased until `until`: nil when there is none. Atomic against other nodes: one job,
     /// one holder.

@@ -50,6 +50,8 @@ struct ExportSteps {
         case opening
         case counting
         case writing(approved: ExportSummary)
+        /// The approved rows are written; the file ends (asked again, the same answer).
+        case finished
         case ended
     }
 
@@ -109,12 +111,14 @@ struct ExportSteps {
     /// The walk ended with the digest of the rows it read: the file ends only when those are the
     /// rows counted and approved.
     mutating func walked(digest: String?, _ checks: Checks) -> Action {
+        // GnuPG may ask again for input after it was told the input ended.
+        if case .finished = phase { return .finish }
         guard case let .writing(approved) = phase else { return impossible("walked") }
         guard checks.mayExport else { return end(failure: Self.revoked) }
         guard digest == approved.digest else {
             return end(failure: "the selection changed since it was counted and approved")
         }
-        phase = .ended
+        phase = .finished
         return .finish
     }
 

@@ -51,11 +51,17 @@ extension PostgreSQLAliasStore {
             createdAt: row.int(4) ?? 0, recordID: recordID)
     }
 
-    package func fileChunks(uploadID: String, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]] {
-        try db.query(
-            "SELECT sealed FROM file_chunks WHERE upload_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3",
-            [.text(uploadID), .int(Int64(index)), .int(Int64(limit))]
-        ).map { $0.bytes(0) ?? [] }
+    /// A file's or a job's chunks (``ChunkStream``: one query for both kinds).
+    package func chunks(_ stream: ChunkStream, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]] {
+        var parameters: [PostgreSQLConnection.Value] = stream.table.keys.map { key in
+            switch key.value {
+            case let .text(text): .text(text)
+            case let .int(number): .int(number)
+            }
+        }
+        parameters += [.int(Int64(index)), .int(Int64(limit))]
+        return try db.query(stream.readQuery { n, isInt in isInt ? "$\(n)::int8" : "$\(n)" }, parameters)
+            .map { $0.bytes(0) ?? [] }
     }
 
     package func touchFile(uploadID: String, at: Int64) throws(StoreError) -> Bool {

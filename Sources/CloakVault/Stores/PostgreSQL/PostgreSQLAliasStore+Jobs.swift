@@ -106,13 +106,6 @@ extension PostgreSQLAliasStore {
         return rows
     }
 
-    package func jobChunks(_ id: JobID, part: JobPart, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]] {
-        try db.query(
-            "SELECT sealed FROM job_chunks WHERE job = $1 AND part = $2::int8::int AND idx >= $3 ORDER BY idx LIMIT $4",
-            [.text(id.text), .int(Int64(part.rawValue)), .int(Int64(index)), .int(Int64(limit))]
-        ).map { $0.bytes(0) ?? [] }
-    }
-
     package func claimJob(holder: String, now: Int64, until: Int64) throws(StoreError) -> StoredJob? {
         guard
             let row = try db.query(

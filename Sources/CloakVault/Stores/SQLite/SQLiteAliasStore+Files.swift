@@ -76,13 +76,19 @@ extension SQLiteAliasStore {
             createdAt: s.int64(4) ?? 0, recordID: recordID)
     }
 
-    package func fileChunks(uploadID: String, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]] {
-        let s = try db.statement(
-            "SELECT sealed FROM file_chunks WHERE upload_id = ?1 AND idx >= ?2 ORDER BY idx LIMIT ?3")
+    /// A file's or a job's chunks (``ChunkStream``: one query for both kinds).
+    package func chunks(_ stream: ChunkStream, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]] {
+        let s = try db.statement(stream.readQuery { n, _ in "?\(n)" })
         defer { s.finish() }
-        s.bind(1, uploadID)
-        s.bind(2, Int64(index))
-        s.bind(3, Int64(limit))
+        let keys = stream.table.keys
+        for (offset, key) in keys.enumerated() {
+            switch key.value {
+            case let .text(text): s.bind(Int32(offset + 1), text)
+            case let .int(number): s.bind(Int32(offset + 1), number)
+            }
+        }
+        s.bind(Int32(keys.count + 1), Int64(index))
+        s.bind(Int32(keys.count + 2), Int64(limit))
         var out: [[UInt8]] = []
         while try s.step() { out.append(s.blob(0) ?? []) }
         return out

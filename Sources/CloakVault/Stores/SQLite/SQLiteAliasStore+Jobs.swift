@@ -114,19 +114,6 @@ extension SQLiteAliasStore {
         return out
     }
 
-    package func jobChunks(_ id: JobID, part: JobPart, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]] {
-        let s = try db.statement(
-            "SELECT sealed FROM job_chunks WHERE job = ?1 AND part = ?2 AND idx >= ?3 ORDER BY idx LIMIT ?4")
-        defer { s.finish() }
-        s.bind(1, id.text)
-        s.bind(2, Int64(part.rawValue))
-        s.bind(3, Int64(index))
-        s.bind(4, Int64(limit))
-        var out: [[UInt8]] = []
-        while try s.step() { out.append(s.blob(0) ?? []) }
-        return out
-    }
-
     package func claimJob(holder: String, now: Int64, until: Int64) throws(StoreError) -> StoredJob? {
         // One writer at a time (the transaction holds SQLite's write lock): read, then take.
         let s = try db.statement(

@@ -36,11 +36,13 @@ struct RowRateTests {
     }
 
     @Test func aLeaseIsRenewedAfterAThirdOfIt() {
-        var lease = LeaseRenewal(leaseSeconds: 30, renewedAt: 1_000)
-        #expect(!lease.isDue(at: 1_009.9))
-        #expect(lease.isDue(at: 1_010))
+        var lease = LeaseRenewal(renewedAt: 1_000)
+        #expect(!lease.isDue(at: 1_009.9, leaseSeconds: 30))
+        #expect(lease.isDue(at: 1_010, leaseSeconds: 30))
         lease.renewed(at: 1_010)
-        #expect(!lease.isDue(at: 1_019))
-        #expect(LeaseRenewal.due(leaseSeconds: 30).isDue(at: 0))
+        #expect(!lease.isDue(at: 1_019, leaseSeconds: 30))
+        // A lease shortened by a reload is renewed by the new length.
+        #expect(lease.isDue(at: 1_015, leaseSeconds: 15))
+        #expect(LeaseRenewal.due.isDue(at: 0, leaseSeconds: 30))
     }
 }
