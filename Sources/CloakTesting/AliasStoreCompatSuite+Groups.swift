@@ -29,8 +29,8 @@ extension AliasStoreCompatSuite {
         let second = Self.group("grp_\(run)b", members: [records[1].id, records[2].id, records[2].id])
         try transaction(store) {
             for record in records { try store.insert(record) }
-            try store.insertGroup(first)
-            try store.insertGroup(second)
+            // Several at once (an import batch's: one statement on a server).
+            try store.insertGroups([first, second])
         }
         let page = try store.groups(after: "grp_\(run)", limit: 2)
         #expect(page == [first, second])
@@ -66,6 +66,15 @@ extension AliasStoreCompatSuite {
             try store.insertGroup(Self.group("grp_\(run)d", members: ["rec_g\(run)missing"]))
         }
         store.rollback()
+        try store.begin()
+        #expect(throws: StoreError.self) {
+            try store.insertGroups([
+                Self.group("grp_\(run)e", members: [records[0].id]),
+                Self.group("grp_\(run)f", members: ["rec_g\(run)missing"]),
+            ])
+        }
+        store.rollback()
+        #expect(try store.groups(ofRecord: records[0].id) == [first])
 
         // A record deleted (its last alias) leaves its groups, which keep their other members
         // (what the group's body says is the export's to read).

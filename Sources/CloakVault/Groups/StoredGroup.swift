@@ -46,6 +46,9 @@ package protocol GroupStore: AnyObject {
     /// Adds a group and its members' index rows, in the transaction under way (the one that
     /// stores its values). A member that is no record fails the write.
     func insertGroup(_ group: StoredGroup) throws(StoreError)
+    /// Adds several groups at once, as ``insertGroup(_:)`` adds one (an import batch's: one
+    /// statement on a database server, where each is a round trip).
+    func insertGroups(_ groups: [StoredGroup]) throws(StoreError)
     /// Up to `limit` groups whose ids sort after `id` (nil: from the start), in id order, with
     /// their members (`withMembers`; else ``StoredGroup/members`` is empty and the index is not
     /// read: a rows export believes the bodies): pages for exports and `cloak store migrate`.
@@ -67,4 +70,11 @@ package protocol GroupStore: AnyObject {
     func sealedGroups(keyID: String, after id: String?, limit: Int) throws(StoreError) -> [SealedRecord]
     /// As ``AliasStore/reseal(_:)`` for groups: each replaced only while still as read.
     func resealGroups(_ groups: [(old: SealedRecord, new: SealedRecord)]) throws(StoreError) -> Set<String>
+}
+
+extension GroupStore {
+    /// One at a time (an embedded store: no round trips to save).
+    package func insertGroups(_ groups: [StoredGroup]) throws(StoreError) {
+        for group in groups { try insertGroup(group) }
+    }
 }

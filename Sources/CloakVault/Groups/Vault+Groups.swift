@@ -9,11 +9,16 @@ extension Vault {
     /// Seals the group of `fields` under the current key and writes it, with its members'
     /// index rows, in the transaction under way; its id. On the executor thread.
     func writeGroup(_ fields: [RecordGroup.Field], in store: any AliasStore) throws -> String {
+        let group = try sealGroup(fields)
+        try store.insertGroup(group)
+        return group.id
+    }
+
+    /// The group of `fields`, sealed under the current key with a new id, not written yet.
+    func sealGroup(_ fields: [RecordGroup.Field]) throws -> StoredGroup {
         let now = clock()
-        let id = GroupID.make(now: now)
-        try store.insertGroup(
-            try RecordGroup(fields: fields, createdAt: now).sealed(id: id, key: currentKey, createdAt: now))
-        return id
+        return try RecordGroup(fields: fields, createdAt: now).sealed(
+            id: GroupID.make(now: now), key: currentKey, createdAt: now)
     }
 
     /// The group a create's values form, by `names` (a member's field name, nil for a value that
@@ -24,17 +29,24 @@ extension Vault {
     func group(_ created: inout Created, names: [String?]?, caller: AliasCaller, in store: any AliasStore) throws
         -> String?
     {
+        guard let group = try sealedGroup(&created, names: names, caller: caller) else { return nil }
+        try store.insertGroup(group)
+        return group.id
+    }
+
+    /// The group ``group(_:names:caller:in:)`` writes, sealed but not written yet (an import
+    /// batch writes its rows' groups together: ``GroupStore/insertGroups(_:)``).
+    func sealedGroup(_ created: inout Created, names: [String?]?, caller: AliasCaller) throws -> StoredGroup? {
         guard let names, !caller.anonymous else { return nil }
         let members = names.indices.filter { names[$0] != nil && $0 < created.stored.count }
         guard members.count >= Self.minimumGroupMembers else { return nil }
-        let id = try writeGroup(
+        let group = try sealGroup(
             members.map {
                 RecordGroup.Field(
                     name: names[$0]!, recordID: created.stored[$0].recordID, alias: created.stored[$0].alias)
-            },
-            in: store)
-        if caller.mayReveal { for index in members { created.answers[index].group = id } }
-        return id
+            })
+        if caller.mayReveal { for index in members { created.answers[index].group = group.id } }
+        return group
     }
 
     /// The body of `group`; nil when its key version is not in the ring or it does not open as

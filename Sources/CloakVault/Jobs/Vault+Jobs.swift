@@ -72,17 +72,22 @@ extension Vault {
             // (as a create batch's, but in this transaction), then only what is left row by row.
             var stored: [Int: StoredRecord] = [:]
             if store.batchesNewRecords, let writes = newRecordWrites(batch.prepared) {
-                stored = Self.storedRecords(writes, try store.insertNewRecords(writes, durable: false))
+                stored = importedRecords(writes, try store.insertNewRecords(writes, durable: false))
             }
+            // The rows' groups, written together after their values (one statement on a server).
+            var groups: [StoredGroup] = []
             try aliasRows(
-                batch, perRow: false, stored: stored, progress: &progress, mapping: &mapping, advice: &advice,
-                in: store)
+                batch, perRow: false, stored: stored, groups: &groups, progress: &progress, mapping: &mapping,
+                advice: &advice, in: store)
+            try store.insertGroups(groups)
             try store.releaseSavepoint()
         } catch is VaultError {
             store.rollbackToSavepoint()
             (progress, mapping, advice) = (step.from, JSONWriter(), JSONWriter())
+            var groups: [StoredGroup] = []
             try aliasRows(
-                batch, perRow: true, stored: [:], progress: &progress, mapping: &mapping, advice: &advice, in: store)
+                batch, perRow: true, stored: [:], groups: &groups, progress: &progress, mapping: &mapping,
+                advice: &advice, in: store)
         }
         let index = step.from.outputChunks
         progress.outputChunks = index + 1
@@ -118,8 +123,8 @@ extension Vault {
     /// Each row's records and aliases, and its lines; with `perRow`, each in a savepoint of its
     /// own (a row the vault refuses is one refusal), else the first refusal is thrown.
     private func aliasRows(
-        _ batch: ImportBatch, perRow: Bool, stored: [Int: StoredRecord], progress: inout JobProgress,
-        mapping: inout JSONWriter, advice: inout JSONWriter, in store: any AliasStore
+        _ batch: ImportBatch, perRow: Bool, stored: [Int: StoredRecord], groups: inout [StoredGroup],
+        progress: inout JobProgress, mapping: inout JSONWriter, advice: inout JSONWriter, in store: any AliasStore
     ) throws {
         var next = 0
         for row in batch.rows {
@@ -140,8 +145,13 @@ extension Vault {
             do {
                 // The batch's transaction always writes (the job's cursor, at least).
                 var created = try create(mine, caller: Self.importer, in: store, stored: committed, writes: true)
-                // The row's values stay together: its group, in the same commit (issue 76).
-                let group = try self.group(&created, names: values.map(\.key), caller: Self.importer, in: store)
+                // The row's values stay together: its group, in the same commit (issue 76); in
+                // the row's own savepoint when rows go one by one, else with the batch's others.
+                let sealed = try sealedGroup(&created, names: values.map(\.key), caller: Self.importer)
+                if let sealed {
+                    if perRow { try store.insertGroup(sealed) } else { groups.append(sealed) }
+                }
+                let group = sealed?.id
                 if perRow { try store.releaseSavepoint() }
                 let aliases = zip(values, created.answers).filter { $0.0.inMapping }.map { value, answer in
                     (key: value.key, alias: answer.aliases.first?.alias ?? "")
@@ -156,6 +166,21 @@ extension Vault {
                 ImportLines.advice(line: row.line, id: row.id, refusal: Self.refusal(error), into: &advice)
             }
         }
+    }
+
+    /// The records a batch's statement stored or found, by value index: a value found stored
+    /// (the same expiry in many rows) is taken as found, its aliases those the vault signed,
+    /// rather than read again a value at a time; an expired one goes the ordinary way.
+    func importedRecords(_ writes: [NewRecordWrite], _ outcomes: [NewRecordOutcome]) -> [Int: StoredRecord] {
+        var records = Self.storedRecords(writes, outcomes)
+        let now = clock()
+        for (index, outcome) in outcomes.enumerated() {
+            guard case var .found(record) = outcome else { continue }
+            if let expires = record.expiresAt, expires <= now { continue }
+            record.aliases.removeAll { !isAuthentic($0, recordID: record.id) }
+            records[index] = record
+        }
+        return records
     }
 
     /// A row the vault refused, in the advice file's words (the same codes `/aliases` answers).

@@ -43,6 +43,36 @@ extension PostgreSQLAliasStore {
             ])
     }
 
+    package func insertGroups(_ groups: [StoredGroup]) throws(StoreError) {
+        guard groups.count > 1 else {
+            if let group = groups.first { try insertGroup(group) }
+            return
+        }
+        var members: (records: [String], groups: [String]) = ([], [])
+        for group in groups {
+            for member in Set(group.members) {
+                members.records.append(member)
+                members.groups.append(group.id)
+            }
+        }
+        try db.query(
+            """
+            WITH g AS (
+                INSERT INTO record_groups (id, key_id, nonce, ciphertext, tag, created_at)
+                SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bytea[], $5::bytea[], $6::int8[])
+                RETURNING id
+            )
+            INSERT INTO group_members (record_id, group_id)
+            SELECT m.record_id, m.group_id FROM unnest($7::text[], $8::text[]) AS m(record_id, group_id)
+            JOIN g ON g.id = m.group_id
+            """,
+            [
+                .texts(groups.map(\.id)), .texts(groups.map(\.keyID)), .byteStrings(groups.map(\.sealed.nonce)),
+                .byteStrings(groups.map(\.sealed.ciphertext)), .byteStrings(groups.map(\.sealed.tag)),
+                .ints(groups.map(\.createdAt)), .texts(members.records), .texts(members.groups),
+            ])
+    }
+
     package func groups(after id: String?, limit: Int, withMembers: Bool) throws(StoreError) -> [StoredGroup] {
         try db.query(
             "SELECT \(withMembers ? Self.groupColumns : Self.bodyColumns) FROM record_groups g WHERE g.id > $1 ORDER BY g.id LIMIT $2",
