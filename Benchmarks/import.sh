@@ -27,6 +27,8 @@
 #   IMPORT_PACED_SECONDS  the idle /validate run (default 10)
 #   IMPORT_DB_CORE      the core PostgreSQL and the benchmark's commands run on, the node on the
 #                       others (default the last core; empty: all share every core)
+#   IMPORT_ROWS_PER_HOUR  limits.import_rows_per_hour for the run (default the configuration's, ten
+#                       thousand a second, which a fast node reaches: raise it to compare costs)
 #   CLOAK_BIN           use this binary instead of building a release one
 #   EXPORT_LAYOUT       the export's layout (default jsonl, a card a line; rows: a row a line,
 #                       its id, card and expiry, issue 76)
@@ -123,6 +125,7 @@ CONFIG="$WORK/cloak.yaml"
 sed -e "s/^  tokens: \[\]/  tokens: [$TOKENS]/" \
     -e 's/^  token: {requests_per_minute: 6000, burst: 600}/  token: {requests_per_minute: 10000000, burst: 1000000}/' \
     -e 's/^  anonymous: {requests_per_minute: 600, burst: 60}/  anonymous: {requests_per_minute: 10000000, burst: 1000000}/' \
+    -e "s/^  import_rows_per_hour: [0-9]*/  import_rows_per_hour: ${IMPORT_ROWS_PER_HOUR:-36000000}/" \
     config/cloak.yaml >"$CONFIG"
 "$CLOAK_BIN" check-config --config "$CONFIG" >&2
 
