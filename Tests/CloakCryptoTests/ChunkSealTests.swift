@@ -66,8 +66,8 @@ import Testing
             try Self.job.seal(plain, place: 3, isLast: false),
         ]
         let answer = try #require(try TestPython.run(Self.script, inputs: inputs) as? [String: [String]])
-        #expect(answer["opened"] == [Self.hex(plain), Self.hex(plain)])
-        let sealed = try #require(answer["sealed"]).map(Self.bytes)
+        #expect(answer["opened"] == [Self.hexString(plain), Self.hexString(plain)])
+        let sealed = try #require(answer["sealed"]).map { hex($0) }
         #expect(sealed.count == 2)
         // What another implementation sealed, as a store written before this code holds it.
         let file = try Self.file.open(sealed[0], place: 7)
@@ -76,18 +76,7 @@ import Testing
         #expect(job.bytes == plain && job.isLast)
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
+    static func hexString(_ bytes: [UInt8]) -> String {
         bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-    }
-
-    static func bytes(_ hex: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            out.append(UInt8(hex[index..<next], radix: 16)!)
-            index = next
-        }
-        return out
     }
 }
