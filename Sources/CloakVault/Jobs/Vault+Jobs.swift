@@ -146,10 +146,17 @@ extension Vault {
                 // The batch's transaction always writes (the job's cursor, at least).
                 var created = try create(mine, caller: Self.importer, in: store, stored: committed, writes: true)
                 // The row's values stay together: its group, in the same commit (issue 76); in
-                // the row's own savepoint when rows go one by one, else with the batch's others.
+                // the row's own savepoint when rows go one by one. On a database server the
+                // batch's groups go together after its rows (a round trip a group otherwise);
+                // on an embedded store each goes at once, so a later row that finds a member
+                // expired and deletes it only takes it out of the group, as a create would.
                 let sealed = try sealedGroup(&created, names: values.map(\.key), caller: Self.importer)
                 if let sealed {
-                    if perRow { try store.insertGroup(sealed) } else { groups.append(sealed) }
+                    if perRow || !store.batchesNewRecords {
+                        try store.insertGroup(sealed)
+                    } else {
+                        groups.append(sealed)
+                    }
                 }
                 let group = sealed?.id
                 if perRow { try store.releaseSavepoint() }
