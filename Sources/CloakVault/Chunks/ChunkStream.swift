@@ -14,31 +14,41 @@ package enum ChunkStream: Sendable, Equatable {
         case int(Int64)
     }
 
-    /// The stream's table and the columns that name it, with their values.
-    var table: (name: String, keys: [(column: String, value: Key)]) {
+    /// Which table, whatever the owner.
+    enum Kind: Sendable {
+        case file
+        case job
+
+        var table: String { self == .file ? "file_chunks" : "job_chunks" }
+        /// The columns that name a stream, and whether each is an integer.
+        var columns: [(name: String, isInt: Bool)] {
+            self == .file ? [("upload_id", false)] : [("job", false), ("part", true)]
+        }
+    }
+
+    var kind: Kind {
+        if case .file = self { return .file }
+        return .job
+    }
+
+    /// The values of ``Kind/columns``, in order.
+    var keys: [Key] {
         switch self {
-        case let .file(uploadID): ("file_chunks", [("upload_id", .text(uploadID))])
-        case let .job(id, part): ("job_chunks", [("job", .text(id.text)), ("part", .int(Int64(part.rawValue)))])
+        case let .file(uploadID): [.text(uploadID)]
+        case let .job(id, part): [.text(id.text), .int(Int64(part.rawValue))]
         }
     }
 
     /// `limit` chunks' sealed bytes from place `from` on, in order: the stream's keys are
     /// parameters 1..., then `from`, then `limit`; `parameter` spells parameter n as the store's
-    /// SQL does (`?1`, or `$1` with a cast for an integer).
-    func readQuery(_ parameter: (_ index: Int, _ isInt: Bool) -> String) -> String {
-        let (name, keys) = table
-        var clauses: [String] = []
-        for (index, key) in keys.enumerated() {
-            if case .int = key.value {
-                clauses.append("\(key.column) = \(parameter(index + 1, true))")
-            } else {
-                clauses.append("\(key.column) = \(parameter(index + 1, false))")
-            }
-        }
-        let from = parameter(keys.count + 1, true)
-        let limit = parameter(keys.count + 2, true)
+    /// SQL does (`?1`, or `$1` with a cast for an integer). Built once a kind by each store.
+    static func readQuery(_ kind: Kind, _ parameter: (_ index: Int, _ isInt: Bool) -> String) -> String {
+        let columns = kind.columns
+        let clauses = columns.enumerated().map { "\($1.name) = \(parameter($0 + 1, $1.isInt))" }
+        let from = parameter(columns.count + 1, true)
+        let limit = parameter(columns.count + 2, true)
         return
-            "SELECT sealed FROM \(name) WHERE \(clauses.joined(separator: " AND ")) AND idx >= \(from) ORDER BY idx LIMIT \(limit)"
+            "SELECT sealed FROM \(kind.table) WHERE \(clauses.joined(separator: " AND ")) AND idx >= \(from) ORDER BY idx LIMIT \(limit)"
     }
 }
 

@@ -10,16 +10,17 @@ struct ChunkStreamTests {
     @Test func eachKindReadsItsOwnTable() {
         let sqlite: (Int, Bool) -> String = { n, _ in "?\(n)" }
         #expect(
-            ChunkStream.file(uploadID: "up_1").readQuery(sqlite)
+            ChunkStream.readQuery(ChunkStream.file(uploadID: "up_1").kind, sqlite)
                 == "SELECT sealed FROM file_chunks WHERE upload_id = ?1 AND idx >= ?2 ORDER BY idx LIMIT ?3")
         #expect(
-            ChunkStream.job(Self.job, .advice).readQuery(sqlite)
+            ChunkStream.readQuery(ChunkStream.job(Self.job, .advice).kind, sqlite)
                 == "SELECT sealed FROM job_chunks WHERE job = ?1 AND part = ?2 AND idx >= ?3 ORDER BY idx LIMIT ?4")
         let postgres: (Int, Bool) -> String = { n, isInt in isInt ? "$\(n)::int8" : "$\(n)" }
         #expect(
-            ChunkStream.job(Self.job, .input).readQuery(postgres)
+            ChunkStream.readQuery(.job, postgres)
                 == "SELECT sealed FROM job_chunks WHERE job = $1 AND part = $2::int8 AND idx >= $3::int8 ORDER BY idx LIMIT $4::int8"
         )
-        #expect(ChunkStream.job(Self.job, .advice).table.keys.map(\.value) == [.text(Self.job.text), .int(2)])
+        #expect(ChunkStream.job(Self.job, .advice).keys == [.text(Self.job.text), .int(2)])
+        #expect(ChunkStream.file(uploadID: "up_1").keys == [.text("up_1")])
     }
 }

@@ -51,16 +51,22 @@ extension PostgreSQLAliasStore {
             createdAt: row.int(4) ?? 0, recordID: recordID)
     }
 
+    /// ``ChunkStream``'s read, spelled once a kind.
+    private static let chunkReads: (file: String, job: String) = {
+        let spell: (Int, Bool) -> String = { n, isInt in isInt ? "$\(n)::int8" : "$\(n)" }
+        return (ChunkStream.readQuery(.file, spell), ChunkStream.readQuery(.job, spell))
+    }()
+
     /// A file's or a job's chunks (``ChunkStream``: one query for both kinds).
     package func chunks(_ stream: ChunkStream, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]] {
-        var parameters: [PostgreSQLConnection.Value] = stream.table.keys.map { key in
-            switch key.value {
+        var parameters: [PostgreSQLConnection.Value] = stream.keys.map { key in
+            switch key {
             case let .text(text): .text(text)
             case let .int(number): .int(number)
             }
         }
         parameters += [.int(Int64(index)), .int(Int64(limit))]
-        return try db.query(stream.readQuery { n, isInt in isInt ? "$\(n)::int8" : "$\(n)" }, parameters)
+        return try db.query(stream.kind == .file ? Self.chunkReads.file : Self.chunkReads.job, parameters)
             .map { $0.bytes(0) ?? [] }
     }
 

@@ -76,13 +76,18 @@ extension SQLiteAliasStore {
             createdAt: s.int64(4) ?? 0, recordID: recordID)
     }
 
+    /// ``ChunkStream``'s read, spelled once a kind.
+    private static let chunkReads = (
+        file: ChunkStream.readQuery(.file) { n, _ in "?\(n)" }, job: ChunkStream.readQuery(.job) { n, _ in "?\(n)" }
+    )
+
     /// A file's or a job's chunks (``ChunkStream``: one query for both kinds).
     package func chunks(_ stream: ChunkStream, from index: Int, limit: Int) throws(StoreError) -> [[UInt8]] {
-        let s = try db.statement(stream.readQuery { n, _ in "?\(n)" })
+        let s = try db.statement(stream.kind == .file ? Self.chunkReads.file : Self.chunkReads.job)
         defer { s.finish() }
-        let keys = stream.table.keys
+        let keys = stream.keys
         for (offset, key) in keys.enumerated() {
-            switch key.value {
+            switch key {
             case let .text(text): s.bind(Int32(offset + 1), text)
             case let .int(number): s.bind(Int32(offset + 1), number)
             }
