@@ -61,10 +61,19 @@ let package = Package(
             name: "CloakVault", dependencies: ["CloakCore", "CloakCrypto", "CSQLite", "CLibPQ"],
             swiftSettings: optimized),
         .target(name: "CloakHTTP", dependencies: ["CloakCore", "CLibevent", "COpenSSL"], swiftSettings: optimized),
+        // The jobs wing (issue 76): imports and exports as step machines and their runner, below
+        // the service, which holds only their API face and hands the runner what it needs.
+        .target(
+            name: "CloakJobs",
+            dependencies: [
+                "CloakCore", "CloakCrypto", "CloakVault", "CloakHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: optimized),
         .target(
             name: "CloakService",
             dependencies: [
-                "CloakCore", "CloakHTTP", "CloakVault", "CloakCrypto", "CEmbeddedAssets",
+                "CloakCore", "CloakHTTP", "CloakVault", "CloakCrypto", "CloakJobs", "CEmbeddedAssets",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -78,7 +87,7 @@ let package = Package(
         .executableTarget(
             name: "cloak",
             dependencies: [
-                "CloakService", "CloakCrypto", "CloakVault",
+                "CloakService", "CloakJobs", "CloakCrypto", "CloakVault",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -105,9 +114,13 @@ let package = Package(
             name: "CloakCryptoTests", dependencies: ["CloakCrypto", "CloakTesting"], resources: [.copy("Fixtures")]),
         .testTarget(name: "CloakVaultTests", dependencies: ["CloakVault", "CloakCrypto", "CloakCore", "CloakTesting"]),
         .testTarget(name: "CloakHTTPTests", dependencies: ["CloakHTTP", "CloakTesting"]),
+        // The jobs' machines and formats, without a server, a socket or a store (issue 76).
+        .testTarget(name: "CloakJobsTests", dependencies: ["CloakJobs", "CloakVault", "CloakCore"]),
         .testTarget(
             name: "CloakServiceTests",
-            dependencies: ["CloakService", "CloakCore", "CloakHTTP", "CloakVault", "CloakCrypto", "CloakTesting"]),
+            dependencies: [
+                "CloakService", "CloakJobs", "CloakCore", "CloakHTTP", "CloakVault", "CloakCrypto", "CloakTesting",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -36,6 +36,12 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
+    /// The integer a number spells (nil for any other value, a fraction or one past Int64).
+    public var int64Value: Int64? {
+        if case let .number(text) = self { return Int64(text) }
+        return nil
+    }
+
     public var objectMembers: [(key: String, value: JSONValue)]? {
         if case let .object(m) = self { return m }
         return nil

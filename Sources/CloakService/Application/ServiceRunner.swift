@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakJobs
 import CloakVault
 import Foundation
 import Logging

@@ -146,7 +146,7 @@ package struct APICredentials: Sendable, Equatable {
     /// The document as the store keeps it: ``canonical()``'s members and `mac`.
     package func sealed(by seal: CredentialSeal) -> [UInt8] {
         var members = self.members
-        members.append(("mac", .string(Self.hex(seal.mac(document: canonical())))))
+        members.append(("mac", .string(Hex.string(seal.mac(document: canonical())))))
         return JSONWriter.encode(.object(members))
     }
 
@@ -154,7 +154,7 @@ package struct APICredentials: Sendable, Equatable {
         var tokens: [JSONValue] = []
         for token in self.tokens {
             var members: [(key: String, value: JSONValue)] = [
-                ("id", .string(token.id)), ("sha256", .string(Self.hex(token.sha256))),
+                ("id", .string(token.id)), ("sha256", .string(Hex.string(token.sha256))),
                 ("scopes", .strings(token.scopes.texts)), ("created_at", .int(Int(token.createdAt ?? 0))),
             ]
             if let expiresAt = token.expiresAt { members.append(("expires_at", .int(Int(expiresAt)))) }
@@ -162,7 +162,7 @@ package struct APICredentials: Sendable, Equatable {
             if let account = token.guessAccount { members.append(("guess_account", .string(account))) }
             if let limit = token.bucketValuesPerHour { members.append(("bucket_values_per_hour", .int(limit))) }
             if let minter = token.mintedBy { members.append(("minted_by", .string(minter))) }
-            if let tag = token.minterTag { members.append(("minter_tag", .string(Self.hex(tag)))) }
+            if let tag = token.minterTag { members.append(("minter_tag", .string(Hex.string(tag)))) }
             if let person = token.person { members.append(("person", .string(person))) }
             tokens.append(.object(members))
         }
@@ -196,12 +196,12 @@ package struct APICredentials: Sendable, Equatable {
             else { throw Error("the store's api_credentials document has a damaged token", .store) }
             var token = ServiceConfiguration.AccessToken(
                 id: id, sha256: digest, scopes: Set(scopeValues.compactMap(\.stringValue).map(Scope.init(stored:))),
-                requestsPerMinute: item["requests_per_minute"].flatMap(int).map(Int.init))
+                requestsPerMinute: item["requests_per_minute"]?.int64Value.map(Int.init))
             token.source = .store
-            token.createdAt = item["created_at"].flatMap(int)
-            token.expiresAt = item["expires_at"].flatMap(int)
+            token.createdAt = item["created_at"]?.int64Value
+            token.expiresAt = item["expires_at"]?.int64Value
             token.guessAccount = item["guess_account"]?.stringValue
-            token.bucketValuesPerHour = item["bucket_values_per_hour"].flatMap(int).map(Int.init)
+            token.bucketValuesPerHour = item["bucket_values_per_hour"]?.int64Value.map(Int.init)
             if let person = item["person"] {
                 guard let name = person.stringValue, ExportDuties.isValidPerson(name) else {
                     throw Error("the store's api_credentials document has a damaged token", .store)
@@ -217,25 +217,9 @@ package struct APICredentials: Sendable, Equatable {
             }
             tokens.append(token)
         }
-        let serial = document["serial"].flatMap(int) ?? 0
+        let serial = document["serial"]?.int64Value ?? 0
         let mac = document["mac"].map { $0.stringValue.flatMap(decodeHex) ?? [] }
         return (APICredentials(tokens: tokens, serial: serial), mac)
-    }
-
-    static func int(_ value: JSONValue) -> Int64? {
-        if case let .number(text) = value { return Int64(text) }
-        return nil
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     package static func == (a: APICredentials, b: APICredentials) -> Bool { a.canonical() == b.canonical() }

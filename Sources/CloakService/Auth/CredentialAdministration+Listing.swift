@@ -11,7 +11,7 @@ extension CredentialAdministration {
     private static func marks(_ bytes: [UInt8]?) -> [String: Int64] {
         guard let bytes, case let .object(members)? = try? JSONParser().parse(bytes) else { return [:] }
         var out: [String: Int64] = [:]
-        for (id, value) in members { if let t = APICredentials.int(value) { out[id] = t } }
+        for (id, value) in members { if let t = value.int64Value { out[id] = t } }
         return out
     }
 

@@ -1,4 +1,5 @@
 import CloakCore
+import CloakHTTP
 import CloakVault
 import Dispatch
 import Logging

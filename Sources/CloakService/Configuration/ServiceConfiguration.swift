@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakJobs
 
 /// Everything `cloak serve` runs with, loaded from YAML (SPEC §2) and `CLOAK_*` variables.
 package struct ServiceConfiguration: Sendable {

@@ -1,3 +1,4 @@
+import CloakCore
 import CloakCrypto
 
 /// What a granted CONNECT tunnel carries for every request inside it: the token's id and the
@@ -7,7 +8,7 @@ import CloakCrypto
 /// session dies with the secret that minted it.
 enum TunnelGrant {
     static func make(_ token: ServiceConfiguration.AccessToken) -> String {
-        token.id + "\n" + APICredentials.hex(token.sha256)
+        token.id + "\n" + Hex.string(token.sha256)
     }
 
     /// The grant's token, when it is still configured with the same secret (and not expired).
@@ -16,7 +17,7 @@ enum TunnelGrant {
         let id = String(grant[..<newline])
         let granted = Array(grant.utf8[grant.utf8.index(after: newline)...])
         guard let token = directory.token(id: id),
-            constantTimeEquals(Array(APICredentials.hex(token.sha256).utf8), granted)
+            constantTimeEquals(Array(Hex.string(token.sha256).utf8), granted)
         else {
             return nil
         }

@@ -1,6 +1,7 @@
 import CloakCore
 import CloakCrypto
 import CloakHTTP
+import CloakJobs
 import CloakVault
 import Foundation
 import Synchronization
@@ -60,7 +61,7 @@ struct AdminJobsHandler: Sendable {
         let spec = ImportSpec(
             source: form.map { .form($0) } ?? .format(AliasFormatName(rawValue: format!)!), layout: layout, map: map,
             ignored: ignored, fileName: file)
-        let plan = try ImportPlan(spec, configuration: configuration)
+        let plan = try ImportPlan(spec, forms: configuration.forms)
         let id = JobID.make(now: now)
         let seal: JobSeal
         do {

@@ -1,4 +1,5 @@
 import CloakCore
+import CloakJobs
 import CloakVault
 import Foundation
 import Logging
@@ -13,23 +14,41 @@ extension CloakService {
             now: Int64(Date().timeIntervalSince1970), refusalTallies: state.refusalTallies)
     }
 
-    /// This node's runner of import jobs (nil without a vault).
-    /// The node's job runner. `serving` is the service the node answers with now (``ServiceHost``):
-    /// each job, and each of its batches, reads its forms, limits and guess admission there, so
-    /// a reload applies to jobs as it does to requests.
+    /// The node's job runner (nil without a vault). `serving` is the service the node answers
+    /// with now (``ServiceHost``): each job, and each of its batches, reads its forms, limits and
+    /// guess admission there, so a reload applies to jobs as it does to requests. The runner
+    /// sees a token only as a ``JobCaller``: what its scopes let a job do.
     func jobRunner(serving: (@Sendable () -> CloakService)? = nil) -> JobRunner? {
         guard let vault else { return nil }
         let directory = state.directory
         let current: @Sendable () -> CloakService = serving ?? { [self] in self }
-        var dependencies = JobRunner.Dependencies(
-            vault: vault, started: configuration, token: { directory.token(id: $0) },
-            admission: { token in current().importAdmission(for: token) }, today: context.today,
-            logger: logger)
-        dependencies.serving = { current().configuration }
-        dependencies.belowDiskReserve = { [reserve = state.diskReserve] in
-            reserve.isBelow(current().configuration.limits.diskReserveMiB)
-        }
-        return JobRunner(dependencies)
+        let audit = AuditLog(logger: logger, vault: vault)
+        return JobRunner(
+            JobRunner.Dependencies(
+                vault: vault,
+                serving: {
+                    let configuration = current().configuration
+                    return JobConfiguration(
+                        jobs: configuration.jobs, importRowsPerHour: configuration.limits.importRowsPerHour,
+                        forms: configuration.forms, store: configuration.vault.store)
+                },
+                caller: { id in
+                    directory.token(id: id).map { token in
+                        JobCaller(
+                            mayImport: token.scopes.contains(.jobsImport) && token.scopes.contains(.aliasesCreate),
+                            mayExport: token.scopes.contains(.jobsExport) && token.scopes.contains(.aliasesReveal),
+                            person: token.person)
+                    }
+                },
+                admission: { id in directory.token(id: id).flatMap { current().importAdmission(for: $0) } },
+                today: context.today,
+                audit: JobAudit(
+                    written: { [logger] entries in AuditLog(logger: logger).record(entries, level: .info) },
+                    record: { audit.record($0, level: .info) }),
+                logger: logger,
+                belowDiskReserve: { [reserve = state.diskReserve] in
+                    reserve.isBelow(current().configuration.limits.diskReserveMiB)
+                }))
     }
 
     /// A token's guess limits for the rows of its imports: its `bucket_values_per_hour`, as its

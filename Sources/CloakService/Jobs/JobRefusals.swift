@@ -1,6 +1,7 @@
 import CloakCore
 import CloakCrypto
 import CloakHTTP
+import CloakJobs
 import CloakVault
 import Foundation
 import Synchronization

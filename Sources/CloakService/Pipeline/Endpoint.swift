@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakJobs
 import CloakVault
 
 /// One endpoint of the API listener, declared once (``Endpoint/api``): where it is, who may

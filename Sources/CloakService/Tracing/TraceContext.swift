@@ -1,3 +1,4 @@
+import CloakCore
 import CloakCrypto
 
 /// A trace's id: 16 bytes, written as 32 lowercase hex digits (W3C Trace Context).
@@ -127,39 +128,5 @@ struct TraceContext: Hashable, Sendable {
         return (1...241).contains(tenant.count) && (1...14).contains(system.count)
             && (isLetter(tenant[tenant.startIndex]) || (0x30...0x39).contains(tenant[tenant.startIndex]))
             && isLetter(system[system.startIndex]) && tenant.allSatisfy(isKeyByte) && system.allSatisfy(isKeyByte)
-    }
-}
-
-/// Lowercase hex, as trace context writes ids.
-enum Hex {
-    /// `value` as 16 hex digits.
-    static func digits(_ value: UInt64) -> String {
-        String(unsafeUninitializedCapacity: 16) { out in
-            write(value, into: out, at: 0)
-            return 16
-        }
-    }
-
-    /// Writes `value`'s 16 hex digits at `offset`.
-    static func write(_ value: UInt64, into out: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
-        for i in 0..<16 {
-            let nibble = UInt8(truncatingIfNeeded: value >> (60 - 4 * UInt64(i))) & 0xf
-            out[offset + i] = nibble < 10 ? nibble + 0x30 : nibble + 0x57
-        }
-    }
-
-    /// The number lowercase `digits` (at most 16) spell; nil for any other byte.
-    static func value(_ digits: ArraySlice<UInt8>) -> UInt64? {
-        var result: UInt64 = 0
-        for byte in digits {
-            let nibble: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10
-            default: return nil
-            }
-            result = result << 4 | UInt64(nibble)
-        }
-        return result
     }
 }

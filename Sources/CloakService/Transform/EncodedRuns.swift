@@ -125,7 +125,7 @@ package struct EncodedRuns: Sendable {
 
     /// `raw` as base64 (which stands for base64url too), hex and base32, each case.
     static func forms(of raw: [UInt8]) -> [[UInt8]] {
-        let hex = Array(APICredentials.hex(raw).utf8)
+        let hex = Array(Hex.string(raw).utf8)
         let base32 = Self.base32(raw)
         return [Array(Base64.encode(raw).utf8), hex, hex.map(upper), base32, base32.map(lower)]
             .map { form in Array(form.prefix { $0 != UInt8(ascii: "=") }) }

@@ -35,19 +35,11 @@ package enum VaultBootstrap {
         try store(url: settings.store)
     }
 
-    /// The store a `vault.store` value names: `sqlite:PATH` or `postgres://…`.
-    ///
-    /// A PostgreSQL URL is parsed here (``PostgresURL``) before libpq sees anything; a URL that
-    /// does not parse, or names no store, is refused with a message that quotes none of it (it
-    /// may hold a password).
+    /// The store a `vault.store` value names (``StoreURL``), refused as the bootstrap's error.
     package static func store(url: String) throws -> any AliasStore {
-        if url.hasPrefix("sqlite:") {
-            return try SQLiteAliasStore(path: String(url.dropFirst("sqlite:".count)))
+        do { return try StoreURL.open(url) } catch let unknown as StoreURL.Unknown {
+            throw Error(description: unknown.description)
         }
-        if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-            return try PostgreSQLAliasStore(url: PostgresURL(parsing: url))
-        }
-        throw Error(description: "the store URL must be sqlite:PATH, postgres://… or postgresql://…")
     }
 
     package static func open(

@@ -1,5 +1,6 @@
 import CloakCore
 import CloakHTTP
+import CloakJobs
 import CloakVault
 import Dispatch
 import Tracing
@@ -255,7 +256,7 @@ struct VaultClient: Sendable {
 /// reveal (it gains nothing by aliasing candidates) or its own entry sets another limit. Values
 /// redacted from an upstream's answer (``answering``) are counted and alerted on only: the
 /// upstream has acted, and refusing then would lose its answer.
-struct CreateAdmission: Sendable {
+struct CreateAdmission: ImportAdmission {
     /// Whose guesses these are (``ServiceConfiguration/AccessToken/guessKey``): a minted token's count
     /// as its minter's.
     let account: String
@@ -336,17 +337,8 @@ struct CreateAdmission: Sendable {
         }
     }
 
-    /// What an import job's row meets (``admit(_:vault:)`` for a row of a file): where the
-    /// refusal is the token's cap or the node's memory for guesses, which a value does not
-    /// earn by its bucket, the job waits for room rather than refusing the row (the rows of a
-    /// migration past a million would otherwise all be refused within the hour).
-    enum RowAdmission {
-        case admitted
-        case refused(VaultError)
-        /// No room now, in the token's cap or the node's budget: try again in `retryAfter` seconds.
-        case full(retryAfter: Int)
-    }
-
+    /// An import job's row (``RowAdmission``): the token's cap or the node's memory for guesses
+    /// makes the job wait; a bucket past its limit refuses the row.
     func admitRow(_ requests: [AliasRequest], vault: Vault) -> RowAdmission {
         guard let valuesPerHour else { return .admitted }
         let buckets = vault.guessBuckets(requests)

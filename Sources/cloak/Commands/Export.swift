@@ -1,6 +1,7 @@
 import ArgumentParser
 import CloakCore
 import CloakCrypto
+import CloakJobs
 import CloakService
 import CloakVault
 import Foundation

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CloakCore
 import CloakCrypto
+import CloakJobs
 import CloakService
 import CloakVault
 import Foundation
@@ -61,7 +62,7 @@ struct Import: ParsableCommand {
         let full = configuration
         let job: StoredJob
         do {
-            job = try ImportIntake(store: store, ring: ring, configuration: full).start(
+            job = try ImportIntake(store: store, ring: ring, settings: full.jobs, forms: full.forms).start(
                 spec: spec, owner: token, path: file, now: Tokens.now)
         } catch {
             Keys.fail("the import is refused; nothing was stored: \(error)")

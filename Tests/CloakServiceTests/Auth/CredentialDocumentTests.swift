@@ -50,8 +50,8 @@ import Testing
         let widened = text.replacingOccurrences(of: #"["aliases:create"]"#, with: #"["aliases:reveal"]"#)
         let replayedForward = text.replacingOccurrences(of: #""serial":5000"#, with: #""serial":9000"#)
         let otherSecret = text.replacingOccurrences(
-            of: APICredentials.hex(Digest.sha256(Array("app-secret".utf8))),
-            with: APICredentials.hex(Digest.sha256(Array("known".utf8))))
+            of: Hex.string(Digest.sha256(Array("app-secret".utf8))),
+            with: Hex.string(Digest.sha256(Array("known".utf8))))
         for forged in [widened, replayedForward, otherSecret] {
             #expect(forged != text)
             #expect(Self.kind { _ = try APICredentials.open(Array(forged.utf8), seal: seal) } == .unverified)
@@ -64,7 +64,7 @@ import Testing
         #expect(Self.kind { _ = try APICredentials.open(added.canonical(), seal: seal) } == .unsigned)
         let legacy =
             #"{"version":1,"tokens":[{"id":"old","sha256":""#
-            + APICredentials.hex(Digest.sha256(Array("old".utf8))) + #"","scopes":["aliases:create"],"created_at":1}]}"#
+            + Hex.string(Digest.sha256(Array("old".utf8))) + #"","scopes":["aliases:create"],"created_at":1}]}"#
         #expect(Self.kind { _ = try APICredentials.open(Array(legacy.utf8), seal: seal) } == .unsigned)
         #expect(try APICredentials.decode(Array(legacy.utf8)).tokens.map(\.id) == ["old"])
         #expect(Self.kind { _ = try APICredentials.open(Array("{".utf8), seal: seal) } == .store)
@@ -237,7 +237,7 @@ import Testing
         let admin = CredentialAdministration(store: store, yamlIDs: [], seal: CredentialSeal(ring: KeyRing.generate()))
         let legacy =
             #"{"version":1,"tokens":[{"id":"old","sha256":""#
-            + APICredentials.hex(Digest.sha256(Array("old".utf8))) + #"","scopes":["aliases:create"],"created_at":1}]}"#
+            + Hex.string(Digest.sha256(Array("old".utf8))) + #"","scopes":["aliases:create"],"created_at":1}]}"#
         try store.setMetadata(APICredentials.storeName, Array(legacy.utf8))
         // Nothing builds on it, and nothing lists it as verified.
         #expect(CredentialDocumentTests.kind { _ = try admin.list() } == .unsigned)

@@ -19,7 +19,7 @@ import Testing
     static let intruderSecret = "intruder-known-secret"
     static let card = "4111111111111111"
 
-    static func hex(_ secret: String) -> String { APICredentials.hex(Digest.sha256(Array(secret.utf8))) }
+    static func hex(_ secret: String) -> String { Hex.string(Digest.sha256(Array(secret.utf8))) }
 
     static func bearer(_ secret: String) -> [(String, String)] { [("Authorization", "Bearer \(secret)")] }
 

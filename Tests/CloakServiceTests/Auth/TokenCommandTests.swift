@@ -1,3 +1,4 @@
+import CloakCore
 import CloakCrypto
 import CloakService
 import CloakTesting
@@ -47,7 +48,7 @@ import Testing
         let answer = try #require(Self.lines(created.output).first { $0.contains(#""token":"#) })
         let secret = try #require(
             (try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])?["token"] as? String)
-        #expect(!audit.contains(secret) && !audit.contains(APICredentials.hex(Digest.sha256(Array(secret.utf8)))))
+        #expect(!audit.contains(secret) && !audit.contains(Hex.string(Digest.sha256(Array(secret.utf8)))))
 
         // The node adopts it within auth.refresh_s, says so (a change it did not make), and honours it.
         #expect(Poll.until { node.log.contains(#""added":"batch""#) })
@@ -80,10 +81,10 @@ import Testing
         let legacySecret = "legacy-secret-from-before"
         let legacy =
             #"{"version":1,"tokens":[{"id":"legacy","sha256":""#
-            + APICredentials.hex(Digest.sha256(Array(legacySecret.utf8)))
+            + Hex.string(Digest.sha256(Array(legacySecret.utf8)))
             + #"","scopes":["aliases:create"],"created_at":1},"#
             // One that breaks the two-person rule: signing it would not make nodes honour it.
-            + #"{"id":"both-duties","sha256":""# + APICredentials.hex(Digest.sha256(Array("both".utf8)))
+            + #"{"id":"both-duties","sha256":""# + Hex.string(Digest.sha256(Array("both".utf8)))
             + #"","scopes":["aliases:reveal","jobs:export","jobs:approve"],"person":"eve","created_at":1}]}"#
         try SQLiteAliasStore(path: "\(directory.path)/cloak.db").setMetadata(
             APICredentials.storeName, Array(legacy.utf8))

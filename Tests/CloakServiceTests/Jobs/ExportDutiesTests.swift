@@ -5,6 +5,7 @@ import CloakVault
 import Foundation
 import Testing
 
+@testable import CloakJobs
 @testable import CloakService
 
 /// Issue 60: the two-person rule as the configuration, `cloak tokens create` and `POST

@@ -4,6 +4,8 @@ import CloakTesting
 import Foundation
 import Testing
 
+@testable import CloakJobs
+
 /// Issue 60: export jobs as two people run them: `cloak export` and the API beside real
 /// `cloak serve` nodes on a real store, the file decrypted with gpg and PGPy, and imported
 /// into a second Cloak under another key ring.

@@ -4,6 +4,7 @@ import CloakTesting
 import Foundation
 import Testing
 
+@testable import CloakJobs
 @testable import CloakService
 
 /// Issue 60: import jobs as an operator runs them: `cloak import` beside real `cloak serve`

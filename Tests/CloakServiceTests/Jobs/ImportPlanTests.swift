@@ -5,6 +5,7 @@ import CloakVault
 import Foundation
 import Testing
 
+@testable import CloakJobs
 @testable import CloakService
 
 /// Issue 60: how an import's rows are read and checked, without a node: the column rules, the
@@ -17,7 +18,7 @@ struct ImportPlanTests {
     static func plan(_ source: ImportSpec.Source, layout: ImportSpec.Layout = .csv, map: String? = nil)
         throws(CloakError) -> ImportPlan
     {
-        try ImportPlan(ImportSpec(source: source, layout: layout, map: map), configuration: configuration)
+        try ImportPlan(ImportSpec(source: source, layout: layout, map: map), forms: configuration.forms)
     }
 
     /// Every item of `text` read at once and a byte at a time: the same items either way.

@@ -71,8 +71,8 @@ struct RouteStepEchoTests {
                 switch encoding {
                 case "base64": Array(base64.utf8)
                 case "base64url": Array(Base64.encodeURL(raw).utf8)
-                case "hex": Array(APICredentials.hex(raw).utf8)
-                case "HEX": Array(APICredentials.hex(raw).uppercased().utf8)
+                case "hex": Array(Hex.string(raw).utf8)
+                case "HEX": Array(Hex.string(raw).uppercased().utf8)
                 case "percent": Array(OAuth1Signature.encode(base64).utf8)
                 case "labelled": Array("expected sha-256=:\(base64):".utf8)
                 case "json": Array(base64.replacingOccurrences(of: "/", with: "\\/").utf8)
@@ -101,8 +101,8 @@ struct RouteStepEchoTests {
                 switch form {
                 case "base64": Base64.encode(raw)
                 case "base64url": Base64.encodeURL(raw)
-                case "hex": APICredentials.hex(raw)
-                case "HEX": APICredentials.hex(raw).uppercased()
+                case "hex": Hex.string(raw)
+                case "HEX": Hex.string(raw).uppercased()
                 case "base32": String(decoding: EncodedRuns.base32(raw), as: UTF8.self)
                 default: String(decoding: EncodedRuns.base32(raw), as: UTF8.self).lowercased()
                 }
@@ -152,7 +152,7 @@ struct RouteStepEchoTests {
         var revealed = RevealedValues()
         for form in RevealedValues.encodings(of: raw) { revealed.add(bytes: form) }
         let base64 = Base64.encode(raw)
-        let hex = APICredentials.hex(raw)
+        let hex = Hex.string(raw)
         let echoes = [
             base64, String(base64.reversed().drop { $0 == "=" }.reversed()), Base64.encodeURL(raw), hex,
             hex.uppercased(), OAuth1Signature.encode(base64),

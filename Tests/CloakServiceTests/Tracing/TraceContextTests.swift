@@ -1,3 +1,4 @@
+import CloakCore
 import CloakHTTP
 import Testing
 import Tracing

@@ -229,7 +229,7 @@ extension Route.Step {
             }
             let tag = mac.key.authenticate(covered)
             message.derived(tag)
-            message.setDerivedHeader(mac.header, mac.encoding == .hex ? APICredentials.hex(tag) : Base64.encode(tag))
+            message.setDerivedHeader(mac.header, mac.encoding == .hex ? Hex.string(tag) : Base64.encode(tag))
         }
     }
 

@@ -266,30 +266,3 @@ final class PostgreSQLConnection {
 
     private func scrub(_ message: String) -> String { Self.scrubbed(message, secrets) }
 }
-
-/// Store URLs as they may be shown: `postgres://user:***@host/db`.
-package enum StoreURL {
-    /// The URL without its password (userinfo after the first `:`); `password=` parameters too.
-    ///
-    /// The userinfo is looked for up to the first `/` only, as libpq does: libpq takes
-    /// `postgres://u:pa?ss@h/db` as user `u`, password `pa?ss`, so a `?` or `#` cannot end it.
-    /// With more than one `@`, everything up to the last is hidden (more than the password,
-    /// never less).
-    package static func redacted(_ url: String) -> String {
-        var text = url
-        if let scheme = text.range(of: "://") {
-            let rest = text[scheme.upperBound...]
-            let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
-            if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
-                text.replaceSubrange(text.index(after: colon)..<at, with: "***")
-            }
-        }
-        return text.replacingOccurrences(of: #"password=[^&\s]*"#, with: "password=***", options: .regularExpression)
-    }
-}
-
-extension PostgreSQLConnection.Row: RecordRow {
-    func text(at column: Int) -> String? { text(column) }
-    func bytes(at column: Int) -> [UInt8]? { bytes(column) }
-    func integer(at column: Int) -> Int64? { int(column) }
-}
