@@ -54,7 +54,8 @@ extension Endpoint {
             try s.vaultAPI(c).create(c.request, requiresToken: true)
         },
         Endpoint(
-            "reveal-many", .GET, "/aliases", access: .scope(.aliasesReveal), rate: .caller, audit: .reveal
+            "reveal-many", .GET, "/aliases", access: .scope(.aliasesReveal), rate: .caller, audit: .reveal,
+            judgesPolicies: true
         ) { s, c throws(CloakError) in try s.vaultAPI(c).revealMany(c.request) },
         Endpoint("keep", .POST, "/aliases/keep", access: .scope(.aliasesCreate), rate: .caller, audit: .keep) {
             s, c throws(CloakError) in try s.vaultAPI(c).keep(c.request)
@@ -65,7 +66,7 @@ extension Endpoint {
         // aliases:reveal: the record; bins:read alone: its card attributes, never its value.
         Endpoint(
             "reveal", .GET, "/aliases/{alias}", access: .anyScope([.aliasesReveal, .binsRead]), rate: .caller,
-            audit: .reveal
+            audit: .reveal, judgesPolicies: true
         ) { s, c throws(CloakError) in try s.vaultAPI(c).reveal(c.request, alias: c.parameter("alias")) },
         Endpoint(
             "update", .PUT, "/aliases/{alias}", access: .scope(.aliasesUpdate), rate: .caller, audit: .update

@@ -147,12 +147,36 @@ final class TokenDirectory: Sendable {
                 continue
             }
             if standings[token.id] == .active {
-                insert(token, into: &snapshot)
+                insert(inheriting(token, yaml: yaml, stored: stored), into: &snapshot)
             } else {
                 snapshot.orphans.append(token.id)
             }
         }
         return (snapshot, conflicts)
+    }
+
+    /// `token` held to the access policies of the configured token at the root of the chain
+    /// that minted it (issue 77): a minted token inherits every policy of its minter, and one
+    /// given to the minter later reaches what it minted before. Only configured tokens name
+    /// policies; a chain that does not end at one (an operator's token) leaves `token` as it is.
+    static func inheriting(
+        _ token: ServiceConfiguration.AccessToken, yaml: [ServiceConfiguration.AccessToken],
+        stored: [ServiceConfiguration.AccessToken]
+    ) -> ServiceConfiguration.AccessToken {
+        guard var minter = token.mintedBy else { return token }
+        // Bounded: a chain written into the store in a loop ends here, unrestricted by nothing
+        // it could not already do (its standing is the credentials' check).
+        for _ in 0..<64 {
+            if let root = yaml.first(where: { $0.id == minter }) {
+                var held = token
+                held.policies = root.policies
+                held.access = root.access
+                return held
+            }
+            guard let next = stored.first(where: { $0.id == minter })?.mintedBy else { return token }
+            minter = next
+        }
+        return token
     }
 
     private static func insert(_ token: ServiceConfiguration.AccessToken, into snapshot: inout Snapshot) {

@@ -2,7 +2,7 @@ import CloakCrypto
 
 extension ServiceConfiguration {
     /// `auth`: `open_tokenize`, `refresh_s` and `tokens[]` (`id`, `sha256`, `scopes`, `requests_per_minute`,
-    /// `bucket_values_per_hour`, `person`).
+    /// `bucket_values_per_hour`, `person`, `policies`).
     static func readAuth(_ node: ConfigNode?, into config: inout ServiceConfiguration, _ r: ConfigReader) {
         guard let auth = r.mapping(node, at: "auth", allowed: ["tokens", "open_tokenize", "anonymous", "refresh_s"])
         else { return }
@@ -28,7 +28,9 @@ extension ServiceConfiguration {
             guard
                 let t = r.mapping(
                     node, at: p,
-                    allowed: ["id", "sha256", "scopes", "requests_per_minute", "bucket_values_per_hour", "person"])
+                    allowed: [
+                        "id", "sha256", "scopes", "requests_per_minute", "bucket_values_per_hour", "person", "policies",
+                    ])
             else {
                 continue
             }
@@ -81,6 +83,7 @@ extension ServiceConfiguration {
                     id: id, sha256: digest, scopes: scopes, requestsPerMinute: perMinute,
                     bucketValuesPerHour: bucketLimit)
                 token.person = person
+                token.policies = r.strings(t["policies"], at: "\(p).policies") ?? []
                 config.auth.append(token)
             }
         }

@@ -130,7 +130,7 @@ extension ServiceConfiguration {
     /// The top-level keys of a configuration.
     static let knownKeys: Set<String> = [
         "server", "vault", "auth", "limits", "cors", "forms", "routes", "egress", "elements", "telemetry", "bins",
-        "audit", "console", "jobs",
+        "audit", "console", "jobs", "policies",
     ]
 
     private static func read(_ root: ConfigNode, _ r: ConfigReader) -> ServiceConfiguration {
@@ -285,7 +285,9 @@ extension ServiceConfiguration {
                 \.vault.storeTimeoutMilliseconds)
         }
 
+        readPolicies(top["policies"], into: &config, r)
         readAuth(top["auth"], into: &config, r)
+        compilePolicies(into: &config, r)
         readLimits(top["limits"], into: &config, r)
         readTelemetry(top["telemetry"], into: &config, r)
 

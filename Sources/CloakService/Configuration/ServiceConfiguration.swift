@@ -39,6 +39,8 @@ package struct ServiceConfiguration: Sendable {
     package var elements = ElementsSettings()
     /// `console`: the operator console's listener and sessions (off by default).
     package var console = ConsoleSettings()
+    /// `policies[]` (issue 77), by id: what a token that names them may see of each value.
+    var policies: [String: AccessPolicy] = [:]
 
     /// Settings that are valid but that an operator should know the price of (`check-config`
     /// prints them).
@@ -133,6 +135,11 @@ package struct ServiceConfiguration: Sendable {
         /// a minted token is its minter's): export jobs are approved by another person than the
         /// one who asked (``ExportDuties``).
         package var person: String?
+        /// `auth.tokens[].policies` (issue 77): the policies that narrow what its scopes let it
+        /// see; empty: its scopes alone decide, as before policies.
+        package var policies: [String] = []
+        /// ``policies`` compiled once a load (``TokenAccess``): a store token's are none.
+        var access = TokenAccess.unrestricted
 
         /// Who this token's guesses count as.
         package var guessKey: String { guessAccount ?? id }

@@ -199,11 +199,12 @@ struct ElementsRevealHandler: Sendable {
         }
     }
 
-    /// The token that minted `session`, when it is still configured with the same secret and
-    /// holds `aliases:reveal`.
+    /// The token that minted `session`, when it is still configured with the same secret,
+    /// holds `aliases:reveal` and names no access policy (issue 77: a session is judged when
+    /// used, and Elements' reveals do not apply policies yet).
     func mintingToken(_ session: RevealSession) -> ServiceConfiguration.AccessToken? {
         tokens.token(id: session.tokenID).flatMap {
-            $0.scopes.contains(.aliasesReveal)
+            $0.scopes.contains(.aliasesReveal) && !$0.access.isRestricted
                 && constantTimeEquals(RevealSession.tokenDigest($0.sha256), session.tokenDigest) ? $0 : nil
         }
     }

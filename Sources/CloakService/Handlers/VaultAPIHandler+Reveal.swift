@@ -11,16 +11,17 @@ extension VaultAPIHandler {
         if identity.token?.scopes.contains(.aliasesReveal) != true {
             return attributesOnly(alias)
         }
+        let policies = policyReveal(request)
         return .later { finish in
             // An alias that does not exist is a guess (an FPE alias keeps its card's BIN and last four).
             vault.revealGuessing([alias]) { result in
                 switch result {
                 case let .success(found):
                     // Each alias's event committed with the reveal (``VaultAuditing``).
-                    if let record = found[alias] {
+                    if let record = found[alias], let shown = shown(record, alias, policies) {
                         finish(
                             .json(
-                                200, Self.dataArray([record], lifecycle: true), headers: HTTPResponse.noStoreHeaders))
+                                200, Self.dataArray([shown], lifecycle: true), headers: HTTPResponse.noStoreHeaders))
                     } else {
                         finish(.error(.notFound("no such alias")))
                     }
@@ -83,19 +84,26 @@ extension VaultAPIHandler {
             throw .malformed("at most \(vault.settings.maxBatch) aliases at once, not \(aliases.count)")
         }
         let plausible = aliases.filter(Self.isPlausibleAlias)
+        let policies = policyReveal(request)
         return .later { finish in
             vault.revealGuessing(plausible) { result in
                 switch result {
                 case let .success(found):
                     // The vault noted those it was asked; an alias that cannot name one was not asked.
                     for alias in aliases where !Self.isPlausibleAlias(alias) { audit(alias, .notFound) }
-                    guard !found.isEmpty else { return finish(.error(.notFound("none of the aliases exists"))) }
+                    var shownRecords = found
+                    if policies != nil {
+                        for (alias, record) in found { shownRecords[alias] = shown(record, alias, policies) }
+                    }
+                    guard !shownRecords.isEmpty else {
+                        return finish(.error(.notFound("none of the aliases exists")))
+                    }
                     var answer = JSONWriter(reservingCapacity: 192 * found.count + 16)
                     answer.beginObject()
                     answer.key("data" as StaticString)
                     answer.beginObject()
                     for alias in aliases {
-                        guard let record = found[alias] else { continue }
+                        guard let record = shownRecords[alias] else { continue }
                         answer.key(alias)
                         record.write(into: &answer, lifecycle: true)
                     }
@@ -106,6 +114,22 @@ extension VaultAPIHandler {
                     finish(.error(error.cloakError { _ in "alias" }))
                 }
             }
+        }
+    }
+
+    /// The token's access policies for this request, when it is held to any (issue 77).
+    private func policyReveal(_ request: HTTPRequest) -> PolicyReveal? {
+        guard let access = identity.token?.access, access.isRestricted else { return nil }
+        return PolicyReveal(access: access, request: request)
+    }
+
+    /// `record`, found for `alias`, as the token may see it: nil when a policy denies it (the
+    /// answer is then a miss's).
+    private func shown(_ record: RevealedRecord, _ alias: String, _ policies: PolicyReveal?) -> RevealedRecord? {
+        guard let policies else { return record }
+        switch policies.judge(record, alias: alias, reference: vault.vault.auditReference(alias), outcome: outcome) {
+        case .hidden: return nil
+        case let .shown(shown): return shown
         }
     }
 

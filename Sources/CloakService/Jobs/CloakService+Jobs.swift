@@ -33,10 +33,15 @@ extension CloakService {
                         forms: configuration.forms, store: configuration.vault.store)
                 },
                 caller: { id in
+                    // A token held to access policies runs no job (issue 77): jobs do not
+                    // judge them yet, and a policy given to a token later stops its jobs.
                     directory.token(id: id).map { token in
-                        JobCaller(
-                            mayImport: token.scopes.contains(.jobsImport) && token.scopes.contains(.aliasesCreate),
-                            mayExport: token.scopes.contains(.jobsExport) && token.scopes.contains(.aliasesReveal),
+                        let free = !token.access.isRestricted
+                        return JobCaller(
+                            mayImport: free && token.scopes.contains(.jobsImport)
+                                && token.scopes.contains(.aliasesCreate),
+                            mayExport: free && token.scopes.contains(.jobsExport)
+                                && token.scopes.contains(.aliasesReveal),
                             person: token.person)
                     }
                 },

@@ -86,6 +86,10 @@ final class Endpoint: Sendable {
     let credentials: Credentials
     let body: BodyReading
     let handler: Handler
+    /// Whether the handler judges a token's access policies (issue 77) on each value it shows
+    /// or uses. A token that names policies is refused every other endpoint (deny by default)
+    /// until its handler judges them too (``ScopeMiddleware``).
+    let judgesPolicies: Bool
     /// `POST /aliases`: a traced request's span name, made once for an endpoint of one method
     /// and one template (nil otherwise: the span names its method and template itself).
     let spanName: String?
@@ -93,9 +97,10 @@ final class Endpoint: Sendable {
     init(
         _ name: String, _ methods: [HTTPMethod], _ templates: [String], access: Access, rate: RateClass,
         audit: AuditAction? = nil, credentials: Credentials = .authorization, body: BodyReading = .whole,
-        handler: @escaping Handler
+        judgesPolicies: Bool = false, handler: @escaping Handler
     ) {
         self.name = name
+        self.judgesPolicies = judgesPolicies
         self.methods = methods
         self.templates = templates
         self.access = access
@@ -109,9 +114,12 @@ final class Endpoint: Sendable {
 
     convenience init(
         _ name: String, _ method: HTTPMethod, _ template: String, access: Access, rate: RateClass,
-        audit: AuditAction? = nil, body: BodyReading = .whole, handler: @escaping Handler
+        audit: AuditAction? = nil, body: BodyReading = .whole, judgesPolicies: Bool = false,
+        handler: @escaping Handler
     ) {
-        self.init(name, [method], [template], access: access, rate: rate, audit: audit, body: body, handler: handler)
+        self.init(
+            name, [method], [template], access: access, rate: rate, audit: audit, body: body,
+            judgesPolicies: judgesPolicies, handler: handler)
     }
 
     /// The scope a token needs, when ``access`` names one.

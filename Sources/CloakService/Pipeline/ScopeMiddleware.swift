@@ -3,7 +3,9 @@ import CloakHTTP
 
 /// Deny by default: refuses a caller the routed endpoint's ``Endpoint/Access`` does not admit,
 /// before its handler runs (401 1300 without a valid token, 403 1301 without the scope; the
-/// egress door 407). A request that matched no endpoint passes: the handler answers 404 or 405.
+/// egress door 407). A token that names access policies is refused (403 1301) every endpoint
+/// that does not judge them (``Endpoint/judgesPolicies``). A request that matched no endpoint
+/// passes: the handler answers 404 or 405.
 /// An admitted request to an audited endpoint gets its ``Outcome``.
 struct ScopeMiddleware: Middleware {
     /// `auth.open_tokenize`: whether ``Endpoint/Access/tokenize`` admits anyone.
@@ -32,6 +34,16 @@ struct ScopeMiddleware: Middleware {
             guard identity.mayUseEgress(context.parameter("route")) else {
                 throw CloakError(.forbidden, "the token may not use this egress route")
             }
+        }
+        // A token held to access policies (issue 77) reaches only the endpoints that judge them:
+        // deny by default, so an endpoint not yet taught about policies is no way around them.
+        if let token = identity.token, token.access.isRestricted, !endpoint.judgesPolicies,
+            endpoint.access != .open
+        {
+            throw CloakError(
+                .forbidden,
+                "this token is held to access policies, which \(endpoint.name) does not apply yet: use a token "
+                    + "without policies for it")
         }
         if let action = endpoint.audit {
             context.outcome = Outcome(

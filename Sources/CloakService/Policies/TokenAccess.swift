@@ -63,28 +63,38 @@ struct TokenAccess: Sendable {
         }
     }
 
-    private let restricted: Bool
-    private let enforced: Rules
-    /// Enforced and dry-run rules together: what the token would get were the dry runs enforced.
-    private let tried: Rules
-    private let hasDryRun: Bool
-    /// A policy the token names that the node does not hold: every decision denies.
-    private let missing: String?
+    /// A token's rules, compiled once: shared by every copy of the token (a request copies its
+    /// token; a reference keeps that one retain, and none for a token without policies).
+    private final class Tables: Sendable {
+        let enforced: Rules
+        /// Enforced and dry-run rules together: what the token would get were the dry runs enforced.
+        let tried: Rules
+        let hasDryRun: Bool
+        /// A policy the token names that the node does not hold: every decision denies.
+        let missing: String?
+
+        init(enforced: Rules, tried: Rules, hasDryRun: Bool, missing: String?) {
+            self.enforced = enforced
+            self.tried = tried
+            self.hasDryRun = hasDryRun
+            self.missing = missing
+        }
+    }
+
+    /// Nil for a token without policies.
+    private let tables: Tables?
 
     /// A token without policies: its scopes alone decide, as before policies.
     static let unrestricted = TokenAccess()
 
-    private init() {
-        restricted = false
-        enforced = Rules()
-        tried = Rules()
-        hasDryRun = false
-        missing = nil
-    }
+    private init() { tables = nil }
 
     /// The policies named `names`, from those the node holds.
     init(names: [String], policies: [String: AccessPolicy]) {
-        restricted = !names.isEmpty
+        guard !names.isEmpty else {
+            tables = nil
+            return
+        }
         var enforced = Rules()
         var tried = Rules()
         var hasDryRun = false
@@ -100,20 +110,20 @@ struct TokenAccess: Sendable {
                 tried.add(rule, of: policy.id)
             }
         }
-        (self.enforced, self.tried, self.hasDryRun, self.missing) = (enforced, tried, hasDryRun, missing)
+        tables = Tables(enforced: enforced, tried: tried, hasDryRun: hasDryRun, missing: missing)
     }
 
     /// Whether any policy narrows this token.
-    var isRestricted: Bool { restricted }
+    var isRestricted: Bool { tables != nil }
 
     func decide(_ operation: PolicyOperation, _ value: AccessResource, _ context: AccessContext) -> Decision {
-        guard restricted else { return .unrestricted }
-        if let missing { return Decision(outcome: .deny, policy: missing) }
+        guard let tables else { return .unrestricted }
+        if let missing = tables.missing { return Decision(outcome: .deny, policy: missing) }
         let index = PolicyOperation.allCases.firstIndex(of: operation)!
         // Only dry-run policies: they decide nothing.
-        var decision = enforced.isEmpty ? .unrestricted : Self.decide(enforced, index, value, context)
-        if hasDryRun {
-            let would = Self.decide(tried, index, value, context)
+        var decision = tables.enforced.isEmpty ? .unrestricted : Self.decide(tables.enforced, index, value, context)
+        if tables.hasDryRun {
+            let would = Self.decide(tables.tried, index, value, context)
             if Self.isStricter(would.outcome, than: decision.outcome) {
                 decision.wouldHave = DryRun(outcome: would.outcome, policy: would.policy, rule: would.rule)
             }

@@ -51,6 +51,11 @@ package struct AuditAction: Hashable, Sendable, Comparable, CustomStringConverti
     package static let jobResume = AuditAction("job_resume")
     package static let jobDownload = AuditAction("job_download")
     package static let jobEnd = AuditAction("job_end")
+    /// What an access policy changed of a value on its way out (issue 77): a value denied
+    /// (answered as a miss), masked or redacted, naming the policy and the rule.
+    package static let policyDeny = AuditAction("policy_deny")
+    package static let policyMask = AuditAction("policy_mask")
+    package static let policyRedact = AuditAction("policy_redact")
 
     /// Every action this version writes.
     package static let known: [AuditAction] = [
@@ -59,6 +64,7 @@ package struct AuditAction: Hashable, Sendable, Comparable, CustomStringConverti
         .auditTrim, .binsRollback, .binsAdopt, .routesTest, .keysRotate, .keysRewrap, .keysRetire, .keysMigrate,
         .consoleSignIn, .consoleSignOut, .jobImport, .jobExport,
         .jobExportCounted, .jobExportWritten, .jobApprove, .jobCancel, .jobResume, .jobDownload, .jobEnd,
+        .policyDeny, .policyMask, .policyRedact,
     ]
 
     /// `text` as one of ``known``; nil otherwise.
