@@ -19,7 +19,9 @@
 # and the dump's total divided by the requests wrk counted. Needs valgrind and wrk. TRACES=RATIO
 # turns telemetry.traces on at that sample ratio, to Benchmarks/tools/otlp-sink.py. CONNECTIONS
 # (default 8) is wrk's -c: Benchmarks/guard.sh takes 1, so no batch of the vault's group commit
-# is shared and a request's count does not depend on the machine's speed. CONFIG (default
+# is shared and a request's count does not depend on the machine's speed. POLICY_RULES=N (reveal
+# only) reveals with a token held to an access policy of N rules (issue 77), the last the one that
+# matches, with POLICY_TRANSFORM (default plain). CONFIG (default
 # config/cloak.yaml) is the configuration the case is built on: an older build's own, to count it.
 set -euo pipefail
 CONNECTIONS=${CONNECTIONS:-8}
@@ -39,6 +41,21 @@ if [[ $CASE == egress* || $CASE == aliases || $CASE == dedupe || $CASE == reveal
     TOKEN="cg-$RANDOM$RANDOM"
     HASH=$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)
     sed -i "s/^  tokens: \[\].*/  tokens: [{id: cg, sha256: \"$HASH\", scopes: [aliases:create, aliases:reveal, \"egress:*\"]}]/" $W/c.yaml
+    if [[ -n ${POLICY_RULES:-} && $CASE == reveal ]]; then
+        # The reveal by a second token held to a policy of POLICY_RULES rules, the last the one
+        # that matches (POLICY_TRANSFORM, default plain: the engine's cost alone; a mask adds its
+        # audit event), the others allows of other classifiers.
+        READER="cgp-$RANDOM$RANDOM"
+        READER_HASH=$(printf %s "$READER" | sha256sum | cut -d' ' -f1)
+        sed -i "s/^  tokens: \[{id: cg,/  tokens: [{id: cgp, sha256: \"$READER_HASH\", scopes: [aliases:reveal], policies: [bench]}, {id: cg,/" $W/c.yaml
+        { printf '\npolicies:\n  - id: bench\n    rules:\n'
+          for i in $(seq 2 "$POLICY_RULES"); do
+              printf '      - {id: r%s, effect: allow, transform: last4, operations: [reveal], classifiers: [other-%s]}\n' $i $i
+          done
+          printf '      - {id: card, effect: allow, transform: %s, operations: [reveal], formats: [FPE_SIX_T_FOUR]}\n' \
+              "${POLICY_TRANSFORM:-plain}"
+        } >> $W/c.yaml
+    fi
 fi
 if [[ $CASE == egress* || $CASE == inbound ]]; then
     gcc -O2 -o $W/ref Benchmarks/reference/server.c $(pkg-config --cflags --libs libevent libevent_pthreads) -lpthread
@@ -78,7 +95,7 @@ elif [[ $CASE == egress* || $CASE == reveal ]]; then
     else printf '{"card":"none","amount":1000}' > $W/body.json; fi
     run() { BODY_FILE=$W/body.json METHOD=POST PROXY_AUTH="Bearer $TOKEN" TOKEN= wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/egress/$ROUTE/v1/charges; }
     if [[ $CASE == reveal ]]; then
-        run() { BODY_FILE=/dev/null METHOD=GET TOKEN=$TOKEN wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases/$ALIAS; }
+        run() { BODY_FILE=/dev/null METHOD=GET TOKEN=${READER:-$TOKEN} wrk -t1 -c"$CONNECTIONS" -d"$1"s -s Benchmarks/load/post.lua http://127.0.0.1:$PORT/aliases/$ALIAS; }
     fi
 elif [[ $CASE == dedupe ]]; then
     printf '{"data":[{"value":"4111111111111111","format":"FPE_SIX_T_FOUR","storage":"PERSISTENT"}]}' > $W/body.json

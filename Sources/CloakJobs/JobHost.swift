@@ -4,14 +4,15 @@ import CloakVault
 /// What the jobs read of the node's configuration: the one it serves now, asked again for each
 /// job and batch (a reload applies to jobs as it does to requests, review V, item 10). The
 /// service makes it from its own configuration; nothing here reads YAML.
-package struct JobConfiguration: Sendable {
+package struct JobConfiguration: Sendable, CustomStringConvertible {
     /// `jobs:`.
     package var jobs = JobSettings()
     /// `limits.import_rows_per_hour`: an import's rate.
     package var importRowsPerHour = 36_000_000
     /// The forms an import may name (`forms:`).
     package var forms: [String: FormSchema] = [:]
-    /// `vault.store`: an export reads on a connection of its own to it (``ExportReads``).
+    /// `vault.store`: an export reads on a connection of its own to it (``ExportReads``). It may
+    /// hold the database's password: never logged (``description`` shows it redacted).
     package var store = ""
 
     package init(jobs: JobSettings, importRowsPerHour: Int, forms: [String: FormSchema], store: String) {
@@ -19,6 +20,11 @@ package struct JobConfiguration: Sendable {
         self.importRowsPerHour = importRowsPerHour
         self.forms = forms
         self.store = store
+    }
+
+    package var description: String {
+        "JobConfiguration(jobs: \(jobs), importRowsPerHour: \(importRowsPerHour), forms: \(forms.keys.sorted()), "
+            + "store: \(StoreURL.redacted(store)))"
     }
 }
 
@@ -31,11 +37,15 @@ package struct JobCaller: Sendable {
     package var mayExport: Bool
     /// The person the token is for (an export runs only for the person who asked).
     package var person: String?
+    /// The token's guess limits for an import's rows (nil: none), from the same lookup as the
+    /// rest: a token gone between two lookups can never read as one without limits.
+    package var admission: (any ImportAdmission)?
 
-    package init(mayImport: Bool, mayExport: Bool, person: String?) {
+    package init(mayImport: Bool, mayExport: Bool, person: String?, admission: (any ImportAdmission)? = nil) {
         self.mayImport = mayImport
         self.mayExport = mayExport
         self.person = person
+        self.admission = admission
     }
 }
 

@@ -44,7 +44,7 @@ extension JobRunner {
                 failure: "the job cannot run with this configuration: \(error.message); fix it (cloak reload), "
                     + "then cloak jobs resume \(job.id.text)")
         }
-        guard mayImport(job) else {
+        guard let caller = dependencies.caller(job.owner), caller.mayImport else {
             return end(
                 job, .failed,
                 failure: "the job's token no longer holds jobs:import and aliases:create (revoked, expired or changed)")
@@ -60,7 +60,7 @@ extension JobRunner {
         let perHour = configuration.importRowsPerHour
         let batchRows = max(1, min(ImportBatch.maxRows, perHour / 3600 * jobs.leaseSeconds / 2))
         var making = Making(
-            plan: plan, admission: dependencies.admission(job.owner), rows: batchRows,
+            plan: plan, admission: caller.admission, rows: batchRows,
             rate: RowRate(perHour: perHour, batch: batchRows, at: DispatchTime.now().uptimeNanoseconds))
         var steps = Steps(from: job.progress, preparesAhead: preparesAhead)
         var action = Steps.Action.check

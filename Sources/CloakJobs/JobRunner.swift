@@ -30,8 +30,6 @@ package final class JobRunner: Sendable {
         var configuration: JobConfiguration { serving() }
         /// The token a job runs for, by id (nil: gone, revoked or expired).
         let caller: @Sendable (String) -> JobCaller?
-        /// The guess limits of a job's token, by id (nil: none).
-        let admission: @Sendable (String) -> (any ImportAdmission)?
         let today: @Sendable () -> CalendarDate
         let audit: JobAudit
         let logger: Logger
@@ -42,14 +40,12 @@ package final class JobRunner: Sendable {
         package init(
             vault: Vault, serving: @escaping @Sendable () -> JobConfiguration,
             caller: @escaping @Sendable (String) -> JobCaller?,
-            admission: @escaping @Sendable (String) -> (any ImportAdmission)?,
             today: @escaping @Sendable () -> CalendarDate, audit: JobAudit, logger: Logger,
             belowDiskReserve: @escaping @Sendable () -> Bool = { false }
         ) {
             self.vault = vault
             self.serving = serving
             self.caller = caller
-            self.admission = admission
             self.today = today
             self.audit = audit
             self.logger = logger

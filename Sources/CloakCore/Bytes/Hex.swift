@@ -24,6 +24,7 @@ public enum Hex {
 
     /// Writes `value`'s 16 hex digits at `offset`.
     public static func write(_ value: UInt64, into out: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        precondition(offset >= 0 && out.count - offset >= 16, "Hex.write needs 16 bytes at the offset")
         for i in 0..<16 {
             let nibble = UInt8(truncatingIfNeeded: value >> (60 - 4 * UInt64(i))) & 0xf
             out[offset + i] = digit(nibble)

@@ -135,6 +135,8 @@ final class TokenDirectory: Sendable {
         var conflicts: [String] = []
         for token in yaml { insert(token, into: &snapshot) }
         let standings = APICredentials.standings(yaml: yaml, stored: stored, seal: seal)
+        let yamlByID = Dictionary(yaml.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let storedByID = Dictionary(stored.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         for token in stored {
             // A store token that breaks the two-person rule (written into the document and
             // signed as it was) is not honoured, whatever its standing.
@@ -147,7 +149,7 @@ final class TokenDirectory: Sendable {
                 continue
             }
             if standings[token.id] == .active {
-                insert(inheriting(token, yaml: yaml, stored: stored), into: &snapshot)
+                insert(inheriting(token, yaml: yamlByID, stored: storedByID), into: &snapshot)
             } else {
                 snapshot.orphans.append(token.id)
             }
@@ -160,20 +162,20 @@ final class TokenDirectory: Sendable {
     /// given to the minter later reaches what it minted before. Only configured tokens name
     /// policies; a chain that does not end at one (an operator's token) leaves `token` as it is.
     static func inheriting(
-        _ token: ServiceConfiguration.AccessToken, yaml: [ServiceConfiguration.AccessToken],
-        stored: [ServiceConfiguration.AccessToken]
+        _ token: ServiceConfiguration.AccessToken, yaml: [String: ServiceConfiguration.AccessToken],
+        stored: [String: ServiceConfiguration.AccessToken]
     ) -> ServiceConfiguration.AccessToken {
         guard var minter = token.mintedBy else { return token }
         // Bounded: a chain written into the store in a loop ends here, unrestricted by nothing
         // it could not already do (its standing is the credentials' check).
         for _ in 0..<64 {
-            if let root = yaml.first(where: { $0.id == minter }) {
+            if let root = yaml[minter] {
                 var held = token
                 held.policies = root.policies
                 held.access = root.access
                 return held
             }
-            guard let next = stored.first(where: { $0.id == minter })?.mintedBy else { return token }
+            guard let next = stored[minter]?.mintedBy else { return token }
             minter = next
         }
         return token

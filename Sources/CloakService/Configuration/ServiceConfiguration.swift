@@ -138,8 +138,12 @@ package struct ServiceConfiguration: Sendable {
         /// `auth.tokens[].policies` (issue 77): the policies that narrow what its scopes let it
         /// see; empty: its scopes alone decide, as before policies.
         package var policies: [String] = []
-        /// ``policies`` compiled once a load (``TokenAccess``): a store token's are none.
+        /// ``policies`` compiled once a load (``TokenAccess``); a minted token's are those of the
+        /// configured token its chain starts from (``TokenDirectory``).
         var access = TokenAccess.unrestricted
+
+        /// Whether access policies narrow this token (for the commands, which judge none yet).
+        package var isHeldToPolicies: Bool { access.isRestricted }
 
         /// Who this token's guesses count as.
         package var guessKey: String { guessAccount ?? id }

@@ -9,19 +9,24 @@ extension VaultAPIHandler {
     func reveal(_ request: HTTPRequest, alias: String) throws(CloakError) -> Reply {
         try Self.requirePlausible(alias, outcome)
         if identity.token?.scopes.contains(.aliasesReveal) != true {
+            // A card's attributes are not judged by access policies yet (issue 77).
+            if identity.token?.access.isRestricted == true {
+                throw CloakError(
+                    .forbidden, "this token is held to access policies, which card attributes do not apply yet")
+            }
             return attributesOnly(alias)
         }
-        let policies = policyReveal(request)
+        let judged = judging(request)
         return .later { finish in
             // An alias that does not exist is a guess (an FPE alias keeps its card's BIN and last four).
-            vault.revealGuessing([alias]) { result in
+            vault.revealGuessing([alias], judged: judged) { result in
                 switch result {
                 case let .success(found):
                     // Each alias's event committed with the reveal (``VaultAuditing``).
-                    if let record = found[alias], let shown = shown(record, alias, policies) {
+                    if let record = found[alias] {
                         finish(
                             .json(
-                                200, Self.dataArray([shown], lifecycle: true), headers: HTTPResponse.noStoreHeaders))
+                                200, Self.dataArray([record], lifecycle: true), headers: HTTPResponse.noStoreHeaders))
                     } else {
                         finish(.error(.notFound("no such alias")))
                     }
@@ -84,26 +89,20 @@ extension VaultAPIHandler {
             throw .malformed("at most \(vault.settings.maxBatch) aliases at once, not \(aliases.count)")
         }
         let plausible = aliases.filter(Self.isPlausibleAlias)
-        let policies = policyReveal(request)
+        let judged = judging(request)
         return .later { finish in
-            vault.revealGuessing(plausible) { result in
+            vault.revealGuessing(plausible, judged: judged) { result in
                 switch result {
                 case let .success(found):
                     // The vault noted those it was asked; an alias that cannot name one was not asked.
                     for alias in aliases where !Self.isPlausibleAlias(alias) { audit(alias, .notFound) }
-                    var shownRecords = found
-                    if policies != nil {
-                        for (alias, record) in found { shownRecords[alias] = shown(record, alias, policies) }
-                    }
-                    guard !shownRecords.isEmpty else {
-                        return finish(.error(.notFound("none of the aliases exists")))
-                    }
+                    guard !found.isEmpty else { return finish(.error(.notFound("none of the aliases exists"))) }
                     var answer = JSONWriter(reservingCapacity: 192 * found.count + 16)
                     answer.beginObject()
                     answer.key("data" as StaticString)
                     answer.beginObject()
                     for alias in aliases {
-                        guard let record = shownRecords[alias] else { continue }
+                        guard let record = found[alias] else { continue }
                         answer.key(alias)
                         record.write(into: &answer, lifecycle: true)
                     }
@@ -117,19 +116,23 @@ extension VaultAPIHandler {
         }
     }
 
-    /// The token's access policies for this request, when it is held to any (issue 77).
-    private func policyReveal(_ request: HTTPRequest) -> PolicyReveal? {
+    /// What the token's access policies let it see of the records a reveal found (issue 77), or
+    /// nil for a token held to none. The vault's client applies it before it counts the aliases
+    /// asked as found or guessed: a value denied counts as the miss it answers as.
+    private func judging(_ request: HTTPRequest) -> (@Sendable ([String: RevealedRecord]) -> [String: RevealedRecord])?
+    {
         guard let access = identity.token?.access, access.isRestricted else { return nil }
-        return PolicyReveal(access: access, request: request)
-    }
-
-    /// `record`, found for `alias`, as the token may see it: nil when a policy denies it (the
-    /// answer is then a miss's).
-    private func shown(_ record: RevealedRecord, _ alias: String, _ policies: PolicyReveal?) -> RevealedRecord? {
-        guard let policies else { return record }
-        switch policies.judge(record, alias: alias, reference: vault.vault.auditReference(alias), outcome: outcome) {
-        case .hidden: return nil
-        case let .shown(shown): return shown
+        let policies = PolicyReveal(access: access, request: request)
+        return { [vault, outcome] found in
+            var shown: [String: RevealedRecord] = [:]
+            for (alias, record) in found {
+                if case let .shown(record) = policies.judge(
+                    record, alias: alias, reference: vault.vault.auditReference(alias), outcome: outcome)
+                {
+                    shown[alias] = record
+                }
+            }
+            return shown
         }
     }
 

@@ -42,10 +42,9 @@ extension CloakService {
                                 && token.scopes.contains(.aliasesCreate),
                             mayExport: free && token.scopes.contains(.jobsExport)
                                 && token.scopes.contains(.aliasesReveal),
-                            person: token.person)
+                            person: token.person, admission: current().importAdmission(for: token))
                     }
                 },
-                admission: { id in directory.token(id: id).flatMap { current().importAdmission(for: $0) } },
                 today: context.today,
                 audit: JobAudit(
                     written: { [logger] entries in AuditLog(logger: logger).record(entries, level: .info) },

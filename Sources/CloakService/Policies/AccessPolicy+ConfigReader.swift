@@ -102,18 +102,29 @@ extension ServiceConfiguration {
         }
         if operations.isEmpty { r.issue("\(p).operations", "give at least one operation", node) }
         var resources = PolicyResources()
-        resources.classifiers = r.strings(m["classifiers"], at: "\(p).classifiers").map(Set.init)
+        // A list given empty would match nothing: a deny that never fires. Refused.
+        func nonEmpty(_ key: String, _ list: [String]?) -> [String]? {
+            if let list, list.isEmpty { r.issue("\(p).\(key)", "give at least one, or leave the key out", m[key]) }
+            return list
+        }
+        resources.classifiers = nonEmpty("classifiers", r.strings(m["classifiers"], at: "\(p).classifiers")).map(
+            Set.init)
         if let formats = r.sequence(m["formats"], at: "\(p).formats") {
+            if formats.isEmpty { r.issue("\(p).formats", "give at least one, or leave the key out", m["formats"]) }
             resources.formats = Set(
                 formats.enumerated().compactMap { r.aliasFormat($1, at: "\(p).formats[\($0)]")?.rawValue })
         }
-        if let fields = r.strings(m["fields"], at: "\(p).fields") {
-            for (k, field) in fields.enumerated() where !field.contains(".") {
-                r.issue("\(p).fields[\(k)]", "expected form.field, or form.* for every field of a form")
+        if let fields = nonEmpty("fields", r.strings(m["fields"], at: "\(p).fields")) {
+            // No door that judges policies knows a value's field yet (a record keeps its form,
+            // `form:<name>`): `form.field` would match nothing, and a deny of it never fire.
+            for (k, field) in fields.enumerated() where !field.hasSuffix(".*") || field.count < 3 {
+                r.issue(
+                    "\(p).fields[\(k)]",
+                    "expected form.* (every value stored through a form): a single field is not told apart yet")
             }
             resources.fields = Set(fields)
         }
-        resources.routes = r.strings(m["routes"], at: "\(p).routes").map(Set.init)
+        resources.routes = nonEmpty("routes", r.strings(m["routes"], at: "\(p).routes")).map(Set.init)
         for (key, value) in r.namedMapping(m["metadata"], at: "\(p).metadata") {
             if let text = r.string(value, at: "\(p).metadata.\(key)") { resources.metadata[key] = text }
         }
@@ -143,8 +154,14 @@ extension ServiceConfiguration {
         }
         if let reason = m["reason"] {
             // `true`: any reason of 8 to 200 characters; a string: a pattern it must match whole.
-            if case let .scalar(text, _) = reason, text == "true" || text == "false" {
-                if text == "true" { conditions.append(.reason(pattern: nil)) }
+            // A YAML boolean is read as one (`yes`, `on`, …), never as a pattern; `false` asks for
+            // nothing and is refused, as a condition that says nothing would be.
+            if case let .scalar(text, _) = reason, Self.yamlBooleans.contains(text.lowercased()) {
+                if r.bool(reason, at: "\(p).reason") == true {
+                    conditions.append(.reason(pattern: nil))
+                } else {
+                    r.issue("\(p).reason", "expected true or a regular expression (leave it out for no reason)", reason)
+                }
             } else if let text = r.string(reason, at: "\(p).reason") {
                 if let pattern = try? RegexPattern(text) {
                     conditions.append(.reason(pattern: pattern))
@@ -154,7 +171,11 @@ extension ServiceConfiguration {
             }
         }
         if let window = r.mapping(m["window"], at: "\(p).window", allowed: ["days", "from", "until", "zone"]) {
-            let days = (r.strings(window["days"], at: "\(p).window.days") ?? Self.weekdays).enumerated().compactMap {
+            let named = r.strings(window["days"], at: "\(p).window.days")
+            if named?.isEmpty == true {
+                r.issue("\(p).window.days", "give at least one day, or leave it out for every day", window["days"])
+            }
+            let days = (named ?? Self.weekdays).enumerated().compactMap {
                 k, day -> Int? in
                 guard let index = Self.weekdays.firstIndex(of: day) else {
                     r.issue("\(p).window.days[\(k)]", "expected one of: \(Self.weekdays.joined(separator: ", "))")
@@ -189,6 +210,9 @@ extension ServiceConfiguration {
         }
         return conditions
     }
+
+    /// The scalars YAML 1.1 reads as booleans, lowercased.
+    static let yamlBooleans: Set<String> = ["true", "false", "yes", "no", "on", "off"]
 
     /// Weekdays as a window names them, Monday first (the engine's 1 … 7).
     static let weekdays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]

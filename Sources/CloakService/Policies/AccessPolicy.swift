@@ -65,7 +65,11 @@ enum ValueTransform: Sendable, Equatable {
     func isAtLeastAsStrict(as other: ValueTransform) -> Bool {
         if exposure != other.exposure { return exposure < other.exposure }
         switch (self, other) {
-        case let (.mask(a), .mask(b)): return a.order <= b.order
+        case let (.mask(a), .mask(b)):
+            // Two patterns that show as many characters: by their text, so that no rule order
+            // decides between them.
+            if case let .pattern(x) = a, case let .pattern(y) = b { return x <= y }
+            return a.order <= b.order
         default: return true
         }
     }
@@ -89,8 +93,10 @@ struct PolicyResources: Sendable, Equatable {
         if let classifiers, !value.classifiers.contains(where: classifiers.contains) { return false }
         if let formats, !formats.contains(value.format) { return false }
         if let fields {
-            guard let form = value.form, let field = value.field,
-                fields.contains("\(form).\(field)") || fields.contains("\(form).*")
+            // `form.*` needs only the form; `form.field` the field too (a door that knows the
+            // value's field: the configuration refuses it until one does).
+            guard let form = value.form,
+                fields.contains("\(form).*") || value.field.map({ fields.contains("\(form).\($0)") }) == true
             else { return false }
         }
         if let routes {

@@ -49,6 +49,8 @@ struct PolicyReveal: Sendable {
             }
             shown.aliases = record.aliases.filter { $0.alias == alias }
             shown.group = nil
+            // A card's attributes come from its BIN: not for a value seen masked.
+            shown.metadata[RevealedRecord.attributesKey] = nil
             outcome?.policy(transform == .redact ? .policyRedact : .policyMask, reference(), facts: facts(decision))
             return .shown(shown)
         }

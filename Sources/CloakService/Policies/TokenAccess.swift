@@ -181,9 +181,11 @@ struct TokenAccess: Sendable {
             guard let client = context.client else { return false }
             return networks.contains { $0.contains(client) }
         case let .window(days, from, until, zone):
-            guard let now = context.localTime(zone), days.contains(now.weekday) else { return false }
-            return from <= until
-                ? (from <= now.minute && now.minute < until) : (now.minute >= from || now.minute < until)
+            guard let now = context.localTime(zone) else { return false }
+            if from <= until { return days.contains(now.weekday) && from <= now.minute && now.minute < until }
+            // Across midnight: the part after it belongs to the day the window began.
+            if now.minute >= from { return days.contains(now.weekday) }
+            return now.minute < until && days.contains(now.weekday == 1 ? 7 : now.weekday - 1)
         case let .reason(pattern):
             guard let reason = context.reason, PolicyCondition.reasonBytes.contains(reason.utf8.count) else {
                 return false

@@ -16,6 +16,8 @@ enum ValueMask: Sendable, Equatable {
     static let hidden: Character = "*"
     /// A mask that would hide fewer characters than this shows nothing (a card's five digits).
     static let minimumHidden = 5
+    /// What `last4` and `bin_last4` let stand between digits (a card or an account as written).
+    static let separators: Set<Character> = [" ", "-", ".", "/"]
 
     /// The mask a configuration names: `last4`, `bin_last4`, or a pattern of `#`, `*` and
     /// separators; nil for anything else.
@@ -54,6 +56,10 @@ enum ValueMask: Sendable, Equatable {
         let characters = Array(value)
         switch self {
         case .last4, .binLast4:
+            // Digits and separators only: a letter or another script's digit would pass unmasked.
+            guard characters.allSatisfy({ ($0.isASCII && $0.isNumber) || Self.separators.contains($0) }) else {
+                return Self.redacted
+            }
             let digits = characters.indices.filter { characters[$0].isASCII && characters[$0].isNumber }
             let keepFirst = self == .binLast4 ? 6 : 0
             guard self == .last4 || digits.count >= 15 else { return Self.redacted }

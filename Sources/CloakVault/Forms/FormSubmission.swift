@@ -13,9 +13,9 @@ package struct FormSubmission: Sendable {
     }
 
     /// One alias request per tokenized value.
-    package var requests: [AliasRequest] = []
+    package private(set) var requests: [AliasRequest] = []
     /// Every output entry in form order: its key (field or component name) and where its value comes from.
-    package var entries: [(key: String, source: Source)] = []
+    package private(set) var entries: [(key: String, source: Source)] = []
 
     /// - Parameter keepSensitiveRaw: true for sending (the SDK's `sendData` sends every field),
     ///   false for tokenizing (card numbers and CVCs without tokenization are dropped).

@@ -152,6 +152,10 @@ struct Export: ParsableCommand {
             Keys.fail("cannot read the store's tokens: \(error)")
         }
         guard let token else { Keys.fail("CLOAK_TOKEN is not a token the nodes honour (unknown, revoked or expired)") }
+        // Exports and their approvals do not judge access policies yet (issue 77).
+        guard !token.isHeldToPolicies else {
+            Keys.fail("the token \(token.id) is held to access policies, which exports do not apply yet")
+        }
         return token
     }
 

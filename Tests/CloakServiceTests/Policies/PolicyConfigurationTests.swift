@@ -50,6 +50,13 @@ import Testing
         #expect(token.policies == ["support"] && token.access.isRestricted)
     }
 
+    @Test func aYAMLBooleanReasonIsReadAsOneNeverAsAPattern() throws {
+        let yaml = Self.yaml(
+            policies: "  - {id: support, rules: [{id: r, effect: allow, operations: [reveal], when: {reason: yes}}]}")
+        let configuration = try ServiceConfiguration.parse(yaml: yaml, environment: [:])
+        #expect(configuration.policies["support"]?.rules.first?.conditions == [.reason(pattern: nil)])
+    }
+
     @Test(arguments: [
         // A token naming a policy the file does not hold.
         ("tokens", yaml(policies: support, tokenPolicies: "[support, nope]"), "auth.tokens[0].policies[1]"),
@@ -165,6 +172,39 @@ import Testing
                     "  - {id: support, rules: [{id: r, effect: allow, operations: [reveal], when: {quota_per_hour: 50}}]}"
             ),
             "policies[0].rules[0].when.quota_per_hour"
+        ),
+        (
+            "a single field",
+            yaml(
+                policies:
+                    "  - {id: support, rules: [{id: r, effect: deny, operations: [reveal], fields: [checkout.card_number]}]}"
+            ),
+            "policies[0].rules[0].fields[0]"
+        ),
+        (
+            "empty classifiers",
+            yaml(policies: "  - {id: support, rules: [{id: r, effect: deny, operations: [reveal], classifiers: []}]}"),
+            "policies[0].rules[0].classifiers"
+        ),
+        (
+            "empty formats",
+            yaml(policies: "  - {id: support, rules: [{id: r, effect: deny, operations: [reveal], formats: []}]}"),
+            "policies[0].rules[0].formats"
+        ),
+        (
+            "no days",
+            yaml(
+                policies:
+                    "  - {id: support, rules: [{id: r, effect: allow, operations: [reveal], when: {window: {days: [], from: \"08:00\", until: \"18:00\", zone: UTC}}}]}"
+            ),
+            "policies[0].rules[0].when.window.days"
+        ),
+        (
+            "reason false",
+            yaml(
+                policies:
+                    "  - {id: support, rules: [{id: r, effect: allow, operations: [reveal], when: {reason: false}}]}"),
+            "policies[0].rules[0].when.reason"
         ),
         (
             "unknown key",

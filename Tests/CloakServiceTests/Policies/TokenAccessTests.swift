@@ -183,6 +183,17 @@ struct TokenAccessTests {
                 == .deny)
     }
 
+    @Test(arguments: [
+        // A Friday 22:00-06:00 window: the part after midnight is Friday's, on Saturday.
+        (5, 23 * 60, true), (6, 60, true), (6, 6 * 60, false), (5, 60, false), (4, 23 * 60, false),
+        (6, 23 * 60, false), (1, 60, false),
+    ])
+    func aWindowAcrossMidnightBelongsToTheDayItBegan(weekday: Int, minute: Int, holds: Bool) {
+        let condition = PolicyCondition.window(days: [5], from: 22 * 60, until: 6 * 60, zone: "UTC")
+        let context = AccessContext(localTime: { _ in (weekday, minute) })
+        #expect(TokenAccess.holds(condition, context) == holds)
+    }
+
     // MARK: properties
 
     /// A generator for shuffles the test can repeat.

@@ -21,6 +21,12 @@ struct ValueMaskTests {
         (.pattern("***-**-####"), "12a-45-6789", "***-**-6789"),
         (.pattern("***-**-####"), "1-3-45-6789", ValueMask.redacted),
         (.pattern("**-####"), "12-6789", ValueMask.redacted),
+        // last4 and bin_last4 read digits and separators only: a letter or another script's
+        // digit would pass unmasked (an IBAN, free text), so such a value is redacted.
+        (.last4, "GB82WEST12345698765432", ValueMask.redacted),
+        (.last4, "call 4111111111111111", ValueMask.redacted),
+        (.binLast4, "4111-1111-1111-1111", "4111-11**-****-1111"),
+        (.last4, "٤١١١١١١١١١١١١١١١", ValueMask.redacted),
     ])
     func masks(_ mask: ValueMask, _ value: String, _ expected: String) {
         #expect(mask.apply(value) == expected)
@@ -43,5 +49,8 @@ struct ValueMaskTests {
             for b in order[i...] { #expect(a.isAtLeastAsStrict(as: b), "\(a) vs \(b)") }
         }
         #expect(!ValueTransform.plain.isAtLeastAsStrict(as: .redact))
+        // Two patterns that show as many characters: one order, by their text, whichever comes first.
+        let (a, b) = (ValueTransform.mask(.pattern("***-**-####")), ValueTransform.mask(.pattern("####-**-***")))
+        #expect(a.isAtLeastAsStrict(as: b) != b.isAtLeastAsStrict(as: a))
     }
 }
