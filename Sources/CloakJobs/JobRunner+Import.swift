@@ -186,8 +186,11 @@ extension JobRunner {
             }
             // The token's guess limits, as its creates pass them; no room for the row's values
             // (the token's cap, the node's budget) ends the batch before it: the job waits.
+            // Only the values whose aliases go back to the importer (the mapping's): the row's id,
+            // an expiry or a name kept in its group are never answered with an alias, so they
+            // tell a guesser nothing (and a million rows' distinct ids would fill a window).
             if case let .success(values) = row.outcome, let admission = making.admission {
-                switch admission.admitRow(values.map(\.request), vault: vault) {
+                switch admission.admitRow(values.filter(\.inMapping).map(\.request), vault: vault) {
                 case .admitted: break
                 case let .refused(refusal):
                     row.outcome = .failure(

@@ -8,8 +8,14 @@ extension Vault {
     /// (``VaultAuditing/current``) notes each alias found or not, and its notes are written with
     /// its batch (``VaultExecutor/submit(notingReads:completion:)``): the values reach the
     /// caller only once their events are committed.
+    ///
+    /// `judge` (a caller's access policies, issue 77) says what of each record found the caller
+    /// sees: one it hides is answered, noted and counted as not found, and the event it makes
+    /// (what a policy changed) commits with the reveal's own. Pure and bounded by the aliases
+    /// asked; the only policy work on the vault's thread.
     package func reveal(
-        _ aliases: [String], completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
+        _ aliases: [String], judge: RevealJudge? = nil,
+        completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
         executor.submit(
             notingReads: { [self] store in
@@ -17,7 +23,16 @@ extension Vault {
                 let found = try store.records(aliases: aliases)
                 var out: [String: RevealedRecord] = [:]
                 for alias in aliases {
-                    if let record = try live(found[alias], alias: alias) { out[alias] = try open(record, in: store) }
+                    if let record = try live(found[alias], alias: alias) {
+                        let opened = try open(record, in: store)
+                        if let judge {
+                            let verdict = judge(alias, auditReference(alias), opened)
+                            out[alias] = verdict.record
+                            if let event = verdict.event { VaultAuditing.add(event) }
+                        } else {
+                            out[alias] = opened
+                        }
+                    }
                     VaultAuditing.note(auditReference(alias), out[alias] == nil ? .notFound : .ok, .reveal)
                 }
                 return out
@@ -88,3 +103,20 @@ extension Vault {
 
     static func associatedData(_ recordID: String, _ keyID: String) -> [UInt8] { Array("\(recordID)|\(keyID)".utf8) }
 }
+
+/// What a caller's access policies make of one record a reveal found (issue 77): the record as
+/// the caller may see it (nil: not at all, answered as a miss), and the audit event of what a
+/// policy changed.
+package struct RevealVerdict: Sendable {
+    package var record: RevealedRecord?
+    package var event: AuditEvent.Draft?
+
+    package init(record: RevealedRecord?, event: AuditEvent.Draft? = nil) {
+        self.record = record
+        self.event = event
+    }
+}
+
+/// Judges a record found for an alias (the alias, its audit reference, the opened record).
+package typealias RevealJudge =
+    @Sendable (_ alias: String, _ reference: String?, _ record: RevealedRecord) -> RevealVerdict

@@ -16,10 +16,10 @@ extension VaultAPIHandler {
             }
             return attributesOnly(alias)
         }
-        let judged = judging(request)
+        let judge = judging(request)
         return .later { finish in
             // An alias that does not exist is a guess (an FPE alias keeps its card's BIN and last four).
-            vault.revealGuessing([alias], judged: judged) { result in
+            vault.revealGuessing([alias], judge: judge) { result in
                 switch result {
                 case let .success(found):
                     // Each alias's event committed with the reveal (``VaultAuditing``).
@@ -89,9 +89,9 @@ extension VaultAPIHandler {
             throw .malformed("at most \(vault.settings.maxBatch) aliases at once, not \(aliases.count)")
         }
         let plausible = aliases.filter(Self.isPlausibleAlias)
-        let judged = judging(request)
+        let judge = judging(request)
         return .later { finish in
-            vault.revealGuessing(plausible, judged: judged) { result in
+            vault.revealGuessing(plausible, judge: judge) { result in
                 switch result {
                 case let .success(found):
                     // The vault noted those it was asked; an alias that cannot name one was not asked.
@@ -116,24 +116,15 @@ extension VaultAPIHandler {
         }
     }
 
-    /// What the token's access policies let it see of the records a reveal found (issue 77), or
-    /// nil for a token held to none. The vault's client applies it before it counts the aliases
-    /// asked as found or guessed: a value denied counts as the miss it answers as.
-    private func judging(_ request: HTTPRequest) -> (@Sendable ([String: RevealedRecord]) -> [String: RevealedRecord])?
-    {
+    /// What the token's access policies let it see of each record a reveal finds (issue 77), or
+    /// nil for a token held to none. Judged inside the reveal's job: what a policy changed is an
+    /// event that commits with the reveal's own, and a hidden value counts as a miss.
+    private func judging(_ request: HTTPRequest) -> RevealJudge? {
         guard let access = identity.token?.access, access.isRestricted else { return nil }
-        let policies = PolicyReveal(access: access, request: request)
-        return { [vault, outcome] found in
-            var shown: [String: RevealedRecord] = [:]
-            for (alias, record) in found {
-                if case let .shown(record) = policies.judge(
-                    record, alias: alias, reference: vault.vault.auditReference(alias), outcome: outcome)
-                {
-                    shown[alias] = record
-                }
-            }
-            return shown
-        }
+        let policies = PolicyReveal(
+            access: access, request: request, tokenID: outcome?.tokenID ?? identity.token?.id ?? "-",
+            client: outcome?.client ?? request.remoteAddress)
+        return { alias, reference, record in policies.judge(record, alias: alias, reference: reference) }
     }
 
     /// The still-encoded value of a query parameter.

@@ -126,15 +126,6 @@ final class Outcome: VaultAuditSubject {
         entries.withLock { $0.append((entry, false)) }
     }
 
-    /// Notes what an access policy changed of one alias's value (issue 77): `action` is
-    /// ``AuditAction/policyDeny``, ``AuditAction/policyMask`` or ``AuditAction/policyRedact``.
-    func policy(_ action: AuditAction, _ reference: String?, facts: [(String, String)]) {
-        let entry = AuditEvent.Draft(
-            made: action, tokenID: tokenID, client: client, aliasReference: reference,
-            result: action == .policyDeny ? .refused : .ok, facts: facts)
-        entries.withLock { $0.append((entry, false)) }
-    }
-
     /// Everything noted so far, in order, and whether each is in the store.
     var recorded: [(event: AuditEvent.Draft, stored: Bool)] { entries.withLock { $0 } }
 

@@ -8,39 +8,36 @@ import Foundation
 /// or not at all. A denied value is answered exactly as an alias that does not exist; a masked
 /// or redacted one carries only the alias it was asked by (another format's alias, such as a
 /// card's BIN and last four, would show more than the mask). What a policy changed is an audit
-/// event naming the policy, the rule and the caller's `Cloak-Access-Reason`, scrubbed.
+/// event naming the policy, the rule and the caller's `Cloak-Access-Reason`, scrubbed, which
+/// commits with the reveal's own (``Vault/reveal(_:judge:completion:)``).
 struct PolicyReveal: Sendable {
     let access: TokenAccess
     let context: AccessContext
+    /// Who the audit events name: the request's token and client.
+    let tokenID: String
+    let client: String
 
     /// The header a caller gives its reason in (a rule's `when.reason`).
     static let reasonHeader = "Cloak-Access-Reason"
 
-    init(access: TokenAccess, request: HTTPRequest, now: Date = Date()) {
+    init(access: TokenAccess, request: HTTPRequest, tokenID: String, client: String, now: Date = Date()) {
         self.access = access
+        self.tokenID = tokenID
+        self.client = client
         context = AccessContext(
             client: IPAddress(request.remoteAddress), reason: request.header(Self.reasonHeader),
             localTime: { zone in Self.localTime(zone, at: now) })
     }
 
-    enum Judged {
-        /// Not shown: answered as an alias that does not exist.
-        case hidden
-        case shown(RevealedRecord)
-    }
-
-    /// `record`, found for `alias`, as the token may see it; what the policies changed is noted
-    /// in `outcome` under the alias's keyed `reference`.
-    func judge(_ record: RevealedRecord, alias: String, reference: @autoclosure () -> String?, outcome: Outcome?)
-        -> Judged
-    {
+    /// `record`, found for `alias`, as the token may see it (nil: not at all), with the audit
+    /// event of what a policy changed under the alias's keyed `reference`.
+    func judge(_ record: RevealedRecord, alias: String, reference: String?) -> RevealVerdict {
         let decision = access.decide(.reveal, Self.resource(record, alias: alias), context)
         switch decision.outcome {
         case .deny:
-            outcome?.policy(.policyDeny, reference(), facts: facts(decision))
-            return .hidden
+            return RevealVerdict(record: nil, event: event(.policyDeny, reference, decision))
         case .allow(.plain):
-            return .shown(record)
+            return RevealVerdict(record: record)
         case let .allow(transform):
             var shown = record
             switch transform {
@@ -51,9 +48,21 @@ struct PolicyReveal: Sendable {
             shown.group = nil
             // A card's attributes come from its BIN: not for a value seen masked.
             shown.metadata[RevealedRecord.attributesKey] = nil
-            outcome?.policy(transform == .redact ? .policyRedact : .policyMask, reference(), facts: facts(decision))
-            return .shown(shown)
+            return RevealVerdict(
+                record: shown, event: event(transform == .redact ? .policyRedact : .policyMask, reference, decision))
         }
+    }
+
+    /// What a policy changed, as an audit event: the deciding policy and rule (`none` for a
+    /// default deny) and the caller's reason, scrubbed of card numbers.
+    private func event(_ action: AuditAction, _ reference: String?, _ decision: TokenAccess.Decision)
+        -> AuditEvent.Draft
+    {
+        var facts = [("policy", decision.policy ?? "none"), ("rule", decision.rule ?? "none")]
+        if let reason = context.reason { facts.append(("reason", Redaction.scrub(reason, limit: 200))) }
+        return AuditEvent.Draft(
+            made: action, tokenID: tokenID, client: client, aliasReference: reference,
+            result: action == .policyDeny ? .refused : .ok, facts: facts)
     }
 
     /// What the engine knows of a revealed record: its classifiers, the format of the alias it
@@ -64,14 +73,6 @@ struct PolicyReveal: Sendable {
             format: record.aliases.first { $0.alias == alias }?.format.rawValue ?? "",
             form: record.classifiers.first { $0.hasPrefix("form:") }.map { String($0.dropFirst(5)) },
             metadata: record.metadata, isFile: record.classifiers.contains(Vault.fileClassifier))
-    }
-
-    /// The audit event's facts: the deciding policy and rule (`none` for a default deny) and the
-    /// caller's reason, scrubbed of card numbers.
-    private func facts(_ decision: TokenAccess.Decision) -> [(String, String)] {
-        var facts = [("policy", decision.policy ?? "none"), ("rule", decision.rule ?? "none")]
-        if let reason = context.reason { facts.append(("reason", Redaction.scrub(reason, limit: 200))) }
-        return facts
     }
 
     /// The weekday (1 Monday … 7 Sunday) and the minute of the day at `date` in the IANA `zone`;

@@ -89,18 +89,18 @@ struct VaultClient: Sendable {
     /// aliases is a lookup too, so it passes the same admission (an FPE alias keeps its card's
     /// BIN and last four: a miss counts in that bucket).
     ///
-    /// `judged` (a token's access policies, issue 77) is what the caller may see of what was found,
-    /// applied before the aliases count as found or guessed: one it hides counts as a miss.
+    /// `judge` (a token's access policies, issue 77) decides, inside the reveal's job, what the
+    /// caller sees of each record found: one it hides counts as the miss it answers as.
     func revealGuessing(
-        _ aliases: [String], judged: (@Sendable ([String: RevealedRecord]) -> [String: RevealedRecord])? = nil,
+        _ aliases: [String], judge: RevealJudge? = nil,
         completion: @escaping @Sendable (Result<[String: RevealedRecord], VaultError>) -> Void
     ) {
         let (completion, call) = traced("reveal", count: aliases.count, completion)
         serving(call, audited: true) {
             guessing(aliases, completion: completion, found: { found in aliases.map { found[$0] != nil } }) { done in
-                vault.reveal(aliases) { [onUnavailable] result in
+                vault.reveal(aliases, judge: judge) { [onUnavailable] result in
                     if case let .failure(.unavailable(reason)) = result { onUnavailable?(reason) }
-                    done(judged.map { result.map($0) } ?? result)
+                    done(result)
                 }
             }
         }

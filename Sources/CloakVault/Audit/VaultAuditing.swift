@@ -49,6 +49,12 @@ package enum VaultAuditing {
         notes.add(draft)
     }
 
+    /// Adds `event`, made whole by the job itself (a policy's change to a reveal, issue 77), to
+    /// the running job's notes: it commits with the job's others.
+    static func add(_ event: AuditEvent.Draft) {
+        running.get()?.add(event)
+    }
+
     /// Milliseconds since the epoch: an event's time.
     package static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 }

@@ -118,6 +118,9 @@ import Testing
             #expect(many.status == 200 && Set(data?.keys.map { $0 } ?? []) == [card], "\(many.text)")
             let none = try client.request("GET", "/aliases?q=\(secret),\(other)", body: nil, headers: support)
             #expect(none.status == 404)
+            // Each denied value's reveal event says what the caller got: not found.
+            let reveals = service.logs.lines.filter { $0.contains(#""action":"reveal""#) }
+            #expect(reveals.filter { $0.contains(#""result":"not_found""#) }.count >= 6, "\(reveals)")
             let denies = service.logs.lines.filter { $0.contains(#""action":"policy_deny""#) }
             #expect(
                 denies.contains { $0.contains(#""rule":"secret""#) }
