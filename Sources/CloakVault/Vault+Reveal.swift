@@ -23,17 +23,21 @@ extension Vault {
                 let found = try store.records(aliases: aliases)
                 var out: [String: RevealedRecord] = [:]
                 for alias in aliases {
+                    // The alias's keyed reference, made once when a judge needs it too.
+                    var reference: String??
                     if let record = try live(found[alias], alias: alias) {
                         let opened = try open(record, in: store)
                         if let judge {
-                            let verdict = judge(alias, auditReference(alias), opened)
+                            let made = auditReference(alias)
+                            reference = .some(made)
+                            let verdict = judge(alias, made, opened)
                             out[alias] = verdict.record
                             if let event = verdict.event { VaultAuditing.add(event) }
                         } else {
                             out[alias] = opened
                         }
                     }
-                    VaultAuditing.note(auditReference(alias), out[alias] == nil ? .notFound : .ok, .reveal)
+                    VaultAuditing.note(reference ?? auditReference(alias), out[alias] == nil ? .notFound : .ok, .reveal)
                 }
                 return out
             }, completion: { completion(Self.map($0)) })
