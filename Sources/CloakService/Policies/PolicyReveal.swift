@@ -71,7 +71,7 @@ struct PolicyReveal: Sendable {
         AccessResource(
             classifiers: record.classifiers,
             format: record.aliases.first { $0.alias == alias }?.format.rawValue ?? "",
-            form: record.classifiers.first { $0.hasPrefix("form:") }.map { String($0.dropFirst(5)) },
+            form: FormSubmission.form(ofClassifiers: record.classifiers),
             metadata: record.metadata, isFile: record.classifiers.contains(Vault.fileClassifier))
     }
 

@@ -44,7 +44,14 @@ package struct FormSubmission: Sendable {
     /// The classifier a record stored through form `name` carries (its submissions, and `cloak
     /// import --form`): an export selects a form's records by it (issue 60). A record stored
     /// first elsewhere keeps the classifiers it was stored with.
-    package static func classifier(form name: String) -> String { "form:" + name }
+    package static func classifier(form name: String) -> String { formPrefix + name }
+
+    /// The form a record was stored through, read from its classifiers (nil: none).
+    package static func form(ofClassifiers classifiers: [String]) -> String? {
+        classifiers.first { $0.hasPrefix(formPrefix) }.map { String($0.dropFirst(formPrefix.count)) }
+    }
+
+    private static let formPrefix = "form:"
 
     /// The entry key of each alias request, for error messages ("field card_data.card_number: …").
     package func key(ofRequest index: Int) -> String {

@@ -136,6 +136,9 @@ import Testing
             #expect(try client.request("GET", "/aliases/\(card)", body: nil, headers: fraud).status == 404)
             let short = fraud + [("Cloak-Access-Reason", "CASE-1")]
             #expect(try client.request("GET", "/aliases/\(card)", body: nil, headers: short).status == 404)
+            // Over 200 characters: no reason, however well it matches.
+            let long = fraud + [("Cloak-Access-Reason", "CASE-20931 " + String(repeating: "x", count: 190))]
+            #expect(try client.request("GET", "/aliases/\(card)", body: nil, headers: long).status == 404)
             let given = fraud + [("Cloak-Access-Reason", "CASE-20931 chargeback review")]
             #expect(
                 Self.value(try client.request("GET", "/aliases/\(card)", body: nil, headers: given))
